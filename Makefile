@@ -1,0 +1,35 @@
+# kjoin's two commands (see README.md): `make lab` runs the course, `make test` the tests.
+# Both create the virtual environment on first use, so a fresh clone needs nothing else
+# than Python 3.11+, Java 17 (for Spark) and, for the browser tests, root for apt-get.
+
+VENV    ?= .venv
+PYTHON  ?= python3
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: lab demo test system-deps clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+# Debian's Chromium for the real-browser tests; installed only when missing.
+system-deps:
+	@command -v java >/dev/null || { echo "kjoin needs Java 17 for Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
+	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+demo: $(STAMP)
+	$(VENV)/bin/kjoin table --join stream-stream --left "1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D" \
+	    --right "2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d" --window 15 --grace 5
+
+lab: $(STAMP) demo
+	$(VENV)/bin/jupyter lab --no-browser notebooks/
+
+test: $(STAMP) system-deps
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,46 @@
+"""kjoin: Kafka Streams joins, record by record.
+
+The reference engine reproduces Kafka Streams' join processors for every era of their
+semantics and records, after every input record, what was emitted, what happened to the
+record and why, and the state of every store::
+
+    >>> import kjoin
+    >>> scenario = kjoin.Scenario.from_notation(
+    ...     "stream-stream", "left", left="3:A", right="4:a",
+    ...     window={"before_ms": 15, "after_ms": 15, "grace_ms": 5})
+    >>> [o.render() for o in kjoin.run(scenario).outputs]
+    ['A-a']
+"""
+
+from .engine import run
+from .fates import Fate, Reason
+from .joins import JoinWindows, default_joiner
+from .ordering import merge_by_timestamp
+from .records import Output, OutputKind, Record, Side
+from .scenario import Event, Scenario, ScenarioError, TableOptions, load_scenario
+from .semantics import LATEST, Semantics, parse_semantics
+from .trace import StateSnapshot, Step, Trace
+
+__all__ = [
+    "Event",
+    "Fate",
+    "JoinWindows",
+    "LATEST",
+    "Output",
+    "OutputKind",
+    "Reason",
+    "Record",
+    "Scenario",
+    "ScenarioError",
+    "Semantics",
+    "Side",
+    "StateSnapshot",
+    "Step",
+    "TableOptions",
+    "Trace",
+    "default_joiner",
+    "load_scenario",
+    "merge_by_timestamp",
+    "parse_semantics",
+    "run",
+]

@@ -1,0 +1,88 @@
+"""The ``kjoin`` command: ``kjoin run SCENARIO`` and ``kjoin table …``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from .engine import run
+from .render import seed_table, trace_jsonl, trace_table
+from .scenario import VARIANTS, Scenario, ScenarioError, load_scenario
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.command(args)
+    except ScenarioError as error:
+        print(f"kjoin: {error}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    trace = run(load_scenario(args.scenario))
+    if args.format == "jsonl":
+        for line in trace_jsonl(trace):
+            print(line)
+    else:
+        print(trace_table(trace))
+    return 0
+
+
+def _table(args: argparse.Namespace) -> int:
+    window = None
+    if args.join == "stream-stream":
+        before = args.before if args.before is not None else args.window
+        after = args.after if args.after is not None else args.window
+        if before is None or after is None:
+            raise ScenarioError("--window (or --before and --after) is needed for a stream-stream join")
+        grace = None if args.grace.lower() in ("none", "null") else _non_negative(args.grace, "--grace")
+        window = {"before_ms": before, "after_ms": after, "grace_ms": grace}
+    try:
+        base = Scenario.from_notation(args.join, VARIANTS[args.join][0], left=args.left, right=args.right, key=args.key, semantics=args.semantics, window=window)
+    except ValueError as error:
+        raise ScenarioError(str(error)) from None
+    variants = [v for v in VARIANTS[args.join] if not (args.join == "stream-table" and v == "inner" and not base.semantics.kip77)]
+    print(seed_table({variant: run(base.with_variant(variant)) for variant in variants}))
+    return 0
+
+
+def _non_negative(text: str, flag: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ScenarioError(f"{flag}: expected a non-negative integer or none, got {text!r}") from None
+    if value < 0:
+        raise ScenarioError(f"{flag}: expected a non-negative integer or none, got {text!r}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kjoin", description="Kafka Streams joins, record by record.")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    run_parser = commands.add_parser("run", help="run a scenario file and print its trace")
+    run_parser.add_argument("scenario", help="a YAML or JSON scenario file")
+    run_parser.add_argument("--format", choices=("table", "jsonl"), default="table", help="table (default) or one JSON object per step")
+    run_parser.set_defaults(command=_run)
+
+    table = commands.add_parser("table", help="the seeds' kind of table for two streams in ts:value notation")
+    table.add_argument("--join", choices=tuple(VARIANTS), required=True)
+    table.add_argument("--left", default="", help='left records, e.g. "1:null, 3:A, 5:B"')
+    table.add_argument("--right", default="", help='right records, e.g. "2:null, 4:a"')
+    table.add_argument("--key", default="k", help="the key of every record (default k)")
+    table.add_argument("--window", type=int, help="before and after of a stream-stream window, in ms")
+    table.add_argument("--before", type=int, help="the window's before_ms (overrides --window)")
+    table.add_argument("--after", type=int, help="the window's after_ms (overrides --window)")
+    table.add_argument("--grace", default="0", help="grace in ms (default 0), or none for the deprecated JoinWindows.of API")
+    table.add_argument("--semantics", default=None, help="Kafka version, e.g. 0.10.0, 0.10.2, 3.1 (default: latest)")
+    table.set_defaults(command=_table)
+    return parser
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

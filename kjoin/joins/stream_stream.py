@@ -1,0 +1,251 @@
+"""KStream-KStream windowed joins: inner, left, outer, in every era.
+
+How it works (current Kafka; one instance per task):
+
+* Each side has a window store written *after* its record was joined, so a record
+  never meets itself. A left record at ``t`` looks up right records with ts in
+  ``[t - before, t + after]``; a right record at ``t`` looks up left records in
+  ``[t - after, t + before]``; both bounds inclusive and clamped at 0.
+* A match calls the joiner once per partner, in the partner store's (ts, arrival) order;
+  the result carries ``max(left ts, right ts)``.
+* Stream time is one per task, shared by both sides, and advances on every record,
+  including records then dropped for a null key or value.
+* Left/outer joins, 3.1+ (window with a grace): a record of an outer side without partner
+  waits in the outer-join buffer and is emitted with null, at its own timestamp, once
+  stream time is *strictly* greater than ``ts + after + grace`` (``ts + before + grace`` for
+  right records). A later partner removes it from the buffer. A record whose window
+  (``ts + after``) is already behind stream time on arrival is emitted at once.
+* Left/outer joins before 3.1, or with the deprecated ``JoinWindows.of`` API: an unmatched
+  record of an outer side is emitted with null at once; a later match is emitted as well.
+* Old semantics (0.10.0/0.10.1): null values trigger lookups (but never enter a store);
+  a left join is driven only by the left side and keeps no left store; left and outer joins
+  call the joiner with null whenever the lookup finds nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..fates import Fate, Reason
+from ..records import OutputKind, Record, Side, render_value
+from ..semantics import Semantics
+from ..state import StateLog
+from ..stores import BufferedRecord, Clock, OuterJoinBuffer, WindowStore
+from .context import StepContext
+
+__all__ = ["JoinWindows", "StreamStreamJoin", "DEFAULT_GRACE_OF_DEPRECATED_API_MS"]
+
+DEFAULT_GRACE_OF_DEPRECATED_API_MS = 24 * 60 * 60 * 1000
+STREAM_TIME = "stream time"
+OUTER_MIN_TIME = "outer-join buffer min time"
+
+
+@dataclass(frozen=True)
+class JoinWindows:
+    """A join window: ``before_ms``/``after_ms`` around each left record, and ``grace_ms``.
+
+    ``grace_ms=None`` stands for the deprecated ``JoinWindows.of(...)`` API: its grace is
+    ``max(24h - (before + after), 0)``, and it keeps the eager (pre-3.1) left/outer results.
+    ``spurious_result_fix=False`` does the same for an explicit grace (``of(...).grace(g)``).
+    """
+
+    before_ms: int
+    after_ms: int
+    grace_ms: int | None = None
+    spurious_result_fix: bool | None = None
+
+    @property
+    def effective_grace_ms(self) -> int:
+        if self.grace_ms is not None:
+            return self.grace_ms
+        return max(DEFAULT_GRACE_OF_DEPRECATED_API_MS - self.before_ms - self.after_ms, 0)
+
+    @property
+    def retention_ms(self) -> int:
+        """Each window store keeps before + after + grace."""
+        return self.before_ms + self.after_ms + self.effective_grace_ms
+
+    @property
+    def deprecated_api(self) -> bool:
+        return self.grace_ms is None or self.spurious_result_fix is False
+
+
+@dataclass(frozen=True)
+class _JoinSide:
+    """The view of the window from one side: how far to look back and ahead, and whether
+    this side is an outer side (its unmatched records still produce a result)."""
+
+    side: Side
+    look_back_ms: int
+    look_ahead_ms: int
+    outer: bool
+
+    def pair(self, mine: Any, other: Any) -> tuple[Any, Any]:
+        """(left, right) for the joiner: the right side uses the reversed joiner."""
+        return (mine, other) if self.side is Side.LEFT else (other, mine)
+
+
+class StreamStreamJoin:
+    """One task's stream-stream join: two window stores, stream time, and (3.1+ left/outer)
+    the shared outer-join buffer."""
+
+    def __init__(self, log: StateLog, task: int, variant: str, window: JoinWindows, semantics: Semantics) -> None:
+        self.variant = variant
+        self.window = window
+        self.semantics = semantics
+        self.clock = Clock(log, task)
+        self.stores = {side: WindowStore(log, task, side, window.retention_ms, self.clock) for side in Side}
+        self.sides = {
+            Side.LEFT: _JoinSide(Side.LEFT, window.before_ms, window.after_ms, variant in ("left", "outer")),
+            Side.RIGHT: _JoinSide(Side.RIGHT, window.after_ms, window.before_ms, variant == "outer"),
+        }
+        holds_unmatched = variant != "inner" and semantics.spurious_result_fix and not window.deprecated_api
+        self.buffer = OuterJoinBuffer(log, task) if holds_unmatched else None
+
+    # -- the processor ------------------------------------------------------------------
+    def process(self, record: Record, ctx: StepContext) -> None:
+        if not self.semantics.kip77:
+            self._process_old(record, ctx)
+            return
+        side = self.sides[record.side]
+        stream_time = self.clock.advance(STREAM_TIME, record.ts)
+        if record.key is None and record.value is not None and side.outer and self.semantics.relaxed_null_keys:
+            self._forward_null_key(side, record, ctx)
+            return
+        if self._skipped(record, ctx):
+            return
+        if self.buffer is not None and record.ts == stream_time:
+            self._emit_closed_windows(side, stream_time, ctx)
+        partners = self._look_up(side, record)
+        self._join(side, record, partners, ctx)
+        if not partners:
+            self._handle_unmatched(side, record, stream_time, ctx)
+        self._store(record, ctx)
+
+    # -- skip rules ---------------------------------------------------------------------
+    def _skipped(self, record: Record, ctx: StepContext) -> bool:
+        if record.key is None:
+            ctx.drop(Reason.NULL_KEY, f"{record.describe()} has a null key: skipped, not stored (stream time still advanced).")
+            return True
+        if record.value is None:
+            ctx.drop(Reason.NULL_VALUE, f"{record.side} record @{record.ts} has a null value: skipped, not stored (stream time still advanced).")
+            return True
+        return False
+
+    def _forward_null_key(self, side: _JoinSide, record: Record, ctx: StepContext) -> None:
+        left, right = side.pair(record.value, None)
+        ctx.emit(OutputKind.NULL_KEY, None, left, right, record.ts)
+        ctx.settle(Fate.JOINED, None, f"{record.describe()} has a null key on an outer side: joined with null at once and never stored (KIP-962).")
+
+    # -- look up ------------------------------------------------------------------------
+    def window_of(self, side: _JoinSide, ts: int) -> tuple[int, int]:
+        """The other side's time range a record at ``ts`` on ``side`` joins with."""
+        return max(0, ts - side.look_back_ms), max(0, ts + side.look_ahead_ms)
+
+    def _look_up(self, side: _JoinSide, record: Record) -> list[tuple[int, Any]]:
+        time_from, time_to = self.window_of(side, record.ts)
+        return self.stores[side.side.other].fetch(record.key, time_from, time_to)
+
+    # -- call the joiner ----------------------------------------------------------------
+    def _join(self, side: _JoinSide, record: Record, partners: list[tuple[int, Any]], ctx: StepContext) -> None:
+        time_from, time_to = self.window_of(side, record.ts)
+        for other_ts, other_value in partners:
+            left, right = side.pair(record.value, other_value)
+            ts = max(record.ts, other_ts) if self.semantics.stream_stream_output_ts_is_max else record.ts
+            ctx.emit(OutputKind.JOINED, record.key, left, right, ts)
+            if self.buffer is not None:
+                for waiting in self.buffer.delete(side.side.other, record.key, other_ts):
+                    ctx.note(f"{render_value(waiting.value)}@{waiting.ts} found its partner and left the outer-join buffer.")
+        if partners:
+            found = ", ".join(f"{render_value(value)}@{ts}" for ts, value in partners)
+            ctx.settle(Fate.JOINED, None, f"{record.describe()} found {found} in the {side.side.other} window [{time_from}, {time_to}]; joiner called {len(partners)} time(s).")
+
+    def _handle_unmatched(self, side: _JoinSide, record: Record, stream_time: int, ctx: StepContext) -> None:
+        time_from, time_to = self.window_of(side, record.ts)
+        looked = f"{record.describe()} found nothing in the {side.side.other} window [{time_from}, {time_to}]"
+        if not side.outer:
+            ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, f"{looked}; inner side: no output.")
+            return
+        left, right = side.pair(record.value, None)
+        if self.buffer is None:
+            ctx.emit(OutputKind.UNMATCHED, record.key, left, right, record.ts)
+            ctx.settle(Fate.JOINED, None, f"{looked}; emitted with null at once (eager left/outer semantics: a later match is emitted too).")
+            return
+        if time_to < stream_time:
+            ctx.emit(OutputKind.UNMATCHED, record.key, left, right, record.ts)
+            ctx.settle(Fate.JOINED, None, f"{looked}; its window ended at {time_to}, before stream time {stream_time}: emitted with null at once.")
+            return
+        closes_at = record.ts + side.look_ahead_ms + self.window.effective_grace_ms
+        self.buffer.put(BufferedRecord(side.side, record.key, record.value, record.ts, closes_at, ctx.index))
+        min_time = self.clock.get(OUTER_MIN_TIME)
+        self.clock.set(OUTER_MIN_TIME, record.ts if min_time is None else min(min_time, record.ts))
+        ctx.settle(
+            Fate.BUFFERED,
+            Reason.WINDOW_OPEN,
+            f"{looked}; held in the outer-join buffer until stream time passes {closes_at} (window end {time_to} + grace {self.window.effective_grace_ms}).",
+            until_ms=closes_at,
+        )
+
+    def _emit_closed_windows(self, side: _JoinSide, stream_time: int, ctx: StepContext) -> None:
+        """Kafka's ``emitNonJoinedOuterRecords``: emit every buffered record whose window has closed."""
+        grace = self.window.effective_grace_ms
+        min_time = self.clock.get(OUTER_MIN_TIME)
+        if min_time is not None and min_time + side.look_ahead_ms + grace >= stream_time:
+            return
+        open_sides: set[Side] = set()
+        for (ts, _, _), records in self.buffer.groups():
+            if len(open_sides) == 2:
+                break
+            self.clock.set(OUTER_MIN_TIME, ts)
+            entry_side = records[0].side
+            closes_at = records[0].closes_at_ms
+            if closes_at >= stream_time:
+                open_sides.add(entry_side)
+                continue
+            for waiting in records:
+                left, right = self.sides[entry_side].pair(waiting.value, None)
+                ctx.emit(OutputKind.WINDOW_CLOSED, waiting.key, left, right, waiting.ts, origin_step=waiting.origin_step)
+                ctx.note(
+                    f"Stream time {stream_time} passed {closes_at}, the close of {entry_side} {render_value(waiting.value)}@{waiting.ts}'s window plus grace: emitted with null."
+                )
+            self.buffer.delete(entry_side, records[0].key, ts)
+
+    # -- update state -------------------------------------------------------------------
+    def _store(self, record: Record, ctx: StepContext) -> None:
+        store = self.stores[record.side]
+        if not store.put(record.key, record.ts, record.value):
+            ctx.note(
+                f"{record.describe()} is older than its own window store's retention ({store.retention_ms} ms before {store.observed_ms}): it is not stored."
+            )
+            if ctx.fate in (Fate.NO_MATCH, None):
+                ctx.settle(Fate.NO_MATCH, Reason.EXPIRED)
+
+    # -- 0.10.0 / 0.10.1 ----------------------------------------------------------------
+    def _process_old(self, record: Record, ctx: StepContext) -> None:
+        """Old semantics: null values trigger lookups; a left join is driven by the left side only."""
+        if record.key is None:
+            ctx.drop(Reason.NULL_KEY, f"{record.describe()} has a null key: skipped.")
+            return
+        side = self.sides[record.side]
+        left_join = self.variant == "left"
+        if left_join and record.side is Side.RIGHT:
+            ctx.settle(Fate.STORED, Reason.NOT_A_TRIGGER, f"{record.describe()}: in a 0.10.0 left join only left records trigger a lookup; the record only enters the right window.")
+        else:
+            partners = self._look_up(side, record)
+            self._join(side, record, partners, ctx)
+            outer_side = self.variant == "outer" or (left_join and record.side is Side.LEFT)
+            if not partners and outer_side:
+                left, right = side.pair(record.value, None)
+                ctx.emit(OutputKind.UNMATCHED, record.key, left, right, record.ts)
+                time_from, time_to = self.window_of(side, record.ts)
+                ctx.settle(Fate.JOINED, None, f"{record.describe()} found nothing in the {side.side.other} window [{time_from}, {time_to}]; joiner called with null.")
+            elif not partners:
+                time_from, time_to = self.window_of(side, record.ts)
+                ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, f"{record.describe()} found nothing in the {side.side.other} window [{time_from}, {time_to}].")
+        if record.value is None:
+            ctx.note("A null value triggers a lookup in 0.10.0 but never enters a window store.")
+        elif left_join and record.side is Side.LEFT:
+            ctx.note("A 0.10.0 left join keeps no left window store.")
+        else:
+            self._store(record, ctx)

@@ -1,0 +1,121 @@
+"""Records as Kafka sees them: an input record on one side of a join, and a join output."""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Side", "Record", "Output", "OutputKind", "render_value"]
+
+
+class Side(enum.Enum):
+    """Which input of the join a record comes from."""
+
+    LEFT = "left"
+    """The left (primary) input: ``left.join(right)``."""
+    RIGHT = "right"
+    """The right (secondary) input."""
+
+    @property
+    def other(self) -> "Side":
+        return Side.RIGHT if self is Side.LEFT else Side.LEFT
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One input record: a side, key, value, timestamp, partition and offset.
+
+    ``key`` and ``value`` may be ``None`` (a null key, or a null value: a tombstone
+    for a table). ``ts`` is the record timestamp in milliseconds.
+    """
+
+    side: Side
+    key: Any
+    value: Any
+    ts: int
+    partition: int = 0
+    offset: int = 0
+
+    def describe(self) -> str:
+        """``left A@3 (key k)``: the record the way the explanations name it."""
+        return f"{self.side} {render_value(self.value)}@{self.ts} (key {render_value(self.key)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "side": self.side.value,
+            "key": self.key,
+            "value": self.value,
+            "ts": self.ts,
+            "partition": self.partition,
+            "offset": self.offset,
+        }
+
+
+class OutputKind(enum.Enum):
+    """Why an output was emitted."""
+
+    JOINED = "joined"
+    """The joiner was called with a partner found in the other side's store."""
+    UNMATCHED = "unmatched"
+    """A left/outer result with null for the missing side, emitted as the record arrived
+    (eager semantics before 3.1, the deprecated window API, or a record that arrived after
+    its window had already closed)."""
+    WINDOW_CLOSED = "window-closed"
+    """A left/outer result with null for the missing side, held in the outer-join buffer
+    and emitted once stream time passed the record's window close plus grace (3.1+)."""
+    NULL_KEY = "null-key"
+    """A record with a null key on an outer side, forwarded at once with null (KIP-962)."""
+    TOMBSTONE = "tombstone"
+    """A table-table result deleted: the joiner is not called and the value is null."""
+
+
+def render_value(value: Any) -> str:
+    """Render a value as the seeds do: strings bare, ``None`` as ``null``, others as JSON."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One record emitted by the join.
+
+    ``left`` and ``right`` are the values handed to the joiner (``None`` for the missing
+    side); ``value`` is the joiner's result, or ``None`` for a tombstone. ``origin_step`` is
+    the step whose input record is the left/right value that was waiting (for outputs of
+    the outer-join buffer) or the current step otherwise.
+    """
+
+    key: Any
+    left: Any
+    right: Any
+    value: Any
+    ts: int
+    tombstone: bool
+    kind: OutputKind
+    partition: int = 0
+    origin_step: int = -1
+
+    def render(self) -> str:
+        """The seeds' notation: ``A-a``, ``A-null``, or ``null`` for a tombstone."""
+        return "null" if self.tombstone else render_value(self.value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "left": self.left,
+            "right": self.right,
+            "value": self.value,
+            "ts": self.ts,
+            "tombstone": self.tombstone,
+            "kind": self.kind.value,
+            "partition": self.partition,
+            "origin_step": self.origin_step,
+        }

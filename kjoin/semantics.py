@@ -1,0 +1,109 @@
+"""Eras of Kafka Streams join semantics, chosen by the Kafka version a user names.
+
+A :class:`Semantics` is a Kafka version plus the behaviours that version has. The
+processors ask it questions (``kip77``, ``spurious_result_fix``, …) rather than compare
+version numbers themselves, so every version boundary is written down once, here.
+
+| era | versions | what changes |
+|---|---|---|
+| old | 0.10.0, 0.10.1 | null values trigger lookups, stream-stream left joins are driven only by the left side, table-table joins send tombstones for every null result, no KStream-KTable inner join |
+| KIP-77 | 0.10.2 – 3.0 | null values are dropped, both sides trigger, no unnecessary tombstones; left/outer stream-stream results are emitted eagerly (the "spurious" results) |
+| 3.1+ | 3.1 and newer | left/outer stream-stream results without a partner are held until the window closes plus grace (KAFKA-10847), unless the window uses the deprecated ``JoinWindows.of`` API |
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import total_ordering
+
+__all__ = ["Semantics", "LATEST", "parse_semantics"]
+
+LATEST = "4.1"
+"""The newest Kafka version kjoin models; the default semantics."""
+
+_VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?(?:\.x)?\s*$")
+
+
+@total_ordering
+@dataclass(frozen=True)
+class Semantics:
+    """The join semantics of one Kafka version.
+
+    Build it with :func:`parse_semantics`; ``Semantics.parse("0.10.2")`` is the same.
+    """
+
+    version: tuple[int, int, int]
+
+    @classmethod
+    def parse(cls, text: "str | Semantics | None") -> "Semantics":
+        return parse_semantics(text)
+
+    def __lt__(self, other: "Semantics") -> bool:
+        return self.version < other.version
+
+    def at_least(self, major: int, minor: int, patch: int = 0) -> bool:
+        return self.version >= (major, minor, patch)
+
+    def __str__(self) -> str:
+        major, minor, patch = self.version
+        return f"{major}.{minor}.{patch}" if patch else f"{major}.{minor}"
+
+    @property
+    def era(self) -> str:
+        """``"0.10.0"`` (old), ``"0.10.2"`` (KIP-77) or ``"3.1"`` (spurious-result fix)."""
+        if not self.kip77:
+            return "0.10.0"
+        return "3.1" if self.spurious_result_fix else "0.10.2"
+
+    # -- the behaviours -------------------------------------------------------------
+    @property
+    def kip77(self) -> bool:
+        """KIP-77 (0.10.2): null values are dropped instead of triggering lookups, both sides
+        of every stream-stream join trigger, KStream-KTable inner join exists, and table-table
+        joins stop sending unnecessary tombstones."""
+        return self.at_least(0, 10, 2)
+
+    @property
+    def spurious_result_fix(self) -> bool:
+        """KAFKA-10847 (3.1): left/outer stream-stream joins hold unmatched records in an
+        outer-join buffer until their window closes plus grace (windows with a grace set
+        through ``ofTimeDifferenceAndGrace``/``ofTimeDifferenceWithNoGrace`` only)."""
+        return self.at_least(3, 1)
+
+    @property
+    def relaxed_null_keys(self) -> bool:
+        """KIP-962 (3.7): a null-key record on an outer side of a stream-stream join, or the
+        stream side of a stream-table left join, is joined with null instead of dropped."""
+        return self.at_least(3, 7)
+
+    @property
+    def stream_stream_output_ts_is_max(self) -> bool:
+        """Since 2.0 (KIP-251 made output timestamps settable) a stream-stream result carries
+        max(left ts, right ts); before, the timestamp of the record being processed."""
+        return self.at_least(2, 0)
+
+    @property
+    def table_table_output_ts_is_max(self) -> bool:
+        """Since 2.3 (KIP-258, timestamped key-value stores) a table-table result carries
+        max(update ts, other side's ts); before, the timestamp of the update."""
+        return self.at_least(2, 3)
+
+
+def parse_semantics(text: "str | Semantics | None") -> Semantics:
+    """Parse ``"0.10.0"``, ``"2.8"``, ``"3.1.x"``, ``"latest"`` or ``None`` (the latest)."""
+    if isinstance(text, Semantics):
+        return text
+    if text is None or (isinstance(text, str) and text.strip().lower() in ("", "latest", "current")):
+        text = LATEST
+    if not isinstance(text, str):
+        text = str(text)
+    match = _VERSION.match(text)
+    if not match:
+        raise ValueError(
+            f"semantics {text!r} is not a Kafka version: expected e.g. \"0.10.0\", \"0.10.2\", \"3.1\" or \"latest\""
+        )
+    major, minor, patch = (int(part) if part else 0 for part in match.groups())
+    if (major, minor) < (0, 10):
+        raise ValueError(f"semantics {text!r}: Kafka Streams joins start at 0.10.0")
+    return Semantics((major, minor, patch))

@@ -1,0 +1,125 @@
+"""The state of a run after every step, kept as per-step changes plus checkpoints.
+
+Every store of every task writes through one :class:`StateLog`. A store is named by a
+:class:`StoreId` (task, name) and holds entries ``entry_key -> row``. After each input
+record the log closes a *step*: the list of entries put or deleted during it. A full copy
+(a checkpoint) is taken whenever the changes since the last copy outnumber the live
+entries, so memory stays proportional to the number of changes and reading the state
+after any step applies at most that many changes to the nearest checkpoint; nothing is
+re-run.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+__all__ = ["StoreId", "StateLog", "StateHistory", "DELETED"]
+
+DELETED = object()
+"""Marker for a deleted entry in a change list."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class StoreId:
+    """A store of one task: ``StoreId(0, "left window")``."""
+
+    task: int
+    name: str
+
+    def __str__(self) -> str:
+        return f"task {self.task}: {self.name}"
+
+
+Entries = dict[Any, Any]
+Change = tuple[StoreId, Any, Any]  # (store, entry key, row or DELETED)
+
+
+class StateLog:
+    """The live contents of every store, and the changes made during the current step."""
+
+    def __init__(self) -> None:
+        self.live: dict[StoreId, Entries] = {}
+        self._changes: list[Change] = []
+
+    def put(self, store: StoreId, entry_key: Any, row: Any) -> None:
+        self.live.setdefault(store, {})[entry_key] = row
+        self._changes.append((store, entry_key, row))
+
+    def delete(self, store: StoreId, entry_key: Any) -> None:
+        entries = self.live.get(store)
+        if entries is not None and entry_key in entries:
+            del entries[entry_key]
+            self._changes.append((store, entry_key, DELETED))
+
+    def get(self, store: StoreId, entry_key: Any, default: Any = None) -> Any:
+        return self.live.get(store, {}).get(entry_key, default)
+
+    def declare(self, store: StoreId) -> None:
+        """Make an empty store visible in snapshots before anything is put into it."""
+        self.live.setdefault(store, {})
+
+    def take_changes(self) -> tuple[Change, ...]:
+        changes, self._changes = tuple(self._changes), []
+        return changes
+
+    def size(self) -> int:
+        return sum(len(entries) for entries in self.live.values())
+
+    def copy(self) -> dict[StoreId, Entries]:
+        return {store: dict(entries) for store, entries in self.live.items()}
+
+
+class StateHistory:
+    """The state after every step of a finished run: changes plus checkpoints."""
+
+    MIN_CHECKPOINT_GAP = 256
+
+    def __init__(self, initial: dict[StoreId, Entries]) -> None:
+        self._changes: list[tuple[Change, ...]] = []
+        self._checkpoint_steps: list[int] = [-1]
+        self._checkpoints: list[dict[StoreId, Entries]] = [initial]
+        self._since_checkpoint = 0
+
+    def record(self, changes: tuple[Change, ...], log: StateLog) -> None:
+        """Append the changes of the next step; checkpoint when it pays for itself."""
+        self._changes.append(changes)
+        self._since_checkpoint += len(changes)
+        if self._since_checkpoint >= max(self.MIN_CHECKPOINT_GAP, log.size()):
+            self._checkpoint_steps.append(len(self._changes) - 1)
+            self._checkpoints.append(log.copy())
+            self._since_checkpoint = 0
+
+    def __len__(self) -> int:
+        return len(self._changes)
+
+    def changes(self, step: int) -> tuple[Change, ...]:
+        return self._changes[step]
+
+    def at(self, step: int) -> dict[StoreId, Entries]:
+        """All stores after ``step`` (``-1``: before the first record)."""
+        if not -1 <= step < len(self._changes):
+            raise IndexError(f"step {step} is outside this trace (0 to {len(self._changes) - 1})")
+        index = bisect.bisect_right(self._checkpoint_steps, step) - 1
+        base = self._checkpoints[index]
+        stores = {store: dict(entries) for store, entries in base.items()}
+        for later in range(self._checkpoint_steps[index] + 1, step + 1):
+            _apply(stores, self._changes[later])
+        return stores
+
+
+def _apply(stores: dict[StoreId, Entries], changes: tuple[Change, ...]) -> None:
+    for store, entry_key, row in changes:
+        entries = stores.setdefault(store, {})
+        if row is DELETED:
+            entries.pop(entry_key, None)
+        else:
+            entries[entry_key] = row
+
+
+def iter_rows(stores: Mapping[StoreId, Entries], name: str) -> Iterator[tuple[int, Any, Any]]:
+    for store, entries in sorted(stores.items(), key=lambda item: item[0]):
+        if store.name == name:
+            for entry_key, row in entries.items():
+                yield store.task, entry_key, row

@@ -1,0 +1,200 @@
+"""The result of a run: one step per input record, and the state after every step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
+
+from .fates import Fate, Reason
+from .records import Output, Record, Side
+from .state import StateHistory, StoreId
+from .stores import CLOCK, OUTER_BUFFER, table_store_name, window_store_name
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from .scenario import Scenario
+
+__all__ = ["Step", "Trace", "StateSnapshot"]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What one input record did.
+
+    ``outputs`` are all records the step emitted, including results of *earlier* records
+    whose window closed now (their ``origin_step`` says whose). ``fate`` and ``reason`` are
+    this record's own: joined, buffered (until ``until_ms``), stored, no match, dropped.
+    """
+
+    index: int
+    record: Record
+    task: int
+    outputs: tuple[Output, ...]
+    fate: Fate
+    reason: Reason | None
+    until_ms: int | None
+    explain: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.index,
+            "input": self.record.to_dict(),
+            "task": self.task,
+            "outputs": [output.to_dict() for output in self.outputs],
+            "fate": self.fate.value,
+            "reason": None if self.reason is None else self.reason.value,
+            "until_ms": self.until_ms,
+            "explain": self.explain,
+        }
+
+
+class Trace:
+    """Every step of a run, in processing order, with the state after each one."""
+
+    def __init__(self, scenario: "Scenario", steps: list[Step], history: StateHistory) -> None:
+        self.scenario = scenario
+        self.steps = steps
+        self._history = history
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self.steps)
+
+    def __getitem__(self, index: int) -> Step:
+        return self.steps[index]
+
+    @property
+    def outputs(self) -> list[Output]:
+        return [output for step in self.steps for output in step.outputs]
+
+    def state_at(self, step: int) -> "StateSnapshot":
+        """The state of every store after ``step``; negative steps count from the end, as in
+        a list (``-1``: after the last record). :meth:`initial_state` is before the first."""
+        if step < 0:
+            step += len(self.steps)
+        if not 0 <= step < len(self.steps):
+            raise IndexError(f"step {step} is outside this trace (0 to {len(self.steps) - 1})")
+        return StateSnapshot(self._history.at(step), step)
+
+    def initial_state(self) -> "StateSnapshot":
+        """The state of every store before the first record: empty stores, no stream time."""
+        return StateSnapshot(self._history.at(-1), -1)
+
+    def changes_at(self, step: int) -> list[tuple[StoreId, Any, bool]]:
+        """The entries ``step`` put (``True``) or deleted (``False``), per store."""
+        from .state import DELETED
+
+        return [(store, entry, row is not DELETED) for store, entry, row in self._history.changes(step)]
+
+    # -- pandas -------------------------------------------------------------------------
+    def steps_frame(self) -> "pd.DataFrame":
+        """One row per step: the input record, fate, reason, output count and explanation."""
+        import pandas as pd
+
+        rows = [
+            {
+                "step": s.index,
+                "task": s.task,
+                "side": s.record.side.value,
+                "key": s.record.key,
+                "value": s.record.value,
+                "ts": s.record.ts,
+                "partition": s.record.partition,
+                "offset": s.record.offset,
+                "fate": s.fate.value,
+                "reason": None if s.reason is None else s.reason.value,
+                "until_ms": s.until_ms,
+                "outputs": len(s.outputs),
+                "explain": s.explain,
+            }
+            for s in self.steps
+        ]
+        columns = ["step", "task", "side", "key", "value", "ts", "partition", "offset", "fate", "reason", "until_ms", "outputs", "explain"]
+        return pd.DataFrame(rows, columns=columns).astype({"until_ms": "Int64"})
+
+    def outputs_frame(self) -> "pd.DataFrame":
+        """One row per output, with the step that emitted it and the step it came from."""
+        import pandas as pd
+
+        rows = [{"step": s.index, **o.to_dict()} for s in self.steps for o in s.outputs]
+        columns = ["step", "key", "left", "right", "value", "ts", "tombstone", "kind", "partition", "origin_step"]
+        return pd.DataFrame(rows, columns=columns)
+
+    def state_frame(self, step: int) -> "pd.DataFrame":
+        return self.state_at(step).frame()
+
+
+class StateSnapshot:
+    """All stores after one step, read by kind of store."""
+
+    def __init__(self, stores: Mapping[StoreId, dict[Any, Any]], step: int) -> None:
+        self.stores = stores
+        self.step = step
+
+    def tasks(self) -> list[int]:
+        return sorted({store.task for store in self.stores})
+
+    def _entries(self, name: str, task: int) -> dict[Any, Any]:
+        return self.stores.get(StoreId(task, name), {})
+
+    def clock(self, task: int = 0) -> dict[str, int]:
+        return dict(self._entries(CLOCK, task))
+
+    def stream_time(self, task: int = 0) -> int | None:
+        """The task's stream time, or ``None`` if the join keeps none (or nothing arrived yet)."""
+        return self.clock(task).get("stream time")
+
+    def window(self, side: Side | str, task: int = 0) -> list[dict[str, Any]]:
+        """One side's window store: ``key, ts, value`` rows in (key, ts, arrival) order."""
+        side = Side(side)
+        entries = self._entries(window_store_name(side), task)
+        ordered = sorted(entries.items(), key=lambda item: (_sortable(item[0][0]), item[0][1], item[0][2]))
+        return [{"key": key, "ts": ts, "value": value} for (key, ts, _), value in ordered]
+
+    def window_range(self, side: Side | str, task: int, retention_ms: int) -> tuple[int, int] | None:
+        """``(oldest visible ts, newest ts put)`` of a window store, or ``None`` if empty so far."""
+        observed = self.clock(task).get(f"{Side(side)} window observed")
+        return None if observed is None else (observed - retention_ms + 1, observed)
+
+    def outer_buffer(self, task: int = 0) -> list[dict[str, Any]]:
+        """The 3.1+ outer-join buffer, in Kafka's iteration order."""
+        entries = self._entries(OUTER_BUFFER, task)
+        return [
+            {"ts": r.ts, "side": r.side.value, "key": r.key, "value": r.value, "closes_at_ms": r.closes_at_ms, "origin_step": r.origin_step}
+            for _, r in sorted(entries.items(), key=lambda item: item[0])
+        ]
+
+    def table(self, side: Side | str, task: int = 0) -> list[dict[str, Any]]:
+        """A table store: ``key, value, ts, old_value`` rows in key order."""
+        entries = self._entries(table_store_name(Side(side)), task)
+        return [
+            {"key": key, "value": value, "ts": ts, "old_value": old}
+            for key, (value, ts, old) in sorted(entries.items(), key=lambda item: _sortable(item[0]))
+        ]
+
+    def frame(self) -> "pd.DataFrame":
+        """Every store as one long table: ``task, store, key, ts, value, detail``."""
+        import pandas as pd
+
+        rows = []
+        for task in self.tasks():
+            for name, value in sorted(self.clock(task).items()):
+                rows.append({"task": task, "store": CLOCK, "key": name, "ts": value, "value": None, "detail": None})
+            for side in Side:
+                for row in self.window(side, task):
+                    rows.append({"task": task, "store": window_store_name(side), "key": row["key"], "ts": row["ts"], "value": row["value"], "detail": None})
+            for row in self.outer_buffer(task):
+                detail = f"{row['side']}, closes after {row['closes_at_ms']}"
+                rows.append({"task": task, "store": OUTER_BUFFER, "key": row["key"], "ts": row["ts"], "value": row["value"], "detail": detail})
+            for side in Side:
+                for row in self.table(side, task):
+                    detail = None if row["old_value"] is None else f"old: {row['old_value']}"
+                    rows.append({"task": task, "store": table_store_name(side), "key": row["key"], "ts": row["ts"], "value": row["value"], "detail": detail})
+        return pd.DataFrame(rows, columns=["task", "store", "key", "ts", "value", "detail"])
+
+
+def _sortable(key: Any) -> tuple[str, Any]:
+    return (type(key).__name__, key if key is not None else 0)

@@ -1,0 +1,1 @@
+"""kjoin_viz: widgets and charts over kjoin traces."""
