@@ -43,7 +43,8 @@ def _table(args: argparse.Namespace) -> int:
         grace = None if args.grace.lower() in ("none", "null") else _non_negative(args.grace, "--grace")
         window = {"before_ms": before, "after_ms": after, "grace_ms": grace}
     try:
-        base = Scenario.from_notation(args.join, VARIANTS[args.join][0], left=args.left, right=args.right, key=args.key, semantics=args.semantics, window=window)
+        # Every join has a left variant in every era; the others are derived from it.
+        base = Scenario.from_notation(args.join, "left", left=args.left, right=args.right, key=args.key, semantics=args.semantics, window=window)
     except ValueError as error:
         raise ScenarioError(str(error)) from None
     variants = [v for v in VARIANTS[args.join] if not (args.join == "stream-table" and v == "inner" and not base.semantics.kip77)]

@@ -108,7 +108,11 @@ class Scenario:
         window: JoinWindows | Mapping[str, Any] | None = None,
         partitions: int = 1,
     ) -> "Scenario":
-        """A scenario from records (or dicts with side, key, value, ts[, partition, offset])."""
+        """A scenario from records (or dicts with side, key, value, ts[, partition, offset]).
+
+        A :class:`Record` carries its partition and offset; a dict may leave them out, and
+        kjoin assigns them as Kafka would (the default partitioner, offsets counting up).
+        """
         events = []
         for record in records:
             if isinstance(record, Record):
@@ -146,7 +150,9 @@ class Scenario:
             [Record(side, key, value, ts) for ts, value in parse_notation(text, what=f"--{side}")]
             for side, text in ((Side.LEFT, left), (Side.RIGHT, right))
         ]
-        return cls.from_records(join, variant, merge_by_timestamp(*topics), semantics=semantics, window=window)
+        # Only the order comes from the merge; partitions and offsets are assigned as Kafka would.
+        events = [{"side": r.side.value, "key": r.key, "value": r.value, "ts": r.ts} for r in merge_by_timestamp(*topics)]
+        return cls.from_records(join, variant, events, semantics=semantics, window=window)
 
     @classmethod
     def from_frame(cls, frame: Any, join: str, variant: str, **options: Any) -> "Scenario":

@@ -47,7 +47,8 @@ class Semantics:
 
     def __str__(self) -> str:
         major, minor, patch = self.version
-        return f"{major}.{minor}.{patch}" if patch else f"{major}.{minor}"
+        # Kafka's own names: 0.10.0 and 0.10.2 (before 1.0 the third number is the release), 3.1, 3.1.2.
+        return f"{major}.{minor}.{patch}" if patch or major == 0 else f"{major}.{minor}"
 
     @property
     def era(self) -> str:

@@ -188,16 +188,24 @@ class StreamStreamJoin:
         )
 
     def _emit_closed_windows(self, side: _JoinSide, stream_time: int, ctx: StepContext) -> None:
-        """Kafka's ``emitNonJoinedOuterRecords``: emit every buffered record whose window has closed."""
+        """Kafka's ``emitNonJoinedOuterRecords``: emit every buffered record whose window has closed.
+
+        The sweep is gated by the buffer's min time (the smallest ts put since the last sweep,
+        ``None`` standing for Kafka's ``Long.MAX_VALUE``): it runs only if a record that old,
+        seen from the *processing* side, could have closed. A sweep resets the min time and
+        then sets it to the ts of every entry it reads, including the entry that stops it
+        once both sides have an open entry.
+        """
         grace = self.window.effective_grace_ms
         min_time = self.clock.get(OUTER_MIN_TIME)
-        if min_time is not None and min_time + side.look_ahead_ms + grace >= stream_time:
+        if min_time is None or min_time + side.look_ahead_ms + grace >= stream_time:
             return
+        self.clock.set(OUTER_MIN_TIME, None)
         open_sides: set[Side] = set()
         for (ts, _, _), records in self.buffer.groups():
+            self.clock.set(OUTER_MIN_TIME, ts)
             if len(open_sides) == 2:
                 break
-            self.clock.set(OUTER_MIN_TIME, ts)
             entry_side = records[0].side
             closes_at = records[0].closes_at_ms
             if closes_at >= stream_time:
