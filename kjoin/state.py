@@ -12,8 +12,7 @@ re-run.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, NamedTuple
 
 __all__ = ["StoreId", "StateLog", "StateHistory", "DELETED"]
 
@@ -21,9 +20,9 @@ DELETED = object()
 """Marker for a deleted entry in a change list."""
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class StoreId:
-    """A store of one task: ``StoreId(0, "left window")``."""
+class StoreId(NamedTuple):
+    """A store of one task: ``StoreId(0, "left window")``. (A named tuple: it is hashed on
+    every state change, and a tuple hashes fastest.)"""
 
     task: int
     name: str
@@ -42,15 +41,19 @@ class StateLog:
     def __init__(self) -> None:
         self.live: dict[StoreId, Entries] = {}
         self._changes: list[Change] = []
+        self._size = 0  # live entries in all stores, kept as they change
 
     def put(self, store: StoreId, entry_key: Any, row: Any) -> None:
-        self.live.setdefault(store, {})[entry_key] = row
+        entries = self.live.setdefault(store, {})
+        self._size += entry_key not in entries
+        entries[entry_key] = row
         self._changes.append((store, entry_key, row))
 
     def delete(self, store: StoreId, entry_key: Any) -> None:
         entries = self.live.get(store)
         if entries is not None and entry_key in entries:
             del entries[entry_key]
+            self._size -= 1
             self._changes.append((store, entry_key, DELETED))
 
     def get(self, store: StoreId, entry_key: Any, default: Any = None) -> Any:
@@ -65,7 +68,8 @@ class StateLog:
         return changes
 
     def size(self) -> int:
-        return sum(len(entries) for entries in self.live.values())
+        """The number of live entries in all stores."""
+        return self._size
 
     def copy(self) -> dict[StoreId, Entries]:
         return {store: dict(entries) for store, entries in self.live.items()}

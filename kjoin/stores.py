@@ -43,15 +43,18 @@ class Clock:
     def __init__(self, log: StateLog, task: int) -> None:
         self._log = log
         self._store = StoreId(task, CLOCK)
+        self._times: dict[str, int] = {}  # read on every record: kept here, written through to the log
         log.declare(self._store)
 
     def get(self, name: str) -> int | None:
-        return self._log.get(self._store, name)
+        return self._times.get(name)
 
     def set(self, name: str, value: int | None) -> None:
         if value is None:
-            self._log.delete(self._store, name)
-        elif self._log.get(self._store, name) != value:
+            if self._times.pop(name, None) is not None:
+                self._log.delete(self._store, name)
+        elif self._times.get(name) != value:
+            self._times[name] = value
             self._log.put(self._store, name, value)
 
     def advance(self, name: str, ts: int) -> int:
