@@ -17,11 +17,13 @@ from .fates import Fate, Reason
 from .joins import JoinWindows, default_joiner
 from .ordering import merge_by_timestamp
 from .records import Output, OutputKind, Record, Side
-from .scenario import Event, Scenario, ScenarioError, TableOptions, load_scenario
+from .scenario import Deliver, Delivery, Event, Scenario, ScenarioError, TableOptions, load_scenario
 from .semantics import LATEST, Semantics, parse_semantics
 from .trace import StateSnapshot, Step, Trace
 
 __all__ = [
+    "Deliver",
+    "Delivery",
     "Event",
     "Fate",
     "JoinWindows",

@@ -3,14 +3,23 @@
 Each partition is a Kafka task with its own join instance: its own stores and its own
 stream time. A record goes to the task of its partition; the steps keep the scenario's
 processing order across tasks.
+
+A foreign-key join also sends messages between its tasks. There a step is either an input
+record or the delivery of one message; the scenario's ``delivery`` decides when messages
+are delivered (see :class:`~kjoin.scenario.Delivery`).
 """
 
 from __future__ import annotations
 
+import random
 from typing import Any, Callable
 
 from .joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoin, default_joiner
-from .scenario import Scenario
+from .joins.fk_protocol import SUBSCRIPTION, Message
+from .joins.foreign_key import ForeignKeyJoin
+from .joins.versioned import VersionedStreamTableJoin, VersionedTableTableJoin
+from .records import Record, Side
+from .scenario import Deliver, Scenario, ScenarioError
 from .state import StateHistory, StateLog
 from .trace import Step, Trace
 
@@ -22,6 +31,8 @@ def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) 
 
     ``joiner(left, right)`` computes each result's value; the default renders ``A-a``.
     """
+    if scenario.join == "fk":
+        return _run_foreign_key(scenario, joiner)
     log = StateLog()
     tasks: dict[int, Any] = {}
     for task in range(scenario.partitions):
@@ -44,5 +55,89 @@ def _new_join(scenario: Scenario, log: StateLog, task: int) -> Any:
         assert scenario.window is not None
         return StreamStreamJoin(log, task, scenario.variant, scenario.window, scenario.semantics)
     if scenario.join == "stream-table":
+        if scenario.right.versioned:
+            assert scenario.right.history_retention_ms is not None
+            return VersionedStreamTableJoin(log, task, scenario.variant, scenario.semantics, scenario.right.history_retention_ms, scenario.grace_ms)
         return StreamTableJoin(log, task, scenario.variant, scenario.semantics)
+    if scenario.left.versioned or scenario.right.versioned:
+        return VersionedTableTableJoin(log, task, scenario.variant, scenario.semantics, scenario.left, scenario.right, scenario.versioned_mode)
     return TableTableJoin(log, task, scenario.variant, scenario.semantics)
+
+
+# -- foreign-key joins: inputs and message deliveries ---------------------------------------
+def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> Trace:
+    log = StateLog()
+    join = ForeignKeyJoin(log, scenario)
+    history = StateHistory(log.copy())
+    log.take_changes()
+    steps: list[Step] = []
+    rng = random.Random(scenario.delivery.seed)
+    mode = scenario.delivery.mode
+
+    def close(ctx: StepContext, task: int, message: Message | None = None) -> None:
+        if ctx.fate is None:  # pragma: no cover - every processor settles
+            raise AssertionError(f"step {ctx.index}: the processor did not settle the fate")
+        history.record(log.take_changes(), log)
+        steps.append(Step(ctx.index, ctx.record, task, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain(), message))
+
+    def deliver(message: Message) -> None:
+        side = Side.RIGHT if message.topic == SUBSCRIPTION else Side.LEFT
+        record = Record(side, message.key, message.describe(), message.ts, message.partition, message.seq)
+        ctx = StepContext(len(steps), record, joiner)
+        join.deliver(message, ctx)
+        close(ctx, message.partition, message)
+
+    for event_index, item in enumerate(scenario.script()):
+        if isinstance(item, Deliver):
+            for message in _select(join, item, event_index, deliver):
+                deliver(message)
+            continue
+        if mode == "random" and scenario.delivery.wait_for_row and item.side is Side.LEFT:
+            while any(_about_row(message, item.key) for message in join.in_flight.pending()):
+                deliver(rng.choice(join.in_flight.heads()))
+        ctx = StepContext(len(steps), item, joiner)
+        join.process(item, ctx)
+        close(ctx, item.partition)
+        if mode == "immediate":
+            while len(join.in_flight):
+                deliver(join.in_flight.heads()[0])
+        elif mode == "random":
+            for _ in range(rng.randint(0, len(join.in_flight))):
+                if not len(join.in_flight):
+                    break
+                deliver(rng.choice(join.in_flight.heads()))
+    if mode == "random":
+        while len(join.in_flight):
+            deliver(rng.choice(join.in_flight.heads()))
+    return Trace(scenario, steps, history)
+
+
+def _about_row(message: Message, pk: Any) -> bool:
+    """Is ``message`` a subscription from, or a response to, the left row ``pk``?"""
+    target = message.value.pk if message.topic == SUBSCRIPTION else message.key  # type: ignore[union-attr]
+    return type(target) is type(pk) and target == pk
+
+
+def _select(join: ForeignKeyJoin, item: Deliver, event_index: int, deliver: Callable[[Message], None]) -> list[Message]:
+    """The messages a ``{deliver: ...}`` event releases (``all`` delivers as it goes)."""
+    where = f"events[{event_index}].deliver"
+    if item.which == "all":
+        while len(join.in_flight):
+            deliver(join.in_flight.heads()[0])
+        return []
+    heads = join.in_flight.heads()
+    if item.which == "next":
+        chosen = heads[:1]
+    elif item.which in ("subscription", "response"):
+        chosen = [m for m in heads if m.topic == item.which][:1]
+    else:
+        pending = {m.id: m for m in join.in_flight.pending()}
+        if item.which not in pending:
+            raise ScenarioError(f"{where}: no message {item.which} is in flight (in flight: {', '.join(pending) or 'nothing'})")
+        message = pending[item.which]
+        if message not in heads:
+            raise ScenarioError(f"{where}: {item.which} waits behind an earlier message of {message.topic} partition {message.partition}; Kafka delivers a partition in order")
+        chosen = [message]
+    if not chosen:
+        raise ScenarioError(f"{where}: no {item.which} message is in flight")
+    return chosen

@@ -50,3 +50,34 @@ class Reason(enum.Enum):
     EXPIRED = "expired"
     """The record is older than its own window store's retention: it was joined on arrival but
     never becomes visible in the store."""
+    NULL_FOREIGN_KEY = "null-foreign-key"
+    """Foreign-key join: the extractor returned null where Kafka cannot subscribe (inner joins,
+    and left joins before 3.7): skipped with WARN and ``dropped-records``."""
+    SUBSCRIPTION_SENT = "subscription-sent"
+    """Foreign-key join: the left update is stored and sent subscriptions to the right side;
+    its result, if any, comes back with a response."""
+    RESPONSE_SENT = "response-sent"
+    """Foreign-key join: the right side stored the subscription or the right update and sent
+    responses to the left side; results come when they are delivered."""
+    NO_SUBSCRIBER = "no-subscriber"
+    """Foreign-key join: a right update whose foreign key no left row subscribes to."""
+    NO_PROPAGATE = "no-propagate"
+    """Foreign-key join: the subscription's instruction only updates the subscription store
+    (``DELETE_KEY_NO_PROPAGATE``), or asks for an answer only if the right value exists and it
+    does not (``PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE``)."""
+    STALE_RESPONSE = "stale-response"
+    """Foreign-key join: the response's hash no longer matches the hash of the current left
+    value, so the left row changed after the subscription was sent: dropped as stale."""
+    OUT_OF_ORDER_VERSION = "out-of-order-version"
+    """Versioned table: the update is stored as an older version but is not the latest, so a
+    table-table or foreign-key join emits nothing for it (KIP-914; INFO "Skipping out-of-order
+    record from versioned table while performing table-table join.")."""
+    EXPIRED_PUT = "expired-put"
+    """Versioned table: the update is older than observed stream time minus history retention;
+    the store refuses it (WARN "Skipping record for expired put.") and nothing is forwarded."""
+    GRACE_PERIOD = "grace-period"
+    """Stream-table join with a grace period: the stream record waits in the grace buffer until
+    the buffer's stream time reaches its ts + grace, then joins the table version of its ts."""
+    NULL_KEY_IN_GRACE_BUFFER = "null-key-in-grace-buffer"
+    """Stream-table left join with a grace period: a null-key record reaches ``buffer.put``,
+    where Kafka throws a NullPointerException and the task fails. kjoin skips it to go on."""

@@ -11,6 +11,18 @@ A scenario file (YAML or JSON) looks like this::
       - {side: left, key: k, value: A, ts: 3}
       - {side: right, key: k, value: a, ts: 4}
 
+Foreign-key joins and versioned tables add these fields::
+
+    join: fk                   # a KTable-KTable foreign-key join (inner | left)
+    foreign_key: fk            # a field path into the left value ({v: A1, fk: Y}); "a.b" nests
+    delivery: immediate        # immediate (default) | explicit | {mode: random, seed: 7, wait_for_row: false}
+    hash_check: true           # false: a teaching switch, stale responses are joined
+    left: {versioned: true, history_retention_ms: 100}    # also right:
+    grace_ms: 5                # stream-table only, right table versioned (KIP-923)
+    versioned_mode: final      # final | attempt1 | attempt2 (KIP-914's rejected designs)
+    events:
+      - {deliver: next}        # explicit delivery: next | all | subscription | response | m3
+
 Every error names the file, the field and the event, and says what is expected.
 """
 
@@ -23,6 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
+from .joins.fk_protocol import extract_foreign_key  # noqa: F401  (re-exported: the extractor a scenario names)
 from .joins.stream_stream import JoinWindows
 from .notation import parse_notation
 from .ordering import merge_by_timestamp
@@ -30,15 +43,26 @@ from .partitioner import default_partition
 from .records import Record, Side
 from .semantics import Semantics, parse_semantics
 
-__all__ = ["Scenario", "Event", "TableOptions", "ScenarioError", "load_scenario", "JOINS", "VARIANTS"]
+__all__ = ["Scenario", "Event", "Deliver", "Delivery", "TableOptions", "ScenarioError", "load_scenario", "JOINS", "VARIANTS", "VERSIONED_MODES"]
 
-JOINS = ("stream-stream", "stream-table", "table-table")
+JOINS = ("stream-stream", "stream-table", "table-table", "fk")
 VARIANTS = {
     "stream-stream": ("inner", "left", "outer"),
     "stream-table": ("inner", "left"),
     "table-table": ("inner", "left", "outer"),
+    "fk": ("inner", "left"),
 }
-_TOP_LEVEL = {"join", "variant", "semantics", "window", "partitions", "left", "right", "events", "name", "description"}
+DELIVERY_MODES = ("immediate", "explicit", "random")
+DELIVER_SELECTORS = ("next", "all", "subscription", "response")
+VERSIONED_MODES = ("final", "attempt1", "attempt2")
+"""How a table-table join over versioned tables handles an out-of-order record (seed 003):
+``final`` emits nothing (KIP-914 as shipped); ``attempt1`` joins it with one timestamped
+lookup of the other side; ``attempt2`` scans the other side's history and emits every older
+result the record changes."""
+_TOP_LEVEL = {
+    "join", "variant", "semantics", "window", "partitions", "left", "right", "events", "name", "description",
+    "foreign_key", "grace_ms", "delivery", "hash_check", "versioned_mode",
+}
 _EVENT_FIELDS = {"side", "key", "value", "ts", "partition", "offset"}
 _KEY_TYPES = (str, int, float, bool)
 
@@ -72,18 +96,58 @@ class Event:
 
 
 @dataclass(frozen=True)
+class Deliver:
+    """A foreign-key scenario's instruction to deliver messages in flight (explicit delivery).
+
+    ``which`` is ``next`` (the oldest deliverable message), ``all`` (everything, including what
+    the deliveries send), ``subscription`` / ``response`` (the oldest deliverable message of
+    that topic) or a message id such as ``m3``.
+    """
+
+    which: str
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """When a foreign-key join's messages between tasks are delivered.
+
+    * ``immediate`` (default): after each input record, every message is delivered in the
+      order sent, as Kafka's TopologyTestDriver processes each input to completion. (The
+      driver picks among its internal partitions by head timestamp; the two orders agree
+      whenever the messages' timestamps do not decrease, as in every seed table.)
+    * ``explicit``: messages wait in flight until a ``{deliver: ...}`` event releases them.
+    * ``random``: after each input record a seeded random number of messages is delivered,
+      picking at random among the heads of the (topic, partition) queues, so each partition
+      stays in order; everything left is delivered the same way after the last event.
+      With ``wait_for_row``, a left update is processed only once every message about its
+      row (its primary key) has been delivered: the condition under which the join is sure
+      to converge to the SQL join (without it, a row updated again while its answer is
+      still travelling can keep a stale result, as Kafka can).
+    """
+
+    mode: str = "immediate"
+    seed: int = 0
+    wait_for_row: bool = False
+
+
+@dataclass(frozen=True)
 class Scenario:
     """A join to run and the events to run through it, in processing order."""
 
     join: str
     variant: str
-    events: tuple[Event, ...]
+    events: tuple[Event | Deliver, ...]
     semantics: Semantics = field(default_factory=lambda: parse_semantics(None))
     window: JoinWindows | None = None
     partitions: int = 1
     left: TableOptions = TableOptions()
     right: TableOptions = TableOptions()
     name: str | None = None
+    foreign_key: str | None = None
+    grace_ms: int | None = None
+    delivery: Delivery = Delivery()
+    hash_check: bool = True
+    versioned_mode: str = "final"
 
     def __post_init__(self) -> None:
         _check_shape(self)
@@ -180,9 +244,16 @@ class Scenario:
     # -- running ----------------------------------------------------------------------
     def records(self) -> list[Record]:
         """The events as records, with Kafka's default partition and per-partition offsets filled in."""
+        return [item for item in self.script() if isinstance(item, Record)]
+
+    def script(self) -> list[Record | Deliver]:
+        """The events in order: records (as :meth:`records`) and ``deliver`` instructions."""
         next_offset: dict[tuple[Side, int], int] = {}
-        records = []
+        records: list[Record | Deliver] = []
         for event in self.events:
+            if isinstance(event, Deliver):
+                records.append(event)
+                continue
             if event.partition is not None:
                 partition = event.partition
             elif event.key is None or self.partitions == 1:
@@ -199,7 +270,22 @@ class Scenario:
         if self.window is not None:
             data["window"] = _window_dict(self.window)
         data["partitions"] = self.partitions
+        for side in ("left", "right"):
+            options: TableOptions = getattr(self, side)
+            if options != TableOptions():
+                data[side] = {"versioned": options.versioned, "history_retention_ms": options.history_retention_ms}
+        if self.foreign_key is not None:
+            data["foreign_key"] = self.foreign_key
+        if self.grace_ms is not None:
+            data["grace_ms"] = self.grace_ms
+        if self.delivery != Delivery():
+            data["delivery"] = self.delivery.mode if self.delivery.mode != "random" else {"mode": "random", "seed": self.delivery.seed, "wait_for_row": self.delivery.wait_for_row}
+        if not self.hash_check:
+            data["hash_check"] = False
+        if self.versioned_mode != "final":
+            data["versioned_mode"] = self.versioned_mode
         data["events"] = [
+            {"deliver": e.which} if isinstance(e, Deliver) else
             {k: v for k, v in (("side", e.side.value), ("key", e.key), ("value", e.value), ("ts", e.ts), ("partition", e.partition), ("offset", e.offset)) if k in ("key", "value") or v is not None}
             for e in self.events
         ]
@@ -241,6 +327,18 @@ def _from_dict(data: Any) -> Scenario:
     events = data.get("events")
     if not isinstance(events, list):
         raise ScenarioError(f"events: expected a list of events like {{side: left, key: k, value: A, ts: 3}}, got {type(events).__name__}")
+    foreign_key = data.get("foreign_key")
+    if foreign_key is not None and (not isinstance(foreign_key, str) or not all(foreign_key.split("."))):
+        raise ScenarioError(f"foreign_key: expected a field path into the left value such as fk or customer.id, got {foreign_key!r}")
+    grace_ms = data.get("grace_ms")
+    if grace_ms is not None and (not _is_int(grace_ms) or grace_ms < 0):
+        raise ScenarioError(f"grace_ms: expected a non-negative integer (milliseconds), got {grace_ms!r}")
+    hash_check = data.get("hash_check", True)
+    if not isinstance(hash_check, bool):
+        raise ScenarioError(f"hash_check: expected true or false, got {hash_check!r}")
+    versioned_mode = data.get("versioned_mode", "final")
+    if versioned_mode not in VERSIONED_MODES:
+        raise ScenarioError(f"versioned_mode: expected one of {' | '.join(VERSIONED_MODES)}, got {versioned_mode!r}")
     return Scenario(
         join=join,
         variant=variant,
@@ -249,8 +347,13 @@ def _from_dict(data: Any) -> Scenario:
         partitions=partitions,
         left=tables["left"],
         right=tables["right"],
-        events=tuple(_event(event, index, partitions) for index, event in enumerate(events)),
+        events=tuple(_deliver(event, index) if isinstance(event, Mapping) and "deliver" in event else _event(event, index, partitions) for index, event in enumerate(events)),
         name=data.get("name"),
+        foreign_key=foreign_key,
+        grace_ms=grace_ms,
+        delivery=_delivery(data.get("delivery")),
+        hash_check=hash_check,
+        versioned_mode=versioned_mode,
     )
 
 
@@ -264,8 +367,106 @@ def _check_shape(scenario: Scenario) -> None:
         raise ScenarioError(f"variant: the KStream-KTable inner join exists only since 0.10.2 (KIP-77); semantics {scenario.semantics} has only the left join")
     for side in ("left", "right"):
         options: TableOptions = getattr(scenario, side)
-        if options.versioned:
-            raise ScenarioError(f"{side}.versioned: joins over versioned tables are not implemented yet; use versioned: false")
+        if options.versioned and scenario.join == "stream-stream":
+            raise ScenarioError(f"{side}.versioned: a stream-stream join has no tables; remove the field")
+        if options.versioned and scenario.join == "stream-table" and side == "left":
+            raise ScenarioError("left.versioned: the left input of a stream-table join is the stream; only right: can be versioned")
+        if options.versioned and options.history_retention_ms is None:
+            raise ScenarioError(f"{side}.history_retention_ms: a versioned table needs a history retention (milliseconds)")
+        if not options.versioned and options.history_retention_ms is not None:
+            raise ScenarioError(f"{side}.history_retention_ms: only a versioned table has a history retention; add versioned: true or remove the field")
+    _check_extensions(scenario)
+
+
+def _check_extensions(scenario: Scenario) -> None:
+    """The rules of the foreign-key, versioned and grace fields."""
+    fk = scenario.join == "fk"
+    if fk and scenario.foreign_key is None:
+        raise ScenarioError("foreign_key: a fk join needs the field path of the foreign key in the left value, e.g. foreign_key: fk")
+    if not fk and scenario.foreign_key is not None:
+        raise ScenarioError(f"foreign_key: only a fk join has a foreign key; a {scenario.join} join joins on the record key")
+    if fk and not scenario.semantics.at_least(2, 4):
+        raise ScenarioError(f"join: foreign-key joins exist since Kafka 2.4 (KIP-213); semantics {scenario.semantics} has none")
+    if not fk and (scenario.delivery != Delivery() or not scenario.hash_check):
+        raise ScenarioError("delivery, hash_check: only a fk join sends messages between tasks; remove these fields")
+    explicit = fk and scenario.delivery.mode == "explicit"
+    for index, event in enumerate(scenario.events):
+        if isinstance(event, Deliver):
+            if not explicit:
+                raise ScenarioError(f"events[{index}].deliver: deliver events need join: fk and delivery: explicit")
+        elif fk and event.side is Side.LEFT and event.value is not None:
+            _extract_checked(scenario.foreign_key, event.value, f"events[{index}].value")
+        elif fk and event.side is Side.RIGHT and event.partition is not None and event.key is not None and scenario.partitions > 1:
+            expected = default_partition(event.key, scenario.partitions)
+            if event.partition != expected:
+                raise ScenarioError(
+                    f"events[{index}].partition: a fk join's right record must sit on its key's partition ({expected}), where the subscriptions for that foreign key go"
+                )
+    if (scenario.left.versioned or scenario.right.versioned) and not scenario.semantics.at_least(3, 5):
+        raise ScenarioError(f"versioned: joins over versioned tables exist since Kafka 3.5 (KIP-914); semantics {scenario.semantics} has none")
+    if scenario.grace_ms is not None and not scenario.semantics.at_least(3, 6):
+        raise ScenarioError(f"grace_ms: the stream-table grace period exists since Kafka 3.6 (KIP-923); semantics {scenario.semantics} has none")
+    if scenario.grace_ms is not None:
+        if scenario.join != "stream-table":
+            raise ScenarioError(f"grace_ms: only a stream-table join has a grace period; a {scenario.join} join does not")
+        if not scenario.right.versioned:
+            raise ScenarioError("grace_ms: KTable must be versioned to use a grace period in a stream table join (right: {versioned: true, history_retention_ms: ...})")
+        if (scenario.right.history_retention_ms or 0) < scenario.grace_ms:
+            raise ScenarioError("grace_ms: History retention must be at least grace period (right.history_retention_ms < grace_ms)")
+    if scenario.versioned_mode != "final":
+        if scenario.join != "table-table" or not (scenario.left.versioned and scenario.right.versioned):
+            raise ScenarioError(f"versioned_mode: {scenario.versioned_mode} is a table-table join over two versioned tables (seed 003); use final or make both tables versioned")
+        if scenario.variant != "inner":
+            raise ScenarioError(f"versioned_mode: seed 003's {scenario.versioned_mode} is described for inner joins only; use variant: inner")
+
+
+def _extract_checked(path: str | None, value: Any, where: str) -> None:
+    assert path is not None
+    node = value
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise ScenarioError(f"{where}: the foreign key {path!r} is not a field of {node!r}; left values of a fk join look like {{v: A1, fk: Y}} (write fk: null for no foreign key)")
+        node = node[part]
+        if node is None:
+            return
+    if not isinstance(node, _KEY_TYPES):
+        raise ScenarioError(f"{where}: the foreign key {path!r} is {node!r}; expected a string, number, or null")
+
+
+def _delivery(data: Any) -> Delivery:
+    if data is None:
+        return Delivery()
+    if isinstance(data, str):
+        data = {"mode": data}
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"delivery: expected immediate | explicit | {{mode: random, seed: 7}}, got {data!r}")
+    unknown = sorted(set(data) - {"mode", "seed", "wait_for_row"})
+    if unknown:
+        raise ScenarioError(f"delivery.{unknown[0]}: unknown field; the fields are mode, seed, wait_for_row")
+    mode = data.get("mode")
+    if mode not in DELIVERY_MODES:
+        raise ScenarioError(f"delivery.mode: expected one of {' | '.join(DELIVERY_MODES)}, got {mode!r}")
+    seed = data.get("seed", 0)
+    if not _is_int(seed):
+        raise ScenarioError(f"delivery.seed: expected an integer, got {seed!r}")
+    if mode != "random" and "seed" in data:
+        raise ScenarioError("delivery.seed: only random delivery has a seed")
+    wait_for_row = data.get("wait_for_row", False)
+    if not isinstance(wait_for_row, bool):
+        raise ScenarioError(f"delivery.wait_for_row: expected true or false, got {wait_for_row!r}")
+    if mode != "random" and wait_for_row:
+        raise ScenarioError("delivery.wait_for_row: only random delivery holds messages across updates")
+    return Delivery(mode, seed, wait_for_row)
+
+
+def _deliver(data: Mapping[str, Any], index: int) -> Deliver:
+    where = f"events[{index}]"
+    if set(data) != {"deliver"}:
+        raise ScenarioError(f"{where}: a deliver event has only the field deliver, e.g. {{deliver: next}}")
+    which = data["deliver"]
+    if not isinstance(which, str) or not (which in DELIVER_SELECTORS or (which[:1] == "m" and which[1:].isdigit())):
+        raise ScenarioError(f"{where}.deliver: expected one of {' | '.join(DELIVER_SELECTORS)} or a message id such as m3, got {which!r}")
+    return Deliver(which)
 
 
 def _choice(data: Mapping[str, Any], name: str, allowed: Sequence[str]) -> str:

@@ -6,11 +6,16 @@
   ordered as Kafka orders it (timestamp, right before left, key bytes, arrival).
 * :class:`TableStore`: a KTable's materialized view (latest value and timestamp per key).
 * :class:`Clock`: the task's stream time and the other per-task times the join keeps.
+* :class:`VersionedStore`: a versioned KTable (every version within history retention).
+* :class:`GraceBuffer`: stream records a stream-table join holds for its grace period.
+* :class:`SubscriptionStore` and :class:`InFlightMessages`: a foreign-key join's
+  subscriptions on the right side, and the messages travelling between tasks.
 """
 
 from __future__ import annotations
 
 import bisect
+import enum
 import heapq
 import itertools
 from dataclasses import dataclass
@@ -20,7 +25,10 @@ from .partitioner import serialize_key
 from .records import Side
 from .state import StateLog, StoreId
 
-__all__ = ["WindowStore", "OuterJoinBuffer", "BufferedRecord", "TableStore", "Clock", "window_store_name", "table_store_name"]
+__all__ = [
+    "WindowStore", "OuterJoinBuffer", "BufferedRecord", "TableStore", "Clock", "window_store_name", "table_store_name",
+    "VersionedStore", "PutResult", "GraceBuffer", "GraceBuffered", "SubscriptionStore", "InFlightMessages", "versioned_store_name",
+]
 
 OUTER_BUFFER = "outer-join buffer"
 CLOCK = "clock"
@@ -225,3 +233,254 @@ class TableStore:
             old = previous[0] if (previous is not None and self.sends_old_values) else None
             self._log.put(self.store, key, (value, ts, old))
         return previous
+
+
+# -- versioned tables (KIP-889/KIP-914), the stream-table grace buffer (KIP-923), and the
+# -- foreign-key join's subscription store and messages in flight (KIP-213) --------------
+
+IN_FLIGHT = "in flight"
+SUBSCRIPTIONS = "subscription store"
+GRACE_BUFFER = "grace buffer"
+
+
+def versioned_store_name(side: Side) -> str:
+    return f"{side} versioned table"
+
+
+class PutResult(enum.Enum):
+    """What a versioned store did with a put (Kafka's ``put`` return code)."""
+
+    LATEST = "latest"
+    """The version is now the latest of its key (``PUT_RETURN_CODE_IS_LATEST``)."""
+    OUT_OF_ORDER = "out-of-order"
+    """The version was stored, but the key already has a newer one."""
+    EXPIRED = "expired"
+    """Not stored: older than observed stream time minus history retention (``PUT_RETURN_CODE_NOT_PUT``)."""
+
+
+class VersionedStore:
+    """A versioned KTable store: every version of every key within history retention.
+
+    How it works (KAFKA_SEMANTICS.md §5; ``RocksDBVersionedStore``):
+
+    * ``put(k, v, ts)`` is refused when ``ts < observed - history_retention``, where
+      ``observed`` is the largest ts ever put into this store (one per task). Otherwise the
+      version is stored; a version with the same ts replaces it; a tombstone is a version.
+    * :meth:`get` returns the latest version, or nothing when it is a tombstone.
+    * :meth:`get_as_of` returns the version with the greatest ts ``<= as_of`` (nothing when
+      it is a tombstone). When ``as_of < observed - history_retention`` only the latest
+      version can still be returned (if its ts ``<= as_of``); otherwise nothing (Kafka
+      logs "Returning null for expired get.").
+    * A version whose validity ended at or before ``observed - history_retention`` can never
+      be returned again; kjoin removes it from the visible state at that moment.
+
+    Rows in the state: ``(key, ts) -> value`` (``None`` for a tombstone).
+    """
+
+    def __init__(self, log: StateLog, task: int, side: Side, history_retention_ms: int, sends_old_values: bool) -> None:
+        self._log = log
+        self.store = StoreId(task, versioned_store_name(side))
+        self.history_retention_ms = history_retention_ms
+        self.sends_old_values = sends_old_values
+        self._clock = Clock(log, task)
+        self._observed_name = f"{side} versioned table observed"
+        self._versions: dict[Any, list[tuple[int, Any]]] = {}
+        log.declare(self.store)
+
+    @property
+    def observed_ms(self) -> int | None:
+        return self._clock.get(self._observed_name)
+
+    def expired_before(self) -> int | None:
+        """``observed - history_retention``: puts and lookups older than this are expired."""
+        observed = self.observed_ms
+        return None if observed is None else observed - self.history_retention_ms
+
+    # -- look up --------------------------------------------------------------------------
+    def latest(self, key: Any) -> tuple[Any, int] | None:
+        """``(value, ts)`` of the latest version, a tombstone included; ``None`` if the key has none."""
+        versions = self._versions.get(key)
+        if not versions:
+            return None
+        ts, value = versions[-1]
+        return (value, ts)
+
+    def get(self, key: Any) -> tuple[Any, int] | None:
+        """``(value, ts)`` of the latest version, or ``None`` (no version, or a tombstone)."""
+        latest = self.latest(key)
+        return None if latest is None or latest[0] is None else latest
+
+    def get_as_of(self, key: Any, as_of: int) -> tuple[tuple[Any, int] | None, bool]:
+        """``((value, ts) or None, expired)``: the version valid at ``as_of``; ``expired`` is true
+        when ``as_of`` is older than history retention allows (only the latest can answer)."""
+        versions = self._versions.get(key, [])
+        limit = self.expired_before()
+        if limit is not None and as_of < limit:
+            if versions and versions[-1][0] <= as_of and versions[-1][1] is not None:
+                return (versions[-1][1], versions[-1][0]), True
+            return None, True
+        index = bisect.bisect_right(versions, as_of, key=lambda version: version[0])
+        if index == 0:
+            return None, False
+        ts, value = versions[index - 1]
+        return (None if value is None else (value, ts)), False
+
+    def versions(self, key: Any) -> list[tuple[int, int | None, Any]]:
+        """Every visible version of ``key`` as ``(valid_from, valid_to or None, value)``, oldest first."""
+        rows = self._versions.get(key, [])
+        return [(ts, rows[i + 1][0] if i + 1 < len(rows) else None, value) for i, (ts, value) in enumerate(rows)]
+
+    # -- update state ---------------------------------------------------------------------
+    def put(self, key: Any, value: Any, ts: int) -> tuple[PutResult, tuple[Any, int] | None]:
+        """Put a version; return what happened and the previous latest ``(value, ts)`` (non-tombstone)."""
+        previous = self.get(key)
+        limit = self.expired_before()
+        if limit is not None and ts < limit:
+            return PutResult.EXPIRED, previous
+        self._clock.advance(self._observed_name, ts)
+        versions = self._versions.setdefault(key, [])
+        index = bisect.bisect_left(versions, ts, key=lambda version: version[0])
+        if index < len(versions) and versions[index][0] == ts:
+            versions[index] = (ts, value)
+        else:
+            versions.insert(index, (ts, value))
+        self._log.put(self.store, (key, ts), value)
+        result = PutResult.LATEST if versions[-1][0] == ts else PutResult.OUT_OF_ORDER
+        self._expire()
+        return result, previous
+
+    def _expire(self) -> None:
+        limit = self.expired_before()
+        if limit is None:
+            return
+        for key, versions in self._versions.items():
+            while len(versions) > 1 and versions[1][0] <= limit:
+                ts, _ = versions.pop(0)
+                self._log.delete(self.store, (key, ts))
+
+
+@dataclass(frozen=True, slots=True)
+class GraceBuffered:
+    """A stream record waiting in a stream-table join's grace buffer."""
+
+    key: Any
+    value: Any
+    ts: int
+    origin_step: int
+
+
+class GraceBuffer:
+    """The time-ordered buffer of a stream-table join with a grace period (KIP-923).
+
+    How it works (KAFKA_SEMANTICS.md §2.4; ``RocksDBTimeOrderedKeyValueBuffer``):
+
+    * Its stream time B is the largest ts of the records *accepted* into it.
+    * :meth:`put` refuses a record with ``ts < B - grace`` (the caller joins it at once);
+      otherwise it keeps it (duplicates too) and advances B.
+    * :meth:`evict` removes every record with ``ts <= B - grace`` in (ts, key bytes, arrival)
+      order.
+
+    Rows in the state: ``(ts, key bytes, seq) -> GraceBuffered``.
+    """
+
+    def __init__(self, log: StateLog, task: int, grace_ms: int) -> None:
+        self._log = log
+        self.store = StoreId(task, GRACE_BUFFER)
+        self.grace_ms = grace_ms
+        self._clock = Clock(log, task)
+        self._rows: list[tuple[tuple[int, bytes, int], GraceBuffered]] = []
+        self._seq = itertools.count()
+        log.declare(self.store)
+
+    @property
+    def stream_time(self) -> int | None:
+        return self._clock.get("grace buffer stream time")
+
+    def put(self, record: GraceBuffered) -> bool:
+        stream_time = self.stream_time
+        if stream_time is not None and stream_time - self.grace_ms > record.ts:
+            return False
+        self._clock.advance("grace buffer stream time", record.ts)
+        entry = (record.ts, serialize_key(record.key), next(self._seq))
+        bisect.insort(self._rows, (entry, record), key=lambda row: row[0])
+        self._log.put(self.store, entry, record)
+        return True
+
+    def evict(self) -> list[GraceBuffered]:
+        stream_time = self.stream_time
+        evicted = []
+        while self._rows and stream_time is not None and self._rows[0][1].ts <= stream_time - self.grace_ms:
+            entry, record = self._rows.pop(0)
+            self._log.delete(self.store, entry)
+            evicted.append(record)
+        return evicted
+
+
+class SubscriptionStore:
+    """The right task's subscription store of a foreign-key join.
+
+    Keyed by ``CombinedKey(fk, pk)`` in Kafka's byte order (``[len(fk)][fk][pk]``), so a
+    prefix scan for one foreign key returns exactly its subscribers, in primary-key byte
+    order. Rows in the state: ``CombinedKey -> (SubscriptionWrapper, ts)``.
+    """
+
+    def __init__(self, log: StateLog, task: int) -> None:
+        self._log = log
+        self.store = StoreId(task, SUBSCRIPTIONS)
+        self._rows: dict[Any, tuple[Any, int]] = {}
+        log.declare(self.store)
+
+    def put(self, combined_key: Any, wrapper: Any, ts: int) -> None:
+        self._rows[combined_key] = (wrapper, ts)
+        self._log.put(self.store, combined_key, (wrapper, ts))
+
+    def delete(self, combined_key: Any) -> bool:
+        existed = self._rows.pop(combined_key, None) is not None
+        self._log.delete(self.store, combined_key)
+        return existed
+
+    def prefix_scan(self, prefix: tuple[int, bytes]) -> list[tuple[Any, Any, int]]:
+        """``(combined key, wrapper, ts)`` of every subscription whose prefix is exactly ``prefix``."""
+        found = [(ck, row[0], row[1]) for ck, row in self._rows.items() if ck.prefix() == prefix]
+        return sorted(found, key=lambda item: item[0].sort_key())
+
+
+class InFlightMessages:
+    """Messages sent between tasks and not yet delivered, one queue per (topic, partition).
+
+    Kafka delivers a topic partition in order; between partitions (and topics) any
+    interleaving can happen. Rows in the state of the destination task: ``id -> Message``.
+    """
+
+    def __init__(self, log: StateLog, partitions: int) -> None:
+        self._log = log
+        self._queues: dict[tuple[str, int], list[Any]] = {}
+        self._seq = itertools.count(1)
+        for task in range(partitions):
+            log.declare(StoreId(task, IN_FLIGHT))
+
+    def next_id(self) -> str:
+        return f"m{next(self._seq)}"
+
+    def send(self, message: Any) -> None:
+        self._queues.setdefault((message.topic, message.partition), []).append(message)
+        self._log.put(StoreId(message.partition, IN_FLIGHT), message.id, message)
+
+    def __len__(self) -> int:
+        return sum(len(queue) for queue in self._queues.values())
+
+    def heads(self) -> list[Any]:
+        """The next deliverable message of every non-empty queue, oldest first."""
+        return sorted((queue[0] for queue in self._queues.values() if queue), key=lambda m: m.seq)
+
+    def pending(self) -> list[Any]:
+        """Every message in flight, oldest first."""
+        return sorted((m for queue in self._queues.values() for m in queue), key=lambda m: m.seq)
+
+    def take(self, message: Any) -> None:
+        """Remove ``message``, which must be the head of its queue."""
+        queue = self._queues[(message.topic, message.partition)]
+        if queue[0] is not message:
+            raise ValueError(f"{message.id} is behind {queue[0].id} in {message.topic} partition {message.partition}")
+        queue.pop(0)
+        self._log.delete(StoreId(message.partition, IN_FLIGHT), message.id)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 from .fates import Fate, Reason
 from .records import Output, Record, Side
 from .state import StateHistory, StoreId
-from .stores import CLOCK, OUTER_BUFFER, table_store_name, window_store_name
+from .stores import CLOCK, GRACE_BUFFER, IN_FLIGHT, OUTER_BUFFER, SUBSCRIPTIONS, table_store_name, versioned_store_name, window_store_name
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -35,9 +35,12 @@ class Step:
     reason: Reason | None
     until_ms: int | None
     explain: str
+    message: Any = None
+    """Foreign-key joins: the message this step delivered (then ``record`` describes it: side
+    ``right`` for a subscription, ``left`` for a response; its value is the message's text)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "step": self.index,
             "input": self.record.to_dict(),
             "task": self.task,
@@ -47,6 +50,9 @@ class Step:
             "until_ms": self.until_ms,
             "explain": self.explain,
         }
+        if self.message is not None:
+            data["message"] = self.message.to_dict()
+        return data
 
 
 class Trace:
@@ -175,6 +181,29 @@ class StateSnapshot:
             for key, (value, ts, old) in sorted(entries.items(), key=lambda item: _sortable(item[0]))
         ]
 
+    def versions(self, side: Side | str, task: int = 0) -> list[dict[str, Any]]:
+        """A versioned table: ``key, ts, value`` rows (``value`` None: a tombstone version) in (key, ts) order."""
+        entries = self._entries(versioned_store_name(Side(side)), task)
+        return [{"key": key, "ts": ts, "value": value} for (key, ts), value in sorted(entries.items(), key=lambda item: (_sortable(item[0][0]), item[0][1]))]
+
+    def subscriptions(self, task: int = 0) -> list[dict[str, Any]]:
+        """A foreign-key join's subscription store, in CombinedKey byte order."""
+        entries = self._entries(SUBSCRIPTIONS, task)
+        return [
+            {"fk": ck.fk, "pk": ck.pk, "hash": wrapper.hash, "instruction": wrapper.instruction.value, "ts": ts}
+            for ck, (wrapper, ts) in sorted(entries.items(), key=lambda item: item[0].sort_key())
+        ]
+
+    def in_flight(self, task: int | None = None) -> list[Any]:
+        """Messages sent and not yet delivered (to ``task``, or to any task), oldest first."""
+        tasks = self.tasks() if task is None else [task]
+        return sorted((m for t in tasks for m in self._entries(IN_FLIGHT, t).values()), key=lambda m: m.seq)
+
+    def grace_buffer(self, task: int = 0) -> list[dict[str, Any]]:
+        """A stream-table join's grace buffer, in eviction order (ts, key bytes, arrival)."""
+        entries = self._entries(GRACE_BUFFER, task)
+        return [{"key": r.key, "value": r.value, "ts": r.ts, "origin_step": r.origin_step} for _, r in sorted(entries.items(), key=lambda item: item[0])]
+
     def frame(self) -> "pd.DataFrame":
         """Every store as one long table: ``task, store, key, ts, value, detail``."""
         import pandas as pd
@@ -193,6 +222,15 @@ class StateSnapshot:
                 for row in self.table(side, task):
                     detail = None if row["old_value"] is None else f"old: {row['old_value']}"
                     rows.append({"task": task, "store": table_store_name(side), "key": row["key"], "ts": row["ts"], "value": row["value"], "detail": detail})
+            for side in Side:
+                for row in self.versions(side, task):
+                    rows.append({"task": task, "store": versioned_store_name(side), "key": row["key"], "ts": row["ts"], "value": row["value"], "detail": "tombstone" if row["value"] is None else None})
+            for row in self.grace_buffer(task):
+                rows.append({"task": task, "store": GRACE_BUFFER, "key": row["key"], "ts": row["ts"], "value": row["value"], "detail": f"from step {row['origin_step']}"})
+            for row in self.subscriptions(task):
+                rows.append({"task": task, "store": SUBSCRIPTIONS, "key": f"({row['fk']}, {row['pk']})", "ts": row["ts"], "value": row["instruction"], "detail": f"hash {row['hash']}"})
+            for message in self.in_flight(task):
+                rows.append({"task": task, "store": IN_FLIGHT, "key": message.key, "ts": message.ts, "value": message.describe(), "detail": message.id})
         return pd.DataFrame(rows, columns=["task", "store", "key", "ts", "value", "detail"])
 
 

@@ -48,7 +48,7 @@ def test_the_console_script_is_installed():
 def test_public_names():
     assert sorted(kjoin.__all__) == sorted(
         [
-            "Event", "Fate", "JoinWindows", "LATEST", "Output", "OutputKind", "Reason", "Record",
+            "Deliver", "Delivery", "Event", "Fate", "JoinWindows", "LATEST", "Output", "OutputKind", "Reason", "Record",
             "Scenario", "ScenarioError", "Semantics", "Side", "StateSnapshot", "Step", "TableOptions",
             "Trace", "default_joiner", "load_scenario", "merge_by_timestamp", "parse_semantics", "run",
         ]

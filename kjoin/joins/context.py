@@ -51,9 +51,10 @@ class StepContext:
         self.outputs.append(output)
         return output
 
-    def emit_tombstone(self, key: Any, left: Any, right: Any, ts: int) -> Output:
+    def emit_tombstone(self, key: Any, left: Any, right: Any, ts: int, origin_step: int | None = None) -> Output:
         """Emit a tombstone (null value); the joiner is not called."""
-        output = Output(key, left, right, None, ts, True, OutputKind.TOMBSTONE, self.record.partition, self.index)
+        origin = self.index if origin_step is None else origin_step
+        output = Output(key, left, right, None, ts, True, OutputKind.TOMBSTONE, self.record.partition, origin)
         self.outputs.append(output)
         return output
 

@@ -1,0 +1,303 @@
+"""KTable-KTable foreign-key joins (KIP-213): inner and left, with the protocol made visible.
+
+How it works (KAFKA_SEMANTICS.md §4; one :class:`ForeignKeyTask` per partition, and the
+messages between tasks travel through :class:`~kjoin.stores.InFlightMessages`):
+
+* **Send subscription** (left task of the primary key). A left update writes the left
+  table, then turns ``Change(new, old)`` into subscriptions: see
+  :func:`subscription_instructions` for the table of instructions. Each carries the hash
+  of the *new* left value (``None`` for a delete) and goes to the task of its foreign key.
+* **Receive subscription and join** (right task of the foreign key). ``DELETE_*`` removes
+  ``CombinedKey(fk, pk)`` from the subscription store, the others upsert it; then the right
+  table is looked up and a response is sent to the primary key's task, or not, as the
+  instruction says. Response ts = max(left ts, right ts), or the left ts without a right value.
+* **Prefix scan on right updates** (right task). A right update writes the right table, then
+  sends ``(hash, new right value)`` to every subscriber of that foreign key, in primary-key
+  byte order, with the right record's ts.
+* **Resolve the response by hash** (left task). The current left value is re-read and
+  hashed; a different hash means the row changed since: the response is dropped as stale.
+  Otherwise: right value null and (inner join, or the row is gone) → tombstone; else
+  ``joiner(current left, right value)``. With ``hash_check: false`` (a teaching switch) no
+  response is ever stale, and the race of seed 001 shows its stale result.
+
+Routing: a subscription goes to the task of ``default_partition(fk)``, a response to the
+partition of its primary key. A left join's null-foreign-key subscription (3.7+) has no key
+to partition by (Kafka leaves it to the producer's partitioner); kjoin sends it to the left
+record's own task.
+
+Versioned tables: an out-of-order update of a versioned left or right table is stored as a
+version but sends nothing (KIP-914). Lookups always read the latest version.
+
+Example (inner join; the right table has ``(1, foo)``; ``{fk: 1}`` is the left value):
+
+| step | input / message | result |
+|---|---|---|
+| 0 | left k → {fk: 1} | sends m1 PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE to fk 1 |
+| 1 | m1 at the right task | stores (1, k), finds foo, sends m2 back |
+| 2 | m2 at the left task | hash matches: joiner({fk: 1}, foo) |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..fates import Fate, Reason
+from ..partitioner import default_partition
+from ..records import OutputKind, Record, Side, render_value
+from ..semantics import Semantics
+from ..state import StateLog
+from ..stores import InFlightMessages, PutResult, SubscriptionStore, TableStore, VersionedStore
+from .context import StepContext
+from .fk_protocol import (
+    RESPONSE,
+    SUBSCRIPTION,
+    CombinedKey,
+    Instruction,
+    Message,
+    ResponseWrapper,
+    SubscriptionWrapper,
+    extract_foreign_key,
+    fk_bytes,
+    short_hash,
+    value_hash,
+)
+
+__all__ = ["ForeignKeyJoin", "ForeignKeyTask", "subscription_instructions", "Subscription"]
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """One subscription the send processor decided to send: to ``fk`` with ``instruction``."""
+
+    fk: Any
+    instruction: Instruction
+
+
+def subscription_instructions(old: Any, new: Any, fk_of: Any, variant: str, semantics: Semantics) -> list[Subscription] | None:
+    """The subscriptions for a left ``Change(new, old)``; ``None`` when the update is skipped
+    for a null foreign key (Kafka: WARN and ``dropped-records``).
+
+    | change | inner join (and left join before 3.7, new rows aside) | left join since 3.7 (KIP-962) |
+    |---|---|---|
+    | new row | fk null → skipped; else ONLY_IF→fk(new) (left join: NULL_IF) | NULL_IF→fk(new), fk may be null |
+    | delete | fk(old) null → skipped; else DELETE_AND_PROPAGATE→fk(old) | DELETE_AND_PROPAGATE→fk(old) if not null; NULL_IF→null |
+    | update | a null fk → skipped; fk changed → DELETE_NO_PROPAGATE→fk(old); NULL_IF→fk(new) | fk changed, fk(old) not null → DELETE_AND_PROPAGATE→fk(old); NULL_IF→fk(new) |
+    | nothing before or after | nothing | nothing |
+
+    Foreign keys are compared by their serialized bytes.
+    """
+    if old is None and new is None:
+        return []
+    if variant == "left" and semantics.relaxed_null_keys:
+        return _left_join_instructions(old, new, fk_of)
+    if old is None:
+        fk_new = fk_of(new)
+        if fk_new is None:
+            return None
+        first = Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE if variant == "left" else Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
+        return [Subscription(fk_new, first)]
+    fk_old = fk_of(old)
+    if fk_old is None:
+        return None
+    if new is None:
+        return [Subscription(fk_old, Instruction.DELETE_KEY_AND_PROPAGATE)]
+    fk_new = fk_of(new)
+    if fk_new is None:
+        return None
+    sent = []
+    if fk_bytes(fk_new) != fk_bytes(fk_old):
+        sent.append(Subscription(fk_old, Instruction.DELETE_KEY_NO_PROPAGATE))
+    sent.append(Subscription(fk_new, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE))
+    return sent
+
+
+def _left_join_instructions(old: Any, new: Any, fk_of: Any) -> list[Subscription]:
+    fk_new = None if new is None else fk_of(new)
+    if old is None:
+        return [Subscription(fk_new, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)]
+    fk_old = fk_of(old)
+    sent = []
+    if fk_old is not None and fk_bytes(fk_new) != fk_bytes(fk_old):
+        sent.append(Subscription(fk_old, Instruction.DELETE_KEY_AND_PROPAGATE))
+    sent.append(Subscription(fk_new, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE))
+    return sent
+
+
+def _make_table(log: StateLog, task: int, side: Side, options: Any) -> TableStore | VersionedStore:
+    """A table that sends old values (a foreign-key join turns them on for both tables)."""
+    if options.versioned:
+        return VersionedStore(log, task, side, options.history_retention_ms, sends_old_values=True)
+    return TableStore(log, task, side, sends_old_values=True)
+
+
+def _put(table: TableStore | VersionedStore, key: Any, value: Any, ts: int) -> tuple[PutResult, tuple[Any, int] | None]:
+    if isinstance(table, VersionedStore):
+        return table.put(key, value, ts)
+    return PutResult.LATEST, table.put(key, value, ts)
+
+
+class ForeignKeyTask:
+    """The stores of one task: the left table (rows of its primary keys), the right table (rows
+    of its foreign keys) and the subscription store of its foreign keys."""
+
+    def __init__(self, log: StateLog, task: int, left: Any, right: Any) -> None:
+        self.task = task
+        self.left = _make_table(log, task, Side.LEFT, left)
+        self.right = _make_table(log, task, Side.RIGHT, right)
+        self.subscriptions = SubscriptionStore(log, task)
+
+
+class ForeignKeyJoin:
+    """Every task of a foreign-key join and the messages in flight between them.
+
+    :meth:`process` handles an input record at its task; :meth:`deliver` hands one message in
+    flight to its destination task. Both only ever *send* messages; when they are delivered
+    is the engine's schedule.
+    """
+
+    def __init__(self, log: StateLog, scenario: Any) -> None:
+        self.variant = scenario.variant
+        self.semantics = scenario.semantics
+        self.partitions = scenario.partitions
+        self.hash_check = scenario.hash_check
+        self.path = scenario.foreign_key
+        self.tasks = [ForeignKeyTask(log, task, scenario.left, scenario.right) for task in range(scenario.partitions)]
+        self.in_flight = InFlightMessages(log, scenario.partitions)
+
+    def fk_of(self, value: Any) -> Any:
+        """The foreign-key extractor: the field at ``foreign_key`` in a left value."""
+        return extract_foreign_key(self.path, value)
+
+    def partition_of(self, key: Any) -> int:
+        return 0 if self.partitions == 1 else default_partition(key, self.partitions)
+
+    # -- inputs -------------------------------------------------------------------------
+    def process(self, record: Record, ctx: StepContext) -> None:
+        if record.key is None:
+            ctx.drop(Reason.NULL_KEY, f"{record.describe()} is a table update with a null key: skipped.")
+            return
+        if record.side is Side.LEFT:
+            self._send_subscriptions(self.tasks[record.partition], record, ctx)
+        else:
+            self._scan_subscribers(self.tasks[record.partition], record, ctx)
+
+    def deliver(self, message: Message, ctx: StepContext) -> None:
+        self.in_flight.take(message)
+        task = self.tasks[message.partition]
+        if message.topic == SUBSCRIPTION:
+            self._receive_subscription(task, message, ctx)
+        else:
+            self._resolve_response(task, message, ctx)
+
+    # -- 1. send subscription (left task) -------------------------------------------------
+    def _send_subscriptions(self, task: ForeignKeyTask, record: Record, ctx: StepContext) -> None:
+        outcome, previous = _put(task.left, record.key, record.value, record.ts)  # update state
+        if _skipped_by_store(outcome, record, ctx):
+            return
+        old = None if previous is None else previous[0]
+        sent = subscription_instructions(old, record.value, self.fk_of, self.variant, self.semantics)
+        change = f"left table update {render_value(record.key)}: {render_value(old)} → {render_value(record.value)}@{record.ts}"
+        if sent is None:
+            ctx.drop(Reason.NULL_FOREIGN_KEY, f"{change}; a null foreign key cannot be subscribed in this join: skipped (the left table keeps the update).")
+            return
+        if not sent:
+            ctx.settle(Fate.STORED, Reason.NOTHING_TO_DELETE, f"{change}; nothing before and nothing after: no subscription.")
+            return
+        digest = value_hash(record.value)
+        ids = []
+        for subscription in sent:
+            partition = task.task if subscription.fk is None else self.partition_of(subscription.fk)
+            wrapper = SubscriptionWrapper(digest, subscription.instruction, record.key, record.partition)
+            ids.append(self._send(SUBSCRIPTION, partition, subscription.fk, wrapper, record.ts, ctx.index, ctx))
+        ctx.settle(Fate.STORED, Reason.SUBSCRIPTION_SENT, f"{change}; sent {', '.join(ids)} with the new value's hash {short_hash(digest)}.")
+
+    # -- 2. receive subscription and join (right task) -----------------------------------
+    def _receive_subscription(self, task: ForeignKeyTask, message: Message, ctx: StepContext) -> None:
+        wrapper = message.value
+        assert isinstance(wrapper, SubscriptionWrapper)
+        fk, instruction = message.key, wrapper.instruction
+        if fk is None and instruction is not Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
+            ctx.drop(Reason.NULL_FOREIGN_KEY, f"{message.describe()}: a null foreign key with {instruction}: skipped.")
+            return
+        said = f"Task {task.task} received {message.describe()}"
+        if fk is not None:  # update state
+            combined = CombinedKey(fk, wrapper.pk)
+            if instruction.deletes:
+                task.subscriptions.delete(combined)
+                said += f"; removed subscription {combined}"
+            else:
+                task.subscriptions.put(combined, wrapper, message.ts)
+                said += f"; stored subscription {combined}"
+        found = None if fk is None else task.right.get(fk)  # look up
+        ts = message.ts if found is None else max(message.ts, found[1])
+        said += f"; the right table has {'nothing' if found is None else f'{render_value(found[0])}@{found[1]}'} for {render_value(fk)}"
+        if instruction is Instruction.DELETE_KEY_NO_PROPAGATE or (instruction is Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE and found is None):
+            ctx.settle(Fate.STORED, Reason.NO_PROPAGATE, f"{said}; {instruction}: no response.")
+            return
+        foreign_value = None if (found is None or instruction is Instruction.DELETE_KEY_AND_PROPAGATE) else found[0]
+        response = ResponseWrapper(wrapper.hash, foreign_value, wrapper.primary_partition)
+        sent = self._send(RESPONSE, wrapper.primary_partition, wrapper.pk, response, ts, message.origin_step, ctx)
+        ctx.settle(Fate.STORED, Reason.RESPONSE_SENT, f"{said}; {instruction}: sent {sent} ({render_value(foreign_value)}) back.")
+
+    # -- 3. prefix scan on a right update (right task) ------------------------------------
+    def _scan_subscribers(self, task: ForeignKeyTask, record: Record, ctx: StepContext) -> None:
+        outcome, _ = _put(task.right, record.key, record.value, record.ts)  # update state
+        if _skipped_by_store(outcome, record, ctx):
+            return
+        subscribers = task.subscriptions.prefix_scan(_prefix(record.key))  # look up
+        change = f"right table update {render_value(record.key)} → {render_value(record.value)}@{record.ts}"
+        if not subscribers:
+            ctx.settle(Fate.STORED, Reason.NO_SUBSCRIBER, f"{change}; no left row subscribes to {render_value(record.key)}.")
+            return
+        ids = []
+        for combined, wrapper, _ in subscribers:
+            response = ResponseWrapper(wrapper.hash, record.value, wrapper.primary_partition)
+            ids.append(self._send(RESPONSE, wrapper.primary_partition, combined.pk, response, record.ts, ctx.index, ctx))
+        ctx.settle(Fate.STORED, Reason.RESPONSE_SENT, f"{change}; prefix scan found {', '.join(str(s[0]) for s in subscribers)}: sent {', '.join(ids)}.")
+
+    # -- 4. resolve the response by hash (left task) -------------------------------------
+    def _resolve_response(self, task: ForeignKeyTask, message: Message, ctx: StepContext) -> None:
+        response = message.value
+        assert isinstance(response, ResponseWrapper)
+        pk = message.key
+        current = task.left.get(pk)  # look up
+        current_value = None if current is None else current[0]
+        current_hash = value_hash(current_value)
+        said = f"Task {task.task} received {message.describe()}; the left row is {render_value(current_value)} {short_hash(current_hash)}"
+        if current_hash != response.hash:
+            if self.hash_check:
+                ctx.drop(Reason.STALE_RESPONSE, f"{said}: the hashes differ, the response is stale: dropped.")
+                return
+            said += " (hashes differ; hash check off: joined anyway)"
+        foreign_value = response.foreign_value
+        if foreign_value is None and (self.variant == "inner" or current_value is None):  # call the joiner (or not)
+            ctx.emit_tombstone(pk, current_value, None, message.ts, origin_step=message.origin_step)
+            ctx.settle(Fate.JOINED, None, f"{said}: no right value: tombstone.")
+            return
+        kind = OutputKind.JOINED if foreign_value is not None and current_value is not None else OutputKind.UNMATCHED
+        output = ctx.emit(kind, pk, current_value, foreign_value, message.ts, origin_step=message.origin_step)
+        ctx.settle(Fate.JOINED, None, f"{said}: joiner called: {render_value(output.value)}.")
+
+    # -- sending --------------------------------------------------------------------------
+    def _send(self, topic: str, partition: int, key: Any, value: Any, ts: int, origin_step: int, ctx: StepContext) -> str:
+        message = Message(self.in_flight.next_id(), topic, partition, key, value, ts, origin_step, ctx.index)
+        self.in_flight.send(message)
+        return message.id
+
+
+def _prefix(fk: Any) -> tuple[int, bytes]:
+    data = fk_bytes(fk)
+    assert data is not None
+    return (len(data), data)
+
+
+def _skipped_by_store(outcome: PutResult, record: Record, ctx: StepContext) -> bool:
+    """A versioned table's refused put, or an out-of-order version: nothing is sent (KIP-914)."""
+    if outcome is PutResult.EXPIRED:
+        ctx.drop(Reason.EXPIRED_PUT, f"{record.describe()} is older than the {record.side} table's history retention allows: not stored, nothing sent.")
+        return True
+    if outcome is PutResult.OUT_OF_ORDER:
+        ctx.drop(Reason.OUT_OF_ORDER_VERSION, f"{record.describe()} is stored as an older version of the versioned {record.side} table; out-of-order: nothing sent.")
+        return True
+    return False
