@@ -1,1 +1,33 @@
-"""kjoin_viz: widgets and charts over kjoin traces."""
+"""kjoin_viz: widgets and charts over finished kjoin traces.
+
+The widgets only read a trace; the reference engine (:func:`kjoin.run`) does the joining.
+
+- :class:`Stepper`: step through a trace record by record — timeline, state, outputs.
+- :class:`Variants`: the seeds' table of one input under several variants and eras.
+- :class:`WhatIf`: sliders on window and retention options that re-run the engine.
+- charts (:func:`timeline_chart`, :func:`outputs_chart`, :func:`drops_chart`,
+  :func:`era_diff_chart`): pure functions from traces to ``alt.Chart``.
+"""
+
+from .charts import drops_chart, era_diff_chart, outputs_chart, timeline_chart, use_offline_renderer
+from .step_view import StepView
+from .stepper import Stepper, seek
+from .variants import Variants, seed_table_html, variant_traces
+from .whatif import WhatIf, compare_text, what_if
+
+__all__ = [
+    "StepView",
+    "Stepper",
+    "Variants",
+    "WhatIf",
+    "compare_text",
+    "drops_chart",
+    "era_diff_chart",
+    "outputs_chart",
+    "seed_table_html",
+    "seek",
+    "timeline_chart",
+    "use_offline_renderer",
+    "variant_traces",
+    "what_if",
+]

@@ -1,0 +1,157 @@
+"""Charts of traces: pure functions from finished traces to ``alt.Chart``.
+
+- :func:`timeline_chart`: every input record at its timestamp, one lane per side, coloured by
+  its fate;
+- :func:`outputs_chart`: results versus tombstones per join variant as processing goes on,
+  per step or cumulative;
+- :func:`drops_chart`: dropped records by reason;
+- :func:`era_diff_chart`: the steps whose outputs differ between two semantics eras.
+
+The data is computed here with pandas and embedded in the chart, so ``chart.to_dict()``
+holds exactly what is drawn. A chart never carries more than :data:`MAX_ROWS` rows (altair's
+limit): long traces are aggregated into buckets of consecutive steps (or timestamps).
+
+Rendering offline: with altair 6, JupyterLab's built-in renderer shows a placeholder and the
+default HTML renderer loads Vega from a CDN, which fails without internet. The course uses
+the ``svg`` renderer (:func:`use_offline_renderer`): vl-convert draws the chart in the kernel
+and the notebook stores a plain SVG — no JavaScript, nothing fetched, and the same picture in
+JupyterLab, in a saved notebook and on GitHub. ``alt.JupyterChart`` in offline mode would add
+interactivity, but it needs a live widget frontend and a bundled Vega per view; the course's
+charts are read, not explored, so the static SVG is the simpler dependable choice.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import altair as alt
+import pandas as pd
+
+from kjoin.fates import Fate
+from kjoin.records import render_value
+from kjoin.render import cell
+from kjoin.trace import Trace
+
+__all__ = ["timeline_chart", "outputs_chart", "drops_chart", "era_diff_chart", "use_offline_renderer", "MAX_ROWS"]
+
+MAX_ROWS = 5000
+"""altair's default ``max_rows``: no chart here embeds more rows than this."""
+
+
+def use_offline_renderer() -> None:
+    """Render charts as static SVG drawn in the kernel (see the module docstring for why)."""
+    alt.renderers.enable("svg")
+
+
+def timeline_chart(trace: Trace) -> alt.Chart:
+    """Input records at their timestamps, a lane per side, coloured by fate.
+
+    Null values are drawn as hollow points. A trace longer than :data:`MAX_ROWS` is shown as
+    counts per timestamp bucket, side and fate instead of one point per record.
+    """
+    steps = trace.steps_frame()
+    if len(steps) <= MAX_ROWS:
+        data = steps[["step", "side", "key", "value", "ts", "fate", "reason"]].copy()
+        data["key"] = data["key"].map(render_value)
+        data["value"] = data["value"].map(render_value)
+        data["null_value"] = data["value"] == "null"
+        return alt.Chart(data, title="input records").mark_point(size=80, filled=True).encode(
+            x=alt.X("ts:Q", title="timestamp (ms)"),
+            y=alt.Y("side:N", sort=["left", "right"], title=None),
+            color=alt.Color("fate:N", title="fate"),
+            shape=alt.Shape("null_value:N", title="null value"),
+            tooltip=["step:Q", "side:N", "key:N", "value:N", "ts:Q", "fate:N", "reason:N"],
+        )
+    width = _bucket_width(steps["ts"].min(), steps["ts"].max(), MAX_ROWS // 10)
+    steps["ts_start"] = (steps["ts"] // width) * width
+    data = steps.groupby(["ts_start", "side", "fate"], as_index=False).size().rename(columns={"size": "records"})
+    return alt.Chart(data, title=f"input records per {width} ms").mark_circle().encode(
+        x=alt.X("ts_start:Q", title="timestamp (ms)"),
+        y=alt.Y("side:N", sort=["left", "right"], title=None),
+        color=alt.Color("fate:N", title="fate"),
+        size=alt.Size("records:Q", title="records"),
+        tooltip=["ts_start:Q", "side:N", "fate:N", "records:Q"],
+    )
+
+
+def outputs_frame(traces: Mapping[str, Trace], cumulative: bool = False) -> pd.DataFrame:
+    """``variant, step, output, count``: results and tombstones emitted per step (bucket)."""
+    length = max(len(t.steps) for t in traces.values())
+    bucket = max(1, math.ceil(length * 2 * len(traces) / MAX_ROWS))
+    frames = []
+    for name, trace in traces.items():
+        results = [0] * math.ceil(length / bucket)
+        tombstones = [0] * len(results)
+        for step in trace.steps:
+            for output in step.outputs:
+                (tombstones if output.tombstone else results)[step.index // bucket] += 1
+        for label, counts in (("result", results), ("tombstone", tombstones)):
+            frame = pd.DataFrame({"variant": name, "step": [i * bucket for i in range(len(counts))], "output": label, "count": counts})
+            if cumulative:
+                frame["count"] = frame["count"].cumsum()
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def outputs_chart(traces: Mapping[str, Trace], cumulative: bool = False) -> alt.Chart:
+    """Results versus tombstones per variant over processing order (``{"inner": trace, …}``).
+
+    Per step (bars) or cumulative (lines); long traces are summed over buckets of steps.
+    """
+    data = outputs_frame(traces, cumulative)
+    what = "cumulative outputs" if cumulative else "outputs per step"
+    mark = alt.Chart(data, title=what).mark_line(point=True, interpolate="step-after") if cumulative else alt.Chart(data, title=what).mark_bar()
+    return mark.encode(
+        x=alt.X("step:Q" if cumulative else "step:O", title="step (processing order)"),
+        y=alt.Y("count:Q", title="outputs", stack=None if cumulative else True),
+        color=alt.Color("output:N", scale=alt.Scale(domain=["result", "tombstone"], range=["#2a8a2a", "#c0392b"]), title=None),
+        row=alt.Row("variant:N", title=None, sort=list(traces)),
+        tooltip=["variant:N", "step:Q", "output:N", "count:Q"],
+    )
+
+
+def drops_chart(trace: Trace) -> alt.Chart:
+    """How many input records were dropped, by reason."""
+    reasons = [s.reason.value if s.reason else "none" for s in trace.steps if s.fate is Fate.DROPPED]
+    data = pd.Series(reasons, dtype="object").value_counts().rename_axis("reason").reset_index(name="records")
+    data = data.sort_values(["records", "reason"], ascending=[False, True], ignore_index=True)
+    return alt.Chart(data, title="dropped records by reason").mark_bar().encode(
+        x=alt.X("records:Q", title="dropped records"),
+        y=alt.Y("reason:N", sort="-x", title=None),
+        tooltip=["reason:N", "records:Q"],
+    )
+
+
+def era_diff_frame(before: Trace, after: Trace) -> pd.DataFrame:
+    """The steps where two traces of the same input emit different outputs."""
+    if len(before.steps) != len(after.steps):
+        raise ValueError("the two traces must run the same input records")
+    rows = [
+        {"step": a.index, "ts": a.record.ts, "side": a.record.side.value, "value": render_value(a.record.value),
+         "before": cell(a) or "(none)", "after": cell(b) or "(none)", "change": len(b.outputs) - len(a.outputs)}
+        for a, b in zip(before.steps, after.steps)
+        if [o.render() for o in a.outputs] != [o.render() for o in b.outputs]
+    ]
+    frame = pd.DataFrame(rows, columns=["step", "ts", "side", "value", "before", "after", "change"])
+    return frame.head(MAX_ROWS)
+
+
+def era_diff_chart(before: Trace, after: Trace, names: tuple[str, str] | None = None) -> alt.Chart:
+    """Per differing step, how many more (or fewer) outputs the ``after`` era emits.
+
+    ``names`` label the eras; by default their semantics (``0.10.2`` and ``3.1``). Only the
+    first :data:`MAX_ROWS` differing steps are drawn.
+    """
+    first, second = names or (str(before.scenario.semantics), str(after.scenario.semantics))
+    data = era_diff_frame(before, after)
+    return alt.Chart(data, title=f"outputs under {second} minus under {first}").mark_bar().encode(
+        x=alt.X("step:O", title="step"),
+        y=alt.Y("change:Q", title=f"{second} − {first}"),
+        color=alt.condition("datum.change > 0", alt.value("#2a8a2a"), alt.value("#c0392b")),
+        tooltip=["step:Q", "ts:Q", "side:N", "value:N", alt.Tooltip("before:N", title=first), alt.Tooltip("after:N", title=second)],
+    )
+
+
+def _bucket_width(low: int, high: int, buckets: int) -> int:
+    return max(1, math.ceil((high - low + 1) / buckets))

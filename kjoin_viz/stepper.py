@@ -1,0 +1,117 @@
+"""The stepper: walk through a finished trace one input record at a time.
+
+Controls: play/pause (with its speed), a slider, first/previous/next/last, and jumps to the
+next step that emits an output, a tombstone, or drops its record. Every move sets
+``stepper.step``; the view (timeline, state tables, outputs, log, explanation) is then read
+from the trace by :class:`~kjoin_viz.step_view.StepView`. The panes are ``HTML`` widgets
+whose ``value`` is replaced, so nothing is printed into the notebook while stepping.
+
+:func:`seek` is what the benchmark times: the Python cost of moving to one step.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable
+
+import ipywidgets as widgets
+
+from kjoin.trace import Trace
+
+from .step_view import StepView
+
+__all__ = ["Stepper", "seek", "time_seeks"]
+
+SPEEDS = {"slow": 1200, "normal": 600, "fast": 250, "fastest": 80}
+"""Play speeds: milliseconds between steps."""
+
+
+class Stepper(widgets.VBox):
+    """A widget that steps through ``trace``; ``Stepper(trace, step=3)`` starts at step 3."""
+
+    def __init__(self, trace: Trace, step: int = 0, view: StepView | None = None) -> None:
+        if not trace.steps:
+            raise ValueError("the trace has no steps to show")
+        self.view = view or StepView(trace)
+        self.trace = trace
+        last = len(trace.steps) - 1
+        self.play = widgets.Play(min=0, max=last, interval=SPEEDS["normal"], description="play")
+        self.speed = widgets.Dropdown(options=list(SPEEDS), value="normal", description="speed", layout={"width": "170px"})
+        self.slider = widgets.IntSlider(min=0, max=last, description="step", continuous_update=True, layout={"width": "420px"})
+        widgets.jslink((self.play, "value"), (self.slider, "value"))
+        self.buttons = {name: widgets.Button(description=name, tooltip=name, layout={"width": "auto"}) for name in
+                        ("first", "previous", "next", "last", "next output", "next tombstone", "next drop")}
+        self.panes = {name: widgets.HTML() for name in ("header", "timeline", "explain", "outputs", "state", "log")}
+        for name, pane in self.panes.items():
+            pane.add_class(f"kjoin-pane-{name}")
+        moves = {
+            "first": lambda: 0,
+            "previous": lambda: max(self.step - 1, 0),
+            "next": lambda: min(self.step + 1, last),
+            "last": lambda: last,
+            "next output": lambda: self.view.next_output(self.step),
+            "next tombstone": lambda: self.view.next_tombstone(self.step),
+            "next drop": lambda: self.view.next_drop(self.step),
+        }
+        for name, button in self.buttons.items():
+            button.on_click(lambda _, move=moves[name]: self._go(move()))
+        self.slider.observe(lambda change: self._show(change["new"]), names="value")
+        self.speed.observe(lambda change: setattr(self.play, "interval", SPEEDS[change["new"]]), names="value")
+        controls = widgets.VBox([
+            widgets.HBox([self.play, self.speed, self.slider]),
+            widgets.HBox(list(self.buttons.values())),
+        ])
+        super().__init__([controls, *self.panes.values()])
+        self.add_class("kjoin-stepper")
+        self.step = step
+
+    # -- moving -------------------------------------------------------------------------
+    @property
+    def step(self) -> int:
+        """The step on show; setting it moves the slider and the view."""
+        return self.slider.value
+
+    @step.setter
+    def step(self, step: int) -> None:
+        if not 0 <= step < len(self.trace.steps):
+            raise IndexError(f"step {step} is outside this trace (0 to {len(self.trace.steps) - 1})")
+        if self.slider.value == step:
+            self._show(step)
+        self.slider.value = step
+
+    def press(self, name: str) -> int:
+        """Click the button called ``name`` (``"next"``, ``"next drop"``, …); returns the step."""
+        self.buttons[name].click()
+        return self.step
+
+    def _go(self, step: int | None) -> None:
+        if step is not None:  # a jump with nothing ahead stays put
+            self.step = step
+
+    def _show(self, step: int) -> None:
+        panes = self.view.panes(step)
+        for name, pane in self.panes.items():
+            pane.value = getattr(panes, name)
+
+    # -- reading ------------------------------------------------------------------------
+    def text(self) -> str:
+        """What the stepper shows, as plain text (for notebooks compared by nbval)."""
+        return self.view.text(self.step)
+
+    def __repr__(self) -> str:
+        return f"Stepper(step {self.step} of {len(self.trace.steps) - 1})"
+
+
+def seek(view: StepView, step: int) -> None:
+    """Compute everything the stepper shows for ``step``: the benchmark's unit of work."""
+    view.panes(step)
+
+
+def time_seeks(view: StepView, steps: Iterable[int]) -> list[float]:
+    """Seconds (wall clock, in Python) of :func:`seek` for each of ``steps``."""
+    timings = []
+    for step in steps:
+        start = time.perf_counter()
+        seek(view, step)
+        timings.append(time.perf_counter() - start)
+    return timings

@@ -1,0 +1,116 @@
+"""Side by side: one input run under several join variants (and semantics eras).
+
+:func:`variant_traces` runs the engine once per column; :class:`Variants` shows the traces
+as the seeds' table (``ts | left | right | inner | left | outer``) — results, tombstones and
+"no output" styled apart — with one set of controls that moves every variant to the same
+step and shows each variant's explanation, outputs and state after it.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Mapping, Sequence
+
+import ipywidgets as widgets
+
+import kjoin
+from kjoin.records import render_value
+from kjoin.render import seed_table
+from kjoin.scenario import VARIANTS, Scenario
+from kjoin.trace import Trace
+
+from .step_view import CSS, StepView, _table_html
+
+__all__ = ["variant_traces", "Variants", "seed_table_html"]
+
+
+def variant_traces(scenario: Scenario, variants: Sequence[str] | None = None, eras: Sequence[str] | None = None) -> dict[str, Trace]:
+    """``{column: trace}``: the scenario under each variant (default: all its join allows),
+    and under each era if ``eras`` are given (columns then read ``"left 3.1"``)."""
+    variants = list(variants or VARIANTS[scenario.join])
+    traces = {}
+    for era in eras or [None]:
+        base = scenario if era is None else scenario.with_semantics(era)
+        for variant in variants:
+            traces[variant if era is None else f"{variant} {era}"] = kjoin.run(base.with_variant(variant))
+    return traces
+
+
+def seed_table_html(traces: Mapping[str, Trace], current: int | None = None) -> str:
+    """The seeds' table as HTML; the row of step ``current`` is highlighted."""
+    columns = list(traces)
+    first = traces[columns[0]]
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["step", "ts", "left", "right", *columns])
+    rows = []
+    for index, step in enumerate(first.steps):
+        record = step.record
+        value = html.escape(render_value(record.value))
+        left, right = (value, "") if record.side.value == "left" else ("", value)
+        cells = "".join(f"<td>{_cell_html(traces[name].steps[index])}</td>" for name in columns)
+        mark = ' class="current"' if index == current else ""
+        rows.append(f"<tr{mark}><td>{index}</td><td>{record.ts}</td><td>{left}</td><td>{right}</td>{cells}</tr>")
+    return f'<div class="kjoin-viz kjoin-variants">{CSS}<table><tr>{head}</tr>{"".join(rows)}</table></div>'
+
+
+def _cell_html(step) -> str:
+    if not step.outputs:
+        return '<span class="none" style="color:#aaa">—</span>'
+    return ", ".join(
+        f'<span class="{"tombstone" if o.tombstone else "result"}">{html.escape(o.render())}</span>' for o in step.outputs
+    )
+
+
+class Variants(widgets.VBox):
+    """The seeds' table of several variants, with controls that move all of them together."""
+
+    def __init__(self, traces: Mapping[str, Trace], step: int = 0) -> None:
+        lengths = {len(t.steps) for t in traces.values()}
+        if len(lengths) != 1:
+            raise ValueError("every variant must run the same input records")
+        self.traces = dict(traces)
+        self.views = {name: StepView(trace) for name, trace in self.traces.items()}
+        last = lengths.pop() - 1
+        self.play = widgets.Play(min=0, max=last, interval=600)
+        self.slider = widgets.IntSlider(min=0, max=last, description="step")
+        widgets.jslink((self.play, "value"), (self.slider, "value"))
+        self.buttons = {name: widgets.Button(description=name, layout={"width": "auto"}) for name in ("first", "previous", "next", "last")}
+        moves = {"first": lambda: 0, "previous": lambda: max(self.step - 1, 0), "next": lambda: min(self.step + 1, last), "last": lambda: last}
+        for name, button in self.buttons.items():
+            button.on_click(lambda _, move=moves[name]: setattr(self, "step", move()))
+        self.table = widgets.HTML()
+        self.columns = {name: widgets.HTML(layout={"min_width": "260px"}) for name in self.traces}
+        self.slider.observe(lambda change: self._show(change["new"]), names="value")
+        super().__init__([
+            widgets.HBox([self.play, self.slider, *self.buttons.values()]),
+            self.table,
+            widgets.HBox(list(self.columns.values())),
+        ])
+        self.add_class("kjoin-variants")
+        self.step = step
+
+    @property
+    def step(self) -> int:
+        return self.slider.value
+
+    @step.setter
+    def step(self, step: int) -> None:
+        if self.slider.value == step:
+            self._show(step)
+        self.slider.value = step
+
+    def _show(self, step: int) -> None:
+        self.table.value = seed_table_html(self.traces, step)
+        for name, view in self.views.items():
+            panes = view.panes(step)
+            tables = "".join(_table_html(t) for t in view.tables(step) if t.name != "clock")
+            self.columns[name].value = (f'<div class="kjoin-viz"><b>{html.escape(name)}</b>{panes.explain}'
+                                        f"{panes.outputs}{tables}</div>")
+
+    def text(self) -> str:
+        """The seeds' table as text, with the current step marked (for nbval)."""
+        lines = seed_table(self.traces).splitlines()
+        marked = [("   " + line) if i < 2 else ((">> " if i - 2 == self.step else "   ") + line) for i, line in enumerate(lines)]
+        return "\n".join(marked) + "\n"
+
+    def __repr__(self) -> str:
+        return f"Variants({', '.join(self.traces)}; step {self.step})"

@@ -1,0 +1,158 @@
+"""The stepper: its controls move the displayed step, and the view follows the trace."""
+
+from __future__ import annotations
+
+import pytest
+
+import kjoin
+from kjoin_viz import StepView, Stepper
+from kjoin_viz.store_view import store_tables
+from kjoin.state import StoreId
+
+SEED_004 = dict(
+    left="1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D, 40:E, 60:F, 100:G",
+    right="2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d, 80:f",
+    window={"before_ms": 15, "after_ms": 15, "grace_ms": 5},
+    semantics="3.1",
+)
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return kjoin.run(kjoin.Scenario.from_notation("stream-stream", "left", **SEED_004))
+
+
+def _store_rows(html: str, title: str) -> str:
+    start = html.index(f'data-store="{title}"')
+    return html[start:html.index("</table>", start)]
+
+
+def test_next_moves_the_slider_the_header_and_the_state(trace):
+    stepper = Stepper(trace)
+    assert stepper.step == 0 and "step 0 of 18" in stepper.panes["header"].value
+    assert "(empty)" in _store_rows(stepper.panes["state"].value, "task 0: left window")
+    assert stepper.press("next") == 1 and stepper.press("next") == 2
+    assert stepper.slider.value == 2
+    assert "left key k value A @ 3" in stepper.panes["header"].value
+    left_window = _store_rows(stepper.panes["state"].value, "task 0: left window")
+    assert "<tr class='changed'><td>k</td><td>3</td><td>A</td></tr>" in left_window
+    assert "buffered (window-open)" in stepper.panes["explain"].value
+
+
+def test_moving_the_slider_shows_that_steps_outputs_and_log(trace):
+    stepper = Stepper(trace)
+    stepper.slider.value = 9  # right c@10 joins A, B and C
+    outputs = stepper.panes["outputs"].value
+    assert [f"{v}@10" in outputs for v in ("A-c", "B-c", "C-c")] == [True] * 3
+    assert "log so far (9 outputs" in stepper.panes["log"].value
+    held = stepper.panes["log"].value.split("dropped or buffered so far")[1]
+    assert "A@3 buffered (window-open) until 23" in held and "null@8 dropped (null-value)" in held
+    assert "null@11" not in held  # a later drop is not in the log yet
+    stepper.slider.value = 3
+    assert "A-a@4" in stepper.panes["outputs"].value and "C-c" not in stepper.panes["outputs"].value
+
+
+def test_first_previous_and_last(trace):
+    stepper = Stepper(trace, step=5)
+    assert stepper.press("previous") == 4
+    assert stepper.press("last") == 18
+    assert stepper.press("next") == 18  # stays on the last step
+    assert stepper.press("first") == 0
+    assert stepper.press("previous") == 0
+
+
+def test_jumps_go_to_the_next_output_and_the_next_drop(trace):
+    stepper = Stepper(trace)
+    assert stepper.press("next output") == 3
+    assert stepper.press("next drop") == 6
+    assert stepper.press("next output") == 8
+    stepper.step = 17
+    assert "E-null@40" in stepper.panes["outputs"].value
+    assert stepper.press("next drop") == 17  # no drop ahead: stays put
+
+
+def test_next_tombstone_in_a_table_table_join():
+    trace = kjoin.run(kjoin.Scenario.from_notation("table-table", "inner", left="1:A, 3:null", right="2:a"))
+    stepper = Stepper(trace)
+    assert stepper.press("next tombstone") == 2
+    assert 'class="tombstone"' in stepper.panes["outputs"].value
+
+
+def test_the_window_store_loses_expired_records_and_shows_them_deleted(trace):
+    text = StepView(trace).text(15)
+    assert "left window  (deleted: (k, 3, 0), (k, 5, 1))" in text
+    assert "* | 40 | left | k   | E     | 60" in text  # E enters the outer-join buffer, closes at 60
+    assert "* | stream time                | 40" in text
+
+
+def test_play_speed_sets_the_play_interval(trace):
+    stepper = Stepper(trace)
+    stepper.speed.value = "fast"
+    assert stepper.play.interval == 250
+
+
+def test_the_timeline_highlights_the_record_and_its_join_window(trace):
+    stepper = Stepper(trace, step=3)
+    svg = stepper.panes["timeline"].value
+    assert "join window 0..19" in svg  # right a@4: left records in [max(4 - 15, 0), 4 + 15]
+    assert 'r="7"' in svg and "a@4" in svg
+
+
+def test_out_of_order_records_are_marked_late():
+    trace = kjoin.run(kjoin.Scenario.from_notation("stream-stream", "inner", left="10:A, 3:B", right="5:a",
+                                                   window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}))
+    view = StepView(trace)
+    assert [view.late[s.index] for s in trace.steps] == [s.record.ts < max(r.record.ts for r in trace.steps[:s.index + 1]) for s in trace.steps]
+    assert any(view.late)
+
+
+def test_an_unknown_store_is_shown_generically():
+    stores = {StoreId(0, "subscriptions"): {("k", 1): ("fk", "x")}, StoreId(0, "clock"): {"stream time": 4}}
+    changes = [(StoreId(0, "subscriptions"), ("k", 1), True)]
+    tables = store_tables(stores, changes)
+    assert [t.name for t in tables] == ["clock", "subscriptions"]
+    assert tables[1].header == ("entry", "0", "1") and tables[1].rows == (("(k, 1)", "fk", "x"),)
+    assert tables[1].changed == {0}
+
+
+def test_a_long_store_shows_its_first_rows_and_counts_the_rest():
+    entries = {("k", ts, 0): f"v{ts}" for ts in range(500, 0, -1)}
+    (table,) = store_tables({StoreId(0, "left window"): entries})
+    assert table.rows[0] == ("k", "1", "v1") and table.hidden == 500 - len(table.rows)
+
+
+def test_the_stepper_repr_is_stable_text(trace):
+    assert repr(Stepper(trace, step=4)) == "Stepper(step 4 of 18)"
+
+
+def test_seek_of_a_long_trace_reads_only_that_step():
+    from kjoin_viz.bench import long_scenario
+    from kjoin_viz.stepper import time_seeks
+
+    trace = kjoin.run(long_scenario(2_000))
+    assert len(time_seeks(StepView(trace), [0, 999, 1999])) == 3
+
+
+def test_a_table_store_shows_old_and_new_values():
+    trace = kjoin.run(kjoin.Scenario.from_notation("table-table", "outer", left="1:A", right="2:a, 4:b"))
+    stepper = Stepper(trace)
+    stepper.press("last")
+    right = _store_rows(stepper.panes["state"].value, "task 0: right table")
+    assert "<tr class='changed'><td>k</td><td>b</td><td>4</td><td>a</td></tr>" in right
+    assert "A-b@4" in stepper.panes["outputs"].value
+
+
+def test_rows_of_an_unknown_dataclass_render_by_field_with_enums_by_value():
+    import dataclasses
+    import enum
+
+    class Instruction(enum.Enum):
+        PROPAGATE = "propagate"
+
+    @dataclasses.dataclass(frozen=True)
+    class Subscription:
+        instruction: Instruction
+        hash: bytes
+
+    (table,) = store_tables({StoreId(1, "subscription store"): {("X", "k1"): Subscription(Instruction.PROPAGATE, b"ab")}})
+    assert (table.task, table.header, table.rows) == (1, ("entry", "instruction", "hash"), (("(X, k1)", "propagate", "ab"),))
