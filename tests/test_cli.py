@@ -115,6 +115,13 @@ def test_table_refuses_bad_notation_and_missing_windows(capsys):
     assert "--window (or --before and --after) is needed" in capsys.readouterr().err
 
 
+def test_table_offers_only_the_primary_key_joins(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["table", "--join", "fk", "--left", "1:A"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'fk'" in capsys.readouterr().err
+
+
 def test_the_console_script_runs(scenario_file):
     script = Path(sys.executable).parent / "kjoin"
     result = subprocess.run([str(script), "run", str(scenario_file), "--format", "jsonl"], capture_output=True, text=True, check=False)
