@@ -20,13 +20,36 @@ from kjoin.trace import Trace
 
 from .step_view import StepView
 
-__all__ = ["Stepper", "seek", "time_seeks"]
+__all__ = ["Stepper", "SliderStep", "seek", "time_seeks"]
 
 SPEEDS = {"slow": 1200, "normal": 600, "fast": 250, "fastest": 80}
 """Play speeds: milliseconds between steps."""
 
 
-class Stepper(widgets.VBox):
+class SliderStep:
+    """The step on show is the slider's value: setting ``step`` moves the slider, and the
+    widget's ``_show(step)`` redraws (also when the slider is already there)."""
+
+    slider: widgets.IntSlider
+
+    def _show(self, step: int) -> None:  # pragma: no cover - every widget defines it
+        raise NotImplementedError
+
+    @property
+    def step(self) -> int:
+        """The step on show; setting it moves the slider and the view."""
+        return self.slider.value
+
+    @step.setter
+    def step(self, step: int) -> None:
+        if not self.slider.min <= step <= self.slider.max:
+            raise IndexError(f"step {step} is outside this trace ({self.slider.min} to {self.slider.max})")
+        if self.slider.value == step:
+            self._show(step)
+        self.slider.value = step
+
+
+class Stepper(SliderStep, widgets.VBox):
     """A widget that steps through ``trace``; ``Stepper(trace, step=3)`` starts at step 3."""
 
     def __init__(self, trace: Trace, step: int = 0, view: StepView | None = None) -> None:
@@ -66,18 +89,6 @@ class Stepper(widgets.VBox):
         self.step = step
 
     # -- moving -------------------------------------------------------------------------
-    @property
-    def step(self) -> int:
-        """The step on show; setting it moves the slider and the view."""
-        return self.slider.value
-
-    @step.setter
-    def step(self, step: int) -> None:
-        if not 0 <= step < len(self.trace.steps):
-            raise IndexError(f"step {step} is outside this trace (0 to {len(self.trace.steps) - 1})")
-        if self.slider.value == step:
-            self._show(step)
-        self.slider.value = step
 
     def press(self, name: str) -> int:
         """Click the button called ``name`` (``"next"``, ``"next drop"``, …); returns the step."""

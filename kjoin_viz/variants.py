@@ -20,6 +20,7 @@ from kjoin.scenario import VARIANTS, Scenario
 from kjoin.trace import Trace
 
 from .step_view import CSS, StepView, _table_html
+from .stepper import SliderStep
 
 __all__ = ["variant_traces", "Variants", "seed_table_html"]
 
@@ -60,7 +61,7 @@ def _cell_html(step) -> str:
     )
 
 
-class Variants(widgets.VBox):
+class Variants(SliderStep, widgets.VBox):
     """The seeds' table of several variants, with controls that move all of them together."""
 
     def __init__(self, traces: Mapping[str, Trace], step: int = 0) -> None:
@@ -88,15 +89,6 @@ class Variants(widgets.VBox):
         self.add_class("kjoin-variants")
         self.step = step
 
-    @property
-    def step(self) -> int:
-        return self.slider.value
-
-    @step.setter
-    def step(self, step: int) -> None:
-        if self.slider.value == step:
-            self._show(step)
-        self.slider.value = step
 
     def _show(self, step: int) -> None:
         self.table.value = seed_table_html(self.traces, step)

@@ -79,3 +79,20 @@ def test_what_if_offers_history_retention_for_a_versioned_table():
     widget.sliders["history_retention_ms"].value = 1
     assert widget.trace.scenario.left.history_retention_ms == 1
     assert widget.trace.scenario.events == scenario.events
+
+
+def test_stepper_and_variants_refuse_a_step_outside_the_trace(scenario):
+    """Both widgets keep their step in the slider; a step past either end is an error,
+    and the view stays where it was."""
+    from kjoin_viz import Stepper
+
+    traces = variant_traces(scenario)
+    for widget in (Stepper(traces["left"], step=2), Variants(traces, step=2)):
+        last = len(traces["left"].steps) - 1
+        with pytest.raises(IndexError, match=f"step {last + 1} is outside this trace \\(0 to {last}\\)"):
+            widget.step = last + 1
+        with pytest.raises(IndexError):
+            widget.step = -1
+        assert widget.step == 2
+        widget.step = last
+        assert widget.slider.value == last
