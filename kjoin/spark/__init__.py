@@ -1,0 +1,32 @@
+"""kjoin on Spark: the reference engine's join semantics over DataFrames of any size.
+
+    >>> from kjoin.spark import local_session, from_files, run_join
+    >>> spark = local_session()
+    >>> run = run_join(from_files(spark, "orders.parquet"), from_files(spark, "customers.parquet"),
+    ...                "stream-table", "left")
+    >>> run.outputs.write.parquet("out")            # lazy until written
+    >>> trace = run.trace(partition=0)               # the reference trace of one task
+
+Only the DataFrame API is used, so any session works: the local one from
+:func:`local_session`, a cluster's, or Spark Connect (:func:`connect_session`).
+"""
+
+from .readers import from_files, from_kafka, from_kcat
+from .run import OUTPUT_COLUMNS, STEP_COLUMNS, SparkRun, run_join, run_scenarios
+from .session import connect_session, local_session
+from .topic import SparkInputError, Topic
+
+__all__ = [
+    "OUTPUT_COLUMNS",
+    "STEP_COLUMNS",
+    "SparkInputError",
+    "SparkRun",
+    "Topic",
+    "connect_session",
+    "from_files",
+    "from_kafka",
+    "from_kcat",
+    "local_session",
+    "run_join",
+    "run_scenarios",
+]

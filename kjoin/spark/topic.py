@@ -1,0 +1,66 @@
+"""A topic as a Spark DataFrame: the columns kjoin reads, checked at the edge.
+
+A :class:`Topic` wraps a DataFrame with columns ``key``, ``value``, ``ts`` (milliseconds)
+and optionally ``partition`` and ``offset``, plus what is known about the topic: its
+partition count and whether values are JSON text. The readers in
+:mod:`kjoin.spark.readers` build topics from Kafka-source DataFrames, kcat dumps and files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+__all__ = ["Topic", "SparkInputError", "check_columns", "KEY_TYPES", "VALUE_TYPES"]
+
+KEY_TYPES = ("string", "bigint")
+"""Spark types a key may have: a string key is serialized as UTF-8, a long as 8 bytes."""
+VALUE_TYPES = ("string", "bigint", "double")
+"""Spark types a value may have (JSON values are carried as JSON text strings)."""
+INTEGER_TYPES = ("tinyint", "smallint", "int", "bigint")
+
+
+class SparkInputError(ValueError):
+    """Input that kjoin cannot read: the message names the source, the column and what is expected."""
+
+
+@dataclass(frozen=True)
+class Topic:
+    """One input topic: ``frame`` has ``key, value, ts`` and optionally ``partition, offset``.
+
+    ``partitions`` is the topic's partition count when known (Kafka metadata); when
+    ``None`` it is taken from the data as ``max(partition) + 1``. ``json_values`` says that
+    ``value`` holds JSON text to decode before the joiner sees it.
+    """
+
+    frame: Any
+    partitions: int | None = None
+    json_values: bool = False
+    source: str = "topic"
+
+    @property
+    def has_partition(self) -> bool:
+        return "partition" in self.frame.columns
+
+    @property
+    def has_offset(self) -> bool:
+        return "offset" in self.frame.columns
+
+
+def check_columns(frame: Any, expected: Mapping[str, Sequence[str]], source: str, optional: Sequence[str] = ()) -> None:
+    """Raise :class:`SparkInputError` if a required column is missing or any listed column
+    has a type outside its expected ones."""
+    types = dict(frame.dtypes)
+    for name, allowed in expected.items():
+        if name not in types:
+            if name in optional:
+                continue
+            raise SparkInputError(
+                f"{source}: no column {name!r} (expected type {' or '.join(allowed)}); the columns are {', '.join(types) or 'none'}. "
+                f"Rename or add the column, e.g. frame.withColumnRenamed('<yours>', {name!r})."
+            )
+        if types[name] not in allowed:
+            raise SparkInputError(
+                f"{source}: column {name!r} has type {types[name]}, expected {' or '.join(allowed)}. "
+                f"Cast it, e.g. frame.withColumn({name!r}, frame[{name!r}].cast({allowed[0]!r}))."
+            )
