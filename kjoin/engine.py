@@ -23,7 +23,7 @@ from .scenario import Deliver, Scenario, ScenarioError
 from .state import StateHistory, StateLog
 from .trace import Step, Trace
 
-__all__ = ["run"]
+__all__ = ["run", "new_join"]
 
 
 def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) -> Trace:
@@ -36,7 +36,7 @@ def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) 
     log = StateLog()
     tasks: dict[int, Any] = {}
     for task in range(scenario.partitions):
-        tasks[task] = _new_join(scenario, log, task)
+        tasks[task] = new_join(scenario, log, task)
     history = StateHistory(log.copy())
     log.take_changes()
     steps: list[Step] = []
@@ -50,7 +50,9 @@ def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) 
     return Trace(scenario, steps, history)
 
 
-def _new_join(scenario: Scenario, log: StateLog, task: int) -> Any:
+def new_join(scenario: Scenario, log: StateLog, task: int) -> Any:
+    """The join processor of one task of ``scenario`` (a primary-key join), writing its
+    stores through ``log``. Call ``process(record, ctx)`` on it for each of the task's records."""
     if scenario.join == "stream-stream":
         assert scenario.window is not None
         return StreamStreamJoin(log, task, scenario.variant, scenario.window, scenario.semantics)

@@ -36,25 +36,32 @@ Change = tuple[StoreId, Any, Any]  # (store, entry key, row or DELETED)
 
 
 class StateLog:
-    """The live contents of every store, and the changes made during the current step."""
+    """The live contents of every store, and the changes made during the current step.
 
-    def __init__(self) -> None:
+    ``keep_changes=False`` keeps the live stores only: what a join needs to run, without
+    the per-step changes a trace needs to be replayed (the Spark engine's tasks).
+    """
+
+    def __init__(self, keep_changes: bool = True) -> None:
         self.live: dict[StoreId, Entries] = {}
         self._changes: list[Change] = []
+        self._keep_changes = keep_changes
         self._size = 0  # live entries in all stores, kept as they change
 
     def put(self, store: StoreId, entry_key: Any, row: Any) -> None:
         entries = self.live.setdefault(store, {})
         self._size += entry_key not in entries
         entries[entry_key] = row
-        self._changes.append((store, entry_key, row))
+        if self._keep_changes:
+            self._changes.append((store, entry_key, row))
 
     def delete(self, store: StoreId, entry_key: Any) -> None:
         entries = self.live.get(store)
         if entries is not None and entry_key in entries:
             del entries[entry_key]
             self._size -= 1
-            self._changes.append((store, entry_key, DELETED))
+            if self._keep_changes:
+                self._changes.append((store, entry_key, DELETED))
 
     def get(self, store: StoreId, entry_key: Any, default: Any = None) -> Any:
         return self.live.get(store, {}).get(entry_key, default)

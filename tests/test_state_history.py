@@ -91,3 +91,22 @@ def test_checkpoints_bound_the_work_of_reading_any_step(big):
     total_changes = sum(len(history.changes(i)) for i in range(len(history)))
     checkpointed = sum(sum(len(e) for e in cp.values()) for cp in history._checkpoints)
     assert checkpointed <= total_changes
+
+
+def test_a_log_without_changes_keeps_live_stores_and_their_size():
+    """``StateLog(keep_changes=False)`` (the Spark tasks' log) counts live entries like a
+    full log but records nothing to replay."""
+    from kjoin.state import StateLog, StoreId
+
+    full, lean = StateLog(), StateLog(keep_changes=False)
+    store = StoreId(0, "left window")
+    for log in (full, lean):
+        log.put(store, "a", 1)
+        log.put(store, "b", 2)
+        log.put(store, "a", 3)
+        log.delete(store, "b")
+        log.delete(store, "missing")
+    assert lean.live == full.live == {store: {"a": 3}}
+    assert lean.size() == full.size() == 1
+    assert lean.take_changes() == ()
+    assert len(full.take_changes()) == 4

@@ -7,9 +7,9 @@ How it works:
   and in the order Kafka Streams would process them.
 * :func:`task_function` returns the ``mapInArrow`` function. It walks the rows; when the
   ``(scenario, partition)`` group changes it starts a new join instance, built by the same
-  factory the reference engine uses, over a :class:`LeanLog` that keeps the live stores
-  but no per-step history. The join rules themselves are kjoin's processors: there is one
-  copy of them.
+  factory the reference engine uses (:func:`kjoin.engine.new_join`), over a
+  ``StateLog(keep_changes=False)`` that keeps the live stores but no per-step history.
+  The join rules themselves are kjoin's processors: there is one copy of them.
 * Each output becomes a row ``row = "output"``; each record whose fate is not ``joined``
   (dropped, buffered, stored, no match) becomes a row ``row = "step"`` with its reason.
 """
@@ -19,27 +19,14 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterator, Mapping
 
-from ..engine import _new_join
+from ..engine import new_join
 from ..joins import StepContext, default_joiner
 from ..fates import Fate
 from ..records import Record, Side, render_value
 from ..scenario import Scenario
 from ..state import StateLog
 
-__all__ = ["LeanLog", "task_function", "RESULT_FIELDS", "result_schema"]
-
-
-class LeanLog(StateLog):
-    """A :class:`StateLog` that keeps the live stores but records no changes: what a
-    join needs to run, without the history a trace needs to be replayed."""
-
-    def put(self, store, entry_key, row) -> None:  # type: ignore[override]
-        self.live.setdefault(store, {})[entry_key] = row
-
-    def delete(self, store, entry_key) -> None:  # type: ignore[override]
-        entries = self.live.get(store)
-        if entries is not None:
-            entries.pop(entry_key, None)
+__all__ = ["task_function", "RESULT_FIELDS", "result_schema"]
 
 
 RESULT_FIELDS: list[tuple[str, str]] = [
@@ -110,7 +97,7 @@ def task_function(
                 partition = columns["partition"][i]
                 if (scenario_id, partition) != group:
                     group = (scenario_id, partition)
-                    join = _new_join(scenarios[scenario_id], LeanLog(), partition)
+                    join = new_join(scenarios[scenario_id], StateLog(keep_changes=False), partition)
                     rank = 0
                 position = columns["position"][i]
                 step = rank if position is None else position
