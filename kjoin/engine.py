@@ -17,6 +17,8 @@ from typing import Any, Callable
 from .joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoin, default_joiner
 from .joins.fk_protocol import SUBSCRIPTION, Message
 from .joins.foreign_key import ForeignKeyJoin
+from .joins.self_join import OptimizedSelfJoin
+from .joins.topology import SelfJoin, StreamChain, TablePipeline
 from .joins.versioned import VersionedStreamTableJoin, VersionedTableTableJoin
 from .records import Record, Side
 from .scenario import Deliver, Scenario, ScenarioError
@@ -54,16 +56,44 @@ def new_join(scenario: Scenario, log: StateLog, task: int) -> Any:
     """The join processor of one task of ``scenario`` (a primary-key join), writing its
     stores through ``log``. Call ``process(record, ctx)`` on it for each of the task's records."""
     if scenario.join == "stream-stream":
-        assert scenario.window is not None
-        return StreamStreamJoin(log, task, scenario.variant, scenario.window, scenario.semantics)
+        return _stream_stream(scenario, log, task)
     if scenario.join == "stream-table":
         if scenario.right.versioned:
             assert scenario.right.history_retention_ms is not None
             return VersionedStreamTableJoin(log, task, scenario.variant, scenario.semantics, scenario.right.history_retention_ms, scenario.grace_ms)
         return StreamTableJoin(log, task, scenario.variant, scenario.semantics)
+    return _table_table(scenario, log, task)
+
+
+def _stream_stream(scenario: Scenario, log: StateLog, task: int) -> Any:
+    window = scenario.window
+    assert window is not None
+    if scenario.optimize:
+        return OptimizedSelfJoin(log, task, window, scenario.semantics)
+    first = StreamStreamJoin(log, task, scenario.variant, window, scenario.semantics)
+    if scenario.self_join:
+        return SelfJoin(first)
+    if not scenario.then:
+        return first
+    stages = [first]
+    for number, chained in enumerate(scenario.then, start=2):
+        stages.append(StreamStreamJoin(log, task, chained.variant, chained.window or window, scenario.semantics, prefix=f"join {number}: "))
+    return StreamChain(stages)
+
+
+def _table_table(scenario: Scenario, log: StateLog, task: int) -> Any:
     if scenario.left.versioned or scenario.right.versioned:
-        return VersionedTableTableJoin(log, task, scenario.variant, scenario.semantics, scenario.left, scenario.right, scenario.versioned_mode)
-    return TableTableJoin(log, task, scenario.variant, scenario.semantics)
+        first: TableTableJoin = VersionedTableTableJoin(log, task, scenario.variant, scenario.semantics, scenario.left, scenario.right, scenario.versioned_mode)
+    else:
+        first = TableTableJoin(log, task, scenario.variant, scenario.semantics)
+    if not (scenario.then or scenario.materialized or scenario.send_old_values or scenario.caching):
+        return first
+    stages = [first]
+    for chained in scenario.then:
+        stages.append(TableTableJoin(log, task, chained.variant, scenario.semantics, left=stages[-1], right=first.tables[Side.RIGHT]))
+    return TablePipeline(
+        log, task, stages, send_old_values=scenario.send_old_values, materialized=scenario.materialized, caching=scenario.caching, commit_every=scenario.commit_every
+    )
 
 
 # -- foreign-key joins: inputs and message deliveries ---------------------------------------

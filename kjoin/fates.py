@@ -19,7 +19,8 @@ class Fate(enum.Enum):
     JOINED = "joined"
     """The record produced at least one output of its own."""
     BUFFERED = "buffered"
-    """The record waits in the outer-join buffer until its window closes plus grace."""
+    """The record waits: in the outer-join buffer until its window closes plus grace, in the
+    grace buffer, or in a record cache until the next commit."""
     STORED = "stored"
     """The record updated state but, by the join's rules, triggered no output."""
     NO_MATCH = "no-match"
@@ -78,6 +79,9 @@ class Reason(enum.Enum):
     GRACE_PERIOD = "grace-period"
     """Stream-table join with a grace period: the stream record waits in the grace buffer until
     the buffer's stream time reaches its ts + grace, then joins the table version of its ts."""
+    RECORD_CACHE = "record-cache"
+    """A caching table store holds the update until the next commit, then forwards only the
+    newest update of each key (KIP-63); reads see the new value at once."""
     NULL_KEY_IN_GRACE_BUFFER = "null-key-in-grace-buffer"
     """Stream-table left join with a grace period: a null-key record reaches ``buffer.put``,
     where Kafka throws a NullPointerException and the task fails. kjoin skips it to go on."""

@@ -91,6 +91,10 @@ class Output:
     side); ``value`` is the joiner's result, or ``None`` for a tombstone. ``origin_step`` is
     the step whose input record is the left/right value that was waiting (for outputs of
     the outer-join buffer) or the current step otherwise.
+
+    ``old`` is the old value of Kafka's ``Change(new, old)`` for a table-table result that
+    sends old values (``has_old``): the joiner applied to the old input value and the
+    other side's current value, or ``None``.
     """
 
     key: Any
@@ -102,13 +106,15 @@ class Output:
     kind: OutputKind
     partition: int = 0
     origin_step: int = -1
+    old: Any = None
+    has_old: bool = False
 
     def render(self) -> str:
         """The seeds' notation: ``A-a``, ``A-null``, or ``null`` for a tombstone."""
         return "null" if self.tombstone else render_value(self.value)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "key": self.key,
             "left": self.left,
             "right": self.right,
@@ -119,3 +125,6 @@ class Output:
             "partition": self.partition,
             "origin_step": self.origin_step,
         }
+        if self.has_old:
+            data["old"] = self.old
+        return data

@@ -23,6 +23,17 @@ Foreign-key joins and versioned tables add these fields::
     events:
       - {deliver: next}        # explicit delivery: next | all | subscription | response | m3
 
+Topologies around a join (KAFKA_SEMANTICS.md §1.9, §1.10, §3.4, §3.6)::
+
+    self_join: true            # stream-stream: s.join(s); every event is a left record
+    optimize: true             # with self_join, inner only: the single-store rewrite (3.4+)
+    then:                      # chained joins: a.join(b).join(b); each joins the result so far
+      - {variant: left}        #   with the right input again (stream-stream: window: optional)
+    materialized: true         # table-table: the result is materialized (Materialized.as)
+    send_old_values: true      # table-table: outputs carry Change's old value
+    caching: true              # table-table: record caches (true: every store; or a list of left, right, result)
+    commit_every: 1            # with caching: each task commits after every N of its records
+
 Every error names the file, the field and the event, and says what is expected.
 """
 
@@ -43,7 +54,7 @@ from .partitioner import default_partition
 from .records import Record, Side
 from .semantics import Semantics, parse_semantics
 
-__all__ = ["Scenario", "Event", "Deliver", "Delivery", "TableOptions", "ScenarioError", "load_scenario", "JOINS", "VARIANTS", "VERSIONED_MODES"]
+__all__ = ["Scenario", "ChainedJoin", "Event", "Deliver", "Delivery", "TableOptions", "ScenarioError", "load_scenario", "JOINS", "VARIANTS", "VERSIONED_MODES"]
 
 JOINS = ("stream-stream", "stream-table", "table-table", "fk")
 VARIANTS = {
@@ -62,6 +73,7 @@ result the record changes."""
 _TOP_LEVEL = {
     "join", "variant", "semantics", "window", "partitions", "left", "right", "events", "name", "description",
     "foreign_key", "grace_ms", "delivery", "hash_check", "versioned_mode",
+    "self_join", "optimize", "then", "materialized", "send_old_values", "caching", "commit_every",
 }
 _EVENT_FIELDS = {"side", "key", "value", "ts", "partition", "offset"}
 _KEY_TYPES = (str, int, float, bool)
@@ -81,6 +93,15 @@ class TableOptions:
 
     versioned: bool = False
     history_retention_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class ChainedJoin:
+    """One more join in a chain (``then:``): the result so far joined with the right input
+    again, with this variant (and, for stream-stream joins, this window)."""
+
+    variant: str
+    window: JoinWindows | None = None
 
 
 @dataclass(frozen=True)
@@ -148,6 +169,14 @@ class Scenario:
     delivery: Delivery = Delivery()
     hash_check: bool = True
     versioned_mode: str = "final"
+    self_join: bool = False
+    optimize: bool = False
+    then: tuple[ChainedJoin, ...] = ()
+    materialized: bool = False
+    send_old_values: bool = False
+    caching: tuple[str, ...] = ()
+    """The caching stores: ``left``/``right`` (source tables), ``result`` (a materialized result)."""
+    commit_every: int = 1
 
     def __post_init__(self) -> None:
         _check_shape(self)
@@ -284,6 +313,15 @@ class Scenario:
             data["hash_check"] = False
         if self.versioned_mode != "final":
             data["versioned_mode"] = self.versioned_mode
+        for flag in ("self_join", "optimize", "materialized", "send_old_values"):
+            if getattr(self, flag):
+                data[flag] = True
+        if self.caching:
+            data["caching"] = list(self.caching)
+        if self.then:
+            data["then"] = [{"variant": c.variant, **({"window": _window_dict(c.window)} if c.window is not None else {})} for c in self.then]
+        if self.commit_every != 1:
+            data["commit_every"] = self.commit_every
         data["events"] = [
             {"deliver": e.which} if isinstance(e, Deliver) else
             {k: v for k, v in (("side", e.side.value), ("key", e.key), ("value", e.value), ("ts", e.ts), ("partition", e.partition), ("offset", e.offset)) if k in ("key", "value") or v is not None}
@@ -339,6 +377,14 @@ def _from_dict(data: Any) -> Scenario:
     versioned_mode = data.get("versioned_mode", "final")
     if versioned_mode not in VERSIONED_MODES:
         raise ScenarioError(f"versioned_mode: expected one of {' | '.join(VERSIONED_MODES)}, got {versioned_mode!r}")
+    flags: dict[str, Any] = {"caching": _caching(data.get("caching", False), bool(data.get("materialized", False)))}
+    for flag in ("self_join", "optimize", "materialized", "send_old_values"):
+        flags[flag] = data.get(flag, False)
+        if not isinstance(flags[flag], bool):
+            raise ScenarioError(f"{flag}: expected true or false, got {flags[flag]!r}")
+    commit_every = data.get("commit_every", 1)
+    if not _is_int(commit_every) or commit_every < 1:
+        raise ScenarioError(f"commit_every: expected a positive integer (input records per commit), got {commit_every!r}")
     return Scenario(
         join=join,
         variant=variant,
@@ -354,7 +400,50 @@ def _from_dict(data: Any) -> Scenario:
         delivery=_delivery(data.get("delivery")),
         hash_check=hash_check,
         versioned_mode=versioned_mode,
+        then=_chain(data.get("then"), join),
+        commit_every=commit_every,
+        **flags,
     )
+
+
+CACHING_STORES = ("left", "right", "result")
+
+
+def _caching(data: Any, materialized: bool) -> tuple[str, ...]:
+    if data is False:
+        return ()
+    if data is True:
+        return CACHING_STORES if materialized else CACHING_STORES[:2]
+    if not isinstance(data, list) or any(store not in CACHING_STORES for store in data):
+        raise ScenarioError(f"caching: expected true, false or a list of {', '.join(CACHING_STORES)}; got {data!r}")
+    if "result" in data and not materialized:
+        raise ScenarioError("caching: only a materialized result has a store to cache; add materialized: true or remove result")
+    return tuple(store for store in CACHING_STORES if store in data)
+
+
+def _chain(data: Any, join: str) -> tuple[ChainedJoin, ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, list) or not data:
+        raise ScenarioError(f"then: expected a list of further joins like [{{variant: inner}}], got {data!r}")
+    chain = []
+    for index, item in enumerate(data):
+        where = f"then[{index}]"
+        if not isinstance(item, Mapping):
+            raise ScenarioError(f"{where}: expected a mapping like {{variant: inner}}, got {item!r}")
+        unknown = sorted(set(item) - {"variant", "window"})
+        if unknown:
+            raise ScenarioError(f"{where}.{unknown[0]}: unknown field; a chained join has variant and (stream-stream) window")
+        variant = item.get("variant")
+        allowed = VARIANTS.get(join, ())
+        if variant not in allowed:
+            raise ScenarioError(f"{where}.variant: expected one of {' | '.join(allowed) or 'nothing'}, got {variant!r}")
+        try:
+            window = _window(item.get("window"), join)
+        except ScenarioError as error:
+            raise ScenarioError(f"{where}.{error}") from None
+        chain.append(ChainedJoin(variant, window))
+    return tuple(chain)
 
 
 def _check_shape(scenario: Scenario) -> None:
@@ -376,6 +465,38 @@ def _check_shape(scenario: Scenario) -> None:
         if not options.versioned and options.history_retention_ms is not None:
             raise ScenarioError(f"{side}.history_retention_ms: only a versioned table has a history retention; add versioned: true or remove the field")
     _check_extensions(scenario)
+    _check_topology(scenario)
+
+
+def _check_topology(scenario: Scenario) -> None:
+    """The rules of self-joins, chains, materialization and caching."""
+    if scenario.self_join:
+        if scenario.join != "stream-stream":
+            raise ScenarioError(f"self_join: only a stream-stream join can join a stream with itself; a {scenario.join} join cannot")
+        for index, event in enumerate(scenario.events):
+            if isinstance(event, Event) and event.side is not Side.LEFT:
+                raise ScenarioError(f"events[{index}].side: a self-join has one input stream; write every event as side: left")
+        if scenario.then:
+            raise ScenarioError("then: kjoin chains joins of two inputs; a self-join cannot be chained here")
+    if scenario.optimize:
+        if not scenario.self_join:
+            raise ScenarioError("optimize: the single-store optimization applies to self-joins only; add self_join: true")
+        if scenario.variant != "inner":
+            raise ScenarioError(f"optimize: Kafka rewrites only inner self-joins to one store; variant {scenario.variant} keeps two")
+        if not scenario.semantics.at_least(3, 4):
+            raise ScenarioError(f"optimize: the single-store self-join exists since Kafka 3.4 (KIP-862); semantics {scenario.semantics} has none")
+    if scenario.then:
+        if scenario.join not in ("stream-stream", "table-table"):
+            raise ScenarioError(f"then: kjoin chains stream-stream and table-table joins; a {scenario.join} join cannot be chained")
+        if scenario.left.versioned or scenario.right.versioned:
+            raise ScenarioError("then: kjoin chains joins over unversioned tables only; remove versioned: true or the chain")
+        if scenario.join == "table-table" and any(c.window is not None for c in scenario.then):
+            raise ScenarioError("then[].window: a table-table join has no window; remove the field")
+    table_options = [f for f in ("materialized", "send_old_values", "caching") if getattr(scenario, f)]
+    if table_options and scenario.join != "table-table":
+        raise ScenarioError(f"{table_options[0]}: only a table-table join's result is a table with these options; a {scenario.join} join has none")
+    if scenario.commit_every != 1 and not scenario.caching:
+        raise ScenarioError("commit_every: commits matter only to record caches; add caching: true or remove the field")
 
 
 def _check_extensions(scenario: Scenario) -> None:

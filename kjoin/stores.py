@@ -10,6 +10,7 @@
 * :class:`GraceBuffer`: stream records a stream-table join holds for its grace period.
 * :class:`SubscriptionStore` and :class:`InFlightMessages`: a foreign-key join's
   subscriptions on the right side, and the messages travelling between tasks.
+* :class:`RecordCache`: the updates a caching store holds back until the next commit.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .state import StateLog, StoreId
 __all__ = [
     "WindowStore", "OuterJoinBuffer", "BufferedRecord", "TableStore", "Clock", "window_store_name", "table_store_name",
     "VersionedStore", "PutResult", "GraceBuffer", "GraceBuffered", "SubscriptionStore", "InFlightMessages", "versioned_store_name",
+    "RecordCache", "CachedUpdate",
 ]
 
 OUTER_BUFFER = "outer-join buffer"
@@ -48,9 +50,9 @@ class Clock:
     Times that were never set read as ``None`` (Kafka starts stream time at -1).
     """
 
-    def __init__(self, log: StateLog, task: int) -> None:
+    def __init__(self, log: StateLog, task: int, name: str = CLOCK) -> None:
         self._log = log
-        self._store = StoreId(task, CLOCK)
+        self._store = StoreId(task, name)
         self._times: dict[str, int] = {}  # read on every record: kept here, written through to the log
         log.declare(self._store)
 
@@ -83,9 +85,9 @@ class WindowStore:
     Rows in the state: ``(key, ts, seq) -> value``.
     """
 
-    def __init__(self, log: StateLog, task: int, side: Side, retention_ms: int, clock: Clock) -> None:
+    def __init__(self, log: StateLog, task: int, side: Side, retention_ms: int, clock: Clock, name: str | None = None) -> None:
         self._log = log
-        self.store = StoreId(task, window_store_name(side))
+        self.store = StoreId(task, name or window_store_name(side))
         self.retention_ms = retention_ms
         self._clock = clock
         self._observed_name = f"{side} window observed"
@@ -163,9 +165,9 @@ class OuterJoinBuffer:
     Rows in the state: ``(ts, side byte, key bytes, seq) -> BufferedRecord``.
     """
 
-    def __init__(self, log: StateLog, task: int) -> None:
+    def __init__(self, log: StateLog, task: int, name: str = OUTER_BUFFER) -> None:
         self._log = log
-        self.store = StoreId(task, OUTER_BUFFER)
+        self.store = StoreId(task, name)
         self._groups: dict[tuple[int, int, bytes], list[tuple[int, BufferedRecord]]] = {}
         self._order: list[tuple[int, int, bytes]] = []
         self._seq = itertools.count()
@@ -210,9 +212,9 @@ class TableStore:
     ``Change(new, old)`` carries when this table sends old values, else ``None``.
     """
 
-    def __init__(self, log: StateLog, task: int, side: Side, sends_old_values: bool) -> None:
+    def __init__(self, log: StateLog, task: int, side: Side, sends_old_values: bool, name: str | None = None) -> None:
         self._log = log
-        self.store = StoreId(task, table_store_name(side))
+        self.store = StoreId(task, name or table_store_name(side))
         self.sends_old_values = sends_old_values
         self._rows: dict[Any, tuple[Any, int]] = {}
         log.declare(self.store)
@@ -220,6 +222,10 @@ class TableStore:
     def get(self, key: Any) -> tuple[Any, int] | None:
         """``(value, ts)`` of the latest non-deleted version, or ``None``."""
         return self._rows.get(key)
+
+    def enable_sending_old_values(self) -> None:
+        """A downstream join needs ``Change.old`` (Kafka's ``enableSendingOldValues``)."""
+        self.sends_old_values = True
 
     def put(self, key: Any, value: Any, ts: int) -> tuple[Any, int] | None:
         """Write the update; return the previous ``(value, ts)`` or ``None``."""
@@ -286,6 +292,10 @@ class VersionedStore:
         self._observed_name = f"{side} versioned table observed"
         self._versions: dict[Any, list[tuple[int, Any]]] = {}
         log.declare(self.store)
+
+    def enable_sending_old_values(self) -> None:
+        """A downstream join needs ``Change.old`` (Kafka's ``enableSendingOldValues``)."""
+        self.sends_old_values = True
 
     @property
     def observed_ms(self) -> int | None:
@@ -484,3 +494,61 @@ class InFlightMessages:
             raise ValueError(f"{message.id} is behind {queue[0].id} in {message.topic} partition {message.partition}")
         queue.pop(0)
         self._log.delete(StoreId(message.partition, IN_FLIGHT), message.id)
+
+
+# -- record caches (KIP-63): what a caching store holds back until the next commit ---------
+
+@dataclass(frozen=True)
+class CachedUpdate:
+    """One dirty entry of a record cache: the latest update of a key since the last commit.
+
+    ``item`` is what will be forwarded (a source table's record, or a join result);
+    ``old`` the store's value before the first update since the last commit (what a
+    flushed ``Change`` carries as old value); ``replaced`` how many earlier updates of the
+    key this one overwrote.
+    """
+
+    key: Any
+    item: Any
+    new: Any
+    ts: int
+    old: Any
+    step: int
+    replaced: int
+
+
+class RecordCache:
+    """A caching store's dirty entries (Kafka's ``CachingKeyValueStore`` over a ``NamedCache``).
+
+    Reads see the newest value at once (the table store itself is updated); only the
+    forwarding waits. A commit flushes the entries in the order their keys were last
+    written, one per key. Rows in the state: ``key -> (new value, ts, step, replaced)``.
+    """
+
+    def __init__(self, log: StateLog, task: int, name: str) -> None:
+        self._log = log
+        self.store = StoreId(task, name)
+        self._dirty: dict[Any, CachedUpdate] = {}
+        log.declare(self.store)
+
+    def __len__(self) -> int:
+        return len(self._dirty)
+
+    def put(self, key: Any, item: Any, new: Any, ts: int, old_before: Any, step: int) -> CachedUpdate:
+        earlier = self._dirty.pop(key, None)  # re-added below: dirty order is the order of last writes
+        entry = CachedUpdate(key, item, new, ts, old_before if earlier is None else earlier.old, step, 0 if earlier is None else earlier.replaced + 1)
+        self._dirty[key] = entry
+        self._log.put(self.store, key, (new, ts, step, entry.replaced))
+        return entry
+
+    def holds_step(self, step: int) -> bool:
+        """Does a dirty entry come from ``step``'s record?"""
+        return any(entry.step == step for entry in self._dirty.values())
+
+    def flush(self) -> list[CachedUpdate]:
+        """Every dirty entry, in flush order; the cache is clean afterwards."""
+        entries = list(self._dirty.values())
+        for key in self._dirty:
+            self._log.delete(self.store, key)
+        self._dirty.clear()
+        return entries

@@ -231,7 +231,30 @@ class StateSnapshot:
                 rows.append({"task": task, "store": SUBSCRIPTIONS, "key": f"({row['fk']}, {row['pk']})", "ts": row["ts"], "value": row["instruction"], "detail": f"hash {row['hash']}"})
             for message in self.in_flight(task):
                 rows.append({"task": task, "store": IN_FLIGHT, "key": message.key, "ts": message.ts, "value": message.describe(), "detail": message.id})
+            rows += self._other_stores(task)
         return pd.DataFrame(rows, columns=["task", "store", "key", "ts", "value", "detail"])
+
+    def _other_stores(self, task: int) -> list[dict[str, Any]]:
+        """Stores of bigger topologies (chained joins, self-joins, result tables, record
+        caches), read by their row shapes: window stores ``(key, ts, seq) -> value``,
+        tables and caches ``key -> (value, ts, ...)``, clocks ``name -> time``."""
+        known = {CLOCK, OUTER_BUFFER, GRACE_BUFFER, SUBSCRIPTIONS, IN_FLIGHT}
+        known |= {name(side) for side in Side for name in (window_store_name, table_store_name, versioned_store_name)}
+        rows = []
+        for store in sorted(s for s in self.stores if s.task == task and s.name not in known):
+            entries = self.stores[store]
+            for entry_key, row in sorted(entries.items(), key=lambda item: _sortable(item[0])):
+                if store.name.endswith("window"):
+                    key, ts, value, detail = entry_key[0], entry_key[1], row, None
+                elif store.name.endswith(CLOCK):
+                    key, ts, value, detail = entry_key, row, None, None
+                elif store.name.endswith(OUTER_BUFFER):
+                    key, ts, value, detail = row.key, row.ts, row.value, f"{row.side}, closes after {row.closes_at_ms}"
+                else:
+                    key, ts, value = entry_key, row[1], row[0]
+                    detail = f"from step {row[2]}" if store.name.endswith("cache") else None
+                rows.append({"task": task, "store": store.name, "key": key, "ts": ts, "value": value, "detail": detail})
+        return rows
 
 
 def _sortable(key: Any) -> tuple[str, Any]:

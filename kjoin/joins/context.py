@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional, Tuple
 
 from ..fates import Fate, Reason
 from ..records import Output, OutputKind, Record, render_value
 
-__all__ = ["StepContext", "Joiner", "default_joiner"]
+__all__ = ["StepContext", "Joiner", "default_joiner", "NO_OLD"]
 
 Joiner = Callable[[Any, Any], Any]
+
+NO_OLD = ("no old value",)
+"""A result that sends old values, whose ``Change`` carries a null old value."""
+OldValue = Optional[Tuple[Any, ...]]
 
 
 def default_joiner(left: Any, right: Any) -> str:
@@ -27,7 +31,7 @@ class StepContext:
     def __init__(self, index: int, record: Record, joiner: Joiner) -> None:
         self.index = index
         self.record = record
-        self._joiner = joiner
+        self.joiner = joiner
         self.outputs: list[Output] = []
         self.fate: Fate | None = None
         self.reason: Reason | None = None
@@ -35,28 +39,44 @@ class StepContext:
         self.summary = ""
         self.notes: list[str] = []
 
-    def emit(self, kind: OutputKind, key: Any, left: Any, right: Any, ts: int, origin_step: int | None = None) -> Output:
-        """Call the joiner on (left, right) and emit the result."""
+    def emit(self, kind: OutputKind, key: Any, left: Any, right: Any, ts: int, origin_step: int | None = None, old: OldValue = None) -> Output:
+        """Call the joiner on (left, right) and emit the result.
+
+        ``old`` is given by a table-table join that sends old values: ``NO_OLD`` for a
+        ``Change`` whose old value is null, or the (left, right) pair the joiner turns into it.
+        """
         output = Output(
             key=key,
             left=left,
             right=right,
-            value=self._joiner(left, right),
+            value=self.joiner(left, right),
             ts=ts,
             tombstone=False,
             kind=kind,
             partition=self.record.partition,
             origin_step=self.index if origin_step is None else origin_step,
+            **self._old(old),
         )
         self.outputs.append(output)
         return output
 
-    def emit_tombstone(self, key: Any, left: Any, right: Any, ts: int, origin_step: int | None = None) -> Output:
-        """Emit a tombstone (null value); the joiner is not called."""
+    def emit_tombstone(self, key: Any, left: Any, right: Any, ts: int, origin_step: int | None = None, old: OldValue = None) -> Output:
+        """Emit a tombstone (null value); the joiner is not called for the new value."""
         origin = self.index if origin_step is None else origin_step
-        output = Output(key, left, right, None, ts, True, OutputKind.TOMBSTONE, self.record.partition, origin)
+        output = Output(key, left, right, None, ts, True, OutputKind.TOMBSTONE, self.record.partition, origin, **self._old(old))
         self.outputs.append(output)
         return output
+
+    def forward(self, output: Output) -> None:
+        """Emit an output another processor computed (a chained join's, a cache's flush)."""
+        self.outputs.append(output)
+
+    def _old(self, old: OldValue) -> dict[str, Any]:
+        if old is None:
+            return {}
+        if old is NO_OLD:
+            return {"old": None, "has_old": True}
+        return {"old": self.joiner(*old), "has_old": True}
 
     def note(self, text: str) -> None:
         self.notes.append(text)

@@ -31,7 +31,7 @@ from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
-from ..stores import BufferedRecord, Clock, OuterJoinBuffer, WindowStore
+from ..stores import CLOCK, OUTER_BUFFER, BufferedRecord, Clock, OuterJoinBuffer, WindowStore, window_store_name
 from .context import StepContext
 
 __all__ = ["JoinWindows", "StreamStreamJoin", "DEFAULT_GRACE_OF_DEPRECATED_API_MS"]
@@ -90,18 +90,19 @@ class StreamStreamJoin:
     """One task's stream-stream join: two window stores, stream time, and (3.1+ left/outer)
     the shared outer-join buffer."""
 
-    def __init__(self, log: StateLog, task: int, variant: str, window: JoinWindows, semantics: Semantics) -> None:
+    def __init__(self, log: StateLog, task: int, variant: str, window: JoinWindows, semantics: Semantics, prefix: str = "") -> None:
+        """``prefix`` names the stores of a join further down a chain (``"join 2: "``)."""
         self.variant = variant
         self.window = window
         self.semantics = semantics
-        self.clock = Clock(log, task)
-        self.stores = {side: WindowStore(log, task, side, window.retention_ms, self.clock) for side in Side}
+        self.clock = Clock(log, task, f"{prefix}{CLOCK}")
+        self.stores = {side: WindowStore(log, task, side, window.retention_ms, self.clock, f"{prefix}{window_store_name(side)}") for side in Side}
         self.sides = {
             Side.LEFT: _JoinSide(Side.LEFT, window.before_ms, window.after_ms, variant in ("left", "outer")),
             Side.RIGHT: _JoinSide(Side.RIGHT, window.after_ms, window.before_ms, variant == "outer"),
         }
         holds_unmatched = variant != "inner" and semantics.spurious_result_fix and not window.deprecated_api
-        self.buffer = OuterJoinBuffer(log, task) if holds_unmatched else None
+        self.buffer = OuterJoinBuffer(log, task, f"{prefix}{OUTER_BUFFER}") if holds_unmatched else None
 
     # -- the processor ------------------------------------------------------------------
     def process(self, record: Record, ctx: StepContext) -> None:

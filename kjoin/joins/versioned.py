@@ -130,7 +130,7 @@ class VersionedTableTableJoin(TableTableJoin):
         for side, options in ((Side.LEFT, left), (Side.RIGHT, right)):
             if options.versioned:
                 sends_old = self.tables[side].sends_old_values
-                self.tables[side] = VersionedStore(log, task, side, options.history_retention_ms, sends_old)  # type: ignore[assignment]
+                self.tables[side] = self.parents[side] = VersionedStore(log, task, side, options.history_retention_ms, sends_old)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         this_table = self.tables[record.side]
