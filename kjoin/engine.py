@@ -18,7 +18,8 @@ from .joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoi
 from .joins.fk_protocol import SUBSCRIPTION, Message
 from .joins.foreign_key import ForeignKeyJoin
 from .joins.self_join import OptimizedSelfJoin
-from .joins.topology import SelfJoin, StreamChain, TablePipeline
+from .fates import Fate, Reason
+from .joins.topology import ResultSink, SelfJoin, StreamChain, TablePipeline
 from .joins.versioned import VersionedStreamTableJoin, VersionedTableTableJoin
 from .records import Record, Side
 from .scenario import Deliver, Scenario, ScenarioError
@@ -100,6 +101,7 @@ def _table_table(scenario: Scenario, log: StateLog, task: int) -> Any:
 def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> Trace:
     log = StateLog()
     join = ForeignKeyJoin(log, scenario)
+    results = {task: ResultSink(log, task, "result" in scenario.caching) for task in range(scenario.partitions)} if scenario.materialized else {}
     history = StateHistory(log.copy())
     log.take_changes()
     steps: list[Step] = []
@@ -109,6 +111,8 @@ def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> T
     def close(ctx: StepContext, task: int, message: Message | None = None) -> None:
         if ctx.fate is None:  # pragma: no cover - every processor settles
             raise AssertionError(f"step {ctx.index}: the processor did not settle the fate")
+        if results:
+            _materialize(results, ctx, commit=mode != "immediate" or not len(join.in_flight))
         history.record(log.take_changes(), log)
         steps.append(Step(ctx.index, ctx.record, task, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain(), message))
 
@@ -142,6 +146,20 @@ def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> T
         while len(join.in_flight):
             deliver(rng.choice(join.in_flight.heads()))
     return Trace(scenario, steps, history)
+
+
+def _materialize(results: dict[int, ResultSink], ctx: StepContext, commit: bool) -> None:
+    """Route a step's results through the materialized result stores of their tasks; on a
+    commit (TopologyTestDriver: once an input is fully processed, nothing left in flight),
+    flush their caches."""
+    outputs, ctx.outputs = ctx.outputs, []
+    for output in outputs:
+        results[output.partition].put(output, ctx)
+    if commit:
+        for task in sorted(results):
+            results[task].flush(ctx)
+    if ctx.fate is Fate.JOINED and not ctx.outputs and any(sink.holds_step(ctx.index) for sink in results.values()):
+        ctx.settle(Fate.BUFFERED, Reason.RECORD_CACHE, f"{ctx.summary} The result waits in the result store's cache until the next commit.")
 
 
 def _about_row(message: Message, pk: Any) -> bool:

@@ -377,7 +377,7 @@ def _from_dict(data: Any) -> Scenario:
     versioned_mode = data.get("versioned_mode", "final")
     if versioned_mode not in VERSIONED_MODES:
         raise ScenarioError(f"versioned_mode: expected one of {' | '.join(VERSIONED_MODES)}, got {versioned_mode!r}")
-    flags: dict[str, Any] = {"caching": _caching(data.get("caching", False), bool(data.get("materialized", False)))}
+    flags: dict[str, Any] = {"caching": _caching(data.get("caching", False), bool(data.get("materialized", False)), join)}
     for flag in ("self_join", "optimize", "materialized", "send_old_values"):
         flags[flag] = data.get(flag, False)
         if not isinstance(flags[flag], bool):
@@ -409,9 +409,11 @@ def _from_dict(data: Any) -> Scenario:
 CACHING_STORES = ("left", "right", "result")
 
 
-def _caching(data: Any, materialized: bool) -> tuple[str, ...]:
+def _caching(data: Any, materialized: bool, join: str) -> tuple[str, ...]:
     if data is False:
         return ()
+    if data is True and join == "fk":
+        return ("result",) if materialized else ()
     if data is True:
         return CACHING_STORES if materialized else CACHING_STORES[:2]
     if not isinstance(data, list) or any(store not in CACHING_STORES for store in data):
@@ -493,8 +495,10 @@ def _check_topology(scenario: Scenario) -> None:
         if scenario.join == "table-table" and any(c.window is not None for c in scenario.then):
             raise ScenarioError("then[].window: a table-table join has no window; remove the field")
     table_options = [f for f in ("materialized", "send_old_values", "caching") if getattr(scenario, f)]
-    if table_options and scenario.join != "table-table":
+    if table_options and scenario.join not in ("table-table", "fk"):
         raise ScenarioError(f"{table_options[0]}: only a table-table join's result is a table with these options; a {scenario.join} join has none")
+    if scenario.join == "fk" and (scenario.send_old_values or (scenario.caching and scenario.caching != ("result",))):
+        raise ScenarioError("caching, send_old_values: kjoin models a fk join's result store (materialized: true, caching: [result]); its source caches and old values are not modelled")
     if scenario.commit_every != 1 and not scenario.caching:
         raise ScenarioError("commit_every: commits matter only to record caches; add caching: true or remove the field")
 

@@ -195,3 +195,29 @@ def test_topology_options_survive_a_round_trip_through_to_dict():
     data = {"join": "table-table", "variant": "left", "then": [{"variant": "outer"}], "materialized": True, "send_old_values": True, "caching": ["left", "result"], "commit_every": 2, "events": []}
     scenario = Scenario.from_dict(data)
     assert Scenario.from_dict(scenario.to_dict()) == scenario
+
+
+# -- §4.5: a foreign-key join's caching result store -----------------------------------------
+def _fk(events, **options) -> Scenario:
+    return Scenario.from_dict({"join": "fk", "variant": "inner", "foreign_key": "fk", **options, "events": [
+        {"side": side, "key": key, "value": value, "ts": ts} for side, key, value, ts in events]})
+
+
+def test_a_caching_fk_result_store_suppresses_the_tombstone_of_a_never_joined_row():
+    """An inner FK join emits a tombstone when a left row that never joined is deleted; a
+    caching, materialized result store drops it (MaterializationIntegrationTest)."""
+    events = [("left", "k", {"fk": "x"}, 1), ("left", "k", None, 2), ("right", "y", "Y", 3), ("left", "j", {"fk": "y"}, 4)]
+    plain = run(_fk(events))
+    stored = run(_fk(events, materialized=True))
+    cached = run(_fk(events, materialized=True, caching=True))
+    tombstones = lambda t: [(o.key, o.ts) for o in t.outputs if o.tombstone]  # noqa: E731
+    assert tombstones(plain) == tombstones(stored) == [("k", 2)]
+    assert tombstones(cached) == []
+    assert [o.render() for o in cached.outputs] == [o.render() for o in plain.outputs if not o.tombstone] == ["{\"fk\":\"y\"}-Y"]
+    final = [(r.key, r.value) for r in cached.state_at(len(cached) - 1).frame().itertuples() if r.store == "result table"]
+    assert final == [("j", "{\"fk\":\"y\"}-Y")]
+
+
+def test_an_fk_join_caches_only_its_result_store():
+    with pytest.raises(ScenarioError, match="caching, send_old_values"):
+        _fk([], materialized=True, caching=["left", "result"])

@@ -16,6 +16,8 @@ How it works:
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
@@ -29,10 +31,11 @@ __all__ = ["StreamTableJoin"]
 class StreamTableJoin:
     """One task's stream-table join: the right table's store."""
 
-    def __init__(self, log: StateLog, task: int, variant: str, semantics: Semantics) -> None:
+    def __init__(self, log: StateLog, task: int, variant: str, semantics: Semantics, table: Any = None) -> None:
+        """``table``: the right table's store, when it is not a plain one (a versioned table)."""
         self.variant = variant
         self.semantics = semantics
-        self.table = TableStore(log, task, Side.RIGHT, sends_old_values=False)
+        self.table = table if table is not None else TableStore(log, task, Side.RIGHT, sends_old_values=False)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.side is Side.RIGHT:

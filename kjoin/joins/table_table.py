@@ -48,7 +48,12 @@ class TableTableJoin:
     this join's results carry ``Change.old`` (and both parents then send old values too).
     """
 
-    def __init__(self, log: StateLog, task: int, variant: str, semantics: Semantics, sends_old_values: bool = False, left: Any = None, right: TableStore | None = None) -> None:
+    def __init__(
+        self, log: StateLog, task: int, variant: str, semantics: Semantics, sends_old_values: bool = False, left: Any = None, right: Any = None, sources: dict[Side, Any] | None = None
+    ) -> None:
+        """``left``/``right``: parents other than a new plain source table (an upstream join,
+        or a source shared with an upstream join); ``sources``: source stores to use instead
+        of plain ones (versioned tables)."""
         self.variant = variant
         self.semantics = semantics
         self.sends_old_values = sends_old_values
@@ -58,7 +63,7 @@ class TableTableJoin:
         for side in Side:
             parent = parents[side]
             if parent is None:
-                parent = TableStore(log, task, side, sends_old[side])
+                parent = (sources or {}).get(side) or TableStore(log, task, side, sends_old[side])
                 self.tables[side] = parent
             elif sends_old[side]:
                 parent.enable_sending_old_values()

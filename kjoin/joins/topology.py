@@ -35,7 +35,7 @@ from .context import StepContext
 from .stream_stream import StreamStreamJoin
 from .table_table import TableTableJoin
 
-__all__ = ["SelfJoin", "StreamChain", "TablePipeline", "merge_fates", "RESULT_TABLE"]
+__all__ = ["SelfJoin", "StreamChain", "TablePipeline", "ResultSink", "merge_fates", "RESULT_TABLE"]
 
 RESULT_TABLE = "result table"
 
@@ -110,6 +110,43 @@ class StreamChain:
                 self._flow(stage + 1, derived, ctx, parts)
 
 
+# -- a materialized result ------------------------------------------------------------------
+class ResultSink:
+    """A join's materialized result (``Materialized.as``): the merger writes the result store
+    first, then forwards; a caching result store instead holds the result until the next
+    commit, forwards only the newest result per key, and drops a tombstone for a key that
+    had no value before (``CachingKeyValueStore``; for FK joins MaterializationIntegrationTest)."""
+
+    def __init__(self, log: StateLog, task: int, caching: bool) -> None:
+        self.store = TableStore(log, task, Side.LEFT, False, RESULT_TABLE)
+        self.cache = RecordCache(log, task, f"{RESULT_TABLE} cache") if caching else None
+
+    def put(self, output: Output, ctx: StepContext) -> None:
+        previous = self.store.get(output.key)
+        self.store.put(output.key, None if output.tombstone else output.value, output.ts)
+        if self.cache is None:
+            ctx.forward(output)
+        else:
+            self.cache.put(output.key, output, None if output.tombstone else output.value, output.ts, None if previous is None else previous[0], output.origin_step)
+
+    def holds_step(self, step: int) -> bool:
+        return self.cache is not None and self.cache.holds_step(step)
+
+    def flush(self, ctx: StepContext) -> None:
+        """Commit: forward the cached results."""
+        if self.cache is None:
+            return
+        for entry in self.cache.flush():
+            output: Output = entry.item
+            if entry.new is None and entry.old is None:
+                ctx.note(f"Commit: the result cache drops the tombstone for {render_value(entry.key)}: the result never had a value.")
+                continue
+            if output.has_old:
+                output = replace(output, old=entry.old)
+            ctx.forward(output)
+            ctx.note(f"Commit: the result cache forwards {output.render()}@{output.ts} for {render_value(entry.key)}" + (f" (the newest of {entry.replaced + 1} results)." if entry.replaced else "."))
+
+
 # -- table-table ----------------------------------------------------------------------------
 class TablePipeline:
     """Source tables → one or more table-table joins → the result, with the options of §3.4
@@ -137,14 +174,11 @@ class TablePipeline:
         if send_old_values:
             stages[-1].enable_sending_old_values()
         self.sources = stages[0].tables
-        self.result = TableStore(log, task, Side.LEFT, False, RESULT_TABLE) if materialized else None
+        self.result = ResultSink(log, task, "result" in caching) if materialized else None
         self.source_caches: dict[Side, RecordCache] = {}
-        self.result_cache: RecordCache | None = None
         for side, table in self.sources.items():
             if side.value in caching and isinstance(table, TableStore):  # versioned stores do not cache
                 self.source_caches[side] = RecordCache(log, task, f"{table_store_name(side)} cache")
-        if self.result is not None and "result" in caching:
-            self.result_cache = RecordCache(log, task, f"{RESULT_TABLE} cache")
         self.commit_every = commit_every
         self._since_commit = 0
 
@@ -173,7 +207,7 @@ class TablePipeline:
         if parts:
             merge_fates(ctx, parts)
         if ctx.fate is Fate.JOINED and not any(output.origin_step == ctx.index for output in ctx.outputs):
-            held = self.result_cache is not None and self.result_cache.holds_step(ctx.index)
+            held = self.result is not None and self.result.holds_step(ctx.index)
             if held:
                 ctx.settle(Fate.BUFFERED, Reason.RECORD_CACHE, f"{ctx.summary} The result waits in the result store's cache until the next commit.")
             else:
@@ -206,17 +240,12 @@ class TablePipeline:
         for output in sub.outputs:
             if self.result is None:
                 ctx.forward(output)
-                continue
-            previous = self.result.get(output.key)
-            self.result.put(output.key, None if output.tombstone else output.value, output.ts)
-            if self.result_cache is None:
-                ctx.forward(output)
             else:
-                self.result_cache.put(output.key, output, None if output.tombstone else output.value, output.ts, None if previous is None else previous[0], output.origin_step)
+                self.result.put(output, ctx)
 
     # -- commit: flush the caches ------------------------------------------------------------
     def _commit(self, ctx: StepContext, parts: list[tuple[str, StepContext]]) -> None:
-        if not self.source_caches and self.result_cache is None:
+        if not self.source_caches and not (self.result is not None and self.result.cache is not None):
             return
         for side in (Side.LEFT, Side.RIGHT):
             cache = self.source_caches.get(side)
@@ -231,17 +260,8 @@ class TablePipeline:
                 else:  # an earlier record's update: told in the notes, never this record's fate
                     for label, part in flushed:
                         ctx.note(f"Commit: the {side} table's cache forwards {entry.item.describe()}: {label}{part.explain()}")
-        if self.result_cache is None:
-            return
-        for entry in self.result_cache.flush():
-            output: Output = entry.item
-            if entry.new is None and entry.old is None:
-                ctx.note(f"Commit: the result cache drops the tombstone for {render_value(entry.key)}: the result never had a value.")
-                continue
-            if output.has_old:
-                output = replace(output, old=None if entry.old is None else entry.old)
-            ctx.forward(output)
-            ctx.note(f"Commit: the result cache forwards {output.render()}@{output.ts} for {render_value(entry.key)}" + (f" (the newest of {entry.replaced + 1} results)." if entry.replaced else "."))
+        if self.result is not None:
+            self.result.flush(ctx)
 
     def _note_skip(self, ctx: StepContext, parts: list[tuple[str, StepContext]], step: int, text: str) -> None:
         if step == ctx.index:

@@ -52,8 +52,7 @@ class VersionedStreamTableJoin(StreamTableJoin):
     """One task's stream-table join against a versioned table, with an optional grace buffer."""
 
     def __init__(self, log: StateLog, task: int, variant: str, semantics: Semantics, history_retention_ms: int, grace_ms: int | None) -> None:
-        super().__init__(log, task, variant, semantics)
-        self.table = VersionedStore(log, task, Side.RIGHT, history_retention_ms, sends_old_values=False)  # type: ignore[assignment]
+        super().__init__(log, task, variant, semantics, VersionedStore(log, task, Side.RIGHT, history_retention_ms, sends_old_values=False))
         self.buffer = None if grace_ms is None else GraceBuffer(log, task, grace_ms)
 
     # -- update state -------------------------------------------------------------------
@@ -125,12 +124,10 @@ class VersionedTableTableJoin(TableTableJoin):
     """One task's table-table join where one or both tables are versioned."""
 
     def __init__(self, log: StateLog, task: int, variant: str, semantics: Semantics, left: Any, right: Any, mode: str = "final") -> None:
-        super().__init__(log, task, variant, semantics)
+        sends_old = {Side.LEFT: variant in ("left", "outer"), Side.RIGHT: variant == "outer"}
+        versioned = {side: VersionedStore(log, task, side, options.history_retention_ms, sends_old[side]) for side, options in ((Side.LEFT, left), (Side.RIGHT, right)) if options.versioned}
+        super().__init__(log, task, variant, semantics, sources=versioned)
         self.mode = mode
-        for side, options in ((Side.LEFT, left), (Side.RIGHT, right)):
-            if options.versioned:
-                sends_old = self.tables[side].sends_old_values
-                self.tables[side] = self.parents[side] = VersionedStore(log, task, side, options.history_retention_ms, sends_old)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         this_table = self.tables[record.side]
