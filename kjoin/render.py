@@ -8,12 +8,13 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from .records import render_value
 from .trace import Step, Trace
 
-__all__ = ["seed_table", "trace_table", "trace_jsonl", "format_table", "cell"]
+__all__ = ["seed_table", "trace_table", "scenario_title", "trace_jsonl", "format_table", "cell"]
 
 
-def cell(step: Step) -> str:
-    """A step's outputs as one seed-table cell: ``A-b, B-b``; tombstones as ``null``."""
-    return ", ".join(output.render() for output in step.outputs)
+def cell(step: Step, with_ts: bool = False) -> str:
+    """A step's outputs as one seed-table cell: ``A-b, B-b``; tombstones as ``null``; with
+    ``with_ts``, each output's timestamp too: ``A-b@6``."""
+    return ", ".join(output.render() + (f"@{output.ts}" if with_ts else "") for output in step.outputs)
 
 
 def format_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -26,10 +27,11 @@ def format_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def seed_table(traces: Mapping[str, Trace]) -> str:
+def seed_table(traces: Mapping[str, Trace], with_ts: bool = False) -> str:
     """One input run under several variants, as the seeds show it: ``ts | left | right | inner | …``.
 
-    ``traces`` maps a column name (usually the variant) to a trace of the same events.
+    ``traces`` maps a column name (usually the variant) to a trace of the same events;
+    ``with_ts`` writes each output's timestamp (``a4-b2@4``), as seed 003 does.
     """
     columns = list(traces)
     first = traces[columns[0]]
@@ -38,7 +40,7 @@ def seed_table(traces: Mapping[str, Trace]) -> str:
         record = step.record
         value = render_value(record.value)
         left, right = (value, "") if record.side.value == "left" else ("", value)
-        rows.append([record.ts, left, right, *(cell(traces[name][index]) for name in columns)])
+        rows.append([record.ts, left, right, *(cell(traces[name][index], with_ts) for name in columns)])
     return format_table(["ts", "left", "right", *columns], rows)
 
 
@@ -54,12 +56,45 @@ def trace_table(trace: Trace) -> str:
             fate += f" until {step.until_ms}"
         outputs = ", ".join(f"{o.render()}@{o.ts}" for o in step.outputs)
         rows.append([step.index, step.task, r.side.value, render_value(r.key), render_value(r.value), r.ts, outputs, fate])
-    s = trace.scenario
-    title = f"{s.join} {s.variant} join, semantics {s.semantics}"
+    return scenario_title(trace.scenario) + "\n" + format_table(["step", "task", "side", "key", "value", "ts", "outputs", "fate"], rows)
+
+
+def scenario_title(s: Any) -> str:
+    """One line naming the join and every option that changes its outputs.
+
+    ``stream-stream left join, semantics 3.1, window -15/+15, grace 5``;
+    ``fk inner join, semantics 4.1, foreign key fk, hash check on, delivery explicit``;
+    ``table-table inner join, semantics 4.1, left and right tables versioned (history
+    retention 1000 ms), versioned_mode attempt1``.
+    """
+    parts = [f"{s.join} {s.variant} join, semantics {s.semantics}"]
     if s.window is not None:
         grace = "deprecated JoinWindows.of" if s.window.grace_ms is None else f"grace {s.window.grace_ms}"
-        title += f", window -{s.window.before_ms}/+{s.window.after_ms}, {grace}"
-    return title + "\n" + format_table(["step", "task", "side", "key", "value", "ts", "outputs", "fate"], rows)
+        parts.append(f"window -{s.window.before_ms}/+{s.window.after_ms}, {grace}")
+    if s.partitions > 1:
+        parts.append(f"{s.partitions} partitions")
+    if s.join == "fk":
+        parts.append(f"foreign key {s.foreign_key}")
+        parts.append(f"hash check {'on' if s.hash_check else 'off'}")
+        delivery = s.delivery
+        if delivery.mode == "random":
+            detail = f"seed {delivery.seed}" + (", wait for row" if delivery.wait_for_row else "")
+            parts.append(f"delivery random ({detail})")
+        else:
+            parts.append(f"delivery {delivery.mode}")
+    versioned = [side for side in ("left", "right") if getattr(s, side).versioned]
+    if versioned:
+        retentions = {getattr(s, side).history_retention_ms for side in versioned}
+        if len(retentions) == 1:
+            which = " and ".join(versioned) + (" tables" if len(versioned) > 1 else " table")
+            parts.append(f"{which} versioned (history retention {retentions.pop()} ms)")
+        else:
+            parts.append(", ".join(f"{side} table versioned (history retention {getattr(s, side).history_retention_ms} ms)" for side in versioned))
+    if s.grace_ms is not None:
+        parts.append(f"grace period {s.grace_ms} ms")
+    if s.join == "table-table" and versioned:
+        parts.append(f"versioned_mode {s.versioned_mode}")
+    return ", ".join(parts)
 
 
 def trace_jsonl(trace: Trace) -> Iterator[str]:

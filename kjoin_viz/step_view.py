@@ -5,6 +5,10 @@ latest timestamp seen before each record, to spot out-of-order arrivals) so that
 any step afterwards costs only that step: the state after it, what it changed, its outputs
 and the tail of the output log. Nothing here decides anything about the join: every fate,
 reason, output and store row is read from the trace.
+
+A foreign-key join's step is an input record or the delivery of one message: its view
+draws the messages between the two sides (:mod:`kjoin_viz.flight`) where other joins draw
+the timeline, and lists them (delivered, sent, waiting) above the stores.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from typing import Any
 from kjoin.fates import Fate
 from kjoin.records import Output, render_value
 from kjoin.render import format_table
+from kjoin.stores import IN_FLIGHT
 from kjoin.trace import Step, Trace
 
+from .flight import flight_svg, flight_text
 from .store_view import StoreTable, store_tables
 from .timeline import timeline_svg
 
@@ -38,6 +44,7 @@ CSS = """<style>
 .kjoin-viz .tombstone {color: #b22; font-style: italic}
 .kjoin-viz .fate-dropped {color: #b22} .kjoin-viz .fate-buffered {color: #a66d00}
 .kjoin-viz .current td {background: #d8e8ff; font-weight: bold}
+.kjoin-viz .kjoin-note {font-weight: normal; white-space: normal; color: #555}
 </style>"""
 
 
@@ -58,6 +65,7 @@ class StepView:
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
+        self.foreign_key = trace.scenario.join == "fk"
         steps = trace.steps
         self.output_steps = [s.index for s in steps if s.outputs]
         self.tombstone_steps = [s.index for s in steps if any(o.tombstone for o in s.outputs)]
@@ -90,8 +98,12 @@ class StepView:
 
     # -- content ------------------------------------------------------------------------
     def tables(self, step: int) -> list[StoreTable]:
-        """The stores after ``step``; the entries the step put or deleted are marked."""
-        return store_tables(self.trace.state_at(step).stores, self.trace.changes_at(step))
+        """The stores after ``step``; the entries the step put or deleted are marked. (A
+        foreign-key join's ``in flight`` stores are left out: :func:`flight_text` shows them.)"""
+        tables = store_tables(self.trace.state_at(step).stores, self.trace.changes_at(step), self.trace.scenario)
+        if self.foreign_key:  # the messages in flight are shown apart, as they travel (flight.py)
+            tables = [t for t in tables if t.name != IN_FLIGHT]
+        return tables
 
     def log_tail(self, step: int, size: int = LOG_TAIL) -> tuple[int, list[Output]]:
         """``(outputs so far, the last size of them)``."""
@@ -107,8 +119,12 @@ class StepView:
         """The step as plain text: the record, its fate, its outputs and every store."""
         s = self.trace.steps[step]
         lines = [_headline(s, len(self)), f"outputs: {_outputs_text(s.outputs) or '(none)'}", s.explain, ""]
+        if self.foreign_key:
+            lines += [flight_text(self.trace, step), ""]
         for table in self.tables(step):
             lines.append(table.title + ("" if not table.deleted else f"  (deleted: {', '.join(table.deleted)})"))
+            if table.note:
+                lines.append(f"  ({table.note})")
             marked = [("*" if i in table.changed else " ", *row) for i, row in enumerate(table.rows)]
             if marked:
                 lines.append(format_table(("", *table.header), marked))
@@ -124,7 +140,8 @@ class StepView:
         s = self.trace.steps[step]
         total, tail = self.log_tail(step)
         header = f'<div class="kjoin-viz">{CSS}<b>{html.escape(_headline(s, len(self)))}</b></div>'
-        timeline = timeline_svg(self.trace, step, late=self.late)
+        # A foreign-key join's steps are records and message deliveries: draw the messages.
+        timeline = flight_svg(self.trace, step) if self.foreign_key else timeline_svg(self.trace, step, late=self.late)
         state = '<div class="kjoin-viz kjoin-state">' + "".join(_table_html(t) for t in self.tables(step)) + "</div>"
         outputs = f'<div class="kjoin-viz kjoin-outputs">outputs of this step: {_outputs_html(s.outputs) or "(none)"}</div>'
         held = ", ".join(f'<span class="fate-{h.fate.value}">{html.escape(_held(h))}</span>' for h in self.held_tail(step))
@@ -145,6 +162,8 @@ def _headline(s: Step, total: int) -> str:
     if s.until_ms is not None:
         fate += f" until {s.until_ms}"
     where = f", task {s.task}" if s.task else ""
+    if s.message is not None:  # a foreign-key join's step that delivered a message
+        return f"step {s.index} of {total - 1}{where}: delivered {s.message.describe()} -> {fate}"
     return f"step {s.index} of {total - 1}{where}: {r.side} key {render_value(r.key)} value {render_value(r.value)} @ {r.ts} -> {fate}"
 
 
@@ -183,5 +202,6 @@ def _table_html(table: StoreTable) -> str:
         body += f'<tr><td colspan="{len(table.header)}">… {table.hidden} more</td></tr>'
     if not body:
         body = f'<tr><td colspan="{len(table.header)}">(empty)</td></tr>'
-    return (f'<table data-store="{html.escape(table.title)}"><caption>{html.escape(table.title)}</caption>'
+    note = f'<br><span class="kjoin-note">{html.escape(table.note)}</span>' if table.note else ""
+    return (f'<table data-store="{html.escape(table.title)}"><caption>{html.escape(table.title)}{note}</caption>'
             f"<tr>{head}</tr>{body}</table>")

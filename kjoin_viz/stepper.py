@@ -3,8 +3,10 @@
 Controls: play/pause (with its speed), a slider, first/previous/next/last, and jumps to the
 next step that emits an output, a tombstone, or drops its record. Every move sets
 ``stepper.step``; the view (timeline, state tables, outputs, log, explanation) is then read
-from the trace by :class:`~kjoin_viz.step_view.StepView`. The panes are ``HTML`` widgets
-whose ``value`` is replaced, so nothing is printed into the notebook while stepping.
+from the trace by :class:`~kjoin_viz.step_view.StepView` (for a foreign-key join the
+timeline pane draws the messages travelling between the left and right tasks instead).
+The panes are ``HTML`` widgets whose ``value`` is replaced, so nothing is printed into the
+notebook while stepping.
 
 :func:`seek` is what the benchmark times: the Python cost of moving to one step.
 """

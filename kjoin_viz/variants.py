@@ -8,6 +8,7 @@ step and shows each variant's explanation, outputs and state after it.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from typing import Mapping, Sequence
 
@@ -16,13 +17,13 @@ import ipywidgets as widgets
 import kjoin
 from kjoin.records import render_value
 from kjoin.render import seed_table
-from kjoin.scenario import VARIANTS, Scenario
+from kjoin.scenario import VARIANTS, VERSIONED_MODES, Scenario, TableOptions
 from kjoin.trace import Trace
 
 from .step_view import CSS, StepView, _table_html
 from .stepper import SliderStep
 
-__all__ = ["variant_traces", "Variants", "seed_table_html"]
+__all__ = ["variant_traces", "versioned_mode_traces", "Variants", "seed_table_html"]
 
 
 def variant_traces(scenario: Scenario, variants: Sequence[str] | None = None, eras: Sequence[str] | None = None) -> dict[str, Trace]:
@@ -37,8 +38,22 @@ def variant_traces(scenario: Scenario, variants: Sequence[str] | None = None, er
     return traces
 
 
-def seed_table_html(traces: Mapping[str, Trace], current: int | None = None) -> str:
-    """The seeds' table as HTML; the row of step ``current`` is highlighted."""
+def versioned_mode_traces(scenario: Scenario, modes: Sequence[str] = VERSIONED_MODES, unversioned: bool = False) -> dict[str, Trace]:
+    """``{column: trace}``: a table-table join over two versioned tables under each of
+    ``modes`` (``final``: KIP-914 as shipped; ``attempt1``, ``attempt2``: seed 003's rejected
+    designs); with ``unversioned``, first the same events over plain tables."""
+    traces = {}
+    if unversioned:
+        plain = dataclasses.replace(scenario, left=TableOptions(), right=TableOptions(), versioned_mode="final")
+        traces["unversioned"] = kjoin.run(plain)
+    for mode in modes:
+        traces[mode] = kjoin.run(dataclasses.replace(scenario, versioned_mode=mode))
+    return traces
+
+
+def seed_table_html(traces: Mapping[str, Trace], current: int | None = None, with_ts: bool = False) -> str:
+    """The seeds' table as HTML; the row of step ``current`` is highlighted; ``with_ts``
+    writes each output's timestamp."""
     columns = list(traces)
     first = traces[columns[0]]
     head = "".join(f"<th>{html.escape(h)}</th>" for h in ["step", "ts", "left", "right", *columns])
@@ -47,28 +62,32 @@ def seed_table_html(traces: Mapping[str, Trace], current: int | None = None) -> 
         record = step.record
         value = html.escape(render_value(record.value))
         left, right = (value, "") if record.side.value == "left" else ("", value)
-        cells = "".join(f"<td>{_cell_html(traces[name].steps[index])}</td>" for name in columns)
+        cells = "".join(f"<td>{_cell_html(traces[name].steps[index], with_ts)}</td>" for name in columns)
         mark = ' class="current"' if index == current else ""
         rows.append(f"<tr{mark}><td>{index}</td><td>{record.ts}</td><td>{left}</td><td>{right}</td>{cells}</tr>")
     return f'<div class="kjoin-viz kjoin-variants">{CSS}<table><tr>{head}</tr>{"".join(rows)}</table></div>'
 
 
-def _cell_html(step) -> str:
+def _cell_html(step, with_ts: bool = False) -> str:
     if not step.outputs:
         return '<span class="none" style="color:#aaa">—</span>'
     return ", ".join(
-        f'<span class="{"tombstone" if o.tombstone else "result"}">{html.escape(o.render())}</span>' for o in step.outputs
+        f'<span class="{"tombstone" if o.tombstone else "result"}">{html.escape(o.render() + (f"@{o.ts}" if with_ts else ""))}</span>' for o in step.outputs
     )
 
 
 class Variants(SliderStep, widgets.VBox):
-    """The seeds' table of several variants, with controls that move all of them together."""
+    """The seeds' table of several variants, with controls that move all of them together.
 
-    def __init__(self, traces: Mapping[str, Trace], step: int = 0) -> None:
+    ``with_ts`` writes each output's timestamp in the table (``a4-b2@4``): what tells the
+    designs of a versioned join apart."""
+
+    def __init__(self, traces: Mapping[str, Trace], step: int = 0, with_ts: bool = False) -> None:
         lengths = {len(t.steps) for t in traces.values()}
         if len(lengths) != 1:
             raise ValueError("every variant must run the same input records")
         self.traces = dict(traces)
+        self.with_ts = with_ts
         self.views = {name: StepView(trace) for name, trace in self.traces.items()}
         last = lengths.pop() - 1
         self.play = widgets.Play(min=0, max=last, interval=600)
@@ -91,7 +110,7 @@ class Variants(SliderStep, widgets.VBox):
 
 
     def _show(self, step: int) -> None:
-        self.table.value = seed_table_html(self.traces, step)
+        self.table.value = seed_table_html(self.traces, step, self.with_ts)
         for name, view in self.views.items():
             panes = view.panes(step)
             tables = "".join(_table_html(t) for t in view.tables(step) if t.name != "clock")
@@ -100,7 +119,7 @@ class Variants(SliderStep, widgets.VBox):
 
     def text(self) -> str:
         """The seeds' table as text, with the current step marked (for nbval)."""
-        lines = seed_table(self.traces).splitlines()
+        lines = seed_table(self.traces, self.with_ts).splitlines()
         marked = [("   " + line) if i < 2 else ((">> " if i - 2 == self.step else "   ") + line) for i, line in enumerate(lines)]
         return "\n".join(marked) + "\n"
 

@@ -127,3 +127,13 @@ def test_the_console_script_runs(scenario_file):
     result = subprocess.run([str(script), "run", str(scenario_file), "--format", "jsonl"], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 4
+
+
+def test_run_names_the_foreign_key_options_in_the_title(tmp_path, capsys):
+    path = tmp_path / "fk.yaml"
+    path.write_text(yaml.safe_dump({
+        "join": "fk", "variant": "inner", "semantics": "3.7", "foreign_key": "fk", "delivery": "explicit", "hash_check": False,
+        "events": [{"side": "right", "key": "Y", "value": "bar", "ts": 1}, {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2}, {"deliver": "all"}],
+    }), encoding="utf-8")
+    assert main(["run", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "fk inner join, semantics 3.7, foreign key fk, hash check off, delivery explicit"
