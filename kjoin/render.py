@@ -94,6 +94,17 @@ def scenario_title(s: Any) -> str:
         parts.append(f"grace period {s.grace_ms} ms")
     if s.join == "table-table" and versioned:
         parts.append(f"versioned_mode {s.versioned_mode}")
+    if s.self_join:
+        parts.append("self-join" + (", single store (optimized)" if s.optimize else ", two stores"))
+    for number, chained in enumerate(s.then, start=2):
+        window = "" if chained.window is None else f" (window -{chained.window.before_ms}/+{chained.window.after_ms})"
+        parts.append(f"then join {number}: {chained.variant}{window}")
+    if s.materialized:
+        parts.append("result materialized")
+    if s.send_old_values:
+        parts.append("old values sent")
+    if s.caching:
+        parts.append(f"caching {' and '.join(s.caching)}" + ("" if s.commit_every == 1 else f", commit every {s.commit_every} records"))
     return ", ".join(parts)
 
 

@@ -67,3 +67,16 @@ def test_joins_without_these_options_keep_their_title():
     assert scenario_title(scenario) == "stream-stream left join, semantics 3.1, window -15/+15, grace 5"
     plain = kjoin.Scenario.from_notation("table-table", "inner", left="1:A", right="2:a", semantics="3.5")
     assert scenario_title(plain) == "table-table inner join, semantics 3.5"
+
+
+def test_the_title_names_the_topology_around_the_join():
+    from kjoin import Scenario
+    from kjoin.render import scenario_title
+
+    chained = Scenario.from_dict({"join": "table-table", "variant": "inner", "then": [{"variant": "left"}], "materialized": True, "send_old_values": True, "caching": True, "commit_every": 3, "events": []})
+    assert scenario_title(chained) == (
+        "table-table inner join, semantics 4.1, then join 2: left, result materialized, old values sent, caching left and right and result, commit every 3 records"
+    )
+    window = {"before_ms": 1, "after_ms": 2, "grace_ms": 0}
+    selfish = Scenario.from_dict({"join": "stream-stream", "variant": "inner", "window": window, "self_join": True, "optimize": True, "events": []})
+    assert scenario_title(selfish).endswith("self-join, single store (optimized)")
