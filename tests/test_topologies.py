@@ -221,3 +221,64 @@ def test_a_caching_fk_result_store_suppresses_the_tombstone_of_a_never_joined_ro
 def test_an_fk_join_caches_only_its_result_store():
     with pytest.raises(ScenarioError, match="caching, send_old_values"):
         _fk([], materialized=True, caching=["left", "result"])
+
+
+# -- properties ------------------------------------------------------------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.strategies import PARTITIONS, events as random_events  # noqa: E402
+
+
+def _rows(trace, store: str, step: int) -> list:
+    return sorted((r.task, str(r.key), r.value) for r in trace.state_at(step).frame().itertuples() if r.store == store)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=random_events(max_ts=60, max_size=30), partitions=PARTITIONS, before=st.integers(0, 10), after=st.integers(0, 10))
+def test_the_single_store_self_join_equals_the_two_store_join_while_nothing_expires(data, partitions, before, after):
+    """§1.9: the rewrite's outputs equal the unoptimized join's (retention here outlasts
+    every timestamp, so the self-result boundary cannot be reached)."""
+    for event in data:
+        event["side"] = "left"
+    base = {"join": "stream-stream", "variant": "inner", "self_join": True, "partitions": partitions,
+            "window": {"before_ms": before, "after_ms": after, "grace_ms": 1000}, "events": data}
+    one = run(Scenario.from_dict({**base, "optimize": True}))
+    two = run(Scenario.from_dict(base))
+    for a, b in zip(one.steps, two.steps):
+        assert [(o.key, o.value, o.ts) for o in a.outputs] == [(o.key, o.value, o.ts) for o in b.outputs]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=random_events(max_ts=60, max_size=30), partitions=PARTITIONS, variant=st.sampled_from(["inner", "left", "outer"]))
+def test_caches_flushed_after_every_record_keep_the_result_store_and_lose_only_redundant_outputs(data, partitions, variant):
+    """§3.6 under TopologyTestDriver's commit-per-record: the materialized result after every
+    step holds the same values with and without caches (not always the same timestamps: a
+    cache drops a source delete with no value before or after, which without a cache would
+    re-emit an unchanged result with a newer timestamp); a caching result forwards at most one
+    result per key per record, the newest."""
+    base = {"join": "table-table", "variant": variant, "partitions": partitions, "materialized": True, "events": data}
+    plain = run(Scenario.from_dict(base))
+    cached = run(Scenario.from_dict({**base, "caching": True}))
+    for step in range(len(plain)):
+        assert _rows(cached, "result table", step) == _rows(plain, "result table", step)
+        keys = [o.key for o in cached.steps[step].outputs]
+        assert len(keys) == len(set(keys))
+        for output in cached.steps[step].outputs:
+            newest = [o for o in plain.steps[step].outputs if o.key == output.key][-1]
+            assert (output.value, output.ts) == (newest.value, newest.ts)
+
+
+def test_in_a_chain_a_cache_can_keep_a_stale_result():
+    """Counter-example to the property above for chained joins: a right delete of a key the
+    right table does not hold is dropped by a caching source (no value before or after), but
+    without a cache it reaches join 2's right side, whose lookup of join 1 (``L0-null``) turns
+    it into the tombstone that removes join 2's stale ``null-R0-R0``."""
+    events = [("right", "k", "R0", 0), ("right", "k", None, 1), ("left", "k", "L0", 2), ("right", "k", None, 3)]
+    base = {"then": [{"variant": "inner"}], "materialized": True}
+    plain = run(_table("outer", events, **base))
+    cached = run(_table("outer", events, **base, caching=True))
+    assert _rows(plain, "result table", 2) == _rows(cached, "result table", 2) == [(0, "k", "null-R0-R0")]
+    assert _rendered(plain.steps[3]) == "null@3"
+    assert _rows(plain, "result table", 3) == []
+    assert _rows(cached, "result table", 3) == [(0, "k", "null-R0-R0")]
