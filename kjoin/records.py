@@ -23,7 +23,10 @@ class Side(enum.Enum):
         return Side.RIGHT if self is Side.LEFT else Side.LEFT
 
     def __str__(self) -> str:
-        return self.value
+        return self._value_
+
+    def __format__(self, spec: str) -> str:  # f"{side}": as fast as a plain string
+        return format(self._value_, spec)
 
 
 @dataclass(frozen=True, slots=True)

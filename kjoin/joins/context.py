@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple, Union
 
 from ..fates import Fate, Reason
 from ..records import Output, OutputKind, Record, render_value
@@ -14,6 +14,8 @@ Joiner = Callable[[Any, Any], Any]
 NO_OLD = ("no old value",)
 """A result that sends old values, whose ``Change`` carries a null old value."""
 OldValue = Optional[Tuple[Any, ...]]
+Text = Union[str, Callable[[], str]]
+"""An explanation, or a function that writes it when it is read."""
 
 
 def default_joiner(left: Any, right: Any) -> str:
@@ -25,7 +27,9 @@ class StepContext:
     """Collects the outputs, the fate and the explanation of one step.
 
     A processor calls :meth:`emit` for every result (the joiner is called here, and only
-    here), and :meth:`settle` once with the fate of the input record.
+    here), and :meth:`settle` once with the fate of the input record. Texts may be given as
+    functions returning the text: they are written only if someone reads the explanation
+    (a trace does; the Spark engine's tasks do not).
     """
 
     def __init__(self, index: int, record: Record, joiner: Joiner) -> None:
@@ -36,8 +40,8 @@ class StepContext:
         self.fate: Fate | None = None
         self.reason: Reason | None = None
         self.until_ms: int | None = None
-        self.summary = ""
-        self.notes: list[str] = []
+        self._summary: Text = ""
+        self.notes: list[Text] = []
 
     def emit(self, kind: OutputKind, key: Any, left: Any, right: Any, ts: int, origin_step: int | None = None, old: OldValue = None) -> Output:
         """Call the joiner on (left, right) and emit the result.
@@ -78,17 +82,26 @@ class StepContext:
             return {"old": None, "has_old": True}
         return {"old": self.joiner(*old), "has_old": True}
 
-    def note(self, text: str) -> None:
+    def note(self, text: Text) -> None:
         self.notes.append(text)
 
-    def settle(self, fate: Fate, reason: Reason | None = None, text: str | None = None, until_ms: int | None = None) -> None:
+    def settle(self, fate: Fate, reason: Reason | None = None, text: Text | None = None, until_ms: int | None = None) -> None:
         self.fate, self.reason, self.until_ms = fate, reason, until_ms
         if text:
-            self.summary = text
+            self._summary = text
 
-    def drop(self, reason: Reason, text: str) -> None:
+    def drop(self, reason: Reason, text: Text) -> None:
         self.settle(Fate.DROPPED, reason, text)
+
+    @property
+    def summary(self) -> str:
+        """The record's own story (what :meth:`settle` was told)."""
+        return _resolve(self._summary)
 
     def explain(self) -> str:
         """The record's own story first, then what else happened during the step."""
-        return " ".join(part for part in (self.summary, *self.notes) if part)
+        return " ".join(text for text in (self.summary, *(_resolve(note) for note in self.notes)) if text)
+
+
+def _resolve(text: Text) -> str:
+    return text() if callable(text) else text

@@ -46,32 +46,32 @@ class StreamTableJoin:
     # -- update state -------------------------------------------------------------------
     def _update_table(self, record: Record, ctx: StepContext) -> None:
         if record.key is None:
-            ctx.drop(Reason.NULL_KEY, f"{record.describe()} is a table update with a null key: skipped.")
+            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} is a table update with a null key: skipped.")
             return
         previous = self.table.put(record.key, record.value, record.ts)
         if record.value is None:
             change = "deleted the key" if previous is not None else "deleted nothing (the key was absent)"
         else:
             change = f"set it to {render_value(record.value)}"
-        ctx.settle(Fate.STORED, Reason.TABLE_UPDATE, f"Table update for key {render_value(record.key)} {change}; table updates never trigger a stream-table join.")
+        ctx.settle(Fate.STORED, Reason.TABLE_UPDATE, lambda: f"Table update for key {render_value(record.key)} {change}; table updates never trigger a stream-table join.")
 
     # -- look up and call the joiner -----------------------------------------------------
     def _join_stream_record(self, record: Record, ctx: StepContext) -> None:
         if record.key is None:
             if self.variant == "left" and record.value is not None and self.semantics.relaxed_null_keys:
                 ctx.emit(OutputKind.NULL_KEY, None, record.value, None, record.ts)
-                ctx.settle(Fate.JOINED, None, f"{record.describe()} has a null key: a left join joins it with null without a lookup (KIP-962).")
+                ctx.settle(Fate.JOINED, None, lambda: f"{record.describe()} has a null key: a left join joins it with null without a lookup (KIP-962).")
                 return
-            ctx.drop(Reason.NULL_KEY, f"{record.describe()} has a null key: skipped.")
+            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} has a null key: skipped.")
             return
         if record.value is None and self.semantics.kip77:
-            ctx.drop(Reason.NULL_VALUE, f"stream record @{record.ts} has a null value: skipped (KIP-77).")
+            ctx.drop(Reason.NULL_VALUE, lambda: f"stream record @{record.ts} has a null value: skipped (KIP-77).")
             return
         found = self.table.get(record.key)
         if found is None and self.variant == "inner":
-            ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, f"{record.describe()} looked up the table: key {render_value(record.key)} is absent; inner join: no output.")
+            ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, lambda: f"{record.describe()} looked up the table: key {render_value(record.key)} is absent; inner join: no output.")
             return
         table_value = None if found is None else found[0]
         ctx.emit(OutputKind.JOINED if found else OutputKind.UNMATCHED, record.key, record.value, table_value, record.ts)
-        looked = f"found {render_value(table_value)}@{found[1]}" if found else "found nothing"
-        ctx.settle(Fate.JOINED, None, f"{record.describe()} looked up the table and {looked}; joiner called.")
+        looked = lambda: f"found {render_value(table_value)}@{found[1]}" if found else "found nothing"  # noqa: E731
+        ctx.settle(Fate.JOINED, None, lambda: f"{record.describe()} looked up the table and {looked()}; joiner called.")

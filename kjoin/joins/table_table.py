@@ -79,7 +79,7 @@ class TableTableJoin:
     def process(self, record: Record, ctx: StepContext) -> None:
         """A source table update (the join's parents are the two source tables)."""
         if record.key is None:
-            ctx.drop(Reason.NULL_KEY, f"{record.describe()} is a table update with a null key: skipped.")
+            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} is a table update with a null key: skipped.")
             return
         raw_old = self.update(record)
         self.on_change(record.side, record, raw_old if self.tables[record.side].sends_old_values else None, ctx)
@@ -117,16 +117,16 @@ class TableTableJoin:
         other_value = None if other is None else other[0]
         if self.variant == "left" and record.side is Side.RIGHT:
             if other is None:
-                ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, self._said(record, other, "no left row to update: no output."))
+                ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, lambda: self._said(record, other, "no left row to update: no output."))
                 return
             self._emit(record, other, ctx, value_pair=(other_value, new), old=self._old_value(record.side, old, other))
             return
         outer_side = self.variant == "outer" or (self.variant == "left" and record.side is Side.LEFT)
         if other is None and not outer_side:
-            ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, self._said(record, other, "inner join: no output, not even for a delete."))
+            ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, lambda: self._said(record, other, "inner join: no output, not even for a delete."))
             return
         if other is None and new is None and old is None:
-            ctx.settle(Fate.STORED, Reason.NOTHING_TO_DELETE, self._said(record, other, "there was no result to delete: no tombstone."))
+            ctx.settle(Fate.STORED, Reason.NOTHING_TO_DELETE, lambda: self._said(record, other, "there was no result to delete: no tombstone."))
             return
         old_value = self._old_value(record.side, old, other)
         if new is None and (other_value is None or not outer_side or self.variant == "left"):
@@ -177,12 +177,12 @@ class TableTableJoin:
     def _emit(self, record: Record, other: tuple[Any, int] | None, ctx: StepContext, value_pair: tuple[Any, Any], old: OldValue = None) -> None:
         left, right = value_pair
         output = ctx.emit(OutputKind.JOINED if other is not None else OutputKind.UNMATCHED, record.key, left, right, self._ts(record, other), old=old)
-        ctx.settle(Fate.JOINED, None, self._said(record, other, f"joiner called: {render_value(output.value)}."))
+        ctx.settle(Fate.JOINED, None, lambda: self._said(record, other, f"joiner called: {render_value(output.value)}."))
 
     def _tombstone(self, record: Record, other: tuple[Any, int] | None, ctx: StepContext, old: OldValue = None) -> None:
         left, right = self._pair(record.side, record.value, None if other is None else other[0])
         ctx.emit_tombstone(record.key, left, right, self._ts(record, other), old=old)
-        ctx.settle(Fate.JOINED, None, self._said(record, other, "the result is deleted: tombstone."))
+        ctx.settle(Fate.JOINED, None, lambda: self._said(record, other, "the result is deleted: tombstone."))
 
     @staticmethod
     def _said(record: Record, other: tuple[Any, int] | None, outcome: str) -> str:
