@@ -142,10 +142,12 @@ def _layout(name: str, entries: Mapping[Any, Any], scenario: Any = None):
             return ("key", "value", "ts", "old_value", "hash"), lambda k, v: (
                 _r(k), _r(v[0]), str(v[1]), _r(v[2]), short_hash(value_hash(v[0]))), None
         return ("key", "value", "ts", "old_value"), lambda k, v: (_r(k), _r(v[0]), str(v[1]), _r(v[2])), None
-    if name == "outer-join buffer":
+    if name.endswith(" cache") and all(isinstance(v, tuple) and len(v) == 4 for v in entries.values()):
+        return ("key", "new value", "ts", "from step", "replaced"), lambda k, v: (_r(k), _r(v[0]), str(v[1]), str(v[2]), str(v[3])), None
+    if name.endswith("outer-join buffer"):
         return ("ts", "side", "key", "value", "closes_at_ms"), lambda k, r: (
             str(r.ts), str(r.side), _r(r.key), _r(r.value), str(r.closes_at_ms)), None
-    if name == "clock":
+    if name.endswith("clock"):
         return ("clock", "ms"), lambda k, v: (str(k), _r(v)), None
     if name.endswith(" versioned table") and all(isinstance(k, tuple) and len(k) == 2 for k in entries):
         return _versioned_layout(entries)

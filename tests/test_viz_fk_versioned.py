@@ -233,3 +233,21 @@ def test_the_workflow_table_of_seed_001():
         ["3", "right", "2", "two", "", '{"fk":2}-two', '{"fk":2}-two'],
         ["4", "left", "k", "null", "DELETE_KEY_AND_PROPAGATE → 2 (task 0)", "null", "null, null"],
     ]
+
+
+def test_the_stepper_shows_the_stores_of_bigger_topologies():
+    """Chained joins, self-joins and record caches show their own stores, laid out like
+    the plain ones (a cache lists the update each key holds until the commit)."""
+    from kjoin import Scenario, run
+    from kjoin_viz import Stepper
+
+    window = {"before_ms": 5, "after_ms": 5, "grace_ms": 0}
+    chain = run(Scenario.from_dict({"join": "stream-stream", "variant": "inner", "then": [{"variant": "left"}], "window": window, "events": [
+        {"side": "left", "key": "k", "value": "A", "ts": 1}, {"side": "right", "key": "k", "value": "a", "ts": 3}]}))
+    text = Stepper(chain, step=1).text()
+    assert "task 0: join 2: left window" in text and "A-a-a" in text
+    cached = run(Scenario.from_dict({"join": "table-table", "variant": "left", "materialized": True, "caching": True, "commit_every": 2, "events": [
+        {"side": "left", "key": "k", "value": "A", "ts": 1}, {"side": "right", "key": "k", "value": "a", "ts": 3}]}))
+    text = Stepper(cached, step=0).text()
+    assert "task 0: left table cache" in text
+    assert "key | new value | ts | from step | replaced" in text
