@@ -9,6 +9,12 @@
 
 Only the DataFrame API is used, so any session works: the local one from
 :func:`local_session`, a cluster's, or Spark Connect (:func:`connect_session`).
+
+Every primary-key join runs per Kafka task (stream-stream, stream-table, table-table, over
+versioned tables too: ``run_join(..., options={"right": {"versioned": True,
+"history_retention_ms": 100}, "grace_ms": 5})``). A foreign-key join crosses tasks, so
+:func:`run_scenarios` runs each FK scenario whole in one Spark group
+(:mod:`kjoin.spark.fk_task`, which states the limits) and :func:`run_join` refuses it.
 """
 
 from .readers import from_files, from_kafka, from_kcat

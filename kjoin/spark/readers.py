@@ -1,83 +1,186 @@
 """Readers: Kafka-source DataFrames, kcat JSON dumps and Parquet/CSV/JSON files, as topics.
 
 Every reader checks its columns first and refuses a missing or mistyped column with an
-error that names the source, the column and the expected type. Nothing is collected: the
-result wraps a lazy DataFrame.
+error that names the source, the column, the expected type and the fix. What can only be
+seen in the data (a long that is not 8 bytes, text that is not JSON, a null timestamp) is
+checked lazily, in the same Spark job that reads it: the job fails with a
+``[USER_RAISED_EXCEPTION]`` whose message names the source, the column and the value.
+Nothing is collected: the result wraps a lazy DataFrame.
 
 Deserializers (``key=`` and ``value=``):
 
 * ``"string"``: UTF-8 text (Kafka's ``StringDeserializer``).
-* ``"long"``: 8 big-endian bytes (``LongDeserializer``); in kcat dumps and files, a number.
-* ``"json"``: JSON text; the joiner receives the parsed value, outputs carry JSON text.
+* ``"long"``: 8 big-endian bytes (``LongDeserializer``); in kcat dumps and files, a number
+  (or the text of one).
+* ``"json"``: JSON text; the joiner receives the parsed value, outputs carry JSON text. In
+  JSON files and kcat dumps a nested object (``"value": {"fk": "Y"}``) is read as its JSON
+  text.
+
+Files without a ``partition`` column get Kafka's default partition (murmur2 of the
+serialized key, :mod:`kjoin.partitioner`; a null key goes to partition 0), which needs the
+topic's ``partitions=N``. Files without an ``offset`` column get offsets in input order:
+files in name order (``part-00000…`` as Spark wrote them), rows in file order, counted per
+partition from 0.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from .topic import INTEGER_TYPES, SparkInputError, Topic, check_columns
+from .topic import INTEGER_TYPES, SparkInputError, Topic, check_columns, default_partition_column
 
 __all__ = ["from_kafka", "from_kcat", "from_files", "Deserializer"]
 
 Deserializer = Literal["string", "long", "json"]
+DESERIALIZERS = ("string", "long", "json")
 
 KAFKA_SOURCE_COLUMNS = {"key": ("binary",), "value": ("binary",), "partition": ("int",), "offset": ("bigint",), "timestamp": ("timestamp",)}
 KCAT_FIELDS = {"partition": INTEGER_TYPES, "offset": INTEGER_TYPES, "ts": INTEGER_TYPES, "key": ("string", *INTEGER_TYPES), "payload": ("string", *INTEGER_TYPES, "double")}
+TIMESTAMP_TYPES = ("timestamp", "timestamp_ntz")
 FILE_COLUMNS = {
     "key": ("string", *INTEGER_TYPES),
     "value": ("string", *INTEGER_TYPES, "double"),
-    "ts": (*INTEGER_TYPES, "timestamp"),
+    "ts": (*INTEGER_TYPES, *TIMESTAMP_TYPES),
     "partition": INTEGER_TYPES,
     "offset": INTEGER_TYPES,
 }
+_NESTED = ("struct<", "array<", "map<")
 
 
-def _check_deserializer(name: str, choice: str) -> None:
-    if choice not in ("string", "long", "json"):
-        raise SparkInputError(f"{name}=: expected 'string', 'long' or 'json', got {choice!r}")
+def _check_deserializer(reader: str, name: str, choice: Any, source: str, allow_none: bool = False) -> None:
+    if choice is None and allow_none:
+        return
+    if choice not in DESERIALIZERS:
+        keep = " or None (keep the stored type)" if allow_none else ""
+        raise SparkInputError(
+            f"{source}: {reader}({name}={choice!r}): no such deserializer; expected 'string' (UTF-8 text), 'long' (8-byte big-endian) "
+            f"or 'json' (JSON text){keep}"
+        )
+
+
+def _fail_when(column: Any, bad: Any, source: str, name: str, what: str, shown: Any) -> Any:
+    """``column``, or a job failure naming the source, the column and the offending value."""
+    from pyspark.sql import functions as F
+
+    message = F.concat(F.lit(f"{source}: column {name!r}: "), F.coalesce(shown, F.lit("null")), F.lit(f" {what}"))
+    return F.when(bad, F.raise_error(message)).otherwise(column)
+
+
+def _long_from_bytes(name: str, source: str) -> Any:
+    from pyspark.sql import functions as F
+
+    raw = F.col(name)
+    value = F.conv(F.hex(raw), 16, -10).cast("bigint")
+    bad = raw.isNotNull() & (F.length(raw) != 8)
+    return _fail_when(value, bad, source, name, f"(hex) is not 8 bytes, as LongDeserializer needs; use {name}='string' or {name}='json' if the producer wrote text", F.hex(raw))
+
+
+def _json_text(column: Any, name: str, source: str) -> Any:
+    from pyspark.sql import functions as F
+
+    text = column.cast("string")
+    bad = text.isNotNull() & F.try_parse_json(text).isNull()
+    return _fail_when(text, bad, source, name, f"is not JSON text; use {name}='string' to read it as plain text", text)
+
+
+def _long_from_text(column: Any, kind: str, name: str, source: str) -> Any:
+    if kind in INTEGER_TYPES:
+        return column.cast("bigint")
+    value = column.try_cast("bigint")
+    return _fail_when(value, column.isNotNull() & value.isNull(), source, name, f"is not a long; use {name}='string' to read it as text", column.cast("string"))
+
+
+def _not_null(column: Any, name: str, source: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return _fail_when(column, column.isNull(), source, name, "is not allowed: every Kafka record has a timestamp, a partition and an offset", F.lit(None).cast("string"))
+
+
+def _check_partitions(partitions: Any, source: str) -> None:
+    if partitions is not None and (not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1):
+        raise SparkInputError(f"{source}: partitions={partitions!r}: expected a positive integer (the topic's partition count)")
+
+
+def _partition(column: Any, partitions: int | None, source: str) -> Any:
+    """The partition column, refused (lazily) when null, negative or not below the count."""
+    column = _not_null(column.cast("int"), "partition", source)
+    if partitions is None:
+        bad = column < 0
+        what = "is negative; a partition is 0 or more"
+    else:
+        bad = (column < 0) | (column >= partitions)
+        what = f"is not a partition of a topic with partitions={partitions} (0 to {partitions - 1}); pass the topic's real partition count"
+    return _fail_when(column, bad, source, "partition", what, column.cast("string"))
 
 
 def from_kafka(frame: Any, key: Deserializer = "string", value: Deserializer = "string", partitions: int | None = None, source: str = "Kafka DataFrame") -> Topic:
     """A topic from a DataFrame in Spark's Kafka source schema (``spark.read.format("kafka")``):
-    ``key``/``value`` binary, ``partition`` int, ``offset`` long, ``timestamp`` timestamp."""
+    ``key``/``value`` binary, ``partition`` int, ``offset`` long, ``timestamp`` timestamp
+    (other columns such as ``topic`` or ``headers`` are ignored). ``partitions`` is the
+    topic's partition count when some partitions may hold no records."""
     from pyspark.sql import functions as F
 
-    _check_deserializer("key", key)
-    _check_deserializer("value", value)
+    _check_deserializer("from_kafka", "key", key, source)
+    _check_deserializer("from_kafka", "value", value, source)
+    _check_partitions(partitions, source)
     check_columns(frame, KAFKA_SOURCE_COLUMNS, source)
 
     def deserialize(column: str, how: str) -> Any:
         if how == "long":
-            return F.conv(F.hex(F.col(column)), 16, -10).cast("bigint")
+            return _long_from_bytes(column, source)
+        if how == "json":
+            return _json_text(F.col(column), column, source)
         return F.col(column).cast("string")
 
     topic = frame.select(
         deserialize("key", key).alias("key"),
         deserialize("value", value).alias("value"),
-        F.unix_millis(F.col("timestamp")).alias("ts"),
-        F.col("partition").cast("int").alias("partition"),
+        _not_null(F.unix_millis(F.col("timestamp")), "timestamp", source).alias("ts"),
+        _partition(F.col("partition"), partitions, source).alias("partition"),
         F.col("offset").cast("bigint").alias("offset"),
     )
     return Topic(topic, partitions, value == "json", source)
 
 
-def from_kcat(spark: Any, path: str, key: Deserializer = "string", value: Deserializer = "string", partitions: int | None = None) -> Topic:
-    """A topic from a ``kcat -C -J`` dump: one JSON object per line with ``partition``,
-    ``offset``, ``ts``, ``key`` and ``payload``."""
+def _decode_text(column: str, kind: str, how: str, source: str) -> Any:
+    """A kcat or file column (Spark type ``kind``) read with deserializer ``how``."""
     from pyspark.sql import functions as F
 
-    _check_deserializer("key", key)
-    _check_deserializer("value", value)
+    if how == "long":
+        return _long_from_text(F.col(column), kind, column, source)
+    if how == "json":
+        if kind.startswith(_NESTED):
+            return F.to_json(F.col(column))
+        return _json_text(F.col(column), column, source)
+    return F.col(column).cast("string")
+
+
+def from_kcat(spark: Any, path: str, key: Deserializer = "string", value: Deserializer = "string", partitions: int | None = None) -> Topic:
+    """A topic from a ``kcat -C -J`` dump: one JSON object per line with ``partition``,
+    ``offset``, ``ts``, ``key`` and ``payload`` (``null`` for a null key or a tombstone;
+    other fields such as ``topic``, ``tstype``, ``broker``, ``headers`` are ignored)."""
+    from pyspark.sql import functions as F
+
+    _check_deserializer("from_kcat", "key", key, path)
+    _check_deserializer("from_kcat", "value", value, path)
+    _check_partitions(partitions, path)
     raw = spark.read.json(path)
-    if "_corrupt_record" in raw.columns:
-        raise SparkInputError(f"{path}: not kcat JSON lines (some lines are not JSON objects); dump with `kcat -C -J -t <topic>`")
-    check_columns(raw, KCAT_FIELDS, path)
+    _refuse_corrupt_lines(raw, path, "not kcat JSON lines", "dump with `kcat -C -J -t <topic>` (one JSON object per line)")
+    types = dict(raw.dtypes)
+    fields = dict(KCAT_FIELDS)
+    if value == "json" and str(types.get("payload", "")).startswith(_NESTED):
+        fields.pop("payload")  # a payload kcat printed as a JSON object: read as its JSON text
+    check_columns(raw, fields, path)
+
+    def deserialize(column: str, how: str) -> Any:
+        return _decode_text(column, types[column], how, path)
+
     frame = raw.select(
-        F.col("key").cast("bigint" if key == "long" else "string").alias("key"),
-        F.col("payload").cast("bigint" if value == "long" else "string").alias("value"),
-        F.col("ts").cast("bigint").alias("ts"),
-        F.col("partition").cast("int").alias("partition"),
-        F.col("offset").cast("bigint").alias("offset"),
+        deserialize("key", key).alias("key"),
+        deserialize("payload", value).alias("value"),
+        _not_null(F.col("ts").cast("bigint"), "ts", path).alias("ts"),
+        _partition(F.col("partition"), partitions, path).alias("partition"),
+        _not_null(F.col("offset").cast("bigint"), "offset", path).alias("offset"),
     )
     return Topic(frame, partitions, value == "json", path)
 
@@ -86,19 +189,25 @@ def from_files(
     spark: Any,
     path: str,
     format: Literal["parquet", "csv", "json"] | None = None,
-    value: Deserializer = "string",
+    value: Deserializer | None = None,
     partitions: int | None = None,
+    key: Deserializer | None = None,
 ) -> Topic:
     """A topic from Parquet, CSV (with a header) or JSON-lines files with columns
     ``key, value, ts`` and optionally ``partition, offset``.
 
-    ``ts`` is milliseconds (an integer) or a timestamp. Without ``partition`` the records
-    are assigned with Kafka's default partitioner (then ``partitions`` is required);
-    without ``offset`` a record's offset is its rank within its partition in file order.
+    ``ts`` is milliseconds (an integer) or a timestamp. ``key``/``value``: ``None`` keeps
+    the stored type (a string, or an integer read as a long; values may also be doubles),
+    or a deserializer: ``"string"``, ``"long"``, ``"json"``. Without ``partition`` the
+    records are assigned with Kafka's default partitioner (then ``partitions`` is required);
+    without ``offset`` a record's offset is its rank within its partition in input order
+    (see the module docstring).
     """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    _check_deserializer("value", value)
+    _check_deserializer("from_files", "key", key, path, allow_none=True)
+    _check_deserializer("from_files", "value", value, path, allow_none=True)
     format = format or _guess_format(path)
     reader = spark.read
     if format == "csv":
@@ -106,18 +215,60 @@ def from_files(
     elif format not in ("parquet", "json"):
         raise SparkInputError(f"{path}: format {format!r} is not supported; use 'parquet', 'csv' or 'json'")
     raw = getattr(reader, format)(path)
-    check_columns(raw, FILE_COLUMNS, path, optional=("partition", "offset"))
+    if format == "json":
+        _refuse_corrupt_lines(raw, path, "not JSON lines", "write one JSON object per line with key, value, ts")
     types = dict(raw.dtypes)
-    ts = F.unix_millis(F.col("ts")) if types["ts"] == "timestamp" else F.col("ts").cast("bigint")
-    key = F.col("key") if types["key"] == "string" else F.col("key").cast("bigint")
-    columns = [key.alias("key"), F.col("value").cast("string" if value == "json" else types["value"] if types["value"] in ("string", "double") else "bigint").alias("value"), ts.alias("ts")]
-    for name, cast in (("partition", "int"), ("offset", "bigint")):
-        if name in types:
-            columns.append(F.col(name).cast(cast).alias(name))
-    frame = raw.select(*columns)
+    expected = dict(FILE_COLUMNS)
+    if value == "json" and str(types.get("value", "")).startswith(_NESTED):
+        expected.pop("value")  # nested JSON values: read as their JSON text
+    check_columns(raw, expected, path, optional=("partition", "offset"))
     if "partition" not in types and partitions is None:
-        raise SparkInputError(f"{path}: no 'partition' column; pass partitions=N so that kjoin assigns partitions with Kafka's default partitioner")
-    return Topic(frame, partitions, value == "json", path)
+        raise SparkInputError(
+            f"{path}: no column 'partition' (expected type int) and no partition count; pass partitions=N so that kjoin assigns "
+            f"partitions with Kafka's default partitioner, or add the column"
+        )
+    _check_partitions(partitions, path)
+
+    def convert(column: str, how: str | None) -> Any:
+        kind = types[column]
+        if how is None:
+            return F.col(column) if kind in ("string", "double") else F.col(column).cast("bigint")
+        return _decode_text(column, kind, how, path)
+
+    ts = F.unix_millis(F.col("ts")) if types["ts"] == "timestamp" else F.unix_millis(F.col("ts").cast("timestamp")) if types["ts"] == "timestamp_ntz" else F.col("ts").cast("bigint")
+    columns = [convert("key", key).alias("key"), convert("value", value).alias("value"), _not_null(ts, "ts", path).alias("ts")]
+    if "partition" in types:
+        columns.append(_partition(F.col("partition"), partitions, path).alias("partition"))
+    if "offset" in types:
+        columns.append(_not_null(F.col("offset").cast("bigint"), "offset", path).alias("offset"))
+    if "offset" not in types:
+        columns += [F.col("_metadata.file_path").alias("_file"), F.monotonically_increasing_id().alias("_row")]
+    frame = raw.select(*columns)
+    if "partition" not in types:
+        key_type = dict(frame.dtypes)["key"]
+        if key_type not in ("string", "bigint"):
+            raise SparkInputError(f"{path}: column 'key' has type {key_type}, which has no Kafka serialization for the default partitioner; pass key='string' or key='long'")
+        frame = frame.withColumn("partition", default_partition_column(F.col("key"), partitions, key_type))  # type: ignore[arg-type]
+    if "offset" not in types:
+        in_order = Window.partitionBy("partition").orderBy("_file", "_row")
+        frame = frame.withColumn("offset", (F.row_number().over(in_order) - 1).cast("bigint")).drop("_file", "_row")
+    return Topic(frame.select("key", "value", "ts", "partition", "offset"), partitions, value == "json", path)
+
+
+def _refuse_corrupt_lines(raw: Any, path: str, what: str, fix: str) -> None:
+    """Spark's JSON reader puts lines it cannot parse in ``_corrupt_record``: name the first."""
+    if "_corrupt_record" not in raw.columns:
+        return
+    from pyspark.sql import functions as F
+
+    first = None
+    try:
+        # Spark refuses queries that reference only the corrupt-record column of a raw file.
+        first = raw.select(F.col("_corrupt_record"), F.lit(1).alias("_n"), *[c for c in raw.columns if c != "_corrupt_record"][:1]).filter(F.col("_corrupt_record").isNotNull()).first()
+    except Exception:  # pragma: no cover - the message below is enough without the line
+        first = None
+    line = f" (first bad line: {first['_corrupt_record'][:80]!r})" if first is not None and first["_corrupt_record"] else ""
+    raise SparkInputError(f"{path}: {what}: some lines are not JSON objects{line}; {fix}")
 
 
 def _guess_format(path: str) -> str:

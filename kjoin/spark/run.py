@@ -19,14 +19,16 @@ How it works:
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping
 
 from ..fates import Reason
 from ..joins import JoinWindows
-from ..scenario import JOINS, VARIANTS, Scenario
+from ..records import Side
+from ..scenario import JOINS, Event, Scenario
 from ..semantics import Semantics, parse_semantics
 from ..trace import Trace
-from .task import result_schema, task_function
+from .task import group_by_task, result_schema, task_function
 from .topic import KEY_TYPES, VALUE_TYPES, SparkInputError, Topic
 
 __all__ = ["run_join", "run_scenarios", "SparkRun", "OUTPUT_COLUMNS", "STEP_COLUMNS"]
@@ -82,28 +84,36 @@ class SparkRun:
     def trace(self, partition: int, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None) -> Trace:
         """Drill down: collect one Kafka task's input records (only those) and run them
         through the reference engine. Step ``i`` of the trace is the task's ``i``-th record;
-        for topics that is the ``step`` of the Spark frames."""
+        for topics that is the ``step`` of the Spark frames. The scenario keeps all its
+        options (versioned tables, grace, ``versioned_mode`` …). A foreign-key scenario
+        crosses tasks, so its trace is the whole scenario's (``partition`` is not used; see
+        :mod:`kjoin.spark.fk_task`)."""
         from pyspark.sql import functions as F
 
         from ..engine import run
         from ..joins import default_joiner
 
+        config = self.scenarios[scenario]
+        if config.join == "fk":
+            from .fk_task import fk_trace
+
+            return fk_trace(self.records, scenario, config, joiner)
         rows = (
             self.records.filter((F.col("scenario") == scenario) & (F.col("partition") == partition))
             .orderBy("_order_ts", "_side_rank", "offset")
             .select("side", "key", "value", "ts", "partition", "offset")
             .collect()
         )
-        config = self.scenarios[scenario]
-        records = []
+        events = []
         for row in rows:
             key, value = row["key"], row["value"]
             if self._json_keys and key is not None:
                 key = json.loads(key)
             if self._json_values and value is not None:
                 value = json.loads(value)
-            records.append({"side": row["side"], "key": key, "value": value, "ts": row["ts"], "partition": row["partition"], "offset": row["offset"]})
-        single = Scenario.from_records(config.join, config.variant, records, semantics=config.semantics, window=config.window, partitions=config.partitions)
+            events.append(Event(Side(row["side"]), key, value, row["ts"], row["partition"], row["offset"]))
+        # Every option of the scenario (versioned tables, history retention, grace, versioned_mode …), only this task's records.
+        single = replace(config, events=tuple(events))
         return run(single, joiner=joiner or default_joiner)
 
 
@@ -117,18 +127,34 @@ def run_join(
     window: JoinWindows | Mapping[str, Any] | None = None,
     joiner: Callable[[Any, Any], Any] | None = None,
     spark_partitions: int | None = None,
+    method: str = "auto",
+    options: Mapping[str, Any] | None = None,
 ) -> SparkRun:
     """Join two topics on Spark, as Kafka Streams would: ``join`` is ``stream-stream``,
     ``stream-table`` or ``table-table``, ``variant`` inner/left/outer, ``semantics`` a Kafka
-    version (default: the latest), ``window`` the stream-stream window. Returns a lazy
-    :class:`SparkRun`."""
+    version (default: the latest), ``window`` the stream-stream window. ``method``:
+    ``"native"`` (Spark SQL window functions, :mod:`kjoin.spark.native`; refused where not
+    exact), ``"processors"`` (kjoin's processors per Kafka task) or ``"auto"`` (native where
+    exact). ``options``: more scenario fields, for versioned tables and grace, e.g.
+    ``{"right": {"versioned": True, "history_retention_ms": 100}, "grace_ms": 5}`` or
+    ``{"left": ..., "right": ..., "versioned_mode": "final"}``. Returns a lazy :class:`SparkRun`."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     if join not in JOINS:
         raise SparkInputError(f"join: expected one of {' | '.join(JOINS)}, got {join!r}")
+    if join == "fk":
+        raise SparkInputError(
+            "join: a foreign-key join sends messages between Kafka tasks, so run_join (one Spark group per task) cannot run it; "
+            "run FK scenarios with run_scenarios(spark, [Scenario(join='fk', ...)]), which runs each whole (kjoin.spark.fk_task)"
+        )
     partitions = _partition_count(left, right)
     config = Scenario.from_records(join, variant, [], semantics=None if semantics is None else str(parse_semantics(semantics)), window=window, partitions=partitions)
+    if options:
+        try:
+            config = Scenario.from_dict({**config.to_dict(), **options})
+        except ValueError as error:
+            raise SparkInputError(f"options: {error}") from None
     key_type, value_type = _common_types(left, right)
     frames = []
     for side, topic in (("left", left), ("right", right)):
@@ -151,37 +177,74 @@ def run_join(
                 F.lit(0 if side == "left" else 1).alias("_side_rank"),
             )
         )
-    records = frames[0].unionByName(frames[1])
+    # Hash-partitioned by Kafka task once: the running max below and both paths' per-task work reuse it (one shuffle, not two).
+    records = frames[0].unionByName(frames[1]).repartition(spark_partitions or partitions, "scenario", "partition")
     running = Window.partitionBy("scenario", "partition", "side").orderBy("offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
     records = records.withColumn("_order_ts", F.max("ts").over(running))
     json_values = left.json_values or right.json_values
-    return _execute(records, {0: config}, key_type, value_type, joiner, json_keys=False, json_values=json_values, spark_partitions=spark_partitions or partitions)
+    return _execute(records, {0: config}, key_type, value_type, joiner, json_keys=False, json_values=json_values, spark_partitions=spark_partitions or partitions, method=method, partitioned=True)
 
 
-def run_scenarios(spark: Any, scenarios: Iterable[Scenario], joiner: Callable[[Any, Any], Any] | None = None, spark_partitions: int | None = None) -> SparkRun:
+def run_scenarios(spark: Any, scenarios: Iterable[Scenario], joiner: Callable[[Any, Any], Any] | None = None, spark_partitions: int | None = None, method: str = "auto") -> SparkRun:
     """Run many scenarios in one Spark job: scenario ``i`` is ``scenario == i`` in every frame,
     and a record's ``step`` is its index in the scenario, as in the reference trace.
-    Keys and values travel as JSON text (scenarios may mix string and number keys)."""
+    Keys and values travel as JSON text (scenarios may mix string and number keys).
+    ``method`` as in :func:`run_join`; on both paths the rows of each Spark partition come
+    in emission order within every task (the native path sorts them by ``step``)."""
     from pyspark.sql import functions as F
+
+    from . import fk_task
 
     configs: dict[int, Scenario] = {}
     rows = []
+    fk_rows: list[tuple] = []  # foreign-key scenarios cross tasks: each runs whole (kjoin.spark.fk_task)
     for scenario_id, scenario in enumerate(scenarios):
         configs[scenario_id] = scenario
+        if scenario.join == "fk":
+            fk_rows += fk_task.script_rows(scenario_id, scenario)
+            continue
         for position, record in enumerate(scenario.records()):
             rows.append((scenario_id, record.partition, record.side.value, _json(record.key), _json(record.value), record.ts, record.offset, position))
     schema = "scenario long, partition int, side string, key string, value string, ts long, offset long, position long"
-    records = spark.createDataFrame(rows, schema=schema) if rows else spark.createDataFrame([], schema=schema)
-    records = records.withColumn("_order_ts", F.col("position")).withColumn("_side_rank", F.lit(0))
-    return _execute(records, configs, "string", "string", joiner, json_keys=True, json_values=True, spark_partitions=spark_partitions)
+
+    def frame(data: list[tuple]) -> Any:
+        records = spark.createDataFrame(data, schema=schema) if data else spark.createDataFrame([], schema=schema)
+        return records.withColumn("_order_ts", F.col("position")).withColumn("_side_rank", F.lit(0))
+
+    pk_configs = {i: s for i, s in configs.items() if s.join != "fk"}
+    fk_configs = {i: s for i, s in configs.items() if s.join == "fk"}
+    if not fk_configs:
+        return _execute(frame(rows), configs, "string", "string", joiner, json_keys=True, json_values=True, spark_partitions=spark_partitions, method=method, sort_rows=True)
+    fk_records = frame(fk_rows)
+    results = fk_task.fk_results(fk_records, fk_configs, joiner, spark_partitions)
+    records = fk_records
+    if pk_configs:
+        pk = _execute(frame(rows), pk_configs, "string", "string", joiner, json_keys=True, json_values=True, spark_partitions=spark_partitions, method=method, sort_rows=True)
+        results, records = pk.results.unionByName(results), pk.records.unionByName(fk_records)
+    return SparkRun(records, results, configs, True, True)
 
 
-def _execute(records: Any, configs: Mapping[int, Scenario], key_type: str, value_type: str, joiner: Any, json_keys: bool, json_values: bool, spark_partitions: int | None) -> SparkRun:
+METHODS = ("auto", "native", "processors")
+
+
+def _execute(records: Any, configs: Mapping[int, Scenario], key_type: str, value_type: str, joiner: Any, json_keys: bool, json_values: bool, spark_partitions: int | None, method: str = "auto", sort_rows: bool = False, partitioned: bool = False) -> SparkRun:
+    """``partitioned``: ``records`` is already hash-partitioned by ``(scenario, partition)``.
+    ``sort_rows``: sort the native path's rows by step within each Spark partition."""
+    if method not in METHODS:
+        raise SparkInputError(f"method: expected one of {' | '.join(METHODS)}, got {method!r}")
+    if method != "processors":
+        from . import native
+
+        why = native.unsupported(configs, joiner, value_type, json_keys=json_keys, json_values=json_values)
+        if why is None:
+            results = native.native_results(records, configs, key_type, value_type, json_values=json_values, spark_partitions=None if partitioned else spark_partitions, partitioned=partitioned)
+            if sort_rows:  # small, driver-built inputs: rows in emission order per task, as the processors give them
+                results = results.sortWithinPartitions("scenario", "partition", "step")
+            return SparkRun(records, results, configs, json_keys, json_values)
+        if method == "native":
+            raise SparkInputError(f"method='native' cannot run this join exactly: {why}. Use method='auto' (falls back to the processors) or method='processors'.")
     sort = ["scenario", "partition", "_order_ts", "_side_rank", "offset"]
-    if spark_partitions:
-        grouped = records.repartition(spark_partitions, "scenario", "partition")
-    else:
-        grouped = records.repartition("scenario", "partition")
+    grouped = group_by_task(records, partitioned, spark_partitions)
     ordered = grouped.sortWithinPartitions(*sort)
     results = ordered.select("scenario", "partition", "side", "key", "value", "ts", "offset", "position").mapInArrow(
         task_function(dict(configs), joiner, json_values=json_values, json_keys=json_keys), result_schema(key_type, value_type)
@@ -198,13 +261,17 @@ def _common_types(left: Topic, right: Topic) -> tuple[str, str]:
     for column, allowed in (("key", KEY_TYPES), ("value", VALUE_TYPES)):
         found = {side: dict(topic.frame.dtypes).get(column) for side, topic in (("left", left), ("right", right))}
         for side, kind in found.items():
+            source = (left if side == "left" else right).source
             if kind is None:
-                raise SparkInputError(f"{side} topic ({(left if side == 'left' else right).source}): no column {column!r} (expected type {' or '.join(allowed)})")
+                raise SparkInputError(f"{side} topic ({source}): no column {column!r} (expected type {' or '.join(allowed)})")
             if kind not in allowed:
-                raise SparkInputError(f"{side} topic: column {column!r} has type {kind}, expected {' or '.join(allowed)}")
+                raise SparkInputError(f"{side} topic ({source}): column {column!r} has type {kind}, expected {' or '.join(allowed)}; cast it, e.g. frame.withColumn({column!r}, frame[{column!r}].cast({allowed[0]!r}))")
         if found["left"] != found["right"]:
             if column == "key":
-                raise SparkInputError(f"the left topic's keys are {found['left']} and the right topic's {found['right']}: a join needs one key type; cast one of them")
+                raise SparkInputError(
+                    f"the left topic's ({left.source}) keys are {found['left']} and the right topic's ({right.source}) {found['right']}: "
+                    f"a join needs one key type; cast one of them, or read both with the same key deserializer (key='string' or key='long')"
+                )
             types.append("string")
         else:
             types.append(found["left"])
@@ -232,14 +299,9 @@ def _partition_count(left: Topic, right: Topic) -> int:
 
 
 def _default_partition(partitions: int, key_type: str) -> Any:
-    """A vectorized UDF: Kafka's default partition of each key (null keys go to 0)."""
-    import pandas as pd
-    from pyspark.sql.functions import pandas_udf
+    """Kafka's default partition of each key (null keys go to 0), as a column function. An
+    Arrow-batched UDF (:func:`kjoin.spark.topic.default_partition_column`): a pandas UDF
+    would see long keys with nulls as floats and lose bits above 2**53."""
+    from .topic import default_partition_column
 
-    from ..partitioner import default_partition
-
-    @pandas_udf("int")
-    def partition_of(keys: pd.Series) -> pd.Series:
-        return pd.Series([0 if key is None or key != key else default_partition(int(key) if key_type == "bigint" else key, partitions) for key in keys], dtype="int32")
-
-    return partition_of
+    return lambda column: default_partition_column(column, partitions, key_type)

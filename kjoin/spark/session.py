@@ -3,12 +3,24 @@
 Both set what a 2-core machine needs to start fast and print little: no UI, no progress
 bars, log level WARN, 4 shuffle partitions, Arrow on, UTC timestamps. Python workers run
 the interpreter that runs kjoin (``PYSPARK_PYTHON``), so they find pyarrow and kjoin.
+
+A local Spark Connect server, and why kjoin starts it itself. PySpark's own
+``SparkSession.builder.remote("local[2]")`` starts an in-process server and then always
+dials ``sc://localhost``, i.e. the default port 15002, whatever
+``spark.connect.grpc.binding.port`` says: with another port the server listens on one port
+and the client retries the other forever (the "hang"), and with 15002 already taken (a
+second kjoin process, a notebook, another test run) the server cannot bind or the client
+reaches someone else's server. :func:`connect_session` therefore starts the in-process
+server on the port you ask for (default: an ephemeral one the kernel picks, so two runs
+never collide), reads back the port it actually bound, and dials exactly that port with its
+own authentication token.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import uuid
 from typing import Any
 
 __all__ = ["local_session", "connect_session", "QUIET_CONFIG"]
@@ -22,6 +34,8 @@ QUIET_CONFIG: dict[str, str] = {
     "spark.driver.memory": "3g",
 }
 """The settings of the quiet local session."""
+
+_CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
 
 
 def _prepare_environment() -> None:
@@ -45,19 +59,60 @@ def local_session(master: str = "local[2]", **config: Any) -> Any:
     return spark
 
 
-def connect_session(remote: str = "local[2]") -> Any:
-    """Start a Spark Connect session: ``"local[2]"`` runs a local Connect server, an
-    ``sc://host:port`` address joins a running one. Only the DataFrame API is used on it."""
+def connect_session(remote: str = "local[2]", port: int = 0, **config: Any) -> Any:
+    """A Spark Connect session. Only the DataFrame API is used on it.
+
+    * ``remote="local[2]"`` (any ``local[...]`` master): start a Connect server inside this
+      process, with the quiet settings plus ``config``, listening on ``port`` (``0``: an
+      ephemeral port, so concurrent runs never collide), and connect to it with a fresh
+      token. The server lives as long as this process; a process holds either classic
+      sessions or Connect sessions (PySpark switches its functions module process-wide), so
+      this refuses to start next to an active classic session.
+    * ``remote="sc://host:port"``: join a running server (a cluster's, or
+      ``start-connect-server.sh``); its workers need kjoin installed.
+    """
     _prepare_environment()
     import warnings
 
-    from pyspark.sql import SparkSession
+    if remote.startswith("sc://"):
+        from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.remote(remote)
-    if remote.startswith("local"):
-        for name, value in QUIET_CONFIG.items():
-            if not name.startswith("spark.ui") and name != "spark.driver.memory":
-                builder = builder.config(name, value)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return SparkSession.builder.remote(remote).getOrCreate()
+    if not remote.startswith("local"):
+        raise ValueError(f"remote: expected 'local[N]' (start a Connect server here) or 'sc://host:port' (join one), got {remote!r}")
+    url = _start_local_connect_server(remote, port, {k: str(v) for k, v in config.items()})
+    # PySpark's functions (F.col, Window, pandas_udf …) build Connect plans only in this mode.
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return builder.getOrCreate()
+        return ConnectSession.builder.remote(url).getOrCreate()
+
+
+def _start_local_connect_server(master: str, port: int, config: dict[str, str]) -> str:
+    """Start the Connect plugin in an embedded Spark driver; return the ``sc://`` URL to dial."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    if SparkContext._active_spark_context is not None:
+        raise RuntimeError(
+            "connect_session: this process already runs a classic Spark session; a local Spark Connect session needs a "
+            "process of its own (run it in a subprocess), or pass remote='sc://host:port' of a running Connect server"
+        )
+    token = str(uuid.uuid4())
+    settings = {
+        **QUIET_CONFIG,
+        "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.connect.authenticate.token": token,
+        **config,
+    }
+    conf = SparkConf().setMaster(master).setAppName("kjoin-connect").setAll(list(settings.items()))
+    context = SparkContext.getOrCreate(conf)
+    context.setLogLevel("WARN")
+    SparkSession(context)  # keeps the server's session registered (as PySpark's local mode does)
+    bound = getattr(getattr(context._jvm, _CONNECT_SERVICE), "MODULE$").localPort()
+    return f"sc://localhost:{bound}/;token={token}"

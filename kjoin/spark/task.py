@@ -12,6 +12,13 @@ How it works:
   The join rules themselves are kjoin's processors: there is one copy of them.
 * Each output becomes a row ``row = "output"``; each record whose fate is not ``joined``
   (dropped, buffered, stored, no match) becomes a row ``row = "step"`` with its reason.
+
+Where the time goes (measured outside Spark on one task of 10^5 synthetic records, 2-core
+machine under load): the processors themselves, about 16-20K records/s per core for a
+stream-stream left join (window ±1 s), 30K for table-table, 50K for stream-table. A leaner
+loop (row tuples transposed once per batch, enum texts from dicts) was measured and was no
+faster within noise, so this loop stays the plain one. Stream-table and table-table joins
+over unversioned tables run natively instead (:mod:`kjoin.spark.native`, 2-3x faster).
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from ..records import Record, Side, render_value
 from ..scenario import Scenario
 from ..state import StateLog
 
-__all__ = ["task_function", "RESULT_FIELDS", "result_schema"]
+__all__ = ["group_by_task", "task_function", "RESULT_FIELDS", "result_schema"]
 
 
 RESULT_FIELDS: list[tuple[str, str]] = [
@@ -62,6 +69,16 @@ _SIDES = {"left": Side.LEFT, "right": Side.RIGHT}
 
 def _json_encode(value: Any) -> Any:
     return None if value is None else json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def group_by_task(records: Any, partitioned: bool, spark_partitions: int | None) -> Any:
+    """``records`` with every Kafka task ``(scenario, partition)`` in one Spark partition
+    (as given when ``partitioned``: already hash-partitioned that way)."""
+    if partitioned:
+        return records
+    if spark_partitions:
+        return records.repartition(spark_partitions, "scenario", "partition")
+    return records.repartition("scenario", "partition")
 
 
 def task_function(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-__all__ = ["Topic", "SparkInputError", "check_columns", "KEY_TYPES", "VALUE_TYPES"]
+__all__ = ["Topic", "SparkInputError", "check_columns", "default_partition_column", "KEY_TYPES", "VALUE_TYPES"]
 
 KEY_TYPES = ("string", "bigint")
 """Spark types a key may have: a string key is serialized as UTF-8, a long as 8 bytes."""
@@ -64,3 +64,25 @@ def check_columns(frame: Any, expected: Mapping[str, Sequence[str]], source: str
                 f"{source}: column {name!r} has type {types[name]}, expected {' or '.join(allowed)}. "
                 f"Cast it, e.g. frame.withColumn({name!r}, frame[{name!r}].cast({allowed[0]!r}))."
             )
+
+
+def default_partition_column(key: Any, partitions: int, key_type: str) -> Any:
+    """A column: the partition Kafka's default partitioner gives each key (murmur2 of the
+    serialized key modulo ``partitions``, :func:`kjoin.partitioner.default_partition`); a
+    null key goes to partition 0. ``key_type`` is the key column's Spark type (``string``:
+    UTF-8 bytes, ``bigint``: 8 big-endian bytes).
+
+    An Arrow-batched Python UDF: each key arrives as a Python ``str``/``int`` (never a float
+    with NaN for nulls, as in a pandas UDF), so long keys keep all 64 bits."""
+    from pyspark.sql import functions as F
+
+    if key_type not in KEY_TYPES:
+        raise SparkInputError(f"key: a key column of type {key_type} has no Kafka serialization in kjoin; expected {' or '.join(KEY_TYPES)}")
+    count = int(partitions)
+
+    def partition_of(value: Any) -> int:
+        from kjoin.partitioner import default_partition
+
+        return 0 if value is None else default_partition(value, count)
+
+    return F.udf(partition_of, "int", useArrow=True)(key)

@@ -1,0 +1,375 @@
+"""Benchmark: kjoin on Spark against a plain Spark equi-join and the reference engine.
+
+    python -m kjoin.bench                                  # 10^5, 10^6 and 10^7 records
+    python -m kjoin.bench --sizes 100000 --joins stream-table --methods auto,processors
+
+A script, never a timed test. For each join type and size it:
+
+1. generates a seeded synthetic workload with Spark (``spark.range`` and column
+   expressions, never Python lists) and writes it to Parquet under a temporary directory,
+   so generation is not timed: 10^5 keys (``--keys``), 4 Kafka partitions
+   (``--partitions``), out-of-order timestamps, a few null keys and null values;
+   stream-table: 10% of the records are table updates, 5% of those tombstones;
+   table-table: both sides tables, 10% tombstones; stream-stream: both sides streams
+   joined within ±1 s (grace 100 ms), about two partners per record;
+2. times kjoin on Spark (:func:`kjoin.spark.run_join`, ``method`` as given) consuming
+   every output and step row with the ``noop`` sink;
+3. times a plain Spark equi-join of the same rows (noop sink): what a user would write in
+   SQL instead, without Kafka's record-by-record semantics:
+
+   * stream-table: the stream left-joined with the table's last value per key
+     (``groupBy(partition, key).agg(max_by(value, offset))``);
+   * table-table: the left table's last values per key, full-outer-joined with the right's;
+   * stream-stream: left-joined on key within the window (``|left.ts - right.ts| <= 1 s``);
+
+4. times the reference engine (:func:`kjoin.run`, one Python process, full trace with the
+   state history) on the first ``--reference-sample`` records only (the table says so);
+5. samples the resident memory of the driver process, the JVM and the Python workers
+   (the whole process tree, with psutil) every 50 ms during kjoin's run and reports the peak.
+
+Reading the table: ``rec/s`` is input records per second of wall time; ``kjoin/equi`` is
+kjoin's throughput over the equi-join's (the issue's target: at least 0.5);
+``kjoin/ref`` is kjoin's throughput over the reference engine's. The first run of every plan
+is a small untimed warm-up (class loading and JIT cost seconds in a fresh JVM).
+
+Measured 2026-11-23 on the project's 2-core machine. Idle machine (load average < 2), the
+native joins:
+
+=============  =========  ==========  ===========  ==========  ==========  ==========  =======
+join           records    path        kjoin rec/s  equi rec/s  kjoin/equi  ref rec/s   peak MB
+=============  =========  ==========  ===========  ==========  ==========  ==========  =======
+stream-table   10^5       native      50,010       128,355     0.39        56,475      2,197
+stream-table   10^6       native      260,679      829,517     0.31        60,169      2,006
+stream-table   10^7       native      287,024      1,096,957   0.26        55,563      4,117
+table-table    10^5       native      91,357       207,778     0.44        36,607      3,648
+table-table    10^6       native      251,739      455,330     0.55        34,836      3,645
+table-table    10^7       native      221,513      637,019     0.35        33,419      4,177
+=============  =========  ==========  ===========  ==========  ==========  ==========  =======
+
+Loaded machine (other jobs kept the load average at 5-7, so times are 2-5x the idle ones),
+native against the processors, and the stream-stream join (processors only):
+
+=============  =========  ==========  ===========  ==========  ==========  ==========  =======
+join           records    path        kjoin rec/s  equi rec/s  kjoin/equi  ref rec/s   peak MB
+=============  =========  ==========  ===========  ==========  ==========  ==========  =======
+stream-stream  10^5       processors  14,481       45,843      0.32        12,798      1,867
+stream-stream  10^6       processors  6,874        153,981     0.04        16,675      2,151
+stream-stream  10^7       processors  19,465       171,462     0.11        12,011      3,916
+stream-table   10^6       native      57,922       147,688     0.39        27,048      2,266
+stream-table   10^6       processors  25,353       147,688     0.17        27,048      2,268
+table-table    10^6       native      54,024       85,679      0.63        20,070      2,996
+table-table    10^6       processors  29,462       85,679      0.34        20,070      2,890
+=============  =========  ==========  ===========  ==========  ==========  ==========  =======
+
+(ref: the reference engine on the first 10^5 records.) Peak memory grows to the JVM's heap
+limit (``spark.driver.memory`` 3g) and stays there; nothing is collected to the driver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["main", "generate", "BenchRow", "COLUMNS"]
+
+JOINS = ("stream-stream", "stream-table", "table-table")
+VARIANT = {"stream-stream": "left", "stream-table": "left", "table-table": "outer"}
+WINDOW = {"before_ms": 1000, "after_ms": 1000, "grace_ms": 100}
+COLUMNS = ["join", "variant", "records", "method", "kjoin s", "kjoin rec/s", "equi s", "equi rec/s", "kjoin/equi", "reference rec/s (sample)", "kjoin/ref", "peak MB"]
+"""The columns of the printed table."""
+
+
+@dataclass
+class BenchRow:
+    join: str
+    variant: str
+    records: int
+    method: str
+    kjoin_s: float
+    equi_s: float
+    reference_rate: float
+    reference_sample: int
+    peak_mb: float
+
+    def cells(self) -> list[str]:
+        kjoin_rate, equi_rate = self.records / self.kjoin_s, self.records / self.equi_s
+        return [
+            self.join,
+            self.variant,
+            f"{self.records:,}",
+            self.method,
+            f"{self.kjoin_s:.2f}",
+            f"{kjoin_rate:,.0f}",
+            f"{self.equi_s:.2f}",
+            f"{equi_rate:,.0f}",
+            f"{kjoin_rate / equi_rate:.2f}",
+            f"{self.reference_rate:,.0f} (n={self.reference_sample:,})",
+            f"{kjoin_rate / self.reference_rate:.2f}",
+            f"{self.peak_mb:,.0f}",
+        ]
+
+
+# -- data ---------------------------------------------------------------------------------
+def generate(spark: Any, join: str, records: int, path: str, keys: int = 100_000, partitions: int = 4, seed: int = 7) -> None:
+    """Write ``records`` synthetic records of ``join`` to Parquet at ``path``: columns
+    ``side, key, value, ts, partition, offset`` (offsets count up per side and partition in
+    ``id`` order, as Kafka's do in append order)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    def draw(salt: int, modulo: int) -> Any:  # a seeded uniform integer in [0, modulo) per record
+        return F.pmod(F.xxhash64(F.col("id"), F.lit(seed), F.lit(salt)), F.lit(modulo))
+
+    right_share = {"stream-table": 10, "table-table": 50, "stream-stream": 50}[join]
+    tombstones = {"stream-table": 5, "table-table": 10, "stream-stream": 1}[join]
+    side = F.when(draw(1, 100) < right_share, F.lit("right")).otherwise(F.lit("left"))
+    key_number = draw(2, keys)
+    key = F.when(draw(3, 1000) == 0, F.lit(None).cast("string")).otherwise(F.concat(F.lit("k"), key_number.cast("string")))
+    if join == "stream-table":
+        null_value = F.when(F.col("side") == "right", draw(4, 100) < tombstones).otherwise(draw(4, 100) == 0)
+    else:
+        null_value = draw(4, 100) < tombstones
+    value = F.when(null_value, F.lit(None).cast("string")).otherwise(F.concat(F.upper(F.substring(F.col("side"), 1, 1)), F.col("id").cast("string")))
+    # Timestamps: about 100 records per millisecond, up to 50 ms out of order.
+    ts = (F.floor(F.col("id") / 100) + draw(5, 50)).cast("bigint")
+    frame = (
+        spark.range(records)
+        .withColumn("side", side)
+        .withColumn("_key_number", key_number)
+        .withColumn("key", key)
+        .withColumn("value", value)
+        .withColumn("ts", ts)
+        .withColumn("partition", F.pmod(F.col("_key_number"), F.lit(partitions)).cast("int"))
+    )
+    append_order = Window.partitionBy("side", "partition").orderBy("id")
+    frame = frame.withColumn("offset", (F.row_number().over(append_order) - 1).cast("bigint"))
+    frame.select("id", "side", "key", "value", "ts", "partition", "offset").write.mode("overwrite").parquet(path)
+
+
+def topics(spark: Any, path: str, partitions: int) -> tuple[Any, Any]:
+    from pyspark.sql import functions as F
+
+    from .spark import Topic
+
+    data = spark.read.parquet(path)
+    return tuple(
+        Topic(data.filter(F.col("side") == side).select("key", "value", "ts", "partition", "offset"), partitions=partitions, source=f"{path} ({side})")
+        for side in ("left", "right")
+    )  # type: ignore[return-value]
+
+
+# -- the three contenders -----------------------------------------------------------------
+def noop(frame: Any) -> None:
+    frame.write.format("noop").mode("overwrite").save()
+
+
+def equi_join(join: str, left: Any, right: Any) -> Any:
+    """The plain Spark equi-join of the same rows (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    def latest(frame: Any, name: str) -> Any:
+        return frame.groupBy("partition", "key").agg(F.max_by("value", "offset").alias(name))
+
+    if join == "stream-table":
+        return left.join(latest(right, "table_value"), ["partition", "key"], "left")
+    if join == "table-table":
+        return latest(left, "left_value").join(latest(right, "right_value"), ["partition", "key"], "full_outer")
+    l, r = left.alias("l"), right.alias("r")
+    condition = (F.col("l.key") == F.col("r.key")) & (F.col("l.partition") == F.col("r.partition")) & F.col("r.ts").between(F.col("l.ts") - WINDOW["before_ms"], F.col("l.ts") + WINDOW["after_ms"])
+    return l.join(r, condition, "left")
+
+
+def reference_rate(spark: Any, join: str, path: str, sample: int, partitions: int) -> tuple[float, int]:
+    """Records per second of the reference engine on the first ``sample`` records (this
+    collects the sample to the driver: the reference engine is a single Python process)."""
+    from . import Scenario, run
+
+    rows = spark.read.parquet(path).orderBy("id").limit(sample).collect()
+    records = [{"side": r["side"], "key": r["key"], "value": r["value"], "ts": r["ts"], "partition": r["partition"], "offset": r["offset"]} for r in rows]
+    scenario = Scenario.from_records(join, VARIANT[join], records, window=WINDOW if join == "stream-stream" else None, partitions=partitions)
+    started = time.perf_counter()
+    run(scenario)
+    return len(records) / (time.perf_counter() - started), len(records)
+
+
+# -- memory ---------------------------------------------------------------------------------
+class PeakMemory:
+    """The peak resident memory of this process and all its descendants (the JVM that
+    PySpark starts and its Python workers), sampled every ``interval`` seconds."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sample(self) -> int:
+        try:
+            import psutil
+        except ImportError:  # pragma: no cover - psutil is a dependency of the dev environment
+            return _proc_tree_rss(os.getpid())
+        total = 0
+        me = psutil.Process()
+        for process in [me, *me.children(recursive=True)]:
+            try:
+                total += process.memory_info().rss
+            except psutil.Error:
+                pass
+        return total
+
+    def __enter__(self) -> "PeakMemory":
+        self.peak = self.sample()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, self.sample())
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        assert self._thread is not None
+        self._thread.join()
+        self.peak = max(self.peak, self.sample())
+
+
+def _proc_tree_rss(pid: int) -> int:
+    """Fallback without psutil: the RSS of ``pid`` and its descendants from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(entry))
+            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        total += rss.get(current, 0)
+        todo.extend(children.get(current, []))
+    return total
+
+
+def timed(action: Callable[[], None]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+# -- the run --------------------------------------------------------------------------------
+def bench(spark: Any, sizes: list[int], joins: list[str], methods: list[str], reference_sample: int, keys: int, partitions: int, workdir: str, out: Any = sys.stdout) -> list[BenchRow]:
+    from .spark import run_join
+
+    rows = []
+    for join in joins:
+        # Warm-up, untimed: the first run of a plan in a fresh JVM pays class loading and JIT.
+        path = os.path.join(workdir, f"{join}-warm-up.parquet")
+        generate(spark, join, min(20_000, min(sizes)), path, keys=keys, partitions=partitions)
+        left, right = topics(spark, path, partitions)
+        noop(equi_join(join, left.frame, right.frame))
+        for method in methods:
+            noop(run_join(left, right, join, VARIANT[join], window=WINDOW if join == "stream-stream" else None, method=method).results)
+        for size in sizes:
+            path = os.path.join(workdir, f"{join}-{size}.parquet")
+            print(f"[bench] generating {size:,} {join} records ...", file=out, flush=True)
+            generate(spark, join, size, path, keys=keys, partitions=partitions)
+            left, right = topics(spark, path, partitions)
+            noop(left.frame.unionByName(right.frame))  # warm the file cache and the session
+            equi_s = timed(lambda: noop(equi_join(join, left.frame, right.frame)))
+            ref_rate, ref_n = reference_rate(spark, join, path, min(reference_sample, size), partitions)
+            used: set[str] = set()
+            for method in methods:
+                result = run_join(left, right, join, VARIANT[join], window=WINDOW if join == "stream-stream" else None, method=method)
+                path_used = _method_used(result, method).split(": ")[-1]
+                if path_used in used:  # e.g. auto already ran the processors: do not time them twice
+                    continue
+                used.add(path_used)
+                print(f"[bench] {join} {size:,} kjoin method={method} ...", file=out, flush=True)
+                with PeakMemory() as memory:
+                    kjoin_s = timed(lambda: noop(result.results))
+                rows.append(BenchRow(join, VARIANT[join], size, _method_used(result, method), kjoin_s, equi_s, ref_rate, ref_n, memory.peak / 2**20))
+            shutil.rmtree(path, ignore_errors=True)
+    return rows
+
+
+def _method_used(result: Any, asked: str) -> str:
+    """``native`` or ``processors``: what ``auto`` chose (the processors run in mapInArrow)."""
+    plan = result.results._jdf.queryExecution().optimizedPlan().toString().lower()
+    used = "processors" if "mapinarrow" in plan else "native"
+    return used if asked == used else f"{asked}: {used}"
+
+
+def format_table(rows: list[BenchRow]) -> str:
+    cells = [COLUMNS] + [row.cells() for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    lines = [" | ".join(cell.rjust(widths[i]) if i >= 2 else cell.ljust(widths[i]) for i, cell in enumerate(line)) for line in cells]
+    lines.insert(1, "-+-".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 100000,1000000, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def _choices(allowed: tuple[str, ...], what: str) -> Callable[[str], list[str]]:
+    def parse(text: str) -> list[str]:
+        values = [part.strip() for part in text.split(",") if part.strip()]
+        wrong = [v for v in values if v not in allowed]
+        if wrong or not values:
+            raise argparse.ArgumentTypeError(f"{what}: expected a comma-separated subset of {','.join(allowed)}, got {text!r}")
+        return values
+
+    return parse
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kjoin.bench", description="kjoin on Spark vs a plain Spark equi-join vs the reference engine (records/s, noop sink).")
+    parser.add_argument("--sizes", type=_ints, default=[100_000, 1_000_000, 10_000_000], help="input records per run (default 100000,1000000,10000000)")
+    parser.add_argument("--joins", type=_choices(JOINS, "--joins"), default=list(JOINS), help="default: all three")
+    parser.add_argument("--methods", type=_choices(("auto", "native", "processors"), "--methods"), default=["auto"], help="run_join methods to time (default auto)")
+    parser.add_argument("--reference-sample", type=int, default=100_000, help="records the reference engine runs (default 100000)")
+    parser.add_argument("--keys", type=int, default=100_000, help="distinct keys (default 100000)")
+    parser.add_argument("--partitions", type=int, default=4, help="Kafka partitions (default 4)")
+    args = parser.parse_args(argv)
+    if args.reference_sample <= 0:
+        parser.error("--reference-sample: expected a positive integer")
+
+    from .spark import local_session
+
+    spark = local_session()
+    load_before = os.getloadavg()
+    workdir = tempfile.mkdtemp(prefix="kjoin-bench-")
+    try:
+        rows = bench(spark, args.sizes, args.joins, args.methods, args.reference_sample, args.keys, args.partitions, workdir, out=sys.stderr)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    load = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))
+    print(
+        f"kjoin bench: {os.cpu_count()} cores, {args.partitions} Kafka partitions, {args.keys:,} keys, noop sink; "
+        f"reference engine on the first n records; load average (1/5/15 min) before/after: {load}"
+    )
+    print(format_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

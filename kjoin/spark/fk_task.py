@@ -1,0 +1,144 @@
+"""Foreign-key joins on Spark: each scenario runs whole, in one Spark group.
+
+The limitation, stated plainly. A KTable-KTable foreign-key join is not a per-task
+computation: a left record on partition ``p`` sends a subscription to the partition of its
+*foreign key*, which answers with a response back to ``p`` (KIP-213, :mod:`kjoin.joins.
+fk_protocol`). What a task emits depends on messages from other tasks and on when they are
+delivered, so the Kafka tasks of one scenario cannot run independently as the primary-key
+joins do (:mod:`kjoin.spark.task`, one Spark group per ``(scenario, partition)``). Here the
+unit of parallelism is the whole scenario: every record and ``deliver`` instruction of one
+scenario goes to one Spark group, sorted by its position in the scenario, and that group
+runs the reference engine's foreign-key driver (:func:`kjoin.engine.run`: all tasks, the
+subscription and response topics, and the scenario's delivery mode) record by record. So:
+
+* many FK scenarios run in parallel (one per group), but one FK scenario uses one core,
+  however many partitions it declares;
+* one scenario's records, the state of all its tasks and its trace history live in one
+  Python worker's memory: fine for scenarios, examples and tests (:func:`run_scenarios`),
+  not a way to join two large topics by a foreign key;
+* :meth:`SparkRun.trace` of an FK scenario is the whole scenario's trace (the partition
+  argument cannot select a task whose result depends on the others).
+
+Rows have the schema of :mod:`kjoin.spark.task`'s results (``row = "output"`` or
+``"step"``), so an FK scenario's results sit in the same frames as the primary-key ones.
+A row's ``partition`` is the task of its step (for a message delivery, the partition it was
+delivered to) and ``step`` its index in the trace, where message deliveries are steps too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Mapping
+
+from ..engine import run
+from ..fates import Fate
+from ..joins import default_joiner
+from ..records import Side, render_value
+from ..scenario import Deliver, Event, Scenario
+from .task import RESULT_FIELDS, result_schema
+
+__all__ = ["DELIVER", "script_rows", "fk_results", "fk_trace", "fk_task_function"]
+
+DELIVER = "deliver"
+"""The ``side`` of a records row that is a ``{deliver: ...}`` instruction (explicit delivery);
+its ``value`` is the selector as JSON text (``"next"``, ``"m3"`` …)."""
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def script_rows(scenario_id: int, scenario: Scenario) -> list[tuple]:
+    """The records rows of one FK scenario, in the columns of :func:`run_scenarios`'s records
+    frame (``scenario, partition, side, key, value, ts, offset, position``): every record of
+    the script with its partition and offset, and every deliver instruction, ``position``
+    their index in the script."""
+    rows = []
+    for position, item in enumerate(scenario.script()):
+        if isinstance(item, Deliver):
+            rows.append((scenario_id, 0, DELIVER, None, _json(item.which), 0, None, position))
+        else:
+            rows.append((scenario_id, item.partition, item.side.value, _json(item.key), _json(item.value), item.ts, item.offset, position))
+    return rows
+
+
+def _rebuild(config: Scenario, rows: list[tuple[str, Any, Any, int, int, int]]) -> Scenario:
+    """The scenario from its options and its rows ``(side, key, value, ts, partition, offset)``
+    as JSON text, in position order."""
+    events: list[Event | Deliver] = []
+    for side, key, value, ts, partition, offset in rows:
+        if side == DELIVER:
+            events.append(Deliver(json.loads(value)))
+            continue
+        events.append(Event(Side(side), None if key is None else json.loads(key), None if value is None else json.loads(value), ts, partition, offset))
+    return replace(config, events=tuple(events))
+
+
+def fk_task_function(scenarios: Mapping[int, Scenario], joiner: Callable[[Any, Any], Any] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function: input batches hold whole FK scenarios sorted by
+    ``(scenario, position)``; each scenario, once all its rows are in, runs through the
+    reference engine and becomes result rows."""
+    join_values = joiner or default_joiner
+    options = {scenario_id: replace(config, events=()) for scenario_id, config in scenarios.items()}
+    names = [name for name, _ in RESULT_FIELDS]
+
+    def results(scenario_id: int, rows: list[tuple]) -> dict[str, list[Any]]:
+        out: dict[str, list[Any]] = {name: [] for name in names}
+        trace = run(_rebuild(options[scenario_id], rows), join_values)
+        for step in trace.steps:
+            r = step.record
+            for o in step.outputs:
+                value = o.value if o.value is None or isinstance(o.value, str) else render_value(o.value)
+                cells = ("output", scenario_id, r.partition, step.index, r.side.value, r.offset, _json(o.key), _json(o.left), _json(o.right), value, o.ts, o.tombstone, o.kind.value, o.origin_step, None, None, None)
+                for name, cell in zip(names, cells):
+                    out[name].append(cell)
+            if step.fate is not Fate.JOINED:
+                cells = ("step", scenario_id, r.partition, step.index, r.side.value, r.offset, _json(r.key), None, None, None, r.ts, None, None, None, step.fate.value, None if step.reason is None else step.reason.value, step.until_ms)
+                for name, cell in zip(names, cells):
+                    out[name].append(cell)
+        return out
+
+    def task(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        schema = pa.schema([pa.field(name, {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_()}.get(kind, pa.string())) for name, kind in RESULT_FIELDS])
+
+        def batch_of(out: dict[str, list[Any]]) -> Any:
+            return pa.RecordBatch.from_arrays([pa.array(out[name], type=schema.field(name).type) for name in names], schema=schema)
+
+        current: int | None = None
+        rows: list[tuple] = []
+        for batch in batches:
+            columns = {name: batch.column(name).to_pylist() for name in ("scenario", "partition", "side", "key", "value", "ts", "offset")}
+            for i in range(batch.num_rows):
+                scenario_id = columns["scenario"][i]
+                if scenario_id != current:
+                    if current is not None:
+                        yield batch_of(results(current, rows))
+                    current, rows = scenario_id, []
+                rows.append((columns["side"][i], columns["key"][i], columns["value"][i], columns["ts"][i], columns["partition"][i], columns["offset"][i]))
+        if current is not None:
+            yield batch_of(results(current, rows))
+
+    return task
+
+
+def fk_results(records: Any, scenarios: Mapping[int, Scenario], joiner: Callable[[Any, Any], Any] | None = None, spark_partitions: int | None = None) -> Any:
+    """The result frame of the FK scenarios whose rows are in ``records``: repartitioned by
+    ``scenario`` only (one group per scenario) and sorted by position within it."""
+    grouped = records.repartition(spark_partitions, "scenario") if spark_partitions else records.repartition("scenario")
+    ordered = grouped.sortWithinPartitions("scenario", "position")
+    return ordered.select("scenario", "partition", "side", "key", "value", "ts", "offset", "position").mapInArrow(
+        fk_task_function(scenarios, joiner), result_schema("string", "string")
+    )
+
+
+def fk_trace(records: Any, scenario_id: int, config: Scenario, joiner: Callable[[Any, Any], Any] | None = None) -> Any:
+    """Drill down: collect one FK scenario's rows (only those) and return the reference
+    engine's trace of the whole scenario."""
+    from pyspark.sql import functions as F
+
+    rows = records.filter(F.col("scenario") == scenario_id).orderBy("position").select("side", "key", "value", "ts", "partition", "offset").collect()
+    scenario = _rebuild(config, [(r["side"], r["key"], r["value"], r["ts"], r["partition"], r["offset"]) for r in rows])
+    return run(scenario, joiner or default_joiner)

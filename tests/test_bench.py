@@ -1,0 +1,48 @@
+"""The benchmark command runs end to end at a tiny size and prints its table.
+
+A functional test only: it checks the table's rows and columns, never timings.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kjoin import bench
+
+pytestmark = pytest.mark.spark
+
+
+def test_the_bench_prints_one_row_per_join_size_and_method_with_every_column(spark, capsys):
+    assert bench.main(["--sizes", "2000", "--joins", "table-table", "--methods", "auto,processors", "--reference-sample", "500", "--keys", "50", "--partitions", "2"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(printed) if line.startswith("join "))
+    assert [cell.strip() for cell in printed[header].split(" | ")] == bench.COLUMNS
+    rows = [[cell.strip() for cell in line.split(" | ")] for line in printed[header + 2:] if line.strip()]
+    assert [(row[0], row[1], row[2], row[3]) for row in rows] == [("table-table", "outer", "2,000", "auto: native"), ("table-table", "outer", "2,000", "processors")]
+    for row in rows:
+        assert len(row) == len(bench.COLUMNS)
+        assert row[9].endswith("(n=500)")
+        for cell in (row[4], row[5], row[6], row[7], row[8], row[10], row[11]):
+            assert float(cell.replace(",", "")) >= 0  # a number; timings themselves are not tested
+
+
+def test_the_generated_workload_has_what_the_bench_promises(spark, tmp_path):
+    """Seeded, with table updates and tombstones; the same seed gives the same rows."""
+    path = str(tmp_path / "st.parquet")
+    bench.generate(spark, "stream-table", 5000, path, keys=100, partitions=3)
+    frame = spark.read.parquet(path)
+    rows = frame.orderBy("id").collect()
+    right = [r for r in rows if r["side"] == "right"]
+    assert len(rows) == 5000 and 300 < len(right) < 700  # about 10% table updates
+    assert any(r["value"] is None for r in right) and any(r["value"] is not None for r in right)
+    assert {r["partition"] for r in rows} == {0, 1, 2}
+    again = str(tmp_path / "again.parquet")
+    bench.generate(spark, "stream-table", 5000, again, keys=100, partitions=3)
+    assert spark.read.parquet(again).orderBy("id").collect() == rows
+
+
+def test_bad_options_are_refused_with_the_option_named():
+    with pytest.raises(SystemExit):
+        bench.main(["--joins", "stream-river"])
+    with pytest.raises(SystemExit):
+        bench.main(["--sizes", "ten"])
