@@ -32,33 +32,19 @@ kjoin's throughput over the equi-join's (the issue's target: at least 0.5);
 ``kjoin/ref`` is kjoin's throughput over the reference engine's. The first run of every plan
 is a small untimed warm-up (class loading and JIT cost seconds in a fresh JVM).
 
-Measured 2026-11-23 on the project's 2-core machine. Idle machine (load average < 2), the
-native joins:
+Measured 2026-11-23 on the project's 2-core machine, idle (load average < 2):
 
 =============  =========  ==========  ===========  ==========  ==========  ==========  =======
 join           records    path        kjoin rec/s  equi rec/s  kjoin/equi  ref rec/s   peak MB
 =============  =========  ==========  ===========  ==========  ==========  ==========  =======
-stream-table   10^5       native      50,010       128,355     0.39        56,475      2,197
-stream-table   10^6       native      260,679      829,517     0.31        60,169      2,006
-stream-table   10^7       native      287,024      1,096,957   0.26        55,563      4,117
-table-table    10^5       native      91,357       207,778     0.44        36,607      3,648
-table-table    10^6       native      251,739      455,330     0.55        34,836      3,645
-table-table    10^7       native      221,513      637,019     0.35        33,419      4,177
-=============  =========  ==========  ===========  ==========  ==========  ==========  =======
-
-Loaded machine (other jobs kept the load average at 5-7, so times are 2-5x the idle ones),
-native against the processors, and the stream-stream join (processors only):
-
-=============  =========  ==========  ===========  ==========  ==========  ==========  =======
-join           records    path        kjoin rec/s  equi rec/s  kjoin/equi  ref rec/s   peak MB
-=============  =========  ==========  ===========  ==========  ==========  ==========  =======
-stream-stream  10^5       processors  14,481       45,843      0.32        12,798      1,867
-stream-stream  10^6       processors  6,874        153,981     0.04        16,675      2,151
-stream-stream  10^7       processors  19,465       171,462     0.11        12,011      3,916
-stream-table   10^6       native      57,922       147,688     0.39        27,048      2,266
-stream-table   10^6       processors  25,353       147,688     0.17        27,048      2,268
-table-table    10^6       native      54,024       85,679      0.63        20,070      2,996
-table-table    10^6       processors  29,462       85,679      0.34        20,070      2,890
+stream-stream  10^6       processors  44,138       360,756     0.12        29,148      2,208
+stream-stream  10^7       processors  41,430       792,897     0.05        26,018      4,161
+stream-table   10^6       native      290,489      659,211     0.44        57,608      2,648
+stream-table   10^6       processors  143,687      659,211     0.22        57,608      2,648
+stream-table   10^7       native      245,749      1,081,800   0.23        54,471      4,374
+table-table    10^6       native      292,501      487,373     0.60        36,932      2,674
+table-table    10^6       processors  99,373       487,373     0.20        36,932      2,689
+table-table    10^7       native      219,183      596,552     0.37        35,211      4,252
 =============  =========  ==========  ===========  ==========  ==========  ==========  =======
 
 (ref: the reference engine on the first 10^5 records.) Peak memory grows to the JVM's heap
