@@ -58,16 +58,16 @@ class TableTableJoin:
         self.semantics = semantics
         self.sends_old_values = sends_old_values
         sends_old = {Side.LEFT: variant in ("left", "outer") or sends_old_values, Side.RIGHT: variant == "outer" or sends_old_values}
-        self.tables: dict[Side, Any] = {}
-        parents = {Side.LEFT: left, Side.RIGHT: right}
+        self.tables: dict[Side, Any] = {}  # this join's own source tables
+        self.parents: dict[Side, Any] = {}
+        given = {Side.LEFT: left, Side.RIGHT: right}
         for side in Side:
-            parent = parents[side]
+            parent = given[side]
             if parent is None:
-                parent = (sources or {}).get(side) or TableStore(log, task, side, sends_old[side])
-                self.tables[side] = parent
-            elif sends_old[side]:
+                parent = self.tables[side] = (sources or {}).get(side) or TableStore(log, task, side, sends_old_values=False)
+            if sends_old[side]:
                 parent.enable_sending_old_values()
-        self.parents: dict[Side, Any] = {Side.LEFT: parents[Side.LEFT] or self.tables[Side.LEFT], Side.RIGHT: parents[Side.RIGHT] or self.tables[Side.RIGHT]}
+            self.parents[side] = parent
 
     def enable_sending_old_values(self) -> None:
         """A downstream join needs this join's old values: so do both of its parents."""

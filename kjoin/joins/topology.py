@@ -132,6 +132,11 @@ class ResultSink:
     def holds_step(self, step: int) -> bool:
         return self.cache is not None and self.cache.holds_step(step)
 
+    @staticmethod
+    def settle_held(ctx: StepContext) -> None:
+        """The step joined, but its result waits in the cache: the record is buffered."""
+        ctx.settle(Fate.BUFFERED, Reason.RECORD_CACHE, f"{ctx.summary} The result waits in the result store's cache until the next commit.")
+
     def flush(self, ctx: StepContext) -> None:
         """Commit: forward the cached results."""
         if self.cache is None:
@@ -207,9 +212,8 @@ class TablePipeline:
         if parts:
             merge_fates(ctx, parts)
         if ctx.fate is Fate.JOINED and not any(output.origin_step == ctx.index for output in ctx.outputs):
-            held = self.result is not None and self.result.holds_step(ctx.index)
-            if held:
-                ctx.settle(Fate.BUFFERED, Reason.RECORD_CACHE, f"{ctx.summary} The result waits in the result store's cache until the next commit.")
+            if self.result is not None and self.result.holds_step(ctx.index):
+                ResultSink.settle_held(ctx)
             else:
                 ctx.settle(Fate.STORED, Reason.NOTHING_TO_DELETE, ctx.summary)
 
@@ -245,8 +249,6 @@ class TablePipeline:
 
     # -- commit: flush the caches ------------------------------------------------------------
     def _commit(self, ctx: StepContext, parts: list[tuple[str, StepContext]]) -> None:
-        if not self.source_caches and not (self.result is not None and self.result.cache is not None):
-            return
         for side in (Side.LEFT, Side.RIGHT):
             cache = self.source_caches.get(side)
             for entry in cache.flush() if cache is not None else []:

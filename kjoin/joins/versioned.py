@@ -124,8 +124,7 @@ class VersionedTableTableJoin(TableTableJoin):
     """One task's table-table join where one or both tables are versioned."""
 
     def __init__(self, log: StateLog, task: int, variant: str, semantics: Semantics, left: Any, right: Any, mode: str = "final") -> None:
-        sends_old = {Side.LEFT: variant in ("left", "outer"), Side.RIGHT: variant == "outer"}
-        versioned = {side: VersionedStore(log, task, side, options.history_retention_ms, sends_old[side]) for side, options in ((Side.LEFT, left), (Side.RIGHT, right)) if options.versioned}
+        versioned = {side: VersionedStore(log, task, side, options.history_retention_ms, sends_old_values=False) for side, options in ((Side.LEFT, left), (Side.RIGHT, right)) if options.versioned}
         super().__init__(log, task, variant, semantics, sources=versioned)
         self.mode = mode
 
