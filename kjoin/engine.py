@@ -18,7 +18,7 @@ from .joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoi
 from .joins.fk_protocol import SUBSCRIPTION, Message
 from .joins.foreign_key import ForeignKeyJoin
 from .joins.self_join import OptimizedSelfJoin
-from .fates import Fate, Reason
+from .fates import Fate
 from .joins.topology import ResultSink, SelfJoin, StreamChain, TablePipeline
 from .joins.versioned import VersionedStreamTableJoin, VersionedTableTableJoin
 from .records import Record, Side
@@ -155,11 +155,12 @@ def _materialize(results: dict[int, ResultSink], ctx: StepContext, commit: bool)
     outputs, ctx.outputs = ctx.outputs, []
     for output in outputs:
         results[output.partition].put(output, ctx)
+    held = outputs and not ctx.outputs  # every result went into a cache
     if commit:
         for task in sorted(results):
             results[task].flush(ctx)
-    if ctx.fate is Fate.JOINED and not ctx.outputs and any(sink.holds_step(ctx.index) for sink in results.values()):
-        ctx.settle(Fate.BUFFERED, Reason.RECORD_CACHE, f"{ctx.summary} The result waits in the result store's cache until the next commit.")
+    elif ctx.fate is Fate.JOINED and held:
+        ResultSink.settle_held(ctx)
 
 
 def _about_row(message: Message, pk: Any) -> bool:

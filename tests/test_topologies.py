@@ -282,3 +282,15 @@ def test_in_a_chain_a_cache_can_keep_a_stale_result():
     assert _rendered(plain.steps[3]) == "null@3"
     assert _rows(plain, "result table", 3) == []
     assert _rows(cached, "result table", 3) == [(0, "k", "null-R0-R0")]
+
+
+def test_an_fk_delivery_whose_result_waits_in_the_cache_is_buffered():
+    """A right update answers two subscribers; with immediate delivery the task commits only
+    once nothing is in flight, so the first response's result waits in the result cache."""
+    events = [("left", "a", {"fk": "y"}, 1), ("left", "b", {"fk": "y"}, 2), ("right", "y", "Y", 3)]
+    trace = run(_fk(events, materialized=True, caching=True))
+    responses = [step for step in trace.steps if step.message is not None and step.message.topic == "response" and step.index > 4]
+    first, last = responses[-2], responses[-1]
+    assert (first.fate, first.reason, first.outputs) == (Fate.BUFFERED, Reason.RECORD_CACHE, ())
+    assert "waits in the result store's cache" in first.explain
+    assert sorted(o.key for o in last.outputs) == ["a", "b"]
