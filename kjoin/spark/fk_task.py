@@ -36,7 +36,7 @@ from ..fates import Fate
 from ..joins import default_joiner
 from ..records import Side, render_value
 from ..scenario import Deliver, Event, Scenario
-from .task import RESULT_FIELDS, result_schema
+from .task import RESULT_FIELDS, json_text, result_schema
 
 __all__ = ["DELIVER", "script_rows", "fk_results", "fk_trace", "fk_task_function"]
 
@@ -44,9 +44,6 @@ DELIVER = "deliver"
 """The ``side`` of a records row that is a ``{deliver: ...}`` instruction (explicit delivery);
 its ``value`` is the selector as JSON text (``"next"``, ``"m3"`` …)."""
 
-
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def script_rows(scenario_id: int, scenario: Scenario) -> list[tuple]:
@@ -57,9 +54,9 @@ def script_rows(scenario_id: int, scenario: Scenario) -> list[tuple]:
     rows = []
     for position, item in enumerate(scenario.script()):
         if isinstance(item, Deliver):
-            rows.append((scenario_id, 0, DELIVER, None, _json(item.which), 0, None, position))
+            rows.append((scenario_id, 0, DELIVER, None, json_text(item.which), 0, None, position))
         else:
-            rows.append((scenario_id, item.partition, item.side.value, _json(item.key), _json(item.value), item.ts, item.offset, position))
+            rows.append((scenario_id, item.partition, item.side.value, json_text(item.key), json_text(item.value), item.ts, item.offset, position))
     return rows
 
 
@@ -90,11 +87,11 @@ def fk_task_function(scenarios: Mapping[int, Scenario], joiner: Callable[[Any, A
             r = step.record
             for o in step.outputs:
                 value = o.value if o.value is None or isinstance(o.value, str) else render_value(o.value)
-                cells = ("output", scenario_id, r.partition, step.index, r.side.value, r.offset, _json(o.key), _json(o.left), _json(o.right), value, o.ts, o.tombstone, o.kind.value, o.origin_step, None, None, None)
+                cells = ("output", scenario_id, r.partition, step.index, r.side.value, r.offset, json_text(o.key), json_text(o.left), json_text(o.right), value, o.ts, o.tombstone, o.kind.value, o.origin_step, None, None, None)
                 for name, cell in zip(names, cells):
                     out[name].append(cell)
             if step.fate is not Fate.JOINED:
-                cells = ("step", scenario_id, r.partition, step.index, r.side.value, r.offset, _json(r.key), None, None, None, r.ts, None, None, None, step.fate.value, None if step.reason is None else step.reason.value, step.until_ms)
+                cells = ("step", scenario_id, r.partition, step.index, r.side.value, r.offset, json_text(r.key), None, None, None, r.ts, None, None, None, step.fate.value, None if step.reason is None else step.reason.value, step.until_ms)
                 for name, cell in zip(names, cells):
                     out[name].append(cell)
         return out

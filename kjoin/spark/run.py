@@ -28,7 +28,7 @@ from ..records import Side
 from ..scenario import JOINS, Event, Scenario
 from ..semantics import Semantics, parse_semantics
 from ..trace import Trace
-from .task import group_by_task, result_schema, task_function
+from .task import group_by_task, json_text, result_schema, task_function
 from .topic import KEY_TYPES, VALUE_TYPES, SparkInputError, Topic
 
 __all__ = ["run_join", "run_scenarios", "SparkRun", "OUTPUT_COLUMNS", "STEP_COLUMNS"]
@@ -204,7 +204,7 @@ def run_scenarios(spark: Any, scenarios: Iterable[Scenario], joiner: Callable[[A
             fk_rows += fk_task.script_rows(scenario_id, scenario)
             continue
         for position, record in enumerate(scenario.records()):
-            rows.append((scenario_id, record.partition, record.side.value, _json(record.key), _json(record.value), record.ts, record.offset, position))
+            rows.append((scenario_id, record.partition, record.side.value, json_text(record.key), json_text(record.value), record.ts, record.offset, position))
     schema = "scenario long, partition int, side string, key string, value string, ts long, offset long, position long"
 
     def frame(data: list[tuple]) -> Any:
@@ -237,7 +237,7 @@ def _execute(records: Any, configs: Mapping[int, Scenario], key_type: str, value
 
         why = native.unsupported(configs, joiner, value_type, json_keys=json_keys, json_values=json_values)
         if why is None:
-            results = native.native_results(records, configs, key_type, value_type, json_values=json_values, spark_partitions=None if partitioned else spark_partitions, partitioned=partitioned)
+            results = native.native_results(records, configs, key_type, value_type, json_values=json_values, spark_partitions=spark_partitions, partitioned=partitioned)
             if sort_rows:  # small, driver-built inputs: rows in emission order per task, as the processors give them
                 results = results.sortWithinPartitions("scenario", "partition", "step")
             return SparkRun(records, results, configs, json_keys, json_values)
@@ -251,9 +251,6 @@ def _execute(records: Any, configs: Mapping[int, Scenario], key_type: str, value
     )
     return SparkRun(records, results, configs, json_keys, json_values)
 
-
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def _common_types(left: Topic, right: Topic) -> tuple[str, str]:

@@ -33,7 +33,7 @@ from ..records import Record, Side, render_value
 from ..scenario import Scenario
 from ..state import StateLog
 
-__all__ = ["group_by_task", "task_function", "RESULT_FIELDS", "result_schema"]
+__all__ = ["group_by_task", "json_text", "task_function", "RESULT_FIELDS", "result_schema"]
 
 
 RESULT_FIELDS: list[tuple[str, str]] = [
@@ -67,7 +67,9 @@ def result_schema(key_type: str, value_type: str) -> str:
 _SIDES = {"left": Side.LEFT, "right": Side.RIGHT}
 
 
-def _json_encode(value: Any) -> Any:
+def json_text(value: Any) -> str | None:
+    """A key or value as the JSON text the Spark frames carry (canonical: sorted keys, no
+    spaces), ``None`` for null."""
     return None if value is None else json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
@@ -131,9 +133,9 @@ def task_function(
                 for output in ctx.outputs:
                     left, right = output.left, output.right
                     if json_values:
-                        left, right = _json_encode(left), _json_encode(right)
+                        left, right = json_text(left), json_text(right)
                     result = output.value if output.value is None or isinstance(output.value, str) else render_value(output.value)
-                    out_key = _json_encode(output.key) if json_keys else output.key
+                    out_key = json_text(output.key) if json_keys else output.key
                     _append(out, "output", scenario_id, partition, step, record, out_key, left, right, result, output.ts, output.tombstone, output.kind.value, output.origin_step, None, None, None)
                 if ctx.fate is not Fate.JOINED:
                     _append(out, "step", scenario_id, partition, step, record, columns["key"][i], None, None, None, record.ts, None, None, None, ctx.fate.value, None if ctx.reason is None else ctx.reason.value, ctx.until_ms)
