@@ -25,8 +25,11 @@ demo: $(STAMP)
 	$(VENV)/bin/kjoin table --join stream-stream --left "1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D" \
 	    --right "2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d" --window 15 --grace 5
 
+# Jupyter refuses to run as root unless told; CI machines and containers often are root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP) demo
-	$(VENV)/bin/jupyter lab --no-browser notebooks/
+	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) notebooks/
 
 test: $(STAMP) system-deps
 	$(PY) -m pytest

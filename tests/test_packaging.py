@@ -55,3 +55,15 @@ def test_public_names():
     )
     for name in kjoin.__all__:
         assert getattr(kjoin, name) is not None
+
+
+def test_make_lab_runs_jupyter_even_as_root():
+    """The README's main job starts JupyterLab; Jupyter refuses to run as root without
+    --allow-root, and CI machines and containers often are root."""
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    recipe = subprocess.run(["make", "-n", "-W", "pyproject.toml", "lab"], cwd=root, capture_output=True, text=True, check=True).stdout
+    command = next(line for line in recipe.splitlines() if "jupyter lab" in line)
+    assert ("--allow-root" in command) == (os.geteuid() == 0)
