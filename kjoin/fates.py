@@ -85,3 +85,11 @@ class Reason(enum.Enum):
     NULL_KEY_IN_GRACE_BUFFER = "null-key-in-grace-buffer"
     """Stream-table left join with a grace period: a null-key record reaches ``buffer.put``,
     where Kafka throws a NullPointerException and the task fails. kjoin skips it to go on."""
+    NULL_GROUP_KEY = "null-group-key"
+    """Aggregate: the group-by mapper returned a null key (or a null value) for the record, so
+    nothing is written to the repartition topic for it (Kafka's ``KTableRepartitionMap`` skips
+    such pairs); the record still updates its source table."""
+    EXPIRED_WINDOW = "expired-window"
+    """Windowed aggregate: every window the record belongs to is closed, that is
+    ``window end + grace <= stream time`` (Kafka logs "Skipping record for expired window." and
+    counts it in ``dropped-records``); the record changes no aggregate."""

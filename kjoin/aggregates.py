@@ -1,0 +1,281 @@
+"""Run seed 000's aggregates and WTable joins from Python, record by record.
+
+Each function takes events (dicts ``{side, key, value, ts[, partition]}`` in processing order,
+``side`` optional where there is one input) and returns an :class:`AggregateTrace`: a
+:class:`~kjoin.trace.Trace` with one step per event and the state after every step::
+
+    >>> from kjoin.aggregates import run_window_aggregate, TimeWindows
+    >>> trace = run_window_aggregate([{"key": "p1", "value": 1, "ts": 5}], TimeWindows(10))
+    >>> [o.render() for o in trace.outputs]
+    ['p1@[0, 10)=1']
+
+* :func:`run_table_aggregate`: a KTable grouped by a field of its value and aggregated.
+* :func:`run_window_aggregate`: a stream aggregated in tumbling or hopping windows; the
+  trace's :meth:`AggregateTrace.wtable` is the resulting WTable.
+* :func:`run_wtable_join`: one of the WTable joins of seed 000 (see :mod:`kjoin.joins.wtable`).
+
+:func:`output_to_dict` writes any output as JSON-ready data; a windowed key becomes
+``key`` plus ``window: {start_ms, end_ms}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from .aggregate_stores import SegmentLayout
+from .joins.aggregate import Aggregation, AggregateOutput, TableAggregate, count, custom, field_of, reduce, sum_of
+from .joins.context import StepContext, default_joiner
+from .joins.window_aggregate import TimeWindows, Window, WindowAggregate, Windowed, WTable, WTableWriteError
+from .joins.wtable import (
+    RESULT_TYPES,
+    WTABLE_JOINS,
+    Selector,
+    Shifter,
+    StreamWTableJoin,
+    TableWTableJoin,
+    WTableTableJoin,
+    WTableWTableJoin,
+    select_by_field,
+    select_by_timestamp,
+    shift_by,
+)
+from .records import Output, Record, Side
+from .state import StateHistory, StateLog
+from .trace import Step, Trace
+
+__all__ = [
+    "AggregateConfig",
+    "AggregateTrace",
+    "TimeWindows",
+    "Window",
+    "Windowed",
+    "WTable",
+    "WTableWriteError",
+    "SegmentLayout",
+    "run_table_aggregate",
+    "run_window_aggregate",
+    "run_wtable_join",
+    "output_to_dict",
+    "materialize",
+    "count",
+    "sum_of",
+    "reduce",
+    "custom",
+    "shift_by",
+    "select_by_timestamp",
+    "select_by_field",
+    "JOINS",
+    "RESULT_TYPES",
+]
+
+JOINS = ("table-aggregate", "window-aggregate", *WTABLE_JOINS)
+
+
+@dataclass(frozen=True)
+class AggregateConfig:
+    """What a run was asked to do (the trace's ``scenario``): the join name, variant and options."""
+
+    join: str
+    variant: str = "left"
+    partitions: int = 1
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+class AggregateTrace(Trace):
+    """A trace of an aggregate or a WTable join; :meth:`wtable` gives a windowed result."""
+
+    def wtable(self) -> WTable:
+        """The WTable of a windowed aggregate (or of a join whose result is a WTable)."""
+        if self.scenario.join == "window-aggregate":
+            return WTable(o for o in self.outputs if isinstance(o, AggregateOutput))
+        if RESULT_TYPES.get(self.scenario.join) == "WTable":
+            return WTable(_as_aggregate_output(o) for o in self.outputs)
+        raise TypeError(
+            f"a {self.scenario.join} result is a {RESULT_TYPES.get(self.scenario.join, 'KTable')}, not a WTable"
+        )
+
+
+def _as_aggregate_output(output: Output) -> AggregateOutput:
+    key = output.key
+    assert isinstance(key, Windowed)
+    return AggregateOutput(
+        key.key,
+        output.value,
+        None,
+        output.ts,
+        output.tombstone,
+        "join",
+        output.partition,
+        output.origin_step,
+        (key.window.start_ms, key.window.end_ms),
+    )
+
+
+def output_to_dict(output: Any) -> dict[str, Any]:
+    """An output as JSON-ready data; a :class:`Windowed` key becomes ``key`` and ``window``."""
+    data = output.to_dict()
+    key = data.get("key")
+    if isinstance(key, Windowed):
+        data["key"] = key.key
+        data["window"] = key.window.to_dict()
+    return data
+
+
+def materialize(outputs: Iterable[Any]) -> dict[Any, Any]:
+    """A changelog as a table: the latest value of every key; a tombstone deletes the key."""
+    table: dict[Any, Any] = {}
+    for output in outputs:
+        key = output.key if getattr(output, "window", None) is None else Windowed(output.key, Window(*output.window))
+        if output.tombstone:
+            table.pop(key, None)
+        else:
+            table[key] = output.value
+    return table
+
+
+# -- events -------------------------------------------------------------------------------
+def _records(events: Iterable[Mapping[str, Any]], partitions: int, default_side: Side = Side.LEFT) -> list[Record]:
+    from .partitioner import default_partition
+
+    records = []
+    for index, event in enumerate(events):
+        missing = [name for name in ("key", "ts") if name not in event]
+        if missing:
+            raise ValueError(f"events[{index}] has no {', '.join(missing)}: every event needs key, value and ts")
+        ts = event["ts"]
+        if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
+            raise ValueError(f"events[{index}].ts is {ts!r}: timestamps are integer milliseconds >= 0")
+        side = Side(event.get("side", default_side.value))
+        key = event["key"]
+        partition = event.get("partition")
+        if partition is None:
+            partition = default_partition(key, partitions) if (key is not None and partitions > 1) else 0
+        if not 0 <= partition < partitions:
+            raise ValueError(f"events[{index}].partition is {partition}, outside 0..{partitions - 1}")
+        records.append(Record(side, key, event.get("value"), ts, partition, index))
+    return records
+
+
+def _run(
+    config: AggregateConfig,
+    records: list[Record],
+    log: StateLog,
+    process: Callable[[Record, StepContext], None],
+    joiner: Callable[[Any, Any], Any] = default_joiner,
+) -> AggregateTrace:
+    history = StateHistory(log.copy())
+    log.take_changes()
+    steps: list[Step] = []
+    for index, record in enumerate(records):
+        ctx = StepContext(index, record, joiner)
+        process(record, ctx)
+        if ctx.fate is None:  # pragma: no cover - every processor settles
+            raise AssertionError(f"step {index}: the processor did not settle the record's fate")
+        history.record(log.take_changes(), log)
+        steps.append(
+            Step(index, record, record.partition, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain())
+        )
+    return AggregateTrace(config, steps, history)  # type: ignore[arg-type]
+
+
+def _group_by(group_by: str | Callable[[Any, Any], Any]) -> tuple[Callable[[Any, Any], Any], str]:
+    if callable(group_by):
+        return group_by, "group-by mapper"
+    return (lambda key, value: field_of(value, group_by)), f"group-by on field {group_by!r}"
+
+
+# -- the three runners --------------------------------------------------------------------
+def run_table_aggregate(
+    events: Iterable[Mapping[str, Any]],
+    group_by: str | Callable[[Any, Any], Any],
+    aggregation: Aggregation | None = None,
+    partitions: int = 1,
+) -> AggregateTrace:
+    """``table.groupBy(group_by).aggregate(...)`` over table updates (``value`` null: a delete).
+
+    ``group_by``: a field path of the value (``"page"``, ``"a.b"``) or ``(key, value) -> group``.
+    ``aggregation``: :func:`count` (default), :func:`sum_of`, :func:`reduce` or :func:`custom`.
+    """
+    aggregation = aggregation or count()
+    mapper, name = _group_by(group_by)
+    log = StateLog()
+    topology = TableAggregate(log, partitions, mapper, aggregation, name)
+    config = AggregateConfig("table-aggregate", aggregation.name, partitions, {"group_by": group_by})
+    return _run(config, _records(events, partitions), log, topology.process)
+
+
+def run_window_aggregate(
+    events: Iterable[Mapping[str, Any]],
+    windows: TimeWindows,
+    aggregation: Aggregation | None = None,
+    partitions: int = 1,
+    layout: SegmentLayout | None = None,
+) -> AggregateTrace:
+    """``stream.groupByKey().windowedBy(windows).aggregate(...)``; the result is a WTable.
+
+    ``layout``: how the window store is cut into segments (default: Kafka's, over ``size + grace``).
+    """
+    aggregation = aggregation or count()
+    log = StateLog()
+    tasks = {task: WindowAggregate(log, task, windows, aggregation, layout=layout) for task in range(partitions)}
+    config = AggregateConfig("window-aggregate", aggregation.name, partitions, {"windows": windows})
+    return _run(
+        config, _records(events, partitions), log, lambda record, ctx: tasks[record.partition].process(record, ctx)
+    )
+
+
+def run_wtable_join(
+    events: Iterable[Mapping[str, Any]],
+    join: str,
+    windows: TimeWindows,
+    variant: str = "left",
+    aggregation: Aggregation | None = None,
+    right_aggregation: Aggregation | None = None,
+    right_windows: TimeWindows | None = None,
+    shifter: Shifter | None = None,
+    selector: Selector | None = None,
+    joiner: Callable[[Any, Any], Any] = default_joiner,
+    partitions: int = 1,
+) -> AggregateTrace:
+    """Run one WTable join of seed 000. The WTable side(s) are windowed aggregates of the side's events.
+
+    * ``wtable-wtable``: both sides are streams aggregated in ``windows`` (the right in
+      ``right_windows`` if given, with a ``shifter``); ``variant`` inner, left or outer.
+    * ``wtable-table``: the left side is aggregated; right events are table updates.
+    * ``stream-wtable`` / ``table-wtable``: left events are stream records / table updates; the
+      right side is aggregated; ``selector(key, value, ts)`` picks the window to look up.
+    """
+    if join not in WTABLE_JOINS:
+        raise ValueError(f"join must be one of {', '.join(WTABLE_JOINS)}, not {join!r}")
+    if variant not in ("inner", "left", "outer"):
+        raise ValueError(f"variant must be inner, left or outer, not {variant!r}")
+    if join != "wtable-wtable" and variant != "left":
+        raise ValueError(f"{join} exists only as a left join in the seed's API, not {variant}")
+    if join in ("stream-wtable", "table-wtable") and selector is None:
+        raise ValueError(
+            f"{join} needs a window selector: (key, value, ts) -> window, e.g. select_by_timestamp(windows)"
+        )
+    left_agg = aggregation or count()
+    right_agg = right_aggregation or left_agg
+    log = StateLog()
+
+    def new(task: int) -> Any:
+        if join == "wtable-wtable":
+            return WTableWTableJoin(log, task, variant, windows, right_windows or windows, left_agg, right_agg, shifter)
+        if join == "wtable-table":
+            return WTableTableJoin(log, task, windows, left_agg)
+        if join == "stream-wtable":
+            return StreamWTableJoin(log, task, windows, right_agg, selector)  # type: ignore[arg-type]
+        return TableWTableJoin(log, task, windows, right_agg, selector)  # type: ignore[arg-type]
+
+    tasks = {task: new(task) for task in range(partitions)}
+    options = {"windows": windows, "shifter": shifter, "selector": selector}
+    config = AggregateConfig(join, variant, partitions, options)
+    return _run(
+        config,
+        _records(events, partitions),
+        log,
+        lambda record, ctx: tasks[record.partition].process(record, ctx),
+        joiner,
+    )

@@ -1,0 +1,348 @@
+"""The WTable joins of seed 000's API, each over a windowed aggregate built in the same task.
+
+A WTable is only ever the result of a windowed aggregate, so each join here owns the
+aggregate(s) of its WTable side(s): a WTable side's input events are stream records, and every
+aggregate update (``Change(new, old)`` of ``Windowed(key, window)``) drives the join as a table
+update does. A WTable is partitioned by the aggregation key alone, so every window of a key is
+in the task of that key, and a lookup in *another* window of the key (a shifter, a selector)
+stays local.
+
+How each join works ("update" = an aggregate update or a table update; aggregates never
+delete, so a WTable update always carries a value):
+
+* ``wtable-wtable`` inner/left/outer, on the same window (result: WTable). An update of
+  ``key@w`` looks up the other WTable at ``key@w`` and follows KTable-KTable rules (KIP-77):
+  inner needs both; left emits for every left update (null when the right is missing) and
+  for a right update only when the left has the window; outer emits for every update.
+* ``wtable-wtable`` left with a window shifter ``W -> W`` (result: WTable keyed by the left
+  window). A left update of ``key@w`` looks up the right at ``key@shift(w)``; a right update
+  of ``key@w2`` re-joins every left window ``w`` of the key with ``shift(w) == w2``.
+* ``wtable-table`` left (result: WTable). A left update of ``key@w`` looks up the table's
+  ``key``; a table update (a delete too: ``joiner(agg, null)``) re-joins every live left
+  window of the key.
+* ``stream-wtable`` left with a window selector ``(K, V, ts) -> W`` (result: KStream). A stream
+  record looks up the WTable at ``key@selector(...)``; WTable updates only change state.
+* ``table-wtable`` left with a window selector (result: KTable, with tombstones). A table
+  update looks up ``key@selector(key, value, ts)``; a delete emits a tombstone when the row
+  existed. A WTable update of ``key@w`` emits only if the table's row of the key selects ``w``.
+
+A result carries ``max(ts of the update, ts of the value found)`` (a stream-wtable result the
+stream record's ts). Results of WTable type are keyed by :class:`Windowed`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..fates import Fate, Reason
+from ..records import OutputKind, Record, Side, render_value
+from ..state import StateLog
+from ..stores import TableStore
+from .aggregate import AggregateOutput, Aggregation, field_of
+from .context import StepContext
+from .window_aggregate import TimeWindows, Window, WindowAggregate, Windowed
+
+__all__ = [
+    "WTableWTableJoin",
+    "WTableTableJoin",
+    "StreamWTableJoin",
+    "TableWTableJoin",
+    "Shifter",
+    "Selector",
+    "shift_by",
+    "select_by_timestamp",
+    "select_by_field",
+    "WTABLE_JOINS",
+    "RESULT_TYPES",
+]
+
+Shifter = Callable[[Window], Window]
+"""A window shifter: the window of the secondary WTable to look up for a primary window."""
+Selector = Callable[[Any, Any, int], "Window | None"]
+"""A window selector: ``(key, value, ts) -> window`` of the WTable to look up (``None``: none)."""
+
+WTABLE_JOINS = ("wtable-wtable", "wtable-table", "stream-wtable", "table-wtable")
+RESULT_TYPES = {
+    "wtable-wtable": "WTable",
+    "wtable-table": "WTable",
+    "stream-wtable": "KStream",
+    "table-wtable": "KTable",
+}
+"""The seed's result-type table for the joins with a WTable."""
+
+
+def shift_by(ms: int) -> Shifter:
+    """A shifter moving a window by ``ms`` (negative: back in time; one week back: ``-604800000``)."""
+
+    def shift(window: Window) -> Window:
+        return window.shifted(ms)
+
+    shift.__doc__ = f"shift by {ms} ms"
+    return shift
+
+
+def _newest_window(windows: TimeWindows, ts: int | None) -> Window | None:
+    if ts is None or not isinstance(ts, int) or ts < 0:
+        return None
+    return windows.windows_for(ts)[-1]
+
+
+def select_by_timestamp(windows: TimeWindows) -> Selector:
+    """Select the window containing the record's own timestamp (the newest one, for hopping windows)."""
+    return lambda key, value, ts: _newest_window(windows, ts)
+
+
+def select_by_field(windows: TimeWindows, field: str) -> Selector:
+    """Select the window containing the timestamp in the value's ``field`` (newest, for hopping windows)."""
+    return lambda key, value, ts: _newest_window(windows, field_of(value, field))
+
+
+def _ts(*found: int | None) -> int:
+    return max(ts for ts in found if ts is not None)
+
+
+def _said(found: tuple[Any, int] | None) -> str:
+    return "nothing" if found is None else f"{render_value(found[0])}@{found[1]}"
+
+
+class _WTableJoin:
+    """What every WTable join shares: settle the step from what the join emitted."""
+
+    def _settle(self, ctx: StepContext, emitted_before: int, silent: str) -> None:
+        """After an aggregate update: no join result means no partner (or a mere state change)."""
+        if ctx.fate is Fate.JOINED and len(ctx.outputs) == emitted_before:
+            summary = ctx.summary
+            ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, f"{summary} {silent}")
+
+
+class WTableWTableJoin(_WTableJoin):
+    """``wtable.join/leftJoin/outerJoin(wtable)`` on the same window, or ``leftJoin`` with a shifter."""
+
+    def __init__(
+        self,
+        log: StateLog,
+        task: int,
+        variant: str,
+        left_windows: TimeWindows,
+        right_windows: TimeWindows,
+        left_aggregation: Aggregation,
+        right_aggregation: Aggregation,
+        shifter: Shifter | None = None,
+    ) -> None:
+        if shifter is not None and variant != "left":
+            raise ValueError(f"a window shifter exists only for the left join (the seed's API), not for {variant}")
+        if shifter is None and left_windows != right_windows:
+            raise ValueError(
+                "a wtable-wtable join on the same window needs the same windows on both sides "
+                f"({left_windows.describe()} vs {right_windows.describe()}); give a shifter otherwise"
+            )
+        self.variant = variant
+        self.shifter = shifter
+        self.left = WindowAggregate(log, task, left_windows, left_aggregation, "left ", on_update=self._on_left)
+        self.right = WindowAggregate(log, task, right_windows, right_aggregation, "right ", on_update=self._on_right)
+
+    def process(self, record: Record, ctx: StepContext) -> None:
+        before = len(ctx.outputs)
+        (self.left if record.side is Side.LEFT else self.right).process(record, ctx)
+        self._settle(ctx, before, f"The {self.variant} join found no partner window: no output.")
+
+    def _target(self, window: Window) -> Window:
+        return window if self.shifter is None else self.shifter(window)
+
+    def _on_left(self, update: AggregateOutput, ctx: StepContext) -> None:
+        window = Window(*update.window)  # type: ignore[misc]
+        target = self._target(window)
+        other = self.right.get(update.key, target)
+        looked = (
+            f"left {update.key}@{window} = {render_value(update.value)} looks up right @{target}: found {_said(other)}"
+        )
+        if other is None and self.variant == "inner":
+            ctx.note(f"{looked}; inner join: no output.")
+            return
+        kind = OutputKind.JOINED if other is not None else OutputKind.UNMATCHED
+        output = ctx.emit(
+            kind,
+            Windowed(update.key, window),
+            update.value,
+            None if other is None else other[0],
+            _ts(update.ts, None if other is None else other[1]),
+        )
+        ctx.note(f"{looked}; joiner called: {render_value(output.value)}.")
+
+    def _on_right(self, update: AggregateOutput, ctx: StepContext) -> None:
+        window = Window(*update.window)  # type: ignore[misc]
+        if self.shifter is None:
+            found = self.left.get(update.key, window)
+            partners = [] if found is None else [(window, found[0], found[1])]
+        else:
+            partners = [(w, agg, ts) for w, agg, ts in self.left.windows_of(update.key) if self.shifter(w) == window]
+        looked = f"right {update.key}@{window} = {render_value(update.value)} looks for left windows"
+        if not partners:
+            if self.variant == "outer":
+                output = ctx.emit(OutputKind.UNMATCHED, Windowed(update.key, window), None, update.value, update.ts)
+                ctx.note(f"{looked}: none; outer join: joiner called: {render_value(output.value)}.")
+            else:
+                ctx.note(f"{looked}: none; no output.")
+            return
+        for left_window, agg, ts in partners:
+            output = ctx.emit(
+                OutputKind.JOINED, Windowed(update.key, left_window), agg, update.value, _ts(update.ts, ts)
+            )
+            ctx.note(
+                f"{looked}: left @{left_window} = {render_value(agg)}; joiner called: {render_value(output.value)}."
+            )
+
+
+class WTableTableJoin(_WTableJoin):
+    """``wtable.leftJoin(table)``: every window of a key joins the table's current value of the key."""
+
+    def __init__(self, log: StateLog, task: int, windows: TimeWindows, aggregation: Aggregation) -> None:
+        self.left = WindowAggregate(log, task, windows, aggregation, "left ", on_update=self._on_left)
+        self.table = TableStore(log, task, Side.RIGHT, sends_old_values=False)
+
+    def process(self, record: Record, ctx: StepContext) -> None:
+        if record.side is Side.LEFT:
+            before = len(ctx.outputs)
+            self.left.process(record, ctx)
+            self._settle(ctx, before, "No output.")  # pragma: no cover - a left join always emits
+            return
+        if record.key is None:
+            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} is a table update with a null key: skipped.")
+            return
+        self.table.put(record.key, record.value, record.ts)
+        windows = self.left.windows_of(record.key)
+        if not windows:
+            ctx.settle(
+                Fate.NO_MATCH,
+                Reason.NO_PARTNER,
+                f"{record.describe()} updated the table; the left WTable has no "
+                f"window of key {render_value(record.key)}: no output.",
+            )
+            return
+        for window, agg, ts in windows:
+            ctx.emit(OutputKind.JOINED, Windowed(record.key, window), agg, record.value, _ts(record.ts, ts))
+        ctx.settle(
+            Fate.JOINED,
+            None,
+            f"{record.describe()} updated the table and re-joined every left window of key "
+            f"{render_value(record.key)}: {', '.join(str(w) for w, _, _ in windows)}.",
+        )
+
+    def _on_left(self, update: AggregateOutput, ctx: StepContext) -> None:
+        window = Window(*update.window)  # type: ignore[misc]
+        other = self.table.get(update.key)
+        kind = OutputKind.JOINED if other is not None else OutputKind.UNMATCHED
+        output = ctx.emit(
+            kind,
+            Windowed(update.key, window),
+            update.value,
+            None if other is None else other[0],
+            _ts(update.ts, None if other is None else other[1]),
+        )
+        ctx.note(
+            f"left {update.key}@{window} = {render_value(update.value)} looks up the table: found {_said(other)}; "
+            f"joiner called: {render_value(output.value)}."
+        )
+
+
+class StreamWTableJoin:
+    """``stream.leftJoin(wtable, selector, joiner)``: a stream record looks up the window its selector picks."""
+
+    def __init__(
+        self, log: StateLog, task: int, windows: TimeWindows, aggregation: Aggregation, selector: Selector
+    ) -> None:
+        self.selector = selector
+        self.right = WindowAggregate(log, task, windows, aggregation, "right ", on_update=self._on_right)
+
+    def process(self, record: Record, ctx: StepContext) -> None:
+        if record.side is Side.RIGHT:
+            self.right.process(record, ctx)
+            if ctx.fate is Fate.JOINED:
+                summary = ctx.summary
+                ctx.settle(
+                    Fate.STORED, Reason.TABLE_UPDATE, f"{summary} A WTable update never triggers a stream-wtable join."
+                )
+            return
+        if record.key is None:
+            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} has a null key: skipped.")
+            return
+        if record.value is None:
+            ctx.drop(Reason.NULL_VALUE, lambda: f"{record.describe()} has a null value: skipped.")
+            return
+        window = self.selector(record.key, record.value, record.ts)
+        found = None if window is None else self.right.get(record.key, window)
+        kind = OutputKind.JOINED if found is not None else OutputKind.UNMATCHED
+        output = ctx.emit(kind, record.key, record.value, None if found is None else found[0], record.ts)
+        where = (
+            "the selector picked no window" if window is None else f"the selector picked {window}: found {_said(found)}"
+        )
+        ctx.settle(Fate.JOINED, None, f"{record.describe()}: {where}; joiner called: {render_value(output.value)}.")
+
+    @staticmethod
+    def _on_right(update: AggregateOutput, ctx: StepContext) -> None:
+        return None
+
+
+class TableWTableJoin(_WTableJoin):
+    """``table.leftJoin(wtable, selector, joiner)``: a KTable whose rows each look at the window they select."""
+
+    def __init__(
+        self, log: StateLog, task: int, windows: TimeWindows, aggregation: Aggregation, selector: Selector
+    ) -> None:
+        self.selector = selector
+        self.table = TableStore(log, task, Side.LEFT, sends_old_values=True)
+        self.right = WindowAggregate(log, task, windows, aggregation, "right ", on_update=self._on_right)
+
+    def process(self, record: Record, ctx: StepContext) -> None:
+        if record.side is Side.RIGHT:
+            before = len(ctx.outputs)
+            self.right.process(record, ctx)
+            self._settle(ctx, before, "No table row selects this window: no output.")
+            return
+        if record.key is None:
+            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} is a table update with a null key: skipped.")
+            return
+        previous = self.table.put(record.key, record.value, record.ts)
+        if record.value is None:
+            if previous is None:
+                ctx.settle(
+                    Fate.STORED,
+                    Reason.NOTHING_TO_DELETE,
+                    f"{record.describe()} deletes an absent row: no tombstone needed.",
+                )
+                return
+            ctx.emit_tombstone(record.key, None, None, record.ts)
+            ctx.settle(Fate.JOINED, None, f"{record.describe()} deletes the row: the result is deleted: tombstone.")
+            return
+        window = self.selector(record.key, record.value, record.ts)
+        found = None if window is None else self.right.get(record.key, window)
+        kind = OutputKind.JOINED if found is not None else OutputKind.UNMATCHED
+        output = ctx.emit(
+            kind,
+            record.key,
+            record.value,
+            None if found is None else found[0],
+            _ts(record.ts, None if found is None else found[1]),
+        )
+        where = (
+            "the selector picked no window" if window is None else f"the selector picked {window}: found {_said(found)}"
+        )
+        ctx.settle(
+            Fate.JOINED,
+            None,
+            f"{record.describe()} updated the table; {where}; joiner called: {render_value(output.value)}.",
+        )
+
+    def _on_right(self, update: AggregateOutput, ctx: StepContext) -> None:
+        window = Window(*update.window)  # type: ignore[misc]
+        row = self.table.get(update.key)
+        selected = None if row is None else self.selector(update.key, row[0], row[1])
+        if row is None or selected != window:
+            why = "the table has no row" if row is None else f"the table's row selects {selected}"
+            ctx.note(f"right {update.key}@{window} = {render_value(update.value)}: {why}.")
+            return
+        output = ctx.emit(OutputKind.JOINED, update.key, row[0], update.value, _ts(update.ts, row[1]))
+        ctx.note(
+            f"right {update.key}@{window} = {render_value(update.value)} is the window the table's row "
+            f"{render_value(row[0])} selects; joiner called: {render_value(output.value)}."
+        )
