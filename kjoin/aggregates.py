@@ -66,10 +66,14 @@ __all__ = [
     "select_by_timestamp",
     "select_by_field",
     "JOINS",
+    "DAY_MS",
+    "WEEK_MS",
     "RESULT_TYPES",
 ]
 
 JOINS = ("table-aggregate", "window-aggregate", *WTABLE_JOINS)
+DAY_MS = 24 * 60 * 60 * 1000
+WEEK_MS = 7 * DAY_MS
 
 
 @dataclass(frozen=True)
@@ -210,14 +214,17 @@ def run_window_aggregate(
     windows: TimeWindows,
     aggregation: Aggregation | None = None,
     partitions: int = 1,
-    layout: SegmentLayout | None = None,
+    retention_ms: int | None = None,
+    segments: int | None = None,
 ) -> AggregateTrace:
     """``stream.groupByKey().windowedBy(windows).aggregate(...)``; the result is a WTable.
 
-    ``layout``: how the window store is cut into segments (default: Kafka's, over ``size + grace``).
+    ``retention_ms`` (default ``size + grace``) and ``segments`` (default: Kafka's interval,
+    ``max(retention / 2, 60 s)``; else the seed's rolling stores) lay out the window store.
     """
     aggregation = aggregation or count()
     log = StateLog()
+    layout = windows.layout(retention_ms, segments)
     tasks = {task: WindowAggregate(log, task, windows, aggregation, layout=layout) for task in range(partitions)}
     config = AggregateConfig("window-aggregate", aggregation.name, partitions, {"windows": windows})
     return _run(
@@ -237,6 +244,9 @@ def run_wtable_join(
     selector: Selector | None = None,
     joiner: Callable[[Any, Any], Any] = default_joiner,
     partitions: int = 1,
+    self_join: bool = False,
+    retention_ms: int | None = None,
+    segments: int | None = None,
 ) -> AggregateTrace:
     """Run one WTable join of seed 000. The WTable side(s) are windowed aggregates of the side's events.
 
@@ -245,6 +255,12 @@ def run_wtable_join(
     * ``wtable-table``: the left side is aggregated; right events are table updates.
     * ``stream-wtable`` / ``table-wtable``: left events are stream records / table updates; the
       right side is aggregated; ``selector(key, value, ts)`` picks the window to look up.
+
+    ``self_join``: a ``wtable-wtable`` left join of one WTable with itself (every event is a
+    record of the one stream), e.g. today's page views against last week's with
+    ``shifter=shift_by(-WEEK_MS)``. ``retention_ms`` (at least size + grace, the default) and
+    ``segments`` set each window store's layout: a shifted lookup finds last week's window only
+    if the store still keeps it.
     """
     if join not in WTABLE_JOINS:
         raise ValueError(f"join must be one of {', '.join(WTABLE_JOINS)}, not {join!r}")
@@ -258,16 +274,22 @@ def run_wtable_join(
         )
     left_agg = aggregation or count()
     right_agg = right_aggregation or left_agg
+    left_layout = windows.layout(retention_ms, segments)
+    right_layout = (right_windows or windows).layout(retention_ms, segments)
     log = StateLog()
 
     def new(task: int) -> Any:
         if join == "wtable-wtable":
-            return WTableWTableJoin(log, task, variant, windows, right_windows or windows, left_agg, right_agg, shifter)
+            layouts = (left_layout, right_layout)
+            right = right_windows or windows
+            return WTableWTableJoin(
+                log, task, variant, windows, right, left_agg, right_agg, shifter, self_join, layouts
+            )
         if join == "wtable-table":
-            return WTableTableJoin(log, task, windows, left_agg)
+            return WTableTableJoin(log, task, windows, left_agg, left_layout)
         if join == "stream-wtable":
-            return StreamWTableJoin(log, task, windows, right_agg, selector)  # type: ignore[arg-type]
-        return TableWTableJoin(log, task, windows, right_agg, selector)  # type: ignore[arg-type]
+            return StreamWTableJoin(log, task, windows, right_agg, selector, right_layout)  # type: ignore[arg-type]
+        return TableWTableJoin(log, task, windows, right_agg, selector, right_layout)  # type: ignore[arg-type]
 
     tasks = {task: new(task) for task in range(partitions)}
     options = {"windows": windows, "shifter": shifter, "selector": selector}
@@ -279,3 +301,35 @@ def run_wtable_join(
         lambda record, ctx: tasks[record.partition].process(record, ctx),
         joiner,
     )
+
+
+def run_hopping_join(
+    events: Iterable[Mapping[str, Any]],
+    windows: TimeWindows,
+    per: str = "pair",
+    joiner: Callable[[Any, Any], Any] = default_joiner,
+    partitions: int = 1,
+) -> AggregateTrace:
+    """An inner stream-stream join over hopping ``windows``: ``per="pair"`` (the seed's choice)
+    emits one output per matching pair, ``per="window"`` one per shared window."""
+    from .joins.hopping import HoppingWindowJoin
+
+    log = StateLog()
+    tasks = {task: HoppingWindowJoin(log, task, windows, per) for task in range(partitions)}
+    config = AggregateConfig("hopping-join", "inner", partitions, {"windows": windows, "per": per})
+    return _run(
+        config,
+        _records(events, partitions),
+        log,
+        lambda record, ctx: tasks[record.partition].process(record, ctx),
+        joiner,
+    )
+
+
+def hopping_join_counts(events: Iterable[Mapping[str, Any]], windows: TimeWindows) -> dict[str, int]:
+    """Both counts on the same input: ``per_pair`` outputs (the seed's choice) and ``per_window`` outputs."""
+    events = list(events)
+    return {
+        "per_pair": len(run_hopping_join(events, windows, "pair").outputs),
+        "per_window": len(run_hopping_join(events, windows, "window").outputs),
+    }

@@ -98,6 +98,17 @@ class TimeWindows:
         """Kafka's default retention of a windowed aggregate's store: ``size + grace``."""
         return self.size_ms + self.grace_ms
 
+    def layout(self, retention_ms: int | None = None, segments: int | None = None) -> SegmentLayout:
+        """The window store's segments: ``retention_ms`` (default ``size + grace``; Kafka refuses less)
+        cut as Kafka does, or into the seed's ``segments`` rolling stores."""
+        retention = self.retention_ms if retention_ms is None else retention_ms
+        if retention < self.retention_ms:
+            raise ValueError(
+                f"retention_ms {retention} is smaller than window size {self.size_ms} + grace {self.grace_ms}: "
+                "Kafka refuses a window store that would drop windows still open"
+            )
+        return SegmentLayout.kafka(retention) if segments is None else SegmentLayout.rolling(retention, segments)
+
     def windows_for(self, ts: int) -> list[Window]:
         """Every window containing ``ts``, oldest first (Kafka's ``TimeWindows.windowsFor``)."""
         start = (max(0, ts - self.size_ms + self.advance) // self.advance) * self.advance

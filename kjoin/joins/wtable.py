@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..aggregate_stores import SegmentLayout
 from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
 from ..state import StateLog
@@ -128,7 +129,13 @@ class WTableWTableJoin(_WTableJoin):
         left_aggregation: Aggregation,
         right_aggregation: Aggregation,
         shifter: Shifter | None = None,
+        self_join: bool = False,
+        layouts: tuple[SegmentLayout | None, SegmentLayout | None] = (None, None),
     ) -> None:
+        """``self_join``: one WTable joined with itself (``wt.leftJoin(wt, shifter, joiner)``): every
+        update is a left update and a right update at once; it needs a shifter."""
+        if self_join and shifter is None:
+            raise ValueError("a WTable joined with itself needs a window shifter (on the same window it meets itself)")
         if shifter is not None and variant != "left":
             raise ValueError(f"a window shifter exists only for the left join (the seed's API), not for {variant}")
         if shifter is None and left_windows != right_windows:
@@ -138,8 +145,17 @@ class WTableWTableJoin(_WTableJoin):
             )
         self.variant = variant
         self.shifter = shifter
-        self.left = WindowAggregate(log, task, left_windows, left_aggregation, "left ", on_update=self._on_left)
-        self.right = WindowAggregate(log, task, right_windows, right_aggregation, "right ", on_update=self._on_right)
+        if self_join:
+            self.left = self.right = WindowAggregate(
+                log, task, left_windows, left_aggregation, "", layouts[0], on_update=self._on_both
+            )
+            return
+        self.left = WindowAggregate(log, task, left_windows, left_aggregation, "left ", layouts[0], self._on_left)
+        self.right = WindowAggregate(log, task, right_windows, right_aggregation, "right ", layouts[1], self._on_right)
+
+    def _on_both(self, update: AggregateOutput, ctx: StepContext) -> None:
+        self._on_left(update, ctx)
+        self._on_right(update, ctx)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         before = len(ctx.outputs)
@@ -196,8 +212,15 @@ class WTableWTableJoin(_WTableJoin):
 class WTableTableJoin(_WTableJoin):
     """``wtable.leftJoin(table)``: every window of a key joins the table's current value of the key."""
 
-    def __init__(self, log: StateLog, task: int, windows: TimeWindows, aggregation: Aggregation) -> None:
-        self.left = WindowAggregate(log, task, windows, aggregation, "left ", on_update=self._on_left)
+    def __init__(
+        self,
+        log: StateLog,
+        task: int,
+        windows: TimeWindows,
+        aggregation: Aggregation,
+        layout: SegmentLayout | None = None,
+    ) -> None:
+        self.left = WindowAggregate(log, task, windows, aggregation, "left ", layout, self._on_left)
         self.table = TableStore(log, task, Side.RIGHT, sends_old_values=False)
 
     def process(self, record: Record, ctx: StepContext) -> None:
@@ -249,10 +272,16 @@ class StreamWTableJoin:
     """``stream.leftJoin(wtable, selector, joiner)``: a stream record looks up the window its selector picks."""
 
     def __init__(
-        self, log: StateLog, task: int, windows: TimeWindows, aggregation: Aggregation, selector: Selector
+        self,
+        log: StateLog,
+        task: int,
+        windows: TimeWindows,
+        aggregation: Aggregation,
+        selector: Selector,
+        layout: SegmentLayout | None = None,
     ) -> None:
         self.selector = selector
-        self.right = WindowAggregate(log, task, windows, aggregation, "right ", on_update=self._on_right)
+        self.right = WindowAggregate(log, task, windows, aggregation, "right ", layout, self._on_right)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.side is Side.RIGHT:
@@ -287,11 +316,17 @@ class TableWTableJoin(_WTableJoin):
     """``table.leftJoin(wtable, selector, joiner)``: a KTable whose rows each look at the window they select."""
 
     def __init__(
-        self, log: StateLog, task: int, windows: TimeWindows, aggregation: Aggregation, selector: Selector
+        self,
+        log: StateLog,
+        task: int,
+        windows: TimeWindows,
+        aggregation: Aggregation,
+        selector: Selector,
+        layout: SegmentLayout | None = None,
     ) -> None:
         self.selector = selector
         self.table = TableStore(log, task, Side.LEFT, sends_old_values=True)
-        self.right = WindowAggregate(log, task, windows, aggregation, "right ", on_update=self._on_right)
+        self.right = WindowAggregate(log, task, windows, aggregation, "right ", layout, self._on_right)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.side is Side.RIGHT:
