@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 
 from kjoin import Scenario, run
 from kjoin.aggregates import (
+    DAY_MS,
     RESULT_TYPES,
     TimeWindows,
     Window,
     Windowed,
+    consistency_marks,
     hopping_join_counts,
     materialize,
     output_to_dict,
@@ -27,6 +29,7 @@ from kjoin.aggregates import (
     shift_by,
 )
 from kjoin.fates import Fate
+from tests.strategies import events as table_events
 
 W10 = TimeWindows(10, grace_ms=1_000)  # tumbling, and nothing closes in these examples
 
@@ -290,6 +293,7 @@ def test_a_wtable_wtable_join_materializes_to_the_join_of_the_materialized_wtabl
         seen = events[: step.index + 1]
         expected = sql_join(variant, windowed_counts(seen, "left"), windowed_counts(seen, "right"))
         assert materialize(o for s in trace[: step.index + 1] for o in s.outputs) == expected
+    assert all(consistency_marks(trace))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -365,3 +369,28 @@ def test_a_stream_wtable_join_is_not_eventually_consistent_either():
     events = [ev("left", "a", 5, "A"), ev("right", "a", 3)]
     trace = run_wtable_join(events, "stream-wtable", W10, selector=select_by_timestamp(W10), joiner=lambda a, b: (a, b))
     assert [o.value for o in trace.outputs] == [("A", None)]  # the window's count 1 arrives after: no update
+
+
+# -- the consistency marks a trace view shows ------------------------------------------------------
+@pytest.mark.parametrize("variant", ["inner", "left", "outer"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inputs=table_events(), partitions=st.integers(1, 3))
+def test_a_table_table_trace_is_marked_consistent_after_every_step(variant, inputs, partitions):
+    scenario = Scenario.from_dict(
+        {"join": "table-table", "variant": variant, "partitions": partitions, "events": inputs}
+    )
+    assert all(consistency_marks(run(scenario)))
+
+
+def test_consistency_marks_turn_false_once_a_window_behind_the_retention_is_dropped():
+    from tests.test_aggregates import page_views_against_last_week
+
+    assert consistency_marks(page_views_against_last_week(retention_ms=8 * DAY_MS)) == [True] * 8
+    # with one day of retention, step 3 drops day 0's windows: results for them stay, the inputs do not
+    assert consistency_marks(page_views_against_last_week(retention_ms=None)) == [True] * 3 + [False] * 5
+
+
+def test_consistency_marks_refuse_stream_joins():
+    scenario = Scenario.from_dict({"join": "stream-table", "variant": "left", "events": []})
+    with pytest.raises(ValueError, match="a stream has no materialization"):
+        consistency_marks(run(scenario))
