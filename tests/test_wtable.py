@@ -394,3 +394,75 @@ def test_consistency_marks_refuse_stream_joins():
     scenario = Scenario.from_dict({"join": "stream-table", "variant": "left", "events": []})
     with pytest.raises(ValueError, match="a stream has no materialization"):
         consistency_marks(run(scenario))
+
+
+# -- the declarative form the scenario format will route to ---------------------------------------
+def test_a_declarative_wtable_scenario_runs_as_the_python_api_does_and_writes_windows_in_jsonl():
+    import json
+
+    import yaml
+
+    from kjoin.aggregate_spec import run_spec, spec_jsonl
+
+    text = """
+    join: wtable-wtable
+    variant: left
+    window: {size_ms: 10, grace_ms: 1000}
+    window_shift_ms: -10
+    events:
+      - {side: left, key: a, value: x, ts: 15}
+      - {side: right, key: a, value: x, ts: 5}
+    """
+    trace = run_spec(yaml.safe_load(text), "shift.yaml")
+    python = run_wtable_join([ev("left", "a", 15), ev("right", "a", 5)], "wtable-wtable", W10, shifter=shift_by(-10))
+    assert outs(trace) == outs(python) == [[("a@[10, 20)", "1-null", 15)], [("a@[10, 20)", "1-1", 15)]]
+    lines = [json.loads(line) for line in spec_jsonl(trace)]
+    assert lines[1]["outputs"] == [
+        {
+            "key": "a",
+            "left": 1,
+            "right": 1,
+            "value": "1-1",
+            "ts": 15,
+            "tombstone": False,
+            "kind": "joined",
+            "partition": 0,
+            "origin_step": 1,
+            "window": {"start_ms": 10, "end_ms": 20},
+        }
+    ]
+    assert lines[0]["fate"] == "joined" and "looks up right @[0, 10)" in lines[0]["explain"]
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"join": "wtable-wtable"}, "window: a wtable-wtable scenario needs it"),
+        ({"join": "stream-wtable", "window": {"size_ms": 10}}, "selector: a stream-wtable scenario needs it"),
+        ({"join": "window-aggregate", "window": {"size_ms": 10, "advance_ms": 20}}, r"window: advance_ms must lie"),
+        ({"join": "window-aggregate", "window": {"size_ms": "10"}}, "window.size_ms: integer milliseconds"),
+        ({"join": "window-aggregate", "window": {"size_ms": 10}, "selector": "timestamp"}, "selector: not a field"),
+        ({"join": "table-aggregate", "group_by": "page", "aggregate": "max"}, r"aggregate: count or \{sum: field\}"),
+        (
+            {"join": "wtable-wtable", "window": {"size_ms": 10}, "variant": "outer", "window_shift_ms": -10},
+            "window_shift_ms: .* only for the left",
+        ),
+        (
+            {"join": "wtable-wtable", "window": {"size_ms": 10}, "self_join": True},
+            "self_join: .* needs window_shift_ms",
+        ),
+        ({"join": "stream-wtable", "window": {"size_ms": 10}, "selector": {"column": "x"}}, "selector: timestamp or"),
+        (
+            {"join": "wtable-table", "window": {"size_ms": 10}, "variant": "inner"},
+            "variant: 'inner' is not one of left",
+        ),
+        ({"join": "window-aggregate", "window": {"size_ms": 10}, "retention_ms": 5}, "retention_ms 5 is smaller"),
+        ({"join": "sessions"}, "join: 'sessions' is not one of"),
+    ],
+)
+def test_declarative_errors_name_the_field_and_the_fix(data, message):
+    from kjoin.aggregate_spec import run_spec
+    from kjoin.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match=f"^bad.yaml: {message}"):
+        run_spec(data, "bad.yaml")

@@ -1,0 +1,238 @@
+"""Seed 000's joins as declarative data: the scenario fields of ``table-aggregate``,
+``window-aggregate`` and the four WTable joins, validated with errors that name the field.
+
+This is the part of the scenario format the YAML/JSON loader and ``kjoin run`` will route
+these six ``join:`` names to::
+
+    join: wtable-wtable            # table-aggregate | window-aggregate | wtable-wtable | wtable-table
+                                   # | stream-wtable | table-wtable
+    variant: left                  # wtable-wtable: inner | left | outer; the others: left
+    window: {size_ms: 86400000, advance_ms: 86400000, grace_ms: 0}   # advance_ms and grace_ms optional
+    right_window: {size_ms: ...}   # wtable-wtable with a shift: the right WTable's windows
+    aggregate: count               # count | {sum: field}; right_aggregate: the right side's
+    group_by: page                 # table-aggregate: the value's field to group by ("a.b" nests)
+    window_shift_ms: -604800000    # wtable-wtable left: look up the window shifted by this
+    self_join: true                # wtable-wtable: one WTable joined with itself (needs a shift)
+    selector: timestamp            # stream-wtable / table-wtable: timestamp | {field: seen_at}
+    retention_ms: 691200000        # window stores: at least size + grace (the default)
+    segments: 3                    # window stores: the seed's n rolling segments (default: Kafka's)
+    partitions: 1
+    events:                        # in processing order; a WTable side's events are stream records
+      - {side: left, key: home, value: view, ts: 1000}
+
+:func:`run_spec` runs one; :func:`spec_jsonl` writes its trace as JSON lines, a windowed
+output as ``key`` plus ``window: {start_ms, end_ms}``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from .aggregates import (
+    JOINS,
+    AggregateTrace,
+    output_to_dict,
+    run_table_aggregate,
+    run_window_aggregate,
+    run_wtable_join,
+)
+from .joins.aggregate import Aggregation, count, sum_of
+from .joins.window_aggregate import TimeWindows
+from .joins.wtable import select_by_field, select_by_timestamp, shift_by
+from .records import render_value
+from .scenario import ScenarioError
+
+__all__ = ["AGGREGATE_JOINS", "AggregateSpec", "run_spec", "spec_jsonl"]
+
+AGGREGATE_JOINS = JOINS
+_FIELDS = {
+    "join",
+    "variant",
+    "window",
+    "right_window",
+    "aggregate",
+    "right_aggregate",
+    "group_by",
+    "window_shift_ms",
+    "self_join",
+    "selector",
+    "retention_ms",
+    "segments",
+    "partitions",
+    "events",
+}
+_NEEDS = {
+    "table-aggregate": {"group_by"},
+    "window-aggregate": {"window"},
+    "wtable-wtable": {"window"},
+    "wtable-table": {"window"},
+    "stream-wtable": {"window", "selector"},
+    "table-wtable": {"window", "selector"},
+}
+_ALLOWED = {
+    "table-aggregate": {"aggregate", "group_by"},
+    "window-aggregate": {"window", "aggregate", "retention_ms", "segments"},
+    "wtable-wtable": {
+        "window",
+        "right_window",
+        "aggregate",
+        "right_aggregate",
+        "window_shift_ms",
+        "self_join",
+        "retention_ms",
+        "segments",
+    },
+    "wtable-table": {"window", "aggregate", "retention_ms", "segments"},
+    "stream-wtable": {"window", "aggregate", "selector", "retention_ms", "segments"},
+    "table-wtable": {"window", "aggregate", "selector", "retention_ms", "segments"},
+}
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    """A validated seed-000 scenario: the join, its options and its events."""
+
+    join: str
+    variant: str
+    data: Mapping[str, Any]
+    source: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str | None = None) -> "AggregateSpec":
+        def fail(message: str) -> ScenarioError:
+            return ScenarioError(message, source)
+
+        if not isinstance(data, Mapping):
+            raise fail(f"a scenario is a mapping with join and events; got {type(data).__name__}")
+        unknown = sorted(set(data) - _FIELDS)
+        if unknown:
+            raise fail(f"unknown field {unknown[0]!r}; the fields are {', '.join(sorted(_FIELDS))}")
+        join = data.get("join")
+        if join not in JOINS:
+            raise fail(f"join: {join!r} is not one of {', '.join(JOINS)}")
+        extra = sorted(set(data) - _ALLOWED[join] - {"join", "variant", "partitions", "events"})
+        if extra:
+            raise fail(
+                f"{extra[0]}: not a field of a {join} scenario (its fields: {', '.join(sorted(_ALLOWED[join]))})"
+            )
+        missing = sorted(_NEEDS[join] - set(data))
+        if missing:
+            raise fail(f"{missing[0]}: a {join} scenario needs it")
+        variants = ("inner", "left", "outer") if join == "wtable-wtable" else ("left",)
+        variant = data.get("variant", "left")
+        if join in ("table-aggregate", "window-aggregate"):
+            variants = ("left",)
+        if variant not in variants:
+            raise fail(f"variant: {variant!r} is not one of {', '.join(variants)} for {join}")
+        if not isinstance(data.get("events", []), list):
+            raise fail("events: a list of {side, key, value, ts} mappings")
+        spec = cls(join, variant, dict(data), source)
+        for name in ("window", "right_window"):
+            if name in data:
+                spec.windows(name)
+        spec.aggregation("aggregate")
+        spec.aggregation("right_aggregate")
+        spec.selector()
+        for name in ("window_shift_ms", "retention_ms", "segments", "partitions"):
+            value = data.get(name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise fail(f"{name}: an integer, not {value!r}")
+        if data.get("self_join") and data.get("window_shift_ms") is None:
+            raise fail(
+                "self_join: a WTable joined with itself needs window_shift_ms (on the same window it meets itself)"
+            )
+        if data.get("window_shift_ms") is not None and variant != "left":
+            raise fail(f"window_shift_ms: a window shifter exists only for the left join, not {variant}")
+        return spec
+
+    # -- the parts ----------------------------------------------------------------------
+    def _fail(self, message: str) -> ScenarioError:
+        return ScenarioError(message, self.source)
+
+    def windows(self, name: str) -> TimeWindows:
+        spec = self.data[name]
+        if not isinstance(spec, Mapping) or "size_ms" not in spec or set(spec) - {"size_ms", "advance_ms", "grace_ms"}:
+            raise self._fail(f"{name}: a mapping {{size_ms, advance_ms, grace_ms}} (size_ms required), not {spec!r}")
+        for part, value in spec.items():
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise self._fail(f"{name}.{part}: integer milliseconds, not {value!r}")
+        try:
+            return TimeWindows(spec["size_ms"], spec.get("advance_ms"), spec.get("grace_ms") or 0)
+        except ValueError as error:
+            raise self._fail(f"{name}: {error}") from None
+
+    def aggregation(self, name: str) -> Aggregation:
+        spec = self.data.get(name, "count")
+        if spec == "count":
+            return count()
+        if isinstance(spec, Mapping) and set(spec) == {"sum"} and (spec["sum"] is None or isinstance(spec["sum"], str)):
+            return sum_of(spec["sum"])
+        raise self._fail(f"{name}: count or {{sum: field}} (other aggregators through the Python API), not {spec!r}")
+
+    def selector(self) -> Any:
+        spec = self.data.get("selector")
+        if spec is None:
+            return None
+        windows = self.windows("window")
+        if spec == "timestamp":
+            return select_by_timestamp(windows)
+        if isinstance(spec, Mapping) and set(spec) == {"field"} and isinstance(spec["field"], str):
+            return select_by_field(windows, spec["field"])
+        raise self._fail(f"selector: timestamp or {{field: name}}, not {spec!r}")
+
+    # -- run ----------------------------------------------------------------------------
+    def run(self) -> AggregateTrace:
+        data = self.data
+        events = data.get("events", [])
+        partitions = data.get("partitions", 1)
+        try:
+            if self.join == "table-aggregate":
+                return run_table_aggregate(events, data["group_by"], self.aggregation("aggregate"), partitions)
+            stores = {"retention_ms": data.get("retention_ms"), "segments": data.get("segments")}
+            if self.join == "window-aggregate":
+                return run_window_aggregate(
+                    events, self.windows("window"), self.aggregation("aggregate"), partitions, **stores
+                )
+            shift = data.get("window_shift_ms")
+            return run_wtable_join(
+                events,
+                self.join,
+                self.windows("window"),
+                self.variant,
+                aggregation=self.aggregation("aggregate"),
+                right_aggregation=self.aggregation("right_aggregate") if "right_aggregate" in data else None,
+                right_windows=self.windows("right_window") if "right_window" in data else None,
+                shifter=None if shift is None else shift_by(shift),
+                selector=self.selector(),
+                partitions=partitions,
+                self_join=bool(data.get("self_join")),
+                **stores,
+            )
+        except ValueError as error:
+            raise self._fail(str(error)) from None
+
+
+def run_spec(data: Any, source: str | None = None) -> AggregateTrace:
+    """Validate and run a seed-000 scenario given as data."""
+    return AggregateSpec.from_dict(data, source).run()
+
+
+def spec_jsonl(trace: AggregateTrace) -> Iterator[str]:
+    """One JSON object per step, as ``kjoin run --format jsonl`` writes; windowed outputs carry ``window``."""
+    for step in trace.steps:
+        yield json.dumps(_step_dict(step), separators=(", ", ": "), default=render_value)
+
+
+def _step_dict(step: Any) -> dict[str, Any]:
+    return {
+        "step": step.index,
+        "input": step.record.to_dict(),
+        "task": step.task,
+        "outputs": [output_to_dict(o) for o in step.outputs],
+        "fate": step.fate.value,
+        "reason": None if step.reason is None else step.reason.value,
+        "until_ms": step.until_ms,
+        "explain": step.explain,
+    }
