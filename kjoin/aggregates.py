@@ -56,6 +56,8 @@ __all__ = [
     "run_table_aggregate",
     "run_window_aggregate",
     "run_wtable_join",
+    "run_hopping_join",
+    "hopping_join_counts",
     "output_to_dict",
     "consistency_marks",
     "materialize",

@@ -393,3 +393,79 @@ def test_kafkas_default_layout_is_one_segment_for_short_windows():
     assert SegmentedWindowStore.segment_rows_from(segments) == [(0, "[0, 60000)", 3)]
     # only the window store's hidden rows would expire; with one segment nothing is dropped
     assert len(SegmentedWindowStore.rows_from(trace.state_at(-1).stores[StoreId(0, "window aggregate store")])) == 3
+
+
+# -- the store contract: name, header, rows(), and the same rows decoded from any snapshot ---------
+def test_every_new_store_describes_itself_and_its_snapshot_rows_match_the_live_rows():
+    from kjoin.aggregate_stores import RepartitionTopic
+    from kjoin.joins.aggregate import TableAggregate
+    from kjoin.joins.context import StepContext
+    from kjoin.joins.window_aggregate import WindowAggregate
+    from kjoin.records import Record, Side
+    from kjoin.state import StateLog
+
+    log = StateLog()
+    topology = TableAggregate(log, 1, lambda key, value: value["page"], count())
+    windowed = WindowAggregate(log, 0, TimeWindows(10), count(), layout=SegmentLayout.rolling(10, 2))
+    for index, (key, page, ts) in enumerate([("a", "X", 1), ("b", "X", 12), ("a", "Y", 25)]):
+        topology.process(
+            Record(Side.LEFT, key, {"page": page}, ts), StepContext(index, Record(Side.LEFT, key, None, ts), None)
+        )
+        windowed.process(Record(Side.LEFT, key, "v", ts), StepContext(index, Record(Side.LEFT, key, "v", ts), None))
+    stores = [topology.results[0], topology.topics[0], windowed.store]
+    assert [(s.name, s.header) for s in stores] == [
+        ("aggregate store", ("key", "value", "ts")),
+        ("repartition topic", ("offset", "key", "new", "old", "ts", "from step")),
+        ("window aggregate store", ("key", "window", "value", "ts", "segment")),
+    ]
+    for store in stores:
+        assert store.rows() == type(store).rows_from(log.live[store.store])
+        assert all(len(row) == len(store.header) for row in store.rows())
+    assert AggregateStore.rows_from(log.live[topology.results[0].store]) == [("X", 1, 25), ("Y", 1, 25)]
+    assert RepartitionTopic.rows_from(log.live[topology.topics[0].store])[2] == (2, "X", None, {"page": "X"}, 25, 2)
+    # the window store rolled at 20: segment 0 ([0, 10)) was dropped whole
+    assert windowed.store.rows() == [("a", "[20, 30)", 1, 25, 2), ("b", "[10, 20)", 1, 12, 1)]
+    assert windowed.store.segment_rows() == SegmentedWindowStore.segment_rows_from(
+        log.live[windowed.store.segment_store]
+    )
+
+
+def test_the_state_frame_shows_every_new_store_at_every_step():
+    from kjoin.aggregates import run_hopping_join, select_by_timestamp
+
+    events = [
+        {"side": side, "key": "a", "value": {"page": "X", "at": ts}, "ts": ts}
+        for side, ts in [("left", 1), ("right", 3), ("left", 12), ("right", 14)]
+    ]
+    windows = TimeWindows(10, grace_ms=100)
+    traces = [
+        run_table_aggregate(events, "page"),
+        run_window_aggregate(events, windows),
+        run_wtable_join(events, "wtable-wtable", windows, "outer"),
+        run_wtable_join(events, "wtable-table", windows),
+        run_wtable_join(events, "stream-wtable", windows, selector=select_by_timestamp(windows)),
+        run_wtable_join(events, "table-wtable", windows, selector=select_by_timestamp(windows)),
+        run_hopping_join(events, TimeWindows(10, advance_ms=5)),
+    ]
+    for trace in traces:
+        for step in trace:
+            state = trace.state_at(step.index)
+            frame = state.frame()  # every entry of every store is one row
+            assert len(frame) == sum(len(entries) for entries in state.stores.values())
+        assert len(trace.steps_frame()) == 4 and len(trace.outputs_frame()) == len(trace.outputs)
+
+
+def test_the_public_names_of_the_aggregates_api_exist():
+    import kjoin.aggregate_spec
+    import kjoin.aggregates
+
+    for module in (kjoin.aggregates, kjoin.aggregate_spec):
+        assert [name for name in module.__all__ if not hasattr(module, name)] == []
+    assert kjoin.aggregates.JOINS == (
+        "table-aggregate",
+        "window-aggregate",
+        "wtable-wtable",
+        "wtable-table",
+        "stream-wtable",
+        "table-wtable",
+    )
