@@ -469,3 +469,22 @@ def test_the_public_names_of_the_aggregates_api_exist():
         "stream-wtable",
         "table-wtable",
     )
+
+
+def test_an_aggregator_that_fails_on_a_value_names_the_event_and_the_value():
+    from kjoin.aggregate_spec import run_spec
+    from kjoin.scenario import ScenarioError
+
+    events = [
+        {"key": "a", "value": {"page": "X", "n": 2}, "ts": 1},
+        {"key": "b", "value": {"page": "X", "n": "ten"}, "ts": 2},
+    ]
+    with pytest.raises(ValueError, match=r"events\[1\] \(left .*\(key b\)\): the sum of n adder failed on value"):
+        run_table_aggregate(events, "page", sum_of("n"))
+    with pytest.raises(ScenarioError, match=r"^w.yaml: events\[1\] .* the sum of n adder failed"):
+        run_spec(
+            {"join": "window-aggregate", "window": {"size_ms": 10}, "aggregate": {"sum": "n"}, "events": events},
+            "w.yaml",
+        )
+    with pytest.raises(ValueError, match=r"events\[0\] .* the group-by mapper failed on key a"):
+        run_table_aggregate(events[:1], lambda key, value: value["missing"])

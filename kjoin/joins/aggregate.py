@@ -38,6 +38,7 @@ from .context import StepContext
 
 __all__ = [
     "Aggregation",
+    "AggregationError",
     "AggregateOutput",
     "TableAggregate",
     "count",
@@ -78,14 +79,33 @@ class Aggregation:
         return self.initializer is None
 
     def add(self, key: Any, value: Any, agg: Any) -> Any:
-        if self.is_reduce:
-            return value if agg is None else self.adder(agg, value)
-        return self.adder(key, value, self.initializer() if agg is None else agg)  # type: ignore[misc]
+        try:
+            return self._add(key, value, agg)
+        except (TypeError, ValueError, KeyError, AttributeError) as error:
+            raise AggregationError(
+                f"the {self.name} adder failed on value {render_value(value)} "
+                f"with aggregate {render_value(agg)}: {error}"
+            ) from None
 
     def subtract(self, key: Any, value: Any, agg: Any) -> Any:
         if self.subtractor is None:
             raise ValueError(f"the {self.name} aggregation has no subtractor; a table aggregate needs one")
-        return self.subtractor(agg, value) if self.is_reduce else self.subtractor(key, value, agg)
+        try:
+            return self.subtractor(agg, value) if self.is_reduce else self.subtractor(key, value, agg)
+        except (TypeError, ValueError, KeyError, AttributeError) as error:
+            raise AggregationError(
+                f"the {self.name} subtractor failed on value {render_value(value)} "
+                f"with aggregate {render_value(agg)}: {error}"
+            ) from None
+
+    def _add(self, key: Any, value: Any, agg: Any) -> Any:
+        if self.is_reduce:
+            return value if agg is None else self.adder(agg, value)
+        return self.adder(key, value, self.initializer() if agg is None else agg)  # type: ignore[misc]
+
+
+class AggregationError(ValueError):
+    """An aggregator failed on an input value (a sum over a field that is not a number, ...)."""
 
 
 def count() -> Aggregation:
@@ -231,10 +251,20 @@ class TableAggregate:
 
     # -- KTableRepartitionMap: map both halves to their groups -----------------------------
     def _group(self, key: Any, value: Any) -> Any:
-        return None if value is None else self.group_by(key, value)
+        if value is None:
+            return None
+        try:
+            return self.group_by(key, value)
+        except (TypeError, ValueError, KeyError, AttributeError) as error:
+            raise AggregationError(
+                f"the {self.group_by_name} failed on key {render_value(key)}, value {render_value(value)}: {error}"
+            ) from None
 
     def _repartition(self, record: Record, new: Any, old: Any, ctx: StepContext) -> None:
-        new_group, old_group = self._group(record.key, new), self._group(record.key, old)
+        try:
+            new_group, old_group = self._group(record.key, new), self._group(record.key, old)
+        except AggregationError as error:
+            raise AggregationError(f"events[{record.offset}] ({record.describe()}): {error}") from None
         halves: list[tuple[Any, Any, Any, str]] = []
         if (
             new_group is not None
@@ -279,6 +309,12 @@ class TableAggregate:
     def _aggregate(
         self, task: int, group: Any, new: Any, old: Any, half: str, record: Record, ctx: StepContext
     ) -> None:
+        try:
+            self._apply(task, group, new, old, half, record, ctx)
+        except AggregationError as error:
+            raise AggregationError(f"events[{record.offset}] ({record.describe()}): {error}") from None
+
+    def _apply(self, task: int, group: Any, new: Any, old: Any, half: str, record: Record, ctx: StepContext) -> None:
         store = self.results[task]
         found = store.get(group)
         old_agg = None if found is None else found[0]

@@ -31,7 +31,7 @@ from ..fates import Fate, Reason
 from ..records import Record, render_value
 from ..state import StateLog
 from ..stores import Clock
-from .aggregate import AggregateOutput, Aggregation
+from .aggregate import AggregateOutput, Aggregation, AggregationError
 from .context import StepContext
 
 __all__ = ["Window", "Windowed", "TimeWindows", "WindowAggregate", "WTable", "WTableWriteError", "STREAM_TIME"]
@@ -218,7 +218,10 @@ class WindowAggregate:
         found = self.store.fetch(record.key, window.start_ms)
         old = None if found is None else found[0]
         ts = record.ts if found is None else max(record.ts, found[1])
-        new = self.aggregation.add(record.key, record.value, old)
+        try:
+            new = self.aggregation.add(record.key, record.value, old)
+        except AggregationError as error:
+            raise AggregationError(f"events[{record.offset}] ({record.describe()}): {error}") from None
         stored = self.store.put(record.key, window.start_ms, new, ts)
         if self.store.dropped:
             dropped = list(self.store.dropped)
