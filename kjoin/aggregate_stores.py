@@ -41,6 +41,7 @@ __all__ = [
     "SegmentLayout",
     "storage_overhead",
     "KAFKA_MIN_SEGMENT_INTERVAL_MS",
+    "describe_store",
 ]
 
 KAFKA_MIN_SEGMENT_INTERVAL_MS = 60_000
@@ -284,3 +285,29 @@ class SegmentedWindowStore:
 
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
+
+
+def describe_store(name: str, entries: dict[Any, Any]) -> tuple[tuple[str, ...], list[tuple]]:
+    """``(header, rows)`` of a store of an aggregate or WTable trace, from a snapshot's entries.
+
+    For a stepper: ``describe_store(store.name, trace.state_at(i).stores[store])`` for every
+    store of ``trace.state_at(i).stores``. Knows the stores of this module, and the source
+    tables, clocks and hopping-join windows these traces also keep.
+    """
+    if name.endswith("window aggregate store segments"):
+        return SegmentedWindowStore.segment_header, SegmentedWindowStore.segment_rows_from(entries)
+    if name.endswith("window aggregate store"):
+        return SegmentedWindowStore.header, SegmentedWindowStore.rows_from(entries)
+    if name.endswith("aggregate store"):
+        return AggregateStore.header, AggregateStore.rows_from(entries)
+    if name.endswith("repartition topic"):
+        return RepartitionTopic.header, RepartitionTopic.rows_from(entries)
+    if name.endswith("clock"):
+        return ("time", "ms"), sorted(entries.items())
+    if name.endswith("hopping window"):
+        ordered = sorted(entries.items(), key=lambda item: (_sortable(item[0][0]), item[0][1], item[0][2]))
+        return ("key", "ts", "value"), [(key, ts, value) for (key, ts, _), value in ordered]
+    if name.endswith("table"):
+        ordered = sorted(entries.items(), key=lambda item: _sortable(item[0]))
+        return ("key", "value", "ts"), [(key, row[0], row[1]) for key, row in ordered]
+    raise ValueError(f"no description for store {name!r}")

@@ -12,7 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kjoin.aggregate_stores import AggregateStore, SegmentLayout, SegmentedWindowStore, storage_overhead
+from kjoin.aggregate_stores import (
+    AggregateStore,
+    SegmentedWindowStore,
+    SegmentLayout,
+    describe_store,
+    storage_overhead,
+)
 from kjoin.aggregates import (
     DAY_MS,
     WEEK_MS,
@@ -452,6 +458,9 @@ def test_the_state_frame_shows_every_new_store_at_every_step():
             state = trace.state_at(step.index)
             frame = state.frame()  # every entry of every store is one row
             assert len(frame) == sum(len(entries) for entries in state.stores.values())
+            for store, entries in state.stores.items():  # and every store describes itself for a stepper
+                header, rows = describe_store(store.name, entries)
+                assert len(rows) == len(entries) and all(len(row) == len(header) for row in rows)
         assert len(trace.steps_frame()) == 4 and len(trace.outputs_frame()) == len(trace.outputs)
 
 
