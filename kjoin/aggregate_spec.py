@@ -28,17 +28,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from .aggregates import (
     JOINS,
     AggregateTrace,
+    _group_by,
+    window_aggregate_factory,
+    wtable_join_factory,
     output_to_dict,
     run_table_aggregate,
     run_window_aggregate,
     run_wtable_join,
 )
-from .joins.aggregate import Aggregation, count, sum_of
+from .joins.aggregate import Aggregation, TableAggregate, count, sum_of
 from .joins.window_aggregate import TimeWindows
 from .joins.wtable import select_by_field, select_by_timestamp, shift_by
 from .records import render_value
@@ -207,6 +210,43 @@ class AggregateSpec:
                 shifter=None if shift is None else shift_by(shift),
                 selector=self.selector(),
                 partitions=partitions,
+                self_join=bool(data.get("self_join")),
+                **stores,
+            )
+        except ValueError as error:
+            raise self._fail(str(error)) from None
+
+    def processors(self) -> tuple[str, Callable[..., Any]]:
+        """How an engine that runs tasks apart (Spark) builds this scenario's processors.
+
+        ``("task", (log, task) -> processor)`` for a windowed aggregate and the WTable joins: each
+        task keeps its own stores and stream time, so tasks run independently. ``("scenario",
+        (log) -> processor)`` for a table aggregate: one update can move a record between groups
+        in two tasks (the repartition topic crosses tasks), so the whole topology runs as one.
+        The processor's ``process(record, ctx)`` is the one the reference engine calls.
+        """
+        data = self.data
+        partitions = data.get("partitions", 1)
+        try:
+            if self.join == "table-aggregate":
+                mapper, name = _group_by(data["group_by"])
+                aggregation = self.aggregation("aggregate")
+                return "scenario", lambda log: TableAggregate(log, partitions, mapper, aggregation, name)
+            stores = {"retention_ms": data.get("retention_ms"), "segments": data.get("segments")}
+            if self.join == "window-aggregate":
+                return "task", window_aggregate_factory(
+                    self.windows("window"), self.aggregation("aggregate"), **stores
+                )
+            shift = data.get("window_shift_ms")
+            return "task", wtable_join_factory(
+                self.join,
+                self.windows("window"),
+                self.variant,
+                aggregation=self.aggregation("aggregate"),
+                right_aggregation=self.aggregation("right_aggregate") if "right_aggregate" in data else None,
+                right_windows=self.windows("right_window") if "right_window" in data else None,
+                shifter=None if shift is None else shift_by(shift),
+                selector=self.selector(),
                 self_join=bool(data.get("self_join")),
                 **stores,
             )

@@ -227,12 +227,24 @@ def run_window_aggregate(
     """
     aggregation = aggregation or count()
     log = StateLog()
-    layout = windows.layout(retention_ms, segments)
-    tasks = {task: WindowAggregate(log, task, windows, aggregation, layout=layout) for task in range(partitions)}
+    factory = window_aggregate_factory(windows, aggregation, retention_ms, segments)
+    tasks = {task: factory(log, task) for task in range(partitions)}
     config = AggregateConfig("window-aggregate", aggregation.name, partitions, {"windows": windows})
     return _run(
         config, _records(events, partitions), log, lambda record, ctx: tasks[record.partition].process(record, ctx)
     )
+
+
+def window_aggregate_factory(
+    windows: TimeWindows,
+    aggregation: Aggregation,
+    retention_ms: int | None = None,
+    segments: int | None = None,
+) -> Callable[[StateLog, int], WindowAggregate]:
+    """``(log, task) -> processor`` of one task of a windowed aggregate (the Spark engine builds
+    its tasks with it, so both engines run the same processors)."""
+    layout = windows.layout(retention_ms, segments)
+    return lambda log, task: WindowAggregate(log, task, windows, aggregation, layout=layout)
 
 
 def run_wtable_join(
@@ -265,6 +277,47 @@ def run_wtable_join(
     ``segments`` set each window store's layout: a shifted lookup finds last week's window only
     if the store still keeps it.
     """
+    factory = wtable_join_factory(
+        join,
+        windows,
+        variant,
+        aggregation,
+        right_aggregation,
+        right_windows,
+        shifter,
+        selector,
+        self_join,
+        retention_ms,
+        segments,
+    )
+    log = StateLog()
+    tasks = {task: factory(log, task) for task in range(partitions)}
+    options = {"windows": windows, "shifter": shifter, "selector": selector, "self_join": self_join}
+    config = AggregateConfig(join, variant, partitions, options)
+    return _run(
+        config,
+        _records(events, partitions),
+        log,
+        lambda record, ctx: tasks[record.partition].process(record, ctx),
+        joiner,
+    )
+
+
+def wtable_join_factory(
+    join: str,
+    windows: TimeWindows,
+    variant: str = "left",
+    aggregation: Aggregation | None = None,
+    right_aggregation: Aggregation | None = None,
+    right_windows: TimeWindows | None = None,
+    shifter: Shifter | None = None,
+    selector: Selector | None = None,
+    self_join: bool = False,
+    retention_ms: int | None = None,
+    segments: int | None = None,
+) -> Callable[[StateLog, int], Any]:
+    """``(log, task) -> processor`` of one task of a WTable join, after checking the options
+    (the arguments of :func:`run_wtable_join`)."""
     if join not in WTABLE_JOINS:
         raise ValueError(f"join must be one of {', '.join(WTABLE_JOINS)}, not {join!r}")
     if variant not in ("inner", "left", "outer"):
@@ -279,9 +332,8 @@ def run_wtable_join(
     right_agg = right_aggregation or left_agg
     left_layout = windows.layout(retention_ms, segments)
     right_layout = (right_windows or windows).layout(retention_ms, segments)
-    log = StateLog()
 
-    def new(task: int) -> Any:
+    def new(log: StateLog, task: int) -> Any:
         if join == "wtable-wtable":
             layouts = (left_layout, right_layout)
             right = right_windows or windows
@@ -294,16 +346,7 @@ def run_wtable_join(
             return StreamWTableJoin(log, task, windows, right_agg, selector, right_layout)  # type: ignore[arg-type]
         return TableWTableJoin(log, task, windows, right_agg, selector, right_layout)  # type: ignore[arg-type]
 
-    tasks = {task: new(task) for task in range(partitions)}
-    options = {"windows": windows, "shifter": shifter, "selector": selector, "self_join": self_join}
-    config = AggregateConfig(join, variant, partitions, options)
-    return _run(
-        config,
-        _records(events, partitions),
-        log,
-        lambda record, ctx: tasks[record.partition].process(record, ctx),
-        joiner,
-    )
+    return new
 
 
 def run_hopping_join(
