@@ -13,6 +13,7 @@ the timeline, and lists them (delivered, sent, waiting) above the stores.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import html
 from dataclasses import dataclass
@@ -171,7 +172,18 @@ class StepView:
         outputs and the stores with the rows the step wrote highlighted."""
         p = self.panes(step)
         return (f'<div class="kjoin-viz kjoin-step" data-step="{step}" style="max-width:100%">'
-                f"{p.header}{p.timeline}{p.explain}{p.outputs}{p.state}</div>")
+                f"{p.header}{svg_image(p.timeline)}{p.explain}{p.outputs}{p.state}</div>")
+
+def svg_image(svg: str) -> str:
+    """An SVG as an ``<img>`` with a data URI. A notebook opened without running is not trusted
+    yet, and JupyterLab strips inline ``<svg>`` (and ``<style>``) from its stored HTML, but keeps
+    an image: so the stored view of a step still shows its timeline."""
+    kind = "kjoin-flight" if 'class="kjoin-flight"' in svg[:80] else "kjoin-timeline"
+    width = svg.split(' width="', 1)[1].split('"', 1)[0]
+    data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    return (f'<img class="{kind}-image" alt="{kind[6:]} of this step" style="width:100%;max-width:{width}px;height:auto" '
+            f'src="data:image/svg+xml;base64,{data}">')
+
 
 def _after(indexes: list[int], step: int) -> int | None:
     position = bisect.bisect_right(indexes, step)

@@ -5,6 +5,8 @@ computed from traces the engine produced."""
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 import kjoin
@@ -12,6 +14,7 @@ import kjoin_viz
 from kjoin_viz import Predict, Stepper, fate_label, show_step, trainer_mode
 from kjoin_viz.labels import TONES
 from kjoin_viz.predict import STILL_WAITING, leave_step, parse_outputs
+from kjoin_viz.step_view import svg_image
 
 SEED_004 = dict(
     left="1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D, 40:E, 60:F, 100:G",
@@ -113,7 +116,8 @@ def test_show_step_is_html_and_text_of_that_step_only(trace):
     shown = show_step(trace, 15)
     page = shown._repr_html_()
     assert 'data-step="15"' in page and "held until stream time passes 60" in page
-    assert "kjoin-timeline" in page and "join window 25..55" in page  # zoomed on E@40 with its window
+    timeline = base64.b64decode(page.split('class="kjoin-timeline-image"')[1].split("base64,")[1].split('"')[0]).decode()
+    assert 'data-view="0..60"' in timeline and "join window 25..55" in timeline  # zoomed on E@40 with its window
     assert "data-store=\"task 0: outer-join buffer\"" in page and "background:#fff3b0" in page  # the row E wrote
     assert repr(shown).splitlines()[0] == "step 15 of 18: left E@40 (key k) -> held until stream time passes 60"
     assert repr(shown) + "\n" == Stepper(trace, step=15).text()
@@ -125,8 +129,9 @@ def test_show_step_is_html_and_text_of_that_step_only(trace):
 def test_show_step_and_the_stepper_share_one_renderer(trace):
     stepper = Stepper(trace, step=9)
     page = show_step(trace, 9)._repr_html_()
-    for name in ("header", "timeline", "explain", "outputs", "state"):
+    for name in ("header", "explain", "outputs", "state"):
         assert stepper.panes[name].value in page
+    assert svg_image(stepper.panes["timeline"].value) in page  # the same SVG, as an image that survives a stored notebook
 
 
 # -- the predict widget --------------------------------------------------------------------------------
