@@ -65,7 +65,8 @@ def seed_table_html(traces: Mapping[str, Trace], current: int | None = None, wit
         cells = "".join(f"<td>{_cell_html(traces[name].steps[index], with_ts)}</td>" for name in columns)
         mark = ' class="current"' if index == current else ""
         rows.append(f"<tr{mark}><td>{index}</td><td>{record.ts}</td><td>{left}</td><td>{right}</td>{cells}</tr>")
-    return f'<div class="kjoin-viz kjoin-variants">{CSS}<table><tr>{head}</tr>{"".join(rows)}</table></div>'
+    return (f'<div class="kjoin-viz kjoin-variants" style="max-width:100%;overflow-x:auto">{CSS}'
+            f'<table><tr>{head}</tr>{"".join(rows)}</table></div>')
 
 
 def _cell_html(step, with_ts: bool = False) -> str:
@@ -98,13 +99,16 @@ class Variants(SliderStep, widgets.VBox):
         for name, button in self.buttons.items():
             button.on_click(lambda _, move=moves[name]: setattr(self, "step", move()))
         self.table = widgets.HTML()
-        self.columns = {name: widgets.HTML(layout={"min_width": "260px"}) for name in self.traces}
+        # the columns wrap onto a new row rather than hide behind a scrollbar in a narrow notebook
+        self.columns = {name: widgets.HTML(layout={"flex": "1 1 260px", "min_width": "220px", "max_width": "100%"})
+                        for name in self.traces}
         self.slider.observe(lambda change: self._show(change["new"]), names="value")
+        wrap = {"flex_flow": "row wrap", "max_width": "100%"}
         super().__init__([
-            widgets.HBox([self.play, self.slider, *self.buttons.values()]),
+            widgets.HBox([self.play, self.slider, *self.buttons.values()], layout=wrap),
             self.table,
-            widgets.HBox(list(self.columns.values())),
-        ])
+            widgets.HBox(list(self.columns.values()), layout=wrap),
+        ], layout={"max_width": "100%"})
         self.add_class("kjoin-variants")
         self.step = step
 
