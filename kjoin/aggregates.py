@@ -88,6 +88,12 @@ class AggregateConfig:
     partitions: int = 1
     options: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def window(self) -> None:
+        """No join window (``JoinWindows``) here: a windowed aggregate's windows are
+        ``options["windows"]``. Views that draw a stream-stream join's window read ``None``."""
+        return None
+
 
 class AggregateTrace(Trace):
     """A trace of an aggregate or a WTable join; :meth:`wtable` gives a windowed result."""
@@ -229,7 +235,8 @@ def run_window_aggregate(
     log = StateLog()
     factory = window_aggregate_factory(windows, aggregation, retention_ms, segments)
     tasks = {task: factory(log, task) for task in range(partitions)}
-    config = AggregateConfig("window-aggregate", aggregation.name, partitions, {"windows": windows})
+    options = {"windows": windows, "layout": windows.layout(retention_ms, segments)}
+    config = AggregateConfig("window-aggregate", aggregation.name, partitions, options)
     return _run(
         config, _records(events, partitions), log, lambda record, ctx: tasks[record.partition].process(record, ctx)
     )
@@ -292,7 +299,15 @@ def run_wtable_join(
     )
     log = StateLog()
     tasks = {task: factory(log, task) for task in range(partitions)}
-    options = {"windows": windows, "shifter": shifter, "selector": selector, "self_join": self_join}
+    options = {
+        "windows": windows,
+        "right_windows": right_windows or windows,
+        "layout": windows.layout(retention_ms, segments),
+        "right_layout": (right_windows or windows).layout(retention_ms, segments),
+        "shifter": shifter,
+        "selector": selector,
+        "self_join": self_join,
+    }
     config = AggregateConfig(join, variant, partitions, options)
     return _run(
         config,

@@ -30,7 +30,7 @@ from kjoin.fates import Fate, Reason
 from kjoin.records import OutputKind
 from kjoin.trace import Step
 
-__all__ = ["FateLabel", "fate_label", "TONES", "TONE_COLOURS", "label_html"]
+__all__ = ["FateLabel", "fate_label", "TONES", "AGGREGATE_TONES", "tones_for", "TONE_COLOURS", "label_html"]
 
 TONES = {
     "joined": "joins: emits result(s) with partner(s) from the other side",
@@ -43,7 +43,24 @@ TONES = {
 }
 """The categories of what a record does, in plain words (the predict widget's choices)."""
 
-TONE_COLOURS = {"joined": "#1a6b1a", "null-result": "#2b6f8a", "tombstone": "#6b3fa0", "held": "#a66d00",
+AGGREGATE_TONES = {
+    **TONES,
+    "aggregated": "updates aggregate(s): emits the new aggregate of every group or window it changed",
+}
+"""The choices for an aggregate's trace (``table-aggregate``, ``window-aggregate``): an aggregate
+update is not a join result."""
+
+AGGREGATE_JOINS = ("table-aggregate", "window-aggregate")
+
+
+def tones_for(trace: object) -> dict[str, str]:
+    """The tones a record of ``trace`` can have: :data:`TONES`, plus ``aggregated`` for an aggregate."""
+    scenario = getattr(trace, "scenario", None)
+    return AGGREGATE_TONES if getattr(scenario, "join", None) in AGGREGATE_JOINS else TONES
+
+
+TONE_COLOURS = {"aggregated": "#0b6e4f",
+                "joined": "#1a6b1a", "null-result": "#2b6f8a", "tombstone": "#6b3fa0", "held": "#a66d00",
                 "stored": "#444", "no-match": "#666", "dropped": "#b22"}
 
 _HELD = {
@@ -60,6 +77,7 @@ _STORED = {
     Reason.NO_SUBSCRIBER: "stored: no left row subscribes to this key",
     Reason.NO_PROPAGATE: "subscription stored: no response",
     Reason.OUT_OF_ORDER_VERSION: "not lost: stored as an older version, no result",
+    Reason.NULL_GROUP_KEY: "stored: the group-by gives a null group key, no aggregate changes",
 }
 _DROPPED = {
     Reason.NULL_KEY: "dropped: null key",
@@ -69,6 +87,7 @@ _DROPPED = {
     Reason.NULL_FOREIGN_KEY: "dropped: null foreign key (no subscription)",
     Reason.STALE_RESPONSE: "dropped: stale response (the left row changed since)",
     Reason.NULL_KEY_IN_GRACE_BUFFER: "dropped: null key (Kafka's task would fail here)",
+    Reason.EXPIRED_WINDOW: "dropped: late (every window it belongs to has closed)",
 }
 
 
@@ -94,6 +113,19 @@ class FateLabel:
 def label_html(label: FateLabel) -> str:
     colour = TONE_COLOURS[label.tone]
     return f'<b class="kjoin-fate kjoin-fate-{label.tone}" style="color:{colour}">{html.escape(label.text)}</b>'
+
+
+def _aggregated(updates: list) -> FateLabel:
+    """An aggregate's updates: the windows it changed, or the halves of a table update."""
+    from kjoin.records import render_value
+
+    windows = [o for o in updates if o.window is not None]
+    if windows:
+        spans = ", ".join(f"[{o.window[0]}, {o.window[1]})" for o in windows)
+        return FateLabel(f"aggregated into window{'s' if len(windows) != 1 else ''} {spans}", "aggregated")
+    said = {"subtract": "subtracted from", "add": "added to", "both": "subtracted and added again in"}
+    parts = [f"{said.get(o.half, o.half)} {render_value(o.key)}" for o in updates]
+    return FateLabel("aggregated: " + ", ".join(parts), "aggregated")
 
 
 def own_outputs(step: Step) -> list:
@@ -125,6 +157,9 @@ def fate_label(step: Step) -> FateLabel:
 
 
 def _emitted(step: Step, mine: list) -> FateLabel:
+    updates = [o for o in mine if getattr(o, "half", None) is not None]  # an aggregate's Change(new, old)
+    if updates:
+        return _aggregated(updates)
     joined = [o for o in mine if o.kind is OutputKind.JOINED]
     tombstones = [o for o in mine if o.tombstone]
     nulls = [o for o in mine if o.kind in (OutputKind.UNMATCHED, OutputKind.WINDOW_CLOSED, OutputKind.NULL_KEY)]

@@ -32,7 +32,7 @@ import ipywidgets as widgets
 from kjoin.records import render_value
 from kjoin.trace import Trace
 
-from .labels import TONES, fate_label
+from .labels import fate_label, tones_for
 from .show import view_of
 from .step_view import CSS, _outputs_text, _table_html
 from .store_view import store_tables
@@ -113,6 +113,7 @@ class Predict(widgets.VBox):
         if not 0 <= step < len(trace.steps):
             raise IndexError(f"step {step} is outside this trace (0 to {len(trace.steps) - 1})")
         self.trace, self.index, self.ask = trace, step, ask
+        self.tones = tones_for(trace)
         self.view = view_of(trace)
         s = trace.steps[step]
         self.leaves = leave_step(trace, step) if ask == "release" else None
@@ -127,7 +128,7 @@ class Predict(widgets.VBox):
         self.stepper_box = widgets.VBox()
         self.stepper = None
         if ask == "fate+outputs":
-            self.fate = widgets.RadioButtons(options=[(text, tone) for tone, text in TONES.items()], value=None,
+            self.fate = widgets.RadioButtons(options=[(text, tone) for tone, text in self.tones.items()], value=None,
                                              description="it", layout={"width": "auto"})
             self.outputs = widgets.Text(placeholder="e.g. A-a, B-a   or   A-null   or   none",
                                         description="outputs", layout={"width": "100%", "max_width": "520px"})
@@ -211,7 +212,7 @@ class Predict(widgets.VBox):
         if self.ask == "release":
             return "Solution: " + self._leave_text()
         outputs = _outputs_text(s.outputs) or "no output"
-        return f"Solution: it {TONES[fate_label(s).tone]} ({fate_label(s)}); this step emits {outputs}."
+        return f"Solution: it {self.tones[fate_label(s).tone]} ({fate_label(s)}); this step emits {outputs}."
 
     def _leave_text(self) -> str:
         if self.leaves == STILL_WAITING:
@@ -257,13 +258,14 @@ class Predict(widgets.VBox):
         lines = []
         if self.fate.value is None:
             fate_right = False
-            lines.append(f"Fate: pick one. The engine: it {TONES[label.tone]} ({label}).")
+            lines.append(f"Fate: pick one. The engine: it {self.tones[label.tone]} ({label}).")
         elif self.fate.value == label.tone:
             fate_right = True
-            lines.append(f"Fate: right, it {TONES[label.tone]} ({label}).")
+            lines.append(f"Fate: right, it {self.tones[label.tone]} ({label}).")
         else:
             fate_right = False
-            lines.append(f"Fate: not quite. You said it {TONES[self.fate.value]}; the engine says it {TONES[label.tone]} ({label}).")
+            said, engine = self.tones[self.fate.value], self.tones[label.tone]
+            lines.append(f"Fate: not quite. You said it {said}; the engine says it {engine} ({label}).")
         outputs_right, text = self._compare_outputs(parse_outputs(self.outputs.value))
         lines.append(text)
         lines.append(f"Why: {s.explain}")

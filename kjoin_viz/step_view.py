@@ -79,6 +79,7 @@ class StepView:
         self.drop_steps = [i for i, tone in enumerate(tones) if tone == "dropped"]  # lost for good, not "not lost"
         self.held_steps = [i for i, tone in enumerate(tones) if tone in ("dropped", "held")]
         self._span = view_span(trace)
+        self.consistency = _consistency(trace)
         self._log: list[Output] = [o for s in steps for o in s.outputs]
         self._log_end: list[int] = []  # outputs emitted up to and including each step
         total = 0
@@ -126,7 +127,10 @@ class StepView:
     def text(self, step: int) -> str:
         """The step as plain text: the record, its fate, its outputs and every store."""
         s = self.trace.steps[step]
-        lines = [headline(s, len(self)), f"outputs: {_outputs_text(s.outputs) or '(none)'}", s.explain, ""]
+        lines = [headline(s, len(self)), f"outputs: {_outputs_text(s.outputs) or '(none)'}", s.explain]
+        if self.consistency is not None:
+            lines.append(self.consistency_text(step))
+        lines.append("")
         if self.foreign_key:
             lines += [flight_text(self.trace, step), ""]
         for table in self.tables(step):
@@ -142,6 +146,13 @@ class StepView:
                 lines.append(f"… {table.hidden} more")
             lines.append("")
         return "\n".join(lines).rstrip() + "\n"
+
+    def consistency_text(self, step: int) -> str:
+        """Whether a table join's result (materialized) equals the join of its materialized inputs after ``step``."""
+        assert self.consistency is not None
+        if self.consistency[step]:
+            return "consistent: the result table equals the join of the input tables as they are now"
+        return "not (yet) consistent: the result table differs from the join of the input tables as they are now"
 
     def stream_time(self, step: int) -> int | None:
         """The stream time of the step's task after the step (``None`` if the join keeps none)."""
@@ -163,7 +174,13 @@ class StepView:
         held = ", ".join(_held_html(h) for h in self.held_tail(step))
         log = (f'<div class="kjoin-viz kjoin-log">log so far ({total} outputs; latest last): {_outputs_html(tail) or "(none)"}'
                f"<br>held or dropped so far (latest last): {held or '(none)'}</div>")
-        explain = f'<div class="kjoin-viz kjoin-explain">{label_html(fate_label(s))}: {html.escape(s.explain)}</div>'
+        mark = ""
+        if self.consistency is not None:
+            colour = "#1a6b1a" if self.consistency[step] else "#a66d00"
+            words = html.escape(self.consistency_text(step))
+            mark = f'<br><span class="kjoin-consistency" style="color:{colour}">{words}</span>'
+        explain = (f'<div class="kjoin-viz kjoin-explain">{label_html(fate_label(s))}: {html.escape(s.explain)}'
+                   f"{mark}</div>")
         return StepPanes(header, timeline, state, outputs, log, explain)
 
     def html(self, step: int) -> str:
@@ -173,6 +190,16 @@ class StepView:
         p = self.panes(step)
         return (f'<div class="kjoin-viz kjoin-step" data-step="{step}" style="max-width:100%">'
                 f"{p.header}{svg_image(p.timeline)}{p.explain}{p.outputs}{p.state}</div>")
+
+def _consistency(trace: Trace) -> list[bool] | None:
+    """The consistency marks of a WTable table join (:func:`kjoin.aggregates.consistency_marks`),
+    else ``None``: other traces are not marked."""
+    if trace.scenario.join not in ("wtable-wtable", "wtable-table", "table-wtable"):
+        return None
+    from kjoin.aggregates import consistency_marks
+
+    return consistency_marks(trace)
+
 
 def svg_image(svg: str) -> str:
     """An SVG as an ``<img>`` with a data URI. A notebook opened without running is not trusted
@@ -230,7 +257,7 @@ def _outputs_text(outputs: Any) -> str:
 
 def _outputs_html(outputs: Any) -> str:
     return ", ".join(
-        f'<span class="{"tombstone" if o.tombstone else "result"}" title="{o.kind.value}" '
+        f'<span class="{"tombstone" if o.tombstone else "result"}" title="{getattr(o.kind, "value", o.kind)}" '
         f'style="color:{"#6b3fa0;font-style:italic" if o.tombstone else "#1a6b1a"}">'
         f"{html.escape(o.render())}@{o.ts}{' (tombstone)' if o.tombstone else ''}</span>"
         for o in outputs

@@ -133,8 +133,16 @@ def _store_order(name: str) -> int:
     return STORE_ORDER.index(name) if name in STORE_ORDER else len(STORE_ORDER)
 
 
+_AGGREGATE_STORES = ("aggregate store", "aggregate store segments", "repartition topic", "hopping window")
+
+
 def _layout(name: str, entries: Mapping[Any, Any], scenario: Any = None):
     """``(header, entry -> row, sort key or None)`` of a store."""
+    if name.endswith(_AGGREGATE_STORES):  # an aggregate's or a WTable's stores describe themselves
+        from kjoin.aggregate_stores import describe_store
+
+        header = describe_store(name, {})[0]
+        return header, lambda k, v: tuple(_r(cell) for cell in describe_store(name, {k: v})[1][0]), None
     if name.endswith(" window"):
         return ("key", "ts", "value"), lambda k, v: (_r(k[0]), str(k[1]), _r(v)), None
     if name.endswith(" table") and not name.endswith(" versioned table") and _all_triples(entries):
@@ -195,6 +203,8 @@ def _note(name: str, entries: Mapping[Any, Any], clock: Mapping[str, Any], scena
     """One line on what to read in a store at this step, from the scenario and the clock."""
     if scenario is None:
         return ""
+    if name.endswith(("window aggregate store", "window aggregate store segments")):
+        return _window_store_note(name, clock, scenario)
     if name.endswith(" versioned table"):
         side = name.split(" ")[0]
         retention = getattr(getattr(scenario, side, None), "history_retention_ms", None)
@@ -218,6 +228,24 @@ def _note(name: str, entries: Mapping[Any, Any], clock: Mapping[str, Any], scena
         return (f"grace {grace} ms; buffer time {buffer_time} (the largest ts accepted): records with ts <= {buffer_time - grace} "
                 f"are released; an arriving record with ts < {buffer_time - grace} is joined at once")
     return ""
+
+
+def _window_store_note(name: str, clock: Mapping[str, Any], scenario: Any) -> str:
+    """A windowed aggregate's windows (when one closes) or its store's segments (when one is dropped)."""
+    options = getattr(scenario, "options", None) or {}
+    windows = options.get("right_windows") if name.startswith("right ") else None
+    windows = windows or options.get("windows")
+    layout = options.get("right_layout" if name.startswith("right ") else "layout")
+    prefix = name[: -len("window aggregate store segments")] if name.endswith("segments") else None
+    if prefix is None:
+        if windows is None:
+            return ""
+        return f"{windows.describe()}; a window [start, end) takes records until stream time reaches end + grace"
+    if layout is None:
+        return ""
+    return (f"retention {layout.retention_ms} ms in segments of {layout.segment_interval_ms} ms: a segment is dropped "
+            f"whole once all of it is older than the newest window start - retention; at most "
+            f"{layout.max_live_segments} live, storage up to {layout.overhead:g}x the retention")
 
 
 def _all_triples(entries: Mapping[Any, Any]) -> bool:

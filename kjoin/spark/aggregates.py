@@ -92,9 +92,8 @@ def task_function(specs: Mapping[int, Mapping[str, Any]]) -> Callable[[Iterator[
         import pyarrow as pa
 
         types = {"string": pa.string(), "long": pa.int64(), "int": pa.int32()}
-        schema = pa.schema(
-            [pa.field(part.split()[0].strip("`"), types[part.split()[1]]) for part in AGGREGATE_RESULT_SCHEMA.split(", ")]
-        )
+        parts = [part.split() for part in AGGREGATE_RESULT_SCHEMA.split(", ")]
+        schema = pa.schema([pa.field(name.strip("`"), types[kind]) for name, kind in parts])
         built: dict[int, AggregateSpec] = {}
         group: tuple[int, int] | None = None
         processor: Any = None
@@ -121,11 +120,10 @@ def task_function(specs: Mapping[int, Mapping[str, Any]]) -> Callable[[Iterator[
                 step = columns["position"][i]
                 ctx = StepContext(step, record, default_joiner)
                 processor.process(record, ctx)
-                rows = [
-                    ("output", seq, output.partition, _json(output_to_dict(output)["key"]), _json(output_to_dict(output)),
-                     None, None, None)
-                    for seq, output in enumerate(ctx.outputs)
-                ]
+                rows = []
+                for seq, output in enumerate(ctx.outputs):
+                    data = output_to_dict(output)
+                    rows.append(("output", seq, output.partition, _json(data["key"]), _json(data), None, None, None))
                 reason = None if ctx.reason is None else ctx.reason.value
                 rows.append(("step", None, record.partition, key, None, ctx.fate.value, reason, ctx.until_ms))
                 for row, seq, partition, row_key, output, fate, why, until in rows:
@@ -185,7 +183,9 @@ def aggregate_scenarios(
     )
     records = spark.createDataFrame(rows, schema)
     whole = [sid for sid, spec in checked.items() if spec.processors()[0] == "scenario"]
-    unit = F.when(F.col("scenario").isin(whole), F.lit(0)).otherwise(F.col("partition")) if whole else F.col("partition")
+    unit = F.col("partition")
+    if whole:
+        unit = F.when(F.col("scenario").isin(whole), F.lit(0)).otherwise(unit)
     records = records.withColumn("unit", unit.cast("int"))
     grouped = records.repartition(spark_partitions, "scenario", "unit") if spark_partitions else records.repartition(
         "scenario", "unit"
