@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -82,12 +83,29 @@ def leave_step(trace: Trace, step: int) -> int | None:
 
 
 def parse_outputs(text: str) -> list[str]:
-    """``"A-a, B-a"`` into ``["A-a", "B-a"]``; ``none``, ``-`` or nothing is no output."""
-    items = [item.strip() for item in text.replace(";", ",").split(",")]
+    """``"A-a, B-a"`` into ``["A-a", "B-a"]``; ``none``, ``-`` or nothing is no output. A window
+    ``[start, end)`` (an aggregate's ``home@[0, 10)=2``) is one item, its comma included."""
+    items, depth, current = [], 0, ""
+    for char in text.replace(";", ","):
+        if char == "[":
+            depth += 1
+        elif char == ")" and depth:
+            depth -= 1
+        if char == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += char
+    items = [item.strip() for item in [*items, current]]
     items = [item for item in items if item]
     if [item.lower() for item in items] in ([], ["none"], ["-"], ["(none)"], ["nothing"]):
         return []
     return items
+
+
+def _compact(item: str) -> str:
+    """An output without spaces: ``home@[0, 10)=2`` and ``home@[0,10)=2`` are the same answer."""
+    return item.replace(" ", "")
 
 
 @dataclass(frozen=True)
@@ -273,8 +291,9 @@ class Predict(widgets.VBox):
 
     def _compare_outputs(self, said: list[str]) -> tuple[bool, str]:
         emitted = self.trace.steps[self.index].outputs
-        with_ts = any("@" in item for item in said)
+        with_ts = any(re.search(r"@-?\d+$", item) for item in said)  # not the @ of key@[start, end)
         expected = [o.render() + (f"@{o.ts}" if with_ts else "") for o in emitted]
+        said, expected = [_compact(s) for s in said], [_compact(e) for e in expected]
         shown = _outputs_text(emitted) or "no output"
         if said == expected:
             return True, f"Outputs: right ({shown})."

@@ -100,3 +100,15 @@ def test_a_declarative_page_view_join_renders_every_step():
                       "window": {"size_ms": DAY_MS}, "retention_ms": 8 * DAY_MS, "events": views})
     for i in range(len(trace.steps)):
         assert f"[{7 * DAY_MS if i else 0}, " in kjoin_viz.show_step(trace, i)._repr_html_()
+
+
+def test_predict_reads_windowed_outputs_whose_window_has_a_comma():
+    from kjoin_viz.predict import parse_outputs
+
+    assert parse_outputs("home@[0, 10)=2, home@[5, 15)=1") == ["home@[0, 10)=2", "home@[5, 15)=1"]
+    assert parse_outputs("A-a, B-a; none") == ["A-a", "B-a", "none"]
+    widget = kjoin_viz.Predict(run_spec(WINDOWED), 0)
+    assert widget.check(fate="aggregated", outputs="p1@[0, 10)=1, p1@[5, 15)=1").correct
+    assert widget.check(fate="aggregated", outputs="p1@[0,10)=1@5, p1@[5,15)=1@5").correct  # with timestamps
+    assert not widget.check(fate="aggregated", outputs="p1@[0, 10)=1@5, p1@[5, 15)=1@6").correct
+    assert not widget.check(fate="aggregated", outputs="p1@[0, 10)=1").correct
