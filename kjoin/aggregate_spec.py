@@ -42,12 +42,12 @@ from .aggregates import (
     run_wtable_join,
 )
 from .joins.aggregate import Aggregation, TableAggregate, count, sum_of
-from .joins.window_aggregate import TimeWindows
+from .joins.window_aggregate import TimeWindows, Windowed
 from .joins.wtable import select_by_field, select_by_timestamp, shift_by
 from .records import render_value
 from .scenario import ScenarioError
 
-__all__ = ["AGGREGATE_JOINS", "AggregateSpec", "run_spec", "spec_jsonl"]
+__all__ = ["AGGREGATE_JOINS", "AggregateSpec", "run_spec", "spec_jsonl", "spec_table", "spec_title"]
 
 AGGREGATE_JOINS = JOINS
 _FIELDS = {
@@ -263,6 +263,50 @@ def spec_jsonl(trace: AggregateTrace) -> Iterator[str]:
     """One JSON object per step, as ``kjoin run --format jsonl`` writes; windowed outputs carry ``window``."""
     for step in trace.steps:
         yield json.dumps(_step_dict(step), separators=(", ", ": "), default=render_value)
+
+
+def spec_title(trace: AggregateTrace) -> str:
+    """One line naming the join and the options that change its outputs."""
+    config = trace.scenario
+    options = config.options
+    if config.join == "table-aggregate":
+        parts = [f"table-aggregate ({config.variant}) grouped by {options['group_by']}"]
+    elif config.join == "hopping-join":
+        parts = [f"hopping-join, one output per {options['per']}"]
+    else:
+        kind = "" if config.join == "window-aggregate" else f" {config.variant} join"
+        parts = [f"{config.join}{kind}, {options['windows'].describe()}"]
+        layout = options.get("layout")
+        if layout is not None:
+            parts.append(f"retention {layout.retention_ms} ms in segments of {layout.segment_interval_ms} ms")
+        if options.get("shifter") is not None:
+            parts.append(f"window shifter: {options['shifter'].__doc__}")
+        if options.get("self_join"):
+            parts.append("self join")
+    parts.append(f"{config.partitions} partition{'s' if config.partitions != 1 else ''}")
+    return ", ".join(parts)
+
+
+def spec_table(trace: AggregateTrace) -> str:
+    """Every step as ``kjoin run`` prints it: the input, its outputs (a windowed key with its
+    window ``[start, end)``), and what happened to it."""
+    from .render import format_table
+
+    rows = []
+    for step in trace.steps:
+        r = step.record
+        fate = step.fate.value + ("" if step.reason is None else f" ({step.reason.value})")
+        outputs = ", ".join(_output_text(o) for o in step.outputs)
+        rows.append(
+            [step.index, step.task, r.side.value, render_value(r.key), render_value(r.value), r.ts, outputs, fate]
+        )
+    header = ["step", "task", "side", "key", "value", "ts", "outputs", "fate"]
+    return spec_title(trace) + "\n" + format_table(header, rows)
+
+
+def _output_text(output: Any) -> str:
+    text = f"{output.render()}@{output.ts}"
+    return f"{output.key}: {text}" if isinstance(output.key, Windowed) else text
 
 
 def _step_dict(step: Any) -> dict[str, Any]:
