@@ -17,6 +17,7 @@ from typing import Any, Callable
 from .joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoin, default_joiner
 from .joins.fk_protocol import SUBSCRIPTION, Message
 from .joins.foreign_key import ForeignKeyJoin
+from .joins.options import ForeignKeyOptions
 from .joins.self_join import OptimizedSelfJoin
 from .fates import Fate
 from .joins.topology import ResultSink, SelfJoin, StreamChain, TablePipeline
@@ -26,7 +27,7 @@ from .scenario import Deliver, Scenario, ScenarioError
 from .state import StateHistory, StateLog
 from .trace import Step, Trace
 
-__all__ = ["run", "new_join"]
+__all__ = ["run", "new_join", "foreign_key_options"]
 
 
 def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) -> Trace:
@@ -98,9 +99,17 @@ def _table_table(scenario: Scenario, log: StateLog, task: int) -> Any:
 
 
 # -- foreign-key joins: inputs and message deliveries ---------------------------------------
+def foreign_key_options(scenario: Scenario) -> ForeignKeyOptions:
+    """The options a foreign-key join's processors take from ``scenario``."""
+    assert scenario.foreign_key is not None
+    return ForeignKeyOptions(
+        scenario.variant, scenario.semantics, scenario.foreign_key, scenario.hash_check, scenario.left, scenario.right
+    )
+
+
 def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> Trace:
     log = StateLog()
-    join = ForeignKeyJoin(log, scenario)
+    join = ForeignKeyJoin(log, foreign_key_options(scenario), scenario.partitions)
     results = {task: ResultSink(log, task, "result" in scenario.caching) for task in range(scenario.partitions)} if scenario.materialized else {}
     history = StateHistory(log.copy())
     log.take_changes()

@@ -49,6 +49,7 @@ from ..semantics import Semantics
 from ..state import StateLog
 from ..stores import InFlightMessages, PutResult, SubscriptionStore, TableStore, VersionedStore
 from .context import StepContext
+from .options import ForeignKeyOptions, TableOptions
 from .fk_protocol import (
     RESPONSE,
     SUBSCRIPTION,
@@ -124,9 +125,10 @@ def _left_join_instructions(old: Any, new: Any, fk_of: Any) -> list[Subscription
     return sent
 
 
-def _make_table(log: StateLog, task: int, side: Side, options: Any) -> TableStore | VersionedStore:
+def _make_table(log: StateLog, task: int, side: Side, options: TableOptions) -> TableStore | VersionedStore:
     """A table that sends old values (a foreign-key join turns them on for both tables)."""
     if options.versioned:
+        assert options.history_retention_ms is not None
         return VersionedStore(log, task, side, options.history_retention_ms, sends_old_values=True)
     return TableStore(log, task, side, sends_old_values=True)
 
@@ -141,7 +143,7 @@ class ForeignKeyTask:
     """The stores of one task: the left table (rows of its primary keys), the right table (rows
     of its foreign keys) and the subscription store of its foreign keys."""
 
-    def __init__(self, log: StateLog, task: int, left: Any, right: Any) -> None:
+    def __init__(self, log: StateLog, task: int, left: TableOptions, right: TableOptions) -> None:
         self.task = task
         self.left = _make_table(log, task, Side.LEFT, left)
         self.right = _make_table(log, task, Side.RIGHT, right)
@@ -156,14 +158,14 @@ class ForeignKeyJoin:
     is the engine's schedule.
     """
 
-    def __init__(self, log: StateLog, scenario: Any) -> None:
-        self.variant = scenario.variant
-        self.semantics = scenario.semantics
-        self.partitions = scenario.partitions
-        self.hash_check = scenario.hash_check
-        self.path = scenario.foreign_key
-        self.tasks = [ForeignKeyTask(log, task, scenario.left, scenario.right) for task in range(scenario.partitions)]
-        self.in_flight = InFlightMessages(log, scenario.partitions)
+    def __init__(self, log: StateLog, options: ForeignKeyOptions, partitions: int = 1) -> None:
+        self.variant = options.variant
+        self.semantics = options.semantics
+        self.partitions = partitions
+        self.hash_check = options.hash_check
+        self.path = options.foreign_key
+        self.tasks = [ForeignKeyTask(log, task, options.left, options.right) for task in range(partitions)]
+        self.in_flight = InFlightMessages(log, partitions)
 
     def fk_of(self, value: Any) -> Any:
         """The foreign-key extractor: the field at ``foreign_key`` in a left value."""

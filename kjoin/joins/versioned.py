@@ -42,6 +42,7 @@ from ..semantics import Semantics
 from ..state import StateLog
 from ..stores import GraceBuffer, GraceBuffered, PutResult, VersionedStore
 from .context import StepContext
+from .options import TableOptions
 from .stream_table import StreamTableJoin
 from .table_table import TableTableJoin
 
@@ -123,7 +124,10 @@ class VersionedStreamTableJoin(StreamTableJoin):
 class VersionedTableTableJoin(TableTableJoin):
     """One task's table-table join where one or both tables are versioned."""
 
-    def __init__(self, log: StateLog, task: int, variant: str, semantics: Semantics, left: Any, right: Any, mode: str = "final") -> None:
+    def __init__(
+        self, log: StateLog, task: int, variant: str, semantics: Semantics, left: TableOptions, right: TableOptions,
+        mode: str = "final",
+    ) -> None:
         versioned = {side: VersionedStore(log, task, side, options.history_retention_ms, sends_old_values=False) for side, options in ((Side.LEFT, left), (Side.RIGHT, right)) if options.versioned}
         super().__init__(log, task, variant, semantics, sources=versioned)
         self.mode = mode

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from ..joins.options import TableOptions
 from ..joins.stream_stream import JoinWindows
 from ..records import Side
 
@@ -55,14 +56,6 @@ class ScenarioError(ValueError):
     def __init__(self, message: str, source: str | None = None) -> None:
         self.source = source
         super().__init__(f"{source}: {message}" if source else message)
-
-
-@dataclass(frozen=True)
-class TableOptions:
-    """Options of one input table (``left:``/``right:`` in a scenario)."""
-
-    versioned: bool = False
-    history_retention_ms: int | None = None
 
 
 @dataclass(frozen=True)
