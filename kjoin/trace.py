@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from .fates import Fate, Reason
+from .joins.fk_protocol import SUBSCRIPTION, Message
 from .records import Output, Record, Side
 from .state import StateHistory, StoreId
 from .stores import CLOCK, GRACE_BUFFER, IN_FLIGHT, OUTER_BUFFER, SUBSCRIPTIONS, table_store_name, versioned_store_name, window_store_name
@@ -15,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .scenario import Scenario
 
-__all__ = ["Step", "Trace", "StateSnapshot"]
+__all__ = ["Step", "DeliveryStep", "Trace", "StateSnapshot"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +26,7 @@ class Step:
     ``outputs`` are all records the step emitted, including results of *earlier* records
     whose window closed now (their ``origin_step`` says whose). ``fate`` and ``reason`` are
     this record's own: joined, buffered (until ``until_ms``), stored, no match, dropped.
+    A foreign-key join's step that delivered a message instead is a :class:`DeliveryStep`.
     """
 
     index: int
@@ -35,9 +37,11 @@ class Step:
     reason: Reason | None
     until_ms: int | None
     explain: str
-    message: Any = None
-    """Foreign-key joins: the message this step delivered (then ``record`` describes it: side
-    ``right`` for a subscription, ``left`` for a response; its value is the message's text)."""
+
+    @property
+    def message(self) -> Message | None:
+        """The message a :class:`DeliveryStep` delivered; ``None``: this step processed an input record."""
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -53,6 +57,33 @@ class Step:
         if self.message is not None:
             data["message"] = self.message.to_dict()
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryStep(Step):
+    """A foreign-key join's step that delivered one message between tasks (``delivered``) at
+    task ``task``, rather than processing an input record.
+
+    ``record`` is the delivery as a row of the steps table, so that tables of all steps read
+    alike: side ``right`` for a subscription (it arrives at the right side), ``left`` for a
+    response, the message's key, ts, destination partition and sequence number, and its text
+    (:meth:`Message.describe`) as the value. It was never an input record.
+    """
+
+    delivered: Message
+
+    @property
+    def message(self) -> Message:
+        return self.delivered
+
+    @classmethod
+    def of(
+        cls, index: int, message: Message, outputs: tuple[Output, ...], fate: Fate, reason: Reason | None,
+        until_ms: int | None, explain: str,
+    ) -> "DeliveryStep":
+        side = Side.RIGHT if message.topic == SUBSCRIPTION else Side.LEFT
+        row = Record(side, message.key, message.describe(), message.ts, message.partition, message.seq)
+        return cls(index, row, message.partition, outputs, fate, reason, until_ms, explain, message)
 
 
 class Trace:

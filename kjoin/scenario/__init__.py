@@ -48,25 +48,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .fields import (
-    CACHING_STORES,
-    DELIVER_SELECTORS,
-    DELIVERY_MODES,
-    JOINS,
-    MAX_TIMESTAMP_MS,
-    VARIANTS,
-    VERSIONED_MODES,
-    ChainedJoin,
-    Deliver,
-    Delivery,
-    DeliveryMode,
-    Event,
-    JoinKind,
-    ScenarioError,
-    TableOptions,
-    Variant,
-    VersionedMode,
-)
+from .fields import ChainedJoin, Deliver, Delivery, Event, ScenarioError, TableOptions  # the value objects
+from .fields import DeliveryMode, JoinKind, Variant, VersionedMode  # the Literal types of the public edge
+from .fields import CACHING_STORES, DELIVER_SELECTORS, DELIVERY_MODES, JOINS, MAX_TIMESTAMP_MS  # the allowed values
+from .fields import VARIANTS, VERSIONED_MODES
 from .model import Scenario
 from .parsing import read_document
 
