@@ -162,7 +162,10 @@ class Message:
     def describe(self) -> str:
         """``subscription m1 (Y, A) PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE #3f2a9c01 @2 → task 1``."""
         if isinstance(self.value, SubscriptionWrapper):
-            body = f"({render_value(self.key)}, {render_value(self.value.pk)}) {self.value.instruction} {short_hash(self.value.hash)}"
+            body = (
+                f"({render_value(self.key)}, {render_value(self.value.pk)}) {self.value.instruction} "
+                f"{short_hash(self.value.hash)}"
+            )
         else:
             body = f"{render_value(self.key)} ← {render_value(self.value.foreign_value)} {short_hash(self.value.hash)}"
         return f"{self.topic} {self.id} {body} @{self.ts} → task {self.partition}"

@@ -80,12 +80,19 @@ def subscription_instructions(old: Any, new: Any, fk_of: Any, variant: str, sema
     """The subscriptions for a left ``Change(new, old)``; ``None`` when the update is skipped
     for a null foreign key (Kafka: WARN and ``dropped-records``).
 
-    | change | inner join (and left join before 3.7, new rows aside) | left join since 3.7 (KIP-962) |
-    |---|---|---|
-    | new row | fk null → skipped; else ONLY_IF→fk(new) (left join: NULL_IF) | NULL_IF→fk(new), fk may be null |
-    | delete | fk(old) null → skipped; else DELETE_AND_PROPAGATE→fk(old) | DELETE_AND_PROPAGATE→fk(old) if not null; NULL_IF→null |
-    | update | a null fk → skipped; fk changed → DELETE_NO_PROPAGATE→fk(old); NULL_IF→fk(new) | fk changed, fk(old) not null → DELETE_AND_PROPAGATE→fk(old); NULL_IF→fk(new) |
-    | nothing before or after | nothing | nothing |
+    Inner join (and left join before 3.7, new rows aside):
+
+    * new row: fk null → skipped; else ONLY_IF → fk(new) (left join: NULL_IF)
+    * delete: fk(old) null → skipped; else DELETE_AND_PROPAGATE → fk(old)
+    * update: a null fk → skipped; fk changed → DELETE_NO_PROPAGATE → fk(old); NULL_IF → fk(new)
+
+    Left join since 3.7 (KIP-962):
+
+    * new row: NULL_IF → fk(new), fk may be null
+    * delete: DELETE_AND_PROPAGATE → fk(old) if not null; NULL_IF → null
+    * update: fk changed, fk(old) not null → DELETE_AND_PROPAGATE → fk(old); NULL_IF → fk(new)
+
+    Nothing before and nothing after: nothing, in both.
 
     Foreign keys are compared by their serialized bytes.
     """

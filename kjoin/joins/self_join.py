@@ -45,7 +45,11 @@ class OptimizedSelfJoin:
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.key is None or record.value is None:
             what = "key" if record.key is None else "value"
-            ctx.drop(Reason.NULL_KEY if record.key is None else Reason.NULL_VALUE, f"{record.describe()} has a null {what}: skipped before stream time advances (the single-store self-join checks first).")
+            ctx.drop(
+                Reason.NULL_KEY if record.key is None else Reason.NULL_VALUE,
+                f"{record.describe()} has a null {what}: skipped before stream time advances (the single-store "
+                "self-join checks first).",
+            )
             return
         t = record.ts
         stream_time = self.clock.advance(STREAM_TIME, t)
