@@ -3,7 +3,11 @@
 Each partition is a Kafka task with its own join instance: its own stores and its own
 stream time. A record goes to the task of its partition; the steps keep the scenario's
 processing order across tasks. Only tasks that have records are built: a scenario with a
-million partitions and three records has at most three tasks' worth of state.
+million partitions and three records has at most three tasks' worth of state. The first
+record's task is built before the first step, any other when its first record arrives
+(:mod:`kjoin.joins.tasks`), so the state after a step never depends on later records. A
+foreign-key join's tasks talk to each other: every task its records or their foreign keys
+reach is built before the first step.
 
 The engine is the edge where a scenario becomes processors: each processor takes only its
 own options (variant, semantics, window, table options), never the scenario.
@@ -21,7 +25,7 @@ from typing import Any, Callable
 from .joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoin, default_joiner
 from .joins.fk_delivery import NoSuchMessage, scheduler_for
 from .joins.fk_protocol import Message
-from .joins.foreign_key import ForeignKeyJoin
+from .joins.foreign_key import ForeignKeyJoin, busy_tasks
 from .joins.options import ForeignKeyOptions
 from .joins.self_join import OptimizedSelfJoin
 from .joins.tasks import Tasks
@@ -122,10 +126,11 @@ def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> T
     """Input records and message deliveries, each a step; the scenario's delivery mode's
     scheduler decides when each message is delivered (:mod:`kjoin.joins.fk_delivery`)."""
     log = StateLog()
-    first = _first_task(scenario.records())
-    join = ForeignKeyJoin(log, foreign_key_options(scenario), scenario.partitions, first)
+    options = foreign_key_options(scenario)
+    busy = busy_tasks(options, scenario.partitions, scenario.records())  # tasks talk: all are built first
+    join = ForeignKeyJoin(log, options, scenario.partitions, busy)
     caching = "result" in scenario.caching
-    results = Tasks(lambda task_log, task: ResultSink(task_log, task, caching), log, first if scenario.materialized else ())
+    results = Tasks(lambda task_log, task: ResultSink(task_log, task, caching), log, busy if scenario.materialized else ())
     history = StateHistory(log.copy())
     log.take_changes()
     steps: list[Step] = []

@@ -65,7 +65,7 @@ from .fk_protocol import (
     value_hash,
 )
 
-__all__ = ["ForeignKeyJoin", "ForeignKeyTask", "subscription_instructions", "Subscription"]
+__all__ = ["busy_tasks", "ForeignKeyJoin", "ForeignKeyTask", "subscription_instructions", "Subscription"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +158,20 @@ class ForeignKeyTask:
         self.subscriptions = SubscriptionStore(log, task)
 
 
+def busy_tasks(options: ForeignKeyOptions, partitions: int, records: Iterable[Record]) -> list[int]:
+    """The tasks a foreign-key join over ``records`` can ever use: the partitions of its
+    records (responses go back to them) and of the foreign keys their left values subscribe
+    to. The engine builds these before the first step, and no other."""
+    busy = set()
+    for record in records:
+        busy.add(record.partition)
+        if record.side is Side.LEFT and record.value is not None and partitions > 1:
+            fk = extract_foreign_key(options.foreign_key, record.value)
+            if fk is not None:
+                busy.add(default_partition(fk, partitions))
+    return sorted(busy)
+
+
 class ForeignKeyJoin:
     """Every task of a foreign-key join and the messages in flight between them.
 
@@ -169,8 +183,9 @@ class ForeignKeyJoin:
     def __init__(
         self, log: StateLog, options: ForeignKeyOptions, partitions: int = 1, eager: Iterable[int] | None = None
     ) -> None:
-        """``eager``: the tasks built now (default: every partition); any other task is built
-        when a record or a message first reaches it (:class:`~kjoin.joins.tasks.Tasks`)."""
+        """``eager``: the tasks built now (default: every partition; the engine passes
+        :func:`busy_tasks`); any other task would be built when a record or a message first
+        reaches it (:class:`~kjoin.joins.tasks.Tasks`)."""
         self.variant = options.variant
         self.semantics = options.semantics
         self.partitions = partitions
