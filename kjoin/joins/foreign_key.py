@@ -294,21 +294,26 @@ class ForeignKeyJoin:
         if _skipped_by_store(outcome, record, ctx):
             return
         subscribers = task.subscriptions.prefix_scan(CombinedKey(record.key, None).prefix())  # look up
-        change = f"right table update {render_value(record.key)} → {render_value(record.value)}@{record.ts}"
+        change = lambda: (  # noqa: E731
+            f"right table update {render_value(record.key)} → {render_value(record.value)}@{record.ts}"
+        )
         if not subscribers:
             ctx.settle(
-                Fate.STORED, Reason.NO_SUBSCRIBER,
-                f"{change}; no left row subscribes to {render_value(record.key)}.",
+                Fate.STORED, Reason.NO_SUBSCRIBER, lambda: f"{change()}; no left row subscribes to "
+                f"{render_value(record.key)}.",
             )
             return
-        ids = []
-        for combined, wrapper, _ in subscribers:
-            response = ResponseWrapper(wrapper.hash, record.value, wrapper.primary_partition)
-            ids.append(self._send(RESPONSE, wrapper.primary_partition, combined.pk, response, record.ts, ctx.index, ctx))
+        ids = [self._respond(wrapper, combined.pk, record, ctx) for combined, wrapper, _ in subscribers]
+        found = lambda: ", ".join(str(s[0]) for s in subscribers)  # noqa: E731
         ctx.settle(
-            Fate.STORED, Reason.RESPONSE_SENT,
-            f"{change}; prefix scan found {', '.join(str(s[0]) for s in subscribers)}: sent {', '.join(ids)}.",
+            Fate.STORED, Reason.RESPONSE_SENT, lambda: f"{change()}; prefix scan found {found()}: sent "
+            f"{', '.join(ids)}.",
         )
+
+    def _respond(self, wrapper: SubscriptionWrapper, pk: Any, record: Record, ctx: StepContext) -> str:
+        """Send the right update ``record`` to the subscriber ``pk``; return the message id."""
+        response = ResponseWrapper(wrapper.hash, record.value, wrapper.primary_partition)
+        return self._send(RESPONSE, wrapper.primary_partition, pk, response, record.ts, ctx.index, ctx)
 
     # -- 4. resolve the response by hash (left task) -------------------------------------
     def _resolve_response(self, task: ForeignKeyTask, message: Message, ctx: StepContext) -> None:
