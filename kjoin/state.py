@@ -44,6 +44,8 @@ class StateLog:
 
     def __init__(self, keep_changes: bool = True) -> None:
         self.live: dict[StoreId, Entries] = {}
+        self.kinds: dict[StoreId, str] = {}
+        """The kind each store was declared with (see :mod:`kjoin.stores`): what its rows mean."""
         self._changes: list[Change] = []
         self._keep_changes = keep_changes
         self._size = 0  # live entries in all stores, kept as they change
@@ -66,9 +68,12 @@ class StateLog:
     def get(self, store: StoreId, entry_key: Any, default: Any = None) -> Any:
         return self.live.get(store, {}).get(entry_key, default)
 
-    def declare(self, store: StoreId) -> None:
-        """Make an empty store visible in snapshots before anything is put into it."""
+    def declare(self, store: StoreId, kind: str | None = None) -> None:
+        """Make an empty store visible in snapshots before anything is put into it, and
+        record its ``kind`` (the name of a :class:`kjoin.stores.StoreKind`)."""
         self.live.setdefault(store, {})
+        if kind is not None:
+            self.kinds[store] = kind
 
     def take_changes(self) -> tuple[Change, ...]:
         changes, self._changes = tuple(self._changes), []
@@ -87,7 +92,9 @@ class StateHistory:
 
     MIN_CHECKPOINT_GAP = 256
 
-    def __init__(self, initial: dict[StoreId, Entries]) -> None:
+    def __init__(self, initial: dict[StoreId, Entries], kinds: Mapping[StoreId, str] | None = None) -> None:
+        self.kinds: Mapping[StoreId, str] = {} if kinds is None else kinds
+        """The kind of every store (the log's own mapping: stores declared later appear too)."""
         self._changes: list[tuple[Change, ...]] = []
         self._checkpoint_steps: list[int] = [-1]
         self._checkpoints: list[dict[StoreId, Entries]] = [initial]

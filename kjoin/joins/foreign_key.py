@@ -1,7 +1,7 @@
 """KTable-KTable foreign-key joins (KIP-213): inner and left, with the protocol made visible.
 
 How it works (KAFKA_SEMANTICS.md §4; one :class:`ForeignKeyTask` per partition, and the
-messages between tasks travel through :class:`~kjoin.stores.InFlightMessages`):
+messages between tasks travel through :class:`~kjoin.joins.fk_transport.InFlightMessages`):
 
 * **Send subscription** (left task of the primary key). A left update writes the left
   table, then turns ``Change(new, old)`` into subscriptions: see
@@ -47,8 +47,9 @@ from ..partitioner import default_partition
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
-from ..stores import InFlightMessages, PutResult, SubscriptionStore, TableStore, VersionedStore
+from ..stores import PutResult, SubscriptionStore, TableStore, VersionedStore
 from .context import StepContext
+from .fk_transport import InFlightMessages
 from .fk_protocol import (
     RESPONSE,
     SUBSCRIPTION,
