@@ -12,7 +12,7 @@ re-run.
 from __future__ import annotations
 
 import bisect
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 __all__ = ["StoreId", "StateLog", "StateHistory", "DELETED"]
 
@@ -64,9 +64,6 @@ class StateLog:
             self._size -= 1
             if self._keep_changes:
                 self._changes.append((store, entry_key, DELETED))
-
-    def get(self, store: StoreId, entry_key: Any, default: Any = None) -> Any:
-        return self.live.get(store, {}).get(entry_key, default)
 
     def declare(self, store: StoreId, kind: str | None = None) -> None:
         """Make an empty store visible in snapshots before anything is put into it, and
@@ -134,10 +131,3 @@ def _apply(stores: dict[StoreId, Entries], changes: tuple[Change, ...]) -> None:
             entries.pop(entry_key, None)
         else:
             entries[entry_key] = row
-
-
-def iter_rows(stores: Mapping[StoreId, Entries], name: str) -> Iterator[tuple[int, Any, Any]]:
-    for store, entries in sorted(stores.items(), key=lambda item: item[0]):
-        if store.name == name:
-            for entry_key, row in entries.items():
-                yield store.task, entry_key, row

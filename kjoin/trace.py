@@ -17,7 +17,6 @@ from .stores import (
     SUBSCRIPTIONS,
     StoreKind,
     kind_of,
-    observed_time_name,
     store_order,
     table_store_name,
     versioned_store_name,
@@ -186,11 +185,6 @@ class StateSnapshot:
     def window(self, side: Side | str, task: int = 0) -> list[dict[str, Any]]:
         """One side's window store: ``key, ts, value`` rows in (key, ts, arrival) order."""
         return self._records(window_store_name(Side(side)), task)
-
-    def window_range(self, side: Side | str, task: int, retention_ms: int) -> tuple[int, int] | None:
-        """``(oldest visible ts, newest ts put)`` of a window store, or ``None`` if empty so far."""
-        observed = self.clock(task).get(observed_time_name(window_store_name(Side(side))))
-        return None if observed is None else (observed - retention_ms + 1, observed)
 
     def outer_buffer(self, task: int = 0) -> list[dict[str, Any]]:
         """The 3.1+ outer-join buffer, in Kafka's iteration order."""
