@@ -1,6 +1,6 @@
 """KTable-KTable foreign-key joins (KIP-213): inner and left, with the protocol made visible.
 
-How it works (KAFKA_SEMANTICS.md §4; one :class:`ForeignKeyTask` per partition, and the
+How it works (docs/semantics.md §4; one :class:`ForeignKeyTask` per partition, and the
 messages between tasks travel through :class:`~kjoin.joins.fk_transport.InFlightMessages`):
 
 * **Send subscription** (left task of the primary key). A left update writes the left
