@@ -123,3 +123,20 @@ def test_messages_in_flight_are_rows_of_their_own_kind():
         (message.id, "subscription", message.partition, "Y", "(Y, A) PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE",
          message.value.hash, 2, 1)]
     assert InFlightMessages.header == InFlight.header
+
+
+def test_the_transport_shows_its_messages_as_in_flight_rows_oldest_first():
+    from kjoin.joins.fk_protocol import SUBSCRIPTION, Instruction, Message, SubscriptionWrapper
+
+    log = StateLog()
+    transport = InFlightMessages(log, partitions=2)
+    wrapper = SubscriptionWrapper("ab" * 16, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, "A", 0)
+    first = Message(transport.next_id(), SUBSCRIPTION, 1, "Y", wrapper, 2, 0, 0)
+    second = Message(transport.next_id(), SUBSCRIPTION, 0, "X", wrapper, 3, 1, 1)
+    transport.send(first)
+    transport.send(second)
+    assert [row[0] for row in transport.rows()] == ["m1", "m2"]
+    assert all(len(row) == len(transport.header) for row in transport.rows())
+    assert InFlight.rows_of(log.live[StoreId(1, "in flight")]) == [transport.rows()[0]]
+    transport.take(first)
+    assert [row[0] for row in transport.rows()] == ["m2"]

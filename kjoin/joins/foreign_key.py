@@ -49,7 +49,6 @@ from ..semantics import Semantics
 from ..state import StateLog
 from ..stores import PutResult, SubscriptionStore, TableStore, VersionedStore
 from .context import StepContext
-from .fk_transport import InFlightMessages
 from .fk_protocol import (
     RESPONSE,
     SUBSCRIPTION,
@@ -63,6 +62,7 @@ from .fk_protocol import (
     short_hash,
     value_hash,
 )
+from .fk_transport import InFlightMessages
 
 __all__ = ["ForeignKeyJoin", "ForeignKeyTask", "subscription_instructions", "Subscription"]
 
