@@ -40,7 +40,7 @@ def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) 
     tasks: dict[int, Any] = {}
     for task in range(scenario.partitions):
         tasks[task] = new_join(scenario, log, task)
-    history = StateHistory(log.copy(), log.kinds)
+    history = StateHistory(log.copy())
     log.take_changes()
     steps: list[Step] = []
     for index, record in enumerate(scenario.records()):
@@ -102,7 +102,7 @@ def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> T
     log = StateLog()
     join = ForeignKeyJoin(log, scenario)
     results = {task: ResultSink(log, task, "result" in scenario.caching) for task in range(scenario.partitions)} if scenario.materialized else {}
-    history = StateHistory(log.copy(), log.kinds)
+    history = StateHistory(log.copy())
     log.take_changes()
     steps: list[Step] = []
     rng = random.Random(scenario.delivery.seed)

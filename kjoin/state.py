@@ -12,7 +12,7 @@ re-run.
 from __future__ import annotations
 
 import bisect
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = ["StoreId", "StateLog", "StateHistory", "DELETED"]
 
@@ -20,12 +20,28 @@ DELETED = object()
 """Marker for a deleted entry in a change list."""
 
 
-class StoreId(NamedTuple):
-    """A store of one task: ``StoreId(0, "left window")``. (A named tuple: it is hashed on
-    every state change, and a tuple hashes fastest.)"""
-
+class _TaskAndName(NamedTuple):
     task: int
     name: str
+
+
+class StoreId(_TaskAndName):
+    """A store of one task: ``StoreId(0, "left window")``. (A named tuple: it is hashed on
+    every state change, and a tuple hashes fastest.)
+
+    ``kind`` says what the store's entries mean: the name of a :class:`kjoin.stores.StoreKind`,
+    set by the store that makes the id (``None`` for an id made by hand). It describes the store
+    and is no part of its identity: ``StoreId(0, "left window")`` equals, and finds, the window
+    store's own id. Because every change carries its store's id, the kind reaches every
+    snapshot of the state without being logged apart.
+    """
+
+    kind: str | None
+
+    def __new__(cls, task: int, name: str, kind: str | None = None) -> "StoreId":
+        self = super().__new__(cls, task, name)
+        self.kind = kind
+        return self
 
     def __str__(self) -> str:
         return f"task {self.task}: {self.name}"
@@ -44,8 +60,6 @@ class StateLog:
 
     def __init__(self, keep_changes: bool = True) -> None:
         self.live: dict[StoreId, Entries] = {}
-        self.kinds: dict[StoreId, str] = {}
-        """The kind each store was declared with (see :mod:`kjoin.stores`): what its rows mean."""
         self._changes: list[Change] = []
         self._keep_changes = keep_changes
         self._size = 0  # live entries in all stores, kept as they change
@@ -65,12 +79,12 @@ class StateLog:
             if self._keep_changes:
                 self._changes.append((store, entry_key, DELETED))
 
-    def declare(self, store: StoreId, kind: str | None = None) -> None:
-        """Make an empty store visible in snapshots before anything is put into it, and
-        record its ``kind`` (the name of a :class:`kjoin.stores.StoreKind`)."""
+    def get(self, store: StoreId, entry_key: Any, default: Any = None) -> Any:
+        return self.live.get(store, {}).get(entry_key, default)
+
+    def declare(self, store: StoreId) -> None:
+        """Make an empty store visible in snapshots before anything is put into it."""
         self.live.setdefault(store, {})
-        if kind is not None:
-            self.kinds[store] = kind
 
     def take_changes(self) -> tuple[Change, ...]:
         changes, self._changes = tuple(self._changes), []
@@ -89,9 +103,7 @@ class StateHistory:
 
     MIN_CHECKPOINT_GAP = 256
 
-    def __init__(self, initial: dict[StoreId, Entries], kinds: Mapping[StoreId, str] | None = None) -> None:
-        self.kinds: Mapping[StoreId, str] = {} if kinds is None else kinds
-        """The kind of every store (the log's own mapping: stores declared later appear too)."""
+    def __init__(self, initial: dict[StoreId, Entries]) -> None:
         self._changes: list[tuple[Change, ...]] = []
         self._checkpoint_steps: list[int] = [-1]
         self._checkpoints: list[dict[StoreId, Entries]] = [initial]

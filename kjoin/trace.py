@@ -96,11 +96,11 @@ class Trace:
             step += len(self.steps)
         if not 0 <= step < len(self.steps):
             raise IndexError(f"step {step} is outside this trace (0 to {len(self.steps) - 1})")
-        return StateSnapshot(self._history.at(step), step, self._history.kinds)
+        return StateSnapshot(self._history.at(step), step)
 
     def initial_state(self) -> "StateSnapshot":
         """The state of every store before the first record: empty stores, no stream time."""
-        return StateSnapshot(self._history.at(-1), -1, self._history.kinds)
+        return StateSnapshot(self._history.at(-1), -1)
 
     def changes_at(self, step: int) -> list[tuple[StoreId, Any, bool]]:
         """The entries ``step`` put (``True``) or deleted (``False``), per store."""
@@ -154,19 +154,17 @@ class StateSnapshot:
     column positions, only the columns a kind's ``header`` declares.
     """
 
-    def __init__(
-        self, stores: Mapping[StoreId, dict[Any, Any]], step: int, kinds: Mapping[StoreId, str] | None = None
-    ) -> None:
+    def __init__(self, stores: Mapping[StoreId, dict[Any, Any]], step: int) -> None:
         self.stores = stores
         self.step = step
-        self.kinds: Mapping[StoreId, str] = {} if kinds is None else kinds
+        self._ids = {store: store for store in stores}  # a StoreId made here finds the store's own (with its kind)
 
     def tasks(self) -> list[int]:
         return sorted({store.task for store in self.stores})
 
     def kind(self, store: StoreId) -> type[StoreKind] | None:
         """The kind of ``store``: what its entries mean (``None`` if it has none)."""
-        return kind_of(store, self.kinds)
+        return kind_of(self._ids.get(store, store))
 
     def _records(self, name: str, task: int) -> list[dict[str, Any]]:
         """The rows of one store as dicts from column name to cell."""

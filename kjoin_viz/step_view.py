@@ -100,8 +100,7 @@ class StepView:
     def tables(self, step: int) -> list[StoreTable]:
         """The stores after ``step``; the entries the step put or deleted are marked. (A
         foreign-key join's ``in flight`` stores are left out: :func:`flight_text` shows them.)"""
-        state = self.trace.state_at(step)
-        tables = store_tables(state.stores, self.trace.changes_at(step), self.trace.scenario, state.kinds)
+        tables = store_tables(self.trace.state_at(step).stores, self.trace.changes_at(step), self.trace.scenario)
         if self.foreign_key:  # the messages in flight are shown apart, as they travel (flight.py)
             tables = [t for t in tables if t.name != IN_FLIGHT]
         return tables

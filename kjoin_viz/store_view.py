@@ -73,14 +73,14 @@ class StoreTable:
         return f"task {self.task}: {self.name}"
 
 
-def store_tables(stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Change] = (), scenario: Any = None,
-                 kinds: Mapping[Any, str] | None = None) -> list[StoreTable]:
+def store_tables(
+    stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Change] = (), scenario: Any = None
+) -> list[StoreTable]:
     """Every store as a :class:`StoreTable`, ordered by task and then by name.
 
-    ``kinds`` (a snapshot's ``kinds``) says what each store is; without it a store is
-    recognised by its default name. ``scenario`` (optional) adds what the stores alone do
-    not say: the grace period, the history retention, and whether a left table belongs to
-    a foreign-key join.
+    A store's id names its kind; an id made by hand (no kind) is recognised by its default
+    name. ``scenario`` (optional) adds what the stores alone do not say: the grace period,
+    the history retention, and whether a left table belongs to a foreign-key join.
     """
     put: dict[Any, set[Any]] = {}
     removed: dict[Any, list[Any]] = {}
@@ -97,8 +97,8 @@ def store_tables(stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Chan
         entries = stores[store]
         if _replaced_by_versions(stores, store):
             continue
-        kind = kind_of(store, kinds)
-        layout = _layout(store, kind, entries, scenario, declared=kinds is not None and store in kinds)
+        kind = kind_of(store)
+        layout = _layout(store, kind, entries, scenario, declared=getattr(store, "kind", None) is not None)
         header, shown = layout.header, layout.items
         touched = put.get(store, set())
         rows = tuple(row for _, row in shown)

@@ -106,11 +106,23 @@ def test_a_live_store_shows_the_rows_its_kind_builds_from_the_log():
         assert rows, f"{store.name} shows no rows"
         assert all(len(row) == len(store.header) for row in rows), store.name
         assert rows == type(store).rows_of(log.live[store.store])
-        assert kind_of(store.store, log.kinds) is type(store)
+        assert kind_of(store.store) is type(store) and store.store.kind == type(store).kind
     window = stores[1]
     assert window.rows() == [("j", 1, "B"), ("k", 3, "A")]  # key order, not arrival
     versioned = stores[4]
     assert versioned.rows() == [("k", 1, 5, "a"), ("k", 5, None, None)]  # valid to the next version; a tombstone
+
+
+def test_a_store_id_names_its_kind_without_the_kind_being_part_of_its_identity():
+    log = StateLog()
+    window = WindowStore(log, 0, Side.LEFT, 10, Clock(log, 0), "join 2: left window")
+    window.put("k", 1, "A")
+    (store,) = [s for s in log.live if s.name == "join 2: left window"]
+    assert store.kind == "window" and kind_of(store) is WindowStore  # a renamed store keeps its kind
+    by_hand = StoreId(0, "join 2: left window")
+    assert by_hand == store and hash(by_hand) == hash(store) and log.live[by_hand] == {("k", 1, 0): "A"}
+    assert kind_of(by_hand) is None  # no kind, and not a default name
+    assert kind_of(StoreId(0, "left window")) is WindowStore  # a default name is recognised
 
 
 def test_messages_in_flight_are_rows_of_their_own_kind():

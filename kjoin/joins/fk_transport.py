@@ -65,14 +65,14 @@ class InFlightMessages:
         self._queues: dict[tuple[str, int], list[Any]] = {}
         self._seq = itertools.count(1)
         for task in range(partitions):
-            log.declare(StoreId(task, IN_FLIGHT), InFlight.kind)
+            log.declare(_queue_store(task))
 
     def next_id(self) -> str:
         return f"m{next(self._seq)}"
 
     def send(self, message: Any) -> None:
         self._queues.setdefault((message.topic, message.partition), []).append(message)
-        self._log.put(StoreId(message.partition, IN_FLIGHT), message.id, message)
+        self._log.put(_queue_store(message.partition), message.id, message)
 
     def __len__(self) -> int:
         return sum(len(queue) for queue in self._queues.values())
@@ -95,4 +95,9 @@ class InFlightMessages:
         if queue[0] is not message:
             raise ValueError(f"{message.id} is behind {queue[0].id} in {message.topic} partition {message.partition}")
         queue.pop(0)
-        self._log.delete(StoreId(message.partition, IN_FLIGHT), message.id)
+        self._log.delete(_queue_store(message.partition), message.id)
+
+
+def _queue_store(task: int) -> StoreId:
+    """Where the messages on their way to ``task`` appear in its state."""
+    return StoreId(task, IN_FLIGHT, InFlight.kind)

@@ -5,7 +5,8 @@ A store writes each change through the run's :class:`~kjoin.state.StateLog` as
 into display rows: a ``header`` of column names and one tuple per entry in the store's own
 order. The same description serves the live store (:meth:`Store.rows`), the trace
 (:class:`~kjoin.trace.StateSnapshot`) and the widgets (:mod:`kjoin_viz.store_view`), which
-only have the logged entries: they look the kind up by the name it was declared with.
+only have the logged entries: the id of every store (:class:`~kjoin.state.StoreId`) names its
+kind, and every change and snapshot carries those ids.
 
 Adding a store: subclass :class:`Store` with a ``kind`` name, a ``header`` and a ``row``
 (or ``items`` when a row needs its neighbours); it is registered by being defined.
@@ -92,8 +93,8 @@ class Store(StoreKind):
 
     def __init__(self, log: StateLog, task: int, name: str) -> None:
         self._log = log
-        self.store = StoreId(task, name)
-        log.declare(self.store, self.kind)
+        self.store = StoreId(task, name, self.kind)
+        log.declare(self.store)
 
     @property
     def name(self) -> str:
@@ -104,12 +105,12 @@ class Store(StoreKind):
         return self.rows_of(self._log.live.get(self.store, {}))
 
 
-def kind_of(store: StoreId, kinds: Mapping[StoreId, str] | None = None) -> type[StoreKind] | None:
-    """The kind a store was declared with; for a state without kinds, the kind whose default
-    names include the store's name; ``None`` when neither says."""
-    declared = (kinds or {}).get(store)
-    if declared is not None:
-        return STORE_KINDS.get(declared)
+def kind_of(store: StoreId) -> type[StoreKind] | None:
+    """The kind of a store: the one its id names, or for an id made by hand (no kind), the
+    kind whose default names include the store's name; ``None`` when neither says."""
+    named = getattr(store, "kind", None)
+    if named is not None:
+        return STORE_KINDS.get(named)
     return next((kind for kind in STORE_KINDS.values() if store.name in kind.default_names), None)
 
 
