@@ -47,7 +47,7 @@ from ..partitioner import default_partition
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
-from ..stores import PutResult, SubscriptionStore, TableStore, VersionedStore
+from ..stores import InFlightMessages, PutResult, SubscriptionStore, TableStore, VersionedStore
 from .context import StepContext
 from .fk_protocol import (
     RESPONSE,
@@ -62,7 +62,6 @@ from .fk_protocol import (
     short_hash,
     value_hash,
 )
-from .fk_transport import InFlightMessages
 
 __all__ = ["ForeignKeyJoin", "ForeignKeyTask", "subscription_instructions", "Subscription"]
 
