@@ -23,11 +23,10 @@ import html
 from typing import Mapping
 
 from kjoin.joins.fk_protocol import SUBSCRIPTION, Message, short_hash
+from kjoin.joins.fk_transport import carries
 from kjoin.records import Side, render_value
 from kjoin.render import format_table
 from kjoin.trace import DeliveryStep, Trace
-
-from .store_view import carries
 
 __all__ = ["flight_rows", "flight_text", "flight_svg", "workflow_text", "MAX_ARROWS"]
 

@@ -1,5 +1,5 @@
 """Foreign-key KTable-KTable joins: the seeds' tables, the race of seed 001, every rule of
-KAFKA_SEMANTICS.md §4, and the SQL property for any delivery order."""
+docs/semantics.md §4, and the SQL property for any delivery order."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The messages of a foreign-key join: subscriptions, responses, and what they carry.
 
-How it works (KIP-213; KAFKA_SEMANTICS.md §4):
+How it works (KIP-213; docs/semantics.md §4):
 
 * The left (LHS) task of a primary key sends a *subscription* to the right (RHS) task that
   owns the foreign key: ``(fk, SubscriptionWrapper(hash of the new left value, instruction,

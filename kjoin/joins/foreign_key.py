@@ -1,7 +1,7 @@
 """KTable-KTable foreign-key joins (KIP-213): inner and left, with the protocol made visible.
 
-How it works (KAFKA_SEMANTICS.md §4; one :class:`ForeignKeyTask` per partition, and the
-messages between tasks travel through :class:`~kjoin.stores.InFlightMessages`):
+How it works (docs/semantics.md §4; one :class:`ForeignKeyTask` per partition, and the
+messages between tasks travel through :class:`~kjoin.joins.fk_transport.InFlightMessages`):
 
 * **Send subscription** (left task of the primary key). A left update writes the left
   table, then turns ``Change(new, old)`` into subscriptions: see

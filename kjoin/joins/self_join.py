@@ -1,7 +1,7 @@
 """The single-store self-join (``TOPOLOGY_OPTIMIZATION`` with ``single.store.self.join``).
 
 When an inner join joins a stream with itself, Kafka can rewrite the topology to keep one
-window store instead of two. How the rewritten processor works (KAFKA_SEMANTICS.md §1.9):
+window store instead of two. How the rewritten processor works (docs/semantics.md §1.9):
 
 * A record with a null key or value is skipped *before* stream time advances (the
   unoptimized join advances it first).

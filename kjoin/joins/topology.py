@@ -5,7 +5,7 @@ record, in which order, and where their results go. How Kafka wires them:
 
 * :class:`SelfJoin` — ``s.join(s)`` without the optimization: the one input record goes
   through the join's left side first and then through its right side, so a record meets
-  itself only from the right side (KAFKA_SEMANTICS.md §1.1).
+  itself only from the right side (docs/semantics.md §1.1).
 * :class:`StreamChain` — ``a.join(b).join(b)``: a ``b`` record is processed by the first
   join's right side, whose results flow depth-first into the second join's left side; only
   then does the second join's right side process the ``b`` record. Each join keeps its own

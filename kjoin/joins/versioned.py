@@ -1,6 +1,6 @@
 """Joins over versioned tables (KIP-914) and the stream-table grace period (KIP-923).
 
-How it works (KAFKA_SEMANTICS.md §2.3–2.4, §3.5, §5):
+How it works (docs/semantics.md §2.3–2.4, §3.5, §5):
 
 * **Stream-table, versioned table.** A stream record looks up ``get(key, stream ts)``: the
   table version valid at the stream record's timestamp, not the latest. A lookup older than
