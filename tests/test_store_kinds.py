@@ -141,7 +141,7 @@ def test_the_transport_shows_its_messages_as_in_flight_rows_oldest_first():
     from kjoin.joins.fk_protocol import SUBSCRIPTION, Instruction, Message, SubscriptionWrapper
 
     log = StateLog()
-    transport = InFlightMessages(log, partitions=2)
+    transport = InFlightMessages(log, tasks=range(2))
     wrapper = SubscriptionWrapper("ab" * 16, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, "A", 0)
     first = Message(transport.next_id(), SUBSCRIPTION, 1, "Y", wrapper, 2, 0, 0)
     second = Message(transport.next_id(), SUBSCRIPTION, 0, "X", wrapper, 3, 1, 1)

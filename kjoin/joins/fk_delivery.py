@@ -20,7 +20,7 @@ import random
 from typing import Any, Callable
 
 from ..records import Record, Side
-from ..stores import InFlightMessages
+from .fk_transport import InFlightMessages
 from .fk_protocol import SUBSCRIPTION, Message
 
 __all__ = ["Scheduler", "ImmediateDelivery", "ExplicitDelivery", "RandomDelivery", "scheduler_for", "NoSuchMessage"]

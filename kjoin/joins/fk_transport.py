@@ -9,7 +9,7 @@ step; :class:`InFlight` describes those entries as rows.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..records import render_value
 from ..state import StateLog, StoreId
@@ -60,11 +60,12 @@ class InFlightMessages:
 
     header = InFlight.header
 
-    def __init__(self, log: StateLog, partitions: int) -> None:
+    def __init__(self, log: StateLog, tasks: Iterable[int] = ()) -> None:
+        """``tasks``: the tasks whose queues appear in the state from the first step."""
         self._log = log
         self._queues: dict[tuple[str, int], list[Any]] = {}
         self._seq = itertools.count(1)
-        for task in range(partitions):
+        for task in tasks:
             log.declare(_queue_store(task))
 
     def next_id(self) -> str:

@@ -46,9 +46,10 @@ from ..fates import Fate, Reason
 from ..partitioner import default_partition
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
-from ..state import StateLog, StoreId
-from ..stores import IN_FLIGHT, InFlightMessages, PutResult, SubscriptionStore, TableStore, VersionedStore
+from ..state import StateLog
+from ..stores import PutResult, SubscriptionStore, TableStore, VersionedStore
 from .context import StepContext, drop_null_key_update
+from .fk_transport import InFlightMessages
 from .options import ForeignKeyOptions, TableOptions
 from .tasks import Tasks
 from .fk_protocol import (
@@ -193,9 +194,7 @@ class ForeignKeyJoin:
         self.path = options.foreign_key
         first = list(range(partitions) if eager is None else eager)
         self.tasks = Tasks(lambda task_log, task: ForeignKeyTask(task_log, task, options.left, options.right), log, first)
-        self.in_flight = InFlightMessages(log, 0)
-        for task in first:  # the queues' rows sit in the state of their destination task
-            log.declare(StoreId(task, IN_FLIGHT))
+        self.in_flight = InFlightMessages(log, first)  # a queue's rows sit in its destination task's state
 
     def fk_of(self, value: Any) -> Any:
         """The foreign-key extractor: the field at ``foreign_key`` in a left value."""
