@@ -8,6 +8,7 @@ wrap, and nbval compares it as text.
 - :func:`steps_table`: every step of one trace: the input record, its outputs, its fate.
 - :func:`result_table`: the join's result as a table (newest output per key) after a step.
 - :func:`held_at_end`: records still waiting in a buffer or cache when the input ends.
+- :func:`clock_table`: the clock rows of the record's task after every step (stream time first).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from kjoin.render import cell
 from kjoin.stores import GRACE_BUFFER, OUTER_BUFFER
 from kjoin.trace import Step, Trace
 
-__all__ = ["seed_table_frame", "steps_table", "result_table", "held_at_end", "fate_label"]
+__all__ = ["seed_table_frame", "steps_table", "result_table", "held_at_end", "fate_label", "clock_table"]
 
 
 def fate_label(step: Step) -> str:
@@ -100,3 +101,22 @@ def held_at_end(trace: Trace) -> pd.DataFrame:
     held["value"] = held["value"].map(render_value)
     held["detail"] = held["detail"].fillna("")
     return held.reset_index(drop=True)
+
+
+def clock_table(trace: Trace) -> pd.DataFrame:
+    """One row per step: ``task | record`` and the clock rows of that record's task after the
+    step (``stream time`` first, then the others as they first appear); empty until set."""
+    names: list[str] = ["stream time"]
+    rows = []
+    for s in trace.steps:
+        clock = trace.state_at(s.index).clock(s.task)
+        names += [name for name in clock if name not in names]
+        record = f"{s.record.side.value} {render_value(s.record.value)}@{s.record.ts}"
+        rows.append((s.task, record, clock))
+    table = pd.DataFrame(
+        [[task, record, *(clock.get(name) for name in names)] for task, record, clock in rows],
+        columns=["task", "record", *names],
+    )
+    table = table.astype({name: "Int64" for name in names})
+    table.index.name = "step"
+    return table

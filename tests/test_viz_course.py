@@ -6,7 +6,7 @@ import pytest
 
 import kjoin
 from kjoin_viz import variant_traces
-from kjoin_viz.course import fate_label, held_at_end, result_table, seed_table_frame, steps_table
+from kjoin_viz.course import clock_table, fate_label, held_at_end, result_table, seed_table_frame, steps_table
 
 WINDOW = {"before_ms": 15, "after_ms": 15, "grace_ms": 5}
 
@@ -64,3 +64,18 @@ def test_held_at_end_lists_the_outer_join_buffer():
     assert held[["store", "key", "ts", "value"]].values.tolist() == [["outer-join buffer", "k", 130, "h"]]
     assert "150" in held.loc[0, "detail"]
     assert held_at_end(kjoin.run(_seed("inner"))).empty
+
+
+def test_clock_table_shows_each_tasks_stream_time_after_each_step():
+    events = [{"side": "left", "key": "alice", "value": "o1", "ts": 1},
+              {"side": "left", "key": "bob", "value": "o2", "ts": 2},
+              {"side": "right", "key": "alice", "value": "a", "ts": 3},
+              {"side": "left", "key": "alice", "value": "o4", "ts": 2}]
+    trace = kjoin.run(kjoin.Scenario.from_records("stream-stream", "inner", events, partitions=2,
+                                                  window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}))
+    table = clock_table(trace)
+    assert list(table.columns[:3]) == ["task", "record", "stream time"]
+    assert table["task"].tolist() == [1, 0, 1, 1]  # alice and bob land in different partitions
+    assert table["stream time"].tolist() == [1, 2, 3, 3]  # o4@2 is late: stream time stays at 3
+    assert table.loc[3, "record"] == "left o4@2"
+    assert table["right window observed"].isna().tolist() == [True, True, False, False]
