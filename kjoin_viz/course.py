@@ -4,7 +4,6 @@ Every function only reads a trace (the reference engine did the joining) and ret
 ``pandas.DataFrame`` with short text cells, so a notebook shows it as a table that does not
 wrap, and nbval compares it as text.
 
-- :func:`seed_table_frame`: one input under several variants or eras, the seeds' table.
 - :func:`steps_table`: every step of one trace: the input record, its outputs, its fate.
 - :func:`result_table`: the join's result as a table (newest output per key) after a step.
 - :func:`held_at_end`: records still waiting in a buffer or cache when the input ends.
@@ -13,57 +12,25 @@ wrap, and nbval compares it as text.
 
 from __future__ import annotations
 
-from typing import Mapping
-
 import pandas as pd
 
 from kjoin.records import render_value
 from kjoin.render import cell
 from kjoin.stores import GRACE_BUFFER, OUTER_BUFFER
-from kjoin.trace import Step, Trace
+from kjoin.trace import Trace
 
-__all__ = ["seed_table_frame", "steps_table", "result_table", "held_at_end", "fate_label", "clock_table"]
+from .labels import fate_label
 
-
-def fate_label(step: Step) -> str:
-    """``joined``, ``dropped (null-value)``, ``buffered (window-open) until 23``."""
-    label = step.fate.value
-    if step.reason is not None:
-        label += f" ({step.reason.value})"
-    if step.until_ms is not None:
-        label += f" until {step.until_ms}"
-    return label
-
-
-def seed_table_frame(traces: Mapping[str, Trace], with_ts: bool = False) -> pd.DataFrame:
-    """``step | ts | left | right | <one column per trace>``: the outputs each input record
-    caused under each trace (``A-b, B-b``; a tombstone reads ``null``; an empty cell: none).
-    ``with_ts`` adds each output's timestamp (``A-a@4``). A trace named like an input column
-    (``left``, ``right``) is shown as ``left join``, ``right join``: column names stay unique."""
-    names = list(traces)
-    if not names:
-        raise ValueError("seed_table_frame needs at least one trace")
-    first = traces[names[0]]
-    if any(len(traces[name].steps) != len(first.steps) for name in names):
-        raise ValueError("every trace must run the same input records")
-    rows = []
-    for index, step in enumerate(first.steps):
-        record = step.record
-        value = render_value(record.value)
-        left, right = (value, "") if record.side.value == "left" else ("", value)
-        rows.append([record.ts, left, right, *(cell(traces[name].steps[index], with_ts) for name in names)])
-    columns = [f"{name} join" if name in ("ts", "left", "right") else name for name in names]
-    frame = pd.DataFrame(rows, columns=["ts", "left", "right", *columns])
-    frame.index.name = "step"
-    return frame
+__all__ = ["clock_table", "held_at_end", "result_table", "steps_table"]
 
 
 def steps_table(trace: Trace) -> pd.DataFrame:
     """One row per step: ``side | key | ts | value | outputs | fate`` (outputs with their
-    timestamps, ``A-a@4``; the fate with its reason and, for a held record, until when)."""
+    timestamps, ``A-a@4``, including those released for earlier records; the fate in the words
+    of :func:`kjoin_viz.fate_label`, as the stepper says it)."""
     rows = [
         [s.record.side.value, render_value(s.record.key), s.record.ts, render_value(s.record.value),
-         cell(s, with_ts=True), fate_label(s)]
+         cell(s, with_ts=True), str(fate_label(s))]
         for s in trace.steps
     ]
     frame = pd.DataFrame(rows, columns=["side", "key", "ts", "value", "outputs", "fate"])

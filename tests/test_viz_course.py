@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 import kjoin
-from kjoin_viz import variant_traces
-from kjoin_viz.course import clock_table, fate_label, held_at_end, result_table, seed_table_frame, steps_table
+from kjoin_viz.course import clock_table, held_at_end, result_table, steps_table
 
 WINDOW = {"before_ms": 15, "after_ms": 15, "grace_ms": 5}
 
@@ -16,34 +15,16 @@ def _seed(variant: str = "left") -> kjoin.Scenario:
         "stream-stream", variant, left="1:null, 3:A, 40:E, 100:G", right="4:a, 80:f, 130:h", window=WINDOW)
 
 
-def test_seed_table_frame_has_one_row_per_input_and_one_column_per_trace():
-    frame = seed_table_frame(variant_traces(_seed()))
-    assert list(frame.columns) == ["ts", "left", "right", "inner", "left join", "outer"]
-    assert list(frame["ts"]) == [1, 3, 4, 40, 80, 100, 130]
-    row = frame.loc[6]  # h@130 moves stream time past f's and G's window close
-    assert (row["left"], row["right"]) == ("", "h")
-    assert row["inner"] == ""
-    assert row["left join"] == "G-null"
-    assert row["outer"] == "null-f, G-null"
-    assert frame.loc[0, "left"] == "null"
-
-
-def test_seed_table_frame_with_timestamps_and_mismatched_traces():
-    traces = variant_traces(_seed(), variants=["inner"])
-    assert seed_table_frame(traces, with_ts=True).loc[2, "inner"] == "A-a@4"
-    other = kjoin.run(kjoin.Scenario.from_notation("stream-stream", "inner", left="3:A", right="4:a", window=WINDOW))
-    with pytest.raises(ValueError, match="same input"):
-        seed_table_frame({"a": traces["inner"], "b": other})
-
-
 def test_steps_table_shows_fate_reason_and_until():
     trace = kjoin.run(_seed("left"))
     table = steps_table(trace)
     assert len(table) == len(trace.steps)
-    assert table.loc[0, "fate"] == "dropped (null-value)"
-    assert table.loc[1, "fate"] == "buffered (window-open) until 23"
+    assert table.loc[0, "fate"] == "dropped: null value"
+    assert table.loc[1, "fate"] == "held until stream time passes 23"
     assert table.loc[2, "outputs"] == "A-a@4"
-    assert fate_label(trace.steps[2]) == "joined"
+    assert table.loc[2, "fate"] == "joined: 1 result"
+    assert table.loc[6, "outputs"] == "G-null@100"  # h@130 releases G@100
+    assert table.loc[6, "fate"] == "no match: no output"
 
 
 def test_result_table_keeps_the_newest_output_per_key_and_tombstones_delete():
