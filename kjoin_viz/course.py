@@ -8,9 +8,13 @@ wrap, and nbval compares it as text.
 - :func:`result_table`: the join's result as a table (newest output per key) after a step.
 - :func:`held_at_end`: records still waiting in a buffer or cache when the input ends.
 - :func:`clock_table`: the clock rows of the record's task after every step (stream time first).
+- :func:`results_by_step`: the result table of several runs of one input after every step,
+  side by side (where a record cache and eventual consistency show).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -21,7 +25,7 @@ from kjoin.trace import Trace
 
 from .labels import fate_label
 
-__all__ = ["clock_table", "held_at_end", "result_table", "steps_table"]
+__all__ = ["clock_table", "held_at_end", "result_table", "results_by_step", "steps_table"]
 
 
 def steps_table(trace: Trace) -> pd.DataFrame:
@@ -87,3 +91,26 @@ def clock_table(trace: Trace) -> pd.DataFrame:
     table = table.astype({name: "Int64" for name in names})
     table.index.name = "step"
     return table
+
+
+def results_by_step(traces: Mapping[str, Trace]) -> pd.DataFrame:
+    """One row per step: ``record`` and, per trace, its result table after the step in one
+    cell (``alice: A2-x, bob: B1-null``; ``(empty)``), plus ``same`` (True where every trace's
+    result table is the same). The traces must run the same input records."""
+    names = list(traces)
+    if not names:
+        raise ValueError("results_by_step needs at least one trace")
+    first = traces[names[0]]
+    if any(len(traces[name].steps) != len(first.steps) for name in names):
+        raise ValueError("every trace must run the same input records")
+    rows = []
+    for s in first.steps:
+        cells = []
+        for name in names:
+            table = result_table(traces[name], s.index)
+            cells.append(", ".join(f"{key}: {value}" for key, value in zip(table["key"], table["result"])) or "(empty)")
+        record = f"{s.record.side.value} {render_value(s.record.key)} {render_value(s.record.value)}@{s.record.ts}"
+        rows.append([record, *cells, len(set(cells)) == 1])
+    frame = pd.DataFrame(rows, columns=["record", *names, "same"])
+    frame.index.name = "step"
+    return frame

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import kjoin
-from kjoin_viz.course import clock_table, held_at_end, result_table, steps_table
+from kjoin_viz.course import clock_table, held_at_end, result_table, results_by_step, steps_table
 
 WINDOW = {"before_ms": 15, "after_ms": 15, "grace_ms": 5}
 
@@ -60,3 +60,22 @@ def test_clock_table_shows_each_tasks_stream_time_after_each_step():
     assert table["stream time"].tolist() == [1, 2, 3, 3]  # o4@2 is late: stream time stays at 3
     assert table.loc[3, "record"] == "left o4@2"
     assert table["right window observed"].isna().tolist() == [True, True, False, False]
+
+
+def test_results_by_step_shows_a_record_cache_agreeing_only_at_commits():
+    events = [{"side": "left", "key": "alice", "value": "A1", "ts": 1},
+              {"side": "right", "key": "alice", "value": "x", "ts": 2},
+              {"side": "left", "key": "alice", "value": "A2", "ts": 3},
+              {"side": "left", "key": "bob", "value": "B1", "ts": 4}]
+    plain = kjoin.Scenario.from_dict({"join": "table-table", "variant": "left", "events": events})
+    cached = kjoin.Scenario.from_dict({"join": "table-table", "variant": "left", "events": events,
+                                       "caching": True, "commit_every": 3})
+    frame = results_by_step({"plain": kjoin.run(plain), "cached": kjoin.run(cached)})
+    assert frame["record"].tolist() == ["left alice A1@1", "right alice x@2", "left alice A2@3", "left bob B1@4"]
+    assert frame.loc[0, "plain"] == "alice: A1-null"
+    assert frame.loc[0, "cached"] == "(empty)"  # held in the cache until the commit after 3 records
+    assert frame.loc[2, "cached"] == "alice: A2-x"
+    assert frame["same"].tolist() == [False, False, True, False]
+    with pytest.raises(ValueError, match="same input"):
+        results_by_step({"a": kjoin.run(plain), "b": kjoin.run(kjoin.Scenario.from_dict(
+            {"join": "table-table", "variant": "left", "events": events[:2]}))})
