@@ -8,6 +8,7 @@ wrap, and nbval compares it as text.
 - :func:`result_table`: the join's result as a table (newest output per key) after a step.
 - :func:`held_at_end`: records still waiting in a buffer or cache when the input ends.
 - :func:`clock_table`: the clock rows of the record's task after every step (stream time first).
+- :func:`table_history`: one side's table after every step, in one cell per step.
 - :func:`results_by_step`: the result table of several runs of one input after every step,
   side by side (where a record cache and eventual consistency show).
 """
@@ -25,7 +26,7 @@ from kjoin.trace import Trace
 
 from .labels import fate_label
 
-__all__ = ["clock_table", "held_at_end", "result_table", "results_by_step", "steps_table"]
+__all__ = ["clock_table", "held_at_end", "result_table", "results_by_step", "steps_table", "table_history"]
 
 
 def steps_table(trace: Trace) -> pd.DataFrame:
@@ -112,5 +113,19 @@ def results_by_step(traces: Mapping[str, Trace]) -> pd.DataFrame:
         record = f"{s.record.side.value} {render_value(s.record.key)} {render_value(s.record.value)}@{s.record.ts}"
         rows.append([record, *cells, len(set(cells)) == 1])
     frame = pd.DataFrame(rows, columns=["record", *names, "same"])
+    frame.index.name = "step"
+    return frame
+
+
+def table_history(trace: Trace, side: str = "left") -> pd.DataFrame:
+    """One row per step: ``record`` and the ``side`` table store after the step in one cell
+    (``alice = Paris, bob = Rome``; ``(empty)``): how a table keeps only the newest value per key."""
+    rows = []
+    for s in trace.steps:
+        table = trace.state_at(s.index).table(side)
+        cell_text = ", ".join(f"{render_value(row['key'])} = {render_value(row['value'])}" for row in table)
+        record = f"{s.record.side.value} {render_value(s.record.key)} {render_value(s.record.value)}@{s.record.ts}"
+        rows.append([record, cell_text or "(empty)"])
+    frame = pd.DataFrame(rows, columns=["record", f"{side} table"])
     frame.index.name = "step"
     return frame

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import kjoin
-from kjoin_viz.course import clock_table, held_at_end, result_table, results_by_step, steps_table
+from kjoin_viz.course import clock_table, held_at_end, result_table, results_by_step, steps_table, table_history
 
 WINDOW = {"before_ms": 15, "after_ms": 15, "grace_ms": 5}
 
@@ -79,3 +79,16 @@ def test_results_by_step_shows_a_record_cache_agreeing_only_at_commits():
     with pytest.raises(ValueError, match="same input"):
         results_by_step({"a": kjoin.run(plain), "b": kjoin.run(kjoin.Scenario.from_dict(
             {"join": "table-table", "variant": "left", "events": events[:2]}))})
+
+
+def test_table_history_keeps_the_newest_value_per_key_and_tombstones_delete():
+    events = [{"side": "left", "key": "alice", "value": "Berlin", "ts": 1},
+              {"side": "left", "key": "bob", "value": "Rome", "ts": 2},
+              {"side": "left", "key": "alice", "value": "Paris", "ts": 3},
+              {"side": "left", "key": "alice", "value": None, "ts": 4}]
+    history = table_history(kjoin.run(kjoin.Scenario.from_records("table-table", "inner", events)))
+    assert history["left table"].tolist() == ["alice = Berlin", "alice = Berlin, bob = Rome",
+                                              "alice = Paris, bob = Rome", "bob = Rome"]
+    assert history.loc[3, "record"] == "left alice null@4"
+    assert table_history(kjoin.run(kjoin.Scenario.from_records("table-table", "inner", events[:1])),
+                         "right")["right table"].tolist() == ["(empty)"]
