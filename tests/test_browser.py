@@ -26,7 +26,7 @@ import kjoin
 from kjoin_viz import StepView
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK = ROOT / "notebooks" / "01_stream_stream_joins.ipynb"
+NOTEBOOK = sorted((ROOT / "notebooks").glob("01_*.ipynb"))[0]  # the course's stream-stream notebook
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -104,11 +104,12 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab):
     from playwright.sync_api import expect, sync_playwright
 
     base, token, name = lab
+    # the notebook's free-play stepper: the outer join of Kafka's wiki example plus h@130
     trace = kjoin.run(kjoin.Scenario.from_notation(
-        "stream-stream", "left",
+        "stream-stream", "outer",
         left="1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D, 40:E, 60:F, 100:G",
-        right="2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d, 80:f",
-        window={"before_ms": 15, "after_ms": 15, "grace_ms": 5}, semantics="3.1"))
+        right="2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d, 80:f, 130:h",
+        window={"before_ms": 15, "after_ms": 15, "grace_ms": 5}))
     view = StepView(trace)
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
@@ -123,34 +124,34 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab):
             stepper = page.locator(".kjoin-stepper")
             state = stepper.locator(".kjoin-pane-state")
             header = stepper.locator(".kjoin-pane-header")
-            # the notebook's last stepper cell moves it to step 17
-            expect(header).to_contain_text("step 17 of 18", timeout=90_000)
+            # no cell moves the notebook's stepper: after Run All it shows step 0
+            expect(header).to_contain_text("step 0 of 19", timeout=90_000)
             expect(status.first).to_be_visible(timeout=90_000)
             stepper.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "stepper-step-17.png"))
+            page.screenshot(path=str(ARTIFACTS / "stepper-step-0.png"))
             before = state.inner_text()
 
-            stepper.get_by_role("button", name="next", exact=True).click()
-            expect(header).to_contain_text("step 18 of 18")
-            _wait_for_rows(state, _state_rows(view, 18))
+            stepper.get_by_role("button", name="last", exact=True).click()
+            expect(header).to_contain_text("step 19 of 19")
+            _wait_for_rows(state, _state_rows(view, 19))
             assert state.inner_text() != before
-            assert "100\tleft\tk\tG\t120" in state.inner_text()  # G waits in the outer-join buffer
-            page.screenshot(path=str(ARTIFACTS / "stepper-after-next.png"))
+            assert "130\tright\tk\th\t150" in state.inner_text()  # h waits in the outer-join buffer
+            page.screenshot(path=str(ARTIFACTS / "stepper-after-last.png"))
 
             stepper.get_by_role("button", name="first", exact=True).click()
-            expect(header).to_contain_text("step 0 of 18")
+            expect(header).to_contain_text("step 0 of 19")
             handle = stepper.locator(".widget-slider .noUi-handle")
             handle.focus()
             for _ in range(3):
                 handle.press("ArrowRight")
-            expect(header).to_contain_text("step 3 of 18")
+            expect(header).to_contain_text("step 3 of 19")
             _wait_for_rows(state, _state_rows(view, 3))
             assert "k\t4\ta" in state.inner_text()
             page.screenshot(path=str(ARTIFACTS / "stepper-after-slider.png"))
 
             play = stepper.locator(".widget-play button").first
             play.click()  # play: one step every 600 ms from step 3
-            expect(header).to_contain_text("step 5 of 18", timeout=20_000)
+            expect(header).to_contain_text("step 5 of 19", timeout=20_000)
             play.click()  # the same button pauses
             time.sleep(1)
             paused = header.inner_text()
