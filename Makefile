@@ -7,7 +7,15 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean
+.PHONY: lab demo test system-deps clean notebooks workshop
+
+# The course opens on its first notebook (00_start_here.ipynb once it lands).
+FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
+# JupyterLab settings of the course (jupyter/settings/overrides.json): no news pop-up, no
+# update check, and widget state is never saved into a notebook (a learner's answers stay out).
+LAB_SETTINGS := --LabApp.app_settings_dir=$(CURDIR)/jupyter/settings
+WORKSHOP_PORT ?= 8866
+WORKSHOP_IP   ?= 0.0.0.0
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,15 +29,29 @@ system-deps:
 	@command -v java >/dev/null || { echo "kjoin needs Java 17 for Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# The demo ends with records E, F, G and f: inner emits nothing for them, left and outer emit
+# E-null and F-null once stream time passes their windows (plus grace).
 demo: $(STAMP)
-	$(VENV)/bin/kjoin table --join stream-stream --left "1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D" \
-	    --right "2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d" --window 15 --grace 5
+	$(VENV)/bin/kjoin table --join stream-stream --left "1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D, 40:E, 60:F, 100:G" \
+	    --right "2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d, 80:f" --window 15 --grace 5
 
 # Jupyter refuses to run as root unless told; CI machines and containers often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 lab: $(STAMP) demo
-	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) notebooks/
+	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) $(LAB_SETTINGS) --ServerApp.root_dir=$(CURDIR)/notebooks \
+	    --LabApp.default_url=/lab/tree/$(FIRST_NOTEBOOK)
+
+# Re-run every notebook in place (outputs refreshed, no widget state and no timings stored).
+notebooks: $(STAMP)
+	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.store_widget_state=False \
+	    --ExecutePreprocessor.record_timing=False --ExecutePreprocessor.timeout=600 notebooks/*.ipynb
+
+# Serve the course to a room (README "Workshop"): every learner opens http://<this machine>:8866/
+# and gets a kernel and a copy of the notebook of their own (Voila runs one kernel per page).
+workshop: $(STAMP)
+	$(VENV)/bin/voila --no-browser --port=$(WORKSHOP_PORT) --Voila.ip=$(WORKSHOP_IP) \
+	    --VoilaConfiguration.strip_sources=False --VoilaConfiguration.show_tracebacks=True notebooks/
 
 test: $(STAMP) system-deps
 	$(PY) -m pytest

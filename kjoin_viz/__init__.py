@@ -2,7 +2,12 @@
 
 The widgets only read a trace; the reference engine (:func:`kjoin.run`) does the joining.
 
+- :func:`show_step`: a static view of one step (for a walkthrough cell: stored with the
+  notebook, so it shows after Run All and without running).
 - :class:`Stepper`: step through a trace record by record — timeline, state, outputs.
+- :class:`Predict`: an exercise: predict a record's fate and outputs (or when a held record
+  leaves), checked against the engine; :func:`trainer_mode` reveals solutions.
+- :func:`fate_label`: the words every view uses for what a record did.
 - :class:`Variants`: the seeds' table of one input under several variants and eras (or,
   with :func:`versioned_mode_traces`, a versioned table-table join under each design of
   seed 003).
@@ -14,12 +19,17 @@ The widgets only read a trace; the reference engine (:func:`kjoin.run`) does the
 
 from .charts import drops_chart, era_diff_chart, outputs_chart, timeline_chart, use_offline_renderer
 from .flight import flight_svg, flight_text, workflow_text
+from .labels import FateLabel, fate_label
+from .predict import Predict, trainer_mode
+from .show import show_step, table, variants_table
 from .step_view import StepView
 from .stepper import Stepper, seek
 from .variants import Variants, seed_table_html, variant_traces, versioned_mode_traces
-from .whatif import WhatIf, compare_text, what_if
+from .whatif import WhatIf, compare_text, what_if, what_if_table
 
 __all__ = [
+    "FateLabel",
+    "Predict",
     "StepView",
     "Stepper",
     "Variants",
@@ -27,15 +37,21 @@ __all__ = [
     "compare_text",
     "drops_chart",
     "era_diff_chart",
+    "fate_label",
     "flight_svg",
     "flight_text",
     "outputs_chart",
     "seed_table_html",
     "seek",
+    "show_step",
+    "table",
     "timeline_chart",
+    "trainer_mode",
     "use_offline_renderer",
     "variant_traces",
+    "variants_table",
     "versioned_mode_traces",
     "what_if",
+    "what_if_table",
     "workflow_text",
 ]

@@ -18,22 +18,23 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
-from kjoin.fates import Fate
 from kjoin.records import Output, render_value
 from kjoin.render import format_table
 from kjoin.stores import IN_FLIGHT
 from kjoin.trace import Step, Trace
 
 from .flight import flight_svg, flight_text
+from .labels import fate_label, label_html, own_outputs
 from .store_view import StoreTable, store_tables
-from .timeline import timeline_svg
+from .timeline import timeline_svg, view_span
 
-__all__ = ["StepView", "StepPanes", "LOG_TAIL"]
+__all__ = ["StepView", "StepPanes", "LOG_TAIL", "headline"]
 
 LOG_TAIL = 12
 """Outputs shown in the "log so far" (the latest ones)."""
 
 CSS = """<style>
+.kjoin-viz {max-width: 100%; overflow-wrap: anywhere}
 .kjoin-viz table {border-collapse: collapse; font: 12px monospace; margin: 2px 12px 8px 0}
 .kjoin-viz th, .kjoin-viz td {border: 1px solid #ccc; padding: 1px 6px; text-align: left}
 .kjoin-viz caption {text-align: left; font-weight: bold; white-space: nowrap}
@@ -41,11 +42,15 @@ CSS = """<style>
 .kjoin-viz .changed td {background: #fff3b0}
 .kjoin-viz .deleted {color: #a33; text-decoration: line-through}
 .kjoin-viz .result {color: #1a6b1a}
-.kjoin-viz .tombstone {color: #b22; font-style: italic}
-.kjoin-viz .fate-dropped {color: #b22} .kjoin-viz .fate-buffered {color: #a66d00}
+.kjoin-viz .tombstone {color: #6b3fa0; font-style: italic}
 .kjoin-viz .current td {background: #d8e8ff; font-weight: bold}
 .kjoin-viz .kjoin-note {font-weight: normal; white-space: normal; color: #555}
 </style>"""
+"""Shared styles. Every colour that carries meaning is also set inline (``style=``), so a view
+stored in a notebook reads the same where a viewer strips ``<style>`` elements."""
+
+CELL = "border:1px solid #ccc;padding:1px 6px;text-align:left"
+CHANGED = "background:#fff3b0"
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,10 @@ class StepView:
         steps = trace.steps
         self.output_steps = [s.index for s in steps if s.outputs]
         self.tombstone_steps = [s.index for s in steps if any(o.tombstone for o in s.outputs)]
-        self.drop_steps = [s.index for s in steps if s.fate is Fate.DROPPED]
-        self.held_steps = [s.index for s in steps if s.fate in (Fate.DROPPED, Fate.BUFFERED)]
+        tones = [fate_label(s).tone for s in steps]
+        self.drop_steps = [i for i, tone in enumerate(tones) if tone == "dropped"]  # lost for good, not "not lost"
+        self.held_steps = [i for i, tone in enumerate(tones) if tone in ("dropped", "held")]
+        self._span = view_span(trace)
         self._log: list[Output] = [o for s in steps for o in s.outputs]
         self._log_end: list[int] = []  # outputs emitted up to and including each step
         total = 0
@@ -118,7 +125,7 @@ class StepView:
     def text(self, step: int) -> str:
         """The step as plain text: the record, its fate, its outputs and every store."""
         s = self.trace.steps[step]
-        lines = [_headline(s, len(self)), f"outputs: {_outputs_text(s.outputs) or '(none)'}", s.explain, ""]
+        lines = [headline(s, len(self)), f"outputs: {_outputs_text(s.outputs) or '(none)'}", s.explain, ""]
         if self.foreign_key:
             lines += [flight_text(self.trace, step), ""]
         for table in self.tables(step):
@@ -135,43 +142,74 @@ class StepView:
             lines.append("")
         return "\n".join(lines).rstrip() + "\n"
 
+    def stream_time(self, step: int) -> int | None:
+        """The stream time of the step's task after the step (``None`` if the join keeps none)."""
+        return self.trace.state_at(step).stream_time(self.trace.steps[step].task)
+
     def panes(self, step: int) -> StepPanes:
         """The HTML of every part of the view of ``step``."""
         s = self.trace.steps[step]
         total, tail = self.log_tail(step)
-        header = f'<div class="kjoin-viz">{CSS}<b>{html.escape(_headline(s, len(self)))}</b></div>'
+        header = (f'<div class="kjoin-viz kjoin-header">{CSS}<b>{html.escape(_where(s, len(self)))}</b> '
+                  f"&rarr; {label_html(fate_label(s))}{html.escape(_released_text(s))}</div>")
         # A foreign-key join's steps are records and message deliveries: draw the messages.
-        timeline = flight_svg(self.trace, step) if self.foreign_key else timeline_svg(self.trace, step, late=self.late)
+        if self.foreign_key:
+            timeline = flight_svg(self.trace, step)
+        else:
+            timeline = timeline_svg(self.trace, step, late=self.late, stream_time=self.stream_time(step), span=self._span)
         state = '<div class="kjoin-viz kjoin-state">' + "".join(_table_html(t) for t in self.tables(step)) + "</div>"
         outputs = f'<div class="kjoin-viz kjoin-outputs">outputs of this step: {_outputs_html(s.outputs) or "(none)"}</div>'
-        held = ", ".join(f'<span class="fate-{h.fate.value}">{html.escape(_held(h))}</span>' for h in self.held_tail(step))
+        held = ", ".join(_held_html(h) for h in self.held_tail(step))
         log = (f'<div class="kjoin-viz kjoin-log">log so far ({total} outputs; latest last): {_outputs_html(tail) or "(none)"}'
-               f"<br>dropped or buffered so far (latest last): {held or '(none)'}</div>")
-        explain = f'<div class="kjoin-viz kjoin-explain">{_fate_html(s)} {html.escape(s.explain)}</div>'
+               f"<br>held or dropped so far (latest last): {held or '(none)'}</div>")
+        explain = f'<div class="kjoin-viz kjoin-explain">{label_html(fate_label(s))}: {html.escape(s.explain)}</div>'
         return StepPanes(header, timeline, state, outputs, log, explain)
 
+    def html(self, step: int) -> str:
+        """One self-contained view of ``step`` (what :func:`~kjoin_viz.show_step` displays): the
+        headline with the fate label, the timeline (or the messages), the explanation, the
+        outputs and the stores with the rows the step wrote highlighted."""
+        p = self.panes(step)
+        return (f'<div class="kjoin-viz kjoin-step" data-step="{step}" style="max-width:100%">'
+                f"{p.header}{p.timeline}{p.explain}{p.outputs}{p.state}</div>")
 
 def _after(indexes: list[int], step: int) -> int | None:
     position = bisect.bisect_right(indexes, step)
     return indexes[position] if position < len(indexes) else None
 
 
-def _headline(s: Step, total: int) -> str:
-    r = s.record
-    fate = s.fate.value + ("" if s.reason is None else f" ({s.reason.value})")
-    if s.until_ms is not None:
-        fate += f" until {s.until_ms}"
+def _where(s: Step, total: int) -> str:
+    """``step 3 of 18: right a@4 (key k)``, or the message a foreign-key step delivered."""
     where = f", task {s.task}" if s.task else ""
     if s.message is not None:  # a foreign-key join's step that delivered a message
-        return f"step {s.index} of {total - 1}{where}: delivered {s.message.describe()} -> {fate}"
-    return f"step {s.index} of {total - 1}{where}: {r.side} key {render_value(r.key)} value {render_value(r.value)} @ {r.ts} -> {fate}"
+        return f"step {s.index} of {total - 1}{where}: delivered {s.message.describe()}"
+    r = s.record
+    return f"step {s.index} of {total - 1}{where}: {r.side} {render_value(r.value)}@{r.ts} (key {render_value(r.key)})"
+
+
+def _released_text(s: Step) -> str:
+    """What the step emitted for earlier records (the outer-join buffer, the grace buffer, a
+    cache's commit), so the headline never credits them to this record."""
+    mine = own_outputs(s)
+    others = [o for o in s.outputs if not any(o is m for m in mine)]
+    if not others:
+        return ""
+    return f"; also emitted for earlier records: {_outputs_text(others)}"
+
+
+def headline(s: Step, total: int) -> str:
+    """The step in one line: where it is, the record, its fate label and what it released."""
+    return f"{_where(s, total)} -> {fate_label(s)}{_released_text(s)}"
 
 
 def _held(s: Step) -> str:
     r = s.record
-    reason = "" if s.reason is None else f" ({s.reason.value})"
-    until = "" if s.until_ms is None else f" until {s.until_ms}"
-    return f"{render_value(r.value)}@{r.ts} {s.fate.value}{reason}{until}"
+    return f"{render_value(r.value)}@{r.ts} {fate_label(s)}"
+
+
+def _held_html(s: Step) -> str:
+    r = s.record
+    return f"{html.escape(render_value(r.value))}@{r.ts} {label_html(fate_label(s))}"
 
 
 def _outputs_text(outputs: Any) -> str:
@@ -180,28 +218,28 @@ def _outputs_text(outputs: Any) -> str:
 
 def _outputs_html(outputs: Any) -> str:
     return ", ".join(
-        f'<span class="{"tombstone" if o.tombstone else "result"}" title="{o.kind.value}">'
+        f'<span class="{"tombstone" if o.tombstone else "result"}" title="{o.kind.value}" '
+        f'style="color:{"#6b3fa0;font-style:italic" if o.tombstone else "#1a6b1a"}">'
         f"{html.escape(o.render())}@{o.ts}{' (tombstone)' if o.tombstone else ''}</span>"
         for o in outputs
     )
 
 
-def _fate_html(s: Step) -> str:
-    label = s.fate.value + ("" if s.reason is None else f" ({s.reason.value})")
-    return f'<b class="fate-{s.fate.value}">{html.escape(label)}:</b>'
-
-
 def _table_html(table: StoreTable) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
+    head = "".join(f'<th style="{CELL}">{html.escape(h)}</th>' for h in table.header)
     body = "".join(
-        ("<tr class='changed'>" if i in table.changed else "<tr>") + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+        (f"<tr class='changed' style='{CHANGED}'>" if i in table.changed else "<tr>")
+        + "".join(f'<td style="{CELL}">{html.escape(c)}</td>' for c in row) + "</tr>"
         for i, row in enumerate(table.rows)
     )
-    body += "".join(f'<tr class="deleted"><td colspan="{len(table.header)}">deleted {html.escape(k)}</td></tr>' for k in table.deleted)
+    span = f'colspan="{len(table.header)}" style="{CELL}"'
+    body += "".join(f'<tr class="deleted" style="color:#a33;text-decoration:line-through"><td {span}>deleted {html.escape(k)}</td></tr>'
+                    for k in table.deleted)
     if table.hidden:
-        body += f'<tr><td colspan="{len(table.header)}">… {table.hidden} more</td></tr>'
+        body += f"<tr><td {span}>… {table.hidden} more</td></tr>"
     if not body:
-        body = f'<tr><td colspan="{len(table.header)}">(empty)</td></tr>'
-    note = f'<br><span class="kjoin-note">{html.escape(table.note)}</span>' if table.note else ""
-    return (f'<table data-store="{html.escape(table.title)}"><caption>{html.escape(table.title)}{note}</caption>'
+        body = f"<tr><td {span}>(empty)</td></tr>"
+    note = f'<br><span class="kjoin-note" style="font-weight:normal;white-space:normal;color:#555">{html.escape(table.note)}</span>' if table.note else ""
+    return (f'<table data-store="{html.escape(table.title)}" style="border-collapse:collapse;font:12px monospace;margin:2px 12px 8px 0">'
+            f'<caption style="text-align:left;font-weight:bold">{html.escape(table.title)}{note}</caption>'
             f"<tr>{head}</tr>{body}</table>")

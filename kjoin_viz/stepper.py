@@ -57,12 +57,15 @@ class Stepper(SliderStep, widgets.VBox):
     def __init__(self, trace: Trace, step: int = 0, view: StepView | None = None) -> None:
         if not trace.steps:
             raise ValueError("the trace has no steps to show")
-        self.view = view or StepView(trace)
+        from .show import view_of  # one index per trace, shared with show_step and Predict
+
+        self.view = view or view_of(trace)
         self.trace = trace
         last = len(trace.steps) - 1
         self.play = widgets.Play(min=0, max=last, interval=SPEEDS["normal"], description="play")
         self.speed = widgets.Dropdown(options=list(SPEEDS), value="normal", description="speed", layout={"width": "170px"})
-        self.slider = widgets.IntSlider(min=0, max=last, description="step", continuous_update=True, layout={"width": "420px"})
+        self.slider = widgets.IntSlider(min=0, max=last, description="step", continuous_update=True,
+                                        layout={"width": "100%", "max_width": "420px", "min_width": "220px"})
         widgets.jslink((self.play, "value"), (self.slider, "value"))
         self.buttons = {name: widgets.Button(description=name, tooltip=name, layout={"width": "auto"}) for name in
                         ("first", "previous", "next", "last", "next output", "next tombstone", "next drop")}
@@ -78,15 +81,17 @@ class Stepper(SliderStep, widgets.VBox):
             "next tombstone": lambda: self.view.next_tombstone(self.step),
             "next drop": lambda: self.view.next_drop(self.step),
         }
+        self._moves = moves
         for name, button in self.buttons.items():
             button.on_click(lambda _, move=moves[name]: self._go(move()))
         self.slider.observe(lambda change: self._show(change["new"]), names="value")
         self.speed.observe(lambda change: setattr(self.play, "interval", SPEEDS[change["new"]]), names="value")
+        wrap = {"flex_flow": "row wrap", "max_width": "100%"}
         controls = widgets.VBox([
-            widgets.HBox([self.play, self.speed, self.slider]),
-            widgets.HBox(list(self.buttons.values())),
+            widgets.HBox([self.play, self.speed, self.slider], layout=wrap),
+            widgets.HBox(list(self.buttons.values()), layout=wrap),
         ])
-        super().__init__([controls, *self.panes.values()])
+        super().__init__([controls, *self.panes.values()], layout={"max_width": "100%"})
         self.add_class("kjoin-stepper")
         self.step = step
 
@@ -105,6 +110,11 @@ class Stepper(SliderStep, widgets.VBox):
         panes = self.view.panes(step)
         for name, pane in self.panes.items():
             pane.value = getattr(panes, name)
+        # a button whose move would stay put is disabled (nothing ahead, or already there)
+        for name, button in self.buttons.items():
+            target = self._moves[name]()
+            button.disabled = target is None or target == step
+            button.tooltip = f"{name}: nothing ahead" if target is None else f"{name}: step {target}"
 
     # -- reading ------------------------------------------------------------------------
     def text(self) -> str:

@@ -4,27 +4,39 @@ Two lanes, left on top and right below; each record sits at its timestamp. A rec
 null value is drawn hollow with a cross, a record that arrived after a later timestamp (out
 of order) has a red ring, records not processed yet are faded, and the current record is
 larger, with its join window (``[ts - before, ts + after]`` for a left record, mirrored for
-a right one, from 0 at the earliest) drawn as a band on the other lane: the records it can join with.
+a right one, from 0 at the earliest) drawn as a band on the other lane: the records it can
+join with. A record that never looks up (dropped before the lookup, a right record of a
+0.10.0 left join, a null key joined without a lookup) gets no band. A dashed line marks the
+stream time after the step. A legend under the lanes names every mark.
 
-Only the records near the current step are drawn (:data:`NEIGHBOURS` each way), so a step of
-a long trace costs the same as one of a short trace. The SVG is built as a string rather
-than with altair: rendering a Vega-Lite chart per step (through vl-convert) takes far longer
-than the stepper's 50 ms budget, and a string needs no JavaScript and no internet.
+Zoom and a stable axis: the axis shows a fixed span of time (:func:`view_span`: twice the
+join window, or about twenty records' worth of time for joins without a window) and moves in
+half-span pages (:func:`view_range`), so the records of one neighbourhood keep their places
+while the stepper moves, and the current record with its whole join window is always in view.
+Ticks are at round numbers of milliseconds. Records outside the view are counted at the edges.
+
+Only the records near the current step are considered (:data:`NEIGHBOURS` each way), so a
+step of a long trace costs the same as one of a short trace. The SVG is built as a string
+rather than with altair: rendering a Vega-Lite chart per step takes far longer than the
+stepper's 50 ms budget, and a string needs no JavaScript and no internet.
 """
 
 from __future__ import annotations
 
 import html
+import math
 from typing import Sequence
 
-from kjoin.records import Side, render_value
-from kjoin.trace import Trace
+from kjoin.fates import Fate, Reason
+from kjoin.records import OutputKind, Side, render_value
+from kjoin.trace import Step, Trace
 
-__all__ = ["timeline_svg", "join_range", "NEIGHBOURS"]
+__all__ = ["timeline_svg", "join_range", "looks_up", "view_span", "view_range", "ticks", "NEIGHBOURS"]
 
-NEIGHBOURS = 30
-WIDTH, HEIGHT, MARGIN = 640, 96, 40
-LANE_Y = {Side.LEFT: 30, Side.RIGHT: 66}
+NEIGHBOURS = 60
+WIDTH, MARGIN = 640, 44
+LANE_Y = {Side.LEFT: 26, Side.RIGHT: 62}
+AXIS_Y, LEGEND_Y, HEIGHT = 86, 116, 126
 
 
 def join_range(trace: Trace, step: int) -> tuple[int, int] | None:
@@ -38,42 +50,136 @@ def join_range(trace: Trace, step: int) -> tuple[int, int] | None:
     return max(record.ts - before, 0), record.ts + after  # no timestamp is negative: Kafka clamps at 0
 
 
-def timeline_svg(trace: Trace, step: int, late: Sequence[bool] | None = None) -> str:
-    """The SVG of the records near ``step``; ``late[i]`` marks out-of-order arrivals."""
+def looks_up(step: Step) -> bool:
+    """Did the step's record look up the other side? Not when it was dropped before the lookup,
+    when it is a right record of a 0.10.0 left join, or a null key joined without a lookup."""
+    if step.fate is Fate.DROPPED or step.reason is Reason.NOT_A_TRIGGER or step.message is not None:
+        return False
+    return not any(o.kind is OutputKind.NULL_KEY and o.origin_step == step.index for o in step.outputs)
+
+
+def _nice(value: float) -> int:
+    """The smallest 1, 2 or 5 times a power of ten that is at least ``value`` (at least 1)."""
+    if value <= 1:
+        return 1
+    power = 10 ** math.floor(math.log10(value))
+    for factor in (1, 2, 5, 10):
+        if factor * power >= value:
+            return int(factor * power)
+    return int(10 * power)  # pragma: no cover
+
+
+def view_span(trace: Trace) -> int:
+    """How many milliseconds the timeline shows: twice the join window (so that a whole window
+    fits in half a view), or about twenty records' worth of time; at least 10 ms."""
+    window = trace.scenario.window
+    if window is not None:
+        return max(10, 2 * (window.before_ms + window.after_ms))
+    times = [s.record.ts for s in trace.steps]
+    spread = max(times) - min(times) if times else 0
+    return _nice(max(10.0, spread * 20 / max(len(times), 1)))
+
+
+def view_range(span: int, low: int, high: int) -> tuple[int, int]:
+    """The page of the axis that shows ``[low, high]`` (``high - low <= span / 2``): pages start
+    at multiples of half a span, so the axis stays put while the records stay in a page."""
+    half = max(span // 2, 1)
+    start = (low // half) * half
+    if high > start + span:  # only when [low, high] is wider than half a span
+        start = high - span
+    return start, start + span
+
+
+def ticks(low: int, high: int, count: int = 8) -> list[int]:
+    """Round timestamps in ``[low, high]`` about ``(high - low) / count`` apart."""
+    every = _nice((high - low) / count)
+    first = -(-low // every) * every
+    return list(range(first, high + 1, every))
+
+
+def timeline_svg(trace: Trace, step: int, late: Sequence[bool] | None = None, stream_time: int | None = None,
+                 span: int | None = None) -> str:
+    """The SVG of the records near ``step``; ``late[i]`` marks out-of-order arrivals;
+    ``stream_time`` (after the step) is drawn as a dashed line; ``span``: :func:`view_span`."""
+    current_step = trace.steps[step]
+    current = current_step.record
+    band = join_range(trace, step) if looks_up(current_step) else None
+    span = span or view_span(trace)
+    low, high = view_range(span, *(band or (current.ts, current.ts)))
     first, last = max(0, step - NEIGHBOURS), min(len(trace.steps), step + NEIGHBOURS + 1)
     near = trace.steps[first:last]
-    current = trace.steps[step].record
-    band = join_range(trace, step)
-    times = [s.record.ts for s in near] + (list(band) if band else [])
-    low, high = min(times), max(times)
-    span = max(high - low, 1)
 
-    def x(ts: int) -> float:
-        return round(MARGIN + (ts - low) * (WIDTH - 2 * MARGIN) / span, 1)
+    def x(ts: float) -> float:
+        return round(MARGIN + (ts - low) * (WIDTH - 2 * MARGIN) / (high - low), 1)
 
-    parts = [f'<svg class="kjoin-timeline" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" font-family="monospace" font-size="10">']
+    parts = [f'<svg class="kjoin-timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+             f'width="{WIDTH}" height="{HEIGHT}" style="width:100%;max-width:{WIDTH}px;height:auto" '
+             f'font-family="monospace" font-size="10" data-view="{low}..{high}">']
     for side, y in LANE_Y.items():
         parts.append(f'<line x1="{MARGIN}" y1="{y}" x2="{WIDTH - MARGIN}" y2="{y}" stroke="#bbb"/>')
         parts.append(f'<text x="2" y="{y + 3}">{side}</text>')
+    # the axis: ticks at round milliseconds
+    parts.append(f'<line x1="{MARGIN}" y1="{AXIS_Y}" x2="{WIDTH - MARGIN}" y2="{AXIS_Y}" stroke="#888"/>')
+    for tick in ticks(low, high):
+        parts.append(f'<line class="kjoin-tick" x1="{x(tick)}" y1="{AXIS_Y}" x2="{x(tick)}" y2="{AXIS_Y + 4}" stroke="#888"/>'
+                     f'<text x="{x(tick)}" y="{AXIS_Y + 14}" text-anchor="middle">{tick}</text>')
+    parts.append(f'<text x="{WIDTH - 2}" y="{AXIS_Y + 14}" text-anchor="end">ms</text>')
     if band:
         y = LANE_Y[current.side.other]
-        parts.append(f'<rect x="{x(band[0])}" y="{y - 10}" width="{max(x(band[1]) - x(band[0]), 1)}" height="20" fill="#9cf" opacity="0.35">'
-                     f"<title>join window {band[0]}..{band[1]}</title></rect>")
+        parts.append(f'<rect class="kjoin-band" x="{x(band[0])}" y="{y - 10}" width="{max(x(band[1]) - x(band[0]), 1)}" height="20" '
+                     f'fill="#9cf" opacity="0.45"><title>join window {band[0]}..{band[1]}</title></rect>')
+    if stream_time is not None and low <= stream_time <= high:
+        sx = x(stream_time)
+        parts.append(f'<line class="kjoin-stream-time" x1="{sx}" y1="10" x2="{sx}" y2="{AXIS_Y}" stroke="#c60" stroke-dasharray="3 3"/>'
+                     f'<text x="{sx}" y="8" text-anchor="middle" fill="#c60">stream time {stream_time}</text>')
+    before = after = 0
     for s in near:
         r = s.record
+        if not low <= r.ts <= high:
+            before, after = before + (r.ts < low), after + (r.ts > high)
+            continue
         cx, cy = x(r.ts), LANE_Y[r.side]
-        radius = 7 if s.index == step else 4
+        is_current = s.index == step
+        radius = 7 if is_current else 4
         hollow = r.value is None
-        fill = "white" if hollow else ("#1f5fbf" if s.index == step else "#555")
-        stroke = "#d00" if late and late[s.index] else ("#1f5fbf" if s.index == step else "#555")
-        opacity = "0.35" if s.index > step else "1"
+        fill = "white" if hollow else ("#1f5fbf" if is_current else "#555")
+        stroke = "#d00" if late and late[s.index] else ("#1f5fbf" if is_current else "#555")
+        opacity = "0.3" if s.index > step else "1"
         label = html.escape(f"step {s.index}: {r.side} {render_value(r.key)}={render_value(r.value)} @ {r.ts}")
-        parts.append(f'<g opacity="{opacity}"><circle cx="{cx}" cy="{cy}" r="{radius}" fill="{fill}" stroke="{stroke}" stroke-width="2"><title>{label}</title></circle>')
+        parts.append(f'<g opacity="{opacity}"><circle cx="{cx}" cy="{cy}" r="{radius}" fill="{fill}" stroke="{stroke}" '
+                     f'stroke-width="2"><title>{label}</title></circle>')
         if hollow:
             parts.append(f'<path d="M{cx - 3} {cy - 3}L{cx + 3} {cy + 3}M{cx - 3} {cy + 3}L{cx + 3} {cy - 3}" stroke="#555"/>')
-        if s.index == step:
-            parts.append(f'<text x="{cx}" y="{cy - 10 if r.side is Side.LEFT else cy + 18}" text-anchor="middle">{html.escape(render_value(r.value))}@{r.ts}</text>')
+        if is_current:
+            parts.append(f'<text x="{cx}" y="{cy - 10 if r.side is Side.LEFT else cy + 18}" text-anchor="middle" font-weight="bold">'
+                         f"{html.escape(render_value(r.value))}@{r.ts}</text>")
         parts.append("</g>")
-    parts.append(f'<text x="{MARGIN}" y="{HEIGHT - 2}">{low}</text><text x="{WIDTH - MARGIN}" y="{HEIGHT - 2}" text-anchor="end">{high} ms</text>')
+    if before:
+        parts.append(f'<text x="{MARGIN - 4}" y="{AXIS_Y - 4}" text-anchor="end" fill="#777">◀ {before}</text>')
+    if after:
+        parts.append(f'<text x="{WIDTH - MARGIN + 4}" y="{AXIS_Y - 4}" fill="#777">{after} ▶</text>')
+    parts.append(_legend(trace.scenario.window is not None))
     parts.append("</svg>")
+    return "".join(parts)
+
+
+def _legend(windowed: bool) -> str:
+    """One row naming every mark the timeline draws."""
+    items = [
+        ('<circle cx="{x}" cy="{y}" r="6" fill="#1f5fbf" stroke="#1f5fbf" stroke-width="2"/>', "this step"),
+        ('<circle cx="{x}" cy="{y}" r="4" fill="#555" stroke="#555" stroke-width="2"/>', "record"),
+        ('<circle cx="{x}" cy="{y}" r="4" fill="white" stroke="#555" stroke-width="2"/>'
+         '<path d="M{a} {b}L{c} {d}M{a} {d}L{c} {b}" stroke="#555"/>', "null value"),
+        ('<circle cx="{x}" cy="{y}" r="4" fill="#555" stroke="#d00" stroke-width="2"/>', "out of order"),
+        ('<circle cx="{x}" cy="{y}" r="4" fill="#555" opacity="0.3"/>', "not yet read"),
+        ('<line x1="{x}" y1="{b}" x2="{x}" y2="{d}" stroke="#c60" stroke-dasharray="2 2"/>', "stream time"),
+    ]
+    if windowed:
+        items.append(('<rect x="{a}" y="{b}" width="12" height="10" fill="#9cf" opacity="0.6"/>', "join window"))
+    parts = ['<g class="kjoin-legend" font-size="9">']
+    x, y = 8, LEGEND_Y
+    for mark, text in items:
+        parts.append(mark.format(x=x, y=y, a=x - 4, b=y - 5, c=x + 4, d=y + 5) + f'<text x="{x + 10}" y="{y + 3}">{text}</text>')
+        x += 16 + 6 * len(text)
+    parts.append("</g>")
     return "".join(parts)

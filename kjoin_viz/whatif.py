@@ -20,9 +20,10 @@ from kjoin.render import cell, format_table
 from kjoin.scenario import Scenario
 from kjoin.trace import Trace
 
-from .step_view import CSS
+from .show import Shown
+from .step_view import CELL, CSS
 
-__all__ = ["what_if", "WhatIf", "compare_text"]
+__all__ = ["what_if", "WhatIf", "compare_text", "compare_html", "what_if_table"]
 
 
 def what_if(scenario: Scenario, **options: int) -> Scenario:
@@ -67,27 +68,69 @@ def _slider(name: str, value: int, max_ms: int) -> widgets.IntSlider:
     return slider
 
 
-def compare_text(original: Trace, changed: Trace) -> str:
-    """Each input record with its outputs before and after the change; ``*`` marks a change."""
+def _compare_rows(original: Trace, changed: Trace) -> list[list]:
     rows = []
     for a, b in zip(original.steps, changed.steps):
         r = a.record
         rows.append(["*" if cell(a) != cell(b) else "", r.ts, r.side.value, render_value(r.value), cell(a), cell(b)])
-    return format_table(["", "ts", "side", "value", "original", "what if"], rows)
+    return rows
+
+
+def compare_text(original: Trace, changed: Trace) -> str:
+    """Each input record with its outputs before and after the change; ``*`` marks a change."""
+    return format_table(["", "ts", "side", "value", "original", "what if"], _compare_rows(original, changed))
+
+
+def compare_html(original: Trace, changed: Trace) -> str:
+    """:func:`compare_text` as an HTML table; the changed rows are highlighted."""
+    head = "".join(f'<th style="{CELL}">{h}</th>' for h in ("ts", "side", "value", "original", "what if"))
+    body = []
+    for mark, *cells in _compare_rows(original, changed):
+        style = ' class="changed" style="background:#fff3b0"' if mark else ""
+        body.append(f"<tr{style}>" + "".join(f'<td style="{CELL}">{html.escape(str(c))}</td>' for c in cells) + "</tr>")
+    return (f'<table class="kjoin-compare" style="border-collapse:collapse;font:12px monospace"><tr>{head}</tr>'
+            f'{"".join(body)}</table>')
+
+
+def _options_text(options: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in options.items())
+
+
+def what_if_table(scenario: Scenario, **options: int) -> Shown:
+    """A static comparison (HTML, and text as its ``repr``): the scenario's outputs per input
+    record next to those with ``options`` changed, e.g. ``what_if_table(s, grace_ms=0)``."""
+    original, changed = kjoin.run(scenario), kjoin.run(what_if(scenario, **options))
+    title = f"what if {_options_text(options)}:"
+    page = (f'<div class="kjoin-viz kjoin-whatif-table" style="max-width:100%;overflow-x:auto">{CSS}'
+            f"<b>{html.escape(title)}</b>{compare_html(original, changed)}</div>")
+    return Shown(page, f"{title}\n{compare_text(original, changed)}")
 
 
 class WhatIf(widgets.VBox):
-    """Sliders over the scenario's options; every move re-runs the engine and compares."""
+    """Sliders over the scenario's options; every move re-runs the engine and compares.
 
-    def __init__(self, scenario: Scenario, max_ms: int = 60) -> None:
+    ``WhatIf(scenario, grace_ms=0)`` starts with those options already changed. Options the
+    engine refuses (a history retention below the grace period, …) are reported in the widget,
+    in red, with the engine's message; ``trace`` and ``error`` always belong to the options on
+    the sliders."""
+
+    def __init__(self, scenario: Scenario, max_ms: int = 60, **start: int) -> None:
         self.scenario = scenario
         self.original = kjoin.run(scenario)
-        self.sliders = {name: _slider(name, value, max_ms) for name, value in _options(scenario).items()}
+        options = _options(scenario)
+        unknown = set(start) - set(options)
+        if unknown:
+            raise TypeError(f"this scenario has no slider for {', '.join(sorted(unknown))} (it has: {', '.join(options)})")
+        options.update(start)
+        self.sliders = {name: _slider(name, value, max_ms) for name, value in options.items()}
         for slider in self.sliders.values():
             slider.observe(lambda _: self._rerun(), names="value")
+        self.header = widgets.HTML()
         self.result = widgets.HTML()
-        self.trace = self.original
-        super().__init__([widgets.HBox(list(self.sliders.values()), layout={"flex_flow": "row wrap"}), self.result])
+        self.trace: Trace | None = self.original
+        self.error: str | None = None
+        sliders = widgets.HBox(list(self.sliders.values()), layout={"flex_flow": "row wrap", "max_width": "100%"})
+        super().__init__([sliders, self.header, self.result], layout={"max_width": "100%"})
         self.add_class("kjoin-whatif")
         self._rerun()
 
@@ -95,13 +138,24 @@ class WhatIf(widgets.VBox):
         return {name: slider.value for name, slider in self.sliders.items()}
 
     def _rerun(self) -> None:
-        self.trace = kjoin.run(what_if(self.scenario, **self.options()))
-        self.result.value = f'<div class="kjoin-viz">{CSS}<pre>{html.escape(self.text())}</pre></div>'
+        try:
+            self.trace, self.error = kjoin.run(what_if(self.scenario, **self.options())), None
+        except ValueError as error:  # ScenarioError and friends: the message names the fix
+            self.trace, self.error = None, str(error)
+        title = html.escape(f"what if {_options_text(self.options())}:")
+        self.header.value = f'<div class="kjoin-viz kjoin-whatif-header">{CSS}<b>{title}</b></div>'
+        if self.error is not None:
+            self.result.value = (f'<div class="kjoin-viz kjoin-error" style="color:#b22;border:1px solid #b22;padding:4px 8px">'
+                                 f"<b>the engine cannot run these options:</b> {html.escape(self.error)}</div>")
+        else:
+            self.result.value = f'<div class="kjoin-viz" style="max-width:100%;overflow-x:auto">{compare_html(self.original, self.trace)}</div>'
 
     def text(self) -> str:
-        """The current options and the comparison table, as text."""
-        options = ", ".join(f"{k}={v}" for k, v in self.options().items())
-        return f"what if {options}:\n{compare_text(self.original, self.trace)}\n"
+        """The current options and the comparison table (or the engine's error), as text."""
+        head = f"what if {_options_text(self.options())}:"
+        if self.error is not None:
+            return f"{head}\nthe engine cannot run these options: {self.error}\n"
+        return f"{head}\n{compare_text(self.original, self.trace)}\n"
 
     def __repr__(self) -> str:
-        return f"WhatIf({', '.join(f'{k}={v}' for k, v in self.options().items())})"
+        return f"WhatIf({_options_text(self.options())})"

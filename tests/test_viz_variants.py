@@ -6,7 +6,8 @@ import pytest
 
 import kjoin
 from kjoin.render import seed_table
-from kjoin_viz import Variants, WhatIf, compare_text, variant_traces, what_if
+from kjoin_viz import Variants, WhatIf, variant_traces, what_if, what_if_table
+from kjoin_viz.whatif import compare_html
 
 from .test_viz_stepper import SEED_004
 
@@ -34,8 +35,8 @@ def test_variants_table_marks_the_current_row_and_tells_outputs_apart(scenario):
     assert widget.table.value.count('class="none"') > 0
     assert "A-a@4" in widget.columns["outer"].value
     widget.slider.value = 15
-    assert "buffered (window-open)" in widget.columns["left"].value
-    assert "no-match (no-partner)" in widget.columns["inner"].value
+    assert "held until stream time passes 60" in widget.columns["left"].value
+    assert "no match: no output" in widget.columns["inner"].value
 
 
 def test_variants_text_is_the_seed_table_with_the_step_marked(scenario):
@@ -66,7 +67,34 @@ def test_what_if_sliders_rerun_the_engine(scenario):
     # with a zero-width window only records of the same timestamp join: nothing does here
     assert all(o.right is None for o in widget.trace.outputs)
     assert "what if before_ms=0, after_ms=0, grace_ms=5:" in widget.text()
-    assert compare_text(widget.original, widget.trace) in widget.result.value.replace("&gt;", ">")
+    assert compare_html(widget.original, widget.trace) in widget.result.value  # an HTML table, not wrapped text
+    assert "what if before_ms=0, after_ms=0, grace_ms=5:" in widget.header.value
+    assert widget.result.value.count("class=\"changed\"") == sum(line.startswith("*") for line in widget.text().splitlines())
+
+
+def test_what_if_shows_the_engines_error_in_the_widget_and_its_header_follows_the_sliders():
+    scenario = kjoin.Scenario.from_dict({
+        "join": "stream-table", "variant": "inner", "right": {"versioned": True, "history_retention_ms": 20}, "grace_ms": 5,
+        "events": [{"side": "right", "key": "k", "value": "a", "ts": 8}, {"side": "left", "key": "k", "value": "A", "ts": 10}]})
+    widget = WhatIf(scenario)
+    widget.sliders["history_retention_ms"].value = 2  # below the grace period: Kafka refuses the topology
+    assert widget.trace is None and "History retention must be at least grace period" in widget.error
+    assert "history_retention_ms=2" in widget.header.value and "kjoin-error" in widget.result.value
+    assert "History retention must be at least grace period" in widget.result.value
+    assert widget.text().splitlines()[1].startswith("the engine cannot run these options:")
+    widget.sliders["grace_ms"].value = 0  # valid again: the error goes, the table comes back
+    assert widget.error is None and "kjoin-error" not in widget.result.value and "grace_ms=0, history_retention_ms=2" in widget.header.value
+
+
+def test_what_if_starts_from_given_options_and_the_static_table(scenario):
+    widget = WhatIf(scenario, grace_ms=0, after_ms=2)
+    assert widget.options() == {"before_ms": 15, "after_ms": 2, "grace_ms": 0}
+    shown = what_if_table(scenario, grace_ms=0, after_ms=2)
+    assert repr(shown).splitlines()[0] == "what if grace_ms=0, after_ms=2:"
+    assert repr(shown).splitlines()[1:] == widget.text().splitlines()[1:]
+    assert compare_html(widget.original, widget.trace) in shown._repr_html_()
+    with pytest.raises(TypeError, match="no slider for history_retention_ms"):
+        WhatIf(scenario, history_retention_ms=3)
 
 
 def test_what_if_offers_history_retention_for_a_versioned_table():

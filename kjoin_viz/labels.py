@@ -1,0 +1,148 @@
+"""What happened to a step's record, in the words every view uses.
+
+:func:`fate_label` turns a step's fate, reason and outputs into one short phrase: the stepper's
+header, :func:`~kjoin_viz.show_step`, the log and the predict widget all print it, so a record
+is described the same way everywhere. The phrase says exactly what happened:
+
+- ``joined: 2 results``: the joiner was called with partners from the other side;
+- ``emitted eagerly with null``: a left/outer result with null for the missing side, emitted at
+  once (before 3.1, or with the deprecated window API); a later partner is emitted too;
+- ``emitted with null at once: its window had already closed``: 3.1+, a record that arrived
+  after stream time had passed its window end;
+- ``tombstone: the join result is deleted``;
+- ``held until stream time passes 60`` (outer-join buffer), ``held in the grace buffer until
+  buffer time 15``, ``held in the record cache until the next commit``;
+- ``stored: …`` and ``not lost: stored as an older version, no result``: state changed, no
+  output, and nothing is lost;
+- ``no match: no output``;
+- ``dropped: null value``, ``dropped: late (…)``: the record is skipped.
+
+Each label has a ``tone``: the answer's category in the predict widget and the colour of the
+label. Only ``dropped`` is drawn red.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+from kjoin.fates import Fate, Reason
+from kjoin.records import OutputKind
+from kjoin.trace import Step
+
+__all__ = ["FateLabel", "fate_label", "TONES", "TONE_COLOURS", "label_html"]
+
+TONES = {
+    "joined": "joins: emits result(s) with partner(s) from the other side",
+    "null-result": "emits a result with null for the missing side",
+    "tombstone": "emits a tombstone: a join result is deleted",
+    "held": "is held back in a buffer or cache: no output yet",
+    "stored": "only updates state (or passes a message on): no output",
+    "no-match": "looks up the other side, finds no partner: no output",
+    "dropped": "is dropped: skipped, nothing is stored or emitted for it",
+}
+"""The categories of what a record does, in plain words (the predict widget's choices)."""
+
+TONE_COLOURS = {"joined": "#1a6b1a", "null-result": "#2b6f8a", "tombstone": "#6b3fa0", "held": "#a66d00",
+                "stored": "#444", "no-match": "#666", "dropped": "#b22"}
+
+_HELD = {
+    Reason.WINDOW_OPEN: "held until stream time passes {until}",
+    Reason.GRACE_PERIOD: "held in the grace buffer until buffer time {until}",
+    Reason.RECORD_CACHE: "held in the record cache until the next commit",
+}
+_STORED = {
+    Reason.TABLE_UPDATE: "stored: a table update triggers no output",
+    Reason.NOT_A_TRIGGER: "stored only: in a 0.10.0 left join a right record does not look up",
+    Reason.NOTHING_TO_DELETE: "stored: there was no result to delete, no tombstone",
+    Reason.SUBSCRIPTION_SENT: "stored: subscription sent to the right side",
+    Reason.RESPONSE_SENT: "stored: response sent to the left side",
+    Reason.NO_SUBSCRIBER: "stored: no left row subscribes to this key",
+    Reason.NO_PROPAGATE: "subscription stored: no response",
+    Reason.OUT_OF_ORDER_VERSION: "not lost: stored as an older version, no result",
+}
+_DROPPED = {
+    Reason.NULL_KEY: "dropped: null key",
+    Reason.NULL_VALUE: "dropped: null value",
+    Reason.EXPIRED: "dropped: late (older than its window store keeps; no partner found)",
+    Reason.EXPIRED_PUT: "dropped: late (older than the table's history retention)",
+    Reason.NULL_FOREIGN_KEY: "dropped: null foreign key (no subscription)",
+    Reason.STALE_RESPONSE: "dropped: stale response (the left row changed since)",
+    Reason.NULL_KEY_IN_GRACE_BUFFER: "dropped: null key (Kafka's task would fail here)",
+}
+
+
+@dataclass(frozen=True)
+class FateLabel:
+    """``text``: the phrase; ``tone``: its category (a key of :data:`TONES`); ``lost``: the
+    record is gone for good (dropped)."""
+
+    text: str
+    tone: str
+
+    @property
+    def lost(self) -> bool:
+        return self.tone == "dropped"
+
+    def __str__(self) -> str:
+        return self.text
+
+    def html(self) -> str:
+        return label_html(self)
+
+
+def label_html(label: FateLabel) -> str:
+    colour = TONE_COLOURS[label.tone]
+    return f'<b class="kjoin-fate kjoin-fate-{label.tone}" style="color:{colour}">{html.escape(label.text)}</b>'
+
+
+def own_outputs(step: Step) -> list:
+    """The outputs of ``step`` that come from its own record (not released for earlier ones). A
+    foreign-key join's delivery step owns everything it emits (its outputs name the input record
+    that started the chain of messages as their origin)."""
+    if step.message is not None:
+        return list(step.outputs)
+    return [o for o in step.outputs if o.origin_step == step.index]
+
+
+def fate_label(step: Step) -> FateLabel:
+    """The phrase for what ``step``'s record (or delivered message) did."""
+    fate, reason = step.fate, step.reason
+    mine = own_outputs(step)
+    if fate is Fate.JOINED or (fate is not Fate.DROPPED and mine):
+        return _emitted(step, mine)
+    if fate is Fate.BUFFERED:
+        text = _HELD.get(reason, "held until {until}")
+        return FateLabel(text.format(until=step.until_ms), "held")
+    if fate is Fate.STORED or reason is Reason.OUT_OF_ORDER_VERSION:
+        return FateLabel(_STORED.get(reason, "stored: no output"), "stored")
+    if fate is Fate.NO_MATCH:
+        if reason is Reason.EXPIRED:
+            return FateLabel(_DROPPED[reason], "dropped")
+        return FateLabel("no match: no output", "no-match")
+    name = "" if reason is None else reason.value.replace("-", " ")
+    return FateLabel(_DROPPED.get(reason, f"dropped: {name}".rstrip(": ")), "dropped")
+
+
+def _emitted(step: Step, mine: list) -> FateLabel:
+    joined = [o for o in mine if o.kind is OutputKind.JOINED]
+    tombstones = [o for o in mine if o.tombstone]
+    nulls = [o for o in mine if o.kind in (OutputKind.UNMATCHED, OutputKind.WINDOW_CLOSED, OutputKind.NULL_KEY)]
+    if joined:
+        count = len(joined)
+        return FateLabel(f"joined: {count} result{'s' if count != 1 else ''}", "joined")
+    if tombstones:
+        return FateLabel("tombstone: the join result is deleted", "tombstone")
+    if nulls:
+        if any(o.kind is OutputKind.NULL_KEY for o in nulls):
+            return FateLabel("emitted with null: null key, joined without a lookup", "null-result")
+        if "window ended" in step.explain:  # 3.1+: the record came after its window had closed
+            return FateLabel("emitted with null at once: its window had already closed", "null-result")
+        if "eager" in step.explain or "joiner called with null" in step.explain:  # stream-stream before 3.1
+            return FateLabel("emitted eagerly with null", "null-result")
+        return FateLabel("emitted with null: no partner, the joiner got null", "null-result")
+    # the joiner was called without a partner found in a store (a response delivered, a table row
+    # joined with a null right side, …): a result, read from the engine's own words
+    if mine:
+        return FateLabel(f"joined: {len(mine)} result{'s' if len(mine) != 1 else ''}", "joined")
+    return FateLabel("joined: result emitted later by the topology", "joined")

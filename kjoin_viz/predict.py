@@ -1,0 +1,311 @@
+"""The predict widget: an exercise checked against the engine.
+
+``Predict(trace, step)`` shows the input records up to ``step`` (with what each earlier one
+emitted) and every store *before* the step, and asks what the step's record does:
+
+- ``ask="fate+outputs"`` (the default): its fate, picked from plain-language choices
+  (:data:`~kjoin_viz.labels.TONES`), and the outputs of the step typed in kjoin's notation
+  (``A-a, B-a``; ``A-null``; ``null`` for a tombstone; ``none`` or nothing for no output; a
+  timestamp may be added, ``A-a@4``, and is then checked too);
+- ``ask="release"``: for a record that is held back (outer-join buffer, grace buffer, record
+  cache), at which later step it leaves, or that it is still waiting when the input ends.
+
+**Check** compares the answer with the trace, says in plain words what was right and what was
+not, and opens a :class:`~kjoin_viz.Stepper` at that step. The answer lives only in the widget:
+the cell's stored output is the question (the widget's text form), never the answer.
+
+Trainers: ``kjoin_viz.trainer_mode(True)`` (or the environment variable ``KJOIN_TRAINER=1``
+before the kernel starts) adds a **show solution** button to every predict widget, also to
+those already on the page.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import ipywidgets as widgets
+
+from kjoin.records import render_value
+from kjoin.trace import Trace
+
+from .labels import TONES, fate_label
+from .show import view_of
+from .step_view import CSS, _outputs_text, _table_html
+from .store_view import store_tables
+
+__all__ = ["Predict", "Verdict", "trainer_mode", "leave_step", "parse_outputs", "ASKS"]
+
+ASKS = ("fate+outputs", "release")
+STILL_WAITING = -1
+"""The ``release`` answer "it is still waiting when the input ends"."""
+
+_TRAINER = {"on": os.environ.get("KJOIN_TRAINER", "") not in ("", "0", "false", "no")}
+_LIVE: "weakref.WeakSet[Predict]" = weakref.WeakSet()
+
+
+def trainer_mode(on: bool | None = None) -> bool:
+    """Turn the trainer's **show solution** buttons on or off (``None``: only ask); returns
+    whether they are on. The default comes from ``KJOIN_TRAINER`` (``1``: on)."""
+    if on is not None:
+        _TRAINER["on"] = bool(on)
+        for widget in list(_LIVE):
+            widget._show_trainer()
+    return _TRAINER["on"]
+
+
+# -- reading the engine's answer ---------------------------------------------------------------
+def _rows_from(stores: Any, step: int) -> bool:
+    """Does any store hold a row that came from ``step`` (a buffered record, a cached update)?"""
+    for store, entries in stores.items():
+        for row in entries.values():
+            if getattr(row, "origin_step", None) == step:
+                return True
+            if store.name.endswith(" cache") and isinstance(row, tuple) and len(row) == 4 and row[2] == step:
+                return True
+    return False
+
+
+def leave_step(trace: Trace, step: int) -> int | None:
+    """The first step after which nothing of ``step``'s record is held any more, or
+    :data:`STILL_WAITING` if it is still held at the end of the input; ``None`` if the record
+    was never held."""
+    if not _rows_from(trace.state_at(step).stores, step):
+        return None
+    for later in range(step + 1, len(trace.steps)):
+        if not _rows_from(trace.state_at(later).stores, step):
+            return later
+    return STILL_WAITING
+
+
+def parse_outputs(text: str) -> list[str]:
+    """``"A-a, B-a"`` into ``["A-a", "B-a"]``; ``none``, ``-`` or nothing is no output."""
+    items = [item.strip() for item in text.replace(";", ",").split(",")]
+    items = [item for item in items if item]
+    if [item.lower() for item in items] in ([], ["none"], ["-"], ["(none)"], ["nothing"]):
+        return []
+    return items
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The result of a check: whether every part was right, and what to tell the learner."""
+
+    correct: bool
+    lines: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+# -- the widget --------------------------------------------------------------------------------
+class Predict(widgets.VBox):
+    """An exercise on ``trace`` at ``step``: predict the record's fate and outputs, or when it
+    leaves its buffer (``ask="release"``). ``prompt`` replaces the default question."""
+
+    def __init__(self, trace: Trace, step: int, ask: str = "fate+outputs", prompt: str | None = None) -> None:
+        if ask not in ASKS:
+            raise ValueError(f"ask must be one of {', '.join(ASKS)}, not {ask!r}")
+        if not 0 <= step < len(trace.steps):
+            raise IndexError(f"step {step} is outside this trace (0 to {len(trace.steps) - 1})")
+        self.trace, self.index, self.ask = trace, step, ask
+        self.view = view_of(trace)
+        s = trace.steps[step]
+        self.leaves = leave_step(trace, step) if ask == "release" else None
+        if ask == "release" and self.leaves is None:
+            raise ValueError(f"step {step} ({fate_label(s)}) holds nothing back: ask about its fate and outputs instead")
+        self.prompt = prompt or self._default_prompt()
+        question = widgets.HTML(f'<div class="kjoin-viz kjoin-question">{CSS}<b>{html.escape(self.prompt)}</b></div>')
+        context = widgets.HTML(self._context_html())
+        self.check_button = widgets.Button(description="check", button_style="primary", tooltip="compare with the engine")
+        self.solution_button = widgets.Button(description="show solution", tooltip="trainer: reveal the answer")
+        self.feedback = widgets.HTML()
+        self.stepper_box = widgets.VBox()
+        self.stepper = None
+        if ask == "fate+outputs":
+            self.fate = widgets.RadioButtons(options=[(text, tone) for tone, text in TONES.items()], value=None,
+                                             description="it", layout={"width": "auto"})
+            self.outputs = widgets.Text(placeholder="e.g. A-a, B-a   or   A-null   or   none",
+                                        description="outputs", layout={"width": "100%", "max_width": "520px"})
+            inputs: list[widgets.Widget] = [self.fate, self.outputs]
+        else:
+            options = [(self._step_option(j), j) for j in range(step + 1, len(trace.steps))]
+            options.append(("it is still waiting when the input ends", STILL_WAITING))
+            self.release = widgets.Dropdown(options=options, value=None, description="it leaves at",
+                                            layout={"width": "100%", "max_width": "520px"})
+            self.release.style.description_width = "90px"
+            inputs = [self.release]
+        self.check_button.on_click(lambda _: self._check())
+        self.solution_button.on_click(lambda _: self._reveal())
+        super().__init__([question, context, *inputs, widgets.HBox([self.check_button, self.solution_button]),
+                          self.feedback, self.stepper_box], layout={"max_width": "100%"})
+        self.add_class("kjoin-predict")
+        _LIVE.add(self)
+        self._show_trainer()
+
+    # -- the question -------------------------------------------------------------------------
+    def _record_text(self) -> str:
+        s = self.trace.steps[self.index]
+        if s.message is not None:
+            return f"message {s.message.describe()}"
+        r = s.record
+        return f"{r.side} record {render_value(r.value)}@{r.ts} (key {render_value(r.key)})"
+
+    def _default_prompt(self) -> str:
+        s = self.trace.steps[self.index]
+        arrives = "is delivered" if s.message is not None else "arrives"
+        if self.ask == "release":
+            return f"Step {self.index}: the {self._record_text()} is held back. At which step does it leave?"
+        return (f"Step {self.index}: the {self._record_text()} {arrives}. What does it do, and what does this step "
+                "emit (also for earlier records)?")
+
+    def _step_option(self, j: int) -> str:
+        s = self.trace.steps[j]
+        if s.message is not None:
+            return f"step {j}: {s.message.id} {s.message.topic} delivered"
+        r = s.record
+        return f"step {j}: {r.side} {render_value(r.value)}@{r.ts}"
+
+    def _context_html(self) -> str:
+        """The input so far (and, for ``release``, the input still to come) and the state before
+        the step."""
+        steps = self.trace.steps
+        shown = steps if self.ask == "release" else steps[: self.index + 1]
+        cell = "border:1px solid #ccc;padding:1px 6px;text-align:left"
+        rows = []
+        for s in shown:
+            r = s.record
+            what = s.message.id + " " + s.message.topic if s.message is not None else ""
+            if s.index < self.index:
+                emitted = html.escape(_outputs_text(s.outputs) or "—")
+            elif s.index == self.index:
+                emitted = "<b>?</b>"
+            else:
+                emitted = "(to come)"
+            style = ' style="background:#d8e8ff;font-weight:bold"' if s.index == self.index else ""
+            cells = [str(s.index), html.escape(what or r.side.value), html.escape(render_value(r.key)),
+                     html.escape(render_value(r.value)), str(r.ts), emitted]
+            rows.append(f"<tr{style}>" + "".join(f'<td style="{cell}">{c}</td>' for c in cells) + "</tr>")
+        head = "".join(f'<th style="{cell}">{h}</th>' for h in ("step", "side", "key", "value", "ts", "emitted"))
+        title = "the input" if self.ask == "release" else "the input so far"
+        records = (f'<table style="border-collapse:collapse;font:12px monospace;margin:2px 12px 8px 0">'
+                   f'<caption style="text-align:left;font-weight:bold">{title}</caption><tr>{head}</tr>{"".join(rows)}</table>')
+        if self.index == 0:
+            before = "<i>every store is empty</i>"
+        else:
+            snapshot = self.trace.state_at(self.index - 1)
+            tables = store_tables(snapshot.stores, (), self.trace.scenario)
+            before = "".join(_table_html(t) for t in tables) or "<i>every store is empty</i>"
+        return (f'<div class="kjoin-viz kjoin-context" style="display:flex;flex-wrap:wrap;align-items:flex-start">'
+                f'<div>{records}</div><div><b>the state before step {self.index}</b>'
+                f'<div style="display:flex;flex-wrap:wrap;align-items:flex-start">{before}</div></div></div>')
+
+    # -- the answer ---------------------------------------------------------------------------
+    def solution(self) -> str:
+        """The engine's answer in words (what the trainer's button reveals)."""
+        s = self.trace.steps[self.index]
+        if self.ask == "release":
+            return "Solution: " + self._leave_text()
+        outputs = _outputs_text(s.outputs) or "no output"
+        return f"Solution: it {TONES[fate_label(s).tone]} ({fate_label(s)}); this step emits {outputs}."
+
+    def _leave_text(self) -> str:
+        if self.leaves == STILL_WAITING:
+            return "it is still waiting when the input ends: nothing moves stream time far enough (a quiet topic never flushes)."
+        later = self.trace.steps[self.leaves]
+        emitted = _outputs_text(later.outputs) or "no output"
+        when = self.view.stream_time(self.leaves)
+        clock = "" if when is None else f" (stream time {when} after it)"
+        return f"it leaves at {self._step_option(self.leaves)}{clock}; that step emits {emitted}."
+
+    def check(self, fate: str | None = None, outputs: str | None = None, leaves: int | None = None) -> Verdict:
+        """Answer from code (as a learner would with the controls) and check: ``fate`` a key of
+        :data:`TONES`, ``outputs`` in kjoin's notation, ``leaves`` a step (``-1``: still
+        waiting at the end)."""
+        if self.ask == "fate+outputs":
+            if fate is not None:
+                self.fate.value = fate
+            if outputs is not None:
+                self.outputs.value = outputs
+        elif leaves is not None:
+            self.release.value = leaves
+        return self._check()
+
+    def _check(self) -> Verdict:
+        verdict = self._verdict()
+        colour = "#1a6b1a" if verdict.correct else "#a66d00"
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in verdict.lines)
+        self.feedback.value = f'<div class="kjoin-viz kjoin-feedback" style="color:{colour}"><ul>{items}</ul></div>'
+        self._open_stepper()
+        return verdict
+
+    def _verdict(self) -> Verdict:
+        s = self.trace.steps[self.index]
+        if self.ask == "release":
+            answer = self.release.value
+            if answer is None:
+                return Verdict(False, ("Pick the step at which you think the record leaves, then check.",))
+            right = answer == self.leaves
+            said = "still waiting at the end" if answer == STILL_WAITING else self._step_option(answer)
+            head = "Right: " if right else f"Not quite: you said {said}; "
+            return Verdict(right, (head + self._leave_text(),))
+        label = fate_label(s)
+        lines = []
+        if self.fate.value is None:
+            fate_right = False
+            lines.append(f"Fate: pick one. The engine: it {TONES[label.tone]} ({label}).")
+        elif self.fate.value == label.tone:
+            fate_right = True
+            lines.append(f"Fate: right, it {TONES[label.tone]} ({label}).")
+        else:
+            fate_right = False
+            lines.append(f"Fate: not quite. You said it {TONES[self.fate.value]}; the engine says it {TONES[label.tone]} ({label}).")
+        outputs_right, text = self._compare_outputs(parse_outputs(self.outputs.value))
+        lines.append(text)
+        lines.append(f"Why: {s.explain}")
+        return Verdict(fate_right and outputs_right, tuple(lines))
+
+    def _compare_outputs(self, said: list[str]) -> tuple[bool, str]:
+        emitted = self.trace.steps[self.index].outputs
+        with_ts = any("@" in item for item in said)
+        expected = [o.render() + (f"@{o.ts}" if with_ts else "") for o in emitted]
+        shown = _outputs_text(emitted) or "no output"
+        if said == expected:
+            return True, f"Outputs: right ({shown})."
+        if sorted(said) == sorted(expected):
+            return False, f"Outputs: the right ones, in another order. The engine emits them in this order: {shown}."
+        missing = [o for o in expected if o not in said]
+        extra = [o for o in said if o not in expected]
+        parts = [f"Outputs: not quite. You wrote {', '.join(said) or 'no output'}; the engine emitted {shown}."]
+        if missing:
+            parts.append(f"Missing: {', '.join(missing)}.")
+        if extra:
+            parts.append(f"Not emitted at this step: {', '.join(extra)}.")
+        return False, " ".join(parts)
+
+    def _reveal(self) -> None:
+        self.feedback.value = f'<div class="kjoin-viz kjoin-feedback kjoin-solution"><b>{html.escape(self.solution())}</b></div>'
+        self._open_stepper()
+
+    def _open_stepper(self) -> None:
+        from .stepper import Stepper  # the stepper imports nothing from here; imported late to keep start-up light
+
+        at = self.index
+        if self.ask == "release":  # the step it leaves at (or the end of the input)
+            at = len(self.trace.steps) - 1 if self.leaves == STILL_WAITING else self.leaves
+        if self.stepper is None:
+            self.stepper = Stepper(self.trace, step=at, view=self.view)
+            self.stepper_box.children = (widgets.HTML(f"<b>step {at} in the stepper:</b>"), self.stepper)
+        else:
+            self.stepper.step = at
+
+    def _show_trainer(self) -> None:
+        self.solution_button.layout.display = None if _TRAINER["on"] else "none"
+
+    def __repr__(self) -> str:
+        # the widget's text form, stored in the notebook: the question, never an answer
+        return f"Predict: {self.prompt}"

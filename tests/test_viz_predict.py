@@ -1,0 +1,203 @@
+"""The words for a record's fate, the static step view, and the predict widget.
+
+Every assertion reads what the code returns or what a widget holds (its values, its HTML),
+computed from traces the engine produced."""
+
+from __future__ import annotations
+
+import pytest
+
+import kjoin
+import kjoin_viz
+from kjoin_viz import Predict, Stepper, fate_label, show_step, trainer_mode
+from kjoin_viz.labels import TONES
+from kjoin_viz.predict import STILL_WAITING, leave_step, parse_outputs
+
+SEED_004 = dict(
+    left="1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D, 40:E, 60:F, 100:G",
+    right="2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d, 80:f",
+    window={"before_ms": 15, "after_ms": 15, "grace_ms": 5},
+)
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return kjoin.run(kjoin.Scenario.from_notation("stream-stream", "left", semantics="3.1", **SEED_004))
+
+
+def labels(trace) -> list[str]:
+    return [str(fate_label(s)) for s in trace.steps]
+
+
+# -- fate labels ---------------------------------------------------------------------------------
+def test_a_record_held_in_the_outer_join_buffer_says_until_when(trace):
+    assert labels(trace)[2] == "held until stream time passes 23"
+    assert fate_label(trace.steps[2]).tone == "held"
+    assert labels(trace)[15] == "held until stream time passes 60"
+
+
+def test_null_values_are_dropped_and_only_drops_are_lost(trace):
+    assert labels(trace)[0] == "dropped: null value" and fate_label(trace.steps[0]).lost
+    assert not fate_label(trace.steps[3]).lost
+
+
+def test_an_eager_null_result_is_not_called_joined():
+    eager = kjoin.run(kjoin.Scenario.from_notation("stream-stream", "left", semantics="0.10.2", **SEED_004))
+    assert labels(eager)[2] == "emitted eagerly with null"  # A@3 -> A-null at once
+    assert fate_label(eager.steps[2]).tone == "null-result"
+    assert labels(eager)[3] == "joined: 1 result"  # a@4 -> A-a
+
+
+def test_a_record_after_its_window_closed_is_emitted_with_null_at_once():
+    late = kjoin.run(kjoin.Scenario.from_notation("stream-stream", "left", left="50:X, 3:A", right="40:x",
+                                                  window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}, semantics="3.1"))
+    assert labels(late)[2] == "emitted with null at once: its window had already closed"
+
+
+def test_a_table_tombstone_and_a_left_join_without_partner():
+    tt = kjoin.run(kjoin.Scenario.from_notation("table-table", "left", left="1:A, 3:null", right="2:a"))
+    assert labels(tt) == ["emitted with null: no partner, the joiner got null", "joined: 1 result",
+                          "tombstone: the join result is deleted"]
+    assert fate_label(tt.steps[2]).tone == "tombstone"
+
+
+def test_a_table_update_in_a_stream_table_join_is_stored():
+    st = kjoin.run(kjoin.Scenario.from_notation("stream-table", "inner", left="3:A", right="1:a"))
+    table_update = next(s for s in st.steps if s.record.side.value == "right")
+    assert str(fate_label(table_update)) == "stored: a table update triggers no output"
+
+
+def test_a_foreign_key_tombstone_is_a_tombstone_not_joined():
+    events = [{"side": "right", "key": "Y", "value": "bar", "ts": 1}, {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2},
+              {"side": "right", "key": "Y", "value": None, "ts": 3}]
+    fk = kjoin.run(kjoin.Scenario.from_dict({"join": "fk", "variant": "inner", "foreign_key": "fk", "events": events}))
+    tombstones = [s for s in fk.steps if any(o.tombstone for o in s.outputs)]
+    assert tombstones and all(str(fate_label(s)) == "tombstone: the join result is deleted" for s in tombstones)
+
+
+def test_an_out_of_order_version_is_not_lost_and_not_red():
+    versioned = {"versioned": True, "history_retention_ms": 1000}
+    events = [{"side": "left", "key": "k", "value": "a0", "ts": 0}, {"side": "right", "key": "k", "value": "b0", "ts": 0},
+              {"side": "left", "key": "k", "value": "a4", "ts": 4}, {"side": "left", "key": "k", "value": "a1", "ts": 1}]
+    trace = kjoin.run(kjoin.Scenario.from_dict({"join": "table-table", "variant": "inner", "left": versioned, "right": versioned,
+                                                 "events": events}))
+    label = fate_label(trace.steps[3])
+    assert str(label) == "not lost: stored as an older version, no result" and not label.lost
+    assert "#b22" not in label.html()  # red is for records that are lost
+    assert kjoin_viz.StepView(trace).drop_steps == []  # "next drop" does not stop here
+
+
+def test_a_step_that_releases_earlier_records_does_not_credit_them_to_its_own_record(trace):
+    header = Stepper(trace, step=17).panes["header"].value
+    assert "no match: no output" in header and "also emitted for earlier records: E-null@40" in header
+
+
+def test_a_record_cache_holds_until_the_commit():
+    cached = kjoin.run(kjoin.Scenario.from_dict({"join": "table-table", "variant": "inner", "caching": True, "commit_every": 2,
+                                                  "events": [{"side": "left", "key": "k", "value": "A", "ts": 1},
+                                                             {"side": "right", "key": "k", "value": "a", "ts": 2}]}))
+    assert labels(cached)[0] == "held in the record cache until the next commit"
+    assert leave_step(cached, 0) == 1
+
+
+def test_the_grace_buffer_label_names_the_buffer_time():
+    grace = kjoin.run(kjoin.Scenario.from_dict({
+        "join": "stream-table", "variant": "inner", "right": {"versioned": True, "history_retention_ms": 20}, "grace_ms": 5,
+        "events": [{"side": "right", "key": "k", "value": "a", "ts": 8}, {"side": "left", "key": "k", "value": "A", "ts": 10}]}))
+    assert labels(grace)[1] == "held in the grace buffer until buffer time 15"
+    assert leave_step(grace, 1) == STILL_WAITING
+
+
+# -- show_step --------------------------------------------------------------------------------------
+def test_show_step_is_html_and_text_of_that_step_only(trace):
+    shown = show_step(trace, 15)
+    page = shown._repr_html_()
+    assert 'data-step="15"' in page and "held until stream time passes 60" in page
+    assert "kjoin-timeline" in page and "join window 25..55" in page  # zoomed on E@40 with its window
+    assert "data-store=\"task 0: outer-join buffer\"" in page and "background:#fff3b0" in page  # the row E wrote
+    assert repr(shown).splitlines()[0] == "step 15 of 18: left E@40 (key k) -> held until stream time passes 60"
+    assert repr(shown) + "\n" == Stepper(trace, step=15).text()
+    assert show_step(trace, -1).step == 18
+    with pytest.raises(IndexError):
+        show_step(trace, 19)
+
+
+def test_show_step_and_the_stepper_share_one_renderer(trace):
+    stepper = Stepper(trace, step=9)
+    page = show_step(trace, 9)._repr_html_()
+    for name in ("header", "timeline", "explain", "outputs", "state"):
+        assert stepper.panes[name].value in page
+
+
+# -- the predict widget --------------------------------------------------------------------------------
+def test_parse_outputs():
+    assert parse_outputs(" A-a,B-a ") == ["A-a", "B-a"]
+    assert parse_outputs("none") == parse_outputs("") == parse_outputs(" - ") == []
+
+
+def test_predict_shows_the_input_so_far_and_the_state_before(trace):
+    widget = Predict(trace, 3)
+    context = widget.children[1].value
+    assert "the input so far" in context and "the state before step 3" in context
+    assert "<b>?</b>" in context and ">100<" not in context  # no record after step 3 is shown
+    assert "data-store=\"task 0: outer-join buffer\"" in context  # A@3 waits there before a@4 arrives
+    assert repr(widget) == "Predict: " + widget.prompt and "a@4" in widget.prompt
+    assert Predict(trace, 0).children[1].value.count("every store is empty") == 1
+
+
+def test_predict_checks_fate_and_outputs_in_plain_words_and_opens_the_stepper(trace):
+    widget = Predict(trace, 9)  # c@10 joins A, B and C
+    verdict = widget.check(fate="joined", outputs="A-c, B-c, C-c")
+    assert verdict.correct and verdict.lines[0].startswith("Fate: right")
+    assert isinstance(widget.stepper, Stepper) and widget.stepper.step == 9
+    assert "Outputs: right (A-c@10, B-c@10, C-c@10)." in widget.feedback.value
+    wrong = widget.check(fate="held", outputs="A-c, C-c, D-c")
+    assert not wrong.correct and wrong.lines[0].startswith("Fate: not quite")
+    assert "Missing: B-c." in wrong.lines[1] and "Not emitted at this step: D-c." in wrong.lines[1]
+    order = widget.check(fate="joined", outputs="C-c, B-c, A-c")
+    assert not order.correct and "in another order" in order.lines[1]
+    assert widget.check(fate="joined", outputs="A-c@10, B-c@10, C-c@10").correct
+    assert not widget.check(fate="joined", outputs="A-c@9, B-c@10, C-c@10").correct
+
+
+def test_predict_no_output_and_released_outputs(trace):
+    widget = Predict(trace, 15)
+    assert widget.check(fate="held", outputs="none").correct
+    assert not widget.check(fate="dropped", outputs="").correct
+    assert Predict(trace, 17).check(fate="no-match", outputs="E-null").correct  # E leaves as f@80 arrives
+
+
+def test_predict_release_asks_when_a_held_record_leaves(trace):
+    widget = Predict(trace, 15, ask="release")
+    assert [value for _, value in widget.release.options][:2] == [16, 17] and widget.release.options[-1][1] == STILL_WAITING
+    assert not widget.check(leaves=16).correct
+    verdict = widget.check(leaves=17)
+    assert verdict.correct and "stream time 80" in verdict.text and "E-null@40" in verdict.text
+    assert widget.stepper.step == 17
+    assert Predict(trace, 18, ask="release").check(leaves=STILL_WAITING).correct  # G: a quiet topic never flushes
+    assert Predict(trace, 2, ask="release").leaves == 3  # A@3 leaves the buffer when a@4 joins it
+    with pytest.raises(ValueError, match="holds nothing back"):
+        Predict(trace, 3, ask="release")
+    with pytest.raises(ValueError, match="ask must be one of"):
+        Predict(trace, 3, ask="when")
+
+
+def test_trainer_mode_shows_the_solution_button_on_live_widgets(trace):
+    widget = Predict(trace, 5)
+    try:
+        trainer_mode(False)
+        assert widget.solution_button.layout.display == "none"
+        assert trainer_mode(True) is True
+        assert widget.solution_button.layout.display is None
+        widget.solution_button.click()
+        assert "Solution: it joins" in widget.feedback.value and "A-b@6, B-b@6" in widget.feedback.value
+        assert widget.stepper.step == 5
+    finally:
+        trainer_mode(False)
+    assert widget.solution_button.layout.display == "none"
+
+
+def test_every_choice_is_a_tone(trace):
+    tones = {fate_label(s).tone for s in trace.steps}
+    assert tones <= set(TONES)
+    assert [value for _, value in Predict(trace, 1).fate.options] == list(TONES)
