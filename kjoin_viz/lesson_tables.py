@@ -28,6 +28,7 @@ from kjoin.records import Output, render_value
 from kjoin.trace import Trace
 
 from .flight import flight_rows
+from .labels import fate_label
 from .store_view import carries
 
 __all__ = [
@@ -44,8 +45,7 @@ __all__ = [
     "partitions_table",
 ]
 
-_CELL = ("white-space: nowrap; text-align: left; padding: 2px 10px 2px 4px;"
-         " font-family: var(--jp-code-font-family, monospace)")
+_CELL = "white-space: nowrap; text-align: left; padding: 1px 10px 1px 4px"
 _MARK = "background: #fff3c4"
 
 
@@ -97,18 +97,10 @@ def _outputs(outputs: Iterable[Output], with_ts: bool = True) -> str:
     return ", ".join(o.render() + (f"@{o.ts}" if with_ts else "") for o in outputs)
 
 
-def _fate(step: Any) -> str:
-    fate = step.fate.value
-    if step.reason is not None:
-        fate += f" ({step.reason.value})"
-    if step.until_ms is not None:
-        fate += f" until {step.until_ms}"
-    return fate
-
-
 def steps_table(trace: Trace, steps: Sequence[int] | None = None, mark: int | None = None) -> Table:
     """One row per step (all, or ``steps``): task, side, key, value, ts, outputs (``A-a@4``;
-    ``null`` is a tombstone) and fate; in a foreign-key trace a delivered message's step
+    ``null`` is a tombstone) and fate (the words of :func:`~kjoin_viz.fate_label`, as every
+    view says it); in a foreign-key trace a delivered message's step
     shows the message as its value. ``mark`` highlights one step."""
     chosen = range(len(trace.steps)) if steps is None else steps
     rows = []
@@ -117,7 +109,7 @@ def steps_table(trace: Trace, steps: Sequence[int] | None = None, mark: int | No
         r = step.record
         rows.append({"step": step.index, "task": step.task, "side": r.side.value, "key": render_value(r.key),
                      "value": render_value(r.value), "ts": r.ts, "outputs": _outputs(step.outputs),
-                     "fate": _fate(step)})
+                     "fate": str(fate_label(step))})
     columns = ["step", "task", "side", "key", "value", "ts", "outputs", "fate"]
     marked = None if mark is None else list(chosen).index(mark)
     return Table(pd.DataFrame(rows, columns=columns), marked)

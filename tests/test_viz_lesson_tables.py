@@ -40,7 +40,8 @@ def test_steps_table_has_one_row_per_step_with_outputs_and_fates():
     joined = frame[frame["outputs"] != ""]
     assert list(joined["outputs"]) == ['{"fk":"C1"}-Alice@2', '{"fk":"C1"}-Alice@3', '{"fk":"C1"}-Alicia@4',
                                        '{"fk":"C1"}-Alicia@4', "null@5", "null@5"]
-    assert frame.loc[0, "fate"] == "stored (no-subscriber)"
+    assert frame.loc[0, "fate"] == "stored: no left row subscribes to this key"
+    assert frame.loc[len(frame) - 1, "fate"] == "tombstone: the join result is deleted"
     assert steps_table(trace, steps=[3], mark=3).mark == 0
 
 
