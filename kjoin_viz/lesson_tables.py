@@ -45,7 +45,7 @@ __all__ = [
     "partitions_table",
 ]
 
-_CELL = "white-space: nowrap; text-align: left; padding: 1px 10px 1px 4px"
+_CELL = "white-space: nowrap; text-align: left; padding: 1px 10px 1px 4px; font-size: 12px"
 _MARK = "background: #fff3c4"
 
 
@@ -72,7 +72,8 @@ class Table:
             cells = "".join(f'<td style="{_CELL}">{html.escape(_text(v))}</td>' for v in row)
             rows.append(f"<tr{mark}>{cells}</tr>")
         return (f'<div class="kjoin-lesson-table" style="overflow-x: auto">'
-                f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+                '<table style="table-layout: auto; width: auto; margin: 0">'
+                f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
     def __repr__(self) -> str:
         if self.frame.empty:
@@ -97,20 +98,32 @@ def _outputs(outputs: Iterable[Output], with_ts: bool = True) -> str:
     return ", ".join(o.render() + (f"@{o.ts}" if with_ts else "") for o in outputs)
 
 
+def _input(step: Any) -> str:
+    """A step's input in a few words: the record's value, or the message it delivered
+    (``m1 subscription: (C1, o1) PROPAGATE_…``; its ts and task have their own columns)."""
+    message = step.message
+    if message is None:
+        return render_value(step.record.value)
+    return f"{message.id} {message.topic}: {carries(message)}"
+
+
 def steps_table(trace: Trace, steps: Sequence[int] | None = None, mark: int | None = None) -> Table:
     """One row per step (all, or ``steps``): task, side, key, value, ts, outputs (``A-a@4``;
     ``null`` is a tombstone) and fate (the words of :func:`~kjoin_viz.fate_label`, as every
     view says it); in a foreign-key trace a delivered message's step
-    shows the message as its value. ``mark`` highlights one step."""
+    shows the message as its value. The ``task`` column is left out when the scenario has one
+    partition. ``mark`` highlights one step."""
     chosen = range(len(trace.steps)) if steps is None else steps
     rows = []
     for i in chosen:
         step = trace.steps[i]
         r = step.record
         rows.append({"step": step.index, "task": step.task, "side": r.side.value, "key": render_value(r.key),
-                     "value": render_value(r.value), "ts": r.ts, "outputs": _outputs(step.outputs),
+                     "value": _input(step), "ts": r.ts, "outputs": _outputs(step.outputs),
                      "fate": str(fate_label(step))})
     columns = ["step", "task", "side", "key", "value", "ts", "outputs", "fate"]
+    if trace.scenario.partitions == 1:
+        columns.remove("task")
     marked = None if mark is None else list(chosen).index(mark)
     return Table(pd.DataFrame(rows, columns=columns), marked)
 
@@ -124,7 +137,7 @@ def side_by_side(traces: Mapping[str, Trace], with_ts: bool = False, mark: int |
         raise ValueError("every trace must run the same steps")
     rows = []
     for i, step in enumerate(traces[names[0]].steps):
-        value = render_value(step.record.value)
+        value = _input(step)
         left, right = (value, "") if step.record.side.value == "left" else ("", value)
         rows.append([i, step.record.ts, left, right, *(_outputs(traces[n].steps[i].outputs, with_ts) for n in names)])
     return Table(pd.DataFrame(rows, columns=["step", "ts", "left", "right", *names]), mark)

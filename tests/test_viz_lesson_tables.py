@@ -43,6 +43,11 @@ def test_steps_table_has_one_row_per_step_with_outputs_and_fates():
     assert frame.loc[0, "fate"] == "stored: no left row subscribes to this key"
     assert frame.loc[len(frame) - 1, "fate"] == "tombstone: the join result is deleted"
     assert steps_table(trace, steps=[3], mark=3).mark == 0
+    assert "task" not in frame.columns  # one partition: every step ran on task 0
+    assert frame.loc[2, "value"] == "m1 subscription: (C1, o1) PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE"
+    assert frame.loc[3, "value"] == "m2 response: o1 ← Alice"
+    two = steps_table(kjoin.run(fk_scenario(partitions=2))).frame
+    assert list(two.columns)[:2] == ["step", "task"]
 
 
 def test_workflow_table_lists_subscriptions_and_results_per_input():
