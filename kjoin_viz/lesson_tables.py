@@ -5,7 +5,7 @@ never wrap (a wide table scrolls sideways instead), and as ``text/plain`` (what 
 compares) the whole frame on one line per row. The builders read finished traces only:
 
 - :func:`steps_table`: one row per step (input, outputs with their timestamps, fate);
-- :func:`side_by_side`: one input under several traces, the seeds' ``ts | left | right | …``;
+- :func:`side_by_side`: one input under several traces, ``step | ts | left | right | …`` and a column each;
 - :func:`workflow_table`: a foreign-key join per input record: subscriptions sent, results;
 - :func:`messages_table`: a foreign-key join's messages after one step;
 - :func:`stores_table`: chosen stores after one step, as the stepper lays them out; :func:`versions_table`: a versioned
