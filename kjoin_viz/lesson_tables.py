@@ -1,15 +1,18 @@
-"""Tables for the course notebooks: traces as DataFrames shown so that nothing wraps.
+"""Tables for the course notebooks: traces as DataFrames that read well and fit the page.
 
-A notebook shows what teaches as a :class:`Table`: in JupyterLab an HTML table whose cells
-never wrap (a wide table scrolls sideways instead), and as ``text/plain`` (what nbval
-compares) the whole frame on one line per row. The builders read finished traces only:
+A notebook shows what teaches as a :class:`Table`: in JupyterLab an HTML table whose short
+cells never wrap and whose long cells (a foreign-key message) wrap at spaces, so that it fits
+the notebook; as ``text/plain`` (what nbval compares) the whole frame, one line per row. The
+builders read finished traces only:
 
 - :func:`steps_table`: one row per step (input, outputs with their timestamps, fate);
-- :func:`side_by_side`: one input under several traces, ``step | ts | left | right | …`` and a column each;
+- :func:`side_by_side`: one input under several traces, ``step | ts | left | right`` and a
+  column of outputs per trace;
 - :func:`workflow_table`: a foreign-key join per input record: subscriptions sent, results;
 - :func:`messages_table`: a foreign-key join's messages after one step;
-- :func:`stores_table`: chosen stores after one step, as the stepper lays them out; :func:`versions_table`: a versioned
-  table's history, each version with the interval in which it is valid;
+- :func:`stores_table`: chosen stores after one step, as the stepper lays them out;
+- :func:`versions_table`: a versioned table's history, each version with the interval in
+  which it is valid;
 - :func:`as_of_table`: what a reader of a versioned result sees as of each time, next to
   the join of the input tables as of that time;
 - :func:`partitions_table`: the partition the default partitioner gives each key.
@@ -46,6 +49,10 @@ __all__ = [
 ]
 
 _CELL = "white-space: nowrap; text-align: left; padding: 1px 10px 1px 4px; font-size: 12px"
+_LONG_CELL = "white-space: normal; min-width: 12em; text-align: left; padding: 1px 10px 1px 4px; font-size: 12px"
+LONG_CELL_CHARS = 30
+"""Cells longer than this wrap at spaces (and no narrower than 12em), so that a table of long
+foreign-key messages still fits a notebook with the file browser open; shorter cells never wrap."""
 _MARK = "background: #fff3c4"
 
 
@@ -69,9 +76,10 @@ class Table:
         rows = []
         for i, row in enumerate(self.frame.itertuples(index=False, name=None)):
             mark = f' class="mark" style="{_MARK}"' if i == self.mark else ""
-            cells = "".join(f'<td style="{_CELL}">{html.escape(_text(v))}</td>' for v in row)
+            cells = "".join(f'<td style="{_LONG_CELL if len(_text(v)) > LONG_CELL_CHARS else _CELL}">'
+                            f"{html.escape(_text(v))}</td>" for v in row)
             rows.append(f"<tr{mark}>{cells}</tr>")
-        return (f'<div class="kjoin-lesson-table" style="overflow-x: auto">'
+        return (f'<div class="kjoin-table kjoin-lesson-table" style="overflow-x: auto">'
                 '<table style="table-layout: auto; width: auto; margin: 0">'
                 f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 

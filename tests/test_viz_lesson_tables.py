@@ -29,7 +29,8 @@ def test_table_plain_text_never_wraps_and_marks_its_row():
     assert lines[1].startswith("   1") and lines[1].endswith(long)
     assert lines[2].startswith(">> 2")
     html = table._repr_html_()
-    assert html.count("white-space: nowrap") == 2 + 2 * 2  # every header and every cell
+    assert html.count("white-space: nowrap") == 2 + 3  # headers and short cells never wrap ...
+    assert html.count("white-space: normal") == 1  # ... a long cell wraps at its spaces
     assert 'class="mark"' in html and html.count("<tr") == 3
 
 
