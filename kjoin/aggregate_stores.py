@@ -32,6 +32,7 @@ from typing import Any
 
 from .records import render_value
 from .state import StateLog, StoreId
+from .stores.base import StoreKind
 
 __all__ = [
     "AggregateStore",
@@ -74,7 +75,7 @@ class AggregateStore:
     def __init__(self, log: StateLog, task: int, name: str = "aggregate store") -> None:
         self._log = log
         self.name = name
-        self.store = StoreId(task, name)
+        self.store = StoreId(task, name, AggregateStoreKind.kind)
         self._rows: dict[Any, tuple[Any, int]] = {}
         log.declare(self.store)
 
@@ -123,7 +124,7 @@ class RepartitionTopic:
     def __init__(self, log: StateLog, task: int, name: str = "repartition topic") -> None:
         self._log = log
         self.name = name
-        self.store = StoreId(task, name)
+        self.store = StoreId(task, name, RepartitionTopicKind.kind)
         self._records: dict[int, tuple] = {}
         log.declare(self.store)
 
@@ -202,8 +203,8 @@ class SegmentedWindowStore:
     def __init__(self, log: StateLog, task: int, name: str, size_ms: int, layout: SegmentLayout) -> None:
         self._log = log
         self.name = name
-        self.store = StoreId(task, name)
-        self.segment_store = StoreId(task, f"{name} segments")
+        self.store = StoreId(task, name, WindowAggregateStoreKind.kind)
+        self.segment_store = StoreId(task, f"{name} segments", SegmentsKind.kind)
         self.size_ms = size_ms
         self.layout = layout
         self.observed_ms: int | None = None
@@ -285,6 +286,74 @@ class SegmentedWindowStore:
 
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
+
+
+# -- the kinds: what a snapshot's entries of these stores mean (kjoin.stores' contract) ----------
+class AggregateStoreKind(StoreKind):
+    """``group -> (aggregate, ts)``: rows ``key | value | ts``."""
+
+    kind = "aggregate store"
+    header = AggregateStore.header
+
+    @classmethod
+    def row(cls, entry_key: Any, stored: Any) -> tuple:
+        return (entry_key, stored[0], stored[1])
+
+
+class RepartitionTopicKind(StoreKind):
+    """``offset -> (text, ts, key, new, old, from step)``: rows by offset."""
+
+    kind = "repartition topic"
+    header = RepartitionTopic.header
+
+    @classmethod
+    def row(cls, entry_key: Any, stored: Any) -> tuple:
+        return (entry_key, stored[2], stored[3], stored[4], stored[1], stored[5])
+
+    @classmethod
+    def summary(cls, record: Any, stored: Any = None) -> tuple[Any, Any, Any, Any]:
+        return record["key"], record["ts"], record["new"], f"old {render_value(record['old'])}, offset {record['offset']}"
+
+
+class WindowAggregateStoreKind(StoreKind):
+    """``(key, window start) -> (aggregate, ts, window end, segment)``: rows by key, then window."""
+
+    kind = "window aggregate store"
+    header = SegmentedWindowStore.header
+
+    @classmethod
+    def row(cls, entry_key: Any, stored: Any) -> tuple:
+        return (entry_key[0], f"[{entry_key[1]}, {stored[2]})", stored[0], stored[1], stored[3])
+
+    @classmethod
+    def summary(cls, record: Any, stored: Any = None) -> tuple[Any, Any, Any, Any]:
+        return record["key"], record["ts"], record["value"], f"window {record['window']}, segment {record['segment']}"
+
+
+class SegmentsKind(StoreKind):
+    """``segment -> (range, first ms, records)``: one row per live segment."""
+
+    kind = "window store segments"
+    header = SegmentedWindowStore.segment_header
+
+    @classmethod
+    def row(cls, entry_key: Any, stored: Any) -> tuple:
+        return (entry_key, stored[0], stored[2])
+
+    @classmethod
+    def summary(cls, record: Any, stored: Any = None) -> tuple[Any, Any, Any, Any]:
+        return record["segment"], None, record["records"], f"range {record['range']}"
+
+
+class HoppingWindowKind(StoreKind):
+    """A hopping-window join's records: ``(key, ts, seq) -> value``, rows ``key | ts | value``."""
+
+    kind = "hopping window"
+    header = ("key", "ts", "value")
+
+    @classmethod
+    def row(cls, entry_key: Any, stored: Any) -> tuple:
+        return (entry_key[0], entry_key[1], stored)
 
 
 def describe_store(name: str, entries: dict[Any, Any]) -> tuple[tuple[str, ...], list[tuple]]:

@@ -2,31 +2,42 @@
 
 Each partition is a Kafka task with its own join instance: its own stores and its own
 stream time. A record goes to the task of its partition; the steps keep the scenario's
-processing order across tasks.
+processing order across tasks. Only tasks that have records are built: a scenario with a
+million partitions and three records has at most three tasks' worth of state. The first
+record's task is built before the first step, any other when its first record arrives
+(:mod:`kjoin.joins.tasks`), so the state after a step never depends on later records. A
+foreign-key join's tasks talk to each other: every task its records or their foreign keys
+reach is built before the first step.
+
+The engine is the edge where a scenario becomes processors: each processor takes only its
+own options (variant, semantics, window, table options), never the scenario.
 
 A foreign-key join also sends messages between its tasks. There a step is either an input
-record or the delivery of one message; the scenario's ``delivery`` decides when messages
-are delivered (see :class:`~kjoin.scenario.Delivery`).
+record (a :class:`~kjoin.trace.Step`) or the delivery of one message (a
+:class:`~kjoin.trace.DeliveryStep`); the scheduler of the scenario's ``delivery`` mode
+decides when messages are delivered (:mod:`kjoin.joins.fk_delivery`).
 """
 
 from __future__ import annotations
 
-import random
 from typing import Any, Callable
 
 from .joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoin, default_joiner
-from .joins.fk_protocol import SUBSCRIPTION, Message
-from .joins.foreign_key import ForeignKeyJoin
+from .joins.fk_delivery import NoSuchMessage, scheduler_for
+from .joins.fk_protocol import Message
+from .joins.foreign_key import ForeignKeyJoin, busy_tasks
+from .joins.options import ForeignKeyOptions
 from .joins.self_join import OptimizedSelfJoin
+from .joins.tasks import Tasks
 from .fates import Fate
 from .joins.topology import ResultSink, SelfJoin, StreamChain, TablePipeline
 from .joins.versioned import VersionedStreamTableJoin, VersionedTableTableJoin
-from .records import Record, Side
+from .records import Side
 from .scenario import Deliver, Scenario, ScenarioError
 from .state import StateHistory, StateLog
-from .trace import Step, Trace
+from .trace import DeliveryStep, Step, Trace
 
-__all__ = ["run", "new_join"]
+__all__ = ["run", "new_join", "foreign_key_options"]
 
 
 def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) -> Trace:
@@ -37,13 +48,12 @@ def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) 
     if scenario.join == "fk":
         return _run_foreign_key(scenario, joiner)
     log = StateLog()
-    tasks: dict[int, Any] = {}
-    for task in range(scenario.partitions):
-        tasks[task] = new_join(scenario, log, task)
-    history = StateHistory(log.copy())
+    records = scenario.records()
+    tasks = Tasks(lambda task_log, task: new_join(scenario, task_log, task), log, _first_task(records))
+    history = StateHistory(log.copy())  # a task without records has no processor and no stores
     log.take_changes()
     steps: list[Step] = []
-    for index, record in enumerate(scenario.records()):
+    for index, record in enumerate(records):
         ctx = StepContext(index, record, joiner)
         tasks[record.partition].process(record, ctx)
         if ctx.fate is None:  # pragma: no cover - every processor settles
@@ -51,6 +61,12 @@ def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) 
         history.record(log.take_changes(), log)
         steps.append(Step(index, record, record.partition, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain()))
     return Trace(scenario, steps, history)
+
+
+def _first_task(records: list[Any]) -> list[int]:
+    """The task built before the first step: the first record's (every other task is built
+    when its first record or message arrives)."""
+    return [records[0].partition if records else 0]
 
 
 def new_join(scenario: Scenario, log: StateLog, task: int) -> Any:
@@ -98,57 +114,59 @@ def _table_table(scenario: Scenario, log: StateLog, task: int) -> Any:
 
 
 # -- foreign-key joins: inputs and message deliveries ---------------------------------------
+def foreign_key_options(scenario: Scenario) -> ForeignKeyOptions:
+    """The options a foreign-key join's processors take from ``scenario``."""
+    assert scenario.foreign_key is not None
+    return ForeignKeyOptions(
+        scenario.variant, scenario.semantics, scenario.foreign_key, scenario.hash_check, scenario.left, scenario.right
+    )
+
+
 def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> Trace:
+    """Input records and message deliveries, each a step; the scenario's delivery mode's
+    scheduler decides when each message is delivered (:mod:`kjoin.joins.fk_delivery`)."""
     log = StateLog()
-    join = ForeignKeyJoin(log, scenario)
-    results = {task: ResultSink(log, task, "result" in scenario.caching) for task in range(scenario.partitions)} if scenario.materialized else {}
+    options = foreign_key_options(scenario)
+    busy = busy_tasks(options, scenario.partitions, scenario.records())  # tasks talk: all are built first
+    join = ForeignKeyJoin(log, options, scenario.partitions, busy)
+    caching = "result" in scenario.caching
+    results = Tasks(lambda task_log, task: ResultSink(task_log, task, caching), log, busy if scenario.materialized else ())
     history = StateHistory(log.copy())
     log.take_changes()
     steps: list[Step] = []
-    rng = random.Random(scenario.delivery.seed)
-    mode = scenario.delivery.mode
+    scheduler = scheduler_for(scenario.delivery, join.in_flight)
 
-    def close(ctx: StepContext, task: int, message: Message | None = None) -> None:
+    def close(ctx: StepContext) -> None:
         if ctx.fate is None:  # pragma: no cover - every processor settles
             raise AssertionError(f"step {ctx.index}: the processor did not settle the fate")
-        if results:
-            _materialize(results, ctx, commit=mode != "immediate" or not len(join.in_flight))
+        if scenario.materialized:
+            _materialize(results, ctx, commit=scheduler.commits_each_step or not len(join.in_flight))
         history.record(log.take_changes(), log)
-        steps.append(Step(ctx.index, ctx.record, task, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain(), message))
 
     def deliver(message: Message) -> None:
-        side = Side.RIGHT if message.topic == SUBSCRIPTION else Side.LEFT
-        record = Record(side, message.key, message.describe(), message.ts, message.partition, message.seq)
-        ctx = StepContext(len(steps), record, joiner)
+        ctx = StepContext(len(steps), None, joiner, partition=message.partition)
         join.deliver(message, ctx)
-        close(ctx, message.partition, message)
+        close(ctx)
+        steps.append(DeliveryStep.of(ctx.index, message, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain()))
 
     for event_index, item in enumerate(scenario.script()):
         if isinstance(item, Deliver):
-            for message in _select(join, item, event_index, deliver):
-                deliver(message)
+            try:
+                scheduler.on_instruction(item.which, deliver)
+            except NoSuchMessage as error:
+                raise ScenarioError(f"events[{event_index}].deliver: {error}") from None
             continue
-        if mode == "random" and scenario.delivery.wait_for_row and item.side is Side.LEFT:
-            while any(_about_row(message, item.key) for message in join.in_flight.pending()):
-                deliver(rng.choice(join.in_flight.heads()))
+        scheduler.before_input(item, deliver)
         ctx = StepContext(len(steps), item, joiner)
         join.process(item, ctx)
-        close(ctx, item.partition)
-        if mode == "immediate":
-            while len(join.in_flight):
-                deliver(join.in_flight.heads()[0])
-        elif mode == "random":
-            for _ in range(rng.randint(0, len(join.in_flight))):
-                if not len(join.in_flight):
-                    break
-                deliver(rng.choice(join.in_flight.heads()))
-    if mode == "random":
-        while len(join.in_flight):
-            deliver(rng.choice(join.in_flight.heads()))
+        close(ctx)
+        steps.append(Step(ctx.index, item, item.partition, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain()))
+        scheduler.after_input(deliver)
+    scheduler.at_end(deliver)
     return Trace(scenario, steps, history)
 
 
-def _materialize(results: dict[int, ResultSink], ctx: StepContext, commit: bool) -> None:
+def _materialize(results: Tasks, ctx: StepContext, commit: bool) -> None:
     """Route a step's results through the materialized result stores of their tasks; on a
     commit (TopologyTestDriver: once an input is fully processed, nothing left in flight),
     flush their caches."""
@@ -161,34 +179,3 @@ def _materialize(results: dict[int, ResultSink], ctx: StepContext, commit: bool)
             results[task].flush(ctx)
     elif ctx.fate is Fate.JOINED and held:
         ResultSink.settle_held(ctx)
-
-
-def _about_row(message: Message, pk: Any) -> bool:
-    """Is ``message`` a subscription from, or a response to, the left row ``pk``?"""
-    target = message.value.pk if message.topic == SUBSCRIPTION else message.key  # type: ignore[union-attr]
-    return type(target) is type(pk) and target == pk
-
-
-def _select(join: ForeignKeyJoin, item: Deliver, event_index: int, deliver: Callable[[Message], None]) -> list[Message]:
-    """The messages a ``{deliver: ...}`` event releases (``all`` delivers as it goes)."""
-    where = f"events[{event_index}].deliver"
-    if item.which == "all":
-        while len(join.in_flight):
-            deliver(join.in_flight.heads()[0])
-        return []
-    heads = join.in_flight.heads()
-    if item.which == "next":
-        chosen = heads[:1]
-    elif item.which in ("subscription", "response"):
-        chosen = [m for m in heads if m.topic == item.which][:1]
-    else:
-        pending = {m.id: m for m in join.in_flight.pending()}
-        if item.which not in pending:
-            raise ScenarioError(f"{where}: no message {item.which} is in flight (in flight: {', '.join(pending) or 'nothing'})")
-        message = pending[item.which]
-        if message not in heads:
-            raise ScenarioError(f"{where}: {item.which} waits behind an earlier message of {message.topic} partition {message.partition}; Kafka delivers a partition in order")
-        chosen = [message]
-    if not chosen:
-        raise ScenarioError(f"{where}: no {item.which} message is in flight")
-    return chosen

@@ -82,6 +82,11 @@ class Reason(enum.Enum):
     RECORD_CACHE = "record-cache"
     """A caching table store holds the update until the next commit, then forwards only the
     newest update of each key (KIP-63); reads see the new value at once."""
+    REPLACED_IN_CACHE = "replaced-in-cache"
+    """A caching result store keeps only the newest result of a key until the commit: this
+    record's result was replaced there by a later result for the same key (one computed from
+    an earlier record's update, flushed from a source table's cache in the same commit), so
+    whatever the step forwards belongs to earlier records."""
     NULL_KEY_IN_GRACE_BUFFER = "null-key-in-grace-buffer"
     """Stream-table left join with a grace period: a null-key record reaches ``buffer.put``,
     where Kafka throws a NullPointerException and the task fails. kjoin skips it to go on."""

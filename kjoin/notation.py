@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["parse_notation", "format_notation"]
+__all__ = ["parse_notation"]
 
 
 def parse_notation(text: str, *, what: str = "records") -> list[tuple[int, str | None]]:
@@ -24,7 +24,3 @@ def parse_notation(text: str, *, what: str = "records") -> list[tuple[int, str |
             raise ValueError(f"{what}: item {position + 1} {item!r}: timestamps are non-negative milliseconds")
         records.append((ts, None if value == "null" else value))
     return records
-
-
-def format_notation(records: list[tuple[int, object]]) -> str:
-    return ", ".join(f"{ts}:{'null' if value is None else value}" for ts, value in records)

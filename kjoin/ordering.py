@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from typing import Iterable
 
-from .records import Record, Side
+from .records import Record
 
 __all__ = ["merge_by_timestamp"]
 
@@ -32,7 +32,3 @@ def merge_by_timestamp(*topics: Iterable[Record]) -> list[Record]:
         if index + 1 < len(queue):
             heapq.heappush(heads, (queue[index + 1].ts, rank, partition, index + 1))
     return merged
-
-
-def by_side(records: Iterable[Record], side: Side) -> list[Record]:
-    return [record for record in records if record.side is side]

@@ -12,7 +12,7 @@ re-run.
 from __future__ import annotations
 
 import bisect
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = ["StoreId", "StateLog", "StateHistory", "DELETED"]
 
@@ -20,12 +20,28 @@ DELETED = object()
 """Marker for a deleted entry in a change list."""
 
 
-class StoreId(NamedTuple):
-    """A store of one task: ``StoreId(0, "left window")``. (A named tuple: it is hashed on
-    every state change, and a tuple hashes fastest.)"""
-
+class _TaskAndName(NamedTuple):
     task: int
     name: str
+
+
+class StoreId(_TaskAndName):
+    """A store of one task: ``StoreId(0, "left window")``. (A named tuple: it is hashed on
+    every state change, and a tuple hashes fastest.)
+
+    ``kind`` says what the store's entries mean: the name of a :class:`kjoin.stores.StoreKind`,
+    set by the store that makes the id (``None`` for an id made by hand). It describes the store
+    and is no part of its identity: ``StoreId(0, "left window")`` equals, and finds, the window
+    store's own id. Because every change carries its store's id, the kind reaches every
+    snapshot of the state without being logged apart.
+    """
+
+    kind: str | None
+
+    def __new__(cls, task: int, name: str, kind: str | None = None) -> "StoreId":
+        self = super().__new__(cls, task, name)
+        self.kind = kind
+        return self
 
     def __str__(self) -> str:
         return f"task {self.task}: {self.name}"
@@ -127,10 +143,3 @@ def _apply(stores: dict[StoreId, Entries], changes: tuple[Change, ...]) -> None:
             entries.pop(entry_key, None)
         else:
             entries[entry_key] = row
-
-
-def iter_rows(stores: Mapping[StoreId, Entries], name: str) -> Iterator[tuple[int, Any, Any]]:
-    for store, entries in sorted(stores.items(), key=lambda item: item[0]):
-        if store.name == name:
-            for entry_key, row in entries.items():
-                yield store.task, entry_key, row

@@ -6,16 +6,30 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from .fates import Fate, Reason
+from .joins.fk_protocol import SUBSCRIPTION, Message
 from .records import Output, Record, Side
 from .state import StateHistory, StoreId
-from .stores import CLOCK, GRACE_BUFFER, IN_FLIGHT, OUTER_BUFFER, SUBSCRIPTIONS, table_store_name, versioned_store_name, window_store_name
+from .stores import (
+    CLOCK,
+    GRACE_BUFFER,
+    IN_FLIGHT,
+    OUTER_BUFFER,
+    STREAM_TIME,
+    SUBSCRIPTIONS,
+    StoreKind,
+    kind_of,
+    store_order,
+    table_store_name,
+    versioned_store_name,
+    window_store_name,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from .scenario import Scenario
 
-__all__ = ["Step", "Trace", "StateSnapshot"]
+__all__ = ["Step", "DeliveryStep", "Trace", "StateSnapshot"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +39,7 @@ class Step:
     ``outputs`` are all records the step emitted, including results of *earlier* records
     whose window closed now (their ``origin_step`` says whose). ``fate`` and ``reason`` are
     this record's own: joined, buffered (until ``until_ms``), stored, no match, dropped.
+    A foreign-key join's step that delivered a message instead is a :class:`DeliveryStep`.
     """
 
     index: int
@@ -35,9 +50,11 @@ class Step:
     reason: Reason | None
     until_ms: int | None
     explain: str
-    message: Any = None
-    """Foreign-key joins: the message this step delivered (then ``record`` describes it: side
-    ``right`` for a subscription, ``left`` for a response; its value is the message's text)."""
+
+    @property
+    def message(self) -> Message | None:
+        """The message a :class:`DeliveryStep` delivered; ``None``: this step processed an input record."""
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -53,6 +70,33 @@ class Step:
         if self.message is not None:
             data["message"] = self.message.to_dict()
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryStep(Step):
+    """A foreign-key join's step that delivered one message between tasks (``delivered``) at
+    task ``task``, rather than processing an input record.
+
+    ``record`` is the delivery as a row of the steps table, so that tables of all steps read
+    alike: side ``right`` for a subscription (it arrives at the right side), ``left`` for a
+    response, the message's key, ts, destination partition and sequence number, and its text
+    (:meth:`Message.describe`) as the value. It was never an input record.
+    """
+
+    delivered: Message
+
+    @property
+    def message(self) -> Message:
+        return self.delivered
+
+    @classmethod
+    def of(
+        cls, index: int, message: Message, outputs: tuple[Output, ...], fate: Fate, reason: Reason | None,
+        until_ms: int | None, explain: str,
+    ) -> "DeliveryStep":
+        side = Side.RIGHT if message.topic == SUBSCRIPTION else Side.LEFT
+        row = Record(side, message.key, message.describe(), message.ts, message.partition, message.seq)
+        return cls(index, row, message.partition, outputs, fate, reason, until_ms, explain, message)
 
 
 class Trace:
@@ -118,7 +162,8 @@ class Trace:
             }
             for s in self.steps
         ]
-        columns = ["step", "task", "side", "key", "value", "ts", "partition", "offset", "fate", "reason", "until_ms", "outputs", "explain"]
+        columns = ["step", "task", "side", "key", "value", "ts", "partition", "offset", "fate", "reason", "until_ms",
+                   "outputs", "explain"]
         return pd.DataFrame(rows, columns=columns).astype({"until_ms": "Int64"})
 
     def outputs_frame(self) -> "pd.DataFrame":
@@ -134,128 +179,83 @@ class Trace:
 
 
 class StateSnapshot:
-    """All stores after one step, read by kind of store."""
+    """All stores after one step, read by kind of store.
+
+    Each store's rows come from its kind (:mod:`kjoin.stores`): the snapshot names no
+    column positions, only the columns a kind's ``header`` declares.
+    """
 
     def __init__(self, stores: Mapping[StoreId, dict[Any, Any]], step: int) -> None:
         self.stores = stores
         self.step = step
+        self._ids = {store: store for store in stores}  # a StoreId made here finds the store's own (with its kind)
 
     def tasks(self) -> list[int]:
         return sorted({store.task for store in self.stores})
 
-    def _entries(self, name: str, task: int) -> dict[Any, Any]:
-        return self.stores.get(StoreId(task, name), {})
+    def kind(self, store: StoreId) -> type[StoreKind] | None:
+        """The kind of ``store``: what its entries mean (``None`` if it has none)."""
+        return kind_of(self._ids.get(store, store))
+
+    def _records(self, name: str, task: int) -> list[dict[str, Any]]:
+        """The rows of one store as dicts from column name to cell."""
+        store = StoreId(task, name)
+        kind = self.kind(store)
+        entries = self.stores.get(store, {})
+        return [] if kind is None or not entries else kind.records_of(entries)
 
     def clock(self, task: int = 0) -> dict[str, int]:
-        return dict(self._entries(CLOCK, task))
+        return dict(self.stores.get(StoreId(task, CLOCK), {}))
 
     def stream_time(self, task: int = 0) -> int | None:
         """The task's stream time, or ``None`` if the join keeps none (or nothing arrived yet)."""
-        return self.clock(task).get("stream time")
+        return self.clock(task).get(STREAM_TIME)
 
     def window(self, side: Side | str, task: int = 0) -> list[dict[str, Any]]:
         """One side's window store: ``key, ts, value`` rows in (key, ts, arrival) order."""
-        side = Side(side)
-        entries = self._entries(window_store_name(side), task)
-        ordered = sorted(entries.items(), key=lambda item: (_sortable(item[0][0]), item[0][1], item[0][2]))
-        return [{"key": key, "ts": ts, "value": value} for (key, ts, _), value in ordered]
-
-    def window_range(self, side: Side | str, task: int, retention_ms: int) -> tuple[int, int] | None:
-        """``(oldest visible ts, newest ts put)`` of a window store, or ``None`` if empty so far."""
-        observed = self.clock(task).get(f"{Side(side)} window observed")
-        return None if observed is None else (observed - retention_ms + 1, observed)
+        return self._records(window_store_name(Side(side)), task)
 
     def outer_buffer(self, task: int = 0) -> list[dict[str, Any]]:
         """The 3.1+ outer-join buffer, in Kafka's iteration order."""
-        entries = self._entries(OUTER_BUFFER, task)
-        return [
-            {"ts": r.ts, "side": r.side.value, "key": r.key, "value": r.value, "closes_at_ms": r.closes_at_ms, "origin_step": r.origin_step}
-            for _, r in sorted(entries.items(), key=lambda item: item[0])
-        ]
+        return self._records(OUTER_BUFFER, task)
 
     def table(self, side: Side | str, task: int = 0) -> list[dict[str, Any]]:
         """A table store: ``key, value, ts, old_value`` rows in key order."""
-        entries = self._entries(table_store_name(Side(side)), task)
-        return [
-            {"key": key, "value": value, "ts": ts, "old_value": old}
-            for key, (value, ts, old) in sorted(entries.items(), key=lambda item: _sortable(item[0]))
-        ]
+        return self._records(table_store_name(Side(side)), task)
 
     def versions(self, side: Side | str, task: int = 0) -> list[dict[str, Any]]:
         """A versioned table: ``key, ts, value`` rows (``value`` None: a tombstone version) in (key, ts) order."""
-        entries = self._entries(versioned_store_name(Side(side)), task)
-        return [{"key": key, "ts": ts, "value": value} for (key, ts), value in sorted(entries.items(), key=lambda item: (_sortable(item[0][0]), item[0][1]))]
+        records = self._records(versioned_store_name(Side(side)), task)
+        return [{"key": r["key"], "ts": r["valid from"], "value": r["value"]} for r in records]
 
     def subscriptions(self, task: int = 0) -> list[dict[str, Any]]:
         """A foreign-key join's subscription store, in CombinedKey byte order."""
-        entries = self._entries(SUBSCRIPTIONS, task)
-        return [
-            {"fk": ck.fk, "pk": ck.pk, "hash": wrapper.hash, "instruction": wrapper.instruction.value, "ts": ts}
-            for ck, (wrapper, ts) in sorted(entries.items(), key=lambda item: item[0].sort_key())
-        ]
+        return self._records(SUBSCRIPTIONS, task)
 
     def in_flight(self, task: int | None = None) -> list[Any]:
         """Messages sent and not yet delivered (to ``task``, or to any task), oldest first."""
         tasks = self.tasks() if task is None else [task]
-        return sorted((m for t in tasks for m in self._entries(IN_FLIGHT, t).values()), key=lambda m: m.seq)
+        messages = (m for t in tasks for m in self.stores.get(StoreId(t, IN_FLIGHT), {}).values())
+        return sorted(messages, key=lambda m: m.seq)
 
     def grace_buffer(self, task: int = 0) -> list[dict[str, Any]]:
         """A stream-table join's grace buffer, in eviction order (ts, key bytes, arrival)."""
-        entries = self._entries(GRACE_BUFFER, task)
-        return [{"key": r.key, "value": r.value, "ts": r.ts, "origin_step": r.origin_step} for _, r in sorted(entries.items(), key=lambda item: item[0])]
+        records = self._records(GRACE_BUFFER, task)
+        return [{"key": r["key"], "value": r["value"], "ts": r["ts"], "origin_step": r["from step"]} for r in records]
 
     def frame(self) -> "pd.DataFrame":
-        """Every store as one long table: ``task, store, key, ts, value, detail``."""
+        """Every store as one long table: ``task, store, key, ts, value, detail``; a task's
+        stores in :data:`kjoin.stores.STORE_ORDER`, each store's rows in its own order."""
         import pandas as pd
 
         rows = []
-        for task in self.tasks():
-            for name, value in sorted(self.clock(task).items()):
-                rows.append({"task": task, "store": CLOCK, "key": name, "ts": value, "value": None, "detail": None})
-            for side in Side:
-                for row in self.window(side, task):
-                    rows.append({"task": task, "store": window_store_name(side), "key": row["key"], "ts": row["ts"], "value": row["value"], "detail": None})
-            for row in self.outer_buffer(task):
-                detail = f"{row['side']}, closes after {row['closes_at_ms']}"
-                rows.append({"task": task, "store": OUTER_BUFFER, "key": row["key"], "ts": row["ts"], "value": row["value"], "detail": detail})
-            for side in Side:
-                for row in self.table(side, task):
-                    detail = None if row["old_value"] is None else f"old: {row['old_value']}"
-                    rows.append({"task": task, "store": table_store_name(side), "key": row["key"], "ts": row["ts"], "value": row["value"], "detail": detail})
-            for side in Side:
-                for row in self.versions(side, task):
-                    rows.append({"task": task, "store": versioned_store_name(side), "key": row["key"], "ts": row["ts"], "value": row["value"], "detail": "tombstone" if row["value"] is None else None})
-            for row in self.grace_buffer(task):
-                rows.append({"task": task, "store": GRACE_BUFFER, "key": row["key"], "ts": row["ts"], "value": row["value"], "detail": f"from step {row['origin_step']}"})
-            for row in self.subscriptions(task):
-                rows.append({"task": task, "store": SUBSCRIPTIONS, "key": f"({row['fk']}, {row['pk']})", "ts": row["ts"], "value": row["instruction"], "detail": f"hash {row['hash']}"})
-            for message in self.in_flight(task):
-                rows.append({"task": task, "store": IN_FLIGHT, "key": message.key, "ts": message.ts, "value": message.describe(), "detail": message.id})
-            rows += self._other_stores(task)
-        return pd.DataFrame(rows, columns=["task", "store", "key", "ts", "value", "detail"])
-
-    def _other_stores(self, task: int) -> list[dict[str, Any]]:
-        """Stores of bigger topologies (chained joins, self-joins, result tables, record
-        caches), read by their row shapes: window stores ``(key, ts, seq) -> value``,
-        tables and caches ``key -> (value, ts, ...)``, clocks ``name -> time``."""
-        known = {CLOCK, OUTER_BUFFER, GRACE_BUFFER, SUBSCRIPTIONS, IN_FLIGHT}
-        known |= {name(side) for side in Side for name in (window_store_name, table_store_name, versioned_store_name)}
-        rows = []
-        for store in sorted(s for s in self.stores if s.task == task and s.name not in known):
+        for store in sorted(self.stores, key=store_order):
+            kind = self.kind(store)
             entries = self.stores[store]
-            for entry_key, row in sorted(entries.items(), key=lambda item: _sortable(item[0])):
-                if store.name.endswith("window"):
-                    key, ts, value, detail = entry_key[0], entry_key[1], row, None
-                elif store.name.endswith(CLOCK):
-                    key, ts, value, detail = entry_key, row, None, None
-                elif store.name.endswith(OUTER_BUFFER):
-                    key, ts, value, detail = row.key, row.ts, row.value, f"{row.side}, closes after {row.closes_at_ms}"
-                else:
-                    key, ts, value = entry_key, row[1], row[0]
-                    detail = f"from step {row[2]}" if store.name.endswith("cache") else None
-                rows.append({"task": task, "store": store.name, "key": key, "ts": ts, "value": value, "detail": detail})
-        return rows
-
-
-def _sortable(key: Any) -> tuple[str, Any]:
-    return (type(key).__name__, key if key is not None else 0)
+            if kind is None or not entries:
+                continue
+            for key, ts, value, detail in kind.summaries(entries):
+                rows.append(
+                    {"task": store.task, "store": store.name, "key": key, "ts": ts, "value": value, "detail": detail}
+                )
+        return pd.DataFrame(rows, columns=["task", "store", "key", "ts", "value", "detail"])

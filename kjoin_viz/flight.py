@@ -23,11 +23,10 @@ import html
 from typing import Mapping
 
 from kjoin.joins.fk_protocol import SUBSCRIPTION, Message, short_hash
+from kjoin.joins.fk_transport import carries
 from kjoin.records import Side, render_value
 from kjoin.render import format_table
-from kjoin.trace import Trace
-
-from .store_view import carries
+from kjoin.trace import DeliveryStep, Trace
 
 __all__ = ["flight_rows", "flight_text", "flight_svg", "workflow_text", "MAX_ARROWS"]
 
@@ -44,8 +43,8 @@ def flight_rows(trace: Trace, step: int) -> list[tuple[str, Message]]:
     messages still in flight, oldest first (``sent`` by this step, or ``waiting``)."""
     current = trace.steps[step]
     rows: list[tuple[str, Message]] = []
-    if current.message is not None:
-        rows.append(("delivered", current.message))
+    if isinstance(current, DeliveryStep):
+        rows.append(("delivered", current.delivered))
     for message in trace.state_at(step).in_flight():
         rows.append(("sent" if message.sent_step == step else "waiting", message))
     return rows
@@ -75,7 +74,7 @@ def flight_svg(trace: Trace, step: int) -> str:
     parts = [f'<svg class="kjoin-flight" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
              f'height="{height}" style="width:100%;max-width:{WIDTH}px;height:auto" font-family="monospace" font-size="10">']
     record = trace.steps[step].record
-    is_input = trace.steps[step].message is None
+    is_input = not isinstance(trace.steps[step], DeliveryStep)
     for side, (x0, x1), title, what in ((Side.LEFT, LEFT_BOX, "left side", "primary-key tasks"), (Side.RIGHT, RIGHT_BOX, "right side", "foreign-key tasks")):
         mine = is_input and record.side is side
         parts.append(f'<rect x="{x0}" y="4" width="{x1 - x0}" height="{height - 8}" rx="6" fill="{"#d8e8ff" if mine else "#f6f6f6"}" stroke="#888"/>')
@@ -109,7 +108,7 @@ def flight_svg(trace: Trace, step: int) -> str:
 
 def _sent_by(trace: Trace) -> dict[int, list[Message]]:
     """Every message of a run (delivered, or still in flight at the end) by the step that sent it."""
-    messages = {s.message.id: s.message for s in trace.steps if s.message is not None}
+    messages = {s.delivered.id: s.delivered for s in trace.steps if isinstance(s, DeliveryStep)}
     messages.update((m.id, m) for m in trace.state_at(-1).in_flight())
     by_step: dict[int, list[Message]] = {}
     for message in sorted(messages.values(), key=lambda m: m.seq):
@@ -123,7 +122,7 @@ def workflow_text(traces: Mapping[str, Trace]) -> str:
     trace the results its chain of messages produced (``null``: a tombstone)."""
     columns = list(traces)
     first = traces[columns[0]]
-    inputs = {name: [s for s in trace.steps if s.message is None] for name, trace in traces.items()}
+    inputs = {name: [s for s in trace.steps if not isinstance(s, DeliveryStep)] for name, trace in traces.items()}
     if len({len(steps) for steps in inputs.values()}) != 1:
         raise ValueError("every trace must run the same input records")
     sent = _sent_by(first)

@@ -1,45 +1,46 @@
 """The stores of a snapshot as small tables, with what a step changed marked.
 
 Every store in ``snapshot.stores`` (``StoreId(task, name) -> {entry_key: row}``) becomes a
-:class:`StoreTable`. The stores kjoin knows get named columns:
+:class:`StoreTable`. A store's columns and rows come from its kind (:mod:`kjoin.stores`:
+each kind declares its ``header`` and builds its rows); this module only renders the cells
+and adds what the entries alone do not say:
 
-- a window store (``left window``, ``right window``): ``key | ts | value``;
-- a table store (``left table``, ``right table``): ``key | value | ts | old_value``;
-- the outer-join buffer: ``ts | side | key | value | closes_at_ms`` (the close time is
-  when the record leaves as a ``…-null`` result);
-- the clock: one row per clock (``stream time``, …);
-- a versioned table (``left versioned table``, ``right versioned table``): its history,
-  ``key | valid from | valid to | value``, one row per version (``valid to`` is the next
-  version's timestamp, ``latest`` for the newest; a null value is a tombstone version);
-- the stream-table grace buffer: ``ts | key | value | from step | leaves at``, in eviction
-  order (``leaves at``: the buffer time at which the record is joined, ts + grace);
-- a foreign-key join's subscription store: ``fk | pk | hash | instruction | ts``, in Kafka's
-  CombinedKey byte order (the order of a prefix scan);
-- a foreign-key join's messages in flight: ``id | topic | to task | key | carries | hash | ts
-  | sent at step``, oldest first;
-- in a foreign-key join the left table also shows the ``hash`` of each row's value: the
-  hash a response must carry to pass the hash check.
+- hashes are shown short (``#3f2a9c01``); a versioned table's ``valid to`` of the newest
+  version reads ``latest`` and a null value ``null (tombstone)``;
+- the outer-join buffer leaves out the step a record came from (the close time says when
+  it leaves as a ``…-null`` result);
+- with the scenario given, the grace buffer gets a ``leaves at`` column (the buffer time at
+  which a record is joined, ts + grace), a foreign-key join's left table the ``hash`` of
+  each row's value (the hash a response must carry to pass the hash check), and a
+  versioned table and the grace buffer a one-line ``note``: the history retention and what
+  has expired, the grace and the buffer time.
 
-A versioned table and the grace buffer get a one-line ``note`` when the scenario is given:
-the history retention and what has expired, the grace and the buffer time.
-
-Any other store is shown as ``entry | <fields of the row>``: a dataclass row by its fields,
-a tuple by position, any other value as ``value``. So a new store shows up without a change
-here.
+A store of no known kind is shown as ``entry | <fields of the row>``: a dataclass row by
+its fields, a tuple by position, any other value as ``value``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-import heapq
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-from kjoin.joins.fk_protocol import CombinedKey, Message, SubscriptionWrapper, short_hash, value_hash
-from kjoin.records import render_value
-from kjoin.stores import GRACE_BUFFER, IN_FLIGHT, SUBSCRIPTIONS, GraceBuffered
+from kjoin.joins.fk_protocol import short_hash, value_hash
+from kjoin.records import Side, render_value
+from kjoin.state import StoreId
+from kjoin.stores import (
+    CLOCK,
+    GRACE_STREAM_TIME,
+    StoreKind,
+    kind_of,
+    observed_time_name,
+    store_order,
+    table_store_name,
+    versioned_store_name,
+)
+from kjoin.stores.base import ordered
 
 __all__ = ["StoreTable", "store_tables", "MAX_ROWS_SHOWN"]
 
@@ -72,11 +73,14 @@ class StoreTable:
         return f"task {self.task}: {self.name}"
 
 
-def store_tables(stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Change] = (), scenario: Any = None) -> list[StoreTable]:
+def store_tables(
+    stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Change] = (), scenario: Any = None
+) -> list[StoreTable]:
     """Every store as a :class:`StoreTable`, ordered by task and then by name.
 
-    ``scenario`` (optional) adds what the stores alone do not say: the grace period, the
-    history retention, and whether a left table belongs to a foreign-key join.
+    A store's id names its kind; an id made by hand (no kind) is recognised by its default
+    name. ``scenario`` (optional) adds what the stores alone do not say: the grace period,
+    the history retention, and whether a left table belongs to a foreign-key join.
     """
     put: dict[Any, set[Any]] = {}
     removed: dict[Any, list[Any]] = {}
@@ -89,128 +93,106 @@ def store_tables(stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Chan
             put.get(store, set()).discard(entry_key)
             removed.setdefault(store, []).append(entry_key)
     tables = []
-    for store in sorted(stores, key=lambda s: (s.task, _store_order(s.name), s.name)):
+    for store in sorted(stores, key=store_order):
         entries = stores[store]
         if _replaced_by_versions(stores, store):
             continue
-        clock = _clock_of(stores, store.task)
-        header, to_row, order = _layout(store.name, entries, scenario)
-        ordered = _sorted_entries(entries, order)
-        shown = ordered[:MAX_ROWS_SHOWN]
+        kind = kind_of(store)
+        layout = _layout(store, kind, entries, scenario, declared=getattr(store, "kind", None) is not None)
+        header, shown = layout.header, layout.items
         touched = put.get(store, set())
-        rows = tuple(to_row(key, row) for key, row in shown)
+        rows = tuple(row for _, row in shown)
         changed = frozenset(i for i, (key, _) in enumerate(shown) if key in touched)
-        gone = tuple(_render_gone(store.name, key) for key in removed.get(store, ()) if key not in entries)
-        note = _note(store.name, entries, clock, scenario)
-        tables.append(StoreTable(store.task, store.name, header, rows, changed, gone, len(ordered) - len(shown), note))
+        gone = tuple(_render_gone(layout.kind, key) for key in removed.get(store, ()) if key not in entries)
+        note = _note(store, kind, stores, scenario)
+        tables.append(StoreTable(store.task, store.name, header, rows, changed, gone, len(entries) - len(shown), note))
     return tables
 
 
 def _replaced_by_versions(stores: Mapping[Any, Mapping[Any, Any]], store: Any) -> bool:
     """An empty ``left table``/``right table`` next to the same side's versioned table: the
     join keeps that side versioned, and the plain store is never written."""
-    if not store.name.endswith(" table") or store.name.endswith(" versioned table") or stores[store]:
+    if stores[store]:
         return False
-    versioned = store.name[: -len(" table")] + " versioned table"
-    return any(other.task == store.task and other.name == versioned for other in stores)
+    return any(store.name == table_store_name(side) and StoreId(store.task, versioned_store_name(side)) in stores
+               for side in Side)
 
 
 def _clock_of(stores: Mapping[Any, Mapping[Any, Any]], task: int) -> Mapping[str, Any]:
-    for store, entries in stores.items():
-        if store.task == task and store.name == "clock":
-            return entries
-    return {}
+    return stores.get(StoreId(task, CLOCK), {})
 
 
-# -- layouts of the known stores -------------------------------------------------------------
-STORE_ORDER = ("clock", "left window", "right window", "outer-join buffer", "left table", "left versioned table",
-               "right table", "right versioned table", GRACE_BUFFER, SUBSCRIPTIONS, IN_FLIGHT)
-"""The order of a task's stores: a foreign-key join reads left table, right table,
-subscription store, then the messages on their way."""
+# -- layouts: a kind's header and rows, rendered --------------------------------------------
+@dataclass(frozen=True)
+class _Layout:
+    header: tuple[str, ...]
+    items: list[tuple[Any, tuple[str, ...]]]  # (entry key, rendered row), the rows shown
+    kind: Any = None
 
 
-def _store_order(name: str) -> int:
-    return STORE_ORDER.index(name) if name in STORE_ORDER else len(STORE_ORDER)
+HIDDEN = {"outer-join buffer": ("origin_step",)}
+"""Columns of a kind the tables leave out."""
+
+CELLS: dict[str, Callable[[Any], str]] = {"hash": short_hash}
+"""How a column of a known kind is rendered when not with :func:`_r`."""
+
+KIND_CELLS: dict[str, dict[str, Callable[[Any], str]]] = {
+    "versioned table": {"valid to": lambda ts: "latest" if ts is None else str(ts),
+                        "value": lambda v: "null (tombstone)" if v is None else _r(v)},
+}
 
 
-_AGGREGATE_STORES = ("aggregate store", "aggregate store segments", "repartition topic", "hopping window")
+def _layout(store: Any, kind: Any, entries: Mapping[Any, Any], scenario: Any, declared: bool) -> _Layout:
+    """The rendered rows of a store: its kind's, or the generic ones when it has no kind
+    (or when a store recognised by name only holds rows of another shape)."""
+    if kind is not None:
+        try:
+            return _kind_layout(store, kind, entries, scenario)
+        except (AttributeError, TypeError, ValueError, IndexError, KeyError):
+            if declared:
+                raise
+    header, to_row = _generic_layout(entries)
+    return _Layout(header, [(key, to_row(key, row)) for key, row in _sorted_entries(entries)])
 
 
-def _layout(name: str, entries: Mapping[Any, Any], scenario: Any = None):
-    """``(header, entry -> row, sort key or None)`` of a store."""
-    if name.endswith(_AGGREGATE_STORES):  # an aggregate's or a WTable's stores describe themselves
-        from kjoin.aggregate_stores import describe_store
-
-        header = describe_store(name, {})[0]
-        return header, lambda k, v: tuple(_r(cell) for cell in describe_store(name, {k: v})[1][0]), None
-    if name.endswith(" window"):
-        return ("key", "ts", "value"), lambda k, v: (_r(k[0]), str(k[1]), _r(v)), None
-    if name.endswith(" table") and not name.endswith(" versioned table") and _all_triples(entries):
-        if name == "left table" and getattr(scenario, "join", None) == "fk":
-            return ("key", "value", "ts", "old_value", "hash"), lambda k, v: (
-                _r(k), _r(v[0]), str(v[1]), _r(v[2]), short_hash(value_hash(v[0]))), None
-        return ("key", "value", "ts", "old_value"), lambda k, v: (_r(k), _r(v[0]), str(v[1]), _r(v[2])), None
-    if name.endswith(" cache") and all(isinstance(v, tuple) and len(v) == 4 for v in entries.values()):
-        return ("key", "new value", "ts", "from step", "replaced"), lambda k, v: (_r(k), _r(v[0]), str(v[1]), str(v[2]), str(v[3])), None
-    if name.endswith("outer-join buffer"):
-        return ("ts", "side", "key", "value", "closes_at_ms"), lambda k, r: (
-            str(r.ts), str(r.side), _r(r.key), _r(r.value), str(r.closes_at_ms)), None
-    if name.endswith("clock"):
-        return ("clock", "ms"), lambda k, v: (str(k), _r(v)), None
-    if name.endswith(" versioned table") and all(isinstance(k, tuple) and len(k) == 2 for k in entries):
-        return _versioned_layout(entries)
-    if name == GRACE_BUFFER and all(isinstance(r, GraceBuffered) for r in entries.values()):
-        grace = getattr(scenario, "grace_ms", None)
-        header = ("ts", "key", "value", "from step") + (() if grace is None else ("leaves at",))
-        return header, lambda k, r: (str(r.ts), _r(r.key), _r(r.value), str(r.origin_step),
-                                     *(() if grace is None else (f"buffer time {r.ts + grace}",))), lambda item: item[0]
-    if name == SUBSCRIPTIONS and all(isinstance(k, CombinedKey) and isinstance(v, tuple) and isinstance(v[0], SubscriptionWrapper) for k, v in entries.items()):
-        return ("fk", "pk", "hash", "instruction", "ts"), lambda k, v: (
-            _r(k.fk), _r(k.pk), short_hash(v[0].hash), v[0].instruction.value, str(v[1])), lambda item: item[0].sort_key()
-    if name == IN_FLIGHT and all(isinstance(m, Message) for m in entries.values()):
-        return ("id", "topic", "to task", "key", "carries", "hash", "ts", "sent at step"), lambda k, m: (
-            m.id, m.topic, str(m.partition), _r(m.key), carries(m), short_hash(m.value.hash), str(m.ts), str(m.sent_step)), lambda item: item[1].seq
-    return (*_generic_layout(entries), None)
+def _kind_layout(store: Any, kind: Any, entries: Mapping[Any, Any], scenario: Any) -> _Layout:
+    hidden = HIDDEN.get(kind.kind, ())
+    columns = [i for i, column in enumerate(kind.header) if column not in hidden]
+    formats = {**CELLS, **KIND_CELLS.get(kind.kind, {})}
+    render = [formats.get(kind.header[i], _r) for i in columns]
+    header = tuple(kind.header[i] for i in columns)
+    extra_header, extra = _extra_columns(store, kind, scenario)
+    items = []
+    for key, row in kind.items(entries, MAX_ROWS_SHOWN):
+        cells = tuple(cell(row[i]) for cell, i in zip(render, columns))
+        items.append((key, cells + tuple(add(row) for add in extra)))
+    return _Layout(header + extra_header, items, kind)
 
 
-def carries(message: Message) -> str:
-    """What a message asks or answers: ``(Y, A) PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE`` for a
-    subscription (its combined key and instruction), ``A ← bar`` for a response."""
-    value = message.value
-    if isinstance(value, SubscriptionWrapper):
-        return f"({_r(message.key)}, {_r(value.pk)}) {value.instruction.value}"
-    return f"{_r(message.key)} ← {_r(value.foreign_value)}"
+def _extra_columns(store: Any, kind: Any, scenario: Any) -> tuple[tuple[str, ...], list[Callable[[tuple], str]]]:
+    """Columns the scenario adds: the hash of a foreign-key join's left values, and when a
+    grace-buffered record leaves."""
+    if kind.kind == "table" and store.name == table_store_name(Side.LEFT) and getattr(scenario, "join", None) == "fk":
+        return ("hash",), [lambda row: short_hash(value_hash(row[kind.header.index("value")]))]
+    grace = getattr(scenario, "grace_ms", None)
+    if kind.kind == "grace buffer" and grace is not None:
+        return ("leaves at",), [lambda row: f"buffer time {row[kind.header.index('ts')] + grace}"]
+    return (), []
 
 
-def _versioned_layout(entries: Mapping[Any, Any]):
-    """A versioned table's history: each version valid from its ts to the next version's ts."""
-    by_key: dict[Any, list[int]] = {}
-    for key, ts in entries:
-        by_key.setdefault(key, []).append(ts)
-    valid_to = {}
-    for key, times in by_key.items():
-        times.sort()
-        for i, ts in enumerate(times):
-            valid_to[(key, ts)] = str(times[i + 1]) if i + 1 < len(times) else "latest"
-
-    def row(k: Any, v: Any) -> tuple[str, ...]:
-        return (_r(k[0]), str(k[1]), valid_to[k], "null (tombstone)" if v is None else _r(v))
-
-    return ("key", "valid from", "valid to", "value"), row, None
-
-
-def _note(name: str, entries: Mapping[Any, Any], clock: Mapping[str, Any], scenario: Any) -> str:
+def _note(store: Any, kind: Any, stores: Mapping[Any, Mapping[Any, Any]], scenario: Any) -> str:
     """One line on what to read in a store at this step, from the scenario and the clock."""
-    if scenario is None:
+    if scenario is not None and store.name.endswith(("window aggregate store", "window aggregate store segments")):
+        return _window_store_note(store.name, scenario)
+    if scenario is None or kind is None:
         return ""
-    if name.endswith(("window aggregate store", "window aggregate store segments")):
-        return _window_store_note(name, clock, scenario)
-    if name.endswith(" versioned table"):
-        side = name.split(" ")[0]
-        retention = getattr(getattr(scenario, side, None), "history_retention_ms", None)
+    clock = _clock_of(stores, store.task)
+    if kind.kind == "versioned table":
+        side = next((side for side in Side if store.name == versioned_store_name(side)), None)
+        retention = getattr(getattr(scenario, str(side), None), "history_retention_ms", None)
         if retention is None:
             return ""
-        observed = clock.get(f"{name} observed")
+        observed = clock.get(observed_time_name(store.name))
         if observed is None:
             return f"history retention {retention} ms"
         horizon = observed - retention
@@ -218,26 +200,26 @@ def _note(name: str, entries: Mapping[Any, Any], clock: Mapping[str, Any], scena
             return f"history retention {retention} ms; newest ts put {observed}: nothing has expired yet"
         return (f"history retention {retention} ms; newest ts put {observed}: a put older than {horizon} is refused, "
                 f"and a lookup as of a time before {horizon} can only see the latest version")
-    if name == GRACE_BUFFER:
+    if kind.kind == "grace buffer":
         grace = getattr(scenario, "grace_ms", None)
         if grace is None:
             return ""
-        buffer_time = clock.get("grace buffer stream time")
+        buffer_time = clock.get(GRACE_STREAM_TIME)
         if buffer_time is None:
             return f"grace {grace} ms"
-        return (f"grace {grace} ms; buffer time {buffer_time} (the largest ts accepted): records with ts <= {buffer_time - grace} "
-                f"are released; an arriving record with ts < {buffer_time - grace} is joined at once")
+        return (f"grace {grace} ms; buffer time {buffer_time} (the largest ts accepted): "
+                f"records with ts <= {buffer_time - grace} are released; "
+                f"an arriving record with ts < {buffer_time - grace} is joined at once")
     return ""
 
 
-def _window_store_note(name: str, clock: Mapping[str, Any], scenario: Any) -> str:
+def _window_store_note(name: str, scenario: Any) -> str:
     """A windowed aggregate's windows (when one closes) or its store's segments (when one is dropped)."""
     options = getattr(scenario, "options", None) or {}
-    windows = options.get("right_windows") if name.startswith("right ") else None
-    windows = windows or options.get("windows")
-    layout = options.get("right_layout" if name.startswith("right ") else "layout")
-    prefix = name[: -len("window aggregate store segments")] if name.endswith("segments") else None
-    if prefix is None:
+    right = name.startswith("right ")
+    windows = (options.get("right_windows") if right else None) or options.get("windows")
+    layout = options.get("right_layout" if right else "layout")
+    if not name.endswith("segments"):
         if windows is None:
             return ""
         return f"{windows.describe()}; a window [start, end) takes records until stream time reaches end + grace"
@@ -246,10 +228,6 @@ def _window_store_note(name: str, clock: Mapping[str, Any], scenario: Any) -> st
     return (f"retention {layout.retention_ms} ms in segments of {layout.segment_interval_ms} ms: a segment is dropped "
             f"whole once all of it is older than the newest window start - retention; at most "
             f"{layout.max_live_segments} live, storage up to {layout.overhead:g}x the retention")
-
-
-def _all_triples(entries: Mapping[Any, Any]) -> bool:
-    return all(isinstance(v, tuple) and len(v) == 3 for v in entries.values())
 
 
 def _generic_layout(entries: Mapping[Any, Any]):
@@ -296,38 +274,12 @@ def _render_entry(key: Any) -> str:
     return _r(key)
 
 
-def _sort_key(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return tuple(_sort_key(part) for part in value)
-    if value is None:
-        return ("", "")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return ("0", value)
-    return (type(value).__name__, str(value))
+def _sorted_entries(entries: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
+    """The first entries shown of a store of no known kind, in key order."""
+    return ordered(entries, StoreKind.order, MAX_ROWS_SHOWN)
 
 
-def _sorted_entries(entries: Mapping[Any, Any], order: Any = None) -> list[tuple[Any, Any]]:
-    """All entries in key order (or ``order``, a key of ``(entry, row)``); of a large store
-    only the first rows shown, in order."""
-    pick = sorted if len(entries) <= 4 * MAX_ROWS_SHOWN else _first_shown
-    if order is not None:
-        ordered = pick(entries.items(), key=order)
-    else:
-        try:
-            ordered = pick(entries.items(), key=lambda item: _sort_key(item[0]))
-        except TypeError:  # entry keys of different shapes: fall back to their text
-            ordered = pick(entries.items(), key=lambda item: repr(item[0]))
-    return ordered + [None] * (len(entries) - len(ordered))
-
-
-def _render_gone(name: str, key: Any) -> str:
+def _render_gone(kind: Any, key: Any) -> str:
     """A deleted entry as the step's ``deleted`` list names it."""
-    if isinstance(key, CombinedKey):
-        return str(key)
-    if name == GRACE_BUFFER and isinstance(key, tuple) and len(key) == 3 and isinstance(key[1], bytes):
-        return f"{_r(key[1])}@{key[0]}"
-    return _render_entry(key)
-
-
-def _first_shown(items: Iterable[tuple[Any, Any]], key) -> list[tuple[Any, Any]]:
-    return heapq.nsmallest(MAX_ROWS_SHOWN, items, key=key)
+    label = None if kind is None else kind.entry_label(key)
+    return _render_entry(key) if label is None else label

@@ -1,5 +1,5 @@
 """Foreign-key KTable-KTable joins: the seeds' tables, the race of seed 001, every rule of
-KAFKA_SEMANTICS.md §4, and the SQL property for any delivery order."""
+docs/semantics.md §4, and the SQL property for any delivery order."""
 
 from __future__ import annotations
 
@@ -278,11 +278,12 @@ def test_null_foreign_key_subscription_is_dropped_unless_propagate_null():
 def _deliver_by_hand(scenario: Scenario, message: Message) -> list[Message]:
     """Run the scenario's inputs, then deliver ``message`` at its task; return what it sent."""
     from kjoin.joins import StepContext
+    from kjoin.engine import foreign_key_options
     from kjoin.joins.foreign_key import ForeignKeyJoin
     from kjoin.records import Record, Side
     from kjoin.state import StateLog
 
-    join = ForeignKeyJoin(StateLog(), scenario)
+    join = ForeignKeyJoin(StateLog(), foreign_key_options(scenario), scenario.partitions)
     for index, record in enumerate(scenario.records()):
         join.process(record, StepContext(index, record, fk_joiner))
     while join.in_flight.pending():

@@ -1,8 +1,7 @@
-"""KStream-KStream joins: each rule of KAFKA_SEMANTICS.md §1 and §6, pinned by a focused test.
+"""KStream-KStream joins: each rule of docs/semantics.md §1 and §6, pinned by a focused test.
 
-Section numbers refer to ``../shared/KAFKA_SEMANTICS.md``. Rules the reference engine does
-not model yet (§1.9 the single-store self-join optimization, §1.10 chained joins) are
-listed in the issue notes, not tested here.
+Section numbers refer to ``docs/semantics.md``. The single-store self-join optimization
+(§1.9) and chained joins (§1.10) are pinned in ``test_topologies.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""KStream-KTable joins: each rule of KAFKA_SEMANTICS.md §2.1–2.3 and §6, pinned by a test.
+"""KStream-KTable joins: each rule of docs/semantics.md §2.1–2.3 and §6, pinned by a test.
 
 The left input is the stream, the right input the table. Versioned tables and the grace
 buffer (§2.3 versioned lookups, §2.4) are tested with the versioned-table joins.

@@ -1,4 +1,4 @@
-"""KTable-KTable primary-key joins: each rule of KAFKA_SEMANTICS.md §3.1–3.4 and §6.
+"""KTable-KTable primary-key joins: each rule of docs/semantics.md §3.1–3.4 and §6.
 
 Versioned tables (§3.5) are tested with the versioned-table joins. Record caches (§3.6)
 are not modelled: kjoin shows every update, as Kafka does with

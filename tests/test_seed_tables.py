@@ -86,7 +86,7 @@ def test_the_3_1_table_emits_one_record_early():
     * the 3.x implementations (``TimestampedKeyAndJoinSide`` store, ``sharedTimeTracker``)
       break when ``timestamp + joinAfterMs + joinGraceMs >= sharedTimeTracker.streamTime``;
     * current Kafka pins it in ``testLeftJoinedRecordsWithZeroAfterAreEmitted``
-      (KAFKA_SEMANTICS.md §1.7: emission needs stream time strictly greater).
+      (docs/semantics.md §1.7: emission needs stream time strictly greater).
 
     So kjoin models no era for these rows and follows Kafka: E-null comes out when f@80
     moves stream time past 60, F-null when G@100 moves it past 80, and null-f (closing at

@@ -1,6 +1,6 @@
 """Self-joins, chained joins, materialized results and record caches, against the outputs
 Apache Kafka's own integration tests assert (tests/kafka_cases/topologies.yaml), plus the
-rules behind them (KAFKA_SEMANTICS.md §1.9, §1.10, §3.2–3.4, §3.6)."""
+rules behind them (docs/semantics.md §1.9, §1.10, §3.2–3.4, §3.6)."""
 
 from __future__ import annotations
 

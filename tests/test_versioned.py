@@ -1,5 +1,5 @@
 """Joins over versioned tables: every example of seed 003 under the final proposal and both
-rejected attempts, and the rules of KAFKA_SEMANTICS.md §2 (stream-table, grace) and §5
+rejected attempts, and the rules of docs/semantics.md §2 (stream-table, grace) and §5
 (the versioned store)."""
 
 from __future__ import annotations

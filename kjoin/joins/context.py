@@ -7,7 +7,7 @@ from typing import Any, Callable, Optional, Tuple, Union
 from ..fates import Fate, Reason
 from ..records import Output, OutputKind, Record, render_value
 
-__all__ = ["StepContext", "Joiner", "default_joiner", "NO_OLD"]
+__all__ = ["StepContext", "Joiner", "default_joiner", "drop_null_key_update", "NO_OLD"]
 
 Joiner = Callable[[Any, Any], Any]
 
@@ -32,9 +32,12 @@ class StepContext:
     (a trace does; the Spark engine's tasks do not).
     """
 
-    def __init__(self, index: int, record: Record, joiner: Joiner) -> None:
+    def __init__(self, index: int, record: Record | None, joiner: Joiner, partition: int | None = None) -> None:
+        """``record``: the input record of the step, or ``None`` for a step that delivers a
+        message between tasks; ``partition``: the task (default: the record's partition)."""
         self.index = index
         self.record = record
+        self.partition = record.partition if partition is None and record is not None else partition
         self.joiner = joiner
         self.outputs: list[Output] = []
         self.fate: Fate | None = None
@@ -57,7 +60,7 @@ class StepContext:
             ts=ts,
             tombstone=False,
             kind=kind,
-            partition=self.record.partition,
+            partition=self.partition,
             origin_step=self.index if origin_step is None else origin_step,
             **self._old(old),
         )
@@ -67,7 +70,7 @@ class StepContext:
     def emit_tombstone(self, key: Any, left: Any, right: Any, ts: int, origin_step: int | None = None, old: OldValue = None) -> Output:
         """Emit a tombstone (null value); the joiner is not called for the new value."""
         origin = self.index if origin_step is None else origin_step
-        output = Output(key, left, right, None, ts, True, OutputKind.TOMBSTONE, self.record.partition, origin, **self._old(old))
+        output = Output(key, left, right, None, ts, True, OutputKind.TOMBSTONE, self.partition, origin, **self._old(old))
         self.outputs.append(output)
         return output
 
@@ -101,6 +104,15 @@ class StepContext:
     def explain(self) -> str:
         """The record's own story first, then what else happened during the step."""
         return " ".join(text for text in (self.summary, *(_resolve(note) for note in self.notes)) if text)
+
+
+def drop_null_key_update(record: Record, ctx: StepContext) -> bool:
+    """A table update with a null key cannot be stored: drop it (``True``), else ``False``.
+    Every table (stream-table, table-table, foreign-key, cached) applies this rule first."""
+    if record.key is not None:
+        return False
+    ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} is a table update with a null key: skipped.")
+    return True
 
 
 def _resolve(text: Text) -> str:

@@ -1,6 +1,6 @@
 """The messages of a foreign-key join: subscriptions, responses, and what they carry.
 
-How it works (KIP-213; KAFKA_SEMANTICS.md §4):
+How it works (KIP-213; docs/semantics.md §4):
 
 * The left (LHS) task of a primary key sends a *subscription* to the right (RHS) task that
   owns the foreign key: ``(fk, SubscriptionWrapper(hash of the new left value, instruction,
@@ -162,7 +162,10 @@ class Message:
     def describe(self) -> str:
         """``subscription m1 (Y, A) PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE #3f2a9c01 @2 → task 1``."""
         if isinstance(self.value, SubscriptionWrapper):
-            body = f"({render_value(self.key)}, {render_value(self.value.pk)}) {self.value.instruction} {short_hash(self.value.hash)}"
+            body = (
+                f"({render_value(self.key)}, {render_value(self.value.pk)}) {self.value.instruction} "
+                f"{short_hash(self.value.hash)}"
+            )
         else:
             body = f"{render_value(self.key)} ← {render_value(self.value.foreign_value)} {short_hash(self.value.hash)}"
         return f"{self.topic} {self.id} {body} @{self.ts} → task {self.partition}"

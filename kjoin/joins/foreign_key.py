@@ -1,7 +1,7 @@
 """KTable-KTable foreign-key joins (KIP-213): inner and left, with the protocol made visible.
 
-How it works (KAFKA_SEMANTICS.md §4; one :class:`ForeignKeyTask` per partition, and the
-messages between tasks travel through :class:`~kjoin.stores.InFlightMessages`):
+How it works (docs/semantics.md §4; one :class:`ForeignKeyTask` per partition, and the
+messages between tasks travel through :class:`~kjoin.joins.fk_transport.InFlightMessages`):
 
 * **Send subscription** (left task of the primary key). A left update writes the left
   table, then turns ``Change(new, old)`` into subscriptions: see
@@ -40,15 +40,18 @@ Example (inner join; the right table has ``(1, foo)``; ``{fk: 1}`` is the left v
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 from ..fates import Fate, Reason
 from ..partitioner import default_partition
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
-from ..stores import InFlightMessages, PutResult, SubscriptionStore, TableStore, VersionedStore
-from .context import StepContext
+from ..stores import PutResult, SubscriptionStore, TableStore, VersionedStore
+from .context import StepContext, drop_null_key_update
+from .fk_transport import InFlightMessages
+from .options import ForeignKeyOptions, TableOptions
+from .tasks import Tasks
 from .fk_protocol import (
     RESPONSE,
     SUBSCRIPTION,
@@ -63,7 +66,7 @@ from .fk_protocol import (
     value_hash,
 )
 
-__all__ = ["ForeignKeyJoin", "ForeignKeyTask", "subscription_instructions", "Subscription"]
+__all__ = ["busy_tasks", "ForeignKeyJoin", "ForeignKeyTask", "subscription_instructions", "Subscription"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +81,19 @@ def subscription_instructions(old: Any, new: Any, fk_of: Any, variant: str, sema
     """The subscriptions for a left ``Change(new, old)``; ``None`` when the update is skipped
     for a null foreign key (Kafka: WARN and ``dropped-records``).
 
-    | change | inner join (and left join before 3.7, new rows aside) | left join since 3.7 (KIP-962) |
-    |---|---|---|
-    | new row | fk null → skipped; else ONLY_IF→fk(new) (left join: NULL_IF) | NULL_IF→fk(new), fk may be null |
-    | delete | fk(old) null → skipped; else DELETE_AND_PROPAGATE→fk(old) | DELETE_AND_PROPAGATE→fk(old) if not null; NULL_IF→null |
-    | update | a null fk → skipped; fk changed → DELETE_NO_PROPAGATE→fk(old); NULL_IF→fk(new) | fk changed, fk(old) not null → DELETE_AND_PROPAGATE→fk(old); NULL_IF→fk(new) |
-    | nothing before or after | nothing | nothing |
+    Inner join (and left join before 3.7, new rows aside):
+
+    * new row: fk null → skipped; else ONLY_IF → fk(new) (left join: NULL_IF)
+    * delete: fk(old) null → skipped; else DELETE_AND_PROPAGATE → fk(old)
+    * update: a null fk → skipped; fk changed → DELETE_NO_PROPAGATE → fk(old); NULL_IF → fk(new)
+
+    Left join since 3.7 (KIP-962):
+
+    * new row: NULL_IF → fk(new), fk may be null
+    * delete: DELETE_AND_PROPAGATE → fk(old) if not null; NULL_IF → null
+    * update: fk changed, fk(old) not null → DELETE_AND_PROPAGATE → fk(old); NULL_IF → fk(new)
+
+    Nothing before and nothing after: nothing, in both.
 
     Foreign keys are compared by their serialized bytes.
     """
@@ -124,9 +134,10 @@ def _left_join_instructions(old: Any, new: Any, fk_of: Any) -> list[Subscription
     return sent
 
 
-def _make_table(log: StateLog, task: int, side: Side, options: Any) -> TableStore | VersionedStore:
+def _make_table(log: StateLog, task: int, side: Side, options: TableOptions) -> TableStore | VersionedStore:
     """A table that sends old values (a foreign-key join turns them on for both tables)."""
     if options.versioned:
+        assert options.history_retention_ms is not None
         return VersionedStore(log, task, side, options.history_retention_ms, sends_old_values=True)
     return TableStore(log, task, side, sends_old_values=True)
 
@@ -141,11 +152,25 @@ class ForeignKeyTask:
     """The stores of one task: the left table (rows of its primary keys), the right table (rows
     of its foreign keys) and the subscription store of its foreign keys."""
 
-    def __init__(self, log: StateLog, task: int, left: Any, right: Any) -> None:
+    def __init__(self, log: StateLog, task: int, left: TableOptions, right: TableOptions) -> None:
         self.task = task
         self.left = _make_table(log, task, Side.LEFT, left)
         self.right = _make_table(log, task, Side.RIGHT, right)
         self.subscriptions = SubscriptionStore(log, task)
+
+
+def busy_tasks(options: ForeignKeyOptions, partitions: int, records: Iterable[Record]) -> list[int]:
+    """The tasks a foreign-key join over ``records`` can ever use: the partitions of its
+    records (responses go back to them) and of the foreign keys their left values subscribe
+    to. The engine builds these before the first step, and no other."""
+    busy = set()
+    for record in records:
+        busy.add(record.partition)
+        if record.side is Side.LEFT and record.value is not None and partitions > 1:
+            fk = extract_foreign_key(options.foreign_key, record.value)
+            if fk is not None:
+                busy.add(default_partition(fk, partitions))
+    return sorted(busy)
 
 
 class ForeignKeyJoin:
@@ -156,14 +181,20 @@ class ForeignKeyJoin:
     is the engine's schedule.
     """
 
-    def __init__(self, log: StateLog, scenario: Any) -> None:
-        self.variant = scenario.variant
-        self.semantics = scenario.semantics
-        self.partitions = scenario.partitions
-        self.hash_check = scenario.hash_check
-        self.path = scenario.foreign_key
-        self.tasks = [ForeignKeyTask(log, task, scenario.left, scenario.right) for task in range(scenario.partitions)]
-        self.in_flight = InFlightMessages(log, scenario.partitions)
+    def __init__(
+        self, log: StateLog, options: ForeignKeyOptions, partitions: int = 1, eager: Iterable[int] | None = None
+    ) -> None:
+        """``eager``: the tasks built now (default: every partition; the engine passes
+        :func:`busy_tasks`); any other task would be built when a record or a message first
+        reaches it (:class:`~kjoin.joins.tasks.Tasks`)."""
+        self.variant = options.variant
+        self.semantics = options.semantics
+        self.partitions = partitions
+        self.hash_check = options.hash_check
+        self.path = options.foreign_key
+        first = list(range(partitions) if eager is None else eager)
+        self.tasks = Tasks(lambda task_log, task: ForeignKeyTask(task_log, task, options.left, options.right), log, first)
+        self.in_flight = InFlightMessages(log, first)  # a queue's rows sit in its destination task's state
 
     def fk_of(self, value: Any) -> Any:
         """The foreign-key extractor: the field at ``foreign_key`` in a left value."""
@@ -174,8 +205,7 @@ class ForeignKeyJoin:
 
     # -- inputs -------------------------------------------------------------------------
     def process(self, record: Record, ctx: StepContext) -> None:
-        if record.key is None:
-            ctx.drop(Reason.NULL_KEY, f"{record.describe()} is a table update with a null key: skipped.")
+        if drop_null_key_update(record, ctx):
             return
         if record.side is Side.LEFT:
             self._send_subscriptions(self.tasks[record.partition], record, ctx)
@@ -197,12 +227,22 @@ class ForeignKeyJoin:
             return
         old = None if previous is None else previous[0]
         sent = subscription_instructions(old, record.value, self.fk_of, self.variant, self.semantics)
-        change = f"left table update {render_value(record.key)}: {render_value(old)} → {render_value(record.value)}@{record.ts}"
+        change = (
+            f"left table update {render_value(record.key)}: {render_value(old)} → "
+            f"{render_value(record.value)}@{record.ts}"
+        )
         if sent is None:
-            ctx.drop(Reason.NULL_FOREIGN_KEY, f"{change}; a null foreign key cannot be subscribed in this join: skipped (the left table keeps the update).")
+            ctx.drop(
+                Reason.NULL_FOREIGN_KEY,
+                f"{change}; a null foreign key cannot be subscribed in this join: skipped (the left table keeps the "
+                "update).",
+            )
             return
         if not sent:
-            ctx.settle(Fate.STORED, Reason.NOTHING_TO_DELETE, f"{change}; nothing before and nothing after: no subscription.")
+            ctx.settle(
+                Fate.STORED, Reason.NOTHING_TO_DELETE,
+                f"{change}; nothing before and nothing after: no subscription.",
+            )
             return
         digest = value_hash(record.value)
         ids = []
@@ -210,7 +250,10 @@ class ForeignKeyJoin:
             partition = task.task if subscription.fk is None else self.partition_of(subscription.fk)
             wrapper = SubscriptionWrapper(digest, subscription.instruction, record.key, record.partition)
             ids.append(self._send(SUBSCRIPTION, partition, subscription.fk, wrapper, record.ts, ctx.index, ctx))
-        ctx.settle(Fate.STORED, Reason.SUBSCRIPTION_SENT, f"{change}; sent {', '.join(ids)} with the new value's hash {short_hash(digest)}.")
+        ctx.settle(
+            Fate.STORED, Reason.SUBSCRIPTION_SENT,
+            f"{change}; sent {', '.join(ids)} with the new value's hash {short_hash(digest)}.",
+        )
 
     # -- 2. receive subscription and join (right task) -----------------------------------
     def _receive_subscription(self, task: ForeignKeyTask, message: Message, ctx: StepContext) -> None:
@@ -231,30 +274,45 @@ class ForeignKeyJoin:
                 said += f"; stored subscription {combined}"
         found = None if fk is None else task.right.get(fk)  # look up
         ts = message.ts if found is None else max(message.ts, found[1])
-        said += f"; the right table has {'nothing' if found is None else f'{render_value(found[0])}@{found[1]}'} for {render_value(fk)}"
+        has = "nothing" if found is None else f"{render_value(found[0])}@{found[1]}"
+        said += f"; the right table has {has} for {render_value(fk)}"
         if instruction is Instruction.DELETE_KEY_NO_PROPAGATE or (instruction is Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE and found is None):
             ctx.settle(Fate.STORED, Reason.NO_PROPAGATE, f"{said}; {instruction}: no response.")
             return
         foreign_value = None if (found is None or instruction is Instruction.DELETE_KEY_AND_PROPAGATE) else found[0]
         response = ResponseWrapper(wrapper.hash, foreign_value, wrapper.primary_partition)
         sent = self._send(RESPONSE, wrapper.primary_partition, wrapper.pk, response, ts, message.origin_step, ctx)
-        ctx.settle(Fate.STORED, Reason.RESPONSE_SENT, f"{said}; {instruction}: sent {sent} ({render_value(foreign_value)}) back.")
+        ctx.settle(
+            Fate.STORED, Reason.RESPONSE_SENT,
+            f"{said}; {instruction}: sent {sent} ({render_value(foreign_value)}) back.",
+        )
 
     # -- 3. prefix scan on a right update (right task) ------------------------------------
     def _scan_subscribers(self, task: ForeignKeyTask, record: Record, ctx: StepContext) -> None:
         outcome, _ = _put(task.right, record.key, record.value, record.ts)  # update state
         if _skipped_by_store(outcome, record, ctx):
             return
-        subscribers = task.subscriptions.prefix_scan(_prefix(record.key))  # look up
-        change = f"right table update {render_value(record.key)} → {render_value(record.value)}@{record.ts}"
+        subscribers = task.subscriptions.prefix_scan(CombinedKey(record.key, None).prefix())  # look up
+        change = lambda: (  # noqa: E731
+            f"right table update {render_value(record.key)} → {render_value(record.value)}@{record.ts}"
+        )
         if not subscribers:
-            ctx.settle(Fate.STORED, Reason.NO_SUBSCRIBER, f"{change}; no left row subscribes to {render_value(record.key)}.")
+            ctx.settle(
+                Fate.STORED, Reason.NO_SUBSCRIBER, lambda: f"{change()}; no left row subscribes to "
+                f"{render_value(record.key)}.",
+            )
             return
-        ids = []
-        for combined, wrapper, _ in subscribers:
-            response = ResponseWrapper(wrapper.hash, record.value, wrapper.primary_partition)
-            ids.append(self._send(RESPONSE, wrapper.primary_partition, combined.pk, response, record.ts, ctx.index, ctx))
-        ctx.settle(Fate.STORED, Reason.RESPONSE_SENT, f"{change}; prefix scan found {', '.join(str(s[0]) for s in subscribers)}: sent {', '.join(ids)}.")
+        ids = [self._respond(wrapper, combined.pk, record, ctx) for combined, wrapper, _ in subscribers]
+        found = lambda: ", ".join(str(s[0]) for s in subscribers)  # noqa: E731
+        ctx.settle(
+            Fate.STORED, Reason.RESPONSE_SENT, lambda: f"{change()}; prefix scan found {found()}: sent "
+            f"{', '.join(ids)}.",
+        )
+
+    def _respond(self, wrapper: SubscriptionWrapper, pk: Any, record: Record, ctx: StepContext) -> str:
+        """Send the right update ``record`` to the subscriber ``pk``; return the message id."""
+        response = ResponseWrapper(wrapper.hash, record.value, wrapper.primary_partition)
+        return self._send(RESPONSE, wrapper.primary_partition, pk, response, record.ts, ctx.index, ctx)
 
     # -- 4. resolve the response by hash (left task) -------------------------------------
     def _resolve_response(self, task: ForeignKeyTask, message: Message, ctx: StepContext) -> None:
@@ -264,7 +322,10 @@ class ForeignKeyJoin:
         current = task.left.get(pk)  # look up
         current_value = None if current is None else current[0]
         current_hash = value_hash(current_value)
-        said = f"Task {task.task} received {message.describe()}; the left row is {render_value(current_value)} {short_hash(current_hash)}"
+        said = (
+            f"Task {task.task} received {message.describe()}; the left row is {render_value(current_value)} "
+            f"{short_hash(current_hash)}"
+        )
         if current_hash != response.hash:
             if self.hash_check:
                 ctx.drop(Reason.STALE_RESPONSE, f"{said}: the hashes differ, the response is stale: dropped.")
@@ -286,18 +347,20 @@ class ForeignKeyJoin:
         return message.id
 
 
-def _prefix(fk: Any) -> tuple[int, bytes]:
-    data = fk_bytes(fk)
-    assert data is not None
-    return (len(data), data)
-
-
 def _skipped_by_store(outcome: PutResult, record: Record, ctx: StepContext) -> bool:
     """A versioned table's refused put, or an out-of-order version: nothing is sent (KIP-914)."""
     if outcome is PutResult.EXPIRED:
-        ctx.drop(Reason.EXPIRED_PUT, f"{record.describe()} is older than the {record.side} table's history retention allows: not stored, nothing sent.")
+        ctx.drop(
+            Reason.EXPIRED_PUT,
+            f"{record.describe()} is older than the {record.side} table's history retention allows: not stored, "
+            "nothing sent.",
+        )
         return True
     if outcome is PutResult.OUT_OF_ORDER:
-        ctx.drop(Reason.OUT_OF_ORDER_VERSION, f"{record.describe()} is stored as an older version of the versioned {record.side} table; out-of-order: nothing sent.")
+        ctx.drop(
+            Reason.OUT_OF_ORDER_VERSION,
+            f"{record.describe()} is stored as an older version of the versioned {record.side} table; out-of-order: "
+            "nothing sent.",
+        )
         return True
     return False

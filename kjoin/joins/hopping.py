@@ -38,7 +38,7 @@ class HoppingWindowJoin:
         self.windows = windows
         self.per = per
         self._log = log
-        self._stores = {side: StoreId(task, f"{side} hopping window") for side in Side}
+        self._stores = {side: StoreId(task, f"{side} hopping window", "hopping window") for side in Side}
         self._rows: dict[Side, list[tuple[Any, int, int, Any]]] = {side: [] for side in Side}
         self._seq = itertools.count()
         for store in self._stores.values():

@@ -1,7 +1,7 @@
 """The single-store self-join (``TOPOLOGY_OPTIMIZATION`` with ``single.store.self.join``).
 
 When an inner join joins a stream with itself, Kafka can rewrite the topology to keep one
-window store instead of two. How the rewritten processor works (KAFKA_SEMANTICS.md §1.9):
+window store instead of two. How the rewritten processor works (docs/semantics.md §1.9):
 
 * A record with a null key or value is skipped *before* stream time advances (the
   unoptimized join advances it first).
@@ -45,7 +45,11 @@ class OptimizedSelfJoin:
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.key is None or record.value is None:
             what = "key" if record.key is None else "value"
-            ctx.drop(Reason.NULL_KEY if record.key is None else Reason.NULL_VALUE, f"{record.describe()} has a null {what}: skipped before stream time advances (the single-store self-join checks first).")
+            ctx.drop(
+                Reason.NULL_KEY if record.key is None else Reason.NULL_VALUE,
+                f"{record.describe()} has a null {what}: skipped before stream time advances (the single-store "
+                "self-join checks first).",
+            )
             return
         t = record.ts
         stream_time = self.clock.advance(STREAM_TIME, t)

@@ -127,17 +127,26 @@ class StreamStreamJoin:
     # -- skip rules ---------------------------------------------------------------------
     def _skipped(self, record: Record, ctx: StepContext) -> bool:
         if record.key is None:
-            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} has a null key: skipped, not stored (stream time still advanced).")
+            ctx.drop(
+                Reason.NULL_KEY, lambda: f"{record.describe()} has a null key: skipped, not stored (stream time still "
+                "advanced).",
+            )
             return True
         if record.value is None:
-            ctx.drop(Reason.NULL_VALUE, lambda: f"{record.side} record @{record.ts} has a null value: skipped, not stored (stream time still advanced).")
+            ctx.drop(
+                Reason.NULL_VALUE, lambda: f"{record.side} record @{record.ts} has a null value: skipped, not stored "
+                "(stream time still advanced).",
+            )
             return True
         return False
 
     def _forward_null_key(self, side: _JoinSide, record: Record, ctx: StepContext) -> None:
         left, right = side.pair(record.value, None)
         ctx.emit(OutputKind.NULL_KEY, None, left, right, record.ts)
-        ctx.settle(Fate.JOINED, None, lambda: f"{record.describe()} has a null key on an outer side: joined with null at once and never stored (KIP-962).")
+        ctx.settle(
+            Fate.JOINED, None, lambda: f"{record.describe()} has a null key on an outer side: joined with null at once "
+            "and never stored (KIP-962).",
+        )
 
     # -- look up ------------------------------------------------------------------------
     def window_of(self, side: _JoinSide, ts: int) -> tuple[int, int]:
@@ -157,25 +166,39 @@ class StreamStreamJoin:
             ctx.emit(OutputKind.JOINED, record.key, left, right, ts)
             if self.buffer is not None:
                 for waiting in self.buffer.delete(side.side.other, record.key, other_ts):
-                    ctx.note(lambda w=waiting: f"{render_value(w.value)}@{w.ts} found its partner and left the outer-join buffer.")
+                    ctx.note(
+                        lambda w=waiting: f"{render_value(w.value)}@{w.ts} found its partner and left the outer-join "
+                        "buffer."
+                    )
         if partners:
             found = lambda: ", ".join(f"{render_value(value)}@{ts}" for ts, value in partners)  # noqa: E731
-            ctx.settle(Fate.JOINED, None, lambda: f"{record.describe()} found {found()} in the {side.side.other} window [{time_from}, {time_to}]; joiner called {len(partners)} time(s).")
+            ctx.settle(
+                Fate.JOINED, None, lambda: f"{record.describe()} found {found()} in the {side.side.other} window "
+                f"[{time_from}, {time_to}]; joiner called {len(partners)} time(s).",
+            )
 
     def _handle_unmatched(self, side: _JoinSide, record: Record, stream_time: int, ctx: StepContext) -> None:
         time_from, time_to = self.window_of(side, record.ts)
-        looked = lambda: f"{record.describe()} found nothing in the {side.side.other} window [{time_from}, {time_to}]"  # noqa: E731
+        looked = lambda: (  # noqa: E731
+            f"{record.describe()} found nothing in the {side.side.other} window [{time_from}, {time_to}]"
+        )
         if not side.outer:
             ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, lambda: f"{looked()}; inner side: no output.")
             return
         left, right = side.pair(record.value, None)
         if self.buffer is None:
             ctx.emit(OutputKind.UNMATCHED, record.key, left, right, record.ts)
-            ctx.settle(Fate.JOINED, None, lambda: f"{looked()}; emitted with null at once (eager left/outer semantics: a later match is emitted too).")
+            ctx.settle(
+                Fate.JOINED, None, lambda: f"{looked()}; emitted with null at once (eager left/outer semantics: a "
+                "later match is emitted too).",
+            )
             return
         if time_to < stream_time:
             ctx.emit(OutputKind.UNMATCHED, record.key, left, right, record.ts)
-            ctx.settle(Fate.JOINED, None, lambda: f"{looked()}; its window ended at {time_to}, before stream time {stream_time}: emitted with null at once.")
+            ctx.settle(
+                Fate.JOINED, None, lambda: f"{looked()}; its window ended at {time_to}, before stream time "
+                f"{stream_time}: emitted with null at once.",
+            )
             return
         closes_at = record.ts + side.look_ahead_ms + self.window.effective_grace_ms
         self.buffer.put(BufferedRecord(side.side, record.key, record.value, record.ts, closes_at, ctx.index))
@@ -184,7 +207,8 @@ class StreamStreamJoin:
         ctx.settle(
             Fate.BUFFERED,
             Reason.WINDOW_OPEN,
-            lambda: f"{looked()}; held in the outer-join buffer until stream time passes {closes_at} (window end {time_to} + grace {self.window.effective_grace_ms}).",
+            lambda: f"{looked()}; held in the outer-join buffer until stream time passes {closes_at} (window end "
+            f"{time_to} + grace {self.window.effective_grace_ms}).",
             until_ms=closes_at,
         )
 
@@ -216,7 +240,8 @@ class StreamStreamJoin:
                 left, right = self.sides[entry_side].pair(waiting.value, None)
                 ctx.emit(OutputKind.WINDOW_CLOSED, waiting.key, left, right, waiting.ts, origin_step=waiting.origin_step)
                 ctx.note(
-                    lambda w=waiting, closes=closes_at, of=entry_side: f"Stream time {stream_time} passed {closes}, the close of {of} {render_value(w.value)}@{w.ts}'s window plus grace: emitted with null."
+                    lambda w=waiting, closes=closes_at, of=entry_side: f"Stream time {stream_time} passed {closes}, "
+                    f"the close of {of} {render_value(w.value)}@{w.ts}'s window plus grace: emitted with null."
                 )
             self.buffer.delete(entry_side, records[0].key, ts)
 
@@ -225,7 +250,8 @@ class StreamStreamJoin:
         store = self.stores[record.side]
         if not store.put(record.key, record.ts, record.value):
             ctx.note(
-                f"{record.describe()} is older than its own window store's retention ({store.retention_ms} ms before {store.observed_ms}): it is not stored."
+                f"{record.describe()} is older than its own window store's retention ({store.retention_ms} ms before "
+                f"{store.observed_ms}): it is not stored."
             )
             if ctx.fate in (Fate.NO_MATCH, None):
                 ctx.settle(Fate.NO_MATCH, Reason.EXPIRED)
@@ -239,7 +265,11 @@ class StreamStreamJoin:
         side = self.sides[record.side]
         left_join = self.variant == "left"
         if left_join and record.side is Side.RIGHT:
-            ctx.settle(Fate.STORED, Reason.NOT_A_TRIGGER, lambda: f"{record.describe()}: in a 0.10.0 left join only left records trigger a lookup; the record only enters the right window.")
+            ctx.settle(
+                Fate.STORED, Reason.NOT_A_TRIGGER, lambda: f"{record.describe()}: in a 0.10.0 left join only left "
+                "records trigger a lookup; the record only enters the "
+                "right window.",
+            )
         else:
             partners = self._look_up(side, record)
             self._join(side, record, partners, ctx)
@@ -248,10 +278,16 @@ class StreamStreamJoin:
                 left, right = side.pair(record.value, None)
                 ctx.emit(OutputKind.UNMATCHED, record.key, left, right, record.ts)
                 time_from, time_to = self.window_of(side, record.ts)
-                ctx.settle(Fate.JOINED, None, lambda: f"{record.describe()} found nothing in the {side.side.other} window [{time_from}, {time_to}]; joiner called with null.")
+                ctx.settle(
+                    Fate.JOINED, None, lambda: f"{record.describe()} found nothing in the {side.side.other} window "
+                    f"[{time_from}, {time_to}]; joiner called with null.",
+                )
             elif not partners:
                 time_from, time_to = self.window_of(side, record.ts)
-                ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, lambda: f"{record.describe()} found nothing in the {side.side.other} window [{time_from}, {time_to}].")
+                ctx.settle(
+                    Fate.NO_MATCH, Reason.NO_PARTNER, lambda: f"{record.describe()} found nothing in the "
+                    f"{side.side.other} window [{time_from}, {time_to}].",
+                )
         if record.value is None:
             ctx.note("A null value triggers a lookup in 0.10.0 but never enters a window store.")
         elif left_join and record.side is Side.LEFT:

@@ -16,20 +16,25 @@ How it works:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
 from ..stores import TableStore
-from .context import StepContext
+from .context import StepContext, drop_null_key_update
 
 __all__ = ["StreamTableJoin"]
 
 
 class StreamTableJoin:
-    """One task's stream-table join: the right table's store."""
+    """One task's stream-table join: the right table's store.
+
+    The steps a versioned table changes are methods of their own: :meth:`_write` (update
+    state), :meth:`_look_up` (which version answers) and :meth:`_join_now_or_later` (a grace
+    buffer); the skip rules and calling the joiner are written once, here.
+    """
 
     def __init__(self, log: StateLog, task: int, variant: str, semantics: Semantics, table: Any = None) -> None:
         """``table``: the right table's store, when it is not a plain one (a versioned table)."""
@@ -39,39 +44,86 @@ class StreamTableJoin:
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.side is Side.RIGHT:
-            self._update_table(record, ctx)
+            if not drop_null_key_update(record, ctx):
+                self._put(record, ctx)
         else:
             self._join_stream_record(record, ctx)
 
     # -- update state -------------------------------------------------------------------
-    def _update_table(self, record: Record, ctx: StepContext) -> None:
-        if record.key is None:
-            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} is a table update with a null key: skipped.")
-            return
+    def _put(self, record: Record, ctx: StepContext) -> None:
+        change = self._write(record, ctx)
+        if change is not None:
+            ctx.settle(
+                Fate.STORED,
+                Reason.TABLE_UPDATE,
+                lambda: f"Table update for key {render_value(record.key)}{change()}; table updates never trigger a "
+                "stream-table join.",
+            )
+
+    def _write(self, record: Record, ctx: StepContext) -> Callable[[], str] | None:
+        """Write the update into the table; return what it changed, or ``None`` when the
+        table refused it (and the step is settled)."""
         previous = self.table.put(record.key, record.value, record.ts)
         if record.value is None:
-            change = "deleted the key" if previous is not None else "deleted nothing (the key was absent)"
-        else:
-            change = f"set it to {render_value(record.value)}"
-        ctx.settle(Fate.STORED, Reason.TABLE_UPDATE, lambda: f"Table update for key {render_value(record.key)} {change}; table updates never trigger a stream-table join.")
+            return lambda: " deleted the key" if previous is not None else " deleted nothing (the key was absent)"
+        return lambda: f" set it to {render_value(record.value)}"
 
-    # -- look up and call the joiner -----------------------------------------------------
+    # -- skip rules -----------------------------------------------------------------------
     def _join_stream_record(self, record: Record, ctx: StepContext) -> None:
         if record.key is None:
             if self.variant == "left" and record.value is not None and self.semantics.relaxed_null_keys:
-                ctx.emit(OutputKind.NULL_KEY, None, record.value, None, record.ts)
-                ctx.settle(Fate.JOINED, None, lambda: f"{record.describe()} has a null key: a left join joins it with null without a lookup (KIP-962).")
+                self._join_null_key(record, ctx)
                 return
             ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} has a null key: skipped.")
             return
         if record.value is None and self.semantics.kip77:
             ctx.drop(Reason.NULL_VALUE, lambda: f"stream record @{record.ts} has a null value: skipped (KIP-77).")
             return
+        self._join_now_or_later(record, ctx)
+
+    def _join_null_key(self, record: Record, ctx: StepContext) -> None:
+        ctx.emit(OutputKind.NULL_KEY, None, record.value, None, record.ts)
+        ctx.settle(
+            Fate.JOINED,
+            None,
+            lambda: f"{record.describe()} has a null key: a left join joins it with null without a lookup (KIP-962).",
+        )
+
+    def _join_now_or_later(self, record: Record, ctx: StepContext) -> None:
+        self._join(record, ctx)
+
+    # -- look up and call the joiner -----------------------------------------------------
+    def _look_up(self, record: Record, origin_step: int | None) -> tuple[tuple[Any, int] | None, Callable[[bool], str]]:
+        """The table's answer for ``record``, and the story of the lookup (told for a miss
+        of an inner join when its argument is true); ``origin_step``: an earlier record's."""
         found = self.table.get(record.key)
+
+        def looked(missed: bool) -> str:
+            if missed:
+                return f"{record.describe()} looked up the table: key {render_value(record.key)} is absent"
+            return f"{record.describe()} looked up the table and " + (
+                f"found {render_value(found[0])}@{found[1]}" if found else "found nothing"
+            )
+
+        return found, looked
+
+    def _join(self, record: Record, ctx: StepContext, origin_step: int | None = None) -> None:
+        """Look up the table and call the joiner (or not); settle the step's own record, or
+        note what an earlier record (``origin_step``, leaving a grace buffer) did."""
+        own = origin_step is None or origin_step == ctx.index
+        found, looked = self._look_up(record, None if own else origin_step)
         if found is None and self.variant == "inner":
-            ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, lambda: f"{record.describe()} looked up the table: key {render_value(record.key)} is absent; inner join: no output.")
+            _tell(ctx, own, Fate.NO_MATCH, Reason.NO_PARTNER, lambda: f"{looked(True)}; inner join: no output.")
             return
+        kind = OutputKind.JOINED if found else OutputKind.UNMATCHED
         table_value = None if found is None else found[0]
-        ctx.emit(OutputKind.JOINED if found else OutputKind.UNMATCHED, record.key, record.value, table_value, record.ts)
-        looked = lambda: f"found {render_value(table_value)}@{found[1]}" if found else "found nothing"  # noqa: E731
-        ctx.settle(Fate.JOINED, None, lambda: f"{record.describe()} looked up the table and {looked()}; joiner called.")
+        ctx.emit(kind, record.key, record.value, table_value, record.ts, origin_step=None if own else origin_step)
+        _tell(ctx, own, Fate.JOINED, None, lambda: f"{looked(False)}; joiner called.")
+
+
+def _tell(ctx: StepContext, own: bool, fate: Fate, reason: Reason | None, text: Callable[[], str]) -> None:
+    """Settle the step's own record with ``text``, or note what an earlier record did."""
+    if own:
+        ctx.settle(fate, reason, text)
+    else:
+        ctx.note(text)

@@ -28,6 +28,7 @@ values are there, a tombstone otherwise (the "unnecessary" tombstones KIP-77 rem
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..fates import Fate, Reason
@@ -35,9 +36,59 @@ from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
 from ..stores import TableStore
-from .context import NO_OLD, Joiner, OldValue, StepContext
+from .context import NO_OLD, Joiner, OldValue, StepContext, drop_null_key_update
 
 __all__ = ["TableTableJoin"]
+
+_SETTLED = object()
+"""What :meth:`TableTableJoin.store` returns when the put itself settled the record (nothing to join)."""
+
+
+@dataclass(frozen=True)
+class _TableSide:
+    """One side of a table-table join, as the rules see it: is this side kept with null when
+    the other has no row (``outer``), and is the other side kept so (``other_outer``)?
+
+    Inner: neither; left: the left side is outer; outer: both. The right side of a left join
+    (``follows_other``) only updates the result of an existing left row, and never deletes it.
+    """
+
+    side: Side
+    outer: bool
+    other_outer: bool
+
+    def pair(self, mine: Any, other: Any) -> tuple[Any, Any]:
+        """(left, right) for the joiner."""
+        return (mine, other) if self.side is Side.LEFT else (other, mine)
+
+    @property
+    def follows_other(self) -> bool:
+        return self.other_outer and not self.outer
+
+    @property
+    def no_partner(self) -> str:
+        """What happens to an update of this side when the other side has no row."""
+        return "no left row to update: no output." if self.follows_other else "inner join: no output, not even for a delete."
+
+    def has_result(self, mine: Any, other: Any) -> bool:
+        """Is there a join result when this side holds ``mine`` and the other ``other`` (``None``: nothing)?"""
+        if other is None:
+            return mine is not None and self.outer
+        return mine is not None or self.other_outer
+
+    def keeps_result(self, other: tuple[Any, int] | None) -> bool:
+        """With this side deleted, does the other side's row still have a result (``joiner(null, other)``),
+        rather than a tombstone?"""
+        if other is None or not self.other_outer:
+            return False
+        return self.follows_other or other[0] is not None
+
+
+def _sides(variant: str) -> dict[Side, _TableSide]:
+    left_outer, right_outer = variant in ("left", "outer"), variant == "outer"
+    return {Side.LEFT: _TableSide(Side.LEFT, left_outer, right_outer), Side.RIGHT: _TableSide(Side.RIGHT, right_outer, left_outer)}
+
+
 
 
 class TableTableJoin:
@@ -49,7 +100,15 @@ class TableTableJoin:
     """
 
     def __init__(
-        self, log: StateLog, task: int, variant: str, semantics: Semantics, sends_old_values: bool = False, left: Any = None, right: Any = None, sources: dict[Side, Any] | None = None
+        self,
+        log: StateLog,
+        task: int,
+        variant: str,
+        semantics: Semantics,
+        sends_old_values: bool = False,
+        left: Any = None,
+        right: Any = None,
+        sources: dict[Side, Any] | None = None,
     ) -> None:
         """``left``/``right``: parents other than a new plain source table (an upstream join,
         or a source shared with an upstream join); ``sources``: source stores to use instead
@@ -57,15 +116,16 @@ class TableTableJoin:
         self.variant = variant
         self.semantics = semantics
         self.sends_old_values = sends_old_values
-        sends_old = {Side.LEFT: variant in ("left", "outer") or sends_old_values, Side.RIGHT: variant == "outer" or sends_old_values}
+        self.sides = _sides(variant)
         self.tables: dict[Side, Any] = {}  # this join's own source tables
         self.parents: dict[Side, Any] = {}
         given = {Side.LEFT: left, Side.RIGHT: right}
         for side in Side:
             parent = given[side]
             if parent is None:
-                parent = self.tables[side] = (sources or {}).get(side) or TableStore(log, task, side, sends_old_values=False)
-            if sends_old[side]:
+                parent = (sources or {}).get(side) or TableStore(log, task, side, sends_old_values=False)
+                self.tables[side] = parent
+            if self.sides[side].outer or sends_old_values:  # "nothing before" is known only from old values
                 parent.enable_sending_old_values()
             self.parents[side] = parent
 
@@ -78,17 +138,22 @@ class TableTableJoin:
     # -- the processor: update state, look up, call the joiner -------------------------------
     def process(self, record: Record, ctx: StepContext) -> None:
         """A source table update (the join's parents are the two source tables)."""
-        if record.key is None:
-            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} is a table update with a null key: skipped.")
+        if drop_null_key_update(record, ctx):
             return
-        raw_old = self.update(record)
-        self.on_change(record.side, record, raw_old if self.tables[record.side].sends_old_values else None, ctx)
+        old = self.store(record, ctx)
+        if old is not _SETTLED:
+            self.on_change(record.side, record, old, ctx)
 
     def update(self, record: Record) -> Any:
-        """Write a source update into its table; return the value it replaced (or ``None``).
-        The ``Change`` carries it as old value only if the table sends old values."""
+        """Write a source update into its table; return the value it replaced (or ``None``)."""
         previous = self.tables[record.side].put(record.key, record.value, record.ts)
         return None if previous is None else previous[0]
+
+    def store(self, record: Record, ctx: StepContext) -> Any:
+        """Update state: write the update into its table and return the ``Change``'s old value
+        (``None`` unless the table sends old values), or ``_SETTLED`` when nothing is to join."""
+        old = self.update(record)
+        return old if self.tables[record.side].sends_old_values else None
 
     def on_change(self, side: Side, change: Record, old: Any, ctx: StepContext) -> None:
         """Join ``Change(change.value, old)`` from the ``side`` parent with the other parent's current value."""
@@ -103,84 +168,68 @@ class TableTableJoin:
     def value_of(self, key: Any, joiner: Joiner) -> tuple[Any, int] | None:
         """The join result's value getter: ``(joined value, ts)`` of ``key`` now, or ``None``."""
         left = self.look_up(Side.LEFT, key, joiner)
-        if left is None and self.variant != "outer":
+        if left is None and not self.sides[Side.RIGHT].outer:
             return None
         right = self.look_up(Side.RIGHT, key, joiner)
-        if right is None and (self.variant == "inner" or left is None):
+        if not self.sides[Side.LEFT].has_result(left, right):
             return None
         present = [found for found in (left, right) if found is not None]
         return joiner(None if left is None else left[0], None if right is None else right[0]), max(ts for _, ts in present)
 
     # -- the rules ----------------------------------------------------------------------
     def _rule(self, record: Record, old: Any, other: tuple[Any, int] | None, ctx: StepContext) -> None:
+        side = self.sides[record.side]
         new = record.value
-        other_value = None if other is None else other[0]
-        if self.variant == "left" and record.side is Side.RIGHT:
-            if other is None:
-                ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, lambda: self._said(record, other, "no left row to update: no output."))
-                return
-            self._emit(record, other, ctx, value_pair=(other_value, new), old=self._old_value(record.side, old, other))
-            return
-        outer_side = self.variant == "outer" or (self.variant == "left" and record.side is Side.LEFT)
-        if other is None and not outer_side:
-            ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, lambda: self._said(record, other, "inner join: no output, not even for a delete."))
+        if other is None and not side.outer:
+            ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, lambda: self._said(record, other, side.no_partner))
             return
         if other is None and new is None and old is None:
-            ctx.settle(Fate.STORED, Reason.NOTHING_TO_DELETE, lambda: self._said(record, other, "there was no result to delete: no tombstone."))
+            ctx.settle(Fate.STORED, Reason.NOTHING_TO_DELETE, lambda: self._said(
+                record, other,
+                "there was no result to delete: no tombstone.",
+            ))
             return
-        old_value = self._old_value(record.side, old, other)
-        if new is None and (other_value is None or not outer_side or self.variant == "left"):
-            self._tombstone(record, other, ctx, old_value)
+        old_value = self._old_value(side, old, other)
+        if new is None and not side.keeps_result(other):
+            self._tombstone(side, record, other, ctx, old_value)
             return
-        self._emit(record, other, ctx, value_pair=self._pair(record.side, new, other_value), old=old_value)
+        self._emit(side, record, other, ctx, old_value)
 
     def _old_rule(self, record: Record, old: Any, other: tuple[Any, int] | None, ctx: StepContext) -> None:
-        new = record.value
-        other_value = None if other is None else other[0]
-        if self.variant == "inner":
-            ok = new is not None and other_value is not None
-        elif self.variant == "left":
-            ok = (new if record.side is Side.LEFT else other_value) is not None
+        """0.10.0/0.10.1: every update emits, the joiner's result or a tombstone."""
+        side = self.sides[record.side]
+        old_value = self._old_value(side, old, other)
+        if side.has_result(record.value, None if other is None else other[0]):
+            self._emit(side, record, other, ctx, old_value)
         else:
-            ok = new is not None or other_value is not None
-        old_value = self._old_value(record.side, old, other)
-        if ok:
-            self._emit(record, other, ctx, value_pair=self._pair(record.side, new, other_value), old=old_value)
-        else:
-            self._tombstone(record, other, ctx, old_value)
+            self._tombstone(side, record, other, ctx, old_value)
 
-    def _old_value(self, side: Side, old: Any, other: tuple[Any, int] | None) -> OldValue:
+    def _old_value(self, side: _TableSide, old: Any, other: tuple[Any, int] | None) -> OldValue:
         """The (left, right) pair of the result's old value, ``NO_OLD``, or ``None`` when the
         result does not send old values. Kafka joins the old input value with the other
         side's *current* value; a left join's right side always has a left value to join."""
         if not self.sends_old_values:
             return None
-        other_value = None if other is None else other[0]
-        if self.variant == "left" and side is Side.RIGHT:
-            return (other_value, old)
-        if self.variant == "outer":
-            has_old = other_value is not None or old is not None
-        else:
-            has_old = old is not None
-        return self._pair(side, old, other_value) if has_old else NO_OLD
+        has_old = old is not None or side.keeps_result(other)
+        return side.pair(old, None if other is None else other[0]) if has_old else NO_OLD
 
     # -- outputs ------------------------------------------------------------------------
-    @staticmethod
-    def _pair(side: Side, mine: Any, other: Any) -> tuple[Any, Any]:
-        return (mine, other) if side is Side.LEFT else (other, mine)
-
     def _ts(self, record: Record, other: tuple[Any, int] | None) -> int:
         if other is None or not self.semantics.table_table_output_ts_is_max:
             return record.ts
         return max(record.ts, other[1])
 
-    def _emit(self, record: Record, other: tuple[Any, int] | None, ctx: StepContext, value_pair: tuple[Any, Any], old: OldValue = None) -> None:
-        left, right = value_pair
-        output = ctx.emit(OutputKind.JOINED if other is not None else OutputKind.UNMATCHED, record.key, left, right, self._ts(record, other), old=old)
-        ctx.settle(Fate.JOINED, None, lambda: self._said(record, other, f"joiner called: {render_value(output.value)}."))
+    def _emit(self, side: _TableSide, record: Record, other: tuple[Any, int] | None, ctx: StepContext, old: OldValue) -> None:
+        left, right = side.pair(record.value, None if other is None else other[0])
+        kind = OutputKind.JOINED if other is not None else OutputKind.UNMATCHED
+        output = ctx.emit(kind, record.key, left, right, self._ts(record, other), old=old)
+        ctx.settle(Fate.JOINED, None, lambda: self._said(
+            record, other,
+            f"joiner called: {render_value(output.value)}.",
+        ))
 
-    def _tombstone(self, record: Record, other: tuple[Any, int] | None, ctx: StepContext, old: OldValue = None) -> None:
-        left, right = self._pair(record.side, record.value, None if other is None else other[0])
+    def _tombstone(self, side: _TableSide, record: Record, other: tuple[Any, int] | None, ctx: StepContext, old: OldValue) -> None:
+        left, right = side.pair(record.value, None if other is None else other[0])
         ctx.emit_tombstone(record.key, left, right, self._ts(record, other), old=old)
         ctx.settle(Fate.JOINED, None, lambda: self._said(record, other, "the result is deleted: tombstone."))
 
@@ -188,4 +237,7 @@ class TableTableJoin:
     def _said(record: Record, other: tuple[Any, int] | None, outcome: str) -> str:
         verb = "deletes" if record.value is None else f"sets {render_value(record.value)}"
         found = "nothing" if other is None else f"{render_value(other[0])}@{other[1]}"
-        return f"{record.side} table update {verb} for key {render_value(record.key)}@{record.ts}; the {record.side.other} table has {found}; {outcome}"
+        return (
+            f"{record.side} table update {verb} for key {render_value(record.key)}@{record.ts}; "
+            f"the {record.side.other} table has {found}; {outcome}"
+        )

@@ -5,7 +5,7 @@ record, in which order, and where their results go. How Kafka wires them:
 
 * :class:`SelfJoin` — ``s.join(s)`` without the optimization: the one input record goes
   through the join's left side first and then through its right side, so a record meets
-  itself only from the right side (KAFKA_SEMANTICS.md §1.1).
+  itself only from the right side (docs/semantics.md §1.1).
 * :class:`StreamChain` — ``a.join(b).join(b)``: a ``b`` record is processed by the first
   join's right side, whose results flow depth-first into the second join's left side; only
   then does the second join's right side process the ``b`` record. Each join keeps its own
@@ -31,7 +31,7 @@ from ..fates import Fate, Reason
 from ..records import Output, Record, Side, render_value
 from ..state import StateLog
 from ..stores import RecordCache, TableStore, table_store_name
-from .context import StepContext
+from .context import StepContext, drop_null_key_update
 from .stream_stream import StreamStreamJoin
 from .table_table import TableTableJoin
 
@@ -120,6 +120,8 @@ class ResultSink:
     def __init__(self, log: StateLog, task: int, caching: bool) -> None:
         self.store = TableStore(log, task, Side.LEFT, False, RESULT_TABLE)
         self.cache = RecordCache(log, task, f"{RESULT_TABLE} cache") if caching else None
+        self._cached_from: dict[Any, int] = {}  # key -> the step of the result the cache holds
+        self._replaced: set[int] = set()
 
     def put(self, output: Output, ctx: StepContext) -> None:
         previous = self.store.get(output.key)
@@ -127,24 +129,39 @@ class ResultSink:
         if self.cache is None:
             ctx.forward(output)
         else:
+            earlier = self._cached_from.get(output.key)
+            if earlier is not None and earlier != output.origin_step:
+                self._replaced.add(earlier)
+            self._cached_from[output.key] = output.origin_step
             self.cache.put(output.key, output, None if output.tombstone else output.value, output.ts, None if previous is None else previous[0], output.origin_step)
 
     def holds_step(self, step: int) -> bool:
         return self.cache is not None and self.cache.holds_step(step)
 
+    def replaced_step(self, step: int) -> bool:
+        """Was a result of ``step`` replaced in the cache by another record's result for its key?"""
+        return step in self._replaced
+
     @staticmethod
     def settle_held(ctx: StepContext) -> None:
         """The step joined, but its result waits in the cache: the record is buffered."""
-        ctx.settle(Fate.BUFFERED, Reason.RECORD_CACHE, f"{ctx.summary} The result waits in the result store's cache until the next commit.")
+        ctx.settle(
+            Fate.BUFFERED, Reason.RECORD_CACHE,
+            f"{ctx.summary} The result waits in the result store's cache until the next commit.",
+        )
 
     def flush(self, ctx: StepContext) -> None:
         """Commit: forward the cached results."""
         if self.cache is None:
             return
+        self._cached_from.clear()
         for entry in self.cache.flush():
             output: Output = entry.item
             if entry.new is None and entry.old is None:
-                ctx.note(f"Commit: the result cache drops the tombstone for {render_value(entry.key)}: the result never had a value.")
+                ctx.note(
+                    f"Commit: the result cache drops the tombstone for {render_value(entry.key)}: the result never had "
+                    "a value."
+                )
                 continue
             if output.has_old:
                 output = replace(output, old=entry.old)
@@ -190,13 +207,17 @@ class TablePipeline:
     # -- an input record --------------------------------------------------------------------
     def process(self, record: Record, ctx: StepContext) -> None:
         parts: list[tuple[str, StepContext]] = []
-        if record.key is None:
-            ctx.drop(Reason.NULL_KEY, f"{record.describe()} is a table update with a null key: skipped.")
+        if drop_null_key_update(record, ctx):
+            pass
         elif record.side in self.source_caches:
             raw_old = self.stages[0].update(record)  # update state: reads see the new value at once
             entry = self.source_caches[record.side].put(record.key, record, record.value, record.ts, raw_old, ctx.index)
             replaced = f", replacing {entry.replaced} earlier update(s) of the key" if entry.replaced else ""
-            ctx.settle(Fate.BUFFERED, Reason.RECORD_CACHE, f"{record.describe()} updates the {record.side} table; the caching store holds the update until the next commit{replaced}.")
+            ctx.settle(
+                Fate.BUFFERED, Reason.RECORD_CACHE,
+                f"{record.describe()} updates the {record.side} table; the caching store holds the update until the "
+                f"next commit{replaced}.",
+            )
         elif len(self.stages) == 1 and not isinstance(self.sources[record.side], TableStore):
             sub = _sub(ctx, record)
             self.stages[0].process(record, sub)  # a versioned source: its join handles the put
@@ -214,7 +235,9 @@ class TablePipeline:
         if ctx.fate is Fate.JOINED and not any(output.origin_step == ctx.index for output in ctx.outputs):
             if self.result is not None and self.result.holds_step(ctx.index):
                 ResultSink.settle_held(ctx)
-            else:
+            elif self.result is not None and self.result.replaced_step(ctx.index):
+                ctx.settle(Fate.STORED, Reason.REPLACED_IN_CACHE, ctx.summary)
+            else:  # the result cache dropped the record's tombstone: the key never had a result
                 ctx.settle(Fate.STORED, Reason.NOTHING_TO_DELETE, ctx.summary)
 
     # -- flow through the joins --------------------------------------------------------------
@@ -253,7 +276,11 @@ class TablePipeline:
             cache = self.source_caches.get(side)
             for entry in cache.flush() if cache is not None else []:
                 if entry.new is None and entry.old is None:
-                    self._note_skip(ctx, parts, entry.step, f"Commit: the {side} table's cache drops the delete of {render_value(entry.key)}: no value before or after.")
+                    self._note_skip(
+                        ctx, parts, entry.step,
+                        f"Commit: the {side} table's cache drops the delete of {render_value(entry.key)}: no value "
+                        "before or after.",
+                    )
                     continue
                 flushed: list[tuple[str, StepContext]] = []
                 self._deliver(side, entry.item, entry.old, ctx, flushed, entry.step)
@@ -261,7 +288,10 @@ class TablePipeline:
                     parts.extend((f"Commit: {label}", part) for label, part in flushed)
                 else:  # an earlier record's update: told in the notes, never this record's fate
                     for label, part in flushed:
-                        ctx.note(f"Commit: the {side} table's cache forwards {entry.item.describe()}: {label}{part.explain()}")
+                        ctx.note(
+                            f"Commit: the {side} table's cache forwards {entry.item.describe()}: "
+                            f"{label}{part.explain()}"
+                        )
         if self.result is not None:
             self.result.flush(ctx)
 

@@ -32,11 +32,10 @@ from dataclasses import replace
 from typing import Any, Callable, Iterator, Mapping
 
 from ..engine import run
-from ..fates import Fate
 from ..joins import default_joiner
-from ..records import Side, render_value
+from ..records import Side
 from ..scenario import Deliver, Event, Scenario
-from .task import RESULT_FIELDS, json_text, result_schema
+from .task import RESULT_FIELDS, append_step_rows, json_text, result_schema
 
 __all__ = ["DELIVER", "script_rows", "fk_results", "fk_trace", "fk_task_function"]
 
@@ -83,17 +82,9 @@ def fk_task_function(scenarios: Mapping[int, Scenario], joiner: Callable[[Any, A
     def results(scenario_id: int, rows: list[tuple]) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = {name: [] for name in names}
         trace = run(_rebuild(options[scenario_id], rows), join_values)
-        for step in trace.steps:
-            r = step.record
-            for o in step.outputs:
-                value = o.value if o.value is None or isinstance(o.value, str) else render_value(o.value)
-                cells = ("output", scenario_id, r.partition, step.index, r.side.value, r.offset, json_text(o.key), json_text(o.left), json_text(o.right), value, o.ts, o.tombstone, o.kind.value, o.origin_step, None, None, None)
-                for name, cell in zip(names, cells):
-                    out[name].append(cell)
-            if step.fate is not Fate.JOINED:
-                cells = ("step", scenario_id, r.partition, step.index, r.side.value, r.offset, json_text(r.key), None, None, None, r.ts, None, None, None, step.fate.value, None if step.reason is None else step.reason.value, step.until_ms)
-                for name, cell in zip(names, cells):
-                    out[name].append(cell)
+        for step in trace.steps:  # a DeliveryStep's record is its row: the message's partition, key, ts
+            row = step.record
+            append_step_rows(out, scenario_id, step.index, row, json_text(row.key), step, json_text, json_text)
         return out
 
     def task(batches: Iterator[Any]) -> Iterator[Any]:

@@ -33,7 +33,7 @@ from ..records import Record, Side, render_value
 from ..scenario import Scenario
 from ..state import StateLog
 
-__all__ = ["group_by_task", "json_text", "task_function", "RESULT_FIELDS", "result_schema"]
+__all__ = ["group_by_task", "json_text", "task_function", "append_step_rows", "RESULT_FIELDS", "result_schema"]
 
 
 RESULT_FIELDS: list[tuple[str, str]] = [
@@ -98,6 +98,8 @@ def task_function(
     """
     join_values = joiner or default_joiner
     names = [name for name, _ in RESULT_FIELDS]
+    encode_key = json_text if json_keys else _as_is
+    encode_value = json_text if json_values else _as_is
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -130,27 +132,46 @@ def task_function(
                 record = Record(_SIDES[columns["side"][i]], key, value, columns["ts"][i], partition, columns["offset"][i])
                 ctx = StepContext(step, record, join_values)
                 join.process(record, ctx)
-                for output in ctx.outputs:
-                    left, right = output.left, output.right
-                    if json_values:
-                        left, right = json_text(left), json_text(right)
-                    result = output.value if output.value is None or isinstance(output.value, str) else render_value(output.value)
-                    out_key = json_text(output.key) if json_keys else output.key
-                    _append(out, "output", scenario_id, partition, step, record, out_key, left, right, result, output.ts, output.tombstone, output.kind.value, output.origin_step, None, None, None)
-                if ctx.fate is not Fate.JOINED:
-                    _append(out, "step", scenario_id, partition, step, record, columns["key"][i], None, None, None, record.ts, None, None, None, ctx.fate.value, None if ctx.reason is None else ctx.reason.value, ctx.until_ms)
+                append_step_rows(out, scenario_id, step, record, columns["key"][i], ctx, encode_key, encode_value)
             yield pa.RecordBatch.from_arrays([pa.array(out[name], type=schema.field(name).type) for name in names], schema=schema)
 
     return run
 
 
-def _append(out: dict[str, list[Any]], row: str, scenario: int, partition: int, step: int, record: Record, key: Any, left: Any, right: Any, value: Any, ts: int, tombstone: Any, kind: Any, origin: Any, fate: Any, reason: Any, until: Any) -> None:
-    for name, cell in (
-        ("row", row), ("scenario", scenario), ("partition", partition), ("step", step), ("side", record.side.value),
-        ("offset", record.offset), ("key", key), ("left", left), ("right", right), ("value", value), ("ts", ts),
-        ("tombstone", tombstone), ("kind", kind), ("origin_step", origin), ("fate", fate), ("reason", reason), ("until_ms", until),
-    ):
-        out[name].append(cell)
+def append_step_rows(
+    out: dict[str, list[Any]],
+    scenario: int,
+    step: int,
+    record: Record,
+    key: Any,
+    settled: Any,
+    encode_key: Callable[[Any], Any],
+    encode_value: Callable[[Any], Any],
+) -> None:
+    """Append one step's result rows to ``out`` (columns in RESULT_FIELDS order): a row ``output`` per output, and
+    a row ``step`` (with ``key`` as given) when the record's fate is not ``joined``.
+    ``settled`` is the step's :class:`StepContext` or trace :class:`~kjoin.trace.Step`."""
+    partition, side, offset = record.partition, record.side.value, record.offset
+    for o in settled.outputs:
+        value = o.value if o.value is None or isinstance(o.value, str) else render_value(o.value)
+        cells = (
+            "output", scenario, partition, step, side, offset, encode_key(o.key), encode_value(o.left),
+            encode_value(o.right), value, o.ts, o.tombstone, o.kind.value, o.origin_step, None, None, None,
+        )
+        for column, cell in zip(out.values(), cells):
+            column.append(cell)
+    if settled.fate is not Fate.JOINED:
+        reason = None if settled.reason is None else settled.reason.value
+        cells = (
+            "step", scenario, partition, step, side, offset, key, None, None, None, record.ts, None, None, None,
+            settled.fate.value, reason, settled.until_ms,
+        )
+        for column, cell in zip(out.values(), cells):
+            column.append(cell)
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 def _arrow_schema(input_schema: Any) -> Any:

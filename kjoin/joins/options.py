@@ -1,0 +1,35 @@
+"""The few options a join processor takes, as small frozen objects.
+
+A scenario (:mod:`kjoin.scenario`) stays at the edge: the engine reads it and builds each
+task's processors from these options and plain arguments (variant, semantics, window), so a
+processor can be built and tested without a scenario.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..semantics import Semantics
+
+__all__ = ["TableOptions", "ForeignKeyOptions"]
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """Options of one input table (``left:``/``right:`` in a scenario)."""
+
+    versioned: bool = False
+    history_retention_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class ForeignKeyOptions:
+    """What a foreign-key join's tasks need: the variant and era, the extractor's field path
+    into the left value, whether stale responses are detected by hash, and both tables."""
+
+    variant: str
+    semantics: Semantics
+    foreign_key: str
+    hash_check: bool = True
+    left: TableOptions = TableOptions()
+    right: TableOptions = TableOptions()

@@ -1,0 +1,114 @@
+"""The vocabulary of a scenario: its allowed values and the small value objects it holds.
+
+Everything a scenario field may hold is declared here, once: the ``Literal`` types accepted
+at the public edge (with the tuples the parser checks against, derived from them), and the
+frozen value objects of the nested fields (``window`` aside: :class:`~kjoin.joins.JoinWindows`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from ..joins.options import TableOptions
+from ..joins.stream_stream import JoinWindows
+from ..records import Side
+
+__all__ = [
+    "JoinKind", "Variant", "VersionedMode", "DeliveryMode", "JOINS", "VARIANTS", "VERSIONED_MODES", "DELIVERY_MODES",
+    "DELIVER_SELECTORS", "CACHING_STORES", "KEY_TYPES", "MAX_TIMESTAMP_MS", "ScenarioError", "TableOptions",
+    "ChainedJoin", "Event", "Deliver", "Delivery",
+]
+
+JoinKind = Literal["stream-stream", "stream-table", "table-table", "fk"]
+"""The kinds of join a scenario can run (``fk``: a KTable-KTable foreign-key join)."""
+Variant = Literal["inner", "left", "outer"]
+"""Join variants; :data:`VARIANTS` says which kind of join has which."""
+VersionedMode = Literal["final", "attempt1", "attempt2"]
+"""How a table-table join over versioned tables handles an out-of-order record (seed 003):
+``final`` emits nothing (KIP-914 as shipped); ``attempt1`` joins it with one timestamped
+lookup of the other side; ``attempt2`` scans the other side's history and emits every older
+result the record changes."""
+DeliveryMode = Literal["immediate", "explicit", "random"]
+"""When a foreign-key join's messages are delivered (see :class:`Delivery`)."""
+
+JOINS: tuple[str, ...] = get_args(JoinKind)
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "stream-stream": ("inner", "left", "outer"),
+    "stream-table": ("inner", "left"),
+    "table-table": ("inner", "left", "outer"),
+    "fk": ("inner", "left"),
+}
+VERSIONED_MODES: tuple[str, ...] = get_args(VersionedMode)
+DELIVERY_MODES: tuple[str, ...] = get_args(DeliveryMode)
+DELIVER_SELECTORS = ("next", "all", "subscription", "response")
+CACHING_STORES = ("left", "right", "result")
+"""The stores a ``caching:`` list can name: the source tables and a materialized result."""
+KEY_TYPES = (str, int, float, bool)
+"""The Python types of a non-null key (and of a foreign key)."""
+MAX_TIMESTAMP_MS = 2**63 - 1
+"""Kafka's timestamps are 64-bit signed longs: the largest timestamp a record can carry."""
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run: the message names where and what is expected."""
+
+    def __init__(self, message: str, source: str | None = None) -> None:
+        self.source = source
+        super().__init__(f"{source}: {message}" if source else message)
+
+
+@dataclass(frozen=True)
+class ChainedJoin:
+    """One more join in a chain (``then:``): the result so far joined with the right input
+    again, with this variant (and, for stream-stream joins, this window)."""
+
+    variant: Variant
+    window: JoinWindows | None = None
+
+
+@dataclass(frozen=True)
+class Event:
+    """One input event as the scenario lists it; partition and offset may be left to kjoin."""
+
+    side: Side
+    key: Any
+    value: Any
+    ts: int
+    partition: int | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True)
+class Deliver:
+    """A foreign-key scenario's instruction to deliver messages in flight (explicit delivery).
+
+    ``which`` is ``next`` (the oldest deliverable message), ``all`` (everything, including what
+    the deliveries send), ``subscription`` / ``response`` (the oldest deliverable message of
+    that topic) or a message id such as ``m3``.
+    """
+
+    which: str
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """When a foreign-key join's messages between tasks are delivered.
+
+    * ``immediate`` (default): after each input record, every message is delivered in the
+      order sent, as Kafka's TopologyTestDriver processes each input to completion. (The
+      driver picks among its internal partitions by head timestamp; the two orders agree
+      whenever the messages' timestamps do not decrease, as in every seed table.)
+    * ``explicit``: messages wait in flight until a ``{deliver: ...}`` event releases them.
+    * ``random``: after each input record a seeded random number of messages is delivered,
+      picking at random among the heads of the (topic, partition) queues, so each partition
+      stays in order; everything left is delivered the same way after the last event.
+      With ``wait_for_row``, a left update is processed only once every message about its
+      row (its primary key) has been delivered: the condition under which the join is sure
+      to converge to the SQL join (without it, a row updated again while its answer is
+      still travelling can keep a stale result, as Kafka can).
+    """
+
+    mode: DeliveryMode = "immediate"
+    seed: int = 0
+    wait_for_row: bool = False

@@ -1,0 +1,81 @@
+"""The state stores a join keeps, each writing every change through the run's StateLog.
+
+One module per kind of store; each store class describes its own rows (``header`` and
+``rows()``, see :mod:`kjoin.stores.base`), so the trace and the widgets read them without
+knowing their layout:
+
+* :mod:`~kjoin.stores.clock`: :class:`Clock`, the task's stream time and the other
+  per-task times the join keeps.
+* :mod:`~kjoin.stores.window`: :class:`WindowStore`, one side's stream records of a
+  stream-stream join, kept for the store's retention (before + after + grace).
+* :mod:`~kjoin.stores.outer_buffer`: :class:`OuterJoinBuffer`, the 3.1+ store of
+  left/outer records still waiting for a partner, in Kafka's order.
+* :mod:`~kjoin.stores.table`: :class:`TableStore`, a KTable's materialized view.
+* :mod:`~kjoin.stores.versioned`: :class:`VersionedStore` (every version within history
+  retention) and :class:`GraceBuffer` (stream records a stream-table join holds for its grace).
+* :mod:`~kjoin.stores.subscriptions`: :class:`SubscriptionStore`, a foreign-key join's
+  subscriptions on the right side. (The messages between tasks travel through
+  :class:`kjoin.joins.fk_transport.InFlightMessages`, a transport rather than a store.)
+* :mod:`~kjoin.stores.record_cache`: :class:`RecordCache`, the updates a caching store
+  holds back until the next commit.
+"""
+
+from .base import STORE_KINDS, Store, StoreKind, kind_of, sort_key
+from .clock import CLOCK, STREAM_TIME, Clock, observed_time_name
+from .outer_buffer import OUTER_BUFFER, BufferedRecord, OuterJoinBuffer
+from .record_cache import CachedUpdate, RecordCache
+from .subscriptions import SUBSCRIPTIONS, SubscriptionStore
+from .table import TableStore, table_store_name
+from .versioned import (
+    GRACE_BUFFER,
+    GRACE_STREAM_TIME,
+    GraceBuffer,
+    GraceBuffered,
+    PutResult,
+    VersionedStore,
+    versioned_store_name,
+)
+from .window import WindowStore, window_store_name
+from ..records import Side
+from ..state import StoreId
+
+IN_FLIGHT = "in flight"
+"""Where a foreign-key join's messages on their way to a task appear in that task's state
+(written by :class:`kjoin.joins.fk_transport.InFlightMessages`)."""
+
+STORE_ORDER = (
+    CLOCK, *(window_store_name(side) for side in Side), OUTER_BUFFER,
+    *(name(side) for side in Side for name in (table_store_name, versioned_store_name)),
+    GRACE_BUFFER, SUBSCRIPTIONS, IN_FLIGHT,
+)
+"""The order of a task's stores wherever they are listed: a foreign-key join reads left
+table, right table, subscription store, then the messages on their way. Other stores
+(chained joins, result tables, caches) follow by name."""
+
+
+def __getattr__(name: str) -> object:
+    """``from kjoin.stores import InFlightMessages`` keeps working: the messages between a
+    foreign-key join's tasks are a transport, kept in :mod:`kjoin.joins.fk_transport`."""
+    if name == "InFlightMessages":
+        from ..joins.fk_transport import InFlightMessages
+
+        return InFlightMessages
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def store_order(store: StoreId) -> tuple[int, int, str]:
+    """Sort key of a store: by task, then :data:`STORE_ORDER`, then name."""
+    rank = STORE_ORDER.index(store.name) if store.name in STORE_ORDER else len(STORE_ORDER)
+    return (store.task, rank, store.name)
+
+__all__ = [
+    "Store", "StoreKind", "STORE_KINDS", "kind_of", "sort_key", "STORE_ORDER", "store_order", "IN_FLIGHT",
+    "Clock", "CLOCK", "STREAM_TIME", "observed_time_name",
+    "WindowStore", "window_store_name",
+    "OuterJoinBuffer", "BufferedRecord", "OUTER_BUFFER",
+    "TableStore", "table_store_name",
+    "VersionedStore", "PutResult", "versioned_store_name",
+    "GraceBuffer", "GraceBuffered", "GRACE_BUFFER", "GRACE_STREAM_TIME",
+    "SubscriptionStore", "SUBSCRIPTIONS",
+    "RecordCache", "CachedUpdate",
+]

@@ -1,0 +1,96 @@
+"""A stream-stream join's window stores: one side's records, kept for the store's retention."""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import itertools
+from typing import Any
+
+from ..records import Side
+from ..state import StateLog
+from .base import Store
+from .clock import Clock, observed_time_name
+
+__all__ = ["WindowStore", "window_store_name"]
+
+
+def window_store_name(side: Side) -> str:
+    return f"{side} window"
+
+
+class WindowStore(Store):
+    """One side's window store in a stream-stream join.
+
+    A fetch returns only records with ``ts >= observed - retention + 1``, where ``observed``
+    is the largest timestamp ever put into *this* store: Kafka's segmented store hides
+    older records, and kjoin removes them from the visible state at the same moment.
+    Entries in the state: ``(key, ts, seq) -> value``; rows ``key | ts | value`` in (key, ts,
+    arrival) order.
+    """
+
+    kind = "window"
+    header = ("key", "ts", "value")
+    default_names = tuple(window_store_name(side) for side in Side)
+
+    def __init__(
+        self, log: StateLog, task: int, side: Side, retention_ms: int, clock: Clock, name: str | None = None
+    ) -> None:
+        super().__init__(log, task, name or window_store_name(side))
+        self.retention_ms = retention_ms
+        self._clock = clock
+        self._observed_name = observed_time_name(window_store_name(side))
+        self._by_key: dict[Any, list[tuple[int, int, Any]]] = {}
+        self._by_time: list[tuple[int, int, Any]] = []  # heap of (ts, seq, key)
+        self._seq = itertools.count()
+
+    @classmethod
+    def row(cls, entry_key: Any, stored: Any) -> tuple:
+        key, ts, _ = entry_key
+        return (key, ts, stored)
+
+    @property
+    def observed_ms(self) -> int | None:
+        return self._clock.get(self._observed_name)
+
+    def visible_from(self) -> int | None:
+        """The oldest timestamp a fetch can still return, or ``None`` before the first put."""
+        observed = self.observed_ms
+        return None if observed is None else observed - self.retention_ms + 1
+
+    def put(self, key: Any, ts: int, value: Any) -> bool:
+        """Store a record; ``False`` if it is already older than the retention."""
+        self._clock.advance(self._observed_name, ts)
+        self._expire()
+        start = self.visible_from()
+        if start is not None and ts < start:
+            return False
+        seq = next(self._seq)
+        bisect.insort(self._by_key.setdefault(key, []), (ts, seq, value), key=lambda row: row[:2])
+        heapq.heappush(self._by_time, (ts, seq, key))
+        self._log.put(self.store, (key, ts, seq), value)
+        return True
+
+    def fetch(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
+        """``(ts, value)`` of ``key``'s records with ``time_from <= ts <= time_to``, in (ts, arrival) order."""
+        start = self.visible_from()
+        if start is not None:
+            time_from = max(time_from, start)
+        rows = self._by_key.get(key, ())
+        lo = bisect.bisect_left(rows, time_from, key=lambda row: row[0])
+        found = []
+        for ts, _, value in itertools.islice(rows, lo, None):
+            if ts > time_to:
+                break
+            found.append((ts, value))
+        return found
+
+    def _expire(self) -> None:
+        start = self.visible_from()
+        while self._by_time and self._by_time[0][0] < start:
+            ts, seq, key = heapq.heappop(self._by_time)
+            rows = self._by_key[key]
+            rows.remove(next(row for row in rows if row[1] == seq))
+            if not rows:
+                del self._by_key[key]
+            self._log.delete(self.store, (key, ts, seq))
