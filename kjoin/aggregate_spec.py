@@ -42,6 +42,7 @@ from .aggregates import (
     run_wtable_join,
 )
 from .joins.aggregate import Aggregation, TableAggregate, count, sum_of
+from .joins.context import default_joiner
 from .joins.window_aggregate import TimeWindows, Windowed
 from .joins.wtable import select_by_field, select_by_timestamp, shift_by
 from .records import render_value
@@ -186,7 +187,8 @@ class AggregateSpec:
         raise self._fail(f"selector: timestamp or {{field: name}}, not {spec!r}")
 
     # -- run ----------------------------------------------------------------------------
-    def run(self) -> AggregateTrace:
+    def run(self, joiner: Callable[[Any, Any], Any] = default_joiner) -> AggregateTrace:
+        """Run the scenario; ``joiner(left, right)`` makes a WTable join's result values."""
         data = self.data
         events = data.get("events", [])
         partitions = data.get("partitions", 1)
@@ -211,6 +213,7 @@ class AggregateSpec:
                 selector=self.selector(),
                 partitions=partitions,
                 self_join=bool(data.get("self_join")),
+                joiner=joiner,
                 **stores,
             )
         except ValueError as error:

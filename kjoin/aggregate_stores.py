@@ -312,7 +312,8 @@ class RepartitionTopicKind(StoreKind):
 
     @classmethod
     def summary(cls, record: Any, stored: Any = None) -> tuple[Any, Any, Any, Any]:
-        return record["key"], record["ts"], record["new"], f"old {render_value(record['old'])}, offset {record['offset']}"
+        detail = f"old {render_value(record['old'])}, offset {record['offset']}"
+        return record["key"], record["ts"], record["new"], detail
 
 
 class WindowAggregateStoreKind(StoreKind):

@@ -24,7 +24,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    trace = run(load_scenario(args.scenario))
+    scenario = load_scenario(args.scenario)
+    trace = run(scenario)
+    if not isinstance(scenario, Scenario):  # an aggregate or windowed-table scenario
+        from .aggregate_spec import spec_jsonl, spec_table
+
+        lines = spec_jsonl(trace) if args.format == "jsonl" else [spec_table(trace)]
+        for line in lines:
+            print(line)
+        return 0
     if args.format == "jsonl":
         for line in trace_jsonl(trace):
             print(line)

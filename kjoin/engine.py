@@ -43,8 +43,15 @@ __all__ = ["run", "new_join", "foreign_key_options"]
 def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) -> Trace:
     """Process every event of ``scenario`` and return the trace.
 
-    ``joiner(left, right)`` computes each result's value; the default renders ``A-a``.
+    ``joiner(left, right)`` computes each result's value; the default renders ``A-a``. An
+    aggregate or windowed-table scenario (:class:`kjoin.aggregate_spec.AggregateSpec`, what
+    :func:`kjoin.load_scenario` gives for those ``join:`` names) runs through its own runner.
     """
+    if not isinstance(scenario, Scenario):
+        from .aggregate_spec import AggregateSpec
+
+        if isinstance(scenario, AggregateSpec):
+            return scenario.run(joiner)
     if scenario.join == "fk":
         return _run_foreign_key(scenario, joiner)
     log = StateLog()

@@ -1,9 +1,24 @@
-"""The seed-000 joins as ``kjoin run`` prints them: the table format names the windows."""
+"""The seed-000 joins through ``kjoin.load_scenario``, ``kjoin.run`` and ``kjoin run`` (table and JSON lines)."""
 
 from __future__ import annotations
 
-from kjoin.aggregate_spec import run_spec, spec_table
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import kjoin
+from kjoin.aggregate_spec import AGGREGATE_JOINS, AggregateSpec, run_spec, spec_table
 from kjoin.aggregates import DAY_MS, WEEK_MS
+from kjoin.cli import main
+
+from .test_spark_aggregates import random_spec
+
+ROOT = Path(__file__).resolve().parent.parent
 
 PAGE_VIEWS = {
     "join": "wtable-wtable",
@@ -35,3 +50,72 @@ def test_the_table_shows_late_drops_and_aggregate_updates():
     grouped = run_spec({"join": "table-aggregate", "group_by": "g", "partitions": 2,
                         "events": [{"key": "a", "value": {"g": "x"}, "ts": 3}]})
     assert spec_table(grouped).splitlines()[0] == "table-aggregate (count) grouped by g, 2 partitions"
+
+
+
+# -- kjoin.load_scenario, kjoin.run and `kjoin run` route the six join names -------------------------
+
+
+def _write(tmp_path, data, name="scenario.yaml"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data) if name.endswith(".json") else yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("join", AGGREGATE_JOINS)
+def test_load_scenario_and_kjoin_run_take_every_seed_000_join(tmp_path, join):
+    spec = random_spec(join, random.Random(len(join)))
+    path = _write(tmp_path, spec)
+    loaded = kjoin.load_scenario(path)
+    assert isinstance(loaded, AggregateSpec) and loaded.join == join and loaded.source == str(path)
+    trace = kjoin.run(loaded)
+    expected = AggregateSpec.from_dict(spec).run()
+    assert [[o.to_dict() for o in s.outputs] for s in trace] == [[o.to_dict() for o in s.outputs] for s in expected]
+    assert [(s.fate, s.reason) for s in trace] == [(s.fate, s.reason) for s in expected]
+
+
+def test_kjoin_run_prints_the_table_and_jsonl_with_windows(tmp_path, capsys):
+    path = _write(tmp_path, PAGE_VIEWS, "views.json")
+    assert main(["run", str(path)]) == 0
+    table = capsys.readouterr().out
+    assert table.startswith("wtable-wtable left join, tumbling windows of 86400000 ms")
+    assert "home@[604800000, 691200000): 1-1@604800004" in table
+    assert main(["run", str(path), "--format", "jsonl"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["step"] for line in lines] == [0, 1]
+    last = lines[1]["outputs"][0]
+    assert last["key"] == "home" and last["window"] == {"start_ms": WEEK_MS, "end_ms": WEEK_MS + DAY_MS}
+    assert (last["left"], last["right"], last["value"]) == (1, 1, "1-1")
+
+
+def test_a_bad_seed_000_scenario_names_the_file_and_field_without_a_traceback(tmp_path, capsys):
+    bad = _write(tmp_path, {**PAGE_VIEWS, "selector": "timestamp"})
+    assert main(["run", str(bad)]) == 2
+    error = capsys.readouterr().err
+    assert str(bad) in error and "selector: not a field of a wtable-wtable scenario" in error
+    assert "Traceback" not in error
+    failing = _write(tmp_path, {"join": "window-aggregate", "window": {"size_ms": 10}, "aggregate": {"sum": "n"},
+                                "events": [{"key": "a", "value": {"n": "two"}, "ts": 1}]}, "sum.yaml")
+    assert main(["run", str(failing)]) == 2
+    error = capsys.readouterr().err
+    assert "events[0]" in error and "sum of n adder failed" in error and "Traceback" not in error
+
+
+def test_the_kjoin_command_runs_a_seed_000_file(tmp_path):
+    path = _write(tmp_path, {"join": "table-aggregate", "group_by": "page", "events": [
+        {"key": "o1", "value": {"page": "home"}, "ts": 1}, {"key": "o1", "value": {"page": "cart"}, "ts": 2}]})
+    done = subprocess.run([sys.executable, "-m", "kjoin.cli", "run", str(path), "--format", "jsonl"],
+                          capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    steps = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [[(o["key"], o["value"], o["kind"]) for o in s["outputs"]] for s in steps] == [
+        [("home", 1, "aggregate-add")],
+        [("home", 0, "aggregate-subtract"), ("cart", 1, "aggregate-add")],
+    ]
+
+
+def test_kjoin_run_passes_the_joiner_to_a_wtable_join(tmp_path):
+    loaded = kjoin.load_scenario(_write(tmp_path, PAGE_VIEWS))
+    trace = kjoin.run(loaded, lambda today, last_week: {"today": today, "last_week": last_week})
+    values = [o.value for s in trace for o in s.outputs]
+    assert values == [{"today": 1, "last_week": None}, {"today": 1, "last_week": 1}]

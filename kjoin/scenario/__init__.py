@@ -63,6 +63,23 @@ __all__ = [
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a YAML or JSON scenario file."""
+    """Read and validate a YAML or JSON scenario file.
+
+    A file whose ``join`` is an aggregate or a windowed-table join (``table-aggregate``,
+    ``window-aggregate``, ``wtable-wtable``, ``wtable-table``, ``stream-wtable``,
+    ``table-wtable``) gives a :class:`kjoin.aggregate_spec.AggregateSpec` instead, with the
+    fields described there; :func:`kjoin.run` runs either.
+    """
     path = Path(path)
-    return Scenario.from_dict(read_document(path), source=str(path))
+    data = read_document(path)
+    if isinstance(data, dict) and data.get("join") in _aggregate_joins():
+        from ..aggregate_spec import AggregateSpec
+
+        return AggregateSpec.from_dict(data, source=str(path))  # type: ignore[return-value]
+    return Scenario.from_dict(data, source=str(path))
+
+
+def _aggregate_joins() -> tuple[str, ...]:
+    from ..aggregate_spec import AGGREGATE_JOINS  # imported late: it builds on this package
+
+    return AGGREGATE_JOINS
