@@ -1,8 +1,8 @@
 """Seed 000's joins as declarative data: the scenario fields of ``table-aggregate``,
 ``window-aggregate`` and the four WTable joins, validated with errors that name the field.
 
-This is the part of the scenario format the YAML/JSON loader and ``kjoin run`` will route
-these six ``join:`` names to::
+This is the part of the scenario format that :func:`kjoin.load_scenario` (and so ``kjoin
+run``) routes these six ``join:`` names to::
 
     join: wtable-wtable            # table-aggregate | window-aggregate | wtable-wtable | wtable-table
                                    # | stream-wtable | table-wtable
