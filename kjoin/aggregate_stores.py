@@ -43,6 +43,7 @@ __all__ = [
     "storage_overhead",
     "KAFKA_MIN_SEGMENT_INTERVAL_MS",
     "describe_store",
+    "AGGREGATE_KINDS",
 ]
 
 KAFKA_MIN_SEGMENT_INTERVAL_MS = 60_000
@@ -355,6 +356,10 @@ class HoppingWindowKind(StoreKind):
     @classmethod
     def row(cls, entry_key: Any, stored: Any) -> tuple:
         return (entry_key[0], entry_key[1], stored)
+
+
+AGGREGATE_KINDS = (AggregateStoreKind, RepartitionTopicKind, WindowAggregateStoreKind, SegmentsKind, HoppingWindowKind)
+"""The store kinds of aggregates, windowed tables and hopping-window joins."""
 
 
 def describe_store(name: str, entries: dict[Any, Any]) -> tuple[tuple[str, ...], list[tuple]]:

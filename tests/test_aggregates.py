@@ -409,6 +409,7 @@ def test_every_new_store_describes_itself_and_its_snapshot_rows_match_the_live_r
     from kjoin.joins.window_aggregate import WindowAggregate
     from kjoin.records import Record, Side
     from kjoin.state import StateLog
+    from kjoin.stores import kind_of
 
     log = StateLog()
     topology = TableAggregate(log, 1, lambda key, value: value["page"], count())
@@ -427,6 +428,11 @@ def test_every_new_store_describes_itself_and_its_snapshot_rows_match_the_live_r
     for store in stores:
         assert store.rows() == type(store).rows_from(log.live[store.store])
         assert all(len(row) == len(store.header) for row in store.rows())
+        kind = kind_of(store.store)  # the kind its id declares reads the same rows from the log
+        assert kind is not None and kind.header == store.header
+        assert kind.rows_of(log.live[store.store]) == store.rows()
+    segments = windowed.store.segment_store
+    assert kind_of(segments).rows_of(log.live[segments]) == windowed.store.segment_rows()
     assert AggregateStore.rows_from(log.live[topology.results[0].store]) == [("X", 1, 25), ("Y", 1, 25)]
     assert RepartitionTopic.rows_from(log.live[topology.topics[0].store])[2] == (2, "X", None, {"page": "X"}, 25, 2)
     # the window store rolled at 20: segment 0 ([0, 10)) was dropped whole

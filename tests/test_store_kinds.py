@@ -49,8 +49,24 @@ SCENARIOS = {
 }
 
 
+AGGREGATE_SCENARIOS = {  # the aggregates' and windowed tables' stores (kjoin.aggregate_stores)
+    "table aggregate": {"join": "table-aggregate", "group_by": "g", "partitions": 2, "events": [
+        {"key": "a", "value": {"g": "x"}, "ts": 1}, {"key": "a", "value": {"g": "y"}, "ts": 2}]},
+    "wtable join": {"join": "wtable-table", "window": {"size_ms": 10}, "events": [
+        {"side": "left", "key": "a", "value": 1, "ts": 1}, {"side": "right", "key": "a", "value": "t", "ts": 2}]},
+}
+
+
 def _traces():
-    return {name: kjoin.run(kjoin.Scenario.from_dict(data)) for name, data in SCENARIOS.items()}
+    from kjoin.aggregate_spec import run_spec
+    from kjoin.aggregates import TimeWindows, run_hopping_join
+
+    traces = {name: kjoin.run(kjoin.Scenario.from_dict(data)) for name, data in SCENARIOS.items()}
+    traces.update({name: run_spec(data) for name, data in AGGREGATE_SCENARIOS.items()})
+    hopping = [{"side": "left", "key": "a", "value": "L", "ts": 12},
+               {"side": "right", "key": "a", "value": "r", "ts": 14}]
+    traces["hopping join"] = run_hopping_join(hopping, TimeWindows(10, advance_ms=5))
+    return traces
 
 
 def test_every_kind_has_a_name_and_a_header_of_column_names():
@@ -99,7 +115,10 @@ def _live_stores(log: StateLog) -> list:
 def test_a_live_store_shows_the_rows_its_kind_builds_from_the_log():
     log = StateLog()
     stores = _live_stores(log)
-    assert {type(store).kind for store in stores} | {SubscriptionStore.kind, InFlight.kind} == set(STORE_KINDS)
+    from kjoin.aggregate_stores import AGGREGATE_KINDS  # live-checked in tests/test_aggregates.py
+
+    kinds = {type(store).kind for store in stores} | {SubscriptionStore.kind, InFlight.kind}
+    assert kinds | {kind.kind for kind in AGGREGATE_KINDS} == set(STORE_KINDS)
     for store in stores:
         assert isinstance(store, Store) and store.name == store.store.name
         rows = store.rows()
