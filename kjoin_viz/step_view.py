@@ -157,11 +157,15 @@ class StepView:
         if self.foreign_key:
             timeline = flight_svg(self.trace, step)
         else:
-            timeline = timeline_svg(self.trace, step, late=self.late, stream_time=self.stream_time(step), span=self._span)
-        state = '<div class="kjoin-viz kjoin-state">' + "".join(_table_html(t) for t in self.tables(step)) + "</div>"
-        outputs = f'<div class="kjoin-viz kjoin-outputs">outputs of this step: {_outputs_html(s.outputs) or "(none)"}</div>'
+            timeline = timeline_svg(self.trace, step, late=self.late, stream_time=self.stream_time(step),
+                                    span=self._span)
+        state = ('<div class="kjoin-viz kjoin-state" style="display:flex;flex-wrap:wrap;align-items:flex-start">'
+                 + "".join(_table_html(t) for t in self.tables(step)) + "</div>")
+        outputs = (f'<div class="kjoin-viz kjoin-outputs">outputs of this step: '
+                   f'{_outputs_html(s.outputs) or "(none)"}</div>')
         held = ", ".join(_held_html(h) for h in self.held_tail(step))
-        log = (f'<div class="kjoin-viz kjoin-log">log so far ({total} outputs; latest last): {_outputs_html(tail) or "(none)"}'
+        log = (f'<div class="kjoin-viz kjoin-log">log so far ({total} outputs; latest last): '
+               f'{_outputs_html(tail) or "(none)"}'
                f"<br>held or dropped so far (latest last): {held or '(none)'}</div>")
         explain = f'<div class="kjoin-viz kjoin-explain">{label_html(fate_label(s))}: {html.escape(s.explain)}</div>'
         return StepPanes(header, timeline, state, outputs, log, explain)
@@ -181,7 +185,8 @@ def svg_image(svg: str) -> str:
     kind = "kjoin-flight" if 'class="kjoin-flight"' in svg[:80] else "kjoin-timeline"
     width = svg.split(' width="', 1)[1].split('"', 1)[0]
     data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-    return (f'<img class="{kind}-image" alt="{kind[6:]} of this step" style="width:100%;max-width:{width}px;height:auto" '
+    return (f'<img class="{kind}-image" alt="{kind[6:]} of this step" '
+            f'style="width:100%;max-width:{width}px;height:auto" '
             f'src="data:image/svg+xml;base64,{data}">')
 
 
@@ -245,13 +250,18 @@ def _table_html(table: StoreTable) -> str:
         for i, row in enumerate(table.rows)
     )
     span = f'colspan="{len(table.header)}" style="{CELL}"'
-    body += "".join(f'<tr class="deleted" style="color:#a33;text-decoration:line-through"><td {span}>deleted {html.escape(k)}</td></tr>'
+    struck = "color:#a33;text-decoration:line-through"
+    body += "".join(f'<tr class="deleted" style="{struck}"><td {span}>deleted {html.escape(k)}</td></tr>'
                     for k in table.deleted)
     if table.hidden:
         body += f"<tr><td {span}>… {table.hidden} more</td></tr>"
     if not body:
         body = f"<tr><td {span}>(empty)</td></tr>"
-    note = f'<br><span class="kjoin-note" style="font-weight:normal;white-space:normal;color:#555">{html.escape(table.note)}</span>' if table.note else ""
-    return (f'<table data-store="{html.escape(table.title)}" style="border-collapse:collapse;font:12px monospace;margin:2px 12px 8px 0">'
+    note = ""
+    if table.note:
+        note = (f'<br><span class="kjoin-note" style="font-weight:normal;white-space:normal;color:#555">'
+                f"{html.escape(table.note)}</span>")
+    return (f'<table data-store="{html.escape(table.title)}" '
+            f'style="border-collapse:collapse;font:12px monospace;margin:2px 12px 8px 0">'
             f'<caption style="text-align:left;font-weight:bold">{html.escape(table.title)}{note}</caption>'
             f"<tr>{head}</tr>{body}</table>")

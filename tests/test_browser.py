@@ -41,8 +41,15 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 ARTIFACTS = ROOT / "test-artifacts"
 SETTINGS = ROOT / "jupyter" / "settings"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 VIEWPORT = {"width": 1280, "height": 900}
 ANSWER = "Zq-zq"
 """What the test types into predict widgets: it must never reach the saved notebook."""
@@ -87,14 +94,28 @@ def lab(tmp_path):
     root.mkdir()
     for notebook in NOTEBOOKS:
         shutil.copy(notebook, root / notebook.name)
-    user_settings = tmp_path / "settings" / "@jupyterlab" / "docmanager-extension"
-    user_settings.mkdir(parents=True)
-    (user_settings / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
+    user_settings = tmp_path / "settings" / "@jupyterlab"
+    (user_settings / "docmanager-extension").mkdir(parents=True)
+    (user_settings / "docmanager-extension" / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
+    # every cell rendered, also off screen: the test reads every prompt and every widget
+    (user_settings / "notebook-extension").mkdir(parents=True)
+    (user_settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     port, token = _free_port(), secrets.token_hex(16)
-    command = [sys.executable, "-m", "jupyter", "lab", f"--port={port}", "--ip=127.0.0.1", "--no-browser",
-               "--ServerApp.open_browser=False", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-               f"--LabApp.app_settings_dir={SETTINGS}",
-               f"--LabApp.user_settings_dir={tmp_path / 'settings'}", f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}"]
+    command = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        f"--port={port}",
+        "--ip=127.0.0.1",
+        "--no-browser",
+        "--ServerApp.open_browser=False",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.app_settings_dir={SETTINGS}",
+        f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
+        f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+    ]
     if os.geteuid() == 0:
         command.append("--allow-root")
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "PYTHONPATH": str(ROOT)}
@@ -156,10 +177,14 @@ def _run_all(page) -> None:
 
 def _fits(page, selector: str) -> list[str]:
     """The elements matching ``selector`` that are wider than what shows them (cut or scrolled)."""
-    return page.eval_on_selector_all(selector, """els => els.filter(e => {
+    return page.eval_on_selector_all(
+        selector,
+        """els => els.filter(e => {
         const area = e.closest('.jp-OutputArea-output') || e.parentElement;
-        return e.scrollWidth > e.clientWidth + 2 || e.getBoundingClientRect().right > area.getBoundingClientRect().right + 2;
-    }).map(e => e.className + ' ' + e.scrollWidth + '>' + e.clientWidth)""")
+        return e.scrollWidth > e.clientWidth + 2
+            || e.getBoundingClientRect().right > area.getBoundingClientRect().right + 2;
+    }).map(e => e.className + ' ' + e.scrollWidth + '>' + e.clientWidth)""",
+    )
 
 
 def _code(notebook: Path) -> str:
@@ -255,8 +280,12 @@ def test_every_notebook_runs_in_jupyterlab_and_its_widgets_work(lab, browser, no
     assert page.get_by_text("Error displaying widget").count() == 0
     # every widget the notebook creates is on the page, and reacts
     code = _code(notebook)
-    expected = {"stepper": code.count("Stepper("), "predict": code.count("Predict("),
-                "variants": code.count("Variants("), "whatif": code.count("WhatIf(")}
+    expected = {
+        "stepper": code.count("Stepper("),
+        "predict": code.count("Predict("),
+        "variants": code.count("Variants("),
+        "whatif": code.count("WhatIf("),
+    }
     if any(expected.values()):
         expect(page.locator(".jupyter-widgets").first).to_be_visible(timeout=60_000)
     driven = _drive_widgets(page, stem)
@@ -264,7 +293,9 @@ def test_every_notebook_runs_in_jupyterlab_and_its_widgets_work(lab, browser, no
         # a widget built but not displayed (e.g. only printed as text) is not on the page
         assert driven[kind] >= min(count, 1), f"{notebook.name}: no {kind} widget rendered ({driven})"
     # every view fits the notebook's width with the file browser open
-    selectors = ".kjoin-stepper, .kjoin-predict, .kjoin-variants, .kjoin-whatif, .kjoin-step, .kjoin-table, .kjoin-whatif-table"
+    selectors = (
+        ".kjoin-stepper, .kjoin-predict, .kjoin-variants, .kjoin-whatif, .kjoin-step, .kjoin-table, .kjoin-whatif-table"
+    )
     assert _fits(page, selectors) == [], f"{notebook.name}: views wider than the notebook"
     page.screenshot(path=str(ARTIFACTS / f"{stem}-2-driven.png"), full_page=False)
     # save: the file holds no widget state and none of the learner's answers
@@ -288,7 +319,9 @@ def test_every_notebook_runs_in_jupyterlab_and_its_widgets_work(lab, browser, no
 SEED_004 = dict(
     left="1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D, 40:E, 60:F, 100:G",
     right="2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d, 80:f",
-    window={"before_ms": 15, "after_ms": 15, "grace_ms": 5}, semantics="3.1")
+    window={"before_ms": 15, "after_ms": 15, "grace_ms": 5},
+    semantics="3.1",
+)
 
 
 def _state_rows(view: StepView, step: int) -> list[str]:
@@ -314,10 +347,13 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
 
     base, token, root = lab
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(
-        "import kjoin, kjoin_viz\n"
-        f"trace = kjoin.run(kjoin.Scenario.from_notation('stream-stream', 'left', **{SEED_004!r}))\n"
-        "kjoin_viz.Stepper(trace, step=17)")]
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "import kjoin, kjoin_viz\n"
+            f"trace = kjoin.run(kjoin.Scenario.from_notation('stream-stream', 'left', **{SEED_004!r}))\n"
+            "kjoin_viz.Stepper(trace, step=17)"
+        )
+    ]
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, root / "stepper_check.ipynb")
     trace = kjoin.run(kjoin.Scenario.from_notation("stream-stream", "left", **SEED_004))
