@@ -40,6 +40,8 @@ from .store_view import store_tables
 __all__ = ["Predict", "Verdict", "trainer_mode", "leave_step", "parse_outputs", "ASKS"]
 
 ASKS = ("fate+outputs", "release")
+CONTEXT_ROWS = 15
+"""Input records shown before the asked step (and, for ``release``, after it)."""
 STILL_WAITING = -1
 """The ``release`` answer "it is still waiting when the input ends"."""
 
@@ -134,15 +136,15 @@ class Predict(widgets.VBox):
             self.fate = widgets.RadioButtons(
                 options=[(text, tone) for tone, text in TONES.items()],
                 value=None,
-                description="it",
                 layout={"width": "auto"},
             )
+            self.fate.add_class("kjoin-fate-choice")
             self.outputs = widgets.Text(
                 placeholder="e.g. A-a, B-a   or   A-null   or   none",
                 description="outputs",
                 layout={"width": "100%", "max_width": "520px"},
             )
-            inputs: list[widgets.Widget] = [self.fate, self.outputs]
+            inputs: list[widgets.Widget] = [widgets.HTML("<b>the record …</b>"), self.fate, self.outputs]
         else:
             options = [(self._step_option(j), j) for j in range(step + 1, len(trace.steps))]
             options.append(("it is still waiting when the input ends", STILL_WAITING))
@@ -197,7 +199,9 @@ class Predict(widgets.VBox):
         """The input so far (and, for ``release``, the input still to come) and the state before
         the step."""
         steps = self.trace.steps
-        shown = steps if self.ask == "release" else steps[: self.index + 1]
+        first = max(0, self.index - CONTEXT_ROWS)
+        last = min(len(steps), self.index + 1 + (CONTEXT_ROWS if self.ask == "release" else 0))
+        shown = steps[first:last]
         cell = "border:1px solid #ccc;padding:1px 6px;text-align:left"
         rows = []
         for s in shown:
@@ -221,6 +225,10 @@ class Predict(widgets.VBox):
             rows.append(f"<tr{style}>" + "".join(f'<td style="{cell}">{c}</td>' for c in cells) + "</tr>")
         head = "".join(f'<th style="{cell}">{h}</th>' for h in ("step", "side", "key", "value", "ts", "emitted"))
         title = "the input" if self.ask == "release" else "the input so far"
+        if first:
+            title += f" (the {CONTEXT_ROWS} records before step {self.index}; steps 0 to {first - 1} not shown)"
+        if last < len(steps):
+            rows.append(f'<tr><td colspan="6" style="{cell}">… {len(steps) - last} more to come</td></tr>')
         records = (
             f'<table style="border-collapse:collapse;font:12px monospace;margin:2px 12px 8px 0">'
             f'<caption style="text-align:left;font-weight:bold">{title}</caption><tr>{head}</tr>{"".join(rows)}</table>'

@@ -255,3 +255,14 @@ def test_every_choice_is_a_tone(trace):
     tones = {fate_label(s).tone for s in trace.steps}
     assert tones <= set(TONES)
     assert [value for _, value in Predict(trace, 1).fate.options] == list(TONES)
+
+
+def test_a_long_trace_shows_only_the_records_near_the_question():
+    from kjoin_viz.bench import long_scenario
+    from kjoin_viz.predict import CONTEXT_ROWS
+
+    trace = kjoin.run(long_scenario(200))
+    context = Predict(trace, 150).children[1].value
+    assert f"steps 0 to {150 - CONTEXT_ROWS - 1} not shown" in context
+    assert f"<td style=\"border:1px solid #ccc;padding:1px 6px;text-align:left\">{150 - CONTEXT_ROWS}</td>" in context
+    assert f">{150 - CONTEXT_ROWS - 1}</td>" not in context and ">151</td>" not in context
