@@ -35,7 +35,7 @@ LOG_TAIL = 12
 """Outputs shown in the "log so far" (the latest ones)."""
 
 CSS = """<style>
-.kjoin-viz {max-width: 100%; overflow-wrap: anywhere}
+.kjoin-viz {max-width: 100%}
 .kjoin-viz table {border-collapse: collapse; font: 12px monospace; margin: 2px 12px 8px 0}
 .kjoin-viz th, .kjoin-viz td {border: 1px solid #ccc; padding: 1px 6px; text-align: left}
 .kjoin-viz caption {text-align: left; font-weight: bold; white-space: nowrap}

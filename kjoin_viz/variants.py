@@ -56,7 +56,8 @@ def seed_table_html(traces: Mapping[str, Trace], current: int | None = None, wit
     writes each output's timestamp."""
     columns = list(traces)
     first = traces[columns[0]]
-    head = "".join(f'<th style="{CELL}">{html.escape(h)}</th>' for h in ["step", "ts", "left", "right", *columns])
+    head = "".join(f'<th style="{CELL};white-space:nowrap">{html.escape(h)}</th>'
+                   for h in ["step", "ts", "left", "right", *columns])
     rows = []
     for index, step in enumerate(first.steps):
         record = step.record
