@@ -28,20 +28,46 @@ from typing import Mapping
 import altair as alt
 import pandas as pd
 
-from kjoin.fates import Fate
 from kjoin.records import render_value
 from kjoin.render import cell
 from kjoin.trace import Trace
+
+from .labels import TONE_COLOURS, TONES, fate_label
 
 __all__ = ["timeline_chart", "outputs_chart", "drops_chart", "era_diff_chart", "use_offline_renderer", "MAX_ROWS"]
 
 MAX_ROWS = 5000
 """altair's default ``max_rows``: no chart here embeds more rows than this."""
 
+WIDTH = 520
+"""Chart width in pixels: fits a notebook with the file browser open."""
+SCREEN_HEIGHT = 420
+"""A faceted chart's facets share this height, so the whole chart fits one screen."""
+
+
+def _integer_axis(title: str) -> alt.Axis:
+    """An axis of whole numbers (steps, counts, milliseconds): no 2.5 between 2 and 3."""
+    return alt.Axis(title=title, format="d", tickMinStep=1)
+
+
+def offline_renderer(spec: dict, **metadata) -> tuple[dict, dict]:
+    """Both pictures of a chart, drawn in the kernel by vl-convert: SVG (sharp, and compared by
+    nbval) and PNG (what JupyterLab shows for a notebook it does not trust yet, e.g. one opened
+    without running: it renders no stored SVG there, but it does render PNG)."""
+    from altair.vegalite.v6.display import png_renderer, svg_renderer
+
+    svg = svg_renderer(spec, **metadata)
+    png = png_renderer(spec, **metadata)
+    png_data, png_metadata = png if isinstance(png, tuple) else (png, {})
+    return {**svg, **png_data}, png_metadata
+
+
+alt.renderers.register("kjoin-offline", offline_renderer)
+
 
 def use_offline_renderer() -> None:
-    """Render charts as static SVG drawn in the kernel (see the module docstring for why)."""
-    alt.renderers.enable("svg")
+    """Render charts as static SVG and PNG drawn in the kernel (see the module docstring for why)."""
+    alt.renderers.enable("kjoin-offline")
 
 
 def timeline_chart(trace: Trace) -> alt.Chart:
@@ -56,18 +82,21 @@ def timeline_chart(trace: Trace) -> alt.Chart:
         data["key"] = data["key"].map(render_value)
         data["value"] = data["value"].map(render_value)
         data["null_value"] = data["value"] == "null"
-        return alt.Chart(data, title="input records").mark_point(size=80, filled=True).encode(
-            x=alt.X("ts:Q", title="timestamp (ms)"),
+        labels = [fate_label(s) for s in trace.steps]  # the words and colours every view uses
+        data["what"] = [label.text for label in labels]
+        data["tone"] = [label.tone for label in labels]
+        return alt.Chart(data, title="input records", width=WIDTH).mark_point(size=80, filled=True).encode(
+            x=alt.X("ts:Q", axis=_integer_axis("timestamp (ms)")),
             y=alt.Y("side:N", sort=["left", "right"], title=None),
-            color=alt.Color("fate:N", title="fate"),
+            color=alt.Color("tone:N", title="the record", scale=_tone_scale(data["tone"])),
             shape=alt.Shape("null_value:N", title="null value"),
-            tooltip=["step:Q", "side:N", "key:N", "value:N", "ts:Q", "fate:N", "reason:N"],
+            tooltip=["step:Q", "side:N", "key:N", "value:N", "ts:Q", alt.Tooltip("what:N", title="what happened")],
         )
     width = _bucket_width(steps["ts"].min(), steps["ts"].max(), MAX_ROWS // 10)
     steps["ts_start"] = (steps["ts"] // width) * width
     data = steps.groupby(["ts_start", "side", "fate"], as_index=False).size().rename(columns={"size": "records"})
-    return alt.Chart(data, title=f"input records per {width} ms").mark_circle().encode(
-        x=alt.X("ts_start:Q", title="timestamp (ms)"),
+    return alt.Chart(data, title=f"input records per {width} ms", width=WIDTH).mark_circle().encode(
+        x=alt.X("ts_start:Q", axis=_integer_axis("timestamp (ms)")),
         y=alt.Y("side:N", sort=["left", "right"], title=None),
         color=alt.Color("fate:N", title="fate"),
         size=alt.Size("records:Q", title="records"),
@@ -75,8 +104,15 @@ def timeline_chart(trace: Trace) -> alt.Chart:
     )
 
 
+def _tone_scale(tones) -> alt.Scale:
+    """The tones present, in :data:`~kjoin_viz.labels.TONES` order, with their colours."""
+    present = [tone for tone in TONES if tone in set(tones)]
+    return alt.Scale(domain=present, range=[TONE_COLOURS[tone] for tone in present])
+
+
 def outputs_frame(traces: Mapping[str, Trace], cumulative: bool = False) -> pd.DataFrame:
-    """``variant, step, output, count``: results and tombstones emitted per step (bucket)."""
+    """``variant, step, output, count``: results and tombstones emitted per step (bucket). A
+    variant that emits no tombstones (or no results) has no rows for them: no empty series."""
     length = max(len(t.steps) for t in traces.values())
     bucket = max(1, math.ceil(length * 2 * len(traces) / MAX_ROWS))
     frames = []
@@ -87,10 +123,14 @@ def outputs_frame(traces: Mapping[str, Trace], cumulative: bool = False) -> pd.D
             for output in step.outputs:
                 (tombstones if output.tombstone else results)[step.index // bucket] += 1
         for label, counts in (("result", results), ("tombstone", tombstones)):
+            if not any(counts):
+                continue
             frame = pd.DataFrame({"variant": name, "step": [i * bucket for i in range(len(counts))], "output": label, "count": counts})
             if cumulative:
                 frame["count"] = frame["count"].cumsum()
             frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["variant", "step", "output", "count"])
     return pd.concat(frames, ignore_index=True)
 
 
@@ -101,23 +141,29 @@ def outputs_chart(traces: Mapping[str, Trace], cumulative: bool = False) -> alt.
     """
     data = outputs_frame(traces, cumulative)
     what = "cumulative outputs" if cumulative else "outputs per step"
-    mark = alt.Chart(data, title=what).mark_line(point=True, interpolate="step-after") if cumulative else alt.Chart(data, title=what).mark_bar()
+    kinds = [kind for kind in ("result", "tombstone") if kind in set(data["output"])]
+    colours = {"result": "#2a8a2a", "tombstone": "#c0392b"}
+    height = max(50, min(140, SCREEN_HEIGHT // max(len(traces), 1) - 30))
+    chart = alt.Chart(data, title=what, width=WIDTH, height=height)
+    mark = chart.mark_line(point=True, interpolate="step-after") if cumulative else chart.mark_bar()
     return mark.encode(
-        x=alt.X("step:Q" if cumulative else "step:O", title="step (processing order)"),
-        y=alt.Y("count:Q", title="outputs", stack=None if cumulative else True),
-        color=alt.Color("output:N", scale=alt.Scale(domain=["result", "tombstone"], range=["#2a8a2a", "#c0392b"]), title=None),
+        x=(alt.X("step:Q", axis=_integer_axis("step (processing order)"), scale=alt.Scale(domainMin=0)) if cumulative
+           else alt.X("step:O", title="step (processing order)")),
+        y=alt.Y("count:Q", axis=_integer_axis("outputs"), stack=None if cumulative else True),
+        color=alt.Color("output:N", scale=alt.Scale(domain=kinds, range=[colours[k] for k in kinds]), title=None),
         row=alt.Row("variant:N", title=None, sort=list(traces)),
         tooltip=["variant:N", "step:Q", "output:N", "count:Q"],
     )
 
 
 def drops_chart(trace: Trace) -> alt.Chart:
-    """How many input records were dropped, by reason."""
-    reasons = [s.reason.value if s.reason else "none" for s in trace.steps if s.fate is Fate.DROPPED]
+    """How many input records were dropped (lost for good: not an out-of-order version, which
+    is kept), by reason."""
+    reasons = [s.reason.value if s.reason else "none" for s in trace.steps if fate_label(s).lost]
     data = pd.Series(reasons, dtype="object").value_counts().rename_axis("reason").reset_index(name="records")
     data = data.sort_values(["records", "reason"], ascending=[False, True], ignore_index=True)
-    return alt.Chart(data, title="dropped records by reason").mark_bar().encode(
-        x=alt.X("records:Q", title="dropped records"),
+    return alt.Chart(data, title="dropped records by reason", width=WIDTH).mark_bar().encode(
+        x=alt.X("records:Q", axis=_integer_axis("dropped records")),
         y=alt.Y("reason:N", sort="-x", title=None),
         tooltip=["reason:N", "records:Q"],
     )
@@ -145,9 +191,9 @@ def era_diff_chart(before: Trace, after: Trace, names: tuple[str, str] | None = 
     """
     first, second = names or (str(before.scenario.semantics), str(after.scenario.semantics))
     data = era_diff_frame(before, after)
-    return alt.Chart(data, title=f"outputs under {second} minus under {first}").mark_bar().encode(
+    return alt.Chart(data, title=f"outputs under {second} minus under {first}", width=WIDTH).mark_bar().encode(
         x=alt.X("step:O", title="step"),
-        y=alt.Y("change:Q", title=f"{second} − {first}"),
+        y=alt.Y("change:Q", axis=_integer_axis(f"{second} − {first}")),
         color=alt.condition("datum.change > 0", alt.value("#2a8a2a"), alt.value("#c0392b")),
         tooltip=["step:Q", "ts:Q", "side:N", "value:N", alt.Tooltip("before:N", title=first), alt.Tooltip("after:N", title=second)],
     )

@@ -71,7 +71,8 @@ def flight_svg(trace: Trace, step: int) -> str:
     rows = flight_rows(trace, step)
     shown, more = rows[:MAX_ARROWS], len(rows) - MAX_ARROWS
     height = TOP + ROW * max(len(shown), 1) + (ROW if more > 0 else 0) + 14
-    parts = [f'<svg class="kjoin-flight" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" font-family="monospace" font-size="10">']
+    parts = [f'<svg class="kjoin-flight" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+             f'height="{height}" style="width:100%;max-width:{WIDTH}px;height:auto" font-family="monospace" font-size="10">']
     record = trace.steps[step].record
     is_input = not isinstance(trace.steps[step], DeliveryStep)
     for side, (x0, x1), title, what in ((Side.LEFT, LEFT_BOX, "left side", "primary-key tasks"), (Side.RIGHT, RIGHT_BOX, "right side", "foreign-key tasks")):

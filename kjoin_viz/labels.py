@@ -43,8 +43,15 @@ TONES = {
 }
 """The categories of what a record does, in plain words (the predict widget's choices)."""
 
-TONE_COLOURS = {"joined": "#1a6b1a", "null-result": "#2b6f8a", "tombstone": "#6b3fa0", "held": "#a66d00",
-                "stored": "#444", "no-match": "#666", "dropped": "#b22"}
+TONE_COLOURS = {
+    "joined": "#1a6b1a",
+    "null-result": "#2b6f8a",
+    "tombstone": "#6b3fa0",
+    "held": "#a66d00",
+    "stored": "#444",
+    "no-match": "#666",
+    "dropped": "#b22",
+}
 
 _HELD = {
     Reason.WINDOW_OPEN: "held until stream time passes {until}",

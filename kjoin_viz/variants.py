@@ -20,7 +20,7 @@ from kjoin.render import seed_table
 from kjoin.scenario import VARIANTS, VERSIONED_MODES, Scenario, TableOptions
 from kjoin.trace import Trace
 
-from .step_view import CSS, StepView, _table_html
+from .step_view import CELL, CSS, StepView, _table_html
 from .stepper import SliderStep
 
 __all__ = ["variant_traces", "versioned_mode_traces", "Variants", "seed_table_html"]
@@ -56,23 +56,28 @@ def seed_table_html(traces: Mapping[str, Trace], current: int | None = None, wit
     writes each output's timestamp."""
     columns = list(traces)
     first = traces[columns[0]]
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["step", "ts", "left", "right", *columns])
+    head = "".join(f'<th style="{CELL};white-space:nowrap">{html.escape(h)}</th>'
+                   for h in ["step", "ts", "left", "right", *columns])
     rows = []
     for index, step in enumerate(first.steps):
         record = step.record
         value = html.escape(render_value(record.value))
         left, right = (value, "") if record.side.value == "left" else ("", value)
-        cells = "".join(f"<td>{_cell_html(traces[name].steps[index], with_ts)}</td>" for name in columns)
+        td = f'<td style="{CELL}{";background:#d8e8ff;font-weight:bold" if index == current else ""}">'
+        cells = "".join(f"{td}{_cell_html(traces[name].steps[index], with_ts)}</td>" for name in columns)
         mark = ' class="current"' if index == current else ""
-        rows.append(f"<tr{mark}><td>{index}</td><td>{record.ts}</td><td>{left}</td><td>{right}</td>{cells}</tr>")
-    return f'<div class="kjoin-viz kjoin-variants">{CSS}<table><tr>{head}</tr>{"".join(rows)}</table></div>'
+        rows.append(f"<tr{mark}>{td}{index}</td>{td}{record.ts}</td>{td}{left}</td>{td}{right}</td>{cells}</tr>")
+    return (f'<div class="kjoin-viz kjoin-variants" style="max-width:100%;overflow-x:auto">{CSS}'
+            f'<table style="border-collapse:collapse;font:12px monospace"><tr>{head}</tr>{"".join(rows)}</table></div>')
 
 
 def _cell_html(step, with_ts: bool = False) -> str:
     if not step.outputs:
         return '<span class="none" style="color:#aaa">—</span>'
     return ", ".join(
-        f'<span class="{"tombstone" if o.tombstone else "result"}">{html.escape(o.render() + (f"@{o.ts}" if with_ts else ""))}</span>' for o in step.outputs
+        f'<span class="{"tombstone" if o.tombstone else "result"}" '
+        f'style="color:{"#6b3fa0" if o.tombstone else "#1a6b1a"}">'
+        f'{html.escape(o.render() + (f"@{o.ts}" if with_ts else ""))}</span>' for o in step.outputs
     )
 
 
@@ -98,13 +103,16 @@ class Variants(SliderStep, widgets.VBox):
         for name, button in self.buttons.items():
             button.on_click(lambda _, move=moves[name]: setattr(self, "step", move()))
         self.table = widgets.HTML()
-        self.columns = {name: widgets.HTML(layout={"min_width": "260px"}) for name in self.traces}
+        # the columns wrap onto a new row rather than hide behind a scrollbar in a narrow notebook
+        self.columns = {name: widgets.HTML(layout={"flex": "1 1 260px", "min_width": "220px", "max_width": "100%"})
+                        for name in self.traces}
         self.slider.observe(lambda change: self._show(change["new"]), names="value")
+        wrap = {"flex_flow": "row wrap", "max_width": "100%"}
         super().__init__([
-            widgets.HBox([self.play, self.slider, *self.buttons.values()]),
+            widgets.HBox([self.play, self.slider, *self.buttons.values()], layout=wrap),
             self.table,
-            widgets.HBox(list(self.columns.values())),
-        ])
+            widgets.HBox(list(self.columns.values()), layout=wrap),
+        ], layout={"max_width": "100%"})
         self.add_class("kjoin-variants")
         self.step = step
 

@@ -1,16 +1,26 @@
-"""The stepper in a real browser: JupyterLab in headless Chromium, driven by Playwright.
+"""The course in a real browser: JupyterLab in headless Chromium, driven by Playwright.
 
-The test starts its own JupyterLab (a free local port, a token, autosave off, a temporary
-root holding a copy of the course's first notebook), runs all cells, then clicks the
-stepper's buttons and moves its slider, and checks that the state tables on the page show
-what the trace says the state is after that step. Screenshots go to ``test-artifacts/``.
-It fails — never skips — when Debian's Chromium is missing (``make system-deps``).
+- Every notebook found in ``notebooks/`` (by glob) is opened the way a learner opens it: with
+  the file browser open, in a 1280 px wide window, under the course's JupyterLab settings
+  (``jupyter/settings``: no news pop-up, widget state never saved). Its stored walkthrough
+  views must show before anything runs; then Run All; no cell may end in an error; every
+  widget must render, and each stepper, predict widget, side-by-side view and what-if is
+  driven (clicked, answered, slid) and must react; no view may be wider than the notebook.
+  The notebook is saved at the end and the file must hold neither widget state nor the
+  learner's answer.
+- A notebook this test writes steps a stepper with its buttons, its slider and play, and the
+  state tables on the page must be what the engine says they are after each step.
+
+Each test starts its own JupyterLab (a free local port, a token, autosave off, a temporary
+root with copies of the notebooks). Screenshots go to ``test-artifacts/``. The tests fail,
+never skip, when Debian's Chromium is missing (``make system-deps``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -20,17 +30,30 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 import kjoin
 from kjoin_viz import StepView
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK = sorted((ROOT / "notebooks").glob("01_*.ipynb"))[0]  # the course's stream-stream notebook
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 ARTIFACTS = ROOT / "test-artifacts"
+SETTINGS = ROOT / "jupyter" / "settings"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+VIEWPORT = {"width": 1280, "height": 900}
+ANSWER = "Zq-zq"
+"""What the test types into predict widgets: it must never reach the saved notebook."""
+RUN_TIMEOUT_MS = 900_000  # a loaded CI machine (and Spark notebooks): the notebooks run in seconds when idle
 
 pytestmark = pytest.mark.browser
 
@@ -41,44 +64,268 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _wait_for(url: str, server: subprocess.Popen, log: Path, timeout_s: float = 60) -> float:
+    """Poll ``url`` until it answers; returns the seconds it took."""
+    start = time.monotonic()
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return time.monotonic() - start
+        except OSError:
+            if server.poll() is not None or time.monotonic() - start > timeout_s:
+                raise AssertionError(f"the server did not start within {timeout_s} s:\n" + log.read_text())
+            time.sleep(0.3)
+
+
+def _stop(server: subprocess.Popen) -> None:
+    server.terminate()  # only the server this test started
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 @pytest.fixture
 def lab(tmp_path):
-    """A JupyterLab server of this test only: ``(base url, token, notebook name)``."""
+    """A JupyterLab server of this test only: ``(base url, token, root dir)``. The root holds a
+    copy of every course notebook; the course's settings apply (as with ``make lab``)."""
     root = tmp_path / "root"
     root.mkdir()
-    shutil.copy(NOTEBOOK, root / "stepper_copy.ipynb")
-    settings = tmp_path / "settings" / "@jupyterlab" / "docmanager-extension"
-    settings.mkdir(parents=True)
-    (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
+    for notebook in NOTEBOOKS:
+        shutil.copy(notebook, root / notebook.name)
+    user_settings = tmp_path / "settings" / "@jupyterlab"
+    (user_settings / "docmanager-extension").mkdir(parents=True)
+    (user_settings / "docmanager-extension" / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
+    # every cell rendered, also off screen: the test reads every prompt and every widget
+    (user_settings / "notebook-extension").mkdir(parents=True)
+    tracker = user_settings / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.write_text(json.dumps({"windowingMode": "none"}))
     port, token = _free_port(), secrets.token_hex(16)
-    command = [sys.executable, "-m", "jupyter", "lab", f"--port={port}", "--ip=127.0.0.1", "--no-browser",
-               "--ServerApp.open_browser=False", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-               f"--LabApp.user_settings_dir={tmp_path / 'settings'}", f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}"]
+    command = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        f"--port={port}",
+        "--ip=127.0.0.1",
+        "--no-browser",
+        "--ServerApp.open_browser=False",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.app_settings_dir={SETTINGS}",
+        f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
+        f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+    ]
     if os.geteuid() == 0:
         command.append("--allow-root")
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
-    log = open(tmp_path / "lab.log", "w")
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text())
-                time.sleep(0.5)
-        yield base, token, "stepper_copy.ipynb"
-    finally:
-        server.terminate()  # only the server this fixture started
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "PYTHONPATH": str(ROOT)}
+    log_path = tmp_path / "lab.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
+        base = f"http://127.0.0.1:{port}"
         try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
+            _wait_for(f"{base}/api/status?token={token}", server, log_path)
+            yield base, token, root
+        finally:
+            _stop(server)
+
+
+@pytest.fixture
+def browser():
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: run `make system-deps` (apt-get install chromium)"
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _open(browser, base: str, token: str, name: str):
+    """A page with the notebook open, the kernel idle and the file browser shown."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(f"{base}/lab/tree/{name}?token={token}")
+    expect(page.locator(".jp-NotebookPanel").first).to_be_visible(timeout=120_000)
+    expect(page.locator(".jp-StatusBar-Widget", has_text="Idle").first).to_be_visible(timeout=180_000)
+    files = page.locator("#filebrowser")
+    if not files.is_visible():
+        page.locator('.jp-SideBar [data-id="filebrowser"]').first.click()
+    expect(files).to_be_visible()
+    return page
+
+
+def _run_all(page) -> None:
+    """Run All, and wait until every code cell has run (``[n]:``) and the kernel is idle."""
+    from playwright.sync_api import expect
+
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
+    while True:
+        prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
+        if prompts and all(re.fullmatch(r"\[\d+\]:", p.strip()) for p in prompts):
+            break
+        assert time.monotonic() < deadline, f"Run All did not finish: prompts {prompts}"
+        time.sleep(1)
+    expect(page.locator(".jp-StatusBar-Widget", has_text="Idle").first).to_be_visible(timeout=60_000)
+
+
+def _fits(page, selector: str) -> list[str]:
+    """The elements matching ``selector`` that are wider than what shows them (cut or scrolled)."""
+    return page.eval_on_selector_all(
+        selector,
+        """els => els.filter(e => {
+        const area = e.closest('.jp-OutputArea-output') || e.parentElement;
+        return e.scrollWidth > e.clientWidth + 2
+            || e.getBoundingClientRect().right > area.getBoundingClientRect().right + 2;
+    }).map(e => e.className + ' ' + e.scrollWidth + '>' + e.clientWidth)""",
+    )
+
+
+def _code(notebook: Path) -> str:
+    return "\n".join(c.source for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code")
+
+
+def _drive_widgets(page, stem: str) -> dict[str, int]:
+    """Click, answer and slide every course widget on the page; each must react."""
+    from playwright.sync_api import expect
+
+    driven = {"stepper": 0, "predict": 0, "variants": 0, "whatif": 0}
+    predicts = page.locator(".kjoin-predict")
+    for i in range(predicts.count()):
+        widget = predicts.nth(i)
+        widget.scroll_into_view_if_needed()
+        if widget.locator("input[type=text]").count():  # ask="fate+outputs"
+            widget.locator(".widget-radio-box input").first.check()
+            widget.locator("input[type=text]").first.fill(ANSWER)
+        else:  # ask="release": pick the first later step
+            widget.locator("select").first.select_option(index=0)
+        widget.get_by_role("button", name="check").click()
+        expect(widget.locator(".kjoin-feedback")).to_be_visible(timeout=30_000)
+        expect(widget.locator(".kjoin-stepper")).to_be_visible(timeout=30_000)
+        if i == 0:
+            widget.locator(".kjoin-feedback").scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / f"{stem}-predict.png"))
+        driven["predict"] += 1
+    steppers = page.locator(".kjoin-stepper")
+    for i in range(steppers.count()):
+        stepper = steppers.nth(i)
+        stepper.scroll_into_view_if_needed()
+        header = stepper.locator(".kjoin-pane-header")
+        before = header.inner_text()
+        shown = int(re.search(r"step (\d+) of (\d+)", before).group(1))
+        last = int(re.search(r"step (\d+) of (\d+)", before).group(2))
+        button = stepper.get_by_role("button", name="previous" if shown == last else "next", exact=True)
+        button.click()
+        expect(header).to_contain_text(f"step {shown - 1 if shown == last else shown + 1} of {last}", timeout=30_000)
+        if i == 0:
+            page.screenshot(path=str(ARTIFACTS / f"{stem}-stepper.png"))
+        driven["stepper"] += 1
+    variants = page.locator(".kjoin-variants.widget-vbox")
+    for i in range(variants.count()):
+        widget = variants.nth(i)
+        widget.scroll_into_view_if_needed()
+        widget.get_by_role("button", name="first", exact=True).click()
+        widget.get_by_role("button", name="next", exact=True).click()
+        expect(widget.locator("tr.current td").first).to_have_text("1", timeout=30_000)
+        if i == 0:
+            page.screenshot(path=str(ARTIFACTS / f"{stem}-variants.png"))
+        driven["variants"] += 1
+    whatifs = page.locator(".kjoin-whatif")
+    for i in range(whatifs.count()):
+        widget = whatifs.nth(i)
+        widget.scroll_into_view_if_needed()
+        header = widget.locator(".kjoin-whatif-header")
+        before = header.inner_text()
+        handle = widget.locator(".widget-slider .noUi-handle").first
+        handle.focus()
+        handle.press("ArrowLeft" if "=0" not in before.split(",")[0] else "ArrowRight")
+        expect(header).not_to_have_text(before, timeout=30_000)
+        if i == 0:
+            page.screenshot(path=str(ARTIFACTS / f"{stem}-whatif.png"))
+        driven["whatif"] += 1
+    return driven
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[n.stem for n in NOTEBOOKS])
+def test_every_notebook_runs_in_jupyterlab_and_its_widgets_work(lab, browser, notebook):
+    from playwright.sync_api import expect
+
+    base, token, root = lab
+    stem = notebook.stem
+    page = _open(browser, base, token, notebook.name)
+    # no pop-up: the news question and other toasts are switched off by the course settings
+    time.sleep(2)
+    assert page.locator(".Toastify__toast").count() == 0, page.locator(".Toastify__toast").all_inner_texts()
+    # before running: the stored walkthrough views already show their steps (from the .ipynb)
+    stored_steps = page.locator(".kjoin-step")
+    if "show_step(" in _code(notebook):
+        expect(stored_steps.first).to_be_attached(timeout=30_000)
+        cells = [c for c in nbformat.read(notebook, as_version=4).cells
+                 if c.cell_type == "code" and "show_step(" in c.source]
+        assert stored_steps.count() >= len(cells), "a show_step cell has no stored view: run `make notebooks`"
+        stored_steps.first.scroll_into_view_if_needed()
+        image = stored_steps.first.locator("img.kjoin-timeline-image, img.kjoin-flight-image").first
+        expect(image).to_be_visible()
+        assert image.evaluate("e => e.naturalWidth") > 0, "the stored timeline image does not load"
+        page.screenshot(path=str(ARTIFACTS / f"{stem}-0-stored.png"))
+
+    _run_all(page)
+    page.screenshot(path=str(ARTIFACTS / f"{stem}-1-after-run-all.png"))
+    errors = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+    tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
+    assert not tracebacks, f"{notebook.name}: error output after Run All:\n" + "\n".join(tracebacks)
+    assert page.get_by_text("Error displaying widget").count() == 0
+    # every widget the notebook creates is on the page, and reacts
+    code = _code(notebook)
+    expected = {
+        "stepper": code.count("Stepper("),
+        "predict": code.count("Predict("),
+        "variants": code.count("Variants("),
+        "whatif": code.count("WhatIf("),
+    }
+    if any(expected.values()):
+        expect(page.locator(".jupyter-widgets").first).to_be_visible(timeout=60_000)
+    driven = _drive_widgets(page, stem)
+    for kind, count in expected.items():
+        # a widget built but not displayed (e.g. only printed as text) is not on the page
+        assert driven[kind] >= min(count, 1), f"{notebook.name}: no {kind} widget rendered ({driven})"
+    # every view fits the notebook's width with the file browser open
+    selectors = (
+        ".kjoin-stepper, .kjoin-predict, .kjoin-variants, .kjoin-whatif, .kjoin-step, .kjoin-table, .kjoin-whatif-table"
+    )
+    assert _fits(page, selectors) == [], f"{notebook.name}: views wider than the notebook"
+    page.screenshot(path=str(ARTIFACTS / f"{stem}-2-driven.png"), full_page=False)
+    # save: the file holds no widget state and none of the learner's answers
+    saved = root / notebook.name
+    before = saved.stat().st_mtime_ns
+    page.locator(".jp-NotebookPanel .jp-Notebook").first.click()
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + 30
+    while saved.stat().st_mtime_ns == before:
+        assert time.monotonic() < deadline, "the notebook was not saved"
+        time.sleep(0.5)
+    time.sleep(1)  # the file is written in one go; let it finish
+    text = saved.read_text()
+    assert "widgets" not in json.loads(text)["metadata"], "widget state was saved into the notebook"
+    assert "widget-state" not in text
+    assert ANSWER not in text, "a learner's answer reached the saved notebook"
+    page.close()
+
+
+# -- one stepper, checked against the engine --------------------------------------------------------
+SEED_004 = dict(
+    left="1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D, 40:E, 60:F, 100:G",
+    right="2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d, 80:f",
+    window={"before_ms": 15, "after_ms": 15, "grace_ms": 5},
+    semantics="3.1",
+)
 
 
 def _state_rows(view: StepView, step: int) -> list[str]:
@@ -86,7 +333,7 @@ def _state_rows(view: StepView, step: int) -> list[str]:
     return ["\t".join(row) for table in view.tables(step) for row in table.rows]
 
 
-def _wait_for_rows(state, rows: list[str], timeout_s: float = 15) -> None:
+def _wait_for_rows(state, rows: list[str], timeout_s: float = 30) -> None:
     """Wait until the state pane's text holds every row (cells tab-separated, as rendered)."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -99,64 +346,104 @@ def _wait_for_rows(state, rows: list[str], timeout_s: float = 15) -> None:
         time.sleep(0.2)
 
 
-def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab):
-    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: run `make system-deps` (apt-get install chromium)"
-    from playwright.sync_api import expect, sync_playwright
+def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, browser):
+    from playwright.sync_api import expect
 
-    base, token, name = lab
-    # the notebook's free-play stepper: the outer join of Kafka's wiki example plus h@130
-    trace = kjoin.run(kjoin.Scenario.from_notation(
-        "stream-stream", "outer",
-        left="1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D, 40:E, 60:F, 100:G",
-        right="2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d, 80:f, 130:h",
-        window={"before_ms": 15, "after_ms": 15, "grace_ms": 5}))
+    base, token, root = lab
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "import kjoin, kjoin_viz\n"
+            f"trace = kjoin.run(kjoin.Scenario.from_notation('stream-stream', 'left', **{SEED_004!r}))\n"
+            "kjoin_viz.Stepper(trace, step=17)"
+        ),
+        nbformat.v4.new_code_cell("kjoin_viz.Predict(trace, 17)"),
+        nbformat.v4.new_code_cell("kjoin_viz.Predict(trace, 15, ask='release')"),
+    ]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, root / "stepper_check.ipynb")
+    trace = kjoin.run(kjoin.Scenario.from_notation("stream-stream", "left", **SEED_004))
     view = StepView(trace)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{base}/lab/tree/{name}?token={token}")
-            status = page.locator(".jp-StatusBar-Widget", has_text="Idle")
-            expect(status.first).to_be_visible(timeout=90_000)
-            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-            stepper = page.locator(".kjoin-stepper")
-            state = stepper.locator(".kjoin-pane-state")
-            header = stepper.locator(".kjoin-pane-header")
-            # no cell moves the notebook's stepper: after Run All it shows step 0
-            expect(header).to_contain_text("step 0 of 19", timeout=90_000)
-            expect(status.first).to_be_visible(timeout=90_000)
-            stepper.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "stepper-step-0.png"))
-            before = state.inner_text()
 
-            stepper.get_by_role("button", name="last", exact=True).click()
-            expect(header).to_contain_text("step 19 of 19")
-            _wait_for_rows(state, _state_rows(view, 19))
-            assert state.inner_text() != before
-            assert "130\tright\tk\th\t150" in state.inner_text()  # h waits in the outer-join buffer
-            page.screenshot(path=str(ARTIFACTS / "stepper-after-last.png"))
+    page = _open(browser, base, token, "stepper_check.ipynb")
+    _run_all(page)
+    stepper = page.locator(".kjoin-stepper").first
+    state = stepper.locator(".kjoin-pane-state")
+    header = stepper.locator(".kjoin-pane-header")
+    expect(header).to_contain_text("step 17 of 18", timeout=60_000)
+    stepper.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "stepper-step-17.png"))
+    before = state.inner_text()
+    # step 17 emits nothing for a drop ahead: "next drop" is disabled, "next" is not
+    expect(stepper.get_by_role("button", name="next drop", exact=True)).to_be_disabled()
+    expect(stepper.get_by_role("button", name="next", exact=True)).to_be_enabled()
 
-            stepper.get_by_role("button", name="first", exact=True).click()
-            expect(header).to_contain_text("step 0 of 19")
-            handle = stepper.locator(".widget-slider .noUi-handle")
-            handle.focus()
-            for _ in range(3):
-                handle.press("ArrowRight")
-            expect(header).to_contain_text("step 3 of 19")
-            _wait_for_rows(state, _state_rows(view, 3))
-            assert "k\t4\ta" in state.inner_text()
-            page.screenshot(path=str(ARTIFACTS / "stepper-after-slider.png"))
+    stepper.get_by_role("button", name="next", exact=True).click()
+    expect(header).to_contain_text("step 18 of 18")
+    _wait_for_rows(state, _state_rows(view, 18))
+    assert state.inner_text() != before
+    assert "100\tleft\tk\tG\t120" in state.inner_text()  # G waits in the outer-join buffer
+    expect(stepper.get_by_role("button", name="next", exact=True)).to_be_disabled()  # nothing ahead
+    expect(header).to_contain_text("held until stream time passes 120")
+    page.screenshot(path=str(ARTIFACTS / "stepper-after-next.png"))
 
-            play = stepper.locator(".widget-play button").first
-            play.click()  # play: one step every 600 ms from step 3
-            expect(header).to_contain_text("step 5 of 19", timeout=20_000)
-            play.click()  # the same button pauses
-            time.sleep(1)
-            paused = header.inner_text()
-            time.sleep(1.5)
-            assert header.inner_text() == paused, "the stepper kept moving after pause"
-            page.screenshot(path=str(ARTIFACTS / "stepper-after-play.png"))
-        finally:
-            browser.close()
+    stepper.get_by_role("button", name="first", exact=True).click()
+    expect(header).to_contain_text("step 0 of 18")
+    handle = stepper.locator(".widget-slider .noUi-handle")
+    handle.focus()
+    for _ in range(3):
+        handle.press("ArrowRight")
+    expect(header).to_contain_text("step 3 of 18")
+    _wait_for_rows(state, _state_rows(view, 3))
+    assert "k\t4\ta" in state.inner_text()
+    timeline = stepper.locator(".kjoin-pane-timeline svg")
+    assert timeline.get_attribute("data-view") == "0..60"  # the page of the axis around a@4's window
+    page.screenshot(path=str(ARTIFACTS / "stepper-after-slider.png"))
+
+    play = stepper.locator(".widget-play button").first
+    play.click()  # play: one step every 600 ms from step 3
+    expect(header).to_contain_text("step 5 of 18", timeout=30_000)
+    play.click()  # the same button pauses
+    time.sleep(1)
+    paused = header.inner_text()
+    time.sleep(1.5)
+    assert header.inner_text() == paused, "the stepper kept moving after pause"
+    page.screenshot(path=str(ARTIFACTS / "stepper-after-play.png"))
+
+    # the predict widgets: a right answer, a wrong one, and the stepper they open
+    from kjoin_viz.labels import TONES
+
+    fate, release = page.locator(".kjoin-predict").nth(0), page.locator(".kjoin-predict").nth(1)
+    fate.scroll_into_view_if_needed()
+    expect(fate).to_contain_text("the state before step 17")
+    fate.get_by_label(TONES["no-match"]).check()
+    fate.locator("input[type=text]").fill(f"E-null, {ANSWER}")
+    fate.get_by_role("button", name="check").click()
+    feedback = fate.locator(".kjoin-feedback")
+    expect(feedback).to_contain_text("Fate: right")
+    expect(feedback).to_contain_text(f"Not emitted at this step: {ANSWER}.")
+    expect(fate.locator(".kjoin-stepper .kjoin-pane-header")).to_contain_text("step 17 of 18")
+    expect(fate.get_by_role("button", name="show solution")).to_be_hidden()  # learners get no solution button
+    feedback.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "predict-fate-and-outputs.png"))
+    release.scroll_into_view_if_needed()
+    release.locator("select").select_option(label="step 17: right f@80")
+    release.get_by_role("button", name="check").click()
+    expect(release.locator(".kjoin-feedback")).to_contain_text(
+        "Right: it leaves at step 17: right f@80 (stream time 80")
+    expect(release.locator(".kjoin-stepper .kjoin-pane-header")).to_contain_text("step 17 of 18")
+    release.locator(".kjoin-feedback").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "predict-release.png"))
+    # saved, the notebook keeps neither the widgets' state nor the answer
+    saved = root / "stepper_check.ipynb"
+    before = saved.stat().st_mtime_ns
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + 30
+    while saved.stat().st_mtime_ns == before:
+        assert time.monotonic() < deadline, "the notebook was not saved"
+        time.sleep(0.5)
+    time.sleep(1)
+    text = saved.read_text()
+    assert "widgets" not in json.loads(text)["metadata"] and ANSWER not in text
+    assert "Predict: Step 17: the right record f@80 (key k) arrives." in text  # the question is what is stored

@@ -26,9 +26,12 @@ def test_timeline_chart_has_a_point_per_record_by_side_and_fate(scenario):
     rows = _data(spec)
     assert len(rows) == 19
     assert rows[2] == {"step": 2, "side": "left", "key": "k", "value": "A", "ts": 3, "fate": "buffered",
-                       "reason": "window-open", "null_value": False}
+                       "reason": "window-open", "null_value": False, "what": "held until stream time passes 23",
+                       "tone": "held"}
     assert spec["encoding"]["x"]["field"] == "ts" and spec["encoding"]["y"]["field"] == "side"
-    assert spec["encoding"]["color"]["field"] == "fate" and spec["encoding"]["shape"]["field"] == "null_value"
+    assert spec["encoding"]["color"]["field"] == "tone" and spec["encoding"]["shape"]["field"] == "null_value"
+    assert spec["encoding"]["color"]["scale"]["domain"] == ["joined", "held", "no-match", "dropped"]
+    assert spec["encoding"]["x"]["axis"]["format"] == "d"
 
 
 def test_outputs_chart_counts_results_per_variant_and_cumulates(scenario):
@@ -41,7 +44,14 @@ def test_outputs_chart_counts_results_per_variant_and_cumulates(scenario):
     assert last == {name: len(trace.outputs) for name, trace in traces.items()}
     assert last == {"inner": 16, "left": 18, "outer": 18}  # Kafka: F-null at G@100, not null-f yet
     assert cumulative["encoding"]["row"]["field"] == "variant"
-    assert cumulative["encoding"]["color"]["scale"]["domain"] == ["result", "tombstone"]
+    # a stream-stream join emits no tombstones: no empty tombstone series, and none in the legend
+    assert cumulative["encoding"]["color"]["scale"]["domain"] == ["result"]
+    assert {r["output"] for r in rows} == {"result"}
+    # whole steps and whole counts on the axes; three facets fit one screen
+    for axis in ("x", "y"):
+        assert cumulative["encoding"][axis]["axis"]["format"] == "d"
+        assert cumulative["encoding"][axis]["axis"]["tickMinStep"] == 1
+    assert 3 * (cumulative["spec"]["height"] if "spec" in cumulative else cumulative["height"]) <= 450
 
 
 def test_outputs_chart_counts_tombstones_apart():
@@ -49,11 +59,14 @@ def test_outputs_chart_counts_tombstones_apart():
     rows = _data(outputs_chart({"inner": trace}).to_dict())
     assert [r["step"] for r in rows if r["output"] == "tombstone" and r["count"]] == [2]
     assert [r["step"] for r in rows if r["output"] == "result" and r["count"]] == [1]
+    spec = outputs_chart({"inner": trace}).to_dict()
+    assert spec["encoding"]["color"]["scale"]["domain"] == ["result", "tombstone"]
 
 
 def test_drops_chart_counts_dropped_records_by_reason(scenario):
     spec = drops_chart(kjoin.run(scenario)).to_dict()
     assert _data(spec) == [{"reason": "null-value", "records": 7}]
+    assert spec["encoding"]["x"]["axis"]["format"] == "d"
     assert spec["encoding"]["x"]["field"] == "records" and spec["encoding"]["y"]["field"] == "reason"
 
 
@@ -64,7 +77,7 @@ def test_era_diff_chart_shows_where_3_1_holds_back_early_results(scenario):
     rows = _data(spec)
     assert rows[0] == {"step": 2, "ts": 3, "side": "left", "value": "A", "before": "A-null", "after": "(none)", "change": -1}
     assert {"step": 17, "ts": 80, "side": "right", "value": "f", "before": "(none)", "after": "E-null", "change": 1} in rows
-    assert spec["encoding"]["y"]["field"] == "change"
+    assert spec["encoding"]["y"]["field"] == "change" and spec["encoding"]["y"]["axis"]["tickMinStep"] == 1
     assert spec["title"] == "outputs under 3.1 minus under 0.10.2"
 
 
@@ -78,3 +91,23 @@ def test_long_traces_are_aggregated_below_altairs_limit():
     outputs = _data(outputs_chart({"left": trace}).to_dict())
     assert len(outputs) <= MAX_ROWS
     assert sum(r["count"] for r in outputs) == len(trace.outputs)
+
+
+def test_the_offline_renderer_stores_an_svg_and_a_png(scenario):
+    """SVG for a trusted notebook (and nbval), PNG for one JupyterLab does not trust yet."""
+    from kjoin_viz.charts import offline_renderer
+
+    bundle, _ = offline_renderer(drops_chart(kjoin.run(scenario)).to_dict())
+    assert bundle["image/svg+xml"].lstrip().startswith("<svg")
+    assert bundle["image/png"][:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_drops_chart_leaves_out_records_that_are_not_lost():
+    versioned = {"versioned": True, "history_retention_ms": 1000}
+    events = [{"side": "left", "key": "k", "value": "a4", "ts": 4},
+              {"side": "left", "key": "k", "value": "a1", "ts": 1},
+              {"side": "left", "key": None, "value": "x", "ts": 5}]
+    trace = kjoin.run(kjoin.Scenario.from_dict({"join": "table-table", "variant": "inner", "left": versioned,
+                                                 "right": versioned, "events": events}))
+    assert [s.reason.value for s in trace.steps if s.reason] == ["no-partner", "out-of-order-version", "null-key"]
+    assert _data(drops_chart(trace).to_dict()) == [{"reason": "null-key", "records": 1}]
