@@ -82,7 +82,7 @@ def subscription_instructions(old: Any, new: Any, fk_of: Any, variant: str, sema
     |---|---|---|
     | new row | fk null → skipped; else ONLY_IF→fk(new) (left join: NULL_IF) | NULL_IF→fk(new), fk may be null |
     | delete | fk(old) null → skipped; else DELETE_AND_PROPAGATE→fk(old) | DELETE_AND_PROPAGATE→fk(old) if not null; NULL_IF→null |
-    | update | a null fk → skipped; fk changed → DELETE_NO_PROPAGATE→fk(old); NULL_IF→fk(new) | fk changed, fk(old) not null → DELETE_AND_PROPAGATE→fk(old); NULL_IF→fk(new) |
+    | update | a null fk → skipped; fk changed → DELETE_NO_PROPAGATE→fk(old); NULL_IF→fk(new) | fk changed, fk(old) not null → DELETE_AND_PROPAGATE→fk(old) (DELETE_NO_PROPAGATE since 3.7.1, KAFKA-16394); NULL_IF→fk(new) |
     | nothing before or after | nothing | nothing |
 
     Foreign keys are compared by their serialized bytes.
@@ -90,7 +90,7 @@ def subscription_instructions(old: Any, new: Any, fk_of: Any, variant: str, sema
     if old is None and new is None:
         return []
     if variant == "left" and semantics.relaxed_null_keys:
-        return _left_join_instructions(old, new, fk_of)
+        return _left_join_instructions(old, new, fk_of, semantics)
     if old is None:
         fk_new = fk_of(new)
         if fk_new is None:
@@ -112,14 +112,17 @@ def subscription_instructions(old: Any, new: Any, fk_of: Any, variant: str, sema
     return sent
 
 
-def _left_join_instructions(old: Any, new: Any, fk_of: Any) -> list[Subscription]:
+def _left_join_instructions(old: Any, new: Any, fk_of: Any, semantics: Semantics) -> list[Subscription]:
     fk_new = None if new is None else fk_of(new)
     if old is None:
         return [Subscription(fk_new, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)]
     fk_old = fk_of(old)
     sent = []
     if fk_old is not None and fk_bytes(fk_new) != fk_bytes(fk_old):
-        sent.append(Subscription(fk_old, Instruction.DELETE_KEY_AND_PROPAGATE))
+        # KAFKA-16394 (3.7.1, 3.8): a change of the foreign key (a delete too) only unsubscribes from the old one;
+        # 3.7.0 also propagated it, so the row's result was emitted twice (once joined with null).
+        propagate = not semantics.at_least(3, 7, 1)
+        sent.append(Subscription(fk_old, Instruction.DELETE_KEY_AND_PROPAGATE if propagate else Instruction.DELETE_KEY_NO_PROPAGATE))
     sent.append(Subscription(fk_new, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE))
     return sent
 
