@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean
+.PHONY: lab demo test system-deps clean kafka-oracle kafka-check
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +31,20 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: $(STAMP) demo
 	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) notebooks/
 
-test: $(STAMP) system-deps
+test: $(STAMP) system-deps kafka-oracle
 	$(PY) -m pytest
 
+# The Kafka Streams oracle (kafka_oracle/, issue 10): compiled once, one classpath per Kafka version. The first
+# build fetches the jars from Maven Central into ~/.m2; later builds run offline.
+kafka-oracle: $(STAMP)
+	@command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
+	@command -v javac >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null; }
+	$(PY) -c "from tests.oracle_check import build; build()"
+
+# N random scenarios per Kafka version through kjoin and the real library: `N=10000 make kafka-check`.
+N ?= 1000
+kafka-check: kafka-oracle
+	$(PY) -m tests.oracle_check $(N) kafka-check-mismatches
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis kafka_oracle/target kafka-check-mismatches

@@ -1,8 +1,6 @@
 package kjoin.oracle;
 
 import java.io.BufferedReader;
-import java.io.FileInputStream;
-import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.reflect.Method;
@@ -51,45 +49,81 @@ import org.apache.kafka.streams.test.TestRecord;
 public final class Oracle {
     static final String VERSION = AppInfoParser.getVersion();
     static final int[] V = parseVersion(VERSION);
+    /** {@code -Dkjoin.oracle.stores=rocksdb}: Kafka's default (RocksDB) key-value stores too, not in-memory ones. */
+    static final boolean IN_MEMORY = !"rocksdb".equals(System.getProperty("kjoin.oracle.stores"));
 
     private Oracle() {
     }
 
     public static void main(String[] args) throws Exception {
-        InputStream in = args.length > 0 ? new FileInputStream(args[0]) : System.in;
         PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
         if (args.length > 0 && args[0].equals("--version")) {
             out.println(VERSION);
             out.flush();
             return;
         }
+        // --threads N: read the whole batch, run N scenarios at a time (opening RocksDB stores mostly waits),
+        // write the answers in input order. Without it: one answer per line as each line arrives.
+        int threads = args.length > 1 && args[0].equals("--threads") ? Integer.parseInt(args[1]) : 0;
         // RocksDB opens its stores much faster on a RAM disk; TopologyTestDriver opens them again for every scenario.
         Path shm = Path.of("/dev/shm");
-        Path stateDir = Files.isDirectory(shm) && Files.isWritable(shm) ? Files.createTempDirectory(shm, "kjoin-oracle-") : Files.createTempDirectory("kjoin-oracle-");
-        try (BufferedReader reader = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
-            String line;
-            int count = 0;
-            while ((line = reader.readLine()) != null) {
-                if (line.isBlank()) {
-                    continue;
+        Path stateDir = Files.isDirectory(shm) && Files.isWritable(shm) ? Files.createTempDirectory(shm, "kjoin-oracle-")
+            : Files.createTempDirectory("kjoin-oracle-");
+        try (BufferedReader reader = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+            if (threads > 0) {
+                List<String> lines = new ArrayList<>();
+                for (String line = reader.readLine(); line != null; line = reader.readLine()) {
+                    if (!line.isBlank()) {
+                        lines.add(line);
+                    }
                 }
-                Map<String, Object> result = new LinkedHashMap<>();
-                Object id = null;
-                try {
-                    @SuppressWarnings("unchecked")
-                    Map<String, Object> scenario = (Map<String, Object>) Json.parse(line);
-                    id = scenario.get("id");
-                    result.put("id", id);
-                    result.put("outputs", run(scenario, stateDir.resolve("s" + count++)));
-                } catch (Exception | LinkageError | AssertionError error) {
-                    result.clear();
-                    result.put("id", id);
-                    result.put("error", error.getClass().getSimpleName() + ": " + error.getMessage());
+                java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+                List<java.util.concurrent.Future<String>> answers = new ArrayList<>();
+                for (int i = 0; i < lines.size(); i++) {
+                    String line = lines.get(i);
+                    Path dir = stateDir.resolve("s" + i);
+                    answers.add(pool.submit(() -> answer(line, dir)));
                 }
-                out.println(Json.write(result));
+                for (java.util.concurrent.Future<String> answer : answers) {
+                    out.println(answer.get());
+                }
                 out.flush();
+                pool.shutdown();
+            } else {
+                int count = 0;
+                for (String line = reader.readLine(); line != null; line = reader.readLine()) {
+                    if (!line.isBlank()) {
+                        out.println(answer(line, stateDir.resolve("s" + count++)));
+                        out.flush();
+                    }
+                }
             }
         }
+    }
+
+    /** One scenario in, one JSON answer out: its outputs, or the error Kafka Streams raised. */
+    static String answer(String line, Path stateDir) {
+        Map<String, Object> result = new LinkedHashMap<>();
+        Object id = null;
+        try {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> scenario = (Map<String, Object>) Json.parse(line);
+            id = scenario.get("id");
+            result.put("id", id);
+            result.put("outputs", run(scenario, stateDir));
+        } catch (Exception | LinkageError | AssertionError error) {
+            StringBuilder message = new StringBuilder();
+            for (Throwable cause = error; cause != null; cause = cause.getCause()) {
+                message.append(message.length() == 0 ? "" : " <- ").append(cause.getClass().getSimpleName()).append(": ").append(cause.getMessage());
+                if (cause.getCause() == null && cause.getStackTrace().length > 0) {
+                    message.append(" at ").append(cause.getStackTrace()[0]);
+                }
+            }
+            result.clear();
+            result.put("id", id);
+            result.put("error", message.toString());
+        }
+        return Json.write(result);
     }
 
     static int[] parseVersion(String version) {
@@ -154,11 +188,14 @@ public final class Oracle {
 
         // The stores the DSL builds inside a join (the FK subscription store): in memory too, where the version
         // has the config (3.2+); 2.8 keeps RocksDB for them.
-        props.put("default.dsl.store", "in_memory");
-        props.put("dsl.store.suppliers.class", "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers");
+        // Key-value stores (tables, results, the FK subscription store) in memory: they behave as RocksDB's do, and
+        // open much faster. A stream-stream join keeps RocksDB (see streamStream); versioned stores exist only there.
+        if (IN_MEMORY && !"stream-stream".equals(scenario.get("join"))) {
+            props.put("default.dsl.store", "in_memory");
+            props.put("dsl.store.suppliers.class", "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers");
+        }
         StreamsBuilder builder = atLeast(3, 2) ? new StreamsBuilder(new org.apache.kafka.streams.TopologyConfig(new StreamsConfig(props)))
             : new StreamsBuilder();
-        joinIndex = 0;
         build(builder, scenario, caching);
         Topology topology = builder.build(props);
 
@@ -262,7 +299,8 @@ public final class Oracle {
 
     static Materialized<String, String, KeyValueStore<Bytes, byte[]>> resultStore(boolean cached) {
         Materialized<String, String, KeyValueStore<Bytes, byte[]>> store =
-            Materialized.<String, String>as(Stores.inMemoryKeyValueStore("result-store")).withKeySerde(Serdes.String()).withValueSerde(Serdes.String());
+            (IN_MEMORY ? Materialized.<String, String>as(Stores.inMemoryKeyValueStore("result-store"))
+                : Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("result-store")).withKeySerde(Serdes.String()).withValueSerde(Serdes.String());
         return cached ? store.withCachingEnabled() : store.withCachingDisabled();
     }
 
@@ -291,7 +329,8 @@ public final class Oracle {
                 .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
         }
         Materialized<String, String, KeyValueStore<Bytes, byte[]>> store =
-            Materialized.<String, String>as(Stores.inMemoryKeyValueStore(topic + "-store")).withKeySerde(Serdes.String()).withValueSerde(Serdes.String());
+            (IN_MEMORY ? Materialized.<String, String>as(Stores.inMemoryKeyValueStore(topic + "-store"))
+                : Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(topic + "-store")).withKeySerde(Serdes.String()).withValueSerde(Serdes.String());
         return builder.table(topic, consumed, cached ? store.withCachingEnabled() : store.withCachingDisabled());
     }
 
@@ -305,19 +344,12 @@ public final class Oracle {
         }
     }
 
-    static int joinIndex;
-
     static KStream<String, String> streamStream(KStream<String, String> left, KStream<String, String> right, String variant,
                                                 Map<String, Object> window) throws Exception {
         JoinWindows windows = joinWindows(window);
-        // In-memory window stores (RocksDB's open and close would dominate the run time). Both hide a record older
-        // than the observed stream time minus the retention, which is what kjoin's window store models.
-        Duration retention = Duration.ofMillis(windows.size() + windows.gracePeriodMs());
-        Duration size = Duration.ofMillis(windows.size());
-        int index = ++joinIndex;
-        StreamJoined<String, String, String> joined = StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String())
-            .withThisStoreSupplier(Stores.inMemoryWindowStore("join" + index + "-this", retention, size, true))
-            .withOtherStoreSupplier(Stores.inMemoryWindowStore("join" + index + "-other", retention, size, true));
+        // Kafka's default window stores (RocksDB), always: an in-memory window store forgets differently (a null
+        // value put into it advances its observed time and expires older records; RocksDB's segments keep them).
+        StreamJoined<String, String, String> joined = StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String());
         switch (variant) {
             case "inner": return left.join(right, JOINER, windows, joined);
             case "left": return left.leftJoin(right, JOINER, windows, joined);
