@@ -315,7 +315,7 @@ KNOWN_GAPS = {
     "late-outer-record-3.3": "Kafka 3.3 (and 3.6) put a left/outer record whose window closed before it arrived "
     "into the outer-join buffer (emitted at the next sweep; in 3.3 still joinable); kjoin "
     "emits it at once and forgets it, as Kafka 3.7.1 and later do",
-    "window-retention-before-3.6": "Kafka 2.8 and 3.3's RocksDB window stores keep and find records older than their "
+    "window-retention-before-3.5": "Kafka 2.8 and 3.3's RocksDB window stores keep and find records older than their "
     "retention until their segment (at least 60 s) expires; kjoin hides them, as "
     "3.5 and later do",
 }
@@ -375,7 +375,7 @@ def known_gap(version: KafkaVersion, scenario: kjoin.Scenario) -> str | None:
         for record in scenario.records():
             task_newest = newest.get(record.partition)
             if task_newest is not None and record.ts - reach < task_newest - retention + 1:
-                return "window-retention-before-3.6"
+                return "window-retention-before-3.5"
             newest[record.partition] = max(record.ts, task_newest if task_newest is not None else record.ts)
     return None
 

@@ -124,8 +124,8 @@ SELF_EXPIRED = {
 }
 
 
-def test_gap_window_stores_before_3_6_find_records_older_than_their_retention(built) -> None:
-    """Known gap window-retention-before-3.6: L1@4 is older than the retention (13 ms) behind L8@20. Kafka 2.8 and
+def test_gap_window_stores_before_3_5_find_records_older_than_their_retention(built) -> None:
+    """Known gap window-retention-before-3.5: L1@4 is older than the retention (13 ms) behind L8@20. Kafka 2.8 and
     3.3 still store and find it (its 60 s segment lives), so it joins itself; kjoin hides it, as 4.3 does."""
     for version in ("2.8.2", "3.3.2"):
         kafka, ours = _run(version, SELF_EXPIRED)

@@ -67,7 +67,8 @@ public final class Oracle {
         int threads = args.length > 1 && args[0].equals("--threads") ? Integer.parseInt(args[1]) : 0;
         // RocksDB opens its stores much faster on a RAM disk; TopologyTestDriver opens them again for every scenario.
         Path shm = Path.of("/dev/shm");
-        Path stateDir = Files.isDirectory(shm) && Files.isWritable(shm) ? Files.createTempDirectory(shm, "kjoin-oracle-")
+        Path stateDir = Files.isDirectory(shm) && Files.isWritable(shm)
+            ? Files.createTempDirectory(shm, "kjoin-oracle-")
             : Files.createTempDirectory("kjoin-oracle-");
         try (BufferedReader reader = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
             if (threads > 0) {
@@ -114,7 +115,8 @@ public final class Oracle {
         } catch (Exception | LinkageError | AssertionError error) {
             StringBuilder message = new StringBuilder();
             for (Throwable cause = error; cause != null; cause = cause.getCause()) {
-                message.append(message.length() == 0 ? "" : " <- ").append(cause.getClass().getSimpleName()).append(": ").append(cause.getMessage());
+                message.append(message.length() == 0 ? "" : " <- ").append(cause.getClass().getSimpleName())
+                    .append(": ").append(cause.getMessage());
                 if (cause.getCause() == null && cause.getStackTrace().length > 0) {
                     message.append(" at ").append(cause.getStackTrace()[0]);
                 }
@@ -192,26 +194,32 @@ public final class Oracle {
         // open much faster. A stream-stream join keeps RocksDB (see streamStream); versioned stores exist only there.
         if (IN_MEMORY && !"stream-stream".equals(scenario.get("join"))) {
             props.put("default.dsl.store", "in_memory");
-            props.put("dsl.store.suppliers.class", "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers");
+            props.put("dsl.store.suppliers.class",
+                "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers");
         }
-        StreamsBuilder builder = atLeast(3, 2) ? new StreamsBuilder(new org.apache.kafka.streams.TopologyConfig(new StreamsConfig(props)))
+        StreamsBuilder builder = atLeast(3, 2)
+            ? new StreamsBuilder(new org.apache.kafka.streams.TopologyConfig(new StreamsConfig(props)))
             : new StreamsBuilder();
         build(builder, scenario, caching);
         Topology topology = builder.build(props);
 
         List<List<List<Object>>> outputs = new ArrayList<>();
         try (TopologyTestDriver driver = new TopologyTestDriver(topology, props)) {
-            TestInputTopic<String, String> left = driver.createInputTopic("left", new StringSerializer(), new StringSerializer());
+            TestInputTopic<String, String> left =
+                driver.createInputTopic("left", new StringSerializer(), new StringSerializer());
             TestInputTopic<String, String> right = flag(scenario, "self_join") ? left
                 : driver.createInputTopic("right", new StringSerializer(), new StringSerializer());
-            TestOutputTopic<String, String> output = driver.createOutputTopic("output", new StringDeserializer(), new StringDeserializer());
+            TestOutputTopic<String, String> output =
+                driver.createOutputTopic("output", new StringDeserializer(), new StringDeserializer());
             for (Object item : (List<Object>) scenario.get("events")) {
                 Map<String, Object> event = map(item);
                 if (event.containsKey("deliver")) {
-                    throw new IllegalArgumentException("explicit delivery: TopologyTestDriver delivers every message at once");
+                    throw new IllegalArgumentException(
+                        "explicit delivery: TopologyTestDriver delivers every message at once");
                 }
                 TestInputTopic<String, String> topic = "left".equals(event.get("side")) ? left : right;
-                topic.pipeInput(text(event.get("key")), text(event.get("value")), ((Number) event.get("ts")).longValue());
+                long ts = ((Number) event.get("ts")).longValue();
+                topic.pipeInput(text(event.get("key")), text(event.get("value")), ts);
                 List<List<Object>> emitted = new ArrayList<>();
                 for (TestRecord<String, String> record : output.readRecordsToList()) {
                     List<Object> triple = new ArrayList<>();
@@ -240,7 +248,8 @@ public final class Oracle {
                 KStream<String, String> result = streamStream(left, right, variant, map(scenario.get("window")));
                 for (Object next : then) {
                     Map<String, Object> chained = map(next);
-                    Map<String, Object> window = chained.get("window") == null ? map(scenario.get("window")) : map(chained.get("window"));
+                    Map<String, Object> window = map(chained.get("window") == null
+                        ? scenario.get("window") : chained.get("window"));
                     result = streamStream(result, right, (String) chained.get("variant"), window);
                 }
                 result.to("output", produced);
@@ -248,18 +257,22 @@ public final class Oracle {
             }
             case "stream-table": {
                 KStream<String, String> left = builder.stream("left", consumed);
-                KTable<String, String> right = table(builder, "right", map(scenario.get("right")), caching.contains("right"));
+                KTable<String, String> right = table(builder, "right", map(scenario.get("right")),
+                    caching.contains("right"));
                 Joined<String, String, String> joined = Joined.with(Serdes.String(), Serdes.String(), Serdes.String());
                 if (scenario.get("grace_ms") != null) {
                     joined = joined.withGracePeriod(Duration.ofMillis(((Number) scenario.get("grace_ms")).longValue()));
                 }
-                KStream<String, String> result = "inner".equals(variant) ? left.join(right, JOINER, joined) : left.leftJoin(right, JOINER, joined);
+                KStream<String, String> result = "inner".equals(variant)
+                    ? left.join(right, JOINER, joined) : left.leftJoin(right, JOINER, joined);
                 result.to("output", produced);
                 break;
             }
             case "table-table": {
-                KTable<String, String> left = table(builder, "left", map(scenario.get("left")), caching.contains("left"));
-                KTable<String, String> right = table(builder, "right", map(scenario.get("right")), caching.contains("right"));
+                KTable<String, String> left = table(builder, "left", map(scenario.get("left")),
+                    caching.contains("left"));
+                KTable<String, String> right = table(builder, "right", map(scenario.get("right")),
+                    caching.contains("right"));
                 List<String> variants = new ArrayList<>();
                 variants.add(variant);
                 for (Object next : then) {
@@ -278,16 +291,21 @@ public final class Oracle {
                 break;
             }
             case "fk": {
-                KTable<String, String> left = table(builder, "left", map(scenario.get("left")), caching.contains("left"));
-                KTable<String, String> right = table(builder, "right", map(scenario.get("right")), caching.contains("right"));
+                KTable<String, String> left = table(builder, "left", map(scenario.get("left")),
+                    caching.contains("left"));
+                KTable<String, String> right = table(builder, "right", map(scenario.get("right")),
+                    caching.contains("right"));
                 String path = (String) scenario.get("foreign_key");
                 java.util.function.Function<String, String> extractor = value -> foreignKey(value, path);
                 KTable<String, String> result;
                 if (flag(scenario, "materialized")) {
-                    Materialized<String, String, KeyValueStore<Bytes, byte[]>> store = resultStore(caching.contains("result"));
-                    result = "inner".equals(variant) ? left.join(right, extractor, JOINER, store) : left.leftJoin(right, extractor, JOINER, store);
+                    Materialized<String, String, KeyValueStore<Bytes, byte[]>> store =
+                        resultStore(caching.contains("result"));
+                    result = "inner".equals(variant)
+                        ? left.join(right, extractor, JOINER, store) : left.leftJoin(right, extractor, JOINER, store);
                 } else {
-                    result = "inner".equals(variant) ? left.join(right, extractor, JOINER) : left.leftJoin(right, extractor, JOINER);
+                    result = "inner".equals(variant)
+                        ? left.join(right, extractor, JOINER) : left.leftJoin(right, extractor, JOINER);
                 }
                 result.toStream().to("output", produced);
                 break;
@@ -300,7 +318,8 @@ public final class Oracle {
     static Materialized<String, String, KeyValueStore<Bytes, byte[]>> resultStore(boolean cached) {
         Materialized<String, String, KeyValueStore<Bytes, byte[]>> store =
             (IN_MEMORY ? Materialized.<String, String>as(Stores.inMemoryKeyValueStore("result-store"))
-                : Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("result-store")).withKeySerde(Serdes.String()).withValueSerde(Serdes.String());
+                : Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("result-store"))
+            .withKeySerde(Serdes.String()).withValueSerde(Serdes.String());
         return cached ? store.withCachingEnabled() : store.withCachingDisabled();
     }
 
@@ -320,7 +339,8 @@ public final class Oracle {
         return node instanceof String ? (String) node : Json.write(node);
     }
 
-    static KTable<String, String> table(StreamsBuilder builder, String topic, Map<String, Object> options, boolean cached) {
+    static KTable<String, String> table(StreamsBuilder builder, String topic, Map<String, Object> options,
+                                        boolean cached) {
         Consumed<String, String> consumed = Consumed.with(Serdes.String(), Serdes.String());
         if (flag(options, "versioned")) {
             long retention = ((Number) options.get("history_retention_ms")).longValue();
@@ -330,7 +350,8 @@ public final class Oracle {
         }
         Materialized<String, String, KeyValueStore<Bytes, byte[]>> store =
             (IN_MEMORY ? Materialized.<String, String>as(Stores.inMemoryKeyValueStore(topic + "-store"))
-                : Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(topic + "-store")).withKeySerde(Serdes.String()).withValueSerde(Serdes.String());
+                : Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(topic + "-store"))
+            .withKeySerde(Serdes.String()).withValueSerde(Serdes.String());
         return builder.table(topic, consumed, cached ? store.withCachingEnabled() : store.withCachingDisabled());
     }
 
@@ -344,12 +365,14 @@ public final class Oracle {
         }
     }
 
-    static KStream<String, String> streamStream(KStream<String, String> left, KStream<String, String> right, String variant,
+    static KStream<String, String> streamStream(KStream<String, String> left, KStream<String, String> right,
+                                                String variant,
                                                 Map<String, Object> window) throws Exception {
         JoinWindows windows = joinWindows(window);
         // Kafka's default window stores (RocksDB), always: an in-memory window store forgets differently (a null
         // value put into it advances its observed time and expires older records; RocksDB's segments keep them).
-        StreamJoined<String, String, String> joined = StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String());
+        StreamJoined<String, String, String> joined =
+            StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String());
         switch (variant) {
             case "inner": return left.join(right, JOINER, windows, joined);
             case "left": return left.leftJoin(right, JOINER, windows, joined);
@@ -368,7 +391,8 @@ public final class Oracle {
         long difference = Math.max(before, after);
         JoinWindows windows;
         if (grace != null && atLeast(3, 0) && !Boolean.FALSE.equals(fix)) {
-            windows = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(difference), Duration.ofMillis(((Number) grace).longValue()));
+            windows = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(difference),
+                Duration.ofMillis(((Number) grace).longValue()));
         } else {
             Method of = JoinWindows.class.getMethod("of", Duration.class);
             windows = (JoinWindows) of.invoke(null, Duration.ofMillis(difference));
