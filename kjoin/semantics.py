@@ -79,6 +79,13 @@ class Semantics:
         return self.at_least(3, 7)
 
     @property
+    def fk_change_only_unsubscribes(self) -> bool:
+        """KAFKA-16394 (3.7.1): in a foreign-key left join, a changed or deleted foreign key
+        only unsubscribes from the old one; 3.7.0 also propagated that unsubscription, so the
+        row's result was emitted twice (once joined with null)."""
+        return self.at_least(3, 7, 1)
+
+    @property
     def stream_stream_output_ts_is_max(self) -> bool:
         """Since 2.0 (KIP-251 made output timestamps settable) a stream-stream result carries
         max(left ts, right ts); before, the timestamp of the record being processed."""
