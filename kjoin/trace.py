@@ -83,11 +83,15 @@ class Trace:
             step += len(self.steps)
         if not 0 <= step < len(self.steps):
             raise IndexError(f"step {step} is outside this trace (0 to {len(self.steps) - 1})")
-        return StateSnapshot(self._history.at(step), step)
+        return StateSnapshot(self._history.at(step), step, self.steps[step].task, self._tasks())
 
     def initial_state(self) -> "StateSnapshot":
         """The state of every store before the first record: empty stores, no stream time."""
-        return StateSnapshot(self._history.at(-1), -1)
+        return StateSnapshot(self._history.at(-1), -1, self.steps[0].task if self.steps else 0, self._tasks())
+
+    def _tasks(self) -> frozenset[int]:
+        """The tasks this trace's records went to (a drill-down of one partition: that one)."""
+        return frozenset(step.task for step in self.steps)
 
     def changes_at(self, step: int) -> list[tuple[StoreId, Any, bool]]:
         """The entries ``step`` put (``True``) or deleted (``False``), per store."""
@@ -136,24 +140,31 @@ class Trace:
 class StateSnapshot:
     """All stores after one step, read by kind of store."""
 
-    def __init__(self, stores: Mapping[StoreId, dict[Any, Any]], step: int) -> None:
+    def __init__(self, stores: Mapping[StoreId, dict[Any, Any]], step: int, task: int = 0, tasks: frozenset[int] | None = None) -> None:
         self.stores = stores
         self.step = step
+        self.task = task
+        """The task every reader below reads when given no ``task``: the task of the step's record."""
+        self._trace_tasks = tasks
 
     def tasks(self) -> list[int]:
-        return sorted({store.task for store in self.stores})
+        """The trace's tasks: those its records went to, and any other whose stores hold something."""
+        tasks = {store.task for store in self.stores}
+        if self._trace_tasks is not None:
+            tasks = {t for t in tasks if t in self._trace_tasks or any(self.stores[s] for s in self.stores if s.task == t)}
+        return sorted(tasks)
 
-    def _entries(self, name: str, task: int) -> dict[Any, Any]:
-        return self.stores.get(StoreId(task, name), {})
+    def _entries(self, name: str, task: int | None) -> dict[Any, Any]:
+        return self.stores.get(StoreId(self.task if task is None else task, name), {})
 
-    def clock(self, task: int = 0) -> dict[str, int]:
+    def clock(self, task: int | None = None) -> dict[str, int]:
         return dict(self._entries(CLOCK, task))
 
-    def stream_time(self, task: int = 0) -> int | None:
+    def stream_time(self, task: int | None = None) -> int | None:
         """The task's stream time, or ``None`` if the join keeps none (or nothing arrived yet)."""
         return self.clock(task).get("stream time")
 
-    def window(self, side: Side | str, task: int = 0) -> list[dict[str, Any]]:
+    def window(self, side: Side | str, task: int | None = None) -> list[dict[str, Any]]:
         """One side's window store: ``key, ts, value`` rows in (key, ts, arrival) order."""
         side = Side(side)
         entries = self._entries(window_store_name(side), task)
@@ -165,7 +176,7 @@ class StateSnapshot:
         observed = self.clock(task).get(f"{Side(side)} window observed")
         return None if observed is None else (observed - retention_ms + 1, observed)
 
-    def outer_buffer(self, task: int = 0) -> list[dict[str, Any]]:
+    def outer_buffer(self, task: int | None = None) -> list[dict[str, Any]]:
         """The 3.1+ outer-join buffer, in Kafka's iteration order."""
         entries = self._entries(OUTER_BUFFER, task)
         return [
@@ -173,7 +184,7 @@ class StateSnapshot:
             for _, r in sorted(entries.items(), key=lambda item: item[0])
         ]
 
-    def table(self, side: Side | str, task: int = 0) -> list[dict[str, Any]]:
+    def table(self, side: Side | str, task: int | None = None) -> list[dict[str, Any]]:
         """A table store: ``key, value, ts, old_value`` rows in key order."""
         entries = self._entries(table_store_name(Side(side)), task)
         return [
@@ -181,12 +192,12 @@ class StateSnapshot:
             for key, (value, ts, old) in sorted(entries.items(), key=lambda item: _sortable(item[0]))
         ]
 
-    def versions(self, side: Side | str, task: int = 0) -> list[dict[str, Any]]:
+    def versions(self, side: Side | str, task: int | None = None) -> list[dict[str, Any]]:
         """A versioned table: ``key, ts, value`` rows (``value`` None: a tombstone version) in (key, ts) order."""
         entries = self._entries(versioned_store_name(Side(side)), task)
         return [{"key": key, "ts": ts, "value": value} for (key, ts), value in sorted(entries.items(), key=lambda item: (_sortable(item[0][0]), item[0][1]))]
 
-    def subscriptions(self, task: int = 0) -> list[dict[str, Any]]:
+    def subscriptions(self, task: int | None = None) -> list[dict[str, Any]]:
         """A foreign-key join's subscription store, in CombinedKey byte order."""
         entries = self._entries(SUBSCRIPTIONS, task)
         return [
@@ -199,7 +210,7 @@ class StateSnapshot:
         tasks = self.tasks() if task is None else [task]
         return sorted((m for t in tasks for m in self._entries(IN_FLIGHT, t).values()), key=lambda m: m.seq)
 
-    def grace_buffer(self, task: int = 0) -> list[dict[str, Any]]:
+    def grace_buffer(self, task: int | None = None) -> list[dict[str, Any]]:
         """A stream-table join's grace buffer, in eviction order (ts, key bytes, arrival)."""
         entries = self._entries(GRACE_BUFFER, task)
         return [{"key": r.key, "value": r.value, "ts": r.ts, "origin_step": r.origin_step} for _, r in sorted(entries.items(), key=lambda item: item[0])]

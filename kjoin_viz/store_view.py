@@ -72,11 +72,13 @@ class StoreTable:
         return f"task {self.task}: {self.name}"
 
 
-def store_tables(stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Change] = (), scenario: Any = None) -> list[StoreTable]:
+def store_tables(stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Change] = (), scenario: Any = None, focus_key: Any = None) -> list[StoreTable]:
     """Every store as a :class:`StoreTable`, ordered by task and then by name.
 
     ``scenario`` (optional) adds what the stores alone do not say: the grace period, the
     history retention, and whether a left table belongs to a foreign-key join.
+    ``focus_key`` (optional, the key the step looked up): its rows come first in every
+    store, so a big store never hides them behind ``… N more``.
     """
     put: dict[Any, set[Any]] = {}
     removed: dict[Any, list[Any]] = {}
@@ -96,6 +98,8 @@ def store_tables(stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Chan
         clock = _clock_of(stores, store.task)
         header, to_row, order = _layout(store.name, entries, scenario)
         ordered = _sorted_entries(entries, order)
+        if focus_key is not None:
+            ordered = [e for e in ordered if _holds_key(e, focus_key)] + [e for e in ordered if not _holds_key(e, focus_key)]
         shown = ordered[:MAX_ROWS_SHOWN]
         touched = put.get(store, set())
         rows = tuple(to_row(key, row) for key, row in shown)
@@ -104,6 +108,15 @@ def store_tables(stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Chan
         note = _note(store.name, entries, clock, scenario)
         tables.append(StoreTable(store.task, store.name, header, rows, changed, gone, len(ordered) - len(shown), note))
     return tables
+
+
+def _holds_key(entry: tuple[Any, Any], key: Any) -> bool:
+    """Whether a store entry belongs to record key ``key``: a table's key, the key of a window
+    or versioned store's ``(key, ts, ...)``, or a buffered record's ``key``."""
+    entry_key, row = entry
+    if isinstance(entry_key, tuple):
+        return bool(entry_key) and entry_key[0] == key
+    return entry_key == key or getattr(row, "key", None) == key
 
 
 def _replaced_by_versions(stores: Mapping[Any, Mapping[Any, Any]], store: Any) -> bool:

@@ -76,7 +76,11 @@ class SparkRun:
         return self.results.groupBy("scenario", "partition", "key").agg(*counts)
 
     def write_parquet(self, path: str, mode: str = "overwrite") -> None:
-        """Write ``outputs/``, ``steps/`` and ``summary/`` under ``path`` (one pass each)."""
+        """Write ``outputs/``, ``steps/`` and ``summary/`` under ``path`` (one pass each); a
+        relative local path is relative to Python's working directory."""
+        from .readers import local_path
+
+        path = local_path(path).rstrip("/")
         self.outputs.write.mode(mode).parquet(f"{path}/outputs")
         self.steps.write.mode(mode).parquet(f"{path}/steps")
         self.summary().write.mode(mode).parquet(f"{path}/summary")
@@ -93,7 +97,11 @@ class SparkRun:
         from ..engine import run
         from ..joins import default_joiner
 
+        if scenario not in self.scenarios:
+            raise SparkInputError(f"scenario={scenario!r}: this run has scenarios {', '.join(map(str, sorted(self.scenarios)))}")
         config = self.scenarios[scenario]
+        if config.join != "fk":
+            _check_partition(partition, config.partitions)
         if config.join == "fk":
             from .fk_task import fk_trace
 
@@ -148,8 +156,16 @@ def run_join(
             "join: a foreign-key join sends messages between Kafka tasks, so run_join (one Spark group per task) cannot run it; "
             "run FK scenarios with run_scenarios(spark, [Scenario(join='fk', ...)]), which runs each whole (kjoin.spark.fk_task)"
         )
+    try:
+        semantics = None if semantics is None else str(parse_semantics(semantics))
+    except ValueError as error:
+        raise SparkInputError(str(error)) from None
+    window = _window_option(join, window)
     partitions = _partition_count(left, right)
-    config = Scenario.from_records(join, variant, [], semantics=None if semantics is None else str(parse_semantics(semantics)), window=window, partitions=partitions)
+    try:
+        config = Scenario.from_records(join, variant, [], semantics=semantics, window=window, partitions=partitions)
+    except ValueError as error:
+        raise SparkInputError(str(error)) from None
     if options:
         try:
             config = Scenario.from_dict({**config.to_dict(), **options})
@@ -227,6 +243,23 @@ def run_scenarios(spark: Any, scenarios: Iterable[Scenario], joiner: Callable[[A
 METHODS = ("auto", "native", "processors")
 
 
+def _window_option(join: str, window: Any) -> JoinWindows | Mapping[str, Any] | None:
+    """``window=`` of :func:`run_join`: a :class:`JoinWindows`, a dict ``{before_ms, after_ms,
+    grace_ms}``, or an int ``w``: ``before_ms = after_ms = w`` and no grace, as Kafka's
+    ``JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(w))``."""
+    if window is None or isinstance(window, (JoinWindows, Mapping)):
+        return window
+    if isinstance(window, int) and not isinstance(window, bool):
+        if window < 0:
+            raise SparkInputError(f"window={window}: a time difference is 0 ms or more")
+        return {"before_ms": window, "after_ms": window, "grace_ms": 0}
+    raise SparkInputError(
+        f"window={window!r}: expected milliseconds (an int: before_ms = after_ms, no grace), a dict "
+        "{'before_ms': ..., 'after_ms': ..., 'grace_ms': ...} or a kjoin.joins.JoinWindows"
+        + ("" if join == "stream-stream" else f"; a {join} join takes no window")
+    )
+
+
 def _execute(records: Any, configs: Mapping[int, Scenario], key_type: str, value_type: str, joiner: Any, json_keys: bool, json_values: bool, spark_partitions: int | None, method: str = "auto", sort_rows: bool = False, partitioned: bool = False) -> SparkRun:
     """``partitioned``: ``records`` is already hash-partitioned by ``(scenario, partition)``.
     ``sort_rows``: sort the native path's rows by step within each Spark partition."""
@@ -293,6 +326,11 @@ def _partition_count(left: Topic, right: Topic) -> int:
             f"({right.source}) {counts['right']}. Kafka Streams refuses such a join; repartition one topic to {max(counts.values())} partitions first."
         )
     return counts["left"]
+
+
+def _check_partition(partition: Any, partitions: int) -> None:
+    if not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < partitions:
+        raise SparkInputError(f"partition={partition!r}: the topics have {partitions} partitions (0 to {partitions - 1}); there is no such Kafka task")
 
 
 def _default_partition(partitions: int, key_type: str) -> Any:
