@@ -72,6 +72,23 @@ class Trace:
     def __getitem__(self, index: int) -> Step:
         return self.steps[index]
 
+    def find(self, predicate: "Any" = None, *, offset: int | None = None, side: Side | str | None = None, partition: int | None = None) -> Step | None:
+        """The first step whose input record matches: ``find(offset=7, side="left")``, or
+        ``find(lambda step: step.outputs)``; ``None`` if no step does."""
+        wanted_side = None if side is None else Side(side)
+        for step in self.steps:
+            record = step.record
+            if offset is not None and record.offset != offset:
+                continue
+            if wanted_side is not None and record.side is not wanted_side:
+                continue
+            if partition is not None and record.partition != partition:
+                continue
+            if predicate is not None and not predicate(step):
+                continue
+            return step
+        return None
+
     @property
     def outputs(self) -> list[Output]:
         return [output for step in self.steps for output in step.outputs]

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..fates import Reason
 from ..joins import JoinWindows
-from ..records import Side
+from ..records import Record, Side
 from ..scenario import JOINS, Event, Scenario
 from ..semantics import Semantics, parse_semantics
 from ..trace import Trace
@@ -41,6 +41,9 @@ STEP_COLUMNS = ["scenario", "partition", "step", "side", "offset", "key", "ts", 
 buffered, stored, no match), with its reason."""
 
 
+_ALL_KEYS = object()
+
+
 class SparkRun:
     """The lazy result of a Spark run. Nothing is computed until an action is called on
     one of the frames (``write_parquet``, ``count``, ``show``, ``toPandas`` …)."""
@@ -53,6 +56,9 @@ class SparkRun:
         self.scenarios = scenarios
         self._json_keys = json_keys
         self._json_values = json_values
+        self.inputs = None
+        """``run_join``: the input records before Spark orders them (``scenario, partition, side,
+        key, value, ts, offset``), which the key drill-down and :meth:`why` filter."""
 
     @property
     def outputs(self) -> Any:
@@ -75,6 +81,87 @@ class SparkRun:
         counts += [F.sum(F.when(reason == member.value, 1).otherwise(0)).alias(member.value) for member in Reason]
         return self.results.groupBy("scenario", "partition", "key").agg(*counts)
 
+    # -- one key, one record ---------------------------------------------------------------
+    def _task_frame(self, scenario: int, partition: int) -> tuple[Any, bool]:
+        """The task's input records and whether their order is Kafka's timestamp merge (topics)
+        rather than the scenario's listed order (``position``)."""
+        from pyspark.sql import functions as F
+
+        if self.inputs is not None:
+            return self.inputs.filter((F.col("scenario") == scenario) & (F.col("partition") == partition)), True
+        return self.records.filter((F.col("scenario") == scenario) & (F.col("partition") == partition)), False
+
+    def _key_column_value(self, key: Any) -> Any:
+        return json_text(key) if self._json_keys else key
+
+    def _placed(self, scenario: int, partition: int, key: Any) -> list:
+        from pyspark.sql import functions as F
+
+        from . import debug
+
+        frame, merged = self._task_frame(scenario, partition)
+        stored = self._key_column_value(key)
+        if merged:
+            rows = frame.filter(F.col("key").isNotNull() & (F.col("key") == stored)).select("side", "offset", "ts", "value").collect()
+            return debug.place_key_records(frame, stored, rows, json_values=self._json_values)
+        ordered = frame.orderBy("_order_ts", "_side_rank", "offset").select("side", "key", "value", "ts", "offset").collect()
+        placed = []
+        for step, row in enumerate(ordered):
+            mine = row["key"] is not None and row["key"] == stored
+            value = json.loads(row["value"]) if self._json_values and row["value"] is not None else row["value"]
+            record_key = key if mine else (json.loads(row["key"]) if self._json_keys and row["key"] is not None else row["key"])
+            placed.append(debug._Placed(Record(Side(row["side"]), record_key, value, row["ts"], None, row["offset"]), step, clock=not mine))
+        return placed
+
+    def _key_trace(self, partition: int, key: Any, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None) -> Any:
+        from ..joins import default_joiner
+        from . import debug
+
+        if key is None:
+            raise SparkInputError("key=None: records with a null key are never joined or stored; look them up with why(partition=..., offset=...)")
+        placed = self._placed(scenario, partition, key)
+        return debug.key_trace(self.scenarios[scenario], partition, key, placed, joiner or default_joiner)
+
+    def why(self, partition: int, offset: int, side: str = "left", scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None) -> Any:
+        """Why did the record at ``side``/``partition``/``offset`` come out as it did? A
+        :class:`kjoin.spark.debug.Diagnosis`: ``verdict`` (one of
+        :data:`kjoin.spark.debug.VERDICTS`), the plain-language ``text``, the ``partners`` (the
+        other side's records of the key: side, partition, offset, ts) and the key's drill-down
+        ``trace``. Looks the key up across all partitions and runs only the key's records."""
+        from pyspark.sql import functions as F
+
+        from ..joins import default_joiner
+        from . import debug
+
+        if side not in ("left", "right"):
+            raise SparkInputError(f"side={side!r}: expected 'left' or 'right'")
+        if scenario not in self.scenarios:
+            raise SparkInputError(f"scenario={scenario!r}: this run has scenarios {', '.join(map(str, sorted(self.scenarios)))}")
+        config = self.scenarios[scenario]
+        if config.join == "fk":
+            raise SparkInputError("why: a foreign-key join crosses tasks; step through the scenario's trace instead (run.trace(0))")
+        _check_partition(partition, config.partitions)
+        frame, _ = self._task_frame(scenario, partition)
+        row = frame.filter((F.col("side") == side) & (F.col("offset") == offset)).select("key", "value", "ts").first()
+        if row is None:
+            raise SparkInputError(f"why: there is no {side} record at partition {partition}, offset {offset}")
+        decode = lambda v, as_json: json.loads(v) if as_json and v is not None else v  # noqa: E731
+        key = decode(row["key"], self._json_keys)
+        record = Record(Side(side), key, decode(row["value"], self._json_values), row["ts"], partition, offset)
+        if key is None:
+            return debug.diagnose(record, config, None, (), ())
+        everything = (self.inputs if self.inputs is not None else self.records).filter(F.col("scenario") == scenario)
+        other = "right" if side == "left" else "left"
+        stored = self._key_column_value(key)
+        partner_rows = everything.filter((F.col("side") == other) & F.col("key").isNotNull() & (F.col("key") == stored)).select("partition", "offset", "ts", "value").collect()
+        trace = self._key_trace(partition, key, scenario, joiner or default_joiner)
+        steps = {(s.record.side.value, s.record.offset): trace.task_steps[s.index] for s in trace.key_steps()}
+        same, elsewhere = [], []
+        for p in sorted(partner_rows, key=lambda r: (r["partition"], r["offset"])):
+            partner = debug.Partner(other, p["partition"], p["offset"], p["ts"], decode(p["value"], self._json_values), steps.get((other, p["offset"])) if p["partition"] == partition else None)
+            (same if p["partition"] == partition else elsewhere).append(partner)
+        return debug.diagnose(record, config, trace, elsewhere, same)
+
     def write_parquet(self, path: str, mode: str = "overwrite") -> None:
         """Write ``outputs/``, ``steps/`` and ``summary/`` under ``path`` (one pass each); a
         relative local path is relative to Python's working directory."""
@@ -85,13 +172,17 @@ class SparkRun:
         self.steps.write.mode(mode).parquet(f"{path}/steps")
         self.summary().write.mode(mode).parquet(f"{path}/summary")
 
-    def trace(self, partition: int, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None) -> Trace:
+    def trace(self, partition: int, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None, key: Any = _ALL_KEYS) -> Trace:
         """Drill down: collect one Kafka task's input records (only those) and run them
         through the reference engine. Step ``i`` of the trace is the task's ``i``-th record;
         for topics that is the ``step`` of the Spark frames. The scenario keeps all its
         options (versioned tables, grace, ``versioned_mode`` …). A foreign-key scenario
         crosses tasks, so its trace is the whole scenario's (``partition`` is not used; see
-        :mod:`kjoin.spark.fk_task`)."""
+        :mod:`kjoin.spark.fk_task`).
+
+        ``key=``: the drill-down of one key (:class:`kjoin.spark.debug.KeyTrace`): only that
+        key's records run, with the stream time the task's other records give them (computed
+        in Spark), and every state restricted to the key."""
         from pyspark.sql import functions as F
 
         from ..engine import run
@@ -103,9 +194,13 @@ class SparkRun:
         if config.join != "fk":
             _check_partition(partition, config.partitions)
         if config.join == "fk":
+            if key is not _ALL_KEYS:
+                raise SparkInputError("key=: a foreign-key join crosses tasks; its drill-down is the whole scenario's trace (leave key out)")
             from .fk_task import fk_trace
 
             return fk_trace(self.records, scenario, config, joiner)
+        if key is not _ALL_KEYS:
+            return self._key_trace(partition, key, scenario, joiner)
         rows = (
             self.records.filter((F.col("scenario") == scenario) & (F.col("partition") == partition))
             .orderBy("_order_ts", "_side_rank", "offset")
@@ -193,12 +288,15 @@ def run_join(
                 F.lit(0 if side == "left" else 1).alias("_side_rank"),
             )
         )
+    inputs = frames[0].unionByName(frames[1])
     # Hash-partitioned by Kafka task once: the running max below and both paths' per-task work reuse it (one shuffle, not two).
     records = frames[0].unionByName(frames[1]).repartition(spark_partitions or partitions, "scenario", "partition")
     running = Window.partitionBy("scenario", "partition", "side").orderBy("offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
     records = records.withColumn("_order_ts", F.max("ts").over(running))
     json_values = left.json_values or right.json_values
-    return _execute(records, {0: config}, key_type, value_type, joiner, json_keys=False, json_values=json_values, spark_partitions=spark_partitions or partitions, method=method, partitioned=True)
+    result = _execute(records, {0: config}, key_type, value_type, joiner, json_keys=False, json_values=json_values, spark_partitions=spark_partitions or partitions, method=method, partitioned=True)
+    result.inputs = inputs
+    return result
 
 
 def run_scenarios(spark: Any, scenarios: Iterable[Scenario], joiner: Callable[[Any, Any], Any] | None = None, spark_partitions: int | None = None, method: str = "auto") -> SparkRun:
