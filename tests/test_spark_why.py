@@ -92,3 +92,65 @@ def test_find_locates_a_step_by_offset_or_predicate(spark):
     assert trace.find(offset=9) is None
     drill = result.trace(partition=0, key="a")
     assert drill.find(offset=0, side="right").record.value == "x"
+
+
+# -- why: planted causes, each checked against the whole task's reference trace ---------------------
+def test_why_names_every_planted_cause_and_the_task_trace_agrees(spark):
+    from kjoin.spark.whycheck import CAUSES, planted
+
+    partitions = 2
+    orders, customers, causes = planted(2 * len(CAUSES), partitions)
+    result = run_join(topic(spark, orders, partitions), topic(spark, customers, partitions), "stream-table", "left")
+    traces = {p: result.trace(partition=p) for p in range(partitions)}
+    seen = set()
+    for (partition, offset), cause in sorted(causes.items()):
+        diagnosis = result.why(partition=partition, offset=offset, side="left")
+        assert diagnosis.verdict == cause, (partition, offset, diagnosis)
+        assert diagnosis.verdict in VERDICTS and diagnosis.text
+        seen.add(cause)
+        full = traces[partition]
+        step = full.find(offset=offset, side="left")
+        if cause in ("null-key", "null-value"):
+            continue
+        assert diagnosis.step == step.index
+        results = [o for o in step.outputs if o.kind is not OutputKind.NULL_KEY]
+        if cause == "joined":
+            assert results and results[0].right is not None
+            continue
+        assert results and results[0].right is None, "a null-partner result"
+        key = step.record.key
+        partners = [s for s in full.steps if s.record.side is Side.RIGHT and s.record.key == key]
+        if cause == "partner-later":
+            first = partners[0]
+            assert first.index > step.index and first.record.ts > step.record.ts
+            assert diagnosis.delay_ms == first.record.ts - step.record.ts == 30
+            assert diagnosis.records_between == first.index - step.index - 1
+            assert [(p.partition, p.offset, p.ts) for p in diagnosis.partners] == [(partition, first.record.offset, first.record.ts)]
+        elif cause == "partner-processed-later":
+            first = partners[0]
+            assert first.index > step.index and first.record.ts < step.record.ts
+            assert diagnosis.records_between == first.index - step.index - 1
+        elif cause == "partner-deleted":
+            before = [s for s in partners if s.index < step.index]
+            assert before and before[-1].record.value is None
+            assert full.state_at(step.index).table("right") == [r for r in full.state_at(step.index).table("right") if r["key"] != key]
+        elif cause == "partner-never":
+            assert not partners and not any(r[0] == key for r in customers)
+        elif cause == "partner-other-partition":
+            assert not partners
+            assert [(p.partition, p.offset) for p in diagnosis.partners] == [(r[3], r[4]) for r in customers if r[0] == key]
+            assert all(p.partition != partition for p in diagnosis.partners)
+    assert seen == set(CAUSES)
+
+
+def test_why_in_a_stream_stream_join_gives_the_distance_outside_the_window(spark):
+    left = [("a", "A", 100, 0, 0), ("b", "B", 100, 0, 1), ("c", "C", 100, 0, 2)]
+    right = [("b", "y", 102, 0, 0), ("a", "x", 120, 0, 1), ("c", "z", 50, 0, 2)]
+    result = run_join(topic(spark, left, 1), topic(spark, right, 1), "stream-stream", "left", window={"before_ms": 5, "after_ms": 5, "grace_ms": 0})
+    far = result.why(partition=0, offset=0)
+    assert far.verdict == "partner-outside-window" and far.delay_ms == 15 and "15 ms outside" in far.text
+    assert result.why(partition=0, offset=1).verdict == "joined"
+    early = result.why(partition=0, offset=2)
+    assert early.verdict == "partner-outside-window" and early.delay_ms == 45
+    with pytest.raises(Exception, match=r"no left record at partition 0, offset 9"):
+        result.why(partition=0, offset=9)

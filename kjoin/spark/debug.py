@@ -241,11 +241,13 @@ def key_trace(config: Scenario, partition: int, key: Any, placed: Sequence[_Plac
         events.append(Event(r.side, event_key, r.value, r.ts, partition, r.offset))
     full = run(replace(config, events=tuple(events)), joiner=joiner)
     steps, states, changes, task_steps = [], [], [], []
+    kept: dict[int, int] = {}  # step of the run above -> step of the drill-down
     for i, step in enumerate(full.steps):
         mine = tuple(o for o in step.outputs if o.key == key)
         if placed[i].clock and not mine:
             continue
-        index = len(steps)
+        index = kept[i] = len(steps)
+        mine = tuple(o if o.origin_step is None else replace(o, origin_step=kept.get(o.origin_step, o.origin_step)) for o in mine)
         record = placed[i].record if placed[i].clock else step.record
         if placed[i].clock:
             explain = f"another key's record ({record.side.value}, offset {record.offset}, ts {record.ts}) moved stream time; key {key!r}'s held results were emitted"
@@ -300,6 +302,15 @@ def diagnose(record: Record, config: Scenario, trace: KeyTrace | None, elsewhere
     if step.fate is Fate.DROPPED and step.reason in (Reason.EXPIRED_PUT,) or step.reason is Reason.EXPIRED and not produced:
         return Diagnosis("late", f"The {who} came after its window (or history) had closed: stream time was already past it; it was skipped. {ARRIVAL_NOTE}.", record, task_step, tuple(same), trace=trace)
     nulls = [o for o in produced if o.kind in (OutputKind.UNMATCHED, OutputKind.WINDOW_CLOSED)] or [o for o in produced if (o.right if side is Side.LEFT else o.left) is None]
+    later = _joined_by_later_partner(record, config, step, trace)
+    if not nulls and later is not None:
+        partner = later.record
+        return Diagnosis(
+            "joined",
+            f"The {who} joined when its {other_side} partner (offset {partner.offset}, ts {partner.ts}) was processed "
+            f"{trace.task_steps[later.index] - task_step - 1 if task_step is not None and trace.task_steps[later.index] is not None else 'some'} record(s) later and found it in the window store.",
+            record, task_step, tuple(same), trace=trace,
+        )
     if not nulls and step.reason in (Reason.TABLE_UPDATE, Reason.NOT_A_TRIGGER, Reason.NOTHING_TO_DELETE, Reason.RECORD_CACHE, Reason.GRACE_PERIOD, Reason.WINDOW_OPEN):
         return Diagnosis("no-result", f"The {who} produced no result of its own: {step.explain}", record, task_step, tuple(same), trace=trace)
     return _partner_verdict(record, who, other_side, config, step, task_step, trace, elsewhere, same)
@@ -362,6 +373,22 @@ def _partner_verdict(record: Record, who: str, other_side: str, config: Scenario
         return _later(record, who, other_side, first, task_step, trace)
     del steps_of
     return Diagnosis("no-result", f"The {who}: {step.explain}", record, task_step, tuple(same), trace=trace)
+
+
+def _joined_by_later_partner(record: Record, config: Scenario, step: Step, trace: KeyTrace) -> Step | None:
+    """A windowed join: the later step of the other side whose lookup found this record."""
+    window = config.window
+    if window is None:
+        return None
+    lo, hi = (record.ts - window.before_ms, record.ts + window.after_ms) if record.side is Side.LEFT else (record.ts - window.after_ms, record.ts + window.before_ms)
+    for later in trace.steps[step.index + 1:]:
+        if later.record.key != record.key or later.record.side is record.side or not lo <= later.record.ts <= hi:
+            continue
+        for output in later.outputs:
+            mine = output.left if record.side is Side.LEFT else output.right
+            if output.kind is OutputKind.JOINED and mine == record.value:
+                return later
+    return None
 
 
 def _closed_before(trace: KeyTrace, step: Step, partner: Partner) -> bool:
