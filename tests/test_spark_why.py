@@ -154,3 +154,56 @@ def test_why_in_a_stream_stream_join_gives_the_distance_outside_the_window(spark
     assert early.verdict == "partner-outside-window" and early.delay_ms == 45
     with pytest.raises(Exception, match=r"no left record at partition 0, offset 9"):
         result.why(partition=0, offset=9)
+
+
+def test_every_result_has_a_reason_and_the_summary_counts_them_per_key(spark):
+    from kjoin.spark.whycheck import CAUSES, planted
+
+    partitions = 2
+    orders, customers, causes = planted(2 * len(CAUSES), partitions)
+    result = run_join(topic(spark, orders, partitions), topic(spark, customers, partitions), "stream-table", "left")
+    rows = result.explained_outputs.select("partition", "side", "offset", "reason", "right", "kind").collect()
+    by_order = {(r["partition"], r["offset"]): r for r in rows if r["side"] == "left"}
+    for (partition, offset), cause in causes.items():
+        if cause == "null-value":
+            assert (partition, offset) not in by_order, "a null-value order is dropped: no result"
+            continue
+        row = by_order[(partition, offset)]
+        expected = {"joined": "matched", "null-key": "null-key"}.get(cause, cause)
+        assert row["reason"] == expected, (partition, offset, cause, row)
+    assert all(r["reason"] is not None for r in rows)
+    summary = result.summary()
+    columns = summary.columns
+    assert columns[:5] == ["scenario", "partition", "key", "matched", "tombstones"]
+    assert "partner-later" in columns and "partner-outside-window" not in columns, "no window in a stream-table join"
+    assert "window-open" not in columns and "null-value" in columns and "table-update" in columns
+    totals = summary.groupBy().sum(*columns[3:]).first()
+    planted_counts = {cause: sum(1 for c in causes.values() if c == cause) for cause in CAUSES}
+    assert totals["sum(matched)"] == planted_counts["joined"]
+    for verdict in ("partner-later", "partner-processed-later", "partner-deleted", "partner-never", "partner-other-partition"):
+        assert totals[f"sum({verdict})"] == planted_counts[verdict], verdict
+    assert totals["sum(null-value)"] == planted_counts["null-value"]
+    inner = run_join(topic(spark, orders, partitions), topic(spark, customers, partitions), "stream-table", "inner").summary().columns
+    assert "partner-later" not in inner and "no-partner" in inner
+
+
+def test_the_summary_explorer_sorts_and_opens_the_stepper_at_the_first_surprise(spark):
+    from kjoin.spark.whycheck import CAUSES, planted
+    from kjoin_viz.summary_explorer import SummaryExplorer
+
+    partitions = 2
+    orders, customers, causes = planted(len(CAUSES), partitions)
+    result = run_join(topic(spark, orders, partitions), topic(spark, customers, partitions), "stream-table", "left")
+    explorer = SummaryExplorer(result)
+    assert {"partner-later", "partner-never", "matched"} <= set(explorer.columns)
+    rows = explorer.sort_by("partner-later")
+    assert rows[0]["partner-later"] == 1 and all(r["partner-later"] == 0 for r in rows[1:])
+    assert rows[0]["key"] == "K1"  # group 1 planted partner-later
+    assert "K1" in explorer.table.value.split("</tr>")[1], "the table shows the sorted rows"
+    explorer.picker.value = 0  # as a click in the list does
+    stepper = explorer.stepper
+    assert explorer.selected["key"] == "K1" and stepper is not None
+    step = stepper.trace[stepper.step]
+    assert step.record.key == "K1" and step.record.side is Side.LEFT
+    assert step.outputs and step.outputs[0].right is None, "opens at the order's null-customer result"
+    assert [r["key"] for r in explorer.sort_by("key", descending=False)][:2] == sorted(r["key"] for r in rows if r["key"] is not None)[:2]

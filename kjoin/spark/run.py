@@ -68,18 +68,38 @@ class SparkRun:
     def steps(self) -> Any:
         return self.results.filter(self.results.row == "step").select(*STEP_COLUMNS)
 
+    @property
+    def explained_outputs(self) -> Any:
+        """:attr:`outputs` with a ``reason`` per result: ``matched`` (both sides), ``tombstone``,
+        ``null-key`` (forwarded with null, KIP-962), or for a result with a null partner the
+        verdict of :meth:`why` computed for all of them at once: ``partner-later``,
+        ``partner-processed-later``, ``partner-deleted``, ``partner-never``,
+        ``partner-other-partition``, and for windowed joins ``partner-outside-window`` or
+        ``partner-expired`` (``unexplained`` if none applies). One join with the other side's
+        records of each key; :meth:`why` explains one record in full."""
+        return _explain_outputs(self)
+
     def summary(self) -> Any:
-        """Per scenario, partition and key: results, tombstones, and records per reason
-        (drops, buffered, stored, no match)."""
+        """Per scenario, partition and key: ``matched`` results, ``tombstones``, results with a
+        null partner per verdict (see :attr:`explained_outputs`), and records per reason (drops,
+        buffered, stored, no match). Only the columns that can be non-zero for the join at hand
+        (of the first scenario's join, variant and options)."""
         from pyspark.sql import functions as F
 
-        row, reason = F.col("row"), F.col("reason")
+        config = self.scenarios[min(self.scenarios)] if self.scenarios else None
+        explained = self.explained_outputs.withColumn("row", F.lit("output")).withColumn("fate", F.lit(None).cast("string"))
+        steps = self.steps.withColumn("row", F.lit("step"))
+        reason = F.col("reason")
+        output = F.col("row") == "output"
         counts = [
-            F.sum(F.when((row == "output") & ~F.col("tombstone"), 1).otherwise(0)).alias("results"),
-            F.sum(F.when((row == "output") & F.col("tombstone"), 1).otherwise(0)).alias("tombstones"),
+            F.sum(F.when(output & (reason == "matched"), 1).otherwise(0)).alias("matched"),
+            F.sum(F.when(output & (reason == "tombstone"), 1).otherwise(0)).alias("tombstones"),
         ]
-        counts += [F.sum(F.when(reason == member.value, 1).otherwise(0)).alias(member.value) for member in Reason]
-        return self.results.groupBy("scenario", "partition", "key").agg(*counts)
+        counts += [F.sum(F.when(output & (reason == verdict), 1).otherwise(0)).alias(verdict) for verdict in _null_verdicts(config)]
+        counts += [F.sum(F.when(~output & (reason == name), 1).otherwise(0)).alias(name) for name in _step_reasons(config)]
+        columns = ["row", "scenario", "partition", "key", "reason"]
+        both = explained.select(*columns).unionByName(steps.select(*columns))
+        return both.groupBy("scenario", "partition", "key").agg(*counts)
 
     # -- one key, one record ---------------------------------------------------------------
     def _task_frame(self, scenario: int, partition: int) -> tuple[Any, bool]:
@@ -168,7 +188,7 @@ class SparkRun:
         from .readers import local_path
 
         path = local_path(path).rstrip("/")
-        self.outputs.write.mode(mode).parquet(f"{path}/outputs")
+        self.explained_outputs.write.mode(mode).parquet(f"{path}/outputs")
         self.steps.write.mode(mode).parquet(f"{path}/steps")
         self.summary().write.mode(mode).parquet(f"{path}/summary")
 
@@ -424,6 +444,102 @@ def _partition_count(left: Topic, right: Topic) -> int:
             f"({right.source}) {counts['right']}. Kafka Streams refuses such a join; repartition one topic to {max(counts.values())} partitions first."
         )
     return counts["left"]
+
+
+_WINDOWED_VERDICTS = ("partner-never", "partner-other-partition", "partner-outside-window", "partner-later", "partner-expired", "unexplained")
+_TABLE_VERDICTS = ("partner-later", "partner-processed-later", "partner-deleted", "partner-never", "partner-other-partition", "unexplained")
+_JOIN_REASONS = {
+    "stream-stream": (Reason.NULL_KEY, Reason.NULL_VALUE, Reason.NO_PARTNER, Reason.WINDOW_OPEN, Reason.NOT_A_TRIGGER, Reason.EXPIRED),
+    "stream-table": (Reason.NULL_KEY, Reason.NULL_VALUE, Reason.NO_PARTNER, Reason.TABLE_UPDATE),
+    "table-table": (Reason.NULL_KEY, Reason.NO_PARTNER, Reason.NOTHING_TO_DELETE),
+}
+_VERSIONED_REASONS = (Reason.EXPIRED_PUT, Reason.GRACE_PERIOD, Reason.NULL_KEY_IN_GRACE_BUFFER, Reason.OUT_OF_ORDER_VERSION, Reason.TABLE_UPDATE, Reason.NULL_VALUE)
+
+
+def _null_verdicts(config: Scenario | None) -> tuple[str, ...]:
+    """The verdicts a null-partner result can have: none for an inner join."""
+    if config is None or config.variant == "inner":
+        return ()
+    return _WINDOWED_VERDICTS if config.window is not None else _TABLE_VERDICTS
+
+
+def _step_reasons(config: Scenario | None) -> list[str]:
+    """The reasons the join's processors can give a record that did not join (in Reason's order)."""
+    if config is None or config.join not in _JOIN_REASONS or config.then or getattr(config, "caching", ()):
+        return [member.value for member in Reason]
+    possible = set(_JOIN_REASONS[config.join])
+    if config.left.versioned or config.right.versioned or getattr(config, "grace_ms", None) is not None:
+        possible |= set(_VERSIONED_REASONS)
+    return [member.value for member in Reason if member in possible]
+
+
+def _explain_outputs(run: "SparkRun") -> Any:
+    """Every output with its ``reason`` (see :attr:`SparkRun.explained_outputs`)."""
+    from pyspark.sql import functions as F
+
+    outputs = run.outputs
+    kind = F.col("kind")
+    null_partner = kind.isin("unmatched", "window-closed")
+    plain = outputs.filter(~null_partner).withColumn(
+        "reason", F.when(kind == "tombstone", "tombstone").when(kind == "null-key", "null-key").otherwise("matched")
+    )
+    nulls = outputs.filter(null_partner).withColumn("_id", F.monotonically_increasing_id())
+    nulls = nulls.withColumn("_subject", F.when(F.col("right").isNull(), F.lit("left")).otherwise(F.lit("right")))
+    records = run.records.select(
+        "scenario", "partition", "side", "key", "ts", "offset", "value", F.struct("_order_ts", "_side_rank", "offset").alias("_order")
+    )
+    # The record whose value the null result carries: its side, key and timestamp (the first such in the task).
+    subject = records.select(
+        F.col("scenario").alias("s_scenario"), F.col("partition").alias("s_partition"), F.col("side").alias("s_side"),
+        F.col("key").alias("s_key"), F.col("ts").alias("s_ts"), F.col("_order").alias("s_order"),
+    )
+    located = nulls.join(
+        subject,
+        (nulls.scenario == subject.s_scenario) & (nulls.partition == subject.s_partition) & (nulls._subject == subject.s_side)
+        & (nulls.key == subject.s_key) & (nulls.ts == subject.s_ts),
+        "left",
+    ).groupBy("_id").agg(F.min("s_order").alias("_at"))
+    partners = records.select(
+        F.col("scenario").alias("p_scenario"), F.col("partition").alias("p_partition"), F.col("side").alias("p_side"),
+        F.col("key").alias("p_key"), F.col("ts").alias("p_ts"), F.col("value").alias("p_value"), F.col("_order").alias("p_order"),
+    )
+    config = run.scenarios[min(run.scenarios)]
+    window = config.window
+    base = nulls.join(located, "_id", "left")
+    joined = base.join(
+        partners,
+        (base.scenario == partners.p_scenario) & (base.key == partners.p_key) & (base._subject != partners.p_side),
+        "left",
+    )
+    same = F.col("p_partition") == F.col("partition")
+    before = same & (F.col("p_order") < F.col("_at"))
+    after = same & (F.col("p_order") > F.col("_at"))
+    aggregates = [
+        F.sum(F.when(same, 1).otherwise(0)).alias("_same"),
+        F.sum(F.when(F.col("p_partition").isNotNull() & ~same, 1).otherwise(0)).alias("_elsewhere"),
+        F.max_by(F.col("p_value").isNull(), F.when(before, F.col("p_order"))).alias("_last_before_deleted"),
+        F.min_by(F.col("p_ts"), F.when(after, F.col("p_order"))).alias("_first_after_ts"),
+    ]
+    if window is not None:
+        left_subject = F.col("_subject") == "left"
+        lo = F.col("ts") - F.when(left_subject, window.before_ms).otherwise(window.after_ms)
+        hi = F.col("ts") + F.when(left_subject, window.after_ms).otherwise(window.before_ms)
+        aggregates.append(F.sum(F.when(same & (F.col("p_ts") >= lo) & (F.col("p_ts") <= hi) & F.col("p_value").isNotNull(), 1).otherwise(0)).alias("_inside"))
+    verdicts = joined.groupBy("_id", "ts").agg(*aggregates)
+    none_here = F.col("_same") == 0
+    verdict = F.when(none_here & (F.col("_elsewhere") > 0), "partner-other-partition").when(none_here, "partner-never")
+    if window is not None:
+        eager = not config.semantics.spurious_result_fix or window.grace_ms is None or window.spurious_result_fix is False
+        verdict = verdict.when(F.col("_inside") == 0, "partner-outside-window").otherwise("partner-later" if eager else "partner-expired")
+    else:
+        verdict = (
+            verdict.when(F.col("_last_before_deleted") == F.lit(True), "partner-deleted")
+            .when(F.col("_first_after_ts") >= F.col("ts"), "partner-later")
+            .when(F.col("_first_after_ts").isNotNull(), "partner-processed-later")
+            .otherwise("unexplained")
+        )
+    explained = nulls.join(verdicts.select("_id", verdict.alias("reason")), "_id", "left").drop("_id", "_subject")
+    return plain.unionByName(explained.select(*OUTPUT_COLUMNS, "reason"))
 
 
 def _check_partition(partition: Any, partitions: int) -> None:
