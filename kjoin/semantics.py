@@ -115,5 +115,6 @@ def parse_semantics(text: "str | Semantics | None") -> Semantics:
         raise ValueError(f"semantics {text!r}: Kafka Streams joins start at 0.10.0")
     known = {tuple(int(part) for part in version.split(".")[:2]) for version in KNOWN_VERSIONS}
     if (major, minor) not in known:
-        raise ValueError(f"semantics {text!r} is not a Kafka release kjoin knows; the known ones are {', '.join(KNOWN_VERSIONS)} (or \"latest\")")
+        known_ones = ", ".join(KNOWN_VERSIONS)
+        raise ValueError(f"semantics {text!r} is not a Kafka release kjoin knows; the known ones are {known_ones} (or \"latest\")")
     return Semantics((major, minor, patch))

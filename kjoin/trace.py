@@ -72,7 +72,9 @@ class Trace:
     def __getitem__(self, index: int) -> Step:
         return self.steps[index]
 
-    def find(self, predicate: "Any" = None, *, offset: int | None = None, side: Side | str | None = None, partition: int | None = None) -> Step | None:
+    def find(
+        self, predicate: Any = None, *, offset: int | None = None, side: Side | str | None = None, partition: int | None = None
+    ) -> Step | None:
         """The first step whose input record matches: ``find(offset=7, side="left")``, or
         ``find(lambda step: step.outputs)``; ``None`` if no step does."""
         wanted_side = None if side is None else Side(side)
@@ -157,7 +159,9 @@ class Trace:
 class StateSnapshot:
     """All stores after one step, read by kind of store."""
 
-    def __init__(self, stores: Mapping[StoreId, dict[Any, Any]], step: int, task: int = 0, tasks: frozenset[int] | None = None) -> None:
+    def __init__(
+        self, stores: Mapping[StoreId, dict[Any, Any]], step: int, task: int = 0, tasks: frozenset[int] | None = None
+    ) -> None:
         self.stores = stores
         self.step = step
         self.task = task
@@ -168,7 +172,8 @@ class StateSnapshot:
         """The trace's tasks: those its records went to, and any other whose stores hold something."""
         tasks = {store.task for store in self.stores}
         if self._trace_tasks is not None:
-            tasks = {t for t in tasks if t in self._trace_tasks or any(self.stores[s] for s in self.stores if s.task == t)}
+            filled = {s.task for s, entries in self.stores.items() if entries}
+            tasks = {t for t in tasks if t in self._trace_tasks or t in filled}
         return sorted(tasks)
 
     def _entries(self, name: str, task: int | None) -> dict[Any, Any]:

@@ -72,7 +72,9 @@ class StoreTable:
         return f"task {self.task}: {self.name}"
 
 
-def store_tables(stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Change] = (), scenario: Any = None, focus_key: Any = None) -> list[StoreTable]:
+def store_tables(
+    stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Change] = (), scenario: Any = None, focus_key: Any = None
+) -> list[StoreTable]:
     """Every store as a :class:`StoreTable`, ordered by task and then by name.
 
     ``scenario`` (optional) adds what the stores alone do not say: the grace period, the
@@ -99,7 +101,8 @@ def store_tables(stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Chan
         header, to_row, order = _layout(store.name, entries, scenario)
         ordered = _sorted_entries(entries, order)
         if focus_key is not None:
-            ordered = [e for e in ordered if _holds_key(e, focus_key)] + [e for e in ordered if not _holds_key(e, focus_key)]
+            first = [e for e in ordered if _holds_key(e, focus_key)]
+            ordered = first + [e for e in ordered if not _holds_key(e, focus_key)]
         shown = ordered[:MAX_ROWS_SHOWN]
         touched = put.get(store, set())
         rows = tuple(to_row(key, row) for key, row in shown)

@@ -49,7 +49,9 @@ class SummaryExplorer(widgets.VBox):
         if surprising:
             from pyspark.sql import functions as F
 
-            summary = summary.withColumn("_surprises", sum((F.col(f"`{c}`") for c in surprising), F.lit(0))).orderBy(F.desc("_surprises"), "partition", "key")
+            summary = summary.withColumn("_surprises", sum((F.col(f"`{c}`") for c in surprising), F.lit(0))).orderBy(
+                F.desc("_surprises"), "partition", "key"
+            )
             rows = [r.asDict() for r in summary.limit(limit).collect()]
         else:
             rows = [r.asDict() for r in summary.orderBy("partition", "key").limit(limit).collect()]
@@ -68,7 +70,10 @@ class SummaryExplorer(widgets.VBox):
         self.sorter.observe(lambda change: self.sort_by(change["new"], self.order.value), names="value")
         self.order.observe(lambda change: self.sort_by(self.sorter.value, change["new"]), names="value")
         self._rendering = False
-        self.picker.observe(lambda change: None if self._rendering or change["new"] is None else self.select(change["new"]), names="value")
+        self.picker.observe(
+            lambda change: None if self._rendering or change["new"] is None else self.select(change["new"]),
+            names="value",
+        )
         super().__init__([widgets.HBox([self.sorter, self.order]), self.table, self.picker, self.detail])
         self.add_class("kjoin-summary-explorer")
         self._render()
@@ -102,11 +107,18 @@ class SummaryExplorer(widgets.VBox):
 
     def _render(self) -> None:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape('' if r[c] is None else str(r[c]))}</td>" for c in self.columns) + "</tr>" for r in self.rows)
+        body = "".join(
+            "<tr>"
+            + "".join(f"<td>{html.escape('' if r[c] is None else str(r[c]))}</td>" for c in self.columns)
+            + "</tr>"
+            for r in self.rows
+        )
         self.table.value = f"<table class='kjoin-summary'><tr>{head}</tr>{body}</table>"
         self._rendering = True
         try:
-            self.picker.options = [(f"{i}: partition {r['partition']}, key {r['key']}", i) for i, r in enumerate(self.rows)]
+            self.picker.options = [
+                (f"{i}: partition {r['partition']}, key {r['key']}", i) for i, r in enumerate(self.rows)
+            ]
             self.picker.value = None
         finally:
             self._rendering = False

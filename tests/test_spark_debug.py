@@ -46,9 +46,18 @@ def test_a_partition_that_does_not_exist_is_refused(spark):
 def test_window_as_milliseconds_equals_the_symmetric_window_without_grace(spark):
     left, right = topic(spark, LEFT), topic(spark, RIGHT)
     by_int = spark_outputs(run_join(left, right, "stream-stream", "outer", window=10))
-    by_dict = spark_outputs(run_join(left, right, "stream-stream", "outer", window={"before_ms": 10, "after_ms": 10, "grace_ms": 0}))
+    by_dict = spark_outputs(
+        run_join(left, right, "stream-stream", "outer", window={"before_ms": 10, "after_ms": 10, "grace_ms": 0})
+    )
     records = lambda side, rows: [Record(side, *row) for row in rows]  # noqa: E731
-    expected = reference_outputs(records(Side.LEFT, LEFT), records(Side.RIGHT, RIGHT), "stream-stream", "outer", 2, {"before_ms": 10, "after_ms": 10, "grace_ms": 0})
+    expected = reference_outputs(
+        records(Side.LEFT, LEFT),
+        records(Side.RIGHT, RIGHT),
+        "stream-stream",
+        "outer",
+        2,
+        {"before_ms": 10, "after_ms": 10, "grace_ms": 0},
+    )
     assert by_int == by_dict == expected
     narrow = spark_outputs(run_join(left, right, "stream-stream", "outer", window=1))
     assert narrow != by_int, "the window must matter in this example"
@@ -75,9 +84,13 @@ def test_a_window_on_a_join_without_one_is_refused(spark):
 
 def test_an_unknown_kafka_version_is_refused_with_the_known_ones(spark):
     for version in ("9.9", "3.10", "2.9", "1.2"):
-        with pytest.raises(ValueError, match=r"is not a Kafka release kjoin knows; the known ones are 0\.10\.0, .* 3\.9, 4\.0, 4\.1"):
+        with pytest.raises(
+            ValueError, match=r"is not a Kafka release kjoin knows; the known ones are 0\.10\.0, .* 3\.9, 4\.0, 4\.1"
+        ):
             parse_semantics(version)
-    with pytest.raises(SparkInputError, match=r"semantics '9.9' is not a Kafka release kjoin knows; the known ones are"):
+    with pytest.raises(
+        SparkInputError, match=r"semantics '9.9' is not a Kafka release kjoin knows; the known ones are"
+    ):
         run_join(topic(spark, LEFT), topic(spark, RIGHT), "stream-table", "left", semantics="9.9")
     assert [str(parse_semantics(v)) for v in ("3.9.1", "0.11.0", "2.8", "4.1")] == ["3.9.1", "0.11.0", "2.8", "4.1"]
     assert KNOWN_VERSIONS[-1] == "4.1" and len(KNOWN_VERSIONS) == len(set(KNOWN_VERSIONS))
@@ -98,15 +111,33 @@ def test_the_readme_spark_example_runs_as_written(spark, tmp_path, monkeypatch):
     orders = [(f"C{i % 5}", f"O{i}", 10 * i, i % partitions, i // partitions) for i in range(20)]
     customers = [(f"C{i}", f"name{i}", 3 + 10 * i, i % partitions, 0) for i in range(partitions)]
     monkeypatch.chdir(tmp_path)
-    spark.createDataFrame(orders, "key string, value string, ts long, partition int, offset long").write.parquet(str(tmp_path / "orders"))
+    spark.createDataFrame(orders, "key string, value string, ts long, partition int, offset long").write.parquet(
+        str(tmp_path / "orders")
+    )
     Path("customers.jsonl").write_text(
-        "".join(json.dumps({"topic": "customers", "partition": p, "offset": o, "tstype": "create", "ts": ts, "key": k, "payload": v}) + "\n" for k, v, ts, p, o in customers)
+        "".join(
+            json.dumps(
+                {
+                    "topic": "customers",
+                    "partition": p,
+                    "offset": o,
+                    "tstype": "create",
+                    "ts": ts,
+                    "key": k,
+                    "payload": v,
+                }
+            )
+            + "\n"
+            for k, v, ts, p, o in customers
+        )
     )
     scope: dict = {}
     exec(compile(readme_spark_example(), "README.md", "exec"), scope)
     result, trace = scope["result"], scope["trace"]
     records = lambda side, rows: [Record(side, *row) for row in rows]  # noqa: E731
-    expected = reference_outputs(records(Side.LEFT, orders), records(Side.RIGHT, customers), "stream-table", "left", partitions)
+    expected = reference_outputs(
+        records(Side.LEFT, orders), records(Side.RIGHT, customers), "stream-table", "left", partitions
+    )
     assert spark_outputs(result) == expected
     assert [(s.index, o.key, o.value, o.ts, o.tombstone) for s in trace.steps for o in s.outputs] == expected[2]
     assert sorted(os.listdir("out")) == ["outputs", "steps", "summary"]
@@ -123,7 +154,15 @@ def test_a_directory_of_files_of_several_formats_needs_the_format(spark, tmp_pat
 def test_csv_options_pass_through_and_type_advice_names_long(spark, tmp_path):
     import pandas as pd
 
-    frame = pd.DataFrame({"key": ["a", "b", "a"], "value": ["A1", "B1", None], "ts": [5, 3, 9], "partition": [0, 1, 0], "offset": [0, 0, 1]})
+    frame = pd.DataFrame(
+        {
+            "key": ["a", "b", "a"],
+            "value": ["A1", "B1", None],
+            "ts": [5, 3, 9],
+            "partition": [0, 1, 0],
+            "offset": [0, 0, 1],
+        }
+    )
     path = tmp_path / "orders.csv"
     frame.to_csv(path, sep=";", index=False)
     topic_ = from_files(spark, str(path), options={"sep": ";"})
@@ -141,11 +180,17 @@ def test_csv_options_pass_through_and_type_advice_names_long(spark, tmp_path):
 
 
 def test_state_at_reads_the_traces_own_task_and_lists_only_its_tasks():
-    events = [Record(Side.RIGHT, "a", "x", 3, 2, 0), Record(Side.LEFT, "a", "A", 5, 2, 0), Record(Side.LEFT, "b", "B", 6, 2, 1)]
+    events = [
+        Record(Side.RIGHT, "a", "x", 3, 2, 0),
+        Record(Side.LEFT, "a", "A", 5, 2, 0),
+        Record(Side.LEFT, "b", "B", 6, 2, 1),
+    ]
     trace = run(Scenario.from_records("stream-table", "left", events, partitions=4))
     state = trace.state_at(2)
     assert state.tasks() == [2]
-    assert state.table("right") == state.table("right", task=2) == [{"key": "a", "value": "x", "ts": 3, "old_value": None}]
+    assert (
+        state.table("right") == state.table("right", task=2) == [{"key": "a", "value": "x", "ts": 3, "old_value": None}]
+    )
     assert state.table("right", task=0) == []
     assert trace.state_at(0).table("right") == state.table("right")
     assert trace.initial_state().task == 2
@@ -163,9 +208,22 @@ def test_the_stepper_shows_the_looked_up_keys_rows_first():
 
 def test_local_session_starts_quietly(tmp_path):
     """A fresh process: starting the session prints no log4j profile, log level or WARN lines."""
-    code = "from kjoin.spark import local_session\nspark = local_session()\nprint(spark.range(3).count())\nspark.stop()\n"
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+    code = (
+        "from kjoin.spark import local_session\nspark = local_session()\nprint(spark.range(3).count())\nspark.stop()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "3"
-    noise = [line for line in done.stderr.splitlines() if re.search(r"WARN |log4j|Setting default log level|setLogLevel", line)]
+    noise = [
+        line
+        for line in done.stderr.splitlines()
+        if re.search(r"WARN |log4j|Setting default log level|setLogLevel", line)
+    ]
     assert noise == [], done.stderr

@@ -31,15 +31,32 @@ def random_rows(rng: random.Random, partitions: int, count: int, keys: str, tomb
 
 
 def topic(spark, rows, partitions):
-    return Topic(spark.createDataFrame(rows, "key string, value string, ts long, partition int, offset long"), partitions)
+    return Topic(
+        spark.createDataFrame(rows, "key string, value string, ts long, partition int, offset long"), partitions
+    )
 
 
 def key_view(trace, key, steps):
     """The key's steps of ``trace`` (indexes ``steps``): record, fate, reason; and the key's
     outputs in order."""
     mine = [s for s in steps if s.record.key == key]
-    records = [(s.record.side.value, s.record.offset, s.record.ts, s.record.value, s.fate.value, None if s.reason is None else s.reason.value) for s in mine]
-    outputs = [(o.key, o.left, o.right, o.value, o.ts, o.tombstone, o.kind.value) for s in steps for o in s.outputs if o.key == key]
+    records = [
+        (
+            s.record.side.value,
+            s.record.offset,
+            s.record.ts,
+            s.record.value,
+            s.fate.value,
+            None if s.reason is None else s.reason.value,
+        )
+        for s in mine
+    ]
+    outputs = [
+        (o.key, o.left, o.right, o.value, o.ts, o.tombstone, o.kind.value)
+        for s in steps
+        for o in s.outputs
+        if o.key == key
+    ]
     return records, outputs
 
 
@@ -78,7 +95,9 @@ def test_the_key_drill_down_equals_the_partitions_trace_restricted_to_the_key(sp
             own = drill.key_steps()
             assert [drill.task_steps[s.index] for s in own] == full_steps
             for s, index in zip(own, full_steps):
-                assert comparable(drill.state_at(s.index).stores) == comparable(_restrict(full.state_at(index).stores, key)), (partition, key, index)
+                assert comparable(drill.state_at(s.index).stores) == comparable(
+                    _restrict(full.state_at(index).stores, key)
+                ), (partition, key, index)
             checked += len(own)
     assert checked > 40
 
@@ -125,7 +144,9 @@ def test_why_names_every_planted_cause_and_the_task_trace_agrees(spark):
             assert first.index > step.index and first.record.ts > step.record.ts
             assert diagnosis.delay_ms == first.record.ts - step.record.ts == 30
             assert diagnosis.records_between == first.index - step.index - 1
-            assert [(p.partition, p.offset, p.ts) for p in diagnosis.partners] == [(partition, first.record.offset, first.record.ts)]
+            assert [(p.partition, p.offset, p.ts) for p in diagnosis.partners] == [
+                (partition, first.record.offset, first.record.ts)
+            ]
         elif cause == "partner-processed-later":
             first = partners[0]
             assert first.index > step.index and first.record.ts < step.record.ts
@@ -133,12 +154,16 @@ def test_why_names_every_planted_cause_and_the_task_trace_agrees(spark):
         elif cause == "partner-deleted":
             before = [s for s in partners if s.index < step.index]
             assert before and before[-1].record.value is None
-            assert full.state_at(step.index).table("right") == [r for r in full.state_at(step.index).table("right") if r["key"] != key]
+            assert full.state_at(step.index).table("right") == [
+                r for r in full.state_at(step.index).table("right") if r["key"] != key
+            ]
         elif cause == "partner-never":
             assert not partners and not any(r[0] == key for r in customers)
         elif cause == "partner-other-partition":
             assert not partners
-            assert [(p.partition, p.offset) for p in diagnosis.partners] == [(r[3], r[4]) for r in customers if r[0] == key]
+            assert [(p.partition, p.offset) for p in diagnosis.partners] == [
+                (r[3], r[4]) for r in customers if r[0] == key
+            ]
             assert all(p.partition != partition for p in diagnosis.partners)
     assert seen == set(CAUSES)
 
@@ -146,7 +171,13 @@ def test_why_names_every_planted_cause_and_the_task_trace_agrees(spark):
 def test_why_in_a_stream_stream_join_gives_the_distance_outside_the_window(spark):
     left = [("a", "A", 100, 0, 0), ("b", "B", 100, 0, 1), ("c", "C", 100, 0, 2)]
     right = [("b", "y", 102, 0, 0), ("a", "x", 120, 0, 1), ("c", "z", 50, 0, 2)]
-    result = run_join(topic(spark, left, 1), topic(spark, right, 1), "stream-stream", "left", window={"before_ms": 5, "after_ms": 5, "grace_ms": 0})
+    result = run_join(
+        topic(spark, left, 1),
+        topic(spark, right, 1),
+        "stream-stream",
+        "left",
+        window={"before_ms": 5, "after_ms": 5, "grace_ms": 0},
+    )
     far = result.why(partition=0, offset=0)
     assert far.verdict == "partner-outside-window" and far.delay_ms == 15 and "15 ms outside" in far.text
     assert result.why(partition=0, offset=1).verdict == "joined"
@@ -180,10 +211,20 @@ def test_every_result_has_a_reason_and_the_summary_counts_them_per_key(spark):
     totals = summary.groupBy().sum(*columns[3:]).first()
     planted_counts = {cause: sum(1 for c in causes.values() if c == cause) for cause in CAUSES}
     assert totals["sum(matched)"] == planted_counts["joined"]
-    for verdict in ("partner-later", "partner-processed-later", "partner-deleted", "partner-never", "partner-other-partition"):
+    for verdict in (
+        "partner-later",
+        "partner-processed-later",
+        "partner-deleted",
+        "partner-never",
+        "partner-other-partition",
+    ):
         assert totals[f"sum({verdict})"] == planted_counts[verdict], verdict
     assert totals["sum(null-value)"] == planted_counts["null-value"]
-    inner = run_join(topic(spark, orders, partitions), topic(spark, customers, partitions), "stream-table", "inner").summary().columns
+    inner = (
+        run_join(topic(spark, orders, partitions), topic(spark, customers, partitions), "stream-table", "inner")
+        .summary()
+        .columns
+    )
     assert "partner-later" not in inner and "no-partner" in inner
 
 
@@ -206,4 +247,6 @@ def test_the_summary_explorer_sorts_and_opens_the_stepper_at_the_first_surprise(
     step = stepper.trace[stepper.step]
     assert step.record.key == "K1" and step.record.side is Side.LEFT
     assert step.outputs and step.outputs[0].right is None, "opens at the order's null-customer result"
-    assert [r["key"] for r in explorer.sort_by("key", descending=False)][:2] == sorted(r["key"] for r in rows if r["key"] is not None)[:2]
+    assert [r["key"] for r in explorer.sort_by("key", descending=False)][:2] == sorted(
+        r["key"] for r in rows if r["key"] is not None
+    )[:2]

@@ -88,7 +88,8 @@ def local_session(master: str = "local[2]", **config: Any) -> Any:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName("kjoin")
-    settings = {**QUIET_CONFIG, "spark.driver.extraJavaOptions": _quiet_java_options(), **{k: str(v) for k, v in config.items()}}
+    settings = {**QUIET_CONFIG, "spark.driver.extraJavaOptions": _quiet_java_options()}
+    settings.update({k: str(v) for k, v in config.items()})
     for name, value in settings.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()

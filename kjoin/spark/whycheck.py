@@ -120,9 +120,17 @@ def main(argv: list[str] | None = None) -> int:
     groups = max(len(CAUSES), int(args.records / per_group))
     started = time.perf_counter()
     causes = write_topics(args.path, groups, args.partitions)
-    print(f"wrote {groups} groups ({int(groups * per_group)} records, {args.partitions} partitions) in {time.perf_counter() - started:.1f} s")
+    print(
+        f"wrote {groups} groups ({int(groups * per_group)} records, {args.partitions} partitions) in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
     spark = local_session()
-    run = run_join(from_files(spark, f"{args.path}/orders.parquet"), from_files(spark, f"{args.path}/customers.parquet"), "stream-table", "left")
+    run = run_join(
+        from_files(spark, f"{args.path}/orders.parquet"),
+        from_files(spark, f"{args.path}/customers.parquet"),
+        "stream-table",
+        "left",
+    )
     rng = random.Random(args.seed)
     by_cause: dict[str, list[tuple[int, int]]] = {}
     for where, cause in causes.items():
@@ -137,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         expected = causes[(partition, offset)]
         ok = diagnosis.verdict == expected
         wrong += not ok
-        print(f"partition {partition} offset {offset}: {diagnosis.verdict:<24} {'ok' if ok else 'WRONG, planted ' + expected}  {elapsed:5.1f} s")
+        print(
+            f"partition {partition} offset {offset}: {diagnosis.verdict:<24} "
+            f"{'ok' if ok else 'WRONG, planted ' + expected}  {elapsed:5.1f} s"
+        )
     times.sort()
     print(f"{len(picks)} calls: median {times[len(times) // 2]:.1f} s, max {times[-1]:.1f} s; {wrong} wrong")
     return 1 if wrong else 0
