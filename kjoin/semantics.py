@@ -116,5 +116,5 @@ def parse_semantics(text: "str | Semantics | None") -> Semantics:
     known = {tuple(int(part) for part in version.split(".")[:2]) for version in KNOWN_VERSIONS}
     if (major, minor) not in known:
         known_ones = ", ".join(KNOWN_VERSIONS)
-        raise ValueError(f"semantics {text!r} is not a Kafka release kjoin knows; the known ones are {known_ones} (or \"latest\")")
+        raise ValueError(f'semantics {text!r} is not a Kafka release kjoin knows; the known ones are {known_ones} or "latest"')
     return Semantics((major, minor, patch))

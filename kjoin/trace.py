@@ -73,7 +73,12 @@ class Trace:
         return self.steps[index]
 
     def find(
-        self, predicate: Any = None, *, offset: int | None = None, side: Side | str | None = None, partition: int | None = None
+        self,
+        predicate: Any = None,
+        *,
+        offset: int | None = None,
+        side: Side | str | None = None,
+        partition: int | None = None,
     ) -> Step | None:
         """The first step whose input record matches: ``find(offset=7, side="left")``, or
         ``find(lambda step: step.outputs)``; ``None`` if no step does."""
