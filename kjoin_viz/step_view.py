@@ -108,7 +108,10 @@ class StepView:
     def tables(self, step: int) -> list[StoreTable]:
         """The stores after ``step``; the entries the step put or deleted are marked. (A
         foreign-key join's ``in flight`` stores are left out: :func:`flight_text` shows them.)"""
-        tables = store_tables(self.trace.state_at(step).stores, self.trace.changes_at(step), self.trace.scenario)
+        s = self.trace[step]
+        focus = s.record.key if s.message is None else None  # the looked-up key's rows first
+        state = self.trace.state_at(step).stores
+        tables = store_tables(state, self.trace.changes_at(step), self.trace.scenario, focus_key=focus)
         if self.foreign_key:  # the messages in flight are shown apart, as they travel (flight.py)
             tables = [t for t in tables if t.name != IN_FLIGHT]
         return tables
