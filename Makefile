@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop
+.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -53,8 +53,20 @@ workshop: $(STAMP)
 	$(VENV)/bin/voila --no-browser --port=$(WORKSHOP_PORT) --Voila.ip=$(WORKSHOP_IP) \
 	    --VoilaConfiguration.strip_sources=False --VoilaConfiguration.show_tracebacks=True notebooks/
 
-test: $(STAMP) system-deps
+test: $(STAMP) system-deps kafka-oracle
 	$(PY) -m pytest
 
+# The Kafka Streams oracle (kafka_oracle/, issue 10): compiled once, one classpath per Kafka version. The first
+# build fetches the jars from Maven Central into ~/.m2; later builds run offline.
+kafka-oracle: $(STAMP)
+	@command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
+	@command -v javac >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null; }
+	$(PY) -c "from tests.oracle_check import build; build()"
+
+# N random scenarios per Kafka version through kjoin and the real library: `N=10000 make kafka-check`.
+N ?= 1000
+kafka-check: kafka-oracle
+	$(PY) -m tests.oracle_check $(N) kafka-check-mismatches
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis kafka_oracle/target kafka-check-mismatches

@@ -17,10 +17,16 @@ import re
 from dataclasses import dataclass
 from functools import total_ordering
 
-__all__ = ["Semantics", "LATEST", "parse_semantics"]
+__all__ = ["Semantics", "LATEST", "KNOWN_VERSIONS", "parse_semantics"]
 
 LATEST = "4.1"
 """The newest Kafka version kjoin models; the default semantics."""
+
+KNOWN_VERSIONS = (
+    "0.10.0", "0.10.1", "0.10.2", "0.11.0", "1.0", "1.1",
+    *(f"2.{minor}" for minor in range(9)), *(f"3.{minor}" for minor in range(10)), "4.0", "4.1",
+)
+"""Every Kafka release line (major.minor) kjoin knows, oldest first; a patch release of one is accepted."""
 
 _VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?(?:\.x)?\s*$")
 
@@ -79,6 +85,13 @@ class Semantics:
         return self.at_least(3, 7)
 
     @property
+    def fk_change_only_unsubscribes(self) -> bool:
+        """KAFKA-16394 (3.7.1): in a foreign-key left join, a changed or deleted foreign key
+        only unsubscribes from the old one; 3.7.0 also propagated that unsubscription, so the
+        row's result was emitted twice (once joined with null)."""
+        return self.at_least(3, 7, 1)
+
+    @property
     def stream_stream_output_ts_is_max(self) -> bool:
         """Since 2.0 (KIP-251 made output timestamps settable) a stream-stream result carries
         max(left ts, right ts); before, the timestamp of the record being processed."""
@@ -107,4 +120,8 @@ def parse_semantics(text: "str | Semantics | None") -> Semantics:
     major, minor, patch = (int(part) if part else 0 for part in match.groups())
     if (major, minor) < (0, 10):
         raise ValueError(f"semantics {text!r}: Kafka Streams joins start at 0.10.0")
+    known = {tuple(int(part) for part in version.split(".")[:2]) for version in KNOWN_VERSIONS}
+    if (major, minor) not in known:
+        known_ones = ", ".join(KNOWN_VERSIONS)
+        raise ValueError(f'semantics {text!r} is not a Kafka release kjoin knows; the known ones are {known_ones} or "latest"')
     return Semantics((major, minor, patch))

@@ -116,6 +116,30 @@ class Trace:
     def __getitem__(self, index: int) -> Step:
         return self.steps[index]
 
+    def find(
+        self,
+        predicate: Any = None,
+        *,
+        offset: int | None = None,
+        side: Side | str | None = None,
+        partition: int | None = None,
+    ) -> Step | None:
+        """The first step whose input record matches: ``find(offset=7, side="left")``, or
+        ``find(lambda step: step.outputs)``; ``None`` if no step does."""
+        wanted_side = None if side is None else Side(side)
+        for step in self.steps:
+            record = step.record
+            if offset is not None and record.offset != offset:
+                continue
+            if wanted_side is not None and record.side is not wanted_side:
+                continue
+            if partition is not None and record.partition != partition:
+                continue
+            if predicate is not None and not predicate(step):
+                continue
+            return step
+        return None
+
     @property
     def outputs(self) -> list[Output]:
         return [output for step in self.steps for output in step.outputs]
@@ -127,11 +151,15 @@ class Trace:
             step += len(self.steps)
         if not 0 <= step < len(self.steps):
             raise IndexError(f"step {step} is outside this trace (0 to {len(self.steps) - 1})")
-        return StateSnapshot(self._history.at(step), step)
+        return StateSnapshot(self._history.at(step), step, self.steps[step].task, self._tasks())
 
     def initial_state(self) -> "StateSnapshot":
         """The state of every store before the first record: empty stores, no stream time."""
-        return StateSnapshot(self._history.at(-1), -1)
+        return StateSnapshot(self._history.at(-1), -1, self.steps[0].task if self.steps else 0, self._tasks())
+
+    def _tasks(self) -> frozenset[int]:
+        """The tasks this trace's records went to (a drill-down of one partition: that one)."""
+        return frozenset(step.task for step in self.steps)
 
     def changes_at(self, step: int) -> list[tuple[StoreId, Any, bool]]:
         """The entries ``step`` put (``True``) or deleted (``False``), per store."""
@@ -185,50 +213,60 @@ class StateSnapshot:
     column positions, only the columns a kind's ``header`` declares.
     """
 
-    def __init__(self, stores: Mapping[StoreId, dict[Any, Any]], step: int) -> None:
+    def __init__(
+        self, stores: Mapping[StoreId, dict[Any, Any]], step: int, task: int = 0, tasks: frozenset[int] | None = None
+    ) -> None:
         self.stores = stores
         self.step = step
         self._ids = {store: store for store in stores}  # a StoreId made here finds the store's own (with its kind)
+        self.task = task
+        """The task every reader below reads when given no ``task``: the task of the step's record."""
+        self._trace_tasks = tasks
 
     def tasks(self) -> list[int]:
-        return sorted({store.task for store in self.stores})
+        """The trace's tasks: those its records went to, and any other whose stores hold something."""
+        tasks = {store.task for store in self.stores}
+        if self._trace_tasks is not None:
+            filled = {s.task for s, entries in self.stores.items() if entries}
+            tasks = {t for t in tasks if t in self._trace_tasks or t in filled}
+        return sorted(tasks)
 
     def kind(self, store: StoreId) -> type[StoreKind] | None:
         """The kind of ``store``: what its entries mean (``None`` if it has none)."""
         return kind_of(self._ids.get(store, store))
 
-    def _records(self, name: str, task: int) -> list[dict[str, Any]]:
-        """The rows of one store as dicts from column name to cell."""
-        store = StoreId(task, name)
+    def _records(self, name: str, task: int | None) -> list[dict[str, Any]]:
+        """The rows of one store (of ``task``, by default the step's own) as dicts from column name to cell."""
+        store = StoreId(self.task if task is None else task, name)
         kind = self.kind(store)
         entries = self.stores.get(store, {})
         return [] if kind is None or not entries else kind.records_of(entries)
 
-    def clock(self, task: int = 0) -> dict[str, int]:
-        return dict(self.stores.get(StoreId(task, CLOCK), {}))
+    def clock(self, task: int | None = None) -> dict[str, int]:
+        return dict(self.stores.get(StoreId(self.task if task is None else task, CLOCK), {}))
 
-    def stream_time(self, task: int = 0) -> int | None:
+    def stream_time(self, task: int | None = None) -> int | None:
         """The task's stream time, or ``None`` if the join keeps none (or nothing arrived yet)."""
         return self.clock(task).get(STREAM_TIME)
 
-    def window(self, side: Side | str, task: int = 0) -> list[dict[str, Any]]:
+    def window(self, side: Side | str, task: int | None = None) -> list[dict[str, Any]]:
         """One side's window store: ``key, ts, value`` rows in (key, ts, arrival) order."""
         return self._records(window_store_name(Side(side)), task)
 
-    def outer_buffer(self, task: int = 0) -> list[dict[str, Any]]:
+    def outer_buffer(self, task: int | None = None) -> list[dict[str, Any]]:
         """The 3.1+ outer-join buffer, in Kafka's iteration order."""
         return self._records(OUTER_BUFFER, task)
 
-    def table(self, side: Side | str, task: int = 0) -> list[dict[str, Any]]:
+    def table(self, side: Side | str, task: int | None = None) -> list[dict[str, Any]]:
         """A table store: ``key, value, ts, old_value`` rows in key order."""
         return self._records(table_store_name(Side(side)), task)
 
-    def versions(self, side: Side | str, task: int = 0) -> list[dict[str, Any]]:
+    def versions(self, side: Side | str, task: int | None = None) -> list[dict[str, Any]]:
         """A versioned table: ``key, ts, value`` rows (``value`` None: a tombstone version) in (key, ts) order."""
         records = self._records(versioned_store_name(Side(side)), task)
         return [{"key": r["key"], "ts": r["valid from"], "value": r["value"]} for r in records]
 
-    def subscriptions(self, task: int = 0) -> list[dict[str, Any]]:
+    def subscriptions(self, task: int | None = None) -> list[dict[str, Any]]:
         """A foreign-key join's subscription store, in CombinedKey byte order."""
         return self._records(SUBSCRIPTIONS, task)
 
@@ -238,7 +276,7 @@ class StateSnapshot:
         messages = (m for t in tasks for m in self.stores.get(StoreId(t, IN_FLIGHT), {}).values())
         return sorted(messages, key=lambda m: m.seq)
 
-    def grace_buffer(self, task: int = 0) -> list[dict[str, Any]]:
+    def grace_buffer(self, task: int | None = None) -> list[dict[str, Any]]:
         """A stream-table join's grace buffer, in eviction order (ts, key bytes, arrival)."""
         records = self._records(GRACE_BUFFER, task)
         return [{"key": r["key"], "value": r["value"], "ts": r["ts"], "origin_step": r["from step"]} for r in records]

@@ -32,7 +32,7 @@ from kjoin.records import render_value
 from kjoin.render import cell
 from kjoin.trace import Trace
 
-from .labels import fate_label
+from .labels import TONE_COLOURS, TONES, fate_label
 
 __all__ = ["timeline_chart", "outputs_chart", "drops_chart", "era_diff_chart", "use_offline_renderer", "MAX_ROWS"]
 
@@ -82,12 +82,15 @@ def timeline_chart(trace: Trace) -> alt.Chart:
         data["key"] = data["key"].map(render_value)
         data["value"] = data["value"].map(render_value)
         data["null_value"] = data["value"] == "null"
+        labels = [fate_label(s) for s in trace.steps]  # the words and colours every view uses
+        data["what"] = [label.text for label in labels]
+        data["tone"] = [label.tone for label in labels]
         return alt.Chart(data, title="input records", width=WIDTH).mark_point(size=80, filled=True).encode(
             x=alt.X("ts:Q", axis=_integer_axis("timestamp (ms)")),
             y=alt.Y("side:N", sort=["left", "right"], title=None),
-            color=alt.Color("fate:N", title="fate"),
+            color=alt.Color("tone:N", title="the record", scale=_tone_scale(data["tone"])),
             shape=alt.Shape("null_value:N", title="null value"),
-            tooltip=["step:Q", "side:N", "key:N", "value:N", "ts:Q", "fate:N", "reason:N"],
+            tooltip=["step:Q", "side:N", "key:N", "value:N", "ts:Q", alt.Tooltip("what:N", title="what happened")],
         )
     width = _bucket_width(steps["ts"].min(), steps["ts"].max(), MAX_ROWS // 10)
     steps["ts_start"] = (steps["ts"] // width) * width
@@ -99,6 +102,12 @@ def timeline_chart(trace: Trace) -> alt.Chart:
         size=alt.Size("records:Q", title="records"),
         tooltip=["ts_start:Q", "side:N", "fate:N", "records:Q"],
     )
+
+
+def _tone_scale(tones) -> alt.Scale:
+    """The tones present, in :data:`~kjoin_viz.labels.TONES` order, with their colours."""
+    present = [tone for tone in TONES if tone in set(tones)]
+    return alt.Scale(domain=present, range=[TONE_COLOURS[tone] for tone in present])
 
 
 def outputs_frame(traces: Mapping[str, Trace], cumulative: bool = False) -> pd.DataFrame:

@@ -59,9 +59,16 @@ def tones_for(trace: object) -> dict[str, str]:
     return AGGREGATE_TONES if getattr(scenario, "join", None) in AGGREGATE_JOINS else TONES
 
 
-TONE_COLOURS = {"aggregated": "#0b6e4f",
-                "joined": "#1a6b1a", "null-result": "#2b6f8a", "tombstone": "#6b3fa0", "held": "#a66d00",
-                "stored": "#444", "no-match": "#666", "dropped": "#b22"}
+TONE_COLOURS = {
+    "aggregated": "#0b6e4f",
+    "joined": "#1a6b1a",
+    "null-result": "#2b6f8a",
+    "tombstone": "#6b3fa0",
+    "held": "#a66d00",
+    "stored": "#444",
+    "no-match": "#666",
+    "dropped": "#b22",
+}
 
 _HELD = {
     Reason.WINDOW_OPEN: "held until stream time passes {until}",

@@ -32,7 +32,7 @@ from kjoin.trace import Trace
 
 from .flight import flight_rows
 from .labels import fate_label
-from .store_view import carries
+from kjoin.joins.fk_transport import carries
 
 __all__ = [
     "Table",

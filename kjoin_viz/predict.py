@@ -41,6 +41,8 @@ from .store_view import store_tables
 __all__ = ["Predict", "Verdict", "trainer_mode", "leave_step", "parse_outputs", "ASKS"]
 
 ASKS = ("fate+outputs", "release")
+CONTEXT_ROWS = 15
+"""Input records shown before the asked step (and, for ``release``, after it)."""
 STILL_WAITING = -1
 """The ``release`` answer "it is still waiting when the input ends"."""
 
@@ -136,32 +138,53 @@ class Predict(widgets.VBox):
         s = trace.steps[step]
         self.leaves = leave_step(trace, step) if ask == "release" else None
         if ask == "release" and self.leaves is None:
-            raise ValueError(f"step {step} ({fate_label(s)}) holds nothing back: ask about its fate and outputs instead")
+            raise ValueError(
+                f"step {step} ({fate_label(s)}) holds nothing back: ask about its fate and outputs instead"
+            )
         self.prompt = prompt or self._default_prompt()
         question = widgets.HTML(f'<div class="kjoin-viz kjoin-question">{CSS}<b>{html.escape(self.prompt)}</b></div>')
         context = widgets.HTML(self._context_html())
-        self.check_button = widgets.Button(description="check", button_style="primary", tooltip="compare with the engine")
+        self.check_button = widgets.Button(
+            description="check", button_style="primary", tooltip="compare with the engine"
+        )
         self.solution_button = widgets.Button(description="show solution", tooltip="trainer: reveal the answer")
         self.feedback = widgets.HTML()
         self.stepper_box = widgets.VBox()
         self.stepper = None
         if ask == "fate+outputs":
-            self.fate = widgets.RadioButtons(options=[(text, tone) for tone, text in self.tones.items()], value=None,
-                                             description="it", layout={"width": "auto"})
-            self.outputs = widgets.Text(placeholder="e.g. A-a, B-a   or   A-null   or   none",
-                                        description="outputs", layout={"width": "100%", "max_width": "520px"})
-            inputs: list[widgets.Widget] = [self.fate, self.outputs]
+            self.fate = widgets.RadioButtons(
+                options=[(text, tone) for tone, text in self.tones.items()],
+                value=None,
+                layout={"width": "auto"},
+            )
+            self.fate.add_class("kjoin-fate-choice")
+            self.outputs = widgets.Text(
+                placeholder="e.g. A-a, B-a   or   A-null   or   none",
+                description="outputs",
+                layout={"width": "100%", "max_width": "520px"},
+            )
+            inputs: list[widgets.Widget] = [widgets.HTML("<b>the record …</b>"), self.fate, self.outputs]
         else:
             options = [(self._step_option(j), j) for j in range(step + 1, len(trace.steps))]
             options.append(("it is still waiting when the input ends", STILL_WAITING))
-            self.release = widgets.Dropdown(options=options, value=None, description="it leaves at",
-                                            layout={"width": "100%", "max_width": "520px"})
+            self.release = widgets.Dropdown(
+                options=options, value=None, description="it leaves at", layout={"width": "100%", "max_width": "520px"}
+            )
             self.release.style.description_width = "90px"
             inputs = [self.release]
         self.check_button.on_click(lambda _: self._check())
         self.solution_button.on_click(lambda _: self._reveal())
-        super().__init__([question, context, *inputs, widgets.HBox([self.check_button, self.solution_button]),
-                          self.feedback, self.stepper_box], layout={"max_width": "100%"})
+        super().__init__(
+            [
+                question,
+                context,
+                *inputs,
+                widgets.HBox([self.check_button, self.solution_button]),
+                self.feedback,
+                self.stepper_box,
+            ],
+            layout={"max_width": "100%"},
+        )
         self.add_class("kjoin-predict")
         _LIVE.add(self)
         self._show_trainer()
@@ -179,8 +202,10 @@ class Predict(widgets.VBox):
         arrives = "is delivered" if s.message is not None else "arrives"
         if self.ask == "release":
             return f"Step {self.index}: the {self._record_text()} is held back. At which step does it leave?"
-        return (f"Step {self.index}: the {self._record_text()} {arrives}. What does it do, and what does this step "
-                "emit (also for earlier records)?")
+        return (
+            f"Step {self.index}: the {self._record_text()} {arrives}. What does it do, and what does this step "
+            "emit (also for earlier records)?"
+        )
 
     def _step_option(self, j: int) -> str:
         s = self.trace.steps[j]
@@ -193,7 +218,9 @@ class Predict(widgets.VBox):
         """The input so far (and, for ``release``, the input still to come) and the state before
         the step."""
         steps = self.trace.steps
-        shown = steps if self.ask == "release" else steps[: self.index + 1]
+        first = max(0, self.index - CONTEXT_ROWS)
+        last = min(len(steps), self.index + 1 + (CONTEXT_ROWS if self.ask == "release" else 0))
+        shown = steps[first:last]
         cell = "border:1px solid #ccc;padding:1px 6px;text-align:left"
         rows = []
         for s in shown:
@@ -206,22 +233,36 @@ class Predict(widgets.VBox):
             else:
                 emitted = "(to come)"
             style = ' style="background:#d8e8ff;font-weight:bold"' if s.index == self.index else ""
-            cells = [str(s.index), html.escape(what or r.side.value), html.escape(render_value(r.key)),
-                     html.escape(render_value(r.value)), str(r.ts), emitted]
+            cells = [
+                str(s.index),
+                html.escape(what or r.side.value),
+                html.escape(render_value(r.key)),
+                html.escape(render_value(r.value)),
+                str(r.ts),
+                emitted,
+            ]
             rows.append(f"<tr{style}>" + "".join(f'<td style="{cell}">{c}</td>' for c in cells) + "</tr>")
         head = "".join(f'<th style="{cell}">{h}</th>' for h in ("step", "side", "key", "value", "ts", "emitted"))
         title = "the input" if self.ask == "release" else "the input so far"
-        records = (f'<table style="border-collapse:collapse;font:12px monospace;margin:2px 12px 8px 0">'
-                   f'<caption style="text-align:left;font-weight:bold">{title}</caption><tr>{head}</tr>{"".join(rows)}</table>')
+        if first:
+            title += f" (the {CONTEXT_ROWS} records before step {self.index}; steps 0 to {first - 1} not shown)"
+        if last < len(steps):
+            rows.append(f'<tr><td colspan="6" style="{cell}">… {len(steps) - last} more to come</td></tr>')
+        records = (
+            f'<table style="border-collapse:collapse;font:12px monospace;margin:2px 12px 8px 0">'
+            f'<caption style="text-align:left;font-weight:bold">{title}</caption><tr>{head}</tr>{"".join(rows)}</table>'
+        )
         if self.index == 0:
             before = "<i>every store is empty</i>"
         else:
             snapshot = self.trace.state_at(self.index - 1)
             tables = store_tables(snapshot.stores, (), self.trace.scenario)
             before = "".join(_table_html(t) for t in tables) or "<i>every store is empty</i>"
-        return (f'<div class="kjoin-viz kjoin-context" style="display:flex;flex-wrap:wrap;align-items:flex-start">'
-                f'<div>{records}</div><div><b>the state before step {self.index}</b>'
-                f'<div style="display:flex;flex-wrap:wrap;align-items:flex-start">{before}</div></div></div>')
+        return (
+            f'<div class="kjoin-viz kjoin-context" style="display:flex;flex-wrap:wrap;align-items:flex-start">'
+            f"<div>{records}</div><div><b>the state before step {self.index}</b>"
+            f'<div style="display:flex;flex-wrap:wrap;align-items:flex-start">{before}</div></div></div>'
+        )
 
     # -- the answer ---------------------------------------------------------------------------
     def solution(self) -> str:
@@ -234,7 +275,8 @@ class Predict(widgets.VBox):
 
     def _leave_text(self) -> str:
         if self.leaves == STILL_WAITING:
-            return "it is still waiting when the input ends: nothing moves stream time far enough (a quiet topic never flushes)."
+            return ("it is still waiting when the input ends: nothing moves stream time far enough "
+                    "(a quiet topic never flushes).")
         later = self.trace.steps[self.leaves]
         emitted = _outputs_text(later.outputs) or "no output"
         when = self.view.stream_time(self.leaves)
@@ -309,7 +351,9 @@ class Predict(widgets.VBox):
         return False, " ".join(parts)
 
     def _reveal(self) -> None:
-        self.feedback.value = f'<div class="kjoin-viz kjoin-feedback kjoin-solution"><b>{html.escape(self.solution())}</b></div>'
+        self.feedback.value = (
+            f'<div class="kjoin-viz kjoin-feedback kjoin-solution"><b>{html.escape(self.solution())}</b></div>'
+        )
         self._open_stepper()
 
     def _open_stepper(self) -> None:

@@ -77,8 +77,10 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], caption: str = "
     head = "".join(f'<th style="{CELL}">{html.escape(h)}</th>' for h in header)
     body = "".join("<tr>" + "".join(f'<td style="{CELL}">{html.escape(v)}</td>' for v in row) + "</tr>" for row in rows)
     title = f'<caption style="text-align:left;font-weight:bold">{html.escape(caption)}</caption>' if caption else ""
-    page = (f'<div class="kjoin-viz kjoin-table" style="max-width:100%;overflow-x:auto">{CSS}'
-            f'<table style="border-collapse:collapse;font:12px monospace">{title}<tr>{head}</tr>{body}</table></div>')
+    page = (
+        f'<div class="kjoin-viz kjoin-table" style="max-width:100%;overflow-x:auto">{CSS}'
+        f'<table style="border-collapse:collapse;font:12px monospace">{title}<tr>{head}</tr>{body}</table></div>'
+    )
     return Shown(page, (caption + "\n" if caption else "") + format_table(header, rows))
 
 

@@ -35,7 +35,7 @@ LOG_TAIL = 12
 """Outputs shown in the "log so far" (the latest ones)."""
 
 CSS = """<style>
-.kjoin-viz {max-width: 100%; overflow-wrap: anywhere}
+.kjoin-viz {max-width: 100%}
 .kjoin-viz table {border-collapse: collapse; font: 12px monospace; margin: 2px 12px 8px 0}
 .kjoin-viz th, .kjoin-viz td {border: 1px solid #ccc; padding: 1px 6px; text-align: left}
 .kjoin-viz caption {text-align: left; font-weight: bold; white-space: nowrap}
@@ -109,7 +109,10 @@ class StepView:
     def tables(self, step: int) -> list[StoreTable]:
         """The stores after ``step``; the entries the step put or deleted are marked. (A
         foreign-key join's ``in flight`` stores are left out: :func:`flight_text` shows them.)"""
-        tables = store_tables(self.trace.state_at(step).stores, self.trace.changes_at(step), self.trace.scenario)
+        s = self.trace[step]
+        focus = s.record.key if s.message is None else None  # the looked-up key's rows first
+        state = self.trace.state_at(step).stores
+        tables = store_tables(state, self.trace.changes_at(step), self.trace.scenario, focus_key=focus)
         if self.foreign_key:  # the messages in flight are shown apart, as they travel (flight.py)
             tables = [t for t in tables if t.name != IN_FLIGHT]
         return tables
@@ -168,11 +171,15 @@ class StepView:
         if self.foreign_key:
             timeline = flight_svg(self.trace, step)
         else:
-            timeline = timeline_svg(self.trace, step, late=self.late, stream_time=self.stream_time(step), span=self._span)
-        state = '<div class="kjoin-viz kjoin-state">' + "".join(_table_html(t) for t in self.tables(step)) + "</div>"
-        outputs = f'<div class="kjoin-viz kjoin-outputs">outputs of this step: {_outputs_html(s.outputs) or "(none)"}</div>'
+            timeline = timeline_svg(self.trace, step, late=self.late, stream_time=self.stream_time(step),
+                                    span=self._span)
+        state = ('<div class="kjoin-viz kjoin-state" style="display:flex;flex-wrap:wrap;align-items:flex-start">'
+                 + "".join(_table_html(t) for t in self.tables(step)) + "</div>")
+        outputs = (f'<div class="kjoin-viz kjoin-outputs">outputs of this step: '
+                   f'{_outputs_html(s.outputs) or "(none)"}</div>')
         held = ", ".join(_held_html(h) for h in self.held_tail(step))
-        log = (f'<div class="kjoin-viz kjoin-log">log so far ({total} outputs; latest last): {_outputs_html(tail) or "(none)"}'
+        log = (f'<div class="kjoin-viz kjoin-log">log so far ({total} outputs; latest last): '
+               f'{_outputs_html(tail) or "(none)"}'
                f"<br>held or dropped so far (latest last): {held or '(none)'}</div>")
         mark = ""
         if self.consistency is not None:
@@ -208,7 +215,8 @@ def svg_image(svg: str) -> str:
     kind = "kjoin-flight" if 'class="kjoin-flight"' in svg[:80] else "kjoin-timeline"
     width = svg.split(' width="', 1)[1].split('"', 1)[0]
     data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-    return (f'<img class="{kind}-image" alt="{kind[6:]} of this step" style="width:100%;max-width:{width}px;height:auto" '
+    return (f'<img class="{kind}-image" alt="{kind[6:]} of this step" '
+            f'style="width:100%;max-width:{width}px;height:auto" '
             f'src="data:image/svg+xml;base64,{data}">')
 
 
@@ -272,13 +280,18 @@ def _table_html(table: StoreTable) -> str:
         for i, row in enumerate(table.rows)
     )
     span = f'colspan="{len(table.header)}" style="{CELL}"'
-    body += "".join(f'<tr class="deleted" style="color:#a33;text-decoration:line-through"><td {span}>deleted {html.escape(k)}</td></tr>'
+    struck = "color:#a33;text-decoration:line-through"
+    body += "".join(f'<tr class="deleted" style="{struck}"><td {span}>deleted {html.escape(k)}</td></tr>'
                     for k in table.deleted)
     if table.hidden:
         body += f"<tr><td {span}>… {table.hidden} more</td></tr>"
     if not body:
         body = f"<tr><td {span}>(empty)</td></tr>"
-    note = f'<br><span class="kjoin-note" style="font-weight:normal;white-space:normal;color:#555">{html.escape(table.note)}</span>' if table.note else ""
-    return (f'<table data-store="{html.escape(table.title)}" style="border-collapse:collapse;font:12px monospace;margin:2px 12px 8px 0">'
+    note = ""
+    if table.note:
+        note = (f'<br><span class="kjoin-note" style="font-weight:normal;white-space:normal;color:#555">'
+                f"{html.escape(table.note)}</span>")
+    return (f'<table data-store="{html.escape(table.title)}" '
+            f'style="border-collapse:collapse;font:12px monospace;margin:2px 12px 8px 0">'
             f'<caption style="text-align:left;font-weight:bold">{html.escape(table.title)}{note}</caption>'
             f"<tr>{head}</tr>{body}</table>")

@@ -74,13 +74,15 @@ class StoreTable:
 
 
 def store_tables(
-    stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Change] = (), scenario: Any = None
+    stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Change] = (), scenario: Any = None, focus_key: Any = None
 ) -> list[StoreTable]:
     """Every store as a :class:`StoreTable`, ordered by task and then by name.
 
     A store's id names its kind; an id made by hand (no kind) is recognised by its default
     name. ``scenario`` (optional) adds what the stores alone do not say: the grace period,
     the history retention, and whether a left table belongs to a foreign-key join.
+    ``focus_key`` (optional, the key the step looked up): its rows come first in every
+    store, so a big store never hides them behind ``… N more``.
     """
     put: dict[Any, set[Any]] = {}
     removed: dict[Any, list[Any]] = {}
@@ -98,7 +100,8 @@ def store_tables(
         if _replaced_by_versions(stores, store):
             continue
         kind = kind_of(store)
-        layout = _layout(store, kind, entries, scenario, declared=getattr(store, "kind", None) is not None)
+        parts = _focused(entries, focus_key)
+        layout = _layout(store, kind, parts, scenario, declared=getattr(store, "kind", None) is not None)
         header, shown = layout.header, layout.items
         touched = put.get(store, set())
         rows = tuple(row for _, row in shown)
@@ -107,6 +110,24 @@ def store_tables(
         note = _note(store, kind, stores, scenario)
         tables.append(StoreTable(store.task, store.name, header, rows, changed, gone, len(entries) - len(shown), note))
     return tables
+
+
+def _focused(entries: Mapping[Any, Any], focus_key: Any) -> list[Mapping[Any, Any]]:
+    """A store's entries in the groups shown one after the other: those of ``focus_key``
+    first (when given), then the others."""
+    if focus_key is None:
+        return [entries]
+    first = {key: row for key, row in entries.items() if _holds_key((key, row), focus_key)}
+    return [first, {key: row for key, row in entries.items() if key not in first}]
+
+
+def _holds_key(entry: tuple[Any, Any], key: Any) -> bool:
+    """Whether a store entry belongs to record key ``key``: a table's key, the key of a window
+    or versioned store's ``(key, ts, ...)``, or a buffered record's ``key``."""
+    entry_key, row = entry
+    if isinstance(entry_key, tuple):
+        return bool(entry_key) and entry_key[0] == key
+    return entry_key == key or getattr(row, "key", None) == key
 
 
 def _replaced_by_versions(stores: Mapping[Any, Mapping[Any, Any]], store: Any) -> bool:
@@ -142,20 +163,22 @@ KIND_CELLS: dict[str, dict[str, Callable[[Any], str]]] = {
 }
 
 
-def _layout(store: Any, kind: Any, entries: Mapping[Any, Any], scenario: Any, declared: bool) -> _Layout:
-    """The rendered rows of a store: its kind's, or the generic ones when it has no kind
-    (or when a store recognised by name only holds rows of another shape)."""
+def _layout(store: Any, kind: Any, parts: list[Mapping[Any, Any]], scenario: Any, declared: bool) -> _Layout:
+    """The rendered rows of a store (its entries in ``parts``, shown one group after the
+    other): its kind's, or the generic ones when it has no kind (or when a store recognised by
+    name only holds rows of another shape)."""
     if kind is not None:
         try:
-            return _kind_layout(store, kind, entries, scenario)
+            return _kind_layout(store, kind, parts, scenario)
         except (AttributeError, TypeError, ValueError, IndexError, KeyError):
             if declared:
                 raise
-    header, to_row = _generic_layout(entries)
-    return _Layout(header, [(key, to_row(key, row)) for key, row in _sorted_entries(entries)])
+    header, to_row = _generic_layout({key: row for part in parts for key, row in part.items()})
+    items = [(key, to_row(key, row)) for part in parts for key, row in _sorted_entries(part)]
+    return _Layout(header, items[:MAX_ROWS_SHOWN])
 
 
-def _kind_layout(store: Any, kind: Any, entries: Mapping[Any, Any], scenario: Any) -> _Layout:
+def _kind_layout(store: Any, kind: Any, parts: list[Mapping[Any, Any]], scenario: Any) -> _Layout:
     hidden = HIDDEN.get(kind.kind, ())
     columns = [i for i, column in enumerate(kind.header) if column not in hidden]
     formats = {**CELLS, **KIND_CELLS.get(kind.kind, {})}
@@ -163,9 +186,10 @@ def _kind_layout(store: Any, kind: Any, entries: Mapping[Any, Any], scenario: An
     header = tuple(kind.header[i] for i in columns)
     extra_header, extra = _extra_columns(store, kind, scenario)
     items = []
-    for key, row in kind.items(entries, MAX_ROWS_SHOWN):
-        cells = tuple(cell(row[i]) for cell, i in zip(render, columns))
-        items.append((key, cells + tuple(add(row) for add in extra)))
+    for part in parts:
+        for key, row in kind.items(part, MAX_ROWS_SHOWN - len(items)):
+            cells = tuple(cell(row[i]) for cell, i in zip(render, columns))
+            items.append((key, cells + tuple(add(row) for add in extra)))
     return _Layout(header + extra_header, items, kind)
 
 

@@ -46,7 +46,9 @@ def join_range(trace: Trace, step: int) -> tuple[int, int] | None:
     if window is None:
         return None
     record = trace.steps[step].record
-    before, after = (window.before_ms, window.after_ms) if record.side is Side.LEFT else (window.after_ms, window.before_ms)
+    before, after = (
+        (window.before_ms, window.after_ms) if record.side is Side.LEFT else (window.after_ms, window.before_ms)
+    )
     return max(record.ts - before, 0), record.ts + after  # no timestamp is negative: Kafka clamps at 0
 
 
@@ -97,8 +99,9 @@ def ticks(low: int, high: int, count: int = 8) -> list[int]:
     return list(range(first, high + 1, every))
 
 
-def timeline_svg(trace: Trace, step: int, late: Sequence[bool] | None = None, stream_time: int | None = None,
-                 span: int | None = None) -> str:
+def timeline_svg(
+    trace: Trace, step: int, late: Sequence[bool] | None = None, stream_time: int | None = None, span: int | None = None
+) -> str:
     """The SVG of the records near ``step``; ``late[i]`` marks out-of-order arrivals;
     ``stream_time`` (after the step) is drawn as a dashed line; ``span``: :func:`view_span`."""
     current_step = trace.steps[step]
@@ -112,26 +115,36 @@ def timeline_svg(trace: Trace, step: int, late: Sequence[bool] | None = None, st
     def x(ts: float) -> float:
         return round(MARGIN + (ts - low) * (WIDTH - 2 * MARGIN) / (high - low), 1)
 
-    parts = [f'<svg class="kjoin-timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-             f'width="{WIDTH}" height="{HEIGHT}" style="width:100%;max-width:{WIDTH}px;height:auto" '
-             f'font-family="monospace" font-size="10" data-view="{low}..{high}">']
+    parts = [
+        f'<svg class="kjoin-timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'width="{WIDTH}" height="{HEIGHT}" style="width:100%;max-width:{WIDTH}px;height:auto" '
+        f'font-family="monospace" font-size="10" data-view="{low}..{high}">'
+    ]
     for side, y in LANE_Y.items():
         parts.append(f'<line x1="{MARGIN}" y1="{y}" x2="{WIDTH - MARGIN}" y2="{y}" stroke="#bbb"/>')
         parts.append(f'<text x="2" y="{y + 3}">{side}</text>')
     # the axis: ticks at round milliseconds
     parts.append(f'<line x1="{MARGIN}" y1="{AXIS_Y}" x2="{WIDTH - MARGIN}" y2="{AXIS_Y}" stroke="#888"/>')
     for tick in ticks(low, high):
-        parts.append(f'<line class="kjoin-tick" x1="{x(tick)}" y1="{AXIS_Y}" x2="{x(tick)}" y2="{AXIS_Y + 4}" stroke="#888"/>'
-                     f'<text x="{x(tick)}" y="{AXIS_Y + 14}" text-anchor="middle">{tick}</text>')
+        parts.append(
+            f'<line class="kjoin-tick" x1="{x(tick)}" y1="{AXIS_Y}" x2="{x(tick)}" y2="{AXIS_Y + 4}" stroke="#888"/>'
+            f'<text x="{x(tick)}" y="{AXIS_Y + 14}" text-anchor="middle">{tick}</text>'
+        )
     parts.append(f'<text x="{WIDTH - 2}" y="{AXIS_Y + 14}" text-anchor="end">ms</text>')
     if band:
         y = LANE_Y[current.side.other]
-        parts.append(f'<rect class="kjoin-band" x="{x(band[0])}" y="{y - 10}" width="{max(x(band[1]) - x(band[0]), 1)}" height="20" '
-                     f'fill="#9cf" opacity="0.45"><title>join window {band[0]}..{band[1]}</title></rect>')
+        parts.append(
+            f'<rect class="kjoin-band" x="{x(band[0])}" y="{y - 10}" '
+            f'width="{max(x(band[1]) - x(band[0]), 1)}" height="20" '
+            f'fill="#9cf" opacity="0.45"><title>join window {band[0]}..{band[1]}</title></rect>'
+        )
     if stream_time is not None and low <= stream_time <= high:
         sx = x(stream_time)
-        parts.append(f'<line class="kjoin-stream-time" x1="{sx}" y1="10" x2="{sx}" y2="{AXIS_Y}" stroke="#c60" stroke-dasharray="3 3"/>'
-                     f'<text x="{sx}" y="8" text-anchor="middle" fill="#c60">stream time {stream_time}</text>')
+        parts.append(
+            f'<line class="kjoin-stream-time" x1="{sx}" y1="10" x2="{sx}" y2="{AXIS_Y}" '
+            f'stroke="#c60" stroke-dasharray="3 3"/>'
+            f'<text x="{sx}" y="8" text-anchor="middle" fill="#c60">stream time {stream_time}</text>'
+        )
     before = after = 0
     for s in near:
         r = s.record
@@ -146,13 +159,19 @@ def timeline_svg(trace: Trace, step: int, late: Sequence[bool] | None = None, st
         stroke = "#d00" if late and late[s.index] else ("#1f5fbf" if is_current else "#555")
         opacity = "0.3" if s.index > step else "1"
         label = html.escape(f"step {s.index}: {r.side} {render_value(r.key)}={render_value(r.value)} @ {r.ts}")
-        parts.append(f'<g opacity="{opacity}"><circle cx="{cx}" cy="{cy}" r="{radius}" fill="{fill}" stroke="{stroke}" '
-                     f'stroke-width="2"><title>{label}</title></circle>')
+        parts.append(
+            f'<g opacity="{opacity}"><circle cx="{cx}" cy="{cy}" r="{radius}" fill="{fill}" stroke="{stroke}" '
+            f'stroke-width="2"><title>{label}</title></circle>'
+        )
         if hollow:
-            parts.append(f'<path d="M{cx - 3} {cy - 3}L{cx + 3} {cy + 3}M{cx - 3} {cy + 3}L{cx + 3} {cy - 3}" stroke="#555"/>')
-        if is_current:
-            parts.append(f'<text x="{cx}" y="{cy - 10 if r.side is Side.LEFT else cy + 18}" text-anchor="middle" font-weight="bold">'
-                         f"{html.escape(render_value(r.value))}@{r.ts}</text>")
+            parts.append(
+                f'<path d="M{cx - 3} {cy - 3}L{cx + 3} {cy + 3}M{cx - 3} {cy + 3}L{cx + 3} {cy - 3}" stroke="#555"/>'
+            )
+        if is_current:  # its label to the right, on a white halo over the neighbours
+            parts.append(
+                f'<text x="{cx + 10}" y="{cy + 4}" font-weight="bold" stroke="white" stroke-width="3" '
+                f'paint-order="stroke">{html.escape(render_value(r.value))}@{r.ts}</text>'
+            )
         parts.append("</g>")
     if before:
         parts.append(f'<text x="{MARGIN - 4}" y="{AXIS_Y - 4}" text-anchor="end" fill="#777">◀ {before}</text>')
@@ -168,8 +187,11 @@ def _legend(windowed: bool) -> str:
     items = [
         ('<circle cx="{x}" cy="{y}" r="6" fill="#1f5fbf" stroke="#1f5fbf" stroke-width="2"/>', "this step"),
         ('<circle cx="{x}" cy="{y}" r="4" fill="#555" stroke="#555" stroke-width="2"/>', "record"),
-        ('<circle cx="{x}" cy="{y}" r="4" fill="white" stroke="#555" stroke-width="2"/>'
-         '<path d="M{a} {b}L{c} {d}M{a} {d}L{c} {b}" stroke="#555"/>', "null value"),
+        (
+            '<circle cx="{x}" cy="{y}" r="4" fill="white" stroke="#555" stroke-width="2"/>'
+            '<path d="M{a} {b}L{c} {d}M{a} {d}L{c} {b}" stroke="#555"/>',
+            "null value",
+        ),
         ('<circle cx="{x}" cy="{y}" r="4" fill="#555" stroke="#d00" stroke-width="2"/>', "out of order"),
         ('<circle cx="{x}" cy="{y}" r="4" fill="#555" opacity="0.3"/>', "not yet read"),
         ('<line x1="{x}" y1="{b}" x2="{x}" y2="{d}" stroke="#c60" stroke-dasharray="2 2"/>', "stream time"),
@@ -179,7 +201,9 @@ def _legend(windowed: bool) -> str:
     parts = ['<g class="kjoin-legend" font-size="9">']
     x, y = 8, LEGEND_Y
     for mark, text in items:
-        parts.append(mark.format(x=x, y=y, a=x - 4, b=y - 5, c=x + 4, d=y + 5) + f'<text x="{x + 10}" y="{y + 3}">{text}</text>')
+        parts.append(
+            mark.format(x=x, y=y, a=x - 4, b=y - 5, c=x + 4, d=y + 5) + f'<text x="{x + 10}" y="{y + 3}">{text}</text>'
+        )
         x += 16 + 6 * len(text)
     parts.append("</g>")
     return "".join(parts)

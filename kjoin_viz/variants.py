@@ -20,7 +20,7 @@ from kjoin.render import seed_table
 from kjoin.scenario import VARIANTS, VERSIONED_MODES, Scenario, TableOptions
 from kjoin.trace import Trace
 
-from .step_view import CSS, StepView, _table_html
+from .step_view import CELL, CSS, StepView, _table_html
 from .stepper import SliderStep
 
 __all__ = ["variant_traces", "versioned_mode_traces", "Variants", "seed_table_html"]
@@ -56,24 +56,28 @@ def seed_table_html(traces: Mapping[str, Trace], current: int | None = None, wit
     writes each output's timestamp."""
     columns = list(traces)
     first = traces[columns[0]]
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["step", "ts", "left", "right", *columns])
+    head = "".join(f'<th style="{CELL};white-space:nowrap">{html.escape(h)}</th>'
+                   for h in ["step", "ts", "left", "right", *columns])
     rows = []
     for index, step in enumerate(first.steps):
         record = step.record
         value = html.escape(render_value(record.value))
         left, right = (value, "") if record.side.value == "left" else ("", value)
-        cells = "".join(f"<td>{_cell_html(traces[name].steps[index], with_ts)}</td>" for name in columns)
+        td = f'<td style="{CELL}{";background:#d8e8ff;font-weight:bold" if index == current else ""}">'
+        cells = "".join(f"{td}{_cell_html(traces[name].steps[index], with_ts)}</td>" for name in columns)
         mark = ' class="current"' if index == current else ""
-        rows.append(f"<tr{mark}><td>{index}</td><td>{record.ts}</td><td>{left}</td><td>{right}</td>{cells}</tr>")
+        rows.append(f"<tr{mark}>{td}{index}</td>{td}{record.ts}</td>{td}{left}</td>{td}{right}</td>{cells}</tr>")
     return (f'<div class="kjoin-viz kjoin-variants" style="max-width:100%;overflow-x:auto">{CSS}'
-            f'<table><tr>{head}</tr>{"".join(rows)}</table></div>')
+            f'<table style="border-collapse:collapse;font:12px monospace"><tr>{head}</tr>{"".join(rows)}</table></div>')
 
 
 def _cell_html(step, with_ts: bool = False) -> str:
     if not step.outputs:
         return '<span class="none" style="color:#aaa">—</span>'
     return ", ".join(
-        f'<span class="{"tombstone" if o.tombstone else "result"}">{html.escape(o.render() + (f"@{o.ts}" if with_ts else ""))}</span>' for o in step.outputs
+        f'<span class="{"tombstone" if o.tombstone else "result"}" '
+        f'style="color:{"#6b3fa0" if o.tombstone else "#1a6b1a"}">'
+        f'{html.escape(o.render() + (f"@{o.ts}" if with_ts else ""))}</span>' for o in step.outputs
     )
 
 

@@ -120,7 +120,8 @@ class WhatIf(widgets.VBox):
         options = _options(scenario)
         unknown = set(start) - set(options)
         if unknown:
-            raise TypeError(f"this scenario has no slider for {', '.join(sorted(unknown))} (it has: {', '.join(options)})")
+            raise TypeError(f"this scenario has no slider for {', '.join(sorted(unknown))} "
+                            f"(it has: {', '.join(options)})")
         options.update(start)
         self.sliders = {name: _slider(name, value, max_ms) for name, value in options.items()}
         for slider in self.sliders.values():
@@ -145,10 +146,12 @@ class WhatIf(widgets.VBox):
         title = html.escape(f"what if {_options_text(self.options())}:")
         self.header.value = f'<div class="kjoin-viz kjoin-whatif-header">{CSS}<b>{title}</b></div>'
         if self.error is not None:
-            self.result.value = (f'<div class="kjoin-viz kjoin-error" style="color:#b22;border:1px solid #b22;padding:4px 8px">'
+            self.result.value = (f'<div class="kjoin-viz kjoin-error" '
+                                 f'style="color:#b22;border:1px solid #b22;padding:4px 8px">'
                                  f"<b>the engine cannot run these options:</b> {html.escape(self.error)}</div>")
         else:
-            self.result.value = f'<div class="kjoin-viz" style="max-width:100%;overflow-x:auto">{compare_html(self.original, self.trace)}</div>'
+            self.result.value = (f'<div class="kjoin-viz" style="max-width:100%;overflow-x:auto">'
+                                 f"{compare_html(self.original, self.trace)}</div>")
 
     def text(self) -> str:
         """The current options and the comparison table (or the engine's error), as text."""

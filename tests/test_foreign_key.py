@@ -182,6 +182,7 @@ def fk(value):
 
 INNER_24 = parse_semantics("2.4")
 LATEST = parse_semantics(None)
+KIP962_FIRST = parse_semantics("3.7.0")
 P_ONLY, P_NULL = Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
 D_NO, D_AND = Instruction.DELETE_KEY_NO_PROPAGATE, Instruction.DELETE_KEY_AND_PROPAGATE
 
@@ -202,12 +203,16 @@ D_NO, D_AND = Instruction.DELETE_KEY_NO_PROPAGATE, Instruction.DELETE_KEY_AND_PR
         # left join since 3.7 (KIP-962)
         (None, {"fk": "X"}, "left", LATEST, [Subscription("X", P_NULL)]),
         (None, {"fk": None}, "left", LATEST, [Subscription(None, P_NULL)]),
-        ({"fk": "X"}, None, "left", LATEST, [Subscription("X", D_AND), Subscription(None, P_NULL)]),
+        ({"fk": "X"}, None, "left", LATEST, [Subscription("X", D_NO), Subscription(None, P_NULL)]),
         ({"fk": None}, None, "left", LATEST, [Subscription(None, P_NULL)]),
-        ({"fk": "X"}, {"fk": "Y"}, "left", LATEST, [Subscription("X", D_AND), Subscription("Y", P_NULL)]),
+        ({"fk": "X"}, {"fk": "Y"}, "left", LATEST, [Subscription("X", D_NO), Subscription("Y", P_NULL)]),
         ({"fk": "X", "v": 1}, {"fk": "X", "v": 2}, "left", LATEST, [Subscription("X", P_NULL)]),
         ({"fk": None}, {"fk": "Y"}, "left", LATEST, [Subscription("Y", P_NULL)]),
-        ({"fk": "X"}, {"fk": None}, "left", LATEST, [Subscription("X", D_AND), Subscription(None, P_NULL)]),
+        ({"fk": "X"}, {"fk": None}, "left", LATEST, [Subscription("X", D_NO), Subscription(None, P_NULL)]),
+        # 3.7.0, before KAFKA-16394: a changed or deleted foreign key also propagated from the old one
+        ({"fk": "X"}, None, "left", KIP962_FIRST, [Subscription("X", D_AND), Subscription(None, P_NULL)]),
+        ({"fk": "X"}, {"fk": "Y"}, "left", KIP962_FIRST, [Subscription("X", D_AND), Subscription("Y", P_NULL)]),
+        ({"fk": "X"}, {"fk": None}, "left", KIP962_FIRST, [Subscription("X", D_AND), Subscription(None, P_NULL)]),
         (None, None, "left", LATEST, []),
         # left join before 3.7: the inner join's rules, but new rows always get an answer
         (None, {"fk": "X"}, "left", INNER_24, [Subscription("X", P_NULL)]),
@@ -389,8 +394,15 @@ def test_versioned_table_refuses_an_expired_put():
 
 # -- §4.6 the left join's change of foreign key ---------------------------------------------------
 def test_left_join_fk_change_first_emits_left_with_null_then_the_result():
-    trace = run(fk_scenario([R("Y", "y", 1), L("A", "X", 2), L("A", "Y", 3)], "left"), fk_joiner)
+    """3.7.0 (KIP-962 before KAFKA-16394): the old foreign key's answer is the left value with null."""
+    trace = run(fk_scenario([R("Y", "y", 1), L("A", "X", 2), L("A", "Y", 3)], "left", semantics="3.7.0"), fk_joiner)
     assert outputs_by_input(trace)[-1] == ["(A,Y,null)", "(A,Y,y)"]
+
+
+def test_left_join_fk_change_emits_only_the_new_result_since_3_7_1():
+    """KAFKA-16394 (3.7.1): the old foreign key is only unsubscribed; Kafka 4.3.1's TopologyTestDriver agrees."""
+    trace = run(fk_scenario([R("Y", "y", 1), L("A", "X", 2), L("A", "Y", 3)], "left"), fk_joiner)
+    assert outputs_by_input(trace)[-1] == ["(A,Y,y)"]
 
 
 def test_left_join_fk_change_is_right_only_if_responses_come_in_order():
@@ -402,10 +414,10 @@ def test_left_join_fk_change_is_right_only_if_responses_come_in_order():
     events = [R("Y", "y", 1), L("A", old_fk, 2), {"deliver": "all"}, L("A", "Y", 3)]
     # m3: DELETE_KEY_AND_PROPAGATE to the old key; m4: PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE to Y.
     events += [{"deliver": "m4"}, {"deliver": "response"}, {"deliver": "m3"}, {"deliver": "response"}]
-    trace = run(fk_scenario(events, "left", delivery="explicit", partitions=2), fk_joiner)
+    trace = run(fk_scenario(events, "left", semantics="3.7.0", delivery="explicit", partitions=2), fk_joiner)
     assert [m.value.instruction for m in trace.state_at(4).in_flight()] == [D_AND, P_NULL]
     assert [render(o) for o in trace.outputs] == [f"(A,{old_fk},null)", "(A,Y,y)", "(A,Y,null)"]
-    assert materialize(trace) != sql_fk_join(fk_scenario([e for e in events if "deliver" not in e], "left"), "left")
+    assert materialize(trace) != sql_fk_join(fk_scenario([e for e in events if "deliver" not in e], "left", semantics="3.7.0"), "left")
 
 
 # -- the property --------------------------------------------------------------------------------

@@ -26,9 +26,12 @@ def test_timeline_chart_has_a_point_per_record_by_side_and_fate(scenario):
     rows = _data(spec)
     assert len(rows) == 19
     assert rows[2] == {"step": 2, "side": "left", "key": "k", "value": "A", "ts": 3, "fate": "buffered",
-                       "reason": "window-open", "null_value": False}
+                       "reason": "window-open", "null_value": False, "what": "held until stream time passes 23",
+                       "tone": "held"}
     assert spec["encoding"]["x"]["field"] == "ts" and spec["encoding"]["y"]["field"] == "side"
-    assert spec["encoding"]["color"]["field"] == "fate" and spec["encoding"]["shape"]["field"] == "null_value"
+    assert spec["encoding"]["color"]["field"] == "tone" and spec["encoding"]["shape"]["field"] == "null_value"
+    assert spec["encoding"]["color"]["scale"]["domain"] == ["joined", "held", "no-match", "dropped"]
+    assert spec["encoding"]["x"]["axis"]["format"] == "d"
 
 
 def test_outputs_chart_counts_results_per_variant_and_cumulates(scenario):
@@ -45,8 +48,9 @@ def test_outputs_chart_counts_results_per_variant_and_cumulates(scenario):
     assert cumulative["encoding"]["color"]["scale"]["domain"] == ["result"]
     assert {r["output"] for r in rows} == {"result"}
     # whole steps and whole counts on the axes; three facets fit one screen
-    assert cumulative["encoding"]["x"]["axis"]["format"] == "d" and cumulative["encoding"]["x"]["axis"]["tickMinStep"] == 1
-    assert cumulative["encoding"]["y"]["axis"]["format"] == "d" and cumulative["encoding"]["y"]["axis"]["tickMinStep"] == 1
+    for axis in ("x", "y"):
+        assert cumulative["encoding"][axis]["axis"]["format"] == "d"
+        assert cumulative["encoding"][axis]["axis"]["tickMinStep"] == 1
     assert 3 * (cumulative["spec"]["height"] if "spec" in cumulative else cumulative["height"]) <= 450
 
 
@@ -100,7 +104,8 @@ def test_the_offline_renderer_stores_an_svg_and_a_png(scenario):
 
 def test_drops_chart_leaves_out_records_that_are_not_lost():
     versioned = {"versioned": True, "history_retention_ms": 1000}
-    events = [{"side": "left", "key": "k", "value": "a4", "ts": 4}, {"side": "left", "key": "k", "value": "a1", "ts": 1},
+    events = [{"side": "left", "key": "k", "value": "a4", "ts": 4},
+              {"side": "left", "key": "k", "value": "a1", "ts": 1},
               {"side": "left", "key": None, "value": "x", "ts": 5}]
     trace = kjoin.run(kjoin.Scenario.from_dict({"join": "table-table", "variant": "inner", "left": versioned,
                                                  "right": versioned, "events": events}))

@@ -52,15 +52,26 @@ def test_an_eager_null_result_is_not_called_joined():
 
 
 def test_a_record_after_its_window_closed_is_emitted_with_null_at_once():
-    late = kjoin.run(kjoin.Scenario.from_notation("stream-stream", "left", left="50:X, 3:A", right="40:x",
-                                                  window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}, semantics="3.1"))
+    late = kjoin.run(
+        kjoin.Scenario.from_notation(
+            "stream-stream",
+            "left",
+            left="50:X, 3:A",
+            right="40:x",
+            window={"before_ms": 5, "after_ms": 5, "grace_ms": 0},
+            semantics="3.1",
+        )
+    )
     assert labels(late)[2] == "emitted with null at once: its window had already closed"
 
 
 def test_a_table_tombstone_and_a_left_join_without_partner():
     tt = kjoin.run(kjoin.Scenario.from_notation("table-table", "left", left="1:A, 3:null", right="2:a"))
-    assert labels(tt) == ["emitted with null: no partner, the joiner got null", "joined: 1 result",
-                          "tombstone: the join result is deleted"]
+    assert labels(tt) == [
+        "emitted with null: no partner, the joiner got null",
+        "joined: 1 result",
+        "tombstone: the join result is deleted",
+    ]
     assert fate_label(tt.steps[2]).tone == "tombstone"
 
 
@@ -71,8 +82,11 @@ def test_a_table_update_in_a_stream_table_join_is_stored():
 
 
 def test_a_foreign_key_tombstone_is_a_tombstone_not_joined():
-    events = [{"side": "right", "key": "Y", "value": "bar", "ts": 1}, {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2},
-              {"side": "right", "key": "Y", "value": None, "ts": 3}]
+    events = [
+        {"side": "right", "key": "Y", "value": "bar", "ts": 1},
+        {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2},
+        {"side": "right", "key": "Y", "value": None, "ts": 3},
+    ]
     fk = kjoin.run(kjoin.Scenario.from_dict({"join": "fk", "variant": "inner", "foreign_key": "fk", "events": events}))
     tombstones = [s for s in fk.steps if any(o.tombstone for o in s.outputs)]
     assert tombstones and all(str(fate_label(s)) == "tombstone: the join result is deleted" for s in tombstones)
@@ -80,10 +94,17 @@ def test_a_foreign_key_tombstone_is_a_tombstone_not_joined():
 
 def test_an_out_of_order_version_is_not_lost_and_not_red():
     versioned = {"versioned": True, "history_retention_ms": 1000}
-    events = [{"side": "left", "key": "k", "value": "a0", "ts": 0}, {"side": "right", "key": "k", "value": "b0", "ts": 0},
-              {"side": "left", "key": "k", "value": "a4", "ts": 4}, {"side": "left", "key": "k", "value": "a1", "ts": 1}]
-    trace = kjoin.run(kjoin.Scenario.from_dict({"join": "table-table", "variant": "inner", "left": versioned, "right": versioned,
-                                                 "events": events}))
+    events = [
+        {"side": "left", "key": "k", "value": "a0", "ts": 0},
+        {"side": "right", "key": "k", "value": "b0", "ts": 0},
+        {"side": "left", "key": "k", "value": "a4", "ts": 4},
+        {"side": "left", "key": "k", "value": "a1", "ts": 1},
+    ]
+    trace = kjoin.run(
+        kjoin.Scenario.from_dict(
+            {"join": "table-table", "variant": "inner", "left": versioned, "right": versioned, "events": events}
+        )
+    )
     label = fate_label(trace.steps[3])
     assert str(label) == "not lost: stored as an older version, no result" and not label.lost
     assert "#b22" not in label.html()  # red is for records that are lost
@@ -96,17 +117,39 @@ def test_a_step_that_releases_earlier_records_does_not_credit_them_to_its_own_re
 
 
 def test_a_record_cache_holds_until_the_commit():
-    cached = kjoin.run(kjoin.Scenario.from_dict({"join": "table-table", "variant": "inner", "caching": True, "commit_every": 2,
-                                                  "events": [{"side": "left", "key": "k", "value": "A", "ts": 1},
-                                                             {"side": "right", "key": "k", "value": "a", "ts": 2}]}))
+    cached = kjoin.run(
+        kjoin.Scenario.from_dict(
+            {
+                "join": "table-table",
+                "variant": "inner",
+                "caching": True,
+                "commit_every": 2,
+                "events": [
+                    {"side": "left", "key": "k", "value": "A", "ts": 1},
+                    {"side": "right", "key": "k", "value": "a", "ts": 2},
+                ],
+            }
+        )
+    )
     assert labels(cached)[0] == "held in the record cache until the next commit"
     assert leave_step(cached, 0) == 1
 
 
 def test_the_grace_buffer_label_names_the_buffer_time():
-    grace = kjoin.run(kjoin.Scenario.from_dict({
-        "join": "stream-table", "variant": "inner", "right": {"versioned": True, "history_retention_ms": 20}, "grace_ms": 5,
-        "events": [{"side": "right", "key": "k", "value": "a", "ts": 8}, {"side": "left", "key": "k", "value": "A", "ts": 10}]}))
+    grace = kjoin.run(
+        kjoin.Scenario.from_dict(
+            {
+                "join": "stream-table",
+                "variant": "inner",
+                "right": {"versioned": True, "history_retention_ms": 20},
+                "grace_ms": 5,
+                "events": [
+                    {"side": "right", "key": "k", "value": "a", "ts": 8},
+                    {"side": "left", "key": "k", "value": "A", "ts": 10},
+                ],
+            }
+        )
+    )
     assert labels(grace)[1] == "held in the grace buffer until buffer time 15"
     assert leave_step(grace, 1) == STILL_WAITING
 
@@ -116,9 +159,11 @@ def test_show_step_is_html_and_text_of_that_step_only(trace):
     shown = show_step(trace, 15)
     page = shown._repr_html_()
     assert 'data-step="15"' in page and "held until stream time passes 60" in page
-    timeline = base64.b64decode(page.split('class="kjoin-timeline-image"')[1].split("base64,")[1].split('"')[0]).decode()
+    timeline = base64.b64decode(
+        page.split('class="kjoin-timeline-image"')[1].split("base64,")[1].split('"')[0]
+    ).decode()
     assert 'data-view="0..60"' in timeline and "join window 25..55" in timeline  # zoomed on E@40 with its window
-    assert "data-store=\"task 0: outer-join buffer\"" in page and "background:#fff3b0" in page  # the row E wrote
+    assert 'data-store="task 0: outer-join buffer"' in page and "background:#fff3b0" in page  # the row E wrote
     assert repr(shown).splitlines()[0] == "step 15 of 18: left E@40 (key k) -> held until stream time passes 60"
     assert repr(shown) + "\n" == Stepper(trace, step=15).text()
     assert show_step(trace, -1).step == 18
@@ -131,7 +176,9 @@ def test_show_step_and_the_stepper_share_one_renderer(trace):
     page = show_step(trace, 9)._repr_html_()
     for name in ("header", "explain", "outputs", "state"):
         assert stepper.panes[name].value in page
-    assert svg_image(stepper.panes["timeline"].value) in page  # the same SVG, as an image that survives a stored notebook
+    assert (
+        svg_image(stepper.panes["timeline"].value) in page
+    )  # the same SVG, as an image that survives a stored notebook
 
 
 # -- the predict widget --------------------------------------------------------------------------------
@@ -145,7 +192,7 @@ def test_predict_shows_the_input_so_far_and_the_state_before(trace):
     context = widget.children[1].value
     assert "the input so far" in context and "the state before step 3" in context
     assert "<b>?</b>" in context and ">100<" not in context  # no record after step 3 is shown
-    assert "data-store=\"task 0: outer-join buffer\"" in context  # A@3 waits there before a@4 arrives
+    assert 'data-store="task 0: outer-join buffer"' in context  # A@3 waits there before a@4 arrives
     assert repr(widget) == "Predict: " + widget.prompt and "a@4" in widget.prompt
     assert Predict(trace, 0).children[1].value.count("every store is empty") == 1
 
@@ -174,7 +221,9 @@ def test_predict_no_output_and_released_outputs(trace):
 
 def test_predict_release_asks_when_a_held_record_leaves(trace):
     widget = Predict(trace, 15, ask="release")
-    assert [value for _, value in widget.release.options][:2] == [16, 17] and widget.release.options[-1][1] == STILL_WAITING
+    assert [value for _, value in widget.release.options][:2] == [16, 17] and widget.release.options[-1][
+        1
+    ] == STILL_WAITING
     assert not widget.check(leaves=16).correct
     verdict = widget.check(leaves=17)
     assert verdict.correct and "stream time 80" in verdict.text and "E-null@40" in verdict.text
@@ -206,3 +255,25 @@ def test_every_choice_is_a_tone(trace):
     tones = {fate_label(s).tone for s in trace.steps}
     assert tones <= set(TONES)
     assert [value for _, value in Predict(trace, 1).fate.options] == list(TONES)
+
+
+def test_a_long_trace_shows_only_the_records_near_the_question():
+    from kjoin_viz.bench import long_scenario
+    from kjoin_viz.predict import CONTEXT_ROWS
+
+    trace = kjoin.run(long_scenario(200))
+    context = Predict(trace, 150).children[1].value
+    assert f"steps 0 to {150 - CONTEXT_ROWS - 1} not shown" in context
+    assert f"<td style=\"border:1px solid #ccc;padding:1px 6px;text-align:left\">{150 - CONTEXT_ROWS}</td>" in context
+    assert f">{150 - CONTEXT_ROWS - 1}</td>" not in context and ">151</td>" not in context
+
+
+def test_show_step_of_a_foreign_key_join_draws_its_messages():
+    events = [{"side": "right", "key": "Y", "value": "bar", "ts": 1},
+              {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2}, {"deliver": "subscription"}]
+    fk = kjoin.run(kjoin.Scenario.from_dict({"join": "fk", "variant": "inner", "foreign_key": "fk", "events": events,
+                                              "delivery": "explicit"}))
+    page = show_step(fk, 2)._repr_html_()
+    svg = base64.b64decode(page.split('class="kjoin-flight-image"')[1].split("base64,")[1].split('"')[0]).decode()
+    assert 'class="kjoin-message kjoin-delivered" data-message="m1"' in svg and "kjoin-timeline" not in page
+    assert "delivered subscription m1" in repr(show_step(fk, 2)).splitlines()[0]

@@ -161,3 +161,64 @@ def test_rows_of_an_unknown_dataclass_render_by_field_with_enums_by_value():
 
     (table,) = store_tables({StoreId(1, "subscription store"): {("X", "k1"): Subscription(Instruction.PROPAGATE, b"ab")}})
     assert (table.task, table.header, table.rows) == (1, ("entry", "instruction", "hash"), (("(X, k1)", "propagate", "ab"),))
+
+
+# -- the timeline: zoom, a stable axis, ticks, a legend ----------------------------------------------
+def _view(svg: str) -> tuple[int, int]:
+    low, high = re.search(r'data-view="(\d+)\.\.(\d+)"', svg).groups()
+    return int(low), int(high)
+
+
+def test_the_timeline_keeps_its_axis_while_the_records_stay_on_one_page(trace):
+    from kjoin_viz.timeline import timeline_svg
+
+    views = [_view(timeline_svg(trace, step)) for step in range(len(trace.steps))]
+    assert views[:15] == [(0, 60)] * 15  # records at 1..15 ms: the same axis, zoomed on their windows
+    assert views[15] == (0, 60) and views[16] == (30, 90) and views[18] == (60, 120)
+    for step, (low, high) in enumerate(views):  # the record and its whole join window are in view
+        ts = trace.steps[step].record.ts
+        assert low <= max(ts - 15, 0) and ts + 15 <= high and high - low == 60
+
+
+def test_the_timeline_has_round_ticks_and_a_legend(trace):
+    from kjoin_viz.timeline import ticks, timeline_svg
+
+    assert ticks(0, 60) == [0, 10, 20, 30, 40, 50, 60] and ticks(30, 90) == [30, 40, 50, 60, 70, 80, 90]
+    assert ticks(0, 7) == [0, 1, 2, 3, 4, 5, 6, 7]  # never a fraction of a millisecond
+    svg = timeline_svg(trace, 3)
+    assert svg.count('class="kjoin-tick"') == 7
+    legend = svg.split('class="kjoin-legend"')[1]
+    for item in ("this step", "record", "null value", "out of order", "not yet read", "stream time", "join window"):
+        assert f">{item}</text>" in legend
+    table = kjoin.run(kjoin.Scenario.from_notation("table-table", "inner", left="1:A, 3:null", right="2:a"))
+    assert ">join window</text>" not in timeline_svg(table, 1)  # no window, no band in the legend
+
+
+def test_no_join_window_band_for_a_record_that_never_looks_up(trace):
+    stepper = Stepper(trace, step=0)  # null@1: dropped before any lookup
+    assert "kjoin-band" not in stepper.panes["timeline"].value
+    stepper.step = 2  # A@3 looks up the right window [0, 18]
+    assert "join window 0..18" in stepper.panes["timeline"].value
+    old = kjoin.run(kjoin.Scenario.from_notation("stream-stream", "left", semantics="0.10.0", **{
+        k: v for k, v in SEED_004.items() if k != "semantics"}))
+    not_a_trigger = next(s.index for s in old.steps if s.reason is not None and s.reason.value == "not-a-trigger")
+    assert "kjoin-band" not in Stepper(old, step=not_a_trigger).panes["timeline"].value
+
+
+def test_the_timeline_marks_stream_time_after_the_step(trace):
+    svg = Stepper(trace, step=15).panes["timeline"].value
+    assert 'class="kjoin-stream-time"' in svg and ">stream time 40</text>" in svg
+
+
+# -- jump buttons --------------------------------------------------------------------------------------
+def test_buttons_that_would_not_move_are_disabled(trace):
+    stepper = Stepper(trace, step=0)
+    disabled = {name for name, button in stepper.buttons.items() if button.disabled}
+    assert disabled == {"first", "previous", "next tombstone"}  # a stream-stream join emits no tombstone
+    assert stepper.buttons["next drop"].tooltip == "next drop: step 1"
+    stepper.step = 17
+    disabled = {name for name, button in stepper.buttons.items() if button.disabled}
+    assert disabled == {"next tombstone", "next drop"} and stepper.buttons["next drop"].tooltip == "next drop: nothing ahead"
+    stepper.press("last")
+    assert {name for name, button in stepper.buttons.items() if button.disabled} == {
+        "next", "last", "next output", "next tombstone", "next drop"}

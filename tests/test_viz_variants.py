@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import kjoin
@@ -30,9 +32,10 @@ def test_variants_table_marks_the_current_row_and_tells_outputs_apart(scenario):
     widget.buttons["next"].click()
     widget.buttons["next"].click()
     assert widget.step == 3
-    current = widget.table.value.split('<tr class="current">')[1].split("</tr>")[0]
+    table = re.sub(r""" style=("[^"]*"|'[^']*')""", "", widget.table.value)  # cells and classes only
+    current = table.split('<tr class="current">')[1].split("</tr>")[0]
     assert current.count('<span class="result">A-a</span>') == 3
-    assert widget.table.value.count('class="none"') > 0
+    assert table.count('class="none"') > 0
     assert "A-a@4" in widget.columns["outer"].value
     widget.slider.value = 15
     assert "held until stream time passes 60" in widget.columns["left"].value

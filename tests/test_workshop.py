@@ -29,8 +29,13 @@ START_BUDGET_S = 30
 
 def _workshop_command(port: int) -> list[str]:
     """The Makefile's voila command line, with this test's port and the loopback address."""
-    recipe = subprocess.run(["make", "-n", "-W", "pyproject.toml", "workshop", f"WORKSHOP_PORT={port}", "WORKSHOP_IP=127.0.0.1"],
-                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.replace("\\\n", " ")
+    recipe = subprocess.run(
+        ["make", "-n", "-W", "pyproject.toml", "workshop", f"WORKSHOP_PORT={port}", "WORKSHOP_IP=127.0.0.1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.replace("\\\n", " ")
     line = next(line for line in recipe.splitlines() if "/voila " in line)
     args = shlex.split(line)
     assert args[0].endswith("/voila") and "--no-browser" in args and f"--port={port}" in args
@@ -60,8 +65,13 @@ def test_two_learners_at_once_each_get_their_own_kernel_and_state(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with open(log_path, "w") as log:
         started = time.monotonic()
-        server = subprocess.Popen(_workshop_command(port), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                  env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+        server = subprocess.Popen(
+            _workshop_command(port),
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        )
         base = f"http://127.0.0.1:{port}"
         try:
             while True:
@@ -70,7 +80,9 @@ def test_two_learners_at_once_each_get_their_own_kernel_and_state(tmp_path):
                     break
                 except OSError:
                     assert server.poll() is None, "voila stopped:\n" + log_path.read_text()
-                    assert time.monotonic() - started < START_BUDGET_S, "the workshop did not start in 30 s:\n" + log_path.read_text()
+                    assert time.monotonic() - started < START_BUDGET_S, (
+                        "the workshop did not start in 30 s:\n" + log_path.read_text()
+                    )
                     time.sleep(0.3)
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

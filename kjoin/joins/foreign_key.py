@@ -91,7 +91,8 @@ def subscription_instructions(old: Any, new: Any, fk_of: Any, variant: str, sema
 
     * new row: NULL_IF → fk(new), fk may be null
     * delete: DELETE_AND_PROPAGATE → fk(old) if not null; NULL_IF → null
-    * update: fk changed, fk(old) not null → DELETE_AND_PROPAGATE → fk(old); NULL_IF → fk(new)
+    * update: fk changed, fk(old) not null → DELETE_AND_PROPAGATE → fk(old) (DELETE_NO_PROPAGATE since
+      3.7.1, KAFKA-16394); NULL_IF → fk(new)
 
     Nothing before and nothing after: nothing, in both.
 
@@ -100,7 +101,7 @@ def subscription_instructions(old: Any, new: Any, fk_of: Any, variant: str, sema
     if old is None and new is None:
         return []
     if variant == "left" and semantics.relaxed_null_keys:
-        return _left_join_instructions(old, new, fk_of)
+        return _left_join_instructions(old, new, fk_of, semantics)
     if old is None:
         fk_new = fk_of(new)
         if fk_new is None:
@@ -122,14 +123,16 @@ def subscription_instructions(old: Any, new: Any, fk_of: Any, variant: str, sema
     return sent
 
 
-def _left_join_instructions(old: Any, new: Any, fk_of: Any) -> list[Subscription]:
+def _left_join_instructions(old: Any, new: Any, fk_of: Any, semantics: Semantics) -> list[Subscription]:
     fk_new = None if new is None else fk_of(new)
     if old is None:
         return [Subscription(fk_new, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)]
     fk_old = fk_of(old)
     sent = []
     if fk_old is not None and fk_bytes(fk_new) != fk_bytes(fk_old):
-        sent.append(Subscription(fk_old, Instruction.DELETE_KEY_AND_PROPAGATE))
+        unsubscribe = (Instruction.DELETE_KEY_NO_PROPAGATE if semantics.fk_change_only_unsubscribes
+                       else Instruction.DELETE_KEY_AND_PROPAGATE)
+        sent.append(Subscription(fk_old, unsubscribe))
     sent.append(Subscription(fk_new, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE))
     return sent
 

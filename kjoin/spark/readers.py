@@ -25,7 +25,8 @@ partition from 0.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import os
+from typing import Any, Literal, Mapping
 
 from .topic import INTEGER_TYPES, SparkInputError, Topic, check_columns, default_partition_column
 
@@ -164,7 +165,7 @@ def from_kcat(spark: Any, path: str, key: Deserializer = "string", value: Deseri
     _check_deserializer("from_kcat", "key", key, path)
     _check_deserializer("from_kcat", "value", value, path)
     _check_partitions(partitions, path)
-    raw = spark.read.json(path)
+    raw = spark.read.json(local_path(path))
     _refuse_corrupt_lines(raw, path, "not kcat JSON lines", "dump with `kcat -C -J -t <topic>` (one JSON object per line)")
     types = dict(raw.dtypes)
     fields = dict(KCAT_FIELDS)
@@ -192,6 +193,7 @@ def from_files(
     value: Deserializer | None = None,
     partitions: int | None = None,
     key: Deserializer | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Topic:
     """A topic from Parquet, CSV (with a header) or JSON-lines files with columns
     ``key, value, ts`` and optionally ``partition, offset``.
@@ -202,6 +204,10 @@ def from_files(
     records are assigned with Kafka's default partitioner (then ``partitions`` is required);
     without ``offset`` a record's offset is its rank within its partition in input order
     (see the module docstring).
+
+    ``options`` pass through to Spark's reader, e.g. ``{"sep": ";"}`` or ``{"nullValue": "NA"}``
+    for CSV (kjoin sets ``header`` and ``inferSchema``; yours win). ``path`` may be a file or a
+    directory (then the format is told from the files in it, e.g. ``part-*.parquet``).
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -214,7 +220,11 @@ def from_files(
         reader = reader.option("header", "true").option("inferSchema", "true")
     elif format not in ("parquet", "json"):
         raise SparkInputError(f"{path}: format {format!r} is not supported; use 'parquet', 'csv' or 'json'")
-    raw = getattr(reader, format)(path)
+    if options is not None and not isinstance(options, Mapping):
+        raise SparkInputError(f"{path}: options={options!r}: expected a dict of Spark reader options, e.g. {{'sep': ';'}}")
+    for name, setting in (options or {}).items():
+        reader = reader.option(str(name), setting if isinstance(setting, str) else str(setting).lower() if isinstance(setting, bool) else str(setting))
+    raw = getattr(reader, format)(local_path(path))
     if format == "json":
         _refuse_corrupt_lines(raw, path, "not JSON lines", "write one JSON object per line with key, value, ts")
     types = dict(raw.dtypes)
@@ -255,6 +265,13 @@ def from_files(
     return Topic(frame.select("key", "value", "ts", "partition", "offset"), partitions, value == "json", path)
 
 
+def local_path(path: str) -> str:
+    """A path without a scheme (``s3a://``, ``hdfs://`` …) made absolute against Python's working
+    directory: Spark's JVM resolves relative paths against its own, fixed when it started."""
+    text = str(path)
+    return text if "://" in text or text.startswith("file:") else os.path.abspath(text) + ("/" if text.endswith("/") else "")
+
+
 def _refuse_corrupt_lines(raw: Any, path: str, what: str, fix: str) -> None:
     """Spark's JSON reader puts lines it cannot parse in ``_corrupt_record``: name the first."""
     if "_corrupt_record" not in raw.columns:
@@ -271,9 +288,23 @@ def _refuse_corrupt_lines(raw: Any, path: str, what: str, fix: str) -> None:
     raise SparkInputError(f"{path}: {what}: some lines are not JSON objects{line}; {fix}")
 
 
+_SUFFIXES = ((".parquet", "parquet"), (".csv", "csv"), (".json", "json"), (".jsonl", "json"))
+
+
 def _guess_format(path: str) -> str:
+    """The format from the name, or for a local directory from the data files in it."""
     lowered = str(path).rstrip("/").lower()
-    for suffix, format in ((".parquet", "parquet"), (".csv", "csv"), (".json", "json"), (".jsonl", "json")):
+    for suffix, format in _SUFFIXES:
         if lowered.endswith(suffix):
             return format
+    if os.path.isdir(path):
+        found = set()
+        for _, _, names in os.walk(path):
+            for name in names:
+                if not name.startswith((".", "_")):
+                    found |= {format for suffix, format in _SUFFIXES if name.lower().endswith(suffix)}
+        if len(found) == 1:
+            return found.pop()
+        what = f"files of several formats ({', '.join(sorted(found))})" if found else "no .parquet, .csv or .json files"
+        raise SparkInputError(f"{path}: the directory holds {what}; pass format='parquet', 'csv' or 'json'")
     raise SparkInputError(f"{path}: cannot tell the format from the name; pass format='parquet', 'csv' or 'json'")

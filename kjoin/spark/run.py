@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..fates import Reason
 from ..joins import JoinWindows
-from ..records import Side
+from ..records import Record, Side
 from ..scenario import JOINS, Event, Scenario
 from ..semantics import Semantics, parse_semantics
 from ..trace import Trace
@@ -41,6 +41,9 @@ STEP_COLUMNS = ["scenario", "partition", "step", "side", "offset", "key", "ts", 
 buffered, stored, no match), with its reason."""
 
 
+_ALL_KEYS = object()
+
+
 class SparkRun:
     """The lazy result of a Spark run. Nothing is computed until an action is called on
     one of the frames (``write_parquet``, ``count``, ``show``, ``toPandas`` …)."""
@@ -53,6 +56,9 @@ class SparkRun:
         self.scenarios = scenarios
         self._json_keys = json_keys
         self._json_values = json_values
+        self.inputs = None
+        """``run_join``: the input records before Spark orders them (``scenario, partition, side,
+        key, value, ts, offset``), which the key drill-down and :meth:`why` filter."""
 
     @property
     def outputs(self) -> Any:
@@ -62,42 +68,159 @@ class SparkRun:
     def steps(self) -> Any:
         return self.results.filter(self.results.row == "step").select(*STEP_COLUMNS)
 
+    @property
+    def explained_outputs(self) -> Any:
+        """:attr:`outputs` with a ``reason`` per result: ``matched`` (both sides), ``tombstone``,
+        ``null-key`` (forwarded with null, KIP-962), or for a result with a null partner the
+        verdict of :meth:`why` computed for all of them at once: ``partner-later``,
+        ``partner-processed-later``, ``partner-deleted``, ``partner-never``,
+        ``partner-other-partition``, and for windowed joins ``partner-outside-window`` or
+        ``partner-expired`` (``unexplained`` if none applies). One join with the other side's
+        records of each key; :meth:`why` explains one record in full."""
+        return _explain_outputs(self)
+
     def summary(self) -> Any:
-        """Per scenario, partition and key: results, tombstones, and records per reason
-        (drops, buffered, stored, no match)."""
+        """Per scenario, partition and key: ``matched`` results, ``tombstones``, results with a
+        null partner per verdict (see :attr:`explained_outputs`), and records per reason (drops,
+        buffered, stored, no match). Only the columns that can be non-zero for the join at hand
+        (of the first scenario's join, variant and options)."""
         from pyspark.sql import functions as F
 
-        row, reason = F.col("row"), F.col("reason")
+        config = self.scenarios[min(self.scenarios)] if self.scenarios else None
+        explained = self.explained_outputs.withColumn("row", F.lit("output")).withColumn("fate", F.lit(None).cast("string"))
+        steps = self.steps.withColumn("row", F.lit("step"))
+        reason = F.col("reason")
+        output = F.col("row") == "output"
         counts = [
-            F.sum(F.when((row == "output") & ~F.col("tombstone"), 1).otherwise(0)).alias("results"),
-            F.sum(F.when((row == "output") & F.col("tombstone"), 1).otherwise(0)).alias("tombstones"),
+            F.sum(F.when(output & (reason == "matched"), 1).otherwise(0)).alias("matched"),
+            F.sum(F.when(output & (reason == "tombstone"), 1).otherwise(0)).alias("tombstones"),
         ]
-        counts += [F.sum(F.when(reason == member.value, 1).otherwise(0)).alias(member.value) for member in Reason]
-        return self.results.groupBy("scenario", "partition", "key").agg(*counts)
+        counts += [F.sum(F.when(output & (reason == verdict), 1).otherwise(0)).alias(verdict) for verdict in _null_verdicts(config)]
+        counts += [F.sum(F.when(~output & (reason == name), 1).otherwise(0)).alias(name) for name in _step_reasons(config)]
+        columns = ["row", "scenario", "partition", "key", "reason"]
+        both = explained.select(*columns).unionByName(steps.select(*columns))
+        return both.groupBy("scenario", "partition", "key").agg(*counts)
+
+    # -- one key, one record ---------------------------------------------------------------
+    def _task_frame(self, scenario: int, partition: int) -> tuple[Any, bool]:
+        """The task's input records and whether their order is Kafka's timestamp merge (topics)
+        rather than the scenario's listed order (``position``)."""
+        from pyspark.sql import functions as F
+
+        if self.inputs is not None:
+            return self.inputs.filter((F.col("scenario") == scenario) & (F.col("partition") == partition)), True
+        return self.records.filter((F.col("scenario") == scenario) & (F.col("partition") == partition)), False
+
+    def _key_column_value(self, key: Any) -> Any:
+        return json_text(key) if self._json_keys else key
+
+    def _placed(self, scenario: int, partition: int, key: Any) -> list:
+        from pyspark.sql import functions as F
+
+        from . import debug
+
+        frame, merged = self._task_frame(scenario, partition)
+        stored = self._key_column_value(key)
+        if merged:
+            rows = frame.filter(F.col("key").isNotNull() & (F.col("key") == stored)).select("side", "offset", "ts", "value").collect()
+            return debug.place_key_records(frame, stored, rows, json_values=self._json_values)
+        ordered = frame.orderBy("_order_ts", "_side_rank", "offset").select("side", "key", "value", "ts", "offset").collect()
+        placed = []
+        for step, row in enumerate(ordered):
+            mine = row["key"] is not None and row["key"] == stored
+            value = json.loads(row["value"]) if self._json_values and row["value"] is not None else row["value"]
+            record_key = key if mine else (json.loads(row["key"]) if self._json_keys and row["key"] is not None else row["key"])
+            placed.append(debug._Placed(Record(Side(row["side"]), record_key, value, row["ts"], None, row["offset"]), step, clock=not mine))
+        return placed
+
+    def _key_trace(self, partition: int, key: Any, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None) -> Any:
+        from ..joins import default_joiner
+        from . import debug
+
+        if key is None:
+            raise SparkInputError("key=None: records with a null key are never joined or stored; look them up with why(partition=..., offset=...)")
+        placed = self._placed(scenario, partition, key)
+        return debug.key_trace(self.scenarios[scenario], partition, key, placed, joiner or default_joiner)
+
+    def why(self, partition: int, offset: int, side: str = "left", scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None) -> Any:
+        """Why did the record at ``side``/``partition``/``offset`` come out as it did? A
+        :class:`kjoin.spark.debug.Diagnosis`: ``verdict`` (one of
+        :data:`kjoin.spark.debug.VERDICTS`), the plain-language ``text``, the ``partners`` (the
+        other side's records of the key: side, partition, offset, ts) and the key's drill-down
+        ``trace``. Looks the key up across all partitions and runs only the key's records."""
+        from pyspark.sql import functions as F
+
+        from ..joins import default_joiner
+        from . import debug
+
+        if side not in ("left", "right"):
+            raise SparkInputError(f"side={side!r}: expected 'left' or 'right'")
+        if scenario not in self.scenarios:
+            raise SparkInputError(f"scenario={scenario!r}: this run has scenarios {', '.join(map(str, sorted(self.scenarios)))}")
+        config = self.scenarios[scenario]
+        if config.join == "fk":
+            raise SparkInputError("why: a foreign-key join crosses tasks; step through the scenario's trace instead (run.trace(0))")
+        _check_partition(partition, config.partitions)
+        frame, _ = self._task_frame(scenario, partition)
+        row = frame.filter((F.col("side") == side) & (F.col("offset") == offset)).select("key", "value", "ts").first()
+        if row is None:
+            raise SparkInputError(f"why: there is no {side} record at partition {partition}, offset {offset}")
+        decode = lambda v, as_json: json.loads(v) if as_json and v is not None else v  # noqa: E731
+        key = decode(row["key"], self._json_keys)
+        record = Record(Side(side), key, decode(row["value"], self._json_values), row["ts"], partition, offset)
+        if key is None:
+            return debug.diagnose(record, config, None, (), ())
+        everything = (self.inputs if self.inputs is not None else self.records).filter(F.col("scenario") == scenario)
+        other = "right" if side == "left" else "left"
+        stored = self._key_column_value(key)
+        partner_rows = everything.filter((F.col("side") == other) & F.col("key").isNotNull() & (F.col("key") == stored)).select("partition", "offset", "ts", "value").collect()
+        trace = self._key_trace(partition, key, scenario, joiner or default_joiner)
+        steps = {(s.record.side.value, s.record.offset): trace.task_steps[s.index] for s in trace.key_steps()}
+        same, elsewhere = [], []
+        for p in sorted(partner_rows, key=lambda r: (r["partition"], r["offset"])):
+            partner = debug.Partner(other, p["partition"], p["offset"], p["ts"], decode(p["value"], self._json_values), steps.get((other, p["offset"])) if p["partition"] == partition else None)
+            (same if p["partition"] == partition else elsewhere).append(partner)
+        return debug.diagnose(record, config, trace, elsewhere, same)
 
     def write_parquet(self, path: str, mode: str = "overwrite") -> None:
-        """Write ``outputs/``, ``steps/`` and ``summary/`` under ``path`` (one pass each)."""
-        self.outputs.write.mode(mode).parquet(f"{path}/outputs")
+        """Write ``outputs/``, ``steps/`` and ``summary/`` under ``path`` (one pass each); a
+        relative local path is relative to Python's working directory."""
+        from .readers import local_path
+
+        path = local_path(path).rstrip("/")
+        self.explained_outputs.write.mode(mode).parquet(f"{path}/outputs")
         self.steps.write.mode(mode).parquet(f"{path}/steps")
         self.summary().write.mode(mode).parquet(f"{path}/summary")
 
-    def trace(self, partition: int, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None) -> Trace:
+    def trace(self, partition: int, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None, key: Any = _ALL_KEYS) -> Trace:
         """Drill down: collect one Kafka task's input records (only those) and run them
         through the reference engine. Step ``i`` of the trace is the task's ``i``-th record;
         for topics that is the ``step`` of the Spark frames. The scenario keeps all its
         options (versioned tables, grace, ``versioned_mode`` …). A foreign-key scenario
         crosses tasks, so its trace is the whole scenario's (``partition`` is not used; see
-        :mod:`kjoin.spark.fk_task`)."""
+        :mod:`kjoin.spark.fk_task`).
+
+        ``key=``: the drill-down of one key (:class:`kjoin.spark.debug.KeyTrace`): only that
+        key's records run, with the stream time the task's other records give them (computed
+        in Spark), and every state restricted to the key."""
         from pyspark.sql import functions as F
 
         from ..engine import run
         from ..joins import default_joiner
 
+        if scenario not in self.scenarios:
+            raise SparkInputError(f"scenario={scenario!r}: this run has scenarios {', '.join(map(str, sorted(self.scenarios)))}")
         config = self.scenarios[scenario]
+        if config.join != "fk":
+            _check_partition(partition, config.partitions)
         if config.join == "fk":
+            if key is not _ALL_KEYS:
+                raise SparkInputError("key=: a foreign-key join crosses tasks; its drill-down is the whole scenario's trace (leave key out)")
             from .fk_task import fk_trace
 
             return fk_trace(self.records, scenario, config, joiner)
+        if key is not _ALL_KEYS:
+            return self._key_trace(partition, key, scenario, joiner)
         rows = (
             self.records.filter((F.col("scenario") == scenario) & (F.col("partition") == partition))
             .orderBy("_order_ts", "_side_rank", "offset")
@@ -148,8 +271,16 @@ def run_join(
             "join: a foreign-key join sends messages between Kafka tasks, so run_join (one Spark group per task) cannot run it; "
             "run FK scenarios with run_scenarios(spark, [Scenario(join='fk', ...)]), which runs each whole (kjoin.spark.fk_task)"
         )
+    try:
+        semantics = None if semantics is None else str(parse_semantics(semantics))
+    except ValueError as error:
+        raise SparkInputError(str(error)) from None
+    window = _window_option(join, window)
     partitions = _partition_count(left, right)
-    config = Scenario.from_records(join, variant, [], semantics=None if semantics is None else str(parse_semantics(semantics)), window=window, partitions=partitions)
+    try:
+        config = Scenario.from_records(join, variant, [], semantics=semantics, window=window, partitions=partitions)
+    except ValueError as error:
+        raise SparkInputError(str(error)) from None
     if options:
         try:
             config = Scenario.from_dict({**config.to_dict(), **options})
@@ -177,12 +308,15 @@ def run_join(
                 F.lit(0 if side == "left" else 1).alias("_side_rank"),
             )
         )
+    inputs = frames[0].unionByName(frames[1])
     # Hash-partitioned by Kafka task once: the running max below and both paths' per-task work reuse it (one shuffle, not two).
     records = frames[0].unionByName(frames[1]).repartition(spark_partitions or partitions, "scenario", "partition")
     running = Window.partitionBy("scenario", "partition", "side").orderBy("offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
     records = records.withColumn("_order_ts", F.max("ts").over(running))
     json_values = left.json_values or right.json_values
-    return _execute(records, {0: config}, key_type, value_type, joiner, json_keys=False, json_values=json_values, spark_partitions=spark_partitions or partitions, method=method, partitioned=True)
+    result = _execute(records, {0: config}, key_type, value_type, joiner, json_keys=False, json_values=json_values, spark_partitions=spark_partitions or partitions, method=method, partitioned=True)
+    result.inputs = inputs
+    return result
 
 
 def run_scenarios(spark: Any, scenarios: Iterable[Scenario], joiner: Callable[[Any, Any], Any] | None = None, spark_partitions: int | None = None, method: str = "auto") -> SparkRun:
@@ -225,6 +359,23 @@ def run_scenarios(spark: Any, scenarios: Iterable[Scenario], joiner: Callable[[A
 
 
 METHODS = ("auto", "native", "processors")
+
+
+def _window_option(join: str, window: Any) -> JoinWindows | Mapping[str, Any] | None:
+    """``window=`` of :func:`run_join`: a :class:`JoinWindows`, a dict ``{before_ms, after_ms,
+    grace_ms}``, or an int ``w``: ``before_ms = after_ms = w`` and no grace, as Kafka's
+    ``JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(w))``."""
+    if window is None or isinstance(window, (JoinWindows, Mapping)):
+        return window
+    if isinstance(window, int) and not isinstance(window, bool):
+        if window < 0:
+            raise SparkInputError(f"window={window}: a time difference is 0 ms or more")
+        return {"before_ms": window, "after_ms": window, "grace_ms": 0}
+    raise SparkInputError(
+        f"window={window!r}: expected milliseconds (an int: before_ms = after_ms, no grace), a dict "
+        "{'before_ms': ..., 'after_ms': ..., 'grace_ms': ...} or a kjoin.joins.JoinWindows"
+        + ("" if join == "stream-stream" else f"; a {join} join takes no window")
+    )
 
 
 def _execute(records: Any, configs: Mapping[int, Scenario], key_type: str, value_type: str, joiner: Any, json_keys: bool, json_values: bool, spark_partitions: int | None, method: str = "auto", sort_rows: bool = False, partitioned: bool = False) -> SparkRun:
@@ -293,6 +444,107 @@ def _partition_count(left: Topic, right: Topic) -> int:
             f"({right.source}) {counts['right']}. Kafka Streams refuses such a join; repartition one topic to {max(counts.values())} partitions first."
         )
     return counts["left"]
+
+
+_WINDOWED_VERDICTS = ("partner-never", "partner-other-partition", "partner-outside-window", "partner-later", "partner-expired", "unexplained")
+_TABLE_VERDICTS = ("partner-later", "partner-processed-later", "partner-deleted", "partner-never", "partner-other-partition", "unexplained")
+_JOIN_REASONS = {
+    "stream-stream": (Reason.NULL_KEY, Reason.NULL_VALUE, Reason.NO_PARTNER, Reason.WINDOW_OPEN, Reason.NOT_A_TRIGGER, Reason.EXPIRED),
+    "stream-table": (Reason.NULL_KEY, Reason.NULL_VALUE, Reason.NO_PARTNER, Reason.TABLE_UPDATE),
+    "table-table": (Reason.NULL_KEY, Reason.NO_PARTNER, Reason.NOTHING_TO_DELETE),
+}
+_VERSIONED_REASONS = (Reason.EXPIRED_PUT, Reason.GRACE_PERIOD, Reason.NULL_KEY_IN_GRACE_BUFFER, Reason.OUT_OF_ORDER_VERSION, Reason.TABLE_UPDATE, Reason.NULL_VALUE)
+
+
+def _null_verdicts(config: Scenario | None) -> tuple[str, ...]:
+    """The verdicts a null-partner result can have: none for an inner join."""
+    if config is None or config.variant == "inner":
+        return ()
+    return _WINDOWED_VERDICTS if config.window is not None else _TABLE_VERDICTS
+
+
+def _step_reasons(config: Scenario | None) -> list[str]:
+    """The reasons the join's processors can give a record that did not join (in Reason's order)."""
+    if config is None or config.join not in _JOIN_REASONS or config.then or getattr(config, "caching", ()):
+        return [member.value for member in Reason]
+    possible = set(_JOIN_REASONS[config.join])
+    if config.left.versioned or config.right.versioned or getattr(config, "grace_ms", None) is not None:
+        possible |= set(_VERSIONED_REASONS)
+    return [member.value for member in Reason if member in possible]
+
+
+def _explain_outputs(run: "SparkRun") -> Any:
+    """Every output with its ``reason`` (see :attr:`SparkRun.explained_outputs`)."""
+    from pyspark.sql import functions as F
+
+    outputs = run.outputs
+    kind = F.col("kind")
+    null_partner = kind.isin("unmatched", "window-closed")
+    plain = outputs.filter(~null_partner).withColumn(
+        "reason", F.when(kind == "tombstone", "tombstone").when(kind == "null-key", "null-key").otherwise("matched")
+    )
+    nulls = outputs.filter(null_partner).withColumn("_id", F.monotonically_increasing_id())
+    nulls = nulls.withColumn("_subject", F.when(F.col("right").isNull(), F.lit("left")).otherwise(F.lit("right")))
+    records = run.records.select(
+        "scenario", "partition", "side", "key", "ts", "offset", "value", F.struct("_order_ts", "_side_rank", "offset").alias("_order")
+    )
+    # The record whose value the null result carries: its side, key and timestamp (the first such in the task).
+    subject = records.select(
+        F.col("scenario").alias("s_scenario"), F.col("partition").alias("s_partition"), F.col("side").alias("s_side"),
+        F.col("key").alias("s_key"), F.col("ts").alias("s_ts"), F.col("_order").alias("s_order"),
+    )
+    located = nulls.join(
+        subject,
+        (nulls.scenario == subject.s_scenario) & (nulls.partition == subject.s_partition) & (nulls._subject == subject.s_side)
+        & (nulls.key == subject.s_key) & (nulls.ts == subject.s_ts),
+        "left",
+    ).groupBy("_id").agg(F.min("s_order").alias("_at"))
+    partners = records.select(
+        F.col("scenario").alias("p_scenario"), F.col("partition").alias("p_partition"), F.col("side").alias("p_side"),
+        F.col("key").alias("p_key"), F.col("ts").alias("p_ts"), F.col("value").alias("p_value"), F.col("_order").alias("p_order"),
+    )
+    config = run.scenarios[min(run.scenarios)]
+    window = config.window
+    base = nulls.join(located, "_id", "left")
+    joined = base.join(
+        partners,
+        (base.scenario == partners.p_scenario) & (base.key == partners.p_key) & (base._subject != partners.p_side),
+        "left",
+    )
+    same = F.col("p_partition") == F.col("partition")
+    before = same & (F.col("p_order") < F.col("_at"))
+    after = same & (F.col("p_order") > F.col("_at"))
+    aggregates = [
+        F.sum(F.when(same, 1).otherwise(0)).alias("_same"),
+        F.sum(F.when(F.col("p_partition").isNotNull() & ~same, 1).otherwise(0)).alias("_elsewhere"),
+        F.max_by(F.col("p_value").isNull(), F.when(before, F.col("p_order"))).alias("_last_before_deleted"),
+        F.min_by(F.col("p_ts"), F.when(after, F.col("p_order"))).alias("_first_after_ts"),
+    ]
+    if window is not None:
+        left_subject = F.col("_subject") == "left"
+        lo = F.col("ts") - F.when(left_subject, window.before_ms).otherwise(window.after_ms)
+        hi = F.col("ts") + F.when(left_subject, window.after_ms).otherwise(window.before_ms)
+        aggregates.append(F.sum(F.when(same & (F.col("p_ts") >= lo) & (F.col("p_ts") <= hi) & F.col("p_value").isNotNull(), 1).otherwise(0)).alias("_inside"))
+    verdicts = joined.groupBy("_id", "ts").agg(*aggregates)
+    none_here = F.col("_same") == 0
+    verdict = F.when(none_here & (F.col("_elsewhere") > 0), "partner-other-partition").when(none_here, "partner-never")
+    if window is not None:
+        eager = not config.semantics.spurious_result_fix or window.grace_ms is None or window.spurious_result_fix is False
+        verdict = verdict.when(F.col("_inside") == 0, "partner-outside-window").otherwise("partner-later" if eager else "partner-expired")
+    else:
+        verdict = (
+            verdict.when(F.col("_last_before_deleted") == F.lit(True), "partner-deleted")
+            .when(F.col("_first_after_ts") >= F.col("ts"), "partner-later")
+            .when(F.col("_first_after_ts").isNotNull(), "partner-processed-later")
+            .otherwise("unexplained")
+        )
+    explained = nulls.join(verdicts.select("_id", verdict.alias("reason")), "_id", "left").drop("_id", "_subject")
+    return plain.unionByName(explained.select(*OUTPUT_COLUMNS, "reason"))
+
+
+def _check_partition(partition: Any, partitions: int) -> None:
+    if not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < partitions:
+        raise SparkInputError(f"partition={partition!r}: the topics have {partitions} partitions (0 to {partitions - 1}); there is no such Kafka task")
 
 
 def _default_partition(partitions: int, key_type: str) -> Any:

@@ -38,9 +38,45 @@ QUIET_CONFIG: dict[str, str] = {
 _CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
 
 
+QUIET_LOG4J2 = """\
+# kjoin's quiet Spark logging: errors only, so that start-up prints nothing (Spark's own
+# default profile logs WARN and announces itself on every start). The root level stays WARN,
+# the level PySpark's shell start-up compares it with (a difference is announced); the
+# console prints errors only.
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.filter.threshold.type = ThresholdFilter
+appender.console.filter.threshold.level = error
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
 def _prepare_environment() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # A local session talks to itself: binding to the loopback address avoids Spark's start-up
+    # warning about a hostname that resolves to 127.0.0.1.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def _quiet_java_options() -> str:
+    """Driver JVM options that point log4j2 at :data:`QUIET_LOG4J2` (written once per process)."""
+    import tempfile
+
+    global _LOG4J2_PATH
+    if _LOG4J2_PATH is None or not os.path.exists(_LOG4J2_PATH):
+        handle, path = tempfile.mkstemp(prefix="kjoin-log4j2-", suffix=".properties")
+        with os.fdopen(handle, "w") as file:
+            file.write(QUIET_LOG4J2)
+        _LOG4J2_PATH = path
+    return f"-Dlog4j2.configurationFile=file:{_LOG4J2_PATH}"
+
+
+_LOG4J2_PATH: str | None = None
 
 
 def local_session(master: str = "local[2]", **config: Any) -> Any:
@@ -52,7 +88,9 @@ def local_session(master: str = "local[2]", **config: Any) -> Any:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName("kjoin")
-    for name, value in {**QUIET_CONFIG, **{k: str(v) for k, v in config.items()}}.items():
+    settings = {**QUIET_CONFIG, "spark.driver.extraJavaOptions": _quiet_java_options()}
+    settings.update({k: str(v) for k, v in config.items()})
+    for name, value in settings.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

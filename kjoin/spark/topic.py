@@ -62,8 +62,14 @@ def check_columns(frame: Any, expected: Mapping[str, Sequence[str]], source: str
         if types[name] not in allowed:
             raise SparkInputError(
                 f"{source}: column {name!r} has type {types[name]}, expected {' or '.join(allowed)}. "
-                f"Cast it, e.g. frame.withColumn({name!r}, frame[{name!r}].cast({allowed[0]!r}))."
+                f"Cast it, e.g. frame.withColumn({name!r}, frame[{name!r}].cast({_cast_advice(allowed)!r}))."
             )
+
+
+def _cast_advice(allowed: Sequence[str]) -> str:
+    """The type to cast to: ``long`` where a long fits (millisecond timestamps, partitions and
+    offsets need 64 or 32 bits, never a tinyint), else the first allowed type."""
+    return "long" if "bigint" in allowed else allowed[0]
 
 
 def default_partition_column(key: Any, partitions: int, key_type: str) -> Any:

@@ -1,0 +1,407 @@
+package kjoin.oracle;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.common.utils.AppInfoParser;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.StreamJoined;
+import org.apache.kafka.streams.kstream.ValueJoiner;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.test.TestRecord;
+
+/**
+ * kjoin's oracle: reads kjoin scenarios (one JSON object a line, as {@code Scenario.to_dict()} writes them, plus an
+ * {@code id}), builds the same topology with Kafka Streams' DSL, pipes every event through TopologyTestDriver and
+ * writes one JSON line per scenario: {@code {"id": .., "outputs": [[[key, value, ts], ...] per event]}} or
+ * {@code {"id": .., "error": ".."}}. One JVM runs a whole batch; the Kafka version is whatever is on the classpath.
+ *
+ * <p>TopologyTestDriver runs one task: every input topic is one partition. The caller sends one scenario per task.
+ */
+public final class Oracle {
+    static final String VERSION = AppInfoParser.getVersion();
+    static final int[] V = parseVersion(VERSION);
+    /** {@code -Dkjoin.oracle.stores=rocksdb}: Kafka's default (RocksDB) key-value stores too, not in-memory ones. */
+    static final boolean IN_MEMORY = !"rocksdb".equals(System.getProperty("kjoin.oracle.stores"));
+
+    private Oracle() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+        if (args.length > 0 && args[0].equals("--version")) {
+            out.println(VERSION);
+            out.flush();
+            return;
+        }
+        // --threads N: read the whole batch, run N scenarios at a time (opening RocksDB stores mostly waits),
+        // write the answers in input order. Without it: one answer per line as each line arrives.
+        int threads = args.length > 1 && args[0].equals("--threads") ? Integer.parseInt(args[1]) : 0;
+        // RocksDB opens its stores much faster on a RAM disk; TopologyTestDriver opens them again for every scenario.
+        Path shm = Path.of("/dev/shm");
+        Path stateDir = Files.isDirectory(shm) && Files.isWritable(shm)
+            ? Files.createTempDirectory(shm, "kjoin-oracle-")
+            : Files.createTempDirectory("kjoin-oracle-");
+        try (BufferedReader reader = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+            if (threads > 0) {
+                List<String> lines = new ArrayList<>();
+                for (String line = reader.readLine(); line != null; line = reader.readLine()) {
+                    if (!line.isBlank()) {
+                        lines.add(line);
+                    }
+                }
+                java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+                List<java.util.concurrent.Future<String>> answers = new ArrayList<>();
+                for (int i = 0; i < lines.size(); i++) {
+                    String line = lines.get(i);
+                    Path dir = stateDir.resolve("s" + i);
+                    answers.add(pool.submit(() -> answer(line, dir)));
+                }
+                for (java.util.concurrent.Future<String> answer : answers) {
+                    out.println(answer.get());
+                }
+                out.flush();
+                pool.shutdown();
+            } else {
+                int count = 0;
+                for (String line = reader.readLine(); line != null; line = reader.readLine()) {
+                    if (!line.isBlank()) {
+                        out.println(answer(line, stateDir.resolve("s" + count++)));
+                        out.flush();
+                    }
+                }
+            }
+        }
+    }
+
+    /** One scenario in, one JSON answer out: its outputs, or the error Kafka Streams raised. */
+    static String answer(String line, Path stateDir) {
+        Map<String, Object> result = new LinkedHashMap<>();
+        Object id = null;
+        try {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> scenario = (Map<String, Object>) Json.parse(line);
+            id = scenario.get("id");
+            result.put("id", id);
+            result.put("outputs", run(scenario, stateDir));
+        } catch (Exception | LinkageError | AssertionError error) {
+            StringBuilder message = new StringBuilder();
+            for (Throwable cause = error; cause != null; cause = cause.getCause()) {
+                message.append(message.length() == 0 ? "" : " <- ").append(cause.getClass().getSimpleName())
+                    .append(": ").append(cause.getMessage());
+                if (cause.getCause() == null && cause.getStackTrace().length > 0) {
+                    message.append(" at ").append(cause.getStackTrace()[0]);
+                }
+            }
+            result.clear();
+            result.put("id", id);
+            result.put("error", message.toString());
+        }
+        return Json.write(result);
+    }
+
+    static int[] parseVersion(String version) {
+        String[] parts = version.split("[.-]");
+        int[] numbers = new int[3];
+        for (int i = 0; i < 3 && i < parts.length; i++) {
+            try {
+                numbers[i] = Integer.parseInt(parts[i]);
+            } catch (NumberFormatException e) {
+                numbers[i] = 0;
+            }
+        }
+        return numbers;
+    }
+
+    static boolean atLeast(int major, int minor) {
+        return V[0] > major || (V[0] == major && V[1] >= minor);
+    }
+
+    /** The joiner every kjoin scenario uses: {@code left-right}, a null printed as {@code null}. */
+    static final ValueJoiner<String, String, String> JOINER = (left, right) -> left + "-" + right;
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> map(Object value) {
+        return value == null ? Map.of() : (Map<String, Object>) value;
+    }
+
+    static boolean flag(Map<String, Object> scenario, String name) {
+        return Boolean.TRUE.equals(scenario.get(name));
+    }
+
+    static String text(Object value) {
+        if (value == null || value instanceof String) {
+            return (String) value;
+        }
+        return Json.write(value);
+    }
+
+    static List<List<List<Object>>> run(Map<String, Object> scenario, Path stateDir) throws Exception {
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, "kjoin-oracle");
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        // Left/outer stream-stream joins (3.1+) sweep their outer-join buffer only every so much wall-clock time
+        // (an internal config, default 1000 ms); TopologyTestDriver's wall clock does not move, so the sweep would
+        // never run. 0 makes it run on every record, as Kafka's own join tests set it.
+        props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
+        List<String> caching = new ArrayList<>();
+        if (scenario.get("caching") != null) {
+            for (Object store : (List<Object>) scenario.get("caching")) {
+                caching.add((String) store);
+            }
+        }
+        // Record caches off, unless the scenario asks for them (TopologyTestDriver commits after every record).
+        String cacheConfig = atLeast(3, 4) ? "statestore.cache.max.bytes" : "cache.max.bytes.buffering";
+        props.put(cacheConfig, caching.isEmpty() ? 0L : 10L * 1024 * 1024);
+        if (flag(scenario, "optimize")) {
+            props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE);
+        }
+
+        // The stores the DSL builds inside a join (the FK subscription store): in memory too, where the version
+        // has the config (3.2+); 2.8 keeps RocksDB for them.
+        // Key-value stores (tables, results, the FK subscription store) in memory: they behave as RocksDB's do, and
+        // open much faster. A stream-stream join keeps RocksDB (see streamStream); versioned stores exist only there.
+        if (IN_MEMORY && !"stream-stream".equals(scenario.get("join"))) {
+            props.put("default.dsl.store", "in_memory");
+            props.put("dsl.store.suppliers.class",
+                "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers");
+        }
+        StreamsBuilder builder = atLeast(3, 2)
+            ? new StreamsBuilder(new org.apache.kafka.streams.TopologyConfig(new StreamsConfig(props)))
+            : new StreamsBuilder();
+        build(builder, scenario, caching);
+        Topology topology = builder.build(props);
+
+        List<List<List<Object>>> outputs = new ArrayList<>();
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props)) {
+            TestInputTopic<String, String> left =
+                driver.createInputTopic("left", new StringSerializer(), new StringSerializer());
+            TestInputTopic<String, String> right = flag(scenario, "self_join") ? left
+                : driver.createInputTopic("right", new StringSerializer(), new StringSerializer());
+            TestOutputTopic<String, String> output =
+                driver.createOutputTopic("output", new StringDeserializer(), new StringDeserializer());
+            for (Object item : (List<Object>) scenario.get("events")) {
+                Map<String, Object> event = map(item);
+                if (event.containsKey("deliver")) {
+                    throw new IllegalArgumentException(
+                        "explicit delivery: TopologyTestDriver delivers every message at once");
+                }
+                TestInputTopic<String, String> topic = "left".equals(event.get("side")) ? left : right;
+                long ts = ((Number) event.get("ts")).longValue();
+                topic.pipeInput(text(event.get("key")), text(event.get("value")), ts);
+                List<List<Object>> emitted = new ArrayList<>();
+                for (TestRecord<String, String> record : output.readRecordsToList()) {
+                    List<Object> triple = new ArrayList<>();
+                    triple.add(record.key());
+                    triple.add(record.value());
+                    triple.add(record.timestamp());
+                    emitted.add(triple);
+                }
+                outputs.add(emitted);
+            }
+        }
+        return outputs;
+    }
+
+    @SuppressWarnings("unchecked")
+    static void build(StreamsBuilder builder, Map<String, Object> scenario, List<String> caching) throws Exception {
+        String join = (String) scenario.get("join");
+        String variant = (String) scenario.get("variant");
+        List<Object> then = scenario.get("then") == null ? List.of() : (List<Object>) scenario.get("then");
+        Consumed<String, String> consumed = Consumed.with(Serdes.String(), Serdes.String());
+        Produced<String, String> produced = Produced.with(Serdes.String(), Serdes.String());
+        switch (join) {
+            case "stream-stream": {
+                KStream<String, String> left = builder.stream("left", consumed);
+                KStream<String, String> right = flag(scenario, "self_join") ? left : builder.stream("right", consumed);
+                KStream<String, String> result = streamStream(left, right, variant, map(scenario.get("window")));
+                for (Object next : then) {
+                    Map<String, Object> chained = map(next);
+                    Map<String, Object> window = map(chained.get("window") == null
+                        ? scenario.get("window") : chained.get("window"));
+                    result = streamStream(result, right, (String) chained.get("variant"), window);
+                }
+                result.to("output", produced);
+                break;
+            }
+            case "stream-table": {
+                KStream<String, String> left = builder.stream("left", consumed);
+                KTable<String, String> right = table(builder, "right", map(scenario.get("right")),
+                    caching.contains("right"));
+                Joined<String, String, String> joined = Joined.with(Serdes.String(), Serdes.String(), Serdes.String());
+                if (scenario.get("grace_ms") != null) {
+                    joined = joined.withGracePeriod(Duration.ofMillis(((Number) scenario.get("grace_ms")).longValue()));
+                }
+                KStream<String, String> result = "inner".equals(variant)
+                    ? left.join(right, JOINER, joined) : left.leftJoin(right, JOINER, joined);
+                result.to("output", produced);
+                break;
+            }
+            case "table-table": {
+                KTable<String, String> left = table(builder, "left", map(scenario.get("left")),
+                    caching.contains("left"));
+                KTable<String, String> right = table(builder, "right", map(scenario.get("right")),
+                    caching.contains("right"));
+                List<String> variants = new ArrayList<>();
+                variants.add(variant);
+                for (Object next : then) {
+                    variants.add((String) map(next).get("variant"));
+                }
+                KTable<String, String> result = left;
+                for (int i = 0; i < variants.size(); i++) {
+                    boolean last = i == variants.size() - 1;
+                    Materialized<String, String, KeyValueStore<Bytes, byte[]>> store = null;
+                    if (last && flag(scenario, "materialized")) {
+                        store = resultStore(caching.contains("result"));
+                    }
+                    result = tableTable(result, right, variants.get(i), store);
+                }
+                result.toStream().to("output", produced);
+                break;
+            }
+            case "fk": {
+                KTable<String, String> left = table(builder, "left", map(scenario.get("left")),
+                    caching.contains("left"));
+                KTable<String, String> right = table(builder, "right", map(scenario.get("right")),
+                    caching.contains("right"));
+                String path = (String) scenario.get("foreign_key");
+                java.util.function.Function<String, String> extractor = value -> foreignKey(value, path);
+                KTable<String, String> result;
+                if (flag(scenario, "materialized")) {
+                    Materialized<String, String, KeyValueStore<Bytes, byte[]>> store =
+                        resultStore(caching.contains("result"));
+                    result = "inner".equals(variant)
+                        ? left.join(right, extractor, JOINER, store) : left.leftJoin(right, extractor, JOINER, store);
+                } else {
+                    result = "inner".equals(variant)
+                        ? left.join(right, extractor, JOINER) : left.leftJoin(right, extractor, JOINER);
+                }
+                result.toStream().to("output", produced);
+                break;
+            }
+            default:
+                throw new IllegalArgumentException("join " + join + ": unknown");
+        }
+    }
+
+    static Materialized<String, String, KeyValueStore<Bytes, byte[]>> resultStore(boolean cached) {
+        Materialized<String, String, KeyValueStore<Bytes, byte[]>> store =
+            (IN_MEMORY ? Materialized.<String, String>as(Stores.inMemoryKeyValueStore("result-store"))
+                : Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("result-store"))
+            .withKeySerde(Serdes.String()).withValueSerde(Serdes.String());
+        return cached ? store.withCachingEnabled() : store.withCachingDisabled();
+    }
+
+    /** The foreign key: a field path ("a.b") into the left value's JSON; null when a field on the way is null. */
+    @SuppressWarnings("unchecked")
+    static String foreignKey(String value, String path) {
+        Object node = Json.parse(value);
+        for (String part : path.split("\\.")) {
+            if (!(node instanceof Map)) {
+                return null;
+            }
+            node = ((Map<String, Object>) node).get(part);
+            if (node == null) {
+                return null;
+            }
+        }
+        return node instanceof String ? (String) node : Json.write(node);
+    }
+
+    static KTable<String, String> table(StreamsBuilder builder, String topic, Map<String, Object> options,
+                                        boolean cached) {
+        Consumed<String, String> consumed = Consumed.with(Serdes.String(), Serdes.String());
+        if (flag(options, "versioned")) {
+            long retention = ((Number) options.get("history_retention_ms")).longValue();
+            return builder.table(topic, consumed, Materialized.<String, String>as(
+                Stores.persistentVersionedKeyValueStore(topic + "-store", Duration.ofMillis(retention)))
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
+        }
+        Materialized<String, String, KeyValueStore<Bytes, byte[]>> store =
+            (IN_MEMORY ? Materialized.<String, String>as(Stores.inMemoryKeyValueStore(topic + "-store"))
+                : Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(topic + "-store"))
+            .withKeySerde(Serdes.String()).withValueSerde(Serdes.String());
+        return builder.table(topic, consumed, cached ? store.withCachingEnabled() : store.withCachingDisabled());
+    }
+
+    static KTable<String, String> tableTable(KTable<String, String> left, KTable<String, String> right, String variant,
+                                             Materialized<String, String, KeyValueStore<Bytes, byte[]>> store) {
+        switch (variant) {
+            case "inner": return store == null ? left.join(right, JOINER) : left.join(right, JOINER, store);
+            case "left": return store == null ? left.leftJoin(right, JOINER) : left.leftJoin(right, JOINER, store);
+            case "outer": return store == null ? left.outerJoin(right, JOINER) : left.outerJoin(right, JOINER, store);
+            default: throw new IllegalArgumentException("variant " + variant);
+        }
+    }
+
+    static KStream<String, String> streamStream(KStream<String, String> left, KStream<String, String> right,
+                                                String variant,
+                                                Map<String, Object> window) throws Exception {
+        JoinWindows windows = joinWindows(window);
+        // Kafka's default window stores (RocksDB), always: an in-memory window store forgets differently (a null
+        // value put into it advances its observed time and expires older records; RocksDB's segments keep them).
+        StreamJoined<String, String, String> joined =
+            StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String());
+        switch (variant) {
+            case "inner": return left.join(right, JOINER, windows, joined);
+            case "left": return left.leftJoin(right, JOINER, windows, joined);
+            case "outer": return left.outerJoin(right, JOINER, windows, joined);
+            default: throw new IllegalArgumentException("variant " + variant);
+        }
+    }
+
+    /** JoinWindows through the API of this version: ofTimeDifferenceAndGrace (3.0+) for a grace, the deprecated
+     *  JoinWindows.of (removed in 4.0) for grace_ms null, and JoinWindows.of(..).grace(..) before 3.0. */
+    static JoinWindows joinWindows(Map<String, Object> window) throws Exception {
+        long before = ((Number) window.get("before_ms")).longValue();
+        long after = ((Number) window.get("after_ms")).longValue();
+        Object grace = window.get("grace_ms");
+        Boolean fix = (Boolean) window.get("spurious_result_fix");
+        long difference = Math.max(before, after);
+        JoinWindows windows;
+        if (grace != null && atLeast(3, 0) && !Boolean.FALSE.equals(fix)) {
+            windows = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(difference),
+                Duration.ofMillis(((Number) grace).longValue()));
+        } else {
+            Method of = JoinWindows.class.getMethod("of", Duration.class);
+            windows = (JoinWindows) of.invoke(null, Duration.ofMillis(difference));
+            if (grace != null) {
+                Method withGrace = JoinWindows.class.getMethod("grace", Duration.class);
+                windows = (JoinWindows) withGrace.invoke(windows, Duration.ofMillis(((Number) grace).longValue()));
+            }
+        }
+        return windows.before(Duration.ofMillis(before)).after(Duration.ofMillis(after));
+    }
+
+}

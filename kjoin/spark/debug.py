@@ -1,0 +1,613 @@
+"""Debug your own topics: one key's drill-down and the diagnosis of one record, without running a
+whole Kafka task through the reference engine.
+
+The drill-down of key ``k`` in task ``p`` (:func:`key_trace`) runs only ``k``'s records, plus a
+few of the task's other records that carry its clocks: a join's stream time is the largest
+timestamp it has seen, so between two of ``k``'s records, per side and per kind of record
+(null key or not, null value or not), the one record with the largest timestamp moves every
+clock exactly as far as all of them do. Those *clock records* run under a stand-in key, so
+they never meet ``k``'s; the drill-down shows ``k``'s steps and the clock records at which
+``k``'s held results were emitted (a window closing), and every store restricted to ``k``.
+
+Where each record falls in Kafka's processing order is computed in Spark, in three
+aggregations over the task's records and no sort: the task processes, among its two input
+partitions, the one whose head has the lower timestamp (ties: left first), so a record's place
+is given by the running maximum timestamp of its own partition up to it. For each of ``k``'s
+records that maximum is one conditional ``max``; the first record of the other partition
+processed after it is one conditional ``min`` of offsets; the clock records are one grouped
+``max_by`` over the gaps between ``k``'s records.
+
+kjoin assumes, as this order does, that both input partitions of a task always have records
+buffered: Kafka Streams picks by timestamp only when ``max.task.idle.ms`` lets a task wait for
+an empty partition (default 0: it may process what it has, and a lagging partition's records
+come later than their timestamps say).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+from ..fates import Fate, Reason
+from ..records import OutputKind, Record, Side
+from ..scenario import Event, Scenario
+from ..state import StateHistory
+from ..stores import CLOCK
+from ..trace import Step, Trace
+
+__all__ = ["KeyTrace", "Diagnosis", "Partner", "VERDICTS", "key_trace", "diagnose"]
+
+VERDICTS = (
+    "joined",
+    "partner-later",
+    "partner-processed-later",
+    "partner-deleted",
+    "partner-never",
+    "partner-other-partition",
+    "partner-outside-window",
+    "partner-expired",
+    "late",
+    "null-key",
+    "null-value",
+    "no-result",
+)
+"""The verdicts of :meth:`kjoin.spark.SparkRun.why` (``no-result``: the record, by the join's
+rules, produces no result of its own, e.g. a table update in a stream-table join)."""
+
+ARRIVAL_NOTE = (
+    "kjoin assumes both input partitions of the task had records buffered, as Kafka Streams does when "
+    "max.task.idle.ms lets the task wait; if the other side's partition lagged (a consumer behind, a producer "
+    "late), Kafka may have processed this record before records with earlier timestamps arrived"
+)
+
+
+@dataclass(frozen=True)
+class Partner:
+    """A record of the other side with the same key."""
+
+    side: str
+    partition: int
+    offset: int
+    ts: int
+    value: Any
+    step: int | None = None
+    """Its step in the task's processing order (same partition only)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "side": self.side,
+            "partition": self.partition,
+            "offset": self.offset,
+            "ts": self.ts,
+            "value": self.value,
+            "step": self.step,
+        }
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Why one input record came out as it did."""
+
+    verdict: str
+    text: str
+    record: Record
+    step: int | None
+    """The record's step in its task's processing order."""
+    partners: tuple[Partner, ...] = ()
+    delay_ms: int | None = None
+    """``partner-later``: how much later the partner's timestamp is; ``partner-outside-window``:
+    the nearest partner's distance outside the window."""
+    records_between: int | None = None
+    """``partner-later``/``partner-processed-later``: how many of the task's records were
+    processed between this record and its partner."""
+    trace: Any = field(default=None, repr=False, compare=False)
+    """The key's drill-down (:class:`KeyTrace`) the verdict was read from."""
+
+    def __str__(self) -> str:
+        return f"{self.verdict}: {self.text}"
+
+
+class KeyTrace(Trace):
+    """One key's steps in one Kafka task, with the exact states Kafka has for that key.
+
+    ``task_steps[i]`` is step ``i``'s place in the whole task's processing order (the ``step``
+    of the Spark frames); ``None`` for a clock record (another key's record, shown because
+    this key's held results were emitted when it moved stream time)."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        steps: list[Step],
+        states: list[dict],
+        changes: list[list],
+        task_steps: list[int | None],
+        key: Any,
+        task: int,
+    ) -> None:
+        super().__init__(scenario, steps, StateHistory({}))
+        self._states = states
+        self._changes = changes
+        self.task_steps = task_steps
+        self.key = key
+        self.task = task
+
+    def state_at(self, step: int) -> Any:
+        from ..trace import StateSnapshot
+
+        if step < 0:
+            step += len(self.steps)
+        if not 0 <= step < len(self.steps):
+            raise IndexError(f"step {step} is outside this trace (0 to {len(self.steps) - 1})")
+        return StateSnapshot(self._states[step], step, self.task, frozenset({self.task}))
+
+    def initial_state(self) -> Any:
+        from ..trace import StateSnapshot
+
+        return StateSnapshot({}, -1, self.task, frozenset({self.task}))
+
+    def changes_at(self, step: int) -> list:
+        return list(self._changes[step])
+
+    def key_steps(self) -> list[Step]:
+        """The key's own steps (clock records left out)."""
+        return [s for s in self.steps if s.record.key == self.key]
+
+
+# -- locating the key's records in the task's processing order (Spark) --------------------------
+@dataclass(frozen=True)
+class _Placed:
+    record: Record
+    step: int | None
+    clock: bool = False
+
+
+def _rank(side: str) -> int:
+    return 0 if side == "left" else 1
+
+
+def place_key_records(
+    task_frame: Any, key: Any, key_rows: Sequence[Any], json_keys: bool = False, json_values: bool = False
+) -> list[_Placed]:
+    """The key's records and the clock records, in the task's processing order, with their steps.
+
+    ``task_frame``: the task's input records (``side, key, value, ts, offset``, one partition);
+    ``key_rows``: the key's rows of it (collected). Three aggregations over ``task_frame``."""
+    from pyspark.sql import functions as F
+
+    side, ts, offset = F.col("side"), F.col("ts"), F.col("offset")
+    rows = [(r["side"], r["offset"], r["ts"], r["value"]) for r in key_rows]
+    if not rows:
+        return []
+    # 1. each key record's running max ts of its own partition: its place in the merge
+    first = task_frame.agg(
+        *[F.max(F.when((side == s) & (offset <= o), ts)).alias(f"m{i}") for i, (s, o, _, _) in enumerate(rows)]
+    ).first()
+    placed = sorted(((first[f"m{i}"], _rank(s), o, s, t, v) for i, (s, o, t, v) in enumerate(rows)))
+    # 2. per key record and side: the first offset of that side processed after it
+    exprs = []
+    for i, (order_ts, rank, o, s, _, _) in enumerate(placed):
+        for other in ("left", "right"):
+            if other == s:
+                continue
+            after = ts > order_ts if other == "left" else ts >= order_ts  # ties: left first
+            exprs.append(F.min(F.when((side == other) & after, offset)).alias(f"t{i}"))
+    second = task_frame.agg(*exprs).first()
+    inf = 2**62
+    thresholds: dict[str, list[int]] = {"left": [], "right": []}
+    for i, (_, _, o, s, _, _) in enumerate(placed):
+        other = "right" if s == "left" else "left"
+        thresholds[s].append(o)
+        found = second[f"t{i}"]
+        thresholds[other].append(inf if found is None else found)
+
+    # 3. the gap of every other record (how many key records come before it), and per gap, side
+    #    and kind of record the one with the largest timestamp; counts give the key records' steps
+    def gap(of_side: str) -> Any:
+        return F.size(F.filter(F.array(*[F.lit(t).cast("bigint") for t in thresholds[of_side]]), lambda t: t <= offset))
+
+    others = task_frame.filter(~_is_key(F.col("key"), key)).withColumn(
+        "_gap", F.when(side == "left", gap("left")).otherwise(gap("right"))
+    )
+    kind = F.concat(
+        F.col("key").isNull().cast("int").cast("string"), F.col("value").isNull().cast("int").cast("string")
+    )
+    grouped = (
+        others.withColumn("_kind", kind)
+        .groupBy("_gap", "side", "_kind")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.max_by(F.struct("ts", "offset", "key", "value"), F.struct("ts", "offset")).alias("top"),
+        )
+        .collect()
+    )
+    before: dict[int, int] = {}
+    clocks = []
+    for row in grouped:
+        before[row["_gap"]] = before.get(row["_gap"], 0) + row["n"]
+        top = row["top"]
+        clocks.append(
+            (row["_gap"], top["ts"], _rank(row["side"]), top["offset"], row["side"], top["key"], top["value"])
+        )
+    out: list[_Placed] = []
+    counted = 0
+    by_gap: dict[int, list] = {}
+    for clock in sorted(clocks):
+        by_gap.setdefault(clock[0], []).append(clock)
+    for i in range(len(placed) + 1):
+        for _, t, _, o, s, k, v in by_gap.get(i, []):
+            out.append(
+                _Placed(Record(Side(s), _decode(k, json_keys), _decode(v, json_values), t, None, o), None, clock=True)
+            )
+        counted += before.get(i, 0)
+        if i < len(placed):
+            _, _, o, s, t, v = placed[i]
+            out.append(_Placed(Record(Side(s), key, _decode(v, json_values), t, None, o), counted + i))
+    return out
+
+
+def _is_key(column: Any, key: Any) -> Any:
+    return column.isNotNull() & (column == key)
+
+
+def _decode(value: Any, as_json: bool) -> Any:
+    return json.loads(value) if as_json and value is not None else value
+
+
+def stand_in_key(key: Any) -> Any:
+    """A key other than ``key`` of the same type, for the clock records."""
+    if isinstance(key, bool) or not isinstance(key, int):
+        return f"{key}\u0000(other keys)" if isinstance(key, str) else "\u0000(other keys)"
+    return key + 1 if key < 2**63 - 1 else key - 1
+
+
+def key_trace(
+    config: Scenario, partition: int, key: Any, placed: Sequence[_Placed], joiner: Callable[[Any, Any], Any]
+) -> KeyTrace:
+    """Run the key's records and the clock records through the reference engine; keep the key."""
+    from ..engine import run
+
+    other = stand_in_key(key)
+    events = []
+    for p in placed:
+        r = p.record
+        event_key = r.key if not p.clock or r.key is None else other
+        events.append(Event(r.side, event_key, r.value, r.ts, partition, r.offset))
+    full = run(replace(config, events=tuple(events)), joiner=joiner)
+    steps, states, changes, task_steps = [], [], [], []
+    kept: dict[int, int] = {}  # step of the run above -> step of the drill-down
+    for i, step in enumerate(full.steps):
+        mine = tuple(o for o in step.outputs if o.key == key)
+        if placed[i].clock and not mine:
+            continue
+        index = kept[i] = len(steps)
+        mine = tuple(
+            o if o.origin_step is None else replace(o, origin_step=kept.get(o.origin_step, o.origin_step)) for o in mine
+        )
+        record = placed[i].record if placed[i].clock else step.record
+        if placed[i].clock:
+            explain = (
+                f"another key's record ({record.side.value}, offset {record.offset}, ts {record.ts}) moved "
+                f"stream time; key {key!r}'s held results were emitted"
+            )
+            steps.append(Step(index, record, partition, mine, step.fate, step.reason, step.until_ms, explain))
+        else:
+            steps.append(replace(step, index=index, outputs=mine))
+        states.append(_restrict(full.state_at(i).stores, key))
+        changes.append([c for c in full.changes_at(i) if _entry_is_key(c[1], None, key)])
+        task_steps.append(placed[i].step)
+    return KeyTrace(
+        replace(config, events=tuple(e for e, p in zip(events, placed) if not p.clock)),
+        steps,
+        states,
+        changes,
+        task_steps,
+        key,
+        partition,
+    )
+
+
+def _entry_is_key(entry_key: Any, row: Any, key: Any) -> bool:
+    if isinstance(entry_key, tuple):
+        return bool(entry_key) and entry_key[0] == key
+    return entry_key == key or getattr(row, "key", None) == key
+
+
+def _restrict(stores: dict, key: Any) -> dict:
+    out = {}
+    for store, entries in stores.items():
+        if store.name == CLOCK or store.name.endswith(CLOCK):
+            out[store] = dict(entries)
+        else:
+            out[store] = {k: v for k, v in entries.items() if _entry_is_key(k, v, key)}
+    return out
+
+
+# -- the diagnosis ---------------------------------------------------------------------------------
+def diagnose(
+    record: Record, config: Scenario, trace: KeyTrace | None, elsewhere: Sequence[Partner], same: Sequence[Partner]
+) -> Diagnosis:
+    """The verdict for ``record`` read from its key's drill-down ``trace``. ``same``: the other
+    side's records of the key in the record's partition (with steps); ``elsewhere``: in other
+    partitions."""
+    side = record.side
+    other_side = "right" if side is Side.LEFT else "left"
+    who = (
+        f"{side.value} record (partition {record.partition}, offset {record.offset}, key {record.key!r}, ts "
+        f"{record.ts})"
+    )
+    if record.key is None:
+        return Diagnosis(
+            "null-key",
+            f"The {who} has a null key: Kafka Streams cannot join or store it, so it is skipped (or forwarded "
+            "with null by an outer side, from 3.7).",
+            record,
+            None,
+        )
+    step = (
+        next(
+            (
+                s
+                for s in trace.steps
+                if s.record.key == record.key and s.record.side is side and s.record.offset == record.offset
+            ),
+            None,
+        )
+        if trace
+        else None
+    )
+    task_step = trace.task_steps[step.index] if step is not None else None
+    if step is None:
+        raise ValueError(f"{who}: not found in its key's drill-down")
+    if step.reason is Reason.NULL_VALUE:
+        return Diagnosis(
+            "null-value",
+            f"The {who} has a null value: a stream record with a null value is skipped.",
+            record,
+            task_step,
+            trace=trace,
+        )
+    mine = [
+        o
+        for s in trace.steps
+        for o in s.outputs
+        if o.origin_step == step.index or (s.index == step.index and o.origin_step is None)
+    ]
+    own = [o for o in step.outputs]
+    produced = [o for o in {id(o): o for o in (*own, *mine)}.values()]
+    matched = [o for o in produced if o.kind is OutputKind.JOINED]
+    if matched:
+        partner_value = matched[0].right if side is Side.LEFT else matched[0].left
+        return Diagnosis(
+            "joined",
+            f"The {who} joined: {len(matched)} result(s), the first with {other_side} value {partner_value!r}.",
+            record,
+            task_step,
+            tuple(same),
+            trace=trace,
+        )
+    if (
+        step.fate is Fate.DROPPED
+        and step.reason in (Reason.EXPIRED_PUT,)
+        or step.reason is Reason.EXPIRED
+        and not produced
+    ):
+        return Diagnosis(
+            "late",
+            f"The {who} came after its window (or history) had closed: stream time was already past it; it was "
+            f"skipped. {ARRIVAL_NOTE}.",
+            record,
+            task_step,
+            tuple(same),
+            trace=trace,
+        )
+    nulls = [o for o in produced if o.kind in (OutputKind.UNMATCHED, OutputKind.WINDOW_CLOSED)] or [
+        o for o in produced if (o.right if side is Side.LEFT else o.left) is None
+    ]
+    later = _joined_by_later_partner(record, config, step, trace)
+    if not nulls and later is not None:
+        partner = later.record
+        at = trace.task_steps[later.index]
+        between = "some" if task_step is None or at is None else at - task_step - 1
+        return Diagnosis(
+            "joined",
+            f"The {who} joined when its {other_side} partner (offset {partner.offset}, ts {partner.ts}) was processed "
+            f"{between} record(s) later and found it in the window store.",
+            record,
+            task_step,
+            tuple(same),
+            trace=trace,
+        )
+    if not nulls and step.reason in (
+        Reason.TABLE_UPDATE,
+        Reason.NOT_A_TRIGGER,
+        Reason.NOTHING_TO_DELETE,
+        Reason.RECORD_CACHE,
+        Reason.GRACE_PERIOD,
+        Reason.WINDOW_OPEN,
+    ):
+        return Diagnosis(
+            "no-result",
+            f"The {who} produced no result of its own: {step.explain}",
+            record,
+            task_step,
+            tuple(same),
+            trace=trace,
+        )
+    return _partner_verdict(record, who, other_side, config, step, task_step, trace, elsewhere, same)
+
+
+def _partner_verdict(
+    record: Record,
+    who: str,
+    other_side: str,
+    config: Scenario,
+    step: Step,
+    task_step: int | None,
+    trace: KeyTrace,
+    elsewhere: Sequence[Partner],
+    same: Sequence[Partner],
+) -> Diagnosis:
+    if not same:
+        if elsewhere:
+            parts = sorted({p.partition for p in elsewhere})
+            return Diagnosis(
+                "partner-other-partition",
+                f"No {other_side} record with key {record.key!r} is in partition {record.partition}, but "
+                f"{len(elsewhere)} are in partition(s) "
+                f"{', '.join(map(str, parts))}: the topics are not co-partitioned for this key (a different key "
+                "serializer or partitioner "
+                f"on one producer), so the task that holds this record never sees its partner.",
+                record,
+                task_step,
+                tuple(elsewhere[:10]),
+                trace=trace,
+            )
+        return Diagnosis(
+            "partner-never",
+            f"No {other_side} record with key {record.key!r} exists in any partition: the partner never arrived.",
+            record,
+            task_step,
+            trace=trace,
+        )
+    steps_of = {(p.offset): p for p in same}
+    before = [p for p in same if p.step is not None and task_step is not None and p.step < task_step]
+    after = [p for p in same if p.step is not None and task_step is not None and p.step > task_step]
+    window = config.window
+    if window is not None:
+        lo, hi = (
+            (record.ts - window.before_ms, record.ts + window.after_ms)
+            if record.side is Side.LEFT
+            else (record.ts - window.after_ms, record.ts + window.before_ms)
+        )
+        inside = [p for p in same if lo <= p.ts <= hi and p.value is not None]
+        if not inside:
+            nearest = min(same, key=lambda p: min(abs(p.ts - lo), abs(p.ts - hi)))
+            distance = lo - nearest.ts if nearest.ts < lo else nearest.ts - hi
+            return Diagnosis(
+                "partner-outside-window",
+                f"The {other_side} records with key {record.key!r} are all outside the join window [{lo}, {hi}] "
+                f"of the {who}; the nearest "
+                f"(offset {nearest.offset}, ts {nearest.ts}) is {distance} ms outside it.",
+                record,
+                task_step,
+                (nearest,),
+                delay_ms=distance,
+                trace=trace,
+            )
+        late = [p for p in inside if p.step is not None and task_step is not None and p.step > task_step]
+        partner_steps = {s.record.offset: s for s in trace.key_steps() if s.record.side.value == other_side}
+        expired = [
+            p
+            for p in late
+            if p.offset in partner_steps and partner_steps[p.offset].reason in (Reason.EXPIRED, Reason.EXPIRED_PUT)
+        ]
+        if expired or (late and len(late) == len(inside) and _closed_before(trace, step, late[0])):
+            p = (expired or late)[0]
+            return Diagnosis(
+                "partner-expired",
+                f"The {other_side} record (offset {p.offset}, ts {p.ts}) is inside the window of the {who} but "
+                "was processed after the window "
+                f"closed plus grace ({window.effective_grace_ms} ms): the {record.side.value} record had left the "
+                f"window store. {ARRIVAL_NOTE}.",
+                record,
+                task_step,
+                (p,),
+                trace=trace,
+            )
+        if late:
+            p = late[0]
+            return _later(record, who, other_side, p, task_step, trace)
+        return Diagnosis(
+            "no-result",
+            f"The {who} has partners inside its window but none joined: {step.explain}",
+            record,
+            task_step,
+            tuple(inside),
+            trace=trace,
+        )
+    if before:
+        last = max(before, key=lambda p: p.step)
+        if last.value is None:
+            return Diagnosis(
+                "partner-deleted",
+                f"The {other_side} record with key {record.key!r} was deleted before the {who} was processed: a "
+                "tombstone "
+                f"(offset {last.offset}, ts {last.ts}) came {task_step - last.step - 1} record(s) earlier.",
+                record,
+                task_step,
+                (last,),
+                trace=trace,
+            )
+    if after:
+        first = min(after, key=lambda p: p.step)
+        return _later(record, who, other_side, first, task_step, trace)
+    del steps_of
+    return Diagnosis("no-result", f"The {who}: {step.explain}", record, task_step, tuple(same), trace=trace)
+
+
+def _joined_by_later_partner(record: Record, config: Scenario, step: Step, trace: KeyTrace) -> Step | None:
+    """A windowed join: the later step of the other side whose lookup found this record."""
+    window = config.window
+    if window is None:
+        return None
+    lo, hi = (
+        (record.ts - window.before_ms, record.ts + window.after_ms)
+        if record.side is Side.LEFT
+        else (record.ts - window.after_ms, record.ts + window.before_ms)
+    )
+    for later in trace.steps[step.index + 1 :]:
+        if later.record.key != record.key or later.record.side is record.side or not lo <= later.record.ts <= hi:
+            continue
+        for output in later.outputs:
+            mine = output.left if record.side is Side.LEFT else output.right
+            if output.kind is OutputKind.JOINED and mine == record.value:
+                return later
+    return None
+
+
+def _closed_before(trace: KeyTrace, step: Step, partner: Partner) -> bool:
+    """Whether the record's held null result was emitted (its window closed) before the partner came."""
+    emitted = [
+        s for s in trace.steps for o in s.outputs if o.origin_step == step.index and o.kind is OutputKind.WINDOW_CLOSED
+    ]
+    if not emitted:
+        return False
+    at = trace.task_steps[emitted[0].index]
+    return at is None or partner.step is None or at < partner.step
+
+
+def _later(
+    record: Record, who: str, other_side: str, partner: Partner, task_step: int | None, trace: KeyTrace
+) -> Diagnosis:
+    between = None if task_step is None or partner.step is None else partner.step - task_step - 1
+    if partner.ts >= record.ts:
+        delay = partner.ts - record.ts
+        return Diagnosis(
+            "partner-later",
+            f"The {other_side} record with key {record.key!r} (offset {partner.offset}, ts {partner.ts}) was "
+            f"processed after the {who}: "
+            f"its timestamp is {delay} ms later, and {between} record(s) of the task came between them.",
+            record,
+            task_step,
+            (partner,),
+            delay_ms=delay,
+            records_between=between,
+            trace=trace,
+        )
+    return Diagnosis(
+        "partner-processed-later",
+        f"The {other_side} record with key {record.key!r} (offset {partner.offset}, ts {partner.ts}) has an "
+        "earlier timestamp than the "
+        f"{who}, but the task processed it {between} record(s) later: the task takes, of its two input "
+        "partitions, the one whose next "
+        f"record has the lower timestamp, and a record with a higher timestamp ahead of it in the {other_side} "
+        "partition held it back. "
+        f"{ARRIVAL_NOTE}.",
+        record,
+        task_step,
+        (partner,),
+        delay_ms=partner.ts - record.ts,
+        records_between=between,
+        trace=trace,
+    )

@@ -1,0 +1,158 @@
+"""Check :meth:`kjoin.spark.SparkRun.why` on a large generated pair of topics with known causes.
+
+    python -m kjoin.spark.whycheck --records 1000000 --samples 20
+
+writes ``orders`` and ``customers`` Parquet topics (a stream-table left join: every order looks
+up its customer) in which every order's fate is planted: it joins, its customer comes later, has
+an earlier timestamp but is processed later, was deleted, never exists, is in another partition,
+or the order has a null key or a null value. It then asks ``why`` about sampled orders, checks
+each verdict against the planted cause and prints the time per call. Not a timed test: the
+numbers depend on the machine.
+
+The planting: group ``g`` owns the time slot ``[100 g, 100 g + 100)`` of partition ``g mod P``
+and the key ``K<g>``; in each slot the order has ts ``100 g + 10``. For ``partner-processed-later``
+the customers partition holds, just before the customer (ts ``100 g + 5``), another key's record
+with ts ``100 g + 60``: the task cannot take the customer before the orders partition has
+reached that timestamp, so it processes the order first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from typing import Iterator
+
+__all__ = ["CAUSES", "planted", "main"]
+
+CAUSES = (
+    "joined",
+    "partner-later",
+    "partner-processed-later",
+    "partner-deleted",
+    "partner-never",
+    "partner-other-partition",
+    "null-key",
+    "null-value",
+)
+"""The planted causes, in the order groups cycle through them."""
+
+SLOT_MS = 100
+
+
+def _group(g: int, cause: str, partitions: int) -> Iterator[tuple[str, str | None, str | None, int, int]]:
+    """``(side, key, value, ts, partition)`` of group ``g``, the order last."""
+    p, base, key = g % partitions, SLOT_MS * g, f"K{g}"
+    if cause == "joined":
+        yield ("right", key, f"customer-{g}", base + 1, p)
+    elif cause == "partner-later":
+        yield ("right", key, f"customer-{g}", base + 40, p)
+    elif cause == "partner-processed-later":
+        yield ("right", f"X{g}", f"blocker-{g}", base + 60, p)
+        yield ("right", key, f"customer-{g}", base + 5, p)
+    elif cause == "partner-deleted":
+        yield ("right", key, f"customer-{g}", base + 1, p)
+        yield ("right", key, None, base + 2, p)
+    elif cause == "partner-other-partition":
+        yield ("right", key, f"customer-{g}", base + 1, (p + 1) % partitions)
+    order_key = None if cause == "null-key" else key
+    order_value = None if cause == "null-value" else f"order-{g}"
+    yield ("left", order_key, order_value, base + 10, p)
+
+
+def planted(groups: int, partitions: int = 4) -> tuple[list[tuple], list[tuple], dict[tuple[int, int], str]]:
+    """``(orders, customers, causes)``: rows ``(key, value, ts, partition, offset)`` of both
+    topics and, per order ``(partition, offset)``, its planted cause. Within each partition
+    records come in timestamp order of their slots, offsets counting up."""
+    if partitions < 2:
+        raise ValueError("partitions: the other-partition cause needs at least 2")
+    offsets = {"left": [0] * partitions, "right": [0] * partitions}
+    rows: dict[str, list[tuple]] = {"left": [], "right": []}
+    causes: dict[tuple[int, int], str] = {}
+    for g in range(groups):
+        cause = CAUSES[g % len(CAUSES)]
+        for side, key, value, ts, p in _group(g, cause, partitions):
+            offset = offsets[side][p]
+            offsets[side][p] += 1
+            rows[side].append((key, value, ts, p, offset))
+            if side == "left":
+                causes[(p, offset)] = cause
+    return rows["left"], rows["right"], causes
+
+
+def write_topics(path: str, groups: int, partitions: int) -> dict[tuple[int, int], str]:
+    """Write ``path/orders.parquet`` and ``path/customers.parquet``; return the planted causes."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    orders, customers, causes = planted(groups, partitions)
+    os.makedirs(path, exist_ok=True)
+    for name, rows in (("orders", orders), ("customers", customers)):
+        columns = list(zip(*rows))
+        table = pa.table(
+            {
+                "key": pa.array(columns[0], pa.string()),
+                "value": pa.array(columns[1], pa.string()),
+                "ts": pa.array(columns[2], pa.int64()),
+                "partition": pa.array(columns[3], pa.int32()),
+                "offset": pa.array(columns[4], pa.int64()),
+            }
+        )
+        pq.write_table(table, os.path.join(path, f"{name}.parquet"))
+    return causes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kjoin.spark.whycheck", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000, help="total records of both topics (about)")
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--samples", type=int, default=16, help="orders to ask why about")
+    parser.add_argument("--path", default="build/whycheck", help="where the topics are written")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+
+    from kjoin.spark import from_files, local_session, run_join
+
+    per_group = sum(len(list(_group(0, c, 2))) for c in CAUSES) / len(CAUSES)
+    groups = max(len(CAUSES), int(args.records / per_group))
+    started = time.perf_counter()
+    causes = write_topics(args.path, groups, args.partitions)
+    print(
+        f"wrote {groups} groups ({int(groups * per_group)} records, {args.partitions} partitions) in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+    spark = local_session()
+    run = run_join(
+        from_files(spark, f"{args.path}/orders.parquet"),
+        from_files(spark, f"{args.path}/customers.parquet"),
+        "stream-table",
+        "left",
+    )
+    rng = random.Random(args.seed)
+    by_cause: dict[str, list[tuple[int, int]]] = {}
+    for where, cause in causes.items():
+        by_cause.setdefault(cause, []).append(where)
+    picks = [rng.choice(sorted(by_cause[CAUSES[i % len(CAUSES)]])) for i in range(args.samples)]
+    wrong, times = 0, []
+    for partition, offset in picks:
+        started = time.perf_counter()
+        diagnosis = run.why(partition=partition, offset=offset, side="left")
+        elapsed = time.perf_counter() - started
+        times.append(elapsed)
+        expected = causes[(partition, offset)]
+        ok = diagnosis.verdict == expected
+        wrong += not ok
+        print(
+            f"partition {partition} offset {offset}: {diagnosis.verdict:<24} "
+            f"{'ok' if ok else 'WRONG, planted ' + expected}  {elapsed:5.1f} s"
+        )
+    times.sort()
+    print(f"{len(picks)} calls: median {times[len(times) // 2]:.1f} s, max {times[-1]:.1f} s; {wrong} wrong")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,574 @@
+"""kjoin against the real Kafka Streams library: the driver of ``kafka_oracle/`` (the Java harness).
+
+``python -m tests.oracle_check [N]`` (``make kafka-check``) builds the harness, generates N random scenarios per
+Kafka version, runs each through kjoin and, in one JVM per version, through TopologyTestDriver, and prints one
+line per version: ``kafka-streams <version>: <N> scenarios, <M> mismatches``, then the file of each mismatch.
+``tests/test_kafka_oracle.py`` runs the same comparison under pytest, where hypothesis shrinks a failure.
+
+It lives with the tests, not in the ``kjoin`` package: it needs hypothesis, Maven and a JDK, none of which
+kjoin's users need.
+
+What the harness can see: each Kafka task alone (TopologyTestDriver has one partition per topic, so a scenario
+with several partitions is cut into one harness run per task); the records on the output topic (not a
+table-table result's old value); foreign-key messages delivered at once (TopologyTestDriver's order, kjoin's
+``delivery: immediate``). Which Kafka version judges which of kjoin's eras is ``VERSIONS`` below.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import strategies as st
+
+import kjoin
+from kjoin.records import render_value
+
+ROOT = Path(__file__).resolve().parent.parent
+HARNESS = ROOT / "kafka_oracle"
+
+
+@dataclass(frozen=True)
+class KafkaVersion:
+    """One Kafka version on the harness's classpath, and what it can judge."""
+
+    version: str
+    era: str
+    """The kjoin era this version judges (``kjoin.Semantics.era``; ``latest`` for 3.1 and everything after)."""
+    deprecated_window_api: bool
+    """``JoinWindows.of`` (kjoin's ``grace_ms: null``) exists: removed in 4.0."""
+    window_grace_api: bool
+    """``JoinWindows.ofTimeDifferenceAndGrace`` exists (3.0+); before, a grace is ``of(..).grace(..)``."""
+    versioned: bool
+    """Versioned tables (3.5+) and the stream-table grace buffer (3.6+)."""
+    self_join_optimization: bool
+    """The single-store self-join (3.4+)."""
+
+
+VERSIONS = (
+    KafkaVersion(
+        "4.3.1",
+        "latest",
+        deprecated_window_api=False,
+        window_grace_api=True,
+        versioned=True,
+        self_join_optimization=True,
+    ),
+    KafkaVersion(
+        "3.3.2", "3.1", deprecated_window_api=True, window_grace_api=True, versioned=False, self_join_optimization=False
+    ),
+    KafkaVersion(
+        "2.8.2",
+        "0.10.2",
+        deprecated_window_api=True,
+        window_grace_api=False,
+        versioned=False,
+        self_join_optimization=False,
+    ),
+)
+"""The versions that judge kjoin. kjoin's era 0.10.0 (0.10.0 and 0.10.1) has no judge: TopologyTestDriver
+arrived in 1.1, and the 0.10 libraries need a broker."""
+
+
+# -- building and running the harness ------------------------------------------------------------------------------
+class HarnessError(RuntimeError):
+    """The harness cannot be built or run: Java, Maven or the Kafka jars are missing."""
+
+
+def _mvn(args: list[str], offline: bool) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise HarnessError(
+            "mvn is not on PATH: install Maven (apt-get install maven) and Java 17 to run the Kafka oracle"
+        )
+    command = [mvn, "-q", "-B", *(["-o"] if offline else []), *args]
+    done = subprocess.run(command, cwd=HARNESS, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise HarnessError(f"{' '.join(command)} failed in {HARNESS}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+
+
+def build(offline: bool | None = None) -> None:
+    """Compile the harness and write one classpath file per version. Offline when every jar is in ~/.m2 already;
+    a first run (``offline=False``, or when the offline build fails) fetches from Maven Central."""
+    if offline is None:
+        try:
+            build(offline=True)
+            return
+        except HarnessError:
+            offline = False
+    _mvn(["compile"], offline)
+    for version in VERSIONS:
+        _mvn(
+            [
+                "dependency:build-classpath",
+                f"-Dkafka.version={version.version}",
+                f"-Dmdep.outputFile=target/cp-{version.version}.txt",
+            ],
+            offline,
+        )
+
+
+def classpath(version: str) -> str:
+    path = HARNESS / "target" / f"cp-{version}.txt"
+    classes = HARNESS / "target" / "classes"
+    if not path.exists() or not (classes / "kjoin" / "oracle" / "Oracle.class").exists():
+        raise HarnessError(
+            f"the harness is not built for Kafka {version}: run `make kafka-oracle` (or tests.oracle_check.build())"
+        )
+    return f"{classes}{os.pathsep}{path.read_text().strip()}"
+
+
+class Harness:
+    """One JVM running the harness for one Kafka version; scenarios go in and come back one line at a time."""
+
+    def __init__(self, version: str) -> None:
+        java = shutil.which("java")
+        if java is None:
+            raise HarnessError("java is not on PATH: install Java 17 (apt-get install openjdk-17-jdk-headless)")
+        self.version = version
+        self._process = subprocess.Popen(
+            [
+                java,
+                "-Xshare:auto",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-cp",
+                classpath(version),
+                "kjoin.oracle.Oracle",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        self._next_id = 0
+
+    def run_task(self, data: dict[str, Any]) -> list[list[list[Any]]]:
+        """The output records (``[key, value, ts]``) after each event of a one-task scenario."""
+        self._next_id += 1
+        line = json.dumps({**data, "id": self._next_id}, separators=(",", ":"))
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(line + "\n")
+        self._process.stdin.flush()
+        answer = self._process.stdout.readline()
+        if not answer:
+            error = self._process.stderr.read() if self._process.stderr else ""
+            raise HarnessError(f"the Kafka {self.version} harness stopped:\n{error[-3000:]}")
+        result = json.loads(answer)
+        if "error" in result:
+            raise HarnessError(f"Kafka {self.version} refused the scenario: {result['error']}\n{line}")
+        return result["outputs"]
+
+    def run(self, scenario: kjoin.Scenario) -> list[list[list[Any]]]:
+        """Kafka's outputs after each event of ``scenario``, task by task."""
+        data = scenario.to_dict()
+        records = scenario.records()
+        if scenario.partitions == 1:
+            return self.run_task(data)
+        outputs: list[list[list[Any]]] = [[] for _ in records]
+        for task in range(scenario.partitions):
+            indexes = [i for i, record in enumerate(records) if record.partition == task]
+            if not indexes:
+                continue
+            events = [{k: v for k, v in data["events"][i].items() if k not in ("partition", "offset")} for i in indexes]
+            for index, emitted in zip(indexes, self.run_task({**data, "partitions": 1, "events": events})):
+                outputs[index] = emitted
+        return outputs
+
+    def close(self) -> None:
+        if self._process.stdin:
+            self._process.stdin.close()
+        self._process.wait(timeout=60)
+
+    def __enter__(self) -> Harness:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _tasks(scenario: kjoin.Scenario) -> list[tuple[list[int], dict[str, Any]]]:
+    """The scenario cut into one-partition scenarios, one per Kafka task, with the indexes of their events."""
+    data = scenario.to_dict()
+    if scenario.partitions == 1:
+        return [(list(range(len(data["events"]))), data)]
+    records = scenario.records()
+    tasks = []
+    for task in range(scenario.partitions):
+        indexes = [i for i, record in enumerate(records) if record.partition == task]
+        if indexes:
+            events = [{k: v for k, v in data["events"][i].items() if k not in ("partition", "offset")} for i in indexes]
+            tasks.append((indexes, {**data, "partitions": 1, "events": events}))
+    return tasks
+
+
+def run_batch(version: str, batch: list[kjoin.Scenario], threads: int = 8) -> list[list[list[list[Any]]] | str]:
+    """Kafka's outputs after each event of every scenario in ``batch`` (one JVM, ``threads`` TopologyTestDriver at
+    a time), or the error Kafka raised for a scenario."""
+    java = shutil.which("java")
+    if java is None:
+        raise HarnessError("java is not on PATH: install Java 17 (apt-get install openjdk-17-jdk-headless)")
+    plan = [_tasks(scenario) for scenario in batch]
+    lines = [json.dumps(data, separators=(",", ":")) for tasks in plan for _, data in tasks]
+    done = subprocess.run(
+        [
+            java,
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            classpath(version),
+            "kjoin.oracle.Oracle",
+            "--threads",
+            str(threads),
+        ],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    if done.returncode != 0 or len(answers) != len(lines):
+        raise HarnessError(f"the Kafka {version} harness failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    results: list[list[list[list[Any]]] | str] = []
+    position = 0
+    for scenario, tasks in zip(batch, plan):
+        outputs: list[list[list[Any]]] = [[] for _ in scenario.to_dict()["events"]]
+        error = None
+        for indexes, _ in tasks:
+            answer = answers[position]
+            position += 1
+            if "error" in answer:
+                error = f"Kafka {version} raised {answer['error']}"
+                continue
+            for index, emitted in zip(indexes, answer["outputs"]):
+                outputs[index] = emitted
+        results.append(error if error is not None else outputs)
+    return results
+
+
+def difference(scenario: kjoin.Scenario, kafka: list[list[list[Any]]] | str, version: str) -> str | None:
+    """None when kjoin's outputs are Kafka's, event by event; else the first difference, in words."""
+    if isinstance(kafka, str):
+        return kafka
+    ours = kjoin_outputs(scenario)
+    if kafka == ours:
+        return None
+    events = scenario.to_dict()["events"]
+    for index, (theirs, mine) in enumerate(zip(kafka, ours)):
+        if theirs != mine:
+            return f"event {index} ({events[index]}): Kafka {version} emitted {theirs}, kjoin {mine}"
+    return f"Kafka gave outputs for {len(kafka)} events, kjoin for {len(ours)}"
+
+
+def shrink(scenario: kjoin.Scenario, harness: Harness, budget: int = 300) -> kjoin.Scenario:
+    """A smaller scenario with a difference still: events dropped one at a time while the difference stays."""
+    data = scenario.to_dict()
+    events = list(data["events"])
+    index = len(events) - 1
+    while index >= 0 and budget > 0:
+        candidate = events[:index] + events[index + 1 :]
+        budget -= 1
+        try:
+            smaller = kjoin.Scenario.from_dict({**data, "events": candidate})
+            if compare(smaller, harness) is not None:
+                events = candidate
+        except (HarnessError, kjoin.ScenarioError):
+            pass
+        index -= 1
+    return kjoin.Scenario.from_dict({**data, "events": events})
+
+
+def generate(version: KafkaVersion, count: int) -> list[kjoin.Scenario]:
+    """``count`` random scenarios that ``version`` can judge (hypothesis, a fresh seed each call)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    found: list[kjoin.Scenario] = []
+
+    @settings(
+        max_examples=count,
+        phases=[Phase.generate],
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(scenarios(version))
+    def collect(scenario: kjoin.Scenario) -> None:
+        found.append(scenario)
+
+    collect()
+    return found
+
+
+# -- what kjoin does not model (yet): kept out of the comparison, counted, and pinned in tests/test_kafka_oracle.py --
+KNOWN_GAPS = {
+    "fk-inner-3.9": "Kafka 3.9 and 4.3's FK inner join: an update keeping its foreign key asks only for an existing "
+    "result (PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE), and a null foreign key, old or new, is an insert or an "
+    "unsubscription instead of a skip; kjoin keeps the rules of 2.4 to 3.8",
+    "late-outer-record-3.3": "Kafka 3.3 (and 3.6) put a left/outer record whose window closed before it arrived "
+    "into the outer-join buffer (emitted at the next sweep; in 3.3 still joinable); kjoin "
+    "emits it at once and forgets it, as Kafka 3.7.1 and later do",
+    "window-retention-before-3.5": "Kafka 2.8 and 3.3's RocksDB window stores keep and find records older than their "
+    "retention until their segment (at least 60 s) expires; kjoin hides them, as "
+    "3.5 and later do",
+}
+
+
+def _fk(value: Any) -> Any:
+    return None if value is None else value.get("fk")
+
+
+def _inner_before_3_9(old: Any, new: Any) -> Any:
+    from kjoin.joins.foreign_key import subscription_instructions
+
+    return subscription_instructions(old, new, _fk, "inner", kjoin.parse_semantics("3.8"))
+
+
+def _inner_3_9(old: Any, new: Any) -> Any:
+    """The subscriptions Kafka 3.9+'s FK inner join sends for a left ``Change(new, old)`` (what kjoin lacks)."""
+    from kjoin.joins.foreign_key import Instruction, Subscription
+
+    fk_old = _fk(old)
+    if new is None:
+        return [] if fk_old is None else [Subscription(fk_old, Instruction.DELETE_KEY_AND_PROPAGATE)]
+    fk_new = _fk(new)
+    if fk_new is None:
+        return None if fk_old is None else [Subscription(fk_old, Instruction.DELETE_KEY_AND_PROPAGATE)]
+    if fk_old is None or fk_old == fk_new:
+        return [Subscription(fk_new, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)]
+    return [
+        Subscription(fk_old, Instruction.DELETE_KEY_NO_PROPAGATE),
+        Subscription(fk_new, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE),
+    ]
+
+
+def known_gap(version: KafkaVersion, scenario: kjoin.Scenario) -> str | None:
+    """The name of the known gap ``scenario`` runs into under ``version``, or None."""
+    if scenario.join == "fk" and scenario.variant == "inner" and version.version.startswith("4."):
+        last: dict[Any, Any] = {}
+        for event in scenario.events:
+            if event.side is kjoin.Side.LEFT and event.key is not None:
+                if event.key in last and _inner_3_9(last[event.key], event.value) != _inner_before_3_9(
+                    last[event.key], event.value
+                ):
+                    return "fk-inner-3.9"
+                last[event.key] = event.value
+        return None
+    if scenario.join != "stream-stream":
+        return None
+    windows = [scenario.window] + [c.window or scenario.window for c in scenario.then]
+    outer = scenario.variant != "inner" or any(c.variant != "inner" for c in scenario.then)
+    if version.version.startswith("3.3") and outer and not any(w.deprecated_api for w in windows):
+        if any(o.kind is kjoin.OutputKind.UNMATCHED for o in kjoin.run(scenario).outputs):
+            return "late-outer-record-3.3"
+    if version.version.startswith(("2.8", "3.3")):
+        reach = max(max(w.before_ms, w.after_ms) for w in windows)
+        retention = min(w.retention_ms for w in windows)
+        newest: dict[int, int] = {}
+        for record in scenario.records():
+            task_newest = newest.get(record.partition)
+            if task_newest is not None and record.ts - reach < task_newest - retention + 1:
+                return "window-retention-before-3.5"
+            newest[record.partition] = max(record.ts, task_newest if task_newest is not None else record.ts)
+    return None
+
+
+def check(version: KafkaVersion, count: int) -> tuple[list[kjoin.Scenario], list[tuple[kjoin.Scenario, str]]]:
+    """Generate ``count`` scenarios clear of the known gaps, run them through kjoin and Kafka; the scenarios and
+    the mismatches. ``check.gaps`` counts the scenarios set aside per known gap."""
+    batch: list[kjoin.Scenario] = []
+    gaps: dict[str, int] = {}
+    for _ in range(10):
+        for scenario in generate(version, count):
+            gap = known_gap(version, scenario)
+            if gap is None:
+                batch.append(scenario)
+            else:
+                gaps[gap] = gaps.get(gap, 0) + 1
+        if len(batch) >= count:
+            break
+    batch = batch[:count]
+    check.gaps = gaps  # type: ignore[attr-defined]
+    mismatches = []
+    for scenario, kafka in zip(batch, run_batch(version.version, batch)):
+        found = difference(scenario, kafka, version.version)
+        if found is not None:
+            mismatches.append((scenario, found))
+    return batch, mismatches
+
+
+def kjoin_outputs(scenario: kjoin.Scenario) -> list[list[list[Any]]]:
+    """kjoin's output records (``[key, value, ts]``, a tombstone's value null) after each input record; a
+    foreign-key join's deliveries count with the input record that sent them."""
+    per_event: list[list[list[Any]]] = []
+    for step in kjoin.run(scenario).steps:
+        if step.message is None:
+            per_event.append([])
+        for output in step.outputs:
+            value = None if output.tombstone else render_value(output.value)
+            per_event[-1].append([render_value(output.key) if output.key is not None else None, value, output.ts])
+    return per_event
+
+
+def compare(scenario: kjoin.Scenario, harness: Harness) -> str | None:
+    """None when kjoin and Kafka agree on every event's outputs; else a description of the first difference."""
+    expected = harness.run(scenario)
+    actual = kjoin_outputs(scenario)
+    if expected == actual:
+        return None
+    for index, (kafka, ours) in enumerate(zip(expected, actual)):
+        if kafka != ours:
+            event = scenario.to_dict()["events"][index]
+            return f"event {index} ({event}): Kafka {harness.version} emitted {kafka}, kjoin {ours}"
+    return f"Kafka gave outputs for {len(expected)} events, kjoin for {len(actual)}"
+
+
+def scenario_yaml(scenario: kjoin.Scenario) -> str:
+    """The scenario in kjoin's YAML format, events one a line."""
+    data = scenario.to_dict()
+    events = data.pop("events")
+
+    def flow(value: Any) -> str:
+        return yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=1000).strip().removesuffix("\n...")
+
+    text = "".join(f"{key}: {flow(value)}\n" for key, value in data.items())
+    return text + "events:\n" + "".join(f"  - {flow(event)}\n" for event in events)
+
+
+# -- random scenarios ----------------------------------------------------------------------------------------------
+KEYS = st.sampled_from(["k1", "k2", "k3", None])
+"""Few keys, so that they meet; ``None`` is a null key. Strings only: the harness's serdes are strings."""
+
+
+def _value(prefix: str) -> st.SearchStrategy:
+    return st.one_of(st.none(), st.integers(0, 9).map(lambda i: f"{prefix}{i}"))
+
+
+@st.composite
+def _events(
+    draw: Any,
+    sides: tuple[str, ...],
+    max_ts: int,
+    left_value: st.SearchStrategy | None = None,
+    keys: dict[str, st.SearchStrategy] | None = None,
+) -> list[dict[str, Any]]:
+    result = []
+    for _ in range(draw(st.integers(0, 16))):
+        side = draw(st.sampled_from(sides))
+        key = draw(keys[side] if keys else KEYS)
+        value = draw(left_value if side == "left" and left_value is not None else _value(side[0].upper()))
+        result.append({"side": side, "key": key, "value": value, "ts": draw(st.integers(0, max_ts))})
+    return result
+
+
+@st.composite
+def _window(draw: Any, version: KafkaVersion, small: bool = False) -> dict[str, Any]:
+    window: dict[str, Any] = {"before_ms": draw(st.integers(0, 6)), "after_ms": draw(st.integers(0, 6))}
+    graces = [st.integers(0, 6)]
+    if version.deprecated_window_api:
+        graces.append(st.none())
+    window["grace_ms"] = draw(st.one_of(*graces))
+    if (
+        window["grace_ms"] is not None
+        and version.window_grace_api
+        and version.deprecated_window_api
+        and draw(st.booleans())
+    ):
+        window["spurious_result_fix"] = False  # JoinWindows.of(..).grace(..): a grace, and the eager results
+    return window
+
+
+@st.composite
+def scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
+    """A random scenario Kafka ``version`` can judge, with kjoin's semantics of that version."""
+    join = draw(st.sampled_from(["stream-stream", "stream-table", "table-table", "fk"]))
+    data: dict[str, Any] = {"join": join, "semantics": version.version}
+    if join == "stream-stream":
+        data["variant"] = draw(st.sampled_from(["inner", "left", "outer"]))
+        data["window"] = draw(_window(version))
+        shape = draw(st.sampled_from(["plain", "plain", "self", "chain"]))
+        if shape == "self":
+            data["self_join"] = True
+            if version.self_join_optimization and data["variant"] == "inner" and draw(st.booleans()):
+                data["optimize"] = True
+        elif shape == "chain":
+            data["then"] = [
+                {
+                    "variant": draw(st.sampled_from(["inner", "left", "outer"])),
+                    **({"window": draw(_window(version))} if draw(st.booleans()) else {}),
+                }
+            ]
+        sides = ("left",) if shape == "self" else ("left", "right")
+        data["events"] = draw(_events(sides, 40))
+        data["partitions"] = draw(st.integers(1, 2))
+    elif join == "stream-table":
+        data["variant"] = draw(st.sampled_from(["inner", "left"]))
+        if version.versioned and draw(st.booleans()):
+            retention = draw(st.integers(0, 12))
+            data["right"] = {"versioned": True, "history_retention_ms": retention}
+            if draw(st.booleans()):
+                data["grace_ms"] = draw(st.integers(0, retention))
+        # Kafka (3.7 to 4.3 at least) throws a NullPointerException for a null-key stream record that meets the
+        # grace buffer (KIP-962's null-key left join and KIP-923's buffer): no output to compare with.
+        keys = {"left": st.sampled_from(["k1", "k2", "k3"]), "right": KEYS} if "grace_ms" in data else None
+        data["events"] = draw(_events(("left", "right"), 30, keys=keys))
+        data["partitions"] = draw(st.integers(1, 2))
+    elif join == "table-table":
+        data["variant"] = draw(st.sampled_from(["inner", "left", "outer"]))
+        shape = draw(st.sampled_from(["plain", "versioned", "chain", "materialized"]))
+        if shape == "versioned" and version.versioned:
+            for side in ("left", "right"):
+                if draw(st.booleans()):
+                    data[side] = {"versioned": True, "history_retention_ms": draw(st.integers(0, 12))}
+        elif shape == "chain":
+            data["then"] = [{"variant": draw(st.sampled_from(["inner", "left", "outer"]))}]
+        elif shape == "materialized":
+            data["materialized"] = True
+            caching = draw(st.lists(st.sampled_from(["left", "right", "result"]), unique=True, max_size=3))
+            if caching:
+                data["caching"] = sorted(caching)
+        data["events"] = draw(_events(("left", "right"), 30))
+        data["partitions"] = draw(st.integers(1, 2))
+    else:
+        data["variant"] = draw(st.sampled_from(["inner", "left"]))
+        data["foreign_key"] = "fk"
+        if draw(st.booleans()):
+            data["materialized"] = True
+            if draw(st.booleans()):
+                data["caching"] = ["result"]
+        foreign = st.sampled_from(["X", "Y", None])
+        left_value = st.one_of(st.none(), st.builds(lambda fk, v: {"fk": fk, "v": v}, foreign, st.integers(0, 9)))
+        keys = {"left": st.sampled_from(["A", "B", None]), "right": st.sampled_from(["X", "Y", None])}
+        data["events"] = draw(_events(("left", "right"), 30, left_value, keys))
+    return kjoin.Scenario.from_dict(data)
+
+
+# -- make kafka-check ----------------------------------------------------------------------------------------------
+def main(argv: list[str]) -> int:
+    count = int(argv[0]) if argv else int(os.environ.get("N", "1000"))
+    out_dir = Path(argv[1]) if len(argv) > 1 else Path(tempfile.mkdtemp(prefix="kjoin-kafka-check-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    build()
+    failed = 0
+    for version in VERSIONS:
+        batch, mismatches = check(version, count)
+        print(f"kafka-streams {version.version}: {len(batch)} scenarios, {len(mismatches)} mismatches", flush=True)
+        for gap, skipped in sorted(check.gaps.items()):  # type: ignore[attr-defined]
+            print(f"  ({skipped} more scenarios set aside: known gap {gap})", flush=True)
+        for number, (scenario, found) in enumerate(mismatches, 1):
+            path = out_dir / f"kafka-{version.version}-mismatch-{number}.yaml"
+            path.write_text(f"# {found}\n" + scenario_yaml(scenario))
+            print(f"  {path}", flush=True)
+        failed += len(mismatches)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,252 @@
+"""One key's drill-down and the diagnosis of one record, against the reference engine's trace
+of the whole task: random topics, every key, every record."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kjoin.fates import Fate
+from kjoin.records import OutputKind, Side
+from kjoin.spark import Topic, run_join
+from kjoin.spark.debug import VERDICTS, KeyTrace, _restrict
+
+pytestmark = pytest.mark.spark
+
+WINDOW = {"before_ms": 5, "after_ms": 3, "grace_ms": 2}
+JOINS = [("stream-table", "left", None), ("table-table", "outer", None), ("stream-stream", "inner", WINDOW)]
+
+
+def random_rows(rng: random.Random, partitions: int, count: int, keys: str, tombstones: float) -> list[tuple]:
+    offsets = [0] * partitions
+    rows = []
+    for _ in range(count):
+        partition = rng.randrange(partitions)
+        key = None if rng.random() < 0.05 else rng.choice(keys)
+        value = None if rng.random() < tombstones else f"v{rng.randrange(100)}"
+        rows.append((key, value, rng.randrange(60), partition, offsets[partition]))
+        offsets[partition] += 1
+    return rows
+
+
+def topic(spark, rows, partitions):
+    return Topic(
+        spark.createDataFrame(rows, "key string, value string, ts long, partition int, offset long"), partitions
+    )
+
+
+def key_view(trace, key, steps):
+    """The key's steps of ``trace`` (indexes ``steps``): record, fate, reason; and the key's
+    outputs in order."""
+    mine = [s for s in steps if s.record.key == key]
+    records = [
+        (
+            s.record.side.value,
+            s.record.offset,
+            s.record.ts,
+            s.record.value,
+            s.fate.value,
+            None if s.reason is None else s.reason.value,
+        )
+        for s in mine
+    ]
+    outputs = [
+        (o.key, o.left, o.right, o.value, o.ts, o.tombstone, o.kind.value)
+        for s in steps
+        for o in s.outputs
+        if o.key == key
+    ]
+    return records, outputs
+
+
+def comparable(stores):
+    """Stores with a window store's arrival counter (a sequence number over all keys, internal to
+    the store) replaced by the order it gives each (key, ts)."""
+    out = {}
+    for store, entries in stores.items():
+        if store.name.endswith("window"):
+            grouped = {}
+            for (key, ts, seq), value in sorted(entries.items(), key=lambda item: item[0][2]):
+                grouped.setdefault((key, ts), []).append(value)
+            out[store] = grouped
+        else:
+            out[store] = entries
+    return out
+
+
+@pytest.mark.parametrize("join, variant, window", JOINS)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_key_drill_down_equals_the_partitions_trace_restricted_to_the_key(spark, join, variant, window, seed):
+    rng = random.Random(seed * 31 + len(join))
+    partitions = 2
+    left = random_rows(rng, partitions, 40, "abcde", 0.1)
+    right = random_rows(rng, partitions, 30, "abcdef", 0.2)
+    result = run_join(topic(spark, left, partitions), topic(spark, right, partitions), join, variant, window=window)
+    checked = 0
+    for partition in range(partitions):
+        full = result.trace(partition=partition)
+        keys = sorted({s.record.key for s in full.steps if s.record.key is not None})
+        for key in keys:
+            drill = result.trace(partition=partition, key=key)
+            assert isinstance(drill, KeyTrace)
+            assert key_view(drill, key, drill.steps) == key_view(full, key, full.steps), (partition, key)
+            full_steps = [s.index for s in full.steps if s.record.key == key]
+            own = drill.key_steps()
+            assert [drill.task_steps[s.index] for s in own] == full_steps
+            for s, index in zip(own, full_steps):
+                assert comparable(drill.state_at(s.index).stores) == comparable(
+                    _restrict(full.state_at(index).stores, key)
+                ), (partition, key, index)
+            checked += len(own)
+    assert checked > 40
+
+
+def test_find_locates_a_step_by_offset_or_predicate(spark):
+    rows = [("a", "A", 5, 0, 0), ("b", "B", 6, 0, 1)]
+    result = run_join(topic(spark, rows, 1), topic(spark, [("a", "x", 1, 0, 0)], 1), "stream-table", "left")
+    trace = result.trace(partition=0)
+    assert trace.find(offset=1, side="left").record.key == "b"
+    assert trace.find(lambda s: s.fate is Fate.JOINED and s.outputs and s.outputs[0].right == "x").record.key == "a"
+    assert trace.find(offset=9) is None
+    drill = result.trace(partition=0, key="a")
+    assert drill.find(offset=0, side="right").record.value == "x"
+
+
+# -- why: planted causes, each checked against the whole task's reference trace ---------------------
+def test_why_names_every_planted_cause_and_the_task_trace_agrees(spark):
+    from kjoin.spark.whycheck import CAUSES, planted
+
+    partitions = 2
+    orders, customers, causes = planted(2 * len(CAUSES), partitions)
+    result = run_join(topic(spark, orders, partitions), topic(spark, customers, partitions), "stream-table", "left")
+    traces = {p: result.trace(partition=p) for p in range(partitions)}
+    seen = set()
+    for (partition, offset), cause in sorted(causes.items()):
+        diagnosis = result.why(partition=partition, offset=offset, side="left")
+        assert diagnosis.verdict == cause, (partition, offset, diagnosis)
+        assert diagnosis.verdict in VERDICTS and diagnosis.text
+        seen.add(cause)
+        full = traces[partition]
+        step = full.find(offset=offset, side="left")
+        if cause in ("null-key", "null-value"):
+            continue
+        assert diagnosis.step == step.index
+        results = [o for o in step.outputs if o.kind is not OutputKind.NULL_KEY]
+        if cause == "joined":
+            assert results and results[0].right is not None
+            continue
+        assert results and results[0].right is None, "a null-partner result"
+        key = step.record.key
+        partners = [s for s in full.steps if s.record.side is Side.RIGHT and s.record.key == key]
+        if cause == "partner-later":
+            first = partners[0]
+            assert first.index > step.index and first.record.ts > step.record.ts
+            assert diagnosis.delay_ms == first.record.ts - step.record.ts == 30
+            assert diagnosis.records_between == first.index - step.index - 1
+            assert [(p.partition, p.offset, p.ts) for p in diagnosis.partners] == [
+                (partition, first.record.offset, first.record.ts)
+            ]
+        elif cause == "partner-processed-later":
+            first = partners[0]
+            assert first.index > step.index and first.record.ts < step.record.ts
+            assert diagnosis.records_between == first.index - step.index - 1
+        elif cause == "partner-deleted":
+            before = [s for s in partners if s.index < step.index]
+            assert before and before[-1].record.value is None
+            assert full.state_at(step.index).table("right") == [
+                r for r in full.state_at(step.index).table("right") if r["key"] != key
+            ]
+        elif cause == "partner-never":
+            assert not partners and not any(r[0] == key for r in customers)
+        elif cause == "partner-other-partition":
+            assert not partners
+            assert [(p.partition, p.offset) for p in diagnosis.partners] == [
+                (r[3], r[4]) for r in customers if r[0] == key
+            ]
+            assert all(p.partition != partition for p in diagnosis.partners)
+    assert seen == set(CAUSES)
+
+
+def test_why_in_a_stream_stream_join_gives_the_distance_outside_the_window(spark):
+    left = [("a", "A", 100, 0, 0), ("b", "B", 100, 0, 1), ("c", "C", 100, 0, 2)]
+    right = [("b", "y", 102, 0, 0), ("a", "x", 120, 0, 1), ("c", "z", 50, 0, 2)]
+    result = run_join(
+        topic(spark, left, 1),
+        topic(spark, right, 1),
+        "stream-stream",
+        "left",
+        window={"before_ms": 5, "after_ms": 5, "grace_ms": 0},
+    )
+    far = result.why(partition=0, offset=0)
+    assert far.verdict == "partner-outside-window" and far.delay_ms == 15 and "15 ms outside" in far.text
+    assert result.why(partition=0, offset=1).verdict == "joined"
+    early = result.why(partition=0, offset=2)
+    assert early.verdict == "partner-outside-window" and early.delay_ms == 45
+    with pytest.raises(Exception, match=r"no left record at partition 0, offset 9"):
+        result.why(partition=0, offset=9)
+
+
+def test_every_result_has_a_reason_and_the_summary_counts_them_per_key(spark):
+    from kjoin.spark.whycheck import CAUSES, planted
+
+    partitions = 2
+    orders, customers, causes = planted(2 * len(CAUSES), partitions)
+    result = run_join(topic(spark, orders, partitions), topic(spark, customers, partitions), "stream-table", "left")
+    rows = result.explained_outputs.select("partition", "side", "offset", "reason", "right", "kind").collect()
+    by_order = {(r["partition"], r["offset"]): r for r in rows if r["side"] == "left"}
+    for (partition, offset), cause in causes.items():
+        if cause == "null-value":
+            assert (partition, offset) not in by_order, "a null-value order is dropped: no result"
+            continue
+        row = by_order[(partition, offset)]
+        expected = {"joined": "matched", "null-key": "null-key"}.get(cause, cause)
+        assert row["reason"] == expected, (partition, offset, cause, row)
+    assert all(r["reason"] is not None for r in rows)
+    summary = result.summary()
+    columns = summary.columns
+    assert columns[:5] == ["scenario", "partition", "key", "matched", "tombstones"]
+    assert "partner-later" in columns and "partner-outside-window" not in columns, "no window in a stream-table join"
+    assert "window-open" not in columns and "null-value" in columns and "table-update" in columns
+    totals = summary.groupBy().sum(*columns[3:]).first()
+    planted_counts = {cause: sum(1 for c in causes.values() if c == cause) for cause in CAUSES}
+    assert totals["sum(matched)"] == planted_counts["joined"]
+    for verdict in (
+        "partner-later",
+        "partner-processed-later",
+        "partner-deleted",
+        "partner-never",
+        "partner-other-partition",
+    ):
+        assert totals[f"sum({verdict})"] == planted_counts[verdict], verdict
+    assert totals["sum(null-value)"] == planted_counts["null-value"]
+    inner = (
+        run_join(topic(spark, orders, partitions), topic(spark, customers, partitions), "stream-table", "inner")
+        .summary()
+        .columns
+    )
+    assert "partner-later" not in inner and "no-partner" in inner
+
+
+def test_the_summary_explorer_sorts_and_opens_the_stepper_at_the_first_surprise(spark):
+    from kjoin.spark.whycheck import CAUSES, planted
+    from kjoin_viz.summary_explorer import SummaryExplorer
+
+    partitions = 2
+    orders, customers, causes = planted(len(CAUSES), partitions)
+    result = run_join(topic(spark, orders, partitions), topic(spark, customers, partitions), "stream-table", "left")
+    explorer = SummaryExplorer(result)
+    assert {"partner-later", "partner-never", "matched"} <= set(explorer.columns)
+    rows = explorer.sort_by("partner-later")
+    assert rows[0]["partner-later"] == 1 and all(r["partner-later"] == 0 for r in rows[1:])
+    assert rows[0]["key"] == "K1"  # group 1 planted partner-later
+    assert "K1" in explorer.table.value.split("</tr>")[1], "the table shows the sorted rows"
+    explorer.picker.value = 0  # as a click in the list does
+    stepper = explorer.stepper
+    assert explorer.selected["key"] == "K1" and stepper is not None
+    step = stepper.trace[stepper.step]
+    assert step.record.key == "K1" and step.record.side is Side.LEFT
+    assert step.outputs and step.outputs[0].right is None, "opens at the order's null-customer result"
+    assert [r["key"] for r in explorer.sort_by("key", descending=False)][:2] == sorted(
+        r["key"] for r in rows if r["key"] is not None
+    )[:2]
