@@ -363,3 +363,15 @@ def test_a_cache_flush_that_emits_an_earlier_records_result_says_so():
     assert "no result to delete" not in str(label)
     header = Stepper(cached, step=2).panes["header"].value
     assert "replaced in the result cache" in header and "also emitted for earlier records: A2-x@3" in header
+
+
+def test_check_with_nothing_chosen_asks_for_an_answer_and_opens_no_stepper(trace):
+    release = Predict(trace, 15, ask="release")
+    verdict = release.check()
+    assert not verdict.correct and verdict.lines == ("Choose an answer first, then check.",)
+    assert release.stepper is None and release.stepper_box.children == ()
+    assert "17" not in release.feedback.value and "Choose an answer first" in release.feedback.value
+    assert release.check(leaves=17).correct and release.stepper.step == 17  # answering still works
+    fate = Predict(trace, 15)
+    assert fate.check(outputs="none").lines == ("Choose an answer first, then check.",)
+    assert fate.stepper is None and "held" not in fate.feedback.value  # the answer is not given away
