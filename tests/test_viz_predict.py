@@ -310,10 +310,10 @@ def test_an_outer_join_result_after_the_left_row_is_deleted_is_emitted_with_null
 
 
 def _variant_traces() -> dict:
-    wiki = dict(
-        left="1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D",
-        right="2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d",
-    )
+    wiki = {
+        "left": "1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D",
+        "right": "2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d",
+    }
     traces = {}
     for join, variants in (("stream-table", ("inner", "left")), ("table-table", ("inner", "left", "outer"))):
         for variant in variants:
