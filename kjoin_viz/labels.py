@@ -9,9 +9,9 @@ is described the same way everywhere. The phrase says exactly what happened:
   once (before 3.1, or with the deprecated window API); a later partner is emitted too;
 - ``emitted with null at once: its window had already closed``: 3.1+, a record that arrived
   after stream time had passed its window end;
-- ``emitted with null: the right row was deleted, the joiner got null for it``: a table-table
-  left/outer result after the partner's row was deleted (Kafka marks it a join; the joiner
-  still got null for that side);
+- ``emitted with null: a delete on the right, the joiner got null for it``: a table-table
+  left/outer result when the other side deletes its row (Kafka calls the joiner; it
+  gets null for that side, also when there was no row to delete);
 - ``tombstone: the join result is deleted``;
 - ``held until stream time passes 60`` (outer-join buffer), ``held in the grace buffer until
   buffer time 15``, ``held in the record cache until the next commit``;
@@ -173,5 +173,5 @@ def _deleted_partner_text(step: Step, output) -> str:
     missing = "left" if output.left is None else "right"
     record = step.record
     if step.message is None and record is not None and record.value is None and record.side.value == missing:
-        return f"emitted with null: the {missing} row was deleted, the joiner got null for it"
+        return f"emitted with null: a delete on the {missing}, the joiner got null for it"
     return f"emitted with null: the {missing} side has no value, the joiner got null for it"

@@ -298,7 +298,7 @@ def test_a_left_join_result_after_the_right_row_is_deleted_is_emitted_with_null(
     trace = _table_table("left", materialized=True)
     assert [o.render() for o in trace.steps[7].outputs] == ["B1-null"]
     label = fate_label(trace.steps[7])
-    assert str(label) == "emitted with null: the right row was deleted, the joiner got null for it"
+    assert str(label) == "emitted with null: a delete on the right, the joiner got null for it"
     assert label.tone == "null-result"
 
 
@@ -306,7 +306,7 @@ def test_an_outer_join_result_after_the_left_row_is_deleted_is_emitted_with_null
     events = [("left", "k", "A", 1), ("right", "k", "a", 2), ("left", "k", None, 3)]
     trace = _table_table("outer", events)
     assert [o.render() for o in trace.steps[2].outputs] == ["null-a"]
-    assert str(fate_label(trace.steps[2])) == "emitted with null: the left row was deleted, the joiner got null for it"
+    assert str(fate_label(trace.steps[2])) == "emitted with null: a delete on the left, the joiner got null for it"
 
 
 def _variant_traces() -> dict:
