@@ -1,46 +1,299 @@
-"""Small tables for the course notebooks: a finished trace as DataFrames a learner reads at a glance.
+"""The course's tables: finished traces as tables a learner reads at a glance and that fit the page.
 
-Every function only reads a trace (the reference engine did the joining) and returns a
-``pandas.DataFrame`` with short text cells, so a notebook shows it as a table that does not
-wrap, and nbval compares it as text.
+This module owns every table the course notebooks show (``kjoin_viz.table``,
+``kjoin_viz.variants_table`` and ``kjoin_viz.what_if_table`` are the package's general
+displayables). A :class:`Table` shows in JupyterLab as an HTML table whose short cells never
+wrap and whose long cells (a foreign-key message) wrap at spaces, so that it fits the notebook;
+as ``text/plain`` (what nbval compares) the whole frame, one line per row. The builders only
+read finished traces (the reference engine did the joining):
 
-- :func:`steps_table`: every step of one trace: the input record, its outputs, its fate.
-- :func:`result_table`: the join's result as a table (newest output per key) after a step.
-- :func:`held_at_end`: records still waiting in a buffer or cache when the input ends.
-- :func:`clock_table`: the clock rows of the record's task after every step (stream time first).
-- :func:`table_history`: one side's table after every step, in one cell per step.
+- :func:`steps_table`: one row per step (input, outputs with their timestamps, fate), the only
+  steps table of the course;
+- :func:`side_by_side`: one input under several traces, ``step | ts | left | right`` and a
+  column of outputs per trace;
+- :func:`result_table`: the join's result as a table (newest output per key) after a step;
 - :func:`results_by_step`: the result table of several runs of one input after every step,
-  side by side (where a record cache and eventual consistency show).
+  side by side (where a record cache and eventual consistency show);
+- :func:`held_at_end`: records still waiting in a buffer or cache when the input ends;
+- :func:`clock_table`: the clock rows of the record's task after every step (stream time first);
+- :func:`table_history`: one side's table after every step, in one cell per step;
+- :func:`workflow_table`: a foreign-key join per input record: subscriptions sent, results;
+- :func:`messages_table`: a foreign-key join's messages after one step;
+- :func:`stores_table`: chosen stores after one step, as the stepper lays them out;
+- :func:`versions_table`: a versioned table's history, each version with the interval in
+  which it is valid;
+- :func:`as_of_table`: what a reader of a versioned result sees as of each time, next to
+  the join of the input tables as of that time;
+- :func:`partitions_table`: the partition the default partitioner gives each key.
+
+:func:`result_table`, :func:`results_by_step`, :func:`held_at_end`, :func:`clock_table` and
+:func:`table_history` return ``pandas.DataFrame`` objects (short text cells; select columns
+as with any frame).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import html
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
-from kjoin.records import render_value
-from kjoin.render import cell
+from kjoin.joins.fk_protocol import SUBSCRIPTION, short_hash
+from kjoin.joins.fk_transport import carries
+from kjoin.partitioner import default_partition
+from kjoin.records import Output, render_value
 from kjoin.stores import GRACE_BUFFER, OUTER_BUFFER
 from kjoin.trace import Trace
 
+from .flight import flight_rows
 from .labels import fate_label
 
-__all__ = ["clock_table", "held_at_end", "result_table", "results_by_step", "steps_table", "table_history"]
+__all__ = [
+    "Table",
+    "Tables",
+    "steps_table",
+    "side_by_side",
+    "workflow_table",
+    "messages_table",
+    "stores_table",
+    "versions_table",
+    "as_of",
+    "as_of_table",
+    "partitions_table",
+    "result_table",
+    "results_by_step",
+    "held_at_end",
+    "clock_table",
+    "table_history",
+]
+
+_CELL = "white-space: nowrap; text-align: left; padding: 1px 10px 1px 4px; font-size: 12px"
+_LONG_CELL = "white-space: normal; min-width: 12em; text-align: left; padding: 1px 10px 1px 4px; font-size: 12px"
+LONG_CELL_CHARS = 30
+"""Cells longer than this wrap at spaces (and no narrower than 12em), so that a table of long
+foreign-key messages still fits a notebook with the file browser open; shorter cells never wrap."""
+_MARK = "background: #fff3c4"
 
 
-def steps_table(trace: Trace) -> pd.DataFrame:
-    """One row per step: ``side | key | ts | value | outputs | fate`` (outputs with their
-    timestamps, ``A-a@4``, including those released for earlier records; the fate in the words
-    of :func:`kjoin_viz.fate_label`, as the stepper says it)."""
-    rows = [
-        [s.record.side.value, render_value(s.record.key), s.record.ts, render_value(s.record.value),
-         cell(s, with_ts=True), str(fate_label(s))]
-        for s in trace.steps
-    ]
-    frame = pd.DataFrame(rows, columns=["side", "key", "ts", "value", "outputs", "fate"])
-    frame.index.name = "step"
-    return frame
+class Table:
+    """A DataFrame for a notebook: HTML that never wraps, and unwrapped plain text.
+
+    ``mark`` is a row position to highlight (the step the text talks about); the plain
+    text marks it with ``>>``.
+    """
+
+    def __init__(self, frame: pd.DataFrame, mark: int | None = None) -> None:
+        self.frame = frame.reset_index(drop=True)
+        self.mark = mark
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def _repr_html_(self) -> str:
+        # Inline styles: they survive JupyterLab's sanitizer and beat the notebook's table CSS.
+        head = "".join(f'<th style="{_CELL}">{html.escape(str(c))}</th>' for c in self.frame.columns)
+        rows = []
+        for i, row in enumerate(self.frame.itertuples(index=False, name=None)):
+            mark = f' class="mark" style="{_MARK}"' if i == self.mark else ""
+            cells = "".join(f'<td style="{_LONG_CELL if len(_text(v)) > LONG_CELL_CHARS else _CELL}">'
+                            f"{html.escape(_text(v))}</td>" for v in row)
+            rows.append(f"<tr{mark}>{cells}</tr>")
+        return (f'<div class="kjoin-table kjoin-lesson-table" style="overflow-x: auto">'
+                '<table style="table-layout: auto; width: auto; margin: 0">'
+                f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+    def __repr__(self) -> str:
+        if self.frame.empty:
+            return "   (empty)"
+        body = self.frame.itertuples(index=False, name=None)
+        text = [[_text(c) for c in self.frame.columns]] + [[_text(v) for v in row] for row in body]
+        widths = [max(len(row[i]) for row in text) for i in range(len(self.frame.columns))]
+        lines = []
+        for n, row in enumerate(text):
+            prefix = ">> " if n - 1 == self.mark else "   "
+            lines.append((prefix + "  ".join(cell.ljust(width) for cell, width in zip(row, widths))).rstrip())
+        return "\n".join(lines)
+
+
+def _text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    return str(value)
+
+
+def _outputs(outputs: Iterable[Output], with_ts: bool = True) -> str:
+    return ", ".join(o.render() + (f"@{o.ts}" if with_ts else "") for o in outputs)
+
+
+def _input(step: Any) -> str:
+    """A step's input in a few words: the record's value, or the message it delivered
+    (``m1 subscription: (C1, o1) PROPAGATE_…``; its ts and task have their own columns)."""
+    message = step.message
+    if message is None:
+        return render_value(step.record.value)
+    return f"{message.id} {message.topic}: {carries(message)}"
+
+
+def steps_table(trace: Trace, steps: Sequence[int] | None = None, mark: int | None = None) -> Table:
+    """One row per step (all, or ``steps``): task, side, key, value, ts, outputs (``A-a@4``;
+    ``null`` is a tombstone) and fate (the words of :func:`~kjoin_viz.fate_label`, as every
+    view says it); in a foreign-key trace a delivered message's step
+    shows the message as its value. The ``task`` column is left out when the scenario has one
+    partition. ``mark`` highlights one step."""
+    chosen = range(len(trace.steps)) if steps is None else steps
+    rows = []
+    for i in chosen:
+        step = trace.steps[i]
+        r = step.record
+        rows.append({"step": step.index, "task": step.task, "side": r.side.value, "key": render_value(r.key),
+                     "value": _input(step), "ts": r.ts, "outputs": _outputs(step.outputs),
+                     "fate": str(fate_label(step))})
+    columns = ["step", "task", "side", "key", "value", "ts", "outputs", "fate"]
+    if trace.scenario.partitions == 1:
+        columns.remove("task")
+    marked = None if mark is None else list(chosen).index(mark)
+    return Table(pd.DataFrame(rows, columns=columns), marked)
+
+
+def side_by_side(traces: Mapping[str, Trace], with_ts: bool = False, mark: int | None = None) -> Table:
+    """The same input under several traces: ``step, ts, left, right`` and one column of
+    outputs per trace (with ``with_ts``, each output's timestamp: ``a4-b2@4``)."""
+    names = list(traces)
+    lengths = {len(t.steps) for t in traces.values()}
+    if len(lengths) != 1:
+        raise ValueError("every trace must run the same steps")
+    rows = []
+    for i, step in enumerate(traces[names[0]].steps):
+        value = _input(step)
+        left, right = (value, "") if step.record.side.value == "left" else ("", value)
+        rows.append([i, step.record.ts, left, right, *(_outputs(traces[n].steps[i].outputs, with_ts) for n in names)])
+    return Table(pd.DataFrame(rows, columns=["step", "ts", "left", "right", *names]), mark)
+
+
+def workflow_table(traces: Mapping[str, Trace]) -> Table:
+    """Per input record of foreign-key traces over the same events: the subscriptions the
+    first trace sent (``instruction → foreign key (task)``) and each trace's results (the
+    outputs its chain of messages produced; ``null`` is a tombstone)."""
+    names = list(traces)
+    inputs = {name: [s for s in trace.steps if s.message is None] for name, trace in traces.items()}
+    if len({len(steps) for steps in inputs.values()}) != 1:
+        raise ValueError("every trace must run the same input records")
+    first = traces[names[0]]
+    messages = {s.message.id: s.message for s in first.steps if s.message is not None}
+    messages.update((m.id, m) for m in first.state_at(-1).in_flight())
+    sent: dict[int, list[Any]] = {}
+    for message in sorted(messages.values(), key=lambda m: m.seq):
+        if message.topic == SUBSCRIPTION:
+            sent.setdefault(message.sent_step, []).append(message)
+    results: dict[str, dict[int, list[Output]]] = {name: {} for name in names}
+    for name, trace in traces.items():
+        for output in trace.outputs:
+            results[name].setdefault(output.origin_step, []).append(output)
+    rows = []
+    for i, step in enumerate(inputs[names[0]]):
+        r = step.record
+        subscriptions = "; ".join(f"{m.value.instruction.value} → {render_value(m.key)} (task {m.partition})"
+                                  for m in sent.get(step.index, []))
+        cells = [_outputs(results[name].get(inputs[name][i].index, []), with_ts=False) for name in names]
+        rows.append([r.ts, r.side.value, render_value(r.key), render_value(r.value), subscriptions, *cells])
+    return Table(pd.DataFrame(rows, columns=["ts", "side", "key", "value", f"subscriptions sent ({names[0]})", *names]))
+
+
+def messages_table(trace: Trace, step: int) -> Table:
+    """A foreign-key join's messages after ``step``: the one it delivered, those it sent,
+    and those still waiting, with what each carries and the hash of the left value."""
+    rows = [{"message": f"{m.id} {m.topic}", "now": situation,
+             "travels": "left → right" if m.topic == SUBSCRIPTION else "right → left",
+             "to task": m.partition, "carries": carries(m), "hash": short_hash(m.value.hash), "ts": m.ts}
+            for situation, m in flight_rows(trace, step)]
+    return Table(pd.DataFrame(rows, columns=["message", "now", "travels", "to task", "carries", "hash", "ts"]))
+
+
+class Tables:
+    """Several captioned :class:`Table` objects shown side by side (stacked as text)."""
+
+    def __init__(self, tables: Sequence[tuple[str, Table]]) -> None:
+        self.tables = list(tables)
+
+    def __len__(self) -> int:
+        return len(self.tables)
+
+    def _repr_html_(self) -> str:
+        parts = [f'<div style="margin: 0 18px 8px 0"><b>{html.escape(caption)}</b>{table._repr_html_()}</div>'
+                 for caption, table in self.tables]
+        return f'<div style="display: flex; flex-wrap: wrap; align-items: flex-start">{"".join(parts)}</div>'
+
+    def __repr__(self) -> str:
+        return "\n\n".join(f"{caption}\n{table!r}" for caption, table in self.tables)
+
+
+def stores_table(trace: Trace, step: int, stores: Sequence[str], tasks: Sequence[int] | None = None) -> Tables:
+    """The stores named in ``stores`` after ``step``, of every task (or of ``tasks``), each
+    captioned ``task N: store`` and laid out as the stepper lays it out (a foreign-key join's
+    left table shows each row's hash). ``*`` marks the entries the step put; a caption says
+    what the step deleted."""
+    from .store_view import store_tables
+
+    tables = store_tables(trace.state_at(step).stores, trace.changes_at(step), trace.scenario)
+    chosen = [t for t in tables if t.name in stores and (tasks is None or t.task in tasks)]
+    chosen.sort(key=lambda t: (t.task, list(stores).index(t.name)))
+    shown = []
+    for table in chosen:
+        rows = [("*" if i in table.changed else "", *row) for i, row in enumerate(table.rows)]
+        caption = table.title + (f" (deleted: {', '.join(table.deleted)})" if table.deleted else "")
+        shown.append((caption, Table(pd.DataFrame(rows, columns=["", *table.header]))))
+    return Tables(shown)
+
+
+def versions_table(trace: Trace, step: int, side: str, task: int = 0) -> Table:
+    """A versioned table after ``step``: each version valid from its ts until the next
+    version's ts (``latest``: still valid); a ``null`` value is a tombstone version."""
+    versions = trace.state_at(step).versions(side, task)
+    rows = []
+    for i, row in enumerate(versions):
+        following = versions[i + 1] if i + 1 < len(versions) else None
+        valid_to = following["ts"] if following is not None and following["key"] == row["key"] else "latest"
+        rows.append({"key": render_value(row["key"]), "valid from": row["ts"], "valid to": valid_to,
+                     "value": render_value(row["value"])})
+    return Table(pd.DataFrame(rows, columns=["key", "valid from", "valid to", "value"]))
+
+
+def as_of(outputs: Sequence[Output], t: int) -> str:
+    """The result a reader of a versioned result topic sees as of ``t``: the output with the
+    largest ts <= ``t`` (the later one on equal ts); ``""`` if none, or a tombstone."""
+    best: Output | None = None
+    for output in outputs:
+        if output.ts <= t and (best is None or output.ts >= best.ts):
+            best = output
+    return "" if best is None or best.tombstone else best.render()
+
+
+def as_of_table(traces: Mapping[str, Trace], times: Iterable[int]) -> Table:
+    """For a one-key table-table join, for each time ``t``: ``truth`` (the inner join of the
+    two input tables as of ``t``: each side's row with the largest ts <= ``t``) and what each
+    trace's outputs say as of ``t``; a last row counts each trace's outputs. Every trace must
+    run the same records."""
+    names = list(traces)
+    records = traces[names[0]].scenario.records()
+    rows = []
+    for t in times:
+        latest: dict[str, tuple[int, Any]] = {}
+        for r in records:
+            if r.ts <= t and (r.side.value not in latest or r.ts >= latest[r.side.value][0]):
+                latest[r.side.value] = (r.ts, r.value)
+        left, right = (latest.get(side, (0, None))[1] for side in ("left", "right"))
+        truth = f"{render_value(left)}-{render_value(right)}" if left is not None and right is not None else ""
+        rows.append([str(t), truth, *(as_of(traces[n].outputs, t) for n in names)])
+    rows.append(["outputs", "", *(str(len(traces[n].outputs)) for n in names)])
+    return Table(pd.DataFrame(rows, columns=["as of t", "truth", *names]))
+
+
+def partitions_table(keys: Sequence[Any], partitions: Sequence[int]) -> Table:
+    """The partition Kafka's default partitioner (murmur2 of the key's bytes) gives each key,
+    for each partition count: the same key lands on the same partition only for equal counts."""
+    rows = [[render_value(key), *(default_partition(key, n) for n in partitions)] for key in keys]
+    return Table(pd.DataFrame(rows, columns=["key", *(f"{n} partitions" for n in partitions)]))
 
 
 def result_table(trace: Trace, step: int = -1) -> pd.DataFrame:

@@ -9,9 +9,15 @@ is described the same way everywhere. The phrase says exactly what happened:
   once (before 3.1, or with the deprecated window API); a later partner is emitted too;
 - ``emitted with null at once: its window had already closed``: 3.1+, a record that arrived
   after stream time had passed its window end;
+- ``emitted with null: a delete on the right, the joiner got null for it``: a table-table
+  left/outer result when the other side deletes its row (Kafka calls the joiner; it
+  gets null for that side, also when there was no row to delete);
 - ``tombstone: the join result is deleted``;
 - ``held until stream time passes 60`` (outer-join buffer), ``held in the grace buffer until
   buffer time 15``, ``held in the record cache until the next commit``;
+- ``stored: its result was replaced in the result cache by an earlier record's``: with record
+  caching, a commit flushed an earlier record's update whose result replaced this record's; what
+  the step forwards belongs to earlier records (the headline says "also emitted for earlier records");
 - ``stored: …`` and ``not lost: stored as an older version, no result``: state changed, no
   output, and nothing is lost;
 - ``no match: no output``;
@@ -79,6 +85,7 @@ _STORED = {
     Reason.TABLE_UPDATE: "stored: a table update triggers no output",
     Reason.NOT_A_TRIGGER: "stored only: in a 0.10.0 left join a right record does not look up",
     Reason.NOTHING_TO_DELETE: "stored: there was no result to delete, no tombstone",
+    Reason.REPLACED_IN_CACHE: "stored: its result was replaced in the result cache by an earlier record's",
     Reason.SUBSCRIPTION_SENT: "stored: subscription sent to the right side",
     Reason.RESPONSE_SENT: "stored: response sent to the left side",
     Reason.NO_SUBSCRIBER: "stored: no left row subscribes to this key",
@@ -163,13 +170,19 @@ def fate_label(step: Step) -> FateLabel:
     return FateLabel(_DROPPED.get(reason, f"dropped: {name}".rstrip(": ")), "dropped")
 
 
+def _null_partner(output) -> bool:
+    """A result the joiner computed with null for one side (not a tombstone)."""
+    return not output.tombstone and (output.left is None or output.right is None)
+
+
 def _emitted(step: Step, mine: list) -> FateLabel:
     updates = [o for o in mine if getattr(o, "half", None) is not None]  # an aggregate's Change(new, old)
     if updates:
         return _aggregated(updates)
-    joined = [o for o in mine if o.kind is OutputKind.JOINED]
+    joined = [o for o in mine if o.kind is OutputKind.JOINED and not _null_partner(o)]
     tombstones = [o for o in mine if o.tombstone]
     nulls = [o for o in mine if o.kind in (OutputKind.UNMATCHED, OutputKind.WINDOW_CLOSED, OutputKind.NULL_KEY)]
+    deleted = [o for o in mine if o.kind is OutputKind.JOINED and _null_partner(o)]
     if joined:
         count = len(joined)
         return FateLabel(f"joined: {count} result{'s' if count != 1 else ''}", "joined")
@@ -183,8 +196,17 @@ def _emitted(step: Step, mine: list) -> FateLabel:
         if "eager" in step.explain or "joiner called with null" in step.explain:  # stream-stream before 3.1
             return FateLabel("emitted eagerly with null", "null-result")
         return FateLabel("emitted with null: no partner, the joiner got null", "null-result")
-    # the joiner was called without a partner found in a store (a response delivered, a table row
-    # joined with a null right side, …): a result, read from the engine's own words
+    if deleted:  # a table row was deleted (or has no value) while the other side still has one
+        return FateLabel(_deleted_partner_text(step, deleted[0]), "null-result")
+    # the joiner was called without a partner found in a store (a response delivered, …): a result
     if mine:
         return FateLabel(f"joined: {len(mine)} result{'s' if len(mine) != 1 else ''}", "joined")
     return FateLabel("joined: result emitted later by the topology", "joined")
+
+
+def _deleted_partner_text(step: Step, output) -> str:
+    missing = "left" if output.left is None else "right"
+    record = step.record
+    if step.message is None and record is not None and record.value is None and record.side.value == missing:
+        return f"emitted with null: a delete on the {missing}, the joiner got null for it"
+    return f"emitted with null: the {missing} side has no value, the joiner got null for it"

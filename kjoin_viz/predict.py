@@ -44,6 +44,8 @@ ASKS = ("fate+outputs", "release")
 CONTEXT_ROWS = 15
 """Input records shown before the asked step (and, for ``release``, after it)."""
 STILL_WAITING = -1
+CHOOSE_FIRST = "Choose an answer first, then check."
+"""What "check" says (and all it does) while nothing is chosen."""
 """The ``release`` answer "it is still waiting when the input ends"."""
 
 _TRAINER = {"on": os.environ.get("KJOIN_TRAINER", "") not in ("", "0", "false", "no")}
@@ -296,7 +298,19 @@ class Predict(widgets.VBox):
             self.release.value = leaves
         return self._check()
 
+    def _unanswered(self) -> bool:
+        """Nothing chosen yet: checking would only give the answer away."""
+        if self.ask == "release":
+            return self.release.value is None
+        return self.fate.value is None
+
     def _check(self) -> Verdict:
+        if self._unanswered():
+            verdict = Verdict(False, (CHOOSE_FIRST,))
+            self.feedback.value = (
+                f'<div class="kjoin-viz kjoin-feedback" style="color:#a66d00">{html.escape(CHOOSE_FIRST)}</div>'
+            )
+            return verdict  # no stepper: it would show the step, i.e. the answer
         verdict = self._verdict()
         colour = "#1a6b1a" if verdict.correct else "#a66d00"
         items = "".join(f"<li>{html.escape(line)}</li>" for line in verdict.lines)
@@ -308,18 +322,13 @@ class Predict(widgets.VBox):
         s = self.trace.steps[self.index]
         if self.ask == "release":
             answer = self.release.value
-            if answer is None:
-                return Verdict(False, ("Pick the step at which you think the record leaves, then check.",))
             right = answer == self.leaves
             said = "still waiting at the end" if answer == STILL_WAITING else self._step_option(answer)
             head = "Right: " if right else f"Not quite: you said {said}; "
             return Verdict(right, (head + self._leave_text(),))
         label = fate_label(s)
         lines = []
-        if self.fate.value is None:
-            fate_right = False
-            lines.append(f"Fate: pick one. The engine: it {self.tones[label.tone]} ({label}).")
-        elif self.fate.value == label.tone:
+        if self.fate.value == label.tone:
             fate_right = True
             lines.append(f"Fate: right, it {self.tones[label.tone]} ({label}).")
         else:

@@ -1,10 +1,15 @@
-"""The course's small tables (kjoin_viz.course) agree with the engine's trace."""
+"""The course's tables (kjoin_viz.course, the one module that owns them) agree with the engine's trace."""
 
 from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
 
 import pytest
 
 import kjoin
+import kjoin_viz.course
 from kjoin_viz.course import clock_table, held_at_end, result_table, results_by_step, steps_table, table_history
 
 WINDOW = {"before_ms": 15, "after_ms": 15, "grace_ms": 5}
@@ -17,8 +22,9 @@ def _seed(variant: str = "left") -> kjoin.Scenario:
 
 def test_steps_table_shows_fate_reason_and_until():
     trace = kjoin.run(_seed("left"))
-    table = steps_table(trace)
-    assert len(table) == len(trace.steps)
+    shown = steps_table(trace)
+    table = shown.frame
+    assert len(shown) == len(trace.steps) and table["step"].tolist() == list(range(len(trace.steps)))
     assert table.loc[0, "fate"] == "dropped: null value"
     assert table.loc[1, "fate"] == "held until stream time passes 23"
     assert table.loc[2, "outputs"] == "A-a@4"
@@ -92,3 +98,14 @@ def test_table_history_keeps_the_newest_value_per_key_and_tombstones_delete():
     assert history.loc[3, "record"] == "left alice null@4"
     assert table_history(kjoin.run(kjoin.Scenario.from_records("table-table", "inner", events[:1])),
                          "right")["right table"].tolist() == ["(empty)"]
+
+
+def test_the_course_has_one_steps_table_and_one_module_for_its_tables():
+    assert importlib.util.find_spec("kjoin_viz.lesson_tables") is None  # merged into kjoin_viz.course
+    assert callable(kjoin_viz.course.steps_table)
+    sources = []
+    for path in sorted((Path(__file__).parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        sources += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    assert sources and not [s for s in sources if "lesson_tables" in s]
+    assert sum("from kjoin_viz.course import" in s for s in sources) >= 5

@@ -277,3 +277,101 @@ def test_show_step_of_a_foreign_key_join_draws_its_messages():
     svg = base64.b64decode(page.split('class="kjoin-flight-image"')[1].split("base64,")[1].split('"')[0]).decode()
     assert 'class="kjoin-message kjoin-delivered" data-message="m1"' in svg and "kjoin-timeline" not in page
     assert "delivered subscription m1" in repr(show_step(fk, 2)).splitlines()[0]
+
+
+# -- results with a null partner are never "joined" ------------------------------------------------
+ALICE_BOB = [
+    ("left", "alice", "A1", 1), ("right", "alice", "x", 2), ("left", "alice", "A2", 3), ("left", "bob", "B1", 4),
+    ("right", "alice", "y", 5), ("right", "bob", "z", 6), ("left", "alice", None, 7), ("right", "bob", None, 8),
+    ("left", "carol", "C1", 9),
+]
+
+
+def _table_table(variant: str, events=ALICE_BOB, **options):
+    records = [{"side": side, "key": key, "value": value, "ts": ts} for side, key, value, ts in events]
+    return kjoin.run(
+        kjoin.Scenario.from_dict({"join": "table-table", "variant": variant, "events": records, **options})
+    )
+
+
+def test_a_left_join_result_after_the_right_row_is_deleted_is_emitted_with_null():
+    trace = _table_table("left", materialized=True)
+    assert [o.render() for o in trace.steps[7].outputs] == ["B1-null"]
+    label = fate_label(trace.steps[7])
+    assert str(label) == "emitted with null: a delete on the right, the joiner got null for it"
+    assert label.tone == "null-result"
+
+
+def test_an_outer_join_result_after_the_left_row_is_deleted_is_emitted_with_null():
+    events = [("left", "k", "A", 1), ("right", "k", "a", 2), ("left", "k", None, 3)]
+    trace = _table_table("outer", events)
+    assert [o.render() for o in trace.steps[2].outputs] == ["null-a"]
+    assert str(fate_label(trace.steps[2])) == "emitted with null: a delete on the left, the joiner got null for it"
+
+
+def _variant_traces() -> dict:
+    wiki = {
+        "left": "1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D",
+        "right": "2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d",
+    }
+    traces = {}
+    for join, variants in (("stream-table", ("inner", "left")), ("table-table", ("inner", "left", "outer"))):
+        for variant in variants:
+            traces[f"{join} {variant}"] = kjoin.run(kjoin.Scenario.from_notation(join, variant, **wiki))
+    for variant in ("inner", "left", "outer"):
+        traces[f"stream-stream {variant}"] = kjoin.run(
+            kjoin.Scenario.from_notation("stream-stream", variant, semantics="3.1", **SEED_004)
+        )
+        traces[f"table-table {variant} cached"] = _table_table(variant, materialized=True, caching=True, commit_every=3)
+        versioned = {"versioned": True, "history_retention_ms": 100}
+        traces[f"table-table {variant} versioned"] = _table_table(variant, left=versioned, right=versioned)
+    fk_events = [
+        {"side": "right", "key": "Y", "value": "bar", "ts": 1},
+        {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2},
+        {"side": "right", "key": "Y", "value": None, "ts": 3},
+        {"side": "left", "key": "A", "value": {"fk": "Z"}, "ts": 4},
+    ]
+    for variant in ("inner", "left"):
+        traces[f"fk {variant}"] = kjoin.run(
+            kjoin.Scenario.from_dict({"join": "fk", "variant": variant, "foreign_key": "fk", "events": fk_events})
+        )
+    return traces
+
+
+def test_no_output_with_a_null_partner_is_labelled_joined_in_any_variant():
+    from kjoin_viz.labels import own_outputs
+
+    wrong = []
+    nulls = 0
+    for name, trace in _variant_traces().items():
+        for step in trace.steps:
+            with_null = [o for o in own_outputs(step) if not o.tombstone and (o.left is None or o.right is None)]
+            nulls += bool(with_null)
+            if with_null and fate_label(step).tone != "null-result":
+                wrong.append((name, step.index, str(fate_label(step))))
+    assert nulls >= 10  # the inputs do produce null results
+    assert wrong == []
+
+
+def test_a_cache_flush_that_emits_an_earlier_records_result_says_so():
+    cached = _table_table("left", materialized=True, caching=True, commit_every=3)
+    step = cached.steps[2]  # A2@3 commits: the result cache forwards the result of x@2 (step 1)
+    assert step.reason.value == "replaced-in-cache"
+    assert [(o.render(), o.origin_step) for o in step.outputs] == [("A2-x", 1)]
+    label = fate_label(step)
+    assert str(label) == "stored: its result was replaced in the result cache by an earlier record's"
+    assert "no result to delete" not in str(label)
+    header = Stepper(cached, step=2).panes["header"].value
+    assert "replaced in the result cache" in header and "also emitted for earlier records: A2-x@3" in header
+
+
+def test_check_with_nothing_chosen_asks_for_an_answer_and_opens_no_stepper(trace):
+    release = Predict(trace, 15, ask="release")
+    verdict = release.check()
+    assert not verdict.correct and verdict.lines == ("Choose an answer first, then check.",)
+    assert release.stepper is None and release.stepper_box.children == ()
+    assert "17" not in release.feedback.value and "Choose an answer first" in release.feedback.value
+    assert release.check(leaves=17).correct and release.stepper.step == 17  # answering still works
+    fate = Predict(trace, 15)
+    assert fate.check(outputs="none").lines == ("Choose an answer first, then check.",)
+    assert fate.stepper is None and "held" not in fate.feedback.value  # the answer is not given away

@@ -6,8 +6,8 @@ import pytest
 import kjoin
 from kjoin.partitioner import default_partition
 from kjoin_viz import versioned_mode_traces
-from kjoin_viz.lesson_tables import (Table, as_of, as_of_table, messages_table, partitions_table, side_by_side,
-                                     steps_table, stores_table, versions_table, workflow_table)
+from kjoin_viz.course import (Table, as_of, as_of_table, messages_table, partitions_table, side_by_side,
+                             steps_table, stores_table, versions_table, workflow_table)
 from kjoin_viz.partitioning import repartition, round_robin
 
 
