@@ -53,7 +53,10 @@ workshop: $(STAMP)
 	$(VENV)/bin/voila --no-browser --port=$(WORKSHOP_PORT) --Voila.ip=$(WORKSHOP_IP) \
 	    --VoilaConfiguration.strip_sources=False --VoilaConfiguration.show_tracebacks=True notebooks/
 
+# Lint and format checks first (seconds), then the suite.
 test: $(STAMP) system-deps kafka-oracle
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest
 
 # The Kafka Streams oracle (kafka_oracle/, issue 10): compiled once, one classpath per Kafka version. The first

@@ -237,9 +237,7 @@ class AggregateSpec:
                 return "scenario", lambda log: TableAggregate(log, partitions, mapper, aggregation, name)
             stores = {"retention_ms": data.get("retention_ms"), "segments": data.get("segments")}
             if self.join == "window-aggregate":
-                return "task", window_aggregate_factory(
-                    self.windows("window"), self.aggregation("aggregate"), **stores
-                )
+                return "task", window_aggregate_factory(self.windows("window"), self.aggregation("aggregate"), **stores)
             shift = data.get("window_shift_ms")
             return "task", wtable_join_factory(
                 self.join,

@@ -68,7 +68,20 @@ __all__ = ["main", "generate", "BenchRow", "COLUMNS"]
 JOINS = ("stream-stream", "stream-table", "table-table")
 VARIANT = {"stream-stream": "left", "stream-table": "left", "table-table": "outer"}
 WINDOW = {"before_ms": 1000, "after_ms": 1000, "grace_ms": 100}
-COLUMNS = ["join", "variant", "records", "method", "kjoin s", "kjoin rec/s", "equi s", "equi rec/s", "kjoin/equi", "reference rec/s (sample)", "kjoin/ref", "peak MB"]
+COLUMNS = [
+    "join",
+    "variant",
+    "records",
+    "method",
+    "kjoin s",
+    "kjoin rec/s",
+    "equi s",
+    "equi rec/s",
+    "kjoin/equi",
+    "reference rec/s (sample)",
+    "kjoin/ref",
+    "peak MB",
+]
 """The columns of the printed table."""
 
 
@@ -103,7 +116,9 @@ class BenchRow:
 
 
 # -- data ---------------------------------------------------------------------------------
-def generate(spark: Any, join: str, records: int, path: str, keys: int = 100_000, partitions: int = 4, seed: int = 7) -> None:
+def generate(
+    spark: Any, join: str, records: int, path: str, keys: int = 100_000, partitions: int = 4, seed: int = 7
+) -> None:
     """Write ``records`` synthetic records of ``join`` to Parquet at ``path``: columns
     ``side, key, value, ts, partition, offset`` (offsets count up per side and partition in
     ``id`` order, as Kafka's do in append order)."""
@@ -117,12 +132,16 @@ def generate(spark: Any, join: str, records: int, path: str, keys: int = 100_000
     tombstones = {"stream-table": 5, "table-table": 10, "stream-stream": 1}[join]
     side = F.when(draw(1, 100) < right_share, F.lit("right")).otherwise(F.lit("left"))
     key_number = draw(2, keys)
-    key = F.when(draw(3, 1000) == 0, F.lit(None).cast("string")).otherwise(F.concat(F.lit("k"), key_number.cast("string")))
+    key = F.when(draw(3, 1000) == 0, F.lit(None).cast("string")).otherwise(
+        F.concat(F.lit("k"), key_number.cast("string"))
+    )
     if join == "stream-table":
         null_value = F.when(F.col("side") == "right", draw(4, 100) < tombstones).otherwise(draw(4, 100) == 0)
     else:
         null_value = draw(4, 100) < tombstones
-    value = F.when(null_value, F.lit(None).cast("string")).otherwise(F.concat(F.upper(F.substring(F.col("side"), 1, 1)), F.col("id").cast("string")))
+    value = F.when(null_value, F.lit(None).cast("string")).otherwise(
+        F.concat(F.upper(F.substring(F.col("side"), 1, 1)), F.col("id").cast("string"))
+    )
     # Timestamps: about 100 records per millisecond, up to 50 ms out of order.
     ts = (F.floor(F.col("id") / 100) + draw(5, 50)).cast("bigint")
     frame = (
@@ -146,7 +165,11 @@ def topics(spark: Any, path: str, partitions: int) -> tuple[Any, Any]:
 
     data = spark.read.parquet(path)
     return tuple(
-        Topic(data.filter(F.col("side") == side).select("key", "value", "ts", "partition", "offset"), partitions=partitions, source=f"{path} ({side})")
+        Topic(
+            data.filter(F.col("side") == side).select("key", "value", "ts", "partition", "offset"),
+            partitions=partitions,
+            source=f"{path} ({side})",
+        )
         for side in ("left", "right")
     )  # type: ignore[return-value]
 
@@ -167,9 +190,13 @@ def equi_join(join: str, left: Any, right: Any) -> Any:
         return left.join(latest(right, "table_value"), ["partition", "key"], "left")
     if join == "table-table":
         return latest(left, "left_value").join(latest(right, "right_value"), ["partition", "key"], "full_outer")
-    l, r = left.alias("l"), right.alias("r")
-    condition = (F.col("l.key") == F.col("r.key")) & (F.col("l.partition") == F.col("r.partition")) & F.col("r.ts").between(F.col("l.ts") - WINDOW["before_ms"], F.col("l.ts") + WINDOW["after_ms"])
-    return l.join(r, condition, "left")
+    left_alias, right_alias = left.alias("l"), right.alias("r")
+    condition = (
+        (F.col("l.key") == F.col("r.key"))
+        & (F.col("l.partition") == F.col("r.partition"))
+        & F.col("r.ts").between(F.col("l.ts") - WINDOW["before_ms"], F.col("l.ts") + WINDOW["after_ms"])
+    )
+    return left_alias.join(right_alias, condition, "left")
 
 
 def reference_rate(spark: Any, join: str, path: str, sample: int, partitions: int) -> tuple[float, int]:
@@ -178,8 +205,20 @@ def reference_rate(spark: Any, join: str, path: str, sample: int, partitions: in
     from . import Scenario, run
 
     rows = spark.read.parquet(path).orderBy("id").limit(sample).collect()
-    records = [{"side": r["side"], "key": r["key"], "value": r["value"], "ts": r["ts"], "partition": r["partition"], "offset": r["offset"]} for r in rows]
-    scenario = Scenario.from_records(join, VARIANT[join], records, window=WINDOW if join == "stream-stream" else None, partitions=partitions)
+    records = [
+        {
+            "side": r["side"],
+            "key": r["key"],
+            "value": r["value"],
+            "ts": r["ts"],
+            "partition": r["partition"],
+            "offset": r["offset"],
+        }
+        for r in rows
+    ]
+    scenario = Scenario.from_records(
+        join, VARIANT[join], records, window=WINDOW if join == "stream-stream" else None, partitions=partitions
+    )
     started = time.perf_counter()
     run(scenario)
     return len(records) / (time.perf_counter() - started), len(records)
@@ -256,7 +295,17 @@ def timed(action: Callable[[], None]) -> float:
 
 
 # -- the run --------------------------------------------------------------------------------
-def bench(spark: Any, sizes: list[int], joins: list[str], methods: list[str], reference_sample: int, keys: int, partitions: int, workdir: str, out: Any = sys.stdout) -> list[BenchRow]:
+def bench(
+    spark: Any,
+    sizes: list[int],
+    joins: list[str],
+    methods: list[str],
+    reference_sample: int,
+    keys: int,
+    partitions: int,
+    workdir: str,
+    out: Any = sys.stdout,
+) -> list[BenchRow]:
     from .spark import run_join
 
     rows = []
@@ -267,7 +316,11 @@ def bench(spark: Any, sizes: list[int], joins: list[str], methods: list[str], re
         left, right = topics(spark, path, partitions)
         noop(equi_join(join, left.frame, right.frame))
         for method in methods:
-            noop(run_join(left, right, join, VARIANT[join], window=WINDOW if join == "stream-stream" else None, method=method).results)
+            noop(
+                run_join(
+                    left, right, join, VARIANT[join], window=WINDOW if join == "stream-stream" else None, method=method
+                ).results
+            )
         for size in sizes:
             path = os.path.join(workdir, f"{join}-{size}.parquet")
             print(f"[bench] generating {size:,} {join} records ...", file=out, flush=True)
@@ -278,7 +331,9 @@ def bench(spark: Any, sizes: list[int], joins: list[str], methods: list[str], re
             ref_rate, ref_n = reference_rate(spark, join, path, min(reference_sample, size), partitions)
             used: set[str] = set()
             for method in methods:
-                result = run_join(left, right, join, VARIANT[join], window=WINDOW if join == "stream-stream" else None, method=method)
+                result = run_join(
+                    left, right, join, VARIANT[join], window=WINDOW if join == "stream-stream" else None, method=method
+                )
                 path_used = _method_used(result, method).split(": ")[-1]
                 if path_used in used:  # e.g. auto already ran the processors: do not time them twice
                     continue
@@ -286,7 +341,19 @@ def bench(spark: Any, sizes: list[int], joins: list[str], methods: list[str], re
                 print(f"[bench] {join} {size:,} kjoin method={method} ...", file=out, flush=True)
                 with PeakMemory() as memory:
                     kjoin_s = timed(lambda: noop(result.results))
-                rows.append(BenchRow(join, VARIANT[join], size, _method_used(result, method), kjoin_s, equi_s, ref_rate, ref_n, memory.peak / 2**20))
+                rows.append(
+                    BenchRow(
+                        join,
+                        VARIANT[join],
+                        size,
+                        _method_used(result, method),
+                        kjoin_s,
+                        equi_s,
+                        ref_rate,
+                        ref_n,
+                        memory.peak / 2**20,
+                    )
+                )
             shutil.rmtree(path, ignore_errors=True)
     return rows
 
@@ -301,7 +368,10 @@ def _method_used(result: Any, asked: str) -> str:
 def format_table(rows: list[BenchRow]) -> str:
     cells = [COLUMNS] + [row.cells() for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
-    lines = [" | ".join(cell.rjust(widths[i]) if i >= 2 else cell.ljust(widths[i]) for i, cell in enumerate(line)) for line in cells]
+    lines = [
+        " | ".join(cell.rjust(widths[i]) if i >= 2 else cell.ljust(widths[i]) for i, cell in enumerate(line))
+        for line in cells
+    ]
     lines.insert(1, "-+-".join("-" * width for width in widths))
     return "\n".join(lines)
 
@@ -310,7 +380,9 @@ def _ints(text: str) -> list[int]:
     try:
         values = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 100000,1000000, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers such as 100000,1000000, got {text!r}"
+        ) from None
     if not values or any(v <= 0 for v in values):
         raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
     return values
@@ -321,18 +393,35 @@ def _choices(allowed: tuple[str, ...], what: str) -> Callable[[str], list[str]]:
         values = [part.strip() for part in text.split(",") if part.strip()]
         wrong = [v for v in values if v not in allowed]
         if wrong or not values:
-            raise argparse.ArgumentTypeError(f"{what}: expected a comma-separated subset of {','.join(allowed)}, got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"{what}: expected a comma-separated subset of {','.join(allowed)}, got {text!r}"
+            )
         return values
 
     return parse
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kjoin.bench", description="kjoin on Spark vs a plain Spark equi-join vs the reference engine (records/s, noop sink).")
-    parser.add_argument("--sizes", type=_ints, default=[100_000, 1_000_000, 10_000_000], help="input records per run (default 100000,1000000,10000000)")
+    parser = argparse.ArgumentParser(
+        prog="python -m kjoin.bench",
+        description="kjoin on Spark vs a plain Spark equi-join vs the reference engine (records/s, noop sink).",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_ints,
+        default=[100_000, 1_000_000, 10_000_000],
+        help="input records per run (default 100000,1000000,10000000)",
+    )
     parser.add_argument("--joins", type=_choices(JOINS, "--joins"), default=list(JOINS), help="default: all three")
-    parser.add_argument("--methods", type=_choices(("auto", "native", "processors"), "--methods"), default=["auto"], help="run_join methods to time (default auto)")
-    parser.add_argument("--reference-sample", type=int, default=100_000, help="records the reference engine runs (default 100000)")
+    parser.add_argument(
+        "--methods",
+        type=_choices(("auto", "native", "processors"), "--methods"),
+        default=["auto"],
+        help="run_join methods to time (default auto)",
+    )
+    parser.add_argument(
+        "--reference-sample", type=int, default=100_000, help="records the reference engine runs (default 100000)"
+    )
     parser.add_argument("--keys", type=int, default=100_000, help="distinct keys (default 100000)")
     parser.add_argument("--partitions", type=int, default=4, help="Kafka partitions (default 4)")
     args = parser.parse_args(argv)
@@ -345,7 +434,17 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="kjoin-bench-")
     try:
-        rows = bench(spark, args.sizes, args.joins, args.methods, args.reference_sample, args.keys, args.partitions, workdir, out=sys.stderr)
+        rows = bench(
+            spark,
+            args.sizes,
+            args.joins,
+            args.methods,
+            args.reference_sample,
+            args.keys,
+            args.partitions,
+            workdir,
+            out=sys.stderr,
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     load = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))

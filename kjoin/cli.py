@@ -52,10 +52,16 @@ def _table(args: argparse.Namespace) -> int:
         window = {"before_ms": before, "after_ms": after, "grace_ms": grace}
     try:
         # Every join has a left variant in every era; the others are derived from it.
-        base = Scenario.from_notation(args.join, "left", left=args.left, right=args.right, key=args.key, semantics=args.semantics, window=window)
+        base = Scenario.from_notation(
+            args.join, "left", left=args.left, right=args.right, key=args.key, semantics=args.semantics, window=window
+        )
     except ValueError as error:
         raise ScenarioError(str(error)) from None
-    variants = [v for v in VARIANTS[args.join] if not (args.join == "stream-table" and v == "inner" and not base.semantics.kip77)]
+    variants = [
+        v
+        for v in VARIANTS[args.join]
+        if not (args.join == "stream-table" and v == "inner" and not base.semantics.kip77)
+    ]
     print(seed_table({variant: run(base.with_variant(variant)) for variant in variants}))
     return 0
 
@@ -76,7 +82,9 @@ def _parser() -> argparse.ArgumentParser:
 
     run_parser = commands.add_parser("run", help="run a scenario file and print its trace")
     run_parser.add_argument("scenario", help="a YAML or JSON scenario file")
-    run_parser.add_argument("--format", choices=("table", "jsonl"), default="table", help="table (default) or one JSON object per step")
+    run_parser.add_argument(
+        "--format", choices=("table", "jsonl"), default="table", help="table (default) or one JSON object per step"
+    )
     run_parser.set_defaults(command=_run)
 
     table = commands.add_parser("table", help="the seeds' kind of table for two streams in ts:value notation")
@@ -89,7 +97,9 @@ def _parser() -> argparse.ArgumentParser:
     table.add_argument("--window", type=int, help="before and after of a stream-stream window, in ms")
     table.add_argument("--before", type=int, help="the window's before_ms (overrides --window)")
     table.add_argument("--after", type=int, help="the window's after_ms (overrides --window)")
-    table.add_argument("--grace", default="0", help="grace in ms (default 0), or none for the deprecated JoinWindows.of API")
+    table.add_argument(
+        "--grace", default="0", help="grace in ms (default 0), or none for the deprecated JoinWindows.of API"
+    )
     table.add_argument("--semantics", default=None, help="Kafka version, e.g. 0.10.0, 0.10.2, 3.1 (default: latest)")
     table.set_defaults(command=_table)
     return parser

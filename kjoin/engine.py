@@ -66,7 +66,9 @@ def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) 
         if ctx.fate is None:  # pragma: no cover - every processor settles
             raise AssertionError(f"step {index}: the processor did not settle the record's fate")
         history.record(log.take_changes(), log)
-        steps.append(Step(index, record, record.partition, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain()))
+        steps.append(
+            Step(index, record, record.partition, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain())
+        )
     return Trace(scenario, steps, history)
 
 
@@ -84,7 +86,9 @@ def new_join(scenario: Scenario, log: StateLog, task: int) -> Any:
     if scenario.join == "stream-table":
         if scenario.right.versioned:
             assert scenario.right.history_retention_ms is not None
-            return VersionedStreamTableJoin(log, task, scenario.variant, scenario.semantics, scenario.right.history_retention_ms, scenario.grace_ms)
+            return VersionedStreamTableJoin(
+                log, task, scenario.variant, scenario.semantics, scenario.right.history_retention_ms, scenario.grace_ms
+            )
         return StreamTableJoin(log, task, scenario.variant, scenario.semantics)
     return _table_table(scenario, log, task)
 
@@ -101,22 +105,38 @@ def _stream_stream(scenario: Scenario, log: StateLog, task: int) -> Any:
         return first
     stages = [first]
     for number, chained in enumerate(scenario.then, start=2):
-        stages.append(StreamStreamJoin(log, task, chained.variant, chained.window or window, scenario.semantics, prefix=f"join {number}: "))
+        stages.append(
+            StreamStreamJoin(
+                log, task, chained.variant, chained.window or window, scenario.semantics, prefix=f"join {number}: "
+            )
+        )
     return StreamChain(stages)
 
 
 def _table_table(scenario: Scenario, log: StateLog, task: int) -> Any:
     if scenario.left.versioned or scenario.right.versioned:
-        first: TableTableJoin = VersionedTableTableJoin(log, task, scenario.variant, scenario.semantics, scenario.left, scenario.right, scenario.versioned_mode)
+        first: TableTableJoin = VersionedTableTableJoin(
+            log, task, scenario.variant, scenario.semantics, scenario.left, scenario.right, scenario.versioned_mode
+        )
     else:
         first = TableTableJoin(log, task, scenario.variant, scenario.semantics)
     if not (scenario.then or scenario.materialized or scenario.send_old_values or scenario.caching):
         return first
     stages = [first]
     for chained in scenario.then:
-        stages.append(TableTableJoin(log, task, chained.variant, scenario.semantics, left=stages[-1], right=first.tables[Side.RIGHT]))
+        stages.append(
+            TableTableJoin(
+                log, task, chained.variant, scenario.semantics, left=stages[-1], right=first.tables[Side.RIGHT]
+            )
+        )
     return TablePipeline(
-        log, task, stages, send_old_values=scenario.send_old_values, materialized=scenario.materialized, caching=scenario.caching, commit_every=scenario.commit_every
+        log,
+        task,
+        stages,
+        send_old_values=scenario.send_old_values,
+        materialized=scenario.materialized,
+        caching=scenario.caching,
+        commit_every=scenario.commit_every,
     )
 
 
@@ -137,7 +157,9 @@ def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> T
     busy = busy_tasks(options, scenario.partitions, scenario.records())  # tasks talk: all are built first
     join = ForeignKeyJoin(log, options, scenario.partitions, busy)
     caching = "result" in scenario.caching
-    results = Tasks(lambda task_log, task: ResultSink(task_log, task, caching), log, busy if scenario.materialized else ())
+    results = Tasks(
+        lambda task_log, task: ResultSink(task_log, task, caching), log, busy if scenario.materialized else ()
+    )
     history = StateHistory(log.copy())
     log.take_changes()
     steps: list[Step] = []
@@ -154,7 +176,9 @@ def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> T
         ctx = StepContext(len(steps), None, joiner, partition=message.partition)
         join.deliver(message, ctx)
         close(ctx)
-        steps.append(DeliveryStep.of(ctx.index, message, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain()))
+        steps.append(
+            DeliveryStep.of(ctx.index, message, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain())
+        )
 
     for event_index, item in enumerate(scenario.script()):
         if isinstance(item, Deliver):
@@ -167,7 +191,9 @@ def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> T
         ctx = StepContext(len(steps), item, joiner)
         join.process(item, ctx)
         close(ctx)
-        steps.append(Step(ctx.index, item, item.partition, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain()))
+        steps.append(
+            Step(ctx.index, item, item.partition, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain())
+        )
         scheduler.after_input(deliver)
     scheduler.at_end(deliver)
     return Trace(scenario, steps, history)

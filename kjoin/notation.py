@@ -19,7 +19,9 @@ def parse_notation(text: str, *, what: str = "records") -> list[tuple[int, str |
         try:
             ts = int(ts_text)
         except ValueError:
-            raise ValueError(f"{what}: item {position + 1} {item!r}: the timestamp {ts_text!r} is not an integer") from None
+            raise ValueError(
+                f"{what}: item {position + 1} {item!r}: the timestamp {ts_text!r} is not an integer"
+            ) from None
         if ts < 0:
             raise ValueError(f"{what}: item {position + 1} {item!r}: timestamps are non-negative milliseconds")
         records.append((ts, None if value == "null" else value))

@@ -91,8 +91,14 @@ class DeliveryStep(Step):
 
     @classmethod
     def of(
-        cls, index: int, message: Message, outputs: tuple[Output, ...], fate: Fate, reason: Reason | None,
-        until_ms: int | None, explain: str,
+        cls,
+        index: int,
+        message: Message,
+        outputs: tuple[Output, ...],
+        fate: Fate,
+        reason: Reason | None,
+        until_ms: int | None,
+        explain: str,
     ) -> "DeliveryStep":
         side = Side.RIGHT if message.topic == SUBSCRIPTION else Side.LEFT
         row = Record(side, message.key, message.describe(), message.ts, message.partition, message.seq)
@@ -190,8 +196,21 @@ class Trace:
             }
             for s in self.steps
         ]
-        columns = ["step", "task", "side", "key", "value", "ts", "partition", "offset", "fate", "reason", "until_ms",
-                   "outputs", "explain"]
+        columns = [
+            "step",
+            "task",
+            "side",
+            "key",
+            "value",
+            "ts",
+            "partition",
+            "offset",
+            "fate",
+            "reason",
+            "until_ms",
+            "outputs",
+            "explain",
+        ]
         return pd.DataFrame(rows, columns=columns).astype({"until_ms": "Int64"})
 
     def outputs_frame(self) -> "pd.DataFrame":

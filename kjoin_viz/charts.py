@@ -85,22 +85,30 @@ def timeline_chart(trace: Trace) -> alt.Chart:
         labels = [fate_label(s) for s in trace.steps]  # the words and colours every view uses
         data["what"] = [label.text for label in labels]
         data["tone"] = [label.tone for label in labels]
-        return alt.Chart(data, title="input records", width=WIDTH).mark_point(size=80, filled=True).encode(
-            x=alt.X("ts:Q", axis=_integer_axis("timestamp (ms)")),
-            y=alt.Y("side:N", sort=["left", "right"], title=None),
-            color=alt.Color("tone:N", title="the record", scale=_tone_scale(data["tone"])),
-            shape=alt.Shape("null_value:N", title="null value"),
-            tooltip=["step:Q", "side:N", "key:N", "value:N", "ts:Q", alt.Tooltip("what:N", title="what happened")],
+        return (
+            alt.Chart(data, title="input records", width=WIDTH)
+            .mark_point(size=80, filled=True)
+            .encode(
+                x=alt.X("ts:Q", axis=_integer_axis("timestamp (ms)")),
+                y=alt.Y("side:N", sort=["left", "right"], title=None),
+                color=alt.Color("tone:N", title="the record", scale=_tone_scale(data["tone"])),
+                shape=alt.Shape("null_value:N", title="null value"),
+                tooltip=["step:Q", "side:N", "key:N", "value:N", "ts:Q", alt.Tooltip("what:N", title="what happened")],
+            )
         )
     width = _bucket_width(steps["ts"].min(), steps["ts"].max(), MAX_ROWS // 10)
     steps["ts_start"] = (steps["ts"] // width) * width
     data = steps.groupby(["ts_start", "side", "fate"], as_index=False).size().rename(columns={"size": "records"})
-    return alt.Chart(data, title=f"input records per {width} ms", width=WIDTH).mark_circle().encode(
-        x=alt.X("ts_start:Q", axis=_integer_axis("timestamp (ms)")),
-        y=alt.Y("side:N", sort=["left", "right"], title=None),
-        color=alt.Color("fate:N", title="fate"),
-        size=alt.Size("records:Q", title="records"),
-        tooltip=["ts_start:Q", "side:N", "fate:N", "records:Q"],
+    return (
+        alt.Chart(data, title=f"input records per {width} ms", width=WIDTH)
+        .mark_circle()
+        .encode(
+            x=alt.X("ts_start:Q", axis=_integer_axis("timestamp (ms)")),
+            y=alt.Y("side:N", sort=["left", "right"], title=None),
+            color=alt.Color("fate:N", title="fate"),
+            size=alt.Size("records:Q", title="records"),
+            tooltip=["ts_start:Q", "side:N", "fate:N", "records:Q"],
+        )
     )
 
 
@@ -125,7 +133,9 @@ def outputs_frame(traces: Mapping[str, Trace], cumulative: bool = False) -> pd.D
         for label, counts in (("result", results), ("tombstone", tombstones)):
             if not any(counts):
                 continue
-            frame = pd.DataFrame({"variant": name, "step": [i * bucket for i in range(len(counts))], "output": label, "count": counts})
+            frame = pd.DataFrame(
+                {"variant": name, "step": [i * bucket for i in range(len(counts))], "output": label, "count": counts}
+            )
             if cumulative:
                 frame["count"] = frame["count"].cumsum()
             frames.append(frame)
@@ -147,8 +157,11 @@ def outputs_chart(traces: Mapping[str, Trace], cumulative: bool = False) -> alt.
     chart = alt.Chart(data, title=what, width=WIDTH, height=height)
     mark = chart.mark_line(point=True, interpolate="step-after") if cumulative else chart.mark_bar()
     return mark.encode(
-        x=(alt.X("step:Q", axis=_integer_axis("step (processing order)"), scale=alt.Scale(domainMin=0)) if cumulative
-           else alt.X("step:O", title="step (processing order)")),
+        x=(
+            alt.X("step:Q", axis=_integer_axis("step (processing order)"), scale=alt.Scale(domainMin=0))
+            if cumulative
+            else alt.X("step:O", title="step (processing order)")
+        ),
         y=alt.Y("count:Q", axis=_integer_axis("outputs"), stack=None if cumulative else True),
         color=alt.Color("output:N", scale=alt.Scale(domain=kinds, range=[colours[k] for k in kinds]), title=None),
         row=alt.Row("variant:N", title=None, sort=list(traces)),
@@ -162,10 +175,14 @@ def drops_chart(trace: Trace) -> alt.Chart:
     reasons = [s.reason.value if s.reason else "none" for s in trace.steps if fate_label(s).lost]
     data = pd.Series(reasons, dtype="object").value_counts().rename_axis("reason").reset_index(name="records")
     data = data.sort_values(["records", "reason"], ascending=[False, True], ignore_index=True)
-    return alt.Chart(data, title="dropped records by reason", width=WIDTH).mark_bar().encode(
-        x=alt.X("records:Q", axis=_integer_axis("dropped records")),
-        y=alt.Y("reason:N", sort="-x", title=None),
-        tooltip=["reason:N", "records:Q"],
+    return (
+        alt.Chart(data, title="dropped records by reason", width=WIDTH)
+        .mark_bar()
+        .encode(
+            x=alt.X("records:Q", axis=_integer_axis("dropped records")),
+            y=alt.Y("reason:N", sort="-x", title=None),
+            tooltip=["reason:N", "records:Q"],
+        )
     )
 
 
@@ -174,8 +191,15 @@ def era_diff_frame(before: Trace, after: Trace) -> pd.DataFrame:
     if len(before.steps) != len(after.steps):
         raise ValueError("the two traces must run the same input records")
     rows = [
-        {"step": a.index, "ts": a.record.ts, "side": a.record.side.value, "value": render_value(a.record.value),
-         "before": cell(a) or "(none)", "after": cell(b) or "(none)", "change": len(b.outputs) - len(a.outputs)}
+        {
+            "step": a.index,
+            "ts": a.record.ts,
+            "side": a.record.side.value,
+            "value": render_value(a.record.value),
+            "before": cell(a) or "(none)",
+            "after": cell(b) or "(none)",
+            "change": len(b.outputs) - len(a.outputs),
+        }
         for a, b in zip(before.steps, after.steps)
         if [o.render() for o in a.outputs] != [o.render() for o in b.outputs]
     ]
@@ -191,11 +215,22 @@ def era_diff_chart(before: Trace, after: Trace, names: tuple[str, str] | None = 
     """
     first, second = names or (str(before.scenario.semantics), str(after.scenario.semantics))
     data = era_diff_frame(before, after)
-    return alt.Chart(data, title=f"outputs under {second} minus under {first}", width=WIDTH).mark_bar().encode(
-        x=alt.X("step:O", title="step"),
-        y=alt.Y("change:Q", axis=_integer_axis(f"{second} − {first}")),
-        color=alt.condition("datum.change > 0", alt.value("#2a8a2a"), alt.value("#c0392b")),
-        tooltip=["step:Q", "ts:Q", "side:N", "value:N", alt.Tooltip("before:N", title=first), alt.Tooltip("after:N", title=second)],
+    return (
+        alt.Chart(data, title=f"outputs under {second} minus under {first}", width=WIDTH)
+        .mark_bar()
+        .encode(
+            x=alt.X("step:O", title="step"),
+            y=alt.Y("change:Q", axis=_integer_axis(f"{second} − {first}")),
+            color=alt.condition("datum.change > 0", alt.value("#2a8a2a"), alt.value("#c0392b")),
+            tooltip=[
+                "step:Q",
+                "ts:Q",
+                "side:N",
+                "value:N",
+                alt.Tooltip("before:N", title=first),
+                alt.Tooltip("after:N", title=second),
+            ],
+        )
     )
 
 

@@ -96,12 +96,16 @@ class Table:
         rows = []
         for i, row in enumerate(self.frame.itertuples(index=False, name=None)):
             mark = f' class="mark" style="{_MARK}"' if i == self.mark else ""
-            cells = "".join(f'<td style="{_LONG_CELL if len(_text(v)) > LONG_CELL_CHARS else _CELL}">'
-                            f"{html.escape(_text(v))}</td>" for v in row)
+            cells = "".join(
+                f'<td style="{_LONG_CELL if len(_text(v)) > LONG_CELL_CHARS else _CELL}">{html.escape(_text(v))}</td>'
+                for v in row
+            )
             rows.append(f"<tr{mark}>{cells}</tr>")
-        return (f'<div class="kjoin-table kjoin-lesson-table" style="overflow-x: auto">'
-                '<table style="table-layout: auto; width: auto; margin: 0">'
-                f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+        return (
+            f'<div class="kjoin-table kjoin-lesson-table" style="overflow-x: auto">'
+            '<table style="table-layout: auto; width: auto; margin: 0">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        )
 
     def __repr__(self) -> str:
         if self.frame.empty:
@@ -146,9 +150,18 @@ def steps_table(trace: Trace, steps: Sequence[int] | None = None, mark: int | No
     for i in chosen:
         step = trace.steps[i]
         r = step.record
-        rows.append({"step": step.index, "task": step.task, "side": r.side.value, "key": render_value(r.key),
-                     "value": _input(step), "ts": r.ts, "outputs": _outputs(step.outputs),
-                     "fate": str(fate_label(step))})
+        rows.append(
+            {
+                "step": step.index,
+                "task": step.task,
+                "side": r.side.value,
+                "key": render_value(r.key),
+                "value": _input(step),
+                "ts": r.ts,
+                "outputs": _outputs(step.outputs),
+                "fate": str(fate_label(step)),
+            }
+        )
     columns = ["step", "task", "side", "key", "value", "ts", "outputs", "fate"]
     if trace.scenario.partitions == 1:
         columns.remove("task")
@@ -193,8 +206,10 @@ def workflow_table(traces: Mapping[str, Trace]) -> Table:
     rows = []
     for i, step in enumerate(inputs[names[0]]):
         r = step.record
-        subscriptions = "; ".join(f"{m.value.instruction.value} → {render_value(m.key)} (task {m.partition})"
-                                  for m in sent.get(step.index, []))
+        subscriptions = "; ".join(
+            f"{m.value.instruction.value} → {render_value(m.key)} (task {m.partition})"
+            for m in sent.get(step.index, [])
+        )
         cells = [_outputs(results[name].get(inputs[name][i].index, []), with_ts=False) for name in names]
         rows.append([r.ts, r.side.value, render_value(r.key), render_value(r.value), subscriptions, *cells])
     return Table(pd.DataFrame(rows, columns=["ts", "side", "key", "value", f"subscriptions sent ({names[0]})", *names]))
@@ -203,10 +218,18 @@ def workflow_table(traces: Mapping[str, Trace]) -> Table:
 def messages_table(trace: Trace, step: int) -> Table:
     """A foreign-key join's messages after ``step``: the one it delivered, those it sent,
     and those still waiting, with what each carries and the hash of the left value."""
-    rows = [{"message": f"{m.id} {m.topic}", "now": situation,
-             "travels": "left → right" if m.topic == SUBSCRIPTION else "right → left",
-             "to task": m.partition, "carries": carries(m), "hash": short_hash(m.value.hash), "ts": m.ts}
-            for situation, m in flight_rows(trace, step)]
+    rows = [
+        {
+            "message": f"{m.id} {m.topic}",
+            "now": situation,
+            "travels": "left → right" if m.topic == SUBSCRIPTION else "right → left",
+            "to task": m.partition,
+            "carries": carries(m),
+            "hash": short_hash(m.value.hash),
+            "ts": m.ts,
+        }
+        for situation, m in flight_rows(trace, step)
+    ]
     return Table(pd.DataFrame(rows, columns=["message", "now", "travels", "to task", "carries", "hash", "ts"]))
 
 
@@ -220,8 +243,10 @@ class Tables:
         return len(self.tables)
 
     def _repr_html_(self) -> str:
-        parts = [f'<div style="margin: 0 18px 8px 0"><b>{html.escape(caption)}</b>{table._repr_html_()}</div>'
-                 for caption, table in self.tables]
+        parts = [
+            f'<div style="margin: 0 18px 8px 0"><b>{html.escape(caption)}</b>{table._repr_html_()}</div>'
+            for caption, table in self.tables
+        ]
         return f'<div style="display: flex; flex-wrap: wrap; align-items: flex-start">{"".join(parts)}</div>'
 
     def __repr__(self) -> str:
@@ -254,8 +279,14 @@ def versions_table(trace: Trace, step: int, side: str, task: int = 0) -> Table:
     for i, row in enumerate(versions):
         following = versions[i + 1] if i + 1 < len(versions) else None
         valid_to = following["ts"] if following is not None and following["key"] == row["key"] else "latest"
-        rows.append({"key": render_value(row["key"]), "valid from": row["ts"], "valid to": valid_to,
-                     "value": render_value(row["value"])})
+        rows.append(
+            {
+                "key": render_value(row["key"]),
+                "valid from": row["ts"],
+                "valid to": valid_to,
+                "value": render_value(row["value"]),
+            }
+        )
     return Table(pd.DataFrame(rows, columns=["key", "valid from", "valid to", "value"]))
 
 

@@ -61,7 +61,10 @@ def flight_text(trace: Trace, step: int) -> str:
         return "messages: none in flight"
     table = format_table(
         ["message", "", "travels", "to task", "carries", "hash", "ts"],
-        [[f"{m.id} {m.topic}", situation, _travel(m), m.partition, carries(m), short_hash(m.value.hash), m.ts] for situation, m in rows],
+        [
+            [f"{m.id} {m.topic}", situation, _travel(m), m.partition, carries(m), short_hash(m.value.hash), m.ts]
+            for situation, m in rows
+        ],
     )
     return "messages:\n" + table
 
@@ -71,20 +74,33 @@ def flight_svg(trace: Trace, step: int) -> str:
     rows = flight_rows(trace, step)
     shown, more = rows[:MAX_ARROWS], len(rows) - MAX_ARROWS
     height = TOP + ROW * max(len(shown), 1) + (ROW if more > 0 else 0) + 14
-    parts = [f'<svg class="kjoin-flight" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
-             f'height="{height}" style="width:100%;max-width:{WIDTH}px;height:auto" font-family="monospace" font-size="10">']
+    parts = [
+        f'<svg class="kjoin-flight" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
+        f'height="{height}" style="width:100%;max-width:{WIDTH}px;height:auto" font-family="monospace" font-size="10">'
+    ]
     record = trace.steps[step].record
     is_input = not isinstance(trace.steps[step], DeliveryStep)
-    for side, (x0, x1), title, what in ((Side.LEFT, LEFT_BOX, "left side", "primary-key tasks"), (Side.RIGHT, RIGHT_BOX, "right side", "foreign-key tasks")):
+    for side, (x0, x1), title, what in (
+        (Side.LEFT, LEFT_BOX, "left side", "primary-key tasks"),
+        (Side.RIGHT, RIGHT_BOX, "right side", "foreign-key tasks"),
+    ):
         mine = is_input and record.side is side
-        parts.append(f'<rect x="{x0}" y="4" width="{x1 - x0}" height="{height - 8}" rx="6" fill="{"#d8e8ff" if mine else "#f6f6f6"}" stroke="#888"/>')
+        parts.append(
+            f'<rect x="{x0}" y="4" width="{x1 - x0}" height="{height - 8}" rx="6" '
+            f'fill="{"#d8e8ff" if mine else "#f6f6f6"}" stroke="#888"/>'
+        )
         parts.append(f'<text x="{(x0 + x1) / 2}" y="18" text-anchor="middle" font-weight="bold">{title}</text>')
         parts.append(f'<text x="{(x0 + x1) / 2}" y="30" text-anchor="middle">{what}</text>')
         if mine:
             label = html.escape(f"input {render_value(record.key)}={render_value(record.value)}@{record.ts}")
-            parts.append(f'<text x="{(x0 + x1) / 2}" y="{height - 14}" text-anchor="middle" fill="#1f5fbf"><title>{label}</title>input @{record.ts}</text>')
+            parts.append(
+                f'<text x="{(x0 + x1) / 2}" y="{height - 14}" text-anchor="middle" fill="#1f5fbf">'
+                f"<title>{label}</title>input @{record.ts}</text>"
+            )
     if not shown:
-        parts.append(f'<text x="{WIDTH / 2}" y="{TOP + 8}" text-anchor="middle" fill="#777">no message in flight</text>')
+        parts.append(
+            f'<text x="{WIDTH / 2}" y="{TOP + 8}" text-anchor="middle" fill="#777">no message in flight</text>'
+        )
     for i, (situation, message) in enumerate(shown):
         y = TOP + ROW * i + 10
         colour = COLOURS[situation]
@@ -95,13 +111,27 @@ def flight_svg(trace: Trace, step: int) -> str:
         head = -7 if to_right else 7
         dash = ' stroke-dasharray="4 3"' if situation == "waiting" else ""
         width = 3 if situation == "delivered" else 2
-        label = f"{message.id} {message.topic} {situation}: {carries(message)} {short_hash(message.value.hash)} @{message.ts} → task {message.partition}"
-        parts.append(f'<g class="kjoin-message kjoin-{situation}" data-message="{message.id}"><title>{html.escape(message.describe())}</title>')
-        parts.append(f'<line x1="{start}" y1="{y}" x2="{end}" y2="{y}" stroke="{colour}" stroke-width="{width}"{dash}/>')
+        label = (
+            f"{message.id} {message.topic} {situation}: {carries(message)} {short_hash(message.value.hash)} "
+            f"@{message.ts} → task {message.partition}"
+        )
+        parts.append(
+            f'<g class="kjoin-message kjoin-{situation}" data-message="{message.id}">'
+            f"<title>{html.escape(message.describe())}</title>"
+        )
+        parts.append(
+            f'<line x1="{start}" y1="{y}" x2="{end}" y2="{y}" stroke="{colour}" stroke-width="{width}"{dash}/>'
+        )
         parts.append(f'<path d="M{end} {y}L{end + head} {y - 4}L{end + head} {y + 4}Z" fill="{colour}"/>')
-        parts.append(f'<text x="{WIDTH / 2}" y="{y - 4}" text-anchor="middle" font-size="9" fill="{colour}">{html.escape(label)}</text></g>')
+        parts.append(
+            f'<text x="{WIDTH / 2}" y="{y - 4}" text-anchor="middle" font-size="9" fill="{colour}">'
+            f"{html.escape(label)}</text></g>"
+        )
     if more > 0:
-        parts.append(f'<text x="{WIDTH / 2}" y="{TOP + ROW * len(shown) + 10}" text-anchor="middle">… {more} more in flight</text>')
+        parts.append(
+            f'<text x="{WIDTH / 2}" y="{TOP + ROW * len(shown) + 10}" text-anchor="middle">'
+            f"… {more} more in flight</text>"
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -133,8 +163,11 @@ def workflow_text(traces: Mapping[str, Trace]) -> str:
     rows = []
     for i, step in enumerate(inputs[columns[0]]):
         r = step.record
-        subscriptions = "; ".join(f"{m.value.instruction.value} → {render_value(m.key)} (task {m.partition})"
-                                  for m in sent.get(step.index, []) if m.topic == SUBSCRIPTION)
+        subscriptions = "; ".join(
+            f"{m.value.instruction.value} → {render_value(m.key)} (task {m.partition})"
+            for m in sent.get(step.index, [])
+            if m.topic == SUBSCRIPTION
+        )
         cells = [", ".join(results[name].get(inputs[name][i].index, [])) for name in columns]
         rows.append([r.ts, r.side.value, render_value(r.key), render_value(r.value), subscriptions, *cells])
     return format_table(["ts", "side", "key", "value", f"subscriptions sent ({columns[0]})", *columns], rows)

@@ -43,7 +43,8 @@ def repartition(scenario: Scenario, side: str | None = None) -> Scenario:
     chosen = None if side is None else Side(side)
     events = tuple(
         dataclasses.replace(event, partition=None, offset=None)
-        if isinstance(event, Event) and (chosen is None or event.side is chosen) else event
+        if isinstance(event, Event) and (chosen is None or event.side is chosen)
+        else event
         for event in scenario.events
     )
     return dataclasses.replace(scenario, events=events)

@@ -277,8 +277,10 @@ class Predict(widgets.VBox):
 
     def _leave_text(self) -> str:
         if self.leaves == STILL_WAITING:
-            return ("it is still waiting when the input ends: nothing moves stream time far enough "
-                    "(a quiet topic never flushes).")
+            return (
+                "it is still waiting when the input ends: nothing moves stream time far enough "
+                "(a quiet topic never flushes)."
+            )
         later = self.trace.steps[self.leaves]
         emitted = _outputs_text(later.outputs) or "no output"
         when = self.view.stream_time(self.leaves)

@@ -120,12 +120,12 @@ class StepView:
     def log_tail(self, step: int, size: int = LOG_TAIL) -> tuple[int, list[Output]]:
         """``(outputs so far, the last size of them)``."""
         end = self._log_end[step]
-        return end, self._log[max(0, end - size):end]
+        return end, self._log[max(0, end - size) : end]
 
     def held_tail(self, step: int, size: int = LOG_TAIL) -> list[Step]:
         """The latest steps up to ``step`` whose record was dropped or buffered."""
         end = bisect.bisect_right(self.held_steps, step)
-        return [self.trace.steps[i] for i in self.held_steps[max(0, end - size):end]]
+        return [self.trace.steps[i] for i in self.held_steps[max(0, end - size) : end]]
 
     def text(self, step: int) -> str:
         """The step as plain text: the record, its fate, its outputs and every store."""
@@ -165,29 +165,39 @@ class StepView:
         """The HTML of every part of the view of ``step``."""
         s = self.trace.steps[step]
         total, tail = self.log_tail(step)
-        header = (f'<div class="kjoin-viz kjoin-header">{CSS}<b>{html.escape(_where(s, len(self)))}</b> '
-                  f"&rarr; {label_html(fate_label(s))}{html.escape(_released_text(s))}</div>")
+        header = (
+            f'<div class="kjoin-viz kjoin-header">{CSS}<b>{html.escape(_where(s, len(self)))}</b> '
+            f"&rarr; {label_html(fate_label(s))}{html.escape(_released_text(s))}</div>"
+        )
         # A foreign-key join's steps are records and message deliveries: draw the messages.
         if self.foreign_key:
             timeline = flight_svg(self.trace, step)
         else:
-            timeline = timeline_svg(self.trace, step, late=self.late, stream_time=self.stream_time(step),
-                                    span=self._span)
-        state = ('<div class="kjoin-viz kjoin-state" style="display:flex;flex-wrap:wrap;align-items:flex-start">'
-                 + "".join(_table_html(t) for t in self.tables(step)) + "</div>")
-        outputs = (f'<div class="kjoin-viz kjoin-outputs">outputs of this step: '
-                   f'{_outputs_html(s.outputs) or "(none)"}</div>')
+            timeline = timeline_svg(
+                self.trace, step, late=self.late, stream_time=self.stream_time(step), span=self._span
+            )
+        state = (
+            '<div class="kjoin-viz kjoin-state" style="display:flex;flex-wrap:wrap;align-items:flex-start">'
+            + "".join(_table_html(t) for t in self.tables(step))
+            + "</div>"
+        )
+        outputs = (
+            f'<div class="kjoin-viz kjoin-outputs">outputs of this step: {_outputs_html(s.outputs) or "(none)"}</div>'
+        )
         held = ", ".join(_held_html(h) for h in self.held_tail(step))
-        log = (f'<div class="kjoin-viz kjoin-log">log so far ({total} outputs; latest last): '
-               f'{_outputs_html(tail) or "(none)"}'
-               f"<br>held or dropped so far (latest last): {held or '(none)'}</div>")
+        log = (
+            f'<div class="kjoin-viz kjoin-log">log so far ({total} outputs; latest last): '
+            f"{_outputs_html(tail) or '(none)'}"
+            f"<br>held or dropped so far (latest last): {held or '(none)'}</div>"
+        )
         mark = ""
         if self.consistency is not None:
             colour = "#1a6b1a" if self.consistency[step] else "#a66d00"
             words = html.escape(self.consistency_text(step))
             mark = f'<br><span class="kjoin-consistency" style="color:{colour}">{words}</span>'
-        explain = (f'<div class="kjoin-viz kjoin-explain">{label_html(fate_label(s))}: {html.escape(s.explain)}'
-                   f"{mark}</div>")
+        explain = (
+            f'<div class="kjoin-viz kjoin-explain">{label_html(fate_label(s))}: {html.escape(s.explain)}{mark}</div>'
+        )
         return StepPanes(header, timeline, state, outputs, log, explain)
 
     def html(self, step: int) -> str:
@@ -195,8 +205,11 @@ class StepView:
         headline with the fate label, the timeline (or the messages), the explanation, the
         outputs and the stores with the rows the step wrote highlighted."""
         p = self.panes(step)
-        return (f'<div class="kjoin-viz kjoin-step" data-step="{step}" style="max-width:100%">'
-                f"{p.header}{svg_image(p.timeline)}{p.explain}{p.outputs}{p.state}</div>")
+        return (
+            f'<div class="kjoin-viz kjoin-step" data-step="{step}" style="max-width:100%">'
+            f"{p.header}{svg_image(p.timeline)}{p.explain}{p.outputs}{p.state}</div>"
+        )
+
 
 def _consistency(trace: Trace) -> list[bool] | None:
     """The consistency marks of a WTable table join (:func:`kjoin.aggregates.consistency_marks`),
@@ -215,9 +228,11 @@ def svg_image(svg: str) -> str:
     kind = "kjoin-flight" if 'class="kjoin-flight"' in svg[:80] else "kjoin-timeline"
     width = svg.split(' width="', 1)[1].split('"', 1)[0]
     data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-    return (f'<img class="{kind}-image" alt="{kind[6:]} of this step" '
-            f'style="width:100%;max-width:{width}px;height:auto" '
-            f'src="data:image/svg+xml;base64,{data}">')
+    return (
+        f'<img class="{kind}-image" alt="{kind[6:]} of this step" '
+        f'style="width:100%;max-width:{width}px;height:auto" '
+        f'src="data:image/svg+xml;base64,{data}">'
+    )
 
 
 def _after(indexes: list[int], step: int) -> int | None:
@@ -276,22 +291,28 @@ def _table_html(table: StoreTable) -> str:
     head = "".join(f'<th style="{CELL}">{html.escape(h)}</th>' for h in table.header)
     body = "".join(
         (f"<tr class='changed' style='{CHANGED}'>" if i in table.changed else "<tr>")
-        + "".join(f'<td style="{CELL}">{html.escape(c)}</td>' for c in row) + "</tr>"
+        + "".join(f'<td style="{CELL}">{html.escape(c)}</td>' for c in row)
+        + "</tr>"
         for i, row in enumerate(table.rows)
     )
     span = f'colspan="{len(table.header)}" style="{CELL}"'
     struck = "color:#a33;text-decoration:line-through"
-    body += "".join(f'<tr class="deleted" style="{struck}"><td {span}>deleted {html.escape(k)}</td></tr>'
-                    for k in table.deleted)
+    body += "".join(
+        f'<tr class="deleted" style="{struck}"><td {span}>deleted {html.escape(k)}</td></tr>' for k in table.deleted
+    )
     if table.hidden:
         body += f"<tr><td {span}>… {table.hidden} more</td></tr>"
     if not body:
         body = f"<tr><td {span}>(empty)</td></tr>"
     note = ""
     if table.note:
-        note = (f'<br><span class="kjoin-note" style="font-weight:normal;white-space:normal;color:#555">'
-                f"{html.escape(table.note)}</span>")
-    return (f'<table data-store="{html.escape(table.title)}" '
-            f'style="border-collapse:collapse;font:12px monospace;margin:2px 12px 8px 0">'
-            f'<caption style="text-align:left;font-weight:bold">{html.escape(table.title)}{note}</caption>'
-            f"<tr>{head}</tr>{body}</table>")
+        note = (
+            f'<br><span class="kjoin-note" style="font-weight:normal;white-space:normal;color:#555">'
+            f"{html.escape(table.note)}</span>"
+        )
+    return (
+        f'<table data-store="{html.escape(table.title)}" '
+        f'style="border-collapse:collapse;font:12px monospace;margin:2px 12px 8px 0">'
+        f'<caption style="text-align:left;font-weight:bold">{html.escape(table.title)}{note}</caption>'
+        f"<tr>{head}</tr>{body}</table>"
+    )

@@ -63,12 +63,21 @@ class Stepper(SliderStep, widgets.VBox):
         self.trace = trace
         last = len(trace.steps) - 1
         self.play = widgets.Play(min=0, max=last, interval=SPEEDS["normal"], description="play")
-        self.speed = widgets.Dropdown(options=list(SPEEDS), value="normal", description="speed", layout={"width": "170px"})
-        self.slider = widgets.IntSlider(min=0, max=last, description="step", continuous_update=True,
-                                        layout={"width": "100%", "max_width": "420px", "min_width": "220px"})
+        self.speed = widgets.Dropdown(
+            options=list(SPEEDS), value="normal", description="speed", layout={"width": "170px"}
+        )
+        self.slider = widgets.IntSlider(
+            min=0,
+            max=last,
+            description="step",
+            continuous_update=True,
+            layout={"width": "100%", "max_width": "420px", "min_width": "220px"},
+        )
         widgets.jslink((self.play, "value"), (self.slider, "value"))
-        self.buttons = {name: widgets.Button(description=name, tooltip=name, layout={"width": "auto"}) for name in
-                        ("first", "previous", "next", "last", "next output", "next tombstone", "next drop")}
+        self.buttons = {
+            name: widgets.Button(description=name, tooltip=name, layout={"width": "auto"})
+            for name in ("first", "previous", "next", "last", "next output", "next tombstone", "next drop")
+        }
         self.panes = {name: widgets.HTML() for name in ("header", "timeline", "explain", "outputs", "state", "log")}
         for name, pane in self.panes.items():
             pane.add_class(f"kjoin-pane-{name}")
@@ -87,10 +96,12 @@ class Stepper(SliderStep, widgets.VBox):
         self.slider.observe(lambda change: self._show(change["new"]), names="value")
         self.speed.observe(lambda change: setattr(self.play, "interval", SPEEDS[change["new"]]), names="value")
         wrap = {"flex_flow": "row wrap", "max_width": "100%"}
-        controls = widgets.VBox([
-            widgets.HBox([self.play, self.speed, self.slider], layout=wrap),
-            widgets.HBox(list(self.buttons.values()), layout=wrap),
-        ])
+        controls = widgets.VBox(
+            [
+                widgets.HBox([self.play, self.speed, self.slider], layout=wrap),
+                widgets.HBox(list(self.buttons.values()), layout=wrap),
+            ]
+        )
         super().__init__([controls, *self.panes.values()], layout={"max_width": "100%"})
         self.add_class("kjoin-stepper")
         self.step = step

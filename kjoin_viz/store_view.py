@@ -135,8 +135,10 @@ def _replaced_by_versions(stores: Mapping[Any, Mapping[Any, Any]], store: Any) -
     join keeps that side versioned, and the plain store is never written."""
     if stores[store]:
         return False
-    return any(store.name == table_store_name(side) and StoreId(store.task, versioned_store_name(side)) in stores
-               for side in Side)
+    return any(
+        store.name == table_store_name(side) and StoreId(store.task, versioned_store_name(side)) in stores
+        for side in Side
+    )
 
 
 def _clock_of(stores: Mapping[Any, Mapping[Any, Any]], task: int) -> Mapping[str, Any]:
@@ -158,8 +160,10 @@ CELLS: dict[str, Callable[[Any], str]] = {"hash": short_hash}
 """How a column of a known kind is rendered when not with :func:`_r`."""
 
 KIND_CELLS: dict[str, dict[str, Callable[[Any], str]]] = {
-    "versioned table": {"valid to": lambda ts: "latest" if ts is None else str(ts),
-                        "value": lambda v: "null (tombstone)" if v is None else _r(v)},
+    "versioned table": {
+        "valid to": lambda ts: "latest" if ts is None else str(ts),
+        "value": lambda v: "null (tombstone)" if v is None else _r(v),
+    },
 }
 
 
@@ -222,8 +226,10 @@ def _note(store: Any, kind: Any, stores: Mapping[Any, Mapping[Any, Any]], scenar
         horizon = observed - retention
         if horizon <= 0:
             return f"history retention {retention} ms; newest ts put {observed}: nothing has expired yet"
-        return (f"history retention {retention} ms; newest ts put {observed}: a put older than {horizon} is refused, "
-                f"and a lookup as of a time before {horizon} can only see the latest version")
+        return (
+            f"history retention {retention} ms; newest ts put {observed}: a put older than {horizon} is refused, "
+            f"and a lookup as of a time before {horizon} can only see the latest version"
+        )
     if kind.kind == "grace buffer":
         grace = getattr(scenario, "grace_ms", None)
         if grace is None:
@@ -231,9 +237,11 @@ def _note(store: Any, kind: Any, stores: Mapping[Any, Mapping[Any, Any]], scenar
         buffer_time = clock.get(GRACE_STREAM_TIME)
         if buffer_time is None:
             return f"grace {grace} ms"
-        return (f"grace {grace} ms; buffer time {buffer_time} (the largest ts accepted): "
-                f"records with ts <= {buffer_time - grace} are released; "
-                f"an arriving record with ts < {buffer_time - grace} is joined at once")
+        return (
+            f"grace {grace} ms; buffer time {buffer_time} (the largest ts accepted): "
+            f"records with ts <= {buffer_time - grace} are released; "
+            f"an arriving record with ts < {buffer_time - grace} is joined at once"
+        )
     return ""
 
 
@@ -249,9 +257,11 @@ def _window_store_note(name: str, scenario: Any) -> str:
         return f"{windows.describe()}; a window [start, end) takes records until stream time reaches end + grace"
     if layout is None:
         return ""
-    return (f"retention {layout.retention_ms} ms in segments of {layout.segment_interval_ms} ms: a segment is dropped "
-            f"whole once all of it is older than the newest window start - retention; at most "
-            f"{layout.max_live_segments} live, storage up to {layout.overhead:g}x the retention")
+    return (
+        f"retention {layout.retention_ms} ms in segments of {layout.segment_interval_ms} ms: a segment is dropped "
+        f"whole once all of it is older than the newest window start - retention; at most "
+        f"{layout.max_live_segments} live, storage up to {layout.overhead:g}x the retention"
+    )
 
 
 def _generic_layout(entries: Mapping[Any, Any]):
@@ -263,7 +273,9 @@ def _generic_layout(entries: Mapping[Any, Any]):
     if isinstance(sample, tuple):
         width = max(len(v) for v in entries.values())
         return ("entry", *(f"{i}" for i in range(width))), lambda k, v: (
-            _render_entry(k), *(_r(v[i]) if i < len(v) else "" for i in range(width)))
+            _render_entry(k),
+            *(_r(v[i]) if i < len(v) else "" for i in range(width)),
+        )
     return ("entry", "value"), lambda k, v: (_render_entry(k), _r(v))
 
 

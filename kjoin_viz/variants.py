@@ -26,7 +26,9 @@ from .stepper import SliderStep
 __all__ = ["variant_traces", "versioned_mode_traces", "Variants", "seed_table_html"]
 
 
-def variant_traces(scenario: Scenario, variants: Sequence[str] | None = None, eras: Sequence[str] | None = None) -> dict[str, Trace]:
+def variant_traces(
+    scenario: Scenario, variants: Sequence[str] | None = None, eras: Sequence[str] | None = None
+) -> dict[str, Trace]:
     """``{column: trace}``: the scenario under each variant (default: all its join allows),
     and under each era if ``eras`` are given (columns then read ``"left 3.1"``)."""
     variants = list(variants or VARIANTS[scenario.join])
@@ -38,7 +40,9 @@ def variant_traces(scenario: Scenario, variants: Sequence[str] | None = None, er
     return traces
 
 
-def versioned_mode_traces(scenario: Scenario, modes: Sequence[str] = VERSIONED_MODES, unversioned: bool = False) -> dict[str, Trace]:
+def versioned_mode_traces(
+    scenario: Scenario, modes: Sequence[str] = VERSIONED_MODES, unversioned: bool = False
+) -> dict[str, Trace]:
     """``{column: trace}``: a table-table join over two versioned tables under each of
     ``modes`` (``final``: KIP-914 as shipped; ``attempt1``, ``attempt2``: seed 003's rejected
     designs); with ``unversioned``, first the same events over plain tables."""
@@ -56,8 +60,10 @@ def seed_table_html(traces: Mapping[str, Trace], current: int | None = None, wit
     writes each output's timestamp."""
     columns = list(traces)
     first = traces[columns[0]]
-    head = "".join(f'<th style="{CELL};white-space:nowrap">{html.escape(h)}</th>'
-                   for h in ["step", "ts", "left", "right", *columns])
+    head = "".join(
+        f'<th style="{CELL};white-space:nowrap">{html.escape(h)}</th>'
+        for h in ["step", "ts", "left", "right", *columns]
+    )
     rows = []
     for index, step in enumerate(first.steps):
         record = step.record
@@ -67,8 +73,10 @@ def seed_table_html(traces: Mapping[str, Trace], current: int | None = None, wit
         cells = "".join(f"{td}{_cell_html(traces[name].steps[index], with_ts)}</td>" for name in columns)
         mark = ' class="current"' if index == current else ""
         rows.append(f"<tr{mark}>{td}{index}</td>{td}{record.ts}</td>{td}{left}</td>{td}{right}</td>{cells}</tr>")
-    return (f'<div class="kjoin-viz kjoin-variants" style="max-width:100%;overflow-x:auto">{CSS}'
-            f'<table style="border-collapse:collapse;font:12px monospace"><tr>{head}</tr>{"".join(rows)}</table></div>')
+    return (
+        f'<div class="kjoin-viz kjoin-variants" style="max-width:100%;overflow-x:auto">{CSS}'
+        f'<table style="border-collapse:collapse;font:12px monospace"><tr>{head}</tr>{"".join(rows)}</table></div>'
+    )
 
 
 def _cell_html(step, with_ts: bool = False) -> str:
@@ -77,7 +85,8 @@ def _cell_html(step, with_ts: bool = False) -> str:
     return ", ".join(
         f'<span class="{"tombstone" if o.tombstone else "result"}" '
         f'style="color:{"#6b3fa0" if o.tombstone else "#1a6b1a"}">'
-        f'{html.escape(o.render() + (f"@{o.ts}" if with_ts else ""))}</span>' for o in step.outputs
+        f"{html.escape(o.render() + (f'@{o.ts}' if with_ts else ''))}</span>"
+        for o in step.outputs
     )
 
 
@@ -98,37 +107,53 @@ class Variants(SliderStep, widgets.VBox):
         self.play = widgets.Play(min=0, max=last, interval=600)
         self.slider = widgets.IntSlider(min=0, max=last, description="step")
         widgets.jslink((self.play, "value"), (self.slider, "value"))
-        self.buttons = {name: widgets.Button(description=name, layout={"width": "auto"}) for name in ("first", "previous", "next", "last")}
-        moves = {"first": lambda: 0, "previous": lambda: max(self.step - 1, 0), "next": lambda: min(self.step + 1, last), "last": lambda: last}
+        self.buttons = {
+            name: widgets.Button(description=name, layout={"width": "auto"})
+            for name in ("first", "previous", "next", "last")
+        }
+        moves = {
+            "first": lambda: 0,
+            "previous": lambda: max(self.step - 1, 0),
+            "next": lambda: min(self.step + 1, last),
+            "last": lambda: last,
+        }
         for name, button in self.buttons.items():
             button.on_click(lambda _, move=moves[name]: setattr(self, "step", move()))
         self.table = widgets.HTML()
         # the columns wrap onto a new row rather than hide behind a scrollbar in a narrow notebook
-        self.columns = {name: widgets.HTML(layout={"flex": "1 1 260px", "min_width": "220px", "max_width": "100%"})
-                        for name in self.traces}
+        self.columns = {
+            name: widgets.HTML(layout={"flex": "1 1 260px", "min_width": "220px", "max_width": "100%"})
+            for name in self.traces
+        }
         self.slider.observe(lambda change: self._show(change["new"]), names="value")
         wrap = {"flex_flow": "row wrap", "max_width": "100%"}
-        super().__init__([
-            widgets.HBox([self.play, self.slider, *self.buttons.values()], layout=wrap),
-            self.table,
-            widgets.HBox(list(self.columns.values()), layout=wrap),
-        ], layout={"max_width": "100%"})
+        super().__init__(
+            [
+                widgets.HBox([self.play, self.slider, *self.buttons.values()], layout=wrap),
+                self.table,
+                widgets.HBox(list(self.columns.values()), layout=wrap),
+            ],
+            layout={"max_width": "100%"},
+        )
         self.add_class("kjoin-variants")
         self.step = step
-
 
     def _show(self, step: int) -> None:
         self.table.value = seed_table_html(self.traces, step, self.with_ts)
         for name, view in self.views.items():
             panes = view.panes(step)
             tables = "".join(_table_html(t) for t in view.tables(step) if t.name != "clock")
-            self.columns[name].value = (f'<div class="kjoin-viz"><b>{html.escape(name)}</b>{panes.explain}'
-                                        f"{panes.outputs}{tables}</div>")
+            self.columns[name].value = (
+                f'<div class="kjoin-viz"><b>{html.escape(name)}</b>{panes.explain}{panes.outputs}{tables}</div>'
+            )
 
     def text(self) -> str:
         """The seeds' table as text, with the current step marked (for nbval)."""
         lines = seed_table(self.traces, self.with_ts).splitlines()
-        marked = [("   " + line) if i < 2 else ((">> " if i - 2 == self.step else "   ") + line) for i, line in enumerate(lines)]
+        marked = [
+            ("   " + line) if i < 2 else ((">> " if i - 2 == self.step else "   ") + line)
+            for i, line in enumerate(lines)
+        ]
         return "\n".join(marked) + "\n"
 
     def __repr__(self) -> str:

@@ -88,8 +88,10 @@ def compare_html(original: Trace, changed: Trace) -> str:
     for mark, *cells in _compare_rows(original, changed):
         style = ' class="changed" style="background:#fff3b0"' if mark else ""
         body.append(f"<tr{style}>" + "".join(f'<td style="{CELL}">{html.escape(str(c))}</td>' for c in cells) + "</tr>")
-    return (f'<table class="kjoin-compare" style="border-collapse:collapse;font:12px monospace"><tr>{head}</tr>'
-            f'{"".join(body)}</table>')
+    return (
+        f'<table class="kjoin-compare" style="border-collapse:collapse;font:12px monospace"><tr>{head}</tr>'
+        f"{''.join(body)}</table>"
+    )
 
 
 def _options_text(options: dict[str, int]) -> str:
@@ -101,8 +103,10 @@ def what_if_table(scenario: Scenario, **options: int) -> Shown:
     record next to those with ``options`` changed, e.g. ``what_if_table(s, grace_ms=0)``."""
     original, changed = kjoin.run(scenario), kjoin.run(what_if(scenario, **options))
     title = f"what if {_options_text(options)}:"
-    page = (f'<div class="kjoin-viz kjoin-whatif-table" style="max-width:100%;overflow-x:auto">{CSS}'
-            f"<b>{html.escape(title)}</b>{compare_html(original, changed)}</div>")
+    page = (
+        f'<div class="kjoin-viz kjoin-whatif-table" style="max-width:100%;overflow-x:auto">{CSS}'
+        f"<b>{html.escape(title)}</b>{compare_html(original, changed)}</div>"
+    )
     return Shown(page, f"{title}\n{compare_text(original, changed)}")
 
 
@@ -120,8 +124,9 @@ class WhatIf(widgets.VBox):
         options = _options(scenario)
         unknown = set(start) - set(options)
         if unknown:
-            raise TypeError(f"this scenario has no slider for {', '.join(sorted(unknown))} "
-                            f"(it has: {', '.join(options)})")
+            raise TypeError(
+                f"this scenario has no slider for {', '.join(sorted(unknown))} (it has: {', '.join(options)})"
+            )
         options.update(start)
         self.sliders = {name: _slider(name, value, max_ms) for name, value in options.items()}
         for slider in self.sliders.values():
@@ -146,12 +151,16 @@ class WhatIf(widgets.VBox):
         title = html.escape(f"what if {_options_text(self.options())}:")
         self.header.value = f'<div class="kjoin-viz kjoin-whatif-header">{CSS}<b>{title}</b></div>'
         if self.error is not None:
-            self.result.value = (f'<div class="kjoin-viz kjoin-error" '
-                                 f'style="color:#b22;border:1px solid #b22;padding:4px 8px">'
-                                 f"<b>the engine cannot run these options:</b> {html.escape(self.error)}</div>")
+            self.result.value = (
+                f'<div class="kjoin-viz kjoin-error" '
+                f'style="color:#b22;border:1px solid #b22;padding:4px 8px">'
+                f"<b>the engine cannot run these options:</b> {html.escape(self.error)}</div>"
+            )
         else:
-            self.result.value = (f'<div class="kjoin-viz" style="max-width:100%;overflow-x:auto">'
-                                 f"{compare_html(self.original, self.trace)}</div>")
+            self.result.value = (
+                f'<div class="kjoin-viz" style="max-width:100%;overflow-x:auto">'
+                f"{compare_html(self.original, self.trace)}</div>"
+            )
 
     def text(self) -> str:
         """The current options and the comparison table (or the engine's error), as text."""

@@ -34,7 +34,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kjoin.records import Record, Side  # noqa: E402
-from tests.spark_compare import KINDS, assert_same, combos, kafka_assigned, random_batch, reference_outputs, spark_outputs, spark_results  # noqa: E402
+from tests.spark_compare import (
+    KINDS,
+    assert_same,
+    combos,
+    kafka_assigned,
+    random_batch,
+    reference_outputs,
+    spark_outputs,
+    spark_results,
+)  # noqa: E402
 
 
 def sample(seed: int, per_kind: int) -> dict[str, list]:
@@ -59,7 +68,14 @@ def check_scenarios(spark, batches: dict[str, list]) -> dict[str, int]:
     return {"scenarios": len(everything), "native_scenarios": len(native), "outputs": len(outputs), "steps": len(steps)}
 
 
-ROWS = [("a", {"n": 1}, 5, 0, 0), ("b", {"n": 2}, 3, 1, 0), ("a", None, 2, 0, 1), (None, {"n": 3}, 4, 1, 1), ("c", {"n": 4}, 7, 0, 2), ("b", {"n": 5}, 8, 1, 2)]
+ROWS = [
+    ("a", {"n": 1}, 5, 0, 0),
+    ("b", {"n": 2}, 3, 1, 0),
+    ("a", None, 2, 0, 1),
+    (None, {"n": 3}, 4, 1, 1),
+    ("c", {"n": 4}, 7, 0, 2),
+    ("b", {"n": 5}, 8, 1, 2),
+]
 TABLE = [("a", {"c": "x"}, 1, 0, 0), ("b", {"c": "y"}, 6, 1, 0), ("c", {"c": "z"}, 3, 0, 1), ("a", {"c": "w"}, 4, 0, 2)]
 
 
@@ -69,32 +85,57 @@ def check_run_join(spark, workdir: Path) -> dict[str, int]:
     schema = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
 
     def kafka(rows):
-        data = [(None if k is None else bytearray(k.encode()), None if v is None else bytearray(json.dumps(v).encode()), "t", p, o, datetime.fromtimestamp(ts / 1000, timezone.utc)) for k, v, ts, p, o in rows]
+        data = [
+            (
+                None if k is None else bytearray(k.encode()),
+                None if v is None else bytearray(json.dumps(v).encode()),
+                "t",
+                p,
+                o,
+                datetime.fromtimestamp(ts / 1000, timezone.utc),
+            )
+            for k, v, ts, p, o in rows
+        ]
         return from_kafka(spark.createDataFrame(data, schema), value="json")
 
     def records(side, rows):
         return [Record(side, k, v, ts, p, o) for k, v, ts, p, o in rows]
 
     checked = 0
-    for join, variant, window in (("stream-table", "left", None), ("stream-stream", "outer", {"before_ms": 3, "after_ms": 2, "grace_ms": 1}), ("table-table", "outer", None)):
+    for join, variant, window in (
+        ("stream-table", "left", None),
+        ("stream-stream", "outer", {"before_ms": 3, "after_ms": 2, "grace_ms": 1}),
+        ("table-table", "outer", None),
+    ):
         result = run_join(kafka(ROWS), kafka(TABLE), join, variant, window=window)
         expected = reference_outputs(records(Side.LEFT, ROWS), records(Side.RIGHT, TABLE), join, variant, 2, window)
         got = spark_outputs(result)
         assert got == expected, f"run_join {join} {variant} on Connect: {got} != {expected}"
         for partition, rows in expected.items():
             trace = result.trace(partition=partition)
-            assert [(s.index, o.key, o.value, o.ts, o.tombstone) for s in trace.steps for o in s.outputs] == rows, f"trace of partition {partition}"
+            assert [(s.index, o.key, o.value, o.ts, o.tombstone) for s in trace.steps for o in s.outputs] == rows, (
+                f"trace of partition {partition}"
+            )
         checked += 1
 
     # Files without partition and offset: the default partitioner and input-order offsets on Connect.
     partitions = 3
     for name, rows in (("left", ROWS), ("right", TABLE)):
-        spark.createDataFrame([(k, None if v is None else json.dumps(v), ts) for k, v, ts, _, _ in rows], "key string, value string, ts long").write.mode("overwrite").parquet(str(workdir / f"{name}.parquet"))
+        spark.createDataFrame(
+            [(k, None if v is None else json.dumps(v), ts) for k, v, ts, _, _ in rows],
+            "key string, value string, ts long",
+        ).write.mode("overwrite").parquet(str(workdir / f"{name}.parquet"))
     left = from_files(spark, str(workdir / "left.parquet"), value="json", partitions=partitions)
     right = from_files(spark, str(workdir / "right.parquet"), value="json", partitions=partitions)
 
     result = run_join(left, right, "stream-table", "left")
-    expected = reference_outputs(records(Side.LEFT, kafka_assigned(ROWS, partitions)), records(Side.RIGHT, kafka_assigned(TABLE, partitions)), "stream-table", "left", partitions)
+    expected = reference_outputs(
+        records(Side.LEFT, kafka_assigned(ROWS, partitions)),
+        records(Side.RIGHT, kafka_assigned(TABLE, partitions)),
+        "stream-table",
+        "left",
+        partitions,
+    )
     assert spark_outputs(result) == expected, "files without partition/offset on Connect"
 
     # A Topic built directly, without partition and offset: run_join's own default partitioner
@@ -102,11 +143,20 @@ def check_run_join(spark, workdir: Path) -> dict[str, int]:
     from kjoin.spark import Topic
 
     def bare(rows):
-        frame = spark.createDataFrame([(k, None if v is None else json.dumps(v), ts) for k, v, ts, _, _ in rows], "key string, value string, ts long").coalesce(1)
+        frame = spark.createDataFrame(
+            [(k, None if v is None else json.dumps(v), ts) for k, v, ts, _, _ in rows],
+            "key string, value string, ts long",
+        ).coalesce(1)
         return Topic(frame, partitions=partitions, json_values=True)
 
     result = run_join(bare(ROWS), bare(TABLE), "table-table", "outer", method="processors")
-    expected = reference_outputs(records(Side.LEFT, kafka_assigned(ROWS, partitions)), records(Side.RIGHT, kafka_assigned(TABLE, partitions)), "table-table", "outer", partitions)
+    expected = reference_outputs(
+        records(Side.LEFT, kafka_assigned(ROWS, partitions)),
+        records(Side.RIGHT, kafka_assigned(TABLE, partitions)),
+        "table-table",
+        "outer",
+        partitions,
+    )
     assert spark_outputs(result) == expected, "a bare Topic on Connect"
     return {"run_join_checks": checked + 2}
 

@@ -16,7 +16,15 @@ def ev(side: str, key: Any, value: Any, ts: int, partition: int | None = None) -
     return event
 
 
-def run_events(join: str, variant: str, events: list[dict], *, semantics: str | None = None, window: dict | None = None, partitions: int = 1) -> Trace:
+def run_events(
+    join: str,
+    variant: str,
+    events: list[dict],
+    *,
+    semantics: str | None = None,
+    window: dict | None = None,
+    partitions: int = 1,
+) -> Trace:
     data = {"join": join, "variant": variant, "semantics": semantics, "partitions": partitions, "events": events}
     if window is not None:
         data["window"] = window

@@ -41,9 +41,38 @@ def reference_rows(scenario_id: int, scenario: Scenario) -> tuple[list[tuple], l
     for step in run(scenario).steps:
         r = step.record
         for o in step.outputs:
-            outputs.append((scenario_id, r.partition, step.index, r.side.value, r.offset, _json(o.key), _json(o.left), _json(o.right), o.value, o.ts, o.tombstone, o.kind.value, o.origin_step))
+            outputs.append(
+                (
+                    scenario_id,
+                    r.partition,
+                    step.index,
+                    r.side.value,
+                    r.offset,
+                    _json(o.key),
+                    _json(o.left),
+                    _json(o.right),
+                    o.value,
+                    o.ts,
+                    o.tombstone,
+                    o.kind.value,
+                    o.origin_step,
+                )
+            )
         if step.fate is not Fate.JOINED:
-            steps.append((scenario_id, r.partition, step.index, r.side.value, r.offset, _json(r.key), r.ts, step.fate.value, None if step.reason is None else step.reason.value, step.until_ms))
+            steps.append(
+                (
+                    scenario_id,
+                    r.partition,
+                    step.index,
+                    r.side.value,
+                    r.offset,
+                    _json(r.key),
+                    r.ts,
+                    step.fate.value,
+                    None if step.reason is None else step.reason.value,
+                    step.until_ms,
+                )
+            )
     return outputs, steps
 
 
@@ -89,13 +118,25 @@ def assert_same(scenarios: list[Scenario], spark_outputs: list[tuple], spark_ste
     got_o, want_o = by_task(spark_outputs), by_task(expected_outputs)
     got_s, want_s = by_task(spark_steps), by_task(expected_steps)
     for task in sorted(set(got_o) | set(want_o)):
-        assert got_o.get(task, []) == want_o.get(task, []), f"outputs differ for (scenario, partition) {task}: {scenarios[task[0]].to_dict()}"
+        assert got_o.get(task, []) == want_o.get(task, []), (
+            f"outputs differ for (scenario, partition) {task}: {scenarios[task[0]].to_dict()}"
+        )
     for task in sorted(set(got_s) | set(want_s)):
-        assert got_s.get(task, []) == want_s.get(task, []), f"steps differ for (scenario, partition) {task}: {scenarios[task[0]].to_dict()}"
+        assert got_s.get(task, []) == want_s.get(task, []), (
+            f"steps differ for (scenario, partition) {task}: {scenarios[task[0]].to_dict()}"
+        )
 
 
 # -- topics: run_join against the reference engine ----------------------------------------------
-def reference_outputs(left: list[Record], right: list[Record], join: str, variant: str, partitions: int, window: Any = None, options: dict | None = None) -> dict[int, list[tuple]]:
+def reference_outputs(
+    left: list[Record],
+    right: list[Record],
+    join: str,
+    variant: str,
+    partitions: int,
+    window: Any = None,
+    options: dict | None = None,
+) -> dict[int, list[tuple]]:
     """Per partition (Kafka task): the reference engine's outputs as ``(step, key, value, ts,
     tombstone)``, the task's records (by offset within each input partition) taken in
     Kafka's processing order, :func:`kjoin.ordering.merge_by_timestamp`. ``options``: more
@@ -120,7 +161,9 @@ def spark_outputs(result: Any) -> dict[int, list[tuple]]:
     emission order on both paths."""
     got: dict[int, list[tuple]] = {}
     for row in result.outputs.select("partition", "step", "key", "value", "ts", "tombstone").collect():
-        got.setdefault(row["partition"], []).append((row["step"], row["key"], row["value"], row["ts"], row["tombstone"]))
+        got.setdefault(row["partition"], []).append(
+            (row["step"], row["key"], row["value"], row["ts"], row["tombstone"])
+        )
     return {partition: sorted(rows, key=lambda row: row[0]) for partition, rows in got.items()}
 
 
@@ -129,14 +172,26 @@ def combos(kind: str) -> list[dict[str, Any]]:
     """The (variant, era, …) combinations of one join type: each gets the same number of
     scenarios in a batch."""
     if kind in ("stream-stream", "stream-table", "table-table"):
-        return [{"variant": v, "semantics": e} for v in VARIANTS[kind] for e in ERAS if not (kind == "stream-table" and v == "inner" and e == "0.10.0")]
-    if kind == "versioned-stream-table":
-        return [{"variant": v, "semantics": e, "grace": False} for v in VARIANTS["stream-table"] for e in VERSIONED_ERAS] + [
-            {"variant": v, "semantics": e, "grace": True} for v in VARIANTS["stream-table"] for e in GRACE_ERAS
+        return [
+            {"variant": v, "semantics": e}
+            for v in VARIANTS[kind]
+            for e in ERAS
+            if not (kind == "stream-table" and v == "inner" and e == "0.10.0")
         ]
+    if kind == "versioned-stream-table":
+        return [
+            {"variant": v, "semantics": e, "grace": False} for v in VARIANTS["stream-table"] for e in VERSIONED_ERAS
+        ] + [{"variant": v, "semantics": e, "grace": True} for v in VARIANTS["stream-table"] for e in GRACE_ERAS]
     if kind == "versioned-table-table":
-        return [{"variant": v, "semantics": e, "versioned_mode": "final"} for v in VARIANTS["table-table"] for e in VERSIONED_ERAS] + [
-            {"variant": "inner", "semantics": e, "versioned_mode": m} for m in VERSIONED_MODES if m != "final" for e in VERSIONED_ERAS
+        return [
+            {"variant": v, "semantics": e, "versioned_mode": "final"}
+            for v in VARIANTS["table-table"]
+            for e in VERSIONED_ERAS
+        ] + [
+            {"variant": "inner", "semantics": e, "versioned_mode": m}
+            for m in VERSIONED_MODES
+            if m != "final"
+            for e in VERSIONED_ERAS
         ]
     if kind == "fk":
         return [{"variant": v, "semantics": e} for v in VARIANTS["fk"] for e in FK_ERAS]
@@ -211,12 +266,21 @@ def random_scenario(rng: random.Random, kind: str, combo: dict[str, Any], max_ev
     """One random scenario of ``kind`` for ``combo`` (see :func:`combos`): several
     partitions, out-of-order timestamps, null keys and values (tombstones)."""
     join = kind.replace("versioned-", "")
-    data: dict[str, Any] = {"join": join, "variant": combo["variant"], "semantics": combo["semantics"], "partitions": rng.randint(1, 3)}
+    data: dict[str, Any] = {
+        "join": join,
+        "variant": combo["variant"],
+        "semantics": combo["semantics"],
+        "partitions": rng.randint(1, 3),
+    }
     if kind == "fk":
         mode = rng.choice(["immediate", "explicit", "random"])
         data["foreign_key"] = "fk"
         data["events"] = _fk_events(rng, max_events, mode == "explicit")
-        data["delivery"] = {"mode": "random", "seed": rng.randint(0, 10_000), "wait_for_row": rng.random() < 0.5} if mode == "random" else mode
+        data["delivery"] = (
+            {"mode": "random", "seed": rng.randint(0, 10_000), "wait_for_row": rng.random() < 0.5}
+            if mode == "random"
+            else mode
+        )
         if rng.random() < 0.15:
             data["hash_check"] = False
         if data["semantics"] == "latest":
@@ -226,14 +290,22 @@ def random_scenario(rng: random.Random, kind: str, combo: dict[str, Any], max_ev
         return _runnable(data) if mode == "explicit" else Scenario.from_dict(data)
     data["events"] = _pk_events(rng, max_events)
     if kind == "stream-stream":
-        data["window"] = {"before_ms": rng.randint(0, 12), "after_ms": rng.randint(0, 12), "grace_ms": None if rng.random() < 0.25 else rng.randint(0, 10)}
+        data["window"] = {
+            "before_ms": rng.randint(0, 12),
+            "after_ms": rng.randint(0, 12),
+            "grace_ms": None if rng.random() < 0.25 else rng.randint(0, 10),
+        }
     elif kind == "versioned-stream-table":
         retention = rng.randint(0, 40)
         data["right"] = {"versioned": True, "history_retention_ms": retention}
         if combo["grace"]:
             data["grace_ms"] = rng.randint(0, retention)
     elif kind == "versioned-table-table":
-        sides = ["left", "right"] if combo["versioned_mode"] != "final" else rng.choice([["left"], ["right"], ["left", "right"], ["left", "right"]])
+        sides = (
+            ["left", "right"]
+            if combo["versioned_mode"] != "final"
+            else rng.choice([["left"], ["right"], ["left", "right"], ["left", "right"]])
+        )
         for side in sides:
             data[side] = {"versioned": True, "history_retention_ms": rng.randint(0, 40)}
         if combo["versioned_mode"] != "final":

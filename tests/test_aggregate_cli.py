@@ -42,15 +42,29 @@ def test_the_table_names_the_join_its_windows_and_every_step():
 
 
 def test_the_table_shows_late_drops_and_aggregate_updates():
-    windowed = run_spec({"join": "window-aggregate", "window": {"size_ms": 10, "grace_ms": 2}, "events": [
-        {"key": "a", "value": 1, "ts": 3}, {"key": "a", "value": 1, "ts": 30}, {"key": "a", "value": 1, "ts": 4}]})
+    windowed = run_spec(
+        {
+            "join": "window-aggregate",
+            "window": {"size_ms": 10, "grace_ms": 2},
+            "events": [
+                {"key": "a", "value": 1, "ts": 3},
+                {"key": "a", "value": 1, "ts": 30},
+                {"key": "a", "value": 1, "ts": 4},
+            ],
+        }
+    )
     rows = spec_table(windowed).splitlines()[3:]
     assert [row.split("|")[6].strip() for row in rows] == ["a@[0, 10)=1@3", "a@[30, 40)=1@30", ""]
     assert rows[2].split("|")[7].strip() == "dropped (expired-window)"
-    grouped = run_spec({"join": "table-aggregate", "group_by": "g", "partitions": 2,
-                        "events": [{"key": "a", "value": {"g": "x"}, "ts": 3}]})
+    grouped = run_spec(
+        {
+            "join": "table-aggregate",
+            "group_by": "g",
+            "partitions": 2,
+            "events": [{"key": "a", "value": {"g": "x"}, "ts": 3}],
+        }
+    )
     assert spec_table(grouped).splitlines()[0] == "table-aggregate (count) grouped by g, 2 partitions"
-
 
 
 # -- kjoin.load_scenario, kjoin.run and `kjoin run` route the six join names -------------------------
@@ -94,18 +108,41 @@ def test_a_bad_seed_000_scenario_names_the_file_and_field_without_a_traceback(tm
     error = capsys.readouterr().err
     assert str(bad) in error and "selector: not a field of a wtable-wtable scenario" in error
     assert "Traceback" not in error
-    failing = _write(tmp_path, {"join": "window-aggregate", "window": {"size_ms": 10}, "aggregate": {"sum": "n"},
-                                "events": [{"key": "a", "value": {"n": "two"}, "ts": 1}]}, "sum.yaml")
+    failing = _write(
+        tmp_path,
+        {
+            "join": "window-aggregate",
+            "window": {"size_ms": 10},
+            "aggregate": {"sum": "n"},
+            "events": [{"key": "a", "value": {"n": "two"}, "ts": 1}],
+        },
+        "sum.yaml",
+    )
     assert main(["run", str(failing)]) == 2
     error = capsys.readouterr().err
     assert "events[0]" in error and "sum of n adder failed" in error and "Traceback" not in error
 
 
 def test_the_kjoin_command_runs_a_seed_000_file(tmp_path):
-    path = _write(tmp_path, {"join": "table-aggregate", "group_by": "page", "events": [
-        {"key": "o1", "value": {"page": "home"}, "ts": 1}, {"key": "o1", "value": {"page": "cart"}, "ts": 2}]})
-    done = subprocess.run([sys.executable, "-m", "kjoin.cli", "run", str(path), "--format", "jsonl"],
-                          capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, timeout=120)
+    path = _write(
+        tmp_path,
+        {
+            "join": "table-aggregate",
+            "group_by": "page",
+            "events": [
+                {"key": "o1", "value": {"page": "home"}, "ts": 1},
+                {"key": "o1", "value": {"page": "cart"}, "ts": 2},
+            ],
+        },
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "kjoin.cli", "run", str(path), "--format", "jsonl"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     steps = [json.loads(line) for line in done.stdout.splitlines()]
     assert [[(o["key"], o["value"], o["kind"]) for o in s["outputs"]] for s in steps] == [

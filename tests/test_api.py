@@ -14,10 +14,24 @@ WINDOW = {"before_ms": 15, "after_ms": 15, "grace_ms": 5}
 
 
 def test_notation_records_and_frames_build_the_same_scenario():
-    by_notation = Scenario.from_notation("stream-stream", "left", left="1:null, 3:A", right="2:null, 4:a", window=WINDOW)
-    records = [{"side": "left", "key": "k", "value": None, "ts": 1}, {"side": "right", "key": "k", "value": None, "ts": 2}, {"side": "left", "key": "k", "value": "A", "ts": 3}, {"side": "right", "key": "k", "value": "a", "ts": 4}]
+    by_notation = Scenario.from_notation(
+        "stream-stream", "left", left="1:null, 3:A", right="2:null, 4:a", window=WINDOW
+    )
+    records = [
+        {"side": "left", "key": "k", "value": None, "ts": 1},
+        {"side": "right", "key": "k", "value": None, "ts": 2},
+        {"side": "left", "key": "k", "value": "A", "ts": 3},
+        {"side": "right", "key": "k", "value": "a", "ts": 4},
+    ]
     by_records = Scenario.from_records("stream-stream", "left", records, window=WINDOW)
-    frame = pd.DataFrame({"side": ["left", "right", "left", "right"], "key": ["k"] * 4, "value": [None, None, "A", "a"], "ts": [1, 2, 3, 4]})
+    frame = pd.DataFrame(
+        {
+            "side": ["left", "right", "left", "right"],
+            "key": ["k"] * 4,
+            "value": [None, None, "A", "a"],
+            "ts": [1, 2, 3, 4],
+        }
+    )
     by_frame = Scenario.from_frame(frame, "stream-stream", "left", window=WINDOW)
     assert by_notation.events == by_records.events == by_frame.events
     assert [o.render() for o in run(by_frame).outputs] == ["A-a"]
@@ -25,14 +39,24 @@ def test_notation_records_and_frames_build_the_same_scenario():
 
 
 def test_records_keep_the_partition_and_offset_they_carry():
-    records = [Record(Side.LEFT, "k", "A", 3, partition=1, offset=7), Record(Side.RIGHT, "k", "a", 4, partition=1, offset=2)]
+    records = [
+        Record(Side.LEFT, "k", "A", 3, partition=1, offset=7),
+        Record(Side.RIGHT, "k", "a", 4, partition=1, offset=2),
+    ]
     scenario = Scenario.from_records("stream-stream", "inner", records, window=WINDOW, partitions=2)
     assert scenario.records() == records
     assert [(s.task, [o.render() for o in s.outputs]) for s in run(scenario)] == [(1, []), (1, ["A-a"])]
 
 
 def test_a_frame_with_nan_and_numpy_values_becomes_plain_python():
-    frame = pd.DataFrame({"side": ["left", "right"], "key": ["k", "k"], "value": [float("nan"), "a"], "ts": pd.array([1, 2], dtype="int64")})
+    frame = pd.DataFrame(
+        {
+            "side": ["left", "right"],
+            "key": ["k", "k"],
+            "value": [float("nan"), "a"],
+            "ts": pd.array([1, 2], dtype="int64"),
+        }
+    )
     scenario = Scenario.from_frame(frame, "stream-table", "left")
     assert scenario.events[0].value is None and type(scenario.events[0].ts) is int
 
@@ -53,7 +77,10 @@ def test_a_frame_without_a_required_column_is_refused_by_name():
     ],
 )
 def test_a_bad_event_is_named_with_its_index_and_field(change, message):
-    events = [{"side": "left", "key": "k", "value": "A", "ts": 1}, {"side": "right", "key": "k", "value": "a", "ts": 2, **change}]
+    events = [
+        {"side": "left", "key": "k", "value": "A", "ts": 1},
+        {"side": "right", "key": "k", "value": "a", "ts": 2, **change},
+    ]
     with pytest.raises(ScenarioError, match=message.replace("[", r"\[").replace("]", r"\]")):
         Scenario.from_dict({"join": "table-table", "variant": "inner", "events": events})
 
@@ -61,7 +88,13 @@ def test_a_bad_event_is_named_with_its_index_and_field(change, message):
 def test_semantics_are_named_by_kafka_version():
     assert str(parse_semantics("0.10.0")) == "0.10.0" and str(parse_semantics("3.1.x")) == "3.1"
     assert parse_semantics(None) == parse_semantics("latest") == parse_semantics(kjoin.LATEST)
-    assert [parse_semantics(v).era for v in ("0.10.1", "0.10.2", "3.0", "3.1", "4.1")] == ["0.10.0", "0.10.2", "0.10.2", "3.1", "3.1"]
+    assert [parse_semantics(v).era for v in ("0.10.1", "0.10.2", "3.0", "3.1", "4.1")] == [
+        "0.10.0",
+        "0.10.2",
+        "0.10.2",
+        "3.1",
+        "3.1",
+    ]
     with pytest.raises(ValueError, match="is not a Kafka version"):
         parse_semantics("newest")
     with pytest.raises(ScenarioError, match="semantics: semantics '0.9': Kafka Streams joins start at 0.10.0"):
@@ -73,12 +106,22 @@ def test_merge_by_timestamp_picks_the_lowest_head_and_keeps_each_partitions_orde
     right = [Record(Side.RIGHT, "k", "a", 3), Record(Side.RIGHT, "k", "b", 4)]
     merged = merge_by_timestamp(left, right)
     assert [r.value for r in merged] == ["a", "b", "A", "B"]
-    assert [r.value for r in merge_by_timestamp([Record(Side.LEFT, "k", "A", 3)], [Record(Side.RIGHT, "k", "a", 3)])] == ["A", "a"]
+    assert [
+        r.value for r in merge_by_timestamp([Record(Side.LEFT, "k", "A", 3)], [Record(Side.RIGHT, "k", "a", 3)])
+    ] == ["A", "a"]
 
 
 def test_events_without_partition_go_where_kafkas_default_partitioner_puts_them():
     keys = ["alpha", "beta", "gamma", "delta", 42]
-    scenario = Scenario.from_dict({"join": "table-table", "variant": "inner", "partitions": 3, "events": [{"side": "left", "key": k, "value": "v", "ts": 1} for k in keys] + [{"side": "left", "key": None, "value": "v", "ts": 1}]})
+    scenario = Scenario.from_dict(
+        {
+            "join": "table-table",
+            "variant": "inner",
+            "partitions": 3,
+            "events": [{"side": "left", "key": k, "value": "v", "ts": 1} for k in keys]
+            + [{"side": "left", "key": None, "value": "v", "ts": 1}],
+        }
+    )
     records = scenario.records()
     assert [r.partition for r in records[:-1]] == [default_partition(k, 3) for k in keys]
     assert records[-1].partition == 0
@@ -103,7 +146,9 @@ def test_traces_are_pandas_frames():
     assert list(steps["reason"]) == ["null-value", "window-open", None, "window-open"]
     assert list(steps["until_ms"].astype("object")) == [pd.NA, 23, pd.NA, 60]
     outputs = trace.outputs_frame()
-    assert outputs[["step", "key", "left", "right", "value", "ts", "tombstone"]].values.tolist() == [[2, "k", "A", "a", "A-a", 4, False]]
+    assert outputs[["step", "key", "left", "right", "value", "ts", "tombstone"]].values.tolist() == [
+        [2, "k", "A", "a", "A-a", 4, False]
+    ]
     state = trace.state_frame(3)
     assert state.query("store == 'outer-join buffer'")[["key", "ts", "value"]].values.tolist() == [["k", 40, "E"]]
     # retention 15 + 15 + 5 = 35: after E@40 the left window shows ts >= 6, so A@3 is gone

@@ -13,12 +13,33 @@ pytestmark = pytest.mark.spark
 
 
 def test_the_bench_prints_one_row_per_join_size_and_method_with_every_column(spark, capsys):
-    assert bench.main(["--sizes", "2000", "--joins", "table-table", "--methods", "auto,processors", "--reference-sample", "500", "--keys", "50", "--partitions", "2"]) == 0
+    assert (
+        bench.main(
+            [
+                "--sizes",
+                "2000",
+                "--joins",
+                "table-table",
+                "--methods",
+                "auto,processors",
+                "--reference-sample",
+                "500",
+                "--keys",
+                "50",
+                "--partitions",
+                "2",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out.splitlines()
     header = next(i for i, line in enumerate(printed) if line.startswith("join "))
     assert [cell.strip() for cell in printed[header].split(" | ")] == bench.COLUMNS
-    rows = [[cell.strip() for cell in line.split(" | ")] for line in printed[header + 2:] if line.strip()]
-    assert [(row[0], row[1], row[2], row[3]) for row in rows] == [("table-table", "outer", "2,000", "auto: native"), ("table-table", "outer", "2,000", "processors")]
+    rows = [[cell.strip() for cell in line.split(" | ")] for line in printed[header + 2 :] if line.strip()]
+    assert [(row[0], row[1], row[2], row[3]) for row in rows] == [
+        ("table-table", "outer", "2,000", "auto: native"),
+        ("table-table", "outer", "2,000", "processors"),
+    ]
     for row in rows:
         assert len(row) == len(bench.COLUMNS)
         assert row[9].endswith("(n=500)")

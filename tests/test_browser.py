@@ -267,8 +267,9 @@ def test_every_notebook_runs_in_jupyterlab_and_its_widgets_work(lab, browser, no
     stored_steps = page.locator(".kjoin-step")
     if "show_step(" in _code(notebook):
         expect(stored_steps.first).to_be_attached(timeout=30_000)
-        cells = [c for c in nbformat.read(notebook, as_version=4).cells
-                 if c.cell_type == "code" and "show_step(" in c.source]
+        cells = [
+            c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code" and "show_step(" in c.source
+        ]
         assert stored_steps.count() >= len(cells), "a show_step cell has no stored view: run `make notebooks`"
         stored_steps.first.scroll_into_view_if_needed()
         image = stored_steps.first.locator("img.kjoin-timeline-image, img.kjoin-flight-image").first
@@ -430,7 +431,8 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
     release.locator("select").select_option(label="step 17: right f@80")
     release.get_by_role("button", name="check").click()
     expect(release.locator(".kjoin-feedback")).to_contain_text(
-        "Right: it leaves at step 17: right f@80 (stream time 80")
+        "Right: it leaves at step 17: right f@80 (stream time 80"
+    )
     expect(release.locator(".kjoin-stepper .kjoin-pane-header")).to_contain_text("step 17 of 18")
     release.locator(".kjoin-feedback").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "predict-release.png"))

@@ -40,7 +40,12 @@ def test_run_prints_one_json_object_per_input_step(scenario_file, capsys):
     assert lines[1]["input"] == {"side": "right", "key": "k", "value": "a", "ts": 4, "partition": 0, "offset": 0}
     output = lines[1]["outputs"][0]
     assert {k: output[k] for k in ("key", "left", "right", "value", "ts", "tombstone")} == {
-        "key": "k", "left": "A", "right": "a", "value": "A-a", "ts": 4, "tombstone": False,
+        "key": "k",
+        "left": "A",
+        "right": "a",
+        "value": "A-a",
+        "ts": 4,
+        "tombstone": False,
     }
     assert (lines[0]["fate"], lines[0]["reason"], lines[0]["until_ms"]) == ("buffered", "window-open", 23)
     assert (lines[2]["fate"], lines[2]["reason"]) == ("dropped", "null-value")
@@ -66,14 +71,32 @@ def test_the_same_scenario_prints_the_same_bytes(scenario_file, capsys):
 @pytest.mark.parametrize(
     ("document", "message"),
     [
-        ("join: stream-stream\nvariant: left\nevents:\n  - {side: left, key: k, value: A, ts: x}\n", "events[0].ts: expected a non-negative integer"),
-        ("join: stream-stream\nvariant: left\nwindow: {before_ms: 1, after_ms: 1}\nevents:\n  - {side: up, key: k, value: A, ts: 1}\n", "events[0].side: expected left or right, got 'up'"),
-        ("join: stream-stream\nvariant: left\nwindow: {before_ms: 1, after_ms: 1}\nevents:\n  - {side: left, value: A, ts: 1}\n", "events[0]: missing field 'key' (write null for a null key or value)"),
-        ("join: stream-stream\nvariant: full\nevents: []\n", "variant: expected one of inner | left | outer, got 'full'"),
+        (
+            "join: stream-stream\nvariant: left\nevents:\n  - {side: left, key: k, value: A, ts: x}\n",
+            "events[0].ts: expected a non-negative integer",
+        ),
+        (
+            "join: stream-stream\nvariant: left\nwindow: {before_ms: 1, after_ms: 1}\n"
+            "events:\n  - {side: up, key: k, value: A, ts: 1}\n",
+            "events[0].side: expected left or right, got 'up'",
+        ),
+        (
+            "join: stream-stream\nvariant: left\nwindow: {before_ms: 1, after_ms: 1}\n"
+            "events:\n  - {side: left, value: A, ts: 1}\n",
+            "events[0]: missing field 'key' (write null for a null key or value)",
+        ),
+        (
+            "join: stream-stream\nvariant: full\nevents: []\n",
+            "variant: expected one of inner | left | outer, got 'full'",
+        ),
         ("join: stream-stream\nvariant: left\nevents: []\n", "window: a stream-stream join needs"),
         ("join: [unclosed\n", "not valid YAML"),
         ("join: table-table\nvariant: left\nevents: []\nwindows: {}\n", "unknown field 'windows'"),
-        ("join: table-table\nvariant: left\npartitions: 2\nevents:\n  - {side: left, key: k, value: A, ts: 1, partition: 2}\n", "events[0].partition: expected an integer from 0 to 1"),
+        (
+            "join: table-table\nvariant: left\npartitions: 2\n"
+            "events:\n  - {side: left, key: k, value: A, ts: 1, partition: 2}\n",
+            "events[0].partition: expected an integer from 0 to 1",
+        ),
     ],
 )
 def test_a_scenario_that_cannot_run_exits_non_zero_naming_file_field_and_record(tmp_path, capsys, document, message):
@@ -88,7 +111,24 @@ def test_a_scenario_that_cannot_run_exits_non_zero_naming_file_field_and_record(
 
 
 def test_table_prints_the_seeds_kind_of_table(capsys):
-    assert main(["table", "--join", "stream-stream", "--left", "1:null, 3:A, 5:B", "--right", "2:null, 4:a", "--window", "15", "--grace", "5"]) == 0
+    assert (
+        main(
+            [
+                "table",
+                "--join",
+                "stream-stream",
+                "--left",
+                "1:null, 3:A, 5:B",
+                "--right",
+                "2:null, 4:a",
+                "--window",
+                "15",
+                "--grace",
+                "5",
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert [cell.strip() for cell in lines[0].split("|")] == ["ts", "left", "right", "inner", "left", "outer"]
     rows = [[cell.strip() for cell in line.split("|")] for line in lines[2:]]
@@ -102,7 +142,10 @@ def test_table_prints_the_seeds_kind_of_table(capsys):
 
 
 def test_table_shows_other_eras_and_omits_joins_an_era_lacks(capsys):
-    assert main(["table", "--join", "stream-table", "--left", "1:null, 3:A", "--right", "2:a", "--semantics", "0.10.0"]) == 0
+    assert (
+        main(["table", "--join", "stream-table", "--left", "1:null, 3:A", "--right", "2:a", "--semantics", "0.10.0"])
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert [cell.strip() for cell in lines[0].split("|")] == ["ts", "left", "right", "left"]
     assert lines[2].split("|")[-1].strip() == "null-null"
@@ -124,16 +167,35 @@ def test_table_offers_only_the_primary_key_joins(capsys):
 
 def test_the_console_script_runs(scenario_file):
     script = Path(sys.executable).parent / "kjoin"
-    result = subprocess.run([str(script), "run", str(scenario_file), "--format", "jsonl"], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [str(script), "run", str(scenario_file), "--format", "jsonl"], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 4
 
 
 def test_run_names_the_foreign_key_options_in_the_title(tmp_path, capsys):
     path = tmp_path / "fk.yaml"
-    path.write_text(yaml.safe_dump({
-        "join": "fk", "variant": "inner", "semantics": "3.7", "foreign_key": "fk", "delivery": "explicit", "hash_check": False,
-        "events": [{"side": "right", "key": "Y", "value": "bar", "ts": 1}, {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2}, {"deliver": "all"}],
-    }), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "join": "fk",
+                "variant": "inner",
+                "semantics": "3.7",
+                "foreign_key": "fk",
+                "delivery": "explicit",
+                "hash_check": False,
+                "events": [
+                    {"side": "right", "key": "Y", "value": "bar", "ts": 1},
+                    {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2},
+                    {"deliver": "all"},
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
     assert main(["run", str(path)]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == "fk inner join, semantics 3.7, foreign key fk, hash check off, delivery explicit"
+    assert (
+        capsys.readouterr().out.splitlines()[0]
+        == "fk inner join, semantics 3.7, foreign key fk, hash check off, delivery explicit"
+    )

@@ -14,15 +14,22 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _recipe(target: str) -> list[list[str]]:
-    text = subprocess.run(["make", "-n", "-W", "pyproject.toml", target], cwd=ROOT, capture_output=True, text=True,
-                          check=True).stdout.replace("\\\n", " ")
+    text = subprocess.run(
+        ["make", "-n", "-W", "pyproject.toml", target], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.replace("\\\n", " ")
     return [shlex.split(line) for line in text.splitlines() if line.strip()]
 
 
 def test_make_lab_first_prints_a_demo_where_inner_differs_from_left_and_outer():
     (command,) = [args for args in _recipe("demo") if args[0].endswith("/kjoin") and args[1] == "table"]
-    table = subprocess.run([sys.executable, "-m", "kjoin.cli", *command[1:]], cwd=ROOT, capture_output=True,
-                           text=True, check=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout
+    table = subprocess.run(
+        [sys.executable, "-m", "kjoin.cli", *command[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    ).stdout
     rows = [[cell.strip() for cell in line.split("|")] for line in table.splitlines()[2:]]
     header = [cell.strip() for cell in table.splitlines()[0].split("|")]
     assert header == ["ts", "left", "right", "inner", "left", "outer"]

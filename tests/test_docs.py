@@ -44,9 +44,18 @@ def test_the_semantics_page_has_numbered_sections_and_rules():
 
 def test_every_section_the_code_tests_and_notebooks_cite_exists():
     sections = _sections()
-    files = [p for pattern in ("kjoin/**/*.py", "kjoin_viz/**/*.py", "tests/**/*.py", "tests/**/*.yaml",
-                               "notebooks/*.ipynb", "docs/*.md")
-             for p in ROOT.glob(pattern)]
+    files = [
+        p
+        for pattern in (
+            "kjoin/**/*.py",
+            "kjoin_viz/**/*.py",
+            "tests/**/*.py",
+            "tests/**/*.yaml",
+            "notebooks/*.ipynb",
+            "docs/*.md",
+        )
+        for p in ROOT.glob(pattern)
+    ]
     missing = []
     citing = 0
     for path in files:

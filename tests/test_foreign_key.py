@@ -84,7 +84,12 @@ def table_events(table: dict) -> list[dict]:
     return events
 
 
-CASES = [pytest.param(path, column, partitions, id=f"{path.stem}[{column}, {partitions}p]") for path in TABLES for column in load(path)["columns"] for partitions in (1, 2)]
+CASES = [
+    pytest.param(path, column, partitions, id=f"{path.stem}[{column}, {partitions}p]")
+    for path in TABLES
+    for column in load(path)["columns"]
+    for partitions in (1, 2)
+]
 
 
 def test_both_foreign_key_tables_are_present():
@@ -97,7 +102,7 @@ def test_seed_foreign_key_table(path, column, partitions):
     spec = table["columns"][column]
     scenario = fk_scenario(table_events(table), spec["variant"], spec["semantics"], partitions=partitions)
     trace = run(scenario, fk_joiner)
-    actual = outputs_by_input(trace)[len(table["setup"]):]
+    actual = outputs_by_input(trace)[len(table["setup"]) :]
     expected = [row.get(column, []) for row in table["rows"]]
     assert actual == expected
     # Delivered as TopologyTestDriver does: every output comes before the next input.
@@ -112,9 +117,13 @@ def test_seed_001_workflow_instructions():
     """The last column of seed 001's workflow table: each left event's subscriptions (inner join)."""
     table = load(next(p for p in TABLES if p.name.startswith("fk_001")))
     trace = run(fk_scenario(table_events(table), "inner", "2.4", partitions=2), fk_joiner)
-    inputs = input_steps(trace)[len(table["setup"]):]
+    inputs = input_steps(trace)[len(table["setup"]) :]
     for row, step in zip(table["rows"], inputs, strict=True):
-        sent = [s.message for s in trace.steps if s.message is not None and s.message.topic == SUBSCRIPTION and s.message.sent_step == step.index]
+        sent = [
+            s.message
+            for s in trace.steps
+            if s.message is not None and s.message.topic == SUBSCRIPTION and s.message.sent_step == step.index
+        ]
         assert [[m.value.instruction.value, m.key] for m in sent] == row["instructions"], row
 
 
@@ -133,7 +142,10 @@ RACE = [
 def test_race_with_the_hash_check_drops_the_stale_response(variant):
     trace = run(fk_scenario(RACE, variant, delivery="explicit"), fk_joiner)
     after_both_updates = trace.state_at(2)
-    assert [(m.id, m.key, m.value.hash) for m in after_both_updates.in_flight()] == [("m1", "Y", value_hash({"fk": "Y", "v": 1})), ("m2", "Y", value_hash({"fk": "Y", "v": 2}))]
+    assert [(m.id, m.key, m.value.hash) for m in after_both_updates.in_flight()] == [
+        ("m1", "Y", value_hash({"fk": "Y", "v": 1})),
+        ("m2", "Y", value_hash({"fk": "Y", "v": 2})),
+    ]
     stale = trace[4]
     assert stale.message.id == "m3" and stale.message.value.hash == value_hash({"fk": "Y", "v": 1})
     assert (stale.fate, stale.reason, stale.outputs) == (Fate.DROPPED, Reason.STALE_RESPONSE, ())
@@ -156,10 +168,22 @@ def test_race_without_the_hash_check_joins_the_stale_response(variant):
 def test_the_trace_shows_a_subscription_travel():
     trace = run(fk_scenario([R("Y", "bar", 1), L("A", "Y", 2)], partitions=2), fk_joiner)
     send, receive, respond = trace[1], trace[2], trace[3]
-    assert (send.reason, receive.message.topic, respond.message.topic) == (Reason.SUBSCRIPTION_SENT, "subscription", "response")
+    assert (send.reason, receive.message.topic, respond.message.topic) == (
+        Reason.SUBSCRIPTION_SENT,
+        "subscription",
+        "response",
+    )
     y_task = trace[0].task
     assert [m.id for m in trace.state_at(1).in_flight(y_task)] == ["m1"]
-    assert trace.state_at(2).subscriptions(y_task) == [{"fk": "Y", "pk": "A", "hash": value_hash({"fk": "Y"}), "instruction": "PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE", "ts": 2}]
+    assert trace.state_at(2).subscriptions(y_task) == [
+        {
+            "fk": "Y",
+            "pk": "A",
+            "hash": value_hash({"fk": "Y"}),
+            "instruction": "PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE",
+            "ts": 2,
+        }
+    ]
     assert [m.id for m in trace.state_at(2).in_flight()] == ["m2"]
     assert trace.state_at(3).in_flight() == []
     assert trace.state_at(3).table("left", trace[1].task)[0]["value"] == {"fk": "Y"}
@@ -227,7 +251,10 @@ def test_send_subscription_instructions(old, new, variant, semantics, expected):
 
 def test_foreign_keys_are_compared_by_bytes():
     """1 (a long) and "1" (a string) serialize differently: a change of foreign key."""
-    assert subscription_instructions({"fk": 1}, {"fk": "1"}, fk, "inner", LATEST) == [Subscription(1, D_NO), Subscription("1", P_NULL)]
+    assert subscription_instructions({"fk": 1}, {"fk": "1"}, fk, "inner", LATEST) == [
+        Subscription(1, D_NO),
+        Subscription("1", P_NULL),
+    ]
 
 
 def test_null_foreign_key_is_dropped_and_counted():
@@ -246,7 +273,11 @@ def test_subscription_store_is_keyed_by_combined_key_and_delete_removes():
     events = [L("b", "X", 1), L("a", "X", 2), L("c", "Y", 3), L("b", "Y", 4)]
     trace = run(fk_scenario(events), fk_joiner)
     rows = [(row["fk"], row["pk"], row["instruction"]) for row in trace.state_at(-1).subscriptions()]
-    assert rows == [("X", "a", "PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE"), ("Y", "b", "PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE"), ("Y", "c", "PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE")]
+    assert rows == [
+        ("X", "a", "PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE"),
+        ("Y", "b", "PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE"),
+        ("Y", "c", "PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -264,7 +295,9 @@ def test_subscription_store_is_keyed_by_combined_key_and_delete_removes():
 def test_subscription_join_responds_as_the_instruction_says(instruction, right_present, responds, foreign_value):
     events = [R("Y", "y", 5)] if right_present else []
     scenario = fk_scenario(events + [L("A", "Y", 3)], delivery="explicit")
-    trace_join = _deliver_by_hand(scenario, Message("m90", SUBSCRIPTION, 0, "Y", SubscriptionWrapper("h", instruction, "A", 0), 3, 0, 0))
+    trace_join = _deliver_by_hand(
+        scenario, Message("m90", SUBSCRIPTION, 0, "Y", SubscriptionWrapper("h", instruction, "A", 0), 3, 0, 0)
+    )
     sent = [m for m in trace_join if m.topic == "response"]
     assert bool(sent) == responds
     if responds:
@@ -276,7 +309,9 @@ def test_subscription_join_responds_as_the_instruction_says(instruction, right_p
 def test_null_foreign_key_subscription_is_dropped_unless_propagate_null():
     scenario = fk_scenario([], delivery="explicit")
     for instruction, kept in ((D_AND, False), (D_NO, False), (P_ONLY, False), (P_NULL, True)):
-        sent = _deliver_by_hand(scenario, Message("m90", SUBSCRIPTION, 0, None, SubscriptionWrapper("h", instruction, "A", 0), 3, 0, 0))
+        sent = _deliver_by_hand(
+            scenario, Message("m90", SUBSCRIPTION, 0, None, SubscriptionWrapper("h", instruction, "A", 0), 3, 0, 0)
+        )
         assert bool(sent) == kept, instruction
 
 
@@ -352,7 +387,9 @@ def test_inner_join_moving_between_missing_foreign_keys_sends_a_tombstone():
     assert outputs_by_input(trace) == [[], ["(A,null)"]]
 
 
-@pytest.mark.parametrize(("variant", "expected"), [("inner", ["(a,null)", "(b,null)"]), ("left", ["(a,Y,null)", "(b,Y,null)"])])
+@pytest.mark.parametrize(
+    ("variant", "expected"), [("inner", ["(a,null)", "(b,null)"]), ("left", ["(a,Y,null)", "(b,Y,null)"])]
+)
 def test_deleting_a_right_row_updates_every_subscriber(variant, expected):
     trace = run(fk_scenario([R("Y", "y", 1), L("a", "Y", 2), L("b", "Y", 3), R("Y", None, 4)], variant), fk_joiner)
     assert outputs_by_input(trace)[-1] == expected
@@ -417,7 +454,9 @@ def test_left_join_fk_change_is_right_only_if_responses_come_in_order():
     trace = run(fk_scenario(events, "left", semantics="3.7.0", delivery="explicit", partitions=2), fk_joiner)
     assert [m.value.instruction for m in trace.state_at(4).in_flight()] == [D_AND, P_NULL]
     assert [render(o) for o in trace.outputs] == [f"(A,{old_fk},null)", "(A,Y,y)", "(A,Y,null)"]
-    assert materialize(trace) != sql_fk_join(fk_scenario([e for e in events if "deliver" not in e], "left", semantics="3.7.0"), "left")
+    assert materialize(trace) != sql_fk_join(
+        fk_scenario([e for e in events if "deliver" not in e], "left", semantics="3.7.0"), "left"
+    )
 
 
 # -- the property --------------------------------------------------------------------------------
@@ -474,7 +513,13 @@ def test_any_delivery_order_drains_to_the_sql_fk_join(events, variant, semantics
     property holds with one partition, where both responses of a change share a queue."""
     if variant == "left" and semantics == "latest":
         partitions = 1
-    scenario = fk_scenario(events, variant, semantics, partitions=partitions, delivery={"mode": "random", "seed": seed, "wait_for_row": True})
+    scenario = fk_scenario(
+        events,
+        variant,
+        semantics,
+        partitions=partitions,
+        delivery={"mode": "random", "seed": seed, "wait_for_row": True},
+    )
     trace = run(scenario, fk_joiner)
     assert not trace.steps or trace.state_at(-1).in_flight() == []
     assert materialize(trace) == sql_fk_join(scenario, variant)
@@ -483,7 +528,9 @@ def test_any_delivery_order_drains_to_the_sql_fk_join(events, variant, semantics
 @settings(max_examples=60, deadline=None)
 @given(events=fk_events(null_fks=True), seed=st.integers(0, 10_000))
 def test_left_join_with_null_foreign_keys_drains_to_the_sql_left_join(events, seed):
-    scenario = fk_scenario(events, "left", partitions=1, delivery={"mode": "random", "seed": seed, "wait_for_row": True})
+    scenario = fk_scenario(
+        events, "left", partitions=1, delivery={"mode": "random", "seed": seed, "wait_for_row": True}
+    )
     assert materialize(run(scenario, fk_joiner)) == sql_fk_join(scenario, "left")
 
 
@@ -551,7 +598,14 @@ def test_inner_join_null_foreign_key_divergence_from_sql():
 
 # -- the scenario format --------------------------------------------------------------------------
 def test_fk_scenario_round_trips_through_to_dict():
-    scenario = fk_scenario(RACE, "left", delivery="explicit", hash_check=False, partitions=2, left={"versioned": True, "history_retention_ms": 50})
+    scenario = fk_scenario(
+        RACE,
+        "left",
+        delivery="explicit",
+        hash_check=False,
+        partitions=2,
+        left={"versioned": True, "history_retention_ms": 50},
+    )
     assert Scenario.from_dict(scenario.to_dict()) == scenario
     random_delivery = fk_scenario(RACE[:3], delivery={"mode": "random", "seed": 3})
     assert Scenario.from_dict(random_delivery.to_dict()) == random_delivery
@@ -562,16 +616,31 @@ def test_fk_scenario_round_trips_through_to_dict():
     [
         ({"foreign_key": None}, "foreign_key: a fk join needs the field path"),
         ({"semantics": "2.3"}, "foreign-key joins exist since Kafka 2.4"),
-        ({"events": [{"side": "left", "key": "A", "value": "plain", "ts": 1}]}, r"events\[0\].value: the foreign key 'fk' is not a field"),
-        ({"events": [{"side": "left", "key": "A", "value": {"v": 1}, "ts": 1}]}, r"events\[0\].value: the foreign key 'fk' is not a field"),
-        ({"events": [{"side": "left", "key": "A", "value": {"fk": [1]}, "ts": 1}]}, r"events\[0\].value: the foreign key 'fk' is \[1\]"),
-        ({"events": [{"deliver": "next"}]}, r"events\[0\].deliver: deliver events need join: fk and delivery: explicit"),
+        (
+            {"events": [{"side": "left", "key": "A", "value": "plain", "ts": 1}]},
+            r"events\[0\].value: the foreign key 'fk' is not a field",
+        ),
+        (
+            {"events": [{"side": "left", "key": "A", "value": {"v": 1}, "ts": 1}]},
+            r"events\[0\].value: the foreign key 'fk' is not a field",
+        ),
+        (
+            {"events": [{"side": "left", "key": "A", "value": {"fk": [1]}, "ts": 1}]},
+            r"events\[0\].value: the foreign key 'fk' is \[1\]",
+        ),
+        (
+            {"events": [{"deliver": "next"}]},
+            r"events\[0\].deliver: deliver events need join: fk and delivery: explicit",
+        ),
         ({"delivery": "explicit", "events": [{"deliver": "later"}]}, r"events\[0\].deliver: expected one of next"),
         ({"delivery": {"mode": "random", "seed": "x"}}, "delivery.seed: expected an integer"),
         ({"delivery": "sometimes"}, "delivery.mode: expected one of immediate | explicit | random"),
         ({"hash_check": "no"}, "hash_check: expected true or false"),
         ({"left": {"versioned": True}}, "left.history_retention_ms: a versioned table needs a history retention"),
-        ({"partitions": 2, "events": [{"side": "right", "key": "Y", "value": "y", "ts": 1, "partition": 0}]}, r"events\[0\].partition: a fk join's right record must sit on its key's partition \(1\)"),
+        (
+            {"partitions": 2, "events": [{"side": "right", "key": "Y", "value": "y", "ts": 1, "partition": 0}]},
+            r"events\[0\].partition: a fk join's right record must sit on its key's partition \(1\)",
+        ),
     ],
 )
 def test_fk_scenario_errors_name_the_field(change, message):
@@ -594,7 +663,10 @@ def test_other_joins_refuse_fk_fields():
 
 def test_foreign_key_path_nests():
     events = [R("Y", "y", 1), {"side": "left", "key": "A", "value": {"customer": {"id": "Y"}}, "ts": 2}]
-    trace = run(Scenario.from_dict({"join": "fk", "variant": "inner", "foreign_key": "customer.id", "events": events}), fk_joiner)
+    trace = run(
+        Scenario.from_dict({"join": "fk", "variant": "inner", "foreign_key": "customer.id", "events": events}),
+        fk_joiner,
+    )
     assert [(o.key, o.right) for o in trace.outputs] == [("A", "y")]
 
 
@@ -615,7 +687,10 @@ def test_kjoin_run_prints_an_fk_trace(tmp_path, capsys):
     from kjoin.cli import main
 
     path = tmp_path / "race.yaml"
-    path.write_text(yaml.safe_dump({"join": "fk", "variant": "inner", "foreign_key": "fk", "delivery": "explicit", "events": RACE}), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump({"join": "fk", "variant": "inner", "foreign_key": "fk", "delivery": "explicit", "events": RACE}),
+        encoding="utf-8",
+    )
     assert main(["run", str(path)]) == 0
     text = capsys.readouterr().out
     assert "dropped (stale-response)" in text and "PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE" in text

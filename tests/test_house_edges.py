@@ -23,15 +23,20 @@ from kjoin.partitioner import default_partition
 def _replaced_scenario() -> kjoin.Scenario:
     # step 0's left update waits in the left cache; step 1 joins B-B (into the result cache);
     # the commit after step 1 flushes step 0's update, whose B-B replaces step 1's in the result cache.
-    return kjoin.Scenario.from_dict({
-        "join": "table-table", "variant": "outer", "materialized": True, "caching": ["left", "result"],
-        "commit_every": 2,
-        "events": [
-            {"side": "left", "key": "j", "value": "B", "ts": 0},
-            {"side": "right", "key": "j", "value": "B", "ts": 1},
-            {"side": "right", "key": "k", "value": "B", "ts": 2},
-        ],
-    })
+    return kjoin.Scenario.from_dict(
+        {
+            "join": "table-table",
+            "variant": "outer",
+            "materialized": True,
+            "caching": ["left", "result"],
+            "commit_every": 2,
+            "events": [
+                {"side": "left", "key": "j", "value": "B", "ts": 0},
+                {"side": "right", "key": "j", "value": "B", "ts": 1},
+                {"side": "right", "key": "k", "value": "B", "ts": 2},
+            ],
+        }
+    )
 
 
 def test_a_result_replaced_in_the_result_cache_by_an_earlier_records_result_says_so():
@@ -43,13 +48,19 @@ def test_a_result_replaced_in_the_result_cache_by_an_earlier_records_result_says
 
 
 def test_a_tombstone_the_result_cache_drops_is_still_nothing_to_delete():
-    scenario = kjoin.Scenario.from_dict({
-        "join": "table-table", "variant": "inner", "materialized": True, "caching": ["result"], "commit_every": 2,
-        "events": [
-            {"side": "left", "key": "k", "value": "A", "ts": 4},
-            {"side": "right", "key": "k", "value": None, "ts": 5},
-        ],
-    })
+    scenario = kjoin.Scenario.from_dict(
+        {
+            "join": "table-table",
+            "variant": "inner",
+            "materialized": True,
+            "caching": ["result"],
+            "commit_every": 2,
+            "events": [
+                {"side": "left", "key": "k", "value": "A", "ts": 4},
+                {"side": "right", "key": "k", "value": None, "ts": 5},
+            ],
+        }
+    )
     step = kjoin.run(scenario).steps[1]
     assert (step.fate, step.reason, step.outputs) == (Fate.STORED, Reason.NOTHING_TO_DELETE, ())
     assert "drops the tombstone for k: the result never had a value" in step.explain
@@ -70,15 +81,19 @@ def test_a_million_partitions_build_state_only_for_the_tasks_that_have_records(m
     built = []
     real = engine.new_join
     monkeypatch.setattr(engine, "new_join", lambda scenario, log, task: built.append(task) or real(scenario, log, task))
-    scenario = kjoin.Scenario.from_dict({
-        "join": "stream-stream", "variant": "inner", "partitions": 1_000_000,
-        "window": {"before_ms": 5, "after_ms": 5, "grace_ms": 0},
-        "events": [
-            {"side": "left", "key": "k", "value": "A", "ts": 1},
-            {"side": "right", "key": "k", "value": "a", "ts": 2},
-            {"side": "left", "key": "j", "value": "B", "ts": 3},
-        ],
-    })
+    scenario = kjoin.Scenario.from_dict(
+        {
+            "join": "stream-stream",
+            "variant": "inner",
+            "partitions": 1_000_000,
+            "window": {"before_ms": 5, "after_ms": 5, "grace_ms": 0},
+            "events": [
+                {"side": "left", "key": "k", "value": "A", "ts": 1},
+                {"side": "right", "key": "k", "value": "a", "ts": 2},
+                {"side": "left", "key": "j", "value": "B", "ts": 3},
+            ],
+        }
+    )
     trace = kjoin.run(scenario)
     first, _, other = [record.partition for record in scenario.records()]
     assert first != other and built == [first, other]  # two tasks of a million, in the order they are met
@@ -94,14 +109,19 @@ def test_a_million_partitions_build_state_only_for_the_tasks_that_have_records(m
 
 
 def test_a_foreign_key_join_over_a_million_partitions_builds_the_tasks_of_its_records_and_foreign_keys():
-    scenario = kjoin.Scenario.from_dict({
-        "join": "fk", "variant": "inner", "foreign_key": "fk", "partitions": 1_000_000,
-        "events": [
-            {"side": "right", "key": "Y", "value": "y", "ts": 1},
-            {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2},
-            {"side": "left", "key": "B", "value": {"fk": "Z"}, "ts": 3},
-        ],
-    })
+    scenario = kjoin.Scenario.from_dict(
+        {
+            "join": "fk",
+            "variant": "inner",
+            "foreign_key": "fk",
+            "partitions": 1_000_000,
+            "events": [
+                {"side": "right", "key": "Y", "value": "y", "ts": 1},
+                {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2},
+                {"side": "left", "key": "B", "value": {"fk": "Z"}, "ts": 3},
+            ],
+        }
+    )
     trace = kjoin.run(scenario)
     assert [(o.key, o.right) for o in trace.outputs] == [("A", "y")]
     right, left_a, left_b = (record.partition for record in scenario.records())
@@ -112,13 +132,17 @@ def test_a_foreign_key_join_over_a_million_partitions_builds_the_tasks_of_its_re
 
 
 def test_a_delivery_step_says_so_in_its_type_and_carries_its_message():
-    scenario = kjoin.Scenario.from_dict({
-        "join": "fk", "variant": "inner", "foreign_key": "fk",
-        "events": [
-            {"side": "right", "key": "Y", "value": "y", "ts": 1},
-            {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2},
-        ],
-    })
+    scenario = kjoin.Scenario.from_dict(
+        {
+            "join": "fk",
+            "variant": "inner",
+            "foreign_key": "fk",
+            "events": [
+                {"side": "right", "key": "Y", "value": "y", "ts": 1},
+                {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2},
+            ],
+        }
+    )
     trace = kjoin.run(scenario)
     assert [type(step).__name__ for step in trace.steps] == ["Step", "Step", "DeliveryStep", "DeliveryStep"]
     subscription, response = trace.steps[2], trace.steps[3]

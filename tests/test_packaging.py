@@ -48,9 +48,29 @@ def test_the_console_script_is_installed():
 def test_public_names():
     assert sorted(kjoin.__all__) == sorted(
         [
-            "Deliver", "Delivery", "Event", "Fate", "JoinWindows", "LATEST", "Output", "OutputKind", "Reason", "Record",
-            "Scenario", "ScenarioError", "Semantics", "Side", "StateSnapshot", "Step", "TableOptions",
-            "Trace", "default_joiner", "load_scenario", "merge_by_timestamp", "parse_semantics", "run",
+            "Deliver",
+            "Delivery",
+            "Event",
+            "Fate",
+            "JoinWindows",
+            "LATEST",
+            "Output",
+            "OutputKind",
+            "Reason",
+            "Record",
+            "Scenario",
+            "ScenarioError",
+            "Semantics",
+            "Side",
+            "StateSnapshot",
+            "Step",
+            "TableOptions",
+            "Trace",
+            "default_joiner",
+            "load_scenario",
+            "merge_by_timestamp",
+            "parse_semantics",
+            "run",
         ]
     )
     for name in kjoin.__all__:
@@ -64,6 +84,8 @@ def test_make_lab_runs_jupyter_even_as_root():
     import subprocess
 
     root = Path(__file__).resolve().parents[1]
-    recipe = subprocess.run(["make", "-n", "-W", "pyproject.toml", "lab"], cwd=root, capture_output=True, text=True, check=True).stdout
+    recipe = subprocess.run(
+        ["make", "-n", "-W", "pyproject.toml", "lab"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
     command = next(line for line in recipe.splitlines() if "jupyter lab" in line)
     assert ("--allow-root" in command) == (os.geteuid() == 0)

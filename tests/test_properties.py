@@ -36,7 +36,9 @@ def sql_join(variant: str, left: dict, right: dict) -> dict:
 @SETTINGS
 @given(inputs=events(), partitions=PARTITIONS)
 def test_table_table_changelog_materializes_to_the_sql_join_after_every_step(variant, semantics, inputs, partitions):
-    scenario = Scenario.from_dict({"join": "table-table", "variant": variant, "semantics": semantics, "partitions": partitions, "events": inputs})
+    scenario = Scenario.from_dict(
+        {"join": "table-table", "variant": variant, "semantics": semantics, "partitions": partitions, "events": inputs}
+    )
     trace = run(scenario, joiner=lambda left, right: (left, right))
     tables = {"left": {}, "right": {}}
     result: dict = {}
@@ -57,30 +59,48 @@ def test_table_table_changelog_materializes_to_the_sql_join_after_every_step(var
 
 @pytest.mark.parametrize("semantics", EVERY_ERA)
 @SETTINGS
-@given(inputs=events(max_ts=80, null_values=True), partitions=PARTITIONS, before=st.integers(0, 12), after=st.integers(0, 12))
-def test_stream_stream_inner_join_results_equal_the_sql_join_over_the_window(semantics, inputs, partitions, before, after):
+@given(
+    inputs=events(max_ts=80, null_values=True),
+    partitions=PARTITIONS,
+    before=st.integers(0, 12),
+    after=st.integers(0, 12),
+)
+def test_stream_stream_inner_join_results_equal_the_sql_join_over_the_window(
+    semantics, inputs, partitions, before, after
+):
     """No record expires here (grace exceeds every timestamp), so arrival order does not matter.
     Before KIP-77 a null value triggered lookups (``null-a``): that era is checked without
     null values, and its counter-example is pinned below."""
     if semantics == "0.10.0":
         inputs = [event for event in inputs if event["value"] is not None]
     window = {"before_ms": before, "after_ms": after, "grace_ms": 1000}
-    scenario = Scenario.from_dict({"join": "stream-stream", "variant": "inner", "semantics": semantics, "window": window, "partitions": partitions, "events": inputs})
+    scenario = Scenario.from_dict(
+        {
+            "join": "stream-stream",
+            "variant": "inner",
+            "semantics": semantics,
+            "window": window,
+            "partitions": partitions,
+            "events": inputs,
+        }
+    )
     trace = run(scenario, joiner=lambda left, right: (left, right))
     actual = Counter((output.key, output.value) for output in trace.outputs)
     left = [e for e in inputs if e["side"] == "left" and e["key"] is not None and e["value"] is not None]
     right = [e for e in inputs if e["side"] == "right" and e["key"] is not None and e["value"] is not None]
     expected = Counter(
-        (l["key"], (l["value"], r["value"]))
-        for l in left
+        (e["key"], (e["value"], r["value"]))
+        for e in left
         for r in right
-        if l["key"] == r["key"] and l["ts"] - before <= r["ts"] <= l["ts"] + after
+        if e["key"] == r["key"] and e["ts"] - before <= r["ts"] <= e["ts"] + after
     )
     assert actual == expected
 
 
 def _window_join(variant, semantics, events, window):
-    scenario = Scenario.from_dict({"join": "stream-stream", "variant": variant, "semantics": semantics, "window": window, "events": events})
+    scenario = Scenario.from_dict(
+        {"join": "stream-stream", "variant": variant, "semantics": semantics, "window": window, "events": events}
+    )
     return sorted(output.render() for output in run(scenario).outputs)
 
 
@@ -111,20 +131,29 @@ def test_left_join_holding_results_is_still_not_the_sql_left_join_when_a_partner
 def test_old_inner_join_with_null_value_triggers_is_not_the_sql_join():
     """0.10.0: a null value looks up the other side and the joiner is called (``null-a``);
     no SQL join over non-null records produces that row (KIP-77 removed it)."""
-    events = [{"side": "right", "key": "k", "value": "a", "ts": 1}, {"side": "left", "key": "k", "value": None, "ts": 2}]
+    events = [
+        {"side": "right", "key": "k", "value": "a", "ts": 1},
+        {"side": "left", "key": "k", "value": None, "ts": 2},
+    ]
     window = {"before_ms": 10, "after_ms": 10, "grace_ms": 0}
     assert _window_join("inner", "0.10.0", events, window) == ["null-a"]
     assert _window_join("inner", "0.10.2", events, window) == []
 
 
-JOIN_VARIANTS = [("stream-stream", v) for v in ("inner", "left", "outer")] + [("stream-table", v) for v in ("inner", "left")] + [("table-table", v) for v in ("inner", "left", "outer")]
+JOIN_VARIANTS = (
+    [("stream-stream", v) for v in ("inner", "left", "outer")]
+    + [("stream-table", v) for v in ("inner", "left")]
+    + [("table-table", v) for v in ("inner", "left", "outer")]
+)
 
 
 @pytest.mark.parametrize("semantics", ["0.10.0", "0.10.2", "3.1", "latest"])
 @pytest.mark.parametrize(("join", "variant"), JOIN_VARIANTS)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(inputs=events(max_ts=60), partitions=PARTITIONS, grace=st.sampled_from([0, 5, None]))
-def test_every_input_record_is_accounted_for_and_runs_are_deterministic(join, variant, semantics, inputs, partitions, grace):
+def test_every_input_record_is_accounted_for_and_runs_are_deterministic(
+    join, variant, semantics, inputs, partitions, grace
+):
     """Each step says what became of its record: joined (with an output of its own),
     buffered (until a time, and visibly in the outer-join buffer), stored, no match or
     dropped (both with a named reason). The same input gives the same trace, byte for byte."""

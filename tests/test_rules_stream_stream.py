@@ -46,7 +46,13 @@ def test_window_bounds_are_clamped_at_zero():
 
 # -- §1.3 output ------------------------------------------------------------------------------
 def test_several_matches_come_out_in_the_other_stores_ts_then_arrival_order_with_max_ts():
-    events = [ev("R", "k", "r2", 7), ev("R", "k", "r1", 3), ev("R", "k", "r3", 7), ev("R", "other", "x", 5), ev("L", "k", "L", 5)]
+    events = [
+        ev("R", "k", "r2", 7),
+        ev("R", "k", "r1", 3),
+        ev("R", "k", "r3", 7),
+        ev("R", "other", "x", 5),
+        ev("L", "k", "L", 5),
+    ]
     trace = ss("inner", events)
     assert outs(trace[-1]) == [("k", "L-r1", 5), ("k", "L-r2", 7), ("k", "L-r3", 7)]
 
@@ -111,7 +117,12 @@ def test_before_kip_962_null_keys_are_dropped_on_every_side():
 
 # -- §1.6 stream time ----------------------------------------------------------------------------
 def test_stream_time_is_one_per_task_shared_by_both_sides_and_advanced_by_dropped_records():
-    events = [ev("L", "a", "A", 5, partition=0), ev("R", "b", "x", 9, partition=0), ev("R", "c", None, 12, partition=0), ev("L", "d", "D", 3, partition=1)]
+    events = [
+        ev("L", "a", "A", 5, partition=0),
+        ev("R", "b", "x", 9, partition=0),
+        ev("R", "c", None, 12, partition=0),
+        ev("L", "d", "D", 3, partition=1),
+    ]
     trace = ss("inner", events, partitions=2)
     state = trace.state_at(-1)
     assert (state.stream_time(0), state.stream_time(1)) == (12, 3)
@@ -122,10 +133,20 @@ def test_one_keys_record_releases_another_keys_left_join_result_in_the_same_task
     """A@0 (key a) closes at 0 + 10 + 5 = 15. Stream time 16 from a record of key b releases
     it in task 0; the same record in task 1 does not."""
     w = window(10, 10, 5)
-    same = ss("left", [ev("L", "a", "A", 0, partition=0), ev("L", "b", "X", 15, partition=0), ev("L", "b", "Y", 16, partition=0)], w=w, partitions=2)
+    same = ss(
+        "left",
+        [ev("L", "a", "A", 0, partition=0), ev("L", "b", "X", 15, partition=0), ev("L", "b", "Y", 16, partition=0)],
+        w=w,
+        partitions=2,
+    )
     assert [outs(s) for s in same] == [[], [], [("a", "A-null", 0)]]
     assert same[2].outputs[0].origin_step == 0
-    other = ss("left", [ev("L", "a", "A", 0, partition=0), ev("L", "b", "X", 15, partition=1), ev("L", "b", "Y", 16, partition=1)], w=w, partitions=2)
+    other = ss(
+        "left",
+        [ev("L", "a", "A", 0, partition=0), ev("L", "b", "X", 15, partition=1), ev("L", "b", "Y", 16, partition=1)],
+        w=w,
+        partitions=2,
+    )
     assert [outs(s) for s in other] == [[], [], []]
     assert [row["value"] for row in other.state_at(-1).outer_buffer(0)] == ["A"]
 
@@ -135,7 +156,9 @@ def test_an_unmatched_left_record_waits_until_stream_time_is_strictly_past_close
     w = window(10, 10, 5)
     trace = ss("left", [ev("L", "a", "A", 0), ev("L", "b", "X", 15), ev("L", "b", "Y", 16)], w=w)
     assert (trace[0].fate, trace[0].reason, trace[0].until_ms) == (Fate.BUFFERED, Reason.WINDOW_OPEN, 15)
-    assert trace.state_at(0).outer_buffer() == [{"ts": 0, "side": "left", "key": "a", "value": "A", "closes_at_ms": 15, "origin_step": 0}]
+    assert trace.state_at(0).outer_buffer() == [
+        {"ts": 0, "side": "left", "key": "a", "value": "A", "closes_at_ms": 15, "origin_step": 0}
+    ]
     assert outs(trace[1]) == []
     assert outs(trace[2]) == [("a", "A-null", 0)]
 
@@ -188,7 +211,10 @@ def test_entries_come_out_by_ts_then_right_before_left_then_key_bytes():
     """At one ts, right entries (side byte 0) before left (1); keys by serialized bytes,
     unsigned: the long 5 (00..05) before the long -1 (ff..ff), and "a" before "b"."""
     events = [
-        ev("L", "b", "Lb", 10), ev("L", "a", "La", 10), ev("R", -1, "Rm", 10), ev("R", 5, "R5", 10),
+        ev("L", "b", "Lb", 10),
+        ev("L", "a", "La", 10),
+        ev("R", -1, "Rm", 10),
+        ev("R", 5, "R5", 10),
         ev("L", "z", "Z", 40),
     ]
     trace = ss("outer", events, w=window(5, 5, 0))
@@ -239,9 +265,17 @@ def test_since_3_1_a_window_with_grace_holds_the_unmatched_record_instead():
 
 # -- §6 timestamps ---------------------------------------------------------------------------------
 def test_timestamps_of_every_kind_of_stream_stream_output():
-    events = [ev("L", "m", "M", 20), ev("R", "m", "m", 12), ev("L", "u", "U", 30), ev("L", None, "N", 31), ev("L", "z", "Z", 90)]
+    events = [
+        ev("L", "m", "M", 20),
+        ev("R", "m", "m", 12),
+        ev("L", "u", "U", 30),
+        ev("L", None, "N", 31),
+        ev("L", "z", "Z", 90),
+    ]
     trace = ss("left", events, w=window(10, 10, 0), semantics="3.7")
     # matched: max(20, 12); null key: its own ts; non-joined from the buffer: the entry's own ts
     assert [(o.render(), o.ts, o.kind.value) for o in trace.outputs] == [
-        ("M-m", 20, "joined"), ("N-null", 31, "null-key"), ("U-null", 30, "window-closed"),
+        ("M-m", 20, "joined"),
+        ("N-null", 31, "null-key"),
+        ("U-null", 30, "window-closed"),
     ]

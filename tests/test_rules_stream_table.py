@@ -41,7 +41,10 @@ def test_keys_meet_only_within_their_task():
 
 
 def test_inner_join_emits_only_when_the_table_has_a_value():
-    trace = st("inner", [ev("L", "k", "A", 1), ev("R", "k", "a", 2), ev("L", "k", "B", 3), ev("R", "k", None, 4), ev("L", "k", "C", 5)])
+    trace = st(
+        "inner",
+        [ev("L", "k", "A", 1), ev("R", "k", "a", 2), ev("L", "k", "B", 3), ev("R", "k", None, 4), ev("L", "k", "C", 5)],
+    )
     assert [outs(s) for s in trace] == [[], [], [("k", "B-a", 3)], [], []]
     assert (trace[0].fate, trace[0].reason) == (Fate.NO_MATCH, Reason.NO_PARTNER)
 

@@ -23,7 +23,9 @@ def test_null_keys_are_dropped_by_the_source(variant):
     assert [(s.fate, s.reason) for s in trace] == [(Fate.DROPPED, Reason.NULL_KEY)] * 2
 
 
-@pytest.mark.parametrize(("variant", "left_old", "right_old"), [("inner", False, False), ("left", True, False), ("outer", True, True)])
+@pytest.mark.parametrize(
+    ("variant", "left_old", "right_old"), [("inner", False, False), ("left", True, False), ("outer", True, True)]
+)
 def test_which_tables_send_old_values(variant, left_old, right_old):
     """A left join makes the left table send old values, an outer join both tables."""
     trace = tt(variant, [ev("L", "k", "A", 1), ev("L", "k", "A2", 2), ev("R", "k", "a", 3), ev("R", "k", "a2", 4)])
@@ -59,9 +61,21 @@ def test_left_join_right_delete_emits_left_with_null_not_a_tombstone():
 
 
 def test_outer_join_emits_while_either_side_has_a_value_then_one_tombstone():
-    events = [ev("R", "k", "b", 1), ev("L", "k", "B", 2), ev("L", "k", None, 3), ev("R", "k", None, 4), ev("R", "k", None, 5)]
+    events = [
+        ev("R", "k", "b", 1),
+        ev("L", "k", "B", 2),
+        ev("L", "k", None, 3),
+        ev("R", "k", None, 4),
+        ev("R", "k", None, 5),
+    ]
     trace = tt("outer", events)
-    assert [outs(s) for s in trace] == [[("k", "null-b", 1)], [("k", "B-b", 2)], [("k", "null-b", 3)], [("k", "null", 4)], []]
+    assert [outs(s) for s in trace] == [
+        [("k", "null-b", 1)],
+        [("k", "B-b", 2)],
+        [("k", "null-b", 3)],
+        [("k", "null", 4)],
+        [],
+    ]
 
 
 def test_keys_and_tasks_are_independent():

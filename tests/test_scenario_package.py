@@ -35,10 +35,17 @@ def test_with_variant_refuses_a_bad_variant():
 
 
 def test_the_document_round_trips_through_to_dict():
-    scenario = Scenario.from_dict({
-        "join": "table-table", "variant": "left", "materialized": True, "caching": ["result"], "commit_every": 2,
-        "then": [{"variant": "inner"}], "events": [{"side": "left", "key": "k", "value": "A", "ts": 1}],
-    })
+    scenario = Scenario.from_dict(
+        {
+            "join": "table-table",
+            "variant": "left",
+            "materialized": True,
+            "caching": ["result"],
+            "commit_every": 2,
+            "then": [{"variant": "inner"}],
+            "events": [{"side": "left", "key": "k", "value": "A", "ts": 1}],
+        }
+    )
     assert Scenario.from_dict(scenario.to_dict()) == scenario
 
 

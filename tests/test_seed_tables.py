@@ -30,7 +30,13 @@ def table_scenario(table: dict, column: str) -> Scenario:
         (side,) = [side for side in ("left", "right") if side in row]
         events.append({"side": side, "key": "k", "value": row[side], "ts": row["ts"]})
     return Scenario.from_dict(
-        {"join": table["join"], "variant": spec["variant"], "semantics": spec["semantics"], "window": table.get("window"), "events": events}
+        {
+            "join": table["join"],
+            "variant": spec["variant"],
+            "semantics": spec["semantics"],
+            "window": table.get("window"),
+            "events": events,
+        }
     )
 
 
@@ -53,7 +59,9 @@ def rendered(trace: Trace) -> list[list[str]]:
     return [[output.render() for output in step.outputs] for step in trace.steps]
 
 
-CASES = [pytest.param(path, column, id=f"{path.stem}[{column}]") for path in TABLES for column in load_table(path)["columns"]]
+CASES = [
+    pytest.param(path, column, id=f"{path.stem}[{column}]") for path in TABLES for column in load_table(path)["columns"]
+]
 
 
 def test_every_seed_table_is_present():
@@ -107,7 +115,10 @@ def test_the_3_1_table_emits_one_record_early():
         if column == "outerJoin":
             assert seed_cell(rows[100], column) == ["null-f"]
             waiting = trace.state_at(-1).outer_buffer()
-            assert [(w["side"], w["value"], w["ts"], w["closes_at_ms"]) for w in waiting] == [("right", "f", 80, 100), ("left", "G", 100, 120)]
+            assert [(w["side"], w["value"], w["ts"], w["closes_at_ms"]) for w in waiting] == [
+                ("right", "f", 80, 100),
+                ("left", "G", 100, 120),
+            ]
 
 
 @pytest.mark.parametrize("pair", [("002_1", "004_5"), ("002_2", "004_6")])

@@ -113,10 +113,18 @@ def test_spark_equals_reference_on_random_scenarios_of_all_six_joins(spark, seed
 
 
 def test_per_task_joins_split_by_kafka_partition_and_table_aggregates_run_whole(spark):
-    window = {"join": "window-aggregate", "window": {"size_ms": 10}, "partitions": 3,
-              "events": [{"key": k, "value": 1, "ts": i} for i, k in enumerate(KEYS)]}
-    table = {"join": "table-aggregate", "group_by": "g", "partitions": 3,
-             "events": [{"key": k, "value": {"g": g}, "ts": i} for i, (k, g) in enumerate(zip(KEYS, "xyxyz"))]}
+    window = {
+        "join": "window-aggregate",
+        "window": {"size_ms": 10},
+        "partitions": 3,
+        "events": [{"key": k, "value": 1, "ts": i} for i, k in enumerate(KEYS)],
+    }
+    table = {
+        "join": "table-aggregate",
+        "group_by": "g",
+        "partitions": 3,
+        "events": [{"key": k, "value": {"g": g}, "ts": i} for i, (k, g) in enumerate(zip(KEYS, "xyxyz"))],
+    }
     run = aggregate_scenarios(spark, {0: window, 1: table})
     units = {(r["scenario"], r["unit"]) for r in run.records.select("scenario", "unit").distinct().collect()}
     partitions = {row[1] for row in scenario_rows(0, window)}
@@ -130,8 +138,15 @@ def test_per_task_joins_split_by_kafka_partition_and_table_aggregates_run_whole(
 
 def test_page_views_today_against_last_week_on_spark(spark):
     views = [{"key": "home", "value": "v", "ts": day * DAY_MS + 1000} for day in (0, 0, 7, 7, 7)]
-    spec = {"join": "wtable-wtable", "variant": "left", "self_join": True, "window_shift_ms": -WEEK_MS,
-            "window": {"size_ms": DAY_MS}, "retention_ms": 8 * DAY_MS, "events": views}
+    spec = {
+        "join": "wtable-wtable",
+        "variant": "left",
+        "self_join": True,
+        "window_shift_ms": -WEEK_MS,
+        "window": {"size_ms": DAY_MS},
+        "retention_ms": 8 * DAY_MS,
+        "events": views,
+    }
     got = run_aggregate(spark, spec).collect()[0]
     assert got == reference_results(spec)
     last = got["outputs"][-1]
@@ -140,7 +155,11 @@ def test_page_views_today_against_last_week_on_spark(spark):
 
 
 def test_a_failing_aggregator_fails_the_spark_job_naming_the_event(spark):
-    spec = {"join": "window-aggregate", "window": {"size_ms": 10}, "aggregate": {"sum": "n"},
-            "events": [{"key": "a", "value": {"n": 1}, "ts": 1}, {"key": "a", "value": {"n": "two"}, "ts": 2}]}
+    spec = {
+        "join": "window-aggregate",
+        "window": {"size_ms": 10},
+        "aggregate": {"sum": "n"},
+        "events": [{"key": "a", "value": {"n": 1}, "ts": 1}, {"key": "a", "value": {"n": "two"}, "ts": 2}],
+    }
     with pytest.raises(Exception, match=r"events\[1\]"):
         run_aggregate(spark, spec).collect()

@@ -37,14 +37,26 @@ sample about a minute."""
 def test_a_sample_of_the_differential_suite_agrees_on_spark_connect():
     seed = int(os.environ.get("KJOIN_CONNECT_SEED", random.SystemRandom().randrange(2**31)))
     print(f"Spark Connect sample, seed {seed} (KJOIN_CONNECT_SEED={seed} replays it)")
-    env = {key: value for key, value in os.environ.items() if key not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
+    }
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--seed", str(seed), "--per-kind", str(PER_KIND)],
-        capture_output=True, text=True, timeout=TIMEOUT_S, cwd=str(SCRIPT.parent.parent), env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        cwd=str(SCRIPT.parent.parent),
+        env=env,
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    errors = "\n".join(line for line in done.stderr.splitlines() if not line.lstrip().startswith("at ") and " WARN " not in line)[-6000:]
-    assert done.returncode == 0 and lines, f"the Spark Connect run failed (exit {done.returncode}, seed {seed}):\n{errors}"
+    errors = "\n".join(
+        line for line in done.stderr.splitlines() if not line.lstrip().startswith("at ") and " WARN " not in line
+    )[-6000:]
+    assert done.returncode == 0 and lines, (
+        f"the Spark Connect run failed (exit {done.returncode}, seed {seed}):\n{errors}"
+    )
     summary = json.loads(lines[-1])
     print(summary)
     assert summary["ok"] and summary["session"].startswith("pyspark.sql.connect")
@@ -55,7 +67,10 @@ def test_a_local_connect_session_refuses_to_start_next_to_a_classic_one(spark):
     """In pytest's process (a classic session is active) the refusal says what to do."""
     from kjoin.spark import connect_session
 
-    with pytest.raises(RuntimeError, match=r"already runs a classic Spark session; a local Spark Connect session needs a process of its own"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"already runs a classic Spark session; a local Spark Connect session needs a process of its own",
+    ):
         connect_session()
     with pytest.raises(ValueError, match=r"remote: expected 'local\[N\]' .* or 'sc://host:port'"):
         connect_session("yarn")

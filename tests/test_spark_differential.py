@@ -39,7 +39,13 @@ METHODS = {"stream-table": ("auto", "processors"), "table-table": ("auto", "proc
 """Unversioned stream-table and table-table joins have two Spark paths: ``auto`` picks the
 native window-function path (:mod:`kjoin.spark.native`), ``processors`` runs kjoin's
 processors per task; both are checked. The other joins have only the processors."""
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate], database=None)
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    phases=[Phase.explicit, Phase.generate],
+    database=None,
+)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -71,8 +77,16 @@ def test_the_comparison_catches_a_wrong_output(spark):
 def test_the_comparison_catches_a_wrong_order(spark):
     """Order within a task is compared, not only the set of rows."""
     scenario = Scenario.from_dict(
-        {"join": "stream-stream", "variant": "inner", "window": {"before_ms": 10, "after_ms": 10, "grace_ms": 0},
-         "events": [{"side": "left", "key": "k", "value": "A", "ts": 1}, {"side": "left", "key": "k", "value": "B", "ts": 2}, {"side": "right", "key": "k", "value": "a", "ts": 3}]}
+        {
+            "join": "stream-stream",
+            "variant": "inner",
+            "window": {"before_ms": 10, "after_ms": 10, "grace_ms": 0},
+            "events": [
+                {"side": "left", "key": "k", "value": "A", "ts": 1},
+                {"side": "left", "key": "k", "value": "B", "ts": 2},
+                {"side": "right", "key": "k", "value": "a", "ts": 3},
+            ],
+        }
     )
     outputs, steps = spark_results(run_scenarios(spark, [scenario]))
     assert [row[8] for row in outputs] == ["A-a", "B-a"]
@@ -84,10 +98,21 @@ def test_a_foreign_key_scenario_runs_whole_and_its_trace_is_the_scenarios(spark)
     """An FK scenario over three partitions: Spark's rows equal the reference engine's, and
     the drill-down trace (whole scenario) gives the same outputs."""
     scenario = Scenario.from_dict(
-        {"join": "fk", "variant": "left", "foreign_key": "fk", "partitions": 3, "delivery": "explicit",
-         "events": [{"side": "right", "key": "Y", "value": "y", "ts": 1}, {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2},
-                    {"deliver": "subscription"}, {"side": "left", "key": "B", "value": {"fk": "Z"}, "ts": 3}, {"deliver": "all"},
-                    {"side": "right", "key": "Y", "value": None, "ts": 4}]}
+        {
+            "join": "fk",
+            "variant": "left",
+            "foreign_key": "fk",
+            "partitions": 3,
+            "delivery": "explicit",
+            "events": [
+                {"side": "right", "key": "Y", "value": "y", "ts": 1},
+                {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2},
+                {"deliver": "subscription"},
+                {"side": "left", "key": "B", "value": {"fk": "Z"}, "ts": 3},
+                {"deliver": "all"},
+                {"side": "right", "key": "Y", "value": None, "ts": 4},
+            ],
+        }
     )
     pk = Scenario.from_notation("stream-table", "left", left="2:A", right="1:a")
     result = run_scenarios(spark, [pk, scenario])
@@ -96,5 +121,7 @@ def test_a_foreign_key_scenario_runs_whole_and_its_trace_is_the_scenarios(spark)
     assert {row[0] for row in outputs} == {0, 1}
     trace = result.trace(partition=0, scenario=1)
     fk_rows = [row for row in outputs if row[0] == 1]
-    assert sorted((s.index, o.value) for s in trace.steps for o in s.outputs) == sorted((row[2], row[8]) for row in fk_rows)
+    assert sorted((s.index, o.value) for s in trace.steps for o in s.outputs) == sorted(
+        (row[2], row[8]) for row in fk_rows
+    )
     assert any(step.message is not None for step in trace.steps)

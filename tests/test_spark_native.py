@@ -26,7 +26,7 @@ from tests.spark_compare import assert_same, combos, random_batch, spark_rows
 pytestmark = pytest.mark.spark
 
 ERAS = ["0.10.0", "0.10.2", "2.0", "2.3", "3.1", "3.7", "latest"]
-VALUES = ["A", 'q"uote', "back\\slash", "caf\u00e9 \U0001F600", "", 7, -2.5, True, {"b": 1, "a": [1, "x"]}, [None, 2]]
+VALUES = ["A", 'q"uote', "back\\slash", "caf\u00e9 \U0001f600", "", 7, -2.5, True, {"b": 1, "a": [1, "x"]}, [None, 2]]
 
 
 def _varied(seed: int, join: str, size: int) -> list[Scenario]:
@@ -55,7 +55,9 @@ def _native_rows(result) -> tuple[list[tuple], list[tuple]]:
 @pytest.mark.parametrize("join", ["stream-table", "table-table"])
 def test_native_joins_equal_the_reference_engine(spark, join):
     batch = _varied(20260 + len(join), join, 300)
-    assert {s.variant for s in batch} == set(("inner", "left") if join == "stream-table" else ("inner", "left", "outer"))
+    assert {s.variant for s in batch} == set(
+        ("inner", "left") if join == "stream-table" else ("inner", "left", "outer")
+    )
     result = run_scenarios(spark, batch, method="native")
     outputs, steps = _native_rows(result)
     assert outputs and steps
@@ -82,10 +84,41 @@ def test_processors_still_equal_the_reference_engine_on_native_joins(spark):
 @pytest.mark.parametrize(
     "scenario, joiner, named",
     [
-        (Scenario.from_notation("stream-stream", "left", left="1:A", right="2:a", window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}), None, "stream-stream join"),
-        (Scenario.from_dict({"join": "stream-table", "variant": "left", "right": {"versioned": True, "history_retention_ms": 10}, "events": [{"side": "left", "key": "k", "value": "A", "ts": 1}]}), None, "versioned table"),
-        (Scenario.from_notation("table-table", "outer", left="1:A", right="2:a"), lambda l, r: f"{l}+{r}", "custom joiner"),
-        (Scenario.from_dict({"join": "table-table", "variant": "inner", "events": [{"side": "left", "key": 1.5, "value": "A", "ts": 1}]}), None, "events[0].key"),
+        (
+            Scenario.from_notation(
+                "stream-stream", "left", left="1:A", right="2:a", window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}
+            ),
+            None,
+            "stream-stream join",
+        ),
+        (
+            Scenario.from_dict(
+                {
+                    "join": "stream-table",
+                    "variant": "left",
+                    "right": {"versioned": True, "history_retention_ms": 10},
+                    "events": [{"side": "left", "key": "k", "value": "A", "ts": 1}],
+                }
+            ),
+            None,
+            "versioned table",
+        ),
+        (
+            Scenario.from_notation("table-table", "outer", left="1:A", right="2:a"),
+            lambda left, right: f"{left}+{right}",
+            "custom joiner",
+        ),
+        (
+            Scenario.from_dict(
+                {
+                    "join": "table-table",
+                    "variant": "inner",
+                    "events": [{"side": "left", "key": 1.5, "value": "A", "ts": 1}],
+                }
+            ),
+            None,
+            "events[0].key",
+        ),
     ],
 )
 def test_native_refuses_what_it_cannot_run_exactly_and_auto_falls_back(spark, scenario, joiner, named):
@@ -102,10 +135,15 @@ def test_an_unknown_method_is_refused_and_no_scenarios_give_empty_frames(spark):
         run_scenarios(spark, [], method="fast")
     empty = run_scenarios(spark, [], method="native")
     assert empty.results.count() == 0
-    assert empty.results.schema.simpleString() == run_scenarios(spark, [], method="processors").results.schema.simpleString()
+    assert (
+        empty.results.schema.simpleString()
+        == run_scenarios(spark, [], method="processors").results.schema.simpleString()
+    )
 
 
-@pytest.mark.parametrize("join, variant, value_type", [("stream-table", "left", "string"), ("table-table", "outer", "bigint")])
+@pytest.mark.parametrize(
+    "join, variant, value_type", [("stream-table", "left", "string"), ("table-table", "outer", "bigint")]
+)
 def test_run_join_native_equals_processors_on_topics(spark, join, variant, value_type):
     """Topics (no ``position``): the native path numbers steps with ``row_number`` in Kafka's
     processing order (running max ts, left first on ties, offsets); it must match the
@@ -117,7 +155,11 @@ def test_run_join_native_equals_processors_on_topics(spark, join, variant, value
         for partition in range(3):
             for offset in range(rng.randint(150, 250)):
                 key = None if rng.random() < 0.03 else f"k{rng.randint(0, 15)}"
-                value = None if rng.random() < 0.15 else (rng.randint(0, 99) if value_type == "bigint" else f"{side[0]}{rng.randint(0, 99)}")
+                value = (
+                    None
+                    if rng.random() < 0.15
+                    else (rng.randint(0, 99) if value_type == "bigint" else f"{side[0]}{rng.randint(0, 99)}")
+                )
                 rows.append((key, value, rng.randint(0, 400), partition, offset))
         frame = spark.createDataFrame(rows, f"key string, value {value_type}, ts long, partition int, offset long")
         topics.append(Topic(frame, partitions=3))

@@ -25,7 +25,13 @@ from tests.spark_compare import reference_outputs
 
 pytestmark = pytest.mark.spark
 
-SETTINGS = settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate], database=None)
+SETTINGS = settings(
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    phases=[Phase.explicit, Phase.generate],
+    database=None,
+)
 
 KEYS = st.sampled_from(["a", "b", "c", None])
 VALUES = st.one_of(st.none(), st.sampled_from(["A", "B", "C"]))
@@ -37,11 +43,15 @@ def partition_logs(draw, max_ts: int, min_size: int = 0) -> tuple[list[tuple], l
     from a small range, so ties between and within partitions are frequent and most
     partitions are out of order."""
     record = st.tuples(KEYS, VALUES, st.integers(0, max_ts))
-    return draw(st.lists(record, min_size=min_size, max_size=12)), draw(st.lists(record, min_size=min_size, max_size=12))
+    return draw(st.lists(record, min_size=min_size, max_size=12)), draw(
+        st.lists(record, min_size=min_size, max_size=12)
+    )
 
 
 @st.composite
-def tasks(draw, max_ts: int = 6, max_tasks: int = 60, min_tasks: int = 1, min_records: int = 0) -> list[tuple[list[tuple], list[tuple]]]:
+def tasks(
+    draw, max_ts: int = 6, max_tasks: int = 60, min_tasks: int = 1, min_records: int = 0
+) -> list[tuple[list[tuple], list[tuple]]]:
     return draw(st.lists(partition_logs(max_ts, min_records), min_size=min_tasks, max_size=max_tasks))
 
 
@@ -61,7 +71,9 @@ def topics(spark, cases) -> tuple[Topic, Topic, list[Record], list[Record]]:
 
 
 def kafka_order(left: list[Record], right: list[Record], partition: int) -> list[tuple[str, int]]:
-    merged = merge_by_timestamp([r for r in left if r.partition == partition], [r for r in right if r.partition == partition])
+    merged = merge_by_timestamp(
+        [r for r in left if r.partition == partition], [r for r in right if r.partition == partition]
+    )
     return [(r.side.value, r.offset) for r in merged]
 
 
@@ -78,7 +90,11 @@ def test_run_join_processes_each_task_in_kafkas_merge_order(spark, cases):
         place, record = (row["partition"], row["step"]), (row["side"], row["offset"])
         assert seen.setdefault(place, record) == record, f"two records at step {place}"
     sorted_records: dict[int, list[tuple[str, int]]] = {}
-    for row in result.records.orderBy("partition", "_order_ts", "_side_rank", "offset").select("partition", "side", "offset").collect():
+    for row in (
+        result.records.orderBy("partition", "_order_ts", "_side_rank", "offset")
+        .select("partition", "side", "offset")
+        .collect()
+    ):
         sorted_records.setdefault(row["partition"], []).append((row["side"], row["offset"]))
     for partition in range(len(cases)):
         expected = kafka_order(left, right, partition)
@@ -112,7 +128,11 @@ def spark_task_rows(result) -> dict[int, tuple[list[tuple], list[tuple]]]:
 
 def trace_rows(trace):
     outputs = [(s.index, o.key, o.value, o.ts, o.tombstone, o.origin_step) for s in trace.steps for o in s.outputs]
-    steps = [(s.index, s.fate.value, None if s.reason is None else s.reason.value, s.until_ms) for s in trace.steps if s.fate.value != "joined"]
+    steps = [
+        (s.index, s.fate.value, None if s.reason is None else s.reason.value, s.until_ms)
+        for s in trace.steps
+        if s.fate.value != "joined"
+    ]
     return outputs, steps
 
 
@@ -130,11 +150,27 @@ VERSIONED = {"versioned": True, "history_retention_ms": 6}
         ("table-table", "outer", None, {"left": VERSIONED}),
         ("table-table", "inner", None, {"left": VERSIONED, "right": VERSIONED, "versioned_mode": "attempt2"}),
     ],
-    ids=["stream-stream", "stream-table", "table-table", "versioned-stream-table-grace", "versioned-stream-table", "versioned-left-table-table", "versioned-table-table-attempt2"],
+    ids=[
+        "stream-stream",
+        "stream-table",
+        "table-table",
+        "versioned-stream-table-grace",
+        "versioned-stream-table",
+        "versioned-left-table-table",
+        "versioned-table-table-attempt2",
+    ],
 )
-@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate], database=None)
+@settings(
+    max_examples=2,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    phases=[Phase.explicit, Phase.generate],
+    database=None,
+)
 @given(cases=tasks(max_ts=12, max_tasks=8, min_tasks=2, min_records=3), pick=st.randoms(use_true_random=False))
-def test_the_drill_down_trace_of_a_partition_agrees_with_the_spark_run(spark, join, variant, window, options, cases, pick):
+def test_the_drill_down_trace_of_a_partition_agrees_with_the_spark_run(
+    spark, join, variant, window, options, cases, pick
+):
     """The trace keeps every option of the run (versioned tables, grace, versioned mode):
     without them it would disagree with the Spark rows, which the reference engine checks."""
     left_topic, right_topic, left, right = topics(spark, cases)
@@ -158,7 +194,10 @@ def test_a_topic_without_partition_and_offset_gets_kafkas_default_partitions(spa
     frame = spark.createDataFrame(rows, "key long, value string, ts long").coalesce(1)
     topic = Topic(frame, partitions=5)
     result = run_join(topic, topic, "table-table", "inner", method="processors")
-    got = {(r["key"], r["offset"]): r["partition"] for r in result.records.filter("side = 'left'").select("key", "offset", "partition").collect()}
+    got = {
+        (r["key"], r["offset"]): r["partition"]
+        for r in result.records.filter("side = 'left'").select("key", "offset", "partition").collect()
+    }
     offsets: dict[int, int] = {}
     expected = {}
     for k in keys:

@@ -53,18 +53,43 @@ def records(side: Side, rows) -> list[Record]:
 
 
 # Two partitions, out-of-order timestamps, a null key, tombstones, repeated keys.
-LEFT_ROWS = [("a", "A1", 5, 0, 0), ("b", "B1", 3, 1, 0), ("a", None, 2, 0, 1), ("a", "A2", 9, 0, 2), (None, "N1", 4, 1, 1), ("b", "B2", 8, 1, 2), ("c", "C1", 7, 0, 3)]
-RIGHT_ROWS = [("a", "x1", 1, 0, 0), ("b", "y1", 6, 1, 0), ("a", "x2", 4, 0, 1), ("c", None, 6, 0, 2), ("b", None, 7, 1, 1), ("c", "z1", 3, 0, 3)]
+LEFT_ROWS = [
+    ("a", "A1", 5, 0, 0),
+    ("b", "B1", 3, 1, 0),
+    ("a", None, 2, 0, 1),
+    ("a", "A2", 9, 0, 2),
+    (None, "N1", 4, 1, 1),
+    ("b", "B2", 8, 1, 2),
+    ("c", "C1", 7, 0, 3),
+]
+RIGHT_ROWS = [
+    ("a", "x1", 1, 0, 0),
+    ("b", "y1", 6, 1, 0),
+    ("a", "x2", 4, 0, 1),
+    ("c", None, 6, 0, 2),
+    ("b", None, 7, 1, 1),
+    ("c", "z1", 3, 0, 3),
+]
 
 
 # -- Kafka-source DataFrames -----------------------------------------------------------------------
 def kafka_frame(spark, rows, encode_key, encode_value, topic="t"):
     """A DataFrame in Spark's Kafka source schema from (key, value, ts, partition, offset)."""
     data = [
-        (None if k is None else bytearray(encode_key(k)), None if v is None else bytearray(encode_value(v)), topic, p, o, datetime.fromtimestamp(ts / 1000, timezone.utc), 0)
+        (
+            None if k is None else bytearray(encode_key(k)),
+            None if v is None else bytearray(encode_value(v)),
+            topic,
+            p,
+            o,
+            datetime.fromtimestamp(ts / 1000, timezone.utc),
+            0,
+        )
         for k, v, ts, p, o in rows
     ]
-    schema = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
+    schema = (
+        "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
+    )
     return spark.createDataFrame(data, schema)
 
 
@@ -80,7 +105,9 @@ def json_bytes(value):
     return json.dumps(value).encode("utf-8")
 
 
-@pytest.mark.parametrize("join, variant", [("stream-table", "left"), ("table-table", "outer"), ("stream-stream", "outer")])
+@pytest.mark.parametrize(
+    "join, variant", [("stream-table", "left"), ("table-table", "outer"), ("stream-stream", "outer")]
+)
 def test_kafka_source_with_string_keys_and_values(spark, join, variant):
     window = WINDOW if join == "stream-stream" else None
     left = from_kafka(kafka_frame(spark, LEFT_ROWS, utf8, utf8))
@@ -93,7 +120,9 @@ def test_kafka_source_with_long_keys_and_values(spark):
     """8-byte big-endian longs (LongSerializer), negative and beyond 2**53 included."""
     big = 2**62 + 1
     keymap = {"a": -7, "b": big, "c": 3, None: None}
-    left_rows = [(keymap[k], None if v is None else i * 1000 + 1, ts, p, o) for i, (k, v, ts, p, o) in enumerate(LEFT_ROWS)]
+    left_rows = [
+        (keymap[k], None if v is None else i * 1000 + 1, ts, p, o) for i, (k, v, ts, p, o) in enumerate(LEFT_ROWS)
+    ]
     right_rows = [(keymap[k], None if v is None else -i, ts, p, o) for i, (k, v, ts, p, o) in enumerate(RIGHT_ROWS)]
     left = from_kafka(kafka_frame(spark, left_rows, long_bytes, long_bytes), key="long", value="long")
     right = from_kafka(kafka_frame(spark, right_rows, long_bytes, long_bytes), key="long", value="long")
@@ -105,7 +134,10 @@ def test_kafka_source_with_long_keys_and_values(spark):
 
 def test_kafka_source_with_json_values(spark):
     """JSON values reach the joiner parsed; the outputs carry the joined rendering."""
-    left_rows = [(k, None if v is None else {"name": v, "n": i, "tags": [i, None]}, ts, p, o) for i, (k, v, ts, p, o) in enumerate(LEFT_ROWS)]
+    left_rows = [
+        (k, None if v is None else {"name": v, "n": i, "tags": [i, None]}, ts, p, o)
+        for i, (k, v, ts, p, o) in enumerate(LEFT_ROWS)
+    ]
     right_rows = [(k, None if v is None else {"city": v}, ts, p, o) for k, v, ts, p, o in RIGHT_ROWS]
     left = from_kafka(kafka_frame(spark, left_rows, utf8, json_bytes), value="json")
     right = from_kafka(kafka_frame(spark, right_rows, utf8, json_bytes), value="json")
@@ -132,18 +164,41 @@ def test_kafka_source_with_json_keys(spark):
 # -- kcat dumps -----------------------------------------------------------------------------------
 def kcat_lines(rows, topic="t"):
     """What ``kcat -C -J`` prints: one object per record, null key and payload as null."""
-    return "\n".join(
-        json.dumps({"topic": topic, "partition": p, "offset": o, "tstype": "create", "ts": ts, "broker": 1, "headers": [], "key": k, "payload": v})
-        for k, v, ts, p, o in rows
-    ) + "\n"
+    return (
+        "\n".join(
+            json.dumps(
+                {
+                    "topic": topic,
+                    "partition": p,
+                    "offset": o,
+                    "tstype": "create",
+                    "ts": ts,
+                    "broker": 1,
+                    "headers": [],
+                    "key": k,
+                    "payload": v,
+                }
+            )
+            for k, v, ts, p, o in rows
+        )
+        + "\n"
+    )
 
 
-@pytest.mark.parametrize("join, variant", [("stream-stream", "left"), ("stream-table", "inner"), ("table-table", "outer")])
+@pytest.mark.parametrize(
+    "join, variant", [("stream-stream", "left"), ("stream-table", "inner"), ("table-table", "outer")]
+)
 def test_kcat_dumps_with_null_keys_and_payloads(spark, tmp_path, join, variant):
     window = WINDOW if join == "stream-stream" else None
     (tmp_path / "left.json").write_text(kcat_lines(LEFT_ROWS))
     (tmp_path / "right.json").write_text(kcat_lines(RIGHT_ROWS))
-    result = run_join(from_kcat(spark, str(tmp_path / "left.json")), from_kcat(spark, str(tmp_path / "right.json")), join, variant, window=window)
+    result = run_join(
+        from_kcat(spark, str(tmp_path / "left.json")),
+        from_kcat(spark, str(tmp_path / "right.json")),
+        join,
+        variant,
+        window=window,
+    )
     assert_agrees(result, records(Side.LEFT, LEFT_ROWS), records(Side.RIGHT, RIGHT_ROWS), join, variant, 2, window)
 
 
@@ -201,20 +256,40 @@ def test_files_with_and_without_partition_and_offset(spark, tmp_path, fmt, with_
     left_rows = LEFT_SHUFFLED if with_offset else LEFT_ROWS
     if not with_partition and with_offset:
         # The file's offsets must be per the partition the default partitioner picks.
-        left_rows = [(k, v, ts, 0, o) for (k, v, ts, _, _), (_, _, _, _, o) in zip(LEFT_ROWS, kafka_assigned(LEFT_ROWS, partitions))]
-        right_rows = [(k, v, ts, 0, o) for (k, v, ts, _, _), (_, _, _, _, o) in zip(RIGHT_ROWS, kafka_assigned(RIGHT_ROWS, partitions))]
+        left_rows = [
+            (k, v, ts, 0, o)
+            for (k, v, ts, _, _), (_, _, _, _, o) in zip(LEFT_ROWS, kafka_assigned(LEFT_ROWS, partitions))
+        ]
+        right_rows = [
+            (k, v, ts, 0, o)
+            for (k, v, ts, _, _), (_, _, _, _, o) in zip(RIGHT_ROWS, kafka_assigned(RIGHT_ROWS, partitions))
+        ]
     else:
         right_rows = RIGHT_ROWS
-    left = from_files(spark, write_file(spark, tmp_path, "left", left_rows, fmt, with_partition, with_offset), partitions=None if with_partition else partitions)
-    right = from_files(spark, write_file(spark, tmp_path, "right", right_rows, fmt, with_partition, with_offset), partitions=None if with_partition else partitions)
+    left = from_files(
+        spark,
+        write_file(spark, tmp_path, "left", left_rows, fmt, with_partition, with_offset),
+        partitions=None if with_partition else partitions,
+    )
+    right = from_files(
+        spark,
+        write_file(spark, tmp_path, "right", right_rows, fmt, with_partition, with_offset),
+        partitions=None if with_partition else partitions,
+    )
     result = run_join(left, right, "stream-table", "left")
     if with_partition:
         expected_left = left_rows if with_offset else offsets_in_order(left_rows)
         expected_right = right_rows if with_offset else offsets_in_order(right_rows)
         count = 2
     else:
-        expected_left, expected_right, count = kafka_assigned(LEFT_ROWS, partitions), kafka_assigned(RIGHT_ROWS, partitions), partitions
-    assert_agrees(result, records(Side.LEFT, expected_left), records(Side.RIGHT, expected_right), "stream-table", "left", count)
+        expected_left, expected_right, count = (
+            kafka_assigned(LEFT_ROWS, partitions),
+            kafka_assigned(RIGHT_ROWS, partitions),
+            partitions,
+        )
+    assert_agrees(
+        result, records(Side.LEFT, expected_left), records(Side.RIGHT, expected_right), "stream-table", "left", count
+    )
     got = {(r["key"], r["ts"]): (r["partition"], r["offset"]) for r in left.frame.collect()}
     assert got == {(k, ts): (p, o) for k, v, ts, p, o in expected_left}
 
@@ -222,7 +297,9 @@ def test_files_with_and_without_partition_and_offset(spark, tmp_path, fmt, with_
 def test_files_with_long_keys_use_the_long_serializer_for_the_default_partition(spark, tmp_path):
     rows = [(k, f"v{k}", k % 7, 0, 0) for k in (-3, 0, 1, 2, 5, 17, 2**40, 99)]
     path = str(tmp_path / "longs.parquet")
-    spark.createDataFrame([(k, v, ts) for k, v, ts, _, _ in rows], "key long, value string, ts long").write.parquet(path)
+    spark.createDataFrame([(k, v, ts) for k, v, ts, _, _ in rows], "key long, value string, ts long").write.parquet(
+        path
+    )
     topic = from_files(spark, path, partitions=4)
     got = {r["key"]: r["partition"] for r in topic.frame.collect()}
     assert got == {k: default_partition(k, 4) for k, *_ in rows}
@@ -235,10 +312,18 @@ def test_files_with_json_values_and_timestamps(spark, tmp_path):
     left_values = [(k, None if v is None else {"v": v, "n": [o, None]}, ts, p, o) for k, v, ts, p, o in LEFT_ROWS]
     right_values = [(k, None if v is None else {"w": v}, ts, p, o) for k, v, ts, p, o in RIGHT_ROWS]
     left_path = tmp_path / "nested.json"
-    left_path.write_text("".join(json.dumps({"key": k, "value": v, "ts": ts, "partition": p, "offset": o}) + "\n" for k, v, ts, p, o in left_values))
+    left_path.write_text(
+        "".join(
+            json.dumps({"key": k, "value": v, "ts": ts, "partition": p, "offset": o}) + "\n"
+            for k, v, ts, p, o in left_values
+        )
+    )
     right_path = str(tmp_path / "stamped.parquet")
     spark.createDataFrame(
-        [(k, None if v is None else json.dumps(v), datetime.fromtimestamp(ts / 1000, timezone.utc), p, o) for k, v, ts, p, o in right_values],
+        [
+            (k, None if v is None else json.dumps(v), datetime.fromtimestamp(ts / 1000, timezone.utc), p, o)
+            for k, v, ts, p, o in right_values
+        ],
         "key string, value string, ts timestamp, partition int, offset long",
     ).write.parquet(right_path)
     left, right = from_files(spark, str(left_path), value="json"), from_files(spark, right_path, value="json")
@@ -261,14 +346,21 @@ def test_files_join_on_spark_and_agree_with_the_drill_down_trace(spark, tmp_path
 def test_a_missing_column_is_named_with_its_expected_type(spark, tmp_path):
     path = str(tmp_path / "bad.parquet")
     spark.createDataFrame([("a", "A")], "key string, value string").write.parquet(path)
-    with pytest.raises(SparkInputError, match=r"bad\.parquet: no column 'ts' \(expected type tinyint or smallint or int or bigint or timestamp.*the columns are key, value\. Rename or add"):
+    with pytest.raises(
+        SparkInputError,
+        match=r"bad\.parquet: no column 'ts' \(expected type tinyint or smallint or int or bigint or timestamp"
+        r".*the columns are key, value\. Rename or add",
+    ):
         from_files(spark, path)
 
 
 def test_a_mistyped_column_is_named_with_its_expected_type(spark, tmp_path):
     path = str(tmp_path / "bad2.parquet")
     spark.createDataFrame([("a", "A", True)], "key string, value string, ts boolean").write.parquet(path)
-    with pytest.raises(SparkInputError, match=r"bad2\.parquet: column 'ts' has type boolean, expected .*Cast it, e\.g\. frame\.withColumn\('ts'"):
+    with pytest.raises(
+        SparkInputError,
+        match=r"bad2\.parquet: column 'ts' has type boolean, expected .*Cast it, e\.g\. frame\.withColumn\('ts'",
+    ):
         from_files(spark, path)
 
 
@@ -279,8 +371,12 @@ def test_a_kafka_frame_without_its_timestamp_is_refused(spark):
 
 
 def test_a_kafka_frame_with_text_instead_of_bytes_is_refused(spark):
-    frame = kafka_frame(spark, LEFT_ROWS, utf8, utf8).withColumn("key", __import__("pyspark.sql.functions", fromlist=["col"]).col("key").cast("string"))
-    with pytest.raises(SparkInputError, match=r"Kafka DataFrame: column 'key' has type string, expected binary\. Cast it"):
+    frame = kafka_frame(spark, LEFT_ROWS, utf8, utf8).withColumn(
+        "key", __import__("pyspark.sql.functions", fromlist=["col"]).col("key").cast("string")
+    )
+    with pytest.raises(
+        SparkInputError, match=r"Kafka DataFrame: column 'key' has type string, expected binary\. Cast it"
+    ):
         from_kafka(frame)
 
 
@@ -294,7 +390,11 @@ def test_a_kcat_line_without_a_field_is_refused(spark, tmp_path):
 def test_a_kcat_dump_with_a_broken_line_names_the_line(spark, tmp_path):
     path = tmp_path / "broken.json"
     path.write_text(kcat_lines(LEFT_ROWS[:2]) + "% Reached end of topic t [0] at offset 2\n")
-    with pytest.raises(SparkInputError, match=r"broken\.json: not kcat JSON lines: some lines are not JSON objects \(first bad line: '% Reached end.*kcat -C -J"):
+    with pytest.raises(
+        SparkInputError,
+        match=r"broken\.json: not kcat JSON lines: some lines are not JSON objects "
+        r"\(first bad line: '% Reached end.*kcat -C -J",
+    ):
         from_kcat(spark, str(path))
 
 
@@ -313,28 +413,44 @@ def test_an_unknown_deserializer_is_refused_with_the_choices(spark, tmp_path, re
 def test_topics_with_different_partition_counts_are_refused(spark, tmp_path):
     left = write_file(spark, tmp_path, "l", LEFT_ROWS, "parquet", True, True)
     right = write_file(spark, tmp_path, "r", RIGHT_ROWS, "parquet", True, True)
-    with pytest.raises(SparkInputError, match=r"not co-partitioned: the left topic \(.*l-11\.parquet\) has 3 partitions and the right \(.*r-11\.parquet\) 4\. .*repartition one topic to 4 partitions"):
+    with pytest.raises(
+        SparkInputError,
+        match=r"not co-partitioned: the left topic \(.*l-11\.parquet\) has 3 partitions "
+        r"and the right \(.*r-11\.parquet\) 4\. .*repartition one topic to 4 partitions",
+    ):
         run_join(from_files(spark, left, partitions=3), from_files(spark, right, partitions=4), "stream-table", "left")
 
 
 def test_partition_counts_taken_from_the_data_must_agree(spark):
     left = from_kafka(kafka_frame(spark, LEFT_ROWS, utf8, utf8), source="orders")
-    right = from_kafka(kafka_frame(spark, [(k, v, ts, 2, o) for k, v, ts, p, o in RIGHT_ROWS], utf8, utf8), source="customers")
-    with pytest.raises(SparkInputError, match=r"not co-partitioned: the left topic \(orders\) has 2 partitions and the right \(customers\) 3"):
+    right = from_kafka(
+        kafka_frame(spark, [(k, v, ts, 2, o) for k, v, ts, p, o in RIGHT_ROWS], utf8, utf8), source="customers"
+    )
+    with pytest.raises(
+        SparkInputError,
+        match=r"not co-partitioned: the left topic \(orders\) has 2 partitions and the right \(customers\) 3",
+    ):
         run_join(left, right, "stream-table", "left")
 
 
 def test_mixed_key_types_are_refused(spark):
     left = from_kafka(kafka_frame(spark, [(1, "A", 1, 0, 0)], long_bytes, utf8), key="long", source="orders")
     right = from_kafka(kafka_frame(spark, [("1", "a", 1, 0, 0)], utf8, utf8), source="customers")
-    with pytest.raises(SparkInputError, match=r"the left topic's \(orders\) keys are bigint and the right topic's \(customers\) string: a join needs one key type; cast one of them, or read both with the same key deserializer"):
+    with pytest.raises(
+        SparkInputError,
+        match=r"the left topic's \(orders\) keys are bigint and the right topic's \(customers\) string: "
+        r"a join needs one key type; cast one of them, or read both with the same key deserializer",
+    ):
         run_join(left, right, "stream-table", "left")
 
 
 def test_a_long_that_is_not_eight_bytes_fails_the_job_naming_the_column(spark):
     frame = kafka_frame(spark, [("a", "A", 1, 0, 0)], lambda k: b"\x00\x01\x02\x03", utf8)
     topic = from_kafka(frame, key="long", source="orders")
-    with pytest.raises(Exception, match=r"orders: column 'key': 00010203 \(hex\) is not 8 bytes, as LongDeserializer needs; use key='string'"):
+    with pytest.raises(
+        Exception,
+        match=r"orders: column 'key': 00010203 \(hex\) is not 8 bytes, as LongDeserializer needs; use key='string'",
+    ):
         topic.frame.collect()
 
 
@@ -347,7 +463,9 @@ def test_text_that_is_not_json_fails_the_job_naming_the_column(spark):
 
 def test_a_non_numeric_long_in_a_file_fails_the_job_naming_the_column(spark, tmp_path):
     path = str(tmp_path / "keys.csv")
-    spark.createDataFrame([("12", "A", 1), ("twelve", "B", 2)], "key string, value string, ts long").coalesce(1).write.option("header", "true").csv(path)
+    spark.createDataFrame([("12", "A", 1), ("twelve", "B", 2)], "key string, value string, ts long").coalesce(
+        1
+    ).write.option("header", "true").csv(path)
     topic = from_files(spark, path, key="long", partitions=1)
     with pytest.raises(Exception, match=r"keys\.csv: column 'key': twelve is not a long; use key='string'"):
         topic.frame.collect()
@@ -355,19 +473,27 @@ def test_a_non_numeric_long_in_a_file_fails_the_job_naming_the_column(spark, tmp
 
 def test_a_null_timestamp_fails_the_job_naming_the_column(spark, tmp_path):
     path = str(tmp_path / "nullts.parquet")
-    spark.createDataFrame([("a", "A", None, 0, 0)], "key string, value string, ts long, partition int, offset long").write.parquet(path)
-    with pytest.raises(Exception, match=r"nullts\.parquet: column 'ts': null is not allowed: every Kafka record has a timestamp"):
+    spark.createDataFrame(
+        [("a", "A", None, 0, 0)], "key string, value string, ts long, partition int, offset long"
+    ).write.parquet(path)
+    with pytest.raises(
+        Exception, match=r"nullts\.parquet: column 'ts': null is not allowed: every Kafka record has a timestamp"
+    ):
         from_files(spark, path).frame.collect()
 
 
 def test_files_without_partition_need_the_partition_count(spark, tmp_path):
     path = write_file(spark, tmp_path, "np", LEFT_ROWS, "parquet", False, False)
-    with pytest.raises(SparkInputError, match=r"no column 'partition' \(expected type int\) and no partition count; pass partitions=N"):
+    with pytest.raises(
+        SparkInputError, match=r"no column 'partition' \(expected type int\) and no partition count; pass partitions=N"
+    ):
         from_files(spark, path)
 
 
 def test_an_unknown_file_format_is_refused(spark, tmp_path):
-    with pytest.raises(SparkInputError, match=r"cannot tell the format from the name; pass format='parquet', 'csv' or 'json'"):
+    with pytest.raises(
+        SparkInputError, match=r"cannot tell the format from the name; pass format='parquet', 'csv' or 'json'"
+    ):
         from_files(spark, str(tmp_path / "data.avro"))
     with pytest.raises(SparkInputError, match=r"format 'avro' is not supported; use 'parquet', 'csv' or 'json'"):
         from_files(spark, str(tmp_path / "data.avro"), format="avro")
@@ -375,7 +501,11 @@ def test_an_unknown_file_format_is_refused(spark, tmp_path):
 
 def test_a_partition_outside_the_partition_count_fails_the_job_naming_the_column(spark):
     topic = from_kafka(kafka_frame(spark, LEFT_ROWS, utf8, utf8), partitions=1, source="orders")
-    with pytest.raises(Exception, match=r"orders: column 'partition': 1 is not a partition of a topic with partitions=1 \(0 to 0\); pass the topic's real partition count"):
+    with pytest.raises(
+        Exception,
+        match=r"orders: column 'partition': 1 is not a partition of a topic with partitions=1 \(0 to 0\); "
+        r"pass the topic's real partition count",
+    ):
         topic.frame.collect()
     with pytest.raises(SparkInputError, match=r"orders: partitions=0: expected a positive integer"):
         from_kafka(kafka_frame(spark, LEFT_ROWS, utf8, utf8), partitions=0, source="orders")

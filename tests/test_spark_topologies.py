@@ -20,7 +20,12 @@ PER_KIND = 60
 def _events(rng: random.Random, sides: tuple[str, ...], count: int) -> list[dict]:
     keys = ["k1", "k2", "k3", 7, None]
     return [
-        {"side": rng.choice(sides), "key": rng.choice(keys), "value": None if rng.random() < 0.2 else f"V{rng.randint(0, 9)}", "ts": rng.randint(0, 60)}
+        {
+            "side": rng.choice(sides),
+            "key": rng.choice(keys),
+            "value": None if rng.random() < 0.2 else f"V{rng.randint(0, 9)}",
+            "ts": rng.randint(0, 60),
+        }
         for _ in range(rng.randint(0, count))
     ]
 
@@ -31,13 +36,41 @@ def topology_batch(seed: int) -> list[Scenario]:
     for _ in range(PER_KIND):
         window = {"before_ms": rng.randint(0, 10), "after_ms": rng.randint(0, 10), "grace_ms": rng.randint(0, 10)}
         partitions = rng.randint(1, 3)
-        batch.append(Scenario.from_dict({"join": "stream-stream", "variant": rng.choice(["inner", "left", "outer"]), "semantics": rng.choice(["3.1", "latest"]),
-                                         "window": window, "partitions": partitions, "then": [{"variant": rng.choice(["inner", "left", "outer"])}], "events": _events(rng, ("left", "right"), 25)}))
+        batch.append(
+            Scenario.from_dict(
+                {
+                    "join": "stream-stream",
+                    "variant": rng.choice(["inner", "left", "outer"]),
+                    "semantics": rng.choice(["3.1", "latest"]),
+                    "window": window,
+                    "partitions": partitions,
+                    "then": [{"variant": rng.choice(["inner", "left", "outer"])}],
+                    "events": _events(rng, ("left", "right"), 25),
+                }
+            )
+        )
         optimize = rng.random() < 0.5
-        batch.append(Scenario.from_dict({"join": "stream-stream", "variant": "inner" if optimize else rng.choice(["inner", "left", "outer"]), "window": window,
-                                         "partitions": partitions, "self_join": True, "optimize": optimize, "events": _events(rng, ("left",), 25)}))
-        table = {"join": "table-table", "variant": rng.choice(["inner", "left", "outer"]), "partitions": partitions, "materialized": rng.random() < 0.7,
-                 "send_old_values": rng.random() < 0.5, "events": _events(rng, ("left", "right"), 25)}
+        batch.append(
+            Scenario.from_dict(
+                {
+                    "join": "stream-stream",
+                    "variant": "inner" if optimize else rng.choice(["inner", "left", "outer"]),
+                    "window": window,
+                    "partitions": partitions,
+                    "self_join": True,
+                    "optimize": optimize,
+                    "events": _events(rng, ("left",), 25),
+                }
+            )
+        )
+        table = {
+            "join": "table-table",
+            "variant": rng.choice(["inner", "left", "outer"]),
+            "partitions": partitions,
+            "materialized": rng.random() < 0.7,
+            "send_old_values": rng.random() < 0.5,
+            "events": _events(rng, ("left", "right"), 25),
+        }
         if rng.random() < 0.5:
             table["then"] = [{"variant": rng.choice(["inner", "left", "outer"])}]
         if rng.random() < 0.7:
@@ -56,6 +89,8 @@ def test_topologies_on_spark_equal_the_reference_engine(spark, seed):
 
 
 def test_the_native_path_refuses_topologies(spark):
-    chained = Scenario.from_dict({"join": "table-table", "variant": "inner", "then": [{"variant": "inner"}], "events": []})
+    chained = Scenario.from_dict(
+        {"join": "table-table", "variant": "inner", "then": [{"variant": "inner"}], "events": []}
+    )
     with pytest.raises(SparkInputError, match="chained"):
         run_scenarios(spark, [chained], method="native")

@@ -22,18 +22,26 @@ def _events(n: int, seed: int) -> list[dict]:
     for _ in range(n):
         ts += rng.randint(0, 3)
         late = rng.random() < 0.1
-        events.append({
-            "side": rng.choice(["left", "right"]),
-            "key": f"k{rng.randint(0, 300)}",
-            "value": None if rng.random() < 0.05 else f"v{rng.randint(0, 99)}",
-            "ts": max(0, ts - rng.randint(0, 40)) if late else ts,
-        })
+        events.append(
+            {
+                "side": rng.choice(["left", "right"]),
+                "key": f"k{rng.randint(0, 300)}",
+                "value": None if rng.random() < 0.05 else f"v{rng.randint(0, 99)}",
+                "ts": max(0, ts - rng.randint(0, 40)) if late else ts,
+            }
+        )
     return events
 
 
 @pytest.fixture(scope="module")
 def big():
-    data = {"join": "stream-stream", "variant": "outer", "window": {"before_ms": 20, "after_ms": 30, "grace_ms": 10}, "partitions": 4, "events": _events(N, 7)}
+    data = {
+        "join": "stream-stream",
+        "variant": "outer",
+        "window": {"before_ms": 20, "after_ms": 30, "grace_ms": 10},
+        "partitions": 4,
+        "events": _events(N, 7),
+    }
     return data, run(Scenario.from_dict(data))
 
 

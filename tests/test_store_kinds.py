@@ -35,25 +35,58 @@ def ev(side, key, value, ts):
 
 
 SCENARIOS = {
-    "stream-stream outer": {"join": "stream-stream", "variant": "outer", "window": WINDOW,
-                            "events": [ev("left", "k", "A", 1), ev("right", "j", "a", 2), ev("left", 1, "B", 30)]},
-    "table-table cached": {"join": "table-table", "variant": "outer", "materialized": True, "caching": True,
-                           "commit_every": 2,
-                           "events": [ev("left", "k", "A", 1), ev("right", "k", "a", 2), ev("left", "k", "B", 3)]},
-    "stream-table grace": {"join": "stream-table", "variant": "left", "grace_ms": 5,
-                           "right": {"versioned": True, "history_retention_ms": 20},
-                           "events": [ev("right", "k", "a", 1), ev("left", "k", "A", 4), ev("right", "k", None, 6),
-                                      ev("left", "k", "B", 20)]},
-    "foreign key": {"join": "fk", "variant": "left", "foreign_key": "fk", "delivery": "explicit", "partitions": 2,
-                    "events": [ev("right", "Y", "bar", 1), ev("left", "A", {"fk": "Y"}, 2), {"deliver": "next"}]},
+    "stream-stream outer": {
+        "join": "stream-stream",
+        "variant": "outer",
+        "window": WINDOW,
+        "events": [ev("left", "k", "A", 1), ev("right", "j", "a", 2), ev("left", 1, "B", 30)],
+    },
+    "table-table cached": {
+        "join": "table-table",
+        "variant": "outer",
+        "materialized": True,
+        "caching": True,
+        "commit_every": 2,
+        "events": [ev("left", "k", "A", 1), ev("right", "k", "a", 2), ev("left", "k", "B", 3)],
+    },
+    "stream-table grace": {
+        "join": "stream-table",
+        "variant": "left",
+        "grace_ms": 5,
+        "right": {"versioned": True, "history_retention_ms": 20},
+        "events": [
+            ev("right", "k", "a", 1),
+            ev("left", "k", "A", 4),
+            ev("right", "k", None, 6),
+            ev("left", "k", "B", 20),
+        ],
+    },
+    "foreign key": {
+        "join": "fk",
+        "variant": "left",
+        "foreign_key": "fk",
+        "delivery": "explicit",
+        "partitions": 2,
+        "events": [ev("right", "Y", "bar", 1), ev("left", "A", {"fk": "Y"}, 2), {"deliver": "next"}],
+    },
 }
 
 
 AGGREGATE_SCENARIOS = {  # the aggregates' and windowed tables' stores (kjoin.aggregate_stores)
-    "table aggregate": {"join": "table-aggregate", "group_by": "g", "partitions": 2, "events": [
-        {"key": "a", "value": {"g": "x"}, "ts": 1}, {"key": "a", "value": {"g": "y"}, "ts": 2}]},
-    "wtable join": {"join": "wtable-table", "window": {"size_ms": 10}, "events": [
-        {"side": "left", "key": "a", "value": 1, "ts": 1}, {"side": "right", "key": "a", "value": "t", "ts": 2}]},
+    "table aggregate": {
+        "join": "table-aggregate",
+        "group_by": "g",
+        "partitions": 2,
+        "events": [{"key": "a", "value": {"g": "x"}, "ts": 1}, {"key": "a", "value": {"g": "y"}, "ts": 2}],
+    },
+    "wtable join": {
+        "join": "wtable-table",
+        "window": {"size_ms": 10},
+        "events": [
+            {"side": "left", "key": "a", "value": 1, "ts": 1},
+            {"side": "right", "key": "a", "value": "t", "ts": 2},
+        ],
+    },
 }
 
 
@@ -63,8 +96,10 @@ def _traces():
 
     traces = {name: kjoin.run(kjoin.Scenario.from_dict(data)) for name, data in SCENARIOS.items()}
     traces.update({name: run_spec(data) for name, data in AGGREGATE_SCENARIOS.items()})
-    hopping = [{"side": "left", "key": "a", "value": "L", "ts": 12},
-               {"side": "right", "key": "a", "value": "r", "ts": 14}]
+    hopping = [
+        {"side": "left", "key": "a", "value": "L", "ts": 12},
+        {"side": "right", "key": "a", "value": "r", "ts": 14},
+    ]
     traces["hopping join"] = run_hopping_join(hopping, TimeWindows(10, advance_ms=5))
     return traces
 
@@ -151,8 +186,17 @@ def test_messages_in_flight_are_rows_of_their_own_kind():
     store = StoreId(message.partition, "in flight")
     assert state.kind(store) is InFlight
     assert InFlight.rows_of(state.stores[store]) == [
-        (message.id, "subscription", message.partition, "Y", "(Y, A) PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE",
-         message.value.hash, 2, 1)]
+        (
+            message.id,
+            "subscription",
+            message.partition,
+            "Y",
+            "(Y, A) PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE",
+            message.value.hash,
+            2,
+            1,
+        )
+    ]
     assert InFlightMessages.header == InFlight.header
 
 

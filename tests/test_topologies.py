@@ -41,13 +41,25 @@ def test_kafka_integration_test_outputs(case):
 
 
 def _table(variant: str, events: list[tuple], **options) -> Scenario:
-    return Scenario.from_dict({"join": "table-table", "variant": variant, **options, "events": [
-        {"side": side, "key": key, "value": value, "ts": ts} for side, key, value, ts in events]})
+    return Scenario.from_dict(
+        {
+            "join": "table-table",
+            "variant": variant,
+            **options,
+            "events": [{"side": side, "key": key, "value": value, "ts": ts} for side, key, value, ts in events],
+        }
+    )
 
 
 # -- §3.3/§3.4: old values --------------------------------------------------------------
 def test_old_values_join_the_old_input_with_the_other_sides_current_value():
-    events = [("left", "k", "A", 1), ("right", "k", "a", 2), ("left", "k", "B", 3), ("right", "k", "b", 4), ("left", "k", None, 5)]
+    events = [
+        ("left", "k", "A", 1),
+        ("right", "k", "a", 2),
+        ("left", "k", "B", 3),
+        ("right", "k", "b", 4),
+        ("left", "k", None, 5),
+    ]
     trace = run(_table("inner", events, send_old_values=True))
     olds = [(o.render(), o.old) for o in trace.outputs]
     # B@3 replaces A while the right side holds a: old = A-a; b@4: old = B-a; the delete: old = B-b.
@@ -64,7 +76,19 @@ def test_without_send_old_values_outputs_carry_no_old_value():
 
 def test_a_left_joins_right_side_always_sends_an_old_value():
     """KTableKTableRightJoin joins the left value with the old right value, even a null one."""
-    trace = run(_table("left", [("left", "k", "A", 1), ("right", "k", "a", 2), ("right", "j", "x", 3), ("left", "j", "J", 4), ("right", "j", None, 5)], send_old_values=True))
+    trace = run(
+        _table(
+            "left",
+            [
+                ("left", "k", "A", 1),
+                ("right", "k", "a", 2),
+                ("right", "j", "x", 3),
+                ("left", "j", "J", 4),
+                ("right", "j", None, 5),
+            ],
+            send_old_values=True,
+        )
+    )
     by_step = {step.index: [(o.render(), o.old) for o in step.outputs] for step in trace.steps}
     assert by_step[1] == [("A-a", "A-null")]
     assert by_step[4] == [("J-null", "J-x")]
@@ -73,14 +97,23 @@ def test_a_left_joins_right_side_always_sends_an_old_value():
 def test_a_downstream_left_join_turns_on_old_values_upstream():
     """§3.2: ``inner.leftJoin(...)``: the inner join's results carry old values, so the
     chained left join sees a delete of a row that had a result and emits its tombstone."""
-    trace = run(_table("inner", [("left", "k", "A", 1), ("right", "k", "a", 2), ("left", "k", None, 3)], then=[{"variant": "left"}]))
+    trace = run(
+        _table(
+            "inner", [("left", "k", "A", 1), ("right", "k", "a", 2), ("left", "k", None, 3)], then=[{"variant": "left"}]
+        )
+    )
     assert [_rendered(step) for step in trace.steps] == ["", "A-a-a@2, A-a-a@2", "null@3"]
 
 
 # -- §3.4: materialization ---------------------------------------------------------------
 def test_a_materialized_result_is_a_store_in_the_state():
-    trace = run(_table("left", [("left", "k", "A", 1), ("right", "k", "a", 2), ("left", "k", None, 3)], materialized=True))
-    result = [[(r.key, r.value, r.ts) for r in trace.state_at(i).frame().itertuples() if r.store == "result table"] for i in range(3)]
+    trace = run(
+        _table("left", [("left", "k", "A", 1), ("right", "k", "a", 2), ("left", "k", None, 3)], materialized=True)
+    )
+    result = [
+        [(r.key, r.value, r.ts) for r in trace.state_at(i).frame().itertuples() if r.store == "result table"]
+        for i in range(3)
+    ]
     assert result == [[("k", "A-null", 1)], [("k", "A-a", 2)], []]
 
 
@@ -119,11 +152,24 @@ def test_a_cache_skips_a_delete_with_no_value_before_or_after():
 
 @pytest.mark.parametrize("commit_every", [1, 2, 5])
 def test_caching_never_changes_the_final_result(commit_every):
-    events = [("left", "k", "A", 1), ("right", "k", "a", 2), ("left", "j", "J", 3), ("right", "k", None, 4), ("left", "k", "B", 5), ("right", "j", "x", 6), ("right", "k", "b", 7)]
+    events = [
+        ("left", "k", "A", 1),
+        ("right", "k", "a", 2),
+        ("left", "j", "J", 3),
+        ("right", "k", None, 4),
+        ("left", "k", "B", 5),
+        ("right", "j", "x", 6),
+        ("right", "k", "b", 7),
+    ]
     plain = run(_table("outer", events, materialized=True))
     cached = run(_table("outer", events, materialized=True, caching=True, commit_every=commit_every))
     last = len(plain) - 1
-    final = lambda t: sorted((r.key, r.value, r.ts) for r in t.state_at(last).frame().itertuples() if r.store == "result table")  # noqa: E731
+
+    def final(t):
+        return sorted(
+            (r.key, r.value, r.ts) for r in t.state_at(last).frame().itertuples() if r.store == "result table"
+        )
+
     if (last + 1) % commit_every == 0:
         assert final(cached) == final(plain)
     assert len(cached.outputs) <= len(plain.outputs)
@@ -133,8 +179,23 @@ def test_caching_never_changes_the_final_result(commit_every):
 def test_the_optimized_self_join_keeps_one_store_the_plain_one_two():
     events = [{"side": "left", "key": "k", "value": v, "ts": t} for v, t in (("A", 1), ("B", 2))]
     window = {"before_ms": 5, "after_ms": 5, "grace_ms": 0}
-    one = run(Scenario.from_dict({"join": "stream-stream", "variant": "inner", "self_join": True, "optimize": True, "window": window, "events": events}))
-    two = run(Scenario.from_dict({"join": "stream-stream", "variant": "inner", "self_join": True, "window": window, "events": events}))
+    one = run(
+        Scenario.from_dict(
+            {
+                "join": "stream-stream",
+                "variant": "inner",
+                "self_join": True,
+                "optimize": True,
+                "window": window,
+                "events": events,
+            }
+        )
+    )
+    two = run(
+        Scenario.from_dict(
+            {"join": "stream-stream", "variant": "inner", "self_join": True, "window": window, "events": events}
+        )
+    )
     stores = lambda t: sorted(set(t.state_at(1).frame().store))  # noqa: E731
     assert "self window" in stores(one) and "left window" not in stores(one)
     assert {"left window", "right window"} <= set(stores(two))
@@ -143,9 +204,27 @@ def test_the_optimized_self_join_keeps_one_store_the_plain_one_two():
 
 def test_the_optimized_self_join_skips_null_records_before_advancing_stream_time():
     window = {"before_ms": 0, "after_ms": 0, "grace_ms": 10}
-    events = [{"side": "left", "key": "k", "value": None, "ts": 50}, {"side": "left", "key": "k", "value": "A", "ts": 1}]
-    one = run(Scenario.from_dict({"join": "stream-stream", "variant": "inner", "self_join": True, "optimize": True, "window": window, "events": events}))
-    two = run(Scenario.from_dict({"join": "stream-stream", "variant": "inner", "self_join": True, "window": window, "events": events}))
+    events = [
+        {"side": "left", "key": "k", "value": None, "ts": 50},
+        {"side": "left", "key": "k", "value": "A", "ts": 1},
+    ]
+    one = run(
+        Scenario.from_dict(
+            {
+                "join": "stream-stream",
+                "variant": "inner",
+                "self_join": True,
+                "optimize": True,
+                "window": window,
+                "events": events,
+            }
+        )
+    )
+    two = run(
+        Scenario.from_dict(
+            {"join": "stream-stream", "variant": "inner", "self_join": True, "window": window, "events": events}
+        )
+    )
     assert one.state_at(0).stream_time() is None and two.state_at(0).stream_time() == 50
     assert [o.render() for o in one.outputs] == [o.render() for o in two.outputs] == ["A-A"]
 
@@ -164,8 +243,22 @@ def test_the_self_result_boundary_differs_between_the_two_self_joins():
 
 def test_each_join_of_a_chain_has_its_own_stores_and_stream_time():
     window = {"before_ms": 5, "after_ms": 5, "grace_ms": 0}
-    events = [{"side": "left", "key": "k", "value": "A", "ts": 1}, {"side": "right", "key": "k", "value": "a", "ts": 3}, {"side": "left", "key": "j", "value": "J", "ts": 40}]
-    trace = run(Scenario.from_dict({"join": "stream-stream", "variant": "inner", "then": [{"variant": "left"}], "window": window, "events": events}))
+    events = [
+        {"side": "left", "key": "k", "value": "A", "ts": 1},
+        {"side": "right", "key": "k", "value": "a", "ts": 3},
+        {"side": "left", "key": "j", "value": "J", "ts": 40},
+    ]
+    trace = run(
+        Scenario.from_dict(
+            {
+                "join": "stream-stream",
+                "variant": "inner",
+                "then": [{"variant": "left"}],
+                "window": window,
+                "events": events,
+            }
+        )
+    )
     assert [o.render() for o in trace.outputs] == ["A-a-a"]
     frame = trace.state_at(2).frame()
     assert [(r.key, r.value) for r in frame.itertuples() if r.store == "join 2: left window"] == [("k", "A-a")]
@@ -176,11 +269,18 @@ def test_each_join_of_a_chain_has_its_own_stores_and_stream_time():
 
 
 def test_scenario_errors_for_topologies():
-    base = {"join": "stream-stream", "variant": "left", "window": {"before_ms": 1, "after_ms": 1, "grace_ms": 0}, "events": []}
+    base = {
+        "join": "stream-stream",
+        "variant": "left",
+        "window": {"before_ms": 1, "after_ms": 1, "grace_ms": 0},
+        "events": [],
+    }
     with pytest.raises(ScenarioError, match="optimize: Kafka rewrites only inner self-joins"):
         Scenario.from_dict({**base, "self_join": True, "optimize": True})
     with pytest.raises(ScenarioError, match=r"events\[0\].side: a self-join has one input"):
-        Scenario.from_dict({**base, "self_join": True, "events": [{"side": "right", "key": "k", "value": "a", "ts": 1}]})
+        Scenario.from_dict(
+            {**base, "self_join": True, "events": [{"side": "right", "key": "k", "value": "a", "ts": 1}]}
+        )
     with pytest.raises(ScenarioError, match="materialized: only a table-table join"):
         Scenario.from_dict({**base, "materialized": True})
     with pytest.raises(ScenarioError, match=r"then\[0\].variant: expected one of inner \| left \| outer"):
@@ -192,30 +292,57 @@ def test_scenario_errors_for_topologies():
 
 
 def test_topology_options_survive_a_round_trip_through_to_dict():
-    data = {"join": "table-table", "variant": "left", "then": [{"variant": "outer"}], "materialized": True, "send_old_values": True, "caching": ["left", "result"], "commit_every": 2, "events": []}
+    data = {
+        "join": "table-table",
+        "variant": "left",
+        "then": [{"variant": "outer"}],
+        "materialized": True,
+        "send_old_values": True,
+        "caching": ["left", "result"],
+        "commit_every": 2,
+        "events": [],
+    }
     scenario = Scenario.from_dict(data)
     assert Scenario.from_dict(scenario.to_dict()) == scenario
 
 
 # -- §4.5: a foreign-key join's caching result store -----------------------------------------
 def _fk(events, **options) -> Scenario:
-    return Scenario.from_dict({"join": "fk", "variant": "inner", "foreign_key": "fk", **options, "events": [
-        {"side": side, "key": key, "value": value, "ts": ts} for side, key, value, ts in events]})
+    return Scenario.from_dict(
+        {
+            "join": "fk",
+            "variant": "inner",
+            "foreign_key": "fk",
+            **options,
+            "events": [{"side": side, "key": key, "value": value, "ts": ts} for side, key, value, ts in events],
+        }
+    )
 
 
 def test_a_caching_fk_result_store_suppresses_the_tombstone_of_a_never_joined_row():
     """An inner FK join emits a tombstone when a left row that never joined is deleted; a
     caching, materialized result store drops it (MaterializationIntegrationTest)."""
-    events = [("left", "k", {"fk": "x"}, 1), ("left", "k", None, 2), ("right", "y", "Y", 3), ("left", "j", {"fk": "y"}, 4)]
+    events = [
+        ("left", "k", {"fk": "x"}, 1),
+        ("left", "k", None, 2),
+        ("right", "y", "Y", 3),
+        ("left", "j", {"fk": "y"}, 4),
+    ]
     plain = run(_fk(events))
     stored = run(_fk(events, materialized=True))
     cached = run(_fk(events, materialized=True, caching=True))
     tombstones = lambda t: [(o.key, o.ts) for o in t.outputs if o.tombstone]  # noqa: E731
     assert tombstones(plain) == tombstones(stored) == [("k", 2)]
     assert tombstones(cached) == []
-    assert [o.render() for o in cached.outputs] == [o.render() for o in plain.outputs if not o.tombstone] == ["{\"fk\":\"y\"}-Y"]
-    final = [(r.key, r.value) for r in cached.state_at(len(cached) - 1).frame().itertuples() if r.store == "result table"]
-    assert final == [("j", "{\"fk\":\"y\"}-Y")]
+    assert (
+        [o.render() for o in cached.outputs]
+        == [o.render() for o in plain.outputs if not o.tombstone]
+        == ['{"fk":"y"}-Y']
+    )
+    final = [
+        (r.key, r.value) for r in cached.state_at(len(cached) - 1).frame().itertuples() if r.store == "result table"
+    ]
+    assert final == [("j", '{"fk":"y"}-Y')]
 
 
 def test_an_fk_join_caches_only_its_result_store():
@@ -235,14 +362,25 @@ def _rows(trace, store: str, step: int) -> list:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=random_events(max_ts=60, max_size=30), partitions=PARTITIONS, before=st.integers(0, 10), after=st.integers(0, 10))
+@given(
+    data=random_events(max_ts=60, max_size=30),
+    partitions=PARTITIONS,
+    before=st.integers(0, 10),
+    after=st.integers(0, 10),
+)
 def test_the_single_store_self_join_equals_the_two_store_join_while_nothing_expires(data, partitions, before, after):
     """§1.9: the rewrite's outputs equal the unoptimized join's (retention here outlasts
     every timestamp, so the self-result boundary cannot be reached)."""
     for event in data:
         event["side"] = "left"
-    base = {"join": "stream-stream", "variant": "inner", "self_join": True, "partitions": partitions,
-            "window": {"before_ms": before, "after_ms": after, "grace_ms": 1000}, "events": data}
+    base = {
+        "join": "stream-stream",
+        "variant": "inner",
+        "self_join": True,
+        "partitions": partitions,
+        "window": {"before_ms": before, "after_ms": after, "grace_ms": 1000},
+        "events": data,
+    }
     one = run(Scenario.from_dict({**base, "optimize": True}))
     two = run(Scenario.from_dict(base))
     for a, b in zip(one.steps, two.steps):
@@ -250,8 +388,14 @@ def test_the_single_store_self_join_equals_the_two_store_join_while_nothing_expi
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=random_events(max_ts=60, max_size=30), partitions=PARTITIONS, variant=st.sampled_from(["inner", "left", "outer"]))
-def test_caches_flushed_after_every_record_keep_the_result_store_and_lose_only_redundant_outputs(data, partitions, variant):
+@given(
+    data=random_events(max_ts=60, max_size=30),
+    partitions=PARTITIONS,
+    variant=st.sampled_from(["inner", "left", "outer"]),
+)
+def test_caches_flushed_after_every_record_keep_the_result_store_and_lose_only_redundant_outputs(
+    data, partitions, variant
+):
     """§3.6 under TopologyTestDriver's commit-per-record: the materialized result after every
     step holds the same values with and without caches (not always the same timestamps: a
     cache drops a source delete with no value before or after, which without a cache would
@@ -289,7 +433,9 @@ def test_an_fk_delivery_whose_result_waits_in_the_cache_is_buffered():
     once nothing is in flight, so the first response's result waits in the result cache."""
     events = [("left", "a", {"fk": "y"}, 1), ("left", "b", {"fk": "y"}, 2), ("right", "y", "Y", 3)]
     trace = run(_fk(events, materialized=True, caching=True))
-    responses = [step for step in trace.steps if step.message is not None and step.message.topic == "response" and step.index > 4]
+    responses = [
+        step for step in trace.steps if step.message is not None and step.message.topic == "response" and step.index > 4
+    ]
     first, last = responses[-2], responses[-1]
     assert (first.fate, first.reason, first.outputs) == (Fate.BUFFERED, Reason.RECORD_CACHE, ())
     assert "waits in the result store's cache" in first.explain

@@ -17,7 +17,9 @@ from kjoin.state import StateLog
 from kjoin.stores import PutResult, VersionedStore
 from tests.strategies import PARTITIONS, events
 
-EXAMPLES = yaml.safe_load((Path(__file__).parent / "seed_tables_versioned" / "v003_kip914_examples.yaml").read_text(encoding="utf-8"))["examples"]
+EXAMPLES = yaml.safe_load(
+    (Path(__file__).parent / "seed_tables_versioned" / "v003_kip914_examples.yaml").read_text(encoding="utf-8")
+)["examples"]
 MODES = ["unversioned", "final", "attempt1", "attempt2"]
 RETENTION = {"versioned": True, "history_retention_ms": 1000}
 
@@ -34,7 +36,10 @@ def table_table(events, mode="final", left=RETENTION, right=RETENTION, variant="
 
 
 def example_events(rows):
-    return [{"side": "left" if row["side"] == "A" else "right", "key": "k", "value": row["value"], "ts": row["ts"]} for row in rows]
+    return [
+        {"side": "left" if row["side"] == "A" else "right", "key": "k", "value": row["value"], "ts": row["ts"]}
+        for row in rows
+    ]
 
 
 def cells(trace):
@@ -89,14 +94,23 @@ def test_mixed_only_the_versioned_side_skips_its_out_of_order_records():
 
 
 def test_table_table_lookups_use_the_latest_version_not_a_timestamped_one():
-    events = example_events([{"side": "B", "value": "b1", "ts": 1}, {"side": "B", "value": "b9", "ts": 9}, {"side": "A", "value": "a5", "ts": 5}])
+    events = example_events(
+        [
+            {"side": "B", "value": "b1", "ts": 1},
+            {"side": "B", "value": "b9", "ts": 9},
+            {"side": "A", "value": "a5", "ts": 5},
+        ]
+    )
     assert cells(run(table_table(events))) == [[], [], ["a5-b9@9"]]
 
 
 def test_history_retention_doubles_as_grace_for_other_keys():
     """KIP-914: the latest record of one key is dropped when another key already moved the
     store's observed stream time past the history retention."""
-    events = [{"side": "left", "key": "k1", "value": "a", "ts": 10}, {"side": "left", "key": "k2", "value": "b", "ts": 5}]
+    events = [
+        {"side": "left", "key": "k1", "value": "a", "ts": 10},
+        {"side": "left", "key": "k2", "value": "b", "ts": 5},
+    ]
     trace = run(table_table(events, left={"versioned": True, "history_retention_ms": 2}, right=None, variant="left"))
     assert (trace[1].fate, trace[1].reason) == (Fate.DROPPED, Reason.EXPIRED_PUT)
     assert trace.state_at(-1).versions("left") == [{"key": "k1", "ts": 10, "value": "a"}]
@@ -147,7 +161,15 @@ def test_a_tombstone_version_joins_as_null():
 
 def test_lookup_older_than_history_retention():
     """§5: as_of < observed - retention: only the latest version can answer, if old enough."""
-    events = [T("x", 0), T("y", 100), S("A", 50), S("B", 95), T("z", 0, key="k2"), T("w", 100, key="k3"), S("C", 50, key="k2")]
+    events = [
+        T("x", 0),
+        T("y", 100),
+        S("A", 50),
+        S("B", 95),
+        T("z", 0, key="k2"),
+        T("w", 100, key="k3"),
+        S("C", 50, key="k2"),
+    ]
     trace = run(stream_table(events, "left", retention=10))
     assert cells(trace)[2] == ["A-null@50"]  # expired lookup; the latest (y@100) is newer than 50
     assert cells(trace)[3] == ["B-x@95"]  # 95 >= 100 - 10: x@0 is still valid at 95
@@ -203,7 +225,10 @@ def test_eviction_order_is_ts_then_key_bytes_then_arrival_and_duplicates_stay():
 
 def test_grace_does_not_change_the_null_rules():
     trace = run(stream_table([S(None, 5), {"side": "left", "key": None, "value": "N", "ts": 6}], "left", grace_ms=5))
-    assert [(s.fate, s.reason) for s in trace.steps] == [(Fate.DROPPED, Reason.NULL_VALUE), (Fate.DROPPED, Reason.NULL_KEY_IN_GRACE_BUFFER)]
+    assert [(s.fate, s.reason) for s in trace.steps] == [
+        (Fate.DROPPED, Reason.NULL_VALUE),
+        (Fate.DROPPED, Reason.NULL_KEY_IN_GRACE_BUFFER),
+    ]
 
 
 def test_versioned_table_updates_never_trigger_output():
@@ -239,7 +264,11 @@ def latest_by_timestamp(scenario: Scenario, side: str) -> dict:
     """Each key's version with the largest ts (ties: the later offset); tombstones delete."""
     best: dict = {}
     for record in scenario.records():
-        if record.side.value == side and record.key is not None and (record.key not in best or record.ts >= best[record.key][0]):
+        if (
+            record.side.value == side
+            and record.key is not None
+            and (record.key not in best or record.ts >= best[record.key][0])
+        ):
             best[record.key] = (record.ts, record.value)
     return {key: value for key, (_, value) in best.items() if value is not None}
 
@@ -249,7 +278,16 @@ def latest_by_timestamp(scenario: Scenario, side: str) -> dict:
 def test_final_result_joins_the_latest_by_timestamp_records(inputs, partitions, variant):
     """KIP-914: with both tables versioned, 'the latest (by timestamp) join result will indeed
     always be the join of the latest (by timestamp) records from each table'."""
-    scenario = Scenario.from_dict({"join": "table-table", "variant": variant, "partitions": partitions, "left": RETENTION, "right": RETENTION, "events": inputs})
+    scenario = Scenario.from_dict(
+        {
+            "join": "table-table",
+            "variant": variant,
+            "partitions": partitions,
+            "left": RETENTION,
+            "right": RETENTION,
+            "events": inputs,
+        }
+    )
     trace = run(scenario, joiner=lambda left, right: (left, right))
     result: dict = {}
     for output in trace.outputs:

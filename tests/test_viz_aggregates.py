@@ -96,8 +96,16 @@ def test_predict_offers_the_aggregated_choice_only_for_aggregates_and_checks_it(
 
 def test_a_declarative_page_view_join_renders_every_step():
     views = [{"key": "home", "value": "v", "ts": day * DAY_MS + 1000} for day in (0, 7)]
-    trace = run_spec({"join": "wtable-wtable", "self_join": True, "window_shift_ms": -WEEK_MS,
-                      "window": {"size_ms": DAY_MS}, "retention_ms": 8 * DAY_MS, "events": views})
+    trace = run_spec(
+        {
+            "join": "wtable-wtable",
+            "self_join": True,
+            "window_shift_ms": -WEEK_MS,
+            "window": {"size_ms": DAY_MS},
+            "retention_ms": 8 * DAY_MS,
+            "events": views,
+        }
+    )
     for i in range(len(trace.steps)):
         assert f"[{7 * DAY_MS if i else 0}, " in kjoin_viz.show_step(trace, i)._repr_html_()
 

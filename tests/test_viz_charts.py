@@ -25,9 +25,18 @@ def test_timeline_chart_has_a_point_per_record_by_side_and_fate(scenario):
     spec = timeline_chart(kjoin.run(scenario)).to_dict()
     rows = _data(spec)
     assert len(rows) == 19
-    assert rows[2] == {"step": 2, "side": "left", "key": "k", "value": "A", "ts": 3, "fate": "buffered",
-                       "reason": "window-open", "null_value": False, "what": "held until stream time passes 23",
-                       "tone": "held"}
+    assert rows[2] == {
+        "step": 2,
+        "side": "left",
+        "key": "k",
+        "value": "A",
+        "ts": 3,
+        "fate": "buffered",
+        "reason": "window-open",
+        "null_value": False,
+        "what": "held until stream time passes 23",
+        "tone": "held",
+    }
     assert spec["encoding"]["x"]["field"] == "ts" and spec["encoding"]["y"]["field"] == "side"
     assert spec["encoding"]["color"]["field"] == "tone" and spec["encoding"]["shape"]["field"] == "null_value"
     assert spec["encoding"]["color"]["scale"]["domain"] == ["joined", "held", "no-match", "dropped"]
@@ -75,8 +84,24 @@ def test_era_diff_chart_shows_where_3_1_holds_back_early_results(scenario):
     new = kjoin.run(scenario)
     spec = era_diff_chart(old, new).to_dict()
     rows = _data(spec)
-    assert rows[0] == {"step": 2, "ts": 3, "side": "left", "value": "A", "before": "A-null", "after": "(none)", "change": -1}
-    assert {"step": 17, "ts": 80, "side": "right", "value": "f", "before": "(none)", "after": "E-null", "change": 1} in rows
+    assert rows[0] == {
+        "step": 2,
+        "ts": 3,
+        "side": "left",
+        "value": "A",
+        "before": "A-null",
+        "after": "(none)",
+        "change": -1,
+    }
+    assert {
+        "step": 17,
+        "ts": 80,
+        "side": "right",
+        "value": "f",
+        "before": "(none)",
+        "after": "E-null",
+        "change": 1,
+    } in rows
     assert spec["encoding"]["y"]["field"] == "change" and spec["encoding"]["y"]["axis"]["tickMinStep"] == 1
     assert spec["title"] == "outputs under 3.1 minus under 0.10.2"
 
@@ -104,10 +129,15 @@ def test_the_offline_renderer_stores_an_svg_and_a_png(scenario):
 
 def test_drops_chart_leaves_out_records_that_are_not_lost():
     versioned = {"versioned": True, "history_retention_ms": 1000}
-    events = [{"side": "left", "key": "k", "value": "a4", "ts": 4},
-              {"side": "left", "key": "k", "value": "a1", "ts": 1},
-              {"side": "left", "key": None, "value": "x", "ts": 5}]
-    trace = kjoin.run(kjoin.Scenario.from_dict({"join": "table-table", "variant": "inner", "left": versioned,
-                                                 "right": versioned, "events": events}))
+    events = [
+        {"side": "left", "key": "k", "value": "a4", "ts": 4},
+        {"side": "left", "key": "k", "value": "a1", "ts": 1},
+        {"side": "left", "key": None, "value": "x", "ts": 5},
+    ]
+    trace = kjoin.run(
+        kjoin.Scenario.from_dict(
+            {"join": "table-table", "variant": "inner", "left": versioned, "right": versioned, "events": events}
+        )
+    )
     assert [s.reason.value for s in trace.steps if s.reason] == ["no-partner", "out-of-order-version", "null-key"]
     assert _data(drops_chart(trace).to_dict()) == [{"reason": "null-key", "records": 1}]

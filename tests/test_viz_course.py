@@ -17,7 +17,8 @@ WINDOW = {"before_ms": 15, "after_ms": 15, "grace_ms": 5}
 
 def _seed(variant: str = "left") -> kjoin.Scenario:
     return kjoin.Scenario.from_notation(
-        "stream-stream", variant, left="1:null, 3:A, 40:E, 100:G", right="4:a, 80:f, 130:h", window=WINDOW)
+        "stream-stream", variant, left="1:null, 3:A, 40:E, 100:G", right="4:a, 80:f, 130:h", window=WINDOW
+    )
 
 
 def test_steps_table_shows_fate_reason_and_until():
@@ -34,10 +35,12 @@ def test_steps_table_shows_fate_reason_and_until():
 
 
 def test_result_table_keeps_the_newest_output_per_key_and_tombstones_delete():
-    events = [{"side": "left", "key": "alice", "value": "A1", "ts": 1},
-              {"side": "right", "key": "alice", "value": "x", "ts": 2},
-              {"side": "left", "key": "bob", "value": "B1", "ts": 3},
-              {"side": "left", "key": "alice", "value": None, "ts": 4}]
+    events = [
+        {"side": "left", "key": "alice", "value": "A1", "ts": 1},
+        {"side": "right", "key": "alice", "value": "x", "ts": 2},
+        {"side": "left", "key": "bob", "value": "B1", "ts": 3},
+        {"side": "left", "key": "alice", "value": None, "ts": 4},
+    ]
     trace = kjoin.run(kjoin.Scenario.from_records("table-table", "left", events))
     assert result_table(trace, 1).values.tolist() == [["alice", "A1-x", 2]]
     assert result_table(trace, 2).values.tolist() == [["alice", "A1-x", 2], ["bob", "B1-null", 3]]
@@ -54,12 +57,17 @@ def test_held_at_end_lists_the_outer_join_buffer():
 
 
 def test_clock_table_shows_each_tasks_stream_time_after_each_step():
-    events = [{"side": "left", "key": "alice", "value": "o1", "ts": 1},
-              {"side": "left", "key": "bob", "value": "o2", "ts": 2},
-              {"side": "right", "key": "alice", "value": "a", "ts": 3},
-              {"side": "left", "key": "alice", "value": "o4", "ts": 2}]
-    trace = kjoin.run(kjoin.Scenario.from_records("stream-stream", "inner", events, partitions=2,
-                                                  window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}))
+    events = [
+        {"side": "left", "key": "alice", "value": "o1", "ts": 1},
+        {"side": "left", "key": "bob", "value": "o2", "ts": 2},
+        {"side": "right", "key": "alice", "value": "a", "ts": 3},
+        {"side": "left", "key": "alice", "value": "o4", "ts": 2},
+    ]
+    trace = kjoin.run(
+        kjoin.Scenario.from_records(
+            "stream-stream", "inner", events, partitions=2, window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}
+        )
+    )
     table = clock_table(trace)
     assert list(table.columns[:3]) == ["task", "record", "stream time"]
     assert table["task"].tolist() == [1, 0, 1, 1]  # alice and bob land in different partitions
@@ -69,13 +77,16 @@ def test_clock_table_shows_each_tasks_stream_time_after_each_step():
 
 
 def test_results_by_step_shows_a_record_cache_agreeing_only_at_commits():
-    events = [{"side": "left", "key": "alice", "value": "A1", "ts": 1},
-              {"side": "right", "key": "alice", "value": "x", "ts": 2},
-              {"side": "left", "key": "alice", "value": "A2", "ts": 3},
-              {"side": "left", "key": "bob", "value": "B1", "ts": 4}]
+    events = [
+        {"side": "left", "key": "alice", "value": "A1", "ts": 1},
+        {"side": "right", "key": "alice", "value": "x", "ts": 2},
+        {"side": "left", "key": "alice", "value": "A2", "ts": 3},
+        {"side": "left", "key": "bob", "value": "B1", "ts": 4},
+    ]
     plain = kjoin.Scenario.from_dict({"join": "table-table", "variant": "left", "events": events})
-    cached = kjoin.Scenario.from_dict({"join": "table-table", "variant": "left", "events": events,
-                                       "caching": True, "commit_every": 3})
+    cached = kjoin.Scenario.from_dict(
+        {"join": "table-table", "variant": "left", "events": events, "caching": True, "commit_every": 3}
+    )
     frame = results_by_step({"plain": kjoin.run(plain), "cached": kjoin.run(cached)})
     assert frame["record"].tolist() == ["left alice A1@1", "right alice x@2", "left alice A2@3", "left bob B1@4"]
     assert frame.loc[0, "plain"] == "alice: A1-null"
@@ -83,21 +94,34 @@ def test_results_by_step_shows_a_record_cache_agreeing_only_at_commits():
     assert frame.loc[2, "cached"] == "alice: A2-x"
     assert frame["same"].tolist() == [False, False, True, False]
     with pytest.raises(ValueError, match="same input"):
-        results_by_step({"a": kjoin.run(plain), "b": kjoin.run(kjoin.Scenario.from_dict(
-            {"join": "table-table", "variant": "left", "events": events[:2]}))})
+        results_by_step(
+            {
+                "a": kjoin.run(plain),
+                "b": kjoin.run(
+                    kjoin.Scenario.from_dict({"join": "table-table", "variant": "left", "events": events[:2]})
+                ),
+            }
+        )
 
 
 def test_table_history_keeps_the_newest_value_per_key_and_tombstones_delete():
-    events = [{"side": "left", "key": "alice", "value": "Berlin", "ts": 1},
-              {"side": "left", "key": "bob", "value": "Rome", "ts": 2},
-              {"side": "left", "key": "alice", "value": "Paris", "ts": 3},
-              {"side": "left", "key": "alice", "value": None, "ts": 4}]
+    events = [
+        {"side": "left", "key": "alice", "value": "Berlin", "ts": 1},
+        {"side": "left", "key": "bob", "value": "Rome", "ts": 2},
+        {"side": "left", "key": "alice", "value": "Paris", "ts": 3},
+        {"side": "left", "key": "alice", "value": None, "ts": 4},
+    ]
     history = table_history(kjoin.run(kjoin.Scenario.from_records("table-table", "inner", events)))
-    assert history["left table"].tolist() == ["alice = Berlin", "alice = Berlin, bob = Rome",
-                                              "alice = Paris, bob = Rome", "bob = Rome"]
+    assert history["left table"].tolist() == [
+        "alice = Berlin",
+        "alice = Berlin, bob = Rome",
+        "alice = Paris, bob = Rome",
+        "bob = Rome",
+    ]
     assert history.loc[3, "record"] == "left alice null@4"
-    assert table_history(kjoin.run(kjoin.Scenario.from_records("table-table", "inner", events[:1])),
-                         "right")["right table"].tolist() == ["(empty)"]
+    assert table_history(kjoin.run(kjoin.Scenario.from_records("table-table", "inner", events[:1])), "right")[
+        "right table"
+    ].tolist() == ["(empty)"]
 
 
 def test_the_course_has_one_steps_table_and_one_module_for_its_tables():

@@ -6,8 +6,18 @@ import pytest
 import kjoin
 from kjoin.partitioner import default_partition
 from kjoin_viz import versioned_mode_traces
-from kjoin_viz.course import (Table, as_of, as_of_table, messages_table, partitions_table, side_by_side,
-                             steps_table, stores_table, versions_table, workflow_table)
+from kjoin_viz.course import (
+    Table,
+    as_of,
+    as_of_table,
+    messages_table,
+    partitions_table,
+    side_by_side,
+    steps_table,
+    stores_table,
+    versions_table,
+    workflow_table,
+)
 from kjoin_viz.partitioning import repartition, round_robin
 
 
@@ -16,8 +26,13 @@ def _event(side, key, value, ts):
 
 
 def fk_scenario(**extra):
-    events = [_event("right", "C1", "Alice", 1), _event("left", "o1", {"fk": "C1"}, 2),
-              _event("left", "o2", {"fk": "C1"}, 3), _event("right", "C1", "Alicia", 4), _event("right", "C1", None, 5)]
+    events = [
+        _event("right", "C1", "Alice", 1),
+        _event("left", "o1", {"fk": "C1"}, 2),
+        _event("left", "o2", {"fk": "C1"}, 3),
+        _event("right", "C1", "Alicia", 4),
+        _event("right", "C1", None, 5),
+    ]
     return kjoin.Scenario.from_dict({"join": "fk", "variant": "inner", "foreign_key": "fk", "events": events, **extra})
 
 
@@ -39,8 +54,14 @@ def test_steps_table_has_one_row_per_step_with_outputs_and_fates():
     frame = steps_table(trace).frame
     assert list(frame["step"]) == list(range(len(trace.steps)))
     joined = frame[frame["outputs"] != ""]
-    assert list(joined["outputs"]) == ['{"fk":"C1"}-Alice@2', '{"fk":"C1"}-Alice@3', '{"fk":"C1"}-Alicia@4',
-                                       '{"fk":"C1"}-Alicia@4', "null@5", "null@5"]
+    assert list(joined["outputs"]) == [
+        '{"fk":"C1"}-Alice@2',
+        '{"fk":"C1"}-Alice@3',
+        '{"fk":"C1"}-Alicia@4',
+        '{"fk":"C1"}-Alicia@4',
+        "null@5",
+        "null@5",
+    ]
     assert frame.loc[0, "fate"] == "stored: no left row subscribes to this key"
     assert frame.loc[len(frame) - 1, "fate"] == "tombstone: the join result is deleted"
     assert steps_table(trace, steps=[3], mark=3).mark == 0
@@ -84,11 +105,18 @@ def test_versions_table_gives_each_version_its_interval():
 
 
 def test_as_of_table_compares_each_design_with_the_truth():
-    events = [_event("left", "k", "a0", 0), _event("right", "k", "b0", 0), _event("left", "k", "a4", 4),
-              _event("right", "k", "b3", 3), _event("right", "k", "b2", 2), _event("left", "k", "a1", 1)]
+    events = [
+        _event("left", "k", "a0", 0),
+        _event("right", "k", "b0", 0),
+        _event("left", "k", "a4", 4),
+        _event("right", "k", "b3", 3),
+        _event("right", "k", "b2", 2),
+        _event("left", "k", "a1", 1),
+    ]
     history = {"versioned": True, "history_retention_ms": 1000}
-    scenario = kjoin.Scenario.from_dict({"join": "table-table", "variant": "inner", "left": history, "right": history,
-                                         "events": events})
+    scenario = kjoin.Scenario.from_dict(
+        {"join": "table-table", "variant": "inner", "left": history, "right": history, "events": events}
+    )
     traces = versioned_mode_traces(scenario, unversioned=True)
     frame = as_of_table(traces, range(6)).frame
     assert list(frame["truth"])[:6] == ["a0-b0", "a1-b0", "a1-b2", "a1-b3", "a4-b3", "a4-b3"]
@@ -116,10 +144,15 @@ def test_partitions_table_uses_the_default_partitioner():
 
 def _clicks_and_views():
     window = {"before_ms": 10, "after_ms": 10, "grace_ms": 0}
-    events = [_event("left", "alice", "A", 1), _event("left", "bob", "B", 2),
-              _event("right", "alice", "a", 3), _event("right", "bob", "b", 4)]
-    return kjoin.Scenario.from_dict({"join": "stream-stream", "variant": "inner", "window": window, "partitions": 2,
-                                     "events": events})
+    events = [
+        _event("left", "alice", "A", 1),
+        _event("left", "bob", "B", 2),
+        _event("right", "alice", "a", 3),
+        _event("right", "bob", "b", 4),
+    ]
+    return kjoin.Scenario.from_dict(
+        {"join": "stream-stream", "variant": "inner", "window": window, "partitions": 2, "events": events}
+    )
 
 
 def test_round_robin_breaks_co_partitioning_and_repartition_restores_it():

@@ -26,12 +26,20 @@ def R(key, value, ts):
 
 
 def fk(events, **options) -> kjoin.Scenario:
-    return kjoin.Scenario.from_dict({"join": "fk", "variant": "inner", "foreign_key": "fk", "events": events, **options})
+    return kjoin.Scenario.from_dict(
+        {"join": "fk", "variant": "inner", "foreign_key": "fk", "events": events, **options}
+    )
 
 
 # Seed 001's race: A|Y,1 then A|Y,2; the first subscription's answer arrives after the second update.
-RACE = [R("Y", "bar", 1), L("A", "Y", 2, v=1), L("A", "Y", 3, v=2),
-        {"deliver": "subscription"}, {"deliver": "response"}, {"deliver": "all"}]
+RACE = [
+    R("Y", "bar", 1),
+    L("A", "Y", 2, v=1),
+    L("A", "Y", 3, v=2),
+    {"deliver": "subscription"},
+    {"deliver": "response"},
+    {"deliver": "all"},
+]
 HASH_1, HASH_2 = short_hash(value_hash({"fk": "Y", "v": 1})), short_hash(value_hash({"fk": "Y", "v": 2}))
 
 
@@ -44,7 +52,7 @@ def _store_html(html: str, title: str) -> str:
     """The store's table, without its inline styles (only the cells and their classes)."""
     html = re.sub(r""" style=("[^"]*"|'[^']*')""", "", html)
     start = html.index(f'data-store="{title}"')
-    return html[start:html.index("</table>", start)]
+    return html[start : html.index("</table>", start)]
 
 
 def _messages(svg: str) -> list[tuple[str, str]]:
@@ -70,10 +78,18 @@ def test_the_messages_as_text(race):
     text = Stepper(race, step=3).text()
     lines = text.splitlines()
     start = lines.index("messages:")
-    rows = [[cell.strip() for cell in line.split("|")] for line in lines[start + 3:start + 6]]
+    rows = [[cell.strip() for cell in line.split("|")] for line in lines[start + 3 : start + 6]]
     assert rows == [
         ["m1 subscription", "delivered", "left → right", "0", "(Y, A) PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE", HASH_1, "2"],
-        ["m2 subscription", "waiting", "left → right", "0", "(Y, A) PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE", HASH_2, "3"],
+        [
+            "m2 subscription",
+            "waiting",
+            "left → right",
+            "0",
+            "(Y, A) PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE",
+            HASH_2,
+            "3",
+        ],
         ["m3 response", "sent", "right → left", "0", "A ← bar", HASH_1, "2"],
     ]
     assert "task 0: in flight" not in text  # shown once, as messages, not again as a store
@@ -83,8 +99,10 @@ def test_the_messages_as_text(race):
 def test_the_subscription_store_shows_fk_pk_hash_and_instruction(race):
     stepper = Stepper(race, step=3)
     store = _store_html(stepper.panes["state"].value, "task 0: subscription store")
-    assert (f"<tr class='changed'><td>Y</td><td>A</td><td>{HASH_1}</td>"
-            "<td>PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE</td><td>2</td></tr>") in store
+    assert (
+        f"<tr class='changed'><td>Y</td><td>A</td><td>{HASH_1}</td>"
+        "<td>PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE</td><td>2</td></tr>"
+    ) in store
     stepper.step = 5  # the second subscription replaces the first
     store = _store_html(stepper.panes["state"].value, "task 0: subscription store")
     assert f"<td>{HASH_2}</td><td>PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE</td><td>3</td>" in store and HASH_1 not in store
@@ -94,7 +112,7 @@ def test_the_left_table_shows_the_hash_the_check_compares(race):
     stepper = Stepper(race, step=4)  # the stale response m3 arrives
     text = stepper.text()
     assert "dropped: stale response (the left row changed since)" in text.splitlines()[0]
-    left = text[text.index("task 0: left table"):text.index("task 0: right table")]
+    left = text[text.index("task 0: left table") : text.index("task 0: right table")]
     assert left.splitlines()[1].split("|")[-1].strip() == "hash"
     assert left.splitlines()[3].split("|")[-1].strip() == HASH_2  # the row's hash now; m3 carries HASH_1
     assert "m3 response     | delivered | right → left | 0       | A ← bar" in text and HASH_1 in text
@@ -104,8 +122,15 @@ def test_the_race_side_by_side_with_the_hash_check_on_and_off(race):
     off = kjoin.run(fk(RACE, delivery="explicit", hash_check=False))
     variants = Variants({"hash check on": race, "hash check off": off}, step=4)
     rows = [[cell.strip() for cell in line[3:].split("|")] for line in variants.text().splitlines()[2:]]
-    assert [row[3:] for row in rows] == [["", ""], ["", ""], ["", ""], ["", ""],
-                                         ["", '{"fk":"Y","v":2}-bar'], ["", ""], ['{"fk":"Y","v":2}-bar', '{"fk":"Y","v":2}-bar']]
+    assert [row[3:] for row in rows] == [
+        ["", ""],
+        ["", ""],
+        ["", ""],
+        ["", ""],
+        ["", '{"fk":"Y","v":2}-bar'],
+        ["", ""],
+        ['{"fk":"Y","v":2}-bar', '{"fk":"Y","v":2}-bar'],
+    ]
     assert variants.text().splitlines()[6].startswith(">> ")
     assert "dropped: stale response (the left row changed since)" in variants.columns["hash check on"].value
     assert "hash check off" in variants.columns["hash check off"].value
@@ -140,10 +165,27 @@ def T(value, ts, key="k"):
 
 @pytest.fixture(scope="module")
 def grace():
-    return kjoin.run(kjoin.Scenario.from_dict({
-        "join": "stream-table", "variant": "left", "grace_ms": 5, "right": {"versioned": True, "history_retention_ms": 20},
-        "events": [T("a", 8), S("A", 10), T("b", 9), S("B", 12), S("C", 16), T("c", 15), S("D", 22), T("z", 60), T("y", 30)],
-    }))
+    return kjoin.run(
+        kjoin.Scenario.from_dict(
+            {
+                "join": "stream-table",
+                "variant": "left",
+                "grace_ms": 5,
+                "right": {"versioned": True, "history_retention_ms": 20},
+                "events": [
+                    T("a", 8),
+                    S("A", 10),
+                    T("b", 9),
+                    S("B", 12),
+                    S("C", 16),
+                    T("c", 15),
+                    S("D", 22),
+                    T("z", 60),
+                    T("y", 30),
+                ],
+            }
+        )
+    )
 
 
 def _block(text: str, title: str) -> list[str]:
@@ -163,7 +205,10 @@ def test_the_grace_buffer_shows_who_waits_and_when_they_leave(grace):
     text = Stepper(grace, step=4).text()  # C@16 moves the buffer time to 16: A@10 leaves and joins b@9
     block = _block(text, "task 0: grace buffer")
     assert block[0] == "task 0: grace buffer  (deleted: k@10)"
-    assert [[c.strip() for c in line.split("|")][:4] for line in block[4:]] == [["", "12", "k", "B"], ["*", "16", "k", "C"]]
+    assert [[c.strip() for c in line.split("|")][:4] for line in block[4:]] == [
+        ["", "12", "k", "B"],
+        ["*", "16", "k", "C"],
+    ]
     assert "outputs: A-b@10" in text
 
 
@@ -176,7 +221,10 @@ def test_the_versioned_table_shows_its_history_and_what_expired(grace):
     stepper.step = 7  # z@60: versions that ended by 40 can never be read again
     block = _block(stepper.text(), "task 0: right versioned table")
     assert "newest ts put 60: a put older than 40 is refused" in block[1]
-    assert [[c.strip() for c in line.split("|")][2:] for line in block[4:]] == [["15", "60", "c"], ["60", "latest", "z"]]
+    assert [[c.strip() for c in line.split("|")][2:] for line in block[4:]] == [
+        ["15", "60", "c"],
+        ["60", "latest", "z"],
+    ]
     assert "task 0: right table" not in stepper.text()  # the unused plain table is not shown
     html = _store_html(stepper.panes["state"].value, "task 0: right versioned table")
     assert "kjoin-note" in html and "<th>valid from</th><th>valid to</th>" in html
@@ -185,24 +233,42 @@ def test_the_versioned_table_shows_its_history_and_what_expired(grace):
 
 
 def test_a_tombstone_version_is_named():
-    trace = kjoin.run(kjoin.Scenario.from_dict({"join": "stream-table", "variant": "left", "right": {"versioned": True, "history_retention_ms": 50},
-                                                "events": [T("b", 5), T(None, 8)]}))
+    trace = kjoin.run(
+        kjoin.Scenario.from_dict(
+            {
+                "join": "stream-table",
+                "variant": "left",
+                "right": {"versioned": True, "history_retention_ms": 50},
+                "events": [T("b", 5), T(None, 8)],
+            }
+        )
+    )
     block = _block(Stepper(trace, step=1).text(), "task 0: right versioned table")
     assert [c.strip() for c in block[-1].split("|")] == ["*", "k", "8", "latest", "null (tombstone)"]
 
 
 def test_store_tables_without_a_scenario_still_lay_out_versions():
     (table,) = store_tables({StoreId(0, "left versioned table"): {("k", 4): "a4", ("k", 0): "a0"}})
-    assert (table.header, table.rows, table.note) == (("key", "valid from", "valid to", "value"), (("k", "0", "4", "a0"), ("k", "4", "latest", "a4")), "")
+    assert (table.header, table.rows, table.note) == (
+        ("key", "valid from", "valid to", "value"),
+        (("k", "0", "4", "a0"), ("k", "4", "latest", "a4")),
+        "",
+    )
 
 
 SEED_003_COUNTEREXAMPLE = [S("a0", 0), T("b0", 0), S("a4", 4), T("b3", 3), T("b2", 2), S("a1", 1)]
 
 
 def test_versioned_designs_side_by_side_with_timestamps():
-    scenario = kjoin.Scenario.from_dict({"join": "table-table", "variant": "inner", "events": SEED_003_COUNTEREXAMPLE,
-                                         "left": {"versioned": True, "history_retention_ms": 1000},
-                                         "right": {"versioned": True, "history_retention_ms": 1000}})
+    scenario = kjoin.Scenario.from_dict(
+        {
+            "join": "table-table",
+            "variant": "inner",
+            "events": SEED_003_COUNTEREXAMPLE,
+            "left": {"versioned": True, "history_retention_ms": 1000},
+            "right": {"versioned": True, "history_retention_ms": 1000},
+        }
+    )
     traces = versioned_mode_traces(scenario, unversioned=True)
     assert list(traces) == ["unversioned", "final", "attempt1", "attempt2"]
     variants = Variants(traces, step=5, with_ts=True)
@@ -214,7 +280,10 @@ def test_versioned_designs_side_by_side_with_timestamps():
     assert "not lost: stored as an older version, no result" in final.text().splitlines()[0]
     left = _block(final.text(), "task 0: left versioned table")
     assert [[c.strip() for c in line.split("|")] for line in left[4:]] == [
-        ["", "k", "0", "1", "a0"], ["*", "k", "1", "4", "a1"], ["", "k", "4", "latest", "a4"]]
+        ["", "k", "0", "1", "a0"],
+        ["*", "k", "1", "4", "a1"],
+        ["", "k", "4", "latest", "a4"],
+    ]
     assert "task 0: left table" not in final.text()
 
 
@@ -222,16 +291,39 @@ def test_the_workflow_table_of_seed_001():
     """Seed 001's workflow: each left event's subscriptions (inner join) and the results per join."""
     from kjoin_viz.flight import workflow_text
 
-    events = [R(1, "foo", 0), L("k", 1, 1), L("k", 2, 2), R(2, "two", 3), {"side": "left", "key": "k", "value": None, "ts": 4}]
+    events = [
+        R(1, "foo", 0),
+        L("k", 1, 1),
+        L("k", 2, 2),
+        R(2, "two", 3),
+        {"side": "left", "key": "k", "value": None, "ts": 4},
+    ]
     inner = kjoin.run(fk(events, partitions=2, semantics="2.4"))
     left = kjoin.run(fk(events, partitions=2, semantics="3.7", variant="left"))
-    rows = [[c.strip() for c in line.split("|")] for line in workflow_text({"inner": inner, "left 3.7": left}).splitlines()]
+    rows = [
+        [c.strip() for c in line.split("|")] for line in workflow_text({"inner": inner, "left 3.7": left}).splitlines()
+    ]
     assert rows[0] == ["ts", "side", "key", "value", "subscriptions sent (inner)", "inner", "left 3.7"]
     assert rows[2:] == [
         ["0", "right", "1", "foo", "", "", ""],
-        ["1", "left", "k", '{"fk":1}', "PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE → 1 (task 0)", '{"fk":1}-foo', '{"fk":1}-foo'],
-        ["2", "left", "k", '{"fk":2}', "DELETE_KEY_NO_PROPAGATE → 1 (task 0); PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE → 2 (task 0)",
-         "null", '{"fk":2}-null, {"fk":2}-null'],
+        [
+            "1",
+            "left",
+            "k",
+            '{"fk":1}',
+            "PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE → 1 (task 0)",
+            '{"fk":1}-foo',
+            '{"fk":1}-foo',
+        ],
+        [
+            "2",
+            "left",
+            "k",
+            '{"fk":2}',
+            "DELETE_KEY_NO_PROPAGATE → 1 (task 0); PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE → 2 (task 0)",
+            "null",
+            '{"fk":2}-null, {"fk":2}-null',
+        ],
         ["3", "right", "2", "two", "", '{"fk":2}-two', '{"fk":2}-two'],
         ["4", "left", "k", "null", "DELETE_KEY_AND_PROPAGATE → 2 (task 0)", "null", "null, null"],
     ]
@@ -244,12 +336,37 @@ def test_the_stepper_shows_the_stores_of_bigger_topologies():
     from kjoin_viz import Stepper
 
     window = {"before_ms": 5, "after_ms": 5, "grace_ms": 0}
-    chain = run(Scenario.from_dict({"join": "stream-stream", "variant": "inner", "then": [{"variant": "left"}], "window": window, "events": [
-        {"side": "left", "key": "k", "value": "A", "ts": 1}, {"side": "right", "key": "k", "value": "a", "ts": 3}]}))
+    chain = run(
+        Scenario.from_dict(
+            {
+                "join": "stream-stream",
+                "variant": "inner",
+                "then": [{"variant": "left"}],
+                "window": window,
+                "events": [
+                    {"side": "left", "key": "k", "value": "A", "ts": 1},
+                    {"side": "right", "key": "k", "value": "a", "ts": 3},
+                ],
+            }
+        )
+    )
     text = Stepper(chain, step=1).text()
     assert "task 0: join 2: left window" in text and "A-a-a" in text
-    cached = run(Scenario.from_dict({"join": "table-table", "variant": "left", "materialized": True, "caching": True, "commit_every": 2, "events": [
-        {"side": "left", "key": "k", "value": "A", "ts": 1}, {"side": "right", "key": "k", "value": "a", "ts": 3}]}))
+    cached = run(
+        Scenario.from_dict(
+            {
+                "join": "table-table",
+                "variant": "left",
+                "materialized": True,
+                "caching": True,
+                "commit_every": 2,
+                "events": [
+                    {"side": "left", "key": "k", "value": "A", "ts": 1},
+                    {"side": "right", "key": "k", "value": "a", "ts": 3},
+                ],
+            }
+        )
+    )
     text = Stepper(cached, step=0).text()
     assert "task 0: left table cache" in text
     assert "key | new value | ts | from step | replaced" in text

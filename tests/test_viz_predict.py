@@ -264,15 +264,21 @@ def test_a_long_trace_shows_only_the_records_near_the_question():
     trace = kjoin.run(long_scenario(200))
     context = Predict(trace, 150).children[1].value
     assert f"steps 0 to {150 - CONTEXT_ROWS - 1} not shown" in context
-    assert f"<td style=\"border:1px solid #ccc;padding:1px 6px;text-align:left\">{150 - CONTEXT_ROWS}</td>" in context
+    assert f'<td style="border:1px solid #ccc;padding:1px 6px;text-align:left">{150 - CONTEXT_ROWS}</td>' in context
     assert f">{150 - CONTEXT_ROWS - 1}</td>" not in context and ">151</td>" not in context
 
 
 def test_show_step_of_a_foreign_key_join_draws_its_messages():
-    events = [{"side": "right", "key": "Y", "value": "bar", "ts": 1},
-              {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2}, {"deliver": "subscription"}]
-    fk = kjoin.run(kjoin.Scenario.from_dict({"join": "fk", "variant": "inner", "foreign_key": "fk", "events": events,
-                                              "delivery": "explicit"}))
+    events = [
+        {"side": "right", "key": "Y", "value": "bar", "ts": 1},
+        {"side": "left", "key": "A", "value": {"fk": "Y"}, "ts": 2},
+        {"deliver": "subscription"},
+    ]
+    fk = kjoin.run(
+        kjoin.Scenario.from_dict(
+            {"join": "fk", "variant": "inner", "foreign_key": "fk", "events": events, "delivery": "explicit"}
+        )
+    )
     page = show_step(fk, 2)._repr_html_()
     svg = base64.b64decode(page.split('class="kjoin-flight-image"')[1].split("base64,")[1].split('"')[0]).decode()
     assert 'class="kjoin-message kjoin-delivered" data-message="m1"' in svg and "kjoin-timeline" not in page
@@ -281,8 +287,14 @@ def test_show_step_of_a_foreign_key_join_draws_its_messages():
 
 # -- results with a null partner are never "joined" ------------------------------------------------
 ALICE_BOB = [
-    ("left", "alice", "A1", 1), ("right", "alice", "x", 2), ("left", "alice", "A2", 3), ("left", "bob", "B1", 4),
-    ("right", "alice", "y", 5), ("right", "bob", "z", 6), ("left", "alice", None, 7), ("right", "bob", None, 8),
+    ("left", "alice", "A1", 1),
+    ("right", "alice", "x", 2),
+    ("left", "alice", "A2", 3),
+    ("left", "bob", "B1", 4),
+    ("right", "alice", "y", 5),
+    ("right", "bob", "z", 6),
+    ("left", "alice", None, 7),
+    ("right", "bob", None, 8),
     ("left", "carol", "C1", 9),
 ]
 

@@ -28,7 +28,7 @@ def _store_rows(html: str, title: str) -> str:
     """The store's table, without its inline styles (only the cells and their classes)."""
     html = re.sub(r""" style=("[^"]*"|'[^']*')""", "", html)
     start = html.index(f'data-store="{title}"')
-    return html[start:html.index("</table>", start)]
+    return html[start : html.index("</table>", start)]
 
 
 def test_next_moves_the_slider_the_header_and_the_state(trace):
@@ -50,8 +50,10 @@ def test_moving_the_slider_shows_that_steps_outputs_and_log(trace):
     assert [f"{v}@10" in outputs for v in ("A-c", "B-c", "C-c")] == [True] * 3
     assert "log so far (9 outputs" in stepper.panes["log"].value
     held = stepper.panes["log"].value.split("held or dropped so far")[1]
-    assert "A@3 <b class=\"kjoin-fate kjoin-fate-held\" style=\"color:#a66d00\">held until stream time passes 23</b>" in held
-    assert "null@8 <b class=\"kjoin-fate kjoin-fate-dropped\" style=\"color:#b22\">dropped: null value</b>" in held
+    assert (
+        'A@3 <b class="kjoin-fate kjoin-fate-held" style="color:#a66d00">held until stream time passes 23</b>' in held
+    )
+    assert 'null@8 <b class="kjoin-fate kjoin-fate-dropped" style="color:#b22">dropped: null value</b>' in held
     assert "null@11" not in held  # a later drop is not in the log yet
     stepper.slider.value = 3
     assert "A-a@4" in stepper.panes["outputs"].value and "C-c" not in stepper.panes["outputs"].value
@@ -104,10 +106,19 @@ def test_the_timeline_highlights_the_record_and_its_join_window(trace):
 
 
 def test_out_of_order_records_are_marked_late():
-    trace = kjoin.run(kjoin.Scenario.from_notation("stream-stream", "inner", left="10:A, 3:B", right="5:a",
-                                                   window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}))
+    trace = kjoin.run(
+        kjoin.Scenario.from_notation(
+            "stream-stream",
+            "inner",
+            left="10:A, 3:B",
+            right="5:a",
+            window={"before_ms": 5, "after_ms": 5, "grace_ms": 0},
+        )
+    )
     view = StepView(trace)
-    assert [view.late[s.index] for s in trace.steps] == [s.record.ts < max(r.record.ts for r in trace.steps[:s.index + 1]) for s in trace.steps]
+    assert [view.late[s.index] for s in trace.steps] == [
+        s.record.ts < max(r.record.ts for r in trace.steps[: s.index + 1]) for s in trace.steps
+    ]
     assert any(view.late)
 
 
@@ -159,8 +170,14 @@ def test_rows_of_an_unknown_dataclass_render_by_field_with_enums_by_value():
         instruction: Instruction
         hash: bytes
 
-    (table,) = store_tables({StoreId(1, "subscription store"): {("X", "k1"): Subscription(Instruction.PROPAGATE, b"ab")}})
-    assert (table.task, table.header, table.rows) == (1, ("entry", "instruction", "hash"), (("(X, k1)", "propagate", "ab"),))
+    (table,) = store_tables(
+        {StoreId(1, "subscription store"): {("X", "k1"): Subscription(Instruction.PROPAGATE, b"ab")}}
+    )
+    assert (table.task, table.header, table.rows) == (
+        1,
+        ("entry", "instruction", "hash"),
+        (("(X, k1)", "propagate", "ab"),),
+    )
 
 
 # -- the timeline: zoom, a stable axis, ticks, a legend ----------------------------------------------
@@ -199,8 +216,11 @@ def test_no_join_window_band_for_a_record_that_never_looks_up(trace):
     assert "kjoin-band" not in stepper.panes["timeline"].value
     stepper.step = 2  # A@3 looks up the right window [0, 18]
     assert "join window 0..18" in stepper.panes["timeline"].value
-    old = kjoin.run(kjoin.Scenario.from_notation("stream-stream", "left", semantics="0.10.0", **{
-        k: v for k, v in SEED_004.items() if k != "semantics"}))
+    old = kjoin.run(
+        kjoin.Scenario.from_notation(
+            "stream-stream", "left", semantics="0.10.0", **{k: v for k, v in SEED_004.items() if k != "semantics"}
+        )
+    )
     not_a_trigger = next(s.index for s in old.steps if s.reason is not None and s.reason.value == "not-a-trigger")
     assert "kjoin-band" not in Stepper(old, step=not_a_trigger).panes["timeline"].value
 
@@ -218,7 +238,15 @@ def test_buttons_that_would_not_move_are_disabled(trace):
     assert stepper.buttons["next drop"].tooltip == "next drop: step 1"
     stepper.step = 17
     disabled = {name for name, button in stepper.buttons.items() if button.disabled}
-    assert disabled == {"next tombstone", "next drop"} and stepper.buttons["next drop"].tooltip == "next drop: nothing ahead"
+    assert (
+        disabled == {"next tombstone", "next drop"}
+        and stepper.buttons["next drop"].tooltip == "next drop: nothing ahead"
+    )
     stepper.press("last")
     assert {name for name, button in stepper.buttons.items() if button.disabled} == {
-        "next", "last", "next output", "next tombstone", "next drop"}
+        "next",
+        "last",
+        "next output",
+        "next tombstone",
+        "next drop",
+    }

@@ -72,13 +72,24 @@ def test_what_if_sliders_rerun_the_engine(scenario):
     assert "what if before_ms=0, after_ms=0, grace_ms=5:" in widget.text()
     assert compare_html(widget.original, widget.trace) in widget.result.value  # an HTML table, not wrapped text
     assert "what if before_ms=0, after_ms=0, grace_ms=5:" in widget.header.value
-    assert widget.result.value.count("class=\"changed\"") == sum(line.startswith("*") for line in widget.text().splitlines())
+    assert widget.result.value.count('class="changed"') == sum(
+        line.startswith("*") for line in widget.text().splitlines()
+    )
 
 
 def test_what_if_shows_the_engines_error_in_the_widget_and_its_header_follows_the_sliders():
-    scenario = kjoin.Scenario.from_dict({
-        "join": "stream-table", "variant": "inner", "right": {"versioned": True, "history_retention_ms": 20}, "grace_ms": 5,
-        "events": [{"side": "right", "key": "k", "value": "a", "ts": 8}, {"side": "left", "key": "k", "value": "A", "ts": 10}]})
+    scenario = kjoin.Scenario.from_dict(
+        {
+            "join": "stream-table",
+            "variant": "inner",
+            "right": {"versioned": True, "history_retention_ms": 20},
+            "grace_ms": 5,
+            "events": [
+                {"side": "right", "key": "k", "value": "a", "ts": 8},
+                {"side": "left", "key": "k", "value": "A", "ts": 10},
+            ],
+        }
+    )
     widget = WhatIf(scenario)
     widget.sliders["history_retention_ms"].value = 2  # below the grace period: Kafka refuses the topology
     assert widget.trace is None and "History retention must be at least grace period" in widget.error
@@ -86,7 +97,11 @@ def test_what_if_shows_the_engines_error_in_the_widget_and_its_header_follows_th
     assert "History retention must be at least grace period" in widget.result.value
     assert widget.text().splitlines()[1].startswith("the engine cannot run these options:")
     widget.sliders["grace_ms"].value = 0  # valid again: the error goes, the table comes back
-    assert widget.error is None and "kjoin-error" not in widget.result.value and "grace_ms=0, history_retention_ms=2" in widget.header.value
+    assert (
+        widget.error is None
+        and "kjoin-error" not in widget.result.value
+        and "grace_ms=0, history_retention_ms=2" in widget.header.value
+    )
 
 
 def test_what_if_starts_from_given_options_and_the_static_table(scenario):
@@ -101,10 +116,18 @@ def test_what_if_starts_from_given_options_and_the_static_table(scenario):
 
 
 def test_what_if_offers_history_retention_for_a_versioned_table():
-    scenario = kjoin.Scenario.from_dict({
-        "join": "table-table", "variant": "inner", "left": {"versioned": True, "history_retention_ms": 10},
-        "events": [{"side": "left", "key": "k", "value": "A", "ts": 5}, {"side": "right", "key": "k", "value": "a", "ts": 6},
-                   {"side": "left", "key": "k", "value": "B", "ts": 3}]})
+    scenario = kjoin.Scenario.from_dict(
+        {
+            "join": "table-table",
+            "variant": "inner",
+            "left": {"versioned": True, "history_retention_ms": 10},
+            "events": [
+                {"side": "left", "key": "k", "value": "A", "ts": 5},
+                {"side": "right", "key": "k", "value": "a", "ts": 6},
+                {"side": "left", "key": "k", "value": "B", "ts": 3},
+            ],
+        }
+    )
     widget = WhatIf(scenario)
     assert set(widget.sliders) == {"history_retention_ms"} and widget.sliders["history_retention_ms"].value == 10
     widget.sliders["history_retention_ms"].value = 1

@@ -46,7 +46,16 @@ class StepContext:
         self._summary: Text = ""
         self.notes: list[Text] = []
 
-    def emit(self, kind: OutputKind, key: Any, left: Any, right: Any, ts: int, origin_step: int | None = None, old: OldValue = None) -> Output:
+    def emit(
+        self,
+        kind: OutputKind,
+        key: Any,
+        left: Any,
+        right: Any,
+        ts: int,
+        origin_step: int | None = None,
+        old: OldValue = None,
+    ) -> Output:
         """Call the joiner on (left, right) and emit the result.
 
         ``old`` is given by a table-table join that sends old values: ``NO_OLD`` for a
@@ -67,10 +76,14 @@ class StepContext:
         self.outputs.append(output)
         return output
 
-    def emit_tombstone(self, key: Any, left: Any, right: Any, ts: int, origin_step: int | None = None, old: OldValue = None) -> Output:
+    def emit_tombstone(
+        self, key: Any, left: Any, right: Any, ts: int, origin_step: int | None = None, old: OldValue = None
+    ) -> Output:
         """Emit a tombstone (null value); the joiner is not called for the new value."""
         origin = self.index if origin_step is None else origin_step
-        output = Output(key, left, right, None, ts, True, OutputKind.TOMBSTONE, self.partition, origin, **self._old(old))
+        output = Output(
+            key, left, right, None, ts, True, OutputKind.TOMBSTONE, self.partition, origin, **self._old(old)
+        )
         self.outputs.append(output)
         return output
 
@@ -88,7 +101,9 @@ class StepContext:
     def note(self, text: Text) -> None:
         self.notes.append(text)
 
-    def settle(self, fate: Fate, reason: Reason | None = None, text: Text | None = None, until_ms: int | None = None) -> None:
+    def settle(
+        self, fate: Fate, reason: Reason | None = None, text: Text | None = None, until_ms: int | None = None
+    ) -> None:
         self.fate, self.reason, self.until_ms = fate, reason, until_ms
         if text:
             self._summary = text

@@ -29,7 +29,19 @@ from typing import Any
 from ..partitioner import serialize_key
 from ..records import render_value
 
-__all__ = ["Instruction", "CombinedKey", "SubscriptionWrapper", "ResponseWrapper", "Message", "value_hash", "fk_bytes", "extract_foreign_key", "short_hash", "SUBSCRIPTION", "RESPONSE"]
+__all__ = [
+    "Instruction",
+    "CombinedKey",
+    "SubscriptionWrapper",
+    "ResponseWrapper",
+    "Message",
+    "value_hash",
+    "fk_bytes",
+    "extract_foreign_key",
+    "short_hash",
+    "SUBSCRIPTION",
+    "RESPONSE",
+]
 
 SUBSCRIPTION = "subscription"
 """The topic from the left tasks to the right tasks, partitioned by foreign key."""
@@ -172,7 +184,16 @@ class Message:
 
     def to_dict(self) -> dict[str, Any]:
         value = self.value
-        data: dict[str, Any] = {"id": self.id, "topic": self.topic, "partition": self.partition, "key": self.key, "ts": self.ts, "hash": value.hash, "origin_step": self.origin_step, "sent_step": self.sent_step}
+        data: dict[str, Any] = {
+            "id": self.id,
+            "topic": self.topic,
+            "partition": self.partition,
+            "key": self.key,
+            "ts": self.ts,
+            "hash": value.hash,
+            "origin_step": self.origin_step,
+            "sent_step": self.sent_step,
+        }
         if isinstance(value, SubscriptionWrapper):
             data.update(instruction=value.instruction.value, pk=value.pk)
         else:

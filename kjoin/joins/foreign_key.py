@@ -77,7 +77,9 @@ class Subscription:
     instruction: Instruction
 
 
-def subscription_instructions(old: Any, new: Any, fk_of: Any, variant: str, semantics: Semantics) -> list[Subscription] | None:
+def subscription_instructions(
+    old: Any, new: Any, fk_of: Any, variant: str, semantics: Semantics
+) -> list[Subscription] | None:
     """The subscriptions for a left ``Change(new, old)``; ``None`` when the update is skipped
     for a null foreign key (Kafka: WARN and ``dropped-records``).
 
@@ -106,7 +108,11 @@ def subscription_instructions(old: Any, new: Any, fk_of: Any, variant: str, sema
         fk_new = fk_of(new)
         if fk_new is None:
             return None
-        first = Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE if variant == "left" else Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
+        first = (
+            Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
+            if variant == "left"
+            else Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
+        )
         return [Subscription(fk_new, first)]
     fk_old = fk_of(old)
     if fk_old is None:
@@ -130,8 +136,11 @@ def _left_join_instructions(old: Any, new: Any, fk_of: Any, semantics: Semantics
     fk_old = fk_of(old)
     sent = []
     if fk_old is not None and fk_bytes(fk_new) != fk_bytes(fk_old):
-        unsubscribe = (Instruction.DELETE_KEY_NO_PROPAGATE if semantics.fk_change_only_unsubscribes
-                       else Instruction.DELETE_KEY_AND_PROPAGATE)
+        unsubscribe = (
+            Instruction.DELETE_KEY_NO_PROPAGATE
+            if semantics.fk_change_only_unsubscribes
+            else Instruction.DELETE_KEY_AND_PROPAGATE
+        )
         sent.append(Subscription(fk_old, unsubscribe))
     sent.append(Subscription(fk_new, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE))
     return sent
@@ -196,7 +205,9 @@ class ForeignKeyJoin:
         self.hash_check = options.hash_check
         self.path = options.foreign_key
         first = list(range(partitions) if eager is None else eager)
-        self.tasks = Tasks(lambda task_log, task: ForeignKeyTask(task_log, task, options.left, options.right), log, first)
+        self.tasks = Tasks(
+            lambda task_log, task: ForeignKeyTask(task_log, task, options.left, options.right), log, first
+        )
         self.in_flight = InFlightMessages(log, first)  # a queue's rows sit in its destination task's state
 
     def fk_of(self, value: Any) -> Any:
@@ -243,7 +254,8 @@ class ForeignKeyJoin:
             return
         if not sent:
             ctx.settle(
-                Fate.STORED, Reason.NOTHING_TO_DELETE,
+                Fate.STORED,
+                Reason.NOTHING_TO_DELETE,
                 f"{change}; nothing before and nothing after: no subscription.",
             )
             return
@@ -254,7 +266,8 @@ class ForeignKeyJoin:
             wrapper = SubscriptionWrapper(digest, subscription.instruction, record.key, record.partition)
             ids.append(self._send(SUBSCRIPTION, partition, subscription.fk, wrapper, record.ts, ctx.index, ctx))
         ctx.settle(
-            Fate.STORED, Reason.SUBSCRIPTION_SENT,
+            Fate.STORED,
+            Reason.SUBSCRIPTION_SENT,
             f"{change}; sent {', '.join(ids)} with the new value's hash {short_hash(digest)}.",
         )
 
@@ -279,14 +292,17 @@ class ForeignKeyJoin:
         ts = message.ts if found is None else max(message.ts, found[1])
         has = "nothing" if found is None else f"{render_value(found[0])}@{found[1]}"
         said += f"; the right table has {has} for {render_value(fk)}"
-        if instruction is Instruction.DELETE_KEY_NO_PROPAGATE or (instruction is Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE and found is None):
+        if instruction is Instruction.DELETE_KEY_NO_PROPAGATE or (
+            instruction is Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE and found is None
+        ):
             ctx.settle(Fate.STORED, Reason.NO_PROPAGATE, f"{said}; {instruction}: no response.")
             return
         foreign_value = None if (found is None or instruction is Instruction.DELETE_KEY_AND_PROPAGATE) else found[0]
         response = ResponseWrapper(wrapper.hash, foreign_value, wrapper.primary_partition)
         sent = self._send(RESPONSE, wrapper.primary_partition, wrapper.pk, response, ts, message.origin_step, ctx)
         ctx.settle(
-            Fate.STORED, Reason.RESPONSE_SENT,
+            Fate.STORED,
+            Reason.RESPONSE_SENT,
             f"{said}; {instruction}: sent {sent} ({render_value(foreign_value)}) back.",
         )
 
@@ -301,15 +317,17 @@ class ForeignKeyJoin:
         )
         if not subscribers:
             ctx.settle(
-                Fate.STORED, Reason.NO_SUBSCRIBER, lambda: f"{change()}; no left row subscribes to "
-                f"{render_value(record.key)}.",
+                Fate.STORED,
+                Reason.NO_SUBSCRIBER,
+                lambda: f"{change()}; no left row subscribes to {render_value(record.key)}.",
             )
             return
         ids = [self._respond(wrapper, combined.pk, record, ctx) for combined, wrapper, _ in subscribers]
         found = lambda: ", ".join(str(s[0]) for s in subscribers)  # noqa: E731
         ctx.settle(
-            Fate.STORED, Reason.RESPONSE_SENT, lambda: f"{change()}; prefix scan found {found()}: sent "
-            f"{', '.join(ids)}.",
+            Fate.STORED,
+            Reason.RESPONSE_SENT,
+            lambda: f"{change()}; prefix scan found {found()}: sent {', '.join(ids)}.",
         )
 
     def _respond(self, wrapper: SubscriptionWrapper, pk: Any, record: Record, ctx: StepContext) -> str:
@@ -344,7 +362,9 @@ class ForeignKeyJoin:
         ctx.settle(Fate.JOINED, None, f"{said}: joiner called: {render_value(output.value)}.")
 
     # -- sending --------------------------------------------------------------------------
-    def _send(self, topic: str, partition: int, key: Any, value: Any, ts: int, origin_step: int, ctx: StepContext) -> str:
+    def _send(
+        self, topic: str, partition: int, key: Any, value: Any, ts: int, origin_step: int, ctx: StepContext
+    ) -> str:
         message = Message(self.in_flight.next_id(), topic, partition, key, value, ts, origin_step, ctx.index)
         self.in_flight.send(message)
         return message.id

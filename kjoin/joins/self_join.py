@@ -69,7 +69,11 @@ class OptimizedSelfJoin:
         if not self_done:
             ctx.emit(OutputKind.JOINED, record.key, record.value, record.value, t)
         found = len(as_left) + len(as_right)
-        itself = "and itself" if emit_self else f"but not itself (ts {t} <= stream time {stream_time} - retention {retention} + 1)"
+        itself = (
+            "and itself"
+            if emit_self
+            else f"but not itself (ts {t} <= stream time {stream_time} - retention {retention} + 1)"
+        )
         summary = f"{record.describe()} joined {found} earlier record(s) of the single self-join store {itself}."
         if ctx.outputs:
             ctx.settle(Fate.JOINED, None, summary)

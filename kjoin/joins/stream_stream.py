@@ -90,13 +90,18 @@ class StreamStreamJoin:
     """One task's stream-stream join: two window stores, stream time, and (3.1+ left/outer)
     the shared outer-join buffer."""
 
-    def __init__(self, log: StateLog, task: int, variant: str, window: JoinWindows, semantics: Semantics, prefix: str = "") -> None:
+    def __init__(
+        self, log: StateLog, task: int, variant: str, window: JoinWindows, semantics: Semantics, prefix: str = ""
+    ) -> None:
         """``prefix`` names the stores of a join further down a chain (``"join 2: "``)."""
         self.variant = variant
         self.window = window
         self.semantics = semantics
         self.clock = Clock(log, task, f"{prefix}{CLOCK}")
-        self.stores = {side: WindowStore(log, task, side, window.retention_ms, self.clock, f"{prefix}{window_store_name(side)}") for side in Side}
+        self.stores = {
+            side: WindowStore(log, task, side, window.retention_ms, self.clock, f"{prefix}{window_store_name(side)}")
+            for side in Side
+        }
         self.sides = {
             Side.LEFT: _JoinSide(Side.LEFT, window.before_ms, window.after_ms, variant in ("left", "outer")),
             Side.RIGHT: _JoinSide(Side.RIGHT, window.after_ms, window.before_ms, variant == "outer"),
@@ -128,14 +133,17 @@ class StreamStreamJoin:
     def _skipped(self, record: Record, ctx: StepContext) -> bool:
         if record.key is None:
             ctx.drop(
-                Reason.NULL_KEY, lambda: f"{record.describe()} has a null key: skipped, not stored (stream time still "
-                "advanced).",
+                Reason.NULL_KEY,
+                lambda: f"{record.describe()} has a null key: skipped, not stored (stream time still advanced).",
             )
             return True
         if record.value is None:
             ctx.drop(
-                Reason.NULL_VALUE, lambda: f"{record.side} record @{record.ts} has a null value: skipped, not stored "
-                "(stream time still advanced).",
+                Reason.NULL_VALUE,
+                lambda: (
+                    f"{record.side} record @{record.ts} has a null value: skipped, not stored "
+                    "(stream time still advanced)."
+                ),
             )
             return True
         return False
@@ -144,8 +152,12 @@ class StreamStreamJoin:
         left, right = side.pair(record.value, None)
         ctx.emit(OutputKind.NULL_KEY, None, left, right, record.ts)
         ctx.settle(
-            Fate.JOINED, None, lambda: f"{record.describe()} has a null key on an outer side: joined with null at once "
-            "and never stored (KIP-962).",
+            Fate.JOINED,
+            None,
+            lambda: (
+                f"{record.describe()} has a null key on an outer side: joined with null at once "
+                "and never stored (KIP-962)."
+            ),
         )
 
     # -- look up ------------------------------------------------------------------------
@@ -167,14 +179,19 @@ class StreamStreamJoin:
             if self.buffer is not None:
                 for waiting in self.buffer.delete(side.side.other, record.key, other_ts):
                     ctx.note(
-                        lambda w=waiting: f"{render_value(w.value)}@{w.ts} found its partner and left the outer-join "
-                        "buffer."
+                        lambda w=waiting: (
+                            f"{render_value(w.value)}@{w.ts} found its partner and left the outer-join buffer."
+                        )
                     )
         if partners:
             found = lambda: ", ".join(f"{render_value(value)}@{ts}" for ts, value in partners)  # noqa: E731
             ctx.settle(
-                Fate.JOINED, None, lambda: f"{record.describe()} found {found()} in the {side.side.other} window "
-                f"[{time_from}, {time_to}]; joiner called {len(partners)} time(s).",
+                Fate.JOINED,
+                None,
+                lambda: (
+                    f"{record.describe()} found {found()} in the {side.side.other} window "
+                    f"[{time_from}, {time_to}]; joiner called {len(partners)} time(s)."
+                ),
             )
 
     def _handle_unmatched(self, side: _JoinSide, record: Record, stream_time: int, ctx: StepContext) -> None:
@@ -189,15 +206,22 @@ class StreamStreamJoin:
         if self.buffer is None:
             ctx.emit(OutputKind.UNMATCHED, record.key, left, right, record.ts)
             ctx.settle(
-                Fate.JOINED, None, lambda: f"{looked()}; emitted with null at once (eager left/outer semantics: a "
-                "later match is emitted too).",
+                Fate.JOINED,
+                None,
+                lambda: (
+                    f"{looked()}; emitted with null at once (eager left/outer semantics: a later match is emitted too)."
+                ),
             )
             return
         if time_to < stream_time:
             ctx.emit(OutputKind.UNMATCHED, record.key, left, right, record.ts)
             ctx.settle(
-                Fate.JOINED, None, lambda: f"{looked()}; its window ended at {time_to}, before stream time "
-                f"{stream_time}: emitted with null at once.",
+                Fate.JOINED,
+                None,
+                lambda: (
+                    f"{looked()}; its window ended at {time_to}, before stream time "
+                    f"{stream_time}: emitted with null at once."
+                ),
             )
             return
         closes_at = record.ts + side.look_ahead_ms + self.window.effective_grace_ms
@@ -207,8 +231,10 @@ class StreamStreamJoin:
         ctx.settle(
             Fate.BUFFERED,
             Reason.WINDOW_OPEN,
-            lambda: f"{looked()}; held in the outer-join buffer until stream time passes {closes_at} (window end "
-            f"{time_to} + grace {self.window.effective_grace_ms}).",
+            lambda: (
+                f"{looked()}; held in the outer-join buffer until stream time passes {closes_at} (window end "
+                f"{time_to} + grace {self.window.effective_grace_ms})."
+            ),
             until_ms=closes_at,
         )
 
@@ -238,10 +264,14 @@ class StreamStreamJoin:
                 continue
             for waiting in records:
                 left, right = self.sides[entry_side].pair(waiting.value, None)
-                ctx.emit(OutputKind.WINDOW_CLOSED, waiting.key, left, right, waiting.ts, origin_step=waiting.origin_step)
+                ctx.emit(
+                    OutputKind.WINDOW_CLOSED, waiting.key, left, right, waiting.ts, origin_step=waiting.origin_step
+                )
                 ctx.note(
-                    lambda w=waiting, closes=closes_at, of=entry_side: f"Stream time {stream_time} passed {closes}, "
-                    f"the close of {of} {render_value(w.value)}@{w.ts}'s window plus grace: emitted with null."
+                    lambda w=waiting, closes=closes_at, of=entry_side: (
+                        f"Stream time {stream_time} passed {closes}, "
+                        f"the close of {of} {render_value(w.value)}@{w.ts}'s window plus grace: emitted with null."
+                    )
                 )
             self.buffer.delete(entry_side, records[0].key, ts)
 
@@ -266,9 +296,13 @@ class StreamStreamJoin:
         left_join = self.variant == "left"
         if left_join and record.side is Side.RIGHT:
             ctx.settle(
-                Fate.STORED, Reason.NOT_A_TRIGGER, lambda: f"{record.describe()}: in a 0.10.0 left join only left "
-                "records trigger a lookup; the record only enters the "
-                "right window.",
+                Fate.STORED,
+                Reason.NOT_A_TRIGGER,
+                lambda: (
+                    f"{record.describe()}: in a 0.10.0 left join only left "
+                    "records trigger a lookup; the record only enters the "
+                    "right window."
+                ),
             )
         else:
             partners = self._look_up(side, record)
@@ -279,14 +313,21 @@ class StreamStreamJoin:
                 ctx.emit(OutputKind.UNMATCHED, record.key, left, right, record.ts)
                 time_from, time_to = self.window_of(side, record.ts)
                 ctx.settle(
-                    Fate.JOINED, None, lambda: f"{record.describe()} found nothing in the {side.side.other} window "
-                    f"[{time_from}, {time_to}]; joiner called with null.",
+                    Fate.JOINED,
+                    None,
+                    lambda: (
+                        f"{record.describe()} found nothing in the {side.side.other} window "
+                        f"[{time_from}, {time_to}]; joiner called with null."
+                    ),
                 )
             elif not partners:
                 time_from, time_to = self.window_of(side, record.ts)
                 ctx.settle(
-                    Fate.NO_MATCH, Reason.NO_PARTNER, lambda: f"{record.describe()} found nothing in the "
-                    f"{side.side.other} window [{time_from}, {time_to}].",
+                    Fate.NO_MATCH,
+                    Reason.NO_PARTNER,
+                    lambda: (
+                        f"{record.describe()} found nothing in the {side.side.other} window [{time_from}, {time_to}]."
+                    ),
                 )
         if record.value is None:
             ctx.note("A null value triggers a lookup in 0.10.0 but never enters a window store.")

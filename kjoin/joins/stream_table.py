@@ -56,8 +56,10 @@ class StreamTableJoin:
             ctx.settle(
                 Fate.STORED,
                 Reason.TABLE_UPDATE,
-                lambda: f"Table update for key {render_value(record.key)}{change()}; table updates never trigger a "
-                "stream-table join.",
+                lambda: (
+                    f"Table update for key {render_value(record.key)}{change()}; table updates never trigger a "
+                    "stream-table join."
+                ),
             )
 
     def _write(self, record: Record, ctx: StepContext) -> Callable[[], str] | None:

@@ -68,7 +68,11 @@ class _TableSide:
     @property
     def no_partner(self) -> str:
         """What happens to an update of this side when the other side has no row."""
-        return "no left row to update: no output." if self.follows_other else "inner join: no output, not even for a delete."
+        return (
+            "no left row to update: no output."
+            if self.follows_other
+            else "inner join: no output, not even for a delete."
+        )
 
     def has_result(self, mine: Any, other: Any) -> bool:
         """Is there a join result when this side holds ``mine`` and the other ``other`` (``None``: nothing)?"""
@@ -86,9 +90,10 @@ class _TableSide:
 
 def _sides(variant: str) -> dict[Side, _TableSide]:
     left_outer, right_outer = variant in ("left", "outer"), variant == "outer"
-    return {Side.LEFT: _TableSide(Side.LEFT, left_outer, right_outer), Side.RIGHT: _TableSide(Side.RIGHT, right_outer, left_outer)}
-
-
+    return {
+        Side.LEFT: _TableSide(Side.LEFT, left_outer, right_outer),
+        Side.RIGHT: _TableSide(Side.RIGHT, right_outer, left_outer),
+    }
 
 
 class TableTableJoin:
@@ -174,7 +179,9 @@ class TableTableJoin:
         if not self.sides[Side.LEFT].has_result(left, right):
             return None
         present = [found for found in (left, right) if found is not None]
-        return joiner(None if left is None else left[0], None if right is None else right[0]), max(ts for _, ts in present)
+        return joiner(None if left is None else left[0], None if right is None else right[0]), max(
+            ts for _, ts in present
+        )
 
     # -- the rules ----------------------------------------------------------------------
     def _rule(self, record: Record, old: Any, other: tuple[Any, int] | None, ctx: StepContext) -> None:
@@ -184,10 +191,15 @@ class TableTableJoin:
             ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, lambda: self._said(record, other, side.no_partner))
             return
         if other is None and new is None and old is None:
-            ctx.settle(Fate.STORED, Reason.NOTHING_TO_DELETE, lambda: self._said(
-                record, other,
-                "there was no result to delete: no tombstone.",
-            ))
+            ctx.settle(
+                Fate.STORED,
+                Reason.NOTHING_TO_DELETE,
+                lambda: self._said(
+                    record,
+                    other,
+                    "there was no result to delete: no tombstone.",
+                ),
+            )
             return
         old_value = self._old_value(side, old, other)
         if new is None and not side.keeps_result(other):
@@ -219,16 +231,25 @@ class TableTableJoin:
             return record.ts
         return max(record.ts, other[1])
 
-    def _emit(self, side: _TableSide, record: Record, other: tuple[Any, int] | None, ctx: StepContext, old: OldValue) -> None:
+    def _emit(
+        self, side: _TableSide, record: Record, other: tuple[Any, int] | None, ctx: StepContext, old: OldValue
+    ) -> None:
         left, right = side.pair(record.value, None if other is None else other[0])
         kind = OutputKind.JOINED if other is not None else OutputKind.UNMATCHED
         output = ctx.emit(kind, record.key, left, right, self._ts(record, other), old=old)
-        ctx.settle(Fate.JOINED, None, lambda: self._said(
-            record, other,
-            f"joiner called: {render_value(output.value)}.",
-        ))
+        ctx.settle(
+            Fate.JOINED,
+            None,
+            lambda: self._said(
+                record,
+                other,
+                f"joiner called: {render_value(output.value)}.",
+            ),
+        )
 
-    def _tombstone(self, side: _TableSide, record: Record, other: tuple[Any, int] | None, ctx: StepContext, old: OldValue) -> None:
+    def _tombstone(
+        self, side: _TableSide, record: Record, other: tuple[Any, int] | None, ctx: StepContext, old: OldValue
+    ) -> None:
         left, right = side.pair(record.value, None if other is None else other[0])
         ctx.emit_tombstone(record.key, left, right, self._ts(record, other), old=old)
         ctx.settle(Fate.JOINED, None, lambda: self._said(record, other, "the result is deleted: tombstone."))

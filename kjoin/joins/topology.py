@@ -133,7 +133,14 @@ class ResultSink:
             if earlier is not None and earlier != output.origin_step:
                 self._replaced.add(earlier)
             self._cached_from[output.key] = output.origin_step
-            self.cache.put(output.key, output, None if output.tombstone else output.value, output.ts, None if previous is None else previous[0], output.origin_step)
+            self.cache.put(
+                output.key,
+                output,
+                None if output.tombstone else output.value,
+                output.ts,
+                None if previous is None else previous[0],
+                output.origin_step,
+            )
 
     def holds_step(self, step: int) -> bool:
         return self.cache is not None and self.cache.holds_step(step)
@@ -146,7 +153,8 @@ class ResultSink:
     def settle_held(ctx: StepContext) -> None:
         """The step joined, but its result waits in the cache: the record is buffered."""
         ctx.settle(
-            Fate.BUFFERED, Reason.RECORD_CACHE,
+            Fate.BUFFERED,
+            Reason.RECORD_CACHE,
             f"{ctx.summary} The result waits in the result store's cache until the next commit.",
         )
 
@@ -166,7 +174,10 @@ class ResultSink:
             if output.has_old:
                 output = replace(output, old=entry.old)
             ctx.forward(output)
-            ctx.note(f"Commit: the result cache forwards {output.render()}@{output.ts} for {render_value(entry.key)}" + (f" (the newest of {entry.replaced + 1} results)." if entry.replaced else "."))
+            ctx.note(
+                f"Commit: the result cache forwards {output.render()}@{output.ts} for {render_value(entry.key)}"
+                + (f" (the newest of {entry.replaced + 1} results)." if entry.replaced else ".")
+            )
 
 
 # -- table-table ----------------------------------------------------------------------------
@@ -214,7 +225,8 @@ class TablePipeline:
             entry = self.source_caches[record.side].put(record.key, record, record.value, record.ts, raw_old, ctx.index)
             replaced = f", replacing {entry.replaced} earlier update(s) of the key" if entry.replaced else ""
             ctx.settle(
-                Fate.BUFFERED, Reason.RECORD_CACHE,
+                Fate.BUFFERED,
+                Reason.RECORD_CACHE,
                 f"{record.describe()} updates the {record.side} table; the caching store holds the update until the "
                 f"next commit{replaced}.",
             )
@@ -241,7 +253,15 @@ class TablePipeline:
                 ctx.settle(Fate.STORED, Reason.NOTHING_TO_DELETE, ctx.summary)
 
     # -- flow through the joins --------------------------------------------------------------
-    def _deliver(self, side: Side, record: Record, raw_old: Any, ctx: StepContext, parts: list[tuple[str, StepContext]], origin: int) -> None:
+    def _deliver(
+        self,
+        side: Side,
+        record: Record,
+        raw_old: Any,
+        ctx: StepContext,
+        parts: list[tuple[str, StepContext]],
+        origin: int,
+    ) -> None:
         """The source forwards ``Change(new, old)``: to stage 0 for a left update, to every
         stage's right side (stage 0 first) for a right update."""
         old = raw_old if self.sources[side].sends_old_values else None
@@ -251,7 +271,16 @@ class TablePipeline:
             for stage in range(len(self.stages)):
                 self._flow(stage, side, record, old, ctx, parts, origin)
 
-    def _flow(self, stage: int, side: Side, record: Record, old: Any, ctx: StepContext, parts: list[tuple[str, StepContext]], origin: int) -> None:
+    def _flow(
+        self,
+        stage: int,
+        side: Side,
+        record: Record,
+        old: Any,
+        ctx: StepContext,
+        parts: list[tuple[str, StepContext]],
+        origin: int,
+    ) -> None:
         sub = _sub(ctx, record, origin)
         self.stages[stage].on_change(side, record, old, sub)
         parts.append((f"Join {stage + 1}: " if len(self.stages) > 1 else "", sub))
@@ -259,7 +288,14 @@ class TablePipeline:
             self._sink(sub, ctx)
             return
         for output in sub.outputs:
-            derived = Record(Side.LEFT, output.key, None if output.tombstone else output.value, output.ts, record.partition, record.offset)
+            derived = Record(
+                Side.LEFT,
+                output.key,
+                None if output.tombstone else output.value,
+                output.ts,
+                record.partition,
+                record.offset,
+            )
             self._flow(stage + 1, Side.LEFT, derived, output.old, ctx, parts, origin)
 
     def _sink(self, sub: StepContext, ctx: StepContext) -> None:
@@ -277,7 +313,9 @@ class TablePipeline:
             for entry in cache.flush() if cache is not None else []:
                 if entry.new is None and entry.old is None:
                     self._note_skip(
-                        ctx, parts, entry.step,
+                        ctx,
+                        parts,
+                        entry.step,
                         f"Commit: the {side} table's cache drops the delete of {render_value(entry.key)}: no value "
                         "before or after.",
                     )
@@ -302,4 +340,3 @@ class TablePipeline:
             parts.append(("", sub))
         else:
             ctx.note(text)
-

@@ -53,7 +53,13 @@ class VersionedStreamTableJoin(StreamTableJoin):
     """One task's stream-table join against a versioned table, with an optional grace buffer."""
 
     def __init__(
-        self, log: StateLog, task: int, variant: str, semantics: Semantics, history_retention_ms: int, grace_ms: int | None
+        self,
+        log: StateLog,
+        task: int,
+        variant: str,
+        semantics: Semantics,
+        history_retention_ms: int,
+        grace_ms: int | None,
     ) -> None:
         table = VersionedStore(log, task, Side.RIGHT, history_retention_ms, sends_old_values=False)
         super().__init__(log, task, variant, semantics, table)
@@ -66,8 +72,10 @@ class VersionedStreamTableJoin(StreamTableJoin):
             observed_ms, retention_ms = self.table.observed_ms, self.table.history_retention_ms
             ctx.drop(
                 Reason.EXPIRED_PUT,
-                lambda: f"{record.describe()} is older than observed stream time {observed_ms} minus history retention "
-                f"{retention_ms}: the versioned table refuses it.",
+                lambda: (
+                    f"{record.describe()} is older than observed stream time {observed_ms} minus history retention "
+                    f"{retention_ms}: the versioned table refuses it."
+                ),
             )
             return None
         kind = "the latest version" if outcome is PutResult.LATEST else "an older (out-of-order) version"
@@ -81,8 +89,10 @@ class VersionedStreamTableJoin(StreamTableJoin):
             return
         ctx.drop(
             Reason.NULL_KEY_IN_GRACE_BUFFER,
-            lambda: f"{record.describe()} has a null key: with a grace period Kafka's buffer.put throws "
-            "NullPointerException (the task fails); kjoin skips it.",
+            lambda: (
+                f"{record.describe()} has a null key: with a grace period Kafka's buffer.put throws "
+                "NullPointerException (the task fails); kjoin skips it."
+            ),
         )
 
     def _join_now_or_later(self, record: Record, ctx: StepContext) -> None:
@@ -93,8 +103,10 @@ class VersionedStreamTableJoin(StreamTableJoin):
         if not buffer.put(GraceBuffered(record.key, record.value, record.ts, ctx.index)):
             stream_time = buffer.stream_time
             ctx.note(
-                lambda: f"{record.describe()} is older than the grace buffer's stream time {stream_time} minus grace "
-                f"{buffer.grace_ms}: joined at once."
+                lambda: (
+                    f"{record.describe()} is older than the grace buffer's stream time {stream_time} minus grace "
+                    f"{buffer.grace_ms}: joined at once."
+                )
             )
             self._join(record, ctx)
         for evicted in buffer.evict():
@@ -104,8 +116,10 @@ class VersionedStreamTableJoin(StreamTableJoin):
             ctx.settle(
                 Fate.BUFFERED,
                 Reason.GRACE_PERIOD,
-                lambda: f"{record.describe()} waits in the grace buffer until its stream time reaches {until} "
-                f"(ts + grace {buffer.grace_ms}).",
+                lambda: (
+                    f"{record.describe()} waits in the grace buffer until its stream time reaches {until} "
+                    f"(ts + grace {buffer.grace_ms})."
+                ),
                 until_ms=until,
             )
 
@@ -136,7 +150,13 @@ class VersionedTableTableJoin(TableTableJoin):
     looking up and calling the joiner are the unversioned join's."""
 
     def __init__(
-        self, log: StateLog, task: int, variant: str, semantics: Semantics, left: TableOptions, right: TableOptions,
+        self,
+        log: StateLog,
+        task: int,
+        variant: str,
+        semantics: Semantics,
+        left: TableOptions,
+        right: TableOptions,
         mode: str = "final",
     ) -> None:
         versioned = {
@@ -156,8 +176,10 @@ class VersionedTableTableJoin(TableTableJoin):
             observed_ms, retention_ms = this_table.observed_ms, this_table.history_retention_ms
             ctx.drop(
                 Reason.EXPIRED_PUT,
-                lambda: f"{record.describe()} is older than observed stream time {observed_ms} minus history "
-                f"retention {retention_ms}: the versioned {record.side} table refuses it; nothing is forwarded.",
+                lambda: (
+                    f"{record.describe()} is older than observed stream time {observed_ms} minus history "
+                    f"retention {retention_ms}: the versioned {record.side} table refuses it; nothing is forwarded."
+                ),
             )
             return _SETTLED
         if self.mode == "attempt2":
@@ -174,8 +196,10 @@ class VersionedTableTableJoin(TableTableJoin):
                 return _SETTLED
             ctx.drop(
                 Reason.OUT_OF_ORDER_VERSION,
-                lambda: f"{record.describe()} is stored as an older version of the versioned {record.side} table (its "
-                "latest is newer): out-of-order, no join result (KIP-914).",
+                lambda: (
+                    f"{record.describe()} is stored as an older version of the versioned {record.side} table (its "
+                    "latest is newer): out-of-order, no join result (KIP-914)."
+                ),
             )
             return _SETTLED
         return previous[0] if (previous is not None and this_table.sends_old_values) else None
@@ -194,7 +218,8 @@ class VersionedTableTableJoin(TableTableJoin):
         span = f"[{record.ts}, {'∞' if valid_to is None else valid_to})"
         if not overlapping:
             ctx.settle(
-                Fate.NO_MATCH, Reason.NO_PARTNER,
+                Fate.NO_MATCH,
+                Reason.NO_PARTNER,
                 f"Attempt 2: {record.describe()} is valid in {span}; no {record.side.other} version overlaps it: no "
                 "output.",
             )
@@ -208,7 +233,8 @@ class VersionedTableTableJoin(TableTableJoin):
                 left, right = self.sides[record.side].pair(record.value, value)
                 ctx.emit(OutputKind.JOINED, record.key, left, right, ts)
         ctx.settle(
-            Fate.JOINED, None,
+            Fate.JOINED,
+            None,
             f"Attempt 2: {record.describe()} is valid in {span}; scanned the {record.side.other} table's history: "
             f"{len(overlapping)} result(s), one per overlapping version.",
         )

@@ -56,9 +56,25 @@ from .model import Scenario
 from .parsing import read_document
 
 __all__ = [
-    "Scenario", "ChainedJoin", "Event", "Deliver", "Delivery", "TableOptions", "ScenarioError", "load_scenario",
-    "JOINS", "VARIANTS", "VERSIONED_MODES", "DELIVERY_MODES", "DELIVER_SELECTORS", "CACHING_STORES",
-    "MAX_TIMESTAMP_MS", "JoinKind", "Variant", "VersionedMode", "DeliveryMode",
+    "Scenario",
+    "ChainedJoin",
+    "Event",
+    "Deliver",
+    "Delivery",
+    "TableOptions",
+    "ScenarioError",
+    "load_scenario",
+    "JOINS",
+    "VARIANTS",
+    "VERSIONED_MODES",
+    "DELIVERY_MODES",
+    "DELIVER_SELECTORS",
+    "CACHING_STORES",
+    "MAX_TIMESTAMP_MS",
+    "JoinKind",
+    "Variant",
+    "VersionedMode",
+    "DeliveryMode",
 ]
 
 

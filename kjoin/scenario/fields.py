@@ -15,9 +15,24 @@ from ..joins.stream_stream import JoinWindows
 from ..records import Side
 
 __all__ = [
-    "JoinKind", "Variant", "VersionedMode", "DeliveryMode", "JOINS", "VARIANTS", "VERSIONED_MODES", "DELIVERY_MODES",
-    "DELIVER_SELECTORS", "CACHING_STORES", "KEY_TYPES", "MAX_TIMESTAMP_MS", "ScenarioError", "TableOptions",
-    "ChainedJoin", "Event", "Deliver", "Delivery",
+    "JoinKind",
+    "Variant",
+    "VersionedMode",
+    "DeliveryMode",
+    "JOINS",
+    "VARIANTS",
+    "VERSIONED_MODES",
+    "DELIVERY_MODES",
+    "DELIVER_SELECTORS",
+    "CACHING_STORES",
+    "KEY_TYPES",
+    "MAX_TIMESTAMP_MS",
+    "ScenarioError",
+    "TableOptions",
+    "ChainedJoin",
+    "Event",
+    "Deliver",
+    "Delivery",
 ]
 
 JoinKind = Literal["stream-stream", "stream-table", "table-table", "fk"]

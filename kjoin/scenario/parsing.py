@@ -169,8 +169,12 @@ def _event_document(event: Event | Deliver) -> dict[str, Any]:
     if isinstance(event, Deliver):
         return {"deliver": event.which}
     cells = (
-        ("side", event.side.value), ("key", event.key), ("value", event.value), ("ts", event.ts),
-        ("partition", event.partition), ("offset", event.offset),
+        ("side", event.side.value),
+        ("key", event.key),
+        ("value", event.value),
+        ("ts", event.ts),
+        ("partition", event.partition),
+        ("offset", event.offset),
     )
     return {name: cell for name, cell in cells if name in ("key", "value") or cell is not None}
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["check_scenario", "check_choice"]
 
+
 def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     """``value`` if it is one of ``allowed``; else a ScenarioError naming the field and the choices."""
     if not isinstance(value, str) or value not in allowed:
@@ -195,5 +196,3 @@ def check_foreign_key(path: str | None, value: Any, where: str) -> None:
             return
     if not isinstance(node, KEY_TYPES):
         raise ScenarioError(f"{where}: the foreign key {path!r} is {node!r}; expected a string, number, or null")
-
-

@@ -127,8 +127,20 @@ def task_function(specs: Mapping[int, Mapping[str, Any]]) -> Callable[[Iterator[
                 reason = None if ctx.reason is None else ctx.reason.value
                 rows.append(("step", None, record.partition, key, None, ctx.fate.value, reason, ctx.until_ms))
                 for row, seq, partition, row_key, output, fate, why, until in rows:
-                    cells = (row, scenario_id, partition, step, seq, record.side.value, record.offset, row_key, output,
-                             fate, why, until)
+                    cells = (
+                        row,
+                        scenario_id,
+                        partition,
+                        step,
+                        seq,
+                        record.side.value,
+                        record.offset,
+                        row_key,
+                        output,
+                        fate,
+                        why,
+                        until,
+                    )
                     for name, cell in zip(schema.names, cells):
                         out[name].append(cell)
             yield pa.RecordBatch.from_arrays(
@@ -178,17 +190,17 @@ def aggregate_scenarios(
 
     checked = {sid: _spec(spec) for sid, spec in specs.items()}
     rows = [row for sid, spec in checked.items() for row in scenario_rows(sid, spec)]
-    schema = (
-        "scenario long, partition int, side string, key string, value string, ts long, offset long, position long"
-    )
+    schema = "scenario long, partition int, side string, key string, value string, ts long, offset long, position long"
     records = spark.createDataFrame(rows, schema)
     whole = [sid for sid, spec in checked.items() if spec.processors()[0] == "scenario"]
     unit = F.col("partition")
     if whole:
         unit = F.when(F.col("scenario").isin(whole), F.lit(0)).otherwise(unit)
     records = records.withColumn("unit", unit.cast("int"))
-    grouped = records.repartition(spark_partitions, "scenario", "unit") if spark_partitions else records.repartition(
-        "scenario", "unit"
+    grouped = (
+        records.repartition(spark_partitions, "scenario", "unit")
+        if spark_partitions
+        else records.repartition("scenario", "unit")
     )
     ordered = grouped.sortWithinPartitions("scenario", "unit", "position")
     data = {sid: dict(spec.data) for sid, spec in checked.items()}

@@ -44,7 +44,6 @@ DELIVER = "deliver"
 its ``value`` is the selector as JSON text (``"next"``, ``"m3"`` …)."""
 
 
-
 def script_rows(scenario_id: int, scenario: Scenario) -> list[tuple]:
     """The records rows of one FK scenario, in the columns of :func:`run_scenarios`'s records
     frame (``scenario, partition, side, key, value, ts, offset, position``): every record of
@@ -55,7 +54,18 @@ def script_rows(scenario_id: int, scenario: Scenario) -> list[tuple]:
         if isinstance(item, Deliver):
             rows.append((scenario_id, 0, DELIVER, None, json_text(item.which), 0, None, position))
         else:
-            rows.append((scenario_id, item.partition, item.side.value, json_text(item.key), json_text(item.value), item.ts, item.offset, position))
+            rows.append(
+                (
+                    scenario_id,
+                    item.partition,
+                    item.side.value,
+                    json_text(item.key),
+                    json_text(item.value),
+                    item.ts,
+                    item.offset,
+                    position,
+                )
+            )
     return rows
 
 
@@ -67,11 +77,22 @@ def _rebuild(config: Scenario, rows: list[tuple[str, Any, Any, int, int, int]]) 
         if side == DELIVER:
             events.append(Deliver(json.loads(value)))
             continue
-        events.append(Event(Side(side), None if key is None else json.loads(key), None if value is None else json.loads(value), ts, partition, offset))
+        events.append(
+            Event(
+                Side(side),
+                None if key is None else json.loads(key),
+                None if value is None else json.loads(value),
+                ts,
+                partition,
+                offset,
+            )
+        )
     return replace(config, events=tuple(events))
 
 
-def fk_task_function(scenarios: Mapping[int, Scenario], joiner: Callable[[Any, Any], Any] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def fk_task_function(
+    scenarios: Mapping[int, Scenario], joiner: Callable[[Any, Any], Any] | None = None
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function: input batches hold whole FK scenarios sorted by
     ``(scenario, position)``; each scenario, once all its rows are in, runs through the
     reference engine and becomes result rows."""
@@ -90,29 +111,58 @@ def fk_task_function(scenarios: Mapping[int, Scenario], joiner: Callable[[Any, A
     def task(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        schema = pa.schema([pa.field(name, {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_()}.get(kind, pa.string())) for name, kind in RESULT_FIELDS])
+        schema = pa.schema(
+            [
+                pa.field(
+                    name,
+                    {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_()}.get(
+                        kind, pa.string()
+                    ),
+                )
+                for name, kind in RESULT_FIELDS
+            ]
+        )
 
         def batch_of(out: dict[str, list[Any]]) -> Any:
-            return pa.RecordBatch.from_arrays([pa.array(out[name], type=schema.field(name).type) for name in names], schema=schema)
+            return pa.RecordBatch.from_arrays(
+                [pa.array(out[name], type=schema.field(name).type) for name in names], schema=schema
+            )
 
         current: int | None = None
         rows: list[tuple] = []
         for batch in batches:
-            columns = {name: batch.column(name).to_pylist() for name in ("scenario", "partition", "side", "key", "value", "ts", "offset")}
+            columns = {
+                name: batch.column(name).to_pylist()
+                for name in ("scenario", "partition", "side", "key", "value", "ts", "offset")
+            }
             for i in range(batch.num_rows):
                 scenario_id = columns["scenario"][i]
                 if scenario_id != current:
                     if current is not None:
                         yield batch_of(results(current, rows))
                     current, rows = scenario_id, []
-                rows.append((columns["side"][i], columns["key"][i], columns["value"][i], columns["ts"][i], columns["partition"][i], columns["offset"][i]))
+                rows.append(
+                    (
+                        columns["side"][i],
+                        columns["key"][i],
+                        columns["value"][i],
+                        columns["ts"][i],
+                        columns["partition"][i],
+                        columns["offset"][i],
+                    )
+                )
         if current is not None:
             yield batch_of(results(current, rows))
 
     return task
 
 
-def fk_results(records: Any, scenarios: Mapping[int, Scenario], joiner: Callable[[Any, Any], Any] | None = None, spark_partitions: int | None = None) -> Any:
+def fk_results(
+    records: Any,
+    scenarios: Mapping[int, Scenario],
+    joiner: Callable[[Any, Any], Any] | None = None,
+    spark_partitions: int | None = None,
+) -> Any:
     """The result frame of the FK scenarios whose rows are in ``records``: repartitioned by
     ``scenario`` only (one group per scenario) and sorted by position within it."""
     grouped = records.repartition(spark_partitions, "scenario") if spark_partitions else records.repartition("scenario")
@@ -127,6 +177,11 @@ def fk_trace(records: Any, scenario_id: int, config: Scenario, joiner: Callable[
     engine's trace of the whole scenario."""
     from pyspark.sql import functions as F
 
-    rows = records.filter(F.col("scenario") == scenario_id).orderBy("position").select("side", "key", "value", "ts", "partition", "offset").collect()
+    rows = (
+        records.filter(F.col("scenario") == scenario_id)
+        .orderBy("position")
+        .select("side", "key", "value", "ts", "partition", "offset")
+        .collect()
+    )
     scenario = _rebuild(config, [(r["side"], r["key"], r["value"], r["ts"], r["partition"], r["offset"]) for r in rows])
     return run(scenario, joiner or default_joiner)

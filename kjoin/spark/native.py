@@ -88,9 +88,15 @@ def unsupported(
 ) -> str | None:
     """Why the native path cannot run these scenarios exactly, or ``None`` when it can."""
     if joiner is not None:
-        return "a custom joiner (the native path computes only the default joiner, render(left)-render(right), in Spark SQL)"
+        return (
+            "a custom joiner (the native path computes only the default joiner, "
+            "render(left)-render(right), in Spark SQL)"
+        )
     if value_type == "double":
-        return "double values (Spark and Python print floats differently, so the joiner's text would differ); cast values to string"
+        return (
+            "double values (Spark and Python print floats differently, so the joiner's text would differ); "
+            "cast values to string"
+        )
     if json_values and not json_keys:
         return "JSON values from a reader (the processors re-encode JSON canonically; Spark SQL cannot)"
     for scenario_id, config in configs.items():
@@ -101,19 +107,39 @@ def unsupported(
             return f"{where} joins a versioned table (native: unversioned tables only)"
         if config.grace_ms is not None:
             return f"{where} has a grace period (native: no grace_ms)"
-        topology = [name for name, on in (("chained joins (then)", bool(config.then)), ("a self-join", config.self_join), ("a materialized result", config.materialized),
-                                          ("old values", config.send_old_values), ("record caches", bool(config.caching))) if on]
+        topology = [
+            name
+            for name, on in (
+                ("chained joins (then)", bool(config.then)),
+                ("a self-join", config.self_join),
+                ("a materialized result", config.materialized),
+                ("old values", config.send_old_values),
+                ("record caches", bool(config.caching)),
+            )
+            if on
+        ]
         if topology:
             return f"{where} has {' and '.join(topology)} (native: one plain join per scenario)"
         if json_keys:
             for index, event in enumerate(config.events):
                 key = getattr(event, "key", None)
                 if isinstance(key, (bool, float)):
-                    return f"{where}, events[{index}].key is {key!r}: a boolean or float key may equal a key of another type in Python but not in Spark"
+                    return (
+                        f"{where}, events[{index}].key is {key!r}: a boolean or float key may equal a key of "
+                        "another type in Python but not in Spark"
+                    )
     return None
 
 
-def native_results(records: Any, configs: Mapping[int, Scenario], key_type: str, value_type: str, json_values: bool, spark_partitions: int | None, partitioned: bool = False) -> Any:
+def native_results(
+    records: Any,
+    configs: Mapping[int, Scenario],
+    key_type: str,
+    value_type: str,
+    json_values: bool,
+    spark_partitions: int | None,
+    partitioned: bool = False,
+) -> Any:
     """The result frame (the processor path's schema, :data:`kjoin.spark.task.RESULT_FIELDS`)
     of the ``records`` frame, computed with window functions only. ``partitioned``:
     ``records`` is already hash-partitioned by ``(scenario, partition)``."""
@@ -122,13 +148,17 @@ def native_results(records: Any, configs: Mapping[int, Scenario], key_type: str,
 
     grouped = group_by_task(records, partitioned, spark_partitions)
     in_task = Window.partitionBy("scenario", "partition").orderBy("_order_ts", "_side_rank", "offset")
-    numbered = grouped.withColumn("step", F.coalesce(F.col("position"), F.row_number().over(in_task) - 1).cast("bigint"))
+    numbered = grouped.withColumn(
+        "step", F.coalesce(F.col("position"), F.row_number().over(in_task) - 1).cast("bigint")
+    )
     render = _renderer(value_type, json_values)
     by_join: dict[str, list[int]] = {}
     for scenario_id, config in configs.items():
         by_join.setdefault(config.join, []).append(scenario_id)
     parts = []
-    for join, ids in sorted((by_join or {"stream-table": []}).items()):  # no scenarios: an empty frame of the same schema
+    for join, ids in sorted(
+        (by_join or {"stream-table": []}).items()
+    ):  # no scenarios: an empty frame of the same schema
         subset = numbered if len(by_join) == 1 else numbered.filter(F.col("scenario").isin(ids))
         flags = _Flags({i: configs[i] for i in ids})
         build = _stream_table if join == "stream-table" else _table_table
@@ -187,7 +217,9 @@ def _renderer(value_type: str, json_values: bool) -> Callable[[Any], Any]:
     return render
 
 
-def _result(row: Any, fate: Any, reason: Any, kind: Any, left: Any, right: Any, value: Any, ts: Any, tombstone: Any) -> list[Any]:
+def _result(
+    row: Any, fate: Any, reason: Any, kind: Any, left: Any, right: Any, value: Any, ts: Any, tombstone: Any
+) -> list[Any]:
     """The result columns of a frame with one result per record (``row`` output or step)."""
     from pyspark.sql import functions as F
 
@@ -229,7 +261,9 @@ def _last_state(side: str) -> Any:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    before = Window.partitionBy("scenario", "partition", "key").orderBy("step").rowsBetween(Window.unboundedPreceding, -1)
+    before = (
+        Window.partitionBy("scenario", "partition", "key").orderBy("step").rowsBetween(Window.unboundedPreceding, -1)
+    )
     update = F.when(F.col("side") == side, F.struct(F.col("value").alias("v"), F.col("ts").alias("t")))
     return F.last(update, ignorenulls=True).over(before)
 
@@ -245,25 +279,31 @@ def _stream_table(frame: Any, flags: _Flags, render: Callable[[Any], Any]) -> An
     found = table_value.isNotNull()
     right, key_null = side == "right", key.isNull()
     null_key_joins = flags.variant("left") & value.isNotNull() & relaxed
-    O, S = F.lit("output"), F.lit("step")
+    OUTPUT, STEP = F.lit("output"), F.lit("step")
     # (row, fate, reason) by the processor's rules, in its order.
     cases = [
-        (right & key_null, (S, Fate.DROPPED, Reason.NULL_KEY)),
-        (right, (S, Fate.STORED, Reason.TABLE_UPDATE)),
-        (key_null & null_key_joins, (O, Fate.JOINED, None)),
-        (key_null, (S, Fate.DROPPED, Reason.NULL_KEY)),
-        (value.isNull() & kip77, (S, Fate.DROPPED, Reason.NULL_VALUE)),
-        (~found & flags.variant("inner"), (S, Fate.NO_MATCH, Reason.NO_PARTNER)),
+        (right & key_null, (STEP, Fate.DROPPED, Reason.NULL_KEY)),
+        (right, (STEP, Fate.STORED, Reason.TABLE_UPDATE)),
+        (key_null & null_key_joins, (OUTPUT, Fate.JOINED, None)),
+        (key_null, (STEP, Fate.DROPPED, Reason.NULL_KEY)),
+        (value.isNull() & kip77, (STEP, Fate.DROPPED, Reason.NULL_VALUE)),
+        (~found & flags.variant("inner"), (STEP, Fate.NO_MATCH, Reason.NO_PARTNER)),
     ]
-    row, fate, reason = _outcome(cases, (O, Fate.JOINED, None))
-    kind = _case((key_null, F.lit(OutputKind.NULL_KEY.value)), (found, F.lit(OutputKind.JOINED.value)), otherwise=F.lit(OutputKind.UNMATCHED.value))
+    row, fate, reason = _outcome(cases, (OUTPUT, Fate.JOINED, None))
+    kind = _case(
+        (key_null, F.lit(OutputKind.NULL_KEY.value)),
+        (found, F.lit(OutputKind.JOINED.value)),
+        otherwise=F.lit(OutputKind.UNMATCHED.value),
+    )
     left_value = value
     right_value = F.when(~key_null, table_value)
     joined = F.concat(render(left_value), F.lit("-"), render(right_value))
     return frame.select(*_result(row, fate, reason, kind, left_value, right_value, joined, F.col("ts"), F.lit(False)))
 
 
-def _outcome(cases: list[tuple[Any, tuple[Any, Fate, Reason | None]]], otherwise: tuple[Any, Fate, Reason | None]) -> tuple[Any, Any, Any]:
+def _outcome(
+    cases: list[tuple[Any, tuple[Any, Fate, Reason | None]]], otherwise: tuple[Any, Fate, Reason | None]
+) -> tuple[Any, Any, Any]:
     from pyspark.sql import functions as F
 
     def text(member: Any) -> Any:
@@ -291,15 +331,15 @@ def _table_table(frame: Any, flags: _Flags, render: Callable[[Any], Any]) -> Any
     sends_old = F.when(is_left, left | outer).otherwise(outer)
     old = F.when(sends_old, mine.getField("v"))
     outer_side = outer | (left & is_left)
-    O, S = F.lit("output"), F.lit("step")
-    JOINED = (O, Fate.JOINED, None)
+    OUTPUT, STEP = F.lit("output"), F.lit("step")
+    JOINED = (OUTPUT, Fate.JOINED, None)
     # KIP-77 rules (TableTableJoin._rule); each output is "emit" or "tombstone".
     left_right_update = left & ~is_left
     new_rule = [
-        (left_right_update & ~has_other, (S, Fate.NO_MATCH, Reason.NO_PARTNER)),
+        (left_right_update & ~has_other, (STEP, Fate.NO_MATCH, Reason.NO_PARTNER)),
         (left_right_update, JOINED),
-        (~has_other & ~outer_side, (S, Fate.NO_MATCH, Reason.NO_PARTNER)),
-        (~has_other & new.isNull() & old.isNull(), (S, Fate.STORED, Reason.NOTHING_TO_DELETE)),
+        (~has_other & ~outer_side, (STEP, Fate.NO_MATCH, Reason.NO_PARTNER)),
+        (~has_other & new.isNull() & old.isNull(), (STEP, Fate.STORED, Reason.NOTHING_TO_DELETE)),
     ]
     new_tombstone = ~left_right_update & new.isNull() & (other_value.isNull() | ~outer_side | left)
     # Old rules (TableTableJoin._old_rule): every update emits, a result or a tombstone.
@@ -308,11 +348,15 @@ def _table_table(frame: Any, flags: _Flags, render: Callable[[Any], Any]) -> Any
         (left, F.when(is_left, new.isNotNull()).otherwise(other_value.isNotNull())),
         otherwise=new.isNotNull() | other_value.isNotNull(),
     )
-    cases = [(key.isNull(), (S, Fate.DROPPED, Reason.NULL_KEY))]
+    cases = [(key.isNull(), (STEP, Fate.DROPPED, Reason.NULL_KEY))]
     cases += [(kip77 & test, out) for test, out in new_rule]
     row, fate, reason = _outcome(cases, JOINED)
     tombstone = F.when(kip77, new_tombstone).otherwise(~ok)
-    kind = _case((tombstone, F.lit(OutputKind.TOMBSTONE.value)), (has_other, F.lit(OutputKind.JOINED.value)), otherwise=F.lit(OutputKind.UNMATCHED.value))
+    kind = _case(
+        (tombstone, F.lit(OutputKind.TOMBSTONE.value)),
+        (has_other, F.lit(OutputKind.JOINED.value)),
+        otherwise=F.lit(OutputKind.UNMATCHED.value),
+    )
     left_value = F.when(is_left, new).otherwise(other_value)
     right_value = F.when(is_left, other_value).otherwise(new)
     joined = F.when(~tombstone, F.concat(render(left_value), F.lit("-"), render(right_value)))

@@ -35,8 +35,20 @@ __all__ = ["from_kafka", "from_kcat", "from_files", "Deserializer"]
 Deserializer = Literal["string", "long", "json"]
 DESERIALIZERS = ("string", "long", "json")
 
-KAFKA_SOURCE_COLUMNS = {"key": ("binary",), "value": ("binary",), "partition": ("int",), "offset": ("bigint",), "timestamp": ("timestamp",)}
-KCAT_FIELDS = {"partition": INTEGER_TYPES, "offset": INTEGER_TYPES, "ts": INTEGER_TYPES, "key": ("string", *INTEGER_TYPES), "payload": ("string", *INTEGER_TYPES, "double")}
+KAFKA_SOURCE_COLUMNS = {
+    "key": ("binary",),
+    "value": ("binary",),
+    "partition": ("int",),
+    "offset": ("bigint",),
+    "timestamp": ("timestamp",),
+}
+KCAT_FIELDS = {
+    "partition": INTEGER_TYPES,
+    "offset": INTEGER_TYPES,
+    "ts": INTEGER_TYPES,
+    "key": ("string", *INTEGER_TYPES),
+    "payload": ("string", *INTEGER_TYPES, "double"),
+}
 TIMESTAMP_TYPES = ("timestamp", "timestamp_ntz")
 FILE_COLUMNS = {
     "key": ("string", *INTEGER_TYPES),
@@ -54,7 +66,8 @@ def _check_deserializer(reader: str, name: str, choice: Any, source: str, allow_
     if choice not in DESERIALIZERS:
         keep = " or None (keep the stored type)" if allow_none else ""
         raise SparkInputError(
-            f"{source}: {reader}({name}={choice!r}): no such deserializer; expected 'string' (UTF-8 text), 'long' (8-byte big-endian) "
+            f"{source}: {reader}({name}={choice!r}): no such deserializer; "
+            "expected 'string' (UTF-8 text), 'long' (8-byte big-endian) "
             f"or 'json' (JSON text){keep}"
         )
 
@@ -73,7 +86,15 @@ def _long_from_bytes(name: str, source: str) -> Any:
     raw = F.col(name)
     value = F.conv(F.hex(raw), 16, -10).cast("bigint")
     bad = raw.isNotNull() & (F.length(raw) != 8)
-    return _fail_when(value, bad, source, name, f"(hex) is not 8 bytes, as LongDeserializer needs; use {name}='string' or {name}='json' if the producer wrote text", F.hex(raw))
+    return _fail_when(
+        value,
+        bad,
+        source,
+        name,
+        f"(hex) is not 8 bytes, as LongDeserializer needs; "
+        f"use {name}='string' or {name}='json' if the producer wrote text",
+        F.hex(raw),
+    )
 
 
 def _json_text(column: Any, name: str, source: str) -> Any:
@@ -88,18 +109,34 @@ def _long_from_text(column: Any, kind: str, name: str, source: str) -> Any:
     if kind in INTEGER_TYPES:
         return column.cast("bigint")
     value = column.try_cast("bigint")
-    return _fail_when(value, column.isNotNull() & value.isNull(), source, name, f"is not a long; use {name}='string' to read it as text", column.cast("string"))
+    return _fail_when(
+        value,
+        column.isNotNull() & value.isNull(),
+        source,
+        name,
+        f"is not a long; use {name}='string' to read it as text",
+        column.cast("string"),
+    )
 
 
 def _not_null(column: Any, name: str, source: str) -> Any:
     from pyspark.sql import functions as F
 
-    return _fail_when(column, column.isNull(), source, name, "is not allowed: every Kafka record has a timestamp, a partition and an offset", F.lit(None).cast("string"))
+    return _fail_when(
+        column,
+        column.isNull(),
+        source,
+        name,
+        "is not allowed: every Kafka record has a timestamp, a partition and an offset",
+        F.lit(None).cast("string"),
+    )
 
 
 def _check_partitions(partitions: Any, source: str) -> None:
     if partitions is not None and (not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1):
-        raise SparkInputError(f"{source}: partitions={partitions!r}: expected a positive integer (the topic's partition count)")
+        raise SparkInputError(
+            f"{source}: partitions={partitions!r}: expected a positive integer (the topic's partition count)"
+        )
 
 
 def _partition(column: Any, partitions: int | None, source: str) -> Any:
@@ -110,11 +147,20 @@ def _partition(column: Any, partitions: int | None, source: str) -> Any:
         what = "is negative; a partition is 0 or more"
     else:
         bad = (column < 0) | (column >= partitions)
-        what = f"is not a partition of a topic with partitions={partitions} (0 to {partitions - 1}); pass the topic's real partition count"
+        what = (
+            f"is not a partition of a topic with partitions={partitions} (0 to {partitions - 1}); "
+            "pass the topic's real partition count"
+        )
     return _fail_when(column, bad, source, "partition", what, column.cast("string"))
 
 
-def from_kafka(frame: Any, key: Deserializer = "string", value: Deserializer = "string", partitions: int | None = None, source: str = "Kafka DataFrame") -> Topic:
+def from_kafka(
+    frame: Any,
+    key: Deserializer = "string",
+    value: Deserializer = "string",
+    partitions: int | None = None,
+    source: str = "Kafka DataFrame",
+) -> Topic:
     """A topic from a DataFrame in Spark's Kafka source schema (``spark.read.format("kafka")``):
     ``key``/``value`` binary, ``partition`` int, ``offset`` long, ``timestamp`` timestamp
     (other columns such as ``topic`` or ``headers`` are ignored). ``partitions`` is the
@@ -156,7 +202,9 @@ def _decode_text(column: str, kind: str, how: str, source: str) -> Any:
     return F.col(column).cast("string")
 
 
-def from_kcat(spark: Any, path: str, key: Deserializer = "string", value: Deserializer = "string", partitions: int | None = None) -> Topic:
+def from_kcat(
+    spark: Any, path: str, key: Deserializer = "string", value: Deserializer = "string", partitions: int | None = None
+) -> Topic:
     """A topic from a ``kcat -C -J`` dump: one JSON object per line with ``partition``,
     ``offset``, ``ts``, ``key`` and ``payload`` (``null`` for a null key or a tombstone;
     other fields such as ``topic``, ``tstype``, ``broker``, ``headers`` are ignored)."""
@@ -166,7 +214,9 @@ def from_kcat(spark: Any, path: str, key: Deserializer = "string", value: Deseri
     _check_deserializer("from_kcat", "value", value, path)
     _check_partitions(partitions, path)
     raw = spark.read.json(local_path(path))
-    _refuse_corrupt_lines(raw, path, "not kcat JSON lines", "dump with `kcat -C -J -t <topic>` (one JSON object per line)")
+    _refuse_corrupt_lines(
+        raw, path, "not kcat JSON lines", "dump with `kcat -C -J -t <topic>` (one JSON object per line)"
+    )
     types = dict(raw.dtypes)
     fields = dict(KCAT_FIELDS)
     if value == "json" and str(types.get("payload", "")).startswith(_NESTED):
@@ -221,9 +271,18 @@ def from_files(
     elif format not in ("parquet", "json"):
         raise SparkInputError(f"{path}: format {format!r} is not supported; use 'parquet', 'csv' or 'json'")
     if options is not None and not isinstance(options, Mapping):
-        raise SparkInputError(f"{path}: options={options!r}: expected a dict of Spark reader options, e.g. {{'sep': ';'}}")
+        raise SparkInputError(
+            f"{path}: options={options!r}: expected a dict of Spark reader options, e.g. {{'sep': ';'}}"
+        )
     for name, setting in (options or {}).items():
-        reader = reader.option(str(name), setting if isinstance(setting, str) else str(setting).lower() if isinstance(setting, bool) else str(setting))
+        reader = reader.option(
+            str(name),
+            setting
+            if isinstance(setting, str)
+            else str(setting).lower()
+            if isinstance(setting, bool)
+            else str(setting),
+        )
     raw = getattr(reader, format)(local_path(path))
     if format == "json":
         _refuse_corrupt_lines(raw, path, "not JSON lines", "write one JSON object per line with key, value, ts")
@@ -234,7 +293,8 @@ def from_files(
     check_columns(raw, expected, path, optional=("partition", "offset"))
     if "partition" not in types and partitions is None:
         raise SparkInputError(
-            f"{path}: no column 'partition' (expected type int) and no partition count; pass partitions=N so that kjoin assigns "
+            f"{path}: no column 'partition' (expected type int) and no partition count; "
+            "pass partitions=N so that kjoin assigns "
             f"partitions with Kafka's default partitioner, or add the column"
         )
     _check_partitions(partitions, path)
@@ -245,8 +305,18 @@ def from_files(
             return F.col(column) if kind in ("string", "double") else F.col(column).cast("bigint")
         return _decode_text(column, kind, how, path)
 
-    ts = F.unix_millis(F.col("ts")) if types["ts"] == "timestamp" else F.unix_millis(F.col("ts").cast("timestamp")) if types["ts"] == "timestamp_ntz" else F.col("ts").cast("bigint")
-    columns = [convert("key", key).alias("key"), convert("value", value).alias("value"), _not_null(ts, "ts", path).alias("ts")]
+    ts = (
+        F.unix_millis(F.col("ts"))
+        if types["ts"] == "timestamp"
+        else F.unix_millis(F.col("ts").cast("timestamp"))
+        if types["ts"] == "timestamp_ntz"
+        else F.col("ts").cast("bigint")
+    )
+    columns = [
+        convert("key", key).alias("key"),
+        convert("value", value).alias("value"),
+        _not_null(ts, "ts", path).alias("ts"),
+    ]
     if "partition" in types:
         columns.append(_partition(F.col("partition"), partitions, path).alias("partition"))
     if "offset" in types:
@@ -257,7 +327,10 @@ def from_files(
     if "partition" not in types:
         key_type = dict(frame.dtypes)["key"]
         if key_type not in ("string", "bigint"):
-            raise SparkInputError(f"{path}: column 'key' has type {key_type}, which has no Kafka serialization for the default partitioner; pass key='string' or key='long'")
+            raise SparkInputError(
+                f"{path}: column 'key' has type {key_type}, which has no Kafka serialization for the default "
+                "partitioner; pass key='string' or key='long'"
+            )
         frame = frame.withColumn("partition", default_partition_column(F.col("key"), partitions, key_type))  # type: ignore[arg-type]
     if "offset" not in types:
         in_order = Window.partitionBy("partition").orderBy("_file", "_row")
@@ -269,7 +342,11 @@ def local_path(path: str) -> str:
     """A path without a scheme (``s3a://``, ``hdfs://`` …) made absolute against Python's working
     directory: Spark's JVM resolves relative paths against its own, fixed when it started."""
     text = str(path)
-    return text if "://" in text or text.startswith("file:") else os.path.abspath(text) + ("/" if text.endswith("/") else "")
+    return (
+        text
+        if "://" in text or text.startswith("file:")
+        else os.path.abspath(text) + ("/" if text.endswith("/") else "")
+    )
 
 
 def _refuse_corrupt_lines(raw: Any, path: str, what: str, fix: str) -> None:
@@ -281,10 +358,20 @@ def _refuse_corrupt_lines(raw: Any, path: str, what: str, fix: str) -> None:
     first = None
     try:
         # Spark refuses queries that reference only the corrupt-record column of a raw file.
-        first = raw.select(F.col("_corrupt_record"), F.lit(1).alias("_n"), *[c for c in raw.columns if c != "_corrupt_record"][:1]).filter(F.col("_corrupt_record").isNotNull()).first()
+        first = (
+            raw.select(
+                F.col("_corrupt_record"), F.lit(1).alias("_n"), *[c for c in raw.columns if c != "_corrupt_record"][:1]
+            )
+            .filter(F.col("_corrupt_record").isNotNull())
+            .first()
+        )
     except Exception:  # pragma: no cover - the message below is enough without the line
         first = None
-    line = f" (first bad line: {first['_corrupt_record'][:80]!r})" if first is not None and first["_corrupt_record"] else ""
+    line = (
+        f" (first bad line: {first['_corrupt_record'][:80]!r})"
+        if first is not None and first["_corrupt_record"]
+        else ""
+    )
     raise SparkInputError(f"{path}: {what}: some lines are not JSON objects{line}; {fix}")
 
 

@@ -33,7 +33,21 @@ from .topic import KEY_TYPES, VALUE_TYPES, SparkInputError, Topic
 
 __all__ = ["run_join", "run_scenarios", "SparkRun", "OUTPUT_COLUMNS", "STEP_COLUMNS"]
 
-OUTPUT_COLUMNS = ["scenario", "partition", "step", "side", "offset", "key", "left", "right", "value", "ts", "tombstone", "kind", "origin_step"]
+OUTPUT_COLUMNS = [
+    "scenario",
+    "partition",
+    "step",
+    "side",
+    "offset",
+    "key",
+    "left",
+    "right",
+    "value",
+    "ts",
+    "tombstone",
+    "kind",
+    "origin_step",
+]
 """Columns of :attr:`SparkRun.outputs`: ``step``/``side``/``offset`` name the input record
 whose processing emitted the output; ``origin_step`` the record whose value it carries."""
 STEP_COLUMNS = ["scenario", "partition", "step", "side", "offset", "key", "ts", "fate", "reason", "until_ms"]
@@ -48,9 +62,12 @@ class SparkRun:
     """The lazy result of a Spark run. Nothing is computed until an action is called on
     one of the frames (``write_parquet``, ``count``, ``show``, ``toPandas`` …)."""
 
-    def __init__(self, records: Any, results: Any, scenarios: Mapping[int, Scenario], json_keys: bool, json_values: bool) -> None:
+    def __init__(
+        self, records: Any, results: Any, scenarios: Mapping[int, Scenario], json_keys: bool, json_values: bool
+    ) -> None:
         self.records = records
-        """The ordered input records: ``scenario, partition, side, key, value, ts, offset, position, _order_ts, _side_rank``."""
+        """The ordered input records: ``scenario, partition, side, key, value, ts, offset, position, _order_ts,
+        _side_rank``."""
         self.results = results
         """Outputs and steps in one frame, told apart by ``row``."""
         self.scenarios = scenarios
@@ -87,7 +104,9 @@ class SparkRun:
         from pyspark.sql import functions as F
 
         config = self.scenarios[min(self.scenarios)] if self.scenarios else None
-        explained = self.explained_outputs.withColumn("row", F.lit("output")).withColumn("fate", F.lit(None).cast("string"))
+        explained = self.explained_outputs.withColumn("row", F.lit("output")).withColumn(
+            "fate", F.lit(None).cast("string")
+        )
         steps = self.steps.withColumn("row", F.lit("step"))
         reason = F.col("reason")
         output = F.col("row") == "output"
@@ -95,8 +114,13 @@ class SparkRun:
             F.sum(F.when(output & (reason == "matched"), 1).otherwise(0)).alias("matched"),
             F.sum(F.when(output & (reason == "tombstone"), 1).otherwise(0)).alias("tombstones"),
         ]
-        counts += [F.sum(F.when(output & (reason == verdict), 1).otherwise(0)).alias(verdict) for verdict in _null_verdicts(config)]
-        counts += [F.sum(F.when(~output & (reason == name), 1).otherwise(0)).alias(name) for name in _step_reasons(config)]
+        counts += [
+            F.sum(F.when(output & (reason == verdict), 1).otherwise(0)).alias(verdict)
+            for verdict in _null_verdicts(config)
+        ]
+        counts += [
+            F.sum(F.when(~output & (reason == name), 1).otherwise(0)).alias(name) for name in _step_reasons(config)
+        ]
         columns = ["row", "scenario", "partition", "key", "reason"]
         both = explained.select(*columns).unionByName(steps.select(*columns))
         return both.groupBy("scenario", "partition", "key").agg(*counts)
@@ -122,27 +146,51 @@ class SparkRun:
         frame, merged = self._task_frame(scenario, partition)
         stored = self._key_column_value(key)
         if merged:
-            rows = frame.filter(F.col("key").isNotNull() & (F.col("key") == stored)).select("side", "offset", "ts", "value").collect()
+            rows = (
+                frame.filter(F.col("key").isNotNull() & (F.col("key") == stored))
+                .select("side", "offset", "ts", "value")
+                .collect()
+            )
             return debug.place_key_records(frame, stored, rows, json_values=self._json_values)
-        ordered = frame.orderBy("_order_ts", "_side_rank", "offset").select("side", "key", "value", "ts", "offset").collect()
+        ordered = (
+            frame.orderBy("_order_ts", "_side_rank", "offset").select("side", "key", "value", "ts", "offset").collect()
+        )
         placed = []
         for step, row in enumerate(ordered):
             mine = row["key"] is not None and row["key"] == stored
             value = json.loads(row["value"]) if self._json_values and row["value"] is not None else row["value"]
-            record_key = key if mine else (json.loads(row["key"]) if self._json_keys and row["key"] is not None else row["key"])
-            placed.append(debug._Placed(Record(Side(row["side"]), record_key, value, row["ts"], None, row["offset"]), step, clock=not mine))
+            record_key = (
+                key if mine else (json.loads(row["key"]) if self._json_keys and row["key"] is not None else row["key"])
+            )
+            placed.append(
+                debug._Placed(
+                    Record(Side(row["side"]), record_key, value, row["ts"], None, row["offset"]), step, clock=not mine
+                )
+            )
         return placed
 
-    def _key_trace(self, partition: int, key: Any, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None) -> Any:
+    def _key_trace(
+        self, partition: int, key: Any, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None
+    ) -> Any:
         from ..joins import default_joiner
         from . import debug
 
         if key is None:
-            raise SparkInputError("key=None: records with a null key are never joined or stored; look them up with why(partition=..., offset=...)")
+            raise SparkInputError(
+                "key=None: records with a null key are never joined or stored; "
+                "look them up with why(partition=..., offset=...)"
+            )
         placed = self._placed(scenario, partition, key)
         return debug.key_trace(self.scenarios[scenario], partition, key, placed, joiner or default_joiner)
 
-    def why(self, partition: int, offset: int, side: str = "left", scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None) -> Any:
+    def why(
+        self,
+        partition: int,
+        offset: int,
+        side: str = "left",
+        scenario: int = 0,
+        joiner: Callable[[Any, Any], Any] | None = None,
+    ) -> Any:
         """Why did the record at ``side``/``partition``/``offset`` come out as it did? A
         :class:`kjoin.spark.debug.Diagnosis`: ``verdict`` (one of
         :data:`kjoin.spark.debug.VERDICTS`), the plain-language ``text``, the ``partners`` (the
@@ -156,10 +204,14 @@ class SparkRun:
         if side not in ("left", "right"):
             raise SparkInputError(f"side={side!r}: expected 'left' or 'right'")
         if scenario not in self.scenarios:
-            raise SparkInputError(f"scenario={scenario!r}: this run has scenarios {', '.join(map(str, sorted(self.scenarios)))}")
+            raise SparkInputError(
+                f"scenario={scenario!r}: this run has scenarios {', '.join(map(str, sorted(self.scenarios)))}"
+            )
         config = self.scenarios[scenario]
         if config.join == "fk":
-            raise SparkInputError("why: a foreign-key join crosses tasks; step through the scenario's trace instead (run.trace(0))")
+            raise SparkInputError(
+                "why: a foreign-key join crosses tasks; step through the scenario's trace instead (run.trace(0))"
+            )
         _check_partition(partition, config.partitions)
         frame, _ = self._task_frame(scenario, partition)
         row = frame.filter((F.col("side") == side) & (F.col("offset") == offset)).select("key", "value", "ts").first()
@@ -173,12 +225,23 @@ class SparkRun:
         everything = (self.inputs if self.inputs is not None else self.records).filter(F.col("scenario") == scenario)
         other = "right" if side == "left" else "left"
         stored = self._key_column_value(key)
-        partner_rows = everything.filter((F.col("side") == other) & F.col("key").isNotNull() & (F.col("key") == stored)).select("partition", "offset", "ts", "value").collect()
+        partner_rows = (
+            everything.filter((F.col("side") == other) & F.col("key").isNotNull() & (F.col("key") == stored))
+            .select("partition", "offset", "ts", "value")
+            .collect()
+        )
         trace = self._key_trace(partition, key, scenario, joiner or default_joiner)
         steps = {(s.record.side.value, s.record.offset): trace.task_steps[s.index] for s in trace.key_steps()}
         same, elsewhere = [], []
         for p in sorted(partner_rows, key=lambda r: (r["partition"], r["offset"])):
-            partner = debug.Partner(other, p["partition"], p["offset"], p["ts"], decode(p["value"], self._json_values), steps.get((other, p["offset"])) if p["partition"] == partition else None)
+            partner = debug.Partner(
+                other,
+                p["partition"],
+                p["offset"],
+                p["ts"],
+                decode(p["value"], self._json_values),
+                steps.get((other, p["offset"])) if p["partition"] == partition else None,
+            )
             (same if p["partition"] == partition else elsewhere).append(partner)
         return debug.diagnose(record, config, trace, elsewhere, same)
 
@@ -192,7 +255,9 @@ class SparkRun:
         self.steps.write.mode(mode).parquet(f"{path}/steps")
         self.summary().write.mode(mode).parquet(f"{path}/summary")
 
-    def trace(self, partition: int, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None, key: Any = _ALL_KEYS) -> Trace:
+    def trace(
+        self, partition: int, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None, key: Any = _ALL_KEYS
+    ) -> Trace:
         """Drill down: collect one Kafka task's input records (only those) and run them
         through the reference engine. Step ``i`` of the trace is the task's ``i``-th record;
         for topics that is the ``step`` of the Spark frames. The scenario keeps all its
@@ -209,13 +274,18 @@ class SparkRun:
         from ..joins import default_joiner
 
         if scenario not in self.scenarios:
-            raise SparkInputError(f"scenario={scenario!r}: this run has scenarios {', '.join(map(str, sorted(self.scenarios)))}")
+            raise SparkInputError(
+                f"scenario={scenario!r}: this run has scenarios {', '.join(map(str, sorted(self.scenarios)))}"
+            )
         config = self.scenarios[scenario]
         if config.join != "fk":
             _check_partition(partition, config.partitions)
         if config.join == "fk":
             if key is not _ALL_KEYS:
-                raise SparkInputError("key=: a foreign-key join crosses tasks; its drill-down is the whole scenario's trace (leave key out)")
+                raise SparkInputError(
+                    "key=: a foreign-key join crosses tasks; "
+                    "its drill-down is the whole scenario's trace (leave key out)"
+                )
             from .fk_task import fk_trace
 
             return fk_trace(self.records, scenario, config, joiner)
@@ -235,7 +305,8 @@ class SparkRun:
             if self._json_values and value is not None:
                 value = json.loads(value)
             events.append(Event(Side(row["side"]), key, value, row["ts"], row["partition"], row["offset"]))
-        # Every option of the scenario (versioned tables, history retention, grace, versioned_mode …), only this task's records.
+        # Every option of the scenario (versioned tables, history retention, grace, versioned_mode …),
+        # only this task's records.
         single = replace(config, events=tuple(events))
         return run(single, joiner=joiner or default_joiner)
 
@@ -268,8 +339,10 @@ def run_join(
         raise SparkInputError(f"join: expected one of {' | '.join(JOINS)}, got {join!r}")
     if join == "fk":
         raise SparkInputError(
-            "join: a foreign-key join sends messages between Kafka tasks, so run_join (one Spark group per task) cannot run it; "
-            "run FK scenarios with run_scenarios(spark, [Scenario(join='fk', ...)]), which runs each whole (kjoin.spark.fk_task)"
+            "join: a foreign-key join sends messages between Kafka tasks, "
+            "so run_join (one Spark group per task) cannot run it; "
+            "run FK scenarios with run_scenarios(spark, [Scenario(join='fk', ...)]), "
+            "which runs each whole (kjoin.spark.fk_task)"
         )
     try:
         semantics = None if semantics is None else str(parse_semantics(semantics))
@@ -309,17 +382,39 @@ def run_join(
             )
         )
     inputs = frames[0].unionByName(frames[1])
-    # Hash-partitioned by Kafka task once: the running max below and both paths' per-task work reuse it (one shuffle, not two).
+    # Hash-partitioned by Kafka task once: the running max below and both paths' per-task work reuse it
+    # (one shuffle, not two).
     records = frames[0].unionByName(frames[1]).repartition(spark_partitions or partitions, "scenario", "partition")
-    running = Window.partitionBy("scenario", "partition", "side").orderBy("offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    running = (
+        Window.partitionBy("scenario", "partition", "side")
+        .orderBy("offset")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
     records = records.withColumn("_order_ts", F.max("ts").over(running))
     json_values = left.json_values or right.json_values
-    result = _execute(records, {0: config}, key_type, value_type, joiner, json_keys=False, json_values=json_values, spark_partitions=spark_partitions or partitions, method=method, partitioned=True)
+    result = _execute(
+        records,
+        {0: config},
+        key_type,
+        value_type,
+        joiner,
+        json_keys=False,
+        json_values=json_values,
+        spark_partitions=spark_partitions or partitions,
+        method=method,
+        partitioned=True,
+    )
     result.inputs = inputs
     return result
 
 
-def run_scenarios(spark: Any, scenarios: Iterable[Scenario], joiner: Callable[[Any, Any], Any] | None = None, spark_partitions: int | None = None, method: str = "auto") -> SparkRun:
+def run_scenarios(
+    spark: Any,
+    scenarios: Iterable[Scenario],
+    joiner: Callable[[Any, Any], Any] | None = None,
+    spark_partitions: int | None = None,
+    method: str = "auto",
+) -> SparkRun:
     """Run many scenarios in one Spark job: scenario ``i`` is ``scenario == i`` in every frame,
     and a record's ``step`` is its index in the scenario, as in the reference trace.
     Keys and values travel as JSON text (scenarios may mix string and number keys).
@@ -338,7 +433,18 @@ def run_scenarios(spark: Any, scenarios: Iterable[Scenario], joiner: Callable[[A
             fk_rows += fk_task.script_rows(scenario_id, scenario)
             continue
         for position, record in enumerate(scenario.records()):
-            rows.append((scenario_id, record.partition, record.side.value, json_text(record.key), json_text(record.value), record.ts, record.offset, position))
+            rows.append(
+                (
+                    scenario_id,
+                    record.partition,
+                    record.side.value,
+                    json_text(record.key),
+                    json_text(record.value),
+                    record.ts,
+                    record.offset,
+                    position,
+                )
+            )
     schema = "scenario long, partition int, side string, key string, value string, ts long, offset long, position long"
 
     def frame(data: list[tuple]) -> Any:
@@ -348,12 +454,34 @@ def run_scenarios(spark: Any, scenarios: Iterable[Scenario], joiner: Callable[[A
     pk_configs = {i: s for i, s in configs.items() if s.join != "fk"}
     fk_configs = {i: s for i, s in configs.items() if s.join == "fk"}
     if not fk_configs:
-        return _execute(frame(rows), configs, "string", "string", joiner, json_keys=True, json_values=True, spark_partitions=spark_partitions, method=method, sort_rows=True)
+        return _execute(
+            frame(rows),
+            configs,
+            "string",
+            "string",
+            joiner,
+            json_keys=True,
+            json_values=True,
+            spark_partitions=spark_partitions,
+            method=method,
+            sort_rows=True,
+        )
     fk_records = frame(fk_rows)
     results = fk_task.fk_results(fk_records, fk_configs, joiner, spark_partitions)
     records = fk_records
     if pk_configs:
-        pk = _execute(frame(rows), pk_configs, "string", "string", joiner, json_keys=True, json_values=True, spark_partitions=spark_partitions, method=method, sort_rows=True)
+        pk = _execute(
+            frame(rows),
+            pk_configs,
+            "string",
+            "string",
+            joiner,
+            json_keys=True,
+            json_values=True,
+            spark_partitions=spark_partitions,
+            method=method,
+            sort_rows=True,
+        )
         results, records = pk.results.unionByName(results), pk.records.unionByName(fk_records)
     return SparkRun(records, results, configs, True, True)
 
@@ -378,7 +506,19 @@ def _window_option(join: str, window: Any) -> JoinWindows | Mapping[str, Any] | 
     )
 
 
-def _execute(records: Any, configs: Mapping[int, Scenario], key_type: str, value_type: str, joiner: Any, json_keys: bool, json_values: bool, spark_partitions: int | None, method: str = "auto", sort_rows: bool = False, partitioned: bool = False) -> SparkRun:
+def _execute(
+    records: Any,
+    configs: Mapping[int, Scenario],
+    key_type: str,
+    value_type: str,
+    joiner: Any,
+    json_keys: bool,
+    json_values: bool,
+    spark_partitions: int | None,
+    method: str = "auto",
+    sort_rows: bool = False,
+    partitioned: bool = False,
+) -> SparkRun:
     """``partitioned``: ``records`` is already hash-partitioned by ``(scenario, partition)``.
     ``sort_rows``: sort the native path's rows by step within each Spark partition."""
     if method not in METHODS:
@@ -388,20 +528,31 @@ def _execute(records: Any, configs: Mapping[int, Scenario], key_type: str, value
 
         why = native.unsupported(configs, joiner, value_type, json_keys=json_keys, json_values=json_values)
         if why is None:
-            results = native.native_results(records, configs, key_type, value_type, json_values=json_values, spark_partitions=spark_partitions, partitioned=partitioned)
+            results = native.native_results(
+                records,
+                configs,
+                key_type,
+                value_type,
+                json_values=json_values,
+                spark_partitions=spark_partitions,
+                partitioned=partitioned,
+            )
             if sort_rows:  # small, driver-built inputs: rows in emission order per task, as the processors give them
                 results = results.sortWithinPartitions("scenario", "partition", "step")
             return SparkRun(records, results, configs, json_keys, json_values)
         if method == "native":
-            raise SparkInputError(f"method='native' cannot run this join exactly: {why}. Use method='auto' (falls back to the processors) or method='processors'.")
+            raise SparkInputError(
+                f"method='native' cannot run this join exactly: {why}. "
+                "Use method='auto' (falls back to the processors) or method='processors'."
+            )
     sort = ["scenario", "partition", "_order_ts", "_side_rank", "offset"]
     grouped = group_by_task(records, partitioned, spark_partitions)
     ordered = grouped.sortWithinPartitions(*sort)
     results = ordered.select("scenario", "partition", "side", "key", "value", "ts", "offset", "position").mapInArrow(
-        task_function(dict(configs), joiner, json_values=json_values, json_keys=json_keys), result_schema(key_type, value_type)
+        task_function(dict(configs), joiner, json_values=json_values, json_keys=json_keys),
+        result_schema(key_type, value_type),
     )
     return SparkRun(records, results, configs, json_keys, json_values)
-
 
 
 def _common_types(left: Topic, right: Topic) -> tuple[str, str]:
@@ -411,14 +562,21 @@ def _common_types(left: Topic, right: Topic) -> tuple[str, str]:
         for side, kind in found.items():
             source = (left if side == "left" else right).source
             if kind is None:
-                raise SparkInputError(f"{side} topic ({source}): no column {column!r} (expected type {' or '.join(allowed)})")
+                raise SparkInputError(
+                    f"{side} topic ({source}): no column {column!r} (expected type {' or '.join(allowed)})"
+                )
             if kind not in allowed:
-                raise SparkInputError(f"{side} topic ({source}): column {column!r} has type {kind}, expected {' or '.join(allowed)}; cast it, e.g. frame.withColumn({column!r}, frame[{column!r}].cast({allowed[0]!r}))")
+                raise SparkInputError(
+                    f"{side} topic ({source}): column {column!r} has type {kind}, expected {' or '.join(allowed)}; "
+                    f"cast it, e.g. frame.withColumn({column!r}, frame[{column!r}].cast({allowed[0]!r}))"
+                )
         if found["left"] != found["right"]:
             if column == "key":
                 raise SparkInputError(
-                    f"the left topic's ({left.source}) keys are {found['left']} and the right topic's ({right.source}) {found['right']}: "
-                    f"a join needs one key type; cast one of them, or read both with the same key deserializer (key='string' or key='long')"
+                    f"the left topic's ({left.source}) keys are {found['left']} "
+                    f"and the right topic's ({right.source}) {found['right']}: "
+                    "a join needs one key type; cast one of them, "
+                    "or read both with the same key deserializer (key='string' or key='long')"
                 )
             types.append("string")
         else:
@@ -432,7 +590,10 @@ def _partition_count(left: Topic, right: Topic) -> int:
         count = topic.partitions
         if count is None:
             if not topic.has_partition:
-                raise SparkInputError(f"{side} topic ({topic.source}): no partition column and no partition count; pass partitions=N to the reader")
+                raise SparkInputError(
+                    f"{side} topic ({topic.source}): no partition column and no partition count; "
+                    "pass partitions=N to the reader"
+                )
             from pyspark.sql import functions as F
 
             found = topic.frame.agg(F.max("partition")).first()[0]
@@ -440,20 +601,49 @@ def _partition_count(left: Topic, right: Topic) -> int:
         counts[side] = count
     if counts["left"] != counts["right"]:
         raise SparkInputError(
-            f"the topics are not co-partitioned: the left topic ({left.source}) has {counts['left']} partitions and the right "
-            f"({right.source}) {counts['right']}. Kafka Streams refuses such a join; repartition one topic to {max(counts.values())} partitions first."
+            f"the topics are not co-partitioned: the left topic ({left.source}) has {counts['left']} partitions "
+            f"and the right ({right.source}) {counts['right']}. Kafka Streams refuses such a join; "
+            f"repartition one topic to {max(counts.values())} partitions first."
         )
     return counts["left"]
 
 
-_WINDOWED_VERDICTS = ("partner-never", "partner-other-partition", "partner-outside-window", "partner-later", "partner-expired", "unexplained")
-_TABLE_VERDICTS = ("partner-later", "partner-processed-later", "partner-deleted", "partner-never", "partner-other-partition", "unexplained")
+_WINDOWED_VERDICTS = (
+    "partner-never",
+    "partner-other-partition",
+    "partner-outside-window",
+    "partner-later",
+    "partner-expired",
+    "unexplained",
+)
+_TABLE_VERDICTS = (
+    "partner-later",
+    "partner-processed-later",
+    "partner-deleted",
+    "partner-never",
+    "partner-other-partition",
+    "unexplained",
+)
 _JOIN_REASONS = {
-    "stream-stream": (Reason.NULL_KEY, Reason.NULL_VALUE, Reason.NO_PARTNER, Reason.WINDOW_OPEN, Reason.NOT_A_TRIGGER, Reason.EXPIRED),
+    "stream-stream": (
+        Reason.NULL_KEY,
+        Reason.NULL_VALUE,
+        Reason.NO_PARTNER,
+        Reason.WINDOW_OPEN,
+        Reason.NOT_A_TRIGGER,
+        Reason.EXPIRED,
+    ),
     "stream-table": (Reason.NULL_KEY, Reason.NULL_VALUE, Reason.NO_PARTNER, Reason.TABLE_UPDATE),
     "table-table": (Reason.NULL_KEY, Reason.NO_PARTNER, Reason.NOTHING_TO_DELETE),
 }
-_VERSIONED_REASONS = (Reason.EXPIRED_PUT, Reason.GRACE_PERIOD, Reason.NULL_KEY_IN_GRACE_BUFFER, Reason.OUT_OF_ORDER_VERSION, Reason.TABLE_UPDATE, Reason.NULL_VALUE)
+_VERSIONED_REASONS = (
+    Reason.EXPIRED_PUT,
+    Reason.GRACE_PERIOD,
+    Reason.NULL_KEY_IN_GRACE_BUFFER,
+    Reason.OUT_OF_ORDER_VERSION,
+    Reason.TABLE_UPDATE,
+    Reason.NULL_VALUE,
+)
 
 
 def _null_verdicts(config: Scenario | None) -> tuple[str, ...]:
@@ -486,22 +676,45 @@ def _explain_outputs(run: "SparkRun") -> Any:
     nulls = outputs.filter(null_partner).withColumn("_id", F.monotonically_increasing_id())
     nulls = nulls.withColumn("_subject", F.when(F.col("right").isNull(), F.lit("left")).otherwise(F.lit("right")))
     records = run.records.select(
-        "scenario", "partition", "side", "key", "ts", "offset", "value", F.struct("_order_ts", "_side_rank", "offset").alias("_order")
+        "scenario",
+        "partition",
+        "side",
+        "key",
+        "ts",
+        "offset",
+        "value",
+        F.struct("_order_ts", "_side_rank", "offset").alias("_order"),
     )
     # The record whose value the null result carries: its side, key and timestamp (the first such in the task).
     subject = records.select(
-        F.col("scenario").alias("s_scenario"), F.col("partition").alias("s_partition"), F.col("side").alias("s_side"),
-        F.col("key").alias("s_key"), F.col("ts").alias("s_ts"), F.col("_order").alias("s_order"),
+        F.col("scenario").alias("s_scenario"),
+        F.col("partition").alias("s_partition"),
+        F.col("side").alias("s_side"),
+        F.col("key").alias("s_key"),
+        F.col("ts").alias("s_ts"),
+        F.col("_order").alias("s_order"),
     )
-    located = nulls.join(
-        subject,
-        (nulls.scenario == subject.s_scenario) & (nulls.partition == subject.s_partition) & (nulls._subject == subject.s_side)
-        & (nulls.key == subject.s_key) & (nulls.ts == subject.s_ts),
-        "left",
-    ).groupBy("_id").agg(F.min("s_order").alias("_at"))
+    located = (
+        nulls.join(
+            subject,
+            (nulls.scenario == subject.s_scenario)
+            & (nulls.partition == subject.s_partition)
+            & (nulls._subject == subject.s_side)
+            & (nulls.key == subject.s_key)
+            & (nulls.ts == subject.s_ts),
+            "left",
+        )
+        .groupBy("_id")
+        .agg(F.min("s_order").alias("_at"))
+    )
     partners = records.select(
-        F.col("scenario").alias("p_scenario"), F.col("partition").alias("p_partition"), F.col("side").alias("p_side"),
-        F.col("key").alias("p_key"), F.col("ts").alias("p_ts"), F.col("value").alias("p_value"), F.col("_order").alias("p_order"),
+        F.col("scenario").alias("p_scenario"),
+        F.col("partition").alias("p_partition"),
+        F.col("side").alias("p_side"),
+        F.col("key").alias("p_key"),
+        F.col("ts").alias("p_ts"),
+        F.col("value").alias("p_value"),
+        F.col("_order").alias("p_order"),
     )
     config = run.scenarios[min(run.scenarios)]
     window = config.window
@@ -524,13 +737,23 @@ def _explain_outputs(run: "SparkRun") -> Any:
         left_subject = F.col("_subject") == "left"
         lo = F.col("ts") - F.when(left_subject, window.before_ms).otherwise(window.after_ms)
         hi = F.col("ts") + F.when(left_subject, window.after_ms).otherwise(window.before_ms)
-        aggregates.append(F.sum(F.when(same & (F.col("p_ts") >= lo) & (F.col("p_ts") <= hi) & F.col("p_value").isNotNull(), 1).otherwise(0)).alias("_inside"))
+        aggregates.append(
+            F.sum(
+                F.when(
+                    same & (F.col("p_ts") >= lo) & (F.col("p_ts") <= hi) & F.col("p_value").isNotNull(), 1
+                ).otherwise(0)
+            ).alias("_inside")
+        )
     verdicts = joined.groupBy("_id", "ts").agg(*aggregates)
     none_here = F.col("_same") == 0
     verdict = F.when(none_here & (F.col("_elsewhere") > 0), "partner-other-partition").when(none_here, "partner-never")
     if window is not None:
-        eager = not config.semantics.spurious_result_fix or window.grace_ms is None or window.spurious_result_fix is False
-        verdict = verdict.when(F.col("_inside") == 0, "partner-outside-window").otherwise("partner-later" if eager else "partner-expired")
+        eager = (
+            not config.semantics.spurious_result_fix or window.grace_ms is None or window.spurious_result_fix is False
+        )
+        verdict = verdict.when(F.col("_inside") == 0, "partner-outside-window").otherwise(
+            "partner-later" if eager else "partner-expired"
+        )
     else:
         verdict = (
             verdict.when(F.col("_last_before_deleted") == F.lit(True), "partner-deleted")
@@ -544,7 +767,10 @@ def _explain_outputs(run: "SparkRun") -> Any:
 
 def _check_partition(partition: Any, partitions: int) -> None:
     if not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < partitions:
-        raise SparkInputError(f"partition={partition!r}: the topics have {partitions} partitions (0 to {partitions - 1}); there is no such Kafka task")
+        raise SparkInputError(
+            f"partition={partition!r}: the topics have {partitions} partitions (0 to {partitions - 1}); "
+            "there is no such Kafka task"
+        )
 
 
 def _default_partition(partitions: int, key_type: str) -> Any:

@@ -119,7 +119,9 @@ def connect_session(remote: str = "local[2]", port: int = 0, **config: Any) -> A
             warnings.simplefilter("ignore")
             return SparkSession.builder.remote(remote).getOrCreate()
     if not remote.startswith("local"):
-        raise ValueError(f"remote: expected 'local[N]' (start a Connect server here) or 'sc://host:port' (join one), got {remote!r}")
+        raise ValueError(
+            f"remote: expected 'local[N]' (start a Connect server here) or 'sc://host:port' (join one), got {remote!r}"
+        )
     url = _start_local_connect_server(remote, port, {k: str(v) for k, v in config.items()})
     # PySpark's functions (F.col, Window, pandas_udf …) build Connect plans only in this mode.
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"

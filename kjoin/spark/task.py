@@ -111,7 +111,10 @@ def task_function(
         for batch in batches:
             if schema is None:
                 schema = _arrow_schema(batch.schema)
-            columns = {name: batch.column(name).to_pylist() for name in ("scenario", "partition", "side", "key", "value", "ts", "offset", "position")}
+            columns = {
+                name: batch.column(name).to_pylist()
+                for name in ("scenario", "partition", "side", "key", "value", "ts", "offset", "position")
+            }
             out: dict[str, list[Any]] = {name: [] for name in names}
             for i in range(batch.num_rows):
                 scenario_id = columns["scenario"][i]
@@ -129,11 +132,15 @@ def task_function(
                 key = columns["key"][i]
                 if json_keys and key is not None:
                     key = json.loads(key)
-                record = Record(_SIDES[columns["side"][i]], key, value, columns["ts"][i], partition, columns["offset"][i])
+                record = Record(
+                    _SIDES[columns["side"][i]], key, value, columns["ts"][i], partition, columns["offset"][i]
+                )
                 ctx = StepContext(step, record, join_values)
                 join.process(record, ctx)
                 append_step_rows(out, scenario_id, step, record, columns["key"][i], ctx, encode_key, encode_value)
-            yield pa.RecordBatch.from_arrays([pa.array(out[name], type=schema.field(name).type) for name in names], schema=schema)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(out[name], type=schema.field(name).type) for name in names], schema=schema
+            )
 
     return run
 
@@ -155,16 +162,46 @@ def append_step_rows(
     for o in settled.outputs:
         value = o.value if o.value is None or isinstance(o.value, str) else render_value(o.value)
         cells = (
-            "output", scenario, partition, step, side, offset, encode_key(o.key), encode_value(o.left),
-            encode_value(o.right), value, o.ts, o.tombstone, o.kind.value, o.origin_step, None, None, None,
+            "output",
+            scenario,
+            partition,
+            step,
+            side,
+            offset,
+            encode_key(o.key),
+            encode_value(o.left),
+            encode_value(o.right),
+            value,
+            o.ts,
+            o.tombstone,
+            o.kind.value,
+            o.origin_step,
+            None,
+            None,
+            None,
         )
         for column, cell in zip(out.values(), cells):
             column.append(cell)
     if settled.fate is not Fate.JOINED:
         reason = None if settled.reason is None else settled.reason.value
         cells = (
-            "step", scenario, partition, step, side, offset, key, None, None, None, record.ts, None, None, None,
-            settled.fate.value, reason, settled.until_ms,
+            "step",
+            scenario,
+            partition,
+            step,
+            side,
+            offset,
+            key,
+            None,
+            None,
+            None,
+            record.ts,
+            None,
+            None,
+            None,
+            settled.fate.value,
+            reason,
+            settled.until_ms,
         )
         for column, cell in zip(out.values(), cells):
             column.append(cell)

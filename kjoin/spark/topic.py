@@ -56,7 +56,8 @@ def check_columns(frame: Any, expected: Mapping[str, Sequence[str]], source: str
             if name in optional:
                 continue
             raise SparkInputError(
-                f"{source}: no column {name!r} (expected type {' or '.join(allowed)}); the columns are {', '.join(types) or 'none'}. "
+                f"{source}: no column {name!r} (expected type {' or '.join(allowed)}); "
+                f"the columns are {', '.join(types) or 'none'}. "
                 f"Rename or add the column, e.g. frame.withColumnRenamed('<yours>', {name!r})."
             )
         if types[name] not in allowed:
@@ -83,7 +84,10 @@ def default_partition_column(key: Any, partitions: int, key_type: str) -> Any:
     from pyspark.sql import functions as F
 
     if key_type not in KEY_TYPES:
-        raise SparkInputError(f"key: a key column of type {key_type} has no Kafka serialization in kjoin; expected {' or '.join(KEY_TYPES)}")
+        raise SparkInputError(
+            f"key: a key column of type {key_type} has no Kafka serialization in kjoin; "
+            f"expected {' or '.join(KEY_TYPES)}"
+        )
     count = int(partitions)
 
     def partition_of(value: Any) -> int:

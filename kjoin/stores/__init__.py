@@ -44,9 +44,13 @@ IN_FLIGHT = "in flight"
 (written by :class:`kjoin.joins.fk_transport.InFlightMessages`)."""
 
 STORE_ORDER = (
-    CLOCK, *(window_store_name(side) for side in Side), OUTER_BUFFER,
+    CLOCK,
+    *(window_store_name(side) for side in Side),
+    OUTER_BUFFER,
     *(name(side) for side in Side for name in (table_store_name, versioned_store_name)),
-    GRACE_BUFFER, SUBSCRIPTIONS, IN_FLIGHT,
+    GRACE_BUFFER,
+    SUBSCRIPTIONS,
+    IN_FLIGHT,
 )
 """The order of a task's stores wherever they are listed: a foreign-key join reads left
 table, right table, subscription store, then the messages on their way. Other stores
@@ -68,14 +72,36 @@ def store_order(store: StoreId) -> tuple[int, int, str]:
     rank = STORE_ORDER.index(store.name) if store.name in STORE_ORDER else len(STORE_ORDER)
     return (store.task, rank, store.name)
 
+
 __all__ = [
-    "Store", "StoreKind", "STORE_KINDS", "kind_of", "sort_key", "STORE_ORDER", "store_order", "IN_FLIGHT",
-    "Clock", "CLOCK", "STREAM_TIME", "observed_time_name",
-    "WindowStore", "window_store_name",
-    "OuterJoinBuffer", "BufferedRecord", "OUTER_BUFFER",
-    "TableStore", "table_store_name",
-    "VersionedStore", "PutResult", "versioned_store_name",
-    "GraceBuffer", "GraceBuffered", "GRACE_BUFFER", "GRACE_STREAM_TIME",
-    "SubscriptionStore", "SUBSCRIPTIONS",
-    "RecordCache", "CachedUpdate",
+    "Store",
+    "StoreKind",
+    "STORE_KINDS",
+    "kind_of",
+    "sort_key",
+    "STORE_ORDER",
+    "store_order",
+    "IN_FLIGHT",
+    "Clock",
+    "CLOCK",
+    "STREAM_TIME",
+    "observed_time_name",
+    "WindowStore",
+    "window_store_name",
+    "OuterJoinBuffer",
+    "BufferedRecord",
+    "OUTER_BUFFER",
+    "TableStore",
+    "table_store_name",
+    "VersionedStore",
+    "PutResult",
+    "versioned_store_name",
+    "GraceBuffer",
+    "GraceBuffered",
+    "GRACE_BUFFER",
+    "GRACE_STREAM_TIME",
+    "SubscriptionStore",
+    "SUBSCRIPTIONS",
+    "RecordCache",
+    "CachedUpdate",
 ]

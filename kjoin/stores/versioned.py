@@ -14,8 +14,15 @@ from ..state import StateLog
 from .base import Item, Store
 from .clock import Clock, observed_time_name
 
-__all__ = ["VersionedStore", "PutResult", "versioned_store_name", "GraceBuffer", "GraceBuffered", "GRACE_BUFFER",
-           "GRACE_STREAM_TIME"]
+__all__ = [
+    "VersionedStore",
+    "PutResult",
+    "versioned_store_name",
+    "GraceBuffer",
+    "GraceBuffered",
+    "GRACE_BUFFER",
+    "GRACE_STREAM_TIME",
+]
 
 GRACE_BUFFER = "grace buffer"
 GRACE_STREAM_TIME = "grace buffer stream time"
