@@ -55,16 +55,22 @@ def trace_table(trace: Trace) -> str:
         if step.until_ms is not None:
             fate += f" until {step.until_ms}"
         outputs = ", ".join(f"{o.render()}@{o.ts}" for o in step.outputs)
-        rows.append([step.index, step.task, r.side.value, render_value(r.key), render_value(r.value), r.ts, outputs, fate])
-    return scenario_title(trace.scenario) + "\n" + format_table(["step", "task", "side", "key", "value", "ts", "outputs", "fate"], rows)
+        rows.append(
+            [step.index, step.task, r.side.value, render_value(r.key), render_value(r.value), r.ts, outputs, fate]
+        )
+    return (
+        scenario_title(trace.scenario)
+        + "\n"
+        + format_table(["step", "task", "side", "key", "value", "ts", "outputs", "fate"], rows)
+    )
 
 
 def scenario_title(s: Any) -> str:
     """One line naming the join and every option that changes its outputs.
 
     ``stream-stream left join, semantics 3.1, window -15/+15, grace 5``;
-    ``fk inner join, semantics 4.1, foreign key fk, hash check on, delivery explicit``;
-    ``table-table inner join, semantics 4.1, left and right tables versioned (history
+    ``fk inner join, semantics 4.3, foreign key fk, hash check on, delivery explicit``;
+    ``table-table inner join, semantics 4.3, left and right tables versioned (history
     retention 1000 ms), versioned_mode attempt1``.
     """
     parts = [f"{s.join} {s.variant} join, semantics {s.semantics}"]
@@ -89,7 +95,12 @@ def scenario_title(s: Any) -> str:
             which = " and ".join(versioned) + (" tables" if len(versioned) > 1 else " table")
             parts.append(f"{which} versioned (history retention {retentions.pop()} ms)")
         else:
-            parts.append(", ".join(f"{side} table versioned (history retention {getattr(s, side).history_retention_ms} ms)" for side in versioned))
+            parts.append(
+                ", ".join(
+                    f"{side} table versioned (history retention {getattr(s, side).history_retention_ms} ms)"
+                    for side in versioned
+                )
+            )
     if s.grace_ms is not None:
         parts.append(f"grace period {s.grace_ms} ms")
     if s.join == "table-table" and versioned:
@@ -104,7 +115,10 @@ def scenario_title(s: Any) -> str:
     if s.send_old_values:
         parts.append("old values sent")
     if s.caching:
-        parts.append(f"caching {' and '.join(s.caching)}" + ("" if s.commit_every == 1 else f", commit every {s.commit_every} records"))
+        parts.append(
+            f"caching {' and '.join(s.caching)}"
+            + ("" if s.commit_every == 1 else f", commit every {s.commit_every} records")
+        )
     return ", ".join(parts)
 
 

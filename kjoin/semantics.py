@@ -4,11 +4,16 @@ A :class:`Semantics` is a Kafka version plus the behaviours that version has. Th
 processors ask it questions (``kip77``, ``spurious_result_fix``, …) rather than compare
 version numbers themselves, so every version boundary is written down once, here.
 
-| era | versions | what changes |
-|---|---|---|
-| old | 0.10.0, 0.10.1 | null values trigger lookups, stream-stream left joins are driven only by the left side, table-table joins send tombstones for every null result, no KStream-KTable inner join |
-| KIP-77 | 0.10.2 – 3.0 | null values are dropped, both sides trigger, no unnecessary tombstones; left/outer stream-stream results are emitted eagerly (the "spurious" results) |
-| 3.1+ | 3.1 and newer | left/outer stream-stream results without a partner are held until the window closes plus grace (KAFKA-10847), unless the window uses the deprecated ``JoinWindows.of`` API |
+The eras (era, versions: what changes):
+
+- old, 0.10.0 and 0.10.1: null values trigger lookups, stream-stream left joins are driven
+  only by the left side, table-table joins send tombstones for every null result, no
+  KStream-KTable inner join
+- KIP-77, 0.10.2 – 3.0: null values are dropped, both sides trigger, no unnecessary
+  tombstones; left/outer stream-stream results are emitted eagerly (the "spurious" results)
+- 3.1+, 3.1 and newer: left/outer stream-stream results without a partner are held until
+  the window closes plus grace (KAFKA-10847), unless the window uses the deprecated
+  ``JoinWindows.of`` API
 """
 
 from __future__ import annotations
@@ -19,12 +24,19 @@ from functools import total_ordering
 
 __all__ = ["Semantics", "LATEST", "KNOWN_VERSIONS", "parse_semantics"]
 
-LATEST = "4.1"
+LATEST = "4.3"
 """The newest Kafka version kjoin models; the default semantics."""
 
 KNOWN_VERSIONS = (
-    "0.10.0", "0.10.1", "0.10.2", "0.11.0", "1.0", "1.1",
-    *(f"2.{minor}" for minor in range(9)), *(f"3.{minor}" for minor in range(10)), "4.0", "4.1",
+    "0.10.0",
+    "0.10.1",
+    "0.10.2",
+    "0.11.0",
+    "1.0",
+    "1.1",
+    *(f"2.{minor}" for minor in range(9)),
+    *(f"3.{minor}" for minor in range(10)),
+    *(f"4.{minor}" for minor in range(4)),
 )
 """Every Kafka release line (major.minor) kjoin knows, oldest first; a patch release of one is accepted."""
 
@@ -115,7 +127,7 @@ def parse_semantics(text: "str | Semantics | None") -> Semantics:
     match = _VERSION.match(text)
     if not match:
         raise ValueError(
-            f"semantics {text!r} is not a Kafka version: expected e.g. \"0.10.0\", \"0.10.2\", \"3.1\" or \"latest\""
+            f'semantics {text!r} is not a Kafka version: expected e.g. "0.10.0", "0.10.2", "3.1" or "latest"'
         )
     major, minor, patch = (int(part) if part else 0 for part in match.groups())
     if (major, minor) < (0, 10):
@@ -123,5 +135,7 @@ def parse_semantics(text: "str | Semantics | None") -> Semantics:
     known = {tuple(int(part) for part in version.split(".")[:2]) for version in KNOWN_VERSIONS}
     if (major, minor) not in known:
         known_ones = ", ".join(KNOWN_VERSIONS)
-        raise ValueError(f'semantics {text!r} is not a Kafka release kjoin knows; the known ones are {known_ones} or "latest"')
+        raise ValueError(
+            f'semantics {text!r} is not a Kafka release kjoin knows; the known ones are {known_ones} or "latest"'
+        )
     return Semantics((major, minor, patch))
