@@ -191,9 +191,7 @@ class SegmentedWindowStore:
       segment (returns ``False``).
     * :meth:`fetch` reads one window of one key; :meth:`windows_of` every live window of a key
       (a prefix scan: the WTable is partitioned by the key alone, so all of a key's windows
-      are in this task). Both hide a window that starts at or before ``observed - retention``
-      even while its segment lives, as Kafka's window stores do since 3.5 (so a WTable join's
-      value getter finds nothing there).
+      are in this task).
 
     Rows in the state: ``(key, window start) -> (aggregate, ts, window end, segment)``; the
     segments themselves are a second store, ``<name> segments``: ``segment -> (range, first ms,
@@ -222,18 +220,11 @@ class SegmentedWindowStore:
     def fetch(self, key: Any, start_ms: int) -> tuple[Any, int] | None:
         """``(aggregate, ts)`` of ``key``'s window starting at ``start_ms``, or ``None``."""
         row = self._rows.get((key, start_ms))
-        return None if row is None or self._expired(start_ms) else (row[0], row[1])
-
-    def _expired(self, start_ms: int) -> bool:
-        return self.observed_ms is not None and start_ms <= self.observed_ms - self.layout.retention_ms
+        return None if row is None else (row[0], row[1])
 
     def windows_of(self, key: Any) -> list[tuple[int, int, Any, int]]:
         """Every live window of ``key``: ``(start, end, aggregate, ts)`` by start."""
-        found = [
-            (start, row[2], row[0], row[1])
-            for (k, start), row in self._rows.items()
-            if _same(k, key) and not self._expired(start)
-        ]
+        found = [(start, row[2], row[0], row[1]) for (k, start), row in self._rows.items() if _same(k, key)]
         return sorted(found)
 
     def min_live_segment(self) -> int | None:
