@@ -190,6 +190,7 @@ def test_seed_000_aggregates_and_wtable_joins_agree_with_kafka_streams(latest: H
     assert len(batch) >= SEED_000_EXAMPLES * 0.95, f"hypothesis generated only {len(batch)} scenarios"
     joins = {scenario.join for scenario in batch}
     assert joins == {"window-aggregate", "table-aggregate", "wtable-wtable"}, joins
+    assert {s.join for s in batch if "aggregate" in s.data} == {"window-aggregate", "table-aggregate"}
     if mismatches:
         scenario, found = min(mismatches, key=lambda pair: len(pair[0].data["events"]))
         smaller = shrink(scenario, latest)
@@ -242,6 +243,41 @@ def test_the_harness_sees_windows_and_groups(latest: Harness) -> None:
             [["X", "2", 2]],
             [["X", "1", 3], ["Y", "1", 3]],
             [["X", "0", 4]],
+        ]
+    )
+    summed = AggregateSpec.from_dict(
+        {
+            "join": "table-aggregate",
+            "group_by": "g",
+            "aggregate": {"sum": "v"},
+            "events": [
+                {"side": "left", "key": "k1", "value": {"g": "X", "v": 5}, "ts": 1},
+                {"side": "left", "key": "k2", "value": {"g": "X", "v": 2}, "ts": 2},
+                {"side": "left", "key": "k1", "value": {"g": "X", "v": 1}, "ts": 3},  # subtract 5, add 1: one result
+            ],
+        }
+    )
+    assert latest.run(summed) == kjoin_outputs(summed) == [[["X", "5", 1]], [["X", "7", 2]], [["X", "3", 3]]]
+    windowed_sum = AggregateSpec.from_dict(
+        {
+            "join": "window-aggregate",
+            "window": {"size_ms": 10},
+            "aggregate": {"sum": "v"},
+            "events": [
+                {"side": "left", "key": "a", "value": {"v": 4}, "ts": 1},
+                {"side": "left", "key": "a", "value": {"w": 9}, "ts": 2},  # no v: adds 0
+                {"side": "left", "key": "a", "value": {"v": 3}, "ts": 12},
+            ],
+        }
+    )
+    w0, w1 = {"start_ms": 0, "end_ms": 10}, {"start_ms": 10, "end_ms": 20}
+    assert (
+        latest.run(windowed_sum)
+        == kjoin_outputs(windowed_sum)
+        == [
+            [["a", "4", 1, w0]],
+            [["a", "4", 2, w0]],
+            [["a", "3", 12, w1]],
         ]
     )
     joined = AggregateSpec.from_dict(

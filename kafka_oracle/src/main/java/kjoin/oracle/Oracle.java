@@ -318,16 +318,21 @@ public final class Oracle {
                 // Seed 000's KTable aggregate: re-key the table by a field of its value and count per group.
                 KTable<String, String> table = table(builder, "left", Map.of(), false);
                 String field = (String) scenario.get("group_by");
-                table.groupBy((key, value) -> KeyValue.pair(foreignKey(value, field), value),
-                        Grouped.with(Serdes.String(), Serdes.String()))
-                    .count()
-                    .toStream()
+                String sum = sumField(scenario);
+                org.apache.kafka.streams.kstream.KGroupedTable<String, String> grouped =
+                    table.groupBy((key, value) -> KeyValue.pair(foreignKey(value, field), value),
+                        Grouped.with(Serdes.String(), Serdes.String()));
+                KTable<String, Long> aggregate = sum == null ? grouped.count()
+                    : grouped.aggregate(() -> 0L, (key, value, agg) -> agg + number(value, sum),
+                        (key, value, agg) -> agg - number(value, sum),
+                        Materialized.with(Serdes.String(), Serdes.Long()));
+                aggregate.toStream()
                     .mapValues(value -> value == null ? null : value.toString())
                     .to("output", produced);
                 break;
             }
             case "window-aggregate": {
-                windowedCount(builder, "left", map(scenario.get("window")))
+                windowedAggregate(builder, "left", map(scenario.get("window")), sumField(scenario))
                     .toStream()
                     .map((key, value) -> KeyValue.pair(windowKey(key), value == null ? null : value.toString()))
                     .to("output", produced);
@@ -358,6 +363,24 @@ public final class Oracle {
     /** A windowed count of a topic: {@code TimeWindows.ofSizeAndGrace(size, grace).advanceBy(advance)}. */
     static KTable<Windowed<String>, Long> windowedCount(StreamsBuilder builder, String topic,
                                                        Map<String, Object> window) {
+        return windowedAggregate(builder, topic, window, null);
+    }
+
+    /** The scenario's {@code aggregate: {sum: field}}, or null for {@code count}. */
+    static String sumField(Map<String, Object> scenario) {
+        Object aggregate = scenario.get("aggregate");
+        return aggregate instanceof Map ? (String) map(aggregate).get("sum") : null;
+    }
+
+    /** kjoin's sum_of: a numeric field of the JSON value, a missing (or null) one counting as 0. */
+    static long number(String value, String field) {
+        String found = value == null ? null : foreignKey(value, field);
+        return found == null ? 0L : Long.parseLong(found);
+    }
+
+    /** A windowed count, or with {@code sum} a windowed sum of that field (initializer 0). */
+    static KTable<Windowed<String>, Long> windowedAggregate(StreamsBuilder builder, String topic,
+                                                           Map<String, Object> window, String sum) {
         long size = ((Number) window.get("size_ms")).longValue();
         Object advance = window.get("advance_ms");
         Object grace = window.get("grace_ms");
@@ -366,10 +389,13 @@ public final class Oracle {
         if (advance != null) {
             windows = windows.advanceBy(Duration.ofMillis(((Number) advance).longValue()));
         }
-        return builder.stream(topic, Consumed.with(Serdes.String(), Serdes.String()))
-            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
-            .windowedBy(windows)
-            .count();
+        org.apache.kafka.streams.kstream.TimeWindowedKStream<String, String> windowed =
+            builder.stream(topic, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                .windowedBy(windows);
+        return sum == null ? windowed.count()
+            : windowed.aggregate(() -> 0L, (key, value, agg) -> agg + number(value, sum),
+                Materialized.with(Serdes.String(), Serdes.Long()));
     }
 
     /** A windowed key as one string for the output topic: the JSON {@code [key, start_ms, end_ms]}. */
