@@ -13,7 +13,19 @@ from __future__ import annotations
 import pytest
 
 import kjoin
-from tests.oracle_check import VERSIONS, Harness, build, check, kjoin_outputs, known_gap, scenario_yaml, shrink
+from kjoin.aggregate_spec import AggregateSpec
+from tests.oracle_check import (
+    SEED_000_VERSIONS,
+    VERSIONS,
+    Harness,
+    _with_kafka_window_reads,
+    build,
+    check,
+    kjoin_outputs,
+    known_gap,
+    scenario_yaml,
+    shrink,
+)
 
 EXAMPLES = int(__import__("os").environ.get("KJOIN_ORACLE_EXAMPLES", "1000"))
 
@@ -158,3 +170,188 @@ def test_gap_kafka_3_9_fk_inner_join_sends_no_tombstone_for_an_update_keeping_it
     assert ours == [[], [["A", None, 9]]]
     assert _run("3.3.2", FK_SAME_KEY)[0] == ours
     assert known_gap(VERSIONS[0], kjoin.Scenario.from_dict({**FK_SAME_KEY, "semantics": "4.3.1"})) == "fk-inner-3.9"
+
+
+# -- seed 000 (issue 11): the aggregates and WTable joins today's DSL expresses --------------------------------
+SEED_000_EXAMPLES = int(__import__("os").environ.get("KJOIN_ORACLE_SEED_000_EXAMPLES", "400"))
+
+
+@pytest.fixture(scope="module")
+def latest(built):
+    with Harness(SEED_000_VERSIONS[0]) as running:
+        yield running
+
+
+def test_seed_000_aggregates_and_wtable_joins_agree_with_kafka_streams(latest: Harness) -> None:
+    """Random window-aggregate, table-aggregate and same-window wtable-wtable scenarios: kjoin's outputs (a
+    windowed key with its window) are Kafka's, record for record."""
+    version = next(v for v in VERSIONS if v.version == latest.version)
+    batch, mismatches = check(version, SEED_000_EXAMPLES, seed_000=True)
+    assert len(batch) >= SEED_000_EXAMPLES * 0.95, f"hypothesis generated only {len(batch)} scenarios"
+    joins = {scenario.join for scenario in batch}
+    assert joins == {"window-aggregate", "table-aggregate", "wtable-wtable"}, joins
+    assert {s.join for s in batch if "aggregate" in s.data} == {"window-aggregate", "table-aggregate"}
+    if mismatches:
+        scenario, found = min(mismatches, key=lambda pair: len(pair[0].data["events"]))
+        smaller = shrink(scenario, latest)
+        pytest.fail(
+            f"{len(mismatches)} of {len(batch)} seed-000 scenarios differ from Kafka {version.version}; the smallest, "
+            f"shrunk (kjoin run it.yaml):\n{scenario_yaml(smaller)}\nfirst difference: {found}"
+        )
+
+
+def test_the_harness_sees_windows_and_groups(latest: Harness) -> None:
+    """Fixed seed-000 scenarios, outputs written out by hand, so a harness that printed nothing could not pass."""
+    hopping = AggregateSpec.from_dict(
+        {
+            "join": "window-aggregate",
+            "window": {"size_ms": 10, "advance_ms": 5, "grace_ms": 2},
+            "events": [
+                {"side": "left", "key": "a", "value": "x", "ts": 7},
+                {"side": "left", "key": "a", "value": "y", "ts": 30},
+                {"side": "left", "key": "a", "value": "z", "ts": 9},  # [5, 15) closed at 15 + 2 <= 30
+            ],
+        }
+    )
+    w = [{"start_ms": s, "end_ms": s + 10} for s in (0, 5, 25, 30)]
+    assert (
+        latest.run(hopping)
+        == kjoin_outputs(hopping)
+        == [
+            [["a", "1", 7, w[0]], ["a", "1", 7, w[1]]],
+            [["a", "1", 30, w[2]], ["a", "1", 30, w[3]]],
+            [],
+        ]
+    )
+    grouped = AggregateSpec.from_dict(
+        {
+            "join": "table-aggregate",
+            "group_by": "g",
+            "events": [
+                {"side": "left", "key": "k1", "value": {"g": "X"}, "ts": 1},
+                {"side": "left", "key": "k2", "value": {"g": "X"}, "ts": 2},
+                {"side": "left", "key": "k1", "value": {"g": "Y"}, "ts": 3},  # subtract from X, add to Y
+                {"side": "left", "key": "k2", "value": None, "ts": 4},  # a tombstone subtracts
+            ],
+        }
+    )
+    assert (
+        latest.run(grouped)
+        == kjoin_outputs(grouped)
+        == [
+            [["X", "1", 1]],
+            [["X", "2", 2]],
+            [["X", "1", 3], ["Y", "1", 3]],
+            [["X", "0", 4]],
+        ]
+    )
+    summed = AggregateSpec.from_dict(
+        {
+            "join": "table-aggregate",
+            "group_by": "g",
+            "aggregate": {"sum": "v"},
+            "events": [
+                {"side": "left", "key": "k1", "value": {"g": "X", "v": 5}, "ts": 1},
+                {"side": "left", "key": "k2", "value": {"g": "X", "v": 2}, "ts": 2},
+                {"side": "left", "key": "k1", "value": {"g": "X", "v": 1}, "ts": 3},  # subtract 5, add 1: one result
+            ],
+        }
+    )
+    assert latest.run(summed) == kjoin_outputs(summed) == [[["X", "5", 1]], [["X", "7", 2]], [["X", "3", 3]]]
+    windowed_sum = AggregateSpec.from_dict(
+        {
+            "join": "window-aggregate",
+            "window": {"size_ms": 10},
+            "aggregate": {"sum": "v"},
+            "events": [
+                {"side": "left", "key": "a", "value": {"v": 4}, "ts": 1},
+                {"side": "left", "key": "a", "value": {"w": 9}, "ts": 2},  # no v: adds 0
+                {"side": "left", "key": "a", "value": {"v": 3}, "ts": 12},
+            ],
+        }
+    )
+    w0, w1 = {"start_ms": 0, "end_ms": 10}, {"start_ms": 10, "end_ms": 20}
+    assert (
+        latest.run(windowed_sum)
+        == kjoin_outputs(windowed_sum)
+        == [
+            [["a", "4", 1, w0]],
+            [["a", "4", 2, w0]],
+            [["a", "3", 12, w1]],
+        ]
+    )
+    joined = AggregateSpec.from_dict(
+        {
+            "join": "wtable-wtable",
+            "variant": "outer",
+            "window": {"size_ms": 10},
+            "events": [
+                {"side": "left", "key": "a", "value": "x", "ts": 3},
+                {"side": "right", "key": "a", "value": "u", "ts": 4},
+                {"side": "right", "key": "b", "value": "v", "ts": 5},
+            ],
+        }
+    )
+    window = {"start_ms": 0, "end_ms": 10}
+    assert (
+        latest.run(joined)
+        == kjoin_outputs(joined)
+        == [
+            [["a", "1-null", 3, window]],
+            [["a", "1-1", 4, window]],
+            [["b", "null-1", 5, window]],
+        ]
+    )
+
+
+EXPIRED_WINDOW = {
+    "join": "wtable-wtable",
+    "variant": "left",
+    "window": {"size_ms": 5},
+    "events": [
+        {"side": "left", "key": "k3", "value": "L1", "ts": 14},
+        {"side": "left", "key": "k1", "value": "L0", "ts": 36},
+        {"side": "right", "key": "k3", "value": "R8", "ts": 12},
+    ],
+}
+
+
+def test_gap_kafka_window_stores_hide_a_window_behind_their_retention_from_a_wtable_join(latest: Harness) -> None:
+    """Known gap wtable-lookup-behind-retention: the left store saw window start 35 and keeps 5 ms (size + grace),
+    so Kafka hides window [10, 15) from reads though no segment was dropped. R8@12 (the right stream time is only
+    12: its window is open) looks it up: Kafka finds nothing (a left join emits nothing, an outer join null-1);
+    kjoin still finds the left count 1."""
+    window = {"start_ms": 10, "end_ms": 15}
+    spec = AggregateSpec.from_dict(EXPIRED_WINDOW)
+    assert latest.run(spec)[2] == []
+    assert kjoin_outputs(spec)[2] == [["k3", "1-1", 14, window]]
+    outer = AggregateSpec.from_dict({**EXPIRED_WINDOW, "variant": "outer"})
+    assert latest.run(outer)[2] == [["k3", "null-1", 12, window]]
+    version = next(v for v in VERSIONS if v.version == latest.version)
+    for scenario in (spec, outer):
+        assert known_gap(version, scenario) == "wtable-lookup-behind-retention"
+        assert latest.run(scenario) == _with_kafka_window_reads(scenario)  # the gap is exactly that read
+
+
+NULL_VALUE_COUNT = {
+    "join": "window-aggregate",
+    "window": {"size_ms": 10},
+    "events": [
+        {"side": "left", "key": "a", "value": "x", "ts": 1},
+        {"side": "left", "key": "a", "value": None, "ts": 2},
+    ],
+}
+
+
+def test_gap_kafka_4_3_windowed_count_counts_a_null_value(latest: Harness) -> None:
+    """Known gap windowed-count-null-value: Kafka 4.3's windowed count counts x@1 and null@2 (2); kjoin skips the
+    null value (its reason: null-value), as the javadoc of the count says and a non-windowed count does."""
+    spec = AggregateSpec.from_dict(NULL_VALUE_COUNT)
+    window = {"start_ms": 0, "end_ms": 10}
+    assert latest.run(spec) == [[["a", "1", 1, window]], [["a", "2", 2, window]]]
+    assert kjoin_outputs(spec) == [[["a", "1", 1, window]], []]
+    assert spec.run().steps[1].reason.value == "null-value"
+    version = next(v for v in VERSIONS if v.version == latest.version)
+    assert known_gap(version, spec) == "windowed-count-null-value"
+    grouped = AggregateSpec.from_dict({"join": "table-aggregate", "group_by": "g", "events": []})
+    assert known_gap(version, grouped) is None

@@ -19,6 +19,7 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
@@ -26,6 +27,7 @@ import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KStream;
@@ -33,7 +35,9 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.StreamJoined;
+import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.ValueJoiner;
+import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.test.TestRecord;
@@ -310,9 +314,97 @@ public final class Oracle {
                 result.toStream().to("output", produced);
                 break;
             }
+            case "table-aggregate": {
+                // Seed 000's KTable aggregate: re-key the table by a field of its value and count per group.
+                KTable<String, String> table = table(builder, "left", Map.of(), false);
+                String field = (String) scenario.get("group_by");
+                String sum = sumField(scenario);
+                org.apache.kafka.streams.kstream.KGroupedTable<String, String> grouped =
+                    table.groupBy((key, value) -> KeyValue.pair(foreignKey(value, field), value),
+                        Grouped.with(Serdes.String(), Serdes.String()));
+                KTable<String, Long> aggregate = sum == null ? grouped.count()
+                    : grouped.aggregate(() -> 0L, (key, value, agg) -> agg + number(value, sum),
+                        (key, value, agg) -> agg - number(value, sum),
+                        Materialized.with(Serdes.String(), Serdes.Long()));
+                aggregate.toStream()
+                    .mapValues(value -> value == null ? null : value.toString())
+                    .to("output", produced);
+                break;
+            }
+            case "window-aggregate": {
+                windowedAggregate(builder, "left", map(scenario.get("window")), sumField(scenario))
+                    .toStream()
+                    .map((key, value) -> KeyValue.pair(windowKey(key), value == null ? null : value.toString()))
+                    .to("output", produced);
+                break;
+            }
+            case "wtable-wtable": {
+                // Two windowed counts (WTables) joined on the same window: a table-table join of
+                // KTable<Windowed<K>, Long>, the way today's Kafka ships the seed's WTable.
+                Map<String, Object> window = map(scenario.get("window"));
+                KTable<Windowed<String>, Long> left = windowedCount(builder, "left", window);
+                KTable<Windowed<String>, Long> right = windowedCount(builder, "right", window);
+                ValueJoiner<Long, Long, String> joiner = (l, r) -> l + "-" + r;
+                KTable<Windowed<String>, String> result;
+                switch (variant) {
+                    case "inner": result = left.join(right, joiner); break;
+                    case "left": result = left.leftJoin(right, joiner); break;
+                    case "outer": result = left.outerJoin(right, joiner); break;
+                    default: throw new IllegalArgumentException("variant " + variant);
+                }
+                result.toStream().map((key, value) -> KeyValue.pair(windowKey(key), value)).to("output", produced);
+                break;
+            }
             default:
                 throw new IllegalArgumentException("join " + join + ": unknown");
         }
+    }
+
+    /** A windowed count of a topic: {@code TimeWindows.ofSizeAndGrace(size, grace).advanceBy(advance)}. */
+    static KTable<Windowed<String>, Long> windowedCount(StreamsBuilder builder, String topic,
+                                                       Map<String, Object> window) {
+        return windowedAggregate(builder, topic, window, null);
+    }
+
+    /** The scenario's {@code aggregate: {sum: field}}, or null for {@code count}. */
+    static String sumField(Map<String, Object> scenario) {
+        Object aggregate = scenario.get("aggregate");
+        return aggregate instanceof Map ? (String) map(aggregate).get("sum") : null;
+    }
+
+    /** kjoin's sum_of: a numeric field of the JSON value, a missing (or null) one counting as 0. */
+    static long number(String value, String field) {
+        String found = value == null ? null : foreignKey(value, field);
+        return found == null ? 0L : Long.parseLong(found);
+    }
+
+    /** A windowed count, or with {@code sum} a windowed sum of that field (initializer 0). */
+    static KTable<Windowed<String>, Long> windowedAggregate(StreamsBuilder builder, String topic,
+                                                           Map<String, Object> window, String sum) {
+        long size = ((Number) window.get("size_ms")).longValue();
+        Object advance = window.get("advance_ms");
+        Object grace = window.get("grace_ms");
+        TimeWindows windows = TimeWindows.ofSizeAndGrace(Duration.ofMillis(size),
+            Duration.ofMillis(grace == null ? 0L : ((Number) grace).longValue()));
+        if (advance != null) {
+            windows = windows.advanceBy(Duration.ofMillis(((Number) advance).longValue()));
+        }
+        org.apache.kafka.streams.kstream.TimeWindowedKStream<String, String> windowed =
+            builder.stream(topic, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                .windowedBy(windows);
+        return sum == null ? windowed.count()
+            : windowed.aggregate(() -> 0L, (key, value, agg) -> agg + number(value, sum),
+                Materialized.with(Serdes.String(), Serdes.Long()));
+    }
+
+    /** A windowed key as one string for the output topic: the JSON {@code [key, start_ms, end_ms]}. */
+    static String windowKey(Windowed<String> key) {
+        List<Object> parts = new ArrayList<>();
+        parts.add(key.key());
+        parts.add(key.window().start());
+        parts.add(key.window().end());
+        return Json.write(parts);
     }
 
     static Materialized<String, String, KeyValueStore<Bytes, byte[]>> resultStore(boolean cached) {
