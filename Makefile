@@ -55,8 +55,8 @@ workshop: $(STAMP)
 
 # Lint and format checks first (seconds), then the suite.
 test: $(STAMP) system-deps kafka-oracle
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check --no-cache .
+	$(VENV)/bin/ruff format --check --no-cache .
 	$(PY) -m pytest
 
 # The Kafka Streams oracle (kafka_oracle/, issue 10): compiled once, one classpath per Kafka version. The first

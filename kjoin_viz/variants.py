@@ -143,9 +143,8 @@ class Variants(SliderStep, widgets.VBox):
         for name, view in self.views.items():
             panes = view.panes(step)
             tables = "".join(_table_html(t) for t in view.tables(step) if t.name != "clock")
-            self.columns[name].value = (
-                f'<div class="kjoin-viz"><b>{html.escape(name)}</b>{panes.explain}{panes.outputs}{tables}</div>'
-            )
+            title = f"<b>{html.escape(name)}</b>"
+            self.columns[name].value = f'<div class="kjoin-viz">{title}{panes.explain}{panes.outputs}{tables}</div>'
 
     def text(self) -> str:
         """The seeds' table as text, with the current step marked (for nbval)."""
