@@ -29,11 +29,12 @@ system-deps:
 	@command -v java >/dev/null || { echo "kjoin needs Java 17 for Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-# The demo ends with records E, F, G and f: inner emits nothing for them, left and outer emit
-# E-null and F-null once stream time passes their windows (plus grace).
+# The demo ends with records E, F, G, f and h: inner emits nothing for them, left and outer emit
+# E-null, F-null and G-null once stream time passes their windows (plus grace), and only outer
+# emits null-f for the right record that found no partner.
 demo: $(STAMP)
 	$(VENV)/bin/kjoin table --join stream-stream --left "1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D, 40:E, 60:F, 100:G" \
-	    --right "2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d, 80:f" --window 15 --grace 5
+	    --right "2:null, 4:a, 6:b, 8:null, 10:c, 11:null, 13:null, 14:d, 80:f, 130:h" --window 15 --grace 5
 
 # Jupyter refuses to run as root unless told; CI machines and containers often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)

@@ -20,7 +20,7 @@ def _recipe(target: str) -> list[list[str]]:
     return [shlex.split(line) for line in text.splitlines() if line.strip()]
 
 
-def test_make_lab_first_prints_a_demo_where_inner_differs_from_left_and_outer():
+def test_make_lab_first_prints_a_demo_where_inner_left_and_outer_differ():
     (command,) = [args for args in _recipe("demo") if args[0].endswith("/kjoin") and args[1] == "table"]
     table = subprocess.run(
         [sys.executable, "-m", "kjoin.cli", *command[1:]],
@@ -34,8 +34,9 @@ def test_make_lab_first_prints_a_demo_where_inner_differs_from_left_and_outer():
     header = [cell.strip() for cell in table.splitlines()[0].split("|")]
     assert header == ["ts", "left", "right", "inner", "left", "outer"]
     differ = [row[0] for row in rows if row[3] != row[4] or row[3] != row[5]]
-    assert differ == ["80", "100"]  # E-null when f@80 moves stream time past 60, F-null at G@100
-    assert {row[1] or row[2] for row in rows[-4:]} == {"E", "F", "f", "G"}
+    assert differ == ["80", "100", "130"]  # E-null when f@80 moves stream time past 60, F-null at G@100, ...
+    assert [row[0] for row in rows if row[4] != row[5]] == ["130"]  # ... and only outer emits null-f at h@130
+    assert {row[1] or row[2] for row in rows[-5:]} == {"E", "F", "f", "G", "h"}
 
 
 def test_make_lab_opens_the_first_notebook_with_the_course_settings():
