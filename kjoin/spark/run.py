@@ -451,12 +451,10 @@ def run_scenarios(
         records = spark.createDataFrame(data, schema=schema) if data else spark.createDataFrame([], schema=schema)
         return records.withColumn("_order_ts", F.col("position")).withColumn("_side_rank", F.lit(0))
 
-    pk_configs = {i: s for i, s in configs.items() if s.join != "fk"}
-    fk_configs = {i: s for i, s in configs.items() if s.join == "fk"}
-    if not fk_configs:
+    def primary_key_joins(chosen: Mapping[int, Scenario]) -> SparkRun:
         return _execute(
             frame(rows),
-            configs,
+            chosen,
             "string",
             "string",
             joiner,
@@ -466,22 +464,16 @@ def run_scenarios(
             method=method,
             sort_rows=True,
         )
+
+    pk_configs = {i: s for i, s in configs.items() if s.join != "fk"}
+    fk_configs = {i: s for i, s in configs.items() if s.join == "fk"}
+    if not fk_configs:
+        return primary_key_joins(configs)
     fk_records = frame(fk_rows)
     results = fk_task.fk_results(fk_records, fk_configs, joiner, spark_partitions)
     records = fk_records
     if pk_configs:
-        pk = _execute(
-            frame(rows),
-            pk_configs,
-            "string",
-            "string",
-            joiner,
-            json_keys=True,
-            json_values=True,
-            spark_partitions=spark_partitions,
-            method=method,
-            sort_rows=True,
-        )
+        pk = primary_key_joins(pk_configs)
         results, records = pk.results.unionByName(results), pk.records.unionByName(fk_records)
     return SparkRun(records, results, configs, True, True)
 
