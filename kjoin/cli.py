@@ -1,4 +1,4 @@
-"""The ``kjoin`` command: ``kjoin run SCENARIO`` and ``kjoin table …``."""
+"""The ``kjoin`` command: ``kjoin run SCENARIO``, ``kjoin table …`` and ``kjoin export SCENARIO --junit``."""
 
 from __future__ import annotations
 
@@ -38,6 +38,26 @@ def _run(args: argparse.Namespace) -> int:
             print(line)
     else:
         print(trace_table(trace))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .export_junit import class_name, export_junit
+
+    if not args.junit:
+        raise ScenarioError("kjoin export: name the format: --junit (a JUnit 5 test for Kafka Streams)")
+    scenario = load_scenario(args.scenario)
+    path = Path(args.scenario)
+    name = args.class_name or class_name(getattr(scenario, "name", None) or path.stem)
+    if not name.isidentifier():
+        raise ScenarioError(f"--class-name {name!r} is not a Java class name")
+    try:
+        java = export_junit(scenario, name, source=path.name)
+    except ScenarioError as error:
+        raise ScenarioError(str(error), str(path)) from None
+    sys.stdout.write(java)
     return 0
 
 
@@ -86,6 +106,14 @@ def _parser() -> argparse.ArgumentParser:
         "--format", choices=("table", "jsonl"), default="table", help="table (default) or one JSON object per step"
     )
     run_parser.set_defaults(command=_run)
+
+    export = commands.add_parser(
+        "export", help="write a scenario as a test: --junit, a JUnit 5 test against Kafka Streams' TopologyTestDriver"
+    )
+    export.add_argument("scenario", help="a YAML or JSON scenario file")
+    export.add_argument("--junit", action="store_true", help="a JUnit 5 test (the only format); Java on stdout")
+    export.add_argument("--class-name", help="the test class's name (default: the file's name in CamelCase + Test)")
+    export.set_defaults(command=_export)
 
     table = commands.add_parser("table", help="the seeds' kind of table for two streams in ts:value notation")
     # The ts:value notation has one key and plain values: primary-key joins only (a
