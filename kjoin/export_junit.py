@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from .engine import run
 from .records import render_value
 from .scenario import Scenario, ScenarioError
-from .semantics import Semantics, parse_semantics
+from .semantics import Semantics
 
 __all__ = ["JUDGES", "ExportError", "KafkaJudge", "class_name", "export_junit", "judge_of", "kjoin_outputs"]
 
@@ -95,7 +95,7 @@ def _refuse_seed_000(spec: Any) -> None:
     if spec.data.get("window_shift_ms") is not None or join != "wtable-wtable" and "wtable" in join:
         what = "a window shifter" if join == "wtable-wtable" else f"the {join} join with a window selector"
         raise ExportError(
-            f"join {join}: seed 000's {what} never shipped in Kafka Streams; no Kafka Streams test can build it"
+            f"join {join}: {what} (seed 000) never shipped in Kafka Streams; no Kafka Streams test can build it"
         )
     raise ExportError(
         f"join {join}: seed 000's aggregates and WTable joins are not exported yet; `make kafka-check` compares "

@@ -1,0 +1,369 @@
+"""``kjoin export SCENARIO --junit``: every seed table, exported as a JUnit 5 test and run against the real Kafka
+Streams library that judges its era, so the exported expectations are proved; the refusals, the CLI's errors and
+byte-for-byte determinism.
+
+The seed tables are found by glob: ``tests/seed_tables/*.yaml`` (each column), ``tests/seed_tables_fk/*.yaml``
+(each column), ``tests/seed_tables_versioned/*.yaml`` (each example under each mode), ``tests/kafka_cases/*.yaml``
+(each case), plus seed 000's joins that never shipped (they must be refused). The exported tests of one Kafka
+version are compiled in one ``javac`` call and run in one JVM (JUnit's console launcher); the classpaths are the
+harness's (``make kafka-oracle``): without Java, Maven or the jars these tests fail, they never skip.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import kjoin
+from kjoin.aggregate_spec import AggregateSpec
+from kjoin.aggregates import DAY_MS, WEEK_MS
+from kjoin.cli import main
+from kjoin.export_junit import JUDGES, ExportError, class_name, export_junit, judge_of, kjoin_outputs
+from tests import oracle_check
+from tests.test_foreign_key import fk_scenario, table_events
+from tests.test_seed_tables import load_table, table_scenario
+from tests.test_topologies import _scenario as kafka_case_scenario
+from tests.test_versioned import example_events, table_table
+
+ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+
+
+def _load(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def seed_cases() -> dict[str, Any]:
+    """Every seed table's scenarios, by name (``file[column]``), in a stable order."""
+    cases: dict[str, Any] = {}
+    for path in sorted((HERE / "seed_tables").glob("*.yaml")):
+        table = load_table(path)
+        for column in table["columns"]:
+            cases[f"{path.stem}[{column}]"] = table_scenario(table, column)
+    for path in sorted((HERE / "seed_tables_fk").glob("*.yaml")):
+        table = _load(path)
+        for column, spec in table["columns"].items():
+            cases[f"{path.stem}[{column}]"] = fk_scenario(table_events(table), spec["variant"], spec["semantics"])
+    for path in sorted((HERE / "seed_tables_versioned").glob("*.yaml")):
+        for example, data in _load(path)["examples"].items():
+            for mode in ("unversioned", "final", "attempt1", "attempt2"):
+                events = example_events(data["rows"])
+                scenario = (
+                    table_table(events, left=None, right=None) if mode == "unversioned" else table_table(events, mode)
+                )
+                cases[f"{path.stem}[{example}, {mode}]"] = scenario
+    for path in sorted((HERE / "kafka_cases").glob("*.yaml")):
+        for case in _load(path)["cases"]:
+            cases[f"{path.stem}[{case['name']}]"] = kafka_case_scenario(case)
+    for name, spec in SEED_000.items():
+        cases[f"seed 000[{name}]"] = AggregateSpec.from_dict(spec)
+    return cases
+
+
+SEED_000 = {
+    "page views against last week (a window shifter)": {
+        "join": "wtable-wtable",
+        "self_join": True,
+        "window_shift_ms": -WEEK_MS,
+        "retention_ms": 8 * DAY_MS,
+        "window": {"size_ms": DAY_MS},
+        "events": [{"key": "home", "value": "view", "ts": 1000}, {"key": "home", "value": "view", "ts": WEEK_MS + 4}],
+    },
+    "a stream record picks its window (a window selector)": {
+        "join": "stream-wtable",
+        "selector": "timestamp",
+        "window": {"size_ms": 10},
+        "events": [
+            {"side": "right", "key": "a", "value": "x", "ts": 1},
+            {"side": "left", "key": "a", "value": "A", "ts": 2},
+        ],
+    },
+    "a table row picks its window (a window selector)": {
+        "join": "table-wtable",
+        "selector": {"field": "seen_at"},
+        "window": {"size_ms": 10},
+        "events": [{"side": "right", "key": "a", "value": "x", "ts": 1}],
+    },
+}
+"""Seed 000's joins that never shipped in Kafka Streams: no test can build them."""
+
+
+def expected_refusal(name: str, scenario: Any) -> str | None:
+    """Why a seed table cannot be exported (a phrase the ExportError must contain), or None: it must export."""
+    if isinstance(scenario, AggregateSpec):
+        return "never shipped in Kafka Streams"
+    if scenario.semantics.era == "0.10.0":
+        return "no TopologyTestDriver"
+    if scenario.versioned_mode != "final":
+        return "a design KIP-914 rejected"
+    if name == "fk_004_foreign_key_join[leftJoin_3_7]":
+        # 3.7.0's left join sends the result of a changed foreign key twice (KAFKA-16394, fixed in 3.7.1): no
+        # judging version has that bug, and the export refuses rather than assert another version's outputs.
+        return "emit different records"
+    return None
+
+
+@pytest.fixture(scope="module")
+def exported() -> dict[str, tuple[str, str] | ExportError]:
+    """Per seed table: (Kafka version, Java source) or the ExportError that refused it."""
+    results: dict[str, tuple[str, str] | ExportError] = {}
+    for name, scenario in seed_cases().items():
+        try:
+            java = export_junit(scenario, class_name(name), source=name)
+            results[name] = (judge_of(scenario.semantics).version, java)
+        except ExportError as error:
+            results[name] = error
+    return results
+
+
+def test_every_seed_table_is_exported_or_refused_for_its_reason(exported) -> None:
+    cases = seed_cases()
+    assert len(cases) == len(exported) >= 80
+    wrong = []
+    for name, result in exported.items():
+        reason = expected_refusal(name, cases[name])
+        if reason is None and isinstance(result, ExportError):
+            wrong.append(f"{name}: refused ({result}), but it must export")
+        elif reason is not None and not isinstance(result, ExportError):
+            wrong.append(f"{name}: exported, but it must be refused ({reason})")
+        elif reason is not None and reason not in str(result):
+            wrong.append(f"{name}: refused with {result!r}, not for: {reason}")
+    assert not wrong, "\n".join(wrong)
+    versions = {result[0] for result in exported.values() if not isinstance(result, ExportError)}
+    assert versions == {judge.version for judge in JUDGES}, "every judging version gets seed tables to check"
+
+
+def test_the_class_names_are_the_seed_names_and_unique(exported) -> None:
+    names = [class_name(name) for name in exported]
+    assert len(set(names)) == len(names)
+    assert class_name("002_1_stream_stream_current[leftJoin]") == "Join002_1StreamStreamCurrentLeftJoinTest"
+    assert all(name.isidentifier() and name.endswith("Test") for name in names)
+
+
+# -- compiling and running them: one javac call and one JVM per Kafka version --------------------------------------
+def junit_classpath(version: str) -> str:
+    classpath = oracle_check.classpath(version)  # a HarnessError (the test fails) when `make kafka-oracle` never ran
+    if "junit-platform-console-standalone" not in classpath:
+        raise oracle_check.HarnessError(f"JUnit is not on Kafka {version}'s classpath: run `make kafka-oracle`")
+    return classpath
+
+
+def run_junit(version: str, sources: dict[str, str], workdir: Path) -> dict[str, str | None]:
+    """Compile ``sources`` (class name -> Java) against Kafka ``version`` and run them in one JVM: per class, None
+    when its test passed, else JUnit's message."""
+    java, javac = shutil.which("java"), shutil.which("javac")
+    assert java and javac, "the exported tests need a JDK 17 (java and javac on PATH): apt-get install openjdk-17-jdk"
+    classpath = junit_classpath(version)
+    source_dir, classes, reports = workdir / "src", workdir / "classes", workdir / "reports"
+    source_dir.mkdir(parents=True)
+    for name, text in sources.items():
+        (source_dir / f"{name}.java").write_text(text, encoding="utf-8")
+    compiled = subprocess.run(
+        [
+            javac,
+            "-J-XX:+UseSerialGC",
+            "-J-XX:TieredStopAtLevel=1",
+            "-nowarn",
+            "-encoding",
+            "UTF-8",
+            "-d",
+            str(classes),
+            "-cp",
+            classpath,
+        ]
+        + sorted(str(path) for path in source_dir.glob("*.java")),
+        capture_output=True,
+        text=True,
+    )
+    assert compiled.returncode == 0, f"javac (Kafka {version}) refused the exported tests:\n{compiled.stderr[-6000:]}"
+    ran = subprocess.run(
+        [java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", f"{classes}:{classpath}"]
+        + ["org.junit.platform.console.ConsoleLauncher", "execute", "--scan-class-path", str(classes)]
+        + ["--include-engine=junit-jupiter", "--reports-dir", str(reports), "--disable-banner", "--details=none"],
+        capture_output=True,
+        text=True,
+    )
+    report = reports / "TEST-junit-jupiter.xml"
+    assert report.exists(), f"JUnit (Kafka {version}) wrote no report (exit {ran.returncode}):\n{ran.stderr[-3000:]}"
+    results: dict[str, str | None] = {}
+    for case in ElementTree.parse(report).getroot().iter("testcase"):
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("error")
+        results[case.get("classname", "")] = None if problem is None else problem.get("message", problem.text or "")
+    return results
+
+
+def failures(results: dict[str, str | None], seeds: dict[str, str]) -> list[str]:
+    """One line per failed or missing test: the seed's name and JUnit's message."""
+    lines = []
+    for name, seed in sorted(seeds.items()):
+        if name not in results:
+            lines.append(f"{seed}: its test {name} did not run")
+        elif results[name] is not None:
+            lines.append(f"{seed} ({name}): {results[name]}")
+    return lines
+
+
+BROKEN = "002_4_stream_stream_suggested[leftJoin (suggested)]"
+"""The seed whose copy, with one expected value changed, runs with the others: the runner must see it fail."""
+BROKEN_CLASS = "BrokenOnPurposeTest"
+
+
+def _broken(java: str) -> str:
+    assert java.count('out("k", "A-a", 4L)') == 1
+    broken = java.replace('out("k", "A-a", 4L)', 'out("k", "A-b", 4L)')
+    return broken.replace(f"class {class_name(BROKEN)} {{", f"class {BROKEN_CLASS} {{")
+
+
+@pytest.fixture(scope="module")
+def junit_runs(exported, tmp_path_factory) -> Any:
+    """Per Kafka version, run once: (the seeds by class name, JUnit's results by class name)."""
+    runs: dict[str, tuple[dict[str, str], dict[str, str | None]]] = {}
+
+    def run(version: str) -> tuple[dict[str, str], dict[str, str | None]]:
+        if version not in runs:
+            batch = {name: result for name, result in exported.items() if not isinstance(result, ExportError)}
+            mine = {name: java for name, (judged_by, java) in batch.items() if judged_by == version}
+            sources = {class_name(name): java for name, java in mine.items()}
+            seeds = {class_name(name): name for name in mine}
+            if BROKEN in mine:
+                sources[BROKEN_CLASS] = _broken(mine[BROKEN])
+            runs[version] = seeds, run_junit(version, sources, tmp_path_factory.mktemp(f"junit-{version}"))
+        return runs[version]
+
+    return run
+
+
+@pytest.mark.parametrize("version", [judge.version for judge in JUDGES])
+def test_the_exported_seed_tests_pass_against_kafka_streams(junit_runs, version) -> None:
+    seeds, results = junit_runs(version)
+    assert seeds, f"no seed table is judged by Kafka {version}"
+    problems = failures(results, seeds)
+    assert not problems, f"exported seed tests that fail against Kafka Streams {version}:\n" + "\n".join(problems)
+    assert set(results) - set(seeds) <= {BROKEN_CLASS}
+
+
+def test_a_wrong_expectation_fails_with_junit_message_and_the_seed_name(exported, junit_runs) -> None:
+    """The runner is not blind: a copy of one seed's test with one expected value changed ran with the others, and
+    its failure names the seed and what JUnit saw."""
+    version, _ = exported[BROKEN]
+    _, results = junit_runs(version)
+    (problem,) = failures(results, {BROKEN_CLASS: BROKEN})
+    assert problem.startswith(f"{BROKEN} ({BROKEN_CLASS}): right k:a@4 (input 3)")
+    assert '<[("k", "A-b")@4]> but was: <[("k", "A-a")@4]>' in problem
+
+
+# -- the export's pieces ------------------------------------------------------------------------------------------
+def test_the_judges_are_the_harness_versions_with_their_eras() -> None:
+    harness = {version.version: version.era for version in oracle_check.VERSIONS}
+    for judge in JUDGES:
+        assert judge.version in harness, f"Kafka {judge.version} judges exports but kafka_oracle/ does not run it"
+        assert harness[judge.version] in (judge.era, "latest")
+    assert judge_of(kjoin.parse_semantics("0.10.2")).version == "2.8.2"
+    assert judge_of(kjoin.parse_semantics("2.4")).version == "2.8.2"
+    assert judge_of(kjoin.parse_semantics("3.1")).version == "3.3.2"
+    assert judge_of(kjoin.parse_semantics("3.7")).version == "4.3.1"
+    assert judge_of(kjoin.parse_semantics("latest")).version == "4.3.1"
+    with pytest.raises(ExportError, match="no TopologyTestDriver"):
+        judge_of(kjoin.parse_semantics("0.10.1"))
+
+
+def test_the_expectations_are_what_the_oracle_compares(exported) -> None:
+    """The exported records are the ones tests/oracle_check.py compares with the harness, event by event."""
+    for name, scenario in seed_cases().items():
+        if not isinstance(exported[name], ExportError):
+            ours = [[list(record) for record in records] for records in kjoin_outputs(scenario)]
+            assert ours == oracle_check.kjoin_outputs(scenario), name
+
+
+def test_the_java_reads_like_the_scenario(exported) -> None:
+    _, java = exported["004_1_stream_stream_3_1[outerJoin]"]
+    assert "// kjoin semantics 3.1 (era 3.1, the spurious-result fix, KAFKA-10847); written for and judged by" in java
+    assert "// Kafka Streams 3.3.2 (kafka-streams and kafka-streams-test-utils 3.3.2, JUnit 5)." in java
+    assert 'JOINER = (left, right) -> left + "-" + right;' in java
+    assert "JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(15), Duration.ofMillis(5))" in java
+    assert '"__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L' in java
+    assert "class Join004_1StreamStream3_1OuterJoinTest {" in java
+    _, fk = exported["fk_004_foreign_key_join[leftJoin]"]
+    assert 'Function<String, String> foreignKey = value -> field(value, "fk");' in fk
+    assert 'leftTopic.pipeInput("k", "{\\"fk\\":1}", 1L);' in fk
+    assert "Kafka Streams 2.8.2" in fk and "CACHE_MAX_BYTES_BUFFERING_CONFIG" in fk
+    _, versioned = exported["v003_kip914_examples[background, final]"]
+    assert 'Stores.persistentVersionedKeyValueStore("left-store", Duration.ofMillis(1000))' in versioned
+
+
+# -- the command ---------------------------------------------------------------------------------------------------
+def _write(tmp_path: Path, data: Any, name: str = "late_orders.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+LATE_ORDERS = {
+    "join": "stream-stream",
+    "variant": "left",
+    "semantics": "3.3",
+    "window": {"before_ms": 10, "after_ms": 10, "grace_ms": 2},
+    "events": [
+        {"side": "left", "key": "o1", "value": "A", "ts": 1},
+        {"side": "right", "key": "o1", "value": "a", "ts": 5},
+        {"side": "left", "key": "o2", "value": "B", "ts": 9},
+        {"side": "right", "key": "o3", "value": "c", "ts": 30},
+    ],
+}
+
+
+def test_kjoin_export_writes_the_test_and_is_deterministic_byte_for_byte(tmp_path, capsys) -> None:
+    path = _write(tmp_path, LATE_ORDERS)
+    assert main(["export", str(path), "--junit"]) == 0
+    first = capsys.readouterr().out
+    command = [sys.executable, "-m", "kjoin.cli", "export", str(path), "--junit"]
+    again = subprocess.run(command, capture_output=True, cwd=ROOT, check=True).stdout
+    assert again == first.encode("utf-8")
+    assert first.startswith("// Generated by `kjoin export late_orders.yaml --junit`: stream-stream left join")
+    assert "class LateOrdersTest {" in first
+    scenario = kjoin.load_scenario(path)
+    assert first == export_junit(scenario, "LateOrdersTest", source="late_orders.yaml")
+    # B@9 waits for its window to close (9 + 10 + 2 = 21): o3's record at 30 lets it out.
+    assert 'assertEquals(records(out("o2", "B-null", 9L)), read(output), "right o3:c@30 (input 3)");' in first
+    assert main(["export", str(path), "--junit", "--class-name", "OrdersJoinTest"]) == 0
+    assert "class OrdersJoinTest {" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("data", "args", "message"),
+    [
+        (None, [], "cannot read the scenario"),
+        ("join: [unclosed", [], "not valid YAML"),
+        ({**LATE_ORDERS, "join": "cross"}, [], "join"),
+        ({**LATE_ORDERS, "semantics": "0.10.1"}, [], "Kafka 0.10.0 and 0.10.1 have no TopologyTestDriver"),
+        ({**LATE_ORDERS, "partitions": 2}, [], "partitions: 2: TopologyTestDriver runs one task"),
+        ({**LATE_ORDERS, "semantics": "4.3", "window": {"before_ms": 1, "after_ms": 1, "grace_ms": None}}, [], "4.0"),
+        (SEED_000["page views against last week (a window shifter)"], [], "never shipped in Kafka Streams"),
+        (LATE_ORDERS, ["--class-name", "no-dash"], "not a Java class name"),
+    ],
+)
+def test_kjoin_export_errors_name_the_file_and_the_reason(tmp_path, capsys, data, args, message) -> None:
+    path = tmp_path / "bad.yaml"
+    if data is not None:
+        path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    assert main(["export", str(path), "--junit", *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("kjoin: ") and message in captured.err
+    if not args:
+        assert str(path) in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_kjoin_export_needs_a_format(tmp_path, capsys) -> None:
+    assert main(["export", str(_write(tmp_path, LATE_ORDERS))]) == 2
+    assert "--junit" in capsys.readouterr().err
