@@ -90,17 +90,130 @@ def kjoin_outputs(scenario: Scenario) -> list[list[tuple[str | None, str | None,
 
 
 # -- what the DSL and TopologyTestDriver can express -------------------------------------------------------------
-def _refuse_seed_000(spec: Any) -> None:
-    join = spec.join
-    if spec.data.get("window_shift_ms") is not None or join != "wtable-wtable" and "wtable" in join:
-        what = "a window shifter" if join == "wtable-wtable" else f"the {join} join with a window selector"
+def _check_seed_000(spec: Any) -> None:
+    """Raise an ExportError for what of seed 000 today's DSL cannot build, or the harness has not proved."""
+    join, data = spec.join, spec.data
+    if data.get("window_shift_ms") is not None or join not in ("window-aggregate", "table-aggregate", "wtable-wtable"):
+        what = "a window shifter" if join == "wtable-wtable" else "a window selector"
         raise ExportError(
             f"join {join}: {what} (seed 000) never shipped in Kafka Streams; no Kafka Streams test can build it"
         )
-    raise ExportError(
-        f"join {join}: seed 000's aggregates and WTable joins are not exported yet; `make kafka-check` compares "
-        "the ones today's DSL expresses (windowed and grouped counts and sums, same-window WTable joins)"
+    for name, why in (
+        ("right_window", "two WTables of different windows"),
+        ("right_aggregate", "a right WTable that is not a count"),
+        ("retention_ms", "a window store's retention_ms"),
+        ("segments", "the seed's rolling segments"),
+    ):
+        if data.get(name) is not None:
+            raise ExportError(f"{name}: {why} is not exported; the export builds what kafka_oracle/ checks")
+    if data.get("partitions", 1) != 1:
+        raise ExportError(
+            f"partitions: {data['partitions']}: TopologyTestDriver runs one task, one partition per topic; export "
+            "each task on its own (its records, partitions: 1)"
+        )
+    if join == "wtable-wtable" and data.get("aggregate", "count") != "count":
+        raise ExportError("aggregate: a wtable-wtable join is exported over two windowed counts only")
+    if join != "table-aggregate":
+        for event in data["events"]:
+            if event.get("key") is not None and event.get("value") is None:
+                raise ExportError(
+                    f"a null value (key {event.get('key')}, ts {event.get('ts')}): Kafka 4.3's windowed count counts "
+                    "it, kjoin's windowed aggregate drops it (null-value); drop the record to export"
+                )
+
+
+def _sum_field(spec: Any) -> str | None:
+    aggregate = spec.data.get("aggregate", "count")
+    return aggregate.get("sum") if isinstance(aggregate, dict) else None
+
+
+def _time_windows(window: dict[str, Any]) -> str:
+    size, grace = window["size_ms"], window.get("grace_ms") or 0
+    windows = f"TimeWindows.ofSizeAndGrace({millis(size)}, {millis(grace)})"
+    if window.get("advance_ms") is not None:
+        windows += f".advanceBy({millis(window['advance_ms'])})"
+    return windows
+
+
+def _windowed(spec: Any, side: str, sum_field: str | None) -> list[str]:
+    """``KTable<Windowed<String>, Long> side``: the side's stream counted (or summed) per key and window."""
+    aggregate = (
+        "count()"
+        if sum_field is None
+        else f"aggregate(() -> 0L, (key, value, total) -> total + number(value, {java_string(sum_field)}),\n"
+        f"{INDENT * 4}Materialized.with(Serdes.String(), Serdes.Long()))"
     )
+    return [
+        f'KTable<Windowed<String>, Long> {side} = builder.stream("{side}", Consumed.with({STRING_SERDES}))',
+        f"{INDENT * 2}.groupByKey(Grouped.with({STRING_SERDES}))",
+        f"{INDENT * 2}.windowedBy({_time_windows(spec.data['window'])})",
+        f"{INDENT * 2}.{aggregate};",
+    ]
+
+
+WINDOWED_KEY = 'window.key() + "@[" + window.window().start() + ", " + window.window().end() + ")"'
+
+
+def _seed_000_topology(spec: Any) -> list[str]:
+    sum_field = _sum_field(spec)
+    what = "count" if sum_field is None else f"sum of {sum_field}"
+    if spec.join == "table-aggregate":
+        group = spec.data["group_by"]
+        aggregate = (
+            "count()"
+            if sum_field is None
+            else f"aggregate(() -> 0L,\n{INDENT * 4}(group, value, total) -> total + number(value, "
+            f"{java_string(sum_field)}),\n{INDENT * 4}(group, value, total) -> total - number(value, "
+            f"{java_string(sum_field)}),\n{INDENT * 4}Materialized.with(Serdes.String(), Serdes.Long()))"
+        )
+        return [
+            *_table_lines("left", False),
+            f"// the {what} per group: the field {group!r} of the value's JSON",
+            "KTable<String, Long> result = left",
+            f"{INDENT * 2}.groupBy((key, value) -> KeyValue.pair(field(value, {java_string(group)}), value),",
+            f"{INDENT * 4}Grouped.with({STRING_SERDES}))",
+            f"{INDENT * 2}.{aggregate};",
+            "result.toStream()",
+            f"{INDENT * 2}.mapValues(total -> total == null ? null : total.toString())",
+            f'{INDENT * 2}.to("output", Produced.with({STRING_SERDES}));',
+        ]
+    if spec.join == "window-aggregate":
+        lines = [f"// the {what} per key and window", *_windowed(spec, "left", sum_field)]
+        value = "total == null ? null : total.toString()"
+        source, names = "left", "(window, total)"
+    else:
+        variant = spec.variant
+        lines = [
+            "// two windowed counts (WTables) joined on the same window: a table-table join",
+            *_windowed(spec, "left", None),
+            *_windowed(spec, "right", None),
+            f"KTable<Windowed<String>, String> result = left.{JOIN_METHOD[variant]}(right,",
+            f'{INDENT * 2}(leftCount, rightCount) -> leftCount + "-" + rightCount);',
+        ]
+        value = "value"
+        source, names = "result", "(window, value)"
+    return lines + [
+        f"{source}.toStream()",
+        f"{INDENT * 2}// a windowed key as kjoin prints it: key@[start, end)",
+        f"{INDENT * 2}.map({names} -> KeyValue.pair({WINDOWED_KEY}, {value}))",
+        f'{INDENT * 2}.to("output", Produced.with({STRING_SERDES}));',
+    ]
+
+
+def _seed_000_outputs(spec: Any) -> list[list[tuple[str | None, str | None, int]]]:
+    from .aggregates import output_to_dict
+
+    per_event = []
+    for step in spec.run().steps:
+        records = []
+        for output in step.outputs:
+            data = output_to_dict(output)
+            key = text(data["key"])
+            if "window" in data:
+                key = f"{key}@[{data['window']['start_ms']}, {data['window']['end_ms']})"
+            records.append((key, None if output.tombstone else text(output.value), output.ts))
+        per_event.append(records)
+    return per_event
 
 
 def _check_expressible(scenario: Scenario, judge: KafkaJudge) -> None:
@@ -232,6 +345,10 @@ IMPORTS = {
         "org.apache.kafka.common.serialization.StringSerializer",
         "org.apache.kafka.common.utils.Bytes",
         "org.apache.kafka.streams.StreamsBuilder",
+        "org.apache.kafka.streams.kstream.Windowed",
+        "org.apache.kafka.streams.kstream.TimeWindows",
+        "org.apache.kafka.streams.kstream.Grouped",
+        "org.apache.kafka.streams.KeyValue",
         "org.apache.kafka.streams.StreamsConfig",
         "org.apache.kafka.streams.TestInputTopic",
         "org.apache.kafka.streams.TestOutputTopic",
@@ -289,7 +406,10 @@ def _table(scenario: Scenario, side: str) -> list[str]:
             f"{INDENT * 2}{store}",
             f"{INDENT * 3}.withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));",
         ]
-    cached = side in scenario.caching
+    return _table_lines(side, side in scenario.caching)
+
+
+def _table_lines(side: str, cached: bool) -> list[str]:
     return [
         f'KTable<String, String> {side} = builder.table("{side}", Consumed.with({STRING_SERDES}),',
         f"{INDENT * 2}{_store(side + '-store', cached)});",
@@ -395,7 +515,7 @@ def _topology(scenario: Scenario, judge: KafkaJudge) -> list[str]:
     return _foreign_key(scenario)
 
 
-def _config(scenario: Scenario, judge: KafkaJudge, name: str) -> list[str]:
+def _config(judge: KafkaJudge, name: str, caching: tuple[str, ...], sweep: bool, optimize: bool) -> list[str]:
     cache = "STATESTORE_CACHE_MAX_BYTES_CONFIG" if judge.at_least(3, 4) else "CACHE_MAX_BYTES_BUFFERING_CONFIG"
     lines = [
         "Properties props = new Properties();",
@@ -405,10 +525,9 @@ def _config(scenario: Scenario, judge: KafkaJudge, name: str) -> list[str]:
         "props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);",
         "props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);",
     ]
-    if scenario.caching:
+    if caching:
         lines += [
-            f"// record caches on ({', '.join(scenario.caching)}); TopologyTestDriver commits (flushes them) after "
-            "every record",
+            f"// record caches on ({', '.join(caching)}); TopologyTestDriver commits (flushes them) after every record",
             f"props.put(StreamsConfig.{cache}, 10L * 1024 * 1024);",
         ]
     else:
@@ -416,15 +535,14 @@ def _config(scenario: Scenario, judge: KafkaJudge, name: str) -> list[str]:
             "// record caches off: every update reaches the output topic at once",
             f"props.put(StreamsConfig.{cache}, 0L);",
         ]
-    outer = scenario.variant != "inner" or any(chained.variant != "inner" for chained in scenario.then)
-    if scenario.join == "stream-stream" and outer and judge.at_least(3, 1):
+    if sweep and judge.at_least(3, 1):
         lines += [
             "// Left/outer joins sweep their outer-join buffer only every so much wall-clock time (an internal",
             "// config, default 1000 ms), and TopologyTestDriver's clock stands still: 0 sweeps it on every record,",
             "// as Kafka's own join tests do.",
             'props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);',
         ]
-    if scenario.optimize:
+    if optimize:
         lines += [
             "// the single-store self-join (KIP-862) is a topology optimization",
             "props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE);",
@@ -441,8 +559,42 @@ def _fate(step: Any) -> str:
     return fate
 
 
-def _drive(scenario: Scenario, expected: list) -> list[str]:
-    topics = ["left"] if scenario.self_join else ["left", "right"]
+@dataclass(frozen=True)
+class _Input:
+    """One input record as the test pipes it: the topic, and the words of the comment and the message."""
+
+    topic: str
+    side: str
+    key: str | None
+    value: str | None
+    ts: int
+    fate: str
+
+
+def _inputs(scenario: Scenario) -> list[_Input]:
+    steps = [step for step in run(scenario).steps if step.message is None]
+    return [
+        _Input(
+            "left" if scenario.self_join else event.side.value,
+            event.side.value,
+            text(event.key),
+            text(event.value),
+            event.ts,
+            _fate(step),
+        )
+        for event, step in zip(scenario.events, steps)
+    ]
+
+
+def _seed_000_inputs(spec: Any) -> list[_Input]:
+    inputs = []
+    for event, step in zip(spec.data["events"], spec.run().steps):
+        side = event.get("side", "left")
+        inputs.append(_Input(side, side, text(event.get("key")), text(event.get("value")), event["ts"], _fate(step)))
+    return inputs
+
+
+def _drive(topics: list[str], inputs: list[_Input], expected: list) -> list[str]:
     lines: list[str] = []
     for side in topics:
         lines += [
@@ -453,17 +605,14 @@ def _drive(scenario: Scenario, expected: list) -> list[str]:
         "TestOutputTopic<String, String> output =",
         f'{INDENT * 2}driver.createOutputTopic("output", new StringDeserializer(), new StringDeserializer());',
     ]
-    steps = [step for step in run(scenario).steps if step.message is None]
-    for index, (event, step, records) in enumerate(zip(scenario.events, steps, expected)):
-        key, value = text(event.key), text(event.value)
-        side = "left" if scenario.self_join else event.side.value
-        record = f"{event.side.value} {_or_null(key)}:{_or_null(value)}@{event.ts}"
-        said = f"{record} (input {index})"
+    for index, (record, records) in enumerate(zip(inputs, expected)):
+        said = f"{record.side} {_or_null(record.key)}:{_or_null(record.value)}@{record.ts}"
         lines += [
             "",
-            f"// {index}: {comment(record)}; kjoin: {comment(_fate(step))}",
-            f"{side}Topic.pipeInput({java_string(key)}, {java_string(value)}, {java_long(event.ts)});",
-            *_assertion(records, said),
+            f"// {index}: {comment(said)}; kjoin: {comment(record.fate)}",
+            f"{record.topic}Topic.pipeInput({java_string(record.key)}, {java_string(record.value)}, "
+            f"{java_long(record.ts)});",
+            *_assertion(records, f"{said} (input {index})"),
         ]
     return lines
 
@@ -606,19 +755,22 @@ private static String unquote(String literal) {
 }"""
 
 
+NUMBER_HELPER = """\
+/** kjoin's sum: the numeric field {@code path} of the value's JSON; a missing or null one counts as 0. */
+private static long number(String json, String path) {
+    String found = json == null ? null : field(json, path);
+    return found == null ? 0L : Long.parseLong(found);
+}"""
+
+
 def _indented(lines: Iterable[str], depth: int) -> list[str]:
     return [INDENT * depth + line if line else "" for line in "\n".join(lines).split("\n")]
 
 
-def _header(scenario: Scenario, judge: KafkaJudge, source: str) -> list[str]:
-    count = len(scenario.events)
-    era = {"0.10.2": "KIP-77: eager left/outer results", "3.1": "the spurious-result fix, KAFKA-10847"}[judge.era]
-    what = f"{scenario.join} {scenario.variant} join"
-    if scenario.then:
-        what += ", then " + ", ".join(f"{chained.variant}" for chained in scenario.then)
+def _header(source: str, what: str, count: int, semantics: str, judge: KafkaJudge) -> list[str]:
     return [
         f"// Generated by `kjoin export {comment(source)} --junit`: {what}, {count} input records.",
-        f"// kjoin semantics {scenario.semantics} (era {judge.era}, {era}); written for and judged by",
+        f"// {semantics}; written for and judged by",
         f"// Kafka Streams {judge.version} (kafka-streams and kafka-streams-test-utils {judge.version}, JUnit 5).",
         "// The expected records are the ones kjoin computed for the output topic after each input record (key,",
         "// value, timestamp, in order); a test that fails here means kjoin and Kafka Streams disagree.",
@@ -626,22 +778,81 @@ def _header(scenario: Scenario, judge: KafkaJudge, source: str) -> list[str]:
     ]
 
 
+ERAS = {"0.10.2": "KIP-77: eager left/outer results", "3.1": "the spurious-result fix, KAFKA-10847"}
+
+
 def export_junit(scenario: Any, name: str, source: str | None = None) -> str:
     """The JUnit 5 test of ``scenario`` as Java source: class ``name`` (package-private, so the file may have any
     name), for the Kafka version that judges its era. ``source`` names the scenario file in the header comment.
 
     Raises :class:`ExportError` when the scenario cannot be expressed (era 0.10.0, several partitions, explicit
-    foreign-key delivery, teaching switches, seed 000's joins, APIs the judging version lacks) or when kjoin's
-    outputs for its semantics differ from kjoin's outputs for the judging version."""
+    foreign-key delivery, teaching switches, seed 000's shifters and selectors, APIs the judging version lacks) or
+    when kjoin's outputs for its semantics differ from kjoin's outputs for the judging version."""
+    source = source or f"{name}.yaml"
+    application = "kjoin-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
     if not isinstance(scenario, Scenario):
-        _refuse_seed_000(scenario)
+        return _export_seed_000(scenario, name, source, application)
     judge = judge_of(scenario.semantics)
     _check_expressible(scenario, judge)
     expected = kjoin_outputs(scenario)
     _check_judge_agrees(scenario, judge, expected)
-    source = source or f"{name}.yaml"
-    application = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    topology = _topology(scenario, judge)
+    what = f"{scenario.join} {scenario.variant} join"
+    if scenario.then:
+        what += ", then " + ", ".join(chained.variant for chained in scenario.then)
+    outer = scenario.variant != "inner" or any(chained.variant != "inner" for chained in scenario.then)
+    config = _config(
+        judge, application, scenario.caching, scenario.join == "stream-stream" and outer, scenario.optimize
+    )
+    return _render(
+        name,
+        _header(
+            source,
+            what,
+            len(scenario.events),
+            f"kjoin semantics {scenario.semantics} (era {judge.era}, {ERAS[judge.era]})",
+            judge,
+        ),
+        _topology(scenario, judge),
+        config,
+        _drive(["left"] if scenario.self_join else ["left", "right"], _inputs(scenario), expected),
+        scenario.join == "fk",
+    )
+
+
+SEED_000_JUDGE = JUDGES[-1]
+"""kjoin models seed 000's aggregates and WTable joins as the latest Kafka does (KIP-904's one repartition record
+for an update within a group, 3.5+)."""
+
+
+def _export_seed_000(spec: Any, name: str, source: str, application: str) -> str:
+    _check_seed_000(spec)
+    what = f"seed 000's {spec.join}"
+    if spec.join == "wtable-wtable":
+        what += f" {spec.variant} join"
+    sum_field = _sum_field(spec)
+    what += " (count)" if sum_field is None else f" (sum of {sum_field})"
+    topics = ["left", "right"] if spec.join == "wtable-wtable" else ["left"]
+    judge = SEED_000_JUDGE
+    return _render(
+        name,
+        _header(source, what, len(spec.data["events"]), "kjoin models seed 000 as the latest Kafka does", judge),
+        _seed_000_topology(spec),
+        _config(judge, application, (), False, False),
+        _drive(topics, _seed_000_inputs(spec), _seed_000_outputs(spec)),
+        spec.join == "table-aggregate",
+        sum_field is not None,
+    )
+
+
+def _render(
+    name: str,
+    header: list[str],
+    topology: list[str],
+    config: list[str],
+    drive: list[str],
+    fields: bool,
+    numbers: bool = False,
+) -> str:
     deprecated = any("JoinWindows.of(" in line for line in topology)
     method = [
         "@Test",
@@ -649,14 +860,18 @@ def export_junit(scenario: Any, name: str, source: str | None = None) -> str:
         "void outputsAreWhatKjoinComputed() {",
         *_indented(["StreamsBuilder builder = new StreamsBuilder();", *topology], 1),
         "",
-        *_indented(_config(scenario, judge, f"kjoin-{application}"), 1),
+        *_indented(config, 1),
         "",
         f"{INDENT}try (TopologyTestDriver driver = new TopologyTestDriver(builder.build(props), props)) {{",
-        *_indented(_drive(scenario, expected), 2),
+        *_indented(drive, 2),
         f"{INDENT}}}",
         "}",
     ]
-    helpers = RECORD_HELPERS + ("\n\n" + FIELD_HELPERS if scenario.join == "fk" else "")
+    helpers = RECORD_HELPERS
+    if fields or numbers:
+        helpers += "\n\n" + FIELD_HELPERS
+    if numbers:
+        helpers += "\n\n" + NUMBER_HELPER
     body = [
         f"class {name} {{",
         "",
@@ -669,4 +884,4 @@ def export_junit(scenario: Any, name: str, source: str | None = None) -> str:
         "}",
     ]
     text_body = "\n".join(body)
-    return "\n".join([*_header(scenario, judge, source), "", *_imports(text_body), "", text_body, ""])
+    return "\n".join([*header, "", *_imports(text_body), "", text_body, ""])
