@@ -352,6 +352,30 @@ def test_the_expectations_are_what_the_oracle_compares(exported) -> None:
             assert ours == oracle_check.kjoin_outputs(scenario), name
 
 
+@pytest.mark.parametrize("version", [judge.version for judge in JUDGES])
+def test_the_export_refuses_exactly_the_known_gaps_the_oracle_sets_aside(version) -> None:
+    """kjoin/export_junit.py refuses the scenarios that run into a known gap of tests/oracle_check.py (a test of
+    one would fail against Kafka): the two agree on random one-partition scenarios of every join kind."""
+    from kjoin.export_junit import _check_known_gaps
+
+    (harness_version,) = [v for v in oracle_check.VERSIONS if v.version == version]
+    judge = judge_of(kjoin.parse_semantics(version))
+    checked = gaps = 0
+    for scenario in oracle_check.generate(harness_version, 300):
+        if scenario.partitions != 1:
+            continue
+        try:
+            _check_known_gaps(scenario, judge)
+            refused = None
+        except ExportError as error:
+            refused = str(error)
+        gap = oracle_check.known_gap(harness_version, scenario)
+        assert (refused is None) == (gap is None), f"{gap} / {refused}:\n{oracle_check.scenario_yaml(scenario)}"
+        checked += 1
+        gaps += gap is not None
+    assert checked >= 100
+
+
 def test_the_java_reads_like_the_scenario(exported) -> None:
     _, java = exported["004_1_stream_stream_3_1[outerJoin]"]
     assert "// kjoin semantics 3.1 (era 3.1, the spurious-result fix, KAFKA-10847); written for and judged by" in java
@@ -429,6 +453,31 @@ def test_kjoin_export_writes_the_test_and_is_deterministic_byte_for_byte(tmp_pat
             "Kafka 4.3's windowed count counts it",
         ),
         ({**SEED_000["table count by a field"], "partitions": 2}, [], "partitions: 2"),
+        # The known gaps (README "Fidelity"): a test of these would fail against Kafka, so they are refused.
+        (
+            {
+                "join": "fk",
+                "variant": "inner",
+                "foreign_key": "fk",
+                "events": [
+                    _event("right", "X", "x", 1),
+                    _event("left", "A", {"fk": "X", "v": 1}, 2),
+                    _event("left", "A", {"fk": "X", "v": 2}, 3),
+                ],
+            },
+            [],
+            "input 2: Kafka 4.3.1's foreign-key inner join",
+        ),
+        (
+            {**LATE_ORDERS, "events": [_event("left", "k", "A", 30), _event("left", "k", "B", 1)]},
+            [],
+            "window closed before it arrived (ts 1): Kafka 3.3.2",
+        ),
+        (
+            {**LATE_ORDERS, "semantics": "2.8", "events": [_event("left", "k", "A", 50), _event("right", "k", "b", 1)]},
+            [],
+            "input 1 reaches behind the window stores' retention: Kafka 2.8.2",
+        ),
     ],
 )
 def test_kjoin_export_errors_name_the_file_and_the_reason(tmp_path, capsys, data, args, message) -> None:
