@@ -572,7 +572,7 @@ def _table_table(scenario: Scenario) -> list[str]:
         target = "result" if last else f"joined{number + 1}"
         store = ""
         if last and scenario.materialized:
-            store = f",\n{INDENT * 4}{_store('result-store', 'result' in scenario.caching)}"
+            store = f",\n{INDENT * 2}{_store('result-store', 'result' in scenario.caching)}"
         lines.append(f"KTable<String, String> {target} = {source}.{JOIN_METHOD[variant]}(right, JOINER{store});")
         source = target
     return lines + ['result.toStream().to("output", Produced.with(Serdes.String(), Serdes.String()));']
