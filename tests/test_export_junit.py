@@ -361,7 +361,7 @@ def test_the_export_refuses_exactly_the_known_gaps_the_oracle_sets_aside(version
     (harness_version,) = [v for v in oracle_check.VERSIONS if v.version == version]
     judge = judge_of(kjoin.parse_semantics(version))
     checked = gaps = 0
-    for scenario in oracle_check.generate(harness_version, 300):
+    for scenario in oracle_check.generate(harness_version, 160):
         if scenario.partitions != 1:
             continue
         try:
@@ -373,7 +373,7 @@ def test_the_export_refuses_exactly_the_known_gaps_the_oracle_sets_aside(version
         assert (refused is None) == (gap is None), f"{gap} / {refused}:\n{oracle_check.scenario_yaml(scenario)}"
         checked += 1
         gaps += gap is not None
-    assert checked >= 100
+    assert checked >= 80
 
 
 def test_the_java_reads_like_the_scenario(exported) -> None:
