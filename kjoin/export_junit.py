@@ -24,7 +24,17 @@ from .records import render_value
 from .scenario import Scenario, ScenarioError
 from .semantics import Semantics, parse_semantics
 
-__all__ = ["JUDGES", "ExportError", "KafkaJudge", "class_name", "export_junit", "judge_of", "kjoin_outputs"]
+__all__ = [
+    "JUDGES",
+    "SEED_000_JUDGE",
+    "ExportError",
+    "KafkaJudge",
+    "check_known_gaps",
+    "class_name",
+    "export_junit",
+    "judge_of",
+    "kjoin_outputs",
+]
 
 INDENT = "    "
 
@@ -319,7 +329,7 @@ def _window_retention_gap(scenario: Scenario) -> int | None:
     return None
 
 
-def _check_known_gaps(scenario: Scenario, judge: KafkaJudge) -> None:
+def check_known_gaps(scenario: Scenario, judge: KafkaJudge) -> None:
     """Refuse what kjoin models differently from the judging version (the known gaps of docs and README)."""
     version = f"Kafka {judge.version}"
     if scenario.join == "fk" and scenario.variant == "inner" and judge.at_least(3, 9):
@@ -881,7 +891,7 @@ def export_junit(scenario: Any, name: str, source: str | None = None) -> str:
         return _export_seed_000(scenario, name, source, application)
     judge = judge_of(scenario.semantics)
     _check_expressible(scenario, judge)
-    _check_known_gaps(scenario, judge)
+    check_known_gaps(scenario, judge)
     expected = kjoin_outputs(scenario)
     _check_judge_agrees(scenario, judge, expected)
     what = f"{scenario.join} {scenario.variant} join"

@@ -26,7 +26,16 @@ import kjoin
 from kjoin.aggregate_spec import AggregateSpec
 from kjoin.aggregates import DAY_MS, WEEK_MS
 from kjoin.cli import main
-from kjoin.export_junit import JUDGES, SEED_000_JUDGE, ExportError, class_name, export_junit, judge_of, kjoin_outputs
+from kjoin.export_junit import (
+    JUDGES,
+    SEED_000_JUDGE,
+    ExportError,
+    check_known_gaps,
+    class_name,
+    export_junit,
+    judge_of,
+    kjoin_outputs,
+)
 from tests import oracle_check
 from tests.test_foreign_key import fk_scenario, table_events
 from tests.test_seed_tables import load_table, table_scenario
@@ -356,8 +365,6 @@ def test_the_expectations_are_what_the_oracle_compares(exported) -> None:
 def test_the_export_refuses_exactly_the_known_gaps_the_oracle_sets_aside(version) -> None:
     """kjoin/export_junit.py refuses the scenarios that run into a known gap of tests/oracle_check.py (a test of
     one would fail against Kafka): the two agree on random one-partition scenarios of every join kind."""
-    from kjoin.export_junit import _check_known_gaps
-
     (harness_version,) = [v for v in oracle_check.VERSIONS if v.version == version]
     judge = judge_of(kjoin.parse_semantics(version))
     checked = gaps = 0
@@ -365,7 +372,7 @@ def test_the_export_refuses_exactly_the_known_gaps_the_oracle_sets_aside(version
         if scenario.partitions != 1:
             continue
         try:
-            _check_known_gaps(scenario, judge)
+            check_known_gaps(scenario, judge)
             refused = None
         except ExportError as error:
             refused = str(error)
