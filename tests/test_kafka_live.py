@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import struct
 import time
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +28,7 @@ from tests.spark_compare import reference_outputs, spark_outputs
 from tests.test_spark_readers import LEFT_ROWS, RIGHT_ROWS, WINDOW, kafka_frame, utf8
 
 pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -89,10 +92,10 @@ def random_rows(seed, count, partitions):
 @pytest.fixture(scope="module")
 def small_topics(broker, spark):
     """The readers' two-partition example (null key, tombstones, out-of-order timestamps) as live topics."""
-    left_rows = produce(broker, "orders", [(*r[:4], None) for r in LEFT_ROWS], 2)
-    right_rows = produce(broker, "customers", [(*r[:4], None) for r in RIGHT_ROWS], 2)
-    left = from_kafka(spark, bootstrap_servers=broker.bootstrap_servers, topic="orders")
-    right = from_kafka(spark, bootstrap_servers=broker.bootstrap_servers, topic="customers")
+    left_rows = produce(broker, "small-orders", [(*r[:4], None) for r in LEFT_ROWS], 2)
+    right_rows = produce(broker, "small-customers", [(*r[:4], None) for r in RIGHT_ROWS], 2)
+    left = from_kafka(spark, bootstrap_servers=broker.bootstrap_servers, topic="small-orders")
+    right = from_kafka(spark, bootstrap_servers=broker.bootstrap_servers, topic="small-customers")
     return left, right, left_rows, right_rows
 
 
@@ -111,7 +114,7 @@ def test_a_live_topic_is_the_clusters_records(broker, small_topics):
     assert left_rows == LEFT_ROWS and right_rows == RIGHT_ROWS
     assert topic_rows(left) == in_log_order(LEFT_ROWS)
     assert topic_rows(right) == in_log_order(RIGHT_ROWS)
-    assert left.source == f"topic 'orders' at {broker.bootstrap_servers}" and left.partitions is None
+    assert left.source == f"topic 'small-orders' at {broker.bootstrap_servers}" and left.partitions is None
     assert any(r[0] is None for r in topic_rows(left)), "the null key must survive the round trip"
     assert any(r[1] is None for r in topic_rows(right)), "tombstones must survive the round trip"
 
@@ -178,6 +181,21 @@ def test_long_keys_and_json_values_from_a_live_topic(broker, spark):
     )
     assert expected and spark_outputs(result) == expected
     assert big in {row["key"] for row in result.outputs.select("key").collect()}
+
+
+def test_the_readme_live_example_runs_against_the_broker(broker, spark):
+    """The README's live-topic example, with only the cluster's address replaced by this broker's."""
+    section = (ROOT / "README.md").read_text().split("### Live topics", 1)[1].split("\n### ", 1)[0]
+    example = re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    assert "broker:9092" in example
+    orders = [(f"C{i % 5}", {"order": f"O{i}"}, 1 + 10 * i, i % 4, None) for i in range(16)]
+    customers = [(f"C{i}", {"name": f"name{i}"}, 3 + 10 * i, i % 4, None) for i in range(3)]
+    orders = produce(broker, "orders", orders, 4, value="json")
+    customers = produce(broker, "customers", customers, 4, value="json")
+    scope = {"spark": spark, "from_kafka": from_kafka, "run_join": run_join}
+    exec(compile(example.replace("broker:9092", broker.bootstrap_servers), "README.md", "exec"), scope)
+    expected = reference_outputs(records(Side.LEFT, orders), records(Side.RIGHT, customers), "stream-table", "left", 4)
+    assert len(expected) == 4 and spark_outputs(scope["result"]) == expected
 
 
 def test_a_read_is_pinned_to_the_offsets_it_found(broker, spark):
