@@ -286,6 +286,8 @@ def test_kafka_true_without_the_set_up_names_it(monkeypatch, tmp_path):
         ({"bootstrap_servers": "127.0.0.1:9", "topic": "t", "key": "avro"}, "no such deserializer"),
         ({"bootstrap_servers": "127.0.0.1:9", "topic": "t", "ending_offsets": 5}, "ending_offsets=5"),
         ({"bootstrap_servers": "127.0.0.1:9", "topic": "t", "options": ["x"]}, "options="),
+        ({"bootstrap_servers": "127.0.0.1:9", "topic": "t", "options": {"subscribePattern": "t.*"}}, "use topic="),
+        ({"bootstrap_servers": "127.0.0.1:9", "topic": "t", "options": {"startingOffsets": "x"}}, "starting_offsets="),
     ],
 )
 def test_bad_arguments_are_refused_before_any_read(spark, kwargs, fragment):

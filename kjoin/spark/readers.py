@@ -274,6 +274,10 @@ def _read_live_topic(
             f"{source}: options={options!r}: expected a dict of Kafka source options, "
             "e.g. {'kafka.security.protocol': 'SSL'}"
         )
+    owned = {name: kjoin_name for name, kjoin_name in _OWNED_OPTIONS.items() if name in (options or {})}
+    if owned:
+        name, kjoin_name = next(iter(owned.items()))
+        raise SparkInputError(f"{source}: options={{{name!r}: ...}}: from_kafka sets {name!r} itself; use {kjoin_name}")
     _check_deserializer("from_kafka", "key", key, source)
     _check_deserializer("from_kafka", "value", value, source)
     _check_partitions(partitions, source)
@@ -325,6 +329,17 @@ def _read_live_topic(
             endingOffsets=json.dumps(after),
         )
     return from_kafka(pinned, key=key, value=value, partitions=partitions, source=source)
+
+
+_OWNED_OPTIONS = {
+    "kafka.bootstrap.servers": "bootstrap_servers=",
+    "subscribe": "topic=",
+    "subscribePattern": "topic= (one topic per read)",
+    "assign": "topic= (and starting_offsets=/ending_offsets= for a range of partitions)",
+    "startingOffsets": "starting_offsets=",
+    "endingOffsets": "ending_offsets=",
+}
+"""Kafka source options that ``from_kafka``'s own parameters set, and the parameter to use instead."""
 
 
 def _kafka_error(error: Exception, source: str, topic: str, servers: str, timeout_ms: int) -> SparkInputError:
