@@ -80,6 +80,18 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def _die_with_parent() -> None:
+    """In the broker's process before it runs Java: Linux sends it SIGTERM when the test process dies, so a test
+    run that is killed (and cannot reach the fixture's ``stop()``) leaves no broker behind."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:  # not Linux: stop() is the only way out
+        pass
+
+
 def _accepts(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5):
@@ -173,7 +185,10 @@ class Broker:
             raise BrokerError(f"kafka.tools.StorageTool format failed:\n{formatted.stdout[-2000:]}{formatted.stderr}")
         with open(self._log, "wb") as out:
             self._process = subprocess.Popen(
-                self._java_command("kafka.Kafka", str(config)), stdout=out, stderr=subprocess.STDOUT
+                self._java_command("kafka.Kafka", str(config)),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
             )
         self._wait_ready(timeout_s)
 
