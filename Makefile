@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check
+.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check kafka-live
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -55,7 +55,7 @@ workshop: $(STAMP)
 	    --VoilaConfiguration.strip_sources=False --VoilaConfiguration.show_tracebacks=True notebooks/
 
 # Lint and format checks first (seconds), then the suite.
-test: $(STAMP) system-deps kafka-oracle
+test: $(STAMP) system-deps kafka-oracle kafka-live
 	$(VENV)/bin/ruff check --no-cache .
 	$(VENV)/bin/ruff format --check --no-cache .
 	$(PY) -m pytest
@@ -67,10 +67,18 @@ kafka-oracle: $(STAMP)
 	@command -v javac >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null; }
 	$(PY) -c "from tests.oracle_check import build; build()"
 
+# Live topics (README "On Spark"): Spark's Kafka source for from_kafka(spark, bootstrap_servers=..., topic=...)
+# (kafka_oracle/connector/, put on spark.jars by local_session()) and the Apache Kafka server the live-topic tests
+# start (kafka_oracle/broker/). Fetched from Maven Central into ~/.m2 once; nothing is downloaded when Spark starts.
+kafka-live: $(STAMP)
+	@command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
+	$(PY) -c "from tests.kafka_broker import build; build()"
+
 # N random scenarios per Kafka version through kjoin and the real library: `N=10000 make kafka-check`.
 N ?= 1000
 kafka-check: kafka-oracle
 	$(PY) -m tests.oracle_check $(N) kafka-check-mismatches
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis kafka_oracle/target kafka-check-mismatches
+	rm -rf $(VENV) .pytest_cache .hypothesis kafka_oracle/target kafka_oracle/connector/target kafka_oracle/broker/target \
+	    kafka-check-mismatches

@@ -15,7 +15,10 @@ and checks, each against the reference engine:
 2. ``run_join`` over topics read on Connect: a Kafka-source DataFrame (binary key and
    value, JSON values) and Parquet files without partition and offset columns (Kafka's
    default partitioner as an Arrow UDF, offsets by a window function);
-3. the drill-down ``SparkRun.trace(partition)`` of a Connect run.
+3. the drill-down ``SparkRun.trace(partition)`` of a Connect run;
+4. a live read (``from_kafka(spark, bootstrap_servers=..., topic=...)``) on Connect: the server
+   loads Spark's Kafka source (``connect_session`` puts the connector on it) and an unreachable
+   cluster, or a session without the source, is an error naming the topic and what to do.
 
 Prints one JSON line ``{"ok": true, ...}`` last; any disagreement raises (exit status 1).
 """
@@ -161,6 +164,35 @@ def check_run_join(spark, workdir: Path) -> dict[str, int]:
     return {"run_join_checks": checked + 2}
 
 
+def check_live_errors(spark) -> dict[str, int]:
+    """Live reads on Connect: the errors arrive as Connect exceptions and are said the same way as on a classic
+    session (tests/test_kafka_live.py reads a real broker on the classic session)."""
+    import socket
+
+    from kjoin.spark import SparkInputError, from_kafka
+    from kjoin.spark import readers
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        nobody = f"127.0.0.1:{probe.getsockname()[1]}"
+    try:
+        from_kafka(spark, bootstrap_servers=nobody, topic="orders", timeout_ms=2000)
+    except SparkInputError as error:
+        assert "timeout_ms=2000" in str(error) and nobody in str(error), f"unreachable cluster on Connect: {error}"
+    else:
+        raise AssertionError("a read of an unreachable cluster on Connect must fail")
+    kafka_format, readers.KAFKA_FORMAT = readers.KAFKA_FORMAT, "kjoin-no-such-kafka-source"
+    try:
+        from_kafka(spark, bootstrap_servers=nobody, topic="orders")
+    except SparkInputError as error:
+        assert "make kafka-live" in str(error), f"a session without the Kafka source on Connect: {error}"
+    else:
+        raise AssertionError("a session without the Kafka source must say so")
+    finally:
+        readers.KAFKA_FORMAT = kafka_format
+    return {"live_error_checks": 2}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
@@ -177,6 +209,7 @@ def main() -> int:
     summary.update(check_scenarios(spark, sample(args.seed, args.per_kind)))
     with tempfile.TemporaryDirectory() as workdir:
         summary.update(check_run_join(spark, Path(workdir)))
+    summary.update(check_live_errors(spark))
     summary["total_s"] = round(time.time() - started, 1)
     print(json.dumps({"ok": True, **summary}), flush=True)
     spark.stop()

@@ -7,6 +7,10 @@
     >>> run.outputs.write.parquet("out")            # lazy until written
     >>> trace = run.trace(partition=0)               # the reference trace of one task
 
+Topics come from files, kcat dumps, DataFrames in Spark's Kafka source schema, or a live cluster:
+``from_kafka(spark, bootstrap_servers="host:9092", topic="orders")`` (Spark's Kafka connector, which
+``make kafka-live`` fetches and :func:`local_session` puts on the classpath).
+
 Only the DataFrame API is used, so any session works: the local one from
 :func:`local_session`, a cluster's, or Spark Connect (:func:`connect_session`).
 

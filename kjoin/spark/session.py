@@ -14,6 +14,13 @@ reaches someone else's server. :func:`connect_session` therefore starts the in-p
 server on the port you ask for (default: an ephemeral one the kernel picks, so two runs
 never collide), reads back the port it actually bound, and dials exactly that port with its
 own authentication token.
+
+Spark's Kafka source (``spark.read.format("kafka")``, for :func:`kjoin.spark.from_kafka` on a live
+cluster) is not part of PySpark: it is the ``spark-sql-kafka-0-10`` connector, which ``make
+kafka-live`` fetches from Maven Central into ~/.m2 once, writing the list of its jars to
+``kafka_oracle/connector/target/classpath.txt``. :func:`kafka_connector_jars` finds that list (or the
+file named by ``KJOIN_KAFKA_CONNECTOR``), and both session starters put the jars on ``spark.jars``
+when it exists, so nothing is downloaded when a session starts.
 """
 
 from __future__ import annotations
@@ -21,9 +28,10 @@ from __future__ import annotations
 import os
 import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
-__all__ = ["local_session", "connect_session", "QUIET_CONFIG"]
+__all__ = ["local_session", "connect_session", "kafka_connector_jars", "QUIET_CONFIG", "KAFKA_SETUP"]
 
 QUIET_CONFIG: dict[str, str] = {
     "spark.ui.enabled": "false",
@@ -36,6 +44,43 @@ QUIET_CONFIG: dict[str, str] = {
 """The settings of the quiet local session."""
 
 _CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
+
+KAFKA_CONNECTOR_ENV = "KJOIN_KAFKA_CONNECTOR"
+"""Names a classpath file (jars separated by ``:``) to use instead of the one ``make kafka-live`` writes."""
+KAFKA_CONNECTOR_FILE = Path(__file__).resolve().parents[2] / "kafka_oracle" / "connector" / "target" / "classpath.txt"
+KAFKA_SETUP = (
+    "run `make kafka-live` in the kjoin repository (it fetches the spark-sql-kafka-0-10 connector from Maven "
+    f"Central into ~/.m2 and writes {KAFKA_CONNECTOR_FILE}), then start the session with "
+    "kjoin.spark.local_session() (a session started before keeps its classpath: restart the Python process); "
+    "for a session of your own, give it spark.jars with those jars, or "
+    "spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
+)
+"""What to do when a session cannot load Spark's Kafka source."""
+
+
+def kafka_connector_jars() -> list[str] | None:
+    """The jars of Spark's Kafka source as ``make kafka-live`` resolved them, or ``None`` when it has not run
+    (or a listed jar is gone from ~/.m2). ``KJOIN_KAFKA_CONNECTOR`` names another classpath file."""
+    path = Path(os.environ.get(KAFKA_CONNECTOR_ENV) or KAFKA_CONNECTOR_FILE)
+    if not path.is_file():
+        return None
+    jars = [jar for jar in path.read_text().strip().split(os.pathsep) if jar]
+    if not jars or not all(os.path.isfile(jar) for jar in jars):
+        return None
+    return jars
+
+
+def _with_kafka_jars(settings: dict[str, str], kafka: bool | None) -> dict[str, str]:
+    """``settings`` with the Kafka connector's jars added to ``spark.jars`` (``kafka=None``: when set up)."""
+    if kafka is False:
+        return settings
+    jars = kafka_connector_jars()
+    if jars is None:
+        if kafka:
+            raise RuntimeError(f"kafka=True: Spark's Kafka connector is not set up; {KAFKA_SETUP}")
+        return settings
+    mine = [jar for jar in settings.get("spark.jars", "").split(",") if jar]
+    return {**settings, "spark.jars": ",".join(mine + [jar for jar in jars if jar not in mine])}
 
 
 QUIET_LOG4J2 = """\
@@ -79,10 +124,13 @@ def _quiet_java_options() -> str:
 _LOG4J2_PATH: str | None = None
 
 
-def local_session(master: str = "local[2]", **config: Any) -> Any:
+def local_session(master: str = "local[2]", kafka: bool | None = None, **config: Any) -> Any:
     """Start (or reuse) an embedded Spark session with the quiet settings.
 
     ``config`` overrides or adds settings: ``local_session(**{"spark.sql.shuffle.partitions": "8"})``.
+    ``kafka``: put Spark's Kafka source on the classpath (:func:`kafka_connector_jars`): ``None`` (the
+    default) when ``make kafka-live`` has set it up, ``True`` always (an error naming the set-up when it
+    has not), ``False`` never. Jars only take effect in a new session, not in one ``getOrCreate`` reuses.
     """
     _prepare_environment()
     from pyspark.sql import SparkSession
@@ -90,6 +138,7 @@ def local_session(master: str = "local[2]", **config: Any) -> Any:
     builder = SparkSession.builder.master(master).appName("kjoin")
     settings = {**QUIET_CONFIG, "spark.driver.extraJavaOptions": _quiet_java_options()}
     settings.update({k: str(v) for k, v in config.items()})
+    settings = _with_kafka_jars(settings, kafka)
     for name, value in settings.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
@@ -97,7 +146,7 @@ def local_session(master: str = "local[2]", **config: Any) -> Any:
     return spark
 
 
-def connect_session(remote: str = "local[2]", port: int = 0, **config: Any) -> Any:
+def connect_session(remote: str = "local[2]", port: int = 0, kafka: bool | None = None, **config: Any) -> Any:
     """A Spark Connect session. Only the DataFrame API is used on it.
 
     * ``remote="local[2]"`` (any ``local[...]`` master): start a Connect server inside this
@@ -108,6 +157,8 @@ def connect_session(remote: str = "local[2]", port: int = 0, **config: Any) -> A
       this refuses to start next to an active classic session.
     * ``remote="sc://host:port"``: join a running server (a cluster's, or
       ``start-connect-server.sh``); its workers need kjoin installed.
+
+    ``kafka`` as in :func:`local_session`, for the local server (a running server has its own classpath).
     """
     _prepare_environment()
     import warnings
@@ -122,7 +173,7 @@ def connect_session(remote: str = "local[2]", port: int = 0, **config: Any) -> A
         raise ValueError(
             f"remote: expected 'local[N]' (start a Connect server here) or 'sc://host:port' (join one), got {remote!r}"
         )
-    url = _start_local_connect_server(remote, port, {k: str(v) for k, v in config.items()})
+    url = _start_local_connect_server(remote, port, _with_kafka_jars({k: str(v) for k, v in config.items()}, kafka))
     # PySpark's functions (F.col, Window, pandas_udf …) build Connect plans only in this mode.
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     from pyspark.sql.connect.session import SparkSession as ConnectSession
