@@ -147,6 +147,22 @@ def test_kafka_source_with_json_values(spark):
     assert {"name": "A1", "n": 0, "tags": [0, None]} in seen
 
 
+@pytest.mark.parametrize("json_side", ["left", "right"])
+def test_json_values_on_one_side_only(spark, json_side):
+    """Orders as JSON, customers as plain text (or the other way round): each side's values reach the joiner as its
+    reader decoded them, a text with quotes and backslashes included."""
+    text_rows = [(k, None if v is None else f'{v} "q" \\', ts, p, o) for k, v, ts, p, o in RIGHT_ROWS]
+    json_rows = [(k, None if v is None else {"name": v}, ts, p, o) for k, v, ts, p, o in LEFT_ROWS]
+    json_topic = from_kafka(kafka_frame(spark, json_rows, utf8, json_bytes), value="json")
+    text_topic = from_kafka(kafka_frame(spark, text_rows, utf8, utf8))
+    if json_side == "left":
+        left, right, left_rows, right_rows = json_topic, text_topic, json_rows, text_rows
+    else:
+        left, right, left_rows, right_rows = text_topic, json_topic, text_rows, json_rows
+    result = run_join(left, right, "stream-table", "left")
+    assert_agrees(result, records(Side.LEFT, left_rows), records(Side.RIGHT, right_rows), "stream-table", "left", 2)
+
+
 def test_kafka_source_with_json_keys(spark):
     """JSON keys are joined by their text, as Kafka compares serialized keys."""
     keymap = {"a": {"id": 1}, "b": [1, 2], "c": "c", None: None}

@@ -360,9 +360,14 @@ def run_join(
         except ValueError as error:
             raise SparkInputError(f"options: {error}") from None
     key_type, value_type = _common_types(left, right)
+    json_values = left.json_values or right.json_values
     frames = []
     for side, topic in (("left", left), ("right", right)):
         frame = topic.frame
+        if json_values and not topic.json_values:
+            # The other side holds JSON text, and the processors decode every value alike: this side's plain
+            # values become JSON strings ("name0" -> "\"name0\""), which decode back to the same text.
+            frame = frame.withColumn("value", _as_json_string(F.col("value")))
         if not topic.has_partition:
             frame = frame.withColumn("partition", _default_partition(partitions, key_type)(F.col("key")))
         if not topic.has_offset:
@@ -391,7 +396,6 @@ def run_join(
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
     records = records.withColumn("_order_ts", F.max("ts").over(running))
-    json_values = left.json_values or right.json_values
     result = _execute(
         records,
         {0: config},
@@ -545,6 +549,14 @@ def _execute(
         result_schema(key_type, value_type),
     )
     return SparkRun(records, results, configs, json_keys, json_values)
+
+
+def _as_json_string(column: Any) -> Any:
+    """``column``'s text as a JSON string literal (null stays null): what a JSON reader decodes back to it."""
+    from pyspark.sql import functions as F
+
+    quoted = F.to_json(F.array(column.cast("string")))  # ["text"], escaped by Spark's JSON writer
+    return F.when(column.isNull(), F.lit(None)).otherwise(quoted.substr(F.lit(2), F.length(quoted) - 2))
 
 
 def _common_types(left: Topic, right: Topic) -> tuple[str, str]:
