@@ -115,6 +115,24 @@ class Semantics:
         max(update ts, other side's ts); before, the timestamp of the update."""
         return self.at_least(2, 3)
 
+    # -- seed 000: windowed aggregates and their window stores ---------------------------
+    @property
+    def windowed_aggregate_counts_null_values(self) -> bool:
+        """Every version (0.10.0 to 4.3): a time-windowed aggregate (``KStreamWindowAggregate``,
+        tumbling and hopping ``TimeWindows``) skips only a null key; a null value advances stream
+        time and reaches the aggregator (``count()`` counts it), though ``TimeWindowedKStream``'s
+        javadoc says such records are ignored. A non-windowed KStream aggregate and a sliding-window
+        aggregate skip null values; a KTable aggregate reads one as a delete."""
+        return self.at_least(0, 10, 0)
+
+    @property
+    def strict_window_retention(self) -> bool:
+        """KAFKA-12960 (3.5): a window store hides every window starting at or before its observed
+        stream time minus its retention from reads, though the segment holding it still lives.
+        Before, Kafka's default (RocksDB) window store finds such a window until its segment is
+        dropped (segments last at least 60 s)."""
+        return self.at_least(3, 5)
+
 
 def parse_semantics(text: "str | Semantics | None") -> Semantics:
     """Parse ``"0.10.0"``, ``"2.8"``, ``"3.1.x"``, ``"latest"`` or ``None`` (the latest)."""

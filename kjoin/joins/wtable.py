@@ -37,6 +37,7 @@ from typing import Any, Callable
 from ..aggregate_stores import SegmentLayout
 from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
+from ..semantics import Semantics
 from ..state import StateLog
 from ..stores import TableStore
 from .aggregate import AggregateOutput, Aggregation, field_of
@@ -107,13 +108,26 @@ def _said(found: tuple[Any, int] | None) -> str:
 
 
 class _WTableJoin:
-    """What every WTable join shares: settle the step from what the join emitted."""
+    """What every WTable join shares: look up a WTable, settle the step from what the join emitted."""
+
+    hidden_lookup = False
+    """The step's last lookup found nothing because the window is behind its store's retention."""
+
+    def _lookup(self, wtable: WindowAggregate, key: Any, window: Window) -> tuple[tuple[Any, int] | None, str]:
+        """``wtable``'s value of ``key`` in ``window``, and what was found in words (why nothing, when the
+        window is behind the store's retention)."""
+        found = wtable.get(key, window)
+        said = wtable.found(key, window, found)
+        self.hidden_lookup = found is None and said != "nothing"
+        return found, said
 
     def _settle(self, ctx: StepContext, emitted_before: int, silent: str) -> None:
         """After an aggregate update: no join result means no partner (or a mere state change)."""
         if ctx.fate is Fate.JOINED and len(ctx.outputs) == emitted_before:
             summary = ctx.summary
-            ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, f"{summary} {silent}")
+            reason = Reason.BEHIND_RETENTION if self.hidden_lookup else Reason.NO_PARTNER
+            ctx.settle(Fate.NO_MATCH, reason, f"{summary} {silent}")
+        self.hidden_lookup = False
 
 
 class WTableWTableJoin(_WTableJoin):
@@ -131,6 +145,7 @@ class WTableWTableJoin(_WTableJoin):
         shifter: Shifter | None = None,
         self_join: bool = False,
         layouts: tuple[SegmentLayout | None, SegmentLayout | None] = (None, None),
+        semantics: Semantics | str | None = None,
     ) -> None:
         """``self_join``: one WTable joined with itself (``wt.leftJoin(wt, shifter, joiner)``): every
         update is a left update and a right update at once; it needs a shifter."""
@@ -147,11 +162,15 @@ class WTableWTableJoin(_WTableJoin):
         self.shifter = shifter
         if self_join:
             self.left = self.right = WindowAggregate(
-                log, task, left_windows, left_aggregation, "", layouts[0], on_update=self._on_both
+                log, task, left_windows, left_aggregation, "", layouts[0], self._on_both, semantics
             )
             return
-        self.left = WindowAggregate(log, task, left_windows, left_aggregation, "left ", layouts[0], self._on_left)
-        self.right = WindowAggregate(log, task, right_windows, right_aggregation, "right ", layouts[1], self._on_right)
+        self.left = WindowAggregate(
+            log, task, left_windows, left_aggregation, "left ", layouts[0], self._on_left, semantics
+        )
+        self.right = WindowAggregate(
+            log, task, right_windows, right_aggregation, "right ", layouts[1], self._on_right, semantics
+        )
 
     def _on_both(self, update: AggregateOutput, ctx: StepContext) -> None:
         self._on_left(update, ctx)
@@ -168,10 +187,8 @@ class WTableWTableJoin(_WTableJoin):
     def _on_left(self, update: AggregateOutput, ctx: StepContext) -> None:
         window = Window(*update.window)  # type: ignore[misc]
         target = self._target(window)
-        other = self.right.get(update.key, target)
-        looked = (
-            f"left {update.key}@{window} = {render_value(update.value)} looks up right @{target}: found {_said(other)}"
-        )
+        other, said = self._lookup(self.right, update.key, target)
+        looked = f"left {update.key}@{window} = {render_value(update.value)} looks up right @{target}: found {said}"
         if other is None and self.variant == "inner":
             ctx.note(f"{looked}; inner join: no output.")
             return
@@ -187,18 +204,20 @@ class WTableWTableJoin(_WTableJoin):
 
     def _on_right(self, update: AggregateOutput, ctx: StepContext) -> None:
         window = Window(*update.window)  # type: ignore[misc]
+        said = "none"
         if self.shifter is None:
-            found = self.left.get(update.key, window)
+            found, said = self._lookup(self.left, update.key, window)
             partners = [] if found is None else [(window, found[0], found[1])]
         else:
             partners = [(w, agg, ts) for w, agg, ts in self.left.windows_of(update.key) if self.shifter(w) == window]
         looked = f"right {update.key}@{window} = {render_value(update.value)} looks for left windows"
         if not partners:
+            said = "none" if said == "nothing" else said
             if self.variant == "outer":
                 output = ctx.emit(OutputKind.UNMATCHED, Windowed(update.key, window), None, update.value, update.ts)
-                ctx.note(f"{looked}: none; outer join: joiner called: {render_value(output.value)}.")
+                ctx.note(f"{looked}: {said}; outer join: joiner called: {render_value(output.value)}.")
             else:
-                ctx.note(f"{looked}: none; no output.")
+                ctx.note(f"{looked}: {said}; no output.")
             return
         for left_window, agg, ts in partners:
             output = ctx.emit(
@@ -219,8 +238,9 @@ class WTableTableJoin(_WTableJoin):
         windows: TimeWindows,
         aggregation: Aggregation,
         layout: SegmentLayout | None = None,
+        semantics: Semantics | str | None = None,
     ) -> None:
-        self.left = WindowAggregate(log, task, windows, aggregation, "left ", layout, self._on_left)
+        self.left = WindowAggregate(log, task, windows, aggregation, "left ", layout, self._on_left, semantics)
         self.table = TableStore(log, task, Side.RIGHT, sends_old_values=False)
 
     def process(self, record: Record, ctx: StepContext) -> None:
@@ -268,7 +288,7 @@ class WTableTableJoin(_WTableJoin):
         )
 
 
-class StreamWTableJoin:
+class StreamWTableJoin(_WTableJoin):
     """``stream.leftJoin(wtable, selector, joiner)``: a stream record looks up the window its selector picks."""
 
     def __init__(
@@ -279,9 +299,10 @@ class StreamWTableJoin:
         aggregation: Aggregation,
         selector: Selector,
         layout: SegmentLayout | None = None,
+        semantics: Semantics | str | None = None,
     ) -> None:
         self.selector = selector
-        self.right = WindowAggregate(log, task, windows, aggregation, "right ", layout, self._on_right)
+        self.right = WindowAggregate(log, task, windows, aggregation, "right ", layout, self._on_right, semantics)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.side is Side.RIGHT:
@@ -299,12 +320,10 @@ class StreamWTableJoin:
             ctx.drop(Reason.NULL_VALUE, lambda: f"{record.describe()} has a null value: skipped.")
             return
         window = self.selector(record.key, record.value, record.ts)
-        found = None if window is None else self.right.get(record.key, window)
+        found, said = (None, "") if window is None else self._lookup(self.right, record.key, window)
         kind = OutputKind.JOINED if found is not None else OutputKind.UNMATCHED
         output = ctx.emit(kind, record.key, record.value, None if found is None else found[0], record.ts)
-        where = (
-            "the selector picked no window" if window is None else f"the selector picked {window}: found {_said(found)}"
-        )
+        where = "the selector picked no window" if window is None else f"the selector picked {window}: found {said}"
         ctx.settle(Fate.JOINED, None, f"{record.describe()}: {where}; joiner called: {render_value(output.value)}.")
 
     @staticmethod
@@ -323,10 +342,11 @@ class TableWTableJoin(_WTableJoin):
         aggregation: Aggregation,
         selector: Selector,
         layout: SegmentLayout | None = None,
+        semantics: Semantics | str | None = None,
     ) -> None:
         self.selector = selector
         self.table = TableStore(log, task, Side.LEFT, sends_old_values=True)
-        self.right = WindowAggregate(log, task, windows, aggregation, "right ", layout, self._on_right)
+        self.right = WindowAggregate(log, task, windows, aggregation, "right ", layout, self._on_right, semantics)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.side is Side.RIGHT:
@@ -350,7 +370,7 @@ class TableWTableJoin(_WTableJoin):
             ctx.settle(Fate.JOINED, None, f"{record.describe()} deletes the row: the result is deleted: tombstone.")
             return
         window = self.selector(record.key, record.value, record.ts)
-        found = None if window is None else self.right.get(record.key, window)
+        found, said = (None, "") if window is None else self._lookup(self.right, record.key, window)
         kind = OutputKind.JOINED if found is not None else OutputKind.UNMATCHED
         output = ctx.emit(
             kind,
@@ -359,9 +379,7 @@ class TableWTableJoin(_WTableJoin):
             None if found is None else found[0],
             _ts(record.ts, None if found is None else found[1]),
         )
-        where = (
-            "the selector picked no window" if window is None else f"the selector picked {window}: found {_said(found)}"
-        )
+        where = "the selector picked no window" if window is None else f"the selector picked {window}: found {said}"
         ctx.settle(
             Fate.JOINED,
             None,

@@ -362,7 +362,7 @@ public final class Oracle {
 
     /** A windowed count of a topic: {@code TimeWindows.ofSizeAndGrace(size, grace).advanceBy(advance)}. */
     static KTable<Windowed<String>, Long> windowedCount(StreamsBuilder builder, String topic,
-                                                       Map<String, Object> window) {
+                                                       Map<String, Object> window) throws Exception {
         return windowedAggregate(builder, topic, window, null);
     }
 
@@ -380,12 +380,20 @@ public final class Oracle {
 
     /** A windowed count, or with {@code sum} a windowed sum of that field (initializer 0). */
     static KTable<Windowed<String>, Long> windowedAggregate(StreamsBuilder builder, String topic,
-                                                           Map<String, Object> window, String sum) {
+                                                           Map<String, Object> window, String sum)
+        throws Exception {
         long size = ((Number) window.get("size_ms")).longValue();
         Object advance = window.get("advance_ms");
         Object grace = window.get("grace_ms");
-        TimeWindows windows = TimeWindows.ofSizeAndGrace(Duration.ofMillis(size),
-            Duration.ofMillis(grace == null ? 0L : ((Number) grace).longValue()));
+        Duration graceMs = Duration.ofMillis(grace == null ? 0L : ((Number) grace).longValue());
+        TimeWindows windows;
+        if (atLeast(3, 0)) {
+            windows = TimeWindows.ofSizeAndGrace(Duration.ofMillis(size), graceMs);
+        } else {  // before 3.0: TimeWindows.of(size).grace(grace) (of is gone in 4.0)
+            Method of = TimeWindows.class.getMethod("of", Duration.class);
+            Method withGrace = TimeWindows.class.getMethod("grace", Duration.class);
+            windows = (TimeWindows) withGrace.invoke(of.invoke(null, Duration.ofMillis(size)), graceMs);
+        }
         if (advance != null) {
             windows = windows.advanceBy(Duration.ofMillis(((Number) advance).longValue()));
         }
