@@ -102,6 +102,28 @@ def test_kjoin_run_prints_the_table_and_jsonl_with_windows(tmp_path, capsys):
     assert (last["left"], last["right"], last["value"]) == (1, 1, "1-1")
 
 
+def test_kjoin_run_takes_the_semantics_of_a_seed_000_scenario(tmp_path, capsys):
+    """The same wtable-wtable left join under Kafka 4.3 (the right update's lookup of [10, 15), behind the left
+    store's retention, finds nothing) and under Kafka 3.3 (its RocksDB store still finds the window)."""
+    scenario = {
+        "join": "wtable-wtable",
+        "window": {"size_ms": 5},
+        "events": [
+            {"side": "left", "key": "k3", "value": "L1", "ts": 14},
+            {"side": "left", "key": "k1", "value": "L0", "ts": 36},
+            {"side": "right", "key": "k3", "value": "R8", "ts": 12},
+        ],
+    }
+    assert main(["run", str(_write(tmp_path, scenario))]) == 0
+    latest = capsys.readouterr().out.splitlines()
+    cells = [cell.strip() for cell in latest[-1].split("|")]
+    assert "rules" not in latest[0] and cells[6:] == ["", "no-match (behind-retention)"]
+    assert main(["run", str(_write(tmp_path, {**scenario, "semantics": "3.3"}, "old.yaml"))]) == 0
+    older = capsys.readouterr().out.splitlines()
+    assert "Kafka 3.3 rules" in older[0]
+    assert [cell.strip() for cell in older[-1].split("|")][6:] == ["k3@[10, 15): 1-1@14", "joined"]
+
+
 def test_a_bad_seed_000_scenario_names_the_file_and_field_without_a_traceback(tmp_path, capsys):
     bad = _write(tmp_path, {**PAGE_VIEWS, "selector": "timestamp"})
     assert main(["run", str(bad)]) == 2
