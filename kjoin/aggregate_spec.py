@@ -203,6 +203,31 @@ class AggregateSpec:
             return select_by_field(windows, spec["field"])
         raise self._fail(f"selector: timestamp or {{field: name}}, not {spec!r}")
 
+    def _stores(self) -> dict[str, Any]:
+        """The window stores' options: ``retention_ms``, ``segments`` and the era's ``semantics``."""
+        data = self.data
+        return {
+            "retention_ms": data.get("retention_ms"),
+            "segments": data.get("segments"),
+            "semantics": self.semantics(),
+        }
+
+    def _wtable_options(self) -> dict[str, Any]:
+        """The keyword arguments of a WTable join (:func:`run_wtable_join`, :func:`wtable_join_factory`)."""
+        data = self.data
+        shift = data.get("window_shift_ms")
+        return {
+            "windows": self.windows("window"),
+            "variant": self.variant,
+            "aggregation": self.aggregation("aggregate"),
+            "right_aggregation": self.aggregation("right_aggregate") if "right_aggregate" in data else None,
+            "right_windows": self.windows("right_window") if "right_window" in data else None,
+            "shifter": None if shift is None else shift_by(shift),
+            "selector": self.selector(),
+            "self_join": bool(data.get("self_join")),
+            **self._stores(),
+        }
+
     # -- run ----------------------------------------------------------------------------
     def run(self, joiner: Callable[[Any, Any], Any] = default_joiner) -> AggregateTrace:
         """Run the scenario; ``joiner(left, right)`` makes a WTable join's result values."""
@@ -212,31 +237,11 @@ class AggregateSpec:
         try:
             if self.join == "table-aggregate":
                 return run_table_aggregate(events, data["group_by"], self.aggregation("aggregate"), partitions)
-            stores = {
-                "retention_ms": data.get("retention_ms"),
-                "segments": data.get("segments"),
-                "semantics": self.semantics(),
-            }
             if self.join == "window-aggregate":
                 return run_window_aggregate(
-                    events, self.windows("window"), self.aggregation("aggregate"), partitions, **stores
+                    events, self.windows("window"), self.aggregation("aggregate"), partitions, **self._stores()
                 )
-            shift = data.get("window_shift_ms")
-            return run_wtable_join(
-                events,
-                self.join,
-                self.windows("window"),
-                self.variant,
-                aggregation=self.aggregation("aggregate"),
-                right_aggregation=self.aggregation("right_aggregate") if "right_aggregate" in data else None,
-                right_windows=self.windows("right_window") if "right_window" in data else None,
-                shifter=None if shift is None else shift_by(shift),
-                selector=self.selector(),
-                partitions=partitions,
-                self_join=bool(data.get("self_join")),
-                joiner=joiner,
-                **stores,
-            )
+            return run_wtable_join(events, self.join, partitions=partitions, joiner=joiner, **self._wtable_options())
         except ValueError as error:
             raise self._fail(str(error)) from None
 
@@ -256,26 +261,11 @@ class AggregateSpec:
                 mapper, name = _group_by(data["group_by"])
                 aggregation = self.aggregation("aggregate")
                 return "scenario", lambda log: TableAggregate(log, partitions, mapper, aggregation, name)
-            stores = {
-                "retention_ms": data.get("retention_ms"),
-                "segments": data.get("segments"),
-                "semantics": self.semantics(),
-            }
             if self.join == "window-aggregate":
-                return "task", window_aggregate_factory(self.windows("window"), self.aggregation("aggregate"), **stores)
-            shift = data.get("window_shift_ms")
-            return "task", wtable_join_factory(
-                self.join,
-                self.windows("window"),
-                self.variant,
-                aggregation=self.aggregation("aggregate"),
-                right_aggregation=self.aggregation("right_aggregate") if "right_aggregate" in data else None,
-                right_windows=self.windows("right_window") if "right_window" in data else None,
-                shifter=None if shift is None else shift_by(shift),
-                selector=self.selector(),
-                self_join=bool(data.get("self_join")),
-                **stores,
-            )
+                return "task", window_aggregate_factory(
+                    self.windows("window"), self.aggregation("aggregate"), **self._stores()
+                )
+            return "task", wtable_join_factory(self.join, **self._wtable_options())
         except ValueError as error:
             raise self._fail(str(error)) from None
 

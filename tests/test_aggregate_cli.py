@@ -17,6 +17,7 @@ from kjoin.aggregates import DAY_MS, WEEK_MS
 from kjoin.cli import main
 
 from .test_spark_aggregates import random_spec
+from .test_wtable import BEHIND_RETENTION
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,15 +106,7 @@ def test_kjoin_run_prints_the_table_and_jsonl_with_windows(tmp_path, capsys):
 def test_kjoin_run_takes_the_semantics_of_a_seed_000_scenario(tmp_path, capsys):
     """The same wtable-wtable left join under Kafka 4.3 (the right update's lookup of [10, 15), behind the left
     store's retention, finds nothing) and under Kafka 3.3 (its RocksDB store still finds the window)."""
-    scenario = {
-        "join": "wtable-wtable",
-        "window": {"size_ms": 5},
-        "events": [
-            {"side": "left", "key": "k3", "value": "L1", "ts": 14},
-            {"side": "left", "key": "k1", "value": "L0", "ts": 36},
-            {"side": "right", "key": "k3", "value": "R8", "ts": 12},
-        ],
-    }
+    scenario = {key: value for key, value in BEHIND_RETENTION.items() if key != "variant"}
     assert main(["run", str(_write(tmp_path, scenario))]) == 0
     latest = capsys.readouterr().out.splitlines()
     cells = [cell.strip() for cell in latest[-1].split("|")]

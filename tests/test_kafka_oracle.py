@@ -14,6 +14,7 @@ import pytest
 
 import kjoin
 from kjoin.aggregate_spec import AggregateSpec
+from tests.test_wtable import BEHIND_RETENTION
 from tests.oracle_check import (
     SEED_000_VERSIONS,
     VERSIONS,
@@ -319,16 +320,7 @@ def test_the_harness_sees_windows_and_groups(latest: Harness) -> None:
     )
 
 
-EXPIRED_WINDOW = {
-    "join": "wtable-wtable",
-    "variant": "left",
-    "window": {"size_ms": 5},
-    "events": [
-        {"side": "left", "key": "k3", "value": "L1", "ts": 14},
-        {"side": "left", "key": "k1", "value": "L0", "ts": 36},
-        {"side": "right", "key": "k3", "value": "R8", "ts": 12},
-    ],
-}
+EXPIRED_WINDOW = BEHIND_RETENTION
 
 
 def test_since_3_5_a_window_behind_the_retention_is_hidden_from_a_wtable_join_and_before_it_is_found(built) -> None:

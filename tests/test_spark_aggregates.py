@@ -11,6 +11,8 @@ from kjoin.aggregate_spec import AGGREGATE_JOINS, AggregateSpec
 from kjoin.aggregates import DAY_MS, WEEK_MS
 from kjoin.spark.aggregates import aggregate_scenarios, reference_results, run_aggregate, scenario_rows
 
+from .test_wtable import BEHIND_RETENTION
+
 KEYS = ["a", "b", "c", "d", "e"]
 
 
@@ -172,11 +174,7 @@ def test_a_lookup_behind_the_retention_and_a_counted_null_value_on_spark(spark):
     """The left store saw window start 35 and keeps 5 ms: Kafka 3.5+ hides window [10, 15) from the right update's
     lookup (a left join: no output, reason behind-retention; outer: null-1), 3.4 still finds it (1-1). A windowed
     count counts a null value. Spark gives the reference engine's outputs and fates."""
-    events = [
-        {"side": "left", "key": "k3", "value": "L1", "ts": 14},
-        {"side": "left", "key": "k1", "value": "L0", "ts": 36},
-        {"side": "right", "key": "k3", "value": None, "ts": 12},
-    ]
+    events = BEHIND_RETENTION["events"]
     base = {"join": "wtable-wtable", "window": {"size_ms": 5}, "events": events}
     specs = {
         0: {**base, "variant": "left"},

@@ -9,6 +9,7 @@ from kjoin.aggregates import DAY_MS, WEEK_MS
 from kjoin_viz.labels import TONES, tones_for
 
 from .test_aggregates import page_views_against_last_week
+from .test_wtable import BEHIND_RETENTION
 
 TABLE = {
     "join": "table-aggregate",
@@ -125,17 +126,7 @@ def test_predict_reads_windowed_outputs_whose_window_has_a_comma():
 def test_the_stepper_says_a_lookup_found_nothing_because_the_window_is_behind_the_retention():
     """The right update at 12 looks up the left window [10, 15): the left store observed 35 and keeps 5 ms, so Kafka
     3.5+ hides the window though its segment still lives. The stepper names the reason in plain words."""
-    trace = run_spec(
-        {
-            "join": "wtable-wtable",
-            "window": {"size_ms": 5},
-            "events": [
-                {"side": "left", "key": "k3", "value": "L1", "ts": 14},
-                {"side": "left", "key": "k1", "value": "L0", "ts": 36},
-                {"side": "right", "key": "k3", "value": "R8", "ts": 12},
-            ],
-        }
-    )
+    trace = run_spec(BEHIND_RETENTION)
     stepper = kjoin_viz.Stepper(trace, step=2)
     text = stepper.text()
     assert "no match: the window looked up is behind its store's retention" in text

@@ -41,7 +41,7 @@ from ..semantics import Semantics
 from ..state import StateLog
 from ..stores import TableStore
 from .aggregate import AggregateOutput, Aggregation, field_of
-from .context import StepContext
+from .context import StepContext, drop_null_key_update
 from .window_aggregate import TimeWindows, Window, WindowAggregate, Windowed
 
 __all__ = [
@@ -249,8 +249,7 @@ class WTableTableJoin(_WTableJoin):
             self.left.process(record, ctx)
             self._settle(ctx, before, "No output.")  # pragma: no cover - a left join always emits
             return
-        if record.key is None:
-            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} is a table update with a null key: skipped.")
+        if drop_null_key_update(record, ctx):
             return
         self.table.put(record.key, record.value, record.ts)
         windows = self.left.windows_of(record.key)
@@ -288,8 +287,8 @@ class WTableTableJoin(_WTableJoin):
         )
 
 
-class StreamWTableJoin(_WTableJoin):
-    """``stream.leftJoin(wtable, selector, joiner)``: a stream record looks up the window its selector picks."""
+class _SelectorJoin(_WTableJoin):
+    """A left side (stream or table) whose records each look up the window their selector picks in the right WTable."""
 
     def __init__(
         self,
@@ -302,7 +301,30 @@ class StreamWTableJoin(_WTableJoin):
         semantics: Semantics | str | None = None,
     ) -> None:
         self.selector = selector
+        self._declare_left(log, task)
         self.right = WindowAggregate(log, task, windows, aggregation, "right ", layout, self._on_right, semantics)
+
+    def _declare_left(self, log: StateLog, task: int) -> None:
+        """The left side's store, if it has one (declared before the WTable's: shown first)."""
+
+    def _on_right(self, update: AggregateOutput, ctx: StepContext) -> None:
+        raise NotImplementedError
+
+    def _join_selected(self, record: Record, ctx: StepContext, ts: Callable[[int | None], int]) -> str:
+        """Look up the window the selector picks for ``record`` and emit the left join's result with the
+        timestamp ``ts(ts of the value found)``; what happened, in words."""
+        window = self.selector(record.key, record.value, record.ts)
+        found, said = (None, "") if window is None else self._lookup(self.right, record.key, window)
+        kind = OutputKind.JOINED if found is not None else OutputKind.UNMATCHED
+        output = ctx.emit(
+            kind, record.key, record.value, None if found is None else found[0], ts(None if found is None else found[1])
+        )
+        where = "the selector picked no window" if window is None else f"the selector picked {window}: found {said}"
+        return f"{where}; joiner called: {render_value(output.value)}."
+
+
+class StreamWTableJoin(_SelectorJoin):
+    """``stream.leftJoin(wtable, selector, joiner)``: a stream record looks up the window its selector picks."""
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.side is Side.RIGHT:
@@ -319,34 +341,18 @@ class StreamWTableJoin(_WTableJoin):
         if record.value is None:
             ctx.drop(Reason.NULL_VALUE, lambda: f"{record.describe()} has a null value: skipped.")
             return
-        window = self.selector(record.key, record.value, record.ts)
-        found, said = (None, "") if window is None else self._lookup(self.right, record.key, window)
-        kind = OutputKind.JOINED if found is not None else OutputKind.UNMATCHED
-        output = ctx.emit(kind, record.key, record.value, None if found is None else found[0], record.ts)
-        where = "the selector picked no window" if window is None else f"the selector picked {window}: found {said}"
-        ctx.settle(Fate.JOINED, None, f"{record.describe()}: {where}; joiner called: {render_value(output.value)}.")
+        joined = self._join_selected(record, ctx, lambda found_ts: record.ts)  # a stream result keeps its ts
+        ctx.settle(Fate.JOINED, None, f"{record.describe()}: {joined}")
 
-    @staticmethod
-    def _on_right(update: AggregateOutput, ctx: StepContext) -> None:
+    def _on_right(self, update: AggregateOutput, ctx: StepContext) -> None:
         return None
 
 
-class TableWTableJoin(_WTableJoin):
+class TableWTableJoin(_SelectorJoin):
     """``table.leftJoin(wtable, selector, joiner)``: a KTable whose rows each look at the window they select."""
 
-    def __init__(
-        self,
-        log: StateLog,
-        task: int,
-        windows: TimeWindows,
-        aggregation: Aggregation,
-        selector: Selector,
-        layout: SegmentLayout | None = None,
-        semantics: Semantics | str | None = None,
-    ) -> None:
-        self.selector = selector
+    def _declare_left(self, log: StateLog, task: int) -> None:
         self.table = TableStore(log, task, Side.LEFT, sends_old_values=True)
-        self.right = WindowAggregate(log, task, windows, aggregation, "right ", layout, self._on_right, semantics)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.side is Side.RIGHT:
@@ -354,8 +360,7 @@ class TableWTableJoin(_WTableJoin):
             self.right.process(record, ctx)
             self._settle(ctx, before, "No table row selects this window: no output.")
             return
-        if record.key is None:
-            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} is a table update with a null key: skipped.")
+        if drop_null_key_update(record, ctx):
             return
         previous = self.table.put(record.key, record.value, record.ts)
         if record.value is None:
@@ -369,22 +374,8 @@ class TableWTableJoin(_WTableJoin):
             ctx.emit_tombstone(record.key, None, None, record.ts)
             ctx.settle(Fate.JOINED, None, f"{record.describe()} deletes the row: the result is deleted: tombstone.")
             return
-        window = self.selector(record.key, record.value, record.ts)
-        found, said = (None, "") if window is None else self._lookup(self.right, record.key, window)
-        kind = OutputKind.JOINED if found is not None else OutputKind.UNMATCHED
-        output = ctx.emit(
-            kind,
-            record.key,
-            record.value,
-            None if found is None else found[0],
-            _ts(record.ts, None if found is None else found[1]),
-        )
-        where = "the selector picked no window" if window is None else f"the selector picked {window}: found {said}"
-        ctx.settle(
-            Fate.JOINED,
-            None,
-            f"{record.describe()} updated the table; {where}; joiner called: {render_value(output.value)}.",
-        )
+        joined = self._join_selected(record, ctx, lambda found_ts: _ts(record.ts, found_ts))
+        ctx.settle(Fate.JOINED, None, f"{record.describe()} updated the table; {joined}")
 
     def _on_right(self, update: AggregateOutput, ctx: StepContext) -> None:
         window = Window(*update.window)  # type: ignore[misc]
