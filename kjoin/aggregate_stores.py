@@ -18,9 +18,9 @@ How segments work (Kafka's ``AbstractRocksDBSegmentedBytesStore`` over ``KeyValu
 * The store's observed stream time is the largest timestamp ever put. Segments whose id is
   below ``(observed - retention) // segment_interval_ms`` are dropped whole, and a put into
   such a segment is refused ("Skipping record for expired segment").
-* A read (Kafka 3.5+, KAFKA-12960) skips every window starting at or before ``observed -
-  retention``, even while its segment lives; before 3.5 the default (RocksDB) store finds it
-  until its segment is dropped. ``Semantics.strict_window_retention`` says which.
+* A read (Kafka 3.4+, KAFKA-12960) skips every window starting at or before ``observed -
+  retention``, even while its segment lives; before 3.4 the default (RocksDB) store finds it
+  until its segment is dropped. ``Semantics.window_store_hides_expired`` says which.
 * Kafka's default interval is ``max(retention / 2, 60 s)``. The seed's design instead rolls
   ``n`` stores, each covering ``retention / (n - 1)``: the oldest store can be dropped only
   when all of its records are expired, so up to ``n / (n - 1)`` times the retention is kept
@@ -194,9 +194,9 @@ class SegmentedWindowStore:
       segment (returns ``False``).
     * :meth:`fetch` reads one window of one key; :meth:`windows_of` every live window of a key
       (a prefix scan: the WTable is partitioned by the key alone, so all of a key's windows
-      are in this task). With ``strict_retention`` (Kafka 3.5+, KAFKA-12960) a read skips a
+      are in this task). With ``strict_retention`` (Kafka 3.4+, KAFKA-12960) a read skips a
       window starting at or before ``observed - retention`` even while its segment lives
-      (:meth:`behind_retention`; :meth:`hidden` says why in words); before 3.5 a read finds it
+      (:meth:`behind_retention`; :meth:`hidden` says why in words); before 3.4 a read finds it
       until its segment is dropped.
 
     Rows in the state: ``(key, window start) -> (aggregate, ts, window end, segment)``; the
@@ -212,7 +212,7 @@ class SegmentedWindowStore:
     ) -> None:
         self._log = log
         self.strict_retention = strict_retention
-        """Kafka 3.5+ (``Semantics.strict_window_retention``): reads hide a window behind the retention."""
+        """Kafka 3.4+ (``Semantics.window_store_hides_expired``): reads hide a window behind the retention."""
         self.name = name
         self.store = StoreId(task, name, WindowAggregateStoreKind.kind)
         self.segment_store = StoreId(task, f"{name} segments", SegmentsKind.kind)
@@ -245,8 +245,8 @@ class SegmentedWindowStore:
         return sorted(found)
 
     def behind_retention(self, start_ms: int) -> bool:
-        """Kafka 3.5+ (KAFKA-12960): a read hides the window starting at ``start_ms`` when ``start_ms <= observed
-        - retention``, though its segment may still live; before 3.5 a read finds it until its segment drops."""
+        """Kafka 3.4+ (KAFKA-12960): a read hides the window starting at ``start_ms`` when ``start_ms <= observed
+        - retention``, though its segment may still live; before 3.4 a read finds it until its segment drops."""
         observed = self.observed_ms
         return self.strict_retention and observed is not None and start_ms <= observed - self.layout.retention_ms
 
@@ -259,7 +259,7 @@ class SegmentedWindowStore:
         return (
             f"{self.name} still holds window [{start_ms}, {row[2]}) (segment {row[3]}), but it starts at or before "
             f"observed {self.observed_ms} - retention {self.layout.retention_ms} = "
-            f"{self.observed_ms - self.layout.retention_ms}: behind the retention, so reads skip it (Kafka 3.5+)"
+            f"{self.observed_ms - self.layout.retention_ms}: behind the retention, so reads skip it (Kafka 3.4+)"
         )
 
     def min_live_segment(self) -> int | None:

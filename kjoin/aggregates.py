@@ -292,7 +292,7 @@ def run_wtable_join(
     record of the one stream), e.g. today's page views against last week's with
     ``shifter=shift_by(-WEEK_MS)``. ``retention_ms`` (at least size + grace, the default) and
     ``segments`` set each window store's layout: a shifted lookup finds last week's window only
-    if the store still keeps it (and, in Kafka 3.5+, only while the window is within the retention:
+    if the store still keeps it (and, in Kafka 3.4+, only while the window is within the retention:
     ``semantics``, default the latest).
     """
     factory = wtable_join_factory(

@@ -97,7 +97,7 @@ class Reason(enum.Enum):
     BEHIND_RETENTION = "behind-retention"
     """WTable join: the lookup found nothing because the window it asked for is behind its window
     store's retention (it starts at or before the store's observed time minus the retention).
-    Kafka 3.5+ hides such a window from reads though its segment still lives; the update itself
+    Kafka 3.4+ hides such a window from reads though its segment still lives; the update itself
     is stored, only no output follows."""
     EXPIRED_WINDOW = "expired-window"
     """Windowed aggregate: every window the record belongs to is closed, that is

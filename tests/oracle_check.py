@@ -617,7 +617,7 @@ def scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
 # Seed 000 (issue 11): what today's DSL expresses. A windowed count is
 # ``stream.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(advance)).count()``; a table
 # aggregate ``table.groupBy((k, v) -> KeyValue.pair(v.g, v)).count()``; a wtable-wtable join on the same window a
-# table-table join of two windowed counts. Each judge runs kjoin with its own semantics (a window store before 3.5
+# table-table join of two windowed counts. Each judge runs kjoin with its own semantics (a window store before 3.4
 # finds a window behind its retention); table aggregates only from 3.5 (KIP-904), as kjoin models them.
 @st.composite
 def aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> AggregateSpec:
@@ -670,7 +670,7 @@ def aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> Aggregate
 
 SEED_000_VERSIONS = ("4.3.1", "3.3.2", "2.8.2")
 """The versions that judge seed 000's aggregates and WTable joins, each against kjoin with its own semantics: 4.3.1
-(a window store hides a window behind its retention from reads, KAFKA-12960, 3.5+), 3.3.2 and 2.8.2 (their RocksDB
+(a window store hides a window behind its retention from reads, KAFKA-12960, 3.4+), 3.3.2 and 2.8.2 (their RocksDB
 window stores still find it). Table aggregates only 4.3.1: kjoin models them as 3.5+ does (KIP-904)."""
 
 

@@ -323,7 +323,7 @@ def test_the_harness_sees_windows_and_groups(latest: Harness) -> None:
 EXPIRED_WINDOW = BEHIND_RETENTION
 
 
-def test_since_3_5_a_window_behind_the_retention_is_hidden_from_a_wtable_join_and_before_it_is_found(built) -> None:
+def test_since_3_4_a_window_behind_the_retention_is_hidden_from_a_wtable_join_and_before_it_is_found(built) -> None:
     """The left store saw window start 35 and keeps 5 ms (size + grace), so Kafka 4.3 hides window [10, 15) from
     reads though no segment was dropped (KAFKA-12960): R8@12 (its own window is open) finds no left count, a left
     join emits nothing (reason behind-retention), an outer join null-1. Kafka 3.3 and 2.8 still find it: 1-1. kjoin

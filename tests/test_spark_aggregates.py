@@ -54,8 +54,8 @@ def random_spec(join: str, rng: random.Random) -> dict:
         return spec
     window = _windows(rng)
     spec.update(window=window, aggregate=aggregate, **_stores(rng, window))
-    # Kafka 3.5+ hides a window behind its store's retention from a lookup; 3.4 and 2.8 find it
-    spec["semantics"] = rng.choice(["4.3", "3.4", "2.8"])
+    # Kafka 3.4+ hides a window behind its store's retention from a lookup; 3.3 and 2.8 find it
+    spec["semantics"] = rng.choice(["4.3", "3.3", "2.8"])
     if join == "window-aggregate":
         spec["events"] = [{"key": _key(rng), "value": _stream_value(rng, ts), "ts": ts} for ts in stamps]
         return spec
@@ -97,7 +97,7 @@ def test_random_scenarios_cover_every_join_and_its_paths():
             fates.setdefault(spec["join"], set()).add(step["reason"])
     # the random inputs reach late drops, null keys and the joined path, in three eras
     assert "expired-window" in fates["window-aggregate"]
-    assert {spec.get("semantics") for spec in specs.values()} == {None, "4.3", "3.4", "2.8"}
+    assert {spec.get("semantics") for spec in specs.values()} == {None, "4.3", "3.3", "2.8"}
     assert any("null-key" in reasons for reasons in fates.values())
     assert all(None in reasons for reasons in fates.values())
 
@@ -171,15 +171,15 @@ def test_a_failing_aggregator_fails_the_spark_job_naming_the_event(spark):
 
 
 def test_a_lookup_behind_the_retention_and_a_counted_null_value_on_spark(spark):
-    """The left store saw window start 35 and keeps 5 ms: Kafka 3.5+ hides window [10, 15) from the right update's
-    lookup (a left join: no output, reason behind-retention; outer: null-1), 3.4 still finds it (1-1). A windowed
+    """The left store saw window start 35 and keeps 5 ms: Kafka 3.4+ hides window [10, 15) from the right update's
+    lookup (a left join: no output, reason behind-retention; outer: null-1), 3.3 still finds it (1-1). A windowed
     count counts a null value. Spark gives the reference engine's outputs and fates."""
     events = BEHIND_RETENTION["events"]
     base = {"join": "wtable-wtable", "window": {"size_ms": 5}, "events": events}
     specs = {
         0: {**base, "variant": "left"},
         1: {**base, "variant": "outer"},
-        2: {**base, "variant": "left", "semantics": "3.4"},
+        2: {**base, "variant": "left", "semantics": "3.3"},
         3: {
             "join": "window-aggregate",
             "window": {"size_ms": 10},

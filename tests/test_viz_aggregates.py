@@ -125,7 +125,7 @@ def test_predict_reads_windowed_outputs_whose_window_has_a_comma():
 
 def test_the_stepper_says_a_lookup_found_nothing_because_the_window_is_behind_the_retention():
     """The right update at 12 looks up the left window [10, 15): the left store observed 35 and keeps 5 ms, so Kafka
-    3.5+ hides the window though its segment still lives. The stepper names the reason in plain words."""
+    3.4+ hides the window though its segment still lives. The stepper names the reason in plain words."""
     trace = run_spec(BEHIND_RETENTION)
     stepper = kjoin_viz.Stepper(trace, step=2)
     text = stepper.text()

@@ -196,14 +196,14 @@ BEHIND_RETENTION = {
     ],
 }
 """The left store sees window start 35 and keeps 5 ms (size + grace): R8@12's lookup of the left window [10, 15) is
-behind the retention (Kafka 3.5+ hides it from reads, though its segment lives; earlier versions find it)."""
+behind the retention (Kafka 3.4+ hides it from reads, though its segment lives; earlier versions find it)."""
 
 ADS = [ev("right", "home", 1), ev("right", "home", 3), ev("right", "home", 12), ev("left", "home", 13, {"seen_at": 4})]
 """Views of home at 1 and 3 fill [0, 10); the view at 12 opens [10, 20), so the store observed window start 10 and,
 with the default retention of 10 ms (size + grace), [0, 10) starts at or before 10 - 10: behind the retention."""
 
 
-def test_since_kafka_3_5_a_lookup_finds_nothing_in_a_window_behind_the_retention_and_says_why():
+def test_since_kafka_3_4_a_lookup_finds_nothing_in_a_window_behind_the_retention_and_says_why():
     w = TimeWindows(10)
     select = select_by_field(w, "seen_at")
     hidden = run_wtable_join(ADS, "stream-wtable", w, selector=select)
@@ -211,7 +211,7 @@ def test_since_kafka_3_5_a_lookup_finds_nothing_in_a_window_behind_the_retention
     assert "still holds window [0, 10) (segment 0)" in hidden[3].explain
     assert "observed 10 - retention 10 = 0: behind the retention" in hidden[3].explain
     for found in (
-        run_wtable_join(ADS, "stream-wtable", w, selector=select, semantics="3.4"),  # before KAFKA-12960
+        run_wtable_join(ADS, "stream-wtable", w, selector=select, semantics="3.3"),  # before KAFKA-12960
         run_wtable_join(ADS, "stream-wtable", w, selector=select, retention_ms=11),  # 0 > 10 - 11: kept
     ):
         assert outs(found)[3] == [("home", '{"seen_at":4}-2', 13)] and "found 2@3" in found[3].explain
@@ -220,7 +220,7 @@ def test_since_kafka_3_5_a_lookup_finds_nothing_in_a_window_behind_the_retention
     assert table.outputs[-1].right is None and "behind the retention" in table[3].explain
     rejoin = [ev("left", "a", 1), ev("left", "a", 12), ev("right", "a", 13, "t")]
     assert outs(run_wtable_join(rejoin, "wtable-table", w))[2] == [("a@[10, 20)", "1-t", 13)]
-    assert outs(run_wtable_join(rejoin, "wtable-table", w, semantics="3.4"))[2] == [
+    assert outs(run_wtable_join(rejoin, "wtable-table", w, semantics="3.3"))[2] == [
         ("a@[0, 10)", "1-t", 13),
         ("a@[10, 20)", "1-t", 13),
     ]

@@ -19,7 +19,7 @@ How it works (Kafka's ``KStreamWindowAggregate``; one instance per task):
   ``Change(new, old)`` forwarded for ``Windowed(key, window)`` with ``max(ts, aggregate ts)``.
 * The store keeps ``size + grace`` (Kafka's default retention) in segments (see
   :mod:`kjoin.aggregate_stores`). A lookup (a join's value getter) finds nothing for a window
-  behind the retention in Kafka 3.5+ (``Semantics.strict_window_retention``).
+  behind the retention in Kafka 3.4+ (``Semantics.window_store_hides_expired``).
 
 Windows are shown as Kafka prints them: ``[start, end)``.
 """
@@ -168,7 +168,7 @@ class WindowAggregate:
             f"{prefix}window aggregate store",
             windows.size_ms,
             layout or SegmentLayout.kafka(windows.retention_ms),
-            strict_retention=self.semantics.strict_window_retention,
+            strict_retention=self.semantics.window_store_hides_expired,
         )
         self.on_update = on_update or (lambda output, ctx: ctx.forward(output))
         self.prefix = prefix

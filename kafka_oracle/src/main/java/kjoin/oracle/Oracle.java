@@ -196,7 +196,7 @@ public final class Oracle {
         // has the config (3.2+); 2.8 keeps RocksDB for them.
         // Key-value stores (tables, results, the FK subscription store) in memory: they behave as RocksDB's do, and
         // open much faster. A stream-stream join keeps RocksDB (see streamStream); versioned stores exist only there.
-        // Windowed aggregates keep Kafka's default (RocksDB) window stores too: before 3.5 an in-memory window store
+        // Windowed aggregates keep Kafka's default (RocksDB) window stores too: before 3.4 an in-memory window store
         // hides a window behind its retention from reads, while RocksDB's still finds it (KAFKA-12960).
         if (IN_MEMORY && !List.of("stream-stream", "window-aggregate", "wtable-wtable").contains(scenario.get("join"))) {
             props.put("default.dsl.store", "in_memory");
