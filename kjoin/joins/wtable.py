@@ -28,6 +28,11 @@ delete, so a WTable update always carries a value):
 
 A result carries ``max(ts of the update, ts of the value found)`` (a stream-wtable result the
 stream record's ts). Results of WTable type are keyed by :class:`Windowed`.
+
+A lookup finds nothing for a window behind its store's retention (it starts at or before the
+store's observed time minus the retention) in Kafka 3.4+ (``Semantics.window_store_hides_expired``),
+though the store still holds it; the step says so, and a step left without an output gets the
+reason ``behind-retention``. Before 3.4 the lookup finds the window until its segment is dropped.
 """
 
 from __future__ import annotations
