@@ -16,6 +16,7 @@ run``) routes these six ``join:`` names to::
     selector: timestamp            # stream-wtable / table-wtable: timestamp | {field: seen_at}
     retention_ms: 691200000        # window stores: at least size + grace (the default)
     segments: 3                    # window stores: the seed's n rolling segments (default: Kafka's)
+    semantics: "3.3"               # the Kafka version whose rules apply (default: the latest)
     partitions: 1
     events:                        # in processing order; a WTable side's events are stream records
       - {side: left, key: home, value: view, ts: 1000}
@@ -47,6 +48,7 @@ from .joins.window_aggregate import TimeWindows, Windowed
 from .joins.wtable import select_by_field, select_by_timestamp, shift_by
 from .records import render_value
 from .scenario import ScenarioError
+from .semantics import Semantics, parse_semantics
 
 __all__ = ["AGGREGATE_JOINS", "AggregateSpec", "run_spec", "spec_jsonl", "spec_table", "spec_title"]
 
@@ -64,6 +66,7 @@ _FIELDS = {
     "selector",
     "retention_ms",
     "segments",
+    "semantics",
     "partitions",
     "events",
 }
@@ -116,7 +119,7 @@ class AggregateSpec:
         join = data.get("join")
         if join not in JOINS:
             raise fail(f"join: {join!r} is not one of {', '.join(JOINS)}")
-        extra = sorted(set(data) - _ALLOWED[join] - {"join", "variant", "partitions", "events"})
+        extra = sorted(set(data) - _ALLOWED[join] - {"join", "variant", "semantics", "partitions", "events"})
         if extra:
             raise fail(
                 f"{extra[0]}: not a field of a {join} scenario (its fields: {', '.join(sorted(_ALLOWED[join]))})"
@@ -133,6 +136,12 @@ class AggregateSpec:
         if not isinstance(data.get("events", []), list):
             raise fail("events: a list of {side, key, value, ts} mappings")
         spec = cls(join, variant, dict(data), source)
+        semantics = spec.semantics()
+        if join == "table-aggregate" and not semantics.at_least(3, 5):
+            raise fail(
+                f"semantics: kjoin models a table aggregate as Kafka 3.5+ does (KIP-904: an update that keeps its "
+                f"group is one repartition record), not {semantics}; use 3.5 or later"
+            )
         for name in ("window", "right_window"):
             if name in data:
                 spec.windows(name)
@@ -154,6 +163,14 @@ class AggregateSpec:
     # -- the parts ----------------------------------------------------------------------
     def _fail(self, message: str) -> ScenarioError:
         return ScenarioError(message, self.source)
+
+    def semantics(self) -> Semantics:
+        """The Kafka version whose rules apply (``semantics:``, default the latest)."""
+        text = self.data.get("semantics")
+        try:
+            return parse_semantics(None if text is None else str(text))
+        except ValueError as error:
+            raise self._fail(str(error)) from None
 
     def windows(self, name: str) -> TimeWindows:
         spec = self.data[name]
@@ -186,6 +203,31 @@ class AggregateSpec:
             return select_by_field(windows, spec["field"])
         raise self._fail(f"selector: timestamp or {{field: name}}, not {spec!r}")
 
+    def _stores(self) -> dict[str, Any]:
+        """The window stores' options: ``retention_ms``, ``segments`` and the era's ``semantics``."""
+        data = self.data
+        return {
+            "retention_ms": data.get("retention_ms"),
+            "segments": data.get("segments"),
+            "semantics": self.semantics(),
+        }
+
+    def _wtable_options(self) -> dict[str, Any]:
+        """The keyword arguments of a WTable join (:func:`run_wtable_join`, :func:`wtable_join_factory`)."""
+        data = self.data
+        shift = data.get("window_shift_ms")
+        return {
+            "windows": self.windows("window"),
+            "variant": self.variant,
+            "aggregation": self.aggregation("aggregate"),
+            "right_aggregation": self.aggregation("right_aggregate") if "right_aggregate" in data else None,
+            "right_windows": self.windows("right_window") if "right_window" in data else None,
+            "shifter": None if shift is None else shift_by(shift),
+            "selector": self.selector(),
+            "self_join": bool(data.get("self_join")),
+            **self._stores(),
+        }
+
     # -- run ----------------------------------------------------------------------------
     def run(self, joiner: Callable[[Any, Any], Any] = default_joiner) -> AggregateTrace:
         """Run the scenario; ``joiner(left, right)`` makes a WTable join's result values."""
@@ -195,27 +237,11 @@ class AggregateSpec:
         try:
             if self.join == "table-aggregate":
                 return run_table_aggregate(events, data["group_by"], self.aggregation("aggregate"), partitions)
-            stores = {"retention_ms": data.get("retention_ms"), "segments": data.get("segments")}
             if self.join == "window-aggregate":
                 return run_window_aggregate(
-                    events, self.windows("window"), self.aggregation("aggregate"), partitions, **stores
+                    events, self.windows("window"), self.aggregation("aggregate"), partitions, **self._stores()
                 )
-            shift = data.get("window_shift_ms")
-            return run_wtable_join(
-                events,
-                self.join,
-                self.windows("window"),
-                self.variant,
-                aggregation=self.aggregation("aggregate"),
-                right_aggregation=self.aggregation("right_aggregate") if "right_aggregate" in data else None,
-                right_windows=self.windows("right_window") if "right_window" in data else None,
-                shifter=None if shift is None else shift_by(shift),
-                selector=self.selector(),
-                partitions=partitions,
-                self_join=bool(data.get("self_join")),
-                joiner=joiner,
-                **stores,
-            )
+            return run_wtable_join(events, self.join, partitions=partitions, joiner=joiner, **self._wtable_options())
         except ValueError as error:
             raise self._fail(str(error)) from None
 
@@ -235,22 +261,11 @@ class AggregateSpec:
                 mapper, name = _group_by(data["group_by"])
                 aggregation = self.aggregation("aggregate")
                 return "scenario", lambda log: TableAggregate(log, partitions, mapper, aggregation, name)
-            stores = {"retention_ms": data.get("retention_ms"), "segments": data.get("segments")}
             if self.join == "window-aggregate":
-                return "task", window_aggregate_factory(self.windows("window"), self.aggregation("aggregate"), **stores)
-            shift = data.get("window_shift_ms")
-            return "task", wtable_join_factory(
-                self.join,
-                self.windows("window"),
-                self.variant,
-                aggregation=self.aggregation("aggregate"),
-                right_aggregation=self.aggregation("right_aggregate") if "right_aggregate" in data else None,
-                right_windows=self.windows("right_window") if "right_window" in data else None,
-                shifter=None if shift is None else shift_by(shift),
-                selector=self.selector(),
-                self_join=bool(data.get("self_join")),
-                **stores,
-            )
+                return "task", window_aggregate_factory(
+                    self.windows("window"), self.aggregation("aggregate"), **self._stores()
+                )
+            return "task", wtable_join_factory(self.join, **self._wtable_options())
         except ValueError as error:
             raise self._fail(str(error)) from None
 
@@ -284,6 +299,9 @@ def spec_title(trace: AggregateTrace) -> str:
             parts.append(f"window shifter: {options['shifter'].__doc__}")
         if options.get("self_join"):
             parts.append("self join")
+    semantics = options.get("semantics")
+    if semantics is not None and semantics != parse_semantics(None):
+        parts.append(f"Kafka {semantics} rules")
     parts.append(f"{config.partitions} partition{'s' if config.partitions != 1 else ''}")
     return ", ".join(parts)
 

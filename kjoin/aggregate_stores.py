@@ -18,6 +18,9 @@ How segments work (Kafka's ``AbstractRocksDBSegmentedBytesStore`` over ``KeyValu
 * The store's observed stream time is the largest timestamp ever put. Segments whose id is
   below ``(observed - retention) // segment_interval_ms`` are dropped whole, and a put into
   such a segment is refused ("Skipping record for expired segment").
+* A read (Kafka 3.4+, KAFKA-12960) skips every window starting at or before ``observed -
+  retention``, even while its segment lives; before 3.4 the default (RocksDB) store finds it
+  until its segment is dropped. ``Semantics.window_store_hides_expired`` says which.
 * Kafka's default interval is ``max(retention / 2, 60 s)``. The seed's design instead rolls
   ``n`` stores, each covering ``retention / (n - 1)``: the oldest store can be dropped only
   when all of its records are expired, so up to ``n / (n - 1)`` times the retention is kept
@@ -191,7 +194,10 @@ class SegmentedWindowStore:
       segment (returns ``False``).
     * :meth:`fetch` reads one window of one key; :meth:`windows_of` every live window of a key
       (a prefix scan: the WTable is partitioned by the key alone, so all of a key's windows
-      are in this task).
+      are in this task). With ``strict_retention`` (Kafka 3.4+, KAFKA-12960) a read skips a
+      window starting at or before ``observed - retention`` even while its segment lives
+      (:meth:`behind_retention`; :meth:`hidden` says why in words); before 3.4 a read finds it
+      until its segment is dropped.
 
     Rows in the state: ``(key, window start) -> (aggregate, ts, window end, segment)``; the
     segments themselves are a second store, ``<name> segments``: ``segment -> (range, first ms,
@@ -201,8 +207,12 @@ class SegmentedWindowStore:
     header = ("key", "window", "value", "ts", "segment")
     segment_header = ("segment", "range", "records")
 
-    def __init__(self, log: StateLog, task: int, name: str, size_ms: int, layout: SegmentLayout) -> None:
+    def __init__(
+        self, log: StateLog, task: int, name: str, size_ms: int, layout: SegmentLayout, strict_retention: bool = True
+    ) -> None:
         self._log = log
+        self.strict_retention = strict_retention
+        """Kafka 3.4+ (``Semantics.window_store_hides_expired``): reads hide a window behind the retention."""
         self.name = name
         self.store = StoreId(task, name, WindowAggregateStoreKind.kind)
         self.segment_store = StoreId(task, f"{name} segments", SegmentsKind.kind)
@@ -218,14 +228,39 @@ class SegmentedWindowStore:
 
     # -- read ---------------------------------------------------------------------------
     def fetch(self, key: Any, start_ms: int) -> tuple[Any, int] | None:
-        """``(aggregate, ts)`` of ``key``'s window starting at ``start_ms``, or ``None``."""
+        """``(aggregate, ts)`` of ``key``'s window starting at ``start_ms``, or ``None`` (also for a window
+        :meth:`behind_retention`)."""
+        if self.behind_retention(start_ms):
+            return None
         row = self._rows.get((key, start_ms))
         return None if row is None else (row[0], row[1])
 
     def windows_of(self, key: Any) -> list[tuple[int, int, Any, int]]:
-        """Every live window of ``key``: ``(start, end, aggregate, ts)`` by start."""
-        found = [(start, row[2], row[0], row[1]) for (k, start), row in self._rows.items() if _same(k, key)]
+        """Every live window of ``key`` a read can see: ``(start, end, aggregate, ts)`` by start."""
+        found = [
+            (start, row[2], row[0], row[1])
+            for (k, start), row in self._rows.items()
+            if _same(k, key) and not self.behind_retention(start)
+        ]
         return sorted(found)
+
+    def behind_retention(self, start_ms: int) -> bool:
+        """Kafka 3.4+ (KAFKA-12960): a read hides the window starting at ``start_ms`` when ``start_ms <= observed
+        - retention``, though its segment may still live; before 3.4 a read finds it until its segment drops."""
+        observed = self.observed_ms
+        return self.strict_retention and observed is not None and start_ms <= observed - self.layout.retention_ms
+
+    def hidden(self, key: Any, start_ms: int) -> str | None:
+        """Why a read of ``key``'s window at ``start_ms`` finds nothing though the store still holds it (the
+        window is behind the retention), in plain words; ``None`` when the read is not hidden."""
+        row = self._rows.get((key, start_ms))
+        if row is None or not self.behind_retention(start_ms):
+            return None
+        return (
+            f"{self.name} still holds window [{start_ms}, {row[2]}) (segment {row[3]}), but it starts at or before "
+            f"observed {self.observed_ms} - retention {self.layout.retention_ms} = "
+            f"{self.observed_ms - self.layout.retention_ms}: behind the retention, so reads skip it (Kafka 3.4+)"
+        )
 
     def min_live_segment(self) -> int | None:
         if self.observed_ms is None:

@@ -41,6 +41,7 @@ from .joins.wtable import (
     shift_by,
 )
 from .records import Output, Record, Side
+from .semantics import Semantics, parse_semantics
 from .state import StateHistory, StateLog
 from .trace import Step, Trace
 
@@ -225,17 +226,23 @@ def run_window_aggregate(
     partitions: int = 1,
     retention_ms: int | None = None,
     segments: int | None = None,
+    semantics: Semantics | str | None = None,
 ) -> AggregateTrace:
     """``stream.groupByKey().windowedBy(windows).aggregate(...)``; the result is a WTable.
 
     ``retention_ms`` (default ``size + grace``) and ``segments`` (default: Kafka's interval,
     ``max(retention / 2, 60 s)``; else the seed's rolling stores) lay out the window store.
+    ``semantics``: the Kafka version whose rules apply (default: the latest).
     """
     aggregation = aggregation or count()
     log = StateLog()
-    factory = window_aggregate_factory(windows, aggregation, retention_ms, segments)
+    factory = window_aggregate_factory(windows, aggregation, retention_ms, segments, semantics)
     tasks = {task: factory(log, task) for task in range(partitions)}
-    options = {"windows": windows, "layout": windows.layout(retention_ms, segments)}
+    options = {
+        "windows": windows,
+        "layout": windows.layout(retention_ms, segments),
+        "semantics": parse_semantics(semantics),
+    }
     config = AggregateConfig("window-aggregate", aggregation.name, partitions, options)
     return _run(
         config, _records(events, partitions), log, lambda record, ctx: tasks[record.partition].process(record, ctx)
@@ -247,11 +254,13 @@ def window_aggregate_factory(
     aggregation: Aggregation,
     retention_ms: int | None = None,
     segments: int | None = None,
+    semantics: Semantics | str | None = None,
 ) -> Callable[[StateLog, int], WindowAggregate]:
     """``(log, task) -> processor`` of one task of a windowed aggregate (the Spark engine builds
     its tasks with it, so both engines run the same processors)."""
     layout = windows.layout(retention_ms, segments)
-    return lambda log, task: WindowAggregate(log, task, windows, aggregation, layout=layout)
+    rules = parse_semantics(semantics)
+    return lambda log, task: WindowAggregate(log, task, windows, aggregation, layout=layout, semantics=rules)
 
 
 def run_wtable_join(
@@ -269,6 +278,7 @@ def run_wtable_join(
     self_join: bool = False,
     retention_ms: int | None = None,
     segments: int | None = None,
+    semantics: Semantics | str | None = None,
 ) -> AggregateTrace:
     """Run one WTable join of seed 000. The WTable side(s) are windowed aggregates of the side's events.
 
@@ -282,7 +292,8 @@ def run_wtable_join(
     record of the one stream), e.g. today's page views against last week's with
     ``shifter=shift_by(-WEEK_MS)``. ``retention_ms`` (at least size + grace, the default) and
     ``segments`` set each window store's layout: a shifted lookup finds last week's window only
-    if the store still keeps it.
+    if the store still keeps it (and, in Kafka 3.4+, only while the window is within the retention:
+    ``semantics``, default the latest).
     """
     factory = wtable_join_factory(
         join,
@@ -296,6 +307,7 @@ def run_wtable_join(
         self_join,
         retention_ms,
         segments,
+        semantics,
     )
     log = StateLog()
     tasks = {task: factory(log, task) for task in range(partitions)}
@@ -307,6 +319,7 @@ def run_wtable_join(
         "shifter": shifter,
         "selector": selector,
         "self_join": self_join,
+        "semantics": parse_semantics(semantics),
     }
     config = AggregateConfig(join, variant, partitions, options)
     return _run(
@@ -330,6 +343,7 @@ def wtable_join_factory(
     self_join: bool = False,
     retention_ms: int | None = None,
     segments: int | None = None,
+    semantics: Semantics | str | None = None,
 ) -> Callable[[StateLog, int], Any]:
     """``(log, task) -> processor`` of one task of a WTable join, after checking the options
     (the arguments of :func:`run_wtable_join`)."""
@@ -347,19 +361,20 @@ def wtable_join_factory(
     right_agg = right_aggregation or left_agg
     left_layout = windows.layout(retention_ms, segments)
     right_layout = (right_windows or windows).layout(retention_ms, segments)
+    rules = parse_semantics(semantics)
 
     def new(log: StateLog, task: int) -> Any:
         if join == "wtable-wtable":
             layouts = (left_layout, right_layout)
             right = right_windows or windows
             return WTableWTableJoin(
-                log, task, variant, windows, right, left_agg, right_agg, shifter, self_join, layouts
+                log, task, variant, windows, right, left_agg, right_agg, shifter, self_join, layouts, rules
             )
         if join == "wtable-table":
-            return WTableTableJoin(log, task, windows, left_agg, left_layout)
+            return WTableTableJoin(log, task, windows, left_agg, left_layout, rules)
         if join == "stream-wtable":
-            return StreamWTableJoin(log, task, windows, right_agg, selector, right_layout)  # type: ignore[arg-type]
-        return TableWTableJoin(log, task, windows, right_agg, selector, right_layout)  # type: ignore[arg-type]
+            return StreamWTableJoin(log, task, windows, right_agg, selector, right_layout, rules)  # type: ignore[arg-type]
+        return TableWTableJoin(log, task, windows, right_agg, selector, right_layout, rules)  # type: ignore[arg-type]
 
     return new
 

@@ -94,6 +94,11 @@ class Reason(enum.Enum):
     """Aggregate: the group-by mapper returned a null key (or a null value) for the record, so
     nothing is written to the repartition topic for it (Kafka's ``KTableRepartitionMap`` skips
     such pairs); the record still updates its source table."""
+    BEHIND_RETENTION = "behind-retention"
+    """WTable join: the lookup found nothing because the window it asked for is behind its window
+    store's retention (it starts at or before the store's observed time minus the retention).
+    Kafka 3.4+ hides such a window from reads though its segment still lives; the update itself
+    is stored, only no output follows."""
     EXPIRED_WINDOW = "expired-window"
     """Windowed aggregate: every window the record belongs to is closed, that is
     ``window end + grace <= stream time`` (Kafka logs "Skipping record for expired window." and

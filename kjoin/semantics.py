@@ -115,6 +115,25 @@ class Semantics:
         max(update ts, other side's ts); before, the timestamp of the update."""
         return self.at_least(2, 3)
 
+    # -- seed 000: windowed aggregates and their window stores ---------------------------
+    @property
+    def windowed_aggregate_counts_null_values(self) -> bool:
+        """Every version (0.10.0 to 4.3): a time-windowed aggregate (``KStreamWindowAggregate``,
+        tumbling and hopping ``TimeWindows``) skips only a null key; a null value advances stream
+        time and reaches the aggregator (``count()`` counts it), though ``TimeWindowedKStream``'s
+        javadoc says such records are ignored. A non-windowed KStream aggregate and a sliding-window
+        aggregate skip null values; a KTable aggregate reads one as a delete."""
+        return self.at_least(0, 10, 0)
+
+    @property
+    def window_store_hides_expired(self) -> bool:
+        """KAFKA-12960 (3.4): a RocksDB window store's fetch returns only records newer than its
+        observed stream time - retention. Before, a record older than the retention was still
+        stored and found until its whole segment expired (segments of max(retention / 2, 60 s)).
+        Seed 000: a lookup in a windowed aggregate's store skips a window starting at or before
+        observed - retention while its segment lives (harness: 3.3.2 finds it, 3.4.1 hides it)."""
+        return self.at_least(3, 4)
+
 
 def parse_semantics(text: "str | Semantics | None") -> Semantics:
     """Parse ``"0.10.0"``, ``"2.8"``, ``"3.1.x"``, ``"latest"`` or ``None`` (the latest)."""

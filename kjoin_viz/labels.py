@@ -165,6 +165,8 @@ def fate_label(step: Step) -> FateLabel:
     if fate is Fate.NO_MATCH:
         if reason is Reason.EXPIRED:
             return FateLabel(_DROPPED[reason], "dropped")
+        if reason is Reason.BEHIND_RETENTION:
+            return FateLabel("no match: the window looked up is behind its store's retention", "no-match")
         return FateLabel("no match: no output", "no-match")
     name = "" if reason is None else reason.value.replace("-", " ")
     return FateLabel(_DROPPED.get(reason, f"dropped: {name}".rstrip(": ")), "dropped")

@@ -17,6 +17,7 @@ from kjoin.aggregates import DAY_MS, WEEK_MS
 from kjoin.cli import main
 
 from .test_spark_aggregates import random_spec
+from .test_wtable import BEHIND_RETENTION
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -100,6 +101,20 @@ def test_kjoin_run_prints_the_table_and_jsonl_with_windows(tmp_path, capsys):
     last = lines[1]["outputs"][0]
     assert last["key"] == "home" and last["window"] == {"start_ms": WEEK_MS, "end_ms": WEEK_MS + DAY_MS}
     assert (last["left"], last["right"], last["value"]) == (1, 1, "1-1")
+
+
+def test_kjoin_run_takes_the_semantics_of_a_seed_000_scenario(tmp_path, capsys):
+    """The same wtable-wtable left join under Kafka 4.3 (the right update's lookup of [10, 15), behind the left
+    store's retention, finds nothing) and under Kafka 3.3 (its RocksDB store still finds the window)."""
+    scenario = {key: value for key, value in BEHIND_RETENTION.items() if key != "variant"}
+    assert main(["run", str(_write(tmp_path, scenario))]) == 0
+    latest = capsys.readouterr().out.splitlines()
+    cells = [cell.strip() for cell in latest[-1].split("|")]
+    assert "rules" not in latest[0] and cells[6:] == ["", "no-match (behind-retention)"]
+    assert main(["run", str(_write(tmp_path, {**scenario, "semantics": "3.3"}, "old.yaml"))]) == 0
+    older = capsys.readouterr().out.splitlines()
+    assert "Kafka 3.3 rules" in older[0]
+    assert [cell.strip() for cell in older[-1].split("|")][6:] == ["k3@[10, 15): 1-1@14", "joined"]
 
 
 def test_a_bad_seed_000_scenario_names_the_file_and_field_without_a_traceback(tmp_path, capsys):

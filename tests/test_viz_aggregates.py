@@ -9,6 +9,7 @@ from kjoin.aggregates import DAY_MS, WEEK_MS
 from kjoin_viz.labels import TONES, tones_for
 
 from .test_aggregates import page_views_against_last_week
+from .test_wtable import BEHIND_RETENTION
 
 TABLE = {
     "join": "table-aggregate",
@@ -120,3 +121,16 @@ def test_predict_reads_windowed_outputs_whose_window_has_a_comma():
     assert widget.check(fate="aggregated", outputs="p1@[0,10)=1@5, p1@[5,15)=1@5").correct  # with timestamps
     assert not widget.check(fate="aggregated", outputs="p1@[0, 10)=1@5, p1@[5, 15)=1@6").correct
     assert not widget.check(fate="aggregated", outputs="p1@[0, 10)=1").correct
+
+
+def test_the_stepper_says_a_lookup_found_nothing_because_the_window_is_behind_the_retention():
+    """The right update at 12 looks up the left window [10, 15): the left store observed 35 and keeps 5 ms, so Kafka
+    3.4+ hides the window though its segment still lives. The stepper names the reason in plain words."""
+    trace = run_spec(BEHIND_RETENTION)
+    stepper = kjoin_viz.Stepper(trace, step=2)
+    text = stepper.text()
+    assert "no match: the window looked up is behind its store's retention" in text
+    assert "left window aggregate store still holds window [10, 15)" in text
+    assert "observed 35 - retention 5 = 30: behind the retention" in text
+    window_rows = text.split("task 0: left window aggregate store")[1].split("\n\n")[0]
+    assert "[10, 15)" in window_rows  # still in the store: hidden from the read only

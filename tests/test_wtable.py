@@ -185,6 +185,61 @@ def test_stream_wtable_left_join_looks_up_the_window_the_selector_picks():
     assert "picked no window" in by_field[2].explain
 
 
+BEHIND_RETENTION = {
+    "join": "wtable-wtable",
+    "variant": "left",
+    "window": {"size_ms": 5},
+    "events": [
+        {"side": "left", "key": "k3", "value": "L1", "ts": 14},
+        {"side": "left", "key": "k1", "value": "L0", "ts": 36},
+        {"side": "right", "key": "k3", "value": "R8", "ts": 12},
+    ],
+}
+"""The left store sees window start 35 and keeps 5 ms (size + grace): R8@12's lookup of the left window [10, 15) is
+behind the retention (Kafka 3.4+ hides it from reads, though its segment lives; earlier versions find it)."""
+
+ADS = [ev("right", "home", 1), ev("right", "home", 3), ev("right", "home", 12), ev("left", "home", 13, {"seen_at": 4})]
+"""Views of home at 1 and 3 fill [0, 10); the view at 12 opens [10, 20), so the store observed window start 10 and,
+with the default retention of 10 ms (size + grace), [0, 10) starts at or before 10 - 10: behind the retention."""
+
+
+def test_since_kafka_3_4_a_lookup_finds_nothing_in_a_window_behind_the_retention_and_says_why():
+    w = TimeWindows(10)
+    select = select_by_field(w, "seen_at")
+    hidden = run_wtable_join(ADS, "stream-wtable", w, selector=select)
+    assert outs(hidden)[3] == [("home", '{"seen_at":4}-null', 13)]
+    assert "still holds window [0, 10) (segment 0)" in hidden[3].explain
+    assert "observed 10 - retention 10 = 0: behind the retention" in hidden[3].explain
+    for found in (
+        run_wtable_join(ADS, "stream-wtable", w, selector=select, semantics="3.3"),  # before KAFKA-12960
+        run_wtable_join(ADS, "stream-wtable", w, selector=select, retention_ms=11),  # 0 > 10 - 11: kept
+    ):
+        assert outs(found)[3] == [("home", '{"seen_at":4}-2', 13)] and "found 2@3" in found[3].explain
+    # a table-wtable row looks up the same way; a wtable-table update re-joins only the windows a read still sees
+    table = run_wtable_join([*ADS[:3], {**ADS[3], "value": {"seen_at": 4}}], "table-wtable", w, selector=select)
+    assert table.outputs[-1].right is None and "behind the retention" in table[3].explain
+    rejoin = [ev("left", "a", 1), ev("left", "a", 12), ev("right", "a", 13, "t")]
+    assert outs(run_wtable_join(rejoin, "wtable-table", w))[2] == [("a@[10, 20)", "1-t", 13)]
+    assert outs(run_wtable_join(rejoin, "wtable-table", w, semantics="3.3"))[2] == [
+        ("a@[0, 10)", "1-t", 13),
+        ("a@[10, 20)", "1-t", 13),
+    ]
+
+
+def test_a_wtable_wtable_update_that_finds_its_partner_behind_the_retention_has_the_reason_behind_retention():
+    events = [ev("left", "k", 14), ev("left", "j", 36), ev("right", "k", 12)]  # left observed 35, retention 5
+    for variant, expected, fate in (
+        ("left", [], ("no-match", "behind-retention")),
+        ("inner", [], ("no-match", "behind-retention")),
+        ("outer", [("k@[10, 15)", "null-1", 12)], ("joined", None)),
+    ):
+        trace = run_wtable_join(events, "wtable-wtable", TimeWindows(5), variant)
+        assert outs(trace)[2] == expected and fates(trace)[2] == fate, variant
+        assert "behind the retention" in trace[2].explain
+    older = run_wtable_join(events, "wtable-wtable", TimeWindows(5), "left", semantics="2.8")
+    assert outs(older)[2] == [("k@[10, 15)", "1-1", 14)] and fates(older)[2] == ("joined", None)
+
+
 def test_table_wtable_left_join_emits_for_a_wtable_update_only_in_the_window_the_row_selects():
     at = select_by_field(W10, "at")
     events = [
@@ -458,6 +513,11 @@ def test_a_declarative_wtable_scenario_runs_as_the_python_api_does_and_writes_wi
         ),
         ({"join": "window-aggregate", "window": {"size_ms": 10}, "retention_ms": 5}, "retention_ms 5 is smaller"),
         ({"join": "sessions"}, "join: 'sessions' is not one of"),
+        ({"join": "window-aggregate", "window": {"size_ms": 10}, "semantics": "0.9"}, "semantics '0.9': Kafka"),
+        (
+            {"join": "table-aggregate", "group_by": "page", "semantics": "3.4"},
+            "semantics: kjoin models a table aggregate as Kafka 3.5\\+ does",
+        ),
     ],
 )
 def test_declarative_errors_name_the_field_and_the_fix(data, message):

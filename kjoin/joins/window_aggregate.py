@@ -6,7 +6,9 @@ another window of the same key there (today's page views against last week's).
 
 How it works (Kafka's ``KStreamWindowAggregate``; one instance per task):
 
-* A record with a null key or a null value is skipped before stream time is read.
+* A record with a null key is skipped before stream time is read. A null value is not
+  skipped (``Semantics.windowed_aggregate_counts_null_values``, every Kafka version): it
+  advances stream time and reaches the aggregator, so ``count()`` counts it.
 * Stream time is the largest timestamp the processor has seen (its own, per task).
 * The record belongs to every window ``[start, start + size)`` with ``start`` a multiple of
   ``advance`` and ``start <= ts < start + size`` (tumbling: ``advance == size``, one window).
@@ -16,7 +18,8 @@ How it works (Kafka's ``KStreamWindowAggregate``; one instance per task):
 * An open window's aggregate is read (the initializer if absent), the aggregator applied, and
   ``Change(new, old)`` forwarded for ``Windowed(key, window)`` with ``max(ts, aggregate ts)``.
 * The store keeps ``size + grace`` (Kafka's default retention) in segments (see
-  :mod:`kjoin.aggregate_stores`).
+  :mod:`kjoin.aggregate_stores`). A lookup (a join's value getter) finds nothing for a window
+  behind the retention in Kafka 3.4+ (``Semantics.window_store_hides_expired``).
 
 Windows are shown as Kafka prints them: ``[start, end)``.
 """
@@ -29,6 +32,7 @@ from typing import Any, Callable, Iterable
 from ..aggregate_stores import SegmentedWindowStore, SegmentLayout
 from ..fates import Fate, Reason
 from ..records import Record, render_value
+from ..semantics import Semantics, parse_semantics
 from ..state import StateLog
 from ..stores import Clock
 from .aggregate import AggregateOutput, Aggregation, AggregationError
@@ -151,10 +155,12 @@ class WindowAggregate:
         prefix: str = "",
         layout: SegmentLayout | None = None,
         on_update: Callable[[AggregateOutput, StepContext], None] | None = None,
+        semantics: Semantics | str | None = None,
     ) -> None:
         self.windows = windows
         self.aggregation = aggregation
         self.task = task
+        self.semantics = parse_semantics(semantics)
         self.clock = Clock(log, task, f"{prefix}window aggregate clock")
         self.store = SegmentedWindowStore(
             log,
@@ -162,6 +168,7 @@ class WindowAggregate:
             f"{prefix}window aggregate store",
             windows.size_ms,
             layout or SegmentLayout.kafka(windows.retention_ms),
+            strict_retention=self.semantics.window_store_hides_expired,
         )
         self.on_update = on_update or (lambda output, ctx: ctx.forward(output))
         self.prefix = prefix
@@ -174,6 +181,14 @@ class WindowAggregate:
         """The WTable's value getter: ``(aggregate, ts)`` of ``key`` in ``window``, or ``None``."""
         return self.store.fetch(key, window.start_ms)
 
+    def found(self, key: Any, window: Window, found: tuple[Any, int] | None) -> str:
+        """What a lookup of ``key`` in ``window`` found, in words: ``agg@ts``, ``nothing``, or why nothing
+        though the store holds the window (it is behind the retention)."""
+        if found is not None:
+            return f"{render_value(found[0])}@{found[1]}"
+        hidden = self.store.hidden(key, window.start_ms)
+        return "nothing" if hidden is None else f"nothing ({hidden})"
+
     def windows_of(self, key: Any) -> list[tuple[Window, Any, int]]:
         return [(Window(start, end), agg, ts) for start, end, agg, ts in self.store.windows_of(key)]
 
@@ -182,8 +197,13 @@ class WindowAggregate:
             ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} has a null key: skipped, stream time not advanced.")
             return
         if record.value is None:
-            ctx.drop(Reason.NULL_VALUE, lambda: f"{record.describe()} has a null value: an aggregation ignores it.")
-            return
+            if not self.semantics.windowed_aggregate_counts_null_values:  # pragma: no cover - no known version
+                ctx.drop(Reason.NULL_VALUE, lambda: f"{record.describe()} has a null value: the aggregate skips it.")
+                return
+            ctx.note(
+                f"{record.describe()} has a null value: a windowed aggregate skips only null keys, so the "
+                f"{self.aggregation.name} aggregator gets it (Kafka {self.semantics})."
+            )
         stream_time = self.clock.advance(STREAM_TIME, record.ts)
         open_windows, closed = [], []
         for window in self.windows.windows_for(record.ts):

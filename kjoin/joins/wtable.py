@@ -28,6 +28,11 @@ delete, so a WTable update always carries a value):
 
 A result carries ``max(ts of the update, ts of the value found)`` (a stream-wtable result the
 stream record's ts). Results of WTable type are keyed by :class:`Windowed`.
+
+A lookup finds nothing for a window behind its store's retention (it starts at or before the
+store's observed time minus the retention) in Kafka 3.4+ (``Semantics.window_store_hides_expired``),
+though the store still holds it; the step says so, and a step left without an output gets the
+reason ``behind-retention``. Before 3.4 the lookup finds the window until its segment is dropped.
 """
 
 from __future__ import annotations
@@ -37,10 +42,11 @@ from typing import Any, Callable
 from ..aggregate_stores import SegmentLayout
 from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
+from ..semantics import Semantics
 from ..state import StateLog
 from ..stores import TableStore
 from .aggregate import AggregateOutput, Aggregation, field_of
-from .context import StepContext
+from .context import StepContext, drop_null_key_update
 from .window_aggregate import TimeWindows, Window, WindowAggregate, Windowed
 
 __all__ = [
@@ -107,13 +113,26 @@ def _said(found: tuple[Any, int] | None) -> str:
 
 
 class _WTableJoin:
-    """What every WTable join shares: settle the step from what the join emitted."""
+    """What every WTable join shares: look up a WTable, settle the step from what the join emitted."""
+
+    hidden_lookup = False
+    """The step's last lookup found nothing because the window is behind its store's retention."""
+
+    def _lookup(self, wtable: WindowAggregate, key: Any, window: Window) -> tuple[tuple[Any, int] | None, str]:
+        """``wtable``'s value of ``key`` in ``window``, and what was found in words (why nothing, when the
+        window is behind the store's retention)."""
+        found = wtable.get(key, window)
+        said = wtable.found(key, window, found)
+        self.hidden_lookup = found is None and said != "nothing"
+        return found, said
 
     def _settle(self, ctx: StepContext, emitted_before: int, silent: str) -> None:
         """After an aggregate update: no join result means no partner (or a mere state change)."""
         if ctx.fate is Fate.JOINED and len(ctx.outputs) == emitted_before:
             summary = ctx.summary
-            ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, f"{summary} {silent}")
+            reason = Reason.BEHIND_RETENTION if self.hidden_lookup else Reason.NO_PARTNER
+            ctx.settle(Fate.NO_MATCH, reason, f"{summary} {silent}")
+        self.hidden_lookup = False
 
 
 class WTableWTableJoin(_WTableJoin):
@@ -131,6 +150,7 @@ class WTableWTableJoin(_WTableJoin):
         shifter: Shifter | None = None,
         self_join: bool = False,
         layouts: tuple[SegmentLayout | None, SegmentLayout | None] = (None, None),
+        semantics: Semantics | str | None = None,
     ) -> None:
         """``self_join``: one WTable joined with itself (``wt.leftJoin(wt, shifter, joiner)``): every
         update is a left update and a right update at once; it needs a shifter."""
@@ -147,11 +167,15 @@ class WTableWTableJoin(_WTableJoin):
         self.shifter = shifter
         if self_join:
             self.left = self.right = WindowAggregate(
-                log, task, left_windows, left_aggregation, "", layouts[0], on_update=self._on_both
+                log, task, left_windows, left_aggregation, "", layouts[0], self._on_both, semantics
             )
             return
-        self.left = WindowAggregate(log, task, left_windows, left_aggregation, "left ", layouts[0], self._on_left)
-        self.right = WindowAggregate(log, task, right_windows, right_aggregation, "right ", layouts[1], self._on_right)
+        self.left = WindowAggregate(
+            log, task, left_windows, left_aggregation, "left ", layouts[0], self._on_left, semantics
+        )
+        self.right = WindowAggregate(
+            log, task, right_windows, right_aggregation, "right ", layouts[1], self._on_right, semantics
+        )
 
     def _on_both(self, update: AggregateOutput, ctx: StepContext) -> None:
         self._on_left(update, ctx)
@@ -168,10 +192,8 @@ class WTableWTableJoin(_WTableJoin):
     def _on_left(self, update: AggregateOutput, ctx: StepContext) -> None:
         window = Window(*update.window)  # type: ignore[misc]
         target = self._target(window)
-        other = self.right.get(update.key, target)
-        looked = (
-            f"left {update.key}@{window} = {render_value(update.value)} looks up right @{target}: found {_said(other)}"
-        )
+        other, said = self._lookup(self.right, update.key, target)
+        looked = f"left {update.key}@{window} = {render_value(update.value)} looks up right @{target}: found {said}"
         if other is None and self.variant == "inner":
             ctx.note(f"{looked}; inner join: no output.")
             return
@@ -187,18 +209,20 @@ class WTableWTableJoin(_WTableJoin):
 
     def _on_right(self, update: AggregateOutput, ctx: StepContext) -> None:
         window = Window(*update.window)  # type: ignore[misc]
+        said = "none"
         if self.shifter is None:
-            found = self.left.get(update.key, window)
+            found, said = self._lookup(self.left, update.key, window)
             partners = [] if found is None else [(window, found[0], found[1])]
         else:
             partners = [(w, agg, ts) for w, agg, ts in self.left.windows_of(update.key) if self.shifter(w) == window]
         looked = f"right {update.key}@{window} = {render_value(update.value)} looks for left windows"
         if not partners:
+            said = "none" if said == "nothing" else said
             if self.variant == "outer":
                 output = ctx.emit(OutputKind.UNMATCHED, Windowed(update.key, window), None, update.value, update.ts)
-                ctx.note(f"{looked}: none; outer join: joiner called: {render_value(output.value)}.")
+                ctx.note(f"{looked}: {said}; outer join: joiner called: {render_value(output.value)}.")
             else:
-                ctx.note(f"{looked}: none; no output.")
+                ctx.note(f"{looked}: {said}; no output.")
             return
         for left_window, agg, ts in partners:
             output = ctx.emit(
@@ -219,8 +243,9 @@ class WTableTableJoin(_WTableJoin):
         windows: TimeWindows,
         aggregation: Aggregation,
         layout: SegmentLayout | None = None,
+        semantics: Semantics | str | None = None,
     ) -> None:
-        self.left = WindowAggregate(log, task, windows, aggregation, "left ", layout, self._on_left)
+        self.left = WindowAggregate(log, task, windows, aggregation, "left ", layout, self._on_left, semantics)
         self.table = TableStore(log, task, Side.RIGHT, sends_old_values=False)
 
     def process(self, record: Record, ctx: StepContext) -> None:
@@ -229,8 +254,7 @@ class WTableTableJoin(_WTableJoin):
             self.left.process(record, ctx)
             self._settle(ctx, before, "No output.")  # pragma: no cover - a left join always emits
             return
-        if record.key is None:
-            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} is a table update with a null key: skipped.")
+        if drop_null_key_update(record, ctx):
             return
         self.table.put(record.key, record.value, record.ts)
         windows = self.left.windows_of(record.key)
@@ -268,8 +292,8 @@ class WTableTableJoin(_WTableJoin):
         )
 
 
-class StreamWTableJoin:
-    """``stream.leftJoin(wtable, selector, joiner)``: a stream record looks up the window its selector picks."""
+class _SelectorJoin(_WTableJoin):
+    """A left side (stream or table) whose records each look up the window their selector picks in the right WTable."""
 
     def __init__(
         self,
@@ -279,9 +303,33 @@ class StreamWTableJoin:
         aggregation: Aggregation,
         selector: Selector,
         layout: SegmentLayout | None = None,
+        semantics: Semantics | str | None = None,
     ) -> None:
         self.selector = selector
-        self.right = WindowAggregate(log, task, windows, aggregation, "right ", layout, self._on_right)
+        self._declare_left(log, task)
+        self.right = WindowAggregate(log, task, windows, aggregation, "right ", layout, self._on_right, semantics)
+
+    def _declare_left(self, log: StateLog, task: int) -> None:
+        """The left side's store, if it has one (declared before the WTable's: shown first)."""
+
+    def _on_right(self, update: AggregateOutput, ctx: StepContext) -> None:
+        raise NotImplementedError
+
+    def _join_selected(self, record: Record, ctx: StepContext, ts: Callable[[int | None], int]) -> str:
+        """Look up the window the selector picks for ``record`` and emit the left join's result with the
+        timestamp ``ts(ts of the value found)``; what happened, in words."""
+        window = self.selector(record.key, record.value, record.ts)
+        found, said = (None, "") if window is None else self._lookup(self.right, record.key, window)
+        kind = OutputKind.JOINED if found is not None else OutputKind.UNMATCHED
+        output = ctx.emit(
+            kind, record.key, record.value, None if found is None else found[0], ts(None if found is None else found[1])
+        )
+        where = "the selector picked no window" if window is None else f"the selector picked {window}: found {said}"
+        return f"{where}; joiner called: {render_value(output.value)}."
+
+
+class StreamWTableJoin(_SelectorJoin):
+    """``stream.leftJoin(wtable, selector, joiner)``: a stream record looks up the window its selector picks."""
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.side is Side.RIGHT:
@@ -298,35 +346,18 @@ class StreamWTableJoin:
         if record.value is None:
             ctx.drop(Reason.NULL_VALUE, lambda: f"{record.describe()} has a null value: skipped.")
             return
-        window = self.selector(record.key, record.value, record.ts)
-        found = None if window is None else self.right.get(record.key, window)
-        kind = OutputKind.JOINED if found is not None else OutputKind.UNMATCHED
-        output = ctx.emit(kind, record.key, record.value, None if found is None else found[0], record.ts)
-        where = (
-            "the selector picked no window" if window is None else f"the selector picked {window}: found {_said(found)}"
-        )
-        ctx.settle(Fate.JOINED, None, f"{record.describe()}: {where}; joiner called: {render_value(output.value)}.")
+        joined = self._join_selected(record, ctx, lambda found_ts: record.ts)  # a stream result keeps its ts
+        ctx.settle(Fate.JOINED, None, f"{record.describe()}: {joined}")
 
-    @staticmethod
-    def _on_right(update: AggregateOutput, ctx: StepContext) -> None:
+    def _on_right(self, update: AggregateOutput, ctx: StepContext) -> None:
         return None
 
 
-class TableWTableJoin(_WTableJoin):
+class TableWTableJoin(_SelectorJoin):
     """``table.leftJoin(wtable, selector, joiner)``: a KTable whose rows each look at the window they select."""
 
-    def __init__(
-        self,
-        log: StateLog,
-        task: int,
-        windows: TimeWindows,
-        aggregation: Aggregation,
-        selector: Selector,
-        layout: SegmentLayout | None = None,
-    ) -> None:
-        self.selector = selector
+    def _declare_left(self, log: StateLog, task: int) -> None:
         self.table = TableStore(log, task, Side.LEFT, sends_old_values=True)
-        self.right = WindowAggregate(log, task, windows, aggregation, "right ", layout, self._on_right)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.side is Side.RIGHT:
@@ -334,8 +365,7 @@ class TableWTableJoin(_WTableJoin):
             self.right.process(record, ctx)
             self._settle(ctx, before, "No table row selects this window: no output.")
             return
-        if record.key is None:
-            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} is a table update with a null key: skipped.")
+        if drop_null_key_update(record, ctx):
             return
         previous = self.table.put(record.key, record.value, record.ts)
         if record.value is None:
@@ -349,24 +379,8 @@ class TableWTableJoin(_WTableJoin):
             ctx.emit_tombstone(record.key, None, None, record.ts)
             ctx.settle(Fate.JOINED, None, f"{record.describe()} deletes the row: the result is deleted: tombstone.")
             return
-        window = self.selector(record.key, record.value, record.ts)
-        found = None if window is None else self.right.get(record.key, window)
-        kind = OutputKind.JOINED if found is not None else OutputKind.UNMATCHED
-        output = ctx.emit(
-            kind,
-            record.key,
-            record.value,
-            None if found is None else found[0],
-            _ts(record.ts, None if found is None else found[1]),
-        )
-        where = (
-            "the selector picked no window" if window is None else f"the selector picked {window}: found {_said(found)}"
-        )
-        ctx.settle(
-            Fate.JOINED,
-            None,
-            f"{record.describe()} updated the table; {where}; joiner called: {render_value(output.value)}.",
-        )
+        joined = self._join_selected(record, ctx, lambda found_ts: _ts(record.ts, found_ts))
+        ctx.settle(Fate.JOINED, None, f"{record.describe()} updated the table; {joined}")
 
     def _on_right(self, update: AggregateOutput, ctx: StepContext) -> None:
         window = Window(*update.window)  # type: ignore[misc]

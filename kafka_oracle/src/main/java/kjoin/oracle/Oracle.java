@@ -196,7 +196,9 @@ public final class Oracle {
         // has the config (3.2+); 2.8 keeps RocksDB for them.
         // Key-value stores (tables, results, the FK subscription store) in memory: they behave as RocksDB's do, and
         // open much faster. A stream-stream join keeps RocksDB (see streamStream); versioned stores exist only there.
-        if (IN_MEMORY && !"stream-stream".equals(scenario.get("join"))) {
+        // Windowed aggregates keep Kafka's default (RocksDB) window stores too: before 3.4 an in-memory window store
+        // hides a window behind its retention from reads, while RocksDB's still finds it (KAFKA-12960).
+        if (IN_MEMORY && !List.of("stream-stream", "window-aggregate", "wtable-wtable").contains(scenario.get("join"))) {
             props.put("default.dsl.store", "in_memory");
             props.put("dsl.store.suppliers.class",
                 "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers");
@@ -362,7 +364,7 @@ public final class Oracle {
 
     /** A windowed count of a topic: {@code TimeWindows.ofSizeAndGrace(size, grace).advanceBy(advance)}. */
     static KTable<Windowed<String>, Long> windowedCount(StreamsBuilder builder, String topic,
-                                                       Map<String, Object> window) {
+                                                       Map<String, Object> window) throws Exception {
         return windowedAggregate(builder, topic, window, null);
     }
 
@@ -380,12 +382,20 @@ public final class Oracle {
 
     /** A windowed count, or with {@code sum} a windowed sum of that field (initializer 0). */
     static KTable<Windowed<String>, Long> windowedAggregate(StreamsBuilder builder, String topic,
-                                                           Map<String, Object> window, String sum) {
+                                                           Map<String, Object> window, String sum)
+        throws Exception {
         long size = ((Number) window.get("size_ms")).longValue();
         Object advance = window.get("advance_ms");
         Object grace = window.get("grace_ms");
-        TimeWindows windows = TimeWindows.ofSizeAndGrace(Duration.ofMillis(size),
-            Duration.ofMillis(grace == null ? 0L : ((Number) grace).longValue()));
+        Duration graceMs = Duration.ofMillis(grace == null ? 0L : ((Number) grace).longValue());
+        TimeWindows windows;
+        if (atLeast(3, 0)) {
+            windows = TimeWindows.ofSizeAndGrace(Duration.ofMillis(size), graceMs);
+        } else {  // before 3.0: TimeWindows.of(size).grace(grace) (of is gone in 4.0)
+            Method of = TimeWindows.class.getMethod("of", Duration.class);
+            Method withGrace = TimeWindows.class.getMethod("grace", Duration.class);
+            windows = (TimeWindows) withGrace.invoke(of.invoke(null, Duration.ofMillis(size)), graceMs);
+        }
         if (advance != null) {
             windows = windows.advanceBy(Duration.ofMillis(((Number) advance).longValue()));
         }
