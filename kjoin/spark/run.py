@@ -340,6 +340,12 @@ def run_join(
             config = Scenario.from_dict({**config.to_dict(), **options})
         except ValueError as error:
             raise SparkInputError(f"options: {error}") from None
+        if config.arrival is not None:
+            raise SparkInputError(
+                "options: arrival (a lagging side) is not modelled by run_join, which orders each task as Kafka does "
+                "when both input partitions have records buffered (max.task.idle.ms lets the task wait); drop arrival, "
+                "or run the records as a scenario with kjoin.run or run_scenarios, which honour it"
+            )
     key_type, value_type = _common_types(left, right)
     json_values = left.json_values or right.json_values
     frames = []
