@@ -63,59 +63,90 @@ def _group(g: int, cause: str, partitions: int) -> Iterator[tuple[str, str | Non
     yield ("left", order_key, order_value, base + 10, p)
 
 
-def planted(groups: int, partitions: int = 4) -> tuple[list[tuple], list[tuple], dict[tuple[int, int], str]]:
-    """``(orders, customers, causes)``: rows ``(key, value, ts, partition, offset)`` of both
-    topics and, per order ``(partition, offset)``, its planted cause. Within each partition
-    records come in timestamp order of their slots, offsets counting up."""
+def _planted_rows(groups: int, partitions: int) -> Iterator[tuple[str, tuple, str]]:
+    """``(side, (key, value, ts, partition, offset), cause)`` of every record, group by group."""
     if partitions < 2:
         raise ValueError("partitions: the other-partition cause needs at least 2")
     offsets = {"left": [0] * partitions, "right": [0] * partitions}
-    rows: dict[str, list[tuple]] = {"left": [], "right": []}
-    causes: dict[tuple[int, int], str] = {}
     for g in range(groups):
         cause = CAUSES[g % len(CAUSES)]
         for side, key, value, ts, p in _group(g, cause, partitions):
             offset = offsets[side][p]
             offsets[side][p] += 1
-            rows[side].append((key, value, ts, p, offset))
-            if side == "left":
-                causes[(p, offset)] = cause
+            yield side, (key, value, ts, p, offset), cause
+
+
+def planted(groups: int, partitions: int = 4) -> tuple[list[tuple], list[tuple], dict[tuple[int, int], str]]:
+    """``(orders, customers, causes)``: rows ``(key, value, ts, partition, offset)`` of both
+    topics and, per order ``(partition, offset)``, its planted cause. Within each partition
+    records come in timestamp order of their slots, offsets counting up."""
+    rows: dict[str, list[tuple]] = {"left": [], "right": []}
+    causes: dict[tuple[int, int], str] = {}
+    for side, row, cause in _planted_rows(groups, partitions):
+        rows[side].append(row)
+        if side == "left":
+            causes[(row[3], row[4])] = cause
     return rows["left"], rows["right"], causes
 
 
 def write_topics(path: str, groups: int, partitions: int) -> tuple[dict[tuple[int, int], str], bool]:
     """Write ``path/orders.parquet`` and ``path/customers.parquet`` unless ``path/planted.json``
-    says they hold these groups already; return the planted causes and whether they were reused."""
+    says they hold these groups already; return the planted causes and whether they were reused.
+    Written in chunks: memory holds the causes, not the topics."""
     import json
     import os
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    orders, customers, causes = planted(groups, partitions)
     meta = os.path.join(path, "planted.json")
     wanted = {"groups": groups, "partitions": partitions, "causes": list(CAUSES)}
+    reuse = False
     if os.path.exists(meta):
         with open(meta) as file:
-            if json.load(file) == wanted:
-                return causes, True
-        os.remove(meta)
+            reuse = json.load(file) == wanted
+        if not reuse:
+            os.remove(meta)
     os.makedirs(path, exist_ok=True)
-    for name, rows in (("orders", orders), ("customers", customers)):
-        columns = list(zip(*rows))
-        table = pa.table(
-            {
-                "key": pa.array(columns[0], pa.string()),
-                "value": pa.array(columns[1], pa.string()),
-                "ts": pa.array(columns[2], pa.int64()),
-                "partition": pa.array(columns[3], pa.int32()),
-                "offset": pa.array(columns[4], pa.int64()),
-            }
-        )
-        pq.write_table(table, os.path.join(path, f"{name}.parquet"))
+    schema = pa.schema(
+        [
+            ("key", pa.string()),
+            ("value", pa.string()),
+            ("ts", pa.int64()),
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+        ]
+    )
+    writers = (
+        {}
+        if reuse
+        else {
+            side: pq.ParquetWriter(os.path.join(path, f"{name}.parquet"), schema)
+            for side, name in (("left", "orders"), ("right", "customers"))
+        }
+    )
+    chunks: dict[str, list[tuple]] = {"left": [], "right": []}
+
+    def flush(side: str) -> None:
+        if chunks[side] and writers:
+            columns = list(zip(*chunks[side]))
+            writers[side].write_table(pa.table(dict(zip(schema.names, columns)), schema=schema))
+        chunks[side] = []
+
+    causes: dict[tuple[int, int], str] = {}
+    for side, row, cause in _planted_rows(groups, partitions):
+        if side == "left":
+            causes[(row[3], row[4])] = cause
+        if writers:
+            chunks[side].append(row)
+            if len(chunks[side]) >= 500_000:
+                flush(side)
+    for side, writer in writers.items():
+        flush(side)
+        writer.close()
     with open(meta, "w") as file:
         json.dump(wanted, file)
-    return causes, False
+    return causes, reuse
 
 
 def summary_mismatches(run: object, causes: dict[tuple[int, int], str]) -> list[str]:
