@@ -60,7 +60,7 @@ def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) 
     history = StateHistory(log.copy())  # a task without records has no processor and no stores
     log.take_changes()
     steps: list[Step] = []
-    waits = scenario.arrival_waits()
+    waits = scenario.arrival_waits() if scenario.arrival is not None else [None] * len(records)
     for index, record in enumerate(records):
         ctx = StepContext(index, record, joiner)
         tasks[record.partition].process(record, ctx)

@@ -250,3 +250,39 @@ def test_the_summary_explorer_sorts_and_opens_the_stepper_at_the_first_surprise(
     assert [r["key"] for r in explorer.sort_by("key", descending=False)][:2] == sorted(
         r["key"] for r in rows if r["key"] is not None
     )[:2]
+
+
+def test_the_drill_down_of_a_scenario_run_keeps_its_listed_order_and_json_keys(spark):
+    from kjoin import Scenario
+    from kjoin.spark import run_scenarios
+
+    rng = random.Random(5)
+    events = [
+        {
+            "side": rng.choice(["left", "right"]),
+            "key": rng.choice(["a", 7, None]),
+            "value": None if rng.random() < 0.15 else f"v{rng.randrange(9)}",
+            "ts": rng.randrange(40),
+            "partition": rng.randrange(2),
+        }
+        for _ in range(40)
+    ]
+    window = {"before_ms": 4, "after_ms": 4, "grace_ms": 1}
+    scenario = Scenario.from_dict(
+        {"join": "stream-stream", "variant": "inner", "partitions": 2, "window": window, "events": events}
+    )
+    result = run_scenarios(spark, [scenario])
+    checked = 0
+    for partition in range(2):
+        full = result.trace(partition=partition)
+        for key in sorted({s.record.key for s in full.steps if s.record.key is not None}, key=str):
+            drill = result.trace(partition=partition, key=key)
+            assert key_view(drill, key, drill.steps) == key_view(full, key, full.steps), (partition, key)
+            assert [drill.task_steps[s.index] for s in drill.key_steps()] == [
+                s.index for s in full.steps if s.record.key == key
+            ]
+            checked += 1
+        first = next(s for s in full.steps if s.record.key is not None and s.record.value is not None)
+        diagnosis = result.why(partition=partition, offset=first.record.offset, side=first.record.side.value)
+        assert diagnosis.step == first.index and diagnosis.record.key == first.record.key
+    assert checked >= 3

@@ -158,7 +158,9 @@ def build_index(records: Any, path: str | None = None, spark_partitions: int | N
     task = Window.partitionBy("scenario", "partition").orderBy("_order_ts", "_side_rank", "offset")
     before = task.rowsBetween(Window.unboundedPreceding, -1)
     klass = (
-        F.col("_side_rank") * 4 + F.col("key").isNull().cast("int") * 2 + F.col("value").isNull().cast("int")
+        F.when(F.col("side") == "left", 0).otherwise(4)  # not _side_rank: a scenario run ranks both sides 0
+        + F.col("key").isNull().cast("int") * 2
+        + F.col("value").isNull().cast("int")
     ).alias("_class")
     frame = records.select(
         "scenario", "partition", "side", "key", "value", "ts", "offset", "_order_ts", "_side_rank", klass
