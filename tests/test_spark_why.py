@@ -286,3 +286,17 @@ def test_the_drill_down_of_a_scenario_run_keeps_its_listed_order_and_json_keys(s
         diagnosis = result.why(partition=partition, offset=first.record.offset, side=first.record.side.value)
         assert diagnosis.step == first.index and diagnosis.record.key == first.record.key
     assert checked >= 3
+
+
+def test_a_drill_down_says_when_other_keys_decide_its_held_results(spark):
+    rows = [("a", "A", 1, 0, 0), ("b", "B", 2, 0, 1)]
+    exact = run_join(topic(spark, rows, 1), topic(spark, rows, 1), "stream-stream", "inner", window=WINDOW)
+    assert exact.trace(0, key="a").exact and exact.trace(0, key="a").caveat is None
+    for variant in ("left", "outer"):
+        swept = run_join(topic(spark, rows, 1), topic(spark, rows, 1), "stream-stream", variant, window=WINDOW)
+        drill = swept.trace(0, key="a")
+        assert not drill.exact and "sweeps its outer-join buffer across all of the task's keys" in drill.caveat
+    old = run_join(
+        topic(spark, rows, 1), topic(spark, rows, 1), "stream-stream", "left", window=WINDOW, semantics="3.0"
+    )
+    assert old.trace(0, key="a").exact, "before 3.1 a left join emits its null results at once: nothing is swept"
