@@ -300,3 +300,16 @@ def test_a_drill_down_says_when_other_keys_decide_its_held_results(spark):
         topic(spark, rows, 1), topic(spark, rows, 1), "stream-stream", "left", window=WINDOW, semantics="3.0"
     )
     assert old.trace(0, key="a").exact, "before 3.1 a left join emits its null results at once: nothing is swept"
+
+
+def test_why_builds_its_index_once_where_asked(spark, tmp_path):
+    from kjoin.spark.whycheck import CAUSES, planted
+
+    orders, customers, causes = planted(len(CAUSES), 2)
+    result = run_join(topic(spark, orders, 2), topic(spark, customers, 2), "stream-table", "left")
+    index = result.why_index(str(tmp_path / "index"))
+    assert sorted(p.name for p in (tmp_path / "index").iterdir()) == ["by_key", "by_offset"]
+    (partition, offset), cause = next((w, c) for w, c in sorted(causes.items()) if c == "partner-later")
+    assert result.why(partition=partition, offset=offset).verdict == "partner-later"
+    assert result.why_index() is index, "later calls reuse the index"
+    assert set(index.final_marks) == {(0, 0), (0, 1)}, "eight marks per task at most, nothing per record"
