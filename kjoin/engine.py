@@ -60,14 +60,16 @@ def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) 
     history = StateHistory(log.copy())  # a task without records has no processor and no stores
     log.take_changes()
     steps: list[Step] = []
+    waits = scenario.arrival_waits() if scenario.arrival is not None else [None] * len(records)
     for index, record in enumerate(records):
         ctx = StepContext(index, record, joiner)
         tasks[record.partition].process(record, ctx)
         if ctx.fate is None:  # pragma: no cover - every processor settles
             raise AssertionError(f"step {index}: the processor did not settle the record's fate")
         history.record(log.take_changes(), log)
+        explain = ctx.explain() if waits[index] is None else f"{ctx.explain()} {waits[index].explain(record)}"
         steps.append(
-            Step(index, record, record.partition, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain())
+            Step(index, record, record.partition, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, explain)
         )
     return Trace(scenario, steps, history)
 

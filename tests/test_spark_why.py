@@ -250,3 +250,66 @@ def test_the_summary_explorer_sorts_and_opens_the_stepper_at_the_first_surprise(
     assert [r["key"] for r in explorer.sort_by("key", descending=False)][:2] == sorted(
         r["key"] for r in rows if r["key"] is not None
     )[:2]
+
+
+def test_the_drill_down_of_a_scenario_run_keeps_its_listed_order_and_json_keys(spark):
+    from kjoin import Scenario
+    from kjoin.spark import run_scenarios
+
+    rng = random.Random(5)
+    events = [
+        {
+            "side": rng.choice(["left", "right"]),
+            "key": rng.choice(["a", 7, None]),
+            "value": None if rng.random() < 0.15 else f"v{rng.randrange(9)}",
+            "ts": rng.randrange(40),
+            "partition": rng.randrange(2),
+        }
+        for _ in range(40)
+    ]
+    window = {"before_ms": 4, "after_ms": 4, "grace_ms": 1}
+    scenario = Scenario.from_dict(
+        {"join": "stream-stream", "variant": "inner", "partitions": 2, "window": window, "events": events}
+    )
+    result = run_scenarios(spark, [scenario])
+    checked = 0
+    for partition in range(2):
+        full = result.trace(partition=partition)
+        for key in sorted({s.record.key for s in full.steps if s.record.key is not None}, key=str):
+            drill = result.trace(partition=partition, key=key)
+            assert key_view(drill, key, drill.steps) == key_view(full, key, full.steps), (partition, key)
+            assert [drill.task_steps[s.index] for s in drill.key_steps()] == [
+                s.index for s in full.steps if s.record.key == key
+            ]
+            checked += 1
+        first = next(s for s in full.steps if s.record.key is not None and s.record.value is not None)
+        diagnosis = result.why(partition=partition, offset=first.record.offset, side=first.record.side.value)
+        assert diagnosis.step == first.index and diagnosis.record.key == first.record.key
+    assert checked >= 3
+
+
+def test_a_drill_down_says_when_other_keys_decide_its_held_results(spark):
+    rows = [("a", "A", 1, 0, 0), ("b", "B", 2, 0, 1)]
+    exact = run_join(topic(spark, rows, 1), topic(spark, rows, 1), "stream-stream", "inner", window=WINDOW)
+    assert exact.trace(0, key="a").exact and exact.trace(0, key="a").caveat is None
+    for variant in ("left", "outer"):
+        swept = run_join(topic(spark, rows, 1), topic(spark, rows, 1), "stream-stream", variant, window=WINDOW)
+        drill = swept.trace(0, key="a")
+        assert not drill.exact and "sweeps its outer-join buffer across all of the task's keys" in drill.caveat
+    old = run_join(
+        topic(spark, rows, 1), topic(spark, rows, 1), "stream-stream", "left", window=WINDOW, semantics="3.0"
+    )
+    assert old.trace(0, key="a").exact, "before 3.1 a left join emits its null results at once: nothing is swept"
+
+
+def test_why_builds_its_index_once_where_asked(spark, tmp_path):
+    from kjoin.spark.whycheck import CAUSES, planted
+
+    orders, customers, causes = planted(len(CAUSES), 2)
+    result = run_join(topic(spark, orders, 2), topic(spark, customers, 2), "stream-table", "left")
+    index = result.why_index(str(tmp_path / "index"))
+    assert sorted(p.name for p in (tmp_path / "index").iterdir()) == ["by_key", "by_offset"]
+    (partition, offset), cause = next((w, c) for w, c in sorted(causes.items()) if c == "partner-later")
+    assert result.why(partition=partition, offset=offset).verdict == "partner-later"
+    assert result.why_index() is index, "later calls reuse the index"
+    assert set(index.final_marks) == {(0, 0), (0, 1)}, "eight marks per task at most, nothing per record"

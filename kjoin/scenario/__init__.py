@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .fields import ChainedJoin, Deliver, Delivery, Event, ScenarioError, TableOptions  # the value objects
+from .fields import Arrival, ChainedJoin, Deliver, Delivery, Event, ScenarioError, TableOptions  # the value objects
 from .fields import DeliveryMode, JoinKind, Variant, VersionedMode  # the Literal types of the public edge
 from .fields import CACHING_STORES, DELIVER_SELECTORS, DELIVERY_MODES, JOINS, MAX_TIMESTAMP_MS  # the allowed values
 from .fields import VARIANTS, VERSIONED_MODES
@@ -56,6 +56,7 @@ from .model import Scenario
 from .parsing import read_document
 
 __all__ = [
+    "Arrival",
     "Scenario",
     "ChainedJoin",
     "Event",

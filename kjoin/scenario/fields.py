@@ -127,3 +127,22 @@ class Delivery:
     mode: DeliveryMode = "immediate"
     seed: int = 0
     wait_for_row: bool = False
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """When each side's records reach their Kafka task: a side's record arrives ``lag_ms`` after
+    its timestamp (and never before the records ahead of it in its partition), and the task
+    processes what has arrived, as Kafka Streams does with ``max.task.idle.ms = 0``: of the
+    input partitions that have records buffered, the one whose next record has the lowest
+    timestamp (ties: left first). Both lags 0: both partitions always have records buffered,
+    Kafka's timestamp-ordered merge (what ``max.task.idle.ms`` waiting gives).
+
+    With ``arrival``, a scenario's events are listed per partition (their offsets) and the
+    processing order is computed; without it, the events run in their listed order."""
+
+    left_lag_ms: int = 0
+    right_lag_ms: int = 0
+
+    def lag_ms(self, side: str) -> int:
+        return self.left_lag_ms if side == "left" else self.right_lag_ms

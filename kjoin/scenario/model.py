@@ -14,7 +14,18 @@ from ..joins.stream_stream import JoinWindows
 from ..records import Record
 from ..semantics import Semantics, parse_semantics
 from . import builders, parsing
-from .fields import ChainedJoin, Deliver, Delivery, Event, JoinKind, ScenarioError, TableOptions, Variant, VersionedMode
+from .fields import (
+    Arrival,
+    ChainedJoin,
+    Deliver,
+    Delivery,
+    Event,
+    JoinKind,
+    ScenarioError,
+    TableOptions,
+    Variant,
+    VersionedMode,
+)
 from .rules import check_scenario
 
 __all__ = ["Scenario", "DOCUMENT_FIELDS"]
@@ -50,6 +61,9 @@ class Scenario:
     caching: tuple[str, ...] = ()
     """The caching stores: ``left``/``right`` (source tables), ``result`` (a materialized result)."""
     commit_every: int = 1
+    arrival: Arrival | None = None
+    """A lagging side (:class:`~kjoin.scenario.fields.Arrival`): the processing order is computed
+    from the listed partitions; ``None``: the events run in their listed order."""
 
     def __post_init__(self) -> None:
         check_scenario(self)
@@ -118,8 +132,27 @@ class Scenario:
         return [item for item in self.script() if isinstance(item, Record)]
 
     def script(self) -> list[Record | Deliver]:
-        """The events in order: records (as :meth:`records`) and ``deliver`` instructions."""
-        return builders.assign_offsets(self.events, self.partitions)
+        """The events in processing order: records (as :meth:`records`) and ``deliver``
+        instructions. With ``arrival``, the order in which each task takes its records (see
+        :func:`kjoin.ordering.arrival_order`)."""
+        script = builders.assign_offsets(self.events, self.partitions)
+        if self.arrival is None:
+            return script
+        from ..ordering import arrival_order
+
+        return [record for record, _ in arrival_order(script, self.arrival)]
+
+    def arrival_waits(self) -> list[Any]:
+        """Per record of :meth:`records`: ``None``, or (with ``arrival``) the
+        :class:`~kjoin.ordering.Waiting` records of the other side the task did not have yet
+        although their timestamps are earlier."""
+        if self.arrival is None:
+            return [None] * len(self.records())
+        from ..ordering import arrival_order
+
+        return [
+            waiting for _, waiting in arrival_order(builders.assign_offsets(self.events, self.partitions), self.arrival)
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """The scenario as a document that :meth:`from_dict` reads back."""

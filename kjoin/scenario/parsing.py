@@ -18,6 +18,7 @@ from ..semantics import parse_semantics
 from .builders import window_document
 from .fields import (
     CACHING_STORES,
+    Arrival,
     DELIVER_SELECTORS,
     DELIVERY_MODES,
     JOINS,
@@ -120,6 +121,7 @@ def parse_document(data: Any, allowed: Iterable[str]) -> dict[str, Any]:
         versioned_mode=versioned_mode,
         then=_chain(data.get("then"), join),
         commit_every=commit_every,
+        arrival=_arrival(data.get("arrival")),
         **flags,
     )
 
@@ -161,8 +163,38 @@ def write_document(scenario: Scenario) -> dict[str, Any]:
         ]
     if scenario.commit_every != 1:
         data["commit_every"] = scenario.commit_every
+    if scenario.arrival is not None:
+        data["arrival"] = {side: {"lag_ms": scenario.arrival.lag_ms(side)} for side in ("left", "right")}
     data["events"] = [_event_document(event) for event in scenario.events]
     return data
+
+
+def _arrival(data: Any) -> Arrival | None:
+    """``arrival: {right: {lag_ms: 5000}}`` (each side optional, lag 0 by default)."""
+    if data is None:
+        return None
+    example = "{right: {lag_ms: 5000}}"
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"arrival: expected the lag of a side, like {example}, got {data!r}")
+    unknown = sorted(set(data) - {"left", "right"})
+    if unknown:
+        raise ScenarioError(f"arrival.{unknown[0]}: unknown side; the sides are left and right, e.g. {example}")
+    lags = {}
+    for side in ("left", "right"):
+        options = data.get(side, {})
+        if not isinstance(options, Mapping):
+            raise ScenarioError(f"arrival.{side}: expected {{lag_ms: milliseconds}}, got {options!r}")
+        extra = sorted(set(options) - {"lag_ms"})
+        if extra:
+            raise ScenarioError(f"arrival.{side}.{extra[0]}: unknown field; the only field is lag_ms")
+        lag = options.get("lag_ms", 0)
+        if not _is_int(lag) or lag < 0:
+            raise ScenarioError(
+                f"arrival.{side}.lag_ms: expected a non-negative integer (how many milliseconds after its timestamp "
+                f"a {side} record reaches its task), got {lag!r}"
+            )
+        lags[side] = lag
+    return Arrival(lags["left"], lags["right"])
 
 
 def _event_document(event: Event | Deliver) -> dict[str, Any]:

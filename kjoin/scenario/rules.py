@@ -57,6 +57,7 @@ def check_scenario(scenario: Scenario) -> None:
             )
     _check_extensions(scenario)
     _check_topology(scenario)
+    _check_arrival(scenario)
 
 
 def _check_topology(scenario: Scenario) -> None:
@@ -196,3 +197,21 @@ def check_foreign_key(path: str | None, value: Any, where: str) -> None:
             return
     if not isinstance(node, KEY_TYPES):
         raise ScenarioError(f"{where}: the foreign key {path!r} is {node!r}; expected a string, number, or null")
+
+
+def _check_arrival(scenario: Scenario) -> None:
+    """A lagging side: two input topics whose records the task takes by arrival."""
+    if scenario.arrival is None:
+        return
+    if scenario.join == "fk":
+        raise ScenarioError(
+            "arrival: a foreign-key join's order across tasks is set by its delivery; remove arrival "
+            "(list the events in the order the task takes them)"
+        )
+    if scenario.self_join:
+        raise ScenarioError("arrival: a self-join reads one topic, so no side can lag behind the other; remove it")
+    if scenario.then:
+        raise ScenarioError(
+            "arrival: a chain's later joins read topics of their own; kjoin models a lagging side of a single join "
+            "only: remove arrival or the chain"
+        )

@@ -9,13 +9,9 @@ clock exactly as far as all of them do. Those *clock records* run under a stand-
 they never meet ``k``'s; the drill-down shows ``k``'s steps and the clock records at which
 ``k``'s held results were emitted (a window closing), and every store restricted to ``k``.
 
-Where each record falls in Kafka's processing order is computed in Spark, in three
-aggregations over the task's records and no sort: the task processes, among its two input
-partitions, the one whose head has the lower timestamp (ties: left first), so a record's place
-is given by the running maximum timestamp of its own partition up to it. For each of ``k``'s
-records that maximum is one conditional ``max``; the first record of the other partition
-processed after it is one conditional ``min`` of offsets; the clock records are one grouped
-``max_by`` over the gaps between ``k``'s records.
+Where each record falls in Kafka's processing order, and which records carry the task's clocks,
+comes from the run's index (:mod:`kjoin.spark.why_index`), built in Spark once per run: a call
+reads the key's rows and the few clock records between them, never the whole task.
 
 kjoin assumes, as this order does, that both input partitions of a task always have records
 buffered: Kafka Streams picks by timestamp only when ``max.task.idle.ms`` lets a task wait for
@@ -131,6 +127,14 @@ class KeyTrace(Trace):
         self.task_steps = task_steps
         self.key = key
         self.task = task
+        self.caveat: str | None = _caveat(scenario)
+        """Why this drill-down may differ from the whole task's trace restricted to the key
+        (``None``: it does not)."""
+
+    @property
+    def exact(self) -> bool:
+        """Whether the drill-down equals the whole task's trace restricted to the key."""
+        return self.caveat is None
 
     def state_at(self, step: int) -> Any:
         from ..trace import StateSnapshot
@@ -164,90 +168,6 @@ class _Placed:
 
 def _rank(side: str) -> int:
     return 0 if side == "left" else 1
-
-
-def place_key_records(
-    task_frame: Any, key: Any, key_rows: Sequence[Any], json_keys: bool = False, json_values: bool = False
-) -> list[_Placed]:
-    """The key's records and the clock records, in the task's processing order, with their steps.
-
-    ``task_frame``: the task's input records (``side, key, value, ts, offset``, one partition);
-    ``key_rows``: the key's rows of it (collected). Three aggregations over ``task_frame``."""
-    from pyspark.sql import functions as F
-
-    side, ts, offset = F.col("side"), F.col("ts"), F.col("offset")
-    rows = [(r["side"], r["offset"], r["ts"], r["value"]) for r in key_rows]
-    if not rows:
-        return []
-    # 1. each key record's running max ts of its own partition: its place in the merge
-    first = task_frame.agg(
-        *[F.max(F.when((side == s) & (offset <= o), ts)).alias(f"m{i}") for i, (s, o, _, _) in enumerate(rows)]
-    ).first()
-    placed = sorted(((first[f"m{i}"], _rank(s), o, s, t, v) for i, (s, o, t, v) in enumerate(rows)))
-    # 2. per key record and side: the first offset of that side processed after it
-    exprs = []
-    for i, (order_ts, rank, o, s, _, _) in enumerate(placed):
-        for other in ("left", "right"):
-            if other == s:
-                continue
-            after = ts > order_ts if other == "left" else ts >= order_ts  # ties: left first
-            exprs.append(F.min(F.when((side == other) & after, offset)).alias(f"t{i}"))
-    second = task_frame.agg(*exprs).first()
-    inf = 2**62
-    thresholds: dict[str, list[int]] = {"left": [], "right": []}
-    for i, (_, _, o, s, _, _) in enumerate(placed):
-        other = "right" if s == "left" else "left"
-        thresholds[s].append(o)
-        found = second[f"t{i}"]
-        thresholds[other].append(inf if found is None else found)
-
-    # 3. the gap of every other record (how many key records come before it), and per gap, side
-    #    and kind of record the one with the largest timestamp; counts give the key records' steps
-    def gap(of_side: str) -> Any:
-        return F.size(F.filter(F.array(*[F.lit(t).cast("bigint") for t in thresholds[of_side]]), lambda t: t <= offset))
-
-    others = task_frame.filter(~_is_key(F.col("key"), key)).withColumn(
-        "_gap", F.when(side == "left", gap("left")).otherwise(gap("right"))
-    )
-    kind = F.concat(
-        F.col("key").isNull().cast("int").cast("string"), F.col("value").isNull().cast("int").cast("string")
-    )
-    grouped = (
-        others.withColumn("_kind", kind)
-        .groupBy("_gap", "side", "_kind")
-        .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.max_by(F.struct("ts", "offset", "key", "value"), F.struct("ts", "offset")).alias("top"),
-        )
-        .collect()
-    )
-    before: dict[int, int] = {}
-    clocks = []
-    for row in grouped:
-        before[row["_gap"]] = before.get(row["_gap"], 0) + row["n"]
-        top = row["top"]
-        clocks.append(
-            (row["_gap"], top["ts"], _rank(row["side"]), top["offset"], row["side"], top["key"], top["value"])
-        )
-    out: list[_Placed] = []
-    counted = 0
-    by_gap: dict[int, list] = {}
-    for clock in sorted(clocks):
-        by_gap.setdefault(clock[0], []).append(clock)
-    for i in range(len(placed) + 1):
-        for _, t, _, o, s, k, v in by_gap.get(i, []):
-            out.append(
-                _Placed(Record(Side(s), _decode(k, json_keys), _decode(v, json_values), t, None, o), None, clock=True)
-            )
-        counted += before.get(i, 0)
-        if i < len(placed):
-            _, _, o, s, t, v = placed[i]
-            out.append(_Placed(Record(Side(s), key, _decode(v, json_values), t, None, o), counted + i))
-    return out
-
-
-def _is_key(column: Any, key: Any) -> Any:
-    return column.isNotNull() & (column == key)
 
 
 def _decode(value: Any, as_json: bool) -> Any:
@@ -304,6 +224,25 @@ def key_trace(
         task_steps,
         key,
         partition,
+    )
+
+
+def _caveat(config: Scenario) -> str | None:
+    window = config.window
+    if (
+        config.join != "stream-stream"
+        or config.variant == "inner"
+        or window is None
+        or not config.semantics.spurious_result_fix
+        or window.deprecated_api
+    ):
+        return None
+    return (
+        "a left/outer stream-stream join from Kafka 3.1 sweeps its outer-join buffer across all of the task's keys "
+        "(in timestamp order, gated by the buffer's min time and stopped where both sides have an open entry), "
+        "which the drill-down does not run, so this key's held null results can come out at another step here "
+        "than in the whole task (or still be held at its end); for their exact steps, step through "
+        "trace(partition=...)"
     )
 
 

@@ -75,7 +75,9 @@ class SparkRun:
         self._json_values = json_values
         self.inputs = None
         """``run_join``: the input records before Spark orders them (``scenario, partition, side,
-        key, value, ts, offset``), which the key drill-down and :meth:`why` filter."""
+        key, value, ts, offset``)."""
+        self._why_index: Any = None
+        self._spark_partitions: int | None = None
 
     @property
     def outputs(self) -> Any:
@@ -126,51 +128,41 @@ class SparkRun:
         return both.groupBy("scenario", "partition", "key").agg(*counts)
 
     # -- one key, one record ---------------------------------------------------------------
-    def _task_frame(self, scenario: int, partition: int) -> tuple[Any, bool]:
-        """The task's input records and whether their order is Kafka's timestamp merge (topics)
-        rather than the scenario's listed order (``position``)."""
-        from pyspark.sql import functions as F
+    def why_index(self, path: str | None = None) -> Any:
+        """Build (once) the index that :meth:`why` and ``trace(partition, key=...)`` read
+        (:mod:`kjoin.spark.why_index`): one Spark pass over the run's records, written as
+        Parquet under ``path`` (default: a temporary directory removed when Python exits; on a
+        cluster give a path every executor can read). Later calls read only the key's rows."""
+        from .why_index import build_index
 
-        if self.inputs is not None:
-            return self.inputs.filter((F.col("scenario") == scenario) & (F.col("partition") == partition)), True
-        return self.records.filter((F.col("scenario") == scenario) & (F.col("partition") == partition)), False
+        if self._why_index is None or (path is not None and self._why_index.path != path.rstrip("/")):
+            self._why_index = build_index(self.records, path, self._spark_partitions)
+        return self._why_index
 
     def _key_column_value(self, key: Any) -> Any:
         return json_text(key) if self._json_keys else key
 
-    def _placed(self, scenario: int, partition: int, key: Any) -> list:
-        from pyspark.sql import functions as F
-
-        from . import debug
-
-        frame, merged = self._task_frame(scenario, partition)
-        stored = self._key_column_value(key)
-        if merged:
-            rows = (
-                frame.filter(F.col("key").isNotNull() & (F.col("key") == stored))
-                .select("side", "offset", "ts", "value")
-                .collect()
-            )
-            return debug.place_key_records(frame, stored, rows, json_values=self._json_values)
-        ordered = (
-            frame.orderBy("_order_ts", "_side_rank", "offset").select("side", "key", "value", "ts", "offset").collect()
+    def _decoders(self) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+        keys, values = self._json_keys, self._json_values
+        return (
+            lambda k: json.loads(k) if keys and k is not None else k,
+            lambda v: json.loads(v) if values and v is not None else v,
         )
-        placed = []
-        for step, row in enumerate(ordered):
-            mine = row["key"] is not None and row["key"] == stored
-            value = json.loads(row["value"]) if self._json_values and row["value"] is not None else row["value"]
-            record_key = (
-                key if mine else (json.loads(row["key"]) if self._json_keys and row["key"] is not None else row["key"])
-            )
-            placed.append(
-                debug._Placed(
-                    Record(Side(row["side"]), record_key, value, row["ts"], None, row["offset"]), step, clock=not mine
-                )
-            )
-        return placed
+
+    def _placed(self, scenario: int, partition: int, key: Any, rows: list | None = None) -> list:
+        index = self.why_index()
+        if rows is None:
+            rows = index.key_rows(scenario, self._key_column_value(key))
+        mine = [r for r in rows if r["partition"] == partition]
+        return index.placed(scenario, partition, key, mine, *self._decoders())
 
     def _key_trace(
-        self, partition: int, key: Any, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None
+        self,
+        partition: int,
+        key: Any,
+        scenario: int = 0,
+        joiner: Callable[[Any, Any], Any] | None = None,
+        rows: list | None = None,
     ) -> Any:
         from ..joins import default_joiner
         from . import debug
@@ -180,7 +172,7 @@ class SparkRun:
                 "key=None: records with a null key are never joined or stored; "
                 "look them up with why(partition=..., offset=...)"
             )
-        placed = self._placed(scenario, partition, key)
+        placed = self._placed(scenario, partition, key, rows)
         return debug.key_trace(self.scenarios[scenario], partition, key, placed, joiner or default_joiner)
 
     def why(
@@ -195,9 +187,9 @@ class SparkRun:
         :class:`kjoin.spark.debug.Diagnosis`: ``verdict`` (one of
         :data:`kjoin.spark.debug.VERDICTS`), the plain-language ``text``, the ``partners`` (the
         other side's records of the key: side, partition, offset, ts) and the key's drill-down
-        ``trace``. Looks the key up across all partitions and runs only the key's records."""
-        from pyspark.sql import functions as F
-
+        ``trace``. Looks the key up across all partitions and runs only the key's records. The
+        first call (of ``why`` or ``trace(partition, key=...)``) builds the run's
+        :meth:`why_index`; every call after it reads only the key's rows."""
         from ..joins import default_joiner
         from . import debug
 
@@ -213,36 +205,25 @@ class SparkRun:
                 "why: a foreign-key join crosses tasks; step through the scenario's trace instead (run.trace(0))"
             )
         _check_partition(partition, config.partitions)
-        frame, _ = self._task_frame(scenario, partition)
-        row = frame.filter((F.col("side") == side) & (F.col("offset") == offset)).select("key", "value", "ts").first()
+        index = self.why_index()
+        row = index.record_at(scenario, partition, side, offset)
         if row is None:
             raise SparkInputError(f"why: there is no {side} record at partition {partition}, offset {offset}")
-        decode = lambda v, as_json: json.loads(v) if as_json and v is not None else v  # noqa: E731
-        key = decode(row["key"], self._json_keys)
-        record = Record(Side(side), key, decode(row["value"], self._json_values), row["ts"], partition, offset)
+        decode_key, decode_value = self._decoders()
+        key = decode_key(row["key"])
+        record = Record(Side(side), key, decode_value(row["value"]), row["ts"], partition, offset)
         if key is None:
             return debug.diagnose(record, config, None, (), ())
-        everything = (self.inputs if self.inputs is not None else self.records).filter(F.col("scenario") == scenario)
         other = "right" if side == "left" else "left"
-        stored = self._key_column_value(key)
-        partner_rows = (
-            everything.filter((F.col("side") == other) & F.col("key").isNotNull() & (F.col("key") == stored))
-            .select("partition", "offset", "ts", "value")
-            .collect()
-        )
-        trace = self._key_trace(partition, key, scenario, joiner or default_joiner)
-        steps = {(s.record.side.value, s.record.offset): trace.task_steps[s.index] for s in trace.key_steps()}
+        rows = index.key_rows(scenario, row["key"])
+        trace = self._key_trace(partition, key, scenario, joiner or default_joiner, rows)
         same, elsewhere = [], []
-        for p in sorted(partner_rows, key=lambda r: (r["partition"], r["offset"])):
+        for p in sorted((r for r in rows if r["side"] == other), key=lambda r: (r["partition"], r["offset"])):
+            here = p["partition"] == partition
             partner = debug.Partner(
-                other,
-                p["partition"],
-                p["offset"],
-                p["ts"],
-                decode(p["value"], self._json_values),
-                steps.get((other, p["offset"])) if p["partition"] == partition else None,
+                other, p["partition"], p["offset"], p["ts"], decode_value(p["value"]), p["step"] if here else None
             )
-            (same if p["partition"] == partition else elsewhere).append(partner)
+            (same if here else elsewhere).append(partner)
         return debug.diagnose(record, config, trace, elsewhere, same)
 
     def write_parquet(self, path: str, mode: str = "overwrite") -> None:
@@ -359,6 +340,12 @@ def run_join(
             config = Scenario.from_dict({**config.to_dict(), **options})
         except ValueError as error:
             raise SparkInputError(f"options: {error}") from None
+        if config.arrival is not None:
+            raise SparkInputError(
+                "options: arrival (a lagging side) is not modelled by run_join, which orders each task as Kafka does "
+                "when both input partitions have records buffered (max.task.idle.ms lets the task wait); drop arrival, "
+                "or run the records as a scenario with kjoin.run or run_scenarios, which honour it"
+            )
     key_type, value_type = _common_types(left, right)
     json_values = left.json_values or right.json_values
     frames = []
@@ -409,6 +396,7 @@ def run_join(
         partitioned=True,
     )
     result.inputs = inputs
+    result._spark_partitions = spark_partitions or partitions
     return result
 
 

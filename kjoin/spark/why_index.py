@@ -1,0 +1,206 @@
+"""The index behind :meth:`kjoin.spark.SparkRun.why` and ``SparkRun.trace(partition, key=...)``:
+built once per run, after which a call reads only the key's rows and a handful of others.
+
+Without it every call scanned both topics about six times (find the record, find the key's
+records everywhere, then three aggregations to place them in the task's processing order and
+find the records that carry the task's clocks). The index is computed in one Spark pass over
+the run's ordered records and written as Parquet in two sort orders, with small row groups so
+that a point lookup reads one row group of each file (Parquet's min/max statistics skip the rest):
+
+* ``by_offset/``: every input record sorted by ``(scenario, partition, side, offset)``, with its
+  ``step`` (its place in its Kafka task's processing order);
+* ``by_key/``: the records with a key, hash-partitioned and sorted by key, each carrying the
+  task's clock marks just before it (below).
+
+Clock marks. A join's stream time is the largest timestamp it has seen, per side and per kind of
+record (null key or not, null value or not) at the finest: eight *classes*. Just before each
+record the index keeps, per class, the running maximum ``(ts, -offset)`` of the task's records
+of that class processed so far (a record with the same timestamp later moves no clock, so ties
+keep the earliest). Between two of a key's records, a class's clock moved exactly when that mark
+grew, and the record that moved it furthest is the one the mark names: the key's drill-down runs
+that record (under a stand-in key) and no other of the gap. After the key's last record, the
+task's final marks (collected once: eight per task) close the last gap.
+
+Memory: nothing is cached in Spark's memory and nothing of a partition is collected; a call
+collects the key's records, at most eight clock records per gap between them, and one record.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from ..records import Record, Side
+
+__all__ = ["WhyIndex", "build_index", "CLASSES"]
+
+CLASSES = tuple(
+    (side, key_null, value_null) for side in ("left", "right") for key_null in (0, 1) for value_null in (0, 1)
+)
+"""Class ``c`` of a record: ``(side, key is null, value is null)``, ``c = 4 side + 2 key + value``."""
+
+ROW_GROUP_BYTES = 1 << 20
+"""Parquet row-group size of the index: the most a point lookup reads per file."""
+
+
+def class_of(side: str, key_null: bool, value_null: bool) -> int:
+    return (0 if side == "left" else 4) + 2 * int(key_null) + int(value_null)
+
+
+@dataclass
+class WhyIndex:
+    """Where a run's index lives, and each task's final clock marks."""
+
+    path: str
+    by_offset: Any
+    """The ``by_offset`` Parquet read back (a lazy frame: each lookup is a filter on it)."""
+    by_key: Any
+    final_marks: dict[tuple[int, int], dict[int, tuple[int, int]]] = field(default_factory=dict)
+    """``(scenario, partition) -> {class: (ts, -offset)}`` of the task's last records."""
+
+    # -- lookups (each one small Spark job that reads a row group per file) -------------------
+    def record_at(self, scenario: int, partition: int, side: str, offset: int) -> Any:
+        from pyspark.sql import functions as F
+
+        return self.by_offset.filter(
+            (F.col("scenario") == scenario)
+            & (F.col("partition") == partition)
+            & (F.col("side") == side)
+            & (F.col("offset") == offset)
+        ).first()
+
+    def key_rows(self, scenario: int, key: Any) -> list[Any]:
+        """Every record of ``key`` (stored form), both sides, all partitions."""
+        from pyspark.sql import functions as F
+
+        return self.by_key.filter((F.col("scenario") == scenario) & (F.col("key") == key)).collect()
+
+    def records_at(self, scenario: int, partition: int, wanted: Iterable[tuple[str, int]]) -> list[Any]:
+        from pyspark.sql import functions as F
+
+        by_side: dict[str, set[int]] = {}
+        for side, offset in wanted:
+            by_side.setdefault(side, set()).add(offset)
+        if not by_side:
+            return []
+        condition = None
+        for side, offsets in sorted(by_side.items()):
+            one = (F.col("side") == side) & F.col("offset").isin(sorted(offsets))
+            condition = one if condition is None else condition | one
+        return self.by_offset.filter(
+            (F.col("scenario") == scenario) & (F.col("partition") == partition) & condition
+        ).collect()
+
+    # -- the key's records and the clock records, in processing order ---------------------------
+    def placed(self, scenario: int, partition: int, key: Any, rows: Sequence[Any], decode_key, decode_value) -> list:
+        """``rows``: the key's rows of this task (from :meth:`key_rows`). Returns
+        :class:`kjoin.spark.debug._Placed` records: the key's with their steps, and before each
+        (and after the last) the clock records of the gap, in processing order."""
+        from .debug import _Placed
+
+        rows = sorted(rows, key=lambda r: r["step"])
+        previous: list[tuple[int, int] | None] = [None] * len(CLASSES)
+        wanted: list[tuple[int, str, int]] = []  # (gap, side, offset)
+
+        def moved(gap: int, marks: Sequence[tuple[int, int] | None]) -> None:
+            for c, mark in enumerate(marks):
+                if mark is not None and (previous[c] is None or mark > previous[c]):
+                    wanted.append((gap, CLASSES[c][0], -mark[1]))
+                    previous[c] = mark
+
+        for gap, row in enumerate(rows):
+            marks = [None if row[f"_c{c}"] is None else (row[f"_c{c}"]["ts"], row[f"_c{c}"]["neg"]) for c in range(8)]
+            moved(gap, marks)
+            own = class_of(row["side"], False, row["value"] is None)
+            mark = (row["ts"], -row["offset"])
+            if previous[own] is None or mark > previous[own]:
+                previous[own] = mark
+        finals = self.final_marks.get((scenario, partition), {})
+        moved(len(rows), [finals.get(c) for c in range(len(CLASSES))])
+        found = {(r["side"], r["offset"]): r for r in self.records_at(scenario, partition, [w[1:] for w in wanted])}
+        clocks: dict[int, list[Any]] = {}
+        for gap, side, offset in wanted:
+            clocks.setdefault(gap, []).append(found[(side, offset)])
+        out = []
+        for gap in range(len(rows) + 1):
+            for r in sorted(clocks.get(gap, []), key=lambda r: r["step"]):
+                record = Record(
+                    Side(r["side"]), decode_key(r["key"]), decode_value(r["value"]), r["ts"], None, r["offset"]
+                )
+                out.append(_Placed(record, None, clock=True))
+            if gap < len(rows):
+                r = rows[gap]
+                out.append(
+                    _Placed(
+                        Record(Side(r["side"]), key, decode_value(r["value"]), r["ts"], None, r["offset"]), r["step"]
+                    )
+                )
+        return out
+
+
+def build_index(records: Any, path: str | None = None, spark_partitions: int | None = None) -> WhyIndex:
+    """Compute and write the index of ``records`` (a run's ordered records: ``scenario, partition,
+    side, key, value, ts, offset, _order_ts, _side_rank``) under ``path`` (default: a temporary
+    directory removed when Python exits; give a path every executor can read on a cluster)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from .readers import local_path
+
+    if path is None:
+        path = tempfile.mkdtemp(prefix="kjoin-why-")
+        atexit.register(shutil.rmtree, path, True)
+    path = local_path(path).rstrip("/")
+    spark = records.sparkSession
+    task = Window.partitionBy("scenario", "partition").orderBy("_order_ts", "_side_rank", "offset")
+    before = task.rowsBetween(Window.unboundedPreceding, -1)
+    klass = (
+        F.when(F.col("side") == "left", 0).otherwise(4)  # not _side_rank: a scenario run ranks both sides 0
+        + F.col("key").isNull().cast("int") * 2
+        + F.col("value").isNull().cast("int")
+    ).alias("_class")
+    frame = records.select(
+        "scenario", "partition", "side", "key", "value", "ts", "offset", "_order_ts", "_side_rank", klass
+    )
+    mark = F.struct(F.col("ts").alias("ts"), (-F.col("offset")).alias("neg"))
+    frame = frame.select(
+        "scenario",
+        "partition",
+        "side",
+        "key",
+        "value",
+        "ts",
+        "offset",
+        "_class",
+        (F.row_number().over(task) - 1).cast("bigint").alias("step"),
+        *[F.max(F.when(F.col("_class") == c, mark)).over(before).alias(f"_c{c}") for c in range(len(CLASSES))],
+    )
+    write = {"parquet.block.size": str(ROW_GROUP_BYTES), "parquet.page.size": str(64 << 10)}
+    (
+        frame.sortWithinPartitions("scenario", "partition", "side", "offset")
+        .write.options(**write)
+        .mode("overwrite")
+        .parquet(f"{path}/by_offset")
+    )
+    written = spark.read.parquet(f"{path}/by_offset")
+    (
+        written.filter(F.col("key").isNotNull())
+        .repartition(spark_partitions or spark.sparkContext.defaultParallelism, "key")
+        .sortWithinPartitions("scenario", "key")
+        .write.options(**write)
+        .mode("overwrite")
+        .parquet(f"{path}/by_key")
+    )
+    finals: dict[tuple[int, int], dict[int, tuple[int, int]]] = {}
+    for row in written.groupBy("scenario", "partition", "_class").agg(F.max(mark).alias("m")).collect():
+        finals.setdefault((row["scenario"], row["partition"]), {})[row["_class"]] = (row["m"]["ts"], row["m"]["neg"])
+    lookup = ["scenario", "partition", "side", "key", "value", "ts", "offset", "step"]
+    return WhyIndex(
+        path,
+        written.select(*lookup),
+        spark.read.parquet(f"{path}/by_key"),
+        finals,
+    )

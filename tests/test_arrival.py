@@ -1,0 +1,166 @@
+"""A lagging side (``arrival``): the order in which a task takes its records when one input
+partition's records reach it late, as Kafka Streams does with ``max.task.idle.ms = 0``."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kjoin import Scenario, ScenarioError, run
+from kjoin.ordering import arrival_order, merge_by_timestamp
+from kjoin.scenario import Arrival
+
+ORDERS_AND_CUSTOMERS = {
+    "join": "stream-table",
+    "variant": "left",
+    "events": [
+        {"side": "right", "key": "c1", "value": "Ann", "ts": 1000},
+        {"side": "left", "key": "c1", "value": "o1", "ts": 2000},
+        {"side": "right", "key": "c2", "value": "Bob", "ts": 3000},
+        {"side": "left", "key": "c2", "value": "o2", "ts": 4000},
+        {"side": "left", "key": "c1", "value": "o3", "ts": 9000},
+    ],
+}
+
+
+def customers_of_orders(arrival):
+    data = dict(ORDERS_AND_CUSTOMERS, **({} if arrival is None else {"arrival": arrival}))
+    trace = run(Scenario.from_dict(data))
+    return trace, {o.left: o.right for s in trace.steps for o in s.outputs}
+
+
+def test_a_lagging_customers_partition_leaves_early_orders_without_their_customer():
+    _, listed = customers_of_orders(None)
+    _, buffered = customers_of_orders({"right": {"lag_ms": 0}})
+    assert listed == buffered == {"o1": "Ann", "o2": "Bob", "o3": "Ann"}, "both buffered: every order joins"
+    trace, lagging = customers_of_orders({"right": {"lag_ms": 5000}})
+    assert lagging == {"o1": None, "o2": None, "o3": "Ann"}
+    # customers reach the task at 6000 and 8000: both orders before them go first, o3 (9000) after
+    assert [(s.record.side.value, s.record.ts) for s in trace.steps] == [
+        ("left", 2000),
+        ("left", 4000),
+        ("right", 1000),
+        ("right", 3000),
+        ("left", 9000),
+    ]
+    first, second = trace.steps[0], trace.steps[1]
+    assert "this record's partner (offset 0, key 'c1', ts 1000)" in first.explain
+    assert "had not arrived yet" in first.explain and "max.task.idle.ms" in first.explain
+    assert "its next record (offset 0, key 'c1', ts 1000)" in second.explain
+    assert "this record's partner (offset 1, ts 3000) had not arrived yet either" in second.explain
+    assert all("lagged" not in s.explain for s in trace.steps[2:]), "in timestamp order from there on"
+    assert [s.record.offset for s in trace.steps if s.record.side.value == "right"] == [0, 1], "offsets kept"
+
+
+def test_no_lag_is_the_timestamp_merge_and_a_partition_keeps_its_order():
+    rng = random.Random(7)
+    for _ in range(200):
+        events = [
+            {
+                "side": rng.choice(["left", "right"]),
+                "key": rng.choice("abc"),
+                "value": "v",
+                "ts": rng.randrange(50),
+                "partition": rng.randrange(2),
+            }
+            for _ in range(rng.randrange(1, 15))
+        ]
+        data = {"join": "stream-table", "variant": "left", "partitions": 2, "events": events}
+        records = Scenario.from_dict(data).records()
+        lefts = [r for r in records if r.side.value == "left"]
+        rights = [r for r in records if r.side.value == "right"]
+        zero = [r for r, _ in arrival_order(records, Arrival())]
+        for partition in (0, 1):
+            mine = [r for r in zero if r.partition == partition]
+            assert mine == [r for r in merge_by_timestamp(lefts, rights) if r.partition == partition]
+        lag = Arrival(rng.randrange(30), rng.randrange(30))
+        lagged = [r for r, _ in arrival_order(records, lag)]
+        assert sorted(lagged, key=records.index) == records, "every record, once"
+        for where in {(r.side, r.partition) for r in records}:
+            assert [r for r in lagged if (r.side, r.partition) == where] == [
+                r for r in records if (r.side, r.partition) == where
+            ], "each partition's log order"
+
+
+def test_arrival_round_trips_through_the_document():
+    scenario = Scenario.from_dict(dict(ORDERS_AND_CUSTOMERS, arrival={"right": {"lag_ms": 5000}}))
+    assert scenario.arrival == Arrival(0, 5000)
+    assert Scenario.from_dict(scenario.to_dict()) == scenario
+
+
+@pytest.mark.parametrize(
+    "arrival, message",
+    [
+        (5, r"arrival: expected the lag of a side, like \{right: \{lag_ms: 5000\}\}, got 5"),
+        ({"customers": {"lag_ms": 1}}, r"arrival.customers: unknown side; the sides are left and right"),
+        ({"right": 5000}, r"arrival.right: expected \{lag_ms: milliseconds\}, got 5000"),
+        ({"right": {"lag": 5}}, r"arrival.right.lag: unknown field; the only field is lag_ms"),
+        ({"left": {"lag_ms": -1}}, r"arrival.left.lag_ms: expected a non-negative integer"),
+        ({"left": {"lag_ms": 1.5}}, r"arrival.left.lag_ms: expected a non-negative integer"),
+    ],
+)
+def test_a_bad_arrival_is_refused_naming_the_field(arrival, message):
+    with pytest.raises(ScenarioError, match=message):
+        Scenario.from_dict(dict(ORDERS_AND_CUSTOMERS, arrival=arrival))
+
+
+def test_arrival_is_refused_where_no_side_can_lag():
+    self_join = {
+        "join": "stream-stream",
+        "variant": "inner",
+        "self_join": True,
+        "window": {"before_ms": 5, "after_ms": 5, "grace_ms": 0},
+        "events": [{"side": "left", "key": "k", "value": "A", "ts": 1}],
+        "arrival": {"right": {"lag_ms": 5}},
+    }
+    with pytest.raises(ScenarioError, match="arrival: a self-join reads one topic"):
+        Scenario.from_dict(self_join)
+    fk = {
+        "join": "fk",
+        "variant": "inner",
+        "foreign_key": "fk",
+        "events": [{"side": "left", "key": "k", "value": {"fk": "x"}, "ts": 1}],
+        "arrival": {"right": {"lag_ms": 5}},
+    }
+    with pytest.raises(ScenarioError, match="arrival: a foreign-key join's order across tasks is set by its delivery"):
+        Scenario.from_dict(fk)
+
+
+# -- Spark ----------------------------------------------------------------------------------------
+@pytest.mark.spark
+def test_spark_runs_lagging_scenarios_as_the_engine_and_run_join_refuses_arrival(spark):
+    from tests.spark_compare import assert_same, spark_results
+
+    from kjoin.spark import SparkInputError, Topic, run_join, run_scenarios
+
+    rng = random.Random(3)
+    scenarios = []
+    for join, variant, window in (
+        ("stream-table", "left", None),
+        ("stream-stream", "outer", {"before_ms": 5, "after_ms": 5, "grace_ms": 2}),
+        ("table-table", "outer", None),
+    ):
+        for _ in range(6):
+            events = [
+                {
+                    "side": rng.choice(["left", "right"]),
+                    "key": rng.choice(["a", "b", "c"]),
+                    "value": None if rng.random() < 0.15 else f"v{rng.randrange(9)}",
+                    "ts": rng.randrange(60),
+                }
+                for _ in range(rng.randrange(3, 20))
+            ]
+            lag = {rng.choice(["left", "right"]): {"lag_ms": rng.randrange(40)}}
+            data = {"join": join, "variant": variant, "partitions": 2, "events": events, "arrival": lag}
+            if window:
+                data["window"] = window
+            scenarios.append(Scenario.from_dict(data))
+    assert_same(scenarios, *spark_results(run_scenarios(spark, scenarios)))
+
+    rows = [("c1", "o1", 2000, 0, 0)]
+    frame = spark.createDataFrame(rows, "key string, value string, ts long, partition int, offset long")
+    with pytest.raises(SparkInputError, match=r"arrival \(a lagging side\) is not modelled by run_join.*run_scenarios"):
+        run_join(
+            Topic(frame, 1), Topic(frame, 1), "stream-table", "left", options={"arrival": {"right": {"lag_ms": 5}}}
+        )
