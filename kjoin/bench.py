@@ -22,13 +22,17 @@ A script, never a timed test. For each join type and size it:
    * table-table: the left table's last values per key, full-outer-joined with the right's;
    * stream-stream: left-joined on key within the window (``|left.ts - right.ts| <= 1 s``);
 
-4. times the reference engine (:func:`kjoin.run`, one Python process, full trace with the
+4. replays the same rows through real Kafka Streams (:data:`KAFKA_VERSION`, the oracle harness's
+   ``kjoin.oracle.Replay`` in ``kafka_oracle/``: TopologyTestDriver, one per Kafka task, in-memory
+   stores, no record caches), timed by the JVM itself; ``make kafka-oracle`` builds it;
+5. times the reference engine (:func:`kjoin.run`, one Python process, full trace with the
    state history) on the first ``--reference-sample`` records only (the table says so);
-5. samples the resident memory of the driver process, the JVM and the Python workers
+6. samples the resident memory of the driver process, the JVM and the Python workers
    (the whole process tree, with psutil) every 50 ms during kjoin's run and reports the peak.
 
 Reading the table: ``rec/s`` is input records per second of wall time; ``kjoin/equi`` is
-kjoin's throughput over the equi-join's (the issue's target: at least 0.5);
+kjoin's throughput over the equi-join's (the issue's target: at least 0.5); ``kjoin/kafka`` over
+Kafka Streams' (the target: above 1); ``load before/after`` is the 1-minute load average around kjoin's run;
 ``kjoin/ref`` is kjoin's throughput over the reference engine's. The first run of every plan
 is a small untimed warm-up (class loading and JIT cost seconds in a fresh JVM).
 
@@ -78,9 +82,12 @@ COLUMNS = [
     "equi s",
     "equi rec/s",
     "kjoin/equi",
+    "kafka rec/s",
+    "kjoin/kafka",
     "reference rec/s (sample)",
     "kjoin/ref",
     "peak MB",
+    "load before/after",
 ]
 """The columns of the printed table."""
 
@@ -96,6 +103,9 @@ class BenchRow:
     reference_rate: float
     reference_sample: int
     peak_mb: float
+    kafka_rate: float
+    load_before: float
+    load_after: float
 
     def cells(self) -> list[str]:
         kjoin_rate, equi_rate = self.records / self.kjoin_s, self.records / self.equi_s
@@ -109,9 +119,12 @@ class BenchRow:
             f"{self.equi_s:.2f}",
             f"{equi_rate:,.0f}",
             f"{kjoin_rate / equi_rate:.2f}",
+            f"{self.kafka_rate:,.0f}",
+            f"{kjoin_rate / self.kafka_rate:.2f}",
             f"{self.reference_rate:,.0f} (n={self.reference_sample:,})",
             f"{kjoin_rate / self.reference_rate:.2f}",
             f"{self.peak_mb:,.0f}",
+            f"{self.load_before:.1f}/{self.load_after:.1f}",
         ]
 
 
@@ -224,6 +237,61 @@ def reference_rate(spark: Any, join: str, path: str, sample: int, partitions: in
     return len(records) / (time.perf_counter() - started), len(records)
 
 
+KAFKA_VERSION = "4.3.1"
+"""The Kafka Streams version the baseline replays through (one of the oracle harness's)."""
+HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kafka_oracle")
+
+
+def kafka_rate(spark: Any, join: str, path: str, partitions: int, workdir: str) -> tuple[float, int]:
+    """Records per second of real Kafka Streams replaying the same records: the oracle harness's ``Replay``
+    (``kafka_oracle/``: TopologyTestDriver, one per Kafka task, in-memory stores, no caching) on the rows
+    written as tab-separated text by Spark (each partition's records in append order, not timed), timed by
+    the JVM itself (not its start). Returns the rate and the Kafka Streams outputs counted."""
+    import json
+    import subprocess
+
+    from pyspark.sql import functions as F
+
+    classes = os.path.join(HARNESS, "target", "classes")
+    dependencies = os.path.join(HARNESS, "target", f"cp-{KAFKA_VERSION}.txt")
+    if not os.path.exists(os.path.join(classes, "kjoin", "oracle", "Replay.class")) or not os.path.exists(dependencies):
+        raise SystemExit(
+            f"the Kafka Streams baseline needs the oracle harness built in {HARNESS}: run `make kafka-oracle`"
+        )
+    java = shutil.which("java")
+    if java is None:
+        raise SystemExit("the Kafka Streams baseline needs java on PATH: install Java 17 (make kafka-oracle does)")
+    text = os.path.join(workdir, "kafka-replay")
+
+    def cell(name: str) -> Any:
+        return F.coalesce(F.col(name).cast("string"), F.lit("\\N"))
+
+    data = spark.read.parquet(path)
+    line = F.concat_ws("\t", *(cell(name) for name in ("partition", "side", "key", "value", "ts")))
+    (
+        data.repartition(partitions, "partition")
+        .sortWithinPartitions("partition", "id")
+        .select(line.alias("value"))
+        .write.mode("overwrite")
+        .text(text)
+    )
+    scenario = {"join": join, "variant": VARIANT[join]}
+    if join == "stream-stream":
+        scenario["window"] = WINDOW
+    with open(dependencies) as listing:
+        classpath = f"{classes}{os.pathsep}{listing.read().strip()}"
+    done = subprocess.run(
+        [java, "-Xmx2g", "-cp", classpath, "kjoin.oracle.Replay", json.dumps(scenario), text],
+        capture_output=True,
+        text=True,
+    )
+    shutil.rmtree(text, ignore_errors=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"Kafka Streams replay failed:\n{done.stderr[-3000:]}")
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return report["records"] / report["seconds"], report["outputs"]
+
+
 # -- memory ---------------------------------------------------------------------------------
 class PeakMemory:
     """The peak resident memory of this process and all its descendants (the JVM that
@@ -329,6 +397,8 @@ def bench(
             noop(left.frame.unionByName(right.frame))  # warm the file cache and the session
             equi_s = timed(lambda: noop(equi_join(join, left.frame, right.frame)))
             ref_rate, ref_n = reference_rate(spark, join, path, min(reference_sample, size), partitions)
+            print(f"[bench] {join} {size:,} Kafka Streams {KAFKA_VERSION} replay ...", file=out, flush=True)
+            kafka, _ = kafka_rate(spark, join, path, partitions, workdir)
             used: set[str] = set()
             for method in methods:
                 result = run_join(
@@ -339,6 +409,7 @@ def bench(
                     continue
                 used.add(path_used)
                 print(f"[bench] {join} {size:,} kjoin method={method} ...", file=out, flush=True)
+                load_before = os.getloadavg()[0]
                 with PeakMemory() as memory:
                     kjoin_s = timed(lambda: noop(result.results))
                 rows.append(
@@ -352,6 +423,9 @@ def bench(
                         ref_rate,
                         ref_n,
                         memory.peak / 2**20,
+                        kafka,
+                        load_before,
+                        os.getloadavg()[0],
                     )
                 )
             shutil.rmtree(path, ignore_errors=True)
