@@ -433,9 +433,8 @@ def bench(
 
 
 def _method_used(result: Any, asked: str) -> str:
-    """``native`` or ``processors``: what ``auto`` chose (the processors run in mapInArrow)."""
-    plan = result.results._jdf.queryExecution().optimizedPlan().toString().lower()
-    used = "processors" if "mapinarrow" in plan else "native"
+    """``vectorised``, ``native`` or ``processors``: the path that ran (what ``auto`` chose)."""
+    used = result.method
     return used if asked == used else f"{asked}: {used}"
 
 
@@ -489,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--joins", type=_choices(JOINS, "--joins"), default=list(JOINS), help="default: all three")
     parser.add_argument(
         "--methods",
-        type=_choices(("auto", "native", "processors"), "--methods"),
+        type=_choices(("auto", "vectorised", "native", "processors"), "--methods"),
         default=["auto"],
         help="run_join methods to time (default auto)",
     )

@@ -37,7 +37,7 @@ def test_the_bench_prints_one_row_per_join_size_and_method_with_every_column(spa
     assert [cell.strip() for cell in printed[header].split(" | ")] == bench.COLUMNS
     rows = [[cell.strip() for cell in line.split(" | ")] for line in printed[header + 2 :] if line.strip()]
     assert [(row[0], row[1], row[2], row[3]) for row in rows] == [
-        ("table-table", "outer", "2,000", "auto: native"),
+        ("table-table", "outer", "2,000", "auto: vectorised"),
         ("table-table", "outer", "2,000", "processors"),
     ]
     column = {name: i for i, name in enumerate(bench.COLUMNS)}
