@@ -242,11 +242,18 @@ KAFKA_VERSION = "4.3.1"
 HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kafka_oracle")
 
 
-def kafka_rate(spark: Any, join: str, path: str, partitions: int, workdir: str) -> tuple[float, int]:
+KAFKA_STORES = ("in-memory", "rocksdb")
+
+
+def kafka_rate(
+    spark: Any, join: str, path: str, partitions: int, workdir: str, stores: str = "in-memory"
+) -> tuple[float, int]:
     """Records per second of real Kafka Streams replaying the same records: the oracle harness's ``Replay``
     (``kafka_oracle/``: TopologyTestDriver, one per Kafka task, in-memory stores, no caching) on the rows
     written as tab-separated text by Spark (each partition's records in append order, not timed), timed by
-    the JVM itself (not its start). Returns the rate and the Kafka Streams outputs counted."""
+    the JVM itself (not its start). ``stores="rocksdb"``: Kafka's default RocksDB stores instead (Kafka's
+    in-memory window store is laid out by timestamp first, so a stream-stream join's lookups scan every
+    millisecond of the window). Returns the rate and the Kafka Streams outputs counted."""
     import json
     import subprocess
 
@@ -281,7 +288,16 @@ def kafka_rate(spark: Any, join: str, path: str, partitions: int, workdir: str) 
     with open(dependencies) as listing:
         classpath = f"{classes}{os.pathsep}{listing.read().strip()}"
     done = subprocess.run(
-        [java, "-Xmx2g", "-cp", classpath, "kjoin.oracle.Replay", json.dumps(scenario), text],
+        [
+            java,
+            "-Xmx2g",
+            f"-Dkjoin.oracle.stores={'rocksdb' if stores == 'rocksdb' else 'in_memory'}",
+            "-cp",
+            classpath,
+            "kjoin.oracle.Replay",
+            json.dumps(scenario),
+            text,
+        ],
         capture_output=True,
         text=True,
     )
@@ -373,6 +389,7 @@ def bench(
     partitions: int,
     workdir: str,
     out: Any = sys.stdout,
+    kafka_stores: str = "in-memory",
 ) -> list[BenchRow]:
     from .spark import run_join
 
@@ -398,7 +415,7 @@ def bench(
             equi_s = timed(lambda: noop(equi_join(join, left.frame, right.frame)))
             ref_rate, ref_n = reference_rate(spark, join, path, min(reference_sample, size), partitions)
             print(f"[bench] {join} {size:,} Kafka Streams {KAFKA_VERSION} replay ...", file=out, flush=True)
-            kafka, _ = kafka_rate(spark, join, path, partitions, workdir)
+            kafka, _ = kafka_rate(spark, join, path, partitions, workdir, kafka_stores)
             used: set[str] = set()
             for method in methods:
                 result = run_join(
@@ -497,6 +514,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keys", type=int, default=100_000, help="distinct keys (default 100000)")
     parser.add_argument("--partitions", type=int, default=4, help="Kafka partitions (default 4)")
+    parser.add_argument(
+        "--kafka-stores",
+        choices=KAFKA_STORES,
+        default="in-memory",
+        help="the Kafka Streams baseline's state stores (default in-memory; rocksdb: Kafka's default)",
+    )
     args = parser.parse_args(argv)
     if args.reference_sample <= 0:
         parser.error("--reference-sample: expected a positive integer")
@@ -517,12 +540,14 @@ def main(argv: list[str] | None = None) -> int:
             args.partitions,
             workdir,
             out=sys.stderr,
+            kafka_stores=args.kafka_stores,
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     load = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))
     print(
         f"kjoin bench: {os.cpu_count()} cores, {args.partitions} Kafka partitions, {args.keys:,} keys, noop sink; "
+        f"Kafka Streams {KAFKA_VERSION} with {args.kafka_stores} stores; "
         f"reference engine on the first n records; load average (1/5/15 min) before/after: {load}"
     )
     print(format_table(rows))
