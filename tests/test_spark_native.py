@@ -79,16 +79,27 @@ def test_vectorised_joins_equal_the_reference_engine(spark, join, rows):
     assert_same(batch, outputs, steps)
 
 
-def test_native_and_processor_results_have_the_same_schema_and_auto_picks_vectorised(spark):
+def test_every_path_has_the_same_schema_and_auto_runs_small_tasks_on_the_processors(spark):
     batch = _varied(5, "table-table", 15)
     native = run_scenarios(spark, batch, method="native")
     processors = run_scenarios(spark, batch, method="processors")
     assert native.method == "native" and processors.method == "processors"
     assert native.results.schema.simpleString() == processors.results.schema.simpleString()
-    auto = run_scenarios(spark, batch)  # vectorised, rows in emission order per task without a sort
+    vectorised = run_scenarios(spark, batch, method="vectorised")  # rows in emission order per task, unsorted
+    assert vectorised.results.schema.simpleString() == processors.results.schema.simpleString()
+    assert_same(batch, spark_rows(vectorised.outputs), spark_rows(vectorised.steps))
+    assert run_scenarios(spark, batch).method == "processors"  # auto: tasks of a few records, the processors win
+
+
+def test_auto_picks_the_vectorised_pass_for_large_tasks(spark):
+    """Tasks of 300 records or more (AUTO_MIN_RECORDS_PER_TASK is 200): ``auto`` runs the vectorised pass."""
+    events = [
+        {"side": "right" if i % 3 == 0 else "left", "key": f"k{i % 17}", "value": f"v{i}", "ts": i} for i in range(300)
+    ]
+    scenario = Scenario.from_dict({"join": "stream-table", "variant": "left", "events": events})
+    auto = run_scenarios(spark, [scenario])
     assert auto.method == "vectorised"
-    assert auto.results.schema.simpleString() == processors.results.schema.simpleString()
-    assert_same(batch, spark_rows(auto.outputs), spark_rows(auto.steps))
+    assert_same([scenario], spark_rows(auto.outputs), spark_rows(auto.steps))
 
 
 def test_processors_still_equal_the_reference_engine_on_native_joins(spark):
