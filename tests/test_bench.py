@@ -13,6 +13,7 @@ pytestmark = pytest.mark.spark
 
 
 def test_the_bench_prints_one_row_per_join_size_and_method_with_every_column(spark, capsys):
+    """Two rounds of timing (--repeat 2) still give one row per method, the fastest round's."""
     assert (
         bench.main(
             [
@@ -27,6 +28,8 @@ def test_the_bench_prints_one_row_per_join_size_and_method_with_every_column(spa
                 "--keys",
                 "50",
                 "--partitions",
+                "2",
+                "--repeat",
                 "2",
             ]
         )
@@ -88,3 +91,5 @@ def test_bad_options_are_refused_with_the_option_named():
         bench.main(["--joins", "stream-river"])
     with pytest.raises(SystemExit):
         bench.main(["--sizes", "ten"])
+    with pytest.raises(SystemExit):
+        bench.main(["--repeat", "0"])
