@@ -36,23 +36,29 @@ Kafka Streams' (the target: above 1); ``load before/after`` is the 1-minute load
 ``kjoin/ref`` is kjoin's throughput over the reference engine's. The first run of every plan
 is a small untimed warm-up (class loading and JIT cost seconds in a fresh JVM).
 
-Measured 2026-11-23 on the project's 2-core machine, idle (load average < 2):
+Measured 2026-11-24 on the project's 2-core machine, shared with other jobs (load average 3-10,
+in the table's last column), ``--repeat 2``, reference engine on 10^4 records:
 
-=============  =========  ==========  ===========  ==========  ==========  ==========  =======
-join           records    path        kjoin rec/s  equi rec/s  kjoin/equi  ref rec/s   peak MB
-=============  =========  ==========  ===========  ==========  ==========  ==========  =======
-stream-stream  10^6       processors  44,138       360,756     0.12        29,148      2,208
-stream-stream  10^7       processors  41,430       792,897     0.05        26,018      4,161
-stream-table   10^6       native      290,489      659,211     0.44        57,608      2,648
-stream-table   10^6       processors  143,687      659,211     0.22        57,608      2,648
-stream-table   10^7       native      245,749      1,081,800   0.23        54,471      4,374
-table-table    10^6       native      292,501      487,373     0.60        36,932      2,674
-table-table    10^6       processors  99,373       487,373     0.20        36,932      2,689
-table-table    10^7       native      219,183      596,552     0.37        35,211      4,252
-=============  =========  ==========  ===========  ==========  ==========  ==========  =======
+=============  =====  ==========  ===========  ==========  ==========  ===========  ===========
+join           N      path        kjoin rec/s  equi rec/s  kjoin/equi  kafka rec/s  kjoin/kafka
+=============  =====  ==========  ===========  ==========  ==========  ===========  ===========
+stream-stream  10^6   processors  21,442       122,915     0.17        1,789        11.98
+stream-table   10^6   vectorised  415,681      667,884     0.62        128,185      3.24
+stream-table   10^6   native      343,758      667,884     0.51        128,185      2.68
+table-table    10^6   vectorised  338,265      557,108     0.61        71,906       4.70
+table-table    10^6   native      383,878      557,108     0.69        71,906       5.34
+stream-table   10^7   vectorised  511,393      1,522,117   0.34        158,244      3.23
+stream-table   10^7   native      186,210      1,522,117   0.12        158,244      1.18
+table-table    10^7   vectorised  225,008      556,338     0.40        55,653       4.04
+table-table    10^7   native      252,328      556,338     0.45        55,653       4.53
+=============  =====  ==========  ===========  ==========  ==========  ===========  ===========
 
-(ref: the reference engine on the first 10^5 records.) Peak memory grows to the JVM's heap
-limit (``spark.driver.memory`` 3g) and stays there; nothing is collected to the driver.
+(stream-stream: an earlier run, the Kafka replay then sweeping its outer-join buffer on every
+record.) The day before, idle, the stream-stream processors ran 0.05x the equi-join at 10^7.
+Timing order matters on a loaded machine: the path timed right after the Kafka replay's JVM
+ran up to 2x slower, hence the baselines outside Spark come last and ``--repeat`` alternates.
+Peak memory stays at the JVM's heap limit (``spark.driver.memory`` 3g): 2.1-2.2 GB at 10^6,
+4.0-4.3 GB at 10^7; nothing is collected to the driver.
 """
 
 from __future__ import annotations

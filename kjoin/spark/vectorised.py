@@ -27,6 +27,14 @@ and task segment:
 
 Every input record gives exactly one result row (an output or a step), as on the native path,
 and rows come out in processing order within each task.
+
+Measured (``python -m kjoin.bench``, 2-core machine shared with other jobs): outside Spark the
+pass runs about 2M records/s of CPU on one core, 15x kjoin's processors; on Spark, stream-table
+left 0.62x a plain equi-join at 10^6 and 0.34x at 10^7 (native plan: 0.51x, 0.12x), table-table
+outer 0.61x and 0.40x (native: 0.69x, 0.45x). The rest is Spark's: the shuffle by task, the
+running-max window, the sort by processing order and the Arrow round trip. On many tiny
+scenarios the per-batch cost dominates and the processors are faster (``auto`` picks them
+there, :data:`kjoin.spark.run.AUTO_MIN_RECORDS_PER_TASK`).
 """
 
 from __future__ import annotations
