@@ -11,7 +11,7 @@ and checks, each against the reference engine:
 1. ``per-kind`` random scenarios of every join type (stream-stream, stream-table,
    table-table, versioned stream-table and table-table, foreign-key) in one
    ``run_scenarios`` job on the processors path, and the unversioned stream-table and
-   table-table ones again on the default (native window-function) path;
+   table-table ones again on the default (vectorised) path;
 2. ``run_join`` over topics read on Connect: a Kafka-source DataFrame (binary key and
    value, JSON values) and Parquet files without partition and offset columns (Kafka's
    default partitioner as an Arrow UDF, offsets by a window function);

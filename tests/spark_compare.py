@@ -8,7 +8,8 @@ import json
 import random
 import re
 from collections import Counter
-from typing import Any, Iterable
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
 
 from kjoin import Fate, Scenario, ScenarioError, run
 from kjoin.ordering import merge_by_timestamp
@@ -108,6 +109,20 @@ def spark_results(result: Any) -> tuple[list[tuple], list[tuple]]:
     return outputs, steps
 
 
+@contextmanager
+def small_arrow_batches(spark: Any, rows: int = 7) -> Iterator[None]:
+    """Arrow batches of ``rows`` records inside ``mapInArrow``: a Kafka task then spans many batches and a batch
+    several tasks, so whatever a per-task pass carries from batch to batch (its stores, its step count) is
+    exercised."""
+    name = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(name)
+    spark.conf.set(name, str(rows))
+    try:
+        yield
+    finally:
+        spark.conf.set(name, before)
+
+
 def assert_same(scenarios: list[Scenario], spark_outputs: list[tuple], spark_steps: list[tuple]) -> None:
     """Outputs and steps of every (scenario, partition) equal the reference engine's, in order."""
     expected_outputs, expected_steps = [], []
@@ -155,10 +170,9 @@ def reference_outputs(
 
 def spark_outputs(result: Any) -> dict[int, list[tuple]]:
     """Per partition: a ``run_join`` result's outputs ``(step, key, value, ts, tombstone)`` in
-    emission order. The processor path yields each task's rows in emission order; the
-    native path (``method="auto"`` picks it for stream-table and table-table joins) yields
-    one row per step, unsorted. A stable sort by ``step`` of the collected rows is the
-    emission order on both paths."""
+    emission order. The processor and vectorised paths yield each task's rows in emission
+    order; the native path (``method="native"``) yields one row per step, unsorted. A stable
+    sort by ``step`` of the collected rows is the emission order on every path."""
     got: dict[int, list[tuple]] = {}
     for row in result.outputs.select("partition", "step", "key", "value", "ts", "tombstone").collect():
         got.setdefault(row["partition"], []).append(

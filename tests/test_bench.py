@@ -13,6 +13,7 @@ pytestmark = pytest.mark.spark
 
 
 def test_the_bench_prints_one_row_per_join_size_and_method_with_every_column(spark, capsys):
+    """Two rounds of timing (--repeat 2) still give one row per method, the fastest round's."""
     assert (
         bench.main(
             [
@@ -28,6 +29,8 @@ def test_the_bench_prints_one_row_per_join_size_and_method_with_every_column(spa
                 "50",
                 "--partitions",
                 "2",
+                "--repeat",
+                "2",
             ]
         )
         == 0
@@ -37,14 +40,35 @@ def test_the_bench_prints_one_row_per_join_size_and_method_with_every_column(spa
     assert [cell.strip() for cell in printed[header].split(" | ")] == bench.COLUMNS
     rows = [[cell.strip() for cell in line.split(" | ")] for line in printed[header + 2 :] if line.strip()]
     assert [(row[0], row[1], row[2], row[3]) for row in rows] == [
-        ("table-table", "outer", "2,000", "auto: native"),
+        ("table-table", "outer", "2,000", "auto: vectorised"),
         ("table-table", "outer", "2,000", "processors"),
     ]
+    column = {name: i for i, name in enumerate(bench.COLUMNS)}
     for row in rows:
         assert len(row) == len(bench.COLUMNS)
-        assert row[9].endswith("(n=500)")
-        for cell in (row[4], row[5], row[6], row[7], row[8], row[10], row[11]):
-            assert float(cell.replace(",", "")) >= 0  # a number; timings themselves are not tested
+        assert row[column["reference rec/s (sample)"]].endswith("(n=500)")
+        numbers = ["kjoin s", "kjoin rec/s", "equi s", "equi rec/s", "kjoin/equi", "kafka rec/s", "kjoin/kafka"]
+        for name in [*numbers, "kjoin/ref", "peak MB"]:
+            assert float(row[column[name]].replace(",", "")) >= 0  # a number; timings themselves are not tested
+        before, after = row[column["load before/after"]].split("/")
+        assert float(before) >= 0 and float(after) >= 0
+    assert "load average" in printed[header - 1]
+
+
+def test_the_kafka_streams_replay_counts_every_record_and_outputs_what_kjoin_outputs(spark, tmp_path):
+    """The Kafka Streams baseline replays the same rows through the same join: as many outputs as kjoin writes."""
+    from pyspark.sql import functions as F
+
+    from kjoin.spark import run_join
+
+    path = str(tmp_path / "st.parquet")
+    bench.generate(spark, "stream-table", 3000, path, keys=40, partitions=2)
+    rate, outputs = bench.kafka_rate(spark, "stream-table", path, 2, str(tmp_path))
+    assert rate > 0
+    left, right = bench.topics(spark, path, 2)
+    result = run_join(left, right, "stream-table", "left")
+    assert outputs == result.outputs.count() > 0
+    assert outputs < spark.read.parquet(path).filter(F.col("side") == "left").count()  # null keys were dropped
 
 
 def test_the_generated_workload_has_what_the_bench_promises(spark, tmp_path):
@@ -67,3 +91,5 @@ def test_bad_options_are_refused_with_the_option_named():
         bench.main(["--joins", "stream-river"])
     with pytest.raises(SystemExit):
         bench.main(["--sizes", "ten"])
+    with pytest.raises(SystemExit):
+        bench.main(["--repeat", "0"])

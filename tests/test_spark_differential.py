@@ -25,7 +25,16 @@ from hypothesis import strategies as st
 
 from kjoin import Scenario
 from kjoin.spark import run_scenarios
-from tests.spark_compare import KINDS, assert_same, combo_counts, combos, random_batch, spark_results, spark_rows
+from tests.spark_compare import (
+    KINDS,
+    assert_same,
+    combo_counts,
+    combos,
+    random_batch,
+    small_arrow_batches,
+    spark_results,
+    spark_rows,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -35,10 +44,15 @@ EXAMPLES = 2
 """Hypothesis examples per join type, each a batch of ``PER_COMBO / EXAMPLES`` scenarios per
 combination. Hypothesis's first example is its simplest (seed 0: the same batch every
 run, a fixed regression set); the others are fresh random seeds."""
-METHODS = {"stream-table": ("auto", "processors"), "table-table": ("auto", "processors")}
-"""Unversioned stream-table and table-table joins have two Spark paths: ``auto`` picks the
-native window-function path (:mod:`kjoin.spark.native`), ``processors`` runs kjoin's
-processors per task; both are checked. The other joins have only the processors."""
+METHODS = {
+    "stream-table": ("vectorised", "native", "processors"),
+    "table-table": ("vectorised", "native", "processors"),
+}
+"""Unversioned stream-table and table-table joins have three Spark paths: the vectorised
+per-task pass (:mod:`kjoin.spark.vectorised`, what ``auto`` picks; run here with Arrow batches
+of 7 records, so tasks span batches), the native window-function plan
+(:mod:`kjoin.spark.native`) and kjoin's processors per task; all three are checked. The other
+joins have only the processors (``auto``)."""
 SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -58,7 +72,13 @@ def test_joins_on_spark_equal_the_reference_engine(spark, kind, seed):
     print(f"{kind}: {len(batch)} scenarios (seed {seed}), per variant × era: {dict(sorted(counts.items()))}")
     assert len(counts) == len(combos(kind)) and set(counts.values()) == {per_combo}
     for method in METHODS.get(kind, ("auto",)):
-        outputs, steps = spark_results(run_scenarios(spark, batch, method=method))
+        if method == "vectorised":
+            with small_arrow_batches(spark):
+                result = run_scenarios(spark, batch, method=method)
+                assert result.method == "vectorised"
+                outputs, steps = spark_results(result)
+        else:
+            outputs, steps = spark_results(run_scenarios(spark, batch, method=method))
         assert outputs and steps, "a batch this size must produce outputs and non-joined steps"
         assert_same(batch, outputs, steps)
 

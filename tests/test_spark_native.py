@@ -1,4 +1,5 @@
-"""The native Spark SQL path (:mod:`kjoin.spark.native`) agrees with the reference engine.
+"""The native Spark SQL path (:mod:`kjoin.spark.native`) and the vectorised per-task pass
+(:mod:`kjoin.spark.vectorised`) agree with the reference engine.
 
 Hundreds of random scenarios per join (every variant, the eras of every rule boundary:
 0.10.0, 0.10.2, 2.0, 2.3, 3.1, 3.7, latest; several partitions, null keys, tombstones, and
@@ -21,7 +22,7 @@ import pytest
 
 from kjoin import Scenario
 from kjoin.spark import SparkInputError, Topic, run_join, run_scenarios
-from tests.spark_compare import assert_same, combos, random_batch, spark_rows
+from tests.spark_compare import assert_same, combos, random_batch, small_arrow_batches, spark_rows
 
 pytestmark = pytest.mark.spark
 
@@ -64,14 +65,41 @@ def test_native_joins_equal_the_reference_engine(spark, join):
     assert_same(batch, outputs, steps)
 
 
-def test_native_and_processor_results_have_the_same_schema_and_auto_picks_native(spark):
+@pytest.mark.parametrize("join", ["stream-table", "table-table"])
+@pytest.mark.parametrize("rows", [3, 10_000])
+def test_vectorised_joins_equal_the_reference_engine(spark, join, rows):
+    """The vectorised pass (:mod:`kjoin.spark.vectorised`) on the same varied batches, with Arrow batches of 3
+    records (every task spans batches: its stores and step count carry over) and of 10^4 (many tasks per batch)."""
+    batch = _varied(20270 + len(join), join, 300)
+    with small_arrow_batches(spark, rows):
+        result = run_scenarios(spark, batch, method="vectorised")
+        assert result.method == "vectorised"
+        outputs, steps = spark_rows(result.outputs), spark_rows(result.steps)  # emission order, no sort
+    assert outputs and steps
+    assert_same(batch, outputs, steps)
+
+
+def test_every_path_has_the_same_schema_and_auto_runs_small_tasks_on_the_processors(spark):
     batch = _varied(5, "table-table", 15)
     native = run_scenarios(spark, batch, method="native")
     processors = run_scenarios(spark, batch, method="processors")
+    assert native.method == "native" and processors.method == "processors"
     assert native.results.schema.simpleString() == processors.results.schema.simpleString()
-    auto = run_scenarios(spark, batch)  # native, rows in emission order per task without a sort
-    assert_same(batch, spark_rows(auto.outputs), spark_rows(auto.steps))
-    assert "mapinarrow" not in auto.results._jdf.queryExecution().optimizedPlan().toString().lower()
+    vectorised = run_scenarios(spark, batch, method="vectorised")  # rows in emission order per task, unsorted
+    assert vectorised.results.schema.simpleString() == processors.results.schema.simpleString()
+    assert_same(batch, spark_rows(vectorised.outputs), spark_rows(vectorised.steps))
+    assert run_scenarios(spark, batch).method == "processors"  # auto: tasks of a few records, the processors win
+
+
+def test_auto_picks_the_vectorised_pass_for_large_tasks(spark):
+    """Tasks of 300 records or more (AUTO_MIN_RECORDS_PER_TASK is 200): ``auto`` runs the vectorised pass."""
+    events = [
+        {"side": "right" if i % 3 == 0 else "left", "key": f"k{i % 17}", "value": f"v{i}", "ts": i} for i in range(300)
+    ]
+    scenario = Scenario.from_dict({"join": "stream-table", "variant": "left", "events": events})
+    auto = run_scenarios(spark, [scenario])
+    assert auto.method == "vectorised"
+    assert_same([scenario], spark_rows(auto.outputs), spark_rows(auto.steps))
 
 
 def test_processors_still_equal_the_reference_engine_on_native_joins(spark):
@@ -124,14 +152,18 @@ def test_processors_still_equal_the_reference_engine_on_native_joins(spark):
 def test_native_refuses_what_it_cannot_run_exactly_and_auto_falls_back(spark, scenario, joiner, named):
     with pytest.raises(SparkInputError, match=re.escape(named)):
         run_scenarios(spark, [scenario], joiner=joiner, method="native")
+    with pytest.raises(SparkInputError, match=re.escape(named)):
+        run_scenarios(spark, [scenario], joiner=joiner, method="vectorised")
     auto = run_scenarios(spark, [scenario], joiner=joiner)
-    assert "mapinarrow" in auto.results._jdf.queryExecution().optimizedPlan().toString().lower()
+    assert auto.method == "processors"
     expected = [row for row in spark_rows(run_scenarios(spark, [scenario], joiner=joiner, method="processors").outputs)]
     assert spark_rows(auto.outputs) == expected
 
 
 def test_an_unknown_method_is_refused_and_no_scenarios_give_empty_frames(spark):
-    with pytest.raises(SparkInputError, match=re.escape("method: expected one of auto | native | processors")):
+    with pytest.raises(
+        SparkInputError, match=re.escape("method: expected one of auto | vectorised | native | processors")
+    ):
         run_scenarios(spark, [], method="fast")
     empty = run_scenarios(spark, [], method="native")
     assert empty.results.count() == 0
@@ -168,3 +200,7 @@ def test_run_join_native_equals_processors_on_topics(spark, join, variant, value
     processors = run_join(*topics, join, variant, method="processors").results.orderBy(*order).collect()
     assert len(native) == sum(t.frame.count() for t in topics)
     assert native == processors
+    with small_arrow_batches(spark, 13):  # every task spans many Arrow batches: the stores carry over
+        vectorised = run_join(*topics, join, variant, method="vectorised")
+        assert vectorised.method == "vectorised"
+        assert vectorised.results.orderBy(*order).collect() == processors

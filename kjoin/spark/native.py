@@ -5,7 +5,9 @@ KTable-KTable primary-key join (inner, left, outer) over two unversioned tables,
 era (0.10.0/0.10.1, KIP-77, 3.1+, with the output-timestamp and KIP-962 null-key rules of
 each version), with the default joiner. Everything else (stream-stream joins, versioned
 tables, grace periods, a custom joiner, values whose rendering Spark cannot reproduce
-exactly) runs kjoin's own processors (:mod:`kjoin.spark.task`); ``method="auto"`` picks.
+exactly) runs kjoin's own processors (:mod:`kjoin.spark.task`). ``method="auto"`` prefers the
+vectorised pass (:mod:`kjoin.spark.vectorised`, the same joins as array work per task) and
+comes here only for what that refuses and this plan can run.
 
 How it works. In these joins the state a record sees is a function of the records before it
 in its task with the same key: the last table update of the key (stream-table) or the last
