@@ -180,7 +180,7 @@ def expected_refusal(name: str, scenario: Any) -> str | None:
     if scenario.versioned_mode != "final":
         return "a design KIP-914 rejected"
     if name == "fk_004_foreign_key_join[leftJoin_3_7]":
-        # 3.7.0's left join sends the result of a changed foreign key twice (KAFKA-16394, fixed in 3.7.1): no
+        # 3.7.0's left join sends the result of a changed foreign key twice (KAFKA-16394, fixed in 3.9.1): no
         # judging version has that bug, and the export refuses rather than assert another version's outputs.
         return "emit different records"
     return None

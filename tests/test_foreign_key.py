@@ -212,6 +212,8 @@ LATEST = parse_semantics(None)
 KIP962_FIRST = parse_semantics("3.7.0")
 P_ONLY, P_NULL = Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
 D_NO, D_AND = Instruction.DELETE_KEY_NO_PROPAGATE, Instruction.DELETE_KEY_AND_PROPAGATE
+MOVE_PROPAGATING = [Subscription("X", D_AND), Subscription("Y", P_NULL)]
+MOVE_UNSUBSCRIBING = [Subscription("X", D_NO), Subscription("Y", P_NULL)]
 
 
 @pytest.mark.parametrize(
@@ -252,7 +254,13 @@ D_NO, D_AND = Instruction.DELETE_KEY_NO_PROPAGATE, Instruction.DELETE_KEY_AND_PR
         ({"fk": "X", "v": 1}, {"fk": "X", "v": 2}, "left", LATEST, [Subscription("X", P_NULL)]),
         ({"fk": None}, {"fk": "Y"}, "left", LATEST, [Subscription("Y", P_NULL)]),
         ({"fk": "X"}, {"fk": None}, "left", LATEST, [Subscription("X", D_NO), Subscription(None, P_NULL)]),
-        # 3.7.0, before KAFKA-16394: a changed or deleted foreign key also propagated from the old one
+        # 3.7.0 to 3.9.0 and 4.0.0, before KAFKA-16394: a changed or deleted foreign key also propagated from
+        # the old one (the harness on 3.7.1, 3.8.1, 3.9.0 and 4.0.0; 3.9.1 and 4.0.1 only unsubscribe)
+        ({"fk": "X"}, {"fk": "Y"}, "left", parse_semantics("3.7.1"), MOVE_PROPAGATING),
+        ({"fk": "X"}, {"fk": "Y"}, "left", BEFORE_391, MOVE_PROPAGATING),
+        ({"fk": "X"}, {"fk": "Y"}, "left", BEFORE_401, MOVE_PROPAGATING),
+        ({"fk": "X"}, {"fk": "Y"}, "left", FIX_391, MOVE_UNSUBSCRIBING),
+        ({"fk": "X"}, {"fk": "Y"}, "left", FIX_401, MOVE_UNSUBSCRIBING),
         ({"fk": "X"}, None, "left", KIP962_FIRST, [Subscription("X", D_AND), Subscription(None, P_NULL)]),
         ({"fk": "X"}, {"fk": "Y"}, "left", KIP962_FIRST, [Subscription("X", D_AND), Subscription("Y", P_NULL)]),
         ({"fk": "X"}, {"fk": None}, "left", KIP962_FIRST, [Subscription("X", D_AND), Subscription(None, P_NULL)]),
@@ -450,13 +458,14 @@ def test_versioned_table_refuses_an_expired_put():
 
 # -- §4.6 the left join's change of foreign key ---------------------------------------------------
 def test_left_join_fk_change_first_emits_left_with_null_then_the_result():
-    """3.7.0 (KIP-962 before KAFKA-16394): the old foreign key's answer is the left value with null."""
+    """3.7.0 to 3.9.0 (KIP-962 before KAFKA-16394): the old foreign key's answer is the left value with null."""
     trace = run(fk_scenario([R("Y", "y", 1), L("A", "X", 2), L("A", "Y", 3)], "left", semantics="3.7.0"), fk_joiner)
     assert outputs_by_input(trace)[-1] == ["(A,Y,null)", "(A,Y,y)"]
 
 
-def test_left_join_fk_change_emits_only_the_new_result_since_3_7_1():
-    """KAFKA-16394 (3.7.1): the old foreign key is only unsubscribed; Kafka 4.3.1's TopologyTestDriver agrees."""
+def test_left_join_fk_change_emits_only_the_new_result_since_3_9_1():
+    """KAFKA-16394 (3.9.1, 4.0.1): the old foreign key is only unsubscribed; Kafka 4.3.1's TopologyTestDriver
+    agrees (and 3.9.1's and 4.0.1's; 3.7.1, 3.8.1, 3.9.0 and 4.0.0 still emit (A,Y,null) first)."""
     trace = run(fk_scenario([R("Y", "y", 1), L("A", "X", 2), L("A", "Y", 3)], "left"), fk_joiner)
     assert outputs_by_input(trace)[-1] == ["(A,Y,y)"]
 

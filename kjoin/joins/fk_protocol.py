@@ -59,7 +59,8 @@ class Instruction(enum.Enum):
     DELETE_KEY_AND_PROPAGATE = "DELETE_KEY_AND_PROPAGATE"
     """Remove the subscription and answer with a null right value, so that the left side
     deletes its result (or, in a left join whose row still exists, re-joins it with null).
-    Sent for a left delete; in 3.7.0 by a left join to the old foreign key of a change; since
+    Sent for a left delete; from 3.7.0 to 3.9.0 and in 4.0.0 by a left join to the old foreign
+    key of a change; since
     3.9.1 and 4.0.1 by an inner join to the old foreign key of a row whose foreign key became null."""
     PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE = "PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE"
     """Store the subscription and always answer: with the right value, or with null when the

@@ -102,7 +102,7 @@ def subscription_instructions(
     * new row: NULL_IF → fk(new), fk may be null
     * delete: DELETE_AND_PROPAGATE → fk(old) if not null; NULL_IF → null
     * update: fk changed, fk(old) not null → DELETE_AND_PROPAGATE → fk(old) (DELETE_NO_PROPAGATE since
-      3.7.1, KAFKA-16394); NULL_IF → fk(new)
+      3.9.1 and 4.0.1, KAFKA-16394); NULL_IF → fk(new)
 
     Nothing before and nothing after: nothing, in both.
 
