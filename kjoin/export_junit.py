@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from .engine import run
 from .records import render_value
 from .scenario import Scenario, ScenarioError
-from .semantics import Semantics, parse_semantics
+from .semantics import Semantics
 
 __all__ = [
     "JUDGES",
@@ -276,45 +276,6 @@ def _check_expressible(scenario: Scenario, judge: KafkaJudge) -> None:
 
 
 # -- what kjoin does not model for the judging version (tests/oracle_check.py's KNOWN_GAPS): refused --------------
-def _inner_3_9(old: Any, new: Any, fk_of: Any) -> Any:
-    """The subscriptions Kafka 3.9+'s FK inner join sends for a left ``Change(new, old)``."""
-    from .joins.fk_protocol import Instruction
-    from .joins.foreign_key import Subscription
-
-    fk_old = None if old is None else fk_of(old)
-    if new is None:
-        return [] if fk_old is None else [Subscription(fk_old, Instruction.DELETE_KEY_AND_PROPAGATE)]
-    fk_new = fk_of(new)
-    if fk_new is None:
-        return None if fk_old is None else [Subscription(fk_old, Instruction.DELETE_KEY_AND_PROPAGATE)]
-    if fk_old is None or fk_old == fk_new:
-        return [Subscription(fk_new, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)]
-    return [
-        Subscription(fk_old, Instruction.DELETE_KEY_NO_PROPAGATE),
-        Subscription(fk_new, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE),
-    ]
-
-
-def _fk_inner_gap(scenario: Scenario) -> int | None:
-    """The index of the first left update whose subscriptions differ between Kafka 3.9+ and kjoin (2.4 to 3.8)."""
-    from .joins.fk_protocol import extract_foreign_key
-    from .joins.foreign_key import subscription_instructions
-
-    def fk_of(value: Any) -> Any:
-        return extract_foreign_key(scenario.foreign_key or "", value)
-
-    last: dict[Any, Any] = {}
-    for index, event in enumerate(scenario.events):
-        if event.side.value == "left" and event.key is not None:
-            if event.key in last:
-                old = last[event.key]
-                kjoin_rules = subscription_instructions(old, event.value, fk_of, "inner", parse_semantics("3.8"))
-                if _inner_3_9(old, event.value, fk_of) != kjoin_rules:
-                    return index
-            last[event.key] = event.value
-    return None
-
-
 def _window_retention_gap(scenario: Scenario) -> int | None:
     """The index of the first record that could find a partner older than the window stores' retention (Kafka
     before 3.5 still finds it until its segment expires; kjoin hides it)."""
@@ -332,14 +293,6 @@ def _window_retention_gap(scenario: Scenario) -> int | None:
 def check_known_gaps(scenario: Scenario, judge: KafkaJudge) -> None:
     """Refuse what kjoin models differently from the judging version (the known gaps of docs and README)."""
     version = f"Kafka {judge.version}"
-    if scenario.join == "fk" and scenario.variant == "inner" and judge.at_least(3, 9):
-        index = _fk_inner_gap(scenario)
-        if index is not None:
-            raise ExportError(
-                f"input {index}: {version}'s foreign-key inner join treats this left update differently (KAFKA "
-                "3.9+ sends PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE for a kept foreign key, and a null foreign key "
-                'unsubscribes); kjoin keeps the rules of 2.4 to 3.8: export with semantics "3.3", or as a left join'
-            )
     if scenario.join != "stream-stream":
         return
     windows = [scenario.window] + [chained.window or scenario.window for chained in scenario.then]

@@ -54,6 +54,12 @@ class Reason(enum.Enum):
     NULL_FOREIGN_KEY = "null-foreign-key"
     """Foreign-key join: the extractor returned null where Kafka cannot subscribe (inner joins,
     and left joins before 3.7): skipped with WARN and ``dropped-records``."""
+    NULL_FOREIGN_KEY_UNSUBSCRIBED = "null-foreign-key-unsubscribed"
+    """Foreign-key inner join, 3.9.1 and 4.0.1+ (KAFKA-16434): the left row's foreign key became
+    null. There is nothing to subscribe to (Kafka still logs "Skipping record due to null foreign
+    key" and counts it in ``dropped-records``), but the left table keeps the update and the row
+    unsubscribes from its old foreign key with ``DELETE_KEY_AND_PROPAGATE``: the answer deletes the
+    row's old result, if it had one. Before, the update was skipped and the old result stayed."""
     SUBSCRIPTION_SENT = "subscription-sent"
     """Foreign-key join: the left update is stored and sent subscriptions to the right side;
     its result, if any, comes back with a response."""

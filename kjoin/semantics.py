@@ -14,6 +14,9 @@ The eras (era, versions: what changes):
 - 3.1+, 3.1 and newer: left/outer stream-stream results without a partner are held until
   the window closes plus grace (KAFKA-10847), unless the window uses the deprecated
   ``JoinWindows.of`` API
+
+Within an era, smaller boundaries are properties too (``relaxed_null_keys``,
+``fk_change_only_unsubscribes``, ``fk_inner_follows_null_foreign_keys``, …).
 """
 
 from __future__ import annotations
@@ -98,10 +101,30 @@ class Semantics:
 
     @property
     def fk_change_only_unsubscribes(self) -> bool:
-        """KAFKA-16394 (3.7.1): in a foreign-key left join, a changed or deleted foreign key
-        only unsubscribes from the old one; 3.7.0 also propagated that unsubscription, so the
-        row's result was emitted twice (once joined with null)."""
-        return self.at_least(3, 7, 1)
+        """KAFKA-16394 (3.9.1 and 4.0.1; 4.0.0 was released before the fix): in a foreign-key left
+        join, a changed or deleted foreign key only unsubscribes from the old one; 3.7.0 to 3.9.0
+        (and 4.0.0) also propagated that unsubscription, so the row's result was emitted twice
+        (once joined with null). Harness: 3.7.1, 3.8.1, 3.9.0 and 4.0.0 emit it twice, 3.9.1,
+        4.0.1 and 4.3.1 once."""
+        return self._fk_fixes_of_3_9_1
+
+    @property
+    def fk_inner_follows_null_foreign_keys(self) -> bool:
+        """KAFKA-16407 and KAFKA-16434 (3.9.1 and 4.0.1; 4.0.0 was released before the fix): a
+        foreign-key inner join treats a row whose foreign key was null as new (it subscribes, where
+        before the update was skipped), and a row whose foreign key becomes null unsubscribes from
+        the old one with ``DELETE_KEY_AND_PROPAGATE`` (its old result is deleted; before, the update
+        was skipped and the old result stayed). An update that keeps its foreign key asks only for
+        an existing result (``PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE``): it never joined before if it
+        does not join now, so no tombstone is needed. Harness: 3.9.0 and 4.0.0 behave the old way,
+        3.9.1, 4.0.1 and 4.3.1 the new."""
+        return self._fk_fixes_of_3_9_1
+
+    @property
+    def _fk_fixes_of_3_9_1(self) -> bool:
+        """The foreign-key join fixes released in 3.9.1, 4.0.1 and 4.1.0 (not in 4.0.0, which
+        came out before them)."""
+        return self.at_least(3, 9, 1) and self.version != (4, 0, 0)
 
     @property
     def stream_stream_output_ts_is_max(self) -> bool:

@@ -87,6 +87,7 @@ _STORED = {
     Reason.NOTHING_TO_DELETE: "stored: there was no result to delete, no tombstone",
     Reason.REPLACED_IN_CACHE: "stored: its result was replaced in the result cache by an earlier record's",
     Reason.SUBSCRIPTION_SENT: "stored: subscription sent to the right side",
+    Reason.NULL_FOREIGN_KEY_UNSUBSCRIBED: "stored: null foreign key, unsubscribed (the old result is deleted)",
     Reason.RESPONSE_SENT: "stored: response sent to the left side",
     Reason.NO_SUBSCRIBER: "stored: no left row subscribes to this key",
     Reason.NO_PROPAGATE: "subscription stored: no response",

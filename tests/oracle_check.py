@@ -354,9 +354,6 @@ def generate(version: KafkaVersion, count: int, seed_000: bool = False) -> list[
 
 # -- what kjoin does not model (yet): kept out of the comparison, counted, and pinned in tests/test_kafka_oracle.py --
 KNOWN_GAPS = {
-    "fk-inner-3.9": "Kafka 3.9 and 4.3's FK inner join: an update keeping its foreign key asks only for an existing "
-    "result (PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE), and a null foreign key, old or new, is an insert or an "
-    "unsubscription instead of a skip; kjoin keeps the rules of 2.4 to 3.8",
     "late-outer-record-3.3": "Kafka 3.3 (and 3.6) put a left/outer record whose window closed before it arrived "
     "into the outer-join buffer (emitted at the next sweep; in 3.3 still joinable); kjoin "
     "emits it at once and forgets it, as Kafka 3.7.1 and later do",
@@ -366,47 +363,9 @@ KNOWN_GAPS = {
 }
 
 
-def _fk(value: Any) -> Any:
-    return None if value is None else value.get("fk")
-
-
-def _inner_before_3_9(old: Any, new: Any) -> Any:
-    from kjoin.joins.foreign_key import subscription_instructions
-
-    return subscription_instructions(old, new, _fk, "inner", kjoin.parse_semantics("3.8"))
-
-
-def _inner_3_9(old: Any, new: Any) -> Any:
-    """The subscriptions Kafka 3.9+'s FK inner join sends for a left ``Change(new, old)`` (what kjoin lacks)."""
-    from kjoin.joins.foreign_key import Instruction, Subscription
-
-    fk_old = _fk(old)
-    if new is None:
-        return [] if fk_old is None else [Subscription(fk_old, Instruction.DELETE_KEY_AND_PROPAGATE)]
-    fk_new = _fk(new)
-    if fk_new is None:
-        return None if fk_old is None else [Subscription(fk_old, Instruction.DELETE_KEY_AND_PROPAGATE)]
-    if fk_old is None or fk_old == fk_new:
-        return [Subscription(fk_new, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)]
-    return [
-        Subscription(fk_old, Instruction.DELETE_KEY_NO_PROPAGATE),
-        Subscription(fk_new, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE),
-    ]
-
-
 def known_gap(version: KafkaVersion, scenario: kjoin.Scenario | AggregateSpec) -> str | None:
     """The name of the known gap ``scenario`` runs into under ``version``, or None."""
     if isinstance(scenario, AggregateSpec):
-        return None
-    if scenario.join == "fk" and scenario.variant == "inner" and version.version.startswith("4."):
-        last: dict[Any, Any] = {}
-        for event in scenario.events:
-            if event.side is kjoin.Side.LEFT and event.key is not None:
-                if event.key in last and _inner_3_9(last[event.key], event.value) != _inner_before_3_9(
-                    last[event.key], event.value
-                ):
-                    return "fk-inner-3.9"
-                last[event.key] = event.value
         return None
     if scenario.join != "stream-stream":
         return None

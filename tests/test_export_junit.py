@@ -180,7 +180,7 @@ def expected_refusal(name: str, scenario: Any) -> str | None:
     if scenario.versioned_mode != "final":
         return "a design KIP-914 rejected"
     if name == "fk_004_foreign_key_join[leftJoin_3_7]":
-        # 3.7.0's left join sends the result of a changed foreign key twice (KAFKA-16394, fixed in 3.7.1): no
+        # 3.7.0's left join sends the result of a changed foreign key twice (KAFKA-16394, fixed in 3.9.1): no
         # judging version has that bug, and the export refuses rather than assert another version's outputs.
         return "emit different records"
     return None
@@ -338,6 +338,26 @@ def test_a_wrong_expectation_fails_with_junit_message_and_the_seed_name(exported
     assert '<[("k", "A-b")@4]> but was: <[("k", "A-a")@4]>' in problem
 
 
+def test_the_fk_inner_join_since_3_9_1_exports_and_passes_against_kafka_streams(tmp_path) -> None:
+    """Once refused as the known gap fk-inner-3.9: a foreign-key inner join whose rows keep their foreign key, get
+    one or lose it is exported for Kafka 4.3.1 with kjoin's records (no tombstone for the kept key, a join for the
+    row that got one, tombstones for the rows that lost theirs), and the real library passes the tests."""
+    from tests.test_kafka_oracle import FK_NULL_KEYS, FK_SAME_KEY
+
+    sources = {}
+    for name, data in (("FkKeptKeyTest", FK_SAME_KEY), ("FkNullKeysTest", FK_NULL_KEYS)):
+        scenario = kjoin.Scenario.from_dict(data)
+        check_known_gaps(scenario, judge_of(scenario.semantics))
+        sources[name] = export_junit(scenario, name)
+        assert "Kafka Streams 4.3.1" in sources[name]
+    assert (
+        'assertEquals(records(), read(output), "left A:{\\"fk\\":\\"X\\",\\"v\\":7}@9 (input 1)");'
+        in (sources["FkKeptKeyTest"])
+    )
+    assert 'records(out("B", null, 6L))' in sources["FkNullKeysTest"]
+    assert run_junit("4.3.1", sources, tmp_path) == {"FkKeptKeyTest": None, "FkNullKeysTest": None}
+
+
 # -- the export's pieces ------------------------------------------------------------------------------------------
 def test_the_judges_are_the_harness_versions_with_their_eras() -> None:
     harness = {version.version: version.era for version in oracle_check.VERSIONS}
@@ -460,21 +480,20 @@ def test_kjoin_export_writes_the_test_and_is_deterministic_byte_for_byte(tmp_pat
             "Kafka 4.3's windowed count counts it",
         ),
         ({**SEED_000["table count by a field"], "partitions": 2}, [], "partitions: 2"),
-        # The known gaps (README "Fidelity"): a test of these would fail against Kafka, so they are refused.
+        # 3.9.0's foreign-key inner join still sends a tombstone for an update that keeps its foreign key (fixed in
+        # 3.9.1, KAFKA-16407); Kafka 4.3.1 judges 3.9 and does not: refused as another version's outputs.
         (
             {
                 "join": "fk",
                 "variant": "inner",
+                "semantics": "3.9",
                 "foreign_key": "fk",
-                "events": [
-                    _event("right", "X", "x", 1),
-                    _event("left", "A", {"fk": "X", "v": 1}, 2),
-                    _event("left", "A", {"fk": "X", "v": 2}, 3),
-                ],
+                "events": [_event("left", "A", {"fk": "X", "v": 1}, 2), _event("left", "A", {"fk": "X", "v": 2}, 3)],
             },
             [],
-            "input 2: Kafka 4.3.1's foreign-key inner join",
+            "semantics 3.9 and Kafka 4.3.1 (which judges its era) emit different records for input 1",
         ),
+        # The known gaps (README "Fidelity"): a test of these would fail against Kafka, so they are refused.
         (
             {**LATE_ORDERS, "events": [_event("left", "k", "A", 30), _event("left", "k", "B", 1)]},
             [],

@@ -205,25 +205,46 @@ def fk(value):
 
 
 INNER_24 = parse_semantics("2.4")
+INNER_38 = parse_semantics("3.8")
+BEFORE_391, FIX_391 = parse_semantics("3.9.0"), parse_semantics("3.9.1")
+BEFORE_401, FIX_401 = parse_semantics("4.0.0"), parse_semantics("4.0.1")  # 4.0.0 came out before the fix
 LATEST = parse_semantics(None)
 KIP962_FIRST = parse_semantics("3.7.0")
 P_ONLY, P_NULL = Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
 D_NO, D_AND = Instruction.DELETE_KEY_NO_PROPAGATE, Instruction.DELETE_KEY_AND_PROPAGATE
+MOVE_PROPAGATING = [Subscription("X", D_AND), Subscription("Y", P_NULL)]
+MOVE_UNSUBSCRIBING = [Subscription("X", D_NO), Subscription("Y", P_NULL)]
 
 
 @pytest.mark.parametrize(
     ("old", "new", "variant", "semantics", "expected"),
     [
-        # inner join (every era)
+        # inner join, 2.4 to 3.9.0 and 4.0.0: a null foreign key, old or new, skips the update
+        (None, {"fk": "X"}, "inner", INNER_38, [Subscription("X", P_ONLY)]),
+        (None, {"fk": None}, "inner", INNER_38, None),
+        ({"fk": "X"}, None, "inner", INNER_38, [Subscription("X", D_AND)]),
+        ({"fk": None}, None, "inner", INNER_38, None),
+        ({"fk": "X"}, {"fk": "Y"}, "inner", INNER_38, [Subscription("X", D_NO), Subscription("Y", P_NULL)]),
+        ({"fk": "X", "v": 1}, {"fk": "X", "v": 2}, "inner", INNER_38, [Subscription("X", P_NULL)]),
+        ({"fk": None}, {"fk": "Y"}, "inner", INNER_38, None),
+        ({"fk": "X"}, {"fk": None}, "inner", INNER_38, None),
+        (None, None, "inner", INNER_38, []),
+        # inner join since 3.9.1 and 4.0.1 (KAFKA-16407, KAFKA-16434): null foreign keys are followed, and a kept
+        # foreign key asks only for an existing result
         (None, {"fk": "X"}, "inner", LATEST, [Subscription("X", P_ONLY)]),
         (None, {"fk": None}, "inner", LATEST, None),
         ({"fk": "X"}, None, "inner", LATEST, [Subscription("X", D_AND)]),
-        ({"fk": None}, None, "inner", LATEST, None),
+        ({"fk": None}, None, "inner", LATEST, []),
         ({"fk": "X"}, {"fk": "Y"}, "inner", LATEST, [Subscription("X", D_NO), Subscription("Y", P_NULL)]),
-        ({"fk": "X", "v": 1}, {"fk": "X", "v": 2}, "inner", LATEST, [Subscription("X", P_NULL)]),
-        ({"fk": None}, {"fk": "Y"}, "inner", LATEST, None),
-        ({"fk": "X"}, {"fk": None}, "inner", LATEST, None),
+        ({"fk": "X", "v": 1}, {"fk": "X", "v": 2}, "inner", LATEST, [Subscription("X", P_ONLY)]),
+        ({"fk": None}, {"fk": "Y"}, "inner", LATEST, [Subscription("Y", P_ONLY)]),
+        ({"fk": "X"}, {"fk": None}, "inner", LATEST, [Subscription("X", D_AND)]),
+        ({"fk": None}, {"fk": None}, "inner", LATEST, None),
         (None, None, "inner", LATEST, []),
+        ({"fk": "X", "v": 1}, {"fk": "X", "v": 2}, "inner", FIX_391, [Subscription("X", P_ONLY)]),
+        ({"fk": "X", "v": 1}, {"fk": "X", "v": 2}, "inner", FIX_401, [Subscription("X", P_ONLY)]),
+        ({"fk": "X", "v": 1}, {"fk": "X", "v": 2}, "inner", BEFORE_391, [Subscription("X", P_NULL)]),
+        ({"fk": "X", "v": 1}, {"fk": "X", "v": 2}, "inner", BEFORE_401, [Subscription("X", P_NULL)]),
         # left join since 3.7 (KIP-962)
         (None, {"fk": "X"}, "left", LATEST, [Subscription("X", P_NULL)]),
         (None, {"fk": None}, "left", LATEST, [Subscription(None, P_NULL)]),
@@ -233,7 +254,13 @@ D_NO, D_AND = Instruction.DELETE_KEY_NO_PROPAGATE, Instruction.DELETE_KEY_AND_PR
         ({"fk": "X", "v": 1}, {"fk": "X", "v": 2}, "left", LATEST, [Subscription("X", P_NULL)]),
         ({"fk": None}, {"fk": "Y"}, "left", LATEST, [Subscription("Y", P_NULL)]),
         ({"fk": "X"}, {"fk": None}, "left", LATEST, [Subscription("X", D_NO), Subscription(None, P_NULL)]),
-        # 3.7.0, before KAFKA-16394: a changed or deleted foreign key also propagated from the old one
+        # 3.7.0 to 3.9.0 and 4.0.0, before KAFKA-16394: a changed or deleted foreign key also propagated from
+        # the old one (the harness on 3.7.1, 3.8.1, 3.9.0 and 4.0.0; 3.9.1 and 4.0.1 only unsubscribe)
+        ({"fk": "X"}, {"fk": "Y"}, "left", parse_semantics("3.7.1"), MOVE_PROPAGATING),
+        ({"fk": "X"}, {"fk": "Y"}, "left", BEFORE_391, MOVE_PROPAGATING),
+        ({"fk": "X"}, {"fk": "Y"}, "left", BEFORE_401, MOVE_PROPAGATING),
+        ({"fk": "X"}, {"fk": "Y"}, "left", FIX_391, MOVE_UNSUBSCRIBING),
+        ({"fk": "X"}, {"fk": "Y"}, "left", FIX_401, MOVE_UNSUBSCRIBING),
         ({"fk": "X"}, None, "left", KIP962_FIRST, [Subscription("X", D_AND), Subscription(None, P_NULL)]),
         ({"fk": "X"}, {"fk": "Y"}, "left", KIP962_FIRST, [Subscription("X", D_AND), Subscription("Y", P_NULL)]),
         ({"fk": "X"}, {"fk": None}, "left", KIP962_FIRST, [Subscription("X", D_AND), Subscription(None, P_NULL)]),
@@ -431,13 +458,14 @@ def test_versioned_table_refuses_an_expired_put():
 
 # -- §4.6 the left join's change of foreign key ---------------------------------------------------
 def test_left_join_fk_change_first_emits_left_with_null_then_the_result():
-    """3.7.0 (KIP-962 before KAFKA-16394): the old foreign key's answer is the left value with null."""
+    """3.7.0 to 3.9.0 (KIP-962 before KAFKA-16394): the old foreign key's answer is the left value with null."""
     trace = run(fk_scenario([R("Y", "y", 1), L("A", "X", 2), L("A", "Y", 3)], "left", semantics="3.7.0"), fk_joiner)
     assert outputs_by_input(trace)[-1] == ["(A,Y,null)", "(A,Y,y)"]
 
 
-def test_left_join_fk_change_emits_only_the_new_result_since_3_7_1():
-    """KAFKA-16394 (3.7.1): the old foreign key is only unsubscribed; Kafka 4.3.1's TopologyTestDriver agrees."""
+def test_left_join_fk_change_emits_only_the_new_result_since_3_9_1():
+    """KAFKA-16394 (3.9.1, 4.0.1): the old foreign key is only unsubscribed; Kafka 4.3.1's TopologyTestDriver
+    agrees (and 3.9.1's and 4.0.1's; 3.7.1, 3.8.1, 3.9.0 and 4.0.0 still emit (A,Y,null) first)."""
     trace = run(fk_scenario([R("Y", "y", 1), L("A", "X", 2), L("A", "Y", 3)], "left"), fk_joiner)
     assert outputs_by_input(trace)[-1] == ["(A,Y,y)"]
 
@@ -586,14 +614,90 @@ def test_wait_for_row_only_with_random_delivery():
         fk_scenario([], delivery={"mode": "explicit", "wait_for_row": True})
 
 
-def test_inner_join_null_foreign_key_divergence_from_sql():
-    """§4.1: an inner join skips an update whose old *or* new foreign key is null, so a row that
-    gets its first foreign key later never subscribes: not the SQL join (Kafka's behaviour)."""
+def test_inner_join_null_foreign_key_divergence_from_sql_before_3_9_1():
+    """§4.1: before 3.9.1 an inner join skips an update whose old *or* new foreign key is null, so a row that
+    gets its first foreign key later never subscribes: not the SQL join (Kafka's behaviour then)."""
     events = [R("Y", "y", 1), L("A", None, 2), L("A", "Y", 3)]
-    scenario = fk_scenario(events)
+    scenario = fk_scenario(events, semantics="3.8")
     trace = run(scenario, fk_joiner)
     assert materialize(trace) == {} != sql_fk_join(scenario, "inner")
     assert trace.steps[-1].reason is Reason.NULL_FOREIGN_KEY
+
+
+def test_inner_join_row_getting_its_first_foreign_key_subscribes_since_3_9_1():
+    """KAFKA-16407: the update from a null foreign key to Y is an insert, so the row joins y."""
+    scenario = fk_scenario([R("Y", "y", 1), L("A", None, 2), L("A", "Y", 3)])
+    trace = run(scenario, fk_joiner)
+    assert [(s.fate, s.reason) for s in input_steps(trace)] == [
+        (Fate.STORED, Reason.NO_SUBSCRIBER),
+        (Fate.DROPPED, Reason.NULL_FOREIGN_KEY),
+        (Fate.STORED, Reason.SUBSCRIPTION_SENT),
+    ]
+    assert trace.state_at(-1).in_flight() == [] and outputs_by_input(trace) == [[], [], ["(A,Y,y)"]]
+    assert materialize(trace) == sql_fk_join(scenario, "inner")
+
+
+@pytest.mark.parametrize(
+    ("semantics", "expected"), [("3.8", [["(A,Y,y)"], []]), ("latest", [["(A,Y,y)"], ["(A,null)"]])]
+)
+def test_inner_join_row_losing_its_foreign_key_deletes_its_result_since_3_9_1(semantics, expected):
+    """KAFKA-16434: a foreign key that becomes null unsubscribes from the old one with DELETE_KEY_AND_PROPAGATE and
+    the result is deleted; before, the update was skipped and the result (A, y) stayed. Either way the left table
+    keeps the new value."""
+    trace = run(fk_scenario([R("Y", "y", 1), L("A", "Y", 2), L("A", None, 3)], semantics=semantics), fk_joiner)
+    assert outputs_by_input(trace)[1:] == expected
+    last = input_steps(trace)[-1]
+    if semantics == "3.8":
+        assert (last.fate, last.reason) == (Fate.DROPPED, Reason.NULL_FOREIGN_KEY)
+    else:
+        assert (last.fate, last.reason) == (Fate.STORED, Reason.NULL_FOREIGN_KEY_UNSUBSCRIBED)
+        assert "unsubscribes from its old foreign key Y" in last.explain
+        assert trace.state_at(-1).subscriptions() == []
+    assert trace.state_at(-1).table("left")[0]["value"] == {"fk": None}
+
+
+@pytest.mark.parametrize(("semantics", "reason"), [("3.8", Reason.NULL_FOREIGN_KEY), ("4.3", Reason.NOTHING_TO_DELETE)])
+def test_deleting_a_row_with_a_null_foreign_key_sends_nothing(semantics, reason):
+    """Before 3.9.1 Kafka skips the delete with a warning; since, it is a plain delete of a row that subscribed
+    nowhere: nothing to remove, no result to delete."""
+    trace = run(fk_scenario([L("A", None, 1), L("A", DELETE, 2)], semantics=semantics), fk_joiner)
+    assert list(trace.outputs) == []
+    assert input_steps(trace)[-1].reason is reason
+
+
+@pytest.mark.parametrize(
+    ("semantics", "expected"),
+    [
+        ("3.8", ["(A,null)"]),
+        ("3.9.0", ["(A,null)"]),
+        ("4.0.0", ["(A,null)"]),
+        ("3.9.1", []),
+        ("4.0.1", []),
+        ("latest", []),
+    ],
+)
+def test_inner_join_update_keeping_its_foreign_key_sends_no_tombstone_since_3_9_1(semantics, expected):
+    """A never joined (no X). An update that keeps X asks only for an existing result since 3.9.1 and 4.0.1: X
+    has none, so nothing comes back; before, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE sent a tombstone nobody needed."""
+    trace = run(fk_scenario([L("A", "X", 4, v=7), L("A", "X", 9, v=8)], semantics=semantics), fk_joiner)
+    assert outputs_by_input(trace) == [[], expected]
+    if not expected:
+        answer = trace.steps[-1]
+        assert answer.message is not None and (answer.fate, answer.reason) == (Fate.STORED, Reason.NO_PROPAGATE)
+        assert "PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE: no response" in answer.explain
+
+
+@settings(max_examples=80, deadline=None)
+@given(events=fk_events(null_fks=True), partitions=st.integers(1, 3), seed=st.integers(0, 10_000))
+def test_inner_join_with_null_foreign_keys_drains_to_the_sql_inner_join_since_3_9_1(events, partitions, seed):
+    """Since 3.9.1 an inner join follows a row to and from a null foreign key, so, as for non-null foreign keys,
+    any delivery order (one row's messages settled before it changes again) drains to the SQL join."""
+    scenario = fk_scenario(
+        events, partitions=partitions, delivery={"mode": "random", "seed": seed, "wait_for_row": True}
+    )
+    trace = run(scenario, fk_joiner)
+    assert not trace.steps or trace.state_at(-1).in_flight() == []
+    assert materialize(trace) == sql_fk_join(scenario, "inner")
 
 
 # -- the scenario format --------------------------------------------------------------------------
@@ -693,4 +797,5 @@ def test_kjoin_run_prints_an_fk_trace(tmp_path, capsys):
     )
     assert main(["run", str(path)]) == 0
     text = capsys.readouterr().out
-    assert "dropped (stale-response)" in text and "PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE" in text
+    # the update that keeps foreign key Y asks only for an existing result (3.9.1+), and Y has bar
+    assert "dropped (stale-response)" in text and text.count("PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE") >= 2

@@ -151,6 +151,7 @@ def test_gap_window_stores_before_3_5_find_records_older_than_their_retention(bu
     assert kafka == ours
 
 
+# -- closed gaps: kjoin now models them, and agrees with the real library ----------------------------------------
 FK_SAME_KEY = {
     "join": "fk",
     "variant": "inner",
@@ -161,15 +162,42 @@ FK_SAME_KEY = {
     ],
 }
 
+FK_NULL_KEYS = {
+    "join": "fk",
+    "variant": "inner",
+    "foreign_key": "fk",
+    "events": [
+        {"side": "right", "key": "X", "value": "x", "ts": 1},
+        {"side": "left", "key": "A", "value": {"fk": None, "v": 1}, "ts": 2},  # skipped: nothing to subscribe to
+        {"side": "left", "key": "A", "value": {"fk": "X", "v": 2}, "ts": 3},  # 3.9.1+: an insert, joins x
+        {"side": "left", "key": "A", "value": {"fk": None, "v": 3}, "ts": 4},  # 3.9.1+: unsubscribes, tombstone
+        {"side": "left", "key": "B", "value": {"fk": "Y", "v": 4}, "ts": 5},  # no Y: nothing
+        {"side": "left", "key": "B", "value": {"fk": None, "v": 5}, "ts": 6},  # 3.9.1+: unsubscribes, tombstone
+        {"side": "left", "key": "A", "value": None, "ts": 7},  # a row with a null foreign key goes: nothing
+    ],
+}
 
-def test_gap_kafka_3_9_fk_inner_join_sends_no_tombstone_for_an_update_keeping_its_foreign_key(built) -> None:
-    """Known gap fk-inner-3.9: row A never joined (no X). Its update keeping the foreign key makes kjoin (and Kafka
-    3.3) send a tombstone; Kafka 4.3 asks only for an existing result and sends nothing."""
+
+def test_kafka_4_3_fk_inner_join_sends_no_tombstone_for_an_update_keeping_its_foreign_key(built) -> None:
+    """Once the known gap fk-inner-3.9, now the era rule ``fk_inner_follows_null_foreign_keys`` (KAFKA-16407, 3.9.1
+    and 4.0.1): row A never joined (no X). Its update keeping the foreign key asks only for an existing result, so
+    Kafka 4.3 and kjoin send nothing; Kafka 3.3, and kjoin with its semantics, send a tombstone nobody needed."""
     kafka, ours = _run("4.3.1", FK_SAME_KEY)
-    assert kafka == [[], []]
-    assert ours == [[], [["A", None, 9]]]
-    assert _run("3.3.2", FK_SAME_KEY)[0] == ours
-    assert known_gap(VERSIONS[0], kjoin.Scenario.from_dict({**FK_SAME_KEY, "semantics": "4.3.1"})) == "fk-inner-3.9"
+    assert kafka == ours == [[], []]
+    kafka, ours = _run("3.3.2", FK_SAME_KEY)
+    assert kafka == ours == [[], [["A", None, 9]]]
+    assert known_gap(VERSIONS[0], kjoin.Scenario.from_dict({**FK_SAME_KEY, "semantics": "4.3.1"})) is None
+
+
+def test_kafka_4_3_fk_inner_join_follows_a_row_to_and_from_a_null_foreign_key(built) -> None:
+    """KAFKA-16407 and KAFKA-16434: in Kafka 4.3 (and kjoin at 4.3) a row whose foreign key was null subscribes
+    when it gets one, and a row whose foreign key becomes null deletes its result; Kafka 3.3 (and kjoin at 3.3)
+    skip both updates."""
+    kafka, ours = _run("4.3.1", FK_NULL_KEYS)
+    joined = '{"fk":"X","v":2}-x'
+    assert kafka == ours == [[], [], [["A", joined, 3]], [["A", None, 4]], [], [["B", None, 6]], []]
+    kafka, ours = _run("3.3.2", FK_NULL_KEYS)
+    assert kafka == ours == [[], [], [], [], [], [], []]
 
 
 # -- seed 000 (issue 11): the aggregates and WTable joins today's DSL expresses --------------------------------

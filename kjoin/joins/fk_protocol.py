@@ -59,14 +59,19 @@ class Instruction(enum.Enum):
     DELETE_KEY_AND_PROPAGATE = "DELETE_KEY_AND_PROPAGATE"
     """Remove the subscription and answer with a null right value, so that the left side
     deletes its result (or, in a left join whose row still exists, re-joins it with null).
-    Sent for a left delete, and since 3.7 by a left join to the old foreign key of a change."""
+    Sent for a left delete; from 3.7.0 to 3.9.0 and in 4.0.0 by a left join to the old foreign
+    key of a change; since
+    3.9.1 and 4.0.1 by an inner join to the old foreign key of a row whose foreign key became null."""
     PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE = "PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE"
     """Store the subscription and always answer: with the right value, or with null when the
-    foreign key has none, so that an earlier result is wiped out. Sent for updates, for new
-    rows of a left join, and (since 3.7) for a left join's null foreign key."""
+    foreign key has none, so that an earlier result is wiped out. Sent for updates (by an inner
+    join since 3.9.1 only for a change of foreign key), for new rows of a left join, and (since
+    3.7) for a left join's null foreign key."""
     PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE = "PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE"
     """Store the subscription and answer only if the foreign key has a right value. Sent by an
-    inner join for a new left row: there is no earlier result to wipe out."""
+    inner join for a new left row: there is no earlier result to wipe out; since 3.9.1 and 4.0.1
+    also for a row whose foreign key was null, and for an update that keeps its foreign key (a
+    row that finds no right value now found none before, so it has no result to wipe out)."""
 
     @property
     def deletes(self) -> bool:

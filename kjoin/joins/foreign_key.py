@@ -83,18 +83,26 @@ def subscription_instructions(
     """The subscriptions for a left ``Change(new, old)``; ``None`` when the update is skipped
     for a null foreign key (Kafka: WARN and ``dropped-records``).
 
-    Inner join (and left join before 3.7, new rows aside):
+    Inner join before 3.9.1 (and left join before 3.7, new rows aside):
 
     * new row: fk null → skipped; else ONLY_IF → fk(new) (left join: NULL_IF)
     * delete: fk(old) null → skipped; else DELETE_AND_PROPAGATE → fk(old)
     * update: a null fk → skipped; fk changed → DELETE_NO_PROPAGATE → fk(old); NULL_IF → fk(new)
+
+    Inner join since 3.9.1 and 4.0.1 (KAFKA-16407, KAFKA-16434; not 4.0.0):
+
+    * new row, or fk(old) null: fk(new) null → skipped; else ONLY_IF → fk(new)
+    * delete: DELETE_AND_PROPAGATE → fk(old) if not null; else nothing
+    * update, fk(new) null: DELETE_AND_PROPAGATE → fk(old) (Kafka still logs the skip and counts it dropped)
+    * update, fk kept: ONLY_IF → fk(new) (no join now means no join before: no tombstone needed)
+    * update, fk changed: DELETE_NO_PROPAGATE → fk(old); NULL_IF → fk(new)
 
     Left join since 3.7 (KIP-962):
 
     * new row: NULL_IF → fk(new), fk may be null
     * delete: DELETE_AND_PROPAGATE → fk(old) if not null; NULL_IF → null
     * update: fk changed, fk(old) not null → DELETE_AND_PROPAGATE → fk(old) (DELETE_NO_PROPAGATE since
-      3.7.1, KAFKA-16394); NULL_IF → fk(new)
+      3.9.1 and 4.0.1, KAFKA-16394); NULL_IF → fk(new)
 
     Nothing before and nothing after: nothing, in both.
 
@@ -104,6 +112,8 @@ def subscription_instructions(
         return []
     if variant == "left" and semantics.relaxed_null_keys:
         return _left_join_instructions(old, new, fk_of, semantics)
+    if variant == "inner" and semantics.fk_inner_follows_null_foreign_keys:
+        return _inner_join_instructions(old, new, fk_of)
     if old is None:
         fk_new = fk_of(new)
         if fk_new is None:
@@ -127,6 +137,21 @@ def subscription_instructions(
         sent.append(Subscription(fk_old, Instruction.DELETE_KEY_NO_PROPAGATE))
     sent.append(Subscription(fk_new, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE))
     return sent
+
+
+def _inner_join_instructions(old: Any, new: Any, fk_of: Any) -> list[Subscription] | None:
+    fk_old = None if old is None else fk_of(old)
+    if new is None:  # a row with a null foreign key subscribed nowhere: nothing to remove
+        return [] if fk_old is None else [Subscription(fk_old, Instruction.DELETE_KEY_AND_PROPAGATE)]
+    fk_new = fk_of(new)
+    if fk_new is None:
+        return None if fk_old is None else [Subscription(fk_old, Instruction.DELETE_KEY_AND_PROPAGATE)]
+    if fk_old is None or fk_bytes(fk_new) == fk_bytes(fk_old):
+        return [Subscription(fk_new, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)]
+    return [
+        Subscription(fk_old, Instruction.DELETE_KEY_NO_PROPAGATE),
+        Subscription(fk_new, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE),
+    ]
 
 
 def _left_join_instructions(old: Any, new: Any, fk_of: Any, semantics: Semantics) -> list[Subscription]:
@@ -253,11 +278,12 @@ class ForeignKeyJoin:
             )
             return
         if not sent:
-            ctx.settle(
-                Fate.STORED,
-                Reason.NOTHING_TO_DELETE,
-                f"{change}; nothing before and nothing after: no subscription.",
+            nothing = (
+                "nothing before and nothing after"
+                if old is None
+                else "the deleted row had a null foreign key, so it subscribed nowhere"
             )
+            ctx.settle(Fate.STORED, Reason.NOTHING_TO_DELETE, f"{change}; {nothing}: no subscription.")
             return
         digest = value_hash(record.value)
         ids = []
@@ -265,6 +291,15 @@ class ForeignKeyJoin:
             partition = task.task if subscription.fk is None else self.partition_of(subscription.fk)
             wrapper = SubscriptionWrapper(digest, subscription.instruction, record.key, record.partition)
             ids.append(self._send(SUBSCRIPTION, partition, subscription.fk, wrapper, record.ts, ctx.index, ctx))
+        if self.variant == "inner" and record.value is not None and self.fk_of(record.value) is None:
+            ctx.settle(
+                Fate.STORED,
+                Reason.NULL_FOREIGN_KEY_UNSUBSCRIBED,
+                f"{change}; the new foreign key is null, so the row subscribes to nothing (Kafka logs it as skipped), "
+                f"but it unsubscribes from its old foreign key {render_value(sent[0].fk)}, whose answer deletes the "
+                f"old result: sent {', '.join(ids)} with the new value's hash {short_hash(digest)}.",
+            )
+            return
         ctx.settle(
             Fate.STORED,
             Reason.SUBSCRIPTION_SENT,
