@@ -315,20 +315,6 @@ def _fk_inner_gap(scenario: Scenario) -> int | None:
     return None
 
 
-def _window_retention_gap(scenario: Scenario) -> int | None:
-    """The index of the first record that could find a partner older than the window stores' retention (Kafka
-    before 3.5 still finds it until its segment expires; kjoin hides it)."""
-    windows = [scenario.window] + [chained.window or scenario.window for chained in scenario.then]
-    reach = max(max(window.before_ms, window.after_ms) for window in windows)
-    retention = min(window.retention_ms for window in windows)
-    newest: int | None = None
-    for index, record in enumerate(scenario.records()):
-        if newest is not None and record.ts - reach < newest - retention + 1:
-            return index
-        newest = record.ts if newest is None else max(newest, record.ts)
-    return None
-
-
 def check_known_gaps(scenario: Scenario, judge: KafkaJudge) -> None:
     """Refuse what kjoin models differently from the judging version (the known gaps of docs and README)."""
     version = f"Kafka {judge.version}"
@@ -339,26 +325,6 @@ def check_known_gaps(scenario: Scenario, judge: KafkaJudge) -> None:
                 f"input {index}: {version}'s foreign-key inner join treats this left update differently (KAFKA "
                 "3.9+ sends PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE for a kept foreign key, and a null foreign key "
                 'unsubscribes); kjoin keeps the rules of 2.4 to 3.8: export with semantics "3.3", or as a left join'
-            )
-    if scenario.join != "stream-stream":
-        return
-    windows = [scenario.window] + [chained.window or scenario.window for chained in scenario.then]
-    outer = scenario.variant != "inner" or any(chained.variant != "inner" for chained in scenario.then)
-    if judge.version.startswith("3.3") and outer and not any(window.deprecated_api for window in windows):
-        late = [output for output in run(scenario).outputs if output.kind.value == "unmatched"]
-        if late:
-            raise ExportError(
-                f"a left/outer record whose window closed before it arrived (ts {late[0].ts}): {version} keeps it in "
-                "the outer-join buffer (emitted at the next sweep, still joinable), kjoin emits it at once as 3.7.1+ "
-                "does; export with a later semantics, or without that record"
-            )
-    if not judge.at_least(3, 5):
-        index = _window_retention_gap(scenario)
-        if index is not None:
-            raise ExportError(
-                f"input {index} reaches behind the window stores' retention: {version} still finds records older "
-                "than their retention until their segment expires, kjoin hides them as 3.5+ does; export with "
-                "semantics 3.5 or newer, or a grace that keeps them"
             )
 
 

@@ -97,6 +97,15 @@ class Semantics:
         return self.at_least(3, 7)
 
     @property
+    def skipped_records_advance_stream_time(self) -> bool:
+        """KIP-962 (3.7): the stream-stream join processor advances its shared stream time before the null-key and
+        null-value check, so a record it then skips still moves stream time (which decides the outer-join buffer's
+        sweep and whether an unmatched record's window already passed). 3.1 to 3.6 check first
+        (``StreamStreamJoinUtil.skipRecord`` before ``advanceStreamTime``): a skipped record leaves stream time where
+        it was (harness: 3.6.2 skips first, 3.7.0 advances first)."""
+        return self.at_least(3, 7)
+
+    @property
     def fk_change_only_unsubscribes(self) -> bool:
         """KAFKA-16394 (3.7.1): in a foreign-key left join, a changed or deleted foreign key
         only unsubscribes from the old one; 3.7.0 also propagated that unsubscription, so the
@@ -130,8 +139,10 @@ class Semantics:
         """KAFKA-12960 (3.4): a RocksDB window store's fetch returns only records newer than its
         observed stream time - retention. Before, a record older than the retention was still
         stored and found until its whole segment expired (segments of max(retention / 2, 60 s)).
-        Seed 000: a lookup in a windowed aggregate's store skips a window starting at or before
-        observed - retention while its segment lives (harness: 3.3.2 finds it, 3.4.1 hides it)."""
+        Stream-stream joins: each side's window store finds such a partner while its segment lives
+        (harness: 3.3.2 finds it, 3.4.1 hides it). Seed 000: a lookup in a windowed aggregate's
+        store skips a window starting at or before observed - retention while its segment lives
+        (harness: 3.3.2 finds it, 3.4.1 hides it)."""
         return self.at_least(3, 4)
 
 

@@ -15,6 +15,7 @@ import pytest
 import kjoin
 from kjoin.aggregate_spec import AggregateSpec
 from tests.test_wtable import BEHIND_RETENTION
+from tests import oracle_check
 from tests.oracle_check import (
     SEED_000_VERSIONS,
     VERSIONS,
@@ -112,16 +113,24 @@ LATE_LEFT = {
 }
 
 
-def test_gap_a_late_left_record_waits_in_the_outer_buffer_in_kafka_3_3(built) -> None:
-    """Known gap late-outer-record-3.3: L4@9 arrives after its window closed (stream time 16). Kafka 3.3 buffers
-    it, emits it at the next record and still joins it with R@9; kjoin (and Kafka 4.3) emit it at once."""
-    kafka, ours = _run("3.3.2", LATE_LEFT)
-    assert kafka == [[], [], [["k", "L4-null", 9]], [["k", "L4-R", 9]]]
-    assert ours == [[], [["k", "L4-null", 9]], [], []] != kafka
-    assert _run("4.3.1", LATE_LEFT)[0] == ours
-    assert known_gap(
-        next(v for v in VERSIONS if v.version == "3.3.2"), kjoin.Scenario.from_dict({**LATE_LEFT, "semantics": "3.3.2"})
-    )
+def test_before_3_7_a_skipped_record_leaves_stream_time_alone(built) -> None:
+    """Once the known gap late-outer-record-3.3. The null value @16 is skipped. Kafka 3.3 checks for nulls before it
+    advances stream time (3.1 to 3.6; KIP-962 swapped the two in 3.7), so L4@9 is not late: it waits in the buffer,
+    L5@40 sweeps it out, and R@9 still finds it (its segment lives, window_store_hides_expired). Kafka 4.3's stream
+    time is 16 when L4 arrives: its window closed, L4-null at once, and R@9 finds nothing (retention 3 behind 40).
+    2.8 has no buffer: every unmatched left record leaves at once, and R@9 finds L4 too. kjoin agrees with each."""
+    expected = {
+        "2.8.2": [[], [["k", "L4-null", 9]], [["k", "L5-null", 40]], [["k", "L4-R", 9]]],
+        "3.3.2": [[], [], [["k", "L4-null", 9]], [["k", "L4-R", 9]]],
+        "4.3.1": [[], [["k", "L4-null", 9]], [], []],
+    }
+    for version in ("2.8.2", "3.3.2", "4.3.1"):
+        kafka, ours = _run(version, LATE_LEFT)
+        assert kafka == ours == expected[version], version
+    null_value = kjoin.run(kjoin.Scenario.from_dict({**LATE_LEFT, "semantics": "3.3.2"})).steps[0]
+    assert null_value.reason.value == "null-value" and "stream time unchanged" in null_value.explain
+    waits = kjoin.run(kjoin.Scenario.from_dict({**LATE_LEFT, "semantics": "3.3.2"})).steps[1]
+    assert (waits.fate.value, waits.reason.value) == ("buffered", "window-open")
 
 
 SELF_EXPIRED = {
@@ -135,20 +144,64 @@ SELF_EXPIRED = {
     ],
 }
 
+SEGMENTS = {
+    "join": "stream-stream",
+    "variant": "inner",
+    "window": {"before_ms": 1, "after_ms": 1, "grace_ms": 0},
+    "events": [
+        {"side": "left", "key": "k", "value": "A", "ts": 59990},
+        {"side": "left", "key": "k", "value": "B", "ts": 60001},
+        {"side": "right", "key": "k", "value": "a", "ts": 59990},
+        {"side": "left", "key": "k", "value": "C", "ts": 60002},
+        {"side": "right", "key": "k", "value": "b", "ts": 59990},
+        {"side": "left", "key": "k", "value": "D", "ts": 59000},
+        {"side": "right", "key": "k", "value": "c", "ts": 59000},
+    ],
+}
 
-def test_gap_window_stores_before_3_5_find_records_older_than_their_retention(built) -> None:
-    """Known gap window-retention-before-3.5: L1@4 is older than the retention (13 ms) behind L8@20. Kafka 2.8 and
-    3.3 still store and find it (its 60 s segment lives), so it joins itself; kjoin hides it, as 4.3 does."""
-    for version in ("2.8.2", "3.3.2"):
+
+def test_before_3_4_window_stores_find_records_older_than_their_retention_until_their_segment_drops(built) -> None:
+    """Once the known gap window-retention-before-3.5. SELF_EXPIRED: L1@4 is older than the retention (13 ms) behind
+    L8@20; Kafka 2.8 and 3.3 still store and find it (its 60 s segment lives), so it joins itself, and Kafka 4.3
+    hides it. SEGMENTS (retention 2, segments of 60 s): a@59990 finds A though B@60001 put it behind the retention
+    (segment 0 lives while (60001 - 2) // 60000 = 0); C@60002 drops segment 0, so b@59990 finds nothing, and D@59000
+    is refused (its segment is gone). Kafka 4.3 finds none of them. kjoin agrees with each, via
+    window_store_hides_expired (KAFKA-12960, 3.4)."""
+    for version in ("2.8.2", "3.3.2", "4.3.1"):
         kafka, ours = _run(version, SELF_EXPIRED)
-        assert kafka[1] == [["k1", "L1-null", 4], ["k1", "L1-L1", 4]]
-        assert ours[1] == [["k1", "L1-null", 4]]
-        assert known_gap(
-            next(v for v in VERSIONS if v.version == version),
-            kjoin.Scenario.from_dict({**SELF_EXPIRED, "semantics": version}),
-        )
-    kafka, ours = _run("4.3.1", SELF_EXPIRED)
-    assert kafka == ours
+        assert kafka == ours, version
+        found_itself = ["k1", "L1-L1", 4] in kafka[1]
+        assert found_itself == (version != "4.3.1"), version
+        kafka, ours = _run(version, SEGMENTS)
+        assert kafka == ours, version
+        assert kafka == [[], [], [] if version == "4.3.1" else [["k", "A-a", 59990]], [], [], [], []], version
+    trace = kjoin.run(kjoin.Scenario.from_dict({**SEGMENTS, "semantics": "3.3"}))
+    left = trace.state_at(2).frame().query("store == 'left window'")
+    assert list(zip(left.key, left.ts)) == [("k", 59990), ("k", 60001)], "the store view shows what the segment keeps"
+    assert "A@59990 is older than the left window store's retention" in trace.steps[2].explain
+    left = trace.state_at(3).frame().query("store == 'left window'")
+    assert list(left.ts) == [60001, 60002], "segment 0 is dropped whole"
+    refused = trace.steps[5]
+    assert (refused.fate.value, refused.reason.value) == ("no-match", "expired")
+    assert "segment 0" in refused.explain and "already dropped" in refused.explain
+
+
+def test_the_random_scenarios_exercise_the_window_store_and_stream_time_rules() -> None:
+    """Kafka 3.3.2's random scenarios reach behind the window stores' retention and across 60 s segment boundaries,
+    and have late records after skipped ones: for some, kjoin's outputs change with window_store_hides_expired (its
+    semantics 3.3 against 3.6) and for some with skipped_records_advance_stream_time (3.6 against 3.7), so the
+    comparison with Kafka judges both rules."""
+    (judge,) = [version for version in VERSIONS if version.version == "3.3.2"]
+    window_rule = stream_time_rule = segment_dropped = 0
+    for scenario in oracle_check.generate(judge, 600):
+        if scenario.join != "stream-stream":
+            continue
+        data = scenario.to_dict()
+        under = {v: kjoin_outputs(kjoin.Scenario.from_dict({**data, "semantics": v})) for v in ("3.3", "3.6", "3.7")}
+        window_rule += under["3.3"] != under["3.6"]
+        stream_time_rule += under["3.6"] != under["3.7"]
+        segment_dropped += any(step.reason and step.reason.value == "expired" for step in kjoin.run(scenario).steps)
+    assert window_rule and stream_time_rule and segment_dropped, (window_rule, stream_time_rule, segment_dropped)
 
 
 FK_SAME_KEY = {
