@@ -193,7 +193,7 @@ def test_the_random_scenarios_exercise_the_window_store_and_stream_time_rules() 
     comparison with Kafka judges both rules."""
     (judge,) = [version for version in VERSIONS if version.version == "3.3.2"]
     window_rule = stream_time_rule = segment_dropped = 0
-    for scenario in oracle_check.generate(judge, 600):
+    for scenario in oracle_check.generate(judge, 1500):  # about 2% differ by the window rule, 20% by stream time
         if scenario.join != "stream-stream":
             continue
         data = scenario.to_dict()
