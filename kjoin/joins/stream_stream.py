@@ -212,11 +212,12 @@ class StreamStreamJoin:
             other_store = self.stores[side.side.other]
             kept = [(ts, value) for ts, value in partners if other_store.behind_retention(ts)]
             if kept:
+                observed, retention = other_store.observed_ms, other_store.retention_ms
                 ctx.note(
                     lambda: (
                         ", ".join(f"{render_value(value)}@{ts}" for ts, value in kept)
-                        + f" is older than the {side.side.other} window store's retention ({other_store.retention_ms} "
-                        f"ms before {other_store.observed_ms}) but its segment still lives: found (Kafka before 3.4)."
+                        + f" is older than the {side.side.other} window store's retention ({retention} ms before "
+                        f"{observed}) but its segment still lives: found (Kafka before 3.4)."
                     )
                 )
 
