@@ -97,6 +97,22 @@ class Semantics:
         return self.at_least(3, 7)
 
     @property
+    def outer_join_sweep_gate_looks_back(self) -> bool:
+        """KAFKA-13721 (3.1.1): the outer-join buffer's sweep runs only if ``minTime + before + grace`` of the
+        processing side (its look-back: ``before`` for a left record, ``after`` for a right one) is behind stream
+        time; 3.1.0 gated with the processing side's ``after`` (harness: 3.1.0 after, 3.1.1 before). Superseded by
+        ``outer_join_sweep_per_side`` from 3.8."""
+        return self.at_least(3, 1, 1)
+
+    @property
+    def outer_join_sweep_per_side(self) -> bool:
+        """KAFKA-15417 (3.8): the sweep is gated by ``minTime + after + grace`` of the processing side, judges each
+        entry by its own side's bound (``ts + after + grace`` for a left entry, ``ts + before + grace`` for a right
+        one) and stops once both sides have an open entry. 3.1 to 3.7 close every entry at ``ts + after + grace`` of
+        the processing side and stop at the first open one (harness: 3.7.1 stops, 3.8.1 judges per side)."""
+        return self.at_least(3, 8)
+
+    @property
     def skipped_records_advance_stream_time(self) -> bool:
         """KIP-962 (3.7): the stream-stream join processor advances its shared stream time before the null-key and
         null-value check, so a record it then skips still moves stream time (which decides the outer-join buffer's

@@ -186,6 +186,45 @@ def test_before_3_4_window_stores_find_records_older_than_their_retention_until_
     assert "segment 0" in refused.explain and "already dropped" in refused.explain
 
 
+SWEEP_GATE = {
+    "join": "stream-stream",
+    "variant": "left",
+    "window": {"before_ms": 4, "after_ms": 2, "grace_ms": 2},
+    "events": [
+        {"side": "left", "key": "k2", "value": "L0", "ts": 7},
+        {"side": "left", "key": "k1", "value": "L1", "ts": 12},
+        {"side": "left", "key": "k1", "value": "L2", "ts": 14},
+    ],
+}
+SWEEP_PER_SIDE = {
+    "join": "stream-stream",
+    "variant": "outer",
+    "window": {"before_ms": 5, "after_ms": 1, "grace_ms": 0},
+    "events": [
+        {"side": "right", "key": "k2", "value": "R0", "ts": 3},
+        {"side": "left", "key": "k1", "value": "L0", "ts": 4},
+        {"side": "right", "key": "k3", "value": "R1", "ts": 9},
+    ],
+}
+
+
+def test_the_outer_join_sweep_before_3_8_gates_by_the_look_back_and_closes_entries_by_the_processing_side(
+    built,
+) -> None:
+    """SWEEP_GATE: L0@7 closes at 7 + 2 + 2 = 11. At L1@12 Kafka 4.3 sweeps (minTime 7 + after 2 + grace 2 < 12) and
+    emits L0-null; Kafka 3.3 gates with the left side's before (7 + 4 + 2 = 13 >= 12, KAFKA-13721) and emits it only
+    at L2@14. SWEEP_PER_SIDE (a right record sweeps at 9): Kafka 4.3 closes L0@4 at its own 4 + 1 and R0@3 at 3 + 5
+    (KAFKA-15417); Kafka 3.3 closes every entry at ts + 5 (the processing right side's bound) and stops at L0@4
+    (4 + 5 = 9, still open). kjoin agrees with each (outer_join_sweep_gate_looks_back, outer_join_sweep_per_side)."""
+    expected = {
+        "3.3.2": ([[], [], [["k2", "L0-null", 7]]], [[], [], [["k2", "null-R0", 3]]]),
+        "4.3.1": ([[], [["k2", "L0-null", 7]], []], [[], [], [["k2", "null-R0", 3], ["k1", "L0-null", 4]]]),
+    }
+    for version, (gate, per_side) in expected.items():
+        assert _run(version, SWEEP_GATE) == (gate, gate), version
+        assert _run(version, SWEEP_PER_SIDE) == (per_side, per_side), version
+
+
 def test_the_random_scenarios_exercise_the_window_store_and_stream_time_rules() -> None:
     """Kafka 3.3.2's random scenarios reach behind the window stores' retention and across 60 s segment boundaries,
     and have late records after skipped ones: for some, kjoin's outputs change with window_store_hides_expired (its

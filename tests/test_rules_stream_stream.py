@@ -244,6 +244,25 @@ def test_the_sweep_is_gated_by_the_processing_sides_after_and_skipped_for_out_of
     assert [row["value"] for row in trace.state_at(2).outer_buffer()] == ["y", "X"]
 
 
+def test_before_3_8_the_sweep_gates_by_the_look_back_and_closes_every_entry_by_the_processing_sides_after():
+    """3.1.1 to 3.7 (KAFKA-13721 to KAFKA-15417): the gate is min time + the processing side's look-back (before
+    for a left record) + grace, and every entry closes at ts + the processing side's after + grace, the walk stopping
+    at the first open one. 3.1.0 gated with the after, as 3.8+ do."""
+    gate = [ev("L", "k2", "L0", 7), ev("L", "k1", "L1", 12), ev("L", "k1", "L2", 14)]
+    released_at = {
+        semantics: next(
+            i for i, step in enumerate(ss("left", gate, w=window(4, 2, 2), semantics=semantics)) if outs(step)
+        )
+        for semantics in ("3.1.0", "3.1.1", "3.7", "3.8")
+    }
+    assert released_at == {"3.1.0": 1, "3.1.1": 2, "3.7": 2, "3.8": 1}
+    walk = [ev("R", "k2", "R0", 3), ev("L", "k1", "L0", 4), ev("R", "k3", "R1", 9)]
+    old = ss("outer", walk, w=window(5, 1, 0), semantics="3.7")
+    new = ss("outer", walk, w=window(5, 1, 0), semantics="3.8")
+    assert outs(old[2]) == [("k2", "null-R0", 3)]
+    assert outs(new[2]) == [("k2", "null-R0", 3), ("k1", "L0-null", 4)]
+
+
 def test_entries_come_out_by_ts_then_right_before_left_then_key_bytes():
     """At one ts, right entries (side byte 0) before left (1); keys by serialized bytes,
     unsigned: the long 5 (00..05) before the long -1 (ff..ff), and "a" before "b"."""

@@ -272,11 +272,17 @@ class StreamStreamJoin:
         ``None`` standing for Kafka's ``Long.MAX_VALUE``): it runs only if a record that old,
         seen from the *processing* side, could have closed. A sweep resets the min time and
         then sets it to the ts of every entry it reads, including the entry that stops it
-        once both sides have an open entry.
+        once both sides have an open entry. That is 3.8+ (``outer_join_sweep_per_side``); 3.1 to
+        3.7 close every entry at the processing side's bound and stop at the first open one, and
+        from 3.1.1 gate with the processing side's look-back (``outer_join_sweep_gate_looks_back``).
         """
         grace = self.window.effective_grace_ms
+        per_side = self.semantics.outer_join_sweep_per_side
         min_time = self.clock.get(OUTER_MIN_TIME)
-        if min_time is None or min_time + side.look_ahead_ms + grace >= stream_time:
+        # The gate: the processing side's after (3.1.0, and 3.8+), or its look-back (3.1.1 to 3.7).
+        looks_back = self.semantics.outer_join_sweep_gate_looks_back and not per_side
+        gate = side.look_back_ms if looks_back else side.look_ahead_ms
+        if min_time is None or min_time + gate + grace >= stream_time:
             return
         self.clock.set(OUTER_MIN_TIME, None)
         open_sides: set[Side] = set()
@@ -285,8 +291,11 @@ class StreamStreamJoin:
             if len(open_sides) == 2:
                 break
             entry_side = records[0].side
-            closes_at = records[0].closes_at_ms
+            # 3.8+: each entry closes at its own side's bound; 3.1 to 3.7: every entry at the processing side's.
+            closes_at = records[0].closes_at_ms if per_side else ts + side.look_ahead_ms + grace
             if closes_at >= stream_time:
+                if not per_side:
+                    break
                 open_sides.add(entry_side)
                 continue
             for waiting in records:
