@@ -22,7 +22,9 @@ ERAS = ("0.10.0", "0.10.2", "2.3", "3.1", "latest")
 STREAM_STREAM_ERAS = ("0.10.0", "0.10.2", "2.3", "3.1", "3.4", "latest")
 """The stream-stream joins add 3.4: window stores hide records behind their retention from 3.4 (before, a record is
 found until its 60 s segment drops), and from 3.7 a skipped null key or value moves stream time (3.1 to 3.6 check
-first): 3.1 has the old rule of both, 3.4 one of each, the latest the new rule of both."""
+first): 3.1 has the old rule of both, 3.4 one of each, the latest the new rule of both. The outer-join buffer's
+sweep differs in all three too: 3.1 (3.1.0) gates by the after, 3.4 by the look-back (3.1.1 to 3.7), both walking
+to the first open entry; the latest (3.8+) judges each entry by its own side."""
 SPREAD_TIMESTAMP_SHARE = 0.4
 """The share of stream-stream scenarios whose timestamps cluster around 0, 60 s and 120 s, so that window stores'
 segments drop and records meet closed windows and records behind the retention."""
