@@ -29,7 +29,6 @@ __all__ = [
     "SEED_000_JUDGE",
     "ExportError",
     "KafkaJudge",
-    "check_known_gaps",
     "class_name",
     "export_junit",
     "judge_of",
@@ -123,13 +122,6 @@ def _check_seed_000(spec: Any) -> None:
         )
     if join == "wtable-wtable" and data.get("aggregate", "count") != "count":
         raise ExportError("aggregate: a wtable-wtable join is exported over two windowed counts only")
-    if join != "table-aggregate":
-        for event in data["events"]:
-            if event.get("key") is not None and event.get("value") is None:
-                raise ExportError(
-                    f"a null value (key {event.get('key')}, ts {event.get('ts')}): Kafka 4.3's windowed count counts "
-                    "it, kjoin's windowed aggregate drops it (null-value); drop the record to export"
-                )
 
 
 def _sum_field(spec: Any) -> str | None:
@@ -273,46 +265,6 @@ def _check_expressible(scenario: Scenario, judge: KafkaJudge) -> None:
                     f"a null-key stream record (ts {event.ts}) in a stream-table join with a grace period: "
                     f"{version} throws a NullPointerException for it; drop the record or the grace_ms"
                 )
-
-
-# -- what kjoin does not model for the judging version (tests/oracle_check.py's KNOWN_GAPS): refused --------------
-def _window_retention_gap(scenario: Scenario) -> int | None:
-    """The index of the first record that could find a partner older than the window stores' retention (Kafka
-    before 3.5 still finds it until its segment expires; kjoin hides it)."""
-    windows = [scenario.window] + [chained.window or scenario.window for chained in scenario.then]
-    reach = max(max(window.before_ms, window.after_ms) for window in windows)
-    retention = min(window.retention_ms for window in windows)
-    newest: int | None = None
-    for index, record in enumerate(scenario.records()):
-        if newest is not None and record.ts - reach < newest - retention + 1:
-            return index
-        newest = record.ts if newest is None else max(newest, record.ts)
-    return None
-
-
-def check_known_gaps(scenario: Scenario, judge: KafkaJudge) -> None:
-    """Refuse what kjoin models differently from the judging version (the known gaps of docs and README)."""
-    version = f"Kafka {judge.version}"
-    if scenario.join != "stream-stream":
-        return
-    windows = [scenario.window] + [chained.window or scenario.window for chained in scenario.then]
-    outer = scenario.variant != "inner" or any(chained.variant != "inner" for chained in scenario.then)
-    if judge.version.startswith("3.3") and outer and not any(window.deprecated_api for window in windows):
-        late = [output for output in run(scenario).outputs if output.kind.value == "unmatched"]
-        if late:
-            raise ExportError(
-                f"a left/outer record whose window closed before it arrived (ts {late[0].ts}): {version} keeps it in "
-                "the outer-join buffer (emitted at the next sweep, still joinable), kjoin emits it at once as 3.7.1+ "
-                "does; export with a later semantics, or without that record"
-            )
-    if not judge.at_least(3, 5):
-        index = _window_retention_gap(scenario)
-        if index is not None:
-            raise ExportError(
-                f"input {index} reaches behind the window stores' retention: {version} still finds records older "
-                "than their retention until their segment expires, kjoin hides them as 3.5+ does; export with "
-                "semantics 3.5 or newer, or a grace that keeps them"
-            )
 
 
 def _check_judge_agrees(scenario: Scenario, judge: KafkaJudge, expected: list) -> None:
@@ -844,7 +796,6 @@ def export_junit(scenario: Any, name: str, source: str | None = None) -> str:
         return _export_seed_000(scenario, name, source, application)
     judge = judge_of(scenario.semantics)
     _check_expressible(scenario, judge)
-    check_known_gaps(scenario, judge)
     expected = kjoin_outputs(scenario)
     _check_judge_agrees(scenario, judge, expected)
     what = f"{scenario.join} {scenario.variant} join"

@@ -49,8 +49,9 @@ class Reason(enum.Enum):
     """A table-table delete (or a null update) for a key that had no join result: no tombstone
     is needed (KIP-77 removed these "unnecessary" tombstones)."""
     EXPIRED = "expired"
-    """The record is older than its own window store's retention: it was joined on arrival but
-    never becomes visible in the store."""
+    """The record is older than its own window store's retention (Kafka 3.4+), or falls in a segment
+    the store already dropped (before 3.4): it was joined on arrival but never becomes visible in
+    the store."""
     NULL_FOREIGN_KEY = "null-foreign-key"
     """Foreign-key join: the extractor returned null where Kafka cannot subscribe (inner joins,
     and left joins before 3.7): skipped with WARN and ``dropped-records``."""

@@ -100,6 +100,31 @@ class Semantics:
         return self.at_least(3, 7)
 
     @property
+    def outer_join_sweep_gate_looks_back(self) -> bool:
+        """KAFKA-13721 (3.1.1): the outer-join buffer's sweep runs only if ``minTime + before + grace`` of the
+        processing side (its look-back: ``before`` for a left record, ``after`` for a right one) is behind stream
+        time; 3.1.0 gated with the processing side's ``after`` (harness: 3.1.0 after, 3.1.1 before). Superseded by
+        ``outer_join_sweep_per_side`` from 3.8."""
+        return self.at_least(3, 1, 1)
+
+    @property
+    def outer_join_sweep_per_side(self) -> bool:
+        """KAFKA-15417 (3.8): the sweep is gated by ``minTime + after + grace`` of the processing side, judges each
+        entry by its own side's bound (``ts + after + grace`` for a left entry, ``ts + before + grace`` for a right
+        one) and stops once both sides have an open entry. 3.1 to 3.7 close every entry at ``ts + after + grace`` of
+        the processing side and stop at the first open one (harness: 3.7.1 stops, 3.8.1 judges per side)."""
+        return self.at_least(3, 8)
+
+    @property
+    def skipped_records_advance_stream_time(self) -> bool:
+        """KIP-962 (3.7): the stream-stream join processor advances its shared stream time before the null-key and
+        null-value check, so a record it then skips still moves stream time (which decides the outer-join buffer's
+        sweep and whether an unmatched record's window already passed). 3.1 to 3.6 check first
+        (``StreamStreamJoinUtil.skipRecord`` before ``advanceStreamTime``): a skipped record leaves stream time where
+        it was (harness: 3.6.2 skips first, 3.7.0 advances first)."""
+        return self.at_least(3, 7)
+
+    @property
     def fk_change_only_unsubscribes(self) -> bool:
         """KAFKA-16394 (3.9.1 and 4.0.1; 4.0.0 was released before the fix): in a foreign-key left
         join, a changed or deleted foreign key only unsubscribes from the old one; 3.7.0 to 3.9.0
@@ -153,8 +178,10 @@ class Semantics:
         """KAFKA-12960 (3.4): a RocksDB window store's fetch returns only records newer than its
         observed stream time - retention. Before, a record older than the retention was still
         stored and found until its whole segment expired (segments of max(retention / 2, 60 s)).
-        Seed 000: a lookup in a windowed aggregate's store skips a window starting at or before
-        observed - retention while its segment lives (harness: 3.3.2 finds it, 3.4.1 hides it)."""
+        Stream-stream joins: each side's window store finds such a partner while its segment lives
+        (harness: 3.3.2 finds it, 3.4.1 hides it). Seed 000: a lookup in a windowed aggregate's
+        store skips a window starting at or before observed - retention while its segment lives
+        (harness: 3.3.2 finds it, 3.4.1 hides it)."""
         return self.at_least(3, 4)
 
 

@@ -20,6 +20,15 @@ ERAS = ("0.10.0", "0.10.2", "2.3", "3.1", "latest")
 """Every behaviour boundary of the primary-key joins: 0.10.0 (old rules), 0.10.2 (KIP-77),
 2.3 (output timestamps are the max of both sides: stream-stream from 2.0, table-table from
 2.3), 3.1 (the spurious-result fix) and the latest (KIP-962 null keys, from 3.7)."""
+STREAM_STREAM_ERAS = ("0.10.0", "0.10.2", "2.3", "3.1", "3.4", "latest")
+"""The stream-stream joins add 3.4: window stores hide records behind their retention from 3.4 (before, a record is
+found until its 60 s segment drops), and from 3.7 a skipped null key or value moves stream time (3.1 to 3.6 check
+first): 3.1 has the old rule of both, 3.4 one of each, the latest the new rule of both. The outer-join buffer's
+sweep differs in all three too: 3.1 (3.1.0) gates by the after, 3.4 by the look-back (3.1.1 to 3.7), both walking
+to the first open entry; the latest (3.8+) judges each entry by its own side."""
+SPREAD_TIMESTAMP_SHARE = 0.4
+"""The share of stream-stream scenarios whose timestamps cluster around 0, 60 s and 120 s, so that window stores'
+segments drop and records meet closed windows and records behind the retention."""
 VERSIONED_ERAS = ("3.5", "latest")
 """Versioned tables exist from 3.5 (KIP-914); the latest adds KIP-962's null-key rules."""
 GRACE_ERAS = ("3.6", "latest")
@@ -189,7 +198,7 @@ def combos(kind: str) -> list[dict[str, Any]]:
         return [
             {"variant": v, "semantics": e}
             for v in VARIANTS[kind]
-            for e in ERAS
+            for e in (STREAM_STREAM_ERAS if kind == "stream-stream" else ERAS)
             if not (kind == "stream-table" and v == "inner" and e == "0.10.0")
         ]
     if kind == "versioned-stream-table":
@@ -304,6 +313,10 @@ def random_scenario(rng: random.Random, kind: str, combo: dict[str, Any], max_ev
         return _runnable(data) if mode == "explicit" else Scenario.from_dict(data)
     data["events"] = _pk_events(rng, max_events)
     if kind == "stream-stream":
+        if rng.random() < SPREAD_TIMESTAMP_SHARE:
+            for event in data["events"]:
+                event["ts"] += rng.choice([0, 60_000, 120_000]) - 40
+                event["ts"] = max(event["ts"], 0)
         data["window"] = {
             "before_ms": rng.randint(0, 12),
             "after_ms": rng.randint(0, 12),

@@ -30,7 +30,6 @@ from kjoin.export_junit import (
     JUDGES,
     SEED_000_JUDGE,
     ExportError,
-    check_known_gaps,
     class_name,
     export_junit,
     judge_of,
@@ -103,6 +102,12 @@ SEED_000 = {
             _event("left", "a", "late", 4),
             _event("left", "a", "ok", 26),
         ],
+    },
+    # Every Kafka version's windowed count counts a null value (so does kjoin, windowed_aggregate_counts_null_values).
+    "tumbling windowed count with a null value": {
+        "join": "window-aggregate",
+        "window": {"size_ms": 10},
+        "events": [_event("left", "a", "x", 1), _event("left", "a", None, 2), _event("left", "b", None, 12)],
     },
     "tumbling windowed sum": {
         "join": "window-aggregate",
@@ -347,7 +352,6 @@ def test_the_fk_inner_join_since_3_9_1_exports_and_passes_against_kafka_streams(
     sources = {}
     for name, data in (("FkKeptKeyTest", FK_SAME_KEY), ("FkNullKeysTest", FK_NULL_KEYS)):
         scenario = kjoin.Scenario.from_dict(data)
-        check_known_gaps(scenario, judge_of(scenario.semantics))
         sources[name] = export_junit(scenario, name)
         assert "Kafka Streams 4.3.1" in sources[name]
     assert (
@@ -379,28 +383,6 @@ def test_the_expectations_are_what_the_oracle_compares(exported) -> None:
         if not isinstance(exported[name], ExportError) and not isinstance(scenario, AggregateSpec):
             ours = [[list(record) for record in records] for records in kjoin_outputs(scenario)]
             assert ours == oracle_check.kjoin_outputs(scenario), name
-
-
-@pytest.mark.parametrize("version", [judge.version for judge in JUDGES])
-def test_the_export_refuses_exactly_the_known_gaps_the_oracle_sets_aside(version) -> None:
-    """kjoin/export_junit.py refuses the scenarios that run into a known gap of tests/oracle_check.py (a test of
-    one would fail against Kafka): the two agree on random one-partition scenarios of every join kind."""
-    (harness_version,) = [v for v in oracle_check.VERSIONS if v.version == version]
-    judge = judge_of(kjoin.parse_semantics(version))
-    checked = gaps = 0
-    for scenario in oracle_check.generate(harness_version, 160):
-        if scenario.partitions != 1:
-            continue
-        try:
-            check_known_gaps(scenario, judge)
-            refused = None
-        except ExportError as error:
-            refused = str(error)
-        gap = oracle_check.known_gap(harness_version, scenario)
-        assert (refused is None) == (gap is None), f"{gap} / {refused}:\n{oracle_check.scenario_yaml(scenario)}"
-        checked += 1
-        gaps += gap is not None
-    assert checked >= 80
 
 
 def test_the_java_reads_like_the_scenario(exported) -> None:
@@ -446,6 +428,27 @@ LATE_ORDERS = {
 }
 
 
+LATE_WINDOW = {"before_ms": 2, "after_ms": 0, "grace_ms": 1}
+LATE_AFTER_A_NULL = [_event("left", "k", None, 16), _event("left", "k", "L4", 9), _event("left", "k", "L5", 40)]
+
+
+def test_kjoin_export_writes_the_era_rules_of_the_judging_version() -> None:
+    """Once known gaps, now rules of kjoin's eras, exported as the judging version behaves: under 3.3 the null value
+    @16 leaves stream time alone, so L4@9 waits in the buffer until L5@40; under 2.8 b@1 still finds A@1, older
+    than the retention (22 ms behind 50) in a live 60 s segment. tests/test_kafka_oracle.py pins both rules against
+    the real library."""
+    late = {**LATE_ORDERS, "window": LATE_WINDOW, "events": LATE_AFTER_A_NULL}
+    java = export_junit(kjoin.Scenario.from_dict(late), "LateTest")
+    assert "Kafka Streams 3.3.2" in java
+    assert 'assertEquals(records(), read(output), "left k:L4@9 (input 1)");' in java
+    assert 'assertEquals(records(out("k", "L4-null", 9L)), read(output), "left k:L5@40 (input 2)");' in java
+    events = [_event("left", "k", "A", 50), _event("left", "k", "A", 1), _event("right", "k", "b", 1)]
+    kept = {**LATE_ORDERS, "variant": "inner", "semantics": "2.8", "events": events}
+    java = export_junit(kjoin.Scenario.from_dict(kept), "KeptTest")
+    assert "Kafka Streams 2.8.2" in java
+    assert 'assertEquals(records(out("k", "A-b", 1L)), read(output), "right k:b@1 (input 2)");' in java
+
+
 def test_kjoin_export_writes_the_test_and_is_deterministic_byte_for_byte(tmp_path, capsys) -> None:
     path = _write(tmp_path, LATE_ORDERS)
     assert main(["export", str(path), "--junit"]) == 0
@@ -474,11 +477,6 @@ def test_kjoin_export_writes_the_test_and_is_deterministic_byte_for_byte(tmp_pat
         ({**LATE_ORDERS, "semantics": "4.3", "window": {"before_ms": 1, "after_ms": 1, "grace_ms": None}}, [], "4.0"),
         (SEED_000["page views against last week (a window shifter)"], [], "never shipped in Kafka Streams"),
         (LATE_ORDERS, ["--class-name", "no-dash"], "not a Java class name"),
-        (
-            {"join": "window-aggregate", "window": {"size_ms": 5}, "events": [_event("left", "a", None, 1)]},
-            [],
-            "Kafka 4.3's windowed count counts it",
-        ),
         ({**SEED_000["table count by a field"], "partitions": 2}, [], "partitions: 2"),
         # 3.9.0's foreign-key inner join still sends a tombstone for an update that keeps its foreign key (fixed in
         # 3.9.1, KAFKA-16407); Kafka 4.3.1 judges 3.9 and does not: refused as another version's outputs.
@@ -493,16 +491,12 @@ def test_kjoin_export_writes_the_test_and_is_deterministic_byte_for_byte(tmp_pat
             [],
             "semantics 3.9 and Kafka 4.3.1 (which judges its era) emit different records for input 1",
         ),
-        # The known gaps (README "Fidelity"): a test of these would fail against Kafka, so they are refused.
+        # Semantics 3.5 is judged by Kafka 4.3.1, whose stream time counts the skipped null value (3.7+): L4 is late
+        # there, while 3.5 keeps it in the buffer. A test of 3.5's records would fail against 4.3.1: refused.
         (
-            {**LATE_ORDERS, "events": [_event("left", "k", "A", 30), _event("left", "k", "B", 1)]},
+            {**LATE_ORDERS, "semantics": "3.5", "window": LATE_WINDOW, "events": LATE_AFTER_A_NULL},
             [],
-            "window closed before it arrived (ts 1): Kafka 3.3.2",
-        ),
-        (
-            {**LATE_ORDERS, "semantics": "2.8", "events": [_event("left", "k", "A", 50), _event("right", "k", "b", 1)]},
-            [],
-            "input 1 reaches behind the window stores' retention: Kafka 2.8.2",
+            "semantics 3.5 and Kafka 4.3.1 (which judges its era) emit different records for input 1",
         ),
     ],
 )

@@ -114,17 +114,20 @@ def test_left_join_with_eager_results_is_not_the_sql_left_join():
 
 
 def test_left_join_holding_results_is_still_not_the_sql_left_join_when_a_partner_is_late():
-    """3.1+: A@0 waits; B@50 (another key, same task) moves stream time past A's window
+    """3.4+: A@0 waits; B@50 (another key, same task) moves stream time past A's window
     close, so A-null is emitted. a@5 then arrives late: in SQL it pairs with A, but A is no
-    longer visible in the left store (retention 20 before 50), so the stream never says A-a."""
+    longer visible in the left store (retention 20 before 50), so the stream never says A-a.
+    3.1 to 3.3 still find A (its 60 s segment lives) and say both A-null and A-a: not SQL either."""
     events = [
         {"side": "left", "key": "k", "value": "A", "ts": 0},
         {"side": "left", "key": "other", "value": "B", "ts": 50},
         {"side": "right", "key": "k", "value": "a", "ts": 5},
     ]
     window = {"before_ms": 10, "after_ms": 10, "grace_ms": 0}
-    assert _window_join("left", "3.1", events, window) == ["A-null"]
+    assert _window_join("left", "3.4", events, window) == ["A-null"]
+    assert _window_join("left", "3.1", events, window) == ["A-a", "A-null"]
     sql_left_join = ["A-a", "B-null"]
+    assert _window_join("left", "3.4", events, window) != sql_left_join
     assert _window_join("left", "3.1", events, window) != sql_left_join
 
 

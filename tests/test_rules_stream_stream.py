@@ -90,6 +90,30 @@ def test_a_record_too_old_for_its_own_store_still_joins_on_arrival_but_is_never_
     assert outs(trace[3]) == []
 
 
+def test_before_3_4_a_record_older_than_the_retention_is_found_until_its_segment_drops():
+    """Retention 2, segments of 60 s. B@60001 puts A@59990 behind the retention, but segment 0 lives
+    ((60001 - 2) // 60000 = 0): a@59990 finds A before 3.4, not from 3.4. C@60002 drops segment 0 whole:
+    b@59990 finds nothing in either era, and D@59000 is refused (its segment is gone)."""
+    events = [
+        ev("L", "k", "A", 59990),
+        ev("L", "k", "B", 60001),
+        ev("R", "k", "a", 59990),
+        ev("L", "k", "C", 60002),
+        ev("R", "k", "b", 59990),
+        ev("L", "k", "D", 59000),
+    ]
+    old = ss("inner", events, w=window(1, 1, 0), semantics="3.3")
+    new = ss("inner", events, w=window(1, 1, 0), semantics="3.4")
+    assert outs(old[2]) == [("k", "A-a", 59990)] and outs(new[2]) == []
+    assert "its segment still lives" in old[2].explain
+    assert [row["value"] for row in old.state_at(2).window("left")] == ["A", "B"]
+    assert [row["value"] for row in new.state_at(2).window("left")] == ["B"]
+    assert [row["value"] for row in old.state_at(3).window("left")] == ["B", "C"]
+    assert outs(old[4]) == outs(new[4]) == []
+    assert (old[5].fate, old[5].reason) == (Fate.NO_MATCH, Reason.EXPIRED)
+    assert "segment 0" in old[5].explain and "already dropped" in old[5].explain
+
+
 # -- §1.5 null keys and values -------------------------------------------------------------------
 @pytest.mark.parametrize("variant", ["inner", "left", "outer"])
 def test_null_values_are_dropped_with_a_reason_and_never_stored(variant):
@@ -127,6 +151,19 @@ def test_stream_time_is_one_per_task_shared_by_both_sides_and_advanced_by_droppe
     state = trace.state_at(-1)
     assert (state.stream_time(0), state.stream_time(1)) == (12, 3)
     assert trace.state_at(1).stream_time(0) == 9
+
+
+def test_before_3_7_a_skipped_record_leaves_stream_time_alone():
+    """3.1 to 3.6 check for null keys and values before advancing stream time (KIP-962 swapped them in 3.7): after
+    the skipped null@16, L4@9's window [7, 9] has not passed stream time 0, so L4 waits in the buffer; from 3.7
+    stream time is 16 and L4-null comes out at once."""
+    events = [ev("L", "k", None, 16), ev("L", "k", "L4", 9), ev("L", "k", "L5", 40)]
+    for semantics, time, late in (("3.6", None, False), ("3.7", 16, True)):
+        trace = ss("left", events, w=window(2, 0, 1), semantics=semantics)
+        assert trace.state_at(0).stream_time(0) == time
+        assert (trace[1].fate is Fate.JOINED) == late
+        assert outs(trace[1] if late else trace[2])[0] == ("k", "L4-null", 9)
+    assert "stream time unchanged" in ss("left", events[:1], w=window(2, 0, 1), semantics="3.6")[0].explain
 
 
 def test_one_keys_record_releases_another_keys_left_join_result_in_the_same_task_only():
@@ -205,6 +242,25 @@ def test_the_sweep_is_gated_by_the_processing_sides_after_and_skipped_for_out_of
     trace = ss("outer", events, w=w)
     assert [outs(s) for s in trace] == [[], [], [("w", "null-w", 8)], [("y", "null-y", 5), ("x", "X-v", 10)]]
     assert [row["value"] for row in trace.state_at(2).outer_buffer()] == ["y", "X"]
+
+
+def test_before_3_8_the_sweep_gates_by_the_look_back_and_closes_every_entry_by_the_processing_sides_after():
+    """3.1.1 to 3.7 (KAFKA-13721 to KAFKA-15417): the gate is min time + the processing side's look-back (before
+    for a left record) + grace, and every entry closes at ts + the processing side's after + grace, the walk stopping
+    at the first open one. 3.1.0 gated with the after, as 3.8+ do."""
+    gate = [ev("L", "k2", "L0", 7), ev("L", "k1", "L1", 12), ev("L", "k1", "L2", 14)]
+    released_at = {
+        semantics: next(
+            i for i, step in enumerate(ss("left", gate, w=window(4, 2, 2), semantics=semantics)) if outs(step)
+        )
+        for semantics in ("3.1.0", "3.1.1", "3.7", "3.8")
+    }
+    assert released_at == {"3.1.0": 1, "3.1.1": 2, "3.7": 2, "3.8": 1}
+    walk = [ev("R", "k2", "R0", 3), ev("L", "k1", "L0", 4), ev("R", "k3", "R1", 9)]
+    old = ss("outer", walk, w=window(5, 1, 0), semantics="3.7")
+    new = ss("outer", walk, w=window(5, 1, 0), semantics="3.8")
+    assert outs(old[2]) == [("k2", "null-R0", 3)]
+    assert outs(new[2]) == [("k2", "null-R0", 3), ("k1", "L0-null", 4)]
 
 
 def test_entries_come_out_by_ts_then_right_before_left_then_key_bytes():

@@ -40,7 +40,15 @@ class OptimizedSelfJoin:
         self.window = window
         self.semantics = semantics
         self.clock = Clock(log, task, CLOCK)
-        self.store = WindowStore(log, task, Side.LEFT, window.retention_ms, self.clock, SELF_WINDOW)
+        self.store = WindowStore(
+            log,
+            task,
+            Side.LEFT,
+            window.retention_ms,
+            self.clock,
+            SELF_WINDOW,
+            hides_expired=semantics.window_store_hides_expired,  # always true: the rewrite exists from 3.4
+        )
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.key is None or record.value is None:

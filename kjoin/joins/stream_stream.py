@@ -8,8 +8,12 @@ How it works (current Kafka; one instance per task):
   ``[t - after, t + before]``; both bounds inclusive and clamped at 0.
 * A match calls the joiner once per partner, in the partner store's (ts, arrival) order;
   the result carries ``max(left ts, right ts)``.
-* Stream time is one per task, shared by both sides, and advances on every record,
-  including records then dropped for a null key or value.
+* Stream time is one per task, shared by both sides. From 3.7 it advances on every record,
+  including records then dropped for a null key or value; 3.1 to 3.6 skip those first, so
+  they leave it alone (``Semantics.skipped_records_advance_stream_time``).
+* Window stores: from 3.4 a fetch skips records older than the store's observed time minus
+  the retention; before, records are kept and found until their whole segment (``max(retention
+  / 2, 60 s)``) is dropped (``Semantics.window_store_hides_expired``, ``kjoin/stores/window.py``).
 * Left/outer joins, 3.1+ (window with a grace): a record of an outer side without partner
   waits in the outer-join buffer and is emitted with null, at its own timestamp, once
   stream time is *strictly* greater than ``ts + after + grace`` (``ts + before + grace`` for
@@ -99,7 +103,15 @@ class StreamStreamJoin:
         self.semantics = semantics
         self.clock = Clock(log, task, f"{prefix}{CLOCK}")
         self.stores = {
-            side: WindowStore(log, task, side, window.retention_ms, self.clock, f"{prefix}{window_store_name(side)}")
+            side: WindowStore(
+                log,
+                task,
+                side,
+                window.retention_ms,
+                self.clock,
+                f"{prefix}{window_store_name(side)}",
+                hides_expired=semantics.window_store_hides_expired,
+            )
             for side in Side
         }
         self.sides = {
@@ -115,12 +127,17 @@ class StreamStreamJoin:
             self._process_old(record, ctx)
             return
         side = self.sides[record.side]
-        stream_time = self.clock.advance(STREAM_TIME, record.ts)
-        if record.key is None and record.value is not None and side.outer and self.semantics.relaxed_null_keys:
-            self._forward_null_key(side, record, ctx)
-            return
-        if self._skipped(record, ctx):
-            return
+        if self.semantics.skipped_records_advance_stream_time:
+            stream_time = self.clock.advance(STREAM_TIME, record.ts)
+            if record.key is None and record.value is not None and side.outer and self.semantics.relaxed_null_keys:
+                self._forward_null_key(side, record, ctx)
+                return
+            if self._skipped(record, ctx):
+                return
+        else:  # 3.1 to 3.6: the null check comes first, a skipped record leaves stream time alone
+            if self._skipped(record, ctx):
+                return
+            stream_time = self.clock.advance(STREAM_TIME, record.ts)
         if self.buffer is not None and record.ts == stream_time:
             self._emit_closed_windows(side, stream_time, ctx)
         partners = self._look_up(side, record)
@@ -131,19 +148,18 @@ class StreamStreamJoin:
 
     # -- skip rules ---------------------------------------------------------------------
     def _skipped(self, record: Record, ctx: StepContext) -> bool:
+        time = (
+            "stream time still advanced"
+            if self.semantics.skipped_records_advance_stream_time
+            else "stream time unchanged: before 3.7 the null check comes first"
+        )
         if record.key is None:
-            ctx.drop(
-                Reason.NULL_KEY,
-                lambda: f"{record.describe()} has a null key: skipped, not stored (stream time still advanced).",
-            )
+            ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} has a null key: skipped, not stored ({time}).")
             return True
         if record.value is None:
             ctx.drop(
                 Reason.NULL_VALUE,
-                lambda: (
-                    f"{record.side} record @{record.ts} has a null value: skipped, not stored "
-                    "(stream time still advanced)."
-                ),
+                lambda: f"{record.side} record @{record.ts} has a null value: skipped, not stored ({time}).",
             )
             return True
         return False
@@ -193,6 +209,17 @@ class StreamStreamJoin:
                     f"[{time_from}, {time_to}]; joiner called {len(partners)} time(s)."
                 ),
             )
+            other_store = self.stores[side.side.other]
+            kept = [(ts, value) for ts, value in partners if other_store.behind_retention(ts)]
+            if kept:
+                observed, retention = other_store.observed_ms, other_store.retention_ms
+                ctx.note(
+                    lambda: (
+                        ", ".join(f"{render_value(value)}@{ts}" for ts, value in kept)
+                        + f" is older than the {side.side.other} window store's retention ({retention} ms before "
+                        f"{observed}) but its segment still lives: found (Kafka before 3.4)."
+                    )
+                )
 
     def _handle_unmatched(self, side: _JoinSide, record: Record, stream_time: int, ctx: StepContext) -> None:
         time_from, time_to = self.window_of(side, record.ts)
@@ -245,11 +272,17 @@ class StreamStreamJoin:
         ``None`` standing for Kafka's ``Long.MAX_VALUE``): it runs only if a record that old,
         seen from the *processing* side, could have closed. A sweep resets the min time and
         then sets it to the ts of every entry it reads, including the entry that stops it
-        once both sides have an open entry.
+        once both sides have an open entry. That is 3.8+ (``outer_join_sweep_per_side``); 3.1 to
+        3.7 close every entry at the processing side's bound and stop at the first open one, and
+        from 3.1.1 gate with the processing side's look-back (``outer_join_sweep_gate_looks_back``).
         """
         grace = self.window.effective_grace_ms
+        per_side = self.semantics.outer_join_sweep_per_side
         min_time = self.clock.get(OUTER_MIN_TIME)
-        if min_time is None or min_time + side.look_ahead_ms + grace >= stream_time:
+        # The gate: the processing side's after (3.1.0, and 3.8+), or its look-back (3.1.1 to 3.7).
+        looks_back = self.semantics.outer_join_sweep_gate_looks_back and not per_side
+        gate = side.look_back_ms if looks_back else side.look_ahead_ms
+        if min_time is None or min_time + gate + grace >= stream_time:
             return
         self.clock.set(OUTER_MIN_TIME, None)
         open_sides: set[Side] = set()
@@ -258,8 +291,11 @@ class StreamStreamJoin:
             if len(open_sides) == 2:
                 break
             entry_side = records[0].side
-            closes_at = records[0].closes_at_ms
+            # 3.8+: each entry closes at its own side's bound; 3.1 to 3.7: every entry at the processing side's.
+            closes_at = records[0].closes_at_ms if per_side else ts + side.look_ahead_ms + grace
             if closes_at >= stream_time:
+                if not per_side:
+                    break
                 open_sides.add(entry_side)
                 continue
             for waiting in records:
@@ -279,12 +315,26 @@ class StreamStreamJoin:
     def _store(self, record: Record, ctx: StepContext) -> None:
         store = self.stores[record.side]
         if not store.put(record.key, record.ts, record.value):
-            ctx.note(
-                f"{record.describe()} is older than its own window store's retention ({store.retention_ms} ms before "
-                f"{store.observed_ms}): it is not stored."
-            )
+            if store.hides_expired:
+                ctx.note(
+                    f"{record.describe()} is older than its own window store's retention ({store.retention_ms} ms "
+                    f"before {store.observed_ms}): it is not stored."
+                )
+            else:
+                ctx.note(
+                    f"{record.describe()} falls in segment {record.ts // store.segment_interval_ms} of its own window "
+                    f"store, already dropped (the oldest live segment starts at {store.visible_from()}): it is not "
+                    'stored (Kafka before 3.4: "Skipping record for expired segment").'
+                )
             if ctx.fate in (Fate.NO_MATCH, None):
                 ctx.settle(Fate.NO_MATCH, Reason.EXPIRED)
+        elif store.behind_retention(record.ts):
+            ctx.note(
+                f"{record.describe()} is older than its own window store's retention ({store.retention_ms} ms before "
+                f"{store.observed_ms}) but its segment (from {store.visible_from()}, segments of "
+                f"{store.segment_interval_ms} ms) still lives: stored and found until the segment is dropped "
+                "(Kafka before 3.4)."
+            )
 
     # -- 0.10.0 / 0.10.1 ----------------------------------------------------------------
     def _process_old(self, record: Record, ctx: StepContext) -> None:
