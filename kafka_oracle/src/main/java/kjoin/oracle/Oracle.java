@@ -168,13 +168,24 @@ public final class Oracle {
         return Json.write(value);
     }
 
-    static List<List<List<Object>>> run(Map<String, Object> scenario, Path stateDir) throws Exception {
+    /** The settings every TopologyTestDriver here starts from: string serdes, a state directory of its own. */
+    static Properties driverProperties(String applicationId, Path stateDir) {
         Properties props = new Properties();
-        props.put(StreamsConfig.APPLICATION_ID_CONFIG, "kjoin-oracle");
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        return props;
+    }
+
+    /** The record cache's size setting: renamed in 3.4 (KIP-770). */
+    static String cacheConfig() {
+        return atLeast(3, 4) ? "statestore.cache.max.bytes" : "cache.max.bytes.buffering";
+    }
+
+    static List<List<List<Object>>> run(Map<String, Object> scenario, Path stateDir) throws Exception {
+        Properties props = driverProperties("kjoin-oracle", stateDir);
         // Left/outer stream-stream joins (3.1+) sweep their outer-join buffer only every so much wall-clock time
         // (an internal config, default 1000 ms); TopologyTestDriver's wall clock does not move, so the sweep would
         // never run. 0 makes it run on every record, as Kafka's own join tests set it.
@@ -186,8 +197,7 @@ public final class Oracle {
             }
         }
         // Record caches off, unless the scenario asks for them (TopologyTestDriver commits after every record).
-        String cacheConfig = atLeast(3, 4) ? "statestore.cache.max.bytes" : "cache.max.bytes.buffering";
-        props.put(cacheConfig, caching.isEmpty() ? 0L : 10L * 1024 * 1024);
+        props.put(cacheConfig(), caching.isEmpty() ? 0L : 10L * 1024 * 1024);
         if (flag(scenario, "optimize")) {
             props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE);
         }

@@ -13,7 +13,6 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.stream.Stream;
 
-import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -52,16 +51,11 @@ public final class Replay {
         long wallClock = System.nanoTime();
 
         Task(Map<String, Object> scenario, Path stateDir) throws Exception {
-            Properties props = new Properties();
-            props.put(StreamsConfig.APPLICATION_ID_CONFIG, "kjoin-replay");
-            props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
-            props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
-            props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-            props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+            Properties props = Oracle.driverProperties("kjoin-replay", stateDir);
             // Unlike Oracle.run, the outer-join buffer keeps Kafka's default sweep interval (1 s of wall-clock time):
             // main() moves the driver's wall clock with the real one. Sweeping on every record (Oracle's 0 ms, for
             // exact per-record outputs) copies the buffer's keys each time and makes a long replay quadratic.
-            props.put(Oracle.atLeast(3, 4) ? "statestore.cache.max.bytes" : "cache.max.bytes.buffering", 0L);
+            props.put(Oracle.cacheConfig(), 0L);
             if (Oracle.IN_MEMORY) {  // -Dkjoin.oracle.stores=rocksdb: Kafka's default (RocksDB) stores instead
                 props.put("default.dsl.store", "in_memory");
                 props.put("dsl.store.suppliers.class",
