@@ -40,10 +40,16 @@ from .trace import DeliveryStep, Step, Trace
 __all__ = ["run", "new_join", "foreign_key_options"]
 
 
-def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) -> Trace:
+def run(
+    scenario: Scenario,
+    joiner: Callable[[Any, Any], Any] = default_joiner,
+    make_join: Callable[[Scenario, StateLog, int], Any] | None = None,
+) -> Trace:
     """Process every event of ``scenario`` and return the trace.
 
-    ``joiner(left, right)`` computes each result's value; the default renders ``A-a``. An
+    ``joiner(left, right)`` computes each result's value; the default renders ``A-a``.
+    ``make_join(scenario, log, task)`` builds a primary-key join's processor for a task (default
+    :func:`new_join`; the Spark drill-down of one key passes its own). An
     aggregate or windowed-table scenario (:class:`kjoin.aggregate_spec.AggregateSpec`, what
     :func:`kjoin.load_scenario` gives for those ``join:`` names) runs through its own runner.
     """
@@ -56,7 +62,8 @@ def run(scenario: Scenario, joiner: Callable[[Any, Any], Any] = default_joiner) 
         return _run_foreign_key(scenario, joiner)
     log = StateLog()
     records = scenario.records()
-    tasks = Tasks(lambda task_log, task: new_join(scenario, task_log, task), log, _first_task(records))
+    build = make_join or new_join
+    tasks = Tasks(lambda task_log, task: build(scenario, task_log, task), log, _first_task(records))
     history = StateHistory(log.copy())  # a task without records has no processor and no stores
     log.take_changes()
     steps: list[Step] = []

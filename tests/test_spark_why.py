@@ -9,13 +9,21 @@ import pytest
 
 from kjoin.fates import Fate
 from kjoin.records import OutputKind, Side
-from kjoin.spark import Topic, run_join
+from kjoin.spark import Topic, run_join, run_scenarios
 from kjoin.spark.debug import VERDICTS, KeyTrace, _restrict
 
 pytestmark = pytest.mark.spark
 
 WINDOW = {"before_ms": 5, "after_ms": 3, "grace_ms": 2}
-JOINS = [("stream-table", "left", None), ("table-table", "outer", None), ("stream-stream", "inner", WINDOW)]
+JOINS = [
+    ("stream-table", "left", None, None),
+    ("table-table", "outer", None, None),
+    ("stream-stream", "inner", WINDOW, None),
+    # The outer-join buffer's sweep in each of its eras (3.1.0, 3.1.1 to 3.7, 3.8+): the drill-down replays it.
+    ("stream-stream", "left", WINDOW, "3.1.0"),
+    ("stream-stream", "outer", WINDOW, "3.5"),
+    ("stream-stream", "outer", {"before_ms": 2, "after_ms": 6, "grace_ms": 1}, None),
+]
 
 
 def random_rows(rng: random.Random, partitions: int, count: int, keys: str, tombstones: float) -> list[tuple]:
@@ -75,21 +83,30 @@ def comparable(stores):
     return out
 
 
-@pytest.mark.parametrize("join, variant, window", JOINS)
+@pytest.mark.parametrize("join, variant, window, semantics", JOINS)
 @pytest.mark.parametrize("seed", [1, 2])
-def test_the_key_drill_down_equals_the_partitions_trace_restricted_to_the_key(spark, join, variant, window, seed):
-    rng = random.Random(seed * 31 + len(join))
+def test_the_key_drill_down_equals_the_partitions_trace_restricted_to_the_key(
+    spark, join, variant, window, semantics, seed
+):
+    rng = random.Random(seed * 31 + len(join) + len(variant))
     partitions = 2
     left = random_rows(rng, partitions, 40, "abcde", 0.1)
     right = random_rows(rng, partitions, 30, "abcdef", 0.2)
-    result = run_join(topic(spark, left, partitions), topic(spark, right, partitions), join, variant, window=window)
+    result = run_join(
+        topic(spark, left, partitions),
+        topic(spark, right, partitions),
+        join,
+        variant,
+        window=window,
+        semantics=semantics,
+    )
     checked = 0
     for partition in range(partitions):
         full = result.trace(partition=partition)
         keys = sorted({s.record.key for s in full.steps if s.record.key is not None})
         for key in keys:
             drill = result.trace(partition=partition, key=key)
-            assert isinstance(drill, KeyTrace)
+            assert isinstance(drill, KeyTrace) and drill.exact
             assert key_view(drill, key, drill.steps) == key_view(full, key, full.steps), (partition, key)
             full_steps = [s.index for s in full.steps if s.record.key == key]
             own = drill.key_steps()
@@ -288,18 +305,47 @@ def test_the_drill_down_of_a_scenario_run_keeps_its_listed_order_and_json_keys(s
     assert checked >= 3
 
 
-def test_a_drill_down_says_when_other_keys_decide_its_held_results(spark):
-    rows = [("a", "A", 1, 0, 0), ("b", "B", 2, 0, 1)]
-    exact = run_join(topic(spark, rows, 1), topic(spark, rows, 1), "stream-stream", "inner", window=WINDOW)
-    assert exact.trace(0, key="a").exact and exact.trace(0, key="a").caveat is None
-    for variant in ("left", "outer"):
-        swept = run_join(topic(spark, rows, 1), topic(spark, rows, 1), "stream-stream", variant, window=WINDOW)
-        drill = swept.trace(0, key="a")
-        assert not drill.exact and "sweeps its outer-join buffer across all of the task's keys" in drill.caveat
-    old = run_join(
-        topic(spark, rows, 1), topic(spark, rows, 1), "stream-stream", "left", window=WINDOW, semantics="3.0"
+def test_a_drill_down_replays_the_sweep_that_other_keys_decide(spark):
+    """Kafka 3.5: key b's left record @2 waits in the outer-join buffer; key a's right record @8
+    sweeps it out (stream time 8 passed its close, 2 + 4 + 1). Key b's own clock records are b's
+    records and a@14 (the right side's largest timestamp before b@16), not a@8: without the
+    replayed sweep its drill-down emitted the result one step late, at a@14."""
+    left = [("b", "v0", 2, 0, 0), ("b", "v4", 16, 0, 1)]
+    right = [("b", "v1", 5, 0, 0), ("a", "v2", 8, 0, 1), ("a", "v3", 14, 0, 2)]
+    swept = run_join(
+        topic(spark, left, 1),
+        topic(spark, right, 1),
+        "stream-stream",
+        "left",
+        window={"before_ms": 4, "after_ms": 1, "grace_ms": 1},
+        semantics="3.5",
     )
-    assert old.trace(0, key="a").exact, "before 3.1 a left join emits its null results at once: nothing is swept"
+    full = swept.trace(0)
+    assert [(s.index, o.left) for s in full.steps for o in s.outputs if o.key == "b"] == [(2, "v0")]
+    drill = swept.trace(0, key="b")
+    assert drill.exact and drill.caveat is None
+    step = next(s for s in drill.steps if any(o.key == "b" for o in s.outputs))
+    assert drill.task_steps[step.index] == 2 and step.record.offset == 1 and step.record.side is Side.RIGHT
+    assert key_view(drill, "b", drill.steps) == key_view(full, "b", full.steps)
+    from kjoin import Scenario
+
+    chain = {
+        "join": "stream-stream",
+        "variant": "left",
+        "window": {"before_ms": 5, "after_ms": 5, "grace_ms": 0},
+        "then": [{"variant": "left"}],
+        "events": [
+            {"side": "left", "key": "a", "value": "A", "ts": 1},
+            {"side": "right", "key": "a", "value": "a", "ts": 2},
+        ],
+    }
+    chained = run_scenarios(spark, [Scenario.from_dict(chain)])
+    drill = chained.trace(0, key="a")
+    assert not drill.exact and "does not replay for chains and self-joins" in drill.caveat
+    old = run_join(
+        topic(spark, left, 1), topic(spark, right, 1), "stream-stream", "left", window=WINDOW, semantics="3.0"
+    )
+    assert old.trace(0, key="b").exact, "before 3.1 a left join emits its null results at once: nothing is swept"
 
 
 def test_why_builds_its_index_once_where_asked(spark, tmp_path):
@@ -308,8 +354,40 @@ def test_why_builds_its_index_once_where_asked(spark, tmp_path):
     orders, customers, causes = planted(len(CAUSES), 2)
     result = run_join(topic(spark, orders, 2), topic(spark, customers, 2), "stream-table", "left")
     index = result.why_index(str(tmp_path / "index"))
-    assert sorted(p.name for p in (tmp_path / "index").iterdir()) == ["by_key", "by_offset"]
+    assert sorted(p.name for p in (tmp_path / "index").iterdir()) == ["by_key", "by_offset"], "no buffer: no releases"
     (partition, offset), cause = next((w, c) for w, c in sorted(causes.items()) if c == "partner-later")
     assert result.why(partition=partition, offset=offset).verdict == "partner-later"
     assert result.why_index() is index, "later calls reuse the index"
     assert set(index.final_marks) == {(0, 0), (0, 1)}, "eight marks per task at most, nothing per record"
+
+
+def test_write_parquet_builds_the_index_that_every_why_then_reads(spark, tmp_path, capsys):
+    from kjoin.spark.whycheck import main
+
+    assert main(["--records", "3000", "--samples", "9", "--path", str(tmp_path / "check"), "--write"]) == 0
+    printed = capsys.readouterr().out
+    assert "why_index=True adds" in printed and "first" in printed and "(reads the written index)" in printed
+    assert "0 wrong" in printed and "every planted cause counted exactly" in printed
+    assert sorted(p.name for p in (tmp_path / "check" / "run").iterdir()) == [
+        "outputs",
+        "steps",
+        "summary",
+        "why-index",
+    ]
+
+
+def test_a_swept_join_keeps_its_releases_in_the_index(spark, tmp_path):
+    left = [("b", "v0", 2, 0, 0), ("b", "v4", 16, 0, 1)]
+    right = [("b", "v1", 5, 0, 0), ("a", "v2", 8, 0, 1), ("a", "v3", 14, 0, 2)]
+    window = {"before_ms": 4, "after_ms": 1, "grace_ms": 1}
+    swept = run_join(topic(spark, left, 1), topic(spark, right, 1), "stream-stream", "outer", window=window)
+    swept.write_parquet(str(tmp_path / "run"), why_index=True)
+    index = swept.why_index()
+    assert index.path == str(tmp_path / "run" / "why-index"), "why reads the index write_parquet built"
+    assert sorted(p.name for p in (tmp_path / "run" / "why-index").iterdir()) == ["by_key", "by_offset", "releases"]
+    released = sorted((r["key"], r["origin_step"], r["step"]) for r in index.releases.collect())
+    full = swept.trace(0)
+    expected = sorted(
+        (o.key, o.origin_step, s.index) for s in full.steps for o in s.outputs if o.kind is OutputKind.WINDOW_CLOSED
+    )
+    assert released == expected and released

@@ -291,25 +291,35 @@ class StreamStreamJoin:
             if len(open_sides) == 2:
                 break
             entry_side = records[0].side
-            # 3.8+: each entry closes at its own side's bound; 3.1 to 3.7: every entry at the processing side's.
-            closes_at = records[0].closes_at_ms if per_side else ts + side.look_ahead_ms + grace
+            closes_at = self._sweep_close(side, records[0])
             if closes_at >= stream_time:
                 if not per_side:
                     break
                 open_sides.add(entry_side)
                 continue
-            for waiting in records:
-                left, right = self.sides[entry_side].pair(waiting.value, None)
-                ctx.emit(
-                    OutputKind.WINDOW_CLOSED, waiting.key, left, right, waiting.ts, origin_step=waiting.origin_step
+            self._release(records, closes_at, stream_time, ctx)
+
+    def _sweep_close(self, side: _JoinSide, entry: BufferedRecord) -> int:
+        """The time after which a sweep run by a record of ``side`` emits ``entry``. 3.8+: each
+        entry closes at its own side's bound; 3.1 to 3.7: every entry at the processing side's."""
+        if self.semantics.outer_join_sweep_per_side:
+            return entry.closes_at_ms
+        return entry.ts + side.look_ahead_ms + self.window.effective_grace_ms
+
+    def _release(self, records: list[BufferedRecord], closes_at: int, stream_time: int, ctx: StepContext) -> None:
+        """Emit one ``<ts, side, key>`` group of the buffer with null and delete it."""
+        entry_side = records[0].side
+        for waiting in records:
+            left, right = self.sides[entry_side].pair(waiting.value, None)
+            ctx.emit(OutputKind.WINDOW_CLOSED, waiting.key, left, right, waiting.ts, origin_step=waiting.origin_step)
+            ctx.note(
+                lambda w=waiting, closes=closes_at, of=entry_side: (
+                    f"Stream time {stream_time} passed {closes}, "
+                    f"the close of {of} {render_value(w.value)}@{w.ts}'s window plus grace: emitted with null."
                 )
-                ctx.note(
-                    lambda w=waiting, closes=closes_at, of=entry_side: (
-                        f"Stream time {stream_time} passed {closes}, "
-                        f"the close of {of} {render_value(w.value)}@{w.ts}'s window plus grace: emitted with null."
-                    )
-                )
-            self.buffer.delete(entry_side, records[0].key, ts)
+            )
+        assert self.buffer is not None
+        self.buffer.delete(entry_side, records[0].key, records[0].ts)
 
     # -- update state -------------------------------------------------------------------
     def _store(self, record: Record, ctx: StepContext) -> None:

@@ -9,6 +9,14 @@ clock exactly as far as all of them do. Those *clock records* run under a stand-
 they never meet ``k``'s; the drill-down shows ``k``'s steps and the clock records at which
 ``k``'s held results were emitted (a window closing), and every store restricted to ``k``.
 
+One rule depends on the other keys' records, not only on the clocks: from Kafka 3.1 a left or
+outer stream-stream join holds its null results in one outer-join buffer per task, and a sweep
+over the whole buffer (gated by its min time, stopped by the first open entry) emits them. The
+drill-down does not rerun that sweep: the run's index keeps, for each held result, the step at
+which the whole task's run emitted it (:attr:`SparkRun.outputs`), and the drill-down's join
+(:class:`ReplayedSweepJoin`) releases the key's entries exactly there. The buffer's min time is
+the task's, not the key's: the drill-down's states leave it out.
+
 Where each record falls in Kafka's processing order, and which records carry the task's clocks,
 comes from the run's index (:mod:`kjoin.spark.why_index`), built in Spark once per run: a call
 reads the key's rows and the few clock records between them, never the whole task.
@@ -23,12 +31,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side
 from ..scenario import Event, Scenario
-from ..state import StateHistory
+from ..joins.stream_stream import OUTER_MIN_TIME, StreamStreamJoin
+from ..state import StateHistory, StateLog
 from ..stores import CLOCK
 from ..trace import Step, Trace
 
@@ -108,8 +117,8 @@ class KeyTrace(Trace):
     """One key's steps in one Kafka task, with the exact states Kafka has for that key.
 
     ``task_steps[i]`` is step ``i``'s place in the whole task's processing order (the ``step``
-    of the Spark frames); ``None`` for a clock record (another key's record, shown because
-    this key's held results were emitted when it moved stream time)."""
+    of the Spark frames), for the key's records and for the clock records shown (another key's
+    record, shown because this key's held results were emitted when it was processed)."""
 
     def __init__(
         self,
@@ -162,8 +171,37 @@ class KeyTrace(Trace):
 @dataclass(frozen=True)
 class _Placed:
     record: Record
-    step: int | None
+    step: int
+    """The record's place in its task's processing order."""
     clock: bool = False
+    """Another key's record, run under a stand-in key for the clocks it moves."""
+
+
+class ReplayedSweepJoin(StreamStreamJoin):
+    """The drill-down's left/outer stream-stream join (Kafka 3.1+): its outer-join buffer releases
+    the key's held results at the steps where the whole task's run released them, instead of
+    sweeping (the sweep's gate and stop depend on every key of the task, see
+    :meth:`StreamStreamJoin._emit_closed_windows`)."""
+
+    def __init__(
+        self,
+        log: StateLog,
+        task: int,
+        config: Scenario,
+        releases: Mapping[int, frozenset[int]],
+    ) -> None:
+        assert config.window is not None
+        super().__init__(log, task, config.variant, config.window, config.semantics)
+        self.releases = releases
+        """Step of the drill-down -> the steps whose held results the task's run released there."""
+
+    def _emit_closed_windows(self, side: Any, stream_time: int, ctx: Any) -> None:
+        due = self.releases.get(ctx.index)
+        if not due or self.buffer is None:
+            return
+        for _, records in self.buffer.groups():
+            if any(r.origin_step in due for r in records):
+                self._release(records, self._sweep_close(side, records[0]), stream_time, ctx)
 
 
 def _rank(side: str) -> int:
@@ -182,9 +220,17 @@ def stand_in_key(key: Any) -> Any:
 
 
 def key_trace(
-    config: Scenario, partition: int, key: Any, placed: Sequence[_Placed], joiner: Callable[[Any, Any], Any]
+    config: Scenario,
+    partition: int,
+    key: Any,
+    placed: Sequence[_Placed],
+    joiner: Callable[[Any, Any], Any],
+    releases: Mapping[int, frozenset[int]] | None = None,
 ) -> KeyTrace:
-    """Run the key's records and the clock records through the reference engine; keep the key."""
+    """Run the key's records and the clock records through the reference engine; keep the key.
+    ``releases``: for a join that sweeps an outer-join buffer (:func:`replays_sweep`), the task
+    steps at which the whole task's run emitted the key's held results -> the steps of the
+    records it emitted there (each of those steps must be in ``placed``)."""
     from ..engine import run
 
     other = stand_in_key(key)
@@ -193,7 +239,15 @@ def key_trace(
         r = p.record
         event_key = r.key if not p.clock or r.key is None else other
         events.append(Event(r.side, event_key, r.value, r.ts, partition, r.offset))
-    full = run(replace(config, events=tuple(events)), joiner=joiner)
+    make_join = None
+    if releases is not None and replays_sweep(config):
+        at = {p.step: i for i, p in enumerate(placed)}
+        missing = sorted(s for emitted, origins in releases.items() for s in (emitted, *origins) if s not in at)
+        if missing:
+            raise ValueError(f"key {key!r}: the drill-down lacks the task's steps {missing} of its held results")
+        schedule = {at[emitted]: frozenset(at[o] for o in origins) for emitted, origins in releases.items()}
+        make_join = lambda scenario, log, task: ReplayedSweepJoin(log, task, scenario, schedule)  # noqa: E731
+    full = run(replace(config, events=tuple(events)), joiner=joiner, make_join=make_join)
     steps, states, changes, task_steps = [], [], [], []
     kept: dict[int, int] = {}  # step of the run above -> step of the drill-down
     for i, step in enumerate(full.steps):
@@ -227,22 +281,31 @@ def key_trace(
     )
 
 
-def _caveat(config: Scenario) -> str | None:
+def sweeps_outer_buffer(config: Scenario) -> bool:
+    """Whether some stream-stream join of ``config`` holds null results in a Kafka 3.1+ outer-join
+    buffer, whose sweep depends on all of the task's keys."""
     window = config.window
-    if (
-        config.join != "stream-stream"
-        or config.variant == "inner"
-        or window is None
-        or not config.semantics.spurious_result_fix
-        or window.deprecated_api
-    ):
+    if config.join != "stream-stream" or window is None or not config.semantics.spurious_result_fix:
+        return False
+    stages = [(config.variant, window), *((c.variant, c.window or window) for c in config.then)]
+    return any(variant != "inner" and not w.deprecated_api for variant, w in stages)
+
+
+def replays_sweep(config: Scenario) -> bool:
+    """Whether the drill-down replays the whole task's releases (:class:`ReplayedSweepJoin`): a
+    single left/outer stream-stream join with a buffer, not a self-join or a chain."""
+    return sweeps_outer_buffer(config) and not (config.then or config.self_join or config.optimize)
+
+
+def _caveat(config: Scenario) -> str | None:
+    if not sweeps_outer_buffer(config) or replays_sweep(config):
         return None
     return (
-        "a left/outer stream-stream join from Kafka 3.1 sweeps its outer-join buffer across all of the task's keys "
-        "(in timestamp order, gated by the buffer's min time and stopped where both sides have an open entry), "
-        "which the drill-down does not run, so this key's held null results can come out at another step here "
-        "than in the whole task (or still be held at its end); for their exact steps, step through "
-        "trace(partition=...)"
+        "a chained or self stream-stream join from Kafka 3.1 sweeps its outer-join buffers across all of the "
+        "task's keys (in timestamp order, gated by the buffer's min time and stopped where both sides have an "
+        "open entry), which the drill-down does not replay for chains and self-joins, so this key's held null "
+        "results can come out at another step here than in the whole task (or still be held at its end); for "
+        "their exact steps, step through trace(partition=...)"
     )
 
 
@@ -256,7 +319,9 @@ def _restrict(stores: dict, key: Any) -> dict:
     out = {}
     for store, entries in stores.items():
         if store.name == CLOCK or store.name.endswith(CLOCK):
-            out[store] = dict(entries)
+            out[store] = {
+                name: ms for name, ms in entries.items() if name != OUTER_MIN_TIME
+            }  # the task's, not the key's
         else:
             out[store] = {k: v for k, v in entries.items() if _entry_is_key(k, v, key)}
     return out

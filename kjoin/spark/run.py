@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..fates import Reason
 from ..joins import JoinWindows
-from ..records import Record, Side
+from ..records import OutputKind, Record, Side
 from ..scenario import JOINS, Event, Scenario
 from ..semantics import Semantics, parse_semantics
 from ..trace import Trace
@@ -142,10 +142,16 @@ class SparkRun:
         (:mod:`kjoin.spark.why_index`): one Spark pass over the run's records, written as
         Parquet under ``path`` (default: a temporary directory removed when Python exits; on a
         cluster give a path every executor can read). Later calls read only the key's rows."""
+        from pyspark.sql import functions as F
+
+        from .debug import replays_sweep
         from .why_index import build_index
 
         if self._why_index is None or (path is not None and self._why_index.path != path.rstrip("/")):
-            self._why_index = build_index(self.records, path, self._spark_partitions)
+            releases = None
+            if any(replays_sweep(config) for config in self.scenarios.values()):
+                releases = self.outputs.filter(F.col("kind") == OutputKind.WINDOW_CLOSED.value)
+            self._why_index = build_index(self.records, path, self._spark_partitions, releases)
         return self._why_index
 
     def _key_column_value(self, key: Any) -> Any:
@@ -158,12 +164,22 @@ class SparkRun:
             lambda v: json.loads(v) if values and v is not None else v,
         )
 
-    def _placed(self, scenario: int, partition: int, key: Any, rows: list | None = None) -> list:
+    def _placed(
+        self, scenario: int, partition: int, key: Any, rows: list | None = None
+    ) -> tuple[list, dict[int, frozenset[int]]]:
+        """The key's records and the clock records of its task, in processing order, and the
+        steps at which the task's run swept the key's held results (step -> their origin steps)."""
         index = self.why_index()
+        stored = self._key_column_value(key)
         if rows is None:
-            rows = index.key_rows(scenario, self._key_column_value(key))
+            rows = index.key_rows(scenario, stored)
         mine = [r for r in rows if r["partition"] == partition]
-        return index.placed(scenario, partition, key, mine, *self._decoders())
+        swept = index.key_releases(scenario, partition, stored)
+        releases: dict[int, set[int]] = {}
+        for release in swept:
+            releases.setdefault(release["step"], set()).add(release["origin_step"])
+        placed = index.placed(scenario, partition, key, mine, *self._decoders(), releases=swept)
+        return placed, {step: frozenset(origins) for step, origins in releases.items()}
 
     def _key_trace(
         self,
@@ -181,8 +197,8 @@ class SparkRun:
                 "key=None: records with a null key are never joined or stored; "
                 "look them up with why(partition=..., offset=...)"
             )
-        placed = self._placed(scenario, partition, key, rows)
-        return debug.key_trace(self.scenarios[scenario], partition, key, placed, joiner or default_joiner)
+        placed, releases = self._placed(scenario, partition, key, rows)
+        return debug.key_trace(self.scenarios[scenario], partition, key, placed, joiner or default_joiner, releases)
 
     def why(
         self,
@@ -198,7 +214,8 @@ class SparkRun:
         other side's records of the key: side, partition, offset, ts) and the key's drill-down
         ``trace``. Looks the key up across all partitions and runs only the key's records. The
         first call (of ``why`` or ``trace(partition, key=...)``) builds the run's
-        :meth:`why_index`; every call after it reads only the key's rows."""
+        :meth:`why_index` unless :meth:`write_parquet` did (``why_index=True``); every call after
+        it reads only the key's rows."""
         from ..joins import default_joiner
         from . import debug
 
@@ -235,15 +252,19 @@ class SparkRun:
             (same if here else elsewhere).append(partner)
         return debug.diagnose(record, config, trace, elsewhere, same)
 
-    def write_parquet(self, path: str, mode: str = "overwrite") -> None:
+    def write_parquet(self, path: str, mode: str = "overwrite", why_index: bool = False) -> None:
         """Write ``outputs/``, ``steps/`` and ``summary/`` under ``path`` (one pass each); a
-        relative local path is relative to Python's working directory."""
+        relative local path is relative to Python's working directory. ``why_index=True`` also
+        builds the run's :meth:`why_index` in ``why-index/``, so that every :meth:`why` and key
+        drill-down after it, the first included, only reads its key's rows."""
         from .readers import local_path
 
         path = local_path(path).rstrip("/")
         self.explained_outputs.write.mode(mode).parquet(f"{path}/outputs")
         self.steps.write.mode(mode).parquet(f"{path}/steps")
         self.summary().write.mode(mode).parquet(f"{path}/summary")
+        if why_index:
+            self.why_index(f"{path}/why-index")
 
     def trace(
         self, partition: int, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None, key: Any = _ALL_KEYS

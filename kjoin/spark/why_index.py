@@ -10,7 +10,13 @@ that a point lookup reads one row group of each file (Parquet's min/max statisti
 * ``by_offset/``: every input record sorted by ``(scenario, partition, side, offset)``, with its
   ``step`` (its place in its Kafka task's processing order);
 * ``by_key/``: the records with a key, hash-partitioned and sorted by key, each carrying the
-  task's clock marks just before it (below).
+  task's clock marks just before it (below);
+* ``releases/`` (left/outer stream-stream joins from Kafka 3.1 only): per held result the run
+  emitted when its window closed, sorted by key, the steps of the record it carries
+  (``origin_step``) and of the record whose processing swept it out of the outer-join buffer
+  (``step``, ``side``, ``offset``). That sweep depends on every key of the task, so the
+  drill-down replays it from here (:class:`kjoin.spark.debug.ReplayedSweepJoin`); building
+  this part runs the join once.
 
 Clock marks. A join's stream time is the largest timestamp it has seen, per side and per kind of
 record (null key or not, null value or not) at the finest: eight *classes*. Just before each
@@ -28,6 +34,7 @@ collects the key's records, at most eight clock records per gap between them, an
 from __future__ import annotations
 
 import atexit
+import bisect
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -58,6 +65,8 @@ class WhyIndex:
     by_offset: Any
     """The ``by_offset`` Parquet read back (a lazy frame: each lookup is a filter on it)."""
     by_key: Any
+    releases: Any = None
+    """The ``releases`` Parquet read back, or ``None`` when the run's joins sweep no buffer."""
     final_marks: dict[tuple[int, int], dict[int, tuple[int, int]]] = field(default_factory=dict)
     """``(scenario, partition) -> {class: (ts, -offset)}`` of the task's last records."""
 
@@ -94,11 +103,31 @@ class WhyIndex:
             (F.col("scenario") == scenario) & (F.col("partition") == partition) & condition
         ).collect()
 
+    def key_releases(self, scenario: int, partition: int, key: Any) -> list[Any]:
+        """The key's held results swept out of this task's outer-join buffer (see ``releases/``)."""
+        from pyspark.sql import functions as F
+
+        if self.releases is None:
+            return []
+        return self.releases.filter(
+            (F.col("scenario") == scenario) & (F.col("key") == key) & (F.col("partition") == partition)
+        ).collect()
+
     # -- the key's records and the clock records, in processing order ---------------------------
-    def placed(self, scenario: int, partition: int, key: Any, rows: Sequence[Any], decode_key, decode_value) -> list:
-        """``rows``: the key's rows of this task (from :meth:`key_rows`). Returns
-        :class:`kjoin.spark.debug._Placed` records: the key's with their steps, and before each
-        (and after the last) the clock records of the gap, in processing order."""
+    def placed(
+        self,
+        scenario: int,
+        partition: int,
+        key: Any,
+        rows: Sequence[Any],
+        decode_key,
+        decode_value,
+        releases: Sequence[Any] = (),
+    ) -> list:
+        """``rows``: the key's rows of this task (from :meth:`key_rows`); ``releases``: the key's
+        (from :meth:`key_releases`). Returns :class:`kjoin.spark.debug._Placed` records: the
+        key's with their steps, and before each (and after the last) the clock records of the
+        gap and the records that swept the key's held results, in processing order."""
         from .debug import _Placed
 
         rows = sorted(rows, key=lambda r: r["step"])
@@ -120,17 +149,24 @@ class WhyIndex:
                 previous[own] = mark
         finals = self.final_marks.get((scenario, partition), {})
         moved(len(rows), [finals.get(c) for c in range(len(CLASSES))])
+        own = {r["step"] for r in rows}
+        steps = [r["step"] for r in rows]
+        for release in releases:
+            if release["step"] not in own:
+                own.add(release["step"])
+                wanted.append((bisect.bisect_left(steps, release["step"]), release["side"], release["offset"]))
         found = {(r["side"], r["offset"]): r for r in self.records_at(scenario, partition, [w[1:] for w in wanted])}
-        clocks: dict[int, list[Any]] = {}
+        clocks: dict[int, dict[int, Any]] = {}
         for gap, side, offset in wanted:
-            clocks.setdefault(gap, []).append(found[(side, offset)])
+            r = found[(side, offset)]
+            clocks.setdefault(gap, {})[r["step"]] = r
         out = []
         for gap in range(len(rows) + 1):
-            for r in sorted(clocks.get(gap, []), key=lambda r: r["step"]):
+            for step, r in sorted(clocks.get(gap, {}).items()):
                 record = Record(
                     Side(r["side"]), decode_key(r["key"]), decode_value(r["value"]), r["ts"], None, r["offset"]
                 )
-                out.append(_Placed(record, None, clock=True))
+                out.append(_Placed(record, step, clock=True))
             if gap < len(rows):
                 r = rows[gap]
                 out.append(
@@ -141,10 +177,14 @@ class WhyIndex:
         return out
 
 
-def build_index(records: Any, path: str | None = None, spark_partitions: int | None = None) -> WhyIndex:
+def build_index(
+    records: Any, path: str | None = None, spark_partitions: int | None = None, releases: Any = None
+) -> WhyIndex:
     """Compute and write the index of ``records`` (a run's ordered records: ``scenario, partition,
     side, key, value, ts, offset, _order_ts, _side_rank``) under ``path`` (default: a temporary
-    directory removed when Python exits; give a path every executor can read on a cluster)."""
+    directory removed when Python exits; give a path every executor can read on a cluster).
+    ``releases``: the run's outputs of kind ``window-closed`` (``scenario, partition, key,
+    origin_step, step, side, offset``) when its joins sweep an outer-join buffer."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -197,10 +237,16 @@ def build_index(records: Any, path: str | None = None, spark_partitions: int | N
     finals: dict[tuple[int, int], dict[int, tuple[int, int]]] = {}
     for row in written.groupBy("scenario", "partition", "_class").agg(F.max(mark).alias("m")).collect():
         finals.setdefault((row["scenario"], row["partition"]), {})[row["_class"]] = (row["m"]["ts"], row["m"]["neg"])
+    released = None
+    if releases is not None:
+        (
+            releases.select("scenario", "partition", "key", "origin_step", "step", "side", "offset")
+            .repartition(spark_partitions or spark.sparkContext.defaultParallelism, "key")
+            .sortWithinPartitions("scenario", "key")
+            .write.options(**write)
+            .mode("overwrite")
+            .parquet(f"{path}/releases")
+        )
+        released = spark.read.parquet(f"{path}/releases")
     lookup = ["scenario", "partition", "side", "key", "value", "ts", "offset", "step"]
-    return WhyIndex(
-        path,
-        written.select(*lookup),
-        spark.read.parquet(f"{path}/by_key"),
-        finals,
-    )
+    return WhyIndex(path, written.select(*lookup), spark.read.parquet(f"{path}/by_key"), released, finals)

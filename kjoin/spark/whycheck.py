@@ -8,7 +8,10 @@ an earlier timestamp but is processed later, was deleted, never exists, is in an
 or the order has a null key or a null value. It then asks ``why`` about sampled orders, checks
 each verdict against the planted cause and prints the time per call (the first call, which
 builds the run's index, apart from the later ones), then checks that the run's summary counts
-exactly the planted causes. Not a timed test: the numbers depend on the machine. A second run
+exactly the planted causes. With ``--write`` it first writes the run as a user would,
+``write_parquet(out, why_index=True)``, timing the outputs, steps and summary apart from the
+index, and every ``why`` call after it reads the index; the summary is then read back from
+``summary/``. Not a timed test: the numbers depend on the machine. A second run
 with the same ``--path``, ``--records`` and ``--partitions`` reuses the topics written there.
 
 The planting: group ``g`` owns the time slot ``[100 g, 100 g + 100)`` of partition ``g mod P``
@@ -149,9 +152,8 @@ def write_topics(path: str, groups: int, partitions: int) -> tuple[dict[tuple[in
     return causes, reuse
 
 
-def summary_mismatches(run: object, causes: dict[tuple[int, int], str]) -> list[str]:
-    """The summary's totals that differ from the planted causes (one Spark aggregation)."""
-    summary = run.summary()  # type: ignore[attr-defined]
+def summary_mismatches(summary: object, causes: dict[tuple[int, int], str]) -> list[str]:
+    """The totals of a run's ``summary()`` that differ from the planted causes (one Spark aggregation)."""
     counted = [c for c in summary.columns if c not in ("scenario", "partition", "key")]
     totals = summary.groupBy().sum(*counted).first()
     planted_counts = {cause: sum(1 for c in causes.values() if c == cause) for cause in CAUSES}
@@ -176,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=16, help="orders to ask why about")
     parser.add_argument("--path", default="build/whycheck", help="where the topics are written")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--write", action="store_true", help="write the run with write_parquet(..., why_index=True) before asking why"
+    )
     args = parser.parse_args(argv)
 
     from kjoin.spark import from_files, local_session, run_join
@@ -195,6 +200,17 @@ def main(argv: list[str] | None = None) -> int:
         "stream-table",
         "left",
     )
+    if args.write:
+        out = f"{args.path}/run"
+        started = time.perf_counter()
+        run.write_parquet(out)
+        wrote = time.perf_counter() - started
+        started = time.perf_counter()
+        run.why_index(f"{out}/why-index")
+        print(
+            f"write_parquet: outputs, steps and summary {wrote:.1f} s; "
+            f"why_index=True adds {time.perf_counter() - started:.1f} s"
+        )
     rng = random.Random(args.seed)
     by_cause: dict[str, list[tuple[int, int]]] = {}
     for where, cause in causes.items():
@@ -214,13 +230,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{'ok' if ok else 'WRONG, planted ' + expected}  {elapsed:5.1f} s"
         )
     later = sorted(times[1:])
+    first = "reads the written index" if args.write else "builds the index"
     print(
-        f"{len(picks)} calls: first {times[0]:.1f} s (builds the index)"
+        f"{len(picks)} calls: first {times[0]:.1f} s ({first})"
         + (f", later median {later[len(later) // 2]:.2f} s, max {later[-1]:.2f} s" if later else "")
         + f"; {wrong} wrong"
     )
     started = time.perf_counter()
-    mismatches = summary_mismatches(run, causes)
+    summary = spark.read.parquet(f"{args.path}/run/summary") if args.write else run.summary()
+    mismatches = summary_mismatches(summary, causes)
     print(
         f"summary ({time.perf_counter() - started:.1f} s): "
         + ("; ".join(mismatches) if mismatches else "every planted cause counted exactly")
