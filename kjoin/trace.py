@@ -131,11 +131,12 @@ class Trace:
         partition: int | None = None,
     ) -> Step | None:
         """The first step whose input record matches: ``find(offset=7, side="left")``, or
-        ``find(lambda step: step.outputs)``; ``None`` if no step does."""
+        ``find(lambda step: step.outputs)``; ``None`` if no step does. With ``offset``, a foreign-key
+        join's message deliveries are passed over (their row's offset is the message's number)."""
         wanted_side = None if side is None else Side(side)
         for step in self.steps:
             record = step.record
-            if offset is not None and record.offset != offset:
+            if offset is not None and (record.offset != offset or step.message is not None):
                 continue
             if wanted_side is not None and record.side is not wanted_side:
                 continue
