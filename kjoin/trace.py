@@ -168,6 +168,11 @@ class Trace:
         """The tasks this trace's records went to (a drill-down of one partition: that one)."""
         return frozenset(step.task for step in self.steps)
 
+    def changed_rows(self, step: int) -> tuple[tuple[StoreId, Any, Any], ...]:
+        """The changes ``step`` made, with their rows: ``(store, entry, row)``, ``row`` being
+        :data:`kjoin.state.DELETED` for a delete (for replaying the state cheaply)."""
+        return self._history.changes(step)
+
     def changes_at(self, step: int) -> list[tuple[StoreId, Any, bool]]:
         """The entries ``step`` put (``True``) or deleted (``False``), per store."""
         from .state import DELETED

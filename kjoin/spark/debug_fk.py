@@ -102,54 +102,90 @@ class FkKeyTrace(KeyTrace):
 
 def fk_key_trace(full: Trace, key: Any, partition: int) -> FkKeyTrace:
     """The drill-down of left key ``key`` of ``partition``: ``full`` (the whole scenario's trace)
-    restricted to the key (see the module's docstring)."""
+    restricted to the key (see the module's docstring). One pass over the trace's changes: the
+    restricted state is kept up to date change by change, and copied at the key's steps."""
+    from ..state import DELETED
+
     config = full.scenario
+    is_key = _KeyTest(key)
     fks = {}
     for step in full.steps:
         record = step.record
         if step.message is None and record.side is Side.LEFT and record.partition == partition:
-            if _same(record.key, key):
+            if is_key(record.key):
                 fk = _foreign_key(config, record.value)
                 if fk is not None:
                     fks.setdefault(fk_bytes(fk), fk)
 
+    def about(message: Message) -> bool:
+        if message.topic == SUBSCRIPTION:
+            return message.value.primary_partition == partition and is_key(message.value.pk)
+        return message.partition == partition and is_key(message.key)
+
     def concerns(step: Step) -> bool:
         record = step.record
         if step.message is not None:
-            if _about(step.message, key, partition):
+            if about(step.message):
                 return True
         elif record.side is Side.LEFT:
-            if record.partition == partition and _same(record.key, key):
+            if record.partition == partition and is_key(record.key):
                 return True
         elif record.key is not None and fk_bytes(record.key) in fks:
             return True
-        return any(_same(o.key, key) and o.partition == partition for o in step.outputs)
+        return any(o.partition == partition and is_key(o.key) for o in step.outputs)
 
+    def keeps(store: Any, entry: Any, row: Any) -> bool:
+        """Does the restricted state hold this row (put)?"""
+        name = store.name
+        if name == CLOCK or name.endswith(CLOCK):
+            return True
+        if name == SUBSCRIPTIONS:
+            return row[0].primary_partition == partition and is_key(entry.pk)
+        if name == IN_FLIGHT:
+            return about(row)
+        first = entry[0] if isinstance(entry, tuple) else entry
+        if name.startswith("right"):
+            return first is not None and fk_bytes(first) in fks
+        # the left table (plain or versioned), a materialized result, their caches: keyed by the left key
+        return store.task == partition and is_key(first)
+
+    state = {
+        store: {entry: row for entry, row in entries.items() if keeps(store, entry, row)}
+        for store, entries in full.initial_state().stores.items()
+    }
     steps, states, changes, task_steps = [], [], [], []
     kept: dict[int, int] = {}
-    previous: dict = {}
     for i, step in enumerate(full.steps):
-        restricted = _restrict_fk(full.state_at(i).stores, key, partition, fks)
-        if concerns(step):
-            kept[i] = len(steps)
-            mine = tuple(
-                replace(o, origin_step=kept.get(o.origin_step, o.origin_step))
-                for o in step.outputs
-                if _same(o.key, key) and o.partition == partition
-            )
-            steps.append(replace(step, index=kept[i], outputs=mine))
-            states.append(restricted)
-            changes.append(
-                [c for c in full.changes_at(i) if c[1] in restricted.get(c[0], {}) or c[1] in previous.get(c[0], {})]
-            )
-            task_steps.append(i)
-        previous = restricted
+        mine_changes = []
+        for store, entry, row in full.changed_rows(i):
+            entries = state.setdefault(store, {})
+            if row is DELETED:
+                if entry in entries:
+                    del entries[entry]
+                    mine_changes.append((store, entry, False))
+            elif keeps(store, entry, row):
+                entries[entry] = row
+                mine_changes.append((store, entry, True))
+            elif entry in entries:  # a row that no longer concerns the key (never happens in practice)
+                del entries[entry]
+        if not concerns(step):
+            continue
+        kept[i] = len(steps)
+        mine = tuple(
+            replace(o, origin_step=kept.get(o.origin_step, o.origin_step))
+            for o in step.outputs
+            if o.partition == partition and is_key(o.key)
+        )
+        steps.append(replace(step, index=kept[i], outputs=mine))
+        states.append({store: dict(entries) for store, entries in state.items()})
+        changes.append(mine_changes)
+        task_steps.append(i)
     events = tuple(
         e
         for e in config.events
         if getattr(e, "side", None) is not None
         and (
-            (e.side is Side.LEFT and e.partition == partition and _same(e.key, key))
+            (e.side is Side.LEFT and e.partition == partition and is_key(e.key))
             or (e.side is Side.RIGHT and e.key is not None and fk_bytes(e.key) in fks)
         )
     )
@@ -158,38 +194,25 @@ def fk_key_trace(full: Trace, key: Any, partition: int) -> FkKeyTrace:
     )
 
 
-def _restrict_fk(stores: dict, key: Any, partition: int, fks: dict) -> dict:
-    out = {}
-    for store, entries in stores.items():
-        name = store.name
-        if name == CLOCK or name.endswith(CLOCK):
-            out[store] = dict(entries)
-        elif name == SUBSCRIPTIONS:
-            out[store] = {
-                combined: row
-                for combined, row in entries.items()
-                if _same(combined.pk, key) and row[0].primary_partition == partition
-            }
-        elif name == IN_FLIGHT:
-            out[store] = {mid: m for mid, m in entries.items() if _about(m, key, partition)}
-        elif name.startswith("right"):
-            out[store] = {
-                entry: row
-                for entry, row in entries.items()
-                if (entry[0] if isinstance(entry, tuple) else entry) is not None
-                and fk_bytes(entry[0] if isinstance(entry, tuple) else entry) in fks
-            }
-        else:  # the left table (plain or versioned), a materialized result, their caches: keyed by the left key
-            out[store] = (
-                {
-                    entry: row
-                    for entry, row in entries.items()
-                    if _same(entry[0] if isinstance(entry, tuple) else entry, key)
-                }
-                if store.task == partition
-                else {}
-            )
-    return out
+class _KeyTest:
+    """``is_key(x)``: is ``x`` the key ``key`` (by its serialized bytes, as Kafka compares keys)?
+    Remembers the answer per distinct value."""
+
+    def __init__(self, key: Any) -> None:
+        self._bytes = fk_bytes(key)
+        self._seen: dict[tuple[type, Any], bool] = {}
+
+    def __call__(self, value: Any) -> bool:
+        if value is None:
+            return False
+        memo = (type(value), value)  # 1, 1.0 and True are one dict key, not one serialized key
+        try:
+            known = self._seen.get(memo)
+        except TypeError:  # an unhashable key: compare it afresh
+            return fk_bytes(value) == self._bytes
+        if known is None:
+            known = self._seen[memo] = fk_bytes(value) == self._bytes
+        return known
 
 
 # -- the index of a whole trace that the diagnoses read --------------------------------------------
