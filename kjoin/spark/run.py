@@ -199,7 +199,12 @@ class SparkRun:
         other side's records of the key: side, partition, offset, ts) and the key's drill-down
         ``trace``. Looks the key up across all partitions and runs only the key's records. The
         first call (of ``why`` or ``trace(partition, key=...)``) builds the run's
-        :meth:`why_index`; every call after it reads only the key's rows."""
+        :meth:`why_index`; every call after it reads only the key's rows.
+
+        A foreign-key scenario runs whole in one Spark group anyway, so its diagnosis reads the
+        whole scenario's trace (collected on the first call and kept; :mod:`kjoin.spark.debug_fk`):
+        a left record's verdict follows the messages it set off, a right record's says which left
+        keys it answered."""
         from ..joins import default_joiner
         from . import debug
 
