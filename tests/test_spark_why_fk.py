@@ -277,6 +277,7 @@ def planted_run(spark):
         fk_scenario(RACE, delivery="explicit"),
         fk_scenario(PLANTED, "inner", partitions=2, semantics="3.8"),
         fk_scenario([R("X", "x", 1), L("h", "X", 2), L("h", None, 3)], "inner"),
+        fk_scenario([R("X", "x", 1), L("h", "X", 2), L("h", None, 3)], "inner", semantics="3.8"),
     ]
     return run_scenarios(spark, scenarios)
 
@@ -342,11 +343,15 @@ def test_why_finds_the_stale_response_and_the_change_that_made_it_stale(planted_
     assert planted_run.why(0, 1, side="left", scenario=2).verdict == "joined"
 
 
-def test_why_explains_an_inner_joins_null_foreign_key_that_deletes_the_old_result(planted_run):
+def test_why_explains_an_inner_joins_null_foreign_key_in_both_eras(planted_run):
     d = planted_run.why(0, 1, side="left", scenario=4)
     assert d.verdict == "null-foreign-key"
     assert "unsubscribes the row from its old foreign key" in d.text and "tombstone" in d.text
     assert [o.tombstone for o in d.trace.outputs] == [False, True]
+    before = planted_run.why(0, 1, side="left", scenario=5)
+    assert before.verdict == "null-foreign-key" and "an inner join drops it" in before.text
+    assert "a result the row had stays in place" in before.text and "KAFKA-16407" in before.text
+    assert [o.tombstone for o in before.trace.outputs] == [False], "3.8 keeps the old result"
 
 
 def test_fk_drill_down_and_why_refuse_what_does_not_exist(planted_run):
@@ -378,3 +383,17 @@ def test_the_fk_summary_has_only_the_columns_a_foreign_key_join_can_fill(spark):
     assert "foreign-key-changed" in old and "stale-response" in old
     inner = run_scenarios(spark, [fk_scenario(PLANTED, "inner", semantics="3.8")]).summary().columns
     assert "partner-later" not in inner and "null-foreign-key" in inner, "a step reason: the update is dropped"
+
+
+def test_a_run_of_foreign_key_and_primary_key_scenarios_explains_both(spark):
+    table = Scenario.from_dict(
+        {"join": "stream-table", "variant": "left", "events": [L("a", "X", 5), R("a", "x", 6), L("a", "Y", 7)]}
+    )
+    mixed = run_scenarios(spark, [table, fk_scenario(PLANTED, partitions=2)])
+    rows = mixed.explained_outputs.collect()
+    by_scenario = {i: sorted(r["reason"] for r in rows if r["scenario"] == i) for i in (0, 1)}
+    assert by_scenario[0] == ["matched", "partner-later"]
+    alone = run_scenarios(spark, [fk_scenario(PLANTED, partitions=2)]).explained_outputs.collect()
+    assert by_scenario[1] == sorted(r["reason"] for r in alone)
+    assert mixed.why(0, 0, scenario=0).verdict == "partner-later"
+    assert mixed.why(0, 0, scenario=1).verdict == "joined"

@@ -301,11 +301,7 @@ def _lookup_verdict(chains: _Chains, fk: Any, lookup: int, subject: Step) -> tup
     if after:
         first = after[0]
         between = chains.between(subject.index, first.index)
-        answered = [
-            s
-            for s in chains.full.steps[first.index + 1 :]
-            if s.message is not None and s.message.origin_step == first.index
-        ]
+        answered = [chains.delivered[m.id] for m in chains.sent_by.get(first.index, [])]  # its prefix scan's
         joined = [
             s
             for s in answered
@@ -479,6 +475,20 @@ def _diagnose_left(chains: _Chains, step: Step, who: str, drill: FkKeyTrace | No
                 f"The {who} has a null foreign key: the extractor (field {path!r}) returned null, which cannot be "
                 f"subscribed: {rule}. The update is skipped (the left table keeps it), so no result."
             )
+            earlier = [
+                t for t in chains.lefts.get((record.partition, fk_bytes(record.key)), []) if t.index < step.index
+            ]
+            old_fk = _foreign_key(config, earlier[-1].record.value) if earlier else None
+            if old_fk is not None:
+                text += (
+                    f" Nothing is sent to its old foreign key {render_value(old_fk)} either, so a result the row had "
+                    "stays in place"
+                    + (
+                        " (an inner join deletes it from Kafka 3.9.1 and 4.0.1, KAFKA-16407)."
+                        if config.variant == "inner"
+                        else "."
+                    )
+                )
         elif step.reason is Reason.NULL_FOREIGN_KEY_UNSUBSCRIBED:
             gone = (
                 f"; the answer deleted the old result (a tombstone at step {responses[0].index})"
