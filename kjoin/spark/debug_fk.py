@@ -266,6 +266,16 @@ class _Chains:
         return Partner(side, r.partition, r.offset, r.ts, r.value, step.index)
 
 
+def _chains_of(full: Trace) -> _Chains:
+    """The trace's :class:`_Chains`, built once per trace (a run keeps its FK traces, so every
+    later ``why`` skips the pass over all steps)."""
+    chains = getattr(full, "_fk_chains", None)
+    if chains is None:
+        chains = _Chains(full)
+        full._fk_chains = chains  # type: ignore[attr-defined]
+    return chains
+
+
 def _who(record: Record) -> str:
     return (
         f"{record.side.value} record (partition {record.partition}, offset {record.offset}, key "
@@ -363,7 +373,7 @@ def output_reasons(full: Trace) -> list[list[str]]:
     ``null-key``, or for a result with a null right value its verdict (``null-foreign-key``,
     ``foreign-key-changed``, ``partner-later``, ``partner-processed-later``, ``partner-deleted``,
     ``partner-never``, ``partner-other-partition``; ``unexplained`` if none applies)."""
-    chains = _Chains(full)
+    chains = _chains_of(full)
     reasons = []
     for step in full.steps:
         mine = []
@@ -396,7 +406,7 @@ def fk_null_verdicts(config: Scenario) -> tuple[str, ...]:
 def diagnose_fk(full: Trace, step: Step, drill: FkKeyTrace | None) -> Diagnosis:
     """The verdict for the input record of ``step`` of ``full`` (a foreign-key join's whole trace);
     ``drill``: the left key's drill-down, handed back with the diagnosis."""
-    chains = _Chains(full)
+    chains = _chains_of(full)
     record = step.record
     who = _who(record)
     if record.key is None:
