@@ -397,3 +397,21 @@ def test_a_run_of_foreign_key_and_primary_key_scenarios_explains_both(spark):
     assert by_scenario[1] == sorted(r["reason"] for r in alone)
     assert mixed.why(0, 0, scenario=0).verdict == "partner-later"
     assert mixed.why(0, 0, scenario=1).verdict == "joined"
+
+
+def test_the_summary_explorer_opens_an_fk_left_key_at_its_null_result(spark):
+    from kjoin_viz.summary_explorer import SummaryExplorer
+
+    run = run_scenarios(spark, [fk_scenario(PLANTED, partitions=2)])
+    explorer = SummaryExplorer(run)
+    rows = explorer.sort_by("partner-later")
+    assert run.decode_key(rows[0]["key"]) == "b" and rows[0]["partner-later"] == 1, "keys travel as JSON text"
+    stepper = explorer.select(0)
+    step = stepper.trace[stepper.step]
+    assert step.message is not None and step.outputs[0].key == "b" and step.outputs[0].right is None
+    assert run.decode_key(explorer.sort_by("response-sent")[0]["key"]) in ("X", "Y", "P", "D", "Q"), (
+        "a foreign key's row: its subscriptions were delivered there"
+    )
+    assert explorer.select(0) is None and "follows a left key" in explorer.detail.children[1].value
+    with pytest.raises(SparkInputError, match=r"partition 0 has no left record with this key"):
+        run.trace(0, key="nobody")

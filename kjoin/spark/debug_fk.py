@@ -36,7 +36,7 @@ from ..stores import CLOCK, IN_FLIGHT, SUBSCRIPTIONS
 from ..trace import Step, StateSnapshot, Trace
 from .debug import Diagnosis, KeyTrace, Partner
 
-__all__ = ["FkKeyTrace", "fk_key_trace", "diagnose_fk", "output_reasons", "fk_null_verdicts"]
+__all__ = ["FkKeyTrace", "fk_key_trace", "left_partitions", "diagnose_fk", "output_reasons", "fk_null_verdicts"]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -191,6 +191,18 @@ def fk_key_trace(full: Trace, key: Any, partition: int) -> FkKeyTrace:
     )
     return FkKeyTrace(
         replace(config, events=events), steps, states, changes, task_steps, key, partition, tuple(fks.values())
+    )
+
+
+def left_partitions(full: Trace, key: Any) -> list[int]:
+    """The partitions that hold left records with key ``key``."""
+    is_key = _KeyTest(key)
+    return sorted(
+        {
+            s.record.partition
+            for s in full.steps
+            if s.message is None and s.record.side is Side.LEFT and is_key(s.record.key)
+        }
     )
 
 

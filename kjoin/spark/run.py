@@ -149,6 +149,11 @@ class SparkRun:
             self._why_index = build_index(self.records, path, self._spark_partitions)
         return self._why_index
 
+    def decode_key(self, key: Any) -> Any:
+        """A key as the frames carry it (JSON text for :func:`run_scenarios`) back to the Python key
+        that :meth:`trace` and :meth:`why` take."""
+        return self._decoders()[0](key)
+
     def _key_column_value(self, key: Any) -> Any:
         return json_text(key) if self._json_keys else key
 
@@ -313,9 +318,22 @@ class SparkRun:
                     "key=None: a left record with a null key is never stored or joined; "
                     "look it up with why(partition=..., offset=...)"
                 )
-            from .debug_fk import fk_key_trace
+            from .debug_fk import fk_key_trace, left_partitions
 
-            return fk_key_trace(self._fk_full_trace(scenario, joiner), key, partition)
+            full = self._fk_full_trace(scenario, joiner)
+            found = left_partitions(full, key)
+            if partition not in found:
+                where = (
+                    f"its left records are in partition(s) {', '.join(map(str, found))}"
+                    if found
+                    else "no partition has one"
+                )
+                raise SparkInputError(
+                    f"key={key!r}: a foreign-key drill-down follows a left key's records in its partition, and "
+                    f"partition {partition} has no left record with this key ({where}); for a foreign key's right "
+                    "records, ask why(partition=..., offset=..., side='right')"
+                )
+            return fk_key_trace(full, key, partition)
         if key is not _ALL_KEYS:
             return self._key_trace(partition, key, scenario, joiner)
         rows = (
