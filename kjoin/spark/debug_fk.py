@@ -235,6 +235,7 @@ class _Chains:
         self.full = full
         self.config = full.scenario
         self.delivered: dict[str, Step] = {}  # message id -> its delivery step
+        self.responses: dict[int, list[Step]] = {}  # input step -> the deliveries of the responses it set off
         self.sent_by: dict[int, list[Message]] = {}  # step -> the messages it sent (delivered ones)
         self.rights: dict[bytes, list[Step]] = {}  # foreign key -> its right input steps, in order
         self.lefts: dict[tuple[int, bytes], list[Step]] = {}  # (partition, left key) -> its left input steps
@@ -243,6 +244,8 @@ class _Chains:
             message = step.message
             if message is not None:
                 self.delivered[message.id] = step
+                if message.topic == RESPONSE:
+                    self.responses.setdefault(message.origin_step, []).append(step)
                 self.sent_by.setdefault(message.sent_step, []).append(message)
                 continue
             self.inputs.append(step.index)
@@ -360,11 +363,16 @@ def _lookup_verdict(chains: _Chains, fk: Any, lookup: int, subject: Step) -> tup
     )
 
 
-def _null_result_verdict(chains: _Chains, step: Step, output_left: Any) -> str:
-    """The verdict of a result with a null right value emitted at delivery step ``step``."""
+def _null_result_verdict(chains: _Chains, step: Step, output: Any) -> str:
+    """The verdict of ``output``, a result with a null right value emitted at ``step``: the
+    delivery of its response, or a later step that flushed it from a record cache."""
     response = step.message
-    if response is None or response.topic != RESPONSE:
-        return "unexplained"
+    if response is None or response.topic != RESPONSE:  # a cache flush: the last response of its origin
+        answers = [s for s in chains.responses.get(output.origin_step, []) if s.index <= step.index]
+        if not answers:
+            return "unexplained"
+        response = answers[-1].message
+    output_left = output.left
     origin = chains.full.steps[response.origin_step]
     if origin.message is None and origin.record.side is Side.RIGHT:
         return "partner-deleted"  # a right tombstone answered its subscribers
@@ -397,7 +405,7 @@ def output_reasons(full: Trace) -> list[list[str]]:
             elif o.right is not None:
                 mine.append("matched")
             else:
-                mine.append(_null_result_verdict(chains, step, o.left))
+                mine.append(_null_result_verdict(chains, step, o))
         reasons.append(mine)
     return reasons
 
