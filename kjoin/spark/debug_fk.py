@@ -46,13 +46,6 @@ def _same(a: Any, b: Any) -> bool:
     return fk_bytes(a) == fk_bytes(b)
 
 
-def _about(message: Message, key: Any, partition: int) -> bool:
-    """Is ``message`` about left key ``key`` of ``partition`` (a subscription from it, a response to it)?"""
-    if message.topic == SUBSCRIPTION:
-        return _same(message.value.pk, key) and message.value.primary_partition == partition
-    return _same(message.key, key) and message.partition == partition
-
-
 def _foreign_key(config: Scenario, value: Any) -> Any:
     return None if value is None else extract_foreign_key(config.foreign_key or "", value)
 
