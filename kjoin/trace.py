@@ -131,11 +131,12 @@ class Trace:
         partition: int | None = None,
     ) -> Step | None:
         """The first step whose input record matches: ``find(offset=7, side="left")``, or
-        ``find(lambda step: step.outputs)``; ``None`` if no step does."""
+        ``find(lambda step: step.outputs)``; ``None`` if no step does. With ``offset``, a foreign-key
+        join's message deliveries are passed over (their row's offset is the message's number)."""
         wanted_side = None if side is None else Side(side)
         for step in self.steps:
             record = step.record
-            if offset is not None and record.offset != offset:
+            if offset is not None and (record.offset != offset or step.message is not None):
                 continue
             if wanted_side is not None and record.side is not wanted_side:
                 continue
@@ -166,6 +167,11 @@ class Trace:
     def _tasks(self) -> frozenset[int]:
         """The tasks this trace's records went to (a drill-down of one partition: that one)."""
         return frozenset(step.task for step in self.steps)
+
+    def changed_rows(self, step: int) -> tuple[tuple[StoreId, Any, Any], ...]:
+        """The changes ``step`` made, with their rows: ``(store, entry, row)``, ``row`` being
+        :data:`kjoin.state.DELETED` for a delete (for replaying the state cheaply)."""
+        return self._history.changes(step)
 
     def changes_at(self, step: int) -> list[tuple[StoreId, Any, bool]]:
         """The entries ``step`` put (``True``) or deleted (``False``), per store."""

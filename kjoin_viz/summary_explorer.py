@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import ipywidgets as widgets
 
-from kjoin.fates import Fate
+from kjoin.fates import Fate, Reason
 from kjoin.records import OutputKind
 
 from .stepper import Stepper
@@ -25,12 +25,16 @@ from .stepper import Stepper
 __all__ = ["SummaryExplorer", "first_surprise"]
 
 FIXED = ("scenario", "partition", "key", "matched", "tombstones")
+PROTOCOL = frozenset({Reason.SUBSCRIPTION_SENT, Reason.RESPONSE_SENT, Reason.NO_PROPAGATE, Reason.NO_SUBSCRIBER})
+"""A foreign-key join's steps that only pass its messages on (a row subscribes, a task answers, a
+customer nobody subscribes to is stored): its everyday traffic, not a surprise."""
 
 
 def first_surprise(trace: Any) -> int:
-    """The first step whose record produced a result with a null partner or did not join (0 if none)."""
+    """The first step whose record produced a result with a null partner or did not join (0 if none);
+    a foreign-key join's message traffic (:data:`PROTOCOL`) is not a surprise."""
     for step in trace.steps:
-        if step.fate is not Fate.JOINED:
+        if step.fate is not Fate.JOINED and step.reason not in PROTOCOL:
             return step.index
         if any(o.kind in (OutputKind.UNMATCHED, OutputKind.WINDOW_CLOSED) for o in step.outputs):
             return step.index
@@ -45,7 +49,8 @@ class SummaryExplorer(widgets.VBox):
     def __init__(self, run: Any, limit: int = 200, drill: Callable[[int, Any], Any] | None = None) -> None:
         summary = run.summary()
         counted = [c for c in summary.columns if c not in FIXED[:3]]
-        surprising = [c for c in counted if c not in ("matched", "tombstones")]
+        routine = {"matched", "tombstones", *(reason.value for reason in PROTOCOL)}
+        surprising = [c for c in counted if c not in routine]
         if surprising:
             from pyspark.sql import functions as F
 
@@ -57,7 +62,8 @@ class SummaryExplorer(widgets.VBox):
             rows = [r.asDict() for r in summary.orderBy("partition", "key").limit(limit).collect()]
         self.columns = [c for c in summary.columns if c != "_surprises"]
         self.rows = [{c: row[c] for c in self.columns} for row in rows]
-        self._drill = drill or (lambda partition, key: run.trace(partition=partition, key=key))
+        decode = getattr(run, "decode_key", lambda key: key)  # a scenario run's frames carry keys as JSON text
+        self._drill = drill or (lambda partition, key: run.trace(partition=partition, key=decode(key)))
         self.sort_column = "_surprises" if surprising else "key"
         self.descending = True
         self.stepper: Stepper | None = None
@@ -89,13 +95,20 @@ class SummaryExplorer(widgets.VBox):
         self._render()
         return self.rows
 
-    def select(self, index: int) -> Stepper:
-        """Open the stepper on row ``index``'s key drill-down at its first surprising step."""
+    def select(self, index: int) -> Stepper | None:
+        """Open the stepper on row ``index``'s key drill-down at its first surprising step. A row
+        that has no drill-down (a foreign-key join's row of a foreign key, whose steps are message
+        deliveries) shows why instead, and gives ``None``."""
         row = self.rows[index]
-        trace = self._drill(row["partition"], row["key"])
         self.selected = row
-        self.stepper = Stepper(trace, step=first_surprise(trace))
         label = widgets.HTML(f"<b>partition {row['partition']}, key {html.escape(str(row['key']))}</b>")
+        try:
+            trace = self._drill(row["partition"], row["key"])
+        except ValueError as error:
+            self.stepper = None
+            self.detail.children = [label, widgets.HTML(html.escape(str(error)))]
+            return None
+        self.stepper = Stepper(trace, step=first_surprise(trace))
         self.detail.children = [label, self.stepper]
         return self.stepper
 

@@ -56,9 +56,28 @@ VERDICTS = (
     "null-key",
     "null-value",
     "no-result",
+    "null-foreign-key",
+    "stale-response",
+    "foreign-key-changed",
 )
 """The verdicts of :meth:`kjoin.spark.SparkRun.why` (``no-result``: the record, by the join's
-rules, produces no result of its own, e.g. a table update in a stream-table join)."""
+rules, produces no result of its own, e.g. a table update in a stream-table join).
+
+A foreign-key join's own (:mod:`kjoin.spark.debug_fk`):
+
+* ``null-foreign-key``: the foreign-key extractor returned null for the left value. A left join
+  emits the row with a null right value (Kafka 3.7 on, KIP-962); an inner join, and a left join
+  before 3.7, skips the update (from 3.9.1 and 4.0.1 an inner join still unsubscribes the row
+  from its old foreign key, deleting its old result: ``fk_inner_follows_null_foreign_keys``).
+* ``stale-response``: the response to the record's subscription came back after the left row
+  had changed again; its hash no longer matched the current value, so it was dropped.
+* ``foreign-key-changed`` (a result's reason only): the null result a left join of Kafka 3.7.0
+  to 3.9.0 and 4.0.0 emits when a row moves to another foreign key, the old foreign key's answer
+  to its unsubscription (KAFKA-16394; not ``fk_change_only_unsubscribes``).
+
+For a foreign-key join the ``partner-*`` verdicts are about the lookup of the foreign key at
+its task, which the subscription reaches wherever the left row is: ``partner-other-partition``
+does not apply."""
 
 ARRIVAL_NOTE = (
     "kjoin assumes both input partitions of the task had records buffered, as Kafka Streams does when "

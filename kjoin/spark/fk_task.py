@@ -20,7 +20,9 @@ subscription and response topics, and the scenario's delivery mode) record by re
   argument cannot select a task whose result depends on the others).
 
 Rows have the schema of :mod:`kjoin.spark.task`'s results (``row = "output"`` or
-``"step"``), so an FK scenario's results sit in the same frames as the primary-key ones.
+``"step"``), so an FK scenario's results sit in the same frames as the primary-key ones; an
+output row's ``reason`` is already filled here (:func:`kjoin.spark.debug_fk.output_reasons`), as
+the whole trace is at hand, and :attr:`SparkRun.explained_outputs` reads it.
 A row's ``partition`` is the task of its step (for a message delivery, the partition it was
 delivered to) and ``step`` its index in the trace, where message deliveries are steps too.
 """
@@ -35,6 +37,7 @@ from ..engine import run
 from ..joins import default_joiner
 from ..records import Side
 from ..scenario import Deliver, Event, Scenario
+from .debug_fk import output_reasons
 from .task import RESULT_FIELDS, append_step_rows, json_text, result_schema
 
 __all__ = ["DELIVER", "script_rows", "fk_results", "fk_trace", "fk_task_function"]
@@ -103,9 +106,13 @@ def fk_task_function(
     def results(scenario_id: int, rows: list[tuple]) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = {name: [] for name in names}
         trace = run(_rebuild(options[scenario_id], rows), join_values)
+        reasons = output_reasons(trace)
         for step in trace.steps:  # a DeliveryStep's record is its row: the message's partition, key, ts
             row = step.record
+            first = len(out["row"])
             append_step_rows(out, scenario_id, step.index, row, json_text(row.key), step, json_text, json_text)
+            # An output row's reason (SparkRun.explained_outputs): matched, tombstone, or its null result's verdict.
+            out["reason"][first : first + len(step.outputs)] = reasons[step.index]
         return out
 
     def task(batches: Iterator[Any]) -> Iterator[Any]:

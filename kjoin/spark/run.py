@@ -87,6 +87,7 @@ class SparkRun:
         key, value, ts, offset``)."""
         self._why_index: Any = None
         self._spark_partitions: int | None = None
+        self._fk_traces: dict[int, Trace] = {}
 
     @property
     def outputs(self) -> Any:
@@ -154,6 +155,11 @@ class SparkRun:
             self._why_index = build_index(self.records, path, self._spark_partitions, releases)
         return self._why_index
 
+    def decode_key(self, key: Any) -> Any:
+        """A key as the frames carry it (JSON text for :func:`run_scenarios`) back to the Python key
+        that :meth:`trace` and :meth:`why` take."""
+        return self._decoders()[0](key)
+
     def _key_column_value(self, key: Any) -> Any:
         return json_text(key) if self._json_keys else key
 
@@ -215,7 +221,12 @@ class SparkRun:
         ``trace``. Looks the key up across all partitions and runs only the key's records. The
         first call (of ``why`` or ``trace(partition, key=...)``) builds the run's
         :meth:`why_index` unless :meth:`write_parquet` did (``why_index=True``); every call after
-        it reads only the key's rows."""
+        it reads only the key's rows.
+
+        A foreign-key scenario runs whole in one Spark group anyway, so its diagnosis reads the
+        whole scenario's trace (collected on the first call and kept; :mod:`kjoin.spark.debug_fk`):
+        a left record's verdict follows the messages it set off, a right record's says which left
+        keys it answered."""
         from ..joins import default_joiner
         from . import debug
 
@@ -226,11 +237,9 @@ class SparkRun:
                 f"scenario={scenario!r}: this run has scenarios {', '.join(map(str, sorted(self.scenarios)))}"
             )
         config = self.scenarios[scenario]
-        if config.join == "fk":
-            raise SparkInputError(
-                "why: a foreign-key join crosses tasks; step through the scenario's trace instead (run.trace(0))"
-            )
         _check_partition(partition, config.partitions)
+        if config.join == "fk":
+            return self._why_fk(partition, offset, side, scenario, joiner)
         index = self.why_index()
         row = index.record_at(scenario, partition, side, offset)
         if row is None:
@@ -251,6 +260,35 @@ class SparkRun:
             )
             (same if here else elsewhere).append(partner)
         return debug.diagnose(record, config, trace, elsewhere, same)
+
+    def _fk_full_trace(self, scenario: int, joiner: Callable[[Any, Any], Any] | None) -> Trace:
+        """A foreign-key scenario's whole trace (kept for later calls with the default joiner)."""
+        from .fk_task import fk_trace
+
+        if joiner is not None:
+            return fk_trace(self.records, scenario, self.scenarios[scenario], joiner)
+        if scenario not in self._fk_traces:
+            self._fk_traces[scenario] = fk_trace(self.records, scenario, self.scenarios[scenario], None)
+        return self._fk_traces[scenario]
+
+    def _why_fk(
+        self, partition: int, offset: int, side: str, scenario: int, joiner: Callable[[Any, Any], Any] | None
+    ) -> Any:
+        """:meth:`why` of a foreign-key join: read off the whole scenario's trace (:mod:`kjoin.spark.debug_fk`)."""
+        from . import debug_fk
+
+        full = self._fk_full_trace(scenario, joiner)
+        step = debug_fk.find_input_step(full, side, partition, offset)
+        if step is None:
+            raise SparkInputError(f"why: there is no {side} record at partition {partition}, offset {offset}")
+        key = step.record.key
+        if key is None:
+            drill = None
+        elif side == "left":
+            drill = debug_fk.fk_key_trace(full, key, partition)
+        else:
+            drill = full  # a right record answers every left key that subscribes to it: the whole scenario
+        return debug_fk.diagnose_fk(full, step, drill)
 
     def write_parquet(self, path: str, mode: str = "overwrite", why_index: bool = False) -> None:
         """Write ``outputs/``, ``steps/`` and ``summary/`` under ``path`` (one pass each); a
@@ -273,12 +311,15 @@ class SparkRun:
         through the reference engine. Step ``i`` of the trace is the task's ``i``-th record;
         for topics that is the ``step`` of the Spark frames. The scenario keeps all its
         options (versioned tables, grace, ``versioned_mode`` …). A foreign-key scenario
-        crosses tasks, so its trace is the whole scenario's (``partition`` is not used; see
+        crosses tasks, so its trace is the whole scenario's (``partition`` is only checked; see
         :mod:`kjoin.spark.fk_task`).
 
         ``key=``: the drill-down of one key (:class:`kjoin.spark.debug.KeyTrace`): only that
         key's records run, with the stream time the task's other records give them (computed
-        in Spark), and every state restricted to the key."""
+        in Spark), and every state restricted to the key. For a foreign-key join, the left key
+        ``key`` of ``partition`` (:class:`kjoin.spark.debug_fk.FkKeyTrace`): the whole scenario
+        runs (as it does on Spark) and its trace is restricted to the key's left records, the
+        right records of its foreign keys and the messages about it."""
         from pyspark.sql import functions as F
 
         from ..engine import run
@@ -289,17 +330,31 @@ class SparkRun:
                 f"scenario={scenario!r}: this run has scenarios {', '.join(map(str, sorted(self.scenarios)))}"
             )
         config = self.scenarios[scenario]
-        if config.join != "fk":
-            _check_partition(partition, config.partitions)
+        _check_partition(partition, config.partitions)
         if config.join == "fk":
-            if key is not _ALL_KEYS:
+            if key is _ALL_KEYS:
+                return self._fk_full_trace(scenario, joiner)
+            if key is None:
                 raise SparkInputError(
-                    "key=: a foreign-key join crosses tasks; "
-                    "its drill-down is the whole scenario's trace (leave key out)"
+                    "key=None: a left record with a null key is never stored or joined; "
+                    "look it up with why(partition=..., offset=...)"
                 )
-            from .fk_task import fk_trace
+            from .debug_fk import fk_key_trace, left_partitions
 
-            return fk_trace(self.records, scenario, config, joiner)
+            full = self._fk_full_trace(scenario, joiner)
+            found = left_partitions(full, key)
+            if partition not in found:
+                where = (
+                    f"its left records are in partition(s) {', '.join(map(str, found))}"
+                    if found
+                    else "no partition has one"
+                )
+                raise SparkInputError(
+                    f"key={key!r}: a foreign-key drill-down follows a left key's records in its partition, and "
+                    f"partition {partition} has no left record with this key ({where}); for a foreign key's right "
+                    "records, ask why(partition=..., offset=..., side='right')"
+                )
+            return fk_key_trace(full, key, partition)
         if key is not _ALL_KEYS:
             return self._key_trace(partition, key, scenario, joiner)
         rows = (
@@ -691,6 +746,7 @@ _JOIN_REASONS = {
     ),
     "stream-table": (Reason.NULL_KEY, Reason.NULL_VALUE, Reason.NO_PARTNER, Reason.TABLE_UPDATE),
     "table-table": (Reason.NULL_KEY, Reason.NO_PARTNER, Reason.NOTHING_TO_DELETE),
+    "fk": (),  # by era and options: _fk_step_reasons
 }
 _VERSIONED_REASONS = (
     Reason.EXPIRED_PUT,
@@ -706,6 +762,10 @@ def _null_verdicts(config: Scenario | None) -> tuple[str, ...]:
     """The verdicts a null-partner result can have: none for an inner join."""
     if config is None or config.variant == "inner":
         return ()
+    if config.join == "fk":
+        from .debug_fk import fk_null_verdicts
+
+        return fk_null_verdicts(config)
     return _WINDOWED_VERDICTS if config.window is not None else _TABLE_VERDICTS
 
 
@@ -713,17 +773,59 @@ def _step_reasons(config: Scenario | None) -> list[str]:
     """The reasons the join's processors can give a record that did not join (in Reason's order)."""
     if config is None or config.join not in _JOIN_REASONS or config.then or getattr(config, "caching", ()):
         return [member.value for member in Reason]
+    if config.join == "fk":
+        return [member.value for member in Reason if member in _fk_step_reasons(config)]
     possible = set(_JOIN_REASONS[config.join])
     if config.left.versioned or config.right.versioned or getattr(config, "grace_ms", None) is not None:
         possible |= set(_VERSIONED_REASONS)
     return [member.value for member in Reason if member in possible]
 
 
+def _fk_step_reasons(config: Scenario) -> set[Reason]:
+    """The reasons a foreign-key join's steps (input records and message deliveries) can have."""
+    possible = {
+        Reason.NULL_KEY,
+        Reason.SUBSCRIPTION_SENT,
+        Reason.NOTHING_TO_DELETE,
+        Reason.NO_PROPAGATE,
+        Reason.RESPONSE_SENT,
+        Reason.NO_SUBSCRIBER,
+    }
+    semantics = config.semantics
+    if not (config.variant == "left" and semantics.relaxed_null_keys):  # KIP-962 subscribes a null foreign key
+        possible.add(Reason.NULL_FOREIGN_KEY)
+    if config.variant == "inner" and semantics.fk_inner_follows_null_foreign_keys:
+        possible.add(Reason.NULL_FOREIGN_KEY_UNSUBSCRIBED)
+    if config.hash_check and config.delivery.mode != "immediate":  # a row can change while its messages travel
+        possible.add(Reason.STALE_RESPONSE)
+    if config.left.versioned or config.right.versioned:
+        possible |= {Reason.EXPIRED_PUT, Reason.OUT_OF_ORDER_VERSION}
+    return possible
+
+
 def _explain_outputs(run: "SparkRun") -> Any:
-    """Every output with its ``reason`` (see :attr:`SparkRun.explained_outputs`)."""
+    """Every output with its ``reason`` (see :attr:`SparkRun.explained_outputs`). A foreign-key
+    scenario's results carry theirs from the group that ran it (:mod:`kjoin.spark.fk_task`)."""
     from pyspark.sql import functions as F
 
-    outputs = run.outputs
+    fk_ids = sorted(i for i, s in run.scenarios.items() if s.join == "fk")
+    pk_ids = sorted(i for i in run.scenarios if i not in fk_ids)
+    if fk_ids:
+        results = run.results
+        fk_part = results.filter((results.row == "output") & results.scenario.isin(fk_ids)).select(
+            *OUTPUT_COLUMNS, "reason"
+        )
+        if not pk_ids:
+            return fk_part
+        return _explain_primary_key_outputs(
+            run, run.outputs.filter(F.col("scenario").isin(pk_ids)), pk_ids
+        ).unionByName(fk_part)
+    return _explain_primary_key_outputs(run, run.outputs, pk_ids)
+
+
+def _explain_primary_key_outputs(run: "SparkRun", outputs: Any, ids: list[int]) -> Any:
+    from pyspark.sql import functions as F
+
     kind = F.col("kind")
     null_partner = kind.isin("unmatched", "window-closed")
     plain = outputs.filter(~null_partner).withColumn(
@@ -772,8 +874,8 @@ def _explain_outputs(run: "SparkRun") -> Any:
         F.col("value").alias("p_value"),
         F.col("_order").alias("p_order"),
     )
-    config = run.scenarios[min(run.scenarios)]
-    window = config.window
+    config = run.scenarios[min(ids)] if ids else None
+    window = None if config is None else config.window
     base = nulls.join(located, "_id", "left")
     joined = base.join(
         partners,
@@ -804,6 +906,7 @@ def _explain_outputs(run: "SparkRun") -> Any:
     none_here = F.col("_same") == 0
     verdict = F.when(none_here & (F.col("_elsewhere") > 0), "partner-other-partition").when(none_here, "partner-never")
     if window is not None:
+        assert config is not None
         eager = (
             not config.semantics.spurious_result_fix or window.grace_ms is None or window.spurious_result_fix is False
         )
