@@ -1,0 +1,578 @@
+"""Vectorised per-task pass for KStream-KStream joins: the window stores' band join as numpy/pyarrow array
+work inside ``mapInArrow``, and a small Python loop over the outer-join buffer's events only.
+
+Which joins: stream-stream inner, left and outer from KIP-77 (0.10.2) on, every later era (output
+timestamps before and from 2.0, window segments before 3.4 and hidden expired records from 3.4, stream
+time after a skipped record before and from 3.7, KIP-962's null keys, the outer-join buffer's three
+sweeps of 3.1.0, 3.1.1 to 3.7 and 3.8+, eager left/outer results before 3.1 and with the deprecated
+window API), the default joiner, string and integer keys and values (:func:`unsupported` says what is
+refused; ``method="auto"`` then runs the processors).
+
+How it works. Records arrive as on the processor path (:mod:`kjoin.spark.task`), each Kafka task's
+together and in processing order. Per Arrow batch and task segment:
+
+1. stream time and each window store's observed time (the largest timestamp put into it) before every
+   record are running maxima (``np.maximum.accumulate``) continued from the task's earlier batches;
+   whether a record is stored (not behind its own store's retention, or its segment not dropped before
+   3.4) and which of the other store's records a fetch can still see follow from them;
+2. the band join: the stored records (this segment's and those carried from earlier batches whose key
+   occurs in the segment) are sorted by (key code, side, ts, arrival); each record's partners are one
+   ``searchsorted`` range over ``[max(ts - look_back, visible from), ts + look_ahead]`` of the other
+   side's block of its key, keeping those that arrived before it: the fetch's (ts, arrival) order;
+3. every record's fate and reason come from array masks (null key, null value, joined, no partner,
+   expired, emitted with null at once, buffered until ``ts + look_ahead + grace``);
+4. 3.1+ left/outer joins: the outer-join buffer depends on other keys (its sweep walks every key's
+   waiting records in Kafka's ``<ts, side, key>`` order, gated by the buffer's min time), so a Python
+   loop replays only the buffer's events, in processing order: the sweep at records whose ts is the
+   stream time, the deletion of a waiting record's group when a later partner finds it, and the puts.
+   Everything else stays vectorised.
+
+What a task carries from batch to batch: its stream time and observed times, its step count, the
+stored records still visible (``ts`` at or after the store's visible-from time: bounded by the window's
+retention, not by the task's size) and the outer-join buffer (bounded by the window and grace).
+
+Measured (``python -m kjoin.bench``, see :mod:`kjoin.bench` for the table): stream-stream left, window
+±1 s, grace 100 ms.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping
+
+from ..fates import Fate, Reason
+from ..partitioner import serialize_key
+from ..records import OutputKind
+from ..scenario import Scenario
+from ..stores.window import MIN_SEGMENT_INTERVAL_MS
+from .task import RESULT_FIELDS, _arrow_schema
+from .vectorised import VALUE_TYPES, _render
+
+__all__ = ["unsupported", "stream_function"]
+
+_NONE = -(2**62)
+"""A time not known yet (Kafka's ``-1`` for a store's observed time, ``Long.MIN_VALUE`` for stream time)."""
+
+
+def unsupported(
+    configs: Mapping[int, Scenario],
+    joiner: Callable[[Any, Any], Any] | None,
+    key_type: str,
+    value_type: str,
+    json_keys: bool,
+    json_values: bool,
+) -> str | None:
+    """Why the vectorised stream-stream pass cannot run these scenarios exactly, or ``None`` when it can."""
+    if joiner is not None:
+        return "a custom joiner (the vectorised pass computes only the default joiner, render(left)-render(right))"
+    if value_type not in VALUE_TYPES:
+        return f"{value_type} values (vectorised: {', '.join(VALUE_TYPES)} only)"
+    if key_type not in VALUE_TYPES:
+        return f"{key_type} keys (vectorised: {', '.join(VALUE_TYPES)} only)"
+    if json_values and not json_keys:
+        return "JSON values from a reader (the processors re-encode JSON canonically; the vectorised pass cannot)"
+    for scenario_id, config in configs.items():
+        where = f"scenario {scenario_id}" if len(configs) > 1 else "the join"
+        if config.join != "stream-stream":
+            return f"{where} is a {config.join} join (vectorised stream-stream pass: stream-stream only)"
+        if not config.semantics.kip77:
+            return (
+                f"{where} is a stream-stream join with {config.semantics} semantics (before KIP-77 null values "
+                "trigger lookups and a left join keeps no left store; vectorised: 0.10.2 and later)"
+            )
+        topology = [
+            name
+            for name, on in (
+                ("chained joins (then)", bool(config.then)),
+                ("a self-join", config.self_join or config.optimize),
+            )
+            if on
+        ]
+        if topology:
+            return f"{where} has {' and '.join(topology)} (vectorised: one plain join per scenario)"
+        if json_keys:
+            for index, event in enumerate(config.events):
+                key = getattr(event, "key", None)
+                if isinstance(key, (bool, float)):
+                    return (
+                        f"{where}, events[{index}].key is {key!r}: a boolean or float key may equal a key of "
+                        "another type in Python but not in Spark"
+                    )
+    return None
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """One scenario's window and era, as the numbers the pass needs (index 0: left, 1: right)."""
+
+    look_back: tuple[int, int]
+    look_ahead: tuple[int, int]
+    outer: tuple[bool, bool]
+    grace: int
+    retention: int
+    segment_interval: int
+    hides_expired: bool
+    buffered: bool
+    output_ts_is_max: bool
+    skipped_advance: bool
+    forward_null_keys: bool
+    per_side: bool
+    gate: tuple[int, int]
+
+    @classmethod
+    def of(cls, config: Scenario) -> "_Rules":
+        window, semantics, variant = config.window, config.semantics, config.variant
+        assert window is not None
+        look_back = (window.before_ms, window.after_ms)
+        look_ahead = (window.after_ms, window.before_ms)
+        per_side = semantics.outer_join_sweep_per_side
+        looks_back = semantics.outer_join_sweep_gate_looks_back and not per_side
+        return cls(
+            look_back=look_back,
+            look_ahead=look_ahead,
+            outer=(variant in ("left", "outer"), variant == "outer"),
+            grace=window.effective_grace_ms,
+            retention=window.retention_ms,
+            segment_interval=max(window.retention_ms // 2, MIN_SEGMENT_INTERVAL_MS),
+            hides_expired=semantics.window_store_hides_expired,
+            buffered=variant != "inner" and semantics.spurious_result_fix and not window.deprecated_api,
+            output_ts_is_max=semantics.stream_stream_output_ts_is_max,
+            skipped_advance=semantics.skipped_records_advance_stream_time,
+            forward_null_keys=semantics.skipped_records_advance_stream_time and semantics.relaxed_null_keys,
+            per_side=per_side,
+            gate=look_back if looks_back else look_ahead,
+        )
+
+    def visible_from(self, observed: Any) -> Any:
+        """The oldest timestamp a window store whose observed time is ``observed`` still holds (``_NONE`` before
+        its first put): ``WindowStore.visible_from`` over arrays."""
+        import numpy as np
+
+        if self.hides_expired:
+            start = observed - self.retention + 1
+        else:
+            start = np.maximum(((observed - self.retention) // self.segment_interval) * self.segment_interval, 0)
+        return np.where(observed == _NONE, _NONE, start)
+
+
+@dataclass
+class _Buffer:
+    """The outer-join buffer of one task: groups ``(ts, side byte, key bytes)`` in Kafka's iteration order, each
+    a list of waiting records ``(key, left, right, text, ts, closes_at, origin_step, side)``."""
+
+    groups: dict = field(default_factory=dict)
+    order: list = field(default_factory=list)
+    index: dict = field(default_factory=dict)  # (side byte, key, ts) -> group
+    min_time: int | None = None
+
+    def entries(self) -> list[tuple]:
+        return [entry for group in self.order for entry in self.groups[group]]
+
+
+@dataclass
+class _Task:
+    """What one Kafka task carries from one Arrow batch to the next."""
+
+    rank: int = 0
+    observed: list = field(default_factory=lambda: [_NONE, _NONE])
+    stream_time: int = _NONE
+    stored: Any = None  # (is_right, key, value, ts) of the stored records still visible
+    buffer: _Buffer = field(default_factory=_Buffer)
+
+
+def stream_function(
+    configs: Mapping[int, Scenario], json_keys: bool = False, json_values: bool = False
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function: input batches as :func:`kjoin.spark.task.task_function` takes them (sorted by
+    processing position within each task), output rows of :data:`kjoin.spark.task.RESULT_FIELDS` in emission
+    order within each task."""
+    if any(c.join != "stream-stream" for c in configs.values()):
+        raise ValueError("vectorised_stream: stream-stream joins only")
+    rules = {i: _Rules.of(c) for i, c in configs.items()}
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import numpy as np
+
+        group: tuple[int, int] | None = None
+        task = _Task()
+        schema = None
+        for batch in batches:
+            if schema is None:
+                schema = _arrow_schema(batch.schema)
+            n = batch.num_rows
+            if n == 0:
+                continue
+            scenario = batch.column("scenario").to_numpy(zero_copy_only=False)
+            partition = batch.column("partition").to_numpy(zero_copy_only=False)
+            edges = np.flatnonzero((scenario[1:] != scenario[:-1]) | (partition[1:] != partition[:-1])) + 1
+            bounds = [0, *edges.tolist(), n]
+            for start, end in zip(bounds[:-1], bounds[1:]):
+                key = (int(scenario[start]), int(partition[start]))
+                if key != group:
+                    group, task = key, _Task()
+                yield _segment(batch.slice(start, end - start), rules[key[0]], task, schema, json_keys, json_values)
+
+    return run
+
+
+def _segment(batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: bool, json_values: bool) -> Any:
+    """The result rows of one task's consecutive records; ``task`` is updated to carry on after them."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    key, value = batch.column("key"), batch.column("value")
+    ts = pc.cast(batch.column("ts"), pa.int64()).to_numpy(zero_copy_only=False)
+    right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
+    side = right.astype(np.int64)
+    key_null = pc.is_null(key).to_numpy(zero_copy_only=False)
+    value_null = pc.is_null(value).to_numpy(zero_copy_only=False)
+    valid = ~key_null & ~value_null
+    position = batch.column("position")
+    if position.null_count == n:
+        step = np.arange(task.rank, task.rank + n, dtype=np.int64)
+    else:
+        step = pc.cast(position, pa.int64()).to_numpy(zero_copy_only=False)
+    task.rank += n
+
+    # 1. Stream time after each record advanced it, each store's observed time before each record.
+    advances = np.ones(n, dtype=bool) if rules.skipped_advance else valid
+    stream_time = np.maximum(np.maximum.accumulate(np.where(advances, ts, _NONE)), task.stream_time)
+    task.stream_time = int(stream_time[-1])
+    observed_before = []
+    for s in (0, 1):
+        running = np.maximum(np.maximum.accumulate(np.where(valid & (side == s), ts, _NONE)), task.observed[s])
+        before = np.empty(n, dtype=np.int64)
+        before[0] = task.observed[s]
+        before[1:] = running[:-1]
+        observed_before.append(before)
+        task.observed[s] = int(running[-1])
+    own_observed = np.where(right, observed_before[1], observed_before[0])
+    other_observed = np.where(right, observed_before[0], observed_before[1])
+    stored = valid & (ts >= rules.visible_from(np.maximum(own_observed, ts)))
+    look_back = np.where(right, rules.look_back[1], rules.look_back[0])
+    look_ahead = np.where(right, rules.look_ahead[1], rules.look_ahead[0])
+    outer = np.where(right, rules.outer[1], rules.outer[0])
+    time_to = np.maximum(0, ts + look_ahead)
+    time_from = np.maximum(np.maximum(0, ts - look_back), rules.visible_from(other_observed))
+
+    # 2. The band join over the carried stored records of the segment's keys, the buffer's waiting records
+    # (as ghosts: never partners, only there to get key codes) and the segment.
+    carried = task.stored
+    if carried is None:
+        carried = (np.zeros(0, dtype=bool), pa.array([], key.type), pa.array([], value.type), np.zeros(0, np.int64))
+    in_segment = np.flatnonzero(pc.is_in(carried[1], value_set=key).to_numpy(zero_copy_only=False))
+    ghosts = task.buffer.entries() if rules.buffered else []
+    c, g = len(in_segment), len(ghosts)
+    base = c + g
+    all_right = np.concatenate([carried[0][in_segment], np.array([e[7] == 1 for e in ghosts], dtype=bool), right])
+    all_key = pa.concat_arrays([carried[1].take(in_segment), pa.array([e[0] for e in ghosts], key.type), key])
+    all_value = pa.concat_arrays([carried[2].take(in_segment), value])  # ghosts have no value: index c + g + i
+    all_ts = np.concatenate([carried[3][in_segment], np.array([e[4] for e in ghosts], dtype=np.int64), ts])
+    codes = pc.fill_null(pc.dictionary_encode(all_key).indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    group_of = codes * 2 + all_right
+    candidates = np.concatenate([np.arange(c), base + np.flatnonzero(stored)])
+    candidates = candidates[np.lexsort((candidates, all_ts[candidates], group_of[candidates]))]
+    times = np.unique(all_ts[candidates])
+    width = len(times) + 2
+    sorted_keys = group_of[candidates] * width + np.searchsorted(times, all_ts[candidates]) + 1
+    probes = np.flatnonzero(valid)
+    target = codes[base + probes] * 2 + (1 - side[probes])
+    low = target * width + np.searchsorted(times, time_from[probes], "left") + 1
+    high = target * width + np.searchsorted(times, time_to[probes], "right")
+    first = np.searchsorted(sorted_keys, low, "left")
+    count = np.maximum(np.searchsorted(sorted_keys, high, "right") - first, 0)
+    total = int(count.sum())
+    pair_i = np.repeat(probes, count)
+    within = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+    pair_j = candidates[np.repeat(first, count) + within]
+    earlier = pair_j < base + pair_i  # processed before the record: a store never holds what comes later
+    pair_i, pair_j = pair_i[earlier], pair_j[earlier]
+    value_j = np.where(pair_j >= base, pair_j - g, pair_j)  # index into all_value
+    matched = np.bincount(pair_i, minlength=n) > 0
+
+    # 3. Fates.
+    unmatched = valid & ~matched
+    forward = key_null & ~value_null & outer & rules.forward_null_keys
+    if rules.buffered:
+        emit_now = unmatched & outer & (time_to < stream_time)
+        put = unmatched & outer & (time_to >= stream_time)
+    else:
+        emit_now = unmatched & outer
+        put = np.zeros(n, dtype=bool)
+    closes_at = ts + look_ahead + rules.grace
+    case = np.select(
+        [key_null & ~forward, ~key_null & value_null, unmatched & ~outer & stored, unmatched & ~outer, put],
+        [1, 2, 3, 4, 5],
+        default=0,
+    )
+
+    # 4. The outer-join buffer's events.
+    swept: list[tuple[int, tuple]] = []
+    if rules.buffered:
+        texts = _unmatched_text(value, right, json_values)
+        deletes = _deletes(rules, pair_i, pair_j, all_right, group_of, all_ts, base, ghosts, put)
+        events = (stream_time, valid, deletes, put)
+        swept = _replay_buffer(rules, task.buffer, key, value, texts, ts, side, step, closes_at, events, json_keys)
+
+    columns = _rows(
+        batch, schema, key, value, all_value, ts, right, step, case, pair_i, value_j, all_ts, pair_j, emit_now,
+        forward, swept, closes_at, rules, json_values,
+    )  # fmt: skip
+
+    # What the task carries on: every stored record its store still shows.
+    keep = np.flatnonzero(stored)
+    stored_right = np.concatenate([carried[0], right[keep]])
+    stored_ts = np.concatenate([carried[3], ts[keep]])
+    visible = stored_ts >= np.where(
+        stored_right, rules.visible_from(np.array(task.observed[1])), rules.visible_from(np.array(task.observed[0]))
+    )
+    alive = np.flatnonzero(visible)
+    task.stored = (
+        stored_right[alive],
+        pa.concat_arrays([carried[1], key.take(keep)]).take(alive),
+        pa.concat_arrays([carried[2], value.take(keep)]).take(alive),
+        stored_ts[alive],
+    )
+    return columns
+
+
+def _unmatched_text(value: Any, right: Any, json_values: bool) -> Any:
+    """The joiner's text of every record joined with null: ``value-null`` on the left, ``null-value`` on the
+    right."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = _render(value, json_values)
+    null = pa.scalar("null")
+    return pc.if_else(
+        pa.array(right),
+        pc.binary_join_element_wise(null, text, "-"),
+        pc.binary_join_element_wise(text, null, "-"),
+    )
+
+
+def _deletes(rules: _Rules, pair_i, pair_j, all_right, group_of, all_ts, base, ghosts, put) -> tuple:
+    """The pairs whose partner's ``<ts, side, key>`` group may hold a waiting record (a ghost's or one this
+    segment puts), as (record, partner is right, partner ts); the loop deletes the group if it is there."""
+    import numpy as np
+
+    waiting = np.concatenate([np.arange(base - len(ghosts), base), base + np.flatnonzero(put)])
+    if not len(pair_i) or not len(waiting):
+        return pair_i[:0], all_right[:0], all_ts[:0]
+    times = np.unique(all_ts[waiting])
+    width = len(times) + 1
+    known = group_of[waiting] * width + np.searchsorted(times, all_ts[waiting])
+    partner_ts = all_ts[pair_j]
+    at = np.searchsorted(times, partner_ts)
+    hit = (at < len(times)) & (times[np.minimum(at, len(times) - 1)] == partner_ts)
+    hit &= np.isin(group_of[pair_j] * width + at, known)
+    hit &= np.where(all_right[pair_j], rules.outer[1], rules.outer[0])
+    return pair_i[hit], all_right[pair_j[hit]], partner_ts[hit]
+
+
+def _replay_buffer(
+    rules: _Rules,
+    buffer: _Buffer,
+    key: Any,
+    value: Any,
+    texts: Any,
+    ts: Any,
+    side: Any,
+    step: Any,
+    closes_at: Any,
+    events: tuple,
+    json_keys: bool,
+) -> list[tuple[int, tuple]]:
+    """Replay the buffer's events in processing order (per record: the sweep, the deletions its partners cause,
+    its own put), as ``StreamStreamJoin`` does; return the sweeps' outputs as ``(record, waiting entry)``.
+    ``events``: stream time after each record, the records that sweep if they are at stream time, the pairs
+    of :func:`_deletes`, the records put."""
+    import numpy as np
+
+    stream_time, valid, deletes, put = events
+
+    sweeps = np.flatnonzero(valid & (ts == stream_time))
+    puts = np.flatnonzero(put)
+    pair_i, partner_right, partner_ts = deletes
+    events_i = np.concatenate([sweeps, pair_i, puts])
+    kinds = np.concatenate([np.zeros(len(sweeps), np.int8), np.ones(len(pair_i), np.int8), np.full(len(puts), 2)])
+    refs = np.concatenate([sweeps, np.arange(len(pair_i)), puts])
+    order = np.lexsort((kinds, events_i))
+    keys = key.to_pylist() if len(pair_i) or len(puts) else []
+    values = value.to_pylist() if len(puts) else []
+    text_list = texts.to_pylist() if len(puts) else []
+    partner_byte = np.where(partner_right, 0, 1).tolist()
+    partner_ts_list = partner_ts.tolist()
+    ts_list, side_list, step_list = ts.tolist(), side.tolist(), step.tolist()
+    closes_list, stream_list = closes_at.tolist(), stream_time.tolist()
+    grace, gate, look_ahead, per_side = rules.grace, rules.gate, rules.look_ahead, rules.per_side
+    groups, group_order, index = buffer.groups, buffer.order, buffer.index
+    swept: list[tuple[int, tuple]] = []
+    for i, kind, ref in zip(events_i[order].tolist(), kinds[order].tolist(), refs[order].tolist()):
+        if kind == 0:  # the sweep, Kafka's emitNonJoinedOuterRecords
+            now = stream_list[i]
+            min_time = buffer.min_time
+            if min_time is None or min_time + gate[side_list[i]] + grace >= now:
+                continue
+            buffer.min_time = None
+            open_sides: set[int] = set()
+            at = 0
+            while at < len(group_order):
+                group = group_order[at]
+                buffer.min_time = group[0]
+                if len(open_sides) == 2:
+                    break
+                entries = groups[group]
+                closes = entries[0][5] if per_side else group[0] + look_ahead[side_list[i]] + grace
+                if closes >= now:
+                    if not per_side:
+                        break
+                    open_sides.add(entries[0][7])
+                    at += 1
+                    continue
+                swept.extend((i, entry) for entry in entries)
+                del groups[group], group_order[at]
+                del index[(group[1], entries[0][0], group[0])]
+        elif kind == 1:  # a partner found: its whole <ts, side, key> group leaves the buffer
+            found = index.pop((partner_byte[ref], keys[i], partner_ts_list[ref]), None)
+            if found is not None:
+                del groups[found]
+                del group_order[bisect.bisect_left(group_order, found)]
+        else:  # the record waits
+            k, s, t = keys[i], side_list[i], ts_list[i]
+            side_byte = 1 - s  # Kafka's order: right (0) before left (1)
+            group = (t, side_byte, serialize_key(json.loads(k) if json_keys else k))
+            if group not in groups:
+                groups[group] = []
+                bisect.insort(group_order, group)
+                index[(side_byte, k, t)] = group
+            left, right_value = (values[i], None) if s == 0 else (None, values[i])
+            groups[group].append((k, left, right_value, text_list[i], t, closes_list[i], step_list[i], s))
+            buffer.min_time = t if buffer.min_time is None else min(buffer.min_time, t)
+    return swept
+
+
+_STEPS: list[tuple[Fate, Reason | None]] = [
+    (Fate.JOINED, None),  # 0: no step row
+    (Fate.DROPPED, Reason.NULL_KEY),  # 1
+    (Fate.DROPPED, Reason.NULL_VALUE),  # 2
+    (Fate.NO_MATCH, Reason.NO_PARTNER),  # 3
+    (Fate.NO_MATCH, Reason.EXPIRED),  # 4: no partner, and too old for its own store
+    (Fate.BUFFERED, Reason.WINDOW_OPEN),  # 5
+]
+
+
+def _rows(
+    batch, schema, key, value, all_value, ts, right, step, case, pair_i, value_j, all_ts, pair_j, emit_now, forward,
+    swept, closes_at, rules, json_values,
+) -> Any:  # fmt: skip
+    """The segment's result rows in emission order: per record, the buffer's outputs its sweep released, its
+    joined outputs (or its result with null), then its step row if its fate is not ``joined``."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = []  # (record index, sub-order, columns)
+    value_type, key_type = value.type, key.type
+
+    def part(i: Any, sub: int, **columns: Any) -> None:
+        parts.append((i, sub, columns))
+
+    if swept:
+        i = np.array([s[0] for s in swept], dtype=np.int64)
+        entries = [s[1] for s in swept]
+        part(
+            i,
+            0,
+            key=pa.array([e[0] for e in entries], key_type),
+            left=pa.array([e[1] for e in entries], value_type),
+            right=pa.array([e[2] for e in entries], value_type),
+            value=pa.array([e[3] for e in entries], pa.string()),
+            ts=pa.array([e[4] for e in entries], pa.int64()),
+            kind=OutputKind.WINDOW_CLOSED.value,
+            origin_step=pa.array([e[6] for e in entries], pa.int64()),
+        )
+    if len(pair_i):
+        mine = value.take(pair_i)
+        other = all_value.take(value_j)
+        pair_right = pa.array(right[pair_i])
+        left = pc.if_else(pair_right, other, mine)
+        right_value = pc.if_else(pair_right, mine, other)
+        out_ts = np.maximum(ts[pair_i], all_ts[pair_j]) if rules.output_ts_is_max else ts[pair_i]
+        part(
+            pair_i,
+            1,
+            key=key.take(pair_i),
+            left=left,
+            right=right_value,
+            value=pc.binary_join_element_wise(_render(left, json_values), _render(right_value, json_values), "-"),
+            ts=pa.array(out_ts),
+            kind=OutputKind.JOINED.value,
+            origin_step=pa.array(step[pair_i]),
+        )
+    alone = np.flatnonzero(emit_now | forward)
+    if len(alone):
+        mine = value.take(alone)
+        nulls = pa.nulls(len(alone), value_type)
+        alone_right = pa.array(right[alone])
+        left = pc.if_else(alone_right, nulls, mine)
+        right_value = pc.if_else(alone_right, mine, nulls)
+        part(
+            alone,
+            1,
+            key=key.take(alone),
+            left=left,
+            right=right_value,
+            value=pc.binary_join_element_wise(_render(left, json_values), _render(right_value, json_values), "-"),
+            ts=pa.array(ts[alone]),
+            kind=pa.array(np.where(forward[alone], OutputKind.NULL_KEY.value, OutputKind.UNMATCHED.value)),
+            origin_step=pa.array(step[alone]),
+        )
+    steps = np.flatnonzero(case > 0)
+    if len(steps):
+        cases = pa.array(case[steps])
+        part(
+            steps,
+            2,
+            key=key.take(steps),
+            ts=pa.array(ts[steps]),
+            fate=pc.take(pa.array([f.value for f, _ in _STEPS]), cases),
+            reason=pc.take(pa.array([None if r is None else r.value for _, r in _STEPS], pa.string()), cases),
+            until_ms=pa.array(np.where(case[steps] == 5, closes_at[steps], 0), mask=case[steps] != 5),
+        )
+    if not parts:
+        return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
+    i = np.concatenate([p[0] for p in parts])
+    order = np.lexsort((np.concatenate([np.full(len(p[0]), p[1], dtype=np.int8) for p in parts]), i))
+    i_sorted = pa.array(i[order])
+    take = pa.array(order)
+    arrays = []
+    for name, _ in RESULT_FIELDS:
+        kind = schema.field(name).type
+        if name in ("scenario", "partition", "side", "offset"):
+            arrays.append(batch.column(name).take(i_sorted))
+            continue
+        if name == "step":
+            arrays.append(pa.array(step).take(i_sorted))
+            continue
+        if name == "row":
+            pieces = [pa.array(np.full(len(p[0]), "step" if p[1] == 2 else "output")) for p in parts]
+        elif name == "tombstone":
+            pieces = [
+                pa.nulls(len(p[0]), pa.bool_()) if p[1] == 2 else pa.array(np.zeros(len(p[0]), bool)) for p in parts
+            ]
+        else:
+            pieces = []
+            for p in parts:
+                cell = p[2].get(name)
+                if cell is None:
+                    cell = pa.nulls(len(p[0]), kind)
+                elif isinstance(cell, str):
+                    cell = pa.array(np.full(len(p[0]), cell))
+                pieces.append(pc.cast(cell, kind))
+        arrays.append(pc.take(pa.concat_arrays([pc.cast(x, kind) for x in pieces]), take))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
