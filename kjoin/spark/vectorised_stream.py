@@ -167,9 +167,6 @@ class _Buffer:
     index: dict = field(default_factory=dict)  # (side byte, key, ts) -> group
     min_time: int | None = None
 
-    def entries(self) -> list[tuple]:
-        return [entry for group in self.order for entry in self.groups[group]]
-
 
 @dataclass
 class _Task:
@@ -259,22 +256,21 @@ def _segment(batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: boo
     time_to = np.maximum(0, ts + look_ahead)
     time_from = np.maximum(np.maximum(0, ts - look_back), rules.visible_from(other_observed))
 
-    # 2. The band join over the carried stored records of the segment's keys, the buffer's waiting records
-    # (as ghosts: never partners, only there to get key codes) and the segment.
+    # 2. The band join over the carried stored records of the segment's keys (first: they arrived earlier) and the
+    # segment.
     carried = task.stored
     if carried is None:
-        carried = (np.zeros(0, dtype=bool), pa.array([], key.type), pa.array([], value.type), np.zeros(0, np.int64))
+        empty = np.zeros(0, dtype=bool)
+        carried = (empty, pa.array([], key.type), pa.array([], value.type), np.zeros(0, np.int64), empty)
     in_segment = np.flatnonzero(pc.is_in(carried[1], value_set=key).to_numpy(zero_copy_only=False))
-    ghosts = task.buffer.entries() if rules.buffered else []
-    c, g = len(in_segment), len(ghosts)
-    base = c + g
-    all_right = np.concatenate([carried[0][in_segment], np.array([e[7] == 1 for e in ghosts], dtype=bool), right])
-    all_key = pa.concat_arrays([carried[1].take(in_segment), pa.array([e[0] for e in ghosts], key.type), key])
-    all_value = pa.concat_arrays([carried[2].take(in_segment), value])  # ghosts have no value: index c + g + i
-    all_ts = np.concatenate([carried[3][in_segment], np.array([e[4] for e in ghosts], dtype=np.int64), ts])
+    base = len(in_segment)
+    all_right = np.concatenate([carried[0][in_segment], right])
+    all_key = pa.concat_arrays([carried[1].take(in_segment), key])
+    all_value = pa.concat_arrays([carried[2].take(in_segment), value])
+    all_ts = np.concatenate([carried[3][in_segment], ts])
     codes = pc.fill_null(pc.dictionary_encode(all_key).indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
     group_of = codes * 2 + all_right
-    candidates = np.concatenate([np.arange(c), base + np.flatnonzero(stored)])
+    candidates = np.concatenate([np.arange(base), base + np.flatnonzero(stored)])
     candidates = candidates[np.lexsort((candidates, all_ts[candidates], group_of[candidates]))]
     times = np.unique(all_ts[candidates])
     width = len(times) + 2
@@ -291,7 +287,6 @@ def _segment(batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: boo
     pair_j = candidates[np.repeat(first, count) + within]
     earlier = pair_j < base + pair_i  # processed before the record: a store never holds what comes later
     pair_i, pair_j = pair_i[earlier], pair_j[earlier]
-    value_j = np.where(pair_j >= base, pair_j - g, pair_j)  # index into all_value
     matched = np.bincount(pair_i, minlength=n) > 0
 
     # 3. Fates.
@@ -314,12 +309,13 @@ def _segment(batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: boo
     swept: list[tuple[int, tuple]] = []
     if rules.buffered:
         texts = _unmatched_text(value, right, json_values)
-        deletes = _deletes(rules, pair_i, pair_j, all_right, group_of, all_ts, base, ghosts, put)
+        was_put = np.concatenate([carried[4][in_segment], put])
+        deletes = _deletes(rules, pair_i, pair_j, all_right, group_of, all_ts, was_put)
         events = (stream_time, valid, deletes, put)
         swept = _replay_buffer(rules, task.buffer, key, value, texts, ts, side, step, closes_at, events, json_keys)
 
     columns = _rows(
-        batch, schema, key, value, all_value, ts, right, step, case, pair_i, value_j, all_ts, pair_j, emit_now,
+        batch, schema, key, value, all_value, ts, right, step, case, pair_i, all_ts, pair_j, emit_now,
         forward, swept, closes_at, rules, json_values,
     )  # fmt: skip
 
@@ -336,6 +332,7 @@ def _segment(batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: boo
         pa.concat_arrays([carried[1], key.take(keep)]).take(alive),
         pa.concat_arrays([carried[2], value.take(keep)]).take(alive),
         stored_ts[alive],
+        np.concatenate([carried[4], put[keep]])[alive],
     )
     return columns
 
@@ -355,12 +352,14 @@ def _unmatched_text(value: Any, right: Any, json_values: bool) -> Any:
     )
 
 
-def _deletes(rules: _Rules, pair_i, pair_j, all_right, group_of, all_ts, base, ghosts, put) -> tuple:
-    """The pairs whose partner's ``<ts, side, key>`` group may hold a waiting record (a ghost's or one this
-    segment puts), as (record, partner is right, partner ts); the loop deletes the group if it is there."""
+def _deletes(rules: _Rules, pair_i, pair_j, all_right, group_of, all_ts, was_put) -> tuple:
+    """The pairs whose partner's ``<ts, side, key>`` group may hold a waiting record, as (record, partner is right,
+    partner ts); the loop deletes the group if it is there. Only stored records that were put count: a record that
+    waits but was not stored (behind its store's retention) makes every record of its ts invisible to later
+    fetches, so no partner of a later record shares its group."""
     import numpy as np
 
-    waiting = np.concatenate([np.arange(base - len(ghosts), base), base + np.flatnonzero(put)])
+    waiting = np.flatnonzero(was_put)
     if not len(pair_i) or not len(waiting):
         return pair_i[:0], all_right[:0], all_ts[:0]
     times = np.unique(all_ts[waiting])
@@ -395,28 +394,73 @@ def _replay_buffer(
 
     stream_time, valid, deletes, put = events
 
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     sweeps = np.flatnonzero(valid & (ts == stream_time))
     puts = np.flatnonzero(put)
     pair_i, partner_right, partner_ts = deletes
     events_i = np.concatenate([sweeps, pair_i, puts])
     kinds = np.concatenate([np.zeros(len(sweeps), np.int8), np.ones(len(pair_i), np.int8), np.full(len(puts), 2)])
-    refs = np.concatenate([sweeps, np.arange(len(pair_i)), puts])
+    refs = np.concatenate([np.arange(len(sweeps)), np.arange(len(pair_i)), np.arange(len(puts))])
     order = np.lexsort((kinds, events_i))
-    keys = key.to_pylist() if len(pair_i) or len(puts) else []
-    values = value.to_pylist() if len(puts) else []
-    text_list = texts.to_pylist() if len(puts) else []
-    partner_byte = np.where(partner_right, 0, 1).tolist()
-    partner_ts_list = partner_ts.tolist()
-    ts_list, side_list, step_list = ts.tolist(), side.tolist(), step.tolist()
-    closes_list, stream_list = closes_at.tolist(), stream_time.tolist()
-    grace, gate, look_ahead, per_side = rules.grace, rules.gate, rules.look_ahead, rules.per_side
+    # Per sweep: stream time, the processing side's gate and look-ahead.
+    sweep_now = stream_time[sweeps].tolist()
+    sweep_gate = np.where(side[sweeps] == 1, rules.gate[1], rules.gate[0]).tolist()
+    sweep_ahead = np.where(side[sweeps] == 1, rules.look_ahead[1], rules.look_ahead[0]).tolist()
+    # Per deletion: the group's (side byte, key, ts); per put: its group and its entry.
+    to_delete = list(zip(np.where(partner_right, 0, 1).tolist(), key.take(pair_i).to_pylist(), partner_ts.tolist()))
+    put_key = key.take(puts)
+    put_keys, put_ts, put_side = put_key.to_pylist(), ts[puts].tolist(), side[puts].tolist()
+    put_bytes = (1 - side[puts]).tolist()  # Kafka's order: right (0) before left (1)
+    if json_keys:
+        serialized = [serialize_key(json.loads(k)) for k in put_keys]
+    elif pa.types.is_string(put_key.type):
+        serialized = pc.cast(put_key, pa.binary()).to_pylist()
+    else:
+        serialized = [serialize_key(k) for k in put_keys]
+    put_groups = list(zip(put_ts, put_bytes, serialized))
+    put_index = list(zip(put_bytes, put_keys, put_ts))
+    put_value = value.take(puts)
+    put_right = pa.array(side[puts] == 1)
+    nulls = pa.nulls(len(puts), value.type)
+    put_entries = list(
+        zip(
+            put_keys,
+            pc.if_else(put_right, nulls, put_value).to_pylist(),
+            pc.if_else(put_right, put_value, nulls).to_pylist(),
+            texts.take(puts).to_pylist(),
+            put_ts,
+            closes_at[puts].tolist(),
+            step[puts].tolist(),
+            put_side,
+        )
+    )
+    grace, per_side = rules.grace, rules.per_side
     groups, group_order, index = buffer.groups, buffer.order, buffer.index
     swept: list[tuple[int, tuple]] = []
     for i, kind, ref in zip(events_i[order].tolist(), kinds[order].tolist(), refs[order].tolist()):
-        if kind == 0:  # the sweep, Kafka's emitNonJoinedOuterRecords
-            now = stream_list[i]
+        if kind == 2:  # the record waits
+            group = put_groups[ref]
+            waiting = groups.get(group)
+            if waiting is None:
+                groups[group] = [put_entries[ref]]
+                bisect.insort(group_order, group)
+                index[put_index[ref]] = group
+            else:
+                waiting.append(put_entries[ref])
             min_time = buffer.min_time
-            if min_time is None or min_time + gate[side_list[i]] + grace >= now:
+            if min_time is None or group[0] < min_time:
+                buffer.min_time = group[0]
+        elif kind == 1:  # a partner found: its whole <ts, side, key> group leaves the buffer
+            found = index.pop(to_delete[ref], None)
+            if found is not None:
+                del groups[found]
+                del group_order[bisect.bisect_left(group_order, found)]
+        else:  # the sweep, Kafka's emitNonJoinedOuterRecords
+            now = sweep_now[ref]
+            min_time = buffer.min_time
+            if min_time is None or min_time + sweep_gate[ref] + grace >= now:
                 continue
             buffer.min_time = None
             open_sides: set[int] = set()
@@ -427,7 +471,7 @@ def _replay_buffer(
                 if len(open_sides) == 2:
                     break
                 entries = groups[group]
-                closes = entries[0][5] if per_side else group[0] + look_ahead[side_list[i]] + grace
+                closes = entries[0][5] if per_side else group[0] + sweep_ahead[ref] + grace
                 if closes >= now:
                     if not per_side:
                         break
@@ -437,22 +481,6 @@ def _replay_buffer(
                 swept.extend((i, entry) for entry in entries)
                 del groups[group], group_order[at]
                 del index[(group[1], entries[0][0], group[0])]
-        elif kind == 1:  # a partner found: its whole <ts, side, key> group leaves the buffer
-            found = index.pop((partner_byte[ref], keys[i], partner_ts_list[ref]), None)
-            if found is not None:
-                del groups[found]
-                del group_order[bisect.bisect_left(group_order, found)]
-        else:  # the record waits
-            k, s, t = keys[i], side_list[i], ts_list[i]
-            side_byte = 1 - s  # Kafka's order: right (0) before left (1)
-            group = (t, side_byte, serialize_key(json.loads(k) if json_keys else k))
-            if group not in groups:
-                groups[group] = []
-                bisect.insort(group_order, group)
-                index[(side_byte, k, t)] = group
-            left, right_value = (values[i], None) if s == 0 else (None, values[i])
-            groups[group].append((k, left, right_value, text_list[i], t, closes_list[i], step_list[i], s))
-            buffer.min_time = t if buffer.min_time is None else min(buffer.min_time, t)
     return swept
 
 
@@ -467,7 +495,7 @@ _STEPS: list[tuple[Fate, Reason | None]] = [
 
 
 def _rows(
-    batch, schema, key, value, all_value, ts, right, step, case, pair_i, value_j, all_ts, pair_j, emit_now, forward,
+    batch, schema, key, value, all_value, ts, right, step, case, pair_i, all_ts, pair_j, emit_now, forward,
     swept, closes_at, rules, json_values,
 ) -> Any:  # fmt: skip
     """The segment's result rows in emission order: per record, the buffer's outputs its sweep released, its
@@ -498,7 +526,7 @@ def _rows(
         )
     if len(pair_i):
         mine = value.take(pair_i)
-        other = all_value.take(value_j)
+        other = all_value.take(pair_j)
         pair_right = pa.array(right[pair_i])
         left = pc.if_else(pair_right, other, mine)
         right_value = pc.if_else(pair_right, mine, other)
