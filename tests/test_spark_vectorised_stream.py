@@ -140,7 +140,7 @@ def test_the_carried_stores_are_bounded_by_the_retention_not_by_the_task():
         out = vectorised_stream._segment(batch, rules, task, schema, json_keys=False, json_values=False)
         assert out.num_rows >= 500
         assert len(task.stored[3]) <= 2 * (rules.retention + 1)
-        assert len(task.buffer.order) <= rules.look_ahead[0] + rules.grace + 2
+        assert len(task.buffer.groups) <= rules.look_ahead[0] + rules.grace + 2
     assert task.rank == 20_000
 
 

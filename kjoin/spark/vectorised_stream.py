@@ -37,7 +37,6 @@ Measured (``python -m kjoin.bench``, see :mod:`kjoin.bench` for the table): stre
 
 from __future__ import annotations
 
-import bisect
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
@@ -159,12 +158,11 @@ class _Rules:
 
 @dataclass
 class _Buffer:
-    """The outer-join buffer of one task: groups ``(ts, side byte, key bytes)`` in Kafka's iteration order, each
-    a list of waiting records ``(key, left, right, text, ts, closes_at, origin_step, side)``."""
+    """The outer-join buffer of one task: groups ``(ts, side byte, key bytes)`` (sorted, Kafka's iteration order),
+    each a list of waiting records ``(key, left, right, text, ts, closes_at, origin_step, side)``. The groups are
+    sorted only when a sweep passes its gate, which is rare: puts and deletions are one dict operation."""
 
     groups: dict = field(default_factory=dict)
-    order: list = field(default_factory=list)
-    index: dict = field(default_factory=dict)  # (side byte, key, ts) -> group
     min_time: int | None = None
 
 
@@ -408,19 +406,13 @@ def _replay_buffer(
     sweep_now = stream_time[sweeps].tolist()
     sweep_gate = np.where(side[sweeps] == 1, rules.gate[1], rules.gate[0]).tolist()
     sweep_ahead = np.where(side[sweeps] == 1, rules.look_ahead[1], rules.look_ahead[0]).tolist()
-    # Per deletion: the group's (side byte, key, ts); per put: its group and its entry.
-    to_delete = list(zip(np.where(partner_right, 0, 1).tolist(), key.take(pair_i).to_pylist(), partner_ts.tolist()))
+    # Per deletion: the partner's group; per put: its group and its entry. Kafka's side byte: right 0, left 1.
+    to_delete = list(
+        zip(partner_ts.tolist(), np.where(partner_right, 0, 1).tolist(), _serialized(key.take(pair_i), json_keys))
+    )
     put_key = key.take(puts)
     put_keys, put_ts, put_side = put_key.to_pylist(), ts[puts].tolist(), side[puts].tolist()
-    put_bytes = (1 - side[puts]).tolist()  # Kafka's order: right (0) before left (1)
-    if json_keys:
-        serialized = [serialize_key(json.loads(k)) for k in put_keys]
-    elif pa.types.is_string(put_key.type):
-        serialized = pc.cast(put_key, pa.binary()).to_pylist()
-    else:
-        serialized = [serialize_key(k) for k in put_keys]
-    put_groups = list(zip(put_ts, put_bytes, serialized))
-    put_index = list(zip(put_bytes, put_keys, put_ts))
+    put_groups = list(zip(put_ts, (1 - side[puts]).tolist(), _serialized(put_key, json_keys)))
     put_value = value.take(puts)
     put_right = pa.array(side[puts] == 1)
     nulls = pa.nulls(len(puts), value.type)
@@ -437,7 +429,7 @@ def _replay_buffer(
         )
     )
     grace, per_side = rules.grace, rules.per_side
-    groups, group_order, index = buffer.groups, buffer.order, buffer.index
+    groups = buffer.groups
     swept: list[tuple[int, tuple]] = []
     for i, kind, ref in zip(events_i[order].tolist(), kinds[order].tolist(), refs[order].tolist()):
         if kind == 2:  # the record waits
@@ -445,18 +437,13 @@ def _replay_buffer(
             waiting = groups.get(group)
             if waiting is None:
                 groups[group] = [put_entries[ref]]
-                bisect.insort(group_order, group)
-                index[put_index[ref]] = group
             else:
                 waiting.append(put_entries[ref])
             min_time = buffer.min_time
             if min_time is None or group[0] < min_time:
                 buffer.min_time = group[0]
         elif kind == 1:  # a partner found: its whole <ts, side, key> group leaves the buffer
-            found = index.pop(to_delete[ref], None)
-            if found is not None:
-                del groups[found]
-                del group_order[bisect.bisect_left(group_order, found)]
+            groups.pop(to_delete[ref], None)
         else:  # the sweep, Kafka's emitNonJoinedOuterRecords
             now = sweep_now[ref]
             min_time = buffer.min_time
@@ -464,9 +451,7 @@ def _replay_buffer(
                 continue
             buffer.min_time = None
             open_sides: set[int] = set()
-            at = 0
-            while at < len(group_order):
-                group = group_order[at]
+            for group in sorted(groups):
                 buffer.min_time = group[0]
                 if len(open_sides) == 2:
                     break
@@ -476,12 +461,22 @@ def _replay_buffer(
                     if not per_side:
                         break
                     open_sides.add(entries[0][7])
-                    at += 1
                     continue
                 swept.extend((i, entry) for entry in entries)
-                del groups[group], group_order[at]
-                del index[(group[1], entries[0][0], group[0])]
+                del groups[group]
     return swept
+
+
+def _serialized(keys: Any, json_keys: bool) -> list[bytes]:
+    """The bytes of each key as Kafka's serde writes them (:func:`kjoin.partitioner.serialize_key`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if json_keys:
+        return [serialize_key(json.loads(k)) for k in keys.to_pylist()]
+    if pa.types.is_string(keys.type):
+        return pc.cast(keys, pa.binary()).to_pylist()
+    return [serialize_key(k) for k in keys.to_pylist()]
 
 
 _STEPS: list[tuple[Fate, Reason | None]] = [
