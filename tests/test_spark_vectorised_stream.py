@@ -7,8 +7,10 @@ out-of-order timestamps, null keys and values, asymmetric windows, grace, and ti
 and 120 s so that records fall behind their stores' retention and segments drop. They run with
 ``method="vectorised"`` in Arrow batches of 1, 3 and 10^4 records (every task spans batches, or many tasks
 share one), and long single tasks run in batches of 50 so that the carried stores and outer-join buffer
-are exercised over many batches. Outputs and steps must equal the reference engine's, in order within
-every Kafka task.
+are exercised over many batches. The pass joins small input batches into large ones
+(:data:`~kjoin.spark.vectorised_stream.COALESCE_ROWS`); these tests set that to 1 so that every input batch is a
+pass of its own, except where they check the default. Outputs and steps must equal the reference engine's, in
+order within every Kafka task.
 """
 
 from __future__ import annotations
@@ -21,8 +23,17 @@ import pytest
 from kjoin import Scenario
 from kjoin.spark import SparkInputError, Topic, run_join, run_scenarios
 from tests.spark_compare import assert_same, random_batch, small_arrow_batches, spark_results, spark_rows
+from tests.test_spark_native import VALUES
 
 pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(autouse=True)
+def one_pass_per_batch(monkeypatch):
+    from kjoin.spark import vectorised_stream
+
+    monkeypatch.setattr(vectorised_stream, "COALESCE_ROWS", 1)
+
 
 ERAS = ["0.10.2", "1.1", "2.3", "3.0", "3.1.0", "3.1.1", "3.3", "3.4", "3.6", "3.7", "3.8", "latest"]
 """Every boundary the pass reproduces: 2.0 (output ts), 3.1.0 and 3.1.1 (the sweep's gate), 3.4 (expired
@@ -31,7 +42,8 @@ records hidden), 3.7 (skipped records move stream time, null keys joined), 3.8 (
 
 def _batch(seed: int, per_combo: int) -> list[Scenario]:
     """``random_batch``'s stream-stream scenarios (its 0.10.0 ones left out: the pass refuses them), each re-drawn
-    in one of :data:`ERAS`; a third of the windows asymmetric with one side 0."""
+    in one of :data:`ERAS`; a third of the windows asymmetric with one side 0, a third of the scenarios with values of
+    every JSON kind (strings that need escaping, numbers, objects, lists)."""
     rng = random.Random(seed)
     batch = []
     for scenario in random_batch(seed, "stream-stream", per_combo):
@@ -41,6 +53,10 @@ def _batch(seed: int, per_combo: int) -> list[Scenario]:
         data["semantics"] = rng.choice(ERAS)
         if rng.random() < 0.3:
             data["window"][rng.choice(["before_ms", "after_ms"])] = 0
+        if rng.random() < 0.3:
+            for event in data["events"]:
+                if event["value"] is not None:
+                    event["value"] = rng.choice(VALUES)
         batch.append(Scenario.from_dict(data))
     return batch
 
@@ -89,9 +105,14 @@ def test_vectorised_stream_stream_joins_equal_the_reference_engine(spark, rows):
 
 
 @pytest.mark.parametrize(
-    "variant, semantics", [("inner", "latest"), ("left", "3.4"), ("outer", "latest"), ("outer", "3.1.0")]
+    "variant, semantics, coalesce",
+    [("inner", "latest", 1), ("left", "3.4", 1), ("outer", "latest", 1), ("outer", "3.1.0", 1), ("left", "3.7", 400)],
 )
-def test_long_tasks_carry_their_stores_and_buffer_across_many_batches(spark, variant, semantics):
+def test_long_tasks_carry_their_stores_and_buffer_across_many_batches(spark, monkeypatch, variant, semantics, coalesce):
+    """Batches of 50 records, each a pass, or joined into passes of 400 (tasks then start and end within a pass)."""
+    from kjoin.spark import vectorised_stream
+
+    monkeypatch.setattr(vectorised_stream, "COALESCE_ROWS", coalesce)
     scenarios = [_long_task(seed, variant, semantics) for seed in range(3)]
     with small_arrow_batches(spark, 50):
         result = run_scenarios(spark, scenarios, method="vectorised")

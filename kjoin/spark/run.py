@@ -317,7 +317,8 @@ def run_join(
     """Join two topics on Spark, as Kafka Streams would: ``join`` is ``stream-stream``,
     ``stream-table`` or ``table-table``, ``variant`` inner/left/outer, ``semantics`` a Kafka
     version (default: the latest), ``window`` the stream-stream window. ``method``:
-    ``"vectorised"`` (numpy/pyarrow passes per Kafka task, :mod:`kjoin.spark.vectorised`),
+    ``"vectorised"`` (numpy/pyarrow passes per Kafka task, :mod:`kjoin.spark.vectorised`; stream-stream
+    joins :mod:`kjoin.spark.vectorised_stream`),
     ``"native"`` (Spark SQL window functions, :mod:`kjoin.spark.native`), both refused where
     not exact, ``"processors"`` (kjoin's processors per Kafka task) or ``"auto"`` (the first
     of vectorised, native, processors that is exact; :attr:`SparkRun.method` says which;
