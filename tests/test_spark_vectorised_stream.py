@@ -106,7 +106,14 @@ def test_vectorised_stream_stream_joins_equal_the_reference_engine(spark, rows):
 
 @pytest.mark.parametrize(
     "variant, semantics, coalesce",
-    [("inner", "latest", 1), ("left", "3.4", 1), ("outer", "latest", 1), ("outer", "3.1.0", 1), ("left", "3.7", 400)],
+    [
+        ("inner", "latest", 1),
+        ("left", "3.4", 1),
+        ("left", "latest", 1),
+        ("outer", "latest", 1),
+        ("outer", "3.1.0", 1),
+        ("left", "3.7", 400),
+    ],
 )
 def test_long_tasks_carry_their_stores_and_buffer_across_many_batches(spark, monkeypatch, variant, semantics, coalesce):
     """Batches of 50 records, each a pass, or joined into passes of 400 (tasks then start and end within a pass)."""

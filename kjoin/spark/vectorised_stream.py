@@ -453,6 +453,7 @@ def _replay_buffer(
         )
     )
     grace, per_side = rules.grace, rules.per_side
+    left_only, left_closes = rules.outer == (True, False), rules.look_ahead[0] + rules.grace
     groups = buffer.groups
     swept: list[tuple[int, tuple]] = []
     for i, kind, ref in zip(events_i[order].tolist(), kinds[order].tolist(), refs[order].tolist()):
@@ -474,8 +475,18 @@ def _replay_buffer(
             if min_time is None or min_time + sweep_gate[ref] + grace >= now:
                 continue
             buffer.min_time = None
+            ordered = sorted(groups)
+            if per_side and left_only and ordered:
+                # Only left records wait (a left join): 3.8+'s walk never meets an open right entry, so it reads
+                # every group; each left entry closes at ts + after + grace, so the closed ones are a prefix.
+                for group in ordered:
+                    if group[0] + left_closes >= now:
+                        break
+                    swept.extend((i, entry) for entry in groups.pop(group))
+                buffer.min_time = ordered[-1][0]
+                continue
             open_sides: set[int] = set()
-            for group in sorted(groups):
+            for group in ordered:
                 buffer.min_time = group[0]
                 if len(open_sides) == 2:
                     break
