@@ -1,5 +1,5 @@
-"""Vectorised per-task pass for KStream-KStream joins: the window stores' band join as numpy/pyarrow array
-work inside ``mapInArrow``, and a small Python loop over the outer-join buffer's events only.
+"""Vectorised per-task pass for KStream-KStream joins: the window stores' band join and the outer-join
+buffer as numpy/pyarrow array work inside ``mapInArrow``, with Python only for the buffer's rare sweeps.
 
 Which joins: stream-stream inner, left and outer from KIP-77 (0.10.2) on, every later era (output
 timestamps before and from 2.0, window segments before 3.4 and hidden expired records from 3.4, stream
@@ -9,30 +9,35 @@ window API), the default joiner, string and integer keys and values (:func:`unsu
 refused; ``method="auto"`` then runs the processors).
 
 How it works. Records arrive as on the processor path (:mod:`kjoin.spark.task`), each Kafka task's
-together and in processing order. Per Arrow batch and task segment:
+together and in processing order; Spark's Arrow batches are joined into passes of at least
+:data:`COALESCE_ROWS` records. Per pass and task:
 
 1. stream time and each window store's observed time (the largest timestamp put into it) before every
-   record are running maxima (``np.maximum.accumulate``) continued from the task's earlier batches;
+   record are running maxima (``np.maximum.accumulate``) continued from the task's earlier passes;
    whether a record is stored (not behind its own store's retention, or its segment not dropped before
    3.4) and which of the other store's records a fetch can still see follow from them;
-2. the band join: the stored records (this segment's and those carried from earlier batches whose key
-   occurs in the segment) are sorted by (key code, side, ts, arrival); each record's partners are one
+2. the band join: the stored records (this pass's and those carried from earlier passes whose key
+   occurs in it) are sorted by (key code, side, ts, arrival); each record's partners are one
    ``searchsorted`` range over ``[max(ts - look_back, visible from), ts + look_ahead]`` of the other
    side's block of its key, keeping those that arrived before it: the fetch's (ts, arrival) order;
 3. every record's fate and reason come from array masks (null key, null value, joined, no partner,
    expired, emitted with null at once, buffered until ``ts + look_ahead + grace``);
-4. 3.1+ left/outer joins: the outer-join buffer depends on other keys (its sweep walks every key's
-   waiting records in Kafka's ``<ts, side, key>`` order, gated by the buffer's min time), so a Python
-   loop replays only the buffer's events, in processing order: the sweep at records whose ts is the
-   stream time, the deletion of a waiting record's group when a later partner finds it, and the puts.
-   Everything else stays vectorised.
+4. 3.1+ left/outer joins: when a later partner deletes a waiting record's ``<ts, side, key>`` group is a
+   sorted search; the buffer's min time, which gates the sweep at a record at stream time, is a running
+   minimum of the puts' ts since the last sweep that ran; only a sweep that passes the gate (about once per
+   window plus grace of stream time in a left join) looks at the waiting records, and Kafka's walk over them
+   reduces to "every closed record, in ``<ts, side, key>`` order" plus the min time it leaves
+   (:func:`_walk`), since each side's records close at their ts plus a constant.
 
-What a task carries from batch to batch: its stream time and observed times, its step count, the
-stored records still visible (``ts`` at or after the store's visible-from time: bounded by the window's
-retention, not by the task's size) and the outer-join buffer (bounded by the window and grace).
+What a task carries from pass to pass: its stream time and observed times, its step count, the stored
+records still visible (``ts`` at or after the store's visible-from time: bounded by the window's
+retention, not by the task's size) and the outer-join buffer's waiting records and min time (bounded by
+the window and grace).
 
-Measured (``python -m kjoin.bench``, see :mod:`kjoin.bench` for the table): stream-stream left, window
-±1 s, grace 100 ms.
+Measured (``python -m kjoin.bench``, 4 Kafka partitions, 10^5 keys, window ±1 s, grace 100 ms, 2-core
+machine shared with other jobs): see the table in :mod:`kjoin.bench`. Outside Spark, one task of 10^5 of
+the benchmark's records: inner about 800K records/s of CPU, left 390K, outer 18K (Kafka 3.8+'s outer
+sweep runs at almost every record there), against the processors' 70K, 46K and 6K.
 """
 
 from __future__ import annotations
@@ -158,12 +163,11 @@ class _Rules:
 
 @dataclass
 class _Buffer:
-    """The outer-join buffer of one task: groups ``(ts, side byte, key bytes)`` (sorted, Kafka's iteration order),
-    each a list of waiting records ``(key, left, right, text, ts, closes_at, origin_step, side)``. The groups are
-    sorted only when a sweep passes its gate, which is rare: puts and deletions are one dict operation."""
+    """The outer-join buffer of one task between passes: its min time (``None``: Kafka's ``Long.MAX_VALUE``) and
+    its waiting records (see :func:`_sweeps`)."""
 
-    groups: dict = field(default_factory=dict)
     min_time: int | None = None
+    waiting: Any = None  # a _Waiting of the records still waiting, in arrival order
 
 
 @dataclass
@@ -282,8 +286,7 @@ def _segment(batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: boo
     # segment.
     carried = task.stored
     if carried is None:
-        empty = np.zeros(0, dtype=bool)
-        carried = (empty, pa.array([], key.type), pa.array([], value.type), np.zeros(0, np.int64), empty)
+        carried = (np.zeros(0, dtype=bool), pa.array([], key.type), pa.array([], value.type), np.zeros(0, np.int64))
     in_segment = np.flatnonzero(pc.is_in(carried[1], value_set=key).to_numpy(zero_copy_only=False))
     base = len(in_segment)
     all_right = np.concatenate([carried[0][in_segment], right])
@@ -331,10 +334,9 @@ def _segment(batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: boo
     swept: list[tuple[int, tuple]] = []
     if rules.buffered:
         texts = _unmatched_text(value, right, json_values)
-        was_put = np.concatenate([carried[4][in_segment], put])
-        deletes = _deletes(rules, pair_i, pair_j, all_right, group_of, all_ts, was_put)
-        events = (stream_time, valid, deletes, put)
-        swept = _replay_buffer(rules, task.buffer, key, value, texts, ts, side, step, closes_at, events, json_keys)
+        puts = _Waiting.of(key, value, texts, ts, side, step, closes_at, np.flatnonzero(put), json_keys)
+        partners = (pair_i, all_right[pair_j], all_ts[pair_j])
+        swept = _sweeps(rules, task.buffer, key, ts, side, stream_time, valid, puts, partners)
 
     columns = _rows(
         batch, schema, key, value, all_value, ts, right, step, case, pair_i, all_ts, pair_j, emit_now,
@@ -354,7 +356,6 @@ def _segment(batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: boo
         pa.concat_arrays([carried[1], key.take(keep)]).take(alive),
         pa.concat_arrays([carried[2], value.take(keep)]).take(alive),
         stored_ts[alive],
-        np.concatenate([carried[4], put[keep]])[alive],
     )
     return columns
 
@@ -374,132 +375,208 @@ def _unmatched_text(value: Any, right: Any, json_values: bool) -> Any:
     )
 
 
-def _deletes(rules: _Rules, pair_i, pair_j, all_right, group_of, all_ts, was_put) -> tuple:
-    """The pairs whose partner's ``<ts, side, key>`` group may hold a waiting record, as (record, partner is right,
-    partner ts); the loop deletes the group if it is there. Only stored records that were put count: a record that
-    waits but was not stored (behind its store's retention) makes every record of its ts invisible to later
-    fetches, so no partner of a later record shares its group."""
+_LATER = 2**62
+"""A position or time after every other (no deletion yet; Kafka's ``Long.MAX_VALUE`` min time)."""
+
+
+@dataclass
+class _Waiting:
+    """Records in the outer-join buffer (or put into it by a pass), as arrays in arrival order: the output's key,
+    left and right values and text, ts, the time the window closes, the origin step, the side (0 left, 1 right),
+    the key's bytes, and the position of the put in its pass (-1: an earlier pass)."""
+
+    key: Any
+    left: Any
+    right: Any
+    text: Any
+    ts: Any
+    closes: Any
+    origin: Any
+    side: Any
+    key_bytes: Any
+    position: Any
+
+    @classmethod
+    def of(cls, key, value, texts, ts, side, step, closes_at, puts, json_keys: bool) -> "_Waiting":
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        put_value = value.take(puts)
+        put_right = pa.array(side[puts] == 1)
+        nulls = pa.nulls(len(puts), value.type)
+        key_bytes = np.empty(len(puts), dtype=object)
+        key_bytes[:] = _serialized(key.take(puts), json_keys)
+        return cls(
+            key.take(puts),
+            pc.if_else(put_right, nulls, put_value),
+            pc.if_else(put_right, put_value, nulls),
+            texts.take(puts),
+            ts[puts],
+            closes_at[puts],
+            step[puts],
+            side[puts],
+            key_bytes,
+            puts,
+        )
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def then(self, later: "_Waiting") -> "_Waiting":
+        """These records (from earlier passes: position -1) followed by ``later``."""
+        import numpy as np
+        import pyarrow as pa
+
+        arrow = [pa.concat_arrays([a, b]) for a, b in zip(self.arrow(), later.arrow())]
+        arrays = [np.concatenate([a, b]) for a, b in zip(self.arrays()[:-1], later.arrays()[:-1])]
+        return _Waiting(*arrow, *arrays, np.concatenate([np.full(len(self), -1), later.position]))
+
+    def arrow(self) -> tuple:
+        return (self.key, self.left, self.right, self.text)
+
+    def arrays(self) -> tuple:
+        return (self.ts, self.closes, self.origin, self.side, self.key_bytes, self.position)
+
+    def take(self, rows: Any) -> "_Waiting":
+        import pyarrow as pa
+
+        picked = pa.array(rows, type=pa.int64())
+        return _Waiting(*(a.take(picked) for a in self.arrow()), *(a[rows] for a in self.arrays()))
+
+
+def _sweeps(rules: _Rules, buffer: _Buffer, key, ts, side, stream_time, valid, puts: _Waiting, partners) -> list:
+    """The outer-join buffer over one pass, vectorised but for its sweeps: which records a later partner deletes
+    (a whole ``<ts, side, key>`` group, at the first partner found after the put) is array work; the min time's
+    gate is a running minimum of the puts' ts since the last sweep that ran; only a sweep that passes the gate (about
+    once per window plus grace of stream time) reads the waiting records, in Kafka's order, in Python. Returns the
+    sweeps' outputs as ``(record, entry)``, ``entry`` as the processors' buffer holds it; ``buffer`` carries on."""
     import numpy as np
-
-    waiting = np.flatnonzero(was_put)
-    if not len(pair_i) or not len(waiting):
-        return pair_i[:0], all_right[:0], all_ts[:0]
-    times = np.unique(all_ts[waiting])
-    width = len(times) + 1
-    known = group_of[waiting] * width + np.searchsorted(times, all_ts[waiting])
-    partner_ts = all_ts[pair_j]
-    at = np.searchsorted(times, partner_ts)
-    hit = (at < len(times)) & (times[np.minimum(at, len(times) - 1)] == partner_ts)
-    hit &= np.isin(group_of[pair_j] * width + at, known)
-    hit &= np.where(all_right[pair_j], rules.outer[1], rules.outer[0])
-    return pair_i[hit], all_right[pair_j[hit]], partner_ts[hit]
-
-
-def _replay_buffer(
-    rules: _Rules,
-    buffer: _Buffer,
-    key: Any,
-    value: Any,
-    texts: Any,
-    ts: Any,
-    side: Any,
-    step: Any,
-    closes_at: Any,
-    events: tuple,
-    json_keys: bool,
-) -> list[tuple[int, tuple]]:
-    """Replay the buffer's events in processing order (per record: the sweep, the deletions its partners cause,
-    its own put), as ``StreamStreamJoin`` does; return the sweeps' outputs as ``(record, waiting entry)``.
-    ``events``: stream time after each record, the records that sweep if they are at stream time, the pairs
-    of :func:`_deletes`, the records put."""
-    import numpy as np
-
-    stream_time, valid, deletes, put = events
-
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    sweeps = np.flatnonzero(valid & (ts == stream_time))
-    puts = np.flatnonzero(put)
-    pair_i, partner_right, partner_ts = deletes
-    events_i = np.concatenate([sweeps, pair_i, puts])
-    kinds = np.concatenate([np.zeros(len(sweeps), np.int8), np.ones(len(pair_i), np.int8), np.full(len(puts), 2)])
-    refs = np.concatenate([np.arange(len(sweeps)), np.arange(len(pair_i)), np.arange(len(puts))])
-    order = np.lexsort((kinds, events_i))
-    # Per sweep: stream time, the processing side's gate and look-ahead.
-    sweep_now = stream_time[sweeps].tolist()
-    sweep_gate = np.where(side[sweeps] == 1, rules.gate[1], rules.gate[0]).tolist()
-    sweep_ahead = np.where(side[sweeps] == 1, rules.look_ahead[1], rules.look_ahead[0]).tolist()
-    # Per deletion: the partner's group; per put: its group and its entry. Kafka's side byte: right 0, left 1.
-    to_delete = list(
-        zip(partner_ts.tolist(), np.where(partner_right, 0, 1).tolist(), _serialized(key.take(pair_i), json_keys))
-    )
-    put_key = key.take(puts)
-    put_keys, put_ts, put_side = put_key.to_pylist(), ts[puts].tolist(), side[puts].tolist()
-    put_groups = list(zip(put_ts, (1 - side[puts]).tolist(), _serialized(put_key, json_keys)))
-    put_value = value.take(puts)
-    put_right = pa.array(side[puts] == 1)
-    nulls = pa.nulls(len(puts), value.type)
-    put_entries = list(
-        zip(
-            put_keys,
-            pc.if_else(put_right, nulls, put_value).to_pylist(),
-            pc.if_else(put_right, put_value, nulls).to_pylist(),
-            texts.take(puts).to_pylist(),
-            put_ts,
-            closes_at[puts].tolist(),
-            step[puts].tolist(),
-            put_side,
+    n = len(ts)
+    waiting = puts if buffer.waiting is None else buffer.waiting.then(puts)
+    count = len(waiting)
+    pair_i, partner_right, partner_ts = partners
+    outer_partner = np.where(partner_right, rules.outer[1], rules.outer[0])
+    pair_i, partner_right, partner_ts = pair_i[outer_partner], partner_right[outer_partner], partner_ts[outer_partner]
+    # Groups: (ts, side, key code) of every waiting record and every partner found.
+    codes = pc.dictionary_encode(pa.concat_arrays([waiting.key, key])).indices.to_numpy(zero_copy_only=False)
+    group_ts = np.concatenate([waiting.ts, partner_ts])
+    group_side = np.concatenate([waiting.side, partner_right.astype(np.int64)])
+    group_code = np.concatenate([codes[:count], codes[count + pair_i]]).astype(np.int64)
+    order = np.lexsort((group_code, group_side, group_ts))
+    new_group = np.ones(len(order), dtype=bool)
+    if len(order):
+        new_group[1:] = (
+            (np.diff(group_ts[order]) != 0) | (np.diff(group_side[order]) != 0) | (np.diff(group_code[order]) != 0)
         )
+    group = np.empty(len(order), dtype=np.int64)
+    group[order] = np.cumsum(new_group) - 1
+    # Deleted at: the first partner of the record's group found after its put.
+    width = n + 2
+    found = np.sort(group[count:] * width + pair_i + 1)
+    query = group[:count] * width + waiting.position + 2
+    at = np.searchsorted(found, query)
+    hit = at < len(found)
+    hit[hit] = found[at[hit]] < (group[:count][hit] + 1) * width
+    deleted_at = np.full(count, _LATER, dtype=np.int64)
+    deleted_at[hit] = found[at[hit]] - group[:count][hit] * width - 1
+    # The sweeps: records at stream time, in order, each gated by the min time (the smallest ts put since the last
+    # sweep that ran, or what that sweep left), taken a window of candidates at a time.
+    candidates = np.flatnonzero(valid & (ts == stream_time))
+    gates = np.where(side[candidates] == 1, rules.gate[1], rules.gate[0]) + rules.grace
+    put_at = np.flatnonzero(waiting.position >= 0)  # this pass's puts, by position
+    put_position, put_ts = waiting.position[put_at], waiting.ts[put_at]
+    emitted = np.zeros(count, dtype=bool)
+    swept: list = []
+    min_time = _LATER if buffer.min_time is None else buffer.min_time
+    since = 0  # the puts from this position on lower the min time
+    next_candidate = 0
+    while next_candidate < len(candidates):
+        window = slice(next_candidate, next_candidate + 256)
+        cands = candidates[window]
+        first_put, last_put = np.searchsorted(put_position, [since, cands[-1]], "left")
+        running = np.minimum.accumulate(np.append(min_time, put_ts[first_put:last_put]))
+        prior = running[np.searchsorted(put_position[first_put:last_put], cands, "left")]  # puts before each
+        fires = (prior < _LATER) & (prior + gates[window] < stream_time[cands])
+        if not fires.any():
+            min_time, since, next_candidate = int(running[-1]), int(cands[-1]), next_candidate + len(cands)
+            continue
+        sweep_at = int(cands[int(np.argmax(fires))])
+        present = np.flatnonzero(~emitted & (waiting.position < sweep_at) & (deleted_at >= sweep_at))
+        min_time, closed = _walk(rules, waiting, present, int(stream_time[sweep_at]), int(side[sweep_at]))
+        emitted[closed] = True
+        swept.extend((sweep_at, e) for e in closed)
+        since = sweep_at
+        next_candidate = int(np.searchsorted(candidates, sweep_at, "right"))
+    rest = put_ts[np.searchsorted(put_position, since, "left") :]
+    if len(rest):
+        min_time = min(min_time, int(rest.min()))
+    buffer.min_time = None if min_time >= _LATER else min_time
+    alive = np.flatnonzero(~emitted & (deleted_at >= _LATER))
+    buffer.waiting = waiting.take(alive)
+    if not swept:
+        return []
+    rows = np.array([e for _, e in swept], dtype=np.int64)
+    out = waiting.take(rows)
+    entries = zip(
+        out.key.to_pylist(),
+        out.left.to_pylist(),
+        out.right.to_pylist(),
+        out.text.to_pylist(),
+        out.ts.tolist(),
+        out.closes.tolist(),
+        out.origin.tolist(),
+        out.side.tolist(),
     )
-    grace, per_side = rules.grace, rules.per_side
-    left_only, left_closes = rules.outer == (True, False), rules.look_ahead[0] + rules.grace
-    groups = buffer.groups
-    swept: list[tuple[int, tuple]] = []
-    for i, kind, ref in zip(events_i[order].tolist(), kinds[order].tolist(), refs[order].tolist()):
-        if kind == 2:  # the record waits
-            group = put_groups[ref]
-            waiting = groups.get(group)
-            if waiting is None:
-                groups[group] = [put_entries[ref]]
-            else:
-                waiting.append(put_entries[ref])
-            min_time = buffer.min_time
-            if min_time is None or group[0] < min_time:
-                buffer.min_time = group[0]
-        elif kind == 1:  # a partner found: its whole <ts, side, key> group leaves the buffer
-            groups.pop(to_delete[ref], None)
-        else:  # the sweep, Kafka's emitNonJoinedOuterRecords
-            now = sweep_now[ref]
-            min_time = buffer.min_time
-            if min_time is None or min_time + sweep_gate[ref] + grace >= now:
-                continue
-            buffer.min_time = None
-            ordered = sorted(groups)
-            if per_side and left_only and ordered:
-                # Only left records wait (a left join): 3.8+'s walk never meets an open right entry, so it reads
-                # every group; each left entry closes at ts + after + grace, so the closed ones are a prefix.
-                for group in ordered:
-                    if group[0] + left_closes >= now:
-                        break
-                    swept.extend((i, entry) for entry in groups.pop(group))
-                buffer.min_time = ordered[-1][0]
-                continue
-            open_sides: set[int] = set()
-            for group in ordered:
-                buffer.min_time = group[0]
-                if len(open_sides) == 2:
-                    break
-                entries = groups[group]
-                closes = entries[0][5] if per_side else group[0] + sweep_ahead[ref] + grace
-                if closes >= now:
-                    if not per_side:
-                        break
-                    open_sides.add(entries[0][7])
-                    continue
-                swept.extend((i, entry) for entry in entries)
-                del groups[group]
-    return swept
+    return [(i, entry) for (i, _), entry in zip(swept, entries)]
+
+
+def _walk(rules: _Rules, waiting: _Waiting, present: Any, now: int, side: int) -> tuple[int, list[int]]:
+    """One sweep that passed its gate, Kafka's ``emitNonJoinedOuterRecords`` over the ``present`` records of
+    ``waiting`` (a record of ``side`` at stream time ``now``): the min time it leaves and the records it emits, in
+    Kafka's order (ts, right before left, key bytes, arrival).
+
+    Kafka walks the groups in that order. Every record of one side closes at its ts plus a constant (3.8+: its own
+    side's look-ahead plus grace; before: the processing side's), so a side's closed records come before its
+    first open one. 3.1 to 3.7 stop at the first open group: they emit every closed record and leave the first open
+    ts (or the last ts, if all closed). 3.8+ go on until both sides have met an open group, then read one more: they
+    also emit every closed record, and leave the ts of the group after the later of the two sides' first open
+    groups (the last group's ts if there is none after it, or if a side never meets an open group)."""
+    ts, key_bytes, closes, sides = waiting.ts, waiting.key_bytes, waiting.closes, waiting.side
+    if not len(present):
+        return _LATER, []
+    present_ts = ts[present]
+    if rules.per_side:
+        shut = closes[present] < now
+    else:
+        shut = present_ts + rules.look_ahead[side] + rules.grace < now
+    closed = present[shut]
+    order = sorted(zip(ts[closed].tolist(), (1 - sides[closed]).tolist(), key_bytes[closed].tolist(), closed.tolist()))
+    emitted = [entry[3] for entry in order]
+    still = present[~shut]
+    if not len(still):
+        return int(present_ts.max()), emitted
+    if not rules.per_side:
+        return int(ts[still].min()), emitted
+    firsts = []
+    for side_byte in (0, 1):
+        mine = still[(1 - sides[still]) == side_byte]
+        if len(mine):
+            first_ts = int(ts[mine].min())
+            firsts.append((first_ts, side_byte, min(key_bytes[mine[ts[mine] == first_ts]].tolist())))
+    if len(firsts) < 2:
+        return int(present_ts.max()), emitted
+    second = max(firsts)
+    after = still[ts[still] >= second[0]]
+    following = [
+        entry
+        for entry in zip(ts[after].tolist(), (1 - sides[after]).tolist(), key_bytes[after].tolist())
+        if entry > second
+    ]
+    return (min(following)[0] if following else second[0]), emitted
 
 
 def _serialized(keys: Any, json_keys: bool) -> list[bytes]:
