@@ -42,7 +42,8 @@ in the table's last column), ``--repeat 2``, reference engine on 10^4 records:
 =============  =====  ==========  ===========  ==========  ==========  ===========  ===========
 join           N      path        kjoin rec/s  equi rec/s  kjoin/equi  kafka rec/s  kjoin/kafka
 =============  =====  ==========  ===========  ==========  ==========  ===========  ===========
-stream-stream  10^6   processors  21,442       122,915     0.17        1,789        11.98
+stream-stream  10^6   vectorised  143,182      276,664     0.52        5,966        24.00
+stream-stream  10^6   processors  27,768       276,664     0.10        5,966        4.65
 stream-table   10^6   vectorised  415,681      667,884     0.62        128,185      3.24
 stream-table   10^6   native      343,758      667,884     0.51        128,185      2.68
 table-table    10^6   vectorised  338,265      557,108     0.61        71,906       4.70
@@ -53,8 +54,11 @@ table-table    10^7   vectorised  225,008      556,338     0.40        55,653   
 table-table    10^7   native      252,328      556,338     0.45        55,653       4.53
 =============  =====  ==========  ===========  ==========  ==========  ===========  ===========
 
-(stream-stream: an earlier run, the Kafka replay then sweeping its outer-join buffer on every
-record.) The day before, idle, the stream-stream processors ran 0.05x the equi-join at 10^7.
+(stream-stream: ``--repeat 1``, load 3; an earlier run at load 6 gave 158K against 223K, 0.71x.) At
+10^7, timed with this module's functions without the Kafka replay (hours at its 2-6K rec/s): stream-stream
+left vectorised 181K rec/s and inner 194K against the equi-join's 737K (0.25x, 0.26x; load 2.5 rising to
+7 during kjoin's runs); an earlier run at load 4-5: 156K and 167K against 409K (0.38x, 0.41x). The day
+before, idle, the stream-stream processors ran 0.05x the equi-join at 10^7.
 Timing order matters on a loaded machine: the path timed right after the Kafka replay's JVM
 ran up to 2x slower, hence the baselines outside Spark come last and ``--repeat`` alternates.
 Peak memory stays at the JVM's heap limit (``spark.driver.memory`` 3g): 2.1-2.2 GB at 10^6,

@@ -114,7 +114,12 @@ def test_processors_still_equal_the_reference_engine_on_native_joins(spark):
     [
         (
             Scenario.from_notation(
-                "stream-stream", "left", left="1:A", right="2:a", window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}
+                "stream-stream",
+                "left",
+                left="1:A",
+                right="2:a",
+                window={"before_ms": 5, "after_ms": 5, "grace_ms": 0},
+                semantics="0.10.0",
             ),
             None,
             "stream-stream join",

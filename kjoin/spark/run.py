@@ -393,7 +393,8 @@ def run_join(
     """Join two topics on Spark, as Kafka Streams would: ``join`` is ``stream-stream``,
     ``stream-table`` or ``table-table``, ``variant`` inner/left/outer, ``semantics`` a Kafka
     version (default: the latest), ``window`` the stream-stream window. ``method``:
-    ``"vectorised"`` (numpy/pyarrow passes per Kafka task, :mod:`kjoin.spark.vectorised`),
+    ``"vectorised"`` (numpy/pyarrow passes per Kafka task, :mod:`kjoin.spark.vectorised`; stream-stream
+    joins :mod:`kjoin.spark.vectorised_stream`),
     ``"native"`` (Spark SQL window functions, :mod:`kjoin.spark.native`), both refused where
     not exact, ``"processors"`` (kjoin's processors per Kafka task) or ``"auto"`` (the first
     of vectorised, native, processors that is exact; :attr:`SparkRun.method` says which;
@@ -610,17 +611,20 @@ def _execute(
     sort = ["scenario", "partition", "_order_ts", "_side_rank", "offset"]
     columns = ("scenario", "partition", "side", "key", "value", "ts", "offset", "position")
     if method in ("auto", "vectorised"):
-        from . import vectorised
+        from . import vectorised, vectorised_stream
 
-        why = vectorised.unsupported(
+        streams = bool(configs) and all(config.join == "stream-stream" for config in configs.values())
+        why = (vectorised_stream if streams else vectorised).unsupported(
             configs, joiner, key_type, value_type, json_keys=json_keys, json_values=json_values
         )
         if why is None:
             ordered = group_by_task(records, partitioned, spark_partitions).sortWithinPartitions(*sort)
-            results = ordered.select(*columns).mapInArrow(
-                vectorised.vectorised_function(dict(configs), json_values=json_values),
-                result_schema(key_type, value_type),
+            function = (
+                vectorised_stream.stream_function(dict(configs), json_keys=json_keys, json_values=json_values)
+                if streams
+                else vectorised.vectorised_function(dict(configs), json_values=json_values)
             )
+            results = ordered.select(*columns).mapInArrow(function, result_schema(key_type, value_type))
             return SparkRun(records, results, configs, json_keys, json_values, method="vectorised")
         if method == "vectorised":
             raise SparkInputError(

@@ -19,8 +19,9 @@ stream-stream left join (window ±1 s), 30K for table-table, 50K for stream-tabl
 loop (row tuples transposed once per batch, enum texts from dicts) was measured and was no
 faster within noise, so this loop stays the plain one. Stream-table and table-table joins
 over unversioned tables run as vectorised array passes instead (:mod:`kjoin.spark.vectorised`,
-about 15x the processors' CPU throughput per record), or natively (:mod:`kjoin.spark.native`).
-"""
+about 15x the processors' CPU throughput per record), or natively (:mod:`kjoin.spark.native`); stream-stream
+joins from 0.10.2 as a vectorised band join with a small loop over the outer-join buffer's events only
+(:mod:`kjoin.spark.vectorised_stream`)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,713 @@
+"""Vectorised per-task pass for KStream-KStream joins: the window stores' band join and the outer-join
+buffer as numpy/pyarrow array work inside ``mapInArrow``, with Python only for the buffer's rare sweeps.
+
+Which joins: stream-stream inner, left and outer from KIP-77 (0.10.2) on, every later era (output
+timestamps before and from 2.0, window segments before 3.4 and hidden expired records from 3.4, stream
+time after a skipped record before and from 3.7, KIP-962's null keys, the outer-join buffer's three
+sweeps of 3.1.0, 3.1.1 to 3.7 and 3.8+, eager left/outer results before 3.1 and with the deprecated
+window API), the default joiner, string and integer keys and values (:func:`unsupported` says what is
+refused; ``method="auto"`` then runs the processors).
+
+How it works. Records arrive as on the processor path (:mod:`kjoin.spark.task`), each Kafka task's
+together and in processing order; Spark's Arrow batches are joined into passes of at least
+:data:`COALESCE_ROWS` records. Per pass and task:
+
+1. stream time and each window store's observed time (the largest timestamp put into it) before every
+   record are running maxima (``np.maximum.accumulate``) continued from the task's earlier passes;
+   whether a record is stored (not behind its own store's retention, or its segment not dropped before
+   3.4) and which of the other store's records a fetch can still see follow from them;
+2. the band join: the stored records (this pass's and those carried from earlier passes whose key
+   occurs in it) are sorted by (key code, side, ts, arrival); each record's partners are one
+   ``searchsorted`` range over ``[max(ts - look_back, visible from), ts + look_ahead]`` of the other
+   side's block of its key, keeping those that arrived before it: the fetch's (ts, arrival) order;
+3. every record's fate and reason come from array masks (null key, null value, joined, no partner,
+   expired, emitted with null at once, buffered until ``ts + look_ahead + grace``);
+4. 3.1+ left/outer joins: when a later partner deletes a waiting record's ``<ts, side, key>`` group is a
+   sorted search; the buffer's min time, which gates the sweep at a record at stream time, is a running
+   minimum of the puts' ts since the last sweep that ran; only a sweep that passes the gate (about once per
+   window plus grace of stream time in a left join) looks at the waiting records, and Kafka's walk over them
+   reduces to "every closed record, in ``<ts, side, key>`` order" plus the min time it leaves
+   (:func:`_walk`), since each side's records close at their ts plus a constant.
+
+What a task carries from pass to pass: its stream time and observed times, its step count, the stored
+records still visible (``ts`` at or after the store's visible-from time: bounded by the window's
+retention, not by the task's size) and the outer-join buffer's waiting records and min time (bounded by
+the window and grace).
+
+Measured (``python -m kjoin.bench``, 4 Kafka partitions, 10^5 keys, window ±1 s, grace 100 ms, 2-core
+machine shared with other jobs): see the table in :mod:`kjoin.bench`. Outside Spark, one task of 10^5 of
+the benchmark's records: inner about 800K records/s of CPU, left 390K, outer 100K (Kafka 3.8+'s outer
+sweep leaves a min time just inside the window, so it runs at almost every advance of stream time), against
+the processors' 70K, 46K and 6K.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping
+
+from ..fates import Fate, Reason
+from ..partitioner import serialize_key
+from ..records import OutputKind
+from ..scenario import Scenario
+from ..stores.window import MIN_SEGMENT_INTERVAL_MS
+from .task import RESULT_FIELDS, _arrow_schema
+from .vectorised import VALUE_TYPES, _render
+
+__all__ = ["unsupported", "stream_function"]
+
+_NONE = -(2**62)
+"""A time not known yet (Kafka's ``-1`` for a store's observed time, ``Long.MIN_VALUE`` for stream time)."""
+
+
+def unsupported(
+    configs: Mapping[int, Scenario],
+    joiner: Callable[[Any, Any], Any] | None,
+    key_type: str,
+    value_type: str,
+    json_keys: bool,
+    json_values: bool,
+) -> str | None:
+    """Why the vectorised stream-stream pass cannot run these scenarios exactly, or ``None`` when it can."""
+    if joiner is not None:
+        return "a custom joiner (the vectorised pass computes only the default joiner, render(left)-render(right))"
+    if value_type not in VALUE_TYPES:
+        return f"{value_type} values (vectorised: {', '.join(VALUE_TYPES)} only)"
+    if key_type not in VALUE_TYPES:
+        return f"{key_type} keys (vectorised: {', '.join(VALUE_TYPES)} only)"
+    if json_values and not json_keys:
+        return "JSON values from a reader (the processors re-encode JSON canonically; the vectorised pass cannot)"
+    for scenario_id, config in configs.items():
+        where = f"scenario {scenario_id}" if len(configs) > 1 else "the join"
+        if config.join != "stream-stream":
+            return f"{where} is a {config.join} join (vectorised stream-stream pass: stream-stream only)"
+        if not config.semantics.kip77:
+            return (
+                f"{where} is a stream-stream join with {config.semantics} semantics (before KIP-77 null values "
+                "trigger lookups and a left join keeps no left store; vectorised: 0.10.2 and later)"
+            )
+        topology = [
+            name
+            for name, on in (
+                ("chained joins (then)", bool(config.then)),
+                ("a self-join", config.self_join or config.optimize),
+            )
+            if on
+        ]
+        if topology:
+            return f"{where} has {' and '.join(topology)} (vectorised: one plain join per scenario)"
+        if json_keys:
+            for index, event in enumerate(config.events):
+                key = getattr(event, "key", None)
+                if isinstance(key, (bool, float)):
+                    return (
+                        f"{where}, events[{index}].key is {key!r}: a boolean or float key may equal a key of "
+                        "another type in Python but not in Spark"
+                    )
+    return None
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """One scenario's window and era, as the numbers the pass needs (index 0: left, 1: right)."""
+
+    look_back: tuple[int, int]
+    look_ahead: tuple[int, int]
+    outer: tuple[bool, bool]
+    grace: int
+    retention: int
+    segment_interval: int
+    hides_expired: bool
+    buffered: bool
+    output_ts_is_max: bool
+    skipped_advance: bool
+    forward_null_keys: bool
+    per_side: bool
+    gate: tuple[int, int]
+
+    @classmethod
+    def of(cls, config: Scenario) -> "_Rules":
+        window, semantics, variant = config.window, config.semantics, config.variant
+        assert window is not None
+        look_back = (window.before_ms, window.after_ms)
+        look_ahead = (window.after_ms, window.before_ms)
+        per_side = semantics.outer_join_sweep_per_side
+        looks_back = semantics.outer_join_sweep_gate_looks_back and not per_side
+        return cls(
+            look_back=look_back,
+            look_ahead=look_ahead,
+            outer=(variant in ("left", "outer"), variant == "outer"),
+            grace=window.effective_grace_ms,
+            retention=window.retention_ms,
+            segment_interval=max(window.retention_ms // 2, MIN_SEGMENT_INTERVAL_MS),
+            hides_expired=semantics.window_store_hides_expired,
+            buffered=variant != "inner" and semantics.spurious_result_fix and not window.deprecated_api,
+            output_ts_is_max=semantics.stream_stream_output_ts_is_max,
+            skipped_advance=semantics.skipped_records_advance_stream_time,
+            forward_null_keys=semantics.skipped_records_advance_stream_time and semantics.relaxed_null_keys,
+            per_side=per_side,
+            gate=look_back if looks_back else look_ahead,
+        )
+
+    def visible_from(self, observed: Any) -> Any:
+        """The oldest timestamp a window store whose observed time is ``observed`` still holds (``_NONE`` before
+        its first put): ``WindowStore.visible_from`` over arrays."""
+        import numpy as np
+
+        if self.hides_expired:
+            start = observed - self.retention + 1
+        else:
+            start = np.maximum(((observed - self.retention) // self.segment_interval) * self.segment_interval, 0)
+        return np.where(observed == _NONE, _NONE, start)
+
+
+@dataclass
+class _Buffer:
+    """The outer-join buffer of one task between passes: its min time (``None``: Kafka's ``Long.MAX_VALUE``) and
+    its waiting records (see :func:`_sweeps`)."""
+
+    min_time: int | None = None
+    waiting: Any = None  # a _Waiting of the records still waiting, in arrival order
+
+
+@dataclass
+class _Task:
+    """What one Kafka task carries from one Arrow batch to the next."""
+
+    rank: int = 0
+    observed: list = field(default_factory=lambda: [_NONE, _NONE])
+    stream_time: int = _NONE
+    stored: Any = None  # (is_right, key, value, ts) of the stored records still visible
+    buffer: _Buffer = field(default_factory=_Buffer)
+
+
+COALESCE_ROWS = 65_536
+"""Input batches are joined into batches of at least this many records before a pass (Spark's Arrow batches hold
+10^4 by default): each pass re-reads the carried records of its keys, so fewer, larger passes cost less. Measured
+outside Spark on the benchmark's left join (one task of 250K records, load ~7): 213K rec/s of CPU in passes of 10^4
+records, 259K in passes of 5 x 10^4."""
+
+
+def _coalesced(batches: Iterator[Any], rows: int) -> Iterator[Any]:
+    """``batches`` joined into batches of at least ``rows`` records (the last may hold fewer), in order."""
+    import pyarrow as pa
+
+    pending: list[Any] = []
+    count = 0
+    for batch in batches:
+        pending.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield pa.concat_batches(pending) if len(pending) > 1 else pending[0]
+            pending, count = [], 0
+    if pending:
+        yield pa.concat_batches(pending) if len(pending) > 1 else pending[0]
+
+
+def stream_function(
+    configs: Mapping[int, Scenario], json_keys: bool = False, json_values: bool = False, rows: int | None = None
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function: input batches as :func:`kjoin.spark.task.task_function` takes them (sorted by
+    processing position within each task), output rows of :data:`kjoin.spark.task.RESULT_FIELDS` in emission
+    order within each task. ``rows``: see :data:`COALESCE_ROWS` (1: every input batch is a pass of its own)."""
+    if any(c.join != "stream-stream" for c in configs.values()):
+        raise ValueError("vectorised_stream: stream-stream joins only")
+    rules = {i: _Rules.of(c) for i, c in configs.items()}
+    rows = COALESCE_ROWS if rows is None else rows
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import numpy as np
+
+        group: tuple[int, int] | None = None
+        task = _Task()
+        schema = None
+        for batch in _coalesced(batches, rows):
+            if schema is None:
+                schema = _arrow_schema(batch.schema)
+            n = batch.num_rows
+            if n == 0:
+                continue
+            scenario = batch.column("scenario").to_numpy(zero_copy_only=False)
+            partition = batch.column("partition").to_numpy(zero_copy_only=False)
+            edges = np.flatnonzero((scenario[1:] != scenario[:-1]) | (partition[1:] != partition[:-1])) + 1
+            bounds = [0, *edges.tolist(), n]
+            for start, end in zip(bounds[:-1], bounds[1:]):
+                key = (int(scenario[start]), int(partition[start]))
+                if key != group:
+                    group, task = key, _Task()
+                yield _segment(batch.slice(start, end - start), rules[key[0]], task, schema, json_keys, json_values)
+
+    return run
+
+
+def _segment(batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: bool, json_values: bool) -> Any:
+    """The result rows of one task's consecutive records; ``task`` is updated to carry on after them."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    key, value = batch.column("key"), batch.column("value")
+    ts = pc.cast(batch.column("ts"), pa.int64()).to_numpy(zero_copy_only=False)
+    right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
+    side = right.astype(np.int64)
+    key_null = pc.is_null(key).to_numpy(zero_copy_only=False)
+    value_null = pc.is_null(value).to_numpy(zero_copy_only=False)
+    valid = ~key_null & ~value_null
+    position = batch.column("position")
+    if position.null_count == n:
+        step = np.arange(task.rank, task.rank + n, dtype=np.int64)
+    else:
+        step = pc.cast(position, pa.int64()).to_numpy(zero_copy_only=False)
+    task.rank += n
+
+    # 1. Stream time after each record advanced it, each store's observed time before each record.
+    advances = np.ones(n, dtype=bool) if rules.skipped_advance else valid
+    stream_time = np.maximum(np.maximum.accumulate(np.where(advances, ts, _NONE)), task.stream_time)
+    task.stream_time = int(stream_time[-1])
+    observed_before = []
+    for s in (0, 1):
+        running = np.maximum(np.maximum.accumulate(np.where(valid & (side == s), ts, _NONE)), task.observed[s])
+        before = np.empty(n, dtype=np.int64)
+        before[0] = task.observed[s]
+        before[1:] = running[:-1]
+        observed_before.append(before)
+        task.observed[s] = int(running[-1])
+    own_observed = np.where(right, observed_before[1], observed_before[0])
+    other_observed = np.where(right, observed_before[0], observed_before[1])
+    stored = valid & (ts >= rules.visible_from(np.maximum(own_observed, ts)))
+    look_back = np.where(right, rules.look_back[1], rules.look_back[0])
+    look_ahead = np.where(right, rules.look_ahead[1], rules.look_ahead[0])
+    outer = np.where(right, rules.outer[1], rules.outer[0])
+    time_to = np.maximum(0, ts + look_ahead)
+    time_from = np.maximum(np.maximum(0, ts - look_back), rules.visible_from(other_observed))
+
+    # 2. The band join over the carried stored records of the segment's keys (first: they arrived earlier) and the
+    # segment.
+    carried = task.stored
+    if carried is None:
+        carried = (np.zeros(0, dtype=bool), pa.array([], key.type), pa.array([], value.type), np.zeros(0, np.int64))
+    in_segment = np.flatnonzero(pc.is_in(carried[1], value_set=key).to_numpy(zero_copy_only=False))
+    base = len(in_segment)
+    all_right = np.concatenate([carried[0][in_segment], right])
+    all_key = pa.concat_arrays([carried[1].take(in_segment), key])
+    all_value = pa.concat_arrays([carried[2].take(in_segment), value])
+    all_ts = np.concatenate([carried[3][in_segment], ts])
+    codes = pc.fill_null(pc.dictionary_encode(all_key).indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    group_of = codes * 2 + all_right
+    candidates = np.concatenate([np.arange(base), base + np.flatnonzero(stored)])
+    candidates = candidates[np.lexsort((candidates, all_ts[candidates], group_of[candidates]))]
+    times = np.unique(all_ts[candidates])
+    width = len(times) + 2
+    sorted_keys = group_of[candidates] * width + np.searchsorted(times, all_ts[candidates]) + 1
+    probes = np.flatnonzero(valid)
+    target = codes[base + probes] * 2 + (1 - side[probes])
+    low = target * width + np.searchsorted(times, time_from[probes], "left") + 1
+    high = target * width + np.searchsorted(times, time_to[probes], "right")
+    first = np.searchsorted(sorted_keys, low, "left")
+    count = np.maximum(np.searchsorted(sorted_keys, high, "right") - first, 0)
+    total = int(count.sum())
+    pair_i = np.repeat(probes, count)
+    within = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+    pair_j = candidates[np.repeat(first, count) + within]
+    earlier = pair_j < base + pair_i  # processed before the record: a store never holds what comes later
+    pair_i, pair_j = pair_i[earlier], pair_j[earlier]
+    matched = np.bincount(pair_i, minlength=n) > 0
+
+    # 3. Fates.
+    unmatched = valid & ~matched
+    forward = key_null & ~value_null & outer & rules.forward_null_keys
+    if rules.buffered:
+        emit_now = unmatched & outer & (time_to < stream_time)
+        put = unmatched & outer & (time_to >= stream_time)
+    else:
+        emit_now = unmatched & outer
+        put = np.zeros(n, dtype=bool)
+    closes_at = ts + look_ahead + rules.grace
+    case = np.select(
+        [key_null & ~forward, ~key_null & value_null, unmatched & ~outer & stored, unmatched & ~outer, put],
+        [1, 2, 3, 4, 5],
+        default=0,
+    )
+
+    # 4. The outer-join buffer's events.
+    swept: list[tuple[int, tuple]] = []
+    if rules.buffered:
+        texts = _unmatched_text(value, right, json_values)
+        puts = _Waiting.of(key, value, texts, ts, side, step, closes_at, np.flatnonzero(put), json_keys)
+        partners = (pair_i, all_right[pair_j], all_ts[pair_j])
+        swept = _sweeps(rules, task.buffer, key, ts, side, stream_time, valid, puts, partners)
+
+    columns = _rows(
+        batch, schema, key, value, all_value, ts, right, step, case, pair_i, all_ts, pair_j, emit_now,
+        forward, swept, closes_at, rules, json_values,
+    )  # fmt: skip
+
+    # What the task carries on: every stored record its store still shows.
+    keep = np.flatnonzero(stored)
+    stored_right = np.concatenate([carried[0], right[keep]])
+    stored_ts = np.concatenate([carried[3], ts[keep]])
+    visible = stored_ts >= np.where(
+        stored_right, rules.visible_from(np.array(task.observed[1])), rules.visible_from(np.array(task.observed[0]))
+    )
+    alive = np.flatnonzero(visible)
+    task.stored = (
+        stored_right[alive],
+        pa.concat_arrays([carried[1], key.take(keep)]).take(alive),
+        pa.concat_arrays([carried[2], value.take(keep)]).take(alive),
+        stored_ts[alive],
+    )
+    return columns
+
+
+def _unmatched_text(value: Any, right: Any, json_values: bool) -> Any:
+    """The joiner's text of every record joined with null: ``value-null`` on the left, ``null-value`` on the
+    right."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = _render(value, json_values)
+    null = pa.scalar("null")
+    return pc.if_else(
+        pa.array(right),
+        pc.binary_join_element_wise(null, text, "-"),
+        pc.binary_join_element_wise(text, null, "-"),
+    )
+
+
+_LATER = 2**62
+"""A position or time after every other (no deletion yet; Kafka's ``Long.MAX_VALUE`` min time)."""
+
+
+@dataclass
+class _Waiting:
+    """Records in the outer-join buffer (or put into it by a pass), as arrays in arrival order: the output's key,
+    left and right values and text, ts, the time the window closes, the origin step, the side (0 left, 1 right),
+    the key's bytes, and the position of the put in its pass (-1: an earlier pass)."""
+
+    key: Any
+    left: Any
+    right: Any
+    text: Any
+    ts: Any
+    closes: Any
+    origin: Any
+    side: Any
+    key_bytes: Any
+    position: Any
+
+    @classmethod
+    def of(cls, key, value, texts, ts, side, step, closes_at, puts, json_keys: bool) -> "_Waiting":
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        put_value = value.take(puts)
+        put_right = pa.array(side[puts] == 1)
+        nulls = pa.nulls(len(puts), value.type)
+        key_bytes = np.empty(len(puts), dtype=object)
+        key_bytes[:] = _serialized(key.take(puts), json_keys)
+        return cls(
+            key.take(puts),
+            pc.if_else(put_right, nulls, put_value),
+            pc.if_else(put_right, put_value, nulls),
+            texts.take(puts),
+            ts[puts],
+            closes_at[puts],
+            step[puts],
+            side[puts],
+            key_bytes,
+            puts,
+        )
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def then(self, later: "_Waiting") -> "_Waiting":
+        """These records (from earlier passes: position -1) followed by ``later``."""
+        import numpy as np
+        import pyarrow as pa
+
+        arrow = [pa.concat_arrays([a, b]) for a, b in zip(self.arrow(), later.arrow())]
+        arrays = [np.concatenate([a, b]) for a, b in zip(self.arrays()[:-1], later.arrays()[:-1])]
+        return _Waiting(*arrow, *arrays, np.concatenate([np.full(len(self), -1), later.position]))
+
+    def arrow(self) -> tuple:
+        return (self.key, self.left, self.right, self.text)
+
+    def arrays(self) -> tuple:
+        return (self.ts, self.closes, self.origin, self.side, self.key_bytes, self.position)
+
+    def take(self, rows: Any) -> "_Waiting":
+        import pyarrow as pa
+
+        picked = pa.array(rows, type=pa.int64())
+        return _Waiting(*(a.take(picked) for a in self.arrow()), *(a[rows] for a in self.arrays()))
+
+
+def _sweeps(rules: _Rules, buffer: _Buffer, key, ts, side, stream_time, valid, puts: _Waiting, partners) -> list:
+    """The outer-join buffer over one pass, vectorised but for its sweeps: which records a later partner deletes
+    (a whole ``<ts, side, key>`` group, at the first partner found after the put) is array work; the min time's
+    gate is a running minimum of the puts' ts since the last sweep that ran; only a sweep that passes the gate (about
+    once per window plus grace of stream time) reads the waiting records, in Kafka's order, in Python. Returns the
+    sweeps' outputs as ``(record, entry)``, ``entry`` as the processors' buffer holds it; ``buffer`` carries on."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(ts)
+    waiting = puts if buffer.waiting is None else buffer.waiting.then(puts)
+    count = len(waiting)
+    pair_i, partner_right, partner_ts = partners
+    outer_partner = np.where(partner_right, rules.outer[1], rules.outer[0])
+    pair_i, partner_right, partner_ts = pair_i[outer_partner], partner_right[outer_partner], partner_ts[outer_partner]
+    # Groups: (ts, side, key code) of every waiting record and every partner found.
+    codes = pc.dictionary_encode(pa.concat_arrays([waiting.key, key])).indices.to_numpy(zero_copy_only=False)
+    group_ts = np.concatenate([waiting.ts, partner_ts])
+    group_side = np.concatenate([waiting.side, partner_right.astype(np.int64)])
+    group_code = np.concatenate([codes[:count], codes[count + pair_i]]).astype(np.int64)
+    order = np.lexsort((group_code, group_side, group_ts))
+    new_group = np.ones(len(order), dtype=bool)
+    if len(order):
+        new_group[1:] = (
+            (np.diff(group_ts[order]) != 0) | (np.diff(group_side[order]) != 0) | (np.diff(group_code[order]) != 0)
+        )
+    group = np.empty(len(order), dtype=np.int64)
+    group[order] = np.cumsum(new_group) - 1
+    # Deleted at: the first partner of the record's group found after its put.
+    width = n + 2
+    found = np.sort(group[count:] * width + pair_i + 1)
+    query = group[:count] * width + waiting.position + 2
+    at = np.searchsorted(found, query)
+    hit = at < len(found)
+    hit[hit] = found[at[hit]] < (group[:count][hit] + 1) * width
+    deleted_at = np.full(count, _LATER, dtype=np.int64)
+    deleted_at[hit] = found[at[hit]] - group[:count][hit] * width - 1
+    # The sweeps: records at stream time, in order, each gated by the min time (the smallest ts put since the last
+    # sweep that ran, or what that sweep left), taken a window of candidates at a time.
+    candidates = np.flatnonzero(valid & (ts == stream_time))
+    gates = np.where(side[candidates] == 1, rules.gate[1], rules.gate[0]) + rules.grace
+    put_at = np.flatnonzero(waiting.position >= 0)  # this pass's puts, by position
+    put_position, put_ts = waiting.position[put_at], waiting.ts[put_at]
+    emitted = np.zeros(count, dtype=bool)
+    swept: list = []
+    min_time = _LATER if buffer.min_time is None else buffer.min_time
+    since = 0  # the puts from this position on lower the min time
+    next_candidate = 0
+    while next_candidate < len(candidates):
+        window = slice(next_candidate, next_candidate + 256)
+        cands = candidates[window]
+        first_put, last_put = np.searchsorted(put_position, [since, cands[-1]], "left")
+        running = np.minimum.accumulate(np.append(min_time, put_ts[first_put:last_put]))
+        prior = running[np.searchsorted(put_position[first_put:last_put], cands, "left")]  # puts before each
+        fires = (prior < _LATER) & (prior + gates[window] < stream_time[cands])
+        if not fires.any():
+            min_time, since, next_candidate = int(running[-1]), int(cands[-1]), next_candidate + len(cands)
+            continue
+        sweep_at = int(cands[int(np.argmax(fires))])
+        present = np.flatnonzero(~emitted & (waiting.position < sweep_at) & (deleted_at >= sweep_at))
+        min_time, closed = _walk(rules, waiting, present, int(stream_time[sweep_at]), int(side[sweep_at]))
+        emitted[closed] = True
+        swept.extend((sweep_at, e) for e in closed)
+        since = sweep_at
+        next_candidate = int(np.searchsorted(candidates, sweep_at, "right"))
+    rest = put_ts[np.searchsorted(put_position, since, "left") :]
+    if len(rest):
+        min_time = min(min_time, int(rest.min()))
+    buffer.min_time = None if min_time >= _LATER else min_time
+    alive = np.flatnonzero(~emitted & (deleted_at >= _LATER))
+    buffer.waiting = waiting.take(alive)
+    if not swept:
+        return []
+    rows = np.array([e for _, e in swept], dtype=np.int64)
+    out = waiting.take(rows)
+    entries = zip(
+        out.key.to_pylist(),
+        out.left.to_pylist(),
+        out.right.to_pylist(),
+        out.text.to_pylist(),
+        out.ts.tolist(),
+        out.closes.tolist(),
+        out.origin.tolist(),
+        out.side.tolist(),
+    )
+    return [(i, entry) for (i, _), entry in zip(swept, entries)]
+
+
+def _walk(rules: _Rules, waiting: _Waiting, present: Any, now: int, side: int) -> tuple[int, list[int]]:
+    """One sweep that passed its gate, Kafka's ``emitNonJoinedOuterRecords`` over the ``present`` records of
+    ``waiting`` (a record of ``side`` at stream time ``now``): the min time it leaves and the records it emits, in
+    Kafka's order (ts, right before left, key bytes, arrival).
+
+    Kafka walks the groups in that order. Every record of one side closes at its ts plus a constant (3.8+: its own
+    side's look-ahead plus grace; before: the processing side's), so a side's closed records come before its
+    first open one. 3.1 to 3.7 stop at the first open group: they emit every closed record and leave the first open
+    ts (or the last ts, if all closed). 3.8+ go on until both sides have met an open group, then read one more: they
+    also emit every closed record, and leave the ts of the group after the later of the two sides' first open
+    groups (the last group's ts if there is none after it, or if a side never meets an open group)."""
+    ts, key_bytes, closes, sides = waiting.ts, waiting.key_bytes, waiting.closes, waiting.side
+    if not len(present):
+        return _LATER, []
+    present_ts = ts[present]
+    if rules.per_side:
+        shut = closes[present] < now
+    else:
+        shut = present_ts + rules.look_ahead[side] + rules.grace < now
+    closed = present[shut]
+    order = sorted(zip(ts[closed].tolist(), (1 - sides[closed]).tolist(), key_bytes[closed].tolist(), closed.tolist()))
+    emitted = [entry[3] for entry in order]
+    still = present[~shut]
+    if not len(still):
+        return int(present_ts.max()), emitted
+    if not rules.per_side:
+        return int(ts[still].min()), emitted
+    firsts = []
+    for side_byte in (0, 1):
+        mine = still[(1 - sides[still]) == side_byte]
+        if len(mine):
+            first_ts = int(ts[mine].min())
+            firsts.append((first_ts, side_byte, min(key_bytes[mine[ts[mine] == first_ts]].tolist())))
+    if len(firsts) < 2:
+        return int(present_ts.max()), emitted
+    second = max(firsts)
+    still_ts = ts[still]
+    tied = still[still_ts == second[0]]
+    if any(entry > second for entry in zip(ts[tied].tolist(), (1 - sides[tied]).tolist(), key_bytes[tied].tolist())):
+        return second[0], emitted  # a group after it at the same ts
+    later = still_ts[still_ts > second[0]]
+    return (int(later.min()) if len(later) else second[0]), emitted
+
+
+def _serialized(keys: Any, json_keys: bool) -> list[bytes]:
+    """The bytes of each key as Kafka's serde writes them (:func:`kjoin.partitioner.serialize_key`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if json_keys:
+        return [serialize_key(json.loads(k)) for k in keys.to_pylist()]
+    if pa.types.is_string(keys.type):
+        return pc.cast(keys, pa.binary()).to_pylist()
+    return [serialize_key(k) for k in keys.to_pylist()]
+
+
+_STEPS: list[tuple[Fate, Reason | None]] = [
+    (Fate.JOINED, None),  # 0: no step row
+    (Fate.DROPPED, Reason.NULL_KEY),  # 1
+    (Fate.DROPPED, Reason.NULL_VALUE),  # 2
+    (Fate.NO_MATCH, Reason.NO_PARTNER),  # 3
+    (Fate.NO_MATCH, Reason.EXPIRED),  # 4: no partner, and too old for its own store
+    (Fate.BUFFERED, Reason.WINDOW_OPEN),  # 5
+]
+
+
+def _rows(
+    batch, schema, key, value, all_value, ts, right, step, case, pair_i, all_ts, pair_j, emit_now, forward,
+    swept, closes_at, rules, json_values,
+) -> Any:  # fmt: skip
+    """The segment's result rows in emission order: per record, the buffer's outputs its sweep released, its
+    joined outputs (or its result with null), then its step row if its fate is not ``joined``."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = []  # (record index, sub-order, columns)
+    value_type, key_type = value.type, key.type
+
+    def part(i: Any, sub: int, **columns: Any) -> None:
+        parts.append((i, sub, columns))
+
+    if swept:
+        i = np.array([s[0] for s in swept], dtype=np.int64)
+        entries = [s[1] for s in swept]
+        part(
+            i,
+            0,
+            key=pa.array([e[0] for e in entries], key_type),
+            left=pa.array([e[1] for e in entries], value_type),
+            right=pa.array([e[2] for e in entries], value_type),
+            value=pa.array([e[3] for e in entries], pa.string()),
+            ts=pa.array([e[4] for e in entries], pa.int64()),
+            kind=OutputKind.WINDOW_CLOSED.value,
+            origin_step=pa.array([e[6] for e in entries], pa.int64()),
+        )
+    if len(pair_i):
+        mine = value.take(pair_i)
+        other = all_value.take(pair_j)
+        pair_right = pa.array(right[pair_i])
+        left = pc.if_else(pair_right, other, mine)
+        right_value = pc.if_else(pair_right, mine, other)
+        out_ts = np.maximum(ts[pair_i], all_ts[pair_j]) if rules.output_ts_is_max else ts[pair_i]
+        part(
+            pair_i,
+            1,
+            key=key.take(pair_i),
+            left=left,
+            right=right_value,
+            value=pc.binary_join_element_wise(_render(left, json_values), _render(right_value, json_values), "-"),
+            ts=pa.array(out_ts),
+            kind=OutputKind.JOINED.value,
+            origin_step=pa.array(step[pair_i]),
+        )
+    alone = np.flatnonzero(emit_now | forward)
+    if len(alone):
+        mine = value.take(alone)
+        nulls = pa.nulls(len(alone), value_type)
+        alone_right = pa.array(right[alone])
+        left = pc.if_else(alone_right, nulls, mine)
+        right_value = pc.if_else(alone_right, mine, nulls)
+        part(
+            alone,
+            1,
+            key=key.take(alone),
+            left=left,
+            right=right_value,
+            value=pc.binary_join_element_wise(_render(left, json_values), _render(right_value, json_values), "-"),
+            ts=pa.array(ts[alone]),
+            kind=pa.array(np.where(forward[alone], OutputKind.NULL_KEY.value, OutputKind.UNMATCHED.value)),
+            origin_step=pa.array(step[alone]),
+        )
+    steps = np.flatnonzero(case > 0)
+    if len(steps):
+        cases = pa.array(case[steps])
+        part(
+            steps,
+            2,
+            key=key.take(steps),
+            ts=pa.array(ts[steps]),
+            fate=pc.take(pa.array([f.value for f, _ in _STEPS]), cases),
+            reason=pc.take(pa.array([None if r is None else r.value for _, r in _STEPS], pa.string()), cases),
+            until_ms=pa.array(np.where(case[steps] == 5, closes_at[steps], 0), mask=case[steps] != 5),
+        )
+    if not parts:
+        return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
+    i = np.concatenate([p[0] for p in parts])
+    order = np.lexsort((np.concatenate([np.full(len(p[0]), p[1], dtype=np.int8) for p in parts]), i))
+    i_sorted = pa.array(i[order])
+    take = pa.array(order)
+    arrays = []
+    for name, _ in RESULT_FIELDS:
+        kind = schema.field(name).type
+        if name in ("scenario", "partition", "side", "offset"):
+            arrays.append(batch.column(name).take(i_sorted))
+            continue
+        if name == "step":
+            arrays.append(pa.array(step).take(i_sorted))
+            continue
+        if name == "row":
+            pieces = [pa.array(np.full(len(p[0]), "step" if p[1] == 2 else "output")) for p in parts]
+        elif name == "tombstone":
+            pieces = [
+                pa.nulls(len(p[0]), pa.bool_()) if p[1] == 2 else pa.array(np.zeros(len(p[0]), bool)) for p in parts
+            ]
+        else:
+            pieces = []
+            for p in parts:
+                cell = p[2].get(name)
+                if cell is None:
+                    cell = pa.nulls(len(p[0]), kind)
+                elif isinstance(cell, str):
+                    cell = pa.array(np.full(len(p[0]), cell))
+                pieces.append(pc.cast(cell, kind))
+        arrays.append(pc.take(pa.concat_arrays([pc.cast(x, kind) for x in pieces]), take))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -1,0 +1,232 @@
+"""The vectorised stream-stream pass (:mod:`kjoin.spark.vectorised_stream`) agrees with the reference engine.
+
+Random scenarios of every variant and every era the pass accepts (0.10.2 to the latest: output timestamps
+before and from 2.0, window segments before 3.4, the outer-join buffer's three sweeps, stream time after a
+skipped record before and from 3.7, KIP-962's null keys, the deprecated window API), with several partitions,
+out-of-order timestamps, null keys and values, asymmetric windows, grace, and timestamps spread over 0, 60 s
+and 120 s so that records fall behind their stores' retention and segments drop. They run with
+``method="vectorised"`` in Arrow batches of 1, 3 and 10^4 records (every task spans batches, or many tasks
+share one), and long single tasks run in batches of 50 so that the carried stores and outer-join buffer
+are exercised over many batches. The pass joins small input batches into large ones
+(:data:`~kjoin.spark.vectorised_stream.COALESCE_ROWS`); these tests set that to 1 so that every input batch is a
+pass of its own, except where they check the default. Outputs and steps must equal the reference engine's, in
+order within every Kafka task.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from kjoin import Scenario
+from kjoin.spark import SparkInputError, Topic, run_join, run_scenarios
+from tests.spark_compare import assert_same, random_batch, small_arrow_batches, spark_results, spark_rows
+from tests.test_spark_native import VALUES
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(autouse=True)
+def one_pass_per_batch(monkeypatch):
+    from kjoin.spark import vectorised_stream
+
+    monkeypatch.setattr(vectorised_stream, "COALESCE_ROWS", 1)
+
+
+ERAS = ["0.10.2", "1.1", "2.3", "3.0", "3.1.0", "3.1.1", "3.3", "3.4", "3.6", "3.7", "3.8", "latest"]
+"""Every boundary the pass reproduces: 2.0 (output ts), 3.1.0 and 3.1.1 (the sweep's gate), 3.4 (expired
+records hidden), 3.7 (skipped records move stream time, null keys joined), 3.8 (the per-side sweep)."""
+
+
+def _batch(seed: int, per_combo: int) -> list[Scenario]:
+    """``random_batch``'s stream-stream scenarios (its 0.10.0 ones left out: the pass refuses them), each re-drawn
+    in one of :data:`ERAS`; a third of the windows asymmetric with one side 0, a third of the scenarios with values of
+    every JSON kind (strings that need escaping, numbers, objects, lists)."""
+    rng = random.Random(seed)
+    batch = []
+    for scenario in random_batch(seed, "stream-stream", per_combo):
+        if not scenario.semantics.kip77:
+            continue
+        data = scenario.to_dict()
+        data["semantics"] = rng.choice(ERAS)
+        if rng.random() < 0.3:
+            data["window"][rng.choice(["before_ms", "after_ms"])] = 0
+        if rng.random() < 0.3:
+            for event in data["events"]:
+                if event["value"] is not None:
+                    event["value"] = rng.choice(VALUES)
+        batch.append(Scenario.from_dict(data))
+    return batch
+
+
+def _long_task(seed: int, variant: str, semantics: str, records: int = 1500) -> Scenario:
+    """One task of ``records`` records over a few keys: timestamps rising with jitter and jumps (records behind
+    retention, closed windows), null keys and values, a grace period."""
+    rng = random.Random(seed)
+    events, now = [], 0
+    for _ in range(records):
+        now += rng.choice([0, 0, 1, 2, 5]) + (rng.random() < 0.01) * rng.randint(20, 70_000)
+        side = rng.choice(["left", "right"])
+        events.append(
+            {
+                "side": side,
+                "key": None if rng.random() < 0.03 else f"k{rng.randint(0, 6)}",
+                "value": None if rng.random() < 0.05 else f"{side[0].upper()}{rng.randint(0, 99)}",
+                "ts": max(0, now - rng.randint(0, 25)),
+            }
+        )
+    window = {"before_ms": rng.randint(0, 15), "after_ms": rng.randint(0, 15), "grace_ms": rng.randint(0, 10)}
+    return Scenario.from_dict(
+        {"join": "stream-stream", "variant": variant, "semantics": semantics, "window": window, "events": events}
+    )
+
+
+@pytest.mark.parametrize("rows", [1, 3, 10_000])
+def test_vectorised_stream_stream_joins_equal_the_reference_engine(spark, rows):
+    batch = _batch(rows, 12)
+    assert {s.variant for s in batch} == {"inner", "left", "outer"}
+    assert {str(s.semantics) for s in batch} >= {"0.10.2", "3.1", "3.1.1", "3.4", "3.7", "4.3"}
+    with small_arrow_batches(spark, rows):
+        result = run_scenarios(spark, batch, method="vectorised")
+        assert result.method == "vectorised"
+        outputs, steps = spark_results(result)
+    kinds = {row[11] for row in outputs}
+    assert kinds == {"joined", "unmatched", "window-closed", "null-key"}, kinds
+    assert {(row[7], row[8]) for row in steps} >= {
+        ("dropped", "null-key"),
+        ("dropped", "null-value"),
+        ("no-match", "no-partner"),
+        ("no-match", "expired"),
+        ("buffered", "window-open"),
+    }
+    assert_same(batch, outputs, steps)
+
+
+@pytest.mark.parametrize(
+    "variant, semantics, coalesce",
+    [
+        ("inner", "latest", 1),
+        ("left", "3.4", 1),
+        ("left", "latest", 1),
+        ("outer", "latest", 1),
+        ("outer", "3.1.0", 1),
+        ("left", "3.7", 400),
+    ],
+)
+def test_long_tasks_carry_their_stores_and_buffer_across_many_batches(spark, monkeypatch, variant, semantics, coalesce):
+    """Batches of 50 records, each a pass, or joined into passes of 400 (tasks then start and end within a pass)."""
+    from kjoin.spark import vectorised_stream
+
+    monkeypatch.setattr(vectorised_stream, "COALESCE_ROWS", coalesce)
+    scenarios = [_long_task(seed, variant, semantics) for seed in range(3)]
+    with small_arrow_batches(spark, 50):
+        result = run_scenarios(spark, scenarios, method="vectorised")
+        assert result.method == "vectorised"
+        outputs, steps = spark_results(result)
+    assert len(outputs) > 1000
+    assert_same(scenarios, outputs, steps)
+
+
+def test_the_carried_stores_are_bounded_by_the_retention_not_by_the_task():
+    """Outside Spark: after 40 batches of 500 records with timestamps rising 1 ms per record, what a task carries
+        is the records of its last retention (about 2 x 31 ms here), and the buffer only records whose window closed
+    lately."""
+    import pyarrow as pa
+
+    from kjoin.spark import vectorised_stream
+
+    scenario = Scenario.from_dict(
+        {
+            "join": "stream-stream",
+            "variant": "outer",
+            "window": {"before_ms": 10, "after_ms": 20, "grace_ms": 1},
+            "events": [{"side": "left", "key": "k", "value": "A", "ts": 1}],
+        }
+    )
+    rules = vectorised_stream._Rules.of(scenario)
+    task = vectorised_stream._Task()
+    schema = None
+    for b in range(40):
+        ts = list(range(b * 500, (b + 1) * 500))
+        batch = pa.RecordBatch.from_pydict(
+            {
+                "scenario": pa.array([0] * 500, pa.int64()),
+                "partition": pa.array([0] * 500, pa.int32()),
+                "side": ["left" if t % 2 else "right" for t in ts],
+                "key": [f"k{t % 97}" for t in ts],
+                "value": [f"v{t}" for t in ts],
+                "ts": pa.array(ts, pa.int64()),
+                "offset": pa.array(ts, pa.int64()),
+                "position": pa.nulls(500, pa.int64()),
+            }
+        )
+        if schema is None:
+            from kjoin.spark.task import _arrow_schema
+
+            schema = _arrow_schema(batch.schema)
+        out = vectorised_stream._segment(batch, rules, task, schema, json_keys=False, json_values=False)
+        assert out.num_rows >= 500
+        assert len(task.stored[3]) <= 2 * (rules.retention + 1)
+        # A record waits until stream time passes its close (ts + look-ahead + grace) and a sweep passes the gate.
+        assert 0 < len(task.buffer.waiting) <= max(rules.look_ahead) + max(rules.gate) + 2 * rules.grace + 2
+    assert task.rank == 20_000
+
+
+def test_run_join_vectorised_equals_processors_on_topics(spark):
+    """Topics (no ``position``, keys and values as they are, integer values): three partitions of out-of-order
+    records, Arrow batches of 13; the vectorised rows equal the processors' row for row."""
+    rng = random.Random(13)
+    topics = []
+    for side in ("left", "right"):
+        rows = []
+        for partition in range(3):
+            for offset in range(rng.randint(150, 250)):
+                key = None if rng.random() < 0.03 else f"k{rng.randint(0, 15)}"
+                value = None if rng.random() < 0.05 else rng.randint(0, 99)
+                rows.append((key, value, rng.randint(0, 400), partition, offset))
+        frame = spark.createDataFrame(rows, "key string, value bigint, ts long, partition int, offset long")
+        topics.append(Topic(frame, partitions=3))
+    window = {"before_ms": 20, "after_ms": 5, "grace_ms": 3}
+    order = ("partition", "step")
+    for variant in ("inner", "left", "outer"):
+        processors = run_join(*topics, "stream-stream", variant, window=window, method="processors")
+        expected = processors.results.orderBy(*order).collect()
+        with small_arrow_batches(spark, 13):
+            vectorised = run_join(*topics, "stream-stream", variant, window=window, method="vectorised")
+            assert vectorised.method == "vectorised"
+            assert vectorised.results.orderBy(*order).collect() == expected
+
+
+def test_auto_picks_the_vectorised_pass_for_large_stream_stream_tasks(spark):
+    scenario = _long_task(7, "left", "latest", records=400)
+    auto = run_scenarios(spark, [scenario])
+    assert auto.method == "vectorised"
+    assert_same([scenario], spark_rows(auto.outputs), spark_rows(auto.steps))
+
+
+WINDOW = {"before_ms": 5, "after_ms": 5, "grace_ms": 0}
+
+
+@pytest.mark.parametrize(
+    "data, joiner, named",
+    [
+        ({"semantics": "0.10.1"}, None, "0.10.1 semantics"),
+        ({"self_join": True}, None, "a self-join"),
+        ({"then": [{"variant": "left"}]}, None, "chained joins"),
+        ({}, lambda left, right: f"{left}+{right}", "custom joiner"),
+    ],
+)
+def test_vectorised_refuses_what_it_cannot_run_exactly_and_auto_falls_back(spark, data, joiner, named):
+    """Tasks of 300 records: ``auto`` would pick the vectorised pass if it could run them."""
+    events = [
+        {"side": "left" if i % 2 or data.get("self_join") else "right", "key": f"k{i % 5}", "value": f"v{i}", "ts": i}
+        for i in range(300)
+    ]
+    scenario = Scenario.from_dict(
+        {"join": "stream-stream", "variant": "left", "window": WINDOW, "events": events, **data}
+    )
+    with pytest.raises(SparkInputError, match=re.escape(named)):
+        run_scenarios(spark, [scenario], joiner=joiner, method="vectorised")
+    assert run_scenarios(spark, [scenario], joiner=joiner).method == "processors"
