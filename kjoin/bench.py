@@ -75,9 +75,40 @@ from typing import Any, Callable
 
 __all__ = ["main", "generate", "BenchRow", "COLUMNS"]
 
-JOINS = ("stream-stream", "stream-table", "table-table")
-VARIANT = {"stream-stream": "left", "stream-table": "left", "table-table": "outer"}
+JOINS = ("stream-stream", "stream-table", "table-table", "versioned-stream-table", "versioned-table-table")
+VARIANT = {
+    "stream-stream": "left",
+    "stream-table": "left",
+    "table-table": "outer",
+    "versioned-stream-table": "left",
+    "versioned-table-table": "outer",
+}
 WINDOW = {"before_ms": 1000, "after_ms": 1000, "grace_ms": 100}
+HISTORY_RETENTION_MS = 10_000
+"""The versioned tables' history retention (no grace period: a stream record is joined when it arrives)."""
+_VERSIONED = {"versioned": True, "history_retention_ms": HISTORY_RETENTION_MS}
+OPTIONS: dict[str, dict[str, Any]] = {
+    "versioned-stream-table": {"right": _VERSIONED},
+    "versioned-table-table": {"left": _VERSIONED, "right": _VERSIONED},
+}
+"""The scenario options (``run_join``'s ``options=``) of each benchmarked join beyond its join and variant."""
+
+
+def kind(join: str) -> str:
+    """The Kafka join of a benchmarked join: ``versioned-stream-table`` is a ``stream-table`` join."""
+    return join.removeprefix("versioned-")
+
+
+def run_options(join: str) -> dict[str, Any]:
+    """``run_join``'s keyword arguments for a benchmarked join (beyond the topics and the method)."""
+    return {
+        "join": kind(join),
+        "variant": VARIANT[join],
+        "window": WINDOW if join == "stream-stream" else None,
+        "options": OPTIONS.get(join),
+    }
+
+
 COLUMNS = [
     "join",
     "variant",
@@ -147,6 +178,7 @@ def generate(
     def draw(salt: int, modulo: int) -> Any:  # a seeded uniform integer in [0, modulo) per record
         return F.pmod(F.xxhash64(F.col("id"), F.lit(seed), F.lit(salt)), F.lit(modulo))
 
+    join = kind(join)
     right_share = {"stream-table": 10, "table-table": 50, "stream-stream": 50}[join]
     tombstones = {"stream-table": 5, "table-table": 10, "stream-stream": 1}[join]
     side = F.when(draw(1, 100) < right_share, F.lit("right")).otherwise(F.lit("left"))
@@ -205,6 +237,8 @@ def equi_join(join: str, left: Any, right: Any) -> Any:
     def latest(frame: Any, name: str) -> Any:
         return frame.groupBy("partition", "key").agg(F.max_by("value", "offset").alias(name))
 
+    join = kind(join)  # a versioned join's baseline is its unversioned join's (see the module docstring)
+
     if join == "stream-table":
         return left.join(latest(right, "table_value"), ["partition", "key"], "left")
     if join == "table-table":
@@ -236,8 +270,10 @@ def reference_rate(spark: Any, join: str, path: str, sample: int, partitions: in
         for r in rows
     ]
     scenario = Scenario.from_records(
-        join, VARIANT[join], records, window=WINDOW if join == "stream-stream" else None, partitions=partitions
+        kind(join), VARIANT[join], records, window=WINDOW if join == "stream-stream" else None, partitions=partitions
     )
+    if join in OPTIONS:
+        scenario = Scenario.from_dict({**scenario.to_dict(), **OPTIONS[join]})
     started = time.perf_counter()
     run(scenario)
     return len(records) / (time.perf_counter() - started), len(records)
@@ -288,7 +324,7 @@ def kafka_rate(
         .write.mode("overwrite")
         .text(text)
     )
-    scenario = {"join": join, "variant": VARIANT[join]}
+    scenario: dict[str, Any] = {"join": kind(join), "variant": VARIANT[join], **OPTIONS.get(join, {})}
     if join == "stream-stream":
         scenario["window"] = WINDOW
     with open(dependencies) as listing:
@@ -408,11 +444,7 @@ def bench(
         left, right = topics(spark, path, partitions)
         noop(equi_join(join, left.frame, right.frame))
         for method in methods:
-            noop(
-                run_join(
-                    left, right, join, VARIANT[join], window=WINDOW if join == "stream-stream" else None, method=method
-                ).results
-            )
+            noop(run_join(left, right, method=method, **run_options(join)).results)
         for size in sizes:
             path = os.path.join(workdir, f"{join}-{size}.parquet")
             print(f"[bench] generating {size:,} {join} records ...", file=out, flush=True)
@@ -423,9 +455,7 @@ def bench(
             used: set[str] = set()
             runs = []
             for method in methods:
-                result = run_join(
-                    left, right, join, VARIANT[join], window=WINDOW if join == "stream-stream" else None, method=method
-                )
+                result = run_join(left, right, method=method, **run_options(join))
                 path_used = _method_used(result, method).split(": ")[-1]
                 if path_used in used:  # e.g. auto already ran the processors: do not time them twice
                     continue
@@ -520,7 +550,9 @@ def main(argv: list[str] | None = None) -> int:
         default=[100_000, 1_000_000, 10_000_000],
         help="input records per run (default 100000,1000000,10000000)",
     )
-    parser.add_argument("--joins", type=_choices(JOINS, "--joins"), default=list(JOINS), help="default: all three")
+    parser.add_argument(
+        "--joins", type=_choices(JOINS, "--joins"), default=list(JOINS), help=f"default: all ({', '.join(JOINS)})"
+    )
     parser.add_argument(
         "--methods",
         type=_choices(("auto", "vectorised", "native", "processors"), "--methods"),
