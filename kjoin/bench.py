@@ -11,7 +11,9 @@ A script, never a timed test. For each join type and size it:
    (``--partitions``), out-of-order timestamps, a few null keys and null values;
    stream-table: 10% of the records are table updates, 5% of those tombstones;
    table-table: both sides tables, 10% tombstones; stream-stream: both sides streams
-   joined within ±1 s (grace 100 ms), about two partners per record;
+   joined within ±1 s (grace 100 ms), about two partners per record; versioned-stream-table and
+   versioned-table-table: the stream-table and table-table workloads over versioned tables
+   (:data:`HISTORY_RETENTION_MS` of history, no grace period), which run on the processors;
 2. times kjoin on Spark (:func:`kjoin.spark.run_join`, ``method`` as given) consuming
    every output and step row with the ``noop`` sink;
 3. times a plain Spark equi-join of the same rows (noop sink): what a user would write in
@@ -21,6 +23,11 @@ A script, never a timed test. For each join type and size it:
      (``groupBy(partition, key).agg(max_by(value, offset))``);
    * table-table: the left table's last values per key, full-outer-joined with the right's;
    * stream-stream: left-joined on key within the window (``|left.ts - right.ts| <= 1 s``);
+   * versioned-stream-table and versioned-table-table: the same equi-join as the unversioned join
+     (last value per key). Spark has no as-of join: the one a user would write by hand (join on key
+     with ``right.ts <= left.ts``, then ``max_by`` per stream record) pairs every stream record with
+     every earlier version of its key, quadratic in the versions per key, so the unversioned
+     equi-join is the stronger (faster) baseline;
 
 4. replays the same rows through real Kafka Streams (:data:`KAFKA_VERSION`, the oracle harness's
    ``kjoin.oracle.Replay`` in ``kafka_oracle/``: TopologyTestDriver, one per Kafka task, in-memory
