@@ -29,11 +29,27 @@ Every input record gives exactly one result row (an output or a step), as on the
 and rows come out in processing order within each task.
 
 Measured (``python -m kjoin.bench``, 2-core machine shared with other jobs): outside Spark the
-pass runs about 2M records/s of CPU on one core, 15x kjoin's processors; on Spark, stream-table
-left 0.62x a plain equi-join at 10^6 and 0.34x at 10^7 (native plan: 0.51x, 0.12x), table-table
-outer 0.61x and 0.40x (native: 0.69x, 0.45x). The rest is Spark's: the shuffle by task, the
-running-max window, the sort by processing order and the Arrow round trip. On many tiny
-scenarios the per-batch cost dominates and the processors are faster (``auto`` picks them
+stream-table pass runs about 1.5-2M records/s of CPU on one core, the table-table pass 440K at
+Spark's default Arrow batches of 10,000 records and 640K at 100,000 (what :func:`kjoin.spark.local_session`
+sets): about 80% of the table-table pass is the store carried between batches (a dict lookup for every
+record whose key the batch did not update, for both sides), so bigger batches look up fewer keys. On
+Spark, stream-table left ran 0.62x a plain equi-join at 10^6 and 0.34x at 10^7, table-table outer 0.61x
+and 0.40x (the bench's table has today's numbers).
+
+Where the time goes at 10^7 (stream-table, 4 Kafka tasks on 4 Spark tasks, Spark's REST API, load
+5-11): the first stage (read, union, hash by task, 190-200 MB of shuffle) costs 6-8 s of JVM CPU; the
+second (sort by input partition and offset, running-max window, sort by processing order, Arrow out,
+this pass, Arrow back, sink) 17-21 s of JVM CPU plus 5-7 s of Python, and spills 1.2-1.6 GB: Spark's
+window holds a whole window partition (one side of one Kafka partition, 2.25M rows) in a spillable
+buffer, beside the two sorts. The shuffle, sort and window alone (no second sort, no Arrow) are about
+6 s of CPU; the plain equi-join, whole, about 11 s. Tried, not kept: a first sort column that packs
+(partition, running max, side) into one long, so that Spark's sort compares a 64-bit prefix instead of
+whole rows (no gain within noise); hashing by partition alone, without the constant scenario (two Kafka
+tasks land on one Spark task: more spill). Kept: the side travels as its rank and the null position is
+added after the shuffle (6% less shuffle, less spill). Not possible with bounded memory: the running max
+inside this pass from one sort by (task, side, offset), since that sort delivers all of a task's left
+records before its right ones, and the merge by processing order would hold one side of the partition.
+On many tiny scenarios the per-batch cost dominates and the processors are faster (``auto`` picks them
 there, :data:`kjoin.spark.run.AUTO_MIN_RECORDS_PER_TASK`).
 """
 
