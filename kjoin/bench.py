@@ -68,22 +68,22 @@ Peak memory stays at the JVM's heap limit (``spark.driver.memory`` 3g): 2.1-2.2 
 4.0-4.3 GB at 10^7; nothing is collected to the driver.
 
 The versioned rows, measured 2026-11-24 at 10^5 only (``--repeat 1``, reference engine on 10^4
-records, load 3.9-4.6, beside another job's heavy benchmark; the same run's unversioned rows for
-comparison; the vectorised rows with the Arrow-array store and 100,000-record batches):
+records, load 6-8, beside other jobs' tests and benchmarks), after the versioned store's expiry
+stopped looking at every key on every put:
 
 ======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
 join                    N      path        kjoin rec/s  equi rec/s  kjoin/equi  kafka rec/s  kjoin/kafka
 ======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
-versioned-stream-table  10^5   processors  32,740       198,642     0.16        13,691       2.39
-versioned-table-table   10^5   processors  3,717        109,166     0.03        11,504       0.32
-stream-table            10^5   vectorised  108,645      226,984     0.48        23,085       4.71
-table-table             10^5   vectorised  134,283      195,058     0.69        18,470       7.27
+versioned-stream-table  10^5   processors  23,270       58,767      0.40        6,677        3.49
+versioned-table-table   10^5   processors  6,628        78,058      0.08        5,720        1.16
 ======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
 
-At 10^6 the versioned table-table run did not finish in 11 minutes: the processors' versioned store
-(:class:`kjoin.stores.versioned.VersionedStore`) looks at every key's versions on every put to expire
-old ones, so a task's cost grows with its records times its keys (the reference engine alone: 20K
-records/s at 5,000 records of one task, 5K at 20,000).
+Before that change (an earlier run, load about 4): versioned-stream-table 32,740 rec/s (0.16x the
+equi-join, 2.39x Kafka), versioned-table-table 3,717 (0.03x, 0.32x Kafka), and the versioned
+table-table run at 10^6 did not finish in 11 minutes: the store scanned every key's versions on every
+put, so a task's cost grew with its records times its keys (the reference engine alone on one task:
+20K records/s at 5,000 records, 5K at 20,000; after the change 68K and 41K). Only the ratios within
+one run compare: the load differed.
 """
 
 from __future__ import annotations
