@@ -11,7 +11,9 @@ A script, never a timed test. For each join type and size it:
    (``--partitions``), out-of-order timestamps, a few null keys and null values;
    stream-table: 10% of the records are table updates, 5% of those tombstones;
    table-table: both sides tables, 10% tombstones; stream-stream: both sides streams
-   joined within ±1 s (grace 100 ms), about two partners per record;
+   joined within ±1 s (grace 100 ms), about two partners per record; versioned-stream-table and
+   versioned-table-table: the stream-table and table-table workloads over versioned tables
+   (:data:`HISTORY_RETENTION_MS` of history, no grace period), which run on the processors;
 2. times kjoin on Spark (:func:`kjoin.spark.run_join`, ``method`` as given) consuming
    every output and step row with the ``noop`` sink;
 3. times a plain Spark equi-join of the same rows (noop sink): what a user would write in
@@ -21,6 +23,11 @@ A script, never a timed test. For each join type and size it:
      (``groupBy(partition, key).agg(max_by(value, offset))``);
    * table-table: the left table's last values per key, full-outer-joined with the right's;
    * stream-stream: left-joined on key within the window (``|left.ts - right.ts| <= 1 s``);
+   * versioned-stream-table and versioned-table-table: the same equi-join as the unversioned join
+     (last value per key). Spark has no as-of join: the one a user would write by hand (join on key
+     with ``right.ts <= left.ts``, then ``max_by`` per stream record) pairs every stream record with
+     every earlier version of its key, quadratic in the versions per key, so the unversioned
+     equi-join is the stronger (faster) baseline;
 
 4. replays the same rows through real Kafka Streams (:data:`KAFKA_VERSION`, the oracle harness's
    ``kjoin.oracle.Replay`` in ``kafka_oracle/``: TopologyTestDriver, one per Kafka task, in-memory
@@ -63,6 +70,38 @@ Timing order matters on a loaded machine: the path timed right after the Kafka r
 ran up to 2x slower, hence the baselines outside Spark come last and ``--repeat`` alternates.
 Peak memory stays at the JVM's heap limit (``spark.driver.memory`` 3g): 2.1-2.2 GB at 10^6,
 4.0-4.3 GB at 10^7; nothing is collected to the driver.
+
+Measured again 2026-11-24 (later), with the Arrow-array store of :mod:`kjoin.spark.vectorised`, Arrow
+batches of 100,000 records and the narrower shuffle of :func:`kjoin.spark.run_join` (``--repeat 1``,
+``--methods auto``, reference engine on 10^4 records; the load in the last column):
+
+=============  =====  ==========  ===========  ==========  ==========  ===========  ===========  ====
+join           N      path        kjoin rec/s  equi rec/s  kjoin/equi  kafka rec/s  kjoin/kafka  load
+=============  =====  ==========  ===========  ==========  ==========  ===========  ===========  ====
+stream-table   10^7   vectorised  344,300      938,865     0.37        157,045      2.19         5.4
+table-table    10^7   vectorised  592,787      806,911     0.73        88,589       6.69         2.8
+=============  =====  ==========  ===========  ==========  ==========  ===========  ===========  ====
+
+Table-table outer reaches the issue's 0.5x at 10^7 (0.40x before); stream-table left does not (0.34x
+before): its pass was already cheap, and what remains is Spark's (see :mod:`kjoin.spark.vectorised`).
+
+The versioned rows, measured 2026-11-24 at 10^5 only (``--repeat 1``, reference engine on 10^4
+records, load 6-8, beside other jobs' tests and benchmarks), after the versioned store's expiry
+stopped looking at every key on every put:
+
+======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
+join                    N      path        kjoin rec/s  equi rec/s  kjoin/equi  kafka rec/s  kjoin/kafka
+======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
+versioned-stream-table  10^5   processors  23,270       58,767      0.40        6,677        3.49
+versioned-table-table   10^5   processors  6,628        78,058      0.08        5,720        1.16
+======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
+
+Before that change (an earlier run, load about 4): versioned-stream-table 32,740 rec/s (0.16x the
+equi-join, 2.39x Kafka), versioned-table-table 3,717 (0.03x, 0.32x Kafka), and the versioned
+table-table run at 10^6 did not finish in 11 minutes: the store scanned every key's versions on every
+put, so a task's cost grew with its records times its keys (the reference engine alone on one task:
+20K records/s at 5,000 records, 5K at 20,000; after the change 68K and 41K). Only the ratios within
+one run compare: the load differed.
 """
 
 from __future__ import annotations
@@ -79,9 +118,40 @@ from typing import Any, Callable
 
 __all__ = ["main", "generate", "BenchRow", "COLUMNS"]
 
-JOINS = ("stream-stream", "stream-table", "table-table")
-VARIANT = {"stream-stream": "left", "stream-table": "left", "table-table": "outer"}
+JOINS = ("stream-stream", "stream-table", "table-table", "versioned-stream-table", "versioned-table-table")
+VARIANT = {
+    "stream-stream": "left",
+    "stream-table": "left",
+    "table-table": "outer",
+    "versioned-stream-table": "left",
+    "versioned-table-table": "outer",
+}
 WINDOW = {"before_ms": 1000, "after_ms": 1000, "grace_ms": 100}
+HISTORY_RETENTION_MS = 10_000
+"""The versioned tables' history retention (no grace period: a stream record is joined when it arrives)."""
+_VERSIONED = {"versioned": True, "history_retention_ms": HISTORY_RETENTION_MS}
+OPTIONS: dict[str, dict[str, Any]] = {
+    "versioned-stream-table": {"right": _VERSIONED},
+    "versioned-table-table": {"left": _VERSIONED, "right": _VERSIONED},
+}
+"""The scenario options (``run_join``'s ``options=``) of each benchmarked join beyond its join and variant."""
+
+
+def kind(join: str) -> str:
+    """The Kafka join of a benchmarked join: ``versioned-stream-table`` is a ``stream-table`` join."""
+    return join.removeprefix("versioned-")
+
+
+def run_options(join: str) -> dict[str, Any]:
+    """``run_join``'s keyword arguments for a benchmarked join (beyond the topics and the method)."""
+    return {
+        "join": kind(join),
+        "variant": VARIANT[join],
+        "window": WINDOW if join == "stream-stream" else None,
+        "options": OPTIONS.get(join),
+    }
+
+
 COLUMNS = [
     "join",
     "variant",
@@ -151,6 +221,7 @@ def generate(
     def draw(salt: int, modulo: int) -> Any:  # a seeded uniform integer in [0, modulo) per record
         return F.pmod(F.xxhash64(F.col("id"), F.lit(seed), F.lit(salt)), F.lit(modulo))
 
+    join = kind(join)
     right_share = {"stream-table": 10, "table-table": 50, "stream-stream": 50}[join]
     tombstones = {"stream-table": 5, "table-table": 10, "stream-stream": 1}[join]
     side = F.when(draw(1, 100) < right_share, F.lit("right")).otherwise(F.lit("left"))
@@ -209,6 +280,8 @@ def equi_join(join: str, left: Any, right: Any) -> Any:
     def latest(frame: Any, name: str) -> Any:
         return frame.groupBy("partition", "key").agg(F.max_by("value", "offset").alias(name))
 
+    join = kind(join)  # a versioned join's baseline is its unversioned join's (see the module docstring)
+
     if join == "stream-table":
         return left.join(latest(right, "table_value"), ["partition", "key"], "left")
     if join == "table-table":
@@ -240,8 +313,10 @@ def reference_rate(spark: Any, join: str, path: str, sample: int, partitions: in
         for r in rows
     ]
     scenario = Scenario.from_records(
-        join, VARIANT[join], records, window=WINDOW if join == "stream-stream" else None, partitions=partitions
+        kind(join), VARIANT[join], records, window=WINDOW if join == "stream-stream" else None, partitions=partitions
     )
+    if join in OPTIONS:
+        scenario = Scenario.from_dict({**scenario.to_dict(), **OPTIONS[join]})
     started = time.perf_counter()
     run(scenario)
     return len(records) / (time.perf_counter() - started), len(records)
@@ -292,7 +367,7 @@ def kafka_rate(
         .write.mode("overwrite")
         .text(text)
     )
-    scenario = {"join": join, "variant": VARIANT[join]}
+    scenario: dict[str, Any] = {"join": kind(join), "variant": VARIANT[join], **OPTIONS.get(join, {})}
     if join == "stream-stream":
         scenario["window"] = WINDOW
     with open(dependencies) as listing:
@@ -412,11 +487,7 @@ def bench(
         left, right = topics(spark, path, partitions)
         noop(equi_join(join, left.frame, right.frame))
         for method in methods:
-            noop(
-                run_join(
-                    left, right, join, VARIANT[join], window=WINDOW if join == "stream-stream" else None, method=method
-                ).results
-            )
+            noop(run_join(left, right, method=method, **run_options(join)).results)
         for size in sizes:
             path = os.path.join(workdir, f"{join}-{size}.parquet")
             print(f"[bench] generating {size:,} {join} records ...", file=out, flush=True)
@@ -427,9 +498,7 @@ def bench(
             used: set[str] = set()
             runs = []
             for method in methods:
-                result = run_join(
-                    left, right, join, VARIANT[join], window=WINDOW if join == "stream-stream" else None, method=method
-                )
+                result = run_join(left, right, method=method, **run_options(join))
                 path_used = _method_used(result, method).split(": ")[-1]
                 if path_used in used:  # e.g. auto already ran the processors: do not time them twice
                     continue
@@ -524,7 +593,9 @@ def main(argv: list[str] | None = None) -> int:
         default=[100_000, 1_000_000, 10_000_000],
         help="input records per run (default 100000,1000000,10000000)",
     )
-    parser.add_argument("--joins", type=_choices(JOINS, "--joins"), default=list(JOINS), help="default: all three")
+    parser.add_argument(
+        "--joins", type=_choices(JOINS, "--joins"), default=list(JOINS), help=f"default: all ({', '.join(JOINS)})"
+    )
     parser.add_argument(
         "--methods",
         type=_choices(("auto", "vectorised", "native", "processors"), "--methods"),

@@ -93,3 +93,21 @@ def test_bad_options_are_refused_with_the_option_named():
         bench.main(["--sizes", "ten"])
     with pytest.raises(SystemExit):
         bench.main(["--repeat", "0"])
+
+
+@pytest.mark.parametrize("join", ["versioned-stream-table", "versioned-table-table"])
+def test_a_versioned_join_replays_through_kafka_streams_with_as_many_outputs_as_kjoin_writes(spark, tmp_path, join):
+    """The versioned rows run the join over versioned tables (history retention, no grace) in kjoin and in Kafka
+    Streams alike: both count the same outputs, and a step row accounts for every record that gave none."""
+    from kjoin.spark import run_join
+
+    path = str(tmp_path / "v.parquet")
+    bench.generate(spark, join, 3000, path, keys=40, partitions=2)
+    rate, outputs = bench.kafka_rate(spark, join, path, 2, str(tmp_path))
+    assert rate > 0
+    left, right = bench.topics(spark, path, 2)
+    result = run_join(left, right, **bench.run_options(join))
+    assert result.scenarios[0].right.versioned and result.scenarios[0].right.history_retention_ms == 10_000
+    assert result.scenarios[0].left.versioned == (join == "versioned-table-table")
+    assert outputs == result.outputs.count() > 0
+    assert result.results.count() >= 3000  # every record: an output or a step (a table update may give several)

@@ -453,25 +453,36 @@ def run_join(
             frame.select(
                 F.lit(0).cast("bigint").alias("scenario"),
                 F.col("partition").cast("int").alias("partition"),
-                F.lit(side).alias("side"),
+                F.lit(0 if side == "left" else 1).alias("_side_rank"),
                 F.col("key").cast(key_type).alias("key"),
                 F.col("value").cast(value_type).alias("value"),
                 F.col("ts").cast("bigint").alias("ts"),
                 F.col("offset").cast("bigint").alias("offset"),
-                F.lit(None).cast("bigint").alias("position"),
-                F.lit(0 if side == "left" else 1).alias("_side_rank"),
             )
         )
-    inputs = frames[0].unionByName(frames[1])
+    side_name = F.when(F.col("_side_rank") == 0, F.lit("left")).otherwise(F.lit("right")).alias("side")
+    inputs = frames[0].unionByName(frames[1]).select("scenario", "partition", side_name, "key", "value", "ts", "offset")
     # Hash-partitioned by Kafka task once: the running max below and both paths' per-task work reuse it
-    # (one shuffle, not two).
+    # (one shuffle, not two). Only what varies goes through the shuffle and the two sorts (the side as its rank, no
+    # null position): narrower rows keep the sorts of 10^7 records in memory, where wider ones spilled to disk.
     records = frames[0].unionByName(frames[1]).repartition(spark_partitions or partitions, "scenario", "partition")
     running = (
-        Window.partitionBy("scenario", "partition", "side")
+        Window.partitionBy("scenario", "partition", "_side_rank")
         .orderBy("offset")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
-    records = records.withColumn("_order_ts", F.max("ts").over(running))
+    records = records.select(
+        "scenario",
+        "partition",
+        side_name,
+        "key",
+        "value",
+        "ts",
+        "offset",
+        F.lit(None).cast("bigint").alias("position"),
+        F.max("ts").over(running).alias("_order_ts"),
+        "_side_rank",
+    )
     result = _execute(
         records,
         {0: config},

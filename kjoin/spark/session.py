@@ -1,7 +1,7 @@
 """A quiet Spark session tuned for a laptop: ``local_session()`` and ``connect_session()``.
 
 Both set what a 2-core machine needs to start fast and print little: no UI, no progress
-bars, log level WARN, 4 shuffle partitions, Arrow on, UTC timestamps. Python workers run
+bars, log level WARN, 4 shuffle partitions, Arrow on (batches of 100,000 records), UTC timestamps. Python workers run
 the interpreter that runs kjoin (``PYSPARK_PYTHON``), so they find pyarrow and kjoin.
 
 A local Spark Connect server, and why kjoin starts it itself. PySpark's own
@@ -40,6 +40,10 @@ QUIET_CONFIG: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.memory": "3g",
+    # Arrow batches of 100,000 records (Spark's default: 10,000) into and out of mapInArrow: the vectorised
+    # per-task passes look up the keys a batch does not update in the task's store, once per batch, so bigger
+    # batches look up fewer keys (table-table: 440K records/s of CPU at 10,000, 640K at 100,000).
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
 }
 """The settings of the quiet local session."""
 

@@ -17,9 +17,10 @@ and task segment:
 2. a forward fill (``np.maximum.accumulate`` over the positions of one side's updates, reset
    at every key's first row) finds, for each record, the last update of each side earlier in
    the batch;
-3. the keys that find none look up the state carried over from earlier batches of the task: a
-   pair of dicts per side, key -> value and key -> ts, the task's table store (bounded by the task's keys,
-   as Kafka's store is), refreshed from the batch's updates at its end;
+3. the keys that find none look up the state carried over from earlier batches of the task: per
+   side, Arrow arrays of the task's keys (each once), their latest values and timestamps, the task's
+   table store (bounded by the task's keys, as Kafka's store is), read with one ``pc.index_in`` per
+   batch and refreshed from the batch's last update per key at its end;
 4. the processors' rules, the same ones :mod:`kjoin.spark.native` writes as ``CASE``
    expressions, become one case number per record (``np.select``), which indexes small
    tables of row kind, fate and reason; the joiner's text is ``pyarrow.compute`` string
@@ -28,12 +29,31 @@ and task segment:
 Every input record gives exactly one result row (an output or a step), as on the native path,
 and rows come out in processing order within each task.
 
-Measured (``python -m kjoin.bench``, 2-core machine shared with other jobs): outside Spark the
-pass runs about 2M records/s of CPU on one core, 15x kjoin's processors; on Spark, stream-table
-left 0.62x a plain equi-join at 10^6 and 0.34x at 10^7 (native plan: 0.51x, 0.12x), table-table
-outer 0.61x and 0.40x (native: 0.69x, 0.45x). The rest is Spark's: the shuffle by task, the
-running-max window, the sort by processing order and the Arrow round trip. On many tiny
-scenarios the per-batch cost dominates and the processors are faster (``auto`` picks them
+Measured (``python -m kjoin.bench``, 2-core machine shared with other jobs), outside Spark on one
+task of the bench's workload: with the carried store as Python dicts (a lookup for every record whose
+key the batch did not update, for both sides: about 80% of the table-table pass), the stream-table
+pass ran 1.5M records/s of CPU on one core and the table-table pass 440K at Spark's default Arrow
+batches of 10,000 records, 640K at 100,000; with the store as Arrow arrays, 2.1M and 800K at 10,000,
+3.5M and 1.9M at 100,000 (what :func:`kjoin.spark.local_session` sets). On Spark, before both,
+stream-table left ran 0.62x a plain equi-join at 10^6 and 0.34x at 10^7, table-table outer 0.61x and
+0.40x (the bench's table has today's numbers). The array store costs every batch a hash table of the
+task's keys (``index_in``, ``is_in``): with far more keys per task than records per batch (the bench has
+25,000 keys per task), the dicts' per-record lookups would cost less; not measured.
+
+Where the time goes at 10^7 (stream-table, 4 Kafka tasks on 4 Spark tasks, Spark's REST API, load
+5-11): the first stage (read, union, hash by task, 190-200 MB of shuffle) costs 6-8 s of JVM CPU; the
+second (sort by input partition and offset, running-max window, sort by processing order, Arrow out,
+this pass, Arrow back, sink) 17-21 s of JVM CPU plus 5-7 s of Python, and spills 1.2-1.6 GB: Spark's
+window holds a whole window partition (one side of one Kafka partition, 2.25M rows) in a spillable
+buffer, beside the two sorts. The shuffle, sort and window alone (no second sort, no Arrow) are about
+6 s of CPU; the plain equi-join, whole, about 11 s. Tried, not kept: a first sort column that packs
+(partition, running max, side) into one long, so that Spark's sort compares a 64-bit prefix instead of
+whole rows (no gain within noise); hashing by partition alone, without the constant scenario (two Kafka
+tasks land on one Spark task: more spill). Kept: the side travels as its rank and the null position is
+added after the shuffle (6% less shuffle, less spill). Not possible with bounded memory: the running max
+inside this pass from one sort by (task, side, offset), since that sort delivers all of a task's left
+records before its right ones, and the merge by processing order would hold one side of the partition.
+On many tiny scenarios the per-batch cost dominates and the processors are faster (``auto`` picks them
 there, :data:`kjoin.spark.run.AUTO_MIN_RECORDS_PER_TASK`).
 """
 
@@ -103,7 +123,7 @@ def vectorised_function(
         import numpy as np
 
         group: tuple[int, int] | None = None
-        states: tuple[tuple[dict, dict], tuple[dict, dict]] = (({}, {}), ({}, {}))
+        states: tuple[_Table, _Table] = (_Table(), _Table())
         rank = 0
         schema = None
         for batch in batches:
@@ -119,7 +139,7 @@ def vectorised_function(
             for start, end in zip(bounds[:-1], bounds[1:]):
                 task = (int(scenario[start]), int(partition[start]))
                 if task != group:
-                    group, states, rank = task, (({}, {}), ({}, {})), 0
+                    group, states, rank = task, (_Table(), _Table()), 0
                 segment = batch.slice(start, end - start)
                 config = configs[task[0]]
                 yield _segment(segment, config, states, rank, schema, json_values)
@@ -146,19 +166,31 @@ def _last_before(codes: Any, order: Any, group_start: Any, updates: Any) -> Any:
     return last
 
 
-def _state(values: Any, ts: Any, key: Any, last: Any, wanted: Any, carried: tuple[dict, dict]) -> tuple[Any, Any]:
+class _Table:
+    """One side's table in one Kafka task, as carried from batch to batch: Arrow arrays of its keys (each once),
+    their latest values (null: deleted) and timestamps; bounded by the task's keys, as Kafka's store is."""
+
+    def __init__(self) -> None:
+        self.keys: Any = None
+        self.values: Any = None
+        self.ts: Any = None
+
+
+def _state(values: Any, ts: Any, key: Any, last: Any, wanted: Any, carried: _Table) -> tuple[Any, Any]:
     """One side's table state before each record, as (value array, ts array), null where the table holds no
     value for the key: from the batch (``last``) or, for ``wanted`` records that found no update in the batch,
-    from ``carried`` (the task's table from earlier batches: key -> value and key -> ts)."""
+    from ``carried`` (the task's table from earlier batches), one vectorised lookup per batch."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = len(last)
     misses = np.flatnonzero(wanted & (last < 0))
-    missed_keys = key.take(misses).to_pylist()
-    found_values = pa.array(list(map(carried[0].get, missed_keys)), type=values.type)
-    found_ts = pa.array(list(map(carried[1].get, missed_keys)), type=pa.int64())
+    if carried.keys is None or len(misses) == 0:
+        found_values, found_ts = pa.nulls(len(misses), values.type), pa.nulls(len(misses), pa.int64())
+    else:
+        at = pc.index_in(key.take(misses), value_set=carried.keys)  # null where the table lacks the key
+        found_values, found_ts = pc.take(carried.values, at), pc.take(carried.ts, at)
     index = last.copy()
     index[misses] = n + np.arange(len(misses))
     take = pa.array(index, mask=index < 0)
@@ -320,12 +352,23 @@ def _segment(batch: Any, config: Scenario, states: Any, rank: int, schema: Any, 
     )
 
 
-def _update(carried: tuple[dict, dict], key: Any, values: Any, ts: Any, updates: Any) -> None:
+def _update(carried: _Table, key: Any, values: Any, ts: Any, updates: Any) -> None:
     """The batch's updates (a mask) into the carried table, in processing order: the last one per key wins."""
     import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    chosen = np.flatnonzero(updates)
-    if len(chosen):
-        keys = key.take(chosen).to_pylist()
-        carried[0].update(zip(keys, values.take(chosen).to_pylist()))
-        carried[1].update(zip(keys, ts.take(chosen).to_pylist()))
+    chosen = np.flatnonzero(updates)[::-1]  # latest first
+    if len(chosen) == 0:
+        return
+    codes = pc.dictionary_encode(key.take(chosen)).indices.to_numpy(zero_copy_only=False)
+    _, first = np.unique(codes, return_index=True)  # each key's first row latest first: its last update
+    latest = pa.array(np.sort(chosen[first]))
+    new_keys, new_values, new_ts = key.take(latest), values.take(latest), pc.cast(ts.take(latest), pa.int64())
+    if carried.keys is None:
+        carried.keys, carried.values, carried.ts = new_keys, new_values, new_ts
+        return
+    kept = pc.invert(pc.is_in(carried.keys, value_set=new_keys))
+    carried.keys = pa.concat_arrays([carried.keys.filter(kept), new_keys])
+    carried.values = pa.concat_arrays([carried.values.filter(kept), new_values])
+    carried.ts = pa.concat_arrays([carried.ts.filter(kept), new_ts])

@@ -76,6 +76,7 @@ class VersionedStore(Store):
         self._clock = Clock(log, task)
         self._observed_name = observed_time_name(self.name)
         self._versions: dict[Any, list[tuple[int, Any]]] = {}
+        self._expired_at: int | None = None  # the limit of the last expiry over every key
 
     @classmethod
     def items(cls, entries: Mapping[Any, Any], limit: int | None = None) -> list[tuple[Any, tuple]]:
@@ -162,14 +163,22 @@ class VersionedStore(Store):
             versions.insert(index, (ts, value))
         self._log.put(self.store, (key, ts), value)
         result = PutResult.LATEST if versions[-1][0] == ts else PutResult.OUT_OF_ORDER
-        self._expire()
+        self._expire(key)
         return result, previous
 
-    def _expire(self) -> None:
+    def _expire(self, put_key: Any) -> None:
+        """Drop the versions the limit has passed (each key keeps its newest). When the limit has not moved
+        since the last pass over every key, only the key just put can have any: the same deletions, in the
+        same order, without looking at every key on every put."""
         limit = self.expired_before()
         if limit is None:
             return
-        for key, versions in self._versions.items():
+        if limit == self._expired_at:
+            keys: Any = (put_key,)
+        else:
+            keys, self._expired_at = self._versions, limit
+        for key in keys:
+            versions = self._versions[key]
             while len(versions) > 1 and versions[1][0] <= limit:
                 ts, _ = versions.pop(0)
                 self._log.delete(self.store, (key, ts))
