@@ -122,14 +122,21 @@ def unsupported(
         ]
         if topology:
             return f"{where} has {' and '.join(topology)} (native: one plain join per scenario)"
-        if json_keys:
-            for index, event in enumerate(config.events):
-                key = getattr(event, "key", None)
-                if isinstance(key, (bool, float)):
-                    return (
-                        f"{where}, events[{index}].key is {key!r}: a boolean or float key may equal a key of "
-                        "another type in Python but not in Spark"
-                    )
+        if json_keys and (why := json_key_refusal(config, where)) is not None:
+            return why
+    return None
+
+
+def json_key_refusal(config: Scenario, where: str) -> str | None:
+    """Why keys travelling as JSON text cannot be compared in Spark as in Python: a boolean or
+    float key (``True == 1``, ``1.0 == 1`` in Python, different texts in Spark)."""
+    for index, event in enumerate(config.events):
+        key = getattr(event, "key", None)
+        if isinstance(key, (bool, float)):
+            return (
+                f"{where}, events[{index}].key is {key!r}: a boolean or float key may equal a key of "
+                "another type in Python but not in Spark"
+            )
     return None
 
 

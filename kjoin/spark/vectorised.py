@@ -120,7 +120,6 @@ def vectorised_function(
         raise ValueError(f"vectorised: {', '.join(NATIVE_JOINS)} joins only")
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import numpy as np
 
         group: tuple[int, int] | None = None
         states: tuple[_Table, _Table] = (_Table(), _Table())
@@ -129,23 +128,29 @@ def vectorised_function(
         for batch in batches:
             if schema is None:
                 schema = _arrow_schema(batch.schema)
-            n = batch.num_rows
-            if n == 0:
-                continue
-            scenario = batch.column("scenario").to_numpy(zero_copy_only=False)
-            partition = batch.column("partition").to_numpy(zero_copy_only=False)
-            edges = np.flatnonzero((scenario[1:] != scenario[:-1]) | (partition[1:] != partition[:-1])) + 1
-            bounds = [0, *edges.tolist(), n]
-            for start, end in zip(bounds[:-1], bounds[1:]):
-                task = (int(scenario[start]), int(partition[start]))
+            for task, segment in task_segments(batch):
                 if task != group:
                     group, states, rank = task, (_Table(), _Table()), 0
-                segment = batch.slice(start, end - start)
-                config = configs[task[0]]
-                yield _segment(segment, config, states, rank, schema, json_values)
-                rank += end - start
+                yield _segment(segment, configs[task[0]], states, rank, schema, json_values)
+                rank += segment.num_rows
 
     return run
+
+
+def task_segments(batch: Any) -> Iterator[tuple[tuple[int, int], Any]]:
+    """The runs of one Kafka task's rows in an Arrow batch sorted by task: ``((scenario,
+    partition), slice)`` each (an empty batch has none)."""
+    import numpy as np
+
+    n = batch.num_rows
+    if n == 0:
+        return
+    scenario = batch.column("scenario").to_numpy(zero_copy_only=False)
+    partition = batch.column("partition").to_numpy(zero_copy_only=False)
+    edges = np.flatnonzero((scenario[1:] != scenario[:-1]) | (partition[1:] != partition[:-1])) + 1
+    bounds = [0, *edges.tolist(), n]
+    for start, end in zip(bounds[:-1], bounds[1:]):
+        yield (int(scenario[start]), int(partition[start])), batch.slice(start, end - start)
 
 
 def _last_before(codes: Any, order: Any, group_start: Any, updates: Any) -> Any:

@@ -52,8 +52,9 @@ from ..partitioner import serialize_key
 from ..records import OutputKind
 from ..scenario import Scenario
 from ..stores.window import MIN_SEGMENT_INTERVAL_MS
+from .native import json_key_refusal
 from .task import RESULT_FIELDS, _arrow_schema
-from .vectorised import VALUE_TYPES, _render
+from .vectorised import VALUE_TYPES, _render, task_segments
 
 __all__ = ["unsupported", "stream_function"]
 
@@ -97,14 +98,8 @@ def unsupported(
         ]
         if topology:
             return f"{where} has {' and '.join(topology)} (vectorised: one plain join per scenario)"
-        if json_keys:
-            for index, event in enumerate(config.events):
-                key = getattr(event, "key", None)
-                if isinstance(key, (bool, float)):
-                    return (
-                        f"{where}, events[{index}].key is {key!r}: a boolean or float key may equal a key of "
-                        "another type in Python but not in Spark"
-                    )
+        if json_keys and (why := json_key_refusal(config, where)) is not None:
+            return why
     return None
 
 
@@ -217,7 +212,6 @@ def stream_function(
     rows = COALESCE_ROWS if rows is None else rows
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import numpy as np
 
         group: tuple[int, int] | None = None
         task = _Task()
@@ -225,18 +219,10 @@ def stream_function(
         for batch in _coalesced(batches, rows):
             if schema is None:
                 schema = _arrow_schema(batch.schema)
-            n = batch.num_rows
-            if n == 0:
-                continue
-            scenario = batch.column("scenario").to_numpy(zero_copy_only=False)
-            partition = batch.column("partition").to_numpy(zero_copy_only=False)
-            edges = np.flatnonzero((scenario[1:] != scenario[:-1]) | (partition[1:] != partition[:-1])) + 1
-            bounds = [0, *edges.tolist(), n]
-            for start, end in zip(bounds[:-1], bounds[1:]):
-                key = (int(scenario[start]), int(partition[start]))
+            for key, segment in task_segments(batch):
                 if key != group:
                     group, task = key, _Task()
-                yield _segment(batch.slice(start, end - start), rules[key[0]], task, schema, json_keys, json_values)
+                yield _segment(segment, rules[key[0]], task, schema, json_keys, json_values)
 
     return run
 
