@@ -618,11 +618,9 @@ def _rows(
             origin_step=pa.array([e[6] for e in entries], pa.int64()),
         )
     if len(pair_i):
-        mine = value.take(pair_i)
-        other = all_value.take(pair_j)
-        pair_right = pa.array(right[pair_i])
-        left = pc.if_else(pair_right, other, mine)
-        right_value = pc.if_else(pair_right, mine, other)
+        left, right_value, joined = _placed_by_side(
+            value.take(pair_i), all_value.take(pair_j), pa.array(right[pair_i]), json_values
+        )
         out_ts = np.maximum(ts[pair_i], all_ts[pair_j]) if rules.output_ts_is_max else ts[pair_i]
         part(
             pair_i,
@@ -630,25 +628,23 @@ def _rows(
             key=key.take(pair_i),
             left=left,
             right=right_value,
-            value=pc.binary_join_element_wise(_render(left, json_values), _render(right_value, json_values), "-"),
+            value=joined,
             ts=pa.array(out_ts),
             kind=OutputKind.JOINED.value,
             origin_step=pa.array(step[pair_i]),
         )
     alone = np.flatnonzero(emit_now | forward)
     if len(alone):
-        mine = value.take(alone)
-        nulls = pa.nulls(len(alone), value_type)
-        alone_right = pa.array(right[alone])
-        left = pc.if_else(alone_right, nulls, mine)
-        right_value = pc.if_else(alone_right, mine, nulls)
+        left, right_value, joined = _placed_by_side(
+            value.take(alone), pa.nulls(len(alone), value_type), pa.array(right[alone]), json_values
+        )
         part(
             alone,
             1,
             key=key.take(alone),
             left=left,
             right=right_value,
-            value=pc.binary_join_element_wise(_render(left, json_values), _render(right_value, json_values), "-"),
+            value=joined,
             ts=pa.array(ts[alone]),
             kind=pa.array(np.where(forward[alone], OutputKind.NULL_KEY.value, OutputKind.UNMATCHED.value)),
             origin_step=pa.array(step[alone]),
@@ -697,3 +693,14 @@ def _rows(
                 pieces.append(pc.cast(cell, kind))
         arrays.append(pc.take(pa.concat_arrays([pc.cast(x, kind) for x in pieces]), take))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _placed_by_side(mine: Any, other: Any, on_right: Any, json_values: bool) -> tuple[Any, Any, Any]:
+    """``(left, right, joiner text)`` of result rows whose record's value is ``mine`` and its
+    partner's ``other`` (null for an unmatched record): ``on_right`` marks the rows whose record
+    is a right record."""
+    import pyarrow.compute as pc
+
+    left = pc.if_else(on_right, other, mine)
+    right = pc.if_else(on_right, mine, other)
+    return left, right, pc.binary_join_element_wise(_render(left, json_values), _render(right, json_values), "-")
