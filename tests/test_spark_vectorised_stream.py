@@ -129,6 +129,18 @@ def test_long_tasks_carry_their_stores_and_buffer_across_many_batches(spark, mon
     assert_same(scenarios, outputs, steps)
 
 
+def test_the_band_join_by_time_rank_equals_the_reference_engine(spark, monkeypatch):
+    """The band join's other numbering (times by rank, for spans too wide for distances), forced on every pass."""
+    from kjoin.spark import vectorised_stream
+
+    monkeypatch.setattr(vectorised_stream, "BAND_KEY_LIMIT", 0)
+    scenarios = [_long_task(seed, variant, "latest", 400) for seed, variant in enumerate(["inner", "left", "outer"])]
+    with small_arrow_batches(spark, 50):
+        outputs, steps = spark_results(run_scenarios(spark, scenarios, method="vectorised"))
+    assert len(outputs) > 300
+    assert_same(scenarios, outputs, steps)
+
+
 def test_the_carried_stores_are_bounded_by_the_retention_not_by_the_task():
     """Outside Spark: after 40 batches of 500 records with timestamps rising 1 ms per record, what a task carries
         is the records of its last retention (about 2 x 31 ms here), and the buffer only records whose window closed
@@ -166,7 +178,9 @@ def test_the_carried_stores_are_bounded_by_the_retention_not_by_the_task():
             from kjoin.spark.task import _arrow_schema
 
             schema = _arrow_schema(batch.schema)
-        out = vectorised_stream._segment(batch, rules, task, schema, json_keys=False, json_values=False)
+        out = vectorised_stream._segment(
+            batch, rules, task, schema, json_keys=False, json_values=False, band_limit=vectorised_stream.BAND_KEY_LIMIT
+        )
         assert out.num_rows >= 500
         assert len(task.stored[3]) <= 2 * (rules.retention + 1)
         # A record waits until stream time passes its close (ts + look-ahead + grace) and a sweep passes the gate.

@@ -465,13 +465,13 @@ def run_join(
     # Hash-partitioned by Kafka task once: the running max below and both paths' per-task work reuse it
     # (one shuffle, not two). Only what varies goes through the shuffle and the two sorts (the side as its rank, no
     # null position): narrower rows keep the sorts of 10^7 records in memory, where wider ones spilled to disk.
-    records = frames[0].unionByName(frames[1]).repartition(spark_partitions or partitions, "scenario", "partition")
+    shuffled = frames[0].unionByName(frames[1]).repartition(spark_partitions or partitions, "scenario", "partition")
     running = (
         Window.partitionBy("scenario", "partition", "_side_rank")
         .orderBy("offset")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
-    records = records.select(
+    records = shuffled.select(
         "scenario",
         "partition",
         side_name,
@@ -483,6 +483,13 @@ def run_join(
         F.max("ts").over(running).alias("_order_ts"),
         "_side_rank",
     )
+    # The per-task passes take the shuffled records sorted once, by input partition, and merge the two into
+    # processing order themselves (kjoin.spark.merge): the window and the second sort are left to the native
+    # plan and to the records frame of the debugging tools.
+    held_rank = 1 if config.join == "stream-table" else 0  # the side held while the other streams: the table
+    by_partition = shuffled.sortWithinPartitions(
+        "scenario", "partition", F.col("_side_rank").desc() if held_rank else F.col("_side_rank"), "offset"
+    ).select("scenario", "partition", "_side_rank", "key", "value", "ts", "offset")
     result = _execute(
         records,
         {0: config},
@@ -494,6 +501,7 @@ def run_join(
         spark_partitions=spark_partitions or partitions,
         method=method,
         partitioned=True,
+        by_partition=(by_partition, held_rank),
     )
     result.inputs = inputs
     result._spark_partitions = spark_partitions or partitions
@@ -610,17 +618,19 @@ def _execute(
     sort_rows: bool = False,
     partitioned: bool = False,
     records_per_task: float | None = None,
+    by_partition: tuple[Any, int] | None = None,
 ) -> SparkRun:
     """``partitioned``: ``records`` is already hash-partitioned by ``(scenario, partition)``.
     ``sort_rows``: sort the native path's rows by step within each Spark partition.
     ``records_per_task``: the mean records per Kafka task when known (``auto`` picks the processors for small
-    tasks, :data:`AUTO_MIN_RECORDS_PER_TASK`)."""
+    tasks, :data:`AUTO_MIN_RECORDS_PER_TASK`).
+    ``by_partition``: ``(frame, held rank)``, the records sorted by ``(scenario, partition, held side first,
+    offset)``, which the vectorised pass and the processors then merge into processing order themselves
+    (:func:`kjoin.spark.merge.merged_batches`), in place of sorting ``records`` by processing order."""
     if method not in METHODS:
         raise SparkInputError(f"method: expected one of {' | '.join(METHODS)}, got {method!r}")
     if method == "auto" and records_per_task is not None and records_per_task < AUTO_MIN_RECORDS_PER_TASK:
         method = "processors"
-    sort = ["scenario", "partition", "_order_ts", "_side_rank", "offset"]
-    columns = ("scenario", "partition", "side", "key", "value", "ts", "offset", "position")
     if method in ("auto", "vectorised"):
         from . import vectorised, vectorised_stream
 
@@ -629,13 +639,12 @@ def _execute(
             configs, joiner, key_type, value_type, json_keys=json_keys, json_values=json_values
         )
         if why is None:
-            ordered = group_by_task(records, partitioned, spark_partitions).sortWithinPartitions(*sort)
             function = (
                 vectorised_stream.stream_function(dict(configs), json_keys=json_keys, json_values=json_values)
                 if streams
                 else vectorised.vectorised_function(dict(configs), json_values=json_values)
             )
-            results = ordered.select(*columns).mapInArrow(function, result_schema(key_type, value_type))
+            results = _per_task(records, by_partition, function, partitioned, spark_partitions, key_type, value_type)
             return SparkRun(records, results, configs, json_keys, json_values, method="vectorised")
         if method == "vectorised":
             raise SparkInputError(
@@ -664,13 +673,40 @@ def _execute(
                 f"method='native' cannot run this join exactly: {why}. "
                 "Use method='auto' (falls back to the processors) or method='processors'."
             )
-    grouped = group_by_task(records, partitioned, spark_partitions)
-    ordered = grouped.sortWithinPartitions(*sort)
-    results = ordered.select(*columns).mapInArrow(
-        task_function(dict(configs), joiner, json_values=json_values, json_keys=json_keys),
-        result_schema(key_type, value_type),
-    )
+    function = task_function(dict(configs), joiner, json_values=json_values, json_keys=json_keys)
+    results = _per_task(records, by_partition, function, partitioned, spark_partitions, key_type, value_type)
     return SparkRun(records, results, configs, json_keys, json_values, method="processors")
+
+
+def _per_task(
+    records: Any,
+    by_partition: tuple[Any, int] | None,
+    function: Callable[[Any], Any],
+    partitioned: bool,
+    spark_partitions: int | None,
+    key_type: str,
+    value_type: str,
+) -> Any:
+    """The result rows of a per-task ``mapInArrow`` function (:mod:`kjoin.spark.task`,
+    :mod:`kjoin.spark.vectorised`, :mod:`kjoin.spark.vectorised_stream`), fed each task's records in
+    processing order: sorted by Spark when they carry their position (``records``), merged from the
+    input-partition sort otherwise (``by_partition``)."""
+    schema = result_schema(key_type, value_type)
+    if by_partition is None:
+        ordered = group_by_task(records, partitioned, spark_partitions).sortWithinPartitions(*_PROCESSING_ORDER)
+        return ordered.select(*_TASK_COLUMNS).mapInArrow(function, schema)
+    frame, held_rank = by_partition
+
+    def merged(batches: Any) -> Any:
+        from .merge import merged_batches
+
+        return function(merged_batches(batches, held_rank))
+
+    return frame.mapInArrow(merged, schema)
+
+
+_PROCESSING_ORDER = ("scenario", "partition", "_order_ts", "_side_rank", "offset")
+_TASK_COLUMNS = ("scenario", "partition", "side", "key", "value", "ts", "offset", "position")
 
 
 def _as_json_string(column: Any) -> Any:

@@ -210,6 +210,7 @@ def stream_function(
         raise ValueError("vectorised_stream: stream-stream joins only")
     rules = {i: _Rules.of(c) for i, c in configs.items()}
     rows = COALESCE_ROWS if rows is None else rows
+    band_limit = BAND_KEY_LIMIT  # read here, in the driver: the workers' module has the default
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
 
@@ -222,12 +223,14 @@ def stream_function(
             for key, segment in task_segments(batch):
                 if key != group:
                     group, task = key, _Task()
-                yield _segment(segment, rules[key[0]], task, schema, json_keys, json_values)
+                yield _segment(segment, rules[key[0]], task, schema, json_keys, json_values, band_limit)
 
     return run
 
 
-def _segment(batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: bool, json_values: bool) -> Any:
+def _segment(
+    batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: bool, json_values: bool, band_limit: int
+) -> Any:
     """The result rows of one task's consecutive records; ``task`` is updated to carry on after them."""
     import numpy as np
     import pyarrow as pa
@@ -284,13 +287,26 @@ def _segment(batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: boo
     group_of = codes * 2 + all_right
     candidates = np.concatenate([np.arange(base), base + np.flatnonzero(stored)])
     candidates = candidates[np.lexsort((candidates, all_ts[candidates], group_of[candidates]))]
-    times = np.unique(all_ts[candidates])
-    width = len(times) + 2
-    sorted_keys = group_of[candidates] * width + np.searchsorted(times, all_ts[candidates]) + 1
+    # One sortable number per (group, time): the time as its distance from the segment's earliest (or, should that
+    # overflow, as its rank among the candidates' times), so that a probe's band is one range of numbers.
+    candidate_ts = all_ts[candidates]
     probes = np.flatnonzero(valid)
+    earliest = int(candidate_ts.min()) if len(candidates) else 0
+    span = int(candidate_ts.max()) - earliest if len(candidates) else 0
+    if (int(group_of.max(initial=0)) + 2) * (span + 3) < band_limit:
+        width = span + 3
+        sorted_keys = group_of[candidates] * width + (candidate_ts - earliest + 1)
+        from_rank = np.clip(time_from[probes] - earliest + 1, 0, width - 1)
+        to_rank = np.clip(time_to[probes] - earliest + 1, 0, width - 1)
+    else:
+        times = np.unique(candidate_ts)
+        width = len(times) + 2
+        sorted_keys = group_of[candidates] * width + np.searchsorted(times, candidate_ts) + 1
+        from_rank = np.searchsorted(times, time_from[probes], "left") + 1
+        to_rank = np.searchsorted(times, time_to[probes], "right")
     target = codes[base + probes] * 2 + (1 - side[probes])
-    low = target * width + np.searchsorted(times, time_from[probes], "left") + 1
-    high = target * width + np.searchsorted(times, time_to[probes], "right")
+    low = target * width + from_rank
+    high = target * width + to_rank
     first = np.searchsorted(sorted_keys, low, "left")
     count = np.maximum(np.searchsorted(sorted_keys, high, "right") - first, 0)
     total = int(count.sum())
@@ -318,7 +334,7 @@ def _segment(batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: boo
     )
 
     # 4. The outer-join buffer's events.
-    swept: list[tuple[int, tuple]] = []
+    swept = None
     if rules.buffered:
         texts = _unmatched_text(value, right, json_values)
         puts = _Waiting.of(key, value, texts, ts, side, step, closes_at, np.flatnonzero(put), json_keys)
@@ -360,6 +376,11 @@ def _unmatched_text(value: Any, right: Any, json_values: bool) -> Any:
         pc.binary_join_element_wise(null, text, "-"),
         pc.binary_join_element_wise(text, null, "-"),
     )
+
+
+BAND_KEY_LIMIT = 2**62
+"""The band join numbers a (group, time) pair as ``group * width + time distance`` while that stays below this
+limit, and by the rank of the time among the pass's times beyond (timestamps spanning centuries)."""
 
 
 _LATER = 2**62
@@ -432,12 +453,15 @@ class _Waiting:
         return _Waiting(*(a.take(picked) for a in self.arrow()), *(a[rows] for a in self.arrays()))
 
 
-def _sweeps(rules: _Rules, buffer: _Buffer, key, ts, side, stream_time, valid, puts: _Waiting, partners) -> list:
+def _sweeps(
+    rules: _Rules, buffer: _Buffer, key, ts, side, stream_time, valid, puts: _Waiting, partners
+) -> tuple[Any, _Waiting] | None:
     """The outer-join buffer over one pass, vectorised but for its sweeps: which records a later partner deletes
     (a whole ``<ts, side, key>`` group, at the first partner found after the put) is array work; the min time's
     gate is a running minimum of the puts' ts since the last sweep that ran; only a sweep that passes the gate (about
     once per window plus grace of stream time) reads the waiting records, in Kafka's order, in Python. Returns the
-    sweeps' outputs as ``(record, entry)``, ``entry`` as the processors' buffer holds it; ``buffer`` carries on."""
+    sweeps' outputs as ``(records, entries)``: the index of the record whose sweep released each, and the released
+    entries (in emission order), or ``None`` when no sweep released any; ``buffer`` carries on."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -505,20 +529,9 @@ def _sweeps(rules: _Rules, buffer: _Buffer, key, ts, side, stream_time, valid, p
     alive = np.flatnonzero(~emitted & (deleted_at >= _LATER))
     buffer.waiting = waiting.take(alive)
     if not swept:
-        return []
-    rows = np.array([e for _, e in swept], dtype=np.int64)
-    out = waiting.take(rows)
-    entries = zip(
-        out.key.to_pylist(),
-        out.left.to_pylist(),
-        out.right.to_pylist(),
-        out.text.to_pylist(),
-        out.ts.tolist(),
-        out.closes.tolist(),
-        out.origin.tolist(),
-        out.side.tolist(),
-    )
-    return [(i, entry) for (i, _), entry in zip(swept, entries)]
+        return None
+    at = np.array([i for i, _ in swept], dtype=np.int64)
+    return at, waiting.take(np.array([e for _, e in swept], dtype=np.int64))
 
 
 def _walk(rules: _Rules, waiting: _Waiting, present: Any, now: int, side: int) -> tuple[int, list[int]]:
@@ -598,24 +611,23 @@ def _rows(
     import pyarrow.compute as pc
 
     parts = []  # (record index, sub-order, columns)
-    value_type, key_type = value.type, key.type
+    value_type = value.type
 
     def part(i: Any, sub: int, **columns: Any) -> None:
         parts.append((i, sub, columns))
 
-    if swept:
-        i = np.array([s[0] for s in swept], dtype=np.int64)
-        entries = [s[1] for s in swept]
+    if swept is not None:
+        at, released = swept
         part(
-            i,
+            at,
             0,
-            key=pa.array([e[0] for e in entries], key_type),
-            left=pa.array([e[1] for e in entries], value_type),
-            right=pa.array([e[2] for e in entries], value_type),
-            value=pa.array([e[3] for e in entries], pa.string()),
-            ts=pa.array([e[4] for e in entries], pa.int64()),
+            key=released.key,
+            left=released.left,
+            right=released.right,
+            value=released.text,
+            ts=pa.array(released.ts, pa.int64()),
             kind=OutputKind.WINDOW_CLOSED.value,
-            origin_step=pa.array([e[6] for e in entries], pa.int64()),
+            origin_step=pa.array(released.origin, pa.int64()),
         )
     if len(pair_i):
         left, right_value, joined = _placed_by_side(
@@ -677,7 +689,7 @@ def _rows(
             arrays.append(pa.array(step).take(i_sorted))
             continue
         if name == "row":
-            pieces = [pa.array(np.full(len(p[0]), "step" if p[1] == 2 else "output")) for p in parts]
+            pieces = [pa.repeat(pa.scalar("step" if p[1] == 2 else "output"), len(p[0])) for p in parts]
         elif name == "tombstone":
             pieces = [
                 pa.nulls(len(p[0]), pa.bool_()) if p[1] == 2 else pa.array(np.zeros(len(p[0]), bool)) for p in parts
@@ -689,7 +701,7 @@ def _rows(
                 if cell is None:
                     cell = pa.nulls(len(p[0]), kind)
                 elif isinstance(cell, str):
-                    cell = pa.array(np.full(len(p[0]), cell))
+                    cell = pa.repeat(pa.scalar(cell), len(p[0]))
                 pieces.append(pc.cast(cell, kind))
         arrays.append(pc.take(pa.concat_arrays([pc.cast(x, kind) for x in pieces]), take))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -1,0 +1,135 @@
+"""The Python-side merge into processing order (:mod:`kjoin.spark.merge`), outside Spark.
+
+The per-task passes of ``run_join`` get each task's records sorted by input partition (held side
+first, then by offset) and merge them into Kafka's processing order themselves. These tests feed
+:func:`merged_batches` random tasks cut into random Arrow batches, with tiny spill thresholds (so the
+held side goes through the local Arrow file) and tiny output batches, and compare the result with
+:func:`kjoin.ordering.merge_by_timestamp` per task and with the two-sort plan's definition (a sort by
+running max ts, nulls lowest, then side, then offset). ``tests/test_spark_order.py`` checks the same
+order end to end through Spark.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kjoin.ordering import merge_by_timestamp
+from kjoin.records import Record, Side
+from kjoin.spark.merge import COLUMNS, merged_batches
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+
+TS = st.integers(0, 6)
+
+
+@st.composite
+def workloads(draw, nulls: bool = False):
+    """Tasks (scenario, partition) with their two input logs of (key, ts), the batch cuts, the held side, the
+    spill threshold and the output batch size."""
+    ts = st.one_of(st.none(), TS) if nulls else TS
+    task_ids = draw(
+        st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3)), min_size=1, max_size=6, unique=True).map(sorted)
+    )
+    tasks = {task: (draw(st.lists(ts, max_size=15)), draw(st.lists(ts, max_size=15))) for task in task_ids}
+    return (
+        tasks,
+        draw(st.integers(1, 40)),
+        draw(st.sampled_from([0, 1])),
+        draw(st.integers(0, 6)),
+        draw(st.integers(1, 20)),
+    )
+
+
+def sorted_input(tasks, held_rank: int) -> list[tuple]:
+    """The rows as Spark's one sort gives them: by task, held side first, then offset."""
+    rows = []
+    for (scenario, partition), logs in tasks.items():
+        for rank in (held_rank, 1 - held_rank):
+            for offset, ts in enumerate(logs[rank]):
+                rows.append((scenario, partition, rank, f"k{offset % 3}", f"{rank}:{offset}", ts, offset))
+    return rows
+
+
+def batches_of(rows: list[tuple], size: int) -> list[pa.RecordBatch]:
+    names = ["scenario", "partition", "_side_rank", "key", "value", "ts", "offset"]
+    types = [pa.int64(), pa.int32(), pa.int32(), pa.string(), pa.string(), pa.int64(), pa.int64()]
+    schema = pa.schema(list(zip(names, types)))
+    return [
+        pa.RecordBatch.from_arrays([pa.array(column, t) for column, t in zip(zip(*chunk), types)], schema=schema)
+        for chunk in (rows[i : i + size] for i in range(0, len(rows), size))
+    ]
+
+
+def merged_order(tasks, batch_rows, held_rank, spill_rows, target_rows) -> list[tuple]:
+    out = []
+    for batch in merged_batches(
+        iter(batches_of(sorted_input(tasks, held_rank), batch_rows)), held_rank, spill_rows, target_rows
+    ):
+        assert batch.schema.names == list(COLUMNS)
+        assert batch.column("position").null_count == batch.num_rows
+        rows = batch.to_pydict()
+        out += list(zip(rows["scenario"], rows["partition"], rows["side"], rows["offset"]))
+    return out
+
+
+def two_sort_order(tasks) -> list[tuple]:
+    """The two-sort plan's order: per task, by (running max ts of the record's partition, nulls lowest; side;
+    offset)."""
+    rows = []
+    for (scenario, partition), logs in tasks.items():
+        keyed = []
+        for rank, log in enumerate(logs):
+            running = None
+            for offset, ts in enumerate(log):
+                running = ts if running is None else (running if ts is None else max(running, ts))
+                keyed.append(((running is not None, running or 0), rank, offset))
+        for _, rank, offset in sorted(keyed):
+            rows.append((scenario, partition, "left" if rank == 0 else "right", offset))
+    return rows
+
+
+@SETTINGS
+@given(workload=workloads())
+def test_the_merge_is_kafkas_processing_order_per_task(workload, tmp_path_factory):
+    tasks, batch_rows, held_rank, spill_rows, target_rows = workload
+    spill_dir = tmp_path_factory.mktemp("spill")
+    os.environ["SPARK_LOCAL_DIRS"] = str(spill_dir)
+    try:
+        got = merged_order(tasks, batch_rows, held_rank, spill_rows, target_rows)
+    finally:
+        del os.environ["SPARK_LOCAL_DIRS"]
+    expected = []
+    for (scenario, partition), (left, right) in tasks.items():
+        records = [
+            [Record(side, "k", "v", ts, partition, offset) for offset, ts in enumerate(log)]
+            for side, log in ((Side.LEFT, left), (Side.RIGHT, right))
+        ]
+        expected += [(scenario, partition, r.side.value, r.offset) for r in merge_by_timestamp(*records)]
+    assert got == expected
+    assert os.listdir(spill_dir) == [], "the spill files are removed"
+
+
+@SETTINGS
+@given(workload=workloads(nulls=True))
+def test_null_timestamps_sort_as_the_two_sort_plan_sorts_them(workload):
+    tasks, batch_rows, held_rank, spill_rows, target_rows = workload
+    assert merged_order(tasks, batch_rows, held_rank, spill_rows, target_rows) == two_sort_order(tasks)
+
+
+def test_a_hand_example_with_the_table_held_and_spilled():
+    """Right (the table) held and spilled after one record; ties go left; the late left record (ts 2) waits
+    behind the left head (ts 5)."""
+    tasks = {(0, 0): ([5, 2, 7], [1, 5, 6])}
+    got = merged_order(tasks, batch_rows=2, held_rank=1, spill_rows=1, target_rows=1)
+    assert [(side, offset) for _, _, side, offset in got] == [
+        ("right", 0),
+        ("left", 0),
+        ("left", 1),
+        ("right", 1),
+        ("right", 2),
+        ("left", 2),
+    ]
