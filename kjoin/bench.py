@@ -2,6 +2,7 @@
 
     python -m kjoin.bench                                  # 10^5, 10^6 and 10^7 records
     python -m kjoin.bench --sizes 100000 --joins stream-table --methods auto,processors
+    python -m kjoin.bench --sizes 10000000 --joins stream-stream --variants inner,left,outer --kafka-sample 1000000
 
 A script, never a timed test. For each join type and size it:
 
@@ -126,6 +127,14 @@ VARIANT = {
     "versioned-stream-table": "left",
     "versioned-table-table": "outer",
 }
+VARIANTS = {
+    "stream-stream": ("inner", "left", "outer"),
+    "stream-table": ("inner", "left"),
+    "table-table": ("inner", "left", "outer"),
+    "versioned-stream-table": ("inner", "left"),
+    "versioned-table-table": ("inner", "left", "outer"),
+}
+"""The variants ``--variants`` may ask of each join (:data:`VARIANT`: the one timed by default)."""
 WINDOW = {"before_ms": 1000, "after_ms": 1000, "grace_ms": 100}
 HISTORY_RETENTION_MS = 10_000
 """The versioned tables' history retention (no grace period: a stream record is joined when it arrives)."""
@@ -142,11 +151,12 @@ def kind(join: str) -> str:
     return join.removeprefix("versioned-")
 
 
-def run_options(join: str) -> dict[str, Any]:
-    """``run_join``'s keyword arguments for a benchmarked join (beyond the topics and the method)."""
+def run_options(join: str, variant: str | None = None) -> dict[str, Any]:
+    """``run_join``'s keyword arguments for a benchmarked join (beyond the topics and the method); ``variant``:
+    :data:`VARIANT`'s when not given."""
     return {
         "join": kind(join),
-        "variant": VARIANT[join],
+        "variant": variant or VARIANT[join],
         "window": WINDOW if join == "stream-stream" else None,
         "options": OPTIONS.get(join),
     }
@@ -186,6 +196,7 @@ class BenchRow:
     kafka_rate: float
     load_before: float
     load_after: float
+    kafka_sample: int | None = None  # records Kafka Streams replayed, when fewer than ``records``
 
     def cells(self) -> list[str]:
         kjoin_rate, equi_rate = self.records / self.kjoin_s, self.records / self.equi_s
@@ -199,7 +210,8 @@ class BenchRow:
             f"{self.equi_s:.2f}",
             f"{equi_rate:,.0f}",
             f"{kjoin_rate / equi_rate:.2f}",
-            f"{self.kafka_rate:,.0f}",
+            f"{self.kafka_rate:,.0f}"
+            + ("" if self.kafka_sample in (None, self.records) else f" (n={self.kafka_sample:,})"),
             f"{kjoin_rate / self.kafka_rate:.2f}",
             f"{self.reference_rate:,.0f} (n={self.reference_sample:,})",
             f"{kjoin_rate / self.reference_rate:.2f}",
@@ -273,29 +285,33 @@ def noop(frame: Any) -> None:
     frame.write.format("noop").mode("overwrite").save()
 
 
-def equi_join(join: str, left: Any, right: Any) -> Any:
-    """The plain Spark equi-join of the same rows (see the module docstring)."""
+def equi_join(join: str, left: Any, right: Any, variant: str | None = None) -> Any:
+    """The plain Spark equi-join of the same rows (see the module docstring), inner, left or full outer as the
+    variant (:data:`VARIANT`'s when not given)."""
     from pyspark.sql import functions as F
 
     def latest(frame: Any, name: str) -> Any:
         return frame.groupBy("partition", "key").agg(F.max_by("value", "offset").alias(name))
 
+    how = {"inner": "inner", "left": "left", "outer": "full_outer"}[variant or VARIANT[join]]
     join = kind(join)  # a versioned join's baseline is its unversioned join's (see the module docstring)
 
     if join == "stream-table":
-        return left.join(latest(right, "table_value"), ["partition", "key"], "left")
+        return left.join(latest(right, "table_value"), ["partition", "key"], how)
     if join == "table-table":
-        return latest(left, "left_value").join(latest(right, "right_value"), ["partition", "key"], "full_outer")
+        return latest(left, "left_value").join(latest(right, "right_value"), ["partition", "key"], how)
     left_alias, right_alias = left.alias("l"), right.alias("r")
     condition = (
         (F.col("l.key") == F.col("r.key"))
         & (F.col("l.partition") == F.col("r.partition"))
         & F.col("r.ts").between(F.col("l.ts") - WINDOW["before_ms"], F.col("l.ts") + WINDOW["after_ms"])
     )
-    return left_alias.join(right_alias, condition, "left")
+    return left_alias.join(right_alias, condition, how)
 
 
-def reference_rate(spark: Any, join: str, path: str, sample: int, partitions: int) -> tuple[float, int]:
+def reference_rate(
+    spark: Any, join: str, path: str, sample: int, partitions: int, variant: str | None = None
+) -> tuple[float, int]:
     """Records per second of the reference engine on the first ``sample`` records (this
     collects the sample to the driver: the reference engine is a single Python process)."""
     from . import Scenario, run
@@ -313,7 +329,11 @@ def reference_rate(spark: Any, join: str, path: str, sample: int, partitions: in
         for r in rows
     ]
     scenario = Scenario.from_records(
-        kind(join), VARIANT[join], records, window=WINDOW if join == "stream-stream" else None, partitions=partitions
+        kind(join),
+        variant or VARIANT[join],
+        records,
+        window=WINDOW if join == "stream-stream" else None,
+        partitions=partitions,
     )
     if join in OPTIONS:
         scenario = Scenario.from_dict({**scenario.to_dict(), **OPTIONS[join]})
@@ -331,14 +351,22 @@ KAFKA_STORES = ("in-memory", "rocksdb")
 
 
 def kafka_rate(
-    spark: Any, join: str, path: str, partitions: int, workdir: str, stores: str = "in-memory"
+    spark: Any,
+    join: str,
+    path: str,
+    partitions: int,
+    workdir: str,
+    stores: str = "in-memory",
+    variant: str | None = None,
+    sample: int | None = None,
 ) -> tuple[float, int]:
     """Records per second of real Kafka Streams replaying the same records: the oracle harness's ``Replay``
     (``kafka_oracle/``: TopologyTestDriver, one per Kafka task, in-memory stores, no caching) on the rows
     written as tab-separated text by Spark (each partition's records in append order, not timed), timed by
     the JVM itself (not its start). ``stores="rocksdb"``: Kafka's default RocksDB stores instead (Kafka's
     in-memory window store is laid out by timestamp first, so a stream-stream join's lookups scan every
-    millisecond of the window). Returns the rate and the Kafka Streams outputs counted."""
+    millisecond of the window). ``sample``: replay only the first ``sample`` records (by ``id``: in every
+    partition, a prefix of its log). Returns the rate and the Kafka Streams outputs counted."""
     import json
     import subprocess
 
@@ -359,6 +387,8 @@ def kafka_rate(
         return F.coalesce(F.col(name).cast("string"), F.lit("\\N"))
 
     data = spark.read.parquet(path)
+    if sample is not None:
+        data = data.filter(F.col("id") < sample)
     line = F.concat_ws("\t", *(cell(name) for name in ("partition", "side", "key", "value", "ts")))
     (
         data.repartition(partitions, "partition")
@@ -367,7 +397,7 @@ def kafka_rate(
         .write.mode("overwrite")
         .text(text)
     )
-    scenario: dict[str, Any] = {"join": kind(join), "variant": VARIANT[join], **OPTIONS.get(join, {})}
+    scenario: dict[str, Any] = {"join": kind(join), "variant": variant or VARIANT[join], **OPTIONS.get(join, {})}
     if join == "stream-stream":
         scenario["window"] = WINDOW
     with open(dependencies) as listing:
@@ -476,68 +506,96 @@ def bench(
     out: Any = sys.stdout,
     kafka_stores: str = "in-memory",
     repeat: int = 1,
+    variants: list[str] | None = None,
+    kafka_sample: int | None = None,
 ) -> list[BenchRow]:
+    """The table's rows: per join, size and variant (``variants``: those of :data:`VARIANTS` each join has;
+    :data:`VARIANT`'s when not given) and method. ``repeat`` rounds each time the equi-join and every method in
+    turn and keep the fastest of each. ``kafka_sample``: Kafka Streams replays the first that many records only."""
     from .spark import run_join
 
     rows = []
     for join in joins:
+        chosen = [v for v in VARIANTS[join] if v in variants] if variants else [VARIANT[join]]
+        if not chosen:
+            continue
         # Warm-up, untimed: the first run of a plan in a fresh JVM pays class loading and JIT.
         path = os.path.join(workdir, f"{join}-warm-up.parquet")
         generate(spark, join, min(20_000, min(sizes)), path, keys=keys, partitions=partitions)
         left, right = topics(spark, path, partitions)
-        noop(equi_join(join, left.frame, right.frame))
-        for method in methods:
-            noop(run_join(left, right, method=method, **run_options(join)).results)
+        for variant in chosen:
+            noop(equi_join(join, left.frame, right.frame, variant))
+            for method in methods:
+                noop(run_join(left, right, method=method, **run_options(join, variant)).results)
         for size in sizes:
             path = os.path.join(workdir, f"{join}-{size}.parquet")
             print(f"[bench] generating {size:,} {join} records ...", file=out, flush=True)
             generate(spark, join, size, path, keys=keys, partitions=partitions)
             left, right = topics(spark, path, partitions)
             noop(left.frame.unionByName(right.frame))  # warm the file cache and the session
-            equi_s = timed(lambda: noop(equi_join(join, left.frame, right.frame)))
-            used: set[str] = set()
-            runs = []
-            for method in methods:
-                result = run_join(left, right, method=method, **run_options(join))
-                path_used = _method_used(result, method).split(": ")[-1]
-                if path_used in used:  # e.g. auto already ran the processors: do not time them twice
-                    continue
-                used.add(path_used)
-                runs.append((_method_used(result, method), result))
-            best: dict[str, tuple] = {}
-            for round_ in range(repeat):  # methods in turn, each round: the first one timed is not always the same
-                for method_used, result in runs if round_ % 2 == 0 else runs[::-1]:
-                    print(f"[bench] {join} {size:,} kjoin {method_used} ...", file=out, flush=True)
-                    load_before = os.getloadavg()[0]
-                    with PeakMemory() as memory:
-                        kjoin_s = timed(lambda: noop(result.results))
-                    timing = (method_used, kjoin_s, memory.peak, load_before, os.getloadavg()[0])
-                    if method_used not in best or kjoin_s < best[method_used][1]:
-                        best[method_used] = timing
-            timings = [best[method_used] for method_used, _ in runs]
-            # The baselines outside Spark last, so that their processes never share the machine with kjoin's run.
-            ref_rate, ref_n = reference_rate(spark, join, path, min(reference_sample, size), partitions)
-            print(f"[bench] {join} {size:,} Kafka Streams {KAFKA_VERSION} replay ...", file=out, flush=True)
-            kafka, _ = kafka_rate(spark, join, path, partitions, workdir, kafka_stores)
-            for method_used, kjoin_s, peak, load_before, load_after in timings:
-                rows.append(
-                    BenchRow(
-                        join,
-                        VARIANT[join],
-                        size,
-                        method_used,
-                        kjoin_s,
-                        equi_s,
-                        ref_rate,
-                        ref_n,
-                        peak / 2**20,
-                        kafka,
-                        load_before,
-                        load_after,
-                    )
-                )
+            for variant in chosen:
+                rows += _bench_variant(
+                    spark, join, variant, size, path, left, right, methods, repeat, out,
+                    reference_sample, partitions, workdir, kafka_stores, kafka_sample,
+                )  # fmt: skip
             shutil.rmtree(path, ignore_errors=True)
     return rows
+
+
+def _bench_variant(
+    spark, join, variant, size, path, left, right, methods, repeat, out,
+    reference_sample, partitions, workdir, kafka_stores, kafka_sample,
+) -> list[BenchRow]:  # fmt: skip
+    from .spark import run_join
+
+    used: set[str] = set()
+    runs = []
+    for method in methods:
+        result = run_join(left, right, method=method, **run_options(join, variant))
+        path_used = _method_used(result, method).split(": ")[-1]
+        if path_used in used:  # e.g. auto already ran the processors: do not time them twice
+            continue
+        used.add(path_used)
+        runs.append((_method_used(result, method), result))
+    best: dict[str, tuple] = {}
+    equi_s = float("inf")
+    for round_ in range(repeat):  # each round: the equi-join, then the methods in turn (reversed every other round)
+        print(f"[bench] {join} {variant} {size:,} equi-join ...", file=out, flush=True)
+        equi_s = min(equi_s, timed(lambda: noop(equi_join(join, left.frame, right.frame, variant))))
+        for method_used, result in runs if round_ % 2 == 0 else runs[::-1]:
+            print(f"[bench] {join} {variant} {size:,} kjoin {method_used} ...", file=out, flush=True)
+            load_before = os.getloadavg()[0]
+            with PeakMemory() as memory:
+                kjoin_s = timed(lambda: noop(result.results))
+            timing = (method_used, kjoin_s, memory.peak, load_before, os.getloadavg()[0])
+            if method_used not in best or kjoin_s < best[method_used][1]:
+                best[method_used] = timing
+    timings = [best[method_used] for method_used, _ in runs]
+    # The baselines outside Spark last, so that their processes never share the machine with kjoin's run.
+    ref_rate, ref_n = reference_rate(spark, join, path, min(reference_sample, size), partitions, variant)
+    kafka_n = size if kafka_sample is None else min(kafka_sample, size)
+    print(f"[bench] {join} {variant} {kafka_n:,} Kafka Streams {KAFKA_VERSION} replay ...", file=out, flush=True)
+    kafka, _ = kafka_rate(
+        spark, join, path, partitions, workdir, kafka_stores, variant, None if kafka_n == size else kafka_n
+    )
+    return [
+        BenchRow(
+            join,
+            variant,
+            size,
+            method_used,
+            kjoin_s,
+            equi_s,
+            ref_rate,
+            ref_n,
+            peak / 2**20,
+            kafka,
+            load_before,
+            load_after,
+            kafka_n,
+        )  # fmt: skip
+        for method_used, kjoin_s, peak, load_before, load_after in timings
+    ]
 
 
 def _method_used(result: Any, asked: str) -> str:
@@ -619,7 +677,22 @@ def main(argv: list[str] | None = None) -> int:
         default="in-memory",
         help="the Kafka Streams baseline's state stores (default in-memory; rocksdb: Kafka's default)",
     )
+    parser.add_argument(
+        "--variants",
+        type=_choices(("inner", "left", "outer"), "--variants"),
+        default=None,
+        help="join variants to time, each where the join has it (default: left, table-table outer)",
+    )
+    parser.add_argument(
+        "--kafka-sample",
+        type=int,
+        default=None,
+        help="Kafka Streams replays only the first this many records (default: all; its rate per record does not "
+        "rise with the size, and a stream-stream replay of 10^7 takes hours)",
+    )
     args = parser.parse_args(argv)
+    if args.kafka_sample is not None and args.kafka_sample <= 0:
+        parser.error("--kafka-sample: expected a positive integer")
     if args.reference_sample <= 0:
         parser.error("--reference-sample: expected a positive integer")
     if args.repeat <= 0:
@@ -643,6 +716,8 @@ def main(argv: list[str] | None = None) -> int:
             out=sys.stderr,
             kafka_stores=args.kafka_stores,
             repeat=args.repeat,
+            variants=args.variants,
+            kafka_sample=args.kafka_sample,
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -55,6 +55,34 @@ def test_the_bench_prints_one_row_per_join_size_and_method_with_every_column(spa
     assert "load average" in printed[header - 1]
 
 
+def test_variants_get_a_row_each_where_the_join_has_them_and_kafka_replays_its_sample(spark, capsys):
+    """``--variants inner,outer`` on a stream-table join times its inner variant only (it has no outer one); with
+    ``--kafka-sample`` Kafka Streams replays a prefix and the table says how many records."""
+    args = ["--sizes", "1500", "--joins", "stream-table,stream-stream", "--variants", "inner,outer"]
+    args += ["--reference-sample", "300", "--keys", "30", "--partitions", "2", "--kafka-sample", "700"]
+    assert bench.main(args) == 0
+    printed = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(printed) if line.startswith("join "))
+    rows = [[cell.strip() for cell in line.split(" | ")] for line in printed[header + 2 :] if line.strip()]
+    assert [(row[0], row[1]) for row in rows] == [
+        ("stream-table", "inner"),
+        ("stream-stream", "inner"),
+        ("stream-stream", "outer"),
+    ]
+    kafka = bench.COLUMNS.index("kafka rec/s")
+    assert all(row[kafka].endswith("(n=700)") for row in rows)
+
+
+def test_the_equi_join_follows_the_variant(spark, tmp_path):
+    """The baseline joins as the variant does: inner drops the stream records without a table row, outer keeps the
+    right's."""
+    path = str(tmp_path / "tt.parquet")
+    bench.generate(spark, "table-table", 3000, path, keys=500, partitions=2)
+    left, right = bench.topics(spark, path, 2)
+    counts = {v: bench.equi_join("table-table", left.frame, right.frame, v).count() for v in ("inner", "left", "outer")}
+    assert counts["inner"] < counts["left"] < counts["outer"]
+
+
 def test_the_kafka_streams_replay_counts_every_record_and_outputs_what_kjoin_outputs(spark, tmp_path):
     """The Kafka Streams baseline replays the same rows through the same join: as many outputs as kjoin writes."""
     from pyspark.sql import functions as F
@@ -93,6 +121,10 @@ def test_bad_options_are_refused_with_the_option_named():
         bench.main(["--sizes", "ten"])
     with pytest.raises(SystemExit):
         bench.main(["--repeat", "0"])
+    with pytest.raises(SystemExit):
+        bench.main(["--variants", "full"])
+    with pytest.raises(SystemExit):
+        bench.main(["--kafka-sample", "0"])
 
 
 @pytest.mark.parametrize("join", ["versioned-stream-table", "versioned-table-table"])
