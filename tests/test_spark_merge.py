@@ -32,7 +32,12 @@ def workloads(draw, nulls: bool = False):
     spill threshold and the output batch size."""
     ts = st.one_of(st.none(), TS) if nulls else TS
     task_ids = draw(
-        st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3)), min_size=1, max_size=6, unique=True).map(sorted)
+        st.lists(
+            st.tuples(st.integers(0, draw(st.sampled_from([0, 2]))), st.integers(0, 3)),
+            min_size=1,
+            max_size=6,
+            unique=True,
+        ).map(sorted)
     )
     tasks = {task: (draw(st.lists(ts, max_size=15)), draw(st.lists(ts, max_size=15))) for task in task_ids}
     return (
@@ -54,14 +59,18 @@ def sorted_input(tasks, held_rank: int) -> list[tuple]:
     return rows
 
 
-def batches_of(rows: list[tuple], size: int) -> list[pa.RecordBatch]:
+def batches_of(rows: list[tuple], size: int, scenario: bool = True) -> list[pa.RecordBatch]:
+    """Arrow batches of ``size`` rows; without the ``scenario`` column (as ``run_join`` sends them, with a byte
+    side rank) when ``scenario`` is false."""
     names = ["scenario", "partition", "_side_rank", "key", "value", "ts", "offset"]
-    types = [pa.int64(), pa.int32(), pa.int32(), pa.string(), pa.string(), pa.int64(), pa.int64()]
+    types = [pa.int64(), pa.int32(), pa.int32() if scenario else pa.int8(), pa.string(), pa.string(), pa.int64()]
+    types.append(pa.int64())
     schema = pa.schema(list(zip(names, types)))
-    return [
+    batches = [
         pa.RecordBatch.from_arrays([pa.array(column, t) for column, t in zip(zip(*chunk), types)], schema=schema)
         for chunk in (rows[i : i + size] for i in range(0, len(rows), size))
     ]
+    return batches if scenario else [batch.drop_columns(["scenario"]) for batch in batches]
 
 
 def merged_order(tasks, batch_rows, held_rank, spill_rows, target_rows) -> list[tuple]:

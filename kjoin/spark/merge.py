@@ -45,8 +45,8 @@ def merged_batches(
     batches: Iterator[Any], held_rank: int, spill_rows: int = SPILL_ROWS, target_rows: int = 100_000
 ) -> Iterator[Any]:
     """Batches sorted by ``(scenario, partition, _side_rank == held_rank first, offset)`` (columns
-    ``scenario, partition, _side_rank, key, value, ts, offset``; rank 0 is the left side) as batches in
-    processing order within each task (:data:`COLUMNS`), about ``target_rows`` each."""
+    ``scenario, partition, _side_rank, key, value, ts, offset``; rank 0 is the left side; without ``scenario``,
+    scenario 0) as batches in processing order within each task (:data:`COLUMNS`), about ``target_rows`` each."""
     out = _Coalesce(target_rows)
     task: tuple[int, int] | None = None
     held: _Held | None = None
@@ -76,9 +76,19 @@ def merged_batches(
 
 
 def _task_runs(batch: Any) -> Iterator[tuple[tuple[int, int], Any]]:
+    """The runs of one Kafka task's rows in ``batch``; without a ``scenario`` column, every row is scenario 0."""
     from .vectorised import task_segments
 
-    return task_segments(batch)
+    if "scenario" in batch.schema.names:
+        yield from task_segments(batch)
+        return
+    import numpy as np
+
+    partition = batch.column("partition").to_numpy(zero_copy_only=False)
+    bounds = [0, *(np.flatnonzero(partition[1:] != partition[:-1]) + 1).tolist(), batch.num_rows]
+    for start, end in zip(bounds[:-1], bounds[1:]):
+        if end > start:
+            yield (0, int(partition[start])), batch.slice(start, end - start)
 
 
 def _running_max(ts: Any, carry: int) -> tuple[Any, int]:
@@ -98,7 +108,9 @@ def _with_order(segment: Any, carry: int) -> tuple[Any, Any, int]:
     order, carry = _running_max(segment.column("ts"), carry)
     sides = pa.array(["left", "right"]).take(segment.column("_side_rank").cast(pa.int32()))
     n = segment.num_rows
-    columns = {name: segment.column(name) for name in ("scenario", "partition", "key", "value", "ts", "offset")}
+    columns = {name: segment.column(name) for name in ("partition", "key", "value", "ts", "offset")}
+    has_scenario = "scenario" in segment.schema.names
+    columns["scenario"] = segment.column("scenario") if has_scenario else pa.repeat(pa.scalar(0, pa.int64()), n)
     columns["side"] = sides
     columns["position"] = pa.nulls(n, pa.int64())
     return pa.RecordBatch.from_pydict({name: columns[name] for name in COLUMNS}), order, carry

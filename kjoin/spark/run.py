@@ -489,7 +489,7 @@ def run_join(
     held_rank = 1 if config.join == "stream-table" else 0  # the side held while the other streams: the table
     by_partition = shuffled.sortWithinPartitions(
         "scenario", "partition", F.col("_side_rank").desc() if held_rank else F.col("_side_rank"), "offset"
-    ).select("scenario", "partition", "_side_rank", "key", "value", "ts", "offset")
+    ).select("partition", F.col("_side_rank").cast("byte").alias("_side_rank"), "key", "value", "ts", "offset")
     result = _execute(
         records,
         {0: config},
