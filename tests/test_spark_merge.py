@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -142,3 +143,54 @@ def test_a_hand_example_with_the_table_held_and_spilled():
         ("right", 2),
         ("left", 2),
     ]
+
+
+def test_the_held_rows_setting_is_read_and_bad_values_are_refused_with_the_setting_named():
+    from kjoin.spark import SparkInputError
+    from kjoin.spark.merge import HELD_ROWS_CONF, SPILL_ROWS, held_rows
+
+    assert held_rows(None) == SPILL_ROWS and held_rows("1000") == 1000 and held_rows("0") == 0
+    for bad in ("lots", "-1"):
+        with pytest.raises(SparkInputError, match=HELD_ROWS_CONF):
+            held_rows(bad)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    "join, variant, window",
+    [
+        ("stream-table", "left", None),
+        ("table-table", "outer", None),
+        ("stream-stream", "outer", {"before_ms": 3, "after_ms": 3, "grace_ms": 0}),
+    ],
+)
+def test_run_join_spills_the_held_side_and_still_equals_the_reference_engine(spark, join, variant, window):
+    """Through Spark: one held record in memory (the rest in the spill file), Arrow batches of 5 records."""
+    import random
+
+    from kjoin.spark import Topic, run_join
+    from kjoin.spark.merge import HELD_ROWS_CONF
+    from tests.spark_compare import reference_outputs, small_arrow_batches, spark_outputs
+
+    rng = random.Random(join)
+    records = {Side.LEFT: [], Side.RIGHT: []}
+    for partition in range(3):
+        for side in records:
+            for offset in range(rng.randint(10, 40)):
+                key, value = rng.choice(["a", "b", "c", None]), rng.choice(["x", "y", None])
+                records[side].append(Record(side, key, value, rng.randint(0, 30), partition, offset))
+    schema = "key string, value string, ts long, partition int, offset long"
+
+    def topic(side: Side) -> Topic:
+        rows = [(r.key, r.value, r.ts, r.partition, r.offset) for r in records[side]]
+        return Topic(spark.createDataFrame(rows, schema), partitions=3)
+
+    spark.conf.set(HELD_ROWS_CONF, "1")
+    try:
+        with small_arrow_batches(spark, 5):
+            result = run_join(topic(Side.LEFT), topic(Side.RIGHT), join, variant, window=window)
+            got = spark_outputs(result)
+    finally:
+        spark.conf.unset(HELD_ROWS_CONF)
+    expected = reference_outputs(records[Side.LEFT], records[Side.RIGHT], join, variant, 3, window)
+    assert got == expected and sum(len(rows) for rows in expected.values()) > 20

@@ -30,10 +30,30 @@ import os
 import tempfile
 from typing import Any, Iterator
 
-__all__ = ["merged_batches", "SPILL_ROWS", "COLUMNS"]
+__all__ = ["merged_batches", "held_rows", "SPILL_ROWS", "HELD_ROWS_CONF", "COLUMNS"]
 
 SPILL_ROWS = 500_000
-"""Held records kept in memory per task before the rest go to a local Arrow file."""
+"""Held records kept in memory per task before the rest go to a local Arrow file (by default)."""
+
+HELD_ROWS_CONF = "spark.kjoin.merge.heldRows"
+"""The Spark setting that overrides :data:`SPILL_ROWS`, read when the join is planned, e.g.
+``spark.conf.set("spark.kjoin.merge.heldRows", "100000")``."""
+
+
+def held_rows(setting: str | None) -> int:
+    """The held records kept in memory per task, from :data:`HELD_ROWS_CONF`'s value (``None``: the default)."""
+    from .topic import SparkInputError
+
+    if setting is None:
+        return SPILL_ROWS
+    try:
+        rows = int(setting)
+    except ValueError:
+        rows = -1
+    if rows < 0:
+        raise SparkInputError(f"{HELD_ROWS_CONF}={setting!r}: expected a number of records, 0 or more")
+    return rows
+
 
 COLUMNS = ("scenario", "partition", "side", "key", "value", "ts", "offset", "position")
 """The merged batches' columns: those the per-task passes take."""

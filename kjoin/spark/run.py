@@ -8,10 +8,13 @@ How it works:
 * Processing order within a Kafka task is Kafka's: the task picks, among its two input
   partitions, the one whose head record has the lowest timestamp (ties: left first). That
   merge equals a sort by ``(running max ts of the record's own partition up to it, side,
-  offset)``, which Spark computes with a window function and a sort.
-* The union is repartitioned by ``(scenario, partition)`` and sorted within Spark
-  partitions, so one Spark task runs whole Kafka tasks, record by record, through kjoin's
-  own processors (:mod:`kjoin.spark.task`).
+  offset)``.
+* The union is repartitioned by ``(scenario, partition)``, so one Spark task runs whole Kafka
+  tasks, and sorted within Spark partitions by input partition and offset; the per-task
+  passes (kjoin's own processors, :mod:`kjoin.spark.task`, or the vectorised passes) merge
+  the two input partitions into processing order themselves (:mod:`kjoin.spark.merge`).
+  The ``records`` frame the debugging tools read, and the native plan, compute the same
+  order with a window function and a second sort.
 * Topics whose partition counts differ are refused, as Kafka Streams refuses to join
   topics that are not co-partitioned.
 """
@@ -695,12 +698,15 @@ def _per_task(
     if by_partition is None:
         ordered = group_by_task(records, partitioned, spark_partitions).sortWithinPartitions(*_PROCESSING_ORDER)
         return ordered.select(*_TASK_COLUMNS).mapInArrow(function, schema)
+    from .merge import HELD_ROWS_CONF, held_rows
+
     frame, held_rank = by_partition
+    spill_rows = held_rows(frame.sparkSession.conf.get(HELD_ROWS_CONF, None))
 
     def merged(batches: Any) -> Any:
         from .merge import merged_batches
 
-        return function(merged_batches(batches, held_rank))
+        return function(merged_batches(batches, held_rank, spill_rows))
 
     return frame.mapInArrow(merged, schema)
 
