@@ -495,36 +495,28 @@ def _sweeps(
     deleted_at = np.full(count, _LATER, dtype=np.int64)
     deleted_at[hit] = found[at[hit]] - group[:count][hit] * width - 1
     # The sweeps: records at stream time, in order, each gated by the min time (the smallest ts put since the last
-    # sweep that ran, or what that sweep left), taken a window of candidates at a time.
+    # sweep that ran, or what that sweep left). A scalar loop: with both sides buffered (outer joins) a sweep passes
+    # its gate about once per millisecond of stream time, too often for array work between sweeps.
     candidates = np.flatnonzero(valid & (ts == stream_time))
-    gates = np.where(side[candidates] == 1, rules.gate[1], rules.gate[0]) + rules.grace
+    gates = (np.where(side[candidates] == 1, rules.gate[1], rules.gate[0]) + rules.grace).tolist()
+    nows, sides = stream_time[candidates].tolist(), side[candidates].tolist()
     put_at = np.flatnonzero(waiting.position >= 0)  # this pass's puts, by position
-    put_position, put_ts = waiting.position[put_at], waiting.ts[put_at]
-    emitted = np.zeros(count, dtype=bool)
+    put_position, put_ts = waiting.position[put_at].tolist(), waiting.ts[put_at].tolist()
+    walker = _Walker(rules, waiting, deleted_at)
     swept: list = []
     min_time = _LATER if buffer.min_time is None else buffer.min_time
-    since = 0  # the puts from this position on lower the min time
-    next_candidate = 0
-    while next_candidate < len(candidates):
-        window = slice(next_candidate, next_candidate + 256)
-        cands = candidates[window]
-        first_put, last_put = np.searchsorted(put_position, [since, cands[-1]], "left")
-        running = np.minimum.accumulate(np.append(min_time, put_ts[first_put:last_put]))
-        prior = running[np.searchsorted(put_position[first_put:last_put], cands, "left")]  # puts before each
-        fires = (prior < _LATER) & (prior + gates[window] < stream_time[cands])
-        if not fires.any():
-            min_time, since, next_candidate = int(running[-1]), int(cands[-1]), next_candidate + len(cands)
-            continue
-        sweep_at = int(cands[int(np.argmax(fires))])
-        present = np.flatnonzero(~emitted & (waiting.position < sweep_at) & (deleted_at >= sweep_at))
-        min_time, closed = _walk(rules, waiting, present, int(stream_time[sweep_at]), int(side[sweep_at]))
-        emitted[closed] = True
-        swept.extend((sweep_at, e) for e in closed)
-        since = sweep_at
-        next_candidate = int(np.searchsorted(candidates, sweep_at, "right"))
-    rest = put_ts[np.searchsorted(put_position, since, "left") :]
-    if len(rest):
-        min_time = min(min_time, int(rest.min()))
+    p, puts_count = 0, len(put_position)
+    for at, gate, now, sweeping_side in zip(candidates.tolist(), gates, nows, sides):
+        while p < puts_count and put_position[p] < at:  # the puts before the record lower the min time
+            if put_ts[p] < min_time:
+                min_time = put_ts[p]
+            p += 1
+        if min_time < _LATER and min_time + gate < now:
+            min_time, closed = walker.sweep(at, now, sweeping_side)
+            swept.extend((at, e) for e in closed)
+    if p < puts_count:
+        min_time = min(min_time, min(put_ts[p:]))
+    emitted = walker.emitted
     buffer.min_time = None if min_time >= _LATER else min_time
     alive = np.flatnonzero(~emitted & (deleted_at >= _LATER))
     buffer.waiting = waiting.take(alive)
@@ -534,48 +526,101 @@ def _sweeps(
     return at, waiting.take(np.array([e for _, e in swept], dtype=np.int64))
 
 
-def _walk(rules: _Rules, waiting: _Waiting, present: Any, now: int, side: int) -> tuple[int, list[int]]:
-    """One sweep that passed its gate, Kafka's ``emitNonJoinedOuterRecords`` over the ``present`` records of
-    ``waiting`` (a record of ``side`` at stream time ``now``): the min time it leaves and the records it emits, in
-    Kafka's order (ts, right before left, key bytes, arrival).
+class _Walker:
+    """The sweeps of one pass, Kafka's ``emitNonJoinedOuterRecords``: the waiting records are sorted once in Kafka's
+    store order (ts, right before left, key bytes, arrival), and each sweep reads them from the first one that may
+    still be there, so a sweep costs the records it emits (and the few it passes over), not the whole buffer.
 
-    Kafka walks the groups in that order. Every record of one side closes at its ts plus a constant (3.8+: its own
-    side's look-ahead plus grace; before: the processing side's), so a side's closed records come before its
-    first open one. 3.1 to 3.7 stop at the first open group: they emit every closed record and leave the first open
-    ts (or the last ts, if all closed). 3.8+ go on until both sides have met an open group, then read one more: they
-    also emit every closed record, and leave the ts of the group after the later of the two sides' first open
-    groups (the last group's ts if there is none after it, or if a side never meets an open group)."""
-    ts, key_bytes, closes, sides = waiting.ts, waiting.key_bytes, waiting.closes, waiting.side
-    if not len(present):
-        return _LATER, []
-    present_ts = ts[present]
-    if rules.per_side:
-        shut = closes[present] < now
-    else:
-        shut = present_ts + rules.look_ahead[side] + rules.grace < now
-    closed = present[shut]
-    order = sorted(zip(ts[closed].tolist(), (1 - sides[closed]).tolist(), key_bytes[closed].tolist(), closed.tolist()))
-    emitted = [entry[3] for entry in order]
-    still = present[~shut]
-    if not len(still):
-        return int(present_ts.max()), emitted
-    if not rules.per_side:
-        return int(ts[still].min()), emitted
-    firsts = []
-    for side_byte in (0, 1):
-        mine = still[(1 - sides[still]) == side_byte]
-        if len(mine):
-            first_ts = int(ts[mine].min())
-            firsts.append((first_ts, side_byte, min(key_bytes[mine[ts[mine] == first_ts]].tolist())))
-    if len(firsts) < 2:
-        return int(present_ts.max()), emitted
-    second = max(firsts)
-    still_ts = ts[still]
-    tied = still[still_ts == second[0]]
-    if any(entry > second for entry in zip(ts[tied].tolist(), (1 - sides[tied]).tolist(), key_bytes[tied].tolist())):
-        return second[0], emitted  # a group after it at the same ts
-    later = still_ts[still_ts > second[0]]
-    return (int(later.min()) if len(later) else second[0]), emitted
+    A sweep by a record of ``side`` at stream time ``now`` at position ``sweep_at`` sees the records put before it,
+    not deleted by a partner before it and not emitted by an earlier sweep. Every record of one side closes at its ts
+    plus a constant (3.8+: its own side's look-ahead plus grace; before: the sweeping side's), so a side's closed
+    records come before its first open one. 3.1 to 3.7 stop at the first open record: they emit every closed record
+    and leave the first open ts (or the last ts, if all closed). 3.8+ go on until both sides have met an open
+    record, then read one more: they also emit every closed record, and leave the ts of the group after the later
+    of the two sides' first open groups (the last group's ts if there is none after it, or if a side never meets
+    an open group)."""
+
+    def __init__(self, rules: _Rules, waiting: _Waiting, deleted_at: Any) -> None:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self.rules = rules
+        count = len(waiting)
+        self.emitted = np.zeros(count, dtype=bool)
+        side_byte = 1 - waiting.side  # right (1) before left (0) at the same ts
+        if count:
+            key_rank = pc.rank(pa.array(waiting.key_bytes.tolist(), pa.binary()), tiebreaker="dense").to_numpy()
+            order = np.lexsort((np.arange(count), key_rank, side_byte, waiting.ts))
+        else:
+            key_rank = order = np.zeros(0, dtype=np.int64)
+        self.order = order.tolist()
+        self.key_rank = key_rank.tolist()
+        self.ts = waiting.ts.tolist()
+        self.side_byte = side_byte.tolist()
+        self.closes = waiting.closes.tolist()
+        self.position = waiting.position.tolist()
+        self.deleted_at = deleted_at.tolist()
+        self.done = [False] * count  # emitted (the numpy mask above mirrors it for the caller)
+        self.start = 0  # every record before this place in ``order`` is gone for good
+
+    def sweep(self, sweep_at: int, now: int, side: int) -> tuple[int, list[int]]:
+        """The min time the sweep leaves and the records it emits, in emission order."""
+        rules = self.rules
+        order, ts, closes, position, deleted_at, done = (
+            self.order, self.ts, self.closes, self.position, self.deleted_at, self.done,
+        )  # fmt: skip
+        per_side = rules.per_side
+        limit = now - rules.look_ahead[side] - rules.grace  # before 3.8: closed when ts < limit
+        emitted: list[int] = []
+        first_open: dict[int, int] = {}
+        last = -1
+        gone_so_far = True
+        i = self.start
+        while i < len(order):
+            e = order[i]
+            if done[e] or deleted_at[e] < sweep_at:
+                if gone_so_far:
+                    self.start = i + 1
+                i += 1
+                continue
+            if position[e] >= sweep_at:  # put by a later record
+                gone_so_far = False
+                i += 1
+                continue
+            last = e
+            if (closes[e] < now) if per_side else (ts[e] < limit):
+                done[e] = True
+                emitted.append(e)
+                if gone_so_far:
+                    self.start = i + 1
+                i += 1
+                continue
+            gone_so_far = False
+            if not per_side:
+                return ts[e], self._emit(emitted)
+            first_open.setdefault(self.side_byte[e], e)
+            if len(first_open) == 2:
+                break
+            i += 1
+        if last < 0:
+            return _LATER, self._emit(emitted)
+        if len(first_open) < 2:
+            return ts[last], self._emit(emitted)
+        second = order[i]
+        group = (ts[second], self.side_byte[second], self.key_rank[second])
+        for j in range(i + 1, len(order)):
+            e = order[j]
+            if done[e] or deleted_at[e] < sweep_at or position[e] >= sweep_at:
+                continue
+            if (ts[e], self.side_byte[e], self.key_rank[e]) != group:
+                return ts[e], self._emit(emitted)  # the next group: at the same ts, or the first later one
+        return group[0], self._emit(emitted)
+
+    def _emit(self, emitted: list[int]) -> list[int]:
+        if emitted:
+            self.emitted[emitted] = True
+        return emitted
 
 
 def _serialized(keys: Any, json_keys: bool) -> list[bytes]:
