@@ -562,6 +562,8 @@ class _Walker:
         self.position = waiting.position.tolist()
         self.deleted_at = deleted_at.tolist()
         self.done = [False] * count  # emitted (the numpy mask above mirrors it for the caller)
+        self.one_side = len(set(self.side_byte)) < 2  # a left join's buffer, say: a side never meets an open group
+        self.arrays = (waiting.ts, waiting.position, deleted_at)
         self.start = 0  # every record before this place in ``order`` is gone for good
 
     def sweep(self, sweep_at: int, now: int, side: int) -> tuple[int, list[int]]:
@@ -602,6 +604,10 @@ class _Walker:
             first_open.setdefault(self.side_byte[e], e)
             if len(first_open) == 2:
                 break
+            if self.one_side:  # no closed record after this one: the last ts of the rest is the max, in bulk
+                ts_all, put_position, deleted = self.arrays
+                present = ~self.emitted & (put_position < sweep_at) & (deleted >= sweep_at)
+                return int(ts_all[present].max()), self._emit(emitted)
             i += 1
         if last < 0:
             return _LATER, self._emit(emitted)
