@@ -1,0 +1,539 @@
+"""A lean per-task pass for joins over versioned tables (KIP-914) and the stream-table grace buffer (KIP-923).
+
+Which joins: KStream-KTable inner/left against a versioned table, with or without a grace period, and
+KTable-KTable inner/left/outer where one or both tables are versioned (every ``versioned_mode``), in every era
+the processors run them (3.5 on; 3.6 on with grace), with the default joiner, on the values and keys
+:func:`unsupported` accepts. ``method="auto"`` prefers this pass and falls back to the processors for anything
+else.
+
+How it works. The records arrive as on the processor path (:mod:`kjoin.spark.task`): every Kafka task's records
+together, in processing order. A versioned lookup is an as-of search among the versions stored *before* the
+record, bounded by a stream time that the puts themselves move, and the grace buffer reorders records by
+timestamp: not a forward fill. So the state is walked by one specialised loop per task segment, over plain
+Python values (``to_pylist`` once per column and batch), with the store as two dicts ``key -> [version ts]``
+and ``key -> [(value, joiner text) or None]`` searched with :mod:`bisect`, and the grace buffer a heap ordered
+as Kafka's ``(ts, key bytes, arrival)``. The loop writes, per result row, only the input index of the step
+that emits it, a case number and the values that differ per row; everything else (row kind, fate, reason,
+output kind, scenario, partition, step, side, offset) is Arrow ``take`` from small tables or from the batch.
+The joiner's text of each value is rendered once per batch (``pyarrow.compute``) and kept with the version.
+
+Every rule is the processors' (:mod:`kjoin.joins.versioned`, :mod:`kjoin.stores.versioned`): a put older than
+observed stream time minus history retention is refused; a lookup older than that finds only the latest
+version, if old enough; a version whose successor is at or before that limit can never be returned again and
+is dropped (lazily: the key just written at each put, every key once the puts since the last sweep reach the
+number of keys, so the store is bounded by retention as Kafka's is, at constant cost per put). Rows come out in
+emission order within each task, byte-identical to the processors' (``tests/test_spark_vectorised_versioned.py``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from bisect import bisect_left, bisect_right
+from typing import Any, Callable, Iterator, Mapping
+
+from ..fates import Fate, Reason
+from ..partitioner import serialize_key
+from ..records import OutputKind
+from ..scenario import Scenario
+from .native import json_key_refusal
+from .task import RESULT_FIELDS, _arrow_schema
+from .vectorised import VALUE_TYPES, _render, task_segments
+
+__all__ = ["unsupported", "versioned_function", "is_versioned"]
+
+
+def is_versioned(config: Scenario) -> bool:
+    """Is ``config`` a primary-key join over at least one versioned table (this pass's joins)?"""
+    if config.join == "stream-table":
+        return config.right.versioned
+    return config.join == "table-table" and (config.left.versioned or config.right.versioned)
+
+
+def unsupported(
+    configs: Mapping[int, Scenario],
+    joiner: Callable[[Any, Any], Any] | None,
+    key_type: str,
+    value_type: str,
+    json_keys: bool,
+    json_values: bool,
+) -> str | None:
+    """Why this pass cannot run these scenarios exactly, or ``None`` when it can."""
+    if joiner is not None:
+        return "a custom joiner (the vectorised passes compute only the default joiner, render(left)-render(right))"
+    if value_type not in VALUE_TYPES:
+        return f"{value_type} values (vectorised: {', '.join(VALUE_TYPES)} only)"
+    if key_type not in VALUE_TYPES:
+        return f"{key_type} keys (vectorised: {', '.join(VALUE_TYPES)} only)"
+    if json_values and not json_keys:
+        return "JSON values from a reader (the processors re-encode JSON canonically; the passes keep the text)"
+    for scenario_id, config in configs.items():
+        where = f"scenario {scenario_id}" if len(configs) > 1 else "the join"
+        if not is_versioned(config):
+            return f"{where} is not a join over a versioned table (vectorised versioned: those only)"
+        extras = [
+            name
+            for name, on in (
+                ("chained joins (then)", bool(config.then)),
+                ("a materialized result", config.materialized),
+                ("old values", config.send_old_values),
+                ("record caches", bool(config.caching)),
+            )
+            if on
+        ]
+        if extras:
+            return f"{where} has {' and '.join(extras)} (vectorised versioned: one plain join per scenario)"
+        if json_keys and (why := json_key_refusal(config, where)) is not None:
+            return why
+    return None
+
+
+# The rows a step can give, by case number: (row, fate, reason, output kind).
+_CASES: list[tuple[str, Fate | None, Reason | None, OutputKind | None]] = [
+    ("output", None, None, OutputKind.JOINED),  # 0
+    ("output", None, None, OutputKind.UNMATCHED),  # 1
+    ("output", None, None, OutputKind.NULL_KEY),  # 2
+    ("output", None, None, OutputKind.TOMBSTONE),  # 3
+    ("step", Fate.DROPPED, Reason.NULL_KEY, None),  # 4
+    ("step", Fate.STORED, Reason.TABLE_UPDATE, None),  # 5
+    ("step", Fate.DROPPED, Reason.EXPIRED_PUT, None),  # 6
+    ("step", Fate.DROPPED, Reason.NULL_VALUE, None),  # 7
+    ("step", Fate.NO_MATCH, Reason.NO_PARTNER, None),  # 8
+    ("step", Fate.DROPPED, Reason.NULL_KEY_IN_GRACE_BUFFER, None),  # 9
+    ("step", Fate.BUFFERED, Reason.GRACE_PERIOD, None),  # 10
+    ("step", Fate.STORED, Reason.NOTHING_TO_DELETE, None),  # 11
+    ("step", Fate.DROPPED, Reason.OUT_OF_ORDER_VERSION, None),  # 12
+]
+_OUTPUT_CASES = 4  # cases below this are outputs
+
+
+class _Versions:
+    """One versioned table of one task: per key the versions' timestamps (ascending) and their ``(value, text)``
+    (``None`` for a tombstone); ``observed``: the largest ts put (``None`` before the first put)."""
+
+    __slots__ = ("retention", "observed", "times", "values", "puts", "sends_old")
+
+    def __init__(self, retention: int) -> None:
+        self.retention = retention
+        self.observed: int | None = None
+        self.times: dict[Any, list[int]] = {}
+        self.values: dict[Any, list[Any]] = {}
+        self.puts = 0  # accepted puts since the last sweep over every key
+        self.sends_old = False
+
+    def latest(self, key: Any) -> tuple[Any, int] | None:
+        """``((value, text), ts)`` of the latest version unless it is a tombstone, else ``None``."""
+        times = self.times.get(key)
+        if not times:
+            return None
+        entry = self.values[key][-1]
+        return None if entry is None else (entry, times[-1])
+
+    def as_of(self, key: Any, ts: int) -> tuple[Any, int] | None:
+        """``((value, text), version ts)`` valid at ``ts``, or ``None`` (``get(key, ts)``)."""
+        times = self.times.get(key)
+        if not times:
+            return None
+        observed = self.observed
+        if observed is not None and ts < observed - self.retention:  # expired: only the latest can answer
+            if times[-1] <= ts:
+                entry = self.values[key][-1]
+                return None if entry is None else (entry, times[-1])
+            return None
+        index = bisect_right(times, ts)
+        if index == 0:
+            return None
+        entry = self.values[key][index - 1]
+        return None if entry is None else (entry, times[index - 1])
+
+    def put(self, key: Any, entry: Any, ts: int) -> int:
+        """Store a version: 1 if it is the key's latest, 0 if out-of-order, -1 if refused (expired)."""
+        observed = self.observed
+        if observed is not None and ts < observed - self.retention:
+            return -1
+        if observed is None or ts > observed:
+            self.observed = observed = ts
+        times = self.times.get(key)
+        result = 1
+        if times is None:
+            self.times[key] = [ts]
+            self.values[key] = [entry]
+        elif ts > times[-1]:
+            times.append(ts)
+            self.values[key].append(entry)
+        else:
+            index = bisect_left(times, ts)
+            if times[index] == ts:
+                self.values[key][index] = entry
+                result = 1 if index == len(times) - 1 else 0
+            else:
+                times.insert(index, ts)
+                self.values[key].insert(index, entry)
+                result = 0
+        self._trim(key, observed - self.retention)
+        self.puts += 1
+        if self.puts >= len(self.times):
+            self.puts = 0
+            limit = observed - self.retention
+            for each in list(self.times):
+                self._trim(each, limit)
+        return result
+
+    def _trim(self, key: Any, limit: int) -> None:
+        """Drop the versions that can never be returned again: those whose successor is at or before ``limit``."""
+        times = self.times[key]
+        if len(times) > 1 and times[1] <= limit:
+            cut = bisect_right(times, limit) - 1  # keep the last version at or before the limit, and all after
+            del times[:cut]
+            del self.values[key][:cut]
+
+    def visible(self, key: Any) -> list[tuple[int, int | None, Any]]:
+        """Every version of ``key`` that can still be returned: ``(valid from, valid to or None, entry)``."""
+        if key not in self.times:
+            return []
+        if self.observed is not None:
+            self._trim(key, self.observed - self.retention)
+        times, values = self.times[key], self.values[key]
+        return [(t, times[i + 1] if i + 1 < len(times) else None, values[i]) for i, t in enumerate(times)]
+
+
+class _Plain:
+    """An unversioned table of one task: ``key -> ((value, text), ts)``; a tombstone deletes the key."""
+
+    __slots__ = ("rows", "sends_old")
+
+    def __init__(self) -> None:
+        self.rows: dict[Any, tuple[Any, int]] = {}
+        self.sends_old = False
+
+    def latest(self, key: Any) -> tuple[Any, int] | None:
+        return self.rows.get(key)
+
+
+class _Task:
+    """What one Kafka task carries from batch to batch: its tables, its grace buffer, its step count."""
+
+    def __init__(self, config: Scenario) -> None:
+        self.rank = 0
+        self.stores: list[Any] = []
+        for options in (config.left, config.right):
+            if options.versioned and options.history_retention_ms is not None:
+                self.stores.append(_Versions(options.history_retention_ms))
+            else:
+                self.stores.append(_Plain())
+        if config.join == "table-table":
+            self.stores[0].sends_old = config.variant in ("left", "outer")
+            self.stores[1].sends_old = config.variant == "outer"
+        self.heap: list[tuple] = []  # the grace buffer: (ts, key bytes, arrival, key, (value, text), origin step)
+        self.buffer_time: int | None = None
+        self.arrivals = 0
+
+
+def versioned_function(
+    configs: Mapping[int, Scenario], json_keys: bool = False, json_values: bool = False
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function: input batches as :func:`kjoin.spark.task.task_function` takes them, output
+    rows of :data:`kjoin.spark.task.RESULT_FIELDS` in emission order within each task."""
+    if not all(is_versioned(c) for c in configs.values()):
+        raise ValueError("vectorised_versioned: joins over versioned tables only")
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        group: tuple[int, int] | None = None
+        task: _Task | None = None
+        schema = None
+        for batch in batches:
+            if schema is None:
+                schema = _arrow_schema(batch.schema)
+            for key, segment in task_segments(batch):
+                if key != group or task is None:
+                    group, task = key, _Task(configs[key[0]])
+                yield segment_rows(segment, configs[key[0]], task, schema, json_keys, json_values)
+
+    return run
+
+
+class _Rows:
+    """The result rows of one segment as the loop writes them: per row the input index of the step that emits
+    it, its case number, and the cells that differ per row."""
+
+    __slots__ = ("at", "case", "key", "left", "right", "text", "ts", "origin", "until")
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, [])
+
+
+def segment_rows(
+    batch: Any, config: Scenario, task: _Task, schema: Any, json_keys: bool = False, json_values: bool = False
+) -> Any:
+    """The result rows of one task's consecutive records; ``task`` carries on after them."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    position = batch.column("position")
+    if position.null_count == n:
+        steps = np.arange(task.rank, task.rank + n, dtype=np.int64)
+    else:
+        steps = pc.cast(position, pa.int64()).to_numpy(zero_copy_only=False)
+    task.rank += n
+    value = batch.column("value")
+    texts = _render(value, json_values).to_pylist()
+    columns = (
+        pc.equal(batch.column("side"), "right").to_pylist(),
+        batch.column("key").to_pylist(),
+        value.to_pylist(),
+        texts,
+        pc.cast(batch.column("ts"), pa.int64()).to_pylist(),
+        steps.tolist(),
+    )
+    rows = _Rows()
+    if config.join == "stream-table":
+        _stream_table(columns, config, task, rows, json_keys)
+    else:
+        _table_table(columns, config, task, rows)
+    return _assemble(batch, rows, steps, schema)
+
+
+def _stream_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows, json_keys: bool) -> None:
+    """KStream-KTable against a versioned table (:class:`kjoin.joins.versioned.VersionedStreamTableJoin`)."""
+    is_right, keys, values, texts, times, steps = columns
+    store: _Versions = task.stores[1]
+    inner = config.variant == "inner"
+    null_key_joins = config.variant == "left" and config.semantics.relaxed_null_keys
+    null_values_dropped = config.semantics.kip77
+    grace = config.grace_ms
+    at, case, out_key, left, right = rows.at, rows.case, rows.key, rows.left, rows.right
+    text, out_ts, origin, until = rows.text, rows.ts, rows.origin, rows.until
+    as_of, put = store.as_of, store.put
+
+    def step(i: int, number: int, key: Any, ts: int, wait: int | None = None) -> None:
+        at.append(i)
+        case.append(number)
+        out_key.append(key)
+        left.append(None)
+        right.append(None)
+        text.append(None)
+        out_ts.append(ts)
+        origin.append(None)
+        until.append(wait)
+
+    def join(i: int, key: Any, entry: Any, ts: int, origin_step: int, own: bool) -> None:
+        """Look up the version valid at ``ts`` for a stream record (``entry``: its ``(value, text)``)."""
+        found = as_of(key, ts)
+        if found is None:
+            if inner:
+                if own:
+                    step(i, 8, key, ts)
+                return
+            number, table_value, table_text = 1, None, "null"
+        else:
+            (table_value, table_text), _ = found
+            number = 0
+        at.append(i)
+        case.append(number)
+        out_key.append(key)
+        left.append(entry[0])
+        right.append(table_value)
+        text.append(f"{entry[1]}-{table_text}")
+        out_ts.append(ts)
+        origin.append(origin_step)
+        until.append(None)
+
+    heap = task.heap
+    for i in range(len(keys)):
+        key, ts = keys[i], times[i]
+        if is_right[i]:
+            if key is None:
+                step(i, 4, None, ts)
+            else:
+                v = values[i]
+                put_result = put(key, None if v is None else (v, texts[i]), ts)
+                step(i, 6 if put_result < 0 else 5, key, ts)
+            continue
+        v = values[i]
+        if key is None:
+            if null_key_joins and v is not None:
+                if grace is None:
+                    at.append(i)
+                    case.append(2)
+                    out_key.append(None)
+                    left.append(v)
+                    right.append(None)
+                    text.append(f"{texts[i]}-null")
+                    out_ts.append(ts)
+                    origin.append(steps[i])
+                    until.append(None)
+                else:
+                    step(i, 9, None, ts)
+            else:
+                step(i, 4, None, ts)
+            continue
+        if v is None and null_values_dropped:
+            step(i, 7, key, ts)
+            continue
+        number = steps[i]
+        if grace is None:
+            join(i, key, (v, texts[i]), ts, number, True)
+            continue
+        buffer_time = task.buffer_time
+        settled = False
+        if buffer_time is not None and buffer_time - grace > ts:
+            join(i, key, (v, texts[i]), ts, number, True)
+            settled = True
+        else:
+            if buffer_time is None or ts > buffer_time:
+                task.buffer_time = buffer_time = ts
+            task.arrivals += 1
+            key_bytes = serialize_key(json.loads(key) if json_keys else key)
+            heapq.heappush(heap, (ts, key_bytes, task.arrivals, key, (v, texts[i]), number))
+        assert buffer_time is not None
+        bound = buffer_time - grace
+        while heap and heap[0][0] <= bound:
+            waited_ts, _, _, waited_key, entry, origin_step = heapq.heappop(heap)
+            own = origin_step == number
+            settled = settled or own
+            join(i, waited_key, entry, waited_ts, origin_step, own)
+        if not settled:
+            step(i, 10, key, ts, ts + grace)
+
+
+def _table_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows) -> None:
+    """KTable-KTable with one or both tables versioned (:class:`kjoin.joins.versioned.VersionedTableTableJoin`)."""
+    is_right, keys, values, texts, times, steps = columns
+    stores = task.stores
+    variant, mode = config.variant, config.versioned_mode
+    outer = (variant in ("left", "outer"), variant == "outer")  # is the left / right side kept without a partner
+    ts_is_max = config.semantics.table_table_output_ts_is_max
+    at, case, out_key, left, right = rows.at, rows.case, rows.key, rows.left, rows.right
+    text, out_ts, origin, until = rows.text, rows.ts, rows.origin, rows.until
+
+    def step(i: int, number: int, key: Any, ts: int) -> None:
+        at.append(i)
+        case.append(number)
+        out_key.append(key)
+        left.append(None)
+        right.append(None)
+        text.append(None)
+        out_ts.append(ts)
+        origin.append(None)
+        until.append(None)
+
+    def emit(i: int, number: int, key: Any, side: int, mine: Any, other: Any, ts: int) -> None:
+        """An output of the update at ``i`` on ``side``: ``mine``/``other`` are ``(value, text)`` or ``None``."""
+        pair = (mine, other) if side == 0 else (other, mine)
+        at.append(i)
+        case.append(number)
+        out_key.append(key)
+        left.append(None if pair[0] is None else pair[0][0])
+        right.append(None if pair[1] is None else pair[1][0])
+        if number == 3:
+            text.append(None)
+        else:
+            text.append(f"{'null' if pair[0] is None else pair[0][1]}-{'null' if pair[1] is None else pair[1][1]}")
+        out_ts.append(ts)
+        origin.append(steps[i])
+        until.append(None)
+
+    def rule(i: int, side: int, key: Any, new: Any, has_old: bool, other: tuple[Any, int] | None, ts: int) -> None:
+        """The KIP-77 rule (:meth:`kjoin.joins.table_table.TableTableJoin._rule`); ``new``: ``(value, text)`` or
+        ``None``; ``has_old``: the ``Change`` carries an old value."""
+        mine_outer, other_outer = outer[side], outer[1 - side]
+        if other is None:
+            if not mine_outer:
+                step(i, 8, key, ts)
+                return
+            if new is None and not has_old:
+                step(i, 11, key, ts)
+                return
+            emit(i, 3 if new is None else 1, key, side, new, None, ts)
+            return
+        out = max(ts, other[1]) if ts_is_max else ts
+        if new is None and not other_outer:  # a delete keeps the result only if the other side is kept alone
+            emit(i, 3, key, side, None, other[0], out)
+            return
+        emit(i, 0, key, side, new, other[0], out)
+
+    for i in range(len(keys)):
+        key, ts = keys[i], times[i]
+        if key is None:
+            step(i, 4, None, ts)
+            continue
+        side = 1 if is_right[i] else 0
+        this, that = stores[side], stores[1 - side]
+        v = values[i]
+        new = None if v is None else (v, texts[i])
+        if isinstance(this, _Plain):
+            previous = this.rows.get(key)
+            if new is None:
+                this.rows.pop(key, None)
+            else:
+                this.rows[key] = (new, ts)
+            has_old = previous is not None and this.sends_old
+        else:
+            previous = this.latest(key)
+            put_result = this.put(key, new, ts)
+            if put_result < 0:
+                step(i, 6, key, ts)
+                continue
+            if mode == "attempt2":
+                _history(i, side, key, new, ts, this, that, step, emit)
+                continue
+            if put_result == 0:
+                if mode == "attempt1":
+                    rule(i, side, key, new, False, that.as_of(key, ts), ts)
+                else:
+                    step(i, 12, key, ts)
+                continue
+            has_old = previous is not None and this.sends_old
+        rule(i, side, key, new, has_old, that.latest(key), ts)
+
+
+def _history(i: int, side: int, key: Any, new: Any, ts: int, this: _Versions, that: _Versions, step, emit) -> None:  # type: ignore[no-untyped-def]
+    """Attempt 2: one result per version of the other table overlapping the new version's validity."""
+    valid_to = next(to for start, to, _ in this.visible(key) if start == ts)
+    overlapping = [
+        (start, entry)
+        for start, to, entry in that.visible(key)
+        if entry is not None and (valid_to is None or start < valid_to) and (to is None or to > ts)
+    ]
+    if not overlapping:
+        step(i, 8, key, ts)
+        return
+    for start, entry in overlapping:
+        emit(i, 3 if new is None else 0, key, side, new, entry, max(ts, start))
+
+
+def _assemble(batch: Any, rows: _Rows, steps: Any, schema: Any) -> Any:
+    """The Arrow batch of the rows: per-step columns taken from the input, per-case ones from :data:`_CASES`."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    at = pa.array(np.asarray(rows.at, dtype=np.int64))
+    case = pa.array(np.asarray(rows.case, dtype=np.int8))
+    is_output = pc.less(case, _OUTPUT_CASES)
+    fields = {name: schema.field(name).type for name, _ in RESULT_FIELDS}
+    columns = {
+        "row": pc.take(pa.array([c[0] for c in _CASES]), case),
+        "scenario": batch.column("scenario").take(at),
+        "partition": batch.column("partition").take(at),
+        "step": pa.array(steps).take(at),
+        "side": batch.column("side").take(at),
+        "offset": batch.column("offset").take(at),
+        "key": pa.array(rows.key, type=fields["key"]),
+        "left": pa.array(rows.left, type=fields["left"]),
+        "right": pa.array(rows.right, type=fields["right"]),
+        "value": pa.array(rows.text, type=pa.string()),
+        "ts": pa.array(rows.ts, type=pa.int64()),
+        "tombstone": pc.if_else(is_output, pc.equal(case, 3), pa.scalar(None, pa.bool_())),
+        "kind": pc.take(pa.array([None if c[3] is None else c[3].value for c in _CASES], pa.string()), case),
+        "origin_step": pa.array(rows.origin, type=pa.int64()),
+        "fate": pc.take(pa.array([None if c[1] is None else c[1].value for c in _CASES], pa.string()), case),
+        "reason": pc.take(pa.array([None if c[2] is None else c[2].value for c in _CASES], pa.string()), case),
+        "until_ms": pa.array(rows.until, type=pa.int64()),
+    }
+    return pa.RecordBatch.from_arrays(
+        [pc.cast(columns[name], fields[name]) for name, _ in RESULT_FIELDS], schema=schema
+    )
