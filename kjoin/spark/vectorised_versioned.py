@@ -112,6 +112,7 @@ class _Versions:
     (``None`` for a tombstone); ``observed``: the largest ts put (``None`` before the first put)."""
 
     __slots__ = ("retention", "observed", "times", "values", "puts", "sends_old")
+    plain = False
 
     def __init__(self, retention: int) -> None:
         self.retention = retention
@@ -201,6 +202,7 @@ class _Plain:
     """An unversioned table of one task: ``key -> ((value, text), ts)``; a tombstone deletes the key."""
 
     __slots__ = ("rows", "sends_old")
+    plain = True
 
     def __init__(self) -> None:
         self.rows: dict[Any, tuple[Any, int]] = {}
@@ -342,6 +344,7 @@ def _stream_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows, js
         until.append(None)
 
     heap = task.heap
+    store_times, store_values, retention = store.times, store.values, store.retention
     for i in range(len(keys)):
         key, ts = keys[i], times[i]
         if is_right[i]:
@@ -374,8 +377,35 @@ def _stream_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows, js
             step(i, 7, key, ts)
             continue
         number = steps[i]
-        if grace is None:
-            join(i, key, (v, texts[i]), ts, number, True)
+        if grace is None:  # join(i, key, (v, texts[i]), ts, number, True), written out: the common case
+            found = None
+            versions = store_times.get(key)
+            if versions:
+                if ts < store.observed - retention:  # expired: only the latest version can answer
+                    if versions[-1] <= ts:
+                        found = store_values[key][-1]
+                else:
+                    index = bisect_right(versions, ts)
+                    if index:
+                        found = store_values[key][index - 1]
+            if found is None:
+                if inner:
+                    step(i, 8, key, ts)
+                    continue
+                at.append(i)
+                case.append(1)
+                right.append(None)
+                text.append(f"{texts[i]}-null")
+            else:
+                at.append(i)
+                case.append(0)
+                right.append(found[0])
+                text.append(f"{texts[i]}-{found[1]}")
+            out_key.append(key)
+            left.append(v)
+            out_ts.append(ts)
+            origin.append(number)
+            until.append(None)
             continue
         buffer_time = task.buffer_time
         settled = False
@@ -400,11 +430,16 @@ def _stream_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows, js
 
 
 def _table_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows) -> None:
-    """KTable-KTable with one or both tables versioned (:class:`kjoin.joins.versioned.VersionedTableTableJoin`)."""
+    """KTable-KTable with one or both tables versioned (:class:`kjoin.joins.versioned.VersionedTableTableJoin`).
+
+    The KIP-77 rule (:meth:`kjoin.joins.table_table.TableTableJoin._rule`), with ``other`` the other table's latest
+    value: no partner and this side not kept alone: no output; no partner, a delete and no old value: nothing to
+    delete; a delete whose result the other side does not keep alone: a tombstone; otherwise the joiner. It is
+    written out inline (no call per record): this loop is the pass's cost."""
     is_right, keys, values, texts, times, steps = columns
     stores = task.stores
-    variant, mode = config.variant, config.versioned_mode
-    outer = (variant in ("left", "outer"), variant == "outer")  # is the left / right side kept without a partner
+    mode = config.versioned_mode
+    outer = (config.variant in ("left", "outer"), config.variant == "outer")  # is each side kept without a partner
     ts_is_max = config.semantics.table_table_output_ts_is_max
     at, case, out_key, left, right = rows.at, rows.case, rows.key, rows.left, rows.right
     text, out_ts, origin, until = rows.text, rows.ts, rows.origin, rows.until
@@ -436,25 +471,6 @@ def _table_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows) -> 
         origin.append(steps[i])
         until.append(None)
 
-    def rule(i: int, side: int, key: Any, new: Any, has_old: bool, other: tuple[Any, int] | None, ts: int) -> None:
-        """The KIP-77 rule (:meth:`kjoin.joins.table_table.TableTableJoin._rule`); ``new``: ``(value, text)`` or
-        ``None``; ``has_old``: the ``Change`` carries an old value."""
-        mine_outer, other_outer = outer[side], outer[1 - side]
-        if other is None:
-            if not mine_outer:
-                step(i, 8, key, ts)
-                return
-            if new is None and not has_old:
-                step(i, 11, key, ts)
-                return
-            emit(i, 3 if new is None else 1, key, side, new, None, ts)
-            return
-        out = max(ts, other[1]) if ts_is_max else ts
-        if new is None and not other_outer:  # a delete keeps the result only if the other side is kept alone
-            emit(i, 3, key, side, None, other[0], out)
-            return
-        emit(i, 0, key, side, new, other[0], out)
-
     for i in range(len(keys)):
         key, ts = keys[i], times[i]
         if key is None:
@@ -464,30 +480,87 @@ def _table_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows) -> 
         this, that = stores[side], stores[1 - side]
         v = values[i]
         new = None if v is None else (v, texts[i])
-        if isinstance(this, _Plain):
+        if this.plain:
             previous = this.rows.get(key)
             if new is None:
-                this.rows.pop(key, None)
+                if previous is not None:
+                    del this.rows[key]
             else:
                 this.rows[key] = (new, ts)
             has_old = previous is not None and this.sends_old
         else:
-            previous = this.latest(key)
+            versions = this.values.get(key)
+            has_old = versions is not None and versions[-1] is not None and this.sends_old
             put_result = this.put(key, new, ts)
-            if put_result < 0:
-                step(i, 6, key, ts)
+            if put_result != 1:
+                if put_result < 0:
+                    step(i, 6, key, ts)
+                elif mode == "attempt2":
+                    _history(i, side, key, new, ts, this, that, step, emit)
+                elif mode == "attempt1":
+                    _rule(i, side, key, new, False, that.as_of(key, ts), ts, outer, ts_is_max, step, emit)
+                else:
+                    step(i, 12, key, ts)
                 continue
             if mode == "attempt2":
                 _history(i, side, key, new, ts, this, that, step, emit)
                 continue
-            if put_result == 0:
-                if mode == "attempt1":
-                    rule(i, side, key, new, False, that.as_of(key, ts), ts)
-                else:
-                    step(i, 12, key, ts)
+        # the other table's latest value, ((value, text), ts) or None
+        if that.plain:
+            other = that.rows.get(key)
+        else:
+            versions = that.values.get(key)
+            other = None if versions is None or versions[-1] is None else (versions[-1], that.times[key][-1])
+        if other is None:
+            if not outer[side]:
+                step(i, 8, key, ts)
                 continue
-            has_old = previous is not None and this.sends_old
-        rule(i, side, key, new, has_old, that.latest(key), ts)
+            if new is None and not has_old:
+                step(i, 11, key, ts)
+                continue
+            number, out, other_entry = (3 if new is None else 1), ts, None
+        else:
+            out = max(ts, other[1]) if ts_is_max else ts
+            other_entry = other[0]
+            number = 3 if new is None and not outer[1 - side] else 0
+        if side:
+            left_entry, right_entry = other_entry, new
+        else:
+            left_entry, right_entry = new, other_entry
+        at.append(i)
+        case.append(number)
+        out_key.append(key)
+        if left_entry is None:
+            left.append(None)
+            left_text = "null"
+        else:
+            left.append(left_entry[0])
+            left_text = left_entry[1]
+        if right_entry is None:
+            right.append(None)
+            right_text = "null"
+        else:
+            right.append(right_entry[0])
+            right_text = right_entry[1]
+        text.append(None if number == 3 else f"{left_text}-{right_text}")
+        out_ts.append(out)
+        origin.append(steps[i])
+        until.append(None)
+
+
+def _rule(i, side, key, new, has_old, other, ts, outer, ts_is_max, step, emit) -> None:  # type: ignore[no-untyped-def]
+    """The KIP-77 rule for one update (the loop of :func:`_table_table` inlines it): ``new`` is ``(value, text)`` or
+    ``None``, ``other`` the other table's ``((value, text), ts)`` or ``None``."""
+    if other is None:
+        if not outer[side]:
+            step(i, 8, key, ts)
+        elif new is None and not has_old:
+            step(i, 11, key, ts)
+        else:
+            emit(i, 3 if new is None else 1, key, side, new, None, ts)
+        return
+    out = max(ts, other[1]) if ts_is_max else ts
+    emit(i, 3 if new is None and not outer[1 - side] else 0, key, side, new, other[0], out)
 
 
 def _history(i: int, side: int, key: Any, new: Any, ts: int, this: _Versions, that: _Versions, step, emit) -> None:  # type: ignore[no-untyped-def]
