@@ -27,6 +27,7 @@ emission order within each task, byte-identical to the processors' (``tests/test
 
 from __future__ import annotations
 
+import gc
 import heapq
 import json
 from bisect import bisect_left, bisect_right
@@ -108,43 +109,43 @@ _OUTPUT_CASES = 4  # cases below this are outputs
 
 
 class _Versions:
-    """One versioned table of one task: per key the versions' timestamps (ascending) and their ``(value, text)``
-    (``None`` for a tombstone); ``observed``: the largest ts put (``None`` before the first put)."""
+    """One versioned table of one task: ``versions``, per key its versions' timestamps (ascending) and their
+    ``(value, text)`` (``None`` for a tombstone), as two lists in one dict entry (one lookup per record);
+    ``observed``: the largest ts put (``None`` before the first put)."""
 
-    __slots__ = ("retention", "observed", "times", "values", "puts", "sends_old")
+    __slots__ = ("retention", "observed", "versions", "puts", "sends_old")
     plain = False
 
     def __init__(self, retention: int) -> None:
         self.retention = retention
         self.observed: int | None = None
-        self.times: dict[Any, list[int]] = {}
-        self.values: dict[Any, list[Any]] = {}
+        self.versions: dict[Any, tuple[list[int], list[Any]]] = {}
         self.puts = 0  # accepted puts since the last sweep over every key
         self.sends_old = False
 
     def latest(self, key: Any) -> tuple[Any, int] | None:
         """``((value, text), ts)`` of the latest version unless it is a tombstone, else ``None``."""
-        times = self.times.get(key)
-        if not times:
+        found = self.versions.get(key)
+        if found is None:
             return None
-        entry = self.values[key][-1]
-        return None if entry is None else (entry, times[-1])
+        entry = found[1][-1]
+        return None if entry is None else (entry, found[0][-1])
 
     def as_of(self, key: Any, ts: int) -> tuple[Any, int] | None:
         """``((value, text), version ts)`` valid at ``ts``, or ``None`` (``get(key, ts)``)."""
-        times = self.times.get(key)
-        if not times:
+        found = self.versions.get(key)
+        if found is None:
             return None
-        observed = self.observed
-        if observed is not None and ts < observed - self.retention:  # expired: only the latest can answer
+        times, entries = found
+        if ts < self.observed - self.retention:  # type: ignore[operator]  # expired: only the latest can answer
             if times[-1] <= ts:
-                entry = self.values[key][-1]
+                entry = entries[-1]
                 return None if entry is None else (entry, times[-1])
             return None
         index = bisect_right(times, ts)
         if index == 0:
             return None
-        entry = self.values[key][index - 1]
+        entry = entries[index - 1]
         return None if entry is None else (entry, times[index - 1])
 
     def put(self, key: Any, entry: Any, ts: int) -> int:
@@ -154,48 +155,53 @@ class _Versions:
             return -1
         if observed is None or ts > observed:
             self.observed = observed = ts
-        times = self.times.get(key)
+        found = self.versions.get(key)
         result = 1
-        if times is None:
-            self.times[key] = [ts]
-            self.values[key] = [entry]
-        elif ts > times[-1]:
-            times.append(ts)
-            self.values[key].append(entry)
+        if found is None:
+            self.versions[key] = ([ts], [entry])
         else:
-            index = bisect_left(times, ts)
-            if times[index] == ts:
-                self.values[key][index] = entry
-                result = 1 if index == len(times) - 1 else 0
+            times, entries = found
+            if ts > times[-1]:
+                times.append(ts)
+                entries.append(entry)
+                if times[1] <= observed - self.retention:
+                    self._trim(found, observed - self.retention)
             else:
-                times.insert(index, ts)
-                self.values[key].insert(index, entry)
-                result = 0
-        self._trim(key, observed - self.retention)
+                index = bisect_left(times, ts)
+                if times[index] == ts:
+                    entries[index] = entry
+                    result = 1 if index == len(times) - 1 else 0
+                else:
+                    times.insert(index, ts)
+                    entries.insert(index, entry)
+                    result = 0
+                self._trim(found, observed - self.retention)
         self.puts += 1
-        if self.puts >= len(self.times):
+        if self.puts >= len(self.versions):
             self.puts = 0
             limit = observed - self.retention
-            for each in list(self.times):
+            for each in self.versions.values():
                 self._trim(each, limit)
         return result
 
-    def _trim(self, key: Any, limit: int) -> None:
-        """Drop the versions that can never be returned again: those whose successor is at or before ``limit``."""
-        times = self.times[key]
+    @staticmethod
+    def _trim(found: tuple[list[int], list[Any]], limit: int) -> None:
+        """Drop the versions of one key that can never be returned again: those whose successor is at or before
+        ``limit``."""
+        times, entries = found
         if len(times) > 1 and times[1] <= limit:
             cut = bisect_right(times, limit) - 1  # keep the last version at or before the limit, and all after
             del times[:cut]
-            del self.values[key][:cut]
+            del entries[:cut]
 
     def visible(self, key: Any) -> list[tuple[int, int | None, Any]]:
         """Every version of ``key`` that can still be returned: ``(valid from, valid to or None, entry)``."""
-        if key not in self.times:
+        found = self.versions.get(key)
+        if found is None:
             return []
-        if self.observed is not None:
-            self._trim(key, self.observed - self.retention)
-        times, values = self.times[key], self.values[key]
-        return [(t, times[i + 1] if i + 1 < len(times) else None, values[i]) for i, t in enumerate(times)]
+        self._trim(found, self.observed - self.retention)  # type: ignore[operator]
+        times, entries = found
+        return [(t, times[i + 1] if i + 1 < len(times) else None, entries[i]) for i, t in enumerate(times)]
 
 
 class _Plain:
@@ -291,10 +297,16 @@ def segment_rows(
         steps.tolist(),
     )
     rows = _Rows()
-    if config.join == "stream-table":
-        _stream_table(columns, config, task, rows, json_keys)
-    else:
-        _table_table(columns, config, task, rows)
+    collecting = gc.isenabled()
+    gc.disable()  # the loop makes no reference cycles; the collector's passes over its growing lists cost a quarter
+    try:
+        if config.join == "stream-table":
+            _stream_table(columns, config, task, rows, json_keys)
+        else:
+            _table_table(columns, config, task, rows)
+    finally:
+        if collecting:
+            gc.enable()
     return _assemble(batch, rows, steps, schema)
 
 
@@ -344,7 +356,7 @@ def _stream_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows, js
         until.append(None)
 
     heap = task.heap
-    store_times, store_values, retention = store.times, store.values, store.retention
+    store_versions, retention = store.versions, store.retention
     for i in range(len(keys)):
         key, ts = keys[i], times[i]
         if is_right[i]:
@@ -379,15 +391,16 @@ def _stream_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows, js
         number = steps[i]
         if grace is None:  # join(i, key, (v, texts[i]), ts, number, True), written out: the common case
             found = None
-            versions = store_times.get(key)
-            if versions:
+            versions = store_versions.get(key)
+            if versions is not None:
+                version_times = versions[0]
                 if ts < store.observed - retention:  # expired: only the latest version can answer
-                    if versions[-1] <= ts:
-                        found = store_values[key][-1]
+                    if version_times[-1] <= ts:
+                        found = versions[1][-1]
                 else:
-                    index = bisect_right(versions, ts)
+                    index = bisect_right(version_times, ts)
                     if index:
-                        found = store_values[key][index - 1]
+                        found = versions[1][index - 1]
             if found is None:
                 if inner:
                     step(i, 8, key, ts)
@@ -489,8 +502,8 @@ def _table_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows) -> 
                 this.rows[key] = (new, ts)
             has_old = previous is not None and this.sends_old
         else:
-            versions = this.values.get(key)
-            has_old = versions is not None and versions[-1] is not None and this.sends_old
+            versions = this.versions.get(key)
+            has_old = versions is not None and versions[1][-1] is not None and this.sends_old
             put_result = this.put(key, new, ts)
             if put_result != 1:
                 if put_result < 0:
@@ -509,8 +522,8 @@ def _table_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows) -> 
         if that.plain:
             other = that.rows.get(key)
         else:
-            versions = that.values.get(key)
-            other = None if versions is None or versions[-1] is None else (versions[-1], that.times[key][-1])
+            versions = that.versions.get(key)
+            other = None if versions is None or versions[1][-1] is None else (versions[1][-1], versions[0][-1])
         if other is None:
             if not outer[side]:
                 step(i, 8, key, ts)
