@@ -116,14 +116,21 @@ def _rows(function: Any, batches: list[Any]) -> list[tuple]:
 
 
 def _check(scenarios: list[Scenario], sizes: Any) -> list[dict]:
-    """The pass's rows equal the processors' (every column, in order) and the reference engine's."""
+    """The pass's rows equal the processors' (every column, in order) and the reference engine's; table-table
+    joins in ``final`` mode both as arrays and through the loop (:data:`~kjoin.spark.vectorised_versioned.
+    ARRAY_TABLE_TABLE`)."""
     configs = dict(enumerate(scenarios))
     batches = _input_batches(scenarios, sizes)
-    got = _rows(vv.versioned_function(configs, json_keys=True, json_values=True), batches)
     want = _rows(task_function(configs, json_keys=True, json_values=True), batches)
-    assert len(got) == len(want)
-    for index, (g, w) in enumerate(zip(got, want)):
-        assert g == w, f"row {index} differs: {scenarios[g['scenario']].to_dict()}"
+    for arrays in (True, False):
+        vv.ARRAY_TABLE_TABLE = arrays
+        try:
+            got = _rows(vv.versioned_function(configs, json_keys=True, json_values=True), batches)
+        finally:
+            vv.ARRAY_TABLE_TABLE = True
+        assert len(got) == len(want)
+        for index, (g, w) in enumerate(zip(got, want)):
+            assert g == w, f"row {index} differs (arrays: {arrays}): {scenarios[g['scenario']].to_dict()}"
     outputs = [tuple(r[c] for c in OUTPUT_COLUMNS) for r in got if r["row"] == "output"]
     steps = [tuple(r[c] for c in STEP_COLUMNS) for r in got if r["row"] == "step"]
     assert_same(scenarios, outputs, steps)
@@ -176,10 +183,14 @@ def test_long_tasks_expire_puts_lookups_and_versions_across_batches(kind):
     assert ("dropped", "expired-put") in {(r["fate"], r["reason"]) for r in got}
 
 
-def test_the_store_drops_versions_behind_the_retention():
+@pytest.mark.parametrize("arrays", [True, False])
+def test_the_store_drops_versions_behind_the_retention(monkeypatch, arrays):
     """Outside Spark: 200 batches of 100 updates of 50 keys, timestamps rising 1 ms per record, retention 30 ms: the
-    store keeps about the versions of the last 30 ms plus one per key, not the task's 20,000."""
+    loop's store keeps about the versions of the last 30 ms plus one per key, not the task's 20,000; the array
+    form keeps one latest version per key."""
     import pyarrow as pa
+
+    monkeypatch.setattr(vv, "ARRAY_TABLE_TABLE", arrays)
 
     from kjoin.spark.task import _arrow_schema
 
@@ -210,8 +221,12 @@ def test_the_store_drops_versions_behind_the_retention():
         )
         schema = schema or _arrow_schema(batch.schema)
         assert vv.segment_rows(batch, scenario, task, schema).num_rows == 100
-        for store in task.stores:
-            assert sum(len(times) for times, _ in store.versions.values()) <= 50 + 31
+        for store, table in zip(task.stores, task.tables):
+            if arrays:
+                assert len(table.keys) == 25 and not store.versions  # each side updates half the keys
+            else:
+                assert sum(len(times) for times, _ in store.versions.values()) <= 50 + 31
+                assert table.keys is None
     assert task.rank == 20_000
 
 

@@ -17,6 +17,11 @@ that emits it, a case number and the values that differ per row; everything else
 output kind, scenario, partition, step, side, offset) is Arrow ``take`` from small tables or from the batch.
 The joiner's text of each value is rendered once per batch (``pyarrow.compute``) and kept with the version.
 
+A table-table join in ``versioned_mode: final`` never reads a version's history, only each key's latest version
+and each table's observed stream time, so it runs as array work instead (:func:`_table_table_arrays`: running
+maxima decide which puts are refused and which are out-of-order, and the rest is the unversioned pass's forward
+fill, :mod:`kjoin.spark.vectorised`); ``attempt1`` and ``attempt2`` read the history and run the loop.
+
 Every rule is the processors' (:mod:`kjoin.joins.versioned`, :mod:`kjoin.stores.versioned`): a put older than
 observed stream time minus history retention is refused; a lookup older than that finds only the latest
 version, if old enough; a version whose successor is at or before that limit can never be returned again and
@@ -29,23 +34,23 @@ Kafka task of the bench's workload (:func:`kjoin.bench.generate`, 4 x 10^5 recor
 99,707 records in one Arrow batch, history retention 10 s, no grace), this pass against the processors
 (:func:`kjoin.spark.task.task_function`) on the same batch:
 
-=======================  =======  ===========  ===========  =====
-join                     variant  this pass    processors   ratio
-=======================  =======  ===========  ===========  =====
+=======================  =======  ===========  ===========  =====  ===========================
+join                     variant  this pass    processors   ratio  table-table as arrays (later)
+=======================  =======  ===========  ===========  =====  ===========================
 versioned stream-table   inner    808K         111K         7.3
 versioned stream-table   left     773K         95K          8.2
-versioned table-table    inner    297K         7.8K         38
-versioned table-table    left     242K         6.2K         39
-versioned table-table    outer    187K         4.4K         42
-=======================  =======  ===========  ===========  =====
+versioned table-table    inner    297K         7.8K         38     1.42M (load 2.9)
+versioned table-table    left     242K         6.2K         39     1.54M
+versioned table-table    outer    187K         4.4K         42     1.72M
+=======================  =======  ===========  ===========  =====  ===========================
 
-Where this pass's time goes: the loop (2.5-3 us a record for table-table: a put and a read of each table, about
-a dozen appends; 1 us for stream-table), then the Arrow batch (a quarter). Tried and kept: the common steps
-written out in the loop (no call per record), one dict entry per key for both lists, the cyclic garbage collector
-paused during the loop (about a quarter of the loop's time went to its passes over the growing lists). Not tried
-for lack of time: an array form of the no-grace stream-table lookup (an as-of search per key over the batch's
-accepted puts, then the carried store for the records that find none), which would need the carried store as
-sorted arrays merged with each batch's puts.
+Where the loop's time goes: 2.5-3 us a record for table-table (a put and a read of each table, about a dozen
+appends), 1 us for stream-table, then the Arrow batch (a quarter of the stream-table pass). Tried and kept: the
+common steps written out in the loop (no call per record), one dict entry per key for both lists, the cyclic
+garbage collector paused during the loop (about a quarter of the loop's time went to its passes over the growing
+lists), table-table ``final`` as arrays. Not tried for lack of time: an array form of the no-grace stream-table
+lookup (an as-of search per key over the batch's accepted puts, then the carried store for the records that find
+none), which would need the carried store as sorted arrays merged with each batch's puts.
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ from ..records import OutputKind
 from ..scenario import Scenario
 from .native import json_key_refusal
 from .task import RESULT_FIELDS, _arrow_schema
-from .vectorised import VALUE_TYPES, _render, task_segments
+from .vectorised import VALUE_TYPES, _last_before, _render, _state, _Table, _update, task_segments
 
 __all__ = ["unsupported", "versioned_function", "is_versioned"]
 
@@ -129,6 +134,10 @@ _CASES: list[tuple[str, Fate | None, Reason | None, OutputKind | None]] = [
     ("step", Fate.DROPPED, Reason.OUT_OF_ORDER_VERSION, None),  # 12
 ]
 _OUTPUT_CASES = 4  # cases below this are outputs
+
+ARRAY_TABLE_TABLE = True
+"""Run table-table joins in ``versioned_mode: final`` as array work (:func:`_table_table_arrays`); ``False``: the
+loop (:func:`_table_table`), which every mode can run (the tests run both)."""
 
 
 class _Versions:
@@ -255,6 +264,13 @@ class _Task:
         if config.join == "table-table":
             self.stores[0].sends_old = config.variant in ("left", "outer")
             self.stores[1].sends_old = config.variant == "outer"
+        # table-table in final mode as arrays: each side's latest values (unversioned: its table), observed
+        # stream time and history retention (None: unversioned)
+        self.tables = (_Table(), _Table())
+        self.observed = [_NONE, _NONE]
+        self.retention = [
+            options.history_retention_ms if options.versioned else None for options in (config.left, config.right)
+        ]
         self.heap: list[tuple] = []  # the grace buffer: (ts, key bytes, arrival, key, (value, text), origin step)
         self.buffer_time: int | None = None
         self.arrivals = 0
@@ -309,6 +325,8 @@ def segment_rows(
     else:
         steps = pc.cast(position, pa.int64()).to_numpy(zero_copy_only=False)
     task.rank += n
+    if config.join == "table-table" and config.versioned_mode == "final" and ARRAY_TABLE_TABLE:
+        return _table_table_arrays(batch, config, task, steps, schema, json_values)
     value = batch.column("value")
     texts = _render(value, json_values).to_pylist()
     columns = (
@@ -597,6 +615,146 @@ def _rule(i, side, key, new, has_old, other, ts, outer, ts_is_max, step, emit) -
         return
     out = max(ts, other[1]) if ts_is_max else ts
     emit(i, 3 if new is None and not outer[1 - side] else 0, key, side, new, other[0], out)
+
+
+_NONE = -(2**62)
+"""No timestamp (lower than any: timestamps are non-negative longs)."""
+
+
+def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, schema: Any, json_values: bool) -> Any:
+    """KTable-KTable in ``versioned_mode: final`` as array work, one row per record.
+
+    In ``final`` mode a versioned table's history is never read: only its latest version per key (the other
+    side's lookup, this side's old value) and its observed stream time (which puts are refused). So:
+
+    1. a put into a versioned side is refused when its ts is below the side's observed stream time (a running
+       max over the side's puts, carried from batch to batch) minus history retention;
+    2. an accepted put is the key's new latest version when its ts is at or above the key's latest version's ts
+       (a running max per key over the side's accepted puts, in key order, plus the carried latest), else it is
+       out-of-order: stored, no output;
+    3. the latest versions then behave as an unversioned table's updates (an unversioned side: every update), and
+       the rule is :func:`_table_table`'s, as case numbers over arrays: a forward fill per key of each side's last
+       update (:func:`kjoin.spark.vectorised._last_before`) and the carried table of each side's latest values
+       (:class:`kjoin.spark.vectorised._Table`)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    key, value = batch.column("key"), batch.column("value")
+    ts_array = pc.cast(batch.column("ts"), pa.int64())
+    ts = ts_array.to_numpy(zero_copy_only=False)
+    is_right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
+    has_key = pc.is_valid(key).to_numpy(zero_copy_only=False)
+    value_null = pc.is_null(value).to_numpy(zero_copy_only=False)
+    codes = pc.fill_null(pc.dictionary_encode(key).indices, -1).to_numpy(zero_copy_only=False)
+    order = np.lexsort((np.arange(n), codes))
+    sorted_codes = codes[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = sorted_codes[1:] != sorted_codes[:-1]
+    group = np.cumsum(first) - 1  # the key's group number, in key order
+    group_start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    refused = np.zeros(n, dtype=bool)
+    out_of_order = np.zeros(n, dtype=bool)
+    updates = []  # per side: the puts that are the key's new latest version (the table's updates)
+    for side, carried in enumerate(task.tables):
+        puts = (is_right if side else ~is_right) & has_key
+        retention = task.retention[side]
+        if retention is None:  # unversioned: every put updates
+            updates.append(puts)
+            continue
+        put_ts = np.where(puts, ts, _NONE)
+        running = np.maximum.accumulate(put_ts)
+        observed = np.empty(n, dtype=np.int64)  # before each record
+        observed[0] = task.observed[side]
+        observed[1:] = running[:-1]
+        observed = np.maximum(observed, task.observed[side])
+        task.observed[side] = int(max(task.observed[side], running[-1]))
+        expired = puts & (observed > _NONE) & (ts < observed - retention)
+        accepted = puts & ~expired
+        # the key's latest version's ts before each record: a running max per key (offset by the key's group so
+        # that one key's max never reaches the next key's rows), then the carried table's
+        base = int(ts.min())
+        span = int(ts.max()) - base + 2
+        shifted = np.where(accepted[order], ts[order] - base + 1, 0) + group * span
+        inclusive = np.maximum.accumulate(shifted)
+        before = np.full(n, _NONE, dtype=np.int64)
+        inner = ~first
+        exclusive = inclusive[np.flatnonzero(inner) - 1] - group[inner] * span
+        before_sorted = np.full(n, _NONE, dtype=np.int64)
+        before_sorted[inner] = np.where(exclusive > 0, exclusive - 1 + base, _NONE)
+        before[order] = before_sorted
+        if carried.keys is not None:
+            at = pc.index_in(key, value_set=carried.keys)
+            carried_ts = pc.fill_null(pc.take(carried.ts, at), _NONE).to_numpy(zero_copy_only=False)
+            before = np.maximum(before, carried_ts)
+        latest = accepted & (ts >= before)
+        refused |= expired
+        out_of_order |= accepted & ~latest
+        updates.append(latest)
+    last = [_last_before(codes, order, group_start, updates[side]) for side in (0, 1)]
+    states = [_state(value, ts_array, key, last[side], has_key, task.tables[side]) for side in (0, 1)]
+    is_left = pa.array(~is_right)
+    other_v = pc.if_else(is_left, states[1][0], states[0][0])
+    other_t = pc.if_else(is_left, states[1][1], states[0][1])
+    mine_v = pc.if_else(is_left, states[0][0], states[1][0])
+    has_other = pc.is_valid(other_v).to_numpy(zero_copy_only=False)
+    outer = (config.variant in ("left", "outer"), config.variant == "outer")
+    mine_outer = np.where(is_right, outer[1], outer[0])
+    other_outer = np.where(is_right, outer[0], outer[1])
+    sends_old = np.where(is_right, task.stores[1].sends_old, task.stores[0].sends_old)
+    has_old = sends_old & pc.is_valid(mine_v).to_numpy(zero_copy_only=False)
+    case = np.select(
+        [
+            ~has_key,
+            refused,
+            out_of_order,
+            ~has_other & ~mine_outer,
+            ~has_other & value_null & ~has_old,
+            ~has_other & value_null,
+            ~has_other,
+            value_null & ~other_outer,
+        ],
+        [4, 6, 12, 8, 11, 3, 1, 3],
+        default=0,
+    ).astype(np.int8)
+    for side in (0, 1):
+        _update(task.tables[side], key, value, ts_array, updates[side])
+    is_output = case < _OUTPUT_CASES
+    output = pa.array(is_output)
+    left_value = pc.if_else(is_left, value, other_v)
+    right_value = pc.if_else(is_left, other_v, value)
+    joined = pc.binary_join_element_wise(_render(left_value, json_values), _render(right_value, json_values), "-")
+    if config.semantics.table_table_output_ts_is_max:
+        out_ts = pc.if_else(pa.array(has_other), pc.max_element_wise(ts_array, other_t), ts_array)
+    else:
+        out_ts = ts_array
+    cases = pa.array(case)
+    fields = {name: schema.field(name).type for name, _ in RESULT_FIELDS}
+    step = pa.array(steps)
+    none = pa.scalar(None, value.type)
+    columns = {
+        "row": pc.take(pa.array([c[0] for c in _CASES]), cases),
+        "scenario": batch.column("scenario"),
+        "partition": batch.column("partition"),
+        "step": step,
+        "side": batch.column("side"),
+        "offset": batch.column("offset"),
+        "key": key,
+        "left": pc.if_else(output, left_value, none),
+        "right": pc.if_else(output, right_value, none),
+        "value": pc.if_else(pa.array(is_output & (case != 3)), joined, pa.scalar(None, pa.string())),
+        "ts": pc.if_else(output, out_ts, ts_array),
+        "tombstone": pc.if_else(output, pa.array(case == 3), pa.scalar(None, pa.bool_())),
+        "kind": pc.take(pa.array([None if c[3] is None else c[3].value for c in _CASES], pa.string()), cases),
+        "origin_step": pc.if_else(output, step, pa.scalar(None, pa.int64())),
+        "fate": pc.take(pa.array([None if c[1] is None else c[1].value for c in _CASES], pa.string()), cases),
+        "reason": pc.take(pa.array([None if c[2] is None else c[2].value for c in _CASES], pa.string()), cases),
+        "until_ms": pa.nulls(n, pa.int64()),
+    }
+    return pa.RecordBatch.from_arrays(
+        [pc.cast(columns[name], fields[name]) for name, _ in RESULT_FIELDS], schema=schema
+    )
 
 
 def _history(i: int, side: int, key: Any, new: Any, ts: int, this: _Versions, that: _Versions, step, emit) -> None:  # type: ignore[no-untyped-def]
