@@ -117,17 +117,17 @@ def _rows(function: Any, batches: list[Any]) -> list[tuple]:
 
 def _check(scenarios: list[Scenario], sizes: Any) -> list[dict]:
     """The pass's rows equal the processors' (every column, in order) and the reference engine's; table-table
-    joins in ``final`` mode both as arrays and through the loop (:data:`~kjoin.spark.vectorised_versioned.
-    ARRAY_TABLE_TABLE`)."""
+    joins in ``final`` mode and stream-table joins without grace both as arrays and through the loop
+    (:data:`~kjoin.spark.vectorised_versioned.ARRAY_TABLE_TABLE`, ``ARRAY_STREAM_TABLE``)."""
     configs = dict(enumerate(scenarios))
     batches = _input_batches(scenarios, sizes)
     want = _rows(task_function(configs, json_keys=True, json_values=True), batches)
     for arrays in (True, False):
-        vv.ARRAY_TABLE_TABLE = arrays
+        vv.ARRAY_TABLE_TABLE = vv.ARRAY_STREAM_TABLE = arrays
         try:
             got = _rows(vv.versioned_function(configs, json_keys=True, json_values=True), batches)
         finally:
-            vv.ARRAY_TABLE_TABLE = True
+            vv.ARRAY_TABLE_TABLE = vv.ARRAY_STREAM_TABLE = True
         assert len(got) == len(want)
         for index, (g, w) in enumerate(zip(got, want)):
             assert g == w, f"row {index} differs (arrays: {arrays}): {scenarios[g['scenario']].to_dict()}"
@@ -183,26 +183,48 @@ def test_long_tasks_expire_puts_lookups_and_versions_across_batches(kind):
     assert ("dropped", "expired-put") in {(r["fate"], r["reason"]) for r in got}
 
 
-@pytest.mark.parametrize("arrays", [True, False])
-def test_the_store_drops_versions_behind_the_retention(monkeypatch, arrays):
-    """Outside Spark: 200 batches of 100 updates of 50 keys, timestamps rising 1 ms per record, retention 30 ms: the
-    loop's store keeps about the versions of the last 30 ms plus one per key, not the task's 20,000; the array
-    form keeps one latest version per key."""
-    import pyarrow as pa
+def _dense(seed: int, kind: str, variant: str, retention: int, records: int = 600) -> Scenario:
+    """Two keys, timestamps rising by 0 or 1 ms and up to 8 ms out of order, retention 0-5 ms: puts at the same ts
+    as an earlier version (in the batch or carried), lookups just behind the retention limit, versions dropped
+    just as they stop being returnable."""
+    rng = random.Random(seed)
+    events, now = [], 0
+    for _ in range(records):
+        now += rng.choice([0, 0, 1])
+        side = "right" if rng.random() < 0.4 else "left"
+        value = None if rng.random() < 0.1 else f"{side[0]}{rng.randint(0, 999)}"
+        events.append(
+            {"side": side, "key": rng.choice(["a", "b"]), "value": value, "ts": max(0, now - rng.randint(0, 8))}
+        )
+    versioned = {"versioned": True, "history_retention_ms": retention}
+    tables = {"right": versioned} if kind == "versioned-stream-table" else {"left": versioned, "right": versioned}
+    return Scenario.from_dict({"join": kind.removeprefix("versioned-"), "variant": variant, "events": events, **tables})
 
-    monkeypatch.setattr(vv, "ARRAY_TABLE_TABLE", arrays)
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_dense_ties_and_retention_edges(kind):
+    variants = ("inner", "left") if kind == "versioned-stream-table" else ("inner", "left", "outer")
+    scenarios = [_dense(seed, kind, v, r) for seed in range(4) for v in variants for r in (0, 2, 5)]
+    rng = random.Random(11)
+    _check(scenarios, lambda: rng.choice([1, 2, 5, 17]))
+
+
+@pytest.mark.parametrize("join", ["stream-table", "table-table"])
+@pytest.mark.parametrize("arrays", [True, False])
+def test_the_store_drops_versions_behind_the_retention(monkeypatch, join, arrays):
+    """Outside Spark: 200 batches of 100 records over 50 keys, timestamps rising 1 ms per record, retention 30 ms:
+    the loop's store keeps per key the versions a lookup may still return (here the latest and the one before),
+    not the task's 20,000; the array forms keep, for table-table, one latest version per key, for stream-table the
+    same as the loop."""
+    import pyarrow as pa
 
     from kjoin.spark.task import _arrow_schema
 
-    scenario = Scenario.from_dict(
-        {
-            "join": "table-table",
-            "variant": "outer",
-            "left": {"versioned": True, "history_retention_ms": 30},
-            "right": {"versioned": True, "history_retention_ms": 30},
-            "events": [],
-        }
-    )
+    monkeypatch.setattr(vv, "ARRAY_TABLE_TABLE", arrays)
+    monkeypatch.setattr(vv, "ARRAY_STREAM_TABLE", arrays)
+    versioned = {"versioned": True, "history_retention_ms": 30}
+    tables = {"right": versioned} if join == "stream-table" else {"left": versioned, "right": versioned}
+    scenario = Scenario.from_dict({"join": join, "variant": "left", "events": [], **tables})
     task = vv._Task(scenario)
     schema = None
     for b in range(200):
@@ -221,12 +243,16 @@ def test_the_store_drops_versions_behind_the_retention(monkeypatch, arrays):
         )
         schema = schema or _arrow_schema(batch.schema)
         assert vv.segment_rows(batch, scenario, task, schema).num_rows == 100
-        for store, table in zip(task.stores, task.tables):
-            if arrays:
-                assert len(table.keys) == 25 and not store.versions  # each side updates half the keys
+        sides = task.stores[1:] if join == "stream-table" else task.stores
+        for side, store in enumerate(sides):
+            loop_versions = sum(len(times) for times, _ in store.versions.values())
+            if not arrays:
+                # each side updates half the keys, each every 50 ms: its latest version and the one before
+                assert 25 <= loop_versions <= 50
+            elif join == "table-table":
+                assert len(task.tables[side].keys) == 25 and loop_versions == 0
             else:
-                assert sum(len(times) for times, _ in store.versions.values()) <= 50 + 31
-                assert table.keys is None
+                assert 25 <= len(task.history.ids) <= 50 and loop_versions == 0
     assert task.rank == 20_000
 
 

@@ -138,6 +138,9 @@ _OUTPUT_CASES = 4  # cases below this are outputs
 ARRAY_TABLE_TABLE = True
 """Run table-table joins in ``versioned_mode: final`` as array work (:func:`_table_table_arrays`); ``False``: the
 loop (:func:`_table_table`), which every mode can run (the tests run both)."""
+ARRAY_STREAM_TABLE = True
+"""Run stream-table joins without grace as array work (:func:`_stream_table_arrays`); ``False``: the loop
+(:func:`_stream_table`), which runs them with grace too (the tests run both)."""
 
 
 class _Versions:
@@ -271,6 +274,7 @@ class _Task:
         self.retention = [
             options.history_retention_ms if options.versioned else None for options in (config.left, config.right)
         ]
+        self.history = _History()  # stream-table without grace as arrays: the versioned table
         self.heap: list[tuple] = []  # the grace buffer: (ts, key bytes, arrival, key, (value, text), origin step)
         self.buffer_time: int | None = None
         self.arrivals = 0
@@ -327,6 +331,8 @@ def segment_rows(
     task.rank += n
     if config.join == "table-table" and config.versioned_mode == "final" and ARRAY_TABLE_TABLE:
         return _table_table_arrays(batch, config, task, steps, schema, json_values)
+    if config.join == "stream-table" and config.grace_ms is None and ARRAY_STREAM_TABLE:
+        return _stream_table_arrays(batch, config, task, steps, schema, json_values)
     value = batch.column("value")
     texts = _render(value, json_values).to_pylist()
     columns = (
@@ -746,6 +752,205 @@ def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, s
         "value": pc.if_else(pa.array(is_output & (case != 3)), joined, pa.scalar(None, pa.string())),
         "ts": pc.if_else(output, out_ts, ts_array),
         "tombstone": pc.if_else(output, pa.array(case == 3), pa.scalar(None, pa.bool_())),
+        "kind": pc.take(pa.array([None if c[3] is None else c[3].value for c in _CASES], pa.string()), cases),
+        "origin_step": pc.if_else(output, step, pa.scalar(None, pa.int64())),
+        "fate": pc.take(pa.array([None if c[1] is None else c[1].value for c in _CASES], pa.string()), cases),
+        "reason": pc.take(pa.array([None if c[2] is None else c[2].value for c in _CASES], pa.string()), cases),
+        "until_ms": pa.nulls(n, pa.int64()),
+    }
+    return pa.RecordBatch.from_arrays(
+        [pc.cast(columns[name], fields[name]) for name, _ in RESULT_FIELDS], schema=schema
+    )
+
+
+class _History:
+    """A versioned table as arrays (the no-grace stream-table join's array form): its keys (each once, an id each),
+    and its versions sorted by (key id, ts): ids, timestamps, values (null: a tombstone)."""
+
+    def __init__(self) -> None:
+        self.keys: Any = None
+        self.ids: Any = None
+        self.ts: Any = None
+        self.values: Any = None
+
+
+def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, schema: Any, json_values: bool) -> Any:
+    """KStream-KTable against a versioned table without grace as array work, one row per record.
+
+    A lookup finds, of the versions of its key put before it (and not refused), the one with the greatest ts at or
+    before its own ts (at equal ts the later put), or when its ts is below observed stream time minus retention,
+    the latest version if that one is old enough. The versions come from two places: the carried history (sorted
+    by key and ts: a forward fill over the history and the lookups sorted together finds each lookup's version),
+    and the batch's own earlier puts of the key, walked back one put at a time for every lookup at once (as many
+    rounds as the most puts of one key before a lookup in the batch)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    store: _Versions = task.stores[1]
+    history: _History = task.history
+    retention = store.retention
+    n = batch.num_rows
+    key, value = batch.column("key"), batch.column("value")
+    ts_array = pc.cast(batch.column("ts"), pa.int64())
+    ts = ts_array.to_numpy(zero_copy_only=False)
+    is_right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
+    has_key = pc.is_valid(key).to_numpy(zero_copy_only=False)
+    value_null = pc.is_null(value).to_numpy(zero_copy_only=False)
+    encoded = pc.dictionary_encode(key)
+    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+    # the keys' ids, kept from batch to batch
+    dictionary = encoded.dictionary
+    if history.keys is None:
+        known = np.full(len(dictionary), -1, dtype=np.int64)
+    else:
+        known = pc.fill_null(pc.index_in(dictionary, value_set=history.keys), -1).to_numpy(zero_copy_only=False)
+    fresh = known < 0
+    start = 0 if history.keys is None else len(history.keys)
+    known = known.astype(np.int64)
+    known[fresh] = start + np.arange(int(fresh.sum()))
+    if fresh.any():
+        added = dictionary.filter(pa.array(fresh))
+        history.keys = added if history.keys is None else pa.concat_arrays([history.keys, added])
+    ids = np.where(codes >= 0, known[np.maximum(codes, 0)], -1) if len(known) else np.full(n, -1, dtype=np.int64)
+    # which puts the table refuses: ts below observed stream time (before the put) minus retention
+    puts = is_right & has_key
+    running = np.maximum.accumulate(np.where(puts, ts, _NONE))
+    observed = np.empty(n, dtype=np.int64)
+    observed[0] = task.observed[1]
+    observed[1:] = running[:-1]
+    observed = np.maximum(observed, task.observed[1])
+    task.observed[1] = int(max(task.observed[1], running[-1]))
+    seen = observed > _NONE
+    refused = puts & seen & (ts < observed - retention)
+    accepted = puts & ~refused
+    kip77 = config.semantics.kip77
+    lookups = ~is_right & has_key & ~(value_null & kip77)
+    expired = lookups & seen & (ts < observed - retention)
+    # the batch's candidates: walk back over the key's earlier accepted puts
+    order = np.lexsort((np.arange(n), codes))
+    sorted_codes = codes[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = sorted_codes[1:] != sorted_codes[:-1]
+    group_start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    previous = _last_before(codes, order, group_start, accepted)
+    best = np.full(n, -1, dtype=np.int64)
+    best_ts = np.full(n, _NONE, dtype=np.int64)
+    walking = np.flatnonzero(lookups)
+    at = previous[walking]
+    while True:
+        live = at >= 0
+        walking, at = walking[live], at[live]
+        if len(walking) == 0:
+            break
+        candidate_ts = ts[at]
+        # later puts come first: an earlier put at the same ts never wins
+        better = (candidate_ts > best_ts[walking]) & (expired[walking] | (candidate_ts <= ts[walking]))
+        best[walking[better]] = at[better]
+        best_ts[walking[better]] = candidate_ts[better]
+        at = previous[at]
+    # the carried history's candidates
+    carried = np.full(n, -1, dtype=np.int64)
+    carried_ts = np.full(n, _NONE, dtype=np.int64)
+    if history.ids is not None and len(history.ids):
+        h_ids, h_ts = history.ids, history.ts
+        queries = np.flatnonzero(lookups & ~expired)
+        event_ids = np.concatenate([h_ids, ids[queries]])
+        event_ts = np.concatenate([h_ts, ts[queries]])
+        kind = np.concatenate([np.zeros(len(h_ids), dtype=np.int8), np.ones(len(queries), dtype=np.int8)])
+        events = np.lexsort((kind, event_ts, event_ids))
+        positions = np.arange(len(events))
+        is_version = kind[events] == 0
+        last = np.maximum.accumulate(np.where(is_version, positions, -1))
+        sorted_ids = event_ids[events]
+        starts = np.ones(len(events), dtype=bool)
+        starts[1:] = sorted_ids[1:] != sorted_ids[:-1]
+        group = np.maximum.accumulate(np.where(starts, positions, 0))
+        query_rows = ~is_version
+        found = last[query_rows] >= group[query_rows]
+        query_of = events[query_rows] - len(h_ids)
+        carried[queries[query_of[found]]] = events[last[query_rows][found]]
+        # an expired lookup: the key's latest version
+        latest = np.full(len(history.keys), -1, dtype=np.int64)
+        ends = np.ones(len(h_ids), dtype=bool)
+        ends[:-1] = h_ids[1:] != h_ids[:-1]
+        latest[h_ids[ends]] = np.flatnonzero(ends)
+        stale = np.flatnonzero(expired)
+        carried[stale] = latest[ids[stale]]
+        has_carried = carried >= 0
+        carried_ts[has_carried] = h_ts[carried[has_carried]]
+    from_batch = (best >= 0) & (best_ts >= carried_ts)
+    chosen_ts = np.where(from_batch, best_ts, carried_ts)
+    chosen = np.where(from_batch, best, np.where(carried >= 0, n + carried, -1))
+    chosen[expired & (chosen_ts > ts)] = -1  # an expired lookup's latest version is newer than it: nothing
+    carried_values = history.values if history.values is not None else pa.nulls(0, value.type)
+    found_value = pc.take(pa.concat_arrays([value, carried_values]), pa.array(chosen, mask=chosen < 0))
+    found = pc.is_valid(found_value).to_numpy(zero_copy_only=False)
+    null_key_joins = config.variant == "left" and config.semantics.relaxed_null_keys
+    case = np.select(
+        [
+            is_right & ~has_key,
+            refused,
+            is_right,
+            ~has_key & ~value_null & null_key_joins,
+            ~has_key,
+            value_null & kip77,
+            ~found & (config.variant == "inner"),
+            found,
+        ],
+        [4, 6, 5, 2, 4, 7, 8, 0],
+        default=1,
+    ).astype(np.int8)
+    # the batch's accepted puts join the history; versions no lookup can return again leave it
+    chosen_puts = np.flatnonzero(accepted)
+    if len(chosen_puts):
+        new_ids = ids[chosen_puts]
+        new_ts = ts[chosen_puts]
+        new_values = value.take(pa.array(chosen_puts))
+        if history.ids is None:
+            all_ids, all_ts, all_values = new_ids, new_ts, new_values
+            rank = np.arange(len(new_ids))
+        else:
+            all_ids = np.concatenate([history.ids, new_ids])
+            all_ts = np.concatenate([history.ts, new_ts])
+            all_values = pa.concat_arrays([history.values, new_values])
+            rank = np.arange(len(all_ids))
+        keep_order = np.lexsort((rank, all_ts, all_ids))
+        all_ids, all_ts = all_ids[keep_order], all_ts[keep_order]
+        # of versions with the same key and ts, the last put replaces the others
+        last_of_same = np.ones(len(all_ids), dtype=bool)
+        last_of_same[:-1] = (all_ids[1:] != all_ids[:-1]) | (all_ts[1:] != all_ts[:-1])
+        # a version whose successor is at or before the limit can never be returned again
+        limit = task.observed[1] - retention
+        survives = np.zeros(len(all_ids), dtype=bool)
+        kept = np.flatnonzero(last_of_same)
+        kept_ids, kept_ts = all_ids[kept], all_ts[kept]
+        followed = np.zeros(len(kept), dtype=bool)
+        followed[:-1] = (kept_ids[1:] == kept_ids[:-1]) & (kept_ts[1:] <= limit)
+        survives[kept[~followed]] = True
+        selected = keep_order[survives]
+        history.ids, history.ts = all_ids[survives], all_ts[survives]
+        history.values = all_values.take(pa.array(selected))
+    is_output = case < _OUTPUT_CASES
+    output = pa.array(is_output)
+    joined = pc.binary_join_element_wise(_render(value, json_values), _render(found_value, json_values), "-")
+    cases = pa.array(case)
+    fields = {name: schema.field(name).type for name, _ in RESULT_FIELDS}
+    step = pa.array(steps)
+    none = pa.scalar(None, value.type)
+    columns = {
+        "row": pc.take(pa.array([c[0] for c in _CASES]), cases),
+        "scenario": batch.column("scenario"),
+        "partition": batch.column("partition"),
+        "step": step,
+        "side": batch.column("side"),
+        "offset": batch.column("offset"),
+        "key": key,
+        "left": pc.if_else(output, value, none),
+        "right": pc.if_else(output, found_value, none),
+        "value": pc.if_else(output, joined, pa.scalar(None, pa.string())),
+        "ts": ts_array,
+        "tombstone": pc.if_else(output, pa.scalar(False), pa.scalar(None, pa.bool_())),
         "kind": pc.take(pa.array([None if c[3] is None else c[3].value for c in _CASES], pa.string()), cases),
         "origin_step": pc.if_else(output, step, pa.scalar(None, pa.int64())),
         "fate": pc.take(pa.array([None if c[1] is None else c[1].value for c in _CASES], pa.string()), cases),
