@@ -17,10 +17,15 @@ that emits it, a case number and the values that differ per row; everything else
 output kind, scenario, partition, step, side, offset) is Arrow ``take`` from small tables or from the batch.
 The joiner's text of each value is rendered once per batch (``pyarrow.compute``) and kept with the version.
 
-A table-table join in ``versioned_mode: final`` never reads a version's history, only each key's latest version
-and each table's observed stream time, so it runs as array work instead (:func:`_table_table_arrays`: running
-maxima decide which puts are refused and which are out-of-order, and the rest is the unversioned pass's forward
-fill, :mod:`kjoin.spark.vectorised`); ``attempt1`` and ``attempt2`` read the history and run the loop.
+Two joins run as array work instead, one row per record:
+
+* a table-table join in ``versioned_mode: final`` never reads a version's history, only each key's latest
+  version and each table's observed stream time (:func:`_table_table_arrays`: running maxima decide which puts
+  are refused and which are out-of-order, and the rest is the unversioned pass's forward fill,
+  :mod:`kjoin.spark.vectorised`); ``attempt1`` and ``attempt2`` read the history and run the loop;
+* a stream-table join without grace (:func:`_stream_table_arrays`) keeps the history as arrays sorted by
+  (key id, ts): a lookup's version from it is a forward fill over the history and the lookups sorted together,
+  and from the batch's own earlier puts a walk back over them, all lookups at once, one put per round.
 
 Every rule is the processors' (:mod:`kjoin.joins.versioned`, :mod:`kjoin.stores.versioned`): a put older than
 observed stream time minus history retention is refused; a lookup older than that finds only the latest
@@ -29,28 +34,28 @@ is dropped (lazily: the key just written at each put, every key once the puts si
 number of keys, so the store is bounded by retention as Kafka's is, at constant cost per put). Rows come out in
 emission order within each task, byte-identical to the processors' (``tests/test_spark_vectorised_versioned.py``).
 
-Measured outside Spark (2026-11-24, load 3.6-3.9 on the 2-core machine, beside other jobs), CPU records/s on one
-Kafka task of the bench's workload (:func:`kjoin.bench.generate`, 4 x 10^5 records over 4 partitions: one task of
-99,707 records in one Arrow batch, history retention 10 s, no grace), this pass against the processors
-(:func:`kjoin.spark.task.task_function`) on the same batch:
+Measured outside Spark (2026-11-24, 2-core machine beside other jobs), CPU records/s on one Kafka task of the
+bench's workload (:func:`kjoin.bench.generate`, 4 x 10^5 records over 4 partitions: one task of 99,707 records,
+history retention 10 s, no grace), this pass against the processors (:func:`kjoin.spark.task.task_function`) on
+the same records; the loop (load 3.6-3.9) and the array forms (load 3-4.2; Arrow batches of 100,000, as
+:func:`kjoin.spark.local_session` sets, and of 10,000):
 
-=======================  =======  ===========  ===========  =====  ===========================
-join                     variant  this pass    processors   ratio  table-table as arrays (later)
-=======================  =======  ===========  ===========  =====  ===========================
-versioned stream-table   inner    808K         111K         7.3
-versioned stream-table   left     773K         95K          8.2
-versioned table-table    inner    297K         7.8K         38     1.42M (load 2.9)
-versioned table-table    left     242K         6.2K         39     1.54M
-versioned table-table    outer    187K         4.4K         42     1.72M
-=======================  =======  ===========  ===========  =====  ===========================
+=======================  =======  ===========  ==========  ==============  =============
+join                     variant  processors   loop        arrays, 10^5    arrays, 10^4
+=======================  =======  ===========  ==========  ==============  =============
+versioned stream-table   inner    111K         808K        3.17M           1.23M
+versioned stream-table   left     95K          773K        3.37M           1.70M
+versioned table-table    inner    7.8K         297K        1.13-1.42M      0.88M
+versioned table-table    left     6.2K         242K        1.54-1.65M      1.02M
+versioned table-table    outer    4.4K         187K        1.25-1.72M      1.04M
+=======================  =======  ===========  ==========  ==============  =============
 
 Where the loop's time goes: 2.5-3 us a record for table-table (a put and a read of each table, about a dozen
-appends), 1 us for stream-table, then the Arrow batch (a quarter of the stream-table pass). Tried and kept: the
-common steps written out in the loop (no call per record), one dict entry per key for both lists, the cyclic
-garbage collector paused during the loop (about a quarter of the loop's time went to its passes over the growing
-lists), table-table ``final`` as arrays. Not tried for lack of time: an array form of the no-grace stream-table
-lookup (an as-of search per key over the batch's accepted puts, then the carried store for the records that find
-none), which would need the carried store as sorted arrays merged with each batch's puts.
+appends), 1 us for stream-table, then the Arrow batch (a quarter of the stream-table pass). Tried and kept in
+the loop: the common steps written out (no call per record), one dict entry per key for both lists, the cyclic
+garbage collector paused (about a quarter of the loop's time went to its passes over the growing lists). The
+array forms cost more per batch (the stream-table history is sorted again with each batch's puts), so smaller
+batches lower their rate.
 """
 
 from __future__ import annotations
