@@ -7,9 +7,12 @@ into batches of 1, 3, 7 records or random sizes, so that every task spans batche
 Scenarios: every variant of the versioned stream-table join (with and without a grace period) and of the versioned
 table-table join (one or both sides versioned, every ``versioned_mode``), each re-drawn in one of :data:`ERAS`,
 several partitions, out-of-order timestamps, null keys and values, tombstones, integer keys beside strings, random
-history retention and grace; and long tasks of 2,000 records whose timestamps rise past the retention, so that
-puts and lookups expire and the store drops versions. A few cases run through Spark (``method="vectorised"``,
-small Arrow batches), and ``auto`` is shown to pick the pass.
+history retention and grace; long tasks of 2,000 records whose timestamps rise past the retention, so that
+puts and lookups expire and the store drops versions; and dense tasks over two keys (timestamps 0-1 ms apart,
+retention 0-5 ms, batches of 1-17) for ties between versions and the edges of the retention. Every check runs the
+array forms (stream-table without grace, table-table in ``final`` mode) and the loop alike. A few cases run
+through Spark (``method="vectorised"``, small Arrow batches, ``run_join`` on topics), and ``auto`` is shown to
+pick the pass.
 """
 
 from __future__ import annotations
