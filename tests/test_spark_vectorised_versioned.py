@@ -121,16 +121,20 @@ def _rows(function: Any, batches: list[Any]) -> list[tuple]:
 def _check(scenarios: list[Scenario], sizes: Any) -> list[dict]:
     """The pass's rows equal the processors' (every column, in order) and the reference engine's; table-table
     joins in ``final`` mode and stream-table joins without grace both as arrays and through the loop
-    (:data:`~kjoin.spark.vectorised_versioned.ARRAY_TABLE_TABLE`, ``ARRAY_STREAM_TABLE``)."""
+    (:data:`~kjoin.spark.vectorised_versioned.ARRAY_TABLE_TABLE`, ``ARRAY_STREAM_TABLE``), and stream-table
+    batches alternating between the two (``WALK_LIMIT`` 0)."""
     configs = dict(enumerate(scenarios))
     batches = _input_batches(scenarios, sizes)
     want = _rows(task_function(configs, json_keys=True, json_values=True), batches)
-    for arrays in (True, False):
+    walk_limit = vv.WALK_LIMIT
+    for arrays, limit in ((True, walk_limit), (True, 0), (False, walk_limit)):
         vv.ARRAY_TABLE_TABLE = vv.ARRAY_STREAM_TABLE = arrays
+        vv.WALK_LIMIT = limit  # 0: every stream-table batch with a put runs the loop, the history moved in and out
         try:
             got = _rows(vv.versioned_function(configs, json_keys=True, json_values=True), batches)
         finally:
             vv.ARRAY_TABLE_TABLE = vv.ARRAY_STREAM_TABLE = True
+            vv.WALK_LIMIT = walk_limit
         assert len(got) == len(want)
         for index, (g, w) in enumerate(zip(got, want)):
             assert g == w, f"row {index} differs (arrays: {arrays}): {scenarios[g['scenario']].to_dict()}"

@@ -25,7 +25,8 @@ Two joins run as array work instead, one row per record:
   :mod:`kjoin.spark.vectorised`); ``attempt1`` and ``attempt2`` read the history and run the loop;
 * a stream-table join without grace (:func:`_stream_table_arrays`) keeps the history as arrays sorted by
   (key id, ts): a lookup's version from it is a forward fill over the history and the lookups sorted together,
-  and from the batch's own earlier puts a walk back over them, all lookups at once, one put per round.
+  and from the batch's own earlier puts a walk back over them, all lookups at once, one put per round (a batch
+  where one key has more than :data:`WALK_LIMIT` puts runs the loop instead, its history moved in and out).
 
 Every rule is the processors' (:mod:`kjoin.joins.versioned`, :mod:`kjoin.stores.versioned`): a put older than
 observed stream time minus history retention is refused; a lookup older than that finds only the latest
@@ -143,6 +144,10 @@ _OUTPUT_CASES = 4  # cases below this are outputs
 ARRAY_TABLE_TABLE = True
 """Run table-table joins in ``versioned_mode: final`` as array work (:func:`_table_table_arrays`); ``False``: the
 loop (:func:`_table_table`), which every mode can run (the tests run both)."""
+WALK_LIMIT = 64
+"""The array form of the stream-table join walks back over a key's earlier puts in the batch, one per round: a
+batch where one key has more puts than this runs the loop instead (its history moved into the loop's store and
+back), so that a hot key does not cost rounds times lookups."""
 ARRAY_STREAM_TABLE = True
 """Run stream-table joins without grace as array work (:func:`_stream_table_arrays`); ``False``: the loop
 (:func:`_stream_table`), which runs them with grace too (the tests run both)."""
@@ -337,7 +342,26 @@ def segment_rows(
     if config.join == "table-table" and config.versioned_mode == "final" and ARRAY_TABLE_TABLE:
         return _table_table_arrays(batch, config, task, steps, schema, json_values)
     if config.join == "stream-table" and config.grace_ms is None and ARRAY_STREAM_TABLE:
-        return _stream_table_arrays(batch, config, task, steps, schema, json_values)
+        puts = pc.and_(pc.equal(batch.column("side"), "right"), pc.is_valid(batch.column("key")))
+        codes = pc.dictionary_encode(batch.column("key").filter(puts)).indices.to_numpy(zero_copy_only=False)
+        if len(codes) == 0 or int(np.bincount(codes).max()) <= WALK_LIMIT:
+            return _stream_table_arrays(batch, config, task, steps, schema, json_values)
+        # a key with many puts in this batch: the walk back would take as many rounds; the loop takes the batch
+        _history_to_store(task, json_values)
+        try:
+            return _loop_rows(batch, config, task, steps, schema, json_keys, json_values)
+        finally:
+            _store_to_history(task, batch.column("key").type, batch.column("value").type)
+    return _loop_rows(batch, config, task, steps, schema, json_keys, json_values)
+
+
+def _loop_rows(
+    batch: Any, config: Scenario, task: _Task, steps: Any, schema: Any, json_keys: bool, json_values: bool
+) -> Any:
+    """The result rows of the loop (:func:`_stream_table`, :func:`_table_table`) over one task segment."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     value = batch.column("value")
     texts = _render(value, json_values).to_pylist()
     columns = (
@@ -360,6 +384,47 @@ def segment_rows(
         if collecting:
             gc.enable()
     return _assemble(batch, rows, steps, schema)
+
+
+def _history_to_store(task: _Task, json_values: bool) -> None:
+    """Move the array form's history (:class:`_History`) into the loop's store (:class:`_Versions`)."""
+    history, store = task.history, task.stores[1]
+    store.observed = None if task.observed[1] == _NONE else task.observed[1]
+    store.versions = {}
+    if history.ids is None or not len(history.ids):
+        return
+    keys = history.keys.to_pylist()
+    texts = _render(history.values, json_values).to_pylist()
+    for key_id, ts, value, text in zip(history.ids.tolist(), history.ts.tolist(), history.values.to_pylist(), texts):
+        times, entries = store.versions.setdefault(keys[key_id], ([], []))
+        times.append(ts)
+        entries.append(None if value is None else (value, text))
+    history.ids = history.ts = history.values = None
+
+
+def _store_to_history(task: _Task, key_type: Any, value_type: Any) -> None:
+    """Move the loop's store back into the array form's history, sorted by (key id, ts)."""
+    import numpy as np
+    import pyarrow as pa
+
+    history, store = task.history, task.stores[1]
+    task.observed[1] = _NONE if store.observed is None else store.observed
+    keys = [] if history.keys is None else history.keys.to_pylist()
+    known = {key: number for number, key in enumerate(keys)}
+    ids, times, values = [], [], []
+    for key, (version_times, entries) in store.versions.items():
+        if key not in known:
+            known[key] = len(keys)
+            keys.append(key)
+        ids += [known[key]] * len(version_times)
+        times += version_times
+        values += [None if entry is None else entry[0] for entry in entries]
+    store.versions = {}
+    order = np.lexsort((np.asarray(times, dtype=np.int64), np.asarray(ids, dtype=np.int64)))
+    history.keys = pa.array(keys, type=key_type) if keys else None
+    history.ids = np.asarray(ids, dtype=np.int64)[order]
+    history.ts = np.asarray(times, dtype=np.int64)[order]
+    history.values = pa.array(values, type=value_type).take(pa.array(order))
 
 
 def _stream_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows, json_keys: bool) -> None:
