@@ -88,19 +88,21 @@ Table-table outer reaches the issue's 0.5x at 10^7 (0.40x before); stream-table 
 before): its pass was already cheap, and what remains is Spark's (see :mod:`kjoin.spark.vectorised`).
 
 The versioned rows on the versioned pass (:mod:`kjoin.spark.vectorised_versioned`, both joins as array work),
-measured 2026-11-24 at 10^6 (``--repeat 1 --kafka-sample 100000 --reference-sample 10000``, load 2.7-2.9; Kafka
+measured 2026-11-24 at 10^6 (``--repeat 1 --kafka-sample 100000 --reference-sample 10000``, load 3.3-3.6; Kafka
 Streams on the first 10^5 records):
 
 ======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
 join                    N      path        kjoin rec/s  equi rec/s  kjoin/equi  kafka rec/s  kjoin/kafka
 ======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
-versioned-stream-table  10^6   vectorised  429,756      765,081     0.56        26,858       16.00
-versioned-table-table   10^6   vectorised  463,725      565,801     0.82        19,208       24.14
+versioned-stream-table  10^6   vectorised  386,144      768,795     0.50        26,050       14.82
+versioned-table-table   10^6   vectorised  490,321      589,268     0.83        18,587       26.38
 ======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
 
-Earlier runs that day: with both joins as the pass's Python loop (load 2.1-3.3), 220,879 rec/s (0.45x an
-equi-join of 493,210) and 78,802 (0.27x of 291,181); with table-table as arrays and stream-table still the loop
-(load 1.8-3.3), 307,928 (0.36x of 863,265) and 306,769 (1.06x of 290,487).
+The run before, without the hot-key fallback (:data:`kjoin.spark.vectorised_versioned.WALK_LIMIT`; load
+2.7-2.9): 429,756 rec/s (0.56x an equi-join of 765,081) and 463,725 (0.82x of 565,801). Earlier runs that day:
+with both joins as the pass's Python loop (load 2.1-3.3), 220,879 rec/s (0.45x an equi-join of 493,210) and
+78,802 (0.27x of 291,181); with table-table as arrays and stream-table still the loop (load 1.8-3.3), 307,928
+(0.36x of 863,265) and 306,769 (1.06x of 290,487).
 
 Before the versioned pass, on the processors, measured 2026-11-24 at 10^5 only (``--repeat 1``, reference
 engine on 10^4 records, load 6-8, beside other jobs' tests and benchmarks), after the versioned store's expiry
