@@ -14,7 +14,8 @@ A script, never a timed test. For each join type and size it:
    table-table: both sides tables, 10% tombstones; stream-stream: both sides streams
    joined within ±1 s (grace 100 ms), about two partners per record; versioned-stream-table and
    versioned-table-table: the stream-table and table-table workloads over versioned tables
-   (:data:`HISTORY_RETENTION_MS` of history, no grace period), which run on the processors;
+   (:data:`HISTORY_RETENTION_MS` of history, no grace period), which run on the versioned pass
+   (:mod:`kjoin.spark.vectorised_versioned`);
 2. times kjoin on Spark (:func:`kjoin.spark.run_join`, ``method`` as given) consuming
    every output and step row with the ``noop`` sink;
 3. times a plain Spark equi-join of the same rows (noop sink): what a user would write in
@@ -90,8 +91,25 @@ table-table    10^7   vectorised  592,787      806,911     0.73        88,589   
 Table-table outer reaches the issue's 0.5x at 10^7 (0.40x before); stream-table left does not (0.34x
 before): its pass was already cheap, and what remains is Spark's (see :mod:`kjoin.spark.vectorised`).
 
-The versioned rows, measured 2026-11-24 at 10^5 only (``--repeat 1``, reference engine on 10^4
-records, load 6-8, beside other jobs' tests and benchmarks), after the versioned store's expiry
+The versioned rows on the versioned pass (:mod:`kjoin.spark.vectorised_versioned`, both joins as array work),
+measured 2026-11-24 at 10^6 (``--repeat 1 --kafka-sample 100000 --reference-sample 10000``, load 3.3-3.6; Kafka
+Streams on the first 10^5 records):
+
+======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
+join                    N      path        kjoin rec/s  equi rec/s  kjoin/equi  kafka rec/s  kjoin/kafka
+======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
+versioned-stream-table  10^6   vectorised  386,144      768,795     0.50        26,050       14.82
+versioned-table-table   10^6   vectorised  490,321      589,268     0.83        18,587       26.38
+======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
+
+The run before, without the hot-key fallback (:data:`kjoin.spark.vectorised_versioned.WALK_LIMIT`; load
+2.7-2.9): 429,756 rec/s (0.56x an equi-join of 765,081) and 463,725 (0.82x of 565,801). Earlier runs that day:
+with both joins as the pass's Python loop (load 2.1-3.3), 220,879 rec/s (0.45x an equi-join of 493,210) and
+78,802 (0.27x of 291,181); with table-table as arrays and stream-table still the loop (load 1.8-3.3), 307,928
+(0.36x of 863,265) and 306,769 (1.06x of 290,487).
+
+Before the versioned pass, on the processors, measured 2026-11-24 at 10^5 only (``--repeat 1``, reference
+engine on 10^4 records, load 6-8, beside other jobs' tests and benchmarks), after the versioned store's expiry
 stopped looking at every key on every put:
 
 ======================  =====  ==========  ===========  ==========  ==========  ===========  ===========

@@ -48,6 +48,8 @@ METHODS = {
     "stream-stream": ("vectorised", "processors"),
     "stream-table": ("vectorised", "native", "processors"),
     "table-table": ("vectorised", "native", "processors"),
+    "versioned-stream-table": ("vectorised", "processors"),
+    "versioned-table-table": ("vectorised", "processors"),
 }
 """Unversioned stream-table and table-table joins have three Spark paths: the vectorised
 per-task pass (:mod:`kjoin.spark.vectorised`, what ``auto`` picks; run here with Arrow batches
@@ -55,7 +57,9 @@ of 7 records, so tasks span batches), the native window-function plan
 (:mod:`kjoin.spark.native`) and kjoin's processors per task; all three are checked.
 Stream-stream joins have two: the vectorised pass (:mod:`kjoin.spark.vectorised_stream`, every
 era from 0.10.2, so the batch's 0.10.0 scenarios are left out of that run) and the processors.
-The other joins have only the processors (``auto``)."""
+Joins over versioned tables have two: the per-task pass (:mod:`kjoin.spark.vectorised_versioned`, every
+variant, era, grace and versioned mode) and the processors. Foreign-key joins have only the processors
+(``auto``)."""
 SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,

@@ -22,6 +22,7 @@ import pytest
 
 from kjoin import Scenario
 from kjoin.spark import SparkInputError, Topic, run_join, run_scenarios
+from kjoin.spark.vectorised_versioned import is_versioned
 from tests.spark_compare import assert_same, combos, random_batch, small_arrow_batches, spark_rows
 
 pytestmark = pytest.mark.spark
@@ -157,8 +158,11 @@ def test_processors_still_equal_the_reference_engine_on_native_joins(spark):
 def test_native_refuses_what_it_cannot_run_exactly_and_auto_falls_back(spark, scenario, joiner, named):
     with pytest.raises(SparkInputError, match=re.escape(named)):
         run_scenarios(spark, [scenario], joiner=joiner, method="native")
-    with pytest.raises(SparkInputError, match=re.escape(named)):
-        run_scenarios(spark, [scenario], joiner=joiner, method="vectorised")
+    if is_versioned(scenario):  # the versioned pass runs it (tests/test_spark_vectorised_versioned.py)
+        assert run_scenarios(spark, [scenario], joiner=joiner, method="vectorised").method == "vectorised"
+    else:
+        with pytest.raises(SparkInputError, match=re.escape(named)):
+            run_scenarios(spark, [scenario], joiner=joiner, method="vectorised")
     auto = run_scenarios(spark, [scenario], joiner=joiner)
     assert auto.method == "processors"
     expected = [row for row in spark_rows(run_scenarios(spark, [scenario], joiner=joiner, method="processors").outputs)]

@@ -397,7 +397,7 @@ def run_join(
     ``stream-table`` or ``table-table``, ``variant`` inner/left/outer, ``semantics`` a Kafka
     version (default: the latest), ``window`` the stream-stream window. ``method``:
     ``"vectorised"`` (numpy/pyarrow passes per Kafka task, :mod:`kjoin.spark.vectorised`; stream-stream
-    joins :mod:`kjoin.spark.vectorised_stream`),
+    joins :mod:`kjoin.spark.vectorised_stream`; joins over versioned tables :mod:`kjoin.spark.vectorised_versioned`),
     ``"native"`` (Spark SQL window functions, :mod:`kjoin.spark.native`), both refused where
     not exact, ``"processors"`` (kjoin's processors per Kafka task) or ``"auto"`` (the first
     of vectorised, native, processors that is exact; :attr:`SparkRun.method` says which;
@@ -635,18 +635,24 @@ def _execute(
     if method == "auto" and records_per_task is not None and records_per_task < AUTO_MIN_RECORDS_PER_TASK:
         method = "processors"
     if method in ("auto", "vectorised"):
-        from . import vectorised, vectorised_stream
+        from . import vectorised, vectorised_stream, vectorised_versioned
 
         streams = bool(configs) and all(config.join == "stream-stream" for config in configs.values())
-        why = (vectorised_stream if streams else vectorised).unsupported(
+        versioned = bool(configs) and all(vectorised_versioned.is_versioned(config) for config in configs.values())
+        why = (vectorised_stream if streams else vectorised_versioned if versioned else vectorised).unsupported(
             configs, joiner, key_type, value_type, json_keys=json_keys, json_values=json_values
         )
         if why is None:
-            function = (
-                vectorised_stream.stream_function(dict(configs), json_keys=json_keys, json_values=json_values)
-                if streams
-                else vectorised.vectorised_function(dict(configs), json_values=json_values)
-            )
+            if streams:
+                function = vectorised_stream.stream_function(
+                    dict(configs), json_keys=json_keys, json_values=json_values
+                )
+            elif versioned:
+                function = vectorised_versioned.versioned_function(
+                    dict(configs), json_keys=json_keys, json_values=json_values
+                )
+            else:
+                function = vectorised.vectorised_function(dict(configs), json_values=json_values)
             results = _per_task(records, by_partition, function, partitioned, spark_partitions, key_type, value_type)
             return SparkRun(records, results, configs, json_keys, json_values, method="vectorised")
         if method == "vectorised":
@@ -691,9 +697,9 @@ def _per_task(
     value_type: str,
 ) -> Any:
     """The result rows of a per-task ``mapInArrow`` function (:mod:`kjoin.spark.task`,
-    :mod:`kjoin.spark.vectorised`, :mod:`kjoin.spark.vectorised_stream`), fed each task's records in
-    processing order: sorted by Spark when they carry their position (``records``), merged from the
-    input-partition sort otherwise (``by_partition``)."""
+    :mod:`kjoin.spark.vectorised`, :mod:`kjoin.spark.vectorised_stream`, :mod:`kjoin.spark.vectorised_versioned`),
+    fed each task's records in processing order: sorted by Spark when they carry their position (``records``),
+    merged from the input-partition sort otherwise (``by_partition``)."""
     schema = result_schema(key_type, value_type)
     if by_partition is None:
         ordered = group_by_task(records, partitioned, spark_partitions).sortWithinPartitions(*_PROCESSING_ORDER)

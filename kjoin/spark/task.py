@@ -21,7 +21,8 @@ faster within noise, so this loop stays the plain one. Stream-table and table-ta
 over unversioned tables run as vectorised array passes instead (:mod:`kjoin.spark.vectorised`,
 about 15x the processors' CPU throughput per record), or natively (:mod:`kjoin.spark.native`); stream-stream
 joins from 0.10.2 as a vectorised band join with a small loop over the outer-join buffer's events only
-(:mod:`kjoin.spark.vectorised_stream`)."""
+(:mod:`kjoin.spark.vectorised_stream`); joins over versioned tables as a lean specialised loop over plain
+values (:mod:`kjoin.spark.vectorised_versioned`, 7-40x the processors' CPU throughput)."""
 
 from __future__ import annotations
 
