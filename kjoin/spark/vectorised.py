@@ -100,6 +100,23 @@ def unsupported(
     return None
 
 
+def array_pass_refusal(
+    joiner: Callable[[Any, Any], Any] | None, key_type: str, value_type: str, json_keys: bool, json_values: bool
+) -> str | None:
+    """What no array pass (this module's, :mod:`kjoin.spark.vectorised_stream`'s,
+    :mod:`kjoin.spark.vectorised_versioned`'s) runs exactly, or ``None``: a custom joiner, values or keys whose
+    text in Arrow may differ from ``render_value``'s, JSON values from a reader."""
+    if joiner is not None:
+        return "a custom joiner (the vectorised passes compute only the default joiner, render(left)-render(right))"
+    if value_type not in VALUE_TYPES:
+        return f"{value_type} values (vectorised: {', '.join(VALUE_TYPES)} only)"
+    if key_type not in VALUE_TYPES:
+        return f"{key_type} keys (vectorised: {', '.join(VALUE_TYPES)} only)"
+    if json_values and not json_keys:
+        return "JSON values from a reader (the processors re-encode JSON canonically; the passes keep the text)"
+    return None
+
+
 # The rows a record can give: (row, fate, reason); index = case number.
 _STEP, _OUTPUT = "step", "output"
 _CASES: list[tuple[str, Fate | None, Reason | None]] = [

@@ -54,7 +54,7 @@ from ..scenario import Scenario
 from ..stores.window import MIN_SEGMENT_INTERVAL_MS
 from .native import json_key_refusal
 from .task import RESULT_FIELDS, _arrow_schema
-from .vectorised import VALUE_TYPES, _render, task_segments
+from .vectorised import _render, array_pass_refusal, task_segments
 
 __all__ = ["unsupported", "stream_function"]
 
@@ -71,14 +71,9 @@ def unsupported(
     json_values: bool,
 ) -> str | None:
     """Why the vectorised stream-stream pass cannot run these scenarios exactly, or ``None`` when it can."""
-    if joiner is not None:
-        return "a custom joiner (the vectorised pass computes only the default joiner, render(left)-render(right))"
-    if value_type not in VALUE_TYPES:
-        return f"{value_type} values (vectorised: {', '.join(VALUE_TYPES)} only)"
-    if key_type not in VALUE_TYPES:
-        return f"{key_type} keys (vectorised: {', '.join(VALUE_TYPES)} only)"
-    if json_values and not json_keys:
-        return "JSON values from a reader (the processors re-encode JSON canonically; the vectorised pass cannot)"
+    why = array_pass_refusal(joiner, key_type, value_type, json_keys, json_values)
+    if why is not None:
+        return why
     for scenario_id, config in configs.items():
         where = f"scenario {scenario_id}" if len(configs) > 1 else "the join"
         if config.join != "stream-stream":

@@ -73,7 +73,7 @@ from ..records import OutputKind
 from ..scenario import Scenario
 from .native import json_key_refusal
 from .task import RESULT_FIELDS, _arrow_schema
-from .vectorised import VALUE_TYPES, _last_before, _render, _state, _Table, _update, task_segments
+from .vectorised import _last_before, array_pass_refusal, _render, _state, _Table, _update, task_segments
 
 __all__ = ["unsupported", "versioned_function", "is_versioned"]
 
@@ -94,14 +94,9 @@ def unsupported(
     json_values: bool,
 ) -> str | None:
     """Why this pass cannot run these scenarios exactly, or ``None`` when it can."""
-    if joiner is not None:
-        return "a custom joiner (the vectorised passes compute only the default joiner, render(left)-render(right))"
-    if value_type not in VALUE_TYPES:
-        return f"{value_type} values (vectorised: {', '.join(VALUE_TYPES)} only)"
-    if key_type not in VALUE_TYPES:
-        return f"{key_type} keys (vectorised: {', '.join(VALUE_TYPES)} only)"
-    if json_values and not json_keys:
-        return "JSON values from a reader (the processors re-encode JSON canonically; the passes keep the text)"
+    why = array_pass_refusal(joiner, key_type, value_type, json_keys, json_values)
+    if why is not None:
+        return why
     for scenario_id, config in configs.items():
         where = f"scenario {scenario_id}" if len(configs) > 1 else "the join"
         if not is_versioned(config):
@@ -805,31 +800,11 @@ def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, s
         out_ts = pc.if_else(pa.array(has_other), pc.max_element_wise(ts_array, other_t), ts_array)
     else:
         out_ts = ts_array
-    cases = pa.array(case)
-    fields = {name: schema.field(name).type for name, _ in RESULT_FIELDS}
-    step = pa.array(steps)
-    none = pa.scalar(None, value.type)
-    columns = {
-        "row": pc.take(pa.array([c[0] for c in _CASES]), cases),
-        "scenario": batch.column("scenario"),
-        "partition": batch.column("partition"),
-        "step": step,
-        "side": batch.column("side"),
-        "offset": batch.column("offset"),
-        "key": key,
-        "left": pc.if_else(output, left_value, none),
-        "right": pc.if_else(output, right_value, none),
-        "value": pc.if_else(pa.array(is_output & (case != 3)), joined, pa.scalar(None, pa.string())),
-        "ts": pc.if_else(output, out_ts, ts_array),
-        "tombstone": pc.if_else(output, pa.array(case == 3), pa.scalar(None, pa.bool_())),
-        "kind": pc.take(pa.array([None if c[3] is None else c[3].value for c in _CASES], pa.string()), cases),
-        "origin_step": pc.if_else(output, step, pa.scalar(None, pa.int64())),
-        "fate": pc.take(pa.array([None if c[1] is None else c[1].value for c in _CASES], pa.string()), cases),
-        "reason": pc.take(pa.array([None if c[2] is None else c[2].value for c in _CASES], pa.string()), cases),
-        "until_ms": pa.nulls(n, pa.int64()),
-    }
-    return pa.RecordBatch.from_arrays(
-        [pc.cast(columns[name], fields[name]) for name, _ in RESULT_FIELDS], schema=schema
+    text_rows = pa.array(is_output & (case != 3))
+    tombstone = pc.if_else(output, pa.array(case == 3), pa.scalar(None, pa.bool_()))
+    ts_out = pc.if_else(output, out_ts, ts_array)
+    return _one_row_per_record(
+        batch, schema, case, steps, key, left_value, right_value, joined, text_rows, ts_out, tombstone
     )
 
 
@@ -1004,28 +979,46 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
     is_output = case < _OUTPUT_CASES
     output = pa.array(is_output)
     joined = pc.binary_join_element_wise(_render(value, json_values), _render(found_value, json_values), "-")
+    tombstone = pc.if_else(output, pa.scalar(False), pa.scalar(None, pa.bool_()))
+    return _one_row_per_record(batch, schema, case, steps, key, value, found_value, joined, output, ts_array, tombstone)
+
+
+def _one_row_per_record(batch, schema, case, steps, key, left, right, text, text_rows, ts, tombstone) -> Any:  # type: ignore[no-untyped-def]
+    """The result rows of an array form (one per record, in batch order): ``case`` indexes :data:`_CASES`; ``left``,
+    ``right`` are the output's values where the case is an output, ``text`` the joiner's text where ``text_rows``;
+    ``ts`` and ``tombstone`` are each row's."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    output = pa.array(case < _OUTPUT_CASES)
     cases = pa.array(case)
     fields = {name: schema.field(name).type for name, _ in RESULT_FIELDS}
     step = pa.array(steps)
-    none = pa.scalar(None, value.type)
+    none = pa.scalar(None, left.type)
+
+    def by_case(i: int) -> Any:
+        return pc.take(
+            pa.array([None if c[i] is None else getattr(c[i], "value", c[i]) for c in _CASES], pa.string()), cases
+        )
+
     columns = {
-        "row": pc.take(pa.array([c[0] for c in _CASES]), cases),
+        "row": by_case(0),
         "scenario": batch.column("scenario"),
         "partition": batch.column("partition"),
         "step": step,
         "side": batch.column("side"),
         "offset": batch.column("offset"),
         "key": key,
-        "left": pc.if_else(output, value, none),
-        "right": pc.if_else(output, found_value, none),
-        "value": pc.if_else(output, joined, pa.scalar(None, pa.string())),
-        "ts": ts_array,
-        "tombstone": pc.if_else(output, pa.scalar(False), pa.scalar(None, pa.bool_())),
-        "kind": pc.take(pa.array([None if c[3] is None else c[3].value for c in _CASES], pa.string()), cases),
+        "left": pc.if_else(output, left, none),
+        "right": pc.if_else(output, right, none),
+        "value": pc.if_else(text_rows, text, pa.scalar(None, pa.string())),
+        "ts": ts,
+        "tombstone": tombstone,
+        "kind": by_case(3),
         "origin_step": pc.if_else(output, step, pa.scalar(None, pa.int64())),
-        "fate": pc.take(pa.array([None if c[1] is None else c[1].value for c in _CASES], pa.string()), cases),
-        "reason": pc.take(pa.array([None if c[2] is None else c[2].value for c in _CASES], pa.string()), cases),
-        "until_ms": pa.nulls(n, pa.int64()),
+        "fate": by_case(1),
+        "reason": by_case(2),
+        "until_ms": pa.nulls(batch.num_rows, pa.int64()),
     }
     return pa.RecordBatch.from_arrays(
         [pc.cast(columns[name], fields[name]) for name, _ in RESULT_FIELDS], schema=schema
