@@ -318,6 +318,25 @@ class _Rows:
         for name in self.__slots__:
             setattr(self, name, [])
 
+    def step_recorder(self) -> Callable[..., None]:
+        """``step(i, case number, key, ts, wait=None)``: a step row of the record at ``i`` (no output cells;
+        ``wait``: the grace buffer's until), as a closure over the lists, for the loops."""
+        at, case, out_key, left, right = self.at, self.case, self.key, self.left, self.right
+        text, out_ts, origin, until = self.text, self.ts, self.origin, self.until
+
+        def step(i: int, number: int, key: Any, ts: int, wait: int | None = None) -> None:
+            at.append(i)
+            case.append(number)
+            out_key.append(key)
+            left.append(None)
+            right.append(None)
+            text.append(None)
+            out_ts.append(ts)
+            origin.append(None)
+            until.append(wait)
+
+        return step
+
 
 def segment_rows(
     batch: Any, config: Scenario, task: _Task, schema: Any, json_keys: bool = False, json_values: bool = False
@@ -434,16 +453,7 @@ def _stream_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows, js
     text, out_ts, origin, until = rows.text, rows.ts, rows.origin, rows.until
     as_of, put = store.as_of, store.put
 
-    def step(i: int, number: int, key: Any, ts: int, wait: int | None = None) -> None:
-        at.append(i)
-        case.append(number)
-        out_key.append(key)
-        left.append(None)
-        right.append(None)
-        text.append(None)
-        out_ts.append(ts)
-        origin.append(None)
-        until.append(wait)
+    step = rows.step_recorder()
 
     def join(i: int, key: Any, entry: Any, ts: int, origin_step: int, own: bool) -> None:
         """Look up the version valid at ``ts`` for a stream record (``entry``: its ``(value, text)``)."""
@@ -569,16 +579,7 @@ def _table_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows) -> 
     at, case, out_key, left, right = rows.at, rows.case, rows.key, rows.left, rows.right
     text, out_ts, origin, until = rows.text, rows.ts, rows.origin, rows.until
 
-    def step(i: int, number: int, key: Any, ts: int) -> None:
-        at.append(i)
-        case.append(number)
-        out_key.append(key)
-        left.append(None)
-        right.append(None)
-        text.append(None)
-        out_ts.append(ts)
-        origin.append(None)
-        until.append(None)
+    step = rows.step_recorder()
 
     def emit(i: int, number: int, key: Any, side: int, mine: Any, other: Any, ts: int) -> None:
         """An output of the update at ``i`` on ``side``: ``mine``/``other`` are ``(value, text)`` or ``None``."""
