@@ -174,6 +174,37 @@ def task_segments(batch: Any) -> Iterator[tuple[tuple[int, int], Any]]:
         yield (int(scenario[start]), int(partition[start])), batch.slice(start, end - start)
 
 
+_NONE = -(2**62)
+"""A time not known yet (Kafka's ``-1`` for a store's observed time, ``Long.MIN_VALUE`` for stream time): lower
+than any timestamp."""
+
+
+def key_groups(codes: Any) -> tuple[Any, Any, Any]:
+    """A batch's records grouped by key code, processing order kept within each key: ``(order, first,
+    group_start)``, the stable sort by code, whether each place in it starts a key's group, and the place where
+    each place's group starts."""
+    import numpy as np
+
+    n = len(codes)
+    order = np.lexsort((np.arange(n), codes))
+    sorted_codes = codes[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = sorted_codes[1:] != sorted_codes[:-1]
+    return order, first, np.maximum.accumulate(np.where(first, np.arange(n), 0))
+
+
+def observed_before(ts: Any, puts: Any, carried: int) -> tuple[Any, int]:
+    """A store's observed time before each record of a batch (the largest ts among the earlier ``puts``, after
+    ``carried``, the time observed before the batch), and the time it has observed after the batch."""
+    import numpy as np
+
+    running = np.maximum(np.maximum.accumulate(np.where(puts, ts, _NONE)), carried)
+    before = np.empty(len(ts), dtype=np.int64)
+    before[0] = carried
+    before[1:] = running[:-1]
+    return before, int(running[-1])
+
+
 def _last_before(codes: Any, order: Any, group_start: Any, updates: Any) -> Any:
     """For each record (in batch order), the batch index of the last record before it with the
     same key code among ``updates`` (a boolean mask in batch order), or -1."""
@@ -256,11 +287,7 @@ def _segment(batch: Any, config: Scenario, states: Any, rank: int, schema: Any, 
     key_null = pc.is_null(key).to_numpy(zero_copy_only=False)
     value_null = pc.is_null(value).to_numpy(zero_copy_only=False)
     codes = pc.fill_null(pc.dictionary_encode(key).indices, -1).to_numpy(zero_copy_only=False)
-    order = np.lexsort((np.arange(n), codes))
-    sorted_codes = codes[order]
-    first = np.ones(n, dtype=bool)
-    first[1:] = sorted_codes[1:] != sorted_codes[:-1]
-    group_start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    order, _, group_start = key_groups(codes)
     semantics, variant = config.semantics, config.variant
     kip77 = bool(semantics.kip77)
     has_key = ~key_null

@@ -54,12 +54,9 @@ from ..scenario import Scenario
 from ..stores.window import MIN_SEGMENT_INTERVAL_MS
 from .native import json_key_refusal
 from .task import RESULT_FIELDS, _arrow_schema
-from .vectorised import _render, array_pass_refusal, task_segments
+from .vectorised import _NONE, _render, array_pass_refusal, observed_before, task_segments
 
 __all__ = ["unsupported", "stream_function"]
-
-_NONE = -(2**62)
-"""A time not known yet (Kafka's ``-1`` for a store's observed time, ``Long.MIN_VALUE`` for stream time)."""
 
 
 def unsupported(
@@ -250,16 +247,12 @@ def _segment(
     advances = np.ones(n, dtype=bool) if rules.skipped_advance else valid
     stream_time = np.maximum(np.maximum.accumulate(np.where(advances, ts, _NONE)), task.stream_time)
     task.stream_time = int(stream_time[-1])
-    observed_before = []
+    before = []
     for s in (0, 1):
-        running = np.maximum(np.maximum.accumulate(np.where(valid & (side == s), ts, _NONE)), task.observed[s])
-        before = np.empty(n, dtype=np.int64)
-        before[0] = task.observed[s]
-        before[1:] = running[:-1]
-        observed_before.append(before)
-        task.observed[s] = int(running[-1])
-    own_observed = np.where(right, observed_before[1], observed_before[0])
-    other_observed = np.where(right, observed_before[0], observed_before[1])
+        store_before, task.observed[s] = observed_before(ts, valid & (side == s), task.observed[s])
+        before.append(store_before)
+    own_observed = np.where(right, before[1], before[0])
+    other_observed = np.where(right, before[0], before[1])
     stored = valid & (ts >= rules.visible_from(np.maximum(own_observed, ts)))
     look_back = np.where(right, rules.look_back[1], rules.look_back[0])
     look_ahead = np.where(right, rules.look_ahead[1], rules.look_ahead[0])

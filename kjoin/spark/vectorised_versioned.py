@@ -73,7 +73,18 @@ from ..records import OutputKind
 from ..scenario import Scenario
 from .native import json_key_refusal
 from .task import RESULT_FIELDS, _arrow_schema
-from .vectorised import _last_before, array_pass_refusal, _render, _state, _Table, _update, task_segments
+from .vectorised import (
+    _NONE,
+    _last_before,
+    array_pass_refusal,
+    key_groups,
+    observed_before,
+    _render,
+    _state,
+    _Table,
+    _update,
+    task_segments,
+)
 
 __all__ = ["unsupported", "versioned_function", "is_versioned"]
 
@@ -689,10 +700,6 @@ def _rule(i, side, key, new, has_old, other, ts, outer, ts_is_max, step, emit) -
     emit(i, 3 if new is None and not outer[1 - side] else 0, key, side, new, other[0], out)
 
 
-_NONE = -(2**62)
-"""No timestamp (lower than any: timestamps are non-negative longs)."""
-
-
 def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, schema: Any, json_values: bool) -> Any:
     """KTable-KTable in ``versioned_mode: final`` as array work, one row per record.
 
@@ -720,12 +727,8 @@ def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, s
     has_key = pc.is_valid(key).to_numpy(zero_copy_only=False)
     value_null = pc.is_null(value).to_numpy(zero_copy_only=False)
     codes = pc.fill_null(pc.dictionary_encode(key).indices, -1).to_numpy(zero_copy_only=False)
-    order = np.lexsort((np.arange(n), codes))
-    sorted_codes = codes[order]
-    first = np.ones(n, dtype=bool)
-    first[1:] = sorted_codes[1:] != sorted_codes[:-1]
+    order, first, group_start = key_groups(codes)
     group = np.cumsum(first) - 1  # the key's group number, in key order
-    group_start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
     refused = np.zeros(n, dtype=bool)
     out_of_order = np.zeros(n, dtype=bool)
     updates = []  # per side: the puts that are the key's new latest version (the table's updates)
@@ -735,13 +738,7 @@ def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, s
         if retention is None:  # unversioned: every put updates
             updates.append(puts)
             continue
-        put_ts = np.where(puts, ts, _NONE)
-        running = np.maximum.accumulate(put_ts)
-        observed = np.empty(n, dtype=np.int64)  # before each record
-        observed[0] = task.observed[side]
-        observed[1:] = running[:-1]
-        observed = np.maximum(observed, task.observed[side])
-        task.observed[side] = int(max(task.observed[side], running[-1]))
+        observed, task.observed[side] = observed_before(ts, puts, task.observed[side])
         expired = puts & (observed > _NONE) & (ts < observed - retention)
         accepted = puts & ~expired
         # the key's latest version's ts before each record: a running max per key (offset by the key's group so
@@ -861,12 +858,7 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
     ids = np.where(codes >= 0, known[np.maximum(codes, 0)], -1) if len(known) else np.full(n, -1, dtype=np.int64)
     # which puts the table refuses: ts below observed stream time (before the put) minus retention
     puts = is_right & has_key
-    running = np.maximum.accumulate(np.where(puts, ts, _NONE))
-    observed = np.empty(n, dtype=np.int64)
-    observed[0] = task.observed[1]
-    observed[1:] = running[:-1]
-    observed = np.maximum(observed, task.observed[1])
-    task.observed[1] = int(max(task.observed[1], running[-1]))
+    observed, task.observed[1] = observed_before(ts, puts, task.observed[1])
     seen = observed > _NONE
     refused = puts & seen & (ts < observed - retention)
     accepted = puts & ~refused
@@ -874,11 +866,7 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
     lookups = ~is_right & has_key & ~(value_null & kip77)
     expired = lookups & seen & (ts < observed - retention)
     # the batch's candidates: walk back over the key's earlier accepted puts
-    order = np.lexsort((np.arange(n), codes))
-    sorted_codes = codes[order]
-    first = np.ones(n, dtype=bool)
-    first[1:] = sorted_codes[1:] != sorted_codes[:-1]
-    group_start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    order, _, group_start = key_groups(codes)
     previous = _last_before(codes, order, group_start, accepted)
     best = np.full(n, -1, dtype=np.int64)
     best_ts = np.full(n, _NONE, dtype=np.int64)
