@@ -67,13 +67,15 @@ def merged_batches(
     """Batches sorted by ``(scenario, partition, _side_rank == held_rank first, offset)`` (columns
     ``scenario, partition, _side_rank, key, value, ts, offset``; rank 0 is the left side; without ``scenario``,
     scenario 0) as batches in processing order within each task (:data:`COLUMNS`), about ``target_rows`` each."""
+    from .vectorised import task_segments
+
     out = _Coalesce(target_rows)
     task: tuple[int, int] | None = None
     held: _Held | None = None
     live: _Live | None = None
     try:
         for batch in batches:
-            for key, segment in _task_runs(batch):
+            for key, segment in task_segments(batch):
                 if key != task:
                     if held is not None:
                         yield from out.add_all(_finish(held, live))
@@ -93,22 +95,6 @@ def merged_batches(
     finally:
         if held is not None:
             held.close()
-
-
-def _task_runs(batch: Any) -> Iterator[tuple[tuple[int, int], Any]]:
-    """The runs of one Kafka task's rows in ``batch``; without a ``scenario`` column, every row is scenario 0."""
-    from .vectorised import task_segments
-
-    if "scenario" in batch.schema.names:
-        yield from task_segments(batch)
-        return
-    import numpy as np
-
-    partition = batch.column("partition").to_numpy(zero_copy_only=False)
-    bounds = [0, *(np.flatnonzero(partition[1:] != partition[:-1]) + 1).tolist(), batch.num_rows]
-    for start, end in zip(bounds[:-1], bounds[1:]):
-        if end > start:
-            yield (0, int(partition[start])), batch.slice(start, end - start)
 
 
 def _running_max(ts: Any, carry: int) -> tuple[Any, int]:

@@ -160,14 +160,18 @@ def vectorised_function(
 
 def task_segments(batch: Any) -> Iterator[tuple[tuple[int, int], Any]]:
     """The runs of one Kafka task's rows in an Arrow batch sorted by task: ``((scenario,
-    partition), slice)`` each (an empty batch has none)."""
+    partition), slice)`` each (an empty batch has none; without a ``scenario`` column, every row is
+    scenario 0)."""
     import numpy as np
 
     n = batch.num_rows
     if n == 0:
         return
-    scenario = batch.column("scenario").to_numpy(zero_copy_only=False)
     partition = batch.column("partition").to_numpy(zero_copy_only=False)
+    if "scenario" in batch.schema.names:
+        scenario = batch.column("scenario").to_numpy(zero_copy_only=False)
+    else:
+        scenario = np.zeros(n, dtype=np.int64)
     edges = np.flatnonzero((scenario[1:] != scenario[:-1]) | (partition[1:] != partition[:-1])) + 1
     bounds = [0, *edges.tolist(), n]
     for start, end in zip(bounds[:-1], bounds[1:]):
