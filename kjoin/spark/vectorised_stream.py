@@ -494,27 +494,34 @@ def _sweeps(
     # The gate passes when the min time is below the record's stream time less its side's gate.
     thresholds, nows = (stream_time[candidates] - gates).tolist(), stream_time[candidates].tolist()
     sides = side[candidates].tolist()
+    # The puts lower the min time: each candidate sees the smallest ts put since the candidate before it.
     put_at = np.flatnonzero(waiting.position >= 0)  # this pass's puts, by position
-    put_position, put_ts = waiting.position[put_at].tolist(), waiting.ts[put_at].tolist()
+    put_position, put_ts = waiting.position[put_at], waiting.ts[put_at]
+    ends = np.searchsorted(put_position, candidates, "left")  # the puts before each candidate
+    puts_between = np.full(len(candidates), _LATER, dtype=np.int64)
+    if len(put_at) and len(candidates):
+        starts = np.concatenate([[0], ends[:-1]])
+        smallest = np.minimum.reduceat(np.append(put_ts, _LATER), np.append(starts, ends[-1]))[:-1]
+        puts_between = np.where(ends > starts, smallest, _LATER)
     walker = _Walker(rules, waiting, deleted_at)
     sweeping: list[int] = []  # the records whose sweeps released entries, and how many each
     released_counts: list[int] = []
     released: list[int] = []
     min_time = _LATER if buffer.min_time is None else buffer.min_time
-    p, puts_count = 0, len(put_position)
-    for at, threshold, now, sweeping_side in zip(candidates.tolist(), thresholds, nows, sides):
-        while p < puts_count and put_position[p] < at:  # the puts before the record lower the min time
-            if put_ts[p] < min_time:
-                min_time = put_ts[p]
-            p += 1
+    for at, put_min, threshold, now, sweeping_side in zip(
+        candidates.tolist(), puts_between.tolist(), thresholds, nows, sides
+    ):
+        if put_min < min_time:
+            min_time = put_min
         if min_time < threshold:  # Kafka's ``minTime + gate < now`` (no sweep while the min time is Long.MAX)
             min_time, closed = walker.sweep(at, now, sweeping_side)
             if closed:
                 sweeping.append(at)
                 released_counts.append(len(closed))
                 released.extend(closed)
-    if p < puts_count:
-        min_time = min(min_time, min(put_ts[p:]))
+    after = ends[-1] if len(candidates) else 0
+    if after < len(put_ts):  # the puts after the last candidate
+        min_time = min(min_time, int(put_ts[after:].min()))
     buffer.min_time = None if min_time >= _LATER else min_time
     alive = np.flatnonzero(~walker.emitted() & (deleted_at >= _LATER))
     buffer.waiting = waiting.take(alive)
