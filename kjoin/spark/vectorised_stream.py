@@ -329,8 +329,7 @@ def _segment(
     # 4. The outer-join buffer's events.
     swept = None
     if rules.buffered:
-        texts = _unmatched_text(value, right, json_values)
-        puts = _Waiting.of(key, value, texts, ts, side, step, closes_at, np.flatnonzero(put), json_keys)
+        puts = _Waiting.of(key, value, ts, side, step, closes_at, np.flatnonzero(put), json_keys, json_values)
         partners = (pair_i, all_right[pair_j], all_ts[pair_j])
         swept = _sweeps(rules, task.buffer, key, ts, side, stream_time, valid, puts, partners)
 
@@ -398,8 +397,7 @@ class _Waiting:
     position: Any
 
     @classmethod
-    def of(cls, key, value, texts, ts, side, step, closes_at, puts, json_keys: bool) -> "_Waiting":
-        import numpy as np
+    def of(cls, key, value, ts, side, step, closes_at, puts, json_keys: bool, json_values: bool) -> "_Waiting":
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -411,7 +409,7 @@ class _Waiting:
             put_key,
             pc.if_else(put_right, nulls, put_value),
             pc.if_else(put_right, put_value, nulls),
-            texts.take(puts),
+            _unmatched_text(put_value, side[puts] == 1, json_values),
             _serialized(put_key, json_keys),
             ts[puts],
             closes_at[puts],
@@ -644,8 +642,6 @@ class _Walker:
         """The largest ts the sweep at ``sweep_at`` sees after emitting ``emitted`` (it sees a record: the open
         one it stopped at), in array work: a one-sided buffer meets no second open record, so the walk would read
         the whole buffer."""
-        import numpy as np
-
         ts, position, gone, place_of = self.bulk
         if emitted:
             gone[place_of[emitted]] = -1
