@@ -45,86 +45,11 @@ Kafka Streams' (the target: above 1); ``load before/after`` is the 1-minute load
 ``kjoin/ref`` is kjoin's throughput over the reference engine's. The first run of every plan
 is a small untimed warm-up (class loading and JIT cost seconds in a fresh JVM).
 
-The latest numbers, for every join and variant at 10^6 and 10^7, are in the README (after kjoin's one-sort plan,
-:mod:`kjoin.spark.merge`, and the outer-join sweeps of :mod:`kjoin.spark.vectorised_stream`); the tables below
-are the earlier runs they improved on.
-
-Measured 2026-11-24 on the project's 2-core machine, shared with other jobs (load average 3-10,
-in the table's last column), ``--repeat 2``, reference engine on 10^4 records:
-
-=============  =====  ==========  ===========  ==========  ==========  ===========  ===========
-join           N      path        kjoin rec/s  equi rec/s  kjoin/equi  kafka rec/s  kjoin/kafka
-=============  =====  ==========  ===========  ==========  ==========  ===========  ===========
-stream-stream  10^6   vectorised  143,182      276,664     0.52        5,966        24.00
-stream-stream  10^6   processors  27,768       276,664     0.10        5,966        4.65
-stream-table   10^6   vectorised  415,681      667,884     0.62        128,185      3.24
-stream-table   10^6   native      343,758      667,884     0.51        128,185      2.68
-table-table    10^6   vectorised  338,265      557,108     0.61        71,906       4.70
-table-table    10^6   native      383,878      557,108     0.69        71,906       5.34
-stream-table   10^7   vectorised  511,393      1,522,117   0.34        158,244      3.23
-stream-table   10^7   native      186,210      1,522,117   0.12        158,244      1.18
-table-table    10^7   vectorised  225,008      556,338     0.40        55,653       4.04
-table-table    10^7   native      252,328      556,338     0.45        55,653       4.53
-=============  =====  ==========  ===========  ==========  ==========  ===========  ===========
-
-(stream-stream: ``--repeat 1``, load 3; an earlier run at load 6 gave 158K against 223K, 0.71x.) At
-10^7, timed with this module's functions without the Kafka replay (hours at its 2-6K rec/s): stream-stream
-left vectorised 181K rec/s and inner 194K against the equi-join's 737K (0.25x, 0.26x; load 2.5 rising to
-7 during kjoin's runs); an earlier run at load 4-5: 156K and 167K against 409K (0.38x, 0.41x). The day
-before, idle, the stream-stream processors ran 0.05x the equi-join at 10^7.
-Timing order matters on a loaded machine: the path timed right after the Kafka replay's JVM
-ran up to 2x slower, hence the baselines outside Spark come last and ``--repeat`` alternates.
-Peak memory stays at the JVM's heap limit (``spark.driver.memory`` 3g): 2.1-2.2 GB at 10^6,
-4.0-4.3 GB at 10^7; nothing is collected to the driver.
-
-Measured again 2026-11-24 (later), with the Arrow-array store of :mod:`kjoin.spark.vectorised`, Arrow
-batches of 100,000 records and the narrower shuffle of :func:`kjoin.spark.run_join` (``--repeat 1``,
-``--methods auto``, reference engine on 10^4 records; the load in the last column):
-
-=============  =====  ==========  ===========  ==========  ==========  ===========  ===========  ====
-join           N      path        kjoin rec/s  equi rec/s  kjoin/equi  kafka rec/s  kjoin/kafka  load
-=============  =====  ==========  ===========  ==========  ==========  ===========  ===========  ====
-stream-table   10^7   vectorised  344,300      938,865     0.37        157,045      2.19         5.4
-table-table    10^7   vectorised  592,787      806,911     0.73        88,589       6.69         2.8
-=============  =====  ==========  ===========  ==========  ==========  ===========  ===========  ====
-
-Table-table outer reaches the issue's 0.5x at 10^7 (0.40x before); stream-table left does not (0.34x
-before): its pass was already cheap, and what remains is Spark's (see :mod:`kjoin.spark.vectorised`).
-
-The versioned rows on the versioned pass (:mod:`kjoin.spark.vectorised_versioned`, both joins as array work),
-measured 2026-11-24 at 10^6 (``--repeat 1 --kafka-sample 100000 --reference-sample 10000``, load 3.3-3.6; Kafka
-Streams on the first 10^5 records):
-
-======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
-join                    N      path        kjoin rec/s  equi rec/s  kjoin/equi  kafka rec/s  kjoin/kafka
-======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
-versioned-stream-table  10^6   vectorised  386,144      768,795     0.50        26,050       14.82
-versioned-table-table   10^6   vectorised  490,321      589,268     0.83        18,587       26.38
-======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
-
-The run before, without the hot-key fallback (:data:`kjoin.spark.vectorised_versioned.WALK_LIMIT`; load
-2.7-2.9): 429,756 rec/s (0.56x an equi-join of 765,081) and 463,725 (0.82x of 565,801). Earlier runs that day:
-with both joins as the pass's Python loop (load 2.1-3.3), 220,879 rec/s (0.45x an equi-join of 493,210) and
-78,802 (0.27x of 291,181); with table-table as arrays and stream-table still the loop (load 1.8-3.3), 307,928
-(0.36x of 863,265) and 306,769 (1.06x of 290,487).
-
-Before the versioned pass, on the processors, measured 2026-11-24 at 10^5 only (``--repeat 1``, reference
-engine on 10^4 records, load 6-8, beside other jobs' tests and benchmarks), after the versioned store's expiry
-stopped looking at every key on every put:
-
-======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
-join                    N      path        kjoin rec/s  equi rec/s  kjoin/equi  kafka rec/s  kjoin/kafka
-======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
-versioned-stream-table  10^5   processors  23,270       58,767      0.40        6,677        3.49
-versioned-table-table   10^5   processors  6,628        78,058      0.08        5,720        1.16
-======================  =====  ==========  ===========  ==========  ==========  ===========  ===========
-
-Before that change (an earlier run, load about 4): versioned-stream-table 32,740 rec/s (0.16x the
-equi-join, 2.39x Kafka), versioned-table-table 3,717 (0.03x, 0.32x Kafka), and the versioned
-table-table run at 10^6 did not finish in 11 minutes: the store scanned every key's versions on every
-put, so a task's cost grew with its records times its keys (the reference engine alone on one task:
-20K records/s at 5,000 records, 5K at 20,000; after the change 68K and 41K). Only the ratios within
-one run compare: the load differed.
+Timing order matters on a loaded machine: a path timed right after the Kafka replay's JVM ran up to 2x slower,
+hence the baselines outside Spark come last and ``--repeat`` alternates the equi-join and kjoin, keeping each
+one's best. Only ratios taken in one run compare. The latest numbers, for every join and variant at 10^6 and
+10^7, are in the README ("On Spark"), with what moved them and what did not help; earlier runs are in the
+project's history (``git log -p kjoin/bench.py README.md``).
 """
 
 from __future__ import annotations

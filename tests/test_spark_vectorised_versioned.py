@@ -121,20 +121,24 @@ def _rows(function: Any, batches: list[Any]) -> list[tuple]:
 def _check(scenarios: list[Scenario], sizes: Any) -> list[dict]:
     """The pass's rows equal the processors' (every column, in order) and the reference engine's; table-table
     joins in ``final`` mode and stream-table joins without grace both as arrays and through the loop
-    (:data:`~kjoin.spark.vectorised_versioned.ARRAY_TABLE_TABLE`, ``ARRAY_STREAM_TABLE``), and stream-table
-    batches alternating between the two (``WALK_LIMIT`` 0)."""
+    (:data:`~kjoin.spark.vectorised_versioned.ARRAY_TABLE_TABLE`, ``ARRAY_STREAM_TABLE``), stream-table
+    batches alternating between the two (``WALK_LIMIT`` 0), and the array form's lookups by sorting
+    (``ID_TIME_KEY_LIMIT`` 0)."""
     configs = dict(enumerate(scenarios))
     batches = _input_batches(scenarios, sizes)
     want = _rows(task_function(configs, json_keys=True, json_values=True), batches)
-    walk_limit = vv.WALK_LIMIT
-    for arrays, limit in ((True, walk_limit), (True, 0), (False, walk_limit)):
+    walk_limit, key_limit = vv.WALK_LIMIT, vv.ID_TIME_KEY_LIMIT
+    # WALK_LIMIT 0: every stream-table batch with a put runs the loop, the history moved in and out;
+    # ID_TIME_KEY_LIMIT 0: the array form's lookups sort the history with them instead of searching it.
+    for arrays, limit, keys in ((True, walk_limit, key_limit), (True, 0, key_limit), (True, walk_limit, 0),
+                                (False, walk_limit, key_limit)):  # fmt: skip
         vv.ARRAY_TABLE_TABLE = vv.ARRAY_STREAM_TABLE = arrays
-        vv.WALK_LIMIT = limit  # 0: every stream-table batch with a put runs the loop, the history moved in and out
+        vv.WALK_LIMIT, vv.ID_TIME_KEY_LIMIT = limit, keys
         try:
             got = _rows(vv.versioned_function(configs, json_keys=True, json_values=True), batches)
         finally:
             vv.ARRAY_TABLE_TABLE = vv.ARRAY_STREAM_TABLE = True
-            vv.WALK_LIMIT = walk_limit
+            vv.WALK_LIMIT, vv.ID_TIME_KEY_LIMIT = walk_limit, key_limit
         assert len(got) == len(want)
         for index, (g, w) in enumerate(zip(got, want)):
             assert g == w, f"row {index} differs (arrays: {arrays}): {scenarios[g['scenario']].to_dict()}"

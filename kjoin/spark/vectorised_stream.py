@@ -569,10 +569,7 @@ class _Walker:
         self.position = waiting.position[order].tolist()
         self.gone = deleted_at[order].tolist()
         self.one_side = len(set(self.side_byte)) < 2  # a left join's buffer, say: a side never meets an open group
-        if self.one_side:  # for the last ts in bulk (_last_ts), numpy arrays in store order
-            place_of = np.empty(count, dtype=np.int64)
-            place_of[order] = np.arange(count)
-            self.bulk = (waiting.ts[order], waiting.position[order], deleted_at[order].copy(), place_of)
+        self.bulk = (waiting.ts, waiting.position, deleted_at)  # for the last ts in bulk (_last_ts)
         self.count = count
         self.start = 0  # every record before this place is gone for good
 
@@ -623,7 +620,7 @@ class _Walker:
             if len(first_open) == 2:
                 break
             if self.one_side:  # no closed record after this one: the last ts of the rest is the max, in bulk
-                return self._last_ts(sweep_at, emitted), emitted
+                return self._last_ts(sweep_at), emitted
             i += 1
         if last < 0:
             return _LATER, emitted
@@ -638,14 +635,14 @@ class _Walker:
                 return ts[j], emitted  # the next group: at the same ts, or the first later one
         return group[0], emitted
 
-    def _last_ts(self, sweep_at: int, emitted: list[int]) -> int:
-        """The largest ts the sweep at ``sweep_at`` sees after emitting ``emitted`` (it sees a record: the open
-        one it stopped at), in array work: a one-sided buffer meets no second open record, so the walk would read
-        the whole buffer."""
-        ts, position, gone, place_of = self.bulk
-        if emitted:
-            gone[place_of[emitted]] = -1
-        return int(ts[(gone >= sweep_at) & (position < sweep_at)].max())
+    def _last_ts(self, sweep_at: int) -> int:
+        """The largest ts the sweep at ``sweep_at`` reads from a one-sided buffer (3.8+), where the walk would read
+        the whole buffer, since it never meets an open record of the other side: the largest ts of the records put
+        before it and not deleted by then, in array work. That counts the records this sweep and earlier ones emitted
+        too, which changes nothing: they closed before the open record the sweep stopped at, and one side's records
+        close in ts order (at ts plus one constant), so their ts are below that record's."""
+        ts, position, deleted = self.bulk
+        return int(ts[(deleted >= sweep_at) & (position < sweep_at)].max())
 
 
 def _serialized(keys: Any, json_keys: bool) -> Any:

@@ -157,6 +157,10 @@ back), so that a hot key does not cost rounds times lookups."""
 ARRAY_STREAM_TABLE = True
 """Run stream-table joins without grace as array work (:func:`_stream_table_arrays`); ``False``: the loop
 (:func:`_stream_table`), which runs them with grace too (the tests run both)."""
+ID_TIME_KEY_LIMIT = 2**62
+"""The array form of the stream-table join numbers a (key id, ts) pair as one int64 while that stays below this
+limit (:func:`_id_time_keys`), so its lookups are a search in the sorted history; beyond it (timestamps spanning
+centuries times many keys) it sorts the pairs (:func:`_versions_at`; the tests run both)."""
 
 
 class _Versions:
@@ -808,13 +812,54 @@ def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, s
 
 class _History:
     """A versioned table as arrays (the no-grace stream-table join's array form): its keys (each once, an id each),
-    and its versions sorted by (key id, ts): ids, timestamps, values (null: a tombstone)."""
+    and its versions sorted by (key id, ts), one per key and ts: ids, timestamps, values (null: a tombstone)."""
 
     def __init__(self) -> None:
         self.keys: Any = None
         self.ids: Any = None
         self.ts: Any = None
         self.values: Any = None
+
+
+def _id_time_keys(ids: list, times: list) -> list | None:
+    """One int64 per (key id, ts) pair of each array pair, ordered as the pairs are (by id, then ts): ``id * width +
+    ts - earliest``; ``None`` when that would not fit (timestamps spanning centuries times many keys), and the
+    caller sorts the pairs themselves. Ids are 0 or more."""
+    import numpy as np
+
+    present = [t for t in times if len(t)]
+    if not present:
+        return [np.zeros(0, dtype=np.int64) for _ in ids]
+    earliest = min(int(t.min()) for t in present)
+    width = max(int(t.max()) for t in present) - earliest + 1
+    most = max((int(i.max()) for i in ids if len(i)), default=0)
+    if (most + 1) * width >= ID_TIME_KEY_LIMIT:
+        return None
+    return [i.astype(np.int64) * width + (t - earliest) for i, t in zip(ids, times)]
+
+
+def _versions_at(h_ids: Any, h_ts: Any, ids: Any, ts: Any) -> Any:
+    """For each (id, ts) query, the index of the last version of the history ``(h_ids, h_ts)`` (sorted by id and
+    ts) with that id at or before that ts, or -1: a forward fill over the versions and the queries sorted together
+    (versions before queries at equal id and ts)."""
+    import numpy as np
+
+    event_ids = np.concatenate([h_ids, ids])
+    event_ts = np.concatenate([h_ts, ts])
+    kind = np.concatenate([np.zeros(len(h_ids), dtype=np.int8), np.ones(len(ids), dtype=np.int8)])
+    events = np.lexsort((kind, event_ts, event_ids))
+    positions = np.arange(len(events))
+    is_version = kind[events] == 0
+    last = np.maximum.accumulate(np.where(is_version, positions, -1))
+    sorted_ids = event_ids[events]
+    starts = np.ones(len(events), dtype=bool)
+    starts[1:] = sorted_ids[1:] != sorted_ids[:-1]
+    group = np.maximum.accumulate(np.where(starts, positions, 0))
+    query_rows = ~is_version
+    found = last[query_rows] >= group[query_rows]
+    result = np.full(len(ids), -1, dtype=np.int64)
+    result[events[query_rows][found] - len(h_ids)] = events[last[query_rows][found]]
+    return result
 
 
 def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, schema: Any, json_values: bool) -> Any:
@@ -889,21 +934,14 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
     if history.ids is not None and len(history.ids):
         h_ids, h_ts = history.ids, history.ts
         queries = np.flatnonzero(lookups & ~expired)
-        event_ids = np.concatenate([h_ids, ids[queries]])
-        event_ts = np.concatenate([h_ts, ts[queries]])
-        kind = np.concatenate([np.zeros(len(h_ids), dtype=np.int8), np.ones(len(queries), dtype=np.int8)])
-        events = np.lexsort((kind, event_ts, event_ids))
-        positions = np.arange(len(events))
-        is_version = kind[events] == 0
-        last = np.maximum.accumulate(np.where(is_version, positions, -1))
-        sorted_ids = event_ids[events]
-        starts = np.ones(len(events), dtype=bool)
-        starts[1:] = sorted_ids[1:] != sorted_ids[:-1]
-        group = np.maximum.accumulate(np.where(starts, positions, 0))
-        query_rows = ~is_version
-        found = last[query_rows] >= group[query_rows]
-        query_of = events[query_rows] - len(h_ids)
-        carried[queries[query_of[found]]] = events[last[query_rows][found]]
+        keys = _id_time_keys([h_ids, ids[queries]], [h_ts, ts[queries]])
+        if keys is not None:  # the history is sorted by (id, ts): each query's place in it, no sort
+            at = np.searchsorted(keys[0], keys[1], "right") - 1  # the last version at or before (id, ts)
+            same_key = at >= 0
+            same_key[same_key] = h_ids[at[same_key]] == ids[queries[same_key]]
+            carried[queries[same_key]] = at[same_key]
+        else:
+            carried[queries] = _versions_at(h_ids, h_ts, ids[queries], ts[queries])
         # an expired lookup: the key's latest version
         latest = np.full(len(history.keys), -1, dtype=np.int64)
         ends = np.ones(len(h_ids), dtype=bool)
@@ -949,7 +987,11 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
             all_ts = np.concatenate([history.ts, new_ts])
             all_values = pa.concat_arrays([history.values, new_values])
             rank = np.arange(len(all_ids))
-        keep_order = np.lexsort((rank, all_ts, all_ids))
+        keys = _id_time_keys([all_ids], [all_ts])
+        if keys is not None:  # a sorted run and a short tail: a stable sort (timsort) merges them in linear time
+            keep_order = np.argsort(keys[0], kind="stable")
+        else:
+            keep_order = np.lexsort((rank, all_ts, all_ids))
         all_ids, all_ts = all_ids[keep_order], all_ts[keep_order]
         # of versions with the same key and ts, the last put replaces the others
         last_of_same = np.ones(len(all_ids), dtype=bool)
