@@ -54,11 +54,13 @@ tasks land on one Spark task: more spill). Kept: the side travels as its rank an
 added after the shuffle (6% less shuffle, less spill). Since then the running max and the merge run in
 Python after one sort by (task, side, offset) (:mod:`kjoin.spark.merge`), holding the table side in memory
 up to a configured number of records and in a local Arrow file beyond, as Spark's sort spills: at 10^7,
-one sort plus an Arrow identity pass took 10-11 s where the window and the two sorts took 15 s; what remains
-is mostly the JVM writing rows to Arrow for Python (an input-only pass alone took 8.5-11 s against 3.6-4 s
-for the shuffle and sort without Arrow; Arrow batch sizes from 10^4 to 10^6 and ``spark.buffer.size`` of
-1 MB changed nothing beyond noise). On many tiny scenarios the per-batch cost dominates and the processors
-are faster (``auto`` picks them there, :data:`kjoin.spark.run.AUTO_MIN_RECORDS_PER_TASK`).
+one sort plus an Arrow identity pass took 10-11 s where the window and the two sorts took 15 s. The feed into
+Python then cost more than the shuffle and sort (an input-only pass 8.5-11 s against 3.6-4 s without Arrow),
+most of it Spark measuring each Arrow batch after every row it added: kjoin's sessions lift the byte limit
+that makes it do so (:data:`kjoin.spark.session.QUIET_CONFIG`), and the same pass took 6.7-7.5 s. Arrow batch
+sizes from 10^4 to 10^6 and ``spark.buffer.size`` of 1 MB changed nothing beyond noise. On many tiny
+scenarios the per-batch cost dominates and the processors are faster (``auto`` picks them there,
+:data:`kjoin.spark.run.AUTO_MIN_RECORDS_PER_TASK`).
 """
 
 from __future__ import annotations

@@ -868,8 +868,9 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
     A lookup finds, of the versions of its key put before it (and not refused), the one with the greatest ts at or
     before its own ts (at equal ts the later put), or when its ts is below observed stream time minus retention,
     the latest version if that one is old enough. The versions come from two places: the carried history (sorted
-    by key and ts: a forward fill over the history and the lookups sorted together finds each lookup's version),
-    and the batch's own earlier puts of the key, walked back one put at a time for every lookup at once (as many
+    by key and ts: each lookup's (key id, ts) searched in it, :func:`_id_time_keys`, or where that numbering would
+    overflow, a forward fill over the history and the lookups sorted together, :func:`_versions_at`), and the
+    batch's own earlier puts of the key, walked back one put at a time for every lookup at once (as many
     rounds as the most puts of one key before a lookup in the batch)."""
     import numpy as np
     import pyarrow as pa
@@ -981,17 +982,15 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
         new_values = value.take(pa.array(chosen_puts))
         if history.ids is None:
             all_ids, all_ts, all_values = new_ids, new_ts, new_values
-            rank = np.arange(len(new_ids))
         else:
             all_ids = np.concatenate([history.ids, new_ids])
             all_ts = np.concatenate([history.ts, new_ts])
             all_values = pa.concat_arrays([history.values, new_values])
-            rank = np.arange(len(all_ids))
         keys = _id_time_keys([all_ids], [all_ts])
         if keys is not None:  # a sorted run and a short tail: a stable sort (timsort) merges them in linear time
             keep_order = np.argsort(keys[0], kind="stable")
         else:
-            keep_order = np.lexsort((rank, all_ts, all_ids))
+            keep_order = np.lexsort((np.arange(len(all_ids)), all_ts, all_ids))
         all_ids, all_ts = all_ids[keep_order], all_ts[keep_order]
         # of versions with the same key and ts, the last put replaces the others
         last_of_same = np.ones(len(all_ids), dtype=bool)
