@@ -193,6 +193,16 @@ def check_live_errors(spark) -> dict[str, int]:
     return {"live_error_checks": 2}
 
 
+def jvm_properties() -> dict[str, str | None]:
+    """The Arrow properties of the in-process server's JVM (:data:`kjoin.spark.ARROW_JAVA_OPTIONS`)."""
+    from pyspark import SparkContext
+
+    system = SparkContext._active_spark_context._jvm.java.lang.System
+    return {
+        name: system.getProperty(name) for name in ("arrow.enable_unsafe_memory_access", "log4j2.configurationFile")
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
@@ -206,6 +216,7 @@ def main() -> int:
     assert kind.startswith("pyspark.sql.connect"), f"not a Spark Connect session: {kind}"
     connected = time.time() - started
     summary = {"seed": args.seed, "session": kind, "connect_s": round(connected, 1)}
+    summary["jvm_properties"] = jvm_properties()
     summary.update(check_scenarios(spark, sample(args.seed, args.per_kind)))
     with tempfile.TemporaryDirectory() as workdir:
         summary.update(check_run_join(spark, Path(workdir)))

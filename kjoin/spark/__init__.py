@@ -23,12 +23,13 @@ versioned tables too: ``run_join(..., options={"right": {"versioned": True,
 
 from .readers import from_files, from_kafka, from_kcat
 from .run import OUTPUT_COLUMNS, STEP_COLUMNS, SparkRun, run_join, run_scenarios
-from .session import QUIET_CONFIG, connect_session, local_session
+from .session import ARROW_JAVA_OPTIONS, QUIET_CONFIG, connect_session, local_session
 from .topic import SparkInputError, Topic
 
 __all__ = [
     "OUTPUT_COLUMNS",
     "QUIET_CONFIG",
+    "ARROW_JAVA_OPTIONS",
     "STEP_COLUMNS",
     "SparkInputError",
     "SparkRun",
