@@ -13,15 +13,17 @@ sorted by their position in the scenario). In these joins the state a record see
 last update of its key before it in its task (a tombstone meaning "absent"). Per Arrow batch
 and task segment:
 
-1. keys become integer codes (``dictionary_encode``); a stable sort by code keeps processing
-   order within each key;
+1. keys become the task's key ids: the batch's distinct keys (``dictionary_encode``) are looked up once
+   each among the keys the task has seen (``pc.index_in``; a new key takes the next id), so no record's
+   key is hashed twice; a stable sort by id (a radix sort while ids fit 16 bits) keeps processing order
+   within each key;
 2. a forward fill (``np.maximum.accumulate`` over the positions of one side's updates, reset
    at every key's first row) finds, for each record, the last update of each side earlier in
    the batch;
-3. the keys that find none look up the state carried over from earlier batches of the task: per
-   side, Arrow arrays of the task's keys (each once), their latest values and timestamps, the task's
-   table store (bounded by the task's keys, as Kafka's store is), read with one ``pc.index_in`` per
-   batch and refreshed from the batch's last update per key at its end;
+3. the keys that find none read the state carried over from earlier batches of the task
+   (:class:`_Tables`): per side, an Arrow array of each key's latest value and one of its timestamp,
+   indexed by key id, so the read is one ``take``; the batch's last update per key replaces the entry
+   at its end. Bounded by the task's keys, as Kafka's store is;
 4. the processors' rules, the same ones :mod:`kjoin.spark.native` writes as ``CASE``
    expressions, become one case number per record (``np.select``), which indexes small
    tables of row kind, fate and reason; the joiner's text is ``pyarrow.compute`` string
@@ -37,9 +39,11 @@ pass ran 1.5M records/s of CPU on one core and the table-table pass 440K at Spar
 batches of 10,000 records, 640K at 100,000; with the store as Arrow arrays, 2.1M and 800K at 10,000,
 3.5M and 1.9M at 100,000 (what :func:`kjoin.spark.local_session` sets). On Spark, before both,
 stream-table left ran 0.62x a plain equi-join at 10^6 and 0.34x at 10^7, table-table outer 0.61x and
-0.40x (the bench's table has today's numbers). The array store costs every batch a hash table of the
-task's keys (``index_in``, ``is_in``): with far more keys per task than records per batch (the bench has
-25,000 keys per task), the dicts' per-record lookups would cost less; not measured.
+0.40x (the bench's table has today's numbers). Then the store looked up every record that missed in the
+batch by its key's bytes (``index_in`` of 90,000 keys per batch) and rebuilt itself from a hash of the
+task's keys; with key ids (one lookup per distinct key of the batch, the tables indexed by id) and the
+radix sort, one stream-table task of the bench's 10^7 records (2.5M) took 0.65 s of CPU outside Spark
+instead of 0.89 s (the versioned pass, which shares the ids and the sort: 0.87 s instead of 1.15 s).
 
 Where the time goes at 10^7 (stream-table, 4 Kafka tasks on 4 Spark tasks, Spark's REST API, load
 5-11): the first stage (read, union, hash by task, 190-200 MB of shuffle) costs 6-8 s of JVM CPU; the
@@ -145,7 +149,7 @@ def vectorised_function(
     def run(batches: Iterator[Any]) -> Iterator[Any]:
 
         group: tuple[int, int] | None = None
-        states: tuple[_Table, _Table] = (_Table(), _Table())
+        states = _Tables()
         rank = 0
         schema = None
         for batch in batches:
@@ -153,7 +157,7 @@ def vectorised_function(
                 schema = _arrow_schema(batch.schema)
             for task, segment in task_segments(batch):
                 if task != group:
-                    group, states, rank = task, (_Table(), _Table()), 0
+                    group, states, rank = task, _Tables(), 0
                 yield _segment(segment, configs[task[0]], states, rank, schema, json_values)
                 rank += segment.num_rows
 
@@ -186,14 +190,26 @@ than any timestamp."""
 
 
 def key_groups(codes: Any) -> tuple[Any, Any, Any]:
-    """A batch's records grouped by key code, processing order kept within each key: ``(order, first,
+    """A batch's records grouped by key code (-1 or more), processing order kept within each key: ``(order, first,
     group_start)``, the stable sort by code, whether each place in it starts a key's group, and the place where
     each place's group starts."""
     import numpy as np
 
     n = len(codes)
-    order = np.lexsort((np.arange(n), codes))
-    sorted_codes = codes[order]
+    most = int(codes.max()) if n else 0  # codes are -1 (a null key) or more
+    if most < 2**16 - 1:  # numpy's stable sort of 16-bit integers is a radix sort: 1 ms for 100,000 records
+        shifted = (codes + 1).astype(np.uint16)
+        order = np.argsort(shifted, kind="stable")
+        sorted_codes = shifted[order]
+    elif (most + 2) * n < 2**63:
+        # One int64 per record, (code + 1) * n + position: distinct, so an unstable sort of them is the stable
+        # sort by code (5 ms for 100,000 records, lexsort 7 ms).
+        packed = (codes.astype(np.int64) + 1) * n + np.arange(n)
+        packed.sort()
+        sorted_codes, order = np.divmod(packed, n)
+    else:
+        order = np.lexsort((np.arange(n), codes))
+        sorted_codes = codes[order]
     first = np.ones(n, dtype=bool)
     first[1:] = sorted_codes[1:] != sorted_codes[:-1]
     return order, first, np.maximum.accumulate(np.where(first, np.arange(n), 0))
@@ -229,38 +245,95 @@ def _last_before(codes: Any, order: Any, group_start: Any, updates: Any) -> Any:
     return last
 
 
-class _Table:
-    """One side's table in one Kafka task, as carried from batch to batch: Arrow arrays of its keys (each once),
-    their latest values (null: deleted) and timestamps; bounded by the task's keys, as Kafka's store is."""
+class _Tables:
+    """A Kafka task's two tables, as carried from batch to batch: the task's keys (each once, in order of first
+    appearance; a key's id is its place here) and, per side, Arrow arrays aligned with them: each key's latest
+    value (null: deleted or never put) and its timestamp. Bounded by the task's keys, as Kafka's stores are."""
 
     def __init__(self) -> None:
         self.keys: Any = None
-        self.values: Any = None
-        self.ts: Any = None
+        self.values: list[Any] = [None, None]
+        self.ts: list[Any] = [None, None]
 
+    def ids(self, key: Any) -> Any:
+        """Each record's key id (-1: a null key), giving the keys seen for the first time the next ids. One hash
+        lookup per distinct key of the batch, not per record."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
-def _state(values: Any, ts: Any, key: Any, last: Any, wanted: Any, carried: _Table) -> tuple[Any, Any]:
-    """One side's table state before each record, as (value array, ts array), null where the table holds no
-    value for the key: from the batch (``last``) or, for ``wanted`` records that found no update in the batch,
-    from ``carried`` (the task's table from earlier batches), one vectorised lookup per batch."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
+        encoded = pc.dictionary_encode(key)
+        codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+        dictionary = encoded.dictionary
+        if self.keys is None:
+            self.keys = dictionary.slice(0, 0)
+        known = pc.fill_null(pc.index_in(dictionary, value_set=self.keys), -1).to_numpy(zero_copy_only=False)
+        known = known.astype(np.int64)
+        fresh = known < 0
+        if fresh.any():
+            known[fresh] = len(self.keys) + np.arange(int(fresh.sum()))
+            self.keys = pa.concat_arrays([self.keys, dictionary.filter(pa.array(fresh))])
+        if not len(known):
+            return np.full(len(codes), -1, dtype=np.int64)
+        return np.where(codes >= 0, known[np.maximum(codes, 0)], -1)
 
-    n = len(last)
-    misses = np.flatnonzero(wanted & (last < 0))
-    if carried.keys is None or len(misses) == 0:
-        found_values, found_ts = pa.nulls(len(misses), values.type), pa.nulls(len(misses), pa.int64())
-    else:
-        at = pc.index_in(key.take(misses), value_set=carried.keys)  # null where the table lacks the key
-        found_values, found_ts = pc.take(carried.values, at), pc.take(carried.ts, at)
-    index = last.copy()
-    index[misses] = n + np.arange(len(misses))
-    take = pa.array(index, mask=index < 0)
-    return (
-        pc.take(pa.concat_arrays([values, found_values]), take),
-        pc.take(pa.concat_arrays([ts, found_ts]), take),
-    )
+    def state(self, side: int, values: Any, ts: Any, ids: Any, last: Any, wanted: Any) -> tuple[Any, Any]:
+        """One side's table before each record, as (value array, ts array), null where the table holds no value for
+        the key: from the batch (``last``: the index of the key's last update earlier in the batch) or, for
+        ``wanted`` records that found none, from the carried table. ``ts`` None: no ts array (None)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self._cover(side, values.type)
+        n = len(last)
+        index = last.copy()
+        misses = np.flatnonzero(wanted & (last < 0))
+        index[misses] = n + ids[misses]
+        take = pa.array(index, mask=index < 0)
+        found = pc.take(pa.concat_arrays([values, self.values[side]]), take)
+        return found, None if ts is None else pc.take(pa.concat_arrays([ts, self.ts[side]]), take)
+
+    def update(self, side: int, ids: Any, values: Any, ts: Any, updates: Any) -> None:
+        """The batch's updates (a mask) into one side's table, in processing order: the last one per key wins."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self._cover(side, values.type)
+        latest_first = np.flatnonzero(updates)[::-1]
+        if len(latest_first) == 0:
+            return
+        _, first = np.unique(ids[latest_first], return_index=True)  # each key's first place latest first: its last
+        latest = latest_first[first]
+        size = len(self.keys)
+        index = np.arange(size, dtype=np.int64)
+        index[ids[latest]] = size + latest
+        take = pa.array(index)
+        self.values[side] = pc.take(pa.concat_arrays([self.values[side], values]), take)
+        self.ts[side] = pc.take(pa.concat_arrays([self.ts[side], pc.cast(ts, pa.int64())]), take)
+
+    def latest_ts(self, side: int, ids: Any, value_type: Any) -> Any:
+        """The timestamp of each record's key's value in one side's carried table (``_NONE``: none)."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        self._cover(side, value_type)
+        known = pc.fill_null(self.ts[side], _NONE).to_numpy(zero_copy_only=False)
+        if not len(known):
+            return np.full(len(ids), _NONE, dtype=np.int64)
+        return np.where(ids >= 0, known[np.maximum(ids, 0)], _NONE)
+
+    def _cover(self, side: int, value_type: Any) -> None:
+        """One side's arrays, grown with nulls to cover every key the task has seen."""
+        import pyarrow as pa
+
+        if self.values[side] is None:
+            self.values[side], self.ts[side] = pa.nulls(0, value_type), pa.nulls(0, pa.int64())
+        missing = len(self.keys) - len(self.values[side])
+        if missing:
+            self.values[side] = pa.concat_arrays([self.values[side], pa.nulls(missing, value_type)])
+            self.ts[side] = pa.concat_arrays([self.ts[side], pa.nulls(missing, pa.int64())])
 
 
 def _render(values: Any, json_values: bool) -> Any:
@@ -277,7 +350,7 @@ def _render(values: Any, json_values: bool) -> Any:
     return pc.fill_null(text, "null")
 
 
-def _segment(batch: Any, config: Scenario, states: Any, rank: int, schema: Any, json_values: bool) -> Any:
+def _segment(batch: Any, config: Scenario, states: _Tables, rank: int, schema: Any, json_values: bool) -> Any:
     """The result rows of one task's consecutive records (``states``: the task's left and right
     tables carried from its earlier batches, updated here)."""
     import numpy as np
@@ -292,15 +365,15 @@ def _segment(batch: Any, config: Scenario, states: Any, rank: int, schema: Any, 
     is_left = ~is_right
     key_null = pc.is_null(key).to_numpy(zero_copy_only=False)
     value_null = pc.is_null(value).to_numpy(zero_copy_only=False)
-    codes = pc.fill_null(pc.dictionary_encode(key).indices, -1).to_numpy(zero_copy_only=False)
-    order, _, group_start = key_groups(codes)
+    ids = states.ids(key)
+    order, _, group_start = key_groups(ids)
     semantics, variant = config.semantics, config.variant
     kip77 = bool(semantics.kip77)
     has_key = ~key_null
 
     if config.join == "stream-table":
-        last = _last_before(codes, order, group_start, is_right & has_key)
-        table, _ = _state(value, ts, key, last, is_left & has_key, states[1])
+        last = _last_before(ids, order, group_start, is_right & has_key)
+        table, _ = states.state(1, value, None, ids, last, is_left & has_key)
         found = pc.is_valid(table).to_numpy(zero_copy_only=False)
         null_key_joins = variant == "left" and bool(semantics.relaxed_null_keys)
         case = np.select(
@@ -323,12 +396,12 @@ def _segment(batch: Any, config: Scenario, states: Any, rank: int, schema: Any, 
         joined = pc.binary_join_element_wise(
             _render(left_value, json_values), _render(right_value, json_values), "-"
         )  # the last argument is the separator
-        _update(states[1], key, value, ts, is_right & has_key)
+        states.update(1, ids, value, ts, is_right & has_key)
     else:
-        last_left = _last_before(codes, order, group_start, is_left & has_key)
-        last_right = _last_before(codes, order, group_start, is_right & has_key)
-        left_v, left_t = _state(value, ts, key, last_left, has_key, states[0])
-        right_v, right_t = _state(value, ts, key, last_right, has_key, states[1])
+        last_left = _last_before(ids, order, group_start, is_left & has_key)
+        last_right = _last_before(ids, order, group_start, is_right & has_key)
+        left_v, left_t = states.state(0, value, ts, ids, last_left, has_key)
+        right_v, right_t = states.state(1, value, ts, ids, last_right, has_key)
         # mine / other: the record's own side's table and the other side's.
         other_v = pc.if_else(pa.array(is_left), right_v, left_v)
         other_t = pc.if_else(pa.array(is_left), right_t, left_t)
@@ -371,8 +444,8 @@ def _segment(batch: Any, config: Scenario, states: Any, rank: int, schema: Any, 
             out_ts = pc.if_else(pa.array(has_other), pc.max_element_wise(ts, other_t), ts)
         else:
             out_ts = ts
-        _update(states[0], key, value, ts, is_left & has_key)
-        _update(states[1], key, value, ts, is_right & has_key)
+        states.update(0, ids, value, ts, is_left & has_key)
+        states.update(1, ids, value, ts, is_right & has_key)
 
     is_output = case == 0
     output = pa.array(is_output)
@@ -409,25 +482,3 @@ def _segment(batch: Any, config: Scenario, states: Any, rank: int, schema: Any, 
     return pa.RecordBatch.from_arrays(
         [pc.cast(columns[name], schema.field(name).type) for name, _ in RESULT_FIELDS], schema=schema
     )
-
-
-def _update(carried: _Table, key: Any, values: Any, ts: Any, updates: Any) -> None:
-    """The batch's updates (a mask) into the carried table, in processing order: the last one per key wins."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    chosen = np.flatnonzero(updates)[::-1]  # latest first
-    if len(chosen) == 0:
-        return
-    codes = pc.dictionary_encode(key.take(chosen)).indices.to_numpy(zero_copy_only=False)
-    _, first = np.unique(codes, return_index=True)  # each key's first row latest first: its last update
-    latest = pa.array(np.sort(chosen[first]))
-    new_keys, new_values, new_ts = key.take(latest), values.take(latest), pc.cast(ts.take(latest), pa.int64())
-    if carried.keys is None:
-        carried.keys, carried.values, carried.ts = new_keys, new_values, new_ts
-        return
-    kept = pc.invert(pc.is_in(carried.keys, value_set=new_keys))
-    carried.keys = pa.concat_arrays([carried.keys.filter(kept), new_keys])
-    carried.values = pa.concat_arrays([carried.values.filter(kept), new_values])
-    carried.ts = pa.concat_arrays([carried.ts.filter(kept), new_ts])

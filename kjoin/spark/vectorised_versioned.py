@@ -80,9 +80,7 @@ from .vectorised import (
     key_groups,
     observed_before,
     _render,
-    _state,
-    _Table,
-    _update,
+    _Tables,
     task_segments,
 )
 
@@ -289,7 +287,7 @@ class _Task:
             self.stores[1].sends_old = config.variant == "outer"
         # table-table in final mode as arrays: each side's latest values (unversioned: its table), observed
         # stream time and history retention (None: unversioned)
-        self.tables = (_Table(), _Table())
+        self.tables = _Tables()
         self.observed = [_NONE, _NONE]
         self.retention = [
             options.history_retention_ms if options.versioned else None for options in (config.left, config.right)
@@ -718,7 +716,7 @@ def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, s
     3. the latest versions then behave as an unversioned table's updates (an unversioned side: every update), and
        the rule is :func:`_table_table`'s, as case numbers over arrays: a forward fill per key of each side's last
        update (:func:`kjoin.spark.vectorised._last_before`) and the carried table of each side's latest values
-       (:class:`kjoin.spark.vectorised._Table`)."""
+       (:class:`kjoin.spark.vectorised._Tables`)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -730,13 +728,13 @@ def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, s
     is_right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
     has_key = pc.is_valid(key).to_numpy(zero_copy_only=False)
     value_null = pc.is_null(value).to_numpy(zero_copy_only=False)
-    codes = pc.fill_null(pc.dictionary_encode(key).indices, -1).to_numpy(zero_copy_only=False)
-    order, first, group_start = key_groups(codes)
+    ids = task.tables.ids(key)
+    order, first, group_start = key_groups(ids)
     group = np.cumsum(first) - 1  # the key's group number, in key order
     refused = np.zeros(n, dtype=bool)
     out_of_order = np.zeros(n, dtype=bool)
     updates = []  # per side: the puts that are the key's new latest version (the table's updates)
-    for side, carried in enumerate(task.tables):
+    for side in (0, 1):
         puts = (is_right if side else ~is_right) & has_key
         retention = task.retention[side]
         if retention is None:  # unversioned: every put updates
@@ -757,16 +755,13 @@ def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, s
         before_sorted = np.full(n, _NONE, dtype=np.int64)
         before_sorted[inner] = np.where(exclusive > 0, exclusive - 1 + base, _NONE)
         before[order] = before_sorted
-        if carried.keys is not None:
-            at = pc.index_in(key, value_set=carried.keys)
-            carried_ts = pc.fill_null(pc.take(carried.ts, at), _NONE).to_numpy(zero_copy_only=False)
-            before = np.maximum(before, carried_ts)
+        before = np.maximum(before, task.tables.latest_ts(side, ids, value.type))
         latest = accepted & (ts >= before)
         refused |= expired
         out_of_order |= accepted & ~latest
         updates.append(latest)
-    last = [_last_before(codes, order, group_start, updates[side]) for side in (0, 1)]
-    states = [_state(value, ts_array, key, last[side], has_key, task.tables[side]) for side in (0, 1)]
+    last = [_last_before(ids, order, group_start, updates[side]) for side in (0, 1)]
+    states = [task.tables.state(side, value, ts_array, ids, last[side], has_key) for side in (0, 1)]
     is_left = pa.array(~is_right)
     other_v = pc.if_else(is_left, states[1][0], states[0][0])
     other_t = pc.if_else(is_left, states[1][1], states[0][1])
@@ -792,7 +787,7 @@ def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, s
         default=0,
     ).astype(np.int8)
     for side in (0, 1):
-        _update(task.tables[side], key, value, ts_array, updates[side])
+        task.tables.update(side, ids, value, ts_array, updates[side])
     is_output = case < _OUTPUT_CASES
     output = pa.array(is_output)
     left_value = pc.if_else(is_left, value, other_v)
@@ -912,8 +907,9 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
     lookups = ~is_right & has_key & ~(value_null & kip77)
     expired = lookups & seen & (ts < observed - retention)
     # the batch's candidates: walk back over the key's earlier accepted puts
-    order, _, group_start = key_groups(codes)
-    previous = _last_before(codes, order, group_start, accepted)
+    # grouped by key id (one to one with the codes): the history's searches below then run in id order
+    order, _, group_start = key_groups(ids)
+    previous = _last_before(ids, order, group_start, accepted)
     best = np.full(n, -1, dtype=np.int64)
     best_ts = np.full(n, _NONE, dtype=np.int64)
     walking = np.flatnonzero(lookups)
@@ -934,7 +930,8 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
     carried_ts = np.full(n, _NONE, dtype=np.int64)
     if history.ids is not None and len(history.ids):
         h_ids, h_ts = history.ids, history.ts
-        queries = np.flatnonzero(lookups & ~expired)
+        wanted = lookups & ~expired
+        queries = order[wanted[order]]  # in key id order: each search starts near where the one before ended
         keys = _id_time_keys([h_ids, ids[queries]], [h_ts, ts[queries]])
         if keys is not None:  # the history is sorted by (id, ts): each query's place in it, no sort
             at = np.searchsorted(keys[0], keys[1], "right") - 1  # the last version at or before (id, ts)
