@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kjoin.spark.vectorised import _Tables, key_groups
+from kjoin.spark.vectorised import _Tables, key_groups, stable_order
 
 
 @pytest.mark.parametrize("offset", [0, 70_000, 2**40], ids=["radix (16-bit)", "packed int64", "lexsort"])
@@ -25,6 +25,16 @@ def test_key_groups_is_the_stable_sort_by_code_in_each_of_its_three_ways(offset)
             assert first.tolist() == [i == 0 or sorted_codes[i] != sorted_codes[i - 1] for i in range(size)]
             starts = [max(j for j in range(i + 1) if first[j]) for i in range(size)]
             assert group_start.tolist() == starts
+
+
+@pytest.mark.parametrize("offset", [0, 2**40, 2**62], ids=["packed", "packed far from 0", "lexsort (no fit)"])
+def test_stable_order_is_lexsort(offset):
+    rng = np.random.default_rng(offset % 1000)
+    for size in (1, 3, 50, 500):
+        for count in (1, 2, 3):
+            for _ in range(30):
+                keys = [rng.integers(-5, 20, size) + (offset if k == 0 else 0) for k in range(count)]
+                assert stable_order(*keys).tolist() == np.lexsort(keys).tolist()
 
 
 def test_the_carried_tables_give_each_key_its_latest_value_across_batches():

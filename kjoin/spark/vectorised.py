@@ -189,6 +189,35 @@ _NONE = -(2**62)
 than any timestamp."""
 
 
+def stable_order(*keys: Any) -> Any:
+    """``np.lexsort(keys)`` (the last key sorts first; ties keep their index order), faster: where the keys' ranges
+    multiplied with the record count fit an int64, each record's keys and index become one distinct int64 and an
+    unstable sort of those decides (about 40% faster than lexsort on 100,000 records). Integer keys only."""
+    import numpy as np
+
+    count = len(keys[0]) if keys else 0
+    if count == 0:
+        return np.zeros(0, dtype=np.int64)
+    lows, spans = [], []
+    total = count
+    for key in keys:
+        low = int(key.min())
+        span = int(key.max()) - low + 1
+        lows.append(low)
+        spans.append(span)
+        total *= span
+        if total >= 2**63:
+            return np.lexsort(keys)
+    packed = np.zeros(count, dtype=np.int64)
+    for key, low, span in zip(reversed(keys), reversed(lows), reversed(spans)):
+        packed *= span
+        packed += key.astype(np.int64) - low
+    packed *= count
+    packed += np.arange(count)
+    packed.sort()
+    return packed % count
+
+
 def key_groups(codes: Any) -> tuple[Any, Any, Any]:
     """A batch's records grouped by key code (-1 or more), processing order kept within each key: ``(order, first,
     group_start)``, the stable sort by code, whether each place in it starts a key's group, and the place where
@@ -201,14 +230,8 @@ def key_groups(codes: Any) -> tuple[Any, Any, Any]:
         shifted = (codes + 1).astype(np.uint16)
         order = np.argsort(shifted, kind="stable")
         sorted_codes = shifted[order]
-    elif (most + 2) * n < 2**63:
-        # One int64 per record, (code + 1) * n + position: distinct, so an unstable sort of them is the stable
-        # sort by code (5 ms for 100,000 records, lexsort 7 ms).
-        packed = (codes.astype(np.int64) + 1) * n + np.arange(n)
-        packed.sort()
-        sorted_codes, order = np.divmod(packed, n)
     else:
-        order = np.lexsort((np.arange(n), codes))
+        order = stable_order(codes)
         sorted_codes = codes[order]
     first = np.ones(n, dtype=bool)
     first[1:] = sorted_codes[1:] != sorted_codes[:-1]

@@ -54,7 +54,7 @@ from ..scenario import Scenario
 from ..stores.window import MIN_SEGMENT_INTERVAL_MS
 from .native import json_key_refusal
 from .task import RESULT_FIELDS, _arrow_schema
-from .vectorised import _NONE, _render, array_pass_refusal, observed_before, task_segments
+from .vectorised import _NONE, _render, array_pass_refusal, observed_before, stable_order, task_segments
 
 __all__ = ["unsupported", "stream_function"]
 
@@ -274,7 +274,7 @@ def _segment(
     codes = pc.fill_null(pc.dictionary_encode(all_key).indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
     group_of = codes * 2 + all_right
     candidates = np.concatenate([np.arange(base), base + np.flatnonzero(stored)])
-    candidates = candidates[np.lexsort((candidates, all_ts[candidates], group_of[candidates]))]
+    candidates = candidates[stable_order(all_ts[candidates], group_of[candidates])]
     # One sortable number per (group, time): the time as its distance from the segment's earliest (or, should that
     # overflow, as its rank among the candidates' times), so that a probe's band is one range of numbers.
     candidate_ts = all_ts[candidates]
@@ -297,7 +297,7 @@ def _segment(
     high = target * width + to_rank
     # Searched in ascending order of the probes' bands (numpy narrows each search by the one before), then put back
     # in processing order: half the time of searching in processing order.
-    by_band = np.argsort(low, kind="stable")
+    by_band = stable_order(low)
     first, last = np.empty(len(probes), dtype=np.int64), np.empty(len(probes), dtype=np.int64)
     first[by_band] = np.searchsorted(sorted_keys, low[by_band], "left")
     last[by_band] = np.searchsorted(sorted_keys, high[by_band], "right")
@@ -467,7 +467,7 @@ def _sweeps(
     group_ts = np.concatenate([waiting.ts, partner_ts])
     group_side = np.concatenate([waiting.side, partner_right.astype(np.int64)])
     group_code = np.concatenate([codes[:count], codes[count + pair_i]]).astype(np.int64)
-    order = np.lexsort((group_code, group_side, group_ts))
+    order = stable_order(group_code, group_side, group_ts)
     new_group = np.ones(len(order), dtype=bool)
     if len(order):
         new_group[1:] = (
@@ -555,8 +555,11 @@ class _Walker:
         count = len(waiting)
         side_byte = 1 - waiting.side  # right (1) before left (0) at the same ts
         if count:
-            key_rank = pc.rank(waiting.key_bytes, tiebreaker="dense").to_numpy()
-            order = np.lexsort((np.arange(count), key_rank, side_byte, waiting.ts))
+            # the key bytes' dense rank: of the distinct keys only (a quarter of the time of ranking every record)
+            encoded = pc.dictionary_encode(waiting.key_bytes)
+            ranks = pc.rank(encoded.dictionary, tiebreaker="dense").to_numpy().astype(np.int64)
+            key_rank = ranks[encoded.indices.to_numpy()]
+            order = stable_order(key_rank, side_byte, waiting.ts)
         else:
             key_rank = order = np.zeros(0, dtype=np.int64)
         self.order = order.tolist()  # place -> the record's index in ``waiting``
@@ -744,7 +747,7 @@ def _rows(
     if not parts:
         return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
     i = np.concatenate([p[0] for p in parts])
-    order = np.lexsort((np.concatenate([np.full(len(p[0]), p[1], dtype=np.int8) for p in parts]), i))
+    order = stable_order(np.concatenate([np.full(len(p[0]), p[1], dtype=np.int8) for p in parts]), i)
     i_sorted = pa.array(i[order])
     take = pa.array(order)
     arrays = []
