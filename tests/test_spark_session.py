@@ -9,8 +9,10 @@ pytestmark = pytest.mark.spark
 
 def test_the_shared_local_session_runs_with_kjoins_settings_and_jvm_options(spark):
     from kjoin.spark import QUIET_CONFIG
+    from kjoin.spark.session import LOCAL_ONLY_CONFIG
 
-    for name, value in QUIET_CONFIG.items():
+    assert spark.sparkContext.master.startswith("local")
+    for name, value in {**QUIET_CONFIG, **LOCAL_ONLY_CONFIG}.items():
         assert spark.conf.get(name) == value, name
     system = spark.sparkContext._jvm.java.lang.System
     assert system.getProperty("arrow.enable_unsafe_memory_access") == "true"
