@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kjoin.spark.vectorised import _Tables, key_groups, stable_order
+from kjoin.spark.vectorised import _Tables, joiner_text, keep_where, key_groups, stable_order
 
 
 @pytest.mark.parametrize("offset", [0, 70_000, 2**40], ids=["radix (16-bit)", "packed int64", "lexsort"])
@@ -81,3 +81,34 @@ def test_the_carried_tables_give_each_key_its_latest_value_across_batches():
         assert {k: v for k, v in latest.items() if v is not None} == {
             k: v for k, (v, _) in model[side].items() if v is not None
         }
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        pa.array(["a", None, "ccc", "", "dd", None, "e", "f", "g"]),
+        pa.array([1, 2, None, 4, 5, 6, 7, 8, 9], pa.int64()),
+        pa.array(["x", "y", "z", "w", "v", "u", "t", "s", "r", "q"]).slice(1),  # an offset: the if_else way
+        pa.array([True, None, False, True, False, True, True, False, None]),  # bits: the if_else way
+    ],
+    ids=["strings", "longs", "sliced", "booleans"],
+)
+def test_keep_where_nulls_exactly_the_rows_not_kept(array):
+    rng = np.random.default_rng(len(array))
+    for _ in range(20):
+        keep = rng.random(len(array)) < 0.6
+        kept = keep_where(array, keep)
+        assert kept.type == array.type and kept.validate(full=True) is None
+        assert kept.to_pylist() == [v if k else None for v, k in zip(array.to_pylist(), keep)]
+        assert kept.null_count == sum(1 for v, k in zip(array.to_pylist(), keep) if v is None or not k)
+
+
+def test_joiner_text_renders_nulls_as_null_and_decodes_json_strings():
+    left = pa.array(["a", None, "b", None])
+    right = pa.array(["x", "y", None, None])
+    assert joiner_text(left, right, False).to_pylist() == ["a-x", "null-y", "b-null", "null-null"]
+    longs = pa.array([1, None], pa.int64())
+    assert joiner_text(longs, pa.array([None, 7], pa.int64()), False).to_pylist() == ["1-null", "null-7"]
+    json_left = pa.array(['"name"', "3", None])
+    json_right = pa.array(['{"a":1}', '"b"', '"c"'])
+    assert joiner_text(json_left, json_right, True).to_pylist() == ['name-{"a":1}', "3-b", "null-c"]

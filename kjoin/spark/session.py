@@ -2,7 +2,10 @@
 
 Both set what a 2-core machine needs to start fast and print little: no UI, no progress
 bars, log level WARN, 4 shuffle partitions, Arrow on (batches of 100,000 records), UTC timestamps. Python workers run
-the interpreter that runs kjoin (``PYSPARK_PYTHON``), so they find pyarrow and kjoin.
+the interpreter that runs kjoin (``PYSPARK_PYTHON``), so they find pyarrow and kjoin. For speed they also lift
+Arrow's byte limit per batch (:data:`QUIET_CONFIG`), start the JVM without Arrow Java's per-value checks
+(:data:`ARROW_JAVA_OPTIONS`) and, on a local master, skip the shuffle checksum that only retries read
+(:data:`LOCAL_ONLY_CONFIG`); each setting says what it saved.
 
 A local Spark Connect server, and why kjoin starts it itself. PySpark's own
 ``SparkSession.builder.remote("local[2]")`` starts an in-process server and then always

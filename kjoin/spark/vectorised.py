@@ -359,8 +359,8 @@ class _Tables:
             self.ts[side] = pa.concat_arrays([self.ts[side], pa.nulls(missing, pa.int64())])
 
 
-def _render(values: Any, json_values: bool) -> Any:
-    """``render_value`` of each value (``null`` for a null), as Arrow strings."""
+def _text(values: Any, json_values: bool) -> Any:
+    """``render_value`` of each non-null value, as Arrow strings (nulls stay null)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -370,7 +370,41 @@ def _render(values: Any, json_values: bool) -> Any:
         if pc.any(quoted).as_py():
             decoded = [json.loads(t) if q else t for t, q in zip(text.to_pylist(), quoted.to_pylist())]
             text = pa.array(decoded, type=pa.string())
-    return pc.fill_null(text, "null")
+    return text
+
+
+def _render(values: Any, json_values: bool) -> Any:
+    """``render_value`` of each value (``null`` for a null), as Arrow strings."""
+    import pyarrow.compute as pc
+
+    return pc.fill_null(_text(values, json_values), "null")
+
+
+def joiner_text(left: Any, right: Any, json_values: bool) -> Any:
+    """The default joiner's text of each pair, ``render(left)-render(right)`` (a null renders ``null``), in one
+    pass over both arrays."""
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise(
+        _text(left, json_values), _text(right, json_values), "-", null_handling="replace", null_replacement="null"
+    )  # "-" is the separator
+
+
+def keep_where(array: Any, keep: Any) -> Any:
+    """``array`` with nulls where ``keep`` (a numpy bool array) is false: its own buffers under a new validity bitmap,
+    no copy of the values (a string column's ``if_else`` against a null copies every string)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if array.offset != 0 or pa.types.is_boolean(array.type) or len(array) != len(keep):
+        return pc.if_else(pa.array(keep), array, pa.scalar(None, array.type))
+    valid = keep if array.null_count == 0 else keep & pc.is_valid(array).to_numpy(zero_copy_only=False)
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    buffers = array.buffers()
+    return pa.Array.from_buffers(
+        array.type, len(array), [bitmap, *buffers[1:]], null_count=len(valid) - int(np.count_nonzero(valid))
+    )
 
 
 def _segment(batch: Any, config: Scenario, states: _Tables, rank: int, schema: Any, json_values: bool) -> Any:
@@ -416,9 +450,7 @@ def _segment(batch: Any, config: Scenario, states: _Tables, rank: int, schema: A
         right_value = table
         out_ts = ts
         tombstone = np.zeros(n, dtype=bool)
-        joined = pc.binary_join_element_wise(
-            _render(left_value, json_values), _render(right_value, json_values), "-"
-        )  # the last argument is the separator
+        joined = joiner_text(left_value, right_value, json_values)
         states.update(1, ids, value, ts, is_right & has_key)
     else:
         last_left = _last_before(ids, order, group_start, is_left & has_key)
@@ -459,10 +491,7 @@ def _segment(batch: Any, config: Scenario, states: _Tables, rank: int, schema: A
         kind = np.where(tombstone, 3, np.where(has_other, 1, 2))
         left_value = pc.if_else(pa.array(is_left), value, other_v)
         right_value = pc.if_else(pa.array(is_left), other_v, value)
-        joined = pc.binary_join_element_wise(
-            _render(left_value, json_values), _render(right_value, json_values), "-"
-        )  # the last argument is the separator
-        joined = pc.if_else(pa.array(~tombstone), joined, pa.scalar(None, pa.string()))
+        joined = keep_where(joiner_text(left_value, right_value, json_values), ~tombstone)
         if semantics.table_table_output_ts_is_max:
             out_ts = pc.if_else(pa.array(has_other), pc.max_element_wise(ts, other_t), ts)
         else:
@@ -472,7 +501,6 @@ def _segment(batch: Any, config: Scenario, states: _Tables, rank: int, schema: A
 
     is_output = case == 0
     output = pa.array(is_output)
-    none_string = pa.scalar(None, pa.string())
     position = batch.column("position")
     if position.null_count == n:
         step = pa.array(np.arange(rank, rank + n, dtype=np.int64))
@@ -482,7 +510,6 @@ def _segment(batch: Any, config: Scenario, states: _Tables, rank: int, schema: A
     fates = pc.take(pa.array([None if c[1] is None else c[1].value for c in _CASES], pa.string()), pa.array(case))
     reasons = pc.take(pa.array([None if c[2] is None else c[2].value for c in _CASES], pa.string()), pa.array(case))
     kinds = pc.take(pa.array(_KINDS), pa.array(kind))
-    null_long = pa.scalar(None, pa.int64())
     columns = {
         "row": rows,
         "scenario": batch.column("scenario"),
@@ -491,13 +518,13 @@ def _segment(batch: Any, config: Scenario, states: _Tables, rank: int, schema: A
         "side": batch.column("side"),
         "offset": batch.column("offset"),
         "key": key,
-        "left": pc.if_else(output, left_value, pa.scalar(None, value.type)),
-        "right": pc.if_else(output, right_value, pa.scalar(None, value.type)),
-        "value": pc.if_else(output, joined, none_string),
+        "left": keep_where(left_value, is_output),
+        "right": keep_where(right_value, is_output),
+        "value": keep_where(joined, is_output),
         "ts": pc.if_else(output, out_ts, ts),
         "tombstone": pc.if_else(output, pa.array(tombstone), pa.scalar(None, pa.bool_())),
-        "kind": pc.if_else(output, kinds, none_string),
-        "origin_step": pc.if_else(output, step, null_long),
+        "kind": keep_where(kinds, is_output),
+        "origin_step": keep_where(step, is_output),
         "fate": fates,
         "reason": reasons,
         "until_ms": pa.nulls(n, pa.int64()),

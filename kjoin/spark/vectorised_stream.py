@@ -54,7 +54,15 @@ from ..scenario import Scenario
 from ..stores.window import MIN_SEGMENT_INTERVAL_MS
 from .native import json_key_refusal
 from .task import RESULT_FIELDS, _arrow_schema
-from .vectorised import _NONE, _render, array_pass_refusal, observed_before, stable_order, task_segments
+from .vectorised import (
+    _NONE,
+    _render,
+    array_pass_refusal,
+    joiner_text,
+    observed_before,
+    stable_order,
+    task_segments,
+)
 
 __all__ = ["unsupported", "stream_function"]
 
@@ -786,4 +794,4 @@ def _placed_by_side(mine: Any, other: Any, on_right: Any, json_values: bool) -> 
 
     left = pc.if_else(on_right, other, mine)
     right = pc.if_else(on_right, mine, other)
-    return left, right, pc.binary_join_element_wise(_render(left, json_values), _render(right, json_values), "-")
+    return left, right, joiner_text(left, right, json_values)

@@ -81,6 +81,8 @@ from .vectorised import (
     observed_before,
     _render,
     _Tables,
+    joiner_text,
+    keep_where,
     task_segments,
 )
 
@@ -792,12 +794,12 @@ def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, s
     output = pa.array(is_output)
     left_value = pc.if_else(is_left, value, other_v)
     right_value = pc.if_else(is_left, other_v, value)
-    joined = pc.binary_join_element_wise(_render(left_value, json_values), _render(right_value, json_values), "-")
+    joined = joiner_text(left_value, right_value, json_values)
     if config.semantics.table_table_output_ts_is_max:
         out_ts = pc.if_else(pa.array(has_other), pc.max_element_wise(ts_array, other_t), ts_array)
     else:
         out_ts = ts_array
-    text_rows = pa.array(is_output & (case != 3))
+    text_rows = is_output & (case != 3)
     tombstone = pc.if_else(output, pa.array(case == 3), pa.scalar(None, pa.bool_()))
     ts_out = pc.if_else(output, out_ts, ts_array)
     return _one_row_per_record(
@@ -1005,23 +1007,24 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
         history.values = all_values.take(pa.array(selected))
     is_output = case < _OUTPUT_CASES
     output = pa.array(is_output)
-    joined = pc.binary_join_element_wise(_render(value, json_values), _render(found_value, json_values), "-")
+    joined = joiner_text(value, found_value, json_values)
     tombstone = pc.if_else(output, pa.scalar(False), pa.scalar(None, pa.bool_()))
-    return _one_row_per_record(batch, schema, case, steps, key, value, found_value, joined, output, ts_array, tombstone)
+    return _one_row_per_record(
+        batch, schema, case, steps, key, value, found_value, joined, is_output, ts_array, tombstone
+    )
 
 
 def _one_row_per_record(batch, schema, case, steps, key, left, right, text, text_rows, ts, tombstone) -> Any:  # type: ignore[no-untyped-def]
     """The result rows of an array form (one per record, in batch order): ``case`` indexes :data:`_CASES`; ``left``,
-    ``right`` are the output's values where the case is an output, ``text`` the joiner's text where ``text_rows``;
-    ``ts`` and ``tombstone`` are each row's."""
+    ``right`` are the output's values where the case is an output, ``text`` the joiner's text where ``text_rows`` (a
+    numpy mask); ``ts`` and ``tombstone`` are each row's."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    output = pa.array(case < _OUTPUT_CASES)
+    is_output = case < _OUTPUT_CASES
     cases = pa.array(case)
     fields = {name: schema.field(name).type for name, _ in RESULT_FIELDS}
     step = pa.array(steps)
-    none = pa.scalar(None, left.type)
 
     def by_case(i: int) -> Any:
         return pc.take(
@@ -1036,13 +1039,13 @@ def _one_row_per_record(batch, schema, case, steps, key, left, right, text, text
         "side": batch.column("side"),
         "offset": batch.column("offset"),
         "key": key,
-        "left": pc.if_else(output, left, none),
-        "right": pc.if_else(output, right, none),
-        "value": pc.if_else(text_rows, text, pa.scalar(None, pa.string())),
+        "left": keep_where(left, is_output),
+        "right": keep_where(right, is_output),
+        "value": keep_where(text, text_rows),
         "ts": ts,
         "tombstone": tombstone,
         "kind": by_case(3),
-        "origin_step": pc.if_else(output, step, pa.scalar(None, pa.int64())),
+        "origin_step": keep_where(step, is_output),
         "fate": by_case(1),
         "reason": by_case(2),
         "until_ms": pa.nulls(batch.num_rows, pa.int64()),
