@@ -41,9 +41,10 @@ batches of 10,000 records, 640K at 100,000; with the store as Arrow arrays, 2.1M
 stream-table left ran 0.62x a plain equi-join at 10^6 and 0.34x at 10^7, table-table outer 0.61x and
 0.40x (the bench's table has today's numbers). Then the store looked up every record that missed in the
 batch by its key's bytes (``index_in`` of 90,000 keys per batch) and rebuilt itself from a hash of the
-task's keys; with key ids (one lookup per distinct key of the batch, the tables indexed by id) and the
-radix sort, one stream-table task of the bench's 10^7 records (2.5M) took 0.65 s of CPU outside Spark
-instead of 0.89 s (the versioned pass, which shares the ids and the sort: 0.87 s instead of 1.15 s).
+task's keys; with key ids (one lookup per distinct key of the batch, the tables indexed by id), the radix
+sort and result columns that share their values' buffers (:func:`keep_where`), one stream-table task of the
+bench's 10^7 records (2.5M) took 0.62 s of CPU outside Spark instead of 0.89 s (the versioned pass, which
+shares them: 0.79 s instead of 1.15 s).
 
 Where the time goes at 10^7 (stream-table, 4 Kafka tasks on 4 Spark tasks, Spark's REST API, load
 5-11): the first stage (read, union, hash by task, 190-200 MB of shuffle) costs 6-8 s of JVM CPU; the
