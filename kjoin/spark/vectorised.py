@@ -219,6 +219,32 @@ def stable_order(*keys: Any) -> Any:
     return packed % count
 
 
+def key_ids(known_keys: Any, key: Any) -> tuple[Any, Any]:
+    """A task's keys as ids, kept from batch to batch: the keys after this batch (``known_keys``, an Arrow array
+    of each key once or ``None`` before the first, with the batch's new keys appended, which take the next ids) and
+    each record's key id (-1: a null key). One hash lookup per distinct key of the batch, not per record."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(key)
+    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+    dictionary = encoded.dictionary
+    if known_keys is None:
+        known = np.full(len(dictionary), -1, dtype=np.int64)
+    else:
+        known = pc.fill_null(pc.index_in(dictionary, value_set=known_keys), -1).to_numpy(zero_copy_only=False)
+        known = known.astype(np.int64)
+    fresh = known < 0
+    if fresh.any():
+        known[fresh] = (0 if known_keys is None else len(known_keys)) + np.arange(int(fresh.sum()))
+        added = dictionary.filter(pa.array(fresh))
+        known_keys = added if known_keys is None else pa.concat_arrays([known_keys, added])
+    if not len(known):
+        return known_keys, np.full(len(codes), -1, dtype=np.int64)
+    return known_keys, np.where(codes >= 0, known[np.maximum(codes, 0)], -1)
+
+
 def key_groups(codes: Any) -> tuple[Any, Any, Any]:
     """A batch's records grouped by key code (-1 or more), processing order kept within each key: ``(order, first,
     group_start)``, the stable sort by code, whether each place in it starts a key's group, and the place where
@@ -280,26 +306,10 @@ class _Tables:
         self.ts: list[Any] = [None, None]
 
     def ids(self, key: Any) -> Any:
-        """Each record's key id (-1: a null key), giving the keys seen for the first time the next ids. One hash
-        lookup per distinct key of the batch, not per record."""
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        encoded = pc.dictionary_encode(key)
-        codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
-        dictionary = encoded.dictionary
-        if self.keys is None:
-            self.keys = dictionary.slice(0, 0)
-        known = pc.fill_null(pc.index_in(dictionary, value_set=self.keys), -1).to_numpy(zero_copy_only=False)
-        known = known.astype(np.int64)
-        fresh = known < 0
-        if fresh.any():
-            known[fresh] = len(self.keys) + np.arange(int(fresh.sum()))
-            self.keys = pa.concat_arrays([self.keys, dictionary.filter(pa.array(fresh))])
-        if not len(known):
-            return np.full(len(codes), -1, dtype=np.int64)
-        return np.where(codes >= 0, known[np.maximum(codes, 0)], -1)
+        """Each record's key id (-1: a null key); the keys seen for the first time take the next ids
+        (:func:`key_ids`)."""
+        self.keys, ids = key_ids(self.keys, key)
+        return ids
 
     def state(self, side: int, values: Any, ts: Any, ids: Any, last: Any, wanted: Any) -> tuple[Any, Any]:
         """One side's table before each record, as (value array, ts array), null where the table holds no value for
@@ -354,7 +364,7 @@ class _Tables:
 
         if self.values[side] is None:
             self.values[side], self.ts[side] = pa.nulls(0, value_type), pa.nulls(0, pa.int64())
-        missing = len(self.keys) - len(self.values[side])
+        missing = (0 if self.keys is None else len(self.keys)) - len(self.values[side])
         if missing:
             self.values[side] = pa.concat_arrays([self.values[side], pa.nulls(missing, value_type)])
             self.ts[side] = pa.concat_arrays([self.ts[side], pa.nulls(missing, pa.int64())])
@@ -398,7 +408,7 @@ def keep_where(array: Any, keep: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if array.offset != 0 or pa.types.is_boolean(array.type) or len(array) != len(keep):
+    if array.offset != 0 or pa.types.is_boolean(array.type):
         return pc.if_else(pa.array(keep), array, pa.scalar(None, array.type))
     valid = keep if array.null_count == 0 else keep & pc.is_valid(array).to_numpy(zero_copy_only=False)
     bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))

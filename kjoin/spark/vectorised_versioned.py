@@ -83,6 +83,7 @@ from .vectorised import (
     _Tables,
     joiner_text,
     keep_where,
+    key_ids,
     task_segments,
 )
 
@@ -883,22 +884,7 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
     is_right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
     has_key = pc.is_valid(key).to_numpy(zero_copy_only=False)
     value_null = pc.is_null(value).to_numpy(zero_copy_only=False)
-    encoded = pc.dictionary_encode(key)
-    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
-    # the keys' ids, kept from batch to batch
-    dictionary = encoded.dictionary
-    if history.keys is None:
-        known = np.full(len(dictionary), -1, dtype=np.int64)
-    else:
-        known = pc.fill_null(pc.index_in(dictionary, value_set=history.keys), -1).to_numpy(zero_copy_only=False)
-    fresh = known < 0
-    start = 0 if history.keys is None else len(history.keys)
-    known = known.astype(np.int64)
-    known[fresh] = start + np.arange(int(fresh.sum()))
-    if fresh.any():
-        added = dictionary.filter(pa.array(fresh))
-        history.keys = added if history.keys is None else pa.concat_arrays([history.keys, added])
-    ids = np.where(codes >= 0, known[np.maximum(codes, 0)], -1) if len(known) else np.full(n, -1, dtype=np.int64)
+    history.keys, ids = key_ids(history.keys, key)  # the keys' ids, kept from batch to batch
     # which puts the table refuses: ts below observed stream time (before the put) minus retention
     puts = is_right & has_key
     observed, task.observed[1] = observed_before(ts, puts, task.observed[1])
@@ -909,7 +895,7 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
     lookups = ~is_right & has_key & ~(value_null & kip77)
     expired = lookups & seen & (ts < observed - retention)
     # the batch's candidates: walk back over the key's earlier accepted puts
-    # grouped by key id (one to one with the codes): the history's searches below then run in id order
+    # grouped by key id: the history's searches below then run in id order
     order, _, group_start = key_groups(ids)
     previous = _last_before(ids, order, group_start, accepted)
     best = np.full(n, -1, dtype=np.int64)
