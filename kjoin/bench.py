@@ -289,7 +289,7 @@ def reference_rate(
     return len(records) / (time.perf_counter() - started), len(records)
 
 
-KAFKA_VERSION = "4.3.1"
+KAFKA_VERSION = "4.4.0"
 """The Kafka Streams version the baseline replays through (one of the oracle harness's)."""
 HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kafka_oracle")
 

@@ -59,7 +59,7 @@ class KafkaJudge:
         return self.numbers[:2] >= (major, minor)
 
 
-JUDGES = (KafkaJudge("2.8.2", "0.10.2"), KafkaJudge("3.3.2", "3.1"), KafkaJudge("4.3.1", "3.1"))
+JUDGES = (KafkaJudge("3.0.2", "0.10.2"), KafkaJudge("3.3.2", "3.1"), KafkaJudge("4.4.0", "3.1"))
 """Oldest first. Era 0.10.0 (Kafka 0.10.0 and 0.10.1) has none: TopologyTestDriver arrived in Kafka 1.1."""
 
 

@@ -69,8 +69,8 @@ def scenario_title(s: Any) -> str:
     """One line naming the join and every option that changes its outputs.
 
     ``stream-stream left join, semantics 3.1, window -15/+15, grace 5``;
-    ``fk inner join, semantics 4.3, foreign key fk, hash check on, delivery explicit``;
-    ``table-table inner join, semantics 4.3, left and right tables versioned (history
+    ``fk inner join, semantics 4.4, foreign key fk, hash check on, delivery explicit``;
+    ``table-table inner join, semantics 4.4, left and right tables versioned (history
     retention 1000 ms), versioned_mode attempt1``.
     """
     parts = [f"{s.join} {s.variant} join, semantics {s.semantics}"]

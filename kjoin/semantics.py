@@ -17,6 +17,10 @@ The eras (era, versions: what changes):
 
 Within an era, smaller boundaries are properties too (``relaxed_null_keys``,
 ``fk_change_only_unsubscribes``, ``fk_inner_follows_null_foreign_keys``, …).
+
+Every behaviour is declared with :func:`since`: the releases that first have it (JIRA's fix versions, one per
+release line it reached) and its ticket. :func:`boundaries` lists them, so the versions that judge kjoin against
+the real library (``tests/oracle_check.py``) are derived from this module: one on each side of every boundary.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import total_ordering
+from typing import Callable
 
-__all__ = ["Semantics", "LATEST", "KNOWN_VERSIONS", "parse_semantics"]
+__all__ = ["Boundary", "Semantics", "LATEST", "KNOWN_VERSIONS", "boundaries", "parse_semantics", "since"]
 
-LATEST = "4.3"
+LATEST = "4.4"
 """The newest Kafka version kjoin models; the default semantics."""
 
 KNOWN_VERSIONS = (
@@ -39,11 +44,78 @@ KNOWN_VERSIONS = (
     "1.1",
     *(f"2.{minor}" for minor in range(9)),
     *(f"3.{minor}" for minor in range(10)),
-    *(f"4.{minor}" for minor in range(4)),
+    *(f"4.{minor}" for minor in range(5)),
 )
 """Every Kafka release line (major.minor) kjoin knows, oldest first; a patch release of one is accepted."""
 
 _VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?(?:\.x)?\s*$")
+
+
+Version = tuple[int, int, int]
+
+
+def _triple(text: str) -> Version:
+    major, minor, patch = (int(part) for part in (text.split(".") + ["0", "0"])[:3])
+    return major, minor, patch
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """Where a behaviour begins: the releases that first have it and the ticket (or KIP) that says so.
+
+    ``fixed_in`` are JIRA's fix versions, one per release line the change reached: ``("3.9.1", "4.0.1")`` means
+    3.9.1 and later 3.9 releases, 4.0.1 and later 4.0 releases, and every release of a later line (4.1+); 4.0.0,
+    released before the fix, has the old behaviour."""
+
+    name: str
+    fixed_in: tuple[Version, ...]
+    ticket: str
+
+    def holds(self, version: Version) -> bool:
+        if version < min(self.fixed_in):
+            return False
+        return all(version >= first for first in self.fixed_in if first[:2] == version[:2])
+
+
+class _Since(property):
+    """A :class:`Semantics` property whose value is its :class:`Boundary`'s (see :func:`since`)."""
+
+    boundary: Boundary
+
+
+def since(*fixed_in: str, ticket: str) -> Callable[[Callable[..., object]], _Since]:
+    """Declare a behaviour of :class:`Semantics`: true from the releases ``fixed_in`` on (see :class:`Boundary`).
+
+    The decorated method holds only the docstring (what changes, and which harness versions show it)::
+
+        @since("3.9.1", "4.0.1", ticket="KAFKA-16394")
+        def fk_change_only_unsubscribes(self) -> bool:
+            \"\"\"...\"\"\"
+    """
+    if not fixed_in:
+        raise ValueError("since() needs the first release (or releases) with the behaviour")
+    versions = tuple(sorted(_triple(version) for version in fixed_in))
+
+    def declare(method: Callable[..., object]) -> _Since:
+        boundary = Boundary(method.__name__, versions, ticket)
+
+        def holds(self: "Semantics") -> bool:
+            return boundary.holds(self.version)
+
+        holds.__name__ = method.__name__
+        holds.__doc__ = method.__doc__
+        declared = _Since(holds)
+        declared.__doc__ = method.__doc__  # a property subclass keeps its own class docstring otherwise
+        declared.boundary = boundary
+        return declared
+
+    return declare
+
+
+def boundaries() -> tuple[Boundary, ...]:
+    """Every behaviour boundary :class:`Semantics` declares, oldest first."""
+    found = [member.boundary for member in vars(Semantics).values() if isinstance(member, _Since)]
+    return tuple(sorted(found, key=lambda boundary: (boundary.fixed_in, boundary.name)))
 
 
 @total_ordering
@@ -79,61 +151,54 @@ class Semantics:
         return "3.1" if self.spurious_result_fix else "0.10.2"
 
     # -- the behaviours -------------------------------------------------------------
-    @property
+    @since("0.10.2", ticket="KIP-77")
     def kip77(self) -> bool:
         """KIP-77 (0.10.2): null values are dropped instead of triggering lookups, both sides
         of every stream-stream join trigger, KStream-KTable inner join exists, and table-table
         joins stop sending unnecessary tombstones."""
-        return self.at_least(0, 10, 2)
 
-    @property
+    @since("3.1", ticket="KAFKA-10847")
     def spurious_result_fix(self) -> bool:
         """KAFKA-10847 (3.1): left/outer stream-stream joins hold unmatched records in an
         outer-join buffer until their window closes plus grace (windows with a grace set
         through ``ofTimeDifferenceAndGrace``/``ofTimeDifferenceWithNoGrace`` only)."""
-        return self.at_least(3, 1)
 
-    @property
+    @since("3.7", ticket="KIP-962")
     def relaxed_null_keys(self) -> bool:
         """KIP-962 (3.7): a null-key record on an outer side of a stream-stream join, or the
         stream side of a stream-table left join, is joined with null instead of dropped."""
-        return self.at_least(3, 7)
 
-    @property
+    @since("3.1.1", ticket="KAFKA-13721")
     def outer_join_sweep_gate_looks_back(self) -> bool:
         """KAFKA-13721 (3.1.1): the outer-join buffer's sweep runs only if ``minTime + before + grace`` of the
         processing side (its look-back: ``before`` for a left record, ``after`` for a right one) is behind stream
         time; 3.1.0 gated with the processing side's ``after`` (harness: 3.1.0 after, 3.1.1 before). Superseded by
         ``outer_join_sweep_per_side`` from 3.8."""
-        return self.at_least(3, 1, 1)
 
-    @property
+    @since("3.8", ticket="KAFKA-15417")
     def outer_join_sweep_per_side(self) -> bool:
         """KAFKA-15417 (3.8): the sweep is gated by ``minTime + after + grace`` of the processing side, judges each
         entry by its own side's bound (``ts + after + grace`` for a left entry, ``ts + before + grace`` for a right
         one) and stops once both sides have an open entry. 3.1 to 3.7 close every entry at ``ts + after + grace`` of
         the processing side and stop at the first open one (harness: 3.7.1 stops, 3.8.1 judges per side)."""
-        return self.at_least(3, 8)
 
-    @property
+    @since("3.7", ticket="KIP-962")
     def skipped_records_advance_stream_time(self) -> bool:
         """KIP-962 (3.7): the stream-stream join processor advances its shared stream time before the null-key and
         null-value check, so a record it then skips still moves stream time (which decides the outer-join buffer's
         sweep and whether an unmatched record's window already passed). 3.1 to 3.6 check first
         (``StreamStreamJoinUtil.skipRecord`` before ``advanceStreamTime``): a skipped record leaves stream time where
         it was (harness: 3.6.2 skips first, 3.7.0 advances first)."""
-        return self.at_least(3, 7)
 
-    @property
+    @since("3.9.1", "4.0.1", ticket="KAFKA-16394")
     def fk_change_only_unsubscribes(self) -> bool:
         """KAFKA-16394 (3.9.1 and 4.0.1; 4.0.0 was released before the fix): in a foreign-key left
         join, a changed or deleted foreign key only unsubscribes from the old one; 3.7.0 to 3.9.0
         (and 4.0.0) also propagated that unsubscription, so the row's result was emitted twice
         (once joined with null). Harness: 3.7.1, 3.8.1, 3.9.0 and 4.0.0 emit it twice, 3.9.1,
         4.0.1 and 4.3.1 once."""
-        return self._fk_fixes_of_3_9_1
 
-    @property
+    @since("3.9.1", "4.0.1", ticket="KAFKA-16407, KAFKA-16434")
     def fk_inner_follows_null_foreign_keys(self) -> bool:
         """KAFKA-16407 and KAFKA-16434 (3.9.1 and 4.0.1; 4.0.0 was released before the fix): a
         foreign-key inner join treats a row whose foreign key was null as new (it subscribes, where
@@ -143,37 +208,27 @@ class Semantics:
         an existing result (``PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE``): it never joined before if it
         does not join now, so no tombstone is needed. Harness: 3.9.0 and 4.0.0 behave the old way,
         3.9.1, 4.0.1 and 4.3.1 the new."""
-        return self._fk_fixes_of_3_9_1
 
-    @property
-    def _fk_fixes_of_3_9_1(self) -> bool:
-        """The foreign-key join fixes released in 3.9.1, 4.0.1 and 4.1.0 (not in 4.0.0, which
-        came out before them)."""
-        return self.at_least(3, 9, 1) and self.version != (4, 0, 0)
-
-    @property
+    @since("2.0", ticket="KIP-251")
     def stream_stream_output_ts_is_max(self) -> bool:
         """Since 2.0 (KIP-251 made output timestamps settable) a stream-stream result carries
         max(left ts, right ts); before, the timestamp of the record being processed."""
-        return self.at_least(2, 0)
 
-    @property
+    @since("2.3", ticket="KIP-258")
     def table_table_output_ts_is_max(self) -> bool:
         """Since 2.3 (KIP-258, timestamped key-value stores) a table-table result carries
         max(update ts, other side's ts); before, the timestamp of the update."""
-        return self.at_least(2, 3)
 
     # -- seed 000: windowed aggregates and their window stores ---------------------------
-    @property
+    @since("0.10.0", ticket="none: every version, KStreamWindowAggregate")
     def windowed_aggregate_counts_null_values(self) -> bool:
         """Every version (0.10.0 to 4.3): a time-windowed aggregate (``KStreamWindowAggregate``,
         tumbling and hopping ``TimeWindows``) skips only a null key; a null value advances stream
         time and reaches the aggregator (``count()`` counts it), though ``TimeWindowedKStream``'s
         javadoc says such records are ignored. A non-windowed KStream aggregate and a sliding-window
         aggregate skip null values; a KTable aggregate reads one as a delete."""
-        return self.at_least(0, 10, 0)
 
-    @property
+    @since("3.4", ticket="KAFKA-12960")
     def window_store_hides_expired(self) -> bool:
         """KAFKA-12960 (3.4): a RocksDB window store's fetch returns only records newer than its
         observed stream time - retention. Before, a record older than the retention was still
@@ -182,7 +237,6 @@ class Semantics:
         (harness: 3.3.2 finds it, 3.4.1 hides it). Seed 000: a lookup in a windowed aggregate's
         store skips a window starting at or before observed - retention while its segment lives
         (harness: 3.3.2 finds it, 3.4.1 hides it)."""
-        return self.at_least(3, 4)
 
 
 def parse_semantics(text: "str | Semantics | None") -> Semantics:

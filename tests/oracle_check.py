@@ -43,46 +43,155 @@ ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "kafka_oracle"
 
 
+RELEASES = {
+    (2, 4): 1, (2, 5): 1, (2, 6): 3, (2, 7): 2, (2, 8): 2,
+    (3, 0): 2, (3, 1): 2, (3, 2): 3, (3, 3): 2, (3, 4): 1, (3, 5): 2, (3, 6): 2, (3, 7): 2, (3, 8): 1, (3, 9): 2,
+    (4, 0): 2, (4, 1): 2, (4, 2): 2, (4, 3): 1, (4, 4): 0,
+}  # fmt: skip
+"""The newest patch release of every Kafka line the harness can run (2.4+: ``TestInputTopic``, ``StreamJoined``),
+as Maven Central lists ``kafka-streams`` (checked 2026-11-25). A new release: add it here."""
+
+FIRST_JUDGED = (2, 4)
+"""The oldest line the harness can run: ``TestInputTopic`` and ``StreamJoined`` arrived in 2.4 (KIP-470, KIP-479)."""
+
+
+def _name(version: tuple[int, int, int]) -> str:
+    return ".".join(str(part) for part in version)
+
+
 @dataclass(frozen=True)
 class KafkaVersion:
-    """One Kafka version on the harness's classpath, and what it can judge."""
+    """One Kafka version on the harness's classpath, and what it can judge (all derived from its number)."""
 
     version: str
-    era: str
-    """The kjoin era this version judges (``kjoin.Semantics.era``; ``latest`` for 3.1 and everything after)."""
-    deprecated_window_api: bool
-    """``JoinWindows.of`` (kjoin's ``grace_ms: null``) exists: removed in 4.0."""
-    window_grace_api: bool
-    """``JoinWindows.ofTimeDifferenceAndGrace`` exists (3.0+); before, a grace is ``of(..).grace(..)``."""
-    versioned: bool
-    """Versioned tables (3.5+) and the stream-table grace buffer (3.6+)."""
-    self_join_optimization: bool
-    """The single-store self-join (3.4+)."""
+    why: tuple[str, ...] = ()
+    """The boundaries it stands beside: ``"before KAFKA-12960 (3.4)"``, ``"latest"``, ..."""
+
+    @property
+    def numbers(self) -> tuple[int, int, int]:
+        major, minor, patch = (int(part) for part in self.version.split("."))
+        return major, minor, patch
+
+    @property
+    def era(self) -> str:
+        """The kjoin era this version judges (:attr:`kjoin.Semantics.era`)."""
+        return kjoin.parse_semantics(self.version).era
+
+    @property
+    def deprecated_window_api(self) -> bool:
+        """``JoinWindows.of`` (kjoin's ``grace_ms: null``) exists: removed in 4.0 (KIP-633)."""
+        return self.numbers < (4, 0, 0)
+
+    @property
+    def window_grace_api(self) -> bool:
+        """``JoinWindows.ofTimeDifferenceAndGrace`` exists (3.0+, KIP-633); before, a grace is ``of(..).grace(..)``."""
+        return self.numbers >= (3, 0, 0)
+
+    @property
+    def versioned(self) -> bool:
+        """Versioned tables (3.5+, KIP-889) and the stream-table grace buffer (3.6+, KIP-923): both from 3.6."""
+        return self.numbers >= (3, 6, 0)
+
+    @property
+    def self_join_optimization(self) -> bool:
+        """The single-store self-join (3.4+, KIP-862)."""
+        return self.numbers >= (3, 4, 0)
 
 
-VERSIONS = (
-    KafkaVersion(
-        "4.3.1",
-        "latest",
-        deprecated_window_api=False,
-        window_grace_api=True,
-        versioned=True,
-        self_join_optimization=True,
-    ),
-    KafkaVersion(
-        "3.3.2", "3.1", deprecated_window_api=True, window_grace_api=True, versioned=False, self_join_optimization=False
-    ),
-    KafkaVersion(
-        "2.8.2",
-        "0.10.2",
-        deprecated_window_api=True,
-        window_grace_api=False,
-        versioned=False,
-        self_join_optimization=False,
-    ),
-)
-"""The versions that judge kjoin. kjoin's era 0.10.0 (0.10.0 and 0.10.1) has no judge: TopologyTestDriver
-arrived in 1.1, and the 0.10 libraries need a broker."""
+def judged_versions(
+    declared: tuple[kjoin.semantics.Boundary, ...] | None = None, releases: dict[tuple[int, int], int] = RELEASES
+) -> tuple[KafkaVersion, ...]:
+    """The Kafka versions that judge kjoin, derived from ``kjoin.semantics.boundaries()``: for each release a
+    boundary names, the release just before it and a release with it. A boundary at a line's first release (3.4.0)
+    is judged by the newest patch of the line before (3.3.2) and of its own line (3.4.1), unless a later boundary in
+    that line needs an older patch (3.1.0 has the spurious-result fix but not KAFKA-13721 of 3.1.1); a boundary at a
+    patch release (3.9.1) by that patch and the one before it (3.9.0). Boundaries older than the harness's first
+    line (2.4) are judged by its newest patch (2.4.1) from the side after them; the latest release always judges.
+    Newest first."""
+    declared = kjoin.semantics.boundaries() if declared is None else declared
+    latest = max(releases)
+    firsts = sorted({(first, boundary) for boundary in declared for first in boundary.fixed_in}, key=lambda p: p[0])
+    patches = {}  # line -> the patch releases some boundary starts at
+    for first, _ in firsts:
+        if first[2]:
+            patches.setdefault(first[:2], set()).add(first[2])
+
+    def newest(line: tuple[int, int]) -> tuple[int, int, int]:
+        """The newest patch of ``line`` before any boundary inside the line (after its first release)."""
+        top = releases[line]
+        return (*line, min([top, *(patch - 1 for patch in patches.get(line, ()))]))
+
+    def previous(line: tuple[int, int]) -> tuple[int, int] | None:
+        older = [candidate for candidate in releases if candidate < line]
+        return max(older) if older else None
+
+    why: dict[tuple[int, int, int], list[str]] = {}
+
+    def judge(version: tuple[int, int, int] | None, reason: str) -> None:
+        if version is not None and version[:2] in releases and version[2] <= releases[version[:2]]:
+            why.setdefault(version, []).append(reason)
+
+    for first, boundary in firsts:
+        label = f"{boundary.name} ({boundary.ticket}, {_name(first)})"
+        if first[:2] < FIRST_JUDGED:
+            judge(newest(FIRST_JUDGED), f"after {label}")
+            continue
+        if first[2]:
+            judge((*first[:2], first[2] - 1), f"before {label}")
+            judge(first, f"after {label}")
+        else:
+            line = previous(first[:2])
+            judge(None if line is None else (*line, releases[line]), f"before {label}")
+            judge(newest(first[:2]), f"after {label}")
+    judge((*latest, releases[latest]), "latest")
+    return tuple(KafkaVersion(_name(version), tuple(why[version])) for version in sorted(why, reverse=True))
+
+
+VERSIONS = judged_versions()
+"""The versions that judge kjoin, newest first (:func:`judged_versions`). kjoin's era 0.10.0 (0.10.0 and 0.10.1)
+has no judge: TopologyTestDriver arrived in 1.1, and the 0.10 libraries need a broker."""
+
+LATEST_JUDGE = VERSIONS[0]
+
+CI_SHARE = 2
+"""How many versions besides the latest one CI run judges (``tests/test_kafka_oracle.py``)."""
+
+
+def rotation() -> int:
+    """Which share of the judges this run takes: ``KJOIN_ORACLE_ROTATION`` if set, else the number of commits
+    (``git rev-list --count HEAD``: consecutive commits take consecutive shares), else the day."""
+    if os.environ.get("KJOIN_ORACLE_ROTATION"):
+        return int(os.environ["KJOIN_ORACLE_ROTATION"])
+    git = shutil.which("git")
+    if git is not None:
+        done = subprocess.run([git, "rev-list", "--count", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        if done.returncode == 0 and done.stdout.strip().isdigit():
+            return int(done.stdout.strip())
+    import datetime
+
+    return datetime.date.today().toordinal()
+
+
+def ci_versions(turn: int | None = None, share: int = CI_SHARE) -> tuple[KafkaVersion, ...]:
+    """The versions one CI run judges: always the latest, and ``share`` of the others, taken in turn so that every
+    version is judged once every ``ceil(others / share)`` runs (each share mixes old and new lines).
+    ``KJOIN_ORACLE_VERSIONS=all`` (or ``4.4.0,3.3.2``) chooses instead."""
+    chosen = os.environ.get("KJOIN_ORACLE_VERSIONS", "").strip()
+    if chosen:
+        if chosen == "all":
+            return VERSIONS
+        names = [name.strip() for name in chosen.split(",") if name.strip()]
+        unknown = [name for name in names if name not in {version.version for version in VERSIONS}]
+        if unknown:
+            raise HarnessError(
+                f"KJOIN_ORACLE_VERSIONS names {', '.join(unknown)}, which no judge is; the judges are "
+                f"{', '.join(version.version for version in VERSIONS)} (or all)"
+            )
+        return tuple(version for version in VERSIONS if version.version in names)
+    others = VERSIONS[1:]
+    shares = -(-len(others) // share)
+    slot = (rotation() if turn is None else turn) % shares
+    return (LATEST_JUDGE, *others[slot::shares])
 
 
 # -- building and running the harness ------------------------------------------------------------------------------
@@ -103,8 +212,9 @@ def _mvn(args: list[str], offline: bool) -> None:
 
 
 def build(offline: bool | None = None) -> None:
-    """Compile the harness and write one classpath file per version. Offline when every jar is in ~/.m2 already;
-    a first run (``offline=False``, or when the offline build fails) fetches from Maven Central."""
+    """Compile the harness and write one classpath file per version (a version whose file is newer than the pom is
+    not resolved again). Offline when every jar is in ~/.m2 already; a first run (``offline=False``, or when the
+    offline build fails) fetches from Maven Central."""
     if offline is None:
         try:
             build(offline=True)
@@ -112,7 +222,11 @@ def build(offline: bool | None = None) -> None:
         except HarnessError:
             offline = False
     _mvn(["compile"], offline)
+    pom = (HARNESS / "pom.xml").stat().st_mtime
     for version in VERSIONS:
+        path = HARNESS / "target" / f"cp-{version.version}.txt"
+        if path.exists() and path.stat().st_mtime > pom and path.read_text().strip():
+            continue
         _mvn(
             [
                 "dependency:build-classpath",
@@ -599,10 +713,10 @@ def aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> Aggregate
     return AggregateSpec.from_dict(data)
 
 
-SEED_000_VERSIONS = ("4.3.1", "3.3.2", "2.8.2")
-"""The versions that judge seed 000's aggregates and WTable joins, each against kjoin with its own semantics: 4.3.1
-(a window store hides a window behind its retention from reads, KAFKA-12960, 3.4+), 3.3.2 and 2.8.2 (their RocksDB
-window stores still find it). Table aggregates only 4.3.1: kjoin models them as 3.5+ does (KIP-904)."""
+SEED_000_VERSIONS = tuple(version.version for version in VERSIONS)
+"""The versions that judge seed 000's aggregates and WTable joins, each against kjoin with its own semantics: every
+judge (from 3.4 a window store hides a window behind its retention from reads, KAFKA-12960; before, RocksDB's window
+stores still find it). Table aggregates from 3.5 only: kjoin models them as 3.5+ does (KIP-904)."""
 
 
 # -- make kafka-check ----------------------------------------------------------------------------------------------
@@ -612,7 +726,7 @@ def main(argv: list[str]) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     build()
     failed = 0
-    for version in VERSIONS:
+    for version in ci_versions() if os.environ.get("KJOIN_ORACLE_VERSIONS") else VERSIONS:
         batch, mismatches = check(version, count)
         print(f"kafka-streams {version.version}: {len(batch)} scenarios, {len(mismatches)} mismatches", flush=True)
         for number, (scenario, found) in enumerate(mismatches, 1):

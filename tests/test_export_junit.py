@@ -90,7 +90,7 @@ _SAME_WINDOW = [
     _event("right", "a", "a", 25),
 ]
 SEED_000 = {
-    # What today's DSL builds (docs/seed000.md's table): exported and run against Kafka 4.3.1.
+    # What today's DSL builds (docs/seed000.md's table): exported and run against Kafka 4.4.0.
     "hopping windowed count with grace, a late record dropped": {
         "join": "window-aggregate",
         "window": {"size_ms": 10, "advance_ms": 5, "grace_ms": 2},
@@ -345,7 +345,7 @@ def test_a_wrong_expectation_fails_with_junit_message_and_the_seed_name(exported
 
 def test_the_fk_inner_join_since_3_9_1_exports_and_passes_against_kafka_streams(tmp_path) -> None:
     """Once refused as the known gap fk-inner-3.9: a foreign-key inner join whose rows keep their foreign key, get
-    one or lose it is exported for Kafka 4.3.1 with kjoin's records (no tombstone for the kept key, a join for the
+    one or lose it is exported for Kafka 4.4.0 with kjoin's records (no tombstone for the kept key, a join for the
     row that got one, tombstones for the rows that lost theirs), and the real library passes the tests."""
     from tests.test_kafka_oracle import FK_NULL_KEYS, FK_SAME_KEY
 
@@ -353,13 +353,13 @@ def test_the_fk_inner_join_since_3_9_1_exports_and_passes_against_kafka_streams(
     for name, data in (("FkKeptKeyTest", FK_SAME_KEY), ("FkNullKeysTest", FK_NULL_KEYS)):
         scenario = kjoin.Scenario.from_dict(data)
         sources[name] = export_junit(scenario, name)
-        assert "Kafka Streams 4.3.1" in sources[name]
+        assert "Kafka Streams 4.4.0" in sources[name]
     assert (
         'assertEquals(records(), read(output), "left A:{\\"fk\\":\\"X\\",\\"v\\":7}@9 (input 1)");'
         in (sources["FkKeptKeyTest"])
     )
     assert 'records(out("B", null, 6L))' in sources["FkNullKeysTest"]
-    assert run_junit("4.3.1", sources, tmp_path) == {"FkKeptKeyTest": None, "FkNullKeysTest": None}
+    assert run_junit("4.4.0", sources, tmp_path) == {"FkKeptKeyTest": None, "FkNullKeysTest": None}
 
 
 # -- the export's pieces ------------------------------------------------------------------------------------------
@@ -368,11 +368,11 @@ def test_the_judges_are_the_harness_versions_with_their_eras() -> None:
     for judge in JUDGES:
         assert judge.version in harness, f"Kafka {judge.version} judges exports but kafka_oracle/ does not run it"
         assert harness[judge.version] in (judge.era, "latest")
-    assert judge_of(kjoin.parse_semantics("0.10.2")).version == "2.8.2"
-    assert judge_of(kjoin.parse_semantics("2.4")).version == "2.8.2"
+    assert judge_of(kjoin.parse_semantics("0.10.2")).version == "3.0.2"
+    assert judge_of(kjoin.parse_semantics("2.4")).version == "3.0.2"
     assert judge_of(kjoin.parse_semantics("3.1")).version == "3.3.2"
-    assert judge_of(kjoin.parse_semantics("3.7")).version == "4.3.1"
-    assert judge_of(kjoin.parse_semantics("latest")).version == "4.3.1"
+    assert judge_of(kjoin.parse_semantics("3.7")).version == "4.4.0"
+    assert judge_of(kjoin.parse_semantics("latest")).version == "4.4.0"
     with pytest.raises(ExportError, match="no TopologyTestDriver"):
         judge_of(kjoin.parse_semantics("0.10.1"))
 
@@ -396,7 +396,7 @@ def test_the_java_reads_like_the_scenario(exported) -> None:
     _, fk = exported["fk_004_foreign_key_join[leftJoin]"]
     assert 'Function<String, String> foreignKey = value -> field(value, "fk");' in fk
     assert 'leftTopic.pipeInput("k", "{\\"fk\\":1}", 1L);' in fk
-    assert "Kafka Streams 2.8.2" in fk and "CACHE_MAX_BYTES_BUFFERING_CONFIG" in fk
+    assert "Kafka Streams 3.0.2" in fk and "CACHE_MAX_BYTES_BUFFERING_CONFIG" in fk
     _, windowed = exported["seed 000[hopping windowed count with grace, a late record dropped]"]
     assert (
         "TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(2)).advanceBy(Duration.ofMillis(5))"
@@ -445,7 +445,7 @@ def test_kjoin_export_writes_the_era_rules_of_the_judging_version() -> None:
     events = [_event("left", "k", "A", 50), _event("left", "k", "A", 1), _event("right", "k", "b", 1)]
     kept = {**LATE_ORDERS, "variant": "inner", "semantics": "2.8", "events": events}
     java = export_junit(kjoin.Scenario.from_dict(kept), "KeptTest")
-    assert "Kafka Streams 2.8.2" in java
+    assert "Kafka Streams 3.0.2" in java
     assert 'assertEquals(records(out("k", "A-b", 1L)), read(output), "right k:b@1 (input 2)");' in java
 
 
@@ -474,12 +474,12 @@ def test_kjoin_export_writes_the_test_and_is_deterministic_byte_for_byte(tmp_pat
         ({**LATE_ORDERS, "join": "cross"}, [], "join"),
         ({**LATE_ORDERS, "semantics": "0.10.1"}, [], "Kafka 0.10.0 and 0.10.1 have no TopologyTestDriver"),
         ({**LATE_ORDERS, "partitions": 2}, [], "partitions: 2: TopologyTestDriver runs one task"),
-        ({**LATE_ORDERS, "semantics": "4.3", "window": {"before_ms": 1, "after_ms": 1, "grace_ms": None}}, [], "4.0"),
+        ({**LATE_ORDERS, "semantics": "4.4", "window": {"before_ms": 1, "after_ms": 1, "grace_ms": None}}, [], "4.0"),
         (SEED_000["page views against last week (a window shifter)"], [], "never shipped in Kafka Streams"),
         (LATE_ORDERS, ["--class-name", "no-dash"], "not a Java class name"),
         ({**SEED_000["table count by a field"], "partitions": 2}, [], "partitions: 2"),
         # 3.9.0's foreign-key inner join still sends a tombstone for an update that keeps its foreign key (fixed in
-        # 3.9.1, KAFKA-16407); Kafka 4.3.1 judges 3.9 and does not: refused as another version's outputs.
+        # 3.9.1, KAFKA-16407); Kafka 4.4.0 judges 3.9 and does not: refused as another version's outputs.
         (
             {
                 "join": "fk",
@@ -489,14 +489,14 @@ def test_kjoin_export_writes_the_test_and_is_deterministic_byte_for_byte(tmp_pat
                 "events": [_event("left", "A", {"fk": "X", "v": 1}, 2), _event("left", "A", {"fk": "X", "v": 2}, 3)],
             },
             [],
-            "semantics 3.9 and Kafka 4.3.1 (which judges its era) emit different records for input 1",
+            "semantics 3.9 and Kafka 4.4.0 (which judges its era) emit different records for input 1",
         ),
-        # Semantics 3.5 is judged by Kafka 4.3.1, whose stream time counts the skipped null value (3.7+): L4 is late
-        # there, while 3.5 keeps it in the buffer. A test of 3.5's records would fail against 4.3.1: refused.
+        # Semantics 3.5 is judged by Kafka 4.4.0, whose stream time counts the skipped null value (3.7+): L4 is late
+        # there, while 3.5 keeps it in the buffer. A test of 3.5's records would fail against 4.4.0: refused.
         (
             {**LATE_ORDERS, "semantics": "3.5", "window": LATE_WINDOW, "events": LATE_AFTER_A_NULL},
             [],
-            "semantics 3.5 and Kafka 4.3.1 (which judges its era) emit different records for input 1",
+            "semantics 3.5 and Kafka 4.4.0 (which judges its era) emit different records for input 1",
         ),
     ],
 )

@@ -144,7 +144,7 @@ def test_the_title_names_the_topology_around_the_join():
         }
     )
     assert scenario_title(chained) == (
-        "table-table inner join, semantics 4.3, then join 2: left, result materialized, old values sent, "
+        "table-table inner join, semantics 4.4, then join 2: left, result materialized, old values sent, "
         "caching left and right and result, commit every 3 records"
     )
     window = {"before_ms": 1, "after_ms": 2, "grace_ms": 0}

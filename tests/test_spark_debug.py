@@ -93,7 +93,7 @@ def test_an_unknown_kafka_version_is_refused_with_the_known_ones(spark):
     ):
         run_join(topic(spark, LEFT), topic(spark, RIGHT), "stream-table", "left", semantics="9.9")
     assert [str(parse_semantics(v)) for v in ("3.9.1", "0.11.0", "2.8", "4.1")] == ["3.9.1", "0.11.0", "2.8", "4.1"]
-    assert KNOWN_VERSIONS[-1] == "4.3" and len(KNOWN_VERSIONS) == len(set(KNOWN_VERSIONS))
+    assert KNOWN_VERSIONS[-1] == "4.4" and len(KNOWN_VERSIONS) == len(set(KNOWN_VERSIONS))
 
 
 def readme_spark_example() -> str:

@@ -1,6 +1,7 @@
 package kjoin.oracle;
 
 import java.io.BufferedReader;
+import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.reflect.Method;
@@ -17,7 +18,6 @@ import java.util.Properties;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -51,7 +51,7 @@ import org.apache.kafka.streams.test.TestRecord;
  * <p>TopologyTestDriver runs one task: every input topic is one partition. The caller sends one scenario per task.
  */
 public final class Oracle {
-    static final String VERSION = AppInfoParser.getVersion();
+    static final String VERSION = kafkaVersion();
     static final int[] V = parseVersion(VERSION);
     /** {@code -Dkjoin.oracle.stores=rocksdb}: Kafka's default (RocksDB) key-value stores too, not in-memory ones. */
     static final boolean IN_MEMORY = !"rocksdb".equals(System.getProperty("kjoin.oracle.stores"));
@@ -130,6 +130,20 @@ public final class Oracle {
             result.put("error", message.toString());
         }
         return Json.write(result);
+    }
+
+    /** The Kafka version on the classpath, from kafka-clients' {@code kafka/kafka-version.properties}: every version
+     *  has it, while {@code AppInfoParser}, which reads it, moved to {@code common.utils.internals} in 4.4. */
+    static String kafkaVersion() {
+        try (InputStream in = Oracle.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            Properties properties = new Properties();
+            if (in != null) {
+                properties.load(in);
+            }
+            return properties.getProperty("version", "unknown");
+        } catch (java.io.IOException e) {
+            return "unknown";
+        }
     }
 
     static int[] parseVersion(String version) {
