@@ -17,6 +17,13 @@ The eras (era, versions: what changes):
 
 Within an era, smaller boundaries are properties too (``relaxed_null_keys``,
 ``fk_change_only_unsubscribes``, ``fk_inner_follows_null_foreign_keys``, …).
+
+Every behaviour is a *rule*: a property declared with :func:`rule` instead of ``@property``. Its body
+says which versions have it; a :class:`Semantics` may switch any rule away from its version's value
+(``Semantics.parse("3.0").with_rules(spurious_result_fix=True)``, written ``3.0+spurious_result_fix``;
+``4.3-relaxed_null_keys`` switches one off), which is how ``kjoin diff`` charges each changed output
+to the rules that change it. A rule that means nothing without another names it
+(``@rule(requires=("spurious_result_fix",))``) and is switched with it.
 """
 
 from __future__ import annotations
@@ -24,8 +31,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import total_ordering
+from typing import Any, Callable
 
-__all__ = ["Semantics", "LATEST", "KNOWN_VERSIONS", "parse_semantics"]
+__all__ = ["Semantics", "Rule", "rule", "LATEST", "KNOWN_VERSIONS", "parse_semantics"]
 
 LATEST = "4.3"
 """The newest Kafka version kjoin models; the default semantics."""
@@ -43,7 +51,43 @@ KNOWN_VERSIONS = (
 )
 """Every Kafka release line (major.minor) kjoin knows, oldest first; a patch release of one is accepted."""
 
-_VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?(?:\.x)?\s*$")
+_VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?(?:\.x)?\s*((?:[+-]\s*\w+\s*)*)$")
+_SWITCH = re.compile(r"([+-])\s*(\w+)")
+
+
+class Rule:
+    """A behaviour that changed at a Kafka version: a property of :class:`Semantics` that a
+    semantics may switch away from its version's value (see :meth:`Semantics.with_rules`).
+
+    Declare one with :func:`rule` in place of ``@property``; the body says which versions have it."""
+
+    def __init__(self, by_version: Callable[["Semantics"], bool], requires: tuple[str, ...] = ()) -> None:
+        self.by_version = by_version
+        """The rule as the version alone decides it (the decorated body)."""
+        self.requires = requires
+        """Rules without which this one means nothing: switched on with it (and it off with them)."""
+        self.name = by_version.__name__
+        self.__doc__ = by_version.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, semantics: "Semantics | None", owner: type | None = None) -> Any:
+        if semantics is None:
+            return self
+        for name, value in semantics.overrides:
+            if name == self.name:
+                return value
+        return self.by_version(semantics)
+
+
+def rule(by_version: Callable[["Semantics"], bool] | None = None, *, requires: tuple[str, ...] = ()) -> Any:
+    """``@rule`` (or ``@rule(requires=("spurious_result_fix",))``) in place of ``@property``: the
+    behaviour becomes switchable on its own (:meth:`Semantics.with_rules`), and ``kjoin diff`` can
+    charge the outputs it changes to it."""
+    if by_version is None:
+        return lambda function: Rule(function, tuple(requires))
+    return Rule(by_version, tuple(requires))
 
 
 @total_ordering
@@ -52,24 +96,92 @@ class Semantics:
     """The join semantics of one Kafka version.
 
     Build it with :func:`parse_semantics`; ``Semantics.parse("0.10.2")`` is the same.
+    ``overrides`` are rules switched away from the version's value (``(name, value)`` in the order
+    the rules are declared; :meth:`with_rules` builds them): such a semantics is no Kafka release.
     """
 
     version: tuple[int, int, int]
+    overrides: tuple[tuple[str, bool], ...] = ()
 
     @classmethod
     def parse(cls, text: "str | Semantics | None") -> "Semantics":
         return parse_semantics(text)
 
     def __lt__(self, other: "Semantics") -> bool:
-        return self.version < other.version
+        return (self.version, self.overrides) < (other.version, other.overrides)
 
     def at_least(self, major: int, minor: int, patch: int = 0) -> bool:
+        """Whether the version is at least this one: for a rule's body only (code elsewhere asks the rules,
+        so that switching a rule switches the behaviour)."""
         return self.version >= (major, minor, patch)
 
     def __str__(self) -> str:
         major, minor, patch = self.version
         # Kafka's own names: 0.10.0 and 0.10.2 (before 1.0 the third number is the release), 3.1, 3.1.2.
-        return f"{major}.{minor}.{patch}" if patch or major == 0 else f"{major}.{minor}"
+        text = f"{major}.{minor}.{patch}" if patch or major == 0 else f"{major}.{minor}"
+        # Switched rules follow, as parse_semantics reads them: 3.0+spurious_result_fix, 4.3-relaxed_null_keys.
+        return text + "".join(f"{'+' if value else '-'}{name}" for name, value in self.overrides)
+
+    # -- switching rules --------------------------------------------------------------
+    @classmethod
+    def rules(cls) -> tuple[str, ...]:
+        """The names of every rule, in the order they are declared."""
+        return tuple(name for name, value in vars(cls).items() if isinstance(value, Rule))
+
+    @classmethod
+    def rule_named(cls, name: str) -> Rule:
+        """The rule called ``name``; a ValueError that suggests the nearest name if there is none."""
+        found = vars(cls).get(name)
+        if not isinstance(found, Rule):
+            from difflib import get_close_matches
+
+            near = get_close_matches(name, cls.rules(), n=1)
+            hint = f"; did you mean {near[0]}?" if near else f"; the rules are {', '.join(cls.rules())}"
+            raise ValueError(f"{name!r} is not a rule of kjoin's semantics{hint}")
+        return found
+
+    @property
+    def release(self) -> "Semantics":
+        """The Kafka release itself, without switched rules."""
+        return Semantics(self.version)
+
+    @property
+    def is_release(self) -> bool:
+        """Whether this is a Kafka release as shipped (no rule switched)."""
+        return not self.overrides
+
+    def with_rules(self, **values: bool) -> "Semantics":
+        """This semantics with rules switched: ``with_rules(spurious_result_fix=False)``. A rule switched
+        on switches on the rules it requires; one switched off switches off the rules that require it.
+        Switching a rule back to its version's value removes the override."""
+        wanted = dict(self.overrides)
+        explicit = {self.rule_named(name).name: bool(value) for name, value in values.items()}
+        wanted.update(explicit)
+        pending = list(explicit.items())
+        while pending:
+            name, value = pending.pop()
+            if value:
+                linked = self.rule_named(name).requires
+            else:
+                linked = tuple(other for other in self.rules() if name in self.rule_named(other).requires)
+            for other in linked:
+                if explicit.get(other, value) != value:
+                    need = f"{name} needs {other}" if value else f"{other} needs {name}"
+                    raise ValueError(f"rules {name} and {other} cannot be switched apart: {need}")
+                if wanted.get(other, getattr(self.release, other)) != value:
+                    wanted[other] = value
+                    pending.append((other, value))
+        release = self.release
+        overrides = tuple(
+            (name, wanted[name])
+            for name in self.rules()
+            if name in wanted and wanted[name] != self.rule_named(name).by_version(release)
+        )
+        return Semantics(self.version, overrides)
+
+    def switched(self, other: "Semantics") -> tuple[str, ...]:
+        """The rules whose values differ between this semantics and ``other``, in declaration order."""
+        return tuple(name for name in self.rules() if getattr(self, name) != getattr(other, name))
 
     @property
     def era(self) -> str:
@@ -79,27 +191,27 @@ class Semantics:
         return "3.1" if self.spurious_result_fix else "0.10.2"
 
     # -- the behaviours -------------------------------------------------------------
-    @property
+    @rule
     def kip77(self) -> bool:
         """KIP-77 (0.10.2): null values are dropped instead of triggering lookups, both sides
         of every stream-stream join trigger, KStream-KTable inner join exists, and table-table
         joins stop sending unnecessary tombstones."""
         return self.at_least(0, 10, 2)
 
-    @property
+    @rule(requires=("kip77",))
     def spurious_result_fix(self) -> bool:
         """KAFKA-10847 (3.1): left/outer stream-stream joins hold unmatched records in an
         outer-join buffer until their window closes plus grace (windows with a grace set
         through ``ofTimeDifferenceAndGrace``/``ofTimeDifferenceWithNoGrace`` only)."""
         return self.at_least(3, 1)
 
-    @property
+    @rule
     def relaxed_null_keys(self) -> bool:
         """KIP-962 (3.7): a null-key record on an outer side of a stream-stream join, or the
         stream side of a stream-table left join, is joined with null instead of dropped."""
         return self.at_least(3, 7)
 
-    @property
+    @rule(requires=("spurious_result_fix",))
     def outer_join_sweep_gate_looks_back(self) -> bool:
         """KAFKA-13721 (3.1.1): the outer-join buffer's sweep runs only if ``minTime + before + grace`` of the
         processing side (its look-back: ``before`` for a left record, ``after`` for a right one) is behind stream
@@ -107,7 +219,7 @@ class Semantics:
         ``outer_join_sweep_per_side`` from 3.8."""
         return self.at_least(3, 1, 1)
 
-    @property
+    @rule(requires=("spurious_result_fix",))
     def outer_join_sweep_per_side(self) -> bool:
         """KAFKA-15417 (3.8): the sweep is gated by ``minTime + after + grace`` of the processing side, judges each
         entry by its own side's bound (``ts + after + grace`` for a left entry, ``ts + before + grace`` for a right
@@ -115,7 +227,7 @@ class Semantics:
         the processing side and stop at the first open one (harness: 3.7.1 stops, 3.8.1 judges per side)."""
         return self.at_least(3, 8)
 
-    @property
+    @rule
     def skipped_records_advance_stream_time(self) -> bool:
         """KIP-962 (3.7): the stream-stream join processor advances its shared stream time before the null-key and
         null-value check, so a record it then skips still moves stream time (which decides the outer-join buffer's
@@ -124,7 +236,7 @@ class Semantics:
         it was (harness: 3.6.2 skips first, 3.7.0 advances first)."""
         return self.at_least(3, 7)
 
-    @property
+    @rule
     def fk_change_only_unsubscribes(self) -> bool:
         """KAFKA-16394 (3.9.1 and 4.0.1; 4.0.0 was released before the fix): in a foreign-key left
         join, a changed or deleted foreign key only unsubscribes from the old one; 3.7.0 to 3.9.0
@@ -133,7 +245,7 @@ class Semantics:
         4.0.1 and 4.3.1 once."""
         return self._fk_fixes_of_3_9_1
 
-    @property
+    @rule
     def fk_inner_follows_null_foreign_keys(self) -> bool:
         """KAFKA-16407 and KAFKA-16434 (3.9.1 and 4.0.1; 4.0.0 was released before the fix): a
         foreign-key inner join treats a row whose foreign key was null as new (it subscribes, where
@@ -151,20 +263,20 @@ class Semantics:
         came out before them)."""
         return self.at_least(3, 9, 1) and self.version != (4, 0, 0)
 
-    @property
+    @rule
     def stream_stream_output_ts_is_max(self) -> bool:
         """Since 2.0 (KIP-251 made output timestamps settable) a stream-stream result carries
         max(left ts, right ts); before, the timestamp of the record being processed."""
         return self.at_least(2, 0)
 
-    @property
+    @rule
     def table_table_output_ts_is_max(self) -> bool:
         """Since 2.3 (KIP-258, timestamped key-value stores) a table-table result carries
         max(update ts, other side's ts); before, the timestamp of the update."""
         return self.at_least(2, 3)
 
     # -- seed 000: windowed aggregates and their window stores ---------------------------
-    @property
+    @rule
     def windowed_aggregate_counts_null_values(self) -> bool:
         """Every version (0.10.0 to 4.3): a time-windowed aggregate (``KStreamWindowAggregate``,
         tumbling and hopping ``TimeWindows``) skips only a null key; a null value advances stream
@@ -173,7 +285,7 @@ class Semantics:
         aggregate skip null values; a KTable aggregate reads one as a delete."""
         return self.at_least(0, 10, 0)
 
-    @property
+    @rule
     def window_store_hides_expired(self) -> bool:
         """KAFKA-12960 (3.4): a RocksDB window store's fetch returns only records newer than its
         observed stream time - retention. Before, a record older than the retention was still
@@ -184,21 +296,51 @@ class Semantics:
         (harness: 3.3.2 finds it, 3.4.1 hides it)."""
         return self.at_least(3, 4)
 
+    # -- what exists: a scenario that needs a newer feature is refused (kjoin models no stand-in) ----------
+    @rule
+    def foreign_key_joins(self) -> bool:
+        """KIP-213 (2.4): KTable-KTable foreign-key joins exist."""
+        return self.at_least(2, 4)
+
+    @rule
+    def optimized_self_join(self) -> bool:
+        """KIP-862 (3.4): with topology optimization, an inner self-join of a stream runs on one window store."""
+        return self.at_least(3, 4)
+
+    @rule
+    def versioned_joins(self) -> bool:
+        """KIP-914 (3.5): stream-table and table-table joins over versioned tables (timestamped lookups)."""
+        return self.at_least(3, 5)
+
+    @rule(requires=("versioned_joins",))
+    def stream_table_grace(self) -> bool:
+        """KIP-923 (3.6): a stream-table join over a versioned table may hold stream records for a grace period."""
+        return self.at_least(3, 6)
+
+    @rule
+    def table_aggregate_single_update(self) -> bool:
+        """KIP-904 (3.5): a KTable aggregate's update that keeps its group is one repartition record (before, a
+        subtract and an add record). kjoin models only this; earlier versions are refused."""
+        return self.at_least(3, 5)
+
 
 def parse_semantics(text: "str | Semantics | None") -> Semantics:
-    """Parse ``"0.10.0"``, ``"2.8"``, ``"3.1.x"``, ``"latest"`` or ``None`` (the latest)."""
+    """Parse ``"0.10.0"``, ``"2.8"``, ``"3.1.x"``, ``"latest"`` or ``None`` (the latest); rules switched
+    after the version: ``"3.0+spurious_result_fix"``, ``"4.3-relaxed_null_keys"`` (see :meth:`Semantics.with_rules`)."""
     if isinstance(text, Semantics):
         return text
-    if text is None or (isinstance(text, str) and text.strip().lower() in ("", "latest", "current")):
-        text = LATEST
-    if not isinstance(text, str):
+    if not isinstance(text, str) and text is not None:
         text = str(text)
+    head = re.match(r"^\s*(latest|current)?\s*(?=[+-]|$)", text or "", re.IGNORECASE)
+    if text is None or head:
+        text = LATEST + (text or "")[head.end() if head else 0 :]
     match = _VERSION.match(text)
     if not match:
         raise ValueError(
-            f'semantics {text!r} is not a Kafka version: expected e.g. "0.10.0", "0.10.2", "3.1" or "latest"'
+            f'semantics {text!r} is not a Kafka version: expected e.g. "0.10.0", "0.10.2", "3.1" or "latest" '
+            '(rules switched after it: "3.0+spurious_result_fix", "4.3-relaxed_null_keys")'
         )
-    major, minor, patch = (int(part) if part else 0 for part in match.groups())
+    major, minor, patch = (int(part) if part else 0 for part in match.groups()[:3])
     if (major, minor) < (0, 10):
         raise ValueError(f"semantics {text!r}: Kafka Streams joins start at 0.10.0")
     known = {tuple(int(part) for part in version.split(".")[:2]) for version in KNOWN_VERSIONS}
@@ -207,4 +349,12 @@ def parse_semantics(text: "str | Semantics | None") -> Semantics:
         raise ValueError(
             f'semantics {text!r} is not a Kafka release kjoin knows; the known ones are {known_ones} or "latest"'
         )
-    return Semantics((major, minor, patch))
+    release = Semantics((major, minor, patch))
+    switches = _SWITCH.findall(match.group(4))
+    if not switches:
+        return release
+    try:
+        values = {release.rule_named(name).name: sign == "+" for sign, name in switches}
+        return release.with_rules(**values)
+    except ValueError as error:
+        raise ValueError(f"semantics {text!r}: {error}") from None
