@@ -335,12 +335,24 @@ def _observed(output: Any) -> dict[str, Any]:
     return {name: data[name] for name in _OBSERVED if name in data}
 
 
-def _result_of(output: Any) -> str:
-    """Which result an output is, to pair a changed one: its key and window, and the values joined (an
-    aggregate's output: its key and window only)."""
+def _result_of(output: Any) -> tuple[str, tuple[str, str] | None]:
+    """Which result an output is, to pair a changed one (:func:`_same_result`): its key and window, and
+    the values joined (none for an aggregate's output)."""
     data = _observed(output)
-    joined = (getattr(output, "left", None), getattr(output, "right", None)) if hasattr(output, "left") else None
-    return _canon([data["key"], data.get("window"), joined])
+    joined = (_canon(output.left), _canon(output.right)) if hasattr(output, "left") else None
+    return _canon([data["key"], data.get("window")]), joined
+
+
+def _same_result(one: tuple[str, Any], other: tuple[str, Any]) -> bool:
+    """Two outputs are one result changed if they have the same key (and window) and, for a join, one of
+    the values joined is the same and not null: ``A-a5`` and ``A-a1``, ``o1-alice`` and ``o1-null``; not
+    ``null-f`` and ``E-null`` (two records' results)."""
+    if one[0] != other[0]:
+        return False
+    if one[1] is None or other[1] is None:
+        return one[1] is other[1]
+    null = _canon(None)
+    return any(mine == theirs != null for mine, theirs in zip(one[1], other[1]))
 
 
 @dataclass
@@ -348,7 +360,7 @@ class _Input:
     step: int
     record: Record
     outputs: list[dict[str, Any]]
-    results: list[str]
+    results: list[tuple[str, Any]]
     """Per output, which result it is (:func:`_result_of`)."""
 
 
@@ -400,7 +412,7 @@ def _compare_outputs(old: _Input, new: _Input, step: int, from_step: int) -> lis
             left.remove(item)
     differences = []
     for output, result in list(left):
-        partner = next((item for item in right if item[1] == result), None)
+        partner = next((item for item in right if _same_result(item[1], result)), None)
         if partner is not None:
             right.remove(partner)
             left.remove((output, result))

@@ -61,11 +61,16 @@ class Rule:
 
     Declare one with :func:`rule` in place of ``@property``; the body says which versions have it."""
 
-    def __init__(self, by_version: Callable[["Semantics"], bool], requires: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, by_version: Callable[["Semantics"], bool], requires: tuple[str, ...] = (), feature: bool = False
+    ) -> None:
         self.by_version = by_version
         """The rule as the version alone decides it (the decorated body)."""
         self.requires = requires
         """Rules without which this one means nothing: switched on with it (and it off with them)."""
+        self.feature = feature
+        """A feature that exists from a version on: without it kjoin refuses the scenario (it models no
+        stand-in), so it changes whether a scenario runs, never its outputs."""
         self.name = by_version.__name__
         self.__doc__ = by_version.__doc__
 
@@ -81,13 +86,15 @@ class Rule:
         return self.by_version(semantics)
 
 
-def rule(by_version: Callable[["Semantics"], bool] | None = None, *, requires: tuple[str, ...] = ()) -> Any:
+def rule(
+    by_version: Callable[["Semantics"], bool] | None = None, *, requires: tuple[str, ...] = (), feature: bool = False
+) -> Any:
     """``@rule`` (or ``@rule(requires=("spurious_result_fix",))``) in place of ``@property``: the
     behaviour becomes switchable on its own (:meth:`Semantics.with_rules`), and ``kjoin diff`` can
-    charge the outputs it changes to it."""
+    charge the outputs it changes to it. ``feature=True``: a feature kjoin refuses scenarios without."""
     if by_version is None:
-        return lambda function: Rule(function, tuple(requires))
-    return Rule(by_version, tuple(requires))
+        return lambda function: Rule(function, tuple(requires), feature)
+    return Rule(by_version, tuple(requires), feature)
 
 
 @total_ordering
@@ -125,7 +132,16 @@ class Semantics:
     # -- switching rules --------------------------------------------------------------
     @classmethod
     def rules(cls) -> tuple[str, ...]:
-        """The names of every rule, in the order they are declared."""
+        """The names of the behaviour rules (what changes outputs), in the order they are declared."""
+        return tuple(name for name, value in vars(cls).items() if isinstance(value, Rule) and not value.feature)
+
+    @classmethod
+    def features(cls) -> tuple[str, ...]:
+        """The names of the feature rules (what a scenario may use at all), in the order they are declared."""
+        return tuple(name for name, value in vars(cls).items() if isinstance(value, Rule) and value.feature)
+
+    @classmethod
+    def _every_rule(cls) -> tuple[str, ...]:
         return tuple(name for name, value in vars(cls).items() if isinstance(value, Rule))
 
     @classmethod
@@ -135,8 +151,8 @@ class Semantics:
         if not isinstance(found, Rule):
             from difflib import get_close_matches
 
-            near = get_close_matches(name, cls.rules(), n=1)
-            hint = f"; did you mean {near[0]}?" if near else f"; the rules are {', '.join(cls.rules())}"
+            near = get_close_matches(name, cls._every_rule(), n=1)
+            hint = f"; did you mean {near[0]}?" if near else f"; the rules are {', '.join(cls._every_rule())}"
             raise ValueError(f"{name!r} is not a rule of kjoin's semantics{hint}")
         return found
 
@@ -163,7 +179,7 @@ class Semantics:
             if value:
                 linked = self.rule_named(name).requires
             else:
-                linked = tuple(other for other in self.rules() if name in self.rule_named(other).requires)
+                linked = tuple(other for other in self._every_rule() if name in self.rule_named(other).requires)
             for other in linked:
                 if explicit.get(other, value) != value:
                     need = f"{name} needs {other}" if value else f"{other} needs {name}"
@@ -174,13 +190,13 @@ class Semantics:
         release = self.release
         overrides = tuple(
             (name, wanted[name])
-            for name in self.rules()
+            for name in self._every_rule()
             if name in wanted and wanted[name] != self.rule_named(name).by_version(release)
         )
         return Semantics(self.version, overrides)
 
     def switched(self, other: "Semantics") -> tuple[str, ...]:
-        """The rules whose values differ between this semantics and ``other``, in declaration order."""
+        """The behaviour rules whose values differ between this semantics and ``other``, in declaration order."""
         return tuple(name for name in self.rules() if getattr(self, name) != getattr(other, name))
 
     @property
@@ -297,27 +313,27 @@ class Semantics:
         return self.at_least(3, 4)
 
     # -- what exists: a scenario that needs a newer feature is refused (kjoin models no stand-in) ----------
-    @rule
+    @rule(feature=True)
     def foreign_key_joins(self) -> bool:
         """KIP-213 (2.4): KTable-KTable foreign-key joins exist."""
         return self.at_least(2, 4)
 
-    @rule
+    @rule(feature=True)
     def optimized_self_join(self) -> bool:
         """KIP-862 (3.4): with topology optimization, an inner self-join of a stream runs on one window store."""
         return self.at_least(3, 4)
 
-    @rule
+    @rule(feature=True)
     def versioned_joins(self) -> bool:
         """KIP-914 (3.5): stream-table and table-table joins over versioned tables (timestamped lookups)."""
         return self.at_least(3, 5)
 
-    @rule(requires=("versioned_joins",))
+    @rule(requires=("versioned_joins",), feature=True)
     def stream_table_grace(self) -> bool:
         """KIP-923 (3.6): a stream-table join over a versioned table may hold stream records for a grace period."""
         return self.at_least(3, 6)
 
-    @rule
+    @rule(feature=True)
     def table_aggregate_single_update(self) -> bool:
         """KIP-904 (3.5): a KTable aggregate's update that keeps its group is one repartition record (before, a
         subtract and an add record). kjoin models only this; earlier versions are refused."""
