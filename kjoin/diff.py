@@ -316,6 +316,8 @@ def _load(document: Mapping[str, Any], semantics: Semantics, settings: Mapping[s
 
 def _title(trace: Any) -> str:
     scenario = trace.scenario
+    if not isinstance(scenario, Scenario):  # an aggregate or a windowed-table join of seed 000
+        return scenario.join if scenario.join.endswith("aggregate") else f"{scenario.join} {scenario.variant} join"
     return f"{scenario.join} {scenario.variant} join"
 
 
