@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from difflib import get_close_matches
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import copy
 
@@ -34,17 +34,18 @@ from .records import Record, render_value
 from .scenario import Scenario, ScenarioError
 from .semantics import Semantics, parse_semantics
 
-__all__ = ["Difference", "Diff", "diff", "MAX_RUNS", "parse_setting"]
+__all__ = ["Attribution", "Difference", "Diff", "diff", "MAX_RUNS", "parse_setting", "compare_outputs", "Outputs"]
 
 MAX_RUNS = 400
 """How many runs the attribution may make before it charges what is left to every switch together."""
 
-_WINDOW = ("before_ms", "after_ms", "grace_ms", "spurious_result_fix", "size_ms", "advance_ms")
+_JOIN_WINDOW = ("before_ms", "after_ms", "grace_ms", "spurious_result_fix")
+_TIME_WINDOWS = ("size_ms", "advance_ms", "grace_ms")
 _TABLE = ("versioned", "history_retention_ms")
 _SIDE_LAG = {"lag_ms": None}
 _NESTED: dict[str, Any] = {
-    "window": dict.fromkeys(_WINDOW),
-    "right_window": dict.fromkeys(_WINDOW),
+    "window": dict.fromkeys(_JOIN_WINDOW),
+    "right_window": dict.fromkeys(_TIME_WINDOWS),
     "left": dict.fromkeys(_TABLE),
     "right": dict.fromkeys(_TABLE),
     "arrival": {"left": _SIDE_LAG, "right": _SIDE_LAG},
@@ -202,14 +203,24 @@ def diff(
         raise ScenarioError(f"semantics: {error}", source) from None
     settings = dict(set or {})
     for path in settings:
-        _check_path(path, document)
+        _check_path(path, document, source)
     switches: list[tuple[str, Any]] = [(name, getattr(second, name)) for name in first.switched(second)]
     switches += [(path, value) for path, value in settings.items()]
     base = _load(document, first, {}, source, "--from")
     target = _load(document, second, settings, source, "--set" if settings else "--to")
     outputs = _per_input(base)
     differences = _compare(outputs, _per_input(target))
-    attribution = _Attribution(document, first, switches, outputs, source)
+
+    def differences_of(semantics: Semantics, turned: Mapping[str, Any]) -> list[Difference] | None:
+        from .engine import run
+
+        try:
+            trace = run(_build(_apply(document, turned, semantics), None))
+        except (ScenarioError, ValueError):
+            return None  # that combination is not a scenario kjoin can run
+        return _compare(outputs, _per_input(trace))
+
+    attribution = Attribution(first, switches, differences_of)
     charged = attribution.charge(differences)
     title = _title(base)
     names = tuple(name for name, _ in switches)
@@ -253,31 +264,34 @@ def _document(scenario: Any) -> tuple[dict[str, Any], str | None]:
     raise TypeError(f"diff: expected a Scenario, a document or a file path, got {type(scenario).__name__}")
 
 
-def _check_path(path: str, document: Mapping[str, Any]) -> None:
+def _check_path(path: str, document: Mapping[str, Any], source: str | None) -> None:
     """A ``--set`` path names a setting of the scenario: else an error naming it, with the nearest."""
     from .aggregate_spec import AGGREGATE_JOINS, _FIELDS
     from .scenario.model import DOCUMENT_FIELDS
 
-    top = sorted((_FIELDS if document.get("join") in AGGREGATE_JOINS else DOCUMENT_FIELDS) - set(_NOT_SETTINGS))
+    aggregate = document.get("join") in AGGREGATE_JOINS
+    top = sorted((_FIELDS if aggregate else DOCUMENT_FIELDS) - set(_NOT_SETTINGS))
     parts = path.split(".")
     if parts[0] in _NOT_SETTINGS:
-        raise ScenarioError(f"--set {path}: not a setting to compare ({_NOT_SETTINGS[parts[0]]})")
+        raise ScenarioError(f"--set {path}: not a setting to compare ({_NOT_SETTINGS[parts[0]]})", source)
     level: Any = dict.fromkeys(top)
     level.update({name: _NESTED[name] for name in _NESTED if name in level})
+    if aggregate:
+        level["window"] = dict.fromkeys(_TIME_WINDOWS)
     for depth, part in enumerate(parts):
         where = ".".join(parts[:depth])
         if not isinstance(level, Mapping):
-            raise ScenarioError(f"--set {path}: {where} is a value, it has no field {part!r}")
+            raise ScenarioError(f"--set {path}: {where} is a value, it has no field {part!r}", source)
         if part not in level:
             near = get_close_matches(part, list(level), n=1)
             fields = (
                 f"did you mean {'.'.join([*parts[:depth], near[0]])}?" if near else f"the fields are {', '.join(level)}"
             )
             label = f"{where}.{part}" if where else part
-            raise ScenarioError(f"--set {path}: {label} is not a setting of this scenario; {fields}")
+            raise ScenarioError(f"--set {path}: {label} is not a setting of this scenario; {fields}", source)
         level = level[part]
     if isinstance(level, Mapping):
-        raise ScenarioError(f"--set {path}: name one of its fields ({', '.join(f'{path}.{n}' for n in level)})")
+        raise ScenarioError(f"--set {path}: name one of its fields ({', '.join(f'{path}.{n}' for n in level)})", source)
 
 
 def _apply(document: Mapping[str, Any], settings: Mapping[str, Any], semantics: Semantics) -> dict[str, Any]:
@@ -358,7 +372,9 @@ def _same_result(one: tuple[str, Any], other: tuple[str, Any]) -> bool:
 
 
 @dataclass
-class _Input:
+class Outputs:
+    """One input record's outputs in one run (with the deliveries its change set off), and its step."""
+
     step: int
     record: Record
     outputs: list[dict[str, Any]]
@@ -366,9 +382,9 @@ class _Input:
     """Per output, which result it is (:func:`_result_of`)."""
 
 
-def _per_input(trace: Any) -> dict[tuple[Any, ...], _Input]:
+def _per_input(trace: Any) -> dict[tuple[Any, ...], Outputs]:
     """Each input record's outputs (with those of the deliveries its change set off), by identity."""
-    by_identity: dict[tuple[Any, ...], _Input] = {}
+    by_identity: dict[tuple[Any, ...], Outputs] = {}
     of_step: dict[int, tuple[Any, ...]] = {}
     for step in trace.steps:
         message = step.message
@@ -379,13 +395,13 @@ def _per_input(trace: Any) -> dict[tuple[Any, ...], _Input]:
             while identity in by_identity:  # the same record twice (a self-join's second look): count it
                 identity = (*identity, "again")
             of_step[step.index] = identity
-            owner = by_identity[identity] = _Input(step.index, step.record, [], [])
+            owner = by_identity[identity] = Outputs(step.index, step.record, [], [])
         owner.outputs.extend(_observed(output) for output in step.outputs)
         owner.results.extend(_result_of(output) for output in step.outputs)
     return by_identity
 
 
-def _compare(first: Mapping[Any, _Input], second: Mapping[Any, _Input]) -> list[Difference]:
+def _compare(first: Mapping[Any, Outputs], second: Mapping[Any, Outputs]) -> list[Difference]:
     """The differences from ``first`` to ``second``, in the second run's step order (inputs only in the
     first run last)."""
     found: list[Difference] = []
@@ -396,13 +412,13 @@ def _compare(first: Mapping[Any, _Input], second: Mapping[Any, _Input]) -> list[
         record = (new or old).record  # type: ignore[union-attr]
         step = (new or old).step  # type: ignore[union-attr]
         from_step = (old or new).step  # type: ignore[union-attr]
-        found += _compare_outputs(
-            old or _Input(step, record, [], []), new or _Input(step, record, [], []), step, from_step
+        found += compare_outputs(
+            old or Outputs(step, record, [], []), new or Outputs(step, record, [], []), step, from_step
         )
     return found
 
 
-def _compare_outputs(old: _Input, new: _Input, step: int, from_step: int) -> list[Difference]:
+def compare_outputs(old: Outputs, new: Outputs, step: int, from_step: int) -> list[Difference]:
     """One input record's outputs in two runs: equal ones match first; of the rest, the same result
     (:func:`_result_of`) is ``changed``, others are ``removed`` or ``added``."""
     record = new.record
@@ -427,19 +443,25 @@ def _compare_outputs(old: _Input, new: _Input, step: int, from_step: int) -> lis
 
 
 # -- attribution -------------------------------------------------------------------------------
-class _Attribution:
-    """Runs the scenario with sets of switches turned, and charges each difference to the smallest
-    sets that produce it."""
+class Attribution:
+    """Runs a scenario with sets of switches turned, and charges each difference to the smallest sets
+    that produce it. ``differences_of(semantics, settings)`` runs the scenario with those (the first
+    run's semantics with rules switched, and the settings turned) and gives its differences from the
+    first run, or ``None`` if that combination cannot run; the reference engine and Spark each pass
+    their own."""
 
-    def __init__(self, document: Mapping[str, Any], first: Semantics, switches: list[tuple[str, Any]], base, source):
-        self.document = document
+    def __init__(
+        self,
+        first: Semantics,
+        switches: list[tuple[str, Any]],
+        differences_of: Callable[[Semantics, Mapping[str, Any]], list[Difference] | None],
+    ) -> None:
         self.first = first
         self.switches = switches
         self.rules = {name for name, _ in switches if name in Semantics.rules()}
-        self.base = base
-        self.source = source
+        self.differences_of = differences_of
         self.runs = 0
-        self._produced: dict[frozenset[str], frozenset[Any] | None] = {}
+        self._produced: dict[frozenset[str], frozenset[Any]] = {}
 
     def _configuration(self, names: frozenset[str]) -> tuple[Semantics, dict[str, Any]]:
         values = dict(self.switches)
@@ -458,21 +480,15 @@ class _Attribution:
             return frozenset()
         if names not in self._produced:
             self.runs += 1
-            semantics, settings = self._configuration(names)
-            try:
-                from .engine import run
-
-                trace = run(_build(_apply(self.document, settings, semantics), None))
-            except (ScenarioError, ValueError):
-                self._produced[names] = frozenset()  # that combination is not a scenario kjoin can run
-            else:
-                self._produced[names] = frozenset(d.identity for d in _compare(self.base, _per_input(trace)))
-        return self._produced[names] or frozenset()
+            found = self.differences_of(*self._configuration(names))
+            self._produced[names] = frozenset(() if found is None else (d.identity for d in found))
+        return self._produced[names]
 
     def charge(self, differences: list[Difference]) -> list[Difference]:
         names = [name for name, _ in self.switches]
         order = {name: index for index, name in enumerate(names)}
         wanted = {d.identity for d in differences}
+        self._produced.setdefault(frozenset(names), frozenset(wanted))  # every switch turned: the second run
         charged: dict[Any, tuple[set[str], set[str]]] = {}
         for size in range(1, len(names) + 1):
             if not wanted or self.runs >= MAX_RUNS:
