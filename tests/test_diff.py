@@ -414,3 +414,44 @@ def test_every_known_version_parses_and_prints_back() -> None:
     for version in KNOWN_VERSIONS:
         semantics = parse_semantics(version)
         assert parse_semantics(str(semantics)) == semantics and semantics.is_release
+
+
+def test_a_foreign_key_deliverys_outputs_count_with_the_input_record_that_set_it_off() -> None:
+    document, version = PLANTED["fk_change_only_unsubscribes"]
+    (difference,) = list(diff(document, from_=version, to="3.9.1"))
+    trace = run(Scenario.from_dict({**document, "semantics": version}))
+    assert any(step.message is not None and step.outputs for step in trace), "the outputs come at deliveries"
+    assert (difference.input.side.value, difference.input.key, difference.input.ts) == ("left", "A", 3)
+    assert difference.change == "removed" and difference.before["value"] == '{"fk":"Y","v":"A"}-null'
+    assert trace[difference.from_step].record.ts == 3 and trace[difference.from_step].message is None
+
+
+def test_outputs_pair_as_changed_only_when_they_share_a_joined_value() -> None:
+    from kjoin.diff import Outputs, compare_outputs
+    from kjoin.records import Record, Side
+
+    record = Record(Side.RIGHT, "k", "f", 80)
+
+    def outputs(*pairs):
+        observed = [{"key": "k", "value": f"{a}-{b}", "ts": 1, "tombstone": False, "partition": 0} for a, b in pairs]
+        results = [('["k", null]', (json.dumps(a), json.dumps(b))) for a, b in pairs]
+        return Outputs(0, record, observed, results)
+
+    def changes(before, after):
+        return [
+            (d.change, d.before and d.before["value"], d.after and d.after["value"])
+            for d in compare_outputs(before, after, 0, 0)
+        ]
+
+    assert changes(outputs(("A", "a5")), outputs(("A", "a1"))) == [("changed", "A-a5", "A-a1")]
+    assert changes(outputs((None, "f")), outputs(("E", None))) == [
+        ("removed", "None-f", None),
+        ("added", None, "E-None"),
+    ]
+    assert changes(outputs(("A", None)), outputs(("B", None))) == [
+        ("removed", "A-None", None),
+        ("added", None, "B-None"),
+    ]
+    assert changes(outputs(("A", "a"), ("B", "b")), outputs(("A", "a"), ("B", "b"))) == []
+    (reordered,) = compare_outputs(outputs(("A", "a"), ("B", "b")), outputs(("B", "b"), ("A", "a")), 0, 0)
+    assert reordered.change == "reordered" and [o["value"] for o in reordered.after] == ["B-b", "A-a"]
