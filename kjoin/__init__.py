@@ -13,6 +13,7 @@ record and why, and the state of every store::
 """
 
 from .engine import run
+from .diff import Diff, Difference, diff  # kjoin.diff: the function (its module stays importable as kjoin.diff)
 from .fates import Fate, Reason
 from .joins import JoinWindows, default_joiner
 from .ordering import merge_by_timestamp
@@ -23,6 +24,8 @@ from .trace import StateSnapshot, Step, Trace
 
 __all__ = [
     "Deliver",
+    "Diff",
+    "Difference",
     "Delivery",
     "Event",
     "Fate",
@@ -41,6 +44,7 @@ __all__ = [
     "TableOptions",
     "Trace",
     "default_joiner",
+    "diff",
     "load_scenario",
     "merge_by_timestamp",
     "parse_semantics",

@@ -137,7 +137,7 @@ class AggregateSpec:
             raise fail("events: a list of {side, key, value, ts} mappings")
         spec = cls(join, variant, dict(data), source)
         semantics = spec.semantics()
-        if join == "table-aggregate" and not semantics.at_least(3, 5):
+        if join == "table-aggregate" and not semantics.table_aggregate_single_update:
             raise fail(
                 f"semantics: kjoin models a table aggregate as Kafka 3.5+ does (KIP-904: an update that keeps its "
                 f"group is one repartition record), not {semantics}; use 3.5 or later"

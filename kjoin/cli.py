@@ -1,4 +1,5 @@
-"""The ``kjoin`` command: ``kjoin run SCENARIO``, ``kjoin table …`` and ``kjoin export SCENARIO --junit``."""
+"""The ``kjoin`` command: ``kjoin run SCENARIO``, ``kjoin table …``, ``kjoin export SCENARIO --junit`` and
+``kjoin diff SCENARIO --from 3.0 --to 4.3 [--set window.grace_ms=500]``."""
 
 from __future__ import annotations
 
@@ -61,6 +62,21 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _diff(args: argparse.Namespace) -> int:
+    from .diff import diff, parse_setting
+
+    settings = dict(parse_setting(text) for text in args.set or [])
+    if args.from_ is None and args.to is None and not settings:
+        raise ScenarioError("kjoin diff: name what changes: --from VERSION --to VERSION and/or --set PATH=VALUE")
+    result = diff(args.scenario, from_=args.from_, to=args.to, set=settings)
+    if args.format == "jsonl":
+        for line in result.jsonl():
+            print(line)
+    else:
+        print(result.table())
+    return 0
+
+
 def _table(args: argparse.Namespace) -> int:
     window = None
     if args.join == "stream-stream":
@@ -114,6 +130,33 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--junit", action="store_true", help="a JUnit 5 test (the only format); Java on stdout")
     export.add_argument("--class-name", help="the test class's name (default: the file's name in CamelCase + Test)")
     export.set_defaults(command=_export)
+
+    differ = commands.add_parser(
+        "diff",
+        help="every output that changes between two Kafka versions or configurations, with the rules that change it",
+    )
+    differ.add_argument("scenario", help="a YAML or JSON scenario file")
+    differ.add_argument(
+        "--from",
+        dest="from_",
+        help="the Kafka version to compare from (default: the scenario's semantics); rules may follow: "
+        "3.0+spurious_result_fix, 4.3-relaxed_null_keys",
+    )
+    differ.add_argument("--to", help="the Kafka version to compare to (default: the --from version)")
+    differ.add_argument(
+        "--set",
+        action="append",
+        metavar="PATH=VALUE",
+        help="a setting changed in the second run, e.g. window.grace_ms=500, right.versioned=true, "
+        "arrival.right.lag_ms=2000 (repeat for several)",
+    )
+    differ.add_argument(
+        "--format",
+        choices=("table", "jsonl"),
+        default="table",
+        help="table (default) or one JSON object per difference",
+    )
+    differ.set_defaults(command=_diff)
 
     table = commands.add_parser("table", help="the seeds' kind of table for two streams in ts:value notation")
     # The ts:value notation has one key and plain values: primary-key joins only (a

@@ -65,6 +65,11 @@ JUDGES = (KafkaJudge("3.0.2", "0.10.2"), KafkaJudge("3.3.2", "3.1"), KafkaJudge(
 
 def judge_of(semantics: Semantics) -> KafkaJudge:
     """The version that judges ``semantics``: of its era's judges, the oldest at least as new as it, else the newest."""
+    if not semantics.is_release:
+        raise ExportError(
+            f"semantics {semantics} switches rules away from Kafka {semantics.release}: no Kafka release behaves so, "
+            f'so no Kafka Streams test can check it; export with semantics "{semantics.release}"'
+        )
     era = semantics.era
     judges = [judge for judge in JUDGES if judge.era == era]
     if not judges:

@@ -18,9 +18,14 @@ The eras (era, versions: what changes):
 Within an era, smaller boundaries are properties too (``relaxed_null_keys``,
 ``fk_change_only_unsubscribes``, ``fk_inner_follows_null_foreign_keys``, …).
 
-Every behaviour is declared with :func:`since`: the releases that first have it (JIRA's fix versions, one per
-release line it reached) and its ticket. :func:`boundaries` lists them, so the versions that judge kjoin against
-the real library (``tests/oracle_check.py``) are derived from this module: one on each side of every boundary.
+Every behaviour is a *rule*, declared with :func:`since` instead of ``@property``: the releases that first
+have it (JIRA's fix versions, one per release line it reached) and its ticket. So every boundary is written down
+once: :func:`boundaries` lists them, and the versions that judge kjoin against the real library
+(``tests/oracle_check.py``) are derived from them, one on each side of every boundary. A :class:`Semantics` may
+switch any rule away from its version's value (``Semantics.parse("3.0").with_rules(spurious_result_fix=True)``,
+written ``3.0+spurious_result_fix``; ``4.4-relaxed_null_keys`` switches one off), which is how ``kjoin diff``
+charges each changed output to the rules that change it. A rule that means nothing without another names it
+(``@since("3.8", ticket=..., requires=("spurious_result_fix",))``) and is switched with it.
 """
 
 from __future__ import annotations
@@ -28,9 +33,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import total_ordering
-from typing import Callable
+from typing import Any, Callable
 
-__all__ = ["Boundary", "Semantics", "LATEST", "KNOWN_VERSIONS", "boundaries", "parse_semantics", "since"]
+__all__ = ["Boundary", "Semantics", "Rule", "since", "boundaries", "LATEST", "KNOWN_VERSIONS", "parse_semantics"]
 
 LATEST = "4.4"
 """The newest Kafka version kjoin models; the default semantics."""
@@ -48,7 +53,8 @@ KNOWN_VERSIONS = (
 )
 """Every Kafka release line (major.minor) kjoin knows, oldest first; a patch release of one is accepted."""
 
-_VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?(?:\.x)?\s*$")
+_VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?(?:\.x)?\s*((?:[+-]\s*\w+\s*)*)$")
+_SWITCH = re.compile(r"([+-])\s*(\w+)")
 
 
 Version = tuple[int, int, int]
@@ -77,44 +83,69 @@ class Boundary:
         return all(version >= first for first in self.fixed_in if first[:2] == version[:2])
 
 
-class _Since(property):
-    """A :class:`Semantics` property whose value is its :class:`Boundary`'s (see :func:`since`)."""
+class Rule:
+    """A behaviour that changed at a Kafka version: a property of :class:`Semantics` whose value its
+    :class:`Boundary` gives, and that a semantics may switch away from its version's value (see
+    :meth:`Semantics.with_rules`). Declare one with :func:`since` in place of ``@property``."""
 
-    boundary: Boundary
+    def __init__(
+        self, boundary: Boundary, doc: str | None, requires: tuple[str, ...] = (), feature: bool = False
+    ) -> None:
+        self.boundary = boundary
+        self.name = boundary.name
+        self.requires = requires
+        """Rules without which this one means nothing: switched on with it (and it off with them)."""
+        self.feature = feature
+        """A feature that exists from a version on: without it kjoin refuses the scenario (it models no
+        stand-in), so it changes whether a scenario runs, never its outputs."""
+        self.__doc__ = doc
+
+    def by_version(self, semantics: "Semantics") -> bool:
+        """The rule as the version alone decides it."""
+        return self.boundary.holds(semantics.version)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, semantics: "Semantics | None", owner: type | None = None) -> Any:
+        if semantics is None:
+            return self
+        for name, value in semantics.overrides:
+            if name == self.name:
+                return value
+        return self.by_version(semantics)
 
 
-def since(*fixed_in: str, ticket: str) -> Callable[[Callable[..., object]], _Since]:
-    """Declare a behaviour of :class:`Semantics`: true from the releases ``fixed_in`` on (see :class:`Boundary`).
+def since(
+    *fixed_in: str, ticket: str, requires: tuple[str, ...] = (), feature: bool = False
+) -> Callable[[Callable[..., object]], Rule]:
+    """Declare a rule of :class:`Semantics`: true from the releases ``fixed_in`` on (see :class:`Boundary`).
 
     The decorated method holds only the docstring (what changes, and which harness versions show it)::
 
         @since("3.9.1", "4.0.1", ticket="KAFKA-16394")
         def fk_change_only_unsubscribes(self) -> bool:
             \"\"\"...\"\"\"
-    """
+
+    ``requires``: rules without which this one means nothing (switched with it). ``feature=True``: a feature kjoin
+    refuses scenarios without (it changes whether a scenario runs, never its outputs)."""
     if not fixed_in:
         raise ValueError("since() needs the first release (or releases) with the behaviour")
     versions = tuple(sorted(_triple(version) for version in fixed_in))
 
-    def declare(method: Callable[..., object]) -> _Since:
-        boundary = Boundary(method.__name__, versions, ticket)
-
-        def holds(self: "Semantics") -> bool:
-            return boundary.holds(self.version)
-
-        holds.__name__ = method.__name__
-        holds.__doc__ = method.__doc__
-        declared = _Since(holds)
-        declared.__doc__ = method.__doc__  # a property subclass keeps its own class docstring otherwise
-        declared.boundary = boundary
-        return declared
+    def declare(method: Callable[..., object]) -> Rule:
+        return Rule(Boundary(method.__name__, versions, ticket), method.__doc__, tuple(requires), feature)
 
     return declare
 
 
-def boundaries() -> tuple[Boundary, ...]:
-    """Every behaviour boundary :class:`Semantics` declares, oldest first."""
-    found = [member.boundary for member in vars(Semantics).values() if isinstance(member, _Since)]
+def boundaries(features: bool = False) -> tuple[Boundary, ...]:
+    """Every behaviour boundary :class:`Semantics` declares (``features=True``: the features' too), oldest first."""
+    found = [
+        member.boundary
+        for member in vars(Semantics).values()
+        if isinstance(member, Rule) and (features or not member.feature)
+    ]
     return tuple(sorted(found, key=lambda boundary: (boundary.fixed_in, boundary.name)))
 
 
@@ -124,24 +155,101 @@ class Semantics:
     """The join semantics of one Kafka version.
 
     Build it with :func:`parse_semantics`; ``Semantics.parse("0.10.2")`` is the same.
+    ``overrides`` are rules switched away from the version's value (``(name, value)`` in the order
+    the rules are declared; :meth:`with_rules` builds them): such a semantics is no Kafka release.
     """
 
     version: tuple[int, int, int]
+    overrides: tuple[tuple[str, bool], ...] = ()
 
     @classmethod
     def parse(cls, text: "str | Semantics | None") -> "Semantics":
         return parse_semantics(text)
 
     def __lt__(self, other: "Semantics") -> bool:
-        return self.version < other.version
+        return (self.version, self.overrides) < (other.version, other.overrides)
 
     def at_least(self, major: int, minor: int, patch: int = 0) -> bool:
+        """Whether the version is at least this one: for a rule's body only (code elsewhere asks the rules,
+        so that switching a rule switches the behaviour)."""
         return self.version >= (major, minor, patch)
 
     def __str__(self) -> str:
         major, minor, patch = self.version
         # Kafka's own names: 0.10.0 and 0.10.2 (before 1.0 the third number is the release), 3.1, 3.1.2.
-        return f"{major}.{minor}.{patch}" if patch or major == 0 else f"{major}.{minor}"
+        text = f"{major}.{minor}.{patch}" if patch or major == 0 else f"{major}.{minor}"
+        # Switched rules follow, as parse_semantics reads them: 3.0+spurious_result_fix, 4.3-relaxed_null_keys.
+        return text + "".join(f"{'+' if value else '-'}{name}" for name, value in self.overrides)
+
+    # -- switching rules --------------------------------------------------------------
+    @classmethod
+    def rules(cls) -> tuple[str, ...]:
+        """The names of the behaviour rules (what changes outputs), in the order they are declared."""
+        return tuple(name for name, value in vars(cls).items() if isinstance(value, Rule) and not value.feature)
+
+    @classmethod
+    def features(cls) -> tuple[str, ...]:
+        """The names of the feature rules (what a scenario may use at all), in the order they are declared."""
+        return tuple(name for name, value in vars(cls).items() if isinstance(value, Rule) and value.feature)
+
+    @classmethod
+    def _every_rule(cls) -> tuple[str, ...]:
+        return tuple(name for name, value in vars(cls).items() if isinstance(value, Rule))
+
+    @classmethod
+    def rule_named(cls, name: str) -> Rule:
+        """The rule called ``name``; a ValueError that suggests the nearest name if there is none."""
+        found = vars(cls).get(name)
+        if not isinstance(found, Rule):
+            from difflib import get_close_matches
+
+            near = get_close_matches(name, cls._every_rule(), n=1)
+            hint = f"; did you mean {near[0]}?" if near else f"; the rules are {', '.join(cls._every_rule())}"
+            raise ValueError(f"{name!r} is not a rule of kjoin's semantics{hint}")
+        return found
+
+    @property
+    def release(self) -> "Semantics":
+        """The Kafka release itself, without switched rules."""
+        return Semantics(self.version)
+
+    @property
+    def is_release(self) -> bool:
+        """Whether this is a Kafka release as shipped (no rule switched)."""
+        return not self.overrides
+
+    def with_rules(self, **values: bool) -> "Semantics":
+        """This semantics with rules switched: ``with_rules(spurious_result_fix=False)``. A rule switched
+        on switches on the rules it requires; one switched off switches off the rules that require it.
+        Switching a rule back to its version's value removes the override."""
+        wanted = dict(self.overrides)
+        explicit = {self.rule_named(name).name: bool(value) for name, value in values.items()}
+        wanted.update(explicit)
+        pending = list(explicit.items())
+        while pending:
+            name, value = pending.pop()
+            if value:
+                linked = self.rule_named(name).requires
+            else:
+                linked = tuple(other for other in self._every_rule() if name in self.rule_named(other).requires)
+            for other in linked:
+                if explicit.get(other, value) != value:
+                    need = f"{name} needs {other}" if value else f"{other} needs {name}"
+                    raise ValueError(f"rules {name} and {other} cannot be switched apart: {need}")
+                if wanted.get(other, getattr(self.release, other)) != value:
+                    wanted[other] = value
+                    pending.append((other, value))
+        release = self.release
+        overrides = tuple(
+            (name, wanted[name])
+            for name in self._every_rule()
+            if name in wanted and wanted[name] != self.rule_named(name).by_version(release)
+        )
+        return Semantics(self.version, overrides)
+
+    def switched(self, other: "Semantics") -> tuple[str, ...]:
+        """The behaviour rules whose values differ between this semantics and ``other``, in declaration order."""
+        return tuple(name for name in self.rules() if getattr(self, name) != getattr(other, name))
 
     @property
     def era(self) -> str:
@@ -157,7 +265,7 @@ class Semantics:
         of every stream-stream join trigger, KStream-KTable inner join exists, and table-table
         joins stop sending unnecessary tombstones."""
 
-    @since("3.1", ticket="KAFKA-10847")
+    @since("3.1", ticket="KAFKA-10847", requires=("kip77",))
     def spurious_result_fix(self) -> bool:
         """KAFKA-10847 (3.1): left/outer stream-stream joins hold unmatched records in an
         outer-join buffer until their window closes plus grace (windows with a grace set
@@ -168,14 +276,14 @@ class Semantics:
         """KIP-962 (3.7): a null-key record on an outer side of a stream-stream join, or the
         stream side of a stream-table left join, is joined with null instead of dropped."""
 
-    @since("3.1.1", ticket="KAFKA-13721")
+    @since("3.1.1", ticket="KAFKA-13721", requires=("spurious_result_fix",))
     def outer_join_sweep_gate_looks_back(self) -> bool:
         """KAFKA-13721 (3.1.1): the outer-join buffer's sweep runs only if ``minTime + before + grace`` of the
         processing side (its look-back: ``before`` for a left record, ``after`` for a right one) is behind stream
         time; 3.1.0 gated with the processing side's ``after`` (harness: 3.1.0 after, 3.1.1 before). Superseded by
         ``outer_join_sweep_per_side`` from 3.8."""
 
-    @since("3.8", ticket="KAFKA-15417")
+    @since("3.8", ticket="KAFKA-15417", requires=("spurious_result_fix",))
     def outer_join_sweep_per_side(self) -> bool:
         """KAFKA-15417 (3.8): the sweep is gated by ``minTime + after + grace`` of the processing side, judges each
         entry by its own side's bound (``ts + after + grace`` for a left entry, ``ts + before + grace`` for a right
@@ -238,21 +346,46 @@ class Semantics:
         store skips a window starting at or before observed - retention while its segment lives
         (harness: 3.3.2 finds it, 3.4.1 hides it)."""
 
+    # -- what exists: a scenario that needs a newer feature is refused (kjoin models no stand-in) ----------
+    @since("2.4", ticket="KIP-213", feature=True)
+    def foreign_key_joins(self) -> bool:
+        """KIP-213 (2.4): KTable-KTable foreign-key joins exist."""
+
+    @since("3.4", ticket="KIP-862", feature=True)
+    def optimized_self_join(self) -> bool:
+        """KIP-862 (3.4): with topology optimization, an inner self-join of a stream runs on one window store."""
+
+    @since("3.5", ticket="KIP-914", feature=True)
+    def versioned_joins(self) -> bool:
+        """KIP-914 (3.5): stream-table and table-table joins over versioned tables (timestamped lookups)."""
+
+    @since("3.6", ticket="KIP-923", requires=("versioned_joins",), feature=True)
+    def stream_table_grace(self) -> bool:
+        """KIP-923 (3.6): a stream-table join over a versioned table may hold stream records for a grace period."""
+
+    @since("3.5", ticket="KIP-904", feature=True)
+    def table_aggregate_single_update(self) -> bool:
+        """KIP-904 (3.5): a KTable aggregate's update that keeps its group is one repartition record (before, a
+        subtract and an add record). kjoin models only this; earlier versions are refused."""
+
 
 def parse_semantics(text: "str | Semantics | None") -> Semantics:
-    """Parse ``"0.10.0"``, ``"2.8"``, ``"3.1.x"``, ``"latest"`` or ``None`` (the latest)."""
+    """Parse ``"0.10.0"``, ``"2.8"``, ``"3.1.x"``, ``"latest"`` or ``None`` (the latest); rules switched
+    after the version: ``"3.0+spurious_result_fix"``, ``"4.3-relaxed_null_keys"`` (see :meth:`Semantics.with_rules`)."""
     if isinstance(text, Semantics):
         return text
-    if text is None or (isinstance(text, str) and text.strip().lower() in ("", "latest", "current")):
-        text = LATEST
-    if not isinstance(text, str):
+    if not isinstance(text, str) and text is not None:
         text = str(text)
+    head = re.match(r"^\s*(latest|current)?\s*(?=[+-]|$)", text or "", re.IGNORECASE)
+    if text is None or head:
+        text = LATEST + (text or "")[head.end() if head else 0 :]
     match = _VERSION.match(text)
     if not match:
         raise ValueError(
-            f'semantics {text!r} is not a Kafka version: expected e.g. "0.10.0", "0.10.2", "3.1" or "latest"'
+            f'semantics {text!r} is not a Kafka version: expected e.g. "0.10.0", "0.10.2", "3.1" or "latest" '
+            '(rules switched after it: "3.0+spurious_result_fix", "4.3-relaxed_null_keys")'
         )
-    major, minor, patch = (int(part) if part else 0 for part in match.groups())
+    major, minor, patch = (int(part) if part else 0 for part in match.groups()[:3])
     if (major, minor) < (0, 10):
         raise ValueError(f"semantics {text!r}: Kafka Streams joins start at 0.10.0")
     known = {tuple(int(part) for part in version.split(".")[:2]) for version in KNOWN_VERSIONS}
@@ -261,4 +394,12 @@ def parse_semantics(text: "str | Semantics | None") -> Semantics:
         raise ValueError(
             f'semantics {text!r} is not a Kafka release kjoin knows; the known ones are {known_ones} or "latest"'
         )
-    return Semantics((major, minor, patch))
+    release = Semantics((major, minor, patch))
+    switches = _SWITCH.findall(match.group(4))
+    if not switches:
+        return release
+    try:
+        values = {release.rule_named(name).name: sign == "+" for sign, name in switches}
+        return release.with_rules(**values)
+    except ValueError as error:
+        raise ValueError(f"semantics {text!r}: {error}") from None

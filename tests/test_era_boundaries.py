@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import kjoin
-from kjoin.semantics import Boundary, Semantics, boundaries, since
+from kjoin.semantics import Boundary, Rule, Semantics, boundaries, since
 from tests import oracle_check
 from tests.oracle_check import CI_SHARE, FIRST_JUDGED, RELEASES, VERSIONS, ci_versions, judged_versions
 
@@ -18,14 +18,16 @@ def _numbers(version: oracle_check.KafkaVersion) -> tuple[int, int, int]:
 
 def test_every_behaviour_of_semantics_is_a_declared_boundary() -> None:
     """A behaviour written as a bare ``at_least`` would give the oracle no judge for its boundary."""
-    derived = {"era"}  # computed from declared behaviours
+    derived = {"era", "release", "is_release"}  # computed from declared behaviours, or the version itself
     for name, member in vars(Semantics).items():
         if isinstance(member, property) and not name.startswith("_") and name not in derived:
-            assert name in {boundary.name for boundary in boundaries()}, (
+            raise AssertionError(
                 f"Semantics.{name} is a plain property: declare it with @since(first release, ticket=...) so that "
-                "tests/oracle_check.py judges its boundary"
+                "tests/oracle_check.py judges its boundary and kjoin diff can switch it"
             )
-    assert all(boundary.ticket for boundary in boundaries())
+    rules = [member for member in vars(Semantics).values() if isinstance(member, Rule)]
+    assert {rule.name for rule in rules if not rule.feature} == {boundary.name for boundary in boundaries()}
+    assert all(boundary.ticket for boundary in boundaries(features=True))
 
 
 def test_a_fix_released_on_two_lines_holds_from_each_fix_version_and_on_every_later_line() -> None:

@@ -135,6 +135,9 @@ class StreamStreamJoin:
             if self._skipped(record, ctx):
                 return
         else:  # 3.1 to 3.6: the null check comes first, a skipped record leaves stream time alone
+            if record.key is None and record.value is not None and side.outer and self.semantics.relaxed_null_keys:
+                self._forward_null_key(side, record, ctx)  # only with relaxed_null_keys switched on alone
+                return
             if self._skipped(record, ctx):
                 return
             stream_time = self.clock.advance(STREAM_TIME, record.ts)

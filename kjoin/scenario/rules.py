@@ -83,7 +83,7 @@ def _check_topology(scenario: Scenario) -> None:
             raise ScenarioError(
                 f"optimize: Kafka rewrites only inner self-joins to one store; variant {scenario.variant} keeps two"
             )
-        if not scenario.semantics.at_least(3, 4):
+        if not scenario.semantics.optimized_self_join:
             raise ScenarioError(
                 "optimize: the single-store self-join exists since Kafka 3.4 (KIP-862); semantics "
                 f"{scenario.semantics} has none"
@@ -125,7 +125,7 @@ def _check_extensions(scenario: Scenario) -> None:
         raise ScenarioError(
             f"foreign_key: only a fk join has a foreign key; a {scenario.join} join joins on the record key"
         )
-    if fk and not scenario.semantics.at_least(2, 4):
+    if fk and not scenario.semantics.foreign_key_joins:
         raise ScenarioError(
             f"join: foreign-key joins exist since Kafka 2.4 (KIP-213); semantics {scenario.semantics} has none"
         )
@@ -145,12 +145,12 @@ def _check_extensions(scenario: Scenario) -> None:
                     f"events[{index}].partition: a fk join's right record must sit on its key's partition "
                     f"({expected}), where the subscriptions for that foreign key go"
                 )
-    if (scenario.left.versioned or scenario.right.versioned) and not scenario.semantics.at_least(3, 5):
+    if (scenario.left.versioned or scenario.right.versioned) and not scenario.semantics.versioned_joins:
         raise ScenarioError(
             f"versioned: joins over versioned tables exist since Kafka 3.5 (KIP-914); semantics {scenario.semantics} "
             "has none"
         )
-    if scenario.grace_ms is not None and not scenario.semantics.at_least(3, 6):
+    if scenario.grace_ms is not None and not scenario.semantics.stream_table_grace:
         raise ScenarioError(
             f"grace_ms: the stream-table grace period exists since Kafka 3.6 (KIP-923); semantics {scenario.semantics} "
             "has none"

@@ -91,6 +91,8 @@ class SparkRun:
         self._why_index: Any = None
         self._spark_partitions: int | None = None
         self._fk_traces: dict[int, Trace] = {}
+        self._rerun: Callable[[Semantics], "SparkRun"] | None = None
+        """``run_join``: the same topics joined again under other semantics (for :meth:`diff`)."""
 
     @property
     def outputs(self) -> Any:
@@ -292,6 +294,15 @@ class SparkRun:
         else:
             drill = full  # a right record answers every left key that subscribes to it: the whole scenario
         return debug_fk.diagnose_fk(full, step, drill)
+
+    def diff(self, semantics: str | Semantics | None = None) -> Any:
+        """``kjoin diff`` on Spark: every output that changes when the same topics are joined under
+        ``semantics`` (default: the latest), each with the input record that emitted it and the rules of
+        :mod:`kjoin.semantics` that change it (a :class:`kjoin.diff.Diff`; :mod:`kjoin.spark.diff`).
+        A :func:`run_join` result only; each rule switched costs one more Spark job."""
+        from .diff import spark_diff
+
+        return spark_diff(self, semantics)
 
     def write_parquet(self, path: str, mode: str = "overwrite", why_index: bool = False) -> None:
         """Write ``outputs/``, ``steps/`` and ``summary/`` under ``path`` (one pass each); a
@@ -508,6 +519,18 @@ def run_join(
     )
     result.inputs = inputs
     result._spark_partitions = spark_partitions or partitions
+    result._rerun = lambda other: run_join(
+        left,
+        right,
+        join,
+        variant,
+        semantics=other,
+        window=window,
+        joiner=joiner,
+        spark_partitions=spark_partitions,
+        method=method,
+        options=options,
+    )
     return result
 
 

@@ -140,7 +140,7 @@ class _Rules:
             buffered=variant != "inner" and semantics.spurious_result_fix and not window.deprecated_api,
             output_ts_is_max=semantics.stream_stream_output_ts_is_max,
             skipped_advance=semantics.skipped_records_advance_stream_time,
-            forward_null_keys=semantics.skipped_records_advance_stream_time and semantics.relaxed_null_keys,
+            forward_null_keys=semantics.relaxed_null_keys,
             per_side=per_side,
             gate=look_back if looks_back else look_ahead,
         )
