@@ -21,14 +21,13 @@ charged to the smallest sets of switches that produce it, all of whose names it 
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 from itertools import combinations
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
-
-import copy
 
 from .records import Record, render_value
 from .scenario import Scenario, ScenarioError
@@ -189,7 +188,7 @@ def diff(
     scenario: Any,
     from_: "str | Semantics | None" = None,
     to: "str | Semantics | None" = None,
-    set: Mapping[str, Any] | None = None,  # noqa: A002 - the CLI's --set
+    set: Mapping[str, Any] | None = None,  # named as the CLI's --set
 ) -> Diff:
     """Every output that changes from ``scenario`` under ``from_`` to ``scenario`` with the settings
     ``set`` (``{"window.grace_ms": 500}``) under ``to``, each charged to the rules and settings that
