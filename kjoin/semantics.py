@@ -80,10 +80,13 @@ class Rule:
     def __get__(self, semantics: "Semantics | None", owner: type | None = None) -> Any:
         if semantics is None:
             return self
-        for name, value in semantics.overrides:
-            if name == self.name:
-                return value
-        return self.by_version(semantics)
+        value = dict(semantics.overrides).get(self.name)
+        if value is None:
+            value = self.by_version(semantics)
+        # A semantics never changes: keep the answer in the instance, which Python reads before this
+        # descriptor (it defines no __set__), so the processors' per-record questions cost a dict lookup.
+        semantics.__dict__[self.name] = value
+        return value
 
 
 def rule(
