@@ -2,12 +2,13 @@
 the rules that change it.
 
 Two runs of one scenario are compared input record by input record. An input record is known by
-its identity ``(side, partition, offset)``, not by its step: with ``arrival`` a change can reorder
-the steps. Each output belongs to the input record whose step emitted it (a foreign-key join's
-delivery counts with the input record that set its chain off). For one input record, outputs
-equal in both runs match first (the output topic's fields: key, value, ts, tombstone, partition,
-old value, window); of the rest, a pair with the same key is ``changed``, others ``removed`` or
-``added``; the same outputs in another order are ``reordered``.
+its event (its index in the scenario's events; a seed-000 scenario's by ``(side, partition,
+offset)``), not by its step: with ``arrival`` a change can reorder the steps, and ``partitions``
+moves records to other partitions. Each output belongs to the input record whose step emitted it
+(a foreign-key join's delivery counts with the input record that set its chain off). For one input
+record, outputs equal in both runs match first (what the output topic shows: key, value, ts,
+tombstone, old value, window); of the rest, one of the same key sharing a joined value is
+``changed``, others ``removed`` or ``added``; the same outputs in another order are ``reordered``.
 
 Attribution is exact. The *switches* are the rules of :mod:`kjoin.semantics` whose values differ
 between the two semantics, and the settings given (``window.grace_ms``, …). A difference is
