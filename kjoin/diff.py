@@ -2,12 +2,13 @@
 the rules that change it.
 
 Two runs of one scenario are compared input record by input record. An input record is known by
-its identity ``(side, partition, offset)``, not by its step: with ``arrival`` a change can reorder
-the steps. Each output belongs to the input record whose step emitted it (a foreign-key join's
-delivery counts with the input record that set its chain off). For one input record, outputs
-equal in both runs match first (the output topic's fields: key, value, ts, tombstone, partition,
-old value, window); of the rest, a pair with the same key is ``changed``, others ``removed`` or
-``added``; the same outputs in another order are ``reordered``.
+its event (its index in the scenario's events; a seed-000 scenario's by ``(side, partition,
+offset)``), not by its step: with ``arrival`` a change can reorder the steps, and ``partitions``
+moves records to other partitions. Each output belongs to the input record whose step emitted it
+(a foreign-key join's delivery counts with the input record that set its chain off). For one input
+record, outputs equal in both runs match first (what the output topic shows: key, value, ts,
+tombstone, old value, window); of the rest, one of the same key sharing a joined value is
+``changed``, others ``removed`` or ``added``; the same outputs in another order are ``reordered``.
 
 Attribution is exact. The *switches* are the rules of :mod:`kjoin.semantics` whose values differ
 between the two semantics, and the settings given (``window.grace_ms``, …). A difference is
@@ -21,14 +22,13 @@ charged to the smallest sets of switches that produce it, all of whose names it 
 
 from __future__ import annotations
 
+import copy
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
 from itertools import combinations
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
-
-import copy
 
 from .records import Record, render_value
 from .scenario import Scenario, ScenarioError
@@ -59,8 +59,9 @@ _NOT_SETTINGS = {
     "name": "a name changes no output",
     "description": "a description changes no output",
 }
-_OBSERVED = ("key", "window", "value", "ts", "tombstone", "partition", "old")
-"""What an output topic shows of an output (not which rule emitted it, nor whose step it came from)."""
+_OBSERVED = ("key", "window", "value", "ts", "tombstone", "old")
+"""What an output topic shows of an output (not which rule emitted it, nor whose step it came from, nor the task
+that emitted it: the output topic places a record by its key)."""
 
 
 # -- the result -------------------------------------------------------------------------------
@@ -73,7 +74,8 @@ class Difference:
     ``after`` are outputs as dicts (a list of them for ``reordered``); ``rules`` the switches charged
     with it: :class:`~kjoin.Semantics` rule names or setting paths. ``with_rules`` are rules turned
     along with them because they require them. ``together``: no set of switches smaller than all of
-    them was found that produces it."""
+    them was found that produces it. ``event``: the input record's index in the scenario's events
+    (what identifies it when a setting such as ``partitions`` moves it to another partition)."""
 
     change: str
     step: int
@@ -85,11 +87,13 @@ class Difference:
     rules: tuple[str, ...] = ()
     with_rules: tuple[str, ...] = ()
     together: bool = False
+    event: int | None = None
 
     @property
     def identity(self) -> tuple[Any, ...]:
         """What makes two runs' differences the same difference: the input record, the change, before and after."""
-        return (_identity(self.input), self.change, _canon(self.before), _canon(self.after))
+        record = _identity(self.input) if self.event is None else ("event", self.event)
+        return (record, self.change, _canon(self.before), _canon(self.after))
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -97,6 +101,7 @@ class Difference:
             "step": self.step,
             "from_step": self.from_step,
             "input": self.input.to_dict(),
+            **({} if self.event is None else {"event": self.event}),
             "key": self.key,
             "before": self.before,
             "after": self.after,
@@ -189,7 +194,7 @@ def diff(
     scenario: Any,
     from_: "str | Semantics | None" = None,
     to: "str | Semantics | None" = None,
-    set: Mapping[str, Any] | None = None,  # noqa: A002 - the CLI's --set
+    set: Mapping[str, Any] | None = None,  # named as the CLI's --set
 ) -> Diff:
     """Every output that changes from ``scenario`` under ``from_`` to ``scenario`` with the settings
     ``set`` (``{"window.grace_ms": 500}``) under ``to``, each charged to the rules and settings that
@@ -380,25 +385,40 @@ class Outputs:
     outputs: list[dict[str, Any]]
     results: list[tuple[str, Any]]
     """Per output, which result it is (:func:`_result_of`)."""
+    event: int | None = None
+    """The record's index in the scenario's events, where the scenario lists them."""
 
 
 def _per_input(trace: Any) -> dict[tuple[Any, ...], Outputs]:
     """Each input record's outputs (with those of the deliveries its change set off), by identity."""
     by_identity: dict[tuple[Any, ...], Outputs] = {}
     of_step: dict[int, tuple[Any, ...]] = {}
+    events = _event_indexes(trace.scenario)
     for step in trace.steps:
         message = step.message
         if message is not None:
             owner = by_identity[of_step[message.origin_step]]
         else:
-            identity = _identity(step.record)
+            event = events.get(_identity(step.record))
+            identity = _identity(step.record) if event is None else ("event", event)
             while identity in by_identity:  # the same record twice (a self-join's second look): count it
                 identity = (*identity, "again")
             of_step[step.index] = identity
-            owner = by_identity[identity] = Outputs(step.index, step.record, [], [])
+            owner = by_identity[identity] = Outputs(step.index, step.record, [], [], event)
         owner.outputs.extend(_observed(output) for output in step.outputs)
         owner.results.extend(_result_of(output) for output in step.outputs)
     return by_identity
+
+
+def _event_indexes(scenario: Any) -> dict[tuple[Any, ...], int]:
+    """``(side, partition, offset)`` of each listed event's record -> its index in the events (a scenario
+    of seed 000 has none: its records are named by their partition and offset)."""
+    if not isinstance(scenario, Scenario):
+        return {}
+    from .scenario.builders import assign_offsets
+
+    script = assign_offsets(scenario.events, scenario.partitions)
+    return {_identity(item): index for index, item in enumerate(script) if isinstance(item, Record)}
 
 
 def _compare(first: Mapping[Any, Outputs], second: Mapping[Any, Outputs]) -> list[Difference]:
@@ -422,6 +442,7 @@ def compare_outputs(old: Outputs, new: Outputs, step: int, from_step: int) -> li
     """One input record's outputs in two runs: equal ones match first; of the rest, the same result
     (:func:`_result_of`) is ``changed``, others are ``removed`` or ``added``."""
     record = new.record
+    event = new.event if new.event is not None else old.event
     left = list(zip(old.outputs, old.results))
     right = list(zip(new.outputs, new.results))
     for item in list(left):
@@ -434,11 +455,15 @@ def compare_outputs(old: Outputs, new: Outputs, step: int, from_step: int) -> li
         if partner is not None:
             right.remove(partner)
             left.remove((output, result))
-            differences.append(Difference("changed", step, from_step, record, output["key"], output, partner[0]))
-    differences += [Difference("removed", step, from_step, record, o["key"], o, None) for o, _ in left]
-    differences += [Difference("added", step, from_step, record, o["key"], None, o) for o, _ in right]
+            differences.append(
+                Difference("changed", step, from_step, record, output["key"], output, partner[0], event=event)
+            )
+    differences += [Difference("removed", step, from_step, record, o["key"], o, None, event=event) for o, _ in left]
+    differences += [Difference("added", step, from_step, record, o["key"], None, o, event=event) for o, _ in right]
     if not differences and old.outputs != new.outputs:
-        differences.append(Difference("reordered", step, from_step, record, record.key, old.outputs, new.outputs))
+        differences.append(
+            Difference("reordered", step, from_step, record, record.key, old.outputs, new.outputs, event=event)
+        )
     return differences
 
 
@@ -518,6 +543,4 @@ class Attribution:
 
 
 def _charged(d: Difference, rules: Any, along: Any, together: bool) -> Difference:
-    return Difference(
-        d.change, d.step, d.from_step, d.input, d.key, d.before, d.after, tuple(rules), tuple(along), together
-    )
+    return replace(d, rules=tuple(rules), with_rules=tuple(along), together=together)

@@ -110,10 +110,13 @@ class Rule:
     def __get__(self, semantics: "Semantics | None", owner: type | None = None) -> Any:
         if semantics is None:
             return self
-        for name, value in semantics.overrides:
-            if name == self.name:
-                return value
-        return self.by_version(semantics)
+        value = dict(semantics.overrides).get(self.name)
+        if value is None:
+            value = self.by_version(semantics)
+        # A semantics never changes: keep the answer in the instance, which Python reads before this
+        # descriptor (it defines no __set__), so the processors' per-record questions cost a dict lookup.
+        semantics.__dict__[self.name] = value
+        return value
 
 
 def since(
@@ -161,6 +164,17 @@ class Semantics:
 
     version: tuple[int, int, int]
     overrides: tuple[tuple[str, bool], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.overrides:  # one spelling per behaviour: declaration order, no override equal to the version's value
+            values = {self.rule_named(name).name: bool(value) for name, value in self.overrides}
+            release = Semantics(self.version)
+            normal = tuple(
+                (name, values[name])
+                for name in self._every_rule()
+                if name in values and values[name] != self.rule_named(name).by_version(release)
+            )
+            object.__setattr__(self, "overrides", normal)
 
     @classmethod
     def parse(cls, text: "str | Semantics | None") -> "Semantics":
@@ -239,13 +253,7 @@ class Semantics:
                 if wanted.get(other, getattr(self.release, other)) != value:
                     wanted[other] = value
                     pending.append((other, value))
-        release = self.release
-        overrides = tuple(
-            (name, wanted[name])
-            for name in self._every_rule()
-            if name in wanted and wanted[name] != self.rule_named(name).by_version(release)
-        )
-        return Semantics(self.version, overrides)
+        return Semantics(self.version, tuple(wanted.items()))
 
     def switched(self, other: "Semantics") -> tuple[str, ...]:
         """The behaviour rules whose values differ between this semantics and ``other``, in declaration order."""

@@ -433,7 +433,7 @@ def test_outputs_pair_as_changed_only_when_they_share_a_joined_value() -> None:
     record = Record(Side.RIGHT, "k", "f", 80)
 
     def outputs(*pairs):
-        observed = [{"key": "k", "value": f"{a}-{b}", "ts": 1, "tombstone": False, "partition": 0} for a, b in pairs]
+        observed = [{"key": "k", "value": f"{a}-{b}", "ts": 1, "tombstone": False} for a, b in pairs]
         results = [('["k", null]', (json.dumps(a), json.dumps(b))) for a, b in pairs]
         return Outputs(0, record, observed, results)
 
@@ -471,3 +471,24 @@ def test_no_code_asks_the_version_behind_the_rules_back() -> None:
         and not (path.name == "export_junit.py" and "judge.numbers >= semantics.version" in line)
     ]
     assert offending == []
+
+
+def test_records_moved_to_other_partitions_are_still_the_same_input_records() -> None:
+    """partitions: 3 moves records to other partitions (new offsets there): they are matched by their event, so an
+    inner join, whose outputs do not depend on the tasks, changes nothing, and a left join's changes name the event."""
+    keys = ["a", "b", "c", "d", "e", "f"]
+    events = [ev("left", key, f"L{key}", 2 * i) for i, key in enumerate(keys)]
+    events += [ev("right", key, f"R{key}", 2 * i + 1) for i, key in enumerate(keys)]
+    events += [ev("left", "g", "Lg", 20), ev("left", "a", "late", 60)]  # g (task 0) alone; a's task is 1
+    document = {"join": "stream-stream", "variant": "inner", "window": STREAM_WINDOW, "events": events}
+    moved = Scenario.from_dict({**document, "partitions": 3}).records()
+    assert {record.partition for record in moved} == {0, 1, 2}
+    assert len(diff(document, set={"partitions": 3})) == 0
+    left = diff({**document, "variant": "left"}, set={"partitions": 3})
+    assert len(left) > 0 and all(d.rules == ("partitions",) for d in left)
+    assert ("late", "Lg-null") in {(d.input.value, d.before and d.before["value"]) for d in left}, (
+        "late@60 moves the stream time of a's task only: g's task never closes Lg's window"
+    )
+    for d in left:  # each names the event whose step emitted it, in the second run's partition
+        event = events[d.event]
+        assert (d.input.side.value, d.input.key, d.input.ts) == (event["side"], event["key"], event["ts"])

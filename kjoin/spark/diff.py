@@ -106,9 +106,7 @@ def _outputs(rows: Any, partition: int, record: Record, step: int, decode_key: A
     for row in rows or []:
         key = decode_key(row["key"])
         value = None if row["tombstone"] else row["value"]
-        outputs.append(
-            {"key": key, "value": value, "ts": row["ts"], "tombstone": row["tombstone"], "partition": partition}
-        )
+        outputs.append({"key": key, "value": value, "ts": row["ts"], "tombstone": row["tombstone"]})
         joined = (_canon(decode_value(row["left"])), _canon(decode_value(row["right"])))
         results.append((_canon([key, None]), joined))
     return Outputs(step, record, outputs, results)
