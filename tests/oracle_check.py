@@ -553,6 +553,9 @@ def scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
         left_value = st.one_of(st.none(), st.builds(lambda fk, v: {"fk": fk, "v": v}, foreign, st.integers(0, 9)))
         keys = {"left": st.sampled_from(["A", "B", None]), "right": st.sampled_from(["X", "Y", None])}
         data["events"] = draw(_events(("left", "right"), 30, left_value, keys))
+        for event in data["events"]:  # now and then a customer whose value is "": zero bytes, read back as null
+            if event["side"] == "right" and event["value"] is not None and draw(st.integers(0, 5)) == 0:
+                event["value"] = ""
     return kjoin.Scenario.from_dict(data)
 
 

@@ -303,6 +303,35 @@ def test_kafka_4_3_fk_inner_join_follows_a_row_to_and_from_a_null_foreign_key(bu
     assert kafka == ours == [[], [], [], [], [], [], []]
 
 
+EMPTY_CUSTOMER = {
+    "join": "fk",
+    "foreign_key": "fk",
+    "events": [
+        {"side": "right", "key": "c", "value": "", "ts": 1},  # the String serde writes "" as zero bytes
+        {"side": "left", "key": "o", "value": {"fk": "c", "v": 1}, "ts": 2},
+        {"side": "right", "key": "c", "value": "Ann", "ts": 3},
+        {"side": "right", "key": "c", "value": "", "ts": 4},
+    ],
+}
+
+
+def test_every_kafka_version_reads_a_foreign_value_of_zero_bytes_as_null(harness: Harness) -> None:
+    """Issue 32, class 1: a subscription response writes a missing right value as zero bytes, so a customer whose
+    value is "" reaches the joiner as null (``kjoin.serde``): ``order-null`` in a left join, a tombstone in an inner
+    join (a caching result store drops the tombstone of a row that never had a result)."""
+    order = '{"fk":"c","v":1}'
+    for variant in ("left", "inner"):
+        for options in ({}, {"materialized": True, "caching": ["result"]}):
+            scenario = kjoin.Scenario.from_dict(
+                {**EMPTY_CUSTOMER, "variant": variant, **options, "semantics": harness.version}
+            )
+            kafka = harness.run(scenario)
+            assert kafka == kjoin_outputs(scenario), (variant, options)
+            empty = f"{order}-null" if variant == "left" else None
+            first = [] if empty is None and options else [["o", empty, 2]]
+            assert kafka == [[], first, [["o", f"{order}-Ann", 3]], [["o", empty, 4]]], (variant, options)
+
+
 FK_MOVES = {
     "join": "fk",
     "variant": "left",
