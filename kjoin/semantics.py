@@ -310,9 +310,14 @@ class Semantics:
     def fk_change_only_unsubscribes(self) -> bool:
         """KAFKA-16394 (3.9.1 and 4.0.1; 4.0.0 was released before the fix): in a foreign-key left
         join, a changed or deleted foreign key only unsubscribes from the old one; 3.7.0 to 3.9.0
-        (and 4.0.0) also propagated that unsubscription, so the row's result was emitted twice
-        (once joined with null). Harness: 3.7.1, 3.8.1, 3.9.0 and 4.0.0 emit it twice, 3.9.1,
-        4.0.1 and 4.3.1 once."""
+        (and 4.0.0) also propagated that unsubscription (``DELETE_KEY_AND_PROPAGATE``), so the row's
+        result was emitted twice: joined with null, at max(left ts, the old key's right ts), then
+        with the new key's answer (to a key with a right value, to one without, to null; a deleted
+        row's second tombstone too). A caching result store forwards both: TopologyTestDriver
+        commits after each record it processes, the response topic's included. Harness (with and
+        without a caching result store): 3.7.0, 3.7.1, 3.7.2, 3.8.0, 3.8.1, 3.9.0 and 4.0.0 emit it
+        twice; 3.9.1, 4.0.1, 4.1.0, 4.1.1, 4.2.0 and 4.3.1 once; 3.6.2 once (before KIP-962 a left
+        join's row with a null foreign key is skipped)."""
 
     @since("3.9.1", "4.0.1", ticket="KAFKA-16407, KAFKA-16434")
     def fk_inner_follows_null_foreign_keys(self) -> bool:

@@ -799,3 +799,53 @@ def test_kjoin_run_prints_an_fk_trace(tmp_path, capsys):
     text = capsys.readouterr().out
     # the update that keeps foreign key Y asks only for an existing result (3.9.1+), and Y has bar
     assert "dropped (stale-response)" in text and text.count("PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE") >= 2
+
+
+# -- issue 32, class 1: a right value of zero bytes -------------------------------------------
+EMPTY_CUSTOMER = [
+    {"side": "right", "key": "c", "value": "", "ts": 1},  # a customer whose value is "" (String serde: zero bytes)
+    {"side": "left", "key": "o", "value": {"fk": "c"}, "ts": 2},
+    {"side": "right", "key": "c", "value": "Ann", "ts": 3},
+    {"side": "right", "key": "c", "value": "", "ts": 4},
+]
+
+
+def test_the_serde_model_says_which_values_serialize_to_zero_bytes():
+    from kjoin.serde import serialize_value, serializes_to_nothing, through_response
+
+    assert serialize_value("") == b"" and serialize_value(None) is None
+    assert serialize_value({"b": 1, "a": "é"}) == b'{"a":"\\u00e9","b":1}'  # kjoin's JSON, as the harness sends it
+    assert [serializes_to_nothing(v) for v in ("", " ", 0, 0.0, False, {}, [], None)] == [True] + [False] * 7
+    assert through_response("") is None and through_response({}) == {} and through_response(0) == 0
+
+
+@pytest.mark.parametrize("variant", ["left", "inner"])
+def test_a_customer_whose_value_is_empty_reaches_the_joiner_as_null(variant):
+    """Kafka's subscription response writes a missing right value as zero bytes, so a right value that serializes
+    to zero bytes is read back as null: the left join emits ``order-null``, the inner join a tombstone, both when
+    the order subscribes and when the customer's update reaches it by the prefix scan."""
+    trace = run(Scenario.from_dict({"join": "fk", "variant": variant, "foreign_key": "fk", "events": EMPTY_CUSTOMER}))
+    empty = '{"fk":"c"}-null' if variant == "left" else None
+    assert [(o.render() if not o.tombstone else None, o.ts) for o in trace.outputs] == [
+        (empty, 2),
+        ('{"fk":"c"}-Ann', 3),
+        (empty, 4),
+    ]
+    joined = [step for step in trace.steps if step.outputs]
+    assert all(o.right is None for o in joined[0].outputs + joined[2].outputs)
+    for step in (joined[0], joined[2]):
+        assert 'the right value "" serializes to zero bytes' in step.explain
+        assert "reads it as null" in step.explain
+    assert "zero bytes" not in joined[1].explain
+    sent = trace.steps[joined[0].index - 1]  # the subscription's delivery, which found "" and answered
+    assert 'sent m2 ("") back' in sent.explain and "will read it as null" in sent.explain
+
+
+def test_the_left_value_hash_is_of_its_serialized_bytes():
+    """Kafka hashes the serialized left value (Murmur3.hash128 of the serde's bytes): equal bytes, equal hashes."""
+    from kjoin.serde import serialize_value
+
+    assert value_hash({"fk": "c", "v": 1}) == value_hash({"v": 1, "fk": "c"})  # one JSON text: keys sorted
+    assert value_hash({"fk": "c", "v": 1}) != value_hash({"fk": "c", "v": "1"})
+    assert serialize_value({"fk": "c", "v": 1}) != serialize_value({"fk": "c", "v": "1"})
+    assert value_hash(None) is None

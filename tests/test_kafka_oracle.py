@@ -315,6 +315,76 @@ def test_kafka_4_4_fk_inner_join_follows_a_row_to_and_from_a_null_foreign_key(bu
     assert kafka == ours == [[], [], [], [], [], [], []]
 
 
+EMPTY_CUSTOMER = {
+    "join": "fk",
+    "foreign_key": "fk",
+    "events": [
+        {"side": "right", "key": "c", "value": "", "ts": 1},  # the String serde writes "" as zero bytes
+        {"side": "left", "key": "o", "value": {"fk": "c", "v": 1}, "ts": 2},
+        {"side": "right", "key": "c", "value": "Ann", "ts": 3},
+        {"side": "right", "key": "c", "value": "", "ts": 4},
+    ],
+}
+
+
+def test_every_kafka_version_reads_a_foreign_value_of_zero_bytes_as_null(harness: Harness) -> None:
+    """Issue 32, class 1: a subscription response writes a missing right value as zero bytes, so a customer whose
+    value is "" reaches the joiner as null (``kjoin.serde``): ``order-null`` in a left join, a tombstone in an inner
+    join (a caching result store drops the tombstone of a row that never had a result)."""
+    order = '{"fk":"c","v":1}'
+    for variant in ("left", "inner"):
+        for options in ({}, {"materialized": True, "caching": ["result"]}):
+            scenario = kjoin.Scenario.from_dict(
+                {**EMPTY_CUSTOMER, "variant": variant, **options, "semantics": harness.version}
+            )
+            kafka = harness.run(scenario)
+            assert kafka == kjoin_outputs(scenario), (variant, options)
+            empty = f"{order}-null" if variant == "left" else None
+            first = [] if empty is None and options else [["o", empty, 2]]
+            assert kafka == [[], first, [["o", f"{order}-Ann", 3]], [["o", empty, 4]]], (variant, options)
+
+
+FK_MOVES = {
+    "join": "fk",
+    "variant": "left",
+    "foreign_key": "fk",
+    "events": [
+        {"side": "right", "key": "X", "value": "x", "ts": 1},
+        {"side": "left", "key": "A", "value": {"fk": "X", "v": 1}, "ts": 2},
+        {"side": "left", "key": "A", "value": {"fk": "Y", "v": 2}, "ts": 3},  # to a key with no right value
+        {"side": "right", "key": "Y", "value": "y", "ts": 20},
+        {"side": "left", "key": "A", "value": {"fk": "X", "v": 3}, "ts": 5},  # the old key's null is @20
+        {"side": "left", "key": "A", "value": {"fk": None, "v": 4}, "ts": 6},  # to a null foreign key
+        {"side": "left", "key": "A", "value": None, "ts": 8},
+    ],
+}
+
+
+def test_a_fk_left_join_from_3_7_0_to_3_9_0_and_in_4_0_0_emits_a_moved_row_twice_cached_or_not(built) -> None:
+    """Issue 32, class 2. KAFKA-16394: a left join of 3.7.0 to 3.9.0, and of 4.0.0, unsubscribes a row whose foreign
+    key changed with DELETE_KEY_AND_PROPAGATE, so the row is emitted twice: joined with null (at the old foreign
+    key's right ts, @20 when it moves away from Y), then with the new key's answer. 3.6.2 (no null foreign keys in a
+    left join yet), 3.9.1 and 4.0.1 emit it once (``fk_change_only_unsubscribes``). A caching result store does not
+    merge the two: TopologyTestDriver commits after every record it processes, the response topic's included."""
+    doubles = {"3.6.2": False, "3.7.0": True, "3.9.0": True, "3.9.1": False, "4.0.0": True, "4.0.1": False}
+    assert set(doubles) == set(oracle_check.FK_JUDGES)
+    for version, doubled in doubles.items():
+        semantics = kjoin.parse_semantics(version)
+        assert (semantics.relaxed_null_keys and not semantics.fk_change_only_unsubscribes) is doubled, version
+        with Harness(version) as harness:
+            for options in ({}, {"materialized": True, "caching": ["result"]}):
+                scenario = kjoin.Scenario.from_dict({**FK_MOVES, **options, "semantics": version})
+                kafka = harness.run(scenario)
+                assert kafka == kjoin_outputs(scenario), (version, options)
+                moved = kafka[4]  # X again: Y's null @20 first, then x
+                assert moved == (
+                    [["A", '{"fk":"X","v":3}-null', 20], ["A", '{"fk":"X","v":3}-x', 5]]
+                    if doubled
+                    else [["A", '{"fk":"X","v":3}-x', 5]]
+                ), (version, options)
+                assert len(kafka[2]) == (2 if doubled else 1), (version, options)
+
+
 # -- seed 000 (issue 11): the aggregates and WTable joins today's DSL expresses --------------------------------
 SEED_000_EXAMPLES = int(__import__("os").environ.get("KJOIN_ORACLE_SEED_000_EXAMPLES", "400"))
 

@@ -43,7 +43,8 @@ def random_fk_scenario(rng: random.Random, variant: str, semantics: str, deliver
             key = None if rng.random() < 0.04 else rng.choice("abcde")
             events.append({"side": "left", "key": key, "value": value, "ts": rng.randrange(60)})
         else:
-            value = None if rng.random() < 0.2 else f"c{rng.randrange(9)}"
+            draw = rng.random()  # now and then a customer whose value is "": zero bytes, read back as null
+            value = None if draw < 0.2 else "" if draw < 0.27 else f"c{rng.randrange(9)}"
             events.append({"side": "right", "key": rng.choice(FKS), "value": value, "ts": rng.randrange(60)})
     data = {
         "join": "fk",
@@ -224,7 +225,12 @@ def test_every_fk_result_has_a_reason_and_null_results_agree_with_why(random_run
             assert scenario.variant == "left" and r["right"] is None
             origin = full[r["origin_step"]]
             seen.add(r["reason"])
-            if origin.record.side is Side.RIGHT:
+            if r["reason"] == "empty-foreign-value":  # a right value of zero bytes: the response reads it as null
+                assert origin.message is None and full[r["step"]].message.value.foreign_value == ""
+                if origin.record.side is Side.LEFT:
+                    why = result.why(origin.record.partition, origin.record.offset, side="left", scenario=r["scenario"])
+                    assert why.verdict == "empty-foreign-value" and "zero bytes" in why.text, why
+            elif origin.record.side is Side.RIGHT:
                 assert r["reason"] == "partner-deleted" and origin.record.value is None
             elif r["reason"] == "foreign-key-changed":
                 assert scenario.semantics.relaxed_null_keys and not scenario.semantics.fk_change_only_unsubscribes
@@ -233,7 +239,8 @@ def test_every_fk_result_has_a_reason_and_null_results_agree_with_why(random_run
                     origin.record.partition, origin.record.offset, side="left", scenario=r["scenario"]
                 ).verdict
                 assert why == r["reason"], (r, why)
-    assert {"null-foreign-key", "partner-later", "partner-deleted", "foreign-key-changed"} <= seen
+    verdicts = {"null-foreign-key", "partner-later", "partner-deleted", "foreign-key-changed", "empty-foreign-value"}
+    assert verdicts <= seen, seen
 
 
 # -- why: planted causes ---------------------------------------------------------------------------

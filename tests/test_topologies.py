@@ -429,14 +429,28 @@ def test_in_a_chain_a_cache_can_keep_a_stale_result():
 
 
 def test_an_fk_delivery_whose_result_waits_in_the_cache_is_buffered():
-    """A right update answers two subscribers; with immediate delivery the task commits only
-    once nothing is in flight, so the first response's result waits in the result cache."""
+    """A right update answers two subscribers. Deliveries are records of their task and count
+    towards its commits: with ``commit_every: 2`` the task's seven steps (two left records, their
+    subscriptions, the right record, two responses) commit at steps 1, 3 and 5, so the response
+    to a (step 5) forwards its result at once and the response to b (step 6) waits in the cache."""
+    events = [("left", "a", {"fk": "y"}, 1), ("left", "b", {"fk": "y"}, 2), ("right", "y", "Y", 3)]
+    trace = run(_fk(events, materialized=True, caching=True, commit_every=2))
+    first, last = trace.steps[5], trace.steps[6]
+    assert [o.key for o in first.outputs] == ["a"]
+    assert (last.fate, last.reason, last.outputs) == (Fate.BUFFERED, Reason.RECORD_CACHE, ())
+    assert "waits in the result store's cache" in last.explain
+
+
+def test_an_fk_task_commits_after_every_delivery_as_topology_test_driver_does():
+    """``commit_every: 1`` (TopologyTestDriver): a task commits after every record it processes,
+    a delivered subscription or response included, so each response's result leaves the cache
+    at its own delivery; the left join of 3.8 whose row moves from x to y forwards both of its
+    results (the old foreign key's null, then y's), as Kafka 3.8.1 does."""
     events = [("left", "a", {"fk": "y"}, 1), ("left", "b", {"fk": "y"}, 2), ("right", "y", "Y", 3)]
     trace = run(_fk(events, materialized=True, caching=True))
-    responses = [
-        step for step in trace.steps if step.message is not None and step.message.topic == "response" and step.index > 4
-    ]
-    first, last = responses[-2], responses[-1]
-    assert (first.fate, first.reason, first.outputs) == (Fate.BUFFERED, Reason.RECORD_CACHE, ())
-    assert "waits in the result store's cache" in first.explain
-    assert sorted(o.key for o in last.outputs) == ["a", "b"]
+    responses = [step for step in trace.steps if step.message is not None and step.message.topic == "response"]
+    assert [[o.key for o in step.outputs] for step in responses[-2:]] == [["a"], ["b"]]
+    moved = [("right", "x", "X", 1), ("left", "a", {"fk": "x"}, 2), ("left", "a", {"fk": "y"}, 3)]
+    for version, expected in (("3.8.1", ['{"fk":"y"}-null', '{"fk":"y"}-null']), ("3.9.1", ['{"fk":"y"}-null'])):
+        trace = run(_fk(moved, variant="left", semantics=version, materialized=True, caching=True))
+        assert [o.render() for o in trace.outputs][1:] == expected, version

@@ -36,9 +36,6 @@ class NoSuchMessage(ValueError):
 class Scheduler:
     """Delivers nothing on its own: the base of the delivery modes."""
 
-    commits_each_step = True
-    """Does a task commit after every step (TopologyTestDriver: only once nothing is in flight)?"""
-
     def __init__(self, in_flight: InFlightMessages) -> None:
         self.in_flight = in_flight
 
@@ -61,8 +58,6 @@ class Scheduler:
 
 class ImmediateDelivery(Scheduler):
     """After each input record, every message in flight, oldest first."""
-
-    commits_each_step = False
 
     def after_input(self, deliver: Deliver) -> None:
         self._deliver_in_order(deliver)

@@ -12,22 +12,26 @@ How it works (KIP-213; docs/semantics.md §4):
   partition of the primary key; the LHS drops it as stale when the hash no longer matches
   the hash of its current left value.
 
-The hash is BLAKE2b with a 16-byte (128-bit) digest of the value's canonical JSON
-(``sort_keys``, no spaces, UTF-8). Kafka uses Murmur3-128 of the serialized value; any stable
-128-bit hash of a deterministic serialization gives the same equalities. A deleted value
-has no hash (``None``), as in Kafka.
+The hash is BLAKE2b with a 16-byte (128-bit) digest of the value's serialized bytes
+(:func:`kjoin.serde.serialize_value`, the String serde's). Kafka uses Murmur3-128 of the same
+bytes; any 128-bit hash of them gives the same equalities. A deleted value has no hash
+(``None``), as in Kafka.
+
+A response carries the right value as bytes, and a missing one as zero bytes, so a right value
+that serializes to zero bytes (``""``) arrives as null (:attr:`ResponseWrapper.received`,
+:func:`kjoin.serde.through_response`).
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from ..partitioner import serialize_key
 from ..records import render_value
+from ..serde import serialize_value, serializes_to_nothing, through_response
 
 __all__ = [
     "Instruction",
@@ -39,6 +43,7 @@ __all__ = [
     "fk_bytes",
     "extract_foreign_key",
     "short_hash",
+    "shown",
     "SUBSCRIPTION",
     "RESPONSE",
 ]
@@ -94,11 +99,16 @@ def extract_foreign_key(path: str, value: Any) -> Any:
 
 
 def value_hash(value: Any) -> str | None:
-    """The 128-bit hash of a left value as 32 hex digits; ``None`` for a deleted value."""
-    if value is None:
-        return None
-    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    """The 128-bit hash of a left value's serialized bytes as 32 hex digits; ``None`` for a
+    deleted value."""
+    data = serialize_value(value)
+    return None if data is None else hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def shown(value: Any) -> str:
+    """A value in an explanation: as :func:`render_value` writes it, but a value of zero bytes
+    as ``""`` rather than nothing."""
+    return '""' if serializes_to_nothing(value) else render_value(value)
 
 
 def short_hash(digest: str | None) -> str:
@@ -147,11 +157,25 @@ class SubscriptionWrapper:
 
 @dataclass(frozen=True, slots=True)
 class ResponseWrapper:
-    """The value of a response message: the subscription's hash and the right value (or null)."""
+    """The value of a response message: the subscription's hash and the right value (or null).
+
+    ``foreign_value`` is the right value the right task sent; :attr:`received` what the left
+    task reads back (``SubscriptionResponseWrapperSerde`` writes a missing value as zero bytes,
+    so a value that serializes to zero bytes, ``""``, is read as null)."""
 
     hash: str | None
     foreign_value: Any
     primary_partition: int
+
+    @property
+    def received(self) -> Any:
+        """The right value as the left task deserializes it."""
+        return through_response(self.foreign_value)
+
+    @property
+    def arrives_as_null(self) -> bool:
+        """Is the right value one that serializes to zero bytes, read back as null?"""
+        return serializes_to_nothing(self.foreign_value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +208,7 @@ class Message:
                 f"{short_hash(self.value.hash)}"
             )
         else:
-            body = f"{render_value(self.key)} ← {render_value(self.value.foreign_value)} {short_hash(self.value.hash)}"
+            body = f"{render_value(self.key)} ← {shown(self.value.foreign_value)} {short_hash(self.value.hash)}"
         return f"{self.topic} {self.id} {body} @{self.ts} → task {self.partition}"
 
     def to_dict(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from ..records import render_value
 from ..state import StateLog, StoreId
 from ..stores import IN_FLIGHT
 from ..stores.base import Item, StoreKind
-from .fk_protocol import Message, SubscriptionWrapper
+from .fk_protocol import Message, SubscriptionWrapper, shown
 
 __all__ = ["InFlightMessages", "InFlight", "IN_FLIGHT", "carries"]
 
@@ -26,7 +26,7 @@ def carries(message: Message) -> str:
     value = message.value
     if isinstance(value, SubscriptionWrapper):
         return f"({render_value(message.key)}, {render_value(value.pk)}) {value.instruction.value}"
-    return f"{render_value(message.key)} ← {render_value(value.foreign_value)}"
+    return f"{render_value(message.key)} ← {shown(value.foreign_value)}"
 
 
 class InFlight(StoreKind):

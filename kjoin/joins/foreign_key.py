@@ -63,6 +63,7 @@ from .fk_protocol import (
     extract_foreign_key,
     fk_bytes,
     short_hash,
+    shown,
     value_hash,
 )
 
@@ -325,7 +326,7 @@ class ForeignKeyJoin:
                 said += f"; stored subscription {combined}"
         found = None if fk is None else task.right.get(fk)  # look up
         ts = message.ts if found is None else max(message.ts, found[1])
-        has = "nothing" if found is None else f"{render_value(found[0])}@{found[1]}"
+        has = "nothing" if found is None else f"{shown(found[0])}@{found[1]}"
         said += f"; the right table has {has} for {render_value(fk)}"
         if instruction is Instruction.DELETE_KEY_NO_PROPAGATE or (
             instruction is Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE and found is None
@@ -338,7 +339,7 @@ class ForeignKeyJoin:
         ctx.settle(
             Fate.STORED,
             Reason.RESPONSE_SENT,
-            f"{said}; {instruction}: sent {sent} ({render_value(foreign_value)}) back.",
+            f"{said}; {instruction}: sent {sent} ({shown(foreign_value)}) back{_zero_bytes_note(response)}.",
         )
 
     # -- 3. prefix scan on a right update (right task) ------------------------------------
@@ -348,7 +349,7 @@ class ForeignKeyJoin:
             return
         subscribers = task.subscriptions.prefix_scan(CombinedKey(record.key, None).prefix())  # look up
         change = lambda: (  # noqa: E731
-            f"right table update {render_value(record.key)} → {render_value(record.value)}@{record.ts}"
+            f"right table update {render_value(record.key)} → {shown(record.value)}@{record.ts}"
         )
         if not subscribers:
             ctx.settle(
@@ -362,7 +363,10 @@ class ForeignKeyJoin:
         ctx.settle(
             Fate.STORED,
             Reason.RESPONSE_SENT,
-            lambda: f"{change()}; prefix scan found {found()}: sent {', '.join(ids)}.",
+            lambda: (
+                f"{change()}; prefix scan found {found()}: sent {', '.join(ids)}"
+                f"{_zero_bytes_note(ResponseWrapper(None, record.value, 0))}."
+            ),
         )
 
     def _respond(self, wrapper: SubscriptionWrapper, pk: Any, record: Record, ctx: StepContext) -> str:
@@ -387,7 +391,12 @@ class ForeignKeyJoin:
                 ctx.drop(Reason.STALE_RESPONSE, f"{said}: the hashes differ, the response is stale: dropped.")
                 return
             said += " (hashes differ; hash check off: joined anyway)"
-        foreign_value = response.foreign_value
+        foreign_value = response.received  # a right value of zero bytes is read back as null
+        if response.arrives_as_null:
+            said += (
+                f"; the right value {shown(response.foreign_value)} serializes to zero bytes, and a response writes "
+                "a missing right value as zero bytes too: Kafka cannot tell them apart and reads it as null"
+            )
         if foreign_value is None and (self.variant == "inner" or current_value is None):  # call the joiner (or not)
             ctx.emit_tombstone(pk, current_value, None, message.ts, origin_step=message.origin_step)
             ctx.settle(Fate.JOINED, None, f"{said}: no right value: tombstone.")
@@ -403,6 +412,16 @@ class ForeignKeyJoin:
         message = Message(self.in_flight.next_id(), topic, partition, key, value, ts, origin_step, ctx.index)
         self.in_flight.send(message)
         return message.id
+
+
+def _zero_bytes_note(response: ResponseWrapper) -> str:
+    """What an explanation adds when a response carries a right value of zero bytes."""
+    if not response.arrives_as_null:
+        return ""
+    return (
+        f" (the right value {shown(response.foreign_value)} serializes to zero bytes, as a missing one does: the "
+        "left task will read it as null)"
+    )
 
 
 def _skipped_by_store(outcome: PutResult, record: Record, ctx: StepContext) -> bool:

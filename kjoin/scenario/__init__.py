@@ -32,7 +32,7 @@ Topologies around a join::
     materialized: true         # table-table: the result is materialized (Materialized.as)
     send_old_values: true      # table-table: outputs carry Change's old value
     caching: true              # table-table: record caches (true: every store; or a list of left, right, result)
-    commit_every: 1            # with caching: each task commits after every N of its records
+    commit_every: 1            # with caching: each task commits after every N of its records (fk: deliveries too)
 
 Every error names the file, the field and the event, and says what is expected.
 

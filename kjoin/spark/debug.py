@@ -59,6 +59,7 @@ VERDICTS = (
     "null-foreign-key",
     "stale-response",
     "foreign-key-changed",
+    "empty-foreign-value",
 )
 """The verdicts of :meth:`kjoin.spark.SparkRun.why` (``no-result``: the record, by the join's
 rules, produces no result of its own, e.g. a table update in a stream-table join).
@@ -74,6 +75,10 @@ A foreign-key join's own (:mod:`kjoin.spark.debug_fk`):
 * ``foreign-key-changed`` (a result's reason only): the null result a left join of Kafka 3.7.0
   to 3.9.0 and 4.0.0 emits when a row moves to another foreign key, the old foreign key's answer
   to its unsubscription (KAFKA-16394; not ``fk_change_only_unsubscribes``).
+* ``empty-foreign-value`` (a result's reason only): the right value serializes to zero bytes
+  (the String serde's ``""``), and a subscription response writes a missing right value as zero
+  bytes too, so the left task reads it as null (:mod:`kjoin.serde`): a left join's result with a
+  null right value.
 
 For a foreign-key join the ``partner-*`` verdicts are about the lookup of the foreign key at
 its task, which the subscription reaches wherever the left row is: ``partner-other-partition``

@@ -365,6 +365,8 @@ def _null_result_verdict(chains: _Chains, step: Step, output: Any) -> str:
         if not answers:
             return "unexplained"
         response = answers[-1].message
+    if response.value.arrives_as_null:  # a right value of zero bytes, read back as null
+        return "empty-foreign-value"
     output_left = output.left
     origin = chains.full.steps[response.origin_step]
     if origin.message is None and origin.record.side is Side.RIGHT:
@@ -384,8 +386,8 @@ def output_reasons(full: Trace) -> list[list[str]]:
     """A reason for every output of every step of ``full`` (a foreign-key join's trace), as
     :attr:`kjoin.spark.SparkRun.explained_outputs` gives them: ``matched``, ``tombstone``,
     ``null-key``, or for a result with a null right value its verdict (``null-foreign-key``,
-    ``foreign-key-changed``, ``partner-later``, ``partner-processed-later``, ``partner-deleted``,
-    ``partner-never``, ``partner-other-partition``; ``unexplained`` if none applies)."""
+    ``foreign-key-changed``, ``empty-foreign-value``, ``partner-later``, ``partner-processed-later``,
+    ``partner-deleted``, ``partner-never``, ``partner-other-partition``; ``unexplained`` if none applies)."""
     chains = _chains_of(full)
     reasons = []
     for step in full.steps:
@@ -407,7 +409,7 @@ def fk_null_verdicts(config: Scenario) -> tuple[str, ...]:
     """The verdicts a foreign-key join's null-right result can have (none for an inner join)."""
     if config.variant == "inner":
         return ()
-    verdicts = ["partner-later", "partner-processed-later", "partner-deleted", "partner-never"]
+    verdicts = ["partner-later", "partner-processed-later", "partner-deleted", "partner-never", "empty-foreign-value"]
     if config.semantics.relaxed_null_keys:  # KIP-962: a left join emits a null foreign key with null
         verdicts.append("null-foreign-key")
         if not config.semantics.fk_change_only_unsubscribes:  # 3.7.0 to 3.9.0, 4.0.0: KAFKA-16394
@@ -577,6 +579,25 @@ def _diagnose_left(chains: _Chains, step: Step, who: str, drill: FkKeyTrace | No
             record,
             step.index,
             tuple(chains.partner(t, "left") for t in newer[:1]),
+            trace=drill,
+        )
+    empty = [s for s in responses if s.reason is not Reason.STALE_RESPONSE and s.message.value.arrives_as_null]
+    if empty:
+        s = empty[0]
+        rights = [t for t in chains.rights.get(fk_bytes(fk), []) if t.index < s.index]
+        result = (
+            "a tombstone (an inner join has no result without a right value)"
+            if config.variant == "inner"
+            else "the row joined with null"
+        )
+        return Diagnosis(
+            "empty-foreign-value",
+            f'The {who} subscribed to foreign key {f}, whose right value is "": it serializes to zero bytes '
+            f"(String serde), and a subscription response writes a missing right value as zero bytes too, so the "
+            f"response {s.message.id} (step {s.index}) reached the left row as null: {result}.",
+            record,
+            step.index,
+            tuple(chains.partner(t, "right") for t in rights[-1:]),
             trace=drill,
         )
     if pending and not lookups:
