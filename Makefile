@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check kafka-live
+.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check kafka-live cluster
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -53,6 +53,11 @@ notebooks: $(STAMP)
 workshop: $(STAMP)
 	$(VENV)/bin/voila --no-browser --port=$(WORKSHOP_PORT) --Voila.ip=$(WORKSHOP_IP) \
 	    --VoilaConfiguration.strip_sources=False --VoilaConfiguration.show_tracebacks=True notebooks/
+
+# A Spark standalone cluster on 127.0.0.1 (README "On a cluster"): a master and two workers from PySpark's own
+# spark-class, each a JVM of its own; prints the spark:// URL for kjoin.spark.cluster_session(url); Ctrl-C stops it.
+cluster: $(STAMP)
+	$(PY) -m kjoin.spark.cluster
 
 # Lint and format checks first (seconds), then the suite.
 test: $(STAMP) system-deps kafka-oracle kafka-live

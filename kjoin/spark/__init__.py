@@ -23,7 +23,7 @@ versioned tables too: ``run_join(..., options={"right": {"versioned": True,
 
 from .readers import from_files, from_kafka, from_kcat
 from .run import OUTPUT_COLUMNS, STEP_COLUMNS, SparkRun, run_join, run_scenarios
-from .session import ARROW_JAVA_OPTIONS, QUIET_CONFIG, connect_session, local_session
+from .session import ARROW_JAVA_OPTIONS, QUIET_CONFIG, cluster_session, connect_session, local_session
 from .topic import SparkInputError, Topic
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "from_kafka",
     "from_kcat",
     "local_session",
+    "cluster_session",
     "run_join",
     "run_scenarios",
 ]

@@ -37,6 +37,7 @@ from typing import Any
 __all__ = [
     "local_session",
     "connect_session",
+    "cluster_session",
     "kafka_connector_jars",
     "QUIET_CONFIG",
     "ARROW_JAVA_OPTIONS",
@@ -187,6 +188,48 @@ def local_session(master: str = "local[2]", kafka: bool | None = None, **config:
     local = LOCAL_ONLY_CONFIG if master.startswith("local") else {}
     settings = {**QUIET_CONFIG, **local, **own, "spark.driver.extraJavaOptions": _java_options(own)}
     settings = _with_kafka_jars(settings, kafka)
+    for name, value in settings.items():
+        builder = builder.config(name, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def cluster_session(master: str, kafka: bool | None = None, python: str | None = None, **config: Any) -> Any:
+    """A classic session on a cluster's master (``spark://host:port``, ``yarn``, ``k8s://...``), driven from here.
+
+    The quiet settings of :func:`local_session` without its local-only ones (a cluster retries lost tasks, so Spark
+    keeps its shuffle checksum), plus what executors need: Arrow Java's checks off in their JVMs too
+    (:data:`ARROW_JAVA_OPTIONS` in ``spark.executor.extraJavaOptions``), the Python they run (``python``, default:
+    this interpreter, right when the workers share this machine's environment; name the workers' own otherwise)
+    and Spark's Kafka source on ``spark.jars`` (shipped to executors). ``config`` overrides or adds settings,
+    ``spark.executor.memory`` for one. The driver binds 127.0.0.1 only when the master is on this machine's
+    loopback; a remote cluster's executors must reach the driver (set ``spark.driver.host`` if they cannot).
+    :mod:`kjoin.spark.cluster` says the rest (kjoin on the workers, a why-index path every executor reads).
+    """
+    from urllib.parse import urlparse
+
+    host = urlparse(master).hostname or ""
+    if host in ("127.0.0.1", "localhost"):
+        _prepare_environment()
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", python or sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if master.startswith("local"):
+        raise ValueError(f"cluster_session: {master!r} is a local master; use local_session({master!r})")
+    from pyspark.sql import SparkSession
+
+    own = {k: str(v) for k, v in config.items()}
+    executor_options = " ".join(o for o in (ARROW_JAVA_OPTIONS, own.get("spark.executor.extraJavaOptions", "")) if o)
+    settings = {
+        **QUIET_CONFIG,
+        "spark.pyspark.python": python or os.environ.get("PYSPARK_PYTHON", sys.executable),
+        **own,
+        "spark.driver.extraJavaOptions": _java_options(own),
+        "spark.executor.extraJavaOptions": executor_options,
+    }
+    settings = _with_kafka_jars(settings, kafka)
+    builder = SparkSession.builder.master(master).appName("kjoin")
     for name, value in settings.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
