@@ -75,6 +75,22 @@ def test_the_judges_are_releases_and_the_latest_is_kjoins_latest() -> None:
     assert kjoin.parse_semantics(oracle_check.LATEST_JUDGE.version).version[:2] == max(RELEASES)
 
 
+def test_kafka_4_4_is_known_and_the_latest() -> None:
+    """Issue 32: ``semantics: "4.4"`` was refused as unknown though 4.4.0 is on Maven Central."""
+    assert kjoin.parse_semantics("4.4") == kjoin.parse_semantics("latest") == kjoin.parse_semantics("4.4.0")
+    scenario = kjoin.Scenario.from_dict(
+        {
+            "join": "stream-table",
+            "variant": "left",
+            "semantics": "4.4",
+            "events": [{"side": "left", "key": "k", "value": "A", "ts": 1}],
+        }
+    )
+    assert [output.value for step in kjoin.run(scenario).steps for output in step.outputs] == ["A-null"]
+    with pytest.raises(ValueError, match="not a Kafka release kjoin knows"):
+        kjoin.parse_semantics("4.5")
+
+
 def test_a_new_boundary_adds_its_judges() -> None:
     """A boundary at 4.2 brings in 4.1's newest patch and 4.2's; a patch fix at 3.5.1 brings in 3.5.0 and 3.5.1; a
     boundary at a line's first release that a later patch boundary splits is judged by that first release."""
