@@ -79,7 +79,9 @@ kafka-live: $(STAMP)
 	@command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
 	$(PY) -c "from tests.kafka_broker import build; build()"
 
-# N random scenarios per Kafka version through kjoin and the real library: `N=10000 make kafka-check`.
+# N random scenarios per Kafka version through kjoin and the real library: `N=10000 make kafka-check`. The versions
+# are derived from kjoin/semantics.py's era boundaries (tests/oracle_check.py's judged_versions), all of them here;
+# KJOIN_ORACLE_VERSIONS=3.3.2,4.4.0 chooses some.
 N ?= 1000
 kafka-check: kafka-oracle
 	$(PY) -m tests.oracle_check $(N) kafka-check-mismatches

@@ -425,7 +425,8 @@ def _table_lines(side: str, cached: bool) -> list[str]:
 
 def _join_windows(window: Any, judge: KafkaJudge) -> str:
     difference = max(window.before_ms, window.after_ms)
-    if window.grace_ms is not None and window.spurious_result_fix is not False and judge.at_least(3, 0):
+    # ofTimeDifferenceAndGrace arrived in 3.1: 3.0 shipped without it (reverted with KAFKA-10847).
+    if window.grace_ms is not None and window.spurious_result_fix is not False and judge.at_least(3, 1):
         windows = f"JoinWindows.ofTimeDifferenceAndGrace({millis(difference)}, {millis(window.grace_ms)})"
     else:
         windows = f"JoinWindows.of({millis(difference)})"

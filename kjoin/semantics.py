@@ -316,7 +316,7 @@ class Semantics:
         row's second tombstone too). A caching result store forwards both: TopologyTestDriver
         commits after each record it processes, the response topic's included. Harness (with and
         without a caching result store): 3.7.0, 3.7.1, 3.7.2, 3.8.0, 3.8.1, 3.9.0 and 4.0.0 emit it
-        twice; 3.9.1, 4.0.1, 4.1.0, 4.1.1, 4.2.0 and 4.3.1 once; 3.6.2 once (before KIP-962 a left
+        twice; 3.9.1, 4.0.1, 4.1.0, 4.1.1, 4.2.0, 4.3.1 and 4.4.0 once; 3.6.2 once (before KIP-962 a left
         join's row with a null foreign key is skipped)."""
 
     @since("3.9.1", "4.0.1", ticket="KAFKA-16407, KAFKA-16434")
@@ -328,7 +328,7 @@ class Semantics:
         was skipped and the old result stayed). An update that keeps its foreign key asks only for
         an existing result (``PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE``): it never joined before if it
         does not join now, so no tombstone is needed. Harness: 3.9.0 and 4.0.0 behave the old way,
-        3.9.1, 4.0.1 and 4.3.1 the new."""
+        3.9.1, 4.0.1, 4.3.1 and 4.4.0 the new."""
 
     @since("2.0", ticket="KIP-251")
     def stream_stream_output_ts_is_max(self) -> bool:
@@ -343,7 +343,7 @@ class Semantics:
     # -- seed 000: windowed aggregates and their window stores ---------------------------
     @since("0.10.0", ticket="none: every version, KStreamWindowAggregate")
     def windowed_aggregate_counts_null_values(self) -> bool:
-        """Every version (0.10.0 to 4.3): a time-windowed aggregate (``KStreamWindowAggregate``,
+        """Every version (0.10.0 to 4.4): a time-windowed aggregate (``KStreamWindowAggregate``,
         tumbling and hopping ``TimeWindows``) skips only a null key; a null value advances stream
         time and reaches the aggregator (``count()`` counts it), though ``TimeWindowedKStream``'s
         javadoc says such records are ignored. A non-windowed KStream aggregate and a sliding-window

@@ -84,8 +84,9 @@ class KafkaVersion:
 
     @property
     def window_grace_api(self) -> bool:
-        """``JoinWindows.ofTimeDifferenceAndGrace`` exists (3.0+, KIP-633); before, a grace is ``of(..).grace(..)``."""
-        return self.numbers >= (3, 0, 0)
+        """``JoinWindows.ofTimeDifferenceAndGrace`` exists (3.1+: KIP-633's join windows were reverted from 3.0 with
+        KAFKA-10847); before, a grace is ``of(..).grace(..)``."""
+        return self.numbers >= (3, 1, 0)
 
     @property
     def versioned(self) -> bool:

@@ -77,6 +77,22 @@ def test_the_judges_are_releases_and_the_latest_is_kjoins_latest() -> None:
     assert kjoin.parse_semantics(oracle_check.LATEST_JUDGE.version).version[:2] == max(RELEASES)
 
 
+def test_kafka_4_4_is_known_and_the_latest() -> None:
+    """Issue 32: ``semantics: "4.4"`` was refused as unknown though 4.4.0 is on Maven Central."""
+    assert kjoin.parse_semantics("4.4") == kjoin.parse_semantics("latest") == kjoin.parse_semantics("4.4.0")
+    scenario = kjoin.Scenario.from_dict(
+        {
+            "join": "stream-table",
+            "variant": "left",
+            "semantics": "4.4",
+            "events": [{"side": "left", "key": "k", "value": "A", "ts": 1}],
+        }
+    )
+    assert [output.value for step in kjoin.run(scenario).steps for output in step.outputs] == ["A-null"]
+    with pytest.raises(ValueError, match="not a Kafka release kjoin knows"):
+        kjoin.parse_semantics("4.5")
+
+
 def test_a_new_boundary_adds_its_judges() -> None:
     """A boundary at 4.2 brings in 4.1's newest patch and 4.2's; a patch fix at 3.5.1 brings in 3.5.0 and 3.5.1; a
     boundary at a line's first release that a later patch boundary splits is judged by that first release."""
@@ -92,7 +108,7 @@ def test_a_new_boundary_adds_its_judges() -> None:
 def test_each_judge_knows_what_its_api_can_express() -> None:
     by_name = {version.version: version for version in VERSIONS}
     assert by_name["3.9.1"].deprecated_window_api and not by_name["4.0.0"].deprecated_window_api
-    assert by_name["3.0.2"].window_grace_api and not by_name["2.4.1"].window_grace_api
+    assert by_name["3.1.0"].window_grace_api and not by_name["3.0.2"].window_grace_api
     assert by_name["3.6.2"].versioned and not by_name["3.4.1"].versioned
     assert by_name["3.4.1"].self_join_optimization and not by_name["3.3.2"].self_join_optimization
     assert by_name["3.0.2"].era == "0.10.2" and by_name["3.1.0"].era == "3.1"

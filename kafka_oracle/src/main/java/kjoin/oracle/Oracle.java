@@ -507,8 +507,9 @@ public final class Oracle {
         }
     }
 
-    /** JoinWindows through the API of this version: ofTimeDifferenceAndGrace (3.0+) for a grace, the deprecated
-     *  JoinWindows.of (removed in 4.0) for grace_ms null, and JoinWindows.of(..).grace(..) before 3.0. */
+    /** JoinWindows through the API of this version: ofTimeDifferenceAndGrace (3.1+; 3.0 shipped without it, KIP-633's
+     *  JoinWindows part was reverted with KAFKA-10847) for a grace, the deprecated JoinWindows.of (removed in 4.0) for
+     *  grace_ms null, and JoinWindows.of(..).grace(..) before 3.1. */
     static JoinWindows joinWindows(Map<String, Object> window) throws Exception {
         long before = ((Number) window.get("before_ms")).longValue();
         long after = ((Number) window.get("after_ms")).longValue();
@@ -516,7 +517,7 @@ public final class Oracle {
         Boolean fix = (Boolean) window.get("spurious_result_fix");
         long difference = Math.max(before, after);
         JoinWindows windows;
-        if (grace != null && atLeast(3, 0) && !Boolean.FALSE.equals(fix)) {
+        if (grace != null && atLeast(3, 1) && !Boolean.FALSE.equals(fix)) {
             windows = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(difference),
                 Duration.ofMillis(((Number) grace).longValue()));
         } else {
