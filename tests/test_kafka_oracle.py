@@ -224,6 +224,33 @@ def test_the_outer_join_sweep_before_3_8_gates_by_the_look_back_and_closes_entri
         assert _run(version, SWEEP_PER_SIDE) == (per_side, per_side), version
 
 
+SWEEP_STOPS_INSIDE_A_LIST = {
+    "join": "stream-stream",
+    "variant": "outer",
+    "window": {"before_ms": 2, "after_ms": 1, "grace_ms": 6},
+    "events": [
+        {"side": "left", "key": "k1", "value": "L0", "ts": 225},
+        {"side": "left", "key": "k1", "value": "L1", "ts": 228},
+        {"side": "left", "key": "k1", "value": "L2", "ts": 228},  # a list of two under <228, left, k1>
+        {"side": "right", "key": "k2", "value": "R0", "ts": 227},
+        {"side": "right", "key": "k3", "value": "R1", "ts": 231},
+        {"side": "right", "key": "k2", "value": "R2", "ts": 234},
+        {"side": "left", "key": "k3", "value": "L3", "ts": 236},
+    ],
+}
+
+
+def test_a_3_8_sweep_reads_the_buffer_value_by_value_and_stops_inside_a_list(built) -> None:
+    """Issue 32, class 3. R2@234 sweeps (min time 225 + before 2 + grace 6 < 234): it emits L0-null, finds R0@227 open
+    (closes at 227 + 2 + 6 = 235) and the list <228, left, k1> open (228 + 1 + 6 = 235). Kafka's ListValueStore
+    iterator yields L1 and L2 as two entries, so the sweep stops at L2 with the min time at 228, not at R1@231.
+    L3@236 then passes the gate (228 + 1 + 6 < 236) and releases R0, L1 and L2; with a min time of 231 it would not
+    (231 + 1 + 6 >= 236), and they would wait for a later record (kjoin's reading, a group at a time, did that)."""
+    released = [["k2", "null-R0", 227], ["k1", "L1-null", 228], ["k1", "L2-null", 228]]
+    expected = [[], [], [], [], [], [["k1", "L0-null", 225]], released]
+    assert _run("4.3.1", SWEEP_STOPS_INSIDE_A_LIST) == (expected, expected)
+
+
 def _drops_a_segment(trace: kjoin.Trace) -> bool:
     """Some step removes records from a window store (before 3.4 only a dropped segment does)."""
     before: set = set()
