@@ -697,9 +697,15 @@ def _wide_values(prefix: str, null_share: int) -> _Pool:
 
 def _timeline(rng: random.Random, count: int, span: int) -> list[int]:
     """``count`` timestamps in processing order over many windows of about ``span`` ms: mostly forward in small
-    steps, with ties, jumps over several windows (or past a minute), and late records behind stream time."""
+    steps, with ties, jumps over several windows (or past a minute), and late records behind stream time; or (one
+    in three) scattered at random over the whole stretch, on a grid now and then, so that many ties and late
+    records meet."""
     span = max(span, 1)
     cursor = rng.choice([0, 0, 1, span, 59_990, 119_990])
+    if rng.randrange(3) == 0:  # scattered: each timestamp anywhere over a few windows per ten records, often tied
+        width = max(count * span // rng.choice([2, 5, 10]), 1)
+        grid = rng.choice([1, 1, max(span // 4, 1)])
+        return [cursor + rng.randint(0, width) // grid * grid for _ in range(count)]
     result = []
     for _ in range(count):
         move = rng.choice(["tie", "step", "step", "step", "jump", "late", "late", "far"])
@@ -722,14 +728,27 @@ def _timeline(rng: random.Random, count: int, span: int) -> list[int]:
 
 @st.composite
 def _wide_events(
-    draw: Any, sides: tuple[str, ...], span: int, keys: dict[str, _Pool], values: dict[str, _Pool]
+    draw: Any,
+    sides: tuple[str, ...],
+    span: int,
+    keys: dict[str, _Pool],
+    values: dict[str, _Pool],
+    long: bool | None = None,
 ) -> list[dict[str, Any]]:
-    """Events of a short (0-16) or a long (17-150) scenario."""
-    count = draw(st.one_of(st.integers(0, 16), st.integers(17, 150)))
+    """Events of a short (0-16) or a long (17-150) scenario (``long``: which; default either). Some scenarios repeat
+    a record's side, key and ts with another value: a left/outer join's buffer then holds a list of values under one
+    ``<ts, side, key>``, which Kafka's sweep reads value by value (issue 32)."""
+    lengths = {False: st.integers(0, 16), True: st.integers(17, 150)}
+    count = draw(st.one_of(*lengths.values()) if long is None else lengths[long])
     rng = random.Random(draw(st.integers(0, 2**32 - 1)))
     weight = rng.randint(1, 4)  # the left side's share, 1 to 4 in 5
     events = []
+    again = rng.choice([0, 4, 8])  # now and then (one in ``again``) a record of the same side, key and ts as the last
     for ts in _timeline(rng, count, span):
+        if events and again and rng.randrange(again) == 0:
+            last = events[-1]
+            events.append({**last, "value": values[last["side"]](rng)})
+            continue
         side = sides[0] if len(sides) == 1 else ("left" if rng.randrange(5) < weight else "right")
         events.append({"side": side, "key": keys[side](rng), "value": values[side](rng), "ts": ts})
     return events
@@ -771,9 +790,13 @@ def _fk_left_values(path: str, foreign: _Pool, null_share: int) -> _Pool:
 
 
 @st.composite
-def wide_scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
-    """A random scenario of the wide generator that Kafka ``version`` can judge: every option the harness builds."""
-    join = draw(st.sampled_from(["stream-stream", "stream-stream", "stream-table", "table-table", "fk"]))
+def wide_scenarios(
+    draw: Any, version: KafkaVersion, joins: tuple[str, ...] | None = None, long: bool | None = None
+) -> kjoin.Scenario:
+    """A random scenario of the wide generator that Kafka ``version`` can judge: every option the harness builds.
+    ``joins`` narrows the joins (default: all, stream-stream twice as often), ``long`` the length (True: 17 to 150
+    events, False: up to 16; default either), for a sweep aimed at one kind of difference."""
+    join = draw(st.sampled_from(joins or ["stream-stream", "stream-stream", "stream-table", "table-table", "fk"]))
     data: dict[str, Any] = {"join": join, "semantics": version.version}
     null_share = draw(st.sampled_from([0, 3, 6, 12]))
     value = {side: _wide_values(side[0].upper(), null_share) for side in ("left", "right")}
@@ -796,7 +819,7 @@ def wide_scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
                 for _ in range(draw(st.integers(1, 3)))
             ]
         sides = ("left",) if shape == "self" else ("left", "right")
-        data["events"] = draw(_wide_events(sides, _span(data["window"]), keys, value))
+        data["events"] = draw(_wide_events(sides, _span(data["window"]), keys, value, long))
         data["partitions"] = draw(st.integers(1, 4))
     elif join == "stream-table":
         data["variant"] = draw(st.sampled_from(["inner", "left"]))
@@ -809,7 +832,7 @@ def wide_scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
                 # Kafka (3.7 to 4.3 at least) throws a NullPointerException for a null-key stream record that meets
                 # the grace buffer (KIP-962's null-key left join and KIP-923's buffer): no output to compare with.
                 keys["left"] = _wide_keys(draw, null_keys=False)
-        data["events"] = draw(_wide_events(("left", "right"), span, keys, value))
+        data["events"] = draw(_wide_events(("left", "right"), span, keys, value, long))
         data["partitions"] = draw(st.integers(1, 4))
     elif join == "table-table":
         data["variant"] = draw(st.sampled_from(["inner", "left", "outer"]))
@@ -828,7 +851,7 @@ def wide_scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
             caching = draw(st.lists(st.sampled_from(["left", "right", "result"]), unique=True, max_size=3))
             if caching:
                 data["caching"] = sorted(caching)
-        data["events"] = draw(_wide_events(("left", "right"), span, keys, value))
+        data["events"] = draw(_wide_events(("left", "right"), span, keys, value, long))
         data["partitions"] = draw(st.integers(1, 4))
     else:
         data["variant"] = draw(st.sampled_from(["inner", "left"]))
@@ -844,7 +867,7 @@ def wide_scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
         keys["right"] = _wide_keys(draw)
         foreign = _Pool(keys["right"].choices, draw(st.sampled_from([0, 4])))
         value["left"] = _fk_left_values(path, foreign, null_share)
-        data["events"] = draw(_wide_events(("left", "right"), 5, keys, value))
+        data["events"] = draw(_wide_events(("left", "right"), 5, keys, value, long))
     return kjoin.Scenario.from_dict(data)
 
 
