@@ -532,3 +532,49 @@ def test_every_kafka_version_counts_a_null_value_in_a_windowed_count(built) -> N
             assert [step.fate.value for step in spec.run().steps] == ["joined", "joined"]
             total = AggregateSpec.from_dict({**summed, "semantics": version})
             assert judge.run(total) == kjoin_outputs(total) == [[["a", "4", 1, window]], [["a", "4", 2, window]]]
+
+
+class _PickyKafka:
+    """A stand-in judge for the shrinker's test: Kafka's outputs are kjoin's, except that a scenario holding both
+    ``needle`` events gets one extra output at its last event."""
+
+    version = "4.3.1"
+
+    def __init__(self, needles: list[dict]) -> None:
+        self.needles = needles
+        self.runs = 0
+
+    def run(self, scenario: kjoin.Scenario) -> list:
+        self.runs += 1
+        outputs = kjoin_outputs(scenario)
+        events = scenario.to_dict()["events"]
+        if all(
+            n in [{k: v for k, v in e.items() if k not in ("partition", "offset")} for e in events]
+            for n in self.needles
+        ):
+            outputs[-1] = [*outputs[-1], ["k", "extra", 0]]
+        return outputs
+
+
+def test_shrink_finds_the_few_events_of_a_long_scenarios_difference_in_few_runs() -> None:
+    """A 150-event, 3-partition chained scenario whose difference needs two of its events: shrink isolates the task,
+    drops the chain and every other event, in far fewer harness runs than one per event, and prints it as YAML with
+    its unicode key as it is."""
+    events = [{"side": "left" if i % 3 else "right", "key": "é,", "value": f"V{i}", "ts": 5 + i} for i in range(150)]
+    needles = [events[40], events[97]]
+    scenario = kjoin.Scenario.from_dict(
+        {
+            "join": "stream-stream",
+            "variant": "outer",
+            "window": {"before_ms": 3, "after_ms": 3, "grace_ms": 1},
+            "then": [{"variant": "inner"}],
+            "partitions": 3,
+            "events": events,
+        }
+    )
+    picky = _PickyKafka(needles)
+    smaller = shrink(scenario, picky)  # type: ignore[arg-type]
+    assert smaller.to_dict()["events"] == needles
+    assert smaller.partitions == 1 and not smaller.then
+    assert picky.runs < 60, picky.runs
+    assert "key: 'é,'" in scenario_yaml(smaller)
