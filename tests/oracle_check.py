@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -432,24 +433,128 @@ def difference(scenario: kjoin.Scenario, kafka: list[list[list[Any]]] | str, ver
     return f"Kafka gave outputs for {len(kafka)} events, kjoin for {len(ours)}"
 
 
-def shrink(scenario: kjoin.Scenario, harness: Harness, budget: int = 300) -> kjoin.Scenario:
-    """A smaller scenario with a difference still: events dropped one at a time while the difference stays."""
+def shrink(scenario: kjoin.Scenario | AggregateSpec, harness: Harness, budget: int = 400) -> kjoin.Scenario:
+    """A small scenario that still differs from Kafka (``harness``), within ``budget`` runs of the harness.
+
+    In turn, while each step keeps a difference: the events of the one task that differs, alone on one partition;
+    fewer joins in a chain, and no caching, materialization or optimization; events dropped in chunks, halving the
+    chunk down to single events (delta debugging, so a 150-event scenario takes tens of runs, not hundreds); then
+    the timestamps moved down to start near 0, and values and keys renamed to plain ones."""
     spec = isinstance(scenario, AggregateSpec)
-    data = dict(scenario.data) if spec else scenario.to_dict()
     load = AggregateSpec.from_dict if spec else kjoin.Scenario.from_dict
-    events = list(data["events"])
-    index = len(events) - 1
-    while index >= 0 and budget > 0:
-        candidate = events[:index] + events[index + 1 :]
-        budget -= 1
+    data = dict(scenario.data) if spec else scenario.to_dict()
+    runs = [budget]
+
+    def differs(candidate: dict[str, Any]) -> bool:
+        if runs[0] <= 0:
+            return False
+        runs[0] -= 1
         try:
-            smaller = load({**data, "events": candidate})
-            if compare(smaller, harness) is not None:
+            return compare(load(candidate), harness) is not None
+        except Exception:  # noqa: BLE001 - a candidate Kafka or kjoin refuses, or that breaks kjoin, is not smaller
+            return False
+
+    if not spec and data.get("partitions", 1) > 1 and data["join"] != "fk":
+        for _, task in _tasks(scenario):
+            if differs(task):
+                data = task
+                break
+    for field in ("then", "caching", "materialized", "optimize"):
+        while data.get(field):
+            smaller = dict(data)
+            if field == "then" and len(data["then"]) > 1:
+                smaller["then"] = data["then"][:-1]
+            else:
+                del smaller[field]
+            if not differs(smaller):
+                break
+            data = smaller
+    data = {**data, "events": _fewer_events(data, differs)}
+    for rewrite in (_from_zero, _plain_values, _plain_keys):
+        smaller = rewrite(data)
+        if smaller != data and differs(smaller):
+            data = smaller
+    return load(data)
+
+
+def _fewer_events(data: dict[str, Any], differs: Any) -> list[dict[str, Any]]:
+    """Delta debugging over the events: drop chunks of ``size`` events while a difference stays, then halve."""
+    events = list(data["events"])
+    size = max(len(events) // 2, 1)
+    while events:
+        start = len(events) - size
+        dropped = False
+        while start > -size:
+            candidate = events[: max(start, 0)] + events[start + size :]
+            if candidate != events and differs({**data, "events": candidate}):
                 events = candidate
-        except (HarnessError, kjoin.ScenarioError):
-            pass
-        index -= 1
-    return load({**data, "events": events})
+                dropped = True
+            start -= size
+        if not dropped:
+            if size == 1:
+                break
+            size //= 2
+    return events
+
+
+def _from_zero(data: dict[str, Any]) -> dict[str, Any]:
+    """The timestamps moved down by whole minutes (a window store's segments stay where they were)."""
+    stamps = [event["ts"] for event in data["events"] if "ts" in event]
+    shift = min(stamps, default=0) // 60_000 * 60_000
+    if not shift:
+        return data
+    return {**data, "events": [{**e, "ts": e["ts"] - shift} if "ts" in e else e for e in data["events"]]}
+
+
+def _plain_values(data: dict[str, Any]) -> dict[str, Any]:
+    """Each side's text values renamed ``L0``, ``L1`` ..., ``R0`` ... in order of appearance (nulls and structured
+    values stay)."""
+    names: dict[tuple[str, str], str] = {}
+    events = []
+    for event in data["events"]:
+        value = event.get("value")
+        if isinstance(value, str):
+            side = event["side"][0].upper()
+            value = names.setdefault((side, value), f"{side}{sum(1 for s, _ in names if s == side)}")
+        events.append({**event, "value": value} if "value" in event else event)
+    return {**data, "events": events}
+
+
+def _plain_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """Keys renamed ``k1``, ``k2`` ... in order of appearance, on one partition only (a key's partition and a
+    foreign key's text would change)."""
+    if data.get("partitions", 1) != 1 or data["join"] == "fk":
+        return data
+    names: dict[str, str] = {}
+    events = []
+    for event in data["events"]:
+        key = event.get("key")
+        if isinstance(key, str):
+            key = names.setdefault(key, f"k{len(names) + 1}")
+        events.append({**event, "key": key} if "key" in event else event)
+    return {**data, "events": events}
+
+
+def shrunk_yaml(version: str, mismatches: list[tuple[kjoin.Scenario, str]], limit: int = 25) -> list[str]:
+    """Each mismatch as kjoin's YAML, headed by its first difference: the first ``limit`` shrunk against Kafka
+    ``version`` (one harness JVM for them all; seconds each), and so headed by the shrunk scenario's difference and
+    the size of the scenario it came from; any further ones as they are."""
+    texts = []
+    if not mismatches:
+        return texts
+    with Harness(version) as harness:
+        for number, (scenario, found) in enumerate(mismatches):
+            if number >= limit:
+                texts.append(f"# {found}\n# not shrunk (only the first {limit} are)\n" + scenario_yaml(scenario))
+                continue
+            smaller = shrink(scenario, harness)
+            try:
+                found = compare(smaller, harness) or found
+            except HarnessError:
+                pass
+            size = len(_input_events(scenario))
+            texts.append(f"# {found}\n# shrunk from {size} events\n" + scenario_yaml(smaller))
+    return texts
 
 
 def generate(version: KafkaVersion, count: int, seed_000: bool = False) -> list[kjoin.Scenario]:
@@ -538,7 +643,8 @@ def scenario_yaml(scenario: kjoin.Scenario) -> str:
     events = data.pop("events")
 
     def flow(value: Any) -> str:
-        return yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=1000).strip().removesuffix("\n...")
+        text = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=1000, allow_unicode=True)
+        return text.strip().removesuffix("\n...")
 
     text = "".join(f"{key}: {flow(value)}\n" for key, value in data.items())
     return text + "events:\n" + "".join(f"  - {flow(event)}\n" for event in events)
@@ -602,8 +708,9 @@ def _window(draw: Any, version: KafkaVersion, small: bool = False) -> dict[str, 
 
 
 @st.composite
-def scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
-    """A random scenario Kafka ``version`` can judge, with kjoin's semantics of that version."""
+def narrow_scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
+    """A random scenario of the narrow generator (issue 10) that Kafka ``version`` can judge, with kjoin's semantics
+    of that version: at most 16 events, windows of 0-6 ms, three keys."""
     join = draw(st.sampled_from(["stream-stream", "stream-table", "table-table", "fk"]))
     data: dict[str, Any] = {"join": join, "semantics": version.version}
     if join == "stream-stream":
@@ -668,6 +775,257 @@ def scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
             if event["side"] == "right" and event["value"] is not None and draw(st.integers(0, 5)) == 0:
                 event["value"] = ""
     return kjoin.Scenario.from_dict(data)
+
+
+# -- the wide generator (issue 32) ---------------------------------------------------------------------------------
+# The narrow generator above never found issue 32's classes: they need long scenarios over many windows, several keys
+# in a window at once, null values among them, odd keys and values, several partitions, longer chains and nested
+# foreign keys. The wide one draws all of that; ``scenarios`` mixes both, so the narrow one's reach stays.
+ODD_TEXTS = ("", "null", "NULL", "a,b", ",", "é", "ß✓", "日本", "🙂", " ", '"q"', "-", "x-y")
+"""Keys and values that a serde, a joiner's ``-`` or a printed ``null`` could confuse: empty, the text ``null``,
+commas, unicode (two-, three- and four-byte UTF-8), spaces, quotes."""
+
+WIDE_WINDOW_SCALES = (
+    st.integers(0, 6),
+    st.integers(0, 60),
+    st.integers(0, 2_000),
+    st.integers(0, 30_000),
+    st.sampled_from([60_000, 90_000, 120_000, 300_000]),
+)
+"""Window sizes and graces from 0 ms to minutes."""
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """What one side's keys or values are drawn from, by a seeded ``random.Random``: hypothesis draws a scenario's
+    shape and pools, a seed draws its (up to 150) events, which keeps a long scenario cheap to generate. (Nothing
+    relies on hypothesis's shrinking here: ``shrink`` shrinks a mismatch against Kafka itself.)"""
+
+    choices: tuple[Any, ...]
+    null_share: int = 0
+    """About one draw in ``null_share`` is null (0: never)."""
+
+    def __call__(self, rng: random.Random) -> Any:
+        if self.null_share and rng.randrange(self.null_share) == 0:
+            return None
+        choice = rng.choice(self.choices)
+        return choice(rng) if callable(choice) else choice
+
+
+def _wide_keys(draw: Any, null_keys: bool = True) -> _Pool:
+    """Up to eight keys for one scenario, plain and odd ones; a null key now and then."""
+    pool = [f"k{i}" for i in range(1, 9)] + list(ODD_TEXTS)
+    count = draw(st.integers(1, 8))
+    chosen = draw(st.lists(st.sampled_from(pool), min_size=count, max_size=count, unique=True))
+    return _Pool(tuple(chosen), draw(st.sampled_from([0, 6])) if null_keys else 0)
+
+
+def _wide_values(prefix: str, null_share: int) -> _Pool:
+    """Values like ``L3`` mostly, odd texts now and then, null about one in ``null_share`` (0: never)."""
+    numbered = lambda rng: f"{prefix}{rng.randrange(100)}"  # noqa: E731
+    return _Pool((numbered, numbered, numbered, lambda rng: rng.choice(ODD_TEXTS)), null_share)
+
+
+def _timeline(rng: random.Random, count: int, span: int, dense: bool = False) -> list[int]:
+    """``count`` timestamps in processing order over many windows of about ``span`` ms: mostly forward in small
+    steps, with ties, jumps over several windows (or past a minute), and late records behind stream time; or (one
+    in six) scattered at random over the whole stretch, on a grid now and then, so that many ties and late
+    records meet; or (one in six) dense, several records a window and many at one ts."""
+    span = max(span, 1)
+    cursor = rng.choice([0, 0, 1, span, 59_990, 119_990])
+    mode = 1 if dense else rng.randrange(6)
+    if mode == 0:  # scattered: each timestamp anywhere over a few windows per ten records, often tied
+        width = max(count * span // rng.choice([2, 5, 10]), 1)
+        grid = rng.choice([1, 1, max(span // 4, 1)])
+        return [cursor + rng.randint(0, width) // grid * grid for _ in range(count)]
+    if mode == 1:  # dense: several records per window, many at one ts, late ones within a few windows
+        step = max(span // 3, 1)
+        result = []
+        for _ in range(count):
+            if rng.random() < 0.6:
+                cursor += rng.choice([0, 0, rng.randint(0, step)])
+                result.append(cursor)
+            else:
+                result.append(max(0, cursor - rng.randint(0, 3 * span)))
+        return result
+    result = []
+    for _ in range(count):
+        move = rng.choice(["tie", "step", "step", "step", "jump", "late", "late", "far"])
+        if move == "tie":
+            ts = cursor
+        elif move == "step":
+            cursor += rng.randint(0, span)
+            ts = cursor
+        elif move == "jump":
+            cursor += rng.randint(span, 4 * span + 2)
+            ts = cursor
+        elif move == "far":
+            cursor += rng.choice([60_000 - cursor % 60_000, 60_001, 3 * span + 50])
+            ts = cursor
+        else:  # late: behind stream time, within a few windows of it
+            ts = max(0, cursor - rng.randint(1, 3 * span + 2))
+        result.append(ts)
+    return result
+
+
+@st.composite
+def _wide_events(
+    draw: Any,
+    sides: tuple[str, ...],
+    span: int,
+    keys: dict[str, _Pool],
+    values: dict[str, _Pool],
+    long: bool | None = None,
+    dense: bool = False,
+) -> list[dict[str, Any]]:
+    """Events of a short (0-16) or a long (17-150) scenario (``long``: which; default either). Some scenarios repeat
+    a record's side, key and ts with another value: a left/outer join's buffer then holds a list of values under one
+    ``<ts, side, key>``, which Kafka's sweep reads value by value (issue 32)."""
+    lengths = {False: st.integers(0, 16), True: st.integers(17, 150)}
+    count = draw(st.one_of(*lengths.values()) if long is None else lengths[long])
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    weight = 2 if dense else rng.randint(1, 4)  # the left side's share, 1 to 4 in 5
+    events = []
+    again = rng.choice([0, 4, 8])  # now and then (one in ``again``) a record of the same side, key and ts as the last
+    for ts in _timeline(rng, count, span, dense):
+        if events and again and rng.randrange(again) == 0:
+            last = events[-1]
+            events.append({**last, "value": values[last["side"]](rng)})
+            continue
+        side = sides[0] if len(sides) == 1 else ("left" if rng.randrange(5) < weight else "right")
+        events.append({"side": side, "key": keys[side](rng), "value": values[side](rng), "ts": ts})
+    return events
+
+
+@st.composite
+def _wide_window(draw: Any, version: KafkaVersion) -> dict[str, Any]:
+    scale = draw(st.sampled_from(WIDE_WINDOW_SCALES))
+    window: dict[str, Any] = {"before_ms": draw(scale), "after_ms": draw(scale)}
+    graces = [scale, st.just(0)]
+    if version.deprecated_window_api:
+        graces.append(st.none())
+    window["grace_ms"] = draw(st.one_of(*graces))
+    if window["grace_ms"] is not None and version.window_grace_api and version.deprecated_window_api:
+        if draw(st.booleans()):
+            window["spurious_result_fix"] = False
+    return window
+
+
+def _span(window: dict[str, Any]) -> int:
+    return window["before_ms"] + window["after_ms"] + (window["grace_ms"] or 0) // 2 + 1
+
+
+def _fk_left_values(path: str, foreign: _Pool, null_share: int) -> _Pool:
+    """Left values of a fk join: the foreign key at ``path`` (``a.b`` nests), now and then a null part way down the
+    path, and a value field; null (a delete) about one in ``null_share``."""
+    parts = path.split(".")
+
+    def value(rng: random.Random) -> Any:
+        node: Any = foreign(rng)
+        cut = rng.randrange(2 * len(parts))  # below len(parts) - 1: the path stops with a null there
+        for depth in range(len(parts) - 1, -1, -1):
+            node = {parts[depth]: None if depth == cut + 1 else node}
+        if rng.randrange(2):
+            node["v"] = f"v{rng.randrange(100)}" if rng.randrange(4) else rng.choice(ODD_TEXTS)
+        return node
+
+    return _Pool((value,), null_share)
+
+
+@st.composite
+def wide_scenarios(
+    draw: Any, version: KafkaVersion, joins: tuple[str, ...] | None = None, long: bool | None = None
+) -> kjoin.Scenario:
+    """A random scenario of the wide generator that Kafka ``version`` can judge: every option the harness builds.
+    ``joins`` narrows the joins (default: all, stream-stream twice as often), ``long`` the length (True: 17 to 150
+    events, False: up to 16; default either), for a sweep aimed at one kind of difference."""
+    join = draw(st.sampled_from(joins or ["stream-stream", "stream-stream", "stream-table", "table-table", "fk"]))
+    data: dict[str, Any] = {"join": join, "semantics": version.version}
+    null_share = draw(st.sampled_from([0, 3, 6, 12]))
+    value = {side: _wide_values(side[0].upper(), null_share) for side in ("left", "right")}
+    keys = {side: _wide_keys(draw) for side in ("left", "right")}
+    keys["right"] = draw(st.sampled_from([keys["left"], keys["right"]]))  # mostly meeting keys
+    if join == "stream-stream":
+        data["variant"] = draw(st.sampled_from(["inner", "left", "outer"]))
+        # Dense (one in four): windows of a few ms, a handful of keys both sides share, several records a window:
+        # both sides of an outer join wait in its buffer at once, in lists under one <ts, side, key> (issue 32).
+        dense = draw(st.integers(0, 3)) == 0
+        if dense:
+            data["window"] = {name: draw(st.integers(0, 8)) for name in ("before_ms", "after_ms", "grace_ms")}
+            keys["left"] = keys["right"] = _Pool(tuple(f"k{i}" for i in range(1, draw(st.integers(3, 7)))))
+        else:
+            data["window"] = draw(_wide_window(version))
+        shape = draw(st.sampled_from(["plain", "plain", "self", "chain"]))
+        if shape == "self":
+            data["self_join"] = True
+            if version.self_join_optimization and data["variant"] == "inner" and draw(st.booleans()):
+                data["optimize"] = True
+        elif shape == "chain":
+            data["then"] = [
+                {
+                    "variant": draw(st.sampled_from(["inner", "left", "outer"])),
+                    **({"window": draw(_wide_window(version))} if draw(st.booleans()) else {}),
+                }
+                for _ in range(draw(st.integers(1, 3)))
+            ]
+        sides = ("left",) if shape == "self" else ("left", "right")
+        data["events"] = draw(_wide_events(sides, _span(data["window"]), keys, value, long, dense))
+        data["partitions"] = 1 if dense and draw(st.booleans()) else draw(st.integers(1, 4))
+    elif join == "stream-table":
+        data["variant"] = draw(st.sampled_from(["inner", "left"]))
+        span = draw(st.sampled_from([5, 50, 5_000]))
+        if version.versioned and draw(st.booleans()):
+            retention = draw(st.integers(0, 3 * span))
+            data["right"] = {"versioned": True, "history_retention_ms": retention}
+            if draw(st.booleans()):
+                data["grace_ms"] = draw(st.integers(0, retention))
+                # Kafka (3.7 to 4.3 at least) throws a NullPointerException for a null-key stream record that meets
+                # the grace buffer (KIP-962's null-key left join and KIP-923's buffer): no output to compare with.
+                keys["left"] = _wide_keys(draw, null_keys=False)
+        data["events"] = draw(_wide_events(("left", "right"), span, keys, value, long))
+        data["partitions"] = draw(st.integers(1, 4))
+    elif join == "table-table":
+        data["variant"] = draw(st.sampled_from(["inner", "left", "outer"]))
+        shape = draw(st.sampled_from(["plain", "versioned", "chain", "materialized"]))
+        span = draw(st.sampled_from([5, 50, 5_000]))
+        if shape == "versioned" and version.versioned:
+            for side in ("left", "right"):
+                if draw(st.booleans()):
+                    data[side] = {"versioned": True, "history_retention_ms": draw(st.integers(0, 3 * span))}
+        elif shape == "chain":
+            data["then"] = [
+                {"variant": draw(st.sampled_from(["inner", "left", "outer"]))} for _ in range(draw(st.integers(1, 3)))
+            ]
+        elif shape == "materialized":
+            data["materialized"] = True
+            caching = draw(st.lists(st.sampled_from(["left", "right", "result"]), unique=True, max_size=3))
+            if caching:
+                data["caching"] = sorted(caching)
+        data["events"] = draw(_wide_events(("left", "right"), span, keys, value, long))
+        data["partitions"] = draw(st.integers(1, 4))
+    else:
+        data["variant"] = draw(st.sampled_from(["inner", "left"]))
+        path = draw(st.sampled_from(["fk", "fk", "a.b", "a.b.c"]))
+        data["foreign_key"] = path
+        if draw(st.booleans()):
+            data["materialized"] = True
+            if draw(st.booleans()):
+                data["caching"] = ["result"]
+        if version.versioned and draw(st.integers(0, 3)) == 0:
+            side = draw(st.sampled_from(["left", "right"]))
+            data[side] = {"versioned": True, "history_retention_ms": draw(st.integers(0, 20))}
+        keys["right"] = _wide_keys(draw)
+        foreign = _Pool(keys["right"].choices, draw(st.sampled_from([0, 4])))
+        value["left"] = _fk_left_values(path, foreign, null_share)
+        data["events"] = draw(_wide_events(("left", "right"), 5, keys, value, long))
+    return kjoin.Scenario.from_dict(data)
+
+
+@st.composite
+def scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
+    """A random scenario Kafka ``version`` can judge, with kjoin's semantics of that version: the narrow
+    generator's (short, few keys, small windows) or the wide one's, half and half."""
+    return draw(st.one_of(narrow_scenarios(version), wide_scenarios(version)))
 
 
 # Seed 000 (issue 11): what today's DSL expresses. A windowed count is
@@ -740,9 +1098,9 @@ def main(argv: list[str]) -> int:
     for version in ci_versions() if os.environ.get("KJOIN_ORACLE_VERSIONS") else VERSIONS:
         batch, mismatches = check(version, count)
         print(f"kafka-streams {version.version}: {len(batch)} scenarios, {len(mismatches)} mismatches", flush=True)
-        for number, (scenario, found) in enumerate(mismatches, 1):
+        for number, text in enumerate(shrunk_yaml(version.version, mismatches), 1):
             path = out_dir / f"kafka-{version.version}-mismatch-{number}.yaml"
-            path.write_text(f"# {found}\n" + scenario_yaml(scenario))
+            path.write_text(text)
             print(f"  {path}", flush=True)
         failed += len(mismatches)
         if version.version in SEED_000_VERSIONS:
@@ -752,9 +1110,9 @@ def main(argv: list[str]) -> int:
                 f"{len(mismatches)} mismatches",
                 flush=True,
             )
-            for number, (scenario, found) in enumerate(mismatches, 1):
+            for number, text in enumerate(shrunk_yaml(version.version, mismatches), 1):
                 path = out_dir / f"kafka-{version.version}-seed-000-mismatch-{number}.yaml"
-                path.write_text(f"# {found}\n" + scenario_yaml(scenario))
+                path.write_text(text)
                 print(f"  {path}", flush=True)
             failed += len(mismatches)
     return 1 if failed else 0

@@ -20,6 +20,7 @@ import re
 
 import pytest
 
+import kjoin
 from kjoin import Scenario
 from kjoin.spark import SparkInputError, Topic, run_join, run_scenarios
 from tests.spark_compare import assert_same, random_batch, small_arrow_batches, spark_results, spark_rows
@@ -244,3 +245,55 @@ def test_vectorised_refuses_what_it_cannot_run_exactly_and_auto_falls_back(spark
     with pytest.raises(SparkInputError, match=re.escape(named)):
         run_scenarios(spark, [scenario], joiner=joiner, method="vectorised")
     assert run_scenarios(spark, [scenario], joiner=joiner).method == "processors"
+
+
+SWEEP_STOPS_INSIDE_A_LIST = {
+    "join": "stream-stream",
+    "variant": "outer",
+    "window": {"before_ms": 2, "after_ms": 1, "grace_ms": 6},
+    "events": [
+        {"side": "left", "key": "k1", "value": "L0", "ts": 225},
+        {"side": "left", "key": "k1", "value": "L1", "ts": 228},
+        {"side": "left", "key": "k1", "value": "L2", "ts": 228},
+        {"side": "right", "key": "k2", "value": "R0", "ts": 227},
+        {"side": "right", "key": "k3", "value": "R1", "ts": 231},
+        {"side": "right", "key": "k2", "value": "R2", "ts": 234},
+        {"side": "left", "key": "k3", "value": "L3", "ts": 236},
+    ],
+}
+"""Issue 32 (``tests/test_kafka_oracle.py`` checks it against Kafka 4.3.1): R2's sweep stops at L2, the second value
+of the list <228, left, k1>, leaving the min time at 228, so L3@236 passes the gate and releases R0, L1 and L2."""
+
+
+def _repeated_groups(seed: int) -> Scenario:
+    """One dense task where records often repeat the last one's side, key and ts: the outer-join buffer holds lists of
+    several values under one ``<ts, side, key>``, and 3.8+ sweeps stop inside them."""
+    rng = random.Random(seed)
+    events, now = [], 0
+    for i in range(150):
+        if events and rng.random() < 0.3:
+            events.append({**events[-1], "value": f"{events[-1]['side'][0].upper()}{i}"})
+            continue
+        now += rng.choice([0, 1, 2, 3, 12])
+        side = rng.choice(["left", "right"])
+        value = None if rng.random() < 0.15 else f"{side[0].upper()}{i}"
+        ts = now if rng.random() < 0.6 else max(0, now - rng.randint(0, 20))
+        events.append({"side": side, "key": f"k{rng.randint(1, 4)}", "value": value, "ts": ts})
+    window = {"before_ms": rng.randint(0, 8), "after_ms": rng.randint(0, 8), "grace_ms": rng.randint(0, 8)}
+    variant = rng.choice(["left", "outer"])
+    return Scenario.from_dict({"join": "stream-stream", "variant": variant, "window": window, "events": events})
+
+
+def test_a_sweep_stops_inside_a_list_of_one_ts_side_and_key_as_in_the_reference_engine(spark):
+    """The walker reads the buffer value by value, as Kafka's ListValueStore iterator does (issue 32): the min time a
+    3.8+ sweep leaves is the ts of the record after the second side's first open one, even one of the same group."""
+    pinned = Scenario.from_dict(SWEEP_STOPS_INSIDE_A_LIST)
+    scenarios = [pinned] + [_repeated_groups(seed) for seed in range(8)]
+    steps = kjoin.run(pinned).steps
+    sweeps = [step.index for step in steps if any(o.kind.value == "window-closed" for o in step.outputs)]
+    assert sweeps == [5, 6]
+    with small_arrow_batches(spark, 3):
+        result = run_scenarios(spark, scenarios, method="vectorised")
+        assert result.method == "vectorised"
+        outputs, steps = spark_results(result)
+    assert_same(scenarios, outputs, steps)

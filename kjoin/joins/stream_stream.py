@@ -278,6 +278,12 @@ class StreamStreamJoin:
         once both sides have an open entry. That is 3.8+ (``outer_join_sweep_per_side``); 3.1 to
         3.7 close every entry at the processing side's bound and stop at the first open one, and
         from 3.1.1 gate with the processing side's look-back (``outer_join_sweep_gate_looks_back``).
+
+        An entry is one *value*: the store keeps a list per ``<ts, side, key>`` and its iterator
+        (``ListValueStore.all()``) yields each value of a list on its own. So when a list of
+        several values is the second side's first open group, the sweep stops at its next value
+        and leaves the min time at that group's ts, not at the ts of the group after it (which
+        could keep the next sweep's gate shut: issue 32).
         """
         grace = self.window.effective_grace_ms
         per_side = self.semantics.outer_join_sweep_per_side
@@ -299,6 +305,8 @@ class StreamStreamJoin:
                 if not per_side:
                     break
                 open_sides.add(entry_side)
+                if len(open_sides) == 2 and len(records) > 1:
+                    break  # the group's next value is the next entry: the min time stays at ts
                 continue
             self._release(records, closes_at, stream_time, ctx)
 

@@ -547,9 +547,10 @@ class _Walker:
     plus a constant (3.8+: its own side's look-ahead plus grace; before: the sweeping side's), so a side's closed
     records come before its first open one. 3.1 to 3.7 stop at the first open record: they emit every closed record
     and leave the first open ts (or the last ts, if all closed). 3.8+ go on until both sides have met an open
-    record, then read one more: they also emit every closed record, and leave the ts of the group after the later
-    of the two sides' first open groups (the last group's ts if there is none after it, or if a side never meets
-    an open group).
+    record, then read one more: they also emit every closed record, and leave the ts of the entry after the later
+    of the two sides' first open records (the last one's ts if there is none after it, or if a side never meets
+    an open record). An entry is one record: Kafka's store keeps a list per ``<ts, side, key>`` and reads each of
+    its values on its own, so a later record of the same group stops the sweep at that group's ts (issue 32).
 
     The sweeps are a scalar loop (a sweep passes its gate about once per millisecond of stream time in an outer
     join), so the walker keeps plain lists in store order, indexed by place: ``gone[place]`` is the position from
@@ -637,14 +638,13 @@ class _Walker:
             return _LATER, emitted
         if len(first_open) < 2:
             return ts[last], emitted
-        group = (ts[i], side_byte[i], self.key_rank[i])
-        key_rank = self.key_rank
         for j in range(i + 1, n):
             if gone[j] < sweep_at or position[j] >= sweep_at:
                 continue
-            if (ts[j], side_byte[j], key_rank[j]) != group:
-                return ts[j], emitted  # the next group: at the same ts, or the first later one
-        return group[0], emitted
+            # The next entry Kafka's iterator reads: each value of a <ts, side, key> list is an entry of its own, so
+            # this is a later value of the group the sweep stopped at (same ts), or the next group.
+            return ts[j], emitted
+        return ts[i], emitted
 
     def _last_ts(self, sweep_at: int) -> int:
         """The largest ts the sweep at ``sweep_at`` reads from a one-sided buffer (3.8+), where the walk would read
