@@ -58,6 +58,30 @@ def check_scenario(scenario: Scenario) -> None:
     _check_extensions(scenario)
     _check_topology(scenario)
     _check_arrival(scenario)
+    _check_offsets(scenario)
+
+
+def _check_offsets(scenario: Scenario) -> None:
+    """A partition's log has one record per offset, in increasing order: the offsets a scenario
+    writes out must increase along each side's partition (in the listed order), as a Kafka task
+    reads them. Offsets left out count on from the previous one."""
+    if not any(isinstance(event, Event) and event.offset is not None for event in scenario.events):
+        return
+    from .builders import event_partition
+
+    last: dict[tuple[Side, int], int] = {}
+    for index, event in enumerate(scenario.events):
+        if not isinstance(event, Event):
+            continue
+        log = (event.side, event_partition(event, scenario.partitions))
+        previous = last.get(log)
+        offset = event.offset if event.offset is not None else (0 if previous is None else previous + 1)
+        if previous is not None and offset <= previous:
+            raise ScenarioError(
+                f"events[{index}].offset: {offset} does not follow offset {previous} of the same {event.side} "
+                f"partition {log[1]}; offsets increase along a partition (remove offset: to let kjoin count them)"
+            )
+        last[log] = offset
 
 
 def _check_topology(scenario: Scenario) -> None:
