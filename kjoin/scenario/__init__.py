@@ -89,8 +89,8 @@ def load_scenario(path: str | Path) -> Scenario:
     """
     if not isinstance(path, (str, Path)):
         raise ScenarioError(
-            f"load_scenario: expected the path of a YAML or JSON file, got {type(path).__name__} {path!r:.60} (a parsed "
-            "document goes to Scenario.from_dict)"
+            f"load_scenario: expected the path of a YAML or JSON file, got {type(path).__name__} {path!r:.60} (a "
+            "parsed document goes to Scenario.from_dict)"
         )
     path = Path(path)
     data = read_document(path)

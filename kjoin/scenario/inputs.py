@@ -222,8 +222,8 @@ class ScenarioLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         digits = text.lstrip("+-")
         if len(digits) > 1 and digits[0] == "0" and digits[1].isdigit():
             raise ScenarioError(
-                f"line {node.start_mark.line + 1}: {text} has a leading zero, an octal number in YAML 1.1 and a decimal "
-                f"one in YAML 1.2; write {int(digits)} (decimal), 0o{digits.lstrip('0')} (octal) or quote it"
+                f"line {node.start_mark.line + 1}: {text} has a leading zero, an octal number in YAML 1.1 and a "
+                f"decimal one in YAML 1.2; write {int(digits)} (decimal), 0o{digits.lstrip('0')} (octal) or quote it"
             )
         if digits.startswith("0o"):
             return sign * int(digits[2:], 8)
@@ -346,8 +346,8 @@ def check_document(data: Any, where: str = "") -> None:
             for key, item in value.items():
                 if not isinstance(key, str):
                     raise ScenarioError(
-                        f"{_name(path)}: the mapping key {_short(key)} is of type {type(key).__name__}; field names and "
-                        "the keys of a JSON value are strings (quote it)"
+                        f"{_name(path)}: the mapping key {_short(key)} is of type {type(key).__name__}; field names "
+                        "and the keys of a JSON value are strings (quote it)"
                     )
                 stack.append((item, f"{path}.{key}" if path else key, depth + 1))
             continue
