@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check kafka-live
+.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check kafka-live fuzz-inputs
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -73,6 +73,10 @@ kafka-oracle: $(STAMP)
 kafka-live: $(STAMP)
 	@command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
 	$(PY) -c "from tests.kafka_broker import build; build()"
+
+# N perturbed scenarios through kjoin's input boundary (issue 25): counts of crashes, hangs and coercions.
+fuzz-inputs: $(STAMP)
+	$(PY) -m tests.input_fuzz $(N)
 
 # N random scenarios per Kafka version through kjoin and the real library: `N=10000 make kafka-check`.
 N ?= 1000

@@ -152,6 +152,10 @@ def materialize(outputs: Iterable[Any]) -> dict[Any, Any]:
 def _records(events: Iterable[Mapping[str, Any]], partitions: int, default_side: Side = Side.LEFT) -> list[Record]:
     from .partitioner import default_partition
 
+    from .records import kafka_keys
+
+    events = list(events)
+    key_of = kafka_keys(event.get("key") for event in events if isinstance(event, Mapping))
     records = []
     for index, event in enumerate(events):
         missing = [name for name in ("key", "ts") if name not in event]
@@ -161,7 +165,7 @@ def _records(events: Iterable[Mapping[str, Any]], partitions: int, default_side:
         if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
             raise ValueError(f"events[{index}].ts is {ts!r}: timestamps are integer milliseconds >= 0")
         side = Side(event.get("side", default_side.value))
-        key = event["key"]
+        key = key_of(event["key"])
         partition = event.get("partition")
         if partition is None:
             partition = default_partition(key, partitions) if (key is not None and partitions > 1) else 0

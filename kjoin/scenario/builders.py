@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping
 from ..notation import parse_notation
 from ..ordering import merge_by_timestamp
 from ..partitioner import default_partition
-from ..records import Record, Side
+from ..records import Record, Side, kafka_keys
 from .fields import Deliver, Event, ScenarioError
 
 __all__ = [
@@ -78,6 +78,8 @@ def assign_offsets(events: Iterable[Event | Deliver], partitions: int) -> list[R
     offsets filled in where an event leaves them out; ``deliver`` instructions as they are."""
     next_offset: dict[tuple[Side, int], int] = {}
     script: list[Record | Deliver] = []
+    events = list(events)
+    key_of = kafka_keys(event.key for event in events if isinstance(event, Event))
     for event in events:
         if isinstance(event, Deliver):
             script.append(event)
@@ -85,7 +87,7 @@ def assign_offsets(events: Iterable[Event | Deliver], partitions: int) -> list[R
         partition = event_partition(event, partitions)
         offset = event.offset if event.offset is not None else next_offset.get((event.side, partition), 0)
         next_offset[(event.side, partition)] = offset + 1
-        script.append(Record(event.side, event.key, event.value, event.ts, partition, offset))
+        script.append(Record(event.side, key_of(event.key), event.value, event.ts, partition, offset))
     return script
 
 
