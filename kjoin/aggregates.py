@@ -214,8 +214,8 @@ def _group_by(group_by: str | Callable[[Any, Any], Any]) -> tuple[Callable[[Any,
         group = field_of(value, group_by)
         if group is not None and not isinstance(group, (str, int, float, bool)):
             raise ValueError(
-                f"the group-by field {group_by!r} of value {render_value(value)} is {render_value(group)}; a group is a "
-                "key: a string, number or null"
+                f"the group-by field {group_by!r} of value {render_value(value)} is {render_value(group)}; a group "
+                "is a key: a string, number or null"
             )
         return group
 
