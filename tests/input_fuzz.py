@@ -254,13 +254,13 @@ def cases(n: int, seed: int = 0) -> list[tuple[str, Callable[[], Any]]]:
 
 
 BIG_CASES: list[dict[str, Any]] = [
-    {"join": "window-aggregate", "window": {"size_ms": 10}, "partitions": 1_000_000, "events": []},
+    {"join": "window-aggregate", "window": {"size_ms": 10}, "partitions": 2**31, "events": []},
     {
         "join": "window-aggregate",
         "window": {"size_ms": 10**7, "advance_ms": 1},
         "events": [{"key": "k", "value": 1, "ts": 1}],
     },
-    {"join": "stream-stream", "variant": "inner", "window": WINDOW, "partitions": 10**9, "events": []},
+    {"join": "stream-stream", "variant": "inner", "window": WINDOW, "partitions": 2**40, "events": []},
 ]
 
 

@@ -110,6 +110,18 @@ def test_sizes_beyond_the_bounds_are_refused_at_once_naming_the_limit(index):
     assert any(word in detail for word in ("partitions", "windows")), detail
 
 
+@pytest.mark.parametrize("join", ["table-aggregate", "window-aggregate", "wtable-table"])
+def test_seed_000_over_a_million_partitions_builds_only_the_tasks_of_its_records(join):
+    doc = {
+        "join": join,
+        "partitions": 1_000_000,
+        "events": [{"key": "a", "value": {"g": "x"}, "ts": 1}, {"key": "b", "value": {"g": "y"}, "ts": 2}],
+        **({"group_by": "g"} if join == "table-aggregate" else {"window": {"size_ms": 10}}),
+    }
+    outcome, detail = input_fuzz.run_case(input_fuzz.through_api(doc), 5.0)
+    assert (outcome, detail) == ("ran", "")
+
+
 def test_a_fifo_is_refused_before_it_is_opened():
     outcome, detail = input_fuzz.run_case(input_fuzz._through_fifo, 2.0)
     assert (outcome, "not a regular file") == ("refused", detail.split(": it is ")[-1][:18])

@@ -55,9 +55,9 @@ are any JSON, but kjoin renders, compares and prints them recursively: 64 is far
 record and far below Python's recursion limit."""
 MAX_EVENTS = 10_000_000
 """The most events one scenario may list: the reference engine keeps every step's trace in memory."""
-MAX_PARTITIONS = 100_000
-"""The most partitions a scenario may have (Kafka's own practical limit per topic is in the
-thousands; seed 000's runners build a task per partition)."""
+MAX_PARTITIONS = 2**31 - 1
+"""The most partitions a scenario may have: Kafka numbers partitions with Java ints. The engines
+build only the tasks that have records, so the count costs nothing."""
 MIN_LONG = -(2**63)
 MAX_LONG = 2**63 - 1
 """Kafka's timestamps, windows, retentions, offsets and long keys are Java ``long``s."""
