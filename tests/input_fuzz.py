@@ -10,7 +10,8 @@ Each case ends in one of:
 * ``coercion``: accepted where Kafka would not take it as written (see :data:`COERCION_PROBES`).
 
 ``python -m tests.input_fuzz N`` prints the counts of N random cases plus the coercion probes
-(``make fuzz-inputs``); :mod:`tests.test_input_fuzz` runs the same cases under hypothesis.
+(``make fuzz-inputs``); :mod:`tests.test_input_fuzz` runs the same cases under hypothesis. Every
+fifth case goes through ``kjoin run``, one in ten through ``kjoin export --junit``.
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ def through_api(doc: Any) -> Callable[[], Any]:
     return call
 
 
-def through_file(text: bytes, suffix: str, cli: bool = False) -> Callable[[], Any]:
+def through_file(text: bytes, suffix: str, cli: bool = False, command: str = "run") -> Callable[[], Any]:
     def call() -> Any:
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / f"scenario{suffix}"
@@ -210,7 +211,7 @@ def through_file(text: bytes, suffix: str, cli: bool = False) -> Callable[[], An
                 import io
 
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                    code = main(["run", str(path)])
+                    code = main([command, str(path)] + (["--junit"] if command == "export" else []))
                 return 0 if code in (0, 2) else code
             return kjoin.run(load_scenario(path))
 
@@ -245,6 +246,11 @@ def cases(n: int, seed: int = 0) -> list[tuple[str, Callable[[], Any]]]:
             text = dump(doc, suffix)
             if text is not None:
                 result.append((f"file {suffix}", through_file(text, suffix)))
+                continue
+        if route == 2 and index % 10 == 2:
+            text = dump(doc, ".yaml")
+            if text is not None:
+                result.append(("export --junit", through_file(text, ".yaml", cli=True, command="export")))
                 continue
         result.append(("api", through_api(doc)))
     result += [(f"bytes {i}", through_file(text, suffix)) for i, (text, suffix) in enumerate(BYTE_CASES)]

@@ -55,10 +55,44 @@ def check_scenario(scenario: Scenario) -> None:
                 f"{side}.history_retention_ms: only a versioned table has a history retention; add versioned: true or "
                 "remove the field"
             )
+    _check_events(scenario)
     _check_extensions(scenario)
     _check_topology(scenario)
     _check_arrival(scenario)
     _check_offsets(scenario)
+
+
+def _check_events(scenario: Scenario) -> None:
+    """The events' own shape, for a scenario built in code from :class:`Event` objects (a parsed
+    document was checked field by field already): a key of a key's type, a timestamp and a
+    partition within Kafka's bounds."""
+    if not isinstance(scenario.events, tuple):
+        raise ScenarioError(
+            f"events: expected a tuple of Event and Deliver objects, got {type(scenario.events).__name__}"
+        )
+    partitions = scenario.partitions
+    if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+        raise ScenarioError(f"partitions: expected a positive integer, got {partitions!r}")
+    for index, event in enumerate(scenario.events):
+        if isinstance(event, Deliver):
+            continue
+        if not isinstance(event, Event):
+            raise ScenarioError(f"events[{index}]: expected an Event or a Deliver, got {type(event).__name__}")
+        if not isinstance(event.side, Side):
+            raise ScenarioError(f"events[{index}].side: expected Side.LEFT or Side.RIGHT, got {event.side!r}")
+        if event.key is not None and not isinstance(event.key, KEY_TYPES):
+            raise ScenarioError(
+                f"events[{index}].key: expected a string, number or null, got {type(event.key).__name__}"
+            )
+        if isinstance(event.key, int) and not -(2**63) <= event.key < 2**63:
+            raise ScenarioError(f"events[{index}].key: does not fit Kafka's 64-bit long")
+        if not isinstance(event.ts, int) or isinstance(event.ts, bool) or not 0 <= event.ts < 2**63:
+            raise ScenarioError(f"events[{index}].ts: expected a non-negative integer below 2^63, got {event.ts!r}")
+        partition = event.partition
+        if partition is not None and (
+            not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < partitions
+        ):
+            raise ScenarioError(f"events[{index}].partition: expected an integer from 0 to {partitions - 1}")
 
 
 def _check_offsets(scenario: Scenario) -> None:
