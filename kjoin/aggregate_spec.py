@@ -120,7 +120,7 @@ class AggregateSpec:
             unknown_field("", data, _FIELDS)
             join = data.get("join")
             if not isinstance(join, str) or join not in JOINS:
-                raise fail(f"join: {join!r} is not one of {', '.join(JOINS)}")
+                raise fail(f"join: {join!r} is not one of {', '.join(JOINS)}{did_you_mean(join, JOINS)}")
             extra = sorted(set(data) - _ALLOWED[join] - {"join", "variant", "semantics", "partitions", "events"})
             if extra:
                 raise fail(
@@ -146,7 +146,9 @@ class AggregateSpec:
         if join in ("table-aggregate", "window-aggregate"):
             variants = ("left",)
         if not isinstance(variant, str) or variant not in variants:
-            raise fail(f"variant: {variant!r} is not one of {', '.join(variants)} for {join}")
+            raise fail(
+                f"variant: {variant!r} is not one of {', '.join(variants)} for {join}{did_you_mean(variant, variants)}"
+            )
         if data.get("semantics") is not None and not isinstance(data["semantics"], str):
             raise fail(f'semantics: a Kafka version as text, e.g. "3.5" (quoted), not {data["semantics"]!r}')
         partitions = data.get("partitions", 1)
@@ -234,7 +236,14 @@ class AggregateSpec:
             return count()
         if isinstance(spec, Mapping) and set(spec) == {"sum"} and (spec["sum"] is None or isinstance(spec["sum"], str)):
             return sum_of(spec["sum"])
-        raise self._fail(f"{name}: count or {{sum: field}} (other aggregators through the Python API), not {spec!r}")
+        hint = (
+            did_you_mean(next(iter(spec), None), ("sum",))
+            if isinstance(spec, Mapping)
+            else did_you_mean(spec, ("count",))
+        )
+        raise self._fail(
+            f"{name}: count or {{sum: field}} (other aggregators through the Python API), not {spec!r}{hint}"
+        )
 
     def selector(self) -> Any:
         spec = self.data.get("selector")
@@ -245,7 +254,12 @@ class AggregateSpec:
             return select_by_timestamp(windows)
         if isinstance(spec, Mapping) and set(spec) == {"field"} and isinstance(spec["field"], str):
             return select_by_field(windows, spec["field"])
-        raise self._fail(f"selector: timestamp or {{field: name}}, not {spec!r}")
+        hint = (
+            did_you_mean(next(iter(spec), None), ("field",))
+            if isinstance(spec, Mapping)
+            else did_you_mean(spec, ("timestamp",))
+        )
+        raise self._fail(f"selector: timestamp or {{field: name}}, not {spec!r}{hint}")
 
     def _stores(self) -> dict[str, Any]:
         """The window stores' options: ``retention_ms``, ``segments`` and the era's ``semantics``."""

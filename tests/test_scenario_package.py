@@ -18,7 +18,10 @@ def test_the_package_keeps_the_public_names():
 
 
 def test_a_scenario_built_in_code_refuses_an_unknown_join():
-    expected = r"^join: expected one of stream-stream \| stream-table \| table-table \| fk, got 'stream-stram'$"
+    expected = (
+        r"^join: expected one of stream-stream \| stream-table \| table-table \| fk, got 'stream-stram' "
+        r"\(did you mean 'stream-stream'\?\)$"
+    )
     with pytest.raises(ScenarioError, match=expected):
         Scenario(join="stream-stram", variant="inner", events=())  # type: ignore[arg-type]
 

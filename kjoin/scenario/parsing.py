@@ -29,7 +29,7 @@ from .fields import (
     ScenarioError,
     TableOptions,
 )
-from .inputs import MAX_EVENTS, MAX_PARTITIONS, check_document, read_document, unknown_field
+from .inputs import MAX_EVENTS, MAX_PARTITIONS, check_document, did_you_mean, read_document, unknown_field
 from .rules import check_choice
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,7 +47,12 @@ def parse_document(data: Any, allowed: Iterable[str]) -> dict[str, Any]:
         raise ScenarioError(f"a scenario is a mapping with join, variant and events; got {type(data).__name__}")
     check_document(data)
     unknown_field("", data, allowed)
-    join = check_choice("join", data.get("join"), JOINS)
+    join = data.get("join")
+    if not isinstance(join, str) or join not in JOINS:
+        from ..aggregates import JOINS as SEED_000_JOINS  # late: the aggregates build on this package
+
+        every = (*JOINS, *SEED_000_JOINS)
+        raise ScenarioError(f"join: expected one of {' | '.join(every)}, got {join!r}{did_you_mean(join, every)}")
     variant = check_choice("variant", data.get("variant"), VARIANTS[join])
     semantics_text = data.get("semantics")
     if semantics_text is not None and not isinstance(semantics_text, str):

@@ -20,7 +20,11 @@ __all__ = ["check_scenario", "check_choice"]
 def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     """``value`` if it is one of ``allowed``; else a ScenarioError naming the field and the choices."""
     if not isinstance(value, str) or value not in allowed:
-        raise ScenarioError(f"{name}: expected one of {' | '.join(allowed)}, got {value!r}")
+        from .inputs import did_you_mean
+
+        raise ScenarioError(
+            f"{name}: expected one of {' | '.join(allowed)}, got {value!r}{did_you_mean(value, allowed)}"
+        )
     return value
 
 
