@@ -155,3 +155,21 @@ def test_a_misspelled_field_gets_a_did_you_mean():
 
     with pytest.raises(kjoin.ScenarioError, match=r"did you mean 'size_ms'"):
         AggregateSpec.from_dict({"join": "window-aggregate", "window": {"sise_ms": 10}, "events": []})
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 3])
+@pytest.mark.parametrize("join", ["stream-stream", "stream-table", "table-table"])
+def test_keys_1_1_0_and_true_are_three_keys_with_any_number_of_partitions(join, partitions):
+    """Kafka compares serialized keys: a long 1, a double 1.0 and a boolean true never meet, though
+    Python finds them equal. Each key joins only its own partner."""
+    events = [
+        {"side": "right", "key": 1, "value": "a", "ts": 1},
+        {"side": "right", "key": 1.0, "value": "b", "ts": 2},
+        {"side": "left", "key": True, "value": "A", "ts": 3},
+        {"side": "left", "key": 1, "value": "B", "ts": 4},
+        {"side": "left", "key": 1.0, "value": "C", "ts": 5},
+    ]
+    window = {"before_ms": 10, "after_ms": 10, "grace_ms": 0} if join == "stream-stream" else None
+    scenario = kjoin.Scenario.from_records(join, "inner", events, partitions=partitions, window=window)
+    outputs = [(o.render(), kjoin.records.key_identity(o.key)) for o in kjoin.run(scenario).outputs]
+    assert outputs == [("B-a", ("long", "1")), ("C-b", ("double", "1.0"))]
