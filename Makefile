@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check kafka-live cluster
+.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check kafka-live cluster fuzz-inputs bench-reference
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -78,6 +78,14 @@ kafka-oracle: $(STAMP)
 kafka-live: $(STAMP)
 	@command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
 	$(PY) -c "from tests.kafka_broker import build; build()"
+
+# N perturbed scenarios through kjoin's input boundary (issue 25): counts of crashes, hangs and coercions.
+fuzz-inputs: $(STAMP)
+	$(PY) -m tests.input_fuzz $(N)
+
+# The reference engine alone, every join kind at 10^5 and 10^6 events, kjoin.run and `kjoin run` (README numbers).
+bench-reference: $(STAMP)
+	$(PY) -m kjoin.bench_reference
 
 # N random scenarios per Kafka version through kjoin and the real library: `N=10000 make kafka-check`. The versions
 # are derived from kjoin/semantics.py's era boundaries (tests/oracle_check.py's judged_versions), all of them here;

@@ -48,6 +48,8 @@ from .joins.window_aggregate import TimeWindows, Windowed
 from .joins.wtable import select_by_field, select_by_timestamp, shift_by
 from .records import render_value
 from .scenario import ScenarioError
+from .scenario.fields import KEY_TYPES
+from .scenario.inputs import MAX_EVENTS, MAX_PARTITIONS, check_document, did_you_mean, unknown_field
 from .semantics import Semantics, parse_semantics
 
 __all__ = ["AGGREGATE_JOINS", "AggregateSpec", "run_spec", "spec_jsonl", "spec_table", "spec_title"]
@@ -113,17 +115,29 @@ class AggregateSpec:
 
         if not isinstance(data, Mapping):
             raise fail(f"a scenario is a mapping with join and events; got {type(data).__name__}")
-        unknown = sorted(set(data) - _FIELDS)
-        if unknown:
-            raise fail(f"unknown field {unknown[0]!r}; the fields are {', '.join(sorted(_FIELDS))}")
-        join = data.get("join")
-        if join not in JOINS:
-            raise fail(f"join: {join!r} is not one of {', '.join(JOINS)}")
-        extra = sorted(set(data) - _ALLOWED[join] - {"join", "variant", "semantics", "partitions", "events"})
-        if extra:
-            raise fail(
-                f"{extra[0]}: not a field of a {join} scenario (its fields: {', '.join(sorted(_ALLOWED[join]))})"
-            )
+        try:
+            check_document(data)
+            unknown_field("", data, _FIELDS)
+            join = data.get("join")
+            if not isinstance(join, str) or join not in JOINS:
+                raise fail(f"join: {join!r} is not one of {', '.join(JOINS)}{did_you_mean(join, JOINS)}")
+            extra = sorted(set(data) - _ALLOWED[join] - {"join", "variant", "semantics", "partitions", "events"})
+            if extra:
+                raise fail(
+                    f"{extra[0]}: not a field of a {join} scenario{did_you_mean(extra[0], _ALLOWED[join])} (its "
+                    f"fields: {', '.join(sorted(_ALLOWED[join]))})"
+                )
+            return cls._checked(data, join, source)
+        except ScenarioError as error:
+            if error.source is not None:
+                raise
+            raise fail(str(error)) from None
+
+    @classmethod
+    def _checked(cls, data: Mapping[str, Any], join: str, source: str | None) -> "AggregateSpec":
+        def fail(message: str) -> ScenarioError:
+            return ScenarioError(message, source)
+
         missing = sorted(_NEEDS[join] - set(data))
         if missing:
             raise fail(f"{missing[0]}: a {join} scenario needs it")
@@ -131,10 +145,28 @@ class AggregateSpec:
         variant = data.get("variant", "left")
         if join in ("table-aggregate", "window-aggregate"):
             variants = ("left",)
-        if variant not in variants:
-            raise fail(f"variant: {variant!r} is not one of {', '.join(variants)} for {join}")
-        if not isinstance(data.get("events", []), list):
+        if not isinstance(variant, str) or variant not in variants:
+            raise fail(
+                f"variant: {variant!r} is not one of {', '.join(variants)} for {join}{did_you_mean(variant, variants)}"
+            )
+        if data.get("semantics") is not None and not isinstance(data["semantics"], str):
+            raise fail(f'semantics: a Kafka version as text, e.g. "3.5" (quoted), not {data["semantics"]!r}')
+        partitions = data.get("partitions", 1)
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= MAX_PARTITIONS:
+            raise fail(f"partitions: an integer from 1 to {MAX_PARTITIONS}, not {partitions!r}")
+        events = data.get("events", [])
+        if not isinstance(events, list):
             raise fail("events: a list of {side, key, value, ts} mappings")
+        if len(events) > MAX_EVENTS:
+            raise fail(f"events: {len(events)} events, more than the reference engine runs at once ({MAX_EVENTS})")
+        for index, event in enumerate(events):
+            _check_event(event, index, partitions)
+        group_by = data.get("group_by")
+        if "group_by" in data and (not isinstance(group_by, str) or not all(group_by.split("."))):
+            raise fail(f"group_by: a field path of the value such as page or user.country, not {group_by!r}")
+        for flag in ("self_join",):
+            if flag in data and not isinstance(data[flag], bool):
+                raise fail(f"{flag}: true or false, not {data[flag]!r}")
         spec = cls(join, variant, dict(data), source)
         semantics = spec.semantics()
         if join == "table-aggregate" and not semantics.table_aggregate_single_update:
@@ -174,11 +206,25 @@ class AggregateSpec:
 
     def windows(self, name: str) -> TimeWindows:
         spec = self.data[name]
-        if not isinstance(spec, Mapping) or "size_ms" not in spec or set(spec) - {"size_ms", "advance_ms", "grace_ms"}:
+        if not isinstance(spec, Mapping):
             raise self._fail(f"{name}: a mapping {{size_ms, advance_ms, grace_ms}} (size_ms required), not {spec!r}")
+        try:
+            unknown_field(name, spec, {"size_ms", "advance_ms", "grace_ms"})
+        except ScenarioError as error:
+            raise self._fail(str(error)) from None
+        if spec.get("size_ms") is None:
+            raise self._fail(f"{name}.size_ms: the windows' size in milliseconds is required")
         for part, value in spec.items():
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
                 raise self._fail(f"{name}.{part}: integer milliseconds, not {value!r}")
+        size, advance = spec["size_ms"], spec.get("advance_ms")
+        if isinstance(size, int) and isinstance(advance, int) and 0 < advance <= size:
+            if size // advance > MAX_WINDOWS_PER_RECORD:
+                raise self._fail(
+                    f"{name}: windows of {size} ms advancing by {advance} ms put every record in {size // advance} "
+                    f"windows; kjoin computes at most {MAX_WINDOWS_PER_RECORD} per record (each is a store update and "
+                    "an output): make advance_ms larger"
+                )
         try:
             return TimeWindows(spec["size_ms"], spec.get("advance_ms"), spec.get("grace_ms") or 0)
         except ValueError as error:
@@ -190,7 +236,14 @@ class AggregateSpec:
             return count()
         if isinstance(spec, Mapping) and set(spec) == {"sum"} and (spec["sum"] is None or isinstance(spec["sum"], str)):
             return sum_of(spec["sum"])
-        raise self._fail(f"{name}: count or {{sum: field}} (other aggregators through the Python API), not {spec!r}")
+        hint = (
+            did_you_mean(next(iter(spec), None), ("sum",))
+            if isinstance(spec, Mapping)
+            else did_you_mean(spec, ("count",))
+        )
+        raise self._fail(
+            f"{name}: count or {{sum: field}} (other aggregators through the Python API), not {spec!r}{hint}"
+        )
 
     def selector(self) -> Any:
         spec = self.data.get("selector")
@@ -201,7 +254,12 @@ class AggregateSpec:
             return select_by_timestamp(windows)
         if isinstance(spec, Mapping) and set(spec) == {"field"} and isinstance(spec["field"], str):
             return select_by_field(windows, spec["field"])
-        raise self._fail(f"selector: timestamp or {{field: name}}, not {spec!r}")
+        hint = (
+            did_you_mean(next(iter(spec), None), ("field",))
+            if isinstance(spec, Mapping)
+            else did_you_mean(spec, ("timestamp",))
+        )
+        raise self._fail(f"selector: timestamp or {{field: name}}, not {spec!r}{hint}")
 
     def _stores(self) -> dict[str, Any]:
         """The window stores' options: ``retention_ms``, ``segments`` and the era's ``semantics``."""
@@ -268,6 +326,42 @@ class AggregateSpec:
             return "task", wtable_join_factory(self.join, **self._wtable_options())
         except ValueError as error:
             raise self._fail(str(error)) from None
+
+
+MAX_WINDOWS_PER_RECORD = 10_000
+"""The most hopping windows one record may fall in (``size_ms / advance_ms``): each is a store
+update and an output per record, so more would run for hours without saying why."""
+_EVENT_FIELDS = {"side", "key", "value", "ts", "partition"}
+
+
+def _check_event(event: Any, index: int, partitions: int) -> None:
+    """One event of a seed-000 scenario: side, key, value, ts and optionally partition."""
+    where = f"events[{index}]"
+    if not isinstance(event, Mapping):
+        raise ScenarioError(
+            f"{where}: expected a mapping like {{side: left, key: k, value: A, ts: 3}}, got {event!r:.60}"
+        )
+    unknown_field(where, event, _EVENT_FIELDS, "an event has side, key, value, ts and optionally")
+    for required in ("key", "value", "ts"):
+        if required not in event:
+            raise ScenarioError(f"{where}: missing field {required!r} (write null for a null key or value)")
+    side = event.get("side", "left")
+    if side not in ("left", "right"):
+        raise ScenarioError(f"{where}.side: expected left or right, got {side!r}")
+    key = event["key"]
+    if key is not None and not isinstance(key, KEY_TYPES):
+        raise ScenarioError(f"{where}.key: expected a string, number or null, got {type(key).__name__} {key!r:.60}")
+    ts = event["ts"]
+    if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
+        raise ScenarioError(f"{where}.ts: expected a non-negative integer (milliseconds), got {ts!r}")
+    partition = event.get("partition")
+    if partition is not None and (
+        not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < partitions
+    ):
+        raise ScenarioError(
+            f"{where}.partition: expected an integer from 0 to {partitions - 1} (partitions: {partitions}), got "
+            f"{partition!r}"
+        )
 
 
 def run_spec(data: Any, source: str | None = None) -> AggregateTrace:

@@ -220,6 +220,9 @@ class SegmentedWindowStore:
         self.layout = layout
         self.observed_ms: int | None = None
         self._rows: dict[tuple[Any, int], tuple[Any, int, int, int]] = {}
+        self._starts: dict[tuple[str, Any], set[int]] = {}
+        """The window starts of each key (by type and value: 1 and True are two keys), so that a
+        read of one key's windows never scans the whole store."""
         self._segments: dict[int, set[tuple[Any, int]]] = {}
         self.dropped: list[int] = []
         """Segments dropped by the last :meth:`put` (for the step's explanation)."""
@@ -237,11 +240,11 @@ class SegmentedWindowStore:
 
     def windows_of(self, key: Any) -> list[tuple[int, int, Any, int]]:
         """Every live window of ``key`` a read can see: ``(start, end, aggregate, ts)`` by start."""
-        found = [
-            (start, row[2], row[0], row[1])
-            for (k, start), row in self._rows.items()
-            if _same(k, key) and not self.behind_retention(start)
-        ]
+        found = []
+        for start in self._starts.get(_by_type(key), ()):
+            if not self.behind_retention(start):
+                row = self._rows[(key, start)]
+                found.append((start, row[2], row[0], row[1]))
         return sorted(found)
 
     def behind_retention(self, start_ms: int) -> bool:
@@ -281,6 +284,7 @@ class SegmentedWindowStore:
             return False
         entry = (key, start_ms)
         self._rows[entry] = (value, ts, start_ms + self.size_ms, segment)
+        self._starts.setdefault(_by_type(key), set()).add(start_ms)
         self._log.put(self.store, entry, self._rows[entry])
         members = self._segments.setdefault(segment, set())
         members.add(entry)
@@ -290,6 +294,10 @@ class SegmentedWindowStore:
     def _drop(self, segment: int) -> None:
         for entry in sorted(self._segments.pop(segment), key=lambda e: (_sortable(e[0]), e[1])):
             del self._rows[entry]
+            starts = self._starts[_by_type(entry[0])]
+            starts.discard(entry[1])
+            if not starts:
+                del self._starts[_by_type(entry[0])]
             self._log.delete(self.store, entry)
         self._log.delete(self.segment_store, segment)
         self.dropped.append(segment)
@@ -320,8 +328,10 @@ class SegmentedWindowStore:
         return [(segment, row[0], row[2]) for segment, row in sorted(entries.items())]
 
 
-def _same(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b
+def _by_type(key: Any) -> tuple[str, Any]:
+    """A key as an index entry: its type and value, so that keys equal in Python but of different
+    types (1 and True) stay apart."""
+    return type(key).__name__, key
 
 
 # -- the kinds: what a snapshot's entries of these stores mean (kjoin.stores' contract) ----------

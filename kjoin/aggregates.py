@@ -40,7 +40,7 @@ from .joins.wtable import (
     select_by_timestamp,
     shift_by,
 )
-from .records import Output, Record, Side
+from .records import Output, Record, Side, render_value
 from .semantics import Semantics, parse_semantics
 from .state import StateHistory, StateLog
 from .trace import Step, Trace
@@ -152,6 +152,10 @@ def materialize(outputs: Iterable[Any]) -> dict[Any, Any]:
 def _records(events: Iterable[Mapping[str, Any]], partitions: int, default_side: Side = Side.LEFT) -> list[Record]:
     from .partitioner import default_partition
 
+    from .records import kafka_keys
+
+    events = list(events)
+    key_of = kafka_keys(event.get("key") for event in events if isinstance(event, Mapping))
     records = []
     for index, event in enumerate(events):
         missing = [name for name in ("key", "ts") if name not in event]
@@ -161,7 +165,7 @@ def _records(events: Iterable[Mapping[str, Any]], partitions: int, default_side:
         if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
             raise ValueError(f"events[{index}].ts is {ts!r}: timestamps are integer milliseconds >= 0")
         side = Side(event.get("side", default_side.value))
-        key = event["key"]
+        key = key_of(event["key"])
         partition = event.get("partition")
         if partition is None:
             partition = default_partition(key, partitions) if (key is not None and partitions > 1) else 0
@@ -193,10 +197,29 @@ def _run(
     return AggregateTrace(config, steps, history)  # type: ignore[arg-type]
 
 
+def _tasks(factory: Callable[[Any, int], Any], log: StateLog, records: list[Record]) -> Any:
+    """The tasks of the partitions that have records, built before the first step (their stores
+    show from the start); a scenario's other partitions get no task, so ``partitions: 100000``
+    costs nothing."""
+    from .joins.tasks import Tasks
+
+    return Tasks(factory, log, sorted({record.partition for record in records}))
+
+
 def _group_by(group_by: str | Callable[[Any, Any], Any]) -> tuple[Callable[[Any, Any], Any], str]:
     if callable(group_by):
         return group_by, "group-by mapper"
-    return (lambda key, value: field_of(value, group_by)), f"group-by on field {group_by!r}"
+
+    def mapper(key: Any, value: Any) -> Any:
+        group = field_of(value, group_by)
+        if group is not None and not isinstance(group, (str, int, float, bool)):
+            raise ValueError(
+                f"the group-by field {group_by!r} of value {render_value(value)} is {render_value(group)}; a group "
+                "is a key: a string, number or null"
+            )
+        return group
+
+    return mapper, f"group-by on field {group_by!r}"
 
 
 # -- the three runners --------------------------------------------------------------------
@@ -237,16 +260,15 @@ def run_window_aggregate(
     aggregation = aggregation or count()
     log = StateLog()
     factory = window_aggregate_factory(windows, aggregation, retention_ms, segments, semantics)
-    tasks = {task: factory(log, task) for task in range(partitions)}
+    records = _records(events, partitions)
+    tasks = _tasks(factory, log, records)
     options = {
         "windows": windows,
         "layout": windows.layout(retention_ms, segments),
         "semantics": parse_semantics(semantics),
     }
     config = AggregateConfig("window-aggregate", aggregation.name, partitions, options)
-    return _run(
-        config, _records(events, partitions), log, lambda record, ctx: tasks[record.partition].process(record, ctx)
-    )
+    return _run(config, records, log, lambda record, ctx: tasks[record.partition].process(record, ctx))
 
 
 def window_aggregate_factory(
@@ -310,7 +332,8 @@ def run_wtable_join(
         semantics,
     )
     log = StateLog()
-    tasks = {task: factory(log, task) for task in range(partitions)}
+    records = _records(events, partitions)
+    tasks = _tasks(factory, log, records)
     options = {
         "windows": windows,
         "right_windows": right_windows or windows,
@@ -324,7 +347,7 @@ def run_wtable_join(
     config = AggregateConfig(join, variant, partitions, options)
     return _run(
         config,
-        _records(events, partitions),
+        records,
         log,
         lambda record, ctx: tasks[record.partition].process(record, ctx),
         joiner,
@@ -391,11 +414,12 @@ def run_hopping_join(
     from .joins.hopping import HoppingWindowJoin
 
     log = StateLog()
-    tasks = {task: HoppingWindowJoin(log, task, windows, per) for task in range(partitions)}
+    records = _records(events, partitions)
+    tasks = _tasks(lambda task_log, task: HoppingWindowJoin(task_log, task, windows, per), log, records)
     config = AggregateConfig("hopping-join", "inner", partitions, {"windows": windows, "per": per})
     return _run(
         config,
-        _records(events, partitions),
+        records,
         log,
         lambda record, ctx: tasks[record.partition].process(record, ctx),
         joiner,

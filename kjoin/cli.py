@@ -22,6 +22,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ScenarioError as error:
         print(f"kjoin: {error}", file=sys.stderr)
         return 2
+    except (RecursionError, MemoryError) as error:  # a last resort: the input boundary bounds depth and size
+        what = "nested too deeply" if isinstance(error, RecursionError) else "too large for this machine's memory"
+        print(f"kjoin: {getattr(args, 'scenario', 'the input')}: {what} for kjoin; make it smaller", file=sys.stderr)
+        return 2
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -58,6 +58,12 @@ def run(
 
         if isinstance(scenario, AggregateSpec):
             return scenario.run(joiner)
+        raise ScenarioError(
+            f"kjoin.run: expected a kjoin.Scenario, got {type(scenario).__name__}; build one with "
+            "kjoin.Scenario.from_dict(data), kjoin.load_scenario(path) or kjoin.Scenario.from_records(...)"
+        )
+    if not callable(joiner):
+        raise ScenarioError(f"kjoin.run: the joiner must be a function (left, right) -> value, got {joiner!r:.60}")
     if scenario.join == "fk":
         return _run_foreign_key(scenario, joiner)
     log = StateLog()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from .records import Record
+from .records import Record, key_identity
 
 __all__ = ["merge_by_timestamp", "arrival_order", "Waiting"]
 
@@ -78,6 +79,12 @@ def arrival_order(records: Sequence[Any], arrival: Any) -> list[tuple[Any, Waiti
         arrives = record.ts + arrival.lag_ms(side)
         queue.append((max(arrives, queue[-1][0]) if queue else arrives, record))
     heads = {where: 0 for where in queues}
+    positions: dict[tuple[int, int], dict[Any, list[int]]] = {}  # each queue's positions of each key
+    for where, queue in queues.items():
+        by_key = positions[where] = {}
+        for position, (_, record) in enumerate(queue):
+            if record.key is not None:
+                by_key.setdefault(key_identity(record.key), []).append(position)
     now = None
     out: list[tuple[Any, Waiting | None]] = []
     while heads:
@@ -89,22 +96,28 @@ def arrival_order(records: Sequence[Any], arrival: Any) -> list[tuple[Any, Waiti
             continue
         _, rank, partition = min(ready)
         record = queues[(partition, rank)][heads[(partition, rank)]][1]
-        out.append((record, _waiting(record, queues, heads, (partition, 1 - rank), arrival)))
+        out.append((record, _waiting(record, queues, heads, positions, (partition, 1 - rank), arrival)))
         heads[(partition, rank)] += 1
         if heads[(partition, rank)] == len(queues[(partition, rank)]):
             del heads[(partition, rank)]
     return out
 
 
-def _waiting(record: Any, queues: dict, heads: dict, other: tuple[int, int], arrival: Any) -> Waiting | None:
+def _waiting(
+    record: Any, queues: dict, heads: dict, positions: dict, other: tuple[int, int], arrival: Any
+) -> Waiting | None:
     if other not in heads:
         return None
     queue, start = queues[other], heads[other]
     head = queue[start][1]
     if not (head.ts < record.ts or (head.ts == record.ts and other[1] == 0)):
         return None
-    partner = next(
-        (r for _, r in queue[start:] if r.ts <= record.ts and r.key is not None and r.key == record.key), None
-    )
+    partner = None
+    if record.key is not None:  # the first record of this key not taken yet with a timestamp no later
+        same_key = positions[other].get(key_identity(record.key), ())
+        for position in same_key[bisect.bisect_left(same_key, start) :]:
+            if queue[position][1].ts <= record.ts:
+                partner = queue[position][1]
+                break
     side = "left" if other[1] == 0 else "right"
     return Waiting(side, arrival.lag_ms(side), head, partner)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import enum
 import json
+import struct
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Side", "Record", "Output", "OutputKind", "render_value"]
+__all__ = ["Side", "Record", "Output", "OutputKind", "render_value", "key_identity", "kafka_keys"]
 
 
 class Side(enum.Enum):
@@ -131,3 +132,83 @@ class Output:
         if self.has_old:
             data["old"] = self.old
         return data
+
+
+# -- key identity ---------------------------------------------------------------------------
+# Kafka compares keys by their serialized bytes; Python compares 1, 1.0 and True as equal (and
+# 0.0 with -0.0). A scenario's keys are one key each as Kafka sees them: by their type and their
+# JSON rendering (render_value), the identity below. Where two keys of a scenario are equal in
+# Python but not as Kafka sees them, kjoin replaces its int and float keys by the subclasses
+# below, which hash and compare by that identity (bools stay bools), so every store, buffer and
+# partitioner treats them as three keys, with one partition or many. They render, serialize and
+# print as the plain numbers they are.
+_KINDS = {bool: "boolean", int: "long", float: "double", str: "string"}
+
+
+def key_identity(key: Any) -> tuple[str, str] | None:
+    """What makes two keys one key for Kafka: the kind of serde (boolean, long, double, string)
+    and the key's rendering; ``None`` for a null key."""
+    if key is None:
+        return None
+    kind = next((name for cls, name in _KINDS.items() if isinstance(key, cls)), type(key).__name__)
+    return kind, render_value(key)
+
+
+class LongKey(int):
+    """An integer key that equals only another :class:`LongKey` of the same value."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is LongKey and int(self) == int(other)  # type: ignore[call-overload]
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(("long", int(self)))
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+
+class DoubleKey(float):
+    """A float key that equals only another :class:`DoubleKey` of the same IEEE-754 bytes."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is DoubleKey and struct.pack(">d", self) == struct.pack(">d", other)  # type: ignore[arg-type]
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(("double", struct.pack(">d", self)))
+
+    def __repr__(self) -> str:
+        return float.__repr__(self)
+
+
+def kafka_keys(keys: Any) -> Any:
+    """A function from a key to the key kjoin stores: the key itself, unless two of ``keys`` are
+    equal in Python but not for Kafka (see :func:`key_identity`); then int and float keys become
+    :class:`LongKey` and :class:`DoubleKey`."""
+    seen: dict[Any, tuple[str, str] | None] = {}
+    for key in keys:
+        if key is None or isinstance(key, str):
+            continue
+        identity = key_identity(key)
+        if seen.setdefault(key, identity) != identity:
+            return _distinct_key
+    return _same_key
+
+
+def _same_key(key: Any) -> Any:
+    return key
+
+
+def _distinct_key(key: Any) -> Any:
+    if isinstance(key, bool) or not isinstance(key, (int, float)):
+        return key
+    return LongKey(key) if isinstance(key, int) else DoubleKey(key)

@@ -396,7 +396,12 @@ def parse_semantics(text: "str | Semantics | None") -> Semantics:
     if not match:
         raise ValueError(
             f'semantics {text!r} is not a Kafka version: expected e.g. "0.10.0", "0.10.2", "3.1" or "latest" '
-            '(rules switched after it: "3.0+spurious_result_fix", "4.3-relaxed_null_keys")'
+            '(rules switched after it: "3.0+spurious_result_fix", "4.4-relaxed_null_keys")'
+        )
+    if match.group(1, 2) == ("0", "10") and match.group(3) is None:
+        raise ValueError(
+            f"semantics {text!r} names the 0.10 line, whose releases join differently (0.10.2 brought KIP-77's "
+            'stream-table and table-table rules); name one: "0.10.0", "0.10.1" or "0.10.2"'
         )
     major, minor, patch = (int(part) if part else 0 for part in match.groups()[:3])
     if (major, minor) < (0, 10):

@@ -93,9 +93,9 @@ def test_arrival_round_trips_through_the_document():
     "arrival, message",
     [
         (5, r"arrival: expected the lag of a side, like \{right: \{lag_ms: 5000\}\}, got 5"),
-        ({"customers": {"lag_ms": 1}}, r"arrival.customers: unknown side; the sides are left and right"),
+        ({"customers": {"lag_ms": 1}}, r"arrival.customers: unknown field; the sides are left, right"),
         ({"right": 5000}, r"arrival.right: expected \{lag_ms: milliseconds\}, got 5000"),
-        ({"right": {"lag": 5}}, r"arrival.right.lag: unknown field; the only field is lag_ms"),
+        ({"right": {"lag": 5}}, r"arrival.right.lag: unknown field \(did you mean 'lag_ms'\?\); the fields are lag_ms"),
         ({"left": {"lag_ms": -1}}, r"arrival.left.lag_ms: expected a non-negative integer"),
         ({"left": {"lag_ms": 1.5}}, r"arrival.left.lag_ms: expected a non-negative integer"),
     ],

@@ -487,15 +487,58 @@ def test_a_non_numeric_long_in_a_file_fails_the_job_naming_the_column(spark, tmp
         topic.frame.collect()
 
 
-def test_a_null_timestamp_fails_the_job_naming_the_column(spark, tmp_path):
+def test_a_null_timestamp_is_refused_before_any_join_runs(spark, tmp_path):
     path = str(tmp_path / "nullts.parquet")
     spark.createDataFrame(
         [("a", "A", None, 0, 0)], "key string, value string, ts long, partition int, offset long"
     ).write.parquet(path)
     with pytest.raises(
+        SparkInputError, match=r"nullts\.parquet: column 'ts': 1 record\(s\) have a null timestamp; every Kafka record"
+    ):
+        from_files(spark, path)
+    # check=False leaves it to the job that reads the data, which names it too
+    with pytest.raises(
         Exception, match=r"nullts\.parquet: column 'ts': null is not allowed: every Kafka record has a timestamp"
     ):
-        from_files(spark, path).frame.collect()
+        from_files(spark, path, check=False).frame.collect()
+
+
+def test_a_negative_timestamp_is_refused_as_the_reference_engine_refuses_it(spark, tmp_path):
+    path = str(tmp_path / "negts.parquet")
+    spark.createDataFrame(
+        [("a", "A", 3, 0, 0), ("a", "B", -5, 0, 1)], "key string, value string, ts long, partition int, offset long"
+    ).write.parquet(path)
+    with pytest.raises(SparkInputError, match=r"negts\.parquet: column 'ts': timestamp -5 is negative"):
+        from_files(spark, path)
+    with pytest.raises(Exception, match=r"events\[1\]\.ts: expected a non-negative integer"):
+        import kjoin
+
+        kjoin.Scenario.from_records(
+            "stream-table",
+            "left",
+            [{"side": "left", "key": "a", "value": v, "ts": t} for v, t in (("A", 3), ("B", -5))],
+        )
+
+
+def test_a_kcat_dump_with_a_null_timestamp_or_a_partition_outside_the_topic_is_refused_at_once(spark, tmp_path):
+    path = tmp_path / "dump.jsonl"
+    line = {"partition": 0, "offset": 0, "ts": 1, "key": "a", "payload": "A"}
+    path.write_text(json.dumps(line) + "\n" + json.dumps({**line, "offset": 1, "ts": None}) + "\n", encoding="utf-8")
+    with pytest.raises(SparkInputError, match=r"dump\.jsonl: column 'ts': 1 record\(s\) have a null timestamp"):
+        from_kcat(spark, str(path))
+    path.write_text(json.dumps({**line, "ts": 1, "partition": 3}) + "\n", encoding="utf-8")
+    with pytest.raises(
+        SparkInputError, match=r"dump\.jsonl: column 'partition': 3 is not a partition of a topic with partitions=2"
+    ):
+        from_kcat(spark, str(path), partitions=2)
+
+
+def test_a_missing_path_is_refused_in_kjoins_words_not_sparks(spark, tmp_path):
+    missing = str(tmp_path / "nowhere" / "orders.parquet")
+    with pytest.raises(SparkInputError, match=r"orders\.parquet: no such file or directory"):
+        from_files(spark, missing, partitions=1)
+    with pytest.raises(SparkInputError, match=r"dump\.jsonl: no such file or directory"):
+        from_kcat(spark, str(tmp_path / "dump.jsonl"))
 
 
 def test_files_without_partition_need_the_partition_count(spark, tmp_path):
@@ -515,8 +558,14 @@ def test_an_unknown_file_format_is_refused(spark, tmp_path):
         from_files(spark, str(tmp_path / "data.avro"), format="avro")
 
 
-def test_a_partition_outside_the_partition_count_fails_the_job_naming_the_column(spark):
-    topic = from_kafka(kafka_frame(spark, LEFT_ROWS, utf8, utf8), partitions=1, source="orders")
+def test_a_partition_outside_the_partition_count_is_refused_naming_the_column(spark):
+    with pytest.raises(
+        SparkInputError,
+        match=r"orders: column 'partition': 1 is not a partition of a topic with partitions=1 \(0 to 0\); "
+        r"pass the topic's real partition count",
+    ):
+        from_kafka(kafka_frame(spark, LEFT_ROWS, utf8, utf8), partitions=1, source="orders")
+    topic = from_kafka(kafka_frame(spark, LEFT_ROWS, utf8, utf8), partitions=1, source="orders", check=False)
     with pytest.raises(
         Exception,
         match=r"orders: column 'partition': 1 is not a partition of a topic with partitions=1 \(0 to 0\); "

@@ -35,6 +35,7 @@ from ..records import Record, Side, render_value
 from ..state import StateLog
 from ..stores import TableStore
 from .context import StepContext
+from .tasks import Tasks
 
 __all__ = [
     "Aggregation",
@@ -195,6 +196,10 @@ class AggregateOutput:
         return data
 
 
+EAGER_TASKS = 1024
+"""A table aggregate with at most this many partitions builds every task's stores up front."""
+
+
 class TableAggregate:
     """A KTable grouped by a field of its value and aggregated, across ``partitions`` tasks.
 
@@ -217,9 +222,14 @@ class TableAggregate:
         self.group_by = group_by
         self.group_by_name = group_by_name
         self.aggregation = aggregation
-        self.sources = {task: TableStore(log, task, Side.LEFT, sends_old_values=True) for task in range(partitions)}
-        self.topics = {task: RepartitionTopic(log, task) for task in range(partitions)}
-        self.results = {task: AggregateStore(log, task) for task in range(partitions)}
+        # Up to EAGER_TASKS partitions every task's stores show from the start; beyond, a task is
+        # built when first used (partitions: 1000000 would otherwise build three million stores).
+        eager = range(partitions) if partitions <= EAGER_TASKS else ()
+        self.sources = Tasks(
+            lambda task_log, task: TableStore(task_log, task, Side.LEFT, sends_old_values=True), log, eager
+        )
+        self.topics = Tasks(lambda task_log, task: RepartitionTopic(task_log, task), log, eager)
+        self.results = Tasks(lambda task_log, task: AggregateStore(task_log, task), log, eager)
 
     def task_of(self, group: Any) -> int:
         return default_partition(group, self.partitions) if self.partitions > 1 else 0

@@ -53,7 +53,7 @@ from .fields import DeliveryMode, JoinKind, Variant, VersionedMode  # the Litera
 from .fields import CACHING_STORES, DELIVER_SELECTORS, DELIVERY_MODES, JOINS, MAX_TIMESTAMP_MS  # the allowed values
 from .fields import VARIANTS, VERSIONED_MODES
 from .model import Scenario
-from .parsing import read_document
+from .inputs import read_document
 
 __all__ = [
     "Arrival",
@@ -87,6 +87,11 @@ def load_scenario(path: str | Path) -> Scenario:
     ``table-wtable``) gives a :class:`kjoin.aggregate_spec.AggregateSpec` instead, with the
     fields described there; :func:`kjoin.run` runs either.
     """
+    if not isinstance(path, (str, Path)):
+        raise ScenarioError(
+            f"load_scenario: expected the path of a YAML or JSON file, got {type(path).__name__} {path!r:.60} (a "
+            "parsed document goes to Scenario.from_dict)"
+        )
     path = Path(path)
     data = read_document(path)
     if isinstance(data, dict) and data.get("join") in _aggregate_joins():

@@ -8,17 +8,36 @@ from typing import Any, Iterable, Mapping
 from ..notation import parse_notation
 from ..ordering import merge_by_timestamp
 from ..partitioner import default_partition
-from ..records import Record, Side
+from ..records import Record, Side, kafka_keys
 from .fields import Deliver, Event, ScenarioError
 
-__all__ = ["records_document", "notation_events", "frame_records", "assign_offsets", "window_document"]
+__all__ = [
+    "records_document",
+    "notation_events",
+    "frame_records",
+    "assign_offsets",
+    "event_partition",
+    "window_document",
+]
 
 
 def records_document(
     join: str, variant: str, records: Iterable[Record | Mapping[str, Any]], semantics: Any, window: Any, partitions: int
 ) -> dict[str, Any]:
     """The scenario document of :meth:`Scenario.from_records <kjoin.scenario.Scenario.from_records>`."""
-    events = [dict(record.to_dict() if isinstance(record, Record) else record) for record in records]
+    if isinstance(records, (str, bytes, Mapping)):
+        raise ScenarioError(f"records: expected a list of records or of event dicts, got {type(records).__name__}")
+    events = []
+    for index, record in enumerate(records):
+        if isinstance(record, Record):
+            events.append(record.to_dict())
+        elif isinstance(record, Mapping):
+            events.append(dict(record))
+        else:
+            raise ScenarioError(
+                f"records[{index}]: expected a kjoin.Record or a dict with side, key, value, ts, got "
+                f"{type(record).__name__} {record!r:.60}"
+            )
     return {
         "join": join,
         "variant": variant,
@@ -59,20 +78,26 @@ def assign_offsets(events: Iterable[Event | Deliver], partitions: int) -> list[R
     offsets filled in where an event leaves them out; ``deliver`` instructions as they are."""
     next_offset: dict[tuple[Side, int], int] = {}
     script: list[Record | Deliver] = []
+    events = list(events)
+    key_of = kafka_keys(event.key for event in events if isinstance(event, Event))
     for event in events:
         if isinstance(event, Deliver):
             script.append(event)
             continue
-        if event.partition is not None:
-            partition = event.partition
-        elif event.key is None or partitions == 1:
-            partition = 0
-        else:
-            partition = default_partition(event.key, partitions)
+        partition = event_partition(event, partitions)
         offset = event.offset if event.offset is not None else next_offset.get((event.side, partition), 0)
         next_offset[(event.side, partition)] = offset + 1
-        script.append(Record(event.side, event.key, event.value, event.ts, partition, offset))
+        script.append(Record(event.side, key_of(event.key), event.value, event.ts, partition, offset))
     return script
+
+
+def event_partition(event: Event, partitions: int) -> int:
+    """The partition of an event: its own, or the default partitioner's for its key (0 for a null key)."""
+    if event.partition is not None:
+        return event.partition
+    if event.key is None or partitions == 1:
+        return 0
+    return default_partition(event.key, partitions)
 
 
 def window_document(window: Any) -> dict[str, Any] | None:

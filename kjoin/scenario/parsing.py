@@ -6,11 +6,7 @@ Every error names the field (and the event) and says what is expected.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
-
-import yaml
 
 from ..joins.stream_stream import JoinWindows
 from ..records import Side
@@ -33,6 +29,7 @@ from .fields import (
     ScenarioError,
     TableOptions,
 )
+from .inputs import MAX_EVENTS, MAX_PARTITIONS, check_document, did_you_mean, read_document, unknown_field
 from .rules import check_choice
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,35 +41,35 @@ _EVENT_FIELDS = {"side", "key", "value", "ts", "partition", "offset"}
 _FLAGS = ("self_join", "optimize", "materialized", "send_old_values")
 
 
-def read_document(path: Path) -> Any:
-    """The parsed YAML or JSON of a scenario file; a ScenarioError naming the file if it cannot be read."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ScenarioError(f"cannot read the scenario: {error.strerror}", str(path)) from None
-    json_file = path.suffix.lower() == ".json"
-    try:
-        return json.loads(text) if json_file else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
-        raise ScenarioError(f"not valid {'JSON' if json_file else 'YAML'}: {error}", str(path)) from None
-
-
 def parse_document(data: Any, allowed: Iterable[str]) -> dict[str, Any]:
     """The :class:`~kjoin.scenario.Scenario` fields of a document whose top-level fields are ``allowed``."""
     if not isinstance(data, Mapping):
         raise ScenarioError(f"a scenario is a mapping with join, variant and events; got {type(data).__name__}")
-    unknown = sorted(set(data) - set(allowed))
-    if unknown:
-        raise ScenarioError(f"unknown field {unknown[0]!r}; the fields are {', '.join(sorted(allowed))}")
-    join = check_choice("join", data.get("join"), JOINS)
+    check_document(data)
+    unknown_field("", data, allowed)
+    join = data.get("join")
+    if not isinstance(join, str) or join not in JOINS:
+        from ..aggregates import JOINS as SEED_000_JOINS  # late: the aggregates build on this package
+
+        every = (*JOINS, *SEED_000_JOINS)
+        raise ScenarioError(f"join: expected one of {' | '.join(every)}, got {join!r}{did_you_mean(join, every)}")
     variant = check_choice("variant", data.get("variant"), VARIANTS[join])
+    semantics_text = data.get("semantics")
+    if semantics_text is not None and not isinstance(semantics_text, str):
+        raise ScenarioError(
+            f'semantics: expected a Kafka version as text, e.g. "3.1" (quoted: an unquoted 3.10 reads as the '
+            f"number 3.1), got {semantics_text!r}"
+        )
+    name = data.get("name")
+    if name is not None and not isinstance(name, str):
+        raise ScenarioError(f"name: expected text, got {name!r}")
     try:
-        semantics = parse_semantics(data.get("semantics"))
+        semantics = parse_semantics(semantics_text)
     except ValueError as error:
         raise ScenarioError(f"semantics: {error}") from None
     partitions = data.get("partitions", 1)
-    if not _is_int(partitions) or partitions < 1:
-        raise ScenarioError(f"partitions: expected a positive integer, got {partitions!r}")
+    if not _is_int(partitions) or not 1 <= partitions <= MAX_PARTITIONS:
+        raise ScenarioError(f"partitions: expected an integer from 1 to {MAX_PARTITIONS}, got {partitions!r}")
     window = _window(data.get("window"))
     tables = {side: _table_options(data.get(side), side) for side in ("left", "right")}
     events = data.get("events")
@@ -80,6 +77,11 @@ def parse_document(data: Any, allowed: Iterable[str]) -> dict[str, Any]:
         raise ScenarioError(
             f"events: expected a list of events like {{side: left, key: k, value: A, ts: 3}}, got "
             f"{type(events).__name__}"
+        )
+    if len(events) > MAX_EVENTS:
+        raise ScenarioError(
+            f"events: {len(events)} events, more than the reference engine runs at once ({MAX_EVENTS}, each step's "
+            "trace is kept in memory); run big topics with kjoin.spark"
         )
     foreign_key = data.get("foreign_key")
     if foreign_key is not None and (not isinstance(foreign_key, str) or not all(foreign_key.split("."))):
@@ -93,7 +95,7 @@ def parse_document(data: Any, allowed: Iterable[str]) -> dict[str, Any]:
     if not isinstance(hash_check, bool):
         raise ScenarioError(f"hash_check: expected true or false, got {hash_check!r}")
     versioned_mode = check_choice("versioned_mode", data.get("versioned_mode", "final"), VERSIONED_MODES)
-    materialized = bool(data.get("materialized", False))
+    materialized = data.get("materialized", False) is True
     flags: dict[str, Any] = {"caching": _caching(data.get("caching", False), materialized, join)}
     for flag in _FLAGS:
         flags[flag] = data.get(flag, False)
@@ -113,7 +115,7 @@ def parse_document(data: Any, allowed: Iterable[str]) -> dict[str, Any]:
         left=tables["left"],
         right=tables["right"],
         events=tuple(_event_or_deliver(event, index, partitions) for index, event in enumerate(events)),
-        name=data.get("name"),
+        name=name,
         foreign_key=foreign_key,
         grace_ms=grace_ms,
         delivery=_delivery(data.get("delivery")),
@@ -176,17 +178,13 @@ def _arrival(data: Any) -> Arrival | None:
     example = "{right: {lag_ms: 5000}}"
     if not isinstance(data, Mapping):
         raise ScenarioError(f"arrival: expected the lag of a side, like {example}, got {data!r}")
-    unknown = sorted(set(data) - {"left", "right"})
-    if unknown:
-        raise ScenarioError(f"arrival.{unknown[0]}: unknown side; the sides are left and right, e.g. {example}")
+    unknown_field("arrival", data, {"left", "right"}, "the sides are")
     lags = {}
     for side in ("left", "right"):
         options = data.get(side, {})
         if not isinstance(options, Mapping):
             raise ScenarioError(f"arrival.{side}: expected {{lag_ms: milliseconds}}, got {options!r}")
-        extra = sorted(set(options) - {"lag_ms"})
-        if extra:
-            raise ScenarioError(f"arrival.{side}.{extra[0]}: unknown field; the only field is lag_ms")
+        unknown_field(f"arrival.{side}", options, {"lag_ms"})
         lag = options.get("lag_ms", 0)
         if not _is_int(lag) or lag < 0:
             raise ScenarioError(
@@ -238,11 +236,7 @@ def _chain(data: Any, join: str) -> tuple[ChainedJoin, ...]:
         where = f"then[{index}]"
         if not isinstance(item, Mapping):
             raise ScenarioError(f"{where}: expected a mapping like {{variant: inner}}, got {item!r}")
-        unknown = sorted(set(item) - {"variant", "window"})
-        if unknown:
-            raise ScenarioError(
-                f"{where}.{unknown[0]}: unknown field; a chained join has variant and (stream-stream) window"
-            )
+        unknown_field(where, item, {"variant", "window"}, "a chained join has")
         variant = item.get("variant")
         allowed = VARIANTS.get(join, ())
         if variant not in allowed:
@@ -262,9 +256,7 @@ def _delivery(data: Any) -> Delivery:
         data = {"mode": data}
     if not isinstance(data, Mapping):
         raise ScenarioError(f"delivery: expected immediate | explicit | {{mode: random, seed: 7}}, got {data!r}")
-    unknown = sorted(set(data) - {"mode", "seed", "wait_for_row"})
-    if unknown:
-        raise ScenarioError(f"delivery.{unknown[0]}: unknown field; the fields are mode, seed, wait_for_row")
+    unknown_field("delivery", data, {"mode", "seed", "wait_for_row"})
     mode = check_choice("delivery.mode", data.get("mode"), DELIVERY_MODES)
     seed = data.get("seed", 0)
     if not _is_int(seed):
@@ -287,7 +279,7 @@ def _event_or_deliver(data: Any, index: int, partitions: int) -> Event | Deliver
 
 def _deliver(data: Mapping[str, Any], index: int) -> Deliver:
     where = f"events[{index}]"
-    if set(data) != {"deliver"}:
+    if len(data) != 1:
         raise ScenarioError(f"{where}: a deliver event has only the field deliver, e.g. {{deliver: next}}")
     which = data["deliver"]
     if not isinstance(which, str) or not (which in DELIVER_SELECTORS or (which[:1] == "m" and which[1:].isdigit())):
@@ -310,11 +302,7 @@ def _window(data: Any) -> JoinWindows | None:
     if not isinstance(data, Mapping):
         raise ScenarioError(f"window: expected {{before_ms, after_ms, grace_ms}}, got {data!r}")
     allowed = {"before_ms", "after_ms", "grace_ms", "spurious_result_fix"}
-    unknown = sorted(set(data) - allowed)
-    if unknown:
-        raise ScenarioError(
-            f"window.{unknown[0]}: unknown field; the fields are before_ms, after_ms, grace_ms, spurious_result_fix"
-        )
+    unknown_field("window", data, allowed)
     values = {}
     for name in ("before_ms", "after_ms"):
         value = data.get(name)
@@ -338,9 +326,7 @@ def _table_options(data: Any, side: str) -> TableOptions:
         return TableOptions()
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{side}: expected table options like {{versioned: false}}, got {data!r}")
-    unknown = sorted(set(data) - {"versioned", "history_retention_ms"})
-    if unknown:
-        raise ScenarioError(f"{side}.{unknown[0]}: unknown field; the fields are versioned, history_retention_ms")
+    unknown_field(side, data, {"versioned", "history_retention_ms"})
     versioned = data.get("versioned", False)
     if not isinstance(versioned, bool):
         raise ScenarioError(f"{side}.versioned: expected true or false, got {versioned!r}")
@@ -354,11 +340,7 @@ def _event(data: Any, index: int, partitions: int) -> Event:
     where = f"events[{index}]"
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{where}: expected a mapping like {{side: left, key: k, value: A, ts: 3}}, got {data!r}")
-    unknown = sorted(set(data) - _EVENT_FIELDS)
-    if unknown:
-        raise ScenarioError(
-            f"{where}.{unknown[0]}: unknown field; an event has side, key, value, ts and optionally partition, offset"
-        )
+    unknown_field(where, data, _EVENT_FIELDS, "an event has side, key, value, ts and optionally")
     for required in ("side", "key", "value", "ts"):
         if required not in data:
             hint = " (write null for a null key or value)" if required in ("key", "value") else ""

@@ -20,7 +20,11 @@ __all__ = ["check_scenario", "check_choice"]
 def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     """``value`` if it is one of ``allowed``; else a ScenarioError naming the field and the choices."""
     if not isinstance(value, str) or value not in allowed:
-        raise ScenarioError(f"{name}: expected one of {' | '.join(allowed)}, got {value!r}")
+        from .inputs import did_you_mean
+
+        raise ScenarioError(
+            f"{name}: expected one of {' | '.join(allowed)}, got {value!r}{did_you_mean(value, allowed)}"
+        )
     return value
 
 
@@ -55,9 +59,67 @@ def check_scenario(scenario: Scenario) -> None:
                 f"{side}.history_retention_ms: only a versioned table has a history retention; add versioned: true or "
                 "remove the field"
             )
+    _check_events(scenario)
     _check_extensions(scenario)
     _check_topology(scenario)
     _check_arrival(scenario)
+    _check_offsets(scenario)
+
+
+def _check_events(scenario: Scenario) -> None:
+    """The events' own shape, for a scenario built in code from :class:`Event` objects (a parsed
+    document was checked field by field already): a key of a key's type, a timestamp and a
+    partition within Kafka's bounds."""
+    if not isinstance(scenario.events, tuple):
+        raise ScenarioError(
+            f"events: expected a tuple of Event and Deliver objects, got {type(scenario.events).__name__}"
+        )
+    partitions = scenario.partitions
+    if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+        raise ScenarioError(f"partitions: expected a positive integer, got {partitions!r}")
+    for index, event in enumerate(scenario.events):
+        if isinstance(event, Deliver):
+            continue
+        if not isinstance(event, Event):
+            raise ScenarioError(f"events[{index}]: expected an Event or a Deliver, got {type(event).__name__}")
+        if not isinstance(event.side, Side):
+            raise ScenarioError(f"events[{index}].side: expected Side.LEFT or Side.RIGHT, got {event.side!r}")
+        if event.key is not None and not isinstance(event.key, KEY_TYPES):
+            raise ScenarioError(
+                f"events[{index}].key: expected a string, number or null, got {type(event.key).__name__}"
+            )
+        if isinstance(event.key, int) and not -(2**63) <= event.key < 2**63:
+            raise ScenarioError(f"events[{index}].key: does not fit Kafka's 64-bit long")
+        if not isinstance(event.ts, int) or isinstance(event.ts, bool) or not 0 <= event.ts < 2**63:
+            raise ScenarioError(f"events[{index}].ts: expected a non-negative integer below 2^63, got {event.ts!r}")
+        partition = event.partition
+        if partition is not None and (
+            not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < partitions
+        ):
+            raise ScenarioError(f"events[{index}].partition: expected an integer from 0 to {partitions - 1}")
+
+
+def _check_offsets(scenario: Scenario) -> None:
+    """A partition's log has one record per offset, in increasing order: the offsets a scenario
+    writes out must increase along each side's partition (in the listed order), as a Kafka task
+    reads them. Offsets left out count on from the previous one."""
+    if not any(isinstance(event, Event) and event.offset is not None for event in scenario.events):
+        return
+    from .builders import event_partition
+
+    last: dict[tuple[Side, int], int] = {}
+    for index, event in enumerate(scenario.events):
+        if not isinstance(event, Event):
+            continue
+        log = (event.side, event_partition(event, scenario.partitions))
+        previous = last.get(log)
+        offset = event.offset if event.offset is not None else (0 if previous is None else previous + 1)
+        if previous is not None and offset <= previous:
+            raise ScenarioError(
+                f"events[{index}].offset: {offset} does not follow offset {previous} of the same {event.side} "
+                f"partition {log[1]}; offsets increase along a partition (remove offset: to let kjoin count them)"
+            )
+        last[log] = offset
 
 
 def _check_topology(scenario: Scenario) -> None:

@@ -2,12 +2,15 @@
 
 Every reader checks its columns first and refuses a missing or mistyped column with an
 error that names the source, the column, the expected type and the fix. What can only be
-seen in the data (a long that is not 8 bytes, text that is not JSON, a null timestamp) is
-checked lazily, in the same Spark job that reads it: the job fails with a
+seen in the data is checked in two ways. A null or negative timestamp and a partition outside the
+topic are checked eagerly: the reader runs one small aggregate job over those columns (a count and
+a min/max) and raises :class:`SparkInputError` before any join runs (``check=False`` skips it;
+a path that does not exist is refused before Spark is asked). A long that is not 8 bytes or text
+that is not JSON is checked lazily, in the same Spark job that reads it: the job fails with a
 ``[USER_RAISED_EXCEPTION]`` whose message names the source, the column and the value.
-Nothing is collected: the result wraps a lazy DataFrame (a live topic is the exception:
-``from_kafka(spark, bootstrap_servers=..., topic=...)`` asks the cluster for its offsets once,
-with one Spark job, and pins the read to them).
+Nothing else is collected: the result wraps a lazy DataFrame (a live topic also asks the cluster
+for its offsets once, with one Spark job, and pins the read to them; its records are the
+cluster's, so it is not scanned again).
 
 Deserializers (``key=`` and ``value=``):
 
@@ -27,6 +30,7 @@ partition from 0.
 
 from __future__ import annotations
 
+import glob
 import os
 from typing import Any, Literal, Mapping
 
@@ -136,6 +140,75 @@ def _not_null(column: Any, name: str, source: str) -> Any:
     )
 
 
+def _check_eagerly(
+    frame: Any, ts: Any, partition: Any, partitions: int | None, source: str, ts_name: str = "ts"
+) -> None:
+    """One aggregate job over the timestamp and partition columns: a null or negative timestamp
+    (the reference engine refuses both; Kafka Streams' default extractor fails on them) and a
+    partition that is null, negative or outside the topic are refused with :class:`SparkInputError`
+    before any join runs, instead of inside a Java stack trace when results are computed."""
+    from pyspark.sql import functions as F
+
+    aggregates = [F.count_if(ts.isNull()).alias("null_ts"), F.min(ts).alias("min_ts")]
+    if partition is not None:
+        aggregates += [
+            F.count_if(partition.isNull()).alias("null_p"),
+            F.min(partition).alias("min_p"),
+            F.max(partition).alias("max_p"),
+        ]
+    row = frame.agg(*aggregates).first()
+    if row is None:  # pragma: no cover - an aggregate always has one row
+        return
+    if row["null_ts"]:
+        raise SparkInputError(
+            f"{source}: column {ts_name!r}: {row['null_ts']} record(s) have a null timestamp; every Kafka record has "
+            "one: fill them in or drop those rows"
+        )
+    if row["min_ts"] is not None and row["min_ts"] < 0:
+        raise SparkInputError(
+            f"{source}: column {ts_name!r}: timestamp {row['min_ts']} is negative; Kafka Streams' timestamp extractor "
+            "refuses negative timestamps and so does kjoin's reference engine: drop those rows or fix their time"
+        )
+    if partition is None:
+        return
+    if row["null_p"]:
+        raise SparkInputError(
+            f"{source}: column 'partition': {row['null_p']} record(s) have a null partition; every Kafka record has "
+            "one: fill them in, or drop the column to let kjoin assign Kafka's default partitions"
+        )
+    if row["min_p"] is not None and row["min_p"] < 0:
+        raise SparkInputError(f"{source}: column 'partition': {row['min_p']} is negative; a partition is 0 or more")
+    if partitions is not None and row["max_p"] is not None and row["max_p"] >= partitions:
+        raise SparkInputError(
+            f"{source}: column 'partition': {row['max_p']} is not a partition of a topic with partitions={partitions} "
+            f"(0 to {partitions - 1}); pass the topic's real partition count"
+        )
+
+
+def _check_path(path: Any, source: str) -> None:
+    """A local path that does not exist is refused before Spark is asked (Spark's own
+    ``PATH_NOT_FOUND`` comes as a Java error); a path with a scheme is left to Spark."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise SparkInputError(f"{source!r}: expected the path of a file or directory, got {type(path).__name__}")
+    text = str(path)
+    if "://" in text or text.startswith("file:"):
+        return
+    if not (glob.glob(text) if glob.has_magic(text) else os.path.exists(text)):
+        raise SparkInputError(f"{text}: no such file or directory (looked for {os.path.abspath(text)})")
+
+
+def _read(action: Any, source: str) -> Any:
+    """A Spark read whose analysis error (a path that vanished, a file Spark cannot read) becomes
+    a :class:`SparkInputError` naming the source."""
+    try:
+        return action()
+    except Exception as error:  # pyspark's AnalysisException, local or over Connect
+        if type(error).__name__ not in ("AnalysisException", "IllegalArgumentException", "SparkConnectGrpcException"):
+            raise
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise SparkInputError(f"{source}: Spark cannot read it: {first}") from None
+
+
 def _check_partitions(partitions: Any, source: str) -> None:
     if partitions is not None and (not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1):
         raise SparkInputError(
@@ -171,6 +244,7 @@ def from_kafka(
     ending_offsets: str = "latest",
     options: Mapping[str, Any] | None = None,
     timeout_ms: int = 30_000,
+    check: bool = True,
 ) -> Topic:
     """A topic from Kafka, in one of two forms.
 
@@ -190,7 +264,9 @@ def from_kafka(
       kafka-live`` has fetched it; without it the error says so.
 
     ``partitions`` is the topic's partition count when some partitions may hold no records (the
-    count is otherwise the highest partition seen plus one)."""
+    count is otherwise the highest partition seen plus one). ``check`` (a DataFrame only): one
+    aggregate job refuses negative timestamps and partitions outside ``partitions`` at once (see
+    the module docstring)."""
     if bootstrap_servers is not None or topic is not None:
         return _read_live_topic(
             frame,
@@ -225,6 +301,8 @@ def from_kafka(
             return _json_text(F.col(column), column, source)
         return F.col(column).cast("string")
 
+    if check and not frame.isStreaming:
+        _check_eagerly(frame, F.unix_millis(F.col("timestamp")), F.col("partition"), partitions, source, "timestamp")
     topic_frame = frame.select(
         deserialize("key", key).alias("key"),
         deserialize("value", value).alias("value"),
@@ -328,7 +406,7 @@ def _read_live_topic(
             startingOffsets=json.dumps(first),
             endingOffsets=json.dumps(after),
         )
-    return from_kafka(pinned, key=key, value=value, partitions=partitions, source=source)
+    return from_kafka(pinned, key=key, value=value, partitions=partitions, source=source, check=False)
 
 
 _OWNED_OPTIONS = {
@@ -393,7 +471,12 @@ def _decode_text(column: str, kind: str, how: str, source: str) -> Any:
 
 
 def from_kcat(
-    spark: Any, path: str, key: Deserializer = "string", value: Deserializer = "string", partitions: int | None = None
+    spark: Any,
+    path: str,
+    key: Deserializer = "string",
+    value: Deserializer = "string",
+    partitions: int | None = None,
+    check: bool = True,
 ) -> Topic:
     """A topic from a ``kcat -C -J`` dump: one JSON object per line with ``partition``,
     ``offset``, ``ts``, ``key`` and ``payload`` (``null`` for a null key or a tombstone;
@@ -403,7 +486,8 @@ def from_kcat(
     _check_deserializer("from_kcat", "key", key, path)
     _check_deserializer("from_kcat", "value", value, path)
     _check_partitions(partitions, path)
-    raw = spark.read.json(local_path(path))
+    _check_path(path, "from_kcat")
+    raw = _read(lambda: spark.read.json(local_path(path)), path)
     _refuse_corrupt_lines(
         raw, path, "not kcat JSON lines", "dump with `kcat -C -J -t <topic>` (one JSON object per line)"
     )
@@ -415,6 +499,9 @@ def from_kcat(
 
     def deserialize(column: str, how: str) -> Any:
         return _decode_text(column, types[column], how, path)
+
+    if check:
+        _check_eagerly(raw, F.col("ts").cast("bigint"), F.col("partition").cast("int"), partitions, path)
 
     frame = raw.select(
         deserialize("key", key).alias("key"),
@@ -434,6 +521,7 @@ def from_files(
     partitions: int | None = None,
     key: Deserializer | None = None,
     options: Mapping[str, Any] | None = None,
+    check: bool = True,
 ) -> Topic:
     """A topic from Parquet, CSV (with a header) or JSON-lines files with columns
     ``key, value, ts`` and optionally ``partition, offset``.
@@ -460,6 +548,7 @@ def from_files(
         reader = reader.option("header", "true").option("inferSchema", "true")
     elif format not in ("parquet", "json"):
         raise SparkInputError(f"{path}: format {format!r} is not supported; use 'parquet', 'csv' or 'json'")
+    _check_path(path, "from_files")
     if options is not None and not isinstance(options, Mapping):
         raise SparkInputError(
             f"{path}: options={options!r}: expected a dict of Spark reader options, e.g. {{'sep': ';'}}"
@@ -473,7 +562,7 @@ def from_files(
             if isinstance(setting, bool)
             else str(setting),
         )
-    raw = getattr(reader, format)(local_path(path))
+    raw = _read(lambda: getattr(reader, format)(local_path(path)), path)
     if format == "json":
         _refuse_corrupt_lines(raw, path, "not JSON lines", "write one JSON object per line with key, value, ts")
     types = dict(raw.dtypes)
@@ -502,6 +591,8 @@ def from_files(
         if types["ts"] == "timestamp_ntz"
         else F.col("ts").cast("bigint")
     )
+    if check:
+        _check_eagerly(raw, ts, F.col("partition").cast("int") if "partition" in types else None, partitions, path)
     columns = [
         convert("key", key).alias("key"),
         convert("value", value).alias("value"),

@@ -28,6 +28,8 @@ class SubscriptionStore(Store):
     def __init__(self, log: StateLog, task: int) -> None:
         super().__init__(log, task, SUBSCRIPTIONS)
         self._rows: dict[Any, tuple[Any, int]] = {}
+        self._by_prefix: dict[Any, set[Any]] = {}
+        """The combined keys of each prefix, so that a prefix scan reads only its own subscriptions."""
 
     @classmethod
     def row(cls, entry_key: Any, stored: Any) -> tuple:
@@ -48,14 +50,20 @@ class SubscriptionStore(Store):
 
     def put(self, combined_key: Any, wrapper: Any, ts: int) -> None:
         self._rows[combined_key] = (wrapper, ts)
+        self._by_prefix.setdefault(combined_key.prefix(), set()).add(combined_key)
         self._log.put(self.store, combined_key, (wrapper, ts))
 
     def delete(self, combined_key: Any) -> bool:
         existed = self._rows.pop(combined_key, None) is not None
+        if existed:
+            members = self._by_prefix[combined_key.prefix()]
+            members.discard(combined_key)
+            if not members:
+                del self._by_prefix[combined_key.prefix()]
         self._log.delete(self.store, combined_key)
         return existed
 
     def prefix_scan(self, prefix: tuple[int, bytes]) -> list[tuple[Any, Any, int]]:
         """``(combined key, wrapper, ts)`` of every subscription whose prefix is exactly ``prefix``."""
-        found = [(ck, row[0], row[1]) for ck, row in self._rows.items() if ck.prefix() == prefix]
+        found = [(ck, *self._rows[ck]) for ck in self._by_prefix.get(prefix, ())]
         return sorted(found, key=lambda item: item[0].sort_key())
