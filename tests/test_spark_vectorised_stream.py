@@ -88,7 +88,7 @@ def _long_task(seed: int, variant: str, semantics: str, records: int = 1500) -> 
 def test_vectorised_stream_stream_joins_equal_the_reference_engine(spark, rows):
     batch = _batch(rows, 12)
     assert {s.variant for s in batch} == {"inner", "left", "outer"}
-    assert {str(s.semantics) for s in batch} >= {"0.10.2", "3.1", "3.1.1", "3.4", "3.7", "4.3"}
+    assert {str(s.semantics) for s in batch} >= {"0.10.2", "3.1", "3.1.1", "3.4", "3.7", "4.4"}
     with small_arrow_batches(spark, rows):
         result = run_scenarios(spark, batch, method="vectorised")
         assert result.method == "vectorised"
