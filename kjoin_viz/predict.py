@@ -26,7 +26,7 @@ import os
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 import ipywidgets as widgets
 
@@ -86,23 +86,77 @@ def leave_step(trace: Trace, step: int) -> int | None:
     return STILL_WAITING
 
 
-def parse_outputs(text: str) -> list[str]:
-    """``"A-a, B-a"`` into ``["A-a", "B-a"]``; ``none``, ``-`` or nothing is no output. A window
-    ``[start, end)`` (an aggregate's ``home@[0, 10)=2``) is one item, its comma included."""
-    items, depth, current = [], 0, ""
-    for char in text.replace(";", ","):
-        if char == "[":
+_OPEN, _CLOSE = "[{(", "]})"
+_SEPARATORS = re.compile(r"([,;])")
+_NO_OUTPUT = ([], ["none"], ["-"], ["(none)"], ["nothing"])
+
+
+def _balanced(text: str) -> bool:
+    """Does ``text`` close every bracket it opens, and every JSON string it opens inside one?
+    Any closer closes any opener: a window ``[0, 10)`` opens with ``[`` and closes with ``)``.
+    Quotes count only inside brackets (a bare string value is printed without quotes)."""
+    depth, quoted, escaped = 0, False, False
+    for char in text:
+        if quoted:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                quoted = False
+        elif char == '"' and depth:
+            quoted = True
+        elif char in _OPEN:
             depth += 1
-        elif char == ")" and depth:
+        elif char in _CLOSE and depth:
             depth -= 1
-        if char == "," and depth == 0:
-            items.append(current)
-            current = ""
-        else:
-            current += char
-    items = [item.strip() for item in [*items, current]]
-    items = [item for item in items if item]
-    if [item.lower() for item in items] in ([], ["none"], ["-"], ["(none)"], ["nothing"]):
+    return depth == 0 and not quoted
+
+
+def parse_outputs(text: str, known: Iterable[str] = ()) -> list[str]:
+    """``"A-a, B-a"`` into ``["A-a", "B-a"]``; ``none``, ``-`` or nothing is no output.
+
+    Outputs are separated by commas (or semicolons) outside brackets and JSON strings: a window
+    ``home@[0, 10)=2`` and a JSON value ``{"fk":"Y","v":2}-bar`` are one item each, commas
+    included. ``known`` are outputs the answer may contain (the engine's): a run of the text
+    that spells one of them (spaces ignored) is that one item even where the rule above would
+    split it (a string value with a comma of its own, ``a,b-x``) or could not (an unclosed
+    bracket in a string value)."""
+    known = [k.strip() for k in known]
+    pieces = _SEPARATORS.split(text)  # text, separator, text, …: runs keep their own separators
+    chunks = pieces[::2]
+    if known and re.split(r"[,;]", _compact(text)) == re.split(r"[,;]", ",".join(_compact(k) for k in known)):
+        return known  # exactly the known outputs, in order (however their own commas would split)
+    wanted = {_compact(k) for k in known}
+    n = len(chunks)
+    # best[i]: (unknown items, items) for the first i chunks; each item is a run of chunks that
+    # spells a known output (costs 0), or is balanced with no balanced shorter run (the comma rule;
+    # costs 1), or is a single chunk (an unbalanced answer still splits; costs 1)
+    best: list[tuple[int, list[str]] | None] = [None] * (n + 1)
+    best[0] = (0, [])
+    for i in range(n):
+        if best[i] is None:
+            continue
+        cost, items = best[i]
+        run = ""
+        structural = True  # no shorter run from i was balanced
+        for j in range(i, n):
+            run = run + pieces[2 * j - 1] + chunks[j] if j > i else chunks[j]
+            item = run.strip()
+            balanced = _balanced(run)
+            if _compact(item) in wanted:
+                step = 0
+            elif (balanced and structural) or j == i:
+                step = 1
+            else:
+                step = None
+            if step is not None:
+                candidate = (cost + step, [*items, item])
+                if best[j + 1] is None or (candidate[0], len(candidate[1])) < (best[j + 1][0], len(best[j + 1][1])):
+                    best[j + 1] = candidate
+            structural = structural and not balanced
+    items = [item for item in best[n][1] if item]
+    if [item.lower() for item in items] in _NO_OUTPUT:
         return []
     return items
 
@@ -337,13 +391,14 @@ class Predict(widgets.VBox):
             fate_right = False
             said, engine = self.tones[self.fate.value], self.tones[label.tone]
             lines.append(f"Fate: not quite. You said it {said}; the engine says it {engine} ({label}).")
-        outputs_right, text = self._compare_outputs(parse_outputs(self.outputs.value))
+        outputs_right, text = self._compare_outputs(self.outputs.value)
         lines.append(text)
         lines.append(f"Why: {s.explain}")
         return Verdict(fate_right and outputs_right, tuple(lines))
 
-    def _compare_outputs(self, said: list[str]) -> tuple[bool, str]:
+    def _compare_outputs(self, answer: str) -> tuple[bool, str]:
         emitted = self.trace.steps[self.index].outputs
+        said = parse_outputs(answer, known=[o.render() for o in emitted] + [f"{o.render()}@{o.ts}" for o in emitted])
         with_ts = any(re.search(r"@-?\d+$", item) for item in said)  # not the @ of key@[start, end)
         expected = [o.render() + (f"@{o.ts}" if with_ts else "") for o in emitted]
         said, expected = [_compact(s) for s in said], [_compact(e) for e in expected]

@@ -8,13 +8,17 @@ from __future__ import annotations
 import base64
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import kjoin
 import kjoin_viz
 from kjoin_viz import Predict, Stepper, fate_label, show_step, trainer_mode
 from kjoin_viz.labels import TONES
-from kjoin_viz.predict import STILL_WAITING, leave_step, parse_outputs
+from kjoin_viz.predict import STILL_WAITING, _compact, leave_step, parse_outputs
 from kjoin_viz.step_view import svg_image
+from kjoin.joins.context import default_joiner
+from kjoin.records import render_value
 
 SEED_004 = dict(
     left="1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D, 40:E, 60:F, 100:G",
@@ -185,6 +189,72 @@ def test_show_step_and_the_stepper_share_one_renderer(trace):
 def test_parse_outputs():
     assert parse_outputs(" A-a,B-a ") == ["A-a", "B-a"]
     assert parse_outputs("none") == parse_outputs("") == parse_outputs(" - ") == []
+
+
+# What kjoin can print as one output: the joiner's ``left-right`` over any value (a string with
+# commas, brackets or quotes of its own, JSON objects and lists, numbers, null), a tombstone
+# ``null``, an aggregate ``key@[start, end)=n``; optionally with ``@ts``.
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-99, 999) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+_PRINTED = st.one_of(
+    st.builds(default_joiner, _JSON, _JSON),
+    st.just("null"),
+    st.builds(lambda k, s, n: f"{render_value(k)}@[{s}, {s + 10})={n}", _JSON, st.integers(0, 99), st.integers(0, 9)),
+).filter(lambda item: item.strip() == item and item.lower() not in ("none", "-", "(none)", "nothing"))
+_STAMPED = st.tuples(_PRINTED, st.none() | st.integers(0, 999)).map(
+    lambda p: p[0] + ("" if p[1] is None else f"@{p[1]}")
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_STAMPED, max_size=4), st.sampled_from([", ", ",", "; "]))
+def test_parse_outputs_reads_back_any_outputs_kjoin_prints(items, separator):
+    text = separator.join(items)
+    assert parse_outputs(text, known=items) == items
+    # an answer with some of them (in another order) is read as those, where that is not ambiguous
+    some = items[::-2]
+    assume(all(_compact(a) != _compact(b) + "," + _compact(c) for a in items for b in items for c in items))
+    assert parse_outputs(separator.join(some), known=items) == some
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.builds(default_joiner, _JSON.filter(lambda v: not isinstance(v, str)), st.text("ab-", max_size=3)),
+        max_size=4,
+    )
+)
+def test_parse_outputs_splits_json_values_without_being_told_them(items):
+    # a JSON value's commas, brackets and quoted commas are inside its brackets: no hint needed
+    assert parse_outputs(", ".join(items)) == [item.strip() for item in items if item.strip()]
+
+
+def test_exercise_4_of_notebook_05_takes_its_json_answer():
+    race = kjoin.Scenario.from_dict(
+        {
+            "join": "fk",
+            "variant": "inner",
+            "foreign_key": "fk",
+            "delivery": "explicit",
+            "events": [
+                {"side": "right", "key": "Y", "value": "bar", "ts": 1},
+                {"side": "left", "key": "A", "value": {"fk": "Y", "v": 1}, "ts": 2},
+                {"side": "left", "key": "A", "value": {"fk": "Y", "v": 2}, "ts": 3},
+                {"deliver": "subscription"},
+                {"deliver": "response"},
+                {"deliver": "all"},
+            ],
+        }
+    )
+    widget = Predict(kjoin.run(race), 6)
+    fate = fate_label(widget.trace.steps[6]).tone
+    verdict = widget.check(fate=fate, outputs='{"fk":"Y","v":2}-bar')
+    assert verdict.correct, verdict.text
+    assert widget.check(fate=fate, outputs='{"fk": "Y", "v": 2}-bar@3').correct  # spaces and a timestamp
+    assert not widget.check(fate=fate, outputs='{"fk":"Y","v":1}-bar').correct
 
 
 def test_predict_shows_the_input_so_far_and_the_state_before(trace):
