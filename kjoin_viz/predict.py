@@ -219,7 +219,15 @@ class Predict(widgets.VBox):
                 description="outputs",
                 layout={"width": "100%", "max_width": "520px"},
             )
-            inputs: list[widgets.Widget] = [widgets.HTML("<b>the record …</b>"), self.fate, self.outputs]
+            inputs: list[widgets.Widget] = [
+                widgets.HTML("<b>the record itself …</b>"),
+                self.fate,
+                widgets.HTML(
+                    '<div class="kjoin-viz" style="font-size:12px;color:#555">and everything this step emits, '
+                    "earlier records' results included:</div>"
+                ),
+                self.outputs,
+            ]
         else:
             options = [(self._step_option(j), j) for j in range(step + 1, len(trace.steps))]
             options.append(("it is still waiting when the input ends", STILL_WAITING))

@@ -58,3 +58,20 @@ def test_07_says_an_aggregate_subtractor_returning_null_deletes_the_row_too():
     text = markdown("07")
     assert "only a `reduce`" not in text
     assert "in a `reduce` or an `aggregate` alike" in text
+
+
+def test_09_shows_fates_in_the_words_of_every_other_view():
+    # steps_frame's raw fate says "joined" for a left join's order-2-null; the course's steps_table says
+    # "emitted with null" (fate_label), as the stepper and the exercises do
+    assert '"fate"]]' not in code("09")
+    assert "`joined` because it emitted a result" not in markdown("09")
+    from kjoin_viz.course import steps_table
+
+    records = [
+        {"side": "left", "key": "K2", "value": "order-2", "ts": 210},
+        {"side": "right", "key": "K2", "value": "customer-2", "ts": 205},  # processed after the order
+    ]
+    trace = kjoin.run(kjoin.Scenario.from_records("stream-table", "left", records))
+    table = steps_table(trace).frame
+    order = table[table["value"] == "order-2"].iloc[0]
+    assert order["outputs"] == "order-2-null@210" and order["fate"].startswith("emitted with null")

@@ -457,3 +457,25 @@ def test_check_with_nothing_chosen_asks_for_an_answer_and_opens_no_stepper(trace
     fate = Predict(trace, 15)
     assert fate.check(outputs="none").lines == ("Choose an answer first, then check.",)
     assert fate.stepper is None and "held" not in fate.feedback.value  # the answer is not given away
+
+
+# -- the fate choices and the outputs never contradict each other ---------------------------------
+def test_the_right_fate_choice_never_says_no_output_where_the_step_emits(trace):
+    practice = kjoin.run(
+        kjoin.Scenario.from_notation(
+            "stream-stream",
+            "outer",
+            left="2:P, 9:Q, 30:R, 60:T",
+            right="6:p, 27:r, 45:s",
+            window={"before_ms": 5, "after_ms": 5, "grace_ms": 2},
+        )
+    )
+    # 01's exercise 3: T@60 is held, and its step emits s's null result
+    widget = Predict(practice, 6)
+    assert widget.check(fate="held", outputs="null-s@45").correct
+    assert "no result of its own" in dict((v, t) for t, v in widget.fate.options)["held"]
+    for t in (trace, practice):
+        for step in t.steps:
+            choice = TONES[fate_label(step).tone]
+            if step.outputs:
+                assert "no output" not in choice, (step.index, choice)
