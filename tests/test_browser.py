@@ -219,11 +219,12 @@ def _drive_widgets(page, stem: str) -> dict[str, int]:
         stepper.scroll_into_view_if_needed()
         header = stepper.locator(".kjoin-pane-header")
         before = header.inner_text()
-        shown = int(re.search(r"step (\d+) of (\d+)", before).group(1))
-        last = int(re.search(r"step (\d+) of (\d+)", before).group(2))
+        shown, count = (int(n) for n in re.search(r"step (\d+) \(\d+ of (\d+)\)", before).groups())
+        last = count - 1
         button = stepper.get_by_role("button", name="previous" if shown == last else "next", exact=True)
         button.click()
-        expect(header).to_contain_text(f"step {shown - 1 if shown == last else shown + 1} of {last}", timeout=30_000)
+        moved = shown - 1 if shown == last else shown + 1
+        expect(header).to_contain_text(f"step {moved} ({moved + 1} of {count})", timeout=30_000)
         if i == 0:
             page.screenshot(path=str(ARTIFACTS / f"{stem}-stepper.png"))
         driven["stepper"] += 1
@@ -371,7 +372,7 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
     stepper = page.locator(".kjoin-stepper").first
     state = stepper.locator(".kjoin-pane-state")
     header = stepper.locator(".kjoin-pane-header")
-    expect(header).to_contain_text("step 17 of 18", timeout=60_000)
+    expect(header).to_contain_text("step 17 (18 of 19)", timeout=60_000)
     stepper.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "stepper-step-17.png"))
     before = state.inner_text()
@@ -380,7 +381,7 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
     expect(stepper.get_by_role("button", name="next", exact=True)).to_be_enabled()
 
     stepper.get_by_role("button", name="next", exact=True).click()
-    expect(header).to_contain_text("step 18 of 18")
+    expect(header).to_contain_text("step 18 (19 of 19)")
     _wait_for_rows(state, _state_rows(view, 18))
     assert state.inner_text() != before
     assert "100\tleft\tk\tG\t120" in state.inner_text()  # G waits in the outer-join buffer
@@ -389,12 +390,12 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
     page.screenshot(path=str(ARTIFACTS / "stepper-after-next.png"))
 
     stepper.get_by_role("button", name="first", exact=True).click()
-    expect(header).to_contain_text("step 0 of 18")
+    expect(header).to_contain_text("step 0 (1 of 19)")
     handle = stepper.locator(".widget-slider .noUi-handle")
     handle.focus()
     for _ in range(3):
         handle.press("ArrowRight")
-    expect(header).to_contain_text("step 3 of 18")
+    expect(header).to_contain_text("step 3 (4 of 19)")
     _wait_for_rows(state, _state_rows(view, 3))
     assert "k\t4\ta" in state.inner_text()
     timeline = stepper.locator(".kjoin-pane-timeline svg")
@@ -403,7 +404,7 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
 
     play = stepper.locator(".widget-play button").first
     play.click()  # play: one step every 600 ms from step 3
-    expect(header).to_contain_text("step 5 of 18", timeout=30_000)
+    expect(header).to_contain_text("step 5 (6 of 19)", timeout=30_000)
     play.click()  # the same button pauses
     time.sleep(1)
     paused = header.inner_text()
@@ -423,7 +424,7 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
     feedback = fate.locator(".kjoin-feedback")
     expect(feedback).to_contain_text("Fate: right")
     expect(feedback).to_contain_text(f"Not emitted at this step: {ANSWER}.")
-    expect(fate.locator(".kjoin-stepper .kjoin-pane-header")).to_contain_text("step 17 of 18")
+    expect(fate.locator(".kjoin-stepper .kjoin-pane-header")).to_contain_text("step 17 (18 of 19)")
     expect(fate.get_by_role("button", name="show solution")).to_be_hidden()  # learners get no solution button
     feedback.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "predict-fate-and-outputs.png"))
@@ -433,7 +434,7 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
     expect(release.locator(".kjoin-feedback")).to_contain_text(
         "Right: it leaves at step 17: right f@80 (stream time 80"
     )
-    expect(release.locator(".kjoin-stepper .kjoin-pane-header")).to_contain_text("step 17 of 18")
+    expect(release.locator(".kjoin-stepper .kjoin-pane-header")).to_contain_text("step 17 (18 of 19)")
     release.locator(".kjoin-feedback").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "predict-release.png"))
     # saved, the notebook keeps neither the widgets' state nor the answer

@@ -168,7 +168,7 @@ def test_show_step_is_html_and_text_of_that_step_only(trace):
     ).decode()
     assert 'data-view="0..60"' in timeline and "join window 25..55" in timeline  # zoomed on E@40 with its window
     assert 'data-store="task 0: outer-join buffer"' in page and "background:#fff3b0" in page  # the row E wrote
-    assert repr(shown).splitlines()[0] == "step 15 of 18: left E@40 (key k) -> held until stream time passes 60"
+    assert repr(shown).splitlines()[0] == "step 15 (16 of 19): left E@40 (key k) -> held until stream time passes 60"
     assert repr(shown) + "\n" == Stepper(trace, step=15).text()
     assert show_step(trace, -1).step == 18
     with pytest.raises(IndexError):

@@ -51,8 +51,8 @@ def _first_stepper_notebook() -> Path:
 
 
 def _step(header) -> tuple[int, int]:
-    shown, last = re.search(r"step (\d+) of (\d+)", header.inner_text()).groups()
-    return int(shown), int(last)
+    shown, count = re.search(r"step (\d+) \(\d+ of (\d+)\)", header.inner_text()).groups()
+    return int(shown), int(count) - 1
 
 
 def test_two_learners_at_once_each_get_their_own_kernel_and_state(tmp_path):
