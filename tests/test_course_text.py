@@ -5,6 +5,7 @@ The notebooks' outputs are checked by nbval; this file reads their markdown."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -75,3 +76,60 @@ def test_09_shows_fates_in_the_words_of_every_other_view():
     table = steps_table(trace).frame
     order = table[table["value"] == "order-2"].iloc[0]
     assert order["outputs"] == "order-2-null@210" and order["fate"].startswith("emitted with null")
+
+
+# -- the path through the course ---------------------------------------------------------------------
+COURSE = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+README = (NOTEBOOKS.parent / "README.md").read_text()
+
+
+def _route(text: str) -> list[tuple[str, str, int]]:
+    """The route table's rows: (part, notebook or "", minutes)."""
+    rows = re.findall(r"^\| (half day|take-home) \| [0-9:]* \| (.*?) \| (\d+) \|", text, flags=re.M)
+    return [(part, re.sub(r"\[?`([^`]+)`\]?(\([^)]*\))?", r"\1", cell), int(minutes)) for part, cell, minutes in rows]
+
+
+def test_a_half_day_route_with_timings_in_00_and_in_the_readme():
+    route = _route(markdown("00"))
+    assert route == _route(README), "00_start_here and the README give different routes"
+    assert [name for _, name, _ in route if name] == COURSE  # every notebook, in order
+    half_day = sum(minutes for part, _, minutes in route if part == "half day")
+    assert 200 <= half_day <= 225  # about 3.5 hours
+    assert {name for part, name, _ in route if part == "take-home"} == set(COURSE[5:])
+    # the route's clock adds up
+    starts = re.findall(r"^\| half day \| (\d+):(\d\d) \|", markdown("00"), flags=re.M)
+    minutes = [m for part, _, m in route if part == "half day"]
+    assert [int(h) * 60 + int(m) for h, m in starts] == [sum(minutes[:i]) for i in range(len(minutes))]
+
+
+def test_every_notebook_ends_with_where_next_linking_the_next_one():
+    for i, name in enumerate(COURSE):
+        (path,) = NOTEBOOKS.glob(f"{name}.ipynb")
+        last = nbformat.read(path, 4).cells[-1]
+        assert last.cell_type == "markdown" and last.source.startswith("## Where next"), name
+        links = re.findall(r"\]\(([^)]+\.ipynb)\)", last.source)
+        assert links and all((NOTEBOOKS / link).exists() for link in links), (name, links)
+        assert "cheat_sheet.ipynb" in links
+        if i + 1 < len(COURSE):
+            assert f"{COURSE[i + 1]}.ipynb" in links, name
+    # 00 lists the whole course, not only the first notebooks
+    assert all(f"{name}.ipynb" in markdown("00").split("## Where next")[-1] for name in COURSE[1:])
+
+
+def test_00_tells_how_to_run_it_in_jupyterlab_and_in_the_workshop():
+    text = markdown("00")
+    assert "Run → Run All Cells" in text and "`make workshop`" in text and "already run when the page opens" in text
+
+
+def test_the_cheat_sheet_has_the_notation_the_fates_the_timestamp_rules_and_the_eras():
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))[0] == "00_start_here.ipynb"  # make lab opens 00
+    text = markdown("cheat_sheet")
+    for section in ("## Notation", "## What a record does", "## Output timestamps", "## The eras"):
+        assert section in text
+    from kjoin_viz.labels import TONES
+
+    for kind in ("joined", "tombstone", "held", "stored", "no match", "dropped"):
+        assert f"| {kind} |" in text
+    assert len(TONES) == 7 and "| result with null |" in text
+    for era in ("0.10.0, 0.10.1", "0.10.2 to 3.0", "3.1 and newer"):
+        assert era in text
