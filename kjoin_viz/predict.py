@@ -10,8 +10,11 @@ emitted) and every store *before* the step, and asks what the step's record does
 - ``ask="release"``: for a record that is held back (outer-join buffer, grace buffer, record
   cache), at which later step it leaves, or that it is still waiting when the input ends.
 
-**Check** compares the answer with the trace, says in plain words what was right and what was
-not, and opens a :class:`~kjoin_viz.Stepper` at that step. The answer lives only in the widget:
+**Check** compares the answer with the trace. A right answer gets the engine's answer, why, and a
+:class:`~kjoin_viz.Stepper` at that step. A wrong one gets feedback in stages: first which part is
+wrong and a hint aimed at the misconception the answer shows (:mod:`kjoin_viz.hints`: an output
+timestamp, a missed result with null, a window bound, a null group key, …), then, when the learner
+asks (**show the answer**), the engine's answer, why, and the stepper. The answer lives only in the widget:
 the cell's stored output is the question (the widget's text form), never the answer.
 
 Trainers: ``kjoin_viz.trainer_mode(True)`` (or the environment variable ``KJOIN_TRAINER=1``
@@ -33,6 +36,7 @@ import ipywidgets as widgets
 from kjoin.records import render_value
 from kjoin.trace import Trace
 
+from .hints import fate_hints, output_hints, release_hints
 from .labels import fate_label, tones_for
 from .show import view_of
 from .step_view import CSS, _outputs_text, _table_html
@@ -172,6 +176,9 @@ class Verdict:
 
     correct: bool
     lines: tuple[str, ...]
+    """The whole answer: what was right, what the engine says, and why."""
+    hints: tuple[str, ...] = ()
+    """For a wrong answer: which part is wrong, and hints that do not give the answer away."""
 
     @property
     def text(self) -> str:
@@ -204,6 +211,11 @@ class Predict(widgets.VBox):
             description="check", button_style="primary", tooltip="compare with the engine"
         )
         self.solution_button = widgets.Button(description="show solution", tooltip="trainer: reveal the answer")
+        self.answer_button = widgets.Button(
+            description="show the answer", tooltip="the engine's answer, why, and this step in the stepper"
+        )
+        self.answer_button.layout.display = "none"
+        self.verdict: Verdict | None = None
         self.feedback = widgets.HTML()
         self.stepper_box = widgets.VBox()
         self.stepper = None
@@ -238,12 +250,13 @@ class Predict(widgets.VBox):
             inputs = [self.release]
         self.check_button.on_click(lambda _: self._check())
         self.solution_button.on_click(lambda _: self._reveal())
+        self.answer_button.on_click(lambda _: self._show_answer())
         super().__init__(
             [
                 question,
                 context,
                 *inputs,
-                widgets.HBox([self.check_button, self.solution_button]),
+                widgets.HBox([self.check_button, self.answer_button, self.solution_button]),
                 self.feedback,
                 self.stepper_box,
             ],
@@ -345,9 +358,31 @@ class Predict(widgets.VBox):
             )
         later = self.trace.steps[self.leaves]
         emitted = _outputs_text(later.outputs) or "no output"
+        partner = self._joined_at_leave()
+        if partner:  # it left because it joined, not because stream time moved
+            where = self._step_option(self.leaves)
+            return f"it leaves at {where}, which joins it ({partner}); that step emits {emitted}."
         when = self.view.stream_time(self.leaves)
         clock = "" if when is None else f" (stream time {when} after it)"
         return f"it leaves at {self._step_option(self.leaves)}{clock}; that step emits {emitted}."
+
+    def _joined_at_leave(self) -> str:
+        """The joined results of the leave step that pair the held record with the step's record
+        (``A-a@4``), or ``""`` if it left for another reason (its window closed, a commit)."""
+        held, later = self.trace.steps[self.index].record, self.trace.steps[self.leaves]
+        if later.message is not None or later.record.side == held.side:
+            return ""
+        mine = "left" if held.side.value == "left" else "right"
+        joined = [
+            o
+            for o in later.outputs
+            if not o.tombstone
+            and o.left is not None
+            and o.right is not None
+            and getattr(o, mine) == held.value
+            and o.origin_step == self.leaves
+        ]
+        return _outputs_text(joined)
 
     def check(self, fate: str | None = None, outputs: str | None = None, leaves: int | None = None) -> Verdict:
         """Answer from code (as a learner would with the controls) and check: ``fate`` a key of
@@ -375,12 +410,31 @@ class Predict(widgets.VBox):
                 f'<div class="kjoin-viz kjoin-feedback" style="color:#a66d00">{html.escape(CHOOSE_FIRST)}</div>'
             )
             return verdict  # no stepper: it would show the step, i.e. the answer
-        verdict = self._verdict()
+        verdict = self.verdict = self._verdict()
+        if verdict.correct:
+            self._show_answer()
+            return verdict
+        # a wrong answer: first what is wrong and a hint; the answer and the stepper only on request
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in verdict.hints)
+        self.feedback.value = (
+            f'<div class="kjoin-viz kjoin-feedback kjoin-hint" style="color:#a66d00"><b>Not yet.</b><ul>{items}</ul>'
+            "<i>Change your answer and check again, or show the answer.</i></div>"
+        )
+        self.answer_button.layout.display = None
+        return verdict
+
+    def _show_answer(self) -> None:
+        """The second stage: the engine's answer, why, and the step in the stepper."""
+        verdict = self.verdict
+        if verdict is None:
+            return
         colour = "#1a6b1a" if verdict.correct else "#a66d00"
         items = "".join(f"<li>{html.escape(line)}</li>" for line in verdict.lines)
-        self.feedback.value = f'<div class="kjoin-viz kjoin-feedback" style="color:{colour}"><ul>{items}</ul></div>'
+        self.feedback.value = (
+            f'<div class="kjoin-viz kjoin-feedback kjoin-answer" style="color:{colour}"><ul>{items}</ul></div>'
+        )
+        self.answer_button.layout.display = "none"
         self._open_stepper()
-        return verdict
 
     def _verdict(self) -> Verdict:
         s = self.trace.steps[self.index]
@@ -389,7 +443,15 @@ class Predict(widgets.VBox):
             right = answer == self.leaves
             said = "still waiting at the end" if answer == STILL_WAITING else self._step_option(answer)
             head = "Right: " if right else f"Not quite: you said {said}; "
-            return Verdict(right, (head + self._leave_text(),))
+            hints = (
+                ()
+                if right
+                else (
+                    f"Not at {said}.",
+                    *release_hints(self.trace, self.index, self.leaves, answer, self.view.stream_time),
+                )
+            )
+            return Verdict(right, (head + self._leave_text(),), hints)
         label = fate_label(s)
         lines = []
         if self.fate.value == label.tone:
@@ -402,11 +464,21 @@ class Predict(widgets.VBox):
         outputs_right, text = self._compare_outputs(self.outputs.value)
         lines.append(text)
         lines.append(f"Why: {s.explain}")
-        return Verdict(fate_right and outputs_right, tuple(lines))
+        hints: list[str] = []
+        if not fate_right:
+            hints += ["What the record does: not that.", *fate_hints(self.trace, self.index, self.fate.value)]
+        else:
+            hints.append("What the record does: right.")
+        if not outputs_right:
+            hints += ["What the step emits: not quite.", *output_hints(self.trace, self.index, self._said)]
+        else:
+            hints.append("What the step emits: right.")
+        return Verdict(fate_right and outputs_right, tuple(lines), tuple(hints))
 
     def _compare_outputs(self, answer: str) -> tuple[bool, str]:
         emitted = self.trace.steps[self.index].outputs
         said = parse_outputs(answer, known=[o.render() for o in emitted] + [f"{o.render()}@{o.ts}" for o in emitted])
+        self._said = said
         with_ts = any(re.search(r"@-?\d+$", item) for item in said)  # not the @ of key@[start, end)
         expected = [o.render() + (f"@{o.ts}" if with_ts else "") for o in emitted]
         said, expected = [_compact(s) for s in said], [_compact(e) for e in expected]
@@ -425,6 +497,7 @@ class Predict(widgets.VBox):
         return False, " ".join(parts)
 
     def _reveal(self) -> None:
+        self.answer_button.layout.display = "none"
         self.feedback.value = (
             f'<div class="kjoin-viz kjoin-feedback kjoin-solution"><b>{html.escape(self.solution())}</b></div>'
         )

@@ -208,6 +208,10 @@ def _drive_widgets(page, stem: str) -> dict[str, int]:
             widget.locator("select").first.select_option(index=0)
         widget.get_by_role("button", name="check").click()
         expect(widget.locator(".kjoin-feedback")).to_be_visible(timeout=30_000)
+        answer = widget.get_by_role("button", name="show the answer")
+        if answer.is_visible():  # a wrong answer: a hint first, the answer and the stepper on request
+            expect(widget.locator(".kjoin-stepper")).to_have_count(0)
+            answer.click()
         expect(widget.locator(".kjoin-stepper")).to_be_visible(timeout=30_000)
         if i == 0:
             widget.locator(".kjoin-feedback").scroll_into_view_if_needed()
@@ -422,6 +426,14 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
     fate.locator("input[type=text]").fill(f"E-null, {ANSWER}")
     fate.get_by_role("button", name="check").click()
     feedback = fate.locator(".kjoin-feedback")
+    # first stage: what is wrong and a hint, neither the answer nor the stepper
+    expect(feedback).to_contain_text("Not yet.")
+    expect(feedback).to_contain_text("What the record does: right.")
+    expect(feedback).not_to_contain_text("Why:")
+    expect(fate.locator(".kjoin-stepper")).to_have_count(0)
+    feedback.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "predict-hint.png"))
+    fate.get_by_role("button", name="show the answer").click()
     expect(feedback).to_contain_text("Fate: right")
     expect(feedback).to_contain_text(f"Not emitted at this step: {ANSWER}.")
     expect(fate.locator(".kjoin-stepper .kjoin-pane-header")).to_contain_text("step 17 (18 of 19)")

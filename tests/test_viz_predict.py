@@ -479,3 +479,71 @@ def test_the_right_fate_choice_never_says_no_output_where_the_step_emits(trace):
             choice = TONES[fate_label(step).tone]
             if step.outputs:
                 assert "no output" not in choice, (step.index, choice)
+
+
+# -- feedback in stages: a hint aimed at the misconception, then the answer on request --------------
+def test_a_wrong_answer_gets_a_hint_first_and_the_answer_and_stepper_only_on_request(trace):
+    widget = Predict(trace, 17)  # f@80: no partner; its step releases E-null@40
+    verdict = widget.check(fate="no-match", outputs="none")
+    assert not verdict.correct
+    shown = widget.feedback.value
+    assert "Not yet." in shown and "What the record does: right." in shown
+    assert "releases for an earlier record" in shown and "stream time is 80" in shown
+    assert "E-null" not in shown and "Why:" not in shown and "Fate:" not in shown  # nothing given away
+    assert widget.stepper is None and widget.answer_button.layout.display is None
+    widget.answer_button.click()
+    assert "Outputs: not quite" in widget.feedback.value and "Why:" in widget.feedback.value
+    assert widget.stepper.step == 17 and widget.answer_button.layout.display == "none"
+    right = Predict(trace, 17)
+    assert right.check(fate="no-match", outputs="E-null").correct
+    assert right.stepper.step == 17 and "Why:" in right.feedback.value  # a right answer: everything at once
+
+
+def test_hints_address_the_misconception_the_answer_shows(trace):
+    # an output timestamp: the larger of the two records'
+    hints = Predict(trace, 9).check(fate="joined", outputs="A-c@3, B-c@5, C-c@9").hints
+    assert any("larger of its two records' timestamps" in h for h in hints)
+    assert not any("window" in h for h in hints)
+    # a result with null too early: held until the window closes
+    hints = Predict(trace, 15).check(fate="null-result", outputs="E-null").hints
+    assert any("only once the record's window has closed" in h for h in hints)
+    # a late record is not dropped in a stream-stream join
+    assert any("drops no record for coming late" in h for h in Predict(trace, 9).check(fate="dropped").hints)
+    # a window bound: 01's exercise 1, Q@9 with a 5 ms window joins p@6 (in [4, 14])
+    practice = kjoin.run(
+        kjoin.Scenario.from_notation(
+            "stream-stream",
+            "outer",
+            left="2:P, 9:Q, 30:R, 60:T",
+            right="6:p, 27:r, 45:s",
+            window={"before_ms": 5, "after_ms": 5, "grace_ms": 2},
+        )
+    )
+    hints = Predict(practice, 2).check(fate="joined", outputs="none").hints
+    assert any("timestamps in [4, 14], both ends included" in h for h in hints)
+
+
+def test_a_wrong_count_in_an_aggregate_points_at_null_group_keys():
+    from kjoin.aggregate_spec import run_spec
+
+    def order(key, page, ts):
+        return {"key": key, "value": {"page": page, "n": 1}, "ts": ts}
+
+    events = [order("o1", "home", 1), order("o2", "cart", 2), order("o1", "cart", 3)]
+    events.append({"key": "o2", "value": {"n": 1}, "ts": 4})  # o2 no longer has a page
+    quiz = run_spec({"join": "table-aggregate", "group_by": "page", "aggregate": "count", "events": events})
+    widget = Predict(quiz, 3)
+    truth = [o.render() for o in quiz.steps[3].outputs]
+    wrong = [t.rsplit("=", 1)[0] + "=" + str(int(t.rsplit("=", 1)[1]) + 1) for t in truth]
+    hints = widget.check(fate=fate_label(quiz.steps[3]).tone, outputs=", ".join(wrong)).hints
+    assert any("null key is in no group" in h for h in hints), hints
+
+
+def test_a_release_that_joined_names_the_partner_not_stream_time(trace):
+    widget = Predict(trace, 2, ask="release")  # A@3 leaves the outer-join buffer when a@4 joins it
+    text = widget.check(leaves=3).text
+    assert "which joins it (A-a@4)" in text and "stream time" not in text
+    waiting = Predict(trace, 15, ask="release")  # E@40 leaves when stream time passes 60
+    assert "stream time 80" in waiting.check(leaves=17).text
+    hints = waiting.check(leaves=16).hints
+    assert any("After step 16, stream time is 60" in h for h in hints) and "E-null" not in " ".join(hints)
