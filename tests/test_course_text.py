@@ -133,3 +133,9 @@ def test_the_cheat_sheet_has_the_notation_the_fates_the_timestamp_rules_and_the_
     assert len(TONES) == 7 and "| result with null |" in text
     for era in ("0.10.0, 0.10.1", "0.10.2 to 3.0", "3.1 and newer"):
         assert era in text
+
+
+def test_the_join_notebooks_chart_their_variants_results_and_tombstones():
+    # kjoin_viz.outputs_chart: results against tombstones per variant (its counts: tests/test_viz_charts.py)
+    assert "kjoin_viz.outputs_chart(traces)" in code("01")  # inner, left, outer of one input
+    assert "kjoin_viz.outputs_chart(new)" in code("04")  # the table-table join's, with its tombstones
