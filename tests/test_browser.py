@@ -169,6 +169,8 @@ def _run_all(page) -> None:
     deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
     while True:
         prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
+        if not page.locator(".jp-CodeCell").count():  # a page of text only (the cheat sheet): nothing to run
+            break
         if prompts and all(re.fullmatch(r"\[\d+\]:", p.strip()) for p in prompts):
             break
         assert time.monotonic() < deadline, f"Run All did not finish: prompts {prompts}"
