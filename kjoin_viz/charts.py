@@ -45,8 +45,12 @@ SCREEN_HEIGHT = 420
 """A faceted chart's facets share this height, so the whole chart fits one screen."""
 
 
-def _integer_axis(title: str) -> alt.Axis:
-    """An axis of whole numbers (steps, counts, milliseconds): no 2.5 between 2 and 3."""
+def _integer_axis(title: str, top: int | None = None) -> alt.Axis:
+    """An axis of whole numbers (steps, counts, milliseconds): no 2.5 between 2 and 3. ``top``: the
+    largest value drawn; up to 10 every whole number gets its tick (Vega still puts a tick at 0.5 on an
+    axis up to 1, which ``format="d"`` prints as a second "1")."""
+    if top is not None and top <= 10:
+        return alt.Axis(title=title, format="d", values=list(range(0, max(top, 1) + 1)))
     return alt.Axis(title=title, format="d", tickMinStep=1)
 
 
@@ -162,11 +166,22 @@ def outputs_chart(traces: Mapping[str, Trace], cumulative: bool = False) -> alt.
             if cumulative
             else alt.X("step:O", title="step (processing order)")
         ),
-        y=alt.Y("count:Q", axis=_integer_axis("outputs"), stack=None if cumulative else True),
+        y=alt.Y(
+            "count:Q", axis=_integer_axis("outputs", _highest(data, cumulative)), stack=None if cumulative else True
+        ),
         color=alt.Color("output:N", scale=alt.Scale(domain=kinds, range=[colours[k] for k in kinds]), title=None),
         row=alt.Row("variant:N", title=None, sort=list(traces)),
         tooltip=["variant:N", "step:Q", "output:N", "count:Q"],
     )
+
+
+def _highest(data: pd.DataFrame, cumulative: bool) -> int:
+    """The tallest bar (stacked per variant and step) or line point of an outputs chart."""
+    if data.empty:
+        return 0
+    if cumulative:
+        return int(data["count"].max())
+    return int(data.groupby(["variant", "step"])["count"].sum().max())
 
 
 def drops_chart(trace: Trace) -> alt.Chart:

@@ -42,12 +42,14 @@ TONES = {
     "joined": "joins: emits result(s) with partner(s) from the other side",
     "null-result": "emits a result with null for the missing side",
     "tombstone": "emits a tombstone: a join result is deleted",
-    "held": "is held back in a buffer or cache: no output yet",
-    "stored": "only updates state (or passes a message on): no output",
-    "no-match": "looks up the other side, finds no partner: no output",
+    "held": "is held back in a buffer or cache: no result of its own yet",
+    "stored": "only updates state (or passes a message on): no result of its own",
+    "no-match": "looks up the other side, finds no partner: no result of its own",
     "dropped": "is dropped: skipped, nothing is stored or emitted for it",
 }
-"""The categories of what a record does, in plain words (the predict widget's choices)."""
+"""The categories of what a record does, in plain words (the predict widget's choices). They speak of
+the record's *own* result: the step that holds a record may still emit an earlier record's
+(``T@60`` is held while its step emits ``null-s@45``), so no choice says the step emits nothing."""
 
 AGGREGATE_TONES = {
     **TONES,

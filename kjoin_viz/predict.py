@@ -10,8 +10,11 @@ emitted) and every store *before* the step, and asks what the step's record does
 - ``ask="release"``: for a record that is held back (outer-join buffer, grace buffer, record
   cache), at which later step it leaves, or that it is still waiting when the input ends.
 
-**Check** compares the answer with the trace, says in plain words what was right and what was
-not, and opens a :class:`~kjoin_viz.Stepper` at that step. The answer lives only in the widget:
+**Check** compares the answer with the trace. A right answer gets the engine's answer, why, and a
+:class:`~kjoin_viz.Stepper` at that step. A wrong one gets feedback in stages: first which part is
+wrong and a hint aimed at the misconception the answer shows (:mod:`kjoin_viz.hints`: an output
+timestamp, a missed result with null, a window bound, a null group key, …), then, when the learner
+asks (**show the answer**), the engine's answer, why, and the stepper. The answer lives only in the widget:
 the cell's stored output is the question (the widget's text form), never the answer.
 
 Trainers: ``kjoin_viz.trainer_mode(True)`` (or the environment variable ``KJOIN_TRAINER=1``
@@ -26,13 +29,14 @@ import os
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 import ipywidgets as widgets
 
 from kjoin.records import render_value
 from kjoin.trace import Trace
 
+from .hints import fate_hints, output_hints, release_hints
 from .labels import fate_label, tones_for
 from .show import view_of
 from .step_view import CSS, _outputs_text, _table_html
@@ -86,23 +90,77 @@ def leave_step(trace: Trace, step: int) -> int | None:
     return STILL_WAITING
 
 
-def parse_outputs(text: str) -> list[str]:
-    """``"A-a, B-a"`` into ``["A-a", "B-a"]``; ``none``, ``-`` or nothing is no output. A window
-    ``[start, end)`` (an aggregate's ``home@[0, 10)=2``) is one item, its comma included."""
-    items, depth, current = [], 0, ""
-    for char in text.replace(";", ","):
-        if char == "[":
+_OPEN, _CLOSE = "[{(", "]})"
+_SEPARATORS = re.compile(r"([,;])")
+_NO_OUTPUT = ([], ["none"], ["-"], ["(none)"], ["nothing"])
+
+
+def _balanced(text: str) -> bool:
+    """Does ``text`` close every bracket it opens, and every JSON string it opens inside one?
+    Any closer closes any opener: a window ``[0, 10)`` opens with ``[`` and closes with ``)``.
+    Quotes count only inside brackets (a bare string value is printed without quotes)."""
+    depth, quoted, escaped = 0, False, False
+    for char in text:
+        if quoted:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                quoted = False
+        elif char == '"' and depth:
+            quoted = True
+        elif char in _OPEN:
             depth += 1
-        elif char == ")" and depth:
+        elif char in _CLOSE and depth:
             depth -= 1
-        if char == "," and depth == 0:
-            items.append(current)
-            current = ""
-        else:
-            current += char
-    items = [item.strip() for item in [*items, current]]
-    items = [item for item in items if item]
-    if [item.lower() for item in items] in ([], ["none"], ["-"], ["(none)"], ["nothing"]):
+    return depth == 0 and not quoted
+
+
+def parse_outputs(text: str, known: Iterable[str] = ()) -> list[str]:
+    """``"A-a, B-a"`` into ``["A-a", "B-a"]``; ``none``, ``-`` or nothing is no output.
+
+    Outputs are separated by commas (or semicolons) outside brackets and JSON strings: a window
+    ``home@[0, 10)=2`` and a JSON value ``{"fk":"Y","v":2}-bar`` are one item each, commas
+    included. ``known`` are outputs the answer may contain (the engine's): a run of the text
+    that spells one of them (spaces ignored) is that one item even where the rule above would
+    split it (a string value with a comma of its own, ``a,b-x``) or could not (an unclosed
+    bracket in a string value)."""
+    known = [k.strip() for k in known]
+    pieces = _SEPARATORS.split(text)  # text, separator, text, …: runs keep their own separators
+    chunks = pieces[::2]
+    if known and re.split(r"[,;]", _compact(text)) == re.split(r"[,;]", ",".join(_compact(k) for k in known)):
+        return known  # exactly the known outputs, in order (however their own commas would split)
+    wanted = {_compact(k) for k in known}
+    n = len(chunks)
+    # best[i]: (unknown items, items) for the first i chunks; each item is a run of chunks that
+    # spells a known output (costs 0), or is balanced with no balanced shorter run (the comma rule;
+    # costs 1), or is a single chunk (an unbalanced answer still splits; costs 1)
+    best: list[tuple[int, list[str]] | None] = [None] * (n + 1)
+    best[0] = (0, [])
+    for i in range(n):
+        if best[i] is None:
+            continue
+        cost, items = best[i]
+        run = ""
+        structural = True  # no shorter run from i was balanced
+        for j in range(i, n):
+            run = run + pieces[2 * j - 1] + chunks[j] if j > i else chunks[j]
+            item = run.strip()
+            balanced = _balanced(run)
+            if _compact(item) in wanted:
+                step = 0
+            elif (balanced and structural) or j == i:
+                step = 1
+            else:
+                step = None
+            if step is not None:
+                candidate = (cost + step, [*items, item])
+                if best[j + 1] is None or (candidate[0], len(candidate[1])) < (best[j + 1][0], len(best[j + 1][1])):
+                    best[j + 1] = candidate
+            structural = structural and not balanced
+    items = [item for item in best[n][1] if item]
+    if [item.lower() for item in items] in _NO_OUTPUT:
         return []
     return items
 
@@ -118,6 +176,9 @@ class Verdict:
 
     correct: bool
     lines: tuple[str, ...]
+    """The whole answer: what was right, what the engine says, and why."""
+    hints: tuple[str, ...] = ()
+    """For a wrong answer: which part is wrong, and hints that do not give the answer away."""
 
     @property
     def text(self) -> str:
@@ -150,6 +211,11 @@ class Predict(widgets.VBox):
             description="check", button_style="primary", tooltip="compare with the engine"
         )
         self.solution_button = widgets.Button(description="show solution", tooltip="trainer: reveal the answer")
+        self.answer_button = widgets.Button(
+            description="show the answer", tooltip="the engine's answer, why, and this step in the stepper"
+        )
+        self.answer_button.layout.display = "none"
+        self.verdict: Verdict | None = None
         self.feedback = widgets.HTML()
         self.stepper_box = widgets.VBox()
         self.stepper = None
@@ -165,7 +231,15 @@ class Predict(widgets.VBox):
                 description="outputs",
                 layout={"width": "100%", "max_width": "520px"},
             )
-            inputs: list[widgets.Widget] = [widgets.HTML("<b>the record …</b>"), self.fate, self.outputs]
+            inputs: list[widgets.Widget] = [
+                widgets.HTML("<b>the record itself …</b>"),
+                self.fate,
+                widgets.HTML(
+                    '<div class="kjoin-viz" style="font-size:12px;color:#555">and everything this step emits, '
+                    "earlier records' results included:</div>"
+                ),
+                self.outputs,
+            ]
         else:
             options = [(self._step_option(j), j) for j in range(step + 1, len(trace.steps))]
             options.append(("it is still waiting when the input ends", STILL_WAITING))
@@ -176,12 +250,13 @@ class Predict(widgets.VBox):
             inputs = [self.release]
         self.check_button.on_click(lambda _: self._check())
         self.solution_button.on_click(lambda _: self._reveal())
+        self.answer_button.on_click(lambda _: self._show_answer())
         super().__init__(
             [
                 question,
                 context,
                 *inputs,
-                widgets.HBox([self.check_button, self.solution_button]),
+                widgets.HBox([self.check_button, self.answer_button, self.solution_button]),
                 self.feedback,
                 self.stepper_box,
             ],
@@ -283,9 +358,31 @@ class Predict(widgets.VBox):
             )
         later = self.trace.steps[self.leaves]
         emitted = _outputs_text(later.outputs) or "no output"
+        partner = self._joined_at_leave()
+        if partner:  # it left because it joined, not because stream time moved
+            where = self._step_option(self.leaves)
+            return f"it leaves at {where}, which joins it ({partner}); that step emits {emitted}."
         when = self.view.stream_time(self.leaves)
         clock = "" if when is None else f" (stream time {when} after it)"
         return f"it leaves at {self._step_option(self.leaves)}{clock}; that step emits {emitted}."
+
+    def _joined_at_leave(self) -> str:
+        """The joined results of the leave step that pair the held record with the step's record
+        (``A-a@4``), or ``""`` if it left for another reason (its window closed, a commit)."""
+        held, later = self.trace.steps[self.index].record, self.trace.steps[self.leaves]
+        if later.message is not None or later.record.side == held.side:
+            return ""
+        mine = "left" if held.side.value == "left" else "right"
+        joined = [
+            o
+            for o in later.outputs
+            if not o.tombstone
+            and o.left is not None
+            and o.right is not None
+            and getattr(o, mine) == held.value
+            and o.origin_step == self.leaves
+        ]
+        return _outputs_text(joined)
 
     def check(self, fate: str | None = None, outputs: str | None = None, leaves: int | None = None) -> Verdict:
         """Answer from code (as a learner would with the controls) and check: ``fate`` a key of
@@ -313,12 +410,31 @@ class Predict(widgets.VBox):
                 f'<div class="kjoin-viz kjoin-feedback" style="color:#a66d00">{html.escape(CHOOSE_FIRST)}</div>'
             )
             return verdict  # no stepper: it would show the step, i.e. the answer
-        verdict = self._verdict()
+        verdict = self.verdict = self._verdict()
+        if verdict.correct:
+            self._show_answer()
+            return verdict
+        # a wrong answer: first what is wrong and a hint; the answer and the stepper only on request
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in verdict.hints)
+        self.feedback.value = (
+            f'<div class="kjoin-viz kjoin-feedback kjoin-hint" style="color:#a66d00"><b>Not yet.</b><ul>{items}</ul>'
+            "<i>Change your answer and check again, or show the answer.</i></div>"
+        )
+        self.answer_button.layout.display = None
+        return verdict
+
+    def _show_answer(self) -> None:
+        """The second stage: the engine's answer, why, and the step in the stepper."""
+        verdict = self.verdict
+        if verdict is None:
+            return
         colour = "#1a6b1a" if verdict.correct else "#a66d00"
         items = "".join(f"<li>{html.escape(line)}</li>" for line in verdict.lines)
-        self.feedback.value = f'<div class="kjoin-viz kjoin-feedback" style="color:{colour}"><ul>{items}</ul></div>'
+        self.feedback.value = (
+            f'<div class="kjoin-viz kjoin-feedback kjoin-answer" style="color:{colour}"><ul>{items}</ul></div>'
+        )
+        self.answer_button.layout.display = "none"
         self._open_stepper()
-        return verdict
 
     def _verdict(self) -> Verdict:
         s = self.trace.steps[self.index]
@@ -327,7 +443,15 @@ class Predict(widgets.VBox):
             right = answer == self.leaves
             said = "still waiting at the end" if answer == STILL_WAITING else self._step_option(answer)
             head = "Right: " if right else f"Not quite: you said {said}; "
-            return Verdict(right, (head + self._leave_text(),))
+            hints = (
+                ()
+                if right
+                else (
+                    f"Not at {said}.",
+                    *release_hints(self.trace, self.index, self.leaves, answer, self.view.stream_time),
+                )
+            )
+            return Verdict(right, (head + self._leave_text(),), hints)
         label = fate_label(s)
         lines = []
         if self.fate.value == label.tone:
@@ -337,13 +461,24 @@ class Predict(widgets.VBox):
             fate_right = False
             said, engine = self.tones[self.fate.value], self.tones[label.tone]
             lines.append(f"Fate: not quite. You said it {said}; the engine says it {engine} ({label}).")
-        outputs_right, text = self._compare_outputs(parse_outputs(self.outputs.value))
+        outputs_right, text = self._compare_outputs(self.outputs.value)
         lines.append(text)
         lines.append(f"Why: {s.explain}")
-        return Verdict(fate_right and outputs_right, tuple(lines))
+        hints: list[str] = []
+        if not fate_right:
+            hints += ["What the record does: not that.", *fate_hints(self.trace, self.index, self.fate.value)]
+        else:
+            hints.append("What the record does: right.")
+        if not outputs_right:
+            hints += ["What the step emits: not quite.", *output_hints(self.trace, self.index, self._said)]
+        else:
+            hints.append("What the step emits: right.")
+        return Verdict(fate_right and outputs_right, tuple(lines), tuple(hints))
 
-    def _compare_outputs(self, said: list[str]) -> tuple[bool, str]:
+    def _compare_outputs(self, answer: str) -> tuple[bool, str]:
         emitted = self.trace.steps[self.index].outputs
+        said = parse_outputs(answer, known=[o.render() for o in emitted] + [f"{o.render()}@{o.ts}" for o in emitted])
+        self._said = said
         with_ts = any(re.search(r"@-?\d+$", item) for item in said)  # not the @ of key@[start, end)
         expected = [o.render() + (f"@{o.ts}" if with_ts else "") for o in emitted]
         said, expected = [_compact(s) for s in said], [_compact(e) for e in expected]
@@ -362,6 +497,7 @@ class Predict(widgets.VBox):
         return False, " ".join(parts)
 
     def _reveal(self) -> None:
+        self.answer_button.layout.display = "none"
         self.feedback.value = (
             f'<div class="kjoin-viz kjoin-feedback kjoin-solution"><b>{html.escape(self.solution())}</b></div>'
         )

@@ -240,13 +240,19 @@ def _after(indexes: list[int], step: int) -> int | None:
     return indexes[position] if position < len(indexes) else None
 
 
+def counter(index: int, total: int) -> str:
+    """``step 3 (4 of 19)``: the step's number as every table and exercise names it (from 0), and
+    where it stands among the trace's ``total`` steps, counted from 1."""
+    return f"step {index} ({index + 1} of {total})"
+
+
 def _where(s: Step, total: int) -> str:
-    """``step 3 of 18: right a@4 (key k)``, or the message a foreign-key step delivered."""
+    """``step 3 (4 of 19): right a@4 (key k)``, or the message a foreign-key step delivered."""
     where = f", task {s.task}" if s.task else ""
     if s.message is not None:  # a foreign-key join's step that delivered a message
-        return f"step {s.index} of {total - 1}{where}: delivered {s.message.describe()}"
+        return f"{counter(s.index, total)}{where}: delivered {s.message.describe()}"
     r = s.record
-    return f"step {s.index} of {total - 1}{where}: {r.side} {render_value(r.value)}@{r.ts} (key {render_value(r.key)})"
+    return f"{counter(s.index, total)}{where}: {r.side} {render_value(r.value)}@{r.ts} (key {render_value(r.key)})"
 
 
 def _released_text(s: Step) -> str:

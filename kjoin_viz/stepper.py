@@ -133,7 +133,9 @@ class Stepper(SliderStep, widgets.VBox):
         return self.view.text(self.step)
 
     def __repr__(self) -> str:
-        return f"Stepper(step {self.step} of {len(self.trace.steps) - 1})"
+        from .step_view import counter
+
+        return f"Stepper({counter(self.step, len(self.trace.steps))})"
 
 
 def seek(view: StepView, step: int) -> None:

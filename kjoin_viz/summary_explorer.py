@@ -28,28 +28,42 @@ FIXED = ("scenario", "partition", "key", "matched", "tombstones")
 PROTOCOL = frozenset({Reason.SUBSCRIPTION_SENT, Reason.RESPONSE_SENT, Reason.NO_PROPAGATE, Reason.NO_SUBSCRIBER})
 """A foreign-key join's steps that only pass its messages on (a row subscribes, a task answers, a
 customer nobody subscribes to is stored): its everyday traffic, not a surprise."""
+ROUTINE = PROTOCOL | {Reason.TABLE_UPDATE}
+"""Steps that are no surprise: the message traffic, and a table update (which never emits in a
+stream-table join)."""
 
 
 def first_surprise(trace: Any) -> int:
     """The first step whose record produced a result with a null partner or did not join (0 if none);
-    a foreign-key join's message traffic (:data:`PROTOCOL`) is not a surprise."""
+    a foreign-key join's message traffic and a table update (:data:`ROUTINE`) are no surprise."""
     for step in trace.steps:
-        if step.fate is not Fate.JOINED and step.reason not in PROTOCOL:
+        if step.fate is not Fate.JOINED and step.reason not in ROUTINE:
             return step.index
         if any(o.kind in (OutputKind.UNMATCHED, OutputKind.WINDOW_CLOSED) for o in step.outputs):
             return step.index
     return 0
 
 
+SURPRISES = "surprises"
+"""The explorer's own column: a row's count of surprising results and records (every counted column
+but matches, tombstones and a foreign-key join's message traffic)."""
+TABLE_HEIGHT = "22em"
+"""The table scrolls inside this height, so that the picker and the stepper stay in sight."""
+
+
 class SummaryExplorer(widgets.VBox):
     """``run``: a :class:`kjoin.spark.SparkRun` (or anything with ``summary()`` and
     ``trace(partition, key=...)``); ``drill``: how a row's trace is made (default: the key's
-    drill-down)."""
+    drill-down).
+
+    It opens on the rows that matter: sorted by :data:`SURPRISES`, only the rows with a surprise
+    shown (a checkbox shows them all), the columns that are zero in every row hidden, and the
+    picker above the table. The "sort by" dropdown and the order button follow :meth:`sort_by`."""
 
     def __init__(self, run: Any, limit: int = 200, drill: Callable[[int, Any], Any] | None = None) -> None:
         summary = run.summary()
         counted = [c for c in summary.columns if c not in FIXED[:3]]
-        routine = {"matched", "tombstones", *(reason.value for reason in PROTOCOL)}
+        routine = {"matched", "tombstones", *(reason.value for reason in ROUTINE)}
         surprising = [c for c in counted if c not in routine]
         if surprising:
             from pyspark.sql import functions as F
@@ -60,38 +74,72 @@ class SummaryExplorer(widgets.VBox):
             rows = [r.asDict() for r in summary.limit(limit).collect()]
         else:
             rows = [r.asDict() for r in summary.orderBy("partition", "key").limit(limit).collect()]
-        self.columns = [c for c in summary.columns if c != "_surprises"]
-        self.rows = [{c: row[c] for c in self.columns} for row in rows]
+        counts = [c for c in summary.columns if c not in (*FIXED[:3], "_surprises")]
+        self.columns = [*FIXED[:3], *([SURPRISES] if surprising else []), *counts]
+        self.rows = [
+            {**{c: row[c] for c in (*FIXED[:3], *counts)}, **({SURPRISES: row["_surprises"]} if surprising else {})}
+            for row in rows
+        ]
+        self.rows = [{c: row[c] for c in self.columns} for row in self.rows]
+        self.shown_columns = [c for c in self.columns if c in FIXED[:3] or any(r[c] for r in self.rows)]
         decode = getattr(run, "decode_key", lambda key: key)  # a scenario run's frames carry keys as JSON text
         self._drill = drill or (lambda partition, key: run.trace(partition=partition, key=decode(key)))
-        self.sort_column = "_surprises" if surprising else "key"
-        self.descending = True
+        self.sort_column = SURPRISES if surprising else "key"
+        self.descending = bool(surprising)
         self.stepper: Stepper | None = None
         self.selected: dict[str, Any] | None = None
-        self.sorter = widgets.Dropdown(options=self.columns, value="key", description="sort by")
-        self.order = widgets.ToggleButton(value=True, description="descending")
+        self._syncing = False
+        self.sorter = widgets.Dropdown(options=self.shown_columns, value=self.sort_column, description="sort by")
+        self.order = widgets.ToggleButton(value=self.descending, description="descending")
+        any_surprise = any(r.get(SURPRISES) for r in self.rows)
+        self.only_surprising = widgets.Checkbox(
+            value=any_surprise, description="only rows with a surprise", indent=False, layout={"width": "auto"}
+        )
         self.table = widgets.HTML()
-        self.picker = widgets.Dropdown(options=[], description="open")
+        self.note = widgets.HTML()
+        self.picker = widgets.Dropdown(options=[], description="open", layout={"width": "100%", "max_width": "520px"})
         self.detail = widgets.VBox()
-        self.sorter.observe(lambda change: self.sort_by(change["new"], self.order.value), names="value")
-        self.order.observe(lambda change: self.sort_by(self.sorter.value, change["new"]), names="value")
+        self.sorter.observe(lambda change: self._follow(change["new"], self.order.value), names="value")
+        self.order.observe(lambda change: self._follow(self.sorter.value, change["new"]), names="value")
+        self.only_surprising.observe(lambda _: self._render(), names="value")
         self._rendering = False
         self.picker.observe(
             lambda change: None if self._rendering or change["new"] is None else self.select(change["new"]),
             names="value",
         )
-        super().__init__([widgets.HBox([self.sorter, self.order]), self.table, self.picker, self.detail])
+        controls = widgets.HBox([self.sorter, self.order, self.only_surprising], layout={"flex_flow": "row wrap"})
+        super().__init__([controls, self.picker, self.note, self.table, self.detail], layout={"max_width": "100%"})
         self.add_class("kjoin-summary-explorer")
         self._render()
 
+    def visible(self) -> list[int]:
+        """The positions in :attr:`rows` of the rows on show (with a surprise, unless all are asked for)."""
+        if not self.only_surprising.value:
+            return list(range(len(self.rows)))
+        return [i for i, r in enumerate(self.rows) if r.get(SURPRISES)]
+
+    def _follow(self, column: str, descending: bool) -> None:
+        if not self._syncing:  # a click in the controls, not sort_by setting them
+            self.sort_by(column, descending)
+
     def sort_by(self, column: str, descending: bool = True) -> list[dict[str, Any]]:
-        """Sort the rows by ``column`` (ties: partition, key); returns them."""
+        """Sort the rows by ``column`` (ties: partition, key); returns them. The "sort by" dropdown and
+        the order button show the new order (a column hidden for being zero everywhere is shown)."""
         if column not in self.columns:
             raise KeyError(f"{column!r}: the columns are {', '.join(self.columns)}")
         self.sort_column, self.descending = column, descending
         present = sorted((r for r in self.rows if r[column] is not None), key=lambda r: (r["partition"], str(r["key"])))
         present.sort(key=lambda r: r[column], reverse=descending)  # stable: ties stay by partition, key
         self.rows = present + [r for r in self.rows if r[column] is None]
+        if column not in self.shown_columns:
+            self.shown_columns = [c for c in self.columns if c in self.shown_columns or c == column]
+        self._syncing = True
+        try:
+            self.sorter.options = self.shown_columns
+            self.sorter.value = column
+            self.order.value = descending
+        finally:
+            self._syncing = False
         self._render()
         return self.rows
 
@@ -112,25 +160,50 @@ class SummaryExplorer(widgets.VBox):
         self.detail.children = [label, self.stepper]
         return self.stepper
 
+    def _hidden_note(self) -> str:
+        shown = self.visible()
+        hidden = [c for c in self.columns if c not in self.shown_columns]
+        parts = [
+            f"{len(shown)} of {len(self.rows)} rows"
+            + (" (those with a surprise)" if len(shown) < len(self.rows) else "")
+        ]
+        if hidden:
+            parts.append(f"hidden, zero in every row: {', '.join(hidden)}")
+        return "; ".join(parts)
+
     def text(self) -> str:
-        """The table as plain text (for notebooks compared by nbval)."""
-        lines = [" | ".join(self.columns)]
-        lines += [" | ".join("" if r[c] is None else str(r[c]) for c in self.columns) for r in self.rows]
-        return "\n".join(lines)
+        """The table as plain text (for notebooks compared by nbval): the rows and columns on show,
+        and a last line saying what is hidden."""
+        lines = [" | ".join(self.shown_columns)]
+        lines += [
+            " | ".join("" if self.rows[i][c] is None else str(self.rows[i][c]) for c in self.shown_columns)
+            for i in self.visible()
+        ]
+        return "\n".join([*lines, f"({self._hidden_note()})"])
 
     def _render(self) -> None:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        shown = self.visible()
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.shown_columns)
         body = "".join(
             "<tr>"
-            + "".join(f"<td>{html.escape('' if r[c] is None else str(r[c]))}</td>" for c in self.columns)
+            + "".join(
+                f"<td>{html.escape('' if self.rows[i][c] is None else str(self.rows[i][c]))}</td>"
+                for c in self.shown_columns
+            )
             + "</tr>"
-            for r in self.rows
+            for i in shown
         )
-        self.table.value = f"<table class='kjoin-summary'><tr>{head}</tr>{body}</table>"
+        self.table.value = (
+            f'<div style="max-height:{TABLE_HEIGHT};overflow:auto">'
+            f"<table class='kjoin-summary'><tr>{head}</tr>{body}</table></div>"
+        )
+        self.note.value = (
+            f'<div class="kjoin-viz" style="font-size:12px;color:#555">{html.escape(self._hidden_note())}</div>'
+        )
         self._rendering = True
         try:
             self.picker.options = [
-                (f"{i}: partition {r['partition']}, key {r['key']}", i) for i, r in enumerate(self.rows)
+                (f"{i}: partition {self.rows[i]['partition']}, key {self.rows[i]['key']}", i) for i in shown
             ]
             self.picker.value = None
         finally:

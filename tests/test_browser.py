@@ -169,6 +169,8 @@ def _run_all(page) -> None:
     deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
     while True:
         prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
+        if not page.locator(".jp-CodeCell").count():  # a page of text only (the cheat sheet): nothing to run
+            break
         if prompts and all(re.fullmatch(r"\[\d+\]:", p.strip()) for p in prompts):
             break
         assert time.monotonic() < deadline, f"Run All did not finish: prompts {prompts}"
@@ -208,6 +210,10 @@ def _drive_widgets(page, stem: str) -> dict[str, int]:
             widget.locator("select").first.select_option(index=0)
         widget.get_by_role("button", name="check").click()
         expect(widget.locator(".kjoin-feedback")).to_be_visible(timeout=30_000)
+        answer = widget.get_by_role("button", name="show the answer")
+        if answer.is_visible():  # a wrong answer: a hint first, the answer and the stepper on request
+            expect(widget.locator(".kjoin-stepper")).to_have_count(0)
+            answer.click()
         expect(widget.locator(".kjoin-stepper")).to_be_visible(timeout=30_000)
         if i == 0:
             widget.locator(".kjoin-feedback").scroll_into_view_if_needed()
@@ -219,11 +225,12 @@ def _drive_widgets(page, stem: str) -> dict[str, int]:
         stepper.scroll_into_view_if_needed()
         header = stepper.locator(".kjoin-pane-header")
         before = header.inner_text()
-        shown = int(re.search(r"step (\d+) of (\d+)", before).group(1))
-        last = int(re.search(r"step (\d+) of (\d+)", before).group(2))
+        shown, count = (int(n) for n in re.search(r"step (\d+) \(\d+ of (\d+)\)", before).groups())
+        last = count - 1
         button = stepper.get_by_role("button", name="previous" if shown == last else "next", exact=True)
         button.click()
-        expect(header).to_contain_text(f"step {shown - 1 if shown == last else shown + 1} of {last}", timeout=30_000)
+        moved = shown - 1 if shown == last else shown + 1
+        expect(header).to_contain_text(f"step {moved} ({moved + 1} of {count})", timeout=30_000)
         if i == 0:
             page.screenshot(path=str(ARTIFACTS / f"{stem}-stepper.png"))
         driven["stepper"] += 1
@@ -371,7 +378,7 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
     stepper = page.locator(".kjoin-stepper").first
     state = stepper.locator(".kjoin-pane-state")
     header = stepper.locator(".kjoin-pane-header")
-    expect(header).to_contain_text("step 17 of 18", timeout=60_000)
+    expect(header).to_contain_text("step 17 (18 of 19)", timeout=60_000)
     stepper.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "stepper-step-17.png"))
     before = state.inner_text()
@@ -380,7 +387,7 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
     expect(stepper.get_by_role("button", name="next", exact=True)).to_be_enabled()
 
     stepper.get_by_role("button", name="next", exact=True).click()
-    expect(header).to_contain_text("step 18 of 18")
+    expect(header).to_contain_text("step 18 (19 of 19)")
     _wait_for_rows(state, _state_rows(view, 18))
     assert state.inner_text() != before
     assert "100\tleft\tk\tG\t120" in state.inner_text()  # G waits in the outer-join buffer
@@ -389,12 +396,12 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
     page.screenshot(path=str(ARTIFACTS / "stepper-after-next.png"))
 
     stepper.get_by_role("button", name="first", exact=True).click()
-    expect(header).to_contain_text("step 0 of 18")
+    expect(header).to_contain_text("step 0 (1 of 19)")
     handle = stepper.locator(".widget-slider .noUi-handle")
     handle.focus()
     for _ in range(3):
         handle.press("ArrowRight")
-    expect(header).to_contain_text("step 3 of 18")
+    expect(header).to_contain_text("step 3 (4 of 19)")
     _wait_for_rows(state, _state_rows(view, 3))
     assert "k\t4\ta" in state.inner_text()
     timeline = stepper.locator(".kjoin-pane-timeline svg")
@@ -403,7 +410,7 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
 
     play = stepper.locator(".widget-play button").first
     play.click()  # play: one step every 600 ms from step 3
-    expect(header).to_contain_text("step 5 of 18", timeout=30_000)
+    expect(header).to_contain_text("step 5 (6 of 19)", timeout=30_000)
     play.click()  # the same button pauses
     time.sleep(1)
     paused = header.inner_text()
@@ -421,9 +428,17 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
     fate.locator("input[type=text]").fill(f"E-null, {ANSWER}")
     fate.get_by_role("button", name="check").click()
     feedback = fate.locator(".kjoin-feedback")
+    # first stage: what is wrong and a hint, neither the answer nor the stepper
+    expect(feedback).to_contain_text("Not yet.")
+    expect(feedback).to_contain_text("What the record does: right.")
+    expect(feedback).not_to_contain_text("Why:")
+    expect(fate.locator(".kjoin-stepper")).to_have_count(0)
+    feedback.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "predict-hint.png"))
+    fate.get_by_role("button", name="show the answer").click()
     expect(feedback).to_contain_text("Fate: right")
     expect(feedback).to_contain_text(f"Not emitted at this step: {ANSWER}.")
-    expect(fate.locator(".kjoin-stepper .kjoin-pane-header")).to_contain_text("step 17 of 18")
+    expect(fate.locator(".kjoin-stepper .kjoin-pane-header")).to_contain_text("step 17 (18 of 19)")
     expect(fate.get_by_role("button", name="show solution")).to_be_hidden()  # learners get no solution button
     feedback.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "predict-fate-and-outputs.png"))
@@ -433,7 +448,7 @@ def test_stepper_buttons_and_slider_change_the_state_shown_in_jupyterlab(lab, br
     expect(release.locator(".kjoin-feedback")).to_contain_text(
         "Right: it leaves at step 17: right f@80 (stream time 80"
     )
-    expect(release.locator(".kjoin-stepper .kjoin-pane-header")).to_contain_text("step 17 of 18")
+    expect(release.locator(".kjoin-stepper .kjoin-pane-header")).to_contain_text("step 17 (18 of 19)")
     release.locator(".kjoin-feedback").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "predict-release.png"))
     # saved, the notebook keeps neither the widgets' state nor the answer

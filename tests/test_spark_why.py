@@ -269,6 +269,45 @@ def test_the_summary_explorer_sorts_and_opens_the_stepper_at_the_first_surprise(
     )[:2]
 
 
+def test_the_summary_explorer_opens_on_the_rows_that_matter_and_its_controls_follow_sort_by(spark):
+    from kjoin.spark.whycheck import CAUSES, planted
+    from kjoin_viz.summary_explorer import SURPRISES, SummaryExplorer
+
+    partitions = 2
+    orders, customers, _ = planted(len(CAUSES), partitions)
+    result = run_join(topic(spark, orders, partitions), topic(spark, customers, partitions), "stream-table", "left")
+    summary = result.summary()
+    explorer = SummaryExplorer(result, limit=summary.count())
+    # the rows with a surprise first, and only those on show; the all-zero columns hidden
+    shown = [explorer.rows[i] for i in explorer.visible()]
+    assert shown and all(r[SURPRISES] > 0 for r in shown) and len(shown) < len(explorer.rows)
+    assert [r[SURPRISES] for r in explorer.rows] == sorted((r[SURPRISES] for r in explorer.rows), reverse=True)
+    zero = [
+        c
+        for c in explorer.columns
+        if c not in ("scenario", "partition", "key") and not any(r[c] for r in explorer.rows)
+    ]
+    assert zero and not set(zero) & set(explorer.shown_columns)
+    assert explorer.table.value.count("<tr>") == len(shown) + 1
+    assert len(explorer.picker.options) == len(shown)
+    # the picker comes before the table: a learner sees it without scrolling past every row
+    assert explorer.children.index(explorer.picker) < explorer.children.index(explorer.table)
+    assert explorer.text().splitlines()[-1].startswith(f"({len(shown)} of {len(explorer.rows)} rows")
+    # the controls follow sort_by, and a click in them sorts
+    assert (explorer.sorter.value, explorer.order.value) == (SURPRISES, True)
+    explorer.sort_by("partner-later")
+    assert explorer.sorter.value == "partner-later" and explorer.order.value is True
+    explorer.sort_by("key", descending=False)
+    assert (explorer.sorter.value, explorer.order.value) == ("key", False)
+    explorer.order.value = True  # as a click on "descending" does
+    keys = [r["key"] for r in explorer.rows if r["key"] is not None]  # a null key's row goes last
+    assert explorer.descending and keys == sorted(keys, reverse=True)
+    explorer.sorter.value = "partner-never"  # as a choice in "sort by" does
+    assert explorer.sort_column == "partner-never" and explorer.rows[0]["partner-never"] >= 1
+    explorer.only_surprising.value = False
+    assert len(explorer.picker.options) == len(explorer.rows)
+
+
 def test_the_drill_down_of_a_scenario_run_keeps_its_listed_order_and_json_keys(spark):
     from kjoin import Scenario
     from kjoin.spark import run_scenarios

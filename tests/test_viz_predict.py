@@ -8,13 +8,17 @@ from __future__ import annotations
 import base64
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import kjoin
 import kjoin_viz
 from kjoin_viz import Predict, Stepper, fate_label, show_step, trainer_mode
 from kjoin_viz.labels import TONES
-from kjoin_viz.predict import STILL_WAITING, leave_step, parse_outputs
+from kjoin_viz.predict import STILL_WAITING, _compact, leave_step, parse_outputs
 from kjoin_viz.step_view import svg_image
+from kjoin.joins.context import default_joiner
+from kjoin.records import render_value
 
 SEED_004 = dict(
     left="1:null, 3:A, 5:B, 7:null, 9:C, 12:null, 15:D, 40:E, 60:F, 100:G",
@@ -164,7 +168,7 @@ def test_show_step_is_html_and_text_of_that_step_only(trace):
     ).decode()
     assert 'data-view="0..60"' in timeline and "join window 25..55" in timeline  # zoomed on E@40 with its window
     assert 'data-store="task 0: outer-join buffer"' in page and "background:#fff3b0" in page  # the row E wrote
-    assert repr(shown).splitlines()[0] == "step 15 of 18: left E@40 (key k) -> held until stream time passes 60"
+    assert repr(shown).splitlines()[0] == "step 15 (16 of 19): left E@40 (key k) -> held until stream time passes 60"
     assert repr(shown) + "\n" == Stepper(trace, step=15).text()
     assert show_step(trace, -1).step == 18
     with pytest.raises(IndexError):
@@ -185,6 +189,72 @@ def test_show_step_and_the_stepper_share_one_renderer(trace):
 def test_parse_outputs():
     assert parse_outputs(" A-a,B-a ") == ["A-a", "B-a"]
     assert parse_outputs("none") == parse_outputs("") == parse_outputs(" - ") == []
+
+
+# What kjoin can print as one output: the joiner's ``left-right`` over any value (a string with
+# commas, brackets or quotes of its own, JSON objects and lists, numbers, null), a tombstone
+# ``null``, an aggregate ``key@[start, end)=n``; optionally with ``@ts``.
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-99, 999) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+_PRINTED = st.one_of(
+    st.builds(default_joiner, _JSON, _JSON),
+    st.just("null"),
+    st.builds(lambda k, s, n: f"{render_value(k)}@[{s}, {s + 10})={n}", _JSON, st.integers(0, 99), st.integers(0, 9)),
+).filter(lambda item: item.strip() == item and item.lower() not in ("none", "-", "(none)", "nothing"))
+_STAMPED = st.tuples(_PRINTED, st.none() | st.integers(0, 999)).map(
+    lambda p: p[0] + ("" if p[1] is None else f"@{p[1]}")
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_STAMPED, max_size=4), st.sampled_from([", ", ",", "; "]))
+def test_parse_outputs_reads_back_any_outputs_kjoin_prints(items, separator):
+    text = separator.join(items)
+    assert parse_outputs(text, known=items) == items
+    # an answer with some of them (in another order) is read as those, where that is not ambiguous
+    some = items[::-2]
+    assume(all(_compact(a) != _compact(b) + "," + _compact(c) for a in items for b in items for c in items))
+    assert parse_outputs(separator.join(some), known=items) == some
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.builds(default_joiner, _JSON.filter(lambda v: not isinstance(v, str)), st.text("ab-", max_size=3)),
+        max_size=4,
+    )
+)
+def test_parse_outputs_splits_json_values_without_being_told_them(items):
+    # a JSON value's commas, brackets and quoted commas are inside its brackets: no hint needed
+    assert parse_outputs(", ".join(items)) == [item.strip() for item in items if item.strip()]
+
+
+def test_exercise_4_of_notebook_05_takes_its_json_answer():
+    race = kjoin.Scenario.from_dict(
+        {
+            "join": "fk",
+            "variant": "inner",
+            "foreign_key": "fk",
+            "delivery": "explicit",
+            "events": [
+                {"side": "right", "key": "Y", "value": "bar", "ts": 1},
+                {"side": "left", "key": "A", "value": {"fk": "Y", "v": 1}, "ts": 2},
+                {"side": "left", "key": "A", "value": {"fk": "Y", "v": 2}, "ts": 3},
+                {"deliver": "subscription"},
+                {"deliver": "response"},
+                {"deliver": "all"},
+            ],
+        }
+    )
+    widget = Predict(kjoin.run(race), 6)
+    fate = fate_label(widget.trace.steps[6]).tone
+    verdict = widget.check(fate=fate, outputs='{"fk":"Y","v":2}-bar')
+    assert verdict.correct, verdict.text
+    assert widget.check(fate=fate, outputs='{"fk": "Y", "v": 2}-bar@3').correct  # spaces and a timestamp
+    assert not widget.check(fate=fate, outputs='{"fk":"Y","v":1}-bar').correct
 
 
 def test_predict_shows_the_input_so_far_and_the_state_before(trace):
@@ -387,3 +457,93 @@ def test_check_with_nothing_chosen_asks_for_an_answer_and_opens_no_stepper(trace
     fate = Predict(trace, 15)
     assert fate.check(outputs="none").lines == ("Choose an answer first, then check.",)
     assert fate.stepper is None and "held" not in fate.feedback.value  # the answer is not given away
+
+
+# -- the fate choices and the outputs never contradict each other ---------------------------------
+def test_the_right_fate_choice_never_says_no_output_where_the_step_emits(trace):
+    practice = kjoin.run(
+        kjoin.Scenario.from_notation(
+            "stream-stream",
+            "outer",
+            left="2:P, 9:Q, 30:R, 60:T",
+            right="6:p, 27:r, 45:s",
+            window={"before_ms": 5, "after_ms": 5, "grace_ms": 2},
+        )
+    )
+    # 01's exercise 3: T@60 is held, and its step emits s's null result
+    widget = Predict(practice, 6)
+    assert widget.check(fate="held", outputs="null-s@45").correct
+    assert "no result of its own" in dict((v, t) for t, v in widget.fate.options)["held"]
+    for t in (trace, practice):
+        for step in t.steps:
+            choice = TONES[fate_label(step).tone]
+            if step.outputs:
+                assert "no output" not in choice, (step.index, choice)
+
+
+# -- feedback in stages: a hint aimed at the misconception, then the answer on request --------------
+def test_a_wrong_answer_gets_a_hint_first_and_the_answer_and_stepper_only_on_request(trace):
+    widget = Predict(trace, 17)  # f@80: no partner; its step releases E-null@40
+    verdict = widget.check(fate="no-match", outputs="none")
+    assert not verdict.correct
+    shown = widget.feedback.value
+    assert "Not yet." in shown and "What the record does: right." in shown
+    assert "releases for an earlier record" in shown and "stream time is 80" in shown
+    assert "E-null" not in shown and "Why:" not in shown and "Fate:" not in shown  # nothing given away
+    assert widget.stepper is None and widget.answer_button.layout.display is None
+    widget.answer_button.click()
+    assert "Outputs: not quite" in widget.feedback.value and "Why:" in widget.feedback.value
+    assert widget.stepper.step == 17 and widget.answer_button.layout.display == "none"
+    right = Predict(trace, 17)
+    assert right.check(fate="no-match", outputs="E-null").correct
+    assert right.stepper.step == 17 and "Why:" in right.feedback.value  # a right answer: everything at once
+
+
+def test_hints_address_the_misconception_the_answer_shows(trace):
+    # an output timestamp: the larger of the two records'
+    hints = Predict(trace, 9).check(fate="joined", outputs="A-c@3, B-c@5, C-c@9").hints
+    assert any("larger of its two records' timestamps" in h for h in hints)
+    assert not any("window" in h for h in hints)
+    # a result with null too early: held until the window closes
+    hints = Predict(trace, 15).check(fate="null-result", outputs="E-null").hints
+    assert any("only once the record's window has closed" in h for h in hints)
+    # a late record is not dropped in a stream-stream join
+    assert any("drops no record for coming late" in h for h in Predict(trace, 9).check(fate="dropped").hints)
+    # a window bound: 01's exercise 1, Q@9 with a 5 ms window joins p@6 (in [4, 14])
+    practice = kjoin.run(
+        kjoin.Scenario.from_notation(
+            "stream-stream",
+            "outer",
+            left="2:P, 9:Q, 30:R, 60:T",
+            right="6:p, 27:r, 45:s",
+            window={"before_ms": 5, "after_ms": 5, "grace_ms": 2},
+        )
+    )
+    hints = Predict(practice, 2).check(fate="joined", outputs="none").hints
+    assert any("timestamps in [4, 14], both ends included" in h for h in hints)
+
+
+def test_a_wrong_count_in_an_aggregate_points_at_null_group_keys():
+    from kjoin.aggregate_spec import run_spec
+
+    def order(key, page, ts):
+        return {"key": key, "value": {"page": page, "n": 1}, "ts": ts}
+
+    events = [order("o1", "home", 1), order("o2", "cart", 2), order("o1", "cart", 3)]
+    events.append({"key": "o2", "value": {"n": 1}, "ts": 4})  # o2 no longer has a page
+    quiz = run_spec({"join": "table-aggregate", "group_by": "page", "aggregate": "count", "events": events})
+    widget = Predict(quiz, 3)
+    truth = [o.render() for o in quiz.steps[3].outputs]
+    wrong = [t.rsplit("=", 1)[0] + "=" + str(int(t.rsplit("=", 1)[1]) + 1) for t in truth]
+    hints = widget.check(fate=fate_label(quiz.steps[3]).tone, outputs=", ".join(wrong)).hints
+    assert any("null key is in no group" in h for h in hints), hints
+
+
+def test_a_release_that_joined_names_the_partner_not_stream_time(trace):
+    widget = Predict(trace, 2, ask="release")  # A@3 leaves the outer-join buffer when a@4 joins it
+    text = widget.check(leaves=3).text
+    assert "which joins it (A-a@4)" in text and "stream time" not in text
+    waiting = Predict(trace, 15, ask="release")  # E@40 leaves when stream time passes 60
+    assert "stream time 80" in waiting.check(leaves=17).text
+    hints = waiting.check(leaves=16).hints
+    assert any("After step 16, stream time is 60" in h for h in hints) and "E-null" not in " ".join(hints)

@@ -7,7 +7,7 @@ import re
 import pytest
 
 import kjoin
-from kjoin_viz import StepView, Stepper
+from kjoin_viz import StepView, Stepper, show_step
 from kjoin_viz.store_view import store_tables
 from kjoin.state import StoreId
 
@@ -33,7 +33,7 @@ def _store_rows(html: str, title: str) -> str:
 
 def test_next_moves_the_slider_the_header_and_the_state(trace):
     stepper = Stepper(trace)
-    assert stepper.step == 0 and "step 0 of 18" in stepper.panes["header"].value
+    assert stepper.step == 0 and "step 0 (1 of 19)" in stepper.panes["header"].value
     assert "(empty)" in _store_rows(stepper.panes["state"].value, "task 0: left window")
     assert stepper.press("next") == 1 and stepper.press("next") == 2
     assert stepper.slider.value == 2
@@ -149,7 +149,7 @@ def test_a_long_store_shows_its_first_rows_and_counts_the_rest():
 
 
 def test_the_stepper_repr_is_stable_text(trace):
-    assert repr(Stepper(trace, step=4)) == "Stepper(step 4 of 18)"
+    assert repr(Stepper(trace, step=4)) == "Stepper(step 4 (5 of 19))"
 
 
 def test_seek_of_a_long_trace_reads_only_that_step():
@@ -261,3 +261,15 @@ def test_buttons_that_would_not_move_are_disabled(trace):
         "next tombstone",
         "next drop",
     }
+
+
+def test_the_step_counter_counts_from_1_to_the_number_of_steps():
+    window = {"before_ms": 5, "after_ms": 5, "grace_ms": 0}
+    five = kjoin.run(
+        kjoin.Scenario.from_notation("stream-stream", "inner", left="1:A, 3:B, 5:C", right="2:a, 4:b", window=window)
+    )
+    stepper = Stepper(five)
+    assert "step 0 (1 of 5)" in stepper.panes["header"].value
+    stepper.step = 4
+    assert "step 4 (5 of 5)" in stepper.panes["header"].value and repr(stepper) == "Stepper(step 4 (5 of 5))"
+    assert repr(show_step(five, 2)).startswith("step 2 (3 of 5): ")

@@ -1,0 +1,141 @@
+"""What the course's text says: facts a learner takes away (checked against Kafka's source where the
+test says so, and against the engine), and the path through the course.
+
+The notebooks' outputs are checked by nbval; this file reads their markdown."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import kjoin
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def markdown(name: str) -> str:
+    (path,) = NOTEBOOKS.glob(f"{name}*.ipynb")
+    return "\n".join(c.source for c in nbformat.read(path, 4).cells if c.cell_type == "markdown")
+
+
+def code(name: str) -> str:
+    (path,) = NOTEBOOKS.glob(f"{name}*.ipynb")
+    return "\n".join(c.source for c in nbformat.read(path, 4).cells if c.cell_type == "code")
+
+
+# -- facts ------------------------------------------------------------------------------------------
+def test_grace_is_not_a_late_drop_in_a_stream_stream_join():
+    text = markdown("00")
+    assert "accepted" not in text  # grace does not decide which records are "accepted"
+    assert "does not drop a record for coming late" in text
+    assert "before + after + grace" in text and "A-null" in text
+    # the engine agrees: 01's F@62, 38 ms behind stream time 100 (window 10, grace 5), still joins
+    arrivals = [("left", "A", 10), ("right", "a", 12), ("left", "C", 60), ("right", "b", 56), ("left", "D", 70)]
+    arrivals += [("left", "E", 100), ("right", "d", 72), ("left", "F", 62), ("right", "g", 65)]
+    records = [{"side": side, "key": "k", "value": value, "ts": ts} for side, value, ts in arrivals]
+    window = {"before_ms": 10, "after_ms": 10, "grace_ms": 5}
+    trace = kjoin.run(kjoin.Scenario.from_records("stream-stream", "left", records, window=window))
+    late = trace.find(lambda s: s.record.value == "F")
+    assert [o.render() for o in late.outputs] == ["F-b", "F-d"]
+
+
+def test_01_says_the_outer_join_sweep_is_throttled_by_wall_clock():
+    # StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX; read with a
+    # default of 1000L in KStreamKStreamJoin.init; TopologyTestDriver puts 0L (apache/kafka, trunk)
+    text = markdown("01")
+    assert "`__emit.interval.ms.kstreams.outer.join.spurious.results.fix__`" in text
+    assert "1000 ms by default" in text and "`TopologyTestDriver` sets the interval to 0" in text
+
+
+def test_04_gives_both_defaults_of_the_commit_interval():
+    # StreamsConfig: DEFAULT_COMMIT_INTERVAL_MS = 30000L, EOS_DEFAULT_COMMIT_INTERVAL_MS = 100L
+    text = markdown("04")
+    assert "30 seconds by default, 100 ms by default with `processing.guarantee` `exactly_once_v2`" in text
+
+
+def test_07_says_an_aggregate_subtractor_returning_null_deletes_the_row_too():
+    # KTableAggregate.process: with no new value, the subtractor's result is put, and a null put deletes
+    text = markdown("07")
+    assert "only a `reduce`" not in text
+    assert "in a `reduce` or an `aggregate` alike" in text
+
+
+def test_09_shows_fates_in_the_words_of_every_other_view():
+    # steps_frame's raw fate says "joined" for a left join's order-2-null; the course's steps_table says
+    # "emitted with null" (fate_label), as the stepper and the exercises do
+    assert '"fate"]]' not in code("09")
+    assert "`joined` because it emitted a result" not in markdown("09")
+    from kjoin_viz.course import steps_table
+
+    records = [
+        {"side": "left", "key": "K2", "value": "order-2", "ts": 210},
+        {"side": "right", "key": "K2", "value": "customer-2", "ts": 205},  # processed after the order
+    ]
+    trace = kjoin.run(kjoin.Scenario.from_records("stream-table", "left", records))
+    table = steps_table(trace).frame
+    order = table[table["value"] == "order-2"].iloc[0]
+    assert order["outputs"] == "order-2-null@210" and order["fate"].startswith("emitted with null")
+
+
+# -- the path through the course ---------------------------------------------------------------------
+COURSE = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+README = (NOTEBOOKS.parent / "README.md").read_text()
+
+
+def _route(text: str) -> list[tuple[str, str, int]]:
+    """The route table's rows: (part, notebook or "", minutes)."""
+    rows = re.findall(r"^\| (half day|take-home) \| [0-9:]* \| (.*?) \| (\d+) \|", text, flags=re.M)
+    return [(part, re.sub(r"\[?`([^`]+)`\]?(\([^)]*\))?", r"\1", cell), int(minutes)) for part, cell, minutes in rows]
+
+
+def test_a_half_day_route_with_timings_in_00_and_in_the_readme():
+    route = _route(markdown("00"))
+    assert route == _route(README), "00_start_here and the README give different routes"
+    assert [name for _, name, _ in route if name] == COURSE  # every notebook, in order
+    half_day = sum(minutes for part, _, minutes in route if part == "half day")
+    assert 200 <= half_day <= 225  # about 3.5 hours
+    assert {name for part, name, _ in route if part == "take-home"} == set(COURSE[5:])
+    # the route's clock adds up
+    starts = re.findall(r"^\| half day \| (\d+):(\d\d) \|", markdown("00"), flags=re.M)
+    minutes = [m for part, _, m in route if part == "half day"]
+    assert [int(h) * 60 + int(m) for h, m in starts] == [sum(minutes[:i]) for i in range(len(minutes))]
+
+
+def test_every_notebook_ends_with_where_next_linking_the_next_one():
+    for i, name in enumerate(COURSE):
+        (path,) = NOTEBOOKS.glob(f"{name}.ipynb")
+        last = nbformat.read(path, 4).cells[-1]
+        assert last.cell_type == "markdown" and last.source.startswith("## Where next"), name
+        links = re.findall(r"\]\(([^)]+\.ipynb)\)", last.source)
+        assert links and all((NOTEBOOKS / link).exists() for link in links), (name, links)
+        assert "cheat_sheet.ipynb" in links
+        if i + 1 < len(COURSE):
+            assert f"{COURSE[i + 1]}.ipynb" in links, name
+    # 00 lists the whole course, not only the first notebooks
+    assert all(f"{name}.ipynb" in markdown("00").split("## Where next")[-1] for name in COURSE[1:])
+
+
+def test_00_tells_how_to_run_it_in_jupyterlab_and_in_the_workshop():
+    text = markdown("00")
+    assert "Run → Run All Cells" in text and "`make workshop`" in text and "already run when the page opens" in text
+
+
+def test_the_cheat_sheet_has_the_notation_the_fates_the_timestamp_rules_and_the_eras():
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))[0] == "00_start_here.ipynb"  # make lab opens 00
+    text = markdown("cheat_sheet")
+    for section in ("## Notation", "## What a record does", "## Output timestamps", "## The eras"):
+        assert section in text
+    from kjoin_viz.labels import TONES
+
+    for kind in ("joined", "tombstone", "held", "stored", "no match", "dropped"):
+        assert f"| {kind} |" in text
+    assert len(TONES) == 7 and "| result with null |" in text
+    for era in ("0.10.0, 0.10.1", "0.10.2 to 3.0", "3.1 and newer"):
+        assert era in text
+
+
+def test_the_join_notebooks_chart_their_variants_results_and_tombstones():
+    # kjoin_viz.outputs_chart: results against tombstones per variant (its counts: tests/test_viz_charts.py)
+    assert "kjoin_viz.outputs_chart(traces)" in code("01")  # inner, left, outer of one input
+    assert "kjoin_viz.outputs_chart(new)" in code("04")  # the table-table join's, with its tombstones
