@@ -22,6 +22,7 @@ How it works:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping
 
@@ -206,6 +207,20 @@ class SparkRun:
                 "key=None: records with a null key are never joined or stored; "
                 "look them up with why(partition=..., offset=...)"
             )
+        if rows is None:
+            rows = self.why_index().key_rows(scenario, self._key_column_value(key))
+        if not any(r["partition"] == partition for r in rows):
+            where = sorted({(r["partition"], r["side"]) for r in rows})
+            found = (
+                "its records are in "
+                + ", ".join(f"partition {p} ({side})" for p, side in where)
+                + f"; ask trace(partition={where[0][0]}, key={key!r})"
+                if where
+                else f"neither topic has a record with key {key!r} (of type {type(key).__name__}) in any partition"
+            )
+            raise SparkInputError(
+                f"trace(partition={partition}, key={key!r}): partition {partition} has no record with this key; {found}"
+            )
         placed, releases = self._placed(scenario, partition, key, rows)
         return debug.key_trace(self.scenarios[scenario], partition, key, placed, joiner or default_joiner, releases)
 
@@ -241,6 +256,7 @@ class SparkRun:
             )
         config = self.scenarios[scenario]
         _check_partition(partition, config.partitions)
+        _check_number("offset", offset)
         if config.join == "fk":
             return self._why_fk(partition, offset, side, scenario, joiner)
         index = self.why_index()
@@ -774,6 +790,23 @@ def _partition_count(left: Topic, right: Topic) -> int:
             count = 1 if found is None else int(found) + 1
         counts[side] = count
     if counts["left"] != counts["right"]:
+        for side, topic in (("left", left), ("right", right)):
+            if topic.partitions is not None and topic.has_partition:
+                from pyspark.sql import functions as F
+
+                try:
+                    seen = topic.frame.agg(F.max("partition")).first()[0]
+                except Exception as error:  # the reader refuses a partition beyond the count as it reads it
+                    found = re.search(r"column 'partition': (\d+) is not a partition", str(error))
+                    if found is None:
+                        raise
+                    seen = int(found.group(1))
+                if seen is not None and int(seen) >= topic.partitions:
+                    raise SparkInputError(
+                        f"{side} topic ({topic.source}): partitions={topic.partitions} was passed, but the topic has "
+                        f"records in partition {int(seen)}, so it has at least {int(seen) + 1} partitions; pass its "
+                        f"real partition count (partitions={int(seen) + 1} or more), or leave partitions= out"
+                    )
         raise SparkInputError(
             f"the topics are not co-partitioned: the left topic ({left.source}) has {counts['left']} partitions "
             f"and the right ({right.source}) {counts['right']}. Kafka Streams refuses such a join; "
@@ -987,8 +1020,17 @@ def _explain_primary_key_outputs(run: "SparkRun", outputs: Any, ids: list[int]) 
     return plain.unionByName(explained.select(*OUTPUT_COLUMNS, "reason"))
 
 
+def _check_number(name: str, value: Any) -> None:
+    """``partition=``/``offset=`` of :meth:`SparkRun.why` and :meth:`SparkRun.trace`: an int, not its text."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        raise SparkInputError(f"{name}={value!r} is text; pass the number: {name}={int(value)}")
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise SparkInputError(f"{name}={value!r}: expected an int (a Kafka {name})")
+
+
 def _check_partition(partition: Any, partitions: int) -> None:
-    if not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < partitions:
+    _check_number("partition", partition)
+    if not 0 <= partition < partitions:
         raise SparkInputError(
             f"partition={partition!r}: the topics have {partitions} partitions (0 to {partitions - 1}); "
             "there is no such Kafka task"
