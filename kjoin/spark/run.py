@@ -92,6 +92,10 @@ class SparkRun:
         self._why_index: Any = None
         self._spark_partitions: int | None = None
         self._fk_traces: dict[int, Trace] = {}
+        self.partitioner: Callable[[Any, int], int] | None = None
+        """The partitioner the producers are meant to share, ``partitioner(key, partitions) -> partition``:
+        what the co-partitioning audit (:meth:`partitioning_audit`) and the verdicts call a key's partition.
+        ``None``: Kafka's default, murmur2 of the serialized key (:func:`kjoin.partitioner.default_partition`)."""
 
     @property
     def outputs(self) -> Any:
@@ -112,34 +116,90 @@ class SparkRun:
         records of each key; :meth:`why` explains one record in full."""
         return _explain_outputs(self)
 
+    def partitioning_audit(self, partitioner: Callable[[Any, int], int] | None = None) -> Any:
+        """The co-partitioning audit (:mod:`kjoin.spark.audit`): every record not in its key's partition
+        (``partitioner(key, partitions)``, default :attr:`partitioner`, else Kafka's murmur2 of the serialized
+        key), and every null-key record a result's verdict names, with the results each caused: ``nulls``
+        (``partner-other-partition``, ``partner-null-key``), ``stale_joins`` (``joined-stale``: a lookup found an
+        older value) and ``missed_deletes`` (``joined-deleted``: it found a value a tombstone had deleted). Columns
+        :data:`kjoin.spark.audit.AUDIT_COLUMNS`; a foreign-key scenario's records are left out (a subscription
+        reaches its foreign key's task wherever the left row is)."""
+        from pyspark.sql import functions as F
+
+        from .audit import audit_frame
+
+        if partitioner is not None and partitioner is not self.partitioner:
+            previous, self.partitioner = self.partitioner, partitioner
+            try:
+                return self.partitioning_audit()
+            finally:
+                self.partitioner = previous
+        ids = sorted(i for i, s in self.scenarios.items() if s.join != "fk")
+        partitions = self.scenarios[ids[0]].partitions if ids else 1
+        records = self.records.filter(F.col("scenario").isin(ids))
+        return audit_frame(records, self.explained_outputs, partitions, self._json_keys, self.partitioner)
+
     def summary(self) -> Any:
-        """Per scenario, partition and key: ``matched`` results, ``tombstones``, results with a
-        null partner per verdict (see :attr:`explained_outputs`), and records per reason (drops,
-        buffered, stored, no match). Only the columns that can be non-zero for the join at hand
-        (of the first scenario's join, variant and options)."""
+        """Per scenario, partition and key (the partition the records are in), two kinds of columns.
+
+        Results, from :attr:`explained_outputs`: ``results`` (all of them), ``null-results`` (those with a null
+        partner: the column to rank keys by), ``matched``, ``tombstones``, ``null-key`` (a null-key record
+        forwarded with null, KIP-962) and one column per verdict (``joined-stale``, ``partner-later`` ...).
+        Every total equals :attr:`explained_outputs`' count of that reason.
+
+        Records, from :attr:`steps` and the co-partitioning audit: ``left-<reason>`` and ``right-<reason>``,
+        the records of that side per reason they produced no result of their own (``left-null-key``: orders
+        with a null key, ``right-null-key``: customers), and ``misrouted``, the records not in their key's
+        partition (:meth:`partitioning_audit`). Only the columns that can be non-zero for the join at hand (of
+        the first scenario's join, variant and options)."""
         from pyspark.sql import functions as F
 
         config = self.scenarios[min(self.scenarios)] if self.scenarios else None
-        explained = self.explained_outputs.withColumn("row", F.lit("output")).withColumn(
-            "fate", F.lit(None).cast("string")
+        explained = self.explained_outputs.select(
+            F.lit("output").alias("row"), "scenario", "partition", "side", "key", "kind", "reason"
         )
-        steps = self.steps.withColumn("row", F.lit("step"))
-        reason = F.col("reason")
+        steps = self.steps.select(
+            F.lit("step").alias("row"),
+            "scenario",
+            "partition",
+            "side",
+            "key",
+            F.lit(None).cast("string").alias("kind"),
+            "reason",
+        )
+        audit = self.partitioning_audit() if config is not None and config.join != "fk" else None
+        if audit is not None:
+            misrouted = audit.filter(F.col("problem") == "misrouted").select(
+                F.lit("misrouted").alias("row"),
+                "scenario",
+                "partition",
+                "side",
+                "key",
+                F.lit(None).cast("string").alias("kind"),
+                F.lit(None).cast("string").alias("reason"),
+            )
+            steps = steps.union(misrouted)
+        reason, side = F.col("reason"), F.col("side")
         output = F.col("row") == "output"
+        step = F.col("row") == "step"
+
+        def count(condition: Any, name: str) -> Any:
+            return F.sum(F.when(condition, 1).otherwise(0)).cast("bigint").alias(name)
+
         counts = [
-            F.sum(F.when(output & (reason == "matched"), 1).otherwise(0)).alias("matched"),
-            F.sum(F.when(output & (reason == "tombstone"), 1).otherwise(0)).alias("tombstones"),
+            count(output, "results"),
+            count(output & F.col("kind").isin("unmatched", "window-closed", "null-key"), "null-results"),
         ]
         counts += [
-            F.sum(F.when(output & (reason == verdict), 1).otherwise(0)).alias(verdict)
-            for verdict in _null_verdicts(config)
+            count(output & (reason == name), "tombstones" if name == "tombstone" else name)
+            for name in _result_reasons(config)
         ]
         counts += [
-            F.sum(F.when(~output & (reason == name), 1).otherwise(0)).alias(name) for name in _step_reasons(config)
+            count(step & (side == which) & (reason == name), f"{which}-{name}") for which, name in _step_columns(config)
         ]
-        columns = ["row", "scenario", "partition", "key", "reason"]
-        both = explained.select(*columns).unionByName(steps.select(*columns))
-        return both.groupBy("scenario", "partition", "key").agg(*counts)
+        if audit is not None:
+            counts.append(count(F.col("row") == "misrouted", "misrouted"))
+        return explained.union(steps).groupBy("scenario", "partition", "key").agg(*counts)
 
     # -- one key, one record ---------------------------------------------------------------
     def why_index(self, path: str | None = None) -> Any:
@@ -268,17 +328,49 @@ class SparkRun:
         record = Record(Side(side), key, decode_value(row["value"]), row["ts"], partition, offset)
         if key is None:
             return debug.diagnose(record, config, None, (), ())
+        from .audit import partition_of
+
         other = "right" if side == "left" else "left"
         rows = index.key_rows(scenario, row["key"])
         trace = self._key_trace(partition, key, scenario, joiner or default_joiner, rows)
+        home = partition_of(key, config.partitions, self.partitioner)
         same, elsewhere = [], []
         for p in sorted((r for r in rows if r["side"] == other), key=lambda r: (r["partition"], r["offset"])):
             here = p["partition"] == partition
             partner = debug.Partner(
-                other, p["partition"], p["offset"], p["ts"], decode_value(p["value"]), p["step"] if here else None
+                other,
+                p["partition"],
+                p["offset"],
+                p["ts"],
+                decode_value(p["value"]),
+                p["step"] if here else None,
+                home,
             )
             (same if here else elsewhere).append(partner)
-        return debug.diagnose(record, config, trace, elsewhere, same)
+
+        def null_key_partner() -> Any:
+            word = key if isinstance(key, str) else json.dumps(key)
+            found = index.null_key_naming(scenario, other, word, _KEY_TOKENS)
+            if found is None:
+                return None
+            value = decode_value(found["value"])
+            return debug.Partner(other, found["partition"], found["offset"], found["ts"], value, found["step"])
+
+        def find_blocker(partner: Any, ts: int) -> Any:
+            found = index.highest_ahead(scenario, partner.partition, partner.side, partner.offset, ts)
+            if found is None:
+                return None
+            return debug.Partner(
+                found["side"],
+                found["partition"],
+                found["offset"],
+                found["ts"],
+                decode_value(found["value"]),
+                found["step"],
+                partition_of(decode_key(found["key"]), config.partitions, self.partitioner),
+            )
+
+        return debug.diagnose(record, config, trace, elsewhere, same, home, null_key_partner, find_blocker)
 
     def _fk_full_trace(self, scenario: int, joiner: Callable[[Any, Any], Any] | None) -> Trace:
         """A foreign-key scenario's whole trace (kept for later calls with the default joiner)."""
@@ -817,6 +909,7 @@ def _partition_count(left: Topic, right: Topic) -> int:
 
 _WINDOWED_VERDICTS = (
     "partner-never",
+    "partner-null-key",
     "partner-other-partition",
     "partner-outside-window",
     "partner-later",
@@ -828,6 +921,7 @@ _TABLE_VERDICTS = (
     "partner-processed-later",
     "partner-deleted",
     "partner-never",
+    "partner-null-key",
     "partner-other-partition",
     "unexplained",
 )
@@ -863,6 +957,35 @@ def _null_verdicts(config: Scenario | None) -> tuple[str, ...]:
 
         return fk_null_verdicts(config)
     return _WINDOWED_VERDICTS if config.window is not None else _TABLE_VERDICTS
+
+
+def _result_reasons(config: Scenario | None) -> list[str]:
+    """The reasons :attr:`SparkRun.explained_outputs` can give a result of the join at hand."""
+    if config is None:
+        return ["matched", "tombstone", "null-key", *_TABLE_VERDICTS, *_WINDOWED_VERDICTS]
+    reasons = ["matched", "tombstone"]
+    if config.join != "fk" and config.variant != "inner" and config.semantics.relaxed_null_keys:
+        reasons.append("null-key")
+    if config.join != "fk" and config.window is None:
+        reasons += ["joined-stale", "joined-deleted"]
+    return reasons + [v for v in _null_verdicts(config) if v not in reasons]
+
+
+_STREAM_ONLY = {"no-partner", "window-open", "not-a-trigger", "grace-period", "null-key-in-grace-buffer", "expired"}
+_TABLE_ONLY = {"table-update", "out-of-order-version"}
+
+
+def _step_columns(config: Scenario | None) -> list[tuple[str, str]]:
+    """``(side, reason)`` of the summary's record columns: a stream-table join's table side never waits for a
+    partner, its stream side never updates a table."""
+    pairs = []
+    for name in _step_reasons(config):
+        for which in ("left", "right"):
+            if config is not None and config.join == "stream-table":
+                if (which == "right" and name in _STREAM_ONLY) or (which == "left" and name in _TABLE_ONLY):
+                    continue
+            pairs.append((which, name))
+    return pairs
 
 
 def _step_reasons(config: Scenario | None) -> list[str]:
@@ -909,7 +1032,9 @@ def _explain_outputs(run: "SparkRun") -> Any:
     if fk_ids:
         results = run.results
         fk_part = results.filter((results.row == "output") & results.scenario.isin(fk_ids)).select(
-            *OUTPUT_COLUMNS, "reason"
+            *OUTPUT_COLUMNS,
+            "reason",
+            *(F.lit(None).cast(t).alias(c) for c, t in zip(CAUSE_COLUMNS, _CAUSE_TYPES)),
         )
         if not pk_ids:
             return fk_part
@@ -919,16 +1044,39 @@ def _explain_outputs(run: "SparkRun") -> Any:
     return _explain_primary_key_outputs(run, run.outputs, pk_ids)
 
 
+CAUSE_COLUMNS = ["cause_side", "cause_partition", "cause_offset"]
+"""Columns of :attr:`SparkRun.explained_outputs` naming the record that caused a result's reason, where one
+did (:mod:`kjoin.spark.audit`): the misrouted record behind ``partner-other-partition``, ``joined-stale`` or
+``joined-deleted``, the null-key record behind ``partner-null-key``; null otherwise."""
+
+_KEY_TOKENS = r"[^A-Za-z0-9_\-]+"
+"""What separates the words of a null-key record's value, one of which may be the key it lost."""
+
+
 def _explain_primary_key_outputs(run: "SparkRun", outputs: Any, ids: list[int]) -> Any:
+    """Every result's reason, looking at every partition of the other side first (see
+    :attr:`SparkRun.explained_outputs`): one join of the results with the other side's records of their key."""
     from pyspark.sql import functions as F
 
+    from .audit import expected_partition_column
+
+    config = run.scenarios[min(ids)] if ids else None
+    window = None if config is None else config.window
+    partitions = 1 if config is None else config.partitions
     kind = F.col("kind")
     null_partner = kind.isin("unmatched", "window-closed")
-    plain = outputs.filter(~null_partner).withColumn(
-        "reason", F.when(kind == "tombstone", "tombstone").when(kind == "null-key", "null-key").otherwise("matched")
+    looked_up = kind == "joined" if window is None else F.lit(False)  # a lookup that may have found a stale value
+    plain = (
+        outputs.filter(~null_partner & ~looked_up)
+        .withColumn(
+            "reason",
+            F.when(kind == "tombstone", "tombstone").when(kind == "null-key", "null-key").otherwise("matched"),
+        )
+        .select(*OUTPUT_COLUMNS, "reason", *(F.lit(None).cast(t).alias(c) for c, t in zip(CAUSE_COLUMNS, _CAUSE_TYPES)))
     )
-    nulls = outputs.filter(null_partner).withColumn("_id", F.monotonically_increasing_id())
-    nulls = nulls.withColumn("_subject", F.when(F.col("right").isNull(), F.lit("left")).otherwise(F.lit("right")))
+    expected = lambda column: expected_partition_column(  # noqa: E731
+        column, partitions, run._json_keys, run.partitioner
+    )
     records = run.records.select(
         "scenario",
         "partition",
@@ -939,16 +1087,24 @@ def _explain_primary_key_outputs(run: "SparkRun", outputs: Any, ids: list[int]) 
         "value",
         F.struct("_order_ts", "_side_rank", "offset").alias("_order"),
     )
-    # The record whose value the null result carries: its side, key and timestamp (the first such in the task).
+    analysed = outputs.filter(null_partner | looked_up).withColumn("_id", F.monotonically_increasing_id())
+    # The record the result is about: a null result's is the record whose value it carries, a lookup's the record
+    # that looked up (the one processed).
+    analysed = analysed.withColumn(
+        "_subject",
+        F.when(kind == "joined", F.col("side")).when(F.col("right").isNull(), F.lit("left")).otherwise(F.lit("right")),
+    )
     subject = records.select(
         F.col("scenario").alias("s_scenario"),
         F.col("partition").alias("s_partition"),
         F.col("side").alias("s_side"),
         F.col("key").alias("s_key"),
         F.col("ts").alias("s_ts"),
+        F.col("offset").alias("s_offset"),
         F.col("_order").alias("s_order"),
     )
-    located = (
+    nulls = analysed.filter(kind != "joined")
+    by_value = (
         nulls.join(
             subject,
             (nulls.scenario == subject.s_scenario)
@@ -959,65 +1115,161 @@ def _explain_primary_key_outputs(run: "SparkRun", outputs: Any, ids: list[int]) 
             "left",
         )
         .groupBy("_id")
-        .agg(F.min("s_order").alias("_at"))
+        .agg(
+            F.min("s_order").alias("_at"),
+            F.min_by("s_offset", "s_order").alias("_subject_offset"),
+            F.first("ts").alias("_sts"),
+        )
     )
+    lookups = analysed.filter(kind == "joined")
+    by_lookup = lookups.join(
+        subject,
+        (lookups.scenario == subject.s_scenario)
+        & (lookups.partition == subject.s_partition)
+        & (lookups.side == subject.s_side)
+        & (lookups["offset"] == subject.s_offset),
+        "left",
+    ).select(
+        "_id", F.col("s_order").alias("_at"), F.col("offset").alias("_subject_offset"), F.col("s_ts").alias("_sts")
+    )
+    base = analysed.join(by_value.unionByName(by_lookup), "_id", "left")
     partners = records.select(
         F.col("scenario").alias("p_scenario"),
         F.col("partition").alias("p_partition"),
         F.col("side").alias("p_side"),
         F.col("key").alias("p_key"),
         F.col("ts").alias("p_ts"),
+        F.col("offset").alias("p_offset"),
         F.col("value").alias("p_value"),
         F.col("_order").alias("p_order"),
     )
-    config = run.scenarios[min(ids)] if ids else None
-    window = None if config is None else config.window
-    base = nulls.join(located, "_id", "left")
     joined = base.join(
         partners,
         (base.scenario == partners.p_scenario) & (base.key == partners.p_key) & (base._subject != partners.p_side),
         "left",
     )
     same = F.col("p_partition") == F.col("partition")
+    elsewhere = F.col("p_partition").isNotNull() & ~same
     before = same & (F.col("p_order") < F.col("_at"))
     after = same & (F.col("p_order") > F.col("_at"))
+    partner = F.struct(
+        F.col("p_partition").alias("partition"),
+        F.col("p_offset").alias("offset"),
+        F.col("p_ts").alias("ts"),
+        F.col("p_value").isNull().alias("deleted"),
+    )
+    by_time = F.struct("p_ts", "p_offset")
     aggregates = [
         F.sum(F.when(same, 1).otherwise(0)).alias("_same"),
-        F.sum(F.when(F.col("p_partition").isNotNull() & ~same, 1).otherwise(0)).alias("_elsewhere"),
+        F.sum(F.when(elsewhere, 1).otherwise(0)).alias("_elsewhere"),
         F.max_by(F.col("p_value").isNull(), F.when(before, F.col("p_order"))).alias("_last_before_deleted"),
-        F.min_by(F.col("p_ts"), F.when(after, F.col("p_order"))).alias("_first_after_ts"),
+        F.max_by(F.col("p_ts"), F.when(before, F.col("p_order"))).alias("_last_before_ts"),
+        F.min_by(F.col("p_ts"), F.when(after & F.col("p_value").isNotNull(), F.col("p_order"))).alias(
+            "_first_after_ts"
+        ),
+        # The other side's latest record of the key in another partition at the subject's time: what the task
+        # would have seen last had every record of the key been in one partition.
+        F.max_by(partner, F.when(elsewhere & (F.col("p_ts") <= F.col("_sts")), by_time)).alias("_missed"),
+        F.min_by(partner, F.when(elsewhere, by_time)).alias("_first_elsewhere"),
     ]
     if window is not None:
         left_subject = F.col("_subject") == "left"
-        lo = F.col("ts") - F.when(left_subject, window.before_ms).otherwise(window.after_ms)
-        hi = F.col("ts") + F.when(left_subject, window.after_ms).otherwise(window.before_ms)
-        aggregates.append(
-            F.sum(
-                F.when(
-                    same & (F.col("p_ts") >= lo) & (F.col("p_ts") <= hi) & F.col("p_value").isNotNull(), 1
-                ).otherwise(0)
-            ).alias("_inside")
-        )
-    verdicts = joined.groupBy("_id", "ts").agg(*aggregates)
+        lo = F.col("_sts") - F.when(left_subject, window.before_ms).otherwise(window.after_ms)
+        hi = F.col("_sts") + F.when(left_subject, window.after_ms).otherwise(window.before_ms)
+        inside = (F.col("p_ts") >= lo) & (F.col("p_ts") <= hi) & F.col("p_value").isNotNull()
+        aggregates += [
+            F.sum(F.when(same & inside, 1).otherwise(0)).alias("_inside"),
+            F.min_by(partner, F.when(elsewhere & inside, by_time)).alias("_inside_elsewhere"),
+        ]
+    verdicts = joined.groupBy("_id").agg(*aggregates)
+    rows = base.join(verdicts, "_id", "left")
+    rows = _with_null_key_candidates(rows, run.records, run._json_keys)
     none_here = F.col("_same") == 0
-    verdict = F.when(none_here & (F.col("_elsewhere") > 0), "partner-other-partition").when(none_here, "partner-never")
+    missed = F.col("_missed")
+    newer_elsewhere = missed.isNotNull() & (
+        F.col("_last_before_ts").isNull() | (missed["ts"] > F.col("_last_before_ts"))
+    )
+    nowhere = none_here & (F.col("_elsewhere") == 0)
     if window is not None:
         assert config is not None
         eager = (
             not config.semantics.spurious_result_fix or window.grace_ms is None or window.spurious_result_fix is False
         )
-        verdict = verdict.when(F.col("_inside") == 0, "partner-outside-window").otherwise(
-            "partner-later" if eager else "partner-expired"
+        verdict = (
+            F.when(F.col("_inside_elsewhere").isNotNull(), "partner-other-partition")
+            .when(nowhere & F.col("_null_key").isNotNull(), "partner-null-key")
+            .when(nowhere, "partner-never")
+            .when(F.col("_inside") == 0, "partner-outside-window")
+            .otherwise("partner-later" if eager else "partner-expired")
         )
+        culprit = F.when(F.col("_inside_elsewhere").isNotNull(), F.col("_inside_elsewhere"))
     else:
         verdict = (
-            verdict.when(F.col("_last_before_deleted") == F.lit(True), "partner-deleted")
-            .when(F.col("_first_after_ts") >= F.col("ts"), "partner-later")
+            F.when((kind == "joined") & newer_elsewhere & missed["deleted"], "joined-deleted")
+            .when((kind == "joined") & newer_elsewhere, "joined-stale")
+            .when(kind == "joined", "matched")
+            .when(newer_elsewhere & ~missed["deleted"], "partner-other-partition")
+            .when(newer_elsewhere, "partner-deleted")
+            .when(none_here & (F.col("_elsewhere") > 0), "partner-other-partition")
+            .when(nowhere & F.col("_null_key").isNotNull(), "partner-null-key")
+            .when(nowhere, "partner-never")
+            .when(F.col("_last_before_deleted") == F.lit(True), "partner-deleted")
+            .when(F.col("_first_after_ts") >= F.col("_sts"), "partner-later")
             .when(F.col("_first_after_ts").isNotNull(), "partner-processed-later")
             .otherwise("unexplained")
         )
-    explained = nulls.join(verdicts.select("_id", verdict.alias("reason")), "_id", "left").drop("_id", "_subject")
-    return plain.unionByName(explained.select(*OUTPUT_COLUMNS, "reason"))
+        culprit = F.when(newer_elsewhere, missed).when(none_here & (F.col("_elsewhere") > 0), F.col("_first_elsewhere"))
+    rows = rows.withColumn("reason", verdict).withColumn("_culprit", culprit)
+    # The misrouted record: the partner found elsewhere if it is not in its key's partition, else the subject.
+    partner_misrouted = F.col("_culprit.partition") != expected(F.col("key"))
+    subject_misrouted = F.col("partition") != expected(F.col("key"))
+    names_partner = F.col("_culprit").isNotNull() & (partner_misrouted | ~subject_misrouted)
+    names_subject = F.col("_culprit").isNotNull() & ~names_partner
+    other_side = F.when(F.col("_subject") == "left", F.lit("right")).otherwise(F.lit("left"))
+    null_key = F.col("reason") == "partner-null-key"
+    cause = [
+        F.when(null_key, other_side).when(names_partner, other_side).when(names_subject, F.col("_subject")),
+        F.when(null_key, F.col("_null_key.partition"))
+        .when(names_partner, F.col("_culprit.partition"))
+        .when(names_subject, F.col("partition")),
+        F.when(null_key, F.col("_null_key.offset"))
+        .when(names_partner, F.col("_culprit.offset"))
+        .when(names_subject, F.col("_subject_offset")),
+    ]
+    explained = rows.select(
+        *OUTPUT_COLUMNS, "reason", *(c.cast(t).alias(n) for c, n, t in zip(cause, CAUSE_COLUMNS, _CAUSE_TYPES))
+    )
+    return plain.unionByName(explained)
+
+
+_CAUSE_TYPES = ("string", "int", "bigint")
+
+
+def _with_null_key_candidates(rows: Any, records: Any, json_keys: bool) -> Any:
+    """``_null_key``: the first null-key record of the other side whose value names the result's key as a word
+    (``partition``, ``offset``), for ``partner-null-key``."""
+    from pyspark.sql import functions as F
+
+    words = records.filter(F.col("key").isNull() & F.col("value").isNotNull()).select(
+        F.col("scenario").alias("n_scenario"),
+        F.col("side").alias("n_side"),
+        F.explode(F.split(F.col("value").cast("string"), _KEY_TOKENS)).alias("n_word"),
+        F.struct(F.col("partition").alias("partition"), F.col("offset").alias("offset")).alias("n_where"),
+    )
+    firsts = (
+        words.filter(F.col("n_word") != "")
+        .groupBy("n_scenario", "n_side", "n_word")
+        .agg(F.min("n_where").alias("_null_key"))
+    )
+    key_text = F.col("key").cast("string")
+    if json_keys:  # a scenario run's keys are JSON text: a string key "\"C1\"" is the word C1
+        key_text = F.regexp_replace(key_text, '^"|"$', "")
+    other_side = F.when(F.col("_subject") == "left", F.lit("right")).otherwise(F.lit("left"))
+    return rows.join(
+        firsts,
+        (rows.scenario == firsts.n_scenario) & (other_side == firsts.n_side) & (key_text == firsts.n_word),
+        "left",
+    ).drop("n_scenario", "n_side", "n_word")
 
 
 def _check_number(name: str, value: Any) -> None:
