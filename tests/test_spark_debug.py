@@ -296,3 +296,25 @@ def test_a_misspelled_column_raises_without_printing_the_plan(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "raised True"
     assert "QueryContextLogger" not in done.stderr and len(done.stderr) < 2000, done.stderr[:3000]
+
+
+def test_json_values_warn_that_the_join_takes_the_slow_path_and_name_the_alternative(spark):
+    import warnings
+
+    from kjoin.spark.run import SlowPathWarning
+
+    orders = Topic(
+        spark.createDataFrame(
+            [("a", '{"n": 1}', 5, 0, 0)], "key string, value string, ts long, partition int, offset long"
+        ),
+        1,
+        json_values=True,
+    )
+    with pytest.warns(SlowPathWarning, match=r"about 3x .* value='string' .* method='processors'"):
+        slow = run_join(orders, topic(spark, [("a", "x", 1, 0, 0)], 1), "stream-table", "left")
+    assert slow.method == "processors"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SlowPathWarning)
+        chosen = run_join(orders, topic(spark, [("a", "x", 1, 0, 0)], 1), "stream-table", "left", method="processors")
+        plain = run_join(topic(spark, LEFT, 4), topic(spark, RIGHT, 4), "stream-table", "left")
+    assert chosen.method == "processors" and plain.method == "vectorised"

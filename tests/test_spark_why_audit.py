@@ -114,12 +114,15 @@ def test_the_summary_equals_the_explained_outputs_in_every_total(app):
     summary = result.summary()
     counted = [c for c in summary.columns if c not in ("scenario", "partition", "key")]
     totals = summary.agg(*(F.sum(F.col(f"`{c}`")).alias(c) for c in counted)).first().asDict()
-    assert totals["results"] == sum(explained.values())
     for reason, count in explained.items():
         assert totals["tombstones" if reason == "tombstone" else reason] == count, reason
     reasons = set(explained) | {"tombstone"}
-    results = {"results", "null-results", "misrouted"} | {"tombstones" if r == "tombstone" else r for r in reasons}
+    results = {"null-results", "misrouted"} | {"tombstones" if r == "tombstone" else r for r in reasons}
     assert all(totals[c] == 0 for c in counted if c not in results and not c.startswith(("left-", "right-"))), totals
+    per_reason = [
+        c for c in counted if c not in ("null-results", "misrouted") and not c.startswith(("left-", "right-"))
+    ]
+    assert sum(totals[c] for c in per_reason) == sum(explained.values()), "the reason columns count every result"
     nulls = sum(c for r, c in explained.items() if r not in ("matched", "joined-stale", "joined-deleted", "tombstone"))
     assert totals["null-results"] == nulls
     assert totals["misrouted"] == len(planted["misrouted"])
@@ -128,3 +131,85 @@ def test_the_summary_equals_the_explained_outputs_in_every_total(app):
     if join == "stream-table":
         assert totals["right-null-key"] == sum(1 for r in planted["right"] if r[0] is None)
         assert totals["left-null-value"] == sum(1 for c in planted["causes"].values() if c == "null-value")
+
+
+def test_the_explained_outputs_summary_and_audit_are_computed_once_per_run(app):
+    from pyspark import StorageLevel
+
+    join, planted, result = app
+    assert result.explained_outputs is result.explained_outputs
+    assert result.summary() is result.summary() and result.partitioning_audit() is result.partitioning_audit()
+    for frame in (result.explained_outputs, result.summary(), result.partitioning_audit(), result.results):
+        assert frame.storageLevel == StorageLevel.DISK_ONLY, "kept on disk, not recomputed"
+
+
+REOPEN = """
+import json, sys
+from kjoin.spark import local_session, open_run
+spark = local_session()
+run = open_run(sys.argv[1])
+causes = {tuple(map(int, k.split(":"))): v for k, v in json.loads(sys.argv[2]).items()}
+verdicts = {f"{p}:{o}": run.why(partition=p, offset=o).verdict for (p, o) in causes}
+drill = run.trace(partition=0, key=sys.argv[3])
+print(json.dumps({
+    "outputs": run.outputs.count(),
+    "reasons": {r["reason"]: r["count"] for r in run.explained_outputs.groupBy("reason").count().collect()},
+    "steps": run.steps.count(),
+    "summary": run.summary().count(),
+    "verdicts": verdicts,
+    "drill": [s.record.offset for s in drill.key_steps()],
+    "task": len(run.trace(partition=1)),
+}))
+spark.stop()
+"""
+
+
+def test_a_run_written_with_its_index_reopens_in_a_new_process_without_its_topics(spark, tmp_path):
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    planted = planted_app(len(APP_CAUSES["stream-table"]), PARTITIONS, "stream-table")
+    topics = tmp_path / "topics"
+    topics.mkdir()
+    left = from_files(spark, write_topic(topics / "orders.parquet", planted["left"]))
+    right = from_files(spark, write_topic(topics / "customers.parquet", planted["right"]))
+    result = run_join(left, right, "stream-table", "left")
+    result.write_parquet(str(tmp_path / "out"), why_index=True)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "outputs",
+        "run.json",
+        "steps",
+        "summary",
+        "why-index",
+    ]
+    wanted = {
+        f"{p}:{o}": APP_VERDICTS.get(c, c)
+        for (p, o), c in planted["causes"].items()
+        if c in ("joined-stale", "partner-null-key", "misrouted-order", "partner-processed-later")
+    }
+    key = next(r[0] for r in planted["left"] if r[3] == 0 and r[0] is not None)
+    expected = {
+        "outputs": result.outputs.count(),
+        "reasons": {r["reason"]: r["count"] for r in result.explained_outputs.groupBy("reason").count().collect()},
+        "steps": result.steps.count(),
+        "summary": result.summary().count(),
+        "verdicts": wanted,
+        "drill": [s.record.offset for s in result.trace(partition=0, key=key).key_steps()],
+        "task": len(result.trace(partition=1)),
+    }
+    shutil.rmtree(topics)  # nothing may be computed again: the topics are gone
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", REOPEN, str(tmp_path / "out"), json.dumps(wanted), key],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == expected

@@ -22,7 +22,7 @@ versioned tables too: ``run_join(..., options={"right": {"versioned": True,
 """
 
 from .readers import from_files, from_kafka, from_kcat
-from .run import OUTPUT_COLUMNS, STEP_COLUMNS, SparkRun, run_join, run_scenarios
+from .run import OUTPUT_COLUMNS, STEP_COLUMNS, SparkRun, open_run, run_join, run_scenarios
 from .session import ARROW_JAVA_OPTIONS, QUIET_CONFIG, connect_session, local_session
 from .topic import SparkInputError, Topic
 
@@ -39,6 +39,7 @@ __all__ = [
     "from_kafka",
     "from_kcat",
     "local_session",
+    "open_run",
     "run_join",
     "run_scenarios",
 ]

@@ -35,7 +35,7 @@ from ..trace import Trace
 from .task import group_by_task, json_text, result_schema, task_function
 from .topic import KEY_TYPES, VALUE_TYPES, SparkInputError, Topic
 
-__all__ = ["run_join", "run_scenarios", "SparkRun", "OUTPUT_COLUMNS", "STEP_COLUMNS"]
+__all__ = ["run_join", "run_scenarios", "open_run", "SparkRun", "OUTPUT_COLUMNS", "STEP_COLUMNS"]
 
 OUTPUT_COLUMNS = [
     "scenario",
@@ -92,6 +92,9 @@ class SparkRun:
         self._why_index: Any = None
         self._spark_partitions: int | None = None
         self._fk_traces: dict[int, Trace] = {}
+        self._kept: dict[Any, Any] = {}
+        """Frames computed once per run (:meth:`_keep`): the results, the explained outputs, the summary, the
+        audit."""
         self.partitioner: Callable[[Any, int], int] | None = None
         """The partitioner the producers are meant to share, ``partitioner(key, partitions) -> partition``:
         what the co-partitioning audit (:meth:`partitioning_audit`) and the verdicts call a key's partition.
@@ -105,6 +108,19 @@ class SparkRun:
     def steps(self) -> Any:
         return self.results.filter(self.results.row == "step").select(*STEP_COLUMNS)
 
+    def _keep(self, name: Any, build: Callable[[], Any]) -> Any:
+        """``build()`` computed once per run: the frame is persisted on the executors' disks (Spark's
+        ``DISK_ONLY``, on a cluster too), so that :attr:`explained_outputs`, :meth:`summary`,
+        :meth:`partitioning_audit`, :meth:`write_parquet` and the summary explorer each read it instead of
+        running the join again. The join's own results are kept the first time any of them is asked for."""
+        if name not in self._kept:
+            from pyspark import StorageLevel
+
+            if "results" not in self._kept and name != "results":
+                self.results = self._keep("results", lambda: self.results)
+            self._kept[name] = build().persist(StorageLevel.DISK_ONLY)
+        return self._kept[name]
+
     @property
     def explained_outputs(self) -> Any:
         """:attr:`outputs` with a ``reason`` per result: ``matched`` (both sides), ``tombstone``,
@@ -113,8 +129,9 @@ class SparkRun:
         ``partner-processed-later``, ``partner-deleted``, ``partner-never``,
         ``partner-other-partition``, and for windowed joins ``partner-outside-window`` or
         ``partner-expired`` (``unexplained`` if none applies). One join with the other side's
-        records of each key; :meth:`why` explains one record in full."""
-        return _explain_outputs(self)
+        records of each key; :meth:`why` explains one record in full. Computed once per run (kept on the
+        executors' disks, as :meth:`summary` and :meth:`partitioning_audit`)."""
+        return self._keep(("explained", self.partitioner), lambda: _explain_outputs(self))
 
     def partitioning_audit(self, partitioner: Callable[[Any, int], int] | None = None) -> Any:
         """The co-partitioning audit (:mod:`kjoin.spark.audit`): every record not in its key's partition
@@ -137,21 +154,28 @@ class SparkRun:
         ids = sorted(i for i, s in self.scenarios.items() if s.join != "fk")
         partitions = self.scenarios[ids[0]].partitions if ids else 1
         records = self.records.filter(F.col("scenario").isin(ids))
-        return audit_frame(records, self.explained_outputs, partitions, self._json_keys, self.partitioner)
+        return self._keep(
+            ("audit", self.partitioner),
+            lambda: audit_frame(records, self.explained_outputs, partitions, self._json_keys, self.partitioner),
+        )
 
     def summary(self) -> Any:
         """Per scenario, partition and key (the partition the records are in), two kinds of columns.
 
-        Results, from :attr:`explained_outputs`: ``results`` (all of them), ``null-results`` (those with a null
-        partner: the column to rank keys by), ``matched``, ``tombstones``, ``null-key`` (a null-key record
-        forwarded with null, KIP-962) and one column per verdict (``joined-stale``, ``partner-later`` ...).
-        Every total equals :attr:`explained_outputs`' count of that reason.
+        Results, from :attr:`explained_outputs`: ``null-results`` (those with a null partner: the column to
+        rank keys by), then one column per reason, which together count every result: ``matched``,
+        ``tombstones``, ``null-key`` (a null-key record forwarded with null, KIP-962) and the verdicts
+        (``joined-stale``, ``partner-later`` ...). Every total equals :attr:`explained_outputs`' count of that
+        reason.
 
         Records, from :attr:`steps` and the co-partitioning audit: ``left-<reason>`` and ``right-<reason>``,
         the records of that side per reason they produced no result of their own (``left-null-key``: orders
         with a null key, ``right-null-key``: customers), and ``misrouted``, the records not in their key's
         partition (:meth:`partitioning_audit`). Only the columns that can be non-zero for the join at hand (of
-        the first scenario's join, variant and options)."""
+        the first scenario's join, variant and options). Computed once per run."""
+        return self._keep(("summary", self.partitioner), self._summary)
+
+    def _summary(self) -> Any:
         from pyspark.sql import functions as F
 
         config = self.scenarios[min(self.scenarios)] if self.scenarios else None
@@ -187,7 +211,6 @@ class SparkRun:
             return F.sum(F.when(condition, 1).otherwise(0)).cast("bigint").alias(name)
 
         counts = [
-            count(output, "results"),
             count(output & F.col("kind").isin("unmatched", "window-closed", "null-key"), "null-results"),
         ]
         counts += [
@@ -195,7 +218,10 @@ class SparkRun:
             for name in _result_reasons(config)
         ]
         counts += [
-            count(step & (side == which) & (reason == name), f"{which}-{name}") for which, name in _step_columns(config)
+            count(step & (reason == name), name)
+            if which is None
+            else count(step & (side == which) & (reason == name), f"{which}-{name}")
+            for which, name in _step_columns(config)
         ]
         if audit is not None:
             counts.append(count(F.col("row") == "misrouted", "misrouted"))
@@ -405,15 +431,17 @@ class SparkRun:
         """Write ``outputs/``, ``steps/`` and ``summary/`` under ``path`` (one pass each); a
         relative local path is relative to Python's working directory. ``why_index=True`` also
         builds the run's :meth:`why_index` in ``why-index/``, so that every :meth:`why` and key
-        drill-down after it, the first included, only reads its key's rows."""
+        drill-down after it, the first included, only reads its key's rows. ``run.json`` says what ran (the
+        scenarios, the method, the index's final clock marks), so that :func:`open_run` reopens the run in
+        another session without computing anything again."""
         from .readers import local_path
 
         path = local_path(path).rstrip("/")
         self.explained_outputs.write.mode(mode).parquet(f"{path}/outputs")
         self.steps.write.mode(mode).parquet(f"{path}/steps")
         self.summary().write.mode(mode).parquet(f"{path}/summary")
-        if why_index:
-            self.why_index(f"{path}/why-index")
+        index = self.why_index(f"{path}/why-index") if why_index else None
+        _write_manifest(self, path, index)
 
     def trace(
         self, partition: int, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None, key: Any = _ALL_KEYS
@@ -486,6 +514,135 @@ class SparkRun:
         # only this task's records.
         single = replace(config, events=tuple(events))
         return run(single, joiner=joiner or default_joiner)
+
+
+MANIFEST = "run.json"
+"""What :meth:`SparkRun.write_parquet` writes beside the frames, for :func:`open_run`."""
+
+
+def _write_manifest(run: "SparkRun", path: str, index: Any) -> None:
+    from .readers import local_path
+
+    manifest = {
+        "kjoin_run": 1,
+        "scenarios": {str(i): s.to_dict() for i, s in run.scenarios.items()},
+        "json_keys": run._json_keys,
+        "json_values": run._json_values,
+        "method": run.method,
+        "spark_partitions": run._spark_partitions,
+        "partitioner": None if run.partitioner is None else getattr(run.partitioner, "__name__", "custom"),
+        "why_index": None
+        if index is None
+        else {
+            "releases": index.releases is not None,
+            "final_marks": [
+                [scenario, partition, klass, ts, neg]
+                for (scenario, partition), marks in sorted(index.final_marks.items())
+                for klass, (ts, neg) in sorted(marks.items())
+            ],
+        },
+    }
+    text = json.dumps(manifest, indent=1, default=str)
+    spark = run.records.sparkSession
+    target = local_path(f"{path}/{MANIFEST}")
+    if "://" in target and not target.startswith("file:"):
+        spark.createDataFrame([(text,)], "text string").coalesce(1).write.mode("overwrite").text(target)
+    else:
+        with open(target.removeprefix("file:"), "w") as file:
+            file.write(text)
+
+
+def open_run(where: Any, path: str | None = None, *, spark: Any = None) -> "SparkRun":
+    """Reopen a run that :meth:`SparkRun.write_parquet` wrote under a path (``why_index=True`` for :meth:`why`
+    and the key drill-downs): ``open_run("out/")`` (in the active Spark session, or a new
+    :func:`kjoin.spark.local_session`), ``open_run("out/", spark=session)`` or ``open_run(session, "out/")``.
+    Its ``outputs`` (the explained ones), ``steps``, ``summary()``, the index and ``why`` read what was
+    written; nothing is computed again. ``trace(partition=...)`` reads the task's
+    records from the index. Written with a partitioner of your own? Set ``run.partitioner`` again (a function is
+    not written down)."""
+    import os
+
+    from pyspark.sql import functions as F
+
+    from .readers import local_path
+    from .why_index import WhyIndex
+
+    if hasattr(where, "read") and not isinstance(where, str):
+        spark, where = where, path
+    elif path is not None:
+        raise SparkInputError(f"open_run({where!r}, {path!r}): pass one path, e.g. open_run('out/'), and spark=...")
+    if not isinstance(where, (str, os.PathLike)):
+        raise SparkInputError(f"open_run: expected the path write_parquet wrote to, got {where!r}")
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        from .session import local_session
+
+        spark = SparkSession.getActiveSession() or local_session()
+    path = local_path(str(where)).rstrip("/")
+    local = path.removeprefix("file:")
+    manifest_path = f"{local}/{MANIFEST}"
+    if "://" in path and not path.startswith("file:"):  # a cluster's file system: the manifest as a text file
+        try:
+            manifest = json.loads(spark.read.text(manifest_path, wholetext=True).first()[0])
+        except Exception as error:
+            raise SparkInputError(f"open_run: cannot read {manifest_path}: {error}") from None
+    elif not os.path.exists(manifest_path):
+        found = sorted(os.listdir(local)) if os.path.isdir(local) else None
+        raise SparkInputError(
+            f"open_run: {path} holds no {MANIFEST}"
+            + (f" (it holds {', '.join(found) or 'nothing'})" if found is not None else " (no such directory)")
+            + "; write the run with result.write_parquet(path, why_index=True) first"
+        )
+    else:
+        with open(manifest_path) as file:
+            manifest = json.load(file)
+    scenarios = {int(i): Scenario.from_dict(d) for i, d in manifest["scenarios"].items()}
+    outputs = spark.read.parquet(f"{path}/outputs")
+    steps = spark.read.parquet(f"{path}/steps")
+    summary = spark.read.parquet(f"{path}/summary")
+    index_info = manifest.get("why_index")
+    index = None
+    records = None
+    if index_info is not None:
+        by_offset = spark.read.parquet(f"{path}/why-index/by_offset")
+        marks: dict[tuple[int, int], dict[int, tuple[int, int]]] = {}
+        for scenario, partition, klass, ts, neg in index_info["final_marks"]:
+            marks.setdefault((scenario, partition), {})[klass] = (ts, neg)
+        lookup = ["scenario", "partition", "side", "key", "value", "ts", "offset", "step"]
+        index = WhyIndex(
+            f"{path}/why-index",
+            by_offset.select(*lookup),
+            spark.read.parquet(f"{path}/why-index/by_key"),
+            spark.read.parquet(f"{path}/why-index/releases") if index_info["releases"] else None,
+            marks,
+        )
+        # The records in processing order, as the index numbered them: enough for trace(partition=...).
+        records = by_offset.select(
+            "scenario",
+            "partition",
+            "side",
+            "key",
+            "value",
+            "ts",
+            "offset",
+            F.col("step").alias("position"),
+            F.col("step").alias("_order_ts"),
+            F.lit(0).alias("_side_rank"),
+        )
+    run = OpenedRun(records, None, scenarios, manifest["json_keys"], manifest["json_values"], manifest["method"])
+    run.path = path
+    run._spark_partitions = manifest.get("spark_partitions")
+    run._why_index = index
+    run._kept.update(
+        {
+            "results": None,
+            ("explained", None): outputs,
+            ("summary", None): summary,
+            "steps": steps,
+        }
+    )
+    return run
 
 
 def run_join(
@@ -692,6 +849,21 @@ def run_scenarios(
 
 METHODS = ("auto", "vectorised", "native", "processors")
 
+
+class SlowPathWarning(UserWarning):
+    """``method="auto"`` took kjoin's processors where the topics alone would not make it: the warning names
+    the cost and what to change (``method="processors"`` says you chose it)."""
+
+
+JSON_SLOW_PATH = (
+    "value='json': this join runs on kjoin's processors, not the vectorised pass, because the processors "
+    "decode each JSON value and the joiner re-encodes it canonically, which the array passes cannot reproduce "
+    "exactly; that costs about 3x (issue 26: 133 s against 46 s for the same stream-table join with "
+    "value='string'). If your joiner does not need the values decoded, read them with value='string' (the "
+    "results then carry each producer's JSON text as written); to choose the processors knowingly, pass "
+    "method='processors'"
+)
+
 AUTO_MIN_RECORDS_PER_TASK = 200
 """``auto`` runs the vectorised pass or the native plan only when Kafka tasks hold this many records on average
 (when known: :func:`run_scenarios`); below, the processors. Measured on 1,000 small scenarios (about 15 records
@@ -740,6 +912,10 @@ def _execute(
     (:func:`kjoin.spark.merge.merged_batches`), in place of sorting ``records`` by processing order."""
     if method not in METHODS:
         raise SparkInputError(f"method: expected one of {' | '.join(METHODS)}, got {method!r}")
+    if method == "auto" and json_values and not json_keys and records_per_task is None:
+        import warnings
+
+        warnings.warn(JSON_SLOW_PATH, SlowPathWarning, stacklevel=3)
     if method == "auto" and records_per_task is not None and records_per_task < AUTO_MIN_RECORDS_PER_TASK:
         method = "processors"
     if method in ("auto", "vectorised"):
@@ -975,10 +1151,13 @@ _STREAM_ONLY = {"no-partner", "window-open", "not-a-trigger", "grace-period", "n
 _TABLE_ONLY = {"table-update", "out-of-order-version"}
 
 
-def _step_columns(config: Scenario | None) -> list[tuple[str, str]]:
+def _step_columns(config: Scenario | None) -> list[tuple[str | None, str]]:
     """``(side, reason)`` of the summary's record columns: a stream-table join's table side never waits for a
-    partner, its stream side never updates a table."""
-    pairs = []
+    partner, its stream side never updates a table. A foreign-key join's steps are input records and message
+    deliveries, counted per reason (side ``None``: the column is the reason)."""
+    if config is not None and config.join == "fk":
+        return [(None, name) for name in _step_reasons(config)]
+    pairs: list[tuple[str | None, str]] = []
     for name in _step_reasons(config):
         for which in ("left", "right"):
             if config is not None and config.join == "stream-table":
@@ -1296,3 +1475,47 @@ def _default_partition(partitions: int, key_type: str) -> Any:
     from .topic import default_partition_column
 
     return lambda column: default_partition_column(column, partitions, key_type)
+
+
+class OpenedRun(SparkRun):
+    """A run reopened by :func:`open_run`: the frames are what :meth:`SparkRun.write_parquet` wrote."""
+
+    path: str = ""
+
+    @property
+    def outputs(self) -> Any:
+        return self._kept[("explained", None)].select(*OUTPUT_COLUMNS)
+
+    @property
+    def steps(self) -> Any:
+        return self._kept["steps"]
+
+    def _refuse(self, what: str) -> SparkInputError:
+        return SparkInputError(
+            f"{what}: this run was reopened from {self.path}, which holds its outputs, steps and summary but not its "
+            "input topics; rerun the join for it"
+        )
+
+    @property
+    def explained_outputs(self) -> Any:
+        if self.partitioner is not None:
+            raise self._refuse("explained_outputs with a partitioner of your own")
+        return self._kept[("explained", None)]
+
+    def summary(self) -> Any:
+        if self.partitioner is not None:
+            raise self._refuse("summary() with a partitioner of your own")
+        return self._kept[("summary", None)]
+
+    def partitioning_audit(self, partitioner: Callable[[Any, int], int] | None = None) -> Any:
+        if self.records is None:
+            raise self._refuse("partitioning_audit() (written without why_index=True)")
+        return super().partitioning_audit(partitioner)
+
+    def why_index(self, path: str | None = None) -> Any:
+        if self._why_index is None:
+            raise SparkInputError(
+                f"why and key drill-downs read the run's index, and {self.path} has none: write the run with "
+                "write_parquet(path, why_index=True)"
+            )
+        return self._why_index
