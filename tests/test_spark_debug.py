@@ -140,7 +140,7 @@ def test_the_readme_spark_example_runs_as_written(spark, tmp_path, monkeypatch):
     )
     assert spark_outputs(result) == expected
     assert [(s.index, o.key, o.value, o.ts, o.tombstone) for s in trace.steps for o in s.outputs] == expected[2]
-    assert sorted(os.listdir("out")) == ["outputs", "steps", "summary"]
+    assert sorted(os.listdir("out")) == ["outputs", "run.json", "steps", "summary"]
 
 
 def test_a_directory_of_files_of_several_formats_needs_the_format(spark, tmp_path):

@@ -372,6 +372,7 @@ def test_write_parquet_builds_the_index_that_every_why_then_reads(spark, tmp_pat
     assert "0 wrong" in printed and "every planted cause counted exactly" in printed
     assert sorted(p.name for p in (tmp_path / "check" / "run").iterdir()) == [
         "outputs",
+        "run.json",
         "steps",
         "summary",
         "why-index",
