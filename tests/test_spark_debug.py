@@ -318,3 +318,13 @@ def test_json_values_warn_that_the_join_takes_the_slow_path_and_name_the_alterna
         chosen = run_join(orders, topic(spark, [("a", "x", 1, 0, 0)], 1), "stream-table", "left", method="processors")
         plain = run_join(topic(spark, LEFT, 4), topic(spark, RIGHT, 4), "stream-table", "left")
     assert chosen.method == "processors" and plain.method == "vectorised"
+
+
+def test_times_read_as_dates_and_durations():
+    from kjoin.spark.debug import duration, span, when
+
+    assert duration(9042983) == "2 h 30 min 42.983 s" and duration(15) == "15 ms" and duration(600_000) == "10 min"
+    assert duration(-4250) == "-4.250 s" and duration(86_400_000 + 1000) == "1 d 1 s"
+    assert when(1795600000123) == "2026-11-25 09:46:40.123 UTC" and when(40) == "ts 40"
+    assert span(3, 9) == "[3, 9]"
+    assert span(1795600000000, 1795600600000) == "[2026-11-25 09:46:40.000 UTC, 2026-11-25 09:56:40.000 UTC]"

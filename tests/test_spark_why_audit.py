@@ -101,7 +101,13 @@ def test_why_names_the_misrouted_record_first(app):
             assert diagnosis.text.startswith("Not co-partitioned: "), diagnosis.text
         if cause == "partner-null-key":
             assert diagnosis.cause.value.startswith('{"id": ') and diagnosis.cause.partition == partition
+        if cause == "partner-processed-later":
+            blocker = diagnosis.blocker
+            assert blocker is not None and blocker.value.startswith("blocker-") and blocker.partition == partition
+            assert f"offset {blocker.offset}" in diagnosis.text and "written 55 ms out of order" in diagnosis.text
+            assert "max.task.idle.ms" not in diagnosis.text, "the cause is a record written out of order"
         if cause == "outside-and-elsewhere":
+            assert "5 s outside it" in diagnosis.text, diagnosis.text
             assert diagnosis.text.startswith("Two reasons: ") and diagnosis.cause.misrouted
         del spoiler
 
