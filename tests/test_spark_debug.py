@@ -140,7 +140,7 @@ def test_the_readme_spark_example_runs_as_written(spark, tmp_path, monkeypatch):
     )
     assert spark_outputs(result) == expected
     assert [(s.index, o.key, o.value, o.ts, o.tombstone) for s in trace.steps for o in s.outputs] == expected[2]
-    assert sorted(os.listdir("out")) == ["outputs", "steps", "summary"]
+    assert sorted(os.listdir("out")) == ["outputs", "run.json", "steps", "summary"]
 
 
 def test_a_directory_of_files_of_several_formats_needs_the_format(spark, tmp_path):
@@ -227,3 +227,104 @@ def test_local_session_starts_quietly(tmp_path):
         if re.search(r"WARN |log4j|Setting default log level|setLogLevel", line)
     ]
     assert noise == [], done.stderr
+
+
+# -- issue 26's rough edges: each refused with the fix ------------------------------------------------
+def test_why_and_trace_refuse_text_for_numbers_and_name_the_number(spark):
+    result = run_join(topic(spark, LEFT, 4), topic(spark, RIGHT, 4), "stream-table", "left")
+    with pytest.raises(SparkInputError, match=r"offset='1' is text; pass the number: offset=1"):
+        result.why(partition=0, offset="1")
+    with pytest.raises(SparkInputError, match=r"partition='0' is text; pass the number: partition=0"):
+        result.why(partition="0", offset=1)
+    with pytest.raises(SparkInputError, match=r"partition='0' is text"):
+        result.trace(partition="0")
+    with pytest.raises(SparkInputError, match=r"offset=1.5: expected an int"):
+        result.why(partition=0, offset=1.5)
+    assert result.why(partition=0, offset=1).record.value == "A2"
+
+
+def test_a_key_drill_down_in_the_wrong_partition_or_of_an_unknown_key_says_where_the_key_is(spark):
+    result = run_join(topic(spark, LEFT, 4), topic(spark, RIGHT, 4), "stream-table", "left")
+    with pytest.raises(
+        SparkInputError,
+        match=r"partition 1 has no record with this key; its records are in partition 0 \(left\), "
+        r"partition 0 \(right\); ask trace\(partition=0, key='a'\)",
+    ):
+        result.trace(partition=1, key="a")
+    with pytest.raises(SparkInputError, match=r"neither topic has a record with key 'zz' \(of type str\)"):
+        result.trace(partition=0, key="zz")
+    assert [s.record.value for s in result.trace(partition=0, key="a").key_steps()] == ["x1", "A1", "A2"]
+
+
+def test_a_partition_count_below_the_topics_partitions_blames_the_count_not_co_partitioning(spark):
+    from tests.test_spark_readers import kafka_frame, utf8
+
+    rows = [("a", "A", 5, 3, 0), ("b", "B", 6, 1, 0)]
+    from kjoin.spark import from_kafka
+
+    frame = kafka_frame(spark, rows, utf8, utf8)
+    left, right = from_kafka(frame, partitions=3), from_kafka(frame)
+    with pytest.raises(
+        SparkInputError,
+        match=r"left topic \(Kafka DataFrame\): partitions=3 was passed, but the topic has records in partition 3, "
+        r"so it has at least 4 partitions",
+    ):
+        run_join(left, right, "stream-table", "left")
+
+
+def test_a_misspelled_column_raises_without_printing_the_plan(tmp_path):
+    """A fresh process: PySpark logs every analysis error with its whole plan as a JSON line before raising it;
+    the quiet session does not."""
+    code = (
+        "from kjoin.spark import local_session\n"
+        "spark = local_session()\n"
+        "frame = spark.range(3).groupBy('id').count()\n"
+        "try:\n"
+        "    frame.select('cont').count()\n"
+        "except Exception as error:\n"
+        "    print('raised', 'cont' in str(error))\n"
+        "spark.stop()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "raised True"
+    assert "QueryContextLogger" not in done.stderr and len(done.stderr) < 2000, done.stderr[:3000]
+
+
+def test_json_values_warn_that_the_join_takes_the_slow_path_and_name_the_alternative(spark):
+    import warnings
+
+    from kjoin.spark.run import SlowPathWarning
+
+    orders = Topic(
+        spark.createDataFrame(
+            [("a", '{"n": 1}', 5, 0, 0)], "key string, value string, ts long, partition int, offset long"
+        ),
+        1,
+        json_values=True,
+    )
+    with pytest.warns(SlowPathWarning, match=r"about 3x .* value='string' .* method='processors'"):
+        slow = run_join(orders, topic(spark, [("a", "x", 1, 0, 0)], 1), "stream-table", "left")
+    assert slow.method == "processors"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SlowPathWarning)
+        chosen = run_join(orders, topic(spark, [("a", "x", 1, 0, 0)], 1), "stream-table", "left", method="processors")
+        plain = run_join(topic(spark, LEFT, 4), topic(spark, RIGHT, 4), "stream-table", "left")
+    assert chosen.method == "processors" and plain.method == "vectorised"
+
+
+def test_times_read_as_dates_and_durations():
+    from kjoin.spark.debug import duration, span, when
+
+    assert duration(9042983) == "2 h 30 min 42.983 s" and duration(15) == "15 ms" and duration(600_000) == "10 min"
+    assert duration(-4250) == "-4.250 s" and duration(86_400_000 + 1000) == "1 d 1 s"
+    assert when(1795600000123) == "2026-11-25 09:46:40.123 UTC" and when(40) == "ts 40"
+    assert span(3, 9) == "[3, 9]"
+    assert span(1795600000000, 1795600600000) == "[2026-11-25 09:46:40.000 UTC, 2026-11-25 09:56:40.000 UTC]"

@@ -222,9 +222,10 @@ def test_every_result_has_a_reason_and_the_summary_counts_them_per_key(spark):
     assert all(r["reason"] is not None for r in rows)
     summary = result.summary()
     columns = summary.columns
-    assert columns[:5] == ["scenario", "partition", "key", "matched", "tombstones"]
+    assert columns[:6] == ["scenario", "partition", "key", "null-results", "matched", "tombstones"]
     assert "partner-later" in columns and "partner-outside-window" not in columns, "no window in a stream-table join"
-    assert "window-open" not in columns and "null-value" in columns and "table-update" in columns
+    assert "left-window-open" not in columns and "left-null-value" in columns and "right-table-update" in columns
+    assert "right-null-value" in columns and "left-table-update" not in columns, "a stream never updates a table"
     totals = summary.groupBy().sum(*columns[3:]).first()
     planted_counts = {cause: sum(1 for c in causes.values() if c == cause) for cause in CAUSES}
     assert totals["sum(matched)"] == planted_counts["joined"]
@@ -236,13 +237,14 @@ def test_every_result_has_a_reason_and_the_summary_counts_them_per_key(spark):
         "partner-other-partition",
     ):
         assert totals[f"sum({verdict})"] == planted_counts[verdict], verdict
-    assert totals["sum(null-value)"] == planted_counts["null-value"]
+    assert totals["sum(left-null-value)"] == planted_counts["null-value"]
+    assert totals["sum(null-key)"] == planted_counts["null-key"], "null-key orders are forwarded with null"
     inner = (
         run_join(topic(spark, orders, partitions), topic(spark, customers, partitions), "stream-table", "inner")
         .summary()
         .columns
     )
-    assert "partner-later" not in inner and "no-partner" in inner
+    assert "partner-later" not in inner and "left-no-partner" in inner and "joined-stale" in inner
 
 
 def test_the_summary_explorer_sorts_and_opens_the_stepper_at_the_first_surprise(spark):
@@ -409,6 +411,7 @@ def test_write_parquet_builds_the_index_that_every_why_then_reads(spark, tmp_pat
     assert "0 wrong" in printed and "every planted cause counted exactly" in printed
     assert sorted(p.name for p in (tmp_path / "check" / "run").iterdir()) == [
         "outputs",
+        "run.json",
         "steps",
         "summary",
         "why-index",

@@ -22,7 +22,7 @@ versioned tables too: ``run_join(..., options={"right": {"versioned": True,
 """
 
 from .readers import from_files, from_kafka, from_kcat
-from .run import OUTPUT_COLUMNS, STEP_COLUMNS, SparkRun, run_join, run_scenarios
+from .run import OUTPUT_COLUMNS, STEP_COLUMNS, SparkRun, open_run, run_join, run_scenarios
 from .session import ARROW_JAVA_OPTIONS, QUIET_CONFIG, cluster_session, connect_session, local_session
 from .topic import SparkInputError, Topic
 
@@ -40,6 +40,7 @@ __all__ = [
     "from_kcat",
     "local_session",
     "cluster_session",
+    "open_run",
     "run_join",
     "run_scenarios",
 ]

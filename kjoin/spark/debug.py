@@ -50,6 +50,9 @@ VERDICTS = (
     "partner-deleted",
     "partner-never",
     "partner-other-partition",
+    "partner-null-key",
+    "joined-stale",
+    "joined-deleted",
     "partner-outside-window",
     "partner-expired",
     "late",
@@ -63,6 +66,17 @@ VERDICTS = (
 )
 """The verdicts of :meth:`kjoin.spark.SparkRun.why` (``no-result``: the record, by the join's
 rules, produces no result of its own, e.g. a table update in a stream-table join).
+
+Co-partitioning (:mod:`kjoin.spark.audit`), looked at before anything else, across every partition of the
+other side:
+
+* ``partner-other-partition``: the partner the record would have found, had every record of the key been in
+  one partition, is in another partition (a record not in its key's partition: the partner, or this record);
+* ``joined-stale``: the record joined an older value of its key, because a later update (before the record,
+  by timestamp) went to another partition; ``joined-deleted``: the same with a tombstone, so the record joined
+  a value that had been deleted;
+* ``partner-null-key``: no record of the other side has the key, but a record with a null key names it in its
+  value: its producer dropped the key, and Kafka Streams skipped it.
 
 A foreign-key join's own (:mod:`kjoin.spark.debug_fk`):
 
@@ -91,6 +105,41 @@ ARRIVAL_NOTE = (
 )
 
 
+DATE_FROM_MS = 10**11
+"""Timestamps from this one on (March 1973) are written as dates: an application's; smaller ones (a
+scenario's 3, 40 ...) stay milliseconds."""
+
+
+def when(ts: int) -> str:
+    """A record timestamp in the user's terms: ``2026-11-25 09:14:03.120 UTC (ts 1795...)`` or ``ts 40``."""
+    if ts is None or abs(ts) < DATE_FROM_MS:
+        return f"ts {ts}"
+    from datetime import datetime, timezone
+
+    moment = datetime.fromtimestamp(ts / 1000, timezone.utc)
+    return f"{moment:%Y-%m-%d %H:%M:%S}.{ts % 1000:03d} UTC"
+
+
+def duration(ms: int) -> str:
+    """A span of milliseconds in the user's terms: ``15 ms``, ``4.250 s``, ``2 h 30 min 42.983 s``."""
+    sign, ms = ("-" if ms < 0 else ""), abs(int(ms))
+    if ms < 1000:
+        return f"{sign}{ms} ms"
+    parts = []
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000)):
+        if ms >= size:
+            parts.append(f"{ms // size} {unit}")
+            ms %= size
+    if ms:
+        parts.append(f"{ms // 1000}.{ms % 1000:03d} s" if ms % 1000 else f"{ms // 1000} s")
+    return sign + " ".join(parts)
+
+
+def span(lo: int, hi: int) -> str:
+    """A join window's bounds, both inclusive."""
+    return f"[{when(lo)}, {when(hi)}]" if abs(lo) >= DATE_FROM_MS else f"[{lo}, {hi}]"
+
+
 @dataclass(frozen=True)
 class Partner:
     """A record of the other side with the same key."""
@@ -102,6 +151,18 @@ class Partner:
     value: Any
     step: int | None = None
     """Its step in the task's processing order (same partition only)."""
+    home: int | None = None
+    """The partition its key belongs in (:mod:`kjoin.spark.audit`); ``None`` for a null key or when unknown."""
+
+    @property
+    def misrouted(self) -> bool:
+        """Whether it is not in its key's partition."""
+        return self.home is not None and self.home != self.partition
+
+    def describe(self) -> str:
+        what = "tombstone" if self.value is None else f"record {self.value!r}"
+        where = f"{self.side} {what} (partition {self.partition}, offset {self.offset}, {when(self.ts)})"
+        return where + (f", whose key belongs in partition {self.home}" if self.misrouted else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -111,6 +172,7 @@ class Partner:
             "ts": self.ts,
             "value": self.value,
             "step": self.step,
+            "home": self.home,
         }
 
 
@@ -132,6 +194,13 @@ class Diagnosis:
     processed between this record and its partner."""
     trace: Any = field(default=None, repr=False, compare=False)
     """The key's drill-down (:class:`KeyTrace`) the verdict was read from."""
+    blocker: Partner | None = None
+    """``partner-processed-later``/``partner-expired``: the record written out of order ahead of the partner in
+    its partition (the highest timestamp there), which held the partner back."""
+    cause: Partner | None = None
+    """The record behind a co-partitioning verdict, named first in :attr:`text`: the record not in its key's
+    partition (the partner, or this record itself as a :class:`Partner` of its own side), or the null-key
+    record of ``partner-null-key``."""
 
     def __str__(self) -> str:
         return f"{self.verdict}: {self.text}"
@@ -186,9 +255,26 @@ class KeyTrace(Trace):
     def changes_at(self, step: int) -> list:
         return list(self._changes[step])
 
+    def steps_frame(self) -> Any:
+        """:meth:`kjoin.trace.Trace.steps_frame`, but a record whose every result has a null partner (a lookup of
+        a left join that found nothing, a null key forwarded with null) has the fate ``no-match``, not ``joined``:
+        the engine's fate says that it produced a result, a user asks whether it found its partner."""
+        frame = super().steps_frame()
+        own = [[o for o in s.outputs if o.origin_step in (None, s.index)] for s in self.steps]
+        nulls = [
+            bool(mine) and s.fate is Fate.JOINED and all(_null_partner(o) for o in mine)
+            for s, mine in zip(self.steps, own)
+        ]
+        frame.loc[nulls, "fate"] = Fate.NO_MATCH.value
+        return frame
+
     def key_steps(self) -> list[Step]:
         """The key's own steps (clock records left out)."""
         return [s for s in self.steps if s.record.key == self.key]
+
+
+def _null_partner(output: Any) -> bool:
+    return output.kind in (OutputKind.UNMATCHED, OutputKind.WINDOW_CLOSED, OutputKind.NULL_KEY)
 
 
 # -- locating the key's records in the task's processing order (Spark) --------------------------
@@ -285,7 +371,7 @@ def key_trace(
         record = placed[i].record if placed[i].clock else step.record
         if placed[i].clock:
             explain = (
-                f"another key's record ({record.side.value}, offset {record.offset}, ts {record.ts}) moved "
+                f"another key's record ({record.side.value}, offset {record.offset}, {when(record.ts)}) moved "
                 f"stream time; key {key!r}'s held results were emitted"
             )
             steps.append(Step(index, record, partition, mine, step.fate, step.reason, step.until_ms, explain))
@@ -353,16 +439,27 @@ def _restrict(stores: dict, key: Any) -> dict:
 
 # -- the diagnosis ---------------------------------------------------------------------------------
 def diagnose(
-    record: Record, config: Scenario, trace: KeyTrace | None, elsewhere: Sequence[Partner], same: Sequence[Partner]
+    record: Record,
+    config: Scenario,
+    trace: KeyTrace | None,
+    elsewhere: Sequence[Partner],
+    same: Sequence[Partner],
+    home: int | None = None,
+    null_key_partner: Callable[[], Partner | None] | None = None,
+    find_blocker: Callable[[Partner, int], Partner | None] | None = None,
 ) -> Diagnosis:
     """The verdict for ``record`` read from its key's drill-down ``trace``. ``same``: the other
     side's records of the key in the record's partition (with steps); ``elsewhere``: in other
-    partitions."""
+    partitions; ``home``: the partition the record's key belongs in (partners carry theirs). Every partition
+    of the other side is looked at first (:func:`_co_partitioning_verdict`). ``null_key_partner``: finds a
+    null-key record of the other side that names the key, asked only when no record of the key exists there.
+    ``find_blocker(partner, ts)``: the record ahead of ``partner`` in its partition with the highest timestamp
+    above ``ts`` (what held it back), asked only for ``partner-processed-later`` and ``partner-expired``."""
     side = record.side
     other_side = "right" if side is Side.LEFT else "left"
     who = (
-        f"{side.value} record (partition {record.partition}, offset {record.offset}, key {record.key!r}, ts "
-        f"{record.ts})"
+        f"{side.value} record (partition {record.partition}, offset {record.offset}, key {record.key!r}, "
+        f"{when(record.ts)})"
     )
     if record.key is None:
         return Diagnosis(
@@ -404,6 +501,13 @@ def diagnose(
     own = [o for o in step.outputs]
     produced = [o for o in {id(o): o for o in (*own, *mine)}.values()]
     matched = [o for o in produced if o.kind is OutputKind.JOINED]
+    if matched and config.window is None:
+        me = Partner(side.value, record.partition, record.offset, record.ts, record.value, task_step, home)
+        found = _co_partitioning_verdict(
+            record, who, other_side, config, task_step, trace, elsewhere, same, me, bool(matched)
+        )
+        if found is not None:
+            return found
     if matched:
         partner_value = matched[0].right if side is Side.LEFT else matched[0].left
         return Diagnosis(
@@ -420,27 +524,41 @@ def diagnose(
         or step.reason is Reason.EXPIRED
         and not produced
     ):
+        me = Partner(side.value, record.partition, record.offset, record.ts, record.value, task_step, home)
+        blocker = find_blocker(me, record.ts) if find_blocker is not None else None
+        held = (
+            f"it was written out of order: the {blocker.describe()} is ahead of it in its partition with a "
+            f"timestamp {duration(blocker.ts - record.ts)} later."
+            if blocker is not None
+            else f"{ARRIVAL_NOTE}."
+        )
         return Diagnosis(
             "late",
             f"The {who} came after its window (or history) had closed: stream time was already past it; it was "
-            f"skipped. {ARRIVAL_NOTE}.",
+            f"skipped; " + held,
             record,
             task_step,
             tuple(same),
             trace=trace,
+            blocker=blocker,
         )
     nulls = [o for o in produced if o.kind in (OutputKind.UNMATCHED, OutputKind.WINDOW_CLOSED)] or [
         o for o in produced if (o.right if side is Side.LEFT else o.left) is None
     ]
     later = _joined_by_later_partner(record, config, step, trace)
+    if (nulls and config.window is None) or (config.window is not None and not matched and later is None):
+        me = Partner(side.value, record.partition, record.offset, record.ts, record.value, task_step, home)
+        found = _co_partitioning_verdict(record, who, other_side, config, task_step, trace, elsewhere, same, me, False)
+        if found is not None:
+            return found
     if not nulls and later is not None:
         partner = later.record
         at = trace.task_steps[later.index]
         between = "some" if task_step is None or at is None else at - task_step - 1
         return Diagnosis(
             "joined",
-            f"The {who} joined when its {other_side} partner (offset {partner.offset}, ts {partner.ts}) was processed "
-            f"{between} record(s) later and found it in the window store.",
+            f"The {who} joined when its {other_side} partner (offset {partner.offset}, {when(partner.ts)}) was "
+            f"processed {between} record(s) later and found it in the window store.",
             record,
             task_step,
             tuple(same),
@@ -462,7 +580,162 @@ def diagnose(
             tuple(same),
             trace=trace,
         )
-    return _partner_verdict(record, who, other_side, config, step, task_step, trace, elsewhere, same)
+    if not same and not elsewhere and null_key_partner is not None:
+        lost = null_key_partner()
+        if lost is not None:
+            return Diagnosis(
+                "partner-null-key",
+                f"No {other_side} record has key {record.key!r}, but the {lost.describe()} has a null key and "
+                f"names {record.key!r} in its value: its producer wrote it without its key, and Kafka Streams "
+                f"skipped it, so the {who} found no partner.",
+                record,
+                task_step,
+                (lost,),
+                trace=trace,
+                cause=lost,
+            )
+    return _partner_verdict(record, who, other_side, config, step, task_step, trace, elsewhere, same, find_blocker)
+
+
+def _co_partitioning_verdict(
+    record: Record,
+    who: str,
+    other_side: str,
+    config: Scenario,
+    task_step: int | None,
+    trace: KeyTrace,
+    elsewhere: Sequence[Partner],
+    same: Sequence[Partner],
+    me: Partner,
+    joined: bool,
+) -> Diagnosis | None:
+    """The verdict had every record of the key been in one partition, where that differs from what the task
+    saw: a partner in another partition (``partner-other-partition``), or a lookup that found an older value or
+    a deleted one because the key's later update or tombstone went elsewhere (``joined-stale``,
+    ``joined-deleted``). ``None``: the other partitions change nothing."""
+    if not elsewhere:
+        return None
+
+    def culprit(partner: Partner) -> Partner:
+        return partner if partner.misrouted or not me.misrouted else me
+
+    def placement(partner: Partner) -> str:
+        blamed = culprit(partner)
+        if blamed is me:
+            return (
+                f"the {who} is not in its key's partition {me.home}, where the key's {other_side} records are: "
+                f"its task never sees them. "
+            )
+        return f"the {partner.describe()} went to another partition: the task of the {who} never sees it. "
+
+    window = config.window
+    if window is not None:
+        if joined:
+            return None
+        lo, hi = _window_bounds(record, window)
+        inside = [p for p in elsewhere if lo <= p.ts <= hi and p.value is not None]
+        if inside:
+            first = min(inside, key=lambda p: (p.ts, p.partition, p.offset))
+            return Diagnosis(
+                "partner-other-partition",
+                "Not co-partitioned: " + placement(first) + f"It is inside the join window {span(lo, hi)} of the {who} "
+                f"({len(inside)} {other_side} record(s) of the key are, all in other partitions).",
+                record,
+                task_step,
+                (culprit(first), *(p for p in inside if p is not first)),
+                trace=trace,
+                cause=culprit(first),
+            )
+        if not same:
+            nearest = min(elsewhere, key=lambda p: min(abs(p.ts - lo), abs(p.ts - hi)))
+            distance = lo - nearest.ts if nearest.ts < lo else nearest.ts - hi
+            return Diagnosis(
+                "partner-outside-window",
+                f"Two reasons: every {other_side} record with key {record.key!r} is in another partition than the "
+                f"{who} (" + ", ".join(p.describe() for p in elsewhere[:3]) + "), and all lie outside its join "
+                f"window {span(lo, hi)}; the nearest is {duration(distance)} outside it, so even in one partition they "
+                "would not join.",
+                record,
+                task_step,
+                (nearest, *(p for p in elsewhere if p is not nearest)),
+                delay_ms=distance,
+                trace=trace,
+                cause=culprit(nearest),
+            )
+        return None
+    seen = [p for p in same if p.step is not None and task_step is not None and p.step < task_step]
+    last = max(seen, key=lambda p: p.step) if seen else None
+    earlier = [p for p in elsewhere if p.ts <= record.ts]
+    if not earlier:
+        if same or not joined and not any(p.value is not None for p in elsewhere):
+            return None
+        first = min(elsewhere, key=lambda p: (p.ts, p.partition, p.offset))
+        return Diagnosis(
+            "partner-other-partition",
+            "Not co-partitioned: " + placement(first) + f"No {other_side} record with key {record.key!r} is in "
+            f"partition {record.partition}, the {who}'s.",
+            record,
+            task_step,
+            (culprit(first), *(p for p in elsewhere if p is not first)),
+            trace=trace,
+            cause=culprit(first),
+        )
+    missed = max(earlier, key=lambda p: (p.ts, p.offset))
+    if last is not None and missed.ts <= last.ts:
+        return None
+    cause = culprit(missed)
+    if joined:
+        found = f"the {last.describe()}" if last is not None else "an older value"
+        if missed.value is None:
+            return Diagnosis(
+                "joined-deleted",
+                "Not co-partitioned: " + placement(missed) + f"It deleted the key before the {who} (by timestamp), "
+                f"but the {who} joined {found}, a value that no longer existed.",
+                record,
+                task_step,
+                (cause, *([last] if last is not None else [])),
+                trace=trace,
+                cause=cause,
+            )
+        return Diagnosis(
+            "joined-stale",
+            "Not co-partitioned: " + placement(missed) + f"It was the key's latest {other_side} value before the "
+            f"{who} (by timestamp), but the {who} joined {found}, an older one.",
+            record,
+            task_step,
+            (cause, *([last] if last is not None else [])),
+            trace=trace,
+            cause=cause,
+        )
+    if missed.value is None:
+        return Diagnosis(
+            "partner-deleted",
+            f"The key's latest {other_side} record before the {who} is a tombstone in another partition "
+            f"({missed.describe()}): the key was deleted, so a null partner is what one partition would have "
+            "given too; the topics are still not co-partitioned for this key.",
+            record,
+            task_step,
+            (cause,),
+            trace=trace,
+            cause=cause,
+        )
+    return Diagnosis(
+        "partner-other-partition",
+        "Not co-partitioned: " + placement(missed) + f"It was the key's latest {other_side} value before the {who} "
+        "(by timestamp), so in one partition the record would have joined it.",
+        record,
+        task_step,
+        (cause, *(p for p in elsewhere if p is not missed)),
+        trace=trace,
+        cause=cause,
+    )
+
+
+def _window_bounds(record: Record, window: Any) -> tuple[int, int]:
+    """The timestamps of the other side's records that ``record`` joins with (both bounds inclusive)."""
+    if record.side is Side.LEFT:
+        return record.ts - window.before_ms, record.ts + window.after_ms
+    return record.ts - window.after_ms, record.ts + window.before_ms
 
 
 def _partner_verdict(
@@ -475,6 +748,7 @@ def _partner_verdict(
     trace: KeyTrace,
     elsewhere: Sequence[Partner],
     same: Sequence[Partner],
+    find_blocker: Callable[[Partner, int], Partner | None] | None = None,
 ) -> Diagnosis:
     if not same:
         if elsewhere:
@@ -500,7 +774,9 @@ def _partner_verdict(
         )
     steps_of = {(p.offset): p for p in same}
     before = [p for p in same if p.step is not None and task_step is not None and p.step < task_step]
-    after = [p for p in same if p.step is not None and task_step is not None and p.step > task_step]
+    after = [
+        p for p in same if p.step is not None and task_step is not None and p.step > task_step and p.value is not None
+    ]
     window = config.window
     if window is not None:
         lo, hi = (
@@ -514,9 +790,9 @@ def _partner_verdict(
             distance = lo - nearest.ts if nearest.ts < lo else nearest.ts - hi
             return Diagnosis(
                 "partner-outside-window",
-                f"The {other_side} records with key {record.key!r} are all outside the join window [{lo}, {hi}] "
+                f"The {other_side} records with key {record.key!r} are all outside the join window {span(lo, hi)} "
                 f"of the {who}; the nearest "
-                f"(offset {nearest.offset}, ts {nearest.ts}) is {distance} ms outside it.",
+                f"(offset {nearest.offset}, {when(nearest.ts)}) is {duration(distance)} outside it.",
                 record,
                 task_step,
                 (nearest,),
@@ -532,20 +808,29 @@ def _partner_verdict(
         ]
         if expired or (late and len(late) == len(inside) and _closed_before(trace, step, late[0])):
             p = (expired or late)[0]
+            blocker = find_blocker(p, p.ts) if find_blocker is not None else None
+            held = (
+                f" It was written out of order: the {blocker.describe()} is ahead of it in partition "
+                f"{blocker.partition} with a timestamp {duration(blocker.ts - p.ts)} later, so the task reached it "
+                "only after stream time had passed its window."
+                if blocker is not None
+                else f" {ARRIVAL_NOTE}."
+            )
             return Diagnosis(
                 "partner-expired",
-                f"The {other_side} record (offset {p.offset}, ts {p.ts}) is inside the window of the {who} but "
+                f"The {other_side} record (offset {p.offset}, {when(p.ts)}) is inside the window of the {who} but "
                 "was processed after the window "
-                f"closed plus grace ({window.effective_grace_ms} ms): the {record.side.value} record had left the "
-                f"window store. {ARRIVAL_NOTE}.",
+                f"closed plus grace ({duration(window.effective_grace_ms)}): the {record.side.value} record had "
+                "left the window store." + held,
                 record,
                 task_step,
                 (p,),
                 trace=trace,
+                blocker=blocker,
             )
         if late:
             p = late[0]
-            return _later(record, who, other_side, p, task_step, trace)
+            return _later(record, who, other_side, p, task_step, trace, find_blocker)
         return Diagnosis(
             "no-result",
             f"The {who} has partners inside its window but none joined: {step.explain}",
@@ -561,7 +846,7 @@ def _partner_verdict(
                 "partner-deleted",
                 f"The {other_side} record with key {record.key!r} was deleted before the {who} was processed: a "
                 "tombstone "
-                f"(offset {last.offset}, ts {last.ts}) came {task_step - last.step - 1} record(s) earlier.",
+                f"(offset {last.offset}, {when(last.ts)}) came {task_step - last.step - 1} record(s) earlier.",
                 record,
                 task_step,
                 (last,),
@@ -569,7 +854,7 @@ def _partner_verdict(
             )
     if after:
         first = min(after, key=lambda p: p.step)
-        return _later(record, who, other_side, first, task_step, trace)
+        return _later(record, who, other_side, first, task_step, trace, find_blocker)
     del steps_of
     return Diagnosis("no-result", f"The {who}: {step.explain}", record, task_step, tuple(same), trace=trace)
 
@@ -606,16 +891,22 @@ def _closed_before(trace: KeyTrace, step: Step, partner: Partner) -> bool:
 
 
 def _later(
-    record: Record, who: str, other_side: str, partner: Partner, task_step: int | None, trace: KeyTrace
+    record: Record,
+    who: str,
+    other_side: str,
+    partner: Partner,
+    task_step: int | None,
+    trace: KeyTrace,
+    find_blocker: Callable[[Partner, int], Partner | None] | None = None,
 ) -> Diagnosis:
     between = None if task_step is None or partner.step is None else partner.step - task_step - 1
     if partner.ts >= record.ts:
         delay = partner.ts - record.ts
         return Diagnosis(
             "partner-later",
-            f"The {other_side} record with key {record.key!r} (offset {partner.offset}, ts {partner.ts}) was "
+            f"The {other_side} record with key {record.key!r} (offset {partner.offset}, {when(partner.ts)}) was "
             f"processed after the {who}: "
-            f"its timestamp is {delay} ms later, and {between} record(s) of the task came between them.",
+            f"its timestamp is {duration(delay)} later, and {between} record(s) of the task came between them.",
             record,
             task_step,
             (partner,),
@@ -623,19 +914,30 @@ def _later(
             records_between=between,
             trace=trace,
         )
+    blocker = find_blocker(partner, record.ts) if find_blocker is not None else None
+    if blocker is not None:
+        held = (
+            f"the {blocker.describe()} is ahead of it in partition {blocker.partition}: it was written "
+            f"{duration(blocker.ts - partner.ts)} out of order (its timestamp that much later than the partner's, "
+            f"{duration(blocker.ts - record.ts)} after the {record.side.value} record's), and the task takes, of its "
+            "two input partitions, the one whose next record has the lower timestamp, so it took the "
+            f"{record.side.value} record first."
+        )
+    else:
+        held = (
+            "the task takes, of its two input partitions, the one whose next record has the lower timestamp, and a "
+            f"record with a higher timestamp ahead of it in the {other_side} partition held it back. {ARRIVAL_NOTE}."
+        )
     return Diagnosis(
         "partner-processed-later",
-        f"The {other_side} record with key {record.key!r} (offset {partner.offset}, ts {partner.ts}) has an "
-        "earlier timestamp than the "
-        f"{who}, but the task processed it {between} record(s) later: the task takes, of its two input "
-        "partitions, the one whose next "
-        f"record has the lower timestamp, and a record with a higher timestamp ahead of it in the {other_side} "
-        "partition held it back. "
-        f"{ARRIVAL_NOTE}.",
+        f"The {other_side} record with key {record.key!r} (offset {partner.offset}, {when(partner.ts)}) has a "
+        f"timestamp {duration(record.ts - partner.ts)} earlier than the {who}, but the task processed it "
+        f"{between} record(s) later: " + held,
         record,
         task_step,
-        (partner,),
+        (partner, *([blocker] if blocker is not None else [])),
         delay_ms=partner.ts - record.ts,
         records_between=between,
         trace=trace,
+        blocker=blocker,
     )

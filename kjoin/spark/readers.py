@@ -396,6 +396,13 @@ def _read_live_topic(
         )
     except Exception as error:
         raise _kafka_error(error, source, topic, bootstrap_servers, timeout_ms) from None
+    if bounds and partitions is not None and int(bounds[-1]["partition"]) >= partitions:
+        seen = int(bounds[-1]["partition"])
+        raise SparkInputError(
+            f"{source}: partitions={partitions} was passed, but the topic has records in partition {seen}, so it has "
+            f"at least {seen + 1} partitions; pass its real partition count (partitions={seen + 1} or more), or "
+            "leave partitions= out"
+        )
     if not bounds:
         pinned = raw.where(F.lit(False))  # an empty range: nothing to read, and no further call to the cluster
     else:

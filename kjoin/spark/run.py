@@ -22,6 +22,7 @@ How it works:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping
 
@@ -34,7 +35,7 @@ from ..trace import Trace
 from .task import group_by_task, json_text, result_schema, task_function
 from .topic import KEY_TYPES, VALUE_TYPES, SparkInputError, Topic
 
-__all__ = ["run_join", "run_scenarios", "SparkRun", "OUTPUT_COLUMNS", "STEP_COLUMNS"]
+__all__ = ["run_join", "run_scenarios", "open_run", "SparkRun", "OUTPUT_COLUMNS", "STEP_COLUMNS"]
 
 OUTPUT_COLUMNS = [
     "scenario",
@@ -93,6 +94,13 @@ class SparkRun:
         self._fk_traces: dict[int, Trace] = {}
         self._rerun: Callable[[Semantics], "SparkRun"] | None = None
         """``run_join``: the same topics joined again under other semantics (for :meth:`diff`)."""
+        self._kept: dict[Any, Any] = {}
+        """Frames computed once per run (:meth:`_keep`): the results, the explained outputs, the summary, the
+        audit."""
+        self.partitioner: Callable[[Any, int], int] | None = None
+        """The partitioner the producers are meant to share, ``partitioner(key, partitions) -> partition``:
+        what the co-partitioning audit (:meth:`partitioning_audit`) and the verdicts call a key's partition.
+        ``None``: Kafka's default, murmur2 of the serialized key (:func:`kjoin.partitioner.default_partition`)."""
 
     @property
     def outputs(self) -> Any:
@@ -102,6 +110,19 @@ class SparkRun:
     def steps(self) -> Any:
         return self.results.filter(self.results.row == "step").select(*STEP_COLUMNS)
 
+    def _keep(self, name: Any, build: Callable[[], Any]) -> Any:
+        """``build()`` computed once per run: the frame is persisted on the executors' disks (Spark's
+        ``DISK_ONLY``, on a cluster too), so that :attr:`explained_outputs`, :meth:`summary`,
+        :meth:`partitioning_audit`, :meth:`write_parquet` and the summary explorer each read it instead of
+        running the join again. The join's own results are kept the first time any of them is asked for."""
+        if name not in self._kept:
+            from pyspark import StorageLevel
+
+            if "results" not in self._kept and name != "results":
+                self.results = self._keep("results", lambda: self.results)
+            self._kept[name] = build().persist(StorageLevel.DISK_ONLY)
+        return self._kept[name]
+
     @property
     def explained_outputs(self) -> Any:
         """:attr:`outputs` with a ``reason`` per result: ``matched`` (both sides), ``tombstone``,
@@ -110,37 +131,103 @@ class SparkRun:
         ``partner-processed-later``, ``partner-deleted``, ``partner-never``,
         ``partner-other-partition``, and for windowed joins ``partner-outside-window`` or
         ``partner-expired`` (``unexplained`` if none applies). One join with the other side's
-        records of each key; :meth:`why` explains one record in full."""
-        return _explain_outputs(self)
+        records of each key; :meth:`why` explains one record in full. Computed once per run (kept on the
+        executors' disks, as :meth:`summary` and :meth:`partitioning_audit`)."""
+        return self._keep(("explained", self.partitioner), lambda: _explain_outputs(self))
+
+    def partitioning_audit(self, partitioner: Callable[[Any, int], int] | None = None) -> Any:
+        """The co-partitioning audit (:mod:`kjoin.spark.audit`): every record not in its key's partition
+        (``partitioner(key, partitions)``, default :attr:`partitioner`, else Kafka's murmur2 of the serialized
+        key), and every null-key record a result's verdict names, with the results each caused: ``nulls``
+        (``partner-other-partition``, ``partner-null-key``), ``stale_joins`` (``joined-stale``: a lookup found an
+        older value) and ``missed_deletes`` (``joined-deleted``: it found a value a tombstone had deleted). Columns
+        :data:`kjoin.spark.audit.AUDIT_COLUMNS`; a foreign-key scenario's records are left out (a subscription
+        reaches its foreign key's task wherever the left row is)."""
+        from pyspark.sql import functions as F
+
+        from .audit import audit_frame
+
+        if partitioner is not None and partitioner is not self.partitioner:
+            previous, self.partitioner = self.partitioner, partitioner
+            try:
+                return self.partitioning_audit()
+            finally:
+                self.partitioner = previous
+        ids = sorted(i for i, s in self.scenarios.items() if s.join != "fk")
+        partitions = self.scenarios[ids[0]].partitions if ids else 1
+        records = self.records.filter(F.col("scenario").isin(ids))
+        return self._keep(
+            ("audit", self.partitioner),
+            lambda: audit_frame(records, self.explained_outputs, partitions, self._json_keys, self.partitioner),
+        )
 
     def summary(self) -> Any:
-        """Per scenario, partition and key: ``matched`` results, ``tombstones``, results with a
-        null partner per verdict (see :attr:`explained_outputs`), and records per reason (drops,
-        buffered, stored, no match). Only the columns that can be non-zero for the join at hand
-        (of the first scenario's join, variant and options)."""
+        """Per scenario, partition and key (the partition the records are in), two kinds of columns.
+
+        Results, from :attr:`explained_outputs`: ``null-results`` (those with a null partner: the column to
+        rank keys by), then one column per reason, which together count every result: ``matched``,
+        ``tombstones``, ``null-key`` (a null-key record forwarded with null, KIP-962) and the verdicts
+        (``joined-stale``, ``partner-later`` ...). Every total equals :attr:`explained_outputs`' count of that
+        reason.
+
+        Records, from :attr:`steps` and the co-partitioning audit: ``left-<reason>`` and ``right-<reason>``,
+        the records of that side per reason they produced no result of their own (``left-null-key``: orders
+        with a null key, ``right-null-key``: customers), and ``misrouted``, the records not in their key's
+        partition (:meth:`partitioning_audit`). Only the columns that can be non-zero for the join at hand (of
+        the first scenario's join, variant and options). Computed once per run."""
+        return self._keep(("summary", self.partitioner), self._summary)
+
+    def _summary(self) -> Any:
         from pyspark.sql import functions as F
 
         config = self.scenarios[min(self.scenarios)] if self.scenarios else None
-        explained = self.explained_outputs.withColumn("row", F.lit("output")).withColumn(
-            "fate", F.lit(None).cast("string")
+        explained = self.explained_outputs.select(
+            F.lit("output").alias("row"), "scenario", "partition", "side", "key", "kind", "reason"
         )
-        steps = self.steps.withColumn("row", F.lit("step"))
-        reason = F.col("reason")
+        steps = self.steps.select(
+            F.lit("step").alias("row"),
+            "scenario",
+            "partition",
+            "side",
+            "key",
+            F.lit(None).cast("string").alias("kind"),
+            "reason",
+        )
+        audit = self.partitioning_audit() if config is not None and config.join != "fk" else None
+        if audit is not None:
+            misrouted = audit.filter(F.col("problem") == "misrouted").select(
+                F.lit("misrouted").alias("row"),
+                "scenario",
+                "partition",
+                "side",
+                "key",
+                F.lit(None).cast("string").alias("kind"),
+                F.lit(None).cast("string").alias("reason"),
+            )
+            steps = steps.union(misrouted)
+        reason, side = F.col("reason"), F.col("side")
         output = F.col("row") == "output"
+        step = F.col("row") == "step"
+
+        def count(condition: Any, name: str) -> Any:
+            return F.sum(F.when(condition, 1).otherwise(0)).cast("bigint").alias(name)
+
         counts = [
-            F.sum(F.when(output & (reason == "matched"), 1).otherwise(0)).alias("matched"),
-            F.sum(F.when(output & (reason == "tombstone"), 1).otherwise(0)).alias("tombstones"),
+            count(output & F.col("kind").isin("unmatched", "window-closed", "null-key"), "null-results"),
         ]
         counts += [
-            F.sum(F.when(output & (reason == verdict), 1).otherwise(0)).alias(verdict)
-            for verdict in _null_verdicts(config)
+            count(output & (reason == name), "tombstones" if name == "tombstone" else name)
+            for name in _result_reasons(config)
         ]
         counts += [
-            F.sum(F.when(~output & (reason == name), 1).otherwise(0)).alias(name) for name in _step_reasons(config)
+            count(step & (reason == name), name)
+            if which is None
+            else count(step & (side == which) & (reason == name), f"{which}-{name}")
+            for which, name in _step_columns(config)
         ]
-        columns = ["row", "scenario", "partition", "key", "reason"]
-        both = explained.select(*columns).unionByName(steps.select(*columns))
-        return both.groupBy("scenario", "partition", "key").agg(*counts)
+        if audit is not None:
+            counts.append(count(F.col("row") == "misrouted", "misrouted"))
+        return explained.union(steps).groupBy("scenario", "partition", "key").agg(*counts)
 
     # -- one key, one record ---------------------------------------------------------------
     def why_index(self, path: str | None = None) -> Any:
@@ -208,6 +295,20 @@ class SparkRun:
                 "key=None: records with a null key are never joined or stored; "
                 "look them up with why(partition=..., offset=...)"
             )
+        if rows is None:
+            rows = self.why_index().key_rows(scenario, self._key_column_value(key))
+        if not any(r["partition"] == partition for r in rows):
+            where = sorted({(r["partition"], r["side"]) for r in rows})
+            found = (
+                "its records are in "
+                + ", ".join(f"partition {p} ({side})" for p, side in where)
+                + f"; ask trace(partition={where[0][0]}, key={key!r})"
+                if where
+                else f"neither topic has a record with key {key!r} (of type {type(key).__name__}) in any partition"
+            )
+            raise SparkInputError(
+                f"trace(partition={partition}, key={key!r}): partition {partition} has no record with this key; {found}"
+            )
         placed, releases = self._placed(scenario, partition, key, rows)
         return debug.key_trace(self.scenarios[scenario], partition, key, placed, joiner or default_joiner, releases)
 
@@ -243,6 +344,7 @@ class SparkRun:
             )
         config = self.scenarios[scenario]
         _check_partition(partition, config.partitions)
+        _check_number("offset", offset)
         if config.join == "fk":
             return self._why_fk(partition, offset, side, scenario, joiner)
         index = self.why_index()
@@ -254,17 +356,49 @@ class SparkRun:
         record = Record(Side(side), key, decode_value(row["value"]), row["ts"], partition, offset)
         if key is None:
             return debug.diagnose(record, config, None, (), ())
+        from .audit import partition_of
+
         other = "right" if side == "left" else "left"
         rows = index.key_rows(scenario, row["key"])
         trace = self._key_trace(partition, key, scenario, joiner or default_joiner, rows)
+        home = partition_of(key, config.partitions, self.partitioner)
         same, elsewhere = [], []
         for p in sorted((r for r in rows if r["side"] == other), key=lambda r: (r["partition"], r["offset"])):
             here = p["partition"] == partition
             partner = debug.Partner(
-                other, p["partition"], p["offset"], p["ts"], decode_value(p["value"]), p["step"] if here else None
+                other,
+                p["partition"],
+                p["offset"],
+                p["ts"],
+                decode_value(p["value"]),
+                p["step"] if here else None,
+                home,
             )
             (same if here else elsewhere).append(partner)
-        return debug.diagnose(record, config, trace, elsewhere, same)
+
+        def null_key_partner() -> Any:
+            word = key if isinstance(key, str) else json.dumps(key)
+            found = index.null_key_naming(scenario, other, word, _KEY_TOKENS)
+            if found is None:
+                return None
+            value = decode_value(found["value"])
+            return debug.Partner(other, found["partition"], found["offset"], found["ts"], value, found["step"])
+
+        def find_blocker(partner: Any, ts: int) -> Any:
+            found = index.highest_ahead(scenario, partner.partition, partner.side, partner.offset, ts)
+            if found is None:
+                return None
+            return debug.Partner(
+                found["side"],
+                found["partition"],
+                found["offset"],
+                found["ts"],
+                decode_value(found["value"]),
+                found["step"],
+                partition_of(decode_key(found["key"]), config.partitions, self.partitioner),
+            )
+
+        return debug.diagnose(record, config, trace, elsewhere, same, home, null_key_partner, find_blocker)
 
     def _fk_full_trace(self, scenario: int, joiner: Callable[[Any, Any], Any] | None) -> Trace:
         """A foreign-key scenario's whole trace (kept for later calls with the default joiner)."""
@@ -308,15 +442,17 @@ class SparkRun:
         """Write ``outputs/``, ``steps/`` and ``summary/`` under ``path`` (one pass each); a
         relative local path is relative to Python's working directory. ``why_index=True`` also
         builds the run's :meth:`why_index` in ``why-index/``, so that every :meth:`why` and key
-        drill-down after it, the first included, only reads its key's rows."""
+        drill-down after it, the first included, only reads its key's rows. ``run.json`` says what ran (the
+        scenarios, the method, the index's final clock marks), so that :func:`open_run` reopens the run in
+        another session without computing anything again."""
         from .readers import local_path
 
         path = local_path(path).rstrip("/")
         self.explained_outputs.write.mode(mode).parquet(f"{path}/outputs")
         self.steps.write.mode(mode).parquet(f"{path}/steps")
         self.summary().write.mode(mode).parquet(f"{path}/summary")
-        if why_index:
-            self.why_index(f"{path}/why-index")
+        index = self.why_index(f"{path}/why-index") if why_index else None
+        _write_manifest(self, path, index)
 
     def trace(
         self, partition: int, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None, key: Any = _ALL_KEYS
@@ -389,6 +525,135 @@ class SparkRun:
         # only this task's records.
         single = replace(config, events=tuple(events))
         return run(single, joiner=joiner or default_joiner)
+
+
+MANIFEST = "run.json"
+"""What :meth:`SparkRun.write_parquet` writes beside the frames, for :func:`open_run`."""
+
+
+def _write_manifest(run: "SparkRun", path: str, index: Any) -> None:
+    from .readers import local_path
+
+    manifest = {
+        "kjoin_run": 1,
+        "scenarios": {str(i): s.to_dict() for i, s in run.scenarios.items()},
+        "json_keys": run._json_keys,
+        "json_values": run._json_values,
+        "method": run.method,
+        "spark_partitions": run._spark_partitions,
+        "partitioner": None if run.partitioner is None else getattr(run.partitioner, "__name__", "custom"),
+        "why_index": None
+        if index is None
+        else {
+            "releases": index.releases is not None,
+            "final_marks": [
+                [scenario, partition, klass, ts, neg]
+                for (scenario, partition), marks in sorted(index.final_marks.items())
+                for klass, (ts, neg) in sorted(marks.items())
+            ],
+        },
+    }
+    text = json.dumps(manifest, indent=1, default=str)
+    spark = run.records.sparkSession
+    target = local_path(f"{path}/{MANIFEST}")
+    if "://" in target and not target.startswith("file:"):
+        spark.createDataFrame([(text,)], "text string").coalesce(1).write.mode("overwrite").text(target)
+    else:
+        with open(target.removeprefix("file:"), "w") as file:
+            file.write(text)
+
+
+def open_run(where: Any, path: str | None = None, *, spark: Any = None) -> "SparkRun":
+    """Reopen a run that :meth:`SparkRun.write_parquet` wrote under a path (``why_index=True`` for :meth:`why`
+    and the key drill-downs): ``open_run("out/")`` (in the active Spark session, or a new
+    :func:`kjoin.spark.local_session`), ``open_run("out/", spark=session)`` or ``open_run(session, "out/")``.
+    Its ``outputs`` (the explained ones), ``steps``, ``summary()``, the index and ``why`` read what was
+    written; nothing is computed again. ``trace(partition=...)`` reads the task's
+    records from the index. Written with a partitioner of your own? Set ``run.partitioner`` again (a function is
+    not written down)."""
+    import os
+
+    from pyspark.sql import functions as F
+
+    from .readers import local_path
+    from .why_index import WhyIndex
+
+    if hasattr(where, "read") and not isinstance(where, str):
+        spark, where = where, path
+    elif path is not None:
+        raise SparkInputError(f"open_run({where!r}, {path!r}): pass one path, e.g. open_run('out/'), and spark=...")
+    if not isinstance(where, (str, os.PathLike)):
+        raise SparkInputError(f"open_run: expected the path write_parquet wrote to, got {where!r}")
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        from .session import local_session
+
+        spark = SparkSession.getActiveSession() or local_session()
+    path = local_path(str(where)).rstrip("/")
+    local = path.removeprefix("file:")
+    manifest_path = f"{local}/{MANIFEST}"
+    if "://" in path and not path.startswith("file:"):  # a cluster's file system: the manifest as a text file
+        try:
+            manifest = json.loads(spark.read.text(manifest_path, wholetext=True).first()[0])
+        except Exception as error:
+            raise SparkInputError(f"open_run: cannot read {manifest_path}: {error}") from None
+    elif not os.path.exists(manifest_path):
+        found = sorted(os.listdir(local)) if os.path.isdir(local) else None
+        raise SparkInputError(
+            f"open_run: {path} holds no {MANIFEST}"
+            + (f" (it holds {', '.join(found) or 'nothing'})" if found is not None else " (no such directory)")
+            + "; write the run with result.write_parquet(path, why_index=True) first"
+        )
+    else:
+        with open(manifest_path) as file:
+            manifest = json.load(file)
+    scenarios = {int(i): Scenario.from_dict(d) for i, d in manifest["scenarios"].items()}
+    outputs = spark.read.parquet(f"{path}/outputs")
+    steps = spark.read.parquet(f"{path}/steps")
+    summary = spark.read.parquet(f"{path}/summary")
+    index_info = manifest.get("why_index")
+    index = None
+    records = None
+    if index_info is not None:
+        by_offset = spark.read.parquet(f"{path}/why-index/by_offset")
+        marks: dict[tuple[int, int], dict[int, tuple[int, int]]] = {}
+        for scenario, partition, klass, ts, neg in index_info["final_marks"]:
+            marks.setdefault((scenario, partition), {})[klass] = (ts, neg)
+        lookup = ["scenario", "partition", "side", "key", "value", "ts", "offset", "step"]
+        index = WhyIndex(
+            f"{path}/why-index",
+            by_offset.select(*lookup),
+            spark.read.parquet(f"{path}/why-index/by_key"),
+            spark.read.parquet(f"{path}/why-index/releases") if index_info["releases"] else None,
+            marks,
+        )
+        # The records in processing order, as the index numbered them: enough for trace(partition=...).
+        records = by_offset.select(
+            "scenario",
+            "partition",
+            "side",
+            "key",
+            "value",
+            "ts",
+            "offset",
+            F.col("step").alias("position"),
+            F.col("step").alias("_order_ts"),
+            F.lit(0).alias("_side_rank"),
+        )
+    run = OpenedRun(records, None, scenarios, manifest["json_keys"], manifest["json_values"], manifest["method"])
+    run.path = path
+    run._spark_partitions = manifest.get("spark_partitions")
+    run._why_index = index
+    run._kept.update(
+        {
+            "results": None,
+            ("explained", None): outputs,
+            ("summary", None): summary,
+            "steps": steps,
+        }
+    )
+    return run
 
 
 def run_join(
@@ -607,6 +872,21 @@ def run_scenarios(
 
 METHODS = ("auto", "vectorised", "native", "processors")
 
+
+class SlowPathWarning(UserWarning):
+    """``method="auto"`` took kjoin's processors where the topics alone would not make it: the warning names
+    the cost and what to change (``method="processors"`` says you chose it)."""
+
+
+JSON_SLOW_PATH = (
+    "value='json': this join runs on kjoin's processors, not the vectorised pass, because the processors "
+    "decode each JSON value and the joiner re-encodes it canonically, which the array passes cannot reproduce "
+    "exactly; that costs about 3x (issue 26: 133 s against 46 s for the same stream-table join with "
+    "value='string'). If your joiner does not need the values decoded, read them with value='string' (the "
+    "results then carry each producer's JSON text as written); to choose the processors knowingly, pass "
+    "method='processors'"
+)
+
 AUTO_MIN_RECORDS_PER_TASK = 200
 """``auto`` runs the vectorised pass or the native plan only when Kafka tasks hold this many records on average
 (when known: :func:`run_scenarios`); below, the processors. Measured on 1,000 small scenarios (about 15 records
@@ -655,6 +935,10 @@ def _execute(
     (:func:`kjoin.spark.merge.merged_batches`), in place of sorting ``records`` by processing order."""
     if method not in METHODS:
         raise SparkInputError(f"method: expected one of {' | '.join(METHODS)}, got {method!r}")
+    if method == "auto" and json_values and not json_keys and records_per_task is None:
+        import warnings
+
+        warnings.warn(JSON_SLOW_PATH, SlowPathWarning, stacklevel=3)
     if method == "auto" and records_per_task is not None and records_per_task < AUTO_MIN_RECORDS_PER_TASK:
         method = "processors"
     if method in ("auto", "vectorised"):
@@ -797,6 +1081,23 @@ def _partition_count(left: Topic, right: Topic) -> int:
             count = 1 if found is None else int(found) + 1
         counts[side] = count
     if counts["left"] != counts["right"]:
+        for side, topic in (("left", left), ("right", right)):
+            if topic.partitions is not None and topic.has_partition:
+                from pyspark.sql import functions as F
+
+                try:
+                    seen = topic.frame.agg(F.max("partition")).first()[0]
+                except Exception as error:  # the reader refuses a partition beyond the count as it reads it
+                    found = re.search(r"column 'partition': (\d+) is not a partition", str(error))
+                    if found is None:
+                        raise
+                    seen = int(found.group(1))
+                if seen is not None and int(seen) >= topic.partitions:
+                    raise SparkInputError(
+                        f"{side} topic ({topic.source}): partitions={topic.partitions} was passed, but the topic has "
+                        f"records in partition {int(seen)}, so it has at least {int(seen) + 1} partitions; pass its "
+                        f"real partition count (partitions={int(seen) + 1} or more), or leave partitions= out"
+                    )
         raise SparkInputError(
             f"the topics are not co-partitioned: the left topic ({left.source}) has {counts['left']} partitions "
             f"and the right ({right.source}) {counts['right']}. Kafka Streams refuses such a join; "
@@ -807,6 +1108,7 @@ def _partition_count(left: Topic, right: Topic) -> int:
 
 _WINDOWED_VERDICTS = (
     "partner-never",
+    "partner-null-key",
     "partner-other-partition",
     "partner-outside-window",
     "partner-later",
@@ -818,6 +1120,7 @@ _TABLE_VERDICTS = (
     "partner-processed-later",
     "partner-deleted",
     "partner-never",
+    "partner-null-key",
     "partner-other-partition",
     "unexplained",
 )
@@ -853,6 +1156,38 @@ def _null_verdicts(config: Scenario | None) -> tuple[str, ...]:
 
         return fk_null_verdicts(config)
     return _WINDOWED_VERDICTS if config.window is not None else _TABLE_VERDICTS
+
+
+def _result_reasons(config: Scenario | None) -> list[str]:
+    """The reasons :attr:`SparkRun.explained_outputs` can give a result of the join at hand."""
+    if config is None:
+        return ["matched", "tombstone", "null-key", *_TABLE_VERDICTS, *_WINDOWED_VERDICTS]
+    reasons = ["matched", "tombstone"]
+    if config.join != "fk" and config.variant != "inner" and config.semantics.relaxed_null_keys:
+        reasons.append("null-key")
+    if config.join != "fk" and config.window is None:
+        reasons += ["joined-stale", "joined-deleted"]
+    return reasons + [v for v in _null_verdicts(config) if v not in reasons]
+
+
+_STREAM_ONLY = {"no-partner", "window-open", "not-a-trigger", "grace-period", "null-key-in-grace-buffer", "expired"}
+_TABLE_ONLY = {"table-update", "out-of-order-version"}
+
+
+def _step_columns(config: Scenario | None) -> list[tuple[str | None, str]]:
+    """``(side, reason)`` of the summary's record columns: a stream-table join's table side never waits for a
+    partner, its stream side never updates a table. A foreign-key join's steps are input records and message
+    deliveries, counted per reason (side ``None``: the column is the reason)."""
+    if config is not None and config.join == "fk":
+        return [(None, name) for name in _step_reasons(config)]
+    pairs: list[tuple[str | None, str]] = []
+    for name in _step_reasons(config):
+        for which in ("left", "right"):
+            if config is not None and config.join == "stream-table":
+                if (which == "right" and name in _STREAM_ONLY) or (which == "left" and name in _TABLE_ONLY):
+                    continue
+            pairs.append((which, name))
+    return pairs
 
 
 def _step_reasons(config: Scenario | None) -> list[str]:
@@ -899,7 +1234,9 @@ def _explain_outputs(run: "SparkRun") -> Any:
     if fk_ids:
         results = run.results
         fk_part = results.filter((results.row == "output") & results.scenario.isin(fk_ids)).select(
-            *OUTPUT_COLUMNS, "reason"
+            *OUTPUT_COLUMNS,
+            "reason",
+            *(F.lit(None).cast(t).alias(c) for c, t in zip(CAUSE_COLUMNS, _CAUSE_TYPES)),
         )
         if not pk_ids:
             return fk_part
@@ -909,16 +1246,39 @@ def _explain_outputs(run: "SparkRun") -> Any:
     return _explain_primary_key_outputs(run, run.outputs, pk_ids)
 
 
+CAUSE_COLUMNS = ["cause_side", "cause_partition", "cause_offset"]
+"""Columns of :attr:`SparkRun.explained_outputs` naming the record that caused a result's reason, where one
+did (:mod:`kjoin.spark.audit`): the misrouted record behind ``partner-other-partition``, ``joined-stale`` or
+``joined-deleted``, the null-key record behind ``partner-null-key``; null otherwise."""
+
+_KEY_TOKENS = r"[^A-Za-z0-9_\-]+"
+"""What separates the words of a null-key record's value, one of which may be the key it lost."""
+
+
 def _explain_primary_key_outputs(run: "SparkRun", outputs: Any, ids: list[int]) -> Any:
+    """Every result's reason, looking at every partition of the other side first (see
+    :attr:`SparkRun.explained_outputs`): one join of the results with the other side's records of their key."""
     from pyspark.sql import functions as F
 
+    from .audit import expected_partition_column
+
+    config = run.scenarios[min(ids)] if ids else None
+    window = None if config is None else config.window
+    partitions = 1 if config is None else config.partitions
     kind = F.col("kind")
     null_partner = kind.isin("unmatched", "window-closed")
-    plain = outputs.filter(~null_partner).withColumn(
-        "reason", F.when(kind == "tombstone", "tombstone").when(kind == "null-key", "null-key").otherwise("matched")
+    looked_up = kind == "joined" if window is None else F.lit(False)  # a lookup that may have found a stale value
+    plain = (
+        outputs.filter(~null_partner & ~looked_up)
+        .withColumn(
+            "reason",
+            F.when(kind == "tombstone", "tombstone").when(kind == "null-key", "null-key").otherwise("matched"),
+        )
+        .select(*OUTPUT_COLUMNS, "reason", *(F.lit(None).cast(t).alias(c) for c, t in zip(CAUSE_COLUMNS, _CAUSE_TYPES)))
     )
-    nulls = outputs.filter(null_partner).withColumn("_id", F.monotonically_increasing_id())
-    nulls = nulls.withColumn("_subject", F.when(F.col("right").isNull(), F.lit("left")).otherwise(F.lit("right")))
+    expected = lambda column: expected_partition_column(  # noqa: E731
+        column, partitions, run._json_keys, run.partitioner
+    )
     records = run.records.select(
         "scenario",
         "partition",
@@ -929,16 +1289,24 @@ def _explain_primary_key_outputs(run: "SparkRun", outputs: Any, ids: list[int]) 
         "value",
         F.struct("_order_ts", "_side_rank", "offset").alias("_order"),
     )
-    # The record whose value the null result carries: its side, key and timestamp (the first such in the task).
+    analysed = outputs.filter(null_partner | looked_up).withColumn("_id", F.monotonically_increasing_id())
+    # The record the result is about: a null result's is the record whose value it carries, a lookup's the record
+    # that looked up (the one processed).
+    analysed = analysed.withColumn(
+        "_subject",
+        F.when(kind == "joined", F.col("side")).when(F.col("right").isNull(), F.lit("left")).otherwise(F.lit("right")),
+    )
     subject = records.select(
         F.col("scenario").alias("s_scenario"),
         F.col("partition").alias("s_partition"),
         F.col("side").alias("s_side"),
         F.col("key").alias("s_key"),
         F.col("ts").alias("s_ts"),
+        F.col("offset").alias("s_offset"),
         F.col("_order").alias("s_order"),
     )
-    located = (
+    nulls = analysed.filter(kind != "joined")
+    by_value = (
         nulls.join(
             subject,
             (nulls.scenario == subject.s_scenario)
@@ -949,69 +1317,174 @@ def _explain_primary_key_outputs(run: "SparkRun", outputs: Any, ids: list[int]) 
             "left",
         )
         .groupBy("_id")
-        .agg(F.min("s_order").alias("_at"))
+        .agg(
+            F.min("s_order").alias("_at"),
+            F.min_by("s_offset", "s_order").alias("_subject_offset"),
+            F.first("ts").alias("_sts"),
+        )
     )
+    lookups = analysed.filter(kind == "joined")
+    by_lookup = lookups.join(
+        subject,
+        (lookups.scenario == subject.s_scenario)
+        & (lookups.partition == subject.s_partition)
+        & (lookups.side == subject.s_side)
+        & (lookups["offset"] == subject.s_offset),
+        "left",
+    ).select(
+        "_id", F.col("s_order").alias("_at"), F.col("offset").alias("_subject_offset"), F.col("s_ts").alias("_sts")
+    )
+    base = analysed.join(by_value.unionByName(by_lookup), "_id", "left")
     partners = records.select(
         F.col("scenario").alias("p_scenario"),
         F.col("partition").alias("p_partition"),
         F.col("side").alias("p_side"),
         F.col("key").alias("p_key"),
         F.col("ts").alias("p_ts"),
+        F.col("offset").alias("p_offset"),
         F.col("value").alias("p_value"),
         F.col("_order").alias("p_order"),
     )
-    config = run.scenarios[min(ids)] if ids else None
-    window = None if config is None else config.window
-    base = nulls.join(located, "_id", "left")
     joined = base.join(
         partners,
         (base.scenario == partners.p_scenario) & (base.key == partners.p_key) & (base._subject != partners.p_side),
         "left",
     )
     same = F.col("p_partition") == F.col("partition")
+    elsewhere = F.col("p_partition").isNotNull() & ~same
     before = same & (F.col("p_order") < F.col("_at"))
     after = same & (F.col("p_order") > F.col("_at"))
+    partner = F.struct(
+        F.col("p_partition").alias("partition"),
+        F.col("p_offset").alias("offset"),
+        F.col("p_ts").alias("ts"),
+        F.col("p_value").isNull().alias("deleted"),
+    )
+    by_time = F.struct("p_ts", "p_offset")
     aggregates = [
         F.sum(F.when(same, 1).otherwise(0)).alias("_same"),
-        F.sum(F.when(F.col("p_partition").isNotNull() & ~same, 1).otherwise(0)).alias("_elsewhere"),
+        F.sum(F.when(elsewhere, 1).otherwise(0)).alias("_elsewhere"),
         F.max_by(F.col("p_value").isNull(), F.when(before, F.col("p_order"))).alias("_last_before_deleted"),
-        F.min_by(F.col("p_ts"), F.when(after, F.col("p_order"))).alias("_first_after_ts"),
+        F.max_by(F.col("p_ts"), F.when(before, F.col("p_order"))).alias("_last_before_ts"),
+        F.min_by(F.col("p_ts"), F.when(after & F.col("p_value").isNotNull(), F.col("p_order"))).alias(
+            "_first_after_ts"
+        ),
+        # The other side's latest record of the key in another partition at the subject's time: what the task
+        # would have seen last had every record of the key been in one partition.
+        F.max_by(partner, F.when(elsewhere & (F.col("p_ts") <= F.col("_sts")), by_time)).alias("_missed"),
+        F.min_by(partner, F.when(elsewhere, by_time)).alias("_first_elsewhere"),
     ]
     if window is not None:
         left_subject = F.col("_subject") == "left"
-        lo = F.col("ts") - F.when(left_subject, window.before_ms).otherwise(window.after_ms)
-        hi = F.col("ts") + F.when(left_subject, window.after_ms).otherwise(window.before_ms)
-        aggregates.append(
-            F.sum(
-                F.when(
-                    same & (F.col("p_ts") >= lo) & (F.col("p_ts") <= hi) & F.col("p_value").isNotNull(), 1
-                ).otherwise(0)
-            ).alias("_inside")
-        )
-    verdicts = joined.groupBy("_id", "ts").agg(*aggregates)
+        lo = F.col("_sts") - F.when(left_subject, window.before_ms).otherwise(window.after_ms)
+        hi = F.col("_sts") + F.when(left_subject, window.after_ms).otherwise(window.before_ms)
+        inside = (F.col("p_ts") >= lo) & (F.col("p_ts") <= hi) & F.col("p_value").isNotNull()
+        aggregates += [
+            F.sum(F.when(same & inside, 1).otherwise(0)).alias("_inside"),
+            F.min_by(partner, F.when(elsewhere & inside, by_time)).alias("_inside_elsewhere"),
+        ]
+    verdicts = joined.groupBy("_id").agg(*aggregates)
+    rows = base.join(verdicts, "_id", "left")
+    rows = _with_null_key_candidates(rows, run.records, run._json_keys)
     none_here = F.col("_same") == 0
-    verdict = F.when(none_here & (F.col("_elsewhere") > 0), "partner-other-partition").when(none_here, "partner-never")
+    missed = F.col("_missed")
+    newer_elsewhere = missed.isNotNull() & (
+        F.col("_last_before_ts").isNull() | (missed["ts"] > F.col("_last_before_ts"))
+    )
+    nowhere = none_here & (F.col("_elsewhere") == 0)
     if window is not None:
         assert config is not None
         eager = (
             not config.semantics.spurious_result_fix or window.grace_ms is None or window.spurious_result_fix is False
         )
-        verdict = verdict.when(F.col("_inside") == 0, "partner-outside-window").otherwise(
-            "partner-later" if eager else "partner-expired"
+        verdict = (
+            F.when(F.col("_inside_elsewhere").isNotNull(), "partner-other-partition")
+            .when(nowhere & F.col("_null_key").isNotNull(), "partner-null-key")
+            .when(nowhere, "partner-never")
+            .when(F.col("_inside") == 0, "partner-outside-window")
+            .otherwise("partner-later" if eager else "partner-expired")
         )
+        culprit = F.when(F.col("_inside_elsewhere").isNotNull(), F.col("_inside_elsewhere"))
     else:
         verdict = (
-            verdict.when(F.col("_last_before_deleted") == F.lit(True), "partner-deleted")
-            .when(F.col("_first_after_ts") >= F.col("ts"), "partner-later")
+            F.when((kind == "joined") & newer_elsewhere & missed["deleted"], "joined-deleted")
+            .when((kind == "joined") & newer_elsewhere, "joined-stale")
+            .when(kind == "joined", "matched")
+            .when(newer_elsewhere & ~missed["deleted"], "partner-other-partition")
+            .when(newer_elsewhere, "partner-deleted")
+            .when(none_here & (F.col("_elsewhere") > 0), "partner-other-partition")
+            .when(nowhere & F.col("_null_key").isNotNull(), "partner-null-key")
+            .when(nowhere, "partner-never")
+            .when(F.col("_last_before_deleted") == F.lit(True), "partner-deleted")
+            .when(F.col("_first_after_ts") >= F.col("_sts"), "partner-later")
             .when(F.col("_first_after_ts").isNotNull(), "partner-processed-later")
             .otherwise("unexplained")
         )
-    explained = nulls.join(verdicts.select("_id", verdict.alias("reason")), "_id", "left").drop("_id", "_subject")
-    return plain.unionByName(explained.select(*OUTPUT_COLUMNS, "reason"))
+        culprit = F.when(newer_elsewhere, missed).when(none_here & (F.col("_elsewhere") > 0), F.col("_first_elsewhere"))
+    rows = rows.withColumn("reason", verdict).withColumn("_culprit", culprit)
+    # The misrouted record: the partner found elsewhere if it is not in its key's partition, else the subject.
+    partner_misrouted = F.col("_culprit.partition") != expected(F.col("key"))
+    subject_misrouted = F.col("partition") != expected(F.col("key"))
+    names_partner = F.col("_culprit").isNotNull() & (partner_misrouted | ~subject_misrouted)
+    names_subject = F.col("_culprit").isNotNull() & ~names_partner
+    other_side = F.when(F.col("_subject") == "left", F.lit("right")).otherwise(F.lit("left"))
+    null_key = F.col("reason") == "partner-null-key"
+    cause = [
+        F.when(null_key, other_side).when(names_partner, other_side).when(names_subject, F.col("_subject")),
+        F.when(null_key, F.col("_null_key.partition"))
+        .when(names_partner, F.col("_culprit.partition"))
+        .when(names_subject, F.col("partition")),
+        F.when(null_key, F.col("_null_key.offset"))
+        .when(names_partner, F.col("_culprit.offset"))
+        .when(names_subject, F.col("_subject_offset")),
+    ]
+    explained = rows.select(
+        *OUTPUT_COLUMNS, "reason", *(c.cast(t).alias(n) for c, n, t in zip(cause, CAUSE_COLUMNS, _CAUSE_TYPES))
+    )
+    return plain.unionByName(explained)
+
+
+_CAUSE_TYPES = ("string", "int", "bigint")
+
+
+def _with_null_key_candidates(rows: Any, records: Any, json_keys: bool) -> Any:
+    """``_null_key``: the first null-key record of the other side whose value names the result's key as a word
+    (``partition``, ``offset``), for ``partner-null-key``."""
+    from pyspark.sql import functions as F
+
+    words = records.filter(F.col("key").isNull() & F.col("value").isNotNull()).select(
+        F.col("scenario").alias("n_scenario"),
+        F.col("side").alias("n_side"),
+        F.explode(F.split(F.col("value").cast("string"), _KEY_TOKENS)).alias("n_word"),
+        F.struct(F.col("partition").alias("partition"), F.col("offset").alias("offset")).alias("n_where"),
+    )
+    firsts = (
+        words.filter(F.col("n_word") != "")
+        .groupBy("n_scenario", "n_side", "n_word")
+        .agg(F.min("n_where").alias("_null_key"))
+    )
+    key_text = F.col("key").cast("string")
+    if json_keys:  # a scenario run's keys are JSON text: a string key "\"C1\"" is the word C1
+        key_text = F.regexp_replace(key_text, '^"|"$', "")
+    other_side = F.when(F.col("_subject") == "left", F.lit("right")).otherwise(F.lit("left"))
+    return rows.join(
+        firsts,
+        (rows.scenario == firsts.n_scenario) & (other_side == firsts.n_side) & (key_text == firsts.n_word),
+        "left",
+    ).drop("n_scenario", "n_side", "n_word")
+
+
+def _check_number(name: str, value: Any) -> None:
+    """``partition=``/``offset=`` of :meth:`SparkRun.why` and :meth:`SparkRun.trace`: an int, not its text."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        raise SparkInputError(f"{name}={value!r} is text; pass the number: {name}={int(value)}")
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise SparkInputError(f"{name}={value!r}: expected an int (a Kafka {name})")
 
 
 def _check_partition(partition: Any, partitions: int) -> None:
-    if not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < partitions:
+    _check_number("partition", partition)
+    if not 0 <= partition < partitions:
         raise SparkInputError(
             f"partition={partition!r}: the topics have {partitions} partitions (0 to {partitions - 1}); "
             "there is no such Kafka task"
@@ -1025,3 +1498,47 @@ def _default_partition(partitions: int, key_type: str) -> Any:
     from .topic import default_partition_column
 
     return lambda column: default_partition_column(column, partitions, key_type)
+
+
+class OpenedRun(SparkRun):
+    """A run reopened by :func:`open_run`: the frames are what :meth:`SparkRun.write_parquet` wrote."""
+
+    path: str = ""
+
+    @property
+    def outputs(self) -> Any:
+        return self._kept[("explained", None)].select(*OUTPUT_COLUMNS)
+
+    @property
+    def steps(self) -> Any:
+        return self._kept["steps"]
+
+    def _refuse(self, what: str) -> SparkInputError:
+        return SparkInputError(
+            f"{what}: this run was reopened from {self.path}, which holds its outputs, steps and summary but not its "
+            "input topics; rerun the join for it"
+        )
+
+    @property
+    def explained_outputs(self) -> Any:
+        if self.partitioner is not None:
+            raise self._refuse("explained_outputs with a partitioner of your own")
+        return self._kept[("explained", None)]
+
+    def summary(self) -> Any:
+        if self.partitioner is not None:
+            raise self._refuse("summary() with a partitioner of your own")
+        return self._kept[("summary", None)]
+
+    def partitioning_audit(self, partitioner: Callable[[Any, int], int] | None = None) -> Any:
+        if self.records is None:
+            raise self._refuse("partitioning_audit() (written without why_index=True)")
+        return super().partitioning_audit(partitioner)
+
+    def why_index(self, path: str | None = None) -> Any:
+        if self._why_index is None:
+            raise SparkInputError(
+                f"why and key drill-downs read the run's index, and {self.path} has none: write the run with "
+                "write_parquet(path, why_index=True)"
+            )
+        return self._why_index

@@ -129,7 +129,23 @@ appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 """
 
 
+QUIET_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+"""PySpark's Python loggers that print every analysis error as one JSON line carrying the Java exception and the
+whole query plan (25 KB for a misspelled column of ``summary()``) before the same error is raised. The quiet
+sessions turn them off: the raised error still says what is wrong (the unresolved column and the ones meant)."""
+
+
+def _quiet_python_loggers() -> None:
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in QUIET_LOGGERS:  # PySpark's own logger class: it logs with keywords a plain Logger refuses
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
 def _prepare_environment() -> None:
+    _quiet_python_loggers()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # A local session talks to itself: binding to the loopback address avoids Spark's start-up

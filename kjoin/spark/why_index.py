@@ -103,6 +103,39 @@ class WhyIndex:
             (F.col("scenario") == scenario) & (F.col("partition") == partition) & condition
         ).collect()
 
+    def null_key_naming(self, scenario: int, side: str, word: str, pattern: str) -> Any:
+        """The first ``side`` record with a null key whose value has ``word`` among its words (split by the
+        regular expression ``pattern``), or ``None``: a scan of ``by_offset``'s null-key rows."""
+        from pyspark.sql import functions as F
+
+        return (
+            self.by_offset.filter(
+                (F.col("scenario") == scenario)
+                & (F.col("side") == side)
+                & F.col("key").isNull()
+                & F.array_contains(F.split(F.col("value").cast("string"), pattern), word)
+            )
+            .orderBy("partition", "offset")
+            .first()
+        )
+
+    def highest_ahead(self, scenario: int, partition: int, side: str, offset: int, ts: int) -> Any:
+        """The record ahead of ``offset`` in ``side``'s ``partition`` with the highest timestamp above ``ts``
+        (the earliest of ties), or ``None``: a range of ``by_offset``."""
+        from pyspark.sql import functions as F
+
+        return (
+            self.by_offset.filter(
+                (F.col("scenario") == scenario)
+                & (F.col("partition") == partition)
+                & (F.col("side") == side)
+                & (F.col("offset") < offset)
+                & (F.col("ts") > ts)
+            )
+            .orderBy(F.col("ts").desc(), "offset")
+            .first()
+        )
+
     def key_releases(self, scenario: int, partition: int, key: Any) -> list[Any]:
         """The key's held results swept out of this task's outer-join buffer (see ``releases/``)."""
         from pyspark.sql import functions as F

@@ -15,10 +15,17 @@ index, and every ``why`` call after it reads the index; the summary is then read
 with the same ``--path``, ``--records`` and ``--partitions`` reuses the topics written there.
 
 The planting: group ``g`` owns the time slot ``[100 g, 100 g + 100)`` of partition ``g mod P``
-and the key ``K<g>``; in each slot the order has ts ``100 g + 10``. For ``partner-processed-later``
+and the key ``K<g>`` (whatever its default partition: :func:`planted_app` plants misrouted records among
+correctly routed ones); in each slot the order has ts ``100 g + 10``. For ``partner-processed-later``
 the customers partition holds, just before the customer (ts ``100 g + 5``), another key's record
 with ts ``100 g + 60``: the task cannot take the customer before the orders partition has
 reached that timestamp, so it processes the order first.
+
+:func:`planted_app` plants an application's topics instead (issue 26): keys in their default partitions, and
+among them records written to another partition (a customer, an update, a tombstone, an order) and customers
+written with a null key, for a stream-table join of orders and customers and a stream-stream join of orders and
+payments within ten minutes; ``tests/test_spark_why_audit.py`` checks every verdict, reason and audit row
+against it.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import argparse
 import random
 import sys
 import time
-from typing import Iterator
+from typing import Any, Iterator
 
 __all__ = ["CAUSES", "planted", "main"]
 
@@ -160,7 +167,8 @@ def summary_mismatches(summary: object, causes: dict[tuple[int, int], str]) -> l
     expected = {
         "matched": planted_counts["joined"],
         **{cause: planted_counts[cause] for cause in CAUSES if cause.startswith("partner-")},
-        "null-value": planted_counts["null-value"],
+        "left-null-value": planted_counts["null-value"],
+        "null-key": planted_counts["null-key"],
         "unexplained": 0,
     }
     found = {name: totals[f"sum({name})"] or 0 for name in counted}
@@ -248,3 +256,158 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+# -- an application's topics: misrouted records among correctly routed ones (issue 26) -------------------------
+APP_CAUSES = {
+    "stream-table": (
+        "joined",
+        "partner-later",
+        "partner-processed-later",
+        "partner-deleted",
+        "partner-never",
+        "partner-other-partition",
+        "misrouted-before-later",
+        "misrouted-before-tombstone",
+        "misrouted-order",
+        "joined-stale",
+        "joined-deleted",
+        "partner-null-key",
+        "null-key",
+        "null-value",
+    ),
+    "stream-stream": (
+        "joined",
+        "partner-other-partition",
+        "misrouted-beside-outside",
+        "partner-outside-window",
+        "outside-and-elsewhere",
+        "partner-never",
+        "null-key",
+    ),
+}
+"""The causes :func:`planted_app` plants per join, in the order groups cycle through them. Beyond
+:data:`CAUSES`: ``misrouted-before-later`` (the customer went to another partition, a later update to the
+right one), ``misrouted-before-tombstone`` (the same with a later tombstone), ``misrouted-order`` (the order
+went to another partition), ``joined-stale``/``joined-deleted`` (an update/tombstone went to another partition
+before the order), ``partner-null-key`` (the customer was written with a null key, its value naming the key);
+stream-stream: ``misrouted-beside-outside`` (the in-window payment went to another partition, an
+out-of-window one to the right one), ``outside-and-elsewhere`` (every payment went elsewhere, outside the
+window)."""
+
+APP_VERDICTS = {
+    "joined": "joined",
+    "misrouted-before-later": "partner-other-partition",
+    "misrouted-before-tombstone": "partner-other-partition",
+    "misrouted-order": "partner-other-partition",
+    "misrouted-beside-outside": "partner-other-partition",
+    "outside-and-elsewhere": "partner-outside-window",
+}
+"""The verdict of ``why`` for each planted cause (the cause itself where not listed)."""
+
+APP_WINDOW_MS = 600_000
+"""The stream-stream join's window: payments within ten minutes of their order (before and after, no grace)."""
+
+
+def key_in(prefix: str, partition: int, partitions: int) -> str:
+    """The first key ``prefix``, ``prefix-1``, ``prefix-2`` ... whose default partition is ``partition``."""
+    from kjoin.partitioner import default_partition
+
+    j = 0
+    while True:
+        key = prefix if j == 0 else f"{prefix}-{j}"
+        if default_partition(key, partitions) == partition:
+            return key
+        j += 1
+
+
+def planted_app(groups: int, partitions: int = 4, join: str = "stream-table") -> dict:
+    """Orders and customers (``stream-table``, a left join) or orders and payments (``stream-stream``, a left join
+    within :data:`APP_WINDOW_MS`) in which every record is in its key's default partition but the misrouted ones
+    planted. Returns ``{"left": rows, "right": rows, "causes": {(partition, offset): cause}, "misrouted":
+    {(side, partition, offset): (expected partition, effect)}}``; rows are ``(key, value, ts, partition,
+    offset)``, in timestamp order within each partition. ``effect``: ``nulls``, ``stale_joins`` or
+    ``missed_deletes``, the result the record spoils."""
+    causes_cycle = APP_CAUSES[join]
+    slot = 100 if join == "stream-table" else 10 * APP_WINDOW_MS
+    window = APP_WINDOW_MS
+    rows: dict[str, list[tuple]] = {"left": [], "right": []}
+    offsets = {"left": [0] * partitions, "right": [0] * partitions}
+    causes: dict[tuple[int, int], str] = {}
+    misrouted: dict[tuple[str, int, int], tuple[int, str]] = {}
+
+    def put(side: str, key: Any, value: Any, ts: int, partition: int, home: int | None = None, effect: str = "") -> int:
+        offset = offsets[side][partition]
+        offsets[side][partition] += 1
+        rows[side].append((key, value, ts, partition, offset))
+        if home is not None and home != partition:
+            misrouted[(side, partition, offset)] = (home, effect)
+        return offset
+
+    for g in range(groups):
+        cause = causes_cycle[g % len(causes_cycle)]
+        home = g % partitions
+        wrong = (home + 1) % partitions
+        base = slot * g
+        key = key_in(f"C{g}", home, partitions)
+        order_partition = home
+        if join == "stream-table":
+            if cause == "joined":
+                put("right", key, f"customer-{g}", base + 1, home)
+            elif cause == "partner-later":
+                put("right", key, f"customer-{g}", base + 40, home)
+            elif cause == "partner-processed-later":
+                put("right", key_in(f"X{g}", home, partitions), f"blocker-{g}", base + 60, home)
+                put("right", key, f"customer-{g}", base + 5, home)
+            elif cause == "partner-deleted":
+                put("right", key, f"customer-{g}", base + 1, home)
+                put("right", key, None, base + 2, home)
+            elif cause == "partner-other-partition":
+                put("right", key, f"customer-{g}", base + 1, wrong, home, "nulls")
+            elif cause == "misrouted-before-later":
+                put("right", key, f"customer-{g}", base + 1, wrong, home, "nulls")
+                put("right", key, f"customer-{g}-v2", base + 40, home)
+            elif cause == "misrouted-before-tombstone":
+                put("right", key, f"customer-{g}", base + 1, wrong, home, "nulls")
+                put("right", key, None, base + 40, home)
+            elif cause == "misrouted-order":
+                put("right", key, f"customer-{g}", base + 1, home)
+                order_partition = wrong
+            elif cause == "joined-stale":
+                put("right", key, f"customer-{g}", base + 1, home)
+                put("right", key, f"customer-{g}-v2", base + 2, wrong, home, "stale_joins")
+            elif cause == "joined-deleted":
+                put("right", key, f"customer-{g}", base + 1, home)
+                put("right", key, None, base + 2, wrong, home, "missed_deletes")
+            elif cause == "partner-null-key":
+                put("right", None, f'{{"id": "{key}", "name": "customer {g}"}}', base + 1, home)
+            order_ts = base + 10
+        else:
+            order_ts = base + window
+            if cause == "joined":
+                put("right", key, f"payment-{g}", order_ts + 1_000, home)
+            elif cause == "partner-other-partition":
+                put("right", key, f"payment-{g}", order_ts + 1_000, wrong, home, "nulls")
+            elif cause == "misrouted-beside-outside":
+                put("right", key, f"payment-{g}-early", order_ts - window - 5_000, home)
+                put("right", key, f"payment-{g}", order_ts + 1_000, wrong, home, "nulls")
+            elif cause == "partner-outside-window":
+                put("right", key, f"payment-{g}", order_ts + window + 5_000, home)
+            elif cause == "outside-and-elsewhere":
+                put("right", key, f"payment-{g}", order_ts + window + 5_000, wrong, home, "")
+        order_key = None if cause == "null-key" else key
+        order_value = None if cause == "null-value" else f"order-{g}"
+        offset = put(
+            "left", order_key, order_value, order_ts, order_partition, None if order_key is None else home, "nulls"
+        )
+        causes[(order_partition, offset)] = cause
+        if join == "stream-stream":  # the last group's window closes: stream time moves past it
+            pass
+    if join == "stream-stream":
+        end = slot * groups + 3 * window
+        for p in range(partitions):
+            put("left", key_in(f"END{p}", p, partitions), "end", end, p)
+            put("right", key_in(f"END{p}", p, partitions), "end", end, p)
+    for side in rows:
+        rows[side].sort(key=lambda r: (r[3], r[4]))
+    return {"left": rows["left"], "right": rows["right"], "causes": causes, "misrouted": misrouted}
