@@ -46,7 +46,22 @@ def first_surprise(trace: Any) -> int:
 
 SURPRISES = "surprises"
 """The explorer's own column: a row's count of surprising results and records (every counted column
-but matches, tombstones and a foreign-key join's message traffic)."""
+but matches, tombstones, the ``null-results`` total, and routine steps: a foreign-key join's message
+traffic, table updates and records waiting in their window, :data:`ROUTINE_COLUMNS`)."""
+NULL_RESULTS = "null-results"
+"""The summary's count of results with a null partner: what the explorer ranks keys by when the summary has it."""
+ROUTINE_COLUMNS = frozenset({"matched", "tombstones", NULL_RESULTS, *(r.value for r in ROUTINE | {Reason.WINDOW_OPEN})})
+"""Counted columns that are no surprise (a record column's side prefix, ``left-``/``right-``, aside): a record
+that waits in its window shows up again as its result, joined or with null."""
+
+
+def _routine(column: str) -> bool:
+    for side in ("left-", "right-"):
+        if column.startswith(side):
+            column = column[len(side) :]
+    return column in ROUTINE_COLUMNS
+
+
 TABLE_HEIGHT = "22em"
 """The table scrolls inside this height, so that the picker and the stepper stay in sight."""
 
@@ -56,20 +71,21 @@ class SummaryExplorer(widgets.VBox):
     ``trace(partition, key=...)``); ``drill``: how a row's trace is made (default: the key's
     drill-down).
 
-    It opens on the rows that matter: sorted by :data:`SURPRISES`, only the rows with a surprise
+    It opens on the rows that matter: sorted by :data:`NULL_RESULTS` (then :data:`SURPRISES`) where the
+    summary counts results with a null partner, else by :data:`SURPRISES`; only the rows with a surprise
     shown (a checkbox shows them all), the columns that are zero in every row hidden, and the
     picker above the table. The "sort by" dropdown and the order button follow :meth:`sort_by`."""
 
     def __init__(self, run: Any, limit: int = 200, drill: Callable[[int, Any], Any] | None = None) -> None:
         summary = run.summary()
         counted = [c for c in summary.columns if c not in FIXED[:3]]
-        routine = {"matched", "tombstones", *(reason.value for reason in ROUTINE)}
-        surprising = [c for c in counted if c not in routine]
+        surprising = [c for c in counted if not _routine(c)]
+        rank = [NULL_RESULTS] if NULL_RESULTS in counted else []
         if surprising:
             from pyspark.sql import functions as F
 
             summary = summary.withColumn("_surprises", sum((F.col(f"`{c}`") for c in surprising), F.lit(0))).orderBy(
-                F.desc("_surprises"), "partition", "key"
+                *(F.desc(f"`{c}`") for c in [*rank, "_surprises"]), "partition", "key"
             )
             rows = [r.asDict() for r in summary.limit(limit).collect()]
         else:
@@ -84,7 +100,7 @@ class SummaryExplorer(widgets.VBox):
         self.shown_columns = [c for c in self.columns if c in FIXED[:3] or any(r[c] for r in self.rows)]
         decode = getattr(run, "decode_key", lambda key: key)  # a scenario run's frames carry keys as JSON text
         self._drill = drill or (lambda partition, key: run.trace(partition=partition, key=decode(key)))
-        self.sort_column = SURPRISES if surprising else "key"
+        self.sort_column = (rank or [SURPRISES])[0] if surprising else "key"
         self.descending = bool(surprising)
         self.stepper: Stepper | None = None
         self.selected: dict[str, Any] | None = None

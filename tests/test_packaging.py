@@ -50,6 +50,8 @@ def test_public_names():
         [
             "Deliver",
             "Delivery",
+            "Diff",
+            "Difference",
             "Event",
             "Fate",
             "JoinWindows",
@@ -67,6 +69,7 @@ def test_public_names():
             "TableOptions",
             "Trace",
             "default_joiner",
+            "diff",
             "load_scenario",
             "merge_by_timestamp",
             "parse_semantics",

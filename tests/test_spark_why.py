@@ -273,7 +273,7 @@ def test_the_summary_explorer_sorts_and_opens_the_stepper_at_the_first_surprise(
 
 def test_the_summary_explorer_opens_on_the_rows_that_matter_and_its_controls_follow_sort_by(spark):
     from kjoin.spark.whycheck import CAUSES, planted
-    from kjoin_viz.summary_explorer import SURPRISES, SummaryExplorer
+    from kjoin_viz.summary_explorer import NULL_RESULTS, SURPRISES, SummaryExplorer
 
     partitions = 2
     orders, customers, _ = planted(len(CAUSES), partitions)
@@ -283,7 +283,13 @@ def test_the_summary_explorer_opens_on_the_rows_that_matter_and_its_controls_fol
     # the rows with a surprise first, and only those on show; the all-zero columns hidden
     shown = [explorer.rows[i] for i in explorer.visible()]
     assert shown and all(r[SURPRISES] > 0 for r in shown) and len(shown) < len(explorer.rows)
-    assert [r[SURPRISES] for r in explorer.rows] == sorted((r[SURPRISES] for r in explorer.rows), reverse=True)
+    # ranked by results with a null partner, then surprises; records waiting in a window are no surprise
+    ranks = [(r[NULL_RESULTS], r[SURPRISES]) for r in explorer.rows]
+    assert ranks == sorted(ranks, reverse=True) and ranks[0][0] > 0
+    from kjoin_viz.summary_explorer import _routine
+
+    assert _routine("left-window-open") and _routine("right-table-update") and _routine(NULL_RESULTS)
+    assert not _routine("partner-later") and not _routine("left-null-key") and not _routine("misrouted")
     zero = [
         c
         for c in explorer.columns
@@ -296,7 +302,7 @@ def test_the_summary_explorer_opens_on_the_rows_that_matter_and_its_controls_fol
     assert explorer.children.index(explorer.picker) < explorer.children.index(explorer.table)
     assert explorer.text().splitlines()[-1].startswith(f"({len(shown)} of {len(explorer.rows)} rows")
     # the controls follow sort_by, and a click in them sorts
-    assert (explorer.sorter.value, explorer.order.value) == (SURPRISES, True)
+    assert (explorer.sorter.value, explorer.order.value) == (NULL_RESULTS, True)
     explorer.sort_by("partner-later")
     assert explorer.sorter.value == "partner-later" and explorer.order.value is True
     explorer.sort_by("key", descending=False)
