@@ -161,8 +161,8 @@ class Partner:
 
     def describe(self) -> str:
         what = "tombstone" if self.value is None else f"record {self.value!r}"
-        where = f"{self.side} {what} (partition {self.partition}, offset {self.offset}, {when(self.ts)})"
-        return where + (f", whose key belongs in partition {self.home}" if self.misrouted else "")
+        home = f"; its key belongs in partition {self.home}" if self.misrouted else ""
+        return f"{self.side} {what} (partition {self.partition}, offset {self.offset}, {when(self.ts)}{home})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
