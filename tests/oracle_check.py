@@ -707,6 +707,28 @@ def _window(draw: Any, version: KafkaVersion, small: bool = False) -> dict[str, 
     return window
 
 
+def _stream_stream_shape(
+    draw: Any, data: dict[str, Any], version: KafkaVersion, window: st.SearchStrategy, chain: st.SearchStrategy
+) -> tuple[str, ...]:
+    """A stream-stream scenario's topology: a plain join, a self-join (optimized where ``version`` has it, inner
+    only) or a chain of ``chain`` more joins (``then:``, each with its own ``window`` half the time). Returns the
+    sides its events use."""
+    shape = draw(st.sampled_from(["plain", "plain", "self", "chain"]))
+    if shape == "self":
+        data["self_join"] = True
+        if version.self_join_optimization and data["variant"] == "inner" and draw(st.booleans()):
+            data["optimize"] = True
+    elif shape == "chain":
+        data["then"] = [
+            {
+                "variant": draw(st.sampled_from(["inner", "left", "outer"])),
+                **({"window": draw(window)} if draw(st.booleans()) else {}),
+            }
+            for _ in range(draw(chain))
+        ]
+    return ("left",) if shape == "self" else ("left", "right")
+
+
 @st.composite
 def narrow_scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
     """A random scenario of the narrow generator (issue 10) that Kafka ``version`` can judge, with kjoin's semantics
@@ -716,19 +738,7 @@ def narrow_scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
     if join == "stream-stream":
         data["variant"] = draw(st.sampled_from(["inner", "left", "outer"]))
         data["window"] = draw(_window(version))
-        shape = draw(st.sampled_from(["plain", "plain", "self", "chain"]))
-        if shape == "self":
-            data["self_join"] = True
-            if version.self_join_optimization and data["variant"] == "inner" and draw(st.booleans()):
-                data["optimize"] = True
-        elif shape == "chain":
-            data["then"] = [
-                {
-                    "variant": draw(st.sampled_from(["inner", "left", "outer"])),
-                    **({"window": draw(_window(version))} if draw(st.booleans()) else {}),
-                }
-            ]
-        sides = ("left",) if shape == "self" else ("left", "right")
+        sides = _stream_stream_shape(draw, data, version, _window(version), chain=st.just(1))
         spread = draw(st.booleans())
         data["events"] = draw(_events(sides, 40, timestamps=SPREAD_TIMESTAMPS if spread else None))
         data["partitions"] = draw(st.integers(1, 2))
@@ -955,20 +965,7 @@ def wide_scenarios(
             keys["left"] = keys["right"] = _Pool(tuple(f"k{i}" for i in range(1, draw(st.integers(3, 7)))))
         else:
             data["window"] = draw(_wide_window(version))
-        shape = draw(st.sampled_from(["plain", "plain", "self", "chain"]))
-        if shape == "self":
-            data["self_join"] = True
-            if version.self_join_optimization and data["variant"] == "inner" and draw(st.booleans()):
-                data["optimize"] = True
-        elif shape == "chain":
-            data["then"] = [
-                {
-                    "variant": draw(st.sampled_from(["inner", "left", "outer"])),
-                    **({"window": draw(_wide_window(version))} if draw(st.booleans()) else {}),
-                }
-                for _ in range(draw(st.integers(1, 3)))
-            ]
-        sides = ("left",) if shape == "self" else ("left", "right")
+        sides = _stream_stream_shape(draw, data, version, _wide_window(version), chain=st.integers(1, 3))
         data["events"] = draw(_wide_events(sides, _span(data["window"]), keys, value, long, dense))
         data["partitions"] = 1 if dense and draw(st.booleans()) else draw(st.integers(1, 4))
     elif join == "stream-table":
