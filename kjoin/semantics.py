@@ -359,6 +359,16 @@ class Semantics:
         store skips a window starting at or before observed - retention while its segment lives
         (harness: 3.3.2 finds it, 3.4.1 hides it)."""
 
+    @since("0.10.0", ticket="none: every version with versioned tables (3.5+); RocksDBVersionedStore, KAFKA-14491")
+    def versioned_same_ts_tombstone_leaves_no_trace(self) -> bool:
+        """Every version with versioned tables (3.5 to 4.4): a tombstone put at the same timestamp as the key's latest
+        version deletes the latest value and writes nothing (``RocksDBVersionedStore.maybePutToLatestValueStore``;
+        tombstones exist only as the end of a segment record's validity). Unless the key's older versions already end
+        at that timestamp, the key keeps no trace of the tombstone: a later put older than it finds nothing newer and
+        becomes the latest, so a lookup finds it (right: R0@3, tombstone@3, R1@2, then a left record: Kafka joins R1).
+        Off: the tombstone is kept as a version and R1 is an out-of-order version behind it (harness: 3.6.2, 4.3.1
+        and 4.4.0 join R1)."""
+
     # -- what exists: a scenario that needs a newer feature is refused (kjoin models no stand-in) ----------
     @since("2.4", ticket="KIP-213", feature=True)
     def foreign_key_joins(self) -> bool:

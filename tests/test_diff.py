@@ -145,6 +145,20 @@ PLANTED: dict[str, tuple[dict, str]] = {
         },
         "3.3",
     ),
+    "versioned_same_ts_tombstone_leaves_no_trace": (
+        {
+            "join": "stream-table",
+            "variant": "left",
+            "right": {"versioned": True, "history_retention_ms": 100},
+            "events": [
+                ev("right", "k", "R0", 3),
+                ev("right", "k", None, 3),
+                ev("right", "k", "R1", 2),
+                ev("left", "k", "L", 3),
+            ],
+        },
+        "4.4",
+    ),
 }
 
 

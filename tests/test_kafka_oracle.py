@@ -413,6 +413,48 @@ def test_a_fk_left_join_from_3_7_0_to_3_9_0_and_in_4_0_0_emits_a_moved_row_twice
                 assert len(kafka[2]) == (2 if doubled else 1), (version, options)
 
 
+def _same_ts_tombstone(join: str, variant: str, older: list[dict]) -> dict:
+    """The right table gets R0@3, a tombstone @3 and R1@2 (after ``older`` versions), then one left record @3."""
+    right = {"versioned": True, "history_retention_ms": 100}
+    scenario = {"join": join, "variant": variant, "right": right}
+    if join == "fk":
+        scenario["foreign_key"] = "fk"
+        left_value: object = {"fk": "k", "v": 1}
+    else:
+        left_value = "L"
+    if join == "table-table":
+        scenario["left"] = {"versioned": True, "history_retention_ms": 100}
+    versions = [("R0", 3), (None, 3), ("R1", 2)]
+    events = [{"side": "right", "key": "k", "value": value, "ts": ts} for value, ts in [*older, *versions]]
+    return {**scenario, "events": [*events, {"side": "left", "key": "k", "value": left_value, "ts": 3}]}
+
+
+def test_a_tombstone_at_the_latest_versions_own_timestamp_leaves_no_trace_in_a_versioned_table(built) -> None:
+    """Found by the wide generator (issue 32): a versioned table keeps only its latest non-null value in its latest
+    value store and older versions in segments, a tombstone being only the end of a segment record's validity. A
+    tombstone at the latest's own timestamp deletes the latest value and writes nothing, so R1@2 finds nothing newer
+    and becomes the latest: the left record @3 joins R1 in every kind of join over a versioned table
+    (``versioned_same_ts_tombstone_leaves_no_trace``). With an older version Q@1 the segments already end at 3 (Q is
+    valid until R0), so the tombstone stays in force and R1 is an out-of-order version: nothing joins. kjoin with the
+    rule switched off keeps the tombstone in both cases."""
+    kinds = [("fk", "inner"), ("stream-table", "left"), ("table-table", "left")]
+    with Harness(LATEST) as harness:
+        for join, variant in kinds:
+            for older in ([], [("Q", 1)]):
+                data = _same_ts_tombstone(join, variant, older)
+                scenario = kjoin.Scenario.from_dict({**data, "semantics": LATEST})
+                kafka = harness.run(scenario)
+                assert kafka == kjoin_outputs(scenario), (join, older)
+                outputs = [value for step in kafka for _, value, _ in step if value is not None]
+                joined = [value for value in outputs if value.endswith("-R1")]
+                assert bool(joined) is (not older), (join, older, kafka)
+                switched = kjoin.Scenario.from_dict(
+                    {**data, "semantics": f"{LATEST}-versioned_same_ts_tombstone_leaves_no_trace"}
+                )
+                theirs = [value for step in kjoin_outputs(switched) for _, value, _ in step if value is not None]
+                assert not [value for value in theirs if value.endswith("-R1")], (join, older)
+
+
 # -- seed 000 (issue 11): the aggregates and WTable joins today's DSL expresses --------------------------------
 SEED_000_EXAMPLES = int(__import__("os").environ.get("KJOIN_ORACLE_SEED_000_EXAMPLES", "400"))
 

@@ -172,11 +172,20 @@ def _left_join_instructions(old: Any, new: Any, fk_of: Any, semantics: Semantics
     return sent
 
 
-def _make_table(log: StateLog, task: int, side: Side, options: TableOptions) -> TableStore | VersionedStore:
+def _make_table(
+    log: StateLog, task: int, side: Side, options: TableOptions, semantics: Semantics
+) -> TableStore | VersionedStore:
     """A table that sends old values (a foreign-key join turns them on for both tables)."""
     if options.versioned:
         assert options.history_retention_ms is not None
-        return VersionedStore(log, task, side, options.history_retention_ms, sends_old_values=True)
+        return VersionedStore(
+            log,
+            task,
+            side,
+            options.history_retention_ms,
+            sends_old_values=True,
+            same_ts_tombstone_leaves_no_trace=semantics.versioned_same_ts_tombstone_leaves_no_trace,
+        )
     return TableStore(log, task, side, sends_old_values=True)
 
 
@@ -190,10 +199,10 @@ class ForeignKeyTask:
     """The stores of one task: the left table (rows of its primary keys), the right table (rows
     of its foreign keys) and the subscription store of its foreign keys."""
 
-    def __init__(self, log: StateLog, task: int, left: TableOptions, right: TableOptions) -> None:
+    def __init__(self, log: StateLog, task: int, left: TableOptions, right: TableOptions, semantics: Semantics) -> None:
         self.task = task
-        self.left = _make_table(log, task, Side.LEFT, left)
-        self.right = _make_table(log, task, Side.RIGHT, right)
+        self.left = _make_table(log, task, Side.LEFT, left, semantics)
+        self.right = _make_table(log, task, Side.RIGHT, right, semantics)
         self.subscriptions = SubscriptionStore(log, task)
 
 
@@ -232,7 +241,9 @@ class ForeignKeyJoin:
         self.path = options.foreign_key
         first = list(range(partitions) if eager is None else eager)
         self.tasks = Tasks(
-            lambda task_log, task: ForeignKeyTask(task_log, task, options.left, options.right), log, first
+            lambda task_log, task: ForeignKeyTask(task_log, task, options.left, options.right, options.semantics),
+            log,
+            first,
         )
         self.in_flight = InFlightMessages(log, first)  # a queue's rows sit in its destination task's state
 

@@ -61,7 +61,14 @@ class VersionedStreamTableJoin(StreamTableJoin):
         history_retention_ms: int,
         grace_ms: int | None,
     ) -> None:
-        table = VersionedStore(log, task, Side.RIGHT, history_retention_ms, sends_old_values=False)
+        table = VersionedStore(
+            log,
+            task,
+            Side.RIGHT,
+            history_retention_ms,
+            sends_old_values=False,
+            same_ts_tombstone_leaves_no_trace=semantics.versioned_same_ts_tombstone_leaves_no_trace,
+        )
         super().__init__(log, task, variant, semantics, table)
         self.buffer = None if grace_ms is None else GraceBuffer(log, task, grace_ms)
 
@@ -160,7 +167,14 @@ class VersionedTableTableJoin(TableTableJoin):
         mode: str = "final",
     ) -> None:
         versioned = {
-            side: VersionedStore(log, task, side, options.history_retention_ms, sends_old_values=False)
+            side: VersionedStore(
+                log,
+                task,
+                side,
+                options.history_retention_ms,
+                sends_old_values=False,
+                same_ts_tombstone_leaves_no_trace=semantics.versioned_same_ts_tombstone_leaves_no_trace,
+            )
             for side, options in ((Side.LEFT, left), (Side.RIGHT, right))
             if options.versioned and options.history_retention_ms is not None
         }

@@ -51,7 +51,10 @@ class VersionedStore(Store):
 
     * ``put(k, v, ts)`` is refused when ``ts < observed - history_retention``, where
       ``observed`` is the largest ts ever put into this store (one per task). Otherwise the
-      version is stored; a version with the same ts replaces it; a tombstone is a version.
+      version is stored; a version with the same ts replaces it; a tombstone is a version,
+      with one exception (:meth:`put`): a tombstone at the latest version's own ts deletes it
+      and leaves no trace unless the key's history already ends there, so a later put older
+      than it can become the latest again.
     * :meth:`get` returns the latest version, or nothing when it is a tombstone.
     * :meth:`get_as_of` returns the version with the greatest ts ``<= as_of`` (nothing when
       it is a tombstone). When ``as_of < observed - history_retention`` only the latest
@@ -69,13 +72,24 @@ class VersionedStore(Store):
     header = ("key", "valid from", "valid to", "value")
     default_names = tuple(versioned_store_name(side) for side in Side)
 
-    def __init__(self, log: StateLog, task: int, side: Side, history_retention_ms: int, sends_old_values: bool) -> None:
+    def __init__(
+        self,
+        log: StateLog,
+        task: int,
+        side: Side,
+        history_retention_ms: int,
+        sends_old_values: bool,
+        same_ts_tombstone_leaves_no_trace: bool = True,
+    ) -> None:
         super().__init__(log, task, versioned_store_name(side))
         self.history_retention_ms = history_retention_ms
         self.sends_old_values = sends_old_values
+        self.same_ts_tombstone_leaves_no_trace = same_ts_tombstone_leaves_no_trace
+        """``Semantics.versioned_same_ts_tombstone_leaves_no_trace``; false: such a tombstone is kept as a version."""
         self._clock = Clock(log, task)
         self._observed_name = observed_time_name(self.name)
         self._versions: dict[Any, list[tuple[int, Any]]] = {}
+        self._history_end: dict[Any, int] = {}  # per key: where Kafka's segments end (the newest record's validTo)
         self._expired_at: int | None = None  # the limit of the last expiry over every key
 
     @classmethod
@@ -149,22 +163,63 @@ class VersionedStore(Store):
 
     # -- update state ---------------------------------------------------------------------
     def put(self, key: Any, value: Any, ts: int) -> tuple[PutResult, tuple[Any, int] | None]:
-        """Put a version; return what happened and the previous latest ``(value, ts)`` (non-tombstone)."""
+        """Put a version; return what happened and the previous latest ``(value, ts)`` (non-tombstone).
+
+        Kafka keeps a key's latest non-null value in a "latest value store" and older versions in segments, each
+        record with its validTo; tombstones exist only as the end of a segment record's validity
+        (``RocksDBVersionedStore.doPut``). kjoin keeps the key's versions as one list, tombstones as entries, plus
+        where the segments end (``_history_end``), which decides the one case the list alone cannot: a tombstone
+        at the latest version's own timestamp deletes the latest value and writes nothing
+        (``maybePutToLatestValueStore``), so unless the segments already end at that timestamp the key keeps no
+        trace of it, and a later put older than it finds nothing newer and becomes the latest
+        (``Semantics.versioned_same_ts_tombstone_leaves_no_trace``)."""
         previous = self.get(key)
         limit = self.expired_before()
         if limit is not None and ts < limit:
             return PutResult.EXPIRED, previous
         self._clock.advance(self._observed_name, ts)
         versions = self._versions.setdefault(key, [])
+        history_end = self._history_end.get(key)
+        latest_ts = versions[-1][0] if versions and versions[-1][1] is not None else None
+        if latest_ts is not None and ts >= latest_ts:
+            # into the latest value store; a newer put moves the old latest into a segment valid until ts
+            if ts > latest_ts:
+                self._history_end[key] = ts
+                self._store(key, versions, ts, value)
+            elif value is not None:
+                self._store(key, versions, ts, value)
+            elif history_end == ts or not self.same_ts_tombstone_leaves_no_trace:
+                self._history_end[key] = ts
+                self._store(key, versions, ts, value)
+            else:  # a tombstone at the latest's own ts: the latest value is deleted, nothing is written
+                versions.pop()
+                self._log.delete(self.store, (key, ts))
+            result = PutResult.LATEST
+        elif latest_ts is None and (history_end is None or ts >= history_end):
+            # nothing newer anywhere: a value becomes the latest; a tombstone ends the segments at ts
+            if value is None:
+                self._history_end[key] = ts
+            self._store(key, versions, ts, value)
+            result = PutResult.LATEST
+        else:
+            # an older version: into the segments, valid until the next version
+            if latest_ts is not None and (history_end is None or ts >= history_end):
+                self._history_end[key] = latest_ts
+            self._store(key, versions, ts, value)
+            result = PutResult.OUT_OF_ORDER
+        if not versions:
+            del self._versions[key]
+        self._expire(key)
+        return result, previous
+
+    def _store(self, key: Any, versions: list[tuple[int, Any]], ts: int, value: Any) -> None:
+        """Insert the version at ``ts`` in the key's list, replacing one with the same ts."""
         index = bisect.bisect_left(versions, ts, key=lambda version: version[0])
         if index < len(versions) and versions[index][0] == ts:
             versions[index] = (ts, value)
         else:
             versions.insert(index, (ts, value))
         self._log.put(self.store, (key, ts), value)
-        result = PutResult.LATEST if versions[-1][0] == ts else PutResult.OUT_OF_ORDER
-        self._expire(key)
-        return result, previous
 
     def _expire(self, put_key: Any) -> None:
         """Drop the versions the limit has passed (each key keeps its newest). When the limit has not moved
@@ -178,7 +233,9 @@ class VersionedStore(Store):
         else:
             keys, self._expired_at = self._versions, limit
         for key in keys:
-            versions = self._versions[key]
+            versions = self._versions.get(key)
+            if versions is None:
+                continue
             while len(versions) > 1 and versions[1][0] <= limit:
                 ts, _ = versions.pop(0)
                 self._log.delete(self.store, (key, ts))
