@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from kjoin import Scenario
+from kjoin import Scenario, run
 from kjoin.spark import OUTPUT_COLUMNS, STEP_COLUMNS, SparkInputError, run_scenarios
 from kjoin.spark import vectorised_versioned as vv
 from kjoin.spark.task import RESULT_FIELDS, json_text, task_function
@@ -354,3 +354,35 @@ def test_run_join_vectorised_versioned_equals_processors_on_topics(spark):
             vectorised = run_join(*topics, join, variant, options=options, method="vectorised")
             assert vectorised.method == "vectorised"
             assert vectorised.results.orderBy(*order).collect() == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_tombstone_at_the_latest_versions_own_ts_hands_the_batch_to_the_loop_and_back(kind):
+    """``versioned_same_ts_tombstone_leaves_no_trace``: the array forms keep no history walk, so a batch with a
+    tombstone at its key's latest value's own ts runs the loop, the tables moved in (with where each key's segments
+    end) and back out; batches of 1, 2 and 5 records put the tombstone after array batches and before them. k
+    forgets its tombstone (R1@2 becomes the latest and the left record @3 joins it); j, whose segments end at 3,
+    keeps it (R1@2 is out-of-order); the last records run as arrays again after the loop."""
+    right = {"versioned": True, "history_retention_ms": 100}
+    events = []
+    for key, older in (("k", []), ("j", [("Q", 1)])):
+        for value, ts in [*older, ("R0", 3), (None, 3), ("R1", 2)]:
+            events.append({"side": "right", "key": key, "value": value, "ts": ts})
+        events.append({"side": "left", "key": key, "value": "L", "ts": 3})
+    events += [
+        {"side": "right", "key": "k", "value": "R2", "ts": 4},
+        {"side": "left", "key": "k", "value": "M", "ts": 5},
+    ]
+    data: dict[str, Any] = {
+        "join": kind.removeprefix("versioned-"),
+        "variant": "left",
+        "right": right,
+        "events": events,
+    }
+    if kind == "versioned-table-table":
+        data["left"] = dict(right)
+    scenario = Scenario.from_dict(data)
+    joined = [(o.key, o.render()) for step in run(scenario) for o in step.outputs if o.kind.value == "joined"]
+    assert ("k", "L-R1") in joined and ("j", "L-R1") not in joined, joined
+    for size in (1, 2, 5):
+        _check([scenario], lambda: size)

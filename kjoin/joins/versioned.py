@@ -223,7 +223,8 @@ class VersionedTableTableJoin(TableTableJoin):
         this_table = self.tables[record.side]
         other_table = self.tables[record.side.other]
         assert isinstance(this_table, VersionedStore) and isinstance(other_table, VersionedStore)
-        valid_to = next(to for start, to, _ in this_table.versions(record.key) if start == record.ts)
+        # the next version's ts (a tombstone at the latest's own ts is no version: it is valid until the next one)
+        valid_to = next((start for start, _, _ in this_table.versions(record.key) if start > record.ts), None)
         overlapping = [
             (start, value)
             for start, to, value in other_table.versions(record.key)

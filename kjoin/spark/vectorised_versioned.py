@@ -167,17 +167,21 @@ centuries times many keys) it sorts the pairs (:func:`_versions_at`; the tests r
 class _Versions:
     """One versioned table of one task: ``versions``, per key its versions' timestamps (ascending) and their
     ``(value, text)`` (``None`` for a tombstone), as two lists in one dict entry (one lookup per record);
+    ``ends``: per key where Kafka's segments end (the newest segment record's validTo), which decides what a
+    tombstone at the latest version's own timestamp leaves (:meth:`kjoin.stores.VersionedStore.put`);
     ``observed``: the largest ts put (``None`` before the first put)."""
 
-    __slots__ = ("retention", "observed", "versions", "puts", "sends_old")
+    __slots__ = ("retention", "observed", "versions", "ends", "puts", "sends_old", "no_trace")
     plain = False
 
-    def __init__(self, retention: int) -> None:
+    def __init__(self, retention: int, no_trace: bool = True) -> None:
         self.retention = retention
         self.observed: int | None = None
         self.versions: dict[Any, tuple[list[int], list[Any]]] = {}
+        self.ends: dict[Any, int] = {}
         self.puts = 0  # accepted puts since the last sweep over every key
         self.sends_old = False
+        self.no_trace = no_trace  # Semantics.versioned_same_ts_tombstone_leaves_no_trace
 
     def latest(self, key: Any) -> tuple[Any, int] | None:
         """``((value, text), ts)`` of the latest version unless it is a tombstone, else ``None``."""
@@ -205,32 +209,32 @@ class _Versions:
         return None if entry is None else (entry, times[index - 1])
 
     def put(self, key: Any, entry: Any, ts: int) -> int:
-        """Store a version: 1 if it is the key's latest, 0 if out-of-order, -1 if refused (expired)."""
+        """Store a version: 1 if it is the key's latest, 0 if out-of-order, -1 if refused (expired). The rules are
+        :meth:`kjoin.stores.VersionedStore.put`'s, the common case (a newer version) written out first."""
         observed = self.observed
         if observed is not None and ts < observed - self.retention:
             return -1
         if observed is None or ts > observed:
             self.observed = observed = ts
         found = self.versions.get(key)
+        ends = self.ends
         result = 1
         if found is None:
             self.versions[key] = ([ts], [entry])
+            if entry is None:
+                ends[key] = ts
         else:
             times, entries = found
-            if ts > times[-1]:
+            last = times[-1]
+            if ts > last:
+                if entries[-1] is not None or entry is None:
+                    ends[key] = ts
                 times.append(ts)
                 entries.append(entry)
                 if times[1] <= observed - self.retention:
                     self._trim(found, observed - self.retention)
             else:
-                index = bisect_left(times, ts)
-                if times[index] == ts:
-                    entries[index] = entry
-                    result = 1 if index == len(times) - 1 else 0
-                else:
-                    times.insert(index, ts)
-                    entries.insert(index, entry)
-                    result = 0
+                result = self._put_at_or_before(key, found, entry, ts)
                 self._trim(found, observed - self.retention)
         self.puts += 1
         if self.puts >= len(self.versions):
@@ -238,6 +242,43 @@ class _Versions:
             limit = observed - self.retention
             for each in self.versions.values():
                 self._trim(each, limit)
+        return result
+
+    def _put_at_or_before(self, key: Any, found: tuple[list[int], list[Any]], entry: Any, ts: int) -> int:
+        """A version at or before the key's last one (see :meth:`put`)."""
+        times, entries = found
+        ends = self.ends
+        end = ends.get(key)
+        last = times[-1]
+        if entries[-1] is not None and ts == last:  # at the latest value's own ts
+            if entry is not None:
+                entries[-1] = entry
+            elif end == ts or not self.no_trace:
+                ends[key] = ts
+                entries[-1] = None
+            else:  # deleted from the latest value store, nothing written: the segments end at ``end``
+                times.pop()
+                entries.pop()
+                if end is not None and (not times or times[-1] != end):
+                    times.append(end)  # (a store moved in from the array forms keeps only each key's last version)
+                    entries.append(None)
+                if not times:
+                    del self.versions[key]
+            return 1
+        if entries[-1] is None and (end is None or ts >= end):  # nothing newer anywhere: the latest
+            if entry is None:
+                ends[key] = ts
+            result = 1
+        else:
+            if entries[-1] is not None and (end is None or ts >= end):
+                ends[key] = last
+            result = 0
+        index = bisect_left(times, ts)
+        if index < len(times) and times[index] == ts:
+            entries[index] = entry
+        else:
+            times.insert(index, ts)
+            entries.insert(index, entry)
         return result
 
     @staticmethod
@@ -282,7 +323,8 @@ class _Task:
         self.stores: list[Any] = []
         for options in (config.left, config.right):
             if options.versioned and options.history_retention_ms is not None:
-                self.stores.append(_Versions(options.history_retention_ms))
+                no_trace = config.semantics.versioned_same_ts_tombstone_leaves_no_trace
+                self.stores.append(_Versions(options.history_retention_ms, no_trace))
             else:
                 self.stores.append(_Plain())
         if config.join == "table-table":
@@ -296,6 +338,9 @@ class _Task:
             options.history_retention_ms if options.versioned else None for options in (config.left, config.right)
         ]
         self.history = _History()  # stream-table without grace as arrays: the versioned table
+        # the array forms' bookkeeping of each versioned side: key -> (last version ts, is it a tombstone, where the
+        # segments end), enough to hand the table to the loop exactly (:func:`_advance_tails`)
+        self.tails: list[dict[Any, tuple[int, bool, int | None]]] = [{}, {}]
         self.heap: list[tuple] = []  # the grace buffer: (ts, key bytes, arrival, key, (value, text), origin step)
         self.buffer_time: int | None = None
         self.arrivals = 0
@@ -369,20 +414,150 @@ def segment_rows(
     else:
         steps = pc.cast(position, pa.int64()).to_numpy(zero_copy_only=False)
     task.rank += n
+    key_type, value_type = batch.column("key").type, batch.column("value").type
     if config.join == "table-table" and config.versioned_mode == "final" and ARRAY_TABLE_TABLE:
-        return _table_table_arrays(batch, config, task, steps, schema, json_values)
+        if _advance_tails(batch, task):
+            return _table_table_arrays(batch, config, task, steps, schema, json_values)
+        # a tombstone at its key's latest version's own ts: the loop takes the batch (see _advance_tails)
+        _tables_to_stores(task, json_values)
+        try:
+            return _loop_rows(batch, config, task, steps, schema, json_keys, json_values)
+        finally:
+            _stores_to_tables(task, key_type, value_type)
     if config.join == "stream-table" and config.grace_ms is None and ARRAY_STREAM_TABLE:
         puts = pc.and_(pc.equal(batch.column("side"), "right"), pc.is_valid(batch.column("key")))
         codes = pc.dictionary_encode(batch.column("key").filter(puts)).indices.to_numpy(zero_copy_only=False)
-        if len(codes) == 0 or int(np.bincount(codes).max()) <= WALK_LIMIT:
+        if (len(codes) == 0 or int(np.bincount(codes).max()) <= WALK_LIMIT) and _advance_tails(batch, task):
             return _stream_table_arrays(batch, config, task, steps, schema, json_values)
-        # a key with many puts in this batch: the walk back would take as many rounds; the loop takes the batch
+        # a key with many puts in this batch (the walk back would take as many rounds), or a tombstone at its key's
+        # latest version's own ts: the loop takes the batch
         _history_to_store(task, json_values)
         try:
             return _loop_rows(batch, config, task, steps, schema, json_keys, json_values)
         finally:
-            _store_to_history(task, batch.column("key").type, batch.column("value").type)
+            _store_to_history(task, key_type, value_type)
     return _loop_rows(batch, config, task, steps, schema, json_keys, json_values)
+
+
+def _advance_tails(batch: Any, task: _Task) -> bool:
+    """Keep the array forms' bookkeeping of each versioned side (``task.tails``) through the batch's accepted puts,
+    as :meth:`_Versions.put` keeps ``ends``; ``False``, and nothing changed, when a put is a tombstone at its key's
+    latest value's own ts (``versioned_same_ts_tombstone_leaves_no_trace``: the latest goes, and what the key
+    finds next depends on its history, which the array forms do not walk; the loop takes such a batch). Without
+    such a tombstone a versioned table behaves as if every put were a version (the array forms' model)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ts_all = pc.cast(batch.column("ts"), pa.int64()).to_numpy(zero_copy_only=False)
+    is_right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
+    has_key = pc.is_valid(batch.column("key")).to_numpy(zero_copy_only=False)
+    pending: list[dict[Any, tuple[int, bool, int | None]]] = [{}, {}]
+    for side, store in enumerate(task.stores):
+        if store.plain:
+            continue
+        puts = (is_right if side else ~is_right) & has_key
+        if not puts.any():
+            continue
+        observed, _ = observed_before(ts_all, puts, task.observed[side])
+        accepted = np.flatnonzero(puts & ~((observed > _NONE) & (ts_all < observed - store.retention)))
+        chosen = pa.array(accepted)
+        keys = batch.column("key").take(chosen).to_pylist()
+        nulls = pc.is_null(batch.column("value").take(chosen)).to_pylist()
+        tails, changes = task.tails[side], pending[side]
+        for key, ts, null in zip(keys, ts_all[accepted].tolist(), nulls):
+            state = changes.get(key) or tails.get(key)
+            if state is None:
+                changes[key] = (ts, null, ts if null else None)
+                continue
+            last, last_null, end = state
+            if ts > last:
+                changes[key] = (ts, null, end if (last_null and not null) else ts)
+            elif ts == last:
+                if null and not last_null and store.no_trace:
+                    return False
+                if not null and last_null:
+                    changes[key] = (ts, False, end)
+                elif null and not last_null:
+                    changes[key] = (ts, True, ts)
+            elif not last_null and (end is None or ts >= end):
+                changes[key] = (last, last_null, last)
+    for side in (0, 1):
+        task.tails[side].update(pending[side])
+    return True
+
+
+def _tails_to_ends(tails: dict[Any, tuple[int, bool, int | None]]) -> dict[Any, int]:
+    return {key: end for key, (_, _, end) in tails.items() if end is not None}
+
+
+def _tails_from_store(store: _Versions) -> dict[Any, tuple[int, bool, int | None]]:
+    ends = store.ends
+    return {key: (times[-1], entries[-1] is None, ends.get(key)) for key, (times, entries) in store.versions.items()}
+
+
+def _tables_to_stores(task: _Task, json_values: bool) -> None:
+    """Move the table-table array form's carried tables (each key's latest version) into the loop's stores. In
+    ``final`` mode the loop reads no older version; where the segments end comes from ``task.tails``."""
+    tables = task.tables
+    keys = [] if tables.keys is None else tables.keys.to_pylist()
+    for side, store in enumerate(task.stores):
+        if tables.values[side] is None:
+            values: list[Any] = []
+            texts: list[Any] = []
+            times: list[Any] = []
+        else:
+            values = tables.values[side].to_pylist()
+            texts = _render(tables.values[side], json_values).to_pylist()
+            times = tables.ts[side].to_pylist()
+        if store.plain:
+            store.rows = {
+                key: ((value, text), ts)
+                for key, value, text, ts in zip(keys, values, texts, times)
+                if value is not None and ts is not None
+            }
+            continue
+        store.observed = None if task.observed[side] == _NONE else task.observed[side]
+        store.versions = {
+            key: ([ts], [None if value is None else (value, text)])
+            for key, value, text, ts in zip(keys, values, texts, times)
+            if ts is not None
+        }
+        store.ends = _tails_to_ends(task.tails[side])
+
+
+def _stores_to_tables(task: _Task, key_type: Any, value_type: Any) -> None:
+    """Move the loop's stores back into the table-table array form's carried tables and bookkeeping."""
+    import pyarrow as pa
+
+    tables = task.tables
+    keys = [] if tables.keys is None else tables.keys.to_pylist()
+    known = {key: number for number, key in enumerate(keys)}
+    latest: list[dict[Any, tuple[Any, int]]] = []
+    for side, store in enumerate(task.stores):
+        if store.plain:
+            latest.append({key: (entry[0], ts) for key, (entry, ts) in store.rows.items()})
+            store.rows = {}
+            continue
+        task.observed[side] = _NONE if store.observed is None else store.observed
+        task.tails[side] = _tails_from_store(store)
+        latest.append(
+            {
+                key: (None if entries[-1] is None else entries[-1][0], times[-1])
+                for key, (times, entries) in store.versions.items()
+            }
+        )
+        store.versions, store.ends = {}, {}
+    for table in latest:
+        for key in table:
+            if key not in known:
+                known[key] = len(keys)
+                keys.append(key)
+    tables.keys = pa.array(keys, type=key_type) if keys else None
+    for side, table in enumerate(latest):
+        rows = [table.get(key, (None, None)) for key in keys]
+        tables.values[side] = pa.array([value for value, _ in rows], type=value_type)
+        tables.ts[side] = pa.array([ts for _, ts in rows], type=pa.int64())
 
 
 def _loop_rows(
@@ -421,6 +596,7 @@ def _history_to_store(task: _Task, json_values: bool) -> None:
     history, store = task.history, task.stores[1]
     store.observed = None if task.observed[1] == _NONE else task.observed[1]
     store.versions = {}
+    store.ends = _tails_to_ends(task.tails[1])
     if history.ids is None or not len(history.ids):
         return
     keys = history.keys.to_pylist()
@@ -439,6 +615,8 @@ def _store_to_history(task: _Task, key_type: Any, value_type: Any) -> None:
 
     history, store = task.history, task.stores[1]
     task.observed[1] = _NONE if store.observed is None else store.observed
+    task.tails[1] = _tails_from_store(store)
+    store.ends = {}
     keys = [] if history.keys is None else history.keys.to_pylist()
     known = {key: number for number, key in enumerate(keys)}
     ids, times, values = [], [], []
@@ -1043,7 +1221,8 @@ def _one_row_per_record(batch, schema, case, steps, key, left, right, text, text
 
 def _history(i: int, side: int, key: Any, new: Any, ts: int, this: _Versions, that: _Versions, step, emit) -> None:  # type: ignore[no-untyped-def]
     """Attempt 2: one result per version of the other table overlapping the new version's validity."""
-    valid_to = next(to for start, to, _ in this.visible(key) if start == ts)
+    # the next version's ts (a tombstone at the latest's own ts is no version: it is valid until the next one)
+    valid_to = next((start for start, _, _ in this.visible(key) if start > ts), None)
     overlapping = [
         (start, entry)
         for start, to, entry in that.visible(key)
