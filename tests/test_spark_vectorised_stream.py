@@ -261,7 +261,7 @@ SWEEP_STOPS_INSIDE_A_LIST = {
         {"side": "left", "key": "k3", "value": "L3", "ts": 236},
     ],
 }
-"""Issue 32 (``tests/test_kafka_oracle.py`` checks it against Kafka 4.3.1): R2's sweep stops at L2, the second value
+"""Issue 32 (``tests/test_kafka_oracle.py`` checks it against Kafka 3.8.1 and the latest): R2's sweep stops at L2, the second value
 of the list <228, left, k1>, leaving the min time at 228, so L3@236 passes the gate and releases R0, L1 and L2."""
 
 
