@@ -73,7 +73,7 @@ def _timed(action: Callable[[], Any]) -> float:
 
 def _through_api(doc: dict[str, Any]) -> None:
     import kjoin
-    from kjoin.aggregate_spec import AGGREGATE_JOINS, AggregateSpec
+    from kjoin.scenario import AGGREGATE_JOINS, AggregateSpec
 
     scenario = AggregateSpec.from_dict(doc) if doc["join"] in AGGREGATE_JOINS else kjoin.Scenario.from_dict(doc)
     trace = kjoin.run(scenario)

@@ -23,6 +23,7 @@ from .engine import run
 from .records import render_value
 from .scenario import Scenario, ScenarioError
 from .semantics import Semantics
+from .trace import output_to_dict
 
 __all__ = [
     "JUDGES",
@@ -208,10 +209,8 @@ def _seed_000_topology(spec: Any) -> list[str]:
 
 
 def _seed_000_outputs(spec: Any) -> list[list[tuple[str | None, str | None, int]]]:
-    from .aggregates import output_to_dict
-
     per_event = []
-    for step in spec.run().steps:
+    for step in run(spec).steps:
         records = []
         for output in step.outputs:
             data = output_to_dict(output)
@@ -596,7 +595,7 @@ def _inputs(scenario: Scenario) -> list[_Input]:
 
 def _seed_000_inputs(spec: Any) -> list[_Input]:
     inputs = []
-    for event, step in zip(spec.data["events"], spec.run().steps):
+    for event, step in zip(spec.data["events"], run(spec).steps):
         side = event.get("side", "left")
         inputs.append(_Input(side, side, text(event.get("key")), text(event.get("value")), event["ts"], _fate(step)))
     return inputs

@@ -172,7 +172,7 @@ def test_every_rule_switched_alone_changes_its_planted_scenario_and_diff_charges
 
 
 def _build(document: dict):
-    from kjoin.aggregate_spec import AGGREGATE_JOINS, AggregateSpec
+    from kjoin.scenario import AGGREGATE_JOINS, AggregateSpec
 
     return AggregateSpec.from_dict(document) if document["join"] in AGGREGATE_JOINS else Scenario.from_dict(document)
 

@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 import kjoin
-from kjoin.aggregate_spec import AggregateSpec
-from kjoin.aggregates import DAY_MS, WEEK_MS
+from kjoin.scenario import AggregateSpec
+from kjoin.engine.aggregates import DAY_MS, WEEK_MS
 from kjoin.cli import main
 from kjoin.export_junit import (
     JUDGES,

@@ -151,7 +151,7 @@ def test_a_misspelled_field_gets_a_did_you_mean():
         kjoin.Scenario.from_dict(
             {"join": "stream-table", "variant": "left", "events": [{"side": "left", "key": "k", "vale": 1, "ts": 1}]}
         )
-    from kjoin.aggregate_spec import AggregateSpec
+    from kjoin.scenario import AggregateSpec
 
     with pytest.raises(kjoin.ScenarioError, match=r"did you mean 'size_ms'"):
         AggregateSpec.from_dict({"join": "window-aggregate", "window": {"sise_ms": 10}, "events": []})

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..aggregate_stores import AggregateStore, RepartitionRecord, RepartitionTopic
+from ..stores.aggregate import AggregateStore, RepartitionRecord, RepartitionTopic
 from ..fates import Fate, Reason
 from ..partitioner import default_partition
 from ..records import Record, Side, render_value
@@ -47,6 +47,7 @@ __all__ = [
     "reduce",
     "custom",
     "field_of",
+    "group_by_mapper",
     "GroupBy",
 ]
 
@@ -353,3 +354,20 @@ class TableAggregate:
                 f"forwards Change({render_value(agg)}, {render_value(old_agg)})."
             )
         )
+
+
+def group_by_mapper(group_by: str | Callable[[Any, Any], Any]) -> tuple[Callable[[Any, Any], Any], str]:
+    """A group-by: ``(mapper, name)`` for a field path of the value, or a ``(key, value) -> group`` function."""
+    if callable(group_by):
+        return group_by, "group-by mapper"
+
+    def mapper(key: Any, value: Any) -> Any:
+        group = field_of(value, group_by)
+        if group is not None and not isinstance(group, (str, int, float, bool)):
+            raise ValueError(
+                f"the group-by field {group_by!r} of value {render_value(value)} is {render_value(group)}; a group "
+                "is a key: a string, number or null"
+            )
+        return group
+
+    return mapper, f"group-by on field {group_by!r}"

@@ -39,13 +39,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..aggregate_stores import SegmentLayout
+from ..stores.aggregate import SegmentLayout
 from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
-from ..semantics import Semantics
+from ..semantics import Semantics, parse_semantics
 from ..state import StateLog
 from ..stores import TableStore
-from .aggregate import AggregateOutput, Aggregation, field_of
+from .aggregate import AggregateOutput, Aggregation, count, field_of
 from .context import StepContext, drop_null_key_update
 from .window_aggregate import TimeWindows, Window, WindowAggregate, Windowed
 
@@ -61,6 +61,7 @@ __all__ = [
     "select_by_field",
     "WTABLE_JOINS",
     "RESULT_TYPES",
+    "wtable_join_factory",
 ]
 
 Shifter = Callable[[Window], Window]
@@ -395,3 +396,51 @@ class TableWTableJoin(_SelectorJoin):
             f"right {update.key}@{window} = {render_value(update.value)} is the window the table's row "
             f"{render_value(row[0])} selects; joiner called: {render_value(output.value)}."
         )
+
+
+def wtable_join_factory(
+    join: str,
+    windows: TimeWindows,
+    variant: str = "left",
+    aggregation: Aggregation | None = None,
+    right_aggregation: Aggregation | None = None,
+    right_windows: TimeWindows | None = None,
+    shifter: Shifter | None = None,
+    selector: Selector | None = None,
+    self_join: bool = False,
+    retention_ms: int | None = None,
+    segments: int | None = None,
+    semantics: Semantics | str | None = None,
+) -> Callable[[StateLog, int], Any]:
+    """``(log, task) -> processor`` of one task of a WTable join, after checking the options
+    (the arguments of :func:`kjoin.engine.aggregates.run_wtable_join`)."""
+    if join not in WTABLE_JOINS:
+        raise ValueError(f"join must be one of {', '.join(WTABLE_JOINS)}, not {join!r}")
+    if variant not in ("inner", "left", "outer"):
+        raise ValueError(f"variant must be inner, left or outer, not {variant!r}")
+    if join != "wtable-wtable" and variant != "left":
+        raise ValueError(f"{join} exists only as a left join in the seed's API, not {variant}")
+    if join in ("stream-wtable", "table-wtable") and selector is None:
+        raise ValueError(
+            f"{join} needs a window selector: (key, value, ts) -> window, e.g. select_by_timestamp(windows)"
+        )
+    left_agg = aggregation or count()
+    right_agg = right_aggregation or left_agg
+    left_layout = windows.layout(retention_ms, segments)
+    right_layout = (right_windows or windows).layout(retention_ms, segments)
+    rules = parse_semantics(semantics)
+
+    def new(log: StateLog, task: int) -> Any:
+        if join == "wtable-wtable":
+            layouts = (left_layout, right_layout)
+            right = right_windows or windows
+            return WTableWTableJoin(
+                log, task, variant, windows, right, left_agg, right_agg, shifter, self_join, layouts, rules
+            )
+        if join == "wtable-table":
+            return WTableTableJoin(log, task, windows, left_agg, left_layout, rules)
+        if join == "stream-wtable":
+            return StreamWTableJoin(log, task, windows, right_agg, selector, right_layout, rules)  # type: ignore[arg-type]
+        return TableWTableJoin(log, task, windows, right_agg, selector, right_layout, rules)  # type: ignore[arg-type]
+
+    return new
