@@ -41,6 +41,7 @@ import json
 from typing import Any, Callable, Iterator, Mapping
 
 from ..engine.aggregates import aggregate_processors
+from ..engine.aggregates import run_aggregate as run_reference
 from ..joins import StepContext, default_joiner
 from ..records import Record, Side, render_value
 from ..scenario.aggregate import AggregateSpec
@@ -217,7 +218,7 @@ def run_aggregate(spark: Any, spec: AggregateSpec | Mapping[str, Any]) -> Aggreg
 def reference_results(spec: AggregateSpec | Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The reference engine's outputs and per-record fates of a scenario, in the shape of
     :meth:`AggregateSparkRun.collect` (what a differential test compares)."""
-    trace = _spec(spec).run()
+    trace = run_reference(_spec(spec))
     return {
         "outputs": [json.loads(_json(output_to_dict(o))) for step in trace.steps for o in step.outputs],
         "steps": [
