@@ -115,7 +115,10 @@ def test_seed_000_over_a_million_partitions_builds_only_the_tasks_of_its_records
     doc = {
         "join": join,
         "partitions": 1_000_000,
-        "events": [{"key": "a", "value": {"g": "x"}, "ts": 1}, {"key": "b", "value": {"g": "y"}, "ts": 2}],
+        "events": [
+            {"side": "left", "key": "a", "value": {"g": "x"}, "ts": 1},
+            {"side": "left", "key": "b", "value": {"g": "y"}, "ts": 2},
+        ],
         **({"group_by": "g"} if join == "table-aggregate" else {"window": {"size_ms": 10}}),
     }
     outcome, detail = input_fuzz.run_case(input_fuzz.through_api(doc), 5.0)

@@ -45,7 +45,7 @@ from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics, parse_semantics
 from ..state import StateLog
 from ..stores import TableStore
-from .aggregate import AggregateOutput, Aggregation, count, field_of
+from .aggregate import AggregateOutput, Aggregation, count, value_field
 from .context import StepContext, drop_null_key_update
 from .window_aggregate import TimeWindows, Window, WindowAggregate, Windowed
 
@@ -101,8 +101,19 @@ def select_by_timestamp(windows: TimeWindows) -> Selector:
 
 
 def select_by_field(windows: TimeWindows, field: str) -> Selector:
-    """Select the window containing the timestamp in the value's ``field`` (newest, for hopping windows)."""
-    return lambda key, value, ts: _newest_window(windows, field_of(value, field))
+    """Select the window containing the timestamp in the value's ``field`` (newest, for hopping windows); a
+    value without the field selects no window, a value that is not a mapping is an error."""
+
+    def select(key: Any, value: Any, ts: int) -> Window | None:
+        found = value_field(value, field, f"selector: {{field: {field}}}")
+        if found is not None and (not isinstance(found, int) or isinstance(found, bool)):
+            raise ValueError(
+                f"selector: {{field: {field}}} picks the window holding the time in the value's field {field!r}, "
+                f"and it is {render_value(found)}; give integer milliseconds there"
+            )
+        return _newest_window(windows, found)
+
+    return select
 
 
 def _ts(*found: int | None) -> int:
@@ -319,7 +330,10 @@ class _SelectorJoin(_WTableJoin):
     def _join_selected(self, record: Record, ctx: StepContext, ts: Callable[[int | None], int]) -> str:
         """Look up the window the selector picks for ``record`` and emit the left join's result with the
         timestamp ``ts(ts of the value found)``; what happened, in words."""
-        window = self.selector(record.key, record.value, record.ts)
+        try:
+            window = self.selector(record.key, record.value, record.ts)
+        except ValueError as error:
+            raise ValueError(f"events[{record.offset}] ({record.describe()}): {error}") from None
         found, said = (None, "") if window is None else self._lookup(self.right, record.key, window)
         kind = OutputKind.JOINED if found is not None else OutputKind.UNMATCHED
         output = ctx.emit(

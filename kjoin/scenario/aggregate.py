@@ -21,6 +21,13 @@ run``) routes these six ``join:`` names to::
     events:                        # in processing order; a WTable side's events are stream records
       - {side: left, key: home, value: view, ts: 1000}
 
+Every event of a two-input join names its ``side``; an aggregate has one input (its events need no side, and
+either side is a record of it), a self-join one too, the left (``side: right`` is refused).
+``window_shift_ms`` is a multiple of the right WTable's advance. ``group_by``, ``{sum: field}`` and a ``{field:
+...}`` selector read a field of mapping values: a null value or a mapping without the field gives a null group
+(skipped), adds 0 (as the Kafka harness's aggregator does), or selects no window; any other value is an error
+naming the event. ``join: hopping-join`` is refused with a pointer to :func:`kjoin.engine.aggregates.run_hopping_join`.
+
 :func:`kjoin.run` runs one (:mod:`kjoin.engine.aggregates`); :func:`kjoin.render.spec_jsonl` writes its trace
 as JSON lines, a windowed output as ``key`` plus ``window: {start_ms, end_ms}``.
 
@@ -39,6 +46,7 @@ from ..joins.wtable import WTABLE_JOINS, Selector, select_by_field, select_by_ti
 from ..partitioner import default_partition
 from ..records import Record, Side, kafka_keys
 from ..semantics import Semantics, parse_semantics
+from .fields import JOINS as PRIMARY_JOINS
 from .fields import KEY_TYPES, ScenarioError
 from .inputs import MAX_EVENTS, MAX_PARTITIONS, check_document, did_you_mean, unknown_field
 
@@ -54,6 +62,15 @@ __all__ = [
 AGGREGATE_JOINS = ("table-aggregate", "window-aggregate", *WTABLE_JOINS)
 """Seed 000's joins: the two aggregates and the four WTable joins."""
 JOINS = AGGREGATE_JOINS
+HOPPING_JOIN = "hopping-join"
+HOPPING_JOIN_ELSEWHERE = (
+    "join: hopping-join (seed 000's stream-stream join over hopping windows, one output per matching pair) is a "
+    "teaching contrast that runs from Python only: kjoin.engine.aggregates.run_hopping_join(events, "
+    'TimeWindows(size_ms, advance_ms), per="pair") (per="window": one output per shared window; '
+    "hopping_join_counts(events, windows) gives both counts). No Kafka Streams DSL builds it, so a scenario file "
+    "cannot name it; for Kafka's own windowed join use join: stream-stream with a window"
+)
+"""Why ``join: hopping-join`` is refused in a scenario, and where it runs instead."""
 AGGREGATE_FIELDS = {
     "join",
     "variant",
@@ -116,10 +133,20 @@ class AggregateSpec:
             raise fail(f"a scenario is a mapping with join and events; got {type(data).__name__}")
         try:
             check_document(data)
-            unknown_field("", data, AGGREGATE_FIELDS)
             join = data.get("join")
+            if join == HOPPING_JOIN:
+                raise fail(HOPPING_JOIN_ELSEWHERE)
+            if join in PRIMARY_JOINS:
+                raise fail(
+                    f"join: {join!r} is a join of kjoin.Scenario (Scenario.from_dict), not one of seed 000's "
+                    f"({', '.join(JOINS)}); kjoin.load_scenario and kjoin run read either"
+                )
+            unknown_field("", data, AGGREGATE_FIELDS)
             if not isinstance(join, str) or join not in JOINS:
-                raise fail(f"join: {join!r} is not one of {', '.join(JOINS)}{did_you_mean(join, JOINS)}")
+                raise fail(
+                    f"join: {join!r} is not one of {', '.join(JOINS)}{did_you_mean(join, (*JOINS, *PRIMARY_JOINS))} "
+                    f"(seed 000's joins; kjoin.Scenario's are {', '.join(PRIMARY_JOINS)})"
+                )
             extra = sorted(set(data) - _ALLOWED[join] - {"join", "variant", "semantics", "partitions", "events"})
             if extra:
                 raise fail(
@@ -158,8 +185,9 @@ class AggregateSpec:
             raise fail("events: a list of {side, key, value, ts} mappings")
         if len(events) > MAX_EVENTS:
             raise fail(f"events: {len(events)} events, more than the reference engine runs at once ({MAX_EVENTS})")
+        self_join = data.get("self_join") is True
         for index, event in enumerate(events):
-            _check_event(event, index, partitions)
+            _check_event(event, index, partitions, join, self_join)
         group_by = data.get("group_by")
         if "group_by" in data and (not isinstance(group_by, str) or not all(group_by.split("."))):
             raise fail(f"group_by: a field path of the value such as page or user.country, not {group_by!r}")
@@ -189,7 +217,23 @@ class AggregateSpec:
             )
         if data.get("window_shift_ms") is not None and variant != "left":
             raise fail(f"window_shift_ms: a window shifter exists only for the left join, not {variant}")
+        spec._check_shift()
         return spec
+
+    def _check_shift(self) -> None:
+        """A shifted window must start where a window of the right WTable starts, or every lookup finds nothing."""
+        shift = self.data.get("window_shift_ms")
+        if shift is None:
+            return
+        right = self.windows("right_window" if "right_window" in self.data else "window")
+        if shift % right.advance != 0:
+            name = "right_window" if "right_window" in self.data else "window"
+            lower = shift - shift % right.advance
+            raise self._fail(
+                f"window_shift_ms: {shift} is not a multiple of the {name}'s advance ({right.advance} ms), so a "
+                f"shifted window never starts where a window of the right WTable does and every lookup finds "
+                f"nothing; use a multiple of {right.advance}, such as {lower} or {lower + right.advance}"
+            )
 
     # -- the parts ----------------------------------------------------------------------
     def _fail(self, message: str) -> ScenarioError:
@@ -307,8 +351,11 @@ update and an output per record, so more would run for hours without saying why.
 _EVENT_FIELDS = {"side", "key", "value", "ts", "partition"}
 
 
-def _check_event(event: Any, index: int, partitions: int) -> None:
-    """One event of a seed-000 scenario: side, key, value, ts and optionally partition."""
+def _check_event(event: Any, index: int, partitions: int, join: str, self_join: bool) -> None:
+    """One event of a seed-000 scenario: side, key, value, ts and optionally partition. ``side`` is required in a
+    join of two inputs; an aggregate has one input, so its events need no side (any side is a record of that
+    input); a self-join's one input is the left, so ``side: right`` is refused there."""
+    one_input = join in ("table-aggregate", "window-aggregate") or self_join
     where = f"events[{index}]"
     if not isinstance(event, Mapping):
         raise ScenarioError(
@@ -318,9 +365,18 @@ def _check_event(event: Any, index: int, partitions: int) -> None:
     for required in ("key", "value", "ts"):
         if required not in event:
             raise ScenarioError(f"{where}: missing field {required!r} (write null for a null key or value)")
+    if "side" not in event and not one_input:
+        raise ScenarioError(
+            f"{where}: missing field 'side': a {join} join has two inputs; write side: left or side: right"
+        )
     side = event.get("side", "left")
     if side not in ("left", "right"):
         raise ScenarioError(f"{where}.side: expected left or right, got {side!r}")
+    if side == "right" and self_join:
+        raise ScenarioError(
+            f"{where}.side: a WTable joined with itself (self_join: true) has one input, the left: every event is "
+            "one of its records; write side: left or leave side out"
+        )
     key = event["key"]
     if key is not None and not isinstance(key, KEY_TYPES):
         raise ScenarioError(f"{where}.key: expected a string, number or null, got {type(key).__name__} {key!r:.60}")
