@@ -47,7 +47,7 @@ def _run(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .export_junit import class_name, export_junit
+    from .export import class_name, export_junit
 
     if not args.junit:
         raise ScenarioError("kjoin export: name the format: --junit (a JUnit 5 test for Kafka Streams)")

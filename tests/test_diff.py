@@ -225,7 +225,7 @@ def test_switched_rules_are_written_after_the_version_and_read_back() -> None:
     scenario = Scenario.from_dict({**PLANTED["kip77"][0], "semantics": "0.10.2-kip77"})
     assert scenario.semantics.era == "0.10.0" and Scenario.from_dict(scenario.to_dict()) == scenario
     with pytest.raises(ScenarioError, match="no Kafka release behaves so"):
-        from kjoin.export_junit import export_junit
+        from kjoin.export import export_junit
 
         export_junit(scenario, "T")
 

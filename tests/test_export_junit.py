@@ -26,7 +26,7 @@ import kjoin
 from kjoin.scenario import AggregateSpec
 from kjoin.engine.aggregates import DAY_MS, WEEK_MS
 from kjoin.cli import main
-from kjoin.export_junit import (
+from kjoin.export import (
     JUDGES,
     SEED_000_JUDGE,
     ExportError,

@@ -154,7 +154,7 @@ def test_the_graph_sees_imports_inside_functions_and_relative_imports():
     """The graph itself: a known edge made by an import inside a function, and one by a relative import."""
     edges = import_graph()
     assert "kjoin.engine" in edges["kjoin.cli"]  # from .engine import run (top level)
-    assert "kjoin.export_junit" in edges["kjoin.cli"]  # from .export_junit import ... (inside main)
+    assert "kjoin.export" in edges["kjoin.cli"]  # from .export import ... (inside a function)
     assert "kjoin.engine.loop" in edges["kjoin.engine.aggregates"]  # from .loop import run_steps
     assert "kjoin.scenario" in edges["kjoin.engine.loop"]  # from ..scenario.fields: runs kjoin/scenario/__init__
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset({"a", "b", "c"})]
@@ -170,6 +170,42 @@ def test_no_import_cycles_in_kjoin_and_kjoin_viz():
 
 def test_no_cycle_is_allowed_in_kjoin_outside_the_spark_package():
     assert all(name.startswith("kjoin_viz.") or name.startswith("kjoin.spark") for c in KNOWN_CYCLES for name in c)
+
+
+LAYERS = (
+    ("kjoin.records", "kjoin.fates", "kjoin.semantics", "kjoin.partitioner", "kjoin.serde", "kjoin.state"),
+    ("kjoin.notation", "kjoin.ordering"),
+    ("kjoin.stores",),
+    ("kjoin.joins",),
+    ("kjoin.scenario",),
+    ("kjoin.trace", "kjoin.consistency"),
+    ("kjoin.engine",),
+    ("kjoin.render", "kjoin.diff"),
+    ("kjoin", "kjoin.cli", "kjoin.export", "kjoin.spark", "kjoin_viz"),
+)
+"""docs/architecture.md's layers, lowest first: a module imports only its own layer and those below. A module a
+layer does not name (by its longest prefix) is not checked."""
+
+
+def _layer(module: str) -> int | None:
+    found = [
+        (len(prefix), index)
+        for index, names in enumerate(LAYERS)
+        for prefix in names
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    return max(found)[1] if found else None
+
+
+def test_imports_point_down_the_layers():
+    upward = []
+    for module, targets in sorted(import_graph().items()):
+        here = _layer(module)
+        for target in sorted(targets):
+            there = _layer(target)
+            if here is not None and there is not None and there > here:
+                upward.append(f"{module} -> {target}")
+    assert not upward, f"imports up the layers of docs/architecture.md: {upward}"
 
 
 # -- function length ----------------------------------------------------------------------------
