@@ -13,9 +13,8 @@ import yaml
 
 import kjoin
 from kjoin.scenario import AGGREGATE_JOINS, AggregateSpec
-from kjoin.engine.aggregates import run_spec
+from kjoin.engine.aggregates import DAY_MS, WEEK_MS, run_spec
 from kjoin.render import spec_table
-from kjoin.engine.aggregates import DAY_MS, WEEK_MS
 from kjoin.cli import main
 
 from .test_spark_aggregates import random_spec
