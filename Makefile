@@ -85,7 +85,7 @@ fuzz-inputs: $(STAMP)
 
 # The reference engine alone, every join kind at 10^5 and 10^6 events, kjoin.run and `kjoin run` (README numbers).
 bench-reference: $(STAMP)
-	$(PY) -m kjoin.bench_reference
+	$(PY) -m benchmarks.bench_reference
 
 # N random scenarios per Kafka version through kjoin and the real library: `N=10000 make kafka-check`. The versions
 # are derived from kjoin/semantics.py's era boundaries (tests/oracle_check.py's judged_versions), all of them here;

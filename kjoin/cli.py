@@ -8,7 +8,7 @@ import sys
 from typing import Sequence
 
 from .engine import run
-from .render import seed_table, trace_jsonl, trace_table
+from .render import seed_table, spec_jsonl, spec_table, trace_jsonl, trace_table
 from .scenario import VARIANTS, Scenario, ScenarioError, load_scenario
 
 __all__ = ["main"]
@@ -32,8 +32,6 @@ def _run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
     trace = run(scenario)
     if not isinstance(scenario, Scenario):  # an aggregate or windowed-table scenario
-        from .aggregate_spec import spec_jsonl, spec_table
-
         lines = spec_jsonl(trace) if args.format == "jsonl" else [spec_table(trace)]
         for line in lines:
             print(line)
@@ -49,7 +47,7 @@ def _run(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .export_junit import class_name, export_junit
+    from .export import class_name, export_junit
 
     if not args.junit:
         raise ScenarioError("kjoin export: name the format: --junit (a JUnit 5 test for Kafka Streams)")

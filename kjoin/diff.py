@@ -30,9 +30,14 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from .engine import run
 from .records import Record, render_value
-from .scenario import Scenario, ScenarioError
+from .scenario import AGGREGATE_JOINS, AggregateSpec, Scenario, ScenarioError
+from .scenario.aggregate import AGGREGATE_FIELDS
+from .scenario.inputs import read_document
+from .scenario.model import DOCUMENT_FIELDS
 from .semantics import Semantics, parse_semantics
+from .trace import output_to_dict
 
 __all__ = ["Attribution", "Difference", "Diff", "diff", "MAX_RUNS", "parse_setting", "compare_outputs", "Outputs"]
 
@@ -217,7 +222,6 @@ def diff(
     differences = _compare(outputs, _per_input(target))
 
     def differences_of(semantics: Semantics, turned: Mapping[str, Any]) -> list[Difference] | None:
-        from .engine import run
 
         try:
             trace = run(_build(_apply(document, turned, semantics), None))
@@ -252,9 +256,6 @@ def _setting_text(value: Any) -> str:
 
 # -- documents and runs ------------------------------------------------------------------------
 def _document(scenario: Any) -> tuple[dict[str, Any], str | None]:
-    from .aggregate_spec import AggregateSpec
-    from .scenario.parsing import read_document
-
     if isinstance(scenario, Scenario):
         return scenario.to_dict(), scenario.name
     if isinstance(scenario, AggregateSpec):
@@ -271,11 +272,9 @@ def _document(scenario: Any) -> tuple[dict[str, Any], str | None]:
 
 def _check_path(path: str, document: Mapping[str, Any], source: str | None) -> None:
     """A ``--set`` path names a setting of the scenario: else an error naming it, with the nearest."""
-    from .aggregate_spec import AGGREGATE_JOINS, _FIELDS
-    from .scenario.model import DOCUMENT_FIELDS
 
     aggregate = document.get("join") in AGGREGATE_JOINS
-    top = sorted((_FIELDS if aggregate else DOCUMENT_FIELDS) - set(_NOT_SETTINGS))
+    top = sorted((AGGREGATE_FIELDS if aggregate else DOCUMENT_FIELDS) - set(_NOT_SETTINGS))
     parts = path.split(".")
     if parts[0] in _NOT_SETTINGS:
         raise ScenarioError(f"--set {path}: not a setting to compare ({_NOT_SETTINGS[parts[0]]})", source)
@@ -314,15 +313,12 @@ def _apply(document: Mapping[str, Any], settings: Mapping[str, Any], semantics: 
 
 
 def _build(data: Mapping[str, Any], source: str | None) -> Any:
-    from .aggregate_spec import AGGREGATE_JOINS, AggregateSpec
-
     if data.get("join") in AGGREGATE_JOINS:
         return AggregateSpec.from_dict(data, source)
     return Scenario.from_dict(data, source)
 
 
 def _load(document: Mapping[str, Any], semantics: Semantics, settings: Mapping[str, Any], source: Any, flag: str):
-    from .engine import run
 
     try:
         return run(_build(_apply(document, settings, semantics), None))
@@ -350,8 +346,6 @@ def _canon(outputs: Any) -> str:
 
 
 def _observed(output: Any) -> dict[str, Any]:
-    from .aggregates import output_to_dict
-
     data = output_to_dict(output)
     return {name: data[name] for name in _OBSERVED if name in data}
 

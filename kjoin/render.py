@@ -1,14 +1,28 @@
-"""Traces as text: the seeds' kind of table, a step-by-step table, and JSON lines."""
+"""Traces as text: the seeds' kind of table, a step-by-step table, and JSON lines; a seed-000
+trace (an aggregate or a WTable join) as ``kjoin run`` prints it (:func:`spec_table`, :func:`spec_jsonl`)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from .joins.window_aggregate import Windowed
 from .records import render_value
-from .trace import Step, Trace
+from .scenario.aggregate import AggregateConfig
+from .semantics import parse_semantics
+from .trace import AggregateTrace, Step, Trace, output_to_dict
 
-__all__ = ["seed_table", "trace_table", "scenario_title", "trace_jsonl", "format_table", "cell"]
+__all__ = [
+    "seed_table",
+    "trace_table",
+    "scenario_title",
+    "trace_jsonl",
+    "format_table",
+    "cell",
+    "spec_jsonl",
+    "spec_table",
+    "spec_title",
+]
 
 
 def cell(step: Step, with_ts: bool = False) -> str:
@@ -126,3 +140,69 @@ def trace_jsonl(trace: Trace) -> Iterator[str]:
     """One JSON object per step: ``{"step", "input", "outputs", "reason", "explain", …}``."""
     for step in trace.steps:
         yield json.dumps(step.to_dict(), sort_keys=False, separators=(", ", ": "), default=render_value)
+
+
+# -- seed 000: aggregates and WTable joins ------------------------------------------------
+def spec_jsonl(trace: AggregateTrace) -> Iterator[str]:
+    """One JSON object per step, as ``kjoin run --format jsonl`` writes; windowed outputs carry ``window``."""
+    for step in trace.steps:
+        yield json.dumps(_step_dict(step), separators=(", ", ": "), default=render_value)
+
+
+def spec_title(trace: AggregateTrace) -> str:
+    """One line naming the join and the options that change its outputs."""
+    config = trace.scenario
+    assert isinstance(config, AggregateConfig), "spec_title reads a seed-000 trace (an AggregateTrace)"
+    options = config.options
+    if config.join == "table-aggregate":
+        parts = [f"table-aggregate ({config.variant}) grouped by {options['group_by']}"]
+    elif config.join == "hopping-join":
+        parts = [f"hopping-join, one output per {options['per']}"]
+    else:
+        kind = "" if config.join == "window-aggregate" else f" {config.variant} join"
+        parts = [f"{config.join}{kind}, {options['windows'].describe()}"]
+        layout = options.get("layout")
+        if layout is not None:
+            parts.append(f"retention {layout.retention_ms} ms in segments of {layout.segment_interval_ms} ms")
+        if options.get("shifter") is not None:
+            parts.append(f"window shifter: {options['shifter'].__doc__}")
+        if options.get("self_join"):
+            parts.append("self join")
+    semantics = options.get("semantics")
+    if semantics is not None and semantics != parse_semantics(None):
+        parts.append(f"Kafka {semantics} rules")
+    parts.append(f"{config.partitions} partition{'s' if config.partitions != 1 else ''}")
+    return ", ".join(parts)
+
+
+def spec_table(trace: AggregateTrace) -> str:
+    """Every step as ``kjoin run`` prints it: the input, its outputs (a windowed key with its
+    window ``[start, end)``), and what happened to it."""
+    rows = []
+    for step in trace.steps:
+        r = step.record
+        fate = step.fate.value + ("" if step.reason is None else f" ({step.reason.value})")
+        outputs = ", ".join(_output_text(o) for o in step.outputs)
+        rows.append(
+            [step.index, step.task, r.side.value, render_value(r.key), render_value(r.value), r.ts, outputs, fate]
+        )
+    header = ["step", "task", "side", "key", "value", "ts", "outputs", "fate"]
+    return spec_title(trace) + "\n" + format_table(header, rows)
+
+
+def _output_text(output: Any) -> str:
+    text = f"{output.render()}@{output.ts}"
+    return f"{output.key}: {text}" if isinstance(output.key, Windowed) else text
+
+
+def _step_dict(step: Any) -> dict[str, Any]:
+    return {
+        "step": step.index,
+        "input": step.record.to_dict(),
+        "task": step.task,
+        "outputs": [output_to_dict(o) for o in step.outputs],
+        "fate": step.fate.value,
+        "reason": None if step.reason is None else step.reason.value,
+        "until_ms": step.until_ms,
+        "explain": step.explain,
+    }

@@ -386,6 +386,12 @@ class Semantics:
     def stream_table_grace(self) -> bool:
         """KIP-923 (3.6): a stream-table join over a versioned table may hold stream records for a grace period."""
 
+    @since("3.4", ticket="KIP-770", feature=True)
+    def statestore_cache_config(self) -> bool:
+        """KIP-770 (3.4): the record caches' size is set with ``statestore.cache.max.bytes``
+        (``StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG``); before, ``cache.max.bytes.buffering``. A config's name
+        only: kjoin's outputs do not depend on it, the exported tests (:mod:`kjoin.export`) do."""
+
     @since("3.5", ticket="KIP-904", feature=True)
     def table_aggregate_single_update(self) -> bool:
         """KIP-904 (3.5): a KTable aggregate's update that keeps its group is one repartition record (before, a

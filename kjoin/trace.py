@@ -6,8 +6,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from .fates import Fate, Reason
+from .joins.aggregate import AggregateOutput
 from .joins.fk_protocol import SUBSCRIPTION, Message
+from .joins.window_aggregate import WTable, Windowed
+from .joins.wtable import RESULT_TYPES
 from .records import Output, Record, Side
+from .scenario.aggregate import AggregateConfig
 from .state import StateHistory, StoreId
 from .stores import (
     CLOCK,
@@ -27,9 +31,10 @@ from .stores import (
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from .joins.stream_stream import JoinWindows
     from .scenario import Scenario
 
-__all__ = ["Step", "DeliveryStep", "Trace", "StateSnapshot"]
+__all__ = ["Step", "DeliveryStep", "Trace", "AggregateTrace", "StateSnapshot", "output_to_dict"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,15 +111,26 @@ class DeliveryStep(Step):
 
 
 class Trace:
-    """Every step of a run, in processing order, with the state after each one."""
+    """Every step of a run, in processing order, with the state after each one.
 
-    def __init__(self, scenario: "Scenario", steps: list[Step], history: StateHistory) -> None:
+    ``scenario`` is what the run was asked to do: the :class:`~kjoin.scenario.Scenario` of a join,
+    or the :class:`~kjoin.scenario.AggregateConfig` of an aggregate or a WTable join (seed 000).
+    """
+
+    def __init__(self, scenario: "Scenario | AggregateConfig", steps: list[Step], history: StateHistory) -> None:
         self.scenario = scenario
         self.steps = steps
         self._history = history
 
     def __len__(self) -> int:
         return len(self.steps)
+
+    @property
+    def join_window(self) -> "JoinWindows | None":
+        """The join window of a stream-stream join; ``None`` for every other run (a windowed
+        aggregate's windows are its ``scenario.options["windows"]``)."""
+        scenario = self.scenario
+        return None if isinstance(scenario, AggregateConfig) else scenario.window
 
     def __iter__(self) -> Iterator[Step]:
         return iter(self.steps)
@@ -229,6 +245,46 @@ class Trace:
 
     def state_frame(self, step: int) -> "pd.DataFrame":
         return self.state_at(step).frame()
+
+
+class AggregateTrace(Trace):
+    """A trace of an aggregate or a WTable join; :meth:`wtable` gives a windowed result."""
+
+    def wtable(self) -> WTable:
+        """The WTable of a windowed aggregate (or of a join whose result is a WTable)."""
+        if self.scenario.join == "window-aggregate":
+            return WTable(o for o in self.outputs if isinstance(o, AggregateOutput))
+        if RESULT_TYPES.get(self.scenario.join) == "WTable":
+            return WTable(_as_aggregate_output(o) for o in self.outputs)
+        raise TypeError(
+            f"a {self.scenario.join} result is a {RESULT_TYPES.get(self.scenario.join, 'KTable')}, not a WTable"
+        )
+
+
+def _as_aggregate_output(output: Output) -> AggregateOutput:
+    key = output.key
+    assert isinstance(key, Windowed)
+    return AggregateOutput(
+        key.key,
+        output.value,
+        None,
+        output.ts,
+        output.tombstone,
+        "join",
+        output.partition,
+        output.origin_step,
+        (key.window.start_ms, key.window.end_ms),
+    )
+
+
+def output_to_dict(output: Any) -> dict[str, Any]:
+    """An output as JSON-ready data; a :class:`Windowed` key becomes ``key`` and ``window``."""
+    data = output.to_dict()
+    key = data.get("key")
+    if isinstance(key, Windowed):
+        data["key"] = key.key
+        data["window"] = key.window.to_dict()
+    return data
 
 
 class StateSnapshot:

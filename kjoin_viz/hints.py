@@ -77,7 +77,7 @@ def _joined(output: Output) -> bool:
 
 
 def _window_hint(trace: Trace, index: int) -> str | None:
-    window = getattr(trace.scenario, "window", None)
+    window = trace.join_window
     if trace.scenario.join != "stream-stream" or window is None:
         return None
     r = trace.steps[index].record

@@ -212,11 +212,11 @@ class StepView:
 
 
 def _consistency(trace: Trace) -> list[bool] | None:
-    """The consistency marks of a WTable table join (:func:`kjoin.aggregates.consistency_marks`),
+    """The consistency marks of a WTable table join (:func:`kjoin.consistency.consistency_marks`),
     else ``None``: other traces are not marked."""
     if trace.scenario.join not in ("wtable-wtable", "wtable-table", "table-wtable"):
         return None
-    from kjoin.aggregates import consistency_marks
+    from kjoin.consistency import consistency_marks
 
     return consistency_marks(trace)
 

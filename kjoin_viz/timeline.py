@@ -42,7 +42,7 @@ AXIS_Y, LEGEND_Y, HEIGHT = 86, 116, 126
 def join_range(trace: Trace, step: int) -> tuple[int, int] | None:
     """The timestamps the other side may have to join with the record of ``step`` (inclusive),
     or ``None`` for a join without a window."""
-    window = trace.scenario.window
+    window = trace.join_window
     if window is None:
         return None
     record = trace.steps[step].record
@@ -74,7 +74,7 @@ def _nice(value: float) -> int:
 def view_span(trace: Trace) -> int:
     """How many milliseconds the timeline shows: twice the join window (so that a whole window
     fits in half a view), or about twenty records' worth of time; at least 10 ms."""
-    window = trace.scenario.window
+    window = trace.join_window
     if window is not None:
         return max(10, 2 * (window.before_ms + window.after_ms))
     times = [s.record.ts for s in trace.steps]
@@ -177,7 +177,7 @@ def timeline_svg(
         parts.append(f'<text x="{MARGIN - 4}" y="{AXIS_Y - 4}" text-anchor="end" fill="#777">◀ {before}</text>')
     if after:
         parts.append(f'<text x="{WIDTH - MARGIN + 4}" y="{AXIS_Y - 4}" fill="#777">{after} ▶</text>')
-    parts.append(_legend(trace.scenario.window is not None))
+    parts.append(_legend(trace.join_window is not None))
     parts.append("</svg>")
     return "".join(parts)
 

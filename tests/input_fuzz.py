@@ -190,7 +190,7 @@ def _accounted(result: Any) -> str:
 
 def through_api(doc: Any) -> Callable[[], Any]:
     def call() -> Any:
-        from kjoin.aggregate_spec import AGGREGATE_JOINS, AggregateSpec
+        from kjoin.scenario import AGGREGATE_JOINS, AggregateSpec
 
         if isinstance(doc, dict) and doc.get("join") in AGGREGATE_JOINS:
             return kjoin.run(AggregateSpec.from_dict(doc))

@@ -13,7 +13,7 @@ with several partitions is cut into one harness run per task); the records on th
 table-table result's old value); foreign-key messages delivered at once (TopologyTestDriver's order, kjoin's
 ``delivery: immediate``). Which Kafka version judges which of kjoin's eras is ``VERSIONS`` below.
 
-Seed 000 (``kjoin.aggregate_spec``): the harness builds what today's DSL expresses (``aggregate_specs``):
+Seed 000 (``kjoin.scenario.aggregate``): the harness builds what today's DSL expresses (``aggregate_specs``):
 ``window-aggregate`` (a windowed count), ``table-aggregate`` (a count grouped by a field, one partition: its
 repartition topic crosses tasks) and the same-window ``wtable-wtable`` join; a windowed key is compared as
 ``[key, value, ts, {start_ms, end_ms}]``. ``SEED_000_VERSIONS`` judge them.
@@ -36,8 +36,8 @@ import yaml
 from hypothesis import strategies as st
 
 import kjoin
-from kjoin.aggregate_spec import AggregateSpec
-from kjoin.aggregates import output_to_dict
+from kjoin.scenario import AggregateSpec
+from kjoin.trace import output_to_dict
 from kjoin.records import render_value
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -338,7 +338,7 @@ def _tasks(scenario: kjoin.Scenario | AggregateSpec) -> list[tuple[list[int], di
         data = dict(scenario.data)
         if data.get("partitions", 1) == 1:
             return [(list(range(len(data["events"]))), data)]
-        steps = scenario.run().steps
+        steps = kjoin.run(scenario).steps
         return [
             (indexes, {**data, "partitions": 1, "events": [data["events"][i] for i in indexes]})
             for task in range(data["partitions"])
@@ -603,7 +603,7 @@ def kjoin_outputs(scenario: kjoin.Scenario) -> list[list[list[Any]]]:
     output is ``[key, value, ts, {start_ms, end_ms}]``."""
     if isinstance(scenario, AggregateSpec):
         per_spec_event = []
-        for step in scenario.run().steps:
+        for step in kjoin.run(scenario).steps:
             records = []
             for output in step.outputs:
                 data = output_to_dict(output)

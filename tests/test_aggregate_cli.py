@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 import kjoin
-from kjoin.aggregate_spec import AGGREGATE_JOINS, AggregateSpec, run_spec, spec_table
-from kjoin.aggregates import DAY_MS, WEEK_MS
+from kjoin.scenario import AGGREGATE_JOINS, AggregateSpec
+from kjoin.engine.aggregates import DAY_MS, WEEK_MS, run_spec
+from kjoin.render import spec_table
 from kjoin.cli import main
 
 from .test_spark_aggregates import random_spec
@@ -84,7 +85,7 @@ def test_load_scenario_and_kjoin_run_take_every_seed_000_join(tmp_path, join):
     loaded = kjoin.load_scenario(path)
     assert isinstance(loaded, AggregateSpec) and loaded.join == join and loaded.source == str(path)
     trace = kjoin.run(loaded)
-    expected = AggregateSpec.from_dict(spec).run()
+    expected = kjoin.run(AggregateSpec.from_dict(spec))
     assert [[o.to_dict() for o in s.outputs] for s in trace] == [[o.to_dict() for o in s.outputs] for s in expected]
     assert [(s.fate, s.reason) for s in trace] == [(s.fate, s.reason) for s in expected]
 

@@ -12,14 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kjoin.aggregate_stores import (
+from kjoin.stores.aggregate import (
     AggregateStore,
     SegmentedWindowStore,
     SegmentLayout,
     describe_store,
     storage_overhead,
 )
-from kjoin.aggregates import (
+from kjoin.engine.aggregates import (
     DAY_MS,
     WEEK_MS,
     TimeWindows,
@@ -410,7 +410,7 @@ def test_kafkas_default_layout_is_one_segment_for_short_windows():
 
 # -- the store contract: name, header, rows(), and the same rows decoded from any snapshot ---------
 def test_every_new_store_describes_itself_and_its_snapshot_rows_match_the_live_rows():
-    from kjoin.aggregate_stores import RepartitionTopic
+    from kjoin.stores.aggregate import RepartitionTopic
     from kjoin.joins.aggregate import TableAggregate
     from kjoin.joins.context import StepContext
     from kjoin.joins.window_aggregate import WindowAggregate
@@ -450,7 +450,7 @@ def test_every_new_store_describes_itself_and_its_snapshot_rows_match_the_live_r
 
 
 def test_the_state_frame_shows_every_new_store_at_every_step():
-    from kjoin.aggregates import run_hopping_join, select_by_timestamp
+    from kjoin.engine.aggregates import run_hopping_join, select_by_timestamp
 
     events = [
         {"side": side, "key": "a", "value": {"page": "X", "at": ts}, "ts": ts}
@@ -478,12 +478,12 @@ def test_the_state_frame_shows_every_new_store_at_every_step():
 
 
 def test_the_public_names_of_the_aggregates_api_exist():
-    import kjoin.aggregate_spec
-    import kjoin.aggregates
+    import kjoin.engine.aggregates
+    import kjoin.scenario.aggregate
 
-    for module in (kjoin.aggregates, kjoin.aggregate_spec):
+    for module in (kjoin.engine.aggregates, kjoin.scenario.aggregate):
         assert [name for name in module.__all__ if not hasattr(module, name)] == []
-    assert kjoin.aggregates.JOINS == (
+    assert kjoin.engine.aggregates.JOINS == (
         "table-aggregate",
         "window-aggregate",
         "wtable-wtable",
@@ -494,7 +494,7 @@ def test_the_public_names_of_the_aggregates_api_exist():
 
 
 def test_an_aggregator_that_fails_on_a_value_names_the_event_and_the_value():
-    from kjoin.aggregate_spec import run_spec
+    from kjoin.engine.aggregates import run_spec
     from kjoin.scenario import ScenarioError
 
     events = [

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kjoin import bench
+from benchmarks import bench
 
 pytestmark = pytest.mark.spark
 

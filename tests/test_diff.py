@@ -186,7 +186,7 @@ def test_every_rule_switched_alone_changes_its_planted_scenario_and_diff_charges
 
 
 def _build(document: dict):
-    from kjoin.aggregate_spec import AGGREGATE_JOINS, AggregateSpec
+    from kjoin.scenario import AGGREGATE_JOINS, AggregateSpec
 
     return AggregateSpec.from_dict(document) if document["join"] in AGGREGATE_JOINS else Scenario.from_dict(document)
 
@@ -239,7 +239,7 @@ def test_switched_rules_are_written_after_the_version_and_read_back() -> None:
     scenario = Scenario.from_dict({**PLANTED["kip77"][0], "semantics": "0.10.2-kip77"})
     assert scenario.semantics.era == "0.10.0" and Scenario.from_dict(scenario.to_dict()) == scenario
     with pytest.raises(ScenarioError, match="no Kafka release behaves so"):
-        from kjoin.export_junit import export_junit
+        from kjoin.export import export_junit
 
         export_junit(scenario, "T")
 

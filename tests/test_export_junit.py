@@ -23,10 +23,10 @@ import pytest
 import yaml
 
 import kjoin
-from kjoin.aggregate_spec import AggregateSpec
-from kjoin.aggregates import DAY_MS, WEEK_MS
+from kjoin.scenario import AggregateSpec
+from kjoin.engine.aggregates import DAY_MS, WEEK_MS
 from kjoin.cli import main
-from kjoin.export_junit import (
+from kjoin.export import (
     JUDGES,
     SEED_000_JUDGE,
     ExportError,

@@ -115,7 +115,10 @@ def test_seed_000_over_a_million_partitions_builds_only_the_tasks_of_its_records
     doc = {
         "join": join,
         "partitions": 1_000_000,
-        "events": [{"key": "a", "value": {"g": "x"}, "ts": 1}, {"key": "b", "value": {"g": "y"}, "ts": 2}],
+        "events": [
+            {"side": "left", "key": "a", "value": {"g": "x"}, "ts": 1},
+            {"side": "left", "key": "b", "value": {"g": "y"}, "ts": 2},
+        ],
         **({"group_by": "g"} if join == "table-aggregate" else {"window": {"size_ms": 10}}),
     }
     outcome, detail = input_fuzz.run_case(input_fuzz.through_api(doc), 5.0)
@@ -151,7 +154,7 @@ def test_a_misspelled_field_gets_a_did_you_mean():
         kjoin.Scenario.from_dict(
             {"join": "stream-table", "variant": "left", "events": [{"side": "left", "key": "k", "vale": 1, "ts": 1}]}
         )
-    from kjoin.aggregate_spec import AggregateSpec
+    from kjoin.scenario import AggregateSpec
 
     with pytest.raises(kjoin.ScenarioError, match=r"did you mean 'size_ms'"):
         AggregateSpec.from_dict({"join": "window-aggregate", "window": {"sise_ms": 10}, "events": []})

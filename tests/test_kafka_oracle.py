@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 import kjoin
-from kjoin.aggregate_spec import AggregateSpec
+from kjoin.scenario import AggregateSpec
 from tests.test_wtable import BEHIND_RETENTION
 from tests import oracle_check
 from tests.oracle_check import (
@@ -628,7 +628,7 @@ def test_since_3_4_a_window_behind_the_retention_is_hidden_from_a_wtable_join_an
             for variant in ("left", "outer"):
                 spec = AggregateSpec.from_dict({**EXPIRED_WINDOW, "variant": variant, "semantics": version})
                 assert judge.run(spec) == kjoin_outputs(spec) == [*first, expected[version, variant]]
-    hidden = AggregateSpec.from_dict(EXPIRED_WINDOW).run().steps[2]
+    hidden = kjoin.run(AggregateSpec.from_dict(EXPIRED_WINDOW)).steps[2]
     assert (hidden.fate.value, hidden.reason.value) == ("no-match", "behind-retention")
     assert "behind the retention" in hidden.explain and "observed 35 - retention 5 = 30" in hidden.explain
 
@@ -657,7 +657,7 @@ def test_every_kafka_version_counts_a_null_value_in_a_windowed_count(built) -> N
         with Harness(version) as judge:
             spec = AggregateSpec.from_dict({**NULL_VALUE_COUNT, "semantics": version})
             assert judge.run(spec) == kjoin_outputs(spec) == [[["a", "1", 1, window]], [["a", "2", 2, window]]]
-            assert [step.fate.value for step in spec.run().steps] == ["joined", "joined"]
+            assert [step.fate.value for step in kjoin.run(spec).steps] == ["joined", "joined"]
             total = AggregateSpec.from_dict({**summed, "semantics": version})
             assert judge.run(total) == kjoin_outputs(total) == [[["a", "4", 1, window]], [["a", "4", 2, window]]]
 

@@ -72,7 +72,7 @@ SCENARIOS = {
 }
 
 
-AGGREGATE_SCENARIOS = {  # the aggregates' and windowed tables' stores (kjoin.aggregate_stores)
+AGGREGATE_SCENARIOS = {  # the aggregates' and windowed tables' stores (kjoin.stores.aggregate)
     "table aggregate": {
         "join": "table-aggregate",
         "group_by": "g",
@@ -91,8 +91,8 @@ AGGREGATE_SCENARIOS = {  # the aggregates' and windowed tables' stores (kjoin.ag
 
 
 def _traces():
-    from kjoin.aggregate_spec import run_spec
-    from kjoin.aggregates import TimeWindows, run_hopping_join
+    from kjoin.engine.aggregates import run_spec
+    from kjoin.engine.aggregates import TimeWindows, run_hopping_join
 
     traces = {name: kjoin.run(kjoin.Scenario.from_dict(data)) for name, data in SCENARIOS.items()}
     traces.update({name: run_spec(data) for name, data in AGGREGATE_SCENARIOS.items()})
@@ -150,7 +150,7 @@ def _live_stores(log: StateLog) -> list:
 def test_a_live_store_shows_the_rows_its_kind_builds_from_the_log():
     log = StateLog()
     stores = _live_stores(log)
-    from kjoin.aggregate_stores import AGGREGATE_KINDS  # live-checked in tests/test_aggregates.py
+    from kjoin.stores.aggregate import AGGREGATE_KINDS  # live-checked in tests/test_aggregates.py
 
     kinds = {type(store).kind for store in stores} | {SubscriptionStore.kind, InFlight.kind}
     assert kinds | {kind.kind for kind in AGGREGATE_KINDS} == set(STORE_KINDS)

@@ -4,8 +4,7 @@ stores, windows as [start, end), segments, and consistency marks, by driving the
 from __future__ import annotations
 
 import kjoin_viz
-from kjoin.aggregate_spec import run_spec
-from kjoin.aggregates import DAY_MS, WEEK_MS
+from kjoin.engine.aggregates import DAY_MS, WEEK_MS, run_spec
 from kjoin_viz.labels import TONES, tones_for
 
 from .test_aggregates import page_views_against_last_week

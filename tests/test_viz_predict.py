@@ -524,7 +524,7 @@ def test_hints_address_the_misconception_the_answer_shows(trace):
 
 
 def test_a_wrong_count_in_an_aggregate_points_at_null_group_keys():
-    from kjoin.aggregate_spec import run_spec
+    from kjoin.engine.aggregates import run_spec
 
     def order(key, page, ts):
         return {"key": key, "value": {"page": page, "n": 1}, "ts": ts}

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kjoin import Scenario, run
-from kjoin.aggregates import (
+from kjoin.engine.aggregates import (
     DAY_MS,
     RESULT_TYPES,
     TimeWindows,
@@ -457,7 +457,8 @@ def test_a_declarative_wtable_scenario_runs_as_the_python_api_does_and_writes_wi
 
     import yaml
 
-    from kjoin.aggregate_spec import run_spec, spec_jsonl
+    from kjoin.engine.aggregates import run_spec
+    from kjoin.render import spec_jsonl
 
     text = """
     join: wtable-wtable
@@ -521,7 +522,7 @@ def test_a_declarative_wtable_scenario_runs_as_the_python_api_does_and_writes_wi
     ],
 )
 def test_declarative_errors_name_the_field_and_the_fix(data, message):
-    from kjoin.aggregate_spec import run_spec
+    from kjoin.engine.aggregates import run_spec
     from kjoin.scenario import ScenarioError
 
     with pytest.raises(ScenarioError, match=f"^bad.yaml: {message}"):

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..aggregate_stores import AggregateStore, RepartitionRecord, RepartitionTopic
+from ..stores.aggregate import AggregateStore, RepartitionRecord, RepartitionTopic
 from ..fates import Fate, Reason
 from ..partitioner import default_partition
 from ..records import Record, Side, render_value
@@ -47,6 +47,8 @@ __all__ = [
     "reduce",
     "custom",
     "field_of",
+    "value_field",
+    "group_by_mapper",
     "GroupBy",
 ]
 
@@ -60,6 +62,19 @@ def field_of(value: Any, path: str) -> Any:
             return None
         value = value.get(part)
     return value
+
+
+def value_field(value: Any, path: str, what: str) -> Any:
+    """The field ``path`` of a record's value, as a scenario's ``group_by``, ``{sum: field}`` or ``{field: ...}``
+    selector reads it: ``None`` for a null value or a mapping without the field (the rules a scenario documents);
+    a ``ValueError`` naming ``what`` for a value that is not a mapping at all (it has no fields to read)."""
+    if value is not None and not isinstance(value, dict):
+        top = path.split(".")[0]
+        raise ValueError(
+            f"{what} reads the field {path!r} of each value, and the value {render_value(value)} is not a mapping, so "
+            f"it has no fields; give the values as mappings such as {{{top}: ...}}"
+        )
+    return field_of(value, path)
 
 
 @dataclass(frozen=True)
@@ -115,10 +130,13 @@ def count() -> Aggregation:
 
 
 def sum_of(field: str | None = None) -> Aggregation:
-    """Sum a numeric field of the value (``None``: the value itself); a missing field counts as 0."""
+    """Sum a numeric field of the value (``None``: the value itself).
+
+    A null value, or a mapping without the field, counts as 0 (the Kafka harness's summing aggregator does the
+    same, and the oracle judges it); a value that is not a mapping has no field: an error names it."""
 
     def number(value: Any) -> Any:
-        found = value if field is None else field_of(value, field)
+        found = value if field is None else value_field(value, field, f"{{sum: {field}}}")
         return 0 if found is None else found
 
     return Aggregation(
@@ -353,3 +371,20 @@ class TableAggregate:
                 f"forwards Change({render_value(agg)}, {render_value(old_agg)})."
             )
         )
+
+
+def group_by_mapper(group_by: str | Callable[[Any, Any], Any]) -> tuple[Callable[[Any, Any], Any], str]:
+    """A group-by: ``(mapper, name)`` for a field path of the value, or a ``(key, value) -> group`` function."""
+    if callable(group_by):
+        return group_by, "group-by mapper"
+
+    def mapper(key: Any, value: Any) -> Any:
+        group = value_field(value, group_by, f"group_by: {group_by}")
+        if group is not None and not isinstance(group, (str, int, float, bool)):
+            raise ValueError(
+                f"the group-by field {group_by!r} of value {render_value(value)} is {render_value(group)}; a group "
+                "is a key: a string, number or null"
+            )
+        return group
+
+    return mapper, f"group-by on field {group_by!r}"

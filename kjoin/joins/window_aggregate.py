@@ -18,7 +18,7 @@ How it works (Kafka's ``KStreamWindowAggregate``; one instance per task):
 * An open window's aggregate is read (the initializer if absent), the aggregator applied, and
   ``Change(new, old)`` forwarded for ``Windowed(key, window)`` with ``max(ts, aggregate ts)``.
 * The store keeps ``size + grace`` (Kafka's default retention) in segments (see
-  :mod:`kjoin.aggregate_stores`). A lookup (a join's value getter) finds nothing for a window
+  :mod:`kjoin.stores.aggregate`). A lookup (a join's value getter) finds nothing for a window
   behind the retention in Kafka 3.4+ (``Semantics.window_store_hides_expired``).
 
 Windows are shown as Kafka prints them: ``[start, end)``.
@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from ..aggregate_stores import SegmentedWindowStore, SegmentLayout
+from ..stores.aggregate import SegmentedWindowStore, SegmentLayout
 from ..fates import Fate, Reason
 from ..records import Record, render_value
 from ..semantics import Semantics, parse_semantics
@@ -38,7 +38,21 @@ from ..stores import Clock
 from .aggregate import AggregateOutput, Aggregation, AggregationError
 from .context import StepContext
 
-__all__ = ["Window", "Windowed", "TimeWindows", "WindowAggregate", "WTable", "WTableWriteError", "STREAM_TIME"]
+__all__ = [
+    "Window",
+    "Windowed",
+    "TimeWindows",
+    "WindowAggregate",
+    "WTable",
+    "WTableWriteError",
+    "STREAM_TIME",
+    "DAY_MS",
+    "WEEK_MS",
+    "window_aggregate_factory",
+]
+
+DAY_MS = 24 * 60 * 60 * 1000
+WEEK_MS = 7 * DAY_MS
 
 STREAM_TIME = "stream time"
 
@@ -300,3 +314,17 @@ class WTable:
             key1, value1 = conversion(output.key, output.value, Window(*output.window))
             stream.append((key1, value1, output.ts))
         return stream
+
+
+def window_aggregate_factory(
+    windows: TimeWindows,
+    aggregation: Aggregation,
+    retention_ms: int | None = None,
+    segments: int | None = None,
+    semantics: Semantics | str | None = None,
+) -> Callable[[StateLog, int], WindowAggregate]:
+    """``(log, task) -> processor`` of one task of a windowed aggregate (the Spark engine builds
+    its tasks with it, so both engines run the same processors)."""
+    layout = windows.layout(retention_ms, segments)
+    rules = parse_semantics(semantics)
+    return lambda log, task: WindowAggregate(log, task, windows, aggregation, layout=layout, semantics=rules)

@@ -39,13 +39,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..aggregate_stores import SegmentLayout
+from ..stores.aggregate import SegmentLayout
 from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
-from ..semantics import Semantics
+from ..semantics import Semantics, parse_semantics
 from ..state import StateLog
 from ..stores import TableStore
-from .aggregate import AggregateOutput, Aggregation, field_of
+from .aggregate import AggregateOutput, Aggregation, count, value_field
 from .context import StepContext, drop_null_key_update
 from .window_aggregate import TimeWindows, Window, WindowAggregate, Windowed
 
@@ -61,6 +61,7 @@ __all__ = [
     "select_by_field",
     "WTABLE_JOINS",
     "RESULT_TYPES",
+    "wtable_join_factory",
 ]
 
 Shifter = Callable[[Window], Window]
@@ -100,8 +101,19 @@ def select_by_timestamp(windows: TimeWindows) -> Selector:
 
 
 def select_by_field(windows: TimeWindows, field: str) -> Selector:
-    """Select the window containing the timestamp in the value's ``field`` (newest, for hopping windows)."""
-    return lambda key, value, ts: _newest_window(windows, field_of(value, field))
+    """Select the window containing the timestamp in the value's ``field`` (newest, for hopping windows); a
+    value without the field selects no window, a value that is not a mapping is an error."""
+
+    def select(key: Any, value: Any, ts: int) -> Window | None:
+        found = value_field(value, field, f"selector: {{field: {field}}}")
+        if found is not None and (not isinstance(found, int) or isinstance(found, bool)):
+            raise ValueError(
+                f"selector: {{field: {field}}} picks the window holding the time in the value's field {field!r}, "
+                f"and it is {render_value(found)}; give integer milliseconds there"
+            )
+        return _newest_window(windows, found)
+
+    return select
 
 
 def _ts(*found: int | None) -> int:
@@ -318,7 +330,10 @@ class _SelectorJoin(_WTableJoin):
     def _join_selected(self, record: Record, ctx: StepContext, ts: Callable[[int | None], int]) -> str:
         """Look up the window the selector picks for ``record`` and emit the left join's result with the
         timestamp ``ts(ts of the value found)``; what happened, in words."""
-        window = self.selector(record.key, record.value, record.ts)
+        try:
+            window = self.selector(record.key, record.value, record.ts)
+        except ValueError as error:
+            raise ValueError(f"events[{record.offset}] ({record.describe()}): {error}") from None
         found, said = (None, "") if window is None else self._lookup(self.right, record.key, window)
         kind = OutputKind.JOINED if found is not None else OutputKind.UNMATCHED
         output = ctx.emit(
@@ -395,3 +410,51 @@ class TableWTableJoin(_SelectorJoin):
             f"right {update.key}@{window} = {render_value(update.value)} is the window the table's row "
             f"{render_value(row[0])} selects; joiner called: {render_value(output.value)}."
         )
+
+
+def wtable_join_factory(
+    join: str,
+    windows: TimeWindows,
+    variant: str = "left",
+    aggregation: Aggregation | None = None,
+    right_aggregation: Aggregation | None = None,
+    right_windows: TimeWindows | None = None,
+    shifter: Shifter | None = None,
+    selector: Selector | None = None,
+    self_join: bool = False,
+    retention_ms: int | None = None,
+    segments: int | None = None,
+    semantics: Semantics | str | None = None,
+) -> Callable[[StateLog, int], Any]:
+    """``(log, task) -> processor`` of one task of a WTable join, after checking the options
+    (the arguments of :func:`kjoin.engine.aggregates.run_wtable_join`)."""
+    if join not in WTABLE_JOINS:
+        raise ValueError(f"join must be one of {', '.join(WTABLE_JOINS)}, not {join!r}")
+    if variant not in ("inner", "left", "outer"):
+        raise ValueError(f"variant must be inner, left or outer, not {variant!r}")
+    if join != "wtable-wtable" and variant != "left":
+        raise ValueError(f"{join} exists only as a left join in the seed's API, not {variant}")
+    if join in ("stream-wtable", "table-wtable") and selector is None:
+        raise ValueError(
+            f"{join} needs a window selector: (key, value, ts) -> window, e.g. select_by_timestamp(windows)"
+        )
+    left_agg = aggregation or count()
+    right_agg = right_aggregation or left_agg
+    left_layout = windows.layout(retention_ms, segments)
+    right_layout = (right_windows or windows).layout(retention_ms, segments)
+    rules = parse_semantics(semantics)
+
+    def new(log: StateLog, task: int) -> Any:
+        if join == "wtable-wtable":
+            layouts = (left_layout, right_layout)
+            right = right_windows or windows
+            return WTableWTableJoin(
+                log, task, variant, windows, right, left_agg, right_agg, shifter, self_join, layouts, rules
+            )
+        if join == "wtable-table":
+            return WTableTableJoin(log, task, windows, left_agg, left_layout, rules)
+        if join == "stream-wtable":
+            return StreamWTableJoin(log, task, windows, right_agg, selector, right_layout, rules)  # type: ignore[arg-type]
+        return TableWTableJoin(log, task, windows, right_agg, selector, right_layout, rules)  # type: ignore[arg-type]
+
+    return new

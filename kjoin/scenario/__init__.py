@@ -40,8 +40,9 @@ The package, one concern a module: :mod:`~kjoin.scenario.fields` (the allowed va
 value objects), :mod:`~kjoin.scenario.model` (the :class:`Scenario`), :mod:`~kjoin.scenario.parsing`
 (documents in and out), :mod:`~kjoin.scenario.rules` (the rules between fields) and
 :mod:`~kjoin.scenario.builders` (scenarios from records, notation, frames; partitions and
-offsets). A new field is declared in ``model`` (its values in ``fields``), read and written in
-``parsing``, and checked against the others in ``rules``.
+offsets); :mod:`~kjoin.scenario.aggregate` describes seed 000's six joins (an
+:class:`AggregateSpec`, its own fields). A new field is declared in ``model`` (its values in
+``fields``), read and written in ``parsing``, and checked against the others in ``rules``.
 """
 
 from __future__ import annotations
@@ -53,9 +54,13 @@ from .fields import DeliveryMode, JoinKind, Variant, VersionedMode  # the Litera
 from .fields import CACHING_STORES, DELIVER_SELECTORS, DELIVERY_MODES, JOINS, MAX_TIMESTAMP_MS  # the allowed values
 from .fields import VARIANTS, VERSIONED_MODES
 from .model import Scenario
+from .aggregate import AGGREGATE_JOINS, AggregateConfig, AggregateSpec  # seed 000's aggregates and WTable joins
 from .inputs import read_document
 
 __all__ = [
+    "AGGREGATE_JOINS",
+    "AggregateConfig",
+    "AggregateSpec",
     "Arrival",
     "Scenario",
     "ChainedJoin",
@@ -79,12 +84,12 @@ __all__ = [
 ]
 
 
-def load_scenario(path: str | Path) -> Scenario:
+def load_scenario(path: str | Path) -> Scenario | AggregateSpec:
     """Read and validate a YAML or JSON scenario file.
 
     A file whose ``join`` is an aggregate or a windowed-table join (``table-aggregate``,
     ``window-aggregate``, ``wtable-wtable``, ``wtable-table``, ``stream-wtable``,
-    ``table-wtable``) gives a :class:`kjoin.aggregate_spec.AggregateSpec` instead, with the
+    ``table-wtable``) gives an :class:`~kjoin.scenario.aggregate.AggregateSpec` instead, with the
     fields described there; :func:`kjoin.run` runs either.
     """
     if not isinstance(path, (str, Path)):
@@ -94,14 +99,6 @@ def load_scenario(path: str | Path) -> Scenario:
         )
     path = Path(path)
     data = read_document(path)
-    if isinstance(data, dict) and data.get("join") in _aggregate_joins():
-        from ..aggregate_spec import AggregateSpec
-
-        return AggregateSpec.from_dict(data, source=str(path))  # type: ignore[return-value]
+    if isinstance(data, dict) and data.get("join") in AGGREGATE_JOINS:
+        return AggregateSpec.from_dict(data, source=str(path))
     return Scenario.from_dict(data, source=str(path))
-
-
-def _aggregate_joins() -> tuple[str, ...]:
-    from ..aggregate_spec import AGGREGATE_JOINS  # imported late: it builds on this package
-
-    return AGGREGATE_JOINS

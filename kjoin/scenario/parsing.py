@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from ..joins.stream_stream import JoinWindows
 from ..records import Side
 from ..semantics import parse_semantics
+from .aggregate import AGGREGATE_JOINS, HOPPING_JOIN, HOPPING_JOIN_ELSEWHERE
 from .builders import window_document
 from .fields import (
     CACHING_STORES,
@@ -49,9 +50,9 @@ def parse_document(data: Any, allowed: Iterable[str]) -> dict[str, Any]:
     unknown_field("", data, allowed)
     join = data.get("join")
     if not isinstance(join, str) or join not in JOINS:
-        from ..aggregates import JOINS as SEED_000_JOINS  # late: the aggregates build on this package
-
-        every = (*JOINS, *SEED_000_JOINS)
+        if join == HOPPING_JOIN:
+            raise ScenarioError(HOPPING_JOIN_ELSEWHERE)
+        every = (*JOINS, *AGGREGATE_JOINS)
         raise ScenarioError(f"join: expected one of {' | '.join(every)}, got {join!r}{did_you_mean(join, every)}")
     variant = check_choice("variant", data.get("variant"), VARIANTS[join])
     semantics_text = data.get("semantics")

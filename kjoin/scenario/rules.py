@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..partitioner import default_partition
 from ..records import Side
+from .aggregate import AGGREGATE_JOINS, HOPPING_JOIN, HOPPING_JOIN_ELSEWHERE
 from .fields import JOINS, KEY_TYPES, VARIANTS, VERSIONED_MODES, Deliver, Delivery, Event, ScenarioError, TableOptions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,6 +31,13 @@ def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
 
 def check_scenario(scenario: Scenario) -> None:
     """The cross-field rules, checked however the scenario was built."""
+    if scenario.join == HOPPING_JOIN:
+        raise ScenarioError(HOPPING_JOIN_ELSEWHERE)
+    if scenario.join in AGGREGATE_JOINS:
+        raise ScenarioError(
+            f"join: {scenario.join!r} is one of seed 000's joins, which a kjoin.Scenario does not hold: build it with "
+            "kjoin.scenario.AggregateSpec.from_dict(data) (kjoin.load_scenario and kjoin run read either)"
+        )
     check_choice("join", scenario.join, JOINS)
     check_choice("variant", scenario.variant, VARIANTS[scenario.join])
     check_choice("versioned_mode", scenario.versioned_mode, VERSIONED_MODES)

@@ -1,5 +1,5 @@
 """KTable aggregates, windowed aggregates and the WTable joins on Spark, record for record
-as the reference engine (:mod:`kjoin.aggregates`) runs them.
+as the reference engine (:mod:`kjoin.engine.aggregates`) runs them.
 
     >>> from kjoin.spark import local_session
     >>> from kjoin.spark.aggregates import run_aggregate
@@ -10,7 +10,7 @@ as the reference engine (:mod:`kjoin.aggregates`) runs them.
 
 How it works:
 
-* A scenario (the data :class:`kjoin.aggregate_spec.AggregateSpec` validates) becomes one
+* A scenario (the data :class:`kjoin.scenario.AggregateSpec` validates) becomes one
   row per event: ``scenario, partition, side, key, value, ts, offset, position``, the key and
   value as JSON text, ``partition`` Kafka's default partition of the key (or the event's own),
   ``position`` the event's index, which is its step in the reference trace.
@@ -18,7 +18,7 @@ How it works:
   window stores, stream time and table): the rows are repartitioned by ``(scenario,
   partition)`` and sorted by ``position`` within each Spark partition, and ``mapInArrow``
   runs each Kafka task through the reference engine's own processors, built by the same
-  factories (:meth:`AggregateSpec.processors`). There is one copy of the rules.
+  factories (:func:`kjoin.engine.aggregates.aggregate_processors`). There is one copy of the rules.
 * A table aggregate crosses tasks: an update that moves a record from one group to another
   subtracts in the old group's task and adds in the new group's, through the repartition
   topic. Here the unit of work is the whole scenario (as for foreign-key joins,
@@ -28,7 +28,7 @@ How it works:
   for scenarios and tests, not a way to aggregate a large topic. Many scenarios still run in
   parallel, one per group.
 * Each output becomes a row ``row = "output"`` whose ``output`` column is the JSON text of
-  :func:`kjoin.aggregates.output_to_dict` (a windowed key as ``key`` plus ``window``), and
+  :func:`kjoin.trace.output_to_dict` (a windowed key as ``key`` plus ``window``), and
   every input record a row ``row = "step"`` with its fate, reason and ``until_ms``.
 
 A failing aggregator (a sum over a text field) fails the Spark job with the reference
@@ -40,11 +40,13 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterator, Mapping
 
-from ..aggregate_spec import AggregateSpec
-from ..aggregates import _records, output_to_dict
+from ..engine.aggregates import aggregate_processors
+from ..engine.aggregates import run_aggregate as run_reference
 from ..joins import StepContext, default_joiner
 from ..records import Record, Side, render_value
+from ..scenario.aggregate import AggregateSpec
 from ..state import StateLog
+from ..trace import output_to_dict
 
 __all__ = [
     "AGGREGATE_RESULT_SCHEMA",
@@ -77,7 +79,7 @@ def scenario_rows(scenario_id: int, spec: AggregateSpec | Mapping[str, Any]) -> 
     """The records rows of one scenario (columns ``scenario, partition, side, key, value, ts,
     offset, position``), each event on the partition the reference engine gives it."""
     spec = _spec(spec)
-    records = _records(spec.data.get("events", []), spec.data.get("partitions", 1))
+    records = spec.records()
     return [
         (scenario_id, r.partition, r.side.value, _json(r.key), _json(r.value), r.ts, r.offset, position)
         for position, r in enumerate(records)
@@ -105,7 +107,7 @@ def task_function(specs: Mapping[int, Mapping[str, Any]]) -> Callable[[Iterator[
                 if (scenario_id, unit) != group:
                     group = (scenario_id, unit)
                     spec = built.setdefault(scenario_id, AggregateSpec.from_dict(specs[scenario_id]))
-                    how, factory = spec.processors()
+                    how, factory = aggregate_processors(spec)
                     log = StateLog(keep_changes=False)
                     processor = factory(log) if how == "scenario" else factory(log, unit)
                 key, value = columns["key"][i], columns["value"][i]
@@ -168,7 +170,7 @@ class AggregateSparkRun:
         return self.results.filter(self.results.row == "step").drop("seq", "output")
 
     def collect(self) -> dict[int, dict[str, list[dict[str, Any]]]]:
-        """Per scenario: ``outputs`` (as :func:`kjoin.aggregates.output_to_dict` gives them, in
+        """Per scenario: ``outputs`` (as :func:`kjoin.trace.output_to_dict` gives them, in
         step order) and ``steps`` (``step, fate, reason, until_ms`` of every input record)."""
         found: dict[int, dict[str, list[Any]]] = {sid: {"outputs": [], "steps": []} for sid in self.specs}
         rows = self.results.orderBy("scenario", "step", "row", "seq").collect()
@@ -192,7 +194,7 @@ def aggregate_scenarios(
     rows = [row for sid, spec in checked.items() for row in scenario_rows(sid, spec)]
     schema = "scenario long, partition int, side string, key string, value string, ts long, offset long, position long"
     records = spark.createDataFrame(rows, schema)
-    whole = [sid for sid, spec in checked.items() if spec.processors()[0] == "scenario"]
+    whole = [sid for sid, spec in checked.items() if aggregate_processors(spec)[0] == "scenario"]
     unit = F.col("partition")
     if whole:
         unit = F.when(F.col("scenario").isin(whole), F.lit(0)).otherwise(unit)
@@ -216,7 +218,7 @@ def run_aggregate(spark: Any, spec: AggregateSpec | Mapping[str, Any]) -> Aggreg
 def reference_results(spec: AggregateSpec | Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The reference engine's outputs and per-record fates of a scenario, in the shape of
     :meth:`AggregateSparkRun.collect` (what a differential test compares)."""
-    trace = _spec(spec).run()
+    trace = run_reference(_spec(spec))
     return {
         "outputs": [json.loads(_json(output_to_dict(o))) for step in trace.steps for o in step.outputs],
         "steps": [

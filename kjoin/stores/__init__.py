@@ -57,16 +57,6 @@ table, right table, subscription store, then the messages on their way. Other st
 (chained joins, result tables, caches) follow by name."""
 
 
-def __getattr__(name: str) -> object:
-    """``from kjoin.stores import InFlightMessages`` keeps working: the messages between a
-    foreign-key join's tasks are a transport, kept in :mod:`kjoin.joins.fk_transport`."""
-    if name == "InFlightMessages":
-        from ..joins.fk_transport import InFlightMessages
-
-        return InFlightMessages
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def store_order(store: StoreId) -> tuple[int, int, str]:
     """Sort key of a store: by task, then :data:`STORE_ORDER`, then name."""
     rank = STORE_ORDER.index(store.name) if store.name in STORE_ORDER else len(STORE_ORDER)

@@ -33,9 +33,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .records import render_value
-from .state import StateLog, StoreId
-from .stores.base import StoreKind
+from ..records import render_value
+from ..state import StateLog, StoreId
+from .base import StoreKind
 
 __all__ = [
     "AggregateStore",

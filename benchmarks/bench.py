@@ -1,8 +1,8 @@
 """Benchmark: kjoin on Spark against a plain Spark equi-join and the reference engine.
 
-    python -m kjoin.bench                                  # 10^5, 10^6 and 10^7 records
-    python -m kjoin.bench --sizes 100000 --joins stream-table --methods auto,processors
-    python -m kjoin.bench --sizes 10000000 --joins stream-stream --variants inner,left,outer --kafka-sample 1000000
+    python -m benchmarks.bench                                  # 10^5, 10^6 and 10^7 records
+    python -m benchmarks.bench --sizes 100000 --joins stream-table --methods auto,processors
+    python -m benchmarks.bench --sizes 10000000 --joins stream-stream --variants inner,left,outer --kafka-sample 1000000
 
 A script, never a timed test. For each join type and size it:
 
@@ -49,7 +49,7 @@ Timing order matters on a loaded machine: a path timed right after the Kafka rep
 hence the baselines outside Spark come last and ``--repeat`` alternates the equi-join and kjoin, keeping each
 one's best. Only ratios taken in one run compare. The latest numbers, for every join and variant at 10^6 and
 10^7, are in the README ("On Spark"), with what moved them and what did not help; earlier runs are in the
-project's history (``git log -p kjoin/bench.py README.md``).
+project's history (``git log -p benchmarks/bench.py README.md``).
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ def generate(
 def topics(spark: Any, path: str, partitions: int) -> tuple[Any, Any]:
     from pyspark.sql import functions as F
 
-    from .spark import Topic
+    from kjoin.spark import Topic
 
     data = spark.read.parquet(path)
     return tuple(
@@ -261,7 +261,7 @@ def reference_rate(
 ) -> tuple[float, int]:
     """Records per second of the reference engine on the first ``sample`` records (this
     collects the sample to the driver: the reference engine is a single Python process)."""
-    from . import Scenario, run
+    from kjoin import Scenario, run
 
     rows = spark.read.parquet(path).orderBy("id").limit(sample).collect()
     records = [
@@ -459,7 +459,7 @@ def bench(
     """The table's rows: per join, size and variant (``variants``: those of :data:`VARIANTS` each join has;
     :data:`VARIANT`'s when not given) and method. ``repeat`` rounds each time the equi-join and every method in
     turn and keep the fastest of each. ``kafka_sample``: Kafka Streams replays the first that many records only."""
-    from .spark import run_join
+    from kjoin.spark import run_join
 
     rows = []
     for join in joins:
@@ -493,7 +493,7 @@ def _bench_variant(
     spark, join, variant, size, path, left, right, methods, repeat, out,
     reference_sample, partitions, workdir, kafka_stores, kafka_sample,
 ) -> list[BenchRow]:  # fmt: skip
-    from .spark import run_join
+    from kjoin.spark import run_join
 
     used: set[str] = set()
     runs = []
@@ -589,7 +589,7 @@ def _choices(allowed: tuple[str, ...], what: str) -> Callable[[str], list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m kjoin.bench",
+        prog="python -m benchmarks.bench",
         description="kjoin on Spark vs a plain Spark equi-join vs the reference engine (records/s, noop sink).",
     )
     parser.add_argument(
@@ -645,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat <= 0:
         parser.error("--repeat: expected a positive integer")
 
-    from .spark import local_session
+    from kjoin.spark import local_session
 
     spark = local_session()
     load_before = os.getloadavg()

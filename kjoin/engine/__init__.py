@@ -16,32 +16,37 @@ A foreign-key join also sends messages between its tasks. There a step is either
 record (a :class:`~kjoin.trace.Step`) or the delivery of one message (a
 :class:`~kjoin.trace.DeliveryStep`); the scheduler of the scenario's ``delivery`` mode
 decides when messages are delivered (:mod:`kjoin.joins.fk_delivery`).
+
+Seed 000's aggregates and WTable joins (an :class:`~kjoin.scenario.AggregateSpec`) build their
+processors in :mod:`kjoin.engine.aggregates`. Every scenario runs through the one record loop,
+:func:`kjoin.engine.loop.run_steps`.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from .joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoin, default_joiner
-from .joins.fk_delivery import NoSuchMessage, scheduler_for
-from .joins.fk_protocol import Message
-from .joins.foreign_key import ForeignKeyJoin, busy_tasks
-from .joins.options import ForeignKeyOptions
-from .joins.self_join import OptimizedSelfJoin
-from .joins.tasks import Tasks
-from .fates import Fate
-from .joins.topology import ResultSink, SelfJoin, StreamChain, TablePipeline
-from .joins.versioned import VersionedStreamTableJoin, VersionedTableTableJoin
-from .records import Side
-from .scenario import Deliver, Scenario, ScenarioError
-from .state import StateHistory, StateLog
-from .trace import DeliveryStep, Step, Trace
+from ..fates import Fate
+from ..joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoin, default_joiner
+from ..joins.fk_delivery import scheduler_for
+from ..joins.foreign_key import ForeignKeyJoin, busy_tasks
+from ..joins.options import ForeignKeyOptions
+from ..joins.self_join import OptimizedSelfJoin
+from ..joins.tasks import Tasks
+from ..joins.topology import ResultSink, SelfJoin, StreamChain, TablePipeline
+from ..joins.versioned import VersionedStreamTableJoin, VersionedTableTableJoin
+from ..records import Record, Side
+from ..scenario import AggregateSpec, Scenario, ScenarioError
+from ..state import StateLog
+from ..trace import Trace
+from .aggregates import run_aggregate
+from .loop import run_steps
 
 __all__ = ["run", "new_join", "foreign_key_options"]
 
 
 def run(
-    scenario: Scenario,
+    scenario: Scenario | AggregateSpec,
     joiner: Callable[[Any, Any], Any] = default_joiner,
     make_join: Callable[[Scenario, StateLog, int], Any] | None = None,
 ) -> Trace:
@@ -50,14 +55,13 @@ def run(
     ``joiner(left, right)`` computes each result's value; the default renders ``A-a``.
     ``make_join(scenario, log, task)`` builds a primary-key join's processor for a task (default
     :func:`new_join`; the Spark drill-down of one key passes its own). An
-    aggregate or windowed-table scenario (:class:`kjoin.aggregate_spec.AggregateSpec`, what
-    :func:`kjoin.load_scenario` gives for those ``join:`` names) runs through its own runner.
+    aggregate or windowed-table scenario (an :class:`~kjoin.scenario.AggregateSpec`, what
+    :func:`kjoin.load_scenario` gives for those ``join:`` names) builds its processors in
+    :mod:`kjoin.engine.aggregates`.
     """
+    if isinstance(scenario, AggregateSpec):
+        return run_aggregate(scenario, joiner)
     if not isinstance(scenario, Scenario):
-        from .aggregate_spec import AggregateSpec
-
-        if isinstance(scenario, AggregateSpec):
-            return scenario.run(joiner)
         raise ScenarioError(
             f"kjoin.run: expected a kjoin.Scenario, got {type(scenario).__name__}; build one with "
             "kjoin.Scenario.from_dict(data), kjoin.load_scenario(path) or kjoin.Scenario.from_records(...)"
@@ -69,21 +73,17 @@ def run(
     log = StateLog()
     records = scenario.records()
     build = make_join or new_join
+    # a task without records has no processor and no stores
     tasks = Tasks(lambda task_log, task: build(scenario, task_log, task), log, _first_task(records))
-    history = StateHistory(log.copy())  # a task without records has no processor and no stores
-    log.take_changes()
-    steps: list[Step] = []
-    waits = scenario.arrival_waits() if scenario.arrival is not None else [None] * len(records)
-    for index, record in enumerate(records):
-        ctx = StepContext(index, record, joiner)
-        tasks[record.partition].process(record, ctx)
-        if ctx.fate is None:  # pragma: no cover - every processor settles
-            raise AssertionError(f"step {index}: the processor did not settle the record's fate")
-        history.record(log.take_changes(), log)
-        explain = ctx.explain() if waits[index] is None else f"{ctx.explain()} {waits[index].explain(record)}"
-        steps.append(
-            Step(index, record, record.partition, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, explain)
-        )
+    waits = scenario.arrival_waits() if scenario.arrival is not None else None
+
+    def note(index: int, record: Record) -> str | None:
+        wait = None if waits is None else waits[index]
+        return None if wait is None else wait.explain(record)
+
+    steps, history = run_steps(
+        log, records, lambda record, ctx: tasks[record.partition].process(record, ctx), joiner, note=note
+    )
     return Trace(scenario, steps, history)
 
 
@@ -175,16 +175,10 @@ def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> T
     results = Tasks(
         lambda task_log, task: ResultSink(task_log, task, caching), log, busy if scenario.materialized else ()
     )
-    history = StateHistory(log.copy())
-    log.take_changes()
-    steps: list[Step] = []
     scheduler = scheduler_for(scenario.delivery, join.in_flight)
-
     since_commit: dict[int, int] = {}  # task -> the records it processed since its last commit
 
-    def close(ctx: StepContext, task: int) -> None:
-        if ctx.fate is None:  # pragma: no cover - every processor settles
-            raise AssertionError(f"step {ctx.index}: the processor did not settle the fate")
+    def settle(ctx: StepContext, task: int) -> None:
         if scenario.materialized:
             # A message delivered to a task is a record of that task (of the subscription or response topic), and
             # counts towards its commits as an input record does (TopologyTestDriver commits after each of them).
@@ -193,32 +187,10 @@ def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> T
             if commit:
                 since_commit[task] = 0
             _materialize(results, ctx, task, commit)
-        history.record(log.take_changes(), log)
 
-    def deliver(message: Message) -> None:
-        ctx = StepContext(len(steps), None, joiner, partition=message.partition)
-        join.deliver(message, ctx)
-        close(ctx, message.partition)
-        steps.append(
-            DeliveryStep.of(ctx.index, message, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain())
-        )
-
-    for event_index, item in enumerate(scenario.script()):
-        if isinstance(item, Deliver):
-            try:
-                scheduler.on_instruction(item.which, deliver)
-            except NoSuchMessage as error:
-                raise ScenarioError(f"events[{event_index}].deliver: {error}") from None
-            continue
-        scheduler.before_input(item, deliver)
-        ctx = StepContext(len(steps), item, joiner)
-        join.process(item, ctx)
-        close(ctx, item.partition)
-        steps.append(
-            Step(ctx.index, item, item.partition, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain())
-        )
-        scheduler.after_input(deliver)
-    scheduler.at_end(deliver)
+    steps, history = run_steps(
+        log, scenario.script(), join.process, joiner, scheduler=scheduler, deliver=join.deliver, settle=settle
+    )
     return Trace(scenario, steps, history)
 
 

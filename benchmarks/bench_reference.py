@@ -1,8 +1,8 @@
 """Benchmark of the reference engine alone: every join kind at 10^5 and 10^6 events, through
 :func:`kjoin.run` and through ``kjoin run`` (the CLI reading a JSON file and writing JSON lines).
 
-    python -m kjoin.bench_reference                       # 10^5 and 10^6, every kind
-    python -m kjoin.bench_reference --sizes 100000 --kinds fk,wtable-table --no-cli
+    python -m benchmarks.bench_reference                       # 10^5 and 10^6, every kind
+    python -m benchmarks.bench_reference --sizes 100000 --kinds fk,wtable-table --no-cli
 
 A script, never a timed test (``make bench-reference``). Its purpose is to show that no input
 path is quadratic (issue 25): the time per event stays flat from 10^5 to 10^6. The workload per
@@ -73,7 +73,7 @@ def _timed(action: Callable[[], Any]) -> float:
 
 def _through_api(doc: dict[str, Any]) -> None:
     import kjoin
-    from kjoin.aggregate_spec import AGGREGATE_JOINS, AggregateSpec
+    from kjoin.scenario import AGGREGATE_JOINS, AggregateSpec
 
     scenario = AggregateSpec.from_dict(doc) if doc["join"] in AGGREGATE_JOINS else kjoin.Scenario.from_dict(doc)
     trace = kjoin.run(scenario)

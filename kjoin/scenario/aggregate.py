@@ -21,41 +21,57 @@ run``) routes these six ``join:`` names to::
     events:                        # in processing order; a WTable side's events are stream records
       - {side: left, key: home, value: view, ts: 1000}
 
-:func:`run_spec` runs one; :func:`spec_jsonl` writes its trace as JSON lines, a windowed
-output as ``key`` plus ``window: {start_ms, end_ms}``.
+Every event of a two-input join names its ``side``; an aggregate has one input (its events need no side, and
+either side is a record of it), a self-join one too, the left (``side: right`` is refused).
+``window_shift_ms`` is a multiple of the right WTable's advance. ``group_by``, ``{sum: field}`` and a ``{field:
+...}`` selector read a field of mapping values: a null value or a mapping without the field gives a null group
+(skipped), adds 0 (as the Kafka harness's aggregator does), or selects no window; any other value is an error
+naming the event. ``join: hopping-join`` is refused with a pointer to :func:`kjoin.engine.aggregates.run_hopping_join`.
+
+:func:`kjoin.run` runs one (:mod:`kjoin.engine.aggregates`); :func:`kjoin.render.spec_jsonl` writes its trace
+as JSON lines, a windowed output as ``key`` plus ``window: {start_ms, end_ms}``.
+
+:class:`AggregateSpec` is the validated document; :class:`AggregateConfig` is what a run was asked
+to do (the trace's ``scenario``), built from a spec or from the Python runners' arguments.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
 
-from .aggregates import (
-    JOINS,
-    AggregateTrace,
-    _group_by,
-    window_aggregate_factory,
-    wtable_join_factory,
-    output_to_dict,
-    run_table_aggregate,
-    run_window_aggregate,
-    run_wtable_join,
+from ..joins.aggregate import Aggregation, count, sum_of
+from ..joins.window_aggregate import TimeWindows
+from ..joins.wtable import WTABLE_JOINS, Selector, select_by_field, select_by_timestamp, shift_by
+from ..partitioner import default_partition
+from ..records import Record, Side, kafka_keys
+from ..semantics import Semantics, parse_semantics
+from .fields import JOINS as PRIMARY_JOINS
+from .fields import KEY_TYPES, ScenarioError
+from .inputs import MAX_EVENTS, MAX_PARTITIONS, check_document, did_you_mean, unknown_field
+
+__all__ = [
+    "AGGREGATE_FIELDS",
+    "AGGREGATE_JOINS",
+    "AggregateConfig",
+    "AggregateSpec",
+    "MAX_WINDOWS_PER_RECORD",
+    "event_records",
+]
+
+AGGREGATE_JOINS = ("table-aggregate", "window-aggregate", *WTABLE_JOINS)
+"""Seed 000's joins: the two aggregates and the four WTable joins."""
+JOINS = AGGREGATE_JOINS
+HOPPING_JOIN = "hopping-join"
+HOPPING_JOIN_ELSEWHERE = (
+    "join: hopping-join (seed 000's stream-stream join over hopping windows, one output per matching pair) is a "
+    "teaching contrast that runs from Python only: kjoin.engine.aggregates.run_hopping_join(events, "
+    'TimeWindows(size_ms, advance_ms), per="pair") (per="window": one output per shared window; '
+    "hopping_join_counts(events, windows) gives both counts). No Kafka Streams DSL builds it, so a scenario file "
+    "cannot name it; for Kafka's own windowed join use join: stream-stream with a window"
 )
-from .joins.aggregate import Aggregation, TableAggregate, count, sum_of
-from .joins.context import default_joiner
-from .joins.window_aggregate import TimeWindows, Windowed
-from .joins.wtable import select_by_field, select_by_timestamp, shift_by
-from .records import render_value
-from .scenario import ScenarioError
-from .scenario.fields import KEY_TYPES
-from .scenario.inputs import MAX_EVENTS, MAX_PARTITIONS, check_document, did_you_mean, unknown_field
-from .semantics import Semantics, parse_semantics
-
-__all__ = ["AGGREGATE_JOINS", "AggregateSpec", "run_spec", "spec_jsonl", "spec_table", "spec_title"]
-
-AGGREGATE_JOINS = JOINS
-_FIELDS = {
+"""Why ``join: hopping-join`` is refused in a scenario, and where it runs instead."""
+AGGREGATE_FIELDS = {
     "join",
     "variant",
     "window",
@@ -117,10 +133,20 @@ class AggregateSpec:
             raise fail(f"a scenario is a mapping with join and events; got {type(data).__name__}")
         try:
             check_document(data)
-            unknown_field("", data, _FIELDS)
             join = data.get("join")
+            if join == HOPPING_JOIN:
+                raise fail(HOPPING_JOIN_ELSEWHERE)
+            if join in PRIMARY_JOINS:
+                raise fail(
+                    f"join: {join!r} is a join of kjoin.Scenario (Scenario.from_dict), not one of seed 000's "
+                    f"({', '.join(JOINS)}); kjoin.load_scenario and kjoin run read either"
+                )
+            unknown_field("", data, AGGREGATE_FIELDS)
             if not isinstance(join, str) or join not in JOINS:
-                raise fail(f"join: {join!r} is not one of {', '.join(JOINS)}{did_you_mean(join, JOINS)}")
+                raise fail(
+                    f"join: {join!r} is not one of {', '.join(JOINS)}{did_you_mean(join, (*JOINS, *PRIMARY_JOINS))} "
+                    f"(seed 000's joins; kjoin.Scenario's are {', '.join(PRIMARY_JOINS)})"
+                )
             extra = sorted(set(data) - _ALLOWED[join] - {"join", "variant", "semantics", "partitions", "events"})
             if extra:
                 raise fail(
@@ -159,8 +185,9 @@ class AggregateSpec:
             raise fail("events: a list of {side, key, value, ts} mappings")
         if len(events) > MAX_EVENTS:
             raise fail(f"events: {len(events)} events, more than the reference engine runs at once ({MAX_EVENTS})")
+        self_join = data.get("self_join") is True
         for index, event in enumerate(events):
-            _check_event(event, index, partitions)
+            _check_event(event, index, partitions, join, self_join)
         group_by = data.get("group_by")
         if "group_by" in data and (not isinstance(group_by, str) or not all(group_by.split("."))):
             raise fail(f"group_by: a field path of the value such as page or user.country, not {group_by!r}")
@@ -190,7 +217,23 @@ class AggregateSpec:
             )
         if data.get("window_shift_ms") is not None and variant != "left":
             raise fail(f"window_shift_ms: a window shifter exists only for the left join, not {variant}")
+        spec._check_shift()
         return spec
+
+    def _check_shift(self) -> None:
+        """A shifted window must start where a window of the right WTable starts, or every lookup finds nothing."""
+        shift = self.data.get("window_shift_ms")
+        if shift is None:
+            return
+        right = self.windows("right_window" if "right_window" in self.data else "window")
+        if shift % right.advance != 0:
+            name = "right_window" if "right_window" in self.data else "window"
+            lower = shift - shift % right.advance
+            raise self._fail(
+                f"window_shift_ms: {shift} is not a multiple of the {name}'s advance ({right.advance} ms), so a "
+                f"shifted window never starts where a window of the right WTable does and every lookup finds "
+                f"nothing; use a multiple of {right.advance}, such as {lower} or {lower + right.advance}"
+            )
 
     # -- the parts ----------------------------------------------------------------------
     def _fail(self, message: str) -> ScenarioError:
@@ -245,7 +288,21 @@ class AggregateSpec:
             f"{name}: count or {{sum: field}} (other aggregators through the Python API), not {spec!r}{hint}"
         )
 
-    def selector(self) -> Any:
+    @property
+    def events(self) -> list[Any]:
+        """The scenario's events, in processing order."""
+        return list(self.data.get("events", []))
+
+    @property
+    def partitions(self) -> int:
+        partitions: int = self.data.get("partitions", 1)
+        return partitions
+
+    def records(self) -> list[Record]:
+        """The events as records, each on the partition the reference engine gives it."""
+        return event_records(self.events, self.partitions)
+
+    def selector(self) -> Selector | None:
         spec = self.data.get("selector")
         if spec is None:
             return None
@@ -261,7 +318,7 @@ class AggregateSpec:
         )
         raise self._fail(f"selector: timestamp or {{field: name}}, not {spec!r}{hint}")
 
-    def _stores(self) -> dict[str, Any]:
+    def store_options(self) -> dict[str, Any]:
         """The window stores' options: ``retention_ms``, ``segments`` and the era's ``semantics``."""
         data = self.data
         return {
@@ -270,8 +327,9 @@ class AggregateSpec:
             "semantics": self.semantics(),
         }
 
-    def _wtable_options(self) -> dict[str, Any]:
-        """The keyword arguments of a WTable join (:func:`run_wtable_join`, :func:`wtable_join_factory`)."""
+    def wtable_options(self) -> dict[str, Any]:
+        """The keyword arguments of a WTable join (:func:`kjoin.engine.aggregates.run_wtable_join`,
+        :func:`kjoin.joins.wtable.wtable_join_factory`)."""
         data = self.data
         shift = data.get("window_shift_ms")
         return {
@@ -283,49 +341,8 @@ class AggregateSpec:
             "shifter": None if shift is None else shift_by(shift),
             "selector": self.selector(),
             "self_join": bool(data.get("self_join")),
-            **self._stores(),
+            **self.store_options(),
         }
-
-    # -- run ----------------------------------------------------------------------------
-    def run(self, joiner: Callable[[Any, Any], Any] = default_joiner) -> AggregateTrace:
-        """Run the scenario; ``joiner(left, right)`` makes a WTable join's result values."""
-        data = self.data
-        events = data.get("events", [])
-        partitions = data.get("partitions", 1)
-        try:
-            if self.join == "table-aggregate":
-                return run_table_aggregate(events, data["group_by"], self.aggregation("aggregate"), partitions)
-            if self.join == "window-aggregate":
-                return run_window_aggregate(
-                    events, self.windows("window"), self.aggregation("aggregate"), partitions, **self._stores()
-                )
-            return run_wtable_join(events, self.join, partitions=partitions, joiner=joiner, **self._wtable_options())
-        except ValueError as error:
-            raise self._fail(str(error)) from None
-
-    def processors(self) -> tuple[str, Callable[..., Any]]:
-        """How an engine that runs tasks apart (Spark) builds this scenario's processors.
-
-        ``("task", (log, task) -> processor)`` for a windowed aggregate and the WTable joins: each
-        task keeps its own stores and stream time, so tasks run independently. ``("scenario",
-        (log) -> processor)`` for a table aggregate: one update can move a record between groups
-        in two tasks (the repartition topic crosses tasks), so the whole topology runs as one.
-        The processor's ``process(record, ctx)`` is the one the reference engine calls.
-        """
-        data = self.data
-        partitions = data.get("partitions", 1)
-        try:
-            if self.join == "table-aggregate":
-                mapper, name = _group_by(data["group_by"])
-                aggregation = self.aggregation("aggregate")
-                return "scenario", lambda log: TableAggregate(log, partitions, mapper, aggregation, name)
-            if self.join == "window-aggregate":
-                return "task", window_aggregate_factory(
-                    self.windows("window"), self.aggregation("aggregate"), **self._stores()
-                )
-            return "task", wtable_join_factory(self.join, **self._wtable_options())
-        except ValueError as error:
-            raise self._fail(str(error)) from None
 
 
 MAX_WINDOWS_PER_RECORD = 10_000
@@ -334,8 +351,11 @@ update and an output per record, so more would run for hours without saying why.
 _EVENT_FIELDS = {"side", "key", "value", "ts", "partition"}
 
 
-def _check_event(event: Any, index: int, partitions: int) -> None:
-    """One event of a seed-000 scenario: side, key, value, ts and optionally partition."""
+def _check_event(event: Any, index: int, partitions: int, join: str, self_join: bool) -> None:
+    """One event of a seed-000 scenario: side, key, value, ts and optionally partition. ``side`` is required in a
+    join of two inputs; an aggregate has one input, so its events need no side (any side is a record of that
+    input); a self-join's one input is the left, so ``side: right`` is refused there."""
+    one_input = join in ("table-aggregate", "window-aggregate") or self_join
     where = f"events[{index}]"
     if not isinstance(event, Mapping):
         raise ScenarioError(
@@ -345,9 +365,18 @@ def _check_event(event: Any, index: int, partitions: int) -> None:
     for required in ("key", "value", "ts"):
         if required not in event:
             raise ScenarioError(f"{where}: missing field {required!r} (write null for a null key or value)")
+    if "side" not in event and not one_input:
+        raise ScenarioError(
+            f"{where}: missing field 'side': a {join} join has two inputs; write side: left or side: right"
+        )
     side = event.get("side", "left")
     if side not in ("left", "right"):
         raise ScenarioError(f"{where}.side: expected left or right, got {side!r}")
+    if side == "right" and self_join:
+        raise ScenarioError(
+            f"{where}.side: a WTable joined with itself (self_join: true) has one input, the left: every event is "
+            "one of its records; write side: left or leave side out"
+        )
     key = event["key"]
     if key is not None and not isinstance(key, KEY_TYPES):
         raise ScenarioError(f"{where}.key: expected a string, number or null, got {type(key).__name__} {key!r:.60}")
@@ -364,72 +393,36 @@ def _check_event(event: Any, index: int, partitions: int) -> None:
         )
 
 
-def run_spec(data: Any, source: str | None = None) -> AggregateTrace:
-    """Validate and run a seed-000 scenario given as data."""
-    return AggregateSpec.from_dict(data, source).run()
+@dataclass(frozen=True)
+class AggregateConfig:
+    """What a seed-000 run was asked to do (the trace's ``scenario``): the join name, variant and
+    the options that change its outputs (``windows``, ``layout``, ``shifter``, ``selector``, ...)."""
+
+    join: str
+    variant: str = "left"
+    partitions: int = 1
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
-def spec_jsonl(trace: AggregateTrace) -> Iterator[str]:
-    """One JSON object per step, as ``kjoin run --format jsonl`` writes; windowed outputs carry ``window``."""
-    for step in trace.steps:
-        yield json.dumps(_step_dict(step), separators=(", ", ": "), default=render_value)
-
-
-def spec_title(trace: AggregateTrace) -> str:
-    """One line naming the join and the options that change its outputs."""
-    config = trace.scenario
-    options = config.options
-    if config.join == "table-aggregate":
-        parts = [f"table-aggregate ({config.variant}) grouped by {options['group_by']}"]
-    elif config.join == "hopping-join":
-        parts = [f"hopping-join, one output per {options['per']}"]
-    else:
-        kind = "" if config.join == "window-aggregate" else f" {config.variant} join"
-        parts = [f"{config.join}{kind}, {options['windows'].describe()}"]
-        layout = options.get("layout")
-        if layout is not None:
-            parts.append(f"retention {layout.retention_ms} ms in segments of {layout.segment_interval_ms} ms")
-        if options.get("shifter") is not None:
-            parts.append(f"window shifter: {options['shifter'].__doc__}")
-        if options.get("self_join"):
-            parts.append("self join")
-    semantics = options.get("semantics")
-    if semantics is not None and semantics != parse_semantics(None):
-        parts.append(f"Kafka {semantics} rules")
-    parts.append(f"{config.partitions} partition{'s' if config.partitions != 1 else ''}")
-    return ", ".join(parts)
-
-
-def spec_table(trace: AggregateTrace) -> str:
-    """Every step as ``kjoin run`` prints it: the input, its outputs (a windowed key with its
-    window ``[start, end)``), and what happened to it."""
-    from .render import format_table
-
-    rows = []
-    for step in trace.steps:
-        r = step.record
-        fate = step.fate.value + ("" if step.reason is None else f" ({step.reason.value})")
-        outputs = ", ".join(_output_text(o) for o in step.outputs)
-        rows.append(
-            [step.index, step.task, r.side.value, render_value(r.key), render_value(r.value), r.ts, outputs, fate]
-        )
-    header = ["step", "task", "side", "key", "value", "ts", "outputs", "fate"]
-    return spec_title(trace) + "\n" + format_table(header, rows)
-
-
-def _output_text(output: Any) -> str:
-    text = f"{output.render()}@{output.ts}"
-    return f"{output.key}: {text}" if isinstance(output.key, Windowed) else text
-
-
-def _step_dict(step: Any) -> dict[str, Any]:
-    return {
-        "step": step.index,
-        "input": step.record.to_dict(),
-        "task": step.task,
-        "outputs": [output_to_dict(o) for o in step.outputs],
-        "fate": step.fate.value,
-        "reason": None if step.reason is None else step.reason.value,
-        "until_ms": step.until_ms,
-        "explain": step.explain,
-    }
+def event_records(events: Iterable[Mapping[str, Any]], partitions: int, default_side: Side = Side.LEFT) -> list[Record]:
+    """Seed-000 events (``{side, key, value, ts[, partition]}``, ``side`` optional where there is one
+    input) as records, each on its ``partition`` or the one Kafka's default partitioner gives its key."""
+    events = list(events)
+    key_of = kafka_keys(event.get("key") for event in events if isinstance(event, Mapping))
+    records = []
+    for index, event in enumerate(events):
+        missing = [name for name in ("key", "ts") if name not in event]
+        if missing:
+            raise ValueError(f"events[{index}] has no {', '.join(missing)}: every event needs key, value and ts")
+        ts = event["ts"]
+        if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
+            raise ValueError(f"events[{index}].ts is {ts!r}: timestamps are integer milliseconds >= 0")
+        side = Side(event.get("side", default_side.value))
+        key = key_of(event["key"])
+        partition = event.get("partition")
+        if partition is None:
+            partition = default_partition(key, partitions) if (key is not None and partitions > 1) else 0
+        if not 0 <= partition < partitions:
+            raise ValueError(f"events[{index}].partition is {partition}, outside 0..{partitions - 1}")
+        records.append(Record(side, key, event.get("value"), ts, partition, index))
+    return records
