@@ -57,7 +57,7 @@ workshop: $(STAMP)
 # A Spark standalone cluster on 127.0.0.1 (README "On a cluster"): a master and two workers from PySpark's own
 # spark-class, each a JVM of its own; prints the spark:// URL for kjoin.spark.cluster_session(url); Ctrl-C stops it.
 cluster: $(STAMP)
-	$(PY) -m kjoin.spark.cluster
+	$(PY) -m kjoin.spark.io.cluster
 
 # Lint and format checks first (seconds), then the suite.
 test: $(STAMP) system-deps kafka-oracle kafka-live

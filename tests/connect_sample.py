@@ -170,7 +170,7 @@ def check_live_errors(spark) -> dict[str, int]:
     import socket
 
     from kjoin.spark import SparkInputError, from_kafka
-    from kjoin.spark import readers
+    from kjoin.spark.io import readers
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -3,7 +3,7 @@
 :func:`build` resolves two small Maven projects into ~/.m2 and writes one classpath file each:
 
 * ``kafka_oracle/connector/target/classpath.txt``: Spark's Kafka source and the jars PySpark lacks, which
-  :func:`kjoin.spark.local_session` puts on ``spark.jars`` (:func:`kjoin.spark.session.kafka_connector_jars`);
+  :func:`kjoin.spark.local_session` puts on ``spark.jars`` (:func:`kjoin.spark.io.session.kafka_connector_jars`);
 * ``kafka_oracle/broker/target/classpath.txt``: the Apache Kafka server.
 
 :class:`Broker` formats a log directory with a random cluster id (``kafka.tools.StorageTool format``, as

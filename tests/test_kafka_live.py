@@ -21,8 +21,8 @@ import pytest
 
 from kjoin.records import Record, Side
 from kjoin.spark import SparkInputError, from_kafka, run_join
-from kjoin.spark import readers as readers_module
-from kjoin.spark import session as session_module
+from kjoin.spark.io import readers as readers_module
+from kjoin.spark.io import session as session_module
 from tests.kafka_broker import Broker
 from tests.spark_compare import reference_outputs, spark_outputs
 from tests.test_spark_readers import LEFT_ROWS, RIGHT_ROWS, WINDOW, kafka_frame, utf8

@@ -9,7 +9,7 @@ import pytest
 
 from kjoin.scenario import AGGREGATE_JOINS, AggregateSpec
 from kjoin.engine.aggregates import DAY_MS, WEEK_MS
-from kjoin.spark.aggregates import aggregate_scenarios, reference_results, run_aggregate, scenario_rows
+from kjoin.spark.passes.aggregates import aggregate_scenarios, reference_results, run_aggregate, scenario_rows
 
 from .test_wtable import BEHIND_RETENTION
 

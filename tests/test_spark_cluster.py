@@ -1,5 +1,5 @@
 """kjoin on a real Spark standalone cluster: a master and two workers on 127.0.0.1, each worker a JVM of its own with
-its own executor, Python workers and local directory (:class:`kjoin.spark.cluster.StandaloneCluster`, started from
+its own executor, Python workers and local directory (:class:`kjoin.spark.io.cluster.StandaloneCluster`, started from
 PySpark's ``spark-class`` and stopped here).
 
 The driver runs in a subprocess (``tests/cluster_sample.py``: a process holds one SparkContext, and pytest's is the
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from kjoin.spark.cluster import StandaloneCluster
+from kjoin.spark.io.cluster import StandaloneCluster
 from tests.kafka_broker import Broker
 from tests.test_kafka_live import produce, random_rows
 

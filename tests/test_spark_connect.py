@@ -60,7 +60,7 @@ def test_a_sample_of_the_differential_suite_agrees_on_spark_connect():
     summary = json.loads(lines[-1])
     print(summary)
     assert summary["ok"] and summary["session"].startswith("pyspark.sql.connect")
-    properties = summary["jvm_properties"]  # the server's JVM runs with kjoin's options (kjoin.spark.session)
+    properties = summary["jvm_properties"]  # the server's JVM runs with kjoin's options (kjoin.spark.io.session)
     assert properties["arrow.enable_unsafe_memory_access"] == "true", properties
     assert (properties["log4j2.configurationFile"] or "").startswith("file:"), properties
     assert summary["scenarios"] == len(KINDS) * PER_KIND and summary["outputs"] > 0 and summary["run_join_checks"] == 5

@@ -301,7 +301,7 @@ def test_a_misspelled_column_raises_without_printing_the_plan(tmp_path):
 def test_json_values_warn_that_the_join_takes_the_slow_path_and_name_the_alternative(spark):
     import warnings
 
-    from kjoin.spark.run import SlowPathWarning
+    from kjoin.spark.passes.plans import SlowPathWarning
 
     orders = Topic(
         spark.createDataFrame(
@@ -321,7 +321,7 @@ def test_json_values_warn_that_the_join_takes_the_slow_path_and_name_the_alterna
 
 
 def test_times_read_as_dates_and_durations():
-    from kjoin.spark.debug import duration, span, when
+    from kjoin.spark.debug.why import duration, span, when
 
     assert duration(9042983) == "2 h 30 min 42.983 s" and duration(15) == "15 ms" and duration(600_000) == "10 min"
     assert duration(-4250) == "-4.250 s" and duration(86_400_000 + 1000) == "1 d 1 s"

@@ -7,7 +7,7 @@ import pytest
 
 from kjoin.diff import diff
 from kjoin.spark import Topic, run_join, run_scenarios
-from kjoin.spark.topic import SparkInputError
+from kjoin.spark.io.topic import SparkInputError
 
 from .test_diff import _seed_004, ev
 

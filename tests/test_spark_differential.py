@@ -52,12 +52,12 @@ METHODS = {
     "versioned-table-table": ("vectorised", "processors"),
 }
 """Unversioned stream-table and table-table joins have three Spark paths: the vectorised
-per-task pass (:mod:`kjoin.spark.vectorised`, what ``auto`` picks; run here with Arrow batches
+per-task pass (:mod:`kjoin.spark.passes.vectorised`, what ``auto`` picks; run here with Arrow batches
 of 7 records, so tasks span batches), the native window-function plan
-(:mod:`kjoin.spark.native`) and kjoin's processors per task; all three are checked.
-Stream-stream joins have two: the vectorised pass (:mod:`kjoin.spark.vectorised_stream`, every
+(:mod:`kjoin.spark.passes.native`) and kjoin's processors per task; all three are checked.
+Stream-stream joins have two: the vectorised pass (:mod:`kjoin.spark.passes.vectorised_stream`, every
 era from 0.10.2, so the batch's 0.10.0 scenarios are left out of that run) and the processors.
-Joins over versioned tables have two: the per-task pass (:mod:`kjoin.spark.vectorised_versioned`, every
+Joins over versioned tables have two: the per-task pass (:mod:`kjoin.spark.passes.vectorised_versioned`, every
 variant, era, grace and versioned mode) and the processors. Foreign-key joins have only the processors
 (``auto``)."""
 SETTINGS = settings(
@@ -73,7 +73,7 @@ SETTINGS = settings(
 @SETTINGS
 @given(seed=st.integers(0, 2**32 - 1))
 def test_joins_on_spark_equal_the_reference_engine(spark, kind, seed):
-    from kjoin.spark import vectorised_stream
+    from kjoin.spark.passes import vectorised_stream
 
     coalesce = vectorised_stream.COALESCE_ROWS
     vectorised_stream.COALESCE_ROWS = 1  # every Arrow batch of 7 records a pass of its own (no fixture: hypothesis)

@@ -1,4 +1,4 @@
-"""The Python-side merge into processing order (:mod:`kjoin.spark.merge`), outside Spark.
+"""The Python-side merge into processing order (:mod:`kjoin.spark.passes.merge`), outside Spark.
 
 The per-task passes of ``run_join`` get each task's records sorted by input partition (held side
 first, then by offset) and merge them into Kafka's processing order themselves. These tests feed
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from kjoin.ordering import merge_by_timestamp
 from kjoin.records import Record, Side
-from kjoin.spark.merge import COLUMNS, merged_batches
+from kjoin.spark.passes.merge import COLUMNS, merged_batches
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
@@ -147,7 +147,7 @@ def test_a_hand_example_with_the_table_held_and_spilled():
 
 def test_the_held_rows_setting_is_read_and_bad_values_are_refused_with_the_setting_named():
     from kjoin.spark import SparkInputError
-    from kjoin.spark.merge import HELD_ROWS_CONF, SPILL_ROWS, held_rows
+    from kjoin.spark.passes.merge import HELD_ROWS_CONF, SPILL_ROWS, held_rows
 
     assert held_rows(None) == SPILL_ROWS and held_rows("1000") == 1000 and held_rows("0") == 0
     for bad in ("lots", "-1"):
@@ -169,7 +169,7 @@ def test_run_join_spills_the_held_side_and_still_equals_the_reference_engine(spa
     import random
 
     from kjoin.spark import Topic, run_join
-    from kjoin.spark.merge import HELD_ROWS_CONF
+    from kjoin.spark.passes.merge import HELD_ROWS_CONF
     from tests.spark_compare import reference_outputs, small_arrow_batches, spark_outputs
 
     rng = random.Random(join)

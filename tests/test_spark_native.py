@@ -1,5 +1,5 @@
-"""The native Spark SQL path (:mod:`kjoin.spark.native`) and the vectorised per-task pass
-(:mod:`kjoin.spark.vectorised`) agree with the reference engine.
+"""The native Spark SQL path (:mod:`kjoin.spark.passes.native`) and the vectorised per-task pass
+(:mod:`kjoin.spark.passes.vectorised`) agree with the reference engine.
 
 Hundreds of random scenarios per join (every variant, the eras of every rule boundary:
 0.10.0, 0.10.2, 2.0, 2.3, 3.1, 3.7, latest; several partitions, null keys, tombstones, and
@@ -22,7 +22,7 @@ import pytest
 
 from kjoin import Scenario
 from kjoin.spark import SparkInputError, Topic, run_join, run_scenarios
-from kjoin.spark.vectorised_versioned import is_versioned
+from kjoin.spark.passes.vectorised_versioned import is_versioned
 from tests.spark_compare import assert_same, combos, random_batch, small_arrow_batches, spark_rows
 
 pytestmark = pytest.mark.spark
@@ -69,7 +69,7 @@ def test_native_joins_equal_the_reference_engine(spark, join):
 @pytest.mark.parametrize("join", ["stream-table", "table-table"])
 @pytest.mark.parametrize("rows", [3, 10_000])
 def test_vectorised_joins_equal_the_reference_engine(spark, join, rows):
-    """The vectorised pass (:mod:`kjoin.spark.vectorised`) on the same varied batches, with Arrow batches of 3
+    """The vectorised pass (:mod:`kjoin.spark.passes.vectorised`) on the same varied batches, with Arrow batches of 3
     records (every task spans batches: its stores and step count carry over) and of 10^4 (many tasks per batch)."""
     batch = _varied(20270 + len(join), join, 300)
     with small_arrow_batches(spark, rows):

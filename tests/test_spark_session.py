@@ -1,4 +1,4 @@
-"""kjoin's local session: the settings and JVM options :mod:`kjoin.spark.session` promises are in force."""
+"""kjoin's local session: the settings and JVM options :mod:`kjoin.spark.io.session` promises are in force."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ pytestmark = pytest.mark.spark
 
 def test_the_shared_local_session_runs_with_kjoins_settings_and_jvm_options(spark):
     from kjoin.spark import QUIET_CONFIG
-    from kjoin.spark.session import LOCAL_ONLY_CONFIG
+    from kjoin.spark.io.session import LOCAL_ONLY_CONFIG
 
     assert spark.sparkContext.master.startswith("local")
     for name, value in {**QUIET_CONFIG, **LOCAL_ONLY_CONFIG}.items():
@@ -21,7 +21,7 @@ def test_the_shared_local_session_runs_with_kjoins_settings_and_jvm_options(spar
 
 
 def test_a_callers_own_java_options_are_kept_after_kjoins():
-    from kjoin.spark.session import ARROW_JAVA_OPTIONS, _java_options
+    from kjoin.spark.io.session import ARROW_JAVA_OPTIONS, _java_options
 
     options = _java_options({"spark.driver.extraJavaOptions": "-Dmine=1 -Darrow.enable_null_check_for_get=true"})
     assert options.startswith("-Dlog4j2.configurationFile=file:")

@@ -1,4 +1,4 @@
-"""The array pieces of the vectorised stream-table and table-table pass (:mod:`kjoin.spark.vectorised`), against
+"""The array pieces of the vectorised stream-table and table-table pass (:mod:`kjoin.spark.passes.vectorised`), against
 plain Python models of what they promise. The pass as a whole is checked against the reference engine by the
 differential suite (``tests/test_spark_differential.py``, batches of 7 records, so the carried tables matter)."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kjoin.spark.vectorised import _Tables, joiner_text, keep_where, key_groups, stable_order
+from kjoin.spark.passes.vectorised import _Tables, joiner_text, keep_where, key_groups, stable_order
 
 
 @pytest.mark.parametrize("offset", [0, 70_000, 2**40], ids=["radix (16-bit)", "packed int64", "lexsort"])

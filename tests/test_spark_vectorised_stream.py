@@ -1,4 +1,4 @@
-"""The vectorised stream-stream pass (:mod:`kjoin.spark.vectorised_stream`) agrees with the reference engine.
+"""The vectorised stream-stream pass (:mod:`kjoin.spark.passes.vectorised_stream`) agrees with the reference engine.
 
 Random scenarios of every variant and every era the pass accepts (0.10.2 to the latest: output timestamps
 before and from 2.0, window segments before 3.4, the outer-join buffer's three sweeps, stream time after a
@@ -8,7 +8,7 @@ and 120 s so that records fall behind their stores' retention and segments drop.
 ``method="vectorised"`` in Arrow batches of 1, 3 and 10^4 records (every task spans batches, or many tasks
 share one), and long single tasks run in batches of 50 so that the carried stores and outer-join buffer
 are exercised over many batches. The pass joins small input batches into large ones
-(:data:`~kjoin.spark.vectorised_stream.COALESCE_ROWS`); these tests set that to 1 so that every input batch is a
+(:data:`~kjoin.spark.passes.vectorised_stream.COALESCE_ROWS`); these tests set that to 1 so that every input batch is a
 pass of its own, except where they check the default. Outputs and steps must equal the reference engine's, in
 order within every Kafka task.
 """
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(autouse=True)
 def one_pass_per_batch(monkeypatch):
-    from kjoin.spark import vectorised_stream
+    from kjoin.spark.passes import vectorised_stream
 
     monkeypatch.setattr(vectorised_stream, "COALESCE_ROWS", 1)
 
@@ -118,7 +118,7 @@ def test_vectorised_stream_stream_joins_equal_the_reference_engine(spark, rows):
 )
 def test_long_tasks_carry_their_stores_and_buffer_across_many_batches(spark, monkeypatch, variant, semantics, coalesce):
     """Batches of 50 records, each a pass, or joined into passes of 400 (tasks then start and end within a pass)."""
-    from kjoin.spark import vectorised_stream
+    from kjoin.spark.passes import vectorised_stream
 
     monkeypatch.setattr(vectorised_stream, "COALESCE_ROWS", coalesce)
     scenarios = [_long_task(seed, variant, semantics) for seed in range(3)]
@@ -132,7 +132,7 @@ def test_long_tasks_carry_their_stores_and_buffer_across_many_batches(spark, mon
 
 def test_the_band_join_by_time_rank_equals_the_reference_engine(spark, monkeypatch):
     """The band join's other numbering (times by rank, for spans too wide for distances), forced on every pass."""
-    from kjoin.spark import vectorised_stream
+    from kjoin.spark.passes import vectorised_stream
 
     monkeypatch.setattr(vectorised_stream, "BAND_KEY_LIMIT", 0)
     scenarios = [_long_task(seed, variant, "latest", 400) for seed, variant in enumerate(["inner", "left", "outer"])]
@@ -148,7 +148,7 @@ def test_the_carried_stores_are_bounded_by_the_retention_not_by_the_task():
     lately."""
     import pyarrow as pa
 
-    from kjoin.spark import vectorised_stream
+    from kjoin.spark.passes import vectorised_stream
 
     scenario = Scenario.from_dict(
         {
@@ -176,7 +176,7 @@ def test_the_carried_stores_are_bounded_by_the_retention_not_by_the_task():
             }
         )
         if schema is None:
-            from kjoin.spark.task import _arrow_schema
+            from kjoin.spark.passes.task import _arrow_schema
 
             schema = _arrow_schema(batch.schema)
         out = vectorised_stream._segment(
@@ -261,8 +261,9 @@ SWEEP_STOPS_INSIDE_A_LIST = {
         {"side": "left", "key": "k3", "value": "L3", "ts": 236},
     ],
 }
-"""Issue 32 (``tests/test_kafka_oracle.py`` checks it against Kafka 3.8.1 and the latest): R2's sweep stops at L2, the second value
-of the list <228, left, k1>, leaving the min time at 228, so L3@236 passes the gate and releases R0, L1 and L2."""
+"""Issue 32 (``tests/test_kafka_oracle.py`` checks it against Kafka 3.8.1 and the latest): R2's sweep stops at L2,
+the second value of the list <228, left, k1>, leaving the min time at 228, so L3@236 passes the gate and releases
+R0, L1 and L2."""
 
 
 def _repeated_groups(seed: int) -> Scenario:

@@ -1,4 +1,4 @@
-"""The per-task pass for joins over versioned tables (:mod:`kjoin.spark.vectorised_versioned`) agrees with the
+"""The per-task pass for joins over versioned tables (:mod:`kjoin.spark.passes.vectorised_versioned`) agrees with the
 reference engine and with the processors, row for row.
 
 Most random checking runs outside Spark, which is cheap: the pass is called directly on Arrow batches built as
@@ -25,8 +25,8 @@ import pytest
 
 from kjoin import Scenario, run
 from kjoin.spark import OUTPUT_COLUMNS, STEP_COLUMNS, SparkInputError, run_scenarios
-from kjoin.spark import vectorised_versioned as vv
-from kjoin.spark.task import RESULT_FIELDS, json_text, task_function
+from kjoin.spark.passes import vectorised_versioned as vv
+from kjoin.spark.passes.task import RESULT_FIELDS, json_text, task_function
 from tests.spark_compare import assert_same, random_batch, small_arrow_batches, spark_results
 
 ERAS = ["3.5", "3.6", "3.7", "4.0", "latest"]
@@ -121,7 +121,7 @@ def _rows(function: Any, batches: list[Any]) -> list[tuple]:
 def _check(scenarios: list[Scenario], sizes: Any) -> list[dict]:
     """The pass's rows equal the processors' (every column, in order) and the reference engine's; table-table
     joins in ``final`` mode and stream-table joins without grace both as arrays and through the loop
-    (:data:`~kjoin.spark.vectorised_versioned.ARRAY_TABLE_TABLE`, ``ARRAY_STREAM_TABLE``), stream-table
+    (:data:`~kjoin.spark.passes.vectorised_versioned.ARRAY_TABLE_TABLE`, ``ARRAY_STREAM_TABLE``), stream-table
     batches alternating between the two (``WALK_LIMIT`` 0), and the array form's lookups by sorting
     (``ID_TIME_KEY_LIMIT`` 0)."""
     configs = dict(enumerate(scenarios))
@@ -229,7 +229,7 @@ def test_the_store_drops_versions_behind_the_retention(monkeypatch, join, arrays
     same as the loop."""
     import pyarrow as pa
 
-    from kjoin.spark.task import _arrow_schema
+    from kjoin.spark.passes.task import _arrow_schema
 
     monkeypatch.setattr(vv, "ARRAY_TABLE_TABLE", arrays)
     monkeypatch.setattr(vv, "ARRAY_STREAM_TABLE", arrays)

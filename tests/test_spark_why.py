@@ -10,7 +10,7 @@ import pytest
 from kjoin.fates import Fate
 from kjoin.records import OutputKind, Side
 from kjoin.spark import Topic, run_join, run_scenarios
-from kjoin.spark.debug import VERDICTS, KeyTrace, _restrict
+from kjoin.spark.debug.why import VERDICTS, KeyTrace, _restrict
 
 pytestmark = pytest.mark.spark
 
@@ -132,7 +132,7 @@ def test_find_locates_a_step_by_offset_or_predicate(spark):
 
 # -- why: planted causes, each checked against the whole task's reference trace ---------------------
 def test_why_names_every_planted_cause_and_the_task_trace_agrees(spark):
-    from kjoin.spark.whycheck import CAUSES, planted
+    from kjoin.spark.debug.whycheck import CAUSES, planted
 
     partitions = 2
     orders, customers, causes = planted(2 * len(CAUSES), partitions)
@@ -205,7 +205,7 @@ def test_why_in_a_stream_stream_join_gives_the_distance_outside_the_window(spark
 
 
 def test_every_result_has_a_reason_and_the_summary_counts_them_per_key(spark):
-    from kjoin.spark.whycheck import CAUSES, planted
+    from kjoin.spark.debug.whycheck import CAUSES, planted
 
     partitions = 2
     orders, customers, causes = planted(2 * len(CAUSES), partitions)
@@ -248,7 +248,7 @@ def test_every_result_has_a_reason_and_the_summary_counts_them_per_key(spark):
 
 
 def test_the_summary_explorer_sorts_and_opens_the_stepper_at_the_first_surprise(spark):
-    from kjoin.spark.whycheck import CAUSES, planted
+    from kjoin.spark.debug.whycheck import CAUSES, planted
     from kjoin_viz.summary_explorer import SummaryExplorer
 
     partitions = 2
@@ -272,7 +272,7 @@ def test_the_summary_explorer_sorts_and_opens_the_stepper_at_the_first_surprise(
 
 
 def test_the_summary_explorer_opens_on_the_rows_that_matter_and_its_controls_follow_sort_by(spark):
-    from kjoin.spark.whycheck import CAUSES, planted
+    from kjoin.spark.debug.whycheck import CAUSES, planted
     from kjoin_viz.summary_explorer import NULL_RESULTS, SURPRISES, SummaryExplorer
 
     partitions = 2
@@ -396,7 +396,7 @@ def test_a_drill_down_replays_the_sweep_that_other_keys_decide(spark):
 
 
 def test_why_builds_its_index_once_where_asked(spark, tmp_path):
-    from kjoin.spark.whycheck import CAUSES, planted
+    from kjoin.spark.debug.whycheck import CAUSES, planted
 
     orders, customers, causes = planted(len(CAUSES), 2)
     result = run_join(topic(spark, orders, 2), topic(spark, customers, 2), "stream-table", "left")
@@ -409,7 +409,7 @@ def test_why_builds_its_index_once_where_asked(spark, tmp_path):
 
 
 def test_write_parquet_builds_the_index_that_every_why_then_reads(spark, tmp_path, capsys):
-    from kjoin.spark.whycheck import main
+    from kjoin.spark.debug.whycheck import main
 
     assert main(["--records", "3000", "--samples", "9", "--path", str(tmp_path / "check"), "--write"]) == 0
     printed = capsys.readouterr().out

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kjoin.spark import from_files, run_join
-from kjoin.spark.whycheck import APP_CAUSES, APP_VERDICTS, APP_WINDOW_MS, planted_app
+from kjoin.spark.debug.whycheck import APP_CAUSES, APP_VERDICTS, APP_WINDOW_MS, planted_app
 
 pytestmark = pytest.mark.spark
 

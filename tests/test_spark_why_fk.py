@@ -15,8 +15,8 @@ from kjoin.joins.fk_protocol import SUBSCRIPTION, extract_foreign_key, fk_bytes
 from kjoin.records import OutputKind, Side
 from kjoin.scenario import Event
 from kjoin.spark import SparkInputError, run_scenarios
-from kjoin.spark.debug import VERDICTS
-from kjoin.spark.debug_fk import FkKeyTrace
+from kjoin.spark.debug.why import VERDICTS
+from kjoin.spark.debug.fk import FkKeyTrace
 
 pytestmark = pytest.mark.spark
 

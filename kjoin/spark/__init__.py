@@ -18,13 +18,15 @@ Every primary-key join runs per Kafka task (stream-stream, stream-table, table-t
 versioned tables too: ``run_join(..., options={"right": {"versioned": True,
 "history_retention_ms": 100}, "grace_ms": 5})``). A foreign-key join crosses tasks, so
 :func:`run_scenarios` runs each FK scenario whole in one Spark group
-(:mod:`kjoin.spark.fk_task`, which states the limits) and :func:`run_join` refuses it.
+(:mod:`kjoin.spark.passes.fk_task`, which states the limits) and :func:`run_join` refuses it.
 """
 
-from .readers import from_files, from_kafka, from_kcat
-from .run import OUTPUT_COLUMNS, STEP_COLUMNS, SparkRun, open_run, run_join, run_scenarios
-from .session import ARROW_JAVA_OPTIONS, QUIET_CONFIG, cluster_session, connect_session, local_session
-from .topic import SparkInputError, Topic
+from .api import open_run, run_join, run_scenarios
+from .frames import OUTPUT_COLUMNS, STEP_COLUMNS
+from .io.readers import from_files, from_kafka, from_kcat
+from .io.session import ARROW_JAVA_OPTIONS, QUIET_CONFIG, cluster_session, connect_session, local_session
+from .io.topic import SparkInputError, Topic
+from .result import SparkRun
 
 __all__ = [
     "OUTPUT_COLUMNS",

@@ -18,23 +18,26 @@ machine under load): the processors themselves, about 16-20K records/s per core 
 stream-stream left join (window ±1 s), 30K for table-table, 50K for stream-table. A leaner
 loop (row tuples transposed once per batch, enum texts from dicts) was measured and was no
 faster within noise, so this loop stays the plain one. Stream-table and table-table joins
-over unversioned tables run as vectorised array passes instead (:mod:`kjoin.spark.vectorised`,
-about 15x the processors' CPU throughput per record), or natively (:mod:`kjoin.spark.native`); stream-stream
+over unversioned tables run as vectorised array passes instead (:mod:`kjoin.spark.passes.vectorised`,
+about 15x the processors' CPU throughput per record), or natively (:mod:`kjoin.spark.passes.native`); stream-stream
 joins from 0.10.2 as a vectorised band join with a small loop over the outer-join buffer's events only
-(:mod:`kjoin.spark.vectorised_stream`); joins over versioned tables as a lean specialised loop over plain
-values (:mod:`kjoin.spark.vectorised_versioned`, 7-40x the processors' CPU throughput)."""
+(:mod:`kjoin.spark.passes.vectorised_stream`); joins over versioned tables as a lean specialised loop over plain
+values (:mod:`kjoin.spark.passes.vectorised_versioned`, 7-40x the processors' CPU throughput)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any, Callable, Iterator, Mapping
 
-from ..engine import new_join
-from ..joins import StepContext, default_joiner
-from ..fates import Fate
-from ..records import Record, Side, render_value
-from ..scenario import Scenario
-from ..state import StateLog
+import pyarrow as pa
+
+from ...engine import new_join
+from ...joins import StepContext, default_joiner
+from ...fates import Fate
+from ...records import Record, Side, render_value
+from ...scenario import Scenario
+from ..spec import JoinSpec
+from ...state import StateLog
 
 __all__ = ["group_by_task", "json_text", "task_function", "append_step_rows", "RESULT_FIELDS", "result_schema"]
 
@@ -87,12 +90,13 @@ def group_by_task(records: Any, partitioned: bool, spark_partitions: int | None)
 
 
 def task_function(
-    scenarios: Mapping[int, Scenario],
+    configs: Mapping[int, JoinSpec | Scenario],
     joiner: Callable[[Any, Any], Any] | None = None,
     json_values: bool = False,
     json_keys: bool = False,
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The ``mapInArrow`` function for the given scenario configurations (by scenario id).
+    """The ``mapInArrow`` function for the given joins (by scenario id): each Kafka task runs the reference
+    engine's processors (:func:`kjoin.engine.new_join`, built from :meth:`JoinSpec.scenario`).
 
     Input batches have columns ``scenario, partition, side, key, value, ts, offset, position``
     sorted by processing position within ``(scenario, partition)``; ``position`` may be null,
@@ -100,13 +104,12 @@ def task_function(
     from JSON text before the joiner sees them and encodes ``left``/``right`` back.
     """
     join_values = joiner or default_joiner
+    scenarios = {scenario_id: JoinSpec.of(config).scenario() for scenario_id, config in configs.items()}
     names = [name for name, _ in RESULT_FIELDS]
     encode_key = json_text if json_keys else _as_is
     encode_value = json_text if json_values else _as_is
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
         group: tuple[int, int] | None = None
         join: Any = None
         rank = 0
@@ -215,8 +218,6 @@ def _as_is(value: Any) -> Any:
 
 
 def _arrow_schema(input_schema: Any) -> Any:
-    import pyarrow as pa
-
     fixed = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_()}
     fields = []
     for name, kind in RESULT_FIELDS:

@@ -3,7 +3,7 @@ for every result.
 
 A foreign-key join (KIP-213, :mod:`kjoin.joins.foreign_key`) is not a per-task computation: a
 left row subscribes to the task of its foreign key, which answers back. On Spark each FK
-scenario already runs whole in one group (:mod:`kjoin.spark.fk_task`), so here the whole
+scenario already runs whole in one group (:mod:`kjoin.spark.passes.fk_task`), so here the whole
 scenario runs through the reference engine and the answers are read off its trace:
 
 * :func:`fk_key_trace`: the drill-down of left key ``k`` of partition ``p`` is the whole trace
@@ -28,13 +28,14 @@ from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from typing import Any
 
-from ..fates import Reason
-from ..joins.fk_protocol import RESPONSE, SUBSCRIPTION, Instruction, Message, extract_foreign_key, fk_bytes
-from ..records import OutputKind, Record, Side, render_value
-from ..scenario import Scenario
-from ..stores import CLOCK, IN_FLIGHT, SUBSCRIPTIONS
-from ..trace import Step, StateSnapshot, Trace
-from .debug import Diagnosis, KeyTrace, Partner
+from ...fates import Reason
+from ...joins.fk_protocol import RESPONSE, SUBSCRIPTION, Instruction, Message, extract_foreign_key, fk_bytes
+from ...records import OutputKind, Record, Side, render_value
+from ...scenario import Scenario
+from ...state import DELETED
+from ...stores import CLOCK, IN_FLIGHT, SUBSCRIPTIONS
+from ...trace import Step, StateSnapshot, Trace
+from .why import Diagnosis, KeyTrace, Partner
 
 __all__ = ["FkKeyTrace", "fk_key_trace", "left_partitions", "diagnose_fk", "output_reasons", "fk_null_verdicts"]
 
@@ -97,8 +98,6 @@ def fk_key_trace(full: Trace, key: Any, partition: int) -> FkKeyTrace:
     """The drill-down of left key ``key`` of ``partition``: ``full`` (the whole scenario's trace)
     restricted to the key (see the module's docstring). One pass over the trace's changes: the
     restricted state is kept up to date change by change, and copied at the key's steps."""
-    from ..state import DELETED
-
     config = full.scenario
     is_key = _KeyTest(key)
     fks = {}
@@ -474,7 +473,6 @@ def _diagnose_left(chains: _Chains, step: Step, who: str, drill: FkKeyTrace | No
     responses = [s for s in delivered if s.message.topic == RESPONSE and _same(s.message.key, record.key)]
     outputs = [o for s in responses for o in s.outputs]
     stale = [s for s in responses if s.reason is Reason.STALE_RESPONSE]
-    path = config.foreign_key
     if record.value is None:
         done = (
             f"its result was deleted by a tombstone at step {responses[0].index}"
@@ -490,48 +488,7 @@ def _diagnose_left(chains: _Chains, step: Step, who: str, drill: FkKeyTrace | No
         )
     fk = _foreign_key(config, record.value)
     if fk is None:
-        if step.reason is Reason.NULL_FOREIGN_KEY:
-            rule = (
-                "an inner join drops it"
-                if config.variant == "inner"
-                else "a left join before Kafka 3.7 drops it too (KIP-962 made it emit such rows with null)"
-            )
-            text = (
-                f"The {who} has a null foreign key: the extractor (field {path!r}) returned null, which cannot be "
-                f"subscribed: {rule}. The update is skipped (the left table keeps it), so no result."
-            )
-            earlier = [
-                t for t in chains.lefts.get((record.partition, fk_bytes(record.key)), []) if t.index < step.index
-            ]
-            old_fk = _foreign_key(config, earlier[-1].record.value) if earlier else None
-            if old_fk is not None:
-                text += (
-                    f" Nothing is sent to its old foreign key {render_value(old_fk)} either, so a result the row had "
-                    "stays in place"
-                    + (
-                        " (an inner join deletes it from Kafka 3.9.1 and 4.0.1, KAFKA-16407)."
-                        if config.variant == "inner"
-                        else "."
-                    )
-                )
-        elif step.reason is Reason.NULL_FOREIGN_KEY_UNSUBSCRIBED:
-            gone = (
-                f"; the answer deleted the old result (a tombstone at step {responses[0].index})"
-                if any(o.tombstone for o in outputs)
-                else ""
-            )
-            text = (
-                f"The {who} has a null foreign key: the extractor (field {path!r}) returned null. An inner join "
-                "(Kafka 3.9.1 and 4.0.1 on, KAFKA-16407) subscribes it nowhere and unsubscribes the row from its "
-                f"old foreign key{gone}. No result."
-            )
-        else:
-            at = f" (step {responses[-1].index})" if responses else ""
-            text = (
-                f"The {who} has a null foreign key: the extractor (field {path!r}) returned null. A left join (Kafka "
-                f"3.7 on, KIP-962) still emits the row, with a null right value{at}."
-            )
-        return Diagnosis("null-foreign-key", text, record, step.index, trace=drill)
+        return _null_foreign_key(chains, step, who, drill, responses, outputs)
     f = render_value(fk)
     matched = [o for o in outputs if o.kind is OutputKind.JOINED and o.right is not None]
     lookups = [
@@ -562,44 +519,10 @@ def _diagnose_left(chains: _Chains, step: Step, who: str, drill: FkKeyTrace | No
             trace=drill,
         )
     if stale:
-        s = stale[0]
-        newer = [
-            t for t in chains.lefts.get((record.partition, fk_bytes(record.key)), []) if step.index < t.index < s.index
-        ]
-        changed = (
-            f" by the left record at offset {newer[0].record.offset} (ts {newer[0].record.ts}, step {newer[0].index})"
-            if newer
-            else ""
-        )
-        return Diagnosis(
-            "stale-response",
-            f"The {who} subscribed to foreign key {f}, but while the messages were in flight the left row changed"
-            f"{changed}: the response {s.message.id} (step {s.index}) carried the hash of this value, not of the "
-            "current one, so Kafka dropped it as stale. The newer row's own response answers for the key.",
-            record,
-            step.index,
-            tuple(chains.partner(t, "left") for t in newer[:1]),
-            trace=drill,
-        )
+        return _stale_response(chains, step, who, drill, stale[0], f)
     empty = [s for s in responses if s.reason is not Reason.STALE_RESPONSE and s.message.value.arrives_as_null]
     if empty:
-        s = empty[0]
-        rights = [t for t in chains.rights.get(fk_bytes(fk), []) if t.index < s.index]
-        result = (
-            "a tombstone (an inner join has no result without a right value)"
-            if config.variant == "inner"
-            else "the row joined with null"
-        )
-        return Diagnosis(
-            "empty-foreign-value",
-            f'The {who} subscribed to foreign key {f}, whose right value is "": it serializes to zero bytes '
-            f"(String serde), and a subscription response writes a missing right value as zero bytes too, so the "
-            f"response {s.message.id} (step {s.index}) reached the left row as null: {result}.",
-            record,
-            step.index,
-            tuple(chains.partner(t, "right") for t in rights[-1:]),
-            trace=drill,
-        )
+        return _empty_foreign_value(chains, step, who, drill, empty[0], fk, f)
     if pending and not lookups:
         ids = ", ".join(m.id for m in pending)
         return Diagnosis(
@@ -626,6 +549,101 @@ def _diagnose_left(chains: _Chains, step: Step, who: str, drill: FkKeyTrace | No
         partners,
         trace=drill,
         **numbers,
+    )
+
+
+def _null_foreign_key(
+    chains: _Chains, step: Step, who: str, drill: FkKeyTrace | None, responses: list, outputs: list
+) -> Diagnosis:
+    """A left row whose extractor returned null: dropped, unsubscribed (inner, KAFKA-16407) or emitted with null
+    (left, KIP-962)."""
+    config, record = chains.config, step.record
+    path = config.foreign_key
+    if step.reason is Reason.NULL_FOREIGN_KEY:
+        rule = (
+            "an inner join drops it"
+            if config.variant == "inner"
+            else "a left join before Kafka 3.7 drops it too (KIP-962 made it emit such rows with null)"
+        )
+        text = (
+            f"The {who} has a null foreign key: the extractor (field {path!r}) returned null, which cannot be "
+            f"subscribed: {rule}. The update is skipped (the left table keeps it), so no result."
+        )
+        earlier = [t for t in chains.lefts.get((record.partition, fk_bytes(record.key)), []) if t.index < step.index]
+        old_fk = _foreign_key(config, earlier[-1].record.value) if earlier else None
+        if old_fk is not None:
+            text += (
+                f" Nothing is sent to its old foreign key {render_value(old_fk)} either, so a result the row had "
+                "stays in place"
+                + (
+                    " (an inner join deletes it from Kafka 3.9.1 and 4.0.1, KAFKA-16407)."
+                    if config.variant == "inner"
+                    else "."
+                )
+            )
+    elif step.reason is Reason.NULL_FOREIGN_KEY_UNSUBSCRIBED:
+        gone = (
+            f"; the answer deleted the old result (a tombstone at step {responses[0].index})"
+            if any(o.tombstone for o in outputs)
+            else ""
+        )
+        text = (
+            f"The {who} has a null foreign key: the extractor (field {path!r}) returned null. An inner join "
+            "(Kafka 3.9.1 and 4.0.1 on, KAFKA-16407) subscribes it nowhere and unsubscribes the row from its "
+            f"old foreign key{gone}. No result."
+        )
+    else:
+        at = f" (step {responses[-1].index})" if responses else ""
+        text = (
+            f"The {who} has a null foreign key: the extractor (field {path!r}) returned null. A left join (Kafka "
+            f"3.7 on, KIP-962) still emits the row, with a null right value{at}."
+        )
+    return Diagnosis("null-foreign-key", text, record, step.index, trace=drill)
+
+
+def _stale_response(chains: _Chains, step: Step, who: str, drill: FkKeyTrace | None, s: Step, f: str) -> Diagnosis:
+    """A response dropped because the left row changed while its messages were in flight (the hash check)."""
+    record = step.record
+    newer = [
+        t for t in chains.lefts.get((record.partition, fk_bytes(record.key)), []) if step.index < t.index < s.index
+    ]
+    changed = (
+        f" by the left record at offset {newer[0].record.offset} (ts {newer[0].record.ts}, step {newer[0].index})"
+        if newer
+        else ""
+    )
+    return Diagnosis(
+        "stale-response",
+        f"The {who} subscribed to foreign key {f}, but while the messages were in flight the left row changed"
+        f"{changed}: the response {s.message.id} (step {s.index}) carried the hash of this value, not of the "
+        "current one, so Kafka dropped it as stale. The newer row's own response answers for the key.",
+        record,
+        step.index,
+        tuple(chains.partner(t, "left") for t in newer[:1]),
+        trace=drill,
+    )
+
+
+def _empty_foreign_value(
+    chains: _Chains, step: Step, who: str, drill: FkKeyTrace | None, s: Step, fk: Any, f: str
+) -> Diagnosis:
+    """A right value of zero bytes: the response writes a missing value as zero bytes too, so it arrives as null."""
+    config, record = chains.config, step.record
+    rights = [t for t in chains.rights.get(fk_bytes(fk), []) if t.index < s.index]
+    result = (
+        "a tombstone (an inner join has no result without a right value)"
+        if config.variant == "inner"
+        else "the row joined with null"
+    )
+    return Diagnosis(
+        "empty-foreign-value",
+        f'The {who} subscribed to foreign key {f}, whose right value is "": it serializes to zero bytes '
+        f"(String serde), and a subscription response writes a missing right value as zero bytes too, so the "
+        f"response {s.message.id} (step {s.index}) reached the left row as null: {result}.",
+        record,
+        step.index,
+        tuple(chains.partner(t, "right") for t in rights[-1:]),
+        trace=drill,
     )
 
 

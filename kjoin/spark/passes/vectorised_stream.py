@@ -8,7 +8,7 @@ sweeps of 3.1.0, 3.1.1 to 3.7 and 3.8+, eager left/outer results before 3.1 and 
 window API), the default joiner, string and integer keys and values (:func:`unsupported` says what is
 refused; ``method="auto"`` then runs the processors).
 
-How it works. Records arrive as on the processor path (:mod:`kjoin.spark.task`), each Kafka task's
+How it works. Records arrive as on the processor path (:mod:`kjoin.spark.passes.task`), each Kafka task's
 together and in processing order; Spark's Arrow batches are joined into passes of at least
 :data:`COALESCE_ROWS` records. Per pass and task:
 
@@ -45,14 +45,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
-from ..fates import Fate, Reason
-from ..partitioner import serialize_key
-from ..records import OutputKind
-from ..scenario import Scenario
-from ..stores.window import MIN_SEGMENT_INTERVAL_MS
-from .native import json_key_refusal
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...fates import Fate, Reason
+from ...partitioner import serialize_key
+from ...records import OutputKind
+from ...scenario import Scenario
+from ..spec import JoinSpec, specs_of
+from ...stores.window import MIN_SEGMENT_INTERVAL_MS
 from .task import RESULT_FIELDS, _arrow_schema
 from .vectorised import (
     _NONE,
@@ -64,23 +68,19 @@ from .vectorised import (
     task_segments,
 )
 
+if TYPE_CHECKING:
+    from .plans import Inputs
+
 __all__ = ["unsupported", "stream_function"]
 
 
-def unsupported(
-    configs: Mapping[int, Scenario],
-    joiner: Callable[[Any, Any], Any] | None,
-    key_type: str,
-    value_type: str,
-    json_keys: bool,
-    json_values: bool,
-) -> str | None:
+def unsupported(specs: Mapping[int, JoinSpec], inputs: "Inputs") -> str | None:
     """Why the vectorised stream-stream pass cannot run these scenarios exactly, or ``None`` when it can."""
-    why = array_pass_refusal(joiner, key_type, value_type, json_keys, json_values)
+    why = array_pass_refusal(inputs)
     if why is not None:
         return why
-    for scenario_id, config in configs.items():
-        where = f"scenario {scenario_id}" if len(configs) > 1 else "the join"
+    for scenario_id, config in specs.items():
+        where = f"scenario {scenario_id}" if len(specs) > 1 else "the join"
         if config.join != "stream-stream":
             return f"{where} is a {config.join} join (vectorised stream-stream pass: stream-stream only)"
         if not config.semantics.kip77:
@@ -98,7 +98,7 @@ def unsupported(
         ]
         if topology:
             return f"{where} has {' and '.join(topology)} (vectorised: one plain join per scenario)"
-        if json_keys and (why := json_key_refusal(config, where)) is not None:
+        if (why := inputs.key_refusal(scenario_id, where)) is not None:
             return why
     return None
 
@@ -122,8 +122,9 @@ class _Rules:
     gate: tuple[int, int]
 
     @classmethod
-    def of(cls, config: Scenario) -> "_Rules":
-        window, semantics, variant = config.window, config.semantics, config.variant
+    def of(cls, config: JoinSpec | Scenario) -> "_Rules":
+        spec = JoinSpec.of(config)
+        window, semantics, variant = spec.window, spec.semantics, spec.variant
         assert window is not None
         look_back = (window.before_ms, window.after_ms)
         look_ahead = (window.after_ms, window.before_ms)
@@ -132,7 +133,7 @@ class _Rules:
         return cls(
             look_back=look_back,
             look_ahead=look_ahead,
-            outer=(variant in ("left", "outer"), variant == "outer"),
+            outer=(variant.outer("left"), variant.outer("right")),
             grace=window.effective_grace_ms,
             retention=window.retention_ms,
             segment_interval=max(window.retention_ms // 2, MIN_SEGMENT_INTERVAL_MS),
@@ -148,8 +149,6 @@ class _Rules:
     def visible_from(self, observed: Any) -> Any:
         """The oldest timestamp a window store whose observed time is ``observed`` still holds (``_NONE`` before
         its first put): ``WindowStore.visible_from`` over arrays."""
-        import numpy as np
-
         if self.hides_expired:
             start = observed - self.retention + 1
         else:
@@ -186,8 +185,6 @@ records, 259K in passes of 5 x 10^4."""
 
 def _coalesced(batches: Iterator[Any], rows: int) -> Iterator[Any]:
     """``batches`` joined into batches of at least ``rows`` records (the last may hold fewer), in order."""
-    import pyarrow as pa
-
     pending: list[Any] = []
     count = 0
     for batch in batches:
@@ -201,14 +198,18 @@ def _coalesced(batches: Iterator[Any], rows: int) -> Iterator[Any]:
 
 
 def stream_function(
-    configs: Mapping[int, Scenario], json_keys: bool = False, json_values: bool = False, rows: int | None = None
+    configs: Mapping[int, JoinSpec | Scenario],
+    json_keys: bool = False,
+    json_values: bool = False,
+    rows: int | None = None,
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The ``mapInArrow`` function: input batches as :func:`kjoin.spark.task.task_function` takes them (sorted by
-    processing position within each task), output rows of :data:`kjoin.spark.task.RESULT_FIELDS` in emission
+    """The ``mapInArrow`` function: input batches as :func:`kjoin.spark.passes.task.task_function` takes them (sorted by
+    processing position within each task), output rows of :data:`kjoin.spark.passes.task.RESULT_FIELDS` in emission
     order within each task. ``rows``: see :data:`COALESCE_ROWS` (1: every input batch is a pass of its own)."""
-    if any(c.join != "stream-stream" for c in configs.values()):
+    specs = specs_of(configs)
+    if any(spec.join != "stream-stream" for spec in specs.values()):
         raise ValueError("vectorised_stream: stream-stream joins only")
-    rules = {i: _Rules.of(c) for i, c in configs.items()}
+    rules = {i: _Rules.of(spec) for i, spec in specs.items()}
     rows = COALESCE_ROWS if rows is None else rows
     band_limit = BAND_KEY_LIMIT  # read here, in the driver: the workers' module has the default
 
@@ -232,10 +233,6 @@ def _segment(
     batch: Any, rules: _Rules, task: _Task, schema: Any, json_keys: bool, json_values: bool, band_limit: int
 ) -> Any:
     """The result rows of one task's consecutive records; ``task`` is updated to carry on after them."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     n = batch.num_rows
     key, value = batch.column("key"), batch.column("value")
     ts = pc.cast(batch.column("ts"), pa.int64()).to_numpy(zero_copy_only=False)
@@ -273,6 +270,60 @@ def _segment(
     carried = task.stored
     if carried is None:
         carried = (np.zeros(0, dtype=bool), pa.array([], key.type), pa.array([], value.type), np.zeros(0, np.int64))
+    pair_i, pair_j, all_right, all_value, all_ts = _band_join(
+        carried, key, value, ts, right, stored, valid, time_from, time_to, band_limit
+    )
+    matched = np.bincount(pair_i, minlength=n) > 0
+
+    # 3. Fates.
+    unmatched = valid & ~matched
+    forward = key_null & ~value_null & outer & rules.forward_null_keys
+    if rules.buffered:
+        emit_now = unmatched & outer & (time_to < stream_time)
+        put = unmatched & outer & (time_to >= stream_time)
+    else:
+        emit_now = unmatched & outer
+        put = np.zeros(n, dtype=bool)
+    closes_at = ts + look_ahead + rules.grace
+    case = np.select(
+        [key_null & ~forward, ~key_null & value_null, unmatched & ~outer & stored, unmatched & ~outer, put],
+        [1, 2, 3, 4, 5],
+        default=0,
+    )
+
+    # 4. The outer-join buffer's events.
+    swept = None
+    if rules.buffered:
+        puts = _Waiting.of(key, value, ts, side, step, closes_at, np.flatnonzero(put), json_keys, json_values)
+        partners = (pair_i, all_right[pair_j], all_ts[pair_j])
+        swept = _sweeps(rules, task.buffer, key, ts, side, stream_time, valid, puts, partners)
+
+    columns = _rows(
+        batch, schema, key, value, all_value, ts, right, step, case, pair_i, all_ts, pair_j, emit_now,
+        forward, swept, closes_at, rules, json_values,
+    )  # fmt: skip
+
+    _carry_stored(task, carried, key, value, ts, right, stored, rules)
+    return columns
+
+
+def _band_join(
+    carried: tuple,
+    key: Any,
+    value: Any,
+    ts: Any,
+    right: Any,
+    stored: Any,
+    valid: Any,
+    time_from: Any,
+    time_to: Any,
+    band_limit: int,
+) -> tuple[Any, Any, Any, Any, Any]:
+    """The pairs ``(i, j)`` of a record ``i`` of the segment (a probe: valid key and value) and a stored record ``j``
+    of the other side with its key, inside its band ``[time_from, time_to]`` and processed before it; ``j`` indexes
+    the carried stored records of the segment's keys followed by the segment (``all_right``, ``all_value``,
+    ``all_ts``)."""
+    side = right.astype(np.int64)
     in_segment = np.flatnonzero(pc.is_in(carried[1], value_set=key).to_numpy(zero_copy_only=False))
     base = len(in_segment)
     all_right = np.concatenate([carried[0][in_segment], right])
@@ -316,37 +367,13 @@ def _segment(
     pair_j = candidates[np.repeat(first, count) + within]
     earlier = pair_j < base + pair_i  # processed before the record: a store never holds what comes later
     pair_i, pair_j = pair_i[earlier], pair_j[earlier]
-    matched = np.bincount(pair_i, minlength=n) > 0
+    return pair_i, pair_j, all_right, all_value, all_ts
 
-    # 3. Fates.
-    unmatched = valid & ~matched
-    forward = key_null & ~value_null & outer & rules.forward_null_keys
-    if rules.buffered:
-        emit_now = unmatched & outer & (time_to < stream_time)
-        put = unmatched & outer & (time_to >= stream_time)
-    else:
-        emit_now = unmatched & outer
-        put = np.zeros(n, dtype=bool)
-    closes_at = ts + look_ahead + rules.grace
-    case = np.select(
-        [key_null & ~forward, ~key_null & value_null, unmatched & ~outer & stored, unmatched & ~outer, put],
-        [1, 2, 3, 4, 5],
-        default=0,
-    )
 
-    # 4. The outer-join buffer's events.
-    swept = None
-    if rules.buffered:
-        puts = _Waiting.of(key, value, ts, side, step, closes_at, np.flatnonzero(put), json_keys, json_values)
-        partners = (pair_i, all_right[pair_j], all_ts[pair_j])
-        swept = _sweeps(rules, task.buffer, key, ts, side, stream_time, valid, puts, partners)
-
-    columns = _rows(
-        batch, schema, key, value, all_value, ts, right, step, case, pair_i, all_ts, pair_j, emit_now,
-        forward, swept, closes_at, rules, json_values,
-    )  # fmt: skip
-
-    # What the task carries on: every stored record its store still shows.
+def _carry_stored(
+    task: _Task, carried: tuple, key: Any, value: Any, ts: Any, right: Any, stored: Any, rules: _Rules
+) -> None:
+    """What the task carries on to its next segment: every stored record its store still shows."""
     keep = np.flatnonzero(stored)
     stored_right = np.concatenate([carried[0], right[keep]])
     stored_ts = np.concatenate([carried[3], ts[keep]])
@@ -360,15 +387,11 @@ def _segment(
         pa.concat_arrays([carried[2], value.take(keep)]).take(alive),
         stored_ts[alive],
     )
-    return columns
 
 
 def _unmatched_text(value: Any, right: Any, json_values: bool) -> Any:
     """The joiner's text of every record joined with null: ``value-null`` on the left, ``null-value`` on the
     right."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     text = _render(value, json_values)
     null = pa.scalar("null")
     return pc.if_else(
@@ -406,9 +429,6 @@ class _Waiting:
 
     @classmethod
     def of(cls, key, value, ts, side, step, closes_at, puts, json_keys: bool, json_values: bool) -> "_Waiting":
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         put_value = value.take(puts)
         put_right = pa.array(side[puts] == 1)
         nulls = pa.nulls(len(puts), value.type)
@@ -431,9 +451,6 @@ class _Waiting:
 
     def then(self, later: "_Waiting") -> "_Waiting":
         """These records (from earlier passes: position -1) followed by ``later``."""
-        import numpy as np
-        import pyarrow as pa
-
         arrow = [pa.concat_arrays([a, b]) for a, b in zip(self.arrow(), later.arrow())]
         arrays = [np.concatenate([a, b]) for a, b in zip(self.arrays()[:-1], later.arrays()[:-1])]
         return _Waiting(*arrow, *arrays, np.concatenate([np.full(len(self), -1), later.position]))
@@ -445,8 +462,6 @@ class _Waiting:
         return (self.ts, self.closes, self.origin, self.side, self.position)
 
     def take(self, rows: Any) -> "_Waiting":
-        import pyarrow as pa
-
         picked = pa.array(rows, type=pa.int64())
         return _Waiting(*(a.take(picked) for a in self.arrow()), *(a[rows] for a in self.arrays()))
 
@@ -460,10 +475,6 @@ def _sweeps(
     once per window plus grace of stream time) reads the waiting records, in Kafka's order, in Python. Returns the
     sweeps' outputs as ``(records, entries)``: the index of the record whose sweep released each, and the released
     entries (in emission order), or ``None`` when no sweep released any; ``buffer`` carries on."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     n = len(ts)
     waiting = puts if buffer.waiting is None else buffer.waiting.then(puts)
     count = len(waiting)
@@ -557,9 +568,6 @@ class _Walker:
     which the record is gone (deleted by a partner, or -1 once a sweep emitted it)."""
 
     def __init__(self, rules: _Rules, waiting: _Waiting, deleted_at: Any) -> None:
-        import numpy as np
-        import pyarrow.compute as pc
-
         self.rules = rules
         count = len(waiting)
         side_byte = 1 - waiting.side  # right (1) before left (0) at the same ts
@@ -587,8 +595,6 @@ class _Walker:
 
     def emitted(self) -> Any:
         """Which records (in ``waiting`` order) the sweeps emitted."""
-        import numpy as np
-
         emitted = np.zeros(self.count, dtype=bool)
         emitted[np.array(self.order, dtype=np.int64)[np.array(self.gone, dtype=np.int64) < 0]] = True
         return emitted
@@ -659,9 +665,6 @@ class _Walker:
 def _serialized(keys: Any, json_keys: bool) -> Any:
     """The bytes of each key as Kafka's serde writes them (:func:`kjoin.partitioner.serialize_key`), an Arrow
     binary array."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     if json_keys:
         return pa.array([serialize_key(json.loads(k)) for k in keys.to_pylist()], pa.binary())
     if pa.types.is_string(keys.type):
@@ -685,10 +688,6 @@ def _rows(
 ) -> Any:  # fmt: skip
     """The segment's result rows in emission order: per record, the buffer's outputs its sweep released, its
     joined outputs (or its result with null), then its step row if its fate is not ``joined``."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     parts = []  # (record index, sub-order, columns)
     value_type = value.type
 
@@ -752,6 +751,12 @@ def _rows(
             reason=pc.take(pa.array([None if r is None else r.value for _, r in _STEPS], pa.string()), cases),
             until_ms=pa.array(np.where(case[steps] == 5, closes_at[steps], 0), mask=case[steps] != 5),
         )
+    return _interleaved(batch, schema, step, parts)
+
+
+def _interleaved(batch: Any, schema: Any, step: Any, parts: list) -> Any:
+    """The Arrow batch of ``parts`` (``(record indexes, sub-order, columns)``): rows ordered by record, then by
+    sub-order (released outputs, the record's outputs, its step row); a column a part leaves out is null."""
     if not parts:
         return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
     i = np.concatenate([p[0] for p in parts])
@@ -790,8 +795,6 @@ def _placed_by_side(mine: Any, other: Any, on_right: Any, json_values: bool) -> 
     """``(left, right, joiner text)`` of result rows whose record's value is ``mine`` and its
     partner's ``other`` (null for an unmatched record): ``on_right`` marks the rows whose record
     is a right record."""
-    import pyarrow.compute as pc
-
     left = pc.if_else(on_right, other, mine)
     right = pc.if_else(on_right, mine, other)
     return left, right, joiner_text(left, right, json_values)

@@ -1,6 +1,6 @@
 """A Spark standalone cluster on this machine, for trying kjoin where executors are separate JVMs.
 
-``make cluster`` (``python -m kjoin.spark.cluster``) starts a master and two workers from PySpark's own
+``make cluster`` (``python -m kjoin.spark.io.cluster``) starts a master and two workers from PySpark's own
 ``spark-class`` (no Spark download: the jars ship inside the ``pyspark`` wheel), each worker a JVM of its own with its
 own executor, its own Python workers and its own local directory (where Spark's shuffle files and kjoin's spilled
 held records go), all listening on 127.0.0.1 on free ports, and prints the master's ``spark://`` URL::
@@ -28,6 +28,7 @@ What a cluster of your own needs (:func:`kjoin.spark.cluster_session` sets what 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -41,6 +42,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyspark
+
 __all__ = ["StandaloneCluster", "spark_class"]
 
 START_TIMEOUT_S = 120.0
@@ -49,8 +52,6 @@ START_TIMEOUT_S = 120.0
 
 def spark_class() -> Path:
     """PySpark's own ``bin/spark-class`` (the launcher of Spark's JVM programs)."""
-    import pyspark
-
     path = Path(pyspark.__file__).resolve().parent / "bin" / "spark-class"
     if not path.is_file():
         raise RuntimeError(f"PySpark has no {path}: reinstall pyspark (pip install pyspark)")
@@ -192,8 +193,6 @@ def _kill_group(process: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
 
 def main() -> int:
     """``make cluster``: start a master and two workers, print the URL, run until interrupted."""
-    import argparse
-
     parser = argparse.ArgumentParser(description="A Spark standalone cluster on 127.0.0.1 for kjoin")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cores", type=int, default=1)

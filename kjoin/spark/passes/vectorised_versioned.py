@@ -6,7 +6,7 @@ the processors run them (3.5 on; 3.6 on with grace), with the default joiner, on
 :func:`unsupported` accepts. ``method="auto"`` prefers this pass and falls back to the processors for anything
 else.
 
-How it works. The records arrive as on the processor path (:mod:`kjoin.spark.task`): every Kafka task's records
+How it works. The records arrive as on the processor path (:mod:`kjoin.spark.passes.task`): every Kafka task's records
 together, in processing order. A versioned lookup is an as-of search among the versions stored *before* the
 record, bounded by a stream time that the puts themselves move, and the grace buffer reorders records by
 timestamp: not a forward fill. So the state is walked by one specialised loop per task segment, over plain
@@ -22,7 +22,7 @@ Two joins run as array work instead, one row per record:
 * a table-table join in ``versioned_mode: final`` never reads a version's history, only each key's latest
   version and each table's observed stream time (:func:`_table_table_arrays`: running maxima decide which puts
   are refused and which are out-of-order, and the rest is the unversioned pass's forward fill,
-  :mod:`kjoin.spark.vectorised`); ``attempt1`` and ``attempt2`` read the history and run the loop;
+  :mod:`kjoin.spark.passes.vectorised`); ``attempt1`` and ``attempt2`` read the history and run the loop;
 * a stream-table join without grace (:func:`_stream_table_arrays`) keeps the history as arrays sorted by
   (key id, ts): a lookup's version from it is a forward fill over the history and the lookups sorted together,
   and from the batch's own earlier puts a walk back over them, all lookups at once, one put per round (a batch
@@ -37,7 +37,7 @@ emission order within each task, byte-identical to the processors' (``tests/test
 
 Measured outside Spark (2026-11-24, 2-core machine beside other jobs), CPU records/s on one Kafka task of the
 bench's workload (:func:`kjoin.bench.generate`, 4 x 10^5 records over 4 partitions: one task of 99,707 records,
-history retention 10 s, no grace), this pass against the processors (:func:`kjoin.spark.task.task_function`) on
+history retention 10 s, no grace), this pass against the processors (:func:`kjoin.spark.passes.task.task_function`) on
 the same records; the loop (load 3.6-3.9) and the array forms (load 3-4.2; Arrow batches of 100,000, as
 :func:`kjoin.spark.local_session` sets, and of 10,000):
 
@@ -65,13 +65,13 @@ import gc
 import heapq
 import json
 from bisect import bisect_left, bisect_right
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
-from ..fates import Fate, Reason
-from ..partitioner import serialize_key
-from ..records import OutputKind
-from ..scenario import Scenario
-from .native import json_key_refusal
+from ...fates import Fate, Reason
+from ...partitioner import serialize_key
+from ...records import OutputKind
+from ...scenario import Scenario
+from ..spec import JoinSpec
 from .task import RESULT_FIELDS, _arrow_schema
 from .vectorised import (
     _NONE,
@@ -87,6 +87,9 @@ from .vectorised import (
     task_segments,
 )
 
+if TYPE_CHECKING:
+    from .plans import Inputs
+
 __all__ = ["unsupported", "versioned_function", "is_versioned"]
 
 
@@ -97,20 +100,13 @@ def is_versioned(config: Scenario) -> bool:
     return config.join == "table-table" and (config.left.versioned or config.right.versioned)
 
 
-def unsupported(
-    configs: Mapping[int, Scenario],
-    joiner: Callable[[Any, Any], Any] | None,
-    key_type: str,
-    value_type: str,
-    json_keys: bool,
-    json_values: bool,
-) -> str | None:
+def unsupported(specs: Mapping[int, JoinSpec], inputs: "Inputs") -> str | None:
     """Why this pass cannot run these scenarios exactly, or ``None`` when it can."""
-    why = array_pass_refusal(joiner, key_type, value_type, json_keys, json_values)
+    why = array_pass_refusal(inputs)
     if why is not None:
         return why
-    for scenario_id, config in configs.items():
-        where = f"scenario {scenario_id}" if len(configs) > 1 else "the join"
+    for scenario_id, config in specs.items():
+        where = f"scenario {scenario_id}" if len(specs) > 1 else "the join"
         if not is_versioned(config):
             return f"{where} is not a join over a versioned table (vectorised versioned: those only)"
         extras = [
@@ -125,7 +121,7 @@ def unsupported(
         ]
         if extras:
             return f"{where} has {' and '.join(extras)} (vectorised versioned: one plain join per scenario)"
-        if json_keys and (why := json_key_refusal(config, where)) is not None:
+        if (why := inputs.key_refusal(scenario_id, where)) is not None:
             return why
     return None
 
@@ -349,8 +345,8 @@ class _Task:
 def versioned_function(
     configs: Mapping[int, Scenario], json_keys: bool = False, json_values: bool = False
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The ``mapInArrow`` function: input batches as :func:`kjoin.spark.task.task_function` takes them, output
-    rows of :data:`kjoin.spark.task.RESULT_FIELDS` in emission order within each task."""
+    """The ``mapInArrow`` function: input batches as :func:`kjoin.spark.passes.task.task_function` takes them, output
+    rows of :data:`kjoin.spark.passes.task.RESULT_FIELDS` in emission order within each task."""
     if not all(is_versioned(c) for c in configs.values()):
         raise ValueError("vectorised_versioned: joins over versioned tables only")
 
@@ -896,8 +892,8 @@ def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, s
        out-of-order: stored, no output;
     3. the latest versions then behave as an unversioned table's updates (an unversioned side: every update), and
        the rule is :func:`_table_table`'s, as case numbers over arrays: a forward fill per key of each side's last
-       update (:func:`kjoin.spark.vectorised._last_before`) and the carried table of each side's latest values
-       (:class:`kjoin.spark.vectorised._Tables`)."""
+       update (:func:`kjoin.spark.passes.vectorised._last_before`) and the carried table of each side's latest values
+       (:class:`kjoin.spark.passes.vectorised._Tables`)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -1,6 +1,6 @@
 """Check :meth:`kjoin.spark.SparkRun.why` on a large generated pair of topics with known causes.
 
-    python -m kjoin.spark.whycheck --records 1000000 --samples 20
+    python -m kjoin.spark.debug.whycheck --records 1000000 --samples 20
 
 writes ``orders`` and ``customers`` Parquet topics (a stream-table left join: every order looks
 up its customer) in which every order's fate is planted: it joins, its customer comes later, has
@@ -31,10 +31,18 @@ against it.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
 import sys
 import time
 from typing import Any, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ...partitioner import default_partition
+from .. import from_files, local_session, run_join
 
 __all__ = ["CAUSES", "planted", "main"]
 
@@ -103,11 +111,6 @@ def write_topics(path: str, groups: int, partitions: int) -> tuple[dict[tuple[in
     """Write ``path/orders.parquet`` and ``path/customers.parquet`` unless ``path/planted.json``
     says they hold these groups already; return the planted causes and whether they were reused.
     Written in chunks: memory holds the causes, not the topics."""
-    import json
-    import os
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
 
     meta = os.path.join(path, "planted.json")
     wanted = {"groups": groups, "partitions": partitions, "causes": list(CAUSES)}
@@ -180,7 +183,7 @@ def summary_mismatches(summary: object, causes: dict[tuple[int, int], str]) -> l
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kjoin.spark.whycheck", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m kjoin.spark.debug.whycheck", description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000, help="total records of both topics (about)")
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--samples", type=int, default=16, help="orders to ask why about")
@@ -190,8 +193,6 @@ def main(argv: list[str] | None = None) -> int:
         "--write", action="store_true", help="write the run with write_parquet(..., why_index=True) before asking why"
     )
     args = parser.parse_args(argv)
-
-    from kjoin.spark import from_files, local_session, run_join
 
     per_group = sum(len(list(_group(0, c, 2))) for c in CAUSES) / len(CAUSES)
     groups = max(len(CAUSES), int(args.records / per_group))
@@ -311,8 +312,6 @@ APP_WINDOW_MS = 600_000
 
 def key_in(prefix: str, partition: int, partitions: int) -> str:
     """The first key ``prefix``, ``prefix-1``, ``prefix-2`` ... whose default partition is ``partition``."""
-    from kjoin.partitioner import default_partition
-
     j = 0
     while True:
         key = prefix if j == 0 else f"{prefix}-{j}"

@@ -28,11 +28,19 @@ when it exists, so nothing is downloaded when a session starts.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import tempfile
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+
+from pyspark import SparkConf, SparkContext
+from pyspark.logger import PySparkLogger
+from pyspark.sql import SparkSession
 
 __all__ = [
     "local_session",
@@ -136,10 +144,6 @@ sessions turn them off: the raised error still says what is wrong (the unresolve
 
 
 def _quiet_python_loggers() -> None:
-    import logging
-
-    from pyspark.logger import PySparkLogger
-
     for name in QUIET_LOGGERS:  # PySpark's own logger class: it logs with keywords a plain Logger refuses
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
@@ -174,8 +178,6 @@ def _java_options(config: dict[str, str]) -> str:
 
 def _quiet_java_options() -> str:
     """The driver JVM option that points log4j2 at :data:`QUIET_LOG4J2` (written once per process)."""
-    import tempfile
-
     global _LOG4J2_PATH
     if _LOG4J2_PATH is None or not os.path.exists(_LOG4J2_PATH):
         handle, path = tempfile.mkstemp(prefix="kjoin-log4j2-", suffix=".properties")
@@ -197,8 +199,6 @@ def local_session(master: str = "local[2]", kafka: bool | None = None, **config:
     has not), ``False`` never. Jars only take effect in a new session, not in one ``getOrCreate`` reuses.
     """
     _prepare_environment()
-    from pyspark.sql import SparkSession
-
     builder = SparkSession.builder.master(master).appName("kjoin")
     own = {k: str(v) for k, v in config.items()}
     local = LOCAL_ONLY_CONFIG if master.startswith("local") else {}
@@ -221,10 +221,8 @@ def cluster_session(master: str, kafka: bool | None = None, python: str | None =
     and Spark's Kafka source on ``spark.jars`` (shipped to executors). ``config`` overrides or adds settings,
     ``spark.executor.memory`` for one. The driver binds 127.0.0.1 only when the master is on this machine's
     loopback; a remote cluster's executors must reach the driver (set ``spark.driver.host`` if they cannot).
-    :mod:`kjoin.spark.cluster` says the rest (kjoin on the workers, a why-index path every executor reads).
+    :mod:`kjoin.spark.io.cluster` says the rest (kjoin on the workers, a why-index path every executor reads).
     """
-    from urllib.parse import urlparse
-
     host = urlparse(master).hostname or ""
     if host in ("127.0.0.1", "localhost"):
         _prepare_environment()
@@ -233,8 +231,6 @@ def cluster_session(master: str, kafka: bool | None = None, python: str | None =
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if master.startswith("local"):
         raise ValueError(f"cluster_session: {master!r} is a local master; use local_session({master!r})")
-    from pyspark.sql import SparkSession
-
     own = {k: str(v) for k, v in config.items()}
     executor_options = " ".join(o for o in (ARROW_JAVA_OPTIONS, own.get("spark.executor.extraJavaOptions", "")) if o)
     settings = {
@@ -268,11 +264,7 @@ def connect_session(remote: str = "local[2]", port: int = 0, kafka: bool | None 
     ``kafka`` as in :func:`local_session`, for the local server (a running server has its own classpath).
     """
     _prepare_environment()
-    import warnings
-
     if remote.startswith("sc://"):
-        from pyspark.sql import SparkSession
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return SparkSession.builder.remote(remote).getOrCreate()
@@ -283,6 +275,7 @@ def connect_session(remote: str = "local[2]", port: int = 0, kafka: bool | None 
     url = _start_local_connect_server(remote, port, _with_kafka_jars({k: str(v) for k, v in config.items()}, kafka))
     # PySpark's functions (F.col, Window, pandas_udf …) build Connect plans only in this mode.
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    # Imported only for a Connect session: PySpark's Connect client needs grpcio and builds Connect plans.
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     with warnings.catch_warnings():
@@ -292,9 +285,6 @@ def connect_session(remote: str = "local[2]", port: int = 0, kafka: bool | None 
 
 def _start_local_connect_server(master: str, port: int, config: dict[str, str]) -> str:
     """Start the Connect plugin in an embedded Spark driver; return the ``sc://`` URL to dial."""
-    from pyspark import SparkConf, SparkContext
-    from pyspark.sql import SparkSession
-
     if SparkContext._active_spark_context is not None:
         raise RuntimeError(
             "connect_session: this process already runs a classic Spark session; a local Spark Connect session needs a "

@@ -21,9 +21,12 @@ is ``partner-null-key`` and its cause that record: the producer dropped the key.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
-from ..partitioner import default_partition
+from pyspark.sql import functions as F
+
+from ...partitioner import default_partition
 
 __all__ = ["Partitioner", "partition_of", "expected_partition_column", "audit_frame", "AUDIT_COLUMNS"]
 
@@ -61,17 +64,11 @@ def expected_partition_column(
 ) -> Any:
     """A column: the partition each key belongs in (null for a null key). Keys carried as JSON text
     (:func:`kjoin.spark.run_scenarios`) are decoded first. An Arrow-batched Python UDF, as
-    :func:`kjoin.spark.topic.default_partition_column`: long keys keep all 64 bits."""
-    from pyspark.sql import functions as F
-
+    :func:`kjoin.spark.io.topic.default_partition_column`: long keys keep all 64 bits."""
     count = int(partitions)
     chosen = partitioner
 
     def expected(value: Any) -> Any:
-        import json
-
-        from kjoin.spark.audit import partition_of
-
         if value is None:
             return None
         return partition_of(json.loads(value) if json_keys else value, count, chosen)
@@ -82,8 +79,6 @@ def expected_partition_column(
 def audit_frame(records: Any, explained: Any, partitions: int, json_keys: bool, partitioner: Any = None) -> Any:
     """:meth:`SparkRun.partitioning_audit` from the run's ordered ``records`` and its ``explained``
     outputs (with their ``cause_*`` columns)."""
-    from pyspark.sql import functions as F
-
     placed = records.select(
         "scenario",
         "side",

@@ -2,7 +2,7 @@
 
 Kafka Streams' task takes, of its two input partitions, the one whose head record has the lower
 timestamp (ties: the left). That order equals a sort by ``(running max ts of the record's own
-partition up to it, side, offset)`` (:mod:`kjoin.spark.run`). Spark can compute it with a window
+partition up to it, side, offset)`` (:mod:`kjoin.spark.api`). Spark can compute it with a window
 function (the running max) and a second sort, but both cost more than the whole per-task pass: at
 10^7 records the window spills 1.2-1.6 GB and the two sorts plus the window took 15 s where one
 sort took 11 s. So the plan sorts once, by ``(scenario, partition, side first held, offset)``, and
@@ -30,6 +30,13 @@ import os
 import tempfile
 from typing import Any, Iterator
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..io.topic import SparkInputError
+from .vectorised import task_segments
+
 __all__ = ["merged_batches", "held_rows", "SPILL_ROWS", "HELD_ROWS_CONF", "COLUMNS"]
 
 SPILL_ROWS = 500_000
@@ -42,8 +49,6 @@ HELD_ROWS_CONF = "spark.kjoin.merge.heldRows"
 
 def held_rows(setting: str | None) -> int:
     """The held records kept in memory per task, from :data:`HELD_ROWS_CONF`'s value (``None``: the default)."""
-    from .topic import SparkInputError
-
     if setting is None:
         return SPILL_ROWS
     try:
@@ -67,8 +72,6 @@ def merged_batches(
     """Batches sorted by ``(scenario, partition, _side_rank == held_rank first, offset)`` (columns
     ``scenario, partition, _side_rank, key, value, ts, offset``; rank 0 is the left side; without ``scenario``,
     scenario 0) as batches in processing order within each task (:data:`COLUMNS`), about ``target_rows`` each."""
-    from .vectorised import task_segments
-
     out = _Coalesce(target_rows)
     task: tuple[int, int] | None = None
     held: _Held | None = None
@@ -99,9 +102,6 @@ def merged_batches(
 
 def _running_max(ts: Any, carry: int) -> tuple[Any, int]:
     """The running max of ``ts`` (an Arrow int64 array, nulls lowest) after ``carry``, and the new carry."""
-    import numpy as np
-    import pyarrow.compute as pc
-
     values = pc.fill_null(ts, _LOWEST).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     running = np.maximum.accumulate(np.maximum(values, carry)) if len(values) else values
     return running, (int(running[-1]) if len(running) else carry)
@@ -109,8 +109,6 @@ def _running_max(ts: Any, carry: int) -> tuple[Any, int]:
 
 def _with_order(segment: Any, carry: int) -> tuple[Any, Any, int]:
     """``segment`` in the merged columns, its running max (numpy) and the new carry."""
-    import pyarrow as pa
-
     order, carry = _running_max(segment.column("ts"), carry)
     sides = pa.array(["left", "right"]).take(segment.column("_side_rank").cast(pa.int32()))
     n = segment.num_rows
@@ -142,8 +140,6 @@ class _Held:
         if self.writer is None and self.rows <= self.spill_rows:
             self.chunks.append((batch, order))
             return
-        import pyarrow as pa
-
         if self.writer is None:
             handle, self.path = tempfile.mkstemp(prefix="kjoin-held-", suffix=".arrow", dir=_local_dir())
             os.close(handle)
@@ -153,8 +149,6 @@ class _Held:
 
     def read(self) -> Iterator[tuple[Any, Any]]:
         """The held chunks in order (each once)."""
-        import pyarrow as pa
-
         chunks, self.chunks = self.chunks, []
         yield from chunks
         if self.writer is not None:
@@ -185,14 +179,10 @@ def _local_dir() -> str | None:
 
 
 def _spilled_schema(schema: Any) -> Any:
-    import pyarrow as pa
-
     return schema.append(pa.field("_order_ts", pa.int64()))
 
 
 def _spilled(batch: Any, order: Any) -> Any:
-    import pyarrow as pa
-
     return pa.RecordBatch.from_arrays(
         [*batch.columns, pa.array(order, pa.int64())], schema=_spilled_schema(batch.schema)
     )
@@ -219,8 +209,6 @@ class _Live:
             self.held = next(self.held_chunks, None)
 
     def add(self, segment: Any) -> Iterator[Any]:
-        import numpy as np
-
         batch, order, self.carry = _with_order(segment, self.carry)
         while batch.num_rows:
             if self.held is None:
@@ -260,9 +248,6 @@ def _finish(held: _Held, live: _Live | None) -> Iterator[Any]:
 def _merge(held: Any, held_order: Any, live: Any, live_order: Any, held_tie: str, live_tie: str) -> Any:
     """Two runs, each in processing order, as one: every held record placed after the live records before it,
     every live record after the held records before it."""
-    import numpy as np
-    import pyarrow as pa
-
     h, n = held.num_rows, held.num_rows + live.num_rows
     if not h or h == n:
         return held if h else live
@@ -291,8 +276,6 @@ class _Coalesce:
                 yield from self.flush()
 
     def flush(self) -> Iterator[Any]:
-        import pyarrow as pa
-
         if not self.pieces:
             return
         pieces, self.pieces, self.rows = self.pieces, [], 0

@@ -5,7 +5,7 @@ computation: a left record on partition ``p`` sends a subscription to the partit
 *foreign key*, which answers with a response back to ``p`` (KIP-213, :mod:`kjoin.joins.
 fk_protocol`). What a task emits depends on messages from other tasks and on when they are
 delivered, so the Kafka tasks of one scenario cannot run independently as the primary-key
-joins do (:mod:`kjoin.spark.task`, one Spark group per ``(scenario, partition)``). Here the
+joins do (:mod:`kjoin.spark.passes.task`, one Spark group per ``(scenario, partition)``). Here the
 unit of parallelism is the whole scenario: every record and ``deliver`` instruction of one
 scenario goes to one Spark group, sorted by its position in the scenario, and that group
 runs the reference engine's foreign-key driver (:func:`kjoin.engine.run`: all tasks, the
@@ -19,9 +19,9 @@ subscription and response topics, and the scenario's delivery mode) record by re
 * :meth:`SparkRun.trace` of an FK scenario is the whole scenario's trace (the partition
   argument cannot select a task whose result depends on the others).
 
-Rows have the schema of :mod:`kjoin.spark.task`'s results (``row = "output"`` or
+Rows have the schema of :mod:`kjoin.spark.passes.task`'s results (``row = "output"`` or
 ``"step"``), so an FK scenario's results sit in the same frames as the primary-key ones; an
-output row's ``reason`` is already filled here (:func:`kjoin.spark.debug_fk.output_reasons`), as
+output row's ``reason`` is already filled here (:func:`kjoin.spark.debug.fk.output_reasons`), as
 the whole trace is at hand, and :attr:`SparkRun.explained_outputs` reads it.
 A row's ``partition`` is the task of its step (for a message delivery, the partition it was
 delivered to) and ``step`` its index in the trace, where message deliveries are steps too.
@@ -33,11 +33,14 @@ import json
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Mapping
 
-from ..engine import run
-from ..joins import default_joiner
-from ..records import Side
-from ..scenario import Deliver, Event, Scenario
-from .debug_fk import output_reasons
+from pyspark.sql import functions as F
+import pyarrow as pa
+
+from ...engine import run
+from ...joins import default_joiner
+from ...records import Side
+from ...scenario import Deliver, Event, Scenario
+from ..debug.fk import output_reasons
 from .task import RESULT_FIELDS, append_step_rows, json_text, result_schema
 
 __all__ = ["DELIVER", "script_rows", "fk_results", "fk_trace", "fk_task_function"]
@@ -116,8 +119,6 @@ def fk_task_function(
         return out
 
     def task(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
         schema = pa.schema(
             [
                 pa.field(
@@ -182,8 +183,6 @@ def fk_results(
 def fk_trace(records: Any, scenario_id: int, config: Scenario, joiner: Callable[[Any, Any], Any] | None = None) -> Any:
     """Drill down: collect one FK scenario's rows (only those) and return the reference
     engine's trace of the whole scenario."""
-    from pyspark.sql import functions as F
-
     rows = (
         records.filter(F.col("scenario") == scenario_id)
         .orderBy("position")

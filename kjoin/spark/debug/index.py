@@ -15,7 +15,7 @@ that a point lookup reads one row group of each file (Parquet's min/max statisti
   emitted when its window closed, sorted by key, the steps of the record it carries
   (``origin_step``) and of the record whose processing swept it out of the outer-join buffer
   (``step``, ``side``, ``offset``). That sweep depends on every key of the task, so the
-  drill-down replays it from here (:class:`kjoin.spark.debug.ReplayedSweepJoin`); building
+  drill-down replays it from here (:class:`kjoin.spark.debug.why.ReplayedSweepJoin`); building
   this part runs the join once.
 
 Clock marks. A join's stream time is the largest timestamp it has seen, per side and per kind of
@@ -40,7 +40,12 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from ..records import Record, Side
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from ...records import Record, Side
+from ..io.readers import local_path
+from .why import _Placed
 
 __all__ = ["WhyIndex", "build_index", "CLASSES"]
 
@@ -72,8 +77,6 @@ class WhyIndex:
 
     # -- lookups (each one small Spark job that reads a row group per file) -------------------
     def record_at(self, scenario: int, partition: int, side: str, offset: int) -> Any:
-        from pyspark.sql import functions as F
-
         return self.by_offset.filter(
             (F.col("scenario") == scenario)
             & (F.col("partition") == partition)
@@ -83,13 +86,9 @@ class WhyIndex:
 
     def key_rows(self, scenario: int, key: Any) -> list[Any]:
         """Every record of ``key`` (stored form), both sides, all partitions."""
-        from pyspark.sql import functions as F
-
         return self.by_key.filter((F.col("scenario") == scenario) & (F.col("key") == key)).collect()
 
     def records_at(self, scenario: int, partition: int, wanted: Iterable[tuple[str, int]]) -> list[Any]:
-        from pyspark.sql import functions as F
-
         by_side: dict[str, set[int]] = {}
         for side, offset in wanted:
             by_side.setdefault(side, set()).add(offset)
@@ -106,8 +105,6 @@ class WhyIndex:
     def null_key_naming(self, scenario: int, side: str, word: str, pattern: str) -> Any:
         """The first ``side`` record with a null key whose value has ``word`` among its words (split by the
         regular expression ``pattern``), or ``None``: a scan of ``by_offset``'s null-key rows."""
-        from pyspark.sql import functions as F
-
         return (
             self.by_offset.filter(
                 (F.col("scenario") == scenario)
@@ -122,8 +119,6 @@ class WhyIndex:
     def highest_ahead(self, scenario: int, partition: int, side: str, offset: int, ts: int) -> Any:
         """The record ahead of ``offset`` in ``side``'s ``partition`` with the highest timestamp above ``ts``
         (the earliest of ties), or ``None``: a range of ``by_offset``."""
-        from pyspark.sql import functions as F
-
         return (
             self.by_offset.filter(
                 (F.col("scenario") == scenario)
@@ -138,8 +133,6 @@ class WhyIndex:
 
     def key_releases(self, scenario: int, partition: int, key: Any) -> list[Any]:
         """The key's held results swept out of this task's outer-join buffer (see ``releases/``)."""
-        from pyspark.sql import functions as F
-
         if self.releases is None:
             return []
         return self.releases.filter(
@@ -158,11 +151,9 @@ class WhyIndex:
         releases: Sequence[Any] = (),
     ) -> list:
         """``rows``: the key's rows of this task (from :meth:`key_rows`); ``releases``: the key's
-        (from :meth:`key_releases`). Returns :class:`kjoin.spark.debug._Placed` records: the
+        (from :meth:`key_releases`). Returns :class:`kjoin.spark.debug.why._Placed` records: the
         key's with their steps, and before each (and after the last) the clock records of the
         gap and the records that swept the key's held results, in processing order."""
-        from .debug import _Placed
-
         rows = sorted(rows, key=lambda r: r["step"])
         previous: list[tuple[int, int] | None] = [None] * len(CLASSES)
         wanted: list[tuple[int, str, int]] = []  # (gap, side, offset)
@@ -218,11 +209,6 @@ def build_index(
     directory removed when Python exits; give a path every executor can read on a cluster).
     ``releases``: the run's outputs of kind ``window-closed`` (``scenario, partition, key,
     origin_step, step, side, offset``) when its joins sweep an outer-join buffer."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    from .readers import local_path
-
     if path is None:
         path = tempfile.mkdtemp(prefix="kjoin-why-")
         atexit.register(shutil.rmtree, path, True)

@@ -18,7 +18,7 @@ which the whole task's run emitted it (:attr:`SparkRun.outputs`), and the drill-
 the task's, not the key's: the drill-down's states leave it out.
 
 Where each record falls in Kafka's processing order, and which records carry the task's clocks,
-comes from the run's index (:mod:`kjoin.spark.why_index`), built in Spark once per run: a call
+comes from the run's index (:mod:`kjoin.spark.debug.index`), built in Spark once per run: a call
 reads the key's rows and the few clock records between them, never the whole task.
 
 kjoin assumes, as this order does, that both input partitions of a task always have records
@@ -29,17 +29,19 @@ come later than their timestamps say).
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from ..fates import Fate, Reason
-from ..records import OutputKind, Record, Side
-from ..scenario import Event, Scenario
-from ..joins.stream_stream import OUTER_MIN_TIME, StreamStreamJoin
-from ..state import StateHistory, StateLog
-from ..stores import CLOCK
-from ..trace import Step, Trace
+from ...engine import run
+from ...fates import Fate, Reason
+from ...records import OutputKind, Record, Side
+from ...scenario import Event, Scenario
+from ...joins.stream_stream import OUTER_MIN_TIME, StreamStreamJoin
+from ...state import StateHistory, StateLog
+from ...stores import CLOCK
+from ...trace import StateSnapshot, Step, Trace
 
 __all__ = ["KeyTrace", "Diagnosis", "Partner", "VERDICTS", "key_trace", "diagnose"]
 
@@ -67,7 +69,7 @@ VERDICTS = (
 """The verdicts of :meth:`kjoin.spark.SparkRun.why` (``no-result``: the record, by the join's
 rules, produces no result of its own, e.g. a table update in a stream-table join).
 
-Co-partitioning (:mod:`kjoin.spark.audit`), looked at before anything else, across every partition of the
+Co-partitioning (:mod:`kjoin.spark.debug.audit`), looked at before anything else, across every partition of the
 other side:
 
 * ``partner-other-partition``: the partner the record would have found, had every record of the key been in
@@ -78,7 +80,7 @@ other side:
 * ``partner-null-key``: no record of the other side has the key, but a record with a null key names it in its
   value: its producer dropped the key, and Kafka Streams skipped it.
 
-A foreign-key join's own (:mod:`kjoin.spark.debug_fk`):
+A foreign-key join's own (:mod:`kjoin.spark.debug.fk`):
 
 * ``null-foreign-key``: the foreign-key extractor returned null for the left value. A left join
   emits the row with a null right value (Kafka 3.7 on, KIP-962); an inner join, and a left join
@@ -114,8 +116,6 @@ def when(ts: int) -> str:
     """A record timestamp in the user's terms: ``2026-11-25 09:14:03.120 UTC (ts 1795...)`` or ``ts 40``."""
     if ts is None or abs(ts) < DATE_FROM_MS:
         return f"ts {ts}"
-    from datetime import datetime, timezone
-
     moment = datetime.fromtimestamp(ts / 1000, timezone.utc)
     return f"{moment:%Y-%m-%d %H:%M:%S}.{ts % 1000:03d} UTC"
 
@@ -152,7 +152,7 @@ class Partner:
     step: int | None = None
     """Its step in the task's processing order (same partition only)."""
     home: int | None = None
-    """The partition its key belongs in (:mod:`kjoin.spark.audit`); ``None`` for a null key or when unknown."""
+    """The partition its key belongs in (:mod:`kjoin.spark.debug.audit`); ``None`` for a null key or when unknown."""
 
     @property
     def misrouted(self) -> bool:
@@ -239,8 +239,6 @@ class KeyTrace(Trace):
         return self.caveat is None
 
     def state_at(self, step: int) -> Any:
-        from ..trace import StateSnapshot
-
         if step < 0:
             step += len(self.steps)
         if not 0 <= step < len(self.steps):
@@ -248,8 +246,6 @@ class KeyTrace(Trace):
         return StateSnapshot(self._states[step], step, self.task, frozenset({self.task}))
 
     def initial_state(self) -> Any:
-        from ..trace import StateSnapshot
-
         return StateSnapshot({}, -1, self.task, frozenset({self.task}))
 
     def changes_at(self, step: int) -> list:
@@ -341,8 +337,6 @@ def key_trace(
     ``releases``: for a join that sweeps an outer-join buffer (:func:`replays_sweep`), the task
     steps at which the whole task's run emitted the key's held results -> the steps of the
     records it emitted there (each of those steps must be in ``placed``)."""
-    from ..engine import run
-
     other = stand_in_key(key)
     events = []
     for p in placed:
@@ -469,21 +463,11 @@ def diagnose(
             record,
             None,
         )
-    step = (
-        next(
-            (
-                s
-                for s in trace.steps
-                if s.record.key == record.key and s.record.side is side and s.record.offset == record.offset
-            ),
-            None,
-        )
-        if trace
-        else None
-    )
-    task_step = trace.task_steps[step.index] if step is not None else None
+    step = _record_step(trace, record)
+    task_step = trace.task_steps[step.index] if step is not None else None  # type: ignore[union-attr]
     if step is None:
         raise ValueError(f"{who}: not found in its key's drill-down")
+    assert trace is not None
     if step.reason is Reason.NULL_VALUE:
         return Diagnosis(
             "null-value",
@@ -492,17 +476,10 @@ def diagnose(
             task_step,
             trace=trace,
         )
-    mine = [
-        o
-        for s in trace.steps
-        for o in s.outputs
-        if o.origin_step == step.index or (s.index == step.index and o.origin_step is None)
-    ]
-    own = [o for o in step.outputs]
-    produced = [o for o in {id(o): o for o in (*own, *mine)}.values()]
+    me = Partner(side.value, record.partition, record.offset, record.ts, record.value, task_step, home)
+    produced = _produced(trace, step)
     matched = [o for o in produced if o.kind is OutputKind.JOINED]
     if matched and config.window is None:
-        me = Partner(side.value, record.partition, record.offset, record.ts, record.value, task_step, home)
         found = _co_partitioning_verdict(
             record, who, other_side, config, task_step, trace, elsewhere, same, me, bool(matched)
         )
@@ -524,54 +501,18 @@ def diagnose(
         or step.reason is Reason.EXPIRED
         and not produced
     ):
-        me = Partner(side.value, record.partition, record.offset, record.ts, record.value, task_step, home)
-        blocker = find_blocker(me, record.ts) if find_blocker is not None else None
-        held = (
-            f"it was written out of order: the {blocker.describe()} is ahead of it in its partition with a "
-            f"timestamp {duration(blocker.ts - record.ts)} later."
-            if blocker is not None
-            else f"{ARRIVAL_NOTE}."
-        )
-        return Diagnosis(
-            "late",
-            f"The {who} came after its window (or history) had closed: stream time was already past it; it was "
-            f"skipped; " + held,
-            record,
-            task_step,
-            tuple(same),
-            trace=trace,
-            blocker=blocker,
-        )
+        return _late(record, who, me, task_step, trace, same, find_blocker)
     nulls = [o for o in produced if o.kind in (OutputKind.UNMATCHED, OutputKind.WINDOW_CLOSED)] or [
         o for o in produced if (o.right if side is Side.LEFT else o.left) is None
     ]
     later = _joined_by_later_partner(record, config, step, trace)
     if (nulls and config.window is None) or (config.window is not None and not matched and later is None):
-        me = Partner(side.value, record.partition, record.offset, record.ts, record.value, task_step, home)
         found = _co_partitioning_verdict(record, who, other_side, config, task_step, trace, elsewhere, same, me, False)
         if found is not None:
             return found
     if not nulls and later is not None:
-        partner = later.record
-        at = trace.task_steps[later.index]
-        between = "some" if task_step is None or at is None else at - task_step - 1
-        return Diagnosis(
-            "joined",
-            f"The {who} joined when its {other_side} partner (offset {partner.offset}, {when(partner.ts)}) was "
-            f"processed {between} record(s) later and found it in the window store.",
-            record,
-            task_step,
-            tuple(same),
-            trace=trace,
-        )
-    if not nulls and step.reason in (
-        Reason.TABLE_UPDATE,
-        Reason.NOT_A_TRIGGER,
-        Reason.NOTHING_TO_DELETE,
-        Reason.RECORD_CACHE,
-        Reason.GRACE_PERIOD,
-        Reason.WINDOW_OPEN,
-    ):
+        return _joined_later(record, who, other_side, later, task_step, trace, same)
+    if not nulls and step.reason in _NO_RESULT_OF_ITS_OWN:
         return Diagnosis(
             "no-result",
             f"The {who} produced no result of its own: {step.explain}",
@@ -580,21 +521,120 @@ def diagnose(
             tuple(same),
             trace=trace,
         )
-    if not same and not elsewhere and null_key_partner is not None:
-        lost = null_key_partner()
-        if lost is not None:
-            return Diagnosis(
-                "partner-null-key",
-                f"No {other_side} record has key {record.key!r}, but the {lost.describe()} has a null key and "
-                f"names {record.key!r} in its value: its producer wrote it without its key, and Kafka Streams "
-                f"skipped it, so the {who} found no partner.",
-                record,
-                task_step,
-                (lost,),
-                trace=trace,
-                cause=lost,
-            )
+    lost = null_key_partner() if not same and not elsewhere and null_key_partner is not None else None
+    if lost is not None:
+        return _partner_null_key(record, who, other_side, lost, task_step, trace)
     return _partner_verdict(record, who, other_side, config, step, task_step, trace, elsewhere, same, find_blocker)
+
+
+def _partner_null_key(
+    record: Record, who: str, other_side: str, lost: Partner, task_step: int | None, trace: KeyTrace
+) -> Diagnosis:
+    """No record of the other side has the key, but a null-key one names it in its value: its producer lost the
+    key."""
+    return Diagnosis(
+        "partner-null-key",
+        f"No {other_side} record has key {record.key!r}, but the {lost.describe()} has a null key and "
+        f"names {record.key!r} in its value: its producer wrote it without its key, and Kafka Streams "
+        f"skipped it, so the {who} found no partner.",
+        record,
+        task_step,
+        (lost,),
+        trace=trace,
+        cause=lost,
+    )
+
+
+_NO_RESULT_OF_ITS_OWN = (
+    Reason.TABLE_UPDATE,
+    Reason.NOT_A_TRIGGER,
+    Reason.NOTHING_TO_DELETE,
+    Reason.RECORD_CACHE,
+    Reason.GRACE_PERIOD,
+    Reason.WINDOW_OPEN,
+)
+"""The reasons of a record that produced no result of its own, by design (not for want of a partner)."""
+
+
+def _record_step(trace: KeyTrace | None, record: Record) -> Step | None:
+    """The step of the key's drill-down that processed ``record``."""
+    if not trace:
+        return None
+    return next(
+        (
+            s
+            for s in trace.steps
+            if s.record.key == record.key and s.record.side is record.side and s.record.offset == record.offset
+        ),
+        None,
+    )
+
+
+def _produced(trace: KeyTrace, step: Step) -> list:
+    """The results ``step``'s record produced: at its own step, and later ones carrying its value (a held
+    outer-join result, a result emitted when a partner arrived)."""
+    mine = [
+        o
+        for s in trace.steps
+        for o in s.outputs
+        if o.origin_step == step.index or (s.index == step.index and o.origin_step is None)
+    ]
+    own = [o for o in step.outputs]
+    return [o for o in {id(o): o for o in (*own, *mine)}.values()]
+
+
+def _late(
+    record: Record,
+    who: str,
+    me: Partner,
+    task_step: int | None,
+    trace: KeyTrace,
+    same: Sequence[Partner],
+    find_blocker: Callable[[Partner, int], Partner | None] | None,
+) -> Diagnosis:
+    """A record that came after its window (or history) had closed, and what held it back if it was written out of
+    order."""
+    blocker = find_blocker(me, record.ts) if find_blocker is not None else None
+    held = (
+        f"it was written out of order: the {blocker.describe()} is ahead of it in its partition with a "
+        f"timestamp {duration(blocker.ts - record.ts)} later."
+        if blocker is not None
+        else f"{ARRIVAL_NOTE}."
+    )
+    return Diagnosis(
+        "late",
+        f"The {who} came after its window (or history) had closed: stream time was already past it; it was "
+        f"skipped; " + held,
+        record,
+        task_step,
+        tuple(same),
+        trace=trace,
+        blocker=blocker,
+    )
+
+
+def _joined_later(
+    record: Record,
+    who: str,
+    other_side: str,
+    later: Step,
+    task_step: int | None,
+    trace: KeyTrace,
+    same: Sequence[Partner],
+) -> Diagnosis:
+    """A stream-stream record joined by a partner processed after it (which found it in the window store)."""
+    partner = later.record
+    at = trace.task_steps[later.index]
+    between = "some" if task_step is None or at is None else at - task_step - 1
+    return Diagnosis(
+        "joined",
+        f"The {who} joined when its {other_side} partner (offset {partner.offset}, {when(partner.ts)}) was "
+        f"processed {between} record(s) later and found it in the window store.",
+        record,
+        task_step,
+        tuple(same),
+        trace=trace,
+    )
 
 
 def _co_partitioning_verdict(
@@ -615,54 +655,96 @@ def _co_partitioning_verdict(
     ``joined-deleted``). ``None``: the other partitions change nothing."""
     if not elsewhere:
         return None
-
-    def culprit(partner: Partner) -> Partner:
-        return partner if partner.misrouted or not me.misrouted else me
-
-    def placement(partner: Partner) -> str:
-        blamed = culprit(partner)
-        if blamed is me:
-            return (
-                f"the {who} is not in its key's partition {me.home}, where the key's {other_side} records are: "
-                f"its task never sees them. "
-            )
-        return f"the {partner.describe()} went to another partition: the task of the {who} never sees it. "
-
-    window = config.window
-    if window is not None:
+    blame = _Blame(me, who, other_side)
+    if config.window is not None:
         if joined:
             return None
-        lo, hi = _window_bounds(record, window)
-        inside = [p for p in elsewhere if lo <= p.ts <= hi and p.value is not None]
-        if inside:
-            first = min(inside, key=lambda p: (p.ts, p.partition, p.offset))
-            return Diagnosis(
-                "partner-other-partition",
-                "Not co-partitioned: " + placement(first) + f"It is inside the join window {span(lo, hi)} of the {who} "
-                f"({len(inside)} {other_side} record(s) of the key are, all in other partitions).",
-                record,
-                task_step,
-                (culprit(first), *(p for p in inside if p is not first)),
-                trace=trace,
-                cause=culprit(first),
+        window = config.window
+        return _windowed_co_partitioning(record, who, other_side, task_step, trace, elsewhere, same, blame, window)
+    return _table_co_partitioning(record, who, other_side, task_step, trace, elsewhere, same, blame, joined)
+
+
+class _Blame:
+    """Which record of a pair the co-partitioning verdicts blame: the partner if it is misrouted or the record is
+    not, else the record itself."""
+
+    def __init__(self, me: Partner, who: str, other_side: str) -> None:
+        self.me, self.who, self.other_side = me, who, other_side
+
+    def culprit(self, partner: Partner) -> Partner:
+        return partner if partner.misrouted or not self.me.misrouted else self.me
+
+    def placement(self, partner: Partner) -> str:
+        blamed = self.culprit(partner)
+        if blamed is self.me:
+            return (
+                f"the {self.who} is not in its key's partition {self.me.home}, where the key's {self.other_side} "
+                "records are: its task never sees them. "
             )
-        if not same:
-            nearest = min(elsewhere, key=lambda p: min(abs(p.ts - lo), abs(p.ts - hi)))
-            distance = lo - nearest.ts if nearest.ts < lo else nearest.ts - hi
-            return Diagnosis(
-                "partner-outside-window",
-                f"Two reasons: every {other_side} record with key {record.key!r} is in another partition than the "
-                f"{who} (" + ", ".join(p.describe() for p in elsewhere[:3]) + "), and all lie outside its join "
-                f"window {span(lo, hi)}; the nearest is {duration(distance)} outside it, so even in one partition they "
-                "would not join.",
-                record,
-                task_step,
-                (nearest, *(p for p in elsewhere if p is not nearest)),
-                delay_ms=distance,
-                trace=trace,
-                cause=culprit(nearest),
-            )
-        return None
+        return f"the {partner.describe()} went to another partition: the task of the {self.who} never sees it. "
+
+
+def _windowed_co_partitioning(
+    record: Record,
+    who: str,
+    other_side: str,
+    task_step: int | None,
+    trace: KeyTrace,
+    elsewhere: Sequence[Partner],
+    same: Sequence[Partner],
+    blame: _Blame,
+    window: Any,
+) -> Diagnosis | None:
+    """A stream-stream record without a partner: one inside its window in another partition, or none inside it
+    anywhere."""
+    lo, hi = _window_bounds(record, window)
+    inside = [p for p in elsewhere if lo <= p.ts <= hi and p.value is not None]
+    if inside:
+        first = min(inside, key=lambda p: (p.ts, p.partition, p.offset))
+        return Diagnosis(
+            "partner-other-partition",
+            "Not co-partitioned: "
+            + blame.placement(first)
+            + f"It is inside the join window {span(lo, hi)} of the {who} "
+            f"({len(inside)} {other_side} record(s) of the key are, all in other partitions).",
+            record,
+            task_step,
+            (blame.culprit(first), *(p for p in inside if p is not first)),
+            trace=trace,
+            cause=blame.culprit(first),
+        )
+    if not same:
+        nearest = min(elsewhere, key=lambda p: min(abs(p.ts - lo), abs(p.ts - hi)))
+        distance = lo - nearest.ts if nearest.ts < lo else nearest.ts - hi
+        return Diagnosis(
+            "partner-outside-window",
+            f"Two reasons: every {other_side} record with key {record.key!r} is in another partition than the "
+            f"{who} (" + ", ".join(p.describe() for p in elsewhere[:3]) + "), and all lie outside its join "
+            f"window {span(lo, hi)}; the nearest is {duration(distance)} outside it, so even in one partition they "
+            "would not join.",
+            record,
+            task_step,
+            (nearest, *(p for p in elsewhere if p is not nearest)),
+            delay_ms=distance,
+            trace=trace,
+            cause=blame.culprit(nearest),
+        )
+    return None
+
+
+def _table_co_partitioning(
+    record: Record,
+    who: str,
+    other_side: str,
+    task_step: int | None,
+    trace: KeyTrace,
+    elsewhere: Sequence[Partner],
+    same: Sequence[Partner],
+    blame: _Blame,
+    joined: bool,
+) -> Diagnosis | None:
+    """A table lookup: the key's latest value before the record (by timestamp) in another partition, which it missed
+    (a null partner, a stale or deleted value joined)."""
     seen = [p for p in same if p.step is not None and task_step is not None and p.step < task_step]
     last = max(seen, key=lambda p: p.step) if seen else None
     earlier = [p for p in elsewhere if p.ts <= record.ts]
@@ -672,24 +754,26 @@ def _co_partitioning_verdict(
         first = min(elsewhere, key=lambda p: (p.ts, p.partition, p.offset))
         return Diagnosis(
             "partner-other-partition",
-            "Not co-partitioned: " + placement(first) + f"No {other_side} record with key {record.key!r} is in "
+            "Not co-partitioned: " + blame.placement(first) + f"No {other_side} record with key {record.key!r} is in "
             f"partition {record.partition}, the {who}'s.",
             record,
             task_step,
-            (culprit(first), *(p for p in elsewhere if p is not first)),
+            (blame.culprit(first), *(p for p in elsewhere if p is not first)),
             trace=trace,
-            cause=culprit(first),
+            cause=blame.culprit(first),
         )
     missed = max(earlier, key=lambda p: (p.ts, p.offset))
     if last is not None and missed.ts <= last.ts:
         return None
-    cause = culprit(missed)
+    cause = blame.culprit(missed)
     if joined:
         found = f"the {last.describe()}" if last is not None else "an older value"
         if missed.value is None:
             return Diagnosis(
                 "joined-deleted",
-                "Not co-partitioned: " + placement(missed) + f"It deleted the key before the {who} (by timestamp), "
+                "Not co-partitioned: "
+                + blame.placement(missed)
+                + f"It deleted the key before the {who} (by timestamp), "
                 f"but the {who} joined {found}, a value that no longer existed.",
                 record,
                 task_step,
@@ -699,7 +783,7 @@ def _co_partitioning_verdict(
             )
         return Diagnosis(
             "joined-stale",
-            "Not co-partitioned: " + placement(missed) + f"It was the key's latest {other_side} value before the "
+            "Not co-partitioned: " + blame.placement(missed) + f"It was the key's latest {other_side} value before the "
             f"{who} (by timestamp), but the {who} joined {found}, an older one.",
             record,
             task_step,
@@ -721,7 +805,9 @@ def _co_partitioning_verdict(
         )
     return Diagnosis(
         "partner-other-partition",
-        "Not co-partitioned: " + placement(missed) + f"It was the key's latest {other_side} value before the {who} "
+        "Not co-partitioned: "
+        + blame.placement(missed)
+        + f"It was the key's latest {other_side} value before the {who} "
         "(by timestamp), so in one partition the record would have joined it.",
         record,
         task_step,
@@ -750,6 +836,8 @@ def _partner_verdict(
     same: Sequence[Partner],
     find_blocker: Callable[[Partner, int], Partner | None] | None = None,
 ) -> Diagnosis:
+    """The verdict from the other side's records of the key: none here (elsewhere or nowhere), outside the window,
+    expired, deleted before, or processed after the record."""
     if not same:
         if elsewhere:
             parts = sorted({p.partition for p in elsewhere})
@@ -772,72 +860,13 @@ def _partner_verdict(
             task_step,
             trace=trace,
         )
-    steps_of = {(p.offset): p for p in same}
     before = [p for p in same if p.step is not None and task_step is not None and p.step < task_step]
     after = [
         p for p in same if p.step is not None and task_step is not None and p.step > task_step and p.value is not None
     ]
-    window = config.window
-    if window is not None:
-        lo, hi = (
-            (record.ts - window.before_ms, record.ts + window.after_ms)
-            if record.side is Side.LEFT
-            else (record.ts - window.after_ms, record.ts + window.before_ms)
-        )
-        inside = [p for p in same if lo <= p.ts <= hi and p.value is not None]
-        if not inside:
-            nearest = min(same, key=lambda p: min(abs(p.ts - lo), abs(p.ts - hi)))
-            distance = lo - nearest.ts if nearest.ts < lo else nearest.ts - hi
-            return Diagnosis(
-                "partner-outside-window",
-                f"The {other_side} records with key {record.key!r} are all outside the join window {span(lo, hi)} "
-                f"of the {who}; the nearest "
-                f"(offset {nearest.offset}, {when(nearest.ts)}) is {duration(distance)} outside it.",
-                record,
-                task_step,
-                (nearest,),
-                delay_ms=distance,
-                trace=trace,
-            )
-        late = [p for p in inside if p.step is not None and task_step is not None and p.step > task_step]
-        partner_steps = {s.record.offset: s for s in trace.key_steps() if s.record.side.value == other_side}
-        expired = [
-            p
-            for p in late
-            if p.offset in partner_steps and partner_steps[p.offset].reason in (Reason.EXPIRED, Reason.EXPIRED_PUT)
-        ]
-        if expired or (late and len(late) == len(inside) and _closed_before(trace, step, late[0])):
-            p = (expired or late)[0]
-            blocker = find_blocker(p, p.ts) if find_blocker is not None else None
-            held = (
-                f" It was written out of order: the {blocker.describe()} is ahead of it in partition "
-                f"{blocker.partition} with a timestamp {duration(blocker.ts - p.ts)} later, so the task reached it "
-                "only after stream time had passed its window."
-                if blocker is not None
-                else f" {ARRIVAL_NOTE}."
-            )
-            return Diagnosis(
-                "partner-expired",
-                f"The {other_side} record (offset {p.offset}, {when(p.ts)}) is inside the window of the {who} but "
-                "was processed after the window "
-                f"closed plus grace ({duration(window.effective_grace_ms)}): the {record.side.value} record had "
-                "left the window store." + held,
-                record,
-                task_step,
-                (p,),
-                trace=trace,
-                blocker=blocker,
-            )
-        if late:
-            p = late[0]
-            return _later(record, who, other_side, p, task_step, trace, find_blocker)
-        return Diagnosis(
-            "no-result",
-            f"The {who} has partners inside its window but none joined: {step.explain}",
-            record,
-            task_step,
-            tuple(inside),
-            trace=trace,
+    if config.window is not None:
+        return _windowed_partner_verdict(
+            record, who, other_side, config.window, step, task_step, trace, same, find_blocker
         )
     if before:
         last = max(before, key=lambda p: p.step)
@@ -855,8 +884,82 @@ def _partner_verdict(
     if after:
         first = min(after, key=lambda p: p.step)
         return _later(record, who, other_side, first, task_step, trace, find_blocker)
-    del steps_of
     return Diagnosis("no-result", f"The {who}: {step.explain}", record, task_step, tuple(same), trace=trace)
+
+
+def _windowed_partner_verdict(
+    record: Record,
+    who: str,
+    other_side: str,
+    window: Any,
+    step: Step,
+    task_step: int | None,
+    trace: KeyTrace,
+    same: Sequence[Partner],
+    find_blocker: Callable[[Partner, int], Partner | None] | None,
+) -> Diagnosis:
+    """A stream-stream record's partners in its partition: all outside its window, expired before they were
+    processed, processed later, or inside it without joining."""
+    lo, hi = (
+        (record.ts - window.before_ms, record.ts + window.after_ms)
+        if record.side is Side.LEFT
+        else (record.ts - window.after_ms, record.ts + window.before_ms)
+    )
+    inside = [p for p in same if lo <= p.ts <= hi and p.value is not None]
+    if not inside:
+        nearest = min(same, key=lambda p: min(abs(p.ts - lo), abs(p.ts - hi)))
+        distance = lo - nearest.ts if nearest.ts < lo else nearest.ts - hi
+        return Diagnosis(
+            "partner-outside-window",
+            f"The {other_side} records with key {record.key!r} are all outside the join window {span(lo, hi)} "
+            f"of the {who}; the nearest "
+            f"(offset {nearest.offset}, {when(nearest.ts)}) is {duration(distance)} outside it.",
+            record,
+            task_step,
+            (nearest,),
+            delay_ms=distance,
+            trace=trace,
+        )
+    late = [p for p in inside if p.step is not None and task_step is not None and p.step > task_step]
+    partner_steps = {s.record.offset: s for s in trace.key_steps() if s.record.side.value == other_side}
+    expired = [
+        p
+        for p in late
+        if p.offset in partner_steps and partner_steps[p.offset].reason in (Reason.EXPIRED, Reason.EXPIRED_PUT)
+    ]
+    if expired or (late and len(late) == len(inside) and _closed_before(trace, step, late[0])):
+        p = (expired or late)[0]
+        blocker = find_blocker(p, p.ts) if find_blocker is not None else None
+        held = (
+            f" It was written out of order: the {blocker.describe()} is ahead of it in partition "
+            f"{blocker.partition} with a timestamp {duration(blocker.ts - p.ts)} later, so the task reached it "
+            "only after stream time had passed its window."
+            if blocker is not None
+            else f" {ARRIVAL_NOTE}."
+        )
+        return Diagnosis(
+            "partner-expired",
+            f"The {other_side} record (offset {p.offset}, {when(p.ts)}) is inside the window of the {who} but "
+            "was processed after the window "
+            f"closed plus grace ({duration(window.effective_grace_ms)}): the {record.side.value} record had "
+            "left the window store." + held,
+            record,
+            task_step,
+            (p,),
+            trace=trace,
+            blocker=blocker,
+        )
+    if late:
+        p = late[0]
+        return _later(record, who, other_side, p, task_step, trace, find_blocker)
+    return Diagnosis(
+        "no-result",
+        f"The {who} has partners inside its window but none joined: {step.explain}",
+        record,
+        task_step,
+        tuple(inside),
+        trace=trace,
+    )
 
 
 def _joined_by_later_partner(record: Record, config: Scenario, step: Step, trace: KeyTrace) -> Step | None:

@@ -5,8 +5,8 @@ KTable-KTable primary-key join (inner, left, outer) over two unversioned tables,
 era (0.10.0/0.10.1, KIP-77, 3.1+, with the output-timestamp and KIP-962 null-key rules of
 each version), with the default joiner. Everything else (stream-stream joins, versioned
 tables, grace periods, a custom joiner, values whose rendering Spark cannot reproduce
-exactly) runs kjoin's own processors (:mod:`kjoin.spark.task`). ``method="auto"`` prefers the
-vectorised pass (:mod:`kjoin.spark.vectorised`, the same joins as array work per task) and
+exactly) runs kjoin's own processors (:mod:`kjoin.spark.passes.task`). ``method="auto"`` prefers the
+vectorised pass (:mod:`kjoin.spark.passes.vectorised`, the same joins as array work per task) and
 comes here only for what that refuses and this plan can run.
 
 How it works. In these joins the state a record sees is a function of the records before it
@@ -27,12 +27,12 @@ update of each side (table-table), a tombstone meaning "absent". So, per record:
    expressions): every record becomes exactly one row of the result frame, ``row =
    "output"`` when it joined (these joins emit at most one output per record, and only then)
    or ``row = "step"`` with its fate and reason otherwise. The frame has the processor
-   path's schema, so :class:`~kjoin.spark.run.SparkRun` serves both paths.
+   path's schema, so :class:`~kjoin.spark.SparkRun` serves both paths.
 
-Rows of :func:`~kjoin.spark.run.run_join` are not sorted (a sort would cost a fourth pass):
+Rows of :func:`~kjoin.spark.run_join` are not sorted (a sort would cost a fourth pass):
 within a task they are unique by ``step`` (one row per input record), so
 ``orderBy("scenario", "partition", "step")`` gives the processors' emission order.
-:func:`~kjoin.spark.run.run_scenarios` (small, driver-built inputs) sorts each Spark
+:func:`~kjoin.spark.run_scenarios` (small, driver-built inputs) sorts each Spark
 partition by step, so its rows come in emission order within every task on both paths.
 
 Why: measured with ``python -m kjoin.bench`` on this 2-core machine (4 Kafka partitions,
@@ -59,7 +59,7 @@ reason, ``method="auto"`` falls back to the processors):
 
 * the default joiner (``render(left) + "-" + render(right)``), which Spark computes itself;
 * values that Spark renders exactly as :func:`kjoin.records.render_value`: strings, longs,
-  and the canonical JSON text of :func:`kjoin.spark.run.run_scenarios` (a JSON string is
+  and the canonical JSON text of :func:`kjoin.spark.run_scenarios` (a JSON string is
   rendered bare, decoded by ``from_json``); not doubles (Java and Python print floats
   differently) nor JSON text from a reader (the processors re-encode it canonically);
 * keys that compare in Spark as in a Python dict: not booleans or floats in scenarios
@@ -68,12 +68,18 @@ reason, ``method="auto"`` falls back to the processors):
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ..fates import Fate, Reason
-from ..records import OutputKind
-from ..scenario import Scenario
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from ...fates import Fate, Reason
+from ...records import OutputKind
+from ..spec import JoinSpec
 from .task import RESULT_FIELDS, group_by_task
+
+if TYPE_CHECKING:
+    from .plans import Inputs
 
 __all__ = ["unsupported", "native_results", "NATIVE_JOINS"]
 
@@ -81,80 +87,58 @@ NATIVE_JOINS = ("stream-table", "table-table")
 """The joins the native path computes (unversioned tables only)."""
 
 
-def unsupported(
-    configs: Mapping[int, Scenario],
-    joiner: Callable[[Any, Any], Any] | None,
-    value_type: str,
-    json_keys: bool,
-    json_values: bool,
-) -> str | None:
-    """Why the native path cannot run these scenarios exactly, or ``None`` when it can."""
-    if joiner is not None:
+def unsupported(specs: Mapping[int, JoinSpec], inputs: "Inputs") -> str | None:
+    """Why the native path cannot run these joins exactly, or ``None`` when it can."""
+    if inputs.joiner is not None:
         return (
             "a custom joiner (the native path computes only the default joiner, "
             "render(left)-render(right), in Spark SQL)"
         )
-    if value_type == "double":
+    if inputs.value_type == "double":
         return (
             "double values (Spark and Python print floats differently, so the joiner's text would differ); "
             "cast values to string"
         )
-    if json_values and not json_keys:
+    if inputs.json_values and not inputs.json_keys:
         return "JSON values from a reader (the processors re-encode JSON canonically; Spark SQL cannot)"
-    for scenario_id, config in configs.items():
-        where = f"scenario {scenario_id}" if len(configs) > 1 else "the join"
-        if config.join not in NATIVE_JOINS:
-            return f"{where} is a {config.join} join (native: {' and '.join(NATIVE_JOINS)} only)"
-        if config.left.versioned or config.right.versioned:
+    for scenario_id, spec in specs.items():
+        where = f"scenario {scenario_id}" if len(specs) > 1 else "the join"
+        if spec.join not in NATIVE_JOINS:
+            return f"{where} is a {spec.join} join (native: {' and '.join(NATIVE_JOINS)} only)"
+        if spec.left.versioned or spec.right.versioned:
             return f"{where} joins a versioned table (native: unversioned tables only)"
-        if config.grace_ms is not None:
+        if spec.grace_ms is not None:
             return f"{where} has a grace period (native: no grace_ms)"
         topology = [
             name
             for name, on in (
-                ("chained joins (then)", bool(config.then)),
-                ("a self-join", config.self_join),
-                ("a materialized result", config.materialized),
-                ("old values", config.send_old_values),
-                ("record caches", bool(config.caching)),
+                ("chained joins (then)", bool(spec.then)),
+                ("a self-join", spec.self_join),
+                ("a materialized result", spec.materialized),
+                ("old values", spec.send_old_values),
+                ("record caches", bool(spec.caching)),
             )
             if on
         ]
         if topology:
             return f"{where} has {' and '.join(topology)} (native: one plain join per scenario)"
-        if json_keys and (why := json_key_refusal(config, where)) is not None:
+        if (why := inputs.key_refusal(scenario_id, where)) is not None:
             return why
-    return None
-
-
-def json_key_refusal(config: Scenario, where: str) -> str | None:
-    """Why keys travelling as JSON text cannot be compared in Spark as in Python: a boolean or
-    float key (``True == 1``, ``1.0 == 1`` in Python, different texts in Spark)."""
-    for index, event in enumerate(config.events):
-        key = getattr(event, "key", None)
-        if isinstance(key, (bool, float)):
-            return (
-                f"{where}, events[{index}].key is {key!r}: a boolean or float key may equal a key of "
-                "another type in Python but not in Spark"
-            )
     return None
 
 
 def native_results(
     records: Any,
-    configs: Mapping[int, Scenario],
+    specs: Mapping[int, JoinSpec],
     key_type: str,
     value_type: str,
     json_values: bool,
     spark_partitions: int | None,
     partitioned: bool = False,
 ) -> Any:
-    """The result frame (the processor path's schema, :data:`kjoin.spark.task.RESULT_FIELDS`)
+    """The result frame (the processor path's schema, :data:`kjoin.spark.passes.task.RESULT_FIELDS`)
     of the ``records`` frame, computed with window functions only. ``partitioned``:
     ``records`` is already hash-partitioned by ``(scenario, partition)``."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     grouped = group_by_task(records, partitioned, spark_partitions)
     in_task = Window.partitionBy("scenario", "partition").orderBy("_order_ts", "_side_rank", "offset")
     numbered = grouped.withColumn(
@@ -162,14 +146,14 @@ def native_results(
     )
     render = _renderer(value_type, json_values)
     by_join: dict[str, list[int]] = {}
-    for scenario_id, config in configs.items():
-        by_join.setdefault(config.join, []).append(scenario_id)
+    for scenario_id, spec in specs.items():
+        by_join.setdefault(spec.join, []).append(scenario_id)
     parts = []
     for join, ids in sorted(
         (by_join or {"stream-table": []}).items()
     ):  # no scenarios: an empty frame of the same schema
         subset = numbered if len(by_join) == 1 else numbered.filter(F.col("scenario").isin(ids))
-        flags = _Flags({i: configs[i] for i in ids})
+        flags = _Flags({i: specs[i] for i in ids})
         build = _stream_table if join == "stream-table" else _table_table
         parts.append(build(subset, flags, render))
     results = parts[0]
@@ -184,15 +168,14 @@ class _Flags:
     """Each configuration property as a column: a literal when every scenario agrees, else
     a ``CASE`` on the scenario id."""
 
-    def __init__(self, configs: Mapping[int, Scenario]) -> None:
-        self.configs = configs
+    def __init__(self, specs: Mapping[int, JoinSpec]) -> None:
+        self.specs = specs
 
-    def column(self, of: Callable[[Scenario], Any]) -> Any:
-        from pyspark.sql import functions as F
+    def column(self, of: Callable[[JoinSpec], Any]) -> Any:
 
         groups: dict[Any, list[int]] = {}
-        for scenario_id, config in self.configs.items():
-            groups.setdefault(of(config), []).append(scenario_id)
+        for scenario_id, spec in self.specs.items():
+            groups.setdefault(of(spec), []).append(scenario_id)
         values = sorted(groups, key=repr)
         if not values:
             return F.lit(False)
@@ -208,13 +191,16 @@ class _Flags:
         """Is the scenario's variant ``name`` (a boolean column)."""
         return self.column(lambda c: c.variant == name)
 
+    def outer(self, side: str) -> Any:
+        """Does a record of ``side`` without a partner come out (a boolean column; :meth:`Variant.outer`)."""
+        return self.column(lambda spec: spec.variant.outer(side))
+
     def flag(self, name: str) -> Any:
         return self.column(lambda c: bool(getattr(c.semantics, name)))
 
 
 def _renderer(value_type: str, json_values: bool) -> Callable[[Any], Any]:
     """``render_value`` as a column expression, for the value encodings :func:`unsupported` accepts."""
-    from pyspark.sql import functions as F
 
     def render(value: Any) -> Any:
         text = value.cast("string")
@@ -230,7 +216,6 @@ def _result(
     row: Any, fate: Any, reason: Any, kind: Any, left: Any, right: Any, value: Any, ts: Any, tombstone: Any
 ) -> list[Any]:
     """The result columns of a frame with one result per record (``row`` output or step)."""
-    from pyspark.sql import functions as F
 
     is_output = row == F.lit("output")
     null = F.lit(None)
@@ -256,7 +241,6 @@ def _result(
 
 
 def _case(*branches: tuple[Any, Any], otherwise: Any) -> Any:
-    from pyspark.sql import functions as F
 
     expr = None
     for test, value in branches:
@@ -267,9 +251,6 @@ def _case(*branches: tuple[Any, Any], otherwise: Any) -> Any:
 def _last_state(side: str) -> Any:
     """The state of ``side``'s table for the record's key just before the record: a struct
     ``(v, t)`` of the last update (``v`` null for a tombstone), or null when none came."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     before = (
         Window.partitionBy("scenario", "partition", "key").orderBy("step").rowsBetween(Window.unboundedPreceding, -1)
     )
@@ -279,7 +260,6 @@ def _last_state(side: str) -> Any:
 
 # -- KStream-KTable (kjoin.joins.stream_table) ---------------------------------------------
 def _stream_table(frame: Any, flags: _Flags, render: Callable[[Any], Any]) -> Any:
-    from pyspark.sql import functions as F
 
     frame = frame.withColumn("_table", _last_state("right"))
     kip77, relaxed = flags.flag("kip77"), flags.flag("relaxed_null_keys")
@@ -313,7 +293,6 @@ def _stream_table(frame: Any, flags: _Flags, render: Callable[[Any], Any]) -> An
 def _outcome(
     cases: list[tuple[Any, tuple[Any, Fate, Reason | None]]], otherwise: tuple[Any, Fate, Reason | None]
 ) -> tuple[Any, Any, Any]:
-    from pyspark.sql import functions as F
 
     def text(member: Any) -> Any:
         return F.lit(None).cast("string") if member is None else F.lit(member.value)
@@ -326,20 +305,19 @@ def _outcome(
 
 # -- KTable-KTable (kjoin.joins.table_table) -----------------------------------------------
 def _table_table(frame: Any, flags: _Flags, render: Callable[[Any], Any]) -> Any:
-    from pyspark.sql import functions as F
 
     frame = frame.withColumn("_left", _last_state("left")).withColumn("_right", _last_state("right"))
     kip77, ts_max = flags.flag("kip77"), flags.flag("table_table_output_ts_is_max")
-    inner, left, outer = flags.variant("inner"), flags.variant("left"), flags.variant("outer")
+    inner, left = flags.variant("inner"), flags.variant("left")
     side, key, new = F.col("side"), F.col("key"), F.col("value")
     is_left = side == "left"
     mine = F.when(is_left, F.col("_left")).otherwise(F.col("_right"))
     other = F.when(is_left, F.col("_right")).otherwise(F.col("_left"))
     other_value, other_ts = other.getField("v"), other.getField("t")
     has_other = other_value.isNotNull()
-    sends_old = F.when(is_left, left | outer).otherwise(outer)
-    old = F.when(sends_old, mine.getField("v"))
-    outer_side = outer | (left & is_left)
+    # a record of an outer side comes out without a partner, and its table sends the old value
+    outer_side = F.when(is_left, flags.outer("left")).otherwise(flags.outer("right"))
+    old = F.when(outer_side, mine.getField("v"))
     OUTPUT, STEP = F.lit("output"), F.lit("step")
     JOINED = (OUTPUT, Fate.JOINED, None)
     # KIP-77 rules (TableTableJoin._rule); each output is "emit" or "tombstone".

@@ -30,10 +30,15 @@ partition from 0.
 
 from __future__ import annotations
 
+import json
 import glob
 import os
 from typing import Any, Literal, Mapping
 
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from .session import KAFKA_SETUP
 from .topic import INTEGER_TYPES, SparkInputError, Topic, check_columns, default_partition_column
 
 __all__ = ["from_kafka", "from_kcat", "from_files", "Deserializer"]
@@ -82,15 +87,11 @@ def _check_deserializer(reader: str, name: str, choice: Any, source: str, allow_
 
 def _fail_when(column: Any, bad: Any, source: str, name: str, what: str, shown: Any) -> Any:
     """``column``, or a job failure naming the source, the column and the offending value."""
-    from pyspark.sql import functions as F
-
     message = F.concat(F.lit(f"{source}: column {name!r}: "), F.coalesce(shown, F.lit("null")), F.lit(f" {what}"))
     return F.when(bad, F.raise_error(message)).otherwise(column)
 
 
 def _long_from_bytes(name: str, source: str) -> Any:
-    from pyspark.sql import functions as F
-
     raw = F.col(name)
     value = F.conv(F.hex(raw), 16, -10).cast("bigint")
     bad = raw.isNotNull() & (F.length(raw) != 8)
@@ -106,8 +107,6 @@ def _long_from_bytes(name: str, source: str) -> Any:
 
 
 def _json_text(column: Any, name: str, source: str) -> Any:
-    from pyspark.sql import functions as F
-
     text = column.cast("string")
     bad = text.isNotNull() & F.try_parse_json(text).isNull()
     return _fail_when(text, bad, source, name, f"is not JSON text; use {name}='string' to read it as plain text", text)
@@ -128,8 +127,6 @@ def _long_from_text(column: Any, kind: str, name: str, source: str) -> Any:
 
 
 def _not_null(column: Any, name: str, source: str) -> Any:
-    from pyspark.sql import functions as F
-
     return _fail_when(
         column,
         column.isNull(),
@@ -147,8 +144,6 @@ def _check_eagerly(
     (the reference engine refuses both; Kafka Streams' default extractor fails on them) and a
     partition that is null, negative or outside the topic are refused with :class:`SparkInputError`
     before any join runs, instead of inside a Java stack trace when results are computed."""
-    from pyspark.sql import functions as F
-
     aggregates = [F.count_if(ts.isNull()).alias("null_ts"), F.min(ts).alias("min_ts")]
     if partition is not None:
         aggregates += [
@@ -287,8 +282,6 @@ def from_kafka(
             "from_kafka(spark): to read a live topic pass bootstrap_servers='host:port' and topic='name'; "
             "to read a DataFrame in Kafka source schema pass the DataFrame instead of the session"
         )
-    from pyspark.sql import functions as F
-
     _check_deserializer("from_kafka", "key", key, source)
     _check_deserializer("from_kafka", "value", value, source)
     _check_partitions(partitions, source)
@@ -328,9 +321,6 @@ def _read_live_topic(
     timeout_ms: Any,
 ) -> Topic:
     """``from_kafka(spark, bootstrap_servers=..., topic=...)``: check, probe the cluster, pin the offsets."""
-    import json
-
-    from pyspark.sql import functions as F
 
     where = f"topic {topic!r} at {bootstrap_servers}"
     source = source or where
@@ -432,8 +422,6 @@ def _kafka_error(error: Exception, source: str, topic: str, servers: str, timeou
     text = str(error)
     where = f"topic {topic!r} at {servers}"
     if "DATA_SOURCE_NOT_FOUND" in text or "Failed to find data source: kafka" in text:
-        from .session import KAFKA_SETUP
-
         return SparkInputError(
             f"{source}: this Spark session cannot load Spark's Kafka source (format 'kafka'): the "
             f"spark-sql-kafka-0-10 connector is not on its classpath. To read {where}, {KAFKA_SETUP}"
@@ -466,8 +454,6 @@ def _first_line(text: str) -> str:
 
 def _decode_text(column: str, kind: str, how: str, source: str) -> Any:
     """A kcat or file column (Spark type ``kind``) read with deserializer ``how``."""
-    from pyspark.sql import functions as F
-
     if how == "long":
         return _long_from_text(F.col(column), kind, column, source)
     if how == "json":
@@ -488,8 +474,6 @@ def from_kcat(
     """A topic from a ``kcat -C -J`` dump: one JSON object per line with ``partition``,
     ``offset``, ``ts``, ``key`` and ``payload`` (``null`` for a null key or a tombstone;
     other fields such as ``topic``, ``tstype``, ``broker``, ``headers`` are ignored)."""
-    from pyspark.sql import functions as F
-
     _check_deserializer("from_kcat", "key", key, path)
     _check_deserializer("from_kcat", "value", value, path)
     _check_partitions(partitions, path)
@@ -544,31 +528,10 @@ def from_files(
     for CSV (kjoin sets ``header`` and ``inferSchema``; yours win). ``path`` may be a file or a
     directory (then the format is told from the files in it, e.g. ``part-*.parquet``).
     """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     _check_deserializer("from_files", "key", key, path, allow_none=True)
     _check_deserializer("from_files", "value", value, path, allow_none=True)
     format = format or _guess_format(path)
-    reader = spark.read
-    if format == "csv":
-        reader = reader.option("header", "true").option("inferSchema", "true")
-    elif format not in ("parquet", "json"):
-        raise SparkInputError(f"{path}: format {format!r} is not supported; use 'parquet', 'csv' or 'json'")
-    _check_path(path, "from_files")
-    if options is not None and not isinstance(options, Mapping):
-        raise SparkInputError(
-            f"{path}: options={options!r}: expected a dict of Spark reader options, e.g. {{'sep': ';'}}"
-        )
-    for name, setting in (options or {}).items():
-        reader = reader.option(
-            str(name),
-            setting
-            if isinstance(setting, str)
-            else str(setting).lower()
-            if isinstance(setting, bool)
-            else str(setting),
-        )
+    reader = _file_reader(spark, path, format, options)
     raw = _read(lambda: getattr(reader, format)(local_path(path)), path)
     if format == "json":
         _refuse_corrupt_lines(raw, path, "not JSON lines", "write one JSON object per line with key, value, ts")
@@ -626,6 +589,30 @@ def from_files(
     return Topic(frame.select("key", "value", "ts", "partition", "offset"), partitions, value == "json", path)
 
 
+def _file_reader(spark: Any, path: str, format: str, options: Mapping[str, Any] | None) -> Any:
+    """Spark's reader for ``format`` with kjoin's settings (CSV: a header, inferred types) and then ``options``."""
+    reader = spark.read
+    if format == "csv":
+        reader = reader.option("header", "true").option("inferSchema", "true")
+    elif format not in ("parquet", "json"):
+        raise SparkInputError(f"{path}: format {format!r} is not supported; use 'parquet', 'csv' or 'json'")
+    _check_path(path, "from_files")
+    if options is not None and not isinstance(options, Mapping):
+        raise SparkInputError(
+            f"{path}: options={options!r}: expected a dict of Spark reader options, e.g. {{'sep': ';'}}"
+        )
+    for name, setting in (options or {}).items():
+        reader = reader.option(
+            str(name),
+            setting
+            if isinstance(setting, str)
+            else str(setting).lower()
+            if isinstance(setting, bool)
+            else str(setting),
+        )
+    return reader
+
+
 def local_path(path: str) -> str:
     """A path without a scheme (``s3a://``, ``hdfs://`` …) made absolute against Python's working
     directory: Spark's JVM resolves relative paths against its own, fixed when it started."""
@@ -641,8 +628,6 @@ def _refuse_corrupt_lines(raw: Any, path: str, what: str, fix: str) -> None:
     """Spark's JSON reader puts lines it cannot parse in ``_corrupt_record``: name the first."""
     if "_corrupt_record" not in raw.columns:
         return
-    from pyspark.sql import functions as F
-
     first = None
     try:
         # Spark refuses queries that reference only the corrupt-record column of a raw file.

@@ -2,7 +2,7 @@
 as the reference engine (:mod:`kjoin.engine.aggregates`) runs them.
 
     >>> from kjoin.spark import local_session
-    >>> from kjoin.spark.aggregates import run_aggregate
+    >>> from kjoin.spark.passes.aggregates import run_aggregate
     >>> run = run_aggregate(local_session(), {"join": "window-aggregate", "window": {"size_ms": 10},
     ...                                       "events": [{"key": "p1", "value": 1, "ts": 5}]})
     >>> [o["window"] for o in run.collect()[0]["outputs"]]
@@ -22,7 +22,7 @@ How it works:
 * A table aggregate crosses tasks: an update that moves a record from one group to another
   subtracts in the old group's task and adds in the new group's, through the repartition
   topic. Here the unit of work is the whole scenario (as for foreign-key joins,
-  :mod:`kjoin.spark.fk_task`): all its rows go to one Spark group, sorted by position, and
+  :mod:`kjoin.spark.passes.fk_task`): all its rows go to one Spark group, sorted by position, and
   one :class:`~kjoin.joins.aggregate.TableAggregate` runs all its tasks. The limit: one table
   aggregate scenario uses one core and its stores live in one Python worker's memory, fine
   for scenarios and tests, not a way to aggregate a large topic. Many scenarios still run in
@@ -40,13 +40,16 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterator, Mapping
 
-from ..engine.aggregates import aggregate_processors
-from ..engine.aggregates import run_aggregate as run_reference
-from ..joins import StepContext, default_joiner
-from ..records import Record, Side, render_value
-from ..scenario.aggregate import AggregateSpec
-from ..state import StateLog
-from ..trace import output_to_dict
+from pyspark.sql import functions as F
+import pyarrow as pa
+
+from ...engine.aggregates import aggregate_processors
+from ...engine.aggregates import run_aggregate as run_reference
+from ...joins import StepContext, default_joiner
+from ...records import Record, Side, render_value
+from ...scenario.aggregate import AggregateSpec
+from ...state import StateLog
+from ...trace import output_to_dict
 
 __all__ = [
     "AGGREGATE_RESULT_SCHEMA",
@@ -91,8 +94,6 @@ def task_function(specs: Mapping[int, Mapping[str, Any]]) -> Callable[[Iterator[
     where ``unit`` is the Kafka task (per-task joins) or 0 (a table aggregate, run whole)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
         types = {"string": pa.string(), "long": pa.int64(), "int": pa.int32()}
         parts = [part.split() for part in AGGREGATE_RESULT_SCHEMA.split(", ")]
         schema = pa.schema([pa.field(name.strip("`"), types[kind]) for name, kind in parts])
@@ -188,8 +189,6 @@ def aggregate_scenarios(
     spark: Any, specs: Mapping[int, AggregateSpec | Mapping[str, Any]], spark_partitions: int | None = None
 ) -> AggregateSparkRun:
     """Run seed-000 scenarios (by id) on Spark; nothing is computed until an action."""
-    from pyspark.sql import functions as F
-
     checked = {sid: _spec(spec) for sid, spec in specs.items()}
     rows = [row for sid, spec in checked.items() for row in scenario_rows(sid, spec)]
     schema = "scenario long, partition int, side string, key string, value string, ts long, offset long, position long"

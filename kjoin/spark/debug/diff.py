@@ -13,13 +13,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..diff import Attribution, Diff, Difference, Outputs, compare_outputs
-from ..records import Record, Side
-from ..semantics import Semantics, parse_semantics
-from .topic import SparkInputError
+from pyspark.sql import functions as F
+
+from ...diff import Attribution, Diff, Difference, Outputs, compare_outputs
+from ...records import Record, Side, render_value
+from ...semantics import Semantics, parse_semantics
+from ..io.topic import SparkInputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .run import SparkRun
+    from ..result import SparkRun
 
 __all__ = ["spark_diff"]
 
@@ -60,8 +62,6 @@ def spark_diff(run: "SparkRun", semantics: "str | Semantics | None") -> Diff:
 
 def _grouped(run: "SparkRun") -> Any:
     """Per input record, its outputs (sorted: Spark keeps no order within a record) and its step."""
-    from pyspark.sql import functions as F
-
     outputs = run.outputs
     fields = F.struct("key", "value", "ts", "tombstone", "left", "right")
     return outputs.groupBy(*_IDENTITY).agg(
@@ -70,8 +70,6 @@ def _grouped(run: "SparkRun") -> Any:
 
 
 def _differences(run: "SparkRun", base: Any, other: "SparkRun", decode_key: Any, decode_value: Any) -> list[Difference]:
-    from pyspark.sql import functions as F
-
     before = base.select(*_IDENTITY, F.col("outputs").alias("before"), F.col("step").alias("from_step"))
     after = _grouped(other).select(*_IDENTITY, F.col("outputs").alias("after"), F.col("step").alias("to_step"))
     changed = before.join(after, on=_IDENTITY, how="full_outer").where(~F.col("before").eqNullSafe(F.col("after")))
@@ -113,6 +111,4 @@ def _outputs(rows: Any, partition: int, record: Record, step: int, decode_key: A
 
 
 def _canon(value: Any) -> str:
-    from ..records import render_value
-
     return json.dumps(value, sort_keys=True, default=render_value)

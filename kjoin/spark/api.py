@@ -1,0 +1,386 @@
+"""Run a join on Spark: topics (or scenarios) in, lazy DataFrames of outputs and steps out.
+
+How it works:
+
+* Both topics are tagged with their side and unioned. A record without a partition gets
+  Kafka's default partition (murmur2 of the serialized key; a null key goes to 0), a record
+  without an offset gets its rank within its partition in input order.
+* Processing order within a Kafka task is Kafka's: the task picks, among its two input
+  partitions, the one whose head record has the lowest timestamp (ties: left first). That
+  merge equals a sort by ``(running max ts of the record's own partition up to it, side,
+  offset)``.
+* The union is repartitioned by ``(scenario, partition)``, so one Spark task runs whole Kafka
+  tasks, and sorted within Spark partitions by input partition and offset; the per-task
+  passes (kjoin's own processors, :mod:`kjoin.spark.passes.task`, or the vectorised passes) merge
+  the two input partitions into processing order themselves (:mod:`kjoin.spark.passes.merge`).
+  The ``records`` frame the debugging tools read, and the native plan, compute the same
+  order with a window function and a second sort.
+* Topics whose partition counts differ are refused, as Kafka Streams refuses to join
+  topics that are not co-partitioned.
+
+The API: :func:`run_join` (two topics), :func:`run_scenarios` (many scenarios in one job) and :func:`open_run` (a
+run written with :meth:`SparkRun.write_parquet`). Each builds the records frames, one :class:`JoinSpec` per
+scenario, and lets the plans (:mod:`kjoin.spark.passes.plans`) compute the results; a :class:`SparkRun` holds them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterable, Mapping
+
+from pyspark.sql import SparkSession, Window
+from pyspark.sql import functions as F
+
+from ..joins import JoinWindows
+from ..scenario import JOINS, Scenario
+from ..semantics import Semantics, parse_semantics
+from .debug.index import WhyIndex
+from .io.readers import local_path
+from .io.session import local_session
+from .io.topic import SparkInputError, Topic, common_types, default_partition_column, partition_count
+from .manifest import read_manifest
+from .passes import fk_task
+from .passes.plans import Feed, Inputs, execute, odd_keys
+from .passes.task import json_text
+from .result import OpenedRun, SparkRun
+from .spec import JoinSpec, join_scenario
+
+__all__ = ["run_join", "run_scenarios", "open_run"]
+
+
+def run_join(
+    left: Topic,
+    right: Topic,
+    join: str,
+    variant: str,
+    *,
+    semantics: str | Semantics | None = None,
+    window: JoinWindows | Mapping[str, Any] | None = None,
+    joiner: Callable[[Any, Any], Any] | None = None,
+    spark_partitions: int | None = None,
+    method: str = "auto",
+    options: Mapping[str, Any] | None = None,
+) -> SparkRun:
+    """Join two topics on Spark, as Kafka Streams would: ``join`` is ``stream-stream``,
+    ``stream-table`` or ``table-table``, ``variant`` inner/left/outer, ``semantics`` a Kafka
+    version (default: the latest), ``window`` the stream-stream window. ``method``:
+    ``"vectorised"`` (numpy/pyarrow passes per Kafka task, :mod:`kjoin.spark.passes.vectorised`; stream-stream
+    joins :mod:`kjoin.spark.passes.vectorised_stream`; joins over versioned tables
+    :mod:`kjoin.spark.passes.vectorised_versioned`),
+    ``"native"`` (Spark SQL window functions, :mod:`kjoin.spark.passes.native`), both refused where
+    not exact, ``"processors"`` (kjoin's processors per Kafka task) or ``"auto"`` (the first
+    of vectorised, native, processors that is exact; :attr:`SparkRun.method` says which;
+    :func:`run_scenarios` with small tasks runs the processors, which are faster there).
+    ``options``: more scenario fields, for versioned tables and grace, e.g.
+    ``{"right": {"versioned": True, "history_retention_ms": 100}, "grace_ms": 5}`` or
+    ``{"left": ..., "right": ..., "versioned_mode": "final"}``. Returns a lazy :class:`SparkRun`."""
+    if join not in JOINS:
+        raise SparkInputError(f"join: expected one of {' | '.join(JOINS)}, got {join!r}")
+    if join == "fk":
+        raise SparkInputError(
+            "join: a foreign-key join sends messages between Kafka tasks, "
+            "so run_join (one Spark group per task) cannot run it; "
+            "run FK scenarios with run_scenarios(spark, [Scenario(join='fk', ...)]), "
+            "which runs each whole (kjoin.spark.passes.fk_task)"
+        )
+    try:
+        semantics = None if semantics is None else str(parse_semantics(semantics))
+    except ValueError as error:
+        raise SparkInputError(str(error)) from None
+    window = _window_option(join, window)
+    partitions = partition_count(left, right)
+    config = _join_scenario(join, variant, semantics, window, partitions, options)
+    spec = JoinSpec.of(config)
+    key_type, value_type = common_types(left, right)
+    json_values = left.json_values or right.json_values
+    frames = [
+        _tagged(side, topic, json_values, partitions, key_type, value_type)
+        for side, topic in (("left", left), ("right", right))
+    ]
+    inputs = (
+        frames[0].unionByName(frames[1]).select("scenario", "partition", _side_name(), "key", "value", "ts", "offset")
+    )
+    # Hash-partitioned by Kafka task once: the running max below and both paths' per-task work reuse it
+    # (one shuffle, not two). Only what varies goes through the shuffle and the two sorts (the side as its rank, no
+    # null position): narrower rows keep the sorts of 10^7 records in memory, where wider ones spilled to disk.
+    shuffled = frames[0].unionByName(frames[1]).repartition(spark_partitions or partitions, "scenario", "partition")
+    records = _ordered_records(shuffled)
+    feed = Feed(records, spark_partitions or partitions, partitioned=True, by_partition=_by_partition(shuffled, spec))
+    results, chosen = execute(
+        feed, {0: spec}, Inputs(key_type, value_type, json_keys=False, json_values=json_values, joiner=joiner), method
+    )
+    result = SparkRun(records, results, {0: config}, False, json_values, method=chosen)
+    result.inputs = inputs
+    result._spark_partitions = spark_partitions or partitions
+    result._rerun = lambda other: run_join(
+        left,
+        right,
+        join,
+        variant,
+        semantics=other,
+        window=window,
+        joiner=joiner,
+        spark_partitions=spark_partitions,
+        method=method,
+        options=options,
+    )
+    return result
+
+
+def _join_scenario(
+    join: str, variant: str, semantics: str | None, window: Any, partitions: int, options: Mapping[str, Any] | None
+) -> Scenario:
+    """The scenario (without events) of :func:`run_join`'s arguments: :func:`kjoin.spark.spec.join_scenario`, its
+    errors as :class:`SparkInputError`; a lagging side (``arrival``) refused."""
+    try:
+        config = join_scenario(join, variant, semantics, window, partitions, options)
+    except ValueError as error:
+        raise SparkInputError(str(error)) from None
+    if config.arrival is not None:
+        raise SparkInputError(
+            "options: arrival (a lagging side) is not modelled by run_join, which orders each task as Kafka does "
+            "when both input partitions have records buffered (max.task.idle.ms lets the task wait); drop arrival, "
+            "or run the records as a scenario with kjoin.run or run_scenarios, which honour it"
+        )
+    return config
+
+
+def _side_name() -> Any:
+    """The ``side`` column from the side's rank."""
+    return F.when(F.col("_side_rank") == 0, F.lit("left")).otherwise(F.lit("right")).alias("side")
+
+
+def _tagged(side: str, topic: Topic, json_values: bool, partitions: int, key_type: str, value_type: str) -> Any:
+    """One topic's records with their side (as its rank: 0 left, 1 right), a partition (Kafka's default where the
+    topic has none), an offset (the rank within the partition in input order where it has none), in the join's
+    key and value types."""
+    frame = topic.frame
+    if json_values and not topic.json_values:
+        # The other side holds JSON text, and the processors decode every value alike: this side's plain
+        # values become JSON strings ("name0" -> "\"name0\""), which decode back to the same text.
+        frame = frame.withColumn("value", _as_json_string(F.col("value")))
+    if not topic.has_partition:
+        frame = frame.withColumn("partition", _default_partition(partitions, key_type)(F.col("key")))
+    if not topic.has_offset:
+        in_order = Window.partitionBy("partition").orderBy(F.monotonically_increasing_id())
+        frame = frame.withColumn("offset", (F.row_number().over(in_order) - 1).cast("bigint"))
+    return frame.select(
+        F.lit(0).cast("bigint").alias("scenario"),
+        F.col("partition").cast("int").alias("partition"),
+        F.lit(0 if side == "left" else 1).alias("_side_rank"),
+        F.col("key").cast(key_type).alias("key"),
+        F.col("value").cast(value_type).alias("value"),
+        F.col("ts").cast("bigint").alias("ts"),
+        F.col("offset").cast("bigint").alias("offset"),
+    )
+
+
+def _ordered_records(shuffled: Any) -> Any:
+    """The ``records`` frame the native plan and the debugging tools read: each record with the running max ts of
+    its own input partition up to it (``_order_ts``), which with the side and the offset sorts a task's records
+    into processing order."""
+    running = (
+        Window.partitionBy("scenario", "partition", "_side_rank")
+        .orderBy("offset")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    return shuffled.select(
+        "scenario",
+        "partition",
+        _side_name(),
+        "key",
+        "value",
+        "ts",
+        "offset",
+        F.lit(None).cast("bigint").alias("position"),
+        F.max("ts").over(running).alias("_order_ts"),
+        "_side_rank",
+    )
+
+
+def _by_partition(shuffled: Any, spec: JoinSpec) -> tuple[Any, int]:
+    """The per-task passes take the shuffled records sorted once, by input partition, and merge the two into
+    processing order themselves (:mod:`kjoin.spark.passes.merge`): the window and the second sort are left to the
+    native plan and to the records frame of the debugging tools. The side held while the other streams comes first:
+    a stream-table join's table."""
+    held_rank = 1 if spec.join == "stream-table" else 0
+    by_partition = shuffled.sortWithinPartitions(
+        "scenario", "partition", F.col("_side_rank").desc() if held_rank else F.col("_side_rank"), "offset"
+    ).select("partition", F.col("_side_rank").cast("byte").alias("_side_rank"), "key", "value", "ts", "offset")
+    return by_partition, held_rank
+
+
+def run_scenarios(
+    spark: Any,
+    scenarios: Iterable[Scenario],
+    joiner: Callable[[Any, Any], Any] | None = None,
+    spark_partitions: int | None = None,
+    method: str = "auto",
+) -> SparkRun:
+    """Run many scenarios in one Spark job: scenario ``i`` is ``scenario == i`` in every frame,
+    and a record's ``step`` is its index in the scenario, as in the reference trace.
+    Keys and values travel as JSON text (scenarios may mix string and number keys).
+    ``method`` as in :func:`run_join`; on both paths the rows of each Spark partition come
+    in emission order within every task (the native path sorts them by ``step``)."""
+    configs: dict[int, Scenario] = {}
+    rows = []
+    fk_rows: list[tuple] = []  # foreign-key scenarios cross tasks: each runs whole (kjoin.spark.passes.fk_task)
+    for scenario_id, scenario in enumerate(scenarios):
+        configs[scenario_id] = scenario
+        if scenario.join == "fk":
+            fk_rows += fk_task.script_rows(scenario_id, scenario)
+        else:
+            rows += _scenario_rows(scenario_id, scenario)
+    pk_configs = {i: s for i, s in configs.items() if s.join != "fk"}
+    fk_configs = {i: s for i, s in configs.items() if s.join == "fk"}
+    if not fk_configs:
+        return _primary_key_joins(spark, rows, configs, joiner, spark_partitions, method)
+    fk_records = _scenario_frame(spark, fk_rows)
+    results = fk_task.fk_results(fk_records, fk_configs, joiner, spark_partitions)
+    records = fk_records
+    if pk_configs:
+        pk = _primary_key_joins(spark, rows, pk_configs, joiner, spark_partitions, method)
+        results, records = pk.results.unionByName(results), pk.records.unionByName(fk_records)
+    return SparkRun(records, results, configs, True, True)
+
+
+_SCENARIO_SCHEMA = (
+    "scenario long, partition int, side string, key string, value string, ts long, offset long, position long"
+)
+
+
+def _scenario_rows(scenario_id: int, scenario: Scenario) -> list[tuple]:
+    """A primary-key scenario's records as rows, keys and values as JSON text, each with its position."""
+    return [
+        (
+            scenario_id,
+            record.partition,
+            record.side.value,
+            json_text(record.key),
+            json_text(record.value),
+            record.ts,
+            record.offset,
+            position,
+        )
+        for position, record in enumerate(scenario.records())
+    ]
+
+
+def _scenario_frame(spark: Any, data: list[tuple]) -> Any:
+    """The records frame of scenario rows: in processing order already (``_order_ts`` is the position)."""
+    schema = _SCENARIO_SCHEMA
+    records = spark.createDataFrame(data, schema=schema) if data else spark.createDataFrame([], schema=schema)
+    return records.withColumn("_order_ts", F.col("position")).withColumn("_side_rank", F.lit(0))
+
+
+def _primary_key_joins(
+    spark: Any,
+    rows: list[tuple],
+    chosen: Mapping[int, Scenario],
+    joiner: Callable[[Any, Any], Any] | None,
+    spark_partitions: int | None,
+    method: str,
+) -> SparkRun:
+    records = _scenario_frame(spark, rows)
+    feed = Feed(records, spark_partitions, sort_rows=True)
+    inputs = Inputs("string", "string", json_keys=True, json_values=True, joiner=joiner, odd_keys=odd_keys(chosen))
+    per_task = len(rows) / max(1, len({(row[0], row[1]) for row in rows}))
+    specs = {scenario_id: JoinSpec.of(scenario) for scenario_id, scenario in chosen.items()}
+    results, used = execute(feed, specs, inputs, method, records_per_task=per_task)
+    return SparkRun(records, results, chosen, True, True, method=used)
+
+
+def _window_option(join: str, window: Any) -> JoinWindows | Mapping[str, Any] | None:
+    """``window=`` of :func:`run_join`: a :class:`JoinWindows`, a dict ``{before_ms, after_ms,
+    grace_ms}``, or an int ``w``: ``before_ms = after_ms = w`` and no grace, as Kafka's
+    ``JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(w))``."""
+    if window is None or isinstance(window, (JoinWindows, Mapping)):
+        return window
+    if isinstance(window, int) and not isinstance(window, bool):
+        if window < 0:
+            raise SparkInputError(f"window={window}: a time difference is 0 ms or more")
+        return {"before_ms": window, "after_ms": window, "grace_ms": 0}
+    raise SparkInputError(
+        f"window={window!r}: expected milliseconds (an int: before_ms = after_ms, no grace), a dict "
+        "{'before_ms': ..., 'after_ms': ..., 'grace_ms': ...} or a kjoin.joins.JoinWindows"
+        + ("" if join == "stream-stream" else f"; a {join} join takes no window")
+    )
+
+
+def _as_json_string(column: Any) -> Any:
+    """``column``'s text as a JSON string literal (null stays null): what a JSON reader decodes back to it."""
+    quoted = F.to_json(F.array(column.cast("string")))  # ["text"], escaped by Spark's JSON writer
+    return F.when(column.isNull(), F.lit(None)).otherwise(quoted.substr(F.lit(2), F.length(quoted) - 2))
+
+
+def _default_partition(partitions: int, key_type: str) -> Any:
+    """Kafka's default partition of each key (null keys go to 0), as a column function. An
+    Arrow-batched UDF (:func:`kjoin.spark.io.topic.default_partition_column`): a pandas UDF
+    would see long keys with nulls as floats and lose bits above 2**53."""
+    return lambda column: default_partition_column(column, partitions, key_type)
+
+
+def open_run(where: Any, path: str | None = None, *, spark: Any = None) -> "SparkRun":
+    """Reopen a run that :meth:`SparkRun.write_parquet` wrote under a path (``why_index=True`` for :meth:`why`
+    and the key drill-downs): ``open_run("out/")`` (in the active Spark session, or a new
+    :func:`kjoin.spark.local_session`), ``open_run("out/", spark=session)`` or ``open_run(session, "out/")``.
+    Its ``outputs`` (the explained ones), ``steps``, ``summary()``, the index and ``why`` read what was
+    written; nothing is computed again. ``trace(partition=...)`` reads the task's
+    records from the index. Written with a partitioner of your own? Set ``run.partitioner`` again (a function is
+    not written down)."""
+    if hasattr(where, "read") and not isinstance(where, str):
+        spark, where = where, path
+    elif path is not None:
+        raise SparkInputError(f"open_run({where!r}, {path!r}): pass one path, e.g. open_run('out/'), and spark=...")
+    if not isinstance(where, (str, os.PathLike)):
+        raise SparkInputError(f"open_run: expected the path write_parquet wrote to, got {where!r}")
+    if spark is None:
+        spark = SparkSession.getActiveSession() or local_session()
+    path = local_path(str(where)).rstrip("/")
+    manifest = read_manifest(spark, path)
+    scenarios = {int(i): Scenario.from_dict(d) for i, d in manifest["scenarios"].items()}
+    outputs = spark.read.parquet(f"{path}/outputs")
+    steps = spark.read.parquet(f"{path}/steps")
+    summary = spark.read.parquet(f"{path}/summary")
+    index_info = manifest.get("why_index")
+    index = None
+    records = None
+    if index_info is not None:
+        by_offset = spark.read.parquet(f"{path}/why-index/by_offset")
+        marks: dict[tuple[int, int], dict[int, tuple[int, int]]] = {}
+        for scenario, partition, klass, ts, neg in index_info["final_marks"]:
+            marks.setdefault((scenario, partition), {})[klass] = (ts, neg)
+        lookup = ["scenario", "partition", "side", "key", "value", "ts", "offset", "step"]
+        index = WhyIndex(
+            f"{path}/why-index",
+            by_offset.select(*lookup),
+            spark.read.parquet(f"{path}/why-index/by_key"),
+            spark.read.parquet(f"{path}/why-index/releases") if index_info["releases"] else None,
+            marks,
+        )
+        # The records in processing order, as the index numbered them: enough for trace(partition=...).
+        records = by_offset.select(
+            "scenario",
+            "partition",
+            "side",
+            "key",
+            "value",
+            "ts",
+            "offset",
+            F.col("step").alias("position"),
+            F.col("step").alias("_order_ts"),
+            F.lit(0).alias("_side_rank"),
+        )
+    run = OpenedRun(records, None, scenarios, manifest["json_keys"], manifest["json_values"], manifest["method"])
+    run.path = path
+    run._spark_partitions = manifest.get("spark_partitions")
+    run._why_index = index
+    run._kept.update(
+        {
+            "results": None,
+            ("explained", None): outputs,
+            ("summary", None): summary,
+            "steps": steps,
+        }
+    )
+    return run

@@ -1,0 +1,3 @@
+"""Getting records in and a session up: topics (:mod:`.topic`), their readers from files, kcat dumps and live Kafka
+(:mod:`.readers`), Spark sessions set up as kjoin wants them (:mod:`.session`) and a local standalone cluster
+(:mod:`.cluster`)."""

@@ -1,0 +1,290 @@
+"""The result of a Spark run: lazy frames of outputs and steps, and the debugging front over them.
+
+:class:`SparkRun` holds the ordered input records and the results frame a pass computed
+(:mod:`kjoin.spark.passes.plans`); everything else is read from them when asked: the explained outputs
+(:mod:`kjoin.spark.debug.explain`), the summary (:mod:`kjoin.spark.debug.summary`), the co-partitioning audit
+(:mod:`kjoin.spark.debug.audit`), the drill-downs (:mod:`kjoin.spark.debug.drill`), the semantics diff
+(:mod:`kjoin.spark.debug.diff`). :class:`OpenedRun` is a run reopened from what :meth:`SparkRun.write_parquet`
+wrote (:func:`kjoin.spark.open_run`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Mapping
+
+from pyspark import StorageLevel
+from pyspark.sql import functions as F
+
+from ..records import OutputKind
+from ..scenario import Scenario
+from ..semantics import Semantics
+from ..trace import Trace
+from .debug import drill
+from .debug.audit import audit_frame
+from .debug.diff import spark_diff
+from .debug.explain import explain_outputs
+from .debug.index import build_index
+from .debug.summary import summary_frame
+from .debug.why import replays_sweep
+from .frames import OUTPUT_COLUMNS, STEP_COLUMNS
+from .io.readers import local_path
+from .io.topic import SparkInputError
+from .manifest import write_manifest
+from .passes.task import json_text
+
+__all__ = ["SparkRun", "OpenedRun"]
+
+_ALL_KEYS = object()
+
+
+class SparkRun:
+    """The lazy result of a Spark run. Nothing is computed until an action is called on
+    one of the frames (``write_parquet``, ``count``, ``show``, ``toPandas`` …)."""
+
+    def __init__(
+        self,
+        records: Any,
+        results: Any,
+        scenarios: Mapping[int, Scenario],
+        json_keys: bool,
+        json_values: bool,
+        method: str | None = None,
+    ) -> None:
+        self.records = records
+        """The ordered input records: ``scenario, partition, side, key, value, ts, offset, position, _order_ts,
+        _side_rank``."""
+        self.method = method
+        """The path that computes :attr:`results`: ``vectorised``, ``native`` or ``processors`` (what ``auto``
+        chose); ``None`` for a mix (foreign-key scenarios run whole beside the others)."""
+        self.results = results
+        """Outputs and steps in one frame, told apart by ``row``."""
+        self.scenarios = scenarios
+        self._json_keys = json_keys
+        self._json_values = json_values
+        self.inputs = None
+        """``run_join``: the input records before Spark orders them (``scenario, partition, side,
+        key, value, ts, offset``)."""
+        self._why_index: Any = None
+        self._spark_partitions: int | None = None
+        self._fk_traces: dict[int, Trace] = {}
+        self._rerun: Callable[[Semantics], "SparkRun"] | None = None
+        """``run_join``: the same topics joined again under other semantics (for :meth:`diff`)."""
+        self._kept: dict[Any, Any] = {}
+        """Frames computed once per run (:meth:`_keep`): the results, the explained outputs, the summary, the
+        audit."""
+        self.partitioner: Callable[[Any, int], int] | None = None
+        """The partitioner the producers are meant to share, ``partitioner(key, partitions) -> partition``:
+        what the co-partitioning audit (:meth:`partitioning_audit`) and the verdicts call a key's partition.
+        ``None``: Kafka's default, murmur2 of the serialized key (:func:`kjoin.partitioner.default_partition`)."""
+
+    @property
+    def outputs(self) -> Any:
+        return self.results.filter(self.results.row == "output").select(*OUTPUT_COLUMNS)
+
+    @property
+    def steps(self) -> Any:
+        return self.results.filter(self.results.row == "step").select(*STEP_COLUMNS)
+
+    def _keep(self, name: Any, build: Callable[[], Any]) -> Any:
+        """``build()`` computed once per run: the frame is persisted on the executors' disks (Spark's
+        ``DISK_ONLY``, on a cluster too), so that :attr:`explained_outputs`, :meth:`summary`,
+        :meth:`partitioning_audit`, :meth:`write_parquet` and the summary explorer each read it instead of
+        running the join again. The join's own results are kept the first time any of them is asked for."""
+        if name not in self._kept:
+            if "results" not in self._kept and name != "results":
+                self.results = self._keep("results", lambda: self.results)
+            self._kept[name] = build().persist(StorageLevel.DISK_ONLY)
+        return self._kept[name]
+
+    @property
+    def explained_outputs(self) -> Any:
+        """:attr:`outputs` with a ``reason`` per result: ``matched`` (both sides), ``tombstone``,
+        ``null-key`` (forwarded with null, KIP-962), or for a result with a null partner the
+        verdict of :meth:`why` computed for all of them at once: ``partner-later``,
+        ``partner-processed-later``, ``partner-deleted``, ``partner-never``,
+        ``partner-other-partition``, and for windowed joins ``partner-outside-window`` or
+        ``partner-expired`` (``unexplained`` if none applies). One join with the other side's
+        records of each key; :meth:`why` explains one record in full. Computed once per run (kept on the
+        executors' disks, as :meth:`summary` and :meth:`partitioning_audit`)."""
+        return self._keep(("explained", self.partitioner), lambda: explain_outputs(self))
+
+    def partitioning_audit(self, partitioner: Callable[[Any, int], int] | None = None) -> Any:
+        """The co-partitioning audit (:mod:`kjoin.spark.debug.audit`): every record not in its key's partition
+        (``partitioner(key, partitions)``, default :attr:`partitioner`, else Kafka's murmur2 of the serialized
+        key), and every null-key record a result's verdict names, with the results each caused: ``nulls``
+        (``partner-other-partition``, ``partner-null-key``), ``stale_joins`` (``joined-stale``: a lookup found an
+        older value) and ``missed_deletes`` (``joined-deleted``: it found a value a tombstone had deleted). Columns
+        :data:`kjoin.spark.debug.audit.AUDIT_COLUMNS`; a foreign-key scenario's records are left out (a subscription
+        reaches its foreign key's task wherever the left row is)."""
+        if partitioner is not None and partitioner is not self.partitioner:
+            previous, self.partitioner = self.partitioner, partitioner
+            try:
+                return self.partitioning_audit()
+            finally:
+                self.partitioner = previous
+        ids = sorted(i for i, s in self.scenarios.items() if s.join != "fk")
+        partitions = self.scenarios[ids[0]].partitions if ids else 1
+        records = self.records.filter(F.col("scenario").isin(ids))
+        return self._keep(
+            ("audit", self.partitioner),
+            lambda: audit_frame(records, self.explained_outputs, partitions, self._json_keys, self.partitioner),
+        )
+
+    def summary(self) -> Any:
+        """Per scenario, partition and key (the partition the records are in), two kinds of columns.
+
+        Results, from :attr:`explained_outputs`: ``null-results`` (those with a null partner: the column to
+        rank keys by), then one column per reason, which together count every result: ``matched``,
+        ``tombstones``, ``null-key`` (a null-key record forwarded with null, KIP-962) and the verdicts
+        (``joined-stale``, ``partner-later`` ...). Every total equals :attr:`explained_outputs`' count of that
+        reason.
+
+        Records, from :attr:`steps` and the co-partitioning audit: ``left-<reason>`` and ``right-<reason>``,
+        the records of that side per reason they produced no result of their own (``left-null-key``: orders
+        with a null key, ``right-null-key``: customers), and ``misrouted``, the records not in their key's
+        partition (:meth:`partitioning_audit`). Only the columns that can be non-zero for the join at hand (of
+        the first scenario's join, variant and options). Computed once per run."""
+        return self._keep(("summary", self.partitioner), lambda: summary_frame(self))
+
+    # -- one key, one record ---------------------------------------------------------------
+    def why_index(self, path: str | None = None) -> Any:
+        """Build (once) the index that :meth:`why` and ``trace(partition, key=...)`` read
+        (:mod:`kjoin.spark.debug.index`): one Spark pass over the run's records, written as
+        Parquet under ``path`` (default: a temporary directory removed when Python exits; on a
+        cluster give a path every executor can read). Later calls read only the key's rows."""
+        if self._why_index is None or (path is not None and self._why_index.path != path.rstrip("/")):
+            releases = None
+            if any(replays_sweep(config) for config in self.scenarios.values()):
+                releases = self.outputs.filter(F.col("kind") == OutputKind.WINDOW_CLOSED.value)
+            self._why_index = build_index(self.records, path, self._spark_partitions, releases)
+        return self._why_index
+
+    def decode_key(self, key: Any) -> Any:
+        """A key as the frames carry it (JSON text for :func:`run_scenarios`) back to the Python key
+        that :meth:`trace` and :meth:`why` take."""
+        return self._decoders()[0](key)
+
+    def _key_column_value(self, key: Any) -> Any:
+        return json_text(key) if self._json_keys else key
+
+    def _decoders(self) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+        keys, values = self._json_keys, self._json_values
+        return (
+            lambda k: json.loads(k) if keys and k is not None else k,
+            lambda v: json.loads(v) if values and v is not None else v,
+        )
+
+    def why(
+        self,
+        partition: int,
+        offset: int,
+        side: str = "left",
+        scenario: int = 0,
+        joiner: Callable[[Any, Any], Any] | None = None,
+    ) -> Any:
+        """Why did the record at ``side``/``partition``/``offset`` come out as it did? A
+        :class:`kjoin.spark.debug.why.Diagnosis`: ``verdict`` (one of
+        :data:`kjoin.spark.debug.why.VERDICTS`), the plain-language ``text``, the ``partners`` (the
+        other side's records of the key: side, partition, offset, ts) and the key's drill-down
+        ``trace``. Looks the key up across all partitions and runs only the key's records. The
+        first call (of ``why`` or ``trace(partition, key=...)``) builds the run's
+        :meth:`why_index` unless :meth:`write_parquet` did (``why_index=True``); every call after
+        it reads only the key's rows.
+
+        A foreign-key scenario runs whole in one Spark group anyway, so its diagnosis reads the
+        whole scenario's trace (collected on the first call and kept; :mod:`kjoin.spark.debug.fk`):
+        a left record's verdict follows the messages it set off, a right record's says which left
+        keys it answered."""
+        return drill.why(self, partition, offset, side, scenario, joiner)
+
+    def diff(self, semantics: str | Semantics | None = None) -> Any:
+        """``kjoin diff`` on Spark: every output that changes when the same topics are joined under
+        ``semantics`` (default: the latest), each with the input record that emitted it and the rules of
+        :mod:`kjoin.semantics` that change it (a :class:`kjoin.diff.Diff`; :mod:`kjoin.spark.debug.diff`).
+        A :func:`run_join` result only; each rule switched costs one more Spark job."""
+        return spark_diff(self, semantics)
+
+    def write_parquet(self, path: str, mode: str = "overwrite", why_index: bool = False) -> None:
+        """Write ``outputs/``, ``steps/`` and ``summary/`` under ``path`` (one pass each); a
+        relative local path is relative to Python's working directory. ``why_index=True`` also
+        builds the run's :meth:`why_index` in ``why-index/``, so that every :meth:`why` and key
+        drill-down after it, the first included, only reads its key's rows. ``run.json`` says what ran (the
+        scenarios, the method, the index's final clock marks), so that :func:`open_run` reopens the run in
+        another session without computing anything again."""
+        path = local_path(path).rstrip("/")
+        self.explained_outputs.write.mode(mode).parquet(f"{path}/outputs")
+        self.steps.write.mode(mode).parquet(f"{path}/steps")
+        self.summary().write.mode(mode).parquet(f"{path}/summary")
+        index = self.why_index(f"{path}/why-index") if why_index else None
+        write_manifest(self, path, index)
+
+    def trace(
+        self, partition: int, scenario: int = 0, joiner: Callable[[Any, Any], Any] | None = None, key: Any = _ALL_KEYS
+    ) -> Trace:
+        """Drill down: collect one Kafka task's input records (only those) and run them
+        through the reference engine. Step ``i`` of the trace is the task's ``i``-th record;
+        for topics that is the ``step`` of the Spark frames. The scenario keeps all its
+        options (versioned tables, grace, ``versioned_mode`` …). A foreign-key scenario
+        crosses tasks, so its trace is the whole scenario's (``partition`` is only checked; see
+        :mod:`kjoin.spark.passes.fk_task`).
+
+        ``key=``: the drill-down of one key (:class:`kjoin.spark.debug.why.KeyTrace`): only that
+        key's records run, with the stream time the task's other records give them (computed
+        in Spark), and every state restricted to the key. For a foreign-key join, the left key
+        ``key`` of ``partition`` (:class:`kjoin.spark.debug.fk.FkKeyTrace`): the whole scenario
+        runs (as it does on Spark) and its trace is restricted to the key's left records, the
+        right records of its foreign keys and the messages about it."""
+        config = drill.scenario_of(self, scenario)
+        drill.check_partition(partition, config.partitions)
+        if config.join == "fk":
+            if key is _ALL_KEYS:
+                return drill.fk_full_trace(self, scenario, joiner)
+            return drill.fk_key_trace(self, partition, key, scenario, joiner)
+        if key is not _ALL_KEYS:
+            return drill.key_trace(self, partition, key, scenario, joiner)
+        return drill.task_trace(self, partition, scenario, joiner)
+
+
+class OpenedRun(SparkRun):
+    """A run reopened by :func:`open_run`: the frames are what :meth:`SparkRun.write_parquet` wrote."""
+
+    path: str = ""
+
+    @property
+    def outputs(self) -> Any:
+        return self._kept[("explained", None)].select(*OUTPUT_COLUMNS)
+
+    @property
+    def steps(self) -> Any:
+        return self._kept["steps"]
+
+    def _refuse(self, what: str) -> SparkInputError:
+        return SparkInputError(
+            f"{what}: this run was reopened from {self.path}, which holds its outputs, steps and summary but not its "
+            "input topics; rerun the join for it"
+        )
+
+    @property
+    def explained_outputs(self) -> Any:
+        if self.partitioner is not None:
+            raise self._refuse("explained_outputs with a partitioner of your own")
+        return self._kept[("explained", None)]
+
+    def summary(self) -> Any:
+        if self.partitioner is not None:
+            raise self._refuse("summary() with a partitioner of your own")
+        return self._kept[("summary", None)]
+
+    def partitioning_audit(self, partitioner: Callable[[Any, int], int] | None = None) -> Any:
+        if self.records is None:
+            raise self._refuse("partitioning_audit() (written without why_index=True)")
+        return super().partitioning_audit(partitioner)
+
+    def why_index(self, path: str | None = None) -> Any:
+        if self._why_index is None:
+            raise SparkInputError(
+                f"why and key drill-downs read the run's index, and {self.path} has none: write the run with "
+                "write_parquet(path, why_index=True)"
+            )
+        return self._why_index
