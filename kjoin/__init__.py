@@ -21,6 +21,7 @@ from .records import Output, OutputKind, Record, Side
 from .scenario import Deliver, Delivery, Event, Scenario, ScenarioError, TableOptions, load_scenario
 from .semantics import LATEST, Semantics, parse_semantics
 from .trace import StateSnapshot, Step, Trace
+from .topology import Topology, TopologyError, TopologyTrace
 
 __all__ = [
     "Deliver",
@@ -42,6 +43,9 @@ __all__ = [
     "StateSnapshot",
     "Step",
     "TableOptions",
+    "Topology",
+    "TopologyError",
+    "TopologyTrace",
     "Trace",
     "default_joiner",
     "diff",

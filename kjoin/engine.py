@@ -51,12 +51,15 @@ def run(
     ``make_join(scenario, log, task)`` builds a primary-key join's processor for a task (default
     :func:`new_join`; the Spark drill-down of one key passes its own). An
     aggregate or windowed-table scenario (:class:`kjoin.aggregate_spec.AggregateSpec`, what
-    :func:`kjoin.load_scenario` gives for those ``join:`` names) runs through its own runner.
+    :func:`kjoin.load_scenario` gives for those ``join:`` names) runs through its own runner, and so
+    does a topology document's :class:`kjoin.topology.document.TopologyScenario` (its trace is a
+    :class:`kjoin.topology.TopologyTrace`).
     """
     if not isinstance(scenario, Scenario):
         from .aggregate_spec import AggregateSpec
+        from .topology.document import TopologyScenario
 
-        if isinstance(scenario, AggregateSpec):
+        if isinstance(scenario, (AggregateSpec, TopologyScenario)):
             return scenario.run(joiner)
         raise ScenarioError(
             f"kjoin.run: expected a kjoin.Scenario, got {type(scenario).__name__}; build one with "

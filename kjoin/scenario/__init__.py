@@ -85,7 +85,8 @@ def load_scenario(path: str | Path) -> Scenario:
     A file whose ``join`` is an aggregate or a windowed-table join (``table-aggregate``,
     ``window-aggregate``, ``wtable-wtable``, ``wtable-table``, ``stream-wtable``,
     ``table-wtable``) gives a :class:`kjoin.aggregate_spec.AggregateSpec` instead, with the
-    fields described there; :func:`kjoin.run` runs either.
+    fields described there; :func:`kjoin.run` runs either. A file with ``topology:`` (and no
+    ``join:``) gives a :class:`kjoin.topology.document.TopologyScenario` (:mod:`kjoin.topology`).
     """
     if not isinstance(path, (str, Path)):
         raise ScenarioError(
@@ -94,6 +95,10 @@ def load_scenario(path: str | Path) -> Scenario:
         )
     path = Path(path)
     data = read_document(path)
+    if isinstance(data, dict) and "topology" in data and "join" not in data:
+        from ..topology.document import TopologyScenario  # late: topologies build on this package
+
+        return TopologyScenario.from_dict(data, source=str(path))  # type: ignore[return-value]
     if isinstance(data, dict) and data.get("join") in _aggregate_joins():
         from ..aggregate_spec import AggregateSpec
 

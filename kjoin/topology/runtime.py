@@ -1,0 +1,239 @@
+"""Running a topology as Kafka runs it: tasks, their records, and the order they take them.
+
+How it works:
+
+* A topology splits into sub-topologies at its repartition and foreign-key topics
+  (:meth:`~kjoin.topology.graph.Graph.subtopologies`). Task ``"s_p"`` runs sub-topology ``s`` on
+  partition ``p`` of every topic it reads, with its own processors, stores and stream time.
+* A step is one record taken by one task: the record goes from its source node to the node's
+  children, depth-first and in the order they were added (Kafka's ``context.forward``); every
+  node's :class:`~kjoin.topology.trace.NodeVisit` is kept. A sink appends to its topic partition
+  (the next offset); a record written to an internal topic is a new record its task takes later.
+* **When** a task takes a record is the ``schedule``:
+
+  - ``test-driver`` (default): Kafka's ``TopologyTestDriver``. The input events are processed in
+    the order listed; after each record, every record it wrote to an internal topic is processed
+    at once, in the order written, each with everything it writes in turn, before the next one
+    (``captureOutputsAndReEnqueueInternalResults`` pipes each produced record back in, and
+    ``pipeRecord`` processes it to completion: depth-first). TopologyTestDriver runs one task for
+    all sub-topologies; with one partition per topic that is this schedule exactly.
+  - ``timestamp``: a running application with every input already in its topics. Records wait
+    in their topic partitions; the next step is the head record with the smallest timestamp among
+    all tasks' partitions (ties: the lower sub-topology, then partition, then the topic listed
+    first), as each task's ``PartitionGroup`` picks its next record by timestamp. A record written
+    to a repartition topic is taken when its turn comes, not at once: an order key moved by a
+    re-key waits behind older records of the other side.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from ..fates import Fate
+from ..joins.tasks import LateLog
+from ..records import Side
+from ..state import StateHistory, StateLog
+from .events import input_records
+from .graph import Node, TopologyError
+from .processors import ForeignKeyNode, NodeProcessor, Outcome, Rec, ScopedLog, TaskClock, build_processor
+from .trace import NodeVisit, TopicRecord, TopologyStep, TopologyTrace
+
+__all__ = ["run", "SCHEDULES"]
+
+SCHEDULES = ("test-driver", "timestamp")
+
+
+def run(topology: Any, events: Iterable[Mapping[str, Any]], schedule: str = "test-driver") -> TopologyTrace:
+    """Run ``events`` through ``topology`` (a :class:`kjoin.Topology`); see the module docstring."""
+    if schedule not in SCHEDULES:
+        raise TopologyError(f"schedule: expected one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    topology.build()
+    inputs = input_records(topology.graph, events)
+    return _Run(topology, schedule).run(inputs)
+
+
+class _Run:
+    def __init__(self, topology: Any, schedule: str) -> None:
+        self.topology = topology
+        self.graph = topology.graph
+        self.schedule = schedule
+        self.subtopology_of = self.graph.subtopology_of()
+        self.sources = self.graph.sources()
+        self.log = StateLog()
+        self.late = LateLog(self.log)
+        self.processors: dict[tuple[str, int], NodeProcessor] = {}
+        self.foreign_keys = {
+            node.name: ForeignKeyNode(node, self.graph, self.late, topology.semantics, self.subtopology_of)
+            for node in self.graph.nodes.values()
+            if node.op == "fk"
+        }
+        self.internal_readers: dict[str, tuple[ForeignKeyNode, int]] = {}
+        for fk in self.foreign_keys.values():
+            self.internal_readers[fk.node.params["subscription_topic"]] = (fk, fk.right_sub)
+            self.internal_readers[fk.node.params["response_topic"]] = (fk, fk.left_sub)
+        self.clocks: dict[str, TaskClock] = {}
+        self.topics: dict[str, dict[int, list[TopicRecord]]] = {
+            name: {p: [] for p in range(topic.partitions)} for name, topic in self.graph.topics.items()
+        }
+        self.steps: list[TopologyStep] = []
+
+    # -- the schedules ----------------------------------------------------------------------------
+    def run(self, inputs: list[TopicRecord]) -> TopologyTrace:
+        self.history = StateHistory(self.log.copy())
+        self.log.take_changes()
+        for record in inputs:
+            self.topics[record.topic][record.partition].append(record)
+        if self.schedule == "test-driver":
+            for record in inputs:
+                pending = [record]
+                while pending:  # depth-first: a record's writes go first, in the order written
+                    written = self._take(pending.pop())
+                    pending.extend(reversed([w for w in written if self._read_by_topology(w.topic)]))
+        else:
+            self._by_timestamp()
+        return TopologyTrace(self.topology, inputs, self.steps, self.topics, self.history, self.schedule)
+
+    def _by_timestamp(self) -> None:
+        order = {name: rank for rank, name in enumerate(self.graph.topics)}
+        position: dict[tuple[str, int], int] = {}
+        while True:
+            best = None
+            for topic, partitions in self.topics.items():
+                if not self._read_by_topology(topic):
+                    continue
+                for partition, records in partitions.items():
+                    at = position.get((topic, partition), 0)
+                    if at < len(records):
+                        head = records[at]
+                        rank = (head.ts, self._subtopology_reading(topic), partition, order[topic], head.offset)
+                        if best is None or rank < best[0]:
+                            best = (rank, head)
+            if best is None:
+                return
+            head = best[1]
+            position[(head.topic, head.partition)] = head.offset + 1
+            self._take(head)
+
+    def _read_by_topology(self, topic: str) -> bool:
+        return topic in self.sources or topic in self.internal_readers
+
+    def _subtopology_reading(self, topic: str) -> int:
+        if topic in self.sources:
+            return self.subtopology_of[self.sources[topic].name]
+        return self.internal_readers[topic][1]
+
+    # -- one step ---------------------------------------------------------------------------------
+    def _take(self, record: TopicRecord) -> list[TopicRecord]:
+        """The task of ``record`` takes it: one step. Returns the records the step wrote."""
+        index = len(self.steps)
+        task = f"{self._subtopology_reading(record.topic)}_{record.partition}"
+        if task not in self.clocks:
+            self.clocks[task] = TaskClock(self.late, task)
+        self.clocks[task].advance(record.ts)
+        visits: list[NodeVisit] = []
+        written: list[TopicRecord] = []
+        if record.message is not None:
+            fk, _ = self.internal_readers[record.topic]
+            outcome = fk.handle_message(record.message, index, in_order=self.schedule == "timestamp")
+            port = "subscription" if record.topic == fk.node.params["subscription_topic"] else "response"
+            self._report(
+                fk.node,
+                port,
+                Rec(record.key, record.value, record.ts),
+                record.partition,
+                outcome,
+                index,
+                visits,
+                written,
+            )
+        else:
+            source = self.sources[record.topic]
+            self._visit(
+                source, None, Rec(record.key, record.value, record.ts), record.partition, index, visits, written
+            )
+        fate, reason = _step_fate(visits)
+        self.steps.append(TopologyStep(index, task, record, tuple(visits), fate, reason))
+        self.history.record(self.log.take_changes(), self.log)
+        return written
+
+    def _visit(
+        self,
+        node: Node,
+        port: Side | None,
+        rec: Rec,
+        partition: int,
+        step: int,
+        visits: list[NodeVisit],
+        written: list[TopicRecord],
+    ) -> None:
+        if node.op == "fk":
+            assert port is not None
+            outcome = self.foreign_keys[node.name].handle_input(port, rec, partition, step)
+        else:
+            outcome = self._processor(node, partition).handle(port, rec, step)
+        self._report(node, None if port is None else str(port), rec, partition, outcome, step, visits, written)
+
+    def _report(
+        self,
+        node: Node,
+        port: str | None,
+        rec: Rec,
+        partition: int,
+        outcome: Outcome,
+        step: int,
+        visits: list[NodeVisit],
+        written: list[TopicRecord],
+    ) -> None:
+        wrote = tuple(
+            self._append(topic, key, value, ts, message, step) for topic, key, value, ts, message in outcome.writes
+        )
+        written.extend(wrote)
+        forwarded = tuple((f.key, f.value, f.ts) for f in outcome.forwarded)
+        visits.append(
+            NodeVisit(
+                node.name, node.op, port, rec.key, rec.value, rec.ts, outcome.fate, outcome.reason, outcome.explain,
+                forwarded, wrote,
+            )
+        )  # fmt: skip
+        for child_rec in outcome.forwarded:
+            for child, child_port in node.children:
+                self._visit(child, child_port, child_rec, partition, step, visits, written)
+
+    def _append(self, topic: str, key: Any, value: Any, ts: int, message: Any, step: int) -> TopicRecord:
+        partition = message.partition if message is not None else self.graph.topics[topic].partition_of(key)
+        records = self.topics[topic][partition]
+        record = TopicRecord(topic, partition, len(records), key, value, ts, step, None, message)
+        records.append(record)
+        return record
+
+    def _processor(self, node: Node, partition: int) -> NodeProcessor:
+        found = self.processors.get((node.name, partition))
+        if found is None:
+            sub = self.subtopology_of[node.name]
+            log = ScopedLog(self.late, f"{node.name}: ", lambda task, name: f"{sub}_{task}")
+            found = build_processor(node, partition, log, self.topology.semantics, self._parent(partition))
+            self.processors[(node.name, partition)] = found
+        return found
+
+    def _parent(self, partition: int) -> Any:
+        def parent(node: Node) -> Any:
+            if node.op == "fk":
+                return self.foreign_keys[node.name]
+            return self._processor(node, partition)
+
+        return parent
+
+
+_ORDER = (Fate.JOINED, Fate.BUFFERED, Fate.FORWARDED, Fate.STORED, Fate.NO_MATCH, Fate.DROPPED)
+
+
+def _step_fate(visits: list[NodeVisit]) -> tuple[Fate, Any]:
+    """The record's fate over the whole step: it joined if any join emitted; else it waits in a
+    buffer; else it was passed on to a topic; else the most telling of the nodes' fates."""
+    if any(v.wrote for v in visits) and not any(v.fate in (Fate.JOINED, Fate.BUFFERED) for v in visits):
+        return Fate.FORWARDED, None
+    for fate in _ORDER:
+        chosen = [v for v in visits if v.fate is fate and not (fate is Fate.FORWARDED and not v.wrote)]
+        if chosen:
+            return fate, chosen[-1].reason
+    return Fate.FORWARDED, None
