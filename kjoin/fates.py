@@ -114,7 +114,9 @@ class Reason(enum.Enum):
     """Topology: a ``filter``'s predicate returned false for the record, which goes no further."""
     NULL_KEY_NOT_REPARTITIONED = "null-key-not-repartitioned"
     """Topology: a re-keyed record with a null key reached a repartition topic; Kafka filters null
-    keys out before writing one (``createRepartitionedSource``'s ``k != null`` filter)."""
+    keys out before writing one (``createRepartitionedSource``'s ``k != null`` filter). Since 3.7
+    (KIP-962) it keeps them when a join that takes null keys (a left stream-table join, a left or
+    outer stream-stream join) is downstream (``NodesWithRelaxedNullKeyJoinDownstream``)."""
     EXPIRED_WINDOW = "expired-window"
     """Windowed aggregate: every window the record belongs to is closed, that is
     ``window end + grace <= stream time`` (Kafka logs "Skipping record for expired window." and

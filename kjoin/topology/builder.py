@@ -94,6 +94,10 @@ class Topology:
             if not any(node.op in ("to",) for node in self.graph.nodes.values()):
                 raise TopologyError("the topology writes nothing: end it with .to(topic)")
             resolve_partitions(self.graph)
+            for node in self.graph.nodes.values():
+                if node.op == "repartition-sink":
+                    relaxed = self.semantics.relaxed_null_keys and self.graph.relaxed_join_downstream(node)
+                    node.params["keeps_null_keys"] = relaxed
             self._built = True
         return self
 
@@ -228,7 +232,10 @@ class KStream(_Handle):
     ) -> "KStream":
         self._check_same(other, f"{variant} join")
         fn = functions.joiner(joiner)
-        left = self._repartitioned(name)
+        stream_stream = not isinstance(other, KTable)
+        # Kafka names the repartition topic after the join (a stream-stream join's sides: "<name>-left", "-right"),
+        # or without a name after the stream
+        left = self._repartitioned(f"{name}-left" if name and stream_stream else name)
         if isinstance(other, KTable):
             if window is not None:
                 raise TopologyError("a stream-table join has no window; leave window out")
@@ -242,7 +249,7 @@ class KStream(_Handle):
                 "or a kjoin.JoinWindows"
             )
         windows = _windows(window)
-        right = other._repartitioned(name) if other is not self else left
+        right = other._repartitioned(f"{name}-right" if name else None) if other is not self else left
         node = self._add(
             "stream-stream", [(left, Side.LEFT), (right, Side.RIGHT)], STREAM, name, variant=variant, joiner=fn,
             window=windows,

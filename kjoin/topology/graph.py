@@ -183,3 +183,23 @@ class Graph:
             parents = current.parents[:1] if current.op == "fk" else current.parents
             stack.extend(parents)
         return sorted(found, key=lambda n: n.order)
+
+    def relaxed_join_downstream(self, node: Node) -> bool:
+        """Is a join that takes null keys (a left stream-table join, a left or outer stream-stream join:
+        KIP-962) anywhere downstream of ``node``, across repartition topics too? Kafka 3.7+ then writes
+        null keys to the repartition topics above it (``NodesWithRelaxedNullKeyJoinDownstream``)."""
+        sources = self.sources()
+        stack, seen = [node], set()
+        while stack:
+            current = stack.pop()
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            if current.op == "stream-table" and current.params["variant"] == "left":
+                return True
+            if current.op == "stream-stream" and current.params["variant"] in ("left", "outer"):
+                return True
+            stack.extend(child for child, _ in current.children)
+            if current.op == "repartition-sink":
+                stack.append(sources[current.topic])  # type: ignore[index]
+        return False

@@ -26,6 +26,7 @@ from ..records import Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StoreId
 from ..stores import Clock, TableStore, VersionedStore
+from .functions import field_of
 from .graph import Graph, Node
 
 __all__ = ["Rec", "Outcome", "ScopedLog", "build_processor", "NodeProcessor", "TaskClock"]
@@ -145,11 +146,18 @@ class _Sink(NodeProcessor):
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         topic = self.node.topic
         if self.node.op == "repartition-sink" and rec.key is None:
-            return Outcome(
-                Fate.DROPPED,
-                Reason.NULL_KEY_NOT_REPARTITIONED,
-                f"{_said(rec)} has a null key: Kafka filters it out before the repartition topic {topic}.",
+            if not self.node.params["keeps_null_keys"]:
+                return Outcome(
+                    Fate.DROPPED,
+                    Reason.NULL_KEY_NOT_REPARTITIONED,
+                    f"{_said(rec)} has a null key: Kafka filters it out before the repartition topic {topic} (no "
+                    "join below takes null keys).",
+                )
+            text = (
+                f"wrote {_said(rec)} to {topic}, null key and all: a join below takes null keys (KIP-962, 3.7+), "
+                "so Kafka keeps them in the repartition topics above it (partition 0 here; a producer picks one)."
             )
+            return Outcome(Fate.FORWARDED, None, text, writes=[(topic, rec.key, rec.value, rec.ts, None)])  # type: ignore[list-item]
         return Outcome(
             Fate.FORWARDED, None, f"wrote {_said(rec)} to {topic}.", writes=[(topic, rec.key, rec.value, rec.ts, None)]
         )  # type: ignore[list-item]
@@ -276,6 +284,12 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
     def __init__(self, log: Any, options: ForeignKeyOptions, partitions: int, partitioner: Any) -> None:
         super().__init__(log, options, partitions, eager=())
         self.partitioner = partitioner
+
+    def fk_of(self, value: Any) -> Any:
+        """The foreign key: the field at ``foreign_key`` of a JSON object value as text (null when it is
+        missing or the value is not an object, as the harness's extractor reads it)."""
+        found = field_of(value, self.path)
+        return found if found is None or isinstance(found, str) else render_value(found)
 
     def partition_of(self, key: Any) -> int:
         if self.partitioner is not None:

@@ -9,20 +9,23 @@ How it works:
   children, depth-first and in the order they were added (Kafka's ``context.forward``); every
   node's :class:`~kjoin.topology.trace.NodeVisit` is kept. A sink appends to its topic partition
   (the next offset); a record written to an internal topic is a new record its task takes later.
-* **When** a task takes a record is the ``schedule``:
+* **When** a task takes a record is the ``schedule``; in both, a task takes its records as Kafka's
+  ``PartitionGroup`` hands them out (:mod:`kjoin.topology.partition_group`): the head record with
+  the smallest timestamp among its partitions, each partition in offset order.
 
-  - ``test-driver`` (default): Kafka's ``TopologyTestDriver``. The input events are processed in
-    the order listed; after each record, every record it wrote to an internal topic is processed
-    at once, in the order written, each with everything it writes in turn, before the next one
-    (``captureOutputsAndReEnqueueInternalResults`` pipes each produced record back in, and
-    ``pipeRecord`` processes it to completion: depth-first). TopologyTestDriver runs one task for
-    all sub-topologies; with one partition per topic that is this schedule exactly.
-  - ``timestamp``: a running application with every input already in its topics. Records wait
-    in their topic partitions; the next step is the head record with the smallest timestamp among
-    all tasks' partitions (ties: the lower sub-topology, then partition, then the topic listed
-    first), as each task's ``PartitionGroup`` picks its next record by timestamp. A record written
-    to a repartition topic is taken when its turn comes, not at once: an order key moved by a
-    re-key waits behind older records of the other side.
+  - ``test-driver`` (default): Kafka's ``TopologyTestDriver`` (2.4.1+, KAFKA-9503). It runs one
+    task for all sub-topologies and partitions. Each input event is piped in on its own; the task
+    then takes records until none is left: after each one, everything it wrote to an internal
+    topic is enqueued (``captureOutputsAndReEnqueueInternalResults``) and competes by timestamp with
+    what is already queued (``completeAllProcessableWork``). So a record written to a repartition
+    topic is *not* processed at once: a queued record with a smaller timestamp goes first, and a
+    foreign-key join's second response can overtake the subscriptions its first response sent
+    (Kafka before 2.4.1 processed internal records depth-first instead).
+  - ``timestamp``: a running application whose input is all in its topics before it starts. Each
+    task ``"s_p"`` has its own partition group; the next step is the task whose next record has the
+    smallest timestamp (ties: the task listed first, sub-topology then partition). A record written
+    to a repartition topic waits in its partition until its task takes it: an order re-keyed at ts 5
+    is joined after the customer update at ts 3, even if the update was written later.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from ..records import Side
 from ..state import StateHistory, StateLog
 from .events import input_records
 from .graph import Node, TopologyError
+from .partition_group import PartitionGroup
 from .processors import ForeignKeyNode, NodeProcessor, Outcome, Rec, ScopedLog, TaskClock, build_processor
 from .trace import NodeVisit, TopicRecord, TopologyStep, TopologyTrace
 
@@ -84,35 +88,34 @@ class _Run:
         for record in inputs:
             self.topics[record.topic][record.partition].append(record)
         if self.schedule == "test-driver":
+            group = PartitionGroup()  # TopologyTestDriver: one task, one partition group for every topic
             for record in inputs:
-                pending = [record]
-                while pending:  # depth-first: a record's writes go first, in the order written
-                    written = self._take(pending.pop())
-                    pending.extend(reversed([w for w in written if self._read_by_topology(w.topic)]))
+                group.add(record)  # pipeInput: enqueue, then completeAllProcessableWork
+                while group.buffered:
+                    for written in self._take(group.next()):
+                        if self._read_by_topology(written.topic):
+                            group.add(written)
         else:
-            self._by_timestamp()
+            self._by_timestamp(inputs)
         return TopologyTrace(self.topology, inputs, self.steps, self.topics, self.history, self.schedule)
 
-    def _by_timestamp(self) -> None:
-        order = {name: rank for rank, name in enumerate(self.graph.topics)}
-        position: dict[tuple[str, int], int] = {}
+    def _by_timestamp(self, inputs: list[TopicRecord]) -> None:
+        groups: dict[tuple[int, int], PartitionGroup] = {}
+
+        def add(record: TopicRecord) -> None:
+            task = (self._subtopology_reading(record.topic), record.partition)
+            groups.setdefault(task, PartitionGroup()).add(record)
+
+        for record in inputs:
+            add(record)
         while True:
-            best = None
-            for topic, partitions in self.topics.items():
-                if not self._read_by_topology(topic):
-                    continue
-                for partition, records in partitions.items():
-                    at = position.get((topic, partition), 0)
-                    if at < len(records):
-                        head = records[at]
-                        rank = (head.ts, self._subtopology_reading(topic), partition, order[topic], head.offset)
-                        if best is None or rank < best[0]:
-                            best = (rank, head)
-            if best is None:
+            ready = [(group.head_ts(), task) for task, group in groups.items() if group.buffered]
+            if not ready:
                 return
-            head = best[1]
-            position[(head.topic, head.partition)] = head.offset + 1
-            self._take(head)
+            _, task = min(ready)
+            for written in self._take(groups[task].next()):
+                if self._read_by_topology(written.topic):
+                    add(written)
 
     def _read_by_topology(self, topic: str) -> bool:
         return topic in self.sources or topic in self.internal_readers

@@ -1,0 +1,290 @@
+"""kjoin's topologies against the real Kafka Streams library (issue 30): random topologies of two or three joins
+and a re-key (or a foreign-key join), 1 to 4 partitions, run through kjoin (``kjoin/topology/``) and, in one JVM per
+Kafka version, through TopologyTestDriver (``kafka_oracle/.../TopologyOracle.java``).
+
+``python -m tests.topology_oracle [N]`` (``make topology-check``, part of ``make kafka-check``) judges N random
+topologies per version and prints ``kafka-streams <version>: <N> topologies, <M> mismatches, <S> s``;
+``tests/test_topology_oracle.py`` runs a small sample in CI.
+
+What is compared, per input event: the records every output topic received (topic, key, value, timestamp; in
+order, or with several partitions as a multiset, see below), and once per topology what ``Topology.describe()``
+lists (sub-topologies, repartition topics, foreign-key topics) against kjoin's own split.
+
+What TopologyTestDriver can judge: one task, one partition per topic; after each input event it takes every record
+the event set off, internal topics included, by timestamp (kjoin's ``schedule: test-driver``,
+:mod:`kjoin.topology.runtime`). A topology of several partitions is compared with the driver's one partition only
+where the partition count should not change what each key receives: joins that keep no time (stream-table,
+table-table, foreign-key). Even there the order in which one event's consequences arrive can differ from the
+driver's (its one queue per topic is FIFO; kjoin's several partitions compete by timestamp: a foreign-key chain's
+two results for one key, KAFKA-16394's doubled left-join result, can swap), so with several partitions each event's
+output records are compared as a multiset. A stream-stream join's stream time is per task, so topologies with one
+run on one partition here, as do versioned tables (their history retention follows the task's observed time). The
+``timestamp`` schedule (a running application) is not judged: TopologyTestDriver cannot run it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from typing import Any
+
+import kjoin
+from kjoin.records import render_value
+from kjoin.topology import Topology
+from kjoin.topology.document import TopologyScenario
+from tests.oracle_check import LATEST_JUDGE, VERSIONS, HarnessError, build, classpath
+
+JUDGES = tuple(version for version in VERSIONS if version.numbers >= (2, 4, 0) and version.window_grace_api) or (
+    LATEST_JUDGE,
+)
+"""The versions that judge topologies: every judge with ``JoinWindows.ofTimeDifferenceAndGrace`` (3.1+; the
+random windows always have a grace)."""
+
+
+# -- running both sides --------------------------------------------------------------------------------------------
+def document(scenario: TopologyScenario) -> dict[str, Any]:
+    """What the harness reads: the topology's document, its events and its output topics."""
+    data = scenario.topology.to_dict()
+    outputs = sorted({node.topic for node in scenario.topology.graph.nodes.values() if node.op == "to"})
+    return {**data, "events": list(scenario.events), "outputs": outputs}
+
+
+def kjoin_outputs(scenario: TopologyScenario) -> list[list[list[Any]]]:
+    """Per input event, ``[topic, key, value, ts]`` of every output record, grouped by topic (each topic's records in
+    the order written), values and keys as the String serde carries them."""
+    trace = scenario.run()
+    per_event = []
+    for records in trace.outputs_by_event():
+        rows = [
+            [
+                r.topic,
+                None if r.key is None else render_value(r.key),
+                None if r.value is None else render_value(r.value),
+                r.ts,
+            ]
+            for r in records
+        ]
+        per_event.append(sorted(rows, key=lambda row: row[0]))  # stable: each topic keeps its order
+    return per_event
+
+
+def kjoin_describe(topology: Topology) -> dict[str, int]:
+    """What kjoin's split says ``Topology.describe()`` should list."""
+    topology.build()
+    topics = topology.graph.topics.values()
+    return {
+        "subtopologies": len(topology.graph.subtopologies()),
+        "repartition_topics": sum(t.internal and t.name.endswith("-repartition") for t in topics),
+        "fk_topics": sum(t.internal and not t.name.endswith("-repartition") for t in topics),
+    }
+
+
+def run_batch(version: str, batch: list[TopologyScenario], threads: int = 4) -> list[dict[str, Any]]:
+    """Kafka's answers (``outputs`` and ``describe``, or ``error``) for every topology of ``batch``, in one JVM."""
+    java = shutil.which("java")
+    if java is None:
+        raise HarnessError("java is not on PATH: install Java 17 (apt-get install openjdk-17-jdk-headless)")
+    lines = [json.dumps({**document(s), "id": i}, separators=(",", ":")) for i, s in enumerate(batch)]
+    done = subprocess.run(
+        [java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath(version), "kjoin.oracle.TopologyOracle",
+         "--threads", str(threads)],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    if done.returncode != 0 or len(answers) != len(lines):
+        raise HarnessError(
+            f"the Kafka {version} topology harness failed (exit {done.returncode}):\n{done.stderr[-3000:]}"
+        )
+    return answers
+
+
+def difference(scenario: TopologyScenario, answer: dict[str, Any], version: str) -> str | None:
+    """None when kjoin agrees with Kafka on the split and on every event's outputs; else the first difference."""
+    if "error" in answer:
+        return f"Kafka {version} raised {answer['error']}"
+    ours = kjoin_describe(scenario.topology)
+    if answer["describe"] != ours:
+        return f"Topology.describe() of Kafka {version} lists {answer['describe']}, kjoin's split {ours}"
+    mine = kjoin_outputs(scenario)
+    theirs_all = answer["outputs"]
+    if scenario.topology.partitions > 1:  # the partitions' interleaving is kjoin's model alone: compare multisets
+        mine = [_by_key(rows) for rows in mine]
+        theirs_all = [_by_key(rows) for rows in theirs_all]
+    for index, (theirs, own) in enumerate(zip(theirs_all, mine)):
+        if theirs != own:
+            return f"event {index} ({scenario.events[index]}): Kafka {version} emitted {theirs}, kjoin {own}"
+    if len(answer["outputs"]) != len(mine):
+        return f"Kafka gave outputs for {len(answer['outputs'])} events, kjoin for {len(mine)}"
+    return None
+
+
+def _by_key(rows: list[list[Any]]) -> list[list[Any]]:
+    """The rows of one event as a multiset per topic and key (see the module docstring: with several partitions the
+    order in which one event's consequences reach a topic depends on how the partitions interleave, which the
+    driver's one partition cannot show)."""
+    return sorted(rows, key=lambda row: json.dumps(row))
+
+
+# -- random topologies ---------------------------------------------------------------------------------------------
+CUSTOMERS = ["c1", "c2", "c3"]
+REGIONS = ["r1", "r2", "r3"]
+ORDERS = ["o1", "o2", "o3", "o4"]
+SHAPES = ("rekey-table-table", "rekey-stream-stream-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left",
+          "fk-chain", "stream-stream-rekey-table")  # fmt: skip
+TIMELESS = ("rekey-table-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left", "fk-chain")
+"""Shapes whose joins keep no time: judged at 1 to 4 partitions (see the module docstring)."""
+
+
+def _variant(rng: random.Random, *variants: str) -> str:
+    return rng.choice(variants)
+
+
+def _window(rng: random.Random) -> dict[str, int]:
+    return {"before_ms": rng.randint(0, 6), "after_ms": rng.randint(0, 6), "grace_ms": rng.randint(0, 4)}
+
+
+def _maybe_stateless(rng: random.Random, nodes: list[dict[str, Any]], current: str, tag: str) -> str:
+    """Now and then a filter or a value mapper after a re-key (it stays upstream of the repartition topic)."""
+    roll = rng.random()
+    if roll < 0.2:
+        nodes.append({"name": f"{tag}-filter", "filter": {"key_not_in": [rng.choice(CUSTOMERS)]}, "input": current})
+        return f"{tag}-filter"
+    if roll < 0.35:
+        nodes.append({"name": f"{tag}-mapped", "map_values": {"append": "!"}, "input": current})
+        return f"{tag}-mapped"
+    return current
+
+
+def random_topology(rng: random.Random, era: str) -> dict[str, Any]:
+    """A random topology document (without events): one of :data:`SHAPES`, variants and windows drawn."""
+    shape = rng.choice(SHAPES)
+    partitions = rng.randint(1, 4) if shape in TIMELESS else 1
+    nodes: list[dict[str, Any]] = []
+    join = {"inner": "join", "left": "left_join", "outer": "outer_join"}
+    if shape == "rekey-table-table":
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "customers", "table": "customers"},
+                  {"name": "addresses", "table": "addresses"},
+                  {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
+        current = _maybe_stateless(rng, nodes, "rekeyed", "r")
+        nodes.append({"name": "j1", join[_variant(rng, "inner", "left")]: [current, "customers"]})
+        nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: ["j1", "addresses"]})
+        if rng.random() < 0.5:
+            nodes.append({"name": "j3", join[_variant(rng, "inner", "left")]: ["j2", "customers"]})
+    elif shape == "rekey-stream-stream-table":
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "payments", "stream": "payments"},
+                  {"name": "customers", "table": "customers"},
+                  {"name": "orders-by-c", "select_key": {"field": "c"}, "input": "orders"},
+                  {"name": "payments-by-c", "select_key": {"field": "c"}, "input": "payments"},
+                  {"name": "j1", join[_variant(rng, "inner", "left", "outer")]: ["orders-by-c", "payments-by-c"],
+                   "window": _window(rng)},
+                  {"name": "j2", join[_variant(rng, "inner", "left")]: ["j1", "customers"]}]  # fmt: skip
+    elif shape == "rekey-join-table-join":
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "customers", "table": "customers"},
+                  {"name": "addresses", "table": "addresses"},
+                  {"name": "profiles", join[_variant(rng, "inner", "left", "outer")]: ["customers", "addresses"]},
+                  {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
+        current = _maybe_stateless(rng, nodes, "rekeyed", "r")
+        nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: [current, "profiles"]})
+    elif shape == "fk-then-pk":
+        nodes += [{"name": "customers", "table": "customers"}, {"name": "regions", "table": "regions"},
+                  {"name": "addresses", "table": "addresses"},
+                  {"name": "j1", join[_variant(rng, "inner", "left")]: ["customers", "regions"], "foreign_key": "r"},
+                  {"name": "j2", join[_variant(rng, "inner", "left", "outer")]: ["j1", "addresses"]}]  # fmt: skip
+    elif shape == "fk-rejoin-left":
+        nodes += [{"name": "customers", "table": "customers"}, {"name": "regions", "table": "regions"},
+                  {"name": "j1", join[_variant(rng, "inner", "left")]: ["customers", "regions"], "foreign_key": "r"},
+                  {"name": "j2", join[_variant(rng, "inner", "left", "outer")]: ["j1", "customers"]}]  # fmt: skip
+    elif shape == "fk-chain":
+        nodes += [{"name": "customers", "table": "customers"}, {"name": "regions", "table": "regions"},
+                  {"name": "zones", "table": "zones"},
+                  {"name": "j1", join[_variant(rng, "inner", "left")]: ["customers", "regions"], "foreign_key": "r",
+                   "joiner": "object"},
+                  {"name": "j2", join[_variant(rng, "inner", "left")]: ["j1", "zones"],
+                   "foreign_key": "right.z"}]  # fmt: skip
+    else:  # stream-stream-rekey-table
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "payments", "stream": "payments"},
+                  {"name": "customers", "table": "customers"},
+                  {"name": "j1", join[_variant(rng, "inner", "left", "outer")]: ["orders", "payments"],
+                   "window": _window(rng)},
+                  {"name": "by-customer", "select_key": {"map": {o: rng.choice(CUSTOMERS) for o in ORDERS}},
+                   "input": "j1"},
+                  {"name": "j2", join[_variant(rng, "inner", "left")]: ["by-customer", "customers"]}]  # fmt: skip
+    last = nodes[-1]["name"]
+    nodes.append({"name": "out", "to": "out", "input": last})
+    return {"partitions": partitions, "semantics": era, "topology": nodes}
+
+
+def _value(rng: random.Random, topic: str) -> Any:
+    if rng.random() < 0.12:
+        return None
+    n = rng.randint(0, 9)
+    if topic in ("orders", "payments"):
+        return {"c": rng.choice(CUSTOMERS), "v": f"{topic[0].upper()}{n}"}
+    if topic == "customers":
+        return {"r": rng.choice(REGIONS + [None]) if rng.random() < 0.2 else rng.choice(REGIONS), "v": f"C{n}"}
+    if topic == "regions":
+        return {"z": rng.choice(["z1", "z2"]), "v": f"R{n}"}
+    return f"{topic[0].upper()}{n}"
+
+
+def _key(rng: random.Random, topic: str) -> Any:
+    if rng.random() < 0.04:
+        return None
+    pool = {"orders": ORDERS, "payments": ORDERS, "regions": REGIONS, "zones": ["z1", "z2"]}.get(topic, CUSTOMERS)
+    return rng.choice(pool)
+
+
+def random_scenario(rng: random.Random, era: str) -> TopologyScenario:
+    data = random_topology(rng, era)
+    sources = [node[op] for node in data["topology"] for op in ("stream", "table") if op in node]
+    events = []
+    for _ in range(rng.randint(6, 24)):
+        topic = rng.choice(sources)
+        events.append({"topic": topic, "key": _key(rng, topic), "value": _value(rng, topic), "ts": rng.randint(0, 30)})
+    return TopologyScenario.from_dict({**data, "events": events})
+
+
+def check(version: str, count: int, seed: int) -> tuple[list[TopologyScenario], list[tuple[TopologyScenario, str]]]:
+    """``count`` random topologies judged by ``version``: the topologies and the mismatches."""
+    rng = random.Random(seed)
+    era = kjoin.parse_semantics(version)
+    batch = [random_scenario(rng, str(era)) for _ in range(count)]
+    mismatches = []
+    for scenario, answer in zip(batch, run_batch(version, batch)):
+        found = difference(scenario, answer, version)
+        if found is not None:
+            mismatches.append((scenario, found))
+    return batch, mismatches
+
+
+def main(argv: list[str]) -> int:
+    count = int(argv[0]) if argv else int(os.environ.get("N", "1000"))
+    seed = int(os.environ.get("KJOIN_TOPOLOGY_SEED", str(int(time.time()))))
+    chosen = os.environ.get("KJOIN_ORACLE_VERSIONS", "").strip()
+    judges = [v.version for v in JUDGES if not chosen or chosen == "all" or v.version in chosen.split(",")]
+    build()
+    failed = 0
+    print(f"topologies: seed {seed}", flush=True)
+    for version in judges:
+        started = time.monotonic()
+        batch, mismatches = check(version, count, seed)
+        elapsed = time.monotonic() - started
+        print(
+            f"kafka-streams {version}: {len(batch)} topologies, {len(mismatches)} mismatches, {elapsed:.0f} s",
+            flush=True,
+        )
+        for scenario, found in mismatches[:5]:
+            print(f"  {found}\n  {json.dumps(document(scenario))}", flush=True)
+        failed += len(mismatches)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
