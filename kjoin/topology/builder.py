@@ -47,9 +47,12 @@ class Topology:
         self._built = False
 
     # -- sources ------------------------------------------------------------------------------
-    def stream(self, topic: str, *, partitions: int | None = None, name: str | None = None) -> "KStream":
-        """A stream read from ``topic`` (Kafka's ``builder.stream``)."""
-        self._source_topic(topic, partitions)
+    def stream(
+        self, topic: str, *, partitions: int | None = None, partitioner: Any = None, name: str | None = None
+    ) -> "KStream":
+        """A stream read from ``topic`` (Kafka's ``builder.stream``); ``partitioner(key, partitions)``: how the
+        producer placed its records (default: murmur2 of the key), unless an event names its partition."""
+        self._source_topic(topic, partitions, partitioner)
         return KStream(self, self.graph.add("stream", (), STREAM, name or topic, topic=topic))
 
     def table(
@@ -58,6 +61,7 @@ class Topology:
         *,
         partitions: int | None = None,
         history_retention_ms: int | None = None,
+        partitioner: Any = None,
         name: str | None = None,
     ) -> "KTable":
         """A table read from ``topic`` (Kafka's ``builder.table``), materialized; with
@@ -70,11 +74,11 @@ class Topology:
             raise TopologyError(
                 f"table {topic}: history_retention_ms is a whole number of milliseconds, got {history_retention_ms!r}"
             )
-        self._source_topic(topic, partitions)
+        self._source_topic(topic, partitions, partitioner)
         node = self.graph.add("table", (), TABLE, name or topic, topic=topic, history_retention_ms=history_retention_ms)
         return KTable(self, node)
 
-    def _source_topic(self, topic: str, partitions: int | None) -> None:
+    def _source_topic(self, topic: str, partitions: int | None, partitioner: Any = None) -> None:
         if not isinstance(topic, str) or not topic:
             raise TopologyError(f"a topic's name is non-empty text, got {topic!r}")
         if topic in self.graph.sources():
@@ -85,7 +89,7 @@ class Topology:
         count = self.partitions if partitions is None else partitions
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise TopologyError(f"topic {topic}: partitions is a whole number from 1, got {count!r}")
-        self.graph.add_topic(Topic(topic, count))
+        self.graph.add_topic(Topic(topic, count, functions.partitioner(partitioner)))
 
     # -- build and run --------------------------------------------------------------------------
     def build(self) -> "Topology":
@@ -316,8 +320,13 @@ class KTable(_Handle):
                 raise TopologyError("partitioner/other_partitioner: only a foreign-key join has internal topics")
             node = self._add("table-table", parents, TABLE, name, variant=variant, joiner=fn)
             return KTable(self.topology, node)
-        if not isinstance(foreign_key, str) or not foreign_key:
-            raise TopologyError(f"foreign_key: a field path into the left values (fk, a.b), got {foreign_key!r:.60}")
+        if callable(foreign_key):
+            foreign_key = functions.Function(foreign_key, None, getattr(foreign_key, "__name__", "a Python function"))
+        elif not isinstance(foreign_key, str) or not foreign_key:
+            raise TopologyError(
+                "foreign_key: a field path into the left values (fk, a.b) or a Python function (left value) -> "
+                f"foreign key, got {foreign_key!r:.60}"
+            )
         if variant == "outer":
             raise TopologyError("a foreign-key join is inner or left")
         name = name or self.topology.graph.new_name("fk-join")

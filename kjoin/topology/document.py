@@ -290,6 +290,8 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
                 topics[node.topic] = {"partitions": topic.partitions}
             if node.params.get("history_retention_ms") is not None:
                 entry["history_retention_ms"] = node.params["history_retention_ms"]
+            if topic.partitioner is not None:
+                raise TopologyError(f"topic {node.topic}: its producer's partitioner is a Python function")
         elif node.op in ("filter", "map_values", "select_key"):
             entry[node.op] = spec(node)
             entry["input"] = logical(node.parents[0])
@@ -307,6 +309,8 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
                 w = p["window"]
                 entry["window"] = {"before_ms": w.before_ms, "after_ms": w.after_ms, "grace_ms": w.grace_ms}
             if node.op == "fk":
+                if not isinstance(p["foreign_key"], str):
+                    raise TopologyError(f"node {node.name}: its foreign-key extractor is a Python function")
                 entry["foreign_key"] = p["foreign_key"]
                 for key, topic_key in (("partitioner", "response_topic"), ("other_partitioner", "subscription_topic")):
                     fn = graph.topics[p[topic_key]].partitioner

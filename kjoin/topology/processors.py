@@ -26,7 +26,7 @@ from ..records import Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StoreId
 from ..stores import Clock, TableStore, VersionedStore
-from .functions import field_of
+from .functions import Function, field_of
 from .graph import Graph, Node
 
 __all__ = ["Rec", "Outcome", "ScopedLog", "build_processor", "NodeProcessor", "TaskClock"]
@@ -281,13 +281,18 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
     """kjoin's foreign-key join with the topology's subscription topic: its partitioner (Kafka's
     ``TableJoined`` other partitioner) and its partition count."""
 
-    def __init__(self, log: Any, options: ForeignKeyOptions, partitions: int, partitioner: Any) -> None:
+    def __init__(
+        self, log: Any, options: ForeignKeyOptions, partitions: int, partitioner: Any, extractor: Any = None
+    ) -> None:
         super().__init__(log, options, partitions, eager=())
         self.partitioner = partitioner
+        self.extractor = extractor
 
     def fk_of(self, value: Any) -> Any:
-        """The foreign key: the field at ``foreign_key`` of a JSON object value as text (null when it is
-        missing or the value is not an object, as the harness's extractor reads it)."""
+        """The foreign key: the extractor's (a Python function), or the field at ``foreign_key`` of a JSON
+        object value as text (null when it is missing or the value is not an object, as the harness reads it)."""
+        if self.extractor is not None:
+            return None if value is None else self.extractor(value)
         found = field_of(value, self.path)
         return found if found is None or isinstance(found, str) else render_value(found)
 
@@ -316,12 +321,14 @@ class ForeignKeyNode:
         def task_of(task: int, name: str) -> str:
             return f"{self.right_sub if name in right_side else self.left_sub}_{task}"
 
-        options = ForeignKeyOptions(p["variant"], semantics, p["foreign_key"])
+        extractor = p["foreign_key"] if isinstance(p["foreign_key"], Function) else None
+        options = ForeignKeyOptions(p["variant"], semantics, "(a function)" if extractor else p["foreign_key"])
         self.join = TopologyForeignKeyJoin(
             ScopedLog(log, f"{node.name}: ", task_of),
             options,
             subscription.partitions,
             subscription.partitioner,  # type: ignore[arg-type]
+            extractor,
         )
         self._log = log
         self._results: dict[int, TableStore] = {}
