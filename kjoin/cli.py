@@ -31,6 +31,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
     trace = run(scenario)
+    if hasattr(trace, "jsonl") and hasattr(trace, "table"):  # a topology (kjoin.topology.TopologyTrace)
+        for line in trace.jsonl() if args.format == "jsonl" else [trace.table()]:
+            print(line)
+        return 0
     if not isinstance(scenario, Scenario):  # an aggregate or windowed-table scenario
         from .aggregate_spec import spec_jsonl, spec_table
 

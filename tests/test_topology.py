@@ -422,3 +422,16 @@ def test_a_bad_document_is_refused_naming_the_node_or_event_and_the_fix(change, 
     change(data)
     with pytest.raises(ScenarioError, match=message):
         TopologyScenario.from_dict(data)
+
+
+def test_kjoin_run_prints_a_topologys_steps(tmp_path, capsys):
+    from kjoin.cli import main
+
+    path = tmp_path / "app.yaml"
+    path.write_text(yaml.safe_dump(APP))
+    assert main(["run", str(path)]) == 0
+    table = capsys.readouterr().out
+    assert "with-customer-repartition-source → with-customer → with-address → out" in table
+    assert main(["run", str(path), "--format", "jsonl"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(kjoin.load_scenario(path).run()) and '"fate": "joined"' in lines[4]

@@ -230,6 +230,26 @@ class TopologyTrace:
             f"task {task} has no store {name!r}; it has {', '.join(sorted(s.name for s in stores if s.task == task))}"
         )
 
+    # -- text ---------------------------------------------------------------------------------
+    def table(self) -> str:
+        """One line per step: task, record, fate, the nodes it passed, what it wrote (``kjoin run``)."""
+        lines = [f"{'step':>4}  {'task':<5} {'record':<40} {'fate':<10} nodes → wrote"]
+        for step in self.steps:
+            fate = step.fate.value if step.reason is None else f"{step.fate.value} ({step.reason.value})"
+            nodes = " → ".join(v.node for v in step.visits)
+            wrote = ", ".join(w.describe() for w in step.wrote)
+            lines.append(
+                f"{step.index:>4}  {step.task:<5} {step.record.describe():<40} {fate:<10} {nodes}"
+                + (f" ⇒ {wrote}" if wrote else "")
+            )
+        return "\n".join(lines)
+
+    def jsonl(self) -> list[str]:
+        """One JSON object per step (:meth:`TopologyStep.to_dict`)."""
+        import json
+
+        return [json.dumps(step.to_dict(), default=render_value, ensure_ascii=False) for step in self.steps]
+
     def steps_frame(self) -> "pd.DataFrame":
         import pandas as pd
 
