@@ -5,7 +5,8 @@ Every error names the event and the field and says what is expected, as a scenar
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..scenario.fields import KEY_TYPES, MAX_TIMESTAMP_MS
 from ..scenario.inputs import check_document, did_you_mean
@@ -25,11 +26,15 @@ def input_records(graph: Graph, events: Iterable[Mapping[str, Any]], where: str 
     sources = graph.sources()
     offsets: dict[tuple[str, int], int] = {}
     records = []
+    events = list(events)
+    for index, event in enumerate(events):
+        if not isinstance(event, Mapping):
+            raise TopologyError(
+                f"{where}[{index}]: expected a mapping {{topic, key, value, ts}}, got {type(event).__name__}"
+            )
+    check_document([dict(event) for event in events], where)  # plain data within kjoin's bounds, in one walk
     for index, event in enumerate(events):
         at = f"{where}[{index}]"
-        if not isinstance(event, Mapping):
-            raise TopologyError(f"{at}: expected a mapping {{topic, key, value, ts}}, got {type(event).__name__}")
-        check_document(dict(event), at)
         unknown = [name for name in event if name not in EVENT_FIELDS]
         if unknown:
             raise TopologyError(

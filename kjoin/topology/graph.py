@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ..partitioner import default_partition
 from ..records import Side
 from .functions import Function
 
@@ -47,9 +48,6 @@ class Topic:
 
     def partition_of(self, key: Any) -> int:
         """The partition a record with this key is written to."""
-        from ..partitioner import default_partition
-
-        assert self.partitions is not None
         if self.partitioner is None:
             return 0 if key is None or self.partitions == 1 else default_partition(key, self.partitions)
         chosen = self.partitioner(key, self.partitions)

@@ -47,7 +47,8 @@ class Rec:
 class Outcome:
     fate: Fate
     reason: Reason | None
-    explain: str
+    explain: Any
+    """The story: text, or a function that writes it when someone reads it (:attr:`NodeVisit.explain`)."""
     forwarded: list[Rec] = field(default_factory=list)
     writes: list[tuple[str, Any, Any, int, Any]] = field(default_factory=list)
     """(topic, key, value, ts, message or None): records for the runtime to append to topics."""
@@ -116,27 +117,34 @@ class _Pass(NodeProcessor):
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         op = self.node.op
         if op in ("stream", "repartition-source"):
-            return Outcome(Fate.FORWARDED, None, f"read {_said(rec)}.", [rec])
+            return Outcome(Fate.FORWARDED, None, lambda: f"read {_said(rec)}.", [rec])
         if op == "to_stream":
             plain = Rec(rec.key, rec.value, rec.ts)
-            return Outcome(Fate.FORWARDED, None, f"the table's change {_said(rec)} as a stream record.", [plain])
+            return Outcome(
+                Fate.FORWARDED, None, lambda: f"the table's change {_said(rec)} as a stream record.", [plain]
+            )
         fn = self.node.params["fn"]
         if op == "filter":
             if fn(rec.key, rec.value):
-                return Outcome(Fate.FORWARDED, None, f"{fn.text}: kept.", [rec])
-            return Outcome(Fate.DROPPED, Reason.FILTERED, f"{fn.text}: false for {_said(rec)}, filtered out.")
+                return Outcome(Fate.FORWARDED, None, lambda: f"{fn.text}: kept.", [rec])
+            return Outcome(Fate.DROPPED, Reason.FILTERED, lambda: f"{fn.text}: false for {_said(rec)}, filtered out.")
         if op == "map_values":
             new = Rec(rec.key, fn(rec.value), rec.ts)
-            return Outcome(Fate.FORWARDED, None, f"{render_value(rec.value)} → {render_value(new.value)}.", [new])
+            return Outcome(
+                Fate.FORWARDED, None, lambda: f"{render_value(rec.value)} → {render_value(new.value)}.", [new]
+            )
         if op == "select_key":
             new = Rec(fn(rec.key, rec.value), rec.value, rec.ts)
             return Outcome(
-                Fate.FORWARDED, None, f"key {render_value(rec.key)} → {render_value(new.key)} ({fn.text}).", [new]
+                Fate.FORWARDED,
+                None,
+                lambda: f"key {render_value(rec.key)} → {render_value(new.key)} ({fn.text}).",
+                [new],
             )
         if op == "map":
             key, value = fn(rec.key, rec.value)
             new = Rec(key, value, rec.ts)
-            return Outcome(Fate.FORWARDED, None, f"{_said(rec)} → {_said(new)}.", [new])
+            return Outcome(Fate.FORWARDED, None, lambda: f"{_said(rec)} → {_said(new)}.", [new])
         raise AssertionError(op)  # pragma: no cover
 
 
@@ -159,7 +167,10 @@ class _Sink(NodeProcessor):
             )
             return Outcome(Fate.FORWARDED, None, text, writes=[(topic, rec.key, rec.value, rec.ts, None)])  # type: ignore[list-item]
         return Outcome(
-            Fate.FORWARDED, None, f"wrote {_said(rec)} to {topic}.", writes=[(topic, rec.key, rec.value, rec.ts, None)]
+            Fate.FORWARDED,
+            None,
+            lambda: f"wrote {_said(rec)} to {topic}.",
+            writes=[(topic, rec.key, rec.value, rec.ts, None)],
         )  # type: ignore[list-item]
 
 
@@ -177,7 +188,7 @@ class _TableSource(NodeProcessor):
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         ctx = StepContext(step, Record(Side.RIGHT, rec.key, rec.value, rec.ts, self.partition), _no_joiner)
         if drop_null_key_update(ctx.record, ctx):  # type: ignore[arg-type]
-            return Outcome(Fate.DROPPED, ctx.reason, ctx.explain())
+            return Outcome(Fate.DROPPED, ctx.reason, ctx.explain)
         if isinstance(self.store, VersionedStore):
             outcome, previous = self.store.put(rec.key, rec.value, rec.ts)
             if outcome.name == "EXPIRED":
@@ -223,7 +234,7 @@ def _outcome_of(ctx: StepContext, table: bool) -> Outcome:
             else Rec(output.key, value, output.ts)
         )
     fate = ctx.fate if ctx.fate is not None else (Fate.JOINED if forwarded else Fate.STORED)
-    return Outcome(fate, ctx.reason, ctx.explain(), forwarded)
+    return Outcome(fate, ctx.reason, ctx.explain, forwarded)
 
 
 class _StreamStream(NodeProcessor):
@@ -376,7 +387,7 @@ class ForeignKeyNode:
                 Rec(output.key, value, output.ts, old if store.sends_old_values else None, store.sends_old_values)
             )
         fate = ctx.fate if ctx.fate is not None else Fate.STORED
-        return Outcome(fate, ctx.reason, ctx.explain(), forwarded, self._new_messages())
+        return Outcome(fate, ctx.reason, ctx.explain, forwarded, self._new_messages())
 
 
 def build_processor(

@@ -227,16 +227,21 @@ class _Run:
         return parent
 
 
-_ORDER = (Fate.JOINED, Fate.BUFFERED, Fate.FORWARDED, Fate.STORED, Fate.NO_MATCH, Fate.DROPPED)
-
-
 def _step_fate(visits: list[NodeVisit]) -> tuple[Fate, Any]:
     """The record's fate over the whole step: it joined if any join emitted; else it waits in a
-    buffer; else it was passed on to a topic; else the most telling of the nodes' fates."""
-    if any(v.wrote for v in visits) and not any(v.fate in (Fate.JOINED, Fate.BUFFERED) for v in visits):
+    buffer; else it was passed on to a topic; else the most telling of the nodes' fates (stored,
+    no match, dropped), with the reason of the last node that had it."""
+    best: dict[Fate, Any] = {}
+    wrote = False
+    for visit in visits:
+        wrote = wrote or bool(visit.wrote)
+        best[visit.fate] = visit.reason
+    for fate in (Fate.JOINED, Fate.BUFFERED):
+        if fate in best:
+            return fate, best[fate]
+    if wrote:
         return Fate.FORWARDED, None
-    for fate in _ORDER:
-        chosen = [v for v in visits if v.fate is fate and not (fate is Fate.FORWARDED and not v.wrote)]
-        if chosen:
-            return fate, chosen[-1].reason
+    for fate in (Fate.STORED, Fate.NO_MATCH, Fate.DROPPED):
+        if fate in best:
+            return fate, best[fate]
     return Fate.FORWARDED, None

@@ -70,10 +70,16 @@ class NodeVisit:
     ts: int
     fate: Fate
     reason: Reason | None
-    explain: str
+    text: Any
+    """The story as text, or a function that writes it (written when read: see :attr:`explain`)."""
     forwarded: tuple[tuple[Any, Any, int], ...] = ()
     """(key, value, ts) of what the node handed to its children (a tombstone's value: None)."""
     wrote: tuple[TopicRecord, ...] = ()
+
+    @property
+    def explain(self) -> str:
+        """What the node did with the record, in words."""
+        return self.text() if callable(self.text) else self.text
 
     def describe(self) -> str:
         port = f" ({self.port})" if self.port else ""
