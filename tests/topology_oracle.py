@@ -137,8 +137,8 @@ CUSTOMERS = ["c1", "c2", "c3"]
 REGIONS = ["r1", "r2", "r3"]
 ORDERS = ["o1", "o2", "o3", "o4"]
 SHAPES = ("rekey-table-table", "rekey-stream-stream-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left",
-          "fk-chain", "stream-stream-rekey-table")  # fmt: skip
-TIMELESS = ("rekey-table-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left", "fk-chain")
+          "fk-chain", "stream-stream-rekey-table", "rekey-self-join-table", "pk-then-fk")  # fmt: skip
+TIMELESS = ("rekey-table-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left", "fk-chain", "pk-then-fk")
 """Shapes whose joins keep no time: judged at 1 to 4 partitions (see the module docstring)."""
 
 
@@ -153,23 +153,37 @@ def _window(rng: random.Random) -> dict[str, int]:
 def _maybe_stateless(rng: random.Random, nodes: list[dict[str, Any]], current: str, tag: str) -> str:
     """Now and then a filter or a value mapper after a re-key (it stays upstream of the repartition topic)."""
     roll = rng.random()
-    if roll < 0.2:
-        nodes.append({"name": f"{tag}-filter", "filter": {"key_not_in": [rng.choice(CUSTOMERS)]}, "input": current})
+    if roll < 0.25:
+        predicate = rng.choice(
+            [{"key_not_in": [rng.choice(CUSTOMERS)]}, {"key_in": CUSTOMERS[:2]}, {"value_not_null": True}]
+        )
+        nodes.append({"name": f"{tag}-filter", "filter": predicate, "input": current})
         return f"{tag}-filter"
-    if roll < 0.35:
-        nodes.append({"name": f"{tag}-mapped", "map_values": {"append": "!"}, "input": current})
+    if roll < 0.4:
+        mapper = rng.choice([{"append": "!"}, {"field": "v"}])
+        nodes.append({"name": f"{tag}-mapped", "map_values": mapper, "input": current})
         return f"{tag}-mapped"
     return current
 
 
-def random_topology(rng: random.Random, era: str) -> dict[str, Any]:
-    """A random topology document (without events): one of :data:`SHAPES`, variants and windows drawn."""
+def _customers(rng: random.Random, versioned: bool) -> dict[str, Any]:
+    """The customers table, versioned now and then where the version has versioned tables (3.6+ here)."""
+    node: dict[str, Any] = {"name": "customers", "table": "customers"}
+    if versioned and rng.random() < 0.3:
+        node["history_retention_ms"] = rng.randint(0, 20)
+    return node
+
+
+def random_topology(rng: random.Random, era: str, versioned: bool = False) -> dict[str, Any]:
+    """A random topology document (without events): one of :data:`SHAPES`, variants and windows drawn; with
+    ``versioned``, the customers table of a stream-table join is versioned now and then (one partition)."""
     shape = rng.choice(SHAPES)
     partitions = rng.randint(1, 4) if shape in TIMELESS else 1
     nodes: list[dict[str, Any]] = []
     join = {"inner": "join", "left": "left_join", "outer": "outer_join"}
     if shape == "rekey-table-table":
-        nodes += [{"name": "orders", "stream": "orders"}, {"name": "customers", "table": "customers"},
+        customers = _customers(rng, versioned and partitions == 1)
+        nodes += [{"name": "orders", "stream": "orders"}, customers,
                   {"name": "addresses", "table": "addresses"},
                   {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
         current = _maybe_stateless(rng, nodes, "rekeyed", "r")
@@ -208,6 +222,19 @@ def random_topology(rng: random.Random, era: str) -> dict[str, Any]:
                    "joiner": "object"},
                   {"name": "j2", join[_variant(rng, "inner", "left")]: ["j1", "zones"],
                    "foreign_key": "right.z"}]  # fmt: skip
+    elif shape == "rekey-self-join-table":
+        nodes += [{"name": "orders", "stream": "orders"}, _customers(rng, versioned),
+                  {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"},
+                  {"name": "j1", join[_variant(rng, "inner", "left", "outer")]: ["rekeyed", "rekeyed"],
+                   "window": _window(rng)},
+                  {"name": "j2", join[_variant(rng, "inner", "left")]: ["j1", "customers"]}]  # fmt: skip
+    elif shape == "pk-then-fk":
+        nodes += [{"name": "customers", "table": "customers"}, {"name": "addresses", "table": "addresses"},
+                  {"name": "regions", "table": "regions"},
+                  {"name": "j1", join[_variant(rng, "inner", "left", "outer")]: ["customers", "addresses"],
+                   "joiner": "object"},
+                  {"name": "j2", join[_variant(rng, "inner", "left")]: ["j1", "regions"],
+                   "foreign_key": "left.r"}]  # fmt: skip
     else:  # stream-stream-rekey-table
         nodes += [{"name": "orders", "stream": "orders"}, {"name": "payments", "stream": "payments"},
                   {"name": "customers", "table": "customers"},
@@ -241,8 +268,8 @@ def _key(rng: random.Random, topic: str) -> Any:
     return rng.choice(pool)
 
 
-def random_scenario(rng: random.Random, era: str) -> TopologyScenario:
-    data = random_topology(rng, era)
+def random_scenario(rng: random.Random, era: str, versioned: bool = False) -> TopologyScenario:
+    data = random_topology(rng, era, versioned)
     sources = [node[op] for node in data["topology"] for op in ("stream", "table") if op in node]
     events = []
     for _ in range(rng.randint(6, 24)):
@@ -255,7 +282,8 @@ def check(version: str, count: int, seed: int) -> tuple[list[TopologyScenario], 
     """``count`` random topologies judged by ``version``: the topologies and the mismatches."""
     rng = random.Random(seed)
     era = kjoin.parse_semantics(version)
-    batch = [random_scenario(rng, str(era)) for _ in range(count)]
+    versioned = tuple(int(part) for part in version.split(".")) >= (3, 6, 0)
+    batch = [random_scenario(rng, str(era), versioned) for _ in range(count)]
     mismatches = []
     for scenario, answer in zip(batch, run_batch(version, batch)):
         found = difference(scenario, answer, version)
