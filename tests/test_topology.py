@@ -83,7 +83,8 @@ def _as_topology(scenario: Scenario) -> Topology:
         window = {"before_ms": w.before_ms, "after_ms": w.after_ms, "grace_ms": w.grace_ms}
         result = getattr(b.stream("left"), _method(scenario.variant))(b.stream("right"), window=window)
     elif scenario.join == "stream-table":
-        result = getattr(b.stream("left"), _method(scenario.variant))(b.table("right"))
+        table = b.table("right", history_retention_ms=scenario.right.history_retention_ms)
+        result = getattr(b.stream("left"), _method(scenario.variant))(table, grace_ms=scenario.grace_ms)
     elif scenario.join == "table-table":
         result = getattr(b.table("left"), _method(scenario.variant))(b.table("right"))
     else:
@@ -130,6 +131,12 @@ def test_a_join_alone_as_a_topology_equals_the_engines_join(join, variants, sema
         if join == "fk":
             data["foreign_key"] = "fk"
             data["events"] = [e for e in data["events"] if e["key"] is not None]
+        if join == "stream-table" and number % 2:  # a versioned table, with a grace period now and then (KIP-923)
+            retention = rng.randint(0, 12)
+            data["right"] = {"versioned": True, "history_retention_ms": retention}
+            if rng.random() < 0.6:
+                data["grace_ms"] = rng.randint(0, retention)
+                data["events"] = [e for e in data["events"] if e["key"] is not None or e["side"] == "right"]
         scenario = Scenario.from_dict(data)
         events = [{"topic": e["side"], "key": e["key"], "value": e["value"], "ts": e["ts"]} for e in data["events"]]
         trace = _as_topology(scenario).run(events)
@@ -227,6 +234,16 @@ def test_a_partitioner_that_returns_no_partition_is_refused_with_the_topic_and_k
     b = _orders_app(partitioner=lambda key, partitions: 7)
     with pytest.raises(TopologyError, match=r"with-customer-repartition: the partitioner .* returned 7 for key 'c1'"):
         b.run(ORDERS)
+
+
+@pytest.mark.parametrize(
+    "retention, grace, message",
+    [(None, 5, "needs a versioned table"), (3, 5, "History retention must be at least grace period")],
+)
+def test_a_grace_period_needs_a_versioned_table_that_keeps_enough_history(retention, grace, message):
+    b = Topology()
+    with pytest.raises(TopologyError, match=message):
+        b.stream("orders").join(b.table("customers", history_retention_ms=retention), grace_ms=grace)
 
 
 def test_joined_topics_of_different_partition_counts_are_refused_as_kafka_refuses_them():

@@ -232,6 +232,7 @@ class KStream(_Handle):
         joiner: Any,
         *,
         window: JoinWindows | Mapping[str, Any] | None = None,
+        grace_ms: int | None = None,
         name: str | None = None,
     ) -> "KStream":
         self._check_same(other, f"{variant} join")
@@ -244,9 +245,31 @@ class KStream(_Handle):
             if window is not None:
                 raise TopologyError("a stream-table join has no window; leave window out")
             right = other.node
-            node = self._add("stream-table", [(left, Side.LEFT)], STREAM, name, variant=variant, joiner=fn, table=right)
+            if grace_ms is not None:
+                if not isinstance(grace_ms, int) or isinstance(grace_ms, bool) or grace_ms < 0:
+                    raise TopologyError(f"grace_ms: a whole number of milliseconds from 0, got {grace_ms!r}")
+                retention = right.params.get("history_retention_ms")
+                if retention is None:
+                    raise TopologyError(
+                        f"grace_ms: a stream-table join with a grace period needs a versioned table, and {right.name} "
+                        "is not one (Kafka: IllegalArgumentException); give the table history_retention_ms"
+                    )
+                if grace_ms > retention:
+                    raise TopologyError(
+                        f"grace_ms: {grace_ms} is more than table {right.name}'s history_retention_ms {retention}; "
+                        "Kafka refuses it (IllegalArgumentException: History retention must be at least grace "
+                        "period): lower the grace or keep more history"
+                    )
+            node = self._add(
+                "stream-table", [(left, Side.LEFT)], STREAM, name, variant=variant, joiner=fn, table=right,
+                grace_ms=grace_ms,
+            )  # fmt: skip
             node.parents = (left, right)
             return KStream(self.topology, node)
+        if grace_ms is not None:
+            raise TopologyError(
+                "grace_ms belongs to a stream-table join; a stream-stream join's grace is in its window"
+            )
         if window is None:
             raise TopologyError(
                 "a stream-stream join needs a window: window={'before_ms': 10, 'after_ms': 10, 'grace_ms': 0} "

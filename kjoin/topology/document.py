@@ -20,9 +20,10 @@
 A node is a mapping with its ``name`` and one operation: ``stream: topic``, ``table: topic``,
 ``filter``, ``map_values``, ``select_key`` (their functions: :mod:`kjoin.topology.functions`,
 and ``input: node``), ``join``/``left_join``/``outer_join: [left, right]`` (stream-stream with
-``window: {before_ms, after_ms, grace_ms}``, stream-table, table-table, or with ``foreign_key: path``
-a foreign-key join; ``joiner: concat | object``), ``to_stream`` (``input``) and ``to: topic``
-(``input``). Every error names the node and the field and says what is expected.
+``window: {before_ms, after_ms, grace_ms}``, stream-table (``grace_ms`` with a versioned table),
+table-table, or with ``foreign_key: path`` a foreign-key join; ``joiner: concat | object``),
+``to_stream`` (``input``) and ``to: topic`` (``input``). Every error names the node and the field
+and says what is expected.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ _NODE_FIELDS = {
     "filter": ("input",),
     "map_values": ("input",),
     "select_key": ("input", "partitioner"),
-    "join": ("window", "foreign_key", "joiner", "partitioner", "other_partitioner"),
+    "join": ("window", "grace_ms", "foreign_key", "joiner", "partitioner", "other_partitioner"),
     "to_stream": ("input",),
     "to": ("input", "partitioner", "partitions"),
 }
@@ -230,7 +231,7 @@ def _build_node(topology: Topology, handles: dict[str, Any], node: Any, at: str,
             if not isinstance(sides, list) or len(sides) != 2:
                 raise TopologyError(f"{at}.{op}: expected [left, right], the names of the two nodes it joins")
             left, right = handle(f"{op}[0]", sides[0]), handle(f"{op}[1]", sides[1])
-            options = {key: node[key] for key in ("window", "joiner") if key in node}
+            options = {key: node[key] for key in ("window", "joiner", "grace_ms") if key in node}
             if isinstance(left, KTable):
                 for key in ("foreign_key", "partitioner", "other_partitioner"):
                     if key in node:
@@ -305,6 +306,8 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
             entry[op] = [logical(parent) for parent in node.parents]
             if p["joiner"].spec != "concat":
                 entry["joiner"] = spec(node, "joiner")
+            if node.op == "stream-table" and p.get("grace_ms") is not None:
+                entry["grace_ms"] = p["grace_ms"]
             if node.op == "stream-stream":
                 w = p["window"]
                 entry["window"] = {"before_ms": w.before_ms, "after_ms": w.after_ms, "grace_ms": w.grace_ms}

@@ -258,7 +258,7 @@ class _StreamTable(NodeProcessor):
         if isinstance(table, VersionedStore):
             retention = p["table"].params["history_retention_ms"]
             self.join: StreamTableJoin = VersionedStreamTableJoin(
-                log, partition, p["variant"], semantics, retention, None, table=table
+                log, partition, p["variant"], semantics, retention, p.get("grace_ms"), table=table
             )
         else:
             self.join = StreamTableJoin(log, partition, p["variant"], semantics, table)

@@ -273,6 +273,9 @@ public final class TopologyOracle {
             KStream<String, String> l = (KStream<String, String>) left;
             KTable<String, String> r = (KTable<String, String>) right;
             Joined<String, String, String> joined = Joined.with(Serdes.String(), Serdes.String(), Serdes.String());
+            if (node.get("grace_ms") != null) {
+                joined = joined.withGracePeriod(java.time.Duration.ofMillis(((Number) node.get("grace_ms")).longValue()));
+            }
             return "inner".equals(variant) ? l.join(r, joiner, joined) : l.leftJoin(r, joiner, joined);
         }
         KTable<String, String> l = (KTable<String, String>) left;
