@@ -137,8 +137,10 @@ CUSTOMERS = ["c1", "c2", "c3"]
 REGIONS = ["r1", "r2", "r3"]
 ORDERS = ["o1", "o2", "o3", "o4"]
 SHAPES = ("rekey-table-table", "rekey-stream-stream-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left",
-          "fk-chain", "stream-stream-rekey-table", "rekey-self-join-table", "pk-then-fk")  # fmt: skip
-TIMELESS = ("rekey-table-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left", "fk-chain", "pk-then-fk")
+          "fk-chain", "stream-stream-rekey-table", "rekey-self-join-table", "pk-then-fk", "rekey-join-fk-result",
+          "fk-to-stream-rekey-join")  # fmt: skip
+TIMELESS = ("rekey-table-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left", "fk-chain", "pk-then-fk",
+            "rekey-join-fk-result", "fk-to-stream-rekey-join")  # fmt: skip
 """Shapes whose joins keep no time: judged at 1 to 4 partitions (see the module docstring)."""
 
 
@@ -239,6 +241,21 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
                    "joiner": "object"},
                   {"name": "j2", join[_variant(rng, "inner", "left")]: ["j1", "regions"],
                    "foreign_key": "left.r"}]  # fmt: skip
+    elif shape == "rekey-join-fk-result":  # a stream joined with a foreign-key join's result (its value getter)
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "customers", "table": "customers"},
+                  {"name": "regions", "table": "regions"},
+                  {"name": "located", join[_variant(rng, "inner", "left")]: ["customers", "regions"],
+                   "foreign_key": "r"},
+                  {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
+        current = _maybe_stateless(rng, nodes, "rekeyed", "r")
+        nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: [current, "located"]})
+    elif shape == "fk-to-stream-rekey-join":  # a table's changes re-keyed: a foreign-key result by its region
+        nodes += [{"name": "customers", "table": "customers"}, {"name": "regions", "table": "regions"},
+                  {"name": "j1", join[_variant(rng, "inner", "left")]: ["customers", "regions"], "foreign_key": "r",
+                   "joiner": "object"},
+                  {"name": "changes", "to_stream": True, "input": "j1"},
+                  {"name": "by-region", "select_key": {"field": "left.r"}, "input": "changes"},
+                  {"name": "j2", join[_variant(rng, "inner", "left")]: ["by-region", "regions"]}]  # fmt: skip
     else:  # stream-stream-rekey-table
         nodes += [{"name": "orders", "stream": "orders"}, {"name": "payments", "stream": "payments"},
                   {"name": "customers", "table": "customers"},
