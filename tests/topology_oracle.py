@@ -178,7 +178,8 @@ def _customers(rng: random.Random, versioned: bool) -> dict[str, Any]:
 
 def random_topology(rng: random.Random, era: str, versioned: bool = False) -> dict[str, Any]:
     """A random topology document (without events): one of :data:`SHAPES`, variants and windows drawn; with
-    ``versioned``, the customers table of a stream-table join is versioned now and then (one partition)."""
+    ``versioned``, tables are versioned now and then (on one partition: a versioned table's history retention
+    follows its task's observed time)."""
     shape = rng.choice(SHAPES)
     partitions = rng.randint(1, 4) if shape in TIMELESS else 1
     nodes: list[dict[str, Any]] = []
@@ -264,6 +265,10 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
                   {"name": "by-customer", "select_key": {"map": {o: rng.choice(CUSTOMERS) for o in ORDERS}},
                    "input": "j1"},
                   {"name": "j2", join[_variant(rng, "inner", "left")]: ["by-customer", "customers"]}]  # fmt: skip
+    if versioned and partitions == 1:  # versioned tables in table-table and foreign-key joins too (KIP-914)
+        for node in nodes:
+            if "table" in node and "history_retention_ms" not in node and rng.random() < 0.25:
+                node["history_retention_ms"] = rng.randint(0, 20)
     last = nodes[-1]["name"]
     nodes.append({"name": "out", "to": "out", "input": last})
     return {"partitions": partitions, "semantics": era, "topology": nodes}

@@ -329,13 +329,6 @@ class KTable(_Handle):
         self._check_same(other, f"{variant} join")
         if not isinstance(other, KTable):
             raise TopologyError(f"{variant} join: a table joins another table; a stream joins a table, not the reverse")
-        for side in (self, other):
-            if side.node.params.get("history_retention_ms") is not None:
-                raise TopologyError(
-                    f"table {side.node.name}: a versioned table joins a stream in this version of kjoin's topologies; "
-                    "versioned tables in table-table and foreign-key joins are not modelled here yet (run them as a "
-                    "single join: kjoin.Scenario)"
-                )
         fn = functions.joiner(joiner)
         parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]
         if foreign_key is None:

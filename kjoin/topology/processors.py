@@ -16,7 +16,7 @@ from ..fates import Fate, Reason
 from ..joins.context import StepContext, drop_null_key_update
 from ..joins.foreign_key import ForeignKeyJoin
 from ..joins.fk_protocol import SUBSCRIPTION, Message
-from ..joins.options import ForeignKeyOptions
+from ..joins.options import ForeignKeyOptions, TableOptions
 from ..joins.stream_stream import StreamStreamJoin
 from ..joins.stream_table import StreamTableJoin
 from ..joins.table_table import TableTableJoin
@@ -41,6 +41,8 @@ class Rec:
     ts: int
     old: Any = None
     has_old: bool = False
+    is_latest: bool = True
+    """A versioned table's ``Change.isLatest``: false for an out-of-order version (KIP-914)."""
 
 
 @dataclass
@@ -199,9 +201,10 @@ class _TableSource(NodeProcessor):
             text = f"stored {_said(rec)} as {'the latest' if latest else 'an older (out-of-order)'} version."
         else:
             previous = self.store.put(rec.key, rec.value, rec.ts)
+            latest = True
             text = f"stored {_said(rec)}" + (" (a delete)." if rec.value is None else ".")
         old = None if previous is None or not self.store.sends_old_values else previous[0]
-        forwarded = [Rec(rec.key, rec.value, rec.ts, old, self.store.sends_old_values)]
+        forwarded = [Rec(rec.key, rec.value, rec.ts, old, self.store.sends_old_values, latest)]
         return Outcome(Fate.STORED, Reason.TABLE_UPDATE, text, forwarded)
 
 
@@ -282,6 +285,15 @@ class _TableTable(NodeProcessor):
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         assert port is not None
+        if not rec.is_latest:  # KTableKTableJoin: "Skipping out-of-order record from versioned table"
+            return Outcome(
+                Fate.DROPPED,
+                Reason.OUT_OF_ORDER_VERSION,
+                lambda: (
+                    f"{_said(rec)} is an older version of the versioned {port} table (its latest is newer): "
+                    "out-of-order, no join result (KIP-914)."
+                ),
+            )
         record = Record(port, rec.key, rec.value, rec.ts, self.partition)
         ctx = StepContext(step, record, self.node.params["joiner"].call)
         self.join.on_change(port, record, rec.old, ctx)
@@ -333,7 +345,13 @@ class ForeignKeyNode:
             return f"{self.right_sub if name in right_side else self.left_sub}_{task}"
 
         extractor = p["foreign_key"] if isinstance(p["foreign_key"], Function) else None
-        options = ForeignKeyOptions(p["variant"], semantics, "(a function)" if extractor else p["foreign_key"])
+        options = ForeignKeyOptions(
+            p["variant"],
+            semantics,
+            "(a function)" if extractor else p["foreign_key"],
+            left=_table_options(left),
+            right=_table_options(right),
+        )
         self.join = TopologyForeignKeyJoin(
             ScopedLog(log, f"{node.name}: ", task_of),
             options,
@@ -388,6 +406,13 @@ class ForeignKeyNode:
             )
         fate = ctx.fate if ctx.fate is not None else Fate.STORED
         return Outcome(fate, ctx.reason, ctx.explain, forwarded, self._new_messages())
+
+
+def _table_options(node: Node) -> TableOptions:
+    """A foreign-key join keeps its own copy of each table (kjoin's ForeignKeyJoin): versioned like the source
+    table, so that it refuses and skips the same versions (KIP-914)."""
+    retention = node.params.get("history_retention_ms") if node.op == "table" else None
+    return TableOptions() if retention is None else TableOptions(True, retention)
 
 
 def build_processor(

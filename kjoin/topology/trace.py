@@ -223,6 +223,14 @@ class TopologyTrace:
     def initial_state(self) -> dict[StoreId, dict[Any, Any]]:
         return self._history.at(-1)
 
+    def state_frame(self, step: int) -> "pd.DataFrame":
+        """Every store of every task after ``step`` as one long table: ``task, store, key, ts, value, detail``
+        (:meth:`kjoin.StateSnapshot.frame`)."""
+        from ..trace import StateSnapshot
+
+        stores = self.state_at(step)
+        return StateSnapshot(stores, step, self.steps[step].task).frame()
+
     def store(self, step: int, task: str, name: str) -> list[dict[str, Any]]:
         """The rows of one store (``"join-1: right table"``) of ``task`` after ``step``, as dicts."""
         from ..stores import kind_of
