@@ -284,7 +284,11 @@ def test_each_task_keeps_its_own_stores_named_after_their_node():
 def test_why_follows_an_output_back_through_the_repartition_topic_to_its_event():
     trace = _orders_app().run(ORDERS)
     lines = trace.why(trace.outputs("out")[0])
-    assert "with-customer-repartition" in lines[1] and lines[-1].endswith("is input event 3.")
+    assert lines[-1].endswith("is input event 3.") and "with-customer-repartition" in lines[-2]
+    assert lines[1:3] == [
+        "  with-customer looked up the row c1:Alice@1, written at step 0 by input event 0.",
+        "  with-address looked up the row c1:Paris@1, written at step 2 by input event 2.",
+    ]
 
 
 # -- the schedules ---------------------------------------------------------------------------------

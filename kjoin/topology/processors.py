@@ -186,6 +186,8 @@ class _TableSource(NodeProcessor):
             self.store: Any = TableStore(log, partition, Side.RIGHT, False, "table")
         else:
             self.store = VersionedStore(log, partition, Side.RIGHT, retention, sends_old_values=False)
+        self.writers: dict[Any, int] = {}
+        """key -> the step whose update is the key's latest value (for ``why``)."""
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         ctx = StepContext(step, Record(Side.RIGHT, rec.key, rec.value, rec.ts, self.partition), _no_joiner)
@@ -203,6 +205,8 @@ class _TableSource(NodeProcessor):
             previous = self.store.put(rec.key, rec.value, rec.ts)
             latest = True
             text = f"stored {_said(rec)}" + (" (a delete)." if rec.value is None else ".")
+        if latest:
+            self.writers[rec.key] = step
         old = None if previous is None or not self.store.sends_old_values else previous[0]
         forwarded = [Rec(rec.key, rec.value, rec.ts, old, self.store.sends_old_values, latest)]
         return Outcome(Fate.STORED, Reason.TABLE_UPDATE, text, forwarded)
@@ -362,6 +366,8 @@ class ForeignKeyNode:
         self._log = log
         self._results: dict[int, TableStore] = {}
         self._sent = 0
+        self.writers: dict[tuple[int, Any], int] = {}
+        """(partition, key) -> the step whose response is the key's current result (for ``why``)."""
 
     def result_store(self, partition: int) -> TableStore:
         if partition not in self._results:
@@ -400,6 +406,7 @@ class ForeignKeyNode:
         for output in ctx.outputs:
             value = None if output.tombstone else output.value
             previous = store.put(output.key, value, output.ts)
+            self.writers[(message.partition, output.key)] = step
             old = None if previous is None else previous[0]
             forwarded.append(
                 Rec(output.key, value, output.ts, old if store.sends_old_values else None, store.sends_old_values)

@@ -174,7 +174,29 @@ class _Run:
             outcome = self.foreign_keys[node.name].handle_input(port, rec, partition, step)
         else:
             outcome = self._processor(node, partition).handle(port, rec, step)
-        self._report(node, None if port is None else str(port), rec, partition, outcome, step, visits, written)
+        partners: tuple[int, ...] = ()
+        if outcome.forwarded and node.op == "stream-table":
+            partners = self._writers(node.params["table"], partition, rec.key)
+        elif outcome.forwarded and node.op == "table-table" and port is not None:
+            partners = self._writers(node.parents[1 if port is Side.LEFT else 0], partition, rec.key)
+        self._report(
+            node, None if port is None else str(port), rec, partition, outcome, step, visits, written, partners
+        )
+
+    def _writers(self, node: Node, partition: int, key: Any) -> tuple[int, ...]:
+        """The steps that wrote what table ``node`` holds for ``key`` (a join's result: both sides')."""
+        if node.op == "table":
+            if node.params.get("history_retention_ms") is not None:
+                return ()  # a versioned table answers as of a timestamp: its latest writer may not be the one
+            processor = self.processors.get((node.name, partition))
+            step = None if processor is None else processor.writers.get(key)  # type: ignore[attr-defined]
+            return () if step is None else (step,)
+        if node.op == "fk":
+            step = self.foreign_keys[node.name].writers.get((partition, key))
+            return () if step is None else (step,)
+        if node.op == "table-table":
+            return tuple(sorted({s for parent in node.parents for s in self._writers(parent, partition, key)}))
+        return ()
 
     def _report(
         self,
@@ -186,6 +208,7 @@ class _Run:
         step: int,
         visits: list[NodeVisit],
         written: list[TopicRecord],
+        partners: tuple[int, ...] = (),
     ) -> None:
         wrote = tuple(
             self._append(topic, key, value, ts, message, step) for topic, key, value, ts, message in outcome.writes
@@ -195,7 +218,7 @@ class _Run:
         visits.append(
             NodeVisit(
                 node.name, node.op, port, rec.key, rec.value, rec.ts, outcome.fate, outcome.reason, outcome.explain,
-                forwarded, wrote,
+                forwarded, wrote, partners,
             )
         )  # fmt: skip
         for child_rec in outcome.forwarded:

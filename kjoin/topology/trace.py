@@ -75,6 +75,8 @@ class NodeVisit:
     forwarded: tuple[tuple[Any, Any, int], ...] = ()
     """(key, value, ts) of what the node handed to its children (a tombstone's value: None)."""
     wrote: tuple[TopicRecord, ...] = ()
+    partners: tuple[int, ...] = ()
+    """The steps that wrote the table rows this join looked up (for :meth:`TopologyTrace.why`)."""
 
     @property
     def explain(self) -> str:
@@ -195,17 +197,23 @@ class TopologyTrace:
 
     # -- why ------------------------------------------------------------------------------------
     def why(self, output: TopicRecord) -> list[str]:
-        """How ``output`` came to be: the steps from the input event to the step that wrote it, each
-        with the nodes the record passed there, newest first."""
+        """How ``output`` came to be, newest first: the step that wrote it and every step before it back to the
+        input event that set it off (through repartition and foreign-key topics), each with the nodes the record
+        passed there; and for every join on the way, the input event that wrote the table row it looked up."""
         if output.written_at is None:
             return [f"{output.describe()} is an input event (number {output.event})."]
         lines = []
-        step = self.steps[output.written_at]
-        lines.append(f"{output.describe()} was written at step {step.index}: {step.explain()}")
-        record = step.record
+        record = output
         while record.written_at is not None:
             step = self.steps[record.written_at]
             lines.append(f"{record.describe()} was written at step {step.index}: {step.explain()}")
+            for visit in step.visits:
+                for partner in visit.partners:
+                    row = self.steps[partner].record
+                    lines.append(
+                        f"  {visit.node} looked up the row {render_value(row.key)}:{render_value(row.value)}@{row.ts}, "
+                        f"written at step {partner} by input event {self.event_of(partner)}."
+                    )
             record = step.record
         lines.append(f"{record.describe()} is input event {record.event}.")
         return lines
