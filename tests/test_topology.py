@@ -312,6 +312,28 @@ def test_a_running_app_takes_a_repartitioned_record_when_its_timestamp_comes():
     assert [s.record.topic for s in trace][-1].endswith("-repartition")
 
 
+def test_a_running_apps_tasks_take_turns_by_timestamp_each_with_its_own_stream_time():
+    """Two partitions, a stream-stream left join: under the timestamp schedule the next step is the task whose next
+    record is oldest, whatever order the events were written in; each task's join keeps its own stream time, so a
+    record of partition 0 closes no window of partition 1."""
+    b = Topology(partitions=2)
+    b.stream("left").left_join(b.stream("right"), window={"before_ms": 0, "after_ms": 0, "grace_ms": 0}).to("out")
+    p0 = next(k for k in ("k1", "k2", "k3", "k4") if kjoin.partitioner.default_partition(k, 2) == 0)
+    p1 = next(k for k in ("k1", "k2", "k3", "k4") if kjoin.partitioner.default_partition(k, 2) == 1)
+    events = [
+        {"topic": "left", "key": p1, "value": "B", "ts": 5},
+        {"topic": "left", "key": p0, "value": "A", "ts": 1},
+        {"topic": "left", "key": p0, "value": "C", "ts": 9},
+    ]
+    trace = b.run(events, "timestamp")
+    assert [s.record.ts for s in trace] == [1, 5, 9]
+    assert [s.task for s in trace] == ["0_0", "0_1", "0_0"]
+    # ts 9 closes A's window in task 0_0 only: B (task 0_1, stream time 5) still waits
+    assert [(o.key, o.value) for o in trace.outputs()] == [(p0, "A-null")]
+    assert trace.outputs()[0].written_at == 2  # written by C's step, though C itself waits
+    assert [s.fate for s in trace] == [Fate.BUFFERED] * 3
+
+
 FK_CHAIN_CHANGE = [
     {"topic": "zones", "key": "z1", "value": "Z1", "ts": 1},
     {"topic": "zones", "key": "z2", "value": "Z2", "ts": 1},
