@@ -90,14 +90,12 @@ class InFlightMessages:
         """Every message in flight, oldest first."""
         return sorted((m for queue in self._queues.values() for m in queue), key=lambda m: m.seq)
 
-    def take(self, message: Any, in_order: bool = True) -> None:
-        """Remove ``message``, which must be the head of its queue unless ``in_order`` is false (a
-        topology run by TopologyTestDriver processes each message as soon as it is written,
-        depth-first, whatever else waits in its partition: :mod:`kjoin.topology.runtime`)."""
+    def take(self, message: Any) -> None:
+        """Remove ``message``, which must be the head of its queue."""
         queue = self._queues[(message.topic, message.partition)]
-        if in_order and queue[0] is not message:
+        if queue[0] is not message:
             raise ValueError(f"{message.id} is behind {queue[0].id} in {message.topic} partition {message.partition}")
-        queue.remove(message)
+        queue.pop(0)
         self._log.delete(_queue_store(message.partition), message.id)
 
 

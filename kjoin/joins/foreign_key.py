@@ -252,9 +252,8 @@ class ForeignKeyJoin:
         else:
             self._scan_subscribers(self.tasks[record.partition], record, ctx)
 
-    def deliver(self, message: Message, ctx: StepContext, in_order: bool = True) -> None:
-        """Hand ``message`` to its task; ``in_order``: it must be the head of its partition."""
-        self.in_flight.take(message, in_order)
+    def deliver(self, message: Message, ctx: StepContext) -> None:
+        self.in_flight.take(message)
         task = self.tasks[message.partition]
         if message.topic == SUBSCRIPTION:
             self._receive_subscription(task, message, ctx)

@@ -398,9 +398,11 @@ class ForeignKeyNode:
         outcome.writes = self._new_messages()
         return outcome
 
-    def handle_message(self, message: Message, step: int, in_order: bool) -> Outcome:
+    def handle_message(self, message: Message, step: int) -> Outcome:
+        """A subscription or response taken by its task (always the head of its partition: tasks take each
+        partition in offset order)."""
         ctx = StepContext(step, None, self.node.params["joiner"].call, partition=message.partition)
-        self.join.deliver(message, ctx, in_order)
+        self.join.deliver(message, ctx)
         store = self.result_store(message.partition)
         forwarded = []
         for output in ctx.outputs:

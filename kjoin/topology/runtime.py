@@ -137,7 +137,7 @@ class _Run:
         written: list[TopicRecord] = []
         if record.message is not None:
             fk, _ = self.internal_readers[record.topic]
-            outcome = fk.handle_message(record.message, index, in_order=self.schedule == "timestamp")
+            outcome = fk.handle_message(record.message, index)
             port = "subscription" if record.topic == fk.node.params["subscription_topic"] else "response"
             self._report(
                 fk.node,
