@@ -66,3 +66,23 @@ def test_the_harness_builds_kafkas_repartition_topic_where_kjoin_does(built):
     assert answer["describe"] == {"subtopologies": 2, "repartition_topics": 1, "fk_topics": 0}
     assert answer["describe"] == topology_oracle.kjoin_describe(scenario.topology)
     assert answer["outputs"] == [[], [["out", "c1", '{"c":"c1"}-C1', 2]]]
+
+
+@pytest.mark.parametrize("version, kept", [("3.6.2", False), ("3.7.0", True)])
+def test_a_null_key_crosses_a_repartition_topic_only_above_a_left_join_since_kip_962(built, version, kept):
+    """Kafka filters null keys out before a repartition topic unless a join that takes them is below (3.7+)."""
+    data = {
+        "semantics": version,
+        "topology": [
+            {"name": "orders", "stream": "orders"},
+            {"name": "customers", "table": "customers"},
+            {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"},
+            {"name": "j", "left_join": ["rekeyed", "customers"]},
+            {"name": "out", "to": "out", "input": "j"},
+        ],
+        "events": [{"topic": "orders", "key": "o1", "value": {"v": "no customer"}, "ts": 2}],
+    }
+    scenario = TopologyScenario.from_dict(data)
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert answer["outputs"] == [[["out", None, '{"v":"no customer"}-null', 2]]] if kept else [[]]
+    assert topology_oracle.difference(scenario, answer, version) is None
