@@ -198,6 +198,20 @@ def test_the_repartition_topic_is_named_after_the_join_and_without_a_name_after_
     assert "rekey-repartition" in b.build().graph.topics
 
 
+@pytest.mark.parametrize("semantics, refused", [("2.5", True), ("2.6", False)])
+def test_a_re_keyed_stream_joined_twice_shares_one_repartition_topic_since_kafka_2_6(semantics, refused):
+    """KAFKA-9298: before 2.6 the second join made a second repartition topic of the same name, and Kafka refused
+    the topology (2.4.1 is judged so in tests/test_topology_oracle.py)."""
+    b = Topology(semantics=semantics)
+    rekeyed = b.stream("orders").select_key({"field": "c"})
+    if refused:
+        with pytest.raises(TopologyError, match="KAFKA-9298"):
+            rekeyed.join(rekeyed, window={"before_ms": 1, "after_ms": 1, "grace_ms": 0})
+        return
+    rekeyed.join(rekeyed, window={"before_ms": 1, "after_ms": 1, "grace_ms": 0}).to("out")
+    assert sum(topic.internal for topic in b.build().graph.topics.values()) == 1
+
+
 def test_a_re_key_that_no_join_follows_writes_no_repartition_topic():
     b = Topology(partitions=3)
     b.stream("orders").select_key({"field": "customer"}).to("out")

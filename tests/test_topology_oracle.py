@@ -10,6 +10,8 @@ import random
 
 import pytest
 
+import kjoin
+
 from kjoin.topology.document import TopologyScenario
 from tests import oracle_check, topology_oracle
 from tests.test_topology import FK_CHAIN_CHANGE, fk_chain_of_left_joins
@@ -86,3 +88,19 @@ def test_a_null_key_crosses_a_repartition_topic_only_above_a_left_join_since_kip
     (answer,) = topology_oracle.run_batch(version, [scenario])
     assert answer["outputs"] == [[["out", None, '{"v":"no customer"}-null', 2]]] if kept else [[]]
     assert topology_oracle.difference(scenario, answer, version) is None
+
+
+def test_kafka_2_4_refuses_a_re_keyed_stream_joined_twice_as_kjoin_does(built):
+    """KAFKA-9298 (fixed in 2.6): Kafka 2.4.1 refuses the topology; kjoin refuses it at semantics 2.4."""
+    nodes = [
+        {"name": "orders", "stream": "orders"},
+        {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"},
+        {"name": "j", "join": ["rekeyed", "rekeyed"], "window": {"before_ms": 1, "after_ms": 1, "grace_ms": 0}},
+        {"name": "out", "to": "out", "input": "j"},
+    ]
+    events = [{"topic": "orders", "key": "o1", "value": {"c": "c1"}, "ts": 1}]
+    with pytest.raises(kjoin.ScenarioError, match="KAFKA-9298"):
+        TopologyScenario.from_dict({"semantics": "2.4", "topology": nodes, "events": events})
+    allowed = TopologyScenario.from_dict({"semantics": "4.4", "topology": nodes, "events": events})
+    (answer,) = topology_oracle.run_batch("2.4.1", [allowed])
+    assert "has already been registered by another source" in answer["error"]

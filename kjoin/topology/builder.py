@@ -245,7 +245,13 @@ class KStream(_Handle):
             if window is not None:
                 raise TopologyError("a stream-table join has no window; leave window out")
             right = other.node
+            _check_versioned(self.topology, right)
             if grace_ms is not None:
+                if not self.topology.semantics.stream_table_grace:
+                    raise TopologyError(
+                        f"grace_ms: Kafka {self.topology.semantics} has no stream-table grace period (KIP-923, 3.6); "
+                        "choose semantics 3.6 or later"
+                    )
                 if not isinstance(grace_ms, int) or isinstance(grace_ms, bool) or grace_ms < 0:
                     raise TopologyError(f"grace_ms: a whole number of milliseconds from 0, got {grace_ms!r}")
                 retention = right.params.get("history_retention_ms")
@@ -276,7 +282,7 @@ class KStream(_Handle):
                 "or a kjoin.JoinWindows"
             )
         windows = _windows(window)
-        right = other._repartitioned(f"{name}-right" if name else None) if other is not self else left
+        right = other._repartitioned(f"{name}-right" if name else None)  # a self-join: the same topic again
         node = self._add(
             "stream-stream", [(left, Side.LEFT), (right, Side.RIGHT)], STREAM, name, variant=variant, joiner=fn,
             window=windows,
@@ -290,6 +296,13 @@ class KStream(_Handle):
             return self.node
         cached = self.node.params.get("_repartitioned")
         if cached is not None:
+            if not self.topology.semantics.rekeyed_stream_joined_twice:
+                raise TopologyError(
+                    f"{self.node.name}: this re-keyed stream is joined a second time; Kafka {self.topology.semantics} "
+                    "refuses that (TopologyException: Topic ...-repartition has already been registered by another "
+                    "source) until 2.6 reuses the repartition topic (KAFKA-9298): re-key it once per join, or "
+                    "choose semantics 2.6 or later"
+                )
             return cached
         topic_name = f"{join_name or self.node.name}-repartition"
         partitioner = self.node.params.get("partitioner")
@@ -330,6 +343,7 @@ class KTable(_Handle):
         if not isinstance(other, KTable):
             raise TopologyError(f"{variant} join: a table joins another table; a stream joins a table, not the reverse")
         fn = functions.joiner(joiner)
+        _check_versioned(self.topology, self.node, other.node)
         parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]
         if foreign_key is None:
             if partitioner is not None or other_partitioner is not None:
@@ -345,6 +359,11 @@ class KTable(_Handle):
             )
         if variant == "outer":
             raise TopologyError("a foreign-key join is inner or left")
+        if not self.topology.semantics.foreign_key_joins:
+            raise TopologyError(
+                f"foreign_key: Kafka {self.topology.semantics} has no foreign-key joins (KIP-213, 2.4); choose "
+                "semantics 2.4 or later"
+            )
         name = name or self.topology.graph.new_name("fk-join")
         graph = self.topology.graph
         subscription = f"{name}-subscription-registration-topic"
@@ -368,6 +387,16 @@ class KTable(_Handle):
     ) -> None:
         """``to_stream().to(topic)``."""
         _sink(self.to_stream(), topic, partitions, partitioner, name)
+
+
+def _check_versioned(topology: Topology, *tables: Node) -> None:
+    """A join of a versioned table needs KIP-914's versioned joins (3.5)."""
+    for table in tables:
+        if table.params.get("history_retention_ms") is not None and not topology.semantics.versioned_joins:
+            raise TopologyError(
+                f"table {table.name}: Kafka {topology.semantics} joins no versioned table (KIP-914, 3.5); choose "
+                "semantics 3.5 or later, or leave history_retention_ms out"
+            )
 
 
 def _sink(stream: KStream, topic: str, partitions: int | None, partitioner: Any, name: str | None) -> None:
