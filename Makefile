@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check kafka-live cluster fuzz-inputs bench-reference
+.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check topology-check kafka-live cluster fuzz-inputs bench-reference
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -93,6 +93,12 @@ bench-reference: $(STAMP)
 N ?= 1000
 kafka-check: kafka-oracle
 	$(PY) -m tests.oracle_check $(N) kafka-check-mismatches
+	$(PY) -m tests.topology_oracle $(N)
+
+# N random topologies (two or three joins, a re-key or a foreign-key join, 1-4 partitions; issue 30) per Kafka
+# version through kjoin.Topology and TopologyTestDriver (tests/topology_oracle.py); KJOIN_TOPOLOGY_SEED repeats a run.
+topology-check: kafka-oracle
+	$(PY) -m tests.topology_oracle $(N)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis kafka_oracle/target kafka_oracle/connector/target kafka_oracle/broker/target \

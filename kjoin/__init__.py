@@ -12,15 +12,16 @@ record and why, and the state of every store::
     ['A-a']
 """
 
-from .engine import run
+from .documents import load_scenario, run
 from .diff import Diff, Difference, diff  # kjoin.diff: the function (its module stays importable as kjoin.diff)
 from .fates import Fate, Reason
 from .joins import JoinWindows, default_joiner
 from .ordering import merge_by_timestamp
 from .records import Output, OutputKind, Record, Side
-from .scenario import Deliver, Delivery, Event, Scenario, ScenarioError, TableOptions, load_scenario
+from .scenario import Deliver, Delivery, Event, Scenario, ScenarioError, TableOptions
 from .semantics import LATEST, Semantics, parse_semantics
 from .trace import StateSnapshot, Step, Trace
+from .topology import Topology, TopologyError, TopologyTrace
 
 __all__ = [
     "Deliver",
@@ -42,6 +43,9 @@ __all__ = [
     "StateSnapshot",
     "Step",
     "TableOptions",
+    "Topology",
+    "TopologyError",
+    "TopologyTrace",
     "Trace",
     "default_joiner",
     "diff",

@@ -7,9 +7,9 @@ import argparse
 import sys
 from typing import Sequence
 
-from .engine import run
+from .documents import load_scenario, run
 from .render import seed_table, spec_jsonl, spec_table, trace_jsonl, trace_table
-from .scenario import VARIANTS, Scenario, ScenarioError, load_scenario
+from .scenario import VARIANTS, Scenario, ScenarioError
 
 __all__ = ["main"]
 
@@ -31,6 +31,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
     trace = run(scenario)
+    if hasattr(trace, "jsonl") and hasattr(trace, "table"):  # a topology (kjoin.topology.TopologyTrace)
+        for line in trace.jsonl() if args.format == "jsonl" else [trace.table()]:
+            print(line)
+        return 0
     if not isinstance(scenario, Scenario):  # an aggregate or windowed-table scenario
         lines = spec_jsonl(trace) if args.format == "jsonl" else [spec_table(trace)]
         for line in lines:

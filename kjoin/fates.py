@@ -27,6 +27,10 @@ class Fate(enum.Enum):
     """The record was looked up against the other side and found nothing to join."""
     DROPPED = "dropped"
     """The record was skipped: it neither joined nor entered state."""
+    FORWARDED = "forwarded"
+    """A topology's record that was passed on without a join: a source, filter, mapper or re-key
+    handed it to the next node, or it was written to a topic (an output topic, or a repartition
+    topic whose task processes it later) (:mod:`kjoin.topology`)."""
 
 
 class Reason(enum.Enum):
@@ -106,6 +110,13 @@ class Reason(enum.Enum):
     store's retention (it starts at or before the store's observed time minus the retention).
     Kafka 3.4+ hides such a window from reads though its segment still lives; the update itself
     is stored, only no output follows."""
+    FILTERED = "filtered"
+    """Topology: a ``filter``'s predicate returned false for the record, which goes no further."""
+    NULL_KEY_NOT_REPARTITIONED = "null-key-not-repartitioned"
+    """Topology: a re-keyed record with a null key reached a repartition topic; Kafka filters null
+    keys out before writing one (``createRepartitionedSource``'s ``k != null`` filter). Since 3.7
+    (KIP-962) it keeps them when a join that takes null keys (a left stream-table join, a left or
+    outer stream-stream join) is downstream (``NodesWithRelaxedNullKeyJoinDownstream``)."""
     EXPIRED_WINDOW = "expired-window"
     """Windowed aggregate: every window the record belongs to is closed, that is
     ``window end + grace <= stream time`` (Kafka logs "Skipping record for expired window." and

@@ -374,6 +374,13 @@ class Semantics:
     def foreign_key_joins(self) -> bool:
         """KIP-213 (2.4): KTable-KTable foreign-key joins exist."""
 
+    @since("2.6", ticket="KAFKA-9298", feature=True)
+    def rekeyed_stream_joined_twice(self) -> bool:
+        """KAFKA-9298 (2.6): a re-keyed stream joined twice (a self-join of it too) writes one repartition topic
+        that both joins read; before, both joins created a repartition topic of the same default name and Kafka
+        refused the topology ("Topic ...-repartition has already been registered by another source") unless the
+        joins were named (kjoin's topologies, ``kjoin/topology/``)."""
+
     @since("3.4", ticket="KIP-862", feature=True)
     def optimized_self_join(self) -> bool:
         """KIP-862 (3.4): with topology optimization, an inner self-join of a stream runs on one window store."""

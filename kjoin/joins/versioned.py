@@ -60,15 +60,18 @@ class VersionedStreamTableJoin(StreamTableJoin):
         semantics: Semantics,
         history_retention_ms: int,
         grace_ms: int | None,
+        table: VersionedStore | None = None,
     ) -> None:
-        table = VersionedStore(
-            log,
-            task,
-            Side.RIGHT,
-            history_retention_ms,
-            sends_old_values=False,
-            same_ts_tombstone_leaves_no_trace=semantics.versioned_same_ts_tombstone_leaves_no_trace,
-        )
+        """``table``: the versioned table's store when another node owns it (a topology's table source)."""
+        if table is None:
+            table = VersionedStore(
+                log,
+                task,
+                Side.RIGHT,
+                history_retention_ms,
+                sends_old_values=False,
+                same_ts_tombstone_leaves_no_trace=semantics.versioned_same_ts_tombstone_leaves_no_trace,
+            )
         super().__init__(log, task, variant, semantics, table)
         self.buffer = None if grace_ms is None else GraceBuffer(log, task, grace_ms)
 

@@ -48,6 +48,7 @@ offsets); :mod:`~kjoin.scenario.aggregate` describes seed 000's six joins (an
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .fields import Arrival, ChainedJoin, Deliver, Delivery, Event, ScenarioError, TableOptions  # the value objects
 from .fields import DeliveryMode, JoinKind, Variant, VersionedMode  # the Literal types of the public edge
@@ -58,6 +59,7 @@ from .aggregate import AGGREGATE_JOINS, AggregateConfig, AggregateSpec  # seed 0
 from .inputs import read_document
 
 __all__ = [
+    "scenario_from_document",
     "AGGREGATE_JOINS",
     "AggregateConfig",
     "AggregateSpec",
@@ -98,7 +100,12 @@ def load_scenario(path: str | Path) -> Scenario | AggregateSpec:
             "parsed document goes to Scenario.from_dict)"
         )
     path = Path(path)
-    data = read_document(path)
+    return scenario_from_document(read_document(path), str(path))
+
+
+def scenario_from_document(data: Any, source: str | None = None) -> Scenario | AggregateSpec:
+    """A read document as a scenario: an :class:`~kjoin.scenario.aggregate.AggregateSpec` for seed 000's joins,
+    else a :class:`Scenario` (``source``: the file, for errors)."""
     if isinstance(data, dict) and data.get("join") in AGGREGATE_JOINS:
-        return AggregateSpec.from_dict(data, source=str(path))
-    return Scenario.from_dict(data, source=str(path))
+        return AggregateSpec.from_dict(data, source=source)
+    return Scenario.from_dict(data, source=source)

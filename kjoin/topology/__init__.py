@@ -1,0 +1,41 @@
+"""Topologies: several joins, re-keys and repartition topics, run as Kafka runs them (issue 30).
+
+* :mod:`~kjoin.topology.builder`: :class:`Topology`, shaped like Kafka's ``StreamsBuilder``.
+* :mod:`~kjoin.topology.graph`: nodes, topics, sub-topologies.
+* :mod:`~kjoin.topology.copartition`: internal topics' partitions and the co-partitioning check.
+* :mod:`~kjoin.topology.functions`: the functions a topology calls, and the vocabulary a document names them by.
+* :mod:`~kjoin.topology.processors`: each node's processor per task, on kjoin's join processors.
+* :mod:`~kjoin.topology.runtime`: tasks and the order they take records (``test-driver``, ``timestamp``).
+* :mod:`~kjoin.topology.trace`: steps, node visits, topics, ``why``.
+* :mod:`~kjoin.topology.events`: input events onto their topic partitions.
+* :mod:`~kjoin.topology.document`: the YAML/JSON form.
+* :mod:`~kjoin.topology.partition_group`: which record a task takes next (Kafka's ``PartitionGroup``).
+
+Adding an operation (``group_by``/``aggregate``, ``merge``, a global table, later slices of issue 30): a method on
+:class:`KStream`/:class:`KTable` adds a :class:`~kjoin.topology.graph.Node` (a key-changing one marks
+``key_changed``, and the stateful node that follows reads it through a repartition topic, as joins do in
+``KStream._repartitioned``); :func:`~kjoin.topology.processors.build_processor` gives its processor per task, which
+reports an :class:`~kjoin.topology.processors.Outcome` (fate, reason, story, records forwarded, records written to
+topics) and keeps its stores through the :class:`~kjoin.topology.processors.ScopedLog` it is given; the document
+form reads and writes it in :mod:`~kjoin.topology.document`, and ``TopologyOracle.java`` builds it with the DSL.
+A global table would be a source read by every task, outside the sub-topologies; an aggregate's processor would
+come from the aggregate modules once they live in ``kjoin/joins`` and ``kjoin/stores``.
+"""
+
+from .builder import KStream, KTable, Topology
+from .graph import TopologyError
+from .runtime import SCHEDULES, run
+from .trace import NodeVisit, TopicRecord, TopologyStep, TopologyTrace
+
+__all__ = [
+    "Topology",
+    "KStream",
+    "KTable",
+    "TopologyError",
+    "TopologyTrace",
+    "TopologyStep",
+    "NodeVisit",
+    "TopicRecord",
+    "SCHEDULES",
+    "run",
+]

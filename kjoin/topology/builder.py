@@ -1,0 +1,436 @@
+"""``kjoin.Topology``: a topology built the way Kafka's ``StreamsBuilder`` builds one.
+
+::
+
+    b = kjoin.Topology(partitions=2)
+    orders = b.stream("orders")
+    customers = b.table("customers")
+    addresses = b.table("addresses")
+    enriched = (orders.select_key(lambda key, value: value["customer"])
+                      .join(customers)
+                      .left_join(addresses))
+    enriched.to("out")
+    trace = b.run(events)
+
+A re-key (``select_key``, ``map``) marks the stream; the next join first writes it to a
+repartition topic (``<node>-repartition``), as Kafka's ``repartitionForJoin`` does, and the
+join reads it back in a sub-topology of its own. Nothing is checked until :meth:`Topology.build`
+(called by :meth:`Topology.run`): then every internal topic gets its partition count and every
+join's topics are checked for co-partitioning (:mod:`kjoin.topology.copartition`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from ..joins.stream_stream import JoinWindows
+from ..records import Side
+from ..semantics import Semantics, parse_semantics
+from . import functions
+from .copartition import resolve_partitions
+from .graph import STREAM, TABLE, Graph, Node, Topic, TopologyError
+
+__all__ = ["Topology", "KStream", "KTable"]
+
+
+class Topology:
+    """A topology under construction (Kafka's ``StreamsBuilder``), and what runs it."""
+
+    def __init__(self, partitions: int = 1, semantics: str | Semantics | None = None) -> None:
+        """``partitions``: every topic's number of partitions unless it says otherwise;
+        ``semantics``: the Kafka version whose join rules apply (default: the latest)."""
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+            raise TopologyError(f"Topology(partitions=...): expected a whole number from 1, got {partitions!r}")
+        self.partitions = partitions
+        self.semantics = semantics if isinstance(semantics, Semantics) else parse_semantics(semantics)
+        self.graph = Graph()
+        self._built = False
+
+    # -- sources ------------------------------------------------------------------------------
+    def stream(
+        self, topic: str, *, partitions: int | None = None, partitioner: Any = None, name: str | None = None
+    ) -> "KStream":
+        """A stream read from ``topic`` (Kafka's ``builder.stream``); ``partitioner(key, partitions)``: how the
+        producer placed its records (default: murmur2 of the key), unless an event names its partition."""
+        self._source_topic(topic, partitions, partitioner)
+        return KStream(self, self.graph.add("stream", (), STREAM, name or topic, topic=topic))
+
+    def table(
+        self,
+        topic: str,
+        *,
+        partitions: int | None = None,
+        history_retention_ms: int | None = None,
+        partitioner: Any = None,
+        name: str | None = None,
+    ) -> "KTable":
+        """A table read from ``topic`` (Kafka's ``builder.table``), materialized; with
+        ``history_retention_ms`` a versioned table (KIP-889)."""
+        if history_retention_ms is not None and (
+            not isinstance(history_retention_ms, int)
+            or isinstance(history_retention_ms, bool)
+            or history_retention_ms < 0
+        ):
+            raise TopologyError(
+                f"table {topic}: history_retention_ms is a whole number of milliseconds, got {history_retention_ms!r}"
+            )
+        self._source_topic(topic, partitions, partitioner)
+        node = self.graph.add("table", (), TABLE, name or topic, topic=topic, history_retention_ms=history_retention_ms)
+        return KTable(self, node)
+
+    def _source_topic(self, topic: str, partitions: int | None, partitioner: Any = None) -> None:
+        if not isinstance(topic, str) or not topic:
+            raise TopologyError(f"a topic's name is non-empty text, got {topic!r}")
+        if topic in self.graph.sources():
+            raise TopologyError(
+                f"topic {topic} is read twice; Kafka reads a topic with one source node (TopologyException: "
+                "Topic has already been registered by another source): use the first stream or table again"
+            )
+        count = self.partitions if partitions is None else partitions
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise TopologyError(f"topic {topic}: partitions is a whole number from 1, got {count!r}")
+        self.graph.add_topic(Topic(topic, count, functions.partitioner(partitioner)))
+
+    # -- build and run --------------------------------------------------------------------------
+    def build(self) -> "Topology":
+        """Resolve the internal topics' partitions and check co-partitioning (once)."""
+        if not self._built:
+            if not any(node.op in ("to",) for node in self.graph.nodes.values()):
+                raise TopologyError("the topology writes nothing: end it with .to(topic)")
+            resolve_partitions(self.graph)
+            for node in self.graph.nodes.values():
+                if node.op == "repartition-sink":
+                    relaxed = self.semantics.relaxed_null_keys and self.graph.relaxed_join_downstream(node)
+                    node.params["keeps_null_keys"] = relaxed
+            self._built = True
+        return self
+
+    def run(self, events: Iterable[Mapping[str, Any]], schedule: str = "test-driver") -> Any:
+        """Run ``events`` (``{topic, key, value, ts[, partition]}``, in the order they are written)
+        through the topology; ``schedule``: ``test-driver`` (Kafka's TopologyTestDriver: every record
+        written to an internal topic is processed at once, depth-first) or ``timestamp`` (a running
+        application whose tasks take their next record in timestamp order). See
+        :mod:`kjoin.topology.runtime`."""
+        from .runtime import run
+
+        return run(self, events, schedule)
+
+    def describe(self) -> str:
+        """The sub-topologies, their nodes and topics, as Kafka's ``Topology.describe()`` lists them."""
+        self.build()
+        lines = ["Topologies:"]
+        for number, nodes in enumerate(self.graph.subtopologies()):
+            lines.append(f"   Sub-topology: {number}")
+            for node in sorted(nodes, key=lambda n: n.order):
+                detail = ""
+                if node.op in ("stream", "table", "repartition-source"):
+                    topic = self.graph.topics[node.topic]  # type: ignore[index]
+                    detail = f" (topics: [{topic.name}], {topic.partitions} partition(s))"
+                elif node.op in ("to", "repartition-sink"):
+                    detail = f" (topic: {node.topic})"
+                elif node.op == "fk":
+                    detail = (
+                        f" (writes {node.params['subscription_topic']} and {node.params['response_topic']}; its "
+                        "right side runs in the right table's sub-topology)"
+                    )
+                parents = ", ".join(parent.name for parent in node.parents)
+                lines.append(f"    {node.op}: {node.name}{detail}" + (f" <-- {parents}" if parents else ""))
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The topology as the ``topology:`` part of a document (:mod:`kjoin.topology.document`)."""
+        from .document import topology_to_dict
+
+        return topology_to_dict(self)
+
+
+class _Handle:
+    def __init__(self, topology: Topology, node: Node) -> None:
+        self.topology = topology
+        self.node = node
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    def _add(self, op: str, parents: Any, produces: str, name: str | None, **params: Any) -> Node:
+        if self.topology._built:
+            raise TopologyError(f"{op}: the topology has run already; build a new kjoin.Topology to change it")
+        return self.topology.graph.add(op, parents, produces, name, **params)
+
+    def _check_same(self, other: "_Handle", op: str) -> None:
+        if not isinstance(other, _Handle) or other.topology is not self.topology:
+            raise TopologyError(f"{op}: the other side must be a stream or table of the same kjoin.Topology")
+
+
+class KStream(_Handle):
+    """A stream of the topology (Kafka's ``KStream``)."""
+
+    def filter(self, keep: Any, *, name: str | None = None) -> "KStream":
+        """Keep the records for which ``keep(key, value)`` is true."""
+        fn = functions.predicate(keep)
+        return self._derive(self._add("filter", [(self.node, None)], STREAM, name, fn=fn))
+
+    def map_values(self, mapper: Any, *, name: str | None = None) -> "KStream":
+        """Replace each value by ``mapper(value)``; the key stays (no repartition)."""
+        fn = functions.value_mapper(mapper)
+        return self._derive(self._add("map_values", [(self.node, None)], STREAM, name, fn=fn))
+
+    def select_key(self, selector: Any, *, name: str | None = None, partitioner: Any = None) -> "KStream":
+        """Re-key each record to ``selector(key, value)``. A join that follows writes the stream to a
+        repartition topic first; ``partitioner(key, partitions)`` replaces murmur2 there."""
+        fn = functions.key_selector(selector)
+        node = self._add("select_key", [(self.node, None)], STREAM, name, fn=fn)
+        node.params["partitioner"] = functions.partitioner(partitioner)
+        node.key_changed = True
+        return KStream(self.topology, node)
+
+    def map(self, mapper: Any, *, name: str | None = None, partitioner: Any = None) -> "KStream":
+        """Replace each record by ``mapper(key, value) -> (new key, new value)``: a re-key, like ``select_key``."""
+        if not callable(mapper):
+            raise TopologyError(f"map: expected a Python function (key, value) -> (key, value), got {mapper!r:.60}")
+        node = self._add("map", [(self.node, None)], STREAM, name, fn=functions.Function(mapper, None, "a function"))
+        node.params["partitioner"] = functions.partitioner(partitioner)
+        node.key_changed = True
+        return KStream(self.topology, node)
+
+    def _derive(self, node: Node) -> "KStream":
+        node.key_changed = self.node.key_changed
+        if self.node.key_changed:
+            node.params.setdefault("partitioner", self._rekey_partitioner())
+        return KStream(self.topology, node)
+
+    def _rekey_partitioner(self) -> Any:
+        node = self.node
+        while node.op in ("filter", "map_values"):
+            node = node.parents[0]
+        return node.params.get("partitioner")
+
+    def to(
+        self, topic: str, *, partitions: int | None = None, partitioner: Any = None, name: str | None = None
+    ) -> None:
+        """Write the stream to ``topic`` (an output topic: the trace lists what reached it)."""
+        _sink(self, topic, partitions, partitioner, name)
+
+    # -- joins --------------------------------------------------------------------------------
+    def join(self, other: "KStream | KTable", joiner: Any = None, **options: Any) -> "KStream":
+        """An inner join with a table (stream-table) or, with ``window=``, a stream (stream-stream)."""
+        return self._join(other, "inner", joiner, **options)
+
+    def left_join(self, other: "KStream | KTable", joiner: Any = None, **options: Any) -> "KStream":
+        return self._join(other, "left", joiner, **options)
+
+    def outer_join(self, other: "KStream", joiner: Any = None, **options: Any) -> "KStream":
+        if isinstance(other, KTable):
+            raise TopologyError("outer_join: a stream joins a table with join or left_join only (Kafka has no outer)")
+        return self._join(other, "outer", joiner, **options)
+
+    def _join(
+        self,
+        other: Any,
+        variant: str,
+        joiner: Any,
+        *,
+        window: JoinWindows | Mapping[str, Any] | None = None,
+        grace_ms: int | None = None,
+        name: str | None = None,
+    ) -> "KStream":
+        self._check_same(other, f"{variant} join")
+        fn = functions.joiner(joiner)
+        stream_stream = not isinstance(other, KTable)
+        # Kafka names the repartition topic after the join (a stream-stream join's sides: "<name>-left", "-right"),
+        # or without a name after the stream
+        left = self._repartitioned(f"{name}-left" if name and stream_stream else name)
+        if isinstance(other, KTable):
+            if window is not None:
+                raise TopologyError("a stream-table join has no window; leave window out")
+            right = other.node
+            _check_versioned(self.topology, right)
+            if grace_ms is not None:
+                if not self.topology.semantics.stream_table_grace:
+                    raise TopologyError(
+                        f"grace_ms: Kafka {self.topology.semantics} has no stream-table grace period (KIP-923, 3.6); "
+                        "choose semantics 3.6 or later"
+                    )
+                if not isinstance(grace_ms, int) or isinstance(grace_ms, bool) or grace_ms < 0:
+                    raise TopologyError(f"grace_ms: a whole number of milliseconds from 0, got {grace_ms!r}")
+                retention = right.params.get("history_retention_ms")
+                if retention is None:
+                    raise TopologyError(
+                        f"grace_ms: a stream-table join with a grace period needs a versioned table, and {right.name} "
+                        "is not one (Kafka: IllegalArgumentException); give the table history_retention_ms"
+                    )
+                if grace_ms > retention:
+                    raise TopologyError(
+                        f"grace_ms: {grace_ms} is more than table {right.name}'s history_retention_ms {retention}; "
+                        "Kafka refuses it (IllegalArgumentException: History retention must be at least grace "
+                        "period): lower the grace or keep more history"
+                    )
+            node = self._add(
+                "stream-table", [(left, Side.LEFT)], STREAM, name, variant=variant, joiner=fn, table=right,
+                grace_ms=grace_ms,
+            )  # fmt: skip
+            node.parents = (left, right)
+            return KStream(self.topology, node)
+        if grace_ms is not None:
+            raise TopologyError(
+                "grace_ms belongs to a stream-table join; a stream-stream join's grace is in its window"
+            )
+        if window is None:
+            raise TopologyError(
+                "a stream-stream join needs a window: window={'before_ms': 10, 'after_ms': 10, 'grace_ms': 0} "
+                "or a kjoin.JoinWindows"
+            )
+        windows = _windows(window)
+        right = other._repartitioned(f"{name}-right" if name else None)  # a self-join: the same topic again
+        node = self._add(
+            "stream-stream", [(left, Side.LEFT), (right, Side.RIGHT)], STREAM, name, variant=variant, joiner=fn,
+            window=windows,
+        )  # fmt: skip
+        return KStream(self.topology, node)
+
+    def _repartitioned(self, join_name: str | None) -> Node:
+        """This stream as a join reads it: through a repartition topic if its key changed (cached, as
+        Kafka reuses a stream's repartition topic for several joins)."""
+        if not self.node.key_changed:
+            return self.node
+        cached = self.node.params.get("_repartitioned")
+        if cached is not None:
+            if not self.topology.semantics.rekeyed_stream_joined_twice:
+                raise TopologyError(
+                    f"{self.node.name}: this re-keyed stream is joined a second time; Kafka {self.topology.semantics} "
+                    "refuses that (TopologyException: Topic ...-repartition has already been registered by another "
+                    "source) until 2.6 reuses the repartition topic (KAFKA-9298): re-key it once per join, or "
+                    "choose semantics 2.6 or later"
+                )
+            return cached
+        topic_name = f"{join_name or self.node.name}-repartition"
+        partitioner = self.node.params.get("partitioner")
+        self.topology.graph.add_topic(Topic(topic_name, None, partitioner, internal=True))
+        sink = self._add("repartition-sink", [(self.node, None)], STREAM, f"{topic_name}-sink", topic=topic_name)
+        source = self._add("repartition-source", (), STREAM, f"{topic_name}-source", topic=topic_name)
+        sink.params["source"] = source
+        self.node.params["_repartitioned"] = source
+        return source
+
+
+class KTable(_Handle):
+    """A table of the topology (Kafka's ``KTable``)."""
+
+    def join(self, other: "KTable", joiner: Any = None, *, foreign_key: Any = None, **options: Any) -> "KTable":
+        """A table-table join on the primary key, or with ``foreign_key`` (a field path into this
+        table's values) a foreign-key join (KIP-213)."""
+        return self._join(other, "inner", joiner, foreign_key, **options)
+
+    def left_join(self, other: "KTable", joiner: Any = None, *, foreign_key: Any = None, **options: Any) -> "KTable":
+        return self._join(other, "left", joiner, foreign_key, **options)
+
+    def outer_join(self, other: "KTable", joiner: Any = None, **options: Any) -> "KTable":
+        return self._join(other, "outer", joiner, None, **options)
+
+    def _join(
+        self,
+        other: Any,
+        variant: str,
+        joiner: Any,
+        foreign_key: Any,
+        *,
+        name: str | None = None,
+        partitioner: Any = None,
+        other_partitioner: Any = None,
+    ) -> "KTable":
+        self._check_same(other, f"{variant} join")
+        if not isinstance(other, KTable):
+            raise TopologyError(f"{variant} join: a table joins another table; a stream joins a table, not the reverse")
+        fn = functions.joiner(joiner)
+        _check_versioned(self.topology, self.node, other.node)
+        parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]
+        if foreign_key is None:
+            if partitioner is not None or other_partitioner is not None:
+                raise TopologyError("partitioner/other_partitioner: only a foreign-key join has internal topics")
+            node = self._add("table-table", parents, TABLE, name, variant=variant, joiner=fn)
+            return KTable(self.topology, node)
+        if callable(foreign_key):
+            foreign_key = functions.Function(foreign_key, None, getattr(foreign_key, "__name__", "a Python function"))
+        elif not isinstance(foreign_key, str) or not foreign_key:
+            raise TopologyError(
+                "foreign_key: a field path into the left values (fk, a.b) or a Python function (left value) -> "
+                f"foreign key, got {foreign_key!r:.60}"
+            )
+        if variant == "outer":
+            raise TopologyError("a foreign-key join is inner or left")
+        if not self.topology.semantics.foreign_key_joins:
+            raise TopologyError(
+                f"foreign_key: Kafka {self.topology.semantics} has no foreign-key joins (KIP-213, 2.4); choose "
+                "semantics 2.4 or later"
+            )
+        name = name or self.topology.graph.new_name("fk-join")
+        graph = self.topology.graph
+        subscription = f"{name}-subscription-registration-topic"
+        response = f"{name}-subscription-response-topic"
+        # TableJoined.with(partitioner, otherPartitioner): the left table's partitioner routes responses, the
+        # right table's (other) routes subscriptions by foreign key.
+        graph.add_topic(Topic(subscription, None, functions.partitioner(other_partitioner), internal=True))
+        graph.add_topic(Topic(response, None, functions.partitioner(partitioner), internal=True))
+        node = self._add(
+            "fk", parents, TABLE, name, variant=variant, joiner=fn, foreign_key=foreign_key,
+            subscription_topic=subscription, response_topic=response,
+        )  # fmt: skip
+        return KTable(self.topology, node)
+
+    def to_stream(self, *, name: str | None = None) -> KStream:
+        """The table's changes as a stream (Kafka's ``toStream``)."""
+        return KStream(self.topology, self._add("to_stream", [(self.node, None)], STREAM, name))
+
+    def to(
+        self, topic: str, *, partitions: int | None = None, partitioner: Any = None, name: str | None = None
+    ) -> None:
+        """``to_stream().to(topic)``."""
+        _sink(self.to_stream(), topic, partitions, partitioner, name)
+
+
+def _check_versioned(topology: Topology, *tables: Node) -> None:
+    """A join of a versioned table needs KIP-914's versioned joins (3.5)."""
+    for table in tables:
+        if table.params.get("history_retention_ms") is not None and not topology.semantics.versioned_joins:
+            raise TopologyError(
+                f"table {table.name}: Kafka {topology.semantics} joins no versioned table (KIP-914, 3.5); choose "
+                "semantics 3.5 or later, or leave history_retention_ms out"
+            )
+
+
+def _sink(stream: KStream, topic: str, partitions: int | None, partitioner: Any, name: str | None) -> None:
+    topology = stream.topology
+    if not isinstance(topic, str) or not topic:
+        raise TopologyError(f"to: a topic's name is non-empty text, got {topic!r}")
+    if topic in topology.graph.sources():
+        raise TopologyError(
+            f"to({topic}): the topology also reads {topic}; kjoin's topologies write to output topics they do not "
+            "read (through is a later slice)"
+        )
+    count = topology.partitions if partitions is None else partitions
+    known = topology.graph.topics.get(topic)
+    if known is None or known.partitions != count or known.partitioner is not None or partitioner is not None:
+        topology.graph.add_topic(Topic(topic, count, functions.partitioner(partitioner)))
+    stream._add("to", [(stream.node, None)], STREAM, name, topic=topic)
+
+
+def _windows(window: Any) -> JoinWindows:
+    if isinstance(window, JoinWindows):
+        return window
+    if not isinstance(window, Mapping):
+        raise TopologyError(
+            f"window: expected {{before_ms, after_ms, grace_ms}} or a kjoin.JoinWindows, got {window!r:.60}"
+        )
+    unknown = set(window) - {"before_ms", "after_ms", "grace_ms"}
+    if unknown:
+        raise TopologyError(f"window: unknown field {sorted(unknown)[0]}; the fields are before_ms, after_ms, grace_ms")
+    values = {}
+    for field in ("before_ms", "after_ms", "grace_ms"):
+        value = window.get(field)
+        if field != "grace_ms" and value is None:
+            raise TopologyError(f"window.{field}: required (milliseconds)")
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise TopologyError(f"window.{field}: a whole number of milliseconds from 0, got {value!r}")
+        values[field] = value
+    return JoinWindows(values["before_ms"], values["after_ms"], values["grace_ms"])

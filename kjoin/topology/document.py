@@ -1,0 +1,344 @@
+"""A topology as a document (YAML or JSON), with its events: what ``kjoin run app.yaml`` reads.
+
+::
+
+    name: orders enriched
+    partitions: 2                      # every topic's partitions unless topics: says otherwise
+    semantics: "4.4"                   # optional; default: the latest Kafka
+    schedule: test-driver              # test-driver (default) | timestamp  (kjoin.topology.runtime)
+    topics: {orders: {partitions: 2}}  # optional
+    topology:                          # the nodes, in the order they are built
+      - {name: orders, stream: orders}
+      - {name: customers, table: customers}          # history_retention_ms: 100 makes it versioned
+      - {name: by_customer, select_key: {field: customer}, input: orders}
+      - {name: enriched, left_join: [by_customer, customers]}
+      - {name: out, to: out, input: enriched}
+    events:
+      - {topic: customers, key: c1, value: Alice, ts: 1}
+      - {topic: orders, key: o1, value: {customer: c1}, ts: 2}
+
+A node is a mapping with its ``name`` and one operation: ``stream: topic``, ``table: topic``,
+``filter``, ``map_values``, ``select_key`` (their functions: :mod:`kjoin.topology.functions`,
+and ``input: node``), ``join``/``left_join``/``outer_join: [left, right]`` (stream-stream with
+``window: {before_ms, after_ms, grace_ms}``, stream-table (``grace_ms`` with a versioned table),
+table-table, or with ``foreign_key: path`` a foreign-key join; ``joiner: concat | object``),
+``to_stream`` (``input``) and ``to: topic`` (``input``). Every error names the node and the field
+and says what is expected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..scenario.fields import ScenarioError
+from ..scenario.inputs import MAX_PARTITIONS, check_document, did_you_mean, read_document
+from ..semantics import parse_semantics
+from .builder import KStream, KTable, Topology
+from .functions import FunctionError
+from .graph import TopologyError
+from .runtime import SCHEDULES
+
+__all__ = ["TopologyScenario", "topology_to_dict", "is_topology_document", "load_topology", "DOCUMENT_FIELDS"]
+
+DOCUMENT_FIELDS = ("name", "description", "semantics", "partitions", "schedule", "topics", "topology", "events")
+OPERATIONS = (
+    "stream",
+    "table",
+    "filter",
+    "map_values",
+    "select_key",
+    "join",
+    "left_join",
+    "outer_join",
+    "to_stream",
+    "to",
+)
+_NODE_FIELDS = {
+    "stream": ("partitions",),
+    "table": ("partitions", "history_retention_ms"),
+    "filter": ("input",),
+    "map_values": ("input",),
+    "select_key": ("input", "partitioner"),
+    "join": ("window", "grace_ms", "foreign_key", "joiner", "partitioner", "other_partitioner"),
+    "to_stream": ("input",),
+    "to": ("input", "partitioner", "partitions"),
+}
+
+
+def is_topology_document(data: Any) -> bool:
+    """Is ``data`` a topology document (it has ``topology:``) rather than a single join's scenario?"""
+    return isinstance(data, Mapping) and "topology" in data
+
+
+def load_topology(path: str | Path) -> "TopologyScenario":
+    path = Path(path)
+    return TopologyScenario.from_dict(read_document(path), source=str(path))
+
+
+@dataclass(frozen=True)
+class TopologyScenario:
+    """A topology and its input events, as a document has them; :meth:`run` runs them."""
+
+    topology: Topology
+    events: tuple[Mapping[str, Any], ...]
+    schedule: str = "test-driver"
+    name: str | None = None
+    description: str | None = None
+    data: dict[str, Any] = field(default_factory=dict, compare=False)
+    """The document it was read from (``to_dict`` writes it back)."""
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str | None = None) -> "TopologyScenario":
+        try:
+            return _parse(data)
+        except (TopologyError, FunctionError, ScenarioError) as error:
+            raise ScenarioError(str(error), source) from None
+
+    def run(self, joiner: Any = None) -> Any:
+        """The :class:`~kjoin.topology.TopologyTrace` of the events (``joiner``: unused, a topology's
+        joins name their own)."""
+        return self.topology.run(self.events, self.schedule)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.data)
+
+
+def _parse(data: Any) -> TopologyScenario:
+    if not isinstance(data, Mapping):
+        raise TopologyError(f"a topology document is a mapping with topology and events; got {type(data).__name__}")
+    check_document(data)
+    unknown = [name for name in data if name not in DOCUMENT_FIELDS]
+    if unknown:
+        raise TopologyError(
+            f"unknown field {unknown[0]!r}{did_you_mean(unknown[0], DOCUMENT_FIELDS)}; a topology document has "
+            f"{', '.join(DOCUMENT_FIELDS)}"
+        )
+    partitions = data.get("partitions", 1)
+    if not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= MAX_PARTITIONS:
+        raise TopologyError(f"partitions: expected a whole number from 1 to {MAX_PARTITIONS}, got {partitions!r}")
+    semantics = data.get("semantics")
+    if semantics is not None and not isinstance(semantics, str):
+        raise TopologyError(f'semantics: expected a Kafka version as text, e.g. "3.1" (quoted), got {semantics!r}')
+    try:
+        era = parse_semantics(semantics)
+    except ValueError as error:
+        raise TopologyError(f"semantics: {error}") from None
+    schedule = data.get("schedule", "test-driver")
+    if schedule not in SCHEDULES:
+        raise TopologyError(
+            f"schedule: expected {' | '.join(SCHEDULES)}, got {schedule!r}{did_you_mean(schedule, SCHEDULES)}"
+        )
+    for text in ("name", "description"):
+        if data.get(text) is not None and not isinstance(data[text], str):
+            raise TopologyError(f"{text}: expected text, got {data[text]!r:.60}")
+    topics = data.get("topics") or {}
+    if not isinstance(topics, Mapping):
+        raise TopologyError(f"topics: expected a mapping from topic name to {{partitions: N}}, got {topics!r:.60}")
+    for topic, options in topics.items():
+        if not isinstance(options, Mapping) or set(options) - {"partitions"}:
+            raise TopologyError(f"topics.{topic}: expected {{partitions: N}}, got {options!r:.60}")
+    nodes = data.get("topology")
+    if not isinstance(nodes, list) or not nodes:
+        raise TopologyError(
+            "topology: expected a list of nodes, in the order they are built, e.g. [{name: orders, stream: orders}, "
+            "{name: out, to: out, input: orders}]"
+        )
+    topology = Topology(partitions, era)
+    handles: dict[str, KStream | KTable] = {}
+    for index, node in enumerate(nodes):
+        _build_node(topology, handles, node, f"topology[{index}]", topics)
+    events = data.get("events")
+    if not isinstance(events, list):
+        raise TopologyError("events: expected a list of events like {topic: orders, key: o1, value: A, ts: 1}")
+    topology.build()
+    from .events import input_records
+
+    input_records(topology.graph, events)  # checked now: the error names the event before anything runs
+    return TopologyScenario(topology, tuple(events), schedule, data.get("name"), data.get("description"), dict(data))
+
+
+def _build_node(topology: Topology, handles: dict[str, Any], node: Any, at: str, topics: Mapping[str, Any]) -> None:
+    if not isinstance(node, Mapping):
+        raise TopologyError(f"{at}: a node is a mapping with a name and one operation ({', '.join(OPERATIONS)})")
+    name = node.get("name")
+    if not isinstance(name, str) or not name:
+        raise TopologyError(f"{at}.name: every node has a name (text), got {name!r}")
+    at = f"{at} ({name})"
+    if name in handles:
+        raise TopologyError(f"{at}.name: another node is named {name}; names are unique")
+    ops = [op for op in OPERATIONS if op in node]
+    if len(ops) != 1:
+        unknown = [key for key in node if key != "name" and key not in OPERATIONS]
+        hint = did_you_mean(unknown[0], OPERATIONS) if unknown else ""
+        raise TopologyError(
+            f"{at}: a node has exactly one operation of {', '.join(OPERATIONS)}; found {', '.join(ops) or 'none'}{hint}"
+        )
+    op = ops[0]
+    allowed = {"name", op, *_NODE_FIELDS["join" if op.endswith("join") else op]}
+    extra = [key for key in node if key not in allowed]
+    if extra:
+        raise TopologyError(
+            f"{at}.{extra[0]}: not a field of a {op} node{did_you_mean(extra[0], allowed)}; it has "
+            f"{', '.join(sorted(allowed))}"
+        )
+
+    def source_partitions(topic: str) -> int | None:
+        given = node.get("partitions", (topics.get(topic) or {}).get("partitions"))
+        if given is not None and (not isinstance(given, int) or isinstance(given, bool) or given < 1):
+            raise TopologyError(f"{at}.partitions: a whole number from 1, got {given!r}")
+        return given
+
+    def handle(field_name: str, value: Any, kind: type | None = None) -> Any:
+        if not isinstance(value, str) or value not in handles:
+            known = ", ".join(handles) or "none yet"
+            raise TopologyError(
+                f"{at}.{field_name}: {value!r} names no node built before this one{did_you_mean(value, handles)} "
+                f"(nodes are listed in the order they are built; so far: {known})"
+            )
+        found = handles[value]
+        if kind is not None and not isinstance(found, kind):
+            what = "stream" if kind is KStream else "table"
+            raise TopologyError(f"{at}.{field_name}: {value} is a {_kind(found)}; a {op} node reads a {what}")
+        return found
+
+    try:
+        if op == "stream":
+            handles[name] = topology.stream(_topic(node[op], at), partitions=source_partitions(node[op]), name=name)
+        elif op == "table":
+            handles[name] = topology.table(
+                _topic(node[op], at),
+                partitions=source_partitions(node[op]),
+                history_retention_ms=node.get("history_retention_ms"),
+                name=name,
+            )
+        elif op in ("filter", "map_values", "select_key"):
+            stream = handle("input", node.get("input"), KStream)
+            if op == "select_key":
+                handles[name] = stream.select_key(node[op], name=name, partitioner=node.get("partitioner"))
+            else:
+                handles[name] = getattr(stream, op)(node[op], name=name)
+        elif op == "to_stream":
+            handles[name] = handle("input", node.get("input"), KTable).to_stream(name=name)
+        elif op == "to":
+            parent = handle("input", node.get("input"))
+            stream = parent if isinstance(parent, KStream) else parent.to_stream()
+            count = node.get("partitions", (topics.get(node[op]) or {}).get("partitions"))
+            stream.to(_topic(node[op], at), partitions=count, partitioner=node.get("partitioner"), name=name)
+        else:
+            sides = node[op]
+            if not isinstance(sides, list) or len(sides) != 2:
+                raise TopologyError(f"{at}.{op}: expected [left, right], the names of the two nodes it joins")
+            left, right = handle(f"{op}[0]", sides[0]), handle(f"{op}[1]", sides[1])
+            options = {key: node[key] for key in ("window", "joiner", "grace_ms") if key in node}
+            if isinstance(left, KTable):
+                for key in ("foreign_key", "partitioner", "other_partitioner"):
+                    if key in node:
+                        options[key] = node[key]
+                if "window" in options:
+                    raise TopologyError(f"{at}.window: a table-table join has no window")
+            elif any(key in node for key in ("foreign_key", "partitioner", "other_partitioner")):
+                raise TopologyError(f"{at}: foreign_key and partitioners belong to a join of two tables")
+            handles[name] = getattr(left, op)(right, name=name, **options)
+    except (TopologyError, FunctionError) as error:
+        text = str(error)
+        raise TopologyError(text if text.startswith(at) else f"{at}: {text}") from None
+
+
+def _topic(value: Any, at: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise TopologyError(f"{at}: a topic's name is non-empty text, got {value!r}")
+    return value
+
+
+def _kind(handle: Any) -> str:
+    return "stream" if isinstance(handle, KStream) else "table"
+
+
+# -- writing ------------------------------------------------------------------------------------
+def topology_to_dict(topology: Topology) -> dict[str, Any]:
+    """The nodes of ``topology`` as a document's ``topology:`` list, plus ``partitions``,
+    ``semantics`` and ``topics``. A node with a Python function cannot be written (a document
+    names its functions from the vocabulary of :mod:`kjoin.topology.functions`)."""
+    graph = topology.graph
+    nodes: list[dict[str, Any]] = []
+    topics: dict[str, Any] = {}
+
+    def logical(node: Any) -> str:
+        if node.op == "repartition-source":
+            sink = next(n for n in graph.nodes.values() if n.op == "repartition-sink" and n.topic == node.topic)
+            return sink.parents[0].name
+        return node.name
+
+    def spec(node: Any, key: str = "fn") -> Any:
+        fn = node.params.get(key)
+        if fn is None:
+            return None
+        if fn.spec is None:
+            raise TopologyError(
+                f"node {node.name}: its function is a Python function ({fn.text}), which a document cannot carry; "
+                "name it from kjoin.topology.functions' vocabulary to write the topology out"
+            )
+        return fn.spec
+
+    for node in sorted(graph.nodes.values(), key=lambda n: n.order):
+        entry: dict[str, Any] = {"name": node.name}
+        if node.op in ("stream", "table"):
+            entry[node.op] = node.topic
+            topic = graph.topics[node.topic]
+            if topic.partitions != topology.partitions:
+                topics[node.topic] = {"partitions": topic.partitions}
+            if node.params.get("history_retention_ms") is not None:
+                entry["history_retention_ms"] = node.params["history_retention_ms"]
+            if topic.partitioner is not None:
+                raise TopologyError(f"topic {node.topic}: its producer's partitioner is a Python function")
+        elif node.op in ("filter", "map_values", "select_key"):
+            entry[node.op] = spec(node)
+            entry["input"] = logical(node.parents[0])
+            if node.op == "select_key" and node.params.get("partitioner") is not None:
+                entry["partitioner"] = spec(node, "partitioner")
+        elif node.op == "map":
+            spec(node)
+        elif node.op in ("stream-stream", "stream-table", "table-table", "fk"):
+            p = node.params
+            op = {"inner": "join", "left": "left_join", "outer": "outer_join"}[p["variant"]]
+            entry[op] = [logical(parent) for parent in node.parents]
+            if p["joiner"].spec != "concat":
+                entry["joiner"] = spec(node, "joiner")
+            if node.op == "stream-table" and p.get("grace_ms") is not None:
+                entry["grace_ms"] = p["grace_ms"]
+            if node.op == "stream-stream":
+                w = p["window"]
+                entry["window"] = {"before_ms": w.before_ms, "after_ms": w.after_ms, "grace_ms": w.grace_ms}
+            if node.op == "fk":
+                if not isinstance(p["foreign_key"], str):
+                    raise TopologyError(f"node {node.name}: its foreign-key extractor is a Python function")
+                entry["foreign_key"] = p["foreign_key"]
+                for key, topic_key in (("partitioner", "response_topic"), ("other_partitioner", "subscription_topic")):
+                    fn = graph.topics[p[topic_key]].partitioner
+                    if fn is not None:
+                        if fn.spec is None:
+                            raise TopologyError(f"node {node.name}: its {key} is a Python function")
+                        entry[key] = fn.spec
+        elif node.op == "to_stream":
+            entry["to_stream"] = True
+            entry["input"] = logical(node.parents[0])
+        elif node.op == "to":
+            entry["to"] = node.topic
+            entry["input"] = logical(node.parents[0])
+            topic = graph.topics[node.topic]
+            if topic.partitions != topology.partitions:
+                entry["partitions"] = topic.partitions
+            if topic.partitioner is not None:
+                if topic.partitioner.spec is None:
+                    raise TopologyError(f"node {node.name}: its partitioner is a Python function")
+                entry["partitioner"] = topic.partitioner.spec
+        else:
+            continue  # repartition sinks and sources: Kafka adds them, and so does kjoin
+        nodes.append(entry)
+    data: dict[str, Any] = {"partitions": topology.partitions, "semantics": str(topology.semantics)}
+    if topics:
+        data["topics"] = topics
+    data["topology"] = nodes
+    return data

@@ -1,0 +1,182 @@
+"""The functions a topology calls: key selectors, value mappers, predicates, joiners, partitioners.
+
+In Python any function will do (``lambda key, value: value["customer"]``). A topology written as a
+document (:mod:`kjoin.topology.document`) names its functions from a small vocabulary instead, which
+the Kafka Streams harness (``kafka_oracle/``, ``TopologyOracle.java``) implements too, so that a
+document can be judged by the real library:
+
+==============  ==============================================================================
+select_key      ``{field: path}`` the text of a field of the JSON value (``null`` if absent);
+                ``{map: {old: new}}`` a lookup of the key (a key not listed keeps its key)
+map_values      ``{append: text}`` the value's text with ``text`` appended (null stays null);
+                ``{field: path}`` a field of the JSON value
+filter          ``{key_in: [..]}``, ``{key_not_in: [..]}``, ``{value_not_null: true}``
+joiner          ``concat`` (the default: ``A-a``, null as ``null``); ``object``:
+                ``{"left": left, "right": right}`` (a JSON object a foreign-key join further down
+                can read a field of)
+partitioner     ``{map: {key: partition}}`` (a key not listed: murmur2, as Kafka's default)
+==============  ==============================================================================
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ..joins.context import default_joiner
+from ..partitioner import default_partition
+from ..records import render_value
+
+__all__ = [
+    "Function",
+    "key_selector",
+    "value_mapper",
+    "predicate",
+    "joiner",
+    "partitioner",
+    "FunctionError",
+    "field_of",
+]
+
+
+class FunctionError(ValueError):
+    """A function spec that is not in the vocabulary (the message says what is)."""
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function of the topology: ``call`` does the work; ``spec`` is its document form (``None``
+    for a Python function, which no document and no harness can carry); ``text`` names it in
+    explanations."""
+
+    call: Callable[..., Any]
+    spec: Any
+    text: str
+
+    def __call__(self, *args: Any) -> Any:
+        return self.call(*args)
+
+
+def field_of(value: Any, path: str) -> Any:
+    """The field at ``path`` (``a.b``) of a JSON value; ``None`` when a part is missing or the value is
+    not an object."""
+    for part in path.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+        if value is None:
+            return None
+    return value
+
+
+def _as_text(value: Any) -> Any:
+    """A key made from a value's field, as the String serde carries it: text, or the JSON of a non-text value."""
+    if value is None or isinstance(value, str):
+        return value
+    return render_value(value)
+
+
+def _one_entry(spec: Any, what: str, allowed: tuple[str, ...]) -> tuple[str, Any]:
+    if not isinstance(spec, Mapping) or len(spec) != 1 or next(iter(spec)) not in allowed:
+        forms = ", ".join(f"{{{name}: ...}}" for name in allowed)
+        raise FunctionError(f"{what}: expected one of {forms} or a Python function, got {spec!r:.80}")
+    name = next(iter(spec))
+    return name, spec[name]
+
+
+def key_selector(spec: Any) -> Function:
+    """``select_key``'s function ``(key, value) -> new key``."""
+    if isinstance(spec, Function):
+        return spec
+    if callable(spec):
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+    name, arg = _one_entry(spec, "select_key", ("field", "map"))
+    if name == "field":
+        if not isinstance(arg, str) or not arg:
+            raise FunctionError(f"select_key.field: expected a field path such as customer or a.b, got {arg!r}")
+        return Function(lambda key, value: _as_text(field_of(value, arg)), {"field": arg}, f"the value's {arg}")
+    if not isinstance(arg, Mapping):
+        raise FunctionError(f"select_key.map: expected a mapping from old key to new key, got {arg!r:.80}")
+    table = dict(arg)
+    return Function(lambda key, value: table.get(key, key), {"map": table}, "a lookup of the key")
+
+
+def value_mapper(spec: Any) -> Function:
+    """``map_values``'s function ``value -> new value``."""
+    if isinstance(spec, Function):
+        return spec
+    if callable(spec):
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+    name, arg = _one_entry(spec, "map_values", ("append", "field"))
+    if not isinstance(arg, str):
+        raise FunctionError(f"map_values.{name}: expected text, got {arg!r:.80}")
+    if name == "append":
+        return Function(
+            lambda value: None if value is None else render_value(value) + arg, {"append": arg}, f"append {arg!r}"
+        )
+    return Function(lambda value: field_of(value, arg), {"field": arg}, f"the value's {arg}")
+
+
+def predicate(spec: Any) -> Function:
+    """``filter``'s function ``(key, value) -> keep?``."""
+    if isinstance(spec, Function):
+        return spec
+    if callable(spec):
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+    name, arg = _one_entry(spec, "filter", ("key_in", "key_not_in", "value_not_null"))
+    if name == "value_not_null":
+        if arg is not True:
+            raise FunctionError(f"filter.value_not_null: expected true, got {arg!r}")
+        return Function(lambda key, value: value is not None, {"value_not_null": True}, "value is not null")
+    if not isinstance(arg, list):
+        raise FunctionError(f"filter.{name}: expected a list of keys, got {arg!r:.80}")
+    keys = list(arg)
+    if name == "key_in":
+        return Function(lambda key, value: key in keys, {"key_in": keys}, f"key in {keys}")
+    return Function(lambda key, value: key not in keys, {"key_not_in": keys}, f"key not in {keys}")
+
+
+def _object_joiner(left: Any, right: Any) -> dict[str, Any]:
+    return {"left": left, "right": right}
+
+
+CONCAT = Function(default_joiner, "concat", "left-right")
+OBJECT = Function(_object_joiner, "object", '{"left": left, "right": right}')
+
+
+def joiner(spec: Any) -> Function:
+    """A join's ``(left, right) -> value``; ``None`` is ``concat``."""
+    if spec is None or spec == "concat":
+        return CONCAT
+    if spec == "object":
+        return OBJECT
+    if isinstance(spec, Function):
+        return spec
+    if callable(spec):
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+    raise FunctionError(
+        f"joiner: expected concat, object or a Python function (left, right) -> value, got {spec!r:.80}"
+    )
+
+
+def partitioner(spec: Any) -> Function | None:
+    """A topic's ``(key, partitions) -> partition``; ``None``: Kafka's default (murmur2 of the key's bytes)."""
+    if spec is None or isinstance(spec, Function):
+        return spec
+    if callable(spec):
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+    name, arg = _one_entry(spec, "partitioner", ("map",))
+    if not isinstance(arg, Mapping) or not all(isinstance(p, int) and not isinstance(p, bool) for p in arg.values()):
+        raise FunctionError(f"partitioner.map: expected a mapping from key to partition number, got {arg!r:.80}")
+    table = dict(arg)
+
+    def by_map(key: Any, partitions: int) -> int:
+        return table[key] if key in table else default_partition(key, partitions)
+
+    return Function(by_map, {"map": table}, "a partition per key")
+
+
+def spec_text(spec: Any) -> str:
+    """A spec as one line of JSON (for error messages)."""
+    return json.dumps(spec, sort_keys=True)

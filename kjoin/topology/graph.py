@@ -1,0 +1,203 @@
+"""A topology's graph: its nodes (processors), the topics between them, and its sub-topologies.
+
+A :class:`Node` is one processor of the DSL (a source, a filter, a join, a sink); its ``parents``
+are the nodes it reads from (a join's left, then right), and every node knows its ``children``
+with the *port* they read it on (``Side.LEFT``/``Side.RIGHT`` for a join, ``None`` otherwise), in
+the order they were added: Kafka forwards a record to a node's children in that order, depth-first.
+
+A re-key followed by a join writes to a *repartition topic*: a ``repartition-sink`` node upstream
+and a ``repartition-source`` node downstream, linked only through their :class:`Topic`. That cut
+is what splits a topology into sub-topologies (:func:`Graph.subtopologies`); a foreign-key join's
+subscription and response topics cut it too (its right side sits in the right table's
+sub-topology).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..partitioner import default_partition
+from ..records import Side
+from .functions import Function
+
+__all__ = ["Node", "Topic", "Graph", "TopologyError", "STREAM", "TABLE", "JOIN_OPS", "SOURCE_OPS"]
+
+STREAM = "stream"
+TABLE = "table"
+JOIN_OPS = ("stream-stream", "stream-table", "table-table", "fk")
+SOURCE_OPS = ("stream", "table", "repartition-source")
+
+
+class TopologyError(ValueError):
+    """A topology Kafka would refuse, or kjoin cannot run yet: the message names the node or the
+    topics and the fix."""
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic: its name, partitions, and the partitioner of whoever writes to it (``None``:
+    murmur2). ``internal``: a repartition topic or a foreign-key join's topic, which the topology
+    both writes and reads."""
+
+    name: str
+    partitions: int | None
+    """``None`` for a repartition topic until the sub-topologies are known (:meth:`Graph.resolve`)."""
+    partitioner: Function | None = None
+    internal: bool = False
+
+    def partition_of(self, key: Any) -> int:
+        """The partition a record with this key is written to."""
+        if self.partitioner is None:
+            return 0 if key is None or self.partitions == 1 else default_partition(key, self.partitions)
+        chosen = self.partitioner(key, self.partitions)
+        if not isinstance(chosen, int) or isinstance(chosen, bool) or not 0 <= chosen < self.partitions:
+            raise TopologyError(
+                f"topic {self.name}: the partitioner ({self.partitioner.text}) returned {chosen!r} for key {key!r}; "
+                f"a partition is a number from 0 to {self.partitions - 1}"
+            )
+        return chosen
+
+
+@dataclass(eq=False)
+class Node:
+    """One processor: ``op`` is what it does, ``produces`` a stream or a table."""
+
+    name: str
+    op: str
+    parents: tuple["Node", ...]
+    produces: str
+    params: dict[str, Any] = field(default_factory=dict)
+    children: list[tuple["Node", Side | None]] = field(default_factory=list)
+    order: int = 0
+    """When the node was added: sub-topologies are numbered by their first node."""
+    key_changed: bool = False
+    """A stream whose key a ``select_key``/``map`` changed: a join first writes it to a repartition topic."""
+
+    def __repr__(self) -> str:
+        return f"Node({self.name!r}, {self.op})"
+
+    @property
+    def topic(self) -> str | None:
+        return self.params.get("topic")
+
+
+class Graph:
+    """The nodes and topics of one topology, in the order they were added."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {}
+        self.topics: dict[str, Topic] = {}
+        self._counter = 0
+
+    def new_name(self, op: str) -> str:
+        """Kafka-like generated names: ``select-key-0000000003``."""
+        while True:
+            name = f"{op}-{self._counter:010d}"
+            self._counter += 1
+            if name not in self.nodes:
+                return name
+
+    def add(
+        self,
+        op: str,
+        parents: Iterable[tuple[Node, Side | None]],
+        produces: str,
+        name: str | None = None,
+        **params: Any,
+    ) -> Node:
+        if name is None:
+            name = self.new_name(op)
+        elif not isinstance(name, str) or not name:
+            raise TopologyError(f"a node's name is non-empty text, got {name!r}")
+        if name in self.nodes:
+            raise TopologyError(f"two nodes are named {name!r}; give each node its own name")
+        links = list(parents)
+        node = Node(name, op, tuple(parent for parent, _ in links), produces, params, order=len(self.nodes))
+        for parent, port in links:
+            parent.children.append((node, port))
+        self.nodes[name] = node
+        if not name.startswith(f"{op}-"):
+            self._counter += 1  # as Kafka numbers every processor, named or not
+        return node
+
+    def add_topic(self, topic: Topic) -> Topic:
+        known = self.topics.get(topic.name)
+        if known is not None and known != topic:
+            raise TopologyError(
+                f"topic {topic.name} is declared twice, differently ({known.partitions} and {topic.partitions} "
+                "partitions, or another partitioner); declare it once"
+            )
+        self.topics[topic.name] = topic
+        return topic
+
+    def sources(self) -> dict[str, Node]:
+        """Topic name -> the source node that reads it."""
+        return {node.topic: node for node in self.nodes.values() if node.op in SOURCE_OPS}
+
+    # -- sub-topologies ---------------------------------------------------------------------------
+    def subtopologies(self) -> list[list[Node]]:
+        """The nodes of each sub-topology, numbered as Kafka numbers them (by their oldest node).
+
+        Nodes are connected by parent edges; a repartition topic connects nothing (its source has no
+        parent), and a foreign-key join belongs to its left parent's sub-topology only."""
+        root: dict[str, str] = {name: name for name in self.nodes}
+
+        def find(name: str) -> str:
+            while root[name] != name:
+                root[name] = root[root[name]]
+                name = root[name]
+            return name
+
+        for node in self.nodes.values():
+            parents = node.parents[:1] if node.op == "fk" else node.parents
+            for parent in parents:
+                a, b = find(node.name), find(parent.name)
+                if a != b:
+                    root[max(a, b, key=lambda n: self.nodes[n].order)] = min(a, b, key=lambda n: self.nodes[n].order)
+        groups: dict[str, list[Node]] = {}
+        for node in self.nodes.values():
+            groups.setdefault(find(node.name), []).append(node)
+        return sorted(groups.values(), key=lambda nodes: min(n.order for n in nodes))
+
+    def subtopology_of(self) -> dict[str, int]:
+        """Node name -> its sub-topology's number."""
+        return {node.name: number for number, nodes in enumerate(self.subtopologies()) for node in nodes}
+
+    def upstream_sources(self, node: Node) -> list[Node]:
+        """The source nodes a node reads from inside its sub-topology (Kafka's copartition group of a join
+        is the union of both sides' sources)."""
+        found: list[Node] = []
+        stack = [node]
+        seen: set[str] = set()
+        while stack:
+            current = stack.pop()
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            if current.op in SOURCE_OPS:
+                found.append(current)
+                continue
+            parents = current.parents[:1] if current.op == "fk" else current.parents
+            stack.extend(parents)
+        return sorted(found, key=lambda n: n.order)
+
+    def relaxed_join_downstream(self, node: Node) -> bool:
+        """Is a join that takes null keys (a left stream-table join, a left or outer stream-stream join:
+        KIP-962) anywhere downstream of ``node``, across repartition topics too? Kafka 3.7+ then writes
+        null keys to the repartition topics above it (``NodesWithRelaxedNullKeyJoinDownstream``)."""
+        sources = self.sources()
+        stack, seen = [node], set()
+        while stack:
+            current = stack.pop()
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            if current.op == "stream-table" and current.params["variant"] == "left":
+                return True
+            if current.op == "stream-stream" and current.params["variant"] in ("left", "outer"):
+                return True
+            stack.extend(child for child, _ in current.children)
+            if current.op == "repartition-sink":
+                stack.append(sources[current.topic])  # type: ignore[index]
+        return False

@@ -1,0 +1,461 @@
+"""The processors of a topology's nodes, one instance per task, built on kjoin's join processors.
+
+Each :class:`NodeProcessor` handles one record handed to its node (:meth:`~NodeProcessor.handle`)
+and reports an :class:`Outcome`: the fate, the reason and the story, the records it forwards to
+its children (a table's ``Change`` carries its old value), and the records it writes to topics.
+The joins are kjoin's own processors (:mod:`kjoin.joins`), fed through a :class:`ScopedLog` that
+names every store after its node and files it under its Kafka task (``"1_0"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..fates import Fate, Reason
+from ..joins.context import StepContext, drop_null_key_update
+from ..joins.foreign_key import ForeignKeyJoin
+from ..joins.fk_protocol import SUBSCRIPTION, Message
+from ..joins.options import ForeignKeyOptions, TableOptions
+from ..joins.stream_stream import StreamStreamJoin
+from ..joins.stream_table import StreamTableJoin
+from ..joins.table_table import TableTableJoin
+from ..joins.versioned import VersionedStreamTableJoin
+from ..partitioner import default_partition
+from ..records import Record, Side, render_value
+from ..semantics import Semantics
+from ..state import StoreId
+from ..stores import Clock, TableStore, VersionedStore
+from .functions import Function, field_of
+from .graph import Graph, Node
+
+__all__ = ["Rec", "Outcome", "ScopedLog", "build_processor", "NodeProcessor", "TaskClock"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rec:
+    """A record handed from node to node: a stream record, or a table's ``Change(value, old)``."""
+
+    key: Any
+    value: Any
+    ts: int
+    old: Any = None
+    has_old: bool = False
+    is_latest: bool = True
+    """A versioned table's ``Change.isLatest``: false for an out-of-order version (KIP-914)."""
+
+
+@dataclass
+class Outcome:
+    fate: Fate
+    reason: Reason | None
+    explain: Any
+    """The story: text, or a function that writes it when someone reads it (:attr:`NodeVisit.explain`)."""
+    forwarded: list[Rec] = field(default_factory=list)
+    writes: list[tuple[str, Any, Any, int, Any]] = field(default_factory=list)
+    """(topic, key, value, ts, message or None): records for the runtime to append to topics."""
+
+
+class _LiveView:
+    def __init__(self, scoped: "ScopedLog") -> None:
+        self._scoped = scoped
+
+    def get(self, store: StoreId, default: Any = None) -> Any:
+        return self._scoped._log.live.get(self._scoped.id_of(store), default)
+
+
+class ScopedLog:
+    """A :class:`~kjoin.state.StateLog` seen by one node's processors: a store ``right table`` of
+    partition 1 becomes ``StoreId("0_1", "join-3: right table")``."""
+
+    def __init__(self, log: Any, prefix: str, task_of: Callable[[int, str], str]) -> None:
+        self._log = log
+        self._prefix = prefix
+        self._task_of = task_of
+        self.live = _LiveView(self)
+
+    def id_of(self, store: StoreId) -> StoreId:
+        return StoreId(self._task_of(store.task, store.name), f"{self._prefix}{store.name}", store.kind)
+
+    def put(self, store: StoreId, entry_key: Any, row: Any) -> None:
+        self._log.put(self.id_of(store), entry_key, row)
+
+    def delete(self, store: StoreId, entry_key: Any) -> None:
+        self._log.delete(self.id_of(store), entry_key)
+
+    def get(self, store: StoreId, entry_key: Any, default: Any = None) -> Any:
+        return self._log.get(self.id_of(store), entry_key, default)
+
+    def declare(self, store: StoreId) -> None:
+        self._log.declare(self.id_of(store))
+
+
+class TaskClock:
+    """A task's own stream time (the largest timestamp it has taken), shown as a store ``task``."""
+
+    def __init__(self, log: Any, task: str) -> None:
+        self.clock = Clock(log, task, "task")  # type: ignore[arg-type]
+
+    def advance(self, ts: int) -> int:
+        return self.clock.advance("stream time", ts)
+
+
+class NodeProcessor:
+    """One node's processor in one task."""
+
+    def __init__(self, node: Node, partition: int) -> None:
+        self.node = node
+        self.partition = partition
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _said(rec: Rec) -> str:
+    return f"{render_value(rec.key)}:{render_value(rec.value)}@{rec.ts}"
+
+
+class _Pass(NodeProcessor):
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        op = self.node.op
+        if op in ("stream", "repartition-source"):
+            return Outcome(Fate.FORWARDED, None, lambda: f"read {_said(rec)}.", [rec])
+        if op == "to_stream":
+            plain = Rec(rec.key, rec.value, rec.ts)
+            return Outcome(
+                Fate.FORWARDED, None, lambda: f"the table's change {_said(rec)} as a stream record.", [plain]
+            )
+        fn = self.node.params["fn"]
+        if op == "filter":
+            if fn(rec.key, rec.value):
+                return Outcome(Fate.FORWARDED, None, lambda: f"{fn.text}: kept.", [rec])
+            return Outcome(Fate.DROPPED, Reason.FILTERED, lambda: f"{fn.text}: false for {_said(rec)}, filtered out.")
+        if op == "map_values":
+            new = Rec(rec.key, fn(rec.value), rec.ts)
+            return Outcome(
+                Fate.FORWARDED, None, lambda: f"{render_value(rec.value)} → {render_value(new.value)}.", [new]
+            )
+        if op == "select_key":
+            new = Rec(fn(rec.key, rec.value), rec.value, rec.ts)
+            return Outcome(
+                Fate.FORWARDED,
+                None,
+                lambda: f"key {render_value(rec.key)} → {render_value(new.key)} ({fn.text}).",
+                [new],
+            )
+        if op == "map":
+            key, value = fn(rec.key, rec.value)
+            new = Rec(key, value, rec.ts)
+            return Outcome(Fate.FORWARDED, None, lambda: f"{_said(rec)} → {_said(new)}.", [new])
+        raise AssertionError(op)  # pragma: no cover
+
+
+class _Sink(NodeProcessor):
+    """``to`` and a repartition topic's sink: write the record to its topic."""
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        topic = self.node.topic
+        if self.node.op == "repartition-sink" and rec.key is None:
+            if not self.node.params["keeps_null_keys"]:
+                return Outcome(
+                    Fate.DROPPED,
+                    Reason.NULL_KEY_NOT_REPARTITIONED,
+                    f"{_said(rec)} has a null key: Kafka filters it out before the repartition topic {topic} (no "
+                    "join below takes null keys).",
+                )
+            text = (
+                f"wrote {_said(rec)} to {topic}, null key and all: a join below takes null keys (KIP-962, 3.7+), "
+                "so Kafka keeps them in the repartition topics above it (partition 0 here; a producer picks one)."
+            )
+            return Outcome(Fate.FORWARDED, None, text, writes=[(topic, rec.key, rec.value, rec.ts, None)])  # type: ignore[list-item]
+        return Outcome(
+            Fate.FORWARDED,
+            None,
+            lambda: f"wrote {_said(rec)} to {topic}.",
+            writes=[(topic, rec.key, rec.value, rec.ts, None)],
+        )  # type: ignore[list-item]
+
+
+class _TableSource(NodeProcessor):
+    """A table read from a topic, materialized: update the store, forward ``Change(new, old)``."""
+
+    def __init__(self, node: Node, partition: int, log: Any) -> None:
+        super().__init__(node, partition)
+        retention = node.params.get("history_retention_ms")
+        if retention is None:
+            self.store: Any = TableStore(log, partition, Side.RIGHT, False, "table")
+        else:
+            self.store = VersionedStore(log, partition, Side.RIGHT, retention, sends_old_values=False)
+        self.writers: dict[Any, int] = {}
+        """key -> the step whose update is the key's latest value (for ``why``)."""
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        ctx = StepContext(step, Record(Side.RIGHT, rec.key, rec.value, rec.ts, self.partition), _no_joiner)
+        if drop_null_key_update(ctx.record, ctx):  # type: ignore[arg-type]
+            return Outcome(Fate.DROPPED, ctx.reason, ctx.explain)
+        if isinstance(self.store, VersionedStore):
+            outcome, previous = self.store.put(rec.key, rec.value, rec.ts)
+            if outcome.name == "EXPIRED":
+                return Outcome(
+                    Fate.DROPPED, Reason.EXPIRED_PUT, f"{_said(rec)} is older than history retention allows: refused."
+                )
+            latest = outcome.name == "LATEST"
+            text = f"stored {_said(rec)} as {'the latest' if latest else 'an older (out-of-order)'} version."
+        else:
+            previous = self.store.put(rec.key, rec.value, rec.ts)
+            latest = True
+            text = f"stored {_said(rec)}" + (" (a delete)." if rec.value is None else ".")
+        if latest:
+            self.writers[rec.key] = step
+        old = None if previous is None or not self.store.sends_old_values else previous[0]
+        forwarded = [Rec(rec.key, rec.value, rec.ts, old, self.store.sends_old_values, latest)]
+        return Outcome(Fate.STORED, Reason.TABLE_UPDATE, text, forwarded)
+
+
+def _no_joiner(left: Any, right: Any) -> Any:  # pragma: no cover - a table source joins nothing
+    raise AssertionError("a table source calls no joiner")
+
+
+class _ValueGetter:
+    """A table-table join's result read as a table (Kafka's value getter): ``get(key)``."""
+
+    def __init__(self, join: TableTableJoin, joiner: Any) -> None:
+        self.join = join
+        self.joiner = joiner
+
+    def get(self, key: Any) -> Any:
+        return self.join.value_of(key, self.joiner)
+
+    def enable_sending_old_values(self) -> None:
+        self.join.enable_sending_old_values()
+
+
+def _outcome_of(ctx: StepContext, table: bool) -> Outcome:
+    """A join processor's report as an outcome: its outputs become the records it forwards."""
+    forwarded = []
+    for output in ctx.outputs:
+        value = None if output.tombstone else output.value
+        forwarded.append(
+            Rec(output.key, value, output.ts, output.old, output.has_old)
+            if table
+            else Rec(output.key, value, output.ts)
+        )
+    fate = ctx.fate if ctx.fate is not None else (Fate.JOINED if forwarded else Fate.STORED)
+    return Outcome(fate, ctx.reason, ctx.explain, forwarded)
+
+
+class _StreamStream(NodeProcessor):
+    def __init__(self, node: Node, partition: int, log: Any, semantics: Semantics) -> None:
+        super().__init__(node, partition)
+        p = node.params
+        self.join = StreamStreamJoin(log, partition, p["variant"], p["window"], semantics)
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        assert port is not None
+        record = Record(port, rec.key, rec.value, rec.ts, self.partition)
+        ctx = StepContext(step, record, self.node.params["joiner"].call)
+        self.join.process(record, ctx)
+        return _outcome_of(ctx, table=False)
+
+
+class _StreamTable(NodeProcessor):
+    def __init__(self, node: Node, partition: int, log: Any, semantics: Semantics, table: Any) -> None:
+        super().__init__(node, partition)
+        p = node.params
+        if isinstance(table, VersionedStore):
+            retention = p["table"].params["history_retention_ms"]
+            self.join: StreamTableJoin = VersionedStreamTableJoin(
+                log, partition, p["variant"], semantics, retention, p.get("grace_ms"), table=table
+            )
+        else:
+            self.join = StreamTableJoin(log, partition, p["variant"], semantics, table)
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        record = Record(Side.LEFT, rec.key, rec.value, rec.ts, self.partition)
+        ctx = StepContext(step, record, self.node.params["joiner"].call)
+        self.join.process(record, ctx)
+        return _outcome_of(ctx, table=False)
+
+
+class _TableTable(NodeProcessor):
+    def __init__(self, node: Node, partition: int, log: Any, semantics: Semantics, parents: list[Any]) -> None:
+        super().__init__(node, partition)
+        p = node.params
+        self.join = TableTableJoin(log, partition, p["variant"], semantics, left=parents[0], right=parents[1])
+
+    @property
+    def table(self) -> _ValueGetter:
+        return _ValueGetter(self.join, self.node.params["joiner"].call)
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        assert port is not None
+        if not rec.is_latest:  # KTableKTableJoin: "Skipping out-of-order record from versioned table"
+            return Outcome(
+                Fate.DROPPED,
+                Reason.OUT_OF_ORDER_VERSION,
+                lambda: (
+                    f"{_said(rec)} is an older version of the versioned {port} table (its latest is newer): "
+                    "out-of-order, no join result (KIP-914)."
+                ),
+            )
+        record = Record(port, rec.key, rec.value, rec.ts, self.partition)
+        ctx = StepContext(step, record, self.node.params["joiner"].call)
+        self.join.on_change(port, record, rec.old, ctx)
+        return _outcome_of(ctx, table=True)
+
+
+class TopologyForeignKeyJoin(ForeignKeyJoin):
+    """kjoin's foreign-key join with the topology's subscription topic: its partitioner (Kafka's
+    ``TableJoined`` other partitioner) and its partition count."""
+
+    def __init__(
+        self, log: Any, options: ForeignKeyOptions, partitions: int, partitioner: Any, extractor: Any = None
+    ) -> None:
+        super().__init__(log, options, partitions, eager=())
+        self.partitioner = partitioner
+        self.extractor = extractor
+
+    def fk_of(self, value: Any) -> Any:
+        """The foreign key: the extractor's (a Python function), or the field at ``foreign_key`` of a JSON
+        object value as text (null when it is missing or the value is not an object, as the harness reads it)."""
+        if self.extractor is not None:
+            return None if value is None else self.extractor(value)
+        found = field_of(value, self.path)
+        return found if found is None or isinstance(found, str) else render_value(found)
+
+    def partition_of(self, key: Any) -> int:
+        if self.partitioner is not None:
+            return self.partitioner(key, self.partitions)
+        return 0 if self.partitions == 1 else default_partition(key, self.partitions)
+
+
+class ForeignKeyNode:
+    """A foreign-key join node: one :class:`TopologyForeignKeyJoin` for every partition, its
+    messages written to the subscription and response topics, and its result materialized per
+    task (Kafka's ``KTABLE-FK-JOIN-OUTPUT`` source, which a later join reads and takes old values from)."""
+
+    def __init__(
+        self, node: Node, graph: Graph, log: Any, semantics: Semantics, subtopology_of: dict[str, int]
+    ) -> None:
+        self.node = node
+        p = node.params
+        left, right = node.parents
+        subscription = graph.topics[p["subscription_topic"]]
+        self.left_sub = subtopology_of[node.name]
+        self.right_sub = subtopology_of[right.name]
+        right_side = ("right table", "subscriptions")
+
+        def task_of(task: int, name: str) -> str:
+            return f"{self.right_sub if name in right_side else self.left_sub}_{task}"
+
+        extractor = p["foreign_key"] if isinstance(p["foreign_key"], Function) else None
+        options = ForeignKeyOptions(
+            p["variant"],
+            semantics,
+            "(a function)" if extractor else p["foreign_key"],
+            left=_table_options(left),
+            right=_table_options(right),
+        )
+        self.join = TopologyForeignKeyJoin(
+            ScopedLog(log, f"{node.name}: ", task_of),
+            options,
+            subscription.partitions,
+            subscription.partitioner,  # type: ignore[arg-type]
+            extractor,
+        )
+        self._log = log
+        self._results: dict[int, TableStore] = {}
+        self._sent = 0
+        self.writers: dict[tuple[int, Any], int] = {}
+        """(partition, key) -> the step whose response is the key's current result (for ``why``)."""
+
+    def result_store(self, partition: int) -> TableStore:
+        if partition not in self._results:
+            self._results[partition] = TableStore(
+                ScopedLog(self._log, f"{self.node.name}: ", lambda task, name: f"{self.left_sub}_{task}"),  # type: ignore[arg-type]
+                partition,
+                Side.LEFT,
+                False,
+                "result",
+            )
+        return self._results[partition]
+
+    def topic_of(self, message: Message) -> str:
+        key = "subscription_topic" if message.topic == SUBSCRIPTION else "response_topic"
+        return self.node.params[key]
+
+    def _new_messages(self) -> list[tuple[str, Any, Any, int, Any]]:
+        pending = [m for m in self.join.in_flight.pending() if m.seq > self._sent]
+        if pending:
+            self._sent = max(m.seq for m in pending)
+        return [(self.topic_of(m), m.key, m.value, m.ts, m) for m in pending]
+
+    def handle_input(self, port: Side, rec: Rec, partition: int, step: int) -> Outcome:
+        record = Record(port, rec.key, rec.value, rec.ts, partition)
+        ctx = StepContext(step, record, self.node.params["joiner"].call)
+        self.join.process(record, ctx)
+        outcome = _outcome_of(ctx, table=True)
+        outcome.writes = self._new_messages()
+        return outcome
+
+    def handle_message(self, message: Message, step: int) -> Outcome:
+        """A subscription or response taken by its task (always the head of its partition: tasks take each
+        partition in offset order)."""
+        ctx = StepContext(step, None, self.node.params["joiner"].call, partition=message.partition)
+        self.join.deliver(message, ctx)
+        store = self.result_store(message.partition)
+        forwarded = []
+        for output in ctx.outputs:
+            value = None if output.tombstone else output.value
+            previous = store.put(output.key, value, output.ts)
+            self.writers[(message.partition, output.key)] = step
+            old = None if previous is None else previous[0]
+            forwarded.append(
+                Rec(output.key, value, output.ts, old if store.sends_old_values else None, store.sends_old_values)
+            )
+        fate = ctx.fate if ctx.fate is not None else Fate.STORED
+        return Outcome(fate, ctx.reason, ctx.explain, forwarded, self._new_messages())
+
+
+def _table_options(node: Node) -> TableOptions:
+    """A foreign-key join keeps its own copy of each table (kjoin's ForeignKeyJoin): versioned like the source
+    table, so that it refuses and skips the same versions (KIP-914)."""
+    retention = node.params.get("history_retention_ms") if node.op == "table" else None
+    return TableOptions() if retention is None else TableOptions(True, retention)
+
+
+def build_processor(
+    node: Node, partition: int, log: Any, semantics: Semantics, parent: Callable[[Node], Any]
+) -> NodeProcessor:
+    """The processor of ``node`` in the task of ``partition``; ``parent(node)`` gives another node's
+    processor of the same task (a join reads its tables' stores through them)."""
+    if node.op in ("stream", "repartition-source", "filter", "map_values", "select_key", "map", "to_stream"):
+        return _Pass(node, partition)
+    if node.op in ("to", "repartition-sink"):
+        return _Sink(node, partition)
+    if node.op == "table":
+        return _TableSource(node, partition, log)
+    if node.op == "stream-stream":
+        return _StreamStream(node, partition, log, semantics)
+    if node.op == "stream-table":
+        table = table_of(node.params["table"], partition, parent)
+        if isinstance(table, TableTableJoin):
+            table = _ValueGetter(table, node.params["table"].params["joiner"].call)
+        return _StreamTable(node, partition, log, semantics, table)
+    if node.op == "table-table":
+        parents = [table_of(p, partition, parent) for p in node.parents]
+        return _TableTable(node, partition, log, semantics, parents)
+    raise AssertionError(node.op)  # pragma: no cover
+
+
+def table_of(node: Node, partition: int, parent: Callable[[Node], Any]) -> Any:
+    """What a join reads a table node through: a source's store, a join's value getter, a foreign-key
+    join's materialized result."""
+    processor = parent(node)
+    if isinstance(processor, _TableSource):
+        return processor.store
+    if isinstance(processor, _TableTable):
+        return processor.join
+    if isinstance(processor, ForeignKeyNode):
+        return processor.result_store(partition)
+    raise AssertionError(f"{node.name} is not a table")  # pragma: no cover

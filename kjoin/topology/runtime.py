@@ -1,0 +1,270 @@
+"""Running a topology as Kafka runs it: tasks, their records, and the order they take them.
+
+How it works:
+
+* A topology splits into sub-topologies at its repartition and foreign-key topics
+  (:meth:`~kjoin.topology.graph.Graph.subtopologies`). Task ``"s_p"`` runs sub-topology ``s`` on
+  partition ``p`` of every topic it reads, with its own processors, stores and stream time.
+* A step is one record taken by one task: the record goes from its source node to the node's
+  children, depth-first and in the order they were added (Kafka's ``context.forward``); every
+  node's :class:`~kjoin.topology.trace.NodeVisit` is kept. A sink appends to its topic partition
+  (the next offset); a record written to an internal topic is a new record its task takes later.
+* **When** a task takes a record is the ``schedule``; in both, a task takes its records as Kafka's
+  ``PartitionGroup`` hands them out (:mod:`kjoin.topology.partition_group`): the head record with
+  the smallest timestamp among its partitions, each partition in offset order.
+
+  - ``test-driver`` (default): Kafka's ``TopologyTestDriver`` (2.4.1+, KAFKA-9503). It runs one
+    task for all sub-topologies and partitions. Each input event is piped in on its own; the task
+    then takes records until none is left: after each one, everything it wrote to an internal
+    topic is enqueued (``captureOutputsAndReEnqueueInternalResults``) and competes by timestamp with
+    what is already queued (``completeAllProcessableWork``). So a record written to a repartition
+    topic is *not* processed at once: a queued record with a smaller timestamp goes first, and a
+    foreign-key join's second response can overtake the subscriptions its first response sent
+    (Kafka before 2.4.1 processed internal records depth-first instead).
+  - ``timestamp``: a running application whose input is all in its topics before it starts. Each
+    task ``"s_p"`` has its own partition group; the next step is the task whose next record has the
+    smallest timestamp (ties: the task listed first, sub-topology then partition). A record written
+    to a repartition topic waits in its partition until its task takes it: an order re-keyed at ts 5
+    is joined after the customer update at ts 3, even if the update was written later.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from ..fates import Fate
+from ..joins.tasks import LateLog
+from ..records import Side
+from ..state import StateHistory, StateLog
+from .events import input_records
+from .graph import Node, TopologyError
+from .partition_group import PartitionGroup
+from .processors import ForeignKeyNode, NodeProcessor, Outcome, Rec, ScopedLog, TaskClock, build_processor
+from .trace import NodeVisit, TopicRecord, TopologyStep, TopologyTrace
+
+__all__ = ["run", "SCHEDULES"]
+
+SCHEDULES = ("test-driver", "timestamp")
+
+
+def run(topology: Any, events: Iterable[Mapping[str, Any]], schedule: str = "test-driver") -> TopologyTrace:
+    """Run ``events`` through ``topology`` (a :class:`kjoin.Topology`); see the module docstring."""
+    if schedule not in SCHEDULES:
+        raise TopologyError(f"schedule: expected one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    topology.build()
+    inputs = input_records(topology.graph, events)
+    return _Run(topology, schedule).run(inputs)
+
+
+class _Run:
+    def __init__(self, topology: Any, schedule: str) -> None:
+        self.topology = topology
+        self.graph = topology.graph
+        self.schedule = schedule
+        self.subtopology_of = self.graph.subtopology_of()
+        self.sources = self.graph.sources()
+        self.log = StateLog()
+        self.late = LateLog(self.log)
+        self.processors: dict[tuple[str, int], NodeProcessor] = {}
+        self.foreign_keys = {
+            node.name: ForeignKeyNode(node, self.graph, self.late, topology.semantics, self.subtopology_of)
+            for node in self.graph.nodes.values()
+            if node.op == "fk"
+        }
+        self.internal_readers: dict[str, tuple[ForeignKeyNode, int]] = {}
+        for fk in self.foreign_keys.values():
+            self.internal_readers[fk.node.params["subscription_topic"]] = (fk, fk.right_sub)
+            self.internal_readers[fk.node.params["response_topic"]] = (fk, fk.left_sub)
+        self.clocks: dict[str, TaskClock] = {}
+        self.topics: dict[str, dict[int, list[TopicRecord]]] = {
+            name: {p: [] for p in range(topic.partitions)} for name, topic in self.graph.topics.items()
+        }
+        self.steps: list[TopologyStep] = []
+
+    # -- the schedules ----------------------------------------------------------------------------
+    def run(self, inputs: list[TopicRecord]) -> TopologyTrace:
+        self.history = StateHistory(self.log.copy())
+        self.log.take_changes()
+        for record in inputs:
+            self.topics[record.topic][record.partition].append(record)
+        if self.schedule == "test-driver":
+            group = PartitionGroup()  # TopologyTestDriver: one task, one partition group for every topic
+            for record in inputs:
+                group.add(record)  # pipeInput: enqueue, then completeAllProcessableWork
+                while group.buffered:
+                    for written in self._take(group.next()):
+                        if self._read_by_topology(written.topic):
+                            group.add(written)
+        else:
+            self._by_timestamp(inputs)
+        return TopologyTrace(self.topology, inputs, self.steps, self.topics, self.history, self.schedule)
+
+    def _by_timestamp(self, inputs: list[TopicRecord]) -> None:
+        groups: dict[tuple[int, int], PartitionGroup] = {}
+
+        def add(record: TopicRecord) -> None:
+            task = (self._subtopology_reading(record.topic), record.partition)
+            groups.setdefault(task, PartitionGroup()).add(record)
+
+        for record in inputs:
+            add(record)
+        while True:
+            ready = [(group.head_ts(), task) for task, group in groups.items() if group.buffered]
+            if not ready:
+                return
+            _, task = min(ready)
+            for written in self._take(groups[task].next()):
+                if self._read_by_topology(written.topic):
+                    add(written)
+
+    def _read_by_topology(self, topic: str) -> bool:
+        return topic in self.sources or topic in self.internal_readers
+
+    def _subtopology_reading(self, topic: str) -> int:
+        if topic in self.sources:
+            return self.subtopology_of[self.sources[topic].name]
+        return self.internal_readers[topic][1]
+
+    # -- one step ---------------------------------------------------------------------------------
+    def _take(self, record: TopicRecord) -> list[TopicRecord]:
+        """The task of ``record`` takes it: one step. Returns the records the step wrote."""
+        index = len(self.steps)
+        task = f"{self._subtopology_reading(record.topic)}_{record.partition}"
+        if task not in self.clocks:
+            self.clocks[task] = TaskClock(self.late, task)
+        self.clocks[task].advance(record.ts)
+        visits: list[NodeVisit] = []
+        written: list[TopicRecord] = []
+        if record.message is not None:
+            fk, _ = self.internal_readers[record.topic]
+            outcome = fk.handle_message(record.message, index)
+            port = "subscription" if record.topic == fk.node.params["subscription_topic"] else "response"
+            self._report(
+                fk.node,
+                port,
+                Rec(record.key, record.value, record.ts),
+                record.partition,
+                outcome,
+                index,
+                visits,
+                written,
+            )
+        else:
+            source = self.sources[record.topic]
+            self._visit(
+                source, None, Rec(record.key, record.value, record.ts), record.partition, index, visits, written
+            )
+        fate, reason = _step_fate(visits)
+        self.steps.append(TopologyStep(index, task, record, tuple(visits), fate, reason))
+        self.history.record(self.log.take_changes(), self.log)
+        return written
+
+    def _visit(
+        self,
+        node: Node,
+        port: Side | None,
+        rec: Rec,
+        partition: int,
+        step: int,
+        visits: list[NodeVisit],
+        written: list[TopicRecord],
+    ) -> None:
+        if node.op == "fk":
+            assert port is not None
+            outcome = self.foreign_keys[node.name].handle_input(port, rec, partition, step)
+        else:
+            outcome = self._processor(node, partition).handle(port, rec, step)
+        partners: tuple[int, ...] = ()
+        if outcome.forwarded and node.op == "stream-table":
+            partners = self._writers(node.params["table"], partition, rec.key)
+        elif outcome.forwarded and node.op == "table-table" and port is not None:
+            partners = self._writers(node.parents[1 if port is Side.LEFT else 0], partition, rec.key)
+        self._report(
+            node, None if port is None else str(port), rec, partition, outcome, step, visits, written, partners
+        )
+
+    def _writers(self, node: Node, partition: int, key: Any) -> tuple[int, ...]:
+        """The steps that wrote what table ``node`` holds for ``key`` (a join's result: both sides')."""
+        if node.op == "table":
+            if node.params.get("history_retention_ms") is not None:
+                return ()  # a versioned table answers as of a timestamp: its latest writer may not be the one
+            processor = self.processors.get((node.name, partition))
+            step = None if processor is None else processor.writers.get(key)  # type: ignore[attr-defined]
+            return () if step is None else (step,)
+        if node.op == "fk":
+            step = self.foreign_keys[node.name].writers.get((partition, key))
+            return () if step is None else (step,)
+        if node.op == "table-table":
+            return tuple(sorted({s for parent in node.parents for s in self._writers(parent, partition, key)}))
+        return ()
+
+    def _report(
+        self,
+        node: Node,
+        port: str | None,
+        rec: Rec,
+        partition: int,
+        outcome: Outcome,
+        step: int,
+        visits: list[NodeVisit],
+        written: list[TopicRecord],
+        partners: tuple[int, ...] = (),
+    ) -> None:
+        wrote = tuple(
+            self._append(topic, key, value, ts, message, step) for topic, key, value, ts, message in outcome.writes
+        )
+        written.extend(wrote)
+        forwarded = tuple((f.key, f.value, f.ts) for f in outcome.forwarded)
+        visits.append(
+            NodeVisit(
+                node.name, node.op, port, rec.key, rec.value, rec.ts, outcome.fate, outcome.reason, outcome.explain,
+                forwarded, wrote, partners,
+            )
+        )  # fmt: skip
+        for child_rec in outcome.forwarded:
+            for child, child_port in node.children:
+                self._visit(child, child_port, child_rec, partition, step, visits, written)
+
+    def _append(self, topic: str, key: Any, value: Any, ts: int, message: Any, step: int) -> TopicRecord:
+        partition = message.partition if message is not None else self.graph.topics[topic].partition_of(key)
+        records = self.topics[topic][partition]
+        record = TopicRecord(topic, partition, len(records), key, value, ts, step, None, message)
+        records.append(record)
+        return record
+
+    def _processor(self, node: Node, partition: int) -> NodeProcessor:
+        found = self.processors.get((node.name, partition))
+        if found is None:
+            sub = self.subtopology_of[node.name]
+            log = ScopedLog(self.late, f"{node.name}: ", lambda task, name: f"{sub}_{task}")
+            found = build_processor(node, partition, log, self.topology.semantics, self._parent(partition))
+            self.processors[(node.name, partition)] = found
+        return found
+
+    def _parent(self, partition: int) -> Any:
+        def parent(node: Node) -> Any:
+            if node.op == "fk":
+                return self.foreign_keys[node.name]
+            return self._processor(node, partition)
+
+        return parent
+
+
+def _step_fate(visits: list[NodeVisit]) -> tuple[Fate, Any]:
+    """The record's fate over the whole step: it joined if any join emitted; else it waits in a
+    buffer; else it was passed on to a topic; else the most telling of the nodes' fates (stored,
+    no match, dropped), with the reason of the last node that had it."""
+    best: dict[Fate, Any] = {}
+    wrote = False
+    for visit in visits:
+        wrote = wrote or bool(visit.wrote)
+        best[visit.fate] = visit.reason
+    for fate in (Fate.JOINED, Fate.BUFFERED):
+        if fate in best:
+            return fate, best[fate]
+    if wrote:
+        return Fate.FORWARDED, None
+    for fate in (Fate.STORED, Fate.NO_MATCH, Fate.DROPPED):
+        if fate in best:
+            return fate, best[fate]
+    return Fate.FORWARDED, None

@@ -1,0 +1,106 @@
+"""kjoin's topologies against the real Kafka Streams library, a CI sample (issue 30): random topologies of two or
+three joins with a re-key or a foreign-key join, 1 to 4 partitions (tests/topology_oracle.py), judged by this run's
+share of the Kafka versions (the latest always). ``make topology-check`` (part of ``make kafka-check``) runs the full
+sweep. Without Java, Maven or the jars these tests fail, they never skip."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+import kjoin
+
+from kjoin.topology.document import TopologyScenario
+from tests import oracle_check, topology_oracle
+from tests.test_topology import FK_CHAIN_CHANGE, fk_chain_of_left_joins
+
+SAMPLE = int(os.environ.get("KJOIN_TOPOLOGY_EXAMPLES", "150"))
+JUDGED = [v.version for v in oracle_check.ci_versions() if v in topology_oracle.JUDGES]
+
+
+@pytest.fixture(scope="module")
+def built() -> None:
+    oracle_check.build()
+
+
+@pytest.mark.parametrize("version", JUDGED, ids=lambda v: f"kafka-{v}")
+def test_random_topologies_agree_with_kafka_streams(built, version):
+    seed = random.randrange(2**32)
+    batch, mismatches = topology_oracle.check(version, SAMPLE, seed)
+    assert len(batch) == SAMPLE
+    if mismatches:
+        scenario, found = mismatches[0]
+        pytest.fail(
+            f"{len(mismatches)} of {len(batch)} topologies differ from Kafka {version} (seed {seed}); the first:\n"
+            f"{topology_oracle.document(scenario)}\n{found}"
+        )
+
+
+@pytest.mark.parametrize("version", ["3.9.0", "3.9.1"])
+def test_a_foreign_key_answer_overtakes_the_subscriptions_of_the_one_before_as_in_kafka(built, version):
+    """The fixed case of tests/test_topology.py, judged: TopologyTestDriver takes internal records by timestamp."""
+    topology = fk_chain_of_left_joins(version)
+    scenario = TopologyScenario.from_dict({**topology.to_dict(), "events": FK_CHAIN_CHANGE})
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert answer["outputs"][5] == [["out", "c3", '{"left":{"r":"r2"},"right":{"z":"z2"}}-Z2', 24]]
+    assert topology_oracle.difference(scenario, answer, version) is None
+
+
+def test_the_harness_builds_kafkas_repartition_topic_where_kjoin_does(built):
+    """selectKey followed by a join: Kafka adds one repartition topic and a second sub-topology, as kjoin does."""
+    data = {
+        "topology": [
+            {"name": "orders", "stream": "orders"},
+            {"name": "customers", "table": "customers"},
+            {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"},
+            {"name": "j", "join": ["rekeyed", "customers"]},
+            {"name": "out", "to": "out", "input": "j"},
+        ],
+        "events": [
+            {"topic": "customers", "key": "c1", "value": "C1", "ts": 1},
+            {"topic": "orders", "key": "o1", "value": {"c": "c1"}, "ts": 2},
+        ],
+    }
+    scenario = TopologyScenario.from_dict(data)
+    (answer,) = topology_oracle.run_batch(topology_oracle.JUDGES[0].version, [scenario])
+    assert answer["describe"] == {"subtopologies": 2, "repartition_topics": 1, "fk_topics": 0}
+    assert answer["describe"] == topology_oracle.kjoin_describe(scenario.topology)
+    assert answer["outputs"] == [[], [["out", "c1", '{"c":"c1"}-C1', 2]]]
+
+
+@pytest.mark.parametrize("version, kept", [("3.6.2", False), ("3.7.0", True)])
+def test_a_null_key_crosses_a_repartition_topic_only_above_a_left_join_since_kip_962(built, version, kept):
+    """Kafka filters null keys out before a repartition topic unless a join that takes them is below (3.7+)."""
+    data = {
+        "semantics": version,
+        "topology": [
+            {"name": "orders", "stream": "orders"},
+            {"name": "customers", "table": "customers"},
+            {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"},
+            {"name": "j", "left_join": ["rekeyed", "customers"]},
+            {"name": "out", "to": "out", "input": "j"},
+        ],
+        "events": [{"topic": "orders", "key": "o1", "value": {"v": "no customer"}, "ts": 2}],
+    }
+    scenario = TopologyScenario.from_dict(data)
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert answer["outputs"] == [[["out", None, '{"v":"no customer"}-null', 2]]] if kept else [[]]
+    assert topology_oracle.difference(scenario, answer, version) is None
+
+
+def test_kafka_2_4_refuses_a_re_keyed_stream_joined_twice_as_kjoin_does(built):
+    """KAFKA-9298 (fixed in 2.6): Kafka 2.4.1 refuses the topology; kjoin refuses it at semantics 2.4."""
+    nodes = [
+        {"name": "orders", "stream": "orders"},
+        {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"},
+        {"name": "j", "join": ["rekeyed", "rekeyed"], "window": {"before_ms": 1, "after_ms": 1, "grace_ms": 0}},
+        {"name": "out", "to": "out", "input": "j"},
+    ]
+    events = [{"topic": "orders", "key": "o1", "value": {"c": "c1"}, "ts": 1}]
+    with pytest.raises(kjoin.ScenarioError, match="KAFKA-9298"):
+        TopologyScenario.from_dict({"semantics": "2.4", "topology": nodes, "events": events})
+    allowed = TopologyScenario.from_dict({"semantics": "4.4", "topology": nodes, "events": events})
+    (answer,) = topology_oracle.run_batch("2.4.1", [allowed])
+    assert "has already been registered by another source" in answer["error"]

@@ -1,0 +1,423 @@
+"""kjoin's topologies against the real Kafka Streams library (issue 30): random topologies of two or three joins
+and a re-key (or a foreign-key join), 1 to 4 partitions, run through kjoin (``kjoin/topology/``) and, in one JVM per
+Kafka version, through TopologyTestDriver (``kafka_oracle/.../TopologyOracle.java``).
+
+``python -m tests.topology_oracle [N]`` (``make topology-check``, part of ``make kafka-check``) judges N random
+topologies per version and prints ``kafka-streams <version>: <N> topologies, <M> mismatches, <S> s``;
+``tests/test_topology_oracle.py`` runs a small sample in CI.
+
+What is compared, per input event: the records every output topic received (topic, key, value, timestamp; in
+order, or with several partitions as a multiset, see below), and once per topology what ``Topology.describe()``
+lists (sub-topologies, repartition topics, foreign-key topics) against kjoin's own split.
+
+What TopologyTestDriver can judge: one task, one partition per topic; after each input event it takes every record
+the event set off, internal topics included, by timestamp (kjoin's ``schedule: test-driver``,
+:mod:`kjoin.topology.runtime`). A topology of several partitions is judged in one of two ways:
+
+* **Task by task** (:func:`task_groups`), when all its state sits in the sub-topology that writes the output and
+  each event reaches one task of it (a re-key, then the joins): one driver per task, fed that task's events alone,
+  runs what the task runs, its own stream times and history retention included; the outputs are compared in order.
+* **As a multiset**, for the other topologies whose joins keep no time (stream-table, table-table, foreign-key, with
+  a foreign-key join's tasks talking across partitions): each key should receive the same records on any number of
+  partitions, but the order in which one event's consequences arrive can differ from the driver's (its one queue
+  per topic is FIFO; kjoin's several partitions compete by timestamp: a foreign-key chain's two results for one
+  key, KAFKA-16394's doubled left-join result, can swap), so each event's output records are compared as a
+  multiset.
+
+Other topologies with a stream-stream join or a versioned table run on one partition here. The ``timestamp``
+schedule (a running application) is not judged: TopologyTestDriver cannot run it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from typing import Any
+
+import kjoin
+from kjoin.records import render_value
+from kjoin.topology import Topology
+from kjoin.topology.document import TopologyScenario
+from tests.oracle_check import LATEST_JUDGE, VERSIONS, HarnessError, build, classpath
+
+JUDGES = tuple(version for version in VERSIONS if version.numbers >= (2, 4, 1)) or (LATEST_JUDGE,)
+"""The versions that judge topologies: every judge from 2.4.1, whose TopologyTestDriver takes internal records by
+timestamp (KAFKA-9503; the harness builds a window with a grace through ``JoinWindows.of(..).grace(..)`` before
+3.1)."""
+
+
+# -- running both sides --------------------------------------------------------------------------------------------
+def document(scenario: TopologyScenario) -> dict[str, Any]:
+    """What the harness reads: the topology's document, its events and its output topics."""
+    data = scenario.topology.to_dict()
+    outputs = sorted({node.topic for node in scenario.topology.graph.nodes.values() if node.op == "to"})
+    return {**data, "events": list(scenario.events), "outputs": outputs}
+
+
+def kjoin_outputs(scenario: TopologyScenario) -> list[list[list[Any]]]:
+    """Per input event, ``[topic, key, value, ts]`` of every output record, grouped by topic (each topic's records in
+    the order written), values and keys as the String serde carries them."""
+    trace = scenario.run()
+    per_event = []
+    for records in trace.outputs_by_event():
+        rows = [
+            [
+                r.topic,
+                None if r.key is None else render_value(r.key),
+                None if r.value is None else render_value(r.value),
+                r.ts,
+            ]
+            for r in records
+        ]
+        per_event.append(sorted(rows, key=lambda row: row[0]))  # stable: each topic keeps its order
+    return per_event
+
+
+def kjoin_describe(topology: Topology) -> dict[str, int]:
+    """What kjoin's split says ``Topology.describe()`` should list."""
+    topology.build()
+    topics = topology.graph.topics.values()
+    return {
+        "subtopologies": len(topology.graph.subtopologies()),
+        "repartition_topics": sum(t.internal and t.name.endswith("-repartition") for t in topics),
+        "fk_topics": sum(t.internal and not t.name.endswith("-repartition") for t in topics),
+    }
+
+
+def task_groups(scenario: TopologyScenario) -> list[list[int]] | None:
+    """For a topology of several partitions that TopologyTestDriver can judge task by task: the input events of
+    each task of the sink's sub-topology (``None`` when it cannot be cut so).
+
+    It can be cut when every other sub-topology keeps no state (a re-key's, whose records only pass through) and
+    every event reaches at most one task of the sink's sub-topology: then that task's records are the events'
+    own, taken in the same order, and one driver per task (one partition, those events alone) runs what the task
+    runs, its stream times and history retention included."""
+    topology = scenario.topology
+    if topology.partitions == 1:
+        return None
+    sub_of = topology.graph.subtopology_of()
+    sinks = {sub_of[n.name] for n in topology.graph.nodes.values() if n.op == "to"}
+    if len(sinks) != 1:
+        return None
+    (sink,) = sinks
+    stateless = ("stream", "filter", "map_values", "select_key", "map", "repartition-sink")
+    if any(sub_of[n.name] != sink and n.op not in stateless for n in topology.graph.nodes.values()):
+        return None
+    trace = scenario.run()
+    reached: list[set[str]] = [set() for _ in scenario.events]
+    for step in trace:
+        if step.task.split("_")[0] == str(sink):
+            reached[trace.event_of(step.index)].add(step.task)
+    if any(len(tasks) > 1 for tasks in reached):
+        return None
+    groups: dict[str, list[int]] = {}
+    for index, tasks in enumerate(reached):
+        for task in tasks:
+            groups.setdefault(task, []).append(index)
+    return [groups[task] for task in sorted(groups)]
+
+
+def run_batch(version: str, batch: list[TopologyScenario], threads: int = 4) -> list[dict[str, Any]]:
+    """Kafka's answers (``outputs`` per event and ``describe``, or ``error``) for every topology of ``batch``, in one
+    JVM; a topology that :func:`task_groups` cuts runs as one driver per task, stitched back (``per_task``)."""
+    java = shutil.which("java")
+    if java is None:
+        raise HarnessError("java is not on PATH: install Java 17 (apt-get install openjdk-17-jdk-headless)")
+    plans: list[list[tuple[list[int], dict[str, Any]]]] = []
+    for scenario in batch:
+        whole = document(scenario)
+        groups = task_groups(scenario)
+        if groups is None:
+            plans.append([(list(range(len(scenario.events))), whole)])
+            continue
+        one = {key: value for key, value in whole.items() if key != "topics"}
+        plans.append(
+            [(group, {**one, "partitions": 1, "events": [whole["events"][i] for i in group]}) for group in groups]
+        )
+    docs = [data for plan in plans for _, data in plan]
+    lines = [json.dumps({**data, "id": i}, separators=(",", ":")) for i, data in enumerate(docs)]
+    done = subprocess.run(
+        [java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath(version), "kjoin.oracle.TopologyOracle",
+         "--threads", str(threads)],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    raw = [json.loads(line) for line in done.stdout.splitlines()]
+    if done.returncode != 0 or len(raw) != len(lines):
+        raise HarnessError(
+            f"the Kafka {version} topology harness failed (exit {done.returncode}):\n{done.stderr[-3000:]}"
+        )
+    answers: list[dict[str, Any]] = []
+    position = 0
+    for scenario, plan in zip(batch, plans):
+        parts = raw[position : position + len(plan)]
+        position += len(plan)
+        errors = [part["error"] for part in parts if "error" in part]
+        if errors:
+            answers.append({"error": errors[0]})
+            continue
+        if len(plan) == 1 and len(plan[0][0]) == len(scenario.events):
+            answers.append(parts[0])
+            continue
+        outputs: list[list[Any]] = [[] for _ in scenario.events]
+        for (indexes, _), part in zip(plan, parts):
+            for index, emitted in zip(indexes, part["outputs"]):
+                outputs[index] = emitted
+        answer = {"outputs": outputs, "per_task": True}
+        if parts:  # a driver of one partition lists the same sub-topologies and topics
+            answer["describe"] = parts[0]["describe"]
+        answers.append(answer)
+    return answers
+
+
+def difference(scenario: TopologyScenario, answer: dict[str, Any], version: str) -> str | None:
+    """None when kjoin agrees with Kafka on the split and on every event's outputs; else the first difference."""
+    if "error" in answer:
+        return f"Kafka {version} raised {answer['error']}"
+    ours = kjoin_describe(scenario.topology)
+    if "describe" in answer and answer["describe"] != ours:
+        return f"Topology.describe() of Kafka {version} lists {answer['describe']}, kjoin's split {ours}"
+    mine = kjoin_outputs(scenario)
+    theirs_all = answer["outputs"]
+    if scenario.topology.partitions > 1 and not answer.get("per_task"):  # interleaving unjudged: multisets
+        mine = [_by_key(rows) for rows in mine]
+        theirs_all = [_by_key(rows) for rows in theirs_all]
+    for index, (theirs, own) in enumerate(zip(theirs_all, mine)):
+        if theirs != own:
+            return f"event {index} ({scenario.events[index]}): Kafka {version} emitted {theirs}, kjoin {own}"
+    if len(answer["outputs"]) != len(mine):
+        return f"Kafka gave outputs for {len(answer['outputs'])} events, kjoin for {len(mine)}"
+    return None
+
+
+def _by_key(rows: list[list[Any]]) -> list[list[Any]]:
+    """The rows of one event as a multiset per topic and key (see the module docstring: with several partitions the
+    order in which one event's consequences reach a topic depends on how the partitions interleave, which the
+    driver's one partition cannot show)."""
+    return sorted(rows, key=lambda row: json.dumps(row))
+
+
+# -- random topologies ---------------------------------------------------------------------------------------------
+CUSTOMERS = ["c1", "c2", "c3"]
+REGIONS = ["r1", "r2", "r3"]
+ORDERS = ["o1", "o2", "o3", "o4"]
+SHAPES = ("rekey-table-table", "rekey-stream-stream-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left",
+          "fk-chain", "stream-stream-rekey-table", "rekey-self-join-table", "pk-then-fk", "rekey-join-fk-result",
+          "fk-to-stream-rekey-join")  # fmt: skip
+TIMELESS = ("rekey-table-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left", "fk-chain", "pk-then-fk",
+            "rekey-join-fk-result", "fk-to-stream-rekey-join")  # fmt: skip
+"""Shapes whose joins keep no time: judged at 1 to 4 partitions (see the module docstring)."""
+PER_TASK = ("rekey-stream-stream-table", "rekey-self-join-table")
+"""Shapes whose state sits in the sink's sub-topology alone: judged at 1 to 4 partitions task by task
+(:func:`task_groups`)."""
+
+
+def _variant(rng: random.Random, *variants: str) -> str:
+    return rng.choice(variants)
+
+
+def _window(rng: random.Random) -> dict[str, int]:
+    return {"before_ms": rng.randint(0, 6), "after_ms": rng.randint(0, 6), "grace_ms": rng.randint(0, 4)}
+
+
+def _maybe_stateless(rng: random.Random, nodes: list[dict[str, Any]], current: str, tag: str) -> str:
+    """Now and then a filter or a value mapper after a re-key (it stays upstream of the repartition topic)."""
+    roll = rng.random()
+    if roll < 0.25:
+        predicate = rng.choice(
+            [{"key_not_in": [rng.choice(CUSTOMERS)]}, {"key_in": CUSTOMERS[:2]}, {"value_not_null": True}]
+        )
+        nodes.append({"name": f"{tag}-filter", "filter": predicate, "input": current})
+        return f"{tag}-filter"
+    if roll < 0.4:
+        mapper = rng.choice([{"append": "!"}, {"field": "v"}])
+        nodes.append({"name": f"{tag}-mapped", "map_values": mapper, "input": current})
+        return f"{tag}-mapped"
+    return current
+
+
+def _customers(rng: random.Random, versioned: bool) -> dict[str, Any]:
+    """The customers table, versioned now and then where the version has versioned tables (3.6+ here)."""
+    node: dict[str, Any] = {"name": "customers", "table": "customers"}
+    if versioned and rng.random() < 0.3:
+        node["history_retention_ms"] = rng.randint(0, 20)
+    return node
+
+
+def random_topology(rng: random.Random, era: str, versioned: bool = False) -> dict[str, Any]:
+    """A random topology document (without events): one of :data:`SHAPES`, variants and windows drawn; with
+    ``versioned``, tables are versioned now and then (on one partition: a versioned table's history retention
+    follows its task's observed time)."""
+    shapes = SHAPES
+    if not kjoin.parse_semantics(era).rekeyed_stream_joined_twice:  # KAFKA-9298: refused before 2.6
+        shapes = tuple(shape for shape in SHAPES if shape != "rekey-self-join-table")
+    shape = rng.choice(shapes)
+    partitions = rng.randint(1, 4) if shape in TIMELESS or shape in PER_TASK else 1
+    nodes: list[dict[str, Any]] = []
+    join = {"inner": "join", "left": "left_join", "outer": "outer_join"}
+    if shape == "rekey-table-table":
+        customers = _customers(rng, versioned and partitions == 1)
+        nodes += [{"name": "orders", "stream": "orders"}, customers,
+                  {"name": "addresses", "table": "addresses"},
+                  {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
+        current = _maybe_stateless(rng, nodes, "rekeyed", "r")
+        nodes.append({"name": "j1", join[_variant(rng, "inner", "left")]: [current, "customers"]})
+        if "history_retention_ms" in customers and "join" in nodes[-1] and rng.random() < 0.5:
+            # KIP-923's grace buffer, on inner joins only: Kafka 3.7+ throws a NullPointerException for a null-key
+            # record in a left join with a grace period (README "Fidelity"), and a re-key can make null keys
+            nodes[-1]["grace_ms"] = rng.randint(0, customers["history_retention_ms"])
+        nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: ["j1", "addresses"]})
+        if rng.random() < 0.5:
+            nodes.append({"name": "j3", join[_variant(rng, "inner", "left")]: ["j2", "customers"]})
+    elif shape == "rekey-stream-stream-table":
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "payments", "stream": "payments"},
+                  {"name": "customers", "table": "customers"},
+                  {"name": "orders-by-c", "select_key": {"field": "c"}, "input": "orders"},
+                  {"name": "payments-by-c", "select_key": {"field": "c"}, "input": "payments"},
+                  {"name": "j1", join[_variant(rng, "inner", "left", "outer")]: ["orders-by-c", "payments-by-c"],
+                   "window": _window(rng)},
+                  {"name": "j2", join[_variant(rng, "inner", "left")]: ["j1", "customers"]}]  # fmt: skip
+    elif shape == "rekey-join-table-join":
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "customers", "table": "customers"},
+                  {"name": "addresses", "table": "addresses"},
+                  {"name": "profiles", join[_variant(rng, "inner", "left", "outer")]: ["customers", "addresses"]},
+                  {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
+        current = _maybe_stateless(rng, nodes, "rekeyed", "r")
+        nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: [current, "profiles"]})
+    elif shape == "fk-then-pk":
+        nodes += [{"name": "customers", "table": "customers"}, {"name": "regions", "table": "regions"},
+                  {"name": "addresses", "table": "addresses"},
+                  {"name": "j1", join[_variant(rng, "inner", "left")]: ["customers", "regions"], "foreign_key": "r"},
+                  {"name": "j2", join[_variant(rng, "inner", "left", "outer")]: ["j1", "addresses"]}]  # fmt: skip
+    elif shape == "fk-rejoin-left":
+        nodes += [{"name": "customers", "table": "customers"}, {"name": "regions", "table": "regions"},
+                  {"name": "j1", join[_variant(rng, "inner", "left")]: ["customers", "regions"], "foreign_key": "r"},
+                  {"name": "j2", join[_variant(rng, "inner", "left", "outer")]: ["j1", "customers"]}]  # fmt: skip
+    elif shape == "fk-chain":
+        nodes += [{"name": "customers", "table": "customers"}, {"name": "regions", "table": "regions"},
+                  {"name": "zones", "table": "zones"},
+                  {"name": "j1", join[_variant(rng, "inner", "left")]: ["customers", "regions"], "foreign_key": "r",
+                   "joiner": "object"},
+                  {"name": "j2", join[_variant(rng, "inner", "left")]: ["j1", "zones"],
+                   "foreign_key": "right.z"}]  # fmt: skip
+    elif shape == "rekey-self-join-table":
+        nodes += [{"name": "orders", "stream": "orders"}, _customers(rng, versioned),
+                  {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"},
+                  {"name": "j1", join[_variant(rng, "inner", "left", "outer")]: ["rekeyed", "rekeyed"],
+                   "window": _window(rng)},
+                  {"name": "j2", join[_variant(rng, "inner", "left")]: ["j1", "customers"]}]  # fmt: skip
+        if "history_retention_ms" in nodes[1] and "join" in nodes[-1] and rng.random() < 0.5:
+            nodes[-1]["grace_ms"] = rng.randint(0, nodes[1]["history_retention_ms"])  # inner only, as above
+    elif shape == "pk-then-fk":
+        nodes += [{"name": "customers", "table": "customers"}, {"name": "addresses", "table": "addresses"},
+                  {"name": "regions", "table": "regions"},
+                  {"name": "j1", join[_variant(rng, "inner", "left", "outer")]: ["customers", "addresses"],
+                   "joiner": "object"},
+                  {"name": "j2", join[_variant(rng, "inner", "left")]: ["j1", "regions"],
+                   "foreign_key": "left.r"}]  # fmt: skip
+    elif shape == "rekey-join-fk-result":  # a stream joined with a foreign-key join's result (its value getter)
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "customers", "table": "customers"},
+                  {"name": "regions", "table": "regions"},
+                  {"name": "located", join[_variant(rng, "inner", "left")]: ["customers", "regions"],
+                   "foreign_key": "r"},
+                  {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
+        current = _maybe_stateless(rng, nodes, "rekeyed", "r")
+        nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: [current, "located"]})
+    elif shape == "fk-to-stream-rekey-join":  # a table's changes re-keyed: a foreign-key result by its region
+        nodes += [{"name": "customers", "table": "customers"}, {"name": "regions", "table": "regions"},
+                  {"name": "j1", join[_variant(rng, "inner", "left")]: ["customers", "regions"], "foreign_key": "r",
+                   "joiner": "object"},
+                  {"name": "changes", "to_stream": True, "input": "j1"},
+                  {"name": "by-region", "select_key": {"field": "left.r"}, "input": "changes"},
+                  {"name": "j2", join[_variant(rng, "inner", "left")]: ["by-region", "regions"]}]  # fmt: skip
+    else:  # stream-stream-rekey-table
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "payments", "stream": "payments"},
+                  {"name": "customers", "table": "customers"},
+                  {"name": "j1", join[_variant(rng, "inner", "left", "outer")]: ["orders", "payments"],
+                   "window": _window(rng)},
+                  {"name": "by-customer", "select_key": {"map": {o: rng.choice(CUSTOMERS) for o in ORDERS}},
+                   "input": "j1"},
+                  {"name": "j2", join[_variant(rng, "inner", "left")]: ["by-customer", "customers"]}]  # fmt: skip
+    if versioned and partitions == 1:  # versioned tables in table-table and foreign-key joins too (KIP-914)
+        for node in nodes:
+            if "table" in node and "history_retention_ms" not in node and rng.random() < 0.25:
+                node["history_retention_ms"] = rng.randint(0, 20)
+    last = nodes[-1]["name"]
+    nodes.append({"name": "out", "to": "out", "input": last})
+    return {"partitions": partitions, "semantics": era, "topology": nodes}
+
+
+def _value(rng: random.Random, topic: str) -> Any:
+    if rng.random() < 0.12:
+        return None
+    n = rng.randint(0, 9)
+    if topic in ("orders", "payments"):
+        return {"c": rng.choice(CUSTOMERS), "v": f"{topic[0].upper()}{n}"}
+    if topic == "customers":
+        return {"r": rng.choice(REGIONS + [None]) if rng.random() < 0.2 else rng.choice(REGIONS), "v": f"C{n}"}
+    if topic == "regions":
+        return {"z": rng.choice(["z1", "z2"]), "v": f"R{n}"}
+    return f"{topic[0].upper()}{n}"
+
+
+def _key(rng: random.Random, topic: str) -> Any:
+    if rng.random() < 0.04:
+        return None
+    pool = {"orders": ORDERS, "payments": ORDERS, "regions": REGIONS, "zones": ["z1", "z2"]}.get(topic, CUSTOMERS)
+    return rng.choice(pool)
+
+
+def random_scenario(rng: random.Random, era: str, versioned: bool = False) -> TopologyScenario:
+    data = random_topology(rng, era, versioned)
+    sources = [node[op] for node in data["topology"] for op in ("stream", "table") if op in node]
+    events = []
+    for _ in range(rng.randint(6, 24)):
+        topic = rng.choice(sources)
+        events.append({"topic": topic, "key": _key(rng, topic), "value": _value(rng, topic), "ts": rng.randint(0, 30)})
+    return TopologyScenario.from_dict({**data, "events": events})
+
+
+def check(version: str, count: int, seed: int) -> tuple[list[TopologyScenario], list[tuple[TopologyScenario, str]]]:
+    """``count`` random topologies judged by ``version``: the topologies and the mismatches."""
+    rng = random.Random(seed)
+    era = kjoin.parse_semantics(version)
+    versioned = tuple(int(part) for part in version.split(".")) >= (3, 6, 0)
+    batch = [random_scenario(rng, str(era), versioned) for _ in range(count)]
+    mismatches = []
+    for scenario, answer in zip(batch, run_batch(version, batch)):
+        found = difference(scenario, answer, version)
+        if found is not None:
+            mismatches.append((scenario, found))
+    return batch, mismatches
+
+
+def main(argv: list[str]) -> int:
+    count = int(argv[0]) if argv else int(os.environ.get("N", "1000"))
+    seed = int(os.environ.get("KJOIN_TOPOLOGY_SEED", str(int(time.time()))))
+    chosen = os.environ.get("KJOIN_ORACLE_VERSIONS", "").strip()
+    judges = [v.version for v in JUDGES if not chosen or chosen == "all" or v.version in chosen.split(",")]
+    build()
+    failed = 0
+    print(f"topologies: seed {seed}", flush=True)
+    for version in judges:
+        started = time.monotonic()
+        batch, mismatches = check(version, count, seed)
+        elapsed = time.monotonic() - started
+        print(
+            f"kafka-streams {version}: {len(batch)} topologies, {len(mismatches)} mismatches, {elapsed:.0f} s",
+            flush=True,
+        )
+        for scenario, found in mismatches[:5]:
+            print(f"  {found}\n  {json.dumps(document(scenario))}", flush=True)
+        failed += len(mismatches)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
