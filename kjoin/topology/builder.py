@@ -29,6 +29,7 @@ from ..semantics import Semantics, parse_semantics
 from . import functions
 from .copartition import resolve_partitions
 from .graph import STREAM, TABLE, Graph, Node, Topic, TopologyError
+from .writer import topology_to_dict
 
 __all__ = ["Topology", "KStream", "KTable"]
 
@@ -139,8 +140,6 @@ class Topology:
 
     def to_dict(self) -> dict[str, Any]:
         """The topology as the ``topology:`` part of a document (:mod:`kjoin.topology.document`)."""
-        from .document import topology_to_dict
-
         return topology_to_dict(self)
 
 

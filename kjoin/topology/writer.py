@@ -1,0 +1,103 @@
+"""Writing a topology out as a document's ``topology:`` part (:mod:`kjoin.topology.document` reads it back).
+
+Below the builder: it reads only the graph, so :meth:`kjoin.topology.Topology.to_dict` can call it without the
+reader (which builds topologies) importing the builder back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .graph import TopologyError
+
+if TYPE_CHECKING:
+    from .builder import Topology
+
+__all__ = ["topology_to_dict"]
+
+
+def topology_to_dict(topology: Topology) -> dict[str, Any]:
+    """The nodes of ``topology`` as a document's ``topology:`` list, plus ``partitions``,
+    ``semantics`` and ``topics``. A node with a Python function cannot be written (a document
+    names its functions from the vocabulary of :mod:`kjoin.topology.functions`)."""
+    graph = topology.graph
+    nodes: list[dict[str, Any]] = []
+    topics: dict[str, Any] = {}
+
+    def logical(node: Any) -> str:
+        if node.op == "repartition-source":
+            sink = next(n for n in graph.nodes.values() if n.op == "repartition-sink" and n.topic == node.topic)
+            return sink.parents[0].name
+        return node.name
+
+    def spec(node: Any, key: str = "fn") -> Any:
+        fn = node.params.get(key)
+        if fn is None:
+            return None
+        if fn.spec is None:
+            raise TopologyError(
+                f"node {node.name}: its function is a Python function ({fn.text}), which a document cannot carry; "
+                "name it from kjoin.topology.functions' vocabulary to write the topology out"
+            )
+        return fn.spec
+
+    for node in sorted(graph.nodes.values(), key=lambda n: n.order):
+        entry: dict[str, Any] = {"name": node.name}
+        if node.op in ("stream", "table"):
+            entry[node.op] = node.topic
+            topic = graph.topics[node.topic]
+            if topic.partitions != topology.partitions:
+                topics[node.topic] = {"partitions": topic.partitions}
+            if node.params.get("history_retention_ms") is not None:
+                entry["history_retention_ms"] = node.params["history_retention_ms"]
+            if topic.partitioner is not None:
+                raise TopologyError(f"topic {node.topic}: its producer's partitioner is a Python function")
+        elif node.op in ("filter", "map_values", "select_key"):
+            entry[node.op] = spec(node)
+            entry["input"] = logical(node.parents[0])
+            if node.op == "select_key" and node.params.get("partitioner") is not None:
+                entry["partitioner"] = spec(node, "partitioner")
+        elif node.op == "map":
+            spec(node)
+        elif node.op in ("stream-stream", "stream-table", "table-table", "fk"):
+            p = node.params
+            op = {"inner": "join", "left": "left_join", "outer": "outer_join"}[p["variant"]]
+            entry[op] = [logical(parent) for parent in node.parents]
+            if p["joiner"].spec != "concat":
+                entry["joiner"] = spec(node, "joiner")
+            if node.op == "stream-table" and p.get("grace_ms") is not None:
+                entry["grace_ms"] = p["grace_ms"]
+            if node.op == "stream-stream":
+                w = p["window"]
+                entry["window"] = {"before_ms": w.before_ms, "after_ms": w.after_ms, "grace_ms": w.grace_ms}
+            if node.op == "fk":
+                if not isinstance(p["foreign_key"], str):
+                    raise TopologyError(f"node {node.name}: its foreign-key extractor is a Python function")
+                entry["foreign_key"] = p["foreign_key"]
+                for key, topic_key in (("partitioner", "response_topic"), ("other_partitioner", "subscription_topic")):
+                    fn = graph.topics[p[topic_key]].partitioner
+                    if fn is not None:
+                        if fn.spec is None:
+                            raise TopologyError(f"node {node.name}: its {key} is a Python function")
+                        entry[key] = fn.spec
+        elif node.op == "to_stream":
+            entry["to_stream"] = True
+            entry["input"] = logical(node.parents[0])
+        elif node.op == "to":
+            entry["to"] = node.topic
+            entry["input"] = logical(node.parents[0])
+            topic = graph.topics[node.topic]
+            if topic.partitions != topology.partitions:
+                entry["partitions"] = topic.partitions
+            if topic.partitioner is not None:
+                if topic.partitioner.spec is None:
+                    raise TopologyError(f"node {node.name}: its partitioner is a Python function")
+                entry["partitioner"] = topic.partitioner.spec
+        else:
+            continue  # repartition sinks and sources: Kafka adds them, and so does kjoin
+        nodes.append(entry)
+    data: dict[str, Any] = {"partitions": topology.partitions, "semantics": str(topology.semantics)}
+    if topics:
+        data["topics"] = topics
+    data["topology"] = nodes
+    return data
