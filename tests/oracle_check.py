@@ -11,7 +11,10 @@ kjoin's users need.
 What the harness can see: each Kafka task alone (TopologyTestDriver has one partition per topic, so a scenario
 with several partitions is cut into one harness run per task); the records on the output topic (not a
 table-table result's old value); foreign-key messages delivered at once (TopologyTestDriver's order, kjoin's
-``delivery: immediate``). Which Kafka version judges which of kjoin's eras is ``VERSIONS`` below.
+``delivery: immediate``), or, for a scenario run with ``task_idle_ms`` and ``{"advance": true}`` events
+(``Harness.run_task``), in the order a task that waits max.task.idle.ms takes them: lowest timestamp first, until a
+partition runs dry (kjoin: ``delivery: explicit`` in that order). Which Kafka version judges which of kjoin's eras
+is ``VERSIONS`` below.
 
 Seed 000 (``kjoin.scenario.aggregate``): the harness builds what today's DSL expresses (``aggregate_specs``):
 ``window-aggregate`` (a windowed count), ``table-aggregate`` (a count grouped by a field, one partition: its

@@ -17,6 +17,7 @@ import pytest
 
 import kjoin
 from kjoin.scenario import AggregateSpec
+from tests.test_foreign_key import RIGHT_DELETE_RACE
 from tests.test_wtable import BEHIND_RETENTION
 from tests import oracle_check
 from tests.oracle_check import (
@@ -342,6 +343,29 @@ def test_kafka_4_4_fk_inner_join_follows_a_row_to_and_from_a_null_foreign_key(bu
     assert kafka == ours == [[], [], [["A", joined, 3]], [["A", None, 4]], [], [["B", None, 6]], []]
     kafka, ours = _run("3.3.2", FK_NULL_KEYS)
     assert kafka == ours == [[], [], [], [], [], [], []]
+
+
+def test_a_right_delete_that_overtakes_a_same_key_update_keeps_a_stale_result_in_kafka_since_3_9_1(built) -> None:
+    """The race ``tests/test_foreign_key.py`` found in its SQL property, in the real library's own order. The harness
+    runs the task with max.task.idle.ms (``task_idle_ms``): it waits for every partition, and each ``advance`` moves
+    the wall clock past the wait, so the task takes its queued records lowest timestamp first until a partition runs
+    dry. After b's update (@10) one advance lets it take the update, whose subscription is then queued; X's delete
+    (@5) comes next and goes before that subscription, its answer (@5, the old subscription's hash) too. Kafka 3.9.1
+    and 4.4 drop that answer and the update's subscription asks only for an existing X: b keeps v0-r0, which SQL
+    does not have. Kafka 3.9.0 answers the subscription with null (@10) and deletes it. kjoin, delivering in the
+    same order (``RIGHT_DELETE_RACE``), agrees with each."""
+    inputs = [event for event in RIGHT_DELETE_RACE if "deliver" not in event]
+    advance = {"advance": True}
+    in_kafka_order = [*inputs[:2], *[advance] * 8, inputs[2], advance, inputs[3], *[advance] * 4]
+    joined = ["b", '{"fk":"X","v":0}-r0', 2]
+    expected = {LATEST: [joined], "3.9.1": [joined], "3.9.0": [joined, ["b", None, 10]]}
+    for version, outputs in expected.items():
+        data = {"join": "fk", "variant": "inner", "foreign_key": "fk", "semantics": version}
+        with Harness(version) as harness:
+            kafka = harness.run_task({**data, "task_idle_ms": 1000, "events": in_kafka_order})
+        scenario = kjoin.Scenario.from_dict({**data, "delivery": "explicit", "events": RIGHT_DELETE_RACE})
+        ours = kjoin_outputs(scenario)
+        assert [r for rs in kafka for r in rs] == [r for rs in ours for r in rs] == outputs, version
 
 
 EMPTY_CUSTOMER = {

@@ -11,7 +11,7 @@ after it (:meth:`~Scheduler.after_input`), at a ``{deliver: ...}`` instruction
 * :class:`ExplicitDelivery`: only what ``{deliver: ...}`` instructions release.
 * :class:`RandomDelivery`: after each input a seeded random number of messages, each picked
   at random among the heads of the (topic, partition) queues; the rest at the end. With
-  ``wait_for_row``, a left update first waits until nothing about its row is in flight.
+  ``wait_for_row``, an input record first waits until nothing about its row is in flight.
 """
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ class RandomDelivery(Scheduler):
         self.wait_for_row = wait_for_row
 
     def before_input(self, record: Record, deliver: Deliver) -> None:
-        if self.wait_for_row and record.side is Side.LEFT:
-            while any(_about_row(message, record.key) for message in self.in_flight.pending()):
+        if self.wait_for_row:
+            while any(_about_row(message, record) for message in self.in_flight.pending()):
                 deliver(self.rng.choice(self.in_flight.heads()))
 
     def after_input(self, deliver: Deliver) -> None:
@@ -125,7 +125,14 @@ def scheduler_for(delivery: Any, in_flight: InFlightMessages) -> Scheduler:
     return RandomDelivery(in_flight, delivery.seed, delivery.wait_for_row)
 
 
-def _about_row(message: Message, pk: Any) -> bool:
-    """Is ``message`` a subscription from, or a response to, the left row ``pk``?"""
-    target = message.value.pk if message.topic == SUBSCRIPTION else message.key  # type: ignore[union-attr]
-    return type(target) is type(pk) and target == pk
+def _about_row(message: Message, record: Record) -> bool:
+    """Is ``message`` about the row ``record`` changes: for a left row, a subscription from it or a
+    response to it; for a right row, a subscription to it (the right task answers it with whatever
+    the row holds when the subscription arrives)."""
+    if record.side is Side.LEFT:
+        target = message.value.pk if message.topic == SUBSCRIPTION else message.key  # type: ignore[union-attr]
+    elif message.topic == SUBSCRIPTION:
+        target = message.key
+    else:
+        return False
+    return type(target) is type(record.key) and target == record.key

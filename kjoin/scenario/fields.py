@@ -118,10 +118,14 @@ class Delivery:
     * ``random``: after each input record a seeded random number of messages is delivered,
       picking at random among the heads of the (topic, partition) queues, so each partition
       stays in order; everything left is delivered the same way after the last event.
-      With ``wait_for_row``, a left update is processed only once every message about its
-      row (its primary key) has been delivered: the condition under which the join is sure
-      to converge to the SQL join (without it, a row updated again while its answer is
-      still travelling can keep a stale result, as Kafka can).
+      With ``wait_for_row``, an input record is processed only once every message about its
+      row has been delivered (a left row's subscriptions and responses, the subscriptions to
+      a right row): the condition under which the join is sure to converge to the SQL join.
+      Without it a result can stay stale, as in Kafka: a left row updated again while its
+      answer is still travelling; and, in an inner join since 3.9.1, a right row deleted
+      while the subscription of an update that keeps its foreign key travels (the delete's
+      answer carries the old hash and is dropped; the update asks for an answer only if
+      the right row exists).
     """
 
     mode: DeliveryMode = "immediate"

@@ -215,6 +215,14 @@ public final class Oracle {
         if (flag(scenario, "optimize")) {
             props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE);
         }
+        // Harness only: a task that waits max.task.idle.ms for every partition (its inputs, the FK join's
+        // subscription and response topics) instead of running each input to completion. An {"advance": true}
+        // event moves the wall clock past the idle time, so the task processes its queued records in Kafka's
+        // own order (lowest head timestamp first) until a partition runs dry again.
+        Number idle = (Number) scenario.get("task_idle_ms");
+        if (idle != null) {
+            props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, idle.longValue());
+        }
 
         // The stores the DSL builds inside a join (the FK subscription store): in memory too, where the version
         // has the config (3.2+); 2.8 keeps RocksDB for them.
@@ -247,9 +255,16 @@ public final class Oracle {
                     throw new IllegalArgumentException(
                         "explicit delivery: TopologyTestDriver delivers every message at once");
                 }
-                TestInputTopic<String, String> topic = "left".equals(event.get("side")) ? left : right;
-                long ts = ((Number) event.get("ts")).longValue();
-                topic.pipeInput(text(event.get("key")), text(event.get("value")), ts);
+                if (event.containsKey("advance")) {
+                    if (idle == null) {
+                        throw new IllegalArgumentException("an advance event needs task_idle_ms");
+                    }
+                    driver.advanceWallClockTime(Duration.ofMillis(idle.longValue()));
+                } else {
+                    TestInputTopic<String, String> topic = "left".equals(event.get("side")) ? left : right;
+                    long ts = ((Number) event.get("ts")).longValue();
+                    topic.pipeInput(text(event.get("key")), text(event.get("value")), ts);
+                }
                 List<List<Object>> emitted = new ArrayList<>();
                 for (TestRecord<String, String> record : output.readRecordsToList()) {
                     List<Object> triple = new ArrayList<>();
