@@ -38,8 +38,8 @@ from kjoin.trace import Trace
 
 from .hints import fate_hints, output_hints, release_hints
 from .labels import fate_label, tones_for
-from .show import view_of
-from .step_view import CSS, _outputs_text, _table_html
+from .step_view import CSS, _outputs_text, _table_html, view_of
+from .stepper import Stepper
 from .store_view import store_tables
 
 __all__ = ["Predict", "Verdict", "trainer_mode", "leave_step", "parse_outputs", "ASKS"]
@@ -504,8 +504,6 @@ class Predict(widgets.VBox):
         self._open_stepper()
 
     def _open_stepper(self) -> None:
-        from .stepper import Stepper  # the stepper imports nothing from here; imported late to keep start-up light
-
         at = self.index
         if self.ask == "release":  # the step it leaves at (or the end of the input)
             at = len(self.trace.steps) - 1 if self.leaves == STILL_WAITING else self.leaves

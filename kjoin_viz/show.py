@@ -11,25 +11,15 @@ The stepper draws its panes with the same renderer (:class:`~kjoin_viz.step_view
 from __future__ import annotations
 
 import html
-import weakref
 from typing import Any, Iterable, Mapping, Sequence
 
 from kjoin.render import format_table, seed_table
 from kjoin.trace import Trace
 
-from .step_view import CELL, CSS, StepView
+from .step_view import CELL, CSS, view_of
+from .variants import seed_table_html
 
-__all__ = ["show_step", "StepDisplay", "view_of", "Shown", "table", "variants_table"]
-
-_VIEWS: "weakref.WeakKeyDictionary[Trace, StepView]" = weakref.WeakKeyDictionary()
-
-
-def view_of(trace: Trace) -> StepView:
-    """The :class:`StepView` of ``trace``, indexed once and shared by every view of it."""
-    view = _VIEWS.get(trace)
-    if view is None:
-        view = _VIEWS[trace] = StepView(trace)
-    return view
+__all__ = ["show_step", "StepDisplay", "Shown", "table", "variants_table"]
 
 
 class StepDisplay:
@@ -87,6 +77,4 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], caption: str = "
 def variants_table(traces: Mapping[str, Trace], with_ts: bool = False) -> Shown:
     """The seeds' table of several traces of one input (``ts | left | right | inner | …``) as
     HTML, results and tombstones told apart; its ``repr`` is :func:`kjoin.render.seed_table`."""
-    from .variants import seed_table_html
-
     return Shown(seed_table_html(traces, None, with_ts), seed_table(traces, with_ts))

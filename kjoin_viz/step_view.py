@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import bisect
 import html
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ from .labels import fate_label, label_html, own_outputs
 from .store_view import StoreTable, store_tables
 from .timeline import timeline_svg, view_span
 
-__all__ = ["StepView", "StepPanes", "LOG_TAIL", "headline"]
+__all__ = ["StepView", "StepPanes", "LOG_TAIL", "headline", "view_of"]
 
 LOG_TAIL = 12
 """Outputs shown in the "log so far" (the latest ones)."""
@@ -209,6 +210,18 @@ class StepView:
             f'<div class="kjoin-viz kjoin-step" data-step="{step}" style="max-width:100%">'
             f"{p.header}{svg_image(p.timeline)}{p.explain}{p.outputs}{p.state}</div>"
         )
+
+
+_VIEWS: "weakref.WeakKeyDictionary[Trace, StepView]" = weakref.WeakKeyDictionary()
+
+
+def view_of(trace: Trace) -> StepView:
+    """The :class:`StepView` of ``trace``, indexed once and shared by every view of it (``show_step``,
+    the stepper, the predict widget)."""
+    view = _VIEWS.get(trace)
+    if view is None:
+        view = _VIEWS[trace] = StepView(trace)
+    return view
 
 
 def _consistency(trace: Trace) -> list[bool] | None:

@@ -20,7 +20,7 @@ import ipywidgets as widgets
 
 from kjoin.trace import Trace
 
-from .step_view import StepView
+from .step_view import StepView, counter, view_of
 
 __all__ = ["Stepper", "SliderStep", "seek", "time_seeks"]
 
@@ -57,9 +57,7 @@ class Stepper(SliderStep, widgets.VBox):
     def __init__(self, trace: Trace, step: int = 0, view: StepView | None = None) -> None:
         if not trace.steps:
             raise ValueError("the trace has no steps to show")
-        from .show import view_of  # one index per trace, shared with show_step and Predict
-
-        self.view = view or view_of(trace)
+        self.view = view or view_of(trace)  # one index per trace, shared with show_step and Predict
         self.trace = trace
         last = len(trace.steps) - 1
         self.play = widgets.Play(min=0, max=last, interval=SPEEDS["normal"], description="play")
@@ -133,8 +131,6 @@ class Stepper(SliderStep, widgets.VBox):
         return self.view.text(self.step)
 
     def __repr__(self) -> str:
-        from .step_view import counter
-
         return f"Stepper({counter(self.step, len(self.trace.steps))})"
 
 
