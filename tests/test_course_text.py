@@ -136,6 +136,16 @@ def test_the_cheat_sheet_has_the_notation_the_fates_the_timestamp_rules_and_the_
 
 
 def test_the_join_notebooks_chart_their_variants_results_and_tombstones():
-    # kjoin_viz.outputs_chart: results against tombstones per variant (its counts: tests/test_viz_charts.py)
+    # kjoin_viz.outputs_chart: results, results with null and tombstones per variant (its counts:
+    # tests/test_viz_charts.py); where eras differ, kjoin_viz.era_diff_chart too
     assert "kjoin_viz.outputs_chart(traces)" in code("01")  # inner, left, outer of one input
+    assert "kjoin_viz.outputs_chart(left_eras)" in code("02")  # the left join under 0.10.2 and 3.1
+    assert "kjoin_viz.era_diff_chart(left_eras[" in code("02")
+    assert 'kjoin_viz.outputs_chart({"inner": inner, "left": left})' in code("03")
     assert "kjoin_viz.outputs_chart(new)" in code("04")  # the table-table join's, with its tombstones
+    assert 'kjoin_viz.era_diff_chart(old_and_new["inner 0.10.0"]' in code("04")  # KIP-77's tombstones
+    assert '"left 3.7.0": kjoin.run(' in code("05") and "kjoin_viz.outputs_chart(" in code("05")
+    assert "kjoin_viz.outputs_chart(growth, cumulative=True)" in code("06")  # versioned designs
+    for name in ("01", "02", "03", "04", "05"):
+        # each chart is read next to a sentence that says what its colours are
+        assert "results with null" in markdown(name), name
