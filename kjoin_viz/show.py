@@ -25,27 +25,29 @@ __all__ = ["show_step", "StepDisplay", "Shown", "table", "variants_table"]
 class StepDisplay:
     """One step of a trace as a displayable: ``_repr_html_`` and a text ``repr``."""
 
-    def __init__(self, trace: Trace, step: int) -> None:
+    def __init__(self, trace: Trace, step: int, internals: bool = False) -> None:
         if not -len(trace.steps) <= step < len(trace.steps):
             raise IndexError(f"step {step} is outside this trace (0 to {len(trace.steps) - 1})")
         self.trace = trace
         self.step = step % len(trace.steps)
         self.view = view_of(trace)
+        self.internals = internals
 
     def _repr_html_(self) -> str:
-        return self.view.html(self.step)
+        return self.view.html(self.step, self.internals)
 
     def text(self) -> str:
         """The step as plain text (the same as ``Stepper.text()`` at this step)."""
-        return self.view.text(self.step)
+        return self.view.text(self.step, self.internals)
 
     def __repr__(self) -> str:
         return self.text().rstrip("\n")
 
 
-def show_step(trace: Trace, step: int) -> StepDisplay:
-    """A static, self-contained view of ``step`` (negative steps count from the end)."""
-    return StepDisplay(trace, step)
+def show_step(trace: Trace, step: int, internals: bool = False) -> StepDisplay:
+    """A static, self-contained view of ``step`` (negative steps count from the end); ``internals=True`` shows
+    Kafka's bookkeeping in the stores too (old values, hashes, the clock's rows, store keys)."""
+    return StepDisplay(trace, step, internals)
 
 
 class Shown:

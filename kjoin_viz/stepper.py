@@ -76,6 +76,10 @@ class Stepper(SliderStep, widgets.VBox):
             name: widgets.Button(description=name, tooltip=name, layout={"width": "auto"})
             for name in ("first", "previous", "next", "last", "next output", "next tombstone", "next drop")
         }
+        self.internals = widgets.Checkbox(
+            value=False, description="show Kafka's internals", indent=False, layout={"width": "auto"}
+        )
+        self.internals.observe(lambda _: self._show(self.step), names="value")
         self.panes = {name: widgets.HTML() for name in ("header", "timeline", "explain", "outputs", "state", "log")}
         for name, pane in self.panes.items():
             pane.add_class(f"kjoin-pane-{name}")
@@ -97,7 +101,7 @@ class Stepper(SliderStep, widgets.VBox):
         controls = widgets.VBox(
             [
                 widgets.HBox([self.play, self.speed, self.slider], layout=wrap),
-                widgets.HBox(list(self.buttons.values()), layout=wrap),
+                widgets.HBox([*self.buttons.values(), self.internals], layout=wrap),
             ]
         )
         super().__init__([controls, *self.panes.values()], layout={"max_width": "100%"})
@@ -116,7 +120,7 @@ class Stepper(SliderStep, widgets.VBox):
             self.step = step
 
     def _show(self, step: int) -> None:
-        panes = self.view.panes(step)
+        panes = self.view.panes(step, self.internals.value)
         for name, pane in self.panes.items():
             pane.value = getattr(panes, name)
         # a button whose move would stay put is disabled (nothing ahead, or already there)
@@ -128,7 +132,7 @@ class Stepper(SliderStep, widgets.VBox):
     # -- reading ------------------------------------------------------------------------
     def text(self) -> str:
         """What the stepper shows, as plain text (for notebooks compared by nbval)."""
-        return self.view.text(self.step)
+        return self.view.text(self.step, self.internals.value)
 
     def __repr__(self) -> str:
         return f"Stepper({counter(self.step, len(self.trace.steps))})"
