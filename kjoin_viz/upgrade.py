@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import inspect
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -315,7 +316,7 @@ class UpgradeDiff(widgets.VBox):
         d = self.examples[self.index]
         lines = [
             f"{self.hop.name}: {self.rule}, example {self.index + 1} of {len(self.examples)}",
-            f"  {rule_text(self.rule)}",
+            textwrap.fill(rule_text(self.rule), 100, initial_indent="  ", subsequent_indent="  "),
             f"  input record: {d.input.describe()}; output {d.change}",
         ]
         for trace, (label, index, output) in zip(self.hop.traces, self._sides()):
