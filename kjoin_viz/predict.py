@@ -19,7 +19,8 @@ the cell's stored output is the question (the widget's text form), never the ans
 
 Trainers: ``kjoin_viz.trainer_mode(True)`` (or the environment variable ``KJOIN_TRAINER=1``
 before the kernel starts) adds a **show solution** button to every predict widget, also to
-those already on the page.
+those already on the page. In a workshop (``KJOIN_ROOM_URL`` set by ``make workshop``) every
+widget reports its exercise and each check to the room's tally on 127.0.0.1 (:mod:`kjoin_viz.room`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from kjoin.records import render_value
 from kjoin.trace import Trace
 
 from .hints import fate_hints, output_hints, release_hints
+from .room import exercise_id, report
 from .labels import fate_label, tones_for
 from .step_view import CSS, _outputs_text, _table_html, view_of
 from .stepper import Stepper
@@ -265,6 +267,12 @@ class Predict(widgets.VBox):
         self.add_class("kjoin-predict")
         _LIVE.add(self)
         self._show_trainer()
+        notebook = os.path.basename(os.environ.get("JPY_SESSION_NAME", ""))
+        self.exercise = exercise_id(notebook, self.prompt, step, ask)
+        report(
+            "register",
+            {"exercise": self.exercise, "notebook": notebook, "prompt": self.prompt, "solution": self.solution()},
+        )
 
     # -- the question -------------------------------------------------------------------------
     def _record_text(self) -> str:
@@ -333,7 +341,7 @@ class Predict(widgets.VBox):
             before = "<i>every store is empty</i>"
         else:
             snapshot = self.trace.state_at(self.index - 1)
-            tables = store_tables(snapshot.stores, (), self.trace.scenario)
+            tables = store_tables(snapshot.stores, (), self.trace.scenario, internals=False)  # as the stepper does
             before = "".join(_table_html(t) for t in tables) or "<i>every store is empty</i>"
         return (
             f'<div class="kjoin-viz kjoin-context" style="display:flex;flex-wrap:wrap;align-items:flex-start">'
@@ -411,6 +419,7 @@ class Predict(widgets.VBox):
             )
             return verdict  # no stepper: it would show the step, i.e. the answer
         verdict = self.verdict = self._verdict()
+        report("answer", {"exercise": self.exercise, "answer": self._answer_text(), "correct": verdict.correct})
         if verdict.correct:
             self._show_answer()
             return verdict
@@ -422,6 +431,12 @@ class Predict(widgets.VBox):
         )
         self.answer_button.layout.display = None
         return verdict
+
+    def _answer_text(self) -> str:
+        """The learner's answer in a line (for the room's tally)."""
+        if self.ask == "release":
+            return "still waiting at the end" if self.release.value == STILL_WAITING else f"step {self.release.value}"
+        return f"{self.fate.value}; {self.outputs.value.strip() or 'none'}"
 
     def _show_answer(self) -> None:
         """The second stage: the engine's answer, why, and the step in the stepper."""
