@@ -135,9 +135,11 @@ def parse_outputs(text: str, known: Iterable[str] = ()) -> list[str]:
         return known  # exactly the known outputs, in order (however their own commas would split)
     wanted = {_compact(k) for k in known}
     n = len(chunks)
-    # best[i]: (unknown items, items) for the first i chunks; each item is a run of chunks that
-    # spells a known output (costs 0), or is balanced with no balanced shorter run (the comma rule;
-    # costs 1), or is a single chunk (an unbalanced answer still splits; costs 1)
+    # best[i]: (cost, items) for the first i chunks; each item is a run of chunks that spells a
+    # known output (costs 0), or is balanced with no balanced shorter run (the comma rule; costs 1),
+    # or is a single unbalanced chunk (an unbalanced answer still splits; costs more than any number
+    # of balanced items, so that a split into balanced items wins over one that leaves a bracket
+    # open: ``{"":null,"{":null}-``)
     best: list[tuple[int, list[str]] | None] = [None] * (n + 1)
     best[0] = (0, [])
     for i in range(n):
@@ -152,8 +154,10 @@ def parse_outputs(text: str, known: Iterable[str] = ()) -> list[str]:
             balanced = _balanced(run)
             if _compact(item) in wanted:
                 step = 0
-            elif (balanced and structural) or j == i:
+            elif balanced and structural:
                 step = 1
+            elif j == i:
+                step = n + 1
             else:
                 step = None
             if step is not None:
