@@ -49,10 +49,15 @@ notebooks: $(STAMP)
 	    --ExecutePreprocessor.record_timing=False --ExecutePreprocessor.timeout=600 notebooks/*.ipynb
 
 # Serve the course to a room (README "Workshop"): every learner opens http://<this machine>:8866/
-# and gets a kernel and a copy of the notebook of their own (Voila runs one kernel per page).
+# and gets a kernel and a copy of the notebook of their own (Voila runs one kernel per page). The room's
+# tally (kjoin_viz/room.py) listens on 127.0.0.1:$(ROOM_PORT) only: every exercise's answers, and the
+# solutions, for the trainer at the address it prints (with its token); it stops with the workshop.
+ROOM_PORT ?= 8870
 workshop: $(STAMP)
-	$(VENV)/bin/voila --no-browser --port=$(WORKSHOP_PORT) --Voila.ip=$(WORKSHOP_IP) \
-	    --VoilaConfiguration.strip_sources=False --VoilaConfiguration.show_tracebacks=True notebooks/
+	$(PY) -m kjoin_viz.room --port=$(ROOM_PORT) & room=$$!; trap 'kill $$room' EXIT INT TERM; \
+	KJOIN_ROOM_URL=http://127.0.0.1:$(ROOM_PORT) $(VENV)/bin/voila --no-browser --port=$(WORKSHOP_PORT) \
+	    --Voila.ip=$(WORKSHOP_IP) --VoilaConfiguration.strip_sources=False --VoilaConfiguration.show_tracebacks=True \
+	    notebooks/
 
 # A Spark standalone cluster on 127.0.0.1 (README "On a cluster"): a master and two workers from PySpark's own
 # spark-class, each a JVM of its own; prints the spark:// URL for kjoin.spark.cluster_session(url); Ctrl-C stops it.

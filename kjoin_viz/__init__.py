@@ -13,6 +13,9 @@ The widgets only read a trace; the reference engine (:func:`kjoin.run`) does the
   seed 003).
 - a foreign-key join's messages travel in the stepper: :mod:`kjoin_viz.flight`.
 - :class:`WhatIf`: sliders on window and retention options that re-run the engine.
+- :class:`UpgradeDiff`: before you upgrade: :func:`kjoin.diff` along a path of versions
+  (:func:`upgrade_path`) or for a configuration change (:func:`setting_change`), counted per rule
+  and stepped through example by example (:mod:`kjoin_viz.upgrade`).
 - charts (:func:`timeline_chart`, :func:`outputs_chart`, :func:`drops_chart`,
   :func:`era_diff_chart`): pure functions from traces to ``alt.Chart``.
 """
@@ -24,6 +27,7 @@ from .predict import Predict, trainer_mode
 from .show import show_step, table, variants_table
 from .step_view import StepView
 from .stepper import Stepper, seek
+from .upgrade import UpgradeDiff, setting_change, upgrade_path
 from .variants import Variants, seed_table_html, variant_traces, versioned_mode_traces
 from .whatif import WhatIf, compare_text, what_if, what_if_table
 
@@ -32,6 +36,7 @@ __all__ = [
     "Predict",
     "StepView",
     "Stepper",
+    "UpgradeDiff",
     "Variants",
     "WhatIf",
     "compare_text",
@@ -42,11 +47,13 @@ __all__ = [
     "flight_text",
     "outputs_chart",
     "seed_table_html",
+    "setting_change",
     "seek",
     "show_step",
     "table",
     "timeline_chart",
     "trainer_mode",
+    "upgrade_path",
     "use_offline_renderer",
     "variant_traces",
     "variants_table",

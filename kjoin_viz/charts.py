@@ -28,7 +28,7 @@ from typing import Mapping
 import altair as alt
 import pandas as pd
 
-from kjoin.records import render_value
+from kjoin.records import Output, render_value
 from kjoin.render import cell
 from kjoin.trace import Trace
 
@@ -122,23 +122,47 @@ def _tone_scale(tones) -> alt.Scale:
     return alt.Scale(domain=present, range=[TONE_COLOURS[tone] for tone in present])
 
 
+OUTPUT_KINDS = ("result", "result with null", "tombstone")
+"""What an outputs chart counts: a result with a partner on both sides, a left/outer result with null for
+the missing side (emitted at once, or released by the outer-join buffer), and a tombstone."""
+
+OUTPUT_COLOURS = {
+    "result": TONE_COLOURS["joined"],
+    "result with null": TONE_COLOURS["null-result"],
+    "tombstone": TONE_COLOURS["tombstone"],
+}
+"""The colours every other view gives these outputs (:data:`~kjoin_viz.labels.TONE_COLOURS`)."""
+
+
+def output_kind(output: Output) -> str:
+    """The :data:`OUTPUT_KINDS` entry of one output: a result is "with null" when the joiner got null for
+    one side (``A-null``, ``null-f``; in a table-table join also after the partner's row was deleted)."""
+    if output.tombstone:
+        return "tombstone"
+    return "result with null" if output.left is None or output.right is None else "result"
+
+
 def outputs_frame(traces: Mapping[str, Trace], cumulative: bool = False) -> pd.DataFrame:
-    """``variant, step, output, count``: results and tombstones emitted per step (bucket). A
-    variant that emits no tombstones (or no results) has no rows for them: no empty series."""
+    """``variant, step, output, count``: results, results with null and tombstones emitted per step
+    (bucket). A variant that emits none of a kind has no rows for it: no empty series."""
     length = max(len(t.steps) for t in traces.values())
-    bucket = max(1, math.ceil(length * 2 * len(traces) / MAX_ROWS))
+    bucket = max(1, math.ceil(length * len(OUTPUT_KINDS) * len(traces) / MAX_ROWS))
     frames = []
     for name, trace in traces.items():
-        results = [0] * math.ceil(length / bucket)
-        tombstones = [0] * len(results)
+        counts = {kind: [0] * math.ceil(length / bucket) for kind in OUTPUT_KINDS}
         for step in trace.steps:
             for output in step.outputs:
-                (tombstones if output.tombstone else results)[step.index // bucket] += 1
-        for label, counts in (("result", results), ("tombstone", tombstones)):
-            if not any(counts):
+                counts[output_kind(output)][step.index // bucket] += 1
+        for label, per_bucket in counts.items():
+            if not any(per_bucket):
                 continue
             frame = pd.DataFrame(
-                {"variant": name, "step": [i * bucket for i in range(len(counts))], "output": label, "count": counts}
+                {
+                    "variant": name,
+                    "step": [i * bucket for i in range(len(per_bucket))],
+                    "output": label,
+                    "count": per_bucket,
+                }
             )
             if cumulative:
                 frame["count"] = frame["count"].cumsum()
@@ -149,14 +173,13 @@ def outputs_frame(traces: Mapping[str, Trace], cumulative: bool = False) -> pd.D
 
 
 def outputs_chart(traces: Mapping[str, Trace], cumulative: bool = False) -> alt.Chart:
-    """Results versus tombstones per variant over processing order (``{"inner": trace, …}``).
+    """Results, results with null and tombstones per variant over processing order (``{"inner": trace, …}``).
 
     Per step (bars) or cumulative (lines); long traces are summed over buckets of steps.
     """
     data = outputs_frame(traces, cumulative)
     what = "cumulative outputs" if cumulative else "outputs per step"
-    kinds = [kind for kind in ("result", "tombstone") if kind in set(data["output"])]
-    colours = {"result": "#2a8a2a", "tombstone": "#c0392b"}
+    kinds = [kind for kind in OUTPUT_KINDS if kind in set(data["output"])]
     height = max(50, min(140, SCREEN_HEIGHT // max(len(traces), 1) - 30))
     chart = alt.Chart(data, title=what, width=WIDTH, height=height)
     mark = chart.mark_line(point=True, interpolate="step-after") if cumulative else chart.mark_bar()
@@ -164,13 +187,15 @@ def outputs_chart(traces: Mapping[str, Trace], cumulative: bool = False) -> alt.
         x=(
             alt.X("step:Q", axis=_integer_axis("step (processing order)"), scale=alt.Scale(domainMin=0))
             if cumulative
-            else alt.X("step:O", title="step (processing order)")
+            else alt.X("step:O", axis=alt.Axis(title="step (processing order)", labelAngle=0, labelOverlap="parity"))
         ),
         y=alt.Y(
             "count:Q", axis=_integer_axis("outputs", _highest(data, cumulative)), stack=None if cumulative else True
         ),
-        color=alt.Color("output:N", scale=alt.Scale(domain=kinds, range=[colours[k] for k in kinds]), title=None),
-        row=alt.Row("variant:N", title=None, sort=list(traces)),
+        color=alt.Color(
+            "output:N", scale=alt.Scale(domain=kinds, range=[OUTPUT_COLOURS[k] for k in kinds]), title=None
+        ),
+        row=alt.Row("variant:N", title=None, sort=list(traces), header=alt.Header(labelAngle=0, labelAlign="left")),
         tooltip=["variant:N", "step:Q", "output:N", "count:Q"],
     )
 
@@ -202,41 +227,78 @@ def drops_chart(trace: Trace) -> alt.Chart:
 
 
 def era_diff_frame(before: Trace, after: Trace) -> pd.DataFrame:
-    """The steps where two traces of the same input emit different outputs."""
+    """The steps where two traces of the same input emit different outputs: ``added`` counts the
+    outputs (value and timestamp) only the ``after`` trace emits at that step, ``removed`` those only
+    ``before`` emits, ``change`` is ``added - removed``. A step whose output changes (``A-a`` becomes
+    ``A-b``) has one of each."""
     if len(before.steps) != len(after.steps):
         raise ValueError("the two traces must run the same input records")
-    rows = [
-        {
-            "step": a.index,
-            "ts": a.record.ts,
-            "side": a.record.side.value,
-            "value": render_value(a.record.value),
-            "before": cell(a) or "(none)",
-            "after": cell(b) or "(none)",
-            "change": len(b.outputs) - len(a.outputs),
-        }
-        for a, b in zip(before.steps, after.steps)
-        if [o.render() for o in a.outputs] != [o.render() for o in b.outputs]
-    ]
-    frame = pd.DataFrame(rows, columns=["step", "ts", "side", "value", "before", "after", "change"])
-    return frame.head(MAX_ROWS)
+    rows = []
+    for a, b in zip(before.steps, after.steps):
+        old = [f"{o.render()}@{o.ts}" for o in a.outputs]
+        new = [f"{o.render()}@{o.ts}" for o in b.outputs]
+        if old == new:
+            continue
+        added = list(new)
+        removed = []
+        for output in old:
+            if output in added:
+                added.remove(output)
+            else:
+                removed.append(output)
+        rows.append(
+            {
+                "step": a.index,
+                "ts": a.record.ts,
+                "side": a.record.side.value,
+                "value": render_value(a.record.value),
+                "before": cell(a) or "(none)",
+                "after": cell(b) or "(none)",
+                "added": len(added),
+                "removed": len(removed),
+                "change": len(added) - len(removed),
+            }
+        )
+    columns = ["step", "ts", "side", "value", "before", "after", "added", "removed", "change"]
+    return pd.DataFrame(rows, columns=columns).head(MAX_ROWS)
 
 
 def era_diff_chart(before: Trace, after: Trace, names: tuple[str, str] | None = None) -> alt.Chart:
-    """Per differing step, how many more (or fewer) outputs the ``after`` era emits.
+    """Per differing step, the outputs the ``after`` era adds (up, green) and removes (down, red).
 
     ``names`` label the eras; by default their semantics (``0.10.2`` and ``3.1``). Only the
-    first :data:`MAX_ROWS` differing steps are drawn.
+    first :data:`MAX_ROWS` differing steps are drawn. An output that moves to another step is
+    removed at one step and added at the other; one that changes is both at its step.
     """
     first, second = names or (str(before.scenario.semantics), str(after.scenario.semantics))
-    data = era_diff_frame(before, after)
+    frame = era_diff_frame(before, after)
+    added, removed = f"only under {second}", f"only under {first}"
+    data = pd.concat(
+        [
+            frame.assign(output=added, count=frame["added"]),
+            frame.assign(output=removed, count=-frame["removed"]),
+        ],
+        ignore_index=True,
+    )
+    data = data[data["count"] != 0].sort_values(["step", "output"], ignore_index=True)
+    low = int(min(0, data["count"].min())) if len(data) else 0
+    high = int(max(0, data["count"].max())) if len(data) else 0
+    axis = (
+        alt.Axis(title="outputs", format="d", values=list(range(low, high + 1)))
+        if high - low <= 10
+        else alt.Axis(title="outputs", format="d", tickMinStep=1)
+    )
     return (
-        alt.Chart(data, title=f"outputs under {second} minus under {first}", width=WIDTH)
+        alt.Chart(data, title=f"outputs that differ: {first} → {second}", width=WIDTH, height=160)
         .mark_bar()
         .encode(
-            x=alt.X("step:O", title="step"),
-            y=alt.Y("change:Q", axis=_integer_axis(f"{second} − {first}")),
-            color=alt.condition("datum.change > 0", alt.value("#2a8a2a"), alt.value("#c0392b")),
+            x=alt.X("step:O", axis=alt.Axis(title="step (processing order)", labelAngle=0, labelOverlap="parity")),
+            y=alt.Y("count:Q", axis=axis, scale=alt.Scale(domain=[low, high])),
+            color=alt.Color(
+                "output:N",
+                scale=alt.Scale(domain=[added, removed], range=[TONE_COLOURS["joined"], TONE_COLOURS["dropped"]]),
+                title=None,
+            ),
             tooltip=[
                 "step:Q",
                 "ts:Q",

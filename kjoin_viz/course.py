@@ -48,6 +48,7 @@ from kjoin.trace import Trace
 
 from .flight import flight_rows
 from .labels import fate_label
+from .store_view import store_tables
 
 __all__ = [
     "Table",
@@ -258,8 +259,6 @@ def stores_table(trace: Trace, step: int, stores: Sequence[str], tasks: Sequence
     captioned ``task N: store`` and laid out as the stepper lays it out (a foreign-key join's
     left table shows each row's hash). ``*`` marks the entries the step put; a caption says
     what the step deleted."""
-    from .store_view import store_tables
-
     tables = store_tables(trace.state_at(step).stores, trace.changes_at(step), trace.scenario)
     chosen = [t for t in tables if t.name in stores and (tasks is None or t.task in tasks)]
     chosen.sort(key=lambda t: (t.task, list(stores).index(t.name)))

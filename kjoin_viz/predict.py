@@ -19,7 +19,8 @@ the cell's stored output is the question (the widget's text form), never the ans
 
 Trainers: ``kjoin_viz.trainer_mode(True)`` (or the environment variable ``KJOIN_TRAINER=1``
 before the kernel starts) adds a **show solution** button to every predict widget, also to
-those already on the page.
+those already on the page. In a workshop (``KJOIN_ROOM_URL`` set by ``make workshop``) every
+widget reports its exercise and each check to the room's tally on 127.0.0.1 (:mod:`kjoin_viz.room`).
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ from kjoin.records import render_value
 from kjoin.trace import Trace
 
 from .hints import fate_hints, output_hints, release_hints
+from .room import exercise_id, report
 from .labels import fate_label, tones_for
-from .show import view_of
-from .step_view import CSS, _outputs_text, _table_html
+from .step_view import CSS, _outputs_text, _table_html, view_of
+from .stepper import Stepper
 from .store_view import store_tables
 
 __all__ = ["Predict", "Verdict", "trainer_mode", "leave_step", "parse_outputs", "ASKS"]
@@ -133,9 +135,11 @@ def parse_outputs(text: str, known: Iterable[str] = ()) -> list[str]:
         return known  # exactly the known outputs, in order (however their own commas would split)
     wanted = {_compact(k) for k in known}
     n = len(chunks)
-    # best[i]: (unknown items, items) for the first i chunks; each item is a run of chunks that
-    # spells a known output (costs 0), or is balanced with no balanced shorter run (the comma rule;
-    # costs 1), or is a single chunk (an unbalanced answer still splits; costs 1)
+    # best[i]: (cost, items) for the first i chunks; each item is a run of chunks that spells a
+    # known output (costs 0), or is balanced with no balanced shorter run (the comma rule; costs 1),
+    # or is a single unbalanced chunk (an unbalanced answer still splits; costs more than any number
+    # of balanced items, so that a split into balanced items wins over one that leaves a bracket
+    # open: ``{"":null,"{":null}-``)
     best: list[tuple[int, list[str]] | None] = [None] * (n + 1)
     best[0] = (0, [])
     for i in range(n):
@@ -150,8 +154,10 @@ def parse_outputs(text: str, known: Iterable[str] = ()) -> list[str]:
             balanced = _balanced(run)
             if _compact(item) in wanted:
                 step = 0
-            elif (balanced and structural) or j == i:
+            elif balanced and structural:
                 step = 1
+            elif j == i:
+                step = n + 1
             else:
                 step = None
             if step is not None:
@@ -265,6 +271,12 @@ class Predict(widgets.VBox):
         self.add_class("kjoin-predict")
         _LIVE.add(self)
         self._show_trainer()
+        notebook = os.path.basename(os.environ.get("JPY_SESSION_NAME", ""))
+        self.exercise = exercise_id(notebook, self.prompt, step, ask)
+        report(
+            "register",
+            {"exercise": self.exercise, "notebook": notebook, "prompt": self.prompt, "solution": self.solution()},
+        )
 
     # -- the question -------------------------------------------------------------------------
     def _record_text(self) -> str:
@@ -333,7 +345,7 @@ class Predict(widgets.VBox):
             before = "<i>every store is empty</i>"
         else:
             snapshot = self.trace.state_at(self.index - 1)
-            tables = store_tables(snapshot.stores, (), self.trace.scenario)
+            tables = store_tables(snapshot.stores, (), self.trace.scenario, internals=False)  # as the stepper does
             before = "".join(_table_html(t) for t in tables) or "<i>every store is empty</i>"
         return (
             f'<div class="kjoin-viz kjoin-context" style="display:flex;flex-wrap:wrap;align-items:flex-start">'
@@ -411,6 +423,7 @@ class Predict(widgets.VBox):
             )
             return verdict  # no stepper: it would show the step, i.e. the answer
         verdict = self.verdict = self._verdict()
+        report("answer", {"exercise": self.exercise, "answer": self._answer_text(), "correct": verdict.correct})
         if verdict.correct:
             self._show_answer()
             return verdict
@@ -422,6 +435,12 @@ class Predict(widgets.VBox):
         )
         self.answer_button.layout.display = None
         return verdict
+
+    def _answer_text(self) -> str:
+        """The learner's answer in a line (for the room's tally)."""
+        if self.ask == "release":
+            return "still waiting at the end" if self.release.value == STILL_WAITING else f"step {self.release.value}"
+        return f"{self.fate.value}; {self.outputs.value.strip() or 'none'}"
 
     def _show_answer(self) -> None:
         """The second stage: the engine's answer, why, and the step in the stepper."""
@@ -504,8 +523,6 @@ class Predict(widgets.VBox):
         self._open_stepper()
 
     def _open_stepper(self) -> None:
-        from .stepper import Stepper  # the stepper imports nothing from here; imported late to keep start-up light
-
         at = self.index
         if self.ask == "release":  # the step it leaves at (or the end of the input)
             at = len(self.trace.steps) - 1 if self.leaves == STILL_WAITING else self.leaves

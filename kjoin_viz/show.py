@@ -11,51 +11,43 @@ The stepper draws its panes with the same renderer (:class:`~kjoin_viz.step_view
 from __future__ import annotations
 
 import html
-import weakref
 from typing import Any, Iterable, Mapping, Sequence
 
 from kjoin.render import format_table, seed_table
 from kjoin.trace import Trace
 
-from .step_view import CELL, CSS, StepView
+from .step_view import CELL, CSS, view_of
+from .variants import seed_table_html
 
-__all__ = ["show_step", "StepDisplay", "view_of", "Shown", "table", "variants_table"]
-
-_VIEWS: "weakref.WeakKeyDictionary[Trace, StepView]" = weakref.WeakKeyDictionary()
-
-
-def view_of(trace: Trace) -> StepView:
-    """The :class:`StepView` of ``trace``, indexed once and shared by every view of it."""
-    view = _VIEWS.get(trace)
-    if view is None:
-        view = _VIEWS[trace] = StepView(trace)
-    return view
+__all__ = ["show_step", "StepDisplay", "Shown", "table", "variants_table"]
 
 
 class StepDisplay:
     """One step of a trace as a displayable: ``_repr_html_`` and a text ``repr``."""
 
-    def __init__(self, trace: Trace, step: int) -> None:
+    def __init__(self, trace: Trace, step: int, internals: bool = False) -> None:
         if not -len(trace.steps) <= step < len(trace.steps):
             raise IndexError(f"step {step} is outside this trace (0 to {len(trace.steps) - 1})")
         self.trace = trace
         self.step = step % len(trace.steps)
         self.view = view_of(trace)
+        self.internals = internals
 
     def _repr_html_(self) -> str:
-        return self.view.html(self.step)
+        return self.view.html(self.step, self.internals)
 
     def text(self) -> str:
         """The step as plain text (the same as ``Stepper.text()`` at this step)."""
-        return self.view.text(self.step)
+        return self.view.text(self.step, self.internals)
 
     def __repr__(self) -> str:
         return self.text().rstrip("\n")
 
 
-def show_step(trace: Trace, step: int) -> StepDisplay:
-    """A static, self-contained view of ``step`` (negative steps count from the end)."""
-    return StepDisplay(trace, step)
+def show_step(trace: Trace, step: int, internals: bool = False) -> StepDisplay:
+    """A static, self-contained view of ``step`` (negative steps count from the end); ``internals=True`` shows
+    Kafka's bookkeeping in the stores too (old values, hashes, the clock's rows, store keys)."""
+    return StepDisplay(trace, step, internals)
 
 
 class Shown:
@@ -87,6 +79,4 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], caption: str = "
 def variants_table(traces: Mapping[str, Trace], with_ts: bool = False) -> Shown:
     """The seeds' table of several traces of one input (``ts | left | right | inner | …``) as
     HTML, results and tombstones told apart; its ``repr`` is :func:`kjoin.render.seed_table`."""
-    from .variants import seed_table_html
-
     return Shown(seed_table_html(traces, None, with_ts), seed_table(traces, with_ts))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import bisect
 import html
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ from .labels import fate_label, label_html, own_outputs
 from .store_view import StoreTable, store_tables
 from .timeline import timeline_svg, view_span
 
-__all__ = ["StepView", "StepPanes", "LOG_TAIL", "headline"]
+__all__ = ["StepView", "StepPanes", "LOG_TAIL", "headline", "hidden_internals_text", "view_of"]
 
 LOG_TAIL = 12
 """Outputs shown in the "log so far" (the latest ones)."""
@@ -106,13 +107,17 @@ class StepView:
         return _after(self.drop_steps, step)
 
     # -- content ------------------------------------------------------------------------
-    def tables(self, step: int) -> list[StoreTable]:
+    def tables(self, step: int, internals: bool = False) -> list[StoreTable]:
         """The stores after ``step``; the entries the step put or deleted are marked. (A
-        foreign-key join's ``in flight`` stores are left out: :func:`flight_text` shows them.)"""
+        foreign-key join's ``in flight`` stores are left out: :func:`flight_text` shows them.)
+        ``internals``: with Kafka's bookkeeping (old values, hashes, the clock's rows, store keys)."""
         s = self.trace[step]
         focus = s.record.key if s.message is None else None  # the looked-up key's rows first
         state = self.trace.state_at(step).stores
-        tables = store_tables(state, self.trace.changes_at(step), self.trace.scenario, focus_key=focus)
+        before = self.trace.state_at(step - 1).stores if step > 0 and not internals else None
+        tables = store_tables(
+            state, self.trace.changes_at(step), self.trace.scenario, focus, internals=internals, before=before
+        )
         if self.foreign_key:  # the messages in flight are shown apart, as they travel (flight.py)
             tables = [t for t in tables if t.name != IN_FLIGHT]
         return tables
@@ -127,7 +132,7 @@ class StepView:
         end = bisect.bisect_right(self.held_steps, step)
         return [self.trace.steps[i] for i in self.held_steps[max(0, end - size) : end]]
 
-    def text(self, step: int) -> str:
+    def text(self, step: int, internals: bool = False) -> str:
         """The step as plain text: the record, its fate, its outputs and every store."""
         s = self.trace.steps[step]
         lines = [headline(s, len(self)), f"outputs: {_outputs_text(s.outputs) or '(none)'}", s.explain]
@@ -136,7 +141,8 @@ class StepView:
         lines.append("")
         if self.foreign_key:
             lines += [flight_text(self.trace, step), ""]
-        for table in self.tables(step):
+        tables = self.tables(step, internals)
+        for table in tables:
             lines.append(table.title + ("" if not table.deleted else f"  (deleted: {', '.join(table.deleted)})"))
             if table.note:
                 lines.append(f"  ({table.note})")
@@ -148,6 +154,9 @@ class StepView:
             if table.hidden:
                 lines.append(f"… {table.hidden} more")
             lines.append("")
+        hidden = hidden_internals_text(tables)
+        if hidden:
+            lines.append(hidden)
         return "\n".join(lines).rstrip() + "\n"
 
     def consistency_text(self, step: int) -> str:
@@ -161,7 +170,7 @@ class StepView:
         """The stream time of the step's task after the step (``None`` if the join keeps none)."""
         return self.trace.state_at(step).stream_time(self.trace.steps[step].task)
 
-    def panes(self, step: int) -> StepPanes:
+    def panes(self, step: int, internals: bool = False) -> StepPanes:
         """The HTML of every part of the view of ``step``."""
         s = self.trace.steps[step]
         total, tail = self.log_tail(step)
@@ -176,11 +185,15 @@ class StepView:
             timeline = timeline_svg(
                 self.trace, step, late=self.late, stream_time=self.stream_time(step), span=self._span
             )
+        tables = self.tables(step, internals)
+        hidden = hidden_internals_text(tables)
         state = (
             '<div class="kjoin-viz kjoin-state" style="display:flex;flex-wrap:wrap;align-items:flex-start">'
-            + "".join(_table_html(t) for t in self.tables(step))
+            + "".join(_table_html(t) for t in tables)
             + "</div>"
         )
+        if hidden:
+            state += f'<div class="kjoin-viz kjoin-internals-note" style="color:#555">{html.escape(hidden)}</div>'
         outputs = (
             f'<div class="kjoin-viz kjoin-outputs">outputs of this step: {_outputs_html(s.outputs) or "(none)"}</div>'
         )
@@ -200,15 +213,40 @@ class StepView:
         )
         return StepPanes(header, timeline, state, outputs, log, explain)
 
-    def html(self, step: int) -> str:
+    def html(self, step: int, internals: bool = False) -> str:
         """One self-contained view of ``step`` (what :func:`~kjoin_viz.show_step` displays): the
         headline with the fate label, the timeline (or the messages), the explanation, the
         outputs and the stores with the rows the step wrote highlighted."""
-        p = self.panes(step)
+        p = self.panes(step, internals)
         return (
             f'<div class="kjoin-viz kjoin-step" data-step="{step}" style="max-width:100%">'
             f"{p.header}{svg_image(p.timeline)}{p.explain}{p.outputs}{p.state}</div>"
         )
+
+
+_VIEWS: "weakref.WeakKeyDictionary[Trace, StepView]" = weakref.WeakKeyDictionary()
+
+
+def view_of(trace: Trace) -> StepView:
+    """The :class:`StepView` of ``trace``, indexed once and shared by every view of it (``show_step``,
+    the stepper, the predict widget)."""
+    view = _VIEWS.get(trace)
+    if view is None:
+        view = _VIEWS[trace] = StepView(trace)
+    return view
+
+
+def hidden_internals_text(tables: list[StoreTable]) -> str:
+    """One line naming the internals the tables leave out, or ``""``."""
+    parts = []
+    for table in tables:
+        if table.hidden_internals:
+            what = ", ".join(table.hidden_internals)
+            parts.append(f"{table.title}: {what}")
+    if not parts:
+        return ""
+    how = "the stepper's “show Kafka's internals”, or show_step(…, internals=True)"
+    return f"Kafka's internals not shown ({how}): " + "; ".join(parts) + "."
 
 
 def _consistency(trace: Trace) -> list[bool] | None:

@@ -20,7 +20,7 @@ import ipywidgets as widgets
 
 from kjoin.trace import Trace
 
-from .step_view import StepView
+from .step_view import StepView, counter, view_of
 
 __all__ = ["Stepper", "SliderStep", "seek", "time_seeks"]
 
@@ -57,9 +57,7 @@ class Stepper(SliderStep, widgets.VBox):
     def __init__(self, trace: Trace, step: int = 0, view: StepView | None = None) -> None:
         if not trace.steps:
             raise ValueError("the trace has no steps to show")
-        from .show import view_of  # one index per trace, shared with show_step and Predict
-
-        self.view = view or view_of(trace)
+        self.view = view or view_of(trace)  # one index per trace, shared with show_step and Predict
         self.trace = trace
         last = len(trace.steps) - 1
         self.play = widgets.Play(min=0, max=last, interval=SPEEDS["normal"], description="play")
@@ -78,6 +76,10 @@ class Stepper(SliderStep, widgets.VBox):
             name: widgets.Button(description=name, tooltip=name, layout={"width": "auto"})
             for name in ("first", "previous", "next", "last", "next output", "next tombstone", "next drop")
         }
+        self.internals = widgets.Checkbox(
+            value=False, description="show Kafka's internals", indent=False, layout={"width": "auto"}
+        )
+        self.internals.observe(lambda _: self._show(self.step), names="value")
         self.panes = {name: widgets.HTML() for name in ("header", "timeline", "explain", "outputs", "state", "log")}
         for name, pane in self.panes.items():
             pane.add_class(f"kjoin-pane-{name}")
@@ -99,7 +101,7 @@ class Stepper(SliderStep, widgets.VBox):
         controls = widgets.VBox(
             [
                 widgets.HBox([self.play, self.speed, self.slider], layout=wrap),
-                widgets.HBox(list(self.buttons.values()), layout=wrap),
+                widgets.HBox([*self.buttons.values(), self.internals], layout=wrap),
             ]
         )
         super().__init__([controls, *self.panes.values()], layout={"max_width": "100%"})
@@ -118,7 +120,7 @@ class Stepper(SliderStep, widgets.VBox):
             self.step = step
 
     def _show(self, step: int) -> None:
-        panes = self.view.panes(step)
+        panes = self.view.panes(step, self.internals.value)
         for name, pane in self.panes.items():
             pane.value = getattr(panes, name)
         # a button whose move would stay put is disabled (nothing ahead, or already there)
@@ -130,11 +132,9 @@ class Stepper(SliderStep, widgets.VBox):
     # -- reading ------------------------------------------------------------------------
     def text(self) -> str:
         """What the stepper shows, as plain text (for notebooks compared by nbval)."""
-        return self.view.text(self.step)
+        return self.view.text(self.step, self.internals.value)
 
     def __repr__(self) -> str:
-        from .step_view import counter
-
         return f"Stepper({counter(self.step, len(self.trace.steps))})"
 
 

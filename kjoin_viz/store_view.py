@@ -17,6 +17,14 @@ and adds what the entries alone do not say:
 
 A store of no known kind is shown as ``entry | <fields of the row>``: a dataclass row by
 its fields, a tuple by position, any other value as ``value``.
+
+Kafka's internals (``internals=False``, what the stepper and ``show_step`` show until the learner
+ticks "show Kafka's internals"): the table's ``old_value`` (unless the join sends old values), the
+clock's bookkeeping rows (each store's observed time, the outer-join
+buffer's min time: only stream time stays), a windowed store's segment arithmetic; and a deleted
+entry is named by its value and timestamp (``E@40``) rather than by its store key
+(``(40, 1, k, 1)``). Each table says what it left out (:attr:`StoreTable.hidden_internals`). A
+foreign-key join's hashes stay: the hash check is what notebook 05 teaches with them.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from kjoin.state import StoreId
 from kjoin.stores import (
     CLOCK,
     GRACE_STREAM_TIME,
+    STREAM_TIME,
     StoreKind,
     kind_of,
     observed_time_name,
@@ -67,14 +76,27 @@ class StoreTable:
     hidden: int
     note: str = ""
     """What to read in this store at this step (retention, grace, …); empty for most stores."""
+    hidden_internals: tuple[str, ...] = ()
+    """Kafka's internals left out of this table (``internals=False``): columns and clock rows, by name."""
 
     @property
     def title(self) -> str:
         return f"task {self.task}: {self.name}"
 
 
+INTERNAL_COLUMNS = {"table": ("old_value",)}
+"""Columns of a kind that are Kafka's bookkeeping, not what a learner reads the join by."""
+LEARNER_CLOCK_ROWS = (STREAM_TIME, GRACE_STREAM_TIME)
+"""The clock rows shown without the internals: the stream time that decides windows and releases."""
+
+
 def store_tables(
-    stores: Mapping[Any, Mapping[Any, Any]], changes: Iterable[Change] = (), scenario: Any = None, focus_key: Any = None
+    stores: Mapping[Any, Mapping[Any, Any]],
+    changes: Iterable[Change] = (),
+    scenario: Any = None,
+    focus_key: Any = None,
+    internals: bool = True,
+    before: Mapping[Any, Mapping[Any, Any]] | None = None,
 ) -> list[StoreTable]:
     """Every store as a :class:`StoreTable`, ordered by task and then by name.
 
@@ -82,7 +104,9 @@ def store_tables(
     name. ``scenario`` (optional) adds what the stores alone do not say: the grace period,
     the history retention, and whether a left table belongs to a foreign-key join.
     ``focus_key`` (optional, the key the step looked up): its rows come first in every
-    store, so a big store never hides them behind ``… N more``.
+    store, so a big store never hides them behind ``… N more``. ``internals=False`` leaves out
+    Kafka's internals (the module docstring); ``before`` (the stores before the step) names
+    deleted entries by their value and timestamp then.
     """
     put: dict[Any, set[Any]] = {}
     removed: dict[Any, list[Any]] = {}
@@ -104,12 +128,53 @@ def store_tables(
         layout = _layout(store, kind, parts, scenario, declared=getattr(store, "kind", None) is not None)
         header, shown = layout.header, layout.items
         touched = put.get(store, set())
+        gone_keys = [key for key in removed.get(store, ()) if key not in entries]
+        hidden_internals: tuple[str, ...] = ()
+        if internals:
+            gone = tuple(_render_gone(layout.kind, key) for key in gone_keys)
+            note = _note(store, kind, stores, scenario)
+        else:
+            header, shown, hidden_internals = _without_internals(store, layout, scenario)
+            old = (before or {}).get(store, {})
+            gone = tuple(_learner_gone(layout.kind, key, old.get(key)) for key in gone_keys)
+            note = "" if store.name.endswith("segments") else _note(store, kind, stores, scenario)
         rows = tuple(row for _, row in shown)
         changed = frozenset(i for i, (key, _) in enumerate(shown) if key in touched)
-        gone = tuple(_render_gone(layout.kind, key) for key in removed.get(store, ()) if key not in entries)
-        note = _note(store, kind, stores, scenario)
-        tables.append(StoreTable(store.task, store.name, header, rows, changed, gone, len(entries) - len(shown), note))
+        hidden = len(entries) - len(layout.items)
+        tables.append(StoreTable(store.task, store.name, header, rows, changed, gone, hidden, note, hidden_internals))
     return tables
+
+
+def _without_internals(store: Any, layout: "_Layout", scenario: Any):
+    """A layout's header and rows without Kafka's internals, and the names of what was left out."""
+    kind = getattr(layout.kind, "kind", None)
+    header, items = layout.header, layout.items
+    if kind == "clock":
+        kept = [(key, row) for key, row in items if key in LEARNER_CLOCK_ROWS]
+        left_out = tuple(str(key) for key, _ in items if key not in LEARNER_CLOCK_ROWS)
+        return header, kept, left_out
+    internal = set(INTERNAL_COLUMNS.get(kind, ()))
+    if kind == "table" and getattr(scenario, "send_old_values", False):
+        internal.discard("old_value")  # what the join sends: part of what is taught
+    drop = [i for i, column in enumerate(header) if column in internal]
+    if not drop:
+        return header, items, ()
+    keep = [i for i in range(len(header)) if i not in drop]
+    rows = [(key, tuple(row[i] for i in keep)) for key, row in items]
+    return tuple(header[i] for i in keep), rows, tuple(header[i] for i in drop)
+
+
+def _learner_gone(kind: Any, key: Any, row: Any) -> str:
+    """A deleted entry by what it held: ``E@40`` for a window's or the outer-join buffer's record, the key for
+    a table's row; Kafka's store key when the row is not known."""
+    name = getattr(kind, "kind", None)
+    if row is not None and name == "outer-join buffer":
+        return f"{render_value(row.value)}@{row.ts}"
+    if row is not None and name == "window" and isinstance(key, tuple) and len(key) >= 2:
+        return f"{render_value(row)}@{key[1]}"
+    if name == "table":
+        return _r(key)
+    return _render_gone(kind, key)
 
 
 def _focused(entries: Mapping[Any, Any], focus_key: Any) -> list[Mapping[Any, Any]]:

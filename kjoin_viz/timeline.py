@@ -1,6 +1,10 @@
 """The event timeline around the current record, drawn as a small SVG.
 
-Two lanes, left on top and right below; each record sits at its timestamp. A record with a
+Two lanes, left on top and right below, for each key in view (and, with several partitions, for each
+task: a task is a partition of both sides); each record sits at its timestamp on its key's lane. With
+one key and one task the lanes are just ``left`` and ``right``; with more, each pair is labelled with
+its key (and ``t<n>`` for its task), at most :data:`MAX_KEYS` keys (the current record's first, then
+the keys of the steps nearest to it); the records of other keys are counted under the lanes. A record with a
 null value is drawn hollow with a cross, a record that arrived after a later timestamp (out
 of order) has a red ring, records not processed yet are faded, and the current record is
 larger, with its join window (``[ts - before, ts + after]`` for a left record, mirrored for
@@ -28,15 +32,45 @@ import math
 from typing import Sequence
 
 from kjoin.fates import Fate, Reason
-from kjoin.records import OutputKind, Side, render_value
+from kjoin.records import OutputKind, Side, key_identity, render_value
 from kjoin.trace import Step, Trace
 
-__all__ = ["timeline_svg", "join_range", "looks_up", "view_span", "view_range", "ticks", "NEIGHBOURS"]
+__all__ = ["timeline_svg", "join_range", "looks_up", "view_span", "view_range", "ticks", "lanes", "NEIGHBOURS"]
 
 NEIGHBOURS = 60
 WIDTH, MARGIN = 640, 44
 LANE_Y = {Side.LEFT: 26, Side.RIGHT: 62}
 AXIS_Y, LEGEND_Y, HEIGHT = 86, 116, 126
+MAX_KEYS = 6
+"""At most this many keys get lanes of their own in one view."""
+KEYED_MARGIN, KEYED_TOP, KEYED_LANE, KEYED_GAP = 96, 24, 18, 8
+"""The layout with a lane per key: a wider label column, lanes 18 px apart, 8 px more between keys."""
+
+Lane = tuple[int, object, Side]
+"""A lane: the task (partition), the key (as Kafka compares it) and the side."""
+
+
+def _key_of(record) -> object:
+    return key_identity(record.key)
+
+
+def lanes(trace: Trace, step: int, near: Sequence[Step], low: int, high: int) -> tuple[list[Lane], int]:
+    """The lanes of a view: every (task, key) with a record in view, the current record's first, then by
+    how near their steps are to ``step``, at most :data:`MAX_KEYS`; each a left and a right lane, in task
+    order. Also how many records in view belong to keys left out."""
+    current = trace.steps[step].record
+    seen: dict[tuple[int, object], int] = {(current.partition, _key_of(current)): 0}
+    for s in sorted(near, key=lambda s: abs(s.index - step)):
+        r = s.record
+        if low <= r.ts <= high:
+            seen.setdefault((r.partition, _key_of(r)), len(seen))
+    chosen = list(seen)[:MAX_KEYS]
+    left_out = sum(
+        1 for s in near if low <= s.record.ts <= high and (s.record.partition, _key_of(s.record)) not in chosen
+    )
+    first_seen = {group: i for i, group in enumerate(chosen)}
+    ordered = sorted(chosen, key=lambda group: (group[0], first_seen[group]))
+    return [(task, key, side) for task, key in ordered for side in (Side.LEFT, Side.RIGHT)], left_out
 
 
 def join_range(trace: Trace, step: int) -> tuple[int, int] | None:
@@ -112,38 +146,77 @@ def timeline_svg(
     first, last = max(0, step - NEIGHBOURS), min(len(trace.steps), step + NEIGHBOURS + 1)
     near = trace.steps[first:last]
 
+    lane_list, left_out = lanes(trace, step, near, low, high)
+    tasks = {task for task, _, _ in lane_list}
+    keyed = len(lane_list) > 2 or any(s.record.partition != current.partition for s in near)
+    if keyed:
+        margin, y, lane_y = KEYED_MARGIN, KEYED_TOP, {}
+        for i, lane in enumerate(lane_list):
+            if i and lane[2] is Side.LEFT:
+                y += KEYED_GAP
+            lane_y[lane] = y
+            y += KEYED_LANE
+        axis_y = y + 2
+    else:
+        margin, axis_y = MARGIN, AXIS_Y
+        lane_y = {lane: LANE_Y[lane[2]] for lane in lane_list}
+    legend_y = axis_y + 30 + (12 if left_out else 0)
+    height = legend_y + 10
+
     def x(ts: float) -> float:
-        return round(MARGIN + (ts - low) * (WIDTH - 2 * MARGIN) / (high - low), 1)
+        return round(margin + (ts - low) * (WIDTH - margin - MARGIN) / (high - low), 1)
+
+    def lane_of(r) -> Lane:
+        return (r.partition, _key_of(r), r.side)
 
     parts = [
-        f'<svg class="kjoin-timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'width="{WIDTH}" height="{HEIGHT}" style="width:100%;max-width:{WIDTH}px;height:auto" '
-        f'font-family="monospace" font-size="10" data-view="{low}..{high}">'
+        f'<svg class="kjoin-timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
+        f'width="{WIDTH}" height="{height}" style="width:100%;max-width:{WIDTH}px;height:auto" '
+        f'font-family="monospace" font-size="10" data-view="{low}..{high}" data-lanes="{len(lane_list)}">'
     ]
-    for side, y in LANE_Y.items():
-        parts.append(f'<line x1="{MARGIN}" y1="{y}" x2="{WIDTH - MARGIN}" y2="{y}" stroke="#bbb"/>')
-        parts.append(f'<text x="2" y="{y + 3}">{side}</text>')
+    for lane, y in lane_y.items():
+        task, _, side = lane
+        parts.append(f'<line x1="{margin}" y1="{y}" x2="{WIDTH - MARGIN}" y2="{y}" stroke="#bbb"/>')
+        if not keyed:
+            parts.append(f'<text x="2" y="{y + 3}">{side}</text>')
+            continue
+        key = next(s.record.key for s in near if lane_of(s.record)[:2] == lane[:2])
+        name = _short(render_value(key), 9 if len(tasks) > 1 else 12)
+        where = f"t{task} " if len(tasks) > 1 else ""
+        label = f"{where}{name} {'L' if side is Side.LEFT else 'R'}"
+        parts.append(
+            f'<text class="kjoin-lane" x="2" y="{y + 3}" data-lane="{html.escape(label)}">'
+            f"<title>{html.escape(f'task {task}, key {render_value(key)}, {side} side')}</title>"
+            f"{html.escape(label)}</text>"
+        )
     # the axis: ticks at round milliseconds
-    parts.append(f'<line x1="{MARGIN}" y1="{AXIS_Y}" x2="{WIDTH - MARGIN}" y2="{AXIS_Y}" stroke="#888"/>')
+    parts.append(f'<line x1="{margin}" y1="{axis_y}" x2="{WIDTH - MARGIN}" y2="{axis_y}" stroke="#888"/>')
     for tick in ticks(low, high):
         parts.append(
-            f'<line class="kjoin-tick" x1="{x(tick)}" y1="{AXIS_Y}" x2="{x(tick)}" y2="{AXIS_Y + 4}" stroke="#888"/>'
-            f'<text x="{x(tick)}" y="{AXIS_Y + 14}" text-anchor="middle">{tick}</text>'
+            f'<line class="kjoin-tick" x1="{x(tick)}" y1="{axis_y}" x2="{x(tick)}" y2="{axis_y + 4}" stroke="#888"/>'
+            f'<text x="{x(tick)}" y="{axis_y + 14}" text-anchor="middle">{tick}</text>'
         )
-    parts.append(f'<text x="{WIDTH - 2}" y="{AXIS_Y + 14}" text-anchor="end">ms</text>')
-    if band:
-        y = LANE_Y[current.side.other]
+    parts.append(f'<text x="{WIDTH - 2}" y="{axis_y + 14}" text-anchor="end">ms</text>')
+    if band:  # on the lane of the other side of the same key, in the same task: the records it can join
+        y = lane_y[(current.partition, _key_of(current), current.side.other)]
+        half = 10 if not keyed else KEYED_LANE // 2 - 1
         parts.append(
-            f'<rect class="kjoin-band" x="{x(band[0])}" y="{y - 10}" '
-            f'width="{max(x(band[1]) - x(band[0]), 1)}" height="20" '
+            f'<rect class="kjoin-band" x="{x(band[0])}" y="{y - half}" '
+            f'width="{max(x(band[1]) - x(band[0]), 1)}" height="{2 * half}" '
             f'fill="#9cf" opacity="0.45"><title>join window {band[0]}..{band[1]}</title></rect>'
         )
     if stream_time is not None and low <= stream_time <= high:
         sx = x(stream_time)
+        top, bottom, label = 10, axis_y, f"stream time {stream_time}"
+        if keyed:  # a task's stream time: drawn over its own lanes only
+            mine = [y for (task, _, _), y in lane_y.items() if task == current.partition]
+            top, bottom = min(mine) - 12, max(mine) + 8
+            label += f" (task {current.partition})" if len(tasks) > 1 else ""
         parts.append(
-            f'<line class="kjoin-stream-time" x1="{sx}" y1="10" x2="{sx}" y2="{AXIS_Y}" '
+            f'<line class="kjoin-stream-time" x1="{sx}" y1="{top}" x2="{sx}" y2="{bottom}" '
             f'stroke="#c60" stroke-dasharray="3 3"/>'
-            f'<text x="{sx}" y="8" text-anchor="middle" fill="#c60">stream time {stream_time}</text>'
+            f'<text x="{sx}" y="{top - 2}" text-anchor="middle" fill="#c60" stroke="white" stroke-width="3" '
+            f'paint-order="stroke">{label}</text>'
         )
     before = after = 0
     for s in near:
@@ -151,9 +224,11 @@ def timeline_svg(
         if not low <= r.ts <= high:
             before, after = before + (r.ts < low), after + (r.ts > high)
             continue
-        cx, cy = x(r.ts), LANE_Y[r.side]
+        if lane_of(r) not in lane_y:
+            continue  # a key left out: counted under the lanes
+        cx, cy = x(r.ts), lane_y[lane_of(r)]
         is_current = s.index == step
-        radius = 7 if is_current else 4
+        radius = (7 if is_current else 4) if not keyed else (6 if is_current else 4)
         hollow = r.value is None
         fill = "white" if hollow else ("#1f5fbf" if is_current else "#555")
         stroke = "#d00" if late and late[s.index] else ("#1f5fbf" if is_current else "#555")
@@ -167,22 +242,37 @@ def timeline_svg(
             parts.append(
                 f'<path d="M{cx - 3} {cy - 3}L{cx + 3} {cy + 3}M{cx - 3} {cy + 3}L{cx + 3} {cy - 3}" stroke="#555"/>'
             )
-        if is_current:  # its label to the right, on a white halo over the neighbours
-            parts.append(
-                f'<text x="{cx + 10}" y="{cy + 4}" font-weight="bold" stroke="white" stroke-width="3" '
-                f'paint-order="stroke">{html.escape(render_value(r.value))}@{r.ts}</text>'
-            )
         parts.append("</g>")
+    # the current record's label last, on a white halo over everything else, on the side with room
+    r = current
+    if low <= r.ts <= high:
+        cx, cy = x(r.ts), lane_y[lane_of(r)]
+        text = html.escape(f"{render_value(r.value)}@{r.ts}")
+        right_room = WIDTH - MARGIN - cx
+        anchor, tx = ("start", cx + 10) if right_room > 7 * len(text) + 12 else ("end", cx - 10)
+        parts.append(
+            f'<text class="kjoin-current" x="{tx}" y="{cy + 4}" text-anchor="{anchor}" font-weight="bold" '
+            f'stroke="white" stroke-width="3" paint-order="stroke">{text}</text>'
+        )
     if before:
-        parts.append(f'<text x="{MARGIN - 4}" y="{AXIS_Y - 4}" text-anchor="end" fill="#777">◀ {before}</text>')
+        parts.append(f'<text x="{margin - 4}" y="{axis_y - 4}" text-anchor="end" fill="#777">◀ {before}</text>')
     if after:
-        parts.append(f'<text x="{WIDTH - MARGIN + 4}" y="{AXIS_Y - 4}" fill="#777">{after} ▶</text>')
-    parts.append(_legend(trace.join_window is not None))
+        parts.append(f'<text x="{WIDTH - MARGIN + 4}" y="{axis_y - 4}" fill="#777">{after} ▶</text>')
+    if left_out:
+        parts.append(
+            f'<text class="kjoin-left-out" x="{margin}" y="{axis_y + 28}" fill="#777">'
+            f"+ {left_out} record{'s' if left_out > 1 else ''} of other keys in view (not drawn)</text>"
+        )
+    parts.append(_legend(trace.join_window is not None, legend_y))
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _legend(windowed: bool) -> str:
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _legend(windowed: bool, y: int = LEGEND_Y) -> str:
     """One row naming every mark the timeline draws."""
     items = [
         ('<circle cx="{x}" cy="{y}" r="6" fill="#1f5fbf" stroke="#1f5fbf" stroke-width="2"/>', "this step"),
@@ -199,7 +289,7 @@ def _legend(windowed: bool) -> str:
     if windowed:
         items.append(('<rect x="{a}" y="{b}" width="12" height="10" fill="#9cf" opacity="0.6"/>', "join window"))
     parts = ['<g class="kjoin-legend" font-size="9">']
-    x, y = 8, LEGEND_Y
+    x = 8
     for mark, text in items:
         parts.append(
             mark.format(x=x, y=y, a=x - 4, b=y - 5, c=x + 4, d=y + 5) + f'<text x="{x + 10}" y="{y + 3}">{text}</text>'

@@ -198,7 +198,7 @@ def _drive_widgets(page, stem: str) -> dict[str, int]:
     """Click, answer and slide every course widget on the page; each must react."""
     from playwright.sync_api import expect
 
-    driven = {"stepper": 0, "predict": 0, "variants": 0, "whatif": 0}
+    driven = {"stepper": 0, "predict": 0, "variants": 0, "whatif": 0, "upgrade": 0}
     predicts = page.locator(".kjoin-predict")
     for i in range(predicts.count()):
         widget = predicts.nth(i)
@@ -257,6 +257,27 @@ def _drive_widgets(page, stem: str) -> dict[str, int]:
         if i == 0:
             page.screenshot(path=str(ARTIFACTS / f"{stem}-whatif.png"))
         driven["whatif"] += 1
+    upgrades = page.locator(".kjoin-upgrade")
+    for i in range(upgrades.count()):  # pick another rule, then its next example; the chart is drawn
+        widget = upgrades.nth(i)
+        widget.scroll_into_view_if_needed()
+        chart = widget.locator(".kjoin-upgrade-chart img").first
+        expect(chart).to_be_visible(timeout=30_000)
+        assert chart.evaluate("e => e.naturalWidth") > 0, "the rules chart does not load"
+        counter = widget.locator(".kjoin-upgrade-counter")
+        rules = widget.locator("select").first
+        before = widget.locator(".kjoin-upgrade-example").inner_text()
+        if rules.locator("option").count() > 1:
+            rules.select_option(index=1)
+            expect(widget.locator(".kjoin-upgrade-example")).not_to_have_text(before, timeout=30_000)
+        expect(counter).to_contain_text("example 1 of", timeout=30_000)
+        total = int(re.search(r"of (\d+)", counter.inner_text()).group(1))
+        widget.get_by_role("button", name="next", exact=True).click()
+        expect(counter).to_have_text(f"example {min(2, total)} of {total}", timeout=30_000)
+        if i == 0:
+            widget.locator(".kjoin-upgrade-example").scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / f"{stem}-upgrade.png"))
+        driven["upgrade"] += 1
     return driven
 
 
@@ -297,6 +318,7 @@ def test_every_notebook_runs_in_jupyterlab_and_its_widgets_work(lab, browser, no
         "predict": code.count("Predict("),
         "variants": code.count("Variants("),
         "whatif": code.count("WhatIf("),
+        "upgrade": code.count("UpgradeDiff("),
     }
     if any(expected.values()):
         expect(page.locator(".jupyter-widgets").first).to_be_visible(timeout=60_000)
@@ -306,7 +328,8 @@ def test_every_notebook_runs_in_jupyterlab_and_its_widgets_work(lab, browser, no
         assert driven[kind] >= min(count, 1), f"{notebook.name}: no {kind} widget rendered ({driven})"
     # every view fits the notebook's width with the file browser open
     selectors = (
-        ".kjoin-stepper, .kjoin-predict, .kjoin-variants, .kjoin-whatif, .kjoin-step, .kjoin-table, .kjoin-whatif-table"
+        ".kjoin-stepper, .kjoin-predict, .kjoin-variants, .kjoin-whatif, .kjoin-step, .kjoin-table,"
+        " .kjoin-whatif-table, .kjoin-upgrade"
     )
     assert _fits(page, selectors) == [], f"{notebook.name}: views wider than the notebook"
     page.screenshot(path=str(ARTIFACTS / f"{stem}-2-driven.png"), full_page=False)

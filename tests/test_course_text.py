@@ -136,6 +136,60 @@ def test_the_cheat_sheet_has_the_notation_the_fates_the_timestamp_rules_and_the_
 
 
 def test_the_join_notebooks_chart_their_variants_results_and_tombstones():
-    # kjoin_viz.outputs_chart: results against tombstones per variant (its counts: tests/test_viz_charts.py)
+    # kjoin_viz.outputs_chart: results, results with null and tombstones per variant (its counts:
+    # tests/test_viz_charts.py); where eras differ, kjoin_viz.era_diff_chart too
     assert "kjoin_viz.outputs_chart(traces)" in code("01")  # inner, left, outer of one input
+    assert "kjoin_viz.outputs_chart(left_eras)" in code("02")  # the left join under 0.10.2 and 3.1
+    assert "kjoin_viz.era_diff_chart(left_eras[" in code("02")
+    assert 'kjoin_viz.outputs_chart({"inner": inner, "left": left})' in code("03")
     assert "kjoin_viz.outputs_chart(new)" in code("04")  # the table-table join's, with its tombstones
+    assert 'kjoin_viz.era_diff_chart(old_and_new["inner 0.10.0"]' in code("04")  # KIP-77's tombstones
+    assert '"left 3.7.0": kjoin.run(' in code("05") and "kjoin_viz.outputs_chart(" in code("05")
+    assert "kjoin_viz.outputs_chart(growth, cumulative=True)" in code("06")  # versioned designs
+    for name in ("01", "02", "03", "04", "05"):
+        # each chart is read next to a sentence that says what its colours are
+        assert "results with null" in markdown(name), name
+
+
+def test_10_says_what_its_widget_counts():
+    # the numbers 10's text reads off the chart are kjoin.diff's on the same generated topics
+    import collections
+
+    from kjoin_viz.shop import orders_and_customers, orders_and_payments
+    from kjoin_viz.upgrade import setting_change, upgrade_path
+
+    text = " ".join(markdown("10").split())
+    path = ["2.8", "3.3", "3.9", "4.4"]
+    counts = {}
+    for scenario in (orders_and_payments(), orders_and_customers()):
+        for hop in upgrade_path(scenario, path):
+            for rule, found in hop.diff.by_rule().items():
+                counts[rule] = counts.get(rule, collections.Counter()) + collections.Counter(d.change for d in found)
+    spurious, sweep = counts["spurious_result_fix"], counts["outer_join_sweep_per_side"]
+    assert f"{spurious['removed']} outputs disappear" in text and f"Those {spurious['added']} are the outputs" in text
+    assert f"({sweep['removed']} and {sweep['added']})" in text
+    payments_null_keys = len(upgrade_path(orders_and_payments(), ["3.3", "3.9"])[0].diff.by_rule()["relaxed_null_keys"])
+    assert f"the {payments_null_keys} orders without a key" in text
+    customers = upgrade_path(orders_and_customers(), ["3.3", "3.9", "4.4"])
+    assert f"({len(customers[0].diff.by_rule()['relaxed_null_keys'])} results appear)" in text
+    assert f"{len(customers[1].diff.by_rule()['fk_change_only_unsubscribes'])} of those duplicates" in text
+    no_grace = setting_change(orders_and_payments().with_semantics("4.4"), {"window.grace_ms": 0})
+    moved = collections.Counter(d.change for d in no_grace.diff)
+    assert f"({moved['removed']} and {moved['added']})" in text and set(moved) == {"added", "removed"}
+    assert f"the same {len(no_grace.traces[0].outputs)} outputs" in text
+    assert sorted(o.render() for o in no_grace.traces[0].outputs) == sorted(
+        o.render() for o in no_grace.traces[1].outputs
+    )
+
+
+def test_11_bridges_to_the_learners_own_join():
+    source = code("11")
+    for piece in (
+        "kjoin.load_scenario(path)",
+        "export_junit(",
+        '"arrival": {"right": {"lag_ms": 3000}}',
+        "outputs_chart(",
+    ):
+        assert piece in source
+    text = markdown("11")
+    assert "kjoin export your_join.yaml --junit" in text and "max.task.idle.ms" in text

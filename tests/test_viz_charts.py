@@ -7,6 +7,7 @@ import pytest
 import kjoin
 from kjoin_viz import drops_chart, era_diff_chart, outputs_chart, timeline_chart, variant_traces
 from kjoin_viz.charts import MAX_ROWS
+from kjoin_viz.labels import TONE_COLOURS
 
 from .test_viz_stepper import SEED_004
 
@@ -50,12 +51,15 @@ def test_outputs_chart_counts_results_per_variant_and_cumulates(scenario):
     cumulative = outputs_chart(traces, cumulative=True).to_dict()
     rows = _data(cumulative)
     last = {r["variant"]: r["count"] for r in rows if r["step"] == 18 and r["output"] == "result"}
-    assert last == {name: len(trace.outputs) for name, trace in traces.items()}
-    assert last == {"inner": 16, "left": 18, "outer": 18}  # Kafka: F-null at G@100, not null-f yet
+    assert last == {"inner": 16, "left": 16, "outer": 16}  # every variant joins the same pairs
+    with_null = {r["variant"]: r["count"] for r in rows if r["step"] == 18 and r["output"] == "result with null"}
+    assert with_null == {"left": 2, "outer": 2}  # Kafka: E-null and F-null (at G@100), not G-null nor null-f yet
     assert cumulative["encoding"]["row"]["field"] == "variant"
     # a stream-stream join emits no tombstones: no empty tombstone series, and none in the legend
-    assert cumulative["encoding"]["color"]["scale"]["domain"] == ["result"]
-    assert {r["output"] for r in rows} == {"result"}
+    assert cumulative["encoding"]["color"]["scale"]["domain"] == ["result", "result with null"]
+    assert {r["output"] for r in rows} == {"result", "result with null"}
+    # the colours of the other views: a result with null is not a tombstone
+    assert cumulative["encoding"]["color"]["scale"]["range"] == [TONE_COLOURS["joined"], TONE_COLOURS["null-result"]]
     # whole steps and whole counts on the axes; three facets fit one screen
     for axis in ("x", "y"):
         assert cumulative["encoding"][axis]["axis"]["format"] == "d"
@@ -72,6 +76,20 @@ def test_outputs_chart_counts_tombstones_apart():
     assert spec["encoding"]["color"]["scale"]["domain"] == ["result", "tombstone"]
 
 
+def test_outputs_chart_tells_results_with_null_from_results_and_tombstones():
+    # a left table-table join: A-null (no partner yet), A-a, then the right side deleted: A-null again,
+    # then the left side deleted: a tombstone
+    trace = kjoin.run(kjoin.Scenario.from_notation("table-table", "left", left="1:A, 4:null", right="2:a, 3:null"))
+    assert [o.render() for o in trace.outputs] == ["A-null", "A-a", "A-null", "null"]
+    rows = [r for r in _data(outputs_chart({"left": trace}).to_dict()) if r["count"]]
+    assert [(r["step"], r["output"]) for r in sorted(rows, key=lambda r: r["step"])] == [
+        (0, "result with null"),
+        (1, "result"),
+        (2, "result with null"),
+        (3, "tombstone"),
+    ]
+
+
 def test_drops_chart_counts_dropped_records_by_reason(scenario):
     spec = drops_chart(kjoin.run(scenario)).to_dict()
     assert _data(spec) == [{"reason": "null-value", "records": 7}]
@@ -84,26 +102,33 @@ def test_era_diff_chart_shows_where_3_1_holds_back_early_results(scenario):
     new = kjoin.run(scenario)
     spec = era_diff_chart(old, new).to_dict()
     rows = _data(spec)
-    assert rows[0] == {
-        "step": 2,
+    drawn = [(r["step"], r["output"], r["count"]) for r in rows]
+    assert drawn == [
+        (2, "only under 0.10.2", -1),  # A-null: 3.1 holds A, which joins a@4 next
+        (15, "only under 0.10.2", -1),  # E-null, F-null: emitted at once under 0.10.2 ...
+        (16, "only under 0.10.2", -1),
+        (17, "only under 3.1", 1),  # ... and once their windows close under 3.1
+        (18, "only under 0.10.2", -1),  # G-null goes, F-null comes: a step whose output changes has both
+        (18, "only under 3.1", 1),
+    ]
+    assert {k: rows[0][k] for k in ("ts", "side", "value", "before", "after")} == {
         "ts": 3,
         "side": "left",
         "value": "A",
         "before": "A-null",
         "after": "(none)",
-        "change": -1,
     }
-    assert {
-        "step": 17,
-        "ts": 80,
-        "side": "right",
-        "value": "f",
-        "before": "(none)",
-        "after": "E-null",
-        "change": 1,
-    } in rows
-    assert spec["encoding"]["y"]["field"] == "change" and spec["encoding"]["y"]["axis"]["tickMinStep"] == 1
-    assert spec["title"] == "outputs under 3.1 minus under 0.10.2"
+    assert spec["encoding"]["y"]["field"] == "count" and spec["encoding"]["y"]["axis"]["values"] == [-1, 0, 1]
+    assert spec["title"] == "outputs that differ: 0.10.2 → 3.1"
+    with pytest.raises(ValueError, match="same input records"):
+        era_diff_chart(
+            old,
+            kjoin.run(
+                kjoin.Scenario.from_notation(
+                    "stream-stream", "left", left="1:A", right="2:a", window=SEED_004["window"]
+                )
+            ),
+        )
 
 
 def test_long_traces_are_aggregated_below_altairs_limit():

@@ -90,7 +90,7 @@ def test_the_messages_as_text(race):
 
 
 def test_the_subscription_store_shows_fk_pk_hash_and_instruction(race):
-    stepper = Stepper(race, step=3)
+    stepper = Stepper(race, step=3)  # the hashes are no internals here: the hash check is what 05 teaches
     store = _store_html(stepper.panes["state"].value, "task 0: subscription store")
     assert (
         f"<tr class='changed'><td>Y</td><td>A</td><td>{HASH_1}</td>"

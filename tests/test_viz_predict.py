@@ -547,3 +547,13 @@ def test_a_release_that_joined_names_the_partner_not_stream_time(trace):
     assert "stream time 80" in waiting.check(leaves=17).text
     hints = waiting.check(leaves=16).hints
     assert any("After step 16, stream time is 60" in h for h in hints) and "E-null" not in " ".join(hints)
+
+
+def test_parse_outputs_prefers_balanced_items_where_a_quoted_bracket_could_mislead_it():
+    # found by the property test above: a bracket inside a JSON key; the split that leaves no bracket open wins
+    from kjoin_viz.predict import parse_outputs
+
+    assert parse_outputs('{"":null,"{":null}-, {"}":null}-') == ['{"":null,"{":null}-', '{"}":null}-']
+    items = ['{"":null,"[":null}-', "null-", '{"\\"":null}-']
+    assert parse_outputs(", ".join(items)) == items
+    assert parse_outputs("[oops, A-a") == ["[oops", "A-a"]  # an unbalanced answer still splits

@@ -89,9 +89,12 @@ def test_the_window_store_loses_expired_records_and_shows_them_deleted():
     """Kafka 3.4+ hides a record behind the retention (40 - 35 = 5: A@3 and B@5) at once: kjoin deletes it then."""
     trace = kjoin.run(kjoin.Scenario.from_notation("stream-stream", "left", **{**SEED_004, "semantics": "3.4"}))
     text = StepView(trace).text(15)
-    assert "left window  (deleted: (k, 3, 0), (k, 5, 1))" in text
+    assert "left window  (deleted: A@3, B@5)" in text  # named by what they held
+    assert "left window  (deleted: (k, 3, 0), (k, 5, 1))" in StepView(trace).text(15, internals=True)  # store keys
     assert "* | 40 | left | k   | E     | 60" in text  # E enters the outer-join buffer, closes at 60
-    assert "* | stream time                | 40" in text
+    assert "* | stream time | 40" in text  # the clock's one row a learner reads the join by
+    assert "| outer-join buffer min time" not in text  # named in the line on what was left out ...
+    assert "| outer-join buffer min time | 40" in StepView(trace).text(15, True)  # ... and shown with the internals
 
 
 def test_before_3_4_the_window_store_keeps_expired_records_until_their_segment_drops(trace):
@@ -165,8 +168,16 @@ def test_a_table_store_shows_old_and_new_values():
     stepper = Stepper(trace)
     stepper.press("last")
     right = _store_rows(stepper.panes["state"].value, "task 0: right table")
+    assert "<tr class='changed'><td>k</td><td>b</td><td>4</td></tr>" in right  # old_value is Kafka's bookkeeping
+    assert "task 0: right table: old_value" in stepper.panes["state"].value  # ... and the view says it left it out
+    stepper.internals.value = True  # "show Kafka's internals"
+    right = _store_rows(stepper.panes["state"].value, "task 0: right table")
     assert "<tr class='changed'><td>k</td><td>b</td><td>4</td><td>a</td></tr>" in right
+    assert "old_value" not in stepper.panes["state"].value.split("</table>")[-1]
     assert "A-b@4" in stepper.panes["outputs"].value
+    # a join that sends old values shows them without the internals: they are what it emits
+    sent = kjoin.run(kjoin.Scenario.from_dict({**trace.scenario.to_dict(), "send_old_values": True}))
+    assert "old_value</th>" in Stepper(sent, step=2).panes["state"].value
 
 
 def test_rows_of_an_unknown_dataclass_render_by_field_with_enums_by_value():
@@ -273,3 +284,54 @@ def test_the_step_counter_counts_from_1_to_the_number_of_steps():
     stepper.step = 4
     assert "step 4 (5 of 5)" in stepper.panes["header"].value and repr(stepper) == "Stepper(step 4 (5 of 5))"
     assert repr(show_step(five, 2)).startswith("step 2 (3 of 5): ")
+
+
+def test_the_timeline_gives_each_key_and_task_lanes_of_their_own():
+    # 08's co-partitioning demo with the views dealt round-robin: alice's view a@3 sits in task 0, her clicks
+    # in task 1. The join window is drawn on alice's left lane of task 0 only, and no other key's record
+    # sits on it (it used to cover bob's and dave's clicks on the one shared lane).
+    from kjoin_viz.partitioning import round_robin
+    from kjoin_viz.timeline import timeline_svg
+
+    window = {"before_ms": 10, "after_ms": 10, "grace_ms": 0}
+    events = [("left", "alice", "A", 1), ("left", "bob", "B", 2), ("right", "alice", "a", 3)]
+    events += [
+        ("right", "bob", "b", 4),
+        ("left", "dave", "D", 5),
+        ("left", "alice", "A2", 8),
+        ("left", "carol", "C", 40),
+    ]
+    scenario = kjoin.Scenario.from_dict(
+        {
+            "join": "stream-stream",
+            "variant": "left",
+            "window": window,
+            "partitions": 2,
+            "events": [{"side": s, "key": k, "value": v, "ts": t} for s, k, v, t in events],
+        }
+    )
+    trace = kjoin.run(round_robin(scenario, "right"))
+    step = next(s.index for s in trace.steps if s.record.value == "a")
+    assert trace.steps[step].record.partition == 0
+    svg = timeline_svg(trace, step)
+    labels = re.findall(r'data-lane="([^"]+)"', svg)
+    assert labels[:2] == ["t0 alice L", "t0 alice R"]  # the current record's key first
+    assert {"t0 bob L", "t0 dave L", "t1 alice L", "t1 alice R"} <= set(labels) and len(labels) == len(set(labels))
+    lane_y = {
+        label: float(y)
+        for y, label in re.findall(r'<text class="kjoin-lane" x="2" y="([\d.]+)" data-lane="([^"]+)"', svg)
+    }
+    band = re.search(r'class="kjoin-band" x="[\d.]+" y="([\d.]+)" width="[\d.]+" height="([\d.]+)"', svg)
+    top, height = float(band.group(1)), float(band.group(2))
+    assert top < lane_y["t0 alice L"] - 3 < top + height  # the band is on t0 alice's left lane ...
+    for label, y in lane_y.items():
+        if label != "t0 alice L":
+            assert not top < y - 3 < top + height, label  # ... and on no other lane
+    # each record on its own key's lane: alice's clicks of task 1 are not on task 0's lane
+    circles = re.findall(r'cy="([\d.]+)" r="\d" [^>]*><title>step \d+: (left|right) (\w+)=(\w+)', svg)
+    on_lane = {(side, key, value): float(cy) for cy, side, key, value in circles}
+    assert on_lane[("left", "alice", "A")] == lane_y["t1 alice L"] - 3
+    assert on_lane[("left", "bob", "B")] == lane_y["t0 bob L"] - 3
+    # one key, one task: the two lanes of old, named left and right
+    single = kjoin.run(kjoin.Scenario.from_notation("stream-stream", "left", **SEED_004))
+    assert 'data-lanes="2"' in timeline_svg(single, 3) and "kjoin-lane" not in timeline_svg(single, 3)

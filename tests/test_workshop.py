@@ -10,7 +10,10 @@ Chromium is missing.
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import secrets
 import shlex
 import subprocess
 import sys
@@ -27,19 +30,48 @@ pytestmark = pytest.mark.browser
 START_BUDGET_S = 30
 
 
-def _workshop_command(port: int) -> list[str]:
-    """The Makefile's voila command line, with this test's port and the loopback address."""
+def _recipe(port: int, room_port: int) -> list[str]:
+    """The Makefile's workshop recipe (``make -n``), one shell command per item, with this test's ports."""
     recipe = subprocess.run(
-        ["make", "-n", "-W", "pyproject.toml", "workshop", f"WORKSHOP_PORT={port}", "WORKSHOP_IP=127.0.0.1"],
+        [
+            "make",
+            "-n",
+            "-W",
+            "pyproject.toml",
+            "workshop",
+            f"WORKSHOP_PORT={port}",
+            "WORKSHOP_IP=127.0.0.1",
+            f"ROOM_PORT={room_port}",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.replace("\\\n", " ")
-    line = next(line for line in recipe.splitlines() if "/voila " in line)
+    return [part.strip() for line in recipe.splitlines() for part in re.split(r";|&(?!&)", line) if part.strip()]
+
+
+def _workshop_command(port: int, room_port: int | None = None) -> tuple[list[str], dict[str, str]]:
+    """The Makefile's voila command line, with this test's port and the loopback address, and the environment
+    the recipe gives it (``KJOIN_ROOM_URL``: the room's tally)."""
+    room_port = room_port or _free_port()
+    line = next(part for part in _recipe(port, room_port) if "/voila " in part)
     args = shlex.split(line)
+    env = {}
+    while "=" in args[0] and not args[0].startswith("-"):
+        name, _, value = args.pop(0).partition("=")
+        env[name] = value
     assert args[0].endswith("/voila") and "--no-browser" in args and f"--port={port}" in args
-    return [sys.executable, "-m", "voila", *args[1:]]
+    assert env.get("KJOIN_ROOM_URL") == f"http://127.0.0.1:{room_port}"  # the tally: loopback only
+    return [sys.executable, "-m", "voila", *args[1:]], env
+
+
+def _room_command(room_port: int) -> list[str]:
+    """The Makefile's command that starts the room's tally."""
+    line = next(part for part in _recipe(_free_port(), room_port) if "kjoin_viz.room" in part)
+    args = shlex.split(line)
+    assert f"--port={room_port}" in args
+    return [sys.executable, *args[1:]]
 
 
 def _first_stepper_notebook() -> Path:
@@ -65,12 +97,13 @@ def test_two_learners_at_once_each_get_their_own_kernel_and_state(tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     with open(log_path, "w") as log:
         started = time.monotonic()
+        command, env = _workshop_command(port)
         server = subprocess.Popen(
-            _workshop_command(port),
+            command,
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
         )
         base = f"http://127.0.0.1:{port}"
         try:
@@ -118,3 +151,124 @@ def test_two_learners_at_once_each_get_their_own_kernel_and_state(tmp_path):
                     browser.close()
         finally:
             _stop(server)
+
+
+# -- the room's tally and the trainer's page: three learners at once ------------------------------------
+ROOM_NOTEBOOK = "04_table_table_joins.ipynb"
+"""Its first exercise asks about the first record of its practice input (a right update before any left row)."""
+
+
+def _first_exercise() -> tuple[str, str, str]:
+    """The first predict widget's right answer: (the fate's words, the outputs), and its solution text, from the
+    engine on the notebook's own code (every code cell before that widget)."""
+    from kjoin_viz.labels import TONES
+
+    cells = nbformat.read(ROOT / "notebooks" / ROOM_NOTEBOOK, as_version=4).cells
+    namespace: dict = {}
+    for cell in cells:
+        if cell.cell_type != "code":
+            continue
+        if "Predict(" in cell.source:
+            widget = eval(cell.source.strip(), namespace)  # noqa: S307 - the course's own cell
+            step = widget.trace.steps[widget.index]
+            from kjoin_viz import fate_label
+
+            outputs = ", ".join(o.render() for o in step.outputs) or "none"
+            return TONES[fate_label(step).tone], outputs, widget.solution()
+        if "Stepper(" in cell.source or "show_step(" in cell.source or "use_offline_renderer" in cell.source:
+            continue
+        exec(cell.source, namespace)  # noqa: S102
+    raise AssertionError(f"{ROOM_NOTEBOOK} has no predict widget")
+
+
+def test_three_learners_answer_and_the_trainer_sees_the_rooms_tally_with_the_solutions(tmp_path):
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: run `make system-deps` (apt-get install chromium)"
+    from playwright.sync_api import expect, sync_playwright
+
+    right_fate, right_outputs, solution = _first_exercise()
+    port, room_port = _free_port(), _free_port()
+    token = secrets.token_urlsafe(8)
+    command, env = _workshop_command(port, room_port)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with open(tmp_path / "room.log", "w") as room_log, open(tmp_path / "voila.log", "w") as log:
+        room = subprocess.Popen(
+            _room_command(room_port), cwd=ROOT, stdout=room_log, stderr=subprocess.STDOUT,
+            env={**os.environ, "KJOIN_TRAINER_TOKEN": token, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+        server = subprocess.Popen(
+            command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env, "PYTHONPATH": str(ROOT)}
+        )
+        base, tally = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{room_port}"
+        try:
+            started = time.monotonic()
+            for url, process in ((f"{base}/", server), (f"{tally}/tally", room)):
+                while True:
+                    try:
+                        urllib.request.urlopen(url, timeout=2)
+                        break
+                    except OSError:
+                        assert process.poll() is None, (tmp_path / "voila.log").read_text()
+                        assert time.monotonic() - started < 60, f"{url} did not answer in 60 s"
+                        time.sleep(0.3)
+            # the trainer's page needs the token: the room cannot read the solutions
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(f"{tally}/trainer?token=wrong", timeout=5)
+            assert refused.value.code == 403
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                try:
+                    learners = [browser.new_context(viewport=VIEWPORT).new_page() for _ in range(3)]
+                    for page in learners:
+                        page.goto(f"{base}/voila/render/{ROOM_NOTEBOOK}", wait_until="commit")
+                    exercises = []
+                    for page in learners:
+                        exercise = page.locator(".kjoin-predict").first
+                        expect(exercise).to_be_visible(timeout=300_000)
+                        exercises.append(exercise)
+                        assert solution not in page.content(), "a learner's page shows the solution"
+
+                    def answer(exercise, fate: str, outputs: str) -> None:
+                        exercise.scroll_into_view_if_needed()
+                        exercise.locator(".widget-radio-box label", has_text=fate).first.click()
+                        exercise.locator("input[type=text]").first.fill(outputs)
+                        exercise.get_by_role("button", name="check").click()
+
+                    wrong_fate = "joins: emits result(s) with partner(s) from the other side"
+                    assert wrong_fate != right_fate
+                    a, b, c = exercises
+                    answer(a, right_fate, right_outputs)  # A: right at once
+                    expect(a.locator(".kjoin-answer")).to_be_visible(timeout=30_000)
+                    answer(b, wrong_fate, "Zq-zq")  # B: wrong, and stays stuck
+                    expect(b.locator(".kjoin-hint")).to_be_visible(timeout=30_000)
+                    answer(c, wrong_fate, "Zq-zq")  # C: wrong, then right
+                    expect(c.locator(".kjoin-hint")).to_be_visible(timeout=30_000)
+                    answer(c, right_fate, right_outputs)
+                    expect(c.locator(".kjoin-answer")).to_be_visible(timeout=30_000)
+                    for name, page in zip("abc", learners):
+                        assert solution not in page.content() or name in "ac"  # B never asked for it
+                    deadline = time.monotonic() + 30
+                    while True:  # the kernels report as they check
+                        rows = json.loads(urllib.request.urlopen(f"{tally}/tally", timeout=5).read())
+                        first = next((r for r in rows if r["prompt"].startswith("Step 0:")), None)
+                        if first and first["tried"] == 3 and first["right_now"] == 2:
+                            break
+                        assert time.monotonic() < deadline, f"the tally did not count three learners: {rows}"
+                        time.sleep(0.5)
+                    assert first["right_first"] == 1 and first["stuck"] == 1
+                    assert first["wrong_answers"][0] == ["joined; Zq-zq", 2]
+                    assert "solution" not in first  # /tally is the counts only
+                    trainer = browser.new_context(viewport=VIEWPORT).new_page()
+                    trainer.goto(f"{tally}/trainer?token={token}")
+                    row = trainer.locator("table.kjoin-tally tr", has_text=first["prompt"]).first
+                    expect(row.locator("td.tried")).to_have_text("3")
+                    expect(row.locator("td.right-now")).to_have_text("2")
+                    expect(row.locator("td.stuck")).to_have_text("1")
+                    expect(row.locator("td.solution")).to_contain_text(solution[:40])
+                    trainer.screenshot(path=str(ARTIFACTS / "workshop-trainer-tally.png"), full_page=True)
+                    b.scroll_into_view_if_needed()
+                    learners[1].screenshot(path=str(ARTIFACTS / "workshop-learner-stuck.png"))
+                finally:
+                    browser.close()
+        finally:
+            _stop(server)
+            _stop(room)

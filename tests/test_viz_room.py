@@ -1,0 +1,71 @@
+"""The room's tally (kjoin_viz.room): what a workshop's predict widgets report, counted per exercise, for
+the trainer only. The three-learner browser run is in tests/test_workshop.py."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+
+import kjoin
+from kjoin_viz import Predict
+from kjoin_viz.room import ROOM_URL, RoomServer, exercise_id, report
+
+
+@pytest.fixture
+def room(monkeypatch):
+    server = RoomServer(0, token="secret")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv(ROOM_URL, server.url)
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _tally(server):
+    return json.loads(urllib.request.urlopen(f"{server.url}/tally", timeout=5).read())
+
+
+def test_predict_widgets_report_their_exercise_and_every_check(room):
+    trace = kjoin.run(kjoin.Scenario.from_notation("table-table", "left", left="2:L1", right="1:eur"))
+    widget = Predict(trace, 1)
+    (row,) = _tally(room)
+    assert row["exercise"] == widget.exercise == exercise_id("", widget.prompt, 1, "fate+outputs")
+    assert row["tried"] == 0 and "solution" not in row  # the room's counts carry no solution
+    widget.check("joined", "Zq-zq")  # wrong outputs
+    widget.check("joined", "L1-eur")  # right
+    (row,) = _tally(room)
+    assert (row["tried"], row["right_first"], row["right_now"], row["stuck"]) == (1, 0, 1, 0)
+    assert row["wrong_answers"] == [["joined; Zq-zq", 1]]
+
+
+def test_the_trainers_page_needs_its_token_and_shows_the_solution(room):
+    trace = kjoin.run(kjoin.Scenario.from_notation("table-table", "left", left="2:L1", right="1:eur"))
+    widget = Predict(trace, 1)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{room.url}/trainer?token=guess", timeout=5)
+    assert refused.value.code == 403
+    page = urllib.request.urlopen(room.trainer_url, timeout=5).read().decode()
+    assert widget.prompt in page and widget.solution().split(":")[0] in page
+
+
+def test_bad_events_are_refused_and_a_missing_room_never_stops_an_exercise(room, monkeypatch):
+    request = urllib.request.Request(f"{room.url}/answer", data=b'{"exercise": "x"}', method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=5)
+    assert refused.value.code == 400  # no learner, no verdict
+    assert report("answer", {"exercise": "x", "answer": "a", "correct": True}) is True
+    monkeypatch.setenv(ROOM_URL, "http://127.0.0.1:9")  # nobody listens: the report is dropped
+    assert report("answer", {"exercise": "x", "answer": "a", "correct": True}) is False
+    monkeypatch.delenv(ROOM_URL)
+    assert report("answer", {"exercise": "x", "answer": "a", "correct": True}) is False  # not in a workshop
+
+
+def test_the_server_listens_on_the_loopback_only(room):
+    assert room.server_address[0] == "127.0.0.1"
