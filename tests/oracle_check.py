@@ -9,9 +9,13 @@ It lives with the tests, not in the ``kjoin`` package: it needs hypothesis, Mave
 kjoin's users need.
 
 What the harness can see: each Kafka task alone (TopologyTestDriver has one partition per topic, so a scenario
-with several partitions is cut into one harness run per task); the records on the output topic (not a
-table-table result's old value); foreign-key messages delivered at once (TopologyTestDriver's order, kjoin's
-``delivery: immediate``). Which Kafka version judges which of kjoin's eras is ``VERSIONS`` below.
+with several partitions is cut into one harness run per task), except a foreign-key join's, whose tasks talk
+through its subscription and response topics: it runs as one task that delivers every message at once, in the order
+sent (kjoin's ``delivery: immediate``, or ``explicit`` instructions in that order); the records on the output topic,
+and with ``send_old_values`` the old value of each ``Change`` (``[key, value, ts, old]``, read by the harness's
+``OldValues`` beside the output topic, 2.7+). Not: a commit after more than one record (the driver commits after
+every record), other delivery orders, a versioned table's per-task stream time in a foreign-key join over several
+partitions. Which Kafka version judges which of kjoin's eras is ``VERSIONS`` below.
 
 Seed 000 (``kjoin.aggregate_spec``): the harness builds what today's DSL expresses (``aggregate_specs``):
 ``window-aggregate`` (a windowed count), ``table-aggregate`` (a count grouped by a field, one partition: its
