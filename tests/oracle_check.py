@@ -153,7 +153,9 @@ def judged_versions(
             judge(first, f"after {label}")
         else:
             line = previous(first[:2])
-            judge(None if line is None else (*line, releases[line]), f"before {label}")
+            before = None if line is None else (*line, releases[line])
+            if before is not None and not boundary.holds(before):  # not when the line before has it from a patch
+                judge(before, f"before {label}")
             judge(newest(first[:2]), f"after {label}")
     judge((*latest, releases[latest]), "latest")
     return tuple(KafkaVersion(_name(version), tuple(why[version])) for version in sorted(why, reverse=True))

@@ -265,6 +265,45 @@ def test_a_3_8_sweep_reads_the_buffer_value_by_value_and_stops_inside_a_list(bui
     assert _run("4.3.1", SWEEP_STOPS_INSIDE_A_LIST) == (expected, expected)
 
 
+NULL_VALUE_AHEAD = {
+    "join": "stream-stream",
+    "variant": "inner",
+    "window": {"before_ms": 1000, "after_ms": 1000, "grace_ms": 0},
+    "events": [
+        {"side": "left", "key": "k", "value": None, "ts": 200_000},  # skipped by the join; its put comes after
+        {"side": "left", "key": "k", "value": "A", "ts": 100},  # segment 0: dropped by then before KAFKA-9921
+        {"side": "right", "key": "k", "value": "a", "ts": 100},
+    ],
+}
+
+
+def test_before_2_5_1_a_null_value_still_advances_its_window_store(built) -> None:
+    """Issue 32's wide sweep found it on 2.4.1 (a self-join, shrunk to two records). Before KAFKA-9921 (2.5.1 and
+    2.6.0) a stream-stream join's window store also took a null value's put, which stores nothing but advances the
+    store's observed time and drops the segments behind its retention: A@100 then falls into a dropped segment and
+    is not stored, so a@100 finds nothing. 2.5.1 and later skip the put, so A-a is joined
+    (``join_window_store_skips_null_values``). The self-join the sweep found: its record meets itself only if its
+    left side stored it."""
+    self_join = {
+        "join": "stream-stream",
+        "variant": "outer",
+        "self_join": True,
+        "window": {"before_ms": 300_000, "after_ms": 120_000, "grace_ms": 0},
+        "events": [
+            {"side": "left", "key": "k1", "value": None, "ts": 6_743_818},
+            {"side": "left", "key": "k1", "value": "L0", "ts": 6_281_424},
+        ],
+    }
+    for version, skips in (("2.4.1", False), ("2.5.0", False), ("2.5.1", True), ("3.0.2", True)):
+        assert kjoin.parse_semantics(version).join_window_store_skips_null_values is skips
+        with Harness(version) as harness:
+            plain = kjoin.Scenario.from_dict({**NULL_VALUE_AHEAD, "semantics": version})
+            assert harness.run(plain) == kjoin_outputs(plain) == [[], [], [["k", "A-a", 100]] if skips else []]
+            itself = kjoin.Scenario.from_dict({**self_join, "semantics": version})
+            met = ["k1", "L0-L0" if skips else "null-L0", 6_281_424]
+            assert harness.run(itself) == kjoin_outputs(itself) == [[], [["k1", "L0-null", 6_281_424], met]]
+
+
 def _drops_a_segment(trace: kjoin.Trace) -> bool:
     """Some step removes records from a window store (before 3.4 only a dropped segment does)."""
     before: set = set()
