@@ -298,6 +298,16 @@ class Semantics:
         one) and stops once both sides have an open entry. 3.1 to 3.7 close every entry at ``ts + after + grace`` of
         the processing side and stop at the first open one (harness: 3.7.1 stops, 3.8.1 judges per side)."""
 
+    @since("2.5.1", "2.6", ticket="KAFKA-9921")
+    def join_window_store_skips_null_values(self) -> bool:
+        """KAFKA-9921 (2.5.1 and 2.6.0): a stream-stream join's window stores retain duplicates, and such a store
+        skips the put of a null value. Before, a record with a key and a null value, which the join itself skips,
+        still went into its side's window store after the join (``KStreamJoinWindow`` forwards, then puts): a
+        delete of nothing that still advanced the store's observed stream time and dropped the segments behind its
+        retention, so a later record of that side older than the retention was not stored and found no partner
+        (harness: 2.4.1 drops it, 2.5.1 and 3.0.2 keep it; issue 32's wide sweep found it on a self-join). KIP-77
+        on; the 0.10.0 era's null values never enter a store, as its seeds say."""
+
     @since("3.7", ticket="KIP-962")
     def skipped_records_advance_stream_time(self) -> bool:
         """KIP-962 (3.7): the stream-stream join processor advances its shared stream time before the null-key and

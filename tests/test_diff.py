@@ -91,6 +91,16 @@ PLANTED: dict[str, tuple[dict, str]] = {
         },
         "3.6",
     ),
+    # 2.5.1: a null value's put no longer reaches the window store; before, it dropped A's segment (no A-a).
+    "join_window_store_skips_null_values": (
+        {
+            "join": "stream-stream",
+            "variant": "inner",
+            "window": {"before_ms": 1000, "after_ms": 1000, "grace_ms": 0},
+            "events": [ev("left", "k", None, 200_000), ev("left", "k", "A", 100), ev("right", "k", "a", 100)],
+        },
+        "2.5.1",
+    ),
     # 3.9.0: a left join's changed foreign key also answers the old one (A joined with null first).
     "fk_change_only_unsubscribes": (
         {

@@ -151,6 +151,21 @@ class StreamStreamJoin:
 
     # -- skip rules ---------------------------------------------------------------------
     def _skipped(self, record: Record, ctx: StepContext) -> bool:
+        """Drop a record with a null key or value (with its reason); before KAFKA-9921 a null value's put still
+        reaches its window store (``Semantics.join_window_store_skips_null_values``)."""
+        if not self._null_checked(record, ctx):
+            return False
+        if record.key is not None and not self.semantics.join_window_store_skips_null_values:
+            store = self.stores[record.side]
+            store.observe(record.ts)
+            ctx.note(
+                f"Before Kafka 2.5.1 (KAFKA-9921) the null value is still put into the {record.side} window store: it "
+                f"stores nothing, but the store's observed time is now {store.observed_ms}, and segments behind its "
+                "retention are dropped."
+            )
+        return True
+
+    def _null_checked(self, record: Record, ctx: StepContext) -> bool:
         time = (
             "stream time still advanced"
             if self.semantics.skipped_records_advance_stream_time

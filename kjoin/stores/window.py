@@ -111,6 +111,12 @@ class WindowStore(Store):
         self._log.put(self.store, (key, ts, seq), value)
         return True
 
+    def observe(self, ts: int) -> None:
+        """A put that stores nothing (a null value before KAFKA-9921, 2.5.1): the observed time still advances, and
+        what falls behind the retention (3.4+) or into a dropped segment (before) goes."""
+        self._clock.advance(self._observed_name, ts)
+        self._expire()
+
     def fetch(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
         """``(ts, value)`` of ``key``'s records with ``time_from <= ts <= time_to``, in (ts, arrival) order."""
         start = self.visible_from()

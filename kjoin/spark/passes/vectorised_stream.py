@@ -117,6 +117,8 @@ class _Rules:
     buffered: bool
     output_ts_is_max: bool
     skipped_advance: bool
+    null_value_puts: bool
+    """Before KAFKA-9921 (2.5.1): a null value's put advances its window store's observed time."""
     forward_null_keys: bool
     per_side: bool
     gate: tuple[int, int]
@@ -141,6 +143,7 @@ class _Rules:
             buffered=variant != "inner" and semantics.spurious_result_fix and not window.deprecated_api,
             output_ts_is_max=semantics.stream_stream_output_ts_is_max,
             skipped_advance=semantics.skipped_records_advance_stream_time,
+            null_value_puts=not semantics.join_window_store_skips_null_values,
             forward_null_keys=semantics.relaxed_null_keys,
             per_side=per_side,
             gate=look_back if looks_back else look_ahead,
@@ -253,8 +256,9 @@ def _segment(
     stream_time = np.maximum(np.maximum.accumulate(np.where(advances, ts, _NONE)), task.stream_time)
     task.stream_time = int(stream_time[-1])
     before = []
+    observes = valid | (~key_null & value_null) if rules.null_value_puts else valid  # the puts a store observes
     for s in (0, 1):
-        store_before, task.observed[s] = observed_before(ts, valid & (side == s), task.observed[s])
+        store_before, task.observed[s] = observed_before(ts, observes & (side == s), task.observed[s])
         before.append(store_before)
     own_observed = np.where(right, before[1], before[0])
     other_observed = np.where(right, before[0], before[1])

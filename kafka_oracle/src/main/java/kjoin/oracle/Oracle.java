@@ -238,8 +238,11 @@ public final class Oracle {
         StreamsBuilder builder = atLeast(3, 2)
             ? new StreamsBuilder(new org.apache.kafka.streams.TopologyConfig(new StreamsConfig(props)))
             : new StreamsBuilder();
-        build(builder, scenario, caching);
+        String observed = build(builder, scenario, caching);
         Topology topology = builder.build(props);
+        if (observed != null) {
+            OldValues.attach(topology, observed);
+        }
 
         List<List<List<Object>>> outputs = new ArrayList<>();
         try (TopologyTestDriver driver = new TopologyTestDriver(topology, props)) {
@@ -249,6 +252,8 @@ public final class Oracle {
                 : driver.createInputTopic("right", new StringSerializer(), new StringSerializer());
             TestOutputTopic<String, String> output =
                 driver.createOutputTopic("output", new StringDeserializer(), new StringDeserializer());
+            TestOutputTopic<String, String> oldValues = observed == null ? null
+                : driver.createOutputTopic(OldValues.TOPIC, new StringDeserializer(), new StringDeserializer());
             for (Object item : (List<Object>) scenario.get("events")) {
                 Map<String, Object> event = map(item);
                 if (event.containsKey("deliver")) {
@@ -273,14 +278,28 @@ public final class Oracle {
                     triple.add(record.timestamp());
                     emitted.add(triple);
                 }
+                if (oldValues != null) {  // send_old_values: [key, value, ts, old], the old value of each Change
+                    List<TestRecord<String, String>> changes = oldValues.readRecordsToList();
+                    if (changes.size() != emitted.size()) {
+                        throw new IllegalStateException("the old-values observer saw " + changes.size()
+                            + " changes, the output topic " + emitted.size() + " records");
+                    }
+                    for (int i = 0; i < changes.size(); i++) {
+                        List<?> pair = (List<?>) Json.parse(changes.get(i).value());
+                        emitted.get(i).add(pair.get(1));
+                    }
+                }
                 outputs.add(emitted);
             }
         }
         return outputs;
     }
 
+    /** Build the scenario's topology into {@code builder}; returns the processor node whose {@code Change}s the
+     *  harness observes ({@code send_old_values}, see {@link OldValues}), or null. */
     @SuppressWarnings("unchecked")
-    static void build(StreamsBuilder builder, Map<String, Object> scenario, List<String> caching) throws Exception {
+    static String build(StreamsBuilder builder, Map<String, Object> scenario, List<String> caching) throws Exception {
+        String observed = null;
         String join = (String) scenario.get("join");
         String variant = (String) scenario.get("variant");
         List<Object> then = scenario.get("then") == null ? List.of() : (List<Object>) scenario.get("then");
@@ -331,6 +350,10 @@ public final class Oracle {
                         store = resultStore(caching.contains("result"));
                     }
                     result = tableTable(result, right, variants.get(i), store);
+                }
+                if (flag(scenario, "send_old_values")) {
+                    OldValues.enable(result);
+                    observed = OldValues.node(result);
                 }
                 result.toStream().to("output", produced);
                 break;
@@ -399,6 +422,7 @@ public final class Oracle {
             default:
                 throw new IllegalArgumentException("join " + join + ": unknown");
         }
+        return observed;
     }
 
     /** A windowed count of a topic: {@code TimeWindows.ofSizeAndGrace(size, grace).advanceBy(advance)}. */
