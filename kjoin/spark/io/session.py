@@ -84,7 +84,9 @@ _CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
 
 KAFKA_CONNECTOR_ENV = "KJOIN_KAFKA_CONNECTOR"
 """Names a classpath file (jars separated by ``:``) to use instead of the one ``make kafka-live`` writes."""
-KAFKA_CONNECTOR_FILE = Path(__file__).resolve().parents[2] / "kafka_oracle" / "connector" / "target" / "classpath.txt"
+REPOSITORY = Path(__file__).resolve().parents[3]
+"""The kjoin repository this module runs from (``kjoin/spark/io/session.py``, three levels down)."""
+KAFKA_CONNECTOR_FILE = REPOSITORY / "kafka_oracle" / "connector" / "target" / "classpath.txt"
 KAFKA_SETUP = (
     "run `make kafka-live` in the kjoin repository (it fetches the spark-sql-kafka-0-10 connector from Maven "
     f"Central into ~/.m2 and writes {KAFKA_CONNECTOR_FILE}), then start the session with "
