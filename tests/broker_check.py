@@ -35,6 +35,7 @@ from typing import Any
 
 import kjoin
 from kjoin.ordering import arrival_order
+from kjoin.records import render_value
 from kjoin.scenario import Arrival
 from tests.kafka_broker import Broker, BrokerError, _die_with_parent
 from tests.oracle_check import LATEST_JUDGE, HarnessError, KafkaVersion, classpath, kjoin_outputs, scenario_yaml
@@ -131,10 +132,15 @@ class Verdict:
     kjoin's."""
 
     scenario: kjoin.Scenario
-    kafka_order: dict[int, list[Source]]
-    kjoin_order: dict[int, list[Source]]
-    kafka_outputs: dict[int, list[list[Any]]]
-    kjoin_outputs: dict[int, list[list[Any]]]
+    kafka_order: dict[Any, list[Source]]
+    """Per task (its partition), the records it processed, in order. A foreign-key join's two sides are in tasks of
+    their own, which also process the messages between them (when these arrive depends on fetch timing, which kjoin
+    does not model): per input partition."""
+    kjoin_order: dict[Any, list[Source]]
+    kafka_outputs: dict[Any, list[list[Any]]]
+    """Per task (the partition of the input record that wrote them), the outputs in order, as ``[source, key,
+    value, ts]``; for a foreign-key join per output key (each key's results are written by one task)."""
+    kjoin_outputs: dict[Any, list[list[Any]]]
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -148,7 +154,7 @@ class Verdict:
     def describe(self) -> str:
         """The first difference, in words."""
         lines = []
-        for task in sorted(set(self.kafka_order) | set(self.kjoin_order)):
+        for task in sorted(set(self.kafka_order) | set(self.kjoin_order), key=repr):
             theirs, ours = self.kafka_order.get(task, []), self.kjoin_order.get(task, [])
             if theirs != ours:
                 at = next((i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
@@ -157,7 +163,7 @@ class Verdict:
                     f"kjoin {_sources(ours[at : at + 4])}"
                 )
                 break
-        for task in sorted(set(self.kafka_outputs) | set(self.kjoin_outputs)):
+        for task in sorted(set(self.kafka_outputs) | set(self.kjoin_outputs), key=repr):
             theirs, ours = self.kafka_outputs.get(task, []), self.kjoin_outputs.get(task, [])
             if theirs != ours:
                 at = next((i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
@@ -291,25 +297,85 @@ def judge(
     if max_task_idle_ms is not None:
         document["max_task_idle_ms"] = max_task_idle_ms
     answer = oracle.ask(document)
-    kafka_order: dict[int, list[Source]] = {}
+    fk = scenario.join == "fk"
+    kafka_order: dict[Any, list[Source]] = {}
     for _task, topic, partition, offset in answer["order"]:
         if topic in SOURCE_TOPICS:
-            kafka_order.setdefault(partition, []).append((topic, partition, offset))
-    kafka_outputs: dict[int, list[list[Any]]] = {}
+            kafka_order.setdefault((topic, partition) if fk else partition, []).append((topic, partition, offset))
+    kafka_outputs: dict[Any, list[list[Any]]] = {}
     for source, key, value, ts in answer["outputs"]:
         side, partition, offset = source.split(":")
-        kafka_outputs.setdefault(int(partition), []).append([f"{side}:{partition}:{offset}", key, value, ts])
+        kafka_outputs.setdefault(key if fk else int(partition), []).append([source, key, value, ts])
+    if fk:
+        return _fk_verdict(scenario, answer, kafka_order, kafka_outputs)
     order = kjoin_order(scenario, arrival)
-    ours: dict[int, list[Source]] = {}
+    ours: dict[Any, list[Source]] = {}
     for record in order:
-        ours.setdefault(record.partition, []).append((record.side.value, record.partition, record.offset))
+        where = (record.side.value, record.partition) if fk else record.partition
+        ours.setdefault(where, []).append((record.side.value, record.partition, record.offset))
     ordered = in_kjoin_order(scenario, order)
-    our_outputs: dict[int, list[list[Any]]] = {}
+    our_outputs: dict[Any, list[list[Any]]] = {}
     for record, emitted in zip(ordered.records(), kjoin_outputs(ordered)):
         for key, value, ts in emitted:
             source = f"{record.side.value}:{record.partition}:{record.offset}"
-            our_outputs.setdefault(record.partition, []).append([source, key, value, ts])
+            our_outputs.setdefault(key if fk else record.partition, []).append([source, key, value, ts])
     return Verdict(scenario, kafka_order, ours, kafka_outputs, our_outputs)
+
+
+SUBSCRIPTION_TOPIC = "SUBSCRIPTION-REGISTRATION"
+RESPONSE_TOPIC = "SUBSCRIPTION-RESPONSE"
+
+
+def fk_replay(scenario: kjoin.Scenario, order: list[list[Any]]) -> kjoin.Scenario:
+    """A one-partition foreign-key scenario replayed in the order the running application took its records
+    (``order``: the harness's log, one stream thread, so one total order over both tasks): each input record
+    where it processed it, and ``{deliver: subscription}`` / ``{deliver: response}`` where it processed a
+    message, with ``delivery: explicit``. Each message topic has one partition, so the oldest message of a topic
+    in kjoin is the next offset in Kafka."""
+    records = {(r.side.value, r.partition, r.offset): r for r in scenario.records()}
+    events: list[dict[str, Any]] = []
+    for _task, topic, partition, offset in order:
+        if topic in SOURCE_TOPICS:
+            r = records[(topic, partition, offset)]
+            events.append(
+                {"side": topic, "key": r.key, "value": r.value, "ts": r.ts, "partition": partition, "offset": offset}
+            )
+        elif SUBSCRIPTION_TOPIC in topic:
+            events.append({"deliver": "subscription"})
+        elif RESPONSE_TOPIC in topic:
+            events.append({"deliver": "response"})
+    data = scenario.to_dict()
+    data.pop("caching", None)
+    return kjoin.Scenario.from_dict({**data, "delivery": "explicit", "events": events})
+
+
+def _fk_verdict(
+    scenario: kjoin.Scenario,
+    answer: dict[str, Any],
+    kafka_order: dict[Any, list[Source]],
+    kafka_outputs: dict[Any, list[list[Any]]],
+) -> Verdict:
+    """A foreign-key scenario: kjoin runs the records and the messages in the application's own order
+    (:func:`fk_replay`); each output is attributed to the input record that set its chain off, as Kafka's
+    forwarded header attributes it. The order compared is each input partition's (its log order): when a message
+    reaches the other task depends on fetch timing, which kjoin does not predict."""
+    if scenario.partitions != 1:
+        raise ValueError("a foreign-key scenario is replayed on one partition")
+    replay = fk_replay(scenario, answer["order"])
+    trace = kjoin.run(replay)
+    sources = {step.index: step.record for step in trace.steps if step.message is None}
+    ours: dict[Any, list[list[Any]]] = {}
+    for step in trace.steps:
+        origin = sources[step.index if step.message is None else step.message.origin_step]
+        for output in step.outputs:
+            key = render_value(output.key) if output.key is not None else None
+            value = None if output.tombstone else render_value(output.value)
+            source = f"{origin.side.value}:{origin.partition}:{origin.offset}"
+            ours.setdefault(key, []).append([source, key, value, output.ts])
+    logs: dict[Any, list[Source]] = {}
+    for r in scenario.records():
+        logs.setdefault((r.side.value, r.partition), []).append((r.side.value, r.partition, r.offset))
+    return Verdict(scenario, kafka_order, logs, kafka_outputs, ours)
 
 
 # -- make broker-check ---------------------------------------------------------------------------------------------
