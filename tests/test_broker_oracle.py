@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 
 import kjoin
-from tests.broker_check import BROKER_JUDGES, BrokerOracle, generate, judge
+from tests.broker_check import BROKER_JUDGES, BrokerOracle, arrival_phases, generate, judge
 from tests.oracle_check import KafkaVersion, build, scenario_yaml
 
-SAMPLE = int(__import__("os").environ.get("KJOIN_BROKER_EXAMPLES", "6"))
+SAMPLE = int(__import__("os").environ.get("KJOIN_BROKER_EXAMPLES", "4"))
 """Random scenarios per run (a few seconds each: an application starts, runs and is closed for each)."""
 
 
@@ -135,3 +135,19 @@ def test_which_partition_a_task_takes_first_on_a_tie_follows_the_topic_names_has
         assert verdict.kafka_order[partition] == [("right", partition, 0), ("left", partition, 0)]
         assert [output[1:3] for output in verdict.kafka_outputs[partition]] == [[key, "A-a"]]
     assert verdict.order_differs, "kjoin offers the left partition first"
+
+
+def test_a_lagging_customers_partition_leaves_early_orders_without_their_customer(oracle):
+    """``arrival: {right: {lag_ms: 5000}}`` with ``max.task.idle.ms = 0``: the customers reach the task 5 s after
+    their timestamps. Replayed as phases of production (each side's next records produced once the application has
+    processed what came before), the running application takes the orders first and joins them with null, as kjoin
+    says."""
+    from tests.test_arrival import ORDERS_AND_CUSTOMERS
+
+    drawn = kjoin.Scenario.from_dict(ORDERS_AND_CUSTOMERS)
+    arrival = kjoin.scenario.Arrival(0, 5000)
+    assert arrival_phases(drawn, arrival) == ([1, 0, 1, 0, 2], False)
+    verdict = judge(oracle, drawn, arrival=arrival)
+    assert verdict.kafka_order[0] == [("left", 0, 0), ("left", 0, 1), ("right", 0, 0), ("right", 0, 1), ("left", 0, 2)]
+    assert [output[2] for output in verdict.kafka_outputs[0]] == ["o1-null", "o2-null", "o3-Ann"]
+    assert not verdict.order_differs and not verdict.outputs_differ, verdict.describe()

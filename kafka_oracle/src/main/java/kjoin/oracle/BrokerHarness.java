@@ -124,6 +124,9 @@ public final class BrokerHarness {
         } finally {
             harness.producer.close(Duration.ofSeconds(10));
             harness.admin.close(Duration.ofSeconds(10));
+            try (var files = Files.walk(harness.stateRoot)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+            }
         }
     }
 
