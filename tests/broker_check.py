@@ -456,6 +456,8 @@ def main(argv: list[str]) -> int:
         outputs = orders = simultaneous = fk = not_immediate = 0
         with BrokerOracle(name) as oracle:
             for number, scenario in enumerate(batch):
+                if number and number % 100 == 0:
+                    print(f"  ... {number} scenarios, {time.monotonic() - started:.0f} s", flush=True)
                 arrival = lagging_arrival(scenario, number) if lagging else None
                 if arrival is not None and arrival_phases(scenario, arrival)[1]:
                     simultaneous += 1
