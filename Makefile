@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check topology-check kafka-live cluster fuzz-inputs bench-reference
+.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check topology-check kafka-live broker-check cluster fuzz-inputs bench-reference
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -104,6 +104,13 @@ kafka-check: kafka-oracle
 # version through kjoin.Topology and TopologyTestDriver (tests/topology_oracle.py); KJOIN_TOPOLOGY_SEED repeats a run.
 topology-check: kafka-oracle
 	$(PY) -m tests.topology_oracle $(N)
+
+# N random multi-partition scenarios (default 200) through a running KafkaStreams application on a KRaft broker and
+# through kjoin (issue 27): each task's processing order and its outputs. `N=500 make broker-check`; a second argument
+# narrows the joins: `$(PY) -m tests.broker_check 100 fk`.
+BROKER_CHECK_N := $(if $(filter file,$(origin N)),200,$(N))
+broker-check: kafka-oracle kafka-live
+	$(PY) -m tests.broker_check $(BROKER_CHECK_N)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis kafka_oracle/target kafka_oracle/connector/target kafka_oracle/broker/target \

@@ -9,27 +9,140 @@ from typing import Any, Iterable, Sequence
 
 from .records import Record, key_identity
 
-__all__ = ["merge_by_timestamp", "arrival_order", "Waiting"]
+__all__ = ["merge_by_timestamp", "arrival_order", "Waiting", "PartitionGroup"]
 
 
-def merge_by_timestamp(*topics: Iterable[Record]) -> list[Record]:
-    """Interleave topics the way a Kafka task picks records: always the partition whose
-    head record has the lowest timestamp.
+class PartitionGroup:
+    """One Kafka task's input partitions, as ``org.apache.kafka.streams.processor.internals.PartitionGroup``
+    keeps them: a queue of buffered records per partition, and the non-empty queues in a
+    ``java.util.PriorityQueue`` ordered by the timestamp of their head record.
 
-    Each topic's records keep their own order within a partition (a partition is a log);
-    only the choice *between* partitions looks at timestamps, so an out-of-order record
-    still arrives late. Ties go to the left topic, then to the lower partition.
+    A binary heap has no tie order of its own; this one is Java's exactly (``offer`` sifts up only
+    past a strictly greater parent, ``poll`` moves the last element to the root and sifts it down
+    past a strictly smaller child). So on equal head timestamps the task takes from the partition
+    it did *not* take its last record from: ``nextRecord`` polls the queue, takes its head and
+    offers the queue again, behind an equal one that was waiting; a queue that had nothing buffered
+    joins behind too. Which queue goes first when several are offered at once (the first fetch) is
+    the order they are offered in: kjoin offers them by rank, left before right (Kafka adds a
+    poll's partitions in the order of the consumer's record map, a ``HashMap`` of the topic-
+    partitions: an accident of the topic names, left before right for kjoin's oracle's topics)."""
+
+    def __init__(self) -> None:
+        self._queues: dict[Any, list[Any]] = {}
+        self._taken: dict[Any, int] = {}
+        self._heap: list[Any] = []  # the non-empty queues' names, java.util.PriorityQueue's array
+
+    def _head_ts(self, name: Any) -> int:
+        return self._queues[name][self._taken[name]].ts
+
+    def _buffered(self, name: Any) -> int:
+        return len(self._queues[name]) - self._taken[name]
+
+    def add(self, name: Any, records: Iterable[Any]) -> None:
+        """``addRawRecords``: buffer ``records`` in partition ``name``'s queue; a queue that was empty
+        is offered to the heap (behind any queue with the same head timestamp)."""
+        queue = self._queues.setdefault(name, [])
+        self._taken.setdefault(name, 0)
+        was_empty = self._buffered(name) == 0
+        queue.extend(records)
+        if was_empty and self._buffered(name):
+            self._offer(name)
+
+    def peek(self) -> Any | None:
+        """The record :meth:`next_record` would return, or None when nothing is buffered."""
+        return self._queues[self._heap[0]][self._taken[self._heap[0]]] if self._heap else None
+
+    def peek_partition(self) -> Any | None:
+        return self._heap[0] if self._heap else None
+
+    def next_record(self) -> Any:
+        """``nextRecord``: poll the queue with the lowest head timestamp, take its head, offer it
+        again if it still has records."""
+        name = self._poll()
+        record = self._queues[name][self._taken[name]]
+        self._taken[name] += 1
+        if self._buffered(name):
+            self._offer(name)
+        return record
+
+    def _offer(self, name: Any) -> None:  # java.util.PriorityQueue.siftUpUsingComparator
+        heap, key = self._heap, self._head_ts(name)
+        heap.append(name)
+        k = len(heap) - 1
+        while k > 0:
+            parent = (k - 1) >> 1
+            if key >= self._head_ts(heap[parent]):
+                break
+            heap[k] = heap[parent]
+            k = parent
+        heap[k] = name
+
+    def _poll(self) -> Any:  # java.util.PriorityQueue.poll and siftDownUsingComparator
+        heap = self._heap
+        result, last = heap[0], heap.pop()
+        if heap:
+            key, k, n = self._head_ts(last), 0, len(heap)
+            while k < n >> 1:
+                child = 2 * k + 1
+                if child + 1 < n and self._head_ts(heap[child]) > self._head_ts(heap[child + 1]):
+                    child += 1
+                if key <= self._head_ts(heap[child]):
+                    break
+                heap[k] = heap[child]
+                k = child
+            heap[k] = last
+        return result
+
+
+def _next_task(groups: dict[int, PartitionGroup]) -> int | None:
+    """Of the tasks with buffered records, the one whose next record has the lowest timestamp (then
+    the lower partition): tasks are independent, this only fixes one interleaving of them."""
+    ready = [(group.peek().ts, task) for task, group in groups.items() if group.peek() is not None]
+    return min(ready)[1] if ready else None
+
+
+def merge_by_timestamp(*topics: Iterable[Record], ties: str = "kafka") -> list[Record]:
+    """Interleave topics the way Kafka tasks pick records with every record buffered: each task
+    (partition number) takes from the input partition whose head record has the lowest timestamp
+    (:class:`PartitionGroup`).
+
+    Each topic's records keep their own order within a partition (a partition is a log); only the
+    choice *between* partitions looks at timestamps, so an out-of-order record still arrives late.
+    On equal head timestamps a task takes from the partition it did not take its last record from
+    (at the start: the left topic, then the next), as Kafka's ``PartitionGroup`` does (judged by a
+    running application: ``tests/broker_check.py``). ``ties="left"``: the left topic on every tie
+    instead, kjoin's rule before issue 27, which ``kjoin.spark``'s sort key ``(running max ts,
+    side rank, offset)`` still follows. Tasks are interleaved by the timestamp of their next
+    record, then partition.
     """
-    queues: dict[tuple[int, int], list[Record]] = {}
+    if ties not in ("kafka", "left"):
+        raise ValueError(f"ties: expected 'kafka' or 'left', got {ties!r}")
+    logs: dict[int, dict[int, list[Record]]] = {}
     for rank, topic in enumerate(topics):
         for record in topic:
-            queues.setdefault((record.partition, rank), []).append(record)
-    heads = [(queue[0].ts, rank, partition, 0) for (partition, rank), queue in queues.items()]
+            logs.setdefault(record.partition, {}).setdefault(rank, []).append(record)
+    if ties == "left":
+        return _merge_ties_left(logs)
+    groups: dict[int, PartitionGroup] = {}
+    for partition, by_rank in sorted(logs.items()):
+        group = groups[partition] = PartitionGroup()
+        for rank in sorted(by_rank):
+            group.add(rank, by_rank[rank])
+    merged: list[Record] = []
+    while (task := _next_task(groups)) is not None:
+        merged.append(groups[task].next_record())
+    return merged
+
+
+def _merge_ties_left(logs: dict[int, dict[int, list[Record]]]) -> list[Record]:
+    heads = [
+        (queue[0].ts, rank, partition, 0) for partition, by_rank in logs.items() for rank, queue in by_rank.items()
+    ]
     heapq.heapify(heads)
     merged: list[Record] = []
     while heads:
         _, rank, partition, index = heapq.heappop(heads)
-        queue = queues[(partition, rank)]
+        queue = logs[partition][rank]
         merged.append(queue[index])
         if index + 1 < len(queue):
             heapq.heappush(heads, (queue[index + 1].ts, rank, partition, index + 1))
@@ -43,8 +156,8 @@ class Waiting:
     side: str
     lag_ms: int
     head: Record
-    """The next record of the other side's partition: its timestamp is earlier (or equal, and
-    it is the left side), so with both partitions buffered it would have come first."""
+    """The next record of the other side's partition: its timestamp is earlier, so with both
+    partitions buffered it would have come first."""
     partner: Record | None
     """The first not-yet-arrived record of the other side with this record's key and a
     timestamp no later than this one's, if any: the partner the record missed."""
@@ -68,49 +181,67 @@ def arrival_order(records: Sequence[Any], arrival: Any) -> list[tuple[Any, Waiti
 
     A record of side ``s`` reaches its task at ``ts + lag_s``, or when the record ahead of it in
     its partition did if that is later (a partition is delivered in order). The clock is the
-    records' own time: whenever something has arrived, the task takes, of its partitions that
-    have a record, the one whose next record has the lowest timestamp (ties: left, then the lower
-    partition); when nothing has, time moves to the next arrival. Each (side, partition) keeps
-    its listed order. With both lags 0 this is :func:`merge_by_timestamp`."""
+    records' own time: whenever something has arrived, it is buffered in its task's
+    :class:`PartitionGroup` (queues that become non-empty at one moment are offered left first, the
+    one the task took its last record from last: so with both lags 0 this is the merge with every
+    record buffered), and the task takes, of its partitions that have a record, the one whose next record
+    has the lowest timestamp (on a tie: not the one it took its last record from; a partition that
+    had nothing buffered joins behind); when nothing has arrived, time moves to the next arrival.
+    Each (side, partition) keeps its listed order. With both lags 0 this is
+    :func:`merge_by_timestamp`."""
     queues: dict[tuple[int, int], list[tuple[int, Any]]] = {}
     for record in records:
         side = record.side.value
         queue = queues.setdefault((record.partition, 0 if side == "left" else 1), [])
         arrives = record.ts + arrival.lag_ms(side)
         queue.append((max(arrives, queue[-1][0]) if queue else arrives, record))
-    heads = {where: 0 for where in queues}
+    heads = {where: 0 for where in queues}  # each queue's next record not taken yet
+    delivered = {where: 0 for where in queues}  # each queue's records buffered in its task so far
     positions: dict[tuple[int, int], dict[Any, list[int]]] = {}  # each queue's positions of each key
     for where, queue in queues.items():
         by_key = positions[where] = {}
         for position, (_, record) in enumerate(queue):
             if record.key is not None:
                 by_key.setdefault(key_identity(record.key), []).append(position)
+    groups = {partition: PartitionGroup() for partition, _ in queues}
+    last_taken: dict[int, int] = {}  # per task, the side (rank) it took its last record from
     now = None
     out: list[tuple[Any, Waiting | None]] = []
     while heads:
-        ready = [
-            (queues[w][i][1].ts, w[1], w[0]) for w, i in heads.items() if now is not None and queues[w][i][0] <= now
-        ]
-        if not ready:
-            now = min(queues[w][i][0] for w, i in heads.items())
+        if now is not None:  # buffer what has arrived: left first, the partition taken from last behind
+            for where in sorted(queues, key=lambda w: (w[0], last_taken.get(w[0]) == w[1], w[1])):
+                queue, first = queues[where], delivered[where]
+                last = first
+                while last < len(queue) and queue[last][0] <= now:
+                    last += 1
+                if last > first:
+                    groups[where[0]].add(where[1], [record for _, record in queue[first:last]])
+                    delivered[where] = last
+        task = _next_task(groups)
+        if task is None:
+            now = min(queues[w][delivered[w]][0] for w in queues if delivered[w] < len(queues[w]))
             continue
-        _, rank, partition = min(ready)
-        record = queues[(partition, rank)][heads[(partition, rank)]][1]
-        out.append((record, _waiting(record, queues, heads, positions, (partition, 1 - rank), arrival)))
-        heads[(partition, rank)] += 1
-        if heads[(partition, rank)] == len(queues[(partition, rank)]):
-            del heads[(partition, rank)]
+        rank = last_taken[task] = groups[task].peek_partition()
+        record = groups[task].next_record()
+        other = (task, 1 - rank)
+        out.append((record, _waiting(record, queues, heads, delivered, positions, other, arrival)))
+        heads[(task, rank)] += 1
+        if heads[(task, rank)] == len(queues[(task, rank)]):
+            del heads[(task, rank)]
     return out
 
 
 def _waiting(
-    record: Any, queues: dict, heads: dict, positions: dict, other: tuple[int, int], arrival: Any
+    record: Any, queues: dict, heads: dict, delivered: dict, positions: dict, other: tuple[int, int], arrival: Any
 ) -> Waiting | None:
-    if other not in heads:
+    """What ``record`` did not wait for: the other side's next record, when it had not arrived and has
+    an earlier timestamp. (On an equal timestamp waiting changes nothing: a partition that had
+    nothing buffered joins the :class:`PartitionGroup` behind one with the same head timestamp.)"""
+    if other not in heads or delivered[other] > heads[other]:
         return None
     queue, start = queues[other], heads[other]
     head = queue[start][1]
-    if not (head.ts < record.ts or (head.ts == record.ts and other[1] == 0)):
+    if head.ts >= record.ts:
         return None
     partner = None
     if record.key is not None:  # the first record of this key not taken yet with a timestamp no later

@@ -139,8 +139,9 @@ class Arrival:
     its timestamp (and never before the records ahead of it in its partition), and the task
     processes what has arrived, as Kafka Streams does with ``max.task.idle.ms = 0``: of the
     input partitions that have records buffered, the one whose next record has the lowest
-    timestamp (ties: left first). Both lags 0: both partitions always have records buffered,
-    Kafka's timestamp-ordered merge (what ``max.task.idle.ms`` waiting gives).
+    timestamp (on a tie, the one it did not take its last record from:
+    :class:`kjoin.ordering.PartitionGroup`). Both lags 0: both partitions always have records
+    buffered, Kafka's timestamp-ordered merge (what ``max.task.idle.ms`` waiting gives).
 
     With ``arrival``, a scenario's events are listed per partition (their offsets) and the
     processing order is computed; without it, the events run in their listed order."""

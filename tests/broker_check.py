@@ -1,0 +1,496 @@
+"""kjoin's processing order against a running Kafka Streams application (issue 27): ``make broker-check``.
+
+TopologyTestDriver (``tests/oracle_check.py``) processes records in the order they are piped, which is kjoin's own
+order: it judges what a join does with its records, never which record a task takes next. Here a real
+``KafkaStreams`` instance (``kafka_oracle``'s ``BrokerHarness``) reads the scenario's records from the project's KRaft
+broker (``tests/kafka_broker.py``): the input topics are created with the scenario's partitions and filled before the
+application starts, each record in its partition with its timestamp. The harness answers with
+
+* the order in which each task processed its records (topic, partition, offset, from the record context of the
+  first processor each record reached), compared with kjoin's: :func:`kjoin.ordering.arrival_order`, which is
+  :func:`kjoin.ordering.merge_by_timestamp` with every record buffered;
+* the output topic's records, each with the input record whose processing wrote it (a header Kafka Streams
+  forwards), compared per task, in order, with kjoin's outputs when kjoin runs the records in its own order.
+
+``python -m tests.broker_check [N]`` prints ``kafka-streams-broker <version>: <N> scenarios, <M> output mismatches,
+<K> order mismatches`` (and the time), then each mismatch. One broker and one harness JVM serve the whole run; every
+scenario gets a fresh application id and state directory, and its topics are deleted after it. The harness needs
+Kafka 4.0+ (it logs the order with a ``ProcessorWrapper``, KIP-1112).
+
+A lagging side (``arrival:``) is a separate check, :func:`lagging`: the application runs with
+``max.task.idle.ms = 0`` and one side's records are produced only once it has processed the other's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import kjoin
+from kjoin.ordering import arrival_order
+from kjoin.records import render_value
+from kjoin.scenario import Arrival
+from tests.kafka_broker import Broker, BrokerError, _die_with_parent
+from tests.oracle_check import LATEST_JUDGE, HarnessError, KafkaVersion, classpath, kjoin_outputs, scenario_yaml
+
+BROKER_JUDGES = tuple(os.environ.get("KJOIN_BROKER_VERSIONS", LATEST_JUDGE.version).split(","))
+"""The versions this oracle runs (``KJOIN_BROKER_VERSIONS=4.4.0,4.0.1``; default the latest judge): the harness logs
+the order with a ``ProcessorWrapper`` (Kafka 4.0+), and each needs its classpath (``make kafka-oracle``)."""
+
+SOURCE_TOPICS = ("left", "right")
+
+
+class BrokerOracle:
+    """The KRaft broker and one ``BrokerHarness`` JVM for Kafka ``version``: scenarios in, answers out, one at a
+    time; a context manager that stops both."""
+
+    def __init__(self, version: str = LATEST_JUDGE.version) -> None:
+        java = shutil.which("java")
+        if java is None:
+            raise HarnessError("java is not on PATH: install Java 17 (apt-get install openjdk-17-jdk-headless)")
+        self.version = version
+        cp = classpath(version)
+        self.broker = Broker()
+        try:
+            self._process = subprocess.Popen(
+                [
+                    java,
+                    "-Xmx512m",
+                    "-XX:+UseSerialGC",
+                    "-XX:TieredStopAtLevel=1",
+                    "-cp",
+                    cp,
+                    "kjoin.oracle.BrokerHarness",
+                    self.broker.bootstrap_servers,
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+                preexec_fn=_die_with_parent,
+            )
+        except BaseException:
+            self.broker.stop()
+            raise
+        self._next_id = 0
+        self.scenarios = 0
+        """Scenarios run so far: each one's input topics get a prefix of its own."""
+
+    def ask(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The harness's answer for one scenario document with ``records`` (see ``BrokerHarness``)."""
+        self._next_id += 1
+        line = json.dumps({**data, "id": self._next_id}, separators=(",", ":"))
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(line + "\n")
+        self._process.stdin.flush()
+        answer = self._process.stdout.readline()
+        if not answer:
+            error = self._process.stderr.read() if self._process.stderr else ""
+            raise HarnessError(f"the Kafka {self.version} broker harness stopped:\n{error[-3000:]}")
+        result = json.loads(answer)
+        if "error" in result:
+            raise HarnessError(
+                f"Kafka {self.version} (broker) refused the scenario: {result['error']}\n{line}\n"
+                f"the broker's log ends:\n{self.broker.log_tail(2000)}"
+            )
+        return result
+
+    def close(self) -> None:
+        try:
+            if self._process.stdin:
+                self._process.stdin.close()
+            try:
+                self._process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait(timeout=30)
+        finally:
+            self.broker.stop()
+
+    def __enter__(self) -> BrokerOracle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# -- one scenario --------------------------------------------------------------------------------------------------
+Source = tuple[str, int, int]
+"""An input record: side (its topic), partition, offset."""
+
+
+@dataclass
+class Verdict:
+    """One scenario's comparison: the order each task took its records and the outputs per task, Kafka's and
+    kjoin's."""
+
+    scenario: kjoin.Scenario
+    kafka_order: dict[Any, list[Source]]
+    """Per task (its partition), the records it processed, in order. A foreign-key join's two sides are in tasks of
+    their own, which also process the messages between them (when these arrive depends on fetch timing, which kjoin
+    does not model): per input partition."""
+    kjoin_order: dict[Any, list[Source]]
+    kafka_outputs: dict[Any, list[list[Any]]]
+    """Per task (the partition of the input record that wrote them), the outputs in order, as ``[source, key,
+    value, ts]``; for a foreign-key join per output key (each key's results are written by one task)."""
+    kjoin_outputs: dict[Any, list[list[Any]]]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def order_differs(self) -> bool:
+        return self.kafka_order != self.kjoin_order
+
+    @property
+    def outputs_differ(self) -> bool:
+        return self.kafka_outputs != self.kjoin_outputs
+
+    def describe(self) -> str:
+        """The first difference, in words."""
+        lines = []
+        for task in sorted(set(self.kafka_order) | set(self.kjoin_order), key=repr):
+            theirs, ours = self.kafka_order.get(task, []), self.kjoin_order.get(task, [])
+            if theirs != ours:
+                at = next((i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
+                lines.append(
+                    f"task {task}: order differs at step {at}: Kafka took {_sources(theirs[at : at + 4])}, "
+                    f"kjoin {_sources(ours[at : at + 4])}"
+                )
+                break
+        for task in sorted(set(self.kafka_outputs) | set(self.kjoin_outputs), key=repr):
+            theirs, ours = self.kafka_outputs.get(task, []), self.kjoin_outputs.get(task, [])
+            if theirs != ours:
+                at = next((i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
+                lines.append(f"task {task}: output {at}: Kafka {theirs[at : at + 3]}, kjoin {ours[at : at + 3]}")
+                break
+        return "; ".join(lines + self.notes) or "no difference"
+
+
+def _sources(sources: list[Source]) -> str:
+    return ", ".join(f"{side}:{partition}@{offset}" for side, partition, offset in sources) or "nothing"
+
+
+def _java_string_hash(text: str) -> int:
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h
+
+
+def poll_bucket(topic: str, partition: int, capacity: int = 16) -> int:
+    """The bucket of ``TopicPartition(topic, partition)`` in a ``java.util.HashMap`` of ``capacity`` buckets (16:
+    up to 12 partitions): the consumer hands a poll's records to Kafka Streams as such a map, and a task's
+    partitions reach its ``PartitionGroup`` in the map's order, bucket by bucket."""
+    h = ((31 + partition) * 31 + _java_string_hash(topic)) & 0xFFFFFFFF
+    return (h ^ (h >> 16)) & (capacity - 1)
+
+
+def topic_prefix(number: int, partitions: int, left_first: bool = True) -> str:
+    """A prefix for scenario ``number``'s input topics under which every task's left partition comes before (or,
+    ``left_first=False``, after) its right one in the consumer's map: the order in which the partitions of one poll
+    are offered to a task, which decides a tie between the first records. kjoin's model offers the left first;
+    Kafka's order follows the topic names' hashes, which a user does not choose for this."""
+    for attempt in range(10_000):
+        prefix = f"s{number}x{attempt}-"
+        before = [poll_bucket(prefix + "left", p) < poll_bucket(prefix + "right", p) for p in range(partitions)]
+        after = [poll_bucket(prefix + "left", p) > poll_bucket(prefix + "right", p) for p in range(partitions)]
+        if all(before if left_first else after):
+            return prefix
+    raise ValueError(f"no topic prefix puts the left partitions first for {partitions} partitions")
+
+
+def broker_document(scenario: kjoin.Scenario, phases: list[int] | None = None) -> dict[str, Any]:
+    """The harness's input: the scenario's topology and its records in produce order (each partition's records in
+    offset order), each with its phase (``phases``, one per record: phase 0 is produced before the application
+    starts, phase n once it has processed phase n - 1; default all 0)."""
+    data = scenario.to_dict()
+    data.pop("caching", None)
+    data.pop("arrival", None)
+    records = []
+    for index, record in enumerate(scenario.records()):
+        records.append(
+            {
+                "side": record.side.value,
+                "partition": record.partition,
+                "key": record.key,
+                "value": record.value,
+                "ts": record.ts,
+                "phase": phases[index] if phases else 0,
+            }
+        )
+    return {**data, "records": records}
+
+
+def arrival_phases(scenario: kjoin.Scenario, arrival: Arrival) -> tuple[list[int], bool]:
+    """``arrival`` as phases of production: each record arrives at ``ts + lag`` of its side (never before the record
+    ahead of it in its partition), and a new phase starts wherever the arriving side changes, so the application
+    has processed everything before the other side's next records reach it. kjoin's model processes whatever has
+    arrived before time moves on (:func:`kjoin.ordering.arrival_order`), so these phases are its arrivals. The
+    second value: whether records of both sides arrive at one moment (they share a phase, and which the
+    application fetches first is a race)."""
+    records = scenario.records()
+    times: list[int] = []
+    last: dict[tuple[str, int], int] = {}
+    for record in records:
+        where = (record.side.value, record.partition)
+        time_ = max(record.ts + arrival.lag_ms(record.side.value), last.get(where, -(2**63)))
+        last[where] = time_
+        times.append(time_)
+    phases = [0] * len(records)
+    phase, side, moment, simultaneous = 0, None, None, False
+    for index in sorted(range(len(records)), key=lambda i: times[i]):
+        this = records[index].side.value
+        if side is not None and this != side:
+            if times[index] == moment:
+                simultaneous = True
+            else:
+                phase += 1
+        side, moment = this, times[index]
+        phases[index] = phase
+    return phases, simultaneous
+
+
+def kjoin_order(scenario: kjoin.Scenario, arrival: Arrival | None = None) -> list[Any]:
+    """The records in the order kjoin says Kafka's tasks process them: every record buffered (``arrival`` None or
+    both lags 0), or with a lagging side."""
+    return [record for record, _ in arrival_order(scenario.records(), arrival or Arrival())]
+
+
+def in_kjoin_order(scenario: kjoin.Scenario, order: list[Any]) -> kjoin.Scenario:
+    """``scenario`` with its events listed in ``order`` (each with its partition and offset), no caching."""
+    data = scenario.to_dict()
+    data.pop("caching", None)
+    data.pop("arrival", None)
+    data["events"] = [
+        {
+            "side": r.side.value,
+            "key": r.key,
+            "value": r.value,
+            "ts": r.ts,
+            "partition": r.partition,
+            "offset": r.offset,
+        }
+        for r in order
+    ]
+    return kjoin.Scenario.from_dict(data)
+
+
+def judge(
+    oracle: BrokerOracle,
+    scenario: kjoin.Scenario,
+    arrival: Arrival | None = None,
+    max_task_idle_ms: int | None = None,
+    left_first: bool = True,
+) -> Verdict:
+    """Run ``scenario`` in the real application and in kjoin; compare each task's processing order and outputs.
+    With ``arrival``, the records are produced in the phases of :func:`arrival_phases`."""
+    phases = arrival_phases(scenario, arrival)[0] if arrival is not None else None
+    document = broker_document(scenario, phases)
+    oracle.scenarios += 1
+    document["topic_prefix"] = topic_prefix(oracle.scenarios, scenario.partitions, left_first)
+    if max_task_idle_ms is not None:
+        document["max_task_idle_ms"] = max_task_idle_ms
+    answer = oracle.ask(document)
+    fk = scenario.join == "fk"
+    kafka_order: dict[Any, list[Source]] = {}
+    for _task, topic, partition, offset in answer["order"]:
+        if topic in SOURCE_TOPICS:
+            kafka_order.setdefault((topic, partition) if fk else partition, []).append((topic, partition, offset))
+    kafka_outputs: dict[Any, list[list[Any]]] = {}
+    for source, key, value, ts in answer["outputs"]:
+        side, partition, offset = source.split(":")
+        kafka_outputs.setdefault(key if fk else int(partition), []).append([source, key, value, ts])
+    if fk:
+        return _fk_verdict(scenario, answer, kafka_order, kafka_outputs)
+    order = kjoin_order(scenario, arrival)
+    ours: dict[Any, list[Source]] = {}
+    for record in order:
+        where = (record.side.value, record.partition) if fk else record.partition
+        ours.setdefault(where, []).append((record.side.value, record.partition, record.offset))
+    our_outputs: dict[Any, list[list[Any]]] = {}
+    steps = kjoin.run(in_kjoin_order(scenario, order)).steps
+    for step in steps:
+        for output in step.outputs:
+            # A stream-table join's grace buffer keeps each record with its record context and restores it when
+            # the record leaves (TimeOrderedKeyValueBuffer), so Kafka writes the result with the buffered record's
+            # header; every other join writes with the context of the record being processed.
+            buffered = scenario.join == "stream-table" and output.origin_step >= 0
+            record = steps[output.origin_step if buffered else step.index].record
+            source = f"{record.side.value}:{record.partition}:{record.offset}"
+            key = render_value(output.key) if output.key is not None else None
+            value = None if output.tombstone else render_value(output.value)
+            our_outputs.setdefault(record.partition, []).append([source, key, value, output.ts])
+    return Verdict(scenario, kafka_order, ours, kafka_outputs, our_outputs)
+
+
+SUBSCRIPTION_TOPIC = "SUBSCRIPTION-REGISTRATION"
+RESPONSE_TOPIC = "SUBSCRIPTION-RESPONSE"
+
+
+def fk_replay(scenario: kjoin.Scenario, order: list[list[Any]]) -> kjoin.Scenario:
+    """A one-partition foreign-key scenario replayed in the order the running application took its records
+    (``order``: the harness's log, one stream thread, so one total order over both tasks): each input record
+    where it processed it, and ``{deliver: subscription}`` / ``{deliver: response}`` where it processed a
+    message, with ``delivery: explicit``. Each message topic has one partition, so the oldest message of a topic
+    in kjoin is the next offset in Kafka."""
+    records = {(r.side.value, r.partition, r.offset): r for r in scenario.records()}
+    events: list[dict[str, Any]] = []
+    for _task, topic, partition, offset in order:
+        if topic in SOURCE_TOPICS:
+            r = records[(topic, partition, offset)]
+            events.append(
+                {"side": topic, "key": r.key, "value": r.value, "ts": r.ts, "partition": partition, "offset": offset}
+            )
+        elif SUBSCRIPTION_TOPIC in topic:
+            events.append({"deliver": "subscription"})
+        elif RESPONSE_TOPIC in topic:
+            events.append({"deliver": "response"})
+    data = scenario.to_dict()
+    data.pop("caching", None)
+    return kjoin.Scenario.from_dict({**data, "delivery": "explicit", "events": events})
+
+
+def _fk_verdict(
+    scenario: kjoin.Scenario,
+    answer: dict[str, Any],
+    kafka_order: dict[Any, list[Source]],
+    kafka_outputs: dict[Any, list[list[Any]]],
+) -> Verdict:
+    """A foreign-key scenario: kjoin runs the records and the messages in the application's own order
+    (:func:`fk_replay`); each output is attributed to the input record that set its chain off, as Kafka's
+    forwarded header attributes it. The order compared is each input partition's (its log order): when a message
+    reaches the other task depends on fetch timing, which kjoin does not predict."""
+    if scenario.partitions != 1:
+        raise ValueError("a foreign-key scenario is replayed on one partition")
+    replay = fk_replay(scenario, answer["order"])
+    trace = kjoin.run(replay)
+    sources = {step.index: step.record for step in trace.steps if step.message is None}
+    ours: dict[Any, list[list[Any]]] = {}
+    for step in trace.steps:
+        origin = sources[step.index if step.message is None else step.message.origin_step]
+        for output in step.outputs:
+            key = render_value(output.key) if output.key is not None else None
+            value = None if output.tombstone else render_value(output.value)
+            source = f"{origin.side.value}:{origin.partition}:{origin.offset}"
+            ours.setdefault(key, []).append([source, key, value, output.ts])
+    logs: dict[Any, list[Source]] = {}
+    for r in scenario.records():
+        logs.setdefault((r.side.value, r.partition), []).append((r.side.value, r.partition, r.offset))
+    verdict = Verdict(scenario, kafka_order, logs, kafka_outputs, ours)
+    immediate: dict[Any, list[list[Any]]] = {}
+    for r, emitted in zip(scenario.records(), kjoin_outputs(scenario)):
+        for key, value, ts in emitted:
+            immediate.setdefault(key, []).append([f"{r.side.value}:{r.partition}:{r.offset}", key, value, ts])
+    if immediate != kafka_outputs:
+        verdict.notes.append(IMMEDIATE_DIFFERS)
+    return verdict
+
+
+IMMEDIATE_DIFFERS = "kjoin's delivery: immediate (TopologyTestDriver's order) gives other results"
+
+
+# -- make broker-check ---------------------------------------------------------------------------------------------
+def generate(version: KafkaVersion, count: int, joins: tuple[str, ...] | None = None) -> list[kjoin.Scenario]:
+    """``count`` random scenarios of the wide generator (``tests.oracle_check.wide_scenarios``), caching off."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    from tests.oracle_check import wide_scenarios
+
+    found: list[kjoin.Scenario] = []
+
+    @settings(
+        max_examples=count,
+        phases=[Phase.generate],
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(wide_scenarios(version, joins=joins))
+    def collect(scenario: kjoin.Scenario) -> None:
+        data = scenario.to_dict()
+        data.pop("caching", None)
+        found.append(kjoin.Scenario.from_dict(data))
+
+    for _ in range(10):
+        collect()
+        if len(found) >= count:
+            break
+    return found[:count]
+
+
+LAGGING_JOINS = ("stream-stream", "stream-table", "table-table")
+"""The joins whose two input topics meet in one task (a foreign-key join's sides are in tasks of their own)."""
+
+
+def lagging_arrival(scenario: kjoin.Scenario, seed: int) -> Arrival:
+    """A lag for one side, drawn from the scenario's own time span: small (within a few records), about half the
+    span, or more than all of it (the whole side after the other)."""
+    rng = random.Random(seed)
+    stamps = [record.ts for record in scenario.records()] or [0]
+    span = max(stamps) - min(stamps) + 1
+    lag = rng.choice([rng.randint(1, max(span // 10, 1)), rng.randint(1, span), span + rng.randint(0, 10)])
+    return Arrival(lag, 0) if rng.randrange(2) else Arrival(0, lag)
+
+
+def main(argv: list[str]) -> int:
+    """``[lagging] [N] [joins]``: N scenarios (default 200) with every record on the broker before the application
+    starts; or, with ``lagging``, N scenarios with a lagging side (:func:`lagging_arrival`, ``max.task.idle.ms=0``)."""
+    lagging = bool(argv) and argv[0] == "lagging"
+    argv = argv[1:] if lagging else argv
+    count = int(argv[0]) if argv else int(os.environ.get("N", "200"))
+    joins = tuple(argv[1].split(",")) if len(argv) > 1 else (LAGGING_JOINS if lagging else None)
+    failed = 0
+    for name in BROKER_JUDGES:
+        version = KafkaVersion(name)
+        batch = generate(version, count, joins)
+        if lagging:
+            batch = [kjoin.Scenario.from_dict({**s.to_dict(), "self_join": False}) for s in batch]
+        started = time.monotonic()
+        outputs = orders = simultaneous = fk = not_immediate = 0
+        with BrokerOracle(name) as oracle:
+            for number, scenario in enumerate(batch):
+                if number and number % 100 == 0:
+                    print(f"  ... {number} scenarios, {time.monotonic() - started:.0f} s", flush=True)
+                arrival = lagging_arrival(scenario, number) if lagging else None
+                if arrival is not None and arrival_phases(scenario, arrival)[1]:
+                    simultaneous += 1
+                try:
+                    verdict = judge(oracle, scenario, arrival=arrival)
+                except (HarnessError, BrokerError) as error:
+                    print(f"  scenario {number}: {error}", flush=True)
+                    outputs += 1
+                    continue
+                outputs += verdict.outputs_differ
+                orders += verdict.order_differs
+                fk += scenario.join == "fk"
+                not_immediate += IMMEDIATE_DIFFERS in verdict.notes
+                if verdict.outputs_differ or verdict.order_differs:
+                    shown = scenario_yaml(scenario) + (f"arrival: {arrival}\n" if arrival else "")
+                    print(f"  scenario {number}: {verdict.describe()}\n{_indent(shown)}", flush=True)
+        seconds = time.monotonic() - started
+        what = "scenarios with a lagging side" if lagging else "scenarios"
+        extra = f", {simultaneous} with both sides arriving at one moment" if lagging else ""
+        if fk:
+            extra += f"; {fk} foreign-key joins replayed, {not_immediate} of them differ from delivery: immediate"
+        print(
+            f"kafka-streams-broker {name}: {len(batch)} {what}, {outputs} output mismatches, {orders} order "
+            f"mismatches ({seconds:.0f} s{extra})",
+            flush=True,
+        )
+        failed += outputs + orders
+    return 1 if failed else 0
+
+
+def _indent(text: str) -> str:
+    return "".join(f"    {line}\n" for line in text.splitlines())
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
