@@ -47,7 +47,7 @@ from .joins.context import default_joiner
 from .joins.window_aggregate import TimeWindows, Windowed
 from .joins.wtable import select_by_field, select_by_timestamp, shift_by
 from .records import render_value
-from .scenario import ScenarioError
+from .scenario import ScenarioError, windowed
 from .scenario.fields import KEY_TYPES
 from .scenario.inputs import MAX_EVENTS, MAX_PARTITIONS, check_document, did_you_mean, unknown_field
 from .semantics import Semantics, parse_semantics
@@ -71,6 +71,8 @@ _FIELDS = {
     "semantics",
     "partitions",
     "events",
+    "emit",
+    "suppress",
 }
 _NEEDS = {
     "table-aggregate": {"group_by"},
@@ -82,7 +84,7 @@ _NEEDS = {
 }
 _ALLOWED = {
     "table-aggregate": {"aggregate", "group_by"},
-    "window-aggregate": {"window", "aggregate", "retention_ms", "segments"},
+    "window-aggregate": {"window", "aggregate", "retention_ms", "segments", "emit", "suppress"},
     "wtable-wtable": {
         "window",
         "right_window",
@@ -177,6 +179,7 @@ class AggregateSpec:
         for name in ("window", "right_window"):
             if name in data:
                 spec.windows(name)
+        windowed.check_final_results(data, join, semantics)  # session/sliding windows, emit and suppress
         spec.aggregation("aggregate")
         spec.aggregation("right_aggregate")
         spec.selector()
@@ -206,6 +209,11 @@ class AggregateSpec:
 
     def windows(self, name: str) -> TimeWindows:
         spec = self.data[name]
+        if windowed.window_kind(spec) != "time":  # session and sliding windows (kjoin.scenario.windowed)
+            try:
+                return windowed.parse_windows(name, spec)  # type: ignore[return-value]
+            except ScenarioError as error:
+                raise self._fail(str(error)) from None
         if not isinstance(spec, Mapping):
             raise self._fail(f"{name}: a mapping {{size_ms, advance_ms, grace_ms}} (size_ms required), not {spec!r}")
         try:
@@ -295,6 +303,18 @@ class AggregateSpec:
         try:
             if self.join == "table-aggregate":
                 return run_table_aggregate(events, data["group_by"], self.aggregation("aggregate"), partitions)
+            if self.join == "window-aggregate" and windowed.needs_windowed_runner(data):
+                return windowed.run_windowed_aggregate(
+                    events,
+                    self.windows("window"),
+                    self.aggregation("aggregate"),
+                    self.semantics(),
+                    partitions,
+                    data.get("emit", "updates"),
+                    data.get("suppress"),
+                    data.get("retention_ms"),
+                    data.get("segments"),
+                )
             if self.join == "window-aggregate":
                 return run_window_aggregate(
                     events, self.windows("window"), self.aggregation("aggregate"), partitions, **self._stores()
@@ -319,6 +339,16 @@ class AggregateSpec:
                 mapper, name = _group_by(data["group_by"])
                 aggregation = self.aggregation("aggregate")
                 return "scenario", lambda log: TableAggregate(log, partitions, mapper, aggregation, name)
+            if self.join == "window-aggregate" and windowed.needs_windowed_runner(data):
+                return "task", windowed.windowed_factory(
+                    self.windows("window"),
+                    self.aggregation("aggregate"),
+                    self.semantics(),
+                    data.get("emit", "updates"),
+                    data.get("suppress"),
+                    data.get("retention_ms"),
+                    data.get("segments"),
+                )
             if self.join == "window-aggregate":
                 return "task", window_aggregate_factory(
                     self.windows("window"), self.aggregation("aggregate"), **self._stores()

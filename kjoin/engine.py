@@ -66,6 +66,8 @@ def run(
         raise ScenarioError(f"kjoin.run: the joiner must be a function (left, right) -> value, got {joiner!r:.60}")
     if scenario.join == "fk":
         return _run_foreign_key(scenario, joiner)
+    if scenario.join == "stream-globaltable":
+        return _run_global_table(scenario, joiner)
     log = StateLog()
     records = scenario.records()
     build = make_join or new_join
@@ -153,6 +155,31 @@ def _table_table(scenario: Scenario, log: StateLog, task: int) -> Any:
         caching=scenario.caching,
         commit_every=scenario.commit_every,
     )
+
+
+# -- KStream-GlobalKTable joins: one global store for every task ---------------------------
+def _run_global_table(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> Trace:
+    """The stream's records at their tasks, the global topic's records at the global store, in the scenario's
+    order (TopologyTestDriver's: a global record is applied when it is piped). The join keeps no state per task,
+    so one processor serves them all; a global record's step is shown with
+    :data:`~kjoin.stores.global_table.GLOBAL_TASK`."""
+    from .joins.global_table import GlobalTableJoin
+    from .stores.global_table import GLOBAL_TASK
+
+    log = StateLog()
+    join = GlobalTableJoin(log, scenario.variant, scenario.semantics, scenario.foreign_key)
+    history = StateHistory(log.copy())
+    log.take_changes()
+    steps: list[Step] = []
+    for index, record in enumerate(scenario.records()):
+        task = record.partition if record.side is Side.LEFT else GLOBAL_TASK
+        ctx = StepContext(index, record, joiner, partition=task)
+        join.process(record, ctx)
+        if ctx.fate is None:  # pragma: no cover - every processor settles
+            raise AssertionError(f"step {index}: the processor did not settle the record's fate")
+        history.record(log.take_changes(), log)
+        steps.append(Step(index, record, task, tuple(ctx.outputs), ctx.fate, ctx.reason, ctx.until_ms, ctx.explain()))
+    return Trace(scenario, steps, history)
 
 
 # -- foreign-key joins: inputs and message deliveries ---------------------------------------

@@ -106,6 +106,10 @@ class Reason(enum.Enum):
     store's retention (it starts at or before the store's observed time minus the retention).
     Kafka 3.4+ hides such a window from reads though its segment still lives; the update itself
     is stored, only no output follows."""
+    NULL_JOIN_KEY = "null-join-key"
+    """KStream-GlobalKTable join: the key selector gave null for the stream record, so there is no table key to
+    look up. From 2.7 (KAFKA-10277) Kafka skips the record ("Skipping record due to null join key or value"),
+    in a left join too; before, an inner join emitted nothing and a left join joined it with null."""
     EXPIRED_WINDOW = "expired-window"
     """Windowed aggregate: every window the record belongs to is closed, that is
     ``window end + grace <= stream time`` (Kafka logs "Skipping record for expired window." and
