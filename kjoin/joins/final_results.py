@@ -45,12 +45,16 @@ class SuppressionBuffer:
     def __init__(self, log: StateLog, task: int, duration_ms: int, session: bool = False) -> None:
         self.duration_ms = duration_ms
         self.buffer = SuppressionStore(log, task, session)
+        self._waits: dict[int, int] = {}  # step -> the stream time its latest buffered window waits for
 
     def process(self, output: AggregateOutput, ctx: StepContext) -> None:
         """The aggregate forwarded ``output``: buffer it, then forward every buffered update whose window closed."""
         assert output.window is not None
         stream_time = self.buffer.observe(output.ts)
         self.buffer.put(output)
+        if output.origin_step == ctx.index and not output.tombstone:
+            wait = output.window[1] + self.duration_ms - 1  # forwarded once its stream time passes this
+            self._waits[ctx.index] = max(wait, self._waits.get(ctx.index, wait))
         expiry = stream_time - self.duration_ms
         for evicted in self.buffer.evict_until(expiry):
             start, end = evicted.window  # type: ignore[misc]
@@ -64,15 +68,16 @@ class SuppressionBuffer:
                 f"{self.duration_ms}): its final result {render_value(evicted.value)}@{evicted.ts} is forwarded."
             )
 
-    @staticmethod
-    def settle(ctx: StepContext, record: Record) -> None:
+    def settle(self, ctx: StepContext, record: Record) -> None:
         """The step's fate after the buffer: a record whose updates all wait is buffered until its window closes."""
+        until = self._waits.pop(ctx.index, None)
         if ctx.fate is not Fate.JOINED or any(o.origin_step == ctx.index for o in ctx.outputs):
             return
         ctx.settle(
             Fate.BUFFERED,
             Reason.WINDOW_OPEN,
             f"{ctx.summary} Suppression: its update(s) wait in the buffer until the window closes.",
+            until_ms=until,
         )
 
 
@@ -91,10 +96,13 @@ class EmitFinalTimeWindows:
         if record.key is None:
             return
         if ctx.fate is Fate.JOINED:
+            windows = self.aggregate.windows
+            last = windows.windows_for(record.ts)[-1]
             ctx.settle(
                 Fate.BUFFERED,
                 Reason.WINDOW_OPEN,
                 f"{ctx.summary} Emit-final: nothing is forwarded until the window closes.",
+                until_ms=last.end_ms + windows.grace_ms - 1,
             )
         self._maybe_emit(ctx)
 

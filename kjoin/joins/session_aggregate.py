@@ -128,13 +128,25 @@ class SessionAggregate:
                 self.store.remove(record.key, old_start, old_end)
                 self._update(
                     AggregateOutput(
-                        record.key, None, old_agg, old_end, True, "window", self.task, ctx.index, (old_start, old_end)
+                        record.key,
+                        None,
+                        old_agg,
+                        old_end,
+                        True,
+                        "window",
+                        self.task,
+                        ctx.index,
+                        (old_start, old_end),
+                        inclusive=True,
                     ),
                     ctx,
                 )
         stored = self.store.put(record.key, start, end, agg, end)
         self._update(
-            AggregateOutput(record.key, agg, None, end, False, "window", self.task, ctx.index, (start, end)), ctx
+            AggregateOutput(
+                record.key, agg, None, end, False, "window", self.task, ctx.index, (start, end), inclusive=True
+            ),
+            ctx,
         )
         merged_text = f"merged {', '.join(f'[{s}, {e}]' for s, e, _, _ in merged)} into " if merged else "opened "
         expired = "" if stored else " (the store refused the put: it is already behind its retention, Kafka 3.4+)"
@@ -170,7 +182,9 @@ class SessionAggregate:
         if upper < lower:
             return
         for key, start, end, agg, _ in self.store.sessions_ending(lower, upper):
-            output = AggregateOutput(key, agg, None, end, False, "window", self.task, ctx.index, (start, end))
+            output = AggregateOutput(
+                key, agg, None, end, False, "window", self.task, ctx.index, (start, end), inclusive=True
+            )
             self.on_update(output, ctx)
             ctx.note(
                 f"Emit-final: session {render_value(key)}@[{start}, {end}] closed (close time {close}): "

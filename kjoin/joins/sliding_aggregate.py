@@ -132,6 +132,7 @@ class SlidingAggregate:
                 f"{record.describe()} updated {updated} (stream time {stream_time})."
                 + (" Emit-final: nothing is forwarded until a window closes." if self.emit_final else "")
             ),
+            until_ms=record.ts + diff + self.windows.grace_ms if self.emit_final else None,
         )
         if record.ts >= diff:
             self._maybe_emit_final(ctx, close)
@@ -222,7 +223,10 @@ class SlidingAggregate:
         self.store.put(record.key, start, new, ts)
         self._updated.append(f"[{start}, {end}]: {render_value(old)} -> {render_value(new)}")
         self._forward(
-            AggregateOutput(record.key, new, old, ts, False, "window", self.task, ctx.index, (start, end)), ctx
+            AggregateOutput(
+                record.key, new, old, ts, False, "window", self.task, ctx.index, (start, end), inclusive=True
+            ),
+            ctx,
         )
 
     def _copy_right_window(self, record: Record, right: tuple[Any, int], ctx: StepContext) -> None:
@@ -233,7 +237,7 @@ class SlidingAggregate:
         self.store.put(record.key, start, right[0], right[1])
         self._updated.append(f"[{start}, {end}] (its right window): {render_value(right[0])}")
         output = AggregateOutput(
-            record.key, right[0], None, right[1], False, "window", self.task, ctx.index, (start, end)
+            record.key, right[0], None, right[1], False, "window", self.task, ctx.index, (start, end), inclusive=True
         )
         self._forward(output, ctx)
 
@@ -261,7 +265,10 @@ class SlidingAggregate:
         ]
         for start, key, agg, ts in sorted(found, key=lambda w: (w[0], render_value(w[1]).encode())):
             self.on_update(
-                AggregateOutput(key, agg, None, ts, False, "window", self.task, ctx.index, (start, start + diff)), ctx
+                AggregateOutput(
+                    key, agg, None, ts, False, "window", self.task, ctx.index, (start, start + diff), inclusive=True
+                ),
+                ctx,
             )
             ctx.note(f"Emit-final: window {render_value(key)}@[{start}, {start + diff}] closed: {render_value(agg)}.")
         self._last_emit_close = close

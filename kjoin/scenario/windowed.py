@@ -149,7 +149,7 @@ def windowed_factory(
             processor = (
                 EmitFinalTimeWindows(make, on_update or (lambda output, ctx: ctx.forward(output))) if final else make()
             )
-        return processor if buffer is None else _Suppressed(processor)
+        return processor if buffer is None else _Suppressed(processor, buffer)
 
     return new
 
@@ -157,12 +157,13 @@ def windowed_factory(
 class _Suppressed:
     """A windowed aggregate whose updates go through a suppression buffer: the step's fate says when they wait."""
 
-    def __init__(self, aggregate: Any) -> None:
+    def __init__(self, aggregate: Any, buffer: SuppressionBuffer) -> None:
         self.aggregate = aggregate
+        self.buffer = buffer
 
     def process(self, record: Any, ctx: Any) -> None:
         self.aggregate.process(record, ctx)
-        SuppressionBuffer.settle(ctx, record)
+        self.buffer.settle(ctx, record)
 
 
 def run_windowed_aggregate(

@@ -65,6 +65,11 @@ class SessionStore(Store):
         return (sort_key(key), end, start)
 
     @classmethod
+    def entry_label(cls, entry_key: Any) -> str | None:
+        key, start, end = entry_key
+        return f"session {render_value(key)}@[{start}, {end}]"
+
+    @classmethod
     def summary(cls, record: Mapping[str, Any], stored: Any = None) -> tuple[Any, Any, Any, Any]:
         return record["key"], record["ts"], record["value"], f"session {record['session']}"
 

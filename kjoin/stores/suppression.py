@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from ..records import render_value
 from ..state import StateLog
 from .base import Store
-from .clock import STREAM_TIME
+from .clock import STREAM_TIME, Clock
 
 __all__ = ["SuppressionStore", "SUPPRESSION_BUFFER"]
 
@@ -22,7 +22,7 @@ SUPPRESSION_BUFFER = "suppression buffer"
 
 class SuppressionStore(Store):
     """Entries ``(key, start, end) -> (value, ts, tombstone, origin step)``; rows ``key | window | value | ts`` in
-    eviction order. The buffer's stream time is the entry ``stream time`` of its own clock rows."""
+    eviction order. The buffer's own stream time is kept in a clock of its own (``suppression buffer clock``)."""
 
     kind = "suppression buffer"
     header = ("key", "window", "value", "ts")
@@ -31,32 +31,35 @@ class SuppressionStore(Store):
     def __init__(self, log: StateLog, task: int, session: bool = False, name: str = SUPPRESSION_BUFFER) -> None:
         super().__init__(log, task, name)
         self.session = session
-        self.stream_time: int | None = None
+        self.clock = Clock(log, task, f"{name} clock")
         self._entries: dict[tuple[str, Any, int, int], Any] = {}
 
     @classmethod
     def row(cls, entry_key: Any, stored: Any) -> tuple:
-        if entry_key == STREAM_TIME:
-            return (STREAM_TIME, "", None, stored)
         key, start, end = entry_key
         return (key, f"[{start}, {end}]", None if stored[2] else stored[0], stored[1])
 
     @classmethod
     def order(cls, item: Any) -> Any:
-        if item[0] == STREAM_TIME:
-            return (-1, b"")
         key, start, end = item[0]
         return (end, render_value(key).encode("utf-8"), start)
+
+    @classmethod
+    def entry_label(cls, entry_key: Any) -> str | None:
+        key, start, end = entry_key
+        return f"{render_value(key)}@[{start}, {end}]"
+
+    @property
+    def stream_time(self) -> int | None:
+        return self.clock.get(STREAM_TIME)
 
     @classmethod
     def summary(cls, record: Mapping[str, Any], stored: Any = None) -> tuple[Any, Any, Any, Any]:
         return record["key"], record["ts"], record["value"], f"window {record['window']}"
 
     def observe(self, ts: int) -> int:
-        if self.stream_time is None or ts > self.stream_time:
-            self.stream_time = ts
-            self._log.put(self.store, STREAM_TIME, ts)
-        return self.stream_time
+        """Advance the buffer's stream time to ``ts`` (if later) and return it."""
+        return self.clock.advance(STREAM_TIME, ts)
 
     def put(self, output: Any) -> None:
         start, end = output.window
