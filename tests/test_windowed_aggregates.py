@@ -158,6 +158,24 @@ FIXED = {
     "suppressed sliding": {**SLIDING, "suppress": "until-window-closes"},
     "emit-final sliding": {**SLIDING, "emit": "final", "events": [*SLIDING["events"], ev("b", "q", 40)]},
     "early sliding": {**SLIDING, "events": [ev("a", "x", 3), ev("a", "y", 1)]},
+    # notebook 07's sessions (Part 3 and Part 5), as the course shows them
+    **{
+        f"notebook 07 sessions, {name}": {
+            "join": "window-aggregate",
+            "window": {"inactivity_gap_ms": 5, "grace_ms": 4},
+            **extra,
+            "events": [
+                ev(key, "view", ts)
+                for key, ts in (("home", 1), ("home", 4), ("cart", 5), ("home", 12), ("home", 8), ("home", 30))
+                + (("home", 15), ("about", 39), ("about", 40))
+            ],
+        }
+        for name, extra in (
+            ("updates", {}),
+            ("suppressed", {"suppress": "until-window-closes"}),
+            ("emit-final", {"emit": "final"}),
+        )
+    },
     "emit-final tumbling": {
         "join": "window-aggregate",
         "window": {"size_ms": 10},
