@@ -98,6 +98,11 @@ def _first_task(records: list[Any]) -> list[int]:
 def new_join(scenario: Scenario, log: StateLog, task: int) -> Any:
     """The join processor of one task of ``scenario`` (a primary-key join), writing its
     stores through ``log``. Call ``process(record, ctx)`` on it for each of the task's records."""
+    if scenario.join == "stream-globaltable":  # one global store for every task: only kjoin.run builds it
+        raise ScenarioError(
+            "join: stream-globaltable runs in the reference engine (kjoin.run): its global store is shared by every "
+            "task, which a per-task processor cannot hold"
+        )
     if scenario.join == "stream-stream":
         return _stream_stream(scenario, log, task)
     if scenario.join == "stream-table":

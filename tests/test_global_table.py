@@ -242,3 +242,13 @@ def test_kjoin_export_writes_a_global_table_join_that_kafka_passes(tmp_path) -> 
     assert "left.leftJoin(right, keySelector, JOINER)" in sources["GlobalLeftTest"]
     assert "(key, value) -> key; // the stream key" in sources["GlobalByKeyTest"]
     assert run_junit("4.4.0", sources, tmp_path) == {name: None for name in sources}
+
+
+def test_a_per_task_processor_is_refused_rather_than_built_wrong() -> None:
+    """The Spark engine builds one processor per task (kjoin.engine.new_join); a GlobalKTable join's store is shared
+    by every task, so new_join refuses it with the reason instead of building a table-table join."""
+    from kjoin.engine import new_join
+    from kjoin.state import StateLog
+
+    with pytest.raises(kjoin.ScenarioError, match="stream-globaltable runs in the reference engine"):
+        new_join(kjoin.Scenario.from_dict(ORDERS), StateLog(), 0)
