@@ -117,6 +117,11 @@ class Reason(enum.Enum):
     keys out before writing one (``createRepartitionedSource``'s ``k != null`` filter). Since 3.7
     (KIP-962) it keeps them when a join that takes null keys (a left stream-table join, a left or
     outer stream-stream join) is downstream (``NodesWithRelaxedNullKeyJoinDownstream``)."""
+
+    NULL_JOIN_KEY = "null-join-key"
+    """KStream-GlobalKTable join: the key selector gave null for the stream record, so there is no table key to
+    look up. From 2.7 (KAFKA-10277) Kafka skips the record ("Skipping record due to null join key or value"),
+    in a left join too; before, an inner join emitted nothing and a left join joined it with null."""
     EXPIRED_WINDOW = "expired-window"
     """Windowed aggregate: every window the record belongs to is closed, that is
     ``window end + grace <= stream time`` (Kafka logs "Skipping record for expired window." and

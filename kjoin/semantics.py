@@ -350,6 +350,23 @@ class Semantics:
         """Since 2.3 (KIP-258, timestamped key-value stores) a table-table result carries
         max(update ts, other side's ts); before, the timestamp of the update."""
 
+    @since("2.7", ticket="KAFKA-10277")
+    def global_join_skips_null_mapped_keys(self) -> bool:
+        """KAFKA-10277 (2.7): a KStream-GlobalKTable join decides by the key selector's result, not by the stream
+        key. A stream record with a null key whose key selector gives a table key is joined; one whose key selector
+        gives null is skipped ("Skipping record due to null join key or value"), in a left join too. Before (2.4 to
+        2.6), a null stream key was skipped before the key selector ran, and a left join joined a record whose key
+        selector gave null with null (no lookup); an inner join emitted nothing for it. From 3.7 (KIP-962,
+        ``relaxed_null_keys``) a left join again joins a null-key record whatever its key selector gives (harness:
+        2.6.3 skips null keys, 2.7.2 maps them)."""
+
+    @since("4.0.1", ticket="KAFKA-19208")
+    def global_left_join_keeps_null_mapped_keys(self) -> bool:
+        """KAFKA-19208 (4.0.1 and 4.1; 4.0.0 and 3.9 were released before the fix): a KStream-GlobalKTable left join
+        joins a stream record whose key selector gives null with null (no lookup), as its javadoc always said; 2.7 to
+        4.0.0 skipped it ("Skipping record due to null join key or value") unless the stream key was null too (3.7+,
+        ``relaxed_null_keys``). Harness: 3.9.1 and 4.0.0 skip it, 4.0.1 and 4.4.0 join it."""
+
     # -- seed 000: windowed aggregates and their window stores ---------------------------
     @since("0.10.0", ticket="none: every version, KStreamWindowAggregate")
     def windowed_aggregate_counts_null_values(self) -> bool:
@@ -358,6 +375,21 @@ class Semantics:
         time and reaches the aggregator (``count()`` counts it), though ``TimeWindowedKStream``'s
         javadoc says such records are ignored. A non-windowed KStream aggregate and a sliding-window
         aggregate skip null values; a KTable aggregate reads one as a delete."""
+
+    @since("3.0", ticket="KAFKA-12718")
+    def session_close_includes_gap(self) -> bool:
+        """KAFKA-12718 (3.0): a session-windowed aggregate closes a session once ``session end < stream time - grace
+        - inactivity gap`` (a record could still extend it by the gap until then); before, at ``session end <
+        stream time - grace``, which dropped records that would have joined a session still open to them (harness:
+        2.8.2 closes early, 3.0.2 waits the gap)."""
+
+    @since("3.0.2", "3.1.1", "3.2", ticket="KAFKA-13739")
+    def sliding_window_open_at_close_time(self) -> bool:
+        """KAFKA-13739 (3.0.2, 3.1.1 and 3.2): a sliding window whose end equals the close time (``stream time -
+        grace``) still takes a record (``windowEnd >= closeTime``). 2.7 to 3.0.1 and 3.1.0 skipped it (``windowEnd >
+        closeTime``): with no grace, a record's own left window ``[ts - diff, ts]`` closed the moment it arrived at
+        stream time, so a sliding aggregate without grace forwarded nothing for the newest record (harness: 2.8.2,
+        3.0.1 and 3.1.0 skip it; 3.0.2, 3.1.1, 3.2.3 and later take it)."""
 
     @since("3.4", ticket="KAFKA-12960")
     def window_store_hides_expired(self) -> bool:
@@ -390,6 +422,24 @@ class Semantics:
         that both joins read; before, both joins created a repartition topic of the same default name and Kafka
         refused the topology ("Topic ...-repartition has already been registered by another source") unless the
         joins were named (kjoin's topologies, ``kjoin/topology/``)."""
+
+    @since("0.10.2", ticket="KIP-99", feature=True)
+    def global_tables(self) -> bool:
+        """KIP-99 (0.10.2): GlobalKTables and the KStream-GlobalKTable join exist."""
+
+    @since("2.1", ticket="KIP-328", feature=True)
+    def suppress_until_window_closes(self) -> bool:
+        """KIP-328 (2.1): ``suppress(Suppressed.untilWindowCloses(...))`` holds a windowed aggregate's updates until
+        the window closes and forwards only its final result."""
+
+    @since("2.7", ticket="KIP-450", feature=True)
+    def sliding_windows(self) -> bool:
+        """KIP-450 (2.7): ``SlidingWindows`` for windowed aggregates."""
+
+    @since("3.3", ticket="KIP-825", feature=True)
+    def emit_on_window_close(self) -> bool:
+        """KIP-825 (3.3): ``emitStrategy(EmitStrategy.onWindowClose())``: a windowed aggregate forwards each window
+        once, when it closes, instead of every update."""
 
     @since("3.4", ticket="KIP-862", feature=True)
     def optimized_self_join(self) -> bool:

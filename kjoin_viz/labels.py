@@ -29,6 +29,8 @@ label. Only ``dropped`` is drawn red.
 
 from __future__ import annotations
 
+from typing import Any
+
 import html
 from dataclasses import dataclass
 
@@ -136,10 +138,17 @@ def _aggregated(updates: list) -> FateLabel:
     """An aggregate's updates: the windows it changed, or the halves of a table update."""
     from kjoin.records import render_value
 
-    windows = [o for o in updates if o.window is not None]
-    if windows:
-        spans = ", ".join(f"[{o.window[0]}, {o.window[1]})" for o in windows)
-        return FateLabel(f"aggregated into window{'s' if len(windows) != 1 else ''} {spans}", "aggregated")
+    windows = [o for o in updates if o.window is not None and not o.tombstone]
+    merged = [o for o in updates if o.window is not None and o.tombstone]  # sessions merged away
+    if windows or merged:
+
+        def span(o: Any) -> str:
+            return f"[{o.window[0]}, {o.window[1]}{']' if getattr(o, 'inclusive', False) else ')'}"
+
+        text = f"aggregated into window{'s' if len(windows) != 1 else ''} {', '.join(map(span, windows))}"
+        if merged:
+            text += f" (merging session{'s' if len(merged) != 1 else ''} {', '.join(map(span, merged))})"
+        return FateLabel(text, "aggregated")
     said = {"subtract": "subtracted from", "add": "added to", "both": "subtracted and added again in"}
     parts = [f"{said.get(o.half, o.half)} {render_value(o.key)}" for o in updates]
     return FateLabel("aggregated: " + ", ".join(parts), "aggregated")

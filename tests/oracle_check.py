@@ -321,6 +321,8 @@ class Harness:
                 for index, emitted in zip(indexes, self.run_task(data)):
                     outputs[index] = emitted
             return _decode(scenario, outputs)
+        if scenario.join == "stream-globaltable" and scenario.partitions == 1:  # the global topic with its task
+            return self.run_task(scenario.to_dict())
         outputs: list[list[list[Any]]] = [[] for _ in _input_events(scenario)]
         for indexes, data in _tasks(scenario):
             for index, emitted in zip(indexes, self.run_task(data)):
@@ -374,11 +376,19 @@ def _tasks(scenario: kjoin.Scenario | AggregateSpec) -> list[tuple[list[int], di
     records = scenario.records()
     tasks = []
     for task in range(scenario.partitions):
-        indexes = [i for i, record in enumerate(records) if record.partition == task]
+        indexes = [i for i, record in enumerate(records) if record.partition == task and _in_task(scenario, record)]
         if indexes:
+            if scenario.join == "stream-globaltable":  # every task reads the whole global topic, in the same order
+                indexes = [i for i, record in enumerate(records) if i in indexes or record.side.value == "right"]
             events = [{k: v for k, v in data["events"][i].items() if k not in ("partition", "offset")} for i in indexes]
             tasks.append((indexes, {**data, "partitions": 1, "events": events}))
     return tasks
+
+
+def _in_task(scenario: kjoin.Scenario, record: Any) -> bool:
+    """Does ``record`` belong to its partition's task? A global topic's records belong to no task (the global
+    thread reads them for every task)."""
+    return scenario.join != "stream-globaltable" or record.side.value == "left"
 
 
 def _input_events(scenario: kjoin.Scenario | AggregateSpec) -> list[dict[str, Any]]:
@@ -783,8 +793,10 @@ def _stream_stream_shape(
 def narrow_scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
     """A random scenario of the narrow generator (issue 10) that Kafka ``version`` can judge, with kjoin's semantics
     of that version: at most 16 events, windows of 0-6 ms, three keys."""
-    join = draw(st.sampled_from(["stream-stream", "stream-table", "table-table", "fk"]))
+    join = draw(st.sampled_from(["stream-stream", "stream-table", "table-table", "fk", "stream-globaltable"]))
     data: dict[str, Any] = {"join": join, "semantics": version.version}
+    if join == "stream-globaltable":
+        return kjoin.Scenario.from_dict({**data, **draw(_global_table(version))})
     if join == "stream-stream":
         data["variant"] = draw(st.sampled_from(["inner", "left", "outer"]))
         data["window"] = draw(_window(version))
@@ -1004,8 +1016,14 @@ def wide_scenarios(
     """A random scenario of the wide generator that Kafka ``version`` can judge: every option the harness builds.
     ``joins`` narrows the joins (default: all, stream-stream twice as often), ``long`` the length (True: 17 to 150
     events, False: up to 16; default either), for a sweep aimed at one kind of difference."""
-    join = draw(st.sampled_from(joins or ["stream-stream", "stream-stream", "stream-table", "table-table", "fk"]))
+    join = draw(
+        st.sampled_from(
+            joins or ["stream-stream", "stream-stream", "stream-table", "table-table", "fk", "stream-globaltable"]
+        )
+    )
     data: dict[str, Any] = {"join": join, "semantics": version.version}
+    if join == "stream-globaltable":
+        return kjoin.Scenario.from_dict({**data, **draw(_global_table(version, wide=True, long=long))})
     null_share = draw(st.sampled_from([0, 3, 6, 12]))
     value = {side: _wide_values(side[0].upper(), null_share) for side in ("left", "right")}
     keys = {side: _wide_keys(draw) for side in ("left", "right")}
@@ -1105,6 +1123,47 @@ def _explicit_in_kafka_order(data: dict[str, Any], rng: random.Random) -> kjoin.
 
 
 @st.composite
+def _global_table(draw: Any, version: KafkaVersion, wide: bool = False, long: bool | None = None) -> dict[str, Any]:
+    """A KStream-GlobalKTable join's fields: inner or left, keyed by the stream key or by a key selector (a field
+    path into the stream value, now and then missing or null: a null selected key), global records before the first
+    stream record (the bootstrap) and among them, null keys and values on both sides; up to 4 partitions (each task
+    reads the whole global topic)."""
+    data: dict[str, Any] = {"variant": draw(st.sampled_from(["inner", "left"]))}
+    by_field = draw(st.booleans())
+    if by_field:
+        data["foreign_key"] = draw(st.sampled_from(["fk", "a.b"])) if wide else "fk"
+    table_keys = ["X", "Y", "Z", ""] if wide else ["X", "Y"]
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    count = draw(
+        st.integers(17, 150) if long else st.integers(0, 16) if long is False or not wide else st.integers(0, 80)
+    )
+    bootstrap = draw(st.integers(0, 4))
+    events = []
+    for index in range(count):
+        side = "right" if index < bootstrap or rng.randrange(3) == 0 else "left"
+        ts = rng.randrange(0, 40 if not wide else 5_000)
+        if side == "right":
+            key = rng.choice([*table_keys, None] if by_field else ["k1", "k2", "k3", None])
+            value = None if rng.randrange(5) == 0 else f"R{rng.randrange(10)}"
+        else:
+            key = rng.choice(["k1", "k2", "k3", None])
+            if not by_field:
+                value = None if rng.randrange(6) == 0 else f"L{rng.randrange(10)}"
+            else:
+                parts = data["foreign_key"].split(".")
+                node: Any = rng.choice([*table_keys, None])
+                for depth, part in enumerate(reversed(parts)):
+                    node = {part: node} if rng.randrange(8) or depth else {"other": node}  # now and then no field
+                if isinstance(node, dict):
+                    node["v"] = rng.randrange(10)
+                value = None if rng.randrange(6) == 0 else node
+        events.append({"side": side, "key": key, "value": value, "ts": ts})
+    data["events"] = events
+    data["partitions"] = draw(st.integers(1, 4 if wide else 2))
+    return data
+
+
+@st.composite
 def scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
     """A random scenario Kafka ``version`` can judge, with kjoin's semantics of that version: the narrow
     generator's (short, few keys, small windows) or the wide one's, half and half."""
@@ -1145,6 +1204,18 @@ def aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> Aggregate
         window["advance_ms"] = draw(st.integers(1, size))
     if draw(st.booleans()):
         window["grace_ms"] = draw(st.integers(0, 6))
+    if join == "window-aggregate":  # session and sliding windows, emit-final and suppress (issue 31)
+        kinds = ["time", "session"] + (["sliding"] if semantics.sliding_windows else [])
+        kind = draw(st.sampled_from(kinds))
+        if kind != "time":
+            name = "inactivity_gap_ms" if kind == "session" else "time_difference_ms"
+            window = {name: size, **({"grace_ms": window["grace_ms"]} if "grace_ms" in window else {})}
+        results = ["updates", "suppress"] + (["final"] if semantics.emit_on_window_close else [])
+        result = draw(st.sampled_from(results))
+        if result == "final":
+            data["emit"] = "final"
+        elif result == "suppress":
+            data["suppress"] = "until-window-closes"
     data["window"] = window
     if join == "wtable-wtable":
         data["variant"] = draw(st.sampled_from(["inner", "left", "outer"]))
@@ -1152,6 +1223,7 @@ def aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> Aggregate
     if summed:
         data["aggregate"] = {"sum": "v"}
     sides = ("left",) if join == "window-aggregate" else ("left", "right")
+    timestamps = st.integers(0, draw(st.sampled_from([40, 40, 120])))
     events = []
     for _ in range(draw(st.integers(0, 16))):
         side = draw(st.sampled_from(sides))
@@ -1159,7 +1231,7 @@ def aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> Aggregate
         value: Any = None if draw(st.integers(0, 5)) == 0 else f"{side[0].upper()}{draw(st.integers(0, 9))}"
         if summed and value is not None:
             value = {"v": draw(st.integers(0, 9))} if draw(st.integers(0, 4)) else {"w": 1}
-        events.append({"side": side, "key": draw(KEYS), "value": value, "ts": draw(st.integers(0, 40))})
+        events.append({"side": side, "key": draw(KEYS), "value": value, "ts": draw(timestamps)})
     data["events"] = events
     data["partitions"] = draw(st.integers(1, 2))
     return AggregateSpec.from_dict(data)

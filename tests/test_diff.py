@@ -60,6 +60,27 @@ PLANTED: dict[str, tuple[dict, str]] = {
         },
         "3.6",
     ),
+    # 2.6: a null-key stream record of a KStream-GlobalKTable join is skipped; from 2.7 (KAFKA-10277) its key
+    # selector's key is looked up (tests/test_global_table.py pins both against Kafka 2.6.3 and 2.7.2).
+    "global_join_skips_null_mapped_keys": (
+        {
+            "join": "stream-globaltable",
+            "variant": "inner",
+            "foreign_key": "fk",
+            "events": [ev("right", "X", "x", 1), fk(None, "X", 2)],
+        },
+        "2.6",
+    ),
+    # 4.0.0: a left join skips a record whose key selector gives null; 4.0.1 (KAFKA-19208) joins it with null.
+    "global_left_join_keeps_null_mapped_keys": (
+        {
+            "join": "stream-globaltable",
+            "variant": "left",
+            "foreign_key": "fk",
+            "events": [ev("right", "X", "x", 1), fk("A", None, 2)],
+        },
+        "4.0.0",
+    ),
     # tests/test_kafka_oracle.py's SWEEP_GATE: 3.1.0 gates the sweep with after (L0-null at L1@12), 3.1.1 with
     # the look-back (at L2@14).
     "outer_join_sweep_gate_looks_back": (
@@ -143,6 +164,26 @@ PLANTED: dict[str, tuple[dict, str]] = {
             "events": [ev("left", "k", "v", 1), ev("left", "k", None, 2)],
         },
         "4.3",
+    ),
+    # 2.8 closes a session at stream time - grace: b@7's new session ends before 10 and is dropped; 3.0
+    # (KAFKA-12718) waits the inactivity gap too (close time 5), so it opens.
+    "session_close_includes_gap": (
+        {
+            "join": "window-aggregate",
+            "window": {"inactivity_gap_ms": 5, "grace_ms": 0},
+            "events": [ev("left", "a", "x", 10), ev("left", "b", "y", 7)],
+        },
+        "2.8",
+    ),
+    # 3.1.0: with no grace a sliding window ending at stream time is already closed, a@10's left window [5, 10] is
+    # skipped; 3.1.1 (KAFKA-13739) takes it.
+    "sliding_window_open_at_close_time": (
+        {
+            "join": "window-aggregate",
+            "window": {"time_difference_ms": 5, "grace_ms": 0},
+            "events": [ev("left", "a", "x", 10)],
+        },
+        "3.1.0",
     ),
     # SELF_EXPIRED: L1@4 is older than the retention behind L8@20; before 3.4 its segment still finds it.
     "window_store_hides_expired": (

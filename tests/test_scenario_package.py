@@ -12,14 +12,15 @@ WINDOW = {"before_ms": 5, "after_ms": 5, "grace_ms": 0}
 
 def test_the_package_keeps_the_public_names():
     assert kjoin.Scenario is Scenario
-    assert JOINS == ("stream-stream", "stream-table", "table-table", "fk")
+    assert JOINS == ("stream-stream", "stream-table", "table-table", "fk", "stream-globaltable")
     assert VARIANTS["stream-table"] == ("inner", "left")
     assert callable(load_scenario)
 
 
 def test_a_scenario_built_in_code_refuses_an_unknown_join():
     expected = (
-        r"^join: expected one of stream-stream \| stream-table \| table-table \| fk, got 'stream-stram' "
+        r"^join: expected one of stream-stream \| stream-table \| table-table \| fk \| stream-globaltable, got "
+        r"'stream-stram' "
         r"\(did you mean 'stream-stream'\?\)$"
     )
     with pytest.raises(ScenarioError, match=expected):

@@ -11,7 +11,11 @@ import kjoin
 from kjoin.joins.fk_transport import InFlight, InFlightMessages
 from kjoin.records import Side
 from kjoin.state import StateLog, StoreId
+from kjoin.joins.aggregate import AggregateOutput
+from kjoin.stores.session import SessionStore
+from kjoin.stores.suppression import SuppressionStore
 from kjoin.stores import (
+    GlobalTableStore,
     STORE_KINDS,
     BufferedRecord,
     Clock,
@@ -69,6 +73,12 @@ SCENARIOS = {
         "partitions": 2,
         "events": [ev("right", "Y", "bar", 1), ev("left", "A", {"fk": "Y"}, 2), {"deliver": "next"}],
     },
+    "global table": {
+        "join": "stream-globaltable",
+        "variant": "left",
+        "foreign_key": "fk",
+        "events": [ev("right", "Y", "bar", 1), ev("left", "A", {"fk": "Y"}, 2)],
+    },
 }
 
 
@@ -78,6 +88,16 @@ AGGREGATE_SCENARIOS = {  # the aggregates' and windowed tables' stores (kjoin.st
         "group_by": "g",
         "partitions": 2,
         "events": [{"key": "a", "value": {"g": "x"}, "ts": 1}, {"key": "a", "value": {"g": "y"}, "ts": 2}],
+    },
+    "session windows, suppressed": {
+        "join": "window-aggregate",
+        "window": {"inactivity_gap_ms": 5},
+        "suppress": "until-window-closes",
+        "events": [
+            {"key": "a", "value": 1, "ts": 1},
+            {"key": "a", "value": 1, "ts": 4},
+            {"key": "b", "value": 1, "ts": 20},
+        ],
     },
     "wtable join": {
         "join": "wtable-table",
@@ -144,7 +164,14 @@ def _live_stores(log: StateLog) -> list:
     grace.put(GraceBuffered("k", "A", 4, 1))
     cache = RecordCache(log, 0, "right table cache")
     cache.put("k", None, "b", 2, "a", 1)
-    return [clock, window, buffer, table, versioned, grace, cache]
+    global_table = GlobalTableStore(log)
+    global_table.put("c", "C", 7)
+    sessions = SessionStore(log, 0, retention_ms=10, hides_expired=True)
+    sessions.put("k", 3, 8, 2, 8)
+    sessions.put("j", 1, 1, 1, 1)
+    suppressed = SuppressionStore(log, 0)
+    suppressed.put(AggregateOutput("k", 2, None, 8, False, "window", 0, 0, (0, 10)))
+    return [clock, window, buffer, table, versioned, grace, cache, global_table, sessions, suppressed]
 
 
 def test_a_live_store_shows_the_rows_its_kind_builds_from_the_log():
@@ -163,6 +190,9 @@ def test_a_live_store_shows_the_rows_its_kind_builds_from_the_log():
         assert kind_of(store.store) is type(store) and store.store.kind == type(store).kind
     window = stores[1]
     assert window.rows() == [("j", 1, "B"), ("k", 3, "A")]  # key order, not arrival
+    assert stores[7].rows() == [("c", "C", 7)]  # a global table has no old value
+    assert stores[8].rows() == [("j", "[1, 1]", 1, 1), ("k", "[3, 8]", 2, 8)]  # both ends of a session inclusive
+    assert stores[9].rows() == [("k", "[0, 10]", 2, 8)]
     versioned = stores[4]
     assert versioned.rows() == [("k", 1, 5, "a"), ("k", 5, None, None)]  # valid to the next version; a tombstone
 

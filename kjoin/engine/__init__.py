@@ -24,12 +24,14 @@ processors in :mod:`kjoin.engine.aggregates`. Every scenario runs through the on
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 from ..fates import Fate
 from ..joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoin, default_joiner
 from ..joins.fk_delivery import scheduler_for
 from ..joins.foreign_key import ForeignKeyJoin, busy_tasks
+from ..joins.global_table import GlobalTableJoin
 from ..joins.options import ForeignKeyOptions
 from ..joins.self_join import OptimizedSelfJoin
 from ..joins.tasks import Tasks
@@ -38,6 +40,7 @@ from ..joins.versioned import VersionedStreamTableJoin, VersionedTableTableJoin
 from ..records import Record, Side
 from ..scenario import AggregateSpec, Scenario, ScenarioError
 from ..state import StateLog
+from ..stores.global_table import GLOBAL_TASK
 from ..trace import Trace
 from .aggregates import run_aggregate
 from .loop import run_steps
@@ -70,6 +73,8 @@ def run(
         raise ScenarioError(f"kjoin.run: the joiner must be a function (left, right) -> value, got {joiner!r:.60}")
     if scenario.join == "fk":
         return _run_foreign_key(scenario, joiner)
+    if scenario.join == "stream-globaltable":
+        return _run_global_table(scenario, joiner)
     log = StateLog()
     records = scenario.records()
     build = make_join or new_join
@@ -96,6 +101,11 @@ def _first_task(records: list[Any]) -> list[int]:
 def new_join(scenario: Scenario, log: StateLog, task: int) -> Any:
     """The join processor of one task of ``scenario`` (a primary-key join), writing its
     stores through ``log``. Call ``process(record, ctx)`` on it for each of the task's records."""
+    if scenario.join == "stream-globaltable":  # one global store for every task: only kjoin.run builds it
+        raise ScenarioError(
+            "join: stream-globaltable runs in the reference engine (kjoin.run): its global store is shared by every "
+            "task, which a per-task processor cannot hold"
+        )
     if scenario.join == "stream-stream":
         return _stream_stream(scenario, log, task)
     if scenario.join == "stream-table":
@@ -153,6 +163,22 @@ def _table_table(scenario: Scenario, log: StateLog, task: int) -> Any:
         caching=scenario.caching,
         commit_every=scenario.commit_every,
     )
+
+
+# -- KStream-GlobalKTable joins: one global store for every task ---------------------------
+def _run_global_table(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> Trace:
+    """The stream's records at their tasks, the global topic's records at the global store, in the scenario's
+    order (TopologyTestDriver's: a global record is applied when it is piped), through the one record loop. The
+    join keeps no state per task, so one processor serves them all; a global record's step is shown at
+    :data:`~kjoin.stores.global_table.GLOBAL_TASK`."""
+    log = StateLog()
+    join = GlobalTableJoin(log, scenario.variant, scenario.semantics, scenario.foreign_key)
+    script = [
+        record if record.side is Side.LEFT else dataclasses.replace(record, partition=GLOBAL_TASK)
+        for record in scenario.records()
+    ]
+    steps, history = run_steps(log, script, join.process, joiner)
+    return Trace(scenario, steps, history)
 
 
 # -- foreign-key joins: inputs and message deliveries ---------------------------------------

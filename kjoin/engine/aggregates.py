@@ -63,6 +63,7 @@ from ..joins.wtable import (
 )
 from ..records import Record
 from ..scenario.aggregate import AGGREGATE_JOINS, AggregateConfig, AggregateSpec, event_records
+from ..scenario import windowed
 from ..scenario.fields import ScenarioError
 from ..semantics import Semantics, parse_semantics
 from ..state import StateLog
@@ -84,6 +85,7 @@ __all__ = [
     "run_spec",
     "run_table_aggregate",
     "run_window_aggregate",
+    "run_windowed_aggregate",
     "run_wtable_join",
     "run_hopping_join",
     "hopping_join_counts",
@@ -113,6 +115,15 @@ def run_aggregate(spec: AggregateSpec, joiner: Callable[[Any, Any], Any] = defau
     try:
         if spec.join == "table-aggregate":
             return run_table_aggregate(events, spec.data["group_by"], spec.aggregation("aggregate"), partitions)
+        if spec.join == "window-aggregate" and windowed.needs_windowed_runner(spec.data):
+            return run_windowed_aggregate(
+                events,
+                spec.windows("window"),  # type: ignore[arg-type]
+                spec.aggregation("aggregate"),
+                spec.semantics(),
+                partitions,
+                **_final_results_options(spec),
+            )
         if spec.join == "window-aggregate":
             return run_window_aggregate(
                 events, spec.windows("window"), spec.aggregation("aggregate"), partitions, **spec.store_options()
@@ -142,6 +153,10 @@ def aggregate_processors(spec: AggregateSpec) -> tuple[str, Callable[..., Any]]:
             aggregation = spec.aggregation("aggregate")
             partitions = spec.partitions
             return "scenario", lambda log: TableAggregate(log, partitions, mapper, aggregation, name)
+        if spec.join == "window-aggregate" and windowed.needs_windowed_runner(spec.data):
+            return "task", windowed.windowed_factory(
+                spec.windows("window"), spec.aggregation("aggregate"), spec.semantics(), **_final_results_options(spec)
+            )
         if spec.join == "window-aggregate":
             return "task", window_aggregate_factory(
                 spec.windows("window"), spec.aggregation("aggregate"), **spec.store_options()
@@ -149,6 +164,17 @@ def aggregate_processors(spec: AggregateSpec) -> tuple[str, Callable[..., Any]]:
         return "task", wtable_join_factory(spec.join, **spec.wtable_options())
     except ValueError as error:
         raise ScenarioError(str(error), spec.source) from None
+
+
+def _final_results_options(spec: AggregateSpec) -> dict[str, Any]:
+    """A windowed aggregate's emit strategy, suppression and window store layout (:mod:`kjoin.scenario.windowed`)."""
+    data = spec.data
+    return {
+        "emit": data.get("emit", "updates"),
+        "suppress": data.get("suppress"),
+        "retention_ms": data.get("retention_ms"),
+        "segments": data.get("segments"),
+    }
 
 
 # -- the loop -----------------------------------------------------------------------------
@@ -215,6 +241,30 @@ def run_window_aggregate(
         "layout": windows.layout(retention_ms, segments),
         "semantics": parse_semantics(semantics),
     }
+    config = AggregateConfig("window-aggregate", aggregation.name, partitions, options)
+    return _run(config, records, log, lambda record, ctx: tasks[record.partition].process(record, ctx))
+
+
+def run_windowed_aggregate(
+    events: Iterable[Mapping[str, Any]],
+    windows: Any,
+    aggregation: Aggregation,
+    semantics: Semantics,
+    partitions: int = 1,
+    emit: str = "updates",
+    suppress: str | None = None,
+    retention_ms: int | None = None,
+    segments: int | None = None,
+) -> AggregateTrace:
+    """A windowed aggregate of any window kind (time, session, sliding), emit strategy and suppression
+    (:mod:`kjoin.scenario.windowed`)."""
+    factory = windowed.windowed_factory(windows, aggregation, semantics, emit, suppress, retention_ms, segments)
+    log = StateLog()
+    records = event_records(events, partitions)
+    tasks = _tasks(factory, log, records)
+    options: dict[str, Any] = {"windows": windows, "semantics": semantics, "emit": emit, "suppress": suppress}
+    if isinstance(windows, TimeWindows):
+        options["layout"] = windows.layout(retention_ms, segments)
     config = AggregateConfig("window-aggregate", aggregation.name, partitions, options)
     return _run(config, records, log, lambda record, ctx: tasks[record.partition].process(record, ctx))
 

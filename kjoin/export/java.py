@@ -82,6 +82,8 @@ IMPORTS = {
         "org.apache.kafka.streams.kstream.Joined",
         "org.apache.kafka.streams.kstream.KStream",
         "org.apache.kafka.streams.kstream.KTable",
+        "org.apache.kafka.streams.kstream.GlobalKTable",
+        "org.apache.kafka.streams.kstream.KeyValueMapper",
         "org.apache.kafka.streams.kstream.Materialized",
         "org.apache.kafka.streams.kstream.Produced",
         "org.apache.kafka.streams.kstream.StreamJoined",

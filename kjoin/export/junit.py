@@ -324,7 +324,7 @@ def export_junit(scenario: Any, name: str, source: str | None = None) -> str:
         topology(scenario, judge),
         config,
         _drive(["left"] if scenario.self_join else ["left", "right"], _inputs(scenario), expected),
-        scenario.join == "fk",
+        scenario.join == "fk" or (scenario.join == "stream-globaltable" and scenario.foreign_key is not None),
     )
 
 

@@ -135,6 +135,26 @@ def _foreign_key(scenario: Scenario) -> list[str]:
     ]
 
 
+def _global_table(scenario: Scenario) -> list[str]:
+    """``stream.join(globalTable, keySelector, JOINER)``: the right topic is a global topic, which
+    TopologyTestDriver applies the moment a record is piped (kjoin's order)."""
+    if scenario.foreign_key is None:
+        selector = ["KeyValueMapper<String, String, String> keySelector = (key, value) -> key; // the stream key"]
+    else:
+        selector = [
+            f"// the key selector: the field {scenario.foreign_key!r} of the stream value's JSON",
+            "KeyValueMapper<String, String, String> keySelector =",
+            f"{INDENT * 2}(key, value) -> field(value, {java_string(scenario.foreign_key)});",
+        ]
+    return [
+        f'KStream<String, String> left = builder.stream("left", Consumed.with({STRING_SERDES}));',
+        f'GlobalKTable<String, String> right = builder.globalTable("right", Consumed.with({STRING_SERDES}));',
+        *selector,
+        f"KStream<String, String> result = left.{JOIN_METHOD[scenario.variant]}(right, keySelector, JOINER);",
+        'result.to("output", Produced.with(Serdes.String(), Serdes.String()));',
+    ]
+
+
 def topology(scenario: Scenario, judge: KafkaJudge) -> list[str]:
     if scenario.join == "stream-stream":
         return _stream_stream(scenario, judge)
@@ -142,6 +162,8 @@ def topology(scenario: Scenario, judge: KafkaJudge) -> list[str]:
         return _stream_table(scenario)
     if scenario.join == "table-table":
         return _table_table(scenario)
+    if scenario.join == "stream-globaltable":
+        return _global_table(scenario)
     return _foreign_key(scenario)
 
 

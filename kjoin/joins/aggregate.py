@@ -184,6 +184,8 @@ class AggregateOutput:
     window: tuple[int, int] | None = None
     left: Any = None
     right: Any = None
+    inclusive: bool = False
+    """The window's end is inclusive (session and sliding windows: ``[start, end]``)."""
 
     @property
     def kind(self) -> str:
@@ -194,7 +196,7 @@ class AggregateOutput:
         where = (
             render_value(self.key)
             if self.window is None
-            else f"{render_value(self.key)}@[{self.window[0]}, {self.window[1]})"
+            else f"{render_value(self.key)}@[{self.window[0]}, {self.window[1]}{']' if self.inclusive else ')'}"
         )
         return f"{where}={text}"
 

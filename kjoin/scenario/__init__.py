@@ -2,7 +2,7 @@
 
 A scenario file (YAML or JSON) looks like this::
 
-    join: stream-stream        # stream-stream | stream-table | table-table
+    join: stream-stream        # stream-stream | stream-table | table-table | fk | stream-globaltable
     variant: left              # inner | left | outer
     semantics: "3.1"           # optional; default: the latest Kafka
     window: {before_ms: 15, after_ms: 15, grace_ms: 5}   # stream-stream only
@@ -22,6 +22,13 @@ Foreign-key joins and versioned tables add these fields::
     versioned_mode: final      # final | attempt1 | attempt2 (KIP-914's rejected designs)
     events:
       - {deliver: next}        # explicit delivery: next | all | subscription | response | m3
+
+A KStream-GlobalKTable join (its right events are the global topic's records; those before the first
+stream record are the bootstrap, restored before the stream is processed)::
+
+    join: stream-globaltable   # inner | left
+    foreign_key: customer      # optional key selector: a field path into the stream value ("a.b" nests);
+                               # without it the stream key is the table key
 
 Topologies around a join::
 

@@ -48,6 +48,7 @@ from ..records import Record, Side, kafka_keys
 from ..semantics import Semantics, parse_semantics
 from .fields import JOINS as PRIMARY_JOINS
 from .fields import KEY_TYPES, ScenarioError
+from . import windowed
 from .inputs import MAX_EVENTS, MAX_PARTITIONS, check_document, did_you_mean, unknown_field
 
 __all__ = [
@@ -87,6 +88,8 @@ AGGREGATE_FIELDS = {
     "semantics",
     "partitions",
     "events",
+    "emit",
+    "suppress",
 }
 _NEEDS = {
     "table-aggregate": {"group_by"},
@@ -98,7 +101,7 @@ _NEEDS = {
 }
 _ALLOWED = {
     "table-aggregate": {"aggregate", "group_by"},
-    "window-aggregate": {"window", "aggregate", "retention_ms", "segments"},
+    "window-aggregate": {"window", "aggregate", "retention_ms", "segments", "emit", "suppress"},
     "wtable-wtable": {
         "window",
         "right_window",
@@ -204,6 +207,7 @@ class AggregateSpec:
         for name in ("window", "right_window"):
             if name in data:
                 spec.windows(name)
+        windowed.check_final_results(data, join, semantics)  # session/sliding windows, emit and suppress
         spec.aggregation("aggregate")
         spec.aggregation("right_aggregate")
         spec.selector()
@@ -249,6 +253,11 @@ class AggregateSpec:
 
     def windows(self, name: str) -> TimeWindows:
         spec = self.data[name]
+        if windowed.window_kind(spec) != "time":  # session and sliding windows (kjoin.scenario.windowed)
+            try:
+                return windowed.parse_windows(name, spec)  # type: ignore[return-value]
+            except ScenarioError as error:
+                raise self._fail(str(error)) from None
         if not isinstance(spec, Mapping):
             raise self._fail(f"{name}: a mapping {{size_ms, advance_ms, grace_ms}} (size_ms required), not {spec!r}")
         try:

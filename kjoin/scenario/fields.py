@@ -35,8 +35,9 @@ __all__ = [
     "Delivery",
 ]
 
-JoinKind = Literal["stream-stream", "stream-table", "table-table", "fk"]
-"""The kinds of join a scenario can run (``fk``: a KTable-KTable foreign-key join)."""
+JoinKind = Literal["stream-stream", "stream-table", "table-table", "fk", "stream-globaltable"]
+"""The kinds of join a scenario can run (``fk``: a KTable-KTable foreign-key join; ``stream-globaltable``: a
+KStream-GlobalKTable join, its right events the global topic's records)."""
 Variant = Literal["inner", "left", "outer"]
 """Join variants; :data:`VARIANTS` says which kind of join has which."""
 VersionedMode = Literal["final", "attempt1", "attempt2"]
@@ -53,6 +54,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "stream-table": ("inner", "left"),
     "table-table": ("inner", "left", "outer"),
     "fk": ("inner", "left"),
+    "stream-globaltable": ("inner", "left"),
 }
 VERSIONED_MODES: tuple[str, ...] = get_args(VersionedMode)
 DELIVERY_MODES: tuple[str, ...] = get_args(DeliveryMode)

@@ -54,6 +54,11 @@ def check_scenario(scenario: Scenario) -> None:
         options: TableOptions = getattr(scenario, side)
         if options.versioned and scenario.join == "stream-stream":
             raise ScenarioError(f"{side}.versioned: a stream-stream join has no tables; remove the field")
+        if options.versioned and scenario.join == "stream-globaltable":
+            raise ScenarioError(
+                f"{side}.versioned: a KStream-GlobalKTable join looks up the global table's latest value (kjoin "
+                "models no versioned global table); remove the field"
+            )
         if options.versioned and scenario.join == "stream-table" and side == "left":
             raise ScenarioError(
                 "left.versioned: the left input of a stream-table join is the stream; only right: can be versioned"
@@ -187,13 +192,16 @@ def _check_topology(scenario: Scenario) -> None:
 def _check_extensions(scenario: Scenario) -> None:
     """The rules of the foreign-key, versioned and grace fields."""
     fk = scenario.join == "fk"
+    if scenario.join == "stream-globaltable":
+        _check_global_table(scenario)
     if fk and scenario.foreign_key is None:
         raise ScenarioError(
             "foreign_key: a fk join needs the field path of the foreign key in the left value, e.g. foreign_key: fk"
         )
-    if not fk and scenario.foreign_key is not None:
+    if not fk and scenario.foreign_key is not None and scenario.join != "stream-globaltable":
         raise ScenarioError(
-            f"foreign_key: only a fk join has a foreign key; a {scenario.join} join joins on the record key"
+            f"foreign_key: only a fk join (its foreign key) and a stream-globaltable join (its key selector) take a "
+            f"field path; a {scenario.join} join joins on the record key"
         )
     if fk and not scenario.semantics.foreign_key_joins:
         raise ScenarioError(
@@ -252,6 +260,28 @@ def _check_extensions(scenario: Scenario) -> None:
             )
 
 
+def _check_global_table(scenario: Scenario) -> None:
+    """A KStream-GlobalKTable join: Kafka 0.10.2+ (KIP-99); a key selector's field, where it is there, holds a key
+    (a missing field, or a value that is no mapping, selects null: the record is skipped as Kafka skips it)."""
+    if not scenario.semantics.global_tables:
+        raise ScenarioError(
+            f"join: GlobalKTables exist since Kafka 0.10.2 (KIP-99); semantics {scenario.semantics} has none"
+        )
+    if scenario.foreign_key is None:
+        return
+    for index, event in enumerate(scenario.events):
+        if not isinstance(event, Event) or event.side is not Side.LEFT:
+            continue
+        node = event.value
+        for part in scenario.foreign_key.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if node is not None and not isinstance(node, KEY_TYPES):
+            raise ScenarioError(
+                f"events[{index}].value: the key selector's field {scenario.foreign_key!r} is {node!r}; expected a "
+                "table key (a string or a number) or null"
+            )
+
+
 def check_foreign_key(path: str | None, value: Any, where: str) -> None:
     """The foreign key at ``path`` in a left value is a field holding a key (or null)."""
     assert path is not None
@@ -277,6 +307,12 @@ def _check_arrival(scenario: Scenario) -> None:
         raise ScenarioError(
             "arrival: a foreign-key join's order across tasks is set by its delivery; remove arrival "
             "(list the events in the order the task takes them)"
+        )
+    if scenario.join == "stream-globaltable":
+        raise ScenarioError(
+            "arrival: a global table is read by the global thread, not merged by timestamp with the stream, so no "
+            "arrival order applies; remove arrival (list the events in the order to try; see "
+            "kjoin.joins.global_table.possible_partners for every order a running application may take)"
         )
     if scenario.self_join:
         raise ScenarioError("arrival: a self-join reads one topic, so no side can lag behind the other; remove it")

@@ -11,6 +11,8 @@ knowing their layout:
 * :mod:`~kjoin.stores.outer_buffer`: :class:`OuterJoinBuffer`, the 3.1+ store of
   left/outer records still waiting for a partner, in Kafka's order.
 * :mod:`~kjoin.stores.table`: :class:`TableStore`, a KTable's materialized view.
+* :mod:`~kjoin.stores.global_table`: :class:`GlobalTableStore`, a GlobalKTable's whole topic, one
+  store every task reads.
 * :mod:`~kjoin.stores.versioned`: :class:`VersionedStore` (every version within history
   retention) and :class:`GraceBuffer` (stream records a stream-table join holds for its grace).
 * :mod:`~kjoin.stores.subscriptions`: :class:`SubscriptionStore`, a foreign-key join's
@@ -22,6 +24,7 @@ knowing their layout:
 
 from .base import STORE_KINDS, Store, StoreKind, kind_of, sort_key
 from .clock import CLOCK, STREAM_TIME, Clock, observed_time_name
+from .global_table import GLOBAL_TABLE, GLOBAL_TASK, GlobalTableStore
 from .outer_buffer import OUTER_BUFFER, BufferedRecord, OuterJoinBuffer
 from .record_cache import CachedUpdate, RecordCache
 from .subscriptions import SUBSCRIPTIONS, SubscriptionStore
@@ -83,6 +86,9 @@ __all__ = [
     "OUTER_BUFFER",
     "TableStore",
     "table_store_name",
+    "GlobalTableStore",
+    "GLOBAL_TABLE",
+    "GLOBAL_TASK",
     "VersionedStore",
     "PutResult",
     "versioned_store_name",

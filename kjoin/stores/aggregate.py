@@ -247,6 +247,18 @@ class SegmentedWindowStore:
                 found.append((start, row[2], row[0], row[1]))
         return sorted(found)
 
+    def all_windows(self, time_first: bool = False) -> list[tuple[Any, int, Any, int]]:
+        """Every window a read can see, of every key: ``(key, start, aggregate, ts)`` (an emit-final range read
+        orders them itself). ``time_first``: the read of an emit-final aggregate's time-ordered store, which in 3.4+
+        hides only a window starting *before* ``observed - retention`` (one millisecond less than a key-first read)."""
+        observed = self.observed_ms
+        if time_first and self.strict_retention and observed is not None:
+            bound = observed - self.layout.retention_ms
+            return [(key, start, row[0], row[1]) for (key, start), row in self._rows.items() if start >= bound]
+        return [
+            (key, start, row[0], row[1]) for (key, start), row in self._rows.items() if not self.behind_retention(start)
+        ]
+
     def behind_retention(self, start_ms: int) -> bool:
         """Kafka 3.4+ (KAFKA-12960): a read hides the window starting at ``start_ms`` when ``start_ms <= observed
         - retention``, though its segment may still live; before 3.4 a read finds it until its segment drops."""

@@ -204,6 +204,9 @@ public final class Oracle {
         // (an internal config, default 1000 ms); TopologyTestDriver's wall clock does not move, so the sweep would
         // never run. 0 makes it run on every record, as Kafka's own join tests set it.
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
+        // Emit-final windowed aggregates (3.3+, KIP-825) check for closed windows at most once per emit interval of
+        // wall-clock time (an internal config, default 1000 ms): 0 checks after every record, as kjoin models it.
+        props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
         List<String> caching = new ArrayList<>();
         if (scenario.get("caching") != null) {
             for (Object store : (List<Object>) scenario.get("caching")) {
@@ -378,6 +381,20 @@ public final class Oracle {
                 result.toStream().to("output", produced);
                 break;
             }
+            case "stream-globaltable": {
+                // KStream-GlobalKTable: the right topic is a global topic (TopologyTestDriver applies a global record
+                // the moment it is piped); the key selector is a field path into the stream value, or the stream key.
+                KStream<String, String> left = builder.stream("left", consumed);
+                org.apache.kafka.streams.kstream.GlobalKTable<String, String> right = builder.globalTable("right",
+                    consumed);
+                String path = (String) scenario.get("foreign_key");
+                org.apache.kafka.streams.kstream.KeyValueMapper<String, String, String> selector =
+                    (key, value) -> path == null ? key : selectedKey(value, path);
+                KStream<String, String> result = "inner".equals(variant)
+                    ? left.join(right, selector, JOINER) : left.leftJoin(right, selector, JOINER);
+                result.to("output", produced);
+                break;
+            }
             case "table-aggregate": {
                 // Seed 000's KTable aggregate: re-key the table by a field of its value and count per group.
                 KTable<String, String> table = table(builder, "left", Map.of(), false);
@@ -396,7 +413,7 @@ public final class Oracle {
                 break;
             }
             case "window-aggregate": {
-                windowedAggregate(builder, "left", map(scenario.get("window")), sumField(scenario))
+                finalResults(windowedAggregate(builder, "left", scenario), scenario)
                     .toStream()
                     .map((key, value) -> KeyValue.pair(windowKey(key), value == null ? null : value.toString()))
                     .to("output", produced);
@@ -471,6 +488,95 @@ public final class Oracle {
                 Materialized.with(Serdes.String(), Serdes.Long()));
     }
 
+    /** A windowed count or sum of the scenario's {@code window}: tumbling or hopping {@code TimeWindows}, session
+     *  windows ({@code inactivity_gap_ms}) or sliding windows ({@code time_difference_ms}), with {@code emit: final}
+     *  (emitStrategy(onWindowClose()), 3.3+). Windows through each version's API, by reflection: SessionWindows
+     *  .with(gap).grace(grace) before 3.0, ofInactivityGapAndGrace after; SlidingWindows.withTimeDifferenceAndGrace
+     *  before 3.0, ofTimeDifferenceAndGrace after. */
+    @SuppressWarnings("unchecked")
+    static KTable<Windowed<String>, Long> windowedAggregate(StreamsBuilder builder, String topic,
+                                                           Map<String, Object> scenario) throws Exception {
+        Map<String, Object> window = map(scenario.get("window"));
+        String sum = sumField(scenario);
+        boolean emitFinal = "final".equals(scenario.get("emit"));
+        if (!window.containsKey("inactivity_gap_ms") && !window.containsKey("time_difference_ms") && !emitFinal) {
+            return windowedAggregate(builder, topic, window, sum);
+        }
+        org.apache.kafka.streams.kstream.KGroupedStream<String, String> grouped =
+            builder.stream(topic, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
+        long grace = window.get("grace_ms") == null ? 0L : ((Number) window.get("grace_ms")).longValue();
+        Duration graceMs = Duration.ofMillis(grace);
+        org.apache.kafka.streams.kstream.Initializer<Long> zero = () -> 0L;
+        org.apache.kafka.streams.kstream.Aggregator<String, String, Long> adder =
+            (key, value, agg) -> agg + (sum == null ? 1L : number(value, sum));
+        Object emit = null;
+        Class<?> emitClass = null;
+        if (emitFinal) {
+            emitClass = Class.forName("org.apache.kafka.streams.kstream.EmitStrategy");
+            emit = emitClass.getMethod("onWindowClose").invoke(null);
+        }
+        if (window.containsKey("inactivity_gap_ms")) {
+            Duration gap = Duration.ofMillis(((Number) window.get("inactivity_gap_ms")).longValue());
+            org.apache.kafka.streams.kstream.SessionWindows windows;
+            if (atLeast(3, 0)) {
+                windows = org.apache.kafka.streams.kstream.SessionWindows.ofInactivityGapAndGrace(gap, graceMs);
+            } else {
+                Method with = org.apache.kafka.streams.kstream.SessionWindows.class.getMethod("with", Duration.class);
+                Method withGrace = org.apache.kafka.streams.kstream.SessionWindows.class.getMethod("grace",
+                    Duration.class);
+                windows = (org.apache.kafka.streams.kstream.SessionWindows) withGrace.invoke(with.invoke(null, gap),
+                    graceMs);
+            }
+            org.apache.kafka.streams.kstream.SessionWindowedKStream<String, String> windowed =
+                grouped.windowedBy(windows);
+            if (emit != null) {
+                windowed = (org.apache.kafka.streams.kstream.SessionWindowedKStream<String, String>)
+                    org.apache.kafka.streams.kstream.SessionWindowedKStream.class.getMethod("emitStrategy", emitClass)
+                        .invoke(windowed, emit);
+            }
+            org.apache.kafka.streams.kstream.Merger<String, Long> merger = (key, one, two) -> one + two;
+            return windowed.aggregate(zero, adder, merger, Materialized.with(Serdes.String(), Serdes.Long()));
+        }
+        if (window.containsKey("time_difference_ms")) {
+            Duration difference = Duration.ofMillis(((Number) window.get("time_difference_ms")).longValue());
+            Class<?> sliding = Class.forName("org.apache.kafka.streams.kstream.SlidingWindows");
+            Object windows = atLeast(3, 0)
+                ? sliding.getMethod("ofTimeDifferenceAndGrace", Duration.class, Duration.class)
+                    .invoke(null, difference, graceMs)
+                : sliding.getMethod("withTimeDifferenceAndGrace", Duration.class, Duration.class)
+                    .invoke(null, difference, graceMs);
+            Object windowed = org.apache.kafka.streams.kstream.KGroupedStream.class.getMethod("windowedBy", sliding)
+                .invoke(grouped, windows);
+            Class<?> windowedClass = org.apache.kafka.streams.kstream.TimeWindowedKStream.class;
+            if (emit != null) {
+                windowed = windowedClass.getMethod("emitStrategy", emitClass).invoke(windowed, emit);
+            }
+            return ((org.apache.kafka.streams.kstream.TimeWindowedKStream<String, String>) windowed)
+                .aggregate(zero, adder, Materialized.with(Serdes.String(), Serdes.Long()));
+        }
+        long size = ((Number) window.get("size_ms")).longValue();
+        TimeWindows windows = TimeWindows.ofSizeAndGrace(Duration.ofMillis(size), graceMs);
+        if (window.get("advance_ms") != null) {
+            windows = windows.advanceBy(Duration.ofMillis(((Number) window.get("advance_ms")).longValue()));
+        }
+        org.apache.kafka.streams.kstream.TimeWindowedKStream<String, String> windowed = grouped.windowedBy(windows);
+        windowed = (org.apache.kafka.streams.kstream.TimeWindowedKStream<String, String>)
+            org.apache.kafka.streams.kstream.TimeWindowedKStream.class.getMethod("emitStrategy", emitClass)
+                .invoke(windowed, emit);
+        return windowed.aggregate(zero, adder, Materialized.with(Serdes.String(), Serdes.Long()));
+    }
+
+    /** {@code suppress: until-window-closes}: {@code .suppress(Suppressed.untilWindowCloses(unbounded()))}. */
+    static KTable<Windowed<String>, Long> finalResults(KTable<Windowed<String>, Long> aggregate,
+                                                       Map<String, Object> scenario) {
+        if (!"until-window-closes".equals(scenario.get("suppress"))) {
+            return aggregate;
+        }
+        return aggregate.suppress(org.apache.kafka.streams.kstream.Suppressed.untilWindowCloses(
+            org.apache.kafka.streams.kstream.Suppressed.BufferConfig.unbounded()));
+    }
+
     /** A windowed key as one string for the output topic: the JSON {@code [key, start_ms, end_ms]}. */
     static String windowKey(Windowed<String> key) {
         List<Object> parts = new ArrayList<>();
@@ -502,6 +608,20 @@ public final class Oracle {
             }
         }
         return node instanceof String ? (String) node : Json.write(node);
+    }
+
+    /** A GlobalKTable join's key selector: the field at {@code path} of the stream value's JSON; null for a null
+     *  value, a value that is no JSON object, or a missing or null field on the way (Kafka calls the selector with
+     *  a null value too, from 2.7). */
+    static String selectedKey(String value, String path) {
+        if (value == null) {
+            return null;
+        }
+        try {
+            return foreignKey(value, path);
+        } catch (RuntimeException notJson) {
+            return null;
+        }
     }
 
     static KTable<String, String> table(StreamsBuilder builder, String topic, Map<String, Object> options,

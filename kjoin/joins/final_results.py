@@ -1,0 +1,141 @@
+"""Final results of windowed aggregates: ``suppress(untilWindowCloses)`` and emit-final.
+
+Kafka ships two ways to see one result per window instead of every update:
+
+* ``.suppress(Suppressed.untilWindowCloses(unbounded()))`` (2.1+, KIP-328): a processor *after* the aggregate
+  (:class:`SuppressionBuffer`). It keeps the newest update of each windowed key in a buffer ordered by the window's
+  end (then by the serialized windowed key), has its own stream time (the largest timestamp of the *updates* it
+  received: records the aggregate dropped never reach it), and forwards every buffered update whose ``window end <=
+  its stream time - grace`` (session windows: ``- grace - gap``), with the update's own timestamp. A tombstone
+  (a session merged away) is dropped when it leaves the buffer.
+* ``.emitStrategy(EmitStrategy.onWindowClose())`` (3.3+, KIP-825): inside the aggregate. Updates are stored but not
+  forwarded; after each record, when the aggregate's close time (stream time - grace) moved on, every window that
+  closed since the last emission is read from the store and forwarded once (:class:`EmitFinalTimeWindows` for
+  tumbling and hopping windows; the session and sliding aggregates do it themselves). In production this check runs
+  at most once per ``emit.interval`` of wall-clock time (an internal config,
+  ``__emit.interval.ms.kstreams.windowed.aggregation__``, 1000 ms by default), so a closed window may be forwarded
+  a record or more later than stream time alone says; TopologyTestDriver's wall clock does not move, which is why
+  the oracle sets the interval to 0 and kjoin checks after every record.
+
+Both forward a window once; they differ in *when* (the suppression buffer's stream time lags the aggregate's by the
+dropped records) and in the timestamp and order of what they forward.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..fates import Fate, Reason
+from ..records import Record, render_value
+from ..state import StateLog
+from ..stores.suppression import SuppressionStore
+from .aggregate import AggregateOutput
+from .context import StepContext
+from .window_aggregate import STREAM_TIME, WindowAggregate
+
+__all__ = ["SuppressionBuffer", "EmitFinalTimeWindows"]
+
+
+class SuppressionBuffer:
+    """``suppress(untilWindowCloses(unbounded()))`` after a windowed aggregate of one task.
+
+    ``duration_ms`` is the grace (session windows: grace + inactivity gap); ``session``: the windowed keys are
+    session keys (serialized key, end, start) rather than time-window keys (key, start)."""
+
+    def __init__(self, log: StateLog, task: int, duration_ms: int, session: bool = False) -> None:
+        self.duration_ms = duration_ms
+        self.buffer = SuppressionStore(log, task, session)
+        self._waits: dict[int, int] = {}  # step -> the stream time its latest buffered window waits for
+
+    def process(self, output: AggregateOutput, ctx: StepContext) -> None:
+        """The aggregate forwarded ``output``: buffer it, then forward every buffered update whose window closed."""
+        assert output.window is not None
+        stream_time = self.buffer.observe(output.ts)
+        self.buffer.put(output)
+        if output.origin_step == ctx.index and not output.tombstone:
+            wait = output.window[1] + self.duration_ms - 1  # forwarded once its stream time passes this
+            self._waits[ctx.index] = max(wait, self._waits.get(ctx.index, wait))
+        expiry = stream_time - self.duration_ms
+        for evicted in self.buffer.evict_until(expiry):
+            start, end = evicted.window  # type: ignore[misc]
+            where = f"{render_value(evicted.key)}@[{start}, {end}]"
+            if evicted.tombstone:
+                ctx.note(f"Suppression: {where} closed as a tombstone (a session merged away): dropped.")
+                continue
+            ctx.forward(evicted)
+            ctx.note(
+                f"Suppression: {where} closed (end {end} <= the buffer's stream time {stream_time} - "
+                f"{self.duration_ms}): its final result {render_value(evicted.value)}@{evicted.ts} is forwarded."
+            )
+
+    def settle(self, ctx: StepContext, record: Record) -> None:
+        """The step's fate after the buffer: a record whose updates all wait is buffered until its window closes."""
+        until = self._waits.pop(ctx.index, None)
+        if ctx.fate is not Fate.JOINED or any(o.origin_step == ctx.index for o in ctx.outputs):
+            return
+        ctx.settle(
+            Fate.BUFFERED,
+            Reason.WINDOW_OPEN,
+            f"{ctx.summary} Suppression: its update(s) wait in the buffer until the window closes.",
+            until_ms=until,
+        )
+
+
+class EmitFinalTimeWindows:
+    """A tumbling or hopping windowed aggregate with ``emitStrategy(onWindowClose())``: the aggregate stores its
+    updates without forwarding them; after each record this forwards the windows that closed since the last
+    emission (Kafka's ``KStreamWindowAggregate.maybeForwardFinalResult``)."""
+
+    def __init__(self, make: Callable[..., WindowAggregate], on_update: Callable[[AggregateOutput, StepContext], None]):
+        self.aggregate = make(on_update=lambda output, ctx: None)
+        self.on_update = on_update
+        self._last_emit_close: int | None = None
+
+    def process(self, record: Record, ctx: StepContext) -> None:
+        self.aggregate.process(record, ctx)
+        if record.key is None:
+            return
+        if ctx.fate is Fate.JOINED:
+            windows = self.aggregate.windows
+            last = windows.windows_for(record.ts)[-1]
+            ctx.settle(
+                Fate.BUFFERED,
+                Reason.WINDOW_OPEN,
+                f"{ctx.summary} Emit-final: nothing is forwarded until the window closes.",
+                until_ms=last.end_ms + windows.grace_ms - 1,
+            )
+        self._maybe_emit(ctx)
+
+    def _maybe_emit(self, ctx: StepContext) -> None:
+        windows = self.aggregate.windows
+        stream_time = self.aggregate.clock.get(STREAM_TIME)
+        assert stream_time is not None
+        close = stream_time - windows.grace_ms
+        if self._last_emit_close is not None and self._last_emit_close >= close:
+            return
+        upper = close - windows.size_ms
+        if upper < 0:
+            return
+        last = self._last_emit_close
+        lower = 0 if last is None else max(0, last - windows.size_ms) + 1
+        if last is not None and windows.windows_for(upper) == windows.windows_for(lower - 1):
+            return  # no window closed since the last emission (the close time stays where it was)
+        found = [
+            (start, key, agg, ts)
+            for key, start, agg, ts in self.aggregate.store.all_windows(time_first=True)
+            if lower <= start <= upper
+        ]
+        for start, key, agg, ts in sorted(found, key=lambda w: (w[0], _key_bytes(w[1]))):
+            window = (start, start + windows.size_ms)
+            self.on_update(
+                AggregateOutput(key, agg, None, ts, False, "window", self.aggregate.task, ctx.index, window), ctx
+            )
+            ctx.note(
+                f"Emit-final: window {render_value(key)}@[{window[0]}, {window[1]}) closed (close time {close}): "
+                f"{render_value(agg)}@{ts} forwarded."
+            )
+        self._last_emit_close = close
+
+
+def _key_bytes(key: Any) -> bytes:
+    return render_value(key).encode("utf-8")
