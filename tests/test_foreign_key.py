@@ -816,7 +816,9 @@ def test_fk_scenario_errors_name_the_field(change, message):
 def test_other_joins_refuse_fk_fields():
     from kjoin import ScenarioError
 
-    with pytest.raises(ScenarioError, match="foreign_key: only a fk join has a foreign key"):
+    with pytest.raises(
+        ScenarioError, match=r"foreign_key: only a fk join \(its foreign key\) and a stream-globaltable"
+    ):
         Scenario.from_dict({"join": "table-table", "variant": "inner", "foreign_key": "fk", "events": []})
     with pytest.raises(ScenarioError, match="delivery, hash_check: only a fk join"):
         Scenario.from_dict({"join": "table-table", "variant": "inner", "hash_check": False, "events": []})

@@ -221,7 +221,7 @@ def test_kafka_runs_each_task_with_the_whole_global_topic(built) -> None:
 def test_kjoin_export_writes_a_global_table_join_that_kafka_passes(tmp_path) -> None:
     """``kjoin export --junit`` builds ``builder.globalTable`` and the key selector, and the real library agrees with
     kjoin's records (inner and left, by a key selector and by the stream key)."""
-    from kjoin.export_junit import export_junit
+    from kjoin.export import export_junit
     from tests.test_export_junit import run_junit
 
     by_key = {
