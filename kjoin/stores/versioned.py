@@ -158,6 +158,13 @@ class VersionedStore(Store):
         versions = self._versions.setdefault(key, [])
         index = bisect.bisect_left(versions, ts, key=lambda version: version[0])
         if index < len(versions) and versions[index][0] == ts:
+            if value is None and len(versions) == 1 and versions[0][1] is not None:
+                # RocksDBVersionedStore: a tombstone at the latest value's own timestamp only deletes it from the
+                # latest-value store; no tombstone is kept, so a key without older versions has no history left
+                # and a later put of an older timestamp is the latest again
+                del self._versions[key]
+                self._log.delete(self.store, (key, ts))
+                return PutResult.LATEST, previous
             versions[index] = (ts, value)
         else:
             versions.insert(index, (ts, value))
