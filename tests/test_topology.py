@@ -499,3 +499,20 @@ def test_kjoin_run_prints_a_topologys_steps(tmp_path, capsys):
     assert main(["run", str(path), "--format", "jsonl"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(kjoin.load_scenario(path).run()) and '"fate": "joined"' in lines[4]
+
+
+def test_a_tombstone_at_the_latest_versions_timestamp_erases_a_key_without_older_versions():
+    """Kafka's RocksDBVersionedStore keeps no tombstone there (judged in tests/test_topology_oracle.py); with an
+    older version, that version's validity still ends at the tombstone."""
+    from kjoin.records import Side
+    from kjoin.state import StateLog
+    from kjoin.stores import PutResult, VersionedStore
+
+    store = VersionedStore(StateLog(), 0, Side.LEFT, 20, sends_old_values=False)
+    store.put("k", "A", 24)
+    assert store.put("k", None, 24)[0] is PutResult.LATEST and store.versions("k") == []
+    assert store.put("k", "B", 15)[0] is PutResult.LATEST
+    store.put("j", "A", 10)
+    store.put("j", "B", 24)
+    store.put("j", None, 24)
+    assert store.put("j", "C", 15)[0] is PutResult.OUT_OF_ORDER
