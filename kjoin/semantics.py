@@ -305,8 +305,8 @@ class Semantics:
         still went into its side's window store after the join (``KStreamJoinWindow`` forwards, then puts): a
         delete of nothing that still advanced the store's observed stream time and dropped the segments behind its
         retention, so a later record of that side older than the retention was not stored and found no partner
-        (harness: 2.4.1 drops it, 2.5.1 and 3.0.2 keep it; issue 32's wide sweep found it on a self-join). KIP-77
-        on; the 0.10.0 era's null values never enter a store, as its seeds say."""
+        (harness: 2.4.1 and 2.5.0 drop it, 2.5.1 and 3.0.2 keep it; issue 32's wide sweep found it on a
+        self-join). KIP-77 on; the 0.10.0 era's null values never enter a store, as its seeds say."""
 
     @since("3.7", ticket="KIP-962")
     def skipped_records_advance_stream_time(self) -> bool:

@@ -296,7 +296,7 @@ def test_before_2_5_1_a_null_value_still_advances_its_window_store(built) -> Non
             {"side": "left", "key": "k1", "value": "L0", "ts": 6_281_424},
         ],
     }
-    for version, skips in (("2.4.1", False), ("2.5.0", False), ("2.5.1", True), ("3.0.2", True)):
+    for version, skips in (("2.5.0", False), ("2.5.1", True)):  # the patch that fixed it, and the one before
         assert kjoin.parse_semantics(version).join_window_store_skips_null_values is skips
         with Harness(version) as harness:
             plain = kjoin.Scenario.from_dict({**NULL_VALUE_AHEAD, "semantics": version})
@@ -642,7 +642,7 @@ def test_the_random_scenarios_reach_what_was_never_compared() -> None:
     """The latest judge's random scenarios hold long ones (a uniform length, not hypothesis's few), fk joins over
     several partitions, explicit deliveries with every kind of instruction, and old values; an explicit one releases
     its messages in Kafka's order, so kjoin gives it the outputs of its immediate form."""
-    batch = oracle_check.generate(oracle_check.LATEST_JUDGE, 800)
+    batch = oracle_check.generate(oracle_check.LATEST_JUDGE, 500)
     long = [s for s in batch if len(s.events) > 16]
     fk = [s for s in batch if s.join == "fk"]
     explicit = [s for s in fk if s.delivery.mode == "explicit"]
