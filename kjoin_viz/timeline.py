@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from kjoin.fates import Fate, Reason
 from kjoin.records import OutputKind, Side, key_identity, render_value
@@ -174,21 +174,7 @@ def timeline_svg(
         f'width="{WIDTH}" height="{height}" style="width:100%;max-width:{WIDTH}px;height:auto" '
         f'font-family="monospace" font-size="10" data-view="{low}..{high}" data-lanes="{len(lane_list)}">'
     ]
-    for lane, y in lane_y.items():
-        task, _, side = lane
-        parts.append(f'<line x1="{margin}" y1="{y}" x2="{WIDTH - MARGIN}" y2="{y}" stroke="#bbb"/>')
-        if not keyed:
-            parts.append(f'<text x="2" y="{y + 3}">{side}</text>')
-            continue
-        key = next(s.record.key for s in near if lane_of(s.record)[:2] == lane[:2])
-        name = _short(render_value(key), 9 if len(tasks) > 1 else 12)
-        where = f"t{task} " if len(tasks) > 1 else ""
-        label = f"{where}{name} {'L' if side is Side.LEFT else 'R'}"
-        parts.append(
-            f'<text class="kjoin-lane" x="2" y="{y + 3}" data-lane="{html.escape(label)}">'
-            f"<title>{html.escape(f'task {task}, key {render_value(key)}, {side} side')}</title>"
-            f"{html.escape(label)}</text>"
-        )
+    parts += _lane_parts(lane_y, near, keyed, len(tasks) > 1, margin, lane_of)
     # the axis: ticks at round milliseconds
     parts.append(f'<line x1="{margin}" y1="{axis_y}" x2="{WIDTH - MARGIN}" y2="{axis_y}" stroke="#888"/>')
     for tick in ticks(low, high):
@@ -218,6 +204,70 @@ def timeline_svg(
             f'<text x="{sx}" y="{top - 2}" text-anchor="middle" fill="#c60" stroke="white" stroke-width="3" '
             f'paint-order="stroke">{label}</text>'
         )
+    marks, before, after = _record_marks(near, step, (low, high), lane_y, lane_of, x, keyed, late)
+    parts += marks
+    # the current record's label last, on a white halo over everything else, on the side with room
+    r = current
+    if low <= r.ts <= high:
+        cx, cy = x(r.ts), lane_y[lane_of(r)]
+        text = html.escape(f"{render_value(r.value)}@{r.ts}")
+        right_room = WIDTH - MARGIN - cx
+        anchor, tx = ("start", cx + 10) if right_room > 7 * len(text) + 12 else ("end", cx - 10)
+        parts.append(
+            f'<text class="kjoin-current" x="{tx}" y="{cy + 4}" text-anchor="{anchor}" font-weight="bold" '
+            f'stroke="white" stroke-width="3" paint-order="stroke">{text}</text>'
+        )
+    if before:
+        parts.append(f'<text x="{margin - 4}" y="{axis_y - 4}" text-anchor="end" fill="#777">◀ {before}</text>')
+    if after:
+        parts.append(f'<text x="{WIDTH - MARGIN + 4}" y="{axis_y - 4}" fill="#777">{after} ▶</text>')
+    if left_out:
+        parts.append(
+            f'<text class="kjoin-left-out" x="{margin}" y="{axis_y + 28}" fill="#777">'
+            f"+ {left_out} record{'s' if left_out > 1 else ''} of other keys in view (not drawn)</text>"
+        )
+    parts.append(_legend(trace.join_window is not None, legend_y))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _lane_parts(
+    lane_y: dict, near: Sequence[Any], keyed: bool, several_tasks: bool, margin: int, lane_of: Callable[[Any], Lane]
+) -> list[str]:
+    """Each lane's line and its label: the side, or (one lane per key) the task, the key and the side."""
+    parts = []
+    for lane, y in lane_y.items():
+        task, _, side = lane
+        parts.append(f'<line x1="{margin}" y1="{y}" x2="{WIDTH - MARGIN}" y2="{y}" stroke="#bbb"/>')
+        if not keyed:
+            parts.append(f'<text x="2" y="{y + 3}">{side}</text>')
+            continue
+        key = next(s.record.key for s in near if lane_of(s.record)[:2] == lane[:2])
+        name = _short(render_value(key), 9 if several_tasks else 12)
+        where = f"t{task} " if several_tasks else ""
+        label = f"{where}{name} {'L' if side is Side.LEFT else 'R'}"
+        parts.append(
+            f'<text class="kjoin-lane" x="2" y="{y + 3}" data-lane="{html.escape(label)}">'
+            f"<title>{html.escape(f'task {task}, key {render_value(key)}, {side} side')}</title>"
+            f"{html.escape(label)}</text>"
+        )
+    return parts
+
+
+def _record_marks(
+    near: Sequence[Any],
+    step: int,
+    view: tuple[float, float],
+    lane_y: dict,
+    lane_of: Callable[[Any], Lane],
+    x: Callable[[float], float],
+    keyed: bool,
+    late: Sequence[bool] | None,
+) -> tuple[list[str], int, int]:
+    """A dot per record in view (hollow and crossed for a null value, red-ringed when late, faded when still to
+    come), and how many records lie before and after the view."""
+    low, high = view
+    parts: list[str] = []
     before = after = 0
     for s in near:
         r = s.record
@@ -243,29 +293,7 @@ def timeline_svg(
                 f'<path d="M{cx - 3} {cy - 3}L{cx + 3} {cy + 3}M{cx - 3} {cy + 3}L{cx + 3} {cy - 3}" stroke="#555"/>'
             )
         parts.append("</g>")
-    # the current record's label last, on a white halo over everything else, on the side with room
-    r = current
-    if low <= r.ts <= high:
-        cx, cy = x(r.ts), lane_y[lane_of(r)]
-        text = html.escape(f"{render_value(r.value)}@{r.ts}")
-        right_room = WIDTH - MARGIN - cx
-        anchor, tx = ("start", cx + 10) if right_room > 7 * len(text) + 12 else ("end", cx - 10)
-        parts.append(
-            f'<text class="kjoin-current" x="{tx}" y="{cy + 4}" text-anchor="{anchor}" font-weight="bold" '
-            f'stroke="white" stroke-width="3" paint-order="stroke">{text}</text>'
-        )
-    if before:
-        parts.append(f'<text x="{margin - 4}" y="{axis_y - 4}" text-anchor="end" fill="#777">◀ {before}</text>')
-    if after:
-        parts.append(f'<text x="{WIDTH - MARGIN + 4}" y="{axis_y - 4}" fill="#777">{after} ▶</text>')
-    if left_out:
-        parts.append(
-            f'<text class="kjoin-left-out" x="{margin}" y="{axis_y + 28}" fill="#777">'
-            f"+ {left_out} record{'s' if left_out > 1 else ''} of other keys in view (not drawn)</text>"
-        )
-    parts.append(_legend(trace.join_window is not None, legend_y))
-    parts.append("</svg>")
-    return "".join(parts)
+    return parts, before, after
 
 
 def _short(text: str, limit: int) -> str:
