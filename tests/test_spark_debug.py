@@ -263,13 +263,21 @@ def test_a_partition_count_below_the_topics_partitions_blames_the_count_not_co_p
     from kjoin.spark import from_kafka
 
     frame = kafka_frame(spark, rows, utf8, utf8)
-    left, right = from_kafka(frame, partitions=3), from_kafka(frame)
+    # the reader checks eagerly (issue 25) and names the count
+    with pytest.raises(
+        SparkInputError,
+        match=r"column 'partition': 3 is not a partition of a topic with partitions=3 \(0 to 2\); pass the topic's "
+        r"real partition count",
+    ):
+        from_kafka(frame, partitions=3)
+    # unchecked, the join names the same cause, not co-partitioning
+    left, right = from_kafka(frame, partitions=3, check=False), from_kafka(frame)
     with pytest.raises(
         SparkInputError,
         match=r"left topic \(Kafka DataFrame\): partitions=3 was passed, but the topic has records in partition 3, "
         r"so it has at least 4 partitions",
     ):
-        run_join(left, right, "stream-table", "left")
+        run_join(left, right, "stream-table", "left").outputs.count()
 
 
 def test_a_misspelled_column_raises_without_printing_the_plan(tmp_path):
