@@ -277,11 +277,15 @@ def latest_by_timestamp(scenario: Scenario, side: str) -> dict:
 @given(inputs=events(), partitions=PARTITIONS, variant=st.sampled_from(["inner", "left", "outer"]))
 def test_final_result_joins_the_latest_by_timestamp_records(inputs, partitions, variant):
     """KIP-914: with both tables versioned, 'the latest (by timestamp) join result will indeed
-    always be the join of the latest (by timestamp) records from each table'."""
+    always be the join of the latest (by timestamp) records from each table'. Kafka breaks the claim in one case:
+    a tombstone at its key's latest value's own timestamp is forgotten, so an older value put after it becomes
+    the latest (``versioned_same_ts_tombstone_leaves_no_trace``, pinned against Kafka in test_kafka_oracle.py). The
+    design's claim is checked with that rule switched off."""
     scenario = Scenario.from_dict(
         {
             "join": "table-table",
             "variant": variant,
+            "semantics": "4.4-versioned_same_ts_tombstone_leaves_no_trace",
             "partitions": partitions,
             "left": RETENTION,
             "right": RETENTION,
