@@ -30,6 +30,8 @@ How it works:
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from typing import Any, Iterable, Mapping
 
 from ..fates import Fate
@@ -76,9 +78,8 @@ class _Run:
             self.internal_readers[fk.node.params["subscription_topic"]] = (fk, fk.right_sub)
             self.internal_readers[fk.node.params["response_topic"]] = (fk, fk.left_sub)
         self.clocks: dict[str, TaskClock] = {}
-        self.topics: dict[str, dict[int, list[TopicRecord]]] = {
-            name: {p: [] for p in range(topic.partitions)} for name, topic in self.graph.topics.items()
-        }
+        # A partition's list is made when a record first reaches it (a topic of 2^31 partitions costs nothing).
+        self.topics: dict[str, dict[int, list[TopicRecord]]] = {name: defaultdict(list) for name in self.graph.topics}
         self.steps: list[TopologyStep] = []
 
     # -- the schedules ----------------------------------------------------------------------------
