@@ -56,7 +56,7 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
     return fill
 
 
-def _rows(records: list[Any]) -> list[list[Any]]:
+def rows(records: list[Any]) -> list[list[Any]]:
     rows = [[r.topic, None if r.key is None else render_value(r.key), None if r.value is None else
              render_value(r.value), r.ts] for r in records]  # fmt: skip
     return sorted(rows, key=lambda row: row[0])
@@ -70,7 +70,7 @@ def test_rebuilt_from_describe_emits_what_kafka_emitted(case: str) -> None:
     described = topology.described
     assert described.refused == [] and described.missing == [], described.report()
     trace = topology.run(document["events"])
-    ours = [_rows(records) for records in trace.outputs_by_event()]
+    ours = [rows(records) for records in trace.outputs_by_event()]
     assert ours == fixture["outputs"], f"{case}: kjoin from describe() differs from Kafka {fixture['kafka']}"
     # the internal topics are Kafka's own: the repartition topics keep their names
     theirs = {
