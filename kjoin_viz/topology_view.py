@@ -36,6 +36,8 @@ from .stepper import SliderStep
 __all__ = ["TopologyStepper", "topology_svg", "topology_layout", "Layout", "node_state", "step_text"]
 
 WIDTH = 1240
+"""The widest a graph is drawn; a graph of few columns is narrower (:data:`PITCH` each) and shown at its size."""
+PITCH = 140
 BOX_H, ROW_H, TOP, MARGIN, BLOCK_GAP = 34, 84, 40, 14, 22
 STATE_ROWS = 3
 """At most this many rows of each node's state are drawn beside it (with how many more)."""
@@ -67,6 +69,7 @@ class Layout:
     box_width: float
     height: int
     subtopology: dict[str, int]
+    width: int = WIDTH
 
 
 def _label(node: Any, graph: Any) -> tuple[str, str]:
@@ -74,14 +77,14 @@ def _label(node: Any, graph: Any) -> tuple[str, str]:
     op, params = node.op, node.params
     if op in ("stream", "table", "repartition-source"):
         topic = graph.topics[node.topic]
-        kind = {"stream": "stream", "table": "table", "repartition-source": "reads repartition topic"}[op]
+        kind = {"stream": "stream", "table": "table", "repartition-source": "repartition"}[op]
         versioned = " (versioned)" if params.get("history_retention_ms") is not None else ""
         return f"{kind}{versioned} · {topic.partitions or '?'}p", node.topic
     if op in ("to", "repartition-sink"):
-        return ("writes repartition topic" if op == "repartition-sink" else "to"), node.topic
+        return ("to repartition" if op == "repartition-sink" else "to topic"), node.topic
     if op in ("stream-stream", "stream-table", "table-table", "fk"):
-        kind = {"fk": "foreign-key"}.get(op, op)
-        return f"{kind} {params['variant']} join", node.name
+        other = {"stream-stream": "windowed", "stream-table": "table", "table-table": "tables", "fk": "FK"}
+        return f"{params['variant']} join · {other[op]}", node.name
     return op.replace("_", " "), node.name
 
 
@@ -94,15 +97,15 @@ def topology_layout(topology: Any) -> Layout:
     column: dict[str, int] = {}
     for node in nodes:
         if node.op == "repartition-source":
-            column[node.name] = column[sinks[node.topic].name] + 1
+            column[node.name] = column[sinks[node.topic].name]  # under (or over) its sink, in its own block
         elif node.op in ("stream", "table"):
             column[node.name] = 0
         else:
             column[node.name] = 1 + max((column[p.name] for p in node.parents), default=-1)
     sub_of = graph.subtopology_of()
     columns = max(column.values()) + 1
-    pitch = (WIDTH - 2 * MARGIN) / columns
-    box_width = min(pitch - 24, 210)
+    pitch = min(PITCH, (WIDTH - 2 * MARGIN) / columns)
+    box_width = pitch - 22
     boxes: dict[str, tuple[float, float]] = {}
     top = TOP
     for number in sorted(set(sub_of.values())):  # a block of rows per sub-topology, in Kafka's numbering
@@ -113,7 +116,7 @@ def topology_layout(topology: Any) -> Layout:
             boxes[node.name] = (MARGIN + col * pitch, top + (rows[col] - 1) * ROW_H)
         top += max(rows.values()) * ROW_H + BLOCK_GAP
     height = int(top - BLOCK_GAP + 20)
-    return Layout(boxes, box_width, height, sub_of)
+    return Layout(boxes, box_width, height, sub_of, int(2 * MARGIN + columns * pitch))
 
 
 def node_state(trace: TopologyTrace, step: int, task: str | None = None) -> dict[str, list[str]]:
@@ -155,8 +158,8 @@ def topology_svg(trace: TopologyTrace, step: int, layout: Layout | None = None) 
     visits = {visit.node: visit for visit in current.visits}
     state = node_state(trace, step)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {layout.height}" width="100%" '
-        f'style="max-width:{WIDTH}px;font-family:sans-serif" class="kjoin-topology" role="img" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {layout.width} {layout.height}" width="{layout.width}" '
+        f'style="max-width:100%;height:auto;font-family:sans-serif" class="kjoin-topology" role="img" '
         f'aria-label="the topology at step {step}">',
         _marker("arrow", "#999"),
         _marker("lit", "#333"),
@@ -169,7 +172,7 @@ def topology_svg(trace: TopologyTrace, step: int, layout: Layout | None = None) 
     task_clock = ", ".join(state.get("task", []))
     parts.append(
         f'<text x="{MARGIN}" y="16" font-size="12" fill="#333">step {step}: task {current.task} took '
-        f"{html.escape(_short(current.record.describe(), 90))}"
+        f"{html.escape(_short(current.record.describe(), max(20, int(layout.width / 7) - 40)))}"
         + (f" · {html.escape(task_clock)}" if task_clock else "")
         + "</text>"
     )
@@ -226,8 +229,25 @@ def _edges(trace: TopologyTrace, step: int, layout: Layout, visits: dict[str, An
             crossed = current.record.topic == node.topic
             pending = node.topic in written
             label = "taken now" if crossed else "written: taken later" if pending else "repartition topic"
-            parts.append(_arrow(layout.boxes[node.name], layout.boxes[source.name], w, crossed, True, label, pending))
+            parts.append(_topic_arrow(layout.boxes[node.name], layout.boxes[source.name], w, crossed, pending, label))
     return parts
+
+
+def _topic_arrow(
+    sink: tuple[float, float], source: tuple[float, float], w: float, lit: bool, pending: bool, label: str
+) -> str:
+    """A repartition topic: dashed, from its sink down (or up) to its source in the same column."""
+    x = sink[0] + w / 2
+    down = source[1] > sink[1]
+    y0 = sink[1] + BOX_H if down else sink[1]
+    y1 = source[1] - 2 if down else source[1] + BOX_H + 2
+    colour, width = ("#333", 2.6) if lit else ("#c77d00", 2.2) if pending else ("#aaa", 1.2)
+    marker = "lit" if lit else "arrow"
+    return (
+        f'<path d="M{x:.0f},{y0:.0f} L{x:.0f},{y1:.0f}" fill="none" stroke="{colour}" stroke-width="{width}" '
+        f'stroke-dasharray="6 4" marker-end="url(#kjoin-{marker})"/>'
+        f'<text x="{x + 6:.0f}" y="{(y0 + y1) / 2 + 4:.0f}" font-size="11" fill="{colour}">{html.escape(label)}</text>'
+    )
 
 
 def _arrow(
@@ -299,7 +319,7 @@ def _box(graph: Any, node: Any, at: tuple[float, float], w: float, visit: Any, s
         parts.append(
             f'<text x="{x + 4:.0f}" y="{y + BOX_H + 12 + 11 * i:.0f}" font-size="10" fill="#336" '
             f'font-family="monospace" paint-order="stroke" stroke="#fff" stroke-width="3">'
-            f"{html.escape(_short(line, chars + 2))}</text>"
+            f"{html.escape(_short(line, int((w + 6) / 6.3)))}</text>"
         )
     parts.append("</g>")
     return "".join(parts)

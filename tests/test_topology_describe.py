@@ -167,3 +167,16 @@ def test_stores_keep_their_names() -> None:
     assert set(topology.described.stores) == {"customers-store", "addresses-store"}
     table = topology.graph.nodes[topology.described.stores["customers-store"]]
     assert table.op == "table" and table.params["store"] == "customers-store"
+
+
+def test_notebook_12_imports_what_kafka_printed() -> None:
+    """The texts notebook 12 pastes are the real library's (the fixtures), not hand-written."""
+    import re
+
+    import nbformat
+
+    notebook = nbformat.read(FIXTURES.parent.parent / "notebooks" / "12_your_whole_app.ipynb", 4)
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    texts = dict(re.findall(r'^(\w+) = """\n(.*?)\n"""', code, flags=re.M | re.S))
+    assert texts["KAFKA_DESCRIBE"] == _load("course-12-whole-app.json")["describe_text"].rstrip("\n")
+    assert texts["WORD_COUNT"] == _load("kafka_examples.json")["examples"]["kafka-word-count"].rstrip("\n")
