@@ -14,7 +14,8 @@ judged Kafka version's own describe() text and outputs.
 
 * ``kafka_examples.json``: Kafka Streams' own example applications (``DescribeExamples.java``: Pipe, LineSplit,
   WordCountDemo, WordCountProcessorDemo, TemperatureDemo, PageViewUntypedDemo, a GlobalKTable join), of which kjoin
-  builds Pipe and refuses the rest with reasons.
+  builds Pipe and refuses the rest with reasons; and the course's app with every join named by the application
+  (``named-whole-app``: StreamJoined.withName, TableJoined.as, Named.as), which kjoin reads by Kafka's suffixes.
 """
 
 from __future__ import annotations

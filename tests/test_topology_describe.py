@@ -214,3 +214,45 @@ def test_a_renamed_processor_is_named_by_its_operation() -> None:
     assert "by-customer-repartition" in topology.graph.topics
     outputs = [rows(records) for records in topology.run(fixture["document"]["events"]).outputs_by_event()]
     assert outputs == fixture["outputs"]
+
+
+def test_joins_the_application_named_are_recognised_by_kafkas_suffixes() -> None:
+    """StreamJoined.withName("paid"), Named.as("profiles"), TableJoined.as("located"), Joined.as(...): Kafka names
+    the join's processors after the name (paid-this-windowed, profiles-join-this, located-result, ...). What the name
+    hides (a renamed key selector, a stream-table join's kind, toStream) is declared with 'op'."""
+    text = _load("kafka_examples.json")["examples"]["named-whole-app"]
+    bare = _refused(kjoin.Topology.from_describe(text))
+    assert set(bare) >= {"by-customer", "with-name", "located-changes"}  # named ops: the report asks for 'op'
+    assert "window" in bare["paid-merge"] and "foreign_key" in bare["located-result"]
+    fill = {
+        "by-customer": {"op": "select_key", "fn": lambda key, value: value.split(",")[0]},
+        "with-name": {"op": "join", "fn": lambda order, name: f"{order}/{name}"},
+        "with-city": {"op": "left_join"},
+        "paid-merge": {"window": {"before_ms": 10, "after_ms": 10, "grace_ms": 0}},
+        "profiles": {"variant": "left"},
+        "located-result": {"foreign_key": lambda value: value.split(",")[0]},
+        "located-changes": {"op": "to_stream"},
+    }
+    topology = kjoin.Topology.from_describe(text, fill)
+    assert topology.described.refused == [], topology.described.report()
+    nodes = topology.graph.nodes
+    assert (nodes["paid-merge"].op, nodes["paid-merge"].params["variant"]) == ("stream-stream", "outer")
+    assert (nodes["profiles"].op, nodes["profiles"].params["variant"]) == ("table-table", "left")
+    assert (nodes["located-result"].op, nodes["located-result"].params["variant"]) == ("fk", "inner")
+    assert [nodes[n].params["variant"] for n in ("with-name", "with-city")] == ["inner", "left"]
+    assert "with-name-repartition" in topology.graph.topics  # Kafka's name for the re-key's topic
+    left, right = nodes["located-result"].parents
+    assert (left.name, right.name) == ("profiles", "KTABLE-SOURCE-0000000010")  # regions
+    trace = topology.run(
+        [
+            {"topic": "customers", "key": "c1", "value": "r1,Ann", "ts": 1},
+            {"topic": "regions", "key": "r1", "value": "North", "ts": 2},
+            {"topic": "orders", "key": "o1", "value": "c1,book", "ts": 3},
+            {"topic": "payments", "key": "o1", "value": "paid", "ts": 4},
+        ]
+    )
+    assert [(r.topic, r.key, r.value) for r in trace.outputs()] == [
+        ("located-customers", "c1", "r1,Ann-null-North"),
+        ("enriched-orders", "c1", "c1,book/r1,Ann-null"),
+        ("paid-orders", "o1", "c1,book-paid"),  # the outer join holds o1 alone until its window closes
+    ]

@@ -12,11 +12,16 @@ Paste what Kafka Streams prints for ``topology.describe()``::
 recognises each processor by the name the DSL gave it (``KSTREAM-KEY-SELECT-…``, ``KSTREAM-LEFTJOIN-…``,
 ``KTABLE-FK-JOIN-OUTPUT-…``), groups the processors of one DSL operation back into that operation (a stream-stream
 join is two ``WINDOWED``, a ``JOINTHIS``/``JOINOTHER`` pair and a ``MERGE``; a foreign-key join a dozen processors
-over two internal topics; a re-key's repartition topic a filter, a sink and a source), and calls the builder
+over two internal topics; a re-key's repartition topic a filter, a sink and a source; a join the application
+named, ``StreamJoined.withName("paid")``, by Kafka's suffixes: ``paid-this-windowed``, ``paid-outer-this-join``,
+``paid-merge``, see :data:`_ROLES`), and calls the builder
 (:mod:`kjoin.topology.builder`) in the order Kafka numbered them. What the text does not say, you fill in by the
 processor's name in ``functions``: a function (key selector, value mapper, predicate, joiner), or for a join a mapping
 ``{joiner, variant, window, foreign_key, grace_ms}``. A table-table or foreign-key join's kind (inner, left, outer)
-is not in the text (Kafka names the processors of all three alike): kjoin assumes ``inner`` and says so.
+is not in the text (Kafka names the processors of all three alike): kjoin assumes ``inner`` and says so. A single
+processor the application renamed (``selectKey(.., Named.as("by-customer"))``, a stream-table join under
+``Joined.as``) has no sign of its operation left: declare it, ``{"op": "select_key", "fn": ...}`` (``filter``,
+``map_values``, ``select_key``, ``map``, ``to_stream``, ``peek``, ``join``, ``left_join``).
 
 What kjoin cannot model is listed with its reason, with everything downstream of it: custom processors
 (``addProcessor``, ``process``, ``transform``: their code and punctuations are not in the text), and the DSL
@@ -202,7 +207,7 @@ def _op_table() -> tuple[Operation, ...]:
     )
 
 
-SINGLE_OPS = ("filter", "map_values", "select_key", "map", "to_stream", "peek")
+SINGLE_OPS = ("filter", "map_values", "select_key", "map", "to_stream", "peek", "join", "left_join")
 """What ``functions={name: {"op": ...}}`` can declare a renamed (``Named.as``) processor to be."""
 
 
@@ -258,6 +263,37 @@ class Description:
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(self.report())
+
+
+# -- the processors of one join ----------------------------------------------------------------------------------
+_ROLES = (
+    # (role, DSL prefixes, suffixes of a join the application named: StreamJoined.withName, Named.as, TableJoined.as)
+    ("ss-outer-this", ("KSTREAM-OUTERTHIS",), ("-outer-this-join",)),
+    ("ss-outer-other", ("KSTREAM-OUTEROTHER",), ("-outer-other-join",)),
+    ("ss-this", ("KSTREAM-JOINTHIS",), ("-this-join",)),
+    ("ss-other", ("KSTREAM-JOINOTHER",), ("-other-join",)),
+    ("ss-windowed", ("KSTREAM-WINDOWED",), ("-this-windowed", "-other-windowed")),
+    ("tt-this", ("KTABLE-JOINTHIS",), ("-join-this",)),
+    ("tt-other", ("KTABLE-JOINOTHER",), ("-join-other",)),
+    ("fk-output", ("KTABLE-FK-JOIN-OUTPUT",), ()),
+    ("fk-registration", ("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION",), ("-subscription-registration-processor",)),
+    ("fk-right", (), ("-foreign-join-subscription",)),
+    ("fk-inside", ("KTABLE-FK-JOIN-", "KTABLE-SINK"),
+     ("-subscription-receive", "-subscription-join-foreign", "-subscription-response-resolver",
+      "-subscription-registration-sink", "-subscription-response-sink")),
+    ("repartition-filter", (), ("-repartition-filter",)),
+)  # fmt: skip
+"""How the processors of one DSL operation are named, by Kafka's counter or after the name the application gave."""
+
+
+def role(node: DescribedNode) -> str | None:
+    """What part of a join (or of a repartition) a processor is, by its name; ``None``: none."""
+    for name, prefixes, suffixes in _ROLES:
+        if node.name.startswith(prefixes) or node.name.endswith(suffixes):
+            return name
+    if node.name.endswith("-result") and node.parents and node.parents[0].endswith("-subscription-response-resolver"):
+        return "fk-output"  # a foreign-key join's result, named with TableJoined.as
+    return None
 
 
 # -- building -----------------------------------------------------------------------------------------------------
@@ -358,8 +394,21 @@ class _Importer:
                 )
             i = _Importer
             build = {"filter": i.filter, "map_values": i.map_values, "select_key": i.select_key, "map": i.map,
-                     "to_stream": i.to_stream, "peek": i.passes}[spec["op"]]  # fmt: skip
+                     "to_stream": i.to_stream, "peek": i.passes, "join": i.stream_table,
+                     "left_join": i.stream_table}[spec["op"]]  # fmt: skip
             return Operation(spec["op"], build)
+        part = role(node)
+        if part == "fk-output":
+            return Operation("fk-output", _Importer.foreign_key)
+        if part == "repartition-filter":
+            return Operation("repartition-filter", _Importer.filter)
+        if part is not None:
+            return Operation(part, _Importer.inside)
+        parts = {role(self.nodes[p]) for p in node.parents}
+        if len(node.parents) == 2 and parts <= {"ss-this", "ss-outer-this", "ss-other", "ss-outer-other"}:
+            return Operation("stream-stream join", _Importer.stream_merge)
+        if len(node.parents) == 2 and parts == {"tt-this", "tt-other"}:
+            return Operation("table-table join", _Importer.table_merge)
         matches = [op for op in OPERATIONS if node.name.startswith(op.prefix)]
         if node.kind == "Source" and not node.name.startswith(("KSTREAM-SOURCE", "KTABLE-SOURCE")):
             return Operation("source", _Importer.source)  # a source renamed with Consumed.as / Named
@@ -372,7 +421,8 @@ class _Importer:
             return f"{_CUSTOM} (it keeps stores {', '.join(node.stores)})"
         return (
             f"{_CUSTOM}; or a DSL operation renamed with Named.as: say which with functions={{{node.name!r}: "
-            "{'op': 'map_values', 'fn': ...}}} (filter, map_values, select_key, map, to_stream, peek)"
+            "{'op': 'map_values', 'fn': ...}}} (filter, map_values, select_key, map, to_stream, peek; join or "
+            "left_join for a stream-table join, with its joiner as 'fn')"
         )
 
     # -- helpers --------------------------------------------------------------------------------------------------
@@ -434,9 +484,10 @@ class _Importer:
 
     def getter_stores(self, node: DescribedNode) -> set[str]:
         """The stores a table's value getter reads (what a join that looks the table up lists)."""
-        if node.name.startswith("KTABLE-SOURCE") or (node.stores and not node.name.startswith("KTABLE-MERGE")):
+        merge = {role(self.nodes[p]) for p in node.parents} == {"tt-this", "tt-other"}
+        if node.name.startswith("KTABLE-SOURCE") or (node.stores and not merge):
             return set(node.stores)
-        if node.name.startswith("KTABLE-MERGE"):
+        if merge:
             if node.stores:
                 return set(node.stores)
             return set().union(*(self.getter_stores(self.nodes[p]) for p in self.sides(node)))
@@ -444,7 +495,7 @@ class _Importer:
 
     def sides(self, merge: DescribedNode) -> list[str]:
         """A table-table join's two inputs: the inputs of its JOINTHIS and JOINOTHER."""
-        parents = sorted((self.nodes[p] for p in merge.parents), key=lambda n: "OTHER" in n.name)
+        parents = sorted((self.nodes[p] for p in merge.parents), key=lambda n: role(n) == "tt-other")
         return [self.nodes[p].parents[0] for p in (n.name for n in parents)]
 
     # -- the operations -------------------------------------------------------------------------------------------
@@ -552,7 +603,13 @@ class _Importer:
         return None  # a processor of a join: the join is built where its result leaves (MERGE, FK-JOIN-OUTPUT)
 
     def stream_table(self, node: DescribedNode) -> Any:
-        variant = "left" if node.name.startswith("KSTREAM-LEFTJOIN") else "inner"
+        spec = self.fill.get(node.name)
+        declared = spec.get("op") if isinstance(spec, Mapping) else None
+        variant = "left" if node.name.startswith("KSTREAM-LEFTJOIN") or declared == "left_join" else "inner"
+        if declared is not None:
+            spec = {key: value for key, value in spec.items() if key != "op"}
+            joiner = spec.pop("fn", spec.get("joiner"))
+            self.fill[node.name] = {**spec, "joiner": joiner}
         options = self.join_options(node, f"stream-table {variant} join", ("grace_ms",))
         right = self.table_of(node.stores, node)
         left = self.parent(node)
@@ -561,13 +618,13 @@ class _Importer:
 
     def stream_merge(self, node: DescribedNode) -> Any:
         parents = [self.nodes[p] for p in node.parents]
-        this = [p for p in parents if p.name.startswith(("KSTREAM-JOINTHIS", "KSTREAM-OUTERTHIS"))]
-        other = [p for p in parents if p.name.startswith(("KSTREAM-JOINOTHER", "KSTREAM-OUTEROTHER"))]
+        this = [p for p in parents if role(p) in ("ss-this", "ss-outer-this")]
+        other = [p for p in parents if role(p) in ("ss-other", "ss-outer-other")]
         if len(parents) != 2 or len(this) != 1 or len(other) != 1:
             raise _Refused(_not_yet("merge of two streams", "merge"))
         variant = (
-            "outer" if this[0].name.startswith("KSTREAM-OUTERTHIS")
-            else "left" if other[0].name.startswith("KSTREAM-OUTEROTHER") else "inner"
+            "outer" if role(this[0]) == "ss-outer-this"
+            else "left" if role(other[0]) == "ss-outer-other" else "inner"
         )  # fmt: skip
         options = self.join_options(node, f"stream-stream {variant} join", ("window",))
         window = options.pop("window", None)
@@ -586,9 +643,7 @@ class _Importer:
 
     def table_merge(self, node: DescribedNode) -> Any:
         parents = [self.nodes[p] for p in node.parents]
-        if not (
-            len(parents) == 2 and {p.name.split("-0")[0] for p in parents} == {"KTABLE-JOINTHIS", "KTABLE-JOINOTHER"}
-        ):
+        if not (len(parents) == 2 and {role(p) for p in parents} == {"tt-this", "tt-other"}):
             raise _Refused("a KTABLE-MERGE that is not a table-table join's")
         left_name, right_name = self.sides(node)
         options = self.join_options(node, "table-table join", ("variant",))
@@ -640,17 +695,13 @@ class _Importer:
             seen.add(current.name)
             for upper in self.upstream(current):
                 inside = (
-                    upper.name.startswith(("KTABLE-FK-JOIN-", "KTABLE-SINK"))
-                    and not upper.name.startswith("KTABLE-FK-JOIN-OUTPUT")  # another join's result: a table
+                    role(upper) in ("fk-inside", "fk-registration", "fk-right")  # not another join's result: a table
                 ) or (upper.kind == "Source" and any(FK_TOPIC.search(t) for t in upper.topics))
                 if inside:
                     stack.append(upper)
-                elif (
-                    current.name.startswith("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION")
-                    and upper.name in current.parents
-                ):
+                elif role(current) == "fk-registration" and upper.name in current.parents:
                     left = upper.name
-                elif current.name.startswith("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR") and upper.name in current.parents:
+                elif role(current) in ("fk-inside", "fk-right") and upper.name in current.parents:
                     right = upper.name
         if left is None or right is None or left not in self.handles or right not in self.handles:
             raise _Refused("its left and right tables could not be traced through its subscription topics")

@@ -13,6 +13,12 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.GlobalKTable;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.StreamJoined;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -29,6 +35,7 @@ import org.apache.kafka.streams.state.Stores;
  * {@code Topology.describe()} prints them: one JSON line {@code {"name": .., "text": ..}} each. kjoin's
  * {@code Topology.from_describe} reads these texts (tests/test_topology_describe.py): what it can model it builds, the
  * rest it refuses with reasons. The examples that kjoin builds are judged record by record through TopologyOracle.
+ * {@code named-whole-app} is the course's app with every operation named by the application, as real apps often do.
  */
 public final class DescribeExamples {
     private DescribeExamples() {
@@ -43,6 +50,7 @@ public final class DescribeExamples {
         examples.put("kafka-temperature", temperature());
         examples.put("kafka-page-view-untyped", pageView());
         examples.put("kafka-global-table-join", globalTableJoin());
+        examples.put("named-whole-app", namedWholeApp());
         PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
         for (Map.Entry<String, Topology> entry : examples.entrySet()) {
             Map<String, Object> line = new LinkedHashMap<>();
@@ -144,6 +152,29 @@ public final class DescribeExamples {
         GlobalKTable<String, String> products = builder.globalTable("products");
         orders.join(products, (orderId, order) -> order.split(",")[0], (order, product) -> order + "/" + product)
             .to("enriched-orders");
+        return builder.build();
+    }
+
+    /** The course's whole app and joins of every kind, each operation named by the application (Named.as, Joined.as,
+     * StreamJoined.withName, TableJoined.as): what describe() prints then. */
+    static Topology namedWholeApp() {
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> orders = builder.stream("orders");
+        KStream<String, String> payments = builder.stream("payments");
+        KTable<String, String> customers = builder.table("customers");
+        KTable<String, String> addresses = builder.table("addresses");
+        KTable<String, String> regions = builder.table("regions");
+        orders.selectKey((id, order) -> order.split(",")[0], Named.as("by-customer"))
+            .join(customers, (order, name) -> order + "/" + name, Joined.as("with-name"))
+            .leftJoin(addresses, (order, city) -> order + "/" + city, Joined.as("with-city"))
+            .to("enriched-orders", Produced.as("enriched-sink"));
+        orders.outerJoin(payments, (o, p) -> o + "/" + p, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(10)),
+                StreamJoined.<String, String, String>as("paid").withName("paid"))
+            .to("paid-orders");
+        customers.leftJoin(addresses, (c, a) -> c + "/" + a, Named.as("profiles"))
+            .join(regions, c -> c.split(",")[0], (c, r) -> c + "/" + r, TableJoined.as("located"))
+            .toStream(Named.as("located-changes"))
+            .to("located-customers");
         return builder.build();
     }
 }
