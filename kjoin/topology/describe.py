@@ -240,6 +240,9 @@ class Description:
     notes: list[str] = field(default_factory=list)
     stores: dict[str, str] = field(default_factory=dict)
     """Store name -> the kjoin node that keeps it."""
+    inside: list[str] = field(default_factory=list)
+    """Processors kjoin does as part of another node (a join's windows and halves, a foreign-key join's protocol, a
+    repartition topic's filter, sink and source, a table's topic source)."""
 
     @property
     def missing(self) -> list[Need]:
@@ -247,7 +250,11 @@ class Description:
         return [need for need in self.needs if not need.given and need.default is None]
 
     def report(self) -> str:
-        lines = [f"from_describe: {len(self.nodes)} processors read, {len(set(self.built))} built into kjoin nodes"]
+        inside = [name for name in self.inside if name not in self.built]
+        lines = [
+            f"from_describe: {len(self.nodes)} processors read: {len(self.built)} built as "
+            f"{len(set(self.built.values()))} kjoin nodes, {len(inside)} inside them, {len(self.refused)} not modelled"
+        ]
         if self.needs:
             lines.append("fill in (functions={processor: ...}):")
             for need in self.needs:
@@ -380,6 +387,8 @@ class _Importer:
                 self.handles[node.name] = handle
                 if hasattr(handle, "node"):
                     self.description.built[node.name] = handle.node.name
+            elif node.name not in self.description.built:
+                self.description.inside.append(node.name)
         return self.description
 
     def _inputs(self, node: DescribedNode) -> set[str]:
@@ -717,6 +726,7 @@ class _Importer:
         if topic in self.internal:
             return None  # a repartition or foreign-key topic: kjoin writes its own
         self.parent(node).to(topic, name=node.name)
+        self.description.built[node.name] = node.name
         return None
 
 
