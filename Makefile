@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check topology-check kafka-live broker-check cluster fuzz-inputs bench-reference
+.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check topology-check describe-check kafka-live broker-check cluster fuzz-inputs bench-reference
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -104,6 +104,11 @@ kafka-check: kafka-oracle
 # version through kjoin.Topology and TopologyTestDriver (tests/topology_oracle.py); KJOIN_TOPOLOGY_SEED repeats a run.
 topology-check: kafka-oracle
 	$(PY) -m tests.topology_oracle $(N)
+
+# Topology.from_describe (issue 30) on every judged Kafka version's own describe() texts: the course's topologies,
+# the developer guide's joins and every random shape, rebuilt from the text and run against that version's outputs.
+describe-check: kafka-oracle
+	$(PY) -m tests.describe_cases --check
 
 # N random multi-partition scenarios (default 200) through a running KafkaStreams application on a KRaft broker and
 # through kjoin (issue 27): each task's processing order and its outputs. `N=500 make broker-check`; a second argument

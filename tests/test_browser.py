@@ -198,7 +198,7 @@ def _drive_widgets(page, stem: str) -> dict[str, int]:
     """Click, answer and slide every course widget on the page; each must react."""
     from playwright.sync_api import expect
 
-    driven = {"stepper": 0, "predict": 0, "variants": 0, "whatif": 0, "upgrade": 0}
+    driven = {"stepper": 0, "predict": 0, "variants": 0, "whatif": 0, "upgrade": 0, "topology": 0}
     predicts = page.locator(".kjoin-predict")
     for i in range(predicts.count()):
         widget = predicts.nth(i)
@@ -234,6 +234,20 @@ def _drive_widgets(page, stem: str) -> dict[str, int]:
         if i == 0:
             page.screenshot(path=str(ARTIFACTS / f"{stem}-stepper.png"))
         driven["stepper"] += 1
+    topologies = page.locator(".kjoin-topology-stepper")  # kjoin_viz.TopologyStepper: the graph follows the slider
+    for i in range(topologies.count()):
+        widget = topologies.nth(i)
+        widget.scroll_into_view_if_needed()
+        text = widget.locator("pre")
+        shown, last = (int(n) for n in re.search(r"step (\d+) of (\d+)", text.inner_text()).groups())
+        moved = shown - 1 if shown == last else shown + 1
+        widget.get_by_role("button", name="previous" if shown == last else "next", exact=True).click()
+        expect(text).to_contain_text(f"step {moved} of {last}", timeout=30_000)
+        expect(widget.locator("svg.kjoin-topology")).to_have_attribute("aria-label", f"the topology at step {moved}")
+        assert widget.locator("svg .kjoin-lit").count() >= 1, "no node of the record's path is lit"
+        if i == 0:
+            page.screenshot(path=str(ARTIFACTS / f"{stem}-topology.png"))
+        driven["topology"] += 1
     variants = page.locator(".kjoin-variants.widget-vbox")
     for i in range(variants.count()):
         widget = variants.nth(i)
@@ -314,7 +328,8 @@ def test_every_notebook_runs_in_jupyterlab_and_its_widgets_work(lab, browser, no
     # every widget the notebook creates is on the page, and reacts
     code = _code(notebook)
     expected = {
-        "stepper": code.count("Stepper("),
+        "stepper": code.count("Stepper(") - code.count("TopologyStepper("),
+        "topology": code.count("TopologyStepper("),
         "predict": code.count("Predict("),
         "variants": code.count("Variants("),
         "whatif": code.count("WhatIf("),
@@ -329,7 +344,7 @@ def test_every_notebook_runs_in_jupyterlab_and_its_widgets_work(lab, browser, no
     # every view fits the notebook's width with the file browser open
     selectors = (
         ".kjoin-stepper, .kjoin-predict, .kjoin-variants, .kjoin-whatif, .kjoin-step, .kjoin-table,"
-        " .kjoin-whatif-table, .kjoin-upgrade"
+        " .kjoin-whatif-table, .kjoin-upgrade, .kjoin-topology-stepper, svg.kjoin-topology"
     )
     assert _fits(page, selectors) == [], f"{notebook.name}: views wider than the notebook"
     page.screenshot(path=str(ARTIFACTS / f"{stem}-2-driven.png"), full_page=False)

@@ -46,6 +46,8 @@ class Topology:
         self.semantics = semantics if isinstance(semantics, Semantics) else parse_semantics(semantics)
         self.graph = Graph()
         self._built = False
+        self.described: Any = None
+        """What :meth:`from_describe` made of a ``describe()`` text (``None`` for a topology built in Python)."""
 
     # -- sources ------------------------------------------------------------------------------
     def stream(
@@ -91,6 +93,26 @@ class Topology:
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise TopologyError(f"topic {topic}: partitions is a whole number from 1, got {count!r}")
         self.graph.add_topic(Topic(topic, count, functions.partitioner(partitioner)))
+
+    @classmethod
+    def from_describe(
+        cls,
+        text: str,
+        functions: Mapping[str, Any] | None = None,
+        *,
+        partitions: int = 1,
+        semantics: str | Semantics | None = None,
+    ) -> "Topology":
+        """The topology a real application's ``topology.describe()`` prints, built as far as kjoin can:
+        ``functions`` fills in, by processor name, what the text does not say (key selectors, value mappers,
+        predicates, joiners; a join's ``{joiner, variant, window, foreign_key, grace_ms}``).
+        ``topology.described`` lists what was built, what is still needed and what kjoin cannot model, with
+        reasons (:mod:`kjoin.topology.describe`)."""
+        from .describe import from_describe
+
+        topology = cls(partitions=partitions, semantics=semantics)
+        topology.described = from_describe(topology, text, functions)
+        return topology
 
     # -- build and run --------------------------------------------------------------------------
     def build(self) -> "Topology":
@@ -303,7 +325,8 @@ class KStream(_Handle):
                     "choose semantics 2.6 or later"
                 )
             return cached
-        topic_name = f"{join_name or self.node.name}-repartition"
+        # a topology read from describe() keeps the name Kafka gave the topic (kjoin.topology.describe)
+        topic_name = self.node.params.get("repartition_topic") or f"{join_name or self.node.name}-repartition"
         partitioner = self.node.params.get("partitioner")
         self.topology.graph.add_topic(Topic(topic_name, None, partitioner, internal=True))
         sink = self._add("repartition-sink", [(self.node, None)], STREAM, f"{topic_name}-sink", topic=topic_name)
