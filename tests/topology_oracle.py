@@ -255,7 +255,7 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
     ``versioned``, tables are versioned now and then (on one partition: a versioned table's history retention
     follows its task's observed time)."""
     shapes = SHAPES
-    if not kjoin.parse_semantics(era).rekeyed_stream_joined_twice:  # KAFKA-9298: refused before 2.6
+    if not kjoin.parse_semantics(era).rekeyed_stream_joined_twice:  # KAFKA-9298: refused before 2.5.1
         shapes = tuple(shape for shape in SHAPES if shape != "rekey-self-join-table")
     shape = rng.choice(shapes)
     partitions = rng.randint(1, 4) if shape in TIMELESS or shape in PER_TASK else 1

@@ -321,7 +321,7 @@ class KStream(_Handle):
                 raise TopologyError(
                     f"{self.node.name}: this re-keyed stream is joined a second time; Kafka {self.topology.semantics} "
                     "refuses that (TopologyException: Topic ...-repartition has already been registered by another "
-                    "source) until 2.6 reuses the repartition topic (KAFKA-9298): re-key it once per join, or "
+                    "source) until 2.5.1 reuses the repartition topic (KAFKA-9298): re-key it once per join, or "
                     "choose semantics 2.6 or later"
                 )
             return cached
