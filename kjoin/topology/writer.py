@@ -83,6 +83,54 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
         elif node.op == "to_stream":
             entry["to_stream"] = True
             entry["input"] = logical(node.parents[0])
+        elif node.op == "global-table":
+            entry["global_table"] = node.topic
+            topic = graph.topics[node.topic]
+            if topic.partitions != topology.partitions:
+                entry["partitions"] = topic.partitions
+        elif node.op == "stream-global":
+            p = node.params
+            entry["join" if p["variant"] == "inner" else "left_join"] = [logical(parent) for parent in node.parents]
+            if p["joiner"].spec != "concat":
+                entry["joiner"] = spec(node, "joiner")
+            if p.get("key_selector") is not None:
+                entry["key_selector"] = spec(node, "key_selector")
+        elif node.op == "merge":
+            entry["merge"] = [logical(parent) for parent in node.parents]
+        elif node.op == "to_table":
+            entry["to_table"] = True
+            entry["input"] = logical(node.parents[0])
+        elif node.op in ("group_by", "table-group-by"):
+            entry["name"] = node.params.get("grouped_name") or node.name
+            entry["group_by"] = spec(node)
+            entry["input"] = logical(node.parents[0])
+            if node.params.get("partitioner") is not None and node.op == "group_by":
+                entry["partitioner"] = spec(node, "partitioner")
+        elif node.op in ("aggregate", "table-aggregate"):
+            source = logical(node.parents[0])
+            parent = graph.nodes[source]
+            if parent.op in ("group_by", "table-group-by"):
+                grouped = parent.params.get("grouped_name") or parent.name
+            else:
+                grouped = node.params.get("grouped_name") or f"{node.name}-grouped"
+                nodes.append({"name": grouped, "group_by_key": True, "input": source})
+            windows = node.params.get("windows")
+            if windows is not None:
+                nodes.append(
+                    {
+                        "name": f"{node.name}-windows",
+                        "windowed_by": {
+                            "size_ms": windows.size_ms, "advance_ms": windows.advance, "grace_ms": windows.grace_ms,
+                        },
+                        "input": grouped,
+                    }
+                )  # fmt: skip
+                grouped = f"{node.name}-windows"
+            kind, given = node.params["doc"]
+            if given is None:
+                raise TopologyError(f"node {node.name}: its {kind} functions are Python functions")
+            entry[kind] = given
+            entry["input"] = grouped
         elif node.op == "to":
             entry["to"] = node.topic
             entry["input"] = logical(node.parents[0])
