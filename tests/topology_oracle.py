@@ -231,8 +231,12 @@ def _window(rng: random.Random) -> dict[str, int]:
     return {"before_ms": rng.randint(0, 6), "after_ms": rng.randint(0, 6), "grace_ms": rng.randint(0, 4)}
 
 
-def _maybe_stateless(rng: random.Random, nodes: list[dict[str, Any]], current: str, tag: str) -> str:
-    """Now and then a filter or a value mapper after a re-key (it stays upstream of the repartition topic)."""
+def _maybe_stateless(
+    rng: random.Random, nodes: list[dict[str, Any]], current: str, tag: str, fields_read: bool = False
+) -> str:
+    """Now and then a filter or a value mapper after a re-key (it stays upstream of the repartition topic);
+    ``fields_read``: a node below reads a field of the value, so no ``append`` (the harness parses a JSON object
+    value, which an appended ``!`` would break)."""
     roll = rng.random()
     if roll < 0.25:
         predicate = rng.choice(
@@ -241,7 +245,7 @@ def _maybe_stateless(rng: random.Random, nodes: list[dict[str, Any]], current: s
         nodes.append({"name": f"{tag}-filter", "filter": predicate, "input": current})
         return f"{tag}-filter"
     if roll < 0.4:
-        mapper = rng.choice([{"append": "!"}, {"field": "v"}])
+        mapper = rng.choice([{"field": "v"}] if fields_read else [{"append": "!"}, {"field": "v"}])
         nodes.append({"name": f"{tag}-mapped", "map_values": mapper, "input": current})
         return f"{tag}-mapped"
     return current
@@ -345,7 +349,7 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
                   {"name": "j2", join[_variant(rng, "inner", "left")]: ["by-region", "regions"]}]  # fmt: skip
     elif shape == "rekey-aggregate":  # orders counted (reduced, aggregated) per customer
         nodes += [{"name": "orders", "stream": "orders"}]
-        current = _maybe_stateless(rng, nodes, "orders", "o")
+        current = _maybe_stateless(rng, nodes, "orders", "o", fields_read=True)
         nodes += [{"name": "by-c", "group_by": {"field": "c"}, "input": current},
                   {"name": "agg", **rng.choice(AGGREGATIONS), "input": "by-c"}]  # fmt: skip
     elif shape == "windowed-aggregate":  # tumbling or hopping windows, by key or by customer

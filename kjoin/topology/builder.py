@@ -284,10 +284,19 @@ class KStream(_Handle):
         return node.params.get("partitioner")
 
     def _aggregated(self, op_name: str | None, grouped_name: str | None) -> tuple[Node, str]:
-        """The node an aggregate reads (through ``<grouped name or aggregate name>-repartition`` if the key
-        changed), and the aggregate's name."""
+        """The node an aggregate reads, and the aggregate's name. A changed key is repartitioned first, as
+        Kafka's ``GroupedStreamAggregateBuilder`` does: through ``<grouped name>-repartition``, shared by every
+        aggregate of the grouped stream, when the grouping is named (``Grouped.as``); else through a topic of
+        each aggregate's own, ``<aggregate name>-repartition``."""
         name = op_name or self.topology.graph.new_name("aggregate")
-        return self._repartitioned(grouped_name or name), name
+        if not self.node.key_changed:
+            return self.node, name
+        if grouped_name is None:
+            return self._repartition_topic(f"{name}-repartition"), name
+        cached = self.node.params.setdefault("_grouped", {})
+        if grouped_name not in cached:
+            cached[grouped_name] = self._repartition_topic(f"{grouped_name}-repartition")
+        return cached[grouped_name], name
 
     def to(
         self, topic: str, *, partitions: int | None = None, partitioner: Any = None, name: str | None = None
@@ -397,7 +406,12 @@ class KStream(_Handle):
                     "choose semantics 2.6 or later"
                 )
             return cached
-        topic_name = f"{join_name or self.node.name}-repartition"
+        source = self._repartition_topic(f"{join_name or self.node.name}-repartition")
+        self.node.params["_repartitioned"] = source
+        return source
+
+    def _repartition_topic(self, topic_name: str) -> Node:
+        """Write this stream to a new repartition topic and read it back: the source node."""
         partitioner = self.node.params.get("partitioner")
         self.topology.graph.add_topic(Topic(topic_name, None, partitioner, internal=True))
         sink = self._add("repartition-sink", [(self.node, None)], STREAM, f"{topic_name}-sink", topic=topic_name)
@@ -405,7 +419,6 @@ class KStream(_Handle):
             sink.params["carries_old"] = True
         source = self._add("repartition-source", (), STREAM, f"{topic_name}-source", topic=topic_name)
         sink.params["source"] = source
-        self.node.params["_repartitioned"] = source
         return source
 
 

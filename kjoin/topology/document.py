@@ -25,7 +25,8 @@ table-table, or with ``foreign_key: path`` a foreign-key join; ``joiner: concat 
 ``to_stream`` (``input``) and ``to: topic`` (``input``). Also: ``global_table: topic`` (a stream
 joins it with ``key_selector: {field: path}``), ``merge: [stream, stream]``, ``to_table: true``,
 ``repartition: true`` (``partitions``), ``group_by_key: true`` / ``group_by: {field: path}``
-(a stream or a table; the node is the grouped stream, and its name names the repartition topic),
+(a stream or a table; the node is the grouped stream, unnamed for Kafka: each aggregate of it
+writes a repartition topic of its own),
 ``windowed_by: {size_ms, advance_ms, grace_ms}`` (a grouped stream), and ``count: true``,
 ``reduce: concat``, ``aggregate: concat`` (``input``: a grouped node; see
 :mod:`kjoin.topology.functions`). Every error names the node and the field and says what is expected.
@@ -265,12 +266,13 @@ def _build_node(topology: Topology, handles: dict[str, Any], node: Any, at: str,
                 name=name, partitions=node.get("partitions"), partitioner=node.get("partitioner")
             )
         elif op == "group_by_key":
-            handles[name] = handle("input", node.get("input"), KStream).group_by_key(name=name)
+            # a document's node names its handle; Kafka's harness names no Grouped (each aggregate its own topic)
+            handles[name] = handle("input", node.get("input"), KStream).group_by_key()
         elif op == "group_by":
             parent = handle("input", node.get("input"))
             if not isinstance(parent, (KStream, KTable)):
                 raise TopologyError(f"{at}.input: group_by reads a stream or a table, got a {_kind(parent)}")
-            handles[name] = parent.group_by(node[op], name=name, partitioner=node.get("partitioner"))
+            handles[name] = parent.group_by(node[op], partitioner=node.get("partitioner"))
         elif op == "windowed_by":
             grouped = handles.get(node.get("input"))
             if not isinstance(grouped, KGroupedStream) or isinstance(grouped, (KGroupedTable, TimeWindowedKStream)):
