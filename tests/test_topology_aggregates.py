@@ -97,6 +97,31 @@ def test_windowed_and_stream_aggregates_agree_with_kafka(built):
     assert outputs[2] == [["counts", "c1", "3", 9]]  # late for its window, still counted (no window)
 
 
+@pytest.mark.parametrize(
+    "window",
+    [{"inactivity_gap_ms": 3, "grace_ms": 1}, {"time_difference_ms": 4, "grace_ms": 2}],
+    ids=["session", "sliding"],
+)
+def test_session_and_sliding_windows_agree_with_kafka(built, window):
+    data = {
+        "topology": [
+            {"name": "clicks", "stream": "clicks"},
+            {"name": "g", "group_by_key": True, "input": "clicks"},
+            {"name": "w", "windowed_by": window, "input": "g"},
+            {"name": "agg", "aggregate": "concat", "input": "w"},
+            {"name": "out", "to": "out", "input": "agg"},
+        ],
+        "events": [
+            {"topic": "clicks", "key": "u", "value": v, "ts": ts}
+            for v, ts in [("a", 1), ("b", 6), ("c", 3), ("d", 20), ("e", 2), ("f", 19)]
+        ],
+    }
+    outputs = _judged(data, "4.4.0")
+    if "inactivity_gap_ms" in window:  # c at 3 joins [6, 6] (deleted: a tombstone); [1, 1] has closed (close 2)
+        assert outputs[2] == [["out", "[u@6/6]", None, 6], ["out", "[u@3/6]", "+b+c", 6]]
+    assert sum(len(rows) for rows in outputs) > len(outputs)
+
+
 # -- table aggregates ----------------------------------------------------------------------------------------------
 TABLE_AGGREGATE = {
     "topology": [

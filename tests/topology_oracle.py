@@ -352,9 +352,14 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
         current = _maybe_stateless(rng, nodes, "orders", "o", fields_read=True)
         nodes += [{"name": "by-c", "group_by": {"field": "c"}, "input": current},
                   {"name": "agg", **rng.choice(AGGREGATIONS), "input": "by-c"}]  # fmt: skip
-    elif shape == "windowed-aggregate":  # tumbling or hopping windows, by key or by customer
+    elif shape == "windowed-aggregate":  # tumbling, hopping, session or sliding windows, by key or by customer
         size = rng.randint(1, 10)
         window = {"size_ms": size, "advance_ms": rng.randint(1, size), "grace_ms": rng.randint(0, 5)}
+        roll = rng.random()
+        if roll < 0.25:
+            window = {"inactivity_gap_ms": rng.randint(1, 6), "grace_ms": rng.randint(0, 5)}
+        elif roll < 0.5 and kjoin.parse_semantics(era).sliding_windows:
+            window = {"time_difference_ms": rng.randint(1, 8), "grace_ms": rng.randint(0, 5)}
         grouped = {"group_by_key": True} if rng.random() < 0.5 else {"group_by": {"field": "c"}}
         # a windowed reduce is left out: a first null value stores null, which Kafka deletes and kjoin's window
         # store keeps (so the next timestamp differs); count and aggregate start from their initializer

@@ -6,11 +6,13 @@ How it works (Kafka's processors, with caching off as kjoin's every run):
   ``reduce``, ``aggregate``): a null key or a null value is skipped; the group's aggregate starts from the
   initializer (a reduce: from the first value), is stored with ``max(record ts, aggregate ts)`` and forwarded as
   ``Change(new aggregate, old aggregate)``. A re-keyed stream is read through its repartition topic first.
-* Windowed (``windowed_by``, tumbling or hopping) it is ``KStreamWindowAggregate``, kjoin's
-  :class:`~kjoin.joins.window_aggregate.WindowAggregate` on the seed's segmented window store: only a null key is
-  skipped (``Semantics.windowed_aggregate_counts_null_values``); every window holding the record that has not
-  closed (``end + grace > the processor's stream time``) is updated; the result is keyed by a
-  :class:`WindowedKey` (``[key@start/end]``, as Kafka's ``Windowed.toString``).
+* Windowed (``windowed_by``) it is kjoin's windowed aggregates: tumbling or hopping windows
+  (``KStreamWindowAggregate``, :class:`~kjoin.joins.window_aggregate.WindowAggregate` on the seed's segmented
+  window store: only a null key is skipped, ``Semantics.windowed_aggregate_counts_null_values``; every window
+  holding the record that has not closed, ``end + grace > the processor's stream time``, is updated), session
+  windows (:class:`~kjoin.joins.session_aggregate.SessionAggregate`: a merged session's old rows are forwarded as
+  tombstones) and sliding windows (:class:`~kjoin.joins.sliding_aggregate.SlidingAggregate`). The result is keyed
+  by a :class:`WindowedKey` (``[key@start/end]``, as Kafka's ``Windowed.toString``).
 * :class:`TableGroupBy` is ``KTableRepartitionMap``: it maps a table's ``Change(new, old)`` to its groups. Both
   halves in one group: one repartition record ``Change(new, old)`` (KIP-904, 3.5+; before, two records); else
   the old half ``Change(null, old)`` to the old group, then ``Change(new, null)`` to the new. A null group key or
@@ -26,7 +28,9 @@ from typing import Any
 from ..fates import Fate, Reason
 from ..joins.aggregate import Aggregation, AggregationError
 from ..joins.context import StepContext
-from ..joins.window_aggregate import TimeWindows, WindowAggregate
+from ..joins.session_aggregate import SessionAggregate, SessionWindows
+from ..joins.sliding_aggregate import SlidingAggregate, SlidingWindows
+from ..joins.window_aggregate import WindowAggregate
 from ..records import Record, Side, render_value
 from ..semantics import Semantics
 from ..stores.aggregate import AggregateStore
@@ -91,9 +95,15 @@ class StreamAggregate(NodeProcessor):
     def __init__(self, node: Node, partition: int, log: Any, semantics: Semantics) -> None:
         super().__init__(node, partition)
         self.aggregation: Aggregation = node.params["aggregation"]
-        windows: TimeWindows | None = node.params.get("windows")
-        self.windowed: WindowAggregate | None = None
-        if windows is not None:
+        windows = node.params.get("windows")
+        self.windowed: WindowAggregate | SessionAggregate | SlidingAggregate | None = None
+        if isinstance(windows, SessionWindows):
+            self.windowed = SessionAggregate(log, partition, windows, self.aggregation, semantics)
+            self.store = None
+        elif isinstance(windows, SlidingWindows):
+            self.windowed = SlidingAggregate(log, partition, windows, self.aggregation, semantics)
+            self.store = None
+        elif windows is not None:
             self.windowed = WindowAggregate(log, partition, windows, self.aggregation, semantics=semantics)
             self.store = None
         else:
@@ -139,7 +149,8 @@ class StreamAggregate(NodeProcessor):
         for output in ctx.outputs:
             window = output.window  # type: ignore[attr-defined]
             key = WindowedKey(output.key, window[0], window[1])
-            forwarded.append(self.table.change(key, output.value, output.old, output.ts))  # type: ignore[attr-defined]
+            value = None if output.tombstone else output.value  # type: ignore[attr-defined]
+            forwarded.append(self.table.change(key, value, output.old, output.ts))  # type: ignore[attr-defined]
         fate = ctx.fate if ctx.fate is not None else Fate.JOINED
         return Outcome(fate, ctx.reason, ctx.explain, forwarded)
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..joins.stream_stream import JoinWindows
+from ..joins.session_aggregate import SessionWindows
+from ..joins.sliding_aggregate import SlidingWindows
 from ..joins.window_aggregate import TimeWindows
 from ..records import Side
 from ..semantics import Semantics, parse_semantics
@@ -581,9 +583,10 @@ class KGroupedStream:
         self.windows = windows
 
     def windowed_by(self, windows: Any) -> "TimeWindowedKStream":
-        """Aggregate in tumbling or hopping windows: a :class:`kjoin.TimeWindows` or ``{size_ms, advance_ms,
-        grace_ms}``; the result is keyed by ``[key@start/end]`` (Kafka's ``Windowed``)."""
-        return TimeWindowedKStream(self.stream, self.name, _time_windows(windows))
+        """Aggregate in windows: tumbling or hopping ``{size_ms, advance_ms, grace_ms}``, session
+        ``{inactivity_gap_ms, grace_ms}``, sliding ``{time_difference_ms, grace_ms}`` (or kjoin's window objects);
+        the result is keyed by ``[key@start/end]`` (Kafka's ``Windowed``)."""
+        return TimeWindowedKStream(self.stream, self.name, _time_windows(windows, self.stream.topology.semantics))
 
     def count(self, *, name: str | None = None) -> KTable:
         """How many records with a value each group has had (``count()``)."""
@@ -652,23 +655,46 @@ def _with_subtractor(aggregation: Any) -> Any:
     return aggregation
 
 
-def _time_windows(windows: Any) -> TimeWindows:
-    if isinstance(windows, TimeWindows):
-        return windows
-    if not isinstance(windows, Mapping) or "size_ms" not in windows:
-        raise TopologyError(
-            f"windowed_by: expected {{size_ms, advance_ms, grace_ms}} or a kjoin TimeWindows, got {windows!r:.60}"
-        )
-    unknown = set(windows) - {"size_ms", "advance_ms", "grace_ms"}
-    if unknown:
-        raise TopologyError(
-            f"windowed_by: unknown field {sorted(unknown)[0]}; the fields are size_ms, advance_ms, grace_ms"
-        )
-    for field in ("size_ms", "advance_ms", "grace_ms"):
-        value = windows.get(field)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise TopologyError(f"windowed_by.{field}: a whole number of milliseconds, got {value!r}")
-    try:
-        return TimeWindows(windows["size_ms"], windows.get("advance_ms"), windows.get("grace_ms") or 0)
-    except ValueError as error:
-        raise TopologyError(f"windowed_by: {error}") from None
+_WINDOW_FORMS = {
+    "size_ms": ("size_ms", "advance_ms", "grace_ms"),
+    "inactivity_gap_ms": ("inactivity_gap_ms", "grace_ms"),
+    "time_difference_ms": ("time_difference_ms", "grace_ms"),
+}
+
+
+def _time_windows(windows: Any, semantics: Any) -> Any:
+    """Tumbling or hopping (``{size_ms, advance_ms, grace_ms}``), session (``{inactivity_gap_ms, grace_ms}``) or
+    sliding (``{time_difference_ms, grace_ms}``, Kafka 2.7+) windows, or kjoin's window objects."""
+    if isinstance(windows, (TimeWindows, SessionWindows, SlidingWindows)):
+        form = windows
+    else:
+        kinds = [kind for kind in _WINDOW_FORMS if isinstance(windows, Mapping) and kind in windows]
+        if len(kinds) != 1:
+            raise TopologyError(
+                "windowed_by: expected {size_ms, advance_ms, grace_ms}, {inactivity_gap_ms, grace_ms} or "
+                "{time_difference_ms, grace_ms} (or kjoin's TimeWindows, SessionWindows, SlidingWindows), got "
+                f"{windows!r:.80}"
+            )
+        fields = _WINDOW_FORMS[kinds[0]]
+        unknown = set(windows) - set(fields)
+        if unknown:
+            raise TopologyError(
+                f"windowed_by: unknown field {sorted(unknown)[0]}; these windows have {', '.join(fields)}"
+            )
+        for field in fields:
+            value = windows.get(field)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise TopologyError(f"windowed_by.{field}: a whole number of milliseconds, got {value!r}")
+        grace = windows.get("grace_ms") or 0
+        try:
+            if kinds[0] == "size_ms":
+                form = TimeWindows(windows["size_ms"], windows.get("advance_ms"), grace)
+            elif kinds[0] == "inactivity_gap_ms":
+                form = SessionWindows(windows["inactivity_gap_ms"], grace)
+            else:
+                form = SlidingWindows(windows["time_difference_ms"], grace)
+        except ValueError as error:
+            raise TopologyError(f"windowed_by: {error}") from None
+    if isinstance(form, SlidingWindows) and not semantics.sliding_windows:
+        raise TopologyError(f"windowed_by: Kafka {semantics} has no sliding windows (KIP-450, 2.7)")
+    return form

@@ -116,15 +116,13 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
                 nodes.append({"name": grouped, "group_by_key": True, "input": source})
             windows = node.params.get("windows")
             if windows is not None:
-                nodes.append(
-                    {
-                        "name": f"{node.name}-windows",
-                        "windowed_by": {
-                            "size_ms": windows.size_ms, "advance_ms": windows.advance, "grace_ms": windows.grace_ms,
-                        },
-                        "input": grouped,
-                    }
-                )  # fmt: skip
+                if hasattr(windows, "gap_ms"):
+                    form = {"inactivity_gap_ms": windows.gap_ms, "grace_ms": windows.grace_ms}
+                elif hasattr(windows, "difference_ms"):
+                    form = {"time_difference_ms": windows.difference_ms, "grace_ms": windows.grace_ms}
+                else:
+                    form = {"size_ms": windows.size_ms, "advance_ms": windows.advance, "grace_ms": windows.grace_ms}
+                nodes.append({"name": f"{node.name}-windows", "windowed_by": form, "input": grouped})
                 grouped = f"{node.name}-windows"
             kind, given = node.params["doc"]
             if given is None:

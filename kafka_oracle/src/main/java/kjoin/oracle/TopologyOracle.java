@@ -278,8 +278,8 @@ public final class TopologyOracle {
                         .groupBy((key, value) -> selectKey(spec, key, value), grouped));
                 }
             } else if (node.containsKey("windowed_by")) {
-                handles.put(name, ((KGroupedStream<String, String>) handles.get((String) node.get("input")))
-                    .windowedBy(timeWindows(Oracle.map(node.get("windowed_by")))));
+                handles.put(name, windowedBy((KGroupedStream<String, String>) handles.get((String) node.get("input")),
+                    Oracle.map(node.get("windowed_by"))));
             } else if (node.containsKey("count") || node.containsKey("reduce") || node.containsKey("aggregate")) {
                 handles.put(name, aggregate(handles.get((String) node.get("input")), node));
             } else {
@@ -323,6 +323,34 @@ public final class TopologyOracle {
         return windows;
     }
 
+    /** Tumbling or hopping, session ({@code inactivity_gap_ms}) or sliding ({@code time_difference_ms}) windows,
+     *  through each version's API (by reflection where a method is gone or not yet there). */
+    static Object windowedBy(KGroupedStream<String, String> grouped, Map<String, Object> window) throws Exception {
+        java.time.Duration grace = java.time.Duration.ofMillis(
+            window.get("grace_ms") == null ? 0L : ((Number) window.get("grace_ms")).longValue());
+        if (window.containsKey("inactivity_gap_ms")) {
+            java.time.Duration gap = java.time.Duration.ofMillis(((Number) window.get("inactivity_gap_ms")).longValue());
+            Class<org.apache.kafka.streams.kstream.SessionWindows> session = org.apache.kafka.streams.kstream.SessionWindows.class;
+            org.apache.kafka.streams.kstream.SessionWindows windows = Oracle.atLeast(3, 0)
+                ? org.apache.kafka.streams.kstream.SessionWindows.ofInactivityGapAndGrace(gap, grace)
+                : (org.apache.kafka.streams.kstream.SessionWindows) session.getMethod("grace", java.time.Duration.class)
+                    .invoke(session.getMethod("with", java.time.Duration.class).invoke(null, gap), grace);
+            return grouped.windowedBy(windows);
+        }
+        if (window.containsKey("time_difference_ms")) {
+            java.time.Duration difference =
+                java.time.Duration.ofMillis(((Number) window.get("time_difference_ms")).longValue());
+            Class<?> sliding = Class.forName("org.apache.kafka.streams.kstream.SlidingWindows");
+            Object windows = Oracle.atLeast(3, 0)
+                ? sliding.getMethod("ofTimeDifferenceAndGrace", java.time.Duration.class, java.time.Duration.class)
+                    .invoke(null, difference, grace)
+                : sliding.getMethod("withTimeDifferenceAndGrace", java.time.Duration.class, java.time.Duration.class)
+                    .invoke(null, difference, grace);
+            return KGroupedStream.class.getMethod("windowedBy", sliding).invoke(grouped, windows);
+        }
+        return grouped.windowedBy(timeWindows(window));
+    }
+
     /** kjoin's aggregations: count (its Long as text), reduce concat (agg+value, subtractor agg-value), aggregate
      *  concat (initializer "", then the same adder and subtractor). The result is a KTable of text values. */
     @SuppressWarnings("unchecked")
@@ -342,6 +370,18 @@ public final class TopologyOracle {
             }
             return table.aggregate(() -> "", (key, value, agg) -> agg + "+" + value,
                 (key, value, agg) -> agg + "-" + value, (Materialized) text);
+        }
+        if (grouped instanceof org.apache.kafka.streams.kstream.SessionWindowedKStream) {
+            org.apache.kafka.streams.kstream.SessionWindowedKStream<String, String> sessions =
+                (org.apache.kafka.streams.kstream.SessionWindowedKStream<String, String>) grouped;
+            if (node.containsKey("count")) {
+                return sessions.count((Materialized) counts).mapValues(value -> String.valueOf(value));
+            }
+            if (node.containsKey("reduce")) {
+                return sessions.reduce((agg, value) -> agg + "+" + value, (Materialized) text);
+            }
+            return sessions.aggregate(() -> "", (key, value, agg) -> agg + "+" + value, (key, one, two) -> one + two,
+                (Materialized) text);
         }
         if (grouped instanceof TimeWindowedKStream) {
             TimeWindowedKStream<String, String> windowed = (TimeWindowedKStream<String, String>) grouped;
