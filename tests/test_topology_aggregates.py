@@ -372,3 +372,23 @@ def test_a_topology_honours_the_kip_904_switch():
 
     assert len(outputs("4.4")) == 5
     assert len(outputs("4.4-table_aggregate_single_update")) == 6  # the same-group update as two records
+
+
+def test_why_follows_an_output_to_the_aggregate_and_the_global_row_it_looked_up():
+    b = Topology(partitions=2)
+    zones = b.global_table("zones")
+    counts = b.stream("orders").group_by(lambda key, value: value["c"]).count()
+    joined = b.stream("payments").select_key(lambda key, value: value["c"]).join(counts)
+    joined.left_join(zones, key_selector=lambda key, value: "z1").to("out")
+    events = [
+        {"topic": "zones", "key": "z1", "value": "Z", "ts": 0},
+        {"topic": "orders", "key": "o1", "value": {"c": "c1"}, "ts": 1},
+        {"topic": "payments", "key": "p1", "value": {"c": "c1"}, "ts": 2},
+    ]
+    trace = b.run(events, "timestamp")
+    (output,) = trace.outputs("out")
+    assert output.value == '{"c":"c1"}-1-Z'
+    lines = trace.why(output)
+    assert any("looked up the row" in line and "by input event 1" in line for line in lines)  # the count's order
+    assert any("looked up the row z1:Z@0" in line and "by input event 0" in line for line in lines)
+    assert lines[-1].endswith("is input event 2.")

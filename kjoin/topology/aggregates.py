@@ -109,6 +109,8 @@ class StreamAggregate(NodeProcessor):
         else:
             self.store = AggregateStore(log, partition, "aggregate store")
         self.table = _AggregateTable(self.store, node)
+        self.writers: dict[Any, int] = {}
+        """group -> the step that last updated its aggregate (for ``why``)."""
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         if self.windowed is not None:
@@ -128,6 +130,7 @@ class StreamAggregate(NodeProcessor):
         except AggregationError as error:
             raise _failing(error, rec) from None
         self.store.put(rec.key, new, ts)
+        self.writers[rec.key] = step
         if found is None and not self.aggregation.is_reduce:
             old = self.aggregation.initializer()  # type: ignore[misc]  # Kafka's old value: the initializer's
         start = "" if found is not None else (" (its first value)" if self.aggregation.is_reduce else " (initializer)")
@@ -229,6 +232,8 @@ class TableAggregate(NodeProcessor):
         self.aggregation: Aggregation = node.params["aggregation"]
         self.store = AggregateStore(log, partition, "aggregate store")
         self.table = _AggregateTable(self.store, node)
+        self.writers: dict[Any, int] = {}
+        """group -> the step that last updated its aggregate (for ``why``)."""
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         found = self.store.get(rec.key)
@@ -251,6 +256,7 @@ class TableAggregate(NodeProcessor):
         except AggregationError as error:
             raise _failing(error, rec) from None
         self.store.put(rec.key, agg, ts)
+        self.writers[rec.key] = step
         text = (
             f"group {render_value(rec.key)}: {render_value(old_agg)}, {', '.join(done) or 'nothing to apply'}; "
             f"forwards Change({render_value(agg)}, {render_value(old_agg)})@{ts}."

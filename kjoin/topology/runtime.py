@@ -247,6 +247,10 @@ class _Run:
         partners: tuple[int, ...] = ()
         if outcome.forwarded and node.op == "stream-table":
             partners = self._writers(node.params["table"], partition, rec.key)
+        elif outcome.forwarded and node.op == "stream-global":
+            selector = node.params.get("key_selector")
+            looked_up = rec.key if selector is None else selector(rec.key, rec.value)
+            partners = self._writers(node.parents[1], 0, looked_up)
         elif outcome.forwarded and node.op == "table-table" and port is not None:
             partners = self._writers(node.parents[1 if port is Side.LEFT else 0], partition, rec.key)
         self._report(
@@ -255,6 +259,12 @@ class _Run:
 
     def _writers(self, node: Node, partition: int, key: Any) -> tuple[int, ...]:
         """The steps that wrote what table ``node`` holds for ``key`` (a join's result: both sides')."""
+        if node.op in ("aggregate", "table-aggregate", "to_table", "global-table"):
+            if node.op == "global-table":
+                partition = 0
+            processor = self.processors.get((node.name, partition))
+            step = None if processor is None else getattr(processor, "writers", {}).get(key)
+            return () if step is None else (step,)
         if node.op == "table":
             if node.params.get("history_retention_ms") is not None:
                 return ()  # a versioned table answers as of a timestamp: its latest writer may not be the one
