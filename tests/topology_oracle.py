@@ -1,7 +1,8 @@
 """kjoin's topologies against the real Kafka Streams library (issue 30): random topologies of two or three joins
 and a re-key (or a foreign-key join), or with an aggregate (of a stream, in tumbling, hopping, session or sliding
 windows, of a table, joined by a stream), a merge, a to_table or a global table, 1 to 4 partitions, run through
-kjoin (``kjoin/topology/``) and, in one JVM per Kafka version, through TopologyTestDriver (``kafka_oracle/.../TopologyOracle.java``).
+kjoin (``kjoin/topology/``) and, in one JVM per Kafka version, through TopologyTestDriver
+(``kafka_oracle/.../TopologyOracle.java``).
 
 ``python -m tests.topology_oracle [N]`` (``make topology-check``, part of ``make kafka-check``) judges N random
 topologies per version and prints ``kafka-streams <version>: <N> topologies, <M> mismatches, <S> s``;
