@@ -231,6 +231,36 @@ def test_to_table_joined_with_a_table_agrees_with_kafka(built):
     assert outputs[0] == [["out", "c1", '{"c":"c1","v":1}-null', 1]]
 
 
+def test_through_writes_a_users_topic_and_reads_it_back(built):
+    """``through`` (Kafka's to + stream): the re-keyed stream is read back from the user's topic, so the join
+    needs no repartition topic; judged by Kafka on one partition (through is gone from 4.0's API, the harness
+    writes it as to and stream)."""
+    data = {
+        "topology": [
+            {"name": "orders", "stream": "orders"},
+            {"name": "customers", "table": "customers"},
+            {"name": "by-c", "select_key": {"field": "c"}, "input": "orders"},
+            {"name": "by-customer", "through": "orders-by-customer", "input": "by-c"},
+            {"name": "j", "left_join": ["by-customer", "customers"]},
+            {"name": "out", "to": "out", "input": "j"},
+        ],
+        "events": [
+            {"topic": "customers", "key": "c1", "value": "Alice", "ts": 0},
+            {"topic": "orders", "key": "o1", "value": {"c": "c1"}, "ts": 1},
+            {"topic": "orders", "key": "o2", "value": None, "ts": 2},
+        ],
+    }
+    outputs = _judged(data, "4.4.0")
+    assert outputs[1] == [["out", "c1", '{"c":"c1"}-Alice', 1]]
+    scenario = TopologyScenario.from_dict(data)
+    trace = scenario.run()
+    assert [r.key for r in trace.records("orders-by-customer")] == ["c1", None]  # a plain sink keeps null keys
+    assert not any(topic.internal for topic in scenario.topology.graph.topics.values())
+    assert len(scenario.topology.graph.subtopologies()) == 2
+    again = TopologyScenario.from_dict({**scenario.topology.to_dict(), "events": data["events"]})
+    assert _outputs(again.run()) == _outputs(trace)
+
+
 def test_repartition_cuts_the_topology_with_its_own_partitions():
     b = Topology(partitions=2)
     b.stream("orders").repartition(name="spread", partitions=5).to("out")

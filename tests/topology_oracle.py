@@ -57,7 +57,10 @@ timestamp (KAFKA-9503; the harness builds a window with a grace through ``JoinWi
 def document(scenario: TopologyScenario) -> dict[str, Any]:
     """What the harness reads: the topology's document, its events and its output topics."""
     data = scenario.topology.to_dict()
-    outputs = sorted({node.topic for node in scenario.topology.graph.nodes.values() if node.op == "to"})
+    graph = scenario.topology.graph
+    outputs = sorted(
+        {node.topic for node in graph.nodes.values() if node.op == "to" and node.topic not in graph.sources()}
+    )
     return {**data, "events": list(scenario.events), "outputs": outputs}
 
 
@@ -214,11 +217,11 @@ ORDERS = ["o1", "o2", "o3", "o4"]
 SHAPES = ("rekey-table-table", "rekey-stream-stream-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left",
           "fk-chain", "stream-stream-rekey-table", "rekey-self-join-table", "pk-then-fk", "rekey-join-fk-result",
           "fk-to-stream-rekey-join", "rekey-aggregate", "windowed-aggregate", "table-aggregate", "rekey-count-join",
-          "merge-rekey-join", "global-join", "to-table-join")  # fmt: skip
+          "merge-rekey-join", "global-join", "to-table-join", "rekey-through-join")  # fmt: skip
 AGGREGATIONS = ({"count": True}, {"reduce": "concat"}, {"aggregate": "concat"})
 TIMELESS = ("rekey-table-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left", "fk-chain", "pk-then-fk",
             "rekey-join-fk-result", "fk-to-stream-rekey-join", "table-aggregate", "rekey-count-join",
-            "merge-rekey-join", "global-join", "to-table-join")  # fmt: skip
+            "merge-rekey-join", "global-join", "to-table-join", "rekey-through-join")  # fmt: skip
 """Shapes whose joins keep no time: judged at 1 to 4 partitions (see the module docstring)."""
 PER_TASK = ("rekey-stream-stream-table", "rekey-self-join-table", "rekey-aggregate", "windowed-aggregate")
 """Shapes whose state sits in the sink's sub-topology alone: judged at 1 to 4 partitions task by task
@@ -397,6 +400,11 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
                   {"name": "by-c", "select_key": {"field": "c"}, "input": "orders"},
                   {"name": "latest", "to_table": True, "input": "by-c"},
                   {"name": "j", join[_variant(rng, "inner", "left", "outer")]: ["latest", "customers"]}]  # fmt: skip
+    elif shape == "rekey-through-join":  # re-keyed, written to a topic of the user's and read back, then joined
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "customers", "table": "customers"},
+                  {"name": "by-c", "select_key": {"field": "c"}, "input": "orders"},
+                  {"name": "by-customer", "through": "orders-by-customer", "input": "by-c"},
+                  {"name": "j", join[_variant(rng, "inner", "left")]: ["by-customer", "customers"]}]  # fmt: skip
     else:  # stream-stream-rekey-table
         nodes += [{"name": "orders", "stream": "orders"}, {"name": "payments", "stream": "payments"},
                   {"name": "customers", "table": "customers"},
@@ -437,6 +445,7 @@ def _key(rng: random.Random, topic: str) -> Any:
 def random_scenario(rng: random.Random, era: str, versioned: bool = False) -> TopologyScenario:
     data = random_topology(rng, era, versioned)
     sources = [node[op] for node in data["topology"] for op in ("stream", "table", "global_table") if op in node]
+    # a through topic is written by the topology; its input events would be the user's own records on it
     events = []
     for _ in range(rng.randint(6, 24)):
         topic = rng.choice(sources)

@@ -253,6 +253,15 @@ class KStream(_Handle):
         source = _through_topic(self, topic_name, partitions, chosen)
         return KStream(self.topology, source)
 
+    def through(
+        self, topic: str, *, partitions: int | None = None, partitioner: Any = None, name: str | None = None
+    ) -> "KStream":
+        """Write the stream to the user topic ``topic`` and read it back (Kafka's ``through``, 2.6's deprecated
+        ``to(topic)`` + ``builder.stream(topic)``): a new sub-topology reading ``topic``, whose records are placed by
+        ``partitioner`` (default murmur2); a re-keyed stream needs no repartition topic after it."""
+        _sink(self, topic, partitions, partitioner, name, through=True)
+        return self.topology.stream(topic, name=f"{name or topic}-source")
+
     def to_table(self, *, name: str | None = None) -> "KTable":
         """The stream read as a table (Kafka's ``toTable``, 2.5+): each record an update of its key; a re-keyed
         stream is repartitioned first."""
@@ -523,15 +532,19 @@ def _check_versioned(topology: Topology, *tables: Node) -> None:
             )
 
 
-def _sink(stream: KStream, topic: str, partitions: int | None, partitioner: Any, name: str | None) -> None:
+def _sink(
+    stream: KStream, topic: str, partitions: int | None, partitioner: Any, name: str | None, through: bool = False
+) -> None:
     topology = stream.topology
     if not isinstance(topic, str) or not topic:
         raise TopologyError(f"to: a topic's name is non-empty text, got {topic!r}")
     if topic in topology.graph.sources():
         raise TopologyError(
-            f"to({topic}): the topology also reads {topic}; kjoin's topologies write to output topics they do not "
-            "read (through is a later slice)"
+            f"to({topic}): the topology also reads {topic}; write to a topic and read it back with "
+            f"through({topic!r}) (a topic is read by one source node)"
         )
+    if through and any(node.op == "to" and node.topic == topic for node in topology.graph.nodes.values()):
+        raise TopologyError(f"through({topic!r}): the topology writes {topic} elsewhere too; through a topic once")
     count = topology.partitions if partitions is None else partitions
     known = topology.graph.topics.get(topic)
     if known is None or known.partitions != count or known.partitioner is not None or partitioner is not None:

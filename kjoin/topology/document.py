@@ -24,10 +24,11 @@ and ``input: node``), ``join``/``left_join``/``outer_join: [left, right]`` (stre
 table-table, or with ``foreign_key: path`` a foreign-key join; ``joiner: concat | object``),
 ``to_stream`` (``input``) and ``to: topic`` (``input``). Also: ``global_table: topic`` (a stream
 joins it with ``key_selector: {field: path}``), ``merge: [stream, stream]``, ``to_table: true``,
-``repartition: true`` (``partitions``), ``group_by_key: true`` / ``group_by: {field: path}``
-(a stream or a table; the node is the grouped stream, unnamed for Kafka: each aggregate of it
-writes a repartition topic of its own),
-``windowed_by: {size_ms, advance_ms, grace_ms}`` (a grouped stream), and ``count: true``,
+``repartition: true`` (``partitions``), ``through: topic`` (``partitions``), ``group_by_key:
+true`` / ``group_by: {field: path}`` (a stream or a table; the node is the grouped stream, unnamed
+for Kafka: each aggregate of it writes a repartition topic of its own),
+``windowed_by: {size_ms, advance_ms, grace_ms}`` (or ``{inactivity_gap_ms, grace_ms}``,
+``{time_difference_ms, grace_ms}``; a grouped stream), and ``count: true``,
 ``reduce: concat``, ``aggregate: concat`` (``input``: a grouped node; see
 :mod:`kjoin.topology.functions`). Every error names the node and the field and says what is expected.
 """
@@ -65,6 +66,7 @@ OPERATIONS = (
     "merge",
     "to_table",
     "repartition",
+    "through",
     "group_by_key",
     "group_by",
     "windowed_by",
@@ -84,6 +86,7 @@ _NODE_FIELDS = {
     "merge": (),
     "to_table": ("input",),
     "repartition": ("input", "partitions", "partitioner"),
+    "through": ("input", "partitions", "partitioner"),
     "group_by_key": ("input",),
     "group_by": ("input", "partitioner"),
     "windowed_by": ("input",),
@@ -264,6 +267,12 @@ def _build_node(topology: Topology, handles: dict[str, Any], node: Any, at: str,
             stream = handle("input", node.get("input"), KStream)
             handles[name] = stream.repartition(
                 name=name, partitions=node.get("partitions"), partitioner=node.get("partitioner")
+            )
+        elif op == "through":
+            stream = handle("input", node.get("input"), KStream)
+            count = node.get("partitions", (topics.get(node[op]) or {}).get("partitions"))
+            handles[name] = stream.through(
+                _topic(node[op], at), partitions=count, partitioner=node.get("partitioner"), name=name
             )
         elif op == "group_by_key":
             # a document's node names its handle; Kafka's harness names no Grouped (each aggregate its own topic)

@@ -16,6 +16,12 @@ if TYPE_CHECKING:
 __all__ = ["topology_to_dict"]
 
 
+def spec_of_partitioner(node: Any, topic: Any) -> Any:
+    if topic.partitioner.spec is None:
+        raise TopologyError(f"node {node.name}: its partitioner is a Python function")
+    return topic.partitioner.spec
+
+
 def topology_to_dict(topology: Topology) -> dict[str, Any]:
     """The nodes of ``topology`` as a document's ``topology:`` list, plus ``partitions``,
     ``semantics`` and ``topics``. A node with a Python function cannot be written (a document
@@ -28,6 +34,10 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
         if node.op == "repartition-source":
             sink = next(n for n in graph.nodes.values() if n.op == "repartition-sink" and n.topic == node.topic)
             return sink.parents[0].name
+        if node.op == "stream":  # a through's source: read back under the through's name
+            writer = next((n for n in graph.nodes.values() if n.op == "to" and n.topic == node.topic), None)
+            if writer is not None:
+                return writer.name
         return node.name
 
     def spec(node: Any, key: str = "fn") -> Any:
@@ -42,6 +52,8 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
         return fn.spec
 
     for node in sorted(graph.nodes.values(), key=lambda n: n.order):
+        if node.op == "stream" and any(n.op == "to" and n.topic == node.topic for n in graph.nodes.values()):
+            continue  # a through's source: the through entry reads it back
         entry: dict[str, Any] = {"name": node.name}
         if node.op in ("stream", "table"):
             entry[node.op] = node.topic
@@ -129,6 +141,14 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
                 raise TopologyError(f"node {node.name}: its {kind} functions are Python functions")
             entry[kind] = given
             entry["input"] = grouped
+        elif node.op == "to" and node.topic in graph.sources():  # through: written here, read by its source
+            entry["through"] = node.topic
+            entry["input"] = logical(node.parents[0])
+            topic = graph.topics[node.topic]
+            if topic.partitions != topology.partitions:
+                entry["partitions"] = topic.partitions
+            if topic.partitioner is not None:
+                entry["partitioner"] = spec_of_partitioner(node, topic)
         elif node.op == "to":
             entry["to"] = node.topic
             entry["input"] = logical(node.parents[0])

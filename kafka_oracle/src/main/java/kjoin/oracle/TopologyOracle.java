@@ -260,6 +260,10 @@ public final class TopologyOracle {
                 List<Object> sides = (List<Object>) node.get("merge");
                 KStream<String, String> left = (KStream<String, String>) handles.get((String) sides.get(0));
                 handles.put(name, left.merge((KStream<String, String>) handles.get((String) sides.get(1))));
+            } else if (node.containsKey("through")) {  // KStream.through (gone in 4.0): to(topic), then stream(topic)
+                String topic = (String) node.get("through");
+                ((KStream<String, String>) handles.get((String) node.get("input"))).to(topic, produced);
+                handles.put(name, builder.stream(topic, consumed));
             } else if (node.containsKey("to_table")) {
                 handles.put(name, ((KStream<String, String>) handles.get((String) node.get("input"))).toTable());
             } else if (node.containsKey("group_by_key")) {
