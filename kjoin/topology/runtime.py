@@ -2,6 +2,15 @@
 
 How it works:
 
+* A global table's topic is read by the global thread (task ``global``), outside every
+  sub-topology; its store is read by every task. ``test-driver`` applies a global record when it
+  is piped (TopologyTestDriver), ``timestamp`` restores the whole global topic before any task
+  takes a record (a starting application bootstraps its global stores first).
+* With ``instances`` (or an ``assignment``, task -> instance) the tasks are spread over application
+  instances, task ``s_p`` on instance ``p % instances`` by default; every step says the instance
+  that ran it. The outputs do not change: a task keeps its own state and stream time wherever it
+  runs (:func:`assign_tasks`, :func:`tasks_of`).
+
 * A topology splits into sub-topologies at its repartition and foreign-key topics
   (:meth:`~kjoin.topology.graph.Graph.subtopologies`). Task ``"s_p"`` runs sub-topology ``s`` on
   partition ``p`` of every topic it reads, with its own processors, stores and stream time.
@@ -52,7 +61,7 @@ from .processors import (
 )
 from .trace import NodeVisit, TopicRecord, TopologyStep, TopologyTrace
 
-__all__ = ["run", "SCHEDULES"]
+__all__ = ["run", "SCHEDULES", "tasks_of", "assign_tasks"]
 
 SCHEDULES = ("test-driver", "timestamp")
 
