@@ -355,8 +355,11 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
     elif shape == "rekey-aggregate":  # orders counted (reduced, aggregated) per customer
         nodes += [{"name": "orders", "stream": "orders"}]
         current = _maybe_stateless(rng, nodes, "orders", "o", fields_read=True)
-        nodes += [{"name": "by-c", "group_by": {"field": "c"}, "input": current},
-                  {"name": "agg", **rng.choice(AGGREGATIONS), "input": "by-c"}]  # fmt: skip
+        nodes.append({"name": "by-c", "group_by": {"field": "c"}, "input": current})
+        if rng.random() < 0.3:  # a second aggregate of the grouping: a repartition topic of its own (unnamed)
+            nodes += [{"name": "agg2", **rng.choice(AGGREGATIONS), "input": "by-c"},
+                      {"name": "out2", "to": "out2", "input": "agg2"}]  # fmt: skip
+        nodes.append({"name": "agg", **rng.choice(AGGREGATIONS), "input": "by-c"})
     elif shape == "windowed-aggregate":  # tumbling, hopping, session or sliding windows, by key or by customer
         size = rng.randint(1, 10)
         window = {"size_ms": size, "advance_ms": rng.randint(1, size), "grace_ms": rng.randint(0, 5)}
