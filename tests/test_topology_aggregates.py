@@ -152,6 +152,31 @@ def test_a_table_aggregate_subtracts_then_adds_as_kafka_does(built, version):
     assert [row[1] for row in outputs[2]] == ["r1", "r2"]  # the old group first
 
 
+def test_a_join_result_grouped_sends_its_old_values_to_the_aggregate(built):
+    """A table-table join's result grouped and counted: the join must send Change(new, old) so that a row that
+    moves group leaves the old one (Kafka enables old values upstream of a table group-by)."""
+    data = {
+        "topology": [
+            {"name": "customers", "table": "customers"},
+            {"name": "addresses", "table": "addresses"},
+            {"name": "j", "join": ["customers", "addresses"], "joiner": "object"},
+            {"name": "by-r", "group_by": {"field": "left.r"}, "input": "j"},
+            {"name": "n", "count": True, "input": "by-r"},
+            {"name": "out", "to": "out", "input": "n"},
+        ],
+        "events": [
+            {"topic": "customers", "key": "c1", "value": {"r": "r1"}, "ts": 1},
+            {"topic": "addresses", "key": "c1", "value": "A1", "ts": 2},
+            {"topic": "addresses", "key": "c1", "value": "A2", "ts": 3},
+            {"topic": "customers", "key": "c1", "value": {"r": "r2"}, "ts": 4},
+            {"topic": "addresses", "key": "c1", "value": None, "ts": 5},
+        ],
+    }
+    outputs = _judged(data, "4.4.0")
+    assert outputs[3] == [["out", "r1", "0", 4], ["out", "r2", "1", 4]]
+    assert outputs[4] == [["out", "r2", "0", 5]]
+
+
 def test_a_table_group_by_takes_latest_versions_only(built):
     """KTableRepartitionMap skips an out-of-order version of a versioned table (KIP-914), judged by Kafka."""
     data = {
