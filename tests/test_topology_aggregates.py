@@ -122,6 +122,35 @@ def test_session_and_sliding_windows_agree_with_kafka(built, window):
     assert sum(len(rows) for rows in outputs) > len(outputs)
 
 
+@pytest.mark.parametrize(
+    "window", [{"size_ms": 10, "grace_ms": 20}, {"inactivity_gap_ms": 3, "grace_ms": 20}], ids=["tumbling", "session"]
+)
+def test_a_windowed_reduce_deletes_a_null_aggregate_and_merges_sessions_with_its_reducer(built, window):
+    """A windowed reduce whose first value is null stores null, which Kafka's window and session stores read as a
+    delete (the next value starts afresh, at its own timestamp); a session reduce merges sessions with the reducer
+    (``mergerForAggregator``), not by concatenation."""
+    data = {
+        "topology": [
+            {"name": "s", "stream": "s"},
+            {"name": "g", "group_by_key": True, "input": "s"},
+            {"name": "w", "windowed_by": window, "input": "g"},
+            {"name": "r", "reduce": "concat", "input": "w"},
+            {"name": "out", "to": "out", "input": "r"},
+        ],
+        "events": [
+            {"topic": "s", "key": "k", "value": None, "ts": 5},
+            {"topic": "s", "key": "k", "value": "a", "ts": 3},
+            {"topic": "s", "key": "k", "value": "b", "ts": 7},
+            {"topic": "s", "key": "k", "value": "c", "ts": 5},
+        ],
+    }
+    outputs = _judged(data, "4.4.0")
+    if "size_ms" in window:
+        assert outputs[1] == [["out", "[k@0/10]", "a", 3]]  # not 5: the null aggregate was deleted
+    else:
+        assert outputs[3][-1] == ["out", "[k@3/7]", "a+b+c", 7]  # [3, 3] and [7, 7] merged by the reducer, then c
+
+
 # -- table aggregates ----------------------------------------------------------------------------------------------
 TABLE_AGGREGATE = {
     "topology": [
