@@ -315,12 +315,19 @@ def test_through_writes_a_users_topic_and_reads_it_back(built):
     assert _outputs(again.run()) == _outputs(trace)
 
 
-def test_repartition_cuts_the_topology_with_its_own_partitions():
+def test_repartition_cuts_the_topology_with_its_own_partitions(built):
     b = Topology(partitions=2)
     b.stream("orders").repartition(name="spread", partitions=5).to("out")
     assert b.graph.topics["spread-repartition"].partitions == 5
     assert len(b.graph.subtopologies()) == 2
-    assert _outputs(b.run([{"topic": "orders", "key": "k", "value": "v", "ts": 1}])) == [("k", "v", 1)]
+    events = [
+        {"topic": "orders", "key": "k", "value": "v", "ts": 1},
+        {"topic": "orders", "key": None, "value": "w", "ts": 2},
+    ]
+    assert _outputs(b.run(events)) == [("k", "v", 1)]  # a repartition topic takes no null key (no join below)
+    data = {**b.to_dict(), "events": events}
+    assert data["topology"][1] == {"name": "spread", "repartition": True, "input": "orders", "partitions": 5}
+    assert _judged(data, "4.4.0") == [[["out", "k", "v", 1]], []]
 
 
 def test_a_global_table_is_looked_up_by_a_key_selector_and_joined_without_co_partitioning(built):

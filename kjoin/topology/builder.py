@@ -249,8 +249,9 @@ class KStream(_Handle):
         ):
             raise TopologyError(f"repartition: partitions is a whole number from 1, got {partitions!r}")
         chosen = functions.partitioner(partitioner) or self._rekey_partitioner()
-        topic_name = f"{name or self.topology.graph.new_name('repartition')}-repartition"
-        source = _through_topic(self, topic_name, partitions, chosen)
+        name = name or self.topology.graph.new_name("repartition")
+        source = _through_topic(self, f"{name}-repartition", partitions, chosen)
+        source.params["repartition"] = {"name": name, "partitions": partitions, "partitioner": partitioner}
         return KStream(self.topology, source)
 
     def through(

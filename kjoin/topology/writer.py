@@ -31,6 +31,8 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
     topics: dict[str, Any] = {}
 
     def logical(node: Any) -> str:
+        if node.op == "repartition-source" and "repartition" in node.params:  # the user's repartition()
+            return node.params["repartition"]["name"]
         if node.op == "repartition-source":
             sink = next(n for n in graph.nodes.values() if n.op == "repartition-sink" and n.topic == node.topic)
             return sink.parents[0].name
@@ -112,6 +114,16 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
         elif node.op == "to_table":
             entry["to_table"] = True
             entry["input"] = logical(node.parents[0])
+        elif node.op == "repartition-source" and "repartition" in node.params:
+            given = node.params["repartition"]
+            sink = next(n for n in graph.nodes.values() if n.op == "repartition-sink" and n.topic == node.topic)
+            entry["name"] = given["name"]
+            entry["repartition"] = True
+            entry["input"] = logical(sink.parents[0])
+            if given["partitions"] is not None:
+                entry["partitions"] = given["partitions"]
+            if given["partitioner"] is not None:
+                entry["partitioner"] = spec_of_partitioner(node, graph.topics[node.topic])
         elif node.op in ("group_by", "table-group-by"):
             entry["name"] = node.params.get("grouped_name") or node.name
             entry["group_by"] = spec(node)

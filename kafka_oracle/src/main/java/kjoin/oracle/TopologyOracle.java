@@ -260,6 +260,14 @@ public final class TopologyOracle {
                 List<Object> sides = (List<Object>) node.get("merge");
                 KStream<String, String> left = (KStream<String, String>) handles.get((String) sides.get(0));
                 handles.put(name, left.merge((KStream<String, String>) handles.get((String) sides.get(1))));
+            } else if (node.containsKey("repartition")) {  // KStream.repartition (2.6+, KIP-221)
+                org.apache.kafka.streams.kstream.Repartitioned<String, String> repartitioned =
+                    org.apache.kafka.streams.kstream.Repartitioned.with(Serdes.String(), Serdes.String());
+                if (node.get("partitions") != null) {
+                    repartitioned = repartitioned.withNumberOfPartitions(((Number) node.get("partitions")).intValue());
+                }
+                handles.put(name, ((KStream<String, String>) handles.get((String) node.get("input")))
+                    .repartition(repartitioned));
             } else if (node.containsKey("through")) {  // KStream.through (gone in 4.0): to(topic), then stream(topic)
                 String topic = (String) node.get("through");
                 ((KStream<String, String>) handles.get((String) node.get("input"))).to(topic, produced);
