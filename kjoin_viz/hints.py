@@ -32,6 +32,7 @@ from kjoin.records import Output
 from kjoin.trace import Trace
 
 from .labels import fate_label
+from .values import plain
 
 __all__ = ["output_hints", "fate_hints", "release_hints", "split_ts", "TIMESTAMP_RULES"]
 
@@ -98,9 +99,9 @@ def output_hints(trace: Trace, index: int, said: list[str]) -> list[str]:
     """Hints for outputs ``said`` (parsed items) that differ from what step ``index`` emitted."""
     step = trace.steps[index]
     emitted = step.outputs
-    said_values = [split_ts(item)[0].replace(" ", "") for item in said]
+    said_values = [plain(split_ts(item)[0]) for item in said]
     said_ts = [split_ts(item)[1] for item in said]
-    values = [o.render().replace(" ", "") for o in emitted]
+    values = [plain(o.render()) for o in emitted]
     hints: list[str] = []
     if Counter(said_values) == Counter(values):
         wrong_ts = any(ts is not None and ts != o.ts for ts, o in zip(said_ts, _in_said_order(emitted, said_values)))
@@ -116,7 +117,7 @@ def output_hints(trace: Trace, index: int, said: list[str]) -> list[str]:
     extra = list((Counter(said_values) - Counter(values)).elements())
     if trace.scenario.join in _AGGREGATES:  # an aggregate's update: no sides, no windows to join
         return _windowed_hints(trace, index, missing, extra) or [_aggregate_hint(trace, index)]
-    missing_outputs = [o for o in emitted if o.render().replace(" ", "") in missing]
+    missing_outputs = [o for o in emitted if plain(o.render()) in missing]
     released = [o for o in missing_outputs if _with_null(o) and o.origin_step != index]
     if released:
         now = trace.state_at(index).stream_time(step.task)
@@ -157,7 +158,7 @@ def _in_said_order(emitted: Any, said_values: list[str]) -> list[Output]:
     matched = []
     for value in said_values:
         for o in pool:
-            if o.render().replace(" ", "") == value:
+            if plain(o.render()) == value:
                 matched.append(o)
                 pool.remove(o)
                 break

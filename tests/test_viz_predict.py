@@ -255,6 +255,41 @@ def test_exercise_4_of_notebook_05_takes_its_json_answer():
     assert verdict.correct, verdict.text
     assert widget.check(fate=fate, outputs='{"fk": "Y", "v": 2}-bar@3').correct  # spaces and a timestamp
     assert not widget.check(fate=fate, outputs='{"fk":"Y","v":1}-bar').correct
+    # the views show the value as a value, {fk: Y, v: 2}-bar: written so, the answer is right too
+    assert "{fk: Y, v: 2}-bar" in widget.check(fate=fate, outputs="none").text
+    assert widget.check(fate=fate, outputs="{fk: Y, v: 2}-bar").correct
+    assert not widget.check(fate=fate, outputs="{fk: Y, v: 1}-bar").correct
+
+
+def test_values_are_shown_as_values_not_json_strings():
+    from kjoin_viz.values import plain, show_output, show_value
+
+    assert show_value({"customer": "C2", "v": 2, "note": "a b", "n": None, "tags": ["x", 1]}) == (
+        '{customer: C2, n: null, note: "a b", tags: [x, 1], v: 2}'
+    )
+    assert show_value({"v": "2", "w": "null"}) == '{v: "2", w: "null"}'  # a string that reads as something else
+    assert show_value("a b") == "a b" and show_value(None) == "null" and show_value(3) == "3"
+    race = kjoin.Scenario.from_dict(
+        {
+            "join": "fk",
+            "variant": "left",
+            "foreign_key": "customer",
+            "events": [
+                {"side": "right", "key": "C1", "value": {"name": "Alice"}, "ts": 1},
+                {"side": "left", "key": "o1", "value": {"customer": "C1"}, "ts": 2},
+                {"side": "left", "key": "o2", "value": {"customer": "C2"}, "ts": 3},
+            ],
+        }
+    )
+    outputs = [o for s in kjoin.run(race).steps for o in s.outputs]
+    assert [o.render() for o in outputs] == ['{"customer":"C1"}-{"name":"Alice"}', '{"customer":"C2"}-null']
+    assert [show_output(o) for o in outputs] == ["{customer: C1}-{name: Alice}", "{customer: C2}-null"]
+    assert all(plain(o.render()) == plain(show_output(o)) for o in outputs)
+    trace = kjoin.run(race)
+    last = show_step(trace, len(trace.steps) - 1)  # o2's response delivered: {customer: C2}-null
+    assert "{customer: C2}-null" in last._repr_html_() and "&quot;customer&quot;" not in last._repr_html_()
+    assert "the left row is {customer: C2}" in str(last)  # the explanation, and the store tables below
+    assert "| {customer: C2} |" in str(last).replace("  ", " ") or "{customer: C2} " in str(last)
 
 
 def test_predict_shows_the_input_so_far_and_the_state_before(trace):
@@ -645,3 +680,16 @@ def test_a_suppressed_window_is_forwarded_once_when_it_closes_and_the_hint_says_
     # forwarded too early (step 3: stream time 11, the window ends at 10, grace 2)
     hints = " ".join(Predict(quiz, 3).check(fate="held", outputs="a@[0, 10)=3").hints)
     assert "Nothing leaves before its window closes" in hints and "stream time is 11" in hints
+
+
+def test_an_emit_final_step_is_held_and_the_windows_it_closes_are_earlier_records():
+    """Emit-final forwards the windows a record closes; the record itself waits (its own window is open): the
+    label says held, and the closed windows are shown as emitted for earlier records, not as its aggregate."""
+    from kjoin.engine.aggregates import run_spec
+    from kjoin_viz.step_view import headline
+
+    quiz = run_spec({**{k: v for k, v in QUIZ_SUPPRESS.items() if k != "suppress"}, "emit": "final"})
+    step = quiz.steps[4]  # b@13 closes [0, 10): a=2 and b=1 are forwarded
+    assert [o.render() for o in step.outputs] == ["a@[0, 10)=2", "b@[0, 10)=1"]
+    assert fate_label(step).tone == "held"
+    assert "also emitted for earlier records: a@[0, 10)=2@4, b@[0, 10)=1@9" in headline(step, len(quiz.steps))
