@@ -9,6 +9,7 @@ from typing import Any
 
 from ..engine import run
 from ..scenario import AggregateSpec, Scenario
+from ..scenario.windowed import window_kind
 from .checks import (
     check_expressible,
     check_judge_agrees,
@@ -61,6 +62,13 @@ def _config(judge: KafkaJudge, name: str, caching: tuple[str, ...], sweep: bool,
             "props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE);",
         ]
     return lines
+
+
+EMIT_FINAL_CONFIG = [
+    "// An emit-final aggregate looks for closed windows only every so much wall-clock time (an internal config,",
+    "// default 1000 ms), and TopologyTestDriver's clock stands still: 0 looks on every record, as Kafka's tests do.",
+    'props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);',
+]
 
 
 def _fate(step: Any) -> str:
@@ -339,6 +347,13 @@ def _export_seed_000(spec: AggregateSpec, name: str, source: str, application: s
     what = f"seed 000's {spec.join}"
     if spec.join == "wtable-wtable":
         what += f" {spec.variant} join"
+    final = spec.join == "window-aggregate" and spec.data.get("emit", "updates") == "final"
+    if spec.join == "window-aggregate":
+        what += f" over {window_kind(spec.data['window'])} windows"
+        if final:
+            what += ", emit final"
+        if "suppress" in spec.data:
+            what += f", suppressed {spec.data['suppress']}"
     sum_field = summed_field(spec)
     what += " (count)" if sum_field is None else f" (sum of {sum_field})"
     topics = ["left", "right"] if spec.join == "wtable-wtable" else ["left"]
@@ -347,7 +362,7 @@ def _export_seed_000(spec: AggregateSpec, name: str, source: str, application: s
         name,
         _header(source, what, len(spec.events), "kjoin models seed 000 as the latest Kafka does", judge),
         seed_000_topology(spec),
-        _config(judge, application, (), False, False),
+        _config(judge, application, (), False, False) + (EMIT_FINAL_CONFIG if final else []),
         _drive(topics, _seed_000_inputs(spec), seed_000_outputs(spec)),
         spec.join == "table-aggregate",
         sum_field is not None,
