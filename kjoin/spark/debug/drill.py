@@ -21,6 +21,7 @@ from ...scenario import Event, Scenario
 from ...trace import Trace
 from ..io.topic import SparkInputError
 from ..passes.fk_task import fk_trace
+from ..ties import PROCESSING_ORDER
 from . import fk as debug_fk
 from . import why as debug
 from .audit import partition_of
@@ -66,7 +67,7 @@ def task_trace(run: "SparkRun", partition: int, scenario: int, joiner: Joiner | 
     config = run.scenarios[scenario]
     rows = (
         run.records.filter((F.col("scenario") == scenario) & (F.col("partition") == partition))
-        .orderBy("_order_ts", "_side_rank", "offset")
+        .orderBy(*PROCESSING_ORDER)
         .select("side", "key", "value", "ts", "partition", "offset")
         .collect()
     )
