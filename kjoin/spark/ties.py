@@ -44,54 +44,80 @@ _SQL_LOWEST = -(2**62)
 """A null timestamp in the Spark columns: below every timestamp, with room for the range frame's ``- 1``."""
 
 
-def _runs(order: Any, leader: Any) -> tuple[Any, Any, Any]:
-    """One side's runs: the distinct leader timestamps (sorted), the number of leaders of each, and each
-    record's block number within its run (``j``; a follower has its leader's)."""
-    count = np.cumsum(leader)
-    first = np.searchsorted(order, order, "left")  # where each record's run starts in this side
-    before = np.where(first > 0, count[np.maximum(first - 1, 0)], 0)
-    block = np.maximum(count - before - 1, 0)
-    values, blocks = np.unique(order[leader], return_counts=True)
-    return values, blocks, block
+def _runs(order: Any, leader: Any) -> tuple[Any, Any, Any, Any]:
+    """One side's runs (``order`` sorted, each run whole): the distinct running max values, the number of leaders
+    (blocks) of each, each record's run (an index into the values) and its block number within it (``j``; a
+    follower has its leader's). Linear: the arrays are sorted already."""
+    n = len(order)
+    change = np.empty(n, dtype=bool)
+    if n:
+        change[0] = True
+        np.not_equal(order[1:], order[:-1], out=change[1:])
+    starts = np.flatnonzero(change)
+    run = np.cumsum(change) - 1
+    count = np.cumsum(leader, dtype=np.int64)
+    before = np.where(starts > 0, count[np.maximum(starts - 1, 0)], 0)
+    ends = np.append(starts[1:], n) - 1
+    blocks = count[ends] - before if n else before
+    block = np.maximum(count - before[run] - 1, 0) if n else count
+    return order[starts], blocks, run, block
+
+
+def _union(a: Any, b: Any) -> Any:
+    """The sorted distinct values of two sorted distinct arrays."""
+    both = np.concatenate((a, b))
+    both.sort(kind="stable")
+    keep = np.empty(len(both), dtype=bool)
+    if len(both):
+        keep[0] = True
+        np.not_equal(both[1:], both[:-1], out=keep[1:])
+    return both[keep]
 
 
 def tie_ranks(
     left_order: Any, left_ts: Any, right_order: Any, right_ts: Any, start: int = LEFT
-) -> tuple[Any, Any, int]:
+) -> tuple[Any, Any, int, Any, Any]:
     """Each record's rank within its run (see the module), for one task's two sides given whole runs: per
     side, the running max ts (``order``, non-decreasing) and the timestamps (nulls as the same lowest value
     in both). ``start``: the side a run starts on when no earlier run here had ``cL != cR`` (the state
-    carried from the records before). Returns the left ranks, the right ranks, and the state after."""
-    left_lead, right_lead = left_ts == left_order, right_ts == right_order
-    left_values, left_blocks, left_j = _runs(left_order, left_lead)
-    right_values, right_blocks, right_j = _runs(right_order, right_lead)
-    values = np.union1d(left_values, right_values)
+    carried from the records before). Returns the left ranks, the right ranks, the state after, and each
+    record's run as an index into the runs of both sides (left, right)."""
+    left_values, left_blocks, left_run, left_j = _runs(left_order, left_ts == left_order)
+    right_values, right_blocks, right_run, right_j = _runs(right_order, right_ts == right_order)
+    values = _union(left_values, right_values)
+    left_at, right_at = np.searchsorted(values, left_values), np.searchsorted(values, right_values)
     c_left = np.zeros(len(values), dtype=np.int64)
     c_right = np.zeros(len(values), dtype=np.int64)
-    c_left[np.searchsorted(values, left_values)] = left_blocks
-    c_right[np.searchsorted(values, right_values)] = right_blocks
+    c_left[left_at] = left_blocks
+    c_right[right_at] = right_blocks
     flag = np.where(c_left > c_right, RIGHT, np.where(c_left < c_right, LEFT, -1))
     decided = np.maximum.accumulate(np.where(flag >= 0, np.arange(len(values)), -1)) if len(values) else flag
     before = np.concatenate(([-1], decided[:-1])) if len(values) else decided
     starts = np.where(before >= 0, flag[np.maximum(before, 0)], start)
     after = int(flag[decided[-1]]) if len(values) and decided[-1] >= 0 else start
 
-    def ranks(order: Any, j: Any, side: int) -> Any:
-        run = np.searchsorted(values, order)
+    def ranks(run: Any, j: Any, side: int) -> Any:
         mine, theirs = (c_left, c_right) if side == LEFT else (c_right, c_left)
         first = starts[run] == side
         return np.where(first, j + np.minimum(j, theirs[run]), j + np.minimum(j + 1, mine[run]))
 
-    return ranks(left_order, left_j, LEFT), ranks(right_order, right_j, RIGHT), after
+    left_run, right_run = left_at[left_run], right_at[right_run]
+    left_rank, right_rank = ranks(left_run, left_j, LEFT), ranks(right_run, right_j, RIGHT)
+    return left_rank, right_rank, after, left_run, right_run
 
 
 def tie_order(left_order: Any, left_ts: Any, right_order: Any, right_ts: Any, start: int = LEFT) -> tuple[Any, int]:
     """The processing order of one task's records given whole runs, as indices into ``left + right`` (the left
-    records first), and the state after (see :func:`tie_ranks`)."""
-    left_rank, right_rank, after = tie_ranks(left_order, left_ts, right_order, right_ts, start)
-    order = np.concatenate((left_order, right_order))
-    rank = np.concatenate((left_rank, right_rank))
-    return np.lexsort((rank, order)), after
+    records first), and the state after (see :func:`tie_ranks`). Each side is sorted by ``(run, rank)`` already
+    and no two records of different sides share both, so the two merge with ``np.searchsorted``."""
+    left_rank, right_rank, after, left_run, right_run = tie_ranks(left_order, left_ts, right_order, right_ts, start)
+    width = int(max(left_rank.max(initial=0), right_rank.max(initial=0))) + 1
+    left_key, right_key = left_run * width + left_rank, right_run * width + right_rank
+    h, n = len(left_key), len(left_key) + len(right_key)
+    take = np.empty(n, dtype=np.int64)
+    take[np.arange(h) + np.searchsorted(right_key, left_key)] = np.arange(h)
+    take[np.arange(n - h) + np.searchsorted(left_key, right_key)] = np.arange(h, n)
+    return take, after
 
 
 def with_tie_rank(frame: Any) -> Any:

@@ -16,15 +16,14 @@ sort took 11 s. So the plan sorts once, by ``(scenario, partition, side first he
    in memory up to ``spill_rows`` and go on to a local Arrow file beyond, so memory is bounded by
    configuration, not by the size of a Kafka partition (Spark's own sort spills the same way).
 2. The other (*live*) side streams through. Its running max and the held side's are both
-   non-decreasing, so the two are merged chunk by chunk, in whole runs of one running max: with
-   ``np.searchsorted`` where no running max is on both sides (no tie), else by the tie rule's ranks
-   (:func:`kjoin.spark.ties.tie_order`). A run waits until both sides have passed it, so one run of
-   equal timestamps is held in memory whole.
+   non-decreasing, so the two are merged chunk by chunk, in whole runs of one running max, by the
+   tie rule's ranks (:func:`kjoin.spark.ties.tie_order`: linear passes and ``np.searchsorted``). A
+   run waits until both sides have passed it, so one run of equal timestamps is held in memory whole.
 
 The merged batches carry the columns the per-task passes take (``scenario, partition, side, key,
 value, ts, offset, position``), in processing order within every task, and tasks stay whole and
-in the order Spark sorted them. Tests: ``tests/test_spark_merge.py`` (against the two-sort plan on
-random tasks, with spills and batch edges everywhere).
+in the order Spark sorted them. Tests: ``tests/test_spark_merge.py`` (against the reference engine's
+order on random tasks full of ties, with spills and batch edges everywhere).
 """
 
 from __future__ import annotations
@@ -254,12 +253,6 @@ class _Live:
             only = held if live is None else live
             self.start = 1 - (self.held_rank if live is None else live_rank)
             return only[0]
-        (held_batch, held_order), (live_batch, live_order) = held, live
-        at = np.minimum(np.searchsorted(held_order, live_order), len(held_order) - 1)
-        if not np.any(held_order[at] == live_order):
-            # No running max on both sides: no tie to break, and the side of the highest is the one taken last.
-            self.start = 1 - (self.held_rank if held_order[-1] > live_order[-1] else live_rank)
-            return _merge(held_batch, held_order, live_batch, live_order)
         (left, left_order), (right, right_order) = (held, live) if self.held_rank == LEFT else (live, held)
         take, self.start = tie_order(left_order, _ts(left), right_order, _ts(right), self.start)
         return pa.Table.from_batches([left, right]).take(take).combine_chunks().to_batches()[0]
@@ -299,19 +292,6 @@ def _finish(held: _Held, live: _Live | None) -> Iterator[Any]:
             yield batch
     else:
         yield from live.rest()
-
-
-def _merge(held: Any, held_order: Any, live: Any, live_order: Any) -> Any:
-    """Two sides' records, each in processing order and with no running max in common, as one: every held record
-    placed after the live records before it, every live record after the held records before it."""
-    h, n = held.num_rows, held.num_rows + live.num_rows
-    if not h or h == n:
-        return held if h else live
-    take = np.empty(n, dtype=np.int64)
-    take[np.arange(h) + np.searchsorted(live_order, held_order)] = np.arange(h)
-    take[np.arange(n - h) + np.searchsorted(held_order, live_order)] = np.arange(h, n)
-    both = pa.Table.from_batches([held, live])
-    return both.take(take).combine_chunks().to_batches()[0]
 
 
 class _Coalesce:
