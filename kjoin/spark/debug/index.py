@@ -85,6 +85,12 @@ class WhyIndex:
             & (F.col("offset") == offset)
         ).first()
 
+    def record_at_step(self, scenario: int, partition: int, step: int) -> Any:
+        """The task's record processed at ``step``."""
+        return self.by_offset.filter(
+            (F.col("scenario") == scenario) & (F.col("partition") == partition) & (F.col("step") == step)
+        ).first()
+
     def key_rows(self, scenario: int, key: Any) -> list[Any]:
         """Every record of ``key`` (stored form), both sides, all partitions."""
         return self.by_key.filter((F.col("scenario") == scenario) & (F.col("key") == key)).collect()
