@@ -9,7 +9,7 @@ from typing import Any, Iterable, Sequence
 
 from .records import Record, key_identity
 
-__all__ = ["merge_by_timestamp", "arrival_order", "Waiting", "PartitionGroup"]
+__all__ = ["merge_by_timestamp", "arrival_order", "Waiting", "PartitionGroup", "TakenFirst", "ties_taken_first"]
 
 
 class PartitionGroup:
@@ -111,8 +111,8 @@ def merge_by_timestamp(*topics: Iterable[Record], ties: str = "kafka") -> list[R
     On equal head timestamps a task takes from the partition it did not take its last record from
     (at the start: the left topic, then the next), as Kafka's ``PartitionGroup`` does (judged by a
     running application: ``tests/broker_check.py``). ``ties="left"``: the left topic on every tie
-    instead, kjoin's rule before issue 27, which ``kjoin.spark``'s sort key ``(running max ts,
-    side rank, offset)`` still follows. Tasks are interleaved by the timestamp of their next
+    instead, kjoin's rule before issue 27 (kept to show what it got wrong; ``kjoin.spark`` follows
+    Kafka's rule, :mod:`kjoin.spark.ties`). Tasks are interleaved by the timestamp of their next
     record, then partition.
     """
     if ties not in ("kafka", "left"):
@@ -252,3 +252,102 @@ def _waiting(
                 break
     side = "left" if other[1] == 0 else "right"
     return Waiting(side, arrival.lag_ms(side), head, partner)
+
+
+TIE_AT_START = (
+    "it is the task's first record, and on a tie at the start kjoin takes the left partition first (Kafka takes "
+    "whichever the consumer's HashMap of topic-partitions lists first: an accident of the topic names)"
+)
+
+
+@dataclass(frozen=True)
+class TakenFirst:
+    """A record taken before a record of the other side with the same timestamp, its key's partner among them:
+    the tie the verdict turned on."""
+
+    side: str
+    """The other side (whose partition waited)."""
+    head: Record
+    """The other partition's next record: its timestamp equals this record's."""
+    partner: Record
+    """The first record of the other side with this record's key and a timestamp no later, taken after it."""
+    previous: Record | None
+    """The task's record before this one (``None``: this is the task's first)."""
+    lag_ms: int = 0
+    """The other side's ``arrival`` lag (0: every record buffered)."""
+    by_arrival: bool = False
+    """Whether the order came from an ``arrival`` model (else: the scenario's own order of events)."""
+
+    def explain(self, record: Record) -> str:
+        head, partner, previous = self.head, self.partner, self.previous
+        whose = "this record's partner" if partner is head else "its next record"
+        text = (
+            f"The {self.side} partition's next record ({whose}: offset {head.offset}, key {head.key!r}, ts {head.ts}) "
+            "had the same timestamp as this one, and Kafka's PartitionGroup took this one first: "
+        )
+        if self.lag_ms > 0:
+            text += (
+                f"the {self.side} partition had not been fetched yet (arrival.{self.side}.lag_ms = {self.lag_ms}: its "
+                f"record arrives at ts {head.ts + self.lag_ms}); with max.task.idle.ms = 0 the task does not wait for "
+                "records not produced yet, and a partition that joins the queue goes behind one with the same head "
+                "timestamp"
+            )
+        elif previous is None:
+            text += TIE_AT_START
+        elif previous.side.value == self.side:
+            text += (
+                "on equal timestamps it takes the partition it did not take its last record from, and it had just "
+                f"taken the {self.side} record at offset {previous.offset}"
+            )
+        elif self.by_arrival:
+            text += (
+                f"the {self.side} partition had nothing buffered when this record's partition was queued, and a "
+                "partition that joins the queue goes behind one with the same head timestamp"
+            )
+        else:
+            text = (
+                f"The {self.side} partition's next record ({whose}: offset {head.offset}, key {head.key!r}, ts "
+                f"{head.ts}) had the same timestamp as this one, and the scenario lists this one first; with both "
+                f"partitions buffered Kafka's PartitionGroup would take the {self.side} one first here (the task had "
+                "just taken from this record's partition): kjoin.merge_by_timestamp gives Kafka's order"
+            )
+        if partner is not head:
+            text += f"; this record's partner (offset {partner.offset}, ts {partner.ts}) was behind it"
+        return text + ". So the partner was processed after this record."
+
+
+def ties_taken_first(records: Sequence[Any], arrival: Any = None) -> list[TakenFirst | None]:
+    """Per record of ``records`` (in processing order): the tie with the other side it was taken on, when its
+    key's partner (a record of the other side, same key, timestamp no later) was among the records it went
+    before (:class:`TakenFirst`), else ``None``. ``arrival``: the scenario's lags, named in the sentence."""
+    logs: dict[tuple[int, str], list[Any]] = {}
+    for record in records:
+        logs.setdefault((record.partition, record.side.value), []).append(record)
+    positions: dict[tuple[int, str], dict[Any, list[int]]] = {}
+    for where, log in logs.items():
+        by_key = positions[where] = {}
+        for position, record in enumerate(log):
+            if record.key is not None:
+                by_key.setdefault(key_identity(record.key), []).append(position)
+    taken = {where: 0 for where in logs}
+    previous: dict[int, Any] = {}
+    out: list[TakenFirst | None] = []
+    for record in records:
+        side = record.side.value
+        other = (record.partition, "right" if side == "left" else "left")
+        found = None
+        start = taken.get(other, 0)
+        log = logs.get(other, [])
+        if record.key is not None and start < len(log) and log[start].ts == record.ts:
+            same_key = positions[other].get(key_identity(record.key), ())
+            for position in same_key[bisect.bisect_left(same_key, start) :]:
+                if log[position].ts <= record.ts:
+                    lag = arrival.lag_ms(other[1]) if arrival is not None else 0
+                    found = TakenFirst(
+                        other[1], log[start], log[position], previous.get(record.partition), lag, arrival is not None
+                    )
+                    break
+        out.append(found)
+        taken[(record.partition, side)] += 1
+        previous[record.partition] = record
+    return out

@@ -412,8 +412,10 @@ def generate(version: KafkaVersion, count: int, joins: tuple[str, ...] | None = 
         deadline=None,
         suppress_health_check=list(HealthCheck),
     )
-    @given(wide_scenarios(version, joins=joins))
+    @given(wide_scenarios(version, joins=joins or BROKER_JOINS))
     def collect(scenario: kjoin.Scenario) -> None:
+        if scenario.join == "fk" and scenario.partitions != 1:
+            return  # the broker replays a foreign-key join on one partition (_fk_verdict)
         data = scenario.to_dict()
         data.pop("caching", None)
         found.append(kjoin.Scenario.from_dict(data))
@@ -424,6 +426,11 @@ def generate(version: KafkaVersion, count: int, joins: tuple[str, ...] | None = 
             break
     return found[:count]
 
+
+BROKER_JOINS = ("stream-stream", "stream-stream", "stream-table", "table-table", "fk")
+"""The joins the broker harness judges (stream-stream twice as often, as the wide generator draws it): not the
+GlobalKTable join, whose harness topology this mode does not build (Kafka refuses it: "no partitions available for
+topic right when initializing global store"), and a foreign-key join on one partition only."""
 
 LAGGING_JOINS = ("stream-stream", "stream-table", "table-table")
 """The joins whose two input topics meet in one task (a foreign-key join's sides are in tasks of their own)."""

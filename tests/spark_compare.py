@@ -163,14 +163,13 @@ def reference_outputs(
 ) -> dict[int, list[tuple]]:
     """Per partition (Kafka task): the reference engine's outputs as ``(step, key, value, ts,
     tombstone)``, the task's records (by offset within each input partition) taken in
-    Kafka's processing order, :func:`kjoin.ordering.merge_by_timestamp` (its ties as Spark's sort key
-    takes them: the left first). ``options``: more
+    Kafka's processing order, :func:`kjoin.ordering.merge_by_timestamp` (ties as Kafka's
+    ``PartitionGroup`` takes them). ``options``: more
     scenario fields (versioned tables, grace …)."""
     expected: dict[int, list[tuple]] = {}
     for partition in range(partitions):
         logs = [sorted((r for r in side if r.partition == partition), key=lambda r: r.offset) for side in (left, right)]
-        # ties="left": the tie order kjoin.spark follows (its sort key), not Kafka's (issue 27).
-        ordered = merge_by_timestamp(*logs, ties="left")
+        ordered = merge_by_timestamp(*logs)
         scenario = Scenario.from_records(join, variant, ordered, window=window, partitions=partitions)
         if options:
             scenario = Scenario.from_dict({**scenario.to_dict(), **options})

@@ -89,3 +89,74 @@ def test_the_heap_is_javas_on_many_partitions(seed):
         if heads[name] < len(logs[name]):
             queue.offer(name)
     assert group.peek() is None
+
+
+# -- why: a verdict that turned on a tie, or on arrival (issue 27) --------------------------------------------------
+def _explains(events: list[dict], **fields) -> list[str | None]:
+    import kjoin
+
+    scenario = kjoin.Scenario.from_dict({"join": "stream-table", "variant": "left", "events": events, **fields})
+    return [step.explain for step in kjoin.run(scenario).steps]
+
+
+def order(key: str, value: str, ts: int) -> dict:
+    return {"side": "left", "key": key, "value": value, "ts": ts}
+
+
+def customer(key: str, value: str, ts: int) -> dict:
+    return {"side": "right", "key": key, "value": value, "ts": ts}
+
+
+def test_a_null_result_says_its_partner_tied_and_went_behind_because_the_task_had_just_taken_its_side():
+    explains = _explains([customer("c9", "Bob", 1), order("c1", "o1", 5), customer("c1", "Ann", 5)])
+    text = explains[1]
+    assert "The right partition's next record (this record's partner: offset 1, key 'c1', ts 5) had the same " in text
+    assert "Kafka's PartitionGroup took this one first: on equal timestamps it takes the partition it did not " in text
+    assert "it had just taken the right record at offset 0. So the partner was processed after this record." in text
+    assert (
+        explains[2].startswith("Table update") and "same timestamp" not in explains[2]
+    )  # a table update looks nothing up
+
+
+def test_a_tie_at_the_start_of_a_task_says_kjoin_takes_the_left_and_kafka_the_hash_order():
+    from kjoin.ordering import TIE_AT_START
+
+    explains = _explains([order("c1", "o1", 5), customer("c1", "Ann", 5)])
+    assert f"took this one first: {TIE_AT_START}. So the partner" in explains[0]
+    assert "HashMap of topic-partitions" in TIE_AT_START
+
+
+def test_a_partner_behind_a_tying_record_is_named_too():
+    explains = _explains(
+        [customer("c9", "Bob", 1), order("c1", "o1", 5), customer("c2", "Cy", 5), customer("c1", "Ann", 4)]
+    )
+    assert "(its next record: offset 1, key 'c2', ts 5)" in explains[1]
+    assert "this record's partner (offset 2, ts 4) was behind it" in explains[1]
+
+
+def test_a_tie_the_lagging_side_lost_says_its_partition_had_not_been_fetched():
+    explains = _explains(
+        [order("c9", "o0", 1), order("c1", "o1", 5), customer("c1", "Ann", 5)], arrival={"right": {"lag_ms": 3}}
+    )
+    text = explains[1]
+    assert "had the same timestamp as this one, and Kafka's PartitionGroup took this one first: the right " in text
+    assert "partition had not been fetched yet (arrival.right.lag_ms = 3: its record arrives at ts 8); with " in text
+    assert "max.task.idle.ms = 0 the task does not wait for records not produced yet" in text
+
+
+def test_no_tie_is_mentioned_when_the_record_joined_or_no_partner_tied():
+    explains = _explains([customer("c1", "Old", 1), order("c1", "o1", 5), customer("c1", "Ann", 5)])
+    assert "same timestamp" not in explains[1]  # it joined Old: its verdict does not turn on the tie
+    explains = _explains([customer("c9", "Bob", 1), order("c1", "o1", 5), customer("c2", "Cy", 5)])
+    assert "same timestamp" not in explains[1]  # the record tying with it has another key
+    explains = _explains([customer("c9", "Bob", 1), order("c1", "o1", 5), customer("c1", "Ann", 6)])
+    assert "same timestamp" not in explains[1]  # the partner is later in time: no tie
+
+
+def test_a_scenario_listing_a_tie_against_kafkas_order_is_told_so():
+    explains = _explains([order("c9", "o0", 1), order("c1", "o1", 5), customer("c1", "Ann", 5)])
+    assert (
+        "the scenario lists this one first; with both partitions buffered Kafka's PartitionGroup would take the "
+        in (explains[1])
+    )
+    assert "right one first here (the task had just taken from this record's partition)" in explains[1]

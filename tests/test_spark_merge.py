@@ -4,9 +4,8 @@ The per-task passes of ``run_join`` get each task's records sorted by input part
 first, then by offset) and merge them into Kafka's processing order themselves. These tests feed
 :func:`merged_batches` random tasks cut into random Arrow batches, with tiny spill thresholds (so the
 held side goes through the local Arrow file) and tiny output batches, and compare the result with
-:func:`kjoin.ordering.merge_by_timestamp` per task and with the two-sort plan's definition (a sort by
-running max ts, nulls lowest, then side, then offset). ``tests/test_spark_order.py`` checks the same
-order end to end through Spark.
+:func:`kjoin.ordering.merge_by_timestamp` per task (Kafka's ``PartitionGroup``, ties included; a null timestamp
+as the lowest). ``tests/test_spark_order.py`` checks the same order end to end through Spark.
 """
 
 from __future__ import annotations
@@ -86,20 +85,17 @@ def merged_order(tasks, batch_rows, held_rank, spill_rows, target_rows) -> list[
     return out
 
 
-def two_sort_order(tasks) -> list[tuple]:
-    """The two-sort plan's order: per task, by (running max ts of the record's partition, nulls lowest; side;
-    offset)."""
-    rows = []
-    for (scenario, partition), logs in tasks.items():
-        keyed = []
-        for rank, log in enumerate(logs):
-            running = None
-            for offset, ts in enumerate(log):
-                running = ts if running is None else (running if ts is None else max(running, ts))
-                keyed.append(((running is not None, running or 0), rank, offset))
-        for _, rank, offset in sorted(keyed):
-            rows.append((scenario, partition, "left" if rank == 0 else "right", offset))
-    return rows
+def reference_order(tasks) -> list[tuple]:
+    """The reference engine's order per task (:func:`kjoin.ordering.merge_by_timestamp`, Kafka's
+    ``PartitionGroup``), a null timestamp as one lower than every other (as Spark sorts nulls first)."""
+    expected = []
+    for (scenario, partition), (left, right) in tasks.items():
+        records = [
+            [Record(side, "k", "v", -1 if ts is None else ts, partition, offset) for offset, ts in enumerate(log)]
+            for side, log in ((Side.LEFT, left), (Side.RIGHT, right))
+        ]
+        expected += [(scenario, partition, r.side.value, r.offset) for r in merge_by_timestamp(*records)]
+    return expected
 
 
 @SETTINGS
@@ -112,30 +108,21 @@ def test_the_merge_is_kafkas_processing_order_per_task(workload, tmp_path_factor
         got = merged_order(tasks, batch_rows, held_rank, spill_rows, target_rows)
     finally:
         del os.environ["SPARK_LOCAL_DIRS"]
-    expected = []
-    for (scenario, partition), (left, right) in tasks.items():
-        records = [
-            [Record(side, "k", "v", ts, partition, offset) for offset, ts in enumerate(log)]
-            for side, log in ((Side.LEFT, left), (Side.RIGHT, right))
-        ]
-        # Spark's merge still takes the left partition on every tie (README, "The processing order"); the reference
-        # engine alternates as Kafka's PartitionGroup does (issue 27)
-        merged = merge_by_timestamp(*records, ties="left")
-        expected += [(scenario, partition, r.side.value, r.offset) for r in merged]
+    expected = reference_order(tasks)
     assert got == expected
     assert os.listdir(spill_dir) == [], "the spill files are removed"
 
 
 @SETTINGS
 @given(workload=workloads(nulls=True))
-def test_null_timestamps_sort_as_the_two_sort_plan_sorts_them(workload):
+def test_null_timestamps_count_as_the_lowest(workload):
     tasks, batch_rows, held_rank, spill_rows, target_rows = workload
-    assert merged_order(tasks, batch_rows, held_rank, spill_rows, target_rows) == two_sort_order(tasks)
+    assert merged_order(tasks, batch_rows, held_rank, spill_rows, target_rows) == reference_order(tasks)
 
 
 def test_a_hand_example_with_the_table_held_and_spilled():
-    """Right (the table) held and spilled after one record; ties go left; the late left record (ts 2) waits
-    behind the left head (ts 5)."""
+    """Right (the table) held and spilled after one record; on the tie at 5 the left goes first (the right was
+    taken last); the late left record (ts 2) waits behind the left head (ts 5)."""
     tasks = {(0, 0): ([5, 2, 7], [1, 5, 6])}
     got = merged_order(tasks, batch_rows=2, held_rank=1, spill_rows=1, target_rows=1)
     assert [(side, offset) for _, _, side, offset in got] == [

@@ -1,11 +1,10 @@
 """Processing order on Spark is Kafka's, and the drill-down agrees with the Spark run.
 
-``run_join`` orders a task's records by ``(_order_ts, _side_rank, offset)`` (the running
-max timestamp of the record's own partition, then left before right, then offset). These
-tests check that this is exactly :func:`kjoin.ordering.merge_by_timestamp` (a Kafka task
-picks the input partition whose head record has the lowest timestamp; here with ``ties="left"``,
-the tie order Spark's sort key gives: Kafka's own alternates, see :class:`kjoin.ordering.PartitionGroup`),
-over random inputs with ties and out-of-order timestamps, and that
+``run_join`` orders a task's records by ``(_order_ts, _tie, offset)`` (the running
+max timestamp of the record's own partition, then the rank among ties, then offset: :mod:`kjoin.spark.ties`).
+These tests check that this is exactly :func:`kjoin.ordering.merge_by_timestamp` (a Kafka task
+picks the input partition whose head record has the lowest timestamp; on a tie the one it did not take its last
+record from, :class:`kjoin.ordering.PartitionGroup`), over random inputs with ties and out-of-order timestamps, and that
 :meth:`SparkRun.trace` of a partition gives the Spark run's outputs and fates for it.
 
 One hypothesis example is one Spark job over many partitions: every partition is an
@@ -22,6 +21,7 @@ from hypothesis import strategies as st
 from kjoin.ordering import merge_by_timestamp
 from kjoin.records import Record, Side
 from kjoin.spark import Topic, run_join
+from kjoin.spark.ties import PROCESSING_ORDER
 from tests.spark_compare import reference_outputs
 
 pytestmark = pytest.mark.spark
@@ -72,10 +72,8 @@ def topics(spark, cases) -> tuple[Topic, Topic, list[Record], list[Record]]:
 
 
 def kafka_order(left: list[Record], right: list[Record], partition: int) -> list[tuple[str, int]]:
-    # ties="left": kjoin.spark's sort key takes the left partition on every tie; Kafka alternates (issue 27,
-    # kjoin.ordering.PartitionGroup). The Spark engine's tie order is a known difference until it adopts the rule.
     merged = merge_by_timestamp(
-        [r for r in left if r.partition == partition], [r for r in right if r.partition == partition], ties="left"
+        [r for r in left if r.partition == partition], [r for r in right if r.partition == partition]
     )
     return [(r.side.value, r.offset) for r in merged]
 
@@ -93,11 +91,7 @@ def test_run_join_processes_each_task_in_kafkas_merge_order(spark, cases):
         place, record = (row["partition"], row["step"]), (row["side"], row["offset"])
         assert seen.setdefault(place, record) == record, f"two records at step {place}"
     sorted_records: dict[int, list[tuple[str, int]]] = {}
-    for row in (
-        result.records.orderBy("partition", "_order_ts", "_side_rank", "offset")
-        .select("partition", "side", "offset")
-        .collect()
-    ):
+    for row in result.records.orderBy("partition", *PROCESSING_ORDER).select("partition", "side", "offset").collect():
         sorted_records.setdefault(row["partition"], []).append((row["side"], row["offset"]))
     for partition in range(len(cases)):
         expected = kafka_order(left, right, partition)
@@ -107,10 +101,10 @@ def test_run_join_processes_each_task_in_kafkas_merge_order(spark, cases):
         assert sorted_records.get(partition, []) == expected
 
 
-def test_ties_go_left_and_a_late_record_waits_behind_its_partition():
+def test_a_tie_goes_to_the_side_not_taken_last_and_a_late_record_waits_behind_its_partition():
     """The order being tested, on a hand example: the right partition's head (ts 1) goes
-    first; at ts 5 against ts 5 the left wins; the out-of-order left record (ts 2) is only
-    reachable after the left head (ts 5) before it."""
+    first; at ts 5 against ts 5 the left wins (the right was taken last); the out-of-order left record (ts 2) is
+    only reachable after the left head (ts 5) before it."""
     left = [Record(Side.LEFT, "k", "A", 5, 0, 0), Record(Side.LEFT, "k", "B", 2, 0, 1)]
     right = [Record(Side.RIGHT, "k", "a", 1, 0, 0), Record(Side.RIGHT, "k", "b", 5, 0, 1)]
     assert kafka_order(left, right, 0) == [("right", 0), ("left", 0), ("left", 1), ("right", 1)]

@@ -439,3 +439,22 @@ def test_a_swept_join_keeps_its_releases_in_the_index(spark, tmp_path):
         (o.key, o.origin_step, s.index) for s in full.steps for o in s.outputs if o.kind is OutputKind.WINDOW_CLOSED
     )
     assert released == expected and released
+
+
+def test_why_says_a_partner_with_the_same_timestamp_went_behind_on_a_tie(spark):
+    """Partition 0: the task had just taken a right record, so on the tie at ts 5 it takes the left (the order) and
+    its customer comes after it; partition 1: the tie is the task's first choice (kjoin: the left first). The Spark
+    run (its merge, its index) and the reference engine's sentence agree."""
+    from kjoin.ordering import TIE_AT_START
+
+    left = [("c1", "o1", 5, 0, 0), ("c2", "o2", 5, 1, 0)]
+    right = [("c9", "Bob", 1, 0, 0), ("c1", "Ann", 5, 0, 1), ("c2", "Cy", 5, 1, 0)]
+    result = run_join(topic(spark, left, 2), topic(spark, right, 2), "stream-table", "left")
+    just_taken = result.why(partition=0, offset=0)
+    assert just_taken.verdict == "partner-later" and just_taken.delay_ms == 0
+    assert "(offset 1, " in just_taken.text and "though its timestamp is the same" in just_taken.text
+    assert "had just taken the right record at offset 0. So the partner was processed after this record." in (
+        just_taken.text
+    )
+    at_start = result.why(partition=1, offset=0)
+    assert at_start.verdict == "partner-later" and TIE_AT_START in at_start.text

@@ -25,7 +25,7 @@ processors in :mod:`kjoin.engine.aggregates`. Every scenario runs through the on
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..fates import Fate
 from ..joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoin, default_joiner
@@ -37,7 +37,8 @@ from ..joins.self_join import OptimizedSelfJoin
 from ..joins.tasks import Tasks
 from ..joins.topology import ResultSink, SelfJoin, StreamChain, TablePipeline
 from ..joins.versioned import VersionedStreamTableJoin, VersionedTableTableJoin
-from ..records import Record, Side
+from ..ordering import ties_taken_first
+from ..records import Output, OutputKind, Record, Side
 from ..scenario import AggregateSpec, Scenario, ScenarioError
 from ..state import StateLog
 from ..stores.global_table import GLOBAL_TASK
@@ -52,6 +53,7 @@ def run(
     scenario: Scenario | AggregateSpec,
     joiner: Callable[[Any, Any], Any] = default_joiner,
     make_join: Callable[[Scenario, StateLog, int], Any] | None = None,
+    explain_ties: bool = True,
 ) -> Trace:
     """Process every event of ``scenario`` and return the trace.
 
@@ -60,7 +62,9 @@ def run(
     :func:`new_join`; the Spark drill-down of one key passes its own). An
     aggregate or windowed-table scenario (an :class:`~kjoin.scenario.AggregateSpec`, what
     :func:`kjoin.load_scenario` gives for those ``join:`` names) builds its processors in
-    :mod:`kjoin.engine.aggregates`.
+    :mod:`kjoin.engine.aggregates`. ``explain_ties``: a step that joined nothing while its partner waited behind
+    it on a tie says so (:class:`kjoin.ordering.TakenFirst`); off for a run of some of a task's records only (the
+    Spark drill-down of one key), where the record taken before is not the task's.
     """
     if isinstance(scenario, AggregateSpec):
         return run_aggregate(scenario, joiner)
@@ -81,10 +85,20 @@ def run(
     # a task without records has no processor and no stores
     tasks = Tasks(lambda task_log, task: build(scenario, task_log, task), log, _first_task(records))
     waits = scenario.arrival_waits() if scenario.arrival is not None else None
+    ties = ties_taken_first(records, scenario.arrival) if explain_ties else [None] * len(records)
 
-    def note(index: int, record: Record) -> str | None:
+    def note(index: int, record: Record, outputs: Sequence[Output]) -> str | None:
+        """Why the step's verdict depends on arrival: what the task did not wait for, or the tie that put the
+        record's partner after it (said only when the record looked up and joined nothing)."""
         wait = None if waits is None else waits[index]
-        return None if wait is None else wait.explain(record)
+        if wait is not None:
+            return wait.explain(record)
+        tie = ties[index]
+        if tie is None or any(output.kind is OutputKind.JOINED for output in outputs):
+            return None
+        if scenario.join == "stream-table" and record.side is Side.RIGHT:
+            return None  # a table update looks nothing up
+        return tie.explain(record)
 
     steps, history = run_steps(
         log, records, lambda record, ctx: tasks[record.partition].process(record, ctx), joiner, note=note

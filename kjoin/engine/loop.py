@@ -11,12 +11,12 @@ WTable joins all run here; they differ only in what builds their processors.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from ..joins.context import StepContext
 from ..joins.fk_delivery import NoSuchMessage, Scheduler
 from ..joins.fk_protocol import Message
-from ..records import Record
+from ..records import Output, Record
 from ..scenario.fields import Deliver, ScenarioError
 from ..state import StateHistory, StateLog
 from ..trace import DeliveryStep, Step
@@ -33,15 +33,15 @@ def run_steps(
     scheduler: Scheduler | None = None,
     deliver: Callable[[Message, StepContext], None] | None = None,
     settle: Callable[[StepContext, int], None] | None = None,
-    note: Callable[[int, Record], str | None] | None = None,
+    note: Callable[[int, Record, Sequence[Output]], str | None] | None = None,
 ) -> tuple[list[Step], StateHistory]:
     """Run ``script`` and return its steps and the state history.
 
     ``log`` holds the stores built so far (their initial state is the history's start).
     ``scheduler`` and ``deliver(message, ctx)``: a foreign-key join's message deliveries.
     ``settle(ctx, task)``: what happens after a step's processing and before its changes are
-    recorded (a materialized result's stores). ``note(index, record)``: a sentence appended to
-    the step's explanation (the arrival's wait), or ``None``.
+    recorded (a materialized result's stores). ``note(index, record, outputs)``: a sentence appended to
+    the step's explanation (the arrival's wait, the tie it was taken on), or ``None``.
     """
     history = StateHistory(log.copy())
     log.take_changes()
@@ -77,7 +77,7 @@ def run_steps(
         ctx = StepContext(len(steps), item, joiner)
         process(item, ctx)
         close(ctx, item.partition)
-        extra = None if note is None else note(ctx.index, item)
+        extra = None if note is None else note(ctx.index, item, ctx.outputs)
         explain = ctx.explain() if extra is None else f"{ctx.explain()} {extra}"
         assert ctx.fate is not None
         steps.append(

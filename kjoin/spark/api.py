@@ -6,15 +6,15 @@ How it works:
   Kafka's default partition (murmur2 of the serialized key; a null key goes to 0), a record
   without an offset gets its rank within its partition in input order.
 * Processing order within a Kafka task is Kafka's: the task picks, among its two input
-  partitions, the one whose head record has the lowest timestamp (ties: left first). That
-  merge equals a sort by ``(running max ts of the record's own partition up to it, side,
-  offset)``.
+  partitions, the one whose head record has the lowest timestamp (ties: not the one it took its last record
+  from, as Kafka's ``PartitionGroup``). That merge equals a sort by ``(running max ts of the record's own
+  partition up to it, rank among the ties, offset)`` (:mod:`kjoin.spark.ties`).
 * The union is repartitioned by ``(scenario, partition)``, so one Spark task runs whole Kafka
   tasks, and sorted within Spark partitions by input partition and offset; the per-task
   passes (kjoin's own processors, :mod:`kjoin.spark.passes.task`, or the vectorised passes) merge
   the two input partitions into processing order themselves (:mod:`kjoin.spark.passes.merge`).
   The ``records`` frame the debugging tools read, and the native plan, compute the same
-  order with a window function and a second sort.
+  order with window functions and a second sort.
 * Topics whose partition counts differ are refused, as Kafka Streams refuses to join
   topics that are not co-partitioned.
 
@@ -44,6 +44,7 @@ from .passes.plans import Feed, Inputs, execute, odd_keys
 from .passes.task import json_text
 from .result import OpenedRun, SparkRun
 from .spec import JoinSpec, join_scenario
+from .ties import with_tie_rank
 
 __all__ = ["run_join", "run_scenarios", "open_run"]
 
@@ -177,14 +178,14 @@ def _tagged(side: str, topic: Topic, json_values: bool, partitions: int, key_typ
 
 def _ordered_records(shuffled: Any) -> Any:
     """The ``records`` frame the native plan and the debugging tools read: each record with the running max ts of
-    its own input partition up to it (``_order_ts``), which with the side and the offset sorts a task's records
-    into processing order."""
+    its own input partition up to it (``_order_ts``) and its rank among the ties (``_tie``), which with the offset
+    sort a task's records into processing order (:data:`kjoin.spark.ties.PROCESSING_ORDER`)."""
     running = (
         Window.partitionBy("scenario", "partition", "_side_rank")
         .orderBy("offset")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
-    return shuffled.select(
+    ordered = shuffled.select(
         "scenario",
         "partition",
         _side_name(),
@@ -196,6 +197,7 @@ def _ordered_records(shuffled: Any) -> Any:
         F.max("ts").over(running).alias("_order_ts"),
         "_side_rank",
     )
+    return with_tie_rank(ordered)
 
 
 def _by_partition(shuffled: Any, spec: JoinSpec) -> tuple[Any, int]:
@@ -270,7 +272,8 @@ def _scenario_frame(spark: Any, data: list[tuple]) -> Any:
     """The records frame of scenario rows: in processing order already (``_order_ts`` is the position)."""
     schema = _SCENARIO_SCHEMA
     records = spark.createDataFrame(data, schema=schema) if data else spark.createDataFrame([], schema=schema)
-    return records.withColumn("_order_ts", F.col("position")).withColumn("_side_rank", F.lit(0))
+    in_order = (F.col("position").alias("_order_ts"), F.lit(0).alias("_tie"), F.lit(0).alias("_side_rank"))
+    return records.select("*", *in_order)
 
 
 def _primary_key_joins(
@@ -369,6 +372,7 @@ def open_run(where: Any, path: str | None = None, *, spark: Any = None) -> "Spar
             "offset",
             F.col("step").alias("position"),
             F.col("step").alias("_order_ts"),
+            F.lit(0).alias("_tie"),
             F.lit(0).alias("_side_rank"),
         )
     run = OpenedRun(records, None, scenarios, manifest["json_keys"], manifest["json_values"], manifest["method"])

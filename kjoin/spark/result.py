@@ -53,7 +53,7 @@ class SparkRun:
     ) -> None:
         self.records = records
         """The ordered input records: ``scenario, partition, side, key, value, ts, offset, position, _order_ts,
-        _side_rank``."""
+        _tie, _side_rank``."""
         self.method = method
         """The path that computes :attr:`results`: ``vectorised``, ``native`` or ``processors`` (what ``auto``
         chose); ``None`` for a mix (foreign-key scenarios run whole beside the others)."""

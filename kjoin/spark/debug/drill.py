@@ -21,6 +21,7 @@ from ...scenario import Event, Scenario
 from ...trace import Trace
 from ..io.topic import SparkInputError
 from ..passes.fk_task import fk_trace
+from ..ties import PROCESSING_ORDER
 from . import fk as debug_fk
 from . import why as debug
 from .audit import partition_of
@@ -66,7 +67,7 @@ def task_trace(run: "SparkRun", partition: int, scenario: int, joiner: Joiner | 
     config = run.scenarios[scenario]
     rows = (
         run.records.filter((F.col("scenario") == scenario) & (F.col("partition") == partition))
-        .orderBy("_order_ts", "_side_rank", "offset")
+        .orderBy(*PROCESSING_ORDER)
         .select("side", "key", "value", "ts", "partition", "offset")
         .collect()
     )
@@ -154,8 +155,10 @@ def why(run: "SparkRun", partition: int, offset: int, side: str, scenario: int, 
     trace = key_trace(run, partition, key, scenario, joiner or default_joiner, rows)
     home = partition_of(key, config.partitions, run.partitioner)
     elsewhere, same = _partners(run, rows, Side(side).other.value, partition, home)
-    finder = _Finder(run, scenario, key, Side(side).other.value)
-    return debug.diagnose(record, config, trace, elsewhere, same, home, finder.null_key_partner, finder.blocker)
+    finder = _Finder(run, scenario, key, Side(side).other.value, partition)
+    return debug.diagnose(
+        record, config, trace, elsewhere, same, home, finder.null_key_partner, finder.blocker, finder.taken_before
+    )
 
 
 def _partners(run: "SparkRun", rows: list, other: str, partition: int, home: Any) -> tuple[list, list]:
@@ -175,8 +178,8 @@ def _partners(run: "SparkRun", rows: list, other: str, partition: int, home: Any
 class _Finder:
     """The index look-ups a diagnosis makes only when its verdict needs them."""
 
-    def __init__(self, run: "SparkRun", scenario: int, key: Any, other: str) -> None:
-        self.run, self.scenario, self.key, self.other = run, scenario, key, other
+    def __init__(self, run: "SparkRun", scenario: int, key: Any, other: str, partition: int) -> None:
+        self.run, self.scenario, self.key, self.other, self.partition = run, scenario, key, other, partition
 
     def null_key_partner(self) -> Any:
         """The first null-key record of the other side whose value names the key."""
@@ -186,6 +189,16 @@ class _Finder:
             return None
         value = self.run._decoders()[1](found["value"])
         return debug.Partner(self.other, found["partition"], found["offset"], found["ts"], value, found["step"])
+
+    def taken_before(self, step: int) -> Any:
+        """The task's record at ``step - 1`` (``None`` at the task's first step)."""
+        if step <= 0:
+            return None
+        found = self.run.why_index().record_at_step(self.scenario, self.partition, step - 1)
+        if found is None:
+            return None
+        value = self.run._decoders()[1](found["value"])
+        return debug.Partner(found["side"], found["partition"], found["offset"], found["ts"], value, found["step"])
 
     def blocker(self, partner: Any, ts: int) -> Any:
         """The record ahead of ``partner`` in its partition with the highest timestamp above ``ts``."""

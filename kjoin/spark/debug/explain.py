@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from ..frames import CAUSE_COLUMNS, CAUSE_TYPES, OUTPUT_COLUMNS
+from ..ties import PROCESSING_ORDER
 from .audit import expected_partition_column
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def _explain_primary_key_outputs(run: "SparkRun", outputs: Any, ids: list[int]) 
         "ts",
         "offset",
         "value",
-        F.struct("_order_ts", "_side_rank", "offset").alias("_order"),
+        F.struct(*PROCESSING_ORDER).alias("_order"),
     )
     base = _subjects(outputs.filter(null_partner | looked_up), records)
     verdicts = _partner_counts(base, records, window)

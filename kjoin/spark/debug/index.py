@@ -45,6 +45,7 @@ from pyspark.sql import functions as F
 
 from ...records import Record, Side
 from ..io.readers import local_path
+from ..ties import PROCESSING_ORDER
 from .why import _Placed
 
 __all__ = ["WhyIndex", "build_index", "CLASSES"]
@@ -82,6 +83,12 @@ class WhyIndex:
             & (F.col("partition") == partition)
             & (F.col("side") == side)
             & (F.col("offset") == offset)
+        ).first()
+
+    def record_at_step(self, scenario: int, partition: int, step: int) -> Any:
+        """The task's record processed at ``step``."""
+        return self.by_offset.filter(
+            (F.col("scenario") == scenario) & (F.col("partition") == partition) & (F.col("step") == step)
         ).first()
 
     def key_rows(self, scenario: int, key: Any) -> list[Any]:
@@ -205,7 +212,7 @@ def build_index(
     records: Any, path: str | None = None, spark_partitions: int | None = None, releases: Any = None
 ) -> WhyIndex:
     """Compute and write the index of ``records`` (a run's ordered records: ``scenario, partition,
-    side, key, value, ts, offset, _order_ts, _side_rank``) under ``path`` (default: a temporary
+    side, key, value, ts, offset, _order_ts, _tie, _side_rank``) under ``path`` (default: a temporary
     directory removed when Python exits; give a path every executor can read on a cluster).
     ``releases``: the run's outputs of kind ``window-closed`` (``scenario, partition, key,
     origin_step, step, side, offset``) when its joins sweep an outer-join buffer."""
@@ -214,7 +221,7 @@ def build_index(
         atexit.register(shutil.rmtree, path, True)
     path = local_path(path).rstrip("/")
     spark = records.sparkSession
-    task = Window.partitionBy("scenario", "partition").orderBy("_order_ts", "_side_rank", "offset")
+    task = Window.partitionBy("scenario", "partition").orderBy(*PROCESSING_ORDER)
     before = task.rowsBetween(Window.unboundedPreceding, -1)
     klass = (
         F.when(F.col("side") == "left", 0).otherwise(4)  # not _side_rank: a scenario run ranks both sides 0
@@ -222,7 +229,7 @@ def build_index(
         + F.col("value").isNull().cast("int")
     ).alias("_class")
     frame = records.select(
-        "scenario", "partition", "side", "key", "value", "ts", "offset", "_order_ts", "_side_rank", klass
+        "scenario", "partition", "side", "key", "value", "ts", "offset", "_order_ts", "_tie", "_side_rank", klass
     )
     mark = F.struct(F.col("ts").alias("ts"), (-F.col("offset")).alias("neg"))
     frame = frame.select(

@@ -39,6 +39,7 @@ from ...fates import Fate, Reason
 from ...records import OutputKind, Record, Side
 from ...scenario import Event, Scenario
 from ...joins.stream_stream import OUTER_MIN_TIME, StreamStreamJoin
+from ...ordering import TakenFirst
 from ...state import StateHistory, StateLog
 from ...stores import CLOCK
 from ...trace import StateSnapshot, Step, Trace
@@ -351,7 +352,8 @@ def key_trace(
             raise ValueError(f"key {key!r}: the drill-down lacks the task's steps {missing} of its held results")
         schedule = {at[emitted]: frozenset(at[o] for o in origins) for emitted, origins in releases.items()}
         make_join = lambda scenario, log, task: ReplayedSweepJoin(log, task, scenario, schedule)  # noqa: E731
-    full = run(replace(config, events=tuple(events)), joiner=joiner, make_join=make_join)
+    # the tie sentences need the whole task's order: why() says them from the index (_tie)
+    full = run(replace(config, events=tuple(events)), joiner=joiner, make_join=make_join, explain_ties=False)
     steps, states, changes, task_steps = [], [], [], []
     kept: dict[int, int] = {}  # step of the run above -> step of the drill-down
     for i, step in enumerate(full.steps):
@@ -441,6 +443,7 @@ def diagnose(
     home: int | None = None,
     null_key_partner: Callable[[], Partner | None] | None = None,
     find_blocker: Callable[[Partner, int], Partner | None] | None = None,
+    taken_before: Callable[[int], Partner | None] | None = None,
 ) -> Diagnosis:
     """The verdict for ``record`` read from its key's drill-down ``trace``. ``same``: the other
     side's records of the key in the record's partition (with steps); ``elsewhere``: in other
@@ -448,7 +451,9 @@ def diagnose(
     of the other side is looked at first (:func:`_co_partitioning_verdict`). ``null_key_partner``: finds a
     null-key record of the other side that names the key, asked only when no record of the key exists there.
     ``find_blocker(partner, ts)``: the record ahead of ``partner`` in its partition with the highest timestamp
-    above ``ts`` (what held it back), asked only for ``partner-processed-later`` and ``partner-expired``."""
+    above ``ts`` (what held it back), asked only for ``partner-processed-later`` and ``partner-expired``.
+    ``taken_before(step)``: the task's record at ``step - 1`` (``None`` at 0), asked only when a partner with the
+    same timestamp was processed after the record (the tie Kafka's ``PartitionGroup`` broke)."""
     side = record.side
     other_side = "right" if side is Side.LEFT else "left"
     who = (
@@ -524,7 +529,9 @@ def diagnose(
     lost = null_key_partner() if not same and not elsewhere and null_key_partner is not None else None
     if lost is not None:
         return _partner_null_key(record, who, other_side, lost, task_step, trace)
-    return _partner_verdict(record, who, other_side, config, step, task_step, trace, elsewhere, same, find_blocker)
+    return _partner_verdict(
+        record, who, other_side, config, step, task_step, trace, elsewhere, same, find_blocker, taken_before
+    )
 
 
 def _partner_null_key(
@@ -835,6 +842,7 @@ def _partner_verdict(
     elsewhere: Sequence[Partner],
     same: Sequence[Partner],
     find_blocker: Callable[[Partner, int], Partner | None] | None = None,
+    taken_before: Callable[[int], Partner | None] | None = None,
 ) -> Diagnosis:
     """The verdict from the other side's records of the key: none here (elsewhere or nowhere), outside the window,
     expired, deleted before, or processed after the record."""
@@ -866,7 +874,7 @@ def _partner_verdict(
     ]
     if config.window is not None:
         return _windowed_partner_verdict(
-            record, who, other_side, config.window, step, task_step, trace, same, find_blocker
+            record, who, other_side, config, step, task_step, trace, same, find_blocker, taken_before
         )
     if before:
         last = max(before, key=lambda p: p.step)
@@ -883,7 +891,7 @@ def _partner_verdict(
             )
     if after:
         first = min(after, key=lambda p: p.step)
-        return _later(record, who, other_side, first, task_step, trace, find_blocker)
+        return _later(record, who, other_side, first, task_step, trace, find_blocker, taken_before, config)
     return Diagnosis("no-result", f"The {who}: {step.explain}", record, task_step, tuple(same), trace=trace)
 
 
@@ -891,15 +899,17 @@ def _windowed_partner_verdict(
     record: Record,
     who: str,
     other_side: str,
-    window: Any,
+    config: Scenario,
     step: Step,
     task_step: int | None,
     trace: KeyTrace,
     same: Sequence[Partner],
     find_blocker: Callable[[Partner, int], Partner | None] | None,
+    taken_before: Callable[[int], Partner | None] | None = None,
 ) -> Diagnosis:
     """A stream-stream record's partners in its partition: all outside its window, expired before they were
     processed, processed later, or inside it without joining."""
+    window = config.window
     lo, hi = (
         (record.ts - window.before_ms, record.ts + window.after_ms)
         if record.side is Side.LEFT
@@ -951,7 +961,7 @@ def _windowed_partner_verdict(
         )
     if late:
         p = late[0]
-        return _later(record, who, other_side, p, task_step, trace, find_blocker)
+        return _later(record, who, other_side, p, task_step, trace, find_blocker, taken_before, config)
     return Diagnosis(
         "no-result",
         f"The {who} has partners inside its window but none joined: {step.explain}",
@@ -1001,8 +1011,12 @@ def _later(
     task_step: int | None,
     trace: KeyTrace,
     find_blocker: Callable[[Partner, int], Partner | None] | None = None,
+    taken_before: Callable[[int], Partner | None] | None = None,
+    config: Scenario | None = None,
 ) -> Diagnosis:
     between = None if task_step is None or partner.step is None else partner.step - task_step - 1
+    if partner.ts == record.ts and taken_before is not None and task_step is not None:
+        return _tie(record, who, other_side, partner, task_step, between, trace, taken_before, config)
     if partner.ts >= record.ts:
         delay = partner.ts - record.ts
         return Diagnosis(
@@ -1043,4 +1057,37 @@ def _later(
         records_between=between,
         trace=trace,
         blocker=blocker,
+    )
+
+
+def _tie(
+    record: Record,
+    who: str,
+    other_side: str,
+    partner: Partner,
+    task_step: int,
+    between: int | None,
+    trace: KeyTrace,
+    taken_before: Callable[[int], Partner | None],
+    config: Scenario | None,
+) -> Diagnosis:
+    """A partner with the record's own timestamp processed after it: the tie Kafka's ``PartitionGroup`` broke
+    (:class:`kjoin.ordering.TakenFirst` says how), or the arrival that kept the partner out of the task."""
+    before = taken_before(task_step)
+    previous = None if before is None else Record(Side(before.side), None, before.value, before.ts, 0, before.offset)
+    as_record = Record(Side(other_side), record.key, partner.value, partner.ts, partner.partition, partner.offset)
+    arrival = config.arrival if config is not None else None
+    lag = arrival.lag_ms(other_side) if arrival is not None else 0
+    taken = TakenFirst(other_side, as_record, as_record, previous, lag)
+    return Diagnosis(
+        "partner-later",
+        f"The {other_side} record with key {record.key!r} (offset {partner.offset}, {when(partner.ts)}) was "
+        f"processed after the {who}, {between} record(s) later, though its timestamp is the same. "
+        + taken.explain(record),
+        record,
+        task_step,
+        (partner,),
+        delay_ms=0,
+        records_between=between,
+        trace=trace,
     )

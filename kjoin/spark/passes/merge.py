@@ -1,9 +1,10 @@
 """A Kafka task's processing order, merged inside the Python pass: one Spark sort, not two.
 
 Kafka Streams' task takes, of its two input partitions, the one whose head record has the lower
-timestamp (ties: the left). That order equals a sort by ``(running max ts of the record's own
-partition up to it, side, offset)`` (:mod:`kjoin.spark.api`). Spark can compute it with a window
-function (the running max) and a second sort, but both cost more than the whole per-task pass: at
+timestamp (ties: the one it did not take its last record from). That order equals a sort by ``(running max ts
+of the record's own partition up to it, rank among the ties, offset)`` (:mod:`kjoin.spark.ties`). Spark can
+compute it with windows (the running max, the ties' ranks) and a second sort, but both cost more than the whole
+per-task pass: at
 10^7 records the window spills 1.2-1.6 GB and the two sorts plus the window took 15 s where one
 sort took 11 s. So the plan sorts once, by ``(scenario, partition, side first held, offset)``, and
 :func:`merged_batches` turns that into processing order:
@@ -15,13 +16,14 @@ sort took 11 s. So the plan sorts once, by ``(scenario, partition, side first he
    in memory up to ``spill_rows`` and go on to a local Arrow file beyond, so memory is bounded by
    configuration, not by the size of a Kafka partition (Spark's own sort spills the same way).
 2. The other (*live*) side streams through. Its running max and the held side's are both
-   non-decreasing, so the two are merged chunk by chunk with ``np.searchsorted``: a left record
-   comes before a right one when its running max is lower or equal.
+   non-decreasing, so the two are merged chunk by chunk, in whole runs of one running max, by the
+   tie rule's ranks (:func:`kjoin.spark.ties.tie_order`: linear passes and ``np.searchsorted``). A
+   run waits until both sides have passed it, so one run of equal timestamps is held in memory whole.
 
 The merged batches carry the columns the per-task passes take (``scenario, partition, side, key,
 value, ts, offset, position``), in processing order within every task, and tasks stay whole and
-in the order Spark sorted them. Tests: ``tests/test_spark_merge.py`` (against the two-sort plan on
-random tasks, with spills and batch edges everywhere).
+in the order Spark sorted them. Tests: ``tests/test_spark_merge.py`` (against the reference engine's
+order on random tasks full of ties, with spills and batch edges everywhere).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..io.topic import SparkInputError
+from ..ties import LEFT, tie_order
 from .vectorised import task_segments
 
 __all__ = ["merged_batches", "held_rows", "SPILL_ROWS", "HELD_ROWS_CONF", "COLUMNS"]
@@ -191,49 +194,95 @@ def _spilled(batch: Any, order: Any) -> Any:
 class _Live:
     """The live side of one task, merged with the held side as its batches stream in.
 
-    A held record precedes a live one when ``(its running max, its side rank)`` is lower: with the left
-    side held, when its running max is lower or equal; with the right side held, when strictly lower."""
+    Records go out in whole *runs* (the records of both sides with one running max ts): those below both sides'
+    last running max seen so far (the live batch's, and the held chunk's while more held chunks follow); the rest
+    wait for the next batch or chunk. Within a run a tie between the sides goes as Kafka's ``PartitionGroup`` takes
+    it (:mod:`kjoin.spark.ties`), which depends on the side taken last: carried from run to run in ``start``."""
 
     def __init__(self, held: _Held) -> None:
         self.carry = _LOWEST
+        self.held_rank = held.rank
         self.held_chunks = held.read()
-        left_held = held.rank == 0
-        self.held_tie = "right" if left_held else "left"  # held records before a live order value
-        self.live_tie = "left" if left_held else "right"  # live records before a held order value
-        self.held: tuple[Any, Any] | None = None  # the current held chunk's unmerged rest
-        self._next_held()
+        self.held: tuple[Any, Any] | None = None  # the held records not merged yet
+        self.held_done = False
+        self.live: tuple[Any, Any] | None = None  # the live records not merged yet
+        self.start = LEFT  # the side a run of ties starts on, when it has as many blocks on each side
 
-    def _next_held(self) -> None:
-        self.held = next(self.held_chunks, None)
-        while self.held is not None and self.held[0].num_rows == 0:
-            self.held = next(self.held_chunks, None)
+    def _pull_held(self) -> None:
+        chunk = next(self.held_chunks, None)
+        while chunk is not None and chunk[0].num_rows == 0:
+            chunk = next(self.held_chunks, None)
+        if chunk is None:
+            self.held_done = True
+        else:
+            self.held = _joined(self.held, chunk)
 
     def add(self, segment: Any) -> Iterator[Any]:
         batch, order, self.carry = _with_order(segment, self.carry)
-        while batch.num_rows:
-            if self.held is None:
-                yield batch
-                return
-            held_batch, held_order = self.held
-            if held_order[-1] <= order[-1] if self.held_tie == "right" else held_order[-1] < order[-1]:
-                # The whole held chunk comes before the live batch's last record: merge it with the live records
-                # that precede its last one, and go on to the next held chunk.
-                k = int(np.searchsorted(order, held_order[-1], self.live_tie))
-                yield _merge(held_batch, held_order, batch.slice(0, k), order[:k], self.held_tie, self.live_tie)
-                batch, order = batch.slice(k), order[k:]
-                self._next_held()
-            else:
-                # The whole live batch comes before the held chunk's last record.
-                m = int(np.searchsorted(held_order, order[-1], self.held_tie))
-                yield _merge(held_batch.slice(0, m), held_order[:m], batch, order, self.held_tie, self.live_tie)
-                self.held = (held_batch.slice(m), held_order[m:])
-                return
+        if batch.num_rows:
+            self.live = _joined(self.live, (batch, order))
+            yield from self._emit(int(order[-1]))
 
     def rest(self) -> Iterator[Any]:
-        """The held records that no live record preceded."""
-        while self.held is not None:
-            yield self.held[0]
-            self._next_held()
+        """The records not merged yet, once the live side has ended."""
+        yield from self._emit(None)
+
+    def _emit(self, live_bound: int | None) -> Iterator[Any]:
+        """Merge the runs below ``live_bound`` (the live side's last running max; ``None``: the live side ended) and
+        below the held side's, pulling held chunks while the held side's bound is the lower."""
+        while True:
+            while not self.held_done and _rows(self.held) == 0:
+                self._pull_held()
+            held_bound = None if self.held_done else int(self.held[1][-1])
+            bounds = [bound for bound in (live_bound, held_bound) if bound is not None]
+            piece = self._take(min(bounds) if bounds else None)
+            if piece is not None:
+                yield piece
+            if held_bound is None or (live_bound is not None and held_bound > live_bound):
+                return
+            self._pull_held()  # the held run at the bound may go on in the next chunk
+
+    def _take(self, bound: int | None) -> Any:
+        """The held and live records whose running max is below ``bound`` (all: ``None``), merged."""
+        held, self.held = _split(self.held, bound)
+        live, self.live = _split(self.live, bound)
+        if held is None and live is None:
+            return None
+        live_rank = 1 - self.held_rank
+        if held is None or live is None:
+            only = held if live is None else live
+            self.start = 1 - (self.held_rank if live is None else live_rank)
+            return only[0]
+        (left, left_order), (right, right_order) = (held, live) if self.held_rank == LEFT else (live, held)
+        take, self.start = tie_order(left_order, _ts(left), right_order, _ts(right), self.start)
+        return pa.Table.from_batches([left, right]).take(take).combine_chunks().to_batches()[0]
+
+
+def _rows(part: tuple[Any, Any] | None) -> int:
+    return 0 if part is None else part[0].num_rows
+
+
+def _joined(part: tuple[Any, Any] | None, more: tuple[Any, Any]) -> tuple[Any, Any]:
+    """Records not merged yet, followed by ``more`` (a batch and its running max)."""
+    if _rows(part) == 0:
+        return more
+    batch = pa.Table.from_batches([part[0], more[0]]).combine_chunks().to_batches()[0]
+    return batch, np.concatenate((part[1], more[1]))
+
+
+def _split(part: tuple[Any, Any] | None, bound: int | None) -> tuple[Any, Any]:
+    """``part`` cut before its first running max at or above ``bound``: (the records before, or None; the rest)."""
+    if _rows(part) == 0:
+        return None, None
+    batch, order = part
+    k = len(order) if bound is None else int(np.searchsorted(order, bound, "left"))
+    before = (batch.slice(0, k), order[:k]) if k else None
+    return before, ((batch.slice(k), order[k:]) if k < len(order) else None)
+
+
+def _ts(batch: Any) -> Any:
+    """A batch's timestamps, a null as the running max counts it."""
+    return pc.fill_null(batch.column("ts"), _LOWEST).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
 def _finish(held: _Held, live: _Live | None) -> Iterator[Any]:
@@ -243,19 +292,6 @@ def _finish(held: _Held, live: _Live | None) -> Iterator[Any]:
             yield batch
     else:
         yield from live.rest()
-
-
-def _merge(held: Any, held_order: Any, live: Any, live_order: Any, held_tie: str, live_tie: str) -> Any:
-    """Two runs, each in processing order, as one: every held record placed after the live records before it,
-    every live record after the held records before it."""
-    h, n = held.num_rows, held.num_rows + live.num_rows
-    if not h or h == n:
-        return held if h else live
-    take = np.empty(n, dtype=np.int64)
-    take[np.arange(h) + np.searchsorted(live_order, held_order, live_tie)] = np.arange(h)
-    take[np.arange(n - h) + np.searchsorted(held_order, live_order, held_tie)] = np.arange(h, n)
-    both = pa.Table.from_batches([held, live])
-    return both.take(take).combine_chunks().to_batches()[0]
 
 
 class _Coalesce:

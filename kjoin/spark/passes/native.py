@@ -15,7 +15,7 @@ update of each side (table-table), a tombstone meaning "absent". So, per record:
 
 1. ``step``: the record's index in its task, ``position`` when the input gives one, else
    ``row_number()`` over ``(scenario, partition)`` in processing order
-   (``_order_ts, _side_rank, offset``), exactly as the task loop numbers records.
+   (``_order_ts, _tie, offset``: :data:`kjoin.spark.ties.PROCESSING_ORDER`), exactly as the task loop numbers records.
 2. One window ``partitionBy(scenario, partition, key).orderBy(step)`` with the frame
    *unbounded preceding .. 1 preceding* and ``last(struct(value, ts), ignorenulls)`` over
    the rows of one side: the state of that side's table just before the record. The records
@@ -76,6 +76,7 @@ from pyspark.sql import functions as F
 from ...fates import Fate, Reason
 from ...records import OutputKind
 from ..spec import JoinSpec
+from ..ties import PROCESSING_ORDER
 from .task import RESULT_FIELDS, group_by_task
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ def native_results(
     of the ``records`` frame, computed with window functions only. ``partitioned``:
     ``records`` is already hash-partitioned by ``(scenario, partition)``."""
     grouped = group_by_task(records, partitioned, spark_partitions)
-    in_task = Window.partitionBy("scenario", "partition").orderBy("_order_ts", "_side_rank", "offset")
+    in_task = Window.partitionBy("scenario", "partition").orderBy(*PROCESSING_ORDER)
     numbered = grouped.withColumn(
         "step", F.coalesce(F.col("position"), F.row_number().over(in_task) - 1).cast("bigint")
     )

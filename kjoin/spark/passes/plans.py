@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping
 from ...scenario import Scenario
 from ..io.topic import SparkInputError
 from ..spec import JoinSpec
+from ..ties import PROCESSING_ORDER
 from . import native, vectorised, vectorised_stream, vectorised_versioned
 from .merge import HELD_ROWS_CONF, held_rows, merged_batches
 from .task import group_by_task, result_schema, task_function
@@ -87,11 +88,11 @@ class Feed:
     """How the records reach a pass.
 
     ``records``: the ordered records frame (``scenario, partition, side, key, value, ts, offset, position, _order_ts,
-    _side_rank``); ``partitioned``: already hash-partitioned by ``(scenario, partition)``. ``by_partition``: ``(frame,
-    held rank)``, the records sorted by ``(scenario, partition, held side first, offset)``, which the per-task passes
-    merge into processing order themselves (:func:`kjoin.spark.passes.merge.merged_batches`) in place of sorting
-    ``records``. ``sort_rows``: sort the native plan's rows by step within each Spark partition (small driver-built
-    inputs: rows in emission order per task, as the processors give them)."""
+    _tie, _side_rank``); ``partitioned``: already hash-partitioned by ``(scenario, partition)``. ``by_partition``:
+    ``(frame, held rank)``, the records sorted by ``(scenario, partition, held side first, offset)``, which the
+    per-task passes merge into processing order themselves (:func:`kjoin.spark.passes.merge.merged_batches`) in place
+    of sorting ``records``. ``sort_rows``: sort the native plan's rows by step within each Spark partition (small
+    driver-built inputs: rows in emission order per task, as the processors give them)."""
 
     records: Any
     spark_partitions: int | None
@@ -115,7 +116,7 @@ class Plan:
 
 
 # -- the per-task passes: mapInArrow over each Kafka task's records in processing order -------------------
-_PROCESSING_ORDER = ("scenario", "partition", "_order_ts", "_side_rank", "offset")
+_PROCESSING_ORDER = ("scenario", "partition", *PROCESSING_ORDER)
 _TASK_COLUMNS = ("scenario", "partition", "side", "key", "value", "ts", "offset", "position")
 
 
