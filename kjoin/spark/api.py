@@ -115,7 +115,8 @@ def run_join(
     buckets = split.bucket_count(key_split, {0: spec}, partitions, _cores(left.frame.sparkSession), method)
     key_buckets = None
     if buckets > 1:
-        key_buckets = split.clocked(frames[0].unionByName(frames[1]), buckets, by_partition[1], partitions)
+        union = frames[0].unionByName(frames[1])
+        key_buckets = split.clocked(union, buckets, by_partition[1], partitions)
     feed = Feed(records, spark_partitions or partitions, partitioned=True, by_partition=by_partition, split=key_buckets)
     results, chosen = execute(
         feed, {0: spec}, Inputs(key_type, value_type, json_keys=False, json_values=json_values, joiner=joiner), method

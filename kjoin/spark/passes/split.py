@@ -139,19 +139,27 @@ def clocked(union: Any, buckets: int, held_rank: int, partitions: int) -> KeySpl
     each task, sorted by (held side first, offset) for :func:`kjoin.spark.passes.merge.merged_batches`."""
     slots = partitions * buckets
     routes = F.array(*[F.lit(value).cast("bigint") for value in _routes(slots)])
+
     own = _bucket(F.col("key"), buckets)
-    rows = union.select("*", own.alias("_own"), F.explode(F.sequence(F.lit(0), F.lit(buckets - 1))).alias("_bucket"))
-    mine = F.col("_own") == F.col("_bucket")
+    # Each record once whole in its own bucket and as a clock row in each other (only the narrow columns filled).
+    entries = F.array(
+        *[
+            F.struct((own + shift) % buckets if shift else own, F.lit(shift > 0)).alias(f"_e{shift}")
+            for shift in range(buckets)
+        ]
+    )
+    exploded = union.select("*", F.inline(entries).alias("_bucket", "_tick"))
+    clock = F.col("_tick")
     slot = F.col("partition").cast("bigint") * buckets + F.col("_bucket")
-    rows = rows.select(
+    rows = exploded.select(
         (F.col("scenario") * buckets + F.col("_bucket")).alias("scenario"),
         "partition",
         F.col("_side_rank").cast("byte").alias("_side_rank"),
-        F.when(mine, F.col("key")).alias("key"),
-        F.when(mine, F.col("value")).alias("value"),
+        F.when(~clock, F.col("key")).alias("key"),
+        F.when(~clock, F.col("value")).alias("value"),
         "ts",
         "offset",
-        (~mine).alias("_tick"),
+        "_tick",
         F.element_at(routes, (slot % slots + 1).cast("int")).alias("_route"),
     )
     side = F.col("_side_rank").desc() if held_rank else F.col("_side_rank")
