@@ -658,16 +658,7 @@ def main(argv: list[str] | None = None) -> int:
         help="Kafka Streams replays only the first this many records (default: all; its rate per record does not "
         "rise with the size, and a stream-stream replay of 10^7 takes hours)",
     )
-    parser.add_argument(
-        "--scale",
-        nargs="?",
-        const="split,curve,skew",
-        default=None,
-        type=_choices(("split", "curve", "skew"), "--scale"),
-        help="instead of the table: how kjoin scales (benchmarks/scale.py): the key split on a 1-partition topic, "
-        "the size curve of --sizes, a skewed topic (default: all three)",
-    )
-    parser.add_argument("--scale-join", choices=JOINS, default="stream-table", help="the join --scale times")
+    _scale_arguments(parser)
     args = parser.parse_args(argv)
     if args.kafka_sample is not None and args.kafka_sample <= 0:
         parser.error("--kafka-sample: expected a positive integer")
@@ -682,20 +673,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="kjoin-bench-")
     if args.scale:
-        from .scale import format_tables, scale
-
-        try:
-            tables = scale(
-                spark, args.scale, args.sizes, args.scale_join, args.keys, args.partitions, workdir, sys.stderr
-            )
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-        load = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))
-        print(
-            f"kjoin scale: {os.cpu_count()} cores, {args.scale_join} {run_options(args.scale_join)['variant']}, "
-            f"{args.keys:,} keys; load average (1/5/15 min) before/after: {load}"
-        )
-        print(format_tables(tables))
+        _scale(spark, args, workdir, load_before)
         return 0
     try:
         rows = bench(
@@ -723,6 +701,35 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(format_table(rows))
     return 0
+
+
+def _scale_arguments(parser: Any) -> None:
+    parser.add_argument(
+        "--scale",
+        nargs="?",
+        const="split,curve,skew",
+        default=None,
+        type=_choices(("split", "curve", "skew"), "--scale"),
+        help="instead of the table: how kjoin scales (benchmarks/scale.py): the key split on a 1-partition topic, "
+        "the size curve of --sizes, a skewed topic (default: all three)",
+    )
+    parser.add_argument("--scale-join", choices=JOINS, default="stream-table", help="the join --scale times")
+
+
+def _scale(spark: Any, args: Any, workdir: str, load_before: tuple[float, float, float]) -> None:
+    """``--scale``: the scale tables (:mod:`benchmarks.scale`) instead of the main table."""
+    from .scale import format_tables, scale
+
+    try:
+        tables = scale(spark, args.scale, args.sizes, args.scale_join, args.keys, args.partitions, workdir, sys.stderr)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    load = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))
+    print(
+        f"kjoin scale: {os.cpu_count()} cores, {args.scale_join} {run_options(args.scale_join)['variant']}, "
+        f"{args.keys:,} keys; load average (1/5/15 min) before/after: {load}"
+    )
+    print(format_tables(tables))
 
 
 if __name__ == "__main__":

@@ -77,14 +77,15 @@ class Timing:
 HEADER = ["run", "records", "buckets", "kjoin s", "kjoin rec/s", "equi s", "kjoin/equi", "peak MB", "load"]
 
 
-def _run(label: str, records: int, result: Any, equi: Any = None) -> Timing:
-    """Time the equi-join (noop) when given, then kjoin's rows through :func:`checksum`, with the peak memory."""
+def _run(label: str, records: int, result: Any, equi: Any = None, out: Any = None) -> Timing:
+    """Time the equi-join (noop) when given, then kjoin's rows through :func:`checksum`, with the peak memory; the
+    row goes to ``out`` (progress) as soon as it is measured."""
     equi_s = None if equi is None else timed(lambda: noop(equi))
     load_before = os.getloadavg()[0]
     found: list[tuple[int, int]] = []
     with PeakMemory() as memory:
         seconds = timed(lambda: found.append(checksum(result.results)))
-    return Timing(
+    timing = Timing(
         label,
         records,
         seconds,
@@ -94,6 +95,9 @@ def _run(label: str, records: int, result: Any, equi: Any = None) -> Timing:
         equi_s,
         result.key_buckets,
     )
+    if out is not None:
+        print(f"[scale] {' | '.join(timing.cells())} | {timing.check}", file=out, flush=True)
+    return timing
 
 
 def scale(
@@ -127,7 +131,7 @@ def scale(
         for key_split in ("off", "on", "off", "on"):  # in turns: the load moves
             print(f"[scale] split {key_split} {size:,} ...", file=out, flush=True)
             result = run_join(left, right, key_split=key_split, **options)
-            rows.append(_run(f"1 partition, key_split={key_split}", size, result))
+            rows.append(_run(f"1 partition, key_split={key_split}", size, result, out=out))
         tables.append(rows)
         shutil.rmtree(path, ignore_errors=True)
     if "curve" in parts:
@@ -136,8 +140,8 @@ def scale(
             left, right, path = data(size, partitions)
             print(f"[scale] curve {size:,} ...", file=out, flush=True)
             result = run_join(left, right, **options)
-            rows.append(_run(f"{partitions} partitions", size, result, equi_join(join, left.frame, right.frame)))
-            print("\n".join(" | ".join(cells) for cells in [HEADER, rows[-1].cells()]), file=out, flush=True)
+            equi = equi_join(join, left.frame, right.frame)
+            rows.append(_run(f"{partitions} partitions", size, result, equi, out))
             shutil.rmtree(path, ignore_errors=True)
         tables.append(rows)
     if "skew" in parts:
@@ -151,9 +155,8 @@ def scale(
             for key_split in ("off", 2):
                 result = run_join(left, right, key_split=key_split, **options)
                 name = f"{partitions} partitions {label}, key_split={key_split}"
-                rows.append(
-                    _run(name, size, result, equi_join(join, left.frame, right.frame) if key_split == "off" else None)
-                )
+                equi = equi_join(join, left.frame, right.frame) if key_split == "off" else None
+                rows.append(_run(name, size, result, equi, out))
             shutil.rmtree(path, ignore_errors=True)
         tables.append(rows)
     return tables

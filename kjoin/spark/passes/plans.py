@@ -16,7 +16,8 @@ Each plan says which joins it is for (``serves``: the three vectorised plans spl
 of them speaks for ``method="vectorised"``), why it cannot run them exactly (``unsupported(specs, inputs)``, a
 sentence, or ``None``) and builds the results frame (``results(feed, specs, inputs)``). A foreign-key join crosses
 tasks and runs whole elsewhere (:mod:`kjoin.spark.passes.fk_task`); seed 000's aggregates have their own entry point
-(:mod:`kjoin.spark.passes.aggregates`).
+(:mod:`kjoin.spark.passes.aggregates`). With ``Feed.split`` (``key_split=``), the per-task plans run per key bucket
+(:mod:`kjoin.spark.passes.split`) and the native plan is skipped.
 """
 
 from __future__ import annotations
