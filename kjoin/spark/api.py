@@ -61,7 +61,7 @@ def run_join(
     spark_partitions: int | None = None,
     method: str = "auto",
     options: Mapping[str, Any] | None = None,
-    key_split: str | int = "auto",
+    key_split: str | int = "off",
 ) -> SparkRun:
     """Join two topics on Spark, as Kafka Streams would: ``join`` is ``stream-stream``,
     ``stream-table`` or ``table-table``, ``variant`` inner/left/outer, ``semantics`` a Kafka
@@ -76,9 +76,10 @@ def run_join(
     ``options``: more scenario fields, for versioned tables and grace, e.g.
     ``{"right": {"versioned": True, "history_retention_ms": 100}, "grace_ms": 5}`` or
     ``{"left": ..., "right": ..., "versioned_mode": "final"}``. ``key_split``: run each Kafka task's keys on
-    several Spark tasks (:mod:`kjoin.spark.passes.split`): ``"auto"`` (when the topics have fewer partitions than
-    Spark has cores and the join splits exactly), ``"on"`` (or a number of buckets: a :class:`SparkInputError`
-    naming why when the join cannot be split), ``"off"``; :attr:`SparkRun.key_buckets` says how many buckets ran.
+    several Spark tasks (:mod:`kjoin.spark.passes.split`): ``"off"`` (the default: the split measured slower on 2
+    cores, README), ``"auto"`` (when the topics have fewer partitions than Spark has cores and the join splits
+    exactly), ``"on"`` (or a number of buckets: a :class:`SparkInputError` naming why when the join cannot be
+    split); :attr:`SparkRun.key_buckets` says how many buckets ran.
     Returns a lazy :class:`SparkRun`."""
     if join not in JOINS:
         raise SparkInputError(f"join: expected one of {' | '.join(JOINS)}, got {join!r}")
@@ -245,7 +246,7 @@ def run_scenarios(
     Keys and values travel as JSON text (scenarios may mix string and number keys).
     ``method`` as in :func:`run_join`; on both paths the rows of each Spark partition come
     in emission order within every task (the native path sorts them by ``step``). ``key_split`` as in
-    :func:`run_join`, ``"off"`` by default (scenarios are many small tasks); split, a task's rows come in emission
+    :func:`run_join`; split, a task's rows come in emission
     order within each key bucket, and a stable sort by ``step`` gives the task's."""
     configs: dict[int, Scenario] = {}
     rows = []
