@@ -1,6 +1,6 @@
 """How kjoin on Spark scales: the key split, a size curve and a skewed topic (issue 29).
 
-    nice -n 10 python -m benchmarks.bench --scale                     # all three parts, sizes 10^6,10^7,10^8
+    nice -n 10 python -m benchmarks.bench --scale --sizes 1000000,10000000,100000000   # all three parts
     python -m benchmarks.bench --scale split --sizes 10000000          # one part
 
 A script, never a timed test; the workload is :func:`benchmarks.bench.generate`'s (stream-table left by default,
