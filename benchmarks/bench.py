@@ -169,11 +169,19 @@ class BenchRow:
 
 # -- data ---------------------------------------------------------------------------------
 def generate(
-    spark: Any, join: str, records: int, path: str, keys: int = 100_000, partitions: int = 4, seed: int = 7
+    spark: Any,
+    join: str,
+    records: int,
+    path: str,
+    keys: int = 100_000,
+    partitions: int = 4,
+    seed: int = 7,
+    hot_key_share: int = 0,
 ) -> None:
     """Write ``records`` synthetic records of ``join`` to Parquet at ``path``: columns
     ``side, key, value, ts, partition, offset`` (offsets count up per side and partition in
-    ``id`` order, as Kafka's do in append order)."""
+    ``id`` order, as Kafka's do in append order). ``hot_key_share`` (percent, skew): that share of the records has
+    key ``k0``, and partition 0 holds the even keys (half the others, and ``k0``), the other partitions the odd."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -185,6 +193,8 @@ def generate(
     tombstones = {"stream-table": 5, "table-table": 10, "stream-stream": 1}[join]
     side = F.when(draw(1, 100) < right_share, F.lit("right")).otherwise(F.lit("left"))
     key_number = draw(2, keys)
+    if hot_key_share:
+        key_number = F.when(draw(6, 100) < hot_key_share, F.lit(0)).otherwise(key_number)
     key = F.when(draw(3, 1000) == 0, F.lit(None).cast("string")).otherwise(
         F.concat(F.lit("k"), key_number.cast("string"))
     )
@@ -204,11 +214,22 @@ def generate(
         .withColumn("key", key)
         .withColumn("value", value)
         .withColumn("ts", ts)
-        .withColumn("partition", F.pmod(F.col("_key_number"), F.lit(partitions)).cast("int"))
+        .withColumn("partition", _partition(F.col("_key_number"), partitions, bool(hot_key_share)))
     )
     append_order = Window.partitionBy("side", "partition").orderBy("id")
     frame = frame.withColumn("offset", (F.row_number().over(append_order) - 1).cast("bigint"))
     frame.select("id", "side", "key", "value", "ts", "partition", "offset").write.mode("overwrite").parquet(path)
+
+
+def _partition(key_number: Any, partitions: int, skewed: bool) -> Any:
+    """A key's partition: its number modulo the partitions; skewed, the even keys in partition 0 (half the records)
+    and the odd ones spread over the others."""
+    from pyspark.sql import functions as F
+
+    if not skewed or partitions < 2:
+        return F.pmod(key_number, F.lit(partitions)).cast("int")
+    spread = F.lit(1) + F.pmod(F.floor(key_number / 2), F.lit(partitions - 1))
+    return F.when(F.pmod(key_number, F.lit(2)) == 0, F.lit(0)).otherwise(spread).cast("int")
 
 
 def topics(spark: Any, path: str, partitions: int) -> tuple[Any, Any]:
@@ -637,6 +658,7 @@ def main(argv: list[str] | None = None) -> int:
         help="Kafka Streams replays only the first this many records (default: all; its rate per record does not "
         "rise with the size, and a stream-stream replay of 10^7 takes hours)",
     )
+    _scale_arguments(parser)
     args = parser.parse_args(argv)
     if args.kafka_sample is not None and args.kafka_sample <= 0:
         parser.error("--kafka-sample: expected a positive integer")
@@ -650,6 +672,9 @@ def main(argv: list[str] | None = None) -> int:
     spark = local_session()
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="kjoin-bench-")
+    if args.scale:
+        _scale(spark, args, workdir, load_before)
+        return 0
     try:
         rows = bench(
             spark,
@@ -676,6 +701,35 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(format_table(rows))
     return 0
+
+
+def _scale_arguments(parser: Any) -> None:
+    parser.add_argument(
+        "--scale",
+        nargs="?",
+        const="split,curve,skew",
+        default=None,
+        type=_choices(("split", "curve", "skew"), "--scale"),
+        help="instead of the table: how kjoin scales (benchmarks/scale.py): the key split on a 1-partition topic, "
+        "the size curve of --sizes, a skewed topic (default: all three)",
+    )
+    parser.add_argument("--scale-join", choices=JOINS, default="stream-table", help="the join --scale times")
+
+
+def _scale(spark: Any, args: Any, workdir: str, load_before: tuple[float, float, float]) -> None:
+    """``--scale``: the scale tables (:mod:`benchmarks.scale`) instead of the main table."""
+    from .scale import format_tables, scale
+
+    try:
+        tables = scale(spark, args.scale, args.sizes, args.scale_join, args.keys, args.partitions, workdir, sys.stderr)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    load = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))
+    print(
+        f"kjoin scale: {os.cpu_count()} cores, {args.scale_join} {run_options(args.scale_join)['variant']}, "
+        f"{args.keys:,} keys; load average (1/5/15 min) before/after: {load}"
+    )
+    print(format_tables(tables))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ A functional test only: it checks the table's rows and columns, never timings.
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import functions as F
 
 from benchmarks import bench
 
@@ -143,3 +144,36 @@ def test_a_versioned_join_replays_through_kafka_streams_with_as_many_outputs_as_
     assert result.scenarios[0].left.versioned == (join == "versioned-table-table")
     assert outputs == result.outputs.count() > 0
     assert result.results.count() >= 3000  # every record: an output or a step (a table update may give several)
+
+
+def test_the_scale_tables_run_end_to_end_and_the_split_rows_are_identical(spark, capsys):
+    """``--scale``: the split's four runs on one partition (two buckets on the split ones, the same checksum on
+    all), the curve's row per size with its equi-join, and the skewed topic's rows; timings are not tested."""
+    argv = ["--scale", "--sizes", "3000", "--keys", "50", "--partitions", "2"]
+    assert bench.main(argv) == 0
+    printed = capsys.readouterr().out.splitlines()
+    rows = [[cell.strip() for cell in line.split(" | ")] for line in printed if line.count(" | ") >= 8]
+    runs = [(row[0], row[1], row[2]) for row in rows if row[0] != "run"]
+    assert runs == [
+        ("1 partition, key_split=off", "3,000", "1"),
+        ("1 partition, key_split=on", "3,000", "2"),
+        ("1 partition, key_split=off", "3,000", "1"),
+        ("1 partition, key_split=on", "3,000", "2"),
+        ("2 partitions", "3,000", "1"),
+        ("2 partitions even, key_split=off", "3,000", "1"),
+        ("2 partitions even, key_split=2", "3,000", "2"),
+        ("2 partitions skewed, key_split=off", "3,000", "1"),
+        ("2 partitions skewed, key_split=2", "3,000", "2"),
+    ]
+    identical = [line for line in printed if "identical rows" in line]
+    assert len(identical) == 3 and all(line.endswith(": yes") for line in identical)
+
+
+def test_the_skewed_workload_puts_the_hot_key_and_half_the_records_in_partition_zero(spark, tmp_path):
+    path = str(tmp_path / "skew.parquet")
+    bench.generate(spark, "stream-table", 20_000, path, keys=1000, partitions=4, hot_key_share=10)
+    rows = spark.read.parquet(path).groupBy("partition", (F.col("key") == "k0").alias("hot")).count().collect()
+    per_partition = {p: sum(r["count"] for r in rows if r["partition"] == p) for p in range(4)}
+    hot = sum(r["count"] for r in rows if r["hot"])
+    assert 1500 < hot < 2500 and all(r["partition"] == 0 for r in rows if r["hot"])
+    assert 0.5 < per_partition[0] / 20_000 < 0.6 and min(per_partition.values()) > 0

@@ -40,6 +40,7 @@ from .io.session import local_session
 from .io.topic import SparkInputError, Topic, common_types, default_partition_column, partition_count
 from .manifest import read_manifest
 from .passes import fk_task
+from .passes import split
 from .passes.plans import Feed, Inputs, execute, odd_keys
 from .passes.task import json_text
 from .result import OpenedRun, SparkRun
@@ -61,6 +62,7 @@ def run_join(
     spark_partitions: int | None = None,
     method: str = "auto",
     options: Mapping[str, Any] | None = None,
+    key_split: str | int = "off",
 ) -> SparkRun:
     """Join two topics on Spark, as Kafka Streams would: ``join`` is ``stream-stream``,
     ``stream-table`` or ``table-table``, ``variant`` inner/left/outer, ``semantics`` a Kafka
@@ -74,7 +76,12 @@ def run_join(
     :func:`run_scenarios` with small tasks runs the processors, which are faster there).
     ``options``: more scenario fields, for versioned tables and grace, e.g.
     ``{"right": {"versioned": True, "history_retention_ms": 100}, "grace_ms": 5}`` or
-    ``{"left": ..., "right": ..., "versioned_mode": "final"}``. Returns a lazy :class:`SparkRun`."""
+    ``{"left": ..., "right": ..., "versioned_mode": "final"}``. ``key_split``: run each Kafka task's keys on
+    several Spark tasks (:mod:`kjoin.spark.passes.split`): ``"off"`` (the default: the split measured slower on 2
+    cores, README), ``"auto"`` (when the topics have fewer partitions than Spark has cores and the join splits
+    exactly), ``"on"`` (or a number of buckets: a :class:`SparkInputError` naming why when the join cannot be
+    split); :attr:`SparkRun.key_buckets` says how many buckets ran.
+    Returns a lazy :class:`SparkRun`."""
     if join not in JOINS:
         raise SparkInputError(f"join: expected one of {' | '.join(JOINS)}, got {join!r}")
     if join == "fk":
@@ -106,11 +113,18 @@ def run_join(
     # null position): narrower rows keep the sorts of 10^7 records in memory, where wider ones spilled to disk.
     shuffled = frames[0].unionByName(frames[1]).repartition(spark_partitions or partitions, "scenario", "partition")
     records = _ordered_records(shuffled)
-    feed = Feed(records, spark_partitions or partitions, partitioned=True, by_partition=_by_partition(shuffled, spec))
+    by_partition = _by_partition(shuffled, spec)
+    buckets = split.bucket_count(key_split, {0: spec}, partitions, _cores(left.frame.sparkSession), method)
+    key_buckets = None
+    if buckets > 1:
+        union = frames[0].unionByName(frames[1])
+        key_buckets = split.clocked(union, buckets, by_partition[1], partitions)
+    feed = Feed(records, spark_partitions or partitions, partitioned=True, by_partition=by_partition, split=key_buckets)
     results, chosen = execute(
         feed, {0: spec}, Inputs(key_type, value_type, json_keys=False, json_values=json_values, joiner=joiner), method
     )
     result = SparkRun(records, results, {0: config}, False, json_values, method=chosen)
+    result.key_buckets = buckets
     result.inputs = inputs
     result._spark_partitions = spark_partitions or partitions
     result._rerun = lambda other: run_join(
@@ -124,6 +138,7 @@ def run_join(
         spark_partitions=spark_partitions,
         method=method,
         options=options,
+        key_split=key_split,
     )
     return result
 
@@ -144,6 +159,14 @@ def _join_scenario(
             "or run the records as a scenario with kjoin.run or run_scenarios, which honour it"
         )
     return config
+
+
+def _cores(spark: Any) -> int:
+    """Spark's default parallelism (its cores on a local master); 1 where the session does not say (Connect)."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # a Spark Connect session has no SparkContext
+        return int(spark.conf.get("spark.default.parallelism", "1") or 1)
 
 
 def _side_name() -> Any:
@@ -218,12 +241,15 @@ def run_scenarios(
     joiner: Callable[[Any, Any], Any] | None = None,
     spark_partitions: int | None = None,
     method: str = "auto",
+    key_split: str | int = "off",
 ) -> SparkRun:
     """Run many scenarios in one Spark job: scenario ``i`` is ``scenario == i`` in every frame,
     and a record's ``step`` is its index in the scenario, as in the reference trace.
     Keys and values travel as JSON text (scenarios may mix string and number keys).
     ``method`` as in :func:`run_join`; on both paths the rows of each Spark partition come
-    in emission order within every task (the native path sorts them by ``step``)."""
+    in emission order within every task (the native path sorts them by ``step``). ``key_split`` as in
+    :func:`run_join`; split, a task's rows come in emission
+    order within each key bucket, and a stable sort by ``step`` gives the task's."""
     configs: dict[int, Scenario] = {}
     rows = []
     fk_rows: list[tuple] = []  # foreign-key scenarios cross tasks: each runs whole (kjoin.spark.passes.fk_task)
@@ -236,12 +262,12 @@ def run_scenarios(
     pk_configs = {i: s for i, s in configs.items() if s.join != "fk"}
     fk_configs = {i: s for i, s in configs.items() if s.join == "fk"}
     if not fk_configs:
-        return _primary_key_joins(spark, rows, configs, joiner, spark_partitions, method)
+        return _primary_key_joins(spark, rows, configs, joiner, spark_partitions, method, key_split)
     fk_records = _scenario_frame(spark, fk_rows)
     results = fk_task.fk_results(fk_records, fk_configs, joiner, spark_partitions)
     records = fk_records
     if pk_configs:
-        pk = _primary_key_joins(spark, rows, pk_configs, joiner, spark_partitions, method)
+        pk = _primary_key_joins(spark, rows, pk_configs, joiner, spark_partitions, method, key_split)
         results, records = pk.results.unionByName(results), pk.records.unionByName(fk_records)
     return SparkRun(records, results, configs, True, True)
 
@@ -283,14 +309,20 @@ def _primary_key_joins(
     joiner: Callable[[Any, Any], Any] | None,
     spark_partitions: int | None,
     method: str,
+    key_split: str | int = "off",
 ) -> SparkRun:
     records = _scenario_frame(spark, rows)
-    feed = Feed(records, spark_partitions, sort_rows=True)
-    inputs = Inputs("string", "string", json_keys=True, json_values=True, joiner=joiner, odd_keys=odd_keys(chosen))
-    per_task = len(rows) / max(1, len({(row[0], row[1]) for row in rows}))
+    tasks = len({(row[0], row[1]) for row in rows})
     specs = {scenario_id: JoinSpec.of(scenario) for scenario_id, scenario in chosen.items()}
+    buckets = split.bucket_count(key_split, specs, tasks, _cores(spark), method)
+    key_buckets = None if buckets == 1 else split.positioned(records, buckets, spark_partitions)
+    feed = Feed(records, spark_partitions, sort_rows=True, split=key_buckets)
+    inputs = Inputs("string", "string", json_keys=True, json_values=True, joiner=joiner, odd_keys=odd_keys(chosen))
+    per_task = len(rows) / max(1, tasks)
     results, used = execute(feed, specs, inputs, method, records_per_task=per_task)
-    return SparkRun(records, results, chosen, True, True, method=used)
+    run = SparkRun(records, results, chosen, True, True, method=used)
+    run.key_buckets = buckets
+    return run
 
 
 def _window_option(join: str, window: Any) -> JoinWindows | Mapping[str, Any] | None:

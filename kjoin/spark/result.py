@@ -63,6 +63,8 @@ class SparkRun:
         self._json_keys = json_keys
         self._json_values = json_values
         self.inputs = None
+        self.key_buckets = 1
+        """How many key buckets each Kafka task ran as (:mod:`kjoin.spark.passes.split`; 1: not split)."""
         """``run_join``: the input records before Spark orders them (``scenario, partition, side,
         key, value, ts, offset``)."""
         self._why_index: Any = None

@@ -21,9 +21,9 @@ sort took 11 s. So the plan sorts once, by ``(scenario, partition, side first he
    run waits until both sides have passed it, so one run of equal timestamps is held in memory whole.
 
 The merged batches carry the columns the per-task passes take (``scenario, partition, side, key,
-value, ts, offset, position``), in processing order within every task, and tasks stay whole and
-in the order Spark sorted them. Tests: ``tests/test_spark_merge.py`` (against the reference engine's
-order on random tasks full of ties, with spills and batch edges everywhere).
+value, ts, offset, position``, and :data:`CARRIED` where the input has them), in processing order within every
+task, and tasks stay whole and in the order Spark sorted them. Tests: ``tests/test_spark_merge.py`` (against the
+reference engine's order on random tasks full of ties, with spills and batch edges everywhere).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ..io.topic import SparkInputError
 from ..ties import LEFT, tie_order
 from .vectorised import task_segments
 
-__all__ = ["merged_batches", "held_rows", "SPILL_ROWS", "HELD_ROWS_CONF", "COLUMNS"]
+__all__ = ["merged_batches", "held_rows", "SPILL_ROWS", "HELD_ROWS_CONF", "COLUMNS", "CARRIED"]
 
 SPILL_ROWS = 500_000
 """Held records kept in memory per task before the rest go to a local Arrow file (by default)."""
@@ -65,6 +65,10 @@ def held_rows(setting: str | None) -> int:
 
 COLUMNS = ("scenario", "partition", "side", "key", "value", "ts", "offset", "position")
 """The merged batches' columns: those the per-task passes take."""
+
+CARRIED = ("_tick",)
+"""Columns the merge carries through after :data:`COLUMNS` when its input has them: the key split's clock-only
+rows (:mod:`kjoin.spark.passes.split`)."""
 
 _LOWEST = -(2**63)  # a null ts in the running max: lower than every timestamp, as Spark sorts nulls first
 
@@ -120,7 +124,10 @@ def _with_order(segment: Any, carry: int) -> tuple[Any, Any, int]:
     columns["scenario"] = segment.column("scenario") if has_scenario else pa.repeat(pa.scalar(0, pa.int64()), n)
     columns["side"] = sides
     columns["position"] = pa.nulls(n, pa.int64())
-    return pa.RecordBatch.from_pydict({name: columns[name] for name in COLUMNS}), order, carry
+    names = COLUMNS + tuple(name for name in CARRIED if name in segment.schema.names)
+    for name in names[len(COLUMNS) :]:
+        columns[name] = segment.column(name)
+    return pa.RecordBatch.from_pydict({name: columns[name] for name in names}), order, carry
 
 
 class _Held:

@@ -16,7 +16,8 @@ Each plan says which joins it is for (``serves``: the three vectorised plans spl
 of them speaks for ``method="vectorised"``), why it cannot run them exactly (``unsupported(specs, inputs)``, a
 sentence, or ``None``) and builds the results frame (``results(feed, specs, inputs)``). A foreign-key join crosses
 tasks and runs whole elsewhere (:mod:`kjoin.spark.passes.fk_task`); seed 000's aggregates have their own entry point
-(:mod:`kjoin.spark.passes.aggregates`).
+(:mod:`kjoin.spark.passes.aggregates`). With ``Feed.split`` (``key_split=``), the per-task plans run per key bucket
+(:mod:`kjoin.spark.passes.split`) and the native plan is skipped.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..spec import JoinSpec
 from ..ties import PROCESSING_ORDER
 from . import native, vectorised, vectorised_stream, vectorised_versioned
 from .merge import HELD_ROWS_CONF, held_rows, merged_batches
+from .split import KeySplit, split_results
 from .task import group_by_task, result_schema, task_function
 
 __all__ = [
@@ -92,13 +94,16 @@ class Feed:
     ``(frame, held rank)``, the records sorted by ``(scenario, partition, held side first, offset)``, which the
     per-task passes merge into processing order themselves (:func:`kjoin.spark.passes.merge.merged_batches`) in place
     of sorting ``records``. ``sort_rows``: sort the native plan's rows by step within each Spark partition (small
-    driver-built inputs: rows in emission order per task, as the processors give them)."""
+    driver-built inputs: rows in emission order per task, as the processors give them). ``split``: each Kafka task's
+    records split by key across Spark tasks (:mod:`kjoin.spark.passes.split`): the per-task passes then run per key
+    bucket, and the native plan is not taken."""
 
     records: Any
     spark_partitions: int | None
     partitioned: bool = False
     by_partition: tuple[Any, int] | None = None
     sort_rows: bool = False
+    split: KeySplit | None = None
 
 
 @dataclass(frozen=True)
@@ -120,11 +125,19 @@ _PROCESSING_ORDER = ("scenario", "partition", *PROCESSING_ORDER)
 _TASK_COLUMNS = ("scenario", "partition", "side", "key", "value", "ts", "offset", "position")
 
 
-def per_task(feed: Feed, function: Callable[[Any], Any], inputs: Inputs) -> Any:
-    """The result rows of a per-task ``mapInArrow`` function, fed each task's records in processing order: sorted
-    by Spark when they carry their position (``feed.records``), merged from the input-partition sort otherwise
-    (``feed.by_partition``)."""
+PassBuilder = Callable[[Mapping[int, JoinSpec]], Callable[[Any], Any]]
+"""A per-task pass: its ``mapInArrow`` function for the given joins (by scenario id)."""
+
+
+def per_task(feed: Feed, build: PassBuilder, specs: Mapping[int, JoinSpec], inputs: Inputs) -> Any:
+    """The result rows of a per-task pass (``build(specs)``: its ``mapInArrow`` function), fed each task's records
+    in processing order: sorted by Spark when they carry their position (``feed.records``), merged from the
+    input-partition sort otherwise (``feed.by_partition``); per key bucket when ``feed.split``."""
     schema = result_schema(inputs.key_type, inputs.value_type)
+    if feed.split is not None:
+        spill_rows = held_rows(feed.split.frame.sparkSession.conf.get(HELD_ROWS_CONF, None))
+        return split_results(feed.split, build, specs, inputs.key_type, inputs.value_type, spill_rows)
+    function = build(specs)
     if feed.by_partition is None:
         grouped = group_by_task(feed.records, feed.partitioned, feed.spark_partitions)
         ordered = grouped.sortWithinPartitions(*_PROCESSING_ORDER)
@@ -175,7 +188,10 @@ PLANS: tuple[Plan, ...] = (
         vectorised_stream.unsupported,
         lambda feed, specs, inputs: per_task(
             feed,
-            vectorised_stream.stream_function(dict(specs), json_keys=inputs.json_keys, json_values=inputs.json_values),
+            lambda specs: vectorised_stream.stream_function(
+                dict(specs), json_keys=inputs.json_keys, json_values=inputs.json_values
+            ),
+            specs,
             inputs,
         ),
         _VECTORISED_FALLBACK,
@@ -187,9 +203,10 @@ PLANS: tuple[Plan, ...] = (
         vectorised_versioned.unsupported,
         lambda feed, specs, inputs: per_task(
             feed,
-            vectorised_versioned.versioned_function(
+            lambda specs: vectorised_versioned.versioned_function(
                 dict(specs), json_keys=inputs.json_keys, json_values=inputs.json_values
             ),
+            specs,
             inputs,
         ),
         _VECTORISED_FALLBACK,
@@ -200,7 +217,10 @@ PLANS: tuple[Plan, ...] = (
         lambda specs: not _streams(specs) and not _versioned(specs),
         vectorised.unsupported,
         lambda feed, specs, inputs: per_task(
-            feed, vectorised.vectorised_function(dict(specs), json_values=inputs.json_values), inputs
+            feed,
+            lambda specs: vectorised.vectorised_function(dict(specs), json_values=inputs.json_values),
+            specs,
+            inputs,
         ),
         _VECTORISED_FALLBACK,
     ),
@@ -219,7 +239,10 @@ PLANS: tuple[Plan, ...] = (
         lambda specs, inputs: None,
         lambda feed, specs, inputs: per_task(
             feed,
-            task_function(dict(specs), inputs.joiner, json_values=inputs.json_values, json_keys=inputs.json_keys),
+            lambda specs: task_function(
+                dict(specs), inputs.joiner, json_values=inputs.json_values, json_keys=inputs.json_keys
+            ),
+            specs,
             inputs,
         ),
     ),
@@ -267,6 +290,8 @@ def execute(
     for plan in PLANS:
         if method not in ("auto", plan.method) or not plan.serves(specs):
             continue
+        if feed.split is not None and plan.name == "native":
+            continue  # Spark SQL windows over each whole task: the key split is for the per-task passes
         why = plan.unsupported(specs, inputs)
         if why is None:
             return plan.results(feed, specs, inputs), plan.method

@@ -1,0 +1,282 @@
+"""Past the partition count: one Kafka task's records split by key across several Spark tasks.
+
+A Kafka task (one partition of each input topic) is the unit the per-task passes run: a topic of one partition runs
+on one core however many the cluster has. Within a task, keys meet only through the task's clocks. In the joins
+this module splits (stream-table joins over an unversioned table, table-table joins over two: the joins of
+:mod:`.vectorised`, on that pass or on kjoin's processors), a key's state and rules are the key's own, and the one
+fact that depends on the other keys is a record's **step**, its place in the task's processing order. So:
+
+1. **The clock** (a first pass, per key bucket). :func:`kjoin.spark.run_scenarios` knows every record's step (its
+   position in the scenario). :func:`kjoin.spark.run_join` computes it: each record goes whole to its key's bucket
+   (``pmod(xxhash64(key), buckets)``, a null key to bucket 0) and, as a *clock row* (its side, offset and ts; no key,
+   no value), to every other bucket of its task. Each bucket merges its rows into processing order as a whole task
+   would (:mod:`.merge`: the same running maxima, the same ties), so a record's rank among them is its step; the
+   clock rows are then dropped.
+2. **The join** (per bucket). The plan's per-task pass runs over the bucket's own records, carrying their steps, as
+   if the bucket were a task of its own (its ``scenario`` is ``scenario * buckets + bucket`` while it runs; the
+   rows say the real one). Every record's rows come from its own bucket, so a stable sort by step of a task's
+   rows is the whole task's emission order; within each bucket the rows come in emission order.
+
+Refused (``key_split="on"`` raises the sentence; ``"auto"`` does not split): joins whose rules read a clock that
+other keys move. A stream-stream join's stream time closes windows, drops late records and window segments, and
+from 3.1 its outer-join buffer's sweeps release other keys' records (the debugging index replays those sweeps,
+:mod:`kjoin.spark.debug.index`; splitting them needs the join's own first pass: not built). A versioned table's
+history retention follows its store's observed time, and the stream-table grace buffer releases by stream time.
+Record caches flush on commits, which count the task's records. Chained joins, self-joins and materialised
+results are not split either (one plain join per task).
+
+Cost. Each record crosses the shuffle once whole and ``buckets - 1`` times as a clock row of 3 columns, and each
+bucket merges its task's clock (every record of the task) before its own records' join: the split pays where the
+join's work per record is well above a merge step, on tasks too few for the cores. ``"auto"`` splits a task into
+``ceil(cores / tasks)`` buckets when the topics have fewer partitions than Spark has cores
+(``spark.default.parallelism``). Measured (``python -m benchmarks.bench --scale``, README): on this 2-core machine
+under load the split stream-table join of a 1-partition topic of 10^6 records took 24-32 s against 15-27 s unsplit,
+identical rows: every bucket sorts and merges its whole task's clock, so the split is off by default.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import functions as F
+
+from ..io.topic import SparkInputError
+from ..spec import JoinSpec
+from .merge import merged_batches
+from .task import result_schema
+from .vectorised import task_segments
+
+__all__ = [
+    "KEY_SPLITS",
+    "KeySplit",
+    "refusal",
+    "bucket_count",
+    "clocked",
+    "positioned",
+    "split_results",
+    "spark_hash_long",
+]
+
+KEY_SPLITS = ("auto", "on", "off")
+"""``key_split=`` of :func:`kjoin.spark.run_join` and :func:`kjoin.spark.run_scenarios` (or a number of buckets)."""
+
+
+@dataclass(frozen=True)
+class KeySplit:
+    """The records of a split run, ready for the bucket passes: ``frame`` routed (one Spark partition per bucket of
+    a task for ``run_join``) and sorted within partitions; ``held_rank`` the side a task holds while the other
+    streams, when the steps come from the clock rows (:func:`clocked`), ``None`` when the records carry them
+    (:func:`positioned`)."""
+
+    frame: Any
+    buckets: int
+    held_rank: int | None
+
+
+def refusal(specs: Mapping[int, JoinSpec]) -> str | None:
+    """Why these joins cannot be split by key exactly (one sentence naming the scenario), or ``None``."""
+    for scenario_id, spec in specs.items():
+        where = f"scenario {scenario_id}" if len(specs) > 1 else "the join"
+        if spec.join == "stream-stream":
+            return (
+                f"{where} is a stream-stream join: its stream time, which every key's records move, closes windows "
+                "and drops late records and window segments, and from 3.1 its outer-join buffer's sweeps release "
+                "other keys' records"
+            )
+        if spec.versioned:
+            return (
+                f"{where} joins a versioned table: its history retention follows the store's observed time and the "
+                "grace buffer releases by stream time, which every key's records move"
+            )
+        if spec.grace_ms:
+            return f"{where} has a grace period: its buffer releases by the task's stream time"
+        if spec.caching:
+            return f"{where} has record caches: they flush on commits, which count every key's records"
+        if not spec.plain:
+            return f"{where} is not one plain join (chained joins, a self-join, a materialised result, old values)"
+    return None
+
+
+def bucket_count(key_split: str | int, specs: Mapping[int, JoinSpec], tasks: int, cores: int, method: str) -> int:
+    """How many key buckets each Kafka task runs as (1: no split). ``key_split``: ``"off"``; ``"on"`` (at least
+    two buckets, and a :class:`SparkInputError` with :func:`refusal`'s reason when the joins cannot be split);
+    ``"auto"`` (split when exact, on the per-task passes, with fewer ``tasks`` than ``cores``); or a number."""
+    if isinstance(key_split, bool) or not (key_split in KEY_SPLITS or (isinstance(key_split, int) and key_split > 0)):
+        expected = " | ".join(KEY_SPLITS)
+        raise SparkInputError(f"key_split: expected one of {expected} or a number of buckets, got {key_split!r}")
+    if key_split == "off" or key_split == 1:
+        return 1
+    why = refusal(specs)
+    if key_split == "auto":
+        if why is not None or method == "native" or tasks >= cores:
+            return 1
+        return math.ceil(cores / max(1, tasks))
+    if why is not None:
+        raise SparkInputError(
+            f"key_split={key_split!r} cannot split this join by key exactly: {why}. Use key_split='auto' or 'off'"
+        )
+    if method == "native":
+        raise SparkInputError(
+            f"key_split={key_split!r} splits the per-task passes; method='native' runs Spark SQL windows over each "
+            "whole task. Use method='auto', 'vectorised' or 'processors', or key_split='off'"
+        )
+    if isinstance(key_split, int):
+        return key_split
+    return max(2, math.ceil(cores / max(1, tasks)))
+
+
+def _bucket(key: Any, buckets: int) -> Any:
+    """A record's key bucket: ``pmod(xxhash64(key), buckets)``, a null key's 0."""
+    return F.when(key.isNull(), F.lit(0)).otherwise(F.pmod(F.xxhash64(key), F.lit(buckets))).cast("bigint")
+
+
+def clocked(union: Any, buckets: int, held_rank: int, partitions: int) -> KeySplit:
+    """``run_join``'s records (``scenario, partition, _side_rank, key, value, ts, offset``; scenario 0, partitions
+    ``0 .. partitions - 1``) as key buckets with clock rows (see the module): one Spark partition per bucket of
+    each task, sorted by (held side first, offset) for :func:`kjoin.spark.passes.merge.merged_batches`."""
+    slots = partitions * buckets
+    routes = F.array(*[F.lit(value).cast("bigint") for value in _routes(slots)])
+
+    own = _bucket(F.col("key"), buckets)
+    # Each record once whole in its own bucket and as a clock row in each other (only the narrow columns filled).
+    entries = F.array(
+        *[
+            F.struct((own + shift) % buckets if shift else own, F.lit(shift > 0)).alias(f"_e{shift}")
+            for shift in range(buckets)
+        ]
+    )
+    exploded = union.select("*", F.inline(entries).alias("_bucket", "_tick"))
+    clock = F.col("_tick")
+    slot = F.col("partition").cast("bigint") * buckets + F.col("_bucket")
+    rows = exploded.select(
+        (F.col("scenario") * buckets + F.col("_bucket")).alias("scenario"),
+        "partition",
+        F.col("_side_rank").cast("byte").alias("_side_rank"),
+        F.when(~clock, F.col("key")).alias("key"),
+        F.when(~clock, F.col("value")).alias("value"),
+        "ts",
+        "offset",
+        "_tick",
+        F.element_at(routes, (slot % slots + 1).cast("int")).alias("_route"),
+    )
+    side = F.col("_side_rank").desc() if held_rank else F.col("_side_rank")
+    frame = (
+        rows.repartition(slots, "_route").sortWithinPartitions("scenario", "partition", side, "offset").drop("_route")
+    )
+    return KeySplit(frame, buckets, held_rank)
+
+
+def positioned(records: Any, buckets: int, spark_partitions: int | None) -> KeySplit:
+    """``run_scenarios``' records (each with its ``position``, its step) as key buckets, sorted by step within
+    each."""
+    split = records.select(
+        (F.col("scenario") * buckets + _bucket(F.col("key"), buckets)).alias("scenario"),
+        "partition",
+        "side",
+        "key",
+        "value",
+        "ts",
+        "offset",
+        "position",
+    )
+    routed = (
+        split.repartition(spark_partitions, "scenario", "partition")
+        if spark_partitions
+        else split.repartition("scenario", "partition")
+    )
+    return KeySplit(routed.sortWithinPartitions("scenario", "partition", "position"), buckets, None)
+
+
+def split_results(
+    split: KeySplit,
+    build: Callable[[Mapping[int, JoinSpec]], Callable[[Iterator[Any]], Iterator[Any]]],
+    specs: Mapping[int, JoinSpec],
+    key_type: str,
+    value_type: str,
+    spill_rows: int,
+) -> Any:
+    """The results frame of a per-task pass (``build(specs)`` gives its ``mapInArrow`` function) run per key
+    bucket: each bucket a task of its own while the pass runs, its rows under their real scenario."""
+    buckets, held_rank = split.buckets, split.held_rank
+    function = build({scenario * buckets + b: spec for scenario, spec in specs.items() for b in range(buckets)})
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        if held_rank is not None:
+            batches = _placed(merged_batches(batches, held_rank, spill_rows))
+        for rows in function(batches):
+            yield _unsplit(rows, buckets)
+
+    return split.frame.mapInArrow(run, result_schema(key_type, value_type))
+
+
+def _placed(merged: Iterator[Any]) -> Iterator[Any]:
+    """A bucket's merged rows (own records and clock rows, in its task's processing order, each task whole) as its
+    own records with their steps: their ranks among all the rows."""
+    task: tuple[int, int] | None = None
+    count = 0
+    for batch in merged:
+        for key, segment in task_segments(batch):
+            if key != task:
+                task, count = key, 0
+            n = segment.num_rows
+            steps = pa.array(np.arange(count, count + n, dtype=np.int64))
+            count += n
+            at = segment.schema.get_field_index("position")
+            placed = segment.set_column(at, segment.schema.field(at), steps)
+            own = placed.filter(pc.invert(segment.column("_tick"))).drop_columns(["_tick"])
+            if own.num_rows:
+                yield own
+
+
+def _unsplit(rows: Any, buckets: int) -> Any:
+    """A bucket's result rows under their real scenario."""
+    at = rows.schema.get_field_index("scenario")
+    scenario = rows.column(at).to_numpy(zero_copy_only=False) // buckets
+    return rows.set_column(at, rows.schema.field(at), pa.array(scenario, rows.schema.field(at).type))
+
+
+# -- routing: one Spark partition per bucket ------------------------------------------------------------------
+def _routes(slots: int) -> list[int]:
+    """For each slot ``0 .. slots - 1``, a long whose Spark hash partitioning (``repartition(slots, column)``) sends
+    it to that slot: so no two buckets of a task share a Spark partition while another stays idle."""
+    found: dict[int, int] = {}
+    value = 0
+    while len(found) < slots:
+        found.setdefault(spark_hash_long(value) % slots, value)
+        value += 1
+    return [found[slot] for slot in range(slots)]
+
+
+_MASK = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _MASK
+
+
+def _mix(h1: int, k1: int) -> int:
+    k1 = (k1 * 0xCC9E2D51) & _MASK
+    k1 = _rotl(k1, 15)
+    k1 = (k1 * 0x1B873593) & _MASK
+    h1 ^= k1
+    h1 = _rotl(h1, 13)
+    return (h1 * 5 + 0xE6546B64) & _MASK
+
+
+def spark_hash_long(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` of a long (Murmur3 x86 32-bit, seed 42, as its hash partitioning uses), as a signed int."""
+    value &= 0xFFFFFFFFFFFFFFFF
+    h1 = _mix(seed, value & _MASK)
+    h1 = _mix(h1, value >> 32)
+    h1 ^= 8
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & _MASK
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & _MASK
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
