@@ -159,7 +159,7 @@ limit (:func:`_id_time_keys`), so its lookups are a search in the sorted history
 centuries times many keys) it sorts the pairs (:func:`_versions_at`; the tests run both)."""
 
 
-_DELETES_LATEST, _OUT_OF_ORDER = Placement.DELETES_LATEST, Placement.OUT_OF_ORDER
+_LATEST, _DELETES_LATEST, _OUT_OF_ORDER = Placement.LATEST, Placement.DELETES_LATEST, Placement.OUT_OF_ORDER
 """(An Enum's members as module names: a lookup through its class costs about 100 ns, and the loops place every put.)"""
 
 
@@ -501,7 +501,7 @@ def _advance_tails(batch: Any, task: _Task) -> bool:
     is_right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
     has_key = pc.is_valid(batch.column("key")).to_numpy(zero_copy_only=False)
     pending: list[dict[Any, tuple[int, bool, int | None]]] = [{}, {}]
-    place, deletes, out_of_order = place_version, _DELETES_LATEST, _OUT_OF_ORDER
+    place, latest, deletes = place_version, _LATEST, _DELETES_LATEST
     for side, store in enumerate(task.stores):
         if store.plain:
             continue
@@ -513,15 +513,16 @@ def _advance_tails(batch: Any, task: _Task) -> bool:
         chosen = pa.array(accepted)
         keys = batch.column("key").take(chosen).to_pylist()
         nulls = pc.is_null(batch.column("value").take(chosen)).to_pylist()
-        tails, changes, no_trace = task.tails[side], pending[side], store.no_trace
+        changes, no_trace = pending[side], store.no_trace
+        changed, tail = changes.get, task.tails[side].get
         for key, ts, null in zip(keys, ts_all[accepted].tolist(), nulls):
-            last, last_null, last_end = changes.get(key) or tails.get(key) or _NO_TAIL
+            last, last_null, last_end = changed(key) or tail(key) or _NO_TAIL
             placement, end = place(last, last_null, last_end, ts, null, no_trace)
-            if placement is not out_of_order:
-                if placement is deletes:
-                    return False
+            if placement is latest:
                 changes[key] = (ts, null, end)
-            elif end != last_end:
+            elif placement is deletes:
+                return False
+            elif end != last_end:  # out of order, and the latest's segment record now ends the segments
                 changes[key] = (last, last_null, end)
     for side in (0, 1):
         task.tails[side].update(pending[side])
