@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop kafka-oracle kafka-check topology-check kafka-live broker-check cluster fuzz-inputs bench-reference
+.PHONY: lab demo test system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check describe-check kafka-live broker-check cluster fuzz-inputs bench-reference
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -52,12 +52,19 @@ notebooks: $(STAMP)
 # and gets a kernel and a copy of the notebook of their own (Voila runs one kernel per page). The room's
 # tally (kjoin_viz/room.py) listens on 127.0.0.1:$(ROOM_PORT) only: every exercise's answers, and the
 # solutions, for the trainer at the address it prints (with its token); it stops with the workshop.
+# KJOIN_WORKSHOP gives every kernel's Spark session the small workshop settings (kjoin.spark.io.session
+# WORKSHOP_CONFIG: 512 MB heap, one core, two shuffle partitions), so that 20 learners fit on one server.
 ROOM_PORT ?= 8870
 workshop: $(STAMP)
 	$(PY) -m kjoin_viz.room --port=$(ROOM_PORT) & room=$$!; trap 'kill $$room' EXIT INT TERM; \
-	KJOIN_ROOM_URL=http://127.0.0.1:$(ROOM_PORT) $(VENV)/bin/voila --no-browser --port=$(WORKSHOP_PORT) \
+	KJOIN_WORKSHOP=1 KJOIN_ROOM_URL=http://127.0.0.1:$(ROOM_PORT) $(VENV)/bin/voila --no-browser --port=$(WORKSHOP_PORT) \
 	    --Voila.ip=$(WORKSHOP_IP) --VoilaConfiguration.strip_sources=False --VoilaConfiguration.show_tracebacks=True \
 	    notebooks/
+
+# The peak memory of one learner's kernel running notebook 09, with the default and the workshop session
+# (benchmarks/workshop_memory.py; README "Workshop" has the numbers).
+workshop-memory: $(STAMP)
+	$(PY) -m benchmarks.workshop_memory
 
 # A Spark standalone cluster on 127.0.0.1 (README "On a cluster"): a master and two workers from PySpark's own
 # spark-class, each a JVM of its own; prints the spark:// URL for kjoin.spark.cluster_session(url); Ctrl-C stops it.
@@ -104,6 +111,11 @@ kafka-check: kafka-oracle
 # version through kjoin.Topology and TopologyTestDriver (tests/topology_oracle.py); KJOIN_TOPOLOGY_SEED repeats a run.
 topology-check: kafka-oracle
 	$(PY) -m tests.topology_oracle $(N)
+
+# Topology.from_describe (issue 30) on every judged Kafka version's own describe() texts: the course's topologies,
+# the developer guide's joins and every random shape, rebuilt from the text and run against that version's outputs.
+describe-check: kafka-oracle
+	$(PY) -m tests.describe_cases --check
 
 # N random multi-partition scenarios (default 200) through a running KafkaStreams application on a KRaft broker and
 # through kjoin (issue 27): each task's processing order and its outputs. `N=500 make broker-check`; a second argument

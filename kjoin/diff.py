@@ -411,7 +411,7 @@ def _event_indexes(scenario: Any) -> dict[tuple[Any, ...], int]:
         return {}
     from .scenario.builders import assign_offsets
 
-    script = assign_offsets(scenario.events, scenario.partitions)
+    script = assign_offsets(scenario.events, scenario.partitions, scenario.foreign_key)
     return {_identity(item): index for index, item in enumerate(script) if isinstance(item, Record)}
 
 

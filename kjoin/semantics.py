@@ -416,12 +416,13 @@ class Semantics:
     def foreign_key_joins(self) -> bool:
         """KIP-213 (2.4): KTable-KTable foreign-key joins exist."""
 
-    @since("2.6", ticket="KAFKA-9298", feature=True)
+    @since("2.5.1", "2.6", ticket="KAFKA-9298", feature=True)
     def rekeyed_stream_joined_twice(self) -> bool:
-        """KAFKA-9298 (2.6): a re-keyed stream joined twice (a self-join of it too) writes one repartition topic
-        that both joins read; before, both joins created a repartition topic of the same default name and Kafka
-        refused the topology ("Topic ...-repartition has already been registered by another source") unless the
-        joins were named (kjoin's topologies, ``kjoin/topology/``)."""
+        """KAFKA-9298 (2.5.1 and 2.6.0; apache/kafka#8504): a re-keyed stream joined twice (a self-join of it too)
+        writes one repartition topic that both joins read; before, both joins created a repartition topic of the
+        same default name and Kafka refused the topology ("Topic ...-repartition has already been registered by
+        another source") unless the joins were named (kjoin's topologies, ``kjoin/topology/``). Harness: 2.4.1 and
+        2.5.0 refuse it, 2.5.1 runs it (found by issue 30's describe-check)."""
 
     @since("0.10.2", ticket="KIP-99", feature=True)
     def global_tables(self) -> bool:

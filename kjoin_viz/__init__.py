@@ -12,6 +12,8 @@ The widgets only read a trace; the reference engine (:func:`kjoin.run`) does the
   with :func:`versioned_mode_traces`, a versioned table-table join under each design of
   seed 003).
 - a foreign-key join's messages travel in the stepper: :mod:`kjoin_viz.flight`.
+- :class:`TopologyStepper`: a whole topology as a graph, the record's path lit and each node's state beside it
+  (:mod:`kjoin_viz.topology_view`).
 - :class:`WhatIf`: sliders on window and retention options that re-run the engine.
 - :class:`UpgradeDiff`: before you upgrade: :func:`kjoin.diff` along a path of versions
   (:func:`upgrade_path`) or for a configuration change (:func:`setting_change`), counted per rule
@@ -27,6 +29,7 @@ from .predict import Predict, trainer_mode
 from .show import show_step, table, variants_table
 from .step_view import StepView
 from .stepper import Stepper, seek
+from .topology_view import TopologyStepper, topology_svg
 from .upgrade import UpgradeDiff, setting_change, upgrade_path
 from .variants import Variants, seed_table_html, variant_traces, versioned_mode_traces
 from .whatif import WhatIf, compare_text, what_if, what_if_table
@@ -52,6 +55,8 @@ __all__ = [
     "show_step",
     "table",
     "timeline_chart",
+    "topology_svg",
+    "TopologyStepper",
     "trainer_mode",
     "upgrade_path",
     "use_offline_renderer",

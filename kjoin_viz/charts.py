@@ -33,6 +33,7 @@ from kjoin.render import cell
 from kjoin.trace import Trace
 
 from .labels import TONE_COLOURS, TONES, fate_label
+from .values import show_value, show_output
 
 __all__ = ["timeline_chart", "outputs_chart", "drops_chart", "era_diff_chart", "use_offline_renderer", "MAX_ROWS"]
 
@@ -235,8 +236,8 @@ def era_diff_frame(before: Trace, after: Trace) -> pd.DataFrame:
         raise ValueError("the two traces must run the same input records")
     rows = []
     for a, b in zip(before.steps, after.steps):
-        old = [f"{o.render()}@{o.ts}" for o in a.outputs]
-        new = [f"{o.render()}@{o.ts}" for o in b.outputs]
+        old = [f"{show_output(o)}@{o.ts}" for o in a.outputs]
+        new = [f"{show_output(o)}@{o.ts}" for o in b.outputs]
         if old == new:
             continue
         added = list(new)
@@ -251,7 +252,7 @@ def era_diff_frame(before: Trace, after: Trace) -> pd.DataFrame:
                 "step": a.index,
                 "ts": a.record.ts,
                 "side": a.record.side.value,
-                "value": render_value(a.record.value),
+                "value": show_value(a.record.value),
                 "before": cell(a) or "(none)",
                 "after": cell(b) or "(none)",
                 "added": len(added),

@@ -49,6 +49,7 @@ from kjoin.trace import Trace
 from .flight import flight_rows
 from .labels import fate_label
 from .store_view import store_tables
+from .values import show_value, show_output
 
 __all__ = [
     "Table",
@@ -128,7 +129,7 @@ def _text(value: Any) -> str:
 
 
 def _outputs(outputs: Iterable[Output], with_ts: bool = True) -> str:
-    return ", ".join(o.render() + (f"@{o.ts}" if with_ts else "") for o in outputs)
+    return ", ".join(show_output(o) + (f"@{o.ts}" if with_ts else "") for o in outputs)
 
 
 def _input(step: Any) -> str:
@@ -136,7 +137,7 @@ def _input(step: Any) -> str:
     (``m1 subscription: (C1, o1) PROPAGATE_…``; its ts and task have their own columns)."""
     message = step.message
     if message is None:
-        return render_value(step.record.value)
+        return show_value(step.record.value)
     return f"{message.id} {message.topic}: {carries(message)}"
 
 
@@ -156,7 +157,7 @@ def steps_table(trace: Trace, steps: Sequence[int] | None = None, mark: int | No
                 "step": step.index,
                 "task": step.task,
                 "side": r.side.value,
-                "key": render_value(r.key),
+                "key": show_value(r.key),
                 "value": _input(step),
                 "ts": r.ts,
                 "outputs": _outputs(step.outputs),
@@ -208,11 +209,10 @@ def workflow_table(traces: Mapping[str, Trace]) -> Table:
     for i, step in enumerate(inputs[names[0]]):
         r = step.record
         subscriptions = "; ".join(
-            f"{m.value.instruction.value} → {render_value(m.key)} (task {m.partition})"
-            for m in sent.get(step.index, [])
+            f"{m.value.instruction.value} → {show_value(m.key)} (task {m.partition})" for m in sent.get(step.index, [])
         )
         cells = [_outputs(results[name].get(inputs[name][i].index, []), with_ts=False) for name in names]
-        rows.append([r.ts, r.side.value, render_value(r.key), render_value(r.value), subscriptions, *cells])
+        rows.append([r.ts, r.side.value, show_value(r.key), show_value(r.value), subscriptions, *cells])
     return Table(pd.DataFrame(rows, columns=["ts", "side", "key", "value", f"subscriptions sent ({names[0]})", *names]))
 
 
@@ -280,10 +280,10 @@ def versions_table(trace: Trace, step: int, side: str, task: int = 0) -> Table:
         valid_to = following["ts"] if following is not None and following["key"] == row["key"] else "latest"
         rows.append(
             {
-                "key": render_value(row["key"]),
+                "key": show_value(row["key"]),
                 "valid from": row["ts"],
                 "valid to": valid_to,
-                "value": render_value(row["value"]),
+                "value": show_value(row["value"]),
             }
         )
     return Table(pd.DataFrame(rows, columns=["key", "valid from", "valid to", "value"]))
@@ -296,7 +296,7 @@ def as_of(outputs: Sequence[Output], t: int) -> str:
     for output in outputs:
         if output.ts <= t and (best is None or output.ts >= best.ts):
             best = output
-    return "" if best is None or best.tombstone else best.render()
+    return "" if best is None or best.tombstone else show_output(best)
 
 
 def as_of_table(traces: Mapping[str, Trace], times: Iterable[int]) -> Table:
@@ -313,7 +313,7 @@ def as_of_table(traces: Mapping[str, Trace], times: Iterable[int]) -> Table:
             if r.ts <= t and (r.side.value not in latest or r.ts >= latest[r.side.value][0]):
                 latest[r.side.value] = (r.ts, r.value)
         left, right = (latest.get(side, (0, None))[1] for side in ("left", "right"))
-        truth = f"{render_value(left)}-{render_value(right)}" if left is not None and right is not None else ""
+        truth = f"{show_value(left)}-{show_value(right)}" if left is not None and right is not None else ""
         rows.append([str(t), truth, *(as_of(traces[n].outputs, t) for n in names)])
     rows.append(["outputs", "", *(str(len(traces[n].outputs)) for n in names)])
     return Table(pd.DataFrame(rows, columns=["as of t", "truth", *names]))
@@ -322,7 +322,7 @@ def as_of_table(traces: Mapping[str, Trace], times: Iterable[int]) -> Table:
 def partitions_table(keys: Sequence[Any], partitions: Sequence[int]) -> Table:
     """The partition Kafka's default partitioner (murmur2 of the key's bytes) gives each key,
     for each partition count: the same key lands on the same partition only for equal counts."""
-    rows = [[render_value(key), *(default_partition(key, n) for n in partitions)] for key in keys]
+    rows = [[show_value(key), *(default_partition(key, n) for n in partitions)] for key in keys]
     return Table(pd.DataFrame(rows, columns=["key", *(f"{n} partitions" for n in partitions)]))
 
 
@@ -336,11 +336,11 @@ def result_table(trace: Trace, step: int = -1) -> pd.DataFrame:
     latest: dict[str, tuple[str, int]] = {}
     for s in trace.steps[: step + 1]:
         for output in s.outputs:
-            key = render_value(output.key)
+            key = show_value(output.key)
             if output.tombstone:
                 latest.pop(key, None)
             else:
-                latest[key] = (output.render(), output.ts)
+                latest[key] = (show_output(output), output.ts)
     rows = [[key, value, ts] for key, (value, ts) in sorted(latest.items())]
     return pd.DataFrame(rows, columns=["key", "result", "ts"])
 
@@ -366,7 +366,7 @@ def clock_table(trace: Trace) -> pd.DataFrame:
     for s in trace.steps:
         clock = trace.state_at(s.index).clock(s.task)
         names += [name for name in clock if name not in names]
-        record = f"{s.record.side.value} {render_value(s.record.value)}@{s.record.ts}"
+        record = f"{s.record.side.value} {show_value(s.record.value)}@{s.record.ts}"
         rows.append((s.task, record, clock))
     table = pd.DataFrame(
         [[task, record, *(clock.get(name) for name in names)] for task, record, clock in rows],
@@ -393,7 +393,7 @@ def results_by_step(traces: Mapping[str, Trace]) -> pd.DataFrame:
         for name in names:
             table = result_table(traces[name], s.index)
             cells.append(", ".join(f"{key}: {value}" for key, value in zip(table["key"], table["result"])) or "(empty)")
-        record = f"{s.record.side.value} {render_value(s.record.key)} {render_value(s.record.value)}@{s.record.ts}"
+        record = f"{s.record.side.value} {show_value(s.record.key)} {show_value(s.record.value)}@{s.record.ts}"
         rows.append([record, *cells, len(set(cells)) == 1])
     frame = pd.DataFrame(rows, columns=["record", *names, "same"])
     frame.index.name = "step"
@@ -406,8 +406,8 @@ def table_history(trace: Trace, side: str = "left") -> pd.DataFrame:
     rows = []
     for s in trace.steps:
         table = trace.state_at(s.index).table(side)
-        cell_text = ", ".join(f"{render_value(row['key'])} = {render_value(row['value'])}" for row in table)
-        record = f"{s.record.side.value} {render_value(s.record.key)} {render_value(s.record.value)}@{s.record.ts}"
+        cell_text = ", ".join(f"{show_value(row['key'])} = {show_value(row['value'])}" for row in table)
+        record = f"{s.record.side.value} {show_value(s.record.key)} {show_value(s.record.value)}@{s.record.ts}"
         rows.append([record, cell_text or "(empty)"])
     frame = pd.DataFrame(rows, columns=["record", f"{side} table"])
     frame.index.name = "step"

@@ -24,9 +24,10 @@ from typing import Mapping
 
 from kjoin.joins.fk_protocol import SUBSCRIPTION, Message, short_hash
 from kjoin.joins.fk_transport import carries
-from kjoin.records import Side, render_value
+from kjoin.records import Side
 from kjoin.render import format_table
 from kjoin.trace import DeliveryStep, Trace
+from .values import show_value, show_output
 
 __all__ = ["flight_rows", "flight_text", "flight_svg", "workflow_text", "MAX_ARROWS"]
 
@@ -92,7 +93,7 @@ def flight_svg(trace: Trace, step: int) -> str:
         parts.append(f'<text x="{(x0 + x1) / 2}" y="18" text-anchor="middle" font-weight="bold">{title}</text>')
         parts.append(f'<text x="{(x0 + x1) / 2}" y="30" text-anchor="middle">{what}</text>')
         if mine:
-            label = html.escape(f"input {render_value(record.key)}={render_value(record.value)}@{record.ts}")
+            label = html.escape(f"input {show_value(record.key)}={show_value(record.value)}@{record.ts}")
             parts.append(
                 f'<text x="{(x0 + x1) / 2}" y="{height - 14}" text-anchor="middle" fill="#1f5fbf">'
                 f"<title>{label}</title>input @{record.ts}</text>"
@@ -159,15 +160,15 @@ def workflow_text(traces: Mapping[str, Trace]) -> str:
     results = {name: {} for name in columns}
     for name, trace in traces.items():
         for output in trace.outputs:
-            results[name].setdefault(output.origin_step, []).append(output.render())
+            results[name].setdefault(output.origin_step, []).append(show_output(output))
     rows = []
     for i, step in enumerate(inputs[columns[0]]):
         r = step.record
         subscriptions = "; ".join(
-            f"{m.value.instruction.value} → {render_value(m.key)} (task {m.partition})"
+            f"{m.value.instruction.value} → {show_value(m.key)} (task {m.partition})"
             for m in sent.get(step.index, [])
             if m.topic == SUBSCRIPTION
         )
         cells = [", ".join(results[name].get(inputs[name][i].index, [])) for name in columns]
-        rows.append([r.ts, r.side.value, render_value(r.key), render_value(r.value), subscriptions, *cells])
+        rows.append([r.ts, r.side.value, show_value(r.key), show_value(r.value), subscriptions, *cells])
     return format_table(["ts", "side", "key", "value", f"subscriptions sent ({columns[0]})", *columns], rows)

@@ -12,6 +12,9 @@ request, the engine's answer and the stepper. Each hint addresses one likely mis
   record (both ends included);
 - a missed or extra tombstone;
 - a wrong aggregate (``home=4`` for ``home=5``): which records count, null group keys first;
+- a windowed aggregate's windows: a session's merge (the tombstone of every session it merges, then the merged
+  session), a sliding window's left and right windows, and, with ``suppress`` or emit-final, when a window closes
+  (nothing leaves before; then each closed window once, whatever record closes it);
 - a wrong fate: what the engine's kind of fate depends on, without naming it;
 - a wrong release step: when a held record leaves (its window's close, or a partner).
 
@@ -29,6 +32,7 @@ from kjoin.records import Output
 from kjoin.trace import Trace
 
 from .labels import fate_label
+from .values import plain
 
 __all__ = ["output_hints", "fate_hints", "release_hints", "split_ts", "TIMESTAMP_RULES"]
 
@@ -95,9 +99,9 @@ def output_hints(trace: Trace, index: int, said: list[str]) -> list[str]:
     """Hints for outputs ``said`` (parsed items) that differ from what step ``index`` emitted."""
     step = trace.steps[index]
     emitted = step.outputs
-    said_values = [split_ts(item)[0].replace(" ", "") for item in said]
+    said_values = [plain(split_ts(item)[0]) for item in said]
     said_ts = [split_ts(item)[1] for item in said]
-    values = [o.render().replace(" ", "") for o in emitted]
+    values = [plain(o.render()) for o in emitted]
     hints: list[str] = []
     if Counter(said_values) == Counter(values):
         wrong_ts = any(ts is not None and ts != o.ts for ts, o in zip(said_ts, _in_said_order(emitted, said_values)))
@@ -112,8 +116,8 @@ def output_hints(trace: Trace, index: int, said: list[str]) -> list[str]:
     missing = list((Counter(values) - Counter(said_values)).elements())
     extra = list((Counter(said_values) - Counter(values)).elements())
     if trace.scenario.join in _AGGREGATES:  # an aggregate's update: no sides, no windows to join
-        return [_aggregate_hint(trace, index)]
-    missing_outputs = [o for o in emitted if o.render().replace(" ", "") in missing]
+        return _windowed_hints(trace, index, missing, extra) or [_aggregate_hint(trace, index)]
+    missing_outputs = [o for o in emitted if plain(o.render()) in missing]
     released = [o for o in missing_outputs if _with_null(o) and o.origin_step != index]
     if released:
         now = trace.state_at(index).stream_time(step.task)
@@ -154,7 +158,7 @@ def _in_said_order(emitted: Any, said_values: list[str]) -> list[Output]:
     matched = []
     for value in said_values:
         for o in pool:
-            if o.render().replace(" ", "") == value:
+            if plain(o.render()) == value:
                 matched.append(o)
                 pool.remove(o)
                 break
@@ -186,6 +190,86 @@ def _aggregate_hint(trace: Trace, index: int) -> str:
     )
 
 
+def _windowed_options(trace: Trace) -> tuple[Any, bool]:
+    """A windowed aggregate's windows (None for a table aggregate) and whether it forwards only final results."""
+    options = getattr(trace.scenario, "options", None) or {}
+    final = options.get("emit") == "final" or options.get("suppress") is not None
+    return options.get("windows"), final
+
+
+def _aggregate_stream_time(trace: Trace, index: int) -> int | None:
+    """The stream time of a windowed aggregate's task after step ``index`` (its clock store's, whatever the kind)."""
+    state = trace.state_at(index)
+    task = trace.steps[index].task
+    for store, rows in state.stores.items():
+        if store.task == task and store.name.endswith("aggregate clock") and "stream time" in rows:
+            return rows["stream time"]
+    return state.stream_time(task)
+
+
+def _close_rule(windows: Any) -> str:
+    from kjoin.joins.session_aggregate import SessionWindows
+
+    if isinstance(windows, SessionWindows):
+        return (
+            f"a session closes once its end is behind stream time minus the grace ({windows.grace_ms} ms) minus the "
+            f"gap ({windows.gap_ms} ms)"
+        )
+    return f"a window closes once its end is behind stream time minus the grace ({windows.grace_ms} ms)"
+
+
+def _windowed_hints(trace: Trace, index: int, missing: list[str], extra: list[str]) -> list[str]:
+    """Hints for a windowed aggregate's wrong outputs: the kind of window, then final results."""
+    from kjoin.joins.session_aggregate import SessionWindows
+    from kjoin.joins.sliding_aggregate import SlidingWindows
+
+    windows, final = _windowed_options(trace)
+    if windows is None:
+        return []
+    hints: list[str] = []
+    if final:
+        now = _aggregate_stream_time(trace, index)
+        rule = _close_rule(windows)
+        if missing and not extra:
+            hints.append(
+                f"With suppress or emit-final a window is forwarded once, when it closes: {rule}. After this step "
+                f"stream time is {now}: which windows close now? The record that closes them may belong to another "
+                "key or window."
+            )
+        elif extra and not missing:
+            hints.append(
+                f"Nothing leaves before its window closes: {rule}. After this step stream time is {now}; is any "
+                "window's end far enough behind it?"
+            )
+        else:
+            hints.append(
+                f"A final result counts every record its window took before it closed ({rule}), merges and records "
+                "within the grace included, and it is forwarded once."
+            )
+        return hints
+    if isinstance(windows, SessionWindows):
+        if any(item.endswith("=null") for item in missing):
+            hints.append(
+                "A record within the inactivity gap of a session merges with it: the old session is deleted (a "
+                "tombstone key@[start, end]=null for every session it merges), then the merged session is "
+                "forwarded with the sum."
+            )
+        hints.append(
+            f"A session is [first record, last record], both ends included; a record at ts joins every session of its "
+            f"key that ends at ts - {windows.gap_ms} or later and starts at ts + {windows.gap_ms} or earlier."
+        )
+        return hints
+    if isinstance(windows, SlidingWindows):
+        diff = windows.difference_ms
+        hints.append(
+            f"A sliding window spans {diff} ms, both ends included, and exists only where its set of records changes: "
+            f"a record at ts makes its left window [ts - {diff}, ts]; an earlier record at t within {diff} ms gets its "
+            f"right window [t + 1, t + 1 + {diff}]; and the record is added to every existing window that holds it."
+        )
+        return hints
+    return []
+
+
 _FATE_HINTS = {
     "held": (
         "Does anything come out for the record itself now? Look at the buffers and caches: a left or outer join "
@@ -213,6 +297,12 @@ def fate_hints(trace: Trace, index: int, said: str) -> list[str]:
         hints.append(
             "A stream-stream join drops no record for coming late: a late record still looks up the other side. "
             "Only a null key or a null value is skipped."
+        )
+    elif trace.scenario.join in _AGGREGATES and _windowed_options(trace)[1] and "held" in (said, truth):
+        windows = _windowed_options(trace)[0]
+        hints.append(
+            "With suppress or emit-final the record's own update is held: its window is forwarded once, when it "
+            f"closes ({_close_rule(windows)}). Is the record's window closed already when it arrives?"
         )
     elif said == "null-result" and truth == "held":
         hints.append(

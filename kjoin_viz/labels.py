@@ -38,6 +38,8 @@ from kjoin.fates import Fate, Reason
 from kjoin.records import OutputKind
 from kjoin.trace import Step
 
+from .values import show_value
+
 __all__ = ["FateLabel", "fate_label", "TONES", "AGGREGATE_TONES", "tones_for", "TONE_COLOURS", "label_html"]
 
 TONES = {
@@ -136,8 +138,6 @@ def label_html(label: FateLabel) -> str:
 
 def _aggregated(updates: list) -> FateLabel:
     """An aggregate's updates: the windows it changed, or the halves of a table update."""
-    from kjoin.records import render_value
-
     windows = [o for o in updates if o.window is not None and not o.tombstone]
     merged = [o for o in updates if o.window is not None and o.tombstone]  # sessions merged away
     if windows or merged:
@@ -150,7 +150,7 @@ def _aggregated(updates: list) -> FateLabel:
             text += f" (merging session{'s' if len(merged) != 1 else ''} {', '.join(map(span, merged))})"
         return FateLabel(text, "aggregated")
     said = {"subtract": "subtracted from", "add": "added to", "both": "subtracted and added again in"}
-    parts = [f"{said.get(o.half, o.half)} {render_value(o.key)}" for o in updates]
+    parts = [f"{said.get(o.half, o.half)} {show_value(o.key)}" for o in updates]
     return FateLabel("aggregated: " + ", ".join(parts), "aggregated")
 
 
@@ -160,6 +160,11 @@ def own_outputs(step: Step) -> list:
     that started the chain of messages as their origin)."""
     if step.message is not None:
         return list(step.outputs)
+    if step.fate is Fate.BUFFERED and step.reason is Reason.WINDOW_OPEN:
+        # suppress or emit-final: the record's own update waits for its window to close; what the step
+        # forwards are windows that closed now, earlier records' (the engine counts them to the step that
+        # closed them)
+        return []
     return [o for o in step.outputs if o.origin_step == step.index]
 
 

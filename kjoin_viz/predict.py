@@ -34,13 +34,13 @@ from typing import Any, Iterable
 
 import ipywidgets as widgets
 
-from kjoin.records import render_value
 from kjoin.trace import Trace
 
 from .hints import fate_hints, output_hints, release_hints
 from .room import exercise_id, report
 from .labels import fate_label, tones_for
 from .step_view import CSS, _outputs_text, _table_html, view_of
+from .values import plain, show_output, show_text, show_value
 from .stepper import Stepper
 from .store_view import store_tables
 
@@ -172,8 +172,9 @@ def parse_outputs(text: str, known: Iterable[str] = ()) -> list[str]:
 
 
 def _compact(item: str) -> str:
-    """An output without spaces: ``home@[0, 10)=2`` and ``home@[0,10)=2`` are the same answer."""
-    return item.replace(" ", "")
+    """An output without spaces and quotes: ``home@[0, 10)=2`` and ``home@[0,10)=2`` are the same answer, and so are
+    kjoin's notation ``{"fk":"Y"}-bar`` and the views' ``{fk: Y}-bar`` (:mod:`kjoin_viz.values`)."""
+    return plain(item)
 
 
 @dataclass(frozen=True)
@@ -284,7 +285,7 @@ class Predict(widgets.VBox):
         if s.message is not None:
             return f"message {s.message.describe()}"
         r = s.record
-        return f"{r.side} record {render_value(r.value)}@{r.ts} (key {render_value(r.key)})"
+        return f"{r.side} record {show_value(r.value)}@{r.ts} (key {show_value(r.key)})"
 
     def _default_prompt(self) -> str:
         s = self.trace.steps[self.index]
@@ -301,7 +302,7 @@ class Predict(widgets.VBox):
         if s.message is not None:
             return f"step {j}: {s.message.id} {s.message.topic} delivered"
         r = s.record
-        return f"step {j}: {r.side} {render_value(r.value)}@{r.ts}"
+        return f"step {j}: {r.side} {show_value(r.value)}@{r.ts}"
 
     def _context_html(self) -> str:
         """The input so far (and, for ``release``, the input still to come) and the state before
@@ -325,8 +326,8 @@ class Predict(widgets.VBox):
             cells = [
                 str(s.index),
                 html.escape(what or r.side.value),
-                html.escape(render_value(r.key)),
-                html.escape(render_value(r.value)),
+                html.escape(show_value(r.key)),
+                html.escape(show_value(r.value)),
                 str(r.ts),
                 emitted,
             ]
@@ -482,7 +483,7 @@ class Predict(widgets.VBox):
             lines.append(f"Fate: not quite. You said it {said}; the engine says it {engine} ({label}).")
         outputs_right, text = self._compare_outputs(self.outputs.value)
         lines.append(text)
-        lines.append(f"Why: {s.explain}")
+        lines.append(f"Why: {show_text(s.explain)}")
         hints: list[str] = []
         if not fate_right:
             hints += ["What the record does: not that.", *fate_hints(self.trace, self.index, self.fate.value)]
@@ -496,7 +497,9 @@ class Predict(widgets.VBox):
 
     def _compare_outputs(self, answer: str) -> tuple[bool, str]:
         emitted = self.trace.steps[self.index].outputs
-        said = parse_outputs(answer, known=[o.render() for o in emitted] + [f"{o.render()}@{o.ts}" for o in emitted])
+        forms = [form for o in emitted for form in (o.render(), show_output(o))]
+        known = forms + [f"{form}@{o.ts}" for o in emitted for form in (o.render(), show_output(o))]
+        said = parse_outputs(answer, known=known)
         self._said = said
         with_ts = any(re.search(r"@-?\d+$", item) for item in said)  # not the @ of key@[start, end)
         expected = [o.render() + (f"@{o.ts}" if with_ts else "") for o in emitted]

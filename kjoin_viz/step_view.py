@@ -20,7 +20,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from kjoin.records import Output, render_value
+from kjoin.records import Output
 from kjoin.render import format_table
 from kjoin.stores import IN_FLIGHT
 from kjoin.trace import Step, Trace
@@ -29,6 +29,7 @@ from .flight import flight_svg, flight_text
 from .labels import fate_label, label_html, own_outputs
 from .store_view import StoreTable, store_tables
 from .timeline import timeline_svg, view_span
+from .values import show_output, show_text, show_value
 
 __all__ = ["StepView", "StepPanes", "LOG_TAIL", "headline", "hidden_internals_text", "view_of"]
 
@@ -135,7 +136,7 @@ class StepView:
     def text(self, step: int, internals: bool = False) -> str:
         """The step as plain text: the record, its fate, its outputs and every store."""
         s = self.trace.steps[step]
-        lines = [headline(s, len(self)), f"outputs: {_outputs_text(s.outputs) or '(none)'}", s.explain]
+        lines = [headline(s, len(self)), f"outputs: {_outputs_text(s.outputs) or '(none)'}", show_text(s.explain)]
         if self.consistency is not None:
             lines.append(self.consistency_text(step))
         lines.append("")
@@ -208,9 +209,8 @@ class StepView:
             colour = "#1a6b1a" if self.consistency[step] else "#a66d00"
             words = html.escape(self.consistency_text(step))
             mark = f'<br><span class="kjoin-consistency" style="color:{colour}">{words}</span>'
-        explain = (
-            f'<div class="kjoin-viz kjoin-explain">{label_html(fate_label(s))}: {html.escape(s.explain)}{mark}</div>'
-        )
+        why = html.escape(show_text(s.explain))
+        explain = f'<div class="kjoin-viz kjoin-explain">{label_html(fate_label(s))}: {why}{mark}</div>'
         return StepPanes(header, timeline, state, outputs, log, explain)
 
     def html(self, step: int, internals: bool = False) -> str:
@@ -290,7 +290,7 @@ def _where(s: Step, total: int) -> str:
     if s.message is not None:  # a foreign-key join's step that delivered a message
         return f"{counter(s.index, total)}{where}: delivered {s.message.describe()}"
     r = s.record
-    return f"{counter(s.index, total)}{where}: {r.side} {render_value(r.value)}@{r.ts} (key {render_value(r.key)})"
+    return f"{counter(s.index, total)}{where}: {r.side} {show_value(r.value)}@{r.ts} (key {show_value(r.key)})"
 
 
 def _released_text(s: Step) -> str:
@@ -310,23 +310,23 @@ def headline(s: Step, total: int) -> str:
 
 def _held(s: Step) -> str:
     r = s.record
-    return f"{render_value(r.value)}@{r.ts} {fate_label(s)}"
+    return f"{show_value(r.value)}@{r.ts} {fate_label(s)}"
 
 
 def _held_html(s: Step) -> str:
     r = s.record
-    return f"{html.escape(render_value(r.value))}@{r.ts} {label_html(fate_label(s))}"
+    return f"{html.escape(show_value(r.value))}@{r.ts} {label_html(fate_label(s))}"
 
 
 def _outputs_text(outputs: Any) -> str:
-    return ", ".join(f"{o.render()}@{o.ts}" + (" (tombstone)" if o.tombstone else "") for o in outputs)
+    return ", ".join(f"{show_output(o)}@{o.ts}" + (" (tombstone)" if o.tombstone else "") for o in outputs)
 
 
 def _outputs_html(outputs: Any) -> str:
     return ", ".join(
         f'<span class="{"tombstone" if o.tombstone else "result"}" title="{getattr(o.kind, "value", o.kind)}" '
         f'style="color:{"#6b3fa0;font-style:italic" if o.tombstone else "#1a6b1a"}">'
-        f"{html.escape(o.render())}@{o.ts}{' (tombstone)' if o.tombstone else ''}</span>"
+        f"{html.escape(show_output(o))}@{o.ts}{' (tombstone)' if o.tombstone else ''}</span>"
         for o in outputs
     )
 

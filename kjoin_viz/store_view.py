@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from kjoin.joins.fk_protocol import short_hash, value_hash
-from kjoin.records import Side, render_value
+from kjoin.records import Side
 from kjoin.state import StoreId
 from kjoin.stores import (
     CLOCK,
@@ -50,6 +50,7 @@ from kjoin.stores import (
     versioned_store_name,
 )
 from kjoin.stores.base import ordered
+from .values import show_value
 
 __all__ = ["StoreTable", "store_tables", "MAX_ROWS_SHOWN"]
 
@@ -169,9 +170,9 @@ def _learner_gone(kind: Any, key: Any, row: Any) -> str:
     a table's row; Kafka's store key when the row is not known."""
     name = getattr(kind, "kind", None)
     if row is not None and name == "outer-join buffer":
-        return f"{render_value(row.value)}@{row.ts}"
+        return f"{show_value(row.value)}@{row.ts}"
     if row is not None and name == "window" and isinstance(key, tuple) and len(key) >= 2:
-        return f"{render_value(row)}@{key[1]}"
+        return f"{show_value(row)}@{key[1]}"
     if name == "table":
         return _r(key)
     return _render_gone(kind, key)
@@ -346,15 +347,16 @@ def _generic_layout(entries: Mapping[Any, Any]):
 
 # -- rendering helpers ------------------------------------------------------------------------
 def _r(value: Any) -> str:
-    """A cell: strings bare, ``null`` for ``None``, anything else as compact JSON; enums by
-    their value and dataclasses by their fields, so new kinds of rows render without code."""
+    """A cell: a value as a value (:func:`kjoin_viz.values.show_value`: strings bare, ``null`` for ``None``,
+    ``{customer: C2}``); enums by their value and dataclasses by their fields, so new kinds of rows render
+    without code."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, enum.Enum):
         return _r(value.value)
     if value is None or isinstance(value, str):
-        return render_value(value)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_plain)
+        return show_value(value)
+    return show_value(json.loads(json.dumps(value, sort_keys=True, default=_plain)))
 
 
 def _plain(value: Any) -> Any:

@@ -32,8 +32,9 @@ import math
 from typing import Any, Callable, Sequence
 
 from kjoin.fates import Fate, Reason
-from kjoin.records import OutputKind, Side, key_identity, render_value
+from kjoin.records import OutputKind, Side, key_identity
 from kjoin.trace import Step, Trace
+from .values import show_value
 
 __all__ = ["timeline_svg", "join_range", "looks_up", "view_span", "view_range", "ticks", "lanes", "NEIGHBOURS"]
 
@@ -210,7 +211,7 @@ def timeline_svg(
     r = current
     if low <= r.ts <= high:
         cx, cy = x(r.ts), lane_y[lane_of(r)]
-        text = html.escape(f"{render_value(r.value)}@{r.ts}")
+        text = html.escape(f"{show_value(r.value)}@{r.ts}")
         right_room = WIDTH - MARGIN - cx
         anchor, tx = ("start", cx + 10) if right_room > 7 * len(text) + 12 else ("end", cx - 10)
         parts.append(
@@ -243,12 +244,12 @@ def _lane_parts(
             parts.append(f'<text x="2" y="{y + 3}">{side}</text>')
             continue
         key = next(s.record.key for s in near if lane_of(s.record)[:2] == lane[:2])
-        name = _short(render_value(key), 9 if several_tasks else 12)
+        name = _short(show_value(key), 9 if several_tasks else 12)
         where = f"t{task} " if several_tasks else ""
         label = f"{where}{name} {'L' if side is Side.LEFT else 'R'}"
         parts.append(
             f'<text class="kjoin-lane" x="2" y="{y + 3}" data-lane="{html.escape(label)}">'
-            f"<title>{html.escape(f'task {task}, key {render_value(key)}, {side} side')}</title>"
+            f"<title>{html.escape(f'task {task}, key {show_value(key)}, {side} side')}</title>"
             f"{html.escape(label)}</text>"
         )
     return parts
@@ -283,7 +284,7 @@ def _record_marks(
         fill = "white" if hollow else ("#1f5fbf" if is_current else "#555")
         stroke = "#d00" if late and late[s.index] else ("#1f5fbf" if is_current else "#555")
         opacity = "0.3" if s.index > step else "1"
-        label = html.escape(f"step {s.index}: {r.side} {render_value(r.key)}={render_value(r.value)} @ {r.ts}")
+        label = html.escape(f"step {s.index}: {r.side} {show_value(r.key)}={show_value(r.value)} @ {r.ts}")
         parts.append(
             f'<g opacity="{opacity}"><circle cx="{cx}" cy="{cy}" r="{radius}" fill="{fill}" stroke="{stroke}" '
             f'stroke-width="2"><title>{label}</title></circle>'

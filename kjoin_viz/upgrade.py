@@ -29,13 +29,13 @@ import pandas as pd
 
 import kjoin
 from kjoin.diff import Diff, Difference
-from kjoin.records import render_value
 from kjoin.semantics import Semantics
 from kjoin.trace import Trace
 
 from .charts import WIDTH
 from .labels import TONE_COLOURS, fate_label
 from .step_view import CSS, svg_image
+from .values import show_value, show_output
 
 __all__ = ["Hop", "upgrade_path", "setting_change", "rules_frame", "rules_chart", "rule_text", "UpgradeDiff"]
 
@@ -85,7 +85,7 @@ def setting_change(scenario: kjoin.Scenario, settings: Mapping[str, Any]) -> Hop
     does under the scenario's own semantics."""
     found = kjoin.diff(scenario, set=dict(settings))
     changed = kjoin.Scenario.from_dict(_with_settings(scenario.to_dict(), settings))
-    after = ", ".join(f"{path}={render_value(value)}" for path, value in settings.items())
+    after = ", ".join(f"{path}={show_value(value)}" for path, value in settings.items())
     return Hop(
         f"{scenario.semantics} as it is",
         f"{scenario.semantics}, {after}",
@@ -173,7 +173,7 @@ def _output_text(output: Any) -> str:
         return "(none)"
     if isinstance(output, list):  # reordered: the outputs in their order
         return ", ".join(_output_text(o) for o in output)
-    value = "null" if output.get("tombstone") else render_value(output.get("value"))
+    value = "null" if output.get("tombstone") else show_value(output.get("value"))
     return f"{value}@{output['ts']}"
 
 
@@ -182,7 +182,7 @@ def _record_outputs(trace: Trace, index: int) -> str:
     join's results come with the responses, steps later)."""
     steps = [trace.steps[index]]
     steps += [s for s in trace.steps if s.message is not None and s.message.origin_step == index]
-    return ", ".join(f"{o.render()}@{o.ts}" for s in steps for o in s.outputs) or "(none)"
+    return ", ".join(f"{show_output(o)}@{o.ts}" for s in steps for o in s.outputs) or "(none)"
 
 
 _COLUMN = "flex:1 1 300px;min-width:240px;border:1px solid #ccc;padding:4px 8px;margin:4px 8px 4px 0"

@@ -15,13 +15,13 @@ from typing import Mapping, Sequence
 import ipywidgets as widgets
 
 import kjoin
-from kjoin.records import render_value
 from kjoin.render import seed_table
 from kjoin.scenario import VARIANTS, VERSIONED_MODES, Scenario, TableOptions
 from kjoin.trace import Trace
 
 from .step_view import CELL, CSS, StepView, _table_html
 from .stepper import SliderStep
+from .values import show_value, show_output
 
 __all__ = ["variant_traces", "versioned_mode_traces", "Variants", "seed_table_html"]
 
@@ -67,7 +67,7 @@ def seed_table_html(traces: Mapping[str, Trace], current: int | None = None, wit
     rows = []
     for index, step in enumerate(first.steps):
         record = step.record
-        value = html.escape(render_value(record.value))
+        value = html.escape(show_value(record.value))
         left, right = (value, "") if record.side.value == "left" else ("", value)
         td = f'<td style="{CELL}{";background:#d8e8ff;font-weight:bold" if index == current else ""}">'
         cells = "".join(f"{td}{_cell_html(traces[name].steps[index], with_ts)}</td>" for name in columns)
@@ -85,7 +85,7 @@ def _cell_html(step, with_ts: bool = False) -> str:
     return ", ".join(
         f'<span class="{"tombstone" if o.tombstone else "result"}" '
         f'style="color:{"#6b3fa0" if o.tombstone else "#1a6b1a"}">'
-        f"{html.escape(o.render() + (f'@{o.ts}' if with_ts else ''))}</span>"
+        f"{html.escape(show_output(o) + (f'@{o.ts}' if with_ts else ''))}</span>"
         for o in step.outputs
     )
 

@@ -15,13 +15,13 @@ import html
 import ipywidgets as widgets
 
 import kjoin
-from kjoin.records import render_value
 from kjoin.render import cell, format_table
 from kjoin.scenario import Scenario
 from kjoin.trace import Trace
 
 from .show import Shown
 from .step_view import CELL, CSS
+from .values import show_value
 
 __all__ = ["what_if", "WhatIf", "compare_text", "compare_html", "what_if_table"]
 
@@ -72,7 +72,7 @@ def _compare_rows(original: Trace, changed: Trace) -> list[list]:
     rows = []
     for a, b in zip(original.steps, changed.steps):
         r = a.record
-        rows.append(["*" if cell(a) != cell(b) else "", r.ts, r.side.value, render_value(r.value), cell(a), cell(b)])
+        rows.append(["*" if cell(a) != cell(b) else "", r.ts, r.side.value, show_value(r.value), cell(a), cell(b)])
     return rows
 
 

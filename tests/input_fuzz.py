@@ -69,7 +69,48 @@ def base_scenarios(rng: random.Random) -> list[dict[str, Any]]:
         {"join": "wtable-wtable", "variant": "outer", "window": {"size_ms": 10}, "events": _events(rng)},
         {"join": "wtable-table", "window": {"size_ms": 10}, "partitions": 2, "events": _events(rng)},
         {"join": "stream-wtable", "window": {"size_ms": 10}, "selector": "timestamp", "events": _events(rng)},
+        # the kinds added since the fuzzer was written (issue 31): GlobalKTable joins, session and sliding windows,
+        # suppress and emit-final; and issue 30's topology documents
+        {"join": "stream-globaltable", "variant": "left", "partitions": 2, "events": _events(rng)},
+        {
+            "join": "stream-globaltable",
+            "variant": "inner",
+            "foreign_key": "fk",
+            "events": _events(rng, structured=True),
+        },
+        {"join": "window-aggregate", "window": {"inactivity_gap_ms": 5, "grace_ms": 2}, "events": _events(rng)},
+        {"join": "window-aggregate", "window": {"time_difference_ms": 5}, "emit": "final", "events": _events(rng)},
+        {
+            "join": "window-aggregate",
+            "window": {"size_ms": 10},
+            "suppress": "until-window-closes",
+            "aggregate": {"sum": "v"},
+            "events": _events(rng, structured=True),
+        },
+        _topology(rng),
     ]
+
+
+def _topology(rng: random.Random) -> dict[str, Any]:
+    """Issue 30's document form: orders re-keyed by customer, joined with customers, left-joined with addresses."""
+    events = []
+    for i in range(6):
+        topic = rng.choice(["orders", "customers", "addresses"])
+        value: Any = {"customer": rng.choice(["c1", "c2"])} if topic == "orders" else f"{topic[0].upper()}{i}"
+        events.append({"topic": topic, "key": rng.choice(["c1", "c2", "o1"]), "value": value, "ts": rng.randint(0, 40)})
+    return {
+        "partitions": 2,
+        "topology": [
+            {"name": "orders", "stream": "orders"},
+            {"name": "customers", "table": "customers"},
+            {"name": "addresses", "table": "addresses"},
+            {"name": "by-customer", "select_key": {"field": "customer"}, "input": "orders"},
+            {"name": "with-customer", "join": ["by-customer", "customers"]},
+            {"name": "with-address", "left_join": ["with-customer", "addresses"]},
+            {"name": "out", "to": "out", "input": "with-address"},
+        ],
+        "events": events,
+    }
 
 
 WEIRD_VALUES: list[Any] = [
@@ -180,6 +221,13 @@ def _accounted(result: Any) -> str:
         return ""
     from kjoin.trace import DeliveryStep
 
+    from kjoin.topology import TopologyTrace
+
+    if isinstance(result, TopologyTrace):  # one step per record a task took, from a source or a repartition topic
+        taken = sorted(step.record.event for step in result.steps if step.record.written_at is None)
+        if taken != list(range(len(result.events))):
+            raise AssertionError(f"{len(result.events)} input records but the steps took {taken}")
+        return ""
     steps = [s for s in result.steps if not isinstance(s, DeliveryStep)]
     scenario = result.scenario
     expected = len(scenario.records()) if isinstance(scenario, kjoin.Scenario) else None
@@ -194,6 +242,10 @@ def through_api(doc: Any) -> Callable[[], Any]:
 
         if isinstance(doc, dict) and doc.get("join") in AGGREGATE_JOINS:
             return kjoin.run(AggregateSpec.from_dict(doc))
+        if isinstance(doc, dict) and "topology" in doc and "join" not in doc:
+            from kjoin.topology.document import TopologyScenario
+
+            return kjoin.run(TopologyScenario.from_dict(doc))
         return kjoin.run(kjoin.Scenario.from_dict(doc))
 
     return call
@@ -378,6 +430,12 @@ COERCION_PROBES: list[tuple[str, bytes, str]] = [
         b"- {side: left, key: true, value: A, ts: 2}\n- {side: left, key: 1.0, value: B, ts: 3}\n",
         "no-output",
     ),
+    (
+        "foreign keys 1.0 and true against the customer 1",
+        b"join: fk\nvariant: inner\nforeign_key: c\nevents:\n- {side: right, key: 1, value: a, ts: 1}\n"
+        b"- {side: left, key: o1, value: {c: 1.0}, ts: 2}\n- {side: left, key: o2, value: {c: true}, ts: 3}\n",
+        "no-output",
+    ),
 ]
 
 
@@ -407,10 +465,11 @@ def _write(text: bytes) -> Path:
 
 def main(argv: list[str]) -> int:
     n = int(argv[0]) if argv else 300
+    seed = int(argv[1]) if len(argv) > 1 else 0
     counts: dict[str, int] = {}
     examples: dict[str, list[str]] = {}
     started = time.monotonic()
-    for label, call in cases(n):
+    for label, call in cases(n, seed):
         outcome, detail = run_case(call)
         counts[outcome] = counts.get(outcome, 0) + 1
         if outcome in ("crash", "hang"):

@@ -88,8 +88,10 @@ class KafkaVersion:
 
     @property
     def deprecated_window_api(self) -> bool:
-        """``JoinWindows.of`` (kjoin's ``grace_ms: null``) exists: removed in 4.0 (KIP-633)."""
-        return self.numbers < (4, 0, 0)
+        """``JoinWindows.of`` (kjoin's ``grace_ms: null``) and ``of(..).grace(..)`` exist: in every judge. Deprecated
+        in 3.0 (KIP-633) but kept in 4.0, when the other windows' deprecated builders went (KAFKA-16332,
+        apache/kafka#17126): they are the only way to switch the spurious-result fix off (KAFKA-13813)."""
+        return self.numbers >= (2, 1, 0)
 
     @property
     def window_grace_api(self) -> bool:

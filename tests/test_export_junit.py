@@ -40,6 +40,7 @@ from tests.test_foreign_key import fk_scenario, table_events
 from tests.test_seed_tables import load_table, table_scenario
 from tests.test_topologies import _scenario as kafka_case_scenario
 from tests.test_versioned import example_events, table_table
+from tests.test_windowed_aggregates import FIXED as FIXED_WINDOWED
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
@@ -73,6 +74,10 @@ def seed_cases() -> dict[str, Any]:
             cases[f"{path.stem}[{case['name']}]"] = kafka_case_scenario(case)
     for name, spec in SEED_000.items():
         cases[f"seed 000[{name}]"] = AggregateSpec.from_dict(spec)
+    for name, spec in WINDOWED.items():
+        cases[f"seed 000[{name}]"] = AggregateSpec.from_dict(spec)
+    for name, data in DEPRECATED_JOIN_WINDOWS.items():
+        cases[name] = kjoin.Scenario.from_dict(data)
     return cases
 
 
@@ -174,6 +179,52 @@ SEED_000 = {
     },
 }
 """Seed 000's joins: the ones today's DSL builds, and the ones that never shipped in Kafka Streams."""
+
+WINDOWED = {
+    **FIXED_WINDOWED,
+    "session sum": {
+        **FIXED_WINDOWED["sessions"],
+        "aggregate": {"sum": "v"},
+        "events": [
+            _event("left", "a", {"v": 3}, 1),
+            _event("left", "a", {"v": 4}, 9),
+            _event("left", "a", {"v": 5}, 5),
+            _event("left", "b", {"v": 1}, 30),
+        ],
+    },
+    "sliding sum, emit final": {
+        **FIXED_WINDOWED["sliding"],
+        "aggregate": {"sum": "v"},
+        "emit": "final",
+        "events": [
+            _event("left", "a", {"v": 3}, 10),
+            _event("left", "a", {"v": 4}, 12),
+            _event("left", "a", {"v": 5}, 20),
+            _event("left", "b", {"v": 1}, 40),
+        ],
+    },
+}
+"""The windowed aggregates today's Kafka ships beyond tumbling and hopping updates (session and sliding windows,
+emit-final, suppress): the scenarios tests/test_windowed_aggregates.py judges against Kafka 4.4.0, and two sums."""
+
+DEPRECATED_JOIN_WINDOWS = {
+    f"deprecated JoinWindows.of on Kafka 4.4 [{variant}]": {
+        "join": "stream-stream",
+        "variant": variant,
+        "semantics": "4.4",
+        "window": {"before_ms": 10, "after_ms": 10, **window},
+        "events": [
+            _event("left", "o1", "A", 1),
+            _event("right", "o1", "a", 5),
+            _event("left", "o2", "B", 9),
+            _event("right", "o3", "c", 12),
+            _event("left", "o1", "C", 40),
+        ],
+    }
+    for variant, window in (("left", {"grace_ms": None}), ("outer", {"grace_ms": 2, "spurious_result_fix": False}))
+}
+"""Kafka 4.0 kept ``JoinWindows.of`` and ``of(..).grace(..)`` (KAFKA-16332: the only way to switch the
+spurious-result fix off, KAFKA-13813): their eager left/outer results are exported for Kafka 4.4.0 and pass."""
 
 
 def expected_refusal(name: str, scenario: Any) -> str | None:
@@ -362,6 +413,26 @@ def test_the_fk_inner_join_since_3_9_1_exports_and_passes_against_kafka_streams(
     assert run_junit("4.4.0", sources, tmp_path) == {"FkKeptKeyTest": None, "FkNullKeysTest": None}
 
 
+def test_windowed_kinds_and_the_deprecated_join_windows_are_exported_for_kafka_4_4(exported) -> None:
+    """Session and sliding windows, emit-final and suppress, and JoinWindows.of (kept in 4.0, KAFKA-16332) are
+    written with the API Kafka 4.4.0 has; test_the_exported_seed_tests_pass_against_kafka_streams[4.4.0] runs them."""
+    apis = {
+        "sessions": "SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(5), Duration.ofMillis(2))",
+        "sliding": "SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(5), Duration.ofMillis(10))",
+        "emit-final tumbling": ".emitStrategy(EmitStrategy.onWindowClose())",
+        "suppressed hopping": ".suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))",
+        "session sum": "(key, one, two) -> one + two",
+    }
+    for name, api in apis.items():
+        version, java = exported[f"seed 000[{name}]"]
+        assert version == "4.4.0" and api in java, name
+    assert "__emit.interval.ms.kstreams.windowed.aggregation__" in exported["seed 000[emit-final tumbling]"][1]
+    for name in DEPRECATED_JOIN_WINDOWS:
+        version, java = exported[name]
+        assert version == "4.4.0" and "JoinWindows.of(Duration.ofMillis(10))" in java, name
+    assert ".grace(Duration.ofMillis(2))" in exported["deprecated JoinWindows.of on Kafka 4.4 [outer]"][1]
+
+
 # -- the export's pieces ------------------------------------------------------------------------------------------
 def test_the_judges_are_the_harness_versions_with_their_eras() -> None:
     harness = {version.version: version.era for version in oracle_check.VERSIONS}
@@ -474,7 +545,6 @@ def test_kjoin_export_writes_the_test_and_is_deterministic_byte_for_byte(tmp_pat
         ({**LATE_ORDERS, "join": "cross"}, [], "join"),
         ({**LATE_ORDERS, "semantics": "0.10.1"}, [], "Kafka 0.10.0 and 0.10.1 have no TopologyTestDriver"),
         ({**LATE_ORDERS, "partitions": 2}, [], "partitions: 2: TopologyTestDriver runs one task"),
-        ({**LATE_ORDERS, "semantics": "4.4", "window": {"before_ms": 1, "after_ms": 1, "grace_ms": None}}, [], "4.0"),
         (SEED_000["page views against last week (a window shifter)"], [], "never shipped in Kafka Streams"),
         (LATE_ORDERS, ["--class-name", "no-dash"], "not a Java class name"),
         ({**SEED_000["table count by a field"], "partitions": 2}, [], "partitions: 2"),

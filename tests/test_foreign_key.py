@@ -908,3 +908,32 @@ def test_the_left_value_hash_is_of_its_serialized_bytes():
     assert value_hash({"fk": "c", "v": 1}) != value_hash({"fk": "c", "v": "1"})
     assert serialize_value({"fk": "c", "v": 1}) != serialize_value({"fk": "c", "v": "1"})
     assert value_hash(None) is None
+
+
+@pytest.mark.parametrize(
+    ("foreign_key", "partitions", "joins"),
+    [(1, 1, True), (1.0, 1, False), (True, 1, False), ("1", 1, False), (1, 3, True), (1.0, 3, False), (True, 3, False)],
+)
+def test_foreign_keys_compare_by_their_bytes_as_kafka_compares_them(foreign_key, partitions, joins):
+    """Issue 25: Kafka compares a foreign key with the right table's keys by their serialized bytes, so an order
+    whose foreign key is ``1.0`` or ``true`` never finds the customer ``1`` (Python's ``1 == 1.0 == True`` must not
+    leak into a lookup), with one partition or many."""
+    scenario = Scenario.from_dict(
+        {
+            "join": "fk",
+            "variant": "left",
+            "foreign_key": "c",
+            "partitions": partitions,
+            "events": [
+                {"side": "right", "key": 1, "value": "R", "ts": 1},
+                {"side": "left", "key": "o1", "value": {"c": foreign_key}, "ts": 2},
+                {"side": "right", "key": 1, "value": "R2", "ts": 3},
+            ],
+        }
+    )
+    values = [output.value for step in run(scenario).steps for output in step.outputs]
+    shown = render_value({"c": foreign_key})
+    if joins:
+        assert values == [f"{shown}-R", f"{shown}-R2"]
+    else:
+        assert values == [f"{shown}-null"]

@@ -117,3 +117,28 @@ def test_without_the_other_partitioner_subscriptions_miss_the_foreign_keys_task(
     assert trace.outputs() == []
     (subscription,) = [s for s in trace if s.record.topic.endswith("subscription-registration-topic")]
     assert subscription.record.partition == default_partition(fk, 4) != right_partitioner(fk, 4)
+
+
+@pytest.mark.parametrize("schedule", ["test-driver", "timestamp"])
+def test_a_foreign_key_join_spread_over_two_application_instances(schedule):
+    """KTableKTableForeignKeyJoinDistributedTest.shouldBeInitializedWithDefaultSerde: two KafkaStreams clients
+    share the foreign-key join's two tasks (each must run one, "RUNNING with active tasks"); the output is the
+    tests' own expected set."""
+    b = Topology()
+    left, right = b.table("left_table"), b.table("right_table")
+    left.join(right, lambda v1, v2: f"({v1},{v2})", foreign_key=lambda value: value.split("|")[1]).to(
+        "output-topic", partitions=11
+    )
+    events = [
+        *({"topic": "left_table", "key": f"lhsValue{n}", "value": f"lhsValue{n}|rhs{n}", "ts": 0} for n in range(1, 5)),
+        *({"topic": "right_table", "key": f"rhs{n}", "value": f"rhsValue{n}", "ts": 0} for n in range(1, 4)),
+    ]
+    assert b.tasks() == ["0_0", "1_0"]
+    trace = b.run(events, schedule, assignment={"0_0": 0, "1_0": 1})
+    assert {(o.key, o.value) for o in trace.outputs("output-topic")} == {
+        ("lhsValue1", "(lhsValue1|rhs1,rhsValue1)"),
+        ("lhsValue2", "(lhsValue2|rhs2,rhsValue2)"),
+        ("lhsValue3", "(lhsValue3|rhs3,rhsValue3)"),
+    }
+    assert {step.instance for step in trace} == {0, 1}  # both clients ran active tasks
+    assert {(step.task, step.instance) for step in trace} == {("0_0", 0), ("1_0", 1)}

@@ -1,5 +1,6 @@
 """kjoin's topologies against the real Kafka Streams library, a CI sample (issue 30): random topologies of two or
-three joins with a re-key or a foreign-key join, 1 to 4 partitions (tests/topology_oracle.py), judged by this run's
+three joins with a re-key or a foreign-key join, or an aggregate (windowed, of a table, joined), a merge, a to_table or
+a global table, 1 to 4 partitions (tests/topology_oracle.py), judged by this run's
 share of the Kafka versions (the latest always). ``make topology-check`` (part of ``make kafka-check``) runs the full
 sweep. Without Java, Maven or the jars these tests fail, they never skip."""
 
@@ -91,7 +92,8 @@ def test_a_null_key_crosses_a_repartition_topic_only_above_a_left_join_since_kip
 
 
 def test_kafka_2_4_refuses_a_re_keyed_stream_joined_twice_as_kjoin_does(built):
-    """KAFKA-9298 (fixed in 2.6): Kafka 2.4.1 refuses the topology; kjoin refuses it at semantics 2.4."""
+    """KAFKA-9298 (fixed in 2.5.1 and 2.6): Kafka 2.4.1 and 2.5.0 refuse the topology, as kjoin does at their
+    semantics; Kafka 2.5.1 runs it, and kjoin at 2.5.1 gives its outputs."""
     nodes = [
         {"name": "orders", "stream": "orders"},
         {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"},
@@ -104,6 +106,14 @@ def test_kafka_2_4_refuses_a_re_keyed_stream_joined_twice_as_kjoin_does(built):
     allowed = TopologyScenario.from_dict({"semantics": "4.4", "topology": nodes, "events": events})
     (answer,) = topology_oracle.run_batch("2.4.1", [allowed])
     assert "has already been registered by another source" in answer["error"]
+    with pytest.raises(kjoin.ScenarioError, match="KAFKA-9298"):
+        TopologyScenario.from_dict({"semantics": "2.5.0", "topology": nodes, "events": events})
+    (answer,) = topology_oracle.run_batch("2.5.0", [allowed])
+    assert "has already been registered by another source" in answer["error"]
+    fixed = TopologyScenario.from_dict({"semantics": "2.5.1", "topology": nodes, "events": events})
+    (answer,) = topology_oracle.run_batch("2.5.1", [fixed])
+    assert "error" not in answer and answer["outputs"] == [[["out", "c1", '{"c":"c1"}-{"c":"c1"}', 1]]]
+    assert topology_oracle.difference(fixed, answer, "2.5.1") is None
 
 
 def test_a_tombstone_at_the_latest_versions_own_timestamp_leaves_no_history_as_in_kafka(built):

@@ -55,10 +55,10 @@ def test_steps_table_has_one_row_per_step_with_outputs_and_fates():
     assert list(frame["step"]) == list(range(len(trace.steps)))
     joined = frame[frame["outputs"] != ""]
     assert list(joined["outputs"]) == [
-        '{"fk":"C1"}-Alice@2',
-        '{"fk":"C1"}-Alice@3',
-        '{"fk":"C1"}-Alicia@4',
-        '{"fk":"C1"}-Alicia@4',
+        "{fk: C1}-Alice@2",  # values shown as values (kjoin_viz.values), not JSON strings
+        "{fk: C1}-Alice@3",
+        "{fk: C1}-Alicia@4",
+        "{fk: C1}-Alicia@4",
         "null@5",
         "null@5",
     ]
@@ -78,7 +78,7 @@ def test_workflow_table_lists_subscriptions_and_results_per_input():
     assert len(frame) == 5
     assert frame.iloc[1]["subscriptions sent (inner)"] == "PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE → C1 (task 0)"
     assert frame.iloc[4]["inner"] == "null, null"
-    assert frame.iloc[4]["left"] == '{"fk":"C1"}-null, {"fk":"C1"}-null'
+    assert frame.iloc[4]["left"] == "{fk: C1}-null, {fk: C1}-null"
 
 
 def test_messages_and_stores_tables_follow_one_message():

@@ -255,6 +255,41 @@ def test_exercise_4_of_notebook_05_takes_its_json_answer():
     assert verdict.correct, verdict.text
     assert widget.check(fate=fate, outputs='{"fk": "Y", "v": 2}-bar@3').correct  # spaces and a timestamp
     assert not widget.check(fate=fate, outputs='{"fk":"Y","v":1}-bar').correct
+    # the views show the value as a value, {fk: Y, v: 2}-bar: written so, the answer is right too
+    assert "{fk: Y, v: 2}-bar" in widget.check(fate=fate, outputs="none").text
+    assert widget.check(fate=fate, outputs="{fk: Y, v: 2}-bar").correct
+    assert not widget.check(fate=fate, outputs="{fk: Y, v: 1}-bar").correct
+
+
+def test_values_are_shown_as_values_not_json_strings():
+    from kjoin_viz.values import plain, show_output, show_value
+
+    assert show_value({"customer": "C2", "v": 2, "note": "a b", "n": None, "tags": ["x", 1]}) == (
+        '{customer: C2, n: null, note: "a b", tags: [x, 1], v: 2}'
+    )
+    assert show_value({"v": "2", "w": "null"}) == '{v: "2", w: "null"}'  # a string that reads as something else
+    assert show_value("a b") == "a b" and show_value(None) == "null" and show_value(3) == "3"
+    race = kjoin.Scenario.from_dict(
+        {
+            "join": "fk",
+            "variant": "left",
+            "foreign_key": "customer",
+            "events": [
+                {"side": "right", "key": "C1", "value": {"name": "Alice"}, "ts": 1},
+                {"side": "left", "key": "o1", "value": {"customer": "C1"}, "ts": 2},
+                {"side": "left", "key": "o2", "value": {"customer": "C2"}, "ts": 3},
+            ],
+        }
+    )
+    outputs = [o for s in kjoin.run(race).steps for o in s.outputs]
+    assert [o.render() for o in outputs] == ['{"customer":"C1"}-{"name":"Alice"}', '{"customer":"C2"}-null']
+    assert [show_output(o) for o in outputs] == ["{customer: C1}-{name: Alice}", "{customer: C2}-null"]
+    assert all(plain(o.render()) == plain(show_output(o)) for o in outputs)
+    trace = kjoin.run(race)
+    last = show_step(trace, len(trace.steps) - 1)  # o2's response delivered: {customer: C2}-null
+    assert "{customer: C2}-null" in last._repr_html_() and "&quot;customer&quot;" not in last._repr_html_()
+    assert "the left row is {customer: C2}" in str(last)  # the explanation, and the store tables below
+    assert "| {customer: C2} |" in str(last).replace("  ", " ") or "{customer: C2} " in str(last)
 
 
 def test_predict_shows_the_input_so_far_and_the_state_before(trace):
@@ -557,3 +592,104 @@ def test_parse_outputs_prefers_balanced_items_where_a_quoted_bracket_could_misle
     items = ['{"":null,"[":null}-', "null-", '{"\\"":null}-']
     assert parse_outputs(", ".join(items)) == items
     assert parse_outputs("[oops, A-a") == ["[oops", "A-a"]  # an unbalanced answer still splits
+
+
+def _view(page, ts):
+    return {"key": page, "value": "view", "ts": ts}
+
+
+QUIZ_SESSIONS = {
+    "join": "window-aggregate",
+    "window": {"inactivity_gap_ms": 10},
+    "events": [_view("a", 1), _view("a", 5), _view("b", 6), _view("a", 30), _view("a", 22)],
+}
+QUIZ_SLIDING = {
+    "join": "window-aggregate",
+    "window": {"time_difference_ms": 10, "grace_ms": 20},
+    "events": [_view("a", 20), _view("a", 25), _view("a", 40), _view("a", 33)],
+}
+QUIZ_SUPPRESS = {
+    "join": "window-aggregate",
+    "window": {"size_ms": 10, "grace_ms": 2},
+    "suppress": "until-window-closes",
+    "events": [_view("a", 1), _view("a", 4), _view("b", 9), _view("a", 11), _view("b", 13)],
+}
+"""Notebook 07's exercises 6-8 (session, sliding, suppress), as the notebook defines them."""
+
+
+def test_07_has_the_session_sliding_and_suppress_exercises_as_tested_here():
+    import nbformat
+
+    from kjoin.engine.aggregates import run_spec
+
+    cells = nbformat.read("notebooks/07_aggregates_and_windowed_tables.ipynb", as_version=4).cells
+    code = "\n".join(cell.source for cell in cells if cell.cell_type == "code")
+    namespace = {"view": _view}
+    exec(code[code.index("quiz_sessions = ") : code.index("# end of exercises 6-8")], {"run_spec": run_spec}, namespace)
+    for name, spec in (
+        ("quiz_sessions", QUIZ_SESSIONS),
+        ("quiz_sliding", QUIZ_SLIDING),
+        ("quiz_suppress", QUIZ_SUPPRESS),
+    ):
+        assert [s.outputs for s in namespace[name].steps] == [s.outputs for s in run_spec(spec).steps], name
+    for call in ("Predict(quiz_sessions, 4)", "Predict(quiz_sliding, 1)", "Predict(quiz_suppress, 4)"):
+        assert f"kjoin_viz.{call}" in code
+
+
+def test_a_session_answer_without_the_merged_sessions_tombstone_gets_the_merge_rule_first():
+    from kjoin.engine.aggregates import run_spec
+
+    quiz = run_spec(QUIZ_SESSIONS)
+    widget = Predict(quiz, 4)
+    assert widget.check(fate="aggregated", outputs="a@[30, 30]=null, a@[22, 30]=2").correct
+    verdict = widget.check(fate="aggregated", outputs="a@[22, 30]=2")
+    assert not verdict.correct
+    hints = " ".join(verdict.hints)
+    assert "a tombstone key@[start, end]=null for every session it merges" in hints
+    assert "ends at ts - 10 or later" in hints
+    assert "a@[30, 30]=null" not in hints  # the hint does not give the answer away
+    # a wrong bound (a new session instead of a merge): the session rule, no tombstone talk
+    hints = " ".join(widget.check(fate="aggregated", outputs="a@[30, 30]=null, a@[22, 22]=1").hints)
+    assert "ends at ts - 10 or later" in hints and "tombstone" not in hints
+
+
+def test_a_sliding_answer_without_the_earlier_records_right_window_gets_the_left_and_right_rule():
+    from kjoin.engine.aggregates import run_spec
+
+    quiz = run_spec(QUIZ_SLIDING)
+    widget = Predict(quiz, 1)
+    assert widget.check(fate="aggregated", outputs="a@[21, 31]=1, a@[15, 25]=2").correct
+    hints = " ".join(widget.check(fate="aggregated", outputs="a@[15, 25]=2").hints)
+    assert "makes its left window [ts - 10, ts]" in hints and "right window [t + 1, t + 1 + 10]" in hints
+    assert "[21, 31]" not in hints
+
+
+def test_a_suppressed_window_is_forwarded_once_when_it_closes_and_the_hint_says_when():
+    from kjoin.engine.aggregates import run_spec
+
+    quiz = run_spec(QUIZ_SUPPRESS)
+    widget = Predict(quiz, 4)
+    assert widget.check(fate="held", outputs="a@[0, 10)=2, b@[0, 10)=1").correct
+    # "nothing yet": the window closes now, whatever record closes it
+    hints = " ".join(widget.check(fate="held", outputs="none").hints)
+    assert "After this step stream time is 13" in hints and "grace (2 ms)" in hints
+    assert "may belong to another key" in hints and "a@[0, 10)" not in hints
+    # an update per record, as without suppress: the record's own update is held
+    hints = " ".join(widget.check(fate="aggregated", outputs="b@[10, 20)=1").hints)
+    assert "the record's own update is held" in hints
+    # forwarded too early (step 3: stream time 11, the window ends at 10, grace 2)
+    hints = " ".join(Predict(quiz, 3).check(fate="held", outputs="a@[0, 10)=3").hints)
+    assert "Nothing leaves before its window closes" in hints and "stream time is 11" in hints
+
+
+def test_an_emit_final_step_is_held_and_the_windows_it_closes_are_earlier_records():
+    """Emit-final forwards the windows a record closes; the record itself waits (its own window is open): the
+    label says held, and the closed windows are shown as emitted for earlier records, not as its aggregate."""
+    from kjoin.engine.aggregates import run_spec
+    from kjoin_viz.step_view import headline
+
+    quiz = run_spec({**{k: v for k, v in QUIZ_SUPPRESS.items() if k != "suppress"}, "emit": "final"})
+    step = quiz.steps[4]  # b@13 closes [0, 10): a=2 and b=1 are forwarded
+    assert [o.render() for o in step.outputs] == ["a@[0, 10)=2", "b@[0, 10)=1"]
+    assert fate_label(step).tone == "held"
+    assert "also emitted for earlier records: a@[0, 10)=2@4, b@[0, 10)=1@9" in headline(step, len(quiz.steps))

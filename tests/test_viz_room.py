@@ -69,3 +69,27 @@ def test_bad_events_are_refused_and_a_missing_room_never_stops_an_exercise(room,
 
 def test_the_server_listens_on_the_loopback_only(room):
     assert room.server_address[0] == "127.0.0.1"
+
+
+def test_notebook_07s_window_exercises_are_in_the_rooms_tally(room):
+    """Exercises 6-8 of notebook 07 (session, sliding, suppress) report like every exercise: the room sees who
+    tried, the wrong answers most given, and the trainer's page their solutions."""
+    from kjoin.engine.aggregates import run_spec
+    from tests.test_viz_predict import QUIZ_SESSIONS, QUIZ_SLIDING, QUIZ_SUPPRESS
+
+    widgets = [
+        Predict(run_spec(QUIZ_SESSIONS), 4),
+        Predict(run_spec(QUIZ_SLIDING), 1),
+        Predict(run_spec(QUIZ_SUPPRESS), 4),
+    ]
+    widgets[0].check("aggregated", "a@[22, 30]=2")  # the merged session's tombstone forgotten
+    widgets[0].check("aggregated", "a@[30, 30]=null, a@[22, 30]=2")
+    widgets[2].check("held", "none")  # suppress: nothing yet, the learner thinks
+    rows = {row["exercise"]: row for row in _tally(room)}
+    assert set(rows) == {widget.exercise for widget in widgets}
+    sessions, suppress = rows[widgets[0].exercise], rows[widgets[2].exercise]
+    assert (sessions["tried"], sessions["right_first"], sessions["right_now"]) == (1, 0, 1)
+    assert sessions["wrong_answers"] == [["aggregated; a@[22, 30]=2", 1]]
+    assert (suppress["tried"], suppress["stuck"]) == (1, 1)
+    page = urllib.request.urlopen(room.trainer_url, timeout=5).read().decode()
+    assert "a@[0, 10)=2@4, b@[0, 10)=1@9" in page and "a@[21, 31]=1@25, a@[15, 25]=2@25" in page

@@ -63,6 +63,7 @@ def _workshop_command(port: int, room_port: int | None = None) -> tuple[list[str
         env[name] = value
     assert args[0].endswith("/voila") and "--no-browser" in args and f"--port={port}" in args
     assert env.get("KJOIN_ROOM_URL") == f"http://127.0.0.1:{room_port}"  # the tally: loopback only
+    assert env.get("KJOIN_WORKSHOP") == "1"  # every kernel's Spark session is the small workshop one
     return [sys.executable, "-m", "voila", *args[1:]], env
 
 

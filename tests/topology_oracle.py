@@ -1,6 +1,8 @@
 """kjoin's topologies against the real Kafka Streams library (issue 30): random topologies of two or three joins
-and a re-key (or a foreign-key join), 1 to 4 partitions, run through kjoin (``kjoin/topology/``) and, in one JVM per
-Kafka version, through TopologyTestDriver (``kafka_oracle/.../TopologyOracle.java``).
+and a re-key (or a foreign-key join), or with an aggregate (of a stream, in tumbling, hopping, session or sliding
+windows, of a table, joined by a stream), a merge, a to_table or a global table, 1 to 4 partitions, run through
+kjoin (``kjoin/topology/``) and, in one JVM per Kafka version, through TopologyTestDriver
+(``kafka_oracle/.../TopologyOracle.java``).
 
 ``python -m tests.topology_oracle [N]`` (``make topology-check``, part of ``make kafka-check``) judges N random
 topologies per version and prints ``kafka-streams <version>: <N> topologies, <M> mismatches, <S> s``;
@@ -55,7 +57,10 @@ timestamp (KAFKA-9503; the harness builds a window with a grace through ``JoinWi
 def document(scenario: TopologyScenario) -> dict[str, Any]:
     """What the harness reads: the topology's document, its events and its output topics."""
     data = scenario.topology.to_dict()
-    outputs = sorted({node.topic for node in scenario.topology.graph.nodes.values() if node.op == "to"})
+    graph = scenario.topology.graph
+    outputs = sorted(
+        {node.topic for node in graph.nodes.values() if node.op == "to" and node.topic not in graph.sources()}
+    )
     return {**data, "events": list(scenario.events), "outputs": outputs}
 
 
@@ -105,7 +110,9 @@ def task_groups(scenario: TopologyScenario) -> list[list[int]] | None:
     if len(sinks) != 1:
         return None
     (sink,) = sinks
-    stateless = ("stream", "filter", "map_values", "select_key", "map", "repartition-sink")
+    stateless = ("stream", "filter", "map_values", "select_key", "map", "repartition-sink", "group_by", "merge")
+    if any(n.op == "global-table" for n in topology.graph.nodes.values()):
+        return None  # a global store is state outside the sub-topologies
     if any(sub_of[n.name] != sink and n.op not in stateless for n in topology.graph.nodes.values()):
         return None
     trace = scenario.run()
@@ -209,11 +216,14 @@ REGIONS = ["r1", "r2", "r3"]
 ORDERS = ["o1", "o2", "o3", "o4"]
 SHAPES = ("rekey-table-table", "rekey-stream-stream-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left",
           "fk-chain", "stream-stream-rekey-table", "rekey-self-join-table", "pk-then-fk", "rekey-join-fk-result",
-          "fk-to-stream-rekey-join")  # fmt: skip
+          "fk-to-stream-rekey-join", "rekey-aggregate", "windowed-aggregate", "table-aggregate", "rekey-count-join",
+          "merge-rekey-join", "global-join", "to-table-join", "rekey-through-join")  # fmt: skip
+AGGREGATIONS = ({"count": True}, {"reduce": "concat"}, {"aggregate": "concat"})
 TIMELESS = ("rekey-table-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left", "fk-chain", "pk-then-fk",
-            "rekey-join-fk-result", "fk-to-stream-rekey-join")  # fmt: skip
+            "rekey-join-fk-result", "fk-to-stream-rekey-join", "table-aggregate", "rekey-count-join",
+            "merge-rekey-join", "global-join", "to-table-join", "rekey-through-join")  # fmt: skip
 """Shapes whose joins keep no time: judged at 1 to 4 partitions (see the module docstring)."""
-PER_TASK = ("rekey-stream-stream-table", "rekey-self-join-table")
+PER_TASK = ("rekey-stream-stream-table", "rekey-self-join-table", "rekey-aggregate", "windowed-aggregate")
 """Shapes whose state sits in the sink's sub-topology alone: judged at 1 to 4 partitions task by task
 (:func:`task_groups`)."""
 
@@ -226,8 +236,12 @@ def _window(rng: random.Random) -> dict[str, int]:
     return {"before_ms": rng.randint(0, 6), "after_ms": rng.randint(0, 6), "grace_ms": rng.randint(0, 4)}
 
 
-def _maybe_stateless(rng: random.Random, nodes: list[dict[str, Any]], current: str, tag: str) -> str:
-    """Now and then a filter or a value mapper after a re-key (it stays upstream of the repartition topic)."""
+def _maybe_stateless(
+    rng: random.Random, nodes: list[dict[str, Any]], current: str, tag: str, fields_read: bool = False
+) -> str:
+    """Now and then a filter or a value mapper after a re-key (it stays upstream of the repartition topic);
+    ``fields_read``: a node below reads a field of the value, so no ``append`` (the harness parses a JSON object
+    value, which an appended ``!`` would break)."""
     roll = rng.random()
     if roll < 0.25:
         predicate = rng.choice(
@@ -236,7 +250,7 @@ def _maybe_stateless(rng: random.Random, nodes: list[dict[str, Any]], current: s
         nodes.append({"name": f"{tag}-filter", "filter": predicate, "input": current})
         return f"{tag}-filter"
     if roll < 0.4:
-        mapper = rng.choice([{"append": "!"}, {"field": "v"}])
+        mapper = rng.choice([{"field": "v"}] if fields_read else [{"append": "!"}, {"field": "v"}])
         nodes.append({"name": f"{tag}-mapped", "map_values": mapper, "input": current})
         return f"{tag}-mapped"
     return current
@@ -255,8 +269,10 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
     ``versioned``, tables are versioned now and then (on one partition: a versioned table's history retention
     follows its task's observed time)."""
     shapes = SHAPES
-    if not kjoin.parse_semantics(era).rekeyed_stream_joined_twice:  # KAFKA-9298: refused before 2.6
+    if not kjoin.parse_semantics(era).rekeyed_stream_joined_twice:  # KAFKA-9298: refused before 2.5.1
         shapes = tuple(shape for shape in SHAPES if shape != "rekey-self-join-table")
+    if kjoin.parse_semantics(era) < kjoin.parse_semantics("2.5"):  # KStream.toTable: 2.5 (KIP-523)
+        shapes = tuple(shape for shape in shapes if shape != "to-table-join")
     shape = rng.choice(shapes)
     partitions = rng.randint(1, 4) if shape in TIMELESS or shape in PER_TASK else 1
     nodes: list[dict[str, Any]] = []
@@ -336,6 +352,60 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
                   {"name": "changes", "to_stream": True, "input": "j1"},
                   {"name": "by-region", "select_key": {"field": "left.r"}, "input": "changes"},
                   {"name": "j2", join[_variant(rng, "inner", "left")]: ["by-region", "regions"]}]  # fmt: skip
+    elif shape == "rekey-aggregate":  # orders counted (reduced, aggregated) per customer
+        nodes += [{"name": "orders", "stream": "orders"}]
+        current = _maybe_stateless(rng, nodes, "orders", "o", fields_read=True)
+        nodes.append({"name": "by-c", "group_by": {"field": "c"}, "input": current})
+        if rng.random() < 0.3:  # a second aggregate of the grouping: a repartition topic of its own (unnamed)
+            nodes += [{"name": "agg2", **rng.choice(AGGREGATIONS), "input": "by-c"},
+                      {"name": "out2", "to": "out2", "input": "agg2"}]  # fmt: skip
+        nodes.append({"name": "agg", **rng.choice(AGGREGATIONS), "input": "by-c"})
+    elif shape == "windowed-aggregate":  # tumbling, hopping, session or sliding windows, by key or by customer
+        size = rng.randint(1, 10)
+        window = {"size_ms": size, "advance_ms": rng.randint(1, size), "grace_ms": rng.randint(0, 5)}
+        roll = rng.random()
+        if roll < 0.25:
+            window = {"inactivity_gap_ms": rng.randint(1, 6), "grace_ms": rng.randint(0, 5)}
+        elif roll < 0.5 and kjoin.parse_semantics(era).sliding_windows:
+            window = {"time_difference_ms": rng.randint(1, 8), "grace_ms": rng.randint(0, 5)}
+        grouped = {"group_by_key": True} if rng.random() < 0.5 else {"group_by": {"field": "c"}}
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "grouped", **grouped, "input": "orders"},
+                  {"name": "windows", "windowed_by": window, "input": "grouped"},
+                  {"name": "agg", **rng.choice(AGGREGATIONS), "input": "windows"}]  # fmt: skip
+    elif shape == "table-aggregate":  # customers per region: the subtractor and adder of a table group-by
+        nodes += [{"name": "customers", "table": "customers"},
+                  {"name": "by-r", "group_by": {"field": "r"}, "input": "customers"},
+                  {"name": "agg", **rng.choice(AGGREGATIONS), "input": "by-r"}]  # fmt: skip
+    elif shape == "rekey-count-join":  # payments joined with the count of each customer's orders
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "payments", "stream": "payments"},
+                  {"name": "by-c", "group_by": {"field": "c"}, "input": "orders"},
+                  {"name": "counts", **rng.choice(AGGREGATIONS), "input": "by-c"},
+                  {"name": "payments-by-c", "select_key": {"field": "c"}, "input": "payments"},
+                  {"name": "j", join[_variant(rng, "inner", "left")]: ["payments-by-c", "counts"]}]  # fmt: skip
+    elif shape == "merge-rekey-join":  # orders and payments as one stream, re-keyed, joined with customers
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "payments", "stream": "payments"},
+                  {"name": "customers", "table": "customers"},
+                  {"name": "both", "merge": ["orders", "payments"]},
+                  {"name": "by-c", "select_key": {"field": "c"}, "input": "both"}]  # fmt: skip
+        current = _maybe_stateless(rng, nodes, "by-c", "m")
+        nodes.append({"name": "j", join[_variant(rng, "inner", "left")]: [current, "customers"]})
+    elif shape == "global-join":  # a GlobalKTable looked up by the order's customer, then a table by order key
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "customers", "global_table": "customers"},
+                  {"name": "j", join[_variant(rng, "inner", "left")]: ["orders", "customers"],
+                   "key_selector": {"field": "c"}}]  # fmt: skip
+        if rng.random() < 0.5:
+            nodes += [{"name": "payments", "stream": "payments"},
+                      {"name": "both", "merge": ["j", "payments"]}]  # fmt: skip
+    elif shape == "to-table-join":  # orders by customer read as a table, joined with the customers table
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "customers", "table": "customers"},
+                  {"name": "by-c", "select_key": {"field": "c"}, "input": "orders"},
+                  {"name": "latest", "to_table": True, "input": "by-c"},
+                  {"name": "j", join[_variant(rng, "inner", "left", "outer")]: ["latest", "customers"]}]  # fmt: skip
+    elif shape == "rekey-through-join":  # re-keyed, written to a topic of the user's and read back, then joined
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "customers", "table": "customers"},
+                  {"name": "by-c", "select_key": {"field": "c"}, "input": "orders"},
+                  {"name": "by-customer", "through": "orders-by-customer", "input": "by-c"},
+                  {"name": "j", join[_variant(rng, "inner", "left")]: ["by-customer", "customers"]}]  # fmt: skip
     else:  # stream-stream-rekey-table
         nodes += [{"name": "orders", "stream": "orders"}, {"name": "payments", "stream": "payments"},
                   {"name": "customers", "table": "customers"},
@@ -375,7 +445,8 @@ def _key(rng: random.Random, topic: str) -> Any:
 
 def random_scenario(rng: random.Random, era: str, versioned: bool = False) -> TopologyScenario:
     data = random_topology(rng, era, versioned)
-    sources = [node[op] for node in data["topology"] for op in ("stream", "table") if op in node]
+    sources = [node[op] for node in data["topology"] for op in ("stream", "table", "global_table") if op in node]
+    # a through topic is written by the topology; its input events would be the user's own records on it
     events = []
     for _ in range(rng.randint(6, 24)):
         topic = rng.choice(sources)

@@ -186,7 +186,13 @@ def foreign_key_options(scenario: Scenario) -> ForeignKeyOptions:
     """The options a foreign-key join's processors take from ``scenario``."""
     assert scenario.foreign_key is not None
     return ForeignKeyOptions(
-        scenario.variant, scenario.semantics, scenario.foreign_key, scenario.hash_check, scenario.left, scenario.right
+        scenario.variant,
+        scenario.semantics,
+        scenario.foreign_key,
+        scenario.hash_check,
+        scenario.left,
+        scenario.right,
+        scenario.key_function(),
     )
 
 

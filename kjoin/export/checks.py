@@ -78,13 +78,6 @@ def check_seed_000(spec: AggregateSpec) -> None:
         )
     if join == "wtable-wtable" and data.get("aggregate", "count") != "count":
         raise ExportError("aggregate: a wtable-wtable join is exported over two windowed counts only")
-    from ..scenario.windowed import needs_windowed_runner
-
-    if join == "window-aggregate" and needs_windowed_runner(data):
-        raise ExportError(
-            "window, emit, suppress: session and sliding windows, emit-final and suppress are judged by kafka_oracle/ "
-            "(tests/oracle_check.py) but not exported yet"
-        )
 
 
 def check_expressible(scenario: Scenario, judge: KafkaJudge) -> None:
@@ -111,14 +104,6 @@ def check_expressible(scenario: Scenario, judge: KafkaJudge) -> None:
         raise ExportError("send_old_values: the output topic carries only new values; export without it")
     if scenario.commit_every != 1:
         raise ExportError(f"commit_every: {scenario.commit_every}: TopologyTestDriver commits after every record")
-    windows = [scenario.window] + [chained.window for chained in scenario.then]
-    for window in (w for w in windows if w is not None):
-        if window.deprecated_api and not judge.writes_deprecated_join_windows:
-            raise ExportError(
-                f"the deprecated JoinWindows.of API (grace_ms: null or spurious_result_fix: false) was removed in "
-                f"Kafka 4.0, and {version} judges semantics {scenario.semantics}; set a grace_ms, or semantics "
-                '"3.3" to keep the old API'
-            )
     if (scenario.left.versioned or scenario.right.versioned) and not judge.semantics.versioned_joins:
         raise ExportError(f"versioned tables arrived in Kafka 3.5; {version} judges semantics {scenario.semantics}")
     if scenario.grace_ms is not None and not judge.semantics.stream_table_grace:

@@ -3,7 +3,9 @@
 A judge is a release ``kafka_oracle/`` runs; :attr:`KafkaJudge.semantics` is that release's
 :class:`~kjoin.semantics.Semantics`, so what the exported test may use (versioned stores, a stream-table grace,
 the optimized self-join, the newer ``JoinWindows`` API, the cache config's name) is read from its rules and features,
-never from version numbers here.
+never from version numbers here. Every judge, 4.4.0 included, still has the deprecated ``JoinWindows.of`` and
+``JoinWindows.grace``: Kafka 4.0 removed the other windows' deprecated builders but kept these two (KAFKA-16332,
+apache/kafka#17126), because they are the only way to switch the spurious-result fix off (KAFKA-13813).
 """
 
 from __future__ import annotations
@@ -27,9 +29,6 @@ class KafkaJudge:
     version: str
     era: str
     """:attr:`kjoin.Semantics.era`: ``0.10.2`` (KIP-77) or ``3.1`` (the spurious-result fix)."""
-    writes_deprecated_join_windows: bool = True
-    """Whether the export writes the deprecated ``JoinWindows.of`` for this judge (a window with ``grace_ms: null``
-    or ``spurious_result_fix: false``); the export refuses such a window for the 4.x judge."""
 
     @property
     def semantics(self) -> Semantics:
@@ -40,7 +39,7 @@ class KafkaJudge:
 JUDGES = (
     KafkaJudge("3.0.2", "0.10.2"),
     KafkaJudge("3.3.2", "3.1"),
-    KafkaJudge("4.4.0", "3.1", writes_deprecated_join_windows=False),
+    KafkaJudge("4.4.0", "3.1"),
 )
 """Oldest first. Era 0.10.0 (Kafka 0.10.0 and 0.10.1) has none: TopologyTestDriver arrived in Kafka 1.1."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..scenario import AggregateSpec, Scenario
+from ..scenario.windowed import window_kind
 from .java import INDENT, java_string, millis
 from .judges import KafkaJudge
 
@@ -173,28 +174,55 @@ def summed_field(spec: AggregateSpec) -> str | None:
     return aggregate.get("sum") if isinstance(aggregate, dict) else None
 
 
-def _time_windows(window: dict[str, Any]) -> str:
-    size, grace = window["size_ms"], window.get("grace_ms") or 0
-    windows = f"TimeWindows.ofSizeAndGrace({millis(size)}, {millis(grace)})"
+def _windows(window: dict[str, Any]) -> str:
+    """The window of a windowed aggregate through today's API: tumbling or hopping ``TimeWindows``, ``SessionWindows``
+    (``inactivity_gap_ms``) or ``SlidingWindows`` (``time_difference_ms``), each with its grace."""
+    grace = millis(window.get("grace_ms") or 0)
+    kind = window_kind(window)
+    if kind == "session":
+        return f"SessionWindows.ofInactivityGapAndGrace({millis(window['inactivity_gap_ms'])}, {grace})"
+    if kind == "sliding":
+        return f"SlidingWindows.ofTimeDifferenceAndGrace({millis(window['time_difference_ms'])}, {grace})"
+    windows = f"TimeWindows.ofSizeAndGrace({millis(window['size_ms'])}, {grace})"
     if window.get("advance_ms") is not None:
         windows += f".advanceBy({millis(window['advance_ms'])})"
     return windows
 
 
 def _windowed(spec: AggregateSpec, side: str, sum_field: str | None) -> list[str]:
-    """``KTable<Windowed<String>, Long> side``: the side's stream counted (or summed) per key and window."""
-    aggregate = (
-        "count()"
-        if sum_field is None
-        else f"aggregate(() -> 0L, (key, value, total) -> total + number(value, {java_string(sum_field)}),\n"
-        f"{INDENT * 4}Materialized.with(Serdes.String(), Serdes.Long()))"
-    )
-    return [
+    """``KTable<Windowed<String>, Long> side``: the side's stream counted (or summed) per key and window; with
+    ``emit: final`` the aggregate emits a window once it closes (``emitStrategy``), with ``suppress:
+    until-window-closes`` its updates wait in a suppression buffer until then."""
+    data = spec.data
+    session = window_kind(data["window"]) == "session"
+    if sum_field is None and not session:
+        aggregate = "count()"
+    else:
+        # A session aggregate needs a merger (sessions that a record bridges become one): the two totals added.
+        adder = "total + 1" if sum_field is None else f"total + number(value, {java_string(sum_field)})"
+        merger = f"\n{INDENT * 4}(key, one, two) -> one + two," if session else ""
+        aggregate = (
+            f"aggregate(() -> 0L, (key, value, total) -> {adder},{merger}\n"
+            f"{INDENT * 4}Materialized.with(Serdes.String(), Serdes.Long()))"
+        )
+    lines = [
         f'KTable<Windowed<String>, Long> {side} = builder.stream("{side}", Consumed.with({STRING_SERDES}))',
         f"{INDENT * 2}.groupByKey(Grouped.with({STRING_SERDES}))",
-        f"{INDENT * 2}.windowedBy({_time_windows(spec.data['window'])})",
-        f"{INDENT * 2}.{aggregate};",
+        f"{INDENT * 2}.windowedBy({_windows(data['window'])})",
     ]
+    if data.get("emit", "updates") == "final":
+        lines.append(
+            f"{INDENT * 2}.emitStrategy(EmitStrategy.onWindowClose()) // one result per window, once it closes"
+        )
+    if data.get("suppress") == "until-window-closes":
+        lines += [
+            f"{INDENT * 2}.{aggregate}",
+            f"{INDENT * 2}// the updates wait until the window closes (stream time past its end plus grace)",
+            f"{INDENT * 2}.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()));",
+        ]
+    else:
+        lines.append(f"{INDENT * 2}.{aggregate};")
+    return lines
 
 
 WINDOWED_KEY = 'window.key() + "@[" + window.window().start() + ", " + window.window().end() + ")"'

@@ -214,7 +214,7 @@ def busy_tasks(options: ForeignKeyOptions, partitions: int, records: Iterable[Re
     for record in records:
         busy.add(record.partition)
         if record.side is Side.LEFT and record.value is not None and partitions > 1:
-            fk = extract_foreign_key(options.foreign_key, record.value)
+            fk = options.key_of(extract_foreign_key(options.foreign_key, record.value))
             if fk is not None:
                 busy.add(default_partition(fk, partitions))
     return sorted(busy)
@@ -239,6 +239,7 @@ class ForeignKeyJoin:
         self.partitions = partitions
         self.hash_check = options.hash_check
         self.path = options.foreign_key
+        self.key_of = options.key_of
         first = list(range(partitions) if eager is None else eager)
         self.tasks = Tasks(
             lambda task_log, task: ForeignKeyTask(task_log, task, options.left, options.right, options.semantics),
@@ -249,7 +250,7 @@ class ForeignKeyJoin:
 
     def fk_of(self, value: Any) -> Any:
         """The foreign-key extractor: the field at ``foreign_key`` in a left value."""
-        return extract_foreign_key(self.path, value)
+        return self.key_of(extract_foreign_key(self.path, value))
 
     def partition_of(self, key: Any) -> int:
         return 0 if self.partitions == 1 else default_partition(key, self.partitions)

@@ -77,12 +77,23 @@ class GlobalTableJoin:
 
     ``process(record, ctx)`` takes a stream record (left) or a global-topic record (right)."""
 
-    def __init__(self, log: StateLog, variant: str, semantics: Semantics, foreign_key: str | None = None) -> None:
+    def __init__(
+        self,
+        log: StateLog,
+        variant: str,
+        semantics: Semantics,
+        foreign_key: str | None = None,
+        *,
+        table: GlobalTableStore | None = None,
+        select: KeySelector | None = None,
+    ) -> None:
+        """``table``: a global store shared with other joins (a topology's; default: this join's own);
+        ``select``: a key selector in place of ``foreign_key``'s field (``foreign_key`` then only names it)."""
         self.variant = variant
         self.semantics = semantics
         self.path = foreign_key
-        self.select = key_selector(foreign_key)
-        self.table = GlobalTableStore(log)
+        self.select = select or key_selector(foreign_key)
+        self.table = table if table is not None else GlobalTableStore(log)
         self._started = False  # has a stream record been processed: the global store's bootstrap is over
 
     def process(self, record: Record, ctx: StepContext) -> None:

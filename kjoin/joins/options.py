@@ -8,10 +8,15 @@ processor can be built and tested without a scenario.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from ..semantics import Semantics
 
 __all__ = ["TableOptions", "ForeignKeyOptions"]
+
+
+def _as_is(key: Any) -> Any:
+    return key
 
 
 @dataclass(frozen=True)
@@ -33,3 +38,6 @@ class ForeignKeyOptions:
     hash_check: bool = True
     left: TableOptions = TableOptions()
     right: TableOptions = TableOptions()
+    key_of: Callable[[Any], Any] = _as_is
+    """The key kjoin stores for an extracted foreign key (the records' keys went through the same
+    function: :meth:`kjoin.Scenario.key_function`), so foreign keys compare by their bytes."""

@@ -181,9 +181,12 @@ class SessionAggregate(WindowedAggregateTask):
 
 
 def _merge(aggregation: Aggregation, key: Any, agg: Any, other: Any) -> Any:
-    """The session merger of count and sum (``(k, a, b) -> a + b``); a reduce keeps the merged value."""
+    """The session merger: of count and sum ``(k, a, b) -> a + b``; of a reduce the reducer itself (Kafka's
+    ``mergerForAggregator(aggregatorForReducer(reducer))``: ``reducer(a, b)``, or ``b`` while ``a`` is null)."""
     if agg is None:
         return other
     if other is None:
         return agg
+    if aggregation.is_reduce:
+        return aggregation.add(key, other, agg)
     return agg + other

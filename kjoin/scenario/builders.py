@@ -16,6 +16,7 @@ __all__ = [
     "notation_events",
     "frame_records",
     "assign_offsets",
+    "key_function",
     "event_partition",
     "window_document",
 ]
@@ -73,13 +74,35 @@ def frame_records(frame: Any) -> list[dict[str, Any]]:
     ]
 
 
-def assign_offsets(events: Iterable[Event | Deliver], partitions: int) -> list[Record | Deliver]:
+def key_function(events: Iterable[Event | Deliver], foreign_key: str | None = None) -> Any:
+    """The function from a key to the key kjoin stores (:func:`kjoin.records.kafka_keys`), decided
+    over every key of ``events`` and, in a foreign-key join, every foreign key in a left value:
+    Kafka compares foreign keys with the right table's keys by their bytes, so ``1.0`` or ``true``
+    in an order never finds the customer ``1``."""
+    events = [event for event in events if isinstance(event, Event)]
+    keys: list[Any] = [event.key for event in events]
+    if foreign_key is not None:
+        from ..joins.fk_protocol import extract_foreign_key
+
+        for event in events:
+            if event.side is Side.LEFT and isinstance(event.value, Mapping):
+                try:
+                    keys.append(extract_foreign_key(foreign_key, event.value))
+                except (KeyError, TypeError):  # validation names a left value without the field
+                    continue
+    return kafka_keys(keys)
+
+
+def assign_offsets(
+    events: Iterable[Event | Deliver], partitions: int, foreign_key: str | None = None
+) -> list[Record | Deliver]:
     """The events in order as records, with Kafka's default partition and per-partition
-    offsets filled in where an event leaves them out; ``deliver`` instructions as they are."""
+    offsets filled in where an event leaves them out; ``deliver`` instructions as they are.
+    ``foreign_key``: a foreign-key join's path, whose foreign keys count as keys (:func:`key_function`)."""
     next_offset: dict[tuple[Side, int], int] = {}
     script: list[Record | Deliver] = []
     events = list(events)
-    key_of = kafka_keys(event.key for event in events if isinstance(event, Event))
+    key_of = key_function(events, foreign_key)
     for event in events:
         if isinstance(event, Deliver):
             script.append(event)

@@ -135,12 +135,17 @@ class Scenario:
         """The events in processing order: records (as :meth:`records`) and ``deliver``
         instructions. With ``arrival``, the order in which each task takes its records (see
         :func:`kjoin.ordering.arrival_order`)."""
-        script = builders.assign_offsets(self.events, self.partitions)
+        script = builders.assign_offsets(self.events, self.partitions, self.foreign_key)
         if self.arrival is None:
             return script
         from ..ordering import arrival_order
 
         return [record for record, _ in arrival_order(script, self.arrival)]
+
+    def key_function(self) -> Any:
+        """The function from a key (or a foreign key) to the key kjoin stores: see
+        :func:`kjoin.scenario.builders.key_function`."""
+        return builders.key_function(self.events, self.foreign_key)
 
     def arrival_waits(self) -> list[Any]:
         """Per record of :meth:`records`: ``None``, or (with ``arrival``) the
@@ -151,7 +156,10 @@ class Scenario:
         from ..ordering import arrival_order
 
         return [
-            waiting for _, waiting in arrival_order(builders.assign_offsets(self.events, self.partitions), self.arrival)
+            waiting
+            for _, waiting in arrival_order(
+                builders.assign_offsets(self.events, self.partitions, self.foreign_key), self.arrival
+            )
         ]
 
     def to_dict(self) -> dict[str, Any]:

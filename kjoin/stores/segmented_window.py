@@ -202,6 +202,9 @@ class SegmentedWindowStore:
         if segment < min_live:
             return False
         entry = (key, start_ms)
+        if value is None:  # Kafka's window stores delete on a null value (a reduce whose first value was null)
+            self._remove(entry)
+            return True
         self._rows[entry] = (value, ts, start_ms + self.size_ms, segment)
         self._starts.setdefault(_by_type(key), set()).add(start_ms)
         self._log.put(self.store, entry, self._rows[entry])
@@ -209,6 +212,19 @@ class SegmentedWindowStore:
         members.add(entry)
         self._write_segment(segment)
         return True
+
+    def _remove(self, entry: tuple[Any, int]) -> None:
+        row = self._rows.pop(entry, None)
+        if row is None:
+            return
+        starts = self._starts[_by_type(entry[0])]
+        starts.discard(entry[1])
+        if not starts:
+            del self._starts[_by_type(entry[0])]
+        self._log.delete(self.store, entry)
+        members = self._segments[row[3]]
+        members.discard(entry)
+        self._write_segment(row[3])
 
     def _drop(self, segment: int) -> None:
         for entry in sorted(self._segments.pop(segment), key=lambda e: (type_then_value(e[0]), e[1])):

@@ -119,6 +119,9 @@ class SessionStore(Store):
             return False
         if not self.hides_expired and end // self.segment_interval_ms < self._min_live_segment():
             return False
+        if agg is None:  # Kafka's session stores remove a session put with a null aggregate
+            self.remove(key, start, end)
+            return True
         typed = _by_type(key)
         self._keys[typed] = key
         self._sessions.setdefault(typed, {})[(start, end)] = (agg, ts)

@@ -11,18 +11,20 @@
 * :mod:`~kjoin.topology.document`: the YAML/JSON form.
 * :mod:`~kjoin.topology.partition_group`: which record a task takes next (Kafka's ``PartitionGroup``).
 
-Adding an operation (``group_by``/``aggregate``, ``merge``, a global table, later slices of issue 30): a method on
+* :mod:`~kjoin.topology.aggregates`: group-by and aggregate processors (stream, windowed, table).
+
+Adding an operation: a method on
 :class:`KStream`/:class:`KTable` adds a :class:`~kjoin.topology.graph.Node` (a key-changing one marks
 ``key_changed``, and the stateful node that follows reads it through a repartition topic, as joins do in
 ``KStream._repartitioned``); :func:`~kjoin.topology.processors.build_processor` gives its processor per task, which
 reports an :class:`~kjoin.topology.processors.Outcome` (fate, reason, story, records forwarded, records written to
 topics) and keeps its stores through the :class:`~kjoin.topology.processors.ScopedLog` it is given; the document
 form reads and writes it in :mod:`~kjoin.topology.document`, and ``TopologyOracle.java`` builds it with the DSL.
-A global table would be a source read by every task, outside the sub-topologies; an aggregate's processor would
-come from the aggregate modules once they live in ``kjoin/joins`` and ``kjoin/stores``.
+A global table is a source read by every task, outside the sub-topologies (its records are the task ``global``'s).
 """
 
-from .builder import KStream, KTable, Topology
+from .aggregates import WindowedKey
+from .builder import GlobalKTable, KGroupedStream, KGroupedTable, KStream, KTable, TimeWindowedKStream, Topology
 from .graph import TopologyError
 from .runtime import SCHEDULES, run
 from .trace import NodeVisit, TopicRecord, TopologyStep, TopologyTrace
@@ -31,6 +33,11 @@ __all__ = [
     "Topology",
     "KStream",
     "KTable",
+    "GlobalKTable",
+    "KGroupedStream",
+    "KGroupedTable",
+    "TimeWindowedKStream",
+    "WindowedKey",
     "TopologyError",
     "TopologyTrace",
     "TopologyStep",

@@ -24,6 +24,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..joins.stream_stream import JoinWindows
+from ..joins.session_aggregate import SessionWindows
+from ..joins.sliding_aggregate import SlidingWindows
+from ..joins.window_aggregate import TimeWindows
 from ..records import Side
 from ..semantics import Semantics, parse_semantics
 from . import functions
@@ -31,7 +34,7 @@ from .copartition import resolve_partitions
 from .graph import STREAM, TABLE, Graph, Node, Topic, TopologyError
 from .writer import topology_to_dict
 
-__all__ = ["Topology", "KStream", "KTable"]
+__all__ = ["Topology", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "KGroupedTable", "TimeWindowedKStream"]
 
 
 class Topology:
@@ -46,6 +49,8 @@ class Topology:
         self.semantics = semantics if isinstance(semantics, Semantics) else parse_semantics(semantics)
         self.graph = Graph()
         self._built = False
+        self.described: Any = None
+        """What :meth:`from_describe` made of a ``describe()`` text (``None`` for a topology built in Python)."""
 
     # -- sources ------------------------------------------------------------------------------
     def stream(
@@ -79,6 +84,16 @@ class Topology:
         node = self.graph.add("table", (), TABLE, name or topic, topic=topic, history_retention_ms=history_retention_ms)
         return KTable(self, node)
 
+    def global_table(self, topic: str, *, partitions: int | None = None, name: str | None = None) -> "GlobalKTable":
+        """A global table read from ``topic`` (Kafka's ``builder.globalTable``): every task reads the whole topic
+        through one global store, so a stream joins it with no co-partitioning and no repartition."""
+        if not self.semantics.global_tables:
+            raise TopologyError(
+                f"global_table: Kafka {self.semantics} has no GlobalKTable (0.10.2); choose a later one"
+            )
+        self._source_topic(topic, partitions)
+        return GlobalKTable(self, self.graph.add("global-table", (), TABLE, name or topic, topic=topic))
+
     def _source_topic(self, topic: str, partitions: int | None, partitioner: Any = None) -> None:
         if not isinstance(topic, str) or not topic:
             raise TopologyError(f"a topic's name is non-empty text, got {topic!r}")
@@ -91,6 +106,26 @@ class Topology:
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise TopologyError(f"topic {topic}: partitions is a whole number from 1, got {count!r}")
         self.graph.add_topic(Topic(topic, count, functions.partitioner(partitioner)))
+
+    @classmethod
+    def from_describe(
+        cls,
+        text: str,
+        functions: Mapping[str, Any] | None = None,
+        *,
+        partitions: int = 1,
+        semantics: str | Semantics | None = None,
+    ) -> "Topology":
+        """The topology a real application's ``topology.describe()`` prints, built as far as kjoin can:
+        ``functions`` fills in, by processor name, what the text does not say (key selectors, value mappers,
+        predicates, joiners; a join's ``{joiner, variant, window, foreign_key, grace_ms}``).
+        ``topology.described`` lists what was built, what is still needed and what kjoin cannot model, with
+        reasons (:mod:`kjoin.topology.describe`)."""
+        from .describe import from_describe
+
+        topology = cls(partitions=partitions, semantics=semantics)
+        topology.described = from_describe(topology, text, functions)
+        return topology
 
     # -- build and run --------------------------------------------------------------------------
     def build(self) -> "Topology":
@@ -106,27 +141,48 @@ class Topology:
             self._built = True
         return self
 
-    def run(self, events: Iterable[Mapping[str, Any]], schedule: str = "test-driver") -> Any:
+    def run(
+        self,
+        events: Iterable[Mapping[str, Any]],
+        schedule: str = "test-driver",
+        *,
+        instances: int = 1,
+        assignment: Mapping[str, int] | None = None,
+    ) -> Any:
         """Run ``events`` (``{topic, key, value, ts[, partition]}``, in the order they are written)
         through the topology; ``schedule``: ``test-driver`` (Kafka's TopologyTestDriver: every record
         written to an internal topic is processed at once, depth-first) or ``timestamp`` (a running
-        application whose tasks take their next record in timestamp order). See
-        :mod:`kjoin.topology.runtime`."""
+        application whose tasks take their next record in timestamp order). ``instances``: how many
+        application instances share the tasks (task ``s_p`` runs on instance ``p % instances``), or
+        ``assignment`` (task -> instance); each step says its instance, and the outputs stay the same.
+        See :mod:`kjoin.topology.runtime`."""
         from .runtime import run
 
-        return run(self, events, schedule)
+        return run(self, events, schedule, instances, assignment)
+
+    def tasks(self) -> list[str]:
+        """The tasks the topology runs as (``"1_0"``: sub-topology 1, partition 0)."""
+        from .runtime import tasks_of
+
+        self.build()
+        return tasks_of(self)
 
     def describe(self) -> str:
         """The sub-topologies, their nodes and topics, as Kafka's ``Topology.describe()`` lists them."""
         self.build()
         lines = ["Topologies:"]
+        for node in self.graph.nodes.values():
+            if node.op == "global-table":
+                lines.append(f"   Global store of {node.name} (topics: [{node.topic}])")
         for number, nodes in enumerate(self.graph.subtopologies()):
             lines.append(f"   Sub-topology: {number}")
             for node in sorted(nodes, key=lambda n: n.order):
                 detail = ""
-                if node.op in ("stream", "table", "repartition-source"):
+                if node.op in ("stream", "table", "repartition-source", "global-table"):
                     topic = self.graph.topics[node.topic]  # type: ignore[index]
                     detail = f" (topics: [{topic.name}], {topic.partitions} partition(s))"
+                elif node.op == "stream-global":
+                    detail = f" (reads the global store of {node.parents[1].name})"
                 elif node.op in ("to", "repartition-sink"):
                     detail = f" (topic: {node.topic})"
                 elif node.op == "fk":
@@ -193,6 +249,62 @@ class KStream(_Handle):
         node.key_changed = True
         return KStream(self.topology, node)
 
+    def merge(self, other: "KStream", *, name: str | None = None) -> "KStream":
+        """One stream of this one's records and ``other``'s (Kafka's ``merge``), each as it comes."""
+        self._check_same(other, "merge")
+        if not isinstance(other, KStream):
+            raise TopologyError("merge: a stream merges with another stream (a table's changes: to_stream() first)")
+        node = self._add("merge", [(self.node, None), (other.node, None)], STREAM, name)
+        node.key_changed = self.node.key_changed or other.node.key_changed
+        if node.key_changed:
+            mine, theirs = self._rekey_partitioner(), other._rekey_partitioner()
+            node.params["partitioner"] = mine or theirs
+        return KStream(self.topology, node)
+
+    def repartition(
+        self, *, name: str | None = None, partitions: int | None = None, partitioner: Any = None
+    ) -> "KStream":
+        """Write the stream to a repartition topic and read it back (Kafka's ``repartition``, 2.6+): a new
+        sub-topology, ``partitions`` of its own (default: as its writers' sources), ``partitioner`` over the key."""
+        if partitions is not None and (
+            not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1
+        ):
+            raise TopologyError(f"repartition: partitions is a whole number from 1, got {partitions!r}")
+        chosen = functions.partitioner(partitioner) or self._rekey_partitioner()
+        name = name or self.topology.graph.new_name("repartition")
+        source = _through_topic(self, f"{name}-repartition", partitions, chosen)
+        source.params["repartition"] = {"name": name, "partitions": partitions, "partitioner": partitioner}
+        return KStream(self.topology, source)
+
+    def through(
+        self, topic: str, *, partitions: int | None = None, partitioner: Any = None, name: str | None = None
+    ) -> "KStream":
+        """Write the stream to the user topic ``topic`` and read it back (Kafka's ``through``, 2.6's deprecated
+        ``to(topic)`` + ``builder.stream(topic)``): a new sub-topology reading ``topic``, whose records are placed by
+        ``partitioner`` (default murmur2); a re-keyed stream needs no repartition topic after it."""
+        _sink(self, topic, partitions, partitioner, name, through=True)
+        return self.topology.stream(topic, name=f"{name or topic}-source")
+
+    def to_table(self, *, name: str | None = None) -> "KTable":
+        """The stream read as a table (Kafka's ``toTable``, 2.5+): each record an update of its key; a re-keyed
+        stream is repartitioned first."""
+        parent = self._repartitioned(name)
+        return KTable(self.topology, self._add("to_table", [(parent, None)], TABLE, name))
+
+    def group_by_key(self, *, name: str | None = None) -> "KGroupedStream":
+        """Group by the current key (Kafka's ``groupByKey``): a re-keyed stream is repartitioned when it is
+        aggregated."""
+        return KGroupedStream(self, name)
+
+    def group_by(self, selector: Any, *, name: str | None = None, partitioner: Any = None) -> "KGroupedStream":
+        """Group by ``selector(key, value)`` (Kafka's ``groupBy``): a re-key, so the aggregate reads the stream
+        through a repartition topic (``<name>-repartition``, or named after the aggregate)."""
+        fn = functions.key_selector(selector)
+        node = self._add("group_by", [(self.node, None)], STREAM, None, fn=fn, grouped_name=name)
+        node.params["partitioner"] = functions.partitioner(partitioner)
+        node.key_changed = True
+        return KGroupedStream(KStream(self.topology, node), name)
+
     def _derive(self, node: Node) -> "KStream":
         node.key_changed = self.node.key_changed
         if self.node.key_changed:
@@ -204,6 +316,21 @@ class KStream(_Handle):
         while node.op in ("filter", "map_values"):
             node = node.parents[0]
         return node.params.get("partitioner")
+
+    def _aggregated(self, op_name: str | None, grouped_name: str | None) -> tuple[Node, str]:
+        """The node an aggregate reads, and the aggregate's name. A changed key is repartitioned first, as
+        Kafka's ``GroupedStreamAggregateBuilder`` does: through ``<grouped name>-repartition``, shared by every
+        aggregate of the grouped stream, when the grouping is named (``Grouped.as``); else through a topic of
+        each aggregate's own, ``<aggregate name>-repartition``."""
+        name = op_name or self.topology.graph.new_name("aggregate")
+        if not self.node.key_changed:
+            return self.node, name
+        if grouped_name is None:
+            return self._repartition_topic(f"{name}-repartition"), name
+        cached = self.node.params.setdefault("_grouped", {})
+        if grouped_name not in cached:
+            cached[grouped_name] = self._repartition_topic(f"{grouped_name}-repartition")
+        return cached[grouped_name], name
 
     def to(
         self, topic: str, *, partitions: int | None = None, partitioner: Any = None, name: str | None = None
@@ -233,9 +360,19 @@ class KStream(_Handle):
         window: JoinWindows | Mapping[str, Any] | None = None,
         grace_ms: int | None = None,
         name: str | None = None,
+        key_selector: Any = None,
     ) -> "KStream":
         self._check_same(other, f"{variant} join")
         fn = functions.joiner(joiner)
+        if isinstance(other, GlobalKTable):
+            if variant == "outer" or window is not None or grace_ms is not None:
+                raise TopologyError("a stream joins a global table with join or left_join, no window and no grace")
+            selector = None if key_selector is None else functions.key_selector(key_selector)
+            parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]  # no repartition: every task has the table
+            node = self._add("stream-global", parents, STREAM, name, variant=variant, joiner=fn, key_selector=selector)
+            return KStream(self.topology, node)
+        if key_selector is not None:
+            raise TopologyError("key_selector: only a join with a global table selects its lookup key")
         stream_stream = not isinstance(other, KTable)
         # Kafka names the repartition topic after the join (a stream-stream join's sides: "<name>-left", "-right"),
         # or without a name after the stream
@@ -299,17 +436,25 @@ class KStream(_Handle):
                 raise TopologyError(
                     f"{self.node.name}: this re-keyed stream is joined a second time; Kafka {self.topology.semantics} "
                     "refuses that (TopologyException: Topic ...-repartition has already been registered by another "
-                    "source) until 2.6 reuses the repartition topic (KAFKA-9298): re-key it once per join, or "
+                    "source) until 2.5.1 reuses the repartition topic (KAFKA-9298): re-key it once per join, or "
                     "choose semantics 2.6 or later"
                 )
             return cached
-        topic_name = f"{join_name or self.node.name}-repartition"
+        # a topology read from describe() keeps the name Kafka gave the topic (kjoin.topology.describe)
+        topic_name = self.node.params.get("repartition_topic") or f"{join_name or self.node.name}-repartition"
+        source = self._repartition_topic(topic_name)
+        self.node.params["_repartitioned"] = source
+        return source
+
+    def _repartition_topic(self, topic_name: str) -> Node:
+        """Write this stream to a new repartition topic and read it back: the source node."""
         partitioner = self.node.params.get("partitioner")
         self.topology.graph.add_topic(Topic(topic_name, None, partitioner, internal=True))
         sink = self._add("repartition-sink", [(self.node, None)], STREAM, f"{topic_name}-sink", topic=topic_name)
+        if self.node.params.get("carries_old"):
+            sink.params["carries_old"] = True
         source = self._add("repartition-source", (), STREAM, f"{topic_name}-source", topic=topic_name)
         sink.params["source"] = source
-        self.node.params["_repartitioned"] = source
         return source
 
 
@@ -377,6 +522,20 @@ class KTable(_Handle):
         )  # fmt: skip
         return KTable(self.topology, node)
 
+    def group_by(self, selector: Any, *, name: str | None = None, partitioner: Any = None) -> "KGroupedTable":
+        """Group the table's rows by ``selector(key, value) -> (new key, new value)`` (Kafka's ``KTable.groupBy``;
+        ``{field: path}``: that field's text, the value kept). Its aggregate reads ``Change(new, old)`` through a
+        repartition topic and subtracts the old value before adding the new one."""
+        if self.node.params.get("history_retention_ms") is not None and not self.topology.semantics.versioned_joins:
+            raise TopologyError("group_by: a versioned table is grouped from Kafka 3.5 (KIP-914)")
+        fn = functions.table_group_by(selector)
+        self.node.params["sends_old_values"] = True  # KTableRepartitionMap needs Change(new, old)
+        node = self._add("table-group-by", [(self.node, None)], STREAM, None, fn=fn, grouped_name=name)
+        node.params["partitioner"] = functions.partitioner(partitioner)
+        node.params["carries_old"] = True
+        node.key_changed = True
+        return KGroupedTable(KStream(self.topology, node), name)
+
     def to_stream(self, *, name: str | None = None) -> KStream:
         """The table's changes as a stream (Kafka's ``toStream``)."""
         return KStream(self.topology, self._add("to_stream", [(self.node, None)], STREAM, name))
@@ -398,15 +557,19 @@ def _check_versioned(topology: Topology, *tables: Node) -> None:
             )
 
 
-def _sink(stream: KStream, topic: str, partitions: int | None, partitioner: Any, name: str | None) -> None:
+def _sink(
+    stream: KStream, topic: str, partitions: int | None, partitioner: Any, name: str | None, through: bool = False
+) -> None:
     topology = stream.topology
     if not isinstance(topic, str) or not topic:
         raise TopologyError(f"to: a topic's name is non-empty text, got {topic!r}")
     if topic in topology.graph.sources():
         raise TopologyError(
-            f"to({topic}): the topology also reads {topic}; kjoin's topologies write to output topics they do not "
-            "read (through is a later slice)"
+            f"to({topic}): the topology also reads {topic}; write to a topic and read it back with "
+            f"through({topic!r}) (a topic is read by one source node)"
         )
+    if through and any(node.op == "to" and node.topic == topic for node in topology.graph.nodes.values()):
+        raise TopologyError(f"through({topic!r}): the topology writes {topic} elsewhere too; through a topic once")
     count = topology.partitions if partitions is None else partitions
     known = topology.graph.topics.get(topic)
     if known is None or known.partitions != count or known.partitioner is not None or partitioner is not None:
@@ -433,3 +596,143 @@ def _windows(window: Any) -> JoinWindows:
             raise TopologyError(f"window.{field}: a whole number of milliseconds from 0, got {value!r}")
         values[field] = value
     return JoinWindows(values["before_ms"], values["after_ms"], values["grace_ms"])
+
+
+class GlobalKTable(_Handle):
+    """A global table (Kafka's ``GlobalKTable``): a stream joins it with ``join``/``left_join`` and a
+    ``key_selector(key, value)`` (default: the stream's key)."""
+
+
+def _through_topic(stream: KStream, topic_name: str, partitions: int | None, partitioner: Any) -> Node:
+    graph = stream.topology.graph
+    graph.add_topic(Topic(topic_name, partitions, partitioner, internal=True))
+    sink = stream._add("repartition-sink", [(stream.node, None)], STREAM, f"{topic_name}-sink", topic=topic_name)
+    source = stream._add("repartition-source", (), STREAM, f"{topic_name}-source", topic=topic_name)
+    sink.params["source"] = source
+    return source
+
+
+class KGroupedStream:
+    """A grouped stream (Kafka's ``KGroupedStream``): ``count``, ``reduce``, ``aggregate``, ``windowed_by``."""
+
+    def __init__(self, stream: KStream, name: str | None, windows: TimeWindows | None = None) -> None:
+        self.stream = stream
+        self.name = name
+        self.windows = windows
+
+    def windowed_by(self, windows: Any) -> "TimeWindowedKStream":
+        """Aggregate in windows: tumbling or hopping ``{size_ms, advance_ms, grace_ms}``, session
+        ``{inactivity_gap_ms, grace_ms}``, sliding ``{time_difference_ms, grace_ms}`` (or kjoin's window objects);
+        the result is keyed by ``[key@start/end]`` (Kafka's ``Windowed``)."""
+        return TimeWindowedKStream(self.stream, self.name, _time_windows(windows, self.stream.topology.semantics))
+
+    def count(self, *, name: str | None = None) -> KTable:
+        """How many records with a value each group has had (``count()``)."""
+        return self._aggregate(functions.aggregation("count"), name, ("count", True))
+
+    def reduce(self, adder: Any, *, name: str | None = None) -> KTable:
+        """``adder(aggregate, value)``; the first value is the aggregate (``reduce``). ``"concat"``: ``agg+value``."""
+        return self._aggregate(functions.aggregation("reduce", adder), name, ("reduce", _spec(adder)))
+
+    def aggregate(self, initializer: Any, adder: Any = None, *, name: str | None = None) -> KTable:
+        """``initializer()``, then ``adder(key, value, aggregate)`` (``aggregate``); ``initializer="concat"``:
+        ``""`` then ``agg+value``."""
+        spec = "concat" if initializer == "concat" else (initializer, adder)
+        return self._aggregate(functions.aggregation("aggregate", spec), name, ("aggregate", _spec(initializer)))
+
+    def _aggregate(self, aggregation: Any, name: str | None, doc: tuple[str, Any]) -> KTable:
+        stream = self.stream
+        parent, name = stream._aggregated(name, self.name)
+        node = stream._add(
+            "aggregate", [(parent, None)], TABLE, name, aggregation=aggregation, windows=self.windows, doc=doc,
+            grouped_name=self.name,
+        )  # fmt: skip
+        return KTable(stream.topology, node)
+
+
+class TimeWindowedKStream(KGroupedStream):
+    """A grouped stream in time windows (Kafka's ``TimeWindowedKStream``): ``count``, ``reduce``, ``aggregate``."""
+
+
+class KGroupedTable(KGroupedStream):
+    """A grouped table (Kafka's ``KGroupedTable``): ``count``, ``reduce(adder, subtractor)``,
+    ``aggregate(initializer, adder, subtractor)``."""
+
+    def windowed_by(self, windows: Any) -> "TimeWindowedKStream":
+        raise TopologyError("windowed_by: a grouped table has no windows (window a grouped stream)")
+
+    def reduce(self, adder: Any, subtractor: Any = None, *, name: str | None = None) -> KTable:  # type: ignore[override]
+        spec = "concat" if adder == "concat" else (adder, subtractor)
+        return self._aggregate(functions.aggregation("reduce", spec), name, ("reduce", _spec(adder)))
+
+    def aggregate(  # type: ignore[override]
+        self, initializer: Any, adder: Any = None, subtractor: Any = None, *, name: str | None = None
+    ) -> KTable:
+        spec = "concat" if initializer == "concat" else (initializer, adder, subtractor)
+        return self._aggregate(functions.aggregation("aggregate", spec), name, ("aggregate", _spec(initializer)))
+
+    def _aggregate(self, aggregation: Any, name: str | None, doc: tuple[str, Any]) -> KTable:
+        stream = self.stream
+        parent, name = stream._aggregated(name, self.name)
+        node = stream._add(
+            "table-aggregate", [(parent, None)], TABLE, name, aggregation=_with_subtractor(aggregation), doc=doc,
+            grouped_name=self.name,
+        )  # fmt: skip
+        return KTable(stream.topology, node)
+
+
+def _spec(given: Any) -> Any:
+    """An aggregation's document form: ``concat``, or ``None`` for Python functions (no document carries them)."""
+    return "concat" if given == "concat" else None
+
+
+def _with_subtractor(aggregation: Any) -> Any:
+    if aggregation.subtractor is None:
+        raise TopologyError(f"{aggregation.name}: a grouped table's aggregate needs a subtractor (a row that changes "
+                            "group leaves the old one)")  # fmt: skip
+    return aggregation
+
+
+_WINDOW_FORMS = {
+    "size_ms": ("size_ms", "advance_ms", "grace_ms"),
+    "inactivity_gap_ms": ("inactivity_gap_ms", "grace_ms"),
+    "time_difference_ms": ("time_difference_ms", "grace_ms"),
+}
+
+
+def _time_windows(windows: Any, semantics: Any) -> Any:
+    """Tumbling or hopping (``{size_ms, advance_ms, grace_ms}``), session (``{inactivity_gap_ms, grace_ms}``) or
+    sliding (``{time_difference_ms, grace_ms}``, Kafka 2.7+) windows, or kjoin's window objects."""
+    if isinstance(windows, (TimeWindows, SessionWindows, SlidingWindows)):
+        form = windows
+    else:
+        kinds = [kind for kind in _WINDOW_FORMS if isinstance(windows, Mapping) and kind in windows]
+        if len(kinds) != 1:
+            raise TopologyError(
+                "windowed_by: expected {size_ms, advance_ms, grace_ms}, {inactivity_gap_ms, grace_ms} or "
+                "{time_difference_ms, grace_ms} (or kjoin's TimeWindows, SessionWindows, SlidingWindows), got "
+                f"{windows!r:.80}"
+            )
+        fields = _WINDOW_FORMS[kinds[0]]
+        unknown = set(windows) - set(fields)
+        if unknown:
+            raise TopologyError(
+                f"windowed_by: unknown field {sorted(unknown)[0]}; these windows have {', '.join(fields)}"
+            )
+        for field in fields:
+            value = windows.get(field)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise TopologyError(f"windowed_by.{field}: a whole number of milliseconds, got {value!r}")
+        grace = windows.get("grace_ms") or 0
+        try:
+            if kinds[0] == "size_ms":
+                form = TimeWindows(windows["size_ms"], windows.get("advance_ms"), grace)
+            elif kinds[0] == "inactivity_gap_ms":
+                form = SessionWindows(windows["inactivity_gap_ms"], grace)
+            else:
+                form = SlidingWindows(windows["time_difference_ms"], grace)
+        except ValueError as error:
+            raise TopologyError(f"windowed_by: {error}") from None
+    if isinstance(form, SlidingWindows) and not semantics.sliding_windows:
+        raise TopologyError(f"windowed_by: Kafka {semantics} has no sliding windows (KIP-450, 2.7)")
+    return form

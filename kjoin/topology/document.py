@@ -22,8 +22,15 @@ A node is a mapping with its ``name`` and one operation: ``stream: topic``, ``ta
 and ``input: node``), ``join``/``left_join``/``outer_join: [left, right]`` (stream-stream with
 ``window: {before_ms, after_ms, grace_ms}``, stream-table (``grace_ms`` with a versioned table),
 table-table, or with ``foreign_key: path`` a foreign-key join; ``joiner: concat | object``),
-``to_stream`` (``input``) and ``to: topic`` (``input``). Every error names the node and the field
-and says what is expected.
+``to_stream`` (``input``) and ``to: topic`` (``input``). Also: ``global_table: topic`` (a stream
+joins it with ``key_selector: {field: path}``), ``merge: [stream, stream]``, ``to_table: true``,
+``repartition: true`` (``partitions``), ``through: topic`` (``partitions``), ``group_by_key:
+true`` / ``group_by: {field: path}`` (a stream or a table; the node is the grouped stream, unnamed
+for Kafka: each aggregate of it writes a repartition topic of its own),
+``windowed_by: {size_ms, advance_ms, grace_ms}`` (or ``{inactivity_gap_ms, grace_ms}``,
+``{time_difference_ms, grace_ms}``; a grouped stream), and ``count: true``,
+``reduce: concat``, ``aggregate: concat`` (``input``: a grouped node; see
+:mod:`kjoin.topology.functions`). Every error names the node and the field and says what is expected.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from typing import Any, Mapping
 from ..scenario.fields import ScenarioError
 from ..scenario.inputs import MAX_PARTITIONS, check_document, did_you_mean, read_document
 from ..semantics import parse_semantics
-from .builder import KStream, KTable, Topology
+from .builder import GlobalKTable, KGroupedStream, KGroupedTable, KStream, KTable, TimeWindowedKStream, Topology
 from .functions import FunctionError
 from .graph import TopologyError
 from .runtime import SCHEDULES
@@ -55,6 +62,17 @@ OPERATIONS = (
     "outer_join",
     "to_stream",
     "to",
+    "global_table",
+    "merge",
+    "to_table",
+    "repartition",
+    "through",
+    "group_by_key",
+    "group_by",
+    "windowed_by",
+    "count",
+    "reduce",
+    "aggregate",
 )
 _NODE_FIELDS = {
     "stream": ("partitions",),
@@ -62,10 +80,21 @@ _NODE_FIELDS = {
     "filter": ("input",),
     "map_values": ("input",),
     "select_key": ("input", "partitioner"),
-    "join": ("window", "grace_ms", "foreign_key", "joiner", "partitioner", "other_partitioner"),
     "to_stream": ("input",),
     "to": ("input", "partitioner", "partitions"),
+    "global_table": ("partitions",),
+    "merge": (),
+    "to_table": ("input",),
+    "repartition": ("input", "partitions", "partitioner"),
+    "through": ("input", "partitions", "partitioner"),
+    "group_by_key": ("input",),
+    "group_by": ("input", "partitioner"),
+    "windowed_by": ("input",),
+    "count": ("input",),
+    "reduce": ("input",),
+    "aggregate": ("input",),
 }
+_JOIN_FIELDS = ("window", "grace_ms", "foreign_key", "joiner", "partitioner", "other_partitioner", "key_selector")
 
 
 def is_topology_document(data: Any) -> bool:
@@ -177,7 +206,7 @@ def _build_node(topology: Topology, handles: dict[str, Any], node: Any, at: str,
             f"{at}: a node has exactly one operation of {', '.join(OPERATIONS)}; found {', '.join(ops) or 'none'}{hint}"
         )
     op = ops[0]
-    allowed = {"name", op, *_NODE_FIELDS["join" if op.endswith("join") else op]}
+    allowed = {"name", op, *(_JOIN_FIELDS if op.endswith("join") else _NODE_FIELDS[op])}
     extra = [key for key in node if key not in allowed]
     if extra:
         raise TopologyError(
@@ -222,6 +251,57 @@ def _build_node(topology: Topology, handles: dict[str, Any], node: Any, at: str,
                 handles[name] = getattr(stream, op)(node[op], name=name)
         elif op == "to_stream":
             handles[name] = handle("input", node.get("input"), KTable).to_stream(name=name)
+        elif op == "global_table":
+            handles[name] = topology.global_table(
+                _topic(node[op], at), partitions=source_partitions(node[op]), name=name
+            )
+        elif op == "merge":
+            sides = node[op]
+            if not isinstance(sides, list) or len(sides) != 2:
+                raise TopologyError(f"{at}.merge: expected [stream, stream], the names of the two streams it merges")
+            left = handle("merge[0]", sides[0], KStream)
+            handles[name] = left.merge(handle("merge[1]", sides[1], KStream), name=name)
+        elif op == "to_table":
+            handles[name] = handle("input", node.get("input"), KStream).to_table(name=name)
+        elif op == "repartition":
+            stream = handle("input", node.get("input"), KStream)
+            handles[name] = stream.repartition(
+                name=name, partitions=node.get("partitions"), partitioner=node.get("partitioner")
+            )
+        elif op == "through":
+            stream = handle("input", node.get("input"), KStream)
+            count = node.get("partitions", (topics.get(node[op]) or {}).get("partitions"))
+            handles[name] = stream.through(
+                _topic(node[op], at), partitions=count, partitioner=node.get("partitioner"), name=name
+            )
+        elif op == "group_by_key":
+            # a document's node names its handle; Kafka's harness names no Grouped (each aggregate its own topic)
+            handles[name] = handle("input", node.get("input"), KStream).group_by_key()
+        elif op == "group_by":
+            parent = handle("input", node.get("input"))
+            if not isinstance(parent, (KStream, KTable)):
+                raise TopologyError(f"{at}.input: group_by reads a stream or a table, got a {_kind(parent)}")
+            handles[name] = parent.group_by(node[op], partitioner=node.get("partitioner"))
+        elif op == "windowed_by":
+            grouped = handles.get(node.get("input"))
+            if not isinstance(grouped, KGroupedStream) or isinstance(grouped, (KGroupedTable, TimeWindowedKStream)):
+                raise TopologyError(f"{at}.input: windowed_by reads a grouped stream (group_by or group_by_key)")
+            handles[name] = grouped.windowed_by(node[op])
+        elif op in ("count", "reduce", "aggregate"):
+            grouped = handles.get(node.get("input"))
+            if not isinstance(grouped, KGroupedStream):
+                raise TopologyError(
+                    f"{at}.input: {op} reads a grouped stream or table (group_by, group_by_key, windowed_by), got "
+                    f"{node.get('input')!r}"
+                )
+            if op == "count":
+                if node[op] is not True:
+                    raise TopologyError(f"{at}.count: write count: true")
+                handles[name] = grouped.count(name=name)
+            else:
+                if node[op] != "concat":
+                    raise TopologyError(f"{at}.{op}: a document names concat (Python functions: kjoin.Topology)")
+                handles[name] = getattr(grouped, op)("concat", name=name)
         elif op == "to":
             parent = handle("input", node.get("input"))
             stream = parent if isinstance(parent, KStream) else parent.to_stream()
@@ -232,7 +312,7 @@ def _build_node(topology: Topology, handles: dict[str, Any], node: Any, at: str,
             if not isinstance(sides, list) or len(sides) != 2:
                 raise TopologyError(f"{at}.{op}: expected [left, right], the names of the two nodes it joins")
             left, right = handle(f"{op}[0]", sides[0]), handle(f"{op}[1]", sides[1])
-            options = {key: node[key] for key in ("window", "joiner", "grace_ms") if key in node}
+            options = {key: node[key] for key in ("window", "joiner", "grace_ms", "key_selector") if key in node}
             if isinstance(left, KTable):
                 for key in ("foreign_key", "partitioner", "other_partitioner"):
                     if key in node:
@@ -254,4 +334,8 @@ def _topic(value: Any, at: str) -> str:
 
 
 def _kind(handle: Any) -> str:
+    if isinstance(handle, GlobalKTable):
+        return "global table"
+    if isinstance(handle, KGroupedStream):
+        return "grouped stream or table"
     return "stream" if isinstance(handle, KStream) else "table"

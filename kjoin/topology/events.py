@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..records import render_value
 from ..scenario.fields import KEY_TYPES, MAX_TIMESTAMP_MS
 from ..scenario.inputs import check_document, did_you_mean
 from .graph import Graph, TopologyError
@@ -42,6 +43,13 @@ def input_records(graph: Graph, events: Iterable[Mapping[str, Any]], where: str 
                 f"{', '.join(EVENT_FIELDS)} (partition is optional)"
             )
         topic = event.get("topic")
+        if "topic" not in event:
+            raise TopologyError(f"{at}: topic is missing (one of {', '.join(sorted(sources))})")
+        if not isinstance(topic, str):
+            raise TopologyError(
+                f"{at}.topic: expected the name of a topic the topology reads ({', '.join(sorted(sources))}), got "
+                f"{type(topic).__name__} {render_value(topic):.60}"
+            )
         if topic not in sources:
             readable = ", ".join(sorted(sources))
             raise TopologyError(

@@ -15,6 +15,11 @@ joiner          ``concat`` (the default: ``A-a``, null as ``null``); ``object``:
                 ``{"left": left, "right": right}`` (a JSON object a foreign-key join further down
                 can read a field of)
 partitioner     ``{map: {key: partition}}`` (a key not listed: murmur2, as Kafka's default)
+group_by        (a stream) as ``select_key``; (a table) ``{field: path}``: the new key is that field's
+                text and the value stays
+aggregation     ``count``; ``reduce: concat`` (adder ``agg+value``, subtractor ``agg-value``, as text);
+                ``aggregate: concat`` (initializer ``""``, then the same adder and subtractor)
+key_selector    (a global-table join) ``{field: path}``; leave it out: the stream key
 ==============  ==============================================================================
 """
 
@@ -37,6 +42,9 @@ __all__ = [
     "partitioner",
     "FunctionError",
     "field_of",
+    "aggregation",
+    "table_group_by",
+    "AGGREGATIONS",
 ]
 
 
@@ -180,3 +188,58 @@ def partitioner(spec: Any) -> Function | None:
 def spec_text(spec: Any) -> str:
     """A spec as one line of JSON (for error messages)."""
     return json.dumps(spec, sort_keys=True)
+
+
+AGGREGATIONS = ("count", "reduce", "aggregate")
+
+
+def _concat_adder(agg: Any, value: Any) -> str:
+    return f"{render_value(agg)}+{render_value(value)}"
+
+
+def _concat_subtractor(agg: Any, value: Any) -> str:
+    return f"{render_value(agg)}-{render_value(value)}"
+
+
+def aggregation(kind: str, spec: Any = None) -> Any:
+    """An aggregation (:class:`kjoin.joins.aggregate.Aggregation`) from the vocabulary: ``count``; ``reduce`` with
+    ``concat`` or ``(adder, subtractor)``; ``aggregate`` with ``concat`` or ``(initializer, adder, subtractor)``
+    (Python functions; a subtractor is needed by a table's aggregate only)."""
+    from ..joins.aggregate import Aggregation
+
+    if kind == "count":
+        return Aggregation("count", lambda: 0, lambda k, v, agg: agg + 1, lambda k, v, agg: agg - 1)
+    if kind not in AGGREGATIONS:
+        raise FunctionError(f"aggregation: expected one of {', '.join(AGGREGATIONS)}, got {kind!r}")
+    if spec == "concat":
+        if kind == "reduce":
+            return Aggregation("reduce concat", None, _concat_adder, _concat_subtractor)
+        return Aggregation(
+            "aggregate concat",
+            lambda: "",
+            lambda k, v, agg: _concat_adder(agg, v),
+            lambda k, v, agg: _concat_subtractor(agg, v),
+        )
+    parts = tuple(spec) if isinstance(spec, (tuple, list)) else (spec,)
+    wanted = (1, 2) if kind == "reduce" else (2, 3)
+    if len(parts) not in wanted or not all(callable(part) for part in parts):
+        form = "adder[, subtractor]" if kind == "reduce" else "initializer, adder[, subtractor]"
+        raise FunctionError(f"{kind}: expected concat or Python functions ({form}), got {spec!r:.80}")
+    if kind == "reduce":
+        return Aggregation("reduce", None, parts[0], parts[1] if len(parts) > 1 else None)
+    return Aggregation("aggregate", parts[0], parts[1], parts[2] if len(parts) > 2 else None)
+
+
+def table_group_by(spec: Any) -> Function:
+    """A table's ``group_by`` function ``(key, value) -> (new key, new value)``: a Python function, or
+    ``{field: path}`` (the new key is the field's text, the value stays)."""
+    if isinstance(spec, Function):
+        return spec
+    if callable(spec):
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+    name, arg = _one_entry(spec, "group_by", ("field",))
+    if not isinstance(arg, str) or not arg:
+        raise FunctionError(f"group_by.field: expected a field path such as customer or a.b, got {arg!r}")
+    return Function(
+        lambda key, value: (_as_text(field_of(value, arg)), value), {"field": arg}, f"the value's {arg}, value kept"
+    )

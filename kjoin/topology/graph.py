@@ -25,8 +25,11 @@ __all__ = ["Node", "Topic", "Graph", "TopologyError", "STREAM", "TABLE", "JOIN_O
 
 STREAM = "stream"
 TABLE = "table"
-JOIN_OPS = ("stream-stream", "stream-table", "table-table", "fk")
-SOURCE_OPS = ("stream", "table", "repartition-source")
+JOIN_OPS = ("stream-stream", "stream-table", "table-table", "fk", "stream-global")
+SOURCE_OPS = ("stream", "table", "repartition-source", "global-table")
+FIRST_PARENT_ONLY = ("fk", "stream-global")
+"""Joins that sit in their left parent's sub-topology alone: a foreign-key join's right side runs in the right
+table's sub-topology, and a global table belongs to no sub-topology (every task reads its global store)."""
 
 
 class TopologyError(ValueError):
@@ -140,7 +143,8 @@ class Graph:
         """The nodes of each sub-topology, numbered as Kafka numbers them (by their oldest node).
 
         Nodes are connected by parent edges; a repartition topic connects nothing (its source has no
-        parent), and a foreign-key join belongs to its left parent's sub-topology only."""
+        parent), a foreign-key join belongs to its left parent's sub-topology only, and a global table to none
+        (Kafka's ``describe()`` lists it apart, as a global store)."""
         root: dict[str, str] = {name: name for name in self.nodes}
 
         def find(name: str) -> str:
@@ -150,18 +154,19 @@ class Graph:
             return name
 
         for node in self.nodes.values():
-            parents = node.parents[:1] if node.op == "fk" else node.parents
+            parents = node.parents[:1] if node.op in FIRST_PARENT_ONLY else node.parents
             for parent in parents:
                 a, b = find(node.name), find(parent.name)
                 if a != b:
                     root[max(a, b, key=lambda n: self.nodes[n].order)] = min(a, b, key=lambda n: self.nodes[n].order)
         groups: dict[str, list[Node]] = {}
         for node in self.nodes.values():
-            groups.setdefault(find(node.name), []).append(node)
+            if node.op != "global-table":
+                groups.setdefault(find(node.name), []).append(node)
         return sorted(groups.values(), key=lambda nodes: min(n.order for n in nodes))
 
     def subtopology_of(self) -> dict[str, int]:
-        """Node name -> its sub-topology's number."""
+        """Node name -> its sub-topology's number (a global table has none)."""
         return {node.name: number for number, nodes in enumerate(self.subtopologies()) for node in nodes}
 
     def upstream_sources(self, node: Node) -> list[Node]:
@@ -178,7 +183,7 @@ class Graph:
             if current.op in SOURCE_OPS:
                 found.append(current)
                 continue
-            parents = current.parents[:1] if current.op == "fk" else current.parents
+            parents = current.parents[:1] if current.op in FIRST_PARENT_ONLY else current.parents
             stack.extend(parents)
         return sorted(found, key=lambda n: n.order)
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from ..fates import Fate, Reason
 from ..joins.context import StepContext, drop_null_key_update
 from ..joins.foreign_key import ForeignKeyJoin
+from ..joins.global_table import GlobalTableJoin
 from ..joins.fk_protocol import SUBSCRIPTION, Message
 from ..joins.options import ForeignKeyOptions, TableOptions
 from ..joins.stream_stream import StreamStreamJoin
@@ -26,10 +27,11 @@ from ..records import Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StoreId
 from ..stores import Clock, TableStore, VersionedStore
+from ..stores.global_table import GlobalTableStore
 from .functions import Function, field_of
 from .graph import Graph, Node
 
-__all__ = ["Rec", "Outcome", "ScopedLog", "build_processor", "NodeProcessor", "TaskClock"]
+__all__ = ["said", "Rec", "Outcome", "ScopedLog", "build_processor", "NodeProcessor", "TaskClock"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +113,7 @@ class NodeProcessor:
         raise NotImplementedError
 
 
-def _said(rec: Rec) -> str:
+def said(rec: Rec) -> str:
     return f"{render_value(rec.key)}:{render_value(rec.value)}@{rec.ts}"
 
 
@@ -119,23 +121,23 @@ class _Pass(NodeProcessor):
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         op = self.node.op
         if op in ("stream", "repartition-source"):
-            return Outcome(Fate.FORWARDED, None, lambda: f"read {_said(rec)}.", [rec])
+            return Outcome(Fate.FORWARDED, None, lambda: f"read {said(rec)}.", [rec])
+        if op == "merge":
+            return Outcome(Fate.FORWARDED, None, lambda: f"merged {said(rec)} into one stream.", [rec])
         if op == "to_stream":
             plain = Rec(rec.key, rec.value, rec.ts)
-            return Outcome(
-                Fate.FORWARDED, None, lambda: f"the table's change {_said(rec)} as a stream record.", [plain]
-            )
+            return Outcome(Fate.FORWARDED, None, lambda: f"the table's change {said(rec)} as a stream record.", [plain])
         fn = self.node.params["fn"]
         if op == "filter":
             if fn(rec.key, rec.value):
                 return Outcome(Fate.FORWARDED, None, lambda: f"{fn.text}: kept.", [rec])
-            return Outcome(Fate.DROPPED, Reason.FILTERED, lambda: f"{fn.text}: false for {_said(rec)}, filtered out.")
+            return Outcome(Fate.DROPPED, Reason.FILTERED, lambda: f"{fn.text}: false for {said(rec)}, filtered out.")
         if op == "map_values":
             new = Rec(rec.key, fn(rec.value), rec.ts)
             return Outcome(
                 Fate.FORWARDED, None, lambda: f"{render_value(rec.value)} → {render_value(new.value)}.", [new]
             )
-        if op == "select_key":
+        if op in ("select_key", "group_by"):
             new = Rec(fn(rec.key, rec.value), rec.value, rec.ts)
             return Outcome(
                 Fate.FORWARDED,
@@ -146,7 +148,7 @@ class _Pass(NodeProcessor):
         if op == "map":
             key, value = fn(rec.key, rec.value)
             new = Rec(key, value, rec.ts)
-            return Outcome(Fate.FORWARDED, None, lambda: f"{_said(rec)} → {_said(new)}.", [new])
+            return Outcome(Fate.FORWARDED, None, lambda: f"{said(rec)} → {said(new)}.", [new])
         raise AssertionError(op)  # pragma: no cover
 
 
@@ -160,32 +162,52 @@ class _Sink(NodeProcessor):
                 return Outcome(
                     Fate.DROPPED,
                     Reason.NULL_KEY_NOT_REPARTITIONED,
-                    f"{_said(rec)} has a null key: Kafka filters it out before the repartition topic {topic} (no "
+                    f"{said(rec)} has a null key: Kafka filters it out before the repartition topic {topic} (no "
                     "join below takes null keys).",
                 )
             text = (
-                f"wrote {_said(rec)} to {topic}, null key and all: a join below takes null keys (KIP-962, 3.7+), "
+                f"wrote {said(rec)} to {topic}, null key and all: a join below takes null keys (KIP-962, 3.7+), "
                 "so Kafka keeps them in the repartition topics above it (partition 0 here; a producer picks one)."
             )
             return Outcome(Fate.FORWARDED, None, text, writes=[(topic, rec.key, rec.value, rec.ts, None)])  # type: ignore[list-item]
+        if self.node.params.get("carries_old"):  # a table group-by's repartition topic: Change(new, old)
+            from .aggregates import OldValue
+
+            change = f"{render_value(rec.key)}:Change({render_value(rec.value)}, {render_value(rec.old)})@{rec.ts}"
+            return Outcome(
+                Fate.FORWARDED,
+                None,
+                lambda: f"wrote {change} to {topic}.",
+                writes=[(topic, rec.key, rec.value, rec.ts, OldValue(rec.old))],
+            )
         return Outcome(
             Fate.FORWARDED,
             None,
-            lambda: f"wrote {_said(rec)} to {topic}.",
+            lambda: f"wrote {said(rec)} to {topic}.",
             writes=[(topic, rec.key, rec.value, rec.ts, None)],
         )  # type: ignore[list-item]
 
 
 class _TableSource(NodeProcessor):
-    """A table read from a topic, materialized: update the store, forward ``Change(new, old)``."""
+    """A table read from a topic (or a stream's ``to_table``: Kafka's ``KTableSource`` too), materialized:
+    update the store, forward ``Change(new, old)``."""
 
-    def __init__(self, node: Node, partition: int, log: Any) -> None:
+    def __init__(self, node: Node, partition: int, log: Any, semantics: Semantics) -> None:
         super().__init__(node, partition)
         retention = node.params.get("history_retention_ms")
         if retention is None:
             self.store: Any = TableStore(log, partition, Side.RIGHT, False, "table")
         else:
-            self.store = VersionedStore(log, partition, Side.RIGHT, retention, sends_old_values=False)
+            self.store = VersionedStore(
+                log,
+                partition,
+                Side.RIGHT,
+                retention,
+                sends_old_values=False,
+                same_ts_tombstone_leaves_no_trace=semantics.versioned_same_ts_tombstone_leaves_no_trace,
+            )
+        if node.params.get("sends_old_values"):  # a table group-by downstream reads Change(new, old)
+            self.store.enable_sending_old_values()
         self.writers: dict[Any, int] = {}
         """key -> the step whose update is the key's latest value (for ``why``)."""
 
@@ -197,14 +219,14 @@ class _TableSource(NodeProcessor):
             outcome, previous = self.store.put(rec.key, rec.value, rec.ts)
             if outcome.name == "EXPIRED":
                 return Outcome(
-                    Fate.DROPPED, Reason.EXPIRED_PUT, f"{_said(rec)} is older than history retention allows: refused."
+                    Fate.DROPPED, Reason.EXPIRED_PUT, f"{said(rec)} is older than history retention allows: refused."
                 )
             latest = outcome.name == "LATEST"
-            text = f"stored {_said(rec)} as {'the latest' if latest else 'an older (out-of-order)'} version."
+            text = f"stored {said(rec)} as {'the latest' if latest else 'an older (out-of-order)'} version."
         else:
             previous = self.store.put(rec.key, rec.value, rec.ts)
             latest = True
-            text = f"stored {_said(rec)}" + (" (a delete)." if rec.value is None else ".")
+            text = f"stored {said(rec)}" + (" (a delete)." if rec.value is None else ".")
         if latest:
             self.writers[rec.key] = step
         old = None if previous is None or not self.store.sends_old_values else previous[0]
@@ -281,7 +303,15 @@ class _TableTable(NodeProcessor):
     def __init__(self, node: Node, partition: int, log: Any, semantics: Semantics, parents: list[Any]) -> None:
         super().__init__(node, partition)
         p = node.params
-        self.join = TableTableJoin(log, partition, p["variant"], semantics, left=parents[0], right=parents[1])
+        self.join = TableTableJoin(
+            log,
+            partition,
+            p["variant"],
+            semantics,
+            sends_old_values=bool(p.get("sends_old_values")),
+            left=parents[0],
+            right=parents[1],
+        )
 
     @property
     def table(self) -> _ValueGetter:
@@ -294,7 +324,7 @@ class _TableTable(NodeProcessor):
                 Fate.DROPPED,
                 Reason.OUT_OF_ORDER_VERSION,
                 lambda: (
-                    f"{_said(rec)} is an older version of the versioned {port} table (its latest is newer): "
+                    f"{said(rec)} is an older version of the versioned {port} table (its latest is newer): "
                     "out-of-order, no join result (KIP-914)."
                 ),
             )
@@ -375,7 +405,7 @@ class ForeignKeyNode:
                 ScopedLog(self._log, f"{self.node.name}: ", lambda task, name: f"{self.left_sub}_{task}"),  # type: ignore[arg-type]
                 partition,
                 Side.LEFT,
-                False,
+                bool(self.node.params.get("sends_old_values")),  # a table group-by below reads Change(new, old)
                 "result",
             )
         return self._results[partition]
@@ -424,17 +454,87 @@ def _table_options(node: Node) -> TableOptions:
     return TableOptions() if retention is None else TableOptions(True, retention)
 
 
+PASS_OPS = (
+    "stream",
+    "repartition-source",
+    "filter",
+    "map_values",
+    "select_key",
+    "map",
+    "to_stream",
+    "merge",
+    "group_by",
+)
+"""Nodes that keep no state: each record passes (or is filtered out) on its own."""
+
+
+class GlobalTableSource(NodeProcessor):
+    """A global table (Kafka's ``GlobalKTable``): the whole global topic in one store every task reads, updated by
+    the global thread (kjoin files its steps under the task ``global``)."""
+
+    def __init__(self, node: Node, log: Any) -> None:
+        super().__init__(node, 0)
+        self.store = GlobalTableStore(log)
+        self.writers: dict[Any, int] = {}
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        ctx = StepContext(step, Record(Side.RIGHT, rec.key, rec.value, rec.ts, 0), _no_joiner)
+        if drop_null_key_update(ctx.record, ctx):  # type: ignore[arg-type]
+            return Outcome(Fate.DROPPED, ctx.reason, ctx.explain)
+        self.store.put(rec.key, rec.value, rec.ts)
+        self.writers[rec.key] = step
+        text = (
+            f"the global store now holds {said(rec)}" + (" (a delete)" if rec.value is None else "")
+            + "; a global table update never triggers a join."
+        )  # fmt: skip
+        return Outcome(Fate.STORED, Reason.TABLE_UPDATE, text)
+
+
+class _StreamGlobal(NodeProcessor):
+    """A stream joined with a global table (``KStreamGlobalKTableJoin``): kjoin's
+    :class:`~kjoin.joins.global_table.GlobalTableJoin` reading the topology's one global store."""
+
+    def __init__(self, node: Node, partition: int, log: Any, semantics: Semantics, table: GlobalTableSource) -> None:
+        super().__init__(node, partition)
+        p = node.params
+        selector = p.get("key_selector")
+        self.join = GlobalTableJoin(
+            log,
+            p["variant"],
+            semantics,
+            None if selector is None else selector.text,
+            table=table.store,
+            select=None if selector is None else selector.call,
+        )
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        record = Record(Side.LEFT, rec.key, rec.value, rec.ts, self.partition)
+        ctx = StepContext(step, record, self.node.params["joiner"].call)
+        self.join.process(record, ctx)
+        return _outcome_of(ctx, table=False)
+
+
 def build_processor(
     node: Node, partition: int, log: Any, semantics: Semantics, parent: Callable[[Node], Any]
 ) -> NodeProcessor:
     """The processor of ``node`` in the task of ``partition``; ``parent(node)`` gives another node's
     processor of the same task (a join reads its tables' stores through them)."""
-    if node.op in ("stream", "repartition-source", "filter", "map_values", "select_key", "map", "to_stream"):
+    from . import aggregates
+
+    if node.op in PASS_OPS:
         return _Pass(node, partition)
     if node.op in ("to", "repartition-sink"):
         return _Sink(node, partition)
-    if node.op == "table":
-        return _TableSource(node, partition, log)
+    if node.op in ("table", "to_table"):
+        return _TableSource(node, partition, log, semantics)
+    if node.op == "aggregate":
+        return aggregates.StreamAggregate(node, partition, log, semantics)
+    if node.op == "table-group-by":
+        return aggregates.TableGroupBy(node, partition, semantics)
+    if node.op == "table-aggregate":
+        return aggregates.TableAggregate(node, partition, log)
+    if node.op == "stream-global":
+        return _StreamGlobal(node, partition, log, semantics, parent(node.parents[1]))
     if node.op == "stream-stream":
         return _StreamStream(node, partition, log, semantics)
     if node.op == "stream-table":
@@ -454,6 +554,8 @@ def table_of(node: Node, partition: int, parent: Callable[[Node], Any]) -> Any:
     processor = parent(node)
     if isinstance(processor, _TableSource):
         return processor.store
+    if getattr(processor, "table", None) is not None and node.op in ("aggregate", "table-aggregate"):
+        return processor.table  # type: ignore[attr-defined]
     if isinstance(processor, _TableTable):
         return processor.join
     if isinstance(processor, ForeignKeyNode):

@@ -2,6 +2,15 @@
 
 How it works:
 
+* A global table's topic is read by the global thread (task ``global``), outside every
+  sub-topology; its store is read by every task. ``test-driver`` applies a global record when it
+  is piped (TopologyTestDriver), ``timestamp`` restores the whole global topic before any task
+  takes a record (a starting application bootstraps its global stores first).
+* With ``instances`` (or an ``assignment``, task -> instance) the tasks are spread over application
+  instances, task ``s_p`` on instance ``p % instances`` by default; every step says the instance
+  that ran it. The outputs do not change: a task keeps its own state and stream time wherever it
+  runs (:func:`assign_tasks`, :func:`tasks_of`).
+
 * A topology splits into sub-topologies at its repartition and foreign-key topics
   (:meth:`~kjoin.topology.graph.Graph.subtopologies`). Task ``"s_p"`` runs sub-topology ``s`` on
   partition ``p`` of every topic it reads, with its own processors, stores and stream time.
@@ -30,6 +39,8 @@ How it works:
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from typing import Any, Iterable, Mapping
 
 from ..fates import Fate
@@ -39,25 +50,87 @@ from ..state import StateHistory, StateLog
 from .events import input_records
 from .graph import Node, TopologyError
 from .partition_group import PartitionGroup
-from .processors import ForeignKeyNode, NodeProcessor, Outcome, Rec, ScopedLog, TaskClock, build_processor
+from .aggregates import OldValue
+from .processors import (
+    ForeignKeyNode,
+    GlobalTableSource,
+    NodeProcessor,
+    Outcome,
+    Rec,
+    ScopedLog,
+    TaskClock,
+    build_processor,
+)
 from .trace import NodeVisit, TopicRecord, TopologyStep, TopologyTrace
 
-__all__ = ["run", "SCHEDULES"]
+__all__ = ["run", "SCHEDULES", "tasks_of", "assign_tasks"]
 
 SCHEDULES = ("test-driver", "timestamp")
 
 
-def run(topology: Any, events: Iterable[Mapping[str, Any]], schedule: str = "test-driver") -> TopologyTrace:
+def run(
+    topology: Any,
+    events: Iterable[Mapping[str, Any]],
+    schedule: str = "test-driver",
+    instances: int = 1,
+    assignment: Mapping[str, int] | None = None,
+) -> TopologyTrace:
     """Run ``events`` through ``topology`` (a :class:`kjoin.Topology`); see the module docstring."""
     if schedule not in SCHEDULES:
         raise TopologyError(f"schedule: expected one of {', '.join(SCHEDULES)}, got {schedule!r}")
     topology.build()
     inputs = input_records(topology.graph, events)
-    return _Run(topology, schedule).run(inputs)
+    return _Run(topology, schedule, assign_tasks(topology, instances, assignment)).run(inputs)
+
+
+def tasks_of(topology: Any) -> list[str]:
+    """Every task of ``topology`` (built): ``"s_p"`` for sub-topology ``s`` and each partition of its source topics."""
+    graph = topology.graph
+    found: dict[int, int] = {}
+    for node in graph.nodes.values():
+        if node.op in ("stream", "table", "repartition-source"):
+            sub = graph.subtopology_of()[node.name]
+            found[sub] = max(found.get(sub, 0), graph.topics[node.topic].partitions)
+    for node in graph.nodes.values():
+        if node.op == "fk":  # its topics are read by both sides' sub-topologies
+            subs = graph.subtopology_of()
+            for side in node.parents[1:]:
+                found.setdefault(subs[side.name], 1)
+    return [f"{sub}_{p}" for sub in sorted(found) for p in range(found[sub])]
+
+
+def assign_tasks(topology: Any, instances: int, assignment: Mapping[str, int] | None) -> dict[str, int] | None:
+    """Which instance runs each task: ``assignment`` (task -> instance) as given, or by partition (task ``s_p``
+    to instance ``p % instances``, so a partition's tasks share an instance). ``None`` for one instance."""
+    if not isinstance(instances, int) or isinstance(instances, bool) or instances < 1:
+        raise TopologyError(f"instances: a whole number from 1, got {instances!r}")
+    topology.build()
+    tasks = tasks_of(topology)
+    if assignment is None:
+        if instances == 1:
+            return None
+        return {task: int(task.split("_")[1]) % instances for task in tasks}
+    if not isinstance(assignment, Mapping):
+        raise TopologyError(
+            f"assignment: expected a mapping from task (0_1) to instance number, got {assignment!r:.60}"
+        )
+    count = max(instances, 1 + max((v for v in assignment.values() if isinstance(v, int)), default=0))
+    for task, instance in assignment.items():
+        if task not in tasks:
+            raise TopologyError(
+                f"assignment: {task!r} is not a task of this topology; its tasks are {', '.join(tasks)}"
+            )
+        if not isinstance(instance, int) or isinstance(instance, bool) or not 0 <= instance < count:
+            raise TopologyError(f"assignment.{task}: an instance number from 0, got {instance!r}")
+    missing = [task for task in tasks if task not in assignment]
+    if missing:
+        raise TopologyError(f"assignment: every task runs on an instance; {', '.join(missing)} has none")
+    return dict(assignment)
 
 
 class _Run:
-    def __init__(self, topology: Any, schedule: str) -> None:
+    def __init__(self, topology: Any, schedule: str, assignment: dict[str, int] | None = None) -> None:
+        self.assignment = assignment
         self.topology = topology
         self.graph = topology.graph
         self.schedule = schedule
@@ -76,9 +149,8 @@ class _Run:
             self.internal_readers[fk.node.params["subscription_topic"]] = (fk, fk.right_sub)
             self.internal_readers[fk.node.params["response_topic"]] = (fk, fk.left_sub)
         self.clocks: dict[str, TaskClock] = {}
-        self.topics: dict[str, dict[int, list[TopicRecord]]] = {
-            name: {p: [] for p in range(topic.partitions)} for name, topic in self.graph.topics.items()
-        }
+        # A partition's list is made when a record first reaches it (a topic of 2^31 partitions costs nothing).
+        self.topics: dict[str, dict[int, list[TopicRecord]]] = {name: defaultdict(list) for name in self.graph.topics}
         self.steps: list[TopologyStep] = []
 
     # -- the schedules ----------------------------------------------------------------------------
@@ -107,7 +179,11 @@ class _Run:
             groups.setdefault(task, PartitionGroup()).add(record)
 
         for record in inputs:
-            add(record)
+            if self.sources[record.topic].op == "global-table":
+                self._take(record)  # a starting instance restores its global stores before any task runs
+        for record in inputs:
+            if self.sources[record.topic].op != "global-table":
+                add(record)
         while True:
             ready = [(group.head_ts(), task) for task, group in groups.items() if group.buffered]
             if not ready:
@@ -122,6 +198,8 @@ class _Run:
 
     def _subtopology_reading(self, topic: str) -> int:
         if topic in self.sources:
+            if self.sources[topic].op == "global-table":
+                return -1  # the global thread
             return self.subtopology_of[self.sources[topic].name]
         return self.internal_readers[topic][1]
 
@@ -129,10 +207,12 @@ class _Run:
     def _take(self, record: TopicRecord) -> list[TopicRecord]:
         """The task of ``record`` takes it: one step. Returns the records the step wrote."""
         index = len(self.steps)
-        task = f"{self._subtopology_reading(record.topic)}_{record.partition}"
-        if task not in self.clocks:
-            self.clocks[task] = TaskClock(self.late, task)
-        self.clocks[task].advance(record.ts)
+        sub = self._subtopology_reading(record.topic)
+        task = "global" if sub < 0 else f"{sub}_{record.partition}"
+        if sub >= 0:
+            if task not in self.clocks:
+                self.clocks[task] = TaskClock(self.late, task)
+            self.clocks[task].advance(record.ts)
         visits: list[NodeVisit] = []
         written: list[TopicRecord] = []
         if record.message is not None:
@@ -151,11 +231,11 @@ class _Run:
             )
         else:
             source = self.sources[record.topic]
-            self._visit(
-                source, None, Rec(record.key, record.value, record.ts), record.partition, index, visits, written
-            )
+            rec = Rec(record.key, record.value, record.ts, record.old, record.has_old)
+            self._visit(source, None, rec, record.partition, index, visits, written)
         fate, reason = _step_fate(visits)
-        self.steps.append(TopologyStep(index, task, record, tuple(visits), fate, reason))
+        instance = None if self.assignment is None else self.assignment.get(task, 0)
+        self.steps.append(TopologyStep(index, task, record, tuple(visits), fate, reason, instance))
         self.history.record(self.log.take_changes(), self.log)
         return written
 
@@ -177,6 +257,10 @@ class _Run:
         partners: tuple[int, ...] = ()
         if outcome.forwarded and node.op == "stream-table":
             partners = self._writers(node.params["table"], partition, rec.key)
+        elif outcome.forwarded and node.op == "stream-global":
+            selector = node.params.get("key_selector")
+            looked_up = rec.key if selector is None else selector(rec.key, rec.value)
+            partners = self._writers(node.parents[1], 0, looked_up)
         elif outcome.forwarded and node.op == "table-table" and port is not None:
             partners = self._writers(node.parents[1 if port is Side.LEFT else 0], partition, rec.key)
         self._report(
@@ -185,6 +269,12 @@ class _Run:
 
     def _writers(self, node: Node, partition: int, key: Any) -> tuple[int, ...]:
         """The steps that wrote what table ``node`` holds for ``key`` (a join's result: both sides')."""
+        if node.op in ("aggregate", "table-aggregate", "to_table", "global-table"):
+            if node.op == "global-table":
+                partition = 0
+            processor = self.processors.get((node.name, partition))
+            step = None if processor is None else getattr(processor, "writers", {}).get(key)
+            return () if step is None else (step,)
         if node.op == "table":
             if node.params.get("history_retention_ms") is not None:
                 return ()  # a versioned table answers as of a timestamp: its latest writer may not be the one
@@ -226,14 +316,22 @@ class _Run:
                 self._visit(child, child_port, child_rec, partition, step, visits, written)
 
     def _append(self, topic: str, key: Any, value: Any, ts: int, message: Any, step: int) -> TopicRecord:
+        old, has_old = None, False
+        if isinstance(message, OldValue):  # a table group-by's Change(new, old)
+            old, has_old, message = message.value, True, None
         partition = message.partition if message is not None else self.graph.topics[topic].partition_of(key)
         records = self.topics[topic][partition]
-        record = TopicRecord(topic, partition, len(records), key, value, ts, step, None, message)
+        record = TopicRecord(topic, partition, len(records), key, value, ts, step, None, message, old, has_old)
         records.append(record)
         return record
 
     def _processor(self, node: Node, partition: int) -> NodeProcessor:
+        if node.op == "global-table":
+            partition = 0  # one global store, read by every task
         found = self.processors.get((node.name, partition))
+        if found is None and node.op == "global-table":
+            found = GlobalTableSource(node, ScopedLog(self.late, f"{node.name}: ", lambda task, name: "global"))
+            self.processors[(node.name, partition)] = found
         if found is None:
             sub = self.subtopology_of[node.name]
             log = ScopedLog(self.late, f"{node.name}: ", lambda task, name: f"{sub}_{task}")

@@ -39,10 +39,18 @@ class TopicRecord:
     event: int | None = None
     message: Any = None
     """A foreign-key join's :class:`~kjoin.joins.fk_protocol.Message`, for its topics' records."""
+    old: Any = None
+    has_old: bool = False
+    """A table group-by's repartition record carries ``Change(new=value, old)``."""
 
     def describe(self) -> str:
         """``orders[1]@3 k1:A@5``: topic, partition, offset, key, value, timestamp."""
-        value = self.message.describe() if self.message is not None else render_value(self.value)
+        if self.message is not None:
+            value = self.message.describe()
+        elif self.has_old:
+            value = f"Change({render_value(self.value)}, {render_value(self.old)})"
+        else:
+            value = render_value(self.value)
         return f"{self.topic}[{self.partition}]@{self.offset} {render_value(self.key)}:{value}@{self.ts}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -98,19 +106,24 @@ class TopologyStep:
     visits: tuple[NodeVisit, ...]
     fate: Fate
     reason: Reason | None
+    instance: int | None = None
+    """The application instance that ran the step (``Topology.run(..., instances=N)``; ``None``: one instance).
+    A global topic's record is applied by every instance's global thread; kjoin shows instance 0's."""
 
     @property
     def wrote(self) -> tuple[TopicRecord, ...]:
         return tuple(written for visit in self.visits for written in visit.wrote)
 
     def explain(self) -> str:
-        head = f"Task {self.task} took {self.record.describe()}."
+        where = "" if self.instance is None else f" (instance {self.instance})"
+        head = f"Task {self.task}{where} took {self.record.describe()}."
         return " ".join([head, *(visit.describe() for visit in self.visits)])
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "step": self.index,
             "task": self.task,
+            "instance": self.instance,
             "record": self.record.to_dict(),
             "fate": self.fate.value,
             "reason": None if self.reason is None else self.reason.value,
@@ -279,6 +292,7 @@ class TopologyTrace:
             {
                 "step": s.index,
                 "task": s.task,
+                "instance": s.instance,
                 "topic": s.record.topic,
                 "partition": s.record.partition,
                 "offset": s.record.offset,

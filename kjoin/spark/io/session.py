@@ -48,6 +48,10 @@ __all__ = [
     "cluster_session",
     "kafka_connector_jars",
     "QUIET_CONFIG",
+    "WORKSHOP_CONFIG",
+    "WORKSHOP_ENV",
+    "session_settings",
+    "workshop_mode",
     "ARROW_JAVA_OPTIONS",
     "KAFKA_SETUP",
 ]
@@ -79,6 +83,56 @@ LOCAL_ONLY_CONFIG: dict[str, str] = {
     "spark.sql.shuffle.orderIndependentChecksum.enabled": "false",
 }
 """Settings only for sessions on a ``local[...]`` master (added to :data:`QUIET_CONFIG` there)."""
+
+WORKSHOP_ENV = "KJOIN_WORKSHOP"
+"""Set (to anything but empty or ``0``) by ``make workshop``: every :func:`local_session` of the room is a
+:data:`WORKSHOP_CONFIG` one, so notebook 09 needs no change to run light in Voila."""
+WORKSHOP_MASTER = "local[1]"
+"""A learner's session runs one task at a time: twenty kernels share the server's cores anyway."""
+WORKSHOP_CONFIG: dict[str, str] = {
+    # A heap of 512 MB instead of 3 GB: notebook 09's topics hold a few hundred records, and the JVM grows its heap
+    # towards the maximum before it collects (benchmarks/workshop_memory.py measures the kernel's peak). Spark
+    # refuses less than 450 MB (1.5 x its reserved 300 MB: INVALID_DRIVER_MEMORY).
+    "spark.driver.memory": "512m",
+    # Two shuffle partitions and two default partitions: one per partition of 09's topics, no empty tasks.
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    # Spark's default Arrow batch (10,000 records): the 100,000 of QUIET_CONFIG only pay at millions of records.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+    # One Python worker, reused: no second worker's pandas and pyarrow in memory.
+    "spark.python.worker.reuse": "true",
+}
+"""The session a workshop gives each learner (``make workshop``, :data:`WORKSHOP_ENV`): small enough that 20
+kernels running notebook 09 fit on one server (README "Workshop" has the measured numbers)."""
+WORKSHOP_JAVA_OPTIONS = (
+    "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m -XX:MaxMetaspaceSize=256m -Xss512k"
+)
+"""The workshop JVM: one garbage-collector thread and no second JIT tier (small data never pays for them), a
+bounded code cache and metaspace, smaller thread stacks."""
+
+
+def workshop_mode() -> bool:
+    """Is this process one of a workshop's kernels (:data:`WORKSHOP_ENV`)?"""
+    return os.environ.get(WORKSHOP_ENV, "") not in ("", "0")
+
+
+def session_settings(master: str, config: dict[str, Any], workshop: bool = False) -> dict[str, str]:
+    """The settings :func:`local_session` starts ``master`` with: :data:`QUIET_CONFIG`, the local-only ones, the
+    workshop's (``workshop``), then the caller's ``config``, which win; the driver's JVM options joined."""
+    own = {k: str(v) for k, v in config.items()}
+    local = LOCAL_ONLY_CONFIG if master.startswith("local") else {}
+    small = WORKSHOP_CONFIG if workshop else {}
+    java = " ".join(
+        o for o in (WORKSHOP_JAVA_OPTIONS if workshop else "", own.get("spark.driver.extraJavaOptions", "")) if o
+    )
+    return {
+        **QUIET_CONFIG,
+        **local,
+        **small,
+        **own,
+        "spark.driver.extraJavaOptions": _java_options({**own, "spark.driver.extraJavaOptions": java}),
+    }
+
 
 _CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
 
@@ -192,20 +246,21 @@ def _quiet_java_options() -> str:
 _LOG4J2_PATH: str | None = None
 
 
-def local_session(master: str = "local[2]", kafka: bool | None = None, **config: Any) -> Any:
-    """Start (or reuse) an embedded Spark session with the quiet settings.
+def local_session(master: str | None = None, kafka: bool | None = None, **config: Any) -> Any:
+    """Start (or reuse) an embedded Spark session with the quiet settings, on ``master`` (default ``local[2]``).
 
-    ``config`` overrides or adds settings: ``local_session(**{"spark.sql.shuffle.partitions": "8"})``.
+    ``config`` overrides or adds settings: ``local_session(**{"spark.sql.shuffle.partitions": "8"})``. In a
+    workshop's kernel (:data:`WORKSHOP_ENV`, set by ``make workshop``) the session is the small one of
+    :data:`WORKSHOP_CONFIG` on :data:`WORKSHOP_MASTER` (unless ``master`` is given).
     ``kafka``: put Spark's Kafka source on the classpath (:func:`kafka_connector_jars`): ``None`` (the
     default) when ``make kafka-live`` has set it up, ``True`` always (an error naming the set-up when it
     has not), ``False`` never. Jars only take effect in a new session, not in one ``getOrCreate`` reuses.
     """
     _prepare_environment()
+    workshop = workshop_mode()
+    master = master or (WORKSHOP_MASTER if workshop else "local[2]")
     builder = SparkSession.builder.master(master).appName("kjoin")
-    own = {k: str(v) for k, v in config.items()}
-    local = LOCAL_ONLY_CONFIG if master.startswith("local") else {}
-    settings = {**QUIET_CONFIG, **local, **own, "spark.driver.extraJavaOptions": _java_options(own)}
-    settings = _with_kafka_jars(settings, kafka)
+    settings = _with_kafka_jars(session_settings(master, config, workshop), kafka)
     for name, value in settings.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()

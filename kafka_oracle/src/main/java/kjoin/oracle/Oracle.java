@@ -667,8 +667,9 @@ public final class Oracle {
     }
 
     /** JoinWindows through the API of this version: ofTimeDifferenceAndGrace (3.1+; 3.0 shipped without it, KIP-633's
-     *  JoinWindows part was reverted with KAFKA-10847) for a grace, the deprecated JoinWindows.of (removed in 4.0) for
-     *  grace_ms null, and JoinWindows.of(..).grace(..) before 3.1. */
+     *  JoinWindows part was reverted with KAFKA-10847) for a grace, the deprecated JoinWindows.of for grace_ms null,
+     *  and JoinWindows.of(..).grace(..) before 3.1. Every version has JoinWindows.of: 4.0 kept it (KAFKA-16332), the
+     *  only way to switch the spurious-result fix off (KAFKA-13813). */
     static JoinWindows joinWindows(Map<String, Object> window) throws Exception {
         long before = ((Number) window.get("before_ms")).longValue();
         long after = ((Number) window.get("after_ms")).longValue();

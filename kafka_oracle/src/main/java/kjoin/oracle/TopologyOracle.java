@@ -24,7 +24,16 @@ import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyDescription;
 import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.GlobalKTable;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KGroupedTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.TimeWindowedKStream;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KStream;
@@ -41,7 +50,9 @@ import org.apache.kafka.streams.test.TestRecord;
  * event through TopologyTestDriver and answers one JSON line per document:
  * {@code {"id": .., "outputs": [[[topic, key, value, ts], ...] per event], "describe": {...}}} or {@code {"id": ..,
  * "error": ".."}}. {@code describe} counts what {@code Topology.describe()} lists: sub-topologies, repartition topics
- * and foreign-key topics, so that kjoin's split into sub-topologies is judged too.
+ * and foreign-key topics, so that kjoin's split into sub-topologies is judged too. A document with
+ * {@code "describe_text": true} also gets the text {@code Topology.describe()} prints ({@code describe_text}), which
+ * kjoin's {@code Topology.from_describe} is judged on (tests/describe_cases.py).
  *
  * <p>The functions a document names (select_key {field|map}, map_values {append|field}, filter {key_in|key_not_in|
  * value_not_null}, joiner concat|object) are implemented here as kjoin.topology.functions implements them. Only the
@@ -114,7 +125,7 @@ public final class TopologyOracle {
         boolean windowed = false;
         for (Object item : nodes) {
             Map<String, Object> node = Oracle.map(item);
-            if (node.get("window") != null) {
+            if (node.get("window") != null || node.get("windowed_by") != null) {
                 windowed = true;
             }
         }
@@ -135,6 +146,9 @@ public final class TopologyOracle {
         build(builder, nodes, inputs, windowed);
         Topology topology = builder.build(props);
         result.put("describe", describe(topology.describe()));
+        if (Boolean.TRUE.equals(document.get("describe_text"))) {  // Topology.from_describe's fixtures (issue 30)
+            result.put("describe_text", topology.describe().toString());
+        }
 
         List<String> outputTopics = new ArrayList<>((List<String>) (List<?>) document.get("outputs"));
         List<List<List<Object>>> outputs = new ArrayList<>();
@@ -239,9 +253,52 @@ public final class TopologyOracle {
                 handles.put(name, ((KTable<String, String>) handles.get((String) node.get("input"))).toStream());
             } else if (node.containsKey("to")) {
                 Object parent = handles.get((String) node.get("input"));
-                KStream<String, String> stream = parent instanceof KTable
-                    ? ((KTable<String, String>) parent).toStream() : (KStream<String, String>) parent;
-                stream.to((String) node.get("to"), produced);
+                KStream<Object, Object> stream = parent instanceof KTable
+                    ? ((KTable<Object, Object>) parent).toStream() : (KStream<Object, Object>) parent;
+                stream.map((key, value) -> KeyValue.pair(keyText(key), value == null ? null : String.valueOf(value)))
+                    .to((String) node.get("to"), produced);
+            } else if (node.containsKey("global_table")) {
+                String topic = (String) node.get("global_table");
+                inputs.add(topic);
+                handles.put(name, builder.globalTable(topic, consumed));
+            } else if (node.containsKey("merge")) {
+                List<Object> sides = (List<Object>) node.get("merge");
+                KStream<String, String> left = (KStream<String, String>) handles.get((String) sides.get(0));
+                handles.put(name, left.merge((KStream<String, String>) handles.get((String) sides.get(1))));
+            } else if (node.containsKey("repartition")) {  // KStream.repartition (2.6+, KIP-221)
+                org.apache.kafka.streams.kstream.Repartitioned<String, String> repartitioned =
+                    org.apache.kafka.streams.kstream.Repartitioned.with(Serdes.String(), Serdes.String());
+                if (node.get("partitions") != null) {
+                    repartitioned = repartitioned.withNumberOfPartitions(((Number) node.get("partitions")).intValue());
+                }
+                handles.put(name, ((KStream<String, String>) handles.get((String) node.get("input")))
+                    .repartition(repartitioned));
+            } else if (node.containsKey("through")) {  // KStream.through (gone in 4.0): to(topic), then stream(topic)
+                String topic = (String) node.get("through");
+                ((KStream<String, String>) handles.get((String) node.get("input"))).to(topic, produced);
+                handles.put(name, builder.stream(topic, consumed));
+            } else if (node.containsKey("to_table")) {
+                handles.put(name, ((KStream<String, String>) handles.get((String) node.get("input"))).toTable());
+            } else if (node.containsKey("group_by_key")) {
+                handles.put(name, ((KStream<String, String>) handles.get((String) node.get("input")))
+                    .groupByKey(Grouped.with(Serdes.String(), Serdes.String())));
+            } else if (node.containsKey("group_by")) {
+                Map<String, Object> spec = Oracle.map(node.get("group_by"));
+                Object parent = handles.get((String) node.get("input"));
+                Grouped<String, String> grouped = Grouped.with(Serdes.String(), Serdes.String());
+                if (parent instanceof KTable) {
+                    String path = (String) spec.get("field");
+                    handles.put(name, ((KTable<String, String>) parent)
+                        .groupBy((key, value) -> KeyValue.pair(field(value, path), value), grouped));
+                } else {
+                    handles.put(name, ((KStream<String, String>) parent)
+                        .groupBy((key, value) -> selectKey(spec, key, value), grouped));
+                }
+            } else if (node.containsKey("windowed_by")) {
+                handles.put(name, windowedBy((KGroupedStream<String, String>) handles.get((String) node.get("input")),
+                    Oracle.map(node.get("windowed_by"))));
+            } else if (node.containsKey("count") || node.containsKey("reduce") || node.containsKey("aggregate")) {
+                handles.put(name, aggregate(handles.get((String) node.get("input")), node));
             } else {
                 String variant = node.containsKey("join") ? "inner" : node.containsKey("left_join") ? "left" : "outer";
                 List<Object> sides = (List<Object>) node.get(variant.equals("inner") ? "join"
@@ -254,9 +311,127 @@ public final class TopologyOracle {
         }
     }
 
+    /** A key as text: a windowed aggregate's {@code [key@start/end]} (Windowed.toString), any other as it is. */
+    static String keyText(Object key) {
+        if (key instanceof Windowed) {
+            Windowed<?> windowed = (Windowed<?>) key;
+            return "[" + windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end() + "]";
+        }
+        return key == null ? null : String.valueOf(key);
+    }
+
+    /** Tumbling or hopping windows, through each version's API (TimeWindows.of(size).grace(grace) before 3.0). */
+    static TimeWindows timeWindows(Map<String, Object> window) throws Exception {
+        long size = ((Number) window.get("size_ms")).longValue();
+        Object advance = window.get("advance_ms");
+        Object grace = window.get("grace_ms");
+        java.time.Duration graceMs = java.time.Duration.ofMillis(grace == null ? 0L : ((Number) grace).longValue());
+        TimeWindows windows;
+        if (Oracle.atLeast(3, 0)) {
+            windows = TimeWindows.ofSizeAndGrace(java.time.Duration.ofMillis(size), graceMs);
+        } else {
+            java.lang.reflect.Method of = TimeWindows.class.getMethod("of", java.time.Duration.class);
+            java.lang.reflect.Method withGrace = TimeWindows.class.getMethod("grace", java.time.Duration.class);
+            windows = (TimeWindows) withGrace.invoke(of.invoke(null, java.time.Duration.ofMillis(size)), graceMs);
+        }
+        if (advance != null) {
+            windows = windows.advanceBy(java.time.Duration.ofMillis(((Number) advance).longValue()));
+        }
+        return windows;
+    }
+
+    /** Tumbling or hopping, session ({@code inactivity_gap_ms}) or sliding ({@code time_difference_ms}) windows,
+     *  through each version's API (by reflection where a method is gone or not yet there). */
+    static Object windowedBy(KGroupedStream<String, String> grouped, Map<String, Object> window) throws Exception {
+        java.time.Duration grace = java.time.Duration.ofMillis(
+            window.get("grace_ms") == null ? 0L : ((Number) window.get("grace_ms")).longValue());
+        if (window.containsKey("inactivity_gap_ms")) {
+            java.time.Duration gap = java.time.Duration.ofMillis(((Number) window.get("inactivity_gap_ms")).longValue());
+            Class<org.apache.kafka.streams.kstream.SessionWindows> session = org.apache.kafka.streams.kstream.SessionWindows.class;
+            org.apache.kafka.streams.kstream.SessionWindows windows = Oracle.atLeast(3, 0)
+                ? org.apache.kafka.streams.kstream.SessionWindows.ofInactivityGapAndGrace(gap, grace)
+                : (org.apache.kafka.streams.kstream.SessionWindows) session.getMethod("grace", java.time.Duration.class)
+                    .invoke(session.getMethod("with", java.time.Duration.class).invoke(null, gap), grace);
+            return grouped.windowedBy(windows);
+        }
+        if (window.containsKey("time_difference_ms")) {
+            java.time.Duration difference =
+                java.time.Duration.ofMillis(((Number) window.get("time_difference_ms")).longValue());
+            Class<?> sliding = Class.forName("org.apache.kafka.streams.kstream.SlidingWindows");
+            Object windows = Oracle.atLeast(3, 0)
+                ? sliding.getMethod("ofTimeDifferenceAndGrace", java.time.Duration.class, java.time.Duration.class)
+                    .invoke(null, difference, grace)
+                : sliding.getMethod("withTimeDifferenceAndGrace", java.time.Duration.class, java.time.Duration.class)
+                    .invoke(null, difference, grace);
+            return KGroupedStream.class.getMethod("windowedBy", sliding).invoke(grouped, windows);
+        }
+        return grouped.windowedBy(timeWindows(window));
+    }
+
+    /** kjoin's aggregations: count (its Long as text), reduce concat (agg+value, subtractor agg-value), aggregate
+     *  concat (initializer "", then the same adder and subtractor). The result is a KTable of text values. */
+    @SuppressWarnings("unchecked")
+    static Object aggregate(Object grouped, Map<String, Object> node) {
+        Materialized<String, String, ?> text = (Materialized<String, String, ?>) (Materialized<?, ?, ?>)
+            Materialized.with(Serdes.String(), Serdes.String());
+        Materialized<String, Long, ?> counts = (Materialized<String, Long, ?>) (Materialized<?, ?, ?>)
+            Materialized.with(Serdes.String(), Serdes.Long());
+        if (grouped instanceof KGroupedTable) {
+            KGroupedTable<String, String> table = (KGroupedTable<String, String>) grouped;
+            if (node.containsKey("count")) {
+                return table.count((Materialized) counts).mapValues(value -> String.valueOf(value));
+            }
+            if (node.containsKey("reduce")) {
+                return table.reduce((agg, value) -> agg + "+" + value, (agg, value) -> agg + "-" + value,
+                    (Materialized) text);
+            }
+            return table.aggregate(() -> "", (key, value, agg) -> agg + "+" + value,
+                (key, value, agg) -> agg + "-" + value, (Materialized) text);
+        }
+        if (grouped instanceof org.apache.kafka.streams.kstream.SessionWindowedKStream) {
+            org.apache.kafka.streams.kstream.SessionWindowedKStream<String, String> sessions =
+                (org.apache.kafka.streams.kstream.SessionWindowedKStream<String, String>) grouped;
+            if (node.containsKey("count")) {
+                return sessions.count((Materialized) counts).mapValues(value -> String.valueOf(value));
+            }
+            if (node.containsKey("reduce")) {
+                return sessions.reduce((agg, value) -> agg + "+" + value, (Materialized) text);
+            }
+            return sessions.aggregate(() -> "", (key, value, agg) -> agg + "+" + value, (key, one, two) -> one + two,
+                (Materialized) text);
+        }
+        if (grouped instanceof TimeWindowedKStream) {
+            TimeWindowedKStream<String, String> windowed = (TimeWindowedKStream<String, String>) grouped;
+            if (node.containsKey("count")) {
+                return windowed.count((Materialized) counts).mapValues(value -> String.valueOf(value));
+            }
+            if (node.containsKey("reduce")) {
+                return windowed.reduce((agg, value) -> agg + "+" + value, (Materialized) text);
+            }
+            return windowed.aggregate(() -> "", (key, value, agg) -> agg + "+" + value, (Materialized) text);
+        }
+        KGroupedStream<String, String> stream = (KGroupedStream<String, String>) grouped;
+        if (node.containsKey("count")) {
+            return stream.count((Materialized) counts).mapValues(value -> String.valueOf(value));
+        }
+        if (node.containsKey("reduce")) {
+            return stream.reduce((agg, value) -> agg + "+" + value, (Materialized) text);
+        }
+        return stream.aggregate(() -> "", (key, value, agg) -> agg + "+" + value, (Materialized) text);
+    }
+
     @SuppressWarnings("unchecked")
     static Object join(Object left, Object right, String variant, ValueJoiner<String, String, String> joiner,
                        Map<String, Object> node) throws Exception {
+        if (right instanceof GlobalKTable) {
+            KStream<String, String> l = (KStream<String, String>) left;
+            GlobalKTable<String, String> r = (GlobalKTable<String, String>) right;
+            Object selector = node.get("key_selector");
+            org.apache.kafka.streams.kstream.KeyValueMapper<String, String, String> select = selector == null
+                ? (key, value) -> key
+                : (key, value) -> selectKey(Oracle.map(selector), key, value);
+            return "inner".equals(variant) ? l.join(r, select, joiner) : l.leftJoin(r, select, joiner);
+        }
         if (left instanceof KStream && right instanceof KStream) {
             JoinWindows windows = Oracle.joinWindows(Oracle.map(node.get("window")));
             KStream<String, String> l = (KStream<String, String>) left;

@@ -1,0 +1,264 @@
+"""A topology's grouping and aggregating processors, one instance per task.
+
+How it works (Kafka's processors, with caching off as kjoin's every run):
+
+* :class:`StreamAggregate` is ``KStreamAggregate``/``KStreamReduce`` (``groupBy``/``groupByKey`` then ``count``,
+  ``reduce``, ``aggregate``): a null key or a null value is skipped; the group's aggregate starts from the
+  initializer (a reduce: from the first value), is stored with ``max(record ts, aggregate ts)`` and forwarded as
+  ``Change(new aggregate, old aggregate)``. A re-keyed stream is read through its repartition topic first.
+* Windowed (``windowed_by``) it is kjoin's windowed aggregates: tumbling or hopping windows
+  (``KStreamWindowAggregate``, :class:`~kjoin.joins.window_aggregate.WindowAggregate` on the seed's segmented
+  window store: only a null key is skipped, ``Semantics.windowed_aggregate_counts_null_values``; every window
+  holding the record that has not closed, ``end + grace > the processor's stream time``, is updated), session
+  windows (:class:`~kjoin.joins.session_aggregate.SessionAggregate`: a merged session's old rows are forwarded as
+  tombstones) and sliding windows (:class:`~kjoin.joins.sliding_aggregate.SlidingAggregate`). The result is keyed
+  by a :class:`WindowedKey` (``[key@start/end]``, as Kafka's ``Windowed.toString``).
+* :class:`TableGroupBy` is ``KTableRepartitionMap``: it maps a table's ``Change(new, old)`` to its groups. Both
+  halves in one group: one repartition record ``Change(new, old)`` (KIP-904, 3.5+; before, two records); else
+  the old half ``Change(null, old)`` to the old group, then ``Change(new, null)`` to the new. A null group key or
+  a null value makes no half.
+* :class:`TableAggregate` is ``KTableAggregate``/``KTableReduce``: the subtractor with the old value (if the group
+  has an aggregate), then the adder with the new one, stored and forwarded as ``Change(new, old)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..fates import Fate, Reason
+from ..joins.aggregate import Aggregation, AggregationError
+from ..joins.context import StepContext
+from ..joins.session_aggregate import SessionAggregate, SessionWindows
+from ..joins.sliding_aggregate import SlidingAggregate, SlidingWindows
+from ..joins.window_aggregate import WindowAggregate
+from ..records import Record, Side, render_value
+from ..semantics import Semantics
+from ..stores.aggregate import AggregateStore
+from .graph import Node
+from .processors import NodeProcessor, Outcome, Rec, said
+
+__all__ = ["StreamAggregate", "TableGroupBy", "TableAggregate", "WindowedKey", "OldValue"]
+
+
+class WindowedKey(str):
+    """A windowed aggregate's key: Kafka's ``Windowed<K>``, written ``[key@start/end]`` as its ``toString``."""
+
+    key: Any
+    start_ms: int
+    end_ms: int
+
+    def __new__(cls, key: Any, start_ms: int, end_ms: int) -> "WindowedKey":
+        made = super().__new__(cls, f"[{render_value(key)}@{start_ms}/{end_ms}]")
+        made.key, made.start_ms, made.end_ms = key, start_ms, end_ms
+        return made
+
+
+class OldValue:
+    """A repartition record's old half (a table group-by writes ``Change(new, old)`` to its topic)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _AggregateTable:
+    """What a join reads an aggregate through (its value getter), and whether it sends old values (Kafka's
+    ``sendOldValues``: on when a table join or a table group-by reads the aggregate)."""
+
+    def __init__(self, store: AggregateStore | None, node: Node) -> None:
+        self.store = store
+        self.sends_old_values = any(child.op in OLD_VALUE_READERS for child, _ in node.children)
+
+    def get(self, key: Any) -> Any:
+        assert self.store is not None, "a windowed aggregate is read by its windows"
+        return self.store.get(key)
+
+    def enable_sending_old_values(self) -> None:
+        self.sends_old_values = True
+
+    def change(self, key: Any, new: Any, old: Any, ts: int) -> Rec:
+        """The record forwarded: ``Change(new, old)``, the old value only when it is asked for."""
+        return Rec(key, new, ts, old if self.sends_old_values else None, self.sends_old_values)
+
+
+OLD_VALUE_READERS = ("table-table", "fk", "table-group-by")
+
+
+def _failing(error: AggregationError, rec: Rec) -> AggregationError:
+    return AggregationError(f"{said(rec)}: {error}")
+
+
+class StreamAggregate(NodeProcessor):
+    """``count``/``reduce``/``aggregate`` of a grouped stream, windowed or not."""
+
+    def __init__(self, node: Node, partition: int, log: Any, semantics: Semantics) -> None:
+        super().__init__(node, partition)
+        self.aggregation: Aggregation = node.params["aggregation"]
+        windows = node.params.get("windows")
+        self.windowed: WindowAggregate | SessionAggregate | SlidingAggregate | None = None
+        if isinstance(windows, SessionWindows):
+            self.windowed = SessionAggregate(log, partition, windows, self.aggregation, semantics)
+            self.store = None
+        elif isinstance(windows, SlidingWindows):
+            self.windowed = SlidingAggregate(log, partition, windows, self.aggregation, semantics)
+            self.store = None
+        elif windows is not None:
+            self.windowed = WindowAggregate(log, partition, windows, self.aggregation, semantics=semantics)
+            self.store = None
+        else:
+            self.store = AggregateStore(log, partition, "aggregate store")
+        self.table = _AggregateTable(self.store, node)
+        self.writers: dict[Any, int] = {}
+        """group -> the step that last updated its aggregate (for ``why``)."""
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        if self.windowed is not None:
+            return self._windowed(rec, step)
+        if rec.key is None or rec.value is None:
+            what = "key" if rec.key is None else "value"
+            reason = Reason.NULL_KEY if rec.key is None else Reason.NULL_VALUE
+            return Outcome(
+                Fate.DROPPED, reason, f"{said(rec)} has a null {what}: the aggregate skips it (KStreamAggregate)."
+            )
+        assert self.store is not None
+        found = self.store.get(rec.key)
+        old = None if found is None else found[0]
+        ts = rec.ts if found is None else max(rec.ts, found[1])
+        try:
+            new = self.aggregation.add(rec.key, rec.value, old)
+        except AggregationError as error:
+            raise _failing(error, rec) from None
+        self.store.put(rec.key, new, ts)
+        self.writers[rec.key] = step
+        if found is None and not self.aggregation.is_reduce:
+            old = self.aggregation.initializer()  # type: ignore[misc]  # Kafka's old value: the initializer's
+        start = "" if found is not None else (" (its first value)" if self.aggregation.is_reduce else " (initializer)")
+        text = (
+            f"group {render_value(rec.key)}: {render_value(old)}{start} → {self.aggregation.name} → "
+            f"{render_value(new)}@{ts}; forwards Change({render_value(new)}, {render_value(old)})."
+        )
+        return Outcome(Fate.JOINED, None, text, [self.table.change(rec.key, new, old, ts)])
+
+    def _windowed(self, rec: Rec, step: int) -> Outcome:
+        assert self.windowed is not None
+        record = Record(Side.LEFT, rec.key, rec.value, rec.ts, self.partition)
+        ctx = StepContext(step, record, _no_joiner)
+        try:
+            self.windowed.process(record, ctx)
+        except AggregationError as error:
+            raise _failing(error, rec) from None
+        forwarded = []
+        for output in ctx.outputs:
+            window = output.window  # type: ignore[attr-defined]
+            key = WindowedKey(output.key, window[0], window[1])
+            value = None if output.tombstone else output.value  # type: ignore[attr-defined]
+            forwarded.append(self.table.change(key, value, output.old, output.ts))  # type: ignore[attr-defined]
+        fate = ctx.fate if ctx.fate is not None else Fate.JOINED
+        return Outcome(fate, ctx.reason, ctx.explain, forwarded)
+
+
+def _no_joiner(left: Any, right: Any) -> Any:  # pragma: no cover - an aggregate joins nothing
+    raise AssertionError("an aggregate calls no joiner")
+
+
+class TableGroupBy(NodeProcessor):
+    """``KTableRepartitionMap``: a table's change, mapped to its group(s), for the repartition topic."""
+
+    def __init__(self, node: Node, partition: int, semantics: Semantics) -> None:
+        super().__init__(node, partition)
+        self.single_update = semantics.table_aggregate_single_update
+
+    def _pair(self, key: Any, value: Any) -> tuple[Any, Any] | None:
+        if value is None:
+            return None
+        fn = self.node.params["fn"]
+        try:
+            pair = fn(key, value)
+        except (TypeError, ValueError, KeyError, AttributeError) as error:
+            raise AggregationError(
+                f"group_by ({fn.text}) failed on key {render_value(key)}, value {render_value(value)}: {error}"
+            ) from None
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise AggregationError(
+                f"group_by ({fn.text}) returned {pair!r:.60} for key {render_value(key)}; a table's group_by "
+                "returns (new key, new value)"
+            )
+        return None if pair[0] is None or pair[1] is None else pair
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        if not rec.is_latest:
+            return Outcome(
+                Fate.DROPPED,
+                Reason.OUT_OF_ORDER_VERSION,
+                lambda: (
+                    f"{said(rec)} is an older version of the versioned table (its latest is newer): a group-by "
+                    "aggregates latest-by-timestamp values only, so it is not repartitioned (KIP-914)."
+                ),
+            )
+        new, old = self._pair(rec.key, rec.value), self._pair(rec.key, rec.old)
+        halves: list[Rec] = []
+        if new is not None and old is not None and new[0] == old[0] and self.single_update:
+            halves.append(Rec(new[0], new[1], rec.ts, old[1], True))
+        else:
+            if old is not None:
+                halves.append(Rec(old[0], None, rec.ts, old[1], True))
+            if new is not None:
+                halves.append(Rec(new[0], new[1], rec.ts, None, True))
+        if not halves:
+            return Outcome(
+                Fate.STORED,
+                Reason.NULL_GROUP_KEY,
+                lambda: (
+                    f"Change({render_value(rec.value)}, {render_value(rec.old)}): no group (a null group key or "
+                    "value on both halves): nothing to repartition."
+                ),
+            )
+
+        def story() -> str:
+            parts = [f"{render_value(h.key)}: Change({render_value(h.value)}, {render_value(h.old)})" for h in halves]
+            kept = len(halves) == 1 and halves[0].value is not None and halves[0].old is not None
+            one = " (KIP-904, 3.5+: one record, as both halves keep their group)" if kept else ""
+            return f"Change({render_value(rec.value)}, {render_value(rec.old)}) grouped: {'; '.join(parts)}{one}."
+
+        return Outcome(Fate.FORWARDED, None, story, halves)
+
+
+class TableAggregate(NodeProcessor):
+    """``count``/``reduce``/``aggregate`` of a grouped table: subtract the old value, add the new one."""
+
+    def __init__(self, node: Node, partition: int, log: Any) -> None:
+        super().__init__(node, partition)
+        self.aggregation: Aggregation = node.params["aggregation"]
+        self.store = AggregateStore(log, partition, "aggregate store")
+        self.table = _AggregateTable(self.store, node)
+        self.writers: dict[Any, int] = {}
+        """group -> the step that last updated its aggregate (for ``why``)."""
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        found = self.store.get(rec.key)
+        old_agg = None if found is None else found[0]
+        agg, ts, done = old_agg, rec.ts, []
+        try:
+            if rec.old is not None and old_agg is not None:
+                agg = self.aggregation.subtract(rec.key, rec.old, agg)
+                ts = max(rec.ts, found[1])  # type: ignore[index]
+                done.append(f"subtractor({render_value(rec.old)}) → {render_value(agg)}")
+            if rec.value is not None:
+                start = agg
+                agg = self.aggregation.add(rec.key, rec.value, agg)
+                if found is not None:
+                    ts = max(rec.ts, found[1])
+                done.append(
+                    f"adder({render_value(rec.value)}) → {render_value(agg)}"
+                    + (" from the initializer" if start is None and not self.aggregation.is_reduce else "")
+                )
+        except AggregationError as error:
+            raise _failing(error, rec) from None
+        self.store.put(rec.key, agg, ts)
+        self.writers[rec.key] = step
+        text = (
+            f"group {render_value(rec.key)}: {render_value(old_agg)}, {', '.join(done) or 'nothing to apply'}; "
+            f"forwards Change({render_value(agg)}, {render_value(old_agg)})@{ts}."
+        )
+        return Outcome(Fate.JOINED, None, text, [self.table.change(rec.key, agg, old_agg, ts)])

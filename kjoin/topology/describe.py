@@ -1,0 +1,758 @@
+"""``Topology.from_describe(text)``: a real application's ``topology.describe()``, rebuilt as a kjoin topology.
+
+Paste what Kafka Streams prints for ``topology.describe()``::
+
+    t = kjoin.Topology.from_describe(text, functions={
+        "KSTREAM-KEY-SELECT-0000000003": lambda key, value: value["customer"],
+        "KSTREAM-LEFTJOIN-0000000010": lambda order, customer: {**order, "customer": customer},
+    })
+    print(t.described)          # what was built, what it needs from you, what it cannot model, and why
+
+``describe()`` names every processor and store, the topics and how the sub-topologies split, but no code: kjoin
+recognises each processor by the name the DSL gave it (``KSTREAM-KEY-SELECT-…``, ``KSTREAM-LEFTJOIN-…``,
+``KTABLE-FK-JOIN-OUTPUT-…``), groups the processors of one DSL operation back into that operation (a stream-stream
+join is two ``WINDOWED``, a ``JOINTHIS``/``JOINOTHER`` pair and a ``MERGE``; a foreign-key join a dozen processors
+over two internal topics; a re-key's repartition topic a filter, a sink and a source; a join the application
+named, ``StreamJoined.withName("paid")``, by Kafka's suffixes: ``paid-this-windowed``, ``paid-outer-this-join``,
+``paid-merge``, see :data:`_ROLES`), and calls the builder
+(:mod:`kjoin.topology.builder`) in the order Kafka numbered them. What the text does not say, you fill in by the
+processor's name in ``functions``: a function (key selector, value mapper, predicate, joiner), or for a join a mapping
+``{joiner, variant, window, foreign_key, grace_ms}``. A table-table or foreign-key join's kind (inner, left, outer)
+is not in the text (Kafka names the processors of all three alike): kjoin assumes ``inner`` and says so. A single
+processor the application renamed (``selectKey(.., Named.as("by-customer"))``, a stream-table join under
+``Joined.as``) has no sign of its operation left: declare it, ``{"op": "select_key", "fn": ...}`` (``filter``,
+``map_values``, ``select_key``, ``map``, ``to_stream``, ``peek``, ``join``, ``left_join``).
+
+What kjoin cannot model is listed with its reason, with everything downstream of it: custom processors
+(``addProcessor``, ``process``, ``transform``: their code and punctuations are not in the text), and the DSL
+operations kjoin's builder does not have yet. :data:`OPERATIONS` is the table of what is recognised: adding an
+operation once the builder has it (``group_by``/``aggregate`` for ``KSTREAM-AGGREGATE``, ``merge``, ``global_table``)
+is one entry there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from . import functions as fns
+from .graph import TopologyError
+
+if TYPE_CHECKING:
+    from .builder import Topology
+
+__all__ = ["DescribedNode", "Description", "Need", "Refusal", "OPERATIONS", "parse_describe", "from_describe"]
+
+
+# -- the text ---------------------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class DescribedNode:
+    """One line of ``describe()``: a ``Source``, ``Processor`` or ``Sink`` with its topics or stores."""
+
+    name: str
+    kind: str
+    subtopology: str
+    line: int
+    topics: tuple[str, ...] = ()
+    """A source's topics; a sink's one topic."""
+    stores: tuple[str, ...] = ()
+    children: list[str] = field(default_factory=list)
+    parents: list[str] = field(default_factory=list)
+    pattern: str | None = None
+    """A source of a topic pattern, or a sink whose topic an extractor chooses."""
+
+    @property
+    def number(self) -> int:
+        """The DSL's counter (``-0000000012``): the order the application built its processors in."""
+        match = re.search(r"-(\d{10})$", self.name)
+        return int(match.group(1)) if match else -1
+
+    def __repr__(self) -> str:
+        return f"{self.kind}: {self.name}"
+
+
+_HEADER = re.compile(r"^\s*Sub-topology:\s*(\S+)(.*)$")
+_NODE = re.compile(r"^\s*(Source|Processor|Sink):\s+(\S+)\s*(?:\((.*)\))?\s*$")
+_EDGE = re.compile(r"^\s*(-->|<--)\s*(.*)$")
+
+
+def parse_describe(text: str) -> dict[str, DescribedNode]:
+    """The nodes of a ``describe()`` text, in the order printed. A line that is none of Kafka's raises an error
+    naming it."""
+    if not isinstance(text, str) or not text.strip():
+        raise TopologyError("from_describe: paste the text topology.describe() prints (it starts with 'Topologies:')")
+    nodes: dict[str, DescribedNode] = {}
+    current: DescribedNode | None = None
+    subtopology = "0"
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.rstrip()
+        if not line.strip() or line.strip() in ("Topologies:", "Global Stores:", "Global Stores: none"):
+            continue
+        if match := _HEADER.match(line):
+            subtopology = match.group(1) + (" (global)" if "global" in match.group(2) else "")
+            current = None
+            continue
+        if match := _NODE.match(line):
+            kind, name, detail = match.group(1), match.group(2), match.group(3) or ""
+            if name in nodes:
+                raise TopologyError(f"from_describe, line {number}: {name} is listed twice")
+            current = nodes[name] = DescribedNode(name, kind, subtopology, number)
+            _details(current, detail, number)
+            continue
+        if (match := _EDGE.match(line)) and current is not None:
+            names = [n.strip() for n in match.group(2).split(",") if n.strip() and n.strip() != "none"]
+            (current.children if match.group(1) == "-->" else current.parents).extend(names)
+            continue
+        raise TopologyError(
+            f"from_describe, line {number}: {line.strip()!r:.80} is not a line of topology.describe() (expected "
+            "'Sub-topology: N', 'Source: …', 'Processor: …', 'Sink: …', '--> …' or '<-- …'); paste the text whole"
+        )
+    if not nodes:
+        raise TopologyError("from_describe: the text lists no Source, Processor or Sink; paste topology.describe()")
+    for node in nodes.values():
+        for child in node.children:
+            if child not in nodes:
+                raise TopologyError(f"from_describe, line {node.line}: {node.name} --> {child}, which is not listed")
+    return nodes
+
+
+def _details(node: DescribedNode, detail: str, number: int) -> None:
+    if node.kind == "Source":
+        if match := re.match(r"topics:\s*\[(.*)\]", detail):
+            node.topics = tuple(t.strip() for t in match.group(1).split(",") if t.strip())
+        elif match := re.match(r"topic pattern:\s*(.*)", detail):
+            node.pattern = match.group(1).strip()
+    elif node.kind == "Sink":
+        if match := re.match(r"topic:\s*(.*)", detail):
+            node.topics = (match.group(1).strip(),)
+        else:
+            node.pattern = detail.strip() or "a topic chosen per record"
+    elif match := re.match(r"stores:\s*\[(.*)\]", detail):
+        node.stores = tuple(s.strip() for s in match.group(1).split(",") if s.strip())
+
+
+# -- what is recognised -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Operation:
+    """How kjoin reads one kind of processor: ``build(importer, node)`` returns the kjoin handle of its result
+    (``None``: not built); ``refuse`` instead names why kjoin cannot model it yet."""
+
+    prefix: str
+    build: Callable[["_Importer", DescribedNode], Any] | None = None
+    refuse: str | None = None
+
+
+def _not_yet(what: str, builder: str) -> str:
+    return f"{what}: kjoin.Topology has no {builder} yet, so neither this nor what follows it runs"
+
+
+_AGGREGATE = "aggregate (groupBy/groupByKey then count, reduce or aggregate)"
+_CUSTOM = (
+    "a custom processor (Topology.addProcessor, KStream.process/transform): its code and its punctuations are not in "
+    "the text; model it as DSL operations"
+)
+
+OPERATIONS: tuple[Operation, ...] = ()
+"""Filled in below: one entry per prefix of the DSL's processor names (the longest prefix that matches wins)."""
+
+
+def _op_table() -> tuple[Operation, ...]:
+    i = _Importer
+    return (
+        Operation("KSTREAM-SOURCE", i.source),
+        Operation("KTABLE-SOURCE", i.table_source),
+        Operation("KSTREAM-KEY-SELECT", i.select_key),
+        Operation("KSTREAM-MAPVALUES", i.map_values),
+        Operation("KSTREAM-MAP", i.map),
+        Operation("KSTREAM-FILTER", i.filter),
+        Operation("KSTREAM-PEEK", i.passes),
+        Operation("KSTREAM-JOIN", i.stream_table),
+        Operation("KSTREAM-LEFTJOIN", i.stream_table),
+        Operation("KSTREAM-WINDOWED", i.inside),
+        Operation("KSTREAM-JOINTHIS", i.inside),
+        Operation("KSTREAM-JOINOTHER", i.inside),
+        Operation("KSTREAM-OUTERTHIS", i.inside),
+        Operation("KSTREAM-OUTEROTHER", i.inside),
+        Operation("KSTREAM-MERGE", i.stream_merge),
+        Operation("KTABLE-JOINTHIS", i.inside),
+        Operation("KTABLE-JOINOTHER", i.inside),
+        Operation("KTABLE-MERGE", i.table_merge),
+        Operation("KTABLE-FK-JOIN-OUTPUT", i.foreign_key),
+        Operation("KTABLE-FK-JOIN-", i.inside),
+        Operation("KTABLE-SINK", i.inside),
+        Operation("KTABLE-TOSTREAM", i.to_stream),
+        Operation("KSTREAM-SINK", i.sink),
+        # Not in kjoin's builder yet: one entry each, turned into a ``build`` when the builder has the operation.
+        Operation("KSTREAM-AGGREGATE", refuse=_not_yet(_AGGREGATE, "group_by/aggregate")),
+        Operation("KSTREAM-REDUCE", refuse=_not_yet(_AGGREGATE, "group_by/reduce")),
+        Operation("KTABLE-AGGREGATE", refuse=_not_yet("a table's aggregate (KTable.groupBy)", "group_by/aggregate")),
+        Operation("KTABLE-REDUCE", refuse=_not_yet("a table's reduce (KTable.groupBy)", "group_by/reduce")),
+        Operation("KTABLE-SELECT", refuse=_not_yet("KTable.groupBy's re-key", "a table group_by")),
+        Operation("KTABLE-SUPPRESS", refuse=_not_yet("suppress", "suppress")),
+        Operation("KTABLE-FILTER", refuse=_not_yet("a table's filter", "KTable.filter")),
+        Operation("KTABLE-MAPVALUES", refuse=_not_yet("a table's mapValues", "KTable.map_values")),
+        Operation("KTABLE-TRANSFORMVALUES", refuse=_CUSTOM),
+        Operation("KSTREAM-TOTABLE", refuse=_not_yet("toTable", "to_table")),
+        Operation("KSTREAM-REPARTITION", refuse=_not_yet("an explicit repartition()", "repartition")),
+        Operation("KSTREAM-FLATMAPVALUES", refuse=_not_yet("flatMapValues (one record in, several out)", "flat_map")),
+        Operation("KSTREAM-FLATMAP", refuse=_not_yet("flatMap (one record in, several out)", "flat_map")),
+        Operation("KSTREAM-BRANCH", refuse=_not_yet("split/branch", "split")),
+        Operation("KSTREAM-FOREACH", i.terminal),
+        Operation("KSTREAM-PRINTER", i.terminal),
+        Operation("KSTREAM-PROCESSOR", refuse=_CUSTOM),
+        Operation("KSTREAM-PROCESSVALUES", refuse=_CUSTOM),
+        Operation("KSTREAM-TRANSFORM", refuse=_CUSTOM),
+        Operation("KSTREAM-FLATTRANSFORM", refuse=_CUSTOM),
+    )
+
+
+SINGLE_OPS = ("filter", "map_values", "select_key", "map", "to_stream", "peek", "join", "left_join")
+"""What ``functions={name: {"op": ...}}`` can declare a renamed (``Named.as``) processor to be."""
+
+
+# -- the report -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Need:
+    """Something the text does not say that a processor needs: ``what`` it is and how to give it."""
+
+    node: str
+    what: str
+    given: bool
+    default: str | None = None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    node: str
+    reason: str
+
+
+@dataclass
+class Description:
+    """What :func:`from_describe` made of a ``describe()`` text (``topology.described``)."""
+
+    nodes: dict[str, DescribedNode]
+    built: dict[str, str] = field(default_factory=dict)
+    """Kafka's processor -> the kjoin node that does its work (the processors of one join share one)."""
+    needs: list[Need] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    stores: dict[str, str] = field(default_factory=dict)
+    """Store name -> the kjoin node that keeps it."""
+    inside: list[str] = field(default_factory=list)
+    """Processors kjoin does as part of another node (a join's windows and halves, a foreign-key join's protocol, a
+    repartition topic's filter, sink and source, a table's topic source)."""
+
+    @property
+    def missing(self) -> list[Need]:
+        """Needs not filled in (and without a default): running reaches them and stops with their name."""
+        return [need for need in self.needs if not need.given and need.default is None]
+
+    def report(self) -> str:
+        inside = [name for name in self.inside if name not in self.built]
+        lines = [
+            f"from_describe: {len(self.nodes)} processors read: {len(self.built)} built as "
+            f"{len(set(self.built.values()))} kjoin nodes, {len(inside)} inside them, {len(self.refused)} not modelled"
+        ]
+        if self.needs:
+            lines.append("fill in (functions={processor: ...}):")
+            for need in self.needs:
+                state = "given" if need.given else (f"not given: {need.default}" if need.default else "MISSING")
+                lines.append(f"  {need.node}: {need.what} [{state}]")
+        if self.refused:
+            lines.append("not modelled:")
+            lines += [f"  {r.node}: {r.reason}" for r in self.refused]
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+    __str__ = report
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.report())
+
+
+# -- the processors of one join ----------------------------------------------------------------------------------
+_ROLES = (
+    # (role, DSL prefixes, suffixes of a join the application named: StreamJoined.withName, Named.as, TableJoined.as)
+    ("ss-outer-this", ("KSTREAM-OUTERTHIS",), ("-outer-this-join",)),
+    ("ss-outer-other", ("KSTREAM-OUTEROTHER",), ("-outer-other-join",)),
+    ("ss-this", ("KSTREAM-JOINTHIS",), ("-this-join",)),
+    ("ss-other", ("KSTREAM-JOINOTHER",), ("-other-join",)),
+    ("ss-windowed", ("KSTREAM-WINDOWED",), ("-this-windowed", "-other-windowed")),
+    ("tt-this", ("KTABLE-JOINTHIS",), ("-join-this",)),
+    ("tt-other", ("KTABLE-JOINOTHER",), ("-join-other",)),
+    ("fk-output", ("KTABLE-FK-JOIN-OUTPUT",), ()),
+    ("fk-registration", ("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION",), ("-subscription-registration-processor",)),
+    ("fk-right", (), ("-foreign-join-subscription",)),
+    ("fk-inside", ("KTABLE-FK-JOIN-", "KTABLE-SINK"),
+     ("-subscription-receive", "-subscription-join-foreign", "-subscription-response-resolver",
+      "-subscription-registration-sink", "-subscription-response-sink")),
+    ("repartition-filter", (), ("-repartition-filter",)),
+)  # fmt: skip
+"""How the processors of one DSL operation are named, by Kafka's counter or after the name the application gave."""
+
+
+def role(node: DescribedNode) -> str | None:
+    """What part of a join (or of a repartition) a processor is, by its name; ``None``: none."""
+    for name, prefixes, suffixes in _ROLES:
+        if node.name.startswith(prefixes) or node.name.endswith(suffixes):
+            return name
+    if node.name.endswith("-result") and node.parents and node.parents[0].endswith("-subscription-response-resolver"):
+        return "fk-output"  # a foreign-key join's result, named with TableJoined.as
+    return None
+
+
+# -- building -----------------------------------------------------------------------------------------------------
+FK_TOPIC = re.compile(r"-SUBSCRIPTION-(REGISTRATION|RESPONSE)-\d+-topic$|-subscription-(registration|response)-topic$")
+
+
+class _Importer:
+    def __init__(self, topology: "Topology", nodes: dict[str, DescribedNode], fill: Mapping[str, Any]) -> None:
+        self.topology = topology
+        self.nodes = nodes
+        self.fill = dict(fill)
+        self.handles: dict[str, Any] = {}
+        self.description = Description(nodes)
+        self.writers: dict[str, list[DescribedNode]] = {}
+        for node in nodes.values():
+            if node.kind == "Sink":
+                for topic in node.topics:
+                    self.writers.setdefault(topic, []).append(node)
+        self.internal = {t for t, sinks in self.writers.items() if self._reads(t)}
+
+    def _reads(self, topic: str) -> bool:
+        return any(n.kind == "Source" and topic in n.topics for n in self.nodes.values())
+
+    # -- order ------------------------------------------------------------------------------------------------
+    def upstream(self, node: DescribedNode) -> list[DescribedNode]:
+        """The processors a node depends on: its parents, the sinks writing what it reads, the tables it looks up."""
+        found = [self.nodes[p] for p in node.parents if p in self.nodes]
+        found += [self.nodes[p.name] for p in self.nodes.values() if node.name in p.children and p not in found]
+        if node.kind == "Source":
+            for topic in node.topics:
+                found += self.writers.get(topic, [])
+        if node.stores and not node.name.startswith(("KTABLE-SOURCE", "KSTREAM-WINDOWED")):
+            found += [o for o in self.nodes.values() if o is not node and o.name.startswith("KTABLE-SOURCE")
+                      and o.kind == "Processor" and set(o.stores) & set(node.stores)]  # fmt: skip
+        return found
+
+    def order(self) -> list[DescribedNode]:
+        """Every processor after what it depends on; ties in the order the application built them."""
+        done: list[DescribedNode] = []
+        seen: set[str] = set()
+        visiting: set[str] = set()
+
+        def visit(node: DescribedNode) -> None:
+            if node.name in seen or node.name in visiting:
+                return
+            visiting.add(node.name)
+            for other in sorted(self.upstream(node), key=lambda n: (n.number, n.line)):
+                visit(other)
+            visiting.discard(node.name)
+            seen.add(node.name)
+            done.append(node)
+
+        for node in sorted(self.nodes.values(), key=lambda n: (n.number, n.line)):
+            visit(node)
+        return done
+
+    # -- the run ----------------------------------------------------------------------------------------------
+    def run(self) -> Description:
+        unknown = sorted(set(self.fill) - set(self.nodes))
+        if unknown:
+            raise TopologyError(
+                f"from_describe: functions names {unknown[0]}, which the text does not list; the processors are "
+                + ", ".join(list(self.nodes)[:8])
+                + ("…" if len(self.nodes) > 8 else "")
+            )
+        for node in self.order():
+            blocked = next((r for r in self.description.refused if r.node in self._inputs(node)), None)
+            if blocked is not None:
+                self.description.refused.append(Refusal(node.name, f"downstream of {blocked.node}, not modelled"))
+                continue
+            operation = self.operation(node)
+            if operation is None:
+                self.description.refused.append(Refusal(node.name, self._unknown(node)))
+                continue
+            if operation.refuse is not None:
+                self.description.refused.append(Refusal(node.name, operation.refuse))
+                continue
+            try:
+                handle = operation.build(self, node)  # type: ignore[misc]
+            except _Refused as refused:
+                self.description.refused.append(Refusal(node.name, str(refused)))
+                continue
+            if handle is not None:
+                self.handles[node.name] = handle
+                if hasattr(handle, "node"):
+                    self.description.built[node.name] = handle.node.name
+            elif node.name not in self.description.built:
+                self.description.inside.append(node.name)
+        return self.description
+
+    def _inputs(self, node: DescribedNode) -> set[str]:
+        return {n.name for n in self.upstream(node)}
+
+    def operation(self, node: DescribedNode) -> Operation | None:
+        spec = self.fill.get(node.name)
+        if isinstance(spec, Mapping) and "op" in spec:
+            if spec["op"] not in SINGLE_OPS:
+                raise TopologyError(
+                    f"from_describe: functions[{node.name!r}].op is one of {', '.join(SINGLE_OPS)}, got {spec['op']!r}"
+                )
+            i = _Importer
+            build = {"filter": i.filter, "map_values": i.map_values, "select_key": i.select_key, "map": i.map,
+                     "to_stream": i.to_stream, "peek": i.passes, "join": i.stream_table,
+                     "left_join": i.stream_table}[spec["op"]]  # fmt: skip
+            return Operation(spec["op"], build)
+        part = role(node)
+        if part == "fk-output":
+            return Operation("fk-output", _Importer.foreign_key)
+        if part == "repartition-filter":
+            return Operation("repartition-filter", _Importer.filter)
+        if part is not None:
+            return Operation(part, _Importer.inside)
+        parts = {role(self.nodes[p]) for p in node.parents}
+        if len(node.parents) == 2 and parts <= {"ss-this", "ss-outer-this", "ss-other", "ss-outer-other"}:
+            return Operation("stream-stream join", _Importer.stream_merge)
+        if len(node.parents) == 2 and parts == {"tt-this", "tt-other"}:
+            return Operation("table-table join", _Importer.table_merge)
+        matches = [op for op in OPERATIONS if node.name.startswith(op.prefix)]
+        if node.kind == "Source" and not node.name.startswith(("KSTREAM-SOURCE", "KTABLE-SOURCE")):
+            return Operation("source", _Importer.source)  # a source renamed with Consumed.as / Named
+        if node.kind == "Sink" and not matches:
+            return Operation("sink", _Importer.sink)
+        return max(matches, key=lambda op: len(op.prefix)) if matches else None
+
+    def _unknown(self, node: DescribedNode) -> str:
+        if node.kind == "Processor" and node.stores:
+            return f"{_CUSTOM} (it keeps stores {', '.join(node.stores)})"
+        return (
+            f"{_CUSTOM}; or a DSL operation renamed with Named.as: say which with functions={{{node.name!r}: "
+            "{'op': 'map_values', 'fn': ...}}} (filter, map_values, select_key, map, to_stream, peek; join or "
+            "left_join for a stream-table join, with its joiner as 'fn')"
+        )
+
+    # -- helpers --------------------------------------------------------------------------------------------------
+    def parent(self, node: DescribedNode) -> Any:
+        """The kjoin handle of a one-input processor's input."""
+        parents = [p for p in node.parents if p in self.handles]
+        if len(node.parents) != 1 or not parents:
+            raise _Refused(f"expected one input built before it, found {', '.join(node.parents) or 'none'}")
+        return self.handles[parents[0]]
+
+    def function(self, node: DescribedNode, what: str, default: str | None = None) -> Any:
+        spec = self.fill.get(node.name)
+        if isinstance(spec, Mapping) and ("fn" in spec or "op" in spec):
+            spec = spec.get("fn")
+        given = spec is not None
+        self.description.needs.append(Need(node.name, what, given, default))
+        if given or default is not None:
+            return spec
+        return _placeholder(node.name, what)
+
+    def join_options(self, node: DescribedNode, what: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+        spec = self.fill.get(node.name)
+        if spec is None or callable(spec) or isinstance(spec, str):
+            spec = {"joiner": spec}
+        if not isinstance(spec, Mapping):
+            raise TopologyError(f"from_describe: functions[{node.name!r}] is a joiner or a mapping, got {spec!r:.60}")
+        unknown = sorted(set(spec) - set(allowed) - {"joiner"})
+        if unknown:
+            raise TopologyError(
+                f"from_describe: functions[{node.name!r}] has {unknown[0]!r}; this join takes "
+                + ", ".join(("joiner", *allowed))
+            )
+        self.description.needs.append(
+            Need(node.name, f"{what}'s joiner (left, right) -> value", spec.get("joiner") is not None, "kjoin's concat")
+        )
+        return dict(spec)
+
+    def table_of(self, stores: tuple[str, ...], node: DescribedNode) -> Any:
+        """The table a stream-table join looks up: the one whose stores its processor lists."""
+        if not stores and any(n.subtopology.endswith("(global)") for n in self.nodes.values()):
+            raise _Refused(_not_yet("a join with a global table (it lists no store)", "global_table"))
+        for table_node, handle in self.handles.items():
+            if handle.node.produces == "table" and self.getter_stores(self.nodes[table_node]) == set(stores):
+                views = [c for c in self.nodes[table_node].children if self._view(self.nodes[c])]
+                if views:
+                    raise _Refused(
+                        f"looks up {', '.join(stores)}, which {table_node} keeps and {', '.join(views)} reads through "
+                        "without a store of its own: describe() cannot say which of them the join reads, and kjoin "
+                        f"cannot model {views[0]}"
+                    )
+                return handle
+        raise _Refused(f"looks up stores {', '.join(stores) or '(none listed)'}, which no table built here keeps")
+
+    @staticmethod
+    def _view(node: DescribedNode) -> bool:
+        """A table derived without a store (KTable.mapValues/filter/transformValues, not materialized): a join
+        looking it up lists the store under it."""
+        return node.name.startswith(("KTABLE-MAPVALUES", "KTABLE-FILTER", "KTABLE-TRANSFORMVALUES")) and not node.stores
+
+    def getter_stores(self, node: DescribedNode) -> set[str]:
+        """The stores a table's value getter reads (what a join that looks the table up lists)."""
+        merge = {role(self.nodes[p]) for p in node.parents} == {"tt-this", "tt-other"}
+        if node.name.startswith("KTABLE-SOURCE") or (node.stores and not merge):
+            return set(node.stores)
+        if merge:
+            if node.stores:
+                return set(node.stores)
+            return set().union(*(self.getter_stores(self.nodes[p]) for p in self.sides(node)))
+        return set(node.stores)
+
+    def sides(self, merge: DescribedNode) -> list[str]:
+        """A table-table join's two inputs: the inputs of its JOINTHIS and JOINOTHER."""
+        parents = sorted((self.nodes[p] for p in merge.parents), key=lambda n: role(n) == "tt-other")
+        return [self.nodes[p].parents[0] for p in (n.name for n in parents)]
+
+    # -- the operations -------------------------------------------------------------------------------------------
+    def source(self, node: DescribedNode) -> Any:
+        if node.pattern is not None:
+            raise _Refused(f"reads the topic pattern {node.pattern}; kjoin reads named topics: list them")
+        internal = [t for t in node.topics if t in self.internal]
+        if internal:
+            if FK_TOPIC.search(internal[0]):
+                return None  # a foreign-key join's internal topic: its join is built at KTABLE-FK-JOIN-OUTPUT
+            if len(node.topics) != 1:
+                raise _Refused("reads an internal topic and others together")
+            return self._repartitioned(node, internal[0])
+        if len(node.topics) != 1:
+            raise _Refused(f"reads {len(node.topics)} topics in one source; kjoin's sources read one topic each")
+        children = [self.nodes[c] for c in node.children]
+        if children and all(c.name.startswith("KTABLE-SOURCE") for c in children):
+            return None  # a table: built at its KTABLE-SOURCE, which keeps the store
+        if node.subtopology.endswith("(global)"):
+            raise _Refused(_not_yet("a global table (GlobalKTable, addGlobalStore)", "global_table"))
+        return self.topology.stream(node.topics[0], name=node.name)
+
+    def _repartitioned(self, node: DescribedNode, topic: str) -> Any:
+        """A repartition topic's source: kjoin writes the re-keyed stream to its own repartition topic before the
+        join that reads it, so the handle is the stream that went in."""
+        sinks = self.writers[topic]
+        if len(sinks) != 1:
+            raise _Refused(f"{topic} is written by {len(sinks)} sinks; kjoin's repartition topics have one writer")
+        upstream = self.through_internal(sinks[0])
+        if upstream is None:
+            raise _Refused(f"{topic}: what writes it was not built")
+        for consumer in (self.nodes[c] for c in node.children):
+            operation = self.operation(consumer)
+            if operation is None or operation.refuse is not None:
+                reason = self._unknown(consumer) if operation is None else operation.refuse
+                raise _Refused(f"{topic} feeds {consumer.name}, {reason}")
+        if upstream.node.key_changed:
+            upstream.node.params["repartition_topic"] = topic
+        else:
+            self.description.notes.append(
+                f"{topic}: Kafka repartitions a stream whose key did not change here; kjoin reads it in place"
+            )
+        return upstream
+
+    def through_internal(self, sink: DescribedNode) -> Any:
+        """The handle of what a repartition sink writes: past Kafka's own null-key filter in front of it."""
+        for name in sink.parents:
+            if name in self.handles:
+                return self.handles[name]
+        return None
+
+    def table_source(self, node: DescribedNode) -> Any:
+        if node.kind == "Source":  # a foreign-key join's response or subscription topic (a KTABLE-SOURCE-named source)
+            return self.source(node)
+        parent = self.nodes[node.parents[0]] if node.parents else None
+        if parent is None or parent.kind != "Source" or len(parent.topics) != 1:
+            raise _Refused("a table source without its topic's source")
+        if parent.subtopology.endswith("(global)"):
+            raise _Refused(_not_yet("a global table (GlobalKTable)", "global_table"))
+        handle = self.topology.table(parent.topics[0], name=node.name)
+        self.handles[parent.name] = handle
+        self.description.built[parent.name] = node.name
+        for store in node.stores:
+            handle.node.params["store"] = store
+            self.description.stores[store] = node.name
+        return handle
+
+    def select_key(self, node: DescribedNode) -> Any:
+        fn = self.function(node, "key selector (key, value) -> new key")
+        return self.parent(node).select_key(fn, name=node.name)
+
+    def map(self, node: DescribedNode) -> Any:
+        fn = self.function(node, "mapper (key, value) -> (new key, new value)")
+        if isinstance(fn, Mapping) or fn is None:
+            raise _Refused("map takes a Python function (key, value) -> (key, value)")
+        return self.parent(node).map(fn, name=node.name)
+
+    def map_values(self, node: DescribedNode) -> Any:
+        fn = self.function(node, "value mapper (value) -> new value")
+        return self.parent(node).map_values(fn, name=node.name)
+
+    def filter(self, node: DescribedNode) -> Any:
+        children = [self.nodes[c] for c in node.children]
+        if (
+            len(children) == 1
+            and children[0].kind == "Sink"
+            and children[0].topics
+            and children[0].topics[0] in self.internal
+            and children[0].topics[0].endswith("-repartition")
+            and node.name not in self.fill
+        ):
+            return self.parent(node)  # Kafka's own filter in front of a repartition topic (null keys)
+        fn = self.function(node, "predicate (key, value) -> keep?")
+        return self.parent(node).filter(fn, name=node.name)
+
+    def passes(self, node: DescribedNode) -> Any:
+        self.description.notes.append(f"{node.name}: peek, which passes records on unchanged")
+        return self.parent(node)
+
+    def terminal(self, node: DescribedNode) -> Any:
+        self.description.notes.append(f"{node.name}: foreach/print, which writes nothing kjoin follows")
+        return None
+
+    def inside(self, node: DescribedNode) -> Any:
+        return None  # a processor of a join: the join is built where its result leaves (MERGE, FK-JOIN-OUTPUT)
+
+    def stream_table(self, node: DescribedNode) -> Any:
+        spec = self.fill.get(node.name)
+        declared = spec.get("op") if isinstance(spec, Mapping) else None
+        variant = "left" if node.name.startswith("KSTREAM-LEFTJOIN") or declared == "left_join" else "inner"
+        if declared is not None:
+            spec = {key: value for key, value in spec.items() if key != "op"}
+            joiner = spec.pop("fn", spec.get("joiner"))
+            self.fill[node.name] = {**spec, "joiner": joiner}
+        options = self.join_options(node, f"stream-table {variant} join", ("grace_ms",))
+        right = self.table_of(node.stores, node)
+        left = self.parent(node)
+        method = left.left_join if variant == "left" else left.join
+        return method(right, options.pop("joiner", None), name=node.name, **options)
+
+    def stream_merge(self, node: DescribedNode) -> Any:
+        parents = [self.nodes[p] for p in node.parents]
+        this = [p for p in parents if role(p) in ("ss-this", "ss-outer-this")]
+        other = [p for p in parents if role(p) in ("ss-other", "ss-outer-other")]
+        if len(parents) != 2 or len(this) != 1 or len(other) != 1:
+            raise _Refused(_not_yet("merge of two streams", "merge"))
+        variant = (
+            "outer" if role(this[0]) == "ss-outer-this"
+            else "left" if role(other[0]) == "ss-outer-other" else "inner"
+        )  # fmt: skip
+        options = self.join_options(node, f"stream-stream {variant} join", ("window",))
+        window = options.pop("window", None)
+        self.description.needs.append(
+            Need(node.name, "window {before_ms, after_ms, grace_ms} (JoinWindows)", window is not None)
+        )
+        if window is None:
+            raise _Refused(
+                f"a stream-stream {variant} join needs its window, which describe() does not print: "
+                f"functions={{{node.name!r}: {{'window': {{'before_ms': .., 'after_ms': .., 'grace_ms': ..}}}}}}"
+            )
+        left = self.handles[self.nodes[this[0].parents[0]].parents[0]]
+        right = self.handles[self.nodes[other[0].parents[0]].parents[0]]
+        method = {"inner": left.join, "left": left.left_join, "outer": left.outer_join}[variant]
+        return method(right, options.pop("joiner", None), window=window, name=node.name)
+
+    def table_merge(self, node: DescribedNode) -> Any:
+        parents = [self.nodes[p] for p in node.parents]
+        if not (len(parents) == 2 and {role(p) for p in parents} == {"tt-this", "tt-other"}):
+            raise _Refused("a KTABLE-MERGE that is not a table-table join's")
+        left_name, right_name = self.sides(node)
+        options = self.join_options(node, "table-table join", ("variant",))
+        variant = self._variant(node, options, ("inner", "left", "outer"))
+        left, right = self.handles[left_name], self.handles[right_name]
+        method = {"inner": left.join, "left": left.left_join, "outer": left.outer_join}[variant]
+        return method(right, options.pop("joiner", None), name=node.name)
+
+    def _variant(self, node: DescribedNode, options: dict[str, Any], allowed: tuple[str, ...]) -> str:
+        variant = options.pop("variant", None)
+        self.description.needs.append(
+            Need(node.name, f"variant ({', '.join(allowed)}): describe() names them alike", variant is not None,
+                 "inner")
+        )  # fmt: skip
+        if variant is None:
+            return "inner"
+        if variant not in allowed:
+            raise TopologyError(
+                f"from_describe: functions[{node.name!r}]['variant'] is one of {allowed}, got {variant!r}"
+            )
+        return variant
+
+    def foreign_key(self, node: DescribedNode) -> Any:
+        left_name, right_name = self._fk_sides(node)
+        options = self.join_options(node, "foreign-key join", ("variant", "foreign_key"))
+        variant = self._variant(node, options, ("inner", "left"))
+        extractor = options.pop("foreign_key", None)
+        self.description.needs.append(
+            Need(node.name, "foreign_key: a field path (a.b) or a function (left value) -> key", extractor is not None)
+        )
+        if extractor is None:
+            raise _Refused(
+                "a foreign-key join needs its foreign-key extractor, which describe() does not print: "
+                f"functions={{{node.name!r}: {{'foreign_key': 'field' or lambda value: ...}}}}"
+            )
+        left, right = self.handles[left_name], self.handles[right_name]
+        method = left.left_join if variant == "left" else left.join
+        return method(right, options.pop("joiner", None), foreign_key=extractor, name=node.name)
+
+    def _fk_sides(self, output: DescribedNode) -> tuple[str, str]:
+        """A foreign-key join's left table (what feeds its SUBSCRIPTION-REGISTRATION) and right table (what feeds
+        the SUBSCRIPTION-PROCESSOR next to the subscription store), found by walking up through its topics."""
+        left = right = None
+        stack, seen = [output], set()
+        while stack:
+            current = stack.pop()
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            for upper in self.upstream(current):
+                inside = (
+                    role(upper) in ("fk-inside", "fk-registration", "fk-right")  # not another join's result: a table
+                ) or (upper.kind == "Source" and any(FK_TOPIC.search(t) for t in upper.topics))
+                if inside:
+                    stack.append(upper)
+                elif role(current) == "fk-registration" and upper.name in current.parents:
+                    left = upper.name
+                elif role(current) in ("fk-inside", "fk-right") and upper.name in current.parents:
+                    right = upper.name
+        if left is None or right is None or left not in self.handles or right not in self.handles:
+            raise _Refused("its left and right tables could not be traced through its subscription topics")
+        return left, right
+
+    def to_stream(self, node: DescribedNode) -> Any:
+        return self.parent(node).to_stream(name=node.name)
+
+    def sink(self, node: DescribedNode) -> Any:
+        if node.pattern is not None:
+            raise _Refused(f"writes to {node.pattern}; kjoin writes to named topics")
+        topic = node.topics[0]
+        if topic in self.internal:
+            return None  # a repartition or foreign-key topic: kjoin writes its own
+        self.parent(node).to(topic, name=node.name)
+        self.description.built[node.name] = node.name
+        return None
+
+
+class _Refused(Exception):
+    """A processor kjoin cannot build (the message says why)."""
+
+
+def _placeholder(node: str, what: str) -> Any:
+    def missing(*args: Any) -> Any:
+        raise TopologyError(
+            f"{node} needs its {what}, which describe() does not print: "
+            f"Topology.from_describe(text, functions={{{node!r}: ...}})"
+        )
+
+    return fns.Function(missing, None, f"{node}'s {what} (not filled in)")
+
+
+OPERATIONS = _op_table()
+
+
+def from_describe(topology: "Topology", text: str, functions: Mapping[str, Any] | None = None) -> Description:
+    """Build ``text``'s processors into ``topology`` (empty); returns what was built, needed and refused."""
+    if functions is not None and not isinstance(functions, Mapping):
+        raise TopologyError(
+            f"from_describe: functions is a mapping from processor name to function, got {functions!r:.60}"
+        )
+    nodes = parse_describe(text)
+    importer = _Importer(topology, nodes, functions or {})
+    return importer.run()
