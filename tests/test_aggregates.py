@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kjoin.stores.aggregate import (
+from kjoin.stores import (
     AggregateStore,
     SegmentedWindowStore,
     SegmentLayout,
@@ -410,7 +410,7 @@ def test_kafkas_default_layout_is_one_segment_for_short_windows():
 
 # -- the store contract: name, header, rows(), and the same rows decoded from any snapshot ---------
 def test_every_new_store_describes_itself_and_its_snapshot_rows_match_the_live_rows():
-    from kjoin.stores.aggregate import RepartitionTopic
+    from kjoin.stores import RepartitionTopic
     from kjoin.joins.aggregate import TableAggregate
     from kjoin.joins.context import StepContext
     from kjoin.joins.window_aggregate import WindowAggregate

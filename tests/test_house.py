@@ -18,14 +18,7 @@ MAX_FUNCTION_LINES = 100
 KNOWN_CYCLES: set[frozenset[str]] = set()
 """Import cycles still known (each a strongly connected set of modules). Only shrinks."""
 
-KNOWN_LONG_FUNCTIONS: set[str] = {
-    # KNOWN, TO BE REMOVED: the versioned pass's loops (issue 24's Spark part cut every other long function).
-    # Nothing outside kjoin/spark may be added here.
-    "kjoin/spark/passes/vectorised_versioned.py:_stream_table",
-    "kjoin/spark/passes/vectorised_versioned.py:_table_table",
-    "kjoin/spark/passes/vectorised_versioned.py:_table_table_arrays",
-    "kjoin/spark/passes/vectorised_versioned.py:_stream_table_arrays",
-}
+KNOWN_LONG_FUNCTIONS: set[str] = set()
 """Functions of kjoin/spark still over :data:`MAX_FUNCTION_LINES` lines (``path:name``). Only shrinks."""
 
 

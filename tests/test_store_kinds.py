@@ -177,7 +177,7 @@ def _live_stores(log: StateLog) -> list:
 def test_a_live_store_shows_the_rows_its_kind_builds_from_the_log():
     log = StateLog()
     stores = _live_stores(log)
-    from kjoin.stores.aggregate import AGGREGATE_KINDS  # live-checked in tests/test_aggregates.py
+    from kjoin.stores import AGGREGATE_KINDS  # live-checked in tests/test_aggregates.py
 
     kinds = {type(store).kind for store in stores} | {SubscriptionStore.kind, InFlight.kind}
     assert kinds | {kind.kind for kind in AGGREGATE_KINDS} == set(STORE_KINDS)

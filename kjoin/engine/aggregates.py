@@ -17,12 +17,12 @@ a :class:`~kjoin.trace.Trace` with one step per event and the state after every 
 * :func:`run_wtable_join`: one of the WTable joins of seed 000 (see :mod:`kjoin.joins.wtable`).
 * :func:`run_hopping_join`: an inner stream-stream join over hopping windows.
 
-The processors are in :mod:`kjoin.joins` (``aggregate``, ``window_aggregate``, ``wtable``,
-``hopping``); the stores in :mod:`kjoin.stores.aggregate`; every run goes through the one record
-loop, :func:`kjoin.engine.loop.run_steps`. This module also gathers the vocabulary these runs
-take (aggregations, windows, shifters, selectors) and what reads their traces
-(:func:`~kjoin.consistency.consistency_marks`, :func:`~kjoin.consistency.materialize`,
-:func:`~kjoin.trace.output_to_dict`), so that one import serves a notebook.
+The processors are in :mod:`kjoin.joins` (``aggregate``, ``window_aggregate``, ``wtable``, ``hopping``,
+``session_aggregate``, ``sliding_aggregate``; built for a scenario by :mod:`kjoin.engine.windowed`); the stores in
+:mod:`kjoin.stores` (``aggregate``, ``repartition``, ``segmented_window``); every run goes through the one record
+loop, :func:`kjoin.engine.loop.run_steps`. This module also gathers the vocabulary these runs take (aggregations,
+windows, shifters, selectors) and what reads their traces (:func:`~kjoin.consistency.consistency_marks`,
+:func:`~kjoin.consistency.materialize`, :func:`~kjoin.trace.output_to_dict`), so that one import serves a notebook.
 """
 
 from __future__ import annotations
@@ -63,13 +63,14 @@ from ..joins.wtable import (
 )
 from ..records import Record
 from ..scenario.aggregate import AGGREGATE_JOINS, AggregateConfig, AggregateSpec, event_records
-from ..scenario import windowed
+from ..scenario.windowed import needs_windowed_runner
 from ..scenario.fields import ScenarioError
 from ..semantics import Semantics, parse_semantics
 from ..state import StateLog
-from ..stores.aggregate import SegmentLayout
+from ..stores.segmented_window import SegmentLayout
 from ..trace import AggregateTrace, output_to_dict
 from .loop import run_steps
+from .windowed import windowed_factory
 
 __all__ = [
     "AggregateConfig",
@@ -115,7 +116,7 @@ def run_aggregate(spec: AggregateSpec, joiner: Callable[[Any, Any], Any] = defau
     try:
         if spec.join == "table-aggregate":
             return run_table_aggregate(events, spec.data["group_by"], spec.aggregation("aggregate"), partitions)
-        if spec.join == "window-aggregate" and windowed.needs_windowed_runner(spec.data):
+        if spec.join == "window-aggregate" and needs_windowed_runner(spec.data):
             return run_windowed_aggregate(
                 events,
                 spec.windows("window"),  # type: ignore[arg-type]
@@ -153,8 +154,8 @@ def aggregate_processors(spec: AggregateSpec) -> tuple[str, Callable[..., Any]]:
             aggregation = spec.aggregation("aggregate")
             partitions = spec.partitions
             return "scenario", lambda log: TableAggregate(log, partitions, mapper, aggregation, name)
-        if spec.join == "window-aggregate" and windowed.needs_windowed_runner(spec.data):
-            return "task", windowed.windowed_factory(
+        if spec.join == "window-aggregate" and needs_windowed_runner(spec.data):
+            return "task", windowed_factory(
                 spec.windows("window"), spec.aggregation("aggregate"), spec.semantics(), **_final_results_options(spec)
             )
         if spec.join == "window-aggregate":
@@ -167,7 +168,8 @@ def aggregate_processors(spec: AggregateSpec) -> tuple[str, Callable[..., Any]]:
 
 
 def _final_results_options(spec: AggregateSpec) -> dict[str, Any]:
-    """A windowed aggregate's emit strategy, suppression and window store layout (:mod:`kjoin.scenario.windowed`)."""
+    """A windowed aggregate's emit strategy, suppression and window store layout (:mod:`kjoin.scenario.windowed`'s
+    fields)."""
     data = spec.data
     return {
         "emit": data.get("emit", "updates"),
@@ -257,8 +259,8 @@ def run_windowed_aggregate(
     segments: int | None = None,
 ) -> AggregateTrace:
     """A windowed aggregate of any window kind (time, session, sliding), emit strategy and suppression
-    (:mod:`kjoin.scenario.windowed`)."""
-    factory = windowed.windowed_factory(windows, aggregation, semantics, emit, suppress, retention_ms, segments)
+    (:mod:`kjoin.engine.windowed`)."""
+    factory = windowed_factory(windows, aggregation, semantics, emit, suppress, retention_ms, segments)
     log = StateLog()
     records = event_records(events, partitions)
     tasks = _tasks(factory, log, records)

@@ -28,7 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..stores.aggregate import AggregateStore, RepartitionRecord, RepartitionTopic
+from ..stores.aggregate import AggregateStore
+from ..stores.repartition import RepartitionRecord, RepartitionTopic
 from ..fates import Fate, Reason
 from ..partitioner import default_partition
 from ..records import Record, Side, render_value

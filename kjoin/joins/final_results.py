@@ -27,13 +27,52 @@ from typing import Any, Callable
 
 from ..fates import Fate, Reason
 from ..records import Record, render_value
+from ..semantics import Semantics
 from ..state import StateLog
+from ..stores import Clock
 from ..stores.suppression import SuppressionStore
-from .aggregate import AggregateOutput
+from .aggregate import AggregateOutput, Aggregation
 from .context import StepContext
 from .window_aggregate import STREAM_TIME, WindowAggregate
 
-__all__ = ["SuppressionBuffer", "EmitFinalTimeWindows"]
+__all__ = ["SuppressionBuffer", "EmitFinalTimeWindows", "WindowedAggregateTask"]
+
+
+class WindowedAggregateTask:
+    """What the session and sliding aggregates share (one task each): their options, their stream time's clock
+    (``clock_name``), where an update goes (:meth:`_forward`: to ``on_update``, by default forwarded as the step's
+    output, a suppression buffer hangs itself there; with ``emit_final`` nowhere) and, for emit-final, the close
+    time of the last emission (:meth:`_emission_due`). Each keeps its own store and its own search for the windows
+    that closed."""
+
+    def __init__(
+        self,
+        log: StateLog,
+        task: int,
+        windows: Any,
+        aggregation: Aggregation,
+        semantics: Semantics,
+        emit_final: bool,
+        on_update: Callable[[AggregateOutput, StepContext], None] | None,
+        clock_name: str,
+    ) -> None:
+        self.windows = windows
+        self.aggregation = aggregation
+        self.task = task
+        self.semantics = semantics
+        self.emit_final = emit_final
+        self.clock = Clock(log, task, clock_name)
+        self.on_update = on_update or (lambda output, ctx: ctx.forward(output))
+        self._last_emit_close: int | None = None
+
+    def _forward(self, output: AggregateOutput, ctx: StepContext) -> None:
+        """An update: to ``on_update``, unless emit-final holds every update back."""
+        if not self.emit_final:
+            self.on_update(output, ctx)
+
+    def _emission_due(self, close: int) -> bool:
+        """Emit-final (Kafka's ``maybeForwardFinalResult``): has the close time moved on since the last emission?"""
+        return self.emit_final and (self._last_emit_close is None or self._last_emit_close < close)
 
 
 class SuppressionBuffer:

@@ -23,6 +23,7 @@ from typing import Any
 from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
 from ..state import StateLog, StoreId
+from ..stores.hopping_window import HOPPING_WINDOW
 from .context import StepContext
 from .window_aggregate import TimeWindows
 
@@ -38,7 +39,7 @@ class HoppingWindowJoin:
         self.windows = windows
         self.per = per
         self._log = log
-        self._stores = {side: StoreId(task, f"{side} hopping window", "hopping window") for side in Side}
+        self._stores = {side: StoreId(task, f"{side} {HOPPING_WINDOW}", HOPPING_WINDOW) for side in Side}
         self._rows: dict[Side, list[tuple[Any, int, int, Any]]] = {side: [] for side in Side}
         self._seq = itertools.count()
         for store in self._stores.values():

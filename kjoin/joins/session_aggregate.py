@@ -27,10 +27,10 @@ from ..fates import Fate, Reason
 from ..records import Record, render_value
 from ..semantics import Semantics
 from ..state import StateLog
-from ..stores import Clock
 from ..stores.session import SessionStore
 from .aggregate import AggregateOutput, Aggregation, AggregationError
 from .context import StepContext
+from .final_results import WindowedAggregateTask
 
 __all__ = ["SessionWindows", "SessionAggregate"]
 
@@ -68,7 +68,7 @@ class SessionWindows:
         return f"session windows, inactivity gap {self.gap_ms} ms, grace {self.grace_ms} ms"
 
 
-class SessionAggregate:
+class SessionAggregate(WindowedAggregateTask):
     """One task's session-windowed aggregate: its stream time and its session store.
 
     ``on_update(output, ctx)`` receives every update (default: forwarded as the step's outputs; a suppression buffer
@@ -84,15 +84,8 @@ class SessionAggregate:
         emit_final: bool = False,
         on_update: Callable[[AggregateOutput, StepContext], None] | None = None,
     ) -> None:
-        self.windows = windows
-        self.aggregation = aggregation
-        self.task = task
-        self.semantics = semantics
-        self.emit_final = emit_final
-        self.clock = Clock(log, task, "session aggregate clock")
+        super().__init__(log, task, windows, aggregation, semantics, emit_final, on_update, "session aggregate clock")
         self.store = SessionStore(log, task, windows.retention_ms, semantics.window_store_hides_expired, emit_final)
-        self.on_update = on_update or (lambda output, ctx: ctx.forward(output))
-        self._last_emit_close: int | None = None
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.key is None:
@@ -126,7 +119,7 @@ class SessionAggregate:
         if (start, end) != (record.ts, record.ts):
             for old_start, old_end, old_agg, _ in merged:
                 self.store.remove(record.key, old_start, old_end)
-                self._update(
+                self._forward(
                     AggregateOutput(
                         record.key,
                         None,
@@ -142,7 +135,7 @@ class SessionAggregate:
                     ctx,
                 )
         stored = self.store.put(record.key, start, end, agg, end)
-        self._update(
+        self._forward(
             AggregateOutput(
                 record.key, agg, None, end, False, "window", self.task, ctx.index, (start, end), inclusive=True
             ),
@@ -162,18 +155,12 @@ class SessionAggregate:
         )
         self._maybe_emit_final(ctx, close)
 
-    def _update(self, output: AggregateOutput, ctx: StepContext) -> None:
-        if not self.emit_final:
-            self.on_update(output, ctx)
-
     # -- emit-final: forward each closed session once ------------------------------------------
     def _maybe_emit_final(self, ctx: StepContext, close: int) -> None:
         """Kafka's ``maybeForwardFinalResult``: when the close time moved on, forward every session whose end lies in
         ``[last close, close - 1]`` (3.3+; TopologyTestDriver's wall clock never moves, so the harness sets the emit
         interval to 0: a running application checks at most once per ``emit.interval`` of wall-clock time)."""
-        if not self.emit_final:
-            return
-        if self._last_emit_close is not None and self._last_emit_close >= close:
+        if not self._emission_due(close):
             return
         upper = close - 1
         if upper < 0:

@@ -17,7 +17,7 @@ follow within ``diff``, a *right window* ``[ts + 1, ts + 1 + diff]`` (starting j
   ``[0, diff]`` instead of a left window with a negative start (``processEarly``).
 * Each update carries the window's largest record timestamp.
 * The store keeps ``2 diff + grace`` (Kafka's default), segmented by window start as a time window store
-  (:class:`kjoin.stores.aggregate.SegmentedWindowStore`; a read skips a window behind the retention in 3.4+).
+  (:class:`kjoin.stores.segmented_window.SegmentedWindowStore`; a read skips a window behind the retention in 3.4+).
 * Emit-final (``emit: final``, 3.3+): no update is forwarded; after a (not early, not late) record, each window that
   ended before the close time is forwarded once, oldest start first.
 """
@@ -27,14 +27,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..stores.aggregate import SegmentedWindowStore, SegmentLayout
+from ..stores.segmented_window import SegmentedWindowStore, SegmentLayout
 from ..fates import Fate, Reason
 from ..records import Record, render_value
 from ..semantics import Semantics
 from ..state import StateLog
-from ..stores import Clock
 from .aggregate import AggregateOutput, Aggregation, AggregationError
 from .context import StepContext
+from .final_results import WindowedAggregateTask
 
 __all__ = ["SlidingWindows", "SlidingAggregate"]
 
@@ -67,7 +67,7 @@ class SlidingWindows:
         return f"sliding windows, time difference {self.difference_ms} ms, grace {self.grace_ms} ms"
 
 
-class SlidingAggregate:
+class SlidingAggregate(WindowedAggregateTask):
     """One task's sliding-window aggregate: its stream time and its window store (by window start)."""
 
     def __init__(
@@ -80,12 +80,7 @@ class SlidingAggregate:
         emit_final: bool = False,
         on_update: Callable[[AggregateOutput, StepContext], None] | None = None,
     ) -> None:
-        self.windows = windows
-        self.aggregation = aggregation
-        self.task = task
-        self.semantics = semantics
-        self.emit_final = emit_final
-        self.clock = Clock(log, task, "sliding aggregate clock")
+        super().__init__(log, task, windows, aggregation, semantics, emit_final, on_update, "sliding aggregate clock")
         self.store = SegmentedWindowStore(
             log,
             task,
@@ -94,8 +89,6 @@ class SlidingAggregate:
             SegmentLayout.kafka(windows.retention_ms),
             strict_retention=semantics.window_store_hides_expired,
         )
-        self.on_update = on_update or (lambda output, ctx: ctx.forward(output))
-        self._last_emit_close: int | None = None
 
     # -- the record ---------------------------------------------------------------------------
     def process(self, record: Record, ctx: StepContext) -> None:
@@ -241,17 +234,11 @@ class SlidingAggregate:
         )
         self._forward(output, ctx)
 
-    def _forward(self, output: AggregateOutput, ctx: StepContext) -> None:
-        if not self.emit_final:
-            self.on_update(output, ctx)
-
     # -- emit-final ------------------------------------------------------------------------------
     def _maybe_emit_final(self, ctx: StepContext, close: int) -> None:
         """Forward each window with ``end < close`` not forwarded before (start in ``[last close - diff, close -
         diff - 1]``), by start then key."""
-        if not self.emit_final:
-            return
-        if self._last_emit_close is not None and self._last_emit_close >= close:
+        if not self._emission_due(close):
             return
         diff = self.windows.difference_ms
         upper = close - diff - 1

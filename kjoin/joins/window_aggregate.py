@@ -18,7 +18,7 @@ How it works (Kafka's ``KStreamWindowAggregate``; one instance per task):
 * An open window's aggregate is read (the initializer if absent), the aggregator applied, and
   ``Change(new, old)`` forwarded for ``Windowed(key, window)`` with ``max(ts, aggregate ts)``.
 * The store keeps ``size + grace`` (Kafka's default retention) in segments (see
-  :mod:`kjoin.stores.aggregate`). A lookup (a join's value getter) finds nothing for a window
+  :mod:`kjoin.stores.segmented_window`). A lookup (a join's value getter) finds nothing for a window
   behind the retention in Kafka 3.4+ (``Semantics.window_store_hides_expired``).
 
 Windows are shown as Kafka prints them: ``[start, end)``.
@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from ..stores.aggregate import SegmentedWindowStore, SegmentLayout
+from ..stores.segmented_window import SegmentedWindowStore, SegmentLayout
 from ..fates import Fate, Reason
 from ..records import Record, render_value
 from ..semantics import Semantics, parse_semantics

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..stores.aggregate import SegmentLayout
+from ..stores.segmented_window import SegmentLayout
 from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics, parse_semantics

@@ -8,22 +8,18 @@
     suppress: until-window-closes   # .suppress(Suppressed.untilWindowCloses(unbounded())) (2.1+)
 
 :func:`window_kind` tells the three window mappings apart, :func:`parse_windows` reads the session and sliding
-ones, :func:`check_final_results` the ``emit`` and ``suppress`` fields, and :func:`windowed_factory` builds one
-task's processor (:mod:`kjoin.joins.session_aggregate`, :mod:`kjoin.joins.sliding_aggregate`,
+ones, :func:`check_final_results` the ``emit`` and ``suppress`` fields; :func:`kjoin.engine.windowed.windowed_factory`
+builds one task's processor from them (:mod:`kjoin.joins.session_aggregate`, :mod:`kjoin.joins.sliding_aggregate`,
 :mod:`kjoin.joins.final_results`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from ..joins.aggregate import Aggregation
-from ..joins.final_results import EmitFinalTimeWindows, SuppressionBuffer
-from ..joins.session_aggregate import SessionAggregate, SessionWindows
-from ..joins.sliding_aggregate import SlidingAggregate, SlidingWindows
-from ..joins.window_aggregate import TimeWindows, WindowAggregate
+from ..joins.session_aggregate import SessionWindows
+from ..joins.sliding_aggregate import SlidingWindows
 from ..semantics import Semantics
-from ..state import StateLog
 from .fields import ScenarioError
 from .inputs import did_you_mean, unknown_field
 
@@ -31,7 +27,6 @@ __all__ = [
     "window_kind",
     "parse_windows",
     "check_final_results",
-    "windowed_factory",
     "needs_windowed_runner",
     "EMITS",
     "SUPPRESSIONS",
@@ -113,53 +108,3 @@ def check_final_results(data: Mapping[str, Any], join: str, semantics: Semantics
 def needs_windowed_runner(data: Mapping[str, Any]) -> bool:
     """Does this ``window-aggregate`` use a session or sliding window, emit-final or suppress?"""
     return window_kind(data.get("window")) != "time" or data.get("emit", "updates") != "updates" or "suppress" in data
-
-
-def windowed_factory(
-    windows: TimeWindows | SessionWindows | SlidingWindows,
-    aggregation: Aggregation,
-    semantics: Semantics,
-    emit: str = "updates",
-    suppress: str | None = None,
-    retention_ms: int | None = None,
-    segments: int | None = None,
-) -> Callable[[StateLog, int], Any]:
-    """``(log, task) -> processor`` of one task's windowed aggregate, with emit-final or a suppression buffer."""
-    final = emit == "final"
-
-    def new(log: StateLog, task: int) -> Any:
-        buffer = None
-        if suppress is not None:
-            duration = windows.suppress_duration_ms if not isinstance(windows, TimeWindows) else windows.grace_ms
-            buffer = SuppressionBuffer(log, task, duration, session=isinstance(windows, SessionWindows))
-        on_update = None if buffer is None else buffer.process
-        if isinstance(windows, SessionWindows):
-            processor: Any = SessionAggregate(log, task, windows, aggregation, semantics, final, on_update)
-        elif isinstance(windows, SlidingWindows):
-            processor = SlidingAggregate(log, task, windows, aggregation, semantics, final, on_update)
-        else:
-            layout = windows.layout(retention_ms, segments)
-
-            def make(on_update: Any = on_update) -> WindowAggregate:
-                return WindowAggregate(
-                    log, task, windows, aggregation, layout=layout, semantics=semantics, on_update=on_update
-                )
-
-            processor = (
-                EmitFinalTimeWindows(make, on_update or (lambda output, ctx: ctx.forward(output))) if final else make()
-            )
-        return processor if buffer is None else _Suppressed(processor, buffer)
-
-    return new
-
-
-class _Suppressed:
-    """A windowed aggregate whose updates go through a suppression buffer: the step's fate says when they wait."""
-
-    def __init__(self, aggregate: Any, buffer: SuppressionBuffer) -> None:
-        self.aggregate = aggregate
-        self.buffer = buffer
-
-    def process(self, record: Any, ctx: Any) -> None:
-        self.aggregate.process(record, ctx)
-        self.buffer.settle(ctx, record)

@@ -20,13 +20,36 @@ knowing their layout:
   :class:`kjoin.joins.fk_transport.InFlightMessages`, a transport rather than a store.)
 * :mod:`~kjoin.stores.record_cache`: :class:`RecordCache`, the updates a caching store
   holds back until the next commit.
+
+Seed 000's aggregates and windowed tables (:func:`describe_store` reads any of their stores for a stepper):
+
+* :mod:`~kjoin.stores.aggregate`: :class:`AggregateStore`, a KTable aggregate's result.
+* :mod:`~kjoin.stores.repartition`: :class:`RepartitionTopic`, what a group-by wrote to its repartition topic.
+* :mod:`~kjoin.stores.segmented_window`: :class:`SegmentedWindowStore`, a windowed aggregate's store in time
+  segments (:class:`SegmentLayout`).
+* :mod:`~kjoin.stores.session`: :class:`SessionStore`, a session-windowed aggregate's sessions.
+* :mod:`~kjoin.stores.suppression`: :class:`SuppressionStore`, the updates ``suppress(untilWindowCloses)`` holds.
+* :mod:`~kjoin.stores.hopping_window`: what a hopping-window join's records mean in a snapshot.
 """
 
-from .base import STORE_KINDS, Store, StoreKind, kind_of, sort_key
+from typing import Any
+
+from .aggregate import AggregateStore, AggregateStoreKind
+from .base import STORE_KINDS, Store, StoreKind, kind_of, sort_key, type_then_value
 from .clock import CLOCK, STREAM_TIME, Clock, observed_time_name
 from .global_table import GLOBAL_TABLE, GLOBAL_TASK, GlobalTableStore
 from .outer_buffer import OUTER_BUFFER, BufferedRecord, OuterJoinBuffer
+from .hopping_window import HOPPING_WINDOW, HoppingWindowKind
 from .record_cache import CachedUpdate, RecordCache
+from .repartition import RepartitionRecord, RepartitionTopic, RepartitionTopicKind
+from .segmented_window import (
+    KAFKA_MIN_SEGMENT_INTERVAL_MS,
+    SegmentedWindowStore,
+    SegmentLayout,
+    SegmentsKind,
+    WindowAggregateStoreKind,
+    storage_overhead,
+)
 from .subscriptions import SUBSCRIPTIONS, SubscriptionStore
 from .table import TableStore, table_store_name
 from .versioned import (
@@ -100,4 +123,44 @@ __all__ = [
     "SUBSCRIPTIONS",
     "RecordCache",
     "CachedUpdate",
+    "AggregateStore",
+    "RepartitionRecord",
+    "RepartitionTopic",
+    "SegmentedWindowStore",
+    "SegmentLayout",
+    "storage_overhead",
+    "KAFKA_MIN_SEGMENT_INTERVAL_MS",
+    "HOPPING_WINDOW",
+    "type_then_value",
+    "AGGREGATE_KINDS",
+    "describe_store",
 ]
+
+AGGREGATE_KINDS = (AggregateStoreKind, RepartitionTopicKind, WindowAggregateStoreKind, SegmentsKind, HoppingWindowKind)
+"""The store kinds of aggregates, windowed tables and hopping-window joins."""
+
+
+def describe_store(name: str, entries: dict[Any, Any]) -> tuple[tuple[str, ...], list[tuple]]:
+    """``(header, rows)`` of a store of an aggregate or WTable trace, from a snapshot's entries.
+
+    For a stepper: ``describe_store(store.name, trace.state_at(i).stores[store])`` for every
+    store of ``trace.state_at(i).stores``. Knows seed 000's stores (aggregate, repartition topic, segmented
+    window store and its segments), and the source tables, clocks and hopping-join windows these traces also keep.
+    """
+    if name.endswith("window aggregate store segments"):
+        return SegmentedWindowStore.segment_header, SegmentedWindowStore.segment_rows_from(entries)
+    if name.endswith("window aggregate store"):
+        return SegmentedWindowStore.header, SegmentedWindowStore.rows_from(entries)
+    if name.endswith("aggregate store"):
+        return AggregateStore.header, AggregateStore.rows_from(entries)
+    if name.endswith("repartition topic"):
+        return RepartitionTopic.header, RepartitionTopic.rows_from(entries)
+    if name.endswith("clock"):
+        return ("time", "ms"), sorted(entries.items())
+    if name.endswith("hopping window"):
+        ordered = sorted(entries.items(), key=lambda item: (type_then_value(item[0][0]), item[0][1], item[0][2]))
+        return ("key", "ts", "value"), [(key, ts, value) for (key, ts, _), value in ordered]
+    if name.endswith("table"):
+        ordered = sorted(entries.items(), key=lambda item: type_then_value(item[0]))
+        return ("key", "value", "ts"), [(key, row[0], row[1]) for key, row in ordered]
+    raise ValueError(f"no description for store {name!r}")

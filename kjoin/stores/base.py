@@ -19,7 +19,7 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 from ..state import StateLog, StoreId
 
-__all__ = ["StoreKind", "Store", "STORE_KINDS", "kind_of", "sort_key"]
+__all__ = ["StoreKind", "Store", "STORE_KINDS", "kind_of", "sort_key", "type_then_value"]
 
 STORE_KINDS: dict[str, type["StoreKind"]] = {}
 """Every kind of store by its ``kind`` name, filled as the store modules are imported."""
@@ -112,6 +112,12 @@ def kind_of(store: StoreId) -> type[StoreKind] | None:
     if named is not None:
         return STORE_KINDS.get(named)
     return next((kind for kind in STORE_KINDS.values() if store.name in kind.default_names), None)
+
+
+def type_then_value(value: Any) -> tuple[str, Any]:
+    """An order over the keys of seed 000's stores (aggregates, window stores): by type name, then value (``None``
+    as 0)."""
+    return (type(value).__name__, value if value is not None else 0)
 
 
 def sort_key(value: Any) -> Any:

@@ -17,6 +17,8 @@ from .clock import Clock, observed_time_name
 __all__ = [
     "VersionedStore",
     "PutResult",
+    "Placement",
+    "place_version",
     "versioned_store_name",
     "GraceBuffer",
     "GraceBuffered",
@@ -42,6 +44,62 @@ class PutResult(enum.Enum):
     """The version was stored, but the key already has a newer one."""
     EXPIRED = "expired"
     """Not stored: older than observed stream time minus history retention (``PUT_RETURN_CODE_NOT_PUT``)."""
+
+
+class Placement(enum.Enum):
+    """Where a versioned store puts a version (:func:`place_version`)."""
+
+    LATEST = "latest"
+    """The key's latest version (a version at the same ts is replaced)."""
+    DELETES_LATEST = "deletes latest"
+    """A tombstone at the latest value's own ts that leaves no trace: the latest value is deleted and nothing is
+    written (``Semantics.versioned_same_ts_tombstone_leaves_no_trace``)."""
+    OUT_OF_ORDER = "out-of-order"
+    """An older version: into the segments, valid until the next version (a version at the same ts is replaced)."""
+
+
+# the members as module names: an Enum's class attribute costs a lookup through its metaclass, and the versioned
+# Spark pass calls place_version once per put
+_LATEST, _DELETES_LATEST, _OUT_OF_ORDER = Placement.LATEST, Placement.DELETES_LATEST, Placement.OUT_OF_ORDER
+
+
+def place_version(
+    last_ts: int | None, last_is_tombstone: bool, end: int | None, ts: int, is_tombstone: bool, no_trace: bool
+) -> tuple[Placement, int | None]:
+    """Where a put at ``ts`` goes among a key's versions, and where the key's segments end after it: the rule of
+    ``RocksDBVersionedStore.doPut`` (docs/semantics.md §5), written once for every store that keeps versions
+    (:meth:`VersionedStore.put`; the Spark versioned pass's loop, :class:`kjoin.spark.passes.vectorised_versioned`,
+    and its array forms' bookkeeping).
+
+    The key's state: ``last_ts``, the ts of its newest version (``None``: it has none), ``last_is_tombstone``, is
+    that version a tombstone, and ``end``, where its segments end (the newest segment record's validTo; ``None``:
+    no segment record yet). The put: ``ts`` (not expired: the caller refuses those first) and is it a tombstone;
+    ``no_trace`` is ``Semantics.versioned_same_ts_tombstone_leaves_no_trace``.
+
+    Kafka keeps a key's latest non-null value in a latest value store and older versions in segments, each with
+    its validTo; a tombstone exists only as the end of a segment record's validity. So:
+
+    * a value is the latest: a put after it is the latest, and the old latest moves into a segment valid until
+      ``ts`` (the segments end at ``ts``); a value at its very ts replaces it; a tombstone at its very ts deletes it
+      and writes nothing, so unless the segments already end there the key keeps no trace of the tombstone
+      (:attr:`Placement.DELETES_LATEST`; with ``no_trace`` off the tombstone is kept as a version and ends the
+      segments); a put before it goes into the segments, which the latest's segment record now ends (at the
+      latest's ts) when the put is at or after their end;
+    * no value is the latest: a put at or after the segments' end finds nothing newer anywhere and is the latest
+      (a tombstone ends the segments at ``ts``); one before their end goes into the segments."""
+    if last_ts is not None and not last_is_tombstone:  # a value is the latest
+        if ts > last_ts:
+            return _LATEST, ts
+        if ts == last_ts:
+            if not is_tombstone:
+                return _LATEST, end
+            if end == ts or not no_trace:
+                return _LATEST, ts
+            return _DELETES_LATEST, end
+        return _OUT_OF_ORDER, (last_ts if end is None or ts >= end else end)
+    if end is None or ts >= end:
+        return _LATEST, (ts if is_tombstone else end)
+    return _OUT_OF_ORDER, end
 
 
 class VersionedStore(Store):
@@ -165,48 +223,33 @@ class VersionedStore(Store):
     def put(self, key: Any, value: Any, ts: int) -> tuple[PutResult, tuple[Any, int] | None]:
         """Put a version; return what happened and the previous latest ``(value, ts)`` (non-tombstone).
 
-        Kafka keeps a key's latest non-null value in a "latest value store" and older versions in segments, each
-        record with its validTo; tombstones exist only as the end of a segment record's validity
-        (``RocksDBVersionedStore.doPut``). kjoin keeps the key's versions as one list, tombstones as entries, plus
-        where the segments end (``_history_end``), which decides the one case the list alone cannot: a tombstone
-        at the latest version's own timestamp deletes the latest value and writes nothing
-        (``maybePutToLatestValueStore``), so unless the segments already end at that timestamp the key keeps no
-        trace of it, and a later put older than it finds nothing newer and becomes the latest
-        (``Semantics.versioned_same_ts_tombstone_leaves_no_trace``)."""
+        kjoin keeps the key's versions as one list, tombstones as entries, plus where Kafka's segments end
+        (``_history_end``), which decides the one case the list alone cannot (a tombstone at the latest version's
+        own timestamp, ``Semantics.versioned_same_ts_tombstone_leaves_no_trace``); where the version goes and where
+        the segments end after it is :func:`place_version`'s rule."""
         previous = self.get(key)
         limit = self.expired_before()
         if limit is not None and ts < limit:
             return PutResult.EXPIRED, previous
         self._clock.advance(self._observed_name, ts)
         versions = self._versions.setdefault(key, [])
-        history_end = self._history_end.get(key)
-        latest_ts = versions[-1][0] if versions and versions[-1][1] is not None else None
-        if latest_ts is not None and ts >= latest_ts:
-            # into the latest value store; a newer put moves the old latest into a segment valid until ts
-            if ts > latest_ts:
-                self._history_end[key] = ts
-                self._store(key, versions, ts, value)
-            elif value is not None:
-                self._store(key, versions, ts, value)
-            elif history_end == ts or not self.same_ts_tombstone_leaves_no_trace:
-                self._history_end[key] = ts
-                self._store(key, versions, ts, value)
-            else:  # a tombstone at the latest's own ts: the latest value is deleted, nothing is written
-                versions.pop()
-                self._log.delete(self.store, (key, ts))
-            result = PutResult.LATEST
-        elif latest_ts is None and (history_end is None or ts >= history_end):
-            # nothing newer anywhere: a value becomes the latest; a tombstone ends the segments at ts
-            if value is None:
-                self._history_end[key] = ts
-            self._store(key, versions, ts, value)
-            result = PutResult.LATEST
+        last_ts, last_value = versions[-1] if versions else (None, None)
+        placement, end = place_version(
+            last_ts,
+            last_value is None,
+            self._history_end.get(key),
+            ts,
+            value is None,
+            self.same_ts_tombstone_leaves_no_trace,
+        )
+        if end is not None:
+            self._history_end[key] = end
+        if placement is Placement.DELETES_LATEST:  # the latest value is deleted, nothing is written
+            versions.pop()
+            self._log.delete(self.store, (key, ts))
         else:
-            # an older version: into the segments, valid until the next version
-            if latest_ts is not None and (history_end is None or ts >= history_end):
-                self._history_end[key] = latest_ts
             self._store(key, versions, ts, value)
-            result = PutResult.OUT_OF_ORDER
+        result = PutResult.OUT_OF_ORDER if placement is Placement.OUT_OF_ORDER else PutResult.LATEST
         if not versions:
             del self._versions[key]
         self._expire(key)

@@ -69,9 +69,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from ...fates import Fate, Reason
 from ...partitioner import serialize_key
-from ...records import OutputKind
+from ...records import OutputKind, Side
 from ...scenario import Scenario
-from ..spec import JoinSpec
+from ...stores.versioned import Placement, place_version
+from ..spec import JoinSpec, specs_of
 from .task import RESULT_FIELDS, _arrow_schema
 from .vectorised import (
     _NONE,
@@ -93,11 +94,9 @@ if TYPE_CHECKING:
 __all__ = ["unsupported", "versioned_function", "is_versioned"]
 
 
-def is_versioned(config: Scenario) -> bool:
+def is_versioned(config: JoinSpec | Scenario) -> bool:
     """Is ``config`` a primary-key join over at least one versioned table (this pass's joins)?"""
-    if config.join == "stream-table":
-        return config.right.versioned
-    return config.join == "table-table" and (config.left.versioned or config.right.versioned)
+    return JoinSpec.of(config).versioned
 
 
 def unsupported(specs: Mapping[int, JoinSpec], inputs: "Inputs") -> str | None:
@@ -105,17 +104,17 @@ def unsupported(specs: Mapping[int, JoinSpec], inputs: "Inputs") -> str | None:
     why = array_pass_refusal(inputs)
     if why is not None:
         return why
-    for scenario_id, config in specs.items():
+    for scenario_id, spec in specs.items():
         where = f"scenario {scenario_id}" if len(specs) > 1 else "the join"
-        if not is_versioned(config):
+        if not is_versioned(spec):
             return f"{where} is not a join over a versioned table (vectorised versioned: those only)"
         extras = [
             name
             for name, on in (
-                ("chained joins (then)", bool(config.then)),
-                ("a materialized result", config.materialized),
-                ("old values", config.send_old_values),
-                ("record caches", bool(config.caching)),
+                ("chained joins (then)", bool(spec.then)),
+                ("a materialized result", spec.materialized),
+                ("old values", spec.send_old_values),
+                ("record caches", bool(spec.caching)),
             )
             if on
         ]
@@ -160,11 +159,15 @@ limit (:func:`_id_time_keys`), so its lookups are a search in the sorted history
 centuries times many keys) it sorts the pairs (:func:`_versions_at`; the tests run both)."""
 
 
+_LATEST, _DELETES_LATEST, _OUT_OF_ORDER = Placement.LATEST, Placement.DELETES_LATEST, Placement.OUT_OF_ORDER
+"""(An Enum's members as module names: a lookup through its class costs about 100 ns, and the loops place every put.)"""
+
+
 class _Versions:
     """One versioned table of one task: ``versions``, per key its versions' timestamps (ascending) and their
     ``(value, text)`` (``None`` for a tombstone), as two lists in one dict entry (one lookup per record);
     ``ends``: per key where Kafka's segments end (the newest segment record's validTo), which decides what a
-    tombstone at the latest version's own timestamp leaves (:meth:`kjoin.stores.VersionedStore.put`);
+    tombstone at the latest version's own timestamp leaves (:func:`kjoin.stores.versioned.place_version`);
     ``observed``: the largest ts put (``None`` before the first put)."""
 
     __slots__ = ("retention", "observed", "versions", "ends", "puts", "sends_old", "no_trace")
@@ -205,77 +208,61 @@ class _Versions:
         return None if entry is None else (entry, times[index - 1])
 
     def put(self, key: Any, entry: Any, ts: int) -> int:
-        """Store a version: 1 if it is the key's latest, 0 if out-of-order, -1 if refused (expired). The rules are
-        :meth:`kjoin.stores.VersionedStore.put`'s, the common case (a newer version) written out first."""
+        """Store a version: 1 if it is the key's latest, 0 if out-of-order, -1 if refused (expired). Where it goes
+        and where the key's segments end after it: :func:`kjoin.stores.versioned.place_version`; the common case (a
+        version after the key's last) is written out first."""
         observed = self.observed
         if observed is not None and ts < observed - self.retention:
             return -1
         if observed is None or ts > observed:
             self.observed = observed = ts
         found = self.versions.get(key)
-        ends = self.ends
-        result = 1
         if found is None:
-            self.versions[key] = ([ts], [entry])
-            if entry is None:
-                ends[key] = ts
-        else:
-            times, entries = found
-            last = times[-1]
-            if ts > last:
-                if entries[-1] is not None or entry is None:
-                    ends[key] = ts
-                times.append(ts)
-                entries.append(entry)
-                if times[1] <= observed - self.retention:
-                    self._trim(found, observed - self.retention)
-            else:
-                result = self._put_at_or_before(key, found, entry, ts)
+            found = self.versions[key] = ([], [])
+        times, entries = found
+        last = times[-1] if times else None
+        placement, end = place_version(
+            last, last is None or entries[-1] is None, self.ends.get(key), ts, entry is None, self.no_trace
+        )
+        if end is not None:
+            self.ends[key] = end
+        if last is None or ts > last:
+            times.append(ts)
+            entries.append(entry)
+            if len(times) > 1 and times[1] <= observed - self.retention:
                 self._trim(found, observed - self.retention)
+        else:
+            self._put_at_or_before(key, found, entry, ts, placement)
+            self._trim(found, observed - self.retention)
         self.puts += 1
         if self.puts >= len(self.versions):
             self.puts = 0
             limit = observed - self.retention
             for each in self.versions.values():
                 self._trim(each, limit)
-        return result
+        return 0 if placement is _OUT_OF_ORDER else 1
 
-    def _put_at_or_before(self, key: Any, found: tuple[list[int], list[Any]], entry: Any, ts: int) -> int:
-        """A version at or before the key's last one (see :meth:`put`)."""
+    def _put_at_or_before(
+        self, key: Any, found: tuple[list[int], list[Any]], entry: Any, ts: int, placement: Placement
+    ) -> None:
+        """A version at or before the key's last one, placed by :func:`~kjoin.stores.versioned.place_version`."""
         times, entries = found
-        ends = self.ends
-        end = ends.get(key)
-        last = times[-1]
-        if entries[-1] is not None and ts == last:  # at the latest value's own ts
-            if entry is not None:
-                entries[-1] = entry
-            elif end == ts or not self.no_trace:
-                ends[key] = ts
-                entries[-1] = None
-            else:  # deleted from the latest value store, nothing written: the segments end at ``end``
-                times.pop()
-                entries.pop()
-                if end is not None and (not times or times[-1] != end):
-                    times.append(end)  # (a store moved in from the array forms keeps only each key's last version)
-                    entries.append(None)
-                if not times:
-                    del self.versions[key]
-            return 1
-        if entries[-1] is None and (end is None or ts >= end):  # nothing newer anywhere: the latest
-            if entry is None:
-                ends[key] = ts
-            result = 1
-        else:
-            if entries[-1] is not None and (end is None or ts >= end):
-                ends[key] = last
-            result = 0
+        if placement is _DELETES_LATEST:  # the latest value goes, nothing is written: the segments end
+            times.pop()
+            entries.pop()
+            end = self.ends.get(key)
+            if end is not None and (not times or times[-1] != end):
+                times.append(end)  # (a store moved in from the array forms keeps only each key's last version)
+                entries.append(None)
+            if not times:
+                del self.versions[key]
+            return
         index = bisect_left(times, ts)
         if index < len(times) and times[index] == ts:
             entries[index] = entry
         else:
             times.insert(index, ts)
             entries.insert(index, entry)
-        return result
 
     @staticmethod
     def _trim(found: tuple[list[int], list[Any]], limit: int) -> None:
@@ -314,24 +301,25 @@ class _Plain:
 class _Task:
     """What one Kafka task carries from batch to batch: its tables, its grace buffer, its step count."""
 
-    def __init__(self, config: Scenario) -> None:
+    def __init__(self, config: JoinSpec | Scenario) -> None:
+        spec = JoinSpec.of(config)
         self.rank = 0
         self.stores: list[Any] = []
-        for options in (config.left, config.right):
+        for options in (spec.left, spec.right):
             if options.versioned and options.history_retention_ms is not None:
-                no_trace = config.semantics.versioned_same_ts_tombstone_leaves_no_trace
+                no_trace = spec.semantics.versioned_same_ts_tombstone_leaves_no_trace
                 self.stores.append(_Versions(options.history_retention_ms, no_trace))
             else:
                 self.stores.append(_Plain())
-        if config.join == "table-table":
-            self.stores[0].sends_old = config.variant in ("left", "outer")
-            self.stores[1].sends_old = config.variant == "outer"
+        if spec.join == "table-table":  # a side sends old values when its records come out without a partner
+            self.stores[0].sends_old = spec.variant.outer(Side.LEFT)
+            self.stores[1].sends_old = spec.variant.outer(Side.RIGHT)
         # table-table in final mode as arrays: each side's latest values (unversioned: its table), observed
         # stream time and history retention (None: unversioned)
         self.tables = _Tables()
         self.observed = [_NONE, _NONE]
         self.retention = [
-            options.history_retention_ms if options.versioned else None for options in (config.left, config.right)
+            options.history_retention_ms if options.versioned else None for options in (spec.left, spec.right)
         ]
         self.history = _History()  # stream-table without grace as arrays: the versioned table
         # the array forms' bookkeeping of each versioned side: key -> (last version ts, is it a tombstone, where the
@@ -343,11 +331,12 @@ class _Task:
 
 
 def versioned_function(
-    configs: Mapping[int, Scenario], json_keys: bool = False, json_values: bool = False
+    configs: Mapping[int, JoinSpec | Scenario], json_keys: bool = False, json_values: bool = False
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function: input batches as :func:`kjoin.spark.passes.task.task_function` takes them, output
     rows of :data:`kjoin.spark.passes.task.RESULT_FIELDS` in emission order within each task."""
-    if not all(is_versioned(c) for c in configs.values()):
+    specs = specs_of(configs)
+    if not all(spec.versioned for spec in specs.values()):
         raise ValueError("vectorised_versioned: joins over versioned tables only")
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -359,8 +348,8 @@ def versioned_function(
                 schema = _arrow_schema(batch.schema)
             for key, segment in task_segments(batch):
                 if key != group or task is None:
-                    group, task = key, _Task(configs[key[0]])
-                yield segment_rows(segment, configs[key[0]], task, schema, json_keys, json_values)
+                    group, task = key, _Task(specs[key[0]])
+                yield segment_rows(segment, specs[key[0]], task, schema, json_keys, json_values)
 
     return run
 
@@ -394,15 +383,58 @@ class _Rows:
 
         return step
 
+    def output(self, i: int, number: int, key: Any, left: Any, right: Any, text: Any, ts: int, origin: int) -> None:
+        """An output row of the record at ``i`` (for the rare outputs; the loops write their common ones inline)."""
+        self.at.append(i)
+        self.case.append(number)
+        self.key.append(key)
+        self.left.append(left)
+        self.right.append(right)
+        self.text.append(text)
+        self.ts.append(ts)
+        self.origin.append(origin)
+        self.until.append(None)
+
+    def table_recorder(self, steps: list[int]) -> Callable[..., None]:
+        """``emit(i, case number, key, side, mine, other, ts)``: an output of the table update at ``i`` on ``side``
+        (``mine``/``other``: ``(value, text)`` or ``None``), as a closure over the lists, for the table-table loop's
+        history modes (:func:`_history`, :func:`_rule`)."""
+        at, case, out_key, left, right = self.at, self.case, self.key, self.left, self.right
+        text, out_ts, origin, until = self.text, self.ts, self.origin, self.until
+
+        def emit(i: int, number: int, key: Any, side: int, mine: Any, other: Any, ts: int) -> None:
+            pair = (mine, other) if side == 0 else (other, mine)
+            at.append(i)
+            case.append(number)
+            out_key.append(key)
+            left.append(None if pair[0] is None else pair[0][0])
+            right.append(None if pair[1] is None else pair[1][0])
+            if number == 3:
+                text.append(None)
+            else:
+                text.append(f"{'null' if pair[0] is None else pair[0][1]}-{'null' if pair[1] is None else pair[1][1]}")
+            out_ts.append(ts)
+            origin.append(steps[i])
+            until.append(None)
+
+        return emit
+
 
 def segment_rows(
-    batch: Any, config: Scenario, task: _Task, schema: Any, json_keys: bool = False, json_values: bool = False
+    batch: Any,
+    config: JoinSpec | Scenario,
+    task: _Task,
+    schema: Any,
+    json_keys: bool = False,
+    json_values: bool = False,
 ) -> Any:
-    """The result rows of one task's consecutive records; ``task`` carries on after them."""
+    """The result rows of one task's consecutive records; ``task`` carries on after them. The array forms take a
+    batch they can run exactly (:func:`_advance_tails`), the loop every other."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    spec = JoinSpec.of(config)
     n = batch.num_rows
     position = batch.column("position")
     if position.null_count == n:
@@ -410,37 +442,57 @@ def segment_rows(
     else:
         steps = pc.cast(position, pa.int64()).to_numpy(zero_copy_only=False)
     task.rank += n
-    key_type, value_type = batch.column("key").type, batch.column("value").type
-    if config.join == "table-table" and config.versioned_mode == "final" and ARRAY_TABLE_TABLE:
+    if spec.join == "table-table" and spec.versioned_mode == "final" and ARRAY_TABLE_TABLE:
         if _advance_tails(batch, task):
-            return _table_table_arrays(batch, config, task, steps, schema, json_values)
-        # a tombstone at its key's latest version's own ts: the loop takes the batch (see _advance_tails)
-        _tables_to_stores(task, json_values)
-        try:
-            return _loop_rows(batch, config, task, steps, schema, json_keys, json_values)
-        finally:
-            _stores_to_tables(task, key_type, value_type)
-    if config.join == "stream-table" and config.grace_ms is None and ARRAY_STREAM_TABLE:
+            return _table_table_arrays(batch, spec, task, steps, schema, json_values)
+        # a tombstone that deletes its key's latest version: the loop takes the batch (see _advance_tails)
+        moves = (_tables_to_stores, _stores_to_tables)
+        return _loop_rows_moved(batch, spec, task, steps, schema, json_keys, json_values, *moves)
+    if spec.join == "stream-table" and spec.grace_ms is None and ARRAY_STREAM_TABLE:
         puts = pc.and_(pc.equal(batch.column("side"), "right"), pc.is_valid(batch.column("key")))
         codes = pc.dictionary_encode(batch.column("key").filter(puts)).indices.to_numpy(zero_copy_only=False)
         if (len(codes) == 0 or int(np.bincount(codes).max()) <= WALK_LIMIT) and _advance_tails(batch, task):
-            return _stream_table_arrays(batch, config, task, steps, schema, json_values)
-        # a key with many puts in this batch (the walk back would take as many rounds), or a tombstone at its key's
-        # latest version's own ts: the loop takes the batch
-        _history_to_store(task, json_values)
-        try:
-            return _loop_rows(batch, config, task, steps, schema, json_keys, json_values)
-        finally:
-            _store_to_history(task, key_type, value_type)
-    return _loop_rows(batch, config, task, steps, schema, json_keys, json_values)
+            return _stream_table_arrays(batch, spec, task, steps, schema, json_values)
+        # a key with many puts in this batch (the walk back would take as many rounds), or a tombstone that deletes
+        # its key's latest version: the loop takes the batch
+        moves = (_history_to_store, _store_to_history)
+        return _loop_rows_moved(batch, spec, task, steps, schema, json_keys, json_values, *moves)
+    return _loop_rows(batch, spec, task, steps, schema, json_keys, json_values)
+
+
+def _loop_rows_moved(
+    batch: Any,
+    spec: JoinSpec,
+    task: _Task,
+    steps: Any,
+    schema: Any,
+    json_keys: bool,
+    json_values: bool,
+    move_in: Callable[[_Task, bool], None],
+    move_out: Callable[[_Task, Any, Any], None],
+) -> Any:
+    """:func:`_loop_rows` over a batch an array form gave up: its state moved into the loop's stores
+    (``move_in``) and back out after (``move_out``), so that the next batch finds it where it left it."""
+    key_type, value_type = batch.column("key").type, batch.column("value").type
+    move_in(task, json_values)
+    try:
+        return _loop_rows(batch, spec, task, steps, schema, json_keys, json_values)
+    finally:
+        move_out(task, key_type, value_type)
+
+
+_NO_TAIL = (None, True, None)
+"""The bookkeeping of a key with no version yet: no last version, no segments."""
 
 
 def _advance_tails(batch: Any, task: _Task) -> bool:
     """Keep the array forms' bookkeeping of each versioned side (``task.tails``) through the batch's accepted puts,
-    as :meth:`_Versions.put` keeps ``ends``; ``False``, and nothing changed, when a put is a tombstone at its key's
-    latest value's own ts (``versioned_same_ts_tombstone_leaves_no_trace``: the latest goes, and what the key
-    finds next depends on its history, which the array forms do not walk; the loop takes such a batch). Without
-    such a tombstone a versioned table behaves as if every put were a version (the array forms' model)."""
+    by the rule :meth:`_Versions.put` keeps ``ends`` by (:func:`kjoin.stores.versioned.place_version`); ``False``,
+    and nothing changed, when a put is a tombstone that deletes its key's latest value
+    (:attr:`~kjoin.stores.versioned.Placement.DELETES_LATEST`, ``versioned_same_ts_tombstone_leaves_no_trace``:
+    what the key finds next depends on its history, which the array forms do not walk; the loop takes such a
+    batch). Without such a tombstone a versioned table behaves as if every put were a version (the array forms'
+    model)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -449,6 +501,7 @@ def _advance_tails(batch: Any, task: _Task) -> bool:
     is_right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
     has_key = pc.is_valid(batch.column("key")).to_numpy(zero_copy_only=False)
     pending: list[dict[Any, tuple[int, bool, int | None]]] = [{}, {}]
+    place, latest, deletes = place_version, _LATEST, _DELETES_LATEST
     for side, store in enumerate(task.stores):
         if store.plain:
             continue
@@ -460,24 +513,17 @@ def _advance_tails(batch: Any, task: _Task) -> bool:
         chosen = pa.array(accepted)
         keys = batch.column("key").take(chosen).to_pylist()
         nulls = pc.is_null(batch.column("value").take(chosen)).to_pylist()
-        tails, changes = task.tails[side], pending[side]
+        changes, no_trace = pending[side], store.no_trace
+        changed, tail = changes.get, task.tails[side].get
         for key, ts, null in zip(keys, ts_all[accepted].tolist(), nulls):
-            state = changes.get(key) or tails.get(key)
-            if state is None:
-                changes[key] = (ts, null, ts if null else None)
-                continue
-            last, last_null, end = state
-            if ts > last:
-                changes[key] = (ts, null, end if (last_null and not null) else ts)
-            elif ts == last:
-                if null and not last_null and store.no_trace:
-                    return False
-                if not null and last_null:
-                    changes[key] = (ts, False, end)
-                elif null and not last_null:
-                    changes[key] = (ts, True, ts)
-            elif not last_null and (end is None or ts >= end):
-                changes[key] = (last, last_null, last)
+            last, last_null, last_end = changed(key) or tail(key) or _NO_TAIL
+            placement, end = place(last, last_null, last_end, ts, null, no_trace)
+            if placement is latest:
+                changes[key] = (ts, null, end)
+            elif placement is deletes:
+                return False
+            elif end != last_end:  # out of order, and the latest's segment record now ends the segments
+                changes[key] = (last, last_null, end)
     for side in (0, 1):
         task.tails[side].update(pending[side])
     return True
@@ -557,7 +603,7 @@ def _stores_to_tables(task: _Task, key_type: Any, value_type: Any) -> None:
 
 
 def _loop_rows(
-    batch: Any, config: Scenario, task: _Task, steps: Any, schema: Any, json_keys: bool, json_values: bool
+    batch: Any, spec: JoinSpec, task: _Task, steps: Any, schema: Any, json_keys: bool, json_values: bool
 ) -> Any:
     """The result rows of the loop (:func:`_stream_table`, :func:`_table_table`) over one task segment."""
     import pyarrow as pa
@@ -577,10 +623,10 @@ def _loop_rows(
     collecting = gc.isenabled()
     gc.disable()  # the loop makes no reference cycles; the collector's passes over its growing lists cost a quarter
     try:
-        if config.join == "stream-table":
-            _stream_table(columns, config, task, rows, json_keys)
+        if spec.join == "stream-table":
+            _stream_table(columns, spec, task, rows, json_keys)
         else:
-            _table_table(columns, config, task, rows)
+            _table_table(columns, spec, task, rows)
     finally:
         if collecting:
             gc.enable()
@@ -631,25 +677,92 @@ def _store_to_history(task: _Task, key_type: Any, value_type: Any) -> None:
     history.values = pa.array(values, type=value_type).take(pa.array(order))
 
 
-def _stream_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows, json_keys: bool) -> None:
-    """KStream-KTable against a versioned table (:class:`kjoin.joins.versioned.VersionedStreamTableJoin`)."""
+def _stream_table(columns: tuple, spec: JoinSpec, task: _Task, rows: _Rows, json_keys: bool) -> None:
+    """KStream-KTable against a versioned table (:class:`kjoin.joins.versioned.VersionedStreamTableJoin`), record by
+    record: a table record updates state (:meth:`_Versions.put`); a stream record looks up the version valid at its
+    ts and calls the joiner, written out inline for the common case (no grace period: no call per record), else
+    through the grace buffer (:func:`_through_grace_buffer`) and :func:`_stream_joiner`; a null key is
+    :func:`_null_key_record`'s."""
     is_right, keys, values, texts, times, steps = columns
     store: _Versions = task.stores[1]
-    inner = config.variant == "inner"
-    null_key_joins = config.variant == "left" and config.semantics.relaxed_null_keys
-    null_values_dropped = config.semantics.kip77
-    grace = config.grace_ms
+    unmatched_out = spec.variant.outer(Side.LEFT)  # a stream record without a version comes out (a left join)
+    null_key_joins = unmatched_out and spec.semantics.relaxed_null_keys
+    null_values_dropped = spec.semantics.kip77
+    grace = spec.grace_ms
     at, case, out_key, left, right = rows.at, rows.case, rows.key, rows.left, rows.right
     text, out_ts, origin, until = rows.text, rows.ts, rows.origin, rows.until
-    as_of, put = store.as_of, store.put
-
+    put, store_versions, retention = store.put, store.versions, store.retention
     step = rows.step_recorder()
+    join = _stream_joiner(rows, store, unmatched_out, step)
+    for i in range(len(keys)):
+        key, ts = keys[i], times[i]
+        if is_right[i]:  # update state
+            if key is None:
+                step(i, 4, None, ts)
+            else:
+                v = values[i]
+                put_result = put(key, None if v is None else (v, texts[i]), ts)
+                step(i, 6 if put_result < 0 else 5, key, ts)
+            continue
+        v = values[i]
+        if key is None:
+            _null_key_record(i, v, texts[i], ts, steps[i], null_key_joins, grace, rows, step)
+            continue
+        if v is None and null_values_dropped:
+            step(i, 7, key, ts)
+            continue
+        number = steps[i]
+        if grace is not None:
+            _through_grace_buffer(i, key, (v, texts[i]), ts, number, task, grace, join, step, json_keys)
+            continue
+        # look up the version valid at ts (join(i, key, (v, texts[i]), ts, number, True), written out)
+        found = None
+        versions = store_versions.get(key)
+        if versions is not None:
+            version_times = versions[0]
+            if ts < store.observed - retention:  # expired: only the latest version can answer
+                if version_times[-1] <= ts:
+                    found = versions[1][-1]
+            else:
+                index = bisect_right(version_times, ts)
+                if index:
+                    found = versions[1][index - 1]
+        # call the joiner
+        if found is None:
+            if not unmatched_out:
+                step(i, 8, key, ts)
+                continue
+            at.append(i)
+            case.append(1)
+            right.append(None)
+            text.append(f"{texts[i]}-null")
+        else:
+            at.append(i)
+            case.append(0)
+            right.append(found[0])
+            text.append(f"{texts[i]}-{found[1]}")
+        out_key.append(key)
+        left.append(v)
+        out_ts.append(ts)
+        origin.append(number)
+        until.append(None)
+
+
+def _stream_joiner(
+    rows: _Rows, store: _Versions, unmatched_out: bool, step: Callable[..., None]
+) -> Callable[..., None]:
+    """``join(i, key, entry, ts, origin step, own)``: look up the version valid at ``ts`` for a stream record
+    (``entry``: its ``(value, text)``) and call the joiner, as a closure over the rows' lists; ``own``: the record
+    is the one the step at ``i`` read (a record the grace buffer releases later is not: it has no step of its own to
+    say it found no partner)."""
+    at, case, out_key, left, right = rows.at, rows.case, rows.key, rows.left, rows.right
+    text, out_ts, origin, until = rows.text, rows.ts, rows.origin, rows.until
+    as_of = store.as_of
 
     def join(i: int, key: Any, entry: Any, ts: int, origin_step: int, own: bool) -> None:
-        """Look up the version valid at ``ts`` for a stream record (``entry``: its ``(value, text)``)."""
         found = as_of(key, ts)
         if found is None:
-            if inner:
+            if not unmatched_out:
                 if own:
                     step(i, 8, key, ts)
                 return
@@ -667,126 +780,70 @@ def _stream_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows, js
         origin.append(origin_step)
         until.append(None)
 
+    return join
+
+
+def _null_key_record(
+    i: int, value: Any, value_text: Any, ts: int, origin_step: int, joins: bool, grace: int | None, rows: _Rows, step
+) -> None:  # type: ignore[no-untyped-def]
+    """A stream record with a null key: dropped, unless ``joins`` (KIP-962: a left join's record with a value
+    comes out at once, without a partner), and then dropped by the grace buffer if there is one."""
+    if not joins or value is None:
+        step(i, 4, None, ts)
+    elif grace is None:
+        rows.output(i, 2, None, value, None, f"{value_text}-null", ts, origin_step)
+    else:
+        step(i, 9, None, ts)
+
+
+def _through_grace_buffer(
+    i: int, key: Any, entry: Any, ts: int, number: int, task: _Task, grace: int, join, step, json_keys: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """A stream record with a grace period (KIP-923, :class:`kjoin.stores.versioned.GraceBuffer`): joined at once
+    when the buffer's stream time minus grace has passed it, else buffered (the buffer's stream time advances);
+    then every buffered record that time has passed is joined, in Kafka's ``(ts, key bytes, arrival)`` order."""
     heap = task.heap
-    store_versions, retention = store.versions, store.retention
-    for i in range(len(keys)):
-        key, ts = keys[i], times[i]
-        if is_right[i]:
-            if key is None:
-                step(i, 4, None, ts)
-            else:
-                v = values[i]
-                put_result = put(key, None if v is None else (v, texts[i]), ts)
-                step(i, 6 if put_result < 0 else 5, key, ts)
-            continue
-        v = values[i]
-        if key is None:
-            if null_key_joins and v is not None:
-                if grace is None:
-                    at.append(i)
-                    case.append(2)
-                    out_key.append(None)
-                    left.append(v)
-                    right.append(None)
-                    text.append(f"{texts[i]}-null")
-                    out_ts.append(ts)
-                    origin.append(steps[i])
-                    until.append(None)
-                else:
-                    step(i, 9, None, ts)
-            else:
-                step(i, 4, None, ts)
-            continue
-        if v is None and null_values_dropped:
-            step(i, 7, key, ts)
-            continue
-        number = steps[i]
-        if grace is None:  # join(i, key, (v, texts[i]), ts, number, True), written out: the common case
-            found = None
-            versions = store_versions.get(key)
-            if versions is not None:
-                version_times = versions[0]
-                if ts < store.observed - retention:  # expired: only the latest version can answer
-                    if version_times[-1] <= ts:
-                        found = versions[1][-1]
-                else:
-                    index = bisect_right(version_times, ts)
-                    if index:
-                        found = versions[1][index - 1]
-            if found is None:
-                if inner:
-                    step(i, 8, key, ts)
-                    continue
-                at.append(i)
-                case.append(1)
-                right.append(None)
-                text.append(f"{texts[i]}-null")
-            else:
-                at.append(i)
-                case.append(0)
-                right.append(found[0])
-                text.append(f"{texts[i]}-{found[1]}")
-            out_key.append(key)
-            left.append(v)
-            out_ts.append(ts)
-            origin.append(number)
-            until.append(None)
-            continue
-        buffer_time = task.buffer_time
-        settled = False
-        if buffer_time is not None and buffer_time - grace > ts:
-            join(i, key, (v, texts[i]), ts, number, True)
-            settled = True
-        else:
-            if buffer_time is None or ts > buffer_time:
-                task.buffer_time = buffer_time = ts
-            task.arrivals += 1
-            key_bytes = serialize_key(json.loads(key) if json_keys else key)
-            heapq.heappush(heap, (ts, key_bytes, task.arrivals, key, (v, texts[i]), number))
-        assert buffer_time is not None
-        bound = buffer_time - grace
-        while heap and heap[0][0] <= bound:
-            waited_ts, _, _, waited_key, entry, origin_step = heapq.heappop(heap)
-            own = origin_step == number
-            settled = settled or own
-            join(i, waited_key, entry, waited_ts, origin_step, own)
-        if not settled:
-            step(i, 10, key, ts, ts + grace)
+    buffer_time = task.buffer_time
+    settled = False
+    if buffer_time is not None and buffer_time - grace > ts:
+        join(i, key, entry, ts, number, True)
+        settled = True
+    else:
+        if buffer_time is None or ts > buffer_time:
+            task.buffer_time = buffer_time = ts
+        task.arrivals += 1
+        key_bytes = serialize_key(json.loads(key) if json_keys else key)
+        heapq.heappush(heap, (ts, key_bytes, task.arrivals, key, entry, number))
+    assert buffer_time is not None
+    bound = buffer_time - grace
+    while heap and heap[0][0] <= bound:
+        waited_ts, _, _, waited_key, waited, origin_step = heapq.heappop(heap)
+        own = origin_step == number
+        settled = settled or own
+        join(i, waited_key, waited, waited_ts, origin_step, own)
+    if not settled:
+        step(i, 10, key, ts, ts + grace)
 
 
-def _table_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows) -> None:
-    """KTable-KTable with one or both tables versioned (:class:`kjoin.joins.versioned.VersionedTableTableJoin`).
+def _table_table(columns: tuple, spec: JoinSpec, task: _Task, rows: _Rows) -> None:
+    """KTable-KTable with one or both tables versioned (:class:`kjoin.joins.versioned.VersionedTableTableJoin`),
+    record by record: update this side's table, look up the other table's latest value, call the joiner.
 
-    The KIP-77 rule (:meth:`kjoin.joins.table_table.TableTableJoin._rule`), with ``other`` the other table's latest
-    value: no partner and this side not kept alone: no output; no partner, a delete and no old value: nothing to
-    delete; a delete whose result the other side does not keep alone: a tombstone; otherwise the joiner. It is
-    written out inline (no call per record): this loop is the pass's cost."""
+    The joiner is called by the KIP-77 rule (:meth:`kjoin.joins.table_table.TableTableJoin._rule`, :func:`_rule`),
+    with ``other`` the other table's latest value: no partner and this side not kept alone: no output; no partner,
+    a delete and no old value: nothing to delete; a delete whose result the other side does not keep alone: a
+    tombstone; otherwise the joiner. The three stages are written out inline (no call per record: this loop is the
+    pass's cost); a put that is not its key's latest (:func:`_not_latest`) and the history mode
+    (:func:`_history`) go through calls."""
     is_right, keys, values, texts, times, steps = columns
     stores = task.stores
-    mode = config.versioned_mode
-    outer = (config.variant in ("left", "outer"), config.variant == "outer")  # is each side kept without a partner
-    ts_is_max = config.semantics.table_table_output_ts_is_max
+    mode = spec.versioned_mode
+    outer = (spec.variant.outer(Side.LEFT), spec.variant.outer(Side.RIGHT))  # is each side kept without a partner
+    ts_is_max = spec.semantics.table_table_output_ts_is_max
     at, case, out_key, left, right = rows.at, rows.case, rows.key, rows.left, rows.right
     text, out_ts, origin, until = rows.text, rows.ts, rows.origin, rows.until
-
     step = rows.step_recorder()
-
-    def emit(i: int, number: int, key: Any, side: int, mine: Any, other: Any, ts: int) -> None:
-        """An output of the update at ``i`` on ``side``: ``mine``/``other`` are ``(value, text)`` or ``None``."""
-        pair = (mine, other) if side == 0 else (other, mine)
-        at.append(i)
-        case.append(number)
-        out_key.append(key)
-        left.append(None if pair[0] is None else pair[0][0])
-        right.append(None if pair[1] is None else pair[1][0])
-        if number == 3:
-            text.append(None)
-        else:
-            text.append(f"{'null' if pair[0] is None else pair[0][1]}-{'null' if pair[1] is None else pair[1][1]}")
-        out_ts.append(ts)
-        origin.append(steps[i])
-        until.append(None)
-
+    emit = rows.table_recorder(steps)
     for i in range(len(keys)):
         key, ts = keys[i], times[i]
         if key is None:
@@ -796,6 +853,7 @@ def _table_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows) -> 
         this, that = stores[side], stores[1 - side]
         v = values[i]
         new = None if v is None else (v, texts[i])
+        # update state
         if this.plain:
             previous = this.rows.get(key)
             if new is None:
@@ -809,24 +867,18 @@ def _table_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows) -> 
             has_old = versions is not None and versions[1][-1] is not None and this.sends_old
             put_result = this.put(key, new, ts)
             if put_result != 1:
-                if put_result < 0:
-                    step(i, 6, key, ts)
-                elif mode == "attempt2":
-                    _history(i, side, key, new, ts, this, that, step, emit)
-                elif mode == "attempt1":
-                    _rule(i, side, key, new, False, that.as_of(key, ts), ts, outer, ts_is_max, step, emit)
-                else:
-                    step(i, 12, key, ts)
+                _not_latest(i, side, key, new, ts, put_result, mode, this, that, outer, ts_is_max, step, emit)
                 continue
             if mode == "attempt2":
                 _history(i, side, key, new, ts, this, that, step, emit)
                 continue
-        # the other table's latest value, ((value, text), ts) or None
+        # look up the other table's latest value, ((value, text), ts) or None
         if that.plain:
             other = that.rows.get(key)
         else:
             versions = that.versions.get(key)
             other = None if versions is None or versions[1][-1] is None else (versions[1][-1], versions[0][-1])
+        # call the joiner (the KIP-77 rule, :func:`_rule` written out)
         if other is None:
             if not outer[side]:
                 step(i, 8, key, ts)
@@ -864,6 +916,20 @@ def _table_table(columns: tuple, config: Scenario, task: _Task, rows: _Rows) -> 
         until.append(None)
 
 
+def _not_latest(i, side, key, new, ts, put_result, mode, this, that, outer, ts_is_max, step, emit) -> None:  # type: ignore[no-untyped-def]
+    """A put its versioned table refused (``put_result`` -1: expired) or stored out of order (0): attempt 2 joins
+    the out-of-order version with the other table's versions overlapping it (:func:`_history`), attempt 1 with the
+    other table's version as of its ts (:func:`_rule`); ``final`` mode drops it."""
+    if put_result < 0:
+        step(i, 6, key, ts)
+    elif mode == "attempt2":
+        _history(i, side, key, new, ts, this, that, step, emit)
+    elif mode == "attempt1":
+        _rule(i, side, key, new, False, that.as_of(key, ts), ts, outer, ts_is_max, step, emit)
+    else:
+        step(i, 12, key, ts)
+
+
 def _rule(i, side, key, new, has_old, other, ts, outer, ts_is_max, step, emit) -> None:  # type: ignore[no-untyped-def]
     """The KIP-77 rule for one update (the loop of :func:`_table_table` inlines it): ``new`` is ``(value, text)`` or
     ``None``, ``other`` the other table's ``((value, text), ts)`` or ``None``."""
@@ -879,64 +945,54 @@ def _rule(i, side, key, new, has_old, other, ts, outer, ts_is_max, step, emit) -
     emit(i, 3 if new is None and not outer[1 - side] else 0, key, side, new, other[0], out)
 
 
-def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, schema: Any, json_values: bool) -> Any:
-    """KTable-KTable in ``versioned_mode: final`` as array work, one row per record.
-
-    In ``final`` mode a versioned table's history is never read: only its latest version per key (the other
-    side's lookup, this side's old value) and its observed stream time (which puts are refused). So:
-
-    1. a put into a versioned side is refused when its ts is below the side's observed stream time (a running
-       max over the side's puts, carried from batch to batch) minus history retention;
-    2. an accepted put is the key's new latest version when its ts is at or above the key's latest version's ts
-       (a running max per key over the side's accepted puts, in key order, plus the carried latest), else it is
-       out-of-order: stored, no output;
-    3. the latest versions then behave as an unversioned table's updates (an unversioned side: every update), and
-       the rule is :func:`_table_table`'s, as case numbers over arrays: a forward fill per key of each side's last
-       update (:func:`kjoin.spark.passes.vectorised._last_before`) and the carried table of each side's latest values
-       (:class:`kjoin.spark.passes.vectorised._Tables`)."""
-    import numpy as np
+def _record_columns(batch: Any) -> tuple:
+    """What the array forms read of a batch: the key and value columns, the timestamps (Arrow and numpy), and as
+    numpy masks: is the record the right side's, has it a key, is its value null."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    n = batch.num_rows
     key, value = batch.column("key"), batch.column("value")
     ts_array = pc.cast(batch.column("ts"), pa.int64())
     ts = ts_array.to_numpy(zero_copy_only=False)
     is_right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
     has_key = pc.is_valid(key).to_numpy(zero_copy_only=False)
     value_null = pc.is_null(value).to_numpy(zero_copy_only=False)
+    return key, value, ts_array, ts, is_right, has_key, value_null
+
+
+def _table_table_arrays(batch: Any, spec: JoinSpec, task: _Task, steps: Any, schema: Any, json_values: bool) -> Any:
+    """KTable-KTable in ``versioned_mode: final`` as array work, one row per record.
+
+    In ``final`` mode a versioned table's history is never read: only its latest version per key (the other
+    side's lookup, this side's old value) and its observed stream time (which puts are refused). So:
+
+    1. update state: a put into a versioned side is refused when its ts is below the side's observed stream time
+       (a running max over the side's puts, carried from batch to batch) minus history retention; an accepted put
+       is the key's new latest version when its ts is at or above the key's latest version's ts, else it is
+       out-of-order: stored, no output (:func:`_latest_versions`);
+    2. look up: the latest versions then behave as an unversioned table's updates (an unversioned side: every
+       update): a forward fill per key of each side's last update (:func:`kjoin.spark.passes.vectorised._last_before`)
+       and the carried table of each side's latest values (:class:`kjoin.spark.passes.vectorised._Tables`);
+    3. call the joiner: the rule is :func:`_table_table`'s, as case numbers over arrays (:func:`_table_table_cases`)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    key, value, ts_array, ts, is_right, has_key, value_null = _record_columns(batch)
     ids = task.tables.ids(key)
     order, first, group_start = key_groups(ids)
-    group = np.cumsum(first) - 1  # the key's group number, in key order
+    # update state: per side, the puts that are the key's new latest version (the table's updates)
     refused = np.zeros(n, dtype=bool)
     out_of_order = np.zeros(n, dtype=bool)
-    updates = []  # per side: the puts that are the key's new latest version (the table's updates)
+    updates = []
     for side in (0, 1):
         puts = (is_right if side else ~is_right) & has_key
-        retention = task.retention[side]
-        if retention is None:  # unversioned: every put updates
-            updates.append(puts)
-            continue
-        observed, task.observed[side] = observed_before(ts, puts, task.observed[side])
-        expired = puts & (observed > _NONE) & (ts < observed - retention)
-        accepted = puts & ~expired
-        # the key's latest version's ts before each record: a running max per key (offset by the key's group so
-        # that one key's max never reaches the next key's rows), then the carried table's
-        base = int(ts.min())
-        span = int(ts.max()) - base + 2
-        shifted = np.where(accepted[order], ts[order] - base + 1, 0) + group * span
-        inclusive = np.maximum.accumulate(shifted)
-        before = np.full(n, _NONE, dtype=np.int64)
-        inner = ~first
-        exclusive = inclusive[np.flatnonzero(inner) - 1] - group[inner] * span
-        before_sorted = np.full(n, _NONE, dtype=np.int64)
-        before_sorted[inner] = np.where(exclusive > 0, exclusive - 1 + base, _NONE)
-        before[order] = before_sorted
-        before = np.maximum(before, task.tables.latest_ts(side, ids, value.type))
-        latest = accepted & (ts >= before)
+        expired, latest = _latest_versions(side, ts, puts, ids, order, first, task, value.type)
         refused |= expired
-        out_of_order |= accepted & ~latest
+        out_of_order |= puts & ~expired & ~latest
         updates.append(latest)
+    # look up: each side's latest value as each record sees it
     last = [_last_before(ids, order, group_start, updates[side]) for side in (0, 1)]
     states = [task.tables.state(side, value, ts_array, ids, last[side], has_key) for side in (0, 1)]
     is_left = pa.array(~is_right)
@@ -944,12 +1000,72 @@ def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, s
     other_t = pc.if_else(is_left, states[1][1], states[0][1])
     mine_v = pc.if_else(is_left, states[0][0], states[1][0])
     has_other = pc.is_valid(other_v).to_numpy(zero_copy_only=False)
-    outer = (config.variant in ("left", "outer"), config.variant == "outer")
+    mine_valid = pc.is_valid(mine_v).to_numpy(zero_copy_only=False)
+    case = _table_table_cases(spec, task, is_right, has_key, value_null, refused, out_of_order, has_other, mine_valid)
+    for side in (0, 1):
+        task.tables.update(side, ids, value, ts_array, updates[side])
+    # call the joiner
+    is_output = case < _OUTPUT_CASES
+    output = pa.array(is_output)
+    left_value = pc.if_else(is_left, value, other_v)
+    right_value = pc.if_else(is_left, other_v, value)
+    joined = joiner_text(left_value, right_value, json_values)
+    if spec.semantics.table_table_output_ts_is_max:
+        out_ts = pc.if_else(pa.array(has_other), pc.max_element_wise(ts_array, other_t), ts_array)
+    else:
+        out_ts = ts_array
+    text_rows = is_output & (case != 3)
+    tombstone = pc.if_else(output, pa.array(case == 3), pa.scalar(None, pa.bool_()))
+    ts_out = pc.if_else(output, out_ts, ts_array)
+    return _one_row_per_record(
+        batch, schema, case, steps, key, left_value, right_value, joined, text_rows, ts_out, tombstone
+    )
+
+
+def _latest_versions(side: int, ts: Any, puts: Any, ids: Any, order: Any, first: Any, task: _Task, value_type: Any):  # type: ignore[no-untyped-def]
+    """Update state, as arrays: ``(expired, latest)`` of one side's ``puts``: the puts its table refuses (below
+    observed stream time minus history retention; observed carried on in ``task.observed``) and those that are
+    their key's new latest version (at or above the key's latest version's ts: a running max per key, in key order
+    ``order`` with ``first`` marking each key's first row, and the carried table's). An unversioned side refuses
+    none and takes every put."""
+    import numpy as np
+
+    n = len(ts)
+    retention = task.retention[side]
+    if retention is None:  # unversioned: every put updates
+        return np.zeros(n, dtype=bool), puts
+    observed, task.observed[side] = observed_before(ts, puts, task.observed[side])
+    expired = puts & (observed > _NONE) & (ts < observed - retention)
+    accepted = puts & ~expired
+    # the key's latest version's ts before each record: a running max per key (offset by the key's group so that
+    # one key's max never reaches the next key's rows), then the carried table's
+    group = np.cumsum(first) - 1  # the key's group number, in key order
+    base = int(ts.min())
+    span = int(ts.max()) - base + 2
+    shifted = np.where(accepted[order], ts[order] - base + 1, 0) + group * span
+    inclusive = np.maximum.accumulate(shifted)
+    before = np.full(n, _NONE, dtype=np.int64)
+    inner = ~first
+    exclusive = inclusive[np.flatnonzero(inner) - 1] - group[inner] * span
+    before_sorted = np.full(n, _NONE, dtype=np.int64)
+    before_sorted[inner] = np.where(exclusive > 0, exclusive - 1 + base, _NONE)
+    before[order] = before_sorted
+    before = np.maximum(before, task.tables.latest_ts(side, ids, value_type))
+    return expired, accepted & (ts >= before)
+
+
+def _table_table_cases(spec, task, is_right, has_key, value_null, refused, out_of_order, has_other, mine_valid):  # type: ignore[no-untyped-def]
+    """Each record's case number (:data:`_CASES`) in the table-table array form: :func:`_table_table`'s KIP-77
+    rule over arrays (``has_other``: the other table has a value for the key; ``mine_valid``: this table had one,
+    the old value it sends if it sends old values)."""
+    import numpy as np
+
+    outer = (spec.variant.outer(Side.LEFT), spec.variant.outer(Side.RIGHT))
     mine_outer = np.where(is_right, outer[1], outer[0])
     other_outer = np.where(is_right, outer[0], outer[1])
     sends_old = np.where(is_right, task.stores[1].sends_old, task.stores[0].sends_old)
-    has_old = sends_old & pc.is_valid(mine_v).to_numpy(zero_copy_only=False)
-    case = np.select(
+    has_old = sends_old & mine_valid
+    return np.select(
         [
             ~has_key,
             refused,
@@ -963,23 +1079,6 @@ def _table_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, s
         [4, 6, 12, 8, 11, 3, 1, 3],
         default=0,
     ).astype(np.int8)
-    for side in (0, 1):
-        task.tables.update(side, ids, value, ts_array, updates[side])
-    is_output = case < _OUTPUT_CASES
-    output = pa.array(is_output)
-    left_value = pc.if_else(is_left, value, other_v)
-    right_value = pc.if_else(is_left, other_v, value)
-    joined = joiner_text(left_value, right_value, json_values)
-    if config.semantics.table_table_output_ts_is_max:
-        out_ts = pc.if_else(pa.array(has_other), pc.max_element_wise(ts_array, other_t), ts_array)
-    else:
-        out_ts = ts_array
-    text_rows = is_output & (case != 3)
-    tombstone = pc.if_else(output, pa.array(case == 3), pa.scalar(None, pa.bool_()))
-    ts_out = pc.if_else(output, out_ts, ts_array)
-    return _one_row_per_record(
-        batch, schema, case, steps, key, left_value, right_value, joined, text_rows, ts_out, tombstone
-    )
 
 
 class _History:
@@ -1034,16 +1133,14 @@ def _versions_at(h_ids: Any, h_ts: Any, ids: Any, ts: Any) -> Any:
     return result
 
 
-def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, schema: Any, json_values: bool) -> Any:
+def _stream_table_arrays(batch: Any, spec: JoinSpec, task: _Task, steps: Any, schema: Any, json_values: bool) -> Any:
     """KStream-KTable against a versioned table without grace as array work, one row per record.
 
     A lookup finds, of the versions of its key put before it (and not refused), the one with the greatest ts at or
     before its own ts (at equal ts the later put), or when its ts is below observed stream time minus retention,
-    the latest version if that one is old enough. The versions come from two places: the carried history (sorted
-    by key and ts: each lookup's (key id, ts) searched in it, :func:`_id_time_keys`, or where that numbering would
-    overflow, a forward fill over the history and the lookups sorted together, :func:`_versions_at`), and the
-    batch's own earlier puts of the key, walked back one put at a time for every lookup at once (as many
-    rounds as the most puts of one key before a lookup in the batch)."""
+    the latest version if that one is old enough. The versions come from two places: the batch's own earlier puts
+    of the key (:func:`_batch_versions`) and the carried history (:func:`_carried_versions`); the later of the two
+    wins. Then the batch's accepted puts join the history (:func:`_add_to_history`)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -1051,26 +1148,64 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
     store: _Versions = task.stores[1]
     history: _History = task.history
     retention = store.retention
-    n = batch.num_rows
-    key, value = batch.column("key"), batch.column("value")
-    ts_array = pc.cast(batch.column("ts"), pa.int64())
-    ts = ts_array.to_numpy(zero_copy_only=False)
-    is_right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
-    has_key = pc.is_valid(key).to_numpy(zero_copy_only=False)
-    value_null = pc.is_null(value).to_numpy(zero_copy_only=False)
+    key, value, ts_array, ts, is_right, has_key, value_null = _record_columns(batch)
     history.keys, ids = key_ids(history.keys, key)  # the keys' ids, kept from batch to batch
-    # which puts the table refuses: ts below observed stream time (before the put) minus retention
+    # update state (which puts the table refuses): ts below observed stream time (before the put) minus retention
     puts = is_right & has_key
     observed, task.observed[1] = observed_before(ts, puts, task.observed[1])
     seen = observed > _NONE
     refused = puts & seen & (ts < observed - retention)
     accepted = puts & ~refused
-    kip77 = config.semantics.kip77
+    kip77 = spec.semantics.kip77
     lookups = ~is_right & has_key & ~(value_null & kip77)
     expired = lookups & seen & (ts < observed - retention)
-    # the batch's candidates: walk back over the key's earlier accepted puts
-    # grouped by key id: the history's searches below then run in id order
+    # look up: grouped by key id (the history's searches then run in id order)
     order, _, group_start = key_groups(ids)
+    best, best_ts = _batch_versions(ids, ts, order, group_start, accepted, lookups, expired)
+    carried, carried_ts = _carried_versions(history, ids, ts, order, lookups, expired)
+    from_batch = (best >= 0) & (best_ts >= carried_ts)
+    chosen_ts = np.where(from_batch, best_ts, carried_ts)
+    chosen = np.where(from_batch, best, np.where(carried >= 0, len(ts) + carried, -1))
+    chosen[expired & (chosen_ts > ts)] = -1  # an expired lookup's latest version is newer than it: nothing
+    carried_values = history.values if history.values is not None else pa.nulls(0, value.type)
+    found_value = pc.take(pa.concat_arrays([value, carried_values]), pa.array(chosen, mask=chosen < 0))
+    found = pc.is_valid(found_value).to_numpy(zero_copy_only=False)
+    unmatched_out = spec.variant.outer(Side.LEFT)  # a stream record without a version comes out (a left join)
+    null_key_joins = unmatched_out and spec.semantics.relaxed_null_keys
+    case = np.select(
+        [
+            is_right & ~has_key,
+            refused,
+            is_right,
+            ~has_key & ~value_null & null_key_joins,
+            ~has_key,
+            value_null & kip77,
+            ~found & (not unmatched_out),
+            found,
+        ],
+        [4, 6, 5, 2, 4, 7, 8, 0],
+        default=1,
+    ).astype(np.int8)
+    # update state: the batch's accepted puts join the history
+    _add_to_history(history, ids, ts, value, accepted, task.observed[1] - retention)
+    # call the joiner
+    is_output = case < _OUTPUT_CASES
+    output = pa.array(is_output)
+    joined = joiner_text(value, found_value, json_values)
+    tombstone = pc.if_else(output, pa.scalar(False), pa.scalar(None, pa.bool_()))
+    return _one_row_per_record(
+        batch, schema, case, steps, key, value, found_value, joined, is_output, ts_array, tombstone
+    )
+
+
+def _batch_versions(ids, ts, order, group_start, accepted, lookups, expired):  # type: ignore[no-untyped-def]
+    """Look up in the batch: for each lookup, the index of the best of its key's earlier accepted puts in the batch
+    (-1: none) and its ts, walking back one put at a time for every lookup at once (as many rounds as the most
+    puts of one key before a lookup in the batch); later puts come first, so an earlier put at the same ts never
+    wins. An expired lookup takes the latest."""
+    import numpy as np
+
+    n = len(ts)
     previous = _last_before(ids, order, group_start, accepted)
     best = np.full(n, -1, dtype=np.int64)
     best_ts = np.full(n, _NONE, dtype=np.int64)
@@ -1082,96 +1217,84 @@ def _stream_table_arrays(batch: Any, config: Scenario, task: _Task, steps: Any, 
         if len(walking) == 0:
             break
         candidate_ts = ts[at]
-        # later puts come first: an earlier put at the same ts never wins
         better = (candidate_ts > best_ts[walking]) & (expired[walking] | (candidate_ts <= ts[walking]))
         best[walking[better]] = at[better]
         best_ts[walking[better]] = candidate_ts[better]
         at = previous[at]
-    # the carried history's candidates
+    return best, best_ts
+
+
+def _carried_versions(history: _History, ids, ts, order, lookups, expired):  # type: ignore[no-untyped-def]
+    """Look up in the carried history (sorted by key id and ts): for each lookup, the index of its key's last
+    version at or before its ts (an expired lookup: its key's latest version), -1 for none, and its ts. Each
+    lookup's (key id, ts) is searched in the history (:func:`_id_time_keys`), or where that numbering would
+    overflow, found by a forward fill over the history and the lookups sorted together (:func:`_versions_at`)."""
+    import numpy as np
+
+    n = len(ts)
     carried = np.full(n, -1, dtype=np.int64)
     carried_ts = np.full(n, _NONE, dtype=np.int64)
-    if history.ids is not None and len(history.ids):
-        h_ids, h_ts = history.ids, history.ts
-        wanted = lookups & ~expired
-        queries = order[wanted[order]]  # in key id order: each search starts near where the one before ended
-        keys = _id_time_keys([h_ids, ids[queries]], [h_ts, ts[queries]])
-        if keys is not None:  # the history is sorted by (id, ts): each query's place in it, no sort
-            at = np.searchsorted(keys[0], keys[1], "right") - 1  # the last version at or before (id, ts)
-            same_key = at >= 0
-            same_key[same_key] = h_ids[at[same_key]] == ids[queries[same_key]]
-            carried[queries[same_key]] = at[same_key]
-        else:
-            carried[queries] = _versions_at(h_ids, h_ts, ids[queries], ts[queries])
-        # an expired lookup: the key's latest version
-        latest = np.full(len(history.keys), -1, dtype=np.int64)
-        ends = np.ones(len(h_ids), dtype=bool)
-        ends[:-1] = h_ids[1:] != h_ids[:-1]
-        latest[h_ids[ends]] = np.flatnonzero(ends)
-        stale = np.flatnonzero(expired)
-        carried[stale] = latest[ids[stale]]
-        has_carried = carried >= 0
-        carried_ts[has_carried] = h_ts[carried[has_carried]]
-    from_batch = (best >= 0) & (best_ts >= carried_ts)
-    chosen_ts = np.where(from_batch, best_ts, carried_ts)
-    chosen = np.where(from_batch, best, np.where(carried >= 0, n + carried, -1))
-    chosen[expired & (chosen_ts > ts)] = -1  # an expired lookup's latest version is newer than it: nothing
-    carried_values = history.values if history.values is not None else pa.nulls(0, value.type)
-    found_value = pc.take(pa.concat_arrays([value, carried_values]), pa.array(chosen, mask=chosen < 0))
-    found = pc.is_valid(found_value).to_numpy(zero_copy_only=False)
-    null_key_joins = config.variant == "left" and config.semantics.relaxed_null_keys
-    case = np.select(
-        [
-            is_right & ~has_key,
-            refused,
-            is_right,
-            ~has_key & ~value_null & null_key_joins,
-            ~has_key,
-            value_null & kip77,
-            ~found & (config.variant == "inner"),
-            found,
-        ],
-        [4, 6, 5, 2, 4, 7, 8, 0],
-        default=1,
-    ).astype(np.int8)
-    # the batch's accepted puts join the history; versions no lookup can return again leave it
+    if history.ids is None or not len(history.ids):
+        return carried, carried_ts
+    h_ids, h_ts = history.ids, history.ts
+    wanted = lookups & ~expired
+    queries = order[wanted[order]]  # in key id order: each search starts near where the one before ended
+    keys = _id_time_keys([h_ids, ids[queries]], [h_ts, ts[queries]])
+    if keys is not None:  # the history is sorted by (id, ts): each query's place in it, no sort
+        at = np.searchsorted(keys[0], keys[1], "right") - 1  # the last version at or before (id, ts)
+        same_key = at >= 0
+        same_key[same_key] = h_ids[at[same_key]] == ids[queries[same_key]]
+        carried[queries[same_key]] = at[same_key]
+    else:
+        carried[queries] = _versions_at(h_ids, h_ts, ids[queries], ts[queries])
+    # an expired lookup: the key's latest version
+    latest = np.full(len(history.keys), -1, dtype=np.int64)
+    ends = np.ones(len(h_ids), dtype=bool)
+    ends[:-1] = h_ids[1:] != h_ids[:-1]
+    latest[h_ids[ends]] = np.flatnonzero(ends)
+    stale = np.flatnonzero(expired)
+    carried[stale] = latest[ids[stale]]
+    has_carried = carried >= 0
+    carried_ts[has_carried] = h_ts[carried[has_carried]]
+    return carried, carried_ts
+
+
+def _add_to_history(history: _History, ids: Any, ts: Any, value: Any, accepted: Any, limit: int) -> None:
+    """Update state, as arrays: the batch's ``accepted`` puts join the history, kept sorted by (key id, ts); of
+    versions with the same key and ts the last put replaces the others, and a version whose successor is at or
+    before ``limit`` (observed stream time minus retention) can never be returned again and leaves."""
+    import numpy as np
+    import pyarrow as pa
+
     chosen_puts = np.flatnonzero(accepted)
-    if len(chosen_puts):
-        new_ids = ids[chosen_puts]
-        new_ts = ts[chosen_puts]
-        new_values = value.take(pa.array(chosen_puts))
-        if history.ids is None:
-            all_ids, all_ts, all_values = new_ids, new_ts, new_values
-        else:
-            all_ids = np.concatenate([history.ids, new_ids])
-            all_ts = np.concatenate([history.ts, new_ts])
-            all_values = pa.concat_arrays([history.values, new_values])
-        keys = _id_time_keys([all_ids], [all_ts])
-        if keys is not None:  # a sorted run and a short tail: a stable sort (timsort) merges them in linear time
-            keep_order = np.argsort(keys[0], kind="stable")
-        else:
-            keep_order = np.lexsort((np.arange(len(all_ids)), all_ts, all_ids))
-        all_ids, all_ts = all_ids[keep_order], all_ts[keep_order]
-        # of versions with the same key and ts, the last put replaces the others
-        last_of_same = np.ones(len(all_ids), dtype=bool)
-        last_of_same[:-1] = (all_ids[1:] != all_ids[:-1]) | (all_ts[1:] != all_ts[:-1])
-        # a version whose successor is at or before the limit can never be returned again
-        limit = task.observed[1] - retention
-        survives = np.zeros(len(all_ids), dtype=bool)
-        kept = np.flatnonzero(last_of_same)
-        kept_ids, kept_ts = all_ids[kept], all_ts[kept]
-        followed = np.zeros(len(kept), dtype=bool)
-        followed[:-1] = (kept_ids[1:] == kept_ids[:-1]) & (kept_ts[1:] <= limit)
-        survives[kept[~followed]] = True
-        selected = keep_order[survives]
-        history.ids, history.ts = all_ids[survives], all_ts[survives]
-        history.values = all_values.take(pa.array(selected))
-    is_output = case < _OUTPUT_CASES
-    output = pa.array(is_output)
-    joined = joiner_text(value, found_value, json_values)
-    tombstone = pc.if_else(output, pa.scalar(False), pa.scalar(None, pa.bool_()))
-    return _one_row_per_record(
-        batch, schema, case, steps, key, value, found_value, joined, is_output, ts_array, tombstone
-    )
+    if not len(chosen_puts):
+        return
+    new_ids = ids[chosen_puts]
+    new_ts = ts[chosen_puts]
+    new_values = value.take(pa.array(chosen_puts))
+    if history.ids is None:
+        all_ids, all_ts, all_values = new_ids, new_ts, new_values
+    else:
+        all_ids = np.concatenate([history.ids, new_ids])
+        all_ts = np.concatenate([history.ts, new_ts])
+        all_values = pa.concat_arrays([history.values, new_values])
+    keys = _id_time_keys([all_ids], [all_ts])
+    if keys is not None:  # a sorted run and a short tail: a stable sort (timsort) merges them in linear time
+        keep_order = np.argsort(keys[0], kind="stable")
+    else:
+        keep_order = np.lexsort((np.arange(len(all_ids)), all_ts, all_ids))
+    all_ids, all_ts = all_ids[keep_order], all_ts[keep_order]
+    last_of_same = np.ones(len(all_ids), dtype=bool)
+    last_of_same[:-1] = (all_ids[1:] != all_ids[:-1]) | (all_ts[1:] != all_ts[:-1])
+    survives = np.zeros(len(all_ids), dtype=bool)
+    kept = np.flatnonzero(last_of_same)
+    kept_ids, kept_ts = all_ids[kept], all_ts[kept]
+    followed = np.zeros(len(kept), dtype=bool)
+    followed[:-1] = (kept_ids[1:] == kept_ids[:-1]) & (kept_ts[1:] <= limit)
+    survives[kept[~followed]] = True
+    selected = keep_order[survives]
+    history.ids, history.ts = all_ids[survives], all_ts[survives]
+    history.values = all_values.take(pa.array(selected))
 
 
 def _one_row_per_record(batch, schema, case, steps, key, left, right, text, text_rows, ts, tombstone) -> Any:  # type: ignore[no-untyped-def]
