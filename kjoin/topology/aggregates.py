@@ -35,9 +35,17 @@ from ..records import Record, Side, render_value
 from ..semantics import Semantics
 from ..stores.aggregate import AggregateStore
 from .graph import Node
-from .processors import NodeProcessor, Outcome, Rec, said
+from .processors import NodeProcessor, OldValue, Outcome, Rec, said
 
-__all__ = ["StreamAggregate", "TableGroupBy", "TableAggregate", "WindowedKey", "OldValue"]
+__all__ = [
+    "StreamAggregate",
+    "TableGroupBy",
+    "TableAggregate",
+    "WindowedKey",
+    "OldValue",
+    "AGGREGATE_OPS",
+    "build_aggregate",
+]
 
 
 class WindowedKey(str):
@@ -51,15 +59,6 @@ class WindowedKey(str):
         made = super().__new__(cls, f"[{render_value(key)}@{start_ms}/{end_ms}]")
         made.key, made.start_ms, made.end_ms = key, start_ms, end_ms
         return made
-
-
-class OldValue:
-    """A repartition record's old half (a table group-by writes ``Change(new, old)`` to its topic)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
 
 
 class _AggregateTable:
@@ -262,3 +261,19 @@ class TableAggregate(NodeProcessor):
             f"forwards Change({render_value(agg)}, {render_value(old_agg)})@{ts}."
         )
         return Outcome(Fate.JOINED, None, text, [self.table.change(rec.key, agg, old_agg, ts)])
+
+
+AGGREGATE_OPS = ("aggregate", "table-group-by", "table-aggregate")
+"""The graph ops whose processors live here (:func:`build_aggregate`); the others' are
+:func:`kjoin.topology.processors.build_processor`'s."""
+
+
+def build_aggregate(node: Node, partition: int, log: Any, semantics: Semantics) -> NodeProcessor:
+    """The processor of an aggregate node (one of :data:`AGGREGATE_OPS`) in the task of ``partition``."""
+    if node.op == "aggregate":
+        return StreamAggregate(node, partition, log, semantics)
+    if node.op == "table-group-by":
+        return TableGroupBy(node, partition, semantics)
+    if node.op == "table-aggregate":
+        return TableAggregate(node, partition, log)
+    raise AssertionError(node.op)  # pragma: no cover

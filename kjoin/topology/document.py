@@ -190,6 +190,26 @@ def _parse(data: Any) -> TopologyScenario:
 
 
 def _build_node(topology: Topology, handles: dict[str, Any], node: Any, at: str, topics: Mapping[str, Any]) -> None:
+    name, op, at = _node_operation(node, at, handles)
+    reader = _NodeReader(topology, handles, node, at, op, topics)
+    try:
+        if op in _SOURCE_OPS:
+            handles[name] = reader.source(name)
+        elif op in _GROUPED_OPS:
+            handles[name] = reader.grouped(name)
+        elif op.endswith("join"):
+            handles[name] = reader.join(name)
+        else:
+            result = reader.stateless(name)
+            if result is not None:
+                handles[name] = result
+    except (TopologyError, FunctionError) as error:
+        text = str(error)
+        raise TopologyError(text if text.startswith(at) else f"{at}: {text}") from None
+
+
+def _node_operation(node: Any, at: str, handles: Mapping[str, Any]) -> tuple[str, str, str]:
+    """A node's name, its one operation and where it is (``topology[3] (by-customer)``), or kjoin's error."""
     if not isinstance(node, Mapping):
         raise TopologyError(f"{at}: a node is a mapping with a name and one operation ({', '.join(OPERATIONS)})")
     name = node.get("name")
@@ -213,118 +233,138 @@ def _build_node(topology: Topology, handles: dict[str, Any], node: Any, at: str,
             f"{at}.{extra[0]}: not a field of a {op} node{did_you_mean(extra[0], allowed)}; it has "
             f"{', '.join(sorted(allowed))}"
         )
+    return name, op, at
 
-    def source_partitions(topic: str) -> int | None:
-        given = node.get("partitions", (topics.get(topic) or {}).get("partitions"))
+
+_SOURCE_OPS = ("stream", "table", "global_table")
+_GROUPED_OPS = ("group_by_key", "group_by", "windowed_by", "count", "reduce", "aggregate")
+
+
+class _NodeReader:
+    """One node of a document being built: its fields read, the nodes it names looked up, each error naming it."""
+
+    def __init__(
+        self, topology: Topology, handles: dict[str, Any], node: Mapping[str, Any], at: str, op: str, topics: Any
+    ) -> None:
+        self.topology, self.handles, self.node, self.at, self.op, self.topics = topology, handles, node, at, op, topics
+
+    def source_partitions(self, topic: str) -> int | None:
+        given = self.node.get("partitions", (self.topics.get(topic) or {}).get("partitions"))
         if given is not None and (not isinstance(given, int) or isinstance(given, bool) or given < 1):
-            raise TopologyError(f"{at}.partitions: a whole number from 1, got {given!r}")
+            raise TopologyError(f"{self.at}.partitions: a whole number from 1, got {given!r}")
         return given
 
-    def handle(field_name: str, value: Any, kind: type | None = None) -> Any:
-        if not isinstance(value, str) or value not in handles:
-            known = ", ".join(handles) or "none yet"
+    def handle(self, field_name: str, value: Any, kind: type | None = None) -> Any:
+        """The node ``value`` names (built before this one), of ``kind`` if given."""
+        if not isinstance(value, str) or value not in self.handles:
+            known = ", ".join(self.handles) or "none yet"
             raise TopologyError(
-                f"{at}.{field_name}: {value!r} names no node built before this one{did_you_mean(value, handles)} "
-                f"(nodes are listed in the order they are built; so far: {known})"
+                f"{self.at}.{field_name}: {value!r} names no node built before this one"
+                f"{did_you_mean(value, self.handles)} (nodes are listed in the order they are built; so far: {known})"
             )
-        found = handles[value]
+        found = self.handles[value]
         if kind is not None and not isinstance(found, kind):
             what = "stream" if kind is KStream else "table"
-            raise TopologyError(f"{at}.{field_name}: {value} is a {_kind(found)}; a {op} node reads a {what}")
+            raise TopologyError(f"{self.at}.{field_name}: {value} is a {_kind(found)}; a {self.op} node reads a {what}")
         return found
 
-    try:
+    def input(self, kind: type | None = None) -> Any:
+        return self.handle("input", self.node.get("input"), kind)
+
+    def sink_partitions(self) -> Any:
+        return self.node.get("partitions", (self.topics.get(self.node[self.op]) or {}).get("partitions"))
+
+    # -- the operations, by kind -------------------------------------------------------------------
+    def source(self, name: str) -> Any:
+        node, op, topology = self.node, self.op, self.topology
+        topic, partitions = _topic(node[op], self.at), self.source_partitions(node[op])
         if op == "stream":
-            handles[name] = topology.stream(_topic(node[op], at), partitions=source_partitions(node[op]), name=name)
-        elif op == "table":
-            handles[name] = topology.table(
-                _topic(node[op], at),
-                partitions=source_partitions(node[op]),
-                history_retention_ms=node.get("history_retention_ms"),
-                name=name,
-            )
-        elif op in ("filter", "map_values", "select_key"):
-            stream = handle("input", node.get("input"), KStream)
+            return topology.stream(topic, partitions=partitions, name=name)
+        if op == "table":
+            history = node.get("history_retention_ms")
+            return topology.table(topic, partitions=partitions, history_retention_ms=history, name=name)
+        return topology.global_table(topic, partitions=partitions, name=name)
+
+    def stateless(self, name: str) -> Any:
+        """filter, map_values, select_key, to_stream, merge, to_table, repartition, through, to (None: a sink)."""
+        node, op, at = self.node, self.op, self.at
+        if op in ("filter", "map_values", "select_key"):
+            stream = self.input(KStream)
             if op == "select_key":
-                handles[name] = stream.select_key(node[op], name=name, partitioner=node.get("partitioner"))
-            else:
-                handles[name] = getattr(stream, op)(node[op], name=name)
-        elif op == "to_stream":
-            handles[name] = handle("input", node.get("input"), KTable).to_stream(name=name)
-        elif op == "global_table":
-            handles[name] = topology.global_table(
-                _topic(node[op], at), partitions=source_partitions(node[op]), name=name
-            )
-        elif op == "merge":
+                return stream.select_key(node[op], name=name, partitioner=node.get("partitioner"))
+            return getattr(stream, op)(node[op], name=name)
+        if op == "to_stream":
+            return self.input(KTable).to_stream(name=name)
+        if op == "merge":
             sides = node[op]
             if not isinstance(sides, list) or len(sides) != 2:
                 raise TopologyError(f"{at}.merge: expected [stream, stream], the names of the two streams it merges")
-            left = handle("merge[0]", sides[0], KStream)
-            handles[name] = left.merge(handle("merge[1]", sides[1], KStream), name=name)
-        elif op == "to_table":
-            handles[name] = handle("input", node.get("input"), KStream).to_table(name=name)
-        elif op == "repartition":
-            stream = handle("input", node.get("input"), KStream)
-            handles[name] = stream.repartition(
+            left = self.handle("merge[0]", sides[0], KStream)
+            return left.merge(self.handle("merge[1]", sides[1], KStream), name=name)
+        if op == "to_table":
+            return self.input(KStream).to_table(name=name)
+        if op == "repartition":
+            return self.input(KStream).repartition(
                 name=name, partitions=node.get("partitions"), partitioner=node.get("partitioner")
             )
-        elif op == "through":
-            stream = handle("input", node.get("input"), KStream)
-            count = node.get("partitions", (topics.get(node[op]) or {}).get("partitions"))
-            handles[name] = stream.through(
-                _topic(node[op], at), partitions=count, partitioner=node.get("partitioner"), name=name
+        if op == "through":
+            return self.input(KStream).through(
+                _topic(node[op], at), partitions=self.sink_partitions(), partitioner=node.get("partitioner"), name=name
             )
-        elif op == "group_by_key":
+        if op != "to":  # pragma: no cover - OPERATIONS and the dispatch in _build_node agree
+            raise AssertionError(op)
+        parent = self.input()
+        stream = parent if isinstance(parent, KStream) else parent.to_stream()
+        stream.to(
+            _topic(node[op], at), partitions=self.sink_partitions(), partitioner=node.get("partitioner"), name=name
+        )
+        return None
+
+    def grouped(self, name: str) -> Any:
+        """group_by_key, group_by, windowed_by, count, reduce, aggregate."""
+        node, op, at = self.node, self.op, self.at
+        if op == "group_by_key":
             # a document's node names its handle; Kafka's harness names no Grouped (each aggregate its own topic)
-            handles[name] = handle("input", node.get("input"), KStream).group_by_key()
-        elif op == "group_by":
-            parent = handle("input", node.get("input"))
+            return self.input(KStream).group_by_key()
+        if op == "group_by":
+            parent = self.input()
             if not isinstance(parent, (KStream, KTable)):
                 raise TopologyError(f"{at}.input: group_by reads a stream or a table, got a {_kind(parent)}")
-            handles[name] = parent.group_by(node[op], partitioner=node.get("partitioner"))
-        elif op == "windowed_by":
-            grouped = handles.get(node.get("input"))
+            return parent.group_by(node[op], partitioner=node.get("partitioner"))
+        grouped = self.handles.get(node.get("input"))
+        if op == "windowed_by":
             if not isinstance(grouped, KGroupedStream) or isinstance(grouped, (KGroupedTable, TimeWindowedKStream)):
                 raise TopologyError(f"{at}.input: windowed_by reads a grouped stream (group_by or group_by_key)")
-            handles[name] = grouped.windowed_by(node[op])
-        elif op in ("count", "reduce", "aggregate"):
-            grouped = handles.get(node.get("input"))
-            if not isinstance(grouped, KGroupedStream):
-                raise TopologyError(
-                    f"{at}.input: {op} reads a grouped stream or table (group_by, group_by_key, windowed_by), got "
-                    f"{node.get('input')!r}"
-                )
-            if op == "count":
-                if node[op] is not True:
-                    raise TopologyError(f"{at}.count: write count: true")
-                handles[name] = grouped.count(name=name)
-            else:
-                if node[op] != "concat":
-                    raise TopologyError(f"{at}.{op}: a document names concat (Python functions: kjoin.Topology)")
-                handles[name] = getattr(grouped, op)("concat", name=name)
-        elif op == "to":
-            parent = handle("input", node.get("input"))
-            stream = parent if isinstance(parent, KStream) else parent.to_stream()
-            count = node.get("partitions", (topics.get(node[op]) or {}).get("partitions"))
-            stream.to(_topic(node[op], at), partitions=count, partitioner=node.get("partitioner"), name=name)
-        else:
-            sides = node[op]
-            if not isinstance(sides, list) or len(sides) != 2:
-                raise TopologyError(f"{at}.{op}: expected [left, right], the names of the two nodes it joins")
-            left, right = handle(f"{op}[0]", sides[0]), handle(f"{op}[1]", sides[1])
-            options = {key: node[key] for key in ("window", "joiner", "grace_ms", "key_selector") if key in node}
-            if isinstance(left, KTable):
-                for key in ("foreign_key", "partitioner", "other_partitioner"):
-                    if key in node:
-                        options[key] = node[key]
-                if "window" in options:
-                    raise TopologyError(f"{at}.window: a table-table join has no window")
-            elif any(key in node for key in ("foreign_key", "partitioner", "other_partitioner")):
-                raise TopologyError(f"{at}: foreign_key and partitioners belong to a join of two tables")
-            handles[name] = getattr(left, op)(right, name=name, **options)
-    except (TopologyError, FunctionError) as error:
-        text = str(error)
-        raise TopologyError(text if text.startswith(at) else f"{at}: {text}") from None
+            return grouped.windowed_by(node[op])
+        if not isinstance(grouped, KGroupedStream):
+            raise TopologyError(
+                f"{at}.input: {op} reads a grouped stream or table (group_by, group_by_key, windowed_by), got "
+                f"{node.get('input')!r}"
+            )
+        if op == "count":
+            if node[op] is not True:
+                raise TopologyError(f"{at}.count: write count: true")
+            return grouped.count(name=name)
+        if node[op] != "concat":
+            raise TopologyError(f"{at}.{op}: a document names concat (Python functions: kjoin.Topology)")
+        return getattr(grouped, op)("concat", name=name)
+
+    def join(self, name: str) -> Any:
+        node, op, at = self.node, self.op, self.at
+        sides = node[op]
+        if not isinstance(sides, list) or len(sides) != 2:
+            raise TopologyError(f"{at}.{op}: expected [left, right], the names of the two nodes it joins")
+        left, right = self.handle(f"{op}[0]", sides[0]), self.handle(f"{op}[1]", sides[1])
+        options = {key: node[key] for key in ("window", "joiner", "grace_ms", "key_selector") if key in node}
+        if isinstance(left, KTable):
+            for key in ("foreign_key", "partitioner", "other_partitioner"):
+                if key in node:
+                    options[key] = node[key]
+            if "window" in options:
+                raise TopologyError(f"{at}.window: a table-table join has no window")
+        elif any(key in node for key in ("foreign_key", "partitioner", "other_partitioner")):
+            raise TopologyError(f"{at}: foreign_key and partitioners belong to a join of two tables")
+        return getattr(left, op)(right, name=name, **options)
 
 
 def _topic(value: Any, at: str) -> str:

@@ -31,7 +31,7 @@ from ..stores.global_table import GlobalTableStore
 from .functions import Function, field_of
 from .graph import Graph, Node
 
-__all__ = ["said", "Rec", "Outcome", "ScopedLog", "build_processor", "NodeProcessor", "TaskClock"]
+__all__ = ["said", "Rec", "Outcome", "OldValue", "ScopedLog", "build_processor", "NodeProcessor", "TaskClock"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +100,15 @@ class TaskClock:
 
     def advance(self, ts: int) -> int:
         return self.clock.advance("stream time", ts)
+
+
+class OldValue:
+    """A repartition record's old half (a table group-by writes ``Change(new, old)`` to its topic)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
 class NodeProcessor:
@@ -171,8 +180,6 @@ class _Sink(NodeProcessor):
             )
             return Outcome(Fate.FORWARDED, None, text, writes=[(topic, rec.key, rec.value, rec.ts, None)])  # type: ignore[list-item]
         if self.node.params.get("carries_old"):  # a table group-by's repartition topic: Change(new, old)
-            from .aggregates import OldValue
-
             change = f"{render_value(rec.key)}:Change({render_value(rec.value)}, {render_value(rec.old)})@{rec.ts}"
             return Outcome(
                 Fate.FORWARDED,
@@ -518,21 +525,14 @@ def build_processor(
     node: Node, partition: int, log: Any, semantics: Semantics, parent: Callable[[Node], Any]
 ) -> NodeProcessor:
     """The processor of ``node`` in the task of ``partition``; ``parent(node)`` gives another node's
-    processor of the same task (a join reads its tables' stores through them)."""
-    from . import aggregates
-
+    processor of the same task (a join reads its tables' stores through them). Aggregates:
+    :func:`kjoin.topology.aggregates.build_aggregate`."""
     if node.op in PASS_OPS:
         return _Pass(node, partition)
     if node.op in ("to", "repartition-sink"):
         return _Sink(node, partition)
     if node.op in ("table", "to_table"):
         return _TableSource(node, partition, log, semantics)
-    if node.op == "aggregate":
-        return aggregates.StreamAggregate(node, partition, log, semantics)
-    if node.op == "table-group-by":
-        return aggregates.TableGroupBy(node, partition, semantics)
-    if node.op == "table-aggregate":
-        return aggregates.TableAggregate(node, partition, log)
     if node.op == "stream-global":
         return _StreamGlobal(node, partition, log, semantics, parent(node.parents[1]))
     if node.op == "stream-stream":

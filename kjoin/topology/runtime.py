@@ -50,7 +50,7 @@ from ..state import StateHistory, StateLog
 from .events import input_records
 from .graph import Node, TopologyError
 from .partition_group import PartitionGroup
-from .aggregates import OldValue
+from .aggregates import AGGREGATE_OPS, OldValue, build_aggregate
 from .processors import (
     ForeignKeyNode,
     GlobalTableSource,
@@ -335,7 +335,10 @@ class _Run:
         if found is None:
             sub = self.subtopology_of[node.name]
             log = ScopedLog(self.late, f"{node.name}: ", lambda task, name: f"{sub}_{task}")
-            found = build_processor(node, partition, log, self.topology.semantics, self._parent(partition))
+            if node.op in AGGREGATE_OPS:
+                found = build_aggregate(node, partition, log, self.topology.semantics)
+            else:
+                found = build_processor(node, partition, log, self.topology.semantics, self._parent(partition))
             self.processors[(node.name, partition)] = found
         return found
 
