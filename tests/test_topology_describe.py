@@ -92,6 +92,22 @@ def counted(document: dict[str, Any]) -> bool:
     return any("count" in node for node in document["topology"])
 
 
+def counted_refusal(topology: Any, text: str) -> str | None:
+    """None when ``topology`` (from a counted document's text) is refused as it must be: at the one KTable.mapValues,
+    with that reason, and only downstream of it, the count before it built; else what is wrong."""
+    described = topology.described
+    refused = _refused(topology)
+    views = [name for name in refused if name.startswith("KTABLE-MAPVALUES-")]
+    if len(views) != 1 or "KTable.map_values" not in refused[views[0]]:
+        return f"not refused at one KTable.mapValues: {described.report()}"
+    count = parse_describe(text)[views[0]].parents[0]
+    if not count.startswith("KSTREAM-AGGREGATE-") or count not in described.built or count in refused:
+        return f"the count {count} is not built: {described.report()}"
+    if not all(name == views[0] or views[0] in reason or "downstream of" in reason for name, reason in refused.items()):
+        return f"refused for another reason: {described.report()}"
+    return None
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_rebuilt_from_describe_emits_what_kafka_emitted(case: str) -> None:
     fixture = _load(case)
@@ -99,14 +115,7 @@ def test_rebuilt_from_describe_emits_what_kafka_emitted(case: str) -> None:
     topology = kjoin.Topology.from_describe(text, fill_for(document, text), semantics=describe_cases.SEMANTICS)
     described = topology.described
     if counted(document):
-        # refused where the text says KTable.mapValues, with that reason; the count before it is built
-        refused = _refused(topology)
-        views = [name for name in refused if name.startswith("KTABLE-MAPVALUES-")]
-        assert len(views) == 1 and "KTable.map_values" in refused[views[0]], described.report()
-        count = parse_describe(text)[views[0]].parents[0]
-        assert count.startswith("KSTREAM-AGGREGATE-") and count in described.built and count not in refused
-        assert all(name == views[0] or views[0] in reason or "downstream of" in reason
-                   for name, reason in refused.items()), described.report()  # fmt: skip
+        assert counted_refusal(topology, text) is None, counted_refusal(topology, text)
         return
     assert described.refused == [] and described.missing == [], described.report()
     trace = topology.run(document["events"])

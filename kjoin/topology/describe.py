@@ -23,11 +23,20 @@ processor the application renamed (``selectKey(.., Named.as("by-customer"))``, a
 ``Joined.as``) has no sign of its operation left: declare it, ``{"op": "select_key", "fn": ...}`` (``filter``,
 ``map_values``, ``select_key``, ``map``, ``to_stream``, ``peek``, ``join``, ``left_join``).
 
+Aggregates (``KSTREAM-AGGREGATE``/``-REDUCE`` after a grouping's repartition topic or on the stream's own key,
+``KTABLE-SELECT`` then ``KTABLE-AGGREGATE``/``-REDUCE`` for a table's ``groupBy``) are built with the repartition
+topics Kafka named; ``describe()`` names a count and an aggregate alike and prints no window, so an aggregate is filled
+in as ``{"count": True}``, ``{"reduce": adder}`` or ``{"aggregate": initializer, "adder": ...}`` (a table's with its
+``subtractor``) with ``"windows"`` when it is windowed. A stream's join with a global table lists no store and Kafka
+names an inner one ``KSTREAM-LEFTJOIN`` too: ``{"variant", "key_selector"}`` (left and the stream's key unless
+given). ``merge``, ``toTable``, ``repartition()`` and a user topic written and read back (``through``) are read from
+the text alone.
+
 What kjoin cannot model is listed with its reason, with everything downstream of it: custom processors
 (``addProcessor``, ``process``, ``transform``: their code and punctuations are not in the text), and the DSL
-operations kjoin's builder does not have yet. :data:`OPERATIONS` is the table of what is recognised: adding an
-operation once the builder has it (``group_by``/``aggregate`` for ``KSTREAM-AGGREGATE``, ``merge``, ``global_table``)
-is one entry there.
+operations kjoin's builder does not have yet (``flatMap``, ``split``, ``suppress``, a table's ``filter`` and
+``mapValues``). :data:`OPERATIONS` is the table of what is recognised: adding an operation once the builder has it is
+one entry there.
 """
 
 from __future__ import annotations
