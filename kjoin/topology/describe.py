@@ -483,7 +483,7 @@ class _Importer:
     def table_of(self, stores: tuple[str, ...], node: DescribedNode) -> Any:
         """The table a stream-table join looks up: the one whose stores its processor lists."""
         if not stores and any(n.subtopology.endswith("(global)") for n in self.nodes.values()):
-            raise _Refused(_not_yet("a join with a global table (it lists no store)", "global_table"))
+            raise _Refused("joins a global table (it lists no store), which was not built here")
         for table_node, handle in self.handles.items():
             if handle.node.produces == "table" and self.getter_stores(self.nodes[table_node]) == set(stores):
                 views = [c for c in self.nodes[table_node].children if self._view(self.nodes[c])]
