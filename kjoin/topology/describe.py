@@ -23,11 +23,20 @@ processor the application renamed (``selectKey(.., Named.as("by-customer"))``, a
 ``Joined.as``) has no sign of its operation left: declare it, ``{"op": "select_key", "fn": ...}`` (``filter``,
 ``map_values``, ``select_key``, ``map``, ``to_stream``, ``peek``, ``join``, ``left_join``).
 
+Aggregates (``KSTREAM-AGGREGATE``/``-REDUCE`` after a grouping's repartition topic or on the stream's own key,
+``KTABLE-SELECT`` then ``KTABLE-AGGREGATE``/``-REDUCE`` for a table's ``groupBy``) are built with the repartition
+topics Kafka named; ``describe()`` names a count and an aggregate alike and prints no window, so an aggregate is filled
+in as ``{"count": True}``, ``{"reduce": adder}`` or ``{"aggregate": initializer, "adder": ...}`` (a table's with its
+``subtractor``) with ``"windows"`` when it is windowed. A stream's join with a global table lists no store and Kafka
+names an inner one ``KSTREAM-LEFTJOIN`` too: ``{"variant", "key_selector"}`` (left and the stream's key unless
+given). ``merge``, ``toTable``, ``repartition()`` and a user topic written and read back (``through``) are read from
+the text alone.
+
 What kjoin cannot model is listed with its reason, with everything downstream of it: custom processors
 (``addProcessor``, ``process``, ``transform``: their code and punctuations are not in the text), and the DSL
-operations kjoin's builder does not have yet. :data:`OPERATIONS` is the table of what is recognised: adding an
-operation once the builder has it (``group_by``/``aggregate`` for ``KSTREAM-AGGREGATE``, ``merge``, ``global_table``)
-is one entry there.
+operations kjoin's builder does not have yet (``flatMap``, ``split``, ``suppress``, a table's ``filter`` and
+``mapValues``). :data:`OPERATIONS` is the table of what is recognised: adding an operation once the builder has it is
+one entry there.
 """
 
 from __future__ import annotations
@@ -147,7 +156,6 @@ def _not_yet(what: str, builder: str) -> str:
     return f"{what}: kjoin.Topology has no {builder} yet, so neither this nor what follows it runs"
 
 
-_AGGREGATE = "aggregate (groupBy/groupByKey then count, reduce or aggregate)"
 _CUSTOM = (
     "a custom processor (Topology.addProcessor, KStream.process/transform): its code and its punctuations are not in "
     "the text; model it as DSL operations"
@@ -175,6 +183,12 @@ def _op_table() -> tuple[Operation, ...]:
         Operation("KSTREAM-OUTERTHIS", i.inside),
         Operation("KSTREAM-OUTEROTHER", i.inside),
         Operation("KSTREAM-MERGE", i.stream_merge),
+        Operation("KSTREAM-AGGREGATE", i.aggregate),
+        Operation("KSTREAM-REDUCE", i.aggregate),
+        Operation("KTABLE-AGGREGATE", i.aggregate),
+        Operation("KTABLE-REDUCE", i.aggregate),
+        Operation("KTABLE-SELECT", i.table_group_by),
+        Operation("KSTREAM-TOTABLE", i.to_table),
         Operation("KTABLE-JOINTHIS", i.inside),
         Operation("KTABLE-JOINOTHER", i.inside),
         Operation("KTABLE-MERGE", i.table_merge),
@@ -184,17 +198,10 @@ def _op_table() -> tuple[Operation, ...]:
         Operation("KTABLE-TOSTREAM", i.to_stream),
         Operation("KSTREAM-SINK", i.sink),
         # Not in kjoin's builder yet: one entry each, turned into a ``build`` when the builder has the operation.
-        Operation("KSTREAM-AGGREGATE", refuse=_not_yet(_AGGREGATE, "group_by/aggregate")),
-        Operation("KSTREAM-REDUCE", refuse=_not_yet(_AGGREGATE, "group_by/reduce")),
-        Operation("KTABLE-AGGREGATE", refuse=_not_yet("a table's aggregate (KTable.groupBy)", "group_by/aggregate")),
-        Operation("KTABLE-REDUCE", refuse=_not_yet("a table's reduce (KTable.groupBy)", "group_by/reduce")),
-        Operation("KTABLE-SELECT", refuse=_not_yet("KTable.groupBy's re-key", "a table group_by")),
         Operation("KTABLE-SUPPRESS", refuse=_not_yet("suppress", "suppress")),
         Operation("KTABLE-FILTER", refuse=_not_yet("a table's filter", "KTable.filter")),
         Operation("KTABLE-MAPVALUES", refuse=_not_yet("a table's mapValues", "KTable.map_values")),
         Operation("KTABLE-TRANSFORMVALUES", refuse=_CUSTOM),
-        Operation("KSTREAM-TOTABLE", refuse=_not_yet("toTable", "to_table")),
-        Operation("KSTREAM-REPARTITION", refuse=_not_yet("an explicit repartition()", "repartition")),
         Operation("KSTREAM-FLATMAPVALUES", refuse=_not_yet("flatMapValues (one record in, several out)", "flat_map")),
         Operation("KSTREAM-FLATMAP", refuse=_not_yet("flatMap (one record in, several out)", "flat_map")),
         Operation("KSTREAM-BRANCH", refuse=_not_yet("split/branch", "split")),
@@ -319,7 +326,11 @@ class _Importer:
             if node.kind == "Sink":
                 for topic in node.topics:
                     self.writers.setdefault(topic, []).append(node)
-        self.internal = {t for t, sinks in self.writers.items() if self._reads(t)}
+        read = {t for t in self.writers if self._reads(t)}
+        self.internal = {t for t in read if t.endswith("-repartition") or FK_TOPIC.search(t)}
+        """Kafka's own topics: repartition and foreign-key topics (kjoin makes its own)."""
+        self.through_topics = read - self.internal
+        """User topics the application writes and reads back (``to`` + ``stream``, ``through``)."""
 
     def _reads(self, topic: str) -> bool:
         return any(n.kind == "Source" and topic in n.topics for n in self.nodes.values())
@@ -420,9 +431,9 @@ class _Importer:
             return Operation("table-table join", _Importer.table_merge)
         matches = [op for op in OPERATIONS if node.name.startswith(op.prefix)]
         if node.kind == "Source" and not node.name.startswith(("KSTREAM-SOURCE", "KTABLE-SOURCE")):
-            return Operation("source", _Importer.source)  # a source renamed with Consumed.as / Named
-        if node.kind == "Sink" and not matches:
-            return Operation("sink", _Importer.sink)
+            return Operation("source", _Importer.source)  # renamed (Consumed.as), or a repartition()'s source
+        if node.kind == "Sink" and not node.name.startswith("KSTREAM-SINK"):
+            return Operation("sink", _Importer.sink)  # renamed (Produced.as), or a repartition()'s sink
         return max(matches, key=lambda op: len(op.prefix)) if matches else None
 
     def _unknown(self, node: DescribedNode) -> str:
@@ -472,7 +483,7 @@ class _Importer:
     def table_of(self, stores: tuple[str, ...], node: DescribedNode) -> Any:
         """The table a stream-table join looks up: the one whose stores its processor lists."""
         if not stores and any(n.subtopology.endswith("(global)") for n in self.nodes.values()):
-            raise _Refused(_not_yet("a join with a global table (it lists no store)", "global_table"))
+            raise _Refused("joins a global table (it lists no store), which was not built here")
         for table_node, handle in self.handles.items():
             if handle.node.produces == "table" and self.getter_stores(self.nodes[table_node]) == set(stores):
                 views = [c for c in self.nodes[table_node].children if self._view(self.nodes[c])]
@@ -511,6 +522,8 @@ class _Importer:
     def source(self, node: DescribedNode) -> Any:
         if node.pattern is not None:
             raise _Refused(f"reads the topic pattern {node.pattern}; kjoin reads named topics: list them")
+        if node.topics and node.topics[0] in self.through_topics and len(node.topics) == 1:
+            return self._through(node, node.topics[0])
         internal = [t for t in node.topics if t in self.internal]
         if internal:
             if FK_TOPIC.search(internal[0]):
@@ -522,10 +535,24 @@ class _Importer:
             raise _Refused(f"reads {len(node.topics)} topics in one source; kjoin's sources read one topic each")
         children = [self.nodes[c] for c in node.children]
         if children and all(c.name.startswith("KTABLE-SOURCE") for c in children):
-            return None  # a table: built at its KTABLE-SOURCE, which keeps the store
+            return None  # a table (or a global table): built at its KTABLE-SOURCE, which keeps the store
         if node.subtopology.endswith("(global)"):
-            raise _Refused(_not_yet("a global table (GlobalKTable, addGlobalStore)", "global_table"))
+            raise _Refused("a global store of the application's own (addGlobalStore): its processor's code is not in "
+                           "the text; model it as a global table (builder.globalTable)")  # fmt: skip
         return self.topology.stream(node.topics[0], name=node.name)
+
+    def _through(self, node: DescribedNode, topic: str) -> Any:
+        """A user topic the application writes and reads back (``to(topic)`` then ``stream(topic)``, or 2.x's
+        ``through``): kjoin's ``through``, whose sink and source are both this topic's."""
+        sinks = self.writers[topic]
+        if len(sinks) != 1:
+            raise _Refused(f"{topic} is written by {len(sinks)} sinks; kjoin's through(topic) has one writer")
+        upstream = self.through_internal(sinks[0])
+        if upstream is None:
+            raise _Refused(f"{topic}: what writes it was not built")
+        handle = upstream.through(topic, name=sinks[0].name)
+        self.description.built[sinks[0].name] = sinks[0].name
+        return handle
 
     def _repartitioned(self, node: DescribedNode, topic: str) -> Any:
         """A repartition topic's source: kjoin writes the re-keyed stream to its own repartition topic before the
@@ -541,6 +568,11 @@ class _Importer:
             if operation is None or operation.refuse is not None:
                 reason = self._unknown(consumer) if operation is None else operation.refuse
                 raise _Refused(f"{topic} feeds {consumer.name}, {reason}")
+        if sinks[0].name.endswith("-repartition-sink") and not isinstance(upstream, _GROUPED):
+            # the application's own repartition() (Repartitioned.as names the topic): a source of its own
+            return upstream.repartition(name=topic.removesuffix("-repartition"))
+        if isinstance(upstream, _GROUPED) or all(self._aggregates(self.nodes[c]) for c in node.children):
+            return upstream  # a grouping's topic: the aggregate names it (see aggregate)
         if upstream.node.key_changed:
             upstream.node.params["repartition_topic"] = topic
         else:
@@ -556,6 +588,10 @@ class _Importer:
                 return self.handles[name]
         return None
 
+    @staticmethod
+    def _aggregates(node: DescribedNode) -> bool:
+        return node.name.startswith(("KSTREAM-AGGREGATE", "KSTREAM-REDUCE", "KTABLE-AGGREGATE", "KTABLE-REDUCE"))
+
     def table_source(self, node: DescribedNode) -> Any:
         if node.kind == "Source":  # a foreign-key join's response or subscription topic (a KTABLE-SOURCE-named source)
             return self.source(node)
@@ -563,8 +599,9 @@ class _Importer:
         if parent is None or parent.kind != "Source" or len(parent.topics) != 1:
             raise _Refused("a table source without its topic's source")
         if parent.subtopology.endswith("(global)"):
-            raise _Refused(_not_yet("a global table (GlobalKTable)", "global_table"))
-        handle = self.topology.table(parent.topics[0], name=node.name)
+            handle = self.topology.global_table(parent.topics[0], name=node.name)
+        else:
+            handle = self.topology.table(parent.topics[0], name=node.name)
         self.handles[parent.name] = handle
         self.description.built[parent.name] = node.name
         for store in node.stores:
@@ -619,18 +656,57 @@ class _Importer:
             spec = {key: value for key, value in spec.items() if key != "op"}
             joiner = spec.pop("fn", spec.get("joiner"))
             self.fill[node.name] = {**spec, "joiner": joiner}
+        globals_ = list({h.node.name: h for h in self.handles.values()
+                         if getattr(getattr(h, "node", None), "op", "") == "global-table"}.values())  # fmt: skip
+        if not node.stores and globals_:
+            return self._global_join(node, globals_)
         options = self.join_options(node, f"stream-table {variant} join", ("grace_ms",))
         right = self.table_of(node.stores, node)
         left = self.parent(node)
         method = left.left_join if variant == "left" else left.join
         return method(right, options.pop("joiner", None), name=node.name, **options)
 
+    def _global_join(self, node: DescribedNode, globals_: list[Any]) -> Any:
+        """A stream joined with a global table: its processor lists no store (the global store is every task's), and
+        Kafka names an inner join KSTREAM-LEFTJOIN too, so the kind and the lookup key are filled in."""
+        options = self.join_options(node, "stream-global-table join", ("variant", "key_selector", "global_table"))
+        wanted = options.pop("global_table", None)
+        if wanted is not None:
+            globals_ = [h for h in globals_ if wanted == h.node.name or wanted == h.node.params.get("store")]
+        if len(globals_) != 1:
+            raise _Refused(
+                f"joins a global table, and describe() does not say which of {len(globals_)}: "
+                f"functions={{{node.name!r}: {{'global_table': <its store or KTABLE-SOURCE>}}}}"
+            )
+        variant = options.pop("variant", None)
+        self.description.needs.append(
+            Need(node.name, "variant (inner, left): Kafka names both KSTREAM-LEFTJOIN", variant is not None, "left")
+        )
+        if variant not in (None, "inner", "left"):
+            raise TopologyError(f"from_describe: functions[{node.name!r}]['variant'] is inner or left, got {variant!r}")
+        selector = options.pop("key_selector", None)
+        self.description.needs.append(
+            Need(node.name, "key_selector (key, value) -> the global table's key", selector is not None,
+                 "the stream's key")
+        )  # fmt: skip
+        left = self.parent(node)
+        method = left.join if variant == "inner" else left.left_join
+        return method(globals_[0], options.pop("joiner", None), key_selector=selector, name=node.name)
+
     def stream_merge(self, node: DescribedNode) -> Any:
         parents = [self.nodes[p] for p in node.parents]
         this = [p for p in parents if role(p) in ("ss-this", "ss-outer-this")]
         other = [p for p in parents if role(p) in ("ss-other", "ss-outer-other")]
+        if not this and not other:  # KStream.merge: one stream of its inputs' records
+            inputs = [self.handles.get(p.name) for p in parents]
+            if len(inputs) < 2 or any(h is None or getattr(h.node, "produces", None) != "stream" for h in inputs):
+                raise _Refused(f"a merge of {', '.join(node.parents)}, not all built as streams")
+            merged = inputs[0]
+            for index, other_stream in enumerate(inputs[1:], start=2):
+                merged = merged.merge(other_stream, name=node.name if index == len(inputs) else None)
+            return merged
         if len(parents) != 2 or len(this) != 1 or len(other) != 1:
-            raise _Refused(_not_yet("merge of two streams", "merge"))
+            raise _Refused("a KSTREAM-MERGE of a stream-stream join's halves and other streams")
         variant = (
             "outer" if role(this[0]) == "ss-outer-this"
             else "left" if role(other[0]) == "ss-outer-other" else "inner"
@@ -716,6 +792,92 @@ class _Importer:
             raise _Refused("its left and right tables could not be traced through its subscription topics")
         return left, right
 
+    def table_group_by(self, node: DescribedNode) -> Any:
+        """``KTable.groupBy``: a re-key of the table's rows, written to the repartition topic its aggregate reads."""
+        fn = self.function(node, "selector (key, value) -> (new key, new value)")
+        sinks = [self.nodes[c] for c in node.children if self.nodes[c].kind == "Sink"]
+        if len(sinks) != 1 or not sinks[0].topics or sinks[0].topics[0] not in self.internal:
+            raise _Refused("a table's group-by that writes no repartition topic")
+        grouped = self.parent(node).group_by(fn, name=sinks[0].topics[0].removesuffix("-repartition"))
+        self.description.built[node.name] = grouped.stream.node.name
+        return grouped
+
+    def aggregate(self, node: DescribedNode) -> Any:
+        """count, reduce or aggregate of a grouped stream (windowed or not) or of a grouped table. Kafka names count
+        and aggregate alike (KSTREAM-AGGREGATE) and prints no window: both are filled in, as
+        ``{"count": True}``, ``{"reduce": adder, "subtractor": ..}`` or ``{"aggregate": initializer, "adder": ..,
+        "subtractor": ..}`` (``"concat"``: text joined with ``+``), and ``"windows"`` when it is windowed."""
+        spec = self.fill.get(node.name)
+        reduce = node.name.startswith(("KSTREAM-REDUCE", "KTABLE-REDUCE"))
+        if callable(spec) or isinstance(spec, str):
+            spec = {"reduce" if reduce else "aggregate": spec}
+        spec = dict(spec or {})
+        kinds = [kind for kind in ("count", "reduce", "aggregate") if kind in spec]
+        unknown = sorted(set(spec) - {"count", "reduce", "aggregate", "adder", "subtractor", "windows"})
+        if unknown or len(kinds) > 1 or (reduce and kinds not in ([], ["reduce"])):
+            raise TopologyError(
+                f"from_describe: functions[{node.name!r}] is {{'count': True}}, {{'reduce': adder, 'subtractor': ..}} "
+                f"or {{'aggregate': initializer, 'adder': .., 'subtractor': ..}}, with 'windows' if windowed; got "
+                f"{spec!r:.80}"
+            )
+        kind = kinds[0] if kinds else ("reduce" if reduce else None)
+        table_side = node.name.startswith("KTABLE-")
+        self.description.needs.append(
+            Need(node.name, "count or aggregate: Kafka names them alike (KSTREAM-AGGREGATE)", bool(kinds))
+            if kind is None or kind == "count" or (kind == "aggregate" and not reduce)
+            else Need(node.name, "reducer (aggregate, value) -> aggregate" + (" and subtractor" if table_side else ""),
+                      spec.get("reduce") is not None or spec.get("adder") is not None)
+        )  # fmt: skip
+        windows = spec.get("windows")
+        if not table_side:
+            self.description.needs.append(
+                Need(node.name, "windows (windowed_by), which describe() does not print", windows is not None,
+                     "not windowed")
+            )  # fmt: skip
+        if kind is None:
+            raise _Refused(
+                f"count or aggregate, which describe() names alike: functions={{{node.name!r}: {{'count': True}}}} "
+                "or {'aggregate': initializer, 'adder': (key, value, agg) -> agg}, with 'windows' if windowed"
+            )
+        grouped = self._grouped(node)
+        if windows is not None:
+            grouped = grouped.windowed_by(windows)
+        if kind == "count":
+            return self._stored(node, grouped.count(name=node.name))
+        first = spec.get(kind)
+        if first == "concat":
+            args: tuple[Any, ...] = ("concat",)
+        elif kind == "reduce":
+            args = (first if callable(first) else spec.get("adder") or _placeholder(node.name, "reducer"),)
+        else:
+            args = (first, spec.get("adder") or _placeholder(node.name, "aggregate's adder"))
+        if table_side and first != "concat":
+            args += (spec.get("subtractor") or _placeholder(node.name, "subtractor"),)
+        method = grouped.reduce if kind == "reduce" else grouped.aggregate
+        return self._stored(node, method(*args, name=node.name))
+
+    def _stored(self, node: DescribedNode, table: Any) -> Any:
+        for store in node.stores:
+            self.description.stores[store] = node.name
+        return table
+
+    def _grouped(self, node: DescribedNode) -> Any:
+        """What an aggregate reads, grouped: a grouped table as its group-by made it; a stream grouped by its key,
+        through the repartition topic Kafka named (``<store>-repartition``, or ``Grouped.as``) when it was re-keyed."""
+        handle = self.parent(node)
+        if isinstance(handle, _GROUPED):
+            return handle
+        source = self.nodes[node.parents[0]]
+        topics = [t for t in source.topics if t in self.internal] if source.kind == "Source" else []
+        if topics and handle.node.key_changed:
+            return handle.group_by_key(name=topics[0].removesuffix("-repartition"))
+        if handle.node.key_changed:
+            raise _Refused("aggregates a re-keyed stream without a repartition topic")
+        return handle.group_by_key()
+
+    def to_table(self, node: DescribedNode) -> Any:
+        return self.parent(node).to_table(name=node.name)
+
     def to_stream(self, node: DescribedNode) -> Any:
         return self.parent(node).to_stream(name=node.name)
 
@@ -723,11 +885,16 @@ class _Importer:
         if node.pattern is not None:
             raise _Refused(f"writes to {node.pattern}; kjoin writes to named topics")
         topic = node.topics[0]
-        if topic in self.internal:
-            return None  # a repartition or foreign-key topic: kjoin writes its own
+        if topic in self.internal or topic in self.through_topics:
+            return None  # a repartition or foreign-key topic (kjoin writes its own), or through: built at its source
         self.parent(node).to(topic, name=node.name)
         self.description.built[node.name] = node.name
         return None
+
+
+from .builder import KGroupedStream as _KGroupedStream  # noqa: E402  (builder imports this module lazily)
+
+_GROUPED = _KGroupedStream
 
 
 class _Refused(Exception):
