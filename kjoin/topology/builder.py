@@ -615,6 +615,9 @@ def _through_topic(stream: KStream, topic_name: str, partitions: int | None, par
 class KGroupedStream:
     """A grouped stream (Kafka's ``KGroupedStream``): ``count``, ``reduce``, ``aggregate``, ``windowed_by``."""
 
+    grouped = True
+    """What :mod:`kjoin.topology.describe` asks of a handle (it cannot import this module: this one imports it)."""
+
     def __init__(self, stream: KStream, name: str | None, windows: TimeWindows | None = None) -> None:
         self.stream = stream
         self.name = name

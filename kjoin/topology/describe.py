@@ -568,10 +568,10 @@ class _Importer:
             if operation is None or operation.refuse is not None:
                 reason = self._unknown(consumer) if operation is None else operation.refuse
                 raise _Refused(f"{topic} feeds {consumer.name}, {reason}")
-        if sinks[0].name.endswith("-repartition-sink") and not isinstance(upstream, _GROUPED):
+        if sinks[0].name.endswith("-repartition-sink") and not _is_grouped(upstream):
             # the application's own repartition() (Repartitioned.as names the topic): a source of its own
             return upstream.repartition(name=topic.removesuffix("-repartition"))
-        if isinstance(upstream, _GROUPED) or all(self._aggregates(self.nodes[c]) for c in node.children):
+        if _is_grouped(upstream) or all(self._aggregates(self.nodes[c]) for c in node.children):
             return upstream  # a grouping's topic: the aggregate names it (see aggregate)
         if upstream.node.key_changed:
             upstream.node.params["repartition_topic"] = topic
@@ -865,7 +865,7 @@ class _Importer:
         """What an aggregate reads, grouped: a grouped table as its group-by made it; a stream grouped by its key,
         through the repartition topic Kafka named (``<store>-repartition``, or ``Grouped.as``) when it was re-keyed."""
         handle = self.parent(node)
-        if isinstance(handle, _GROUPED):
+        if _is_grouped(handle):
             return handle
         source = self.nodes[node.parents[0]]
         topics = [t for t in source.topics if t in self.internal] if source.kind == "Source" else []
@@ -892,9 +892,10 @@ class _Importer:
         return None
 
 
-from .builder import KGroupedStream as _KGroupedStream  # noqa: E402  (builder imports this module lazily)
-
-_GROUPED = _KGroupedStream
+def _is_grouped(handle: Any) -> bool:
+    """Is ``handle`` a grouped stream or table (:class:`kjoin.topology.builder.KGroupedStream`)? Asked by its
+    ``grouped`` mark: the builder imports this module, so this one does not import the builder."""
+    return getattr(type(handle), "grouped", False) is True
 
 
 class _Refused(Exception):
