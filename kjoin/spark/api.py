@@ -40,7 +40,7 @@ from .io.session import local_session
 from .io.topic import SparkInputError, Topic, common_types, default_partition_column, partition_count
 from .manifest import read_manifest
 from .passes import fk_task
-from .passes.plans import Feed, Inputs, execute, odd_keys
+from .passes.plans import Feed, Inputs, execute, odd_keys, paired_results
 from .passes.task import json_text
 from .result import OpenedRun, SparkRun
 from .spec import JoinSpec, join_scenario
@@ -106,25 +106,43 @@ def run_join(
     shuffled = frames[0].unionByName(frames[1]).repartition(spark_partitions or partitions, "scenario", "partition")
     records = _ordered_records(shuffled)
     feed = Feed(records, spark_partitions or partitions, partitioned=True, by_partition=_by_partition(shuffled, spec))
-    results, chosen = execute(
-        feed, {0: spec}, Inputs(key_type, value_type, json_keys=False, json_values=json_values, joiner=joiner), method
-    )
+    inputs_of = Inputs(key_type, value_type, json_keys=False, json_values=json_values, joiner=joiner)
+    results, chosen = execute(feed, {0: spec}, inputs_of, method)
     result = SparkRun(records, results, {0: config}, False, json_values, method=chosen)
     result.inputs = inputs
     result._spark_partitions = spark_partitions or partitions
-    result._rerun = lambda other: run_join(
+    result._rerun = lambda other, settings: run_join(
         left,
         right,
         join,
         variant,
         semantics=other,
-        window=window,
         joiner=joiner,
         spark_partitions=spark_partitions,
         method=method,
-        options=options,
+        **_with_settings(config, settings),
     )
+
+    def paired(other: Semantics, settings: Mapping[str, Any]) -> Any:
+        turned = _with_settings(config, settings)
+        window_of = _window_option(join, turned["window"])
+        second = _join_scenario(join, variant, str(other), window_of, partitions, turned["options"])
+        return paired_results(feed, spec, JoinSpec.of(second), inputs_of, method)
+
+    result._paired = paired
     return result
+
+
+def _with_settings(config: Scenario, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``run_join``'s ``window`` and ``options`` for ``config`` with ``settings`` turned (``kjoin diff --set``
+    paths: ``window.grace_ms``, ``right.versioned`` …)."""
+    from ..diff import _apply
+
+    document = _apply(config.to_dict(), settings, config.semantics)
+    window = document.pop("window", None)
+    for name in ("join", "variant", "semantics", "partitions", "events"):
+        document.pop(name, None)
+    return {"window": window, "options": document or None}
 
 
 def _join_scenario(
