@@ -737,7 +737,7 @@ def _choices(allowed: tuple[str, ...], what: str) -> Callable[[str], list[str]]:
     return parse
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.bench",
         description="kjoin on Spark vs a plain Spark equi-join vs the reference engine (records/s, noop sink).",
@@ -802,6 +802,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--diff-keys", type=int, default=20, help="with --diff: keys whose differences the reference engine checks"
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.kafka_sample is not None and args.kafka_sample <= 0:
         parser.error("--kafka-sample: expected a positive integer")
@@ -816,19 +821,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="kjoin-bench-")
     if args.diff:
-        try:
-            diff_rows = bench_diff(
-                spark, args.sizes, args.keys, args.partitions, workdir, sys.stderr, args.diff_keys, args.diff_changes
-            )
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-        load = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))
-        print(
-            f"kjoin bench --diff: {os.cpu_count()} cores, {args.partitions} Kafka partitions, {args.keys:,} keys, "
-            f"noop sink; load average (1/5/15 min) before/after: {load}"
-        )
-        print(format_table(diff_rows, DIFF_COLUMNS))
-        return 0
+        return _main_diff(spark, args, workdir, load_before)
     try:
         rows = bench(
             spark,
@@ -854,6 +847,23 @@ def main(argv: list[str] | None = None) -> int:
         f"reference engine on the first n records; load average (1/5/15 min) before/after: {load}"
     )
     print(format_table(rows))
+    return 0
+
+
+def _main_diff(spark: Any, args: Any, workdir: str, load_before: tuple[float, float, float]) -> int:
+    """``--diff``: the diff rows (:func:`bench_diff`) and their table."""
+    try:
+        rows = bench_diff(
+            spark, args.sizes, args.keys, args.partitions, workdir, sys.stderr, args.diff_keys, args.diff_changes
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    load = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))
+    print(
+        f"kjoin bench --diff: {os.cpu_count()} cores, {args.partitions} Kafka partitions, {args.keys:,} keys, "
+        f"noop sink; load average (1/5/15 min) before/after: {load}"
+    )
+    print(format_table(rows, DIFF_COLUMNS))
     return 0
 
 
