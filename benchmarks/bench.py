@@ -3,6 +3,7 @@
     python -m benchmarks.bench                                  # 10^5, 10^6 and 10^7 records
     python -m benchmarks.bench --sizes 100000 --joins stream-table --methods auto,processors
     python -m benchmarks.bench --sizes 10000000 --joins stream-stream --variants inner,left,outer --kafka-sample 1000000
+    python -m benchmarks.bench --diff --sizes 10000000              # a diff's cost / one run's (make bench-diff)
 
 A script, never a timed test. For each join type and size it:
 
@@ -44,6 +45,11 @@ kjoin's throughput over the equi-join's (the issue's target: at least 0.5); ``kj
 Kafka Streams' (the target: above 1); ``load before/after`` is the 1-minute load average around kjoin's run;
 ``kjoin/ref`` is kjoin's throughput over the reference engine's. The first run of every plan
 is a small untimed warm-up (class loading and JIT cost seconds in a fresh JVM).
+
+``--diff`` times :meth:`kjoin.spark.SparkRun.diff` instead (issue 28): per size and change (:data:`DIFF_CHANGES`),
+one run of the stream-stream join to the noop sink, then a diff of the same topics with every difference charged
+to the noop sink, and ``diff/run``, the ratio (the issue's target: at most 2.5); then the differences of sampled
+keys against the reference engine's (:func:`bench_diff`).
 
 Timing order matters on a loaded machine: a path timed right after the Kafka replay's JVM ran up to 2x slower,
 hence the baselines outside Spark come last and ``--repeat`` alternates the equi-join and kjoin, keeping each

@@ -271,9 +271,6 @@ class SparkDiff:
     def __len__(self) -> int:
         return len(self.collect())
 
-    def by_rule_examples(self) -> dict[str, list[Difference]]:
-        return self.collect().by_rule()
-
     def table(self) -> str:
         return self.collect().table()
 
@@ -411,7 +408,9 @@ def spark_diff(
     target = _keep(produced(second, settings), kept)
     names = tuple(name for name, _ in switches)
     attribution = FrameAttribution(first, switches, produced, kept)
-    charged = _keep(attribution.charge(target), kept)
+    charged = attribution.charge(target)
+    if len(names) > 1:  # charged by joins with the runs of each switch: computed once
+        charged = _keep(charged, kept)
     after = str(second) + "".join(f" {path}={_setting_text(value)}" for path, value in settings.items())
     title = f"{config.join} {config.variant} join (Spark)"
     found = SparkDiff(run, other, charged, names, str(first), after, title, attribution.runs, settings)
@@ -604,6 +603,14 @@ class FrameAttribution:
 
     def charge(self, target: Any) -> Any:
         names = [name for name, _ in self.switches]
+        if len(names) == 1 and self._closure(frozenset(names)) == frozenset(names):
+            # One switch, requiring no other: the second run is that switch alone, so it produces every difference.
+            return target.select(
+                *[c for c in DIFF_COLUMNS if c not in ("rules", "with_rules", "together")],
+                _names(names).alias("rules"),
+                _names([]).alias("with_rules"),
+                F.lit(False).alias("together"),
+            )
         self._produced.setdefault(frozenset(names), target.select("identity"))  # every switch turned: the target
         wanted = target.select("identity").distinct()
         charged = []

@@ -6,7 +6,9 @@ of the records and one of every output; this pass takes the records once (the in
 :func:`kjoin.spark.api.run_join`, merged into processing order per task: :mod:`kjoin.spark.passes.merge`), runs
 both joins' per-task functions over them (:attr:`kjoin.spark.passes.plans.Plan.function`), and compares their
 outputs per input record right there: a 64-bit fingerprint per output (a hash of key, value, ts, tombstone and the
-values joined), summed per input record ``(partition, side, offset)`` with the count. Only the outputs of the
+values joined: each text column dictionary-encoded over both runs by Arrow, the codes mixed by splitmix64 in
+numpy, where hashing the texts with pandas cost twice the join itself), summed per input record ``(partition,
+side, offset)`` with the count. Only the outputs of the
 input records whose fingerprints or counts differ leave the pass (:data:`PAIRED_FIELDS`, tagged with their run,
 each with its input record's key, value and timestamp). Equal sums of different multisets of outputs would hide a
 difference; with 64-bit hashes that has a chance of about 2^-64 per input record.
@@ -86,26 +88,52 @@ def _identity(table: Any) -> Any:
     return (partition << 41) | (right << 40) | offset
 
 
-def _fingerprints(table: Any, sign: int) -> Any:
-    """Each output's input record and its hash (negated, wrapping, for ``sign`` -1) as a frame ``i, h, n``."""
-    import pandas as pd
+def _mix(x: Any) -> Any:
+    """splitmix64's finaliser over a uint64 array (wrapping)."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
-    hashes = pd.util.hash_pandas_object(table.select(list(_FINGERPRINTED)).to_pandas(), index=False).to_numpy()
-    if sign < 0:
-        hashes = ~hashes + np.uint64(1)
-    return pd.DataFrame({"i": _identity(table), "h": hashes, "n": np.full(len(hashes), sign, dtype=np.int64)})
+
+def _codes(column: Any) -> Any:
+    """A column of both runs' outputs as uint64 codes, equal exactly where the values are: a text's index in the
+    column's dictionary (built once over both runs, by Arrow), a number itself; null has a code of its own."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type) or pa.types.is_binary(column.type):
+        column = pc.dictionary_encode(column.combine_chunks()).indices
+    elif pa.types.is_boolean(column.type):
+        column = pc.cast(column, pa.int64())
+    values = pc.fill_null(pc.cast(column, pa.int64()), -(2**63)).to_numpy(zero_copy_only=False)
+    return values.astype(np.int64).view(np.uint64)
+
+
+def _fingerprints(first: Any, second: Any) -> Any:
+    """Each output of both runs as ``i`` (its input record), ``h`` (a 64-bit hash of what the output topic shows
+    and the values joined, negated, wrapping, for the second run) and ``n`` (1, -1 for the second run)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    tables = [t for t in (first, second) if t is not None]
+    both = pa.concat_tables(tables)
+    hashes = np.zeros(both.num_rows, dtype=np.uint64)
+    for salt, name in enumerate(_FINGERPRINTED):
+        hashes = _mix(hashes ^ _mix(_codes(both.column(name)) + np.uint64(salt)))
+    signs = np.concatenate([np.full(t.num_rows, 1 if t is first else -1, dtype=np.int64) for t in tables])
+    hashes = np.where(signs > 0, hashes, ~hashes + np.uint64(1))
+    return pd.DataFrame({"i": np.concatenate([_identity(t) for t in tables]), "h": hashes, "n": signs})
 
 
 def _differing(records: Any, first: Any, second: Any) -> Iterator[Any]:
     """The outputs of the input records whose outputs differ between the two runs (one sum per record: the first
     run's hashes minus the second's, and the count)."""
-    import pandas as pd
     import pyarrow as pa
 
-    prints = [_fingerprints(t, sign) for t, sign in ((first, 1), (second, -1)) if t is not None]
-    if not prints:
+    if first is None and second is None:
         return
-    sums = pd.concat(prints, ignore_index=True).groupby("i", sort=False).agg({"h": "sum", "n": "sum"})
+    sums = _fingerprints(first, second).groupby("i", sort=False).agg({"h": "sum", "n": "sum"})
     changed = sums.index[(sums["h"].to_numpy() != 0) | (sums["n"].to_numpy() != 0)].to_numpy(dtype=np.int64)
     if not len(changed):
         return
