@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check describe-check kafka-live broker-check cluster fuzz-inputs bench-reference
+.PHONY: lab demo test system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check describe-check kafka-live broker-check cluster fuzz-inputs bench-reference diff-check bench-diff
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -98,6 +98,15 @@ fuzz-inputs: $(STAMP)
 # The reference engine alone, every join kind at 10^5 and 10^6 events, kjoin.run and `kjoin run` (README numbers).
 bench-reference: $(STAMP)
 	$(PY) -m benchmarks.bench_reference
+
+# SparkRun.diff against kjoin diff for every setting run_join takes (issue 28; CI runs a sample of them).
+diff-check: $(STAMP)
+	KJOIN_DIFF_CHECK=all $(PY) -m pytest tests/test_spark_diff_settings.py tests/test_spark_diff.py
+
+# A diff's cost against one run's at 10^7 records, and its differences on sampled keys against the reference engine
+# (README "On Spark"). The machine is shared: nice.
+bench-diff: $(STAMP)
+	nice -n 10 $(PY) -m benchmarks.bench --diff --sizes 10000000
 
 # N random scenarios per Kafka version through kjoin and the real library: `N=10000 make kafka-check`. The versions
 # are derived from kjoin/semantics.py's era boundaries (tests/oracle_check.py's judged_versions), all of them here;

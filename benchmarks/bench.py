@@ -3,6 +3,7 @@
     python -m benchmarks.bench                                  # 10^5, 10^6 and 10^7 records
     python -m benchmarks.bench --sizes 100000 --joins stream-table --methods auto,processors
     python -m benchmarks.bench --sizes 10000000 --joins stream-stream --variants inner,left,outer --kafka-sample 1000000
+    python -m benchmarks.bench --diff --sizes 10000000              # a diff's cost / one run's (make bench-diff)
 
 A script, never a timed test. For each join type and size it:
 
@@ -45,6 +46,11 @@ Kafka Streams' (the target: above 1); ``load before/after`` is the 1-minute load
 ``kjoin/ref`` is kjoin's throughput over the reference engine's. The first run of every plan
 is a small untimed warm-up (class loading and JIT cost seconds in a fresh JVM).
 
+``--diff`` times :meth:`kjoin.spark.SparkRun.diff` instead (issue 28): per size and change (:data:`DIFF_CHANGES`),
+one run of the stream-stream join to the noop sink, then a diff of the same topics with every difference charged
+to the noop sink, and ``diff/run``, the ratio (the issue's target: at most 2.5); then the differences of sampled
+keys against the reference engine's (:func:`bench_diff`).
+
 Timing order matters on a loaded machine: a path timed right after the Kafka replay's JVM ran up to 2x slower,
 hence the baselines outside Spark come last and ``--repeat`` alternates the equi-join and kjoin, keeping each
 one's best. Only ratios taken in one run compare. The latest numbers, for every join and variant at 10^6 and
@@ -55,6 +61,7 @@ project's history (``git log -p benchmarks/bench.py README.md``).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -566,15 +573,164 @@ def _bench_variant(
     ]
 
 
+# -- the diff's cost (issue 28) ----------------------------------------------------------------------
+DIFF_JOIN = "stream-stream"
+DIFF_CHANGES: dict[str, dict[str, Any]] = {
+    "window.grace_ms=0": {"window": {"grace_ms": 0}},
+    "3.0 -> 3.1": {"semantics": "3.1"},
+}
+"""What the diff rows compare, each from the stream-stream join of :data:`WINDOW` (grace 100 ms) under 3.0 for the
+semantics change (its spurious-result fix: every left record without a partner moves), under the latest for the
+setting (records up to 50 ms late are dropped and the held results come out earlier)."""
+DIFF_COLUMNS = [
+    "join",
+    "records",
+    "change",
+    "run s",
+    "diff s",
+    "diff/run",
+    "differences",
+    "keys checked",
+    "reference differences",
+    "mismatches",
+    "load before/after",
+]
+
+
+@dataclass
+class DiffRow:
+    join: str
+    records: int
+    change: str
+    run_s: float
+    diff_s: float
+    differences: int
+    keys: int
+    checked: int
+    mismatches: int
+    load_before: float
+    load_after: float
+
+    def cells(self) -> list[str]:
+        return [
+            f"{self.join} {VARIANT[self.join]}",
+            f"{self.records:,}",
+            self.change,
+            f"{self.run_s:.1f}",
+            f"{self.diff_s:.1f}",
+            f"{self.diff_s / self.run_s:.2f}",
+            f"{self.differences:,}",
+            f"{self.keys}",
+            f"{self.checked:,}",
+            f"{self.mismatches}",
+            f"{self.load_before:.1f}/{self.load_after:.1f}",
+        ]
+
+
+def bench_diff(
+    spark: Any,
+    sizes: list[int],
+    keys: int,
+    partitions: int,
+    workdir: str,
+    out: Any,
+    sample_keys: int = 20,
+    changes: list[str] | None = None,
+) -> list[DiffRow]:
+    """Per size and change (:data:`DIFF_CHANGES`): one run of the join (every output and step row to the ``noop``
+    sink) against ``run_join(...).diff(...)`` with every difference, charged, to the ``noop`` sink (both timed in
+    the same process, one after the other); then the differences of ``sample_keys`` keys (half of them among those
+    with the most differences, half drawn from all keys) against the reference engine's on the same keys
+    (:meth:`kjoin.spark.debug.diff.SparkDiff.check_keys`)."""
+    from pyspark.sql import functions as F
+
+    from kjoin.spark import run_join
+
+    chosen = {label: DIFF_CHANGES[label] for label in (changes or list(DIFF_CHANGES))}
+
+    def join_and_diff(left: Any, right: Any, change: dict[str, Any]) -> tuple[Any, Any]:
+        arguments = dict(change)
+        semantics = arguments.pop("semantics", None)
+        first = "3.0" if semantics else None
+        result = run_join(left, right, semantics=first, **run_options(DIFF_JOIN))
+        return result, (lambda: result.diff(semantics, **arguments))
+
+    path = os.path.join(workdir, "diff-warm-up.parquet")
+    generate(spark, DIFF_JOIN, 20_000, path, keys=keys, partitions=partitions)
+    left, right = topics(spark, path, partitions)
+    for change in chosen.values():  # untimed: class loading and JIT
+        result, diff_of = join_and_diff(left, right, change)
+        noop(result.results)
+        found = diff_of()
+        noop(found.differences)
+        found.unpersist()
+    rows = []
+    for size in sizes:
+        path = os.path.join(workdir, f"diff-{size}.parquet")
+        print(f"[bench] generating {size:,} {DIFF_JOIN} records ...", file=out, flush=True)
+        generate(spark, DIFF_JOIN, size, path, keys=keys, partitions=partitions)
+        left, right = topics(spark, path, partitions)
+        noop(left.frame.unionByName(right.frame))
+        for label, change in chosen.items():
+            load_before = os.getloadavg()[0]
+            print(f"[bench] {DIFF_JOIN} {size:,} one run ...", file=out, flush=True)
+            result, _ = join_and_diff(left, right, change)
+            run_s = timed(lambda: noop(result.results))
+            print(f"[bench] {DIFF_JOIN} {size:,} diff {label} ...", file=out, flush=True)
+            result, diff_of = join_and_diff(left, right, change)
+            found: Any = None
+
+            def diff_all() -> None:
+                nonlocal found
+                found = diff_of()
+                noop(found.differences)
+
+            diff_s = timed(diff_all)
+            load_after = os.getloadavg()[0]
+            count = found.differences.count()
+            print(f"[bench] {DIFF_JOIN} {size:,} diff {label}: checking sampled keys ...", file=out, flush=True)
+            most = [(r["partition"], r["key"]) for r in found.by_key().limit(sample_keys // 2).collect() if r["key"]]
+            drawn = (
+                left.frame.select("partition", "key")
+                .where(F.col("key").isNotNull())
+                .distinct()
+                .orderBy(F.xxhash64("key"))
+                .limit(sample_keys - len(most))
+                .collect()
+            )
+            sampled = list(dict.fromkeys([(p, json.loads(k)) for p, k in most] + [(r[0], r[1]) for r in drawn]))
+            check = found.check_keys(sampled)
+            for partition, key, only_spark, only_reference in check.mismatches:
+                print(f"[bench] mismatch {key!r}@{partition}: {only_spark} / {only_reference}", file=out, flush=True)
+            rows.append(
+                DiffRow(
+                    DIFF_JOIN,
+                    size,
+                    label,
+                    run_s,
+                    diff_s,
+                    count,
+                    check.keys,
+                    check.differences,
+                    len(check.mismatches),
+                    load_before,
+                    load_after,
+                )  # fmt: skip
+            )
+            found.unpersist()
+        shutil.rmtree(path, ignore_errors=True)
+    return rows
+
+
 def _method_used(result: Any, asked: str) -> str:
     """``vectorised``, ``native`` or ``processors``: the path that ran (what ``auto`` chose)."""
     used = result.method
     return used if asked == used else f"{asked}: {used}"
 
 
-def format_table(rows: list[BenchRow]) -> str:
-    cells = [COLUMNS] + [row.cells() for row in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+def format_table(rows: list[Any], columns: list[str] = COLUMNS) -> str:
+    cells = [columns] + [row.cells() for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     lines = [
         " | ".join(cell.rjust(widths[i]) if i >= 2 else cell.ljust(widths[i]) for i, cell in enumerate(line))
         for line in cells
@@ -608,7 +764,7 @@ def _choices(allowed: tuple[str, ...], what: str) -> Callable[[str], list[str]]:
     return parse
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.bench",
         description="kjoin on Spark vs a plain Spark equi-join vs the reference engine (records/s, noop sink).",
@@ -659,6 +815,26 @@ def main(argv: list[str] | None = None) -> int:
         "rise with the size, and a stream-stream replay of 10^7 takes hours)",
     )
     _scale_arguments(parser)
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="time SparkRun.diff against one run instead (issue 28: at most 2.5x), and check the differences of "
+        "sampled keys against the reference engine",
+    )
+    parser.add_argument(
+        "--diff-changes",
+        type=_choices(tuple(DIFF_CHANGES), "--diff-changes"),
+        default=None,
+        help=f"with --diff: the changes to compare (default: all of {', '.join(DIFF_CHANGES)})",
+    )
+    parser.add_argument(
+        "--diff-keys", type=int, default=20, help="with --diff: keys whose differences the reference engine checks"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.kafka_sample is not None and args.kafka_sample <= 0:
         parser.error("--kafka-sample: expected a positive integer")
@@ -672,6 +848,8 @@ def main(argv: list[str] | None = None) -> int:
     spark = local_session()
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="kjoin-bench-")
+    if args.diff:
+        return _main_diff(spark, args, workdir, load_before)
     if args.scale:
         _scale(spark, args, workdir, load_before)
         return 0
@@ -730,6 +908,23 @@ def _scale(spark: Any, args: Any, workdir: str, load_before: tuple[float, float,
         f"{args.keys:,} keys; load average (1/5/15 min) before/after: {load}"
     )
     print(format_tables(tables))
+
+
+def _main_diff(spark: Any, args: Any, workdir: str, load_before: tuple[float, float, float]) -> int:
+    """``--diff``: the diff rows (:func:`bench_diff`) and their table."""
+    try:
+        rows = bench_diff(
+            spark, args.sizes, args.keys, args.partitions, workdir, sys.stderr, args.diff_keys, args.diff_changes
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    load = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))
+    print(
+        f"kjoin bench --diff: {os.cpu_count()} cores, {args.partitions} Kafka partitions, {args.keys:,} keys, "
+        f"noop sink; load average (1/5/15 min) before/after: {load}"
+    )
+    print(format_table(rows, DIFF_COLUMNS))
+    return 0
 
 
 if __name__ == "__main__":

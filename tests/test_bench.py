@@ -56,6 +56,20 @@ def test_the_bench_prints_one_row_per_join_size_and_method_with_every_column(spa
     assert "load average" in printed[header - 1]
 
 
+def test_the_diff_bench_prints_its_ratio_and_checks_sampled_keys_against_the_reference_engine(spark, capsys):
+    arguments = ["--diff", "--sizes", "3000", "--keys", "40", "--partitions", "2", "--diff-keys", "4"]
+    assert bench.main([*arguments, "--diff-changes", "3.0 -> 3.1"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(printed) if line.startswith("join "))
+    assert [cell.strip() for cell in printed[header].split(" | ")] == bench.DIFF_COLUMNS
+    (row,) = [[cell.strip() for cell in line.split(" | ")] for line in printed[header + 2 :] if line.strip()]
+    cell = dict(zip(bench.DIFF_COLUMNS, row))
+    assert (cell["join"], cell["records"], cell["change"]) == ("stream-stream left", "3,000", "3.0 -> 3.1")
+    assert int(cell["differences"].replace(",", "")) > 0 and float(cell["diff/run"]) > 0
+    assert cell["keys checked"] == "4" and int(cell["reference differences"].replace(",", "")) > 0
+    assert cell["mismatches"] == "0"
+
+
 def test_variants_get_a_row_each_where_the_join_has_them_and_kafka_replays_its_sample(spark, capsys):
     """``--variants inner,outer`` on a stream-table join times its inner variant only (it has no outer one); with
     ``--kafka-sample`` Kafka Streams replays a prefix and the table says how many records."""

@@ -231,9 +231,32 @@ def test_every_rule_switched_alone_changes_its_planted_scenario_and_diff_charges
     result = diff(document, from_=before, to=after)
     assert len(result) > 0 and result.switches == (name,)
     assert {d.rules for d in result} == {(name,)} and not any(d.together for d in result)
+    assert _accounted(document, before, after, result), "the differences are not what the two runs differ by"
     # the other way round: switched back, the same outputs change back, charged to the same rule
     back = diff(document, from_=after, to=before)
     assert len(back) == len(result) and {d.rules for d in back} == {(name,)}
+
+
+def _accounted(document: dict, before, after, result) -> bool:
+    """The first run's outputs, less every difference's ``before`` and plus its ``after``, are the second run's:
+    the diff names every output that changes, and nothing else."""
+    from collections import Counter
+
+    from kjoin.diff import _canon, _per_input
+
+    def outputs(semantics) -> Counter:
+        found = _per_input(run(_build({**document, "semantics": str(semantics)})))
+        return Counter(_canon(o) for held in found.values() for o in held.outputs)
+
+    left = outputs(before)
+    for d in result:
+        if d.change == "reordered":
+            continue
+        if d.before is not None:
+            left[_canon(d.before)] -= 1
+        if d.after is not None:
+            left[_canon(d.after)] += 1
+    return +left == outputs(after) and all(count >= 0 for count in left.values())
 
 
 def _build(document: dict):

@@ -41,7 +41,7 @@ from .io.topic import SparkInputError, Topic, common_types, default_partition_co
 from .manifest import read_manifest
 from .passes import fk_task
 from .passes import split
-from .passes.plans import Feed, Inputs, execute, odd_keys
+from .passes.plans import Feed, Inputs, execute, odd_keys, paired_results
 from .passes.task import json_text
 from .result import OpenedRun, SparkRun
 from .spec import JoinSpec, join_scenario
@@ -120,27 +120,45 @@ def run_join(
         union = frames[0].unionByName(frames[1])
         key_buckets = split.clocked(union, buckets, by_partition[1], partitions)
     feed = Feed(records, spark_partitions or partitions, partitioned=True, by_partition=by_partition, split=key_buckets)
-    results, chosen = execute(
-        feed, {0: spec}, Inputs(key_type, value_type, json_keys=False, json_values=json_values, joiner=joiner), method
-    )
+    inputs_of = Inputs(key_type, value_type, json_keys=False, json_values=json_values, joiner=joiner)
+    results, chosen = execute(feed, {0: spec}, inputs_of, method)
     result = SparkRun(records, results, {0: config}, False, json_values, method=chosen)
     result.key_buckets = buckets
     result.inputs = inputs
     result._spark_partitions = spark_partitions or partitions
-    result._rerun = lambda other: run_join(
+    result._rerun = lambda other, settings: run_join(
         left,
         right,
         join,
         variant,
         semantics=other,
-        window=window,
         joiner=joiner,
         spark_partitions=spark_partitions,
         method=method,
-        options=options,
         key_split=key_split,
+        **_with_settings(config, settings),
     )
+
+    def paired(other: Semantics, settings: Mapping[str, Any]) -> Any:
+        turned = _with_settings(config, settings)
+        window_of = _window_option(join, turned["window"])
+        second = _join_scenario(join, variant, str(other), window_of, partitions, turned["options"])
+        return paired_results(feed, spec, JoinSpec.of(second), inputs_of, method)
+
+    result._paired = paired
     return result
+
+
+def _with_settings(config: Scenario, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``run_join``'s ``window`` and ``options`` for ``config`` with ``settings`` turned (``kjoin diff --set``
+    paths: ``window.grace_ms``, ``right.versioned`` …)."""
+    from ..diff import _apply
+
+    document = _apply(config.to_dict(), settings, config.semantics)
+    window = document.pop("window", None)
+    for name in ("join", "variant", "semantics", "partitions", "events"):
+        document.pop(name, None)
+    return {"window": window, "options": document or None}
 
 
 def _join_scenario(

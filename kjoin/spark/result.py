@@ -22,7 +22,7 @@ from ..semantics import Semantics
 from ..trace import Trace
 from .debug import drill
 from .debug.audit import audit_frame
-from .debug.diff import spark_diff
+from .debug.diff import settings_of, spark_diff
 from .debug.explain import explain_outputs
 from .debug.index import build_index
 from .debug.summary import summary_frame
@@ -70,8 +70,13 @@ class SparkRun:
         self._why_index: Any = None
         self._spark_partitions: int | None = None
         self._fk_traces: dict[int, Trace] = {}
-        self._rerun: Callable[[Semantics], "SparkRun"] | None = None
-        """``run_join``: the same topics joined again under other semantics (for :meth:`diff`)."""
+        self._rerun: Callable[[Semantics, Mapping[str, Any]], "SparkRun"] | None = None
+        """``run_join``: the same topics joined again under other semantics, with settings turned (``kjoin diff
+        --set`` paths), for :meth:`diff`."""
+        self._paired: Callable[[Semantics, Mapping[str, Any]], Any] | None = None
+        """``run_join``: the outputs of the input records whose outputs differ from the same topics joined under
+        other semantics and settings, both joins in one pass (:func:`kjoin.spark.passes.plans.paired_results`;
+        ``None`` where that pass cannot run them), for :meth:`diff`."""
         self._kept: dict[Any, Any] = {}
         """Frames computed once per run (:meth:`_keep`): the results, the explained outputs, the summary, the
         audit."""
@@ -200,12 +205,25 @@ class SparkRun:
         keys it answered."""
         return drill.why(self, partition, offset, side, scenario, joiner)
 
-    def diff(self, semantics: str | Semantics | None = None) -> Any:
-        """``kjoin diff`` on Spark: every output that changes when the same topics are joined under
-        ``semantics`` (default: the latest), each with the input record that emitted it and the rules of
-        :mod:`kjoin.semantics` that change it (a :class:`kjoin.diff.Diff`; :mod:`kjoin.spark.debug.diff`).
-        A :func:`run_join` result only; each rule switched costs one more Spark job."""
-        return spark_diff(self, semantics)
+    def diff(
+        self,
+        semantics: str | Semantics | None = None,
+        *,
+        window: Any = None,
+        arrival: Any = None,
+        set: Mapping[str, Any] | None = None,  # named as kjoin diff's --set
+        **settings: Any,
+    ) -> Any:
+        """``kjoin diff`` on Spark: every output that changes when the same topics are joined under ``semantics``
+        (default: this run's) and with other settings: ``window={"grace_ms": 500}``, ``grace_ms=200``,
+        ``right_versioned=True``, ``right_history_retention_ms=...``, ``left_versioned``, ``versioned_mode``, or
+        ``set={"window.grace_ms": 500}`` with ``kjoin diff --set`` paths. Each difference comes with the input
+        record that emitted it and the switches that change it (the rules of :mod:`kjoin.semantics` that differ,
+        the settings), charged as ``kjoin diff`` charges them. A :class:`kjoin.spark.debug.diff.SparkDiff`: the
+        differences as a frame (``write_parquet``), counts per rule, key and partition, examples, and ``why`` of
+        both runs. A :func:`run_join` result only; one switch costs one more join of the topics, several cost one
+        more per switch (:mod:`kjoin.spark.debug.diff`)."""
+        return spark_diff(self, semantics, settings_of(window=window, arrival=arrival, set=set, **settings))
 
     def write_parquet(self, path: str, mode: str = "overwrite", why_index: bool = False) -> None:
         """Write ``outputs/``, ``steps/`` and ``summary/`` under ``path`` (one pass each); a

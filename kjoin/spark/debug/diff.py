@@ -1,37 +1,366 @@
-"""``SparkRun.diff(semantics="4.3")``: ``kjoin diff`` over the same topics on Spark.
+"""``SparkRun.diff(...)``: ``kjoin diff`` over the same topics on Spark, for another Kafka version, another
+configuration, or both.
 
-The topics are joined again under the other semantics (and, to charge each difference, under the first
-semantics with each differing rule switched, as :class:`kjoin.diff.Attribution` asks). Each run's outputs
-are grouped per input record ``(scenario, partition, side, offset)`` in Spark, the two runs' groups
-joined, and only the input records whose outputs differ come to the driver, where
-:func:`kjoin.diff.compare_outputs` tells added, removed and changed outputs apart as the reference engine
-does. Spark does not keep the order of one record's outputs, so it reports no ``reordered`` change.
+``run.diff(semantics="4.3")``, ``run.diff(window={"grace_ms": 500})``, ``run.diff(right_versioned=True,
+right_history_retention_ms=60_000)``, ``run.diff(grace_ms=200)``, alone or together. Each setting is a *switch*
+named as ``kjoin diff --set`` names it (``window.grace_ms``, ``right.versioned``, ``grace_ms``); each rule of
+:mod:`kjoin.semantics` that differs between the two semantics is one too.
+
+How it runs, all in Spark (nothing of size of the topics comes to the driver):
+
+1. The topics are joined again with every switch turned (:func:`kjoin.spark.run_join` with the other semantics and
+   settings). Both runs' outputs are tagged with their run, unioned, and grouped per input record ``(scenario,
+   partition, side, offset)`` in one shuffle: the input records whose sorted outputs differ are kept.
+2. Their outputs are compared on the executors by :func:`kjoin.diff.compare_outputs`, the reference engine's
+   comparison (added, removed, changed; Spark keeps no order within one record's outputs, so no ``reordered``):
+   one row per difference, with the input record that emitted it (:data:`DIFF_COLUMNS`).
+3. Attribution is the reference engine's (:class:`kjoin.diff.Attribution`), over frames: a difference is charged to
+   a switch when turning that switch alone from the first run produces the very same difference (same input
+   record, change, before and after); a rule that requires another is turned with it; what no single switch
+   produces is tried against pairs, then triples, up to :data:`MAX_SPARK_RUNS` runs, and what is left is charged
+   to every switch together. One switch: no run more than the second.
+
+The result, a :class:`SparkDiff`, is lazy like a :class:`~kjoin.spark.SparkRun`: :attr:`SparkDiff.differences`
+(a frame, kept on the executors' disks once computed), :meth:`~SparkDiff.write_parquet`, the counts per rule, per
+key and per partition, :meth:`~SparkDiff.examples` of a rule, :meth:`~SparkDiff.why` (both runs' diagnoses of a
+differing record) and :meth:`~SparkDiff.collect` (the reference engine's :class:`kjoin.diff.Diff`, for small runs
+and tests).
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Mapping
+from dataclasses import dataclass
+from itertools import combinations
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
-from ...diff import Attribution, Diff, Difference, Outputs, compare_outputs
+from ...diff import Diff, Difference, Outputs, _check_path, compare_outputs
 from ...records import Record, Side, render_value
+from ...scenario import ScenarioError
 from ...semantics import Semantics, parse_semantics
 from ..io.topic import SparkInputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..result import SparkRun
 
-__all__ = ["spark_diff"]
+__all__ = ["spark_diff", "SparkDiff", "DiffWhy", "KeyCheck", "settings_of", "DIFF_COLUMNS", "MAX_SPARK_RUNS"]
+
+MAX_SPARK_RUNS = 32
+"""How many runs of the topics the attribution may make before it charges what is left to every switch together
+(each is a Spark job over all the records)."""
 
 _IDENTITY = ["scenario", "partition", "side", "offset"]
 
+DIFF_SCHEMA = (
+    "scenario bigint, partition int, side string, offset bigint, input_key string, input_value string, "
+    "input_ts bigint, step bigint, from_step bigint, change string, key string, before string, after string, "
+    "identity string"
+)
+"""One difference per row, before attribution: the input record (its key and value as JSON text), its step in the
+second run (``from_step``: in the first), the change, the output's key (JSON text) and the outputs before and after
+(JSON objects: ``key, value, ts, tombstone``; null where there is none), and ``identity``, what makes two runs'
+differences the same difference."""
+DIFF_COLUMNS = [
+    *[part.split()[0] for part in DIFF_SCHEMA.split(", ") if not part.startswith("identity")],
+    "rules",
+    "with_rules",
+    "together",
+]
+"""The columns of :attr:`SparkDiff.differences`: :data:`DIFF_SCHEMA`'s and the switches charged: ``rules`` (in
+the order of :attr:`SparkDiff.switches`), ``with_rules`` (turned along because a rule requires them) and
+``together`` (no smaller set than all of them was found)."""
 
-def spark_diff(run: "SparkRun", semantics: "str | Semantics | None") -> Diff:
-    """The differences from ``run`` to the same topics joined under ``semantics``, each charged to the rules
-    that change it (see :mod:`kjoin.diff`)."""
-    rerun = getattr(run, "_rerun", None)
+_SETTING_ARGUMENTS = {
+    "grace_ms": "grace_ms",
+    "left_versioned": "left.versioned",
+    "right_versioned": "right.versioned",
+    "left_history_retention_ms": "left.history_retention_ms",
+    "right_history_retention_ms": "right.history_retention_ms",
+    "versioned_mode": "versioned_mode",
+}
+"""``SparkRun.diff``'s keyword arguments for settings, and the ``kjoin diff --set`` path each turns."""
+
+
+def settings_of(
+    window: Any = None, arrival: Any = None, set: Mapping[str, Any] | None = None, **named: Any
+) -> dict[str, Any]:
+    """``SparkRun.diff``'s settings as ``kjoin diff --set`` paths: ``window={"grace_ms": 500}`` is
+    ``window.grace_ms``, ``window=5`` is ``before_ms = after_ms = 5`` and no grace (as ``run_join``'s
+    ``window=5``), ``right_versioned=True`` is ``right.versioned``; ``set={"window.grace_ms": 500}`` gives paths
+    directly."""
+    settings: dict[str, Any] = {}
+    if arrival is not None:
+        raise SparkInputError(
+            "arrival: run_join orders each Kafka task as Kafka does when both input partitions have records buffered, "
+            "so a lagging side cannot be compared on Spark; compare it on a sample with the reference engine: "
+            "kjoin.diff(scenario, set={'arrival.right.lag_ms': 2000}) or kjoin diff your.yaml --set "
+            "arrival.right.lag_ms=2000"
+        )
+    if window is not None:
+        if isinstance(window, int) and not isinstance(window, bool):
+            window = {"before_ms": window, "after_ms": window, "grace_ms": 0}
+        if not isinstance(window, Mapping):
+            raise SparkInputError(
+                f"window={window!r}: expected the fields that change, e.g. window={{'grace_ms': 500}}, or an int "
+                "(before_ms = after_ms, no grace)"
+            )
+        settings.update({f"window.{name}": value for name, value in window.items()})
+    for name, value in named.items():
+        if name not in _SETTING_ARGUMENTS:
+            raise SparkInputError(
+                f"diff({name}=...): not a setting diff compares; the settings are window, "
+                + ", ".join(_SETTING_ARGUMENTS)
+                + ", or set={'path': value} with kjoin diff's --set paths"
+            )
+        settings[_SETTING_ARGUMENTS[name]] = value
+    settings.update(dict(set or {}))
+    return settings
+
+
+# -- the result -------------------------------------------------------------------------------
+@dataclass
+class DiffWhy:
+    """Why a differing input record came out as it did in each run: both runs' diagnoses
+    (:meth:`kjoin.spark.SparkRun.why`)."""
+
+    difference: Difference
+    before: Any
+    after: Any
+    labels: tuple[str, str] = ("first run", "second run")
+    """What the two runs are (``3.0``, ``3.1 window.grace_ms=500``)."""
+
+    @property
+    def text(self) -> str:
+        d = self.difference
+        charged = ", ".join(d.rules) + (" (together)" if d.together else "")
+        return "\n".join(
+            [
+                f"{d.input.describe()}: {d.change} (charged to {charged})",
+                f"before ({self.labels[0]}): {self.before}",
+                f"after ({self.labels[1]}): {self.after}",
+            ]
+        )
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class SparkDiff:
+    """The differences between a Spark run and the same topics joined with other semantics or settings."""
+
+    def __init__(
+        self,
+        run: "SparkRun",
+        other: "SparkRun",
+        frame: Any,
+        switches: tuple[str, ...],
+        before: str,
+        after: str,
+        title: str,
+        runs: int,
+        settings: Mapping[str, Any],
+    ) -> None:
+        self.run = run
+        """The first run (the one ``diff`` was called on)."""
+        self.other = other
+        """The second run: the same topics with every switch turned."""
+        self._frame = frame
+        self.switches = switches
+        self.before = before
+        self.after = after
+        self.title = title
+        self.runs = runs
+        """How many runs of the topics the attribution needed besides the two compared."""
+        self.settings = dict(settings)
+        self._collected: Diff | None = None
+        self._kept: list[Any] = []
+
+    def unpersist(self) -> None:
+        """Free what the diff kept on the executors' disks (its frames are computed again if asked after)."""
+        for frame in self._kept:
+            frame.unpersist()
+        self._kept = []
+
+    def check_keys(self, keys: Any) -> "KeyCheck":
+        """The differences of each ``(partition, key)`` in ``keys`` against the reference engine's: both runs'
+        drill-downs of the key (:meth:`kjoin.spark.SparkRun.trace` with ``key=``: the key's records with the
+        stream time the task's other records give them) compared as ``kjoin diff`` compares two runs. What
+        ``make bench`` checks on sampled keys at 10^7 records."""
+        checked, mismatches = 0, []
+        for partition, key in keys:
+            mine = self.differences.where((F.col("partition") == partition) & (F.col("key") == _canon(key)))
+            on_spark = {_comparable(self._difference(row)) for row in mine.collect()}
+            reference = {
+                _comparable(d)
+                for d in _trace_differences(self.run.trace(partition, key=key), self.other.trace(partition, key=key))
+                if d.key == key
+            }
+            checked += len(reference)
+            if on_spark != reference:
+                mismatches.append((partition, key, sorted(on_spark - reference), sorted(reference - on_spark)))
+        return KeyCheck(len(keys), checked, mismatches)
+
+    @property
+    def differences(self) -> Any:
+        """One row per difference (:data:`DIFF_COLUMNS`), computed once and kept on the executors' disks."""
+        return self._frame
+
+    def write_parquet(self, path: str, mode: str = "overwrite") -> None:
+        """``differences/``, ``by_rule/``, ``by_key/`` and ``by_partition/`` under ``path``."""
+        from ..io.readers import local_path
+
+        path = local_path(path).rstrip("/")
+        self.differences.write.mode(mode).parquet(f"{path}/differences")
+        self.by_rule().write.mode(mode).parquet(f"{path}/by_rule")
+        self.by_key().write.mode(mode).parquet(f"{path}/by_key")
+        self.by_partition().write.mode(mode).parquet(f"{path}/by_partition")
+
+    def by_rule(self) -> Any:
+        """``rule, change, count``: the differences charged to each switch (a difference charged to several counts
+        under each), per kind of change."""
+        return (
+            self.differences.select(F.explode("rules").alias("rule"), "change")
+            .groupBy("rule", "change")
+            .count()
+            .orderBy("rule", "change")
+        )
+
+    def by_key(self) -> Any:
+        """``scenario, partition, key, differences`` (the output's key, as JSON text), most first."""
+        return (
+            self.differences.groupBy("scenario", "partition", "key")
+            .agg(F.count("*").alias("differences"))
+            .orderBy(F.desc("differences"), "scenario", "partition", "key")
+        )
+
+    def by_partition(self) -> Any:
+        """``scenario, partition, change, count``."""
+        return self.differences.groupBy("scenario", "partition", "change").count().orderBy(*_IDENTITY[:2], "change")
+
+    def counts(self) -> dict[str, int]:
+        """Differences charged to each switch (every switch, 0 where none), on the driver."""
+        found = {name: 0 for name in self.switches}
+        for row in self.differences.select(F.explode("rules").alias("rule")).groupBy("rule").count().collect():
+            found[row["rule"]] = row["count"]
+        return found
+
+    def examples(self, rule: str | None = None, n: int = 5) -> list[Difference]:
+        """The first ``n`` differences (in step order) charged to ``rule`` (any rule if ``None``)."""
+        if rule is not None and rule not in self.switches:
+            raise SparkInputError(
+                f"examples: {rule!r} is not a switch of this diff; they are {', '.join(self.switches)}"
+            )
+        frame = self.differences if rule is None else self.differences.where(F.array_contains("rules", rule))
+        rows = frame.orderBy("scenario", "partition", "step", "side", "offset").limit(n).collect()
+        return [self._difference(row) for row in rows]
+
+    def collect(self) -> Diff:
+        """Every difference on the driver, as the reference engine's :class:`kjoin.diff.Diff` (for small runs)."""
+        if self._collected is None:
+            rows = self.differences.orderBy("scenario", "partition", "step", "side", "offset").collect()
+            found = [self._difference(row) for row in rows]
+            self._collected = Diff(self.title, self.before, self.after, found, self.switches, self.runs, self.settings)
+        return self._collected
+
+    def __iter__(self):
+        return iter(self.collect())
+
+    def __len__(self) -> int:
+        return len(self.collect())
+
+    def table(self) -> str:
+        return self.collect().table()
+
+    def why(self, difference: "Difference | Any") -> DiffWhy:
+        """Both runs' diagnoses of the input record behind ``difference`` (a :class:`kjoin.diff.Difference` of
+        :meth:`examples` or :meth:`collect`): why it came out as it did before, and after."""
+        if not isinstance(difference, Difference):
+            raise SparkInputError(f"why: expected a Difference (from examples() or collect()), got {difference!r:.80}")
+        record = difference.input
+        place = (record.partition, record.offset, record.side.value)
+        return DiffWhy(difference, self.run.why(*place), self.other.why(*place), (self.before, self.after))
+
+    def _difference(self, row: Any) -> Difference:
+        decode = json.loads
+        record = Record(
+            Side(row["side"]),
+            decode(row["input_key"]),
+            decode(row["input_value"]),
+            row["input_ts"],
+            row["partition"],
+            row["offset"],
+        )
+        before = None if row["before"] is None else decode(row["before"])
+        after = None if row["after"] is None else decode(row["after"])
+        return Difference(
+            row["change"],
+            row["step"],
+            row["from_step"],
+            record,
+            decode(row["key"]),
+            before,
+            after,
+            tuple(row["rules"]),
+            tuple(row["with_rules"]),
+            row["together"],
+        )
+
+
+@dataclass
+class KeyCheck:
+    """:meth:`SparkDiff.check_keys`: how many keys and reference differences were compared, and the keys whose
+    differences differ (partition, key, only on Spark, only in the reference engine)."""
+
+    keys: int
+    differences: int
+    mismatches: list[tuple[int, Any, list, list]]
+
+
+def _comparable(d: Difference) -> tuple:
+    def text(output: Any) -> Any:
+        return None if output is None else json.dumps([output[n] for n in ("key", "value", "ts", "tombstone")])
+
+    record = d.input
+    return (d.change, record.side.value, record.partition, record.offset, text(d.before), text(d.after))
+
+
+def _trace_differences(first: Any, second: Any) -> list[Difference]:
+    """Two traces of the same records compared per input record ``(side, partition, offset)``, as ``kjoin diff``
+    compares two runs."""
+    from ...diff import _observed, _result_of
+
+    def per_record(trace: Any) -> dict[tuple, Outputs]:
+        found: dict[tuple, Outputs] = {}
+        for step in trace.steps:
+            record = step.record
+            held = found.setdefault(
+                (record.side.value, record.partition, record.offset), Outputs(step.index, record, [], [])
+            )
+            held.outputs.extend(_observed(output) for output in step.outputs)
+            held.results.extend(_result_of(output) for output in step.outputs)
+        return found
+
+    before, after = per_record(first), per_record(second)
+    differences = []
+    for identity in dict.fromkeys([*before, *after]):  # a clock record of a drill-down may have no offset: no sort
+        old, new = before.get(identity), after.get(identity)
+        some = new or old
+        assert some is not None
+        empty = Outputs(some.step, some.record, [], [])
+        differences += compare_outputs(old or empty, new or empty, some.step, (old or some).step)
+    return [d for d in differences if d.change != "reordered"]
+
+
+# -- the diff -------------------------------------------------------------------------------------
+def spark_diff(
+    run: "SparkRun", semantics: "str | Semantics | None", settings: Mapping[str, Any] | None = None
+) -> SparkDiff:
+    """The differences from ``run`` to the same topics joined under ``semantics`` (default: the run's own) with
+    ``settings`` (``kjoin diff --set`` paths), each charged to the switches that change it."""
+    rerun: Callable[..., "SparkRun"] | None = getattr(run, "_rerun", None)
     if rerun is None:
         raise SparkInputError(
             "diff: only a run_join result knows its topics to join them again; diff run_scenarios' scenarios one by "
@@ -40,75 +369,314 @@ def spark_diff(run: "SparkRun", semantics: "str | Semantics | None") -> Diff:
     config = run.scenarios[0]
     first = config.semantics
     try:
-        second = parse_semantics(semantics)
+        second = first if semantics is None else parse_semantics(semantics)
     except ValueError as error:
         raise SparkInputError(f"semantics: {error}") from None
-    base = _grouped(run)
-    decode_key, decode_value = run._decoders()
+    settings = dict(settings or {})
+    document = config.to_dict()
+    for path in settings:
+        try:
+            _check_path(path, document, None)
+        except ScenarioError as error:
+            raise SparkInputError(str(error)) from None
+    switches = [(name, getattr(second, name)) for name in first.switched(second)] + list(settings.items())
+    if not switches:
+        raise SparkInputError(
+            f"diff: nothing to compare: give other semantics (the run's are {first}) or a setting, e.g. "
+            "diff(semantics='4.3') or diff(window={'grace_ms': 500})"
+        )
+    try:
+        other = rerun(second, settings)
+    except SparkInputError as error:
+        given = "".join(f" {path}={_setting_text(value)}" for path, value in settings.items())
+        raise SparkInputError(f"diff: the topics cannot be joined under {second}{given}: {error}") from None
+    base = _tagged(run, 0)
+    decoders = (run._json_keys, run._json_values)
+    records = run.inputs
+    paired: Callable[..., Any] | None = getattr(run, "_paired", None)
 
-    def differences_of(switched: Semantics, settings: Mapping[str, Any]) -> list[Difference] | None:
-        assert not settings  # the Spark diff switches rules only
-        return _differences(run, base, rerun(switched), decode_key, decode_value)
+    def produced(semantics: Semantics, turned: Mapping[str, Any]) -> Any:
+        rows = None if paired is None else _try(paired, semantics, turned)
+        if rows is not None:  # both joins in one pass: only the differing records' outputs come out
+            return _compared_frame(_grouped(rows.withColumn("o", _output())), decoders)
+        rerun_of = other if (semantics == second and dict(turned) == settings) else _try(rerun, semantics, turned)
+        if rerun_of is None:
+            return None
+        return _differences(base, _tagged(rerun_of, 1), records, decoders)
 
-    target = differences_of(second, {})
-    assert target is not None
-    switches = [(name, getattr(second, name)) for name in first.switched(second)]
-    attribution = Attribution(first, switches, differences_of)
-    charged = attribution.charge(target)
+    kept: list[Any] = []
+    target = _keep(produced(second, settings), kept)
     names = tuple(name for name, _ in switches)
+    attribution = FrameAttribution(first, switches, produced, kept)
+    charged = attribution.charge(target)
+    if len(names) > 1:  # charged by joins with the runs of each switch: computed once
+        charged = _keep(charged, kept)
+    after = str(second) + "".join(f" {path}={_setting_text(value)}" for path, value in settings.items())
     title = f"{config.join} {config.variant} join (Spark)"
-    return Diff(title, str(first), str(second), charged, names, attribution.runs)
+    found = SparkDiff(run, other, charged, names, str(first), after, title, attribution.runs, settings)
+    found._kept = kept
+    return found
 
 
-def _grouped(run: "SparkRun") -> Any:
-    """Per input record, its outputs (sorted: Spark keeps no order within a record) and its step."""
-    outputs = run.outputs
-    fields = F.struct("key", "value", "ts", "tombstone", "left", "right")
-    return outputs.groupBy(*_IDENTITY).agg(
-        F.sort_array(F.collect_list(fields)).alias("outputs"), F.min("step").alias("step")
+def _setting_text(value: Any) -> str:
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def _try(join: Callable[..., Any], semantics: Semantics, settings: Mapping[str, Any]) -> Any:
+    try:
+        return join(semantics, settings)
+    except SparkInputError:
+        return None  # that combination is not a join run_join can run
+
+
+def _keep(frame: Any, kept: list[Any] | None = None) -> Any:
+    """``frame`` computed once and kept on the executors' disks (listed in ``kept``, to unpersist later)."""
+    frame = frame.persist(StorageLevel.DISK_ONLY)
+    if kept is not None:
+        kept.append(frame)
+    return frame
+
+
+def _tagged(run: "SparkRun", tag: int) -> Any:
+    """One run's outputs with the run they come from (0: the first, 1: the second). Sorted, a record's outputs
+    come as the reference engine emits them wherever that order matters to the comparison (which output pairs with
+    which as ``changed``): by timestamp, then by the step whose record they carry (a grace buffer or an outer
+    join's sweep emits in timestamp order, then arrival)."""
+    return run.outputs.select(*_IDENTITY, "step", F.lit(tag).alias("run"), _output())
+
+
+def _output() -> Any:
+    return F.struct("ts", "origin_step", "key", "value", "tombstone", "left", "right").alias("o")
+
+
+def _grouped(rows: Any) -> Any:
+    """Per input record, both runs' outputs sorted (:func:`_tagged`), its steps, and where the rows carry them its
+    key, value and timestamp: only the records whose outputs differ."""
+    mine, theirs = F.col("run") == 0, F.col("run") == 1
+    carried = [F.first(name, ignorenulls=True).alias(name) for name in ("input_key", "input_value", "input_ts")]
+    return (
+        rows.groupBy(*_IDENTITY)
+        .agg(
+            F.sort_array(F.collect_list(F.when(mine, F.col("o")))).alias("before"),
+            F.sort_array(F.collect_list(F.when(theirs, F.col("o")))).alias("after"),
+            F.min(F.when(mine, F.col("step"))).alias("from_step"),
+            F.min(F.when(theirs, F.col("step"))).alias("to_step"),
+            *(carried if "input_key" in rows.columns else []),
+        )
+        .where(F.col("before") != F.col("after"))
     )
 
 
-def _differences(run: "SparkRun", base: Any, other: "SparkRun", decode_key: Any, decode_value: Any) -> list[Difference]:
-    before = base.select(*_IDENTITY, F.col("outputs").alias("before"), F.col("step").alias("from_step"))
-    after = _grouped(other).select(*_IDENTITY, F.col("outputs").alias("after"), F.col("step").alias("to_step"))
-    changed = before.join(after, on=_IDENTITY, how="full_outer").where(~F.col("before").eqNullSafe(F.col("after")))
-    records = run.records.select(*_IDENTITY, F.col("key").alias("input_key"), F.col("value").alias("input_value"), "ts")
-    rows = changed.join(records, on=_IDENTITY, how="left").collect()
-    found: list[tuple[tuple, list[Difference]]] = []
-    for row in rows:
-        record = Record(
-            Side(row["side"]),
-            decode_key(row["input_key"]),
-            decode_value(row["input_value"]),
-            row["ts"],
-            row["partition"],
-            row["offset"],
-        )
-        step = row["to_step"] if row["to_step"] is not None else row["from_step"]
-        from_step = row["from_step"] if row["from_step"] is not None else step
-        old = _outputs(row["before"], row["partition"], record, from_step, decode_key, decode_value)
-        new = _outputs(row["after"], row["partition"], record, step, decode_key, decode_value)
-        found.append(
-            (
-                (row["scenario"], row["partition"], step, row["side"], row["offset"]),
-                compare_outputs(old, new, step, from_step),
+def _differences(base: Any, other: Any, records: Any, decoders: tuple[bool, bool]) -> Any:
+    """The differences of two tagged runs' outputs (:func:`_tagged`): both grouped per input record in one
+    shuffle, the records whose sorted outputs differ compared on the executors (:data:`DIFF_SCHEMA`)."""
+    inputs = records.select(
+        *_IDENTITY, F.col("key").alias("input_key"), F.col("value").alias("input_value"), F.col("ts").alias("input_ts")
+    )
+    return _compared_frame(_grouped(base.unionByName(other)).join(inputs, on=_IDENTITY, how="left"), decoders)
+
+
+def _compared_frame(grouped: Any, decoders: tuple[bool, bool]) -> Any:
+    """Each differing input record's outputs compared on the executors, one row per difference."""
+    json_keys, json_values = decoders
+
+    def compare(batches: Any) -> Any:
+        import pyarrow as pa
+
+        schema = _arrow_schema()
+        for batch in batches:
+            rows = [out for row in batch.to_pylist() for out in _compared(row, json_keys, json_values)]
+            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+    return grouped.mapInArrow(compare, DIFF_SCHEMA)
+
+
+def _arrow_schema() -> Any:
+    import pyarrow as pa
+
+    types = {"bigint": pa.int64(), "int": pa.int32(), "string": pa.string()}
+    return pa.schema([(name, types[kind]) for name, kind in (part.split() for part in DIFF_SCHEMA.split(", "))])
+
+
+def _compared(row: Mapping[str, Any], json_keys: bool, json_values: bool) -> list[dict[str, Any]]:
+    """One input record's outputs in both runs, compared as the reference engine does: its differences as rows."""
+
+    def key_of(k: Any) -> Any:
+        return json.loads(k) if json_keys and k is not None else k
+
+    def value_of(v: Any) -> Any:
+        return json.loads(v) if json_values and v is not None else v
+
+    record = Record(
+        Side(row["side"]),
+        key_of(row["input_key"]),
+        value_of(row["input_value"]),
+        row["input_ts"],
+        row["partition"],
+        row["offset"],
+    )
+    step = row["to_step"] if row["to_step"] is not None else row["from_step"]
+    from_step = row["from_step"] if row["from_step"] is not None else step
+
+    def outputs(found: Any, at: int) -> Outputs:
+        listed, results = [], []
+        for o in found or []:
+            key = key_of(o["key"])
+            listed.append(
+                {
+                    "key": key,
+                    "value": None if o["tombstone"] else o["value"],
+                    "ts": o["ts"],
+                    "tombstone": o["tombstone"],
+                }
             )
-        )
-    return [difference for _, differences in sorted(found, key=lambda item: item[0]) for difference in differences]
+            results.append((_canon([key, None]), (_canon(value_of(o["left"])), _canon(value_of(o["right"])))))
+        return Outputs(at, record, listed, results)
 
-
-def _outputs(rows: Any, partition: int, record: Record, step: int, decode_key: Any, decode_value: Any) -> Outputs:
-    """One input record's outputs as :func:`kjoin.diff.compare_outputs` reads them."""
-    outputs, results = [], []
-    for row in rows or []:
-        key = decode_key(row["key"])
-        value = None if row["tombstone"] else row["value"]
-        outputs.append({"key": key, "value": value, "ts": row["ts"], "tombstone": row["tombstone"]})
-        joined = (_canon(decode_value(row["left"])), _canon(decode_value(row["right"])))
-        results.append((_canon([key, None]), joined))
-    return Outputs(step, record, outputs, results)
+    differences = compare_outputs(outputs(row["before"], from_step), outputs(row["after"], step), step, from_step)
+    return [  # the same outputs, only their origin steps differ: Spark reports no reordered outputs
+        {
+            "scenario": row["scenario"],
+            "partition": row["partition"],
+            "side": row["side"],
+            "offset": row["offset"],
+            "input_key": _canon(record.key),
+            "input_value": _canon(record.value),
+            "input_ts": record.ts,
+            "step": d.step,
+            "from_step": d.from_step,
+            "change": d.change,
+            "key": _canon(d.key),
+            "before": None if d.before is None else _canon(d.before),
+            "after": None if d.after is None else _canon(d.after),
+            "identity": _canon([row["scenario"], *d.identity]),
+        }
+        for d in differences
+        if d.change != "reordered"
+    ]
 
 
 def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=render_value)
+
+
+# -- attribution over frames -----------------------------------------------------------------------
+class FrameAttribution:
+    """:class:`kjoin.diff.Attribution` over Spark frames: the same charging, with each run's differences a frame
+    (``produced(semantics, settings)`` gives one, or ``None`` where that combination cannot run) and the sets of
+    identities joined in Spark."""
+
+    def __init__(
+        self,
+        first: Semantics,
+        switches: list[tuple[str, Any]],
+        produced: Callable[[Semantics, Mapping[str, Any]], Any],
+        kept: list[Any] | None = None,
+    ) -> None:
+        self.kept = kept
+        self.first = first
+        self.switches = switches
+        self.rules = {name for name, _ in switches if name in Semantics.rules()}
+        self.differences_of = produced
+        self.runs = 0
+        self._produced: dict[frozenset[str], Any] = {}
+
+    def _configuration(self, names: frozenset[str]) -> tuple[Semantics, dict[str, Any]]:
+        values = dict(self.switches)
+        rules = {name: values[name] for name in names if name in self.rules}
+        settings = {name: values[name] for name in names if name not in self.rules}
+        return self.first.with_rules(**rules), settings
+
+    def _closure(self, names: frozenset[str]) -> frozenset[str]:
+        semantics, _ = self._configuration(names)
+        return names | frozenset(name for name in self.first.switched(semantics) if name in self.rules)
+
+    def produced(self, names: frozenset[str]) -> Any:
+        """The identities of the differences turning exactly ``names`` makes (a frame; ``None``: none)."""
+        if not names:
+            return None
+        if names not in self._produced:
+            self.runs += 1
+            found = self.differences_of(*self._configuration(names))
+            self._produced[names] = None if found is None else _keep(found.select("identity").distinct(), self.kept)
+        return self._produced[names]
+
+    def charge(self, target: Any) -> Any:
+        names = [name for name, _ in self.switches]
+        if len(names) == 1 and self._closure(frozenset(names)) == frozenset(names):
+            # One switch, requiring no other: the second run is that switch alone, so it produces every difference.
+            return target.select(
+                *[c for c in DIFF_COLUMNS if c not in ("rules", "with_rules", "together")],
+                _names(names).alias("rules"),
+                _names([]).alias("with_rules"),
+                F.lit(False).alias("together"),
+            )
+        self._produced.setdefault(frozenset(names), target.select("identity"))  # every switch turned: the target
+        wanted = target.select("identity").distinct()
+        charged = []
+        for size in range(1, len(names) + 1):
+            if self.runs >= MAX_SPARK_RUNS or wanted.isEmpty():
+                break
+            found = []
+            for chosen in combinations(names, size):
+                if self.runs >= MAX_SPARK_RUNS:
+                    break
+                turned = frozenset(chosen)
+                closure = self._closure(turned)
+                made = self.produced(closure)
+                if made is None:
+                    continue
+                without = self.produced(closure - turned)
+                if without is not None:
+                    made = made.join(without, "identity", "left_anti")
+                found.append(
+                    made.join(wanted, "identity", "left_semi").select(
+                        "identity",
+                        _names(turned).alias("rules"),
+                        _names(closure - turned).alias("with_rules"),
+                    )
+                )
+            if not found:
+                continue
+            level = found[0]
+            for more in found[1:]:
+                level = level.unionByName(more)
+            level = _keep(
+                level.groupBy("identity").agg(
+                    F.array_distinct(F.flatten(F.collect_list("rules"))).alias("rules"),
+                    F.array_distinct(F.flatten(F.collect_list("with_rules"))).alias("with_rules"),
+                ),
+                self.kept,
+            )
+            charged.append(level)
+            wanted = _keep(wanted.join(level, "identity", "left_anti"), self.kept)
+        return _charged(target, charged, names)
+
+
+def _names(names: Any) -> Any:
+    return F.array(*[F.lit(n) for n in sorted(names)]).cast("array<string>")
+
+
+def _charged(target: Any, charged: list[Any], names: list[str]) -> Any:
+    """``target`` with the switches charged (:data:`DIFF_COLUMNS`), in switch order; ``together`` where none was."""
+    order = F.array(*[F.lit(n) for n in names]).cast("array<string>")  # the switches' order, not sorted
+    if charged:
+        found = charged[0]
+        for more in charged[1:]:
+            found = found.unionByName(more)
+        with_found = target.join(found, "identity", "left")
+    else:
+        with_found = target.withColumn("rules", F.lit(None).cast("array<string>")).withColumn(
+            "with_rules", F.lit(None).cast("array<string>")
+        )
+    together = F.col("rules").isNull()
+    rules = F.when(together, order).otherwise(F.filter(order, lambda n: F.array_contains(F.col("rules"), n)))
+    along = F.when(together, F.array().cast("array<string>")).otherwise(
+        F.filter(order, lambda n: F.array_contains(F.col("with_rules"), n) & ~F.array_contains(F.col("rules"), n))
+    )
+    return with_found.select(
+        *[c for c in DIFF_COLUMNS if c not in ("rules", "with_rules", "together")],
+        rules.alias("rules"),
+        along.alias("with_rules"),
+        together.alias("together"),
+    )

@@ -33,6 +33,7 @@ from ..ties import PROCESSING_ORDER
 from . import native, vectorised, vectorised_stream, vectorised_versioned
 from .merge import HELD_ROWS_CONF, held_rows, merged_batches
 from .split import KeySplit, split_results
+from .paired import paired_function, paired_schema
 from .task import group_by_task, result_schema, task_function
 
 __all__ = [
@@ -42,6 +43,8 @@ __all__ = [
     "PLANS",
     "METHODS",
     "execute",
+    "choose",
+    "paired_results",
     "odd_keys",
     "SlowPathWarning",
     "JSON_SLOW_PATH",
@@ -118,6 +121,23 @@ class Plan:
     results: Callable[[Feed, Mapping[int, JoinSpec], Inputs], Any]
     fallback: str = ""
     """What to pass instead when ``method=`` forces this plan and it refuses."""
+    function: Callable[[Mapping[int, JoinSpec], Inputs], Callable[[Any], Any]] | None = None
+    """A per-task plan's ``mapInArrow`` function over each task's records in processing order (:func:`per_task`);
+    ``None`` for the native plan."""
+
+
+def _per_task_plan(
+    name: str,
+    method: str,
+    serves: Callable[[Mapping[int, JoinSpec]], bool],
+    unsupported: Callable[[Mapping[int, JoinSpec], Inputs], str | None],
+    function: Callable[[Mapping[int, JoinSpec], Inputs], Callable[[Any], Any]],
+    fallback: str = "",
+) -> Plan:
+    def results(feed: Feed, specs: Mapping[int, JoinSpec], inputs: Inputs) -> Any:
+        return per_task(feed, lambda specs: function(specs, inputs), specs, inputs)
+
+    return Plan(name, method, serves, unsupported, results, fallback, function)
 
 
 # -- the per-task passes: mapInArrow over each Kafka task's records in processing order -------------------
@@ -181,47 +201,32 @@ def _native_results(feed: Feed, specs: Mapping[int, JoinSpec], inputs: Inputs) -
 _VECTORISED_FALLBACK = "Use method='auto' (falls back to the native plan or the processors) or method='processors'."
 
 PLANS: tuple[Plan, ...] = (
-    Plan(
+    _per_task_plan(
         "vectorised_stream",
         "vectorised",
         _streams,
         vectorised_stream.unsupported,
-        lambda feed, specs, inputs: per_task(
-            feed,
-            lambda specs: vectorised_stream.stream_function(
-                dict(specs), json_keys=inputs.json_keys, json_values=inputs.json_values
-            ),
-            specs,
-            inputs,
+        lambda specs, inputs: vectorised_stream.stream_function(
+            dict(specs), json_keys=inputs.json_keys, json_values=inputs.json_values
         ),
         _VECTORISED_FALLBACK,
     ),
-    Plan(
+    _per_task_plan(
         "vectorised_versioned",
         "vectorised",
         lambda specs: not _streams(specs) and _versioned(specs),
         vectorised_versioned.unsupported,
-        lambda feed, specs, inputs: per_task(
-            feed,
-            lambda specs: vectorised_versioned.versioned_function(
-                dict(specs), json_keys=inputs.json_keys, json_values=inputs.json_values
-            ),
-            specs,
-            inputs,
+        lambda specs, inputs: vectorised_versioned.versioned_function(
+            dict(specs), json_keys=inputs.json_keys, json_values=inputs.json_values
         ),
         _VECTORISED_FALLBACK,
     ),
-    Plan(
+    _per_task_plan(
         "vectorised",
         "vectorised",
         lambda specs: not _streams(specs) and not _versioned(specs),
         vectorised.unsupported,
-        lambda feed, specs, inputs: per_task(
-            feed,
-            lambda specs: vectorised.vectorised_function(dict(specs), json_values=inputs.json_values),
-            specs,
-            inputs,
-        ),
+        lambda specs, inputs: vectorised.vectorised_function(dict(specs), json_values=inputs.json_values),
         _VECTORISED_FALLBACK,
     ),
     Plan(
@@ -232,18 +237,13 @@ PLANS: tuple[Plan, ...] = (
         _native_results,
         "Use method='auto' (falls back to the processors) or method='processors'.",
     ),
-    Plan(
+    _per_task_plan(
         "processors",
         "processors",
         lambda specs: True,
         lambda specs, inputs: None,
-        lambda feed, specs, inputs: per_task(
-            feed,
-            lambda specs: task_function(
-                dict(specs), inputs.joiner, json_values=inputs.json_values, json_keys=inputs.json_keys
-            ),
-            specs,
-            inputs,
+        lambda specs, inputs: task_function(
+            dict(specs), inputs.joiner, json_values=inputs.json_values, json_keys=inputs.json_keys
         ),
     ),
 )
@@ -285,16 +285,48 @@ def execute(
         raise SparkInputError(f"method: expected one of {' | '.join(METHODS)}, got {method!r}")
     if method == "auto" and inputs.json_values and not inputs.json_keys and records_per_task is None:
         warnings.warn(JSON_SLOW_PATH, SlowPathWarning, stacklevel=3)
+    plan = choose(specs, inputs, method, records_per_task, split=feed.split is not None)
+    return plan.results(feed, specs, inputs), plan.method
+
+
+def choose(
+    specs: Mapping[int, JoinSpec],
+    inputs: Inputs,
+    method: str = "auto",
+    records_per_task: float | None = None,
+    split: bool = False,
+) -> Plan:
+    """The plan :func:`execute` runs (``method`` checked by it); ``split``: the tasks are split by key (no native
+    plan)."""
     if method == "auto" and records_per_task is not None and records_per_task < AUTO_MIN_RECORDS_PER_TASK:
         method = "processors"
     for plan in PLANS:
         if method not in ("auto", plan.method) or not plan.serves(specs):
             continue
-        if feed.split is not None and plan.name == "native":
+        if split and plan.name == "native":
             continue  # Spark SQL windows over each whole task: the key split is for the per-task passes
         why = plan.unsupported(specs, inputs)
         if why is None:
-            return plan.results(feed, specs, inputs), plan.method
+            return plan
         if method == plan.method:
             raise SparkInputError(f"method={method!r} cannot run this join exactly: {why}. {plan.fallback}")
     raise AssertionError("the processors run every primary-key join")  # pragma: no cover
+
+
+def paired_results(feed: Feed, first: JoinSpec, second: JoinSpec, inputs: Inputs, method: str = "auto") -> Any:
+    """The outputs of the input records whose outputs differ between joining the records as ``first`` and as
+    ``second``, both in one per-task pass (:mod:`kjoin.spark.passes.paired`); ``None`` when a join's plan is not
+    a per-task one, the feed is not the input-partition sort, or its tasks are split by key (then join twice and
+    compare)."""
+    if feed.by_partition is None or feed.split is not None:
+        return None
+    plans = [choose({0: spec}, inputs, method) for spec in (first, second)]
+    if any(plan.function is None for plan in plans):
+        return None
+    frame, held_rank = feed.by_partition
+    spill_rows = held_rows(frame.sparkSession.conf.get(HELD_ROWS_CONF, None))
+    functions = [plan.function({0: spec}, inputs) for plan, spec in zip(plans, (first, second))]  # type: ignore[misc]
+    return frame.mapInArrow(
+        paired_function(functions[0], functions[1], held_rank, spill_rows),
+        paired_schema(inputs.key_type, inputs.value_type),
+    )
