@@ -44,7 +44,9 @@ class SessionStore(Store):
         name: str = SESSION_STORE,
     ):
         """``time_first``: the time-ordered store of an emit-final aggregate, whose 3.4+ retention check keeps one
-        millisecond more (a session ending at ``observed - retention`` is still read and stored)."""
+        millisecond more on a put and on its range read of closed sessions (a session ending at ``observed -
+        retention`` is still stored and forwarded), but not on ``findSessions``, which starts one millisecond
+        later as every 3.4+ session store's does (the next record within the gap does not merge with it)."""
         super().__init__(log, task, name)
         self.retention_ms = retention_ms
         self.hides_expired = hides_expired
@@ -87,7 +89,9 @@ class SessionStore(Store):
         latest_start``, by end then start (``findSessions``), skipping what a read no longer sees."""
         floor = self.visible_from()
         if floor is not None:
-            earliest_end = max(earliest_end, floor)
+            # the time-ordered store keeps (puts) a session ending at observed - retention, but its findSessions
+            # starts one millisecond later, as every 3.4+ session store reads (found by issue 32's 10,000 sweep)
+            earliest_end = max(earliest_end, floor + (1 if self.time_first else 0))
         found = [
             (start, end, agg, ts)
             for (start, end), (agg, ts) in self._sessions.get(_by_type(key), {}).items()
