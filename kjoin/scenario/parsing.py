@@ -132,6 +132,8 @@ def parse_document(data: Any, allowed: Iterable[str]) -> dict[str, Any]:
 def write_document(scenario: Scenario) -> dict[str, Any]:
     """The document of ``scenario``: every field that differs from its default, events last."""
     data: dict[str, Any] = {"join": scenario.join, "variant": scenario.variant, "semantics": str(scenario.semantics)}
+    if scenario.name is not None:
+        data = {"name": scenario.name, **data}
     if scenario.window is not None:
         data["window"] = window_document(scenario.window)
     data["partitions"] = scenario.partitions
