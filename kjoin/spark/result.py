@@ -20,7 +20,7 @@ from ..records import OutputKind
 from ..scenario import Scenario
 from ..semantics import Semantics
 from ..trace import Trace
-from .debug import drill
+from .debug import drill, whatif
 from .debug.audit import audit_frame
 from .debug.diff import spark_diff
 from .debug.explain import explain_outputs
@@ -68,6 +68,8 @@ class SparkRun:
         self._why_index: Any = None
         self._spark_partitions: int | None = None
         self._fk_traces: dict[int, Trace] = {}
+        self._rerun_with: Callable[..., "SparkRun"] | None = None
+        """``run_join``: the same topics joined again with other arguments (``arrival=...``)."""
         self._rerun: Callable[[Semantics], "SparkRun"] | None = None
         """``run_join``: the same topics joined again under other semantics (for :meth:`diff`)."""
         self._kept: dict[Any, Any] = {}
@@ -146,6 +148,30 @@ class SparkRun:
         partition (:meth:`partitioning_audit`). Only the columns that can be non-zero for the join at hand (of
         the first scenario's join, variant and options). Computed once per run."""
         return self._keep(("summary", self.partitioner), lambda: summary_frame(self))
+
+    # -- what if a side lagged -------------------------------------------------------------
+    def with_arrival(self, arrival: Mapping[str, Any] | None) -> "SparkRun":
+        """The same topics joined again with a lagging side or partition (``run_join``'s ``arrival=``,
+        :mod:`kjoin.spark.debug.whatif`), e.g. ``{"right": {"lag_ms": 5000}}`` or ``{"right": {"partitions": {2:
+        5000}}}``. A :func:`run_join` result only."""
+        if self._rerun_with is None:
+            raise SparkInputError("with_arrival: only a run_join result can be joined again (it keeps its topics)")
+        return self._rerun_with(arrival=arrival)
+
+    def lag_summary(self, lag_ms: int, side: str = "right", partition: int | None = None) -> Any:
+        """How many null results an arrival lag of ``lag_ms`` of ``side`` (or of its ``partition``) would explain,
+        per scenario, partition and key: ``null-results`` under the lag, and ``lag-explains``, those whose record
+        found its partner without it (:func:`kjoin.spark.debug.whatif.lag_nulls`); keys that explain most first.
+        One more Spark run."""
+        return whatif.lag_nulls(self, self.with_arrival(whatif.arrival_of(lag_ms, side, partition)))
+
+    def smallest_lag(self, records: Any, side: str = "right", partition: int | None = None) -> "whatif.LagSearch":
+        """The smallest lag of ``side`` (or of its ``partition``) under which every one of ``records`` (``(partition,
+        offset)`` of the other side's records, e.g. the orders that came out with a null customer in the real
+        application) comes out with a null partner (:func:`kjoin.spark.debug.whatif.smallest_lag`): a
+        :class:`~kjoin.spark.debug.whatif.LagSearch` with the lag, its ``arrival=`` and what every lag tried
+        explained. A few Spark runs (halving over the lags at which an outcome can change)."""
+        return whatif.smallest_lag(self, records, side, partition)
 
     # -- one key, one record ---------------------------------------------------------------
     def why_index(self, path: str | None = None) -> Any:

@@ -371,6 +371,9 @@ def key_trace(
             raise ValueError(f"key {key!r}: the drill-down lacks the task's steps {missing} of its held results")
         schedule = {at[emitted]: frozenset(at[o] for o in origins) for emitted, origins in releases.items()}
         make_join = lambda scenario, log, task: ReplayedSweepJoin(log, task, scenario, schedule)  # noqa: E731
+    # The events are in the task's processing order already (a lagging side's included): the engine runs them as
+    # listed, without reordering them by arrival again.
+    config = replace(config, arrival=None)
     full = run(replace(config, events=tuple(events)), joiner=joiner, make_join=make_join)
     steps, states, changes, task_steps = [], [], [], []
     kept: dict[int, int] = {}  # step of the run above -> step of the drill-down
