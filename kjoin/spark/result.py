@@ -25,6 +25,7 @@ from .debug.audit import audit_frame
 from .debug.diff import spark_diff
 from .debug.explain import explain_outputs
 from .debug.index import build_index
+from .debug.reconcile import Reconciliation, reconcile
 from .debug.summary import summary_frame
 from .debug.why import replays_sweep
 from .frames import OUTPUT_COLUMNS, STEP_COLUMNS
@@ -172,6 +173,22 @@ class SparkRun:
         :class:`~kjoin.spark.debug.whatif.LagSearch` with the lag, its ``arrival=`` and what every lag tried
         explained. A few Spark runs (halving over the lags at which an outcome can change)."""
         return whatif.smallest_lag(self, records, side, partition)
+
+    def reconcile(
+        self,
+        actual: Any,
+        arrival: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+        semantics: str | None = None,
+    ) -> "Reconciliation":
+        """Match every output the application really wrote (``actual``: its output topic read with ``from_kafka`` or
+        ``from_files``, or a DataFrame with ``key, value, ts``) with kjoin's prediction, and classify what differs
+        (:mod:`kjoin.spark.debug.reconcile`): ``arrival`` (explained by the same topics joined with ``arrival=``,
+        e.g. from :meth:`smallest_lag`), ``configuration`` (with ``options=``, e.g. ``{"grace_ms": 100}``),
+        ``version`` (under ``semantics=``), ``unseen-records`` (a key kjoin's topics never had) or
+        ``unexplained``. A :class:`~kjoin.spark.debug.reconcile.Reconciliation`: ``matched``, ``counts`` and
+        ``examples`` per category, the ``differences`` frame; ``explained`` when nothing is unexplained."""
+        return reconcile(self, actual, arrival, options, semantics)
 
     # -- one key, one record ---------------------------------------------------------------
     def why_index(self, path: str | None = None) -> Any:
