@@ -119,13 +119,6 @@ def reconcile(
     examples: int = 3,
 ) -> Reconciliation:
     """:meth:`SparkRun.reconcile` (see the module)."""
-    real = _counted(_actual_frame(actual), "actual")
-    ours = _counted(_predicted(run), "predicted")
-    both = real.join(ours, _MATCH, "full_outer").select(
-        *_MATCH,
-        F.coalesce(F.col("actual"), F.lit(0)).alias("actual"),
-        F.coalesce(F.col("predicted"), F.lit(0)).alias("predicted"),
-    )
     whatifs: list[tuple[str, Any]] = []
     if arrival is not None or options is not None or semantics is not None:
         if run._rerun_with is None:
@@ -136,15 +129,23 @@ def reconcile(
         whatifs.append(("configuration", run._rerun_with(options=options)))
     if semantics is not None:
         whatifs.append(("version", run._rerun_with(semantics=semantics)))
+    # One union counted per (key, value, ts): a group treats null keys and values (tombstones) as equal, a join
+    # would not.
+    sources = [("actual", _actual_frame(actual)), ("predicted", _predicted(run))]
+    sources += [(f"_{name}", _predicted(other)) for name, other in whatifs]
+    names = [name for name, _ in sources]
+    counted = None
+    for name, frame in sources:
+        part = _counted(frame, name).select(*_MATCH, *(F.col(n) if n == name else F.lit(0).alias(n) for n in names))
+        counted = part if counted is None else counted.unionByName(part)
+    both = counted.groupBy(*_MATCH).agg(*(F.sum(n).cast("long").alias(n) for n in names))
     differing = both.filter(F.col("actual") != F.col("predicted"))
     category = None
-    for name, other in whatifs:
-        counted = _counted(_predicted(other), f"_{name}")
-        differing = differing.join(counted, _MATCH, "left")
-        fits = F.coalesce(F.col(f"_{name}"), F.lit(0)) == F.col("actual")
+    for name, _ in whatifs:
+        fits = F.col(f"_{name}") == F.col("actual")
         category = F.when(fits, F.lit(name)) if category is None else category.when(fits, F.lit(name))
-    keys = run.records.select(F.col("key").cast("string").alias("key")).distinct().withColumn("_seen", F.lit(True))
-    differing = differing.join(keys, ["key"], "left")
+    keys = run.records.select(F.col("key").cast("string").alias("_key")).distinct().withColumn("_seen", F.lit(True))
+    differing = differing.join(keys, differing["key"].eqNullSafe(keys["_key"]), "left")
     unseen = (F.col("actual") > F.col("predicted")) & F.col("_seen").isNull()
     category = F.when(unseen, F.lit("unseen-records")) if category is None else category.when(unseen, "unseen-records")
     rows = differing.select(*_MATCH, "actual", "predicted", category.otherwise(F.lit("unexplained")).alias("category"))

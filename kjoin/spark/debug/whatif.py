@@ -93,7 +93,10 @@ class LagSearch:
                 f"no lag tried explains all {self.records} null results: the best, {best[0]} ms, explains "
                 f"{best[1]}; the rest have another cause (ask why)"
             )
-        return f"a lag of {self.lag_ms} ms explains all {self.records} null results ({len(self.tried)} runs)"
+        runs = len(self.tried)
+        return (
+            f"a lag of {self.lag_ms} ms explains all {self.records} null results ({runs} Spark run{'s' * (runs != 1)})"
+        )
 
 
 def _targets(records: Any) -> list[tuple[int, int]]:
