@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check describe-check kafka-live broker-check cluster fuzz-inputs bench-reference diff-check bench-diff
+.PHONY: lab demo test system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -131,6 +131,9 @@ describe-check: kafka-oracle
 # through kjoin (issue 27): each task's processing order and its outputs. `N=500 make broker-check`; a second argument
 # narrows the joins: `$(PY) -m tests.broker_check 100 fk`.
 BROKER_CHECK_N := $(if $(filter file,$(origin N)),200,$(N))
+why-audit-check:  # issue 26's planted application at 10^5 records per join (CI runs a sample)
+	KJOIN_WHY_AUDIT_RECORDS=$${KJOIN_WHY_AUDIT_RECORDS:-100000} $(PY) -m pytest -q -s tests/test_spark_why_audit.py -k "not reopens"
+
 broker-check: kafka-oracle kafka-live
 	$(PY) -m tests.broker_check $(BROKER_CHECK_N)
 

@@ -179,7 +179,8 @@ def arrival_order(records: Sequence[Any], arrival: Any) -> list[tuple[Any, Waiti
     """The order in which Kafka tasks take ``records`` when a side lags (``arrival``: a
     :class:`kjoin.scenario.Arrival`), with, per record, what it did not wait for.
 
-    A record of side ``s`` reaches its task at ``ts + lag_s``, or when the record ahead of it in
+    A record of side ``s`` reaches its task at ``ts + lag_s`` (the lag of its partition, when it has one of its
+    own), or when the record ahead of it in
     its partition did if that is later (a partition is delivered in order). The clock is the
     records' own time: whenever something has arrived, it is buffered in its task's
     :class:`PartitionGroup` (queues that become non-empty at one moment are offered left first, the
@@ -193,7 +194,7 @@ def arrival_order(records: Sequence[Any], arrival: Any) -> list[tuple[Any, Waiti
     for record in records:
         side = record.side.value
         queue = queues.setdefault((record.partition, 0 if side == "left" else 1), [])
-        arrives = record.ts + arrival.lag_ms(side)
+        arrives = record.ts + arrival.lag_ms(side, record.partition)
         queue.append((max(arrives, queue[-1][0]) if queue else arrives, record))
     heads = {where: 0 for where in queues}  # each queue's next record not taken yet
     delivered = {where: 0 for where in queues}  # each queue's records buffered in its task so far
@@ -251,7 +252,7 @@ def _waiting(
                 partner = queue[position][1]
                 break
     side = "left" if other[1] == 0 else "right"
-    return Waiting(side, arrival.lag_ms(side), head, partner)
+    return Waiting(side, arrival.lag_ms(side, other[0]), head, partner)
 
 
 TIE_AT_START = (

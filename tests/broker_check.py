@@ -240,7 +240,7 @@ def arrival_phases(scenario: kjoin.Scenario, arrival: Arrival) -> tuple[list[int
     last: dict[tuple[str, int], int] = {}
     for record in records:
         where = (record.side.value, record.partition)
-        time_ = max(record.ts + arrival.lag_ms(record.side.value), last.get(where, -(2**63)))
+        time_ = max(record.ts + arrival.lag_ms(record.side.value, record.partition), last.get(where, -(2**63)))
         last[where] = time_
         times.append(time_)
     phases = [0] * len(records)

@@ -129,10 +129,10 @@ def test_arrival_is_refused_where_no_side_can_lag():
 
 # -- Spark ----------------------------------------------------------------------------------------
 @pytest.mark.spark
-def test_spark_runs_lagging_scenarios_as_the_engine_and_run_join_refuses_arrival(spark):
+def test_spark_runs_lagging_scenarios_as_the_engine(spark):
     from tests.spark_compare import assert_same, spark_results
 
-    from kjoin.spark import SparkInputError, Topic, run_join, run_scenarios
+    from kjoin.spark import run_scenarios
 
     rng = random.Random(3)
     scenarios = []
@@ -157,10 +157,3 @@ def test_spark_runs_lagging_scenarios_as_the_engine_and_run_join_refuses_arrival
                 data["window"] = window
             scenarios.append(Scenario.from_dict(data))
     assert_same(scenarios, *spark_results(run_scenarios(spark, scenarios)))
-
-    rows = [("c1", "o1", 2000, 0, 0)]
-    frame = spark.createDataFrame(rows, "key string, value string, ts long, partition int, offset long")
-    with pytest.raises(SparkInputError, match=r"arrival \(a lagging side\) is not modelled by run_join.*run_scenarios"):
-        run_join(
-            Topic(frame, 1), Topic(frame, 1), "stream-table", "left", options={"arrival": {"right": {"lag_ms": 5}}}
-        )

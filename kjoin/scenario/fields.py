@@ -150,6 +150,17 @@ class Arrival:
 
     left_lag_ms: int = 0
     right_lag_ms: int = 0
+    left_partition_lags: tuple[tuple[int, int], ...] = ()
+    """``(partition, lag_ms)``: partitions of the left topic that lag by their own amount (instead of
+    ``left_lag_ms``): ``arrival: {left: {partitions: {2: 5000}}}``, one broker or producer behind."""
+    right_partition_lags: tuple[tuple[int, int], ...] = ()
 
-    def lag_ms(self, side: str) -> int:
+    def lag_ms(self, side: str, partition: int | None = None) -> int:
+        """How long after its timestamp a record of ``side`` (in ``partition``, when given) reaches its task."""
+        own = dict(self.left_partition_lags if side == "left" else self.right_partition_lags)
+        if partition is not None and partition in own:
+            return own[partition]
         return self.left_lag_ms if side == "left" else self.right_lag_ms
+
+    def partition_lags(self, side: str) -> dict[int, int]:
+        return dict(self.left_partition_lags if side == "left" else self.right_partition_lags)

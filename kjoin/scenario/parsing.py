@@ -132,6 +132,8 @@ def parse_document(data: Any, allowed: Iterable[str]) -> dict[str, Any]:
 def write_document(scenario: Scenario) -> dict[str, Any]:
     """The document of ``scenario``: every field that differs from its default, events last."""
     data: dict[str, Any] = {"join": scenario.join, "variant": scenario.variant, "semantics": str(scenario.semantics)}
+    if scenario.name is not None:
+        data = {"name": scenario.name, **data}
     if scenario.window is not None:
         data["window"] = window_document(scenario.window)
     data["partitions"] = scenario.partitions
@@ -167,13 +169,24 @@ def write_document(scenario: Scenario) -> dict[str, Any]:
     if scenario.commit_every != 1:
         data["commit_every"] = scenario.commit_every
     if scenario.arrival is not None:
-        data["arrival"] = {side: {"lag_ms": scenario.arrival.lag_ms(side)} for side in ("left", "right")}
+        data["arrival"] = {
+            side: {
+                "lag_ms": scenario.arrival.lag_ms(side),
+                **(
+                    {"partitions": {str(p): lag for p, lag in own.items()}}
+                    if (own := scenario.arrival.partition_lags(side))
+                    else {}
+                ),
+            }
+            for side in ("left", "right")
+        }
     data["events"] = [_event_document(event) for event in scenario.events]
     return data
 
 
 def _arrival(data: Any) -> Arrival | None:
-    """``arrival: {right: {lag_ms: 5000}}`` (each side optional, lag 0 by default)."""
+    """``arrival: {right: {lag_ms: 5000}}`` (each side optional, lag 0 by default); a side's ``partitions: {"2":
+    5000}`` gives partitions lags of their own."""
     if data is None:
         return None
     example = "{right: {lag_ms: 5000}}"
@@ -185,15 +198,33 @@ def _arrival(data: Any) -> Arrival | None:
         options = data.get(side, {})
         if not isinstance(options, Mapping):
             raise ScenarioError(f"arrival.{side}: expected {{lag_ms: milliseconds}}, got {options!r}")
-        unknown_field(f"arrival.{side}", options, {"lag_ms"})
-        lag = options.get("lag_ms", 0)
-        if not _is_int(lag) or lag < 0:
+        unknown_field(f"arrival.{side}", options, {"lag_ms", "partitions"})
+        lags[side] = _lag(f"arrival.{side}.lag_ms", options.get("lag_ms", 0), side)
+        own = options.get("partitions", {})
+        if not isinstance(own, Mapping):
             raise ScenarioError(
-                f"arrival.{side}.lag_ms: expected a non-negative integer (how many milliseconds after its timestamp "
-                f"a {side} record reaches its task), got {lag!r}"
+                f"arrival.{side}.partitions: expected {{partition: lag_ms}}, like {{2: 5000}}, got {own!r}"
             )
-        lags[side] = lag
-    return Arrival(lags["left"], lags["right"])
+        for partition, lag in own.items():
+            number = int(partition) if isinstance(partition, str) and partition.isdigit() else partition
+            if not _is_int(number) or number < 0:
+                raise ScenarioError(f"arrival.{side}.partitions: {partition!r} is not a partition number (0 or more)")
+            lags[(side, number)] = _lag(f"arrival.{side}.partitions.{number}", lag, side)
+    return Arrival(
+        lags["left"],
+        lags["right"],
+        tuple(sorted((k[1], v) for k, v in lags.items() if isinstance(k, tuple) and k[0] == "left")),
+        tuple(sorted((k[1], v) for k, v in lags.items() if isinstance(k, tuple) and k[0] == "right")),
+    )
+
+
+def _lag(where: str, lag: Any, side: str) -> int:
+    if not _is_int(lag) or lag < 0:
+        raise ScenarioError(
+            f"{where}: expected a non-negative integer (how many milliseconds after its timestamp "
+            f"a {side} record reaches its task), got {lag!r}"
+        )
+    return lag
 
 
 def _event_document(event: Event | Deliver) -> dict[str, Any]:

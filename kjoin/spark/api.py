@@ -63,6 +63,7 @@ def run_join(
     method: str = "auto",
     options: Mapping[str, Any] | None = None,
     key_split: str | int = "off",
+    arrival: Mapping[str, Any] | None = None,
 ) -> SparkRun:
     """Join two topics on Spark, as Kafka Streams would: ``join`` is ``stream-stream``,
     ``stream-table`` or ``table-table``, ``variant`` inner/left/outer, ``semantics`` a Kafka
@@ -81,6 +82,12 @@ def run_join(
     cores, README), ``"auto"`` (when the topics have fewer partitions than Spark has cores and the join splits
     exactly), ``"on"`` (or a number of buckets: a :class:`SparkInputError` naming why when the join cannot be
     split); :attr:`SparkRun.key_buckets` says how many buckets ran.
+
+    ``arrival``: a what-if, the order a task takes its records in when a side (or one of its partitions) lags, as
+    Kafka Streams does with ``max.task.idle.ms = 0``: ``{"right": {"lag_ms": 5000}}``, ``{"right": {"partitions":
+    {2: 5000}}}`` (the scenario field ``arrival:``, whose model, :func:`kjoin.ordering.arrival_order`, the reference
+    engine runs; here it orders each task in one Spark pass, :func:`_arrival_records`). Without it, both input
+    partitions of a task always have records buffered (what waiting with ``max.task.idle.ms`` gives).
     Returns a lazy :class:`SparkRun`."""
     if join not in JOINS:
         raise SparkInputError(f"join: expected one of {' | '.join(JOINS)}, got {join!r}")
@@ -97,6 +104,8 @@ def run_join(
         raise SparkInputError(str(error)) from None
     window = _window_option(join, window)
     partitions = partition_count(left, right)
+    if arrival is not None:
+        options = {**(options or {}), "arrival": _arrival_document(arrival)}
     config = _join_scenario(join, variant, semantics, window, partitions, options)
     spec = JoinSpec.of(config)
     key_type, value_type = common_types(left, right)
@@ -112,20 +121,47 @@ def run_join(
     # (one shuffle, not two). Only what varies goes through the shuffle and the two sorts (the side as its rank, no
     # null position): narrower rows keep the sorts of 10^7 records in memory, where wider ones spilled to disk.
     shuffled = frames[0].unionByName(frames[1]).repartition(spark_partitions or partitions, "scenario", "partition")
-    records = _ordered_records(shuffled)
-    by_partition = _by_partition(shuffled, spec)
-    buckets = split.bucket_count(key_split, {0: spec}, partitions, _cores(left.frame.sparkSession), method)
-    key_buckets = None
-    if buckets > 1:
-        union = frames[0].unionByName(frames[1])
-        key_buckets = split.clocked(union, buckets, by_partition[1], partitions)
-    feed = Feed(records, spark_partitions or partitions, partitioned=True, by_partition=by_partition, split=key_buckets)
+    key_buckets, buckets = None, 1
+    if config.arrival is not None:
+        if key_split not in ("off", "auto"):
+            raise SparkInputError(
+                "key_split: a lagging side (arrival) orders each whole task in one pass, which the key split cannot "
+                "share; drop key_split or arrival"
+            )
+        records = _arrival_records(shuffled, config.arrival, spark_partitions or partitions)
+        feed = Feed(records, spark_partitions or partitions, partitioned=True)
+    else:
+        records = _ordered_records(shuffled)
+        by_partition = _by_partition(shuffled, spec)
+        buckets = split.bucket_count(key_split, {0: spec}, partitions, _cores(left.frame.sparkSession), method)
+        if buckets > 1:
+            union = frames[0].unionByName(frames[1])
+            key_buckets = split.clocked(union, buckets, by_partition[1], partitions)
+        feed = Feed(
+            records, spark_partitions or partitions, partitioned=True, by_partition=by_partition, split=key_buckets
+        )
     inputs_of = Inputs(key_type, value_type, json_keys=False, json_values=json_values, joiner=joiner)
     results, chosen = execute(feed, {0: spec}, inputs_of, method)
     result = SparkRun(records, results, {0: config}, False, json_values, method=chosen)
     result.key_buckets = buckets
     result.inputs = inputs
     result._spark_partitions = spark_partitions or partitions
+    result._rerun_with = lambda **changed: run_join(
+        left,
+        right,
+        join,
+        variant,
+        **{
+            "semantics": semantics,
+            "window": window,
+            "joiner": joiner,
+            "spark_partitions": spark_partitions,
+            "method": method,
+            "options": {k: v for k, v in (options or {}).items() if k != "arrival"} or None,
+            "key_split": key_split,
+            **changed,
+        },
+    )
     result._rerun = lambda other, settings: run_join(
         left,
         right,
@@ -143,6 +179,8 @@ def run_join(
         turned = _with_settings(config, settings)
         window_of = _window_option(join, turned["window"])
         second = _join_scenario(join, variant, str(other), window_of, partitions, turned["options"])
+        if config.arrival is not None or second.arrival is not None:
+            return None  # an arrival orders each task its own way: the diff joins twice
         return paired_results(feed, spec, JoinSpec.of(second), inputs_of, method)
 
     result._paired = paired
@@ -161,22 +199,23 @@ def _with_settings(config: Scenario, settings: Mapping[str, Any]) -> dict[str, A
     return {"window": window, "options": document or None}
 
 
+def with_arrival(result: SparkRun, arrival: Mapping[str, Any] | None) -> SparkRun:
+    """``result``'s topics joined again with ``arrival`` (a :func:`run_join` result only): the what-if of
+    :meth:`SparkRun.with_arrival`."""
+    if result._rerun_with is None:
+        raise SparkInputError("with_arrival: only a run_join result can be joined again (it keeps its topics)")
+    return result._rerun_with(arrival=arrival)
+
+
 def _join_scenario(
     join: str, variant: str, semantics: str | None, window: Any, partitions: int, options: Mapping[str, Any] | None
 ) -> Scenario:
     """The scenario (without events) of :func:`run_join`'s arguments: :func:`kjoin.spark.spec.join_scenario`, its
-    errors as :class:`SparkInputError`; a lagging side (``arrival``) refused."""
+    errors as :class:`SparkInputError`."""
     try:
-        config = join_scenario(join, variant, semantics, window, partitions, options)
+        return join_scenario(join, variant, semantics, window, partitions, options)
     except ValueError as error:
         raise SparkInputError(str(error)) from None
-    if config.arrival is not None:
-        raise SparkInputError(
-            "options: arrival (a lagging side) is not modelled by run_join, which orders each task as Kafka does "
-            "when both input partitions have records buffered (max.task.idle.ms lets the task wait); drop arrival, "
-            "or run the records as a scenario with kjoin.run or run_scenarios, which honour it"
-        )
-    return config
 
 
 def _cores(spark: Any) -> int:
@@ -239,6 +278,74 @@ def _ordered_records(shuffled: Any) -> Any:
         "_side_rank",
     )
     return with_tie_rank(ordered)
+
+
+def _arrival_document(arrival: Any) -> Any:
+    """``arrival=`` as the scenario field: partition numbers as the document's text keys."""
+    if not isinstance(arrival, Mapping):
+        return arrival  # the scenario parser names what is wrong
+    return {
+        side: {**lags, "partitions": {str(p): lag for p, lag in lags["partitions"].items()}}
+        if isinstance(lags, Mapping) and isinstance(lags.get("partitions"), Mapping)
+        else lags
+        for side, lags in arrival.items()
+    }
+
+
+def _arrival_records(shuffled: Any, arrival: Any, spark_partitions: int) -> Any:
+    """The ``records`` frame when a side lags: each task's records numbered in the order
+    :func:`kjoin.ordering.arrival_order` takes them (``_order_ts`` is that number), the reference engine's model
+    run per Kafka task in one grouped pass. The order depends on the timestamps, sides, partitions and offsets
+    only, so only those go through Python (a null timestamp counts as the lowest, as in the timestamp merge)."""
+    from ..ordering import arrival_order
+    from ..records import Record, Side
+
+    lowest = -(2**63)
+
+    def order(frame: Any) -> Any:
+        import pandas as pd
+
+        ranks = frame["_side_rank"].tolist()
+        stamps = [lowest if t != t or t is None else int(t) for t in frame["ts"].tolist()]
+        offsets, partitions = frame["offset"].tolist(), frame["partition"].tolist()
+        listed = sorted(range(len(ranks)), key=lambda i: (ranks[i], offsets[i]))  # each partition's log, in order
+        records = [
+            Record(Side.LEFT if ranks[i] == 0 else Side.RIGHT, None, i, stamps[i], int(partitions[i]), int(offsets[i]))
+            for i in listed
+        ]
+        taken = [record.value for record, _ in arrival_order(records, arrival)]
+        return pd.DataFrame(
+            {
+                "scenario": frame["scenario"].iloc[taken].to_numpy(),
+                "partition": frame["partition"].iloc[taken].to_numpy(),
+                "_side_rank": frame["_side_rank"].iloc[taken].to_numpy(),
+                "offset": frame["offset"].iloc[taken].to_numpy(),
+                "_order_ts": range(len(taken)),
+            }
+        )
+
+    where = ["scenario", "partition", "_side_rank", "offset"]
+    numbered = (
+        shuffled.select(*where, "ts")
+        .groupBy("scenario", "partition")
+        .applyInPandas(order, "scenario long, partition int, _side_rank int, offset long, _order_ts long")
+    )
+    return (
+        shuffled.join(numbered, where)
+        .repartition(spark_partitions, "scenario", "partition")
+        .select(
+            "scenario",
+            "partition",
+            _side_name(),
+            "key",
+            "value",
+            "ts",
+            "offset",
+            F.lit(None).cast("bigint").alias("position"),
+            "_order_ts",
+            F.lit(0).alias("_side_rank"),
+        )
+    )
 
 
 def _by_partition(shuffled: Any, spec: JoinSpec) -> tuple[Any, int]:

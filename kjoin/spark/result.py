@@ -20,11 +20,12 @@ from ..records import OutputKind
 from ..scenario import Scenario
 from ..semantics import Semantics
 from ..trace import Trace
-from .debug import drill
+from .debug import drill, whatif
 from .debug.audit import audit_frame
 from .debug.diff import settings_of, spark_diff
 from .debug.explain import explain_outputs
 from .debug.index import build_index
+from .debug.reconcile import Reconciliation, reconcile
 from .debug.summary import summary_frame
 from .debug.why import replays_sweep
 from .frames import OUTPUT_COLUMNS, STEP_COLUMNS
@@ -77,6 +78,8 @@ class SparkRun:
         """``run_join``: the outputs of the input records whose outputs differ from the same topics joined under
         other semantics and settings, both joins in one pass (:func:`kjoin.spark.passes.plans.paired_results`;
         ``None`` where that pass cannot run them), for :meth:`diff`."""
+        self._rerun_with: Callable[..., "SparkRun"] | None = None
+        """``run_join``: the same topics joined again with other arguments (``arrival=...``)."""
         self._kept: dict[Any, Any] = {}
         """Frames computed once per run (:meth:`_keep`): the results, the explained outputs, the summary, the
         audit."""
@@ -153,6 +156,46 @@ class SparkRun:
         partition (:meth:`partitioning_audit`). Only the columns that can be non-zero for the join at hand (of
         the first scenario's join, variant and options). Computed once per run."""
         return self._keep(("summary", self.partitioner), lambda: summary_frame(self))
+
+    # -- what if a side lagged -------------------------------------------------------------
+    def with_arrival(self, arrival: Mapping[str, Any] | None) -> "SparkRun":
+        """The same topics joined again with a lagging side or partition (``run_join``'s ``arrival=``,
+        :mod:`kjoin.spark.debug.whatif`), e.g. ``{"right": {"lag_ms": 5000}}`` or ``{"right": {"partitions": {2:
+        5000}}}``. A :func:`run_join` result only."""
+        if self._rerun_with is None:
+            raise SparkInputError("with_arrival: only a run_join result can be joined again (it keeps its topics)")
+        return self._rerun_with(arrival=arrival)
+
+    def lag_summary(self, lag_ms: int, side: str = "right", partition: int | None = None) -> Any:
+        """How many null results an arrival lag of ``lag_ms`` of ``side`` (or of its ``partition``) would explain,
+        per scenario, partition and key: ``null-results`` under the lag, and ``lag-explains``, those whose record
+        found its partner without it (:func:`kjoin.spark.debug.whatif.lag_nulls`); keys that explain most first.
+        One more Spark run."""
+        return whatif.lag_nulls(self, self.with_arrival(whatif.arrival_of(lag_ms, side, partition)))
+
+    def smallest_lag(self, records: Any, side: str = "right", partition: int | None = None) -> "whatif.LagSearch":
+        """The smallest lag of ``side`` (or of its ``partition``) under which every one of ``records`` (``(partition,
+        offset)`` of the other side's records, e.g. the orders that came out with a null customer in the real
+        application) comes out with a null partner (:func:`kjoin.spark.debug.whatif.smallest_lag`): a
+        :class:`~kjoin.spark.debug.whatif.LagSearch` with the lag, its ``arrival=`` and what every lag tried
+        explained. A few Spark runs (halving over the lags at which an outcome can change)."""
+        return whatif.smallest_lag(self, records, side, partition)
+
+    def reconcile(
+        self,
+        actual: Any,
+        arrival: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+        semantics: str | None = None,
+    ) -> "Reconciliation":
+        """Match every output the application really wrote (``actual``: its output topic read with ``from_kafka`` or
+        ``from_files``, or a DataFrame with ``key, value, ts``) with kjoin's prediction, and classify what differs
+        (:mod:`kjoin.spark.debug.reconcile`): ``arrival`` (explained by the same topics joined with ``arrival=``,
+        e.g. from :meth:`smallest_lag`), ``configuration`` (with ``options=``, e.g. ``{"grace_ms": 100}``),
+        ``version`` (under ``semantics=``), ``unseen-records`` (a key kjoin's topics never had) or
+        ``unexplained``. A :class:`~kjoin.spark.debug.reconcile.Reconciliation`: ``matched``, ``counts`` and
+        ``examples`` per category, the ``differences`` frame; ``explained`` when nothing is unexplained."""
+        return reconcile(self, actual, arrival, options, semantics)
 
     # -- one key, one record ---------------------------------------------------------------
     def why_index(self, path: str | None = None) -> Any:

@@ -94,9 +94,10 @@ def settings_of(
     settings: dict[str, Any] = {}
     if arrival is not None:
         raise SparkInputError(
-            "arrival: run_join orders each Kafka task as Kafka does when both input partitions have records buffered, "
-            "so a lagging side cannot be compared on Spark; compare it on a sample with the reference engine: "
-            "kjoin.diff(scenario, set={'arrival.right.lag_ms': 2000}) or kjoin diff your.yaml --set "
+            "arrival: the diff does not compare a lagging side on Spark yet; see what a lag changes with "
+            "result.with_arrival({'right': {'lag_ms': 2000}}) and result.lag_summary(2000), or diff it on a sample "
+            "with the reference engine: kjoin.diff(scenario, set={'arrival.right.lag_ms': 2000}) or kjoin diff "
+            "your.yaml --set "
             "arrival.right.lag_ms=2000"
         )
     if window is not None:

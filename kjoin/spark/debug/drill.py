@@ -26,6 +26,7 @@ from . import fk as debug_fk
 from . import why as debug
 from .audit import partition_of
 from .explain import KEY_TOKENS
+from .repro import record_scenario
 
 if TYPE_CHECKING:
     from ..result import SparkRun
@@ -150,15 +151,20 @@ def why(run: "SparkRun", partition: int, offset: int, side: str, scenario: int, 
     key = decode_key(row["key"])
     record = Record(Side(side), key, decode_value(row["value"]), row["ts"], partition, offset)
     if key is None:
-        return debug.diagnose(record, config, None, (), ())
+        alone = (Event(record.side, None, record.value, record.ts, partition, offset),)
+        return replace(debug.diagnose(record, config, None, (), ()), repro=replace(config, events=alone, arrival=None))
     rows = index.key_rows(scenario, row["key"])
     trace = key_trace(run, partition, key, scenario, joiner or default_joiner, rows)
     home = partition_of(key, config.partitions, run.partitioner)
     elsewhere, same = _partners(run, rows, Side(side).other.value, partition, home)
     finder = _Finder(run, scenario, key, Side(side).other.value, partition)
-    return debug.diagnose(
+    found = debug.diagnose(
         record, config, trace, elsewhere, same, home, finder.null_key_partner, finder.blocker, finder.taken_before
     )
+    extra = [(p, key) for p in elsewhere]
+    if found.verdict == "partner-null-key" and found.cause is not None:
+        extra.append((found.cause, None))
+    return replace(found, repro=record_scenario(config, trace.replay, trace.stand_in, key, extra))
 
 
 def _partners(run: "SparkRun", rows: list, other: str, partition: int, home: Any) -> tuple[list, list]:
@@ -242,7 +248,7 @@ def _why_fk(run: "SparkRun", partition: int, offset: int, side: str, scenario: i
         drill = debug_fk.fk_key_trace(full, key, partition)
     else:
         drill = full  # a right record answers every left key that subscribes to it: the whole scenario
-    return debug_fk.diagnose_fk(full, step, drill)
+    return replace(debug_fk.diagnose_fk(full, step, drill), repro=full.scenario)
 
 
 def fk_key_trace(run: "SparkRun", partition: int, key: Any, scenario: int, joiner: Joiner | None) -> Any:

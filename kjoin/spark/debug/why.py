@@ -202,9 +202,26 @@ class Diagnosis:
     """The record behind a co-partitioning verdict, named first in :attr:`text`: the record not in its key's
     partition (the partner, or this record itself as a :class:`Partner` of its own side), or the null-key
     record of ``partner-null-key``."""
+    repro: Scenario | None = field(default=None, repr=False, compare=False)
+    """The records the diagnosis read, as a scenario (:meth:`scenario`); set by ``SparkRun.why``."""
 
     def __str__(self) -> str:
         return f"{self.verdict}: {self.text}"
+
+    def scenario(self, name: str | None = None, one_task: bool = False) -> Scenario:
+        """This record's drill-down as a kjoin :class:`~kjoin.scenario.Scenario` (:mod:`kjoin.spark.debug.repro`):
+        ``kjoin.run`` and the Stepper take it, ``kjoin run`` its YAML (``yaml.safe_dump(d.scenario().to_dict())``).
+        ``one_task=True``: the record's task alone, as one partition, which ``kjoin export --junit`` takes (a
+        TopologyTestDriver runs one task). ``name``: the scenario's name (default: the record's place)."""
+        if self.repro is None:
+            raise ValueError("this diagnosis was not made by SparkRun.why, so it has no records to reproduce")
+        r = self.record
+        name = name or f"{r.side.value} partition {r.partition} offset {r.offset}"
+        if not one_task:
+            return replace(self.repro, name=name)
+        from .repro import record_scenario
+
+        return record_scenario(self.repro, self.repro.events, None, r.key, name=name, one_task=r.partition)
 
 
 class KeyTrace(Trace):
@@ -230,6 +247,9 @@ class KeyTrace(Trace):
         self.task_steps = task_steps
         self.key = key
         self.task = task
+        self.replay: tuple[Event, ...] = ()
+        """The events the drill-down ran, clock records included (under :attr:`stand_in`), in processing order."""
+        self.stand_in: Any = None
         self.caveat: str | None = _caveat(scenario)
         """Why this drill-down may differ from the whole task's trace restricted to the key
         (``None``: it does not)."""
@@ -352,7 +372,10 @@ def key_trace(
             raise ValueError(f"key {key!r}: the drill-down lacks the task's steps {missing} of its held results")
         schedule = {at[emitted]: frozenset(at[o] for o in origins) for emitted, origins in releases.items()}
         make_join = lambda scenario, log, task: ReplayedSweepJoin(log, task, scenario, schedule)  # noqa: E731
-    # the tie sentences need the whole task's order: why() says them from the index (_tie)
+    # The events are in the task's processing order already (a lagging side's included): the engine runs them as
+    # listed, without reordering them by arrival again. The tie sentences need the whole task's order: why() says
+    # them from the index (_tie).
+    config = replace(config, arrival=None)
     full = run(replace(config, events=tuple(events)), joiner=joiner, make_join=make_join, explain_ties=False)
     steps, states, changes, task_steps = [], [], [], []
     kept: dict[int, int] = {}  # step of the run above -> step of the drill-down
@@ -376,7 +399,7 @@ def key_trace(
         states.append(_restrict(full.state_at(i).stores, key))
         changes.append([c for c in full.changes_at(i) if _entry_is_key(c[1], None, key)])
         task_steps.append(placed[i].step)
-    return KeyTrace(
+    trace = KeyTrace(
         replace(config, events=tuple(e for e, p in zip(events, placed) if not p.clock)),
         steps,
         states,
@@ -385,6 +408,9 @@ def key_trace(
         key,
         partition,
     )
+    trace.replay = tuple(events)
+    trace.stand_in = other
+    return trace
 
 
 def sweeps_outer_buffer(config: Scenario) -> bool:
