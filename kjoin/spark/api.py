@@ -344,6 +344,7 @@ def _arrival_records(shuffled: Any, arrival: Any, spark_partitions: int) -> Any:
             F.lit(None).cast("bigint").alias("position"),
             "_order_ts",
             F.lit(0).alias("_side_rank"),
+            F.lit(0).cast("bigint").alias("_tie"),  # _order_ts numbers the records: no ties left to rank
         )
     )
 
