@@ -98,10 +98,7 @@ def run_join(
             "run FK scenarios with run_scenarios(spark, [Scenario(join='fk', ...)]), "
             "which runs each whole (kjoin.spark.passes.fk_task)"
         )
-    try:
-        semantics = None if semantics is None else str(parse_semantics(semantics))
-    except ValueError as error:
-        raise SparkInputError(str(error)) from None
+    semantics = _semantics_text(semantics)
     window = _window_option(join, window)
     partitions = partition_count(left, right)
     if arrival is not None:
@@ -121,58 +118,26 @@ def run_join(
     # (one shuffle, not two). Only what varies goes through the shuffle and the two sorts (the side as its rank, no
     # null position): narrower rows keep the sorts of 10^7 records in memory, where wider ones spilled to disk.
     shuffled = frames[0].unionByName(frames[1]).repartition(spark_partitions or partitions, "scenario", "partition")
-    key_buckets, buckets = None, 1
-    if config.arrival is not None:
-        if key_split not in ("off", "auto"):
-            raise SparkInputError(
-                "key_split: a lagging side (arrival) orders each whole task in one pass, which the key split cannot "
-                "share; drop key_split or arrival"
-            )
-        records = _arrival_records(shuffled, config.arrival, spark_partitions or partitions)
-        feed = Feed(records, spark_partitions or partitions, partitioned=True)
-    else:
-        records = _ordered_records(shuffled)
-        by_partition = _by_partition(shuffled, spec)
-        buckets = split.bucket_count(key_split, {0: spec}, partitions, _cores(left.frame.sparkSession), method)
-        if buckets > 1:
-            union = frames[0].unionByName(frames[1])
-            key_buckets = split.clocked(union, buckets, by_partition[1], partitions)
-        feed = Feed(
-            records, spark_partitions or partitions, partitioned=True, by_partition=by_partition, split=key_buckets
-        )
+    records, feed, buckets = _task_feed(
+        frames, shuffled, config, spec, spark_partitions or partitions, key_split, method
+    )
     inputs_of = Inputs(key_type, value_type, json_keys=False, json_values=json_values, joiner=joiner)
     results, chosen = execute(feed, {0: spec}, inputs_of, method)
     result = SparkRun(records, results, {0: config}, False, json_values, method=chosen)
     result.key_buckets = buckets
     result.inputs = inputs
     result._spark_partitions = spark_partitions or partitions
+    again = {"joiner": joiner, "spark_partitions": spark_partitions, "method": method, "key_split": key_split}
+    kept_options = {k: v for k, v in (options or {}).items() if k != "arrival"} or None
     result._rerun_with = lambda **changed: run_join(
         left,
         right,
         join,
         variant,
-        **{
-            "semantics": semantics,
-            "window": window,
-            "joiner": joiner,
-            "spark_partitions": spark_partitions,
-            "method": method,
-            "options": {k: v for k, v in (options or {}).items() if k != "arrival"} or None,
-            "key_split": key_split,
-            **changed,
-        },
+        **{"semantics": semantics, "window": window, "options": kept_options, **again, **changed},
     )
     result._rerun = lambda other, settings: run_join(
-        left,
-        right,
-        join,
-        variant,
-        semantics=other,
-        joiner=joiner,
-        spark_partitions=spark_partitions,
-        method=method,
-        key_split=key_split,
-        **_with_settings(config, settings),
+        left, right, join, variant, semantics=other, **again, **_with_settings(config, settings)
     )
 
     def paired(other: Semantics, settings: Mapping[str, Any]) -> Any:
@@ -185,6 +150,44 @@ def run_join(
 
     result._paired = paired
     return result
+
+
+def _semantics_text(semantics: Any) -> str | None:
+    """``semantics=`` as its release text (``None``: the latest), or kjoin's error."""
+    try:
+        return None if semantics is None else str(parse_semantics(semantics))
+    except ValueError as error:
+        raise SparkInputError(str(error)) from None
+
+
+def _task_feed(
+    frames: list[Any],
+    shuffled: Any,
+    config: Scenario,
+    spec: JoinSpec,
+    spark_partitions: int,
+    key_split: Any,
+    method: str,
+) -> tuple[Any, Feed, int]:
+    """The records frame, how the records reach the passes, and the key buckets per task: each task ordered whole by
+    the arrival model when a side lags, else sorted by input partition (and split by key when ``key_split`` says)."""
+    if config.arrival is not None:
+        if key_split not in ("off", "auto"):
+            raise SparkInputError(
+                "key_split: a lagging side (arrival) orders each whole task in one pass, which the key split cannot "
+                "share; drop key_split or arrival"
+            )
+        records = _arrival_records(shuffled, config.arrival, spark_partitions)
+        return records, Feed(records, spark_partitions, partitioned=True), 1
+    records = _ordered_records(shuffled)
+    by_partition = _by_partition(shuffled, spec)
+    partitions = config.partitions
+    buckets = split.bucket_count(key_split, {0: spec}, partitions, _cores(shuffled.sparkSession), method)
+    key_buckets = None
+    if buckets > 1:
+        key_buckets = split.clocked(frames[0].unionByName(frames[1]), buckets, by_partition[1], partitions)
+    feed = Feed(records, spark_partitions, partitioned=True, by_partition=by_partition, split=key_buckets)
+    return records, feed, buckets
 
 
 def _with_settings(config: Scenario, settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
-from ...diff import Diff, Difference, Outputs, _check_path, compare_outputs
+from ...diff import Attribution, Diff, Difference, Outputs, _check_path, compare_outputs
 from ...records import Record, Side, render_value
 from ...scenario import ScenarioError
 from ...semantics import Semantics, parse_semantics
@@ -562,10 +562,10 @@ def _canon(value: Any) -> str:
 
 
 # -- attribution over frames -----------------------------------------------------------------------
-class FrameAttribution:
-    """:class:`kjoin.diff.Attribution` over Spark frames: the same charging, with each run's differences a frame
-    (``produced(semantics, settings)`` gives one, or ``None`` where that combination cannot run) and the sets of
-    identities joined in Spark."""
+class FrameAttribution(Attribution):
+    """:class:`kjoin.diff.Attribution` over Spark frames: the same switches and charging, with each run's
+    differences a frame (``produced(semantics, settings)`` gives one, or ``None`` where that combination cannot
+    run) and the sets of identities joined in Spark."""
 
     def __init__(
         self,
@@ -574,23 +574,8 @@ class FrameAttribution:
         produced: Callable[[Semantics, Mapping[str, Any]], Any],
         kept: list[Any] | None = None,
     ) -> None:
+        super().__init__(first, switches, produced)
         self.kept = kept
-        self.first = first
-        self.switches = switches
-        self.rules = {name for name, _ in switches if name in Semantics.rules()}
-        self.differences_of = produced
-        self.runs = 0
-        self._produced: dict[frozenset[str], Any] = {}
-
-    def _configuration(self, names: frozenset[str]) -> tuple[Semantics, dict[str, Any]]:
-        values = dict(self.switches)
-        rules = {name: values[name] for name in names if name in self.rules}
-        settings = {name: values[name] for name in names if name not in self.rules}
-        return self.first.with_rules(**rules), settings
-
-    def _closure(self, names: frozenset[str]) -> frozenset[str]:
-        semantics, _ = self._configuration(names)
-        return names | frozenset(name for name in self.first.switched(semantics) if name in self.rules)
 
     def produced(self, names: frozenset[str]) -> Any:
         """The identities of the differences turning exactly ``names`` makes (a frame; ``None``: none)."""
