@@ -101,8 +101,13 @@ def _accepts(port: int) -> bool:
 
 
 def _cluster_id() -> str:
-    """A random cluster id in Kafka's form: 16 bytes, URL-safe base64 without padding (22 characters)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random cluster id in Kafka's form: 16 bytes, URL-safe base64 without padding (22 characters), never
+    starting with ``-`` (Kafka's ``Uuid.randomUuid`` draws again too: the storage tool's argument parser would read
+    such an id as an option, and one broker start in 64 failed so)."""
+    while True:
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not found.startswith("-"):
+            return found
 
 
 SERVER_PROPERTIES = """\

@@ -383,8 +383,9 @@ def spark_diff(
     switches = [(name, getattr(second, name)) for name in first.switched(second)] + list(settings.items())
     if not switches:
         raise SparkInputError(
-            f"diff: nothing to compare: give other semantics (the run's are {first}) or a setting, e.g. "
-            "diff(semantics='4.3') or diff(window={'grace_ms': 500})"
+            f"diff: nothing to compare: no rule kjoin models differs between {first} (the run's semantics) and "
+            f"{second}, and no setting is given; give an older release, e.g. diff(semantics='3.0'), or a setting, "
+            "e.g. diff(window={'grace_ms': 500})"
         )
     try:
         other = rerun(second, settings)
