@@ -3,6 +3,7 @@
 
     python -m benchmarks.bench_reference                       # 10^5 and 10^6, every kind
     python -m benchmarks.bench_reference --sizes 100000 --kinds fk,wtable-table --no-cli
+    python -m benchmarks.bench_reference --no-api                  # the CLI only (issue 25's done-when)
 
 A script, never a timed test (``make bench-reference``). Its purpose is to show that no input
 path is quadratic (issue 25): the time per event stays flat from 10^5 to 10^6. The workload per
@@ -98,15 +99,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=1000)
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--no-cli", action="store_true", help="time kjoin.run only")
+    parser.add_argument("--no-api", action="store_true", help="time kjoin run (the CLI) only")
     args = parser.parse_args(argv)
+    if args.no_cli and args.no_api:
+        parser.error("--no-cli and --no-api leave nothing to time")
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{'kind':<24} {'events':>9} {'run s':>8} {'us/event':>9} {'cli s':>8} {'us/event':>9}")
     for kind in args.kinds.split(","):
         for size in sizes:
             doc = document(kind, size, args.keys, args.partitions)
-            api = _timed(lambda: _through_api(doc))
+            api = None if args.no_api else _timed(lambda: _through_api(doc))
             cli = None if args.no_cli else _timed(lambda: _through_cli(doc))
-            cells = f"{api:8.1f} {api / size * 1e6:9.1f}"
+            cells = f"{'':>8} {'':>9}" if api is None else f"{api:8.1f} {api / size * 1e6:9.1f}"
             cells += "" if cli is None else f" {cli:8.1f} {cli / size * 1e6:9.1f}"
             print(f"{kind:<24} {size:>9} {cells}", flush=True)
     return 0
