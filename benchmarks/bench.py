@@ -871,7 +871,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    load = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))
+    load = _load_since(load_before)
     print(
         f"kjoin bench: {os.cpu_count()} cores, {args.partitions} Kafka partitions, {args.keys:,} keys, noop sink; "
         f"Kafka Streams {KAFKA_VERSION} with {args.kafka_stores} stores; "
@@ -879,6 +879,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(format_table(rows))
     return 0
+
+
+def _load_since(load_before: tuple[float, float, float]) -> str:
+    """The load averages (1/5/15 min) before the run and now, as the tables' headers print them."""
+    return ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))
 
 
 def _scale_arguments(parser: Any) -> None:
@@ -902,7 +907,7 @@ def _scale(spark: Any, args: Any, workdir: str, load_before: tuple[float, float,
         tables = scale(spark, args.scale, args.sizes, args.scale_join, args.keys, args.partitions, workdir, sys.stderr)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    load = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))
+    load = _load_since(load_before)
     print(
         f"kjoin scale: {os.cpu_count()} cores, {args.scale_join} {run_options(args.scale_join)['variant']}, "
         f"{args.keys:,} keys; load average (1/5/15 min) before/after: {load}"
@@ -918,7 +923,7 @@ def _main_diff(spark: Any, args: Any, workdir: str, load_before: tuple[float, fl
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    load = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))
+    load = _load_since(load_before)
     print(
         f"kjoin bench --diff: {os.cpu_count()} cores, {args.partitions} Kafka partitions, {args.keys:,} keys, "
         f"noop sink; load average (1/5/15 min) before/after: {load}"

@@ -268,19 +268,14 @@ def _ordered_records(shuffled: Any) -> Any:
         .orderBy("offset")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
-    ordered = shuffled.select(
-        "scenario",
-        "partition",
-        _side_name(),
-        "key",
-        "value",
-        "ts",
-        "offset",
-        F.lit(None).cast("bigint").alias("position"),
-        F.max("ts").over(running).alias("_order_ts"),
-        "_side_rank",
-    )
-    return with_tie_rank(ordered)
+    return with_tie_rank(shuffled.select(*_records_columns(F.max("ts").over(running).alias("_order_ts"))))
+
+
+def _records_columns(order_ts: Any) -> list[Any]:
+    """The columns of the ``records`` frame but its tie rank, with ``order_ts`` as ``_order_ts``: what sorts a task's
+    records into processing order, with the tie rank and the offset (:data:`kjoin.spark.ties.PROCESSING_ORDER`)."""
+    position = F.lit(None).cast("bigint").alias("position")
+    return ["scenario", "partition", _side_name(), "key", "value", "ts", "offset", position, order_ts, "_side_rank"]
 
 
 def _arrival_document(arrival: Any) -> Any:
@@ -337,16 +332,7 @@ def _arrival_records(shuffled: Any, arrival: Any, spark_partitions: int) -> Any:
         shuffled.join(numbered, where)
         .repartition(spark_partitions, "scenario", "partition")
         .select(
-            "scenario",
-            "partition",
-            _side_name(),
-            "key",
-            "value",
-            "ts",
-            "offset",
-            F.lit(None).cast("bigint").alias("position"),
-            "_order_ts",
-            F.lit(0).alias("_side_rank"),
+            *_records_columns("_order_ts"),
             F.lit(0).cast("bigint").alias("_tie"),  # _order_ts numbers the records: no ties left to rank
         )
     )
