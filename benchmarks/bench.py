@@ -702,6 +702,13 @@ def bench_diff(
             check = found.check_keys(sampled)
             for partition, key, only_spark, only_reference in check.mismatches:
                 print(f"[bench] mismatch {key!r}@{partition}: {only_spark} / {only_reference}", file=out, flush=True)
+            print(  # the row as soon as it is measured: a later row may not finish on a shared machine
+                f"[bench] {DIFF_JOIN} {size:,} {label}: run {run_s:.1f} s, diff {diff_s:.1f} s "
+                f"(diff/run {diff_s / run_s:.2f}), {count:,} differences, {check.keys} sampled keys with "
+                f"{check.differences} differences, {len(check.mismatches)} mismatches",
+                file=out,
+                flush=True,
+            )
             rows.append(
                 DiffRow(
                     DIFF_JOIN,
