@@ -175,6 +175,66 @@ class Waiting:
         return text + ". Had the task waited (max.task.idle.ms), it would have taken them first."
 
 
+class KeyPositions:
+    """One key's records in one queue: their positions in the queue and their timestamps, with the question both
+    :func:`arrival_order` and :func:`ties_taken_first` ask per record: which is the first of them at or after a
+    position whose timestamp is no later than a given one. A min segment tree over the timestamps answers it in
+    O(log n); scanning the key's later records (as kjoin did) made a run of n records O(n^2 / keys)."""
+
+    __slots__ = ("positions", "_size", "_tree", "_stamps")
+
+    def __init__(self) -> None:
+        self.positions: list[int] = []
+        self._size = 0
+        self._tree: list[float] = []
+        self._stamps: list[int] = []
+
+    def append(self, position: int, ts: int) -> None:
+        self.positions.append(position)
+        self._stamps.append(ts)
+
+    def freeze(self) -> "KeyPositions":
+        """Build the tree once every record is in."""
+        size = 1
+        while size < len(self._stamps):
+            size *= 2
+        tree = [float("inf")] * (2 * size)
+        tree[size : size + len(self._stamps)] = self._stamps
+        for node in range(size - 1, 0, -1):
+            tree[node] = min(tree[2 * node], tree[2 * node + 1])
+        self._size, self._tree = size, tree
+        del self._stamps
+        return self
+
+    def first_no_later(self, start: int, ts: int) -> int | None:
+        """The queue position of the first of these records at position ``start`` or after whose timestamp is no
+        later than ``ts``, or ``None``."""
+        index = bisect.bisect_left(self.positions, start)
+        if index >= len(self.positions):
+            return None
+        tree, node = self._tree, index + self._size
+        while tree[node] > ts:  # climb to the next subtree to the right that holds a timestamp no later than ts
+            while node & 1:
+                node >>= 1
+            if node == 0:
+                return None
+            node += 1
+        while node < self._size:  # then down to its first such leaf
+            node = 2 * node if tree[2 * node] <= ts else 2 * node + 1
+        return self.positions[node - self._size]
+
+
+def key_positions(log: Iterable[Any]) -> dict[Any, KeyPositions]:
+    """Per key (by :func:`kjoin.records.key_identity`) of the records of ``log`` (one queue, in order), its
+    :class:`KeyPositions`; null keys have none."""
+    by_key: dict[Any, KeyPositions] = {}
+    for position, record in enumerate(log):
+        if record.key is not None:
+            key = key_identity(record.key)
+            (by_key.get(key) or by_key.setdefault(key, KeyPositions())).append(position, record.ts)
+    return {key: found.freeze() for key, found in by_key.items()}
+
+
 def arrival_order(records: Sequence[Any], arrival: Any) -> list[tuple[Any, Waiting | None]]:
     """The order in which Kafka tasks take ``records`` when a side lags (``arrival``: a
     :class:`kjoin.scenario.Arrival`), with, per record, what it did not wait for.
@@ -198,12 +258,7 @@ def arrival_order(records: Sequence[Any], arrival: Any) -> list[tuple[Any, Waiti
         queue.append((max(arrives, queue[-1][0]) if queue else arrives, record))
     heads = {where: 0 for where in queues}  # each queue's next record not taken yet
     delivered = {where: 0 for where in queues}  # each queue's records buffered in its task so far
-    positions: dict[tuple[int, int], dict[Any, list[int]]] = {}  # each queue's positions of each key
-    for where, queue in queues.items():
-        by_key = positions[where] = {}
-        for position, (_, record) in enumerate(queue):
-            if record.key is not None:
-                by_key.setdefault(key_identity(record.key), []).append(position)
+    positions = {where: key_positions(record for _, record in queue) for where, queue in queues.items()}
     groups = {partition: PartitionGroup() for partition, _ in queues}
     last_taken: dict[int, int] = {}  # per task, the side (rank) it took its last record from
     now = None
@@ -245,12 +300,10 @@ def _waiting(
     if head.ts >= record.ts:
         return None
     partner = None
-    if record.key is not None:  # the first record of this key not taken yet with a timestamp no later
-        same_key = positions[other].get(key_identity(record.key), ())
-        for position in same_key[bisect.bisect_left(same_key, start) :]:
-            if queue[position][1].ts <= record.ts:
-                partner = queue[position][1]
-                break
+    same_key = None if record.key is None else positions[other].get(key_identity(record.key))
+    if same_key is not None:  # the first record of this key not taken yet with a timestamp no later
+        position = same_key.first_no_later(start, record.ts)
+        partner = None if position is None else queue[position][1]
     side = "left" if other[1] == 0 else "right"
     return Waiting(side, arrival.lag_ms(side, other[0]), head, partner)
 
@@ -324,12 +377,7 @@ def ties_taken_first(records: Sequence[Any], arrival: Any = None) -> list[TakenF
     logs: dict[tuple[int, str], list[Any]] = {}
     for record in records:
         logs.setdefault((record.partition, record.side.value), []).append(record)
-    positions: dict[tuple[int, str], dict[Any, list[int]]] = {}
-    for where, log in logs.items():
-        by_key = positions[where] = {}
-        for position, record in enumerate(log):
-            if record.key is not None:
-                by_key.setdefault(key_identity(record.key), []).append(position)
+    positions = {where: key_positions(log) for where, log in logs.items()}
     taken = {where: 0 for where in logs}
     previous: dict[int, Any] = {}
     out: list[TakenFirst | None] = []
@@ -340,14 +388,13 @@ def ties_taken_first(records: Sequence[Any], arrival: Any = None) -> list[TakenF
         start = taken.get(other, 0)
         log = logs.get(other, [])
         if record.key is not None and start < len(log) and log[start].ts == record.ts:
-            same_key = positions[other].get(key_identity(record.key), ())
-            for position in same_key[bisect.bisect_left(same_key, start) :]:
-                if log[position].ts <= record.ts:
-                    lag = arrival.lag_ms(other[1]) if arrival is not None else 0
-                    found = TakenFirst(
-                        other[1], log[start], log[position], previous.get(record.partition), lag, arrival is not None
-                    )
-                    break
+            same_key = positions[other].get(key_identity(record.key))
+            position = None if same_key is None else same_key.first_no_later(start, record.ts)
+            if position is not None:
+                lag = arrival.lag_ms(other[1]) if arrival is not None else 0
+                found = TakenFirst(
+                    other[1], log[start], log[position], previous.get(record.partition), lag, arrival is not None
+                )
         out.append(found)
         taken[(record.partition, side)] += 1
         previous[record.partition] = record

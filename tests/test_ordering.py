@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kjoin import Record, Side, merge_by_timestamp
 from kjoin.ordering import PartitionGroup
@@ -160,3 +162,23 @@ def test_a_scenario_listing_a_tie_against_kafkas_order_is_told_so():
         in (explains[1])
     )
     assert "right one first here (the task had just taken from this record's partition)" in explains[1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.integers(-5, 25)), max_size=40),
+    st.integers(0, 70),
+    st.integers(-7, 27),
+)
+def test_key_positions_find_the_first_record_at_or_after_a_position_no_later_than_a_timestamp(entries, start, ts):
+    """KeyPositions (the segment tree that keeps arrival_order and ties_taken_first linear) answers what a scan of
+    the key's later records answers."""
+    from kjoin.ordering import KeyPositions
+
+    entries = sorted(dict(entries).items())  # one record per position, in queue order
+    found = KeyPositions()
+    for position, stamp in entries:
+        found.append(position, stamp)
+    found.freeze()
+    scanned = next((position for position, stamp in entries if position >= start and stamp <= ts), None)
+    assert found.first_no_later(start, ts) == scanned
