@@ -115,3 +115,14 @@ def test_the_graph_labels_a_view_as_a_table():
     b = kjoin.Topology()
     view = b.table("customers").filter(lambda k, v: True, name="kept", materialized=True)
     assert _label(view.node, b.graph) == ("filter · table · stored", "kept")
+
+
+def test_why_follows_a_join_through_a_view_to_the_row_under_it():
+    b = kjoin.Topology()
+    names = b.table("customers").map_values(str.upper, name="upper")
+    b.stream("orders").join(names, name="j").to("out")
+    trace = b.run([{"topic": "customers", "key": "c1", "value": "ann", "ts": 1},
+                   {"topic": "orders", "key": "c1", "value": "o", "ts": 2}])  # fmt: skip
+    (out,) = trace.outputs()
+    assert out.value == "o-ANN"
+    assert any("written at step 0 by input event 0" in line for line in trace.why(out))
