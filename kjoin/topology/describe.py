@@ -467,8 +467,8 @@ class _Importer:
             return f"{_CUSTOM} (it keeps stores {', '.join(node.stores)})"
         return (
             f"{_CUSTOM}; or a DSL operation renamed with Named.as: say which with functions={{{node.name!r}: "
-            "{'op': 'map_values', 'fn': ...}}} (filter, map_values, select_key, map, to_stream, peek; join or "
-            "left_join for a stream-table join, with its joiner as 'fn')"
+            "{'op': 'map_values', 'fn': ...}}} (filter, map_values, select_key, map, flat_map_values, flat_map, "
+            "to_stream, peek; join or left_join for a stream-table join, with its joiner as 'fn')"
         )
 
     # -- helpers --------------------------------------------------------------------------------------------------
