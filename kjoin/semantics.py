@@ -350,6 +350,15 @@ class Semantics:
         """Since 2.3 (KIP-258, timestamped key-value stores) a table-table result carries
         max(update ts, other side's ts); before, the timestamp of the update."""
 
+    @since("2.7", ticket="KAFKA-10077")
+    def table_filter_skips_absent_tombstones(self) -> bool:
+        """KAFKA-10077 (2.7): a ``KTable.filter`` over a table that keeps a store (a materialized source or view, an
+        aggregate, a table-table join) sends old values from the start, so a row that fails the filter, and failed
+        it (or was absent) before, is not forwarded: no tombstone for a key the filtered table never held. Before, a
+        filter sent old values only when something downstream asked (a table join's outer side, a group-by), and
+        every failing row went on as a tombstone. A versioned table's filter forwards them again (KIP-914, 3.5),
+        which kjoin does not model (it refuses a versioned table's filter)."""
+
     @since("2.7", ticket="KAFKA-10277")
     def global_join_skips_null_mapped_keys(self) -> bool:
         """KAFKA-10277 (2.7): a KStream-GlobalKTable join decides by the key selector's result, not by the stream

@@ -85,6 +85,9 @@ def _label(node: Any, graph: Any) -> tuple[str, str]:
     if op in ("stream-stream", "stream-table", "table-table", "fk"):
         other = {"stream-stream": "windowed", "stream-table": "table", "table-table": "tables", "fk": "FK"}
         return f"{params['variant']} join · {other[op]}", node.name
+    if op in ("table-filter", "table-map-values"):
+        stored = " · stored" if params.get("materialized") else ""
+        return f"{'filter' if op == 'table-filter' else 'map values'} · table{stored}", node.name
     return op.replace("_", " "), node.name
 
 

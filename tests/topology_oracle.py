@@ -217,11 +217,13 @@ ORDERS = ["o1", "o2", "o3", "o4"]
 SHAPES = ("rekey-table-table", "rekey-stream-stream-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left",
           "fk-chain", "stream-stream-rekey-table", "rekey-self-join-table", "pk-then-fk", "rekey-join-fk-result",
           "fk-to-stream-rekey-join", "rekey-aggregate", "windowed-aggregate", "table-aggregate", "rekey-count-join",
-          "merge-rekey-join", "global-join", "to-table-join", "rekey-through-join")  # fmt: skip
+          "merge-rekey-join", "global-join", "to-table-join", "rekey-through-join", "table-view-join",
+          "word-count")  # fmt: skip
 AGGREGATIONS = ({"count": True}, {"reduce": "concat"}, {"aggregate": "concat"})
 TIMELESS = ("rekey-table-table", "rekey-join-table-join", "fk-then-pk", "fk-rejoin-left", "fk-chain", "pk-then-fk",
             "rekey-join-fk-result", "fk-to-stream-rekey-join", "table-aggregate", "rekey-count-join",
-            "merge-rekey-join", "global-join", "to-table-join", "rekey-through-join")  # fmt: skip
+            "merge-rekey-join", "global-join", "to-table-join", "rekey-through-join", "table-view-join",
+            "word-count")  # fmt: skip
 """Shapes whose joins keep no time: judged at 1 to 4 partitions (see the module docstring)."""
 PER_TASK = ("rekey-stream-stream-table", "rekey-self-join-table", "rekey-aggregate", "windowed-aggregate")
 """Shapes whose state sits in the sink's sub-topology alone: judged at 1 to 4 partitions task by task
@@ -406,6 +408,41 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
                   {"name": "by-c", "select_key": {"field": "c"}, "input": "orders"},
                   {"name": "by-customer", "through": "orders-by-customer", "input": "by-c"},
                   {"name": "j", join[_variant(rng, "inner", "left")]: ["by-customer", "customers"]}]  # fmt: skip
+    elif shape == "table-view-join":  # a table's filter or mapValues (stored or not), joined, grouped or written
+        nodes += [{"name": "orders", "stream": "orders"}, {"name": "customers", "table": "customers"},
+                  {"name": "addresses", "table": "addresses"}]  # fmt: skip
+        current = "customers"
+        for index in range(rng.randint(1, 2)):
+            view: dict[str, Any] = {"name": f"view{index}", "input": current}
+            if rng.random() < 0.5:
+                view["filter"] = rng.choice([{"key_not_in": [rng.choice(CUSTOMERS)]}, {"key_in": CUSTOMERS[:2]}])
+            else:
+                view["map_values"] = {"field": "v"} if index == 0 else {"append": "!"}
+            if rng.random() < 0.4:
+                view["materialized"] = True
+            nodes.append(view)
+            current = view["name"]
+        roll = rng.random()
+        if roll < 0.3:  # a re-keyed stream looks the view up
+            nodes += [{"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"},
+                      {"name": "j", join[_variant(rng, "inner", "left")]: ["rekeyed", current]}]  # fmt: skip
+        elif roll < 0.6:  # a table join (an outer side asks the view for old values)
+            nodes.append({"name": "j", join[_variant(rng, "inner", "left", "outer")]: [current, "addresses"]})
+        elif roll < 0.8 and not any("map_values" in node for node in nodes):  # grouped by region: old values again
+            nodes += [{"name": "by-r", "group_by": {"field": "r"}, "input": current},
+                      {"name": "agg", **rng.choice(AGGREGATIONS), "input": "by-r"}]  # fmt: skip
+        else:  # its changes as they are: a filter's tombstones (KAFKA-10077)
+            nodes.append({"name": "changes", "to_stream": True, "input": current})
+    elif shape == "word-count":  # Kafka's WordCountDemo: lines cut into words, counted per word
+        nodes += [{"name": "lines", "stream": "lines"}]
+        words = {"split": " ", "lower": rng.random() < 0.5}
+        if rng.random() < 0.5:
+            nodes += [{"name": "words", "flat_map_values": words, "input": "lines"},
+                      {"name": "by-word", "group_by": {"value": True}, "input": "words"}]  # fmt: skip
+        else:
+            nodes += [{"name": "words", "flat_map": words, "input": "lines"},
+                      {"name": "by-word", "group_by_key": True, "input": "words"}]  # fmt: skip
+        nodes.append({"name": "counts", **rng.choice(AGGREGATIONS), "input": "by-word"})
     else:  # stream-stream-rekey-table
         nodes += [{"name": "orders", "stream": "orders"}, {"name": "payments", "stream": "payments"},
                   {"name": "customers", "table": "customers"},
@@ -414,7 +451,8 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
                   {"name": "by-customer", "select_key": {"map": {o: rng.choice(CUSTOMERS) for o in ORDERS}},
                    "input": "j1"},
                   {"name": "j2", join[_variant(rng, "inner", "left")]: ["by-customer", "customers"]}]  # fmt: skip
-    if versioned and partitions == 1:  # versioned tables in table-table and foreign-key joins too (KIP-914)
+    if versioned and partitions == 1 and shape != "table-view-join":  # versioned tables in table-table and
+        # foreign-key joins too (KIP-914); a versioned table's filter or mapValues kjoin does not model
         for node in nodes:
             if "table" in node and "history_retention_ms" not in node and rng.random() < 0.25:
                 node["history_retention_ms"] = rng.randint(0, 20)
@@ -423,9 +461,14 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
     return {"partitions": partitions, "semantics": era, "topology": nodes}
 
 
+LINES = ["Hello world", "hello  Kafka", " streams", "world kafka streams ", "", " ", "Kafka"]
+
+
 def _value(rng: random.Random, topic: str) -> Any:
     if rng.random() < 0.12:
         return None
+    if topic == "lines":
+        return rng.choice(LINES)
     n = rng.randint(0, 9)
     if topic in ("orders", "payments"):
         return {"c": rng.choice(CUSTOMERS), "v": f"{topic[0].upper()}{n}"}
@@ -439,7 +482,8 @@ def _value(rng: random.Random, topic: str) -> Any:
 def _key(rng: random.Random, topic: str) -> Any:
     if rng.random() < 0.04:
         return None
-    pool = {"orders": ORDERS, "payments": ORDERS, "regions": REGIONS, "zones": ["z1", "z2"]}.get(topic, CUSTOMERS)
+    pool = {"orders": ORDERS, "payments": ORDERS, "regions": REGIONS, "zones": ["z1", "z2"], "lines": ["l1", "l2"]}
+    pool = pool.get(topic, CUSTOMERS)
     return rng.choice(pool)
 
 

@@ -4,7 +4,8 @@
 * :mod:`~kjoin.topology.graph`: nodes, topics, sub-topologies.
 * :mod:`~kjoin.topology.copartition`: internal topics' partitions and the co-partitioning check.
 * :mod:`~kjoin.topology.functions`: the functions a topology calls, and the vocabulary a document names them by.
-* :mod:`~kjoin.topology.processors`: each node's processor per task, on kjoin's join processors.
+* :mod:`~kjoin.topology.processors`: each node's processor per task, on kjoin's join processors (a table's filter
+  and mapValues: ``TableView``).
 * :mod:`~kjoin.topology.runtime`: tasks and the order they take records (``test-driver``, ``timestamp``).
 * :mod:`~kjoin.topology.trace`: steps, node visits, topics, ``why``.
 * :mod:`~kjoin.topology.events`: input events onto their topic partitions.

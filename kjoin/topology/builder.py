@@ -31,7 +31,7 @@ from ..records import Side
 from ..semantics import Semantics, parse_semantics
 from . import functions
 from .copartition import resolve_partitions
-from .graph import STREAM, TABLE, Graph, Node, Topic, TopologyError
+from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError
 from .writer import topology_to_dict
 
 __all__ = ["Topology", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "KGroupedTable", "TimeWindowedKStream"]
@@ -231,6 +231,21 @@ class KStream(_Handle):
         fn = functions.value_mapper(mapper)
         return self._derive(self._add("map_values", [(self.node, None)], STREAM, name, fn=fn))
 
+    def flat_map_values(self, mapper: Any, *, name: str | None = None) -> "KStream":
+        """Replace each record by one record per value of ``mapper(value)`` (a list; none: the record is gone), the
+        key kept (Kafka's ``flatMapValues``: no repartition). Kafka hands the mapper null values too."""
+        fn = functions.flat_value_mapper(mapper)
+        return self._derive(self._add("flat_map_values", [(self.node, None)], STREAM, name, fn=fn))
+
+    def flat_map(self, mapper: Any, *, name: str | None = None, partitioner: Any = None) -> "KStream":
+        """Replace each record by the records ``mapper(key, value) -> [(key, value), ...]`` (Kafka's ``flatMap``):
+        a re-key, like ``map``, so a join or an aggregate below reads it through a repartition topic."""
+        fn = functions.flat_mapper(mapper)
+        node = self._add("flat_map", [(self.node, None)], STREAM, name, fn=fn)
+        node.params["partitioner"] = functions.partitioner(partitioner)
+        node.key_changed = True
+        return KStream(self.topology, node)
+
     def select_key(self, selector: Any, *, name: str | None = None, partitioner: Any = None) -> "KStream":
         """Re-key each record to ``selector(key, value)``. A join that follows writes the stream to a
         repartition topic first; ``partitioner(key, partitions)`` replaces murmur2 there."""
@@ -313,7 +328,7 @@ class KStream(_Handle):
 
     def _rekey_partitioner(self) -> Any:
         node = self.node
-        while node.op in ("filter", "map_values"):
+        while node.op in ("filter", "map_values", "flat_map_values"):
             node = node.parents[0]
         return node.params.get("partitioner")
 
@@ -461,6 +476,35 @@ class KStream(_Handle):
 class KTable(_Handle):
     """A table of the topology (Kafka's ``KTable``)."""
 
+    def filter(self, keep: Any, *, name: str | None = None, materialized: bool = False) -> "KTable":
+        """The rows for which ``keep(key, value)`` is true (Kafka's ``KTable.filter``, ``KTableFilter``). A row that
+        fails it becomes a tombstone downstream: the key leaves the filtered table, so Kafka forwards
+        ``Change(null, ..)`` even for a key it never held, unless the table sends old values (a table join's outer
+        side or a group-by reads it) and the old row failed too. ``materialized``: kept in a store of its own
+        (``Materialized.as``) that a join reads; else a join reads the parent and filters on the fly."""
+        return self._view("table-filter", functions.predicate(keep), name, materialized)
+
+    def map_values(self, mapper: Any, *, name: str | None = None, materialized: bool = False) -> "KTable":
+        """Each row's value replaced by ``mapper(value)`` (Kafka's ``KTable.mapValues``, ``KTableMapValues``); a
+        deleted row stays deleted (the mapper never sees null), and the old value is mapped too when the table sends
+        old values. ``materialized``: kept in a store of its own; else a join maps the parent's row when it looks."""
+        return self._view("table-map-values", functions.value_mapper(mapper), name, materialized)
+
+    def _view(self, op: str, fn: Any, name: str | None, materialized: bool) -> "KTable":
+        if not isinstance(materialized, bool):
+            raise TopologyError(f"{op}: materialized is true or false, got {materialized!r}")
+        node = self.node
+        while node.op in VIEW_OPS:
+            node = node.parents[0]
+        if node.params.get("history_retention_ms") is not None:
+            raise TopologyError(
+                f"{op.removeprefix('table-')}: {node.name} is a versioned table; kjoin does not model a versioned "
+                "table's filter or mapValues yet (KIP-914 changes when they forward), so leave history_retention_ms "
+                "out"
+            )
+        view = self._add(op, [(self.node, None)], TABLE, name, fn=fn, materialized=materialized)
+        return KTable(self.topology, view)
+
     def join(self, other: "KTable", joiner: Any = None, *, foreign_key: Any = None, **options: Any) -> "KTable":
         """A table-table join on the primary key, or with ``foreign_key`` (a field path into this
         table's values) a foreign-key join (KIP-213)."""
@@ -487,6 +531,11 @@ class KTable(_Handle):
         if not isinstance(other, KTable):
             raise TopologyError(f"{variant} join: a table joins another table; a stream joins a table, not the reverse")
         fn = functions.joiner(joiner)
+        if foreign_key is not None and (self.node.op in VIEW_OPS or other.node.op in VIEW_OPS):
+            raise TopologyError(
+                "a foreign-key join of a table's filter or mapValues: kjoin does not model it yet (the join keeps its "
+                "own copy of each table); join the table itself"
+            )
         _check_versioned(self.topology, self.node, other.node)
         parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]
         if foreign_key is None:

@@ -32,11 +32,15 @@ names an inner one ``KSTREAM-LEFTJOIN`` too: ``{"variant", "key_selector"}`` (le
 given). ``merge``, ``toTable``, ``repartition()`` and a user topic written and read back (``through``) are read from
 the text alone.
 
+A table's ``filter`` and ``mapValues`` (``KTABLE-FILTER``, ``KTABLE-MAPVALUES``) are built materialized when
+they list a store; one without a store is read by a join through the store under it, so a stream-table join listing
+that store may read either: kjoin takes the view nothing reads as a stream (``--> none``) and says so, or
+``{"table": name}`` chooses. ``flatMapValues`` and ``flatMap`` are filled in like ``mapValues`` and ``map``.
+
 What kjoin cannot model is listed with its reason, with everything downstream of it: custom processors
 (``addProcessor``, ``process``, ``transform``: their code and punctuations are not in the text), and the DSL
-operations kjoin's builder does not have yet (``flatMap``, ``split``, ``suppress``, a table's ``filter`` and
-``mapValues``). :data:`OPERATIONS` is the table of what is recognised: adding an operation once the builder has it is
-one entry there.
+operations kjoin's builder does not have yet (``split``, ``suppress``, ``transformValues``). :data:`OPERATIONS` is
+the table of what is recognised: adding an operation once the builder has it is one entry there.
 """
 
 from __future__ import annotations
@@ -198,12 +202,12 @@ def _op_table() -> tuple[Operation, ...]:
         Operation("KTABLE-TOSTREAM", i.to_stream),
         Operation("KSTREAM-SINK", i.sink),
         # Not in kjoin's builder yet: one entry each, turned into a ``build`` when the builder has the operation.
+        Operation("KTABLE-FILTER", i.filter),
+        Operation("KTABLE-MAPVALUES", i.map_values),
+        Operation("KSTREAM-FLATMAPVALUES", i.flat_map_values),
+        Operation("KSTREAM-FLATMAP", i.flat_map),
         Operation("KTABLE-SUPPRESS", refuse=_not_yet("suppress", "suppress")),
-        Operation("KTABLE-FILTER", refuse=_not_yet("a table's filter", "KTable.filter")),
-        Operation("KTABLE-MAPVALUES", refuse=_not_yet("a table's mapValues", "KTable.map_values")),
         Operation("KTABLE-TRANSFORMVALUES", refuse=_CUSTOM),
-        Operation("KSTREAM-FLATMAPVALUES", refuse=_not_yet("flatMapValues (one record in, several out)", "flat_map")),
-        Operation("KSTREAM-FLATMAP", refuse=_not_yet("flatMap (one record in, several out)", "flat_map")),
         Operation("KSTREAM-BRANCH", refuse=_not_yet("split/branch", "split")),
         Operation("KSTREAM-FOREACH", i.terminal),
         Operation("KSTREAM-PRINTER", i.terminal),
@@ -214,7 +218,18 @@ def _op_table() -> tuple[Operation, ...]:
     )
 
 
-SINGLE_OPS = ("filter", "map_values", "select_key", "map", "to_stream", "peek", "join", "left_join")
+SINGLE_OPS = (
+    "filter",
+    "map_values",
+    "select_key",
+    "map",
+    "flat_map_values",
+    "flat_map",
+    "to_stream",
+    "peek",
+    "join",
+    "left_join",
+)
 """What ``functions={name: {"op": ...}}`` can declare a renamed (``Named.as``) processor to be."""
 
 
@@ -346,6 +361,17 @@ class _Importer:
         if node.stores and not node.name.startswith(("KTABLE-SOURCE", "KSTREAM-WINDOWED")):
             found += [o for o in self.nodes.values() if o is not node and o.name.startswith("KTABLE-SOURCE")
                       and o.kind == "Processor" and set(o.stores) & set(node.stores)]  # fmt: skip
+            # a view read through those stores (a table's filter or mapValues without a store of its own)
+            found += [o for o in self.nodes.values() if o is not node and self._view(o) and o.parents
+                      and node.name not in self._under(o) and self.getter_stores(o) & set(node.stores)]  # fmt: skip
+        return found
+
+    def _under(self, view: DescribedNode) -> set[str]:
+        """The tables a view reads through, up to the first that keeps a store."""
+        found: set[str] = set()
+        while self._view(view) and len(view.parents) == 1:
+            view = self.nodes[view.parents[0]]
+            found.add(view.name)
         return found
 
     def order(self) -> list[DescribedNode]:
@@ -414,8 +440,8 @@ class _Importer:
                 )
             i = _Importer
             build = {"filter": i.filter, "map_values": i.map_values, "select_key": i.select_key, "map": i.map,
-                     "to_stream": i.to_stream, "peek": i.passes, "join": i.stream_table,
-                     "left_join": i.stream_table}[spec["op"]]  # fmt: skip
+                     "flat_map_values": i.flat_map_values, "flat_map": i.flat_map, "to_stream": i.to_stream,
+                     "peek": i.passes, "join": i.stream_table, "left_join": i.stream_table}[spec["op"]]  # fmt: skip
             return Operation(spec["op"], build)
         part = role(node)
         if part == "fk-output":
@@ -441,8 +467,8 @@ class _Importer:
             return f"{_CUSTOM} (it keeps stores {', '.join(node.stores)})"
         return (
             f"{_CUSTOM}; or a DSL operation renamed with Named.as: say which with functions={{{node.name!r}: "
-            "{'op': 'map_values', 'fn': ...}}} (filter, map_values, select_key, map, to_stream, peek; join or "
-            "left_join for a stream-table join, with its joiner as 'fn')"
+            "{'op': 'map_values', 'fn': ...}}} (filter, map_values, select_key, map, flat_map_values, flat_map, "
+            "to_stream, peek; join or left_join for a stream-table join, with its joiner as 'fn')"
         )
 
     # -- helpers --------------------------------------------------------------------------------------------------
@@ -480,21 +506,38 @@ class _Importer:
         )
         return dict(spec)
 
-    def table_of(self, stores: tuple[str, ...], node: DescribedNode) -> Any:
-        """The table a stream-table join looks up: the one whose stores its processor lists."""
+    def table_of(self, stores: tuple[str, ...], node: DescribedNode, wanted: str | None = None) -> Any:
+        """The table a stream-table join looks up: the one whose stores its processor lists. A table's filter or
+        mapValues without a store of its own (a view) is read through the store under it, so the join lists that
+        store whether it reads the table or the view: ``wanted`` (``functions={join: {"table": name}}``) says which;
+        else kjoin takes the one view that nothing reads as a stream (``--> none``: kept only to be looked up), or the
+        table that keeps the store, and says what it took."""
         if not stores and any(n.subtopology.endswith("(global)") for n in self.nodes.values()):
             raise _Refused("joins a global table (it lists no store), which was not built here")
+        candidates: dict[str, Any] = {}
         for table_node, handle in self.handles.items():
-            if handle.node.produces == "table" and self.getter_stores(self.nodes[table_node]) == set(stores):
-                views = [c for c in self.nodes[table_node].children if self._view(self.nodes[c])]
-                if views:
-                    raise _Refused(
-                        f"looks up {', '.join(stores)}, which {table_node} keeps and {', '.join(views)} reads through "
-                        "without a store of its own: describe() cannot say which of them the join reads, and kjoin "
-                        f"cannot model {views[0]}"
-                    )
-                return handle
-        raise _Refused(f"looks up stores {', '.join(stores) or '(none listed)'}, which no table built here keeps")
+            described = self.nodes[table_node]
+            if handle.node.produces == "table" and described.kind == "Processor":
+                if self.getter_stores(described) == set(stores):
+                    candidates[table_node] = handle
+        if not candidates:
+            raise _Refused(f"looks up stores {', '.join(stores) or '(none listed)'}, which no table built here keeps")
+        if wanted is not None:
+            if wanted not in candidates:
+                raise TopologyError(
+                    f"from_describe: functions[{node.name!r}]['table'] is one of {', '.join(candidates)} (the tables "
+                    f"that read {', '.join(stores)}), got {wanted!r}"
+                )
+            return candidates[wanted]
+        if len(candidates) == 1:
+            return next(iter(candidates.values()))
+        views = [name for name in candidates if self._view(self.nodes[name]) and not self.nodes[name].children]
+        chosen = views[0] if len(views) == 1 else next(n for n in candidates if not self._view(self.nodes[n]))
+        self.description.needs.append(
+            Need(node.name, f"table: which of {', '.join(candidates)} it looks up (all read {', '.join(stores)})",
+                 False, chosen)
+        )  # fmt: skip
+        return candidates[chosen]
 
     @staticmethod
     def _view(node: DescribedNode) -> bool:
@@ -505,6 +548,8 @@ class _Importer:
     def getter_stores(self, node: DescribedNode) -> set[str]:
         """The stores a table's value getter reads (what a join that looks the table up lists)."""
         merge = {role(self.nodes[p]) for p in node.parents} == {"tt-this", "tt-other"}
+        if self._view(node) and len(node.parents) == 1:
+            return self.getter_stores(self.nodes[node.parents[0]])
         if node.name.startswith("KTABLE-SOURCE") or (node.stores and not merge):
             return set(node.stores)
         if merge:
@@ -607,6 +652,8 @@ class _Importer:
         for store in node.stores:
             handle.node.params["store"] = store
             self.description.stores[store] = node.name
+        # a table describe() lists without a store sends old values only when forced (KAFKA-10077's filter asks not)
+        handle.node.params["materialized"] = bool(node.stores) or parent.subtopology.endswith("(global)")
         return handle
 
     def select_key(self, node: DescribedNode) -> Any:
@@ -621,7 +668,20 @@ class _Importer:
 
     def map_values(self, node: DescribedNode) -> Any:
         fn = self.function(node, "value mapper (value) -> new value")
-        return self.parent(node).map_values(fn, name=node.name)
+        parent = self.parent(node)
+        if parent.node.produces == "table":  # KTable.mapValues: materialized when it lists a store of its own
+            return self._stored(node, parent.map_values(fn, name=node.name, materialized=bool(node.stores)))
+        return parent.map_values(fn, name=node.name)
+
+    def flat_map_values(self, node: DescribedNode) -> Any:
+        fn = self.function(node, "value mapper (value) -> a list of values")
+        return self.parent(node).flat_map_values(fn, name=node.name)
+
+    def flat_map(self, node: DescribedNode) -> Any:
+        fn = self.function(node, "mapper (key, value) -> a list of (key, value)")
+        if fn is None:
+            raise _Refused("flatMap takes a Python function (key, value) -> [(key, value), ...]")
+        return self.parent(node).flat_map(fn, name=node.name)
 
     def filter(self, node: DescribedNode) -> Any:
         children = [self.nodes[c] for c in node.children]
@@ -635,7 +695,10 @@ class _Importer:
         ):
             return self.parent(node)  # Kafka's own filter in front of a repartition topic (null keys)
         fn = self.function(node, "predicate (key, value) -> keep?")
-        return self.parent(node).filter(fn, name=node.name)
+        parent = self.parent(node)
+        if parent.node.produces == "table":  # KTable.filter: materialized when it lists a store of its own
+            return self._stored(node, parent.filter(fn, name=node.name, materialized=bool(node.stores)))
+        return parent.filter(fn, name=node.name)
 
     def passes(self, node: DescribedNode) -> Any:
         self.description.notes.append(f"{node.name}: peek, which passes records on unchanged")
@@ -660,8 +723,8 @@ class _Importer:
                          if getattr(getattr(h, "node", None), "op", "") == "global-table"}.values())  # fmt: skip
         if not node.stores and globals_:
             return self._global_join(node, globals_)
-        options = self.join_options(node, f"stream-table {variant} join", ("grace_ms",))
-        right = self.table_of(node.stores, node)
+        options = self.join_options(node, f"stream-table {variant} join", ("grace_ms", "table"))
+        right = self.table_of(node.stores, node, options.pop("table", None))
         left = self.parent(node)
         method = left.left_join if variant == "left" else left.join
         return method(right, options.pop("joiner", None), name=node.name, **options)

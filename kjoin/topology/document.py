@@ -18,9 +18,10 @@
       - {topic: orders, key: o1, value: {customer: c1}, ts: 2}
 
 A node is a mapping with its ``name`` and one operation: ``stream: topic``, ``table: topic``,
-``filter``, ``map_values``, ``select_key`` (their functions: :mod:`kjoin.topology.functions`,
-and ``input: node``), ``join``/``left_join``/``outer_join: [left, right]`` (stream-stream with
-``window: {before_ms, after_ms, grace_ms}``, stream-table (``grace_ms`` with a versioned table),
+``filter``, ``map_values``, ``select_key``, ``flat_map_values``, ``flat_map`` (their functions:
+:mod:`kjoin.topology.functions`, and ``input: node``; a table's ``filter`` and ``map_values`` take
+``materialized: true`` for a store of their own), ``join``/``left_join``/``outer_join: [left, right]``
+(stream-stream with ``window: {before_ms, after_ms, grace_ms}``, stream-table (``grace_ms`` with a versioned table),
 table-table, or with ``foreign_key: path`` a foreign-key join; ``joiner: concat | object``),
 ``to_stream`` (``input``) and ``to: topic`` (``input``). Also: ``global_table: topic`` (a stream
 joins it with ``key_selector: {field: path}``), ``merge: [stream, stream]``, ``to_table: true``,
@@ -56,6 +57,8 @@ OPERATIONS = (
     "table",
     "filter",
     "map_values",
+    "flat_map_values",
+    "flat_map",
     "select_key",
     "join",
     "left_join",
@@ -77,8 +80,10 @@ OPERATIONS = (
 _NODE_FIELDS = {
     "stream": ("partitions",),
     "table": ("partitions", "history_retention_ms"),
-    "filter": ("input",),
-    "map_values": ("input",),
+    "filter": ("input", "materialized"),
+    "map_values": ("input", "materialized"),
+    "flat_map_values": ("input",),
+    "flat_map": ("input", "partitioner"),
     "select_key": ("input", "partitioner"),
     "to_stream": ("input",),
     "to": ("input", "partitioner", "partitions"),
@@ -288,10 +293,17 @@ class _NodeReader:
     def stateless(self, name: str) -> Any:
         """filter, map_values, select_key, to_stream, merge, to_table, repartition, through, to (None: a sink)."""
         node, op, at = self.node, self.op, self.at
-        if op in ("filter", "map_values", "select_key"):
+        if op in ("filter", "map_values") and isinstance(self.handles.get(node.get("input")), KTable):
+            materialized = node.get("materialized", False)
+            if not isinstance(materialized, bool):
+                raise TopologyError(f"{at}.materialized: true or false, got {materialized!r}")
+            return getattr(self.input(KTable), op)(node[op], name=name, materialized=materialized)
+        if "materialized" in node:
+            raise TopologyError(f"{at}.materialized: only a table's filter or map_values is materialized")
+        if op in ("filter", "map_values", "select_key", "flat_map_values", "flat_map"):
             stream = self.input(KStream)
-            if op == "select_key":
-                return stream.select_key(node[op], name=name, partitioner=node.get("partitioner"))
+            if op in ("select_key", "flat_map"):
+                return getattr(stream, op)(node[op], name=name, partitioner=node.get("partitioner"))
             return getattr(stream, op)(node[op], name=name)
         if op == "to_stream":
             return self.input(KTable).to_stream(name=name)

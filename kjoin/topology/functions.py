@@ -7,10 +7,15 @@ document can be judged by the real library:
 
 ==============  ==============================================================================
 select_key      ``{field: path}`` the text of a field of the JSON value (``null`` if absent);
-                ``{map: {old: new}}`` a lookup of the key (a key not listed keeps its key)
+                ``{map: {old: new}}`` a lookup of the key (a key not listed keeps its key);
+                ``{value: true}`` the value's text (WordCount's ``groupBy((key, word) -> word)``)
 map_values      ``{append: text}`` the value's text with ``text`` appended (null stays null);
                 ``{field: path}`` a field of the JSON value
-filter          ``{key_in: [..]}``, ``{key_not_in: [..]}``, ``{value_not_null: true}``
+filter          ``{key_in: [..]}``, ``{key_not_in: [..]}``, ``{value_not_null: true}`` (a stream's or a
+                table's)
+flat_map_values ``{split: text}`` the value's text cut at every ``text`` as Java's ``String.split`` cuts it
+                (trailing empty parts dropped; ``lower: true`` lower-cases it first); a null value: none
+flat_map        ``{split: text}`` as ``flat_map_values``, each part a record keyed by itself: ``(part, part)``
 joiner          ``concat`` (the default: ``A-a``, null as ``null``); ``object``:
                 ``{"left": left, "right": right}`` (a JSON object a foreign-key join further down
                 can read a field of)
@@ -45,6 +50,9 @@ __all__ = [
     "aggregation",
     "table_group_by",
     "AGGREGATIONS",
+    "flat_value_mapper",
+    "flat_mapper",
+    "java_split",
 ]
 
 
@@ -99,7 +107,11 @@ def key_selector(spec: Any) -> Function:
         return spec
     if callable(spec):
         return Function(spec, None, getattr(spec, "__name__", "a Python function"))
-    name, arg = _one_entry(spec, "select_key", ("field", "map"))
+    name, arg = _one_entry(spec, "select_key", ("field", "map", "value"))
+    if name == "value":
+        if arg is not True:
+            raise FunctionError(f"select_key.value: expected true, got {arg!r}")
+        return Function(lambda key, value: _as_text(value), {"value": True}, "the value")
     if name == "field":
         if not isinstance(arg, str) or not arg:
             raise FunctionError(f"select_key.field: expected a field path such as customer or a.b, got {arg!r}")
@@ -243,3 +255,57 @@ def table_group_by(spec: Any) -> Function:
     return Function(
         lambda key, value: (_as_text(field_of(value, arg)), value), {"field": arg}, f"the value's {arg}, value kept"
     )
+
+
+def java_split(text: str, separator: str) -> list[str]:
+    """``text.split(Pattern.quote(separator))`` as Java does it: no separator in the text gives the text itself (even
+    ``""``); otherwise the parts, trailing empty ones dropped (``" ".split(" ")`` has none)."""
+    parts = text.split(separator)
+    if len(parts) == 1:
+        return parts
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+def _split_spec(spec: Any, what: str) -> tuple[str, bool]:
+    if not isinstance(spec, Mapping) or "split" not in spec or set(spec) - {"split", "lower"}:
+        raise FunctionError(
+            f"{what}: expected {{split: text}} (with lower: true to lower-case first) or a Python function, got "
+            f"{spec!r:.80}"
+        )
+    separator, lower = spec["split"], spec.get("lower", False)
+    if not isinstance(separator, str) or not separator:
+        raise FunctionError(f"{what}.split: expected the non-empty text to cut at, got {separator!r}")
+    if not isinstance(lower, bool):
+        raise FunctionError(f"{what}.lower: expected true or false, got {lower!r}")
+    return separator, lower
+
+
+def _words(value: Any, separator: str, lower: bool) -> list[str]:
+    if value is None:
+        return []
+    text = render_value(value)
+    return java_split(text.lower() if lower else text, separator)
+
+
+def flat_value_mapper(spec: Any) -> Function:
+    """``flat_map_values``'s function ``value -> values`` (each becomes a record with the same key)."""
+    if isinstance(spec, Function):
+        return spec
+    if callable(spec):
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+    separator, lower = _split_spec(spec, "flat_map_values")
+    text = f"split at {separator!r}" + (", lower-cased" if lower else "")
+    return Function(lambda value: _words(value, separator, lower), dict(spec), text)
+
+
+def flat_mapper(spec: Any) -> Function:
+    """``flat_map``'s function ``(key, value) -> [(key, value), ...]`` (a re-key: each record gets a key of its own)."""
+    if isinstance(spec, Function):
+        return spec
+    if callable(spec):
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+    separator, lower = _split_spec(spec, "flat_map")
+    text = f"split at {separator!r}" + (", lower-cased" if lower else "") + ", each part keyed by itself"
+    return Function(lambda key, value: [(word, word) for word in _words(value, separator, lower)], dict(spec), text)

@@ -21,12 +21,14 @@ from ..partitioner import default_partition
 from ..records import Side
 from .functions import Function
 
-__all__ = ["Node", "Topic", "Graph", "TopologyError", "STREAM", "TABLE", "JOIN_OPS", "SOURCE_OPS"]
+__all__ = ["Node", "Topic", "Graph", "TopologyError", "STREAM", "TABLE", "JOIN_OPS", "SOURCE_OPS", "VIEW_OPS"]
 
 STREAM = "stream"
 TABLE = "table"
 JOIN_OPS = ("stream-stream", "stream-table", "table-table", "fk", "stream-global")
 SOURCE_OPS = ("stream", "table", "repartition-source", "global-table")
+VIEW_OPS = ("table-filter", "table-map-values")
+"""A table derived row by row from another (``KTable.filter``, ``KTable.mapValues``), materialized or not."""
 FIRST_PARENT_ONLY = ("fk", "stream-global")
 """Joins that sit in their left parent's sub-topology alone: a foreign-key join's right side runs in the right
 table's sub-topology, and a global table belongs to no sub-topology (every task reads its global store)."""

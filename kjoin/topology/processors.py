@@ -29,9 +29,12 @@ from ..state import StoreId
 from ..stores import Clock, TableStore, VersionedStore
 from ..stores.global_table import GlobalTableStore
 from .functions import Function, field_of
-from .graph import Graph, Node
+from .graph import VIEW_OPS, Graph, Node, TopologyError
 
-__all__ = ["said", "Rec", "Outcome", "OldValue", "ScopedLog", "build_processor", "NodeProcessor", "TaskClock"]
+__all__ = [
+    "said", "Rec", "Outcome", "OldValue", "ScopedLog", "build_processor", "NodeProcessor", "TaskClock", "TableView",
+    "getter_of",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +161,139 @@ class _Pass(NodeProcessor):
             key, value = fn(rec.key, rec.value)
             new = Rec(key, value, rec.ts)
             return Outcome(Fate.FORWARDED, None, lambda: f"{said(rec)} → {said(new)}.", [new])
+        if op in ("flat_map_values", "flat_map"):
+            if op == "flat_map_values":
+                made = [Rec(rec.key, value, rec.ts) for value in _many(fn(rec.value), fn, rec)]
+            else:
+                made = [Rec(key, value, rec.ts) for key, value in _pairs(fn(rec.key, rec.value), fn, rec)]
+            if not made:
+                return Outcome(Fate.DROPPED, Reason.FILTERED, lambda: f"{fn.text}: no records from {said(rec)}.")
+            return Outcome(
+                Fate.FORWARDED, None, lambda: f"{fn.text}: {said(rec)} → " + ", ".join(map(said, made)) + ".", made
+            )
         raise AssertionError(op)  # pragma: no cover
+
+
+def _many(values: Any, fn: Function, rec: Rec) -> list[Any]:
+    if values is None or isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+        raise TopologyError(
+            f"flat_map_values ({fn.text}) returned {values!r:.60} for {said(rec)}; it returns a list of values"
+        )
+    return list(values)
+
+
+def _pairs(pairs: Any, fn: Function, rec: Rec) -> list[tuple[Any, Any]]:
+    found = _many(pairs, fn, rec)
+    if not all(isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in found):
+        raise TopologyError(
+            f"flat_map ({fn.text}) returned {found!r:.60} for {said(rec)}; it returns a list of (key, value) pairs"
+        )
+    return [tuple(pair) for pair in found]  # type: ignore[misc]
+
+
+class TableView(NodeProcessor):
+    """A table's ``filter`` or ``mapValues`` (``KTableFilter``, ``KTableMapValues``): each ``Change(new, old)`` of
+    its parent becomes ``Change(f(new), f(old))``, the old half only when this table sends old values.
+
+    * filter: a row that fails the predicate is null (a tombstone: the key is not in the filtered table); with old
+      values on, a change whose new and old rows both fail is not forwarded at all ("unnecessary to forward").
+    * mapValues: a null row stays null, the mapper is not called.
+    * Materialized (``Materialized.as``): the result is stored in a store of its own, which a join's lookup reads
+      (and the old value is the stored one); else a lookup reads the parent and applies the function on the fly.
+    """
+
+    def __init__(self, node: Node, partition: int, log: Any, semantics: Semantics, parent_getter: Any) -> None:
+        super().__init__(node, partition)
+        self.fn: Function = node.params["fn"]
+        self.filters = node.op == "table-filter"
+        self.parent_getter = parent_getter
+        self.store = TableStore(log, partition, Side.RIGHT, False, "view") if node.params["materialized"] else None
+        self.sends_old_values = False
+        asked = node.params.get("sends_old_values") or any(_reads_old_values(node, c, p) for c, p in node.children)
+        # KAFKA-10077 (2.7): a filter asks a parent that keeps a store for old values from the start
+        eager = self.filters and semantics.table_filter_skips_absent_tombstones and keeps_store(node.parents[0])
+        if asked or eager:
+            self.enable_sending_old_values()
+
+    def enable_sending_old_values(self) -> None:
+        """A table join's outer side or a group-by reads this table's old values: it asks its parent for them
+        (a materialized one keeps its own)."""
+        self.sends_old_values = True
+        if self.store is None:
+            self.parent_getter.enable_sending_old_values()
+        else:
+            self.store.enable_sending_old_values()
+
+    def of(self, key: Any, value: Any) -> Any:
+        """The row as this table has it: null stays null; a filtered-out row is null."""
+        if value is None:
+            return None
+        if self.filters:
+            return value if self.fn(key, value) else None
+        return self.fn(value)
+
+    def get(self, key: Any) -> tuple[Any, int] | None:
+        """The value getter a join reads: ``(value, ts)`` or ``None``."""
+        if self.store is not None:
+            return self.store.get(key)
+        found = self.parent_getter.get(key)
+        if found is None:
+            return None
+        value = self.of(key, found[0])
+        return None if value is None else (value, found[1])
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        new = self.of(rec.key, rec.value)
+        if self.store is not None:
+            previous = self.store.get(rec.key)
+            old = None if previous is None else previous[0]
+        else:
+            old = self.of(rec.key, rec.old)
+        old = old if self.sends_old_values else None
+        what = self.fn.text
+        if self.filters and self.sends_old_values and new is None and old is None:
+            return Outcome(
+                Fate.DROPPED,
+                Reason.FILTERED,
+                lambda: f"{what}: {said(rec)} is not in the filtered table, and was not before: nothing to forward.",
+            )
+        if self.store is not None:
+            self.store.put(rec.key, new, rec.ts)
+        change = Rec(rec.key, new, rec.ts, old, self.sends_old_values, rec.is_latest)
+        if self.filters:
+            text = (
+                (lambda: f"{what}: kept {said(rec)}.") if new is not None and rec.value is not None
+                else (lambda: f"{what}: {said(rec)} is not in the filtered table: forwarded as a tombstone.")
+            )  # fmt: skip
+        else:
+            text = lambda: f"{render_value(rec.value)} → {render_value(new)}."  # noqa: E731
+        return Outcome(Fate.FORWARDED, None, text, [change])
+
+
+def keeps_store(node: Node) -> bool:
+    """Can table ``node`` send old values without being materialized for it (Kafka's
+    ``enableSendingOldValues(forceMaterialization=false)``)? A source or ``toTable`` with a store (kjoin's are,
+    unless ``describe()`` listed none), a materialized view, a view of such a table, an aggregate, a table-table
+    join (it materializes its parents), a foreign-key join's result."""
+    if node.op in VIEW_OPS and not node.params["materialized"]:
+        return keeps_store(node.parents[0])
+    return bool(node.params.get("materialized", True))
+
+
+def _reads_old_values(view: Node, child: Node, port: Side | None) -> bool:
+    """Does ``child`` read ``view``'s old values (Kafka's ``enableSendingOldValues`` at build time)? A table-table
+    join's outer side, a join whose own result sends them, a table group-by, a view below that sends them."""
+    if child.op == "table-table":
+        variant = child.params["variant"]
+        outer = variant == "outer" or (variant == "left" and port is Side.LEFT)
+        return outer or bool(child.params.get("sends_old_values"))
+    if child.op == "table-group-by":
+        return True
+    if child.op in VIEW_OPS and not child.params["materialized"]:
+        return bool(child.params.get("sends_old_values")) or any(
+            _reads_old_values(child, grandchild, p) for grandchild, p in child.children
+        )
+    return False
 
 
 class _Sink(NodeProcessor):
@@ -471,6 +606,8 @@ PASS_OPS = (
     "to_stream",
     "merge",
     "group_by",
+    "flat_map_values",
+    "flat_map",
 )
 """Nodes that keep no state: each record passes (or is filtered out) on its own."""
 
@@ -533,15 +670,14 @@ def build_processor(
         return _Sink(node, partition)
     if node.op in ("table", "to_table"):
         return _TableSource(node, partition, log, semantics)
+    if node.op in VIEW_OPS:
+        return TableView(node, partition, log, semantics, getter_of(node.parents[0], partition, parent))
     if node.op == "stream-global":
         return _StreamGlobal(node, partition, log, semantics, parent(node.parents[1]))
     if node.op == "stream-stream":
         return _StreamStream(node, partition, log, semantics)
     if node.op == "stream-table":
-        table = table_of(node.params["table"], partition, parent)
-        if isinstance(table, TableTableJoin):
-            table = _ValueGetter(table, node.params["table"].params["joiner"].call)
-        return _StreamTable(node, partition, log, semantics, table)
+        return _StreamTable(node, partition, log, semantics, getter_of(node.params["table"], partition, parent))
     if node.op == "table-table":
         parents = [table_of(p, partition, parent) for p in node.parents]
         return _TableTable(node, partition, log, semantics, parents)
@@ -560,4 +696,14 @@ def table_of(node: Node, partition: int, parent: Callable[[Node], Any]) -> Any:
         return processor.join
     if isinstance(processor, ForeignKeyNode):
         return processor.result_store(partition)
+    if isinstance(processor, TableView):
+        return processor
     raise AssertionError(f"{node.name} is not a table")  # pragma: no cover
+
+
+def getter_of(node: Node, partition: int, parent: Callable[[Node], Any]) -> Any:
+    """What a lookup reads table ``node`` through (Kafka's value getter): ``get(key) -> (value, ts) | None``."""
+    table = table_of(node, partition, parent)
+    if isinstance(table, TableTableJoin):
+        return _ValueGetter(table, node.params["joiner"].call)
+    return table

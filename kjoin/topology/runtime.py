@@ -48,7 +48,7 @@ from ..joins.tasks import LateLog
 from ..records import Side
 from ..state import StateHistory, StateLog
 from .events import input_records
-from .graph import Node, TopologyError
+from .graph import VIEW_OPS, Node, TopologyError
 from .partition_group import PartitionGroup
 from .aggregates import AGGREGATE_OPS, OldValue, build_aggregate
 from .processors import (
@@ -286,6 +286,8 @@ class _Run:
             return () if step is None else (step,)
         if node.op == "table-table":
             return tuple(sorted({s for parent in node.parents for s in self._writers(parent, partition, key)}))
+        if node.op in VIEW_OPS:  # a table's filter or mapValues: its parent's row, filtered or mapped
+            return self._writers(node.parents[0], partition, key)
         return ()
 
     def _report(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .graph import TopologyError
+from .graph import VIEW_OPS, TopologyError
 
 if TYPE_CHECKING:
     from .builder import Topology
@@ -65,7 +65,8 @@ class _Writer:
             self.spec(node)  # a Python map cannot be written: refused with its name
             self.nodes.append(entry)
             return
-        elif node.op in ("filter", "map_values", "select_key", "to_stream", "merge", "to_table"):
+        elif node.op in ("filter", "map_values", "select_key", "to_stream", "merge", "to_table", "flat_map_values",
+                         "flat_map", *VIEW_OPS):  # fmt: skip
             self.stateless(node, entry)
         else:
             return  # repartition sinks and sources: Kafka adds them, and so does kjoin
@@ -119,10 +120,14 @@ class _Writer:
             return
         if node.op in ("to_stream", "to_table"):
             entry[node.op] = True
+        elif node.op in VIEW_OPS:  # a table's filter or map_values: the document tells them by their input
+            entry["filter" if node.op == "table-filter" else "map_values"] = self.spec(node)
         else:
             entry[node.op] = self.spec(node)
         entry["input"] = self.logical(node.parents[0])
-        if node.op == "select_key" and node.params.get("partitioner") is not None:
+        if node.op in VIEW_OPS and node.params["materialized"]:
+            entry["materialized"] = True
+        if node.op in ("select_key", "flat_map") and node.params.get("partitioner") is not None:
             entry["partitioner"] = self.spec(node, "partitioner")
 
     def join(self, node: Any, entry: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Consumer;
 
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KeyValue;
@@ -61,29 +62,36 @@ public final class DescribeExamples {
         out.flush();
     }
 
-    static Topology pipe() {
+    /** A DSL application: a new StreamsBuilder, the application's own body, built. */
+    static Topology app(Consumer<StreamsBuilder> body) {
         StreamsBuilder builder = new StreamsBuilder();
-        builder.<String, String>stream("streams-plaintext-input").to("streams-pipe-output");
+        body.accept(builder);
         return builder.build();
+    }
+
+    /** The examples' input: streams-plaintext-input, a line of text a record. */
+    static KStream<String, String> plaintext(StreamsBuilder builder) {
+        return builder.stream("streams-plaintext-input");
+    }
+
+    static Topology pipe() {
+        return app(builder -> plaintext(builder).to("streams-pipe-output"));
     }
 
     static Topology lineSplit() {
-        StreamsBuilder builder = new StreamsBuilder();
-        builder.<String, String>stream("streams-plaintext-input")
+        return app(builder -> plaintext(builder)
             .flatMapValues(value -> Arrays.asList(value.split("\\W+")))
-            .to("streams-linesplit-output");
-        return builder.build();
+            .to("streams-linesplit-output"));
     }
 
     static Topology wordCount() {
-        StreamsBuilder builder = new StreamsBuilder();
-        KStream<String, String> source = builder.stream("streams-plaintext-input");
-        KTable<String, Long> counts = source
-            .flatMapValues(value -> Arrays.asList(value.toLowerCase(Locale.getDefault()).split(" ")))
-            .groupBy((key, value) -> value)
-            .count();
-        counts.toStream().to("streams-wordcount-output");
-        return builder.build();
+        return app(builder -> {
+            KTable<String, Long> counts = plaintext(builder)
+                .flatMapValues(value -> Arrays.asList(value.toLowerCase(Locale.getDefault()).split(" ")))
+                .groupBy((key, value) -> value)
+                .count();
+            counts.toStream().to("streams-wordcount-output", Produced.with(Serdes.String(), Serdes.Long()));
+        });
     }
 
     static Topology wordCountProcessor() {
@@ -115,66 +123,66 @@ public final class DescribeExamples {
     }
 
     static Topology temperature() {
-        StreamsBuilder builder = new StreamsBuilder();
-        KStream<String, String> source = builder.stream("iot-temperature");
-        source
-            .selectKey((key, value) -> "temp")
-            .groupByKey()
-            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(1)))
-            .reduce((a, b) -> Integer.parseInt(a) > Integer.parseInt(b) ? a : b)
-            .toStream()
-            .filter((key, value) -> Integer.parseInt(value) > 20)
-            .to("iot-temperature-max");
-        return builder.build();
+        return app(builder -> {
+            KStream<String, String> source = builder.stream("iot-temperature");
+            source
+                .selectKey((key, value) -> "temp")
+                .groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(1)))
+                .reduce((a, b) -> Integer.parseInt(a) > Integer.parseInt(b) ? a : b)
+                .toStream()
+                .filter((key, value) -> Integer.parseInt(value) > 20)
+                .to("iot-temperature-max");
+        });
     }
 
     static Topology pageView() {
-        StreamsBuilder builder = new StreamsBuilder();
-        KStream<String, String> views = builder.stream("streams-pageview-input");
-        KTable<String, String> users = builder.table("streams-userprofile-input");
-        KTable<String, String> userRegions = users.mapValues(record -> record.split(",")[0]);
-        views
-            .leftJoin(userRegions, (view, region) -> view + "@" + (region == null ? "UNKNOWN" : region))
-            .map((user, viewRegion) -> new KeyValue<>(viewRegion.split("@")[1], viewRegion))
-            .groupByKey()
-            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofDays(7), Duration.ofSeconds(1))
-                .advanceBy(Duration.ofSeconds(1)))
-            .count()
-            .toStream()
-            .map((key, count) -> new KeyValue<>(key.key(), String.valueOf(count)))
-            .to("streams-pageviewstats-untyped-output");
-        return builder.build();
+        return app(builder -> {
+            KStream<String, String> views = builder.stream("streams-pageview-input");
+            KTable<String, String> users = builder.table("streams-userprofile-input");
+            KTable<String, String> userRegions = users.mapValues(record -> record.split(",")[0]);
+            views
+                .leftJoin(userRegions, (view, region) -> view + "@" + (region == null ? "UNKNOWN" : region))
+                .map((user, viewRegion) -> new KeyValue<>(viewRegion.split("@")[1], viewRegion))
+                .groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofDays(7), Duration.ofSeconds(1))
+                    .advanceBy(Duration.ofSeconds(1)))
+                .count()
+                .toStream()
+                .map((key, count) -> new KeyValue<>(key.key(), String.valueOf(count)))
+                .to("streams-pageviewstats-untyped-output");
+        });
     }
 
     static Topology globalTableJoin() {
-        StreamsBuilder builder = new StreamsBuilder();
-        KStream<String, String> orders = builder.stream("orders");
-        GlobalKTable<String, String> products = builder.globalTable("products");
-        orders.join(products, (orderId, order) -> order.split(",")[0], (order, product) -> order + "/" + product)
-            .to("enriched-orders");
-        return builder.build();
+        return app(builder -> {
+            KStream<String, String> orders = builder.stream("orders");
+            GlobalKTable<String, String> products = builder.globalTable("products");
+            orders.join(products, (orderId, order) -> order.split(",")[0], (order, product) -> order + "/" + product)
+                .to("enriched-orders");
+        });
     }
 
     /** The course's whole app and joins of every kind, each operation named by the application (Named.as, Joined.as,
      * StreamJoined.withName, TableJoined.as): what describe() prints then. */
     static Topology namedWholeApp() {
-        StreamsBuilder builder = new StreamsBuilder();
-        KStream<String, String> orders = builder.stream("orders");
-        KStream<String, String> payments = builder.stream("payments");
-        KTable<String, String> customers = builder.table("customers");
-        KTable<String, String> addresses = builder.table("addresses");
-        KTable<String, String> regions = builder.table("regions");
-        orders.selectKey((id, order) -> order.split(",")[0], Named.as("by-customer"))
-            .join(customers, (order, name) -> order + "/" + name, Joined.as("with-name"))
-            .leftJoin(addresses, (order, city) -> order + "/" + city, Joined.as("with-city"))
-            .to("enriched-orders", Produced.as("enriched-sink"));
-        orders.outerJoin(payments, (o, p) -> o + "/" + p, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(10)),
-                StreamJoined.<String, String, String>as("paid").withName("paid"))
-            .to("paid-orders");
-        customers.leftJoin(addresses, (c, a) -> c + "/" + a, Named.as("profiles"))
-            .join(regions, c -> c.split(",")[0], (c, r) -> c + "/" + r, TableJoined.as("located"))
-            .toStream(Named.as("located-changes"))
-            .to("located-customers");
-        return builder.build();
+        return app(builder -> {
+            KStream<String, String> orders = builder.stream("orders");
+            KStream<String, String> payments = builder.stream("payments");
+            KTable<String, String> customers = builder.table("customers");
+            KTable<String, String> addresses = builder.table("addresses");
+            KTable<String, String> regions = builder.table("regions");
+            orders.selectKey((id, order) -> order.split(",")[0], Named.as("by-customer"))
+                .join(customers, (order, name) -> order + "/" + name, Joined.as("with-name"))
+                .leftJoin(addresses, (order, city) -> order + "/" + city, Joined.as("with-city"))
+                .to("enriched-orders", Produced.as("enriched-sink"));
+            orders.outerJoin(payments, (o, p) -> o + "/" + p, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(10)),
+                    StreamJoined.<String, String, String>as("paid").withName("paid"))
+                .to("paid-orders");
+            customers.leftJoin(addresses, (c, a) -> c + "/" + a, Named.as("profiles"))
+                .join(regions, c -> c.split(",")[0], (c, r) -> c + "/" + r, TableJoined.as("located"))
+                .toStream(Named.as("located-changes"))
+                .to("located-customers");
+        });
     }
 }
