@@ -18,6 +18,8 @@ The widgets only read a trace; the reference engine (:func:`kjoin.run`) does the
 - :class:`UpgradeDiff`: before you upgrade: :func:`kjoin.diff` along a path of versions
   (:func:`upgrade_path`) or for a configuration change (:func:`setting_change`), counted per rule
   and stepped through example by example (:mod:`kjoin_viz.upgrade`).
+- values as a learner reads them (:func:`show_value`, :func:`show_output`, :func:`show_text`: an explanation or a
+  ``why`` with the JSON in it shown as values), :mod:`kjoin_viz.values`.
 - charts (:func:`timeline_chart`, :func:`outputs_chart`, :func:`drops_chart`,
   :func:`era_diff_chart`): pure functions from traces to ``alt.Chart``.
 """
@@ -31,6 +33,7 @@ from .step_view import StepView
 from .stepper import Stepper, seek
 from .topology_view import TopologyStepper, topology_svg
 from .upgrade import UpgradeDiff, setting_change, upgrade_path
+from .values import show_output, show_text, show_value
 from .variants import Variants, seed_table_html, variant_traces, versioned_mode_traces
 from .whatif import WhatIf, compare_text, what_if, what_if_table
 
@@ -52,7 +55,10 @@ __all__ = [
     "seed_table_html",
     "setting_change",
     "seek",
+    "show_output",
     "show_step",
+    "show_text",
+    "show_value",
     "table",
     "timeline_chart",
     "topology_svg",

@@ -28,7 +28,7 @@ from typing import Mapping
 import altair as alt
 import pandas as pd
 
-from kjoin.records import Output, render_value
+from kjoin.records import Output
 from kjoin.render import cell
 from kjoin.trace import Trace
 
@@ -84,8 +84,8 @@ def timeline_chart(trace: Trace) -> alt.Chart:
     steps = trace.steps_frame()
     if len(steps) <= MAX_ROWS:
         data = steps[["step", "side", "key", "value", "ts", "fate", "reason"]].copy()
-        data["key"] = data["key"].map(render_value)
-        data["value"] = data["value"].map(render_value)
+        data["key"] = data["key"].map(show_value)
+        data["value"] = data["value"].map(show_value)
         data["null_value"] = data["value"] == "null"
         labels = [fate_label(s) for s in trace.steps]  # the words and colours every view uses
         data["what"] = [label.text for label in labels]

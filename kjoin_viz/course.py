@@ -42,14 +42,14 @@ import pandas as pd
 from kjoin.joins.fk_protocol import SUBSCRIPTION, short_hash
 from kjoin.joins.fk_transport import carries
 from kjoin.partitioner import default_partition
-from kjoin.records import Output, render_value
+from kjoin.records import Output
 from kjoin.stores import GRACE_BUFFER, OUTER_BUFFER
 from kjoin.trace import Trace
 
 from .flight import flight_rows
 from .labels import fate_label
 from .store_view import store_tables
-from .values import show_value, show_output
+from .values import show_output, show_text, show_value
 
 __all__ = [
     "Table",
@@ -138,7 +138,7 @@ def _input(step: Any) -> str:
     message = step.message
     if message is None:
         return show_value(step.record.value)
-    return f"{message.id} {message.topic}: {carries(message)}"
+    return f"{message.id} {message.topic}: {show_text(carries(message))}"
 
 
 def steps_table(trace: Trace, steps: Sequence[int] | None = None, mark: int | None = None) -> Table:
@@ -225,7 +225,7 @@ def messages_table(trace: Trace, step: int) -> Table:
             "now": situation,
             "travels": "left → right" if m.topic == SUBSCRIPTION else "right → left",
             "to task": m.partition,
-            "carries": carries(m),
+            "carries": show_text(carries(m)),
             "hash": short_hash(m.value.hash),
             "ts": m.ts,
         }
@@ -352,8 +352,8 @@ def held_at_end(trace: Trace) -> pd.DataFrame:
     frame = trace.state_at(-1).frame()
     held = frame[frame["store"].isin([OUTER_BUFFER, GRACE_BUFFER]) | frame["store"].str.endswith("cache")]
     held = held[["store", "key", "ts", "value", "detail"]].copy()
-    held["key"] = held["key"].map(render_value)
-    held["value"] = held["value"].map(render_value)
+    held["key"] = held["key"].map(show_value)
+    held["value"] = held["value"].map(show_value)
     held["detail"] = held["detail"].fillna("")
     return held.reset_index(drop=True)
 

@@ -27,7 +27,7 @@ from kjoin.joins.fk_transport import carries
 from kjoin.records import Side
 from kjoin.render import format_table
 from kjoin.trace import DeliveryStep, Trace
-from .values import show_value, show_output
+from .values import show_output, show_text, show_value
 
 __all__ = ["flight_rows", "flight_text", "flight_svg", "workflow_text", "MAX_ARROWS"]
 
@@ -63,7 +63,15 @@ def flight_text(trace: Trace, step: int) -> str:
     table = format_table(
         ["message", "", "travels", "to task", "carries", "hash", "ts"],
         [
-            [f"{m.id} {m.topic}", situation, _travel(m), m.partition, carries(m), short_hash(m.value.hash), m.ts]
+            [
+                f"{m.id} {m.topic}",
+                situation,
+                _travel(m),
+                m.partition,
+                show_text(carries(m)),
+                short_hash(m.value.hash),
+                m.ts,
+            ]
             for situation, m in rows
         ],
     )
@@ -113,12 +121,12 @@ def flight_svg(trace: Trace, step: int) -> str:
         dash = ' stroke-dasharray="4 3"' if situation == "waiting" else ""
         width = 3 if situation == "delivered" else 2
         label = (
-            f"{message.id} {message.topic} {situation}: {carries(message)} {short_hash(message.value.hash)} "
+            f"{message.id} {message.topic} {situation}: {show_text(carries(message))} {short_hash(message.value.hash)} "
             f"@{message.ts} → task {message.partition}"
         )
         parts.append(
             f'<g class="kjoin-message kjoin-{situation}" data-message="{message.id}">'
-            f"<title>{html.escape(message.describe())}</title>"
+            f"<title>{html.escape(show_text(message.describe()))}</title>"
         )
         parts.append(
             f'<line x1="{start}" y1="{y}" x2="{end}" y2="{y}" stroke="{colour}" stroke-width="{width}"{dash}/>'

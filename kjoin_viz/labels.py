@@ -160,11 +160,6 @@ def own_outputs(step: Step) -> list:
     that started the chain of messages as their origin)."""
     if step.message is not None:
         return list(step.outputs)
-    if step.fate is Fate.BUFFERED and step.reason is Reason.WINDOW_OPEN:
-        # suppress or emit-final: the record's own update waits for its window to close; what the step
-        # forwards are windows that closed now, earlier records' (the engine counts them to the step that
-        # closed them)
-        return []
     return [o for o in step.outputs if o.origin_step == step.index]
 
 

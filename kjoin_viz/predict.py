@@ -283,7 +283,7 @@ class Predict(widgets.VBox):
     def _record_text(self) -> str:
         s = self.trace.steps[self.index]
         if s.message is not None:
-            return f"message {s.message.describe()}"
+            return f"message {show_text(s.message.describe())}"
         r = s.record
         return f"{r.side} record {show_value(r.value)}@{r.ts} (key {show_value(r.key)})"
 

@@ -17,6 +17,7 @@ from kjoin.render import format_table, seed_table
 from kjoin.trace import Trace
 
 from .step_view import CELL, CSS, view_of
+from .values import show_text
 from .variants import seed_table_html
 
 __all__ = ["show_step", "StepDisplay", "Shown", "table", "variants_table"]
@@ -65,7 +66,7 @@ class Shown:
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]], caption: str = "") -> Shown:
     """A table shown as HTML (never wrapped text) with the aligned text table as its ``repr``."""
-    rows = [[str(value) for value in row] for row in rows]
+    rows = [[show_text(str(value)) for value in row] for row in rows]  # values as values, not JSON text
     head = "".join(f'<th style="{CELL}">{html.escape(h)}</th>' for h in header)
     body = "".join("<tr>" + "".join(f'<td style="{CELL}">{html.escape(v)}</td>' for v in row) + "</tr>" for row in rows)
     title = f'<caption style="text-align:left;font-weight:bold">{html.escape(caption)}</caption>' if caption else ""

@@ -288,7 +288,7 @@ def _where(s: Step, total: int) -> str:
     """``step 3 (4 of 19): right a@4 (key k)``, or the message a foreign-key step delivered."""
     where = f", task {s.task}" if s.task else ""
     if s.message is not None:  # a foreign-key join's step that delivered a message
-        return f"{counter(s.index, total)}{where}: delivered {s.message.describe()}"
+        return f"{counter(s.index, total)}{where}: delivered {show_text(s.message.describe())}"
     r = s.record
     return f"{counter(s.index, total)}{where}: {r.side} {show_value(r.value)}@{r.ts} (key {show_value(r.key)})"
 

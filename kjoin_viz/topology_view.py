@@ -27,13 +27,14 @@ from typing import Any
 import ipywidgets as widgets
 
 from kjoin.fates import Fate
-from kjoin.records import render_value
 from kjoin.topology import TopologyTrace
 
 from .labels import TONE_COLOURS
+from .show import Shown, table
 from .stepper import SliderStep
+from .values import show_text, show_value
 
-__all__ = ["TopologyStepper", "topology_svg", "topology_layout", "Layout", "node_state", "step_text"]
+__all__ = ["TopologyStepper", "topology_svg", "topology_layout", "Layout", "node_state", "step_text", "steps_table"]
 
 WIDTH = 1240
 """The widest a graph is drawn; a graph of few columns is narrower (:data:`PITCH` each) and shown at its size."""
@@ -142,11 +143,11 @@ def node_state(trace: TopologyTrace, step: int, task: str | None = None) -> dict
 def _row_text(row: dict[str, Any], store: str) -> str:
     if "clock" in row:
         return f"{row['clock']} {row['ms']}"
-    key = render_value(row.get("key"))
+    key = show_value(row.get("key"))
     value = row.get("value", row.get("record", row.get("left")))
     ts = f"@{row['ts']}" if row.get("ts") is not None else ""
     prefix = f"{store} " if store and store not in ("table", "store") else ""
-    return f"{prefix}{key}: {_short(render_value(value), 40)}{ts}"
+    return f"{prefix}{key}: {_short(show_value(value), 40)}{ts}"
 
 
 def _short(text: str, limit: int) -> str:
@@ -175,7 +176,7 @@ def topology_svg(trace: TopologyTrace, step: int, layout: Layout | None = None) 
     task_clock = ", ".join(state.get("task", []))
     parts.append(
         f'<text x="{MARGIN}" y="16" font-size="12" fill="#333">step {step}: task {current.task} took '
-        f"{html.escape(_short(current.record.describe(), max(20, int(layout.width / 7) - 40)))}"
+        f"{html.escape(_short(show_text(current.record.describe()), max(20, int(layout.width / 7) - 40)))}"
         + (f" · {html.escape(task_clock)}" if task_clock else "")
         + "</text>"
     )
@@ -307,7 +308,7 @@ def _box(graph: Any, node: Any, at: tuple[float, float], w: float, visit: Any, s
     fill = FATE_FILL.get(visit.fate, "#fff") if visit else "#fff"
     stroke = FATE_STROKE.get(visit.fate, "#333") if visit else "#889"
     chars = max(int(w / 6.2), 8)
-    title = html.escape(node.name + (f": {visit.explain}" if visit else ""))
+    title = html.escape(node.name + (f": {show_text(visit.explain)}" if visit else ""))
     parts = [
         f'<g class="kjoin-node{" kjoin-lit" if visit else ""}" data-node="{html.escape(node.name)}">',
         f"<title>{title}</title>",
@@ -328,16 +329,28 @@ def _box(graph: Any, node: Any, at: tuple[float, float], w: float, visit: Any, s
     return "".join(parts)
 
 
+def steps_table(trace: TopologyTrace) -> Shown:
+    """One row per step (``kjoin run``'s table of a topology: task, record, fate, the nodes it passed, what it
+    wrote), shown as a table with its values as values (:meth:`kjoin.topology.TopologyTrace.table` writes them as
+    JSON)."""
+    rows = []
+    for s in trace.steps:
+        fate = s.fate.value if s.reason is None else f"{s.fate.value} ({s.reason.value})"
+        wrote = ", ".join(w.describe() for w in s.wrote)
+        rows.append((s.index, s.task, s.record.describe(), fate, " → ".join(v.node for v in s.visits), wrote))
+    return table(("step", "task", "record", "fate", "nodes", "wrote"), rows)
+
+
 def step_text(trace: TopologyTrace, step: int) -> str:
     """What ``step`` did, in words: the record, each node it passed with what that node did, what it wrote, and
     the state beside every node (the text of :func:`topology_svg`)."""
     current = trace[step]
-    lines = [f"step {step} of {len(trace) - 1}: task {current.task} took {current.record.describe()}"]
+    lines = [f"step {step} of {len(trace) - 1}: task {current.task} took {show_text(current.record.describe())}"]
     for visit in current.visits:
         port = f" ({visit.port})" if visit.port else ""
-        lines.append(f"  {visit.node}{port}: {visit.fate.value}: {visit.explain}")
+        lines.append(f"  {visit.node}{port}: {visit.fate.value}: {show_text(visit.explain)}")
     for written in current.wrote:
-        lines.append(f"  wrote {written.describe()}")
+        lines.append(f"  wrote {show_text(written.describe())}")
     for node, rows in node_state(trace, step).items():
         if node != "task" and rows:
             lines.append(f"  state of {node} (task {current.task}): " + "; ".join(rows[:STATE_ROWS]))

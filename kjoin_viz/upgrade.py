@@ -35,7 +35,7 @@ from kjoin.trace import Trace
 from .charts import WIDTH
 from .labels import TONE_COLOURS, fate_label
 from .step_view import CSS, svg_image
-from .values import show_value, show_output
+from .values import show_output, show_text, show_value
 
 __all__ = ["Hop", "upgrade_path", "setting_change", "rules_frame", "rules_chart", "rule_text", "UpgradeDiff"]
 
@@ -291,7 +291,7 @@ class UpgradeDiff(widgets.VBox):
             rules += f", with {', '.join(d.with_rules)}"
         head = (
             f"<div><b>{html.escape(self.rule)}</b>: {html.escape(rule_text(self.rule))}</div>"
-            f"<div>input record: <b>{html.escape(d.input.describe())}</b>; output <b>{d.change}</b>; "
+            f"<div>input record: <b>{html.escape(show_text(d.input.describe()))}</b>; output <b>{d.change}</b>; "
             f"charged to {html.escape(rules)}</div>"
         )
         colour = {"before": CHANGE_COLOURS["removed"], "after": CHANGE_COLOURS["added"]}
@@ -302,7 +302,7 @@ class UpgradeDiff(widgets.VBox):
                 f'<div style="{_COLUMN}">'
                 f"<div><b>{html.escape(label)}</b>, step {index}</div>"
                 f"<div>the record {html.escape(fate_label(step).text)}</div>"
-                f'<div style="color:#444">{html.escape(step.explain)}</div>'
+                f'<div style="color:#444">{html.escape(show_text(step.explain))}</div>'
                 f'<div>the output that differs: <b style="color:{colour[which]}">{html.escape(_output_text(output))}'
                 "</b></div>"
                 f"<div>everything it emitted: {html.escape(_record_outputs(trace, index))}</div>"
@@ -317,7 +317,7 @@ class UpgradeDiff(widgets.VBox):
         lines = [
             f"{self.hop.name}: {self.rule}, example {self.index + 1} of {len(self.examples)}",
             textwrap.fill(rule_text(self.rule), 100, initial_indent="  ", subsequent_indent="  "),
-            f"  input record: {d.input.describe()}; output {d.change}",
+            f"  input record: {show_text(d.input.describe())}; output {d.change}",
         ]
         for trace, (label, index, output) in zip(self.hop.traces, self._sides()):
             lines.append(f"  {label}, step {index}: {_output_text(output)} ({fate_label(trace.steps[index]).text})")

@@ -198,7 +198,7 @@ def _drive_widgets(page, stem: str) -> dict[str, int]:
     """Click, answer and slide every course widget on the page; each must react."""
     from playwright.sync_api import expect
 
-    driven = {"stepper": 0, "predict": 0, "variants": 0, "whatif": 0, "upgrade": 0, "topology": 0}
+    driven = {"stepper": 0, "predict": 0, "variants": 0, "whatif": 0, "upgrade": 0, "topology": 0, "explorer": 0}
     predicts = page.locator(".kjoin-predict")
     for i in range(predicts.count()):
         widget = predicts.nth(i)
@@ -292,7 +292,86 @@ def _drive_widgets(page, stem: str) -> dict[str, int]:
             widget.locator(".kjoin-upgrade-example").scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / f"{stem}-upgrade.png"))
         driven["upgrade"] += 1
+    explorers = page.locator(".kjoin-summary-explorer")
+    for i in range(explorers.count()):
+        _drive_summary_explorer(page, explorers.nth(i), f"{stem}-summary-explorer" + (f"-{i}" if i else ""))
+        driven["explorer"] += 1
     return driven
+
+
+SUMMARY_CELLS = "t => Array.from(t.querySelectorAll('tr')).map(r => Array.from(r.children).map(c => c.textContent))"
+
+
+def _drive_summary_explorer(page, widget, name: str) -> None:
+    """kjoin_viz.SummaryExplorer as a learner meets it (issue 31, item 8 of "What was seen": about 290 rows, mostly
+    zeros, its picker eight screens down, its "sort by" not following ``sort_by()``): the picker above a table that
+    scrolls inside a screen, only rows with a surprise, no column that is zero in every row, the rows in the order
+    "sort by" shows (which follows the notebook's ``sort_by`` call), then sorted from the dropdown, all rows shown,
+    and a row opened in the stepper."""
+    from playwright.sync_api import expect
+
+    widget.scroll_into_view_if_needed()
+    sorter, picker = widget.locator("select").nth(0), widget.locator("select").nth(1)
+    table, note = widget.locator("table.kjoin-summary"), widget.locator(".kjoin-viz").first
+    expect(table).to_be_visible(timeout=30_000)
+    selected = "s => s.selectedIndex < 0 ? null : s.options[s.selectedIndex].textContent"
+    column = sorter.evaluate(selected)
+
+    def cells() -> tuple[list[str], list[list[str]]]:
+        head, *rows = table.evaluate(SUMMARY_CELLS)
+        return head, rows
+
+    def assert_sorted_by(column: str, timeout_s: float = 30) -> list[list[str]]:
+        deadline = time.monotonic() + timeout_s
+        while True:  # the kernel redraws the table after a click
+            head, rows = cells()
+            values = [int(r[head.index(column)]) for r in rows]
+            if values == sorted(values, reverse=True) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert values == sorted(values, reverse=True), f"rows not in the order 'sort by {column}' says: {values}"
+        return rows
+
+    head, rows = cells()
+    assert head[:3] == ["scenario", "partition", "key"] and "surprises" in head
+    assert [o for o in sorter.locator("option").all_inner_texts()] == head, "'sort by' offers other columns"
+    assert widget.get_by_role("button", name="descending").get_attribute("class").count("mod-active") == 1
+    rows = assert_sorted_by(column)
+    assert rows and all(int(r[head.index("surprises")]) > 0 for r in rows), "a row without a surprise is shown"
+    assert int(rows[0][head.index(column)]) > 0, f"the first row has no {column}"
+    hidden = re.search(r"hidden, zero in every row: (.*)$", note.inner_text())
+    shown, total = (int(n) for n in re.match(r"(\d+) of (\d+) rows", note.inner_text()).groups())
+    assert shown == len(rows) < total, note.inner_text()
+    # the picker and the table's top are in sight together; the table scrolls inside its box
+    box = {n: loc.bounding_box() for n, loc in (("widget", widget), ("picker", picker), ("table", table))}
+    assert box["picker"]["y"] < box["table"]["y"], "the picker is below the table"
+    assert box["picker"]["y"] - box["widget"]["y"] < 150, "the picker is not at the top of the explorer"
+    frame = widget.locator("div:has(> table.kjoin-summary)").first.bounding_box()
+    assert frame["height"] < VIEWPORT["height"] / 2, f"the table is {frame['height']} px high: it does not scroll"
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    # every column shown is non-zero somewhere (all rows shown), and the hidden ones are not shown
+    widget.locator("input[type=checkbox]").first.uncheck()
+    expect(note).to_contain_text(f"{total} of {total} rows", timeout=30_000)
+    head, rows = cells()
+    for i, name_ in enumerate(head[3:], 3):
+        assert any(r[i] not in ("0", "") for r in rows), f"column {name_} is zero in every row but shown"
+    for name_ in hidden.group(1).split(", ") if hidden else []:
+        assert name_ not in head
+    # "sort by" from the page: the table follows
+    other = next(c for c in ("null-results", "surprises") if c in head and c != column)
+    sorter.select_option(label=other)
+    assert sorter.evaluate(selected) == other
+    assert_sorted_by(other)
+    # open a row: the stepper on its key, at its first surprising step
+    first = picker.locator("option").nth(1)
+    label = first.inner_text()
+    picker.select_option(index=1)
+    stepper = widget.locator(".kjoin-stepper")
+    expect(stepper).to_be_visible(timeout=60_000)
+    key = re.search(r"key (.*)$", label).group(1)
+    expect(widget).to_contain_text(f"key {key}")
+    stepper.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"{name}-opened.png"))
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[n.stem for n in NOTEBOOKS])
@@ -334,6 +413,7 @@ def test_every_notebook_runs_in_jupyterlab_and_its_widgets_work(lab, browser, no
         "variants": code.count("Variants("),
         "whatif": code.count("WhatIf("),
         "upgrade": code.count("UpgradeDiff("),
+        "explorer": code.count("SummaryExplorer("),
     }
     if any(expected.values()):
         expect(page.locator(".jupyter-widgets").first).to_be_visible(timeout=60_000)

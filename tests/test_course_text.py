@@ -193,3 +193,41 @@ def test_11_bridges_to_the_learners_own_join():
         assert piece in source
     text = markdown("11")
     assert "kjoin export your_join.yaml --junit" in text and "max.task.idle.ms" in text
+
+
+# -- values as values ---------------------------------------------------------------------------------
+JSON_OBJECT = re.compile(r'\{\s*"[^"]*"\s*:|\{&quot;[^&]*&quot;:')
+"""A JSON object written out as text (``{"customer":"C2"}``, or HTML-escaped): what a view shows as a value instead
+(``{customer: C2}``, :mod:`kjoin_viz.values`)."""
+
+
+def _stored_texts(path: Path):
+    """Every text a notebook's stored outputs show a learner: printed text, text and HTML reprs, and the SVGs
+    (charts, step views' timelines and message flights) with their hover titles."""
+    import base64
+
+    for index, cell in enumerate(nbformat.read(path, 4).cells):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            for text in (output.get("text", ""), data.get("text/plain", ""), data.get("image/svg+xml", "")):
+                yield index, text
+            page = data.get("text/html", "")
+            yield index, page
+            for encoded in re.findall(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)", page):
+                yield index, base64.b64decode(encoded).decode()
+
+
+def test_no_notebook_shows_a_json_object_as_text():
+    """Issue 31: values shown as values everywhere a learner reads, explanations and ``why`` included (a
+    foreign-key result read ``{"customer":"C9"}-null`` in 05's printed explanation, 07's table showed its orders as
+    JSON, 12's ``why`` and its graph's titles the records)."""
+    assert JSON_OBJECT.search('joiner called: {"customer":"C9"}-null') and JSON_OBJECT.search("{&quot;n&quot;:3}")
+    assert not JSON_OBJECT.search("joiner called: {customer: C9}-null")
+    found = [
+        f"{path.stem} cell {index}: …{text[max(0, m.start() - 60) : m.end() + 30]}…"
+        for path in sorted(NOTEBOOKS.glob("*.ipynb"))
+        for index, text in _stored_texts(path)
+        for m in [JSON_OBJECT.search(text)]
+        if m
+    ]
+    assert not found, "JSON shown as text:\n" + "\n".join(found)

@@ -5,6 +5,8 @@ computed from traces the engine produced."""
 
 from __future__ import annotations
 
+import re
+
 import base64
 
 import pytest
@@ -290,6 +292,47 @@ def test_values_are_shown_as_values_not_json_strings():
     assert "{customer: C2}-null" in last._repr_html_() and "&quot;customer&quot;" not in last._repr_html_()
     assert "the left row is {customer: C2}" in str(last)  # the explanation, and the store tables below
     assert "| {customer: C2} |" in str(last).replace("  ", " ") or "{customer: C2} " in str(last)
+
+
+JSON_OBJECT = re.compile(r'\{\s*"[^"]*"\s*:|\{&quot;[^&]*&quot;:')
+
+
+def test_no_view_of_a_foreign_key_join_shows_its_values_as_json():
+    """Issue 31: a foreign-key join's values (objects on both sides) as values in every view a learner reads: each
+    step's view (its explanation, its messages in flight with their titles, its stores, with and without Kafka's
+    internals), the steps and messages tables, and the feedback of every exercise, hint and answer with its why."""
+    from kjoin_viz.course import messages_table, steps_table
+    from kjoin_viz.step_view import view_of
+
+    trace = kjoin.run(
+        kjoin.Scenario.from_dict(
+            {
+                "join": "fk",
+                "variant": "left",
+                "foreign_key": "customer",
+                "events": [
+                    {"side": "right", "key": "C9", "value": {"name": "Ann", "tier": 1}, "ts": 1},
+                    {"side": "left", "key": "o9", "value": {"customer": "C9", "n": 2}, "ts": 2},
+                    {"side": "left", "key": "o9", "value": {"customer": "C8", "n": 2}, "ts": 3},
+                    {"side": "right", "key": "C9", "value": None, "ts": 4},
+                ],
+            }
+        )
+    )
+    assert any(JSON_OBJECT.search(s.explain) for s in trace.steps)  # the engine's own texts are kjoin's notation
+    view, seen = view_of(trace), []
+    for i, step in enumerate(trace.steps):
+        seen += [view.text(i, internals) + view.html(i, internals) for internals in (False, True)]
+        widget = Predict(trace, i)
+        seen.append(" ".join(widget.check(fate="joined", outputs="x@1").hints))
+        widget._show_answer()
+        seen.append(widget.feedback.value)
+        if step.message is not None:
+            seen.append(repr(messages_table(trace, i)))
+    seen.append(repr(steps_table(trace)))
+    found = [m.group(0) for text in seen for m in [JSON_OBJECT.search(text)] if m]
+    assert not found, found
+    assert "m2 response: o9 ← {name: Ann, tier: 1}" in repr(steps_table(trace))
 
 
 def test_predict_shows_the_input_so_far_and_the_state_before(trace):

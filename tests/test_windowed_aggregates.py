@@ -121,6 +121,60 @@ def test_emit_final_over_tumbling_windows_forwards_closed_windows_by_start_then_
     assert outputs(data, semantics="3.3") == [[], [], ["a@[0,10]=1@2", "b@[0,10]=1@1"], ["a@[10,20]=1@15"]]
 
 
+def test_an_emit_final_window_is_emitted_by_the_step_that_closes_it_and_credited_to_the_records_that_built_it():
+    """The closing step's outputs hold the final result, but its ``origin_step`` is the last record the window took
+    (as a suppressed window's, whose latest update that record made), and the closing step's explanation names the
+    window and every record that built it: for tumbling windows, sessions (the records of the merged sessions too)
+    and sliding windows."""
+    tumbling = {
+        "join": "window-aggregate",
+        "window": {"size_ms": 10},
+        "emit": "final",
+        "events": [ev("b", "x", 1), ev("a", "y", 2), ev("a", "q", 4), ev("a", "z", 15)],
+    }
+    steps = kjoin.run(AggregateSpec.from_dict(tumbling)).steps
+    assert [(o.render(), o.origin_step) for o in steps[3].outputs] == [("a@[0, 10)=2", 2), ("b@[0, 10)=1", 0)]
+    assert all(o.origin_step != 3 for o in steps[3].outputs)  # z@15 closed them; they are not its results
+    assert (steps[3].fate, steps[3].reason) == (Fate.BUFFERED, Reason.WINDOW_OPEN)  # its own window waits
+    assert "window a@[0, 10) closed (close time 15): 2@4 forwarded, built by 2 records: y@2 (step 1), q@4 (step 2)" in (
+        steps[3].explain
+    )
+    assert "window b@[0, 10) closed (close time 15): 1@1 forwarded, built by 1 record: x@1 (step 0)" in steps[3].explain
+    # a session merged from two: credited to both records, emitted by the record that closes it
+    steps = kjoin.run(AggregateSpec.from_dict({**SUPPRESS_VS_FINAL, "emit": "final"})).steps
+    assert [(o.render(), o.origin_step) for o in steps[3].outputs] == [("b@[5, 6]=2", 2)]
+    assert "session b@[5, 6] closed (close time 7): 2 forwarded, built by 2 records: y@5 (step 1), z@6 (step 2)" in (
+        steps[3].explain
+    )
+    # sliding windows: y@12 is in a@[7, 12] and in x@10's right window a@[11, 16]; x@10 only in the first
+    sliding = {
+        "join": "window-aggregate",
+        "window": {"time_difference_ms": 5},
+        "emit": "final",
+        "events": [ev("a", "x", 10), ev("a", "y", 12), ev("a", "z", 20)],
+    }
+    steps = kjoin.run(AggregateSpec.from_dict(sliding)).steps
+    assert [(o.render(), o.origin_step) for o in steps[2].outputs] == [("a@[7, 12]=2", 1), ("a@[11, 16]=1", 1)]
+    assert "a@[7, 12] closed (close time 20): 2@12 forwarded, built by 2 records: x@10 (step 0), y@12 (step 1)" in (
+        steps[2].explain
+    )
+    assert "a@[11, 16] closed (close time 20): 1@12 forwarded, built by 1 record: y@12 (step 1)" in steps[2].explain
+
+
+def test_an_emit_final_window_of_many_records_names_the_first_and_counts_the_rest():
+    many = {
+        "join": "window-aggregate",
+        "window": {"size_ms": 100},
+        "emit": "final",
+        "events": [ev("a", f"v{i}", i) for i in range(9)] + [ev("a", "next", 150)],
+    }
+    last = kjoin.run(AggregateSpec.from_dict(many)).steps[-1]
+    assert [(o.render(), o.origin_step) for o in last.outputs] == [("a@[0, 100)=9", 8)]
+    assert "built by 9 records: v0@0 (step 0), v1@1 (step 1)" in last.explain and "v5@5 (step 5) and 3 more" in (
+        last.explain
+    )
+
+
 @pytest.mark.parametrize(
     "data, message",
     [

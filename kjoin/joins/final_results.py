@@ -19,6 +19,12 @@ Kafka ships two ways to see one result per window instead of every update:
 
 Both forward a window once; they differ in *when* (the suppression buffer's stream time lags the aggregate's by the
 dropped records) and in the timestamp and order of what they forward.
+
+Who a final result is credited to: the step whose record closes a window *emits* it (it is among that step's
+outputs), but the result is not that record's: its ``origin_step`` is the last step whose record the window took, as
+with the suppression buffer (which forwards the window's latest update, made by that record), and the closing step's
+explanation names the window and the records that built it (:class:`WindowBuilders`, bookkeeping of the trace, no
+state of Kafka's).
 """
 
 from __future__ import annotations
@@ -35,15 +41,65 @@ from .aggregate import AggregateOutput, Aggregation
 from .context import StepContext
 from .window_aggregate import STREAM_TIME, WindowAggregate
 
-__all__ = ["SuppressionBuffer", "EmitFinalTimeWindows", "WindowedAggregateTask"]
+__all__ = ["SuppressionBuffer", "EmitFinalTimeWindows", "WindowedAggregateTask", "WindowBuilders"]
+
+
+NAMED_BUILDERS = 6
+"""A closed window's explanation names at most this many of the records that built it (then how many more)."""
+
+
+class WindowBuilders:
+    """Which records an emit-final aggregate took, per key, so that a window it forwards when it closes is credited to
+    the records in it: :meth:`final` gives the closed window's ``origin_step`` (the last step that updated it) and the
+    text that names them. Bookkeeping for the trace, not a store of Kafka's.
+
+    ``end_inclusive``: session and sliding windows are ``[start, end]``, time windows ``[start, end)``; ``session``:
+    a forwarded session forgets every record of its key up to its end (sessions of a key never overlap), a forwarded
+    time or sliding window those up to its start (windows are forwarded by start, and one that closed takes no more
+    records)."""
+
+    def __init__(self, end_inclusive: bool, session: bool = False) -> None:
+        self.end_inclusive = end_inclusive
+        self.session = session
+        self._taken: dict[bytes, list[tuple[int, int, Record]]] = {}  # key -> (ts, step, record), processing order
+
+    def took(self, record: Record, step: int) -> None:
+        """``record`` (of ``step``) updated at least one of its key's windows."""
+        self._taken.setdefault(_key_bytes(record.key), []).append((record.ts, step, record))
+
+    def final(self, key: Any, start: int, end: int, fallback_step: int) -> tuple[int, str]:
+        """The window ``key@[start, end]`` is forwarded now: ``(origin_step, "built by ...")``. The records are
+        forgotten as far as no window still open can hold them."""
+        taken = self._taken.get(_key_bytes(key), [])
+        built = [
+            (step, record)
+            for ts, step, record in taken
+            if start <= ts and (ts <= end if self.end_inclusive else ts < end)
+        ]
+        forget = end if self.session else start
+        kept = [entry for entry in taken if entry[0] > forget]
+        if kept:
+            self._taken[_key_bytes(key)] = kept
+        else:
+            self._taken.pop(_key_bytes(key), None)
+        if not built:
+            return fallback_step, ""
+        named = ", ".join(f"{render_value(r.value)}@{r.ts} (step {step})" for step, r in built[:NAMED_BUILDERS])
+        more = len(built) - NAMED_BUILDERS
+        count = f"{len(built)} record{'s' if len(built) != 1 else ''}"
+        text = f"built by {count}: {named}" + (f" and {more} more" if more > 0 else "")
+        return max(step for step, _ in built), text
 
 
 class WindowedAggregateTask:
     """What the session and sliding aggregates share (one task each): their options, their stream time's clock
     (``clock_name``), where an update goes (:meth:`_forward`: to ``on_update``, by default forwarded as the step's
     output, a suppression buffer hangs itself there; with ``emit_final`` nowhere) and, for emit-final, the close
-    time of the last emission (:meth:`_emission_due`). Each keeps its own store and its own search for the windows
-    that closed."""
+    time of the last emission (:meth:`_emission_due`) and the records that built each window (:meth:`_took`). Each
+    keeps its own store and its own search for the windows that closed."""
+
+    SESSIONS = False
+    """Its windows are sessions (a forwarded one forgets its key's records up to its end)."""
 
     def __init__(
         self,
@@ -64,6 +120,12 @@ class WindowedAggregateTask:
         self.clock = Clock(log, task, clock_name)
         self.on_update = on_update or (lambda output, ctx: ctx.forward(output))
         self._last_emit_close: int | None = None
+        self.builders = WindowBuilders(end_inclusive=True, session=self.SESSIONS)
+
+    def _took(self, record: Record, ctx: StepContext) -> None:
+        """Emit-final: ``record`` updated its windows (the builders of what is forwarded when they close)."""
+        if self.emit_final:
+            self.builders.took(record, ctx.index)
 
     def _forward(self, output: AggregateOutput, ctx: StepContext) -> None:
         """An update: to ``on_update``, unless emit-final holds every update back."""
@@ -129,12 +191,14 @@ class EmitFinalTimeWindows:
         self.aggregate = make(on_update=lambda output, ctx: None)
         self.on_update = on_update
         self._last_emit_close: int | None = None
+        self.builders = WindowBuilders(end_inclusive=False)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         self.aggregate.process(record, ctx)
         if record.key is None:
             return
         if ctx.fate is Fate.JOINED:
+            self.builders.took(record, ctx.index)
             windows = self.aggregate.windows
             last = windows.windows_for(record.ts)[-1]
             ctx.settle(
@@ -166,12 +230,13 @@ class EmitFinalTimeWindows:
         ]
         for start, key, agg, ts in sorted(found, key=lambda w: (w[0], _key_bytes(w[1]))):
             window = (start, start + windows.size_ms)
+            origin, built = self.builders.final(key, *window, ctx.index)
             self.on_update(
-                AggregateOutput(key, agg, None, ts, False, "window", self.aggregate.task, ctx.index, window), ctx
+                AggregateOutput(key, agg, None, ts, False, "window", self.aggregate.task, origin, window), ctx
             )
             ctx.note(
                 f"Emit-final: window {render_value(key)}@[{window[0]}, {window[1]}) closed (close time {close}): "
-                f"{render_value(agg)}@{ts} forwarded."
+                f"{render_value(agg)}@{ts} forwarded" + (f", {built}." if built else ".")
             )
         self._last_emit_close = close
 

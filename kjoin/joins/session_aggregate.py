@@ -74,6 +74,8 @@ class SessionAggregate(WindowedAggregateTask):
     ``on_update(output, ctx)`` receives every update (default: forwarded as the step's outputs; a suppression buffer
     hangs itself there). With ``emit_final`` updates are not forwarded; closed sessions are, once each."""
 
+    SESSIONS = True
+
     def __init__(
         self,
         log: StateLog,
@@ -135,6 +137,7 @@ class SessionAggregate(WindowedAggregateTask):
                     ctx,
                 )
         stored = self.store.put(record.key, start, end, agg, end)
+        self._took(record, ctx)
         self._forward(
             AggregateOutput(
                 record.key, agg, None, end, False, "window", self.task, ctx.index, (start, end), inclusive=True
@@ -169,13 +172,14 @@ class SessionAggregate(WindowedAggregateTask):
         if upper < lower:
             return
         for key, start, end, agg, _ in self.store.sessions_ending(lower, upper):
+            origin, built = self.builders.final(key, start, end, ctx.index)
             output = AggregateOutput(
-                key, agg, None, end, False, "window", self.task, ctx.index, (start, end), inclusive=True
+                key, agg, None, end, False, "window", self.task, origin, (start, end), inclusive=True
             )
             self.on_update(output, ctx)
             ctx.note(
                 f"Emit-final: session {render_value(key)}@[{start}, {end}] closed (close time {close}): "
-                f"{render_value(agg)} forwarded."
+                f"{render_value(agg)} forwarded" + (f", {built}." if built else ".")
             )
         self._last_emit_close = close
 

@@ -118,6 +118,8 @@ class SlidingAggregate(WindowedAggregateTask):
         except AggregationError as error:
             raise AggregationError(f"events[{record.offset}] ({record.describe()}): {error}") from None
         updated = ", ".join(self._updated) or "no window"
+        if self._updated:
+            self._took(record, ctx)
         ctx.settle(
             Fate.BUFFERED if self.emit_final else Fate.JOINED,
             Reason.WINDOW_OPEN if self.emit_final else None,
@@ -251,11 +253,15 @@ class SlidingAggregate(WindowedAggregateTask):
             if lower <= start <= upper
         ]
         for start, key, agg, ts in sorted(found, key=lambda w: (w[0], render_value(w[1]).encode())):
+            origin, built = self.builders.final(key, start, start + diff, ctx.index)
             self.on_update(
                 AggregateOutput(
-                    key, agg, None, ts, False, "window", self.task, ctx.index, (start, start + diff), inclusive=True
+                    key, agg, None, ts, False, "window", self.task, origin, (start, start + diff), inclusive=True
                 ),
                 ctx,
             )
-            ctx.note(f"Emit-final: window {render_value(key)}@[{start}, {start + diff}] closed: {render_value(agg)}.")
+            ctx.note(
+                f"Emit-final: window {render_value(key)}@[{start}, {start + diff}] closed (close time {close}): "
+                f"{render_value(agg)}@{ts} forwarded" + (f", {built}." if built else ".")
+            )
         self._last_emit_close = close
