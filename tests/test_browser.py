@@ -364,11 +364,12 @@ def _drive_summary_explorer(page, widget, name: str) -> None:
     assert_sorted_by(other)
     # open a row: the stepper on its key, at its first surprising step
     first = picker.locator("option").nth(1)
-    label = first.inner_text()
+    expect(first).to_contain_text("key ", timeout=30_000)  # the kernel refills the picker after the sort
+    label = first.text_content()  # an option is not rendered until the list opens: its text, not its innerText
     picker.select_option(index=1)
     stepper = widget.locator(".kjoin-stepper")
     expect(stepper).to_be_visible(timeout=60_000)
-    key = re.search(r"key (.*)$", label).group(1)
+    key = re.search(r"key (.+)$", label.strip()).group(1)
     expect(widget).to_contain_text(f"key {key}")
     stepper.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / f"{name}-opened.png"))
