@@ -338,7 +338,8 @@ class _Run:
             if node.op in AGGREGATE_OPS:
                 found = build_aggregate(node, partition, log, self.topology.semantics)
             else:
-                found = build_processor(node, partition, log, self.topology.semantics, self._parent(partition))
+                semantics, materialized = self.topology.semantics, self.graph.materialized(node)
+                found = build_processor(node, partition, log, semantics, self._parent(partition), materialized)
             self.processors[(node.name, partition)] = found
         return found
 
