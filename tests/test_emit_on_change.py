@@ -143,6 +143,17 @@ def test_a_materialized_foreign_key_result_drops_a_tombstone_for_a_row_without_a
     assert [(o.key, o.tombstone) for o in _run(FOREIGN_KEY_RESULT, "2.7.1").outputs] == [("k6", True)]
 
 
+def test_a_global_table_drops_it_too_and_its_join_outputs_the_same() -> None:
+    document = {
+        "join": "stream-globaltable",
+        "variant": "left",
+        "events": [ev("R", "k", "a", 1), ev("R", "k", "a", 2), ev("L", "k", "L", 3)],
+    }
+    dropping, forwarding = _run(document, "2.7.0"), _run(document, "2.7.1")
+    assert [outs(step) for step in dropping] == [outs(step) for step in forwarding] == [[], [], [("k", "L-a", 3)]]
+    assert dropping[1].reason is Reason.IDEMPOTENT_UPDATE and forwarding[1].fate is Fate.STORED
+
+
 def test_a_cached_source_table_drops_before_its_cache() -> None:
     document = {**TABLE_TABLE, "caching": ["left"]}
     dropping = _run(document, "2.6.1")

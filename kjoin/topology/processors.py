@@ -499,14 +499,16 @@ class GlobalTableSource(NodeProcessor):
     """A global table (Kafka's ``GlobalKTable``): the whole global topic in one store every task reads, updated by
     the global thread (kjoin files its steps under the task ``global``)."""
 
-    def __init__(self, node: Node, log: Any) -> None:
+    def __init__(self, node: Node, log: Any, semantics: Semantics | None = None) -> None:
         super().__init__(node, 0)
+        self.semantics = Semantics.parse(semantics)
         self.store = GlobalTableStore(log)
         self.writers: dict[Any, int] = {}
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         ctx = StepContext(step, Record(Side.RIGHT, rec.key, rec.value, rec.ts, 0), _no_joiner)
-        if drop_null_key_update(ctx.record, ctx):  # type: ignore[arg-type]
+        record: Record = ctx.record  # type: ignore[assignment]
+        if drop_null_key_update(record, ctx) or drop_idempotent_update(self.store, record, self.semantics, ctx):
             return Outcome(Fate.DROPPED, ctx.reason, ctx.explain)
         self.store.put(rec.key, rec.value, rec.ts)
         self.writers[rec.key] = step

@@ -330,7 +330,8 @@ class _Run:
             partition = 0  # one global store, read by every task
         found = self.processors.get((node.name, partition))
         if found is None and node.op == "global-table":
-            found = GlobalTableSource(node, ScopedLog(self.late, f"{node.name}: ", lambda task, name: "global"))
+            log = ScopedLog(self.late, f"{node.name}: ", lambda task, name: "global")
+            found = GlobalTableSource(node, log, self.topology.semantics)
             self.processors[(node.name, partition)] = found
         if found is None:
             sub = self.subtopology_of[node.name]
