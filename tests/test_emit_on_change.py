@@ -220,3 +220,17 @@ def test_kjoin_diff_charges_2_6_1_to_2_6_3_to_kafka_12508_alone() -> None:
     assert sorted({d.step for d in result}) == [1, 2, 3]
     assert diff(STREAM_TABLE, from_="2.6.1", to="2.6.3").switches == ("emit_on_change_disabled",)
     assert len(diff(STREAM_TABLE, from_="2.6.1", to="2.6.3")) == 0
+
+
+def test_kjoin_diff_on_the_command_line_names_the_rule(tmp_path, capsys) -> None:
+    import yaml
+
+    from kjoin.cli import main
+
+    path = tmp_path / "emit-on-change.yaml"
+    path.write_text(yaml.safe_dump(TABLE_TABLE))
+    assert main(["diff", str(path), "--from", "2.6.1", "--to", "2.6.3"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("table-table left join: 2.6.1 -> 2.6.3: ")
+    assert "charged: emit_on_change_disabled (" in out
+    assert "| left A@5 (key k)" in out and "| added" in out
