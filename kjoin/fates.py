@@ -52,6 +52,11 @@ class Reason(enum.Enum):
     NOTHING_TO_DELETE = "nothing-to-delete"
     """A table-table delete (or a null update) for a key that had no join result: no tombstone
     is needed (KIP-77 removed these "unnecessary" tombstones)."""
+    IDEMPOTENT_UPDATE = "idempotent-update"
+    """Kafka 2.6.0, 2.6.1 and 2.7.0 (KIP-557, disabled again by KAFKA-12508): a source table update whose value
+    serializes to the bytes the table already holds for the key, at a timestamp no older (or a delete of an absent
+    key), is dropped: the store keeps the old value and timestamp, nothing is forwarded (the
+    ``idempotent-update-skip`` metric counts it)."""
     EXPIRED = "expired"
     """The record is older than its own window store's retention (Kafka 3.4+), or falls in a segment
     the store already dropped (before 3.4): it was joined on arrival but never becomes visible in

@@ -359,6 +359,33 @@ class Semantics:
         every failing row went on as a tombstone. A versioned table's filter forwards them again (KIP-914, 3.5),
         which kjoin does not model (it refuses a versioned table's filter)."""
 
+    @since("2.6", ticket="KIP-557, KAFKA-8770")
+    def table_source_emits_on_change(self) -> bool:
+        """KIP-557 (2.6.0, KAFKA-8770): a materialized source KTable (``builder.table``, ``KStream.toTable``, and every
+        table a join, an aggregate or ``send_old_values`` reads, since those materialize it) drops an idempotent update:
+        ``KTableSource`` writes through ``putIfDifferentValues``, which skips the put and the forward when the new
+        value's serialized bytes equal the stored value's and its timestamp is not older than the stored one
+        (``ValueAndTimestampSerializer.compareValuesAndCheckForIncreasingTimestamp``; a tombstone for an absent key
+        too: both serialize to null). The store keeps the old value *and its old timestamp*, so a later result that
+        takes max(ts) carries the older timestamp. Joins see it: a table-table join emits nothing for the dropped
+        update and its results carry the kept timestamp; a foreign-key join sends no subscription for a dropped left
+        update and no response for a dropped right one; a stream-table join's outputs are unchanged (a table update
+        never triggers one, and the result carries the stream record's timestamp); a GlobalKTable's source drops it
+        too, unseen. Undone from 2.6.2, 2.7.1 and 2.8.0 by KAFKA-12508 (``emit_on_change_disabled``): only 2.6.0,
+        2.6.1 and 2.7.0 drop (harness: 2.5.1 forwards, 2.6.1 and 2.7.0 drop, 2.6.2, 2.6.3 and 2.7.1 forward)."""
+
+    @since("2.6.2", "2.7.1", "2.8", ticket="KAFKA-12508", requires=("table_source_emits_on_change",))
+    def emit_on_change_disabled(self) -> bool:
+        """KAFKA-12508 (2.6.2, 2.7.1 and 2.8.0; apache/kafka#10397): KIP-557 disabled again, because a source table
+        that dropped a re-read update after a failure under at-least-once lost it downstream: ``KTableSource`` puts
+        and forwards every update as before 2.6 (``table_source_emits_on_change`` is then without effect)."""
+
+    @property
+    def drops_idempotent_table_updates(self) -> bool:
+        """Whether a source table drops an idempotent update: KIP-557 shipped and not yet disabled (2.6.0, 2.6.1 and
+        2.7.0 as released; the two rules above, each switchable)."""
+        return self.table_source_emits_on_change and not self.emit_on_change_disabled
+
     @since("2.7", ticket="KAFKA-10277")
     def global_join_skips_null_mapped_keys(self) -> bool:
         """KAFKA-10277 (2.7): a KStream-GlobalKTable join decides by the key selector's result, not by the stream
@@ -367,7 +394,7 @@ class Semantics:
         2.6), a null stream key was skipped before the key selector ran, and a left join joined a record whose key
         selector gave null with null (no lookup); an inner join emitted nothing for it. From 3.7 (KIP-962,
         ``relaxed_null_keys``) a left join again joins a null-key record whatever its key selector gives (harness:
-        2.6.3 skips null keys, 2.7.2 maps them)."""
+        2.6.3 skips null keys, 2.7.1 maps them)."""
 
     @since("4.0.1", ticket="KAFKA-19208")
     def global_left_join_keeps_null_mapped_keys(self) -> bool:

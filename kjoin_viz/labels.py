@@ -108,6 +108,7 @@ _DROPPED = {
     Reason.NULL_FOREIGN_KEY: "dropped: null foreign key (no subscription)",
     Reason.STALE_RESPONSE: "dropped: stale response (the left row changed since)",
     Reason.NULL_KEY_IN_GRACE_BUFFER: "dropped: null key (Kafka's task would fail here)",
+    Reason.IDEMPOTENT_UPDATE: "dropped: an idempotent table update (KIP-557, Kafka 2.6.0 to 2.7.0)",
     Reason.EXPIRED_WINDOW: "dropped: late (every window it belongs to has closed)",
 }
 

@@ -61,7 +61,7 @@ PLANTED: dict[str, tuple[dict, str]] = {
         "3.6",
     ),
     # 2.6: a null-key stream record of a KStream-GlobalKTable join is skipped; from 2.7 (KAFKA-10277) its key
-    # selector's key is looked up (tests/test_global_table.py pins both against Kafka 2.6.3 and 2.7.2).
+    # selector's key is looked up (tests/test_global_table.py pins both against Kafka 2.6.3 and 2.7.1).
     "global_join_skips_null_mapped_keys": (
         {
             "join": "stream-globaltable",
@@ -70,6 +70,25 @@ PLANTED: dict[str, tuple[dict, str]] = {
             "events": [ev("right", "X", "x", 1), fk(None, "X", 2)],
         },
         "2.6",
+    ),
+    # 2.5.1: a source table forwards every update; KIP-557 (2.6.0) drops A@5 (the same value as A@1, no older), keeps
+    # A@1's timestamp, so a@3 joins at 3 where 2.5.1's joins at 5 (tests/test_kafka_oracle.py pins both).
+    "table_source_emits_on_change": (
+        {
+            "join": "table-table",
+            "variant": "left",
+            "events": [ev("left", "k", "A", 1), ev("left", "k", "A", 5), ev("right", "k", "a", 3)],
+        },
+        "2.5.1",
+    ),
+    # 2.6.1 drops the idempotent A@5 (KIP-557); 2.6.2 (KAFKA-12508) forwards it again.
+    "emit_on_change_disabled": (
+        {
+            "join": "table-table",
+            "variant": "left",
+            "events": [ev("left", "k", "A", 1), ev("left", "k", "A", 5), ev("right", "k", "a", 3)],
+        },
+        "2.6.1",
     ),
     # 4.0.0: a left join skips a record whose key selector gives null; 4.0.1 (KAFKA-19208) joins it with null.
     "global_left_join_keeps_null_mapped_keys": (
@@ -299,7 +318,7 @@ def _build(document: dict):
 
 def test_every_public_behaviour_of_semantics_is_a_rule() -> None:
     """A behaviour added as a plain @property could not be switched (nor charged by kjoin diff): use @rule."""
-    plain = {"era", "release", "is_release"}
+    plain = {"era", "release", "is_release", "drops_idempotent_table_updates"}  # derived from rules or the version
     for name, value in vars(Semantics).items():
         if isinstance(value, property) and not name.startswith("_"):
             assert name in plain, f"Semantics.{name} is a plain @property: declare it with @rule (kjoin.semantics)"

@@ -169,6 +169,31 @@ def test_native_refuses_what_it_cannot_run_exactly_and_auto_falls_back(spark, sc
     assert spark_rows(auto.outputs) == expected
 
 
+def test_kip_557s_releases_run_on_the_processors_which_drop_idempotent_table_updates(spark):
+    """Kafka 2.6.0, 2.6.1 and 2.7.0 drop a source table's idempotent update (KIP-557): the native plan and the
+    vectorised pass refuse them, and auto runs the processors, which equal the reference engine step for step."""
+    events = [("left", "k", "A", 1), ("left", "k", "A", 5), ("right", "k", "a", 3), ("right", "j", None, 4)]
+    batch = [
+        Scenario.from_dict(
+            {
+                "join": join,
+                "variant": "left",
+                "semantics": "2.6.1",
+                "events": [{"side": side, "key": key, "value": value, "ts": ts} for side, key, value, ts in events],
+            }
+        )
+        for join in ("table-table", "stream-table")
+    ]
+    for method in ("native", "vectorised"):
+        with pytest.raises(SparkInputError, match=re.escape("drop idempotent updates (KIP-557")):
+            run_scenarios(spark, batch, method=method)
+    auto = run_scenarios(spark, batch)
+    assert auto.method == "processors"
+    outputs, steps = _native_rows(auto)
+    assert_same(batch, outputs, steps)
+    assert sum("idempotent-update" in row for row in steps) >= 3  # A@5 twice (both joins), j's absent delete
+
+
 def test_an_unknown_method_is_refused_and_no_scenarios_give_empty_frames(spark):
     with pytest.raises(
         SparkInputError, match=re.escape("method: expected one of auto | vectorised | native | processors")

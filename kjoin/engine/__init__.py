@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Sequence
 
-from ..fates import Fate
+from ..fates import Fate, Reason
 from ..joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoin, default_joiner
 from ..joins.fk_delivery import scheduler_for
 from ..joins.foreign_key import ForeignKeyJoin, busy_tasks
@@ -219,7 +219,9 @@ def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> T
     join = ForeignKeyJoin(log, options, scenario.partitions, busy)
     caching = "result" in scenario.caching
     results = Tasks(
-        lambda task_log, task: ResultSink(task_log, task, caching), log, busy if scenario.materialized else ()
+        lambda task_log, task: ResultSink(task_log, task, caching, scenario.semantics.drops_idempotent_table_updates),
+        log,
+        busy if scenario.materialized else (),
     )
     scheduler = scheduler_for(scenario.delivery, join.in_flight)
     since_commit: dict[int, int] = {}  # task -> the records it processed since its last commit
@@ -252,10 +254,11 @@ def _materialize(results: Tasks, ctx: StepContext, task: int, commit: bool) -> N
     caching result store, not only the newest. (Steps at a task of a foreign-key join are
     input records and deliveries; only a response's delivery has results, at its own task.)"""
     outputs, ctx.outputs = ctx.outputs, []
-    for output in outputs:
-        results[output.partition].put(output, ctx)
-    held = outputs and not ctx.outputs  # every result went into a cache
+    kept = [output for output in outputs if results[output.partition].put(output, ctx)]
+    held = kept and not ctx.outputs  # every result went into a cache
     if commit:
         results[task].flush(ctx)
     elif ctx.fate is Fate.JOINED and held:
         ResultSink.settle_held(ctx)
+    if outputs and not kept and ctx.fate is Fate.JOINED:  # the result table dropped every result (KIP-557)
+        ctx.settle(Fate.DROPPED, Reason.IDEMPOTENT_UPDATE, ctx.summary)

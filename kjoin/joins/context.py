@@ -6,8 +6,9 @@ from typing import Any, Callable, Optional, Tuple, Union
 
 from ..fates import Fate, Reason
 from ..records import Output, OutputKind, Record, render_value
+from ..stores.table import TableStore
 
-__all__ = ["StepContext", "Joiner", "default_joiner", "drop_null_key_update", "NO_OLD"]
+__all__ = ["StepContext", "Joiner", "default_joiner", "drop_null_key_update", "drop_idempotent_update", "NO_OLD"]
 
 Joiner = Callable[[Any, Any], Any]
 
@@ -127,6 +128,28 @@ def drop_null_key_update(record: Record, ctx: StepContext) -> bool:
     if record.key is not None:
         return False
     ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} is a table update with a null key: skipped.")
+    return True
+
+
+def drop_idempotent_update(table: Any, record: Record, semantics: Any, ctx: StepContext) -> bool:
+    """KIP-557 (2.6.0, 2.6.1 and 2.7.0: ``Semantics.drops_idempotent_table_updates``): a source table drops an update
+    that would change nothing (``TableStore.unchanged_by``): drop it (``True``), else ``False``. The table sources
+    apply it after the null-key rule, before they update state; a versioned table (3.5+) never meets it."""
+    if not semantics.drops_idempotent_table_updates or not isinstance(table, TableStore):
+        return False
+    if not table.unchanged_by(record.key, record.value, record.ts):
+        return False
+
+    def said() -> str:
+        stored = table.get(record.key)
+        same = "the key is absent" if stored is None else f"the table holds {render_value(stored[0])}@{stored[1]}"
+        return (
+            f"{record.describe()} is an idempotent table update ({same}): Kafka {semantics} drops it "
+            "(KIP-557, undone by KAFKA-12508 in 2.6.2 and 2.7.1); the table keeps its value and timestamp, nothing "
+            "is forwarded."
+        )
+
+    ctx.drop(Reason.IDEMPOTENT_UPDATE, said)
     return True
 
 

@@ -48,7 +48,7 @@ from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
 from ..stores import PutResult, SubscriptionStore, TableStore, VersionedStore
-from .context import StepContext, drop_null_key_update
+from .context import StepContext, drop_idempotent_update, drop_null_key_update
 from .fk_transport import InFlightMessages
 from .options import ForeignKeyOptions, TableOptions
 from .tasks import Tasks
@@ -228,6 +228,10 @@ class ForeignKeyJoin:
     is the engine's schedule.
     """
 
+    tables_are_sources = True
+    """Its left and right tables are source tables (``KTableSource``), which drop idempotent updates in 2.6.0 to 2.7.0
+    (KIP-557); in a topology they are copies of whatever the join reads, whose own sources apply the rule."""
+
     def __init__(
         self, log: StateLog, options: ForeignKeyOptions, partitions: int = 1, eager: Iterable[int] | None = None
     ) -> None:
@@ -258,6 +262,10 @@ class ForeignKeyJoin:
     # -- inputs -------------------------------------------------------------------------
     def process(self, record: Record, ctx: StepContext) -> None:
         if drop_null_key_update(record, ctx):
+            return
+        task = self.tasks[record.partition]
+        table = task.left if record.side is Side.LEFT else task.right
+        if self.tables_are_sources and drop_idempotent_update(table, record, self.semantics, ctx):
             return
         if record.side is Side.LEFT:
             self._send_subscriptions(self.tasks[record.partition], record, ctx)

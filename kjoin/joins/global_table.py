@@ -43,7 +43,7 @@ from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
 from ..stores.global_table import GlobalTableStore
-from .context import StepContext, drop_null_key_update
+from .context import StepContext, drop_idempotent_update, drop_null_key_update
 
 __all__ = ["GlobalTableJoin", "KeySelector", "key_selector", "possible_partners"]
 
@@ -105,7 +105,7 @@ class GlobalTableJoin:
 
     # -- update state: the global thread ----------------------------------------------------
     def _update_global_store(self, record: Record, ctx: StepContext) -> None:
-        if drop_null_key_update(record, ctx):
+        if drop_null_key_update(record, ctx) or drop_idempotent_update(self.table, record, self.semantics, ctx):
             return
         previous = self.table.put(record.key, record.value, record.ts)
         if record.value is None:

@@ -23,7 +23,7 @@ from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
 from ..stores import TableStore
-from .context import StepContext, drop_null_key_update
+from .context import StepContext, drop_idempotent_update, drop_null_key_update
 
 __all__ = ["StreamTableJoin"]
 
@@ -44,7 +44,9 @@ class StreamTableJoin:
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.side is Side.RIGHT:
-            if not drop_null_key_update(record, ctx):
+            if not drop_null_key_update(record, ctx) and not drop_idempotent_update(
+                self.table, record, self.semantics, ctx
+            ):
                 self._put(record, ctx)
         else:
             self._join_stream_record(record, ctx)

@@ -36,7 +36,7 @@ from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
 from ..stores import TableStore
-from .context import NO_OLD, Joiner, OldValue, StepContext, drop_null_key_update
+from .context import NO_OLD, Joiner, OldValue, StepContext, drop_idempotent_update, drop_null_key_update
 
 __all__ = ["TableTableJoin"]
 
@@ -143,11 +143,15 @@ class TableTableJoin:
     # -- the processor: update state, look up, call the joiner -------------------------------
     def process(self, record: Record, ctx: StepContext) -> None:
         """A source table update (the join's parents are the two source tables)."""
-        if drop_null_key_update(record, ctx):
+        if drop_null_key_update(record, ctx) or self.drop_idempotent(record, ctx):
             return
         old = self.store(record, ctx)
         if old is not _SETTLED:
             self.on_change(record.side, record, old, ctx)
+
+    def drop_idempotent(self, record: Record, ctx: StepContext) -> bool:
+        """KIP-557 (2.6.0 to 2.7.0): the record's source table drops an update that changes nothing."""
+        return drop_idempotent_update(self.tables.get(record.side), record, self.semantics, ctx)
 
     def update(self, record: Record) -> Any:
         """Write a source update into its table; return the value it replaced (or ``None``)."""

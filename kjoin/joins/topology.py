@@ -115,17 +115,30 @@ class ResultSink:
     """A join's materialized result (``Materialized.as``): the merger writes the result store
     first, then forwards; a caching result store instead holds the result until the next
     commit, forwards only the newest result per key, and drops a tombstone for a key that
-    had no value before (``CachingKeyValueStore``; for FK joins MaterializationIntegrationTest)."""
+    had no value before (``CachingKeyValueStore``; for FK joins MaterializationIntegrationTest).
 
-    def __init__(self, log: StateLog, task: int, caching: bool) -> None:
+    ``drops_idempotent``: the result is written by a ``KTableSource`` (a foreign-key join's, 2.4 to 3.x) in a version
+    with KIP-557 (2.6.0 to 2.7.0), which drops a result that changes nothing (:meth:`TableStore.unchanged_by`):
+    the same value bytes at a timestamp no older, or a tombstone for a key without a result."""
+
+    def __init__(self, log: StateLog, task: int, caching: bool, drops_idempotent: bool = False) -> None:
+        self.drops_idempotent = drops_idempotent
         self.store = TableStore(log, task, Side.LEFT, False, RESULT_TABLE)
         self.cache = RecordCache(log, task, f"{RESULT_TABLE} cache") if caching else None
         self._cached_from: dict[Any, int] = {}  # key -> the step of the result the cache holds
         self._replaced: set[int] = set()
 
-    def put(self, output: Output, ctx: StepContext) -> None:
+    def put(self, output: Output, ctx: StepContext) -> bool:
+        """Write the result and forward it (or cache it); ``False`` when the result table dropped it (KIP-557)."""
+        value = None if output.tombstone else output.value
+        if self.drops_idempotent and self.store.unchanged_by(output.key, value, output.ts):
+            ctx.note(
+                f"The result table drops {output.render()}@{output.ts} for {render_value(output.key)}: it changes "
+                "nothing there (KIP-557: a KTableSource drops an idempotent update, 2.6.0 to 2.7.0)."
+            )
+            return False
         previous = self.store.get(output.key)
-        self.store.put(output.key, None if output.tombstone else output.value, output.ts)
+        self.store.put(output.key, value, output.ts)
         if self.cache is None:
             ctx.forward(output)
         else:
@@ -141,6 +154,7 @@ class ResultSink:
                 None if previous is None else previous[0],
                 output.origin_step,
             )
+        return True
 
     def holds_step(self, step: int) -> bool:
         return self.cache is not None and self.cache.holds_step(step)
@@ -218,7 +232,7 @@ class TablePipeline:
     # -- an input record --------------------------------------------------------------------
     def process(self, record: Record, ctx: StepContext) -> None:
         parts: list[tuple[str, StepContext]] = []
-        if drop_null_key_update(record, ctx):
+        if drop_null_key_update(record, ctx) or self.stages[0].drop_idempotent(record, ctx):
             pass
         elif record.side in self.source_caches:
             raw_old = self.stages[0].update(record)  # update state: reads see the new value at once

@@ -46,7 +46,7 @@ from ..semantics import Semantics, parse_semantics
 from ..state import StateLog
 from ..stores import TableStore
 from .aggregate import AggregateOutput, Aggregation, count, value_field
-from .context import StepContext, drop_null_key_update
+from .context import StepContext, drop_idempotent_update, drop_null_key_update
 from .window_aggregate import TimeWindows, Window, WindowAggregate, Windowed
 
 __all__ = [
@@ -257,6 +257,7 @@ class WTableTableJoin(_WTableJoin):
         layout: SegmentLayout | None = None,
         semantics: Semantics | str | None = None,
     ) -> None:
+        self.semantics = parse_semantics(semantics)
         self.left = WindowAggregate(log, task, windows, aggregation, "left ", layout, self._on_left, semantics)
         self.table = TableStore(log, task, Side.RIGHT, sends_old_values=False)
 
@@ -266,7 +267,7 @@ class WTableTableJoin(_WTableJoin):
             self.left.process(record, ctx)
             self._settle(ctx, before, "No output.")  # pragma: no cover - a left join always emits
             return
-        if drop_null_key_update(record, ctx):
+        if drop_null_key_update(record, ctx) or drop_idempotent_update(self.table, record, self.semantics, ctx):
             return
         self.table.put(record.key, record.value, record.ts)
         windows = self.left.windows_of(record.key)
@@ -318,6 +319,7 @@ class _SelectorJoin(_WTableJoin):
         semantics: Semantics | str | None = None,
     ) -> None:
         self.selector = selector
+        self.semantics = parse_semantics(semantics)
         self._declare_left(log, task)
         self.right = WindowAggregate(log, task, windows, aggregation, "right ", layout, self._on_right, semantics)
 
@@ -380,7 +382,7 @@ class TableWTableJoin(_SelectorJoin):
             self.right.process(record, ctx)
             self._settle(ctx, before, "No table row selects this window: no output.")
             return
-        if drop_null_key_update(record, ctx):
+        if drop_null_key_update(record, ctx) or drop_idempotent_update(self.table, record, self.semantics, ctx):
             return
         previous = self.table.put(record.key, record.value, record.ts)
         if record.value is None:

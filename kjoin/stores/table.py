@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..records import Side
+from ..serde import serialize_value
 from ..state import StateLog
 from .base import Store
 
@@ -49,6 +50,16 @@ class TableStore(Store):
     def enable_sending_old_values(self) -> None:
         """A downstream join needs ``Change.old`` (Kafka's ``enableSendingOldValues``)."""
         self.sends_old_values = True
+
+    def unchanged_by(self, key: Any, value: Any, ts: int) -> bool:
+        """Would ``put(key, value, ts)`` change nothing, as Kafka 2.6.0 to 2.7.0's ``putIfDifferentValues`` judges it
+        (KIP-557, ``ValueAndTimestampSerializer.compareValuesAndCheckForIncreasingTimestamp``)? The new value's bytes
+        equal the stored value's and its timestamp is not older than the stored one; or both are null (a delete of an
+        absent key). A newer timestamp alone is no change: such a put would keep the old timestamp."""
+        previous = self._rows.get(key)
+        if previous is None or value is None:
+            return previous is None and value is None
+        return ts >= previous[1] and serialize_value(value) == serialize_value(previous[0])
 
     def put(self, key: Any, value: Any, ts: int) -> tuple[Any, int] | None:
         """Write the update; return the previous ``(value, ts)`` or ``None``."""

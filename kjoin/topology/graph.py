@@ -171,6 +171,12 @@ class Graph:
         """Node name -> its sub-topology's number (a global table has none)."""
         return {node.name: number for number, nodes in enumerate(self.subtopologies()) for node in nodes}
 
+    def materialized(self, table: Node) -> bool:
+        """Is the source table ``table`` materialized, as Kafka materializes a ``KTableSource``? When a node other
+        than ``to_stream``/``to`` reads it (a join looks it up, a table group-by needs its old values): Kafka then
+        writes it through a store, which is where KIP-557 (2.6.0 to 2.7.0) drops idempotent updates."""
+        return any(table in node.parents and node.op not in ("to_stream", "to") for node in self.nodes.values())
+
     def upstream_sources(self, node: Node) -> list[Node]:
         """The source nodes a node reads from inside its sub-topology (Kafka's copartition group of a join
         is the union of both sides' sources)."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..fates import Fate, Reason
-from ..joins.context import StepContext, drop_null_key_update
+from ..joins.context import StepContext, drop_idempotent_update, drop_null_key_update
 from ..joins.foreign_key import ForeignKeyJoin
 from ..joins.global_table import GlobalTableJoin
 from ..joins.fk_protocol import SUBSCRIPTION, Message
@@ -334,8 +334,11 @@ class _TableSource(NodeProcessor):
     """A table read from a topic (or a stream's ``to_table``: Kafka's ``KTableSource`` too), materialized:
     update the store, forward ``Change(new, old)``."""
 
-    def __init__(self, node: Node, partition: int, log: Any, semantics: Semantics) -> None:
+    def __init__(self, node: Node, partition: int, log: Any, semantics: Semantics, materialized: bool = True) -> None:
         super().__init__(node, partition)
+        self.semantics = semantics
+        self.materialized = materialized
+        """Kafka materializes a source table that a join or a group-by reads (:meth:`Graph.materialized`)."""
         retention = node.params.get("history_retention_ms")
         if retention is None:
             self.store: Any = TableStore(log, partition, Side.RIGHT, False, "table")
@@ -355,7 +358,9 @@ class _TableSource(NodeProcessor):
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         ctx = StepContext(step, Record(Side.RIGHT, rec.key, rec.value, rec.ts, self.partition), _no_joiner)
-        if drop_null_key_update(ctx.record, ctx):  # type: ignore[arg-type]
+        if drop_null_key_update(ctx.record, ctx) or (  # type: ignore[arg-type]
+            self.materialized and drop_idempotent_update(self.store, ctx.record, self.semantics, ctx)  # type: ignore[arg-type]
+        ):
             return Outcome(Fate.DROPPED, ctx.reason, ctx.explain)
         if isinstance(self.store, VersionedStore):
             outcome, previous = self.store.put(rec.key, rec.value, rec.ts)
@@ -478,7 +483,11 @@ class _TableTable(NodeProcessor):
 
 class TopologyForeignKeyJoin(ForeignKeyJoin):
     """kjoin's foreign-key join with the topology's subscription topic: its partitioner (Kafka's
-    ``TableJoined`` other partitioner) and its partition count."""
+    ``TableJoined`` other partitioner) and its partition count. Its tables are copies of its parents (a source
+    table, or another join's result, which no ``KTableSource`` writes): a source drops its idempotent updates before
+    they reach the join (KIP-557, :class:`_TableSource`)."""
+
+    tables_are_sources = False
 
     def __init__(
         self, log: Any, options: ForeignKeyOptions, partitions: int, partitioner: Any, extractor: Any = None
@@ -536,6 +545,9 @@ class ForeignKeyNode:
             extractor,
         )
         self._log = log
+        self.drops_idempotent = semantics.drops_idempotent_table_updates and graph.materialized(node)
+        """The result's ``KTableSource`` drops a result that changes nothing (KIP-557, 2.6.0 to 2.7.0) when Kafka
+        materializes it: a later join or group-by reads it."""
         self._results: dict[int, TableStore] = {}
         self._sent = 0
         self.writers: dict[tuple[int, Any], int] = {}
@@ -579,6 +591,12 @@ class ForeignKeyNode:
         forwarded = []
         for output in ctx.outputs:
             value = None if output.tombstone else output.value
+            if self.drops_idempotent and store.unchanged_by(output.key, value, output.ts):
+                ctx.note(
+                    f"The result table drops {output.render()}@{output.ts} for {render_value(output.key)}: it "
+                    "changes nothing there (KIP-557: a KTableSource drops an idempotent update, 2.6.0 to 2.7.0)."
+                )
+                continue
             previous = store.put(output.key, value, output.ts)
             self.writers[(message.partition, output.key)] = step
             old = None if previous is None else previous[0]
@@ -586,6 +604,8 @@ class ForeignKeyNode:
                 Rec(output.key, value, output.ts, old if store.sends_old_values else None, store.sends_old_values)
             )
         fate = ctx.fate if ctx.fate is not None else Fate.STORED
+        if ctx.outputs and not forwarded:  # the result table dropped every result (KIP-557)
+            return Outcome(Fate.DROPPED, Reason.IDEMPOTENT_UPDATE, ctx.explain, [], self._new_messages())
         return Outcome(fate, ctx.reason, ctx.explain, forwarded, self._new_messages())
 
 
@@ -616,14 +636,16 @@ class GlobalTableSource(NodeProcessor):
     """A global table (Kafka's ``GlobalKTable``): the whole global topic in one store every task reads, updated by
     the global thread (kjoin files its steps under the task ``global``)."""
 
-    def __init__(self, node: Node, log: Any) -> None:
+    def __init__(self, node: Node, log: Any, semantics: Semantics | None = None) -> None:
         super().__init__(node, 0)
+        self.semantics = Semantics.parse(semantics)
         self.store = GlobalTableStore(log)
         self.writers: dict[Any, int] = {}
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         ctx = StepContext(step, Record(Side.RIGHT, rec.key, rec.value, rec.ts, 0), _no_joiner)
-        if drop_null_key_update(ctx.record, ctx):  # type: ignore[arg-type]
+        record: Record = ctx.record  # type: ignore[assignment]
+        if drop_null_key_update(record, ctx) or drop_idempotent_update(self.store, record, self.semantics, ctx):
             return Outcome(Fate.DROPPED, ctx.reason, ctx.explain)
         self.store.put(rec.key, rec.value, rec.ts)
         self.writers[rec.key] = step
@@ -659,7 +681,7 @@ class _StreamGlobal(NodeProcessor):
 
 
 def build_processor(
-    node: Node, partition: int, log: Any, semantics: Semantics, parent: Callable[[Node], Any]
+    node: Node, partition: int, log: Any, semantics: Semantics, parent: Callable[[Node], Any], materialized: bool = True
 ) -> NodeProcessor:
     """The processor of ``node`` in the task of ``partition``; ``parent(node)`` gives another node's
     processor of the same task (a join reads its tables' stores through them). Aggregates:
@@ -669,7 +691,7 @@ def build_processor(
     if node.op in ("to", "repartition-sink"):
         return _Sink(node, partition)
     if node.op in ("table", "to_table"):
-        return _TableSource(node, partition, log, semantics)
+        return _TableSource(node, partition, log, semantics, materialized)
     if node.op in VIEW_OPS:
         return TableView(node, partition, log, semantics, getter_of(node.parents[0], partition, parent))
     if node.op == "stream-global":

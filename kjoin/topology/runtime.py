@@ -332,7 +332,8 @@ class _Run:
             partition = 0  # one global store, read by every task
         found = self.processors.get((node.name, partition))
         if found is None and node.op == "global-table":
-            found = GlobalTableSource(node, ScopedLog(self.late, f"{node.name}: ", lambda task, name: "global"))
+            log = ScopedLog(self.late, f"{node.name}: ", lambda task, name: "global")
+            found = GlobalTableSource(node, log, self.topology.semantics)
             self.processors[(node.name, partition)] = found
         if found is None:
             sub = self.subtopology_of[node.name]
@@ -340,7 +341,8 @@ class _Run:
             if node.op in AGGREGATE_OPS:
                 found = build_aggregate(node, partition, log, self.topology.semantics)
             else:
-                found = build_processor(node, partition, log, self.topology.semantics, self._parent(partition))
+                semantics, materialized = self.topology.semantics, self.graph.materialized(node)
+                found = build_processor(node, partition, log, semantics, self._parent(partition), materialized)
             self.processors[(node.name, partition)] = found
         return found
 

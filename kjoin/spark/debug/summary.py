@@ -139,7 +139,7 @@ def result_reasons(config: Scenario | None) -> list[str]:
 
 
 _STREAM_ONLY = {"no-partner", "window-open", "not-a-trigger", "grace-period", "null-key-in-grace-buffer", "expired"}
-_TABLE_ONLY = {"table-update", "out-of-order-version"}
+_TABLE_ONLY = {"table-update", "out-of-order-version", "idempotent-update"}
 
 
 def step_columns(config: Scenario | None) -> list[tuple[str | None, str]]:
@@ -167,6 +167,8 @@ def _step_reasons(config: Scenario | None) -> list[str]:
     possible = set(_JOIN_REASONS[config.join])
     if config.left.versioned or config.right.versioned or getattr(config, "grace_ms", None) is not None:
         possible |= set(_VERSIONED_REASONS)
+    if config.semantics.drops_idempotent_table_updates:  # KIP-557: 2.6.0 to 2.7.0
+        possible.add(Reason.IDEMPOTENT_UPDATE)
     return [member.value for member in Reason if member in possible]
 
 
@@ -189,4 +191,6 @@ def _fk_step_reasons(config: Scenario) -> set[Reason]:
         possible.add(Reason.STALE_RESPONSE)
     if config.left.versioned or config.right.versioned:
         possible |= {Reason.EXPIRED_PUT, Reason.OUT_OF_ORDER_VERSION}
+    if semantics.drops_idempotent_table_updates:  # KIP-557: 2.6.0 to 2.7.0
+        possible.add(Reason.IDEMPOTENT_UPDATE)
     return possible

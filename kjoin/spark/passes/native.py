@@ -123,6 +123,11 @@ def unsupported(specs: Mapping[int, JoinSpec], inputs: "Inputs") -> str | None:
         ]
         if topology:
             return f"{where} has {' and '.join(topology)} (native: one plain join per scenario)"
+        if spec.semantics.drops_idempotent_table_updates:
+            return (
+                f"{where} runs Kafka {spec.semantics}, whose source tables drop idempotent updates (KIP-557, 2.6.0 "
+                "to 2.7.0; native and vectorised: only the processors model it)"
+            )
         if (why := inputs.key_refusal(scenario_id, where)) is not None:
             return why
     return None

@@ -1,0 +1,236 @@
+"""KIP-557 in Kafka 2.6.0, 2.6.1 and 2.7.0: a materialized source table drops an update that changes nothing.
+
+``KTableSource`` wrote through ``putIfDifferentValues`` from 2.6.0 (KAFKA-8770) until KAFKA-12508 disabled it again in
+2.6.2, 2.7.1 and 2.8.0 (``Semantics.table_source_emits_on_change`` and ``emit_on_change_disabled``). An update whose
+value serializes to the bytes the table holds, at a timestamp no older, is neither stored nor forwarded; nor is a
+delete of an absent key. The rule in kjoin's processors first, then against the real library on each side of both
+boundaries (a table-table join shows it, a stream-table join cannot: its outputs are the same), then ``kjoin diff``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import kjoin
+from kjoin import Fate, Reason, Topology, parse_semantics, run
+from kjoin.diff import diff
+from tests.oracle_check import VERSIONS, Harness, build, kjoin_outputs
+from tests.rules import ev, outs, run_events
+
+DROPPING = ("2.6.0", "2.6.1", "2.7.0")
+FORWARDING = ("2.5.1", "2.6.2", "2.6.3", "2.7.1", "2.8.2", "4.4")
+
+# A@5 repeats A@1 (dropped in 2.6.0 to 2.7.0, which keep A@1's timestamp: a@3 joins at 3, not 5); A@2 repeats it
+# at a newer timestamp than the kept 1, so it is dropped too; A@0 is older than the stored timestamp and is
+# forwarded (the time moved back); the deletes of j: the first is of an absent key (dropped, and nothing for a
+# left join to delete anyway), the second after J@7 deletes J.
+TABLE_TABLE = {
+    "join": "table-table",
+    "variant": "left",
+    "events": [
+        ev("L", "k", "A", 1),
+        ev("L", "k", "A", 5),
+        ev("R", "k", "a", 3),
+        ev("L", "k", "A", 2),
+        ev("L", "j", None, 6),
+        ev("L", "j", "J", 7),
+        ev("L", "j", None, 8),
+        ev("L", "k", "A", 0),
+    ],
+}
+TABLE_TABLE_2_6_1 = [[("k", "A-null", 1)], [], [("k", "A-a", 3)], [], [], [("j", "J-null", 7)], [("j", "null", 8)],
+                     [("k", "A-a", 3)]]  # fmt: skip
+TABLE_TABLE_2_6_3 = [[("k", "A-null", 1)], [("k", "A-null", 5)], [("k", "A-a", 5)], [("k", "A-a", 3)], [],
+                     [("j", "J-null", 7)], [("j", "null", 8)], [("k", "A-a", 3)]]  # fmt: skip
+
+# The table's idempotent updates change no output of a stream-table join (a table update never triggers one and the
+# result carries the stream record's timestamp): only the table records' fates differ.
+STREAM_TABLE = {
+    "join": "stream-table",
+    "variant": "left",
+    "events": [ev("R", "k", "a", 5), ev("R", "k", "a", 7), ev("L", "k", "L", 6), ev("R", "j", None, 8),
+               ev("L", "k", "M", 8)],
+}  # fmt: skip
+
+# A foreign-key join: the repeated order o@3 sends no subscription, the repeated customer C@4 no response; o@1 is
+# older than o's stored timestamp, so it goes through, and joins C@1 (the kept timestamp) instead of C@4.
+FOREIGN_KEY = {
+    "join": "fk",
+    "variant": "left",
+    "foreign_key": "fk",
+    "events": [ev("R", "c", "C", 1), ev("L", "o", {"fk": "c", "v": 1}, 2), ev("L", "o", {"fk": "c", "v": 1}, 3),
+               ev("R", "c", "C", 4), ev("L", "o", {"fk": "c", "v": 1}, 1)],
+}  # fmt: skip
+
+# A foreign-key join's result is a KTableSource too (2.4 to 3.x): materialized, it drops a tombstone for a row that
+# never had a result (issue 32's sweep found it on 2.7.0, shrunk from 123 events).
+FOREIGN_KEY_RESULT = {
+    "join": "fk",
+    "variant": "inner",
+    "foreign_key": "fk",
+    "materialized": True,
+    "events": [ev("L", "k6", {"fk": "k1"}, 10), ev("L", "k6", None, 10)],
+}
+
+
+def _run(document: dict, semantics: str) -> kjoin.Trace:
+    return run(kjoin.Scenario.from_dict({**document, "semantics": semantics}))
+
+
+# -- the rule --------------------------------------------------------------------------------------------------------
+def test_only_2_6_0_2_6_1_and_2_7_0_drop_idempotent_updates() -> None:
+    for version in DROPPING:
+        assert parse_semantics(version).drops_idempotent_table_updates, version
+    for version in FORWARDING + ("2.5", "2.6.2", "2.7.1", "2.8", "3.0"):
+        assert not parse_semantics(version).drops_idempotent_table_updates, version
+    # each rule switches it: 2.6.1 with KAFKA-12508, 4.4 without it
+    assert not parse_semantics("2.6.1+emit_on_change_disabled").drops_idempotent_table_updates
+    assert parse_semantics("4.4-emit_on_change_disabled").drops_idempotent_table_updates
+    # the disable means nothing without KIP-557: switching KIP-557 off switches it off too
+    assert str(parse_semantics("4.4-table_source_emits_on_change")) == (
+        "4.4-table_source_emits_on_change-emit_on_change_disabled"
+    )
+
+
+def test_a_table_table_join_emits_nothing_for_an_idempotent_update_and_keeps_the_old_timestamp() -> None:
+    dropping, forwarding = _run(TABLE_TABLE, "2.6.1"), _run(TABLE_TABLE, "2.6.3")
+    assert [outs(step) for step in dropping] == TABLE_TABLE_2_6_1
+    assert [outs(step) for step in forwarding] == TABLE_TABLE_2_6_3
+    assert [(step.fate, step.reason) for step in dropping][1] == (Fate.DROPPED, Reason.IDEMPOTENT_UPDATE)
+    assert [index for index, step in enumerate(dropping) if step.reason is Reason.IDEMPOTENT_UPDATE] == [1, 3, 4]
+    assert "is an idempotent table update (the table holds A@1)" in dropping[1].explain
+    # the store kept A@1: the dropped update changed no state
+    assert dropping.state_at(1).table("left") == dropping.state_at(0).table("left")
+    assert [row["ts"] for row in dropping.state_at(3).table("left")] == [1]
+    assert [row["ts"] for row in forwarding.state_at(3).table("left")] == [2]
+
+
+@pytest.mark.parametrize("variant", ["inner", "left", "outer"])
+def test_a_value_is_the_same_when_its_bytes_are(variant: str) -> None:
+    """Kafka compares serialized bytes: the string "1" and the number 1 are both the text 1 (kjoin.serde)."""
+    events = [
+        ev("L", "k", "1", 1),
+        ev("L", "k", 1, 2),
+        ev("L", "k", {"b": 1, "a": 2}, 3),
+        ev("L", "k", {"a": 2, "b": 1}, 4),
+    ]
+    trace = run_events("table-table", variant, events, semantics="2.6.1")
+    assert [step.reason is Reason.IDEMPOTENT_UPDATE for step in trace] == [False, True, False, True]
+
+
+def test_a_stream_table_join_outputs_the_same_and_tells_the_table_records_fate() -> None:
+    dropping, forwarding = _run(STREAM_TABLE, "2.6.1"), _run(STREAM_TABLE, "2.6.3")
+    assert [outs(step) for step in dropping] == [outs(step) for step in forwarding]
+    assert [outs(step) for step in dropping][2] == [("k", "L-a", 6)]
+    assert [step.reason for step in dropping][:2] == [Reason.TABLE_UPDATE, Reason.IDEMPOTENT_UPDATE]
+    assert dropping[3].reason is Reason.IDEMPOTENT_UPDATE  # a delete of an absent key
+    assert [step.reason for step in forwarding][:2] == [Reason.TABLE_UPDATE, Reason.TABLE_UPDATE]
+
+
+def test_a_foreign_key_join_sends_nothing_for_an_idempotent_update() -> None:
+    dropping, forwarding = _run(FOREIGN_KEY, "2.6.1"), _run(FOREIGN_KEY, "2.6.3")
+    inputs = [step for step in dropping if step.message is None]
+    assert [step.reason for step in inputs][2:4] == [Reason.IDEMPOTENT_UPDATE] * 2
+    assert [o.ts for o in forwarding.outputs] == [2, 3, 4, 4]
+    rendered = [o.ts for o in dropping.outputs]
+    assert rendered == [2, 1]  # o@2 joins C@1; o@1 joins the kept C@1
+
+
+def test_a_materialized_foreign_key_result_drops_a_tombstone_for_a_row_without_a_result() -> None:
+    dropping = _run(FOREIGN_KEY_RESULT, "2.7.0")
+    assert dropping.outputs == []
+    assert any(step.reason is Reason.IDEMPOTENT_UPDATE for step in dropping)
+    assert [(o.key, o.tombstone) for o in _run(FOREIGN_KEY_RESULT, "2.7.1").outputs] == [("k6", True)]
+
+
+def test_a_global_table_drops_it_too_and_its_join_outputs_the_same() -> None:
+    document = {
+        "join": "stream-globaltable",
+        "variant": "left",
+        "events": [ev("R", "k", "a", 1), ev("R", "k", "a", 2), ev("L", "k", "L", 3)],
+    }
+    dropping, forwarding = _run(document, "2.7.0"), _run(document, "2.7.1")
+    assert [outs(step) for step in dropping] == [outs(step) for step in forwarding] == [[], [], [("k", "L-a", 3)]]
+    assert dropping[1].reason is Reason.IDEMPOTENT_UPDATE and forwarding[1].fate is Fate.STORED
+
+
+def test_a_cached_source_table_drops_before_its_cache() -> None:
+    document = {**TABLE_TABLE, "caching": ["left"]}
+    dropping = _run(document, "2.6.1")
+    assert dropping[1].reason is Reason.IDEMPOTENT_UPDATE  # not held in the cache
+    assert [outs(step) for step in dropping] == TABLE_TABLE_2_6_1  # the driver commits after every record
+
+
+def test_a_topology_drops_only_in_a_table_kafka_materializes() -> None:
+    """A source table only turned into a stream has no store in Kafka: it forwards every update."""
+    events = [{"topic": "t", "key": "k", "value": "A", "ts": 1}, {"topic": "t", "key": "k", "value": "A", "ts": 2}]
+
+    def outputs(joined: bool) -> list:
+        b = Topology(semantics="2.6.1")
+        table = b.table("t")
+        if joined:
+            table.join(b.table("u")).to_stream().to("joined")
+        table.to_stream().to("out")
+        return [(o.key, o.value, o.ts) for o in b.run(events).outputs("out")]
+
+    assert outputs(joined=False) == [("k", "A", 1), ("k", "A", 2)]
+    assert outputs(joined=True) == [("k", "A", 1)]
+
+
+# -- against the real library ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def built() -> None:
+    build()
+
+
+def test_the_new_boundaries_are_judged() -> None:
+    judges = {version.version for version in VERSIONS}
+    assert {"2.5.1", "2.6.1", "2.6.2", "2.7.0", "2.7.1"} <= judges
+
+
+@pytest.mark.parametrize("version", ["2.5.1", "2.6.1", "2.6.2", "2.6.3", "2.7.0", "2.7.1"])
+def test_kafka_drops_an_idempotent_update_from_2_6_0_to_2_7_0_only(built, version: str) -> None:
+    drops = parse_semantics(version).drops_idempotent_table_updates
+    assert drops == (version in DROPPING)
+    with Harness(version) as harness:
+        table_table = kjoin.Scenario.from_dict({**TABLE_TABLE, "semantics": version})
+        kafka = harness.run(table_table)
+        assert kafka == kjoin_outputs(table_table)
+        expected = TABLE_TABLE_2_6_1 if drops else TABLE_TABLE_2_6_3
+        assert [[(k, v, ts) for k, v, ts in step] for step in kafka] == [
+            [(k, v if v != "null" else None, ts) for k, v, ts in step] for step in expected
+        ]
+        stream_table = kjoin.Scenario.from_dict({**STREAM_TABLE, "semantics": version})
+        assert (
+            harness.run(stream_table)
+            == kjoin_outputs(stream_table)
+            == [[], [], [["k", "L-a", 6]], [], [["k", "M-a", 8]]]
+        )
+        for document in (FOREIGN_KEY, FOREIGN_KEY_RESULT):
+            scenario = kjoin.Scenario.from_dict({**document, "semantics": version})
+            assert harness.run(scenario) == kjoin_outputs(scenario), (version, document["variant"])
+
+
+# -- kjoin diff ------------------------------------------------------------------------------------------------------
+def test_kjoin_diff_charges_2_6_1_to_2_6_3_to_kafka_12508_alone() -> None:
+    result = diff(TABLE_TABLE, from_="2.6.1", to="2.6.3")
+    assert result.switches == ("emit_on_change_disabled",)
+    assert {d.rules for d in result} == {("emit_on_change_disabled",)} and not any(d.together for d in result)
+    # the two records 2.6.1 drops and that 2.6.3 forwards, and a@3, which joins at 5 instead of 3
+    assert sorted({d.step for d in result}) == [1, 2, 3]
+    assert diff(STREAM_TABLE, from_="2.6.1", to="2.6.3").switches == ("emit_on_change_disabled",)
+    assert len(diff(STREAM_TABLE, from_="2.6.1", to="2.6.3")) == 0
+
+
+def test_kjoin_diff_on_the_command_line_names_the_rule(tmp_path, capsys) -> None:
+    import yaml
+
+    from kjoin.cli import main
+
+    path = tmp_path / "emit-on-change.yaml"
+    path.write_text(yaml.safe_dump(TABLE_TABLE))
+    assert main(["diff", str(path), "--from", "2.6.1", "--to", "2.6.3"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("table-table left join: 2.6.1 -> 2.6.3: ")
+    assert "charged: emit_on_change_disabled (" in out
+    assert "| left A@5 (key k)" in out and "| added" in out
