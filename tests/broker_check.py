@@ -288,15 +288,18 @@ def judge(
     arrival: Arrival | None = None,
     max_task_idle_ms: int | None = None,
     left_first: bool = True,
+    harness_options: dict[str, Any] | None = None,
 ) -> Verdict:
     """Run ``scenario`` in the real application and in kjoin; compare each task's processing order and outputs.
-    With ``arrival``, the records are produced in the phases of :func:`arrival_phases`."""
+    With ``arrival``, the records are produced in the phases of :func:`arrival_phases`. ``harness_options``: more
+    fields of the harness's document (``quiet_ms``, ``send_delay_ms``: see ``BrokerHarness``)."""
     phases = arrival_phases(scenario, arrival)[0] if arrival is not None else None
     document = broker_document(scenario, phases)
     oracle.scenarios += 1
     document["topic_prefix"] = topic_prefix(oracle.scenarios, scenario.partitions, left_first)
     if max_task_idle_ms is not None:
         document["max_task_idle_ms"] = max_task_idle_ms
+    document.update(harness_options or {})
     answer = oracle.ask(document)
     fk = scenario.join == "fk"
     kafka_order: dict[Any, list[Source]] = {}

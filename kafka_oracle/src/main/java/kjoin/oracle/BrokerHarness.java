@@ -273,6 +273,11 @@ public final class BrokerHarness {
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
         props.put(StreamsConfig.PROCESSOR_WRAPPER_CLASS_CONFIG, OrderLog.class);
         props.put(StreamsConfig.STATE_CLEANUP_DELAY_MS_CONFIG, 600_000L);
+        Object delay = scenario.get("send_delay_ms");
+        SlowSend.delayMs = delay == null ? 0L : ((Number) delay).longValue();
+        if (SlowSend.delayMs > 0) {
+            props.put(StreamsConfig.producerPrefix(ProducerConfig.INTERCEPTOR_CLASSES_CONFIG), SlowSend.class.getName());
+        }
         if (Oracle.flag(scenario, "optimize")) {
             props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE);
         }
@@ -543,6 +548,36 @@ public final class BrokerHarness {
         public synchronized <K, V> org.apache.kafka.streams.kstream.KTable<K, V> table(
             String topic, org.apache.kafka.streams.kstream.Consumed<K, V> consumed) {
             return super.table(renamed(topic), consumed);
+        }
+    }
+
+    /** {@code send_delay_ms}: the application's producer holds each output that long before sending it, as a
+     *  loaded machine may (the test that the harness waits for the application's commit, not for a quiet time). */
+    public static final class SlowSend implements org.apache.kafka.clients.producer.ProducerInterceptor<Object, Object> {
+        static volatile long delayMs;
+
+        @Override
+        public ProducerRecord<Object, Object> onSend(ProducerRecord<Object, Object> record) {
+            if (OUTPUT.equals(record.topic())) {
+                try {
+                    Thread.sleep(delayMs);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return record;
+        }
+
+        @Override
+        public void onAcknowledgement(org.apache.kafka.clients.producer.RecordMetadata metadata, Exception exception) {
+        }
+
+        @Override
+        public void close() {
+        }
+
+        @Override
+        public void configure(Map<String, ?> configs) {
         }
     }
 
