@@ -47,6 +47,10 @@ the order with a ``ProcessorWrapper`` (Kafka 4.0+), and each needs its classpath
 
 SOURCE_TOPICS = ("left", "right")
 
+BROKER_START_S = 180.0
+"""How long a sweep waits for its broker to answer: on a loaded machine (2 cores, other sweeps) it has taken over
+60 s, the default that live-topic tests keep."""
+
 
 class BrokerOracle:
     """The KRaft broker and one ``BrokerHarness`` JVM for Kafka ``version``: scenarios in, answers out, one at a
@@ -58,7 +62,7 @@ class BrokerOracle:
             raise HarnessError("java is not on PATH: install Java 17 (apt-get install openjdk-17-jdk-headless)")
         self.version = version
         cp = classpath(version)
-        self.broker = Broker()
+        self.broker = Broker(start_timeout_s=BROKER_START_S)
         try:
             self._process = subprocess.Popen(
                 [
@@ -279,8 +283,8 @@ def fetch_split(left: list[Any], right: list[Any], taken: list[Any]) -> list[tup
 
     kjoin's arrival model is one fetch of everything that arrives at one moment. Any order that keeps each
     partition's own order is some sequence of fetches (a fetch of one record before each take), so what this tells
-    is how many: a 0-1 breadth-first search over (records taken, fetched per side, the PriorityQueue's array), a
-    fetch costing 1 when a take came before it."""
+    is how many: a 0-1 breadth-first search over (records taken, fetched per side, the PriorityQueue's array, the
+    last move), where an arrival after a take, or a left arrival after a right one, starts a fetch and costs 1."""
     queues = {"left": left, "right": right}
     sides = ["left" if any(r is x for x in left) else "right" for r in taken]
     for side, records in queues.items():  # each partition in its offset order, every record once
