@@ -17,8 +17,11 @@ application starts, each record in its partition with its timestamp. The harness
 scenario gets a fresh application id and state directory, and its topics are deleted after it. The harness needs
 Kafka 4.0+ (it logs the order with a ``ProcessorWrapper``, KIP-1112).
 
-A lagging side (``arrival:``) is a separate check, :func:`lagging`: the application runs with
-``max.task.idle.ms = 0`` and one side's records are produced only once it has processed the other's.
+A lagging side (``arrival:``, ``python -m tests.broker_check lagging N``) is a separate check: the application runs
+with ``max.task.idle.ms = 0`` and the records are produced in phases (:func:`arrival_phases`), each once the
+application has processed the one before; each disagreement is classified by :func:`explain_lagging` (the documented
+limit: a moment that holds both sides, whose order the application's fetches decide, :func:`fetch_split`) or
+reported unexplained.
 """
 
 from __future__ import annotations
