@@ -17,12 +17,16 @@ application starts, each record in its partition with its timestamp. The harness
 scenario gets a fresh application id and state directory, and its topics are deleted after it. The harness needs
 Kafka 4.0+ (it logs the order with a ``ProcessorWrapper``, KIP-1112).
 
-A lagging side (``arrival:``) is a separate check, :func:`lagging`: the application runs with
-``max.task.idle.ms = 0`` and one side's records are produced only once it has processed the other's.
+A lagging side (``arrival:``, ``python -m tests.broker_check lagging N``) is a separate check: the application runs
+with ``max.task.idle.ms = 0`` and the records are produced in phases (:func:`arrival_phases`), each once the
+application has processed the one before; each disagreement is classified by :func:`explain_lagging` (the documented
+limit: a moment that holds both sides, whose order the application's fetches decide, :func:`fetch_split`) or
+reported unexplained.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import random
@@ -31,7 +35,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import kjoin
 from kjoin.ordering import arrival_order
@@ -46,6 +50,10 @@ the order with a ``ProcessorWrapper`` (Kafka 4.0+), and each needs its classpath
 
 SOURCE_TOPICS = ("left", "right")
 
+BROKER_START_S = 180.0
+"""How long a sweep waits for its broker to answer: on a loaded machine (2 cores, other sweeps) it has taken over
+60 s, the default that live-topic tests keep."""
+
 
 class BrokerOracle:
     """The KRaft broker and one ``BrokerHarness`` JVM for Kafka ``version``: scenarios in, answers out, one at a
@@ -57,7 +65,7 @@ class BrokerOracle:
             raise HarnessError("java is not on PATH: install Java 17 (apt-get install openjdk-17-jdk-headless)")
         self.version = version
         cp = classpath(version)
-        self.broker = Broker()
+        self.broker = Broker(start_timeout_s=BROKER_START_S)
         try:
             self._process = subprocess.Popen(
                 [
@@ -230,11 +238,12 @@ def broker_document(scenario: kjoin.Scenario, phases: list[int] | None = None) -
 
 def arrival_phases(scenario: kjoin.Scenario, arrival: Arrival) -> tuple[list[int], bool]:
     """``arrival`` as phases of production: each record arrives at ``ts + lag`` of its side (never before the record
-    ahead of it in its partition), and a new phase starts wherever the arriving side changes, so the application
-    has processed everything before the other side's next records reach it. kjoin's model processes whatever has
-    arrived before time moves on (:func:`kjoin.ordering.arrival_order`), so these phases are its arrivals. The
-    second value: whether records of both sides arrive at one moment (they share a phase, and which the
-    application fetches first is a race)."""
+    ahead of it in its partition). Records arriving at one moment share a phase; consecutive moments share one while
+    they hold one and the same side; a moment that holds both sides is a phase of its own. So the application has
+    processed everything before the other side's next records reach it, as kjoin's model processes whatever has
+    arrived before time moves on (:func:`kjoin.ordering.arrival_order`), and a phase with both sides holds only
+    records kjoin buffers at once. The second value: whether some moment holds both sides (which the application
+    fetches first is a race: :func:`explain_lagging`)."""
     records = scenario.records()
     times: list[int] = []
     last: dict[tuple[str, int], int] = {}
@@ -243,18 +252,167 @@ def arrival_phases(scenario: kjoin.Scenario, arrival: Arrival) -> tuple[list[int
         time_ = max(record.ts + arrival.lag_ms(record.side.value, record.partition), last.get(where, -(2**63)))
         last[where] = time_
         times.append(time_)
-    phases = [0] * len(records)
-    phase, side, moment, simultaneous = 0, None, None, False
+    moments: dict[int, list[int]] = {}
     for index in sorted(range(len(records)), key=lambda i: times[i]):
-        this = records[index].side.value
-        if side is not None and this != side:
-            if times[index] == moment:
-                simultaneous = True
-            else:
-                phase += 1
-        side, moment = this, times[index]
-        phases[index] = phase
+        moments.setdefault(times[index], []).append(index)
+    phases = [0] * len(records)
+    phase, sides, simultaneous = -1, set(), False
+    for indexes in moments.values():
+        these = {records[i].side.value for i in indexes}
+        if len(these) > 1 or len(sides) != 1 or these != sides:
+            phase, sides = phase + 1, these
+        simultaneous |= len(these) > 1
+        for index in indexes:
+            phases[index] = phase
     return phases, simultaneous
+
+
+FETCH_BOUNDARY = (
+    "a fetch boundary: both sides reached the broker at one moment (arrival_phases: one phase holds records of "
+    "both), and which of them the application's consumer fetched first is a race; Kafka's order is what "
+    "PartitionGroup does when its fetches split them so, and kjoin run in Kafka's order gives Kafka's outputs"
+)
+"""The documented limit of kjoin's arrival model (README "The processing order", docs/processing_order.md): it
+buffers records that arrive at one moment together (one fetch); a running application may fetch one side first."""
+
+
+def fetch_split(left: list[Any], right: list[Any], taken: list[Any]) -> list[tuple[str, int]] | None:
+    """The fewest fetches that make a task take ``left`` and ``right`` (one partition of each side, in offset order;
+    its buffers empty before) in the order ``taken`` (the running application's) by Kafka's ``PartitionGroup`` rule:
+    the queue with the lowest head timestamp; a queue that becomes non-empty is offered behind an equal head (of
+    one fetch, the left first); the queue taken from goes back behind an equal one. Returns them as runs:
+    ``("left", n)``: the next n left records arrive, ``("take", n)``: the task takes n records; None when no
+    sequence of fetches gives ``taken`` (a partition out of its offset order, a record missing or extra).
+
+    kjoin's arrival model is one fetch of everything that arrives at one moment. Any order that keeps each
+    partition's own order is some sequence of fetches (a fetch of one record before each take), so what this tells
+    is how many: a 0-1 breadth-first search over (records taken, fetched per side, the PriorityQueue's array, the
+    last move), where an arrival after a take, or a left arrival after a right one, starts a fetch and costs 1."""
+    queues = {"left": left, "right": right}
+    sides = ["left" if any(r is x for x in left) else "right" for r in taken]
+    for side, records in queues.items():  # each partition in its offset order, every record once
+        in_order = [r for r, its in zip(taken, sides) if its == side]
+        if len(in_order) != len(records) or any(a is not b for a, b in zip(in_order, records)):
+            return None
+    used_left = [0]
+    for side in sides:
+        used_left.append(used_left[-1] + (side == "left"))
+
+    def ts(side: str, step: int) -> int:
+        used = used_left[step] if side == "left" else step - used_left[step]
+        return queues[side][used].ts
+
+    def fetched_ahead(side: str, step: int, fetched: dict[str, int]) -> bool:
+        used = used_left[step] if side == "left" else step - used_left[step]
+        return fetched[side] > used
+
+    State = tuple[int, int, int, tuple[str, ...], str]  # the last move: "take", "left" or "right" (arrived)
+    begin: State = (0, 0, 0, (), "take")
+    parents: dict[State, tuple[State | None, str]] = {begin: (None, "")}
+    best: dict[State, int] = {begin: 0}
+    queue: collections.deque[tuple[int, State]] = collections.deque([(0, begin)])
+    settled: set[State] = set()
+    while queue:
+        cost, state = queue.popleft()
+        if state in settled:
+            continue
+        settled.add(state)
+        step, fetched_left, fetched_right, heap, fetching = state
+        if step == len(taken):
+            moves = []
+            at: State | None = state
+            while at is not None and parents[at][1]:
+                moves.append(parents[at][1])
+                at = parents[at][0]
+            return _runs(reversed(moves))
+        fetched = {"left": fetched_left, "right": fetched_right}
+        if heap and heap[0] == sides[step]:  # the queue at the root is the taken record's: take it
+            side, rest = heap[0], heap[1:]  # PriorityQueue.poll on at most two queues: the other one is the root
+            if fetched_ahead(side, step + 1, fetched):
+                rest = _offer(rest, side, lambda s: ts(s, step + 1))
+            _relax(queue, best, parents, cost, 0, state, (step + 1, fetched_left, fetched_right, rest, "take"), "take")
+        for side in ("left", "right"):  # or one more record of a side arrives
+            if fetched[side] < len(queues[side]):
+                grown = heap if fetched_ahead(side, step, fetched) else _offer(heap, side, lambda s: ts(s, step))
+                more = dict(fetched, **{side: fetched[side] + 1})
+                nxt = (step, more["left"], more["right"], grown, side)
+                # One fetch hands its records over left first (the consumer's map, for the harness's topic names):
+                # a left record after a right one, or any after a take, is the next fetch.
+                same_fetch = fetching == side or (fetching == "left" and side == "right")
+                _relax(queue, best, parents, cost, int(not same_fetch), state, nxt, side)
+    return None
+
+
+def _relax(queue: Any, best: dict, parents: dict, cost: int, weight: int, state: Any, nxt: Any, move: str) -> None:
+    """0-1 breadth-first search: a cheaper way to ``nxt`` replaces the one known; a free move goes first."""
+    if cost + weight < best.get(nxt, cost + weight + 1):
+        best[nxt], parents[nxt] = cost + weight, (state, move)
+        (queue.append if weight else queue.appendleft)((cost + weight, nxt))
+
+
+def _offer(heap: tuple[str, ...], side: str, ts: Any) -> tuple[str, ...]:
+    """java.util.PriorityQueue.offer on at most two queues: behind an equal head."""
+    return (side, *heap) if heap and ts(side) < ts(heap[0]) else (*heap, side)
+
+
+def fetch_count(runs: list[tuple[str, int]]) -> int:
+    """How many fetches ``runs`` (:func:`fetch_split`) has: an arrival after a take, or a left arrival after a
+    right one (one fetch hands over its left records first), starts one."""
+    count, before = 0, "take"
+    for what, _ in runs:
+        count += what != "take" and not (what == before or (before, what) == ("left", "right"))
+        before = what
+    return count
+
+
+def _runs(moves: Iterable[str]) -> list[tuple[str, int]]:
+    runs: list[tuple[str, int]] = []
+    for what in moves:
+        if runs and runs[-1][0] == what:
+            runs[-1] = (what, runs[-1][1] + 1)
+        else:
+            runs.append((what, 1))
+    return runs
+
+
+def explain_lagging(verdict: Verdict, arrival: Arrival) -> tuple[bool, str]:
+    """Whether a documented limit explains a lagging-side disagreement, and in words which (or why none does). It is
+    :data:`FETCH_BOUNDARY` when every task took each phase's records only after the earlier phases' (the
+    deterministic part: the harness produces a phase once the application has processed the one before); every task
+    took the records of a phase with one side in kjoin's order; the records of every phase with both sides in
+    kjoin's order or in an order two or more fetches give (:func:`fetch_split`); and kjoin, run in Kafka's own
+    order, gives Kafka's outputs."""
+    scenario = verdict.scenario
+    records = scenario.records()
+    phases = dict(zip(((r.side.value, r.partition, r.offset) for r in records), arrival_phases(scenario, arrival)[0]))
+    by_source = {(r.side.value, r.partition, r.offset): r for r in records}
+    both = {phase for phase in set(phases.values()) if len({s for (s, _, _), p in phases.items() if p == phase}) == 2}
+    splits: list[str] = []
+    for task in sorted(set(verdict.kafka_order) | set(verdict.kjoin_order), key=repr):
+        theirs, ours = verdict.kafka_order.get(task, []), verdict.kjoin_order.get(task, [])
+        if sorted(theirs) != sorted(ours):
+            return False, f"task {task} processed other records than kjoin's"
+        if [phases[s] for s in theirs] != sorted(phases[s] for s in theirs):
+            return False, f"task {task} took a record before the phase ahead of it was processed"
+        for phase in sorted({phases[s] for s in theirs}):
+            taken = [by_source[s] for s in theirs if phases[s] == phase]
+            kjoins = [by_source[s] for s in ours if phases[s] == phase]
+            if taken == kjoins:
+                continue
+            if phase not in both:
+                return False, f"task {task}, phase {phase} (one side): another order than kjoin's"
+            left = sorted((r for r in taken if r.side.value == "left"), key=lambda r: r.offset)
+            right = sorted((r for r in taken if r.side.value == "right"), key=lambda r: r.offset)
+            fetches = fetch_split(left, right, taken)
+            if fetches is None:
+                return False, f"task {task}, phase {phase}: no sequence of fetches gives Kafka's order"
+            if fetch_count(fetches) < 2:
+                return False, f"task {task}, phase {phase}: one fetch gives Kafka's order, not kjoin's"
+            splits.append(f"task {task}, phase {phase}: " + ", ".join(f"{what} {n}" for what, n in fetches))
+    order = [by_source[s] for task in sorted(verdict.kafka_order) for s in verdict.kafka_order[task]]
+    if outputs_in_order(scenario, order) != verdict.kafka_outputs:
+        return False, "kjoin run in Kafka's order gives other outputs"
+    return True, f"{FETCH_BOUNDARY} ({'; '.join(splits) or 'the orders agree'})"
 
 
 def kjoin_order(scenario: kjoin.Scenario, arrival: Arrival | None = None) -> list[Any]:
@@ -288,15 +446,18 @@ def judge(
     arrival: Arrival | None = None,
     max_task_idle_ms: int | None = None,
     left_first: bool = True,
+    harness_options: dict[str, Any] | None = None,
 ) -> Verdict:
     """Run ``scenario`` in the real application and in kjoin; compare each task's processing order and outputs.
-    With ``arrival``, the records are produced in the phases of :func:`arrival_phases`."""
+    With ``arrival``, the records are produced in the phases of :func:`arrival_phases`. ``harness_options``: more
+    fields of the harness's document (``quiet_ms``, ``send_delay_ms``: see ``BrokerHarness``)."""
     phases = arrival_phases(scenario, arrival)[0] if arrival is not None else None
     document = broker_document(scenario, phases)
     oracle.scenarios += 1
     document["topic_prefix"] = topic_prefix(oracle.scenarios, scenario.partitions, left_first)
     if max_task_idle_ms is not None:
         document["max_task_idle_ms"] = max_task_idle_ms
+    document.update(harness_options or {})
     answer = oracle.ask(document)
     fk = scenario.join == "fk"
     kafka_order: dict[Any, list[Source]] = {}
@@ -314,7 +475,13 @@ def judge(
     for record in order:
         where = (record.side.value, record.partition) if fk else record.partition
         ours.setdefault(where, []).append((record.side.value, record.partition, record.offset))
-    our_outputs: dict[Any, list[list[Any]]] = {}
+    return Verdict(scenario, kafka_order, ours, kafka_outputs, outputs_in_order(scenario, order))
+
+
+def outputs_in_order(scenario: kjoin.Scenario, order: list[Any]) -> dict[Any, list[list[Any]]]:
+    """kjoin's outputs per task (partition) when its tasks take ``scenario``'s records in ``order``, each as
+    ``[source, key, value, ts]`` with the input record whose header Kafka writes it with."""
+    outputs: dict[Any, list[list[Any]]] = {}
     steps = kjoin.run(in_kjoin_order(scenario, order)).steps
     for step in steps:
         for output in step.outputs:
@@ -326,8 +493,8 @@ def judge(
             source = f"{record.side.value}:{record.partition}:{record.offset}"
             key = render_value(output.key) if output.key is not None else None
             value = None if output.tombstone else render_value(output.value)
-            our_outputs.setdefault(record.partition, []).append([source, key, value, output.ts])
-    return Verdict(scenario, kafka_order, ours, kafka_outputs, our_outputs)
+            outputs.setdefault(record.partition, []).append([source, key, value, output.ts])
+    return outputs
 
 
 SUBSCRIPTION_TOPIC = "SUBSCRIPTION-REGISTRATION"
@@ -397,9 +564,13 @@ IMMEDIATE_DIFFERS = "kjoin's delivery: immediate (TopologyTestDriver's order) gi
 
 
 # -- make broker-check ---------------------------------------------------------------------------------------------
-def generate(version: KafkaVersion, count: int, joins: tuple[str, ...] | None = None) -> list[kjoin.Scenario]:
-    """``count`` random scenarios of the wide generator (``tests.oracle_check.wide_scenarios``), caching off."""
+def generate(
+    version: KafkaVersion, count: int, joins: tuple[str, ...] | None = None, seed: int | None = None
+) -> list[kjoin.Scenario]:
+    """``count`` random scenarios of the wide generator (``tests.oracle_check.wide_scenarios``), caching off;
+    ``seed``: the same scenarios every time (a sweep prints its seed, so its scenario n can be run again)."""
     from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as seeded
 
     from tests.oracle_check import wide_scenarios
 
@@ -420,8 +591,8 @@ def generate(version: KafkaVersion, count: int, joins: tuple[str, ...] | None = 
         data.pop("caching", None)
         found.append(kjoin.Scenario.from_dict(data))
 
-    for _ in range(10):
-        collect()
+    for attempt in range(10):
+        (collect if seed is None else seeded(seed * 10 + attempt)(collect))()
         if len(found) >= count:
             break
     return found[:count]
@@ -448,19 +619,24 @@ def lagging_arrival(scenario: kjoin.Scenario, seed: int) -> Arrival:
 
 def main(argv: list[str]) -> int:
     """``[lagging] [N] [joins]``: N scenarios (default 200) with every record on the broker before the application
-    starts; or, with ``lagging``, N scenarios with a lagging side (:func:`lagging_arrival`, ``max.task.idle.ms=0``)."""
+    starts; or, with ``lagging``, N scenarios with a lagging side (:func:`lagging_arrival`, ``max.task.idle.ms=0``),
+    each disagreement classified (:func:`explain_lagging`). ``SEED``: the generator's seed (default: drawn, and
+    printed)."""
     lagging = bool(argv) and argv[0] == "lagging"
     argv = argv[1:] if lagging else argv
     count = int(argv[0]) if argv else int(os.environ.get("N", "200"))
     joins = tuple(argv[1].split(",")) if len(argv) > 1 else (LAGGING_JOINS if lagging else None)
     failed = 0
+    seed = int(os.environ.get("SEED", random.randrange(10**6)))
+    print(f"seed {seed} (SEED={seed} runs the same scenarios again)", flush=True)
     for name in BROKER_JUDGES:
         version = KafkaVersion(name)
-        batch = generate(version, count, joins)
+        batch = generate(version, count, joins, seed)
         if lagging:
-            batch = [kjoin.Scenario.from_dict({**s.to_dict(), "self_join": False}) for s in batch]
+            # Both topics meet in one task: no self-join (nor its single-store optimization, which needs one).
+            batch = [kjoin.Scenario.from_dict({**s.to_dict(), "self_join": False, "optimize": False}) for s in batch]
         started = time.monotonic()
-        outputs = orders = simultaneous = fk = not_immediate = 0
+        outputs = orders = simultaneous = fk = not_immediate = explained = differing = 0
         with BrokerOracle(name) as oracle:
             for number, scenario in enumerate(batch):
                 if number and number % 100 == 0:
@@ -473,14 +649,21 @@ def main(argv: list[str]) -> int:
                 except (HarnessError, BrokerError) as error:
                     print(f"  scenario {number}: {error}", flush=True)
                     outputs += 1
+                    differing += 1
                     continue
                 outputs += verdict.outputs_differ
                 orders += verdict.order_differs
                 fk += scenario.join == "fk"
                 not_immediate += IMMEDIATE_DIFFERS in verdict.notes
                 if verdict.outputs_differ or verdict.order_differs:
+                    differing += 1
+                    why = ""
+                    if arrival is not None:
+                        limit, words = explain_lagging(verdict, arrival)
+                        explained += limit
+                        why = f"\n    {'explained by' if limit else 'UNEXPLAINED:'} {words}"
                     shown = scenario_yaml(scenario) + (f"arrival: {arrival}\n" if arrival else "")
-                    print(f"  scenario {number}: {verdict.describe()}\n{_indent(shown)}", flush=True)
+                    print(f"  scenario {number}: {verdict.describe()}{why}\n{_indent(shown)}", flush=True)
         seconds = time.monotonic() - started
         what = "scenarios with a lagging side" if lagging else "scenarios"
         extra = f", {simultaneous} with both sides arriving at one moment" if lagging else ""
@@ -491,7 +674,15 @@ def main(argv: list[str]) -> int:
             f"mismatches ({seconds:.0f} s{extra})",
             flush=True,
         )
-        failed += outputs + orders
+        if lagging:
+            print(
+                f"  of the {differing} scenarios that differ: {explained} explained by a fetch boundary (the "
+                f"documented limit), {differing - explained} unexplained",
+                flush=True,
+            )
+            failed += differing - explained
+        else:
+            failed += outputs + orders
     return 1 if failed else 0
 
 

@@ -151,3 +151,19 @@ def test_a_lagging_customers_partition_leaves_early_orders_without_their_custome
     assert verdict.kafka_order[0] == [("left", 0, 0), ("left", 0, 1), ("right", 0, 0), ("right", 0, 1), ("left", 0, 2)]
     assert [output[2] for output in verdict.kafka_outputs[0]] == ["o1-null", "o2-null", "o3-Ann"]
     assert not verdict.order_differs and not verdict.outputs_differ, verdict.describe()
+
+
+def test_the_harness_reads_every_output_of_an_application_that_sends_them_late(oracle):
+    """The application's producer holds each output 400 ms (``send_delay_ms``, a producer interceptor) and the
+    harness's quiet time is 1 ms: it must still read every output, because it waits until the application has
+    committed every partition it reads (Kafka Streams flushes its producer before it commits). Before, a quiet time
+    of 700 ms ended the read, and on a loaded machine sweep scenario 309 lost its last output so."""
+    events = [
+        {"side": "left", "key": "k", "value": "A", "ts": 1},
+        {"side": "right", "key": "k", "value": "a", "ts": 2},
+        {"side": "left", "key": "k", "value": "B", "ts": 3},
+    ]
+    drawn = scenario("stream-stream", events, window={"before_ms": 5, "after_ms": 5, "grace_ms": 0})
+    verdict = judge(oracle, drawn, harness_options={"quiet_ms": 1, "send_delay_ms": 400})
+    assert verdict.kafka_outputs == {0: [["right:0:0", "k", "A-a", 2], ["left:0:1", "k", "B-a", 3]]}
+    assert not verdict.order_differs and not verdict.outputs_differ, verdict.describe()

@@ -458,3 +458,30 @@ def test_why_says_a_partner_with_the_same_timestamp_went_behind_on_a_tie(spark):
     )
     at_start = result.why(partition=1, offset=0)
     assert at_start.verdict == "partner-later" and TIE_AT_START in at_start.text
+
+
+def test_why_says_an_earlier_partner_waited_behind_a_record_that_tied(spark):
+    """The right partition holds Bob (ts 1), Cy (ts 5, key c2), then the order's customer Ann (ts 4): after Bob the
+    task ties o1 (ts 5) with Cy and takes o1 (it had just taken the right), so Ann, behind Cy, comes after the order.
+    The Spark drill-down names the tie and the record Ann waited behind, in the reference engine's own sentence
+    (kjoin.ordering.ties_taken_first), not the generic "a record with a higher timestamp held it back"."""
+    import kjoin
+
+    left = [("c1", "o1", 5, 0, 0)]
+    right = [("c9", "Bob", 1, 0, 0), ("c2", "Cy", 5, 0, 1), ("c1", "Ann", 4, 0, 2)]
+    result = run_join(topic(spark, left, 1), topic(spark, right, 1), "stream-table", "left")
+    found = result.why(partition=0, offset=0)
+    assert found.verdict == "partner-processed-later" and found.delay_ms == -1
+    assert found.blocker is not None and (found.blocker.offset, found.blocker.ts) == (1, 5)
+    assert "though its timestamp is 1 ms earlier" in found.text
+    assert "held it back" not in found.text
+    events = [
+        {"side": side, "key": key, "value": value, "ts": ts}
+        for side, rows in (("right", right[:1]), ("left", left), ("right", right[1:]))
+        for key, value, ts, _, _ in rows
+    ]
+    reference = kjoin.run(kjoin.Scenario.from_dict({"join": "stream-table", "variant": "left", "events": events}))
+    sentence = reference.steps[1].explain
+    assert "(its next record: offset 1, key 'c2', ts 5)" in sentence
+    assert "this record's partner (offset 2, ts 4) was behind it" in sentence
+    assert sentence[sentence.index("The right partition's next record") :] in found.text

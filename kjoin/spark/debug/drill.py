@@ -159,7 +159,16 @@ def why(run: "SparkRun", partition: int, offset: int, side: str, scenario: int, 
     elsewhere, same = _partners(run, rows, Side(side).other.value, partition, home)
     finder = _Finder(run, scenario, key, Side(side).other.value, partition)
     found = debug.diagnose(
-        record, config, trace, elsewhere, same, home, finder.null_key_partner, finder.blocker, finder.taken_before
+        record,
+        config,
+        trace,
+        elsewhere,
+        same,
+        home,
+        finder.null_key_partner,
+        finder.blocker,
+        finder.taken_before,
+        finder.next_after,
     )
     extra = [(p, key) for p in elsewhere]
     if found.verdict == "partner-null-key" and found.cause is not None:
@@ -205,6 +214,23 @@ class _Finder:
             return None
         value = self.run._decoders()[1](found["value"])
         return debug.Partner(found["side"], found["partition"], found["offset"], found["ts"], value, found["step"])
+
+    def next_after(self, step: int) -> Any:
+        """The other side's next record in the task after ``step``: its partition's head when the task took the
+        record at ``step`` (``None`` when the task took no more of it)."""
+        found = self.run.why_index().next_after_step(self.scenario, self.partition, self.other, step)
+        if found is None:
+            return None
+        decode_key, decode_value = self.run._decoders()
+        return debug.Partner(
+            found["side"],
+            found["partition"],
+            found["offset"],
+            found["ts"],
+            decode_value(found["value"]),
+            found["step"],
+            key=decode_key(found["key"]),
+        )
 
     def blocker(self, partner: Any, ts: int) -> Any:
         """The record ahead of ``partner`` in its partition with the highest timestamp above ``ts``."""

@@ -91,6 +91,20 @@ class WhyIndex:
             (F.col("scenario") == scenario) & (F.col("partition") == partition) & (F.col("step") == step)
         ).first()
 
+    def next_after_step(self, scenario: int, partition: int, side: str, step: int) -> Any:
+        """The first ``side`` record of the task processed after ``step`` (the lowest offset: a partition is taken
+        in its order), or ``None``."""
+        return (
+            self.by_offset.filter(
+                (F.col("scenario") == scenario)
+                & (F.col("partition") == partition)
+                & (F.col("side") == side)
+                & (F.col("step") > step)
+            )
+            .orderBy("offset")
+            .first()
+        )
+
     def key_rows(self, scenario: int, key: Any) -> list[Any]:
         """Every record of ``key`` (stored form), both sides, all partitions."""
         return self.by_key.filter((F.col("scenario") == scenario) & (F.col("key") == key)).collect()

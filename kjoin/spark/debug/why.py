@@ -154,6 +154,8 @@ class Partner:
     """Its step in the task's processing order (same partition only)."""
     home: int | None = None
     """The partition its key belongs in (:mod:`kjoin.spark.debug.audit`); ``None`` for a null key or when unknown."""
+    key: Any = None
+    """Its key, when it is not the record's own (the next record of a partition, which a tie is told by)."""
 
     @property
     def misrouted(self) -> bool:
@@ -470,6 +472,7 @@ def diagnose(
     null_key_partner: Callable[[], Partner | None] | None = None,
     find_blocker: Callable[[Partner, int], Partner | None] | None = None,
     taken_before: Callable[[int], Partner | None] | None = None,
+    next_after: Callable[[int], Partner | None] | None = None,
 ) -> Diagnosis:
     """The verdict for ``record`` read from its key's drill-down ``trace``. ``same``: the other
     side's records of the key in the record's partition (with steps); ``elsewhere``: in other
@@ -556,7 +559,7 @@ def diagnose(
     if lost is not None:
         return _partner_null_key(record, who, other_side, lost, task_step, trace)
     return _partner_verdict(
-        record, who, other_side, config, step, task_step, trace, elsewhere, same, find_blocker, taken_before
+        record, who, other_side, config, step, task_step, trace, elsewhere, same, find_blocker, taken_before, next_after
     )
 
 
@@ -869,6 +872,7 @@ def _partner_verdict(
     same: Sequence[Partner],
     find_blocker: Callable[[Partner, int], Partner | None] | None = None,
     taken_before: Callable[[int], Partner | None] | None = None,
+    next_after: Callable[[int], Partner | None] | None = None,
 ) -> Diagnosis:
     """The verdict from the other side's records of the key: none here (elsewhere or nowhere), outside the window,
     expired, deleted before, or processed after the record."""
@@ -900,7 +904,7 @@ def _partner_verdict(
     ]
     if config.window is not None:
         return _windowed_partner_verdict(
-            record, who, other_side, config, step, task_step, trace, same, find_blocker, taken_before
+            record, who, other_side, config, step, task_step, trace, same, find_blocker, taken_before, next_after
         )
     if before:
         last = max(before, key=lambda p: p.step)
@@ -917,7 +921,7 @@ def _partner_verdict(
             )
     if after:
         first = min(after, key=lambda p: p.step)
-        return _later(record, who, other_side, first, task_step, trace, find_blocker, taken_before, config)
+        return _later(record, who, other_side, first, task_step, trace, find_blocker, taken_before, config, next_after)
     return Diagnosis("no-result", f"The {who}: {step.explain}", record, task_step, tuple(same), trace=trace)
 
 
@@ -932,6 +936,7 @@ def _windowed_partner_verdict(
     same: Sequence[Partner],
     find_blocker: Callable[[Partner, int], Partner | None] | None,
     taken_before: Callable[[int], Partner | None] | None = None,
+    next_after: Callable[[int], Partner | None] | None = None,
 ) -> Diagnosis:
     """A stream-stream record's partners in its partition: all outside its window, expired before they were
     processed, processed later, or inside it without joining."""
@@ -987,7 +992,7 @@ def _windowed_partner_verdict(
         )
     if late:
         p = late[0]
-        return _later(record, who, other_side, p, task_step, trace, find_blocker, taken_before, config)
+        return _later(record, who, other_side, p, task_step, trace, find_blocker, taken_before, config, next_after)
     return Diagnosis(
         "no-result",
         f"The {who} has partners inside its window but none joined: {step.explain}",
@@ -1039,10 +1044,21 @@ def _later(
     find_blocker: Callable[[Partner, int], Partner | None] | None = None,
     taken_before: Callable[[int], Partner | None] | None = None,
     config: Scenario | None = None,
+    next_after: Callable[[int], Partner | None] | None = None,
 ) -> Diagnosis:
     between = None if task_step is None or partner.step is None else partner.step - task_step - 1
     if partner.ts == record.ts and taken_before is not None and task_step is not None:
         return _tie(record, who, other_side, partner, task_step, between, trace, taken_before, config)
+    head = next_after(task_step) if next_after is not None and task_step is not None else None
+    if (
+        partner.ts < record.ts
+        and head is not None
+        and head.ts == record.ts
+        and head.offset <= partner.offset
+        and taken_before is not None
+        and task_step is not None
+    ):  # an earlier partner behind a record that tied with this one (kjoin.ordering.ties_taken_first)
+        return _tie(record, who, other_side, partner, task_step, between, trace, taken_before, config, head)
     if partner.ts >= record.ts:
         delay = partner.ts - record.ts
         return Diagnosis(
@@ -1096,24 +1112,33 @@ def _tie(
     trace: KeyTrace,
     taken_before: Callable[[int], Partner | None],
     config: Scenario | None,
+    head: Partner | None = None,
 ) -> Diagnosis:
-    """A partner with the record's own timestamp processed after it: the tie Kafka's ``PartitionGroup`` broke
-    (:class:`kjoin.ordering.TakenFirst` says how), or the arrival that kept the partner out of the task."""
+    """A partner with the record's own timestamp processed after it, or (``head``: the other partition's next
+    record, which had the record's timestamp) an earlier partner behind such a record: the tie Kafka's
+    ``PartitionGroup`` broke (:class:`kjoin.ordering.TakenFirst` says how, as the reference engine's step does), or
+    the arrival that kept the partner out of the task."""
     before = taken_before(task_step)
     previous = None if before is None else Record(Side(before.side), None, before.value, before.ts, 0, before.offset)
     as_record = Record(Side(other_side), record.key, partner.value, partner.ts, partner.partition, partner.offset)
+    ahead = as_record
+    if head is not None:
+        ahead = Record(Side(other_side), head.key, head.value, head.ts, head.partition, head.offset)
     arrival = config.arrival if config is not None else None
     lag = arrival.lag_ms(other_side) if arrival is not None else 0
-    taken = TakenFirst(other_side, as_record, as_record, previous, lag)
+    taken = TakenFirst(other_side, ahead, as_record, previous, lag)
+    earlier = partner.ts < record.ts
     return Diagnosis(
-        "partner-later",
+        "partner-processed-later" if earlier else "partner-later",
         f"The {other_side} record with key {record.key!r} (offset {partner.offset}, {when(partner.ts)}) was "
-        f"processed after the {who}, {between} record(s) later, though its timestamp is the same. "
+        f"processed after the {who}, {between} record(s) later, though its timestamp is "
+        + (f"{duration(record.ts - partner.ts)} earlier. " if earlier else "the same. ")
         + taken.explain(record),
         record,
         task_step,
-        (partner,),
-        delay_ms=0,
+        (partner,) if head is None else (partner, head),
+        delay_ms=partner.ts - record.ts,
         records_between=between,
         trace=trace,
+        blocker=head,
     )

@@ -218,10 +218,11 @@ public final class BrokerHarness {
                 for (Map<String, Object> record : records) {
                     last = Math.max(last, phase(record));
                 }
-                readUntilQuiet(consumer, outputs, early, last == 0 ? quietMs : 0, failure);
+                readUntilQuiet(consumer, outputs, early, last == 0 ? quietMs : 0, failure, applicationId, topics);
                 for (int phase = 1; phase <= last; phase++) {  // later records: once the earlier are processed
                     int upTo = produce(producer, records, phase, offsets);
-                    readUntilQuiet(consumer, outputs, upTo, phase == last ? quietMs : 0, failure);
+                    readUntilQuiet(consumer, outputs, upTo, phase == last ? quietMs : 0, failure, applicationId,
+                        topics);
                 }
             }
             result.put("outputs", outputs);
@@ -230,7 +231,7 @@ public final class BrokerHarness {
             }
         } finally {
             if (streams != null) {
-                streams.close(Duration.ofSeconds(30));
+                closeFully(streams);
                 streams.cleanUp();
             }
             deleteTopics(prefix, applicationId);
@@ -239,6 +240,22 @@ public final class BrokerHarness {
             }
         }
     }
+
+    /** Closes ``streams`` and waits until it has stopped (NOT_RUNNING or ERROR): {@code cleanUp} refuses an
+     *  application whose close has not completed ("Cannot clean up while running."), and on a loaded machine one
+     *  {@code close(timeout)} can return false with its stream thread still shutting down. A close that is already
+     *  under way is waited on again, up to five minutes in all. */
+    static void closeFully(KafkaStreams streams) {
+        long deadline = System.currentTimeMillis() + CLOSE_TIMEOUT_MS;
+        while (!streams.close(Duration.ofSeconds(30)) && !streams.state().hasCompletedShutdown()) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("the application did not stop within " + CLOSE_TIMEOUT_MS / 1000
+                    + " s of close() (state " + streams.state() + "): its state directory is not cleaned up");
+            }
+        }
+    }
+
+    static final long CLOSE_TIMEOUT_MS = 300_000;
 
     /** The application's settings: Kafka's defaults but for what makes a run reproducible. */
     Properties streamsProperties(Map<String, Object> scenario, String applicationId, Path stateDir) {
@@ -256,6 +273,11 @@ public final class BrokerHarness {
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
         props.put(StreamsConfig.PROCESSOR_WRAPPER_CLASS_CONFIG, OrderLog.class);
         props.put(StreamsConfig.STATE_CLEANUP_DELAY_MS_CONFIG, 600_000L);
+        Object delay = scenario.get("send_delay_ms");
+        SlowSend.delayMs = delay == null ? 0L : ((Number) delay).longValue();
+        if (SlowSend.delayMs > 0) {
+            props.put(StreamsConfig.producerPrefix(ProducerConfig.INTERCEPTOR_CLASSES_CONFIG), SlowSend.class.getName());
+        }
         if (Oracle.flag(scenario, "optimize")) {
             props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE);
         }
@@ -336,9 +358,12 @@ public final class BrokerHarness {
     }
 
     /** Reads the output topic until the application has processed ``inputs`` input records and then nothing has
-     *  happened (no record processed, none written) for ``quietMs``. */
+     *  happened (no record processed, none written) for ``quietMs``; with {@code quietMs > 0} (the last read of a
+     *  scenario) also until the application has committed (see {@link #caughtUp}): a record is logged when its
+     *  processing starts, and the outputs it writes reach the broker when the producer sends them, which on a loaded
+     *  machine can take longer than any quiet time (the last output of sweep scenario 309 was once missed so). */
     void readUntilQuiet(KafkaConsumer<String, String> consumer, List<List<Object>> outputs, int inputs, long quietMs,
-                        Throwable[] failure) throws Exception {
+                        Throwable[] failure, String applicationId, List<NewTopic> inputTopics) throws Exception {
         long deadline = System.currentTimeMillis() + 120_000;
         long lastChange = System.currentTimeMillis();
         int seen = -1;
@@ -376,13 +401,52 @@ public final class BrokerHarness {
             if (changed) {
                 lastChange = time;
             } else if (inputsSeen >= inputs && time - lastChange >= quietMs) {
-                return;
+                if (quietMs == 0 || caughtUp(consumer, applicationId, inputTopics)) {
+                    return;
+                }
+                lastChange = time;  // not committed yet: wait another quiet time
             }
             if (time > deadline) {
                 throw new IllegalStateException("the application processed " + inputsSeen + " of " + inputs
                     + " input records in 120 s");
             }
         }
+    }
+
+    /** Whether the application has committed every partition it reads (the scenario's input partitions and its
+     *  internal topics') at that partition's end, and ``consumer`` has read the output topic to its end. Kafka
+     *  Streams flushes its producer before it commits (at least once), so every output of every processed record is
+     *  on the broker then. */
+    boolean caughtUp(KafkaConsumer<String, String> consumer, String applicationId, List<NewTopic> inputTopics)
+        throws Exception {
+        Map<TopicPartition, org.apache.kafka.clients.consumer.OffsetAndMetadata> committed = admin
+            .listConsumerGroupOffsets(applicationId).partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
+        Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> ends = new HashMap<>();
+        for (NewTopic topic : inputTopics) {
+            for (int partition = 0; partition < topic.numPartitions(); partition++) {
+                ends.put(new TopicPartition(topic.name(), partition), org.apache.kafka.clients.admin.OffsetSpec.latest());
+            }
+        }
+        for (TopicPartition partition : committed.keySet()) {
+            ends.put(partition, org.apache.kafka.clients.admin.OffsetSpec.latest());
+        }
+        TopicPartition output = new TopicPartition(OUTPUT, 0);
+        ends.put(output, org.apache.kafka.clients.admin.OffsetSpec.latest());
+        var latest = admin.listOffsets(ends).all().get(30, TimeUnit.SECONDS);
+        for (var entry : latest.entrySet()) {
+            long end = entry.getValue().offset();
+            if (entry.getKey().equals(output)) {
+                if (consumer.position(output) < end) {
+                    return false;
+                }
+                continue;
+            }
+            var offset = committed.get(entry.getKey());
+            if (end > 0 && (offset == null || offset.offset() < end)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Deletes the scenario's input topics and the application's internal topics (their names are never used
@@ -484,6 +548,36 @@ public final class BrokerHarness {
         public synchronized <K, V> org.apache.kafka.streams.kstream.KTable<K, V> table(
             String topic, org.apache.kafka.streams.kstream.Consumed<K, V> consumed) {
             return super.table(renamed(topic), consumed);
+        }
+    }
+
+    /** {@code send_delay_ms}: the application's producer holds each output that long before sending it, as a
+     *  loaded machine may (the test that the harness waits for the application's commit, not for a quiet time). */
+    public static final class SlowSend implements org.apache.kafka.clients.producer.ProducerInterceptor<Object, Object> {
+        static volatile long delayMs;
+
+        @Override
+        public ProducerRecord<Object, Object> onSend(ProducerRecord<Object, Object> record) {
+            if (OUTPUT.equals(record.topic())) {
+                try {
+                    Thread.sleep(delayMs);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return record;
+        }
+
+        @Override
+        public void onAcknowledgement(org.apache.kafka.clients.producer.RecordMetadata metadata, Exception exception) {
+        }
+
+        @Override
+        public void close() {
+        }
+
+        @Override
+        public void configure(Map<String, ?> configs) {
         }
     }
 
