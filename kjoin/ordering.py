@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from .records import Record, key_identity
+from .times import lag_text, when
 
 __all__ = ["merge_by_timestamp", "arrival_order", "Waiting", "PartitionGroup", "TakenFirst", "ties_taken_first"]
 
@@ -161,17 +162,21 @@ class Waiting:
     partner: Record | None
     """The first not-yet-arrived record of the other side with this record's key and a
     timestamp no later than this one's, if any: the partner the record missed."""
+    partition: int | None = None
+    """The lagging partition, when the lag is its own (``arrival: {right: {partitions: {1: ...}}}``); ``None``: the
+    whole side lags."""
 
     def explain(self, record: Record) -> str:
         head, partner = self.head, self.partner
         whose = "this record's partner" if partner is head else "its next record"
+        lagged = lag_text(self.side, self.lag_ms, self.partition)
         text = (
-            f"The {self.side} partition lagged (arrival.{self.side}.lag_ms = {self.lag_ms}): {whose} "
-            f"(offset {head.offset}, key {head.key!r}, ts {head.ts}) has an earlier timestamp but had not arrived yet, "
-            "and with max.task.idle.ms = 0 the task processed what it had"
+            f"{lagged[0].upper()}{lagged[1:]}: {whose} (offset {head.offset}, key {head.key!r}, {when(head.ts)}) has "
+            f"an earlier timestamp but had not arrived yet (it reaches the task at {when(head.ts + self.lag_ms)} at "
+            "the earliest), and with max.task.idle.ms = 0 the task processed what it had"
         )
         if partner is not None and partner is not head:
-            text += f"; this record's partner (offset {partner.offset}, ts {partner.ts}) had not arrived yet either"
+            text += f"; this record's partner (offset {partner.offset}, {when(partner.ts)}) had not arrived yet either"
         return text + ". Had the task waited (max.task.idle.ms), it would have taken them first."
 
 
@@ -305,7 +310,8 @@ def _waiting(
         position = same_key.first_no_later(start, record.ts)
         partner = None if position is None else queue[position][1]
     side = "left" if other[1] == 0 else "right"
-    return Waiting(side, arrival.lag_ms(side, other[0]), head, partner)
+    own = other[0] if other[0] in arrival.partition_lags(side) else None
+    return Waiting(side, arrival.lag_ms(side, other[0]), head, partner, own)
 
 
 TIE_AT_START = (
@@ -331,6 +337,8 @@ class TakenFirst:
     """The other side's ``arrival`` lag (0: every record buffered)."""
     by_arrival: bool = False
     """Whether the order came from an ``arrival`` model (else: the scenario's own order of events)."""
+    partition: int | None = None
+    """The lagging partition, when ``lag_ms`` is its own lag; ``None``: the whole side's."""
 
     def explain(self, record: Record) -> str:
         head, partner, previous = self.head, self.partner, self.previous
@@ -341,8 +349,8 @@ class TakenFirst:
         )
         if self.lag_ms > 0:
             text += (
-                f"the {self.side} partition had not been fetched yet (arrival.{self.side}.lag_ms = {self.lag_ms}: its "
-                f"record arrives at ts {head.ts + self.lag_ms}); with max.task.idle.ms = 0 the task does not wait for "
+                f"{lag_text(self.side, self.lag_ms, self.partition)}, so it had not been fetched yet (its record "
+                f"arrives at {when(head.ts + self.lag_ms)}); with max.task.idle.ms = 0 the task does not wait for "
                 "records not produced yet, and a partition that joins the queue goes behind one with the same head "
                 "timestamp"
             )
@@ -391,9 +399,16 @@ def ties_taken_first(records: Sequence[Any], arrival: Any = None) -> list[TakenF
             same_key = positions[other].get(key_identity(record.key))
             position = None if same_key is None else same_key.first_no_later(start, record.ts)
             if position is not None:
-                lag = arrival.lag_ms(other[1]) if arrival is not None else 0
+                lag = arrival.lag_ms(other[1], record.partition) if arrival is not None else 0
+                own = arrival is not None and record.partition in arrival.partition_lags(other[1])
                 found = TakenFirst(
-                    other[1], log[start], log[position], previous.get(record.partition), lag, arrival is not None
+                    other[1],
+                    log[start],
+                    log[position],
+                    previous.get(record.partition),
+                    lag,
+                    arrival is not None,
+                    record.partition if own else None,
                 )
         out.append(found)
         taken[(record.partition, side)] += 1

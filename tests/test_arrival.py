@@ -53,6 +53,29 @@ def test_a_lagging_customers_partition_leaves_early_orders_without_their_custome
     assert [s.record.offset for s in trace.steps if s.record.side.value == "right"] == [0, 1], "offsets kept"
 
 
+def test_a_partition_lag_is_told_in_the_users_terms():
+    """One partition's own lag: the explanation names the partition, the lag as a duration and times as dates."""
+    t = 1_795_000_000_000  # 2026-11-18 11:06:40 UTC
+    data = {
+        "join": "stream-table",
+        "variant": "left",
+        "partitions": 2,
+        "arrival": {"right": {"partitions": {"1": 90_000}}},
+        "events": [
+            {"side": "right", "key": "c1", "value": "Ann", "ts": t, "partition": 1},
+            {"side": "left", "key": "c1", "value": "o1", "ts": t + 60_000, "partition": 1},
+        ],
+    }
+    first = run(Scenario.from_dict(data)).steps[0]
+    assert first.record.value == "o1"
+    assert first.explain.endswith(
+        "The right topic's partition 1 lagged 1 min 30 s (arrival: {right: {partitions: {1: 90000}}}): this record's "
+        "partner (offset 0, key 'c1', 2026-11-18 11:06:40.000 UTC) has an earlier timestamp but had not arrived yet "
+        "(it reaches the task at 2026-11-18 11:08:10.000 UTC at the earliest), and with max.task.idle.ms = 0 the task "
+        "processed what it had. Had the task waited (max.task.idle.ms), it would have taken them first."
+    ), first.explain
+
+
 def test_no_lag_is_the_timestamp_merge_and_a_partition_keeps_its_order():
     rng = random.Random(7)
     for _ in range(200):

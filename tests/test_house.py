@@ -151,7 +151,15 @@ def test_no_cycle_is_allowed_in_kjoin_outside_the_spark_package():
 
 
 LAYERS = (
-    ("kjoin.records", "kjoin.fates", "kjoin.semantics", "kjoin.partitioner", "kjoin.serde", "kjoin.state"),
+    (
+        "kjoin.records",
+        "kjoin.fates",
+        "kjoin.semantics",
+        "kjoin.partitioner",
+        "kjoin.serde",
+        "kjoin.state",
+        "kjoin.times",
+    ),
     ("kjoin.notation", "kjoin.ordering"),
     ("kjoin.stores",),
     ("kjoin.joins",),

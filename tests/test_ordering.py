@@ -142,7 +142,8 @@ def test_a_tie_the_lagging_side_lost_says_its_partition_had_not_been_fetched():
     )
     text = explains[1]
     assert "had the same timestamp as this one, and Kafka's PartitionGroup took this one first: the right " in text
-    assert "partition had not been fetched yet (arrival.right.lag_ms = 3: its record arrives at ts 8); with " in text
+    assert "partition lagged 3 ms (arrival: {right: {lag_ms: 3}}), so it had not been fetched yet (its record " in text
+    assert "arrives at ts 8); with " in text
     assert "max.task.idle.ms = 0 the task does not wait for records not produced yet" in text
 
 

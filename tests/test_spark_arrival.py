@@ -116,15 +116,24 @@ def test_the_smallest_lag_that_explains_a_set_of_nulls(spark):
     # o-b needs both of its customers (ts 300, 350) to reach the task after it (ts 400): a lag of 101 ms at least.
     assert search.lag_ms == 101 and search.arrival == {"right": {"partitions": {1: 101}}}
     assert search.tried[101] == 2 and max(n for lag, n in search.tried.items() if lag < 101) < 2
-    assert "101 ms explains all 2" in str(search)
-    lagged = {r["left"]: r["right"] for r in result.with_arrival(search.arrival).outputs.collect()}
+    assert str(search).startswith("a lag of 101 ms of the right topic's partition 1 explains all 2 null results")
+    app = result.with_arrival(search.arrival)
+    lagged = {r["left"]: r["right"] for r in app.outputs.collect()}
     assert lagged == {"o-a": None, "o-b": None, "o-c": "C"}, "the other partition does not lag"
+    # why, in the what-if run, names the partition that lagged and when its customer reached the task
+    d = app.why(1, 1)
+    assert d.verdict == "partner-processed-later", d.text
+    assert (
+        "The right topic's partition 1 lagged 101 ms (arrival: {right: {partitions: {1: 101}}}) in this run: the "
+        "record reached its task at ts 401 at the earliest, 1 ms after the left record's timestamp" in d.text
+    ), d.text
+    assert "kjoin assumes" not in d.text, "the run models the lag: no caveat that it assumed none"
     summary = {(r["partition"], r["key"]): r["lag-explains"] for r in result.lag_summary(60, partition=1).collect()}
     assert summary == {(1, "a"): 1, (1, "b"): 0, (0, "c"): 0}, "60 ms of partition 1 explains o-a's null only"
     whole = result.lag_summary(60).collect()
     assert {(r["partition"], r["key"]): r["lag-explains"] for r in whole}[(0, "c")] == 1
     none = result.smallest_lag([(0, 0)], side="right", partition=1)
-    assert none.lag_ms is None and "no lag tried explains" in str(none)
+    assert none.lag_ms is None and "no lag of the right topic's partition 1 tried explains all 1" in str(none)
 
 
 def test_run_scenarios_results_cannot_be_joined_again(spark):

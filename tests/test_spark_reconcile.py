@@ -50,7 +50,8 @@ def app_scenario():
     return kjoin.Scenario.from_dict(document), z
 
 
-def kjoin_topics(spark, scenario, where, leave_out=None):
+def kjoin_topics(spark, scenario, where, leave_out=()):
+    """The scenario's topics as files, without the records of key ``leave_out``."""
     rows = {"left": [], "right": []}
     for r in scenario.records():
         if r.key != leave_out:
@@ -115,3 +116,105 @@ def test_reconcile_explains_a_real_application_with_a_lagging_partition(oracle, 
     assert after.explained, str(after)
     assert after.counts == {"arrival": 4, "unseen-records": 1}, str(after)
     assert after.matched + after.counts["arrival"] // 2 + 1 == after.actual
+
+
+# -- configuration and version --------------------------------------------------------------------------------------
+def _written(document) -> list[tuple]:
+    """What an application running ``document`` writes, by the reference engine: ``(key, value, ts)``."""
+    trace = kjoin.run(kjoin.Scenario.from_dict(document))
+    return [(o.key, None if o.tombstone else o.value, o.ts) for o in trace.outputs]
+
+
+def upgrade_scenario():
+    """Orders left-joined with customers (2 partitions), each partition with an order written after a later one (it
+    finds the older customer only in a versioned table) and partition 0 with a null-key order (joined with null since
+    KIP-962, 3.7; dropped by 3.6)."""
+    a, b = key_in("ca", 0, PARTITIONS), key_in("cb", 1, PARTITIONS)
+    events = [("right", a, "A1", 1000, 0), ("right", a, "A2", 3000, 0), ("left", a, "oa4", 4000, 0)]
+    events += [("left", a, "oa2", 2000, 0), ("left", None, "onull", 2500, 0)]
+    events += [("right", b, "B1", 1000, 1), ("right", b, "B2", 3000, 1), ("left", b, "ob4", 4000, 1)]
+    events += [("left", b, "ob2", 2000, 1)]
+    return {
+        "join": "stream-table",
+        "variant": "left",
+        "partitions": PARTITIONS,
+        "events": [{"side": s, "key": k, "value": v, "ts": ts, "partition": p} for s, k, v, ts, p in events],
+    }
+
+
+def test_reconcile_charges_a_version_and_a_configuration_to_their_own_causes(spark, tmp_path):
+    """kjoin joins as 3.7 over a versioned customers table keeping 500 ms of history; the application ran 3.6 and kept
+    10 s (its outputs by the reference engine). Each difference goes to the cause that makes it, as kjoin diff's
+    attribution charges it: the null-key order's result to the version (KIP-962), the late orders' customers (too
+    old for 500 ms of history, found with 10 s) to the retention."""
+    document = upgrade_scenario()
+    app = {**document, "semantics": "3.6", "right": {"versioned": True, "history_retention_ms": 10_000}}
+    actual = spark.createDataFrame(
+        _written({**app, "arrival": {"left": {"lag_ms": 0}}}), "key string, value string, ts long"
+    )
+    left, right = kjoin_topics(spark, kjoin.Scenario.from_dict(document), tmp_path)
+    short = {"right": {"versioned": True, "history_retention_ms": 500}}
+    result = run_join(left, right, "stream-table", "left", semantics="3.7", options=short)
+
+    plain = result.reconcile(actual)
+    assert plain.counts == {"unexplained": 5}, str(plain)
+    found = result.reconcile(actual, semantics="3.6", options={"right": {"history_retention_ms": 10_000}})
+    assert found.explained and found.counts == {"version": 1, "configuration": 4}, str(found)
+    assert found.switches == {"relaxed_null_keys": 1, "right.history_retention_ms": 4}, found.switches
+    assert found.actual == 4 and found.predicted == 5 and found.matched == 2
+    (dropped,) = found.examples["version"]
+    assert (dropped["key"], dropped["value"], dropped["actual"], dropped["predicted"]) == (None, "onull-null", 0, 1)
+    assert dropped["switches"] == ["relaxed_null_keys"]
+    older = {(e["value"], e["actual"], e["predicted"]) for e in found.examples["configuration"]}
+    assert ("oa2-A1", 1, 0) in older and ("oa2-null", 0, 1) in older, older
+    assert "version: 1 (e.g. charged to relaxed_null_keys;" in str(found)
+    rows = found.differences.collect()
+    assert sorted(r["category"] for r in rows) == ["configuration"] * 4 + ["version"]
+
+
+def test_reconcile_classifies_exactly_as_the_reference_engines_diff(spark):
+    """A stream-stream left join run as 3.0 with a grace of 12 ms; the application ran 3.1 (KAFKA-10847's outer-join
+    buffer) with no grace. Every ``(key, value, ts)`` written a different number of times is classified by the
+    switches the reference engine's ``kjoin diff`` charges its differences to: the rule alone (``version``), or the
+    rule with the grace (``configuration+version``: the buffer holds a record as long as the grace says)."""
+    from collections import Counter
+
+    from kjoin.diff import diff
+    from kjoin.scenario.builders import records_document
+
+    from .test_spark_diff_settings import MERGED, records, topic
+
+    rows = records("stream-stream", seed=0)
+    window = {"before_ms": 10, "after_ms": 10, "grace_ms": 12}
+    base = {**records_document("stream-stream", "left", rows, "3.0", window, PARTITIONS), **MERGED}
+    app = {**base, "semantics": "3.1", "window": {**window, "grace_ms": 0}}
+    reference = diff(base, from_="3.0", to="3.1", set={"window.grace_ms": 0})
+
+    delta: Counter = Counter()
+    charged: dict[tuple, set] = {}
+    for d in reference:
+        for output, sign in ((d.before, -1), (d.after, 1)):
+            if output is not None:
+                at = (output["key"], None if output["tombstone"] else output["value"], output["ts"])
+                delta[at] += sign
+                charged.setdefault(at, set()).update(d.rules)
+    expected: Counter = Counter()
+    for at, count in delta.items():
+        rules = charged[at]
+        kind = (
+            "version" if "window.grace_ms" not in rules else "configuration" if rules == {"window.grace_ms"} else None
+        )
+        expected[kind or "configuration+version"] += abs(count)
+    written, predicted = Counter(_written(app)), Counter(_written(base))
+    assert sum(expected.values()) == sum(((written - predicted) + (predicted - written)).values())
+    assert expected["version"] and expected["configuration+version"], "the planted records must show both"
+
+    result = run_join(
+        topic(spark, rows, "left"), topic(spark, rows, "right"), "stream-stream", "left",
+        semantics="3.0", window=window,
+    )  # fmt: skip
+    actual = spark.createDataFrame([tuple(w) for w in written.elements()], "key string, value string, ts long")
+    found = result.reconcile(actual, semantics="3.1", options={"window": {"grace_ms": 0}})
+    assert found.explained, str(found)
+    assert found.counts == dict(expected), str(found)
+    assert found.predicted == sum(predicted.values()) and found.actual == sum(written.values())

@@ -186,15 +186,18 @@ class SparkRun:
         actual: Any,
         arrival: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
-        semantics: str | None = None,
+        semantics: str | Semantics | None = None,
     ) -> "Reconciliation":
         """Match every output the application really wrote (``actual``: its output topic read with ``from_kafka`` or
         ``from_files``, or a DataFrame with ``key, value, ts``) with kjoin's prediction, and classify what differs
         (:mod:`kjoin.spark.debug.reconcile`): ``arrival`` (explained by the same topics joined with ``arrival=``,
-        e.g. from :meth:`smallest_lag`), ``configuration`` (with ``options=``, e.g. ``{"grace_ms": 100}``),
-        ``version`` (under ``semantics=``), ``unseen-records`` (a key kjoin's topics never had) or
+        e.g. from :meth:`smallest_lag`), ``configuration`` (by the run's scenario with ``options=`` changed, e.g.
+        ``{"grace_ms": 100}`` or ``{"right": {"versioned": True}}``), ``version`` (under ``semantics=``), each
+        difference charged to the settings and rules that make it by :meth:`diff`'s attribution
+        (``configuration+version`` when it takes both), ``unseen-records`` (a key kjoin's topics never had) or
         ``unexplained``. A :class:`~kjoin.spark.debug.reconcile.Reconciliation`: ``matched``, ``counts`` and
-        ``examples`` per category, the ``differences`` frame; ``explained`` when nothing is unexplained."""
+        ``examples`` per category, ``switches`` (outputs per setting or rule), the ``differences`` frame;
+        ``explained`` when nothing is unexplained."""
         return reconcile(self, actual, arrival, options, semantics)
 
     # -- one key, one record ---------------------------------------------------------------

@@ -10,17 +10,27 @@ the moment. What is left over, on either side, is a *difference*, and each is cl
     found with :meth:`SparkRun.smallest_lag`) write it as the application did: the application's tasks took their
     records in another order than with every partition buffered (``max.task.idle.ms = 0``, a lagging partition);
 ``configuration``
-    joined with other scenario options (``options=``: ``{"grace_ms": 100}``, versioned tables ...) they do;
+    joined with other settings (``options=``: ``{"grace_ms": 100}``, ``{"right": {"versioned": True,
+    "history_retention_ms": 60000}}``, ``{"window": {"grace_ms": 0}}``: the run's scenario with those fields changed,
+    as ``kjoin diff --set`` changes them) they do, and ``kjoin diff``'s attribution (:class:`kjoin.diff.Attribution`,
+    on Spark :meth:`SparkRun.diff`) charges the outputs that differ to settings only;
 ``version``
-    joined under another Kafka version's semantics (``semantics=``) they do;
+    joined under another Kafka version's semantics (``semantics=``) they do, charged to rules of
+    :mod:`kjoin.semantics` only;
+``configuration+version``
+    charged to settings and rules both (a difference only the two together make, or an output changed by two
+    differences, one charged to each);
 ``unseen-records``
     a real output of a key kjoin's input topics never had: the application read records kjoin was not given (a
     snapshot taken earlier, a topic filtered on the way);
 ``unexplained``
     none of these: ask ``why`` of the records of its key.
 
-Each what-if given costs one more Spark run; the first that explains a difference names it. A difference is a count
-per ``(key, value, ts)``: ``actual`` and ``predicted``, how many times the application and kjoin wrote it.
+``arrival=`` costs one more Spark run; ``options=`` and ``semantics=`` are one :meth:`SparkRun.diff` (one more run,
+and one per switch when there are several: every rule that differs and every setting, each turned alone, so that each
+difference is charged to the switches that make it). A lag is tried first: what it explains is ``arrival``. A
+difference is a count per ``(key, value, ts)``: ``actual`` and ``predicted``, how many times the application and kjoin
+wrote it; ``switches`` names the settings and rules charged (empty in the other categories).
 """
 
 from __future__ import annotations
@@ -30,17 +40,19 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from pyspark.sql import functions as F
 
+from ...semantics import Semantics
 from ..io.topic import SparkInputError
+from .diff import spark_diff
 
 if TYPE_CHECKING:
     from ..result import SparkRun
 
-__all__ = ["Reconciliation", "reconcile", "CATEGORIES", "DIFFERENCE_COLUMNS"]
+__all__ = ["Reconciliation", "reconcile", "setting_paths", "CATEGORIES", "DIFFERENCE_COLUMNS"]
 
-CATEGORIES = ("arrival", "configuration", "version", "unseen-records", "unexplained")
+CATEGORIES = ("arrival", "configuration", "version", "configuration+version", "unseen-records", "unexplained")
 """What a difference is put down to, in the order they are tried."""
 
-DIFFERENCE_COLUMNS = ["key", "value", "ts", "actual", "predicted", "category"]
+DIFFERENCE_COLUMNS = ["key", "value", "ts", "actual", "predicted", "category", "switches"]
 """Columns of :attr:`Reconciliation.differences`."""
 
 _MATCH = ["key", "value", "ts"]
@@ -76,6 +88,61 @@ def _actual_frame(actual: Any) -> Any:
     return frame
 
 
+def setting_paths(options: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``options=`` (scenario fields, as ``run_join`` takes them) as ``kjoin diff --set`` paths: ``{"right":
+    {"versioned": True}}`` is ``right.versioned``, ``{"window": {"grace_ms": 0}}`` is ``window.grace_ms``."""
+    paths: dict[str, Any] = {}
+    for name, value in options.items():
+        if not prefix and name == "arrival":
+            raise SparkInputError(
+                "reconcile: a lag is not a configuration; give it as arrival=, e.g. arrival={'right': {'lag_ms': 5000}}"
+            )
+        if isinstance(value, Mapping) and value:
+            paths.update(setting_paths(value, f"{prefix}{name}."))
+        else:
+            paths[f"{prefix}{name}"] = value
+    return paths
+
+
+def _diff_deltas(run: "SparkRun", semantics: Any, settings: Mapping[str, Any]) -> Any:
+    """Per ``(key, value, ts)``, how many more times the same topics joined under ``semantics`` with ``settings``
+    write it than this run (``_diff``), and the switches :meth:`SparkRun.diff` charged its differences to
+    (``_switches``): one row per output before (-1) and after (+1) a difference."""
+    found = spark_diff(run, semantics, settings).differences
+
+    def outputs(column: str, sign: int) -> Any:
+        return found.where(F.col(column).isNotNull()).select(
+            F.get_json_object(column, "$.key").alias("key"),
+            F.get_json_object(column, "$.value").alias("value"),
+            F.get_json_object(column, "$.ts").cast("long").alias("ts"),
+            F.lit(sign).cast("long").alias("_diff"),
+            F.col("rules").alias("_switches"),
+        )
+
+    return outputs("before", -1).unionByName(outputs("after", 1))
+
+
+def _category(whatifs: list[str], settings: Mapping[str, Any]) -> Any:
+    """The category of a differing ``(key, value, ts)``: the first of :data:`CATEGORIES` that explains it."""
+    cases = []
+    if "arrival" in whatifs:  # the lagging run writes it as often as the application did
+        cases.append((F.col("_arrival") == F.col("actual"), F.lit("arrival")))
+    if "diff" in whatifs:  # the diff's other run does, and its attribution says which switches make it
+        named = F.array(*[F.lit(name) for name in settings]).cast("array<string>")
+        by_settings = F.size(F.array_intersect("_switches", named))
+        kind = (
+            F.when(by_settings == F.size("_switches"), F.lit("configuration"))
+            .when(by_settings == 0, F.lit("version"))
+            .otherwise(F.lit("configuration+version"))
+        )
+        cases.append(((F.col("_diff") != 0) & (F.col("predicted") + F.col("_diff") == F.col("actual")), kind))
+    cases.append(((F.col("actual") > F.col("predicted")) & F.col("_seen").isNull(), F.lit("unseen-records")))
+    category = F.lit("unexplained")
+    for condition, name in reversed(cases):
+        category = F.when(condition, name).otherwise(category)
+    return category
+
+
 @dataclass(frozen=True)
 class Reconciliation:
     """What :func:`reconcile` found."""
@@ -92,6 +159,9 @@ class Reconciliation:
     """Per category, how many outputs differ (the sum of ``|actual - predicted|``)."""
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Per category, a few differences as dicts."""
+    switches: dict[str, int] = field(default_factory=dict)
+    """Per setting (``kjoin diff --set`` path) or rule of :mod:`kjoin.semantics`, how many outputs differ that are
+    charged to it (an output charged to two counts under both)."""
 
     @property
     def explained(self) -> bool:
@@ -103,9 +173,11 @@ class Reconciliation:
         for category in CATEGORIES:
             if self.counts.get(category):
                 example = self.examples[category][0]
+                charged = f" charged to {', '.join(example['switches'])};" if example["switches"] else ""
                 lines.append(
-                    f"  {category}: {self.counts[category]} (e.g. key {example['key']!r}, value {example['value']!r}, "
-                    f"ts {example['ts']}: written {example['actual']}x by the app, {example['predicted']}x by kjoin)"
+                    f"  {category}: {self.counts[category]} (e.g.{charged} key {example['key']!r}, value "
+                    f"{example['value']!r}, ts {example['ts']}: written {example['actual']}x by the app, "
+                    f"{example['predicted']}x by kjoin)"
                 )
         return "\n".join(lines)
 
@@ -115,45 +187,53 @@ def reconcile(
     actual: Any,
     arrival: Mapping[str, Any] | None = None,
     options: Mapping[str, Any] | None = None,
-    semantics: str | None = None,
+    semantics: "str | Semantics | None" = None,
     examples: int = 3,
 ) -> Reconciliation:
     """:meth:`SparkRun.reconcile` (see the module)."""
-    whatifs: list[tuple[str, Any]] = []
     if arrival is not None or options is not None or semantics is not None:
         if run._rerun_with is None:
             raise SparkInputError("reconcile: what-ifs (arrival, options, semantics) need a run_join result")
-    if arrival is not None:
-        whatifs.append(("arrival", run._rerun_with(arrival=arrival)))
-    if options is not None:
-        whatifs.append(("configuration", run._rerun_with(options=options)))
-    if semantics is not None:
-        whatifs.append(("version", run._rerun_with(semantics=semantics)))
+    settings = setting_paths(options or {})
     # One union counted per (key, value, ts): a group treats null keys and values (tombstones) as equal, a join
-    # would not.
-    sources = [("actual", _actual_frame(actual)), ("predicted", _predicted(run))]
-    sources += [(f"_{name}", _predicted(other)) for name, other in whatifs]
+    # would not. Every source fills its own columns, zeros (or no switches) in the others'.
+    sources = [
+        ("actual", _counted(_actual_frame(actual), "actual")),
+        ("predicted", _counted(_predicted(run), "predicted")),
+    ]
+    if arrival is not None:
+        sources.append(("_arrival", _counted(_predicted(run._rerun_with(arrival=arrival)), "_arrival")))
+    if options is not None or semantics is not None:
+        sources.append(("_diff", _diff_deltas(run, semantics, settings)))
     names = [name for name, _ in sources]
+    no_switches = F.array().cast("array<string>")
     counted = None
     for name, frame in sources:
-        part = _counted(frame, name).select(*_MATCH, *(F.col(n) if n == name else F.lit(0).alias(n) for n in names))
+        switches = F.col("_switches") if name == "_diff" else no_switches.alias("_switches")
+        part = frame.select(*_MATCH, *(F.col(n) if n == name else F.lit(0).alias(n) for n in names), switches)
         counted = part if counted is None else counted.unionByName(part)
-    both = counted.groupBy(*_MATCH).agg(*(F.sum(n).cast("long").alias(n) for n in names))
+    both = counted.groupBy(*_MATCH).agg(
+        *(F.sum(n).cast("long").alias(n) for n in names),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("_switches")))).alias("_switches"),
+    )
     differing = both.filter(F.col("actual") != F.col("predicted"))
-    category = None
-    for name, _ in whatifs:
-        fits = F.col(f"_{name}") == F.col("actual")
-        category = F.when(fits, F.lit(name)) if category is None else category.when(fits, F.lit(name))
     keys = run.records.select(F.col("key").cast("string").alias("_key")).distinct().withColumn("_seen", F.lit(True))
     differing = differing.join(keys, differing["key"].eqNullSafe(keys["_key"]), "left")
-    unseen = (F.col("actual") > F.col("predicted")) & F.col("_seen").isNull()
-    category = F.when(unseen, F.lit("unseen-records")) if category is None else category.when(unseen, "unseen-records")
-    rows = differing.select(*_MATCH, "actual", "predicted", category.otherwise(F.lit("unexplained")).alias("category"))
+    whatifs = ["arrival"] * (arrival is not None) + ["diff"] * ("_diff" in names)
+    category = _category(whatifs, settings)
+    charged = F.when(category.isin("configuration", "version", "configuration+version"), F.col("_switches"))
+    rows = differing.select(
+        *_MATCH, "actual", "predicted", category.alias("category"), F.coalesce(charged, no_switches).alias("switches")
+    )
     collected = rows.orderBy("category", "key", "ts", "value").collect()
     counts: dict[str, int] = {}
+    per_switch: dict[str, int] = {}
     found: dict[str, list[dict[str, Any]]] = {}
     for row in collected:
-        counts[row["category"]] = counts.get(row["category"], 0) + abs(row["actual"] - row["predicted"])
+        differ = abs(row["actual"] - row["predicted"])
+        counts[row["category"]] = counts.get(row["category"], 0) + differ
+        for name in row["switches"]:
+            per_switch[name] = per_switch.get(name, 0) + differ
         if len(found.setdefault(row["category"], [])) < examples:
             found[row["category"]].append(row.asDict())
     totals = both.agg(
@@ -170,4 +250,5 @@ def reconcile(
         differences,
         counts,
         found,
+        per_switch,
     )

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from pyspark.sql import functions as F
 
+from ...times import duration
 from ..io.topic import SparkInputError
 
 if TYPE_CHECKING:
@@ -85,17 +86,28 @@ class LagSearch:
     """Each lag tried -> how many of the records it leaves with a null partner (one Spark run each)."""
     records: int = 0
     """How many records were to be explained."""
+    side: str = "right"
+    """The side that lagged."""
+    partition: int | None = None
+    """The partition of :attr:`side` that lagged (``None``: every partition of it)."""
 
     def __str__(self) -> str:
+        which = (
+            f"the {self.side} topic's partition {self.partition}"
+            if self.partition is not None
+            else f"the {self.side} topic"
+        )
+        runs = len(self.tried)
+        spark_runs = f"{runs} Spark run{'s' * (runs != 1)}"
         if self.lag_ms is None:
             best = max(self.tried.items(), key=lambda item: (item[1], -item[0]), default=(0, 0))
             return (
-                f"no lag tried explains all {self.records} null results: the best, {best[0]} ms, explains "
-                f"{best[1]}; the rest have another cause (ask why)"
+                f"no lag of {which} tried explains all {self.records} null results: the best, {duration(best[0])}, "
+                f"explains {best[1]}; the rest have another cause (ask why) ({spark_runs})"
             )
-        runs = len(self.tried)
         return (
-            f"a lag of {self.lag_ms} ms explains all {self.records} null results ({runs} Spark run{'s' * (runs != 1)})"
+            f"a lag of {duration(self.lag_ms)} of {which} explains all {self.records} null results: with it every one "
+            f"comes out with a null partner (arrival={self.arrival!r}; {spark_runs})"
         )
 
 
@@ -163,7 +175,7 @@ def smallest_lag(
         return tried[lag]
 
     if not candidates or nulls_under(candidates[-1]) < len(targets):
-        return LagSearch(None, None, tried, len(targets))
+        return LagSearch(None, None, tried, len(targets), side, partition)
     lo, hi = -1, len(candidates) - 1  # candidates[hi] explains all; candidates[lo] (if any) does not
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -172,4 +184,4 @@ def smallest_lag(
         else:
             lo = mid
     lag = candidates[hi]
-    return LagSearch(lag, arrival_of(lag, side, partition), tried, len(targets))
+    return LagSearch(lag, arrival_of(lag, side, partition), tried, len(targets), side, partition)

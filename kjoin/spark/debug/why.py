@@ -29,7 +29,6 @@ come later than their timestamps say).
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
@@ -40,6 +39,7 @@ from ...records import OutputKind, Record, Side
 from ...scenario import Event, Scenario
 from ...joins.stream_stream import OUTER_MIN_TIME, StreamStreamJoin
 from ...ordering import TakenFirst
+from ...times import DATE_FROM_MS, duration, lag_text, when
 from ...state import StateHistory, StateLog
 from ...stores import CLOCK
 from ...trace import StateSnapshot, Step, Trace
@@ -108,32 +108,23 @@ ARRIVAL_NOTE = (
 )
 
 
-DATE_FROM_MS = 10**11
-"""Timestamps from this one on (March 1973) are written as dates: an application's; smaller ones (a
-scenario's 3, 40 ...) stay milliseconds."""
-
-
-def when(ts: int) -> str:
-    """A record timestamp in the user's terms: ``2026-11-25 09:14:03.120 UTC (ts 1795...)`` or ``ts 40``."""
-    if ts is None or abs(ts) < DATE_FROM_MS:
-        return f"ts {ts}"
-    moment = datetime.fromtimestamp(ts / 1000, timezone.utc)
-    return f"{moment:%Y-%m-%d %H:%M:%S}.{ts % 1000:03d} UTC"
-
-
-def duration(ms: int) -> str:
-    """A span of milliseconds in the user's terms: ``15 ms``, ``4.250 s``, ``2 h 30 min 42.983 s``."""
-    sign, ms = ("-" if ms < 0 else ""), abs(int(ms))
-    if ms < 1000:
-        return f"{sign}{ms} ms"
-    parts = []
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000)):
-        if ms >= size:
-            parts.append(f"{ms // size} {unit}")
-            ms %= size
-    if ms:
-        parts.append(f"{ms // 1000}.{ms % 1000:03d} s" if ms % 1000 else f"{ms // 1000} s")
-    return sign + " ".join(parts)
+def arrival_note(config: Scenario | None, side: str, partition: int, ts: int, before: Record | None = None) -> str:
+    """Why a record of ``side`` in ``partition`` (timestamp ``ts``) reached its task late, as a sentence: in a run
+    with ``arrival=`` that lags its partition, the lag (the partition named, as a duration) and when the record
+    reached the task, at the earliest (``before``: the record it came after); else :data:`ARRIVAL_NOTE`, the caveat
+    of a run that assumes every partition buffered."""
+    arrival = config.arrival if config is not None else None
+    lag = arrival.lag_ms(side, partition) if arrival is not None else 0
+    if lag <= 0:
+        return f"{ARRIVAL_NOTE}."
+    own = partition if partition in arrival.partition_lags(side) else None
+    lagged = lag_text(side, lag, own)
+    text = (
+        f"{lagged[0].upper()}{lagged[1:]} in this run: the record reached its task at {when(ts + lag)} at the earliest"
+    )
+    if before is not None and ts + lag > before.ts:
+        text += f", {duration(ts + lag - before.ts)} after the {before.side.value} record's timestamp"
+    return text + ", and with max.task.idle.ms = 0 the task processed what it had."
 
 
 def span(lo: int, hi: int) -> str:
@@ -535,7 +526,7 @@ def diagnose(
         or step.reason is Reason.EXPIRED
         and not produced
     ):
-        return _late(record, who, me, task_step, trace, same, find_blocker)
+        return _late(record, who, me, task_step, trace, same, find_blocker, config)
     nulls = [o for o in produced if o.kind in (OutputKind.UNMATCHED, OutputKind.WINDOW_CLOSED)] or [
         o for o in produced if (o.right if side is Side.LEFT else o.left) is None
     ]
@@ -627,15 +618,16 @@ def _late(
     trace: KeyTrace,
     same: Sequence[Partner],
     find_blocker: Callable[[Partner, int], Partner | None] | None,
+    config: Scenario | None = None,
 ) -> Diagnosis:
-    """A record that came after its window (or history) had closed, and what held it back if it was written out of
-    order."""
+    """A record that came after its window (or history) had closed, and what held it back: written out of order, or
+    (in a run with ``arrival=``) its partition's lag."""
     blocker = find_blocker(me, record.ts) if find_blocker is not None else None
     held = (
         f"it was written out of order: the {blocker.describe()} is ahead of it in its partition with a "
         f"timestamp {duration(blocker.ts - record.ts)} later."
         if blocker is not None
-        else f"{ARRIVAL_NOTE}."
+        else arrival_note(config, record.side.value, record.partition, record.ts)
     )
     return Diagnosis(
         "late",
@@ -976,7 +968,7 @@ def _windowed_partner_verdict(
             f"{blocker.partition} with a timestamp {duration(blocker.ts - p.ts)} later, so the task reached it "
             "only after stream time had passed its window."
             if blocker is not None
-            else f" {ARRIVAL_NOTE}."
+            else " " + arrival_note(config, other_side, p.partition, p.ts)
         )
         return Diagnosis(
             "partner-expired",
@@ -1082,6 +1074,8 @@ def _later(
             "two input partitions, the one whose next record has the lower timestamp, so it took the "
             f"{record.side.value} record first."
         )
+    elif config is not None and config.arrival is not None and config.arrival.lag_ms(other_side, partner.partition):
+        held = arrival_note(config, other_side, partner.partition, partner.ts, record)
     else:
         held = (
             "the task takes, of its two input partitions, the one whose next record has the lower timestamp, and a "
@@ -1125,8 +1119,9 @@ def _tie(
     if head is not None:
         ahead = Record(Side(other_side), head.key, head.value, head.ts, head.partition, head.offset)
     arrival = config.arrival if config is not None else None
-    lag = arrival.lag_ms(other_side) if arrival is not None else 0
-    taken = TakenFirst(other_side, ahead, as_record, previous, lag)
+    lag = arrival.lag_ms(other_side, partner.partition) if arrival is not None else 0
+    own = partner.partition if arrival is not None and partner.partition in arrival.partition_lags(other_side) else None
+    taken = TakenFirst(other_side, ahead, as_record, previous, lag, False, own)
     earlier = partner.ts < record.ts
     return Diagnosis(
         "partner-processed-later" if earlier else "partner-later",
