@@ -15,7 +15,7 @@ from tests.topology_spark_check import difference, scenarios, spark_topics
 
 pytestmark = pytest.mark.spark
 
-SAMPLE = 12
+SAMPLE = 10
 
 
 @pytest.mark.parametrize("index", range(SAMPLE))

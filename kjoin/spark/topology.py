@@ -193,7 +193,7 @@ class TopologyRun:
                 written.where(
                     (F.col("topic") == topic) & (F.col("partition") == partition) & (F.col("offset") == offset)
                 )
-                .select("task", "seq")
+                .select("task", "seq", "wseq")
                 .first()
             )
             if found is None:
@@ -201,8 +201,8 @@ class TopologyRun:
                 return lines
             trace = self.trace(found["task"])
             step = trace[len(self._global_records) + found["seq"]]
+            record = step.wrote[found["wseq"]]  # the trace's offsets count only what its own tasks wrote
             while True:
-                record = next(w for w in step.wrote if w.topic == topic and w.partition == partition)
                 lines.append(
                     f"{topic}[{partition}]@{offset} {record.describe().split(' ', 1)[1]} was written by task "
                     f"{step.task} (step {step.index} of trace({found['task']!r})): {step.explain()}"
@@ -216,6 +216,7 @@ class TopologyRun:
                 if taken.written_at is None:
                     break
                 step = trace[taken.written_at]  # written within the same stage (a foreign-key join's messages)
+                record = taken
             if topic not in topic_writers(self.topology.graph):
                 lines.append(f"{taken.describe()} is an input record.")
                 return lines
