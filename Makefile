@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff
+.PHONY: lab demo test system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -120,6 +120,12 @@ kafka-check: kafka-oracle
 # version through kjoin.Topology and TopologyTestDriver (tests/topology_oracle.py); KJOIN_TOPOLOGY_SEED repeats a run.
 topology-check: kafka-oracle
 	$(PY) -m tests.topology_oracle $(N)
+
+# N random topologies (default 200; the shapes of topology-check) through kjoin.spark.run_topology and the reference
+# engine's stages schedule, in one Spark session: every written record and every step must agree (issue 30).
+TOPOLOGY_SPARK_N ?= 200
+topology-spark-check: $(STAMP)
+	nice -n 10 $(PY) -m tests.topology_spark_check $(TOPOLOGY_SPARK_N)
 
 # Topology.from_describe (issue 30) on every judged Kafka version's own describe() texts: the course's topologies,
 # the developer guide's joins, every random shape and the variants of aggregates one draw may miss, rebuilt from the

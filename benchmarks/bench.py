@@ -4,6 +4,7 @@
     python -m benchmarks.bench --sizes 100000 --joins stream-table --methods auto,processors
     python -m benchmarks.bench --sizes 10000000 --joins stream-stream --variants inner,left,outer --kafka-sample 1000000
     python -m benchmarks.bench --diff --sizes 10000000              # a diff's cost / one run's (make bench-diff)
+    python -m benchmarks.bench --topology --sizes 1000000          # a re-key and two joins (benchmarks/bench_topology)
 
 A script, never a timed test. For each join type and size it:
 
@@ -823,6 +824,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     _scale_arguments(parser)
     parser.add_argument(
+        "--topology",
+        action="store_true",
+        help="time a topology (a re-key and two joins, kjoin.spark.run_topology) against the same plan as plain "
+        "Spark equi-joins instead (issue 30; benchmarks/bench_topology.py)",
+    )
+    parser.add_argument(
         "--diff",
         action="store_true",
         help="time SparkRun.diff against one run instead (issue 28: at most 2.5x), and check the differences of "
@@ -859,6 +866,16 @@ def main(argv: list[str] | None = None) -> int:
         return _main_diff(spark, args, workdir, load_before)
     if args.scale:
         _scale(spark, args, workdir, load_before)
+        return 0
+    if args.topology:
+        from benchmarks.bench_topology import bench_topology
+
+        try:
+            lines = bench_topology(spark, args.sizes, args.keys, args.partitions, workdir, sys.stderr)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        print(f"kjoin topology bench: {os.cpu_count()} cores, {args.partitions} Kafka partitions, {args.keys:,} keys")
+        print("\n".join(lines))
         return 0
     try:
         rows = bench(

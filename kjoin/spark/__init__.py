@@ -19,6 +19,9 @@ versioned tables too: ``run_join(..., options={"right": {"versioned": True,
 "history_retention_ms": 100}, "grace_ms": 5})``). A foreign-key join crosses tasks, so
 :func:`run_scenarios` runs each FK scenario whole in one Spark group
 (:mod:`kjoin.spark.passes.fk_task`, which states the limits) and :func:`run_join` refuses it.
+
+A whole application: :func:`run_topology` runs a :class:`kjoin.Topology` (re-keys, repartition topics, chains of
+joins, aggregates, foreign-key joins) over its topics stage by stage (:mod:`kjoin.spark.topology`).
 """
 
 from .api import open_run, run_join, run_scenarios
@@ -27,6 +30,7 @@ from .io.readers import from_files, from_kafka, from_kcat
 from .io.session import ARROW_JAVA_OPTIONS, QUIET_CONFIG, cluster_session, connect_session, local_session
 from .io.topic import SparkInputError, Topic
 from .result import SparkRun
+from .topology import TopologyRun, run_topology
 
 __all__ = [
     "OUTPUT_COLUMNS",
@@ -45,4 +49,6 @@ __all__ = [
     "open_run",
     "run_join",
     "run_scenarios",
+    "run_topology",
+    "TopologyRun",
 ]

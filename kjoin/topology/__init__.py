@@ -11,6 +11,7 @@
 * :mod:`~kjoin.topology.events`: input events onto their topic partitions.
 * :mod:`~kjoin.topology.document`: the YAML/JSON form.
 * :mod:`~kjoin.topology.partition_group`: which record a task takes next (Kafka's ``PartitionGroup``).
+* :mod:`~kjoin.topology.stages`: sub-topologies in dependency order (the ``stages`` schedule, the Spark engine's plan).
 
 * :mod:`~kjoin.topology.aggregates`: group-by and aggregate processors (stream, windowed, table).
 

@@ -60,6 +60,10 @@ class WindowedKey(str):
         made.key, made.start_ms, made.end_ms = key, start_ms, end_ms
         return made
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, int, int]]:
+        # pickled whole (the Spark engine carries written records between stages), not as the text alone
+        return (WindowedKey, (self.key, self.start_ms, self.end_ms))
+
 
 class _AggregateTable:
     """What a join reads an aggregate through (its value getter), and whether it sends old values (Kafka's

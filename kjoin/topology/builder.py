@@ -151,8 +151,9 @@ class Topology:
     ) -> Any:
         """Run ``events`` (``{topic, key, value, ts[, partition]}``, in the order they are written)
         through the topology; ``schedule``: ``test-driver`` (Kafka's TopologyTestDriver: every record
-        written to an internal topic is processed at once, depth-first) or ``timestamp`` (a running
-        application whose tasks take their next record in timestamp order). ``instances``: how many
+        written to an internal topic is processed at once, depth-first), ``timestamp`` (a running
+        application whose tasks take their next record in timestamp order) or ``stages`` (the same, sub-topology by
+        sub-topology in dependency order: the Spark engine's, :mod:`kjoin.topology.stages`). ``instances``: how many
         application instances share the tasks (task ``s_p`` runs on instance ``p % instances``), or
         ``assignment`` (task -> instance); each step says its instance, and the outputs stay the same.
         See :mod:`kjoin.topology.runtime`."""

@@ -5,7 +5,7 @@
     name: orders enriched
     partitions: 2                      # every topic's partitions unless topics: says otherwise
     semantics: "4.4"                   # optional; default: the latest Kafka
-    schedule: test-driver              # test-driver (default) | timestamp  (kjoin.topology.runtime)
+    schedule: test-driver              # test-driver (default) | timestamp | stages  (kjoin.topology.runtime)
     topics: {orders: {partitions: 2}}  # optional
     topology:                          # the nodes, in the order they are built
       - {name: orders, stream: orders}

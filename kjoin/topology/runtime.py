@@ -35,13 +35,24 @@ How it works:
     smallest timestamp (ties: the task listed first, sub-topology then partition). A record written
     to a repartition topic waits in its partition until its task takes it: an order re-keyed at ts 5
     is joined after the customer update at ts 3, even if the update was written later.
+  - ``stages``: the same running application, processed stage by stage (:mod:`kjoin.topology.stages`): the
+    global tables first, then each stage's tasks with every record of every topic they read already written (a
+    downstream task's partitions all have records buffered, what waiting with ``max.task.idle.ms`` gives, as
+    :func:`kjoin.spark.run_join` assumes). A stage's tasks interleave as in ``timestamp`` (the task whose next
+    record has the smallest timestamp; ties: sub-topology, then partition), so the records written to one
+    repartition partition by several tasks get their offsets in that order. A task adds its records to its
+    partition group topic by topic, in the order the topology declares its topics, each partition in offset
+    order. Where ``timestamp`` lets a downstream task take a record before an upstream task has written a
+    lower-timestamped one, ``stages`` does not; without such records the two agree. This is the schedule the
+    Spark engine runs (:func:`kjoin.spark.run_topology`: an acyclic stage's tasks each on its own, a stage that
+    feeds itself, a foreign-key join's two sides, whole).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from ..fates import Fate
 from ..joins.tasks import LateLog
@@ -51,6 +62,7 @@ from .events import input_records
 from .graph import VIEW_OPS, Node, TopologyError
 from .partition_group import PartitionGroup
 from .aggregates import AGGREGATE_OPS, OldValue, build_aggregate
+from .stages import stages_of
 from .processors import (
     ForeignKeyNode,
     GlobalTableSource,
@@ -63,9 +75,9 @@ from .processors import (
 )
 from .trace import NodeVisit, TopicRecord, TopologyStep, TopologyTrace
 
-__all__ = ["run", "SCHEDULES", "tasks_of", "assign_tasks"]
+__all__ = ["run", "stage_steps", "stage_trace", "SCHEDULES", "tasks_of", "assign_tasks", "stage_add_order"]
 
-SCHEDULES = ("test-driver", "timestamp")
+SCHEDULES = ("test-driver", "timestamp", "stages")
 
 
 def run(
@@ -128,8 +140,62 @@ def assign_tasks(topology: Any, instances: int, assignment: Mapping[str, int] | 
     return dict(assignment)
 
 
+def stage_add_order(graph: Any) -> Any:
+    """The order a task adds its records to its partition group in the ``stages`` schedule: topic by topic as the
+    topology declares them, each partition in offset order (a sort key for :class:`TopicRecord`)."""
+    rank = {name: number for number, name in enumerate(graph.topics)}
+    return lambda record: (rank[record.topic], record.partition, record.offset)
+
+
+def stage_steps(
+    topology: Any,
+    records: Iterable[TopicRecord],
+    subtopologies: Iterable[int],
+    global_records: Iterable[TopicRecord] = (),
+    assignment: Mapping[str, int] | None = None,
+) -> Iterator[TopologyStep]:
+    """The steps of one stage's records (or of some of its tasks': those of an acyclic stage's task are the task's
+    alone), taken as the ``stages`` schedule takes them, after the global tables' records (whose steps are not
+    yielded), one at a time and forgotten: no history, no topic lists (a written record's offset counts only what
+    this run wrote). ``subtopologies``: the stage's; records written to a topic they read are taken in this run,
+    the others are only reported in the step's :attr:`~TopologyStep.wrote`. The Spark engine's per-task pass."""
+    topology.build()
+    runner = _Run(topology, "stages", None if assignment is None else dict(assignment), lean=True)
+    for record in global_records:
+        runner._take(record)
+    yield from runner._stage_loop(list(records), set(subtopologies))
+
+
+def stage_trace(
+    topology: Any,
+    records: Iterable[TopicRecord],
+    subtopologies: Iterable[int],
+    global_records: Iterable[TopicRecord] = (),
+) -> TopologyTrace:
+    """The reference trace (history and all) of some tasks of one stage, given their records (their inputs and the
+    records earlier stages wrote to them) and the global tables' records, whose steps come first: the drill-down
+    into one task of a Spark run (:meth:`kjoin.spark.TopologyRun.trace`)."""
+    topology.build()
+    records, global_records = list(records), list(global_records)
+    runner = _Run(topology, "stages")
+    runner.start(global_records + records)
+    for record in global_records:
+        runner._take(record)
+    for _ in runner._stage_loop(records, set(subtopologies)):
+        pass
+    return TopologyTrace(topology, global_records + records, runner.steps, runner.topics, runner.history, "stages")
+
+
 class _Run:
-    def __init__(self, topology: Any, schedule: str, assignment: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, topology: Any, schedule: str, assignment: dict[str, int] | None = None, lean: bool = False
+    ) -> None:
+        self.lean = lean
+        self.count = 0
+        self.last_step: TopologyStep | None = None
+        self.written_count: dict[tuple[str, int], int] = defaultdict(int)
+        self.pending: dict[int, list[TopicRecord]] = {}
+        self.history: StateHistory | None = None
         self.assignment = assignment
         self.topology = topology
         self.graph = topology.graph
@@ -154,12 +220,17 @@ class _Run:
         self.steps: list[TopologyStep] = []
 
     # -- the schedules ----------------------------------------------------------------------------
-    def run(self, inputs: list[TopicRecord]) -> TopologyTrace:
+    def start(self, inputs: list[TopicRecord]) -> None:
         self.history = StateHistory(self.log.copy())
         self.log.take_changes()
         for record in inputs:
             self.topics[record.topic][record.partition].append(record)
-        if self.schedule == "test-driver":
+
+    def run(self, inputs: list[TopicRecord]) -> TopologyTrace:
+        self.start(inputs)
+        if self.schedule == "stages":
+            self._by_stage(inputs)
+        elif self.schedule == "test-driver":
             group = PartitionGroup()  # TopologyTestDriver: one task, one partition group for every topic
             for record in inputs:
                 group.add(record)  # pipeInput: enqueue, then completeAllProcessableWork
@@ -169,6 +240,7 @@ class _Run:
                             group.add(written)
         else:
             self._by_timestamp(inputs)
+        assert self.history is not None
         return TopologyTrace(self.topology, inputs, self.steps, self.topics, self.history, self.schedule)
 
     def _by_timestamp(self, inputs: list[TopicRecord]) -> None:
@@ -193,6 +265,45 @@ class _Run:
                 if self._read_by_topology(written.topic):
                     add(written)
 
+    def _by_stage(self, inputs: list[TopicRecord]) -> None:
+        for record in sorted(inputs, key=stage_add_order(self.graph)):
+            if self.sources[record.topic].op == "global-table":
+                self._take(record)
+        for record in inputs:
+            if self.sources[record.topic].op != "global-table":
+                self.pending.setdefault(self._subtopology_reading(record.topic), []).append(record)
+        for stage in stages_of(self.graph):
+            records = [record for sub in stage.subtopologies for record in self.pending.pop(sub, [])]
+            for _ in self._stage_loop(records, set(stage.subtopologies)):
+                pass
+
+    def _stage_loop(self, records: list[TopicRecord], members: set[int]) -> Iterator[TopologyStep]:
+        """One stage's tasks take ``records`` (and what they write to each other) by timestamp, as in
+        ``timestamp``; a record written to a later stage's topic waits in :attr:`pending` (unless lean)."""
+        groups: dict[tuple[int, int], PartitionGroup] = {}
+
+        def add(record: TopicRecord) -> None:
+            task = (self._subtopology_reading(record.topic), record.partition)
+            groups.setdefault(task, PartitionGroup()).add(record)
+
+        for record in sorted(records, key=stage_add_order(self.graph)):
+            add(record)
+        while True:
+            ready = [(group.head_ts(), task) for task, group in groups.items() if group.buffered]
+            if not ready:
+                return
+            _, task = min(ready)
+            written = self._take(groups[task].next())
+            assert self.last_step is not None
+            yield self.last_step
+            for record in written:
+                if self._read_by_topology(record.topic):
+                    sub = self._subtopology_reading(record.topic)
+                    if sub in members:
+                        add(record)
+                    elif not self.lean:
+                        self.pending.setdefault(sub, []).append(record)
+
     def _read_by_topology(self, topic: str) -> bool:
         return topic in self.sources or topic in self.internal_readers
 
@@ -206,7 +317,8 @@ class _Run:
     # -- one step ---------------------------------------------------------------------------------
     def _take(self, record: TopicRecord) -> list[TopicRecord]:
         """The task of ``record`` takes it: one step. Returns the records the step wrote."""
-        index = len(self.steps)
+        index = self.count
+        self.count += 1
         sub = self._subtopology_reading(record.topic)
         task = "global" if sub < 0 else f"{sub}_{record.partition}"
         if sub >= 0:
@@ -235,8 +347,12 @@ class _Run:
             self._visit(source, None, rec, record.partition, index, visits, written)
         fate, reason = _step_fate(visits)
         instance = None if self.assignment is None else self.assignment.get(task, 0)
-        self.steps.append(TopologyStep(index, task, record, tuple(visits), fate, reason, instance))
-        self.history.record(self.log.take_changes(), self.log)
+        self.last_step = TopologyStep(index, task, record, tuple(visits), fate, reason, instance)
+        changes = self.log.take_changes()
+        if not self.lean:
+            self.steps.append(self.last_step)
+            assert self.history is not None
+            self.history.record(changes, self.log)
         return written
 
     def _visit(
@@ -322,6 +438,10 @@ class _Run:
         if isinstance(message, OldValue):  # a table group-by's Change(new, old)
             old, has_old, message = message.value, True, None
         partition = message.partition if message is not None else self.graph.topics[topic].partition_of(key)
+        if self.lean:
+            offset = self.written_count[(topic, partition)]
+            self.written_count[(topic, partition)] += 1
+            return TopicRecord(topic, partition, offset, key, value, ts, step, None, message, old, has_old)
         records = self.topics[topic][partition]
         record = TopicRecord(topic, partition, len(records), key, value, ts, step, None, message, old, has_old)
         records.append(record)

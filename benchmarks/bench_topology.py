@@ -1,0 +1,138 @@
+"""Benchmark: a whole topology on Spark (issue 30) against the same plan written as plain Spark equi-joins.
+
+    python -m benchmarks.bench --topology --sizes 1000000       # (make bench-topology)
+
+The topology: orders re-keyed by their customer (a repartition topic), joined with customers, then left-joined
+with addresses, to ``out``; ``--partitions`` Kafka partitions (murmur2 of the key), 10^5 customers (``--keys``).
+The workload (seeded, generated with Spark and written to Parquet, untimed): 80% orders (``{"c": customer, "v":
+...}`` JSON), 10% customer updates, 10% address updates, timestamps about 100 per millisecond up to 50 ms out of
+order, 1% null values.
+
+Timed, each consuming every row with the ``noop`` sink:
+
+* kjoin: :func:`kjoin.spark.run_topology`, every step and written record of both stages (the re-keying tasks, the
+  repartition shuffle, the joining tasks);
+* the equi-join: what a user would write in SQL instead, without Kafka's record-by-record semantics: the orders'
+  customer extracted, inner-joined with each customer's last value, left-joined with each address's last value.
+
+``kjoin/equi`` is kjoin's throughput over the equi-join's; only ratios taken in one run compare.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+__all__ = ["bench_topology", "generate_topology", "app"]
+
+
+def generate_topology(spark: Any, records: int, path: str, keys: int, partitions: int, seed: int = 7) -> None:
+    """Write the three topics' records to Parquet at ``path`` (``topic, key, value, ts, partition, offset``)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from kjoin.spark.io.topic import default_partition_column
+
+    def draw(salt: int, modulo: int) -> Any:
+        return F.pmod(F.xxhash64(F.col("id"), F.lit(seed), F.lit(salt)), F.lit(modulo))
+
+    roll = draw(1, 100)
+    topic = F.when(roll < 80, F.lit("orders")).when(roll < 90, F.lit("customers")).otherwise(F.lit("addresses"))
+    customer = F.concat(F.lit("c"), draw(2, keys).cast("string"))
+    key = F.when(F.col("topic") == "orders", F.concat(F.lit("o"), F.col("id").cast("string"))).otherwise(customer)
+    order = F.to_json(F.struct(customer.alias("c"), F.concat(F.lit("O"), F.col("id").cast("string")).alias("v")))
+    plain = F.to_json(F.concat(F.upper(F.substring(F.col("topic"), 1, 1)), F.col("id").cast("string")))
+    value = F.when(draw(4, 100) == 0, F.lit(None).cast("string")).otherwise(
+        F.when(F.col("topic") == "orders", order).otherwise(plain)
+    )
+    ts = (F.floor(F.col("id") / 100) + draw(5, 50)).cast("bigint")
+    frame = (
+        spark.range(records)
+        .withColumn("topic", topic)
+        .withColumn("key", key)
+        .withColumn("value", value)
+        .withColumn("ts", ts)
+        .withColumn("partition", default_partition_column(F.col("key"), partitions, "string"))
+    )
+    in_order = Window.partitionBy("topic", "partition").orderBy("id")
+    frame = frame.withColumn("offset", (F.row_number().over(in_order) - 1).cast("bigint"))
+    frame.select("topic", "key", "value", "ts", "partition", "offset").write.mode("overwrite").parquet(path)
+
+
+def app(partitions: int) -> Any:
+    import kjoin
+
+    b = kjoin.Topology(partitions=partitions)
+    customers, addresses = b.table("customers"), b.table("addresses")
+    b.stream("orders").select_key({"field": "c"}).join(customers).left_join(addresses).to("out")
+    return b
+
+
+def _topics(spark: Any, path: str, partitions: int) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    from kjoin.spark import Topic
+
+    data = spark.read.parquet(path)
+    return {
+        name: Topic(
+            data.where(F.col("topic") == name).select("key", "value", "ts", "partition", "offset"),
+            partitions,
+            json_values=True,
+            source=f"{path} ({name})",
+        )
+        for name in ("orders", "customers", "addresses")
+    }
+
+
+def _equi_join(topics: dict[str, Any]) -> Any:
+    from pyspark.sql import functions as F
+
+    def last(name: str) -> Any:
+        frame = topics[name].frame
+        return frame.groupBy("key").agg(F.max_by("value", F.struct("partition", "offset")).alias(name))
+
+    orders = topics["orders"].frame.select(F.get_json_object("value", "$.c").alias("key"), "value", "ts")
+    return orders.join(last("customers"), "key").join(last("addresses"), "key", "left")
+
+
+def bench_topology(spark: Any, sizes: list[int], keys: int, partitions: int, workdir: str, out: Any) -> list[str]:
+    """One line per size: kjoin's and the equi-join's seconds and records per second, and their ratio."""
+    from benchmarks.bench import noop
+    from kjoin.spark import run_topology
+
+    def kjoin_run(topics: dict[str, Any]) -> Any:
+        result = run_topology(spark, app(partitions), topics)
+        noop(result.rows)
+        return result
+
+    header = "| topology | records | kjoin s | equi s | kjoin rec/s | equi rec/s | kjoin/equi | load before/after |"
+    lines = [header, "|---|---|---|---|---|---|---|---|"]
+    warm = os.path.join(workdir, "topology-warm-up.parquet")
+    generate_topology(spark, 20_000, warm, keys, partitions)
+    warm_topics = _topics(spark, warm, partitions)
+    noop(_equi_join(warm_topics))
+    kjoin_run(warm_topics).rows.unpersist()
+    for size in sizes:
+        path = os.path.join(workdir, f"topology-{size}.parquet")
+        print(f"[bench] generating {size:,} topology records ...", file=out, flush=True)
+        generate_topology(spark, size, path, keys, partitions)
+        topics = _topics(spark, path, partitions)
+        noop(spark.read.parquet(path))
+        started = time.perf_counter()
+        noop(_equi_join(topics))
+        equi = time.perf_counter() - started
+        before = os.getloadavg()[0]
+        started = time.perf_counter()
+        result = kjoin_run(topics)
+        elapsed = time.perf_counter() - started
+        after = os.getloadavg()[0]
+        spark.catalog.clearCache()
+        lines.append(
+            f"| re-key + 2 joins | {size:,} | {elapsed:.1f} | {equi:.1f} | {size / elapsed:,.0f} | {size / equi:,.0f} "
+            f"| {equi / elapsed:.3f} | {before:.1f}/{after:.1f} |"
+        )
+        print(lines[-1], file=out, flush=True)
+        del result
+    return lines

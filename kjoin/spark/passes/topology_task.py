@@ -1,0 +1,131 @@
+"""A topology's stage on Spark, one Kafka task (or, for a stage that feeds itself, the whole stage) per group.
+
+How it works: the records of a stage arrive grouped by Kafka task (sub-topology, partition): the task's input
+partitions and the records earlier stages wrote to its repartition partitions (with their final offsets). The
+group function decodes them, takes the global tables' records first (as every task does: the global stores are
+restored before any task runs), then runs the reference engine's processors over the task's records in the
+``stages`` schedule (:func:`kjoin.topology.runtime.stage_steps`: the task's partition group, Kafka's
+``PartitionGroup`` over any number of partitions), so each record's fate, reason and writes are the reference
+engine's by construction. It returns one row per step and one per record the step wrote, with the key that puts
+the step in the stage's processing order (:data:`STEP_ORDER`):
+
+* an acyclic stage's tasks interleave by timestamp (the task whose next record has the smallest timestamp;
+  ties: sub-topology, then partition). With all of each task's records known, that greedy merge is a sort by
+  ``(running max of the timestamps the task has taken, sub-topology, partition, step within the task)``: a task's
+  step waits only for the steps of other tasks whose running max is lower. So the stage's steps, and the records
+  they write to one topic partition (their offsets), are ordered without running the tasks together.
+* a cyclic stage runs whole in one group; its steps are ordered by their number in that run.
+
+Written records travel between stages as ``payload`` (the pickled key, value and a table group-by's old value:
+windowed keys and JSON objects stay Python values); an input record as its key and value text, decoded per topic.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+from ...records import render_value
+from ...topology.runtime import stage_steps
+from ...topology.trace import TopicRecord
+
+__all__ = ["ROW_SCHEMA", "STEP_ORDER", "WRITE_ORDER", "stage_function", "decode_records", "Decoding", "shown"]
+
+STEP_ORDER = ("stage", "o_ts", "o_sub", "o_part", "seq")
+"""The columns that sort the steps of a run into the ``stages`` schedule's order."""
+WRITE_ORDER = (*STEP_ORDER, "wseq")
+"""...and the records they wrote into the order written (a topic partition's offsets)."""
+
+ROW_SCHEMA = (
+    "kind string, task string, stage int, o_ts long, o_sub int, o_part int, seq long, wseq int, "
+    "topic string, partition int, offset long, ts long, key string, value string, payload binary, "
+    "fate string, reason string, nodes string"
+)
+"""One row per step (``kind = 'step'``: the record it took, its fate, reason and the nodes it passed) and per
+record a step wrote (``'write'``: topic, partition, the pickled payload; its offset is assigned afterwards)."""
+
+Decoding = Mapping[str, tuple[bool, str]]
+"""Topic -> (its keys are longs, how its values are carried: ``json``, ``string``, ``long`` or ``double``)."""
+
+
+def shown(value: Any) -> str | None:
+    """A key or value as the trace writes it (:func:`kjoin.records.render_value`), ``None`` for null."""
+    return None if value is None else render_value(value)
+
+
+def decode_records(frame: pd.DataFrame, decoding: Decoding) -> list[TopicRecord]:
+    """The rows of a records frame (``topic, partition, offset, ts, key_text, value_text, payload``) as the
+    reference engine's records: a written record from its payload, an input record decoded as its topic says."""
+    records = []
+    for topic, partition, offset, ts, key_text, value_text, payload in zip(
+        frame["topic"], frame["partition"], frame["offset"], frame["ts"], frame["key_text"], frame["value_text"],
+        frame["payload"],
+    ):  # fmt: skip
+        if payload is not None:
+            key, value, old, has_old = pickle.loads(payload)
+        else:
+            long_keys, values = decoding[topic]
+            key = None if key_text is None else (int(key_text) if long_keys else key_text)
+            value = _decoded(value_text, values)
+            old, has_old = None, False
+        records.append(TopicRecord(topic, int(partition), int(offset), key, value, int(ts), None, None, None, old,
+                                   has_old))  # fmt: skip
+    return records
+
+
+def _decoded(text: Any, kind: str) -> Any:
+    if text is None:
+        return None
+    if kind == "json":
+        return json.loads(text)
+    if kind == "long":
+        return int(text)
+    if kind == "double":
+        return float(text)
+    return text
+
+
+def stage_function(
+    topology: Any,
+    stage: int,
+    subtopologies: tuple[int, ...],
+    cyclic: bool,
+    decoding: Decoding,
+    global_records: list[TopicRecord],
+) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """The ``applyInPandas`` function of one stage: a group's records in, its step and write rows out."""
+
+    def run_group(frame: pd.DataFrame) -> pd.DataFrame:
+        records = decode_records(frame, decoding)
+        rows: list[tuple[Any, ...]] = []
+        running: dict[str, int] = {}
+        steps = stage_steps(topology, records, subtopologies, global_records)
+        for seq, step in enumerate(steps):
+            sub, part = (int(n) for n in step.task.split("_"))
+            if cyclic:
+                order = (stage, 0, 0, 0, seq)
+            else:
+                running[step.task] = max(running.get(step.task, step.record.ts), step.record.ts)
+                order = (stage, running[step.task], sub, part, seq)
+            record = step.record
+            rows.append(("step", step.task, *order, None, record.topic, record.partition, record.offset, record.ts,
+                         shown(record.key), _shown_written(record), None, step.fate.value,
+                         None if step.reason is None else step.reason.value,
+                         " → ".join(visit.node for visit in step.visits)))  # fmt: skip
+            for wseq, written in enumerate(step.wrote):
+                payload = pickle.dumps((written.key, written.value, written.old, written.has_old))
+                rows.append(("write", step.task, *order, wseq, written.topic, written.partition, None, written.ts,
+                             shown(written.key), _shown_written(written), payload, None, None, None))  # fmt: skip
+        return pd.DataFrame(rows, columns=[column.split()[0] for column in ROW_SCHEMA.split(", ")])
+
+    return run_group
+
+
+def _shown_written(record: TopicRecord) -> str | None:
+    """A record's value as shown: a foreign-key join's message as it describes itself."""
+    if record.message is not None:
+        return record.message.describe()
+    return shown(record.value)

@@ -1,0 +1,329 @@
+"""A whole topology on Spark: :func:`run_topology` (topics in, lazy frames of steps and topics out) and
+:class:`TopologyRun` (the frames, and the drill-down: a task's reference trace, ``why`` of a record).
+
+How a run flows:
+
+* The topology's stages (:mod:`kjoin.topology.stages`: its sub-topologies in dependency order, the two sides of a
+  foreign-key join together) run one after the other, each as one ``applyInPandas`` over its records grouped by
+  Kafka task (:mod:`kjoin.spark.passes.topology_task`); a stage that feeds itself runs whole in one group.
+* A stage's records are the input topics its sub-topologies read and what earlier stages wrote to their
+  repartition (or ``through``) topics. Grouping those by task *is* the repartition: the writing task chose each
+  record's partition (murmur2 of the serialized key, or the topology's partitioner, by the reference engine's own
+  code) and the reading stage's tasks gather theirs in one shuffle. A written record's offset is its rank in its
+  topic partition in the order the writing tasks produced it (:data:`~kjoin.spark.passes.topology_task.WRITE_ORDER`).
+* The global tables' records are read once on the driver (they are small: every Kafka task holds them all) and
+  taken first by every group, as a starting application restores its global stores before any task runs.
+* The result is the reference engine's ``stages`` schedule (:mod:`kjoin.topology.runtime`), record for record:
+  ``tests/test_spark_topology.py`` compares random topologies with it (``make topology-spark-check`` runs many).
+
+Each stage's rows are persisted (the next stage and the final frames read them), so a run is computed once when a
+frame is first read.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any, Mapping
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from ..topology.runtime import stage_trace
+from ..topology.stages import Stage, stages_of, topic_readers, topic_writers
+from ..topology.trace import TopicRecord, TopologyTrace
+from .io.topic import SparkInputError, Topic, default_partition_column
+from .passes.topology_task import (
+    ROW_SCHEMA,
+    STEP_ORDER,
+    WRITE_ORDER,
+    Decoding,
+    decode_records,
+    stage_function,
+)
+
+__all__ = ["run_topology", "TopologyRun", "RECORD_COLUMNS"]
+
+RECORD_COLUMNS = ("topic", "partition", "offset", "ts", "key_text", "value_text", "payload")
+"""The columns of a stage's records: an input record's key and value as text (``payload`` null), a written one's
+pickled (``key_text``/``value_text`` then show it)."""
+
+
+def run_topology(
+    spark: Any, topology: Any, topics: Mapping[str, Topic], *, spark_partitions: int | None = None
+) -> "TopologyRun":
+    """Run ``topology`` (a :class:`kjoin.Topology`) over ``topics`` (topic name -> :class:`Topic`, from
+    :func:`~kjoin.spark.from_files`, :func:`~kjoin.spark.from_kafka`, ...: one for every topic the topology
+    reads), as Kafka Streams runs it and as the reference engine's ``stages`` schedule does, record for record.
+    ``spark_partitions``: Spark partitions per stage (default: ``spark.sql.shuffle.partitions``).
+    Returns a lazy :class:`TopologyRun`."""
+    topology.build()
+    graph = topology.graph
+    sources = graph.sources()
+    written = topic_writers(graph)
+    _check_topics(graph, sources, written, topics)
+    readers = topic_readers(graph)
+    decoding: dict[str, tuple[bool, str]] = {}
+    inputs: dict[str, DataFrame] = {}
+    for name, topic in topics.items():
+        inputs[name], decoding[name] = _records(name, topic, graph.topics[name])
+    global_topics = [name for name, node in sources.items() if node.op == "global-table"]
+    rank = {name: number for number, name in enumerate(graph.topics)}
+    global_rows = [row for name in global_topics for row in inputs[name].collect()]
+    global_rows.sort(key=lambda row: (rank[row["topic"]], row["partition"], row["offset"]))
+    global_records = decode_records(_pandas(global_rows), decoding)
+    stages = stages_of(graph)
+    results: list[DataFrame] = []
+    stage_records: dict[int, DataFrame] = {}
+    for stage in stages:
+        read = sorted(topic for topic, sub in readers.items() if sub in stage.subtopologies)
+        parts = [inputs[topic] for topic in read if topic in inputs]
+        fed = [topic for topic in read if topic in written]
+        if fed and results:
+            earlier = _with_offsets(reduce(DataFrame.unionByName, results).where(F.col("kind") == "write"))
+            parts.append(_as_records(earlier.where(F.col("topic").isin(fed))))
+        if not parts:
+            continue
+        records = reduce(DataFrame.unionByName, parts)
+        reader = F.create_map(*[x for topic in read for x in (F.lit(topic), F.lit(readers[topic]))])
+        records = records.withColumn("_sub", reader[F.col("topic")])
+        group = [F.lit(stage.number).alias("_stage")] if stage.cyclic else [F.col("_sub"), F.col("partition")]
+        if spark_partitions:
+            records = records.repartition(spark_partitions, *group)
+        stage_records[stage.number] = records
+        function = stage_function(topology, stage.number, stage.subtopologies, stage.cyclic, decoding, global_records)
+        rows = records.select(*RECORD_COLUMNS, "_sub").groupBy(*group).applyInPandas(function, ROW_SCHEMA)
+        results.append(rows.persist())
+    if results:
+        rows = reduce(DataFrame.unionByName, results)
+    else:
+        rows = spark.createDataFrame([], ROW_SCHEMA)
+    return TopologyRun(topology, stages, rows, stage_records, global_records, decoding)
+
+
+class TopologyRun:
+    """A topology run on Spark (lazy): its frames, and the reference engine's view of any task or record.
+
+    * :attr:`steps`: one row per record a task took, in the ``stages`` schedule's order (sort by
+      :data:`~kjoin.spark.passes.topology_task.STEP_ORDER`): ``task, topic, partition, offset, ts, key, value, fate,
+      reason, nodes`` (the global tables' steps are the reference trace's first ones, not rows here).
+    * :attr:`topics`: every record the topology wrote (repartition, foreign-key, output topics), with its offset.
+    * :attr:`outputs`: those of the output topics (``to``, not read back), ``topic, partition, offset, key, value,
+      ts`` (keys and values as the trace writes them).
+    * :meth:`trace`: a task's reference trace (every node's visit, every store after every step);
+      :meth:`why`: a written record followed back through every join and repartition topic to the input records.
+    """
+
+    method = "processors"
+
+    def __init__(
+        self,
+        topology: Any,
+        stages: list[Stage],
+        rows: DataFrame,
+        stage_records: dict[int, DataFrame],
+        global_records: list[TopicRecord],
+        decoding: Decoding,
+    ) -> None:
+        self.topology = topology
+        self.stages = stages
+        self.rows = rows
+        self._stage_records = stage_records
+        self._global_records = global_records
+        self._decoding = decoding
+        self._traces: dict[tuple[int, str], TopologyTrace] = {}
+        graph = topology.graph
+        self.output_topics = sorted(
+            name for name, topic in graph.topics.items() if not topic.internal and name not in graph.sources()
+        )
+
+    @property
+    def steps(self) -> DataFrame:
+        return self.rows.where(F.col("kind") == "step").select(
+            *STEP_ORDER, "task", "topic", "partition", "offset", "ts", "key", "value", "fate", "reason", "nodes"
+        )
+
+    @property
+    def topics(self) -> DataFrame:
+        return _with_offsets(self.rows.where(F.col("kind") == "write")).select(
+            "topic", "partition", "offset", "key", "value", "ts", "task", *WRITE_ORDER
+        )
+
+    @property
+    def outputs(self) -> DataFrame:
+        return self.topics.where(F.col("topic").isin(self.output_topics)).select(
+            "topic", "partition", "offset", "key", "value", "ts"
+        )
+
+    # -- the drill-down ---------------------------------------------------------------------------
+    def stage_of(self, task: str) -> Stage:
+        sub = _task_numbers(task)[0]
+        for stage in self.stages:
+            if sub in stage.subtopologies:
+                return stage
+        raise SparkInputError(f"task {task}: the topology has no sub-topology {sub}")
+
+    def trace(self, task: str) -> TopologyTrace:
+        """The reference trace of one task (``"1_0"``): the global tables' records first, then the task's records
+        (its inputs and what earlier stages wrote to it) as it took them; a task of a cyclic stage (a foreign-key
+        join's side) comes with the whole stage, whose tasks talk to each other."""
+        stage = self.stage_of(task)
+        group = "" if stage.cyclic else task
+        cached = self._traces.get((stage.number, group))
+        if cached is not None:
+            return cached
+        records = self._stage_records.get(stage.number)
+        if records is None:
+            raise SparkInputError(f"task {task}: its stage took no records")
+        if not stage.cyclic:
+            sub, partition = _task_numbers(task)
+            records = records.where((F.col("_sub") == sub) & (F.col("partition") == partition))
+        taken = decode_records(_pandas(records.select(*RECORD_COLUMNS).collect()), self._decoding)
+        trace = stage_trace(self.topology, taken, stage.subtopologies, self._global_records)
+        self._traces[(stage.number, group)] = trace
+        return trace
+
+    def why(self, topic: str, partition: int, offset: int) -> list[str]:
+        """How the record at ``topic[partition]@offset`` came to be, newest first: each step that wrote a record on
+        the way (the task, its place in the task's trace, the nodes it passed and what each did), the table rows
+        each join looked up, back through every repartition topic to the input record that set it off."""
+        lines: list[str] = []
+        written = self.topics
+        while True:
+            found = (
+                written.where(
+                    (F.col("topic") == topic) & (F.col("partition") == partition) & (F.col("offset") == offset)
+                )
+                .select("task", "seq", "wseq")
+                .first()
+            )
+            if found is None:
+                lines.append(f"{topic}[{partition}]@{offset} is an input record (not written by the topology).")
+                return lines
+            trace = self.trace(found["task"])
+            step = trace[len(self._global_records) + found["seq"]]
+            record = step.wrote[found["wseq"]]  # the trace's offsets count only what its own tasks wrote
+            while True:
+                lines.append(
+                    f"{topic}[{partition}]@{offset} {record.describe().split(' ', 1)[1]} was written by task "
+                    f"{step.task} (step {step.index} of trace({found['task']!r})): {step.explain()}"
+                )
+                for visit in step.visits:
+                    for partner in visit.partners:
+                        row = trace[partner].record
+                        lines.append(f"  {visit.node} looked up the row {row.describe()}, taken at step {partner}.")
+                taken = step.record
+                topic, partition, offset = taken.topic, taken.partition, taken.offset
+                if taken.written_at is None:
+                    break
+                step = trace[taken.written_at]  # written within the same stage (a foreign-key join's messages)
+                record = taken
+            if topic not in topic_writers(self.topology.graph):
+                lines.append(f"{taken.describe()} is an input record.")
+                return lines
+
+
+def _task_numbers(task: str) -> tuple[int, int]:
+    try:
+        sub, partition = (int(part) for part in task.split("_"))
+    except (ValueError, AttributeError):
+        raise SparkInputError(f"task: expected sub-topology_partition, like '1_0', got {task!r}") from None
+    return sub, partition
+
+
+def _pandas(rows: list[Any]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame([row.asDict() for row in rows], columns=list(RECORD_COLUMNS))
+
+
+def _check_topics(
+    graph: Any, sources: Mapping[str, Any], written: Mapping[str, Any], topics: Mapping[str, Topic]
+) -> None:
+    reads = sorted(topic for topic in sources if topic not in written)
+    for name in topics:
+        if name in written:
+            raise SparkInputError(
+                f"topics: {name!r} is written by the topology (to/through); its records come from the run, "
+                "so pass only the topics it reads from outside: " + ", ".join(reads)
+            )
+        if name not in sources:
+            raise SparkInputError(f"topics: the topology does not read {name!r}; it reads {', '.join(reads)}")
+        if not isinstance(topics[name], Topic):
+            raise SparkInputError(
+                f"topics[{name!r}]: expected a kjoin.spark.Topic (from_files, from_kafka, Topic(frame)), "
+                f"got {type(topics[name]).__name__}"
+            )
+        declared = graph.topics[name].partitions
+        given = topics[name].partitions
+        if given is not None and given != declared:
+            raise SparkInputError(
+                f"topics[{name!r}]: the topic has {given} partition(s), the topology declares {declared}; "
+                f"declare it with Topology(partitions=...) or topic(..., partitions={given})"
+            )
+    missing = [name for name in reads if name not in topics]
+    if missing:
+        raise SparkInputError(
+            f"topics: no Topic for {', '.join(map(repr, missing))}; the topology reads {', '.join(reads)}"
+        )
+
+
+def _records(name: str, topic: Topic, info: Any) -> tuple[DataFrame, tuple[bool, str]]:
+    """One input topic as records (:data:`RECORD_COLUMNS`), and how to decode its keys and values."""
+    frame = topic.frame
+    types = dict(frame.dtypes)
+    for column in ("key", "value", "ts"):
+        if column not in types:
+            raise SparkInputError(
+                f"topics[{name!r}] ({topic.source}): no column {column!r}; the columns are {', '.join(types)}"
+            )
+    key_type, value_type = types["key"], types["value"]
+    if key_type not in ("string", "bigint", "int"):
+        raise SparkInputError(
+            f"topics[{name!r}] ({topic.source}): column 'key' has type {key_type}, expected string or bigint"
+        )
+    if value_type not in ("string", "bigint", "int", "double"):
+        raise SparkInputError(
+            f"topics[{name!r}] ({topic.source}): column 'value' has type {value_type}, expected string, bigint or "
+            "double (JSON values as text, with json_values=True)"
+        )
+    long_keys = key_type != "string"
+    values = "json" if topic.json_values else {"string": "string", "double": "double"}.get(value_type, "long")
+    if not topic.has_partition:
+        if info.partitioner is None:
+            partition = default_partition_column(F.col("key").cast("bigint" if long_keys else "string"),
+                                                 info.partitions, "bigint" if long_keys else "string")  # fmt: skip
+        else:
+            chooser = info.partition_of
+            partition = F.udf(lambda key: chooser(key), "int")(F.col("key"))
+        frame = frame.withColumn("partition", partition)
+    if not topic.has_offset:
+        in_order = Window.partitionBy("partition").orderBy(F.monotonically_increasing_id())
+        frame = frame.withColumn("offset", (F.row_number().over(in_order) - 1).cast("bigint"))
+    records = frame.select(
+        F.lit(name).alias("topic"),
+        F.col("partition").cast("int").alias("partition"),
+        F.col("offset").cast("bigint").alias("offset"),
+        F.col("ts").cast("bigint").alias("ts"),
+        F.col("key").cast("string").alias("key_text"),
+        F.col("value").cast("string").alias("value_text"),
+        F.lit(None).cast("binary").alias("payload"),
+    )
+    return records, (long_keys, values)
+
+
+def _with_offsets(writes: DataFrame) -> DataFrame:
+    """Written rows with their offsets: each one's rank in its topic partition in the order written."""
+    order = Window.partitionBy("topic", "partition").orderBy(*WRITE_ORDER)
+    return writes.withColumn("offset", (F.row_number().over(order) - 1).cast("bigint"))
+
+
+def _as_records(writes: DataFrame) -> DataFrame:
+    return writes.select(
+        "topic",
+        "partition",
+        "offset",
+        "ts",
+        F.col("key").alias("key_text"),
+        F.col("value").alias("value_text"),
+        "payload",
+    )

@@ -1,0 +1,119 @@
+"""A whole topology on Spark (issue 30): :func:`kjoin.spark.run_topology` against the reference engine's ``stages``
+schedule, record for record, on a sample of random topologies (``make topology-spark-check`` runs many), and its
+drill-down (``trace``, ``why``) on an app built in Python (re-key with a custom partitioner, two joins)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import kjoin
+from kjoin.spark import SparkInputError, Topic, run_topology
+from kjoin.topology.runtime import run
+from tests.topology_spark_check import difference, scenarios, spark_topics
+
+pytestmark = pytest.mark.spark
+
+SAMPLE = 10
+
+
+@pytest.mark.parametrize("index", range(SAMPLE))
+def test_random_topologies_agree_with_the_reference_engine(spark, index):
+    scenario = scenarios(SAMPLE, 30)[index]
+    assert difference(spark, scenario, with_partitions=index % 4 != 3) is None
+
+
+def _app() -> kjoin.Topology:
+    """Orders re-keyed by customer (a custom partitioner on the repartition topic, and on the tables' topics, which
+    must be co-partitioned with it), joined with customers, then left-joined with addresses; two partitions, Python
+    functions throughout."""
+    b = kjoin.Topology(partitions=2)
+
+    def by_name(key, partitions):  # the producers of customers and addresses place their records the same way
+        return 0 if key < "c2" else 1
+
+    orders = b.stream("orders")
+    customers = b.table("customers", partitioner=by_name)
+    addresses = b.table("addresses", partitioner=by_name)
+    rekeyed = orders.select_key(lambda key, value: value["c"], name="by-customer", partitioner=by_name)
+    enriched = rekeyed.join(customers, lambda order, customer: f"{order['v']}+{customer}", name="with-customer")
+    enriched.left_join(addresses, lambda order, address: f"{order}@{address}", name="with-address").to("out")
+    return b
+
+
+EVENTS = [
+    {"topic": "customers", "key": "c1", "value": "Ann", "ts": 1},
+    {"topic": "customers", "key": "c2", "value": "Bob", "ts": 2},
+    {"topic": "addresses", "key": "c1", "value": "Oslo", "ts": 3},
+    {"topic": "orders", "key": "o1", "value": {"c": "c1", "v": "A"}, "ts": 5},
+    {"topic": "orders", "key": "o2", "value": {"c": "c2", "v": "B"}, "ts": 6},
+    {"topic": "orders", "key": "o3", "value": {"c": "c3", "v": "C"}, "ts": 7},
+    {"topic": "customers", "key": "c1", "value": "Anna", "ts": 8},
+    {"topic": "orders", "key": "o4", "value": {"c": "c1", "v": "D"}, "ts": 9},
+]
+
+
+def _topics(spark, topology):
+    from kjoin.topology.document import TopologyScenario
+
+    scenario = TopologyScenario(topology, tuple(EVENTS), "stages")
+    return spark_topics(spark, scenario, with_partitions=False)
+
+
+@pytest.fixture(scope="module")
+def app_run(spark):
+    """One run of the app for the tests below (a Spark run costs seconds; they only read it)."""
+    topology = _app()
+    return run_topology(spark, topology, _topics(spark, topology))
+
+
+def test_an_app_in_python_gives_the_reference_outputs_and_partitions(app_run):
+    result = app_run
+    expected = run(_app(), EVENTS, schedule="stages")
+    got = [tuple(row) for row in result.outputs.orderBy("partition", "offset").collect()]
+    want = sorted(
+        ((r.topic, r.partition, r.offset, r.key, r.value, r.ts) for r in expected.outputs()),
+        key=lambda row: (row[1], row[2]),
+    )
+    assert got == want
+    assert sorted(row[4] for row in got) == ["A+Ann@Oslo", "B+Bob@None", "D+Anna@Oslo"]
+    repartitioned = result.topics.where("topic LIKE '%repartition'").select("key", "partition").collect()
+    assert {(row["key"], row["partition"]) for row in repartitioned} == {("c1", 0), ("c2", 1), ("c3", 1)}
+
+
+def test_why_follows_an_output_back_through_the_repartition_topic_and_both_joins(app_run):
+    result = app_run
+    output = result.outputs.where("value = 'D+Anna@Oslo'").first()
+    lines = result.why(output["topic"], output["partition"], output["offset"])
+    text = "\n".join(lines)
+    assert lines[0].startswith(
+        f"out[{output['partition']}]@{output['offset']} c1:D+Anna@Oslo@9 was written by task 1_0"
+    )
+    assert "with-customer looked up the row customers[" in text and "c1:Anna@8" in text
+    assert "with-address looked up the row addresses[" in text and "c1:Oslo@3" in text
+    assert "was written by task 0_" in text  # the repartition record, written by the re-keying task
+    assert lines[-1].endswith("is an input record.") and "o4:" in lines[-1]
+
+
+def test_a_task_trace_is_the_reference_engines_for_that_task(app_run):
+    result = app_run
+    trace = result.trace("1_0")
+    rows = result.steps.where("task = '1_0'").orderBy("seq").select("offset", "topic", "fate", "nodes").collect()
+    assert [(s.record.topic, s.record.offset, s.fate.value) for s in trace.steps if s.task == "1_0"] == [
+        (row["topic"], row["offset"], row["fate"]) for row in rows
+    ]
+    store = trace.store(len(trace) - 1, "1_0", "customers: table")
+    assert {row["key"]: row["value"] for row in store} == {"c1": "Anna"}
+
+
+def test_topics_the_topology_does_not_read_or_writes_itself_are_refused(spark):
+    topology = _app()
+    topics = _topics(spark, topology)
+    with pytest.raises(SparkInputError, match="no Topic for 'addresses'"):
+        run_topology(spark, topology, {name: t for name, t in topics.items() if name != "addresses"})
+    with pytest.raises(SparkInputError, match="does not read 'payments'"):
+        run_topology(spark, topology, {**topics, "payments": topics["orders"]})
+    frame = spark.createDataFrame([("k", json.dumps("v"), 1)], "key string, value string, ts long")
+    with pytest.raises(SparkInputError, match="3 partition"):
+        run_topology(spark, topology, {**topics, "orders": Topic(frame, 3, json_values=True)})
