@@ -221,16 +221,8 @@ class _Finder:
         found = self.run.why_index().next_after_step(self.scenario, self.partition, self.other, step)
         if found is None:
             return None
-        decode_key, decode_value = self.run._decoders()
-        return debug.Partner(
-            found["side"],
-            found["partition"],
-            found["offset"],
-            found["ts"],
-            decode_value(found["value"]),
-            found["step"],
-            key=decode_key(found["key"]),
-        )
+        key = self.run._decoders()[0](found["key"])
+        return self._partner(found, key=key)
 
     def blocker(self, partner: Any, ts: int) -> Any:
         """The record ahead of ``partner`` in its partition with the highest timestamp above ``ts``."""
@@ -238,17 +230,16 @@ class _Finder:
         found = index.highest_ahead(self.scenario, partner.partition, partner.side, partner.offset, ts)
         if found is None:
             return None
-        decode_key, decode_value = self.run._decoders()
         partitions = self.run.scenarios[self.scenario].partitions
-        return debug.Partner(
-            found["side"],
-            found["partition"],
-            found["offset"],
-            found["ts"],
-            decode_value(found["value"]),
-            found["step"],
-            partition_of(decode_key(found["key"]), partitions, self.run.partitioner),
-        )
+        home = partition_of(self.run._decoders()[0](found["key"]), partitions, self.run.partitioner)
+        return self._partner(found, home)
+
+    def _partner(self, found: Any, *extra: Any, **named: Any) -> Any:
+        """A :class:`kjoin.debug.Partner` of an index row (side, partition, offset, ts, value, step), with the
+        fields after those (``extra``, ``named``) as the caller has them."""
+        value = self.run._decoders()[1](found["value"])
+        fields = (found["side"], found["partition"], found["offset"], found["ts"], value, found["step"])
+        return debug.Partner(*fields, *extra, **named)
 
 
 # -- foreign-key joins: the whole scenario's trace ---------------------------------------------
