@@ -88,6 +88,7 @@ def base_scenarios(rng: random.Random) -> list[dict[str, Any]]:
             "events": _events(rng, structured=True),
         },
         _topology(rng),
+        _word_count(rng),
     ]
 
 
@@ -108,6 +109,30 @@ def _topology(rng: random.Random) -> dict[str, Any]:
             {"name": "with-customer", "join": ["by-customer", "customers"]},
             {"name": "with-address", "left_join": ["with-customer", "addresses"]},
             {"name": "out", "to": "out", "input": "with-address"},
+        ],
+        "events": events,
+    }
+
+
+def _word_count(rng: random.Random) -> dict[str, Any]:
+    """The DSL's other operations in the document form: a stream's flat_map_values and flat_map (a re-key), a count,
+    a table's filter (stored) and map_values, as Kafka's WordCount."""
+    lines = ["a b a", "B c", "", "x", " a  b ", None]
+    events = [
+        {"topic": "lines", "key": rng.choice([None, "k1", "k2"]), "value": rng.choice(lines), "ts": rng.randint(0, 40)}
+        for _ in range(6)
+    ]
+    return {
+        "partitions": rng.choice([1, 2]),
+        "topology": [
+            {"name": "lines", "stream": "lines"},
+            {"name": "lower", "flat_map_values": {"split": " ", "lower": True}, "input": "lines"},
+            {"name": "words", "flat_map": {"split": " "}, "input": "lower"},
+            {"name": "g", "group_by_key": True, "input": "words"},
+            {"name": "counts", "count": True, "input": "g"},
+            {"name": "big", "filter": {"key_not_in": ["a"]}, "input": "counts", "materialized": True},
+            {"name": "shown", "map_values": {"append": "!"}, "input": "big"},
+            {"name": "out", "to": "out", "input": "shown"},
         ],
         "events": events,
     }
