@@ -234,7 +234,7 @@ PLANTED: dict[str, tuple[dict, str]] = {
 
 PLANTED_TOPOLOGIES = {
     # 2.6: a table filter forwards a tombstone for a row it never held; from 2.7 (KAFKA-10077) it does not
-    # (tests/test_topology_oracle.py pins both against Kafka 2.6.3, 2.7.2 and 4.4.0).
+    # (tests/test_topology_oracle.py pins both against Kafka 2.6.3, 2.7.1 and 4.4.0).
     "table_filter_skips_absent_tombstones": (
         {
             "topology": [
