@@ -257,10 +257,9 @@ class _Run:
             if self.sources[record.topic].op != "global-table":
                 add(record)
         while True:
-            ready = [(group.head_ts(), task) for task, group in groups.items() if group.buffered]
-            if not ready:
+            task = _lowest_task(groups)
+            if task is None:
                 return
-            _, task = min(ready)
             for written in self._take(groups[task].next()):
                 if self._read_by_topology(written.topic):
                     add(written)
@@ -289,10 +288,9 @@ class _Run:
         for record in sorted(records, key=stage_add_order(self.graph)):
             add(record)
         while True:
-            ready = [(group.head_ts(), task) for task, group in groups.items() if group.buffered]
-            if not ready:
+            task = _lowest_task(groups)
+            if task is None:
                 return
-            _, task = min(ready)
             written = self._take(groups[task].next())
             assert self.last_step is not None
             yield self.last_step
@@ -493,3 +491,10 @@ def _step_fate(visits: list[NodeVisit]) -> tuple[Fate, Any]:
         if fate in best:
             return fate, best[fate]
     return Fate.FORWARDED, None
+
+
+def _lowest_task(groups: Mapping[tuple[int, int], PartitionGroup]) -> tuple[int, int] | None:
+    """Of the tasks with buffered records, the one whose next record has the lowest timestamp (then the lower
+    sub-topology and partition): both schedules interleave their tasks by this rule."""
+    ready = [(group.head_ts(), task) for task, group in groups.items() if group.buffered]
+    return min(ready)[1] if ready else None
