@@ -5,12 +5,20 @@ from __future__ import annotations
 import bisect
 import heapq
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .records import Record, key_identity
 from .times import lag_text, when
 
-__all__ = ["merge_by_timestamp", "arrival_order", "Waiting", "PartitionGroup", "TakenFirst", "ties_taken_first"]
+__all__ = [
+    "merge_by_timestamp",
+    "arrival_order",
+    "Waiting",
+    "PartitionGroup",
+    "next_task",
+    "TakenFirst",
+    "ties_taken_first",
+]
 
 
 class PartitionGroup:
@@ -32,6 +40,7 @@ class PartitionGroup:
         self._queues: dict[Any, list[Any]] = {}
         self._taken: dict[Any, int] = {}
         self._heap: list[Any] = []  # the non-empty queues' names, java.util.PriorityQueue's array
+        self.buffered = 0  # records added and not taken yet, over every partition
 
     def _head_ts(self, name: Any) -> int:
         return self._queues[name][self._taken[name]].ts
@@ -45,7 +54,9 @@ class PartitionGroup:
         queue = self._queues.setdefault(name, [])
         self._taken.setdefault(name, 0)
         was_empty = self._buffered(name) == 0
+        before = len(queue)
         queue.extend(records)
+        self.buffered += len(queue) - before
         if was_empty and self._buffered(name):
             self._offer(name)
 
@@ -62,6 +73,7 @@ class PartitionGroup:
         name = self._poll()
         record = self._queues[name][self._taken[name]]
         self._taken[name] += 1
+        self.buffered -= 1
         if self._buffered(name):
             self._offer(name)
         return record
@@ -95,9 +107,10 @@ class PartitionGroup:
         return result
 
 
-def _next_task(groups: dict[int, PartitionGroup]) -> int | None:
+def next_task(groups: Mapping[Any, PartitionGroup]) -> Any | None:
     """Of the tasks with buffered records, the one whose next record has the lowest timestamp (then
-    the lower partition): tasks are independent, this only fixes one interleaving of them."""
+    the lower task: a partition, or a topology's ``(sub-topology, partition)``): tasks are
+    independent, this only fixes one interleaving of them."""
     ready = [(group.peek().ts, task) for task, group in groups.items() if group.peek() is not None]
     return min(ready)[1] if ready else None
 
@@ -130,7 +143,7 @@ def merge_by_timestamp(*topics: Iterable[Record], ties: str = "kafka") -> list[R
         for rank in sorted(by_rank):
             group.add(rank, by_rank[rank])
     merged: list[Record] = []
-    while (task := _next_task(groups)) is not None:
+    while (task := next_task(groups)) is not None:
         merged.append(groups[task].next_record())
     return merged
 
@@ -278,7 +291,7 @@ def arrival_order(records: Sequence[Any], arrival: Any) -> list[tuple[Any, Waiti
                 if last > first:
                     groups[where[0]].add(where[1], [record for _, record in queue[first:last]])
                     delivered[where] = last
-        task = _next_task(groups)
+        task = next_task(groups)
         if task is None:
             now = min(queues[w][delivered[w]][0] for w in queues if delivered[w] < len(queues[w]))
             continue

@@ -10,7 +10,8 @@
 * :mod:`~kjoin.topology.trace`: steps, node visits, topics, ``why``.
 * :mod:`~kjoin.topology.events`: input events onto their topic partitions.
 * :mod:`~kjoin.topology.document`: the YAML/JSON form.
-* :mod:`~kjoin.topology.partition_group`: which record a task takes next (Kafka's ``PartitionGroup``).
+* which record a task takes next: :class:`kjoin.ordering.PartitionGroup` (Kafka's ``PartitionGroup``), shared with
+  the single joins.
 * :mod:`~kjoin.topology.stages`: sub-topologies in dependency order (the ``stages`` schedule, the Spark engine's plan).
 
 * :mod:`~kjoin.topology.aggregates`: group-by and aggregate processors (stream, windowed, table).

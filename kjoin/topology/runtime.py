@@ -19,7 +19,7 @@ How it works:
   node's :class:`~kjoin.topology.trace.NodeVisit` is kept. A sink appends to its topic partition
   (the next offset); a record written to an internal topic is a new record its task takes later.
 * **When** a task takes a record is the ``schedule``; in both, a task takes its records as Kafka's
-  ``PartitionGroup`` hands them out (:mod:`kjoin.topology.partition_group`): the head record with
+  ``PartitionGroup`` hands them out (:class:`kjoin.ordering.PartitionGroup`, as for a single join): the head record with
   the smallest timestamp among its partitions, each partition in offset order.
 
   - ``test-driver`` (default): Kafka's ``TopologyTestDriver`` (2.4.1+, KAFKA-9503). It runs one
@@ -55,12 +55,12 @@ from collections import defaultdict
 from typing import Any, Iterable, Iterator, Mapping
 
 from ..fates import Fate
+from ..ordering import PartitionGroup, next_task
 from ..joins.tasks import LateLog
 from ..records import Side
 from ..state import StateHistory, StateLog
 from .events import input_records
 from .graph import VIEW_OPS, Node, TopologyError
-from .partition_group import PartitionGroup
 from .aggregates import AGGREGATE_OPS, OldValue, build_aggregate
 from .stages import stages_of
 from .processors import (
@@ -233,11 +233,11 @@ class _Run:
         elif self.schedule == "test-driver":
             group = PartitionGroup()  # TopologyTestDriver: one task, one partition group for every topic
             for record in inputs:
-                group.add(record)  # pipeInput: enqueue, then completeAllProcessableWork
+                _enqueue(group, record)  # pipeInput: enqueue, then completeAllProcessableWork
                 while group.buffered:
-                    for written in self._take(group.next()):
+                    for written in self._take(group.next_record()):
                         if self._read_by_topology(written.topic):
-                            group.add(written)
+                            _enqueue(group, written)
         else:
             self._by_timestamp(inputs)
         assert self.history is not None
@@ -248,7 +248,7 @@ class _Run:
 
         def add(record: TopicRecord) -> None:
             task = (self._subtopology_reading(record.topic), record.partition)
-            groups.setdefault(task, PartitionGroup()).add(record)
+            _enqueue(groups.setdefault(task, PartitionGroup()), record)
 
         for record in inputs:
             if self.sources[record.topic].op == "global-table":
@@ -257,10 +257,10 @@ class _Run:
             if self.sources[record.topic].op != "global-table":
                 add(record)
         while True:
-            task = _lowest_task(groups)
+            task = next_task(groups)
             if task is None:
                 return
-            for written in self._take(groups[task].next()):
+            for written in self._take(groups[task].next_record()):
                 if self._read_by_topology(written.topic):
                     add(written)
 
@@ -283,15 +283,15 @@ class _Run:
 
         def add(record: TopicRecord) -> None:
             task = (self._subtopology_reading(record.topic), record.partition)
-            groups.setdefault(task, PartitionGroup()).add(record)
+            _enqueue(groups.setdefault(task, PartitionGroup()), record)
 
         for record in sorted(records, key=stage_add_order(self.graph)):
             add(record)
         while True:
-            task = _lowest_task(groups)
+            task = next_task(groups)
             if task is None:
                 return
-            written = self._take(groups[task].next())
+            written = self._take(groups[task].next_record())
             assert self.last_step is not None
             yield self.last_step
             for record in written:
@@ -493,8 +493,6 @@ def _step_fate(visits: list[NodeVisit]) -> tuple[Fate, Any]:
     return Fate.FORWARDED, None
 
 
-def _lowest_task(groups: Mapping[tuple[int, int], PartitionGroup]) -> tuple[int, int] | None:
-    """Of the tasks with buffered records, the one whose next record has the lowest timestamp (then the lower
-    sub-topology and partition): both schedules interleave their tasks by this rule."""
-    ready = [(group.head_ts(), task) for task, group in groups.items() if group.buffered]
-    return min(ready)[1] if ready else None
+def _enqueue(group: PartitionGroup, record: TopicRecord) -> None:
+    """A record into its task's partition group: its topic partition's queue."""
+    group.add((record.topic, record.partition), (record,))
