@@ -117,3 +117,28 @@ def test_topics_the_topology_does_not_read_or_writes_itself_are_refused(spark):
     frame = spark.createDataFrame([("k", json.dumps("v"), 1)], "key string, value string, ts long")
     with pytest.raises(SparkInputError, match="3 partition"):
         run_topology(spark, topology, {**topics, "orders": Topic(frame, 3, json_values=True)})
+
+
+def test_instances_name_each_steps_instance_and_change_no_output(spark, app_run):
+    """Two application instances (task ``s_p`` on instance ``p % 2``), or an assignment of tasks: every step row says
+    the instance the reference engine's step says, the task traces too, and the outputs are the one instance's."""
+    topology = _app()
+    spread = run_topology(spark, topology, _topics(spark, topology), instances=2)
+    expected = run(_app(), EVENTS, schedule="stages", instances=2)
+    want = {(s.task, s.record.topic, s.record.partition, s.record.offset): s.instance for s in expected.steps}
+    rows = spread.steps.select("task", "topic", "partition", "offset", "instance").collect()
+    got = {(r["task"], r["topic"], r["partition"], r["offset"]): r["instance"] for r in rows}
+    assert got == {at: instance for at, instance in want.items() if at in got} and len(got) == len(rows)
+    assert {r["instance"] for r in rows} == {0, 1}
+    assert {s.instance for s in spread.trace("1_1").steps if s.task == "1_1"} == {1}
+    assert sorted(map(tuple, spread.outputs.collect())) == sorted(map(tuple, app_run.outputs.collect()))
+    assert {r["instance"] for r in app_run.steps.select("instance").collect()} == {None}
+    assigned = run_topology(
+        spark, topology, _topics(spark, topology), assignment={"0_0": 1, "0_1": 1, "1_0": 0, "1_1": 1}
+    )
+    by_task = {r["task"]: r["instance"] for r in assigned.steps.select("task", "instance").collect()}
+    assert by_task == {"0_0": 1, "0_1": 1, "1_0": 0, "1_1": 1}
+    with pytest.raises(SparkInputError, match="instances: a whole number from 1"):
+        run_topology(spark, topology, _topics(spark, topology), instances=0)
+    with pytest.raises(SparkInputError, match="'9_0' is not a task of this topology"):
+        run_topology(spark, topology, _topics(spark, topology), assignment={"9_0": 0})

@@ -28,7 +28,8 @@ from typing import Any, Mapping
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from ..topology.runtime import stage_trace
+from ..topology.graph import TopologyError
+from ..topology.runtime import assign_tasks, stage_trace
 from ..topology.stages import Stage, stages_of, topic_readers, topic_writers
 from ..topology.trace import TopicRecord, TopologyTrace
 from .io.topic import SparkInputError, Topic, default_partition_column
@@ -49,14 +50,27 @@ pickled (``key_text``/``value_text`` then show it)."""
 
 
 def run_topology(
-    spark: Any, topology: Any, topics: Mapping[str, Topic], *, spark_partitions: int | None = None
+    spark: Any,
+    topology: Any,
+    topics: Mapping[str, Topic],
+    *,
+    spark_partitions: int | None = None,
+    instances: int = 1,
+    assignment: Mapping[str, int] | None = None,
 ) -> "TopologyRun":
     """Run ``topology`` (a :class:`kjoin.Topology`) over ``topics`` (topic name -> :class:`Topic`, from
     :func:`~kjoin.spark.from_files`, :func:`~kjoin.spark.from_kafka`, ...: one for every topic the topology
     reads), as Kafka Streams runs it and as the reference engine's ``stages`` schedule does, record for record.
     ``spark_partitions``: Spark partitions per stage (default: ``spark.sql.shuffle.partitions``).
+    ``instances``/``assignment``: application instances sharing the tasks, as ``Topology.run`` takes them (task
+    ``s_p`` on instance ``p % instances``, or ``assignment``, task -> instance): each step names its instance;
+    the outputs do not change (each task's input is all written before it runs).
     Returns a lazy :class:`TopologyRun`."""
     topology.build()
+    try:
+        tasks_on = assign_tasks(topology, instances, assignment)
+    except TopologyError as error:
+        raise SparkInputError(str(error)) from None
     graph = topology.graph
     sources = graph.sources()
     written = topic_writers(graph)
@@ -97,15 +111,16 @@ def run_topology(
         rows = reduce(DataFrame.unionByName, results)
     else:
         rows = spark.createDataFrame([], ROW_SCHEMA)
-    return TopologyRun(topology, stages, rows, stage_records, global_records, decoding)
+    return TopologyRun(topology, stages, rows, stage_records, global_records, decoding, tasks_on)
 
 
 class TopologyRun:
     """A topology run on Spark (lazy): its frames, and the reference engine's view of any task or record.
 
     * :attr:`steps`: one row per record a task took, in the ``stages`` schedule's order (sort by
-      :data:`~kjoin.spark.passes.topology_task.STEP_ORDER`): ``task, topic, partition, offset, ts, key, value, fate,
-      reason, nodes`` (the global tables' steps are the reference trace's first ones, not rows here).
+      :data:`~kjoin.spark.passes.topology_task.STEP_ORDER`): ``task, instance, topic, partition, offset, ts, key,
+      value, fate, reason, nodes`` (``instance`` null for one instance; the global tables' steps are the reference
+      trace's first ones, not rows here).
     * :attr:`topics`: every record the topology wrote (repartition, foreign-key, output topics), with its offset.
     * :attr:`outputs`: those of the output topics (``to``, not read back), ``topic, partition, offset, key, value,
       ts`` (keys and values as the trace writes them).
@@ -123,8 +138,10 @@ class TopologyRun:
         stage_records: dict[int, DataFrame],
         global_records: list[TopicRecord],
         decoding: Decoding,
+        assignment: dict[str, int] | None = None,
     ) -> None:
         self.topology = topology
+        self.assignment = assignment
         self.stages = stages
         self.rows = rows
         self._stage_records = stage_records
@@ -138,9 +155,16 @@ class TopologyRun:
 
     @property
     def steps(self) -> DataFrame:
+        if self.assignment is None:
+            instance = F.lit(None).cast("int")
+        else:
+            instance = F.create_map(*[F.lit(x) for pair in sorted(self.assignment.items()) for x in pair])[
+                F.col("task")
+            ]
         return self.rows.where(F.col("kind") == "step").select(
-            *STEP_ORDER, "task", "topic", "partition", "offset", "ts", "key", "value", "fate", "reason", "nodes"
-        )
+            *STEP_ORDER, "task", instance.cast("int").alias("instance"), "topic", "partition", "offset", "ts", "key",
+            "value", "fate", "reason", "nodes",
+        )  # fmt: skip
 
     @property
     def topics(self) -> DataFrame:
@@ -178,7 +202,7 @@ class TopologyRun:
             sub, partition = _task_numbers(task)
             records = records.where((F.col("_sub") == sub) & (F.col("partition") == partition))
         taken = decode_records(_pandas(records.select(*RECORD_COLUMNS).collect()), self._decoding)
-        trace = stage_trace(self.topology, taken, stage.subtopologies, self._global_records)
+        trace = stage_trace(self.topology, taken, stage.subtopologies, self._global_records, self.assignment)
         self._traces[(stage.number, group)] = trace
         return trace
 

@@ -171,13 +171,15 @@ def stage_trace(
     records: Iterable[TopicRecord],
     subtopologies: Iterable[int],
     global_records: Iterable[TopicRecord] = (),
+    assignment: dict[str, int] | None = None,
 ) -> TopologyTrace:
     """The reference trace (history and all) of some tasks of one stage, given their records (their inputs and the
     records earlier stages wrote to them) and the global tables' records, whose steps come first: the drill-down
-    into one task of a Spark run (:meth:`kjoin.spark.TopologyRun.trace`)."""
+    into one task of a Spark run (:meth:`kjoin.spark.TopologyRun.trace`); ``assignment`` (:func:`assign_tasks`)
+    names each step's instance."""
     topology.build()
     records, global_records = list(records), list(global_records)
-    runner = _Run(topology, "stages")
+    runner = _Run(topology, "stages", assignment)
     runner.start(global_records + records)
     for record in global_records:
         runner._take(record)
