@@ -142,3 +142,46 @@ def test_instances_name_each_steps_instance_and_change_no_output(spark, app_run)
         run_topology(spark, topology, _topics(spark, topology), instances=0)
     with pytest.raises(SparkInputError, match="'9_0' is not a task of this topology"):
         run_topology(spark, topology, _topics(spark, topology), assignment={"9_0": 0})
+
+
+def test_a_through_topic_with_records_of_its_own(spark):
+    """A ``through`` topic is a user topic: other producers may have written to it before the application ran. Those
+    records are input (passed as a Topic like any other) and the run's writes come after them in each partition; the
+    reader takes both, as in the reference engine's stages schedule."""
+    from kjoin.topology.document import TopologyScenario
+
+    from tests.topology_spark_check import difference, reference
+
+    events = [
+        {"topic": "customers", "key": "c1", "value": {"name": "Ann"}, "ts": 1},
+        {"topic": "customers", "key": "c2", "value": {"name": "Bob"}, "ts": 2},
+        {"topic": "orders-by-customer", "key": "c2", "value": {"c": "c2", "v": "early"}, "ts": 3},
+        {"topic": "orders", "key": "o1", "value": {"c": "c1", "v": "A"}, "ts": 4},
+        {"topic": "orders-by-customer", "key": "c1", "value": {"c": "c1", "v": "direct"}, "ts": 5},
+        {"topic": "orders", "key": "o2", "value": {"c": "c2", "v": "B"}, "ts": 6},
+    ]
+    scenario = TopologyScenario.from_dict(
+        {
+            "partitions": 2,
+            "topology": [
+                {"name": "orders", "stream": "orders"},
+                {"name": "customers", "table": "customers"},
+                {"name": "by-c", "select_key": {"field": "c"}, "input": "orders"},
+                {"name": "by-customer", "through": "orders-by-customer", "input": "by-c"},
+                {"name": "j", "left_join": ["by-customer", "customers"]},
+                {"name": "out", "to": "out", "input": "j"},
+            ],
+            "events": events,
+            "schedule": "stages",
+        }
+    )
+    trace = reference(scenario)
+    own = [r for p in trace.topics["orders-by-customer"].values() for r in p if r.written_at is None]
+    assert len(own) == 2 and len(trace.outputs()) == 4  # two of its own, two written, all joined
+    assert difference(spark, scenario) is None
+    assert difference(spark, scenario, with_partitions=False) is None
+    from tests.topology_spark_check import spark_topics
+
+    topics = spark_topics(spark, scenario)
+    with pytest.raises(SparkInputError, match="'out' is an output topic \\(to\\) the topology writes"):
+        run_topology(spark, scenario.topology, {**topics, "out": topics["orders"]})

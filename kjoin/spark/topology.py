@@ -80,6 +80,7 @@ def run_topology(
     inputs: dict[str, DataFrame] = {}
     for name, topic in topics.items():
         inputs[name], decoding[name] = _records(name, topic, graph.topics[name])
+    bases = _first_written_offsets(inputs, written)
     global_topics = [name for name, node in sources.items() if node.op == "global-table"]
     rank = {name: number for number, name in enumerate(graph.topics)}
     global_rows = [row for name in global_topics for row in inputs[name].collect()]
@@ -93,7 +94,7 @@ def run_topology(
         parts = [inputs[topic] for topic in read if topic in inputs]
         fed = [topic for topic in read if topic in written]
         if fed and results:
-            earlier = _with_offsets(reduce(DataFrame.unionByName, results).where(F.col("kind") == "write"))
+            earlier = _with_offsets(reduce(DataFrame.unionByName, results).where(F.col("kind") == "write"), bases)
             parts.append(_as_records(earlier.where(F.col("topic").isin(fed))))
         if not parts:
             continue
@@ -111,7 +112,7 @@ def run_topology(
         rows = reduce(DataFrame.unionByName, results)
     else:
         rows = spark.createDataFrame([], ROW_SCHEMA)
-    return TopologyRun(topology, stages, rows, stage_records, global_records, decoding, tasks_on)
+    return TopologyRun(topology, stages, rows, stage_records, global_records, decoding, tasks_on, bases)
 
 
 class TopologyRun:
@@ -139,9 +140,11 @@ class TopologyRun:
         global_records: list[TopicRecord],
         decoding: Decoding,
         assignment: dict[str, int] | None = None,
+        bases: Mapping[tuple[str, int], int] | None = None,
     ) -> None:
         self.topology = topology
         self.assignment = assignment
+        self._bases = dict(bases or {})
         self.stages = stages
         self.rows = rows
         self._stage_records = stage_records
@@ -168,7 +171,7 @@ class TopologyRun:
 
     @property
     def topics(self) -> DataFrame:
-        return _with_offsets(self.rows.where(F.col("kind") == "write")).select(
+        return _with_offsets(self.rows.where(F.col("kind") == "write"), self._bases).select(
             "topic", "partition", "offset", "key", "value", "ts", "task", *WRITE_ORDER
         )
 
@@ -265,10 +268,11 @@ def _check_topics(
 ) -> None:
     reads = sorted(topic for topic in sources if topic not in written)
     for name in topics:
-        if name in written:
+        if name in written and (name not in sources or graph.topics[name].internal):
+            what = "an internal topic" if graph.topics[name].internal else "an output topic (to)"
             raise SparkInputError(
-                f"topics: {name!r} is written by the topology (to/through); its records come from the run, "
-                "so pass only the topics it reads from outside: " + ", ".join(reads)
+                f"topics: {name!r} is {what} the topology writes; its records come from the run, so pass only the "
+                "topics it reads from outside: " + ", ".join(reads) + " (and a through topic's own records)"
             )
         if name not in sources:
             raise SparkInputError(f"topics: the topology does not read {name!r}; it reads {', '.join(reads)}")
@@ -335,10 +339,26 @@ def _records(name: str, topic: Topic, info: Any) -> tuple[DataFrame, tuple[bool,
     return records, (long_keys, values)
 
 
-def _with_offsets(writes: DataFrame) -> DataFrame:
-    """Written rows with their offsets: each one's rank in its topic partition in the order written."""
+def _first_written_offsets(inputs: Mapping[str, DataFrame], written: Mapping[str, Any]) -> dict[tuple[str, int], int]:
+    """Where the run's writes start in each partition of a ``through`` topic that also has records of its own (written
+    before the application ran, as the reference engine's inputs are): after the last of them."""
+    bases: dict[tuple[str, int], int] = {}
+    for name in sorted(set(inputs) & set(written)):
+        for row in inputs[name].groupBy("partition").agg(F.max("offset").alias("last")).collect():
+            bases[(name, row["partition"])] = row["last"] + 1
+    return bases
+
+
+def _with_offsets(writes: DataFrame, bases: Mapping[tuple[str, int], int]) -> DataFrame:
+    """Written rows with their offsets: each one's rank in its topic partition in the order written, after a
+    ``through`` topic's own records (``bases``: :func:`_first_written_offsets`)."""
     order = Window.partitionBy("topic", "partition").orderBy(*WRITE_ORDER)
-    return writes.withColumn("offset", (F.row_number().over(order) - 1).cast("bigint"))
+    offset = F.row_number().over(order) - 1
+    if bases:
+        at = F.create_map(*[F.lit(x) for (topic, partition), base in sorted(bases.items())
+                            for x in (f"{topic}\x00{partition}", base)])  # fmt: skip
+        offset = offset + F.coalesce(at[F.concat_ws("\x00", "topic", F.col("partition").cast("string"))], F.lit(0))
+    return writes.withColumn("offset", offset.cast("bigint"))
 
 
 def _as_records(writes: DataFrame) -> DataFrame:
