@@ -40,16 +40,14 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from ..io.topic import SparkInputError
 from ..spec import JoinSpec
-from .merge import merged_batches
+from .clock import CLOCK_FIELDS, clock_function, clock_rank, stepped_batches
+from .merge import SPILL_ROWS
 from .task import result_schema
-from .vectorised import task_segments
 
 __all__ = [
     "KEY_SPLITS",
@@ -135,40 +133,58 @@ def _bucket(key: Any, buckets: int) -> Any:
     return F.when(key.isNull(), F.lit(0)).otherwise(F.pmod(F.xxhash64(key), F.lit(buckets))).cast("bigint")
 
 
-def clocked(union: Any, buckets: int, held_rank: int, partitions: int) -> KeySplit:
+def clocked(union: Any, buckets: int, held_rank: int, partitions: int, spill_rows: int = SPILL_ROWS) -> KeySplit:
     """``run_join``'s records (``scenario, partition, _side_rank, key, value, ts, offset``; scenario 0, partitions
-    ``0 .. partitions - 1``) as key buckets with clock rows (see the module): one Spark partition per bucket of
-    each task, sorted by (held side first, offset) for :func:`kjoin.spark.passes.merge.merged_batches`."""
+    ``0 .. partitions - 1``) as key buckets with their task's clock (see the module): one Spark partition per bucket
+    of each task, sorted by (clock rows, held side, live side; offset) for
+    :func:`kjoin.spark.passes.clock.stepped_batches`."""
     slots = partitions * buckets
     routes = F.array(*[F.lit(value).cast("bigint") for value in _routes(slots)])
 
+    def route(bucket: Any) -> Any:
+        slot = F.col("partition").cast("bigint") * buckets + bucket
+        return F.element_at(routes, (slot % slots + 1).cast("int")).alias("_route")
+
     own = _bucket(F.col("key"), buckets)
-    # Each record once whole in its own bucket and as a clock row in each other (only the narrow columns filled).
-    entries = F.array(
-        *[
-            F.struct((own + shift) % buckets if shift else own, F.lit(shift > 0)).alias(f"_e{shift}")
-            for shift in range(buckets)
-        ]
-    )
-    exploded = union.select("*", F.inline(entries).alias("_bucket", "_tick"))
-    clock = F.col("_tick")
-    slot = F.col("partition").cast("bigint") * buckets + F.col("_bucket")
-    rows = exploded.select(
-        (F.col("scenario") * buckets + F.col("_bucket")).alias("scenario"),
+    side = F.col("_side_rank").cast("byte").alias("_side_rank")
+    # Each record once, whole, to its key's bucket.
+    records = union.select(
+        (F.col("scenario") * buckets + own).alias("scenario"),
         "partition",
-        F.col("_side_rank").cast("byte").alias("_side_rank"),
-        F.when(~clock, F.col("key")).alias("key"),
-        F.when(~clock, F.col("value")).alias("value"),
+        side,
+        "key",
+        "value",
         "ts",
         "offset",
-        "_tick",
-        F.element_at(routes, (slot % slots + 1).cast("int")).alias("_route"),
+        F.lit(None).cast("binary").alias("_clock"),
+        route(own),
+    ).repartition(slots, "_route")
+    # The clock: each task's (side, offset, ts) merged once, its rows to every bucket of the task.
+    in_order = F.col("_side_rank").desc() if held_rank else F.col("_side_rank")
+    narrow = (
+        union.select("scenario", "partition", side, "ts", "offset")
+        .repartition(partitions, "scenario", "partition")
+        .sortWithinPartitions("scenario", "partition", in_order, "offset")
     )
-    side = F.col("_side_rank").desc() if held_rank else F.col("_side_rank")
-    frame = (
-        rows.repartition(slots, "_route").sortWithinPartitions("scenario", "partition", side, "offset").drop("_route")
-    )
-    return KeySplit(frame, buckets, held_rank)
+    schema = ", ".join(f"{name} {kind}" for name, kind in CLOCK_FIELDS)
+    clock = narrow.mapInArrow(clock_function(held_rank, spill_rows), schema)
+    every = clock.select("*", F.explode(F.sequence(F.lit(0), F.lit(buckets - 1))).alias("_b"))
+    fields = {field.name: field.dataType for field in union.schema.fields}
+    ticks = every.select(
+        (F.col("scenario") * buckets + F.col("_b")).alias("scenario"),
+        "partition",
+        F.lit(clock_rank(held_rank)).cast("byte").alias("_side_rank"),
+        F.lit(None).cast(fields["key"]).alias("key"),
+        F.lit(None).cast(fields["value"]).alias("value"),
+        F.lit(None).cast("bigint").alias("ts"),
+        "offset",
+        "_clock",
+        route(F.col("_b").cast("bigint")),
+    ).repartition(slots, "_route")
+    # Both hash-partitioned alike, so the union keeps each bucket's records and clock rows in one Spark partition (as
+    # long as the union's rows keep the route: the sort reads it, or Spark would prune it and concatenate the two).
+    frame = records.unionByName(ticks).sortWithinPartitions("_route", "scenario", "partition", in_order, "offset")
+    return KeySplit(frame.drop("_route"), buckets, held_rank)
 
 
 def positioned(records: Any, buckets: int, spark_partitions: int | None) -> KeySplit:
@@ -207,30 +223,11 @@ def split_results(
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         if held_rank is not None:
-            batches = _placed(merged_batches(batches, held_rank, spill_rows))
+            batches = stepped_batches(batches, held_rank, spill_rows)
         for rows in function(batches):
             yield _unsplit(rows, buckets)
 
     return split.frame.mapInArrow(run, result_schema(key_type, value_type))
-
-
-def _placed(merged: Iterator[Any]) -> Iterator[Any]:
-    """A bucket's merged rows (own records and clock rows, in its task's processing order, each task whole) as its
-    own records with their steps: their ranks among all the rows."""
-    task: tuple[int, int] | None = None
-    count = 0
-    for batch in merged:
-        for key, segment in task_segments(batch):
-            if key != task:
-                task, count = key, 0
-            n = segment.num_rows
-            steps = pa.array(np.arange(count, count + n, dtype=np.int64))
-            count += n
-            at = segment.schema.get_field_index("position")
-            placed = segment.set_column(at, segment.schema.field(at), steps)
-            own = placed.filter(pc.invert(segment.column("_tick"))).drop_columns(["_tick"])
-            if own.num_rows:
-                yield own
 
 
 def _unsplit(rows: Any, buckets: int) -> Any:
