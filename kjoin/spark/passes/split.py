@@ -6,12 +6,13 @@ this module splits (stream-table joins over an unversioned table, table-table jo
 :mod:`.vectorised`, on that pass or on kjoin's processors), a key's state and rules are the key's own, and the one
 fact that depends on the other keys is a record's **step**, its place in the task's processing order. So:
 
-1. **The clock** (a first pass, per key bucket). :func:`kjoin.spark.run_scenarios` knows every record's step (its
-   position in the scenario). :func:`kjoin.spark.run_join` computes it: each record goes whole to its key's bucket
-   (``pmod(xxhash64(key), buckets)``, a null key to bucket 0) and, as a *clock row* (its side, offset and ts; no key,
-   no value), to every other bucket of its task. Each bucket merges its rows into processing order as a whole task
-   would (:mod:`.merge`: the same running maxima, the same ties), so a record's rank among them is its step; the
-   clock rows are then dropped.
+1. **The clock** (a first pass, once per task, narrow). :func:`kjoin.spark.run_scenarios` knows every record's
+   step (its position in the scenario). :func:`kjoin.spark.run_join` computes it (:mod:`.clock`): each task's
+   ``(side, offset, ts)`` rows, and nothing else, are sorted and merged into processing order once, by
+   :mod:`.merge` itself (the same running maxima, the same ties), into the task's side sequence (a bit per step) and
+   offset runs; those few rows go to every key bucket of the task (``pmod(xxhash64(key), buckets)``, a null key to
+   bucket 0), ahead of the bucket's own records, which each go whole to their key's bucket only. A bucket reads
+   its records' steps off the clock and merges its two sides by step.
 2. **The join** (per bucket). The plan's per-task pass runs over the bucket's own records, carrying their steps, as
    if the bucket were a task of its own (its ``scenario`` is ``scenario * buckets + bucket`` while it runs; the
    rows say the real one). Every record's rows come from its own bucket, so a stable sort by step of a task's
@@ -25,13 +26,13 @@ history retention follows its store's observed time, and the stream-table grace 
 Record caches flush on commits, which count the task's records. Chained joins, self-joins and materialised
 results are not split either (one plain join per task).
 
-Cost. Each record crosses the shuffle once whole and ``buckets - 1`` times as a clock row of 3 columns, and each
-bucket merges its task's clock (every record of the task) before its own records' join: the split pays where the
-join's work per record is well above a merge step, on tasks too few for the cores. ``"auto"`` splits a task into
-``ceil(cores / tasks)`` buckets when the topics have fewer partitions than Spark has cores
-(``spark.default.parallelism``). Measured (``python -m benchmarks.bench --scale``, README): on this 2-core machine
-under load the split stream-table join of a 1-partition topic of 10^6 records took 24-32 s against 15-27 s unsplit,
-identical rows: every bucket sorts and merges its whole task's clock, so the split is off by default.
+Cost. Each record crosses the shuffle once whole and once as a narrow row (side, offset, ts) for the clock; each
+bucket receives its task's clock (a bit per record of the task, and the offset runs: one per partition side with
+dense offsets). The serial part is the clock pass: a sort of the task's narrow rows and the merge, where the
+previous design (until 2026-11-27) sent every record to every bucket as a clock row and sorted and merged the whole
+task in each bucket, which cost more than the split saved. Both topics are read twice (the records, then the
+narrow rows of the clock). ``"auto"`` splits a task into ``ceil(cores / tasks)`` buckets when the topics have fewer
+partitions than Spark has cores (``spark.default.parallelism``). Measured: README, "Past the partition count".
 """
 
 from __future__ import annotations
