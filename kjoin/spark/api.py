@@ -41,6 +41,7 @@ from .io.topic import SparkInputError, Topic, common_types, default_partition_co
 from .manifest import read_manifest
 from .passes import fk_task
 from .passes import split
+from .passes.merge import HELD_ROWS_CONF, held_rows
 from .passes.plans import Feed, Inputs, execute, odd_keys, paired_results
 from .passes.task import json_text
 from .result import OpenedRun, SparkRun
@@ -185,7 +186,9 @@ def _task_feed(
     buckets = split.bucket_count(key_split, {0: spec}, partitions, _cores(shuffled.sparkSession), method)
     key_buckets = None
     if buckets > 1:
-        key_buckets = split.clocked(frames[0].unionByName(frames[1]), buckets, by_partition[1], partitions)
+        spill_rows = held_rows(shuffled.sparkSession.conf.get(HELD_ROWS_CONF, None))
+        union = frames[0].unionByName(frames[1])
+        key_buckets = split.clocked(union, buckets, by_partition[1], partitions, spill_rows)
     feed = Feed(records, spark_partitions, partitioned=True, by_partition=by_partition, split=key_buckets)
     return records, feed, buckets
 

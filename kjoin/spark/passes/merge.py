@@ -20,10 +20,10 @@ sort took 11 s. So the plan sorts once, by ``(scenario, partition, side first he
    tie rule's ranks (:func:`kjoin.spark.ties.tie_order`: linear passes and ``np.searchsorted``). A
    run waits until both sides have passed it, so one run of equal timestamps is held in memory whole.
 
-The merged batches carry the columns the per-task passes take (``scenario, partition, side, key,
-value, ts, offset, position``, and :data:`CARRIED` where the input has them), in processing order within every
-task, and tasks stay whole and in the order Spark sorted them. Tests: ``tests/test_spark_merge.py`` (against the
-reference engine's order on random tasks full of ties, with spills and batch edges everywhere).
+The merged batches carry the columns the per-task passes take (``scenario, partition, side, key, value, ts,
+offset, position``), in processing order within every task, and tasks stay whole and in the order Spark sorted them.
+Tests: ``tests/test_spark_merge.py`` (against the reference engine's order on random tasks full of ties, with spills
+and batch edges everywhere).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ..io.topic import SparkInputError
 from ..ties import LEFT, tie_order
 from .vectorised import task_segments
 
-__all__ = ["merged_batches", "held_rows", "SPILL_ROWS", "HELD_ROWS_CONF", "COLUMNS", "CARRIED"]
+__all__ = ["merged_batches", "held_rows", "SPILL_ROWS", "HELD_ROWS_CONF", "COLUMNS"]
 
 SPILL_ROWS = 500_000
 """Held records kept in memory per task before the rest go to a local Arrow file (by default)."""
@@ -65,10 +65,6 @@ def held_rows(setting: str | None) -> int:
 
 COLUMNS = ("scenario", "partition", "side", "key", "value", "ts", "offset", "position")
 """The merged batches' columns: those the per-task passes take."""
-
-CARRIED = ("_tick",)
-"""Columns the merge carries through after :data:`COLUMNS` when its input has them: the key split's clock-only
-rows (:mod:`kjoin.spark.passes.split`)."""
 
 _LOWEST = -(2**63)  # a null ts in the running max: lower than every timestamp, as Spark sorts nulls first
 
@@ -124,15 +120,13 @@ def _with_order(segment: Any, carry: int) -> tuple[Any, Any, int]:
     columns["scenario"] = segment.column("scenario") if has_scenario else pa.repeat(pa.scalar(0, pa.int64()), n)
     columns["side"] = sides
     columns["position"] = pa.nulls(n, pa.int64())
-    names = COLUMNS + tuple(name for name in CARRIED if name in segment.schema.names)
-    for name in names[len(COLUMNS) :]:
-        columns[name] = segment.column(name)
-    return pa.RecordBatch.from_pydict({name: columns[name] for name in names}), order, carry
+    return pa.RecordBatch.from_pydict({name: columns[name] for name in COLUMNS}), order, carry
 
 
 class _Held:
-    """One task's held side: its records with their running max, in memory up to ``spill_rows``, then in a
-    local Arrow IPC file; read back once, in order, as (batch, running max) chunks."""
+    """One task's held side: its records with their running max (or, for a key bucket, their steps:
+    :mod:`.clock`), in memory up to ``spill_rows``, then in a local Arrow IPC file; read back once, in order, as
+    (batch, order) chunks."""
 
     def __init__(self, rank: int, spill_rows: int) -> None:
         self.rank = rank
@@ -146,6 +140,10 @@ class _Held:
 
     def add(self, segment: Any) -> None:
         batch, order, self.carry = _with_order(segment, self.carry)
+        self.store(batch, order)
+
+    def store(self, batch: Any, order: Any) -> None:
+        """Keep ``batch`` (in the merged columns) with its order (non-decreasing, continuing the stored ones')."""
         self.rows += batch.num_rows
         if self.writer is None and self.rows <= self.spill_rows:
             self.chunks.append((batch, order))

@@ -6,12 +6,13 @@ this module splits (stream-table joins over an unversioned table, table-table jo
 :mod:`.vectorised`, on that pass or on kjoin's processors), a key's state and rules are the key's own, and the one
 fact that depends on the other keys is a record's **step**, its place in the task's processing order. So:
 
-1. **The clock** (a first pass, per key bucket). :func:`kjoin.spark.run_scenarios` knows every record's step (its
-   position in the scenario). :func:`kjoin.spark.run_join` computes it: each record goes whole to its key's bucket
-   (``pmod(xxhash64(key), buckets)``, a null key to bucket 0) and, as a *clock row* (its side, offset and ts; no key,
-   no value), to every other bucket of its task. Each bucket merges its rows into processing order as a whole task
-   would (:mod:`.merge`: the same running maxima, the same ties), so a record's rank among them is its step; the
-   clock rows are then dropped.
+1. **The clock** (a first pass, once per task, narrow). :func:`kjoin.spark.run_scenarios` knows every record's
+   step (its position in the scenario). :func:`kjoin.spark.run_join` computes it (:mod:`.clock`): each task's
+   ``(side, offset, ts)`` rows, and nothing else, are sorted and merged into processing order once, by
+   :mod:`.merge` itself (the same running maxima, the same ties), into the task's side sequence (a bit per step) and
+   offset runs; those few rows go to every key bucket of the task (``pmod(xxhash64(key), buckets)``, a null key to
+   bucket 0), ahead of the bucket's own records, which each go whole to their key's bucket only. A bucket reads
+   its records' steps off the clock and merges its two sides by step.
 2. **The join** (per bucket). The plan's per-task pass runs over the bucket's own records, carrying their steps, as
    if the bucket were a task of its own (its ``scenario`` is ``scenario * buckets + bucket`` while it runs; the
    rows say the real one). Every record's rows come from its own bucket, so a stable sort by step of a task's
@@ -25,13 +26,13 @@ history retention follows its store's observed time, and the stream-table grace 
 Record caches flush on commits, which count the task's records. Chained joins, self-joins and materialised
 results are not split either (one plain join per task).
 
-Cost. Each record crosses the shuffle once whole and ``buckets - 1`` times as a clock row of 3 columns, and each
-bucket merges its task's clock (every record of the task) before its own records' join: the split pays where the
-join's work per record is well above a merge step, on tasks too few for the cores. ``"auto"`` splits a task into
-``ceil(cores / tasks)`` buckets when the topics have fewer partitions than Spark has cores
-(``spark.default.parallelism``). Measured (``python -m benchmarks.bench --scale``, README): on this 2-core machine
-under load the split stream-table join of a 1-partition topic of 10^6 records took 24-32 s against 15-27 s unsplit,
-identical rows: every bucket sorts and merges its whole task's clock, so the split is off by default.
+Cost. Each record crosses the shuffle once whole and once as a narrow row (side, offset, ts) for the clock; each
+bucket receives its task's clock (a bit per record of the task, and the offset runs: one per partition side with
+dense offsets). The serial part is the clock pass: a sort of the task's narrow rows and the merge, where the
+previous design (until 2026-11-27) sent every record to every bucket as a clock row and sorted and merged the whole
+task in each bucket, which cost more than the split saved. Both topics are read twice (the records, then the
+narrow rows of the clock). ``"auto"`` splits a task into ``ceil(cores / tasks)`` buckets when the topics have fewer
+partitions than Spark has cores (``spark.default.parallelism``). Measured: README, "Past the partition count".
 """
 
 from __future__ import annotations
@@ -40,16 +41,14 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from ..io.topic import SparkInputError
 from ..spec import JoinSpec
-from .merge import merged_batches
+from .clock import CLOCK_FIELDS, clock_function, clock_rank, stepped_batches
+from .merge import SPILL_ROWS
 from .task import result_schema
-from .vectorised import task_segments
 
 __all__ = [
     "KEY_SPLITS",
@@ -135,40 +134,58 @@ def _bucket(key: Any, buckets: int) -> Any:
     return F.when(key.isNull(), F.lit(0)).otherwise(F.pmod(F.xxhash64(key), F.lit(buckets))).cast("bigint")
 
 
-def clocked(union: Any, buckets: int, held_rank: int, partitions: int) -> KeySplit:
+def clocked(union: Any, buckets: int, held_rank: int, partitions: int, spill_rows: int = SPILL_ROWS) -> KeySplit:
     """``run_join``'s records (``scenario, partition, _side_rank, key, value, ts, offset``; scenario 0, partitions
-    ``0 .. partitions - 1``) as key buckets with clock rows (see the module): one Spark partition per bucket of
-    each task, sorted by (held side first, offset) for :func:`kjoin.spark.passes.merge.merged_batches`."""
+    ``0 .. partitions - 1``) as key buckets with their task's clock (see the module): one Spark partition per bucket
+    of each task, sorted by (clock rows, held side, live side; offset) for
+    :func:`kjoin.spark.passes.clock.stepped_batches`."""
     slots = partitions * buckets
     routes = F.array(*[F.lit(value).cast("bigint") for value in _routes(slots)])
 
+    def route(bucket: Any) -> Any:
+        slot = F.col("partition").cast("bigint") * buckets + bucket
+        return F.element_at(routes, (slot % slots + 1).cast("int")).alias("_route")
+
     own = _bucket(F.col("key"), buckets)
-    # Each record once whole in its own bucket and as a clock row in each other (only the narrow columns filled).
-    entries = F.array(
-        *[
-            F.struct((own + shift) % buckets if shift else own, F.lit(shift > 0)).alias(f"_e{shift}")
-            for shift in range(buckets)
-        ]
-    )
-    exploded = union.select("*", F.inline(entries).alias("_bucket", "_tick"))
-    clock = F.col("_tick")
-    slot = F.col("partition").cast("bigint") * buckets + F.col("_bucket")
-    rows = exploded.select(
-        (F.col("scenario") * buckets + F.col("_bucket")).alias("scenario"),
+    side = F.col("_side_rank").cast("byte").alias("_side_rank")
+    # Each record once, whole, to its key's bucket.
+    records = union.select(
+        (F.col("scenario") * buckets + own).alias("scenario"),
         "partition",
-        F.col("_side_rank").cast("byte").alias("_side_rank"),
-        F.when(~clock, F.col("key")).alias("key"),
-        F.when(~clock, F.col("value")).alias("value"),
+        side,
+        "key",
+        "value",
         "ts",
         "offset",
-        "_tick",
-        F.element_at(routes, (slot % slots + 1).cast("int")).alias("_route"),
+        F.lit(None).cast("binary").alias("_clock"),
+        route(own),
+    ).repartition(slots, "_route")
+    # The clock: each task's (side, offset, ts) merged once, its rows to every bucket of the task.
+    in_order = F.col("_side_rank").desc() if held_rank else F.col("_side_rank")
+    narrow = (
+        union.select("scenario", "partition", side, "ts", "offset")
+        .repartition(partitions, "scenario", "partition")
+        .sortWithinPartitions("scenario", "partition", in_order, "offset")
     )
-    side = F.col("_side_rank").desc() if held_rank else F.col("_side_rank")
-    frame = (
-        rows.repartition(slots, "_route").sortWithinPartitions("scenario", "partition", side, "offset").drop("_route")
-    )
-    return KeySplit(frame, buckets, held_rank)
+    schema = ", ".join(f"{name} {kind}" for name, kind in CLOCK_FIELDS)
+    clock = narrow.mapInArrow(clock_function(held_rank, spill_rows), schema)
+    every = clock.select("*", F.explode(F.sequence(F.lit(0), F.lit(buckets - 1))).alias("_b"))
+    fields = {field.name: field.dataType for field in union.schema.fields}
+    ticks = every.select(
+        (F.col("scenario") * buckets + F.col("_b")).alias("scenario"),
+        "partition",
+        F.lit(clock_rank(held_rank)).cast("byte").alias("_side_rank"),
+        F.lit(None).cast(fields["key"]).alias("key"),
+        F.lit(None).cast(fields["value"]).alias("value"),
+        F.lit(None).cast("bigint").alias("ts"),
+        "offset",
+        "_clock",
+        route(F.col("_b").cast("bigint")),
+    ).repartition(slots, "_route")
+    # Both hash-partitioned alike, so the union keeps each bucket's records and clock rows in one Spark partition (as
+    # long as the union's rows keep the route: the sort reads it, or Spark would prune it and concatenate the two).
+    frame = records.unionByName(ticks).sortWithinPartitions("_route", "scenario", "partition", in_order, "offset")
+    return KeySplit(frame.drop("_route"), buckets, held_rank)
 
 
 def positioned(records: Any, buckets: int, spark_partitions: int | None) -> KeySplit:
@@ -207,30 +224,11 @@ def split_results(
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         if held_rank is not None:
-            batches = _placed(merged_batches(batches, held_rank, spill_rows))
+            batches = stepped_batches(batches, held_rank, spill_rows)
         for rows in function(batches):
             yield _unsplit(rows, buckets)
 
     return split.frame.mapInArrow(run, result_schema(key_type, value_type))
-
-
-def _placed(merged: Iterator[Any]) -> Iterator[Any]:
-    """A bucket's merged rows (own records and clock rows, in its task's processing order, each task whole) as its
-    own records with their steps: their ranks among all the rows."""
-    task: tuple[int, int] | None = None
-    count = 0
-    for batch in merged:
-        for key, segment in task_segments(batch):
-            if key != task:
-                task, count = key, 0
-            n = segment.num_rows
-            steps = pa.array(np.arange(count, count + n, dtype=np.int64))
-            count += n
-            at = segment.schema.get_field_index("position")
-            placed = segment.set_column(at, segment.schema.field(at), steps)
-            own = placed.filter(pc.invert(segment.column("_tick"))).drop_columns(["_tick"])
-            if own.num_rows:
-                yield own
 
 
 def _unsplit(rows: Any, buckets: int) -> Any:
