@@ -101,7 +101,8 @@ bench-reference: $(STAMP)
 
 # SparkRun.diff against kjoin diff for every setting run_join takes (issue 28; CI runs a sample of them).
 diff-check: $(STAMP)
-	KJOIN_DIFF_CHECK=all $(PY) -m pytest tests/test_spark_diff_settings.py tests/test_spark_diff.py
+	KJOIN_DIFF_CHECK=all KJOIN_COMPARISON_EXAMPLES=2000 $(PY) -m pytest tests/test_spark_diff_settings.py \
+		tests/test_spark_diff.py tests/test_spark_comparison.py
 
 # A diff's cost against one run's at 10^7 records, and its differences on sampled keys against the reference engine
 # (README "On Spark"). The machine is shared: nice.

@@ -49,8 +49,10 @@ is a small untimed warm-up (class loading and JIT cost seconds in a fresh JVM).
 
 ``--diff`` times :meth:`kjoin.spark.SparkRun.diff` instead (issue 28): per size and change (:data:`DIFF_CHANGES`),
 one run of the stream-stream join to the noop sink, then a diff of the same topics with every difference charged
-to the noop sink, and ``diff/run``, the ratio (the issue's target: at most 2.5); then the differences of sampled
-keys against the reference engine's (:func:`bench_diff`).
+to the noop sink, and ``diff/run``, the ratio (the issue's target: at most 2.5); ``python records``, the differing
+input records whose outputs the comparison in arrays left to the reference engine's comparison in Python
+(:attr:`kjoin.spark.debug.diff.SparkDiff.fallbacks`); then the differences of sampled keys against the reference
+engine's (:func:`bench_diff`).
 
 Timing order matters on a loaded machine: a path timed right after the Kafka replay's JVM ran up to 2x slower,
 hence the baselines outside Spark come last and ``--repeat`` alternates the equi-join and kjoin, keeping each
@@ -591,6 +593,7 @@ DIFF_COLUMNS = [
     "diff s",
     "diff/run",
     "differences",
+    "python records",
     "keys checked",
     "reference differences",
     "mismatches",
@@ -606,6 +609,7 @@ class DiffRow:
     run_s: float
     diff_s: float
     differences: int
+    fallbacks: int | None
     keys: int
     checked: int
     mismatches: int
@@ -621,6 +625,7 @@ class DiffRow:
             f"{self.diff_s:.1f}",
             f"{self.diff_s / self.run_s:.2f}",
             f"{self.differences:,}",
+            "-" if self.fallbacks is None else f"{self.fallbacks:,}",
             f"{self.keys}",
             f"{self.checked:,}",
             f"{self.mismatches}",
@@ -689,6 +694,7 @@ def bench_diff(
             diff_s = timed(diff_all)
             load_after = os.getloadavg()[0]
             count = found.differences.count()
+            fallbacks = found.fallbacks  # counted as the timed run computed the differences
             print(f"[bench] {DIFF_JOIN} {size:,} diff {label}: checking sampled keys ...", file=out, flush=True)
             most = [(r["partition"], r["key"]) for r in found.by_key().limit(sample_keys // 2).collect() if r["key"]]
             drawn = (
@@ -705,7 +711,8 @@ def bench_diff(
                 print(f"[bench] mismatch {key!r}@{partition}: {only_spark} / {only_reference}", file=out, flush=True)
             print(  # the row as soon as it is measured: a later row may not finish on a shared machine
                 f"[bench] {DIFF_JOIN} {size:,} {label}: run {run_s:.1f} s, diff {diff_s:.1f} s "
-                f"(diff/run {diff_s / run_s:.2f}), {count:,} differences, {check.keys} sampled keys with "
+                f"(diff/run {diff_s / run_s:.2f}), {count:,} differences ({fallbacks} records compared in Python), "
+                f"{check.keys} sampled keys with "
                 f"{check.differences} differences, {len(check.mismatches)} mismatches",
                 file=out,
                 flush=True,
@@ -718,6 +725,7 @@ def bench_diff(
                     run_s,
                     diff_s,
                     count,
+                    fallbacks,
                     check.keys,
                     check.differences,
                     len(check.mismatches),

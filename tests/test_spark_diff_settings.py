@@ -122,6 +122,7 @@ def test_spark_settings_diff_equals_the_reference_engines(
     assert len(reference) > 0, "the planted records must change some output"
     assert {d.change for d in reference} <= {"added", "removed", "changed"}
     assert comparable(on_spark) == comparable(reference)
+    assert on_spark.fallbacks is not None  # the paired pass compared them, in arrays or in Python
     assert on_spark.switches == reference.switches
     if second is not None:  # both switches are charged, each with what it alone changes
         assert {rule for d in reference for rule in d.rules} == set(reference.switches)

@@ -8,12 +8,15 @@ named as ``kjoin diff --set`` names it (``window.grace_ms``, ``right.versioned``
 
 How it runs, all in Spark (nothing of size of the topics comes to the driver):
 
-1. The topics are joined again with every switch turned (:func:`kjoin.spark.run_join` with the other semantics and
-   settings). Both runs' outputs are tagged with their run, unioned, and grouped per input record ``(scenario,
-   partition, side, offset)`` in one shuffle: the input records whose sorted outputs differ are kept.
-2. Their outputs are compared on the executors by :func:`kjoin.diff.compare_outputs`, the reference engine's
-   comparison (added, removed, changed; Spark keeps no order within one record's outputs, so no ``reordered``):
-   one row per difference, with the input record that emitted it (:data:`DIFF_COLUMNS`).
+1. The topics are joined again with every switch turned, in the same per-task pass as the first join
+   (:mod:`kjoin.spark.passes.paired`): both joins' outputs fingerprinted per input record ``(scenario, partition,
+   side, offset)``, and the records whose outputs differ compared right there, in arrays, as
+   :func:`kjoin.diff.compare_outputs` (the reference engine's comparison: added, removed, changed) compares them
+   (:func:`kjoin.spark.passes.comparison.compared_table`; Spark keeps no order within one record's outputs, so no
+   ``reordered``): one row per difference, with the input record that emitted it (:data:`DIFF_COLUMNS`). Where
+   that pass cannot run (a lagging side, a join without a per-task plan, tasks split by key), the topics are
+   joined again by :func:`kjoin.spark.run_join`, both runs' outputs grouped per input record in one shuffle, and
+   the records whose sorted outputs differ compared on the executors by the reference engine's comparison.
 3. Attribution is the reference engine's (:class:`kjoin.diff.Attribution`), over frames: a difference is charged to
    a switch when turning that switch alone from the first run produces the very same difference (same input
    record, change, before and after); a rule that requires another is turned with it; what no single switch
@@ -38,10 +41,11 @@ from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from ...diff import Attribution, Diff, Difference, Outputs, _check_path, compare_outputs
-from ...records import Record, Side, render_value
+from ...records import Record, Side
 from ...scenario import ScenarioError
 from ...semantics import Semantics, parse_semantics
 from ..io.topic import SparkInputError
+from ..passes.comparison import DIFF_SCHEMA, ORDER, canon, compared_rows, diff_arrow_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..result import SparkRun
@@ -54,15 +58,6 @@ MAX_SPARK_RUNS = 32
 
 _IDENTITY = ["scenario", "partition", "side", "offset"]
 
-DIFF_SCHEMA = (
-    "scenario bigint, partition int, side string, offset bigint, input_key string, input_value string, "
-    "input_ts bigint, step bigint, from_step bigint, change string, key string, before string, after string, "
-    "identity string"
-)
-"""One difference per row, before attribution: the input record (its key and value as JSON text), its step in the
-second run (``from_step``: in the first), the change, the output's key (JSON text) and the outputs before and after
-(JSON objects: ``key, value, ts, tombstone``; null where there is none), and ``identity``, what makes two runs'
-differences the same difference."""
 DIFF_COLUMNS = [
     *[part.split()[0] for part in DIFF_SCHEMA.split(", ") if not part.startswith("identity")],
     "rules",
@@ -178,6 +173,15 @@ class SparkDiff:
         self.settings = dict(settings)
         self._collected: Diff | None = None
         self._kept: list[Any] = []
+        self._fallbacks: Any = None
+
+    @property
+    def fallbacks(self) -> int | None:
+        """How many differing input records the comparison in arrays left to the reference engine's comparison in
+        Python (their same-result pairing depends on their order: :mod:`kjoin.spark.passes.comparison`), counted
+        as :attr:`differences` was computed; ``None`` where the diff joined the topics twice (every record compared
+        in Python) or Spark counts nothing (Spark Connect)."""
+        return None if self._fallbacks is None else self._fallbacks.value
 
     def unpersist(self) -> None:
         """Free what the diff kept on the executors' disks (its frames are computed again if asked after)."""
@@ -192,7 +196,7 @@ class SparkDiff:
         ``make bench`` checks on sampled keys at 10^7 records."""
         checked, mismatches = 0, []
         for partition, key in keys:
-            mine = self.differences.where((F.col("partition") == partition) & (F.col("key") == _canon(key)))
+            mine = self.differences.where((F.col("partition") == partition) & (F.col("key") == canon(key)))
             on_spark = {_comparable(self._difference(row)) for row in mine.collect()}
             reference = {
                 _comparable(d)
@@ -397,10 +401,13 @@ def spark_diff(
     records = run.inputs
     paired: Callable[..., Any] | None = getattr(run, "_paired", None)
 
+    counted: dict[tuple[Semantics, str], Any] = {}
+
     def produced(semantics: Semantics, turned: Mapping[str, Any]) -> Any:
-        rows = None if paired is None else _try(paired, semantics, turned)
-        if rows is not None:  # both joins in one pass: only the differing records' outputs come out
-            return _compared_frame(_grouped(rows.withColumn("o", _output())), decoders)
+        found = None if paired is None else _try(paired, semantics, turned)
+        if found is not None:  # both joins and their comparison in one pass
+            counted[(semantics, json.dumps(dict(turned), sort_keys=True, default=str))] = found.fallbacks
+            return found.frame
         rerun_of = other if (semantics == second and dict(turned) == settings) else _try(rerun, semantics, turned)
         if rerun_of is None:
             return None
@@ -417,6 +424,7 @@ def spark_diff(
     title = f"{config.join} {config.variant} join (Spark)"
     found = SparkDiff(run, other, charged, names, str(first), after, title, attribution.runs, settings)
     found._kept = kept
+    found._fallbacks = counted.get((second, json.dumps(settings, sort_keys=True, default=str)))
     return found
 
 
@@ -440,22 +448,16 @@ def _keep(frame: Any, kept: list[Any] | None = None) -> Any:
 
 
 def _tagged(run: "SparkRun", tag: int) -> Any:
-    """One run's outputs with the run they come from (0: the first, 1: the second). Sorted, a record's outputs
-    come as the reference engine emits them wherever that order matters to the comparison (which output pairs with
-    which as ``changed``): by timestamp, then by the step whose record they carry (a grace buffer or an outer
-    join's sweep emits in timestamp order, then arrival)."""
-    return run.outputs.select(*_IDENTITY, "step", F.lit(tag).alias("run"), _output())
-
-
-def _output() -> Any:
-    return F.struct("ts", "origin_step", "key", "value", "tombstone", "left", "right").alias("o")
+    """One run's outputs with the run they come from (0: the first, 1: the second), each a struct of
+    :data:`~kjoin.spark.passes.comparison.ORDER`: sorted, a record's outputs come as the reference engine emits them
+    wherever that order matters to the comparison (which output pairs with which as ``changed``)."""
+    return run.outputs.select(*_IDENTITY, "step", F.lit(tag).alias("run"), F.struct(*ORDER).alias("o"))
 
 
 def _grouped(rows: Any) -> Any:
-    """Per input record, both runs' outputs sorted (:func:`_tagged`), its steps, and where the rows carry them its
-    key, value and timestamp: only the records whose outputs differ."""
+    """Per input record, both runs' outputs sorted (:func:`_tagged`) and its steps: only the records whose outputs
+    differ."""
     mine, theirs = F.col("run") == 0, F.col("run") == 1
-    carried = [F.first(name, ignorenulls=True).alias(name) for name in ("input_key", "input_value", "input_ts")]
     return (
         rows.groupBy(*_IDENTITY)
         .agg(
@@ -463,7 +465,6 @@ def _grouped(rows: Any) -> Any:
             F.sort_array(F.collect_list(F.when(theirs, F.col("o")))).alias("after"),
             F.min(F.when(mine, F.col("step"))).alias("from_step"),
             F.min(F.when(theirs, F.col("step"))).alias("to_step"),
-            *(carried if "input_key" in rows.columns else []),
         )
         .where(F.col("before") != F.col("after"))
     )
@@ -485,81 +486,12 @@ def _compared_frame(grouped: Any, decoders: tuple[bool, bool]) -> Any:
     def compare(batches: Any) -> Any:
         import pyarrow as pa
 
-        schema = _arrow_schema()
+        schema = diff_arrow_schema()
         for batch in batches:
-            rows = [out for row in batch.to_pylist() for out in _compared(row, json_keys, json_values)]
+            rows = [out for row in batch.to_pylist() for out in compared_rows(row, json_keys, json_values)]
             yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
     return grouped.mapInArrow(compare, DIFF_SCHEMA)
-
-
-def _arrow_schema() -> Any:
-    import pyarrow as pa
-
-    types = {"bigint": pa.int64(), "int": pa.int32(), "string": pa.string()}
-    return pa.schema([(name, types[kind]) for name, kind in (part.split() for part in DIFF_SCHEMA.split(", "))])
-
-
-def _compared(row: Mapping[str, Any], json_keys: bool, json_values: bool) -> list[dict[str, Any]]:
-    """One input record's outputs in both runs, compared as the reference engine does: its differences as rows."""
-
-    def key_of(k: Any) -> Any:
-        return json.loads(k) if json_keys and k is not None else k
-
-    def value_of(v: Any) -> Any:
-        return json.loads(v) if json_values and v is not None else v
-
-    record = Record(
-        Side(row["side"]),
-        key_of(row["input_key"]),
-        value_of(row["input_value"]),
-        row["input_ts"],
-        row["partition"],
-        row["offset"],
-    )
-    step = row["to_step"] if row["to_step"] is not None else row["from_step"]
-    from_step = row["from_step"] if row["from_step"] is not None else step
-
-    def outputs(found: Any, at: int) -> Outputs:
-        listed, results = [], []
-        for o in found or []:
-            key = key_of(o["key"])
-            listed.append(
-                {
-                    "key": key,
-                    "value": None if o["tombstone"] else o["value"],
-                    "ts": o["ts"],
-                    "tombstone": o["tombstone"],
-                }
-            )
-            results.append((_canon([key, None]), (_canon(value_of(o["left"])), _canon(value_of(o["right"])))))
-        return Outputs(at, record, listed, results)
-
-    differences = compare_outputs(outputs(row["before"], from_step), outputs(row["after"], step), step, from_step)
-    return [  # the same outputs, only their origin steps differ: Spark reports no reordered outputs
-        {
-            "scenario": row["scenario"],
-            "partition": row["partition"],
-            "side": row["side"],
-            "offset": row["offset"],
-            "input_key": _canon(record.key),
-            "input_value": _canon(record.value),
-            "input_ts": record.ts,
-            "step": d.step,
-            "from_step": d.from_step,
-            "change": d.change,
-            "key": _canon(d.key),
-            "before": None if d.before is None else _canon(d.before),
-            "after": None if d.after is None else _canon(d.after),
-            "identity": _canon([row["scenario"], *d.identity]),
-        }
-        for d in differences
-        if d.change != "reordered"
-    ]
-
-
-def _canon(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=render_value)
 
 
 # -- attribution over frames -----------------------------------------------------------------------

@@ -1,47 +1,48 @@
-"""Two joins of the same records in one per-task pass: what the Spark diff compares, without a second shuffle.
+"""Two joins of the same records in one per-task pass, compared right there: the Spark diff's differences, without
+a shuffle.
 
 ``SparkRun.diff`` (:mod:`kjoin.spark.debug.diff`) compares a run with the same topics joined under other semantics
 or settings. Joining the topics twice and grouping both runs' outputs per input record costs two shuffles and sorts
 of the records and one of every output; this pass takes the records once (the input-partition sort of
 :func:`kjoin.spark.api.run_join`, merged into processing order per task: :mod:`kjoin.spark.passes.merge`), runs
 both joins' per-task functions over them (:attr:`kjoin.spark.passes.plans.Plan.function`), and compares their
-outputs per input record right there: a 64-bit fingerprint per output (a hash of key, value, ts, tombstone and the
-values joined: each text column dictionary-encoded over both runs by Arrow, the codes mixed by splitmix64 in
-numpy, where hashing the texts with pandas cost twice the join itself), summed per input record ``(partition,
-side, offset)`` with the count. Only the outputs of the
-input records whose fingerprints or counts differ leave the pass (:data:`PAIRED_FIELDS`, tagged with their run,
-each with its input record's key, value and timestamp). Equal sums of different multisets of outputs would hide a
-difference; with 64-bit hashes that has a chance of about 2^-64 per input record.
+outputs per input record right there, since a record's outputs in both runs are all in its task:
+
+1. A 64-bit fingerprint per output (a hash of key, value, ts, tombstone and the values joined: each text column
+   dictionary-encoded over both runs by Arrow, the codes mixed by splitmix64 in numpy, where hashing the texts with
+   pandas cost twice the join itself), summed per input record ``(partition, side, offset)`` with the count, finds
+   the input records whose outputs differ. Equal sums of different multisets of outputs would hide a difference;
+   with 64-bit hashes that has a chance of about 2^-64 per input record.
+2. Those records' outputs are compared as the reference engine compares them, in arrays
+   (:func:`kjoin.spark.passes.comparison.compared_table`; the few records whose pairing the arrays cannot decide
+   exactly go to the reference engine's comparison in Python, and are counted). The pass's rows are the
+   differences (:data:`kjoin.spark.passes.comparison.DIFF_SCHEMA`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from .comparison import compared_table
 from .merge import merged_batches
-from .task import RESULT_FIELDS
 
-__all__ = ["paired_function", "paired_schema", "PAIRED_FIELDS"]
+__all__ = ["paired_function", "Paired"]
 
 _OUTPUT = ("scenario", "partition", "step", "side", "offset", "key", "left", "right", "value", "ts", "tombstone")
 _OUTPUT += ("origin_step",)
-PAIRED_FIELDS: list[tuple[str, str]] = [
-    *[(name, kind) for name, kind in RESULT_FIELDS if name in _OUTPUT],
-    ("run", "int"),
-    ("input_key", "KEY"),
-    ("input_value", "VALUE"),
-    ("input_ts", "long"),
-]
-"""The pass's rows: an output of a differing input record, ``run`` 0 (the first join) or 1 (the second), and the
-input record's key, value and timestamp; ``KEY``/``VALUE`` take the input's types."""
 _FINGERPRINTED = ("key", "value", "ts", "tombstone", "left", "right")
 
 
-def paired_schema(key_type: str, value_type: str) -> str:
-    types = {"KEY": key_type, "VALUE": value_type}
-    return ", ".join(f"`{name}` {types.get(kind, kind)}" for name, kind in PAIRED_FIELDS)
+@dataclass(frozen=True)
+class Paired:
+    """The pass over a Spark frame: ``frame``, the differences, and ``fallbacks``, the Spark accumulator counting
+    the records compared in Python as the frame is computed (``None`` where Spark has no accumulators)."""
+
+    frame: Any
+    fallbacks: Any
 
 
 def paired_function(
@@ -49,10 +50,14 @@ def paired_function(
     second: Callable[[Iterator[Any]], Iterator[Any]],
     held_rank: int,
     spill_rows: int,
+    json_keys: bool,
+    json_values: bool,
+    fallbacks: Any = None,
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """A ``mapInArrow`` function over the input-partition sort (:class:`kjoin.spark.passes.plans.Feed`'s
-    ``by_partition``): both per-task functions over the same records in processing order, the differing input
-    records' outputs out."""
+    ``by_partition``): both per-task functions over the same records in processing order, the differences out
+    (:data:`kjoin.spark.passes.comparison.DIFF_SCHEMA`). ``fallbacks``: a Spark accumulator that counts the records
+    compared in Python."""
 
     def paired(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -62,7 +67,13 @@ def paired_function(
             return
         records = pa.Table.from_batches(ordered)
         outputs = [_outputs(function(iter(ordered))) for function in (first, second)]
-        yield from _differing(records, *outputs)
+        found = _differing(records, *outputs)
+        if found is None:
+            return
+        differences, python = compared_table(*found, json_keys, json_values)
+        if fallbacks is not None and python:
+            fallbacks.add(python)
+        yield from differences.to_batches()
 
     return paired
 
@@ -126,17 +137,18 @@ def _fingerprints(first: Any, second: Any) -> Any:
     return pd.DataFrame({"i": np.concatenate([_identity(t) for t in tables]), "h": hashes, "n": signs})
 
 
-def _differing(records: Any, first: Any, second: Any) -> Iterator[Any]:
+def _differing(records: Any, first: Any, second: Any) -> tuple[Any, Any] | None:
     """The outputs of the input records whose outputs differ between the two runs (one sum per record: the first
-    run's hashes minus the second's, and the count)."""
+    run's hashes minus the second's, and the count), with ``i`` (the record) and ``run``; and those records' ``i,
+    input_key, input_value, input_ts``. ``None``: no record differs."""
     import pyarrow as pa
 
     if first is None and second is None:
-        return
+        return None
     sums = _fingerprints(first, second).groupby("i", sort=False).agg({"h": "sum", "n": "sum"})
     changed = sums.index[(sums["h"].to_numpy() != 0) | (sums["n"].to_numpy() != 0)].to_numpy(dtype=np.int64)
     if not len(changed):
-        return
+        return None
     inputs = records.filter(pa.array(np.isin(_identity(records), changed)))
     inputs = pa.table(
         {
@@ -146,15 +158,16 @@ def _differing(records: Any, first: Any, second: Any) -> Iterator[Any]:
             "input_ts": inputs.column("ts"),
         }
     )
+    found = []
     for run, table in enumerate((first, second)):
         if table is None:
             continue
-        rows = table.filter(pa.array(np.isin(_identity(table), changed)))
-        if not rows.num_rows:
-            continue
-        rows = rows.append_column("i", pa.array(_identity(rows))).append_column(
-            "run", pa.array(np.full(rows.num_rows, run, dtype=np.int32))
+        identity = _identity(table)
+        mine = np.isin(identity, changed)
+        rows = table.filter(pa.array(mine))
+        found.append(
+            rows.append_column("i", pa.array(identity[mine])).append_column(
+                "run", pa.array(np.full(rows.num_rows, run, dtype=np.int32))
+            )
         )
-        joined = rows.join(inputs, keys="i", join_type="left outer").drop_columns(["i"])
-        names = [name for name, _ in PAIRED_FIELDS]
-        yield from joined.select(names).to_batches()
+    return pa.concat_tables(found), inputs

@@ -33,7 +33,8 @@ from ..ties import PROCESSING_ORDER
 from . import native, vectorised, vectorised_stream, vectorised_versioned
 from .merge import HELD_ROWS_CONF, held_rows, merged_batches
 from .split import KeySplit, split_results
-from .paired import paired_function, paired_schema
+from .comparison import DIFF_SCHEMA
+from .paired import Paired, paired_function
 from .task import group_by_task, result_schema, task_function
 
 __all__ = [
@@ -313,11 +314,13 @@ def choose(
     raise AssertionError("the processors run every primary-key join")  # pragma: no cover
 
 
-def paired_results(feed: Feed, first: JoinSpec, second: JoinSpec, inputs: Inputs, method: str = "auto") -> Any:
-    """The outputs of the input records whose outputs differ between joining the records as ``first`` and as
-    ``second``, both in one per-task pass (:mod:`kjoin.spark.passes.paired`); ``None`` when a join's plan is not
-    a per-task one, the feed is not the input-partition sort, or its tasks are split by key (then join twice and
-    compare)."""
+def paired_results(
+    feed: Feed, first: JoinSpec, second: JoinSpec, inputs: Inputs, method: str = "auto"
+) -> Paired | None:
+    """The differences between joining the records as ``first`` and as ``second``
+    (:data:`kjoin.spark.passes.comparison.DIFF_SCHEMA`): both joins and their comparison in one per-task pass
+    (:mod:`kjoin.spark.passes.paired`); ``None`` when a join's plan is not a per-task one, the feed is not the
+    input-partition sort, or its tasks are split by key (then join twice and compare)."""
     if feed.by_partition is None or feed.split is not None:
         return None
     plans = [choose({0: spec}, inputs, method) for spec in (first, second)]
@@ -326,7 +329,16 @@ def paired_results(feed: Feed, first: JoinSpec, second: JoinSpec, inputs: Inputs
     frame, held_rank = feed.by_partition
     spill_rows = held_rows(frame.sparkSession.conf.get(HELD_ROWS_CONF, None))
     functions = [plan.function({0: spec}, inputs) for plan, spec in zip(plans, (first, second))]  # type: ignore[misc]
-    return frame.mapInArrow(
-        paired_function(functions[0], functions[1], held_rank, spill_rows),
-        paired_schema(inputs.key_type, inputs.value_type),
+    fallbacks = _counter(frame.sparkSession)
+    function = paired_function(
+        functions[0], functions[1], held_rank, spill_rows, inputs.json_keys, inputs.json_values, fallbacks
     )
+    return Paired(frame.mapInArrow(function, DIFF_SCHEMA), fallbacks)
+
+
+def _counter(spark: Any) -> Any:
+    """A Spark accumulator starting at 0 (``None`` on Spark Connect, which has none)."""
+    try:
+        return spark.sparkContext.accumulator(0)
+    except Exception:  # pyspark.errors' Connect errors: no SparkContext on the client
+        return None
