@@ -871,7 +871,8 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.bench_topology import bench_topology
 
         try:
-            lines = bench_topology(spark, args.sizes, args.keys, args.partitions, workdir, sys.stderr)
+            methods = tuple(m for m in args.methods if m in ("auto", "vectorised", "processors"))
+            lines = bench_topology(spark, args.sizes, args.keys, args.partitions, workdir, sys.stderr, methods)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         print(f"kjoin topology bench: {os.cpu_count()} cores, {args.partitions} Kafka partitions, {args.keys:,} keys")

@@ -42,7 +42,8 @@ def generate_topology(spark: Any, records: int, path: str, keys: int, partitions
     customer = F.concat(F.lit("c"), draw(2, keys).cast("string"))
     key = F.when(F.col("topic") == "orders", F.concat(F.lit("o"), F.col("id").cast("string"))).otherwise(customer)
     order = F.to_json(F.struct(customer.alias("c"), F.concat(F.lit("O"), F.col("id").cast("string")).alias("v")))
-    plain = F.to_json(F.concat(F.upper(F.substring(F.col("topic"), 1, 1)), F.col("id").cast("string")))
+    # a JSON string (to_json takes only structs): the letters and digits need no escaping
+    plain = F.concat(F.lit('"'), F.upper(F.substring(F.col("topic"), 1, 1)), F.col("id").cast("string"), F.lit('"'))
     value = F.when(draw(4, 100) == 0, F.lit(None).cast("string")).otherwise(
         F.when(F.col("topic") == "orders", order).otherwise(plain)
     )
@@ -97,23 +98,66 @@ def _equi_join(topics: dict[str, Any]) -> Any:
     return orders.join(last("customers"), "key").join(last("addresses"), "key", "left")
 
 
-def bench_topology(spark: Any, sizes: list[int], keys: int, partitions: int, workdir: str, out: Any) -> list[str]:
-    """One line per size: kjoin's and the equi-join's seconds and records per second, and their ratio."""
+def _one_by_one(topics: dict[str, Any], partitions: int) -> Any:
+    """The same plan as kjoin's single joins run one after the other: the re-key as a Spark projection and one
+    shuffle (each order's customer, its partition by murmur2, offsets in timestamp order), then
+    :func:`kjoin.spark.run_join` stream-table inner with customers, then stream-table left with addresses on its
+    outputs (their offsets in the order the first join emitted them)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from kjoin.spark import Topic, run_join
+    from kjoin.spark.io.topic import default_partition_column
+
+    orders = topics["orders"].frame
+    key = F.get_json_object("value", "$.c")
+    rekeyed = (
+        orders.where(key.isNotNull())
+        .select(key.alias("key"), "value", "ts")
+        .withColumn("partition", default_partition_column(F.col("key"), partitions, "string"))
+        .repartition(partitions, "partition")
+    )
+    in_order = Window.partitionBy("partition").orderBy("ts", "value")
+    rekeyed = rekeyed.withColumn("offset", (F.row_number().over(in_order) - 1).cast("bigint"))
+    first = run_join(Topic(rekeyed, partitions, json_values=True), topics["customers"], "stream-table", "inner")
+    emitted = Window.partitionBy("partition").orderBy("step")
+    joined = first.outputs.select(
+        "key", "value", "ts", "partition", (F.row_number().over(emitted) - 1).cast("bigint").alias("offset")
+    )
+    return run_join(Topic(joined, partitions), topics["addresses"], "stream-table", "left").results
+
+
+def bench_topology(
+    spark: Any,
+    sizes: list[int],
+    keys: int,
+    partitions: int,
+    workdir: str,
+    out: Any,
+    methods: tuple[str, ...] = ("auto",),
+) -> list[str]:
+    """One line per size and ``run_topology`` method (``auto``, ``vectorised``, ``processors``): kjoin's, the joins
+    one by one's and the equi-join's seconds, records per second, and the ratios."""
     from benchmarks.bench import noop
     from kjoin.spark import run_topology
 
-    def kjoin_run(topics: dict[str, Any]) -> Any:
-        result = run_topology(spark, app(partitions), topics)
+    def kjoin_run(topics: dict[str, Any], method: str) -> Any:
+        result = run_topology(spark, app(partitions), topics, method=method)
         noop(result.rows)
         return result
 
-    header = "| topology | records | kjoin s | equi s | kjoin rec/s | equi rec/s | kjoin/equi | load before/after |"
-    lines = [header, "|---|---|---|---|---|---|---|---|"]
+    header = (
+        "| topology | records | kjoin s | joins one by one s | equi s | kjoin rec/s | equi rec/s | "
+        "kjoin/one-by-one | kjoin/equi | load before/after |"
+    )
+    lines = [header, "|---|---|---|---|---|---|---|---|---|---|"]
     warm = os.path.join(workdir, "topology-warm-up.parquet")
     generate_topology(spark, 20_000, warm, keys, partitions)
     warm_topics = _topics(spark, warm, partitions)
     noop(_equi_join(warm_topics))
-    kjoin_run(warm_topics).rows.unpersist()
+    noop(_one_by_one(warm_topics, partitions))
+    for method in methods:
+        kjoin_run(warm_topics, method).rows.unpersist()
     for size in sizes:
         path = os.path.join(workdir, f"topology-{size}.parquet")
         print(f"[bench] generating {size:,} topology records ...", file=out, flush=True)
@@ -123,16 +167,22 @@ def bench_topology(spark: Any, sizes: list[int], keys: int, partitions: int, wor
         started = time.perf_counter()
         noop(_equi_join(topics))
         equi = time.perf_counter() - started
-        before = os.getloadavg()[0]
         started = time.perf_counter()
-        result = kjoin_run(topics)
-        elapsed = time.perf_counter() - started
-        after = os.getloadavg()[0]
+        noop(_one_by_one(topics, partitions))
+        one_by_one = time.perf_counter() - started
         spark.catalog.clearCache()
-        lines.append(
-            f"| re-key + 2 joins | {size:,} | {elapsed:.1f} | {equi:.1f} | {size / elapsed:,.0f} | {size / equi:,.0f} "
-            f"| {equi / elapsed:.3f} | {before:.1f}/{after:.1f} |"
-        )
-        print(lines[-1], file=out, flush=True)
-        del result
+        for method in methods:
+            before = os.getloadavg()[0]
+            started = time.perf_counter()
+            result = kjoin_run(topics, method)
+            elapsed = time.perf_counter() - started
+            after = os.getloadavg()[0]
+            spark.catalog.clearCache()
+            lines.append(
+                f"| re-key + 2 joins ({result.method}) | {size:,} | {elapsed:.1f} | {one_by_one:.1f} | {equi:.1f} "
+                f"| {size / elapsed:,.0f} | {size / equi:,.0f} | {one_by_one / elapsed:.3f} | {equi / elapsed:.3f} "
+                f"| {before:.1f}/{after:.1f} |"
+            )
+            print(lines[-1], file=out, flush=True)
+            del result
     return lines
