@@ -11,11 +11,15 @@ order, 1% null values.
 Timed, each consuming every row with the ``noop`` sink:
 
 * kjoin: :func:`kjoin.spark.run_topology`, every step and written record of both stages (the re-keying tasks, the
-  repartition shuffle, the joining tasks);
+  repartition shuffle, the joining tasks), once per ``--methods`` (``auto``: both stages as chains,
+  :mod:`kjoin.spark.passes.topology_vectorised`; ``processors``: kjoin's processors per task);
+* the joins one by one: the target of issue 30, the same plan as kjoin's single joins: the re-key as a Spark
+  projection and one shuffle, then :func:`kjoin.spark.run_join` twice (:func:`_one_by_one`);
 * the equi-join: what a user would write in SQL instead, without Kafka's record-by-record semantics: the orders'
   customer extracted, inner-joined with each customer's last value, left-joined with each address's last value.
 
-``kjoin/equi`` is kjoin's throughput over the equi-join's; only ratios taken in one run compare.
+``kjoin/one-by-one`` and ``kjoin/equi`` are kjoin's throughput over theirs (above 1: kjoin is faster); only ratios
+taken in one run compare.
 """
 
 from __future__ import annotations
@@ -28,36 +32,35 @@ __all__ = ["bench_topology", "generate_topology", "app"]
 
 
 def generate_topology(spark: Any, records: int, path: str, keys: int, partitions: int, seed: int = 7) -> None:
-    """Write the three topics' records to Parquet at ``path`` (``topic, key, value, ts, partition, offset``)."""
-    from pyspark.sql import Window
+    """Write the three topics' records to Parquet at ``path`` (``topic, key, value, ts, partition, offset``), with
+    ``benchmarks/bench.py``'s dice, timestamps and offsets."""
     from pyspark.sql import functions as F
 
+    from benchmarks.bench import arrival_ts, draw, with_append_offsets
     from kjoin.spark.io.topic import default_partition_column
 
-    def draw(salt: int, modulo: int) -> Any:
-        return F.pmod(F.xxhash64(F.col("id"), F.lit(seed), F.lit(salt)), F.lit(modulo))
+    def dice(salt: int, modulo: int) -> Any:
+        return draw(seed, salt, modulo)
 
-    roll = draw(1, 100)
+    roll = dice(1, 100)
     topic = F.when(roll < 80, F.lit("orders")).when(roll < 90, F.lit("customers")).otherwise(F.lit("addresses"))
-    customer = F.concat(F.lit("c"), draw(2, keys).cast("string"))
+    customer = F.concat(F.lit("c"), dice(2, keys).cast("string"))
     key = F.when(F.col("topic") == "orders", F.concat(F.lit("o"), F.col("id").cast("string"))).otherwise(customer)
     order = F.to_json(F.struct(customer.alias("c"), F.concat(F.lit("O"), F.col("id").cast("string")).alias("v")))
     # a JSON string (to_json takes only structs): the letters and digits need no escaping
     plain = F.concat(F.lit('"'), F.upper(F.substring(F.col("topic"), 1, 1)), F.col("id").cast("string"), F.lit('"'))
-    value = F.when(draw(4, 100) == 0, F.lit(None).cast("string")).otherwise(
+    value = F.when(dice(4, 100) == 0, F.lit(None).cast("string")).otherwise(
         F.when(F.col("topic") == "orders", order).otherwise(plain)
     )
-    ts = (F.floor(F.col("id") / 100) + draw(5, 50)).cast("bigint")
     frame = (
         spark.range(records)
         .withColumn("topic", topic)
         .withColumn("key", key)
         .withColumn("value", value)
-        .withColumn("ts", ts)
+        .withColumn("ts", arrival_ts(seed))
         .withColumn("partition", default_partition_column(F.col("key"), partitions, "string"))
     )
-    in_order = Window.partitionBy("topic", "partition").orderBy("id")
-    frame = frame.withColumn("offset", (F.row_number().over(in_order) - 1).cast("bigint"))
+    frame = with_append_offsets(frame, "topic", "partition")
     frame.select("topic", "key", "value", "ts", "partition", "offset").write.mode("overwrite").parquet(path)
 
 
@@ -102,7 +105,8 @@ def _one_by_one(topics: dict[str, Any], partitions: int) -> Any:
     """The same plan as kjoin's single joins run one after the other: the re-key as a Spark projection and one
     shuffle (each order's customer, its partition by murmur2, offsets in timestamp order), then
     :func:`kjoin.spark.run_join` stream-table inner with customers, then stream-table left with addresses on its
-    outputs (their offsets in the order the first join emitted them)."""
+    outputs (their offsets in the order the first join emitted them). The values stay JSON text, so both joins take
+    run_join's vectorised pass (decoded JSON values take its processors: issue 26), its fastest."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -119,12 +123,16 @@ def _one_by_one(topics: dict[str, Any], partitions: int) -> Any:
     )
     in_order = Window.partitionBy("partition").orderBy("ts", "value")
     rekeyed = rekeyed.withColumn("offset", (F.row_number().over(in_order) - 1).cast("bigint"))
-    first = run_join(Topic(rekeyed, partitions, json_values=True), topics["customers"], "stream-table", "inner")
+
+    def text(name: str) -> Any:  # the values as their JSON text: run_join's vectorised pass (value='json' is not)
+        return Topic(topics[name].frame, partitions)
+
+    first = run_join(Topic(rekeyed, partitions), text("customers"), "stream-table", "inner")
     emitted = Window.partitionBy("partition").orderBy("step")
     joined = first.outputs.select(
         "key", "value", "ts", "partition", (F.row_number().over(emitted) - 1).cast("bigint").alias("offset")
     )
-    return run_join(Topic(joined, partitions), topics["addresses"], "stream-table", "left").results
+    return run_join(Topic(joined, partitions), text("addresses"), "stream-table", "left").results
 
 
 def bench_topology(

@@ -118,12 +118,9 @@ def test_the_apps_steps_trace_and_why_are_the_processors(spark):
         "a chain (2 stream-table join(s))",
     ]
     assert rows_of(chains) == rows_of(processors)
-    outputs = chains.outputs.orderBy("partition", "offset").collect()
-    assert len(outputs) == 3
-    for row in outputs:
-        assert chains.why(row["topic"], row["partition"], row["offset"]) == processors.why(
-            row["topic"], row["partition"], row["offset"]
-        )
+    output = chains.outputs.where("value = 'D+Anna@Oslo'").first()  # through both joins and the repartition topic
+    place = (output["topic"], output["partition"], output["offset"])
+    assert chains.why(*place) == processors.why(*place)
     assert [step.fate for step in chains.trace("1_0").steps] == [step.fate for step in processors.trace("1_0").steps]
     b = kjoin.Topology(partitions=2)
     b.stream("orders").group_by({"field": "c"}).count(name="counts").to_stream().to("out")

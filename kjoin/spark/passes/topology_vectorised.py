@@ -270,131 +270,149 @@ def chain_stage_function(
 ) -> Callable[[pd.DataFrame], pd.DataFrame]:
     """The ``applyInPandas`` function of a chain stage: a task's records in, its step and write rows out, the rows
     the processors' pass (:func:`~kjoin.spark.passes.topology_task.stage_function`) gives."""
-    graph = topology.graph
-    semantics = topology.semantics
-    rank = {name: number for number, name in enumerate(graph.topics)}
-    names = [node.name for node in chain.nodes]
-    passed = [" → ".join(names[: end + 1]) for end in range(len(names))]
+    rank = {name: number for number, name in enumerate(topology.graph.topics)}
     sink = chain.nodes[-1] if chain.nodes else None
-    sink_name = None if sink is None else sink.topic
-    partition_of = (lambda key: 0) if sink is None else _partitioner(graph.topics[sink.topic])
-    drops_null_keys = sink is not None and sink.op == "repartition-sink" and not sink.params.get("keeps_null_keys")
-    table_passed = {topic: node.name for topic, node in chain.tables.items()}
+    partition_of = (lambda key: 0) if sink is None else _partitioner(topology.graph.topics[sink.topic])
 
     def run_group(frame: pd.DataFrame) -> pd.DataFrame:
         if frame.empty:
             return pd.DataFrame({column: [] for column in _COLUMNS})
         sub, part = int(frame["_sub"].iloc[0]), int(frame["partition"].iloc[0])
-        task = f"{sub}_{part}"
-        topic_rank = frame["topic"].map(rank).to_numpy()
-        added = np.lexsort((frame["offset"].to_numpy(), frame["partition"].to_numpy(), topic_rank))
-        frame = frame.iloc[added].reset_index(drop=True)
-        topics = frame["topic"].to_numpy()
-        runs = np.flatnonzero(np.r_[True, topics[1:] != topics[:-1]])  # one partition per topic in a task
-        ts_all = frame["ts"].to_numpy(dtype=np.int64)
-        bounds = list(runs) + [len(frame)]
-        order = processing_order([ts_all[bounds[i] : bounds[i + 1]] for i in range(len(runs))])
-        frame = frame.iloc[order].reset_index(drop=True)
-        keys, values, shown_keys, shown_values = _decoded_columns(frame, decoding)
-        topics = frame["topic"].to_numpy()
-        ts = frame["ts"].to_numpy(dtype=np.int64)
-        count = len(frame)
-        fates: list[Any] = [None] * count
-        reasons: list[Any] = [None] * count
-        nodes: list[Any] = [None] * count
-        writes: dict[int, tuple[Any, Any]] = {}
-        # the tables' updates: stored, or dropped for a null key; each table's updates as of their places
-        updates: dict[str, tuple[np.ndarray, list[Any], list[Any]]] = {}
-        for topic, name in table_passed.items():
-            places = np.flatnonzero(topics == topic)
-            kept = []
-            for place in places.tolist():
-                nodes[place] = name
-                if keys[place] is None:
-                    fates[place], reasons[place] = _DROPPED, Reason.NULL_KEY.value
-                else:
-                    fates[place], reasons[place] = _STORED, Reason.TABLE_UPDATE.value
-                    kept.append(place)
-            updates[topic] = (np.array(kept, dtype=np.int64), [keys[p] for p in kept], [values[p] for p in kept])
-        # the stream records, node by node
-        alive = np.flatnonzero(topics == chain.nodes[0].topic).tolist() if chain.nodes else []
-        cur_keys = [keys[p] for p in alive]
-        cur_values = [values[p] for p in alive]
-        joined: set[int] = set()
+        frame = _in_processing_order(frame, rank)
+        taken = _decoded_columns(frame, decoding)
+        walk = _Walk(topology, chain, frame["topic"].to_numpy(), taken[0], taken[1])
+        walk.run()
+        return _rows(f"{sub}_{part}", stage, sub, part, frame, frame["ts"].to_numpy(dtype=np.int64), taken,
+                     walk, None if sink is None else sink.topic, partition_of)  # fmt: skip
 
-        def end(place: int, at: int, fate: Fate, reason: Reason) -> None:
-            nodes[place] = passed[at]
-            fates[place] = _JOINED if place in joined else fate.value
-            reasons[place] = None if place in joined else reason.value
+    return run_group
 
-        for at, node in enumerate(chain.nodes[1:], start=1):
+
+def _in_processing_order(frame: pd.DataFrame, rank: Mapping[str, int]) -> pd.DataFrame:
+    """A task's records as it takes them: added to its partition group topic by topic as the topology declares
+    them, each partition in offset order (a task reads one partition of each topic), then :func:`processing_order`."""
+    added = np.lexsort((frame["offset"].to_numpy(), frame["topic"].map(rank).to_numpy()))
+    frame = frame.iloc[added].reset_index(drop=True)
+    topics = frame["topic"].to_numpy()
+    ts = frame["ts"].to_numpy(dtype=np.int64)
+    bounds = np.r_[np.flatnonzero(np.r_[True, topics[1:] != topics[:-1]]), len(frame)]
+    order = processing_order([ts[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)])
+    return frame.iloc[order].reset_index(drop=True)
+
+
+class _Walk:
+    """A chain over one task's records in processing order: each record's fate, reason, the nodes it passed and
+    what it wrote. The tables' updates first (stored, or dropped for a null key), then the stream records node by
+    node: ``alive`` (their places) with their current keys and values, fewer after each node that drops some."""
+
+    def __init__(self, topology: Any, chain: Chain, topics: np.ndarray, keys: list[Any], values: list[Any]) -> None:
+        self.semantics = topology.semantics
+        self.chain = chain
+        names = [node.name for node in chain.nodes]
+        self.passed = [" → ".join(names[: end + 1]) for end in range(len(names))]
+        count = len(keys)
+        self.fates: list[Any] = [None] * count
+        self.reasons: list[Any] = [None] * count
+        self.nodes: list[Any] = [None] * count
+        self.writes: dict[int, tuple[Any, Any]] = {}
+        self.joined: set[int] = set()
+        self.updates: dict[str, tuple[np.ndarray, list[Any], list[Any]]] = {}
+        for topic, table in chain.tables.items():
+            self.updates[topic] = self._take_table(table.name, np.flatnonzero(topics == topic).tolist(), keys, values)
+        self.alive = np.flatnonzero(topics == chain.nodes[0].topic).tolist() if chain.nodes else []
+        self.keys = [keys[p] for p in self.alive]
+        self.values = [values[p] for p in self.alive]
+
+    def _take_table(
+        self, name: str, places: list[int], keys: list[Any], values: list[Any]
+    ) -> tuple[np.ndarray, list[Any], list[Any]]:
+        """A table's updates: their fates, and the stored ones (places, keys, values) for the joins' lookups."""
+        kept = []
+        for place in places:
+            self.nodes[place] = name
+            if keys[place] is None:
+                self.fates[place], self.reasons[place] = _DROPPED, Reason.NULL_KEY.value
+            else:
+                self.fates[place], self.reasons[place] = _STORED, Reason.TABLE_UPDATE.value
+                kept.append(place)
+        return np.array(kept, dtype=np.int64), [keys[p] for p in kept], [values[p] for p in kept]
+
+    def end(self, place: int, at: int, fate: Fate, reason: Reason) -> None:
+        """The record at ``place`` goes no further than node ``at``; a record a join emitted has joined."""
+        self.nodes[place] = self.passed[at]
+        self.fates[place] = _JOINED if place in self.joined else fate.value
+        self.reasons[place] = None if place in self.joined else reason.value
+
+    def keep(self, kept: list[int], values: list[Any] | None = None) -> None:
+        """Only the stream records at indices ``kept`` of :attr:`alive` go on (with new ``values``, if given)."""
+        self.alive = [self.alive[i] for i in kept]
+        self.keys = [self.keys[i] for i in kept]
+        self.values = [self.values[i] for i in kept] if values is None else values
+
+    def run(self) -> None:
+        for at, node in enumerate(self.chain.nodes[1:], start=1):
             op = node.op
             if op == "filter":
                 fn = node.params["fn"]
-                keep = [bool(fn(k, v)) for k, v in zip(cur_keys, cur_values)]
-                for place, ok in zip(alive, keep):
+                keep = [bool(fn(k, v)) for k, v in zip(self.keys, self.values)]
+                for place, ok in zip(self.alive, keep):
                     if not ok:
-                        end(place, at, Fate.DROPPED, Reason.FILTERED)
-                alive = [p for p, ok in zip(alive, keep) if ok]
-                cur_keys = [k for k, ok in zip(cur_keys, keep) if ok]
-                cur_values = [v for v, ok in zip(cur_values, keep) if ok]
+                        self.end(place, at, Fate.DROPPED, Reason.FILTERED)
+                self.keep([i for i, ok in enumerate(keep) if ok])
             elif op == "map_values":
                 fn = node.params["fn"]
-                cur_values = [fn(v) for v in cur_values]
+                self.values = [fn(v) for v in self.values]
             elif op == "select_key":
                 fn = node.params["fn"]
-                cur_keys = [fn(k, v) for k, v in zip(cur_keys, cur_values)]
+                self.keys = [fn(k, v) for k, v in zip(self.keys, self.values)]
             elif op == "map":
                 fn = node.params["fn"]
-                pairs = [fn(k, v) for k, v in zip(cur_keys, cur_values)]
-                cur_keys = [pair[0] for pair in pairs]
-                cur_values = [pair[1] for pair in pairs]
+                pairs = [fn(k, v) for k, v in zip(self.keys, self.values)]
+                self.keys, self.values = [pair[0] for pair in pairs], [pair[1] for pair in pairs]
             elif op == "stream-table":
-                left = node.params["variant"] == "left"
-                joiner = node.params["joiner"].call
-                looking: list[int] = []  # indices into alive
-                null_joins: list[int] = []
-                for index, (place, k, v) in enumerate(zip(alive, cur_keys, cur_values)):
-                    if k is None:
-                        if left and v is not None and semantics.relaxed_null_keys:
-                            null_joins.append(index)
-                        else:
-                            end(place, at, Fate.DROPPED, Reason.NULL_KEY)
-                    elif v is None and semantics.kip77:
-                        end(place, at, Fate.DROPPED, Reason.NULL_VALUE)
-                    else:
-                        looking.append(index)
-                table_places, table_keys, table_values = updates[node.params["table"].topic]
-                found, partners = as_of(
-                    table_places,
-                    table_keys,
-                    table_values,
-                    np.array([alive[i] for i in looking], dtype=np.int64),
-                    [cur_keys[i] for i in looking],
-                )
-                result: dict[int, Any] = {i: joiner(cur_values[i], None) for i in null_joins}
-                for index, hit, partner in zip(looking, found.tolist(), partners):
-                    if hit or left:
-                        result[index] = joiner(cur_values[index], partner)
-                    else:
-                        end(alive[index], at, Fate.NO_MATCH, Reason.NO_PARTNER)
-                kept = sorted(result)
-                alive = [alive[i] for i in kept]
-                cur_keys = [cur_keys[i] for i in kept]
-                cur_values = [result[i] for i in kept]
-                joined.update(alive)
-            else:  # the sink
-                for place, k, v in zip(alive, cur_keys, cur_values):
-                    if k is None and drops_null_keys:
-                        end(place, at, Fate.DROPPED, Reason.NULL_KEY_NOT_REPARTITIONED)
-                    else:
-                        nodes[place] = passed[at]
-                        fates[place] = _JOINED if place in joined else _FORWARDED
-                        writes[place] = (k, v)
-        return _rows(task, stage, sub, part, frame, ts, (keys, values, shown_keys, shown_values), fates, reasons,
-                     nodes, writes, sink_name, partition_of)  # fmt: skip
+                self.join(at, node)
+            else:
+                self.sink(at, node)
 
-    return run_group
+    def join(self, at: int, node: Node) -> None:
+        """A stream-table join: the skip rules (null key, KIP-962's left join of a null key, KIP-77's null value),
+        the lookups as of each record's place, the joiner called (or an inner join's miss)."""
+        left = node.params["variant"] == "left"
+        joiner = node.params["joiner"].call
+        looking: list[int] = []  # indices into alive
+        result: dict[int, Any] = {}
+        for index, (place, k, v) in enumerate(zip(self.alive, self.keys, self.values)):
+            if k is None:
+                if left and v is not None and self.semantics.relaxed_null_keys:
+                    result[index] = joiner(v, None)
+                else:
+                    self.end(place, at, Fate.DROPPED, Reason.NULL_KEY)
+            elif v is None and self.semantics.kip77:
+                self.end(place, at, Fate.DROPPED, Reason.NULL_VALUE)
+            else:
+                looking.append(index)
+        places = np.array([self.alive[i] for i in looking], dtype=np.int64)
+        found, partners = as_of(*self.updates[node.params["table"].topic], places, [self.keys[i] for i in looking])
+        for index, hit, partner in zip(looking, found.tolist(), partners):
+            if hit or left:
+                result[index] = joiner(self.values[index], partner)
+            else:
+                self.end(self.alive[index], at, Fate.NO_MATCH, Reason.NO_PARTNER)
+        kept = sorted(result)
+        self.keep(kept, [result[i] for i in kept])
+        self.joined.update(self.alive)
+
+    def sink(self, at: int, node: Node) -> None:
+        """``to`` or a repartition topic: write each record (a null key is dropped before a repartition topic, unless
+        a join below takes null keys, KIP-962)."""
+        drops_null_keys = node.op == "repartition-sink" and not node.params.get("keeps_null_keys")
+        for place, k, v in zip(self.alive, self.keys, self.values):
+            if k is None and drops_null_keys:
+                self.end(place, at, Fate.DROPPED, Reason.NULL_KEY_NOT_REPARTITIONED)
+            else:
+                self.nodes[place] = self.passed[at]
+                self.fates[place] = _JOINED if place in self.joined else _FORWARDED
+                self.writes[place] = (k, v)
 
 
 def _rows(
@@ -405,16 +423,14 @@ def _rows(
     frame: pd.DataFrame,
     ts: np.ndarray,
     taken: tuple[list[Any], list[Any], list[Any], list[Any]],
-    fates: list[Any],
-    reasons: list[Any],
-    nodes: list[Any],
-    writes: Mapping[int, tuple[Any, Any]],
+    walk: _Walk,
     sink_topic: str | None,
     partition_of: Callable[[Any], int],
 ) -> pd.DataFrame:
     """The step rows (in processing order) and the write rows, as the processors' pass gives them; ``taken``: the
     records' keys, values, and both as shown."""
     keys, values, shown_keys, shown_values = taken
+    writes = walk.writes
     count = len(frame)
     running = np.maximum.accumulate(ts)
     places = np.array(sorted(writes), dtype=np.int64)
@@ -439,8 +455,8 @@ def _rows(
         "value": shown_values
         + [shown_values[p] if values[p] is v else shown(v) for p, v in zip(places.tolist(), wvalues)],
         "payload": nothing + [pickle.dumps((k, v, None, False)) for k, v in zip(wkeys, wvalues)],
-        "fate": fates + [None] * written,
-        "reason": reasons + [None] * written,
-        "nodes": nodes + [None] * written,
+        "fate": walk.fates + [None] * written,
+        "reason": walk.reasons + [None] * written,
+        "nodes": walk.nodes + [None] * written,
     }
     return pd.DataFrame(columns)[_COLUMNS]
