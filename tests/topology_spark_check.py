@@ -6,8 +6,10 @@ output topics: partition, offset, key, value, timestamp) and every step (task, r
 passed, in processing order) must be the same.
 
 ``python -m tests.topology_spark_check [N] [SEED]`` (``make topology-spark-check``) runs N topologies in one Spark
-session and prints ``spark topologies: <N> topologies, <M> mismatches, <S> s``; ``tests/test_spark_topology.py``
-runs a small sample in CI.
+session and prints ``spark topologies: <N> topologies, <M> mismatches, <S> s``, then N/10 topologies of chains
+(:func:`chain_scenario`) with each ``run_topology`` method forced (:func:`chain_difference`);
+``tests/test_spark_topology.py`` and ``tests/test_spark_topology_vectorised.py`` run small samples in CI, the latter
+mostly without Spark (:func:`local_difference`: the same per-task functions on pandas frames).
 """
 
 from __future__ import annotations

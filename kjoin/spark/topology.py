@@ -5,7 +5,11 @@ How a run flows:
 
 * The topology's stages (:mod:`kjoin.topology.stages`: its sub-topologies in dependency order, the two sides of a
   foreign-key join together) run one after the other, each as one ``applyInPandas`` over its records grouped by
-  Kafka task (:mod:`kjoin.spark.passes.topology_task`); a stage that feeds itself runs whole in one group.
+  Kafka task; a stage that feeds itself runs whole in one group. Inside a group, a *chain* stage (a stream through
+  stateless nodes and stream-table joins to a sink: :func:`~kjoin.spark.passes.topology_vectorised.stage_plan`)
+  runs the chain pass (:mod:`kjoin.spark.passes.topology_vectorised`: no processors), any other the reference
+  engine's processors (:mod:`kjoin.spark.passes.topology_task`); both give the same rows (``method=`` forces one,
+  :attr:`TopologyRun.methods` says which ran and why).
 * A stage's records are the input topics its sub-topologies read and what earlier stages wrote to their
   repartition (or ``through``) topics. Grouping those by task *is* the repartition: the writing task chose each
   record's partition (murmur2 of the serialized key, or the topology's partitioner, by the reference engine's own
