@@ -34,6 +34,7 @@ How a task runs (one ``applyInPandas`` group, as the processors' pass):
 
 from __future__ import annotations
 
+import gc
 import json
 import pickle
 from dataclasses import dataclass
@@ -277,6 +278,15 @@ def chain_stage_function(
     def run_group(frame: pd.DataFrame) -> pd.DataFrame:
         if frame.empty:
             return pd.DataFrame({column: [] for column in _COLUMNS})
+        collecting = gc.isenabled()
+        gc.disable()  # a task's decoded values are millions of young objects and no cycles: the collector's passes
+        try:  # over them grew faster than the task (3x the records took 5x the time, 3x without it)
+            return run_task(frame)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def run_task(frame: pd.DataFrame) -> pd.DataFrame:
         sub, part = int(frame["_sub"].iloc[0]), int(frame["partition"].iloc[0])
         frame = _in_processing_order(frame, rank)
         taken = _decoded_columns(frame, decoding)
