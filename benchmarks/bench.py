@@ -178,6 +178,31 @@ class BenchRow:
 
 
 # -- data ---------------------------------------------------------------------------------
+def draw(seed: int, salt: int, modulo: int) -> Any:
+    """A seeded uniform integer in ``[0, modulo)`` per record of ``spark.range`` (its ``id``), one stream per
+    ``salt``: the generators' dice (here and ``benchmarks/bench_topology.py``)."""
+    from pyspark.sql import functions as F
+
+    return F.pmod(F.xxhash64(F.col("id"), F.lit(seed), F.lit(salt)), F.lit(modulo))
+
+
+def arrival_ts(seed: int, salt: int = 5) -> Any:
+    """The generators' timestamps: about 100 records per millisecond, up to 50 ms out of order."""
+    from pyspark.sql import functions as F
+
+    return (F.floor(F.col("id") / 100) + draw(seed, salt, 50)).cast("bigint")
+
+
+def with_append_offsets(frame: Any, *by: str) -> Any:
+    """``frame`` with ``offset``: each record's rank in ``id`` order within ``by`` (its topic partition), as Kafka
+    numbers records in append order."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    append_order = Window.partitionBy(*by).orderBy("id")
+    return frame.withColumn("offset", (F.row_number().over(append_order) - 1).cast("bigint"))
+
+
 def generate(
     spark: Any,
     join: str,
@@ -192,31 +217,29 @@ def generate(
     ``side, key, value, ts, partition, offset`` (offsets count up per side and partition in
     ``id`` order, as Kafka's do in append order). ``hot_key_share`` (percent, skew): that share of the records has
     key ``k0``, and partition 0 holds the even keys (half the others, and ``k0``), the other partitions the odd."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    def draw(salt: int, modulo: int) -> Any:  # a seeded uniform integer in [0, modulo) per record
-        return F.pmod(F.xxhash64(F.col("id"), F.lit(seed), F.lit(salt)), F.lit(modulo))
+    def dice(salt: int, modulo: int) -> Any:
+        return draw(seed, salt, modulo)
 
     join = kind(join)
     right_share = {"stream-table": 10, "table-table": 50, "stream-stream": 50}[join]
     tombstones = {"stream-table": 5, "table-table": 10, "stream-stream": 1}[join]
-    side = F.when(draw(1, 100) < right_share, F.lit("right")).otherwise(F.lit("left"))
-    key_number = draw(2, keys)
+    side = F.when(dice(1, 100) < right_share, F.lit("right")).otherwise(F.lit("left"))
+    key_number = dice(2, keys)
     if hot_key_share:
-        key_number = F.when(draw(6, 100) < hot_key_share, F.lit(0)).otherwise(key_number)
-    key = F.when(draw(3, 1000) == 0, F.lit(None).cast("string")).otherwise(
+        key_number = F.when(dice(6, 100) < hot_key_share, F.lit(0)).otherwise(key_number)
+    key = F.when(dice(3, 1000) == 0, F.lit(None).cast("string")).otherwise(
         F.concat(F.lit("k"), key_number.cast("string"))
     )
     if join == "stream-table":
-        null_value = F.when(F.col("side") == "right", draw(4, 100) < tombstones).otherwise(draw(4, 100) == 0)
+        null_value = F.when(F.col("side") == "right", dice(4, 100) < tombstones).otherwise(dice(4, 100) == 0)
     else:
-        null_value = draw(4, 100) < tombstones
+        null_value = dice(4, 100) < tombstones
     value = F.when(null_value, F.lit(None).cast("string")).otherwise(
         F.concat(F.upper(F.substring(F.col("side"), 1, 1)), F.col("id").cast("string"))
     )
-    # Timestamps: about 100 records per millisecond, up to 50 ms out of order.
-    ts = (F.floor(F.col("id") / 100) + draw(5, 50)).cast("bigint")
+    ts = arrival_ts(seed)
     frame = (
         spark.range(records)
         .withColumn("side", side)
@@ -226,8 +249,7 @@ def generate(
         .withColumn("ts", ts)
         .withColumn("partition", _partition(F.col("_key_number"), partitions, bool(hot_key_share)))
     )
-    append_order = Window.partitionBy("side", "partition").orderBy("id")
-    frame = frame.withColumn("offset", (F.row_number().over(append_order) - 1).cast("bigint"))
+    frame = with_append_offsets(frame, "side", "partition")
     frame.select("id", "side", "key", "value", "ts", "partition", "offset").write.mode("overwrite").parquet(path)
 
 
@@ -879,7 +901,8 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.bench_topology import bench_topology
 
         try:
-            lines = bench_topology(spark, args.sizes, args.keys, args.partitions, workdir, sys.stderr)
+            methods = tuple(m for m in args.methods if m in ("auto", "vectorised", "processors"))
+            lines = bench_topology(spark, args.sizes, args.keys, args.partitions, workdir, sys.stderr, methods)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         print(f"kjoin topology bench: {os.cpu_count()} cores, {args.partitions} Kafka partitions, {args.keys:,} keys")

@@ -6,8 +6,10 @@ output topics: partition, offset, key, value, timestamp) and every step (task, r
 passed, in processing order) must be the same.
 
 ``python -m tests.topology_spark_check [N] [SEED]`` (``make topology-spark-check``) runs N topologies in one Spark
-session and prints ``spark topologies: <N> topologies, <M> mismatches, <S> s``; ``tests/test_spark_topology.py``
-runs a small sample in CI.
+session and prints ``spark topologies: <N> topologies, <M> mismatches, <S> s``, then N/10 topologies of chains
+(:func:`chain_scenario`) with each ``run_topology`` method forced (:func:`chain_difference`);
+``tests/test_spark_topology.py`` and ``tests/test_spark_topology_vectorised.py`` run small samples in CI, the latter
+mostly without Spark (:func:`local_difference`: the same per-task functions on pandas frames).
 """
 
 from __future__ import annotations
@@ -89,12 +91,20 @@ def steps_of(trace: TopologyTrace) -> list[tuple[Any, ...]]:
     ]
 
 
-def difference(spark: Any, scenario: TopologyScenario, with_partitions: bool = True) -> str | None:
-    """``None`` when Spark and the reference engine agree on the scenario, else what differs first."""
+def difference(
+    spark: Any, scenario: TopologyScenario, with_partitions: bool = True, method: str = "auto"
+) -> str | None:
+    """``None`` when Spark (``run_topology``'s ``method``) and the reference engine agree on the scenario, else
+    what differs first."""
     from kjoin.spark import run_topology
 
     trace = reference(scenario)
-    result = run_topology(spark, scenario.topology, spark_topics(spark, scenario, with_partitions))
+    result = run_topology(spark, scenario.topology, spark_topics(spark, scenario, with_partitions), method=method)
+    return result_difference(trace, result)
+
+
+def result_difference(trace: TopologyTrace, result: Any) -> str | None:
+    """``None`` when a :class:`~kjoin.spark.TopologyRun` wrote and took what the reference trace did."""
     expected_written = written_of(trace)
     got_written = sorted(
         (tuple(row) for row in result.topics.select("topic", "partition", "offset", "key", "value", "ts").collect()),
@@ -124,6 +134,213 @@ def scenarios(count: int, seed: int) -> list[TopologyScenario]:
     return [random_scenario(rng, era, versioned=era in ("3.6", "latest")) for era in eras]
 
 
+CUSTOMERS = ("c0", "c1", "c2", "c3", "c4")
+
+
+def _stateless(rng: random.Random, stream: Any, tag: str) -> Any:
+    """Now and then a filter or a value mapper (a document's or a Python function), null values and all."""
+    roll = rng.random()
+    if roll < 0.2:
+        keep = rng.choice(
+            [{"value_not_null": True}, {"key_not_in": [rng.choice(CUSTOMERS)]}, lambda key, value: (key or "") < "c3"]
+        )
+        return stream.filter(keep, name=f"{tag}-filter")
+    if roll < 0.35:
+        mapper = rng.choice([{"append": "!"}, lambda value: value if isinstance(value, dict) else {"c": value}])
+        return stream.map_values(mapper, name=f"{tag}-mapped")
+    return stream
+
+
+def _rekeyed(rng: random.Random, stream: Any, tag: str) -> Any:
+    """A re-key: the value's ``c`` (null when it has none), a Python ``map``, or a ``select_key`` by lookup."""
+    roll = rng.random()
+    if roll < 0.5:
+        return stream.select_key({"field": "c"}, name=f"{tag}-by-c")
+    if roll < 0.75:
+
+        def swap(key: Any, value: Any) -> Any:
+            found = value.get("c") if isinstance(value, dict) else None
+            return found, {"was": key, "value": value}
+
+        return stream.map(swap, name=f"{tag}-mapped-key")
+    return stream.select_key({"map": {"c0": "c1", "c1": "c0"}}, name=f"{tag}-swapped")
+
+
+def chain_scenario(rng: random.Random, chains: int = 3) -> TopologyScenario:
+    """A topology of ``chains`` independent chains (:mod:`kjoin.spark.passes.topology_vectorised`'s shapes: a stream,
+    stateless nodes, re-keys to repartition topics, zero to three stream-table joins, inner or left, over one to
+    three tables, to a topic), 1 to 4 partitions, an era drawn, and events full of timestamp ties, null keys, null
+    values and deletes: every stage of it runs as a chain."""
+    import kjoin
+
+    era = rng.choice(("2.8", "3.1", "3.6", "latest"))
+    b = kjoin.Topology(partitions=rng.randint(1, 4), semantics=era)
+    topics: dict[str, str] = {}
+    for chain in range(chains):
+        tag = f"k{chain}"
+        tables = [b.table(f"{tag}-t{number}") for number in range(rng.randint(1, 3))]
+        stream = _stateless(rng, b.stream(f"{tag}-s"), f"{tag}-a")
+        topics[f"{tag}-s"] = "stream"
+        topics.update({f"{tag}-t{number}": "table" for number in range(len(tables))})
+        if rng.random() < 0.7:
+            stream = _stateless(rng, _rekeyed(rng, stream, tag), f"{tag}-b")
+        usable, used = list(tables), []  # after a re-key, a table already joined would make the stage a loop
+        for number in range(rng.randint(0, 3)):
+            if not usable:
+                break
+            joiner = rng.choice([None, "object", lambda left, right: f"{left}|{right}"])
+            join = stream.join if rng.random() < 0.5 else stream.left_join
+            used.append(rng.choice(usable))
+            stream = join(used[-1], joiner, name=f"{tag}-j{number}")
+            stream = _stateless(rng, stream, f"{tag}-j{number}")
+            if rng.random() < 0.2:
+                stream = _rekeyed(rng, stream, f"{tag}-j{number}")
+                usable = [table for table in usable if all(table is not u for u in used)]
+        stream.to(f"{tag}-out")
+    events = []
+    for _ in range(rng.randint(20, 60)):
+        topic = rng.choice(sorted(topics))
+        key = None if rng.random() < 0.06 else rng.choice(CUSTOMERS)
+        if rng.random() < 0.1:
+            value = None
+        elif topics[topic] == "stream":
+            value = {"c": None if rng.random() < 0.1 else rng.choice(CUSTOMERS), "v": f"O{rng.randint(0, 9)}"}
+        else:
+            value = f"T{rng.randint(0, 9)}"
+        events.append({"topic": topic, "key": key, "value": value, "ts": rng.randint(0, 12)})
+    return TopologyScenario(b, tuple(events), "stages")
+
+
+def rows_of(result: Any) -> list[tuple[Any, ...]]:
+    """Every row of a run (steps and written records), payloads unpickled, sorted: two runs with equal rows have
+    equal ``steps``, ``topics``, ``outputs``, ``trace`` and ``why``."""
+    import pickle
+
+    rows = []
+    for row in result.rows.collect():
+        values = row.asDict()
+        payload = values.pop("payload")
+        rows.append((*values.values(), None if payload is None else pickle.loads(payload)))
+    return sorted(rows, key=repr)
+
+
+def chain_difference(spark: Any, scenario: TopologyScenario, with_partitions: bool = True) -> str | None:
+    """``None`` when the chain pass (forced), the processors (forced) and the reference engine agree on every step and
+    written record, and both passes' rows are equal; else what differs first."""
+    from kjoin.spark import run_topology
+
+    trace = reference(scenario)
+    topics = spark_topics(spark, scenario, with_partitions)
+    runs = {}
+    for method in ("vectorised", "processors"):
+        runs[method] = run_topology(spark, scenario.topology, topics, method=method)
+        found = result_difference(trace, runs[method])
+        if found is not None:
+            return f"{method}: {found}"
+    chain_rows, processor_rows = rows_of(runs["vectorised"]), rows_of(runs["processors"])
+    if chain_rows != processor_rows:
+        return _first_difference("rows (processors, chains)", processor_rows, chain_rows)
+    return None
+
+
+def local_rows(scenario: TopologyScenario, method: str) -> Any:
+    """The rows ``run_topology`` would compute for the scenario, without Spark: each stage's per-task function (the
+    chain pass, ``method="vectorised"``, or the processors') called on pandas frames grouped as Spark groups them,
+    the written records' offsets ranked as ``run_topology`` ranks them (by :data:`WRITE_ORDER`). For scenarios
+    without global tables, whose stages are all chains when ``method`` is ``vectorised``."""
+    import pandas as pd
+
+    from kjoin.spark.passes.topology_task import WRITE_ORDER, stage_function
+    from kjoin.spark.passes.topology_vectorised import chain_stage_function, stage_plan
+    from kjoin.topology.stages import stages_of, topic_readers
+
+    topology = scenario.topology
+    topology.build()
+    graph = topology.graph
+    readers = topic_readers(graph)
+    inputs = pd.DataFrame(
+        [
+            (r.topic, r.partition, r.offset, r.ts, r.key, None if r.value is None else json.dumps(r.value), None)
+            for r in input_records(graph, scenario.events)
+        ],
+        columns=["topic", "partition", "offset", "ts", "key_text", "value_text", "payload"],
+    )
+    decoding = {name: (False, "json") for name in graph.topics}
+    results: list[Any] = []
+    for stage in stages_of(graph):
+        read = [topic for topic, sub in readers.items() if sub in stage.subtopologies]
+        parts = [inputs[inputs["topic"].isin(read)]]
+        if results:
+            earlier = _concat(results)
+            writes = earlier[(earlier["kind"] == "write") & earlier["topic"].isin(read)]
+            writes = writes.sort_values(list(WRITE_ORDER), kind="stable")
+            writes = writes.assign(offset=writes.groupby(["topic", "partition"]).cumcount())
+            parts.append(writes.rename(columns={"key": "key_text", "value": "value_text"})[list(inputs.columns)])
+        records = pd.concat(parts, ignore_index=True)
+        if records.empty:
+            continue
+        records["_sub"] = records["topic"].map(readers)
+        chain, why = stage_plan(topology, stage)
+        if method == "vectorised":
+            assert chain is not None, why
+            function = chain_stage_function(topology, stage.number, chain, decoding)
+        else:
+            function = stage_function(topology, stage.number, stage.subtopologies, stage.cyclic, decoding, [])
+        groups = [records] if stage.cyclic else [group for _, group in records.groupby(["_sub", "partition"])]
+        results.extend(function(group.reset_index(drop=True)) for group in groups)
+    rows = _concat(results)
+    writes = rows[rows["kind"] == "write"].sort_values(list(WRITE_ORDER), kind="stable")
+    rows.loc[writes.index, "offset"] = writes.groupby(["topic", "partition"]).cumcount()
+    return rows
+
+
+def _concat(frames: list[Any]) -> Any:
+    """The rows of several groups in one frame (columns that are null in some groups, payloads or write numbers, stay
+    objects: pandas warns that it will stop ignoring all-null columns when typing them, which changes nothing here)."""
+    import warnings
+
+    import pandas as pd
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return pd.concat([frame for frame in frames if not frame.empty], ignore_index=True)
+
+
+def local_difference(scenario: TopologyScenario) -> str | None:
+    """``None`` when the chain pass and the processors' give equal rows without Spark (:func:`local_rows`), and
+    those rows are the reference engine's steps and written records; else what differs first."""
+    import pickle
+
+    trace = reference(scenario)
+    found = {}
+    for method in ("vectorised", "processors"):
+        rows = local_rows(scenario, method)
+        writes = rows[rows["kind"] == "write"]
+        got_written = sorted(
+            zip(writes["topic"], writes["partition"], writes["offset"].astype(int), writes["key"], writes["value"],
+                writes["ts"]),
+            key=lambda row: (row[0], row[1], row[2]),
+        )  # fmt: skip
+        expected_written = written_of(trace)
+        if got_written != expected_written:
+            return f"{method}: " + _first_difference("written records", expected_written, got_written)
+        steps = rows[rows["kind"] == "step"].sort_values(list(STEP_ORDER), kind="stable")
+        got_steps = list(
+            zip(steps["task"], steps["topic"], steps["partition"], steps["offset"], steps["fate"],
+                steps["reason"].where(steps["reason"].notna(), None), steps["nodes"])
+        )  # fmt: skip
+        if got_steps != steps_of(trace):
+            return f"{method}: " + _first_difference("steps", steps_of(trace), got_steps)
+        rows = rows.assign(payload=[None if p is None else pickle.loads(p) for p in rows["payload"]])
+        found[method] = sorted(
+            (tuple(None if isinstance(v, float) and v != v else v for v in row) for row in rows.itertuples(False)),
+            key=repr,
+        )
+    if found["vectorised"] != found["processors"]:
+        return _first_difference("rows (processors, chains)", found["processors"], found["vectorised"])
+    return None
+
+
 def main(argv: list[str]) -> int:
     from kjoin.spark import local_session
 
@@ -139,6 +356,20 @@ def main(argv: list[str]) -> int:
             print(f"topology {index}: {found}\n{json.dumps(scenario.to_dict(), default=str)[:2000]}", flush=True)
     elapsed = time.monotonic() - started
     print(f"spark topologies: {count} topologies, {mismatches} mismatches, {elapsed:.0f} s")
+    rng = random.Random(seed)
+    started, chain_mismatches, chain_count = time.monotonic(), 0, max(1, count // 10)
+    for index in range(chain_count):
+        scenario = chain_scenario(rng)
+        found = chain_difference(spark, scenario, with_partitions=index % 4 != 3)
+        if found is not None:
+            chain_mismatches += 1
+            print(f"chains {index}: {found}\n{scenario.topology.describe()}\n{scenario.events}", flush=True)
+    elapsed = time.monotonic() - started
+    print(
+        f"spark topology chains (vectorised and processors forced): {chain_count} topologies of 3 chains, "
+        f"{chain_mismatches} mismatches, {elapsed:.0f} s"
+    )
+    mismatches += chain_mismatches
     spark.stop()
     return 1 if mismatches else 0
 

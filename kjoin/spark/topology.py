@@ -5,7 +5,11 @@ How a run flows:
 
 * The topology's stages (:mod:`kjoin.topology.stages`: its sub-topologies in dependency order, the two sides of a
   foreign-key join together) run one after the other, each as one ``applyInPandas`` over its records grouped by
-  Kafka task (:mod:`kjoin.spark.passes.topology_task`); a stage that feeds itself runs whole in one group.
+  Kafka task; a stage that feeds itself runs whole in one group. Inside a group, a *chain* stage (a stream through
+  stateless nodes and stream-table joins to a sink: :func:`~kjoin.spark.passes.topology_vectorised.stage_plan`)
+  runs the chain pass (:mod:`kjoin.spark.passes.topology_vectorised`: no processors), any other the reference
+  engine's processors (:mod:`kjoin.spark.passes.topology_task`); both give the same rows (``method=`` forces one,
+  :attr:`TopologyRun.methods` says which ran and why).
 * A stage's records are the input topics its sub-topologies read and what earlier stages wrote to their
   repartition (or ``through``) topics. Grouping those by task *is* the repartition: the writing task chose each
   record's partition (murmur2 of the serialized key, or the topology's partitioner, by the reference engine's own
@@ -33,6 +37,7 @@ from ..topology.runtime import assign_tasks, stage_trace
 from ..topology.stages import Stage, stages_of, topic_readers, topic_writers
 from ..topology.trace import TopicRecord, TopologyTrace
 from .io.topic import SparkInputError, Topic, default_partition_column
+from .passes.topology_vectorised import chain_stage_function, stage_plan
 from .passes.topology_task import (
     ROW_SCHEMA,
     STEP_ORDER,
@@ -42,7 +47,12 @@ from .passes.topology_task import (
     stage_function,
 )
 
-__all__ = ["run_topology", "TopologyRun", "RECORD_COLUMNS"]
+__all__ = ["run_topology", "TopologyRun", "RECORD_COLUMNS", "METHODS"]
+
+METHODS = ("auto", "vectorised", "processors")
+"""``run_topology``'s ``method``: ``vectorised`` runs every stage as a chain (:mod:`.passes.topology_vectorised`)
+and refuses a stage that is not one, ``processors`` runs every stage with the processors, ``auto`` each stage the
+first way that fits it."""
 
 RECORD_COLUMNS = ("topic", "partition", "offset", "ts", "key_text", "value_text", "payload")
 """The columns of a stage's records: an input record's key and value as text (``payload`` null), a written one's
@@ -57,15 +67,19 @@ def run_topology(
     spark_partitions: int | None = None,
     instances: int = 1,
     assignment: Mapping[str, int] | None = None,
+    method: str = "auto",
 ) -> "TopologyRun":
     """Run ``topology`` (a :class:`kjoin.Topology`) over ``topics`` (topic name -> :class:`Topic`, from
     :func:`~kjoin.spark.from_files`, :func:`~kjoin.spark.from_kafka`, ...: one for every topic the topology
     reads), as Kafka Streams runs it and as the reference engine's ``stages`` schedule does, record for record.
-    ``spark_partitions``: Spark partitions per stage (default: ``spark.sql.shuffle.partitions``).
+    ``spark_partitions``: Spark partitions per stage (default: ``spark.sql.shuffle.partitions``). ``method``
+    (:data:`METHODS`): how each stage runs; :attr:`TopologyRun.methods` says, per stage, which way and why.
     ``instances``/``assignment``: application instances sharing the tasks, as ``Topology.run`` takes them (task
     ``s_p`` on instance ``p % instances``, or ``assignment``, task -> instance): each step names its instance;
     the outputs do not change (each task's input is all written before it runs).
     Returns a lazy :class:`TopologyRun`."""
+    if method not in METHODS:
+        raise SparkInputError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
     topology.build()
     try:
         tasks_on = assign_tasks(topology, instances, assignment)
@@ -89,6 +103,7 @@ def run_topology(
     stages = stages_of(graph)
     results: list[DataFrame] = []
     stage_records: dict[int, DataFrame] = {}
+    methods: dict[int, tuple[str, str]] = {}
     for stage in stages:
         read = sorted(topic for topic, sub in readers.items() if sub in stage.subtopologies)
         parts = [inputs[topic] for topic in read if topic in inputs]
@@ -105,14 +120,27 @@ def run_topology(
         if spark_partitions:
             records = records.repartition(spark_partitions, *group)
         stage_records[stage.number] = records
-        function = stage_function(topology, stage.number, stage.subtopologies, stage.cyclic, decoding, global_records)
+        chain, why = stage_plan(topology, stage) if method != "processors" else (None, "method='processors'")
+        if chain is None and method == "vectorised":
+            raise SparkInputError(
+                f"method='vectorised': stage {stage.number} (sub-topologies {stage.subtopologies}) is not a chain: "
+                f"{why}; run it with method='auto' (the processors run it)"
+            )
+        if chain is not None:
+            methods[stage.number] = ("vectorised", why)
+            function = chain_stage_function(topology, stage.number, chain, decoding)
+        else:
+            methods[stage.number] = ("processors", why)
+            function = stage_function(
+                topology, stage.number, stage.subtopologies, stage.cyclic, decoding, global_records
+            )
         rows = records.select(*RECORD_COLUMNS, "_sub").groupBy(*group).applyInPandas(function, ROW_SCHEMA)
         results.append(rows.persist())
     if results:
         rows = reduce(DataFrame.unionByName, results)
     else:
         rows = spark.createDataFrame([], ROW_SCHEMA)
-    return TopologyRun(topology, stages, rows, stage_records, global_records, decoding, tasks_on, bases)
+    return TopologyRun(topology, stages, rows, stage_records, global_records, decoding, tasks_on, bases, methods)
 
 
 class TopologyRun:
@@ -129,8 +157,6 @@ class TopologyRun:
       :meth:`why`: a written record followed back through every join and repartition topic to the input records.
     """
 
-    method = "processors"
-
     def __init__(
         self,
         topology: Any,
@@ -141,10 +167,13 @@ class TopologyRun:
         decoding: Decoding,
         assignment: dict[str, int] | None = None,
         bases: Mapping[tuple[str, int], int] | None = None,
+        methods: Mapping[int, tuple[str, str]] | None = None,
     ) -> None:
         self.topology = topology
         self.assignment = assignment
         self._bases = dict(bases or {})
+        self.methods = dict(methods or {})
+        """Stage number -> (``vectorised`` or ``processors``, why): how each stage that took records ran."""
         self.stages = stages
         self.rows = rows
         self._stage_records = stage_records
@@ -155,6 +184,15 @@ class TopologyRun:
         self.output_topics = sorted(
             name for name, topic in graph.topics.items() if not topic.internal and name not in graph.sources()
         )
+
+    @property
+    def method(self) -> str:
+        """``vectorised`` or ``processors`` when every stage ran that way, else the stages' ways in order
+        (``vectorised+processors``); :attr:`methods` says why."""
+        ways = [way for _, (way, _) in sorted(self.methods.items())]
+        if not ways:
+            return "processors"
+        return ways[0] if len(set(ways)) == 1 else "+".join(ways)
 
     @property
     def steps(self) -> DataFrame:
