@@ -20,7 +20,7 @@ import pytest
 
 import kjoin
 from kjoin.spark.passes.topology_vectorised import as_of, processing_order, stage_plan
-from kjoin.topology.partition_group import PartitionGroup
+from kjoin.ordering import PartitionGroup
 from kjoin.topology.stages import stages_of
 from kjoin.topology.trace import TopicRecord
 from tests.topology_spark_check import chain_difference, chain_scenario, local_difference
@@ -45,11 +45,11 @@ def test_the_processing_order_is_the_partition_groups():
         group = PartitionGroup()
         for number, ts in enumerate(heads):
             for offset, value in enumerate(ts.tolist()):
-                group.add(TopicRecord(f"t{number}", 0, offset, None, None, value))
+                group.add((f"t{number}", 0), [TopicRecord(f"t{number}", 0, offset, None, None, value)])
         starts = np.cumsum([0] + [len(ts) for ts in heads])
         expected = []
         while group.buffered:
-            record = group.next()
+            record = group.next_record()
             expected.append(starts[int(record.topic[1:])] + record.offset)
         assert processing_order(heads).tolist() == expected
 

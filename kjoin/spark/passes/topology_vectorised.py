@@ -16,7 +16,7 @@ How a task runs (one ``applyInPandas`` group, as the processors' pass):
 1. **Processing order**: the task's records are added to its partition group as the ``stages`` schedule adds them
    (topic by topic as the topology declares them, each partition in offset order) and taken as Kafka's
    ``PartitionGroup`` hands them out: the partition whose head has the lowest timestamp, ties as
-   ``java.util.PriorityQueue`` leaves them (:class:`kjoin.topology.partition_group.JavaPriorityQueue`'s rules,
+   ``java.util.PriorityQueue`` leaves them (:class:`kjoin.ordering.PartitionGroup`'s rules,
    over whole partitions; :func:`processing_order`). A task of one partition (a re-key) is in offset order.
 2. **The chain, node by node over all the task's stream records at once**: the user's functions are called per
    record, in processing order (each record once per node, as the processors call them); a filter, a null key or
@@ -127,7 +127,7 @@ def processing_order(heads: list[np.ndarray]) -> np.ndarray:
     """The order a task takes the records of its partitions (``heads``: each partition's timestamps in offset
     order, in the order the partitions were added): indices into their concatenation. Kafka's ``PartitionGroup``:
     the partition whose head has the lowest timestamp goes first, ties as ``java.util.PriorityQueue``'s binary heap
-    leaves them (:class:`~kjoin.topology.partition_group.JavaPriorityQueue`, replayed here over partitions)."""
+    leaves them (:class:`~kjoin.ordering.PartitionGroup`, replayed here over partitions)."""
     starts = np.cumsum([0] + [len(ts) for ts in heads])
     if len(heads) == 1:
         return np.arange(starts[-1])
