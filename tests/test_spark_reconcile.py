@@ -17,7 +17,7 @@ from kjoin.scenario import Arrival
 from kjoin.spark import from_files, run_join
 from kjoin.spark.debug.whycheck import key_in
 
-from .test_spark_why_audit import write_topic
+from kjoin.spark.debug.whycheck import write_topic
 
 pytestmark = pytest.mark.spark
 
