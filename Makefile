@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff
+.PHONY: lab demo test system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -108,6 +108,12 @@ diff-check: $(STAMP)
 # (README "On Spark"). The machine is shared: nice.
 bench-diff: $(STAMP)
 	nice -n 10 $(PY) -m benchmarks.bench --diff --sizes 10000000
+
+# Debugging a written run of issue 26's planted application: why, summary(), partitioning_audit(),
+# explained_outputs, open_run in a new process (benchmarks/bench_debug.py): `SIZE=100000 make bench-debug`.
+SIZE ?= 10000000
+bench-debug: $(STAMP)
+	nice -n 10 $(PY) -m benchmarks.bench_debug --records $(SIZE) $(if $(JOIN),--join $(JOIN))
 
 # N random scenarios per Kafka version through kjoin and the real library: `N=10000 make kafka-check`. The versions
 # are derived from kjoin/semantics.py's era boundaries (tests/oracle_check.py's judged_versions), all of them here;

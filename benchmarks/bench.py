@@ -4,6 +4,7 @@
     python -m benchmarks.bench --sizes 100000 --joins stream-table --methods auto,processors
     python -m benchmarks.bench --sizes 10000000 --joins stream-stream --variants inner,left,outer --kafka-sample 1000000
     python -m benchmarks.bench --diff --sizes 10000000              # a diff's cost / one run's (make bench-diff)
+    python -m benchmarks.bench --values json --sizes 1000000       # JSON values against string values
     python -m benchmarks.bench --topology --sizes 1000000          # a re-key and two joins (benchmarks/bench_topology)
 
 A script, never a timed test. For each join type and size it:
@@ -46,6 +47,10 @@ kjoin's throughput over the equi-join's (the issue's target: at least 0.5); ``kj
 Kafka Streams' (the target: above 1); ``load before/after`` is the 1-minute load average around kjoin's run;
 ``kjoin/ref`` is kjoin's throughput over the reference engine's. The first run of every plan
 is a small untimed warm-up (class loading and JIT cost seconds in a fresh JVM).
+
+``--values json`` times the join (default: stream-table left) with ``value="json"`` against ``value="string"``
+instead, on the same JSON text (:func:`bench_values`): ``json/string`` is the ratio of their times, the cost of
+decoding each value for the joiner (issue 26: ``auto`` then takes the processors and warns, ``SlowPathWarning``).
 
 ``--diff`` times :meth:`kjoin.spark.SparkRun.diff` instead (issue 28): per size and change (:data:`DIFF_CHANGES`),
 one run of the stream-stream join to the noop sink, then a diff of the same topics with every difference charged
@@ -598,6 +603,109 @@ def _bench_variant(
     ]
 
 
+# -- JSON values (issue 26) ----------------------------------------------------------------------------
+VALUES = ("string", "json")
+"""How ``--values`` reads the values: as text (``from_files(..., value="string")``) or as JSON decoded for the joiner
+(``value="json"``)."""
+VALUES_COLUMNS = ["join", "variant", "records", "values", "method", "kjoin s", "kjoin rec/s", "json/string", "load"]
+
+
+@dataclass
+class ValuesRow:
+    join: str
+    variant: str
+    records: int
+    values: str
+    method: str
+    kjoin_s: float
+    string_s: float
+    load_before: float
+    load_after: float
+
+    def cells(self) -> list[str]:
+        return [
+            self.join,
+            self.variant,
+            f"{self.records:,}",
+            self.values,
+            self.method,
+            f"{self.kjoin_s:.2f}",
+            f"{self.records / self.kjoin_s:,.0f}",
+            f"{self.kjoin_s / self.string_s:.2f}",
+            f"{self.load_before:.1f}/{self.load_after:.1f}",
+        ]
+
+
+def json_values(spark: Any, path: str, json_path: str) -> None:
+    """The records at ``path`` with each value as a JSON object's text (``{"id":"L12","ts":40}``; a tombstone stays
+    null), written to ``json_path``: what a producer writing JSON gives, read as text or as JSON alike."""
+    from pyspark.sql import functions as F
+
+    data = spark.read.parquet(path)
+    text = F.to_json(F.struct(F.col("value").alias("id"), F.col("ts").alias("ts")))
+    data.withColumn("value", F.when(F.col("value").isNull(), F.lit(None)).otherwise(text)).write.mode(
+        "overwrite"
+    ).parquet(json_path)
+
+
+def bench_values(
+    spark: Any,
+    sizes: list[int],
+    joins: list[str],
+    keys: int,
+    partitions: int,
+    workdir: str,
+    out: Any,
+    repeat: int = 1,
+) -> list[ValuesRow]:
+    """Per join and size, the same JSON text joined (``method="auto"``, every output and step row to the ``noop``
+    sink) as ``value="string"`` and as ``value="json"``, in turns (``repeat`` rounds, reversed every other one,
+    keeping the fastest of each): one row per way of reading the values, with its time over the string one's."""
+    import warnings
+
+    from kjoin.spark import Topic, run_join
+
+    def read(path: str, values: str) -> tuple[Any, Any]:
+        left, right = topics(spark, path, partitions)
+        return tuple(Topic(t.frame, t.partitions, values == "json", t.source) for t in (left, right))  # type: ignore
+
+    def join_of(path: str, values: str, join: str) -> Any:
+        with warnings.catch_warnings():  # value="json" under auto: the SlowPathWarning this bench measures
+            warnings.simplefilter("ignore")
+            return run_join(*read(path, values), **run_options(join))
+
+    rows = []
+    for join in joins:
+        plain, path = (os.path.join(workdir, f"values-{join}-{name}.parquet") for name in ("plain", "json"))
+        generate(spark, join, min(20_000, min(sizes)), plain, keys=keys, partitions=partitions)
+        json_values(spark, plain, path)
+        for values in VALUES:  # warm-up, untimed
+            noop(join_of(path, values, join).results)
+        for size in sizes:
+            print(f"[bench] generating {size:,} {join} records with JSON values ...", file=out, flush=True)
+            generate(spark, join, size, plain, keys=keys, partitions=partitions)
+            json_values(spark, plain, path)
+            left, right = read(path, "string")
+            noop(left.frame.unionByName(right.frame))
+            best: dict[str, tuple] = {}
+            for round_ in range(repeat):
+                for values in VALUES if round_ % 2 == 0 else VALUES[::-1]:
+                    print(f"[bench] {join} {size:,} value={values!r} ...", file=out, flush=True)
+                    result = join_of(path, values, join)
+                    load_before = os.getloadavg()[0]
+                    seconds = timed(lambda: noop(result.results))
+                    if values not in best or seconds < best[values][1]:
+                        best[values] = (result.method, seconds, load_before, os.getloadavg()[0])
+            string_s = best["string"][1]
+            variant = run_options(join)["variant"]
+            for values in VALUES:
+                method, seconds, load_before, load_after = best[values]
+                rows.append(ValuesRow(join, variant, size, values, method, seconds, string_s, load_before, load_after))
+        for used in (plain, path):
+            shutil.rmtree(used, ignore_errors=True)
+    return rows
+
+
 # -- the diff's cost (issue 28) ----------------------------------------------------------------------
 DIFF_JOIN = "stream-stream"
 DIFF_CHANGES: dict[str, dict[str, Any]] = {
@@ -814,7 +922,10 @@ def _parser() -> argparse.ArgumentParser:
         help="input records per run (default 100000,1000000,10000000)",
     )
     parser.add_argument(
-        "--joins", type=_choices(JOINS, "--joins"), default=list(JOINS), help=f"default: all ({', '.join(JOINS)})"
+        "--joins",
+        type=_choices(JOINS, "--joins"),
+        default=None,
+        help=f"default: all ({', '.join(JOINS)}); with --values, stream-table",
     )
     parser.add_argument(
         "--methods",
@@ -860,6 +971,13 @@ def _parser() -> argparse.ArgumentParser:
         "Spark equi-joins instead (issue 30; benchmarks/bench_topology.py)",
     )
     parser.add_argument(
+        "--values",
+        choices=("json",),
+        default=None,
+        help="time the joins (default: stream-table) with value='json' against value='string' on the same JSON text "
+        "instead (issue 26: json/string, the cost of decoding values for the joiner)",
+    )
+    parser.add_argument(
         "--diff",
         action="store_true",
         help="time SparkRun.diff against one run instead (issue 28: at most 2.5x), and check the differences of "
@@ -894,6 +1012,8 @@ def main(argv: list[str] | None = None) -> int:
     workdir = tempfile.mkdtemp(prefix="kjoin-bench-")
     if args.diff:
         return _main_diff(spark, args, workdir, load_before)
+    if args.values:
+        return _main_values(spark, args, workdir, load_before)
     if args.scale:
         _scale(spark, args, workdir, load_before)
         return 0
@@ -912,7 +1032,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = bench(
             spark,
             args.sizes,
-            args.joins,
+            args.joins or list(JOINS),
             args.methods,
             args.reference_sample,
             args.keys,
@@ -984,6 +1104,25 @@ def _main_diff(spark: Any, args: Any, workdir: str, load_before: tuple[float, fl
         f"noop sink; load average (1/5/15 min) before/after: {load}"
     )
     print(format_table(rows, DIFF_COLUMNS))
+    return 0
+
+
+def _main_values(spark: Any, args: Any, workdir: str, load_before: tuple[float, float, float]) -> int:
+    """``--values json``: the JSON values rows (:func:`bench_values`) and their table."""
+    try:
+        rows = bench_values(
+            spark, args.sizes, args.joins or ["stream-table"], args.keys, args.partitions, workdir, sys.stderr,
+            args.repeat,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    load = _load_since(load_before)
+    print(
+        f"kjoin bench --values json: {os.cpu_count()} cores, {args.partitions} Kafka partitions, {args.keys:,} keys, "
+        f"noop sink, method auto, the same JSON text read as string and as JSON; load average (1/5/15 min) "
+        f"before/after: {load}"
+    )
+    print(format_table(rows, VALUES_COLUMNS))
     return 0
 
 

@@ -357,8 +357,8 @@ class TakenFirst:
         head, partner, previous = self.head, self.partner, self.previous
         whose = "this record's partner" if partner is head else "its next record"
         text = (
-            f"The {self.side} partition's next record ({whose}: offset {head.offset}, key {head.key!r}, ts {head.ts}) "
-            "had the same timestamp as this one, and Kafka's PartitionGroup took this one first: "
+            f"The {self.side} partition's next record ({whose}: offset {head.offset}, key {head.key!r}, "
+            f"{when(head.ts)}) had the same timestamp as this one, and Kafka's PartitionGroup took this one first: "
         )
         if self.lag_ms > 0:
             text += (

@@ -8,6 +8,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from .times import at
+
 __all__ = ["Side", "Record", "Output", "OutputKind", "render_value", "key_identity", "kafka_keys"]
 
 
@@ -46,8 +48,9 @@ class Record:
     offset: int = 0
 
     def describe(self) -> str:
-        """``left A@3 (key k)``: the record the way the explanations name it."""
-        return f"{self.side} {render_value(self.value)}@{self.ts} (key {render_value(self.key)})"
+        """``left A@3 (key k)``: the record the way the explanations name it (an application's timestamp as a
+        date, :func:`kjoin.times.at`)."""
+        return f"{self.side} {at(render_value(self.value), self.ts)} (key {render_value(self.key)})"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-__all__ = ["DATE_FROM_MS", "when", "duration", "lag_text"]
+__all__ = ["DATE_FROM_MS", "when", "moment", "at", "span", "duration", "lag_text"]
 
 DATE_FROM_MS = 10**11
 """Timestamps from this one on (March 1973) are written as dates: an application's; smaller ones (a
@@ -19,6 +19,33 @@ def when(ts: int) -> str:
         return f"ts {ts}"
     moment = datetime.fromtimestamp(ts / 1000, timezone.utc)
     return f"{moment:%Y-%m-%d %H:%M:%S}.{ts % 1000:03d} UTC"
+
+
+def moment(ts: int) -> str:
+    """A point in time inside a sentence that already says what it is (``stream time 40``, ``until stream time
+    passes 2026-11-25 09:14:03.120 UTC``): a scenario's number bare, an application's as a date."""
+    if ts is None or abs(ts) < DATE_FROM_MS:
+        return f"{ts}"
+    return when(ts)
+
+
+def at(text: str, ts: int) -> str:
+    """A value with its timestamp, as the explanations name it: ``A@40`` (a scenario's), ``Ann at 2026-11-25
+    09:14:03.120 UTC`` (an application's)."""
+    if ts is None or abs(ts) < DATE_FROM_MS:
+        return f"{text}@{ts}"
+    return f"{text} at {when(ts)}"
+
+
+def span(start: int, end: int) -> str:
+    """A window of timestamps, both ends inclusive: ``[30, 50]``, or ``[2026-11-25 09:14:03.120 UTC, 09:14:05.120
+    UTC]`` (the end's date left out when it is the start's)."""
+    if abs(start) < DATE_FROM_MS and abs(end) < DATE_FROM_MS:
+        return f"[{start}, {end}]"
+    first, last = when(start), when(end)
+    if first[:11] == last[:11]:
+        last = last[11:]
+    return f"[{first}, {last}]"
 
 
 def duration(ms: int) -> str:

@@ -4,6 +4,7 @@ partition's records reach it late, as Kafka Streams does with ``max.task.idle.ms
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -74,6 +75,40 @@ def test_a_partition_lag_is_told_in_the_users_terms():
         "(it reaches the task at 2026-11-18 11:08:10.000 UTC at the earliest), and with max.task.idle.ms = 0 the task "
         "processed what it had. Had the task waited (max.task.idle.ms), it would have taken them first."
     ), first.explain
+
+
+@pytest.mark.parametrize("join", ["stream-table", "stream-stream", "table-table"])
+def test_a_lagging_steps_whole_text_gives_an_applications_times_as_dates(join):
+    """The step's own text before the lag sentence (the record, what its lookup found, the window, the buffer) writes
+    an application's timestamps as dates too, as kjoin.times does: no raw epoch milliseconds anywhere."""
+    t = 1_795_000_000_000  # 2026-11-18 11:06:40 UTC
+    window = {"window": {"before_ms": 2000, "after_ms": 2000, "grace_ms": 0}} if join == "stream-stream" else {}
+    events = [("right", "c1", "Ann", t), ("left", "c1", "o1", t + 1000), ("left", "c2", "o2", t + 1500)]
+    events += [("right", "c1", "Ann2", t + 1200), ("left", "c1", "o3", t + 9000)]
+    data = {
+        "join": join,
+        "variant": "left",
+        "arrival": {"right": {"lag_ms": 5000}},
+        **window,
+        "events": [{"side": s, "key": k, "value": v, "ts": ts} for s, k, v, ts in events],
+    }
+    steps = run(Scenario.from_dict(data)).steps
+    texts = [step.explain for step in steps]
+    raw = [text for text in texts if re.search(r"\d{12,}", text)]
+    assert not raw, raw
+    first, last = texts[0], texts[-1]
+    assert "The right partition lagged 5 s" in first, first
+    if join == "table-table":
+        assert first.startswith("left table update sets o1 for key c1 at 2026-11-18 11:06:41.000 UTC; "), first
+        assert "the right table has Ann2 at 2026-11-18 11:06:41.200 UTC" in last, last
+        return
+    assert first.startswith("left o1 at 2026-11-18 11:06:41.000 UTC (key c1) "), first
+    assert last.startswith("left o3 at 2026-11-18 11:06:49.000 UTC (key c1) "), last
+    if join == "stream-table":
+        assert "found Ann2 at 2026-11-18 11:06:41.200 UTC" in last, last
+    if join == "stream-stream":
+        assert "window [2026-11-18 11:06:39.000 UTC, 11:06:43.000 UTC]" in first, first
+        assert "until stream time passes 2026-11-18 11:06:43.000 UTC" in first, first
 
 
 def test_no_lag_is_the_timestamp_merge_and_a_partition_keeps_its_order():

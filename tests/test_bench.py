@@ -5,6 +5,8 @@ A functional test only: it checks the table's rows and columns, never timings.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pyspark.sql import functions as F
 
@@ -192,3 +194,63 @@ def test_the_skewed_workload_puts_the_hot_key_and_half_the_records_in_partition_
     hot = sum(r["count"] for r in rows if r["hot"])
     assert 1500 < hot < 2500 and all(r["partition"] == 0 for r in rows if r["hot"])
     assert 0.5 < per_partition[0] / 20_000 < 0.6 and min(per_partition.values()) > 0
+
+
+def test_the_values_bench_times_json_values_against_string_values_on_the_same_text(spark, capsys):
+    """``--values json``: one row per way of reading the values, the JSON one on the processors (what ``auto``
+    takes for decoded values), its time over the string one's; the string row is its own baseline."""
+    assert bench.main(["--values", "json", "--sizes", "1200", "--keys", "30", "--partitions", "2"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(printed) if line.startswith("join "))
+    assert [cell.strip() for cell in printed[header].split(" | ")] == bench.VALUES_COLUMNS
+    assert "the same JSON text read as string and as JSON" in printed[header - 1]
+    rows = [dict(zip(bench.VALUES_COLUMNS, (c.strip() for c in line.split(" | ")))) for line in printed[header + 2 :]]
+    assert [(r["join"], r["variant"], r["records"], r["values"]) for r in rows] == [
+        ("stream-table", "left", "1,200", "string"),
+        ("stream-table", "left", "1,200", "json"),
+    ]
+    assert rows[0]["method"] == "vectorised" and rows[1]["method"] == "processors", rows
+    assert rows[0]["json/string"] == "1.00" and float(rows[1]["json/string"]) > 0  # a ratio; never a timing
+
+
+def test_json_values_are_json_text_of_the_same_records(spark, tmp_path):
+    plain, json_path = str(tmp_path / "plain.parquet"), str(tmp_path / "json.parquet")
+    bench.generate(spark, "stream-table", 300, plain, keys=10, partitions=2)
+    bench.json_values(spark, plain, json_path)
+    before = {r["id"]: r for r in spark.read.parquet(plain).collect()}
+    after = spark.read.parquet(json_path).collect()
+    assert len(after) == len(before) == 300
+    for row in after:
+        original = before[row["id"]]
+        if original["value"] is None:
+            assert row["value"] is None
+        else:
+            assert json.loads(row["value"]) == {"id": original["value"], "ts": original["ts"]}
+        assert (row["key"], row["ts"], row["partition"], row["offset"]) == (
+            original["key"], original["ts"], original["partition"], original["offset"],
+        )  # fmt: skip
+
+
+def test_the_debug_bench_times_every_operation_and_reopens_the_run_in_a_new_process(spark, capsys):
+    """``benchmarks/bench_debug.py`` at 10^4 records: one row per operation, the planted order's verdict checked in
+    this process and in the new one that reopens the written run (the command fails otherwise)."""
+    from benchmarks import bench_debug
+
+    assert bench_debug.main(["--records", "10000"], spark=spark) == 0
+    printed = capsys.readouterr().out.splitlines()
+    header = printed.index("| operation | seconds | records |")
+    assert "issue 26's planted application" in printed[header - 2]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in printed[header + 2 :] if line]
+    assert [row[0] for row in rows] == [
+        "run_join + write_parquet(why_index=True)",
+        "why of one order (partner-other-partition)",
+        "summary()",
+        "partitioning_audit()",
+        "explained_outputs",
+        "open_run (new process)",
+        "why of the same order in the reopened run (partner-other-partition)",
+    ]
+    (records,) = {row[2] for row in rows}
+    assert 9_000 <= int(records.replace(",", "")) <= 11_000, records
+    assert all(float(row[1]) >= 0 for row in rows)  # a number; timings themselves are not tested
+    assert spark.range(1).count() == 1, "the test's session is left running"

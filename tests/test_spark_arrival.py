@@ -11,6 +11,7 @@ import pytest
 from kjoin import Scenario, run
 from kjoin.scenario import Arrival
 from kjoin.spark import SparkInputError, Topic, run_join
+from kjoin.spark.debug.whatif import LagSummary
 
 pytestmark = pytest.mark.spark
 
@@ -128,12 +129,25 @@ def test_the_smallest_lag_that_explains_a_set_of_nulls(spark):
         "record reached its task at ts 401 at the earliest, 1 ms after the left record's timestamp" in d.text
     ), d.text
     assert "kjoin assumes" not in d.text, "the run models the lag: no caveat that it assumed none"
-    summary = {(r["partition"], r["key"]): r["lag-explains"] for r in result.lag_summary(60, partition=1).collect()}
+    one = result.lag_summary(60, partition=1)
+    summary = {(r["partition"], r["key"]): r["lag-explains"] for r in one.frame.collect()}
     assert summary == {(1, "a"): 1, (1, "b"): 0, (0, "c"): 0}, "60 ms of partition 1 explains o-a's null only"
-    whole = result.lag_summary(60).collect()
-    assert {(r["partition"], r["key"]): r["lag-explains"] for r in whole}[(0, "c")] == 1
-    none = result.smallest_lag([(0, 0)], side="right", partition=1)
-    assert none.lag_ms is None and "no lag of the right topic's partition 1 tried explains all 1" in str(none)
+    assert (one.null_results, one.explained, one.by_partition) == (1, 1, {1: 1})
+    assert str(one) == (
+        "a lag of 60 ms of the right topic's partition 1 explains 1 of the 1 null results under it (null with the "
+        "lag, joined without it): 1 in partition 1; most for keys 'a' (1)"
+    )
+    whole = result.lag_summary(60)
+    assert {(r["partition"], r["key"]): r["lag-explains"] for r in whole.frame.collect()}[(0, "c")] == 1
+    assert whole.by_partition == {0: 1, 1: 1} and "explains 2 of the 2 null results" in str(whole), str(whole)
+    assert "1 in partition 0, 1 in partition 1" in str(whole) and "of the right topic explains" in str(whole)
+    none = LagSummary(5001, "left", None, whole.frame, null_results=3, explained=0)
+    assert str(none) == (
+        "a lag of 5.001 s of the left topic explains none of the 3 null results under it: each is null without the "
+        "lag too (ask why of them)"
+    )
+    nothing = result.smallest_lag([(0, 0)], side="right", partition=1)
+    assert nothing.lag_ms is None and "no lag of the right topic's partition 1 tried explains all 1" in str(nothing)
 
 
 def test_run_scenarios_results_cannot_be_joined_again(spark):

@@ -8,6 +8,8 @@ down to records it never saw. Without Java, the harness or the broker's jars the
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 import kjoin
@@ -15,7 +17,7 @@ from kjoin.scenario import Arrival
 from kjoin.spark import from_files, run_join
 from kjoin.spark.debug.whycheck import key_in
 
-from .test_spark_why_audit import write_topic
+from kjoin.spark.debug.whycheck import write_topic
 
 pytestmark = pytest.mark.spark
 
@@ -172,53 +174,80 @@ def test_reconcile_charges_a_version_and_a_configuration_to_their_own_causes(spa
     assert sorted(r["category"] for r in rows) == ["configuration"] * 4 + ["version"]
 
 
-def test_reconcile_classifies_exactly_as_the_reference_engines_diff(spark):
-    """A stream-stream left join run as 3.0 with a grace of 12 ms; the application ran 3.1 (KAFKA-10847's outer-join
-    buffer) with no grace. Every ``(key, value, ts)`` written a different number of times is classified by the
-    switches the reference engine's ``kjoin diff`` charges its differences to: the rule alone (``version``), the grace
-    alone (``configuration``) or both (``configuration+version``); reconcile on Spark must count them as it does."""
-    from collections import Counter
+def late_records(after: list[dict]) -> list[dict]:
+    """Planted records appended to ``after``'s topics (keys ``p…``, timestamps from 1000 on, so they join nothing of
+    ``after``), each partition with a record of each kind of difference between 3.3 with a grace of 12 ms and 3.4
+    (KAFKA-12960: a window store's fetch hides records older than its retention, before + after + grace) without:
 
+    * partition 0, ``pa``: an order ``La`` 35 ms behind the payments' stream time, its payment 5 ms from it in the
+      window. 3.3 finds the payment while its 60 s segment lives, 3.4 hides it even with the grace (35 > 10 + 10 +
+      12): the version alone writes ``La-null`` instead of ``La-Pa``;
+    * partition 1, ``pb``: the same 25 ms behind: 3.4 hides the payment only without the grace (20 < 25 < 32), 3.3
+      finds it either way: the version and the grace together write ``Lb-null`` instead of ``Lb-Pb``;
+    * partition 0, ``pc``: an order without payment held in 3.3's outer-join buffer (KAFKA-10847) until ``ts + 10 +
+      grace``; its payment arrives 5 ms late, after a sweep at 1515 closed it without grace but not with one: the
+      grace alone writes ``Lc-null`` as well as ``Lc-Pc``."""
+    events = [
+        ("right", "pa", "Pa", 1000, 0), ("right", "px", "Px", 1045, 0), ("left", "px", "Lx", 1046, 0),
+        ("left", "pa", "La", 1005, 0),
+        ("right", "pb", "Pb", 1300, 1), ("right", "py", "Py", 1325, 1), ("left", "py", "Ly", 1326, 1),
+        ("left", "pb", "Lb", 1308, 1),
+        ("left", "pc", "Lc", 1500, 0), ("left", "pz", "Lz", 1515, 0), ("right", "pz", "Pz", 1516, 0),
+        ("right", "pc", "Pc", 1505, 0),
+    ]  # fmt: skip
+    offsets: Counter = Counter((r["side"], r["partition"]) for r in after)
+    planted = []
+    for side, key, value, ts, partition in events:
+        planted.append(
+            {"side": side, "key": key, "value": value, "ts": ts, "partition": partition,
+             "offset": offsets[side, partition]}
+        )  # fmt: skip
+        offsets[side, partition] += 1
+    assert max(r["ts"] for r in after) < 1000
+    return after + planted
+
+
+def test_reconcile_classifies_exactly_as_the_reference_engines_diff(spark):
+    """A stream-stream left join run as 3.3 with a grace of 12 ms; the application ran 3.4 (KAFKA-12960) with no
+    grace. Every ``(key, value, ts)`` written a different number of times is classified by the switches the reference
+    engine's ``kjoin diff`` charges its differences to: the rule alone (``version``), the grace alone
+    (``configuration``) or both (``configuration+version``); reconcile on Spark must count them as it does. Seeded
+    records, and planted ones (:func:`late_records`) that make each kind change what the application writes."""
     from kjoin.diff import diff
     from kjoin.scenario.builders import records_document
 
     from .test_spark_diff_settings import MERGED, records, topic
 
     window = {"before_ms": 10, "after_ms": 10, "grace_ms": 12}
-
-    def planted(seed: int) -> tuple:
-        rows = records("stream-stream", seed=seed)
-        base = {**records_document("stream-stream", "left", rows, "3.0", window, PARTITIONS), **MERGED}
-        app = {**base, "semantics": "3.1", "window": {**window, "grace_ms": 0}}
-        delta: Counter = Counter()
-        charged: dict[tuple, set] = {}
-        for d in diff(base, from_="3.0", to="3.1", set={"window.grace_ms": 0}):
-            for output, sign in ((d.before, -1), (d.after, 1)):
-                if output is not None:
-                    at = (output["key"], None if output["tombstone"] else output["value"], output["ts"])
-                    delta[at] += sign
-                    charged.setdefault(at, set()).update(d.rules)
-        expected: Counter = Counter()
-        for at, count in delta.items():
-            rules = charged[at]
-            only = "configuration" if rules == {"window.grace_ms"} else "configuration+version"
-            expected["version" if "window.grace_ms" not in rules else only] += abs(count)
-        written, predicted = Counter(_written(app)), Counter(_written(base))
-        assert sum(expected.values()) == sum(((written - predicted) + (predicted - written)).values())
-        return rows, expected, written, predicted
-
-    rows, expected, written, predicted = planted(0)
-    assert expected["version"], "the planted records must show a version difference"
-    # (these records' grace-charged differences only move outputs between steps: the multiset the app wrote is the
-    # same, so no configuration+version count here; test_reconcile_charges_a_version_and_a_configuration... has one
-    # of each of the other two)
+    rows = late_records(records("stream-stream", seed=0))
+    base = {**records_document("stream-stream", "left", rows, "3.3", window, PARTITIONS), **MERGED}
+    app = {**base, "semantics": "3.4", "window": {**window, "grace_ms": 0}}
+    delta: Counter = Counter()
+    charged: dict[tuple, set] = {}
+    for d in diff(base, from_="3.3", to="3.4", set={"window.grace_ms": 0}):
+        for output, sign in ((d.before, -1), (d.after, 1)):
+            if output is not None:
+                at = (output["key"], None if output["tombstone"] else output["value"], output["ts"])
+                delta[at] += sign
+                charged.setdefault(at, set()).update(d.rules)
+    expected: Counter = Counter()
+    for at, count in delta.items():
+        rules = charged[at]
+        only = "configuration" if rules == {"window.grace_ms"} else "configuration+version"
+        expected["version" if "window.grace_ms" not in rules else only] += abs(count)
+    written, predicted = Counter(_written(app)), Counter(_written(base))
+    assert sum(expected.values()) == sum(((written - predicted) + (predicted - written)).values())
+    assert expected["version"] and expected["configuration"] and expected["configuration+version"], expected
+    changed = (written - predicted) + (predicted - written)
+    assert {("pa", "La-null", 1005), ("pb", "Lb-null", 1308), ("pc", "Lc-null", 1500)} <= set(changed), changed
 
     result = run_join(
         topic(spark, rows, "left"), topic(spark, rows, "right"), "stream-stream", "left",
-        semantics="3.0", window=window,
+        semantics="3.3", window=window,
     )  # fmt: skip
     actual = spark.createDataFrame([tuple(w) for w in written.elements()], "key string, value string, ts long")
-    found = result.reconcile(actual, semantics="3.1", options={"window": {"grace_ms": 0}})
+    found = result.reconcile(actual, semantics="3.4", options={"window": {"grace_ms": 0}})
     assert found.explained, str(found)
-    assert found.counts == dict(+expected), str(found)  # the kinds that occur
+    assert found.counts == dict(+expected), str(found)
+    assert found.switches.keys() == {"window_store_hides_expired", "window.grace_ms"}, found.switches
     assert found.predicted == sum(predicted.values()) and found.actual == sum(written.values())

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from kjoin.spark import from_files, run_join
-from kjoin.spark.debug.whycheck import APP_CAUSES, APP_VERDICTS, APP_WINDOW_MS, planted_app
+from kjoin.spark.debug.whycheck import APP_CAUSES, APP_VERDICTS, APP_WINDOW_MS, app_groups, planted_app, write_topic
 
 pytestmark = pytest.mark.spark
 
@@ -22,30 +22,11 @@ module at 10^5 (issue 26's size)."""
 
 
 def groups(join: str) -> int:
-    causes = len(APP_CAUSES[join])
-    if not RECORDS:
-        return 3 * causes
-
-    def size(groups: int) -> int:
-        planted = planted_app(groups, PARTITIONS, join)
-        return len(planted["left"]) + len(planted["right"])
-
-    per_cycle = size(2 * causes) - size(causes)  # without the records every run has once (the windows' end)
-    return max(causes, RECORDS * causes // per_cycle)
+    return app_groups(RECORDS, join, PARTITIONS) if RECORDS else 3 * len(APP_CAUSES[join])
 
 
 GROUPS = {join: groups(join) for join in ("stream-table", "stream-stream")}
 WINDOW = {"before_ms": APP_WINDOW_MS, "after_ms": APP_WINDOW_MS, "grace_ms": 0}
-
-
-def write_topic(path, rows):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    names = ["key", "value", "ts", "partition", "offset"]
-    types = [pa.string(), pa.string(), pa.int64(), pa.int32(), pa.int64()]
-    pq.write_table(pa.table({n: pa.array([r[i] for r in rows], t) for i, (n, t) in enumerate(zip(names, types))}), path)
-    return str(path)
 
 
 @pytest.fixture(scope="module", params=["stream-table", "stream-stream"])

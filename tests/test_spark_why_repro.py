@@ -15,7 +15,7 @@ from kjoin.spark import from_files, run_join, run_scenarios
 from kjoin.spark.debug.repro import STAND_IN
 from kjoin.spark.debug.whycheck import APP_CAUSES, APP_WINDOW_MS, planted_app
 
-from .test_spark_why_audit import write_topic
+from kjoin.spark.debug.whycheck import write_topic
 
 pytestmark = pytest.mark.spark
 

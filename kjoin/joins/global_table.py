@@ -42,6 +42,7 @@ from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
+from ..times import at
 from ..stores.global_table import GlobalTableStore
 from .context import StepContext, drop_idempotent_update, drop_null_key_update
 
@@ -201,7 +202,7 @@ class GlobalTableJoin:
             looked = f"{record.describe()} looked up the global table{via}: key {render_value(selected)} is absent"
         else:
             looked = (
-                f"{record.describe()} looked up the global table{via} and found {render_value(found[0])}@{found[1]}"
+                f"{record.describe()} looked up the global table{via} and found {at(render_value(found[0]), found[1])}"
             )
         if why:
             looked = f"{looked} ({why})"

@@ -35,6 +35,7 @@ from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
+from ..times import at, moment, span
 from ..stores import CLOCK, OUTER_BUFFER, BufferedRecord, Clock, OuterJoinBuffer, WindowStore, window_store_name
 from .context import StepContext
 
@@ -214,17 +215,17 @@ class StreamStreamJoin:
                 for waiting in self.buffer.delete(side.side.other, record.key, other_ts):
                     ctx.note(
                         lambda w=waiting: (
-                            f"{render_value(w.value)}@{w.ts} found its partner and left the outer-join buffer."
+                            f"{at(render_value(w.value), w.ts)} found its partner and left the outer-join buffer."
                         )
                     )
         if partners:
-            found = lambda: ", ".join(f"{render_value(value)}@{ts}" for ts, value in partners)  # noqa: E731
+            found = lambda: ", ".join(at(render_value(value), ts) for ts, value in partners)  # noqa: E731
             ctx.settle(
                 Fate.JOINED,
                 None,
                 lambda: (
                     f"{record.describe()} found {found()} in the {side.side.other} window "
-                    f"[{time_from}, {time_to}]; joiner called {len(partners)} time(s)."
+                    f"{span(time_from, time_to)}; joiner called {len(partners)} time(s)."
                 ),
             )
             other_store = self.stores[side.side.other]
@@ -233,7 +234,7 @@ class StreamStreamJoin:
                 observed, retention = other_store.observed_ms, other_store.retention_ms
                 ctx.note(
                     lambda: (
-                        ", ".join(f"{render_value(value)}@{ts}" for ts, value in kept)
+                        ", ".join(at(render_value(value), ts) for ts, value in kept)
                         + f" is older than the {side.side.other} window store's retention ({retention} ms before "
                         f"{observed}) but its segment still lives: found (Kafka before 3.4)."
                     )
@@ -242,7 +243,7 @@ class StreamStreamJoin:
     def _handle_unmatched(self, side: _JoinSide, record: Record, stream_time: int, ctx: StepContext) -> None:
         time_from, time_to = self.window_of(side, record.ts)
         looked = lambda: (  # noqa: E731
-            f"{record.describe()} found nothing in the {side.side.other} window [{time_from}, {time_to}]"
+            f"{record.describe()} found nothing in the {side.side.other} window {span(time_from, time_to)}"
         )
         if not side.outer:
             ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, lambda: f"{looked()}; inner side: no output.")
@@ -264,8 +265,8 @@ class StreamStreamJoin:
                 Fate.JOINED,
                 None,
                 lambda: (
-                    f"{looked()}; its window ended at {time_to}, before stream time "
-                    f"{stream_time}: emitted with null at once."
+                    f"{looked()}; its window ended at {moment(time_to)}, before stream time "
+                    f"{moment(stream_time)}: emitted with null at once."
                 ),
             )
             return
@@ -277,8 +278,8 @@ class StreamStreamJoin:
             Fate.BUFFERED,
             Reason.WINDOW_OPEN,
             lambda: (
-                f"{looked()}; held in the outer-join buffer until stream time passes {closes_at} (window end "
-                f"{time_to} + grace {self.window.effective_grace_ms})."
+                f"{looked()}; held in the outer-join buffer until stream time passes {moment(closes_at)} (window "
+                f"end {moment(time_to)} + grace {self.window.effective_grace_ms})."
             ),
             until_ms=closes_at,
         )
@@ -340,8 +341,8 @@ class StreamStreamJoin:
             ctx.emit(OutputKind.WINDOW_CLOSED, waiting.key, left, right, waiting.ts, origin_step=waiting.origin_step)
             ctx.note(
                 lambda w=waiting, closes=closes_at, of=entry_side: (
-                    f"Stream time {stream_time} passed {closes}, "
-                    f"the close of {of} {render_value(w.value)}@{w.ts}'s window plus grace: emitted with null."
+                    f"Stream time {moment(stream_time)} passed {moment(closes)}, "
+                    f"the close of {of} {at(render_value(w.value), w.ts)}'s window plus grace: emitted with null."
                 )
             )
         assert self.buffer is not None

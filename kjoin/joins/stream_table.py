@@ -22,6 +22,7 @@ from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
+from ..times import at
 from ..stores import TableStore
 from .context import StepContext, drop_idempotent_update, drop_null_key_update
 
@@ -106,7 +107,7 @@ class StreamTableJoin:
             if missed:
                 return f"{record.describe()} looked up the table: key {render_value(record.key)} is absent"
             return f"{record.describe()} looked up the table and " + (
-                f"found {render_value(found[0])}@{found[1]}" if found else "found nothing"
+                f"found {at(render_value(found[0]), found[1])}" if found else "found nothing"
             )
 
         return found, looked

@@ -35,6 +35,7 @@ from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
+from ..times import at
 from ..stores import TableStore
 from .context import NO_OLD, Joiner, OldValue, StepContext, drop_idempotent_update, drop_null_key_update
 
@@ -261,8 +262,8 @@ class TableTableJoin:
     @staticmethod
     def _said(record: Record, other: tuple[Any, int] | None, outcome: str) -> str:
         verb = "deletes" if record.value is None else f"sets {render_value(record.value)}"
-        found = "nothing" if other is None else f"{render_value(other[0])}@{other[1]}"
+        found = "nothing" if other is None else at(render_value(other[0]), other[1])
         return (
-            f"{record.side} table update {verb} for key {render_value(record.key)}@{record.ts}; "
+            f"{record.side} table update {verb} for key {at(render_value(record.key), record.ts)}; "
             f"the {record.side.other} table has {found}; {outcome}"
         )

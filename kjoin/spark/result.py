@@ -82,7 +82,7 @@ class SparkRun:
         """``run_join``: the same topics joined again with other arguments (``arrival=...``)."""
         self._kept: dict[Any, Any] = {}
         """Frames computed once per run (:meth:`_keep`): the results, the explained outputs, the summary, the
-        audit."""
+        audit, each lag's what-if (:meth:`lag_summary`)."""
         self.partitioner: Callable[[Any, int], int] | None = None
         """The partitioner the producers are meant to share, ``partitioner(key, partitions) -> partition``:
         what the co-partitioning audit (:meth:`partitioning_audit`) and the verdicts call a key's partition.
@@ -166,12 +166,15 @@ class SparkRun:
             raise SparkInputError("with_arrival: only a run_join result can be joined again (it keeps its topics)")
         return self._rerun_with(arrival=arrival)
 
-    def lag_summary(self, lag_ms: int, side: str = "right", partition: int | None = None) -> Any:
-        """How many null results an arrival lag of ``lag_ms`` of ``side`` (or of its ``partition``) would explain,
-        per scenario, partition and key: ``null-results`` under the lag, and ``lag-explains``, those whose record
-        found its partner without it (:func:`kjoin.spark.debug.whatif.lag_nulls`); keys that explain most first.
-        One more Spark run."""
-        return whatif.lag_nulls(self, self.with_arrival(whatif.arrival_of(lag_ms, side, partition)))
+    def lag_summary(self, lag_ms: int, side: str = "right", partition: int | None = None) -> "whatif.LagSummary":
+        """How many null results an arrival lag of ``lag_ms`` of ``side`` (or of its ``partition``) would explain: a
+        :class:`~kjoin.spark.debug.whatif.LagSummary` that says it in a sentence (``print`` it: the lag as a
+        duration, the totals per partition, the keys that explain most), with ``null_results`` under the lag,
+        ``explained`` (those whose record found its partner without it) and the per-key ``frame``
+        (:func:`kjoin.spark.debug.whatif.lag_nulls`). One more Spark run, kept for the run."""
+        arrival = whatif.arrival_of(lag_ms, side, partition)
+        frame = self._keep(("lag", lag_ms, side, partition), lambda: whatif.lag_nulls(self, self.with_arrival(arrival)))
+        return whatif.lag_summary(frame, lag_ms, side, partition)
 
     def smallest_lag(self, records: Any, side: str = "right", partition: int | None = None) -> "whatif.LagSearch":
         """The smallest lag of ``side`` (or of its ``partition``) under which every one of ``records`` (``(partition,

@@ -9,7 +9,8 @@ written earlier, and come out with a null customer. ``run_join(..., arrival={"ri
 the reference engine's ``arrival:``); here:
 
 * :func:`lag_nulls`: per key and partition, how many null results a lag of ``L`` ms would explain: results with a null
-  partner under the lag whose record found its partner without it (``SparkRun.lag_summary``);
+  partner under the lag whose record found its partner without it; :func:`lag_summary` says it in a sentence, with
+  the totals per partition (a :class:`LagSummary`, ``SparkRun.lag_summary``);
 * :func:`smallest_lag`: the smallest lag of one side (or one of its partitions) under which every given record comes
   out with a null partner (``SparkRun.smallest_lag``). Each try is one Spark run; the lags tried are the ones at which
   a record's outcome can change (a partner's timestamp distance to it, plus one), searched by halving.
@@ -28,7 +29,7 @@ from ..io.topic import SparkInputError
 if TYPE_CHECKING:
     from ..result import SparkRun
 
-__all__ = ["LagSearch", "arrival_of", "null_records", "lag_nulls", "smallest_lag"]
+__all__ = ["LagSearch", "LagSummary", "arrival_of", "null_records", "lag_nulls", "lag_summary", "smallest_lag"]
 
 
 def arrival_of(lag_ms: int, side: str = "right", partition: int | None = None) -> dict[str, Any]:
@@ -92,11 +93,7 @@ class LagSearch:
     """The partition of :attr:`side` that lagged (``None``: every partition of it)."""
 
     def __str__(self) -> str:
-        which = (
-            f"the {self.side} topic's partition {self.partition}"
-            if self.partition is not None
-            else f"the {self.side} topic"
-        )
+        which = _which(self.side, self.partition)
         runs = len(self.tried)
         spark_runs = f"{runs} Spark run{'s' * (runs != 1)}"
         if self.lag_ms is None:
@@ -109,6 +106,74 @@ class LagSearch:
             f"a lag of {duration(self.lag_ms)} of {which} explains all {self.records} null results: with it every one "
             f"comes out with a null partner (arrival={self.arrival!r}; {spark_runs})"
         )
+
+
+def _which(side: str, partition: int | None) -> str:
+    """The side (or one of its partitions) that lagged, as a sentence's object."""
+    return f"the {side} topic's partition {partition}" if partition is not None else f"the {side} topic"
+
+
+@dataclass(frozen=True)
+class LagSummary:
+    """What :func:`lag_summary` found: how many null results a lag would explain, in all, per partition and per
+    key (:attr:`frame`). ``str()`` says it in a sentence."""
+
+    lag_ms: int
+    """The lag tried."""
+    side: str
+    """The side that lagged."""
+    partition: int | None
+    """The partition of :attr:`side` that lagged (``None``: every partition of it)."""
+    frame: Any
+    """Per ``scenario, partition, key``: ``null-results`` under the lag and ``lag-explains``, those whose record
+    found its partner without it (:func:`lag_nulls`); keys that explain most first."""
+    null_results: int
+    """Results with a null partner under the lag, in all."""
+    explained: int
+    """Of those, the ones whose record found its partner without the lag: what the lag explains."""
+    by_partition: dict[int, int] = field(default_factory=dict)
+    """Per partition (the task's, where the results were written), how many null results the lag explains (only
+    partitions with some)."""
+    top_keys: list[tuple[int, Any, int]] = field(default_factory=list)
+    """A few ``(partition, key, explained)`` of the keys whose null results the lag explains most."""
+
+    def __str__(self) -> str:
+        lag = f"a lag of {duration(self.lag_ms)} of {_which(self.side, self.partition)}"
+        if not self.explained:
+            return (
+                f"{lag} explains none of the {self.null_results} null results under it: each is null without the lag "
+                "too (ask why of them)"
+            )
+        where = ", ".join(f"{count} in partition {p}" for p, count in sorted(self.by_partition.items()))
+        keys = ", ".join(f"{key!r} ({count})" for _, key, count in self.top_keys)
+        rest = self.null_results - self.explained
+        other = f"; the other {rest} are null without it too" if rest else ""
+        return (
+            f"{lag} explains {self.explained} of the {self.null_results} null results under it (null with the lag, "
+            f"joined without it): {where}; most for keys {keys}{other}"
+        )
+
+    __repr__ = __str__
+
+
+def lag_summary(frame: Any, lag_ms: int, side: str, partition: int | None) -> LagSummary:
+    """The :class:`LagSummary` of ``frame``, :func:`lag_nulls` of a run's topics with ``side`` (or its ``partition``)
+    ``lag_ms`` late: one aggregate per partition and the top keys come to the driver."""
+    per_partition = frame.groupBy("partition").agg(
+        F.sum("null-results").alias("nulls"), F.sum("lag-explains").alias("explained")
+    )
+    rows = per_partition.collect()
+    top = frame.filter(F.col("lag-explains") > 0).limit(3).collect()
+    return LagSummary(
+        lag_ms,
+        side,
+        partition,
+        frame,
+        sum(int(r["nulls"] or 0) for r in rows),
+        sum(int(r["explained"] or 0) for r in rows),
+        {int(r["partition"]): int(r["explained"]) for r in rows if r["explained"]},
+        [(int(r["partition"]), r["key"], int(r["lag-explains"])) for r in top],
+    )
 
 
 def _targets(records: Any) -> list[tuple[int, int]]:

@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 from ...partitioner import default_partition
 from .. import from_files, local_session, run_join
 
-__all__ = ["CAUSES", "planted", "main"]
+__all__ = ["CAUSES", "planted", "main", "planted_app", "app_groups", "write_topic"]
 
 CAUSES = (
     "joined",
@@ -410,3 +410,25 @@ def planted_app(groups: int, partitions: int = 4, join: str = "stream-table") ->
     for side in rows:
         rows[side].sort(key=lambda r: (r[3], r[4]))
     return {"left": rows["left"], "right": rows["right"], "causes": causes, "misrouted": misrouted}
+
+
+def app_groups(records: int, join: str, partitions: int = 4) -> int:
+    """How many groups of :func:`planted_app` make about ``records`` records of both topics (at least one group of
+    every cause)."""
+    causes = len(APP_CAUSES[join])
+
+    def size(groups: int) -> int:
+        planted = planted_app(groups, partitions, join)
+        return len(planted["left"]) + len(planted["right"])
+
+    per_cycle = size(2 * causes) - size(causes)  # without the records every run has once (the windows' end)
+    return max(causes, records * causes // per_cycle)
+
+
+def write_topic(path: Any, rows: list[tuple]) -> str:
+    """``rows`` (``key, value, ts, partition, offset``, as :func:`planted_app` gives them) written as one Parquet
+    file at ``path``, for :func:`kjoin.spark.from_files`; returns the path."""
+    names = ["key", "value", "ts", "partition", "offset"]
+    types = [pa.string(), pa.string(), pa.int64(), pa.int32(), pa.int64()]
+    pq.write_table(pa.table({n: pa.array([r[i] for r in rows], t) for i, (n, t) in enumerate(zip(names, types))}), path)
+    return str(path)
