@@ -778,8 +778,6 @@ def bench_diff(
     the same process, one after the other); then the differences of ``sample_keys`` keys (half of them among those
     with the most differences, half drawn from all keys) against the reference engine's on the same keys
     (:meth:`kjoin.spark.debug.diff.SparkDiff.check_keys`)."""
-    from pyspark.sql import functions as F
-
     from kjoin.spark import run_join
 
     chosen = {label: DIFF_CHANGES[label] for label in (changes or list(DIFF_CHANGES))}
@@ -826,19 +824,7 @@ def bench_diff(
             count = found.differences.count()
             fallbacks = found.fallbacks  # counted as the timed run computed the differences
             print(f"[bench] {DIFF_JOIN} {size:,} diff {label}: checking sampled keys ...", file=out, flush=True)
-            most = [(r["partition"], r["key"]) for r in found.by_key().limit(sample_keys // 2).collect() if r["key"]]
-            drawn = (
-                left.frame.select("partition", "key")
-                .where(F.col("key").isNotNull())
-                .distinct()
-                .orderBy(F.xxhash64("key"))
-                .limit(sample_keys - len(most))
-                .collect()
-            )
-            sampled = list(dict.fromkeys([(p, json.loads(k)) for p, k in most] + [(r[0], r[1]) for r in drawn]))
-            check = found.check_keys(sampled)
-            for partition, key, only_spark, only_reference in check.mismatches:
-                print(f"[bench] mismatch {key!r}@{partition}: {only_spark} / {only_reference}", file=out, flush=True)
+            check = _check_sampled_keys(found, left, sample_keys, out)
             print(  # the row as soon as it is measured: a later row may not finish on a shared machine
                 f"[bench] {DIFF_JOIN} {size:,} {label}: run {run_s:.1f} s, diff {diff_s:.1f} s "
                 f"(diff/run {diff_s / run_s:.2f}), {count:,} differences ({fallbacks} records compared in Python), "
@@ -866,6 +852,28 @@ def bench_diff(
             found.unpersist()
         shutil.rmtree(path, ignore_errors=True)
     return rows
+
+
+def _check_sampled_keys(found: Any, left: Any, sample_keys: int, out: Any) -> Any:
+    """The diff's differences on ``sample_keys`` keys (half among those with the most differences, half drawn from
+    all keys) against the reference engine's (:meth:`kjoin.spark.debug.diff.SparkDiff.check_keys`); each mismatch
+    printed."""
+    from pyspark.sql import functions as F
+
+    most = [(r["partition"], r["key"]) for r in found.by_key().limit(sample_keys // 2).collect() if r["key"]]
+    drawn = (
+        left.frame.select("partition", "key")
+        .where(F.col("key").isNotNull())
+        .distinct()
+        .orderBy(F.xxhash64("key"))
+        .limit(sample_keys - len(most))
+        .collect()
+    )
+    sampled = list(dict.fromkeys([(p, json.loads(k)) for p, k in most] + [(r[0], r[1]) for r in drawn]))
+    check = found.check_keys(sampled)
+    for partition, key, only_spark, only_reference in check.mismatches:
+        print(f"[bench] mismatch {key!r}@{partition}: {only_spark} / {only_reference}", file=out, flush=True)
+    return check
 
 
 def _method_used(result: Any, asked: str) -> str:

@@ -11,11 +11,18 @@ __all__ = ["DATE_FROM_MS", "when", "moment", "at", "span", "duration", "lag_text
 DATE_FROM_MS = 10**11
 """Timestamps from this one on (March 1973) are written as dates: an application's; smaller ones (a
 scenario's 3, 40 ...) stay milliseconds."""
+DATE_UNTIL_MS = 253_402_300_799_999
+"""The last millisecond of the year 9999, the last a date can be written for; later timestamps (up to Kafka's
+largest, ``Long.MAX_VALUE``) stay milliseconds."""
+
+
+def _dated(ts: int | None) -> bool:
+    return ts is not None and DATE_FROM_MS <= abs(ts) <= DATE_UNTIL_MS
 
 
 def when(ts: int) -> str:
     """A record timestamp in the user's terms: ``2026-11-25 09:14:03.120 UTC (ts 1795...)`` or ``ts 40``."""
-    if ts is None or abs(ts) < DATE_FROM_MS:
+    if not _dated(ts):
         return f"ts {ts}"
     moment = datetime.fromtimestamp(ts / 1000, timezone.utc)
     return f"{moment:%Y-%m-%d %H:%M:%S}.{ts % 1000:03d} UTC"
@@ -24,7 +31,7 @@ def when(ts: int) -> str:
 def moment(ts: int) -> str:
     """A point in time inside a sentence that already says what it is (``stream time 40``, ``until stream time
     passes 2026-11-25 09:14:03.120 UTC``): a scenario's number bare, an application's as a date."""
-    if ts is None or abs(ts) < DATE_FROM_MS:
+    if not _dated(ts):
         return f"{ts}"
     return when(ts)
 
@@ -32,7 +39,7 @@ def moment(ts: int) -> str:
 def at(text: str, ts: int) -> str:
     """A value with its timestamp, as the explanations name it: ``A@40`` (a scenario's), ``Ann at 2026-11-25
     09:14:03.120 UTC`` (an application's)."""
-    if ts is None or abs(ts) < DATE_FROM_MS:
+    if not _dated(ts):
         return f"{text}@{ts}"
     return f"{text} at {when(ts)}"
 
@@ -40,7 +47,7 @@ def at(text: str, ts: int) -> str:
 def span(start: int, end: int) -> str:
     """A window of timestamps, both ends inclusive: ``[30, 50]``, or ``[2026-11-25 09:14:03.120 UTC, 09:14:05.120
     UTC]`` (the end's date left out when it is the start's)."""
-    if abs(start) < DATE_FROM_MS and abs(end) < DATE_FROM_MS:
+    if not _dated(start) and not _dated(end):
         return f"[{start}, {end}]"
     first, last = when(start), when(end)
     if first[:11] == last[:11]:

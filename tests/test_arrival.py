@@ -215,3 +215,13 @@ def test_spark_runs_lagging_scenarios_as_the_engine(spark):
                 data["window"] = window
             scenarios.append(Scenario.from_dict(data))
     assert_same(scenarios, *spark_results(run_scenarios(spark, scenarios)))
+
+
+def test_timestamps_past_the_year_9999_stay_milliseconds():
+    """Kafka's largest timestamp (Long.MAX_VALUE) has no date: the texts give its milliseconds, not a crash."""
+    from kjoin.times import DATE_UNTIL_MS, at, moment, span, when
+
+    largest = 2**63 - 1
+    assert when(largest) == f"ts {largest}" and at("A", largest) == f"A@{largest}" and moment(largest) == str(largest)
+    assert when(DATE_UNTIL_MS) == "9999-12-31 23:59:59.999 UTC"
+    assert span(DATE_UNTIL_MS, largest) == f"[9999-12-31 23:59:59.999 UTC, ts {largest}]"
