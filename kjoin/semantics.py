@@ -359,6 +359,17 @@ class Semantics:
         every failing row went on as a tombstone. A versioned table's filter forwards them again (KIP-914, 3.5),
         which kjoin does not model (it refuses a versioned table's filter)."""
 
+    @since("2.7", ticket="KAFKA-10494")
+    def materialized_view_keeps_old_values(self) -> bool:
+        """KAFKA-10494 (2.7; apache/kafka#9415, with KAFKA-10077 for ``KTableFilter``): a materialized table view
+        (``filter``, ``mapValues``, ``transformValues`` with ``Materialized.as``) asked for old values (by a table
+        join's outer side, a group-by, ``send_old_values``) sends them from its own store and asks its parent
+        nothing. Before, it passed the request up as every view did, so the table above it sent old values too: a
+        filter above a materialized view then drops a change whose new and old rows both fail (no tombstone for a key
+        the filtered table never held), where from 2.7 it forwards the tombstone unless it sends old values of its
+        own (``table_filter_skips_absent_tombstones``). Harness: 2.4.1 to 2.6.3 ask the parent, 2.7.0 on do not (the
+        random topologies' filter -> materialized mapValues -> table-table left or outer join)."""
+
     @since("2.6", ticket="KIP-557, KAFKA-8770")
     def table_source_emits_on_change(self) -> bool:
         """KIP-557 (2.6.0, KAFKA-8770): a materialized source KTable (``builder.table``, ``KStream.toTable``, and every

@@ -13,6 +13,8 @@ import pytest
 
 import kjoin
 
+from kjoin.semantics import parse_semantics
+
 from kjoin.topology.document import TopologyScenario
 from tests import oracle_check, topology_oracle
 from tests.test_topology import FK_CHAIN_CHANGE, fk_chain_of_left_joins
@@ -165,6 +167,50 @@ def test_a_table_filter_forwards_tombstones_for_rows_it_never_held_until_kafka_1
     assert answer["outputs"] == [absent, [["out", "c1", "B", 2]], [["out", "c1", None, 3]],
                                  [["out", "c2", None, 4]] if spurious else []]  # fmt: skip
     assert topology_oracle.difference(scenario, answer, version) is None
+
+
+ASKED_THROUGH_A_STORE = {
+    "topology": [
+        {"name": "customers", "table": "customers"},
+        {"name": "addresses", "table": "addresses"},
+        {"name": "kept", "filter": {"key_not_in": ["c2"]}, "input": "customers"},
+        {"name": "named", "map_values": {"append": "!"}, "input": "kept", "materialized": True},
+        {"name": "j", "left_join": ["named", "addresses"]},  # its left side reads named's old values
+        {"name": "out", "to": "out", "input": "j"},
+        {"name": "out2", "to": "out2", "input": "kept"},
+    ],
+    "events": [
+        {"topic": "customers", "key": "c2", "value": "A", "ts": 1},  # never in the filtered table
+        {"topic": "customers", "key": "c1", "value": "B", "ts": 2},
+        {"topic": "addresses", "key": "c1", "value": "X", "ts": 3},
+        {"topic": "customers", "key": "c1", "value": None, "ts": 4},
+        {"topic": "customers", "key": "c2", "value": "C", "ts": 5},
+    ],
+}
+
+
+@pytest.mark.parametrize("version", ["2.4.1", "2.6.3", "2.7.1"])
+def test_a_materialized_view_asked_for_old_values_asks_its_parent_until_kafka_10494(built, version):
+    """Before 2.7 (KAFKA-10494) a materialized ``mapValues`` asked for old values (here by a left join's left side)
+    passed the request up to the filter above it, which then dropped the rows it never held: no tombstone for c2, on
+    the filter's own topic either (which 2.6 sends without the view: the test above). From 2.7 the view keeps its own
+    old values, and the filter drops them anyway (KAFKA-10077). kjoin with the rule switched the other way sends
+    them: the rule is what the library's outputs turn on."""
+    scenario = TopologyScenario.from_dict({"semantics": version, **ASKED_THROUGH_A_STORE})
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert answer["outputs"] == [
+        [],
+        [["out", "c1", "B!-null", 2], ["out2", "c1", "B", 2]],
+        [["out", "c1", "B!-X", 3]],
+        [["out", "c1", None, 4], ["out2", "c1", None, 4]],
+        [],
+    ]
+    assert topology_oracle.difference(scenario, answer, version) is None
+    semantics = parse_semantics(version)
+    if not semantics.table_filter_skips_absent_tombstones:
+        switched = semantics.with_rules(materialized_view_keeps_old_values=True)
+        run = TopologyScenario.from_dict({**ASKED_THROUGH_A_STORE, "semantics": str(switched)}).run()
+        assert ("c2", None) in [(r.key, r.value) for r in run.outputs()]
 
 
 @pytest.mark.parametrize("materialized", [False, True])

@@ -208,6 +208,7 @@ class TableView(NodeProcessor):
         self.filters = node.op == "table-filter"
         self.parent_getter = parent_getter
         self.store = TableStore(log, partition, Side.RIGHT, False, "view") if node.params["materialized"] else None
+        self.keeps_own_old_values = self.store is not None and semantics.materialized_view_keeps_old_values
         self.sends_old_values = False
         asked = node.params.get("sends_old_values") or any(_reads_old_values(node, c, p) for c, p in node.children)
         # KAFKA-10077 (2.7): a filter asks a parent that keeps a store for old values from the start
@@ -216,13 +217,13 @@ class TableView(NodeProcessor):
             self.enable_sending_old_values()
 
     def enable_sending_old_values(self) -> None:
-        """A table join's outer side or a group-by reads this table's old values: it asks its parent for them
-        (a materialized one keeps its own)."""
+        """A table join's outer side or a group-by reads this table's old values: it asks its parent for them,
+        unless it is materialized and keeps its own (from 2.7, KAFKA-10494; before, it asked its parent too)."""
         self.sends_old_values = True
-        if self.store is None:
-            self.parent_getter.enable_sending_old_values()
-        else:
+        if self.store is not None:
             self.store.enable_sending_old_values()
+        if not self.keeps_own_old_values:
+            self.parent_getter.enable_sending_old_values()
 
     def of(self, key: Any, value: Any) -> Any:
         """The row as this table has it: null stays null; a filtered-out row is null."""

@@ -207,6 +207,7 @@ class _Run:
         self.log = StateLog()
         self.late = LateLog(self.log)
         self.processors: dict[tuple[str, int], NodeProcessor] = {}
+        self.tasks: set[tuple[int, int]] = set()  # the (sub-topology, partition) whose processors are built
         self.foreign_keys = {
             node.name: ForeignKeyNode(node, self.graph, self.late, topology.semantics, self.subtopology_of)
             for node in self.graph.nodes.values()
@@ -451,6 +452,13 @@ class _Run:
         if node.op == "global-table":
             partition = 0  # one global store, read by every task
         found = self.processors.get((node.name, partition))
+        if (
+            found is None
+            and node.op != "global-table"
+            and (self.subtopology_of[node.name], partition) not in self.tasks
+        ):
+            self._create_task(self.subtopology_of[node.name], partition)
+            found = self.processors.get((node.name, partition))
         if found is None and node.op == "global-table":
             log = ScopedLog(self.late, f"{node.name}: ", lambda task, name: "global")
             found = GlobalTableSource(node, log, self.topology.semantics)
@@ -465,6 +473,16 @@ class _Run:
                 found = build_processor(node, partition, log, semantics, self._parent(partition), materialized)
             self.processors[(node.name, partition)] = found
         return found
+
+    def _create_task(self, subtopology: int, partition: int) -> None:
+        """Build every processor of task ``subtopology_partition`` before its first record, as Kafka builds a task's
+        whole topology at once: a processor asks its parents for old values when it is built (a materialized view
+        before 2.7, KAFKA-10494), which must hold from the task's first record on, whichever node that reaches."""
+        self.tasks.add((subtopology, partition))
+        for name, number in self.subtopology_of.items():
+            other = self.graph.nodes[name]
+            if number == subtopology and other.op not in ("fk", "global-table"):
+                self._processor(other, partition)
 
     def _parent(self, partition: int) -> Any:
         def parent(node: Node) -> Any:
