@@ -30,6 +30,7 @@ from .labels import fate_label, label_html, own_outputs
 from .store_view import StoreTable, store_tables
 from .timeline import timeline_svg, view_span
 from .values import show_output, show_text, show_value
+from kjoin.times import at
 
 __all__ = ["StepView", "StepPanes", "LOG_TAIL", "headline", "hidden_internals_text", "view_of"]
 
@@ -326,7 +327,7 @@ def _outputs_html(outputs: Any) -> str:
     return ", ".join(
         f'<span class="{"tombstone" if o.tombstone else "result"}" title="{getattr(o.kind, "value", o.kind)}" '
         f'style="color:{"#6b3fa0;font-style:italic" if o.tombstone else "#1a6b1a"}">'
-        f"{html.escape(show_output(o))}@{o.ts}{' (tombstone)' if o.tombstone else ''}</span>"
+        f"{html.escape(at(show_output(o), o.ts))}{' (tombstone)' if o.tombstone else ''}</span>"
         for o in outputs
     )
 

@@ -185,6 +185,54 @@ def test_arrival_is_refused_where_no_side_can_lag():
         Scenario.from_dict(fk)
 
 
+def test_every_joins_and_topologys_step_text_gives_an_applications_times_as_dates():
+    """Not only the single joins' lag texts: a versioned table's lookup, a foreign-key join's subscription and
+    response, a topology's records, views, aggregate and table-table join write an application's timestamps as
+    dates (kjoin.times.at), never as raw epoch milliseconds."""
+    from kjoin.topology.document import TopologyScenario
+
+    t = 1_795_000_000_000  # 2026-11-18 11:06:40 UTC
+    versioned = {
+        "join": "stream-table",
+        "variant": "left",
+        "right": {"versioned": True, "history_retention_ms": 60_000},
+        "events": [{"side": "right", "key": "c1", "value": "Ann", "ts": t},
+                   {"side": "right", "key": "c1", "value": "Ann2", "ts": t + 2000},
+                   {"side": "left", "key": "c1", "value": "o1", "ts": t + 1000}],
+    }  # fmt: skip
+    fk = {
+        "join": "fk",
+        "variant": "left",
+        "foreign_key": "c",
+        "events": [{"side": "right", "key": "c1", "value": "Ann", "ts": t},
+                   {"side": "left", "key": "o1", "value": {"c": "c1"}, "ts": t + 1000},
+                   {"side": "right", "key": "c1", "value": "Ann2", "ts": t + 2000}],
+    }  # fmt: skip
+    texts = [step.explain for data in (versioned, fk) for step in run(Scenario.from_dict(data)).steps]
+    assert "Ann at 2026-11-18 11:06:40.000 UTC" in " ".join(texts[:3]), texts[:3]
+    topology = {
+        "topology": [
+            {"name": "customers", "table": "customers"},
+            {"name": "addresses", "table": "addresses"},
+            {"name": "kept", "filter": {"key_not_in": ["c2"]}, "input": "customers", "materialized": True},
+            {"name": "j", "outer_join": ["kept", "addresses"]},
+            {"name": "by-v", "group_by": {"field": "v"}, "input": "customers"},
+            {"name": "counts", "count": True, "input": "by-v"},
+            {"name": "out", "to": "out", "input": "j"},
+            {"name": "out2", "to": "out2", "input": "counts"},
+        ],
+        "events": [{"topic": "customers", "key": "c1", "value": {"v": "A"}, "ts": t},
+                   {"topic": "addresses", "key": "c1", "value": "X", "ts": t + 1000},
+                   {"topic": "customers", "key": "c1", "value": {"v": "B"}, "ts": t + 2000},
+                   {"topic": "customers", "key": "c2", "value": {"v": "A"}, "ts": t + 3000}],
+    }  # fmt: skip
+    trace = TopologyScenario.from_dict(topology).run()
+    texts += [step.explain() for step in trace.steps]
+    raw = [text for text in texts if re.search(r"\d{12,}", text)]
+    assert not raw, raw
+    assert any("at 2026-11-18 11:06:42.000 UTC" in text for text in texts[-4:]), texts[-4:]
+
+
 # -- Spark ----------------------------------------------------------------------------------------
 @pytest.mark.spark
 def test_spark_runs_lagging_scenarios_as_the_engine(spark):

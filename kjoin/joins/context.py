@@ -7,6 +7,7 @@ from typing import Any, Callable, Optional, Tuple, Union
 from ..fates import Fate, Reason
 from ..records import Output, OutputKind, Record, render_value
 from ..stores.table import TableStore
+from ..times import at
 
 __all__ = ["StepContext", "Joiner", "default_joiner", "drop_null_key_update", "drop_idempotent_update", "NO_OLD"]
 
@@ -142,7 +143,7 @@ def drop_idempotent_update(table: Any, record: Record, semantics: Any, ctx: Step
 
     def said() -> str:
         stored = table.get(record.key)
-        same = "the key is absent" if stored is None else f"the table holds {render_value(stored[0])}@{stored[1]}"
+        same = "the key is absent" if stored is None else f"the table holds {at(render_value(stored[0]), stored[1])}"
         return (
             f"{record.describe()} is an idempotent table update ({same}): Kafka {semantics} drops it "
             "(KIP-557, undone by KAFKA-12508 in 2.6.2 and 2.7.1); the table keeps its value and timestamp, nothing "

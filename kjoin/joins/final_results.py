@@ -40,6 +40,7 @@ from ..stores.suppression import SuppressionStore
 from .aggregate import AggregateOutput, Aggregation
 from .context import StepContext
 from .window_aggregate import STREAM_TIME, WindowAggregate
+from ..times import at
 
 __all__ = ["SuppressionBuffer", "EmitFinalTimeWindows", "WindowedAggregateTask", "WindowBuilders"]
 
@@ -84,7 +85,7 @@ class WindowBuilders:
             self._taken.pop(_key_bytes(key), None)
         if not built:
             return fallback_step, ""
-        named = ", ".join(f"{render_value(r.value)}@{r.ts} (step {step})" for step, r in built[:NAMED_BUILDERS])
+        named = ", ".join(f"{at(render_value(r.value), r.ts)} (step {step})" for step, r in built[:NAMED_BUILDERS])
         more = len(built) - NAMED_BUILDERS
         count = f"{len(built)} record{'s' if len(built) != 1 else ''}"
         text = f"built by {count}: {named}" + (f" and {more} more" if more > 0 else "")
@@ -166,7 +167,7 @@ class SuppressionBuffer:
             ctx.forward(evicted)
             ctx.note(
                 f"Suppression: {where} closed (end {end} <= the buffer's stream time {stream_time} - "
-                f"{self.duration_ms}): its final result {render_value(evicted.value)}@{evicted.ts} is forwarded."
+                f"{self.duration_ms}): its final result {at(render_value(evicted.value), evicted.ts)} is forwarded."
             )
 
     def settle(self, ctx: StepContext, record: Record) -> None:
@@ -236,7 +237,7 @@ class EmitFinalTimeWindows:
             )
             ctx.note(
                 f"Emit-final: window {render_value(key)}@[{window[0]}, {window[1]}) closed (close time {close}): "
-                f"{render_value(agg)}@{ts} forwarded" + (f", {built}." if built else ".")
+                f"{at(render_value(agg), ts)} forwarded" + (f", {built}." if built else ".")
             )
         self._last_emit_close = close
 

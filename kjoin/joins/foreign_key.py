@@ -52,6 +52,7 @@ from .context import StepContext, drop_idempotent_update, drop_null_key_update
 from .fk_transport import InFlightMessages
 from .options import ForeignKeyOptions, TableOptions
 from .tasks import Tasks
+from ..times import at
 from .fk_protocol import (
     RESPONSE,
     SUBSCRIPTION,
@@ -289,7 +290,7 @@ class ForeignKeyJoin:
         sent = subscription_instructions(old, record.value, self.fk_of, self.variant, self.semantics)
         change = (
             f"left table update {render_value(record.key)}: {render_value(old)} → "
-            f"{render_value(record.value)}@{record.ts}"
+            f"{at(render_value(record.value), record.ts)}"
         )
         if sent is None:
             ctx.drop(
@@ -346,7 +347,7 @@ class ForeignKeyJoin:
                 said += f"; stored subscription {combined}"
         found = None if fk is None else task.right.get(fk)  # look up
         ts = message.ts if found is None else max(message.ts, found[1])
-        has = "nothing" if found is None else f"{shown(found[0])}@{found[1]}"
+        has = "nothing" if found is None else at(shown(found[0]), found[1])
         said += f"; the right table has {has} for {render_value(fk)}"
         if instruction is Instruction.DELETE_KEY_NO_PROPAGATE or (
             instruction is Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE and found is None
@@ -369,7 +370,7 @@ class ForeignKeyJoin:
             return
         subscribers = task.subscriptions.prefix_scan(CombinedKey(record.key, None).prefix())  # look up
         change = lambda: (  # noqa: E731
-            f"right table update {render_value(record.key)} → {shown(record.value)}@{record.ts}"
+            f"right table update {render_value(record.key)} → {at(shown(record.value), record.ts)}"
         )
         if not subscribers:
             ctx.settle(

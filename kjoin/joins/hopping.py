@@ -26,6 +26,7 @@ from ..state import StateLog, StoreId
 from ..stores.hopping_window import HOPPING_WINDOW
 from .context import StepContext
 from .window_aggregate import TimeWindows
+from ..times import at
 
 __all__ = ["HoppingWindowJoin"]
 
@@ -66,7 +67,7 @@ class HoppingWindowJoin:
                 ctx.emit(OutputKind.JOINED, record.key, left, right, max(ts, record.ts))
             ctx.note(
                 lambda v=value, t=ts, s=shared: (
-                    f"{render_value(v)}@{t} shares {len(s)} window(s) with it "
+                    f"{at(render_value(v), t)} shares {len(s)} window(s) with it "
                     f"({', '.join(map(str, s))}): {'1 output' if self.per == 'pair' else f'{len(s)} output(s)'}."
                 )
             )

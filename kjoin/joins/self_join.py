@@ -27,6 +27,7 @@ from ..state import StateLog
 from ..stores import CLOCK, Clock, WindowStore
 from .context import StepContext
 from .stream_stream import STREAM_TIME, JoinWindows
+from ..times import at
 
 __all__ = ["OptimizedSelfJoin", "SELF_WINDOW"]
 
@@ -88,4 +89,4 @@ class OptimizedSelfJoin:
         else:
             ctx.settle(Fate.NO_MATCH, Reason.EXPIRED, summary)
         if not self.store.put(record.key, t, record.value):  # update state
-            ctx.note(f"{render_value(record.value)}@{t} is older than the store's retention: it is not stored.")
+            ctx.note(f"{at(render_value(record.value), t)} is older than the store's retention: it is not stored.")

@@ -35,6 +35,7 @@ from ..state import StateLog
 from .aggregate import AggregateOutput, Aggregation, AggregationError
 from .context import StepContext
 from .final_results import WindowedAggregateTask
+from ..times import at
 
 __all__ = ["SlidingWindows", "SlidingAggregate"]
 
@@ -262,6 +263,6 @@ class SlidingAggregate(WindowedAggregateTask):
             )
             ctx.note(
                 f"Emit-final: window {render_value(key)}@[{start}, {start + diff}] closed (close time {close}): "
-                f"{render_value(agg)}@{ts} forwarded" + (f", {built}." if built else ".")
+                f"{at(render_value(agg), ts)} forwarded" + (f", {built}." if built else ".")
             )
         self._last_emit_close = close

@@ -178,7 +178,9 @@ class StreamStreamJoin:
         if record.value is None:
             ctx.drop(
                 Reason.NULL_VALUE,
-                lambda: f"{record.side} record @{record.ts} has a null value: skipped, not stored ({time}).",
+                lambda: (
+                    f"{record.side} record {at('', record.ts).strip()} has a null value: skipped, not stored ({time})."
+                ),
             )
             return True
         return False

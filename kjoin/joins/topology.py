@@ -34,6 +34,7 @@ from ..stores import RecordCache, TableStore, table_store_name
 from .context import StepContext, drop_null_key_update
 from .stream_stream import StreamStreamJoin
 from .table_table import TableTableJoin
+from ..times import at
 
 __all__ = ["SelfJoin", "StreamChain", "TablePipeline", "ResultSink", "merge_fates", "RESULT_TABLE"]
 
@@ -133,7 +134,7 @@ class ResultSink:
         value = None if output.tombstone else output.value
         if self.drops_idempotent and self.store.unchanged_by(output.key, value, output.ts):
             ctx.note(
-                f"The result table drops {output.render()}@{output.ts} for {render_value(output.key)}: it changes "
+                f"The result table drops {at(output.render(), output.ts)} for {render_value(output.key)}: it changes "
                 "nothing there (KIP-557: a KTableSource drops an idempotent update, 2.6.0 to 2.7.0)."
             )
             return False
@@ -189,7 +190,7 @@ class ResultSink:
                 output = replace(output, old=entry.old)
             ctx.forward(output)
             ctx.note(
-                f"Commit: the result cache forwards {output.render()}@{output.ts} for {render_value(entry.key)}"
+                f"Commit: the result cache forwards {at(output.render(), output.ts)} for {render_value(entry.key)}"
                 + (f" (the newest of {entry.replaced + 1} results)." if entry.replaced else ".")
             )
 

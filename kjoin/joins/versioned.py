@@ -45,6 +45,7 @@ from .context import StepContext
 from .options import TableOptions
 from .stream_table import StreamTableJoin
 from .table_table import _SETTLED, TableTableJoin
+from ..times import at, moment
 
 __all__ = ["VersionedStreamTableJoin", "VersionedTableTableJoin"]
 
@@ -90,7 +91,7 @@ class VersionedStreamTableJoin(StreamTableJoin):
             return None
         kind = "the latest version" if outcome is PutResult.LATEST else "an older (out-of-order) version"
         what = lambda: "tombstone" if record.value is None else render_value(record.value)  # noqa: E731
-        return lambda: f": {what()}@{record.ts} stored as {kind}"
+        return lambda: f": {at(what(), record.ts)} stored as {kind}"
 
     # -- the grace buffer -----------------------------------------------------------------
     def _join_null_key(self, record: Record, ctx: StepContext) -> None:
@@ -140,9 +141,9 @@ class VersionedStreamTableJoin(StreamTableJoin):
 
         def looked(missed: bool) -> str:
             leaving = "" if origin_step is None else f" from step {origin_step}, leaving the grace buffer,"
-            who = f"stream {render_value(record.value)}@{ts} (key {render_value(record.key)}){leaving}"
-            text = f"{who} looked up the table as of {ts} and found " + (
-                "nothing" if found is None else f"{render_value(found[0])}@{found[1]}"
+            who = f"stream {at(render_value(record.value), ts)} (key {render_value(record.key)}){leaving}"
+            text = f"{who} looked up the table as of {moment(ts)} and found " + (
+                "nothing" if found is None else at(render_value(found[0]), found[1])
             )
             if expired:
                 text += (
@@ -207,7 +208,7 @@ class VersionedTableTableJoin(TableTableJoin):
                 other, _ = self.tables[record.side.other].get_as_of(record.key, record.ts)  # type: ignore[attr-defined]
                 ctx.note(
                     f"Attempt 1: out-of-order {record.side} record; one timestamped lookup of the {record.side.other} "
-                    f"table as of {record.ts}."
+                    f"table as of {moment(record.ts)}."
                 )
                 self._rule(record, None, other, ctx)
                 return _SETTLED

@@ -37,6 +37,7 @@ from ..state import StateLog
 from ..stores import Clock
 from .aggregate import AggregateOutput, Aggregation, AggregationError
 from .context import StepContext
+from ..times import at
 
 __all__ = [
     "Window",
@@ -199,7 +200,7 @@ class WindowAggregate:
         """What a lookup of ``key`` in ``window`` found, in words: ``agg@ts``, ``nothing``, or why nothing
         though the store holds the window (it is behind the retention)."""
         if found is not None:
-            return f"{render_value(found[0])}@{found[1]}"
+            return at(render_value(found[0]), found[1])
         hidden = self.store.hidden(key, window.start_ms)
         return "nothing" if hidden is None else f"nothing ({hidden})"
 

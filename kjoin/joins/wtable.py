@@ -48,6 +48,7 @@ from ..stores import TableStore
 from .aggregate import AggregateOutput, Aggregation, count, value_field
 from .context import StepContext, drop_idempotent_update, drop_null_key_update
 from .window_aggregate import TimeWindows, Window, WindowAggregate, Windowed
+from ..times import at
 
 __all__ = [
     "WTableWTableJoin",
@@ -121,7 +122,7 @@ def _ts(*found: int | None) -> int:
 
 
 def _said(found: tuple[Any, int] | None) -> str:
-    return "nothing" if found is None else f"{render_value(found[0])}@{found[1]}"
+    return "nothing" if found is None else at(render_value(found[0]), found[1])
 
 
 class _WTableJoin:

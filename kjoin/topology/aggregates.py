@@ -36,6 +36,7 @@ from ..semantics import Semantics
 from ..stores.aggregate import AggregateStore
 from .graph import Node
 from .processors import NodeProcessor, OldValue, Outcome, Rec, said
+from ..times import at
 
 __all__ = [
     "StreamAggregate",
@@ -139,7 +140,7 @@ class StreamAggregate(NodeProcessor):
         start = "" if found is not None else (" (its first value)" if self.aggregation.is_reduce else " (initializer)")
         text = (
             f"group {render_value(rec.key)}: {render_value(old)}{start} → {self.aggregation.name} → "
-            f"{render_value(new)}@{ts}; forwards Change({render_value(new)}, {render_value(old)})."
+            f"{at(render_value(new), ts)}; forwards Change({render_value(new)}, {render_value(old)})."
         )
         return Outcome(Fate.JOINED, None, text, [self.table.change(rec.key, new, old, ts)])
 
@@ -262,7 +263,7 @@ class TableAggregate(NodeProcessor):
         self.writers[rec.key] = step
         text = (
             f"group {render_value(rec.key)}: {render_value(old_agg)}, {', '.join(done) or 'nothing to apply'}; "
-            f"forwards Change({render_value(agg)}, {render_value(old_agg)})@{ts}."
+            f"forwards {at(f'Change({render_value(agg)}, {render_value(old_agg)})', ts)}."
         )
         return Outcome(Fate.JOINED, None, text, [self.table.change(rec.key, agg, old_agg, ts)])
 

@@ -30,6 +30,7 @@ from ..stores import Clock, TableStore, VersionedStore
 from ..stores.global_table import GlobalTableStore
 from .functions import Function, field_of
 from .graph import VIEW_OPS, Graph, Node, TopologyError
+from ..times import at
 
 __all__ = [
     "said", "Rec", "Outcome", "OldValue", "ScopedLog", "build_processor", "NodeProcessor", "TaskClock", "TableView",
@@ -126,7 +127,7 @@ class NodeProcessor:
 
 
 def said(rec: Rec) -> str:
-    return f"{render_value(rec.key)}:{render_value(rec.value)}@{rec.ts}"
+    return at(f"{render_value(rec.key)}:{render_value(rec.value)}", rec.ts)
 
 
 class _Pass(NodeProcessor):
@@ -316,7 +317,7 @@ class _Sink(NodeProcessor):
             )
             return Outcome(Fate.FORWARDED, None, text, writes=[(topic, rec.key, rec.value, rec.ts, None)])  # type: ignore[list-item]
         if self.node.params.get("carries_old"):  # a table group-by's repartition topic: Change(new, old)
-            change = f"{render_value(rec.key)}:Change({render_value(rec.value)}, {render_value(rec.old)})@{rec.ts}"
+            change = at(f"{render_value(rec.key)}:Change({render_value(rec.value)}, {render_value(rec.old)})", rec.ts)
             return Outcome(
                 Fate.FORWARDED,
                 None,
@@ -594,7 +595,7 @@ class ForeignKeyNode:
             value = None if output.tombstone else output.value
             if self.drops_idempotent and store.unchanged_by(output.key, value, output.ts):
                 ctx.note(
-                    f"The result table drops {output.render()}@{output.ts} for {render_value(output.key)}: it "
+                    f"The result table drops {at(output.render(), output.ts)} for {render_value(output.key)}: it "
                     "changes nothing there (KIP-557: a KTableSource drops an idempotent update, 2.6.0 to 2.7.0)."
                 )
                 continue

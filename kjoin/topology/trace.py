@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from ..fates import Fate, Reason
 from ..records import render_value
 from ..state import StateHistory, StoreId
+from ..times import at
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -51,7 +52,7 @@ class TopicRecord:
             value = f"Change({render_value(self.value)}, {render_value(self.old)})"
         else:
             value = render_value(self.value)
-        return f"{self.topic}[{self.partition}]@{self.offset} {render_value(self.key)}:{value}@{self.ts}"
+        return f"{self.topic}[{self.partition}]@{self.offset} " + at(f"{render_value(self.key)}:{value}", self.ts)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -223,8 +224,9 @@ class TopologyTrace:
             for visit in step.visits:
                 for partner in visit.partners:
                     row = self.steps[partner].record
+                    found = at(f"{render_value(row.key)}:{render_value(row.value)}", row.ts)
                     lines.append(
-                        f"  {visit.node} looked up the row {render_value(row.key)}:{render_value(row.value)}@{row.ts}, "
+                        f"  {visit.node} looked up the row {found}, "
                         f"written at step {partner} by input event {self.event_of(partner)}."
                     )
             record = step.record
