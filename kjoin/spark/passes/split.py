@@ -46,7 +46,7 @@ from pyspark.sql import functions as F
 
 from ..io.topic import SparkInputError
 from ..spec import JoinSpec
-from .clock import CLOCK_FIELDS, clock_function, clock_rank, stepped_batches
+from .clock import CLOCK_FIELDS, PACKED_FIELDS, clock_function, clock_rank, pack_function, stepped_batches
 from .merge import SPILL_ROWS
 from .task import result_schema
 
@@ -160,15 +160,18 @@ def clocked(union: Any, buckets: int, held_rank: int, partitions: int, spill_row
         F.lit(None).cast("binary").alias("_clock"),
         route(own),
     ).repartition(slots, "_route")
-    # The clock: each task's (side, offset, ts) merged once, its rows to every bucket of the task.
+    # The clock: each task's (side, offset, ts), packed where the topics are read (a row per Arrow batch), merged
+    # once per task, its rows to every bucket of the task.
     in_order = F.col("_side_rank").desc() if held_rank else F.col("_side_rank")
-    narrow = (
+    tasks = F.array(*[F.lit(value).cast("bigint") for value in _routes(partitions)])
+    packed = (
         union.select("scenario", "partition", side, "ts", "offset")
-        .repartition(partitions, "scenario", "partition")
+        .mapInArrow(pack_function(), _schema(PACKED_FIELDS))
+        .select("*", F.element_at(tasks, (F.col("partition") % partitions + 1).cast("int")).alias("_route"))
+        .repartition(partitions, "_route")
         .sortWithinPartitions("scenario", "partition", in_order, "offset")
     )
-    schema = ", ".join(f"{name} {kind}" for name, kind in CLOCK_FIELDS)
-    clock = narrow.mapInArrow(clock_function(held_rank, spill_rows), schema)
+    clock = packed.drop("_route").mapInArrow(clock_function(held_rank, spill_rows), _schema(CLOCK_FIELDS))
     every = clock.select("*", F.explode(F.sequence(F.lit(0), F.lit(buckets - 1))).alias("_b"))
     fields = {field.name: field.dataType for field in union.schema.fields}
     ticks = every.select(
@@ -186,6 +189,10 @@ def clocked(union: Any, buckets: int, held_rank: int, partitions: int, spill_row
     # long as the union's rows keep the route: the sort reads it, or Spark would prune it and concatenate the two).
     frame = records.unionByName(ticks).sortWithinPartitions("_route", "scenario", "partition", in_order, "offset")
     return KeySplit(frame.drop("_route"), buckets, held_rank)
+
+
+def _schema(fields: tuple[tuple[str, str], ...]) -> str:
+    return ", ".join(f"{name} {kind}" for name, kind in fields)
 
 
 def positioned(records: Any, buckets: int, spark_partitions: int | None) -> KeySplit:
