@@ -10,16 +10,18 @@ the ``i``-th time. So the clock of a task is
 * per side, its **offset runs**: where the side's offsets are consecutive, one ``(first offset, its index)`` pair
   per run (a partition with dense offsets is one run; a gap, e.g. left by compaction, starts another).
 
-:func:`clock_function` computes it: a pass over the task's ``(side, offset, ts)`` rows only, sorted as the per-task
-passes take them (held side first, by offset), merged into processing order by :func:`.merge.merged_batches` itself,
-so the steps are the whole task's by construction. Its rows (``scenario, partition, offset, _clock``: a sequence
-number and a payload) go to every key bucket of the task, ahead of the bucket's own records (sorted by side and
-offset). :func:`stepped_batches` reads them into a :class:`TaskClock`, gives each own record its step
-(``TaskClock.steps``: a ``searchsorted`` over the runs, a lookup in the side sequence) and merges the bucket's two
-sides by step, streaming the live side against the held one (held in memory up to ``spill_rows``, the rest in a local
-Arrow file, as :mod:`.merge` does). Per bucket this costs one bit per record of the task, unpacked a chunk at a time,
-and the runs, where the previous clock (every record of the task as a row in every bucket) cost a sort and a merge
-of the whole task per bucket.
+:func:`pack_function` packs each task's ``(side, offset, ts)`` where the topics are read (one row per Arrow batch,
+task and side: its offsets, sorted, and timestamps), so Spark sorts a row per 10^5 records, not every record.
+:func:`clock_function` unpacks them in order (held side first, by offset: a streaming merge of the packed rows,
+which overlap only where the input was not read in offset order) and merges them into processing order by
+:func:`.merge.merged_batches` itself, so the steps are the whole task's by construction. Its rows (``scenario,
+partition, offset, _clock``: a sequence number and a payload) go to every key bucket of the task, ahead of the
+bucket's own records (sorted by side and offset). :func:`stepped_batches` reads them into a :class:`TaskClock`,
+gives each own record its step (``TaskClock.steps``: a ``searchsorted`` over the runs, a lookup in the side
+sequence) and merges the bucket's two sides by step, streaming the live side against the held one (held in memory up
+to ``spill_rows``, the rest in a local Arrow file, as :mod:`.merge` does). Per bucket this costs one bit per record
+of the task, unpacked a chunk at a time, and the runs, where the previous clock (every record of the task as a row
+in every bucket) cost a sort and a merge of the whole task per bucket.
 
 Offsets must be unique within a partition (Kafka's are): a repeated or null offset is an error naming it, since
 which of two equal offsets comes first would be Spark's sort's choice. Tests: ``tests/test_spark_clock.py`` (the

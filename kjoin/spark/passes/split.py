@@ -8,11 +8,12 @@ fact that depends on the other keys is a record's **step**, its place in the tas
 
 1. **The clock** (a first pass, once per task, narrow). :func:`kjoin.spark.run_scenarios` knows every record's
    step (its position in the scenario). :func:`kjoin.spark.run_join` computes it (:mod:`.clock`): each task's
-   ``(side, offset, ts)`` rows, and nothing else, are sorted and merged into processing order once, by
-   :mod:`.merge` itself (the same running maxima, the same ties), into the task's side sequence (a bit per step) and
-   offset runs; those few rows go to every key bucket of the task (``pmod(xxhash64(key), buckets)``, a null key to
-   bucket 0), ahead of the bucket's own records, which each go whole to their key's bucket only. A bucket reads
-   its records' steps off the clock and merges its two sides by step.
+   ``(side, offset, ts)``, and nothing else, packed where the topics are read (a row of offsets and timestamps per
+   Arrow batch, task and side, in parallel), are merged into processing order once, by :mod:`.merge` itself (the
+   same running maxima, the same ties), into the task's side sequence (a bit per step) and offset runs; those few
+   rows go to every key bucket of the task (``pmod(xxhash64(key), buckets)``, a null key to bucket 0), ahead of the
+   bucket's own records, which each go whole to their key's bucket only. A bucket reads its records' steps off the
+   clock and merges its two sides by step.
 2. **The join** (per bucket). The plan's per-task pass runs over the bucket's own records, carrying their steps, as
    if the bucket were a task of its own (its ``scenario`` is ``scenario * buckets + bucket`` while it runs; the
    rows say the real one). Every record's rows come from its own bucket, so a stable sort by step of a task's
@@ -26,13 +27,15 @@ history retention follows its store's observed time, and the stream-table grace 
 Record caches flush on commits, which count the task's records. Chained joins, self-joins and materialised
 results are not split either (one plain join per task).
 
-Cost. Each record crosses the shuffle once whole and once as a narrow row (side, offset, ts) for the clock; each
-bucket receives its task's clock (a bit per record of the task, and the offset runs: one per partition side with
-dense offsets). The serial part is the clock pass: a sort of the task's narrow rows and the merge, where the
-previous design (until 2026-11-27) sent every record to every bucket as a clock row and sorted and merged the whole
-task in each bucket, which cost more than the split saved. Both topics are read twice (the records, then the
-narrow rows of the clock). ``"auto"`` splits a task into ``ceil(cores / tasks)`` buckets when the topics have fewer
-partitions than Spark has cores (``spark.default.parallelism``). Measured: README, "Past the partition count".
+Cost. Each record crosses the shuffle once whole and once packed for the clock (its offset and timestamp, about 7
+bytes compressed); each bucket receives its task's clock (a bit per record of the task, and the offset runs: one
+per partition side with dense offsets). The serial part is the clock pass: the streaming merge of the task's packed
+rows (Spark sorts only those rows, one per 10^5 records); the first design (until 2026-11-27) sent every record to
+every bucket as a clock row and sorted and merged the whole task in each bucket, and the second sorted every
+record's narrow row in the clock pass. Both topics are read twice (the records, then the narrow columns for the
+clock). ``"auto"`` splits a task into ``ceil(cores / tasks)`` buckets when the topics have fewer partitions than
+Spark has cores (``spark.default.parallelism``). Measured: README, "Past the partition count" (on 2 cores the
+split does not pay: the unsplit task already keeps about 1.5 cores busy, the JVM beside its Python worker).
 """
 
 from __future__ import annotations
