@@ -171,15 +171,8 @@ def pack_function() -> Any:
     instead of every record, and its shuffle moves a few large rows."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        schema = pa.schema(
-            [
-                pa.field("scenario", pa.int64()),
-                pa.field("partition", pa.int32()),
-                pa.field("_side_rank", pa.int8()),
-                pa.field("offset", pa.int64()),
-                pa.field("_clock", pa.binary()),
-            ]
-        )
+        types = {"bigint": pa.int64(), "int": pa.int32(), "byte": pa.int8(), "binary": pa.binary()}
+        schema = pa.schema([pa.field(name, types[kind]) for name, kind in PACKED_FIELDS])
         for batch in batches:
             if batch.num_rows:
                 yield pa.RecordBatch.from_pylist(list(_packed_rows(batch)), schema=schema)
