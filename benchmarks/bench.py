@@ -217,11 +217,14 @@ def generate(
     partitions: int = 4,
     seed: int = 7,
     hot_key_share: int = 0,
+    row_group_bytes: int | None = None,
 ) -> None:
     """Write ``records`` synthetic records of ``join`` to Parquet at ``path``: columns
     ``side, key, value, ts, partition, offset`` (offsets count up per side and partition in
     ``id`` order, as Kafka's do in append order). ``hot_key_share`` (percent, skew): that share of the records has
-    key ``k0``, and partition 0 holds the even keys (half the others, and ``k0``), the other partitions the odd."""
+    key ``k0``, and partition 0 holds the even keys (half the others, and ``k0``), the other partitions the odd.
+    ``row_group_bytes``: Parquet's row group size (``parquet.block.size``; default 128 MB), which bounds how many
+    Spark tasks can read one file: a row group is read by one task."""
     from pyspark.sql import functions as F
 
     def dice(salt: int, modulo: int) -> Any:
@@ -255,7 +258,10 @@ def generate(
         .withColumn("partition", _partition(F.col("_key_number"), partitions, bool(hot_key_share)))
     )
     frame = with_append_offsets(frame, "side", "partition")
-    frame.select("id", "side", "key", "value", "ts", "partition", "offset").write.mode("overwrite").parquet(path)
+    writer = frame.select("id", "side", "key", "value", "ts", "partition", "offset").write.mode("overwrite")
+    if row_group_bytes:
+        writer = writer.option("parquet.block.size", str(row_group_bytes))
+    writer.parquet(path)
 
 
 def _partition(key_number: Any, partitions: int, skewed: bool) -> Any:

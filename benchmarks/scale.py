@@ -10,14 +10,19 @@ checksum (``count`` and the sum of an ``xxhash64`` of every column of every row:
 
 * ``split``: a topic of **one** partition (one Kafka task), ``key_split="off"`` (one Spark task does everything
   after the read) against ``"on"`` (the task's keys in one bucket per core, :mod:`kjoin.spark.passes.split`), at
-  the largest size of ``--sizes`` at most 10^7: the speed-up and whether the rows are identical;
+  the largest size of ``--sizes`` at most 10^7: the speed-up and whether the rows are identical; then the bound no
+  key split can beat: the same records as a topic of as many partitions as buckets (each record's partition its
+  key's, so the work is split with no clock at all; other tasks, so other rows). Its file has row groups of
+  :data:`ROW_GROUP_BYTES`, so a 1-partition topic is read by more than one Spark task (in both runs);
 * ``curve``: each size of ``--sizes`` over ``--partitions`` partitions: kjoin's time and peak memory (the driver,
   the JVM and the Python workers, :class:`benchmarks.bench.PeakMemory`), the equi-join's, and their ratio;
 * ``skew``: 10^7 records (or the largest size at most that) where one key holds 10% of the records and partition 0
   holds about half (:func:`benchmarks.bench.generate`'s ``hot_key_share``), unsplit and split in two, against the
   same size spread evenly.
 
-Only ratios taken in one run compare; the load average before and after each run is printed beside it.
+Only ratios taken in one run compare; the load average before and after each run is printed beside it, and the CPU
+the run took (this process, the JVM, the Python workers: :func:`tree_cpu`): a run whose CPU is ``c`` seconds takes
+at least ``c / cores`` seconds, so ``2 x wall / CPU`` of the unsplit run bounds what a split can gain on 2 cores.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from .bench import PeakMemory, equi_join, generate, noop, run_options, timed, to
 __all__ = ["scale", "PARTS", "checksum"]
 
 PARTS = ("split", "curve", "skew")
+ROW_GROUP_BYTES = 8 * 2**20
+"""The split part's Parquet row groups (128 MB by default: one or two row groups, read by one or two tasks)."""
 HOT_KEY_SHARE = 10
 """The skew part's hot key: this percent of the records."""
 
@@ -46,6 +53,22 @@ def checksum(frame: Any) -> tuple[int, int]:
     return int(row["rows"]), int(row["hash"] or 0)
 
 
+def tree_cpu() -> float:
+    """CPU seconds (user and system) of this process and its descendants so far: the JVM, the Python workers, and
+    the workers that have exited."""
+    import psutil
+
+    total = 0.0
+    me = psutil.Process()
+    for process in [me, *me.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+        except psutil.Error:
+            pass
+    return total
+
+
 @dataclass
 class Timing:
     label: str
@@ -56,6 +79,7 @@ class Timing:
     check: tuple[int, int] | None = None
     equi_s: float | None = None
     buckets: int = 1
+    cpu_s: float = 0.0
 
     def cells(self) -> list[str]:
         rate = self.records / self.seconds
@@ -69,12 +93,13 @@ class Timing:
             f"{rate:,.0f}",
             equi,
             ratio,
+            f"{self.cpu_s:.1f}",
             f"{self.peak_mb:,.0f}",
             f"{self.load[0]:.1f}/{self.load[1]:.1f}",
         ]
 
 
-HEADER = ["run", "records", "buckets", "kjoin s", "kjoin rec/s", "equi s", "kjoin/equi", "peak MB", "load"]
+HEADER = ["run", "records", "buckets", "kjoin s", "kjoin rec/s", "equi s", "kjoin/equi", "CPU s", "peak MB", "load"]
 
 
 def _run(label: str, records: int, result: Any, equi: Any = None, out: Any = None) -> Timing:
@@ -83,8 +108,10 @@ def _run(label: str, records: int, result: Any, equi: Any = None, out: Any = Non
     equi_s = None if equi is None else timed(lambda: noop(equi))
     load_before = os.getloadavg()[0]
     found: list[tuple[int, int]] = []
+    cpu_before = tree_cpu()
     with PeakMemory() as memory:
         seconds = timed(lambda: found.append(checksum(result.results)))
+    cpu = tree_cpu() - cpu_before
     timing = Timing(
         label,
         records,
@@ -94,6 +121,7 @@ def _run(label: str, records: int, result: Any, equi: Any = None, out: Any = Non
         found[0],
         equi_s,
         result.key_buckets,
+        cpu,
     )
     if out is not None:
         print(f"[scale] {' | '.join(timing.cells())} | {timing.check}", file=out, flush=True)
@@ -108,10 +136,12 @@ def scale(
 
     options = run_options(join)
 
-    def data(size: int, parts_: int, hot: int = 0) -> tuple[Any, Any, str]:
+    def data(size: int, parts_: int, hot: int = 0, row_group_bytes: int | None = None) -> tuple[Any, Any, str]:
         path = os.path.join(workdir, f"{join}-{size}-{parts_}-{hot}.parquet")
         print(f"[scale] generating {size:,} {join} records, {parts_} partitions, hot key {hot}% ...", file=out)
-        generate(spark, join, size, path, keys=keys, partitions=parts_, hot_key_share=hot)
+        generate(
+            spark, join, size, path, keys=keys, partitions=parts_, hot_key_share=hot, row_group_bytes=row_group_bytes
+        )
         left, right = topics(spark, path, parts_)
         noop(left.frame.unionByName(right.frame))  # warm the file cache
         return left, right, path
@@ -126,12 +156,18 @@ def scale(
     small = [size for size in sizes if size <= 10_000_000] or [min(sizes)]
     if "split" in parts:
         size = max(small)
-        left, right, path = data(size, 1)
+        left, right, path = data(size, 1, row_group_bytes=ROW_GROUP_BYTES)
         rows = []
         for key_split in ("off", "on", "off", "on"):  # in turns: the load moves
             print(f"[scale] split {key_split} {size:,} ...", file=out, flush=True)
             result = run_join(left, right, key_split=key_split, **options)
             rows.append(_run(f"1 partition, key_split={key_split}", size, result, out=out))
+        shutil.rmtree(path, ignore_errors=True)
+        buckets = rows[1].buckets
+        left, right, path = data(size, buckets, row_group_bytes=ROW_GROUP_BYTES)
+        print(f"[scale] the bound: {buckets} partitions {size:,} ...", file=out, flush=True)
+        result = run_join(left, right, spark_partitions=spread_partitions(spark, buckets), **options)
+        rows.append(_run(f"{buckets} partitions (the bound), key_split=off", size, result, out=out))
         tables.append(rows)
         shutil.rmtree(path, ignore_errors=True)
     if "curve" in parts:
@@ -162,6 +198,20 @@ def scale(
     return tables
 
 
+def spread_partitions(spark: Any, partitions: int) -> int:
+    """The fewest Spark partitions (at least ``partitions``) into which ``run_join``'s hash partitioning by
+    ``(scenario, partition)`` sends each Kafka task of ``partitions`` to a Spark task of its own: with exactly
+    ``partitions``, Spark's hash sends tasks 0 and 1 of a 2-partition topic to one Spark task (and 0 and 2 of 4)."""
+    from pyspark.sql import functions as F
+
+    tasks = spark.range(partitions).select(F.lit(0).cast("bigint").alias("s"), F.col("id").cast("int").alias("p"))
+    hashes = [row[0] for row in tasks.select(F.hash("s", "p")).collect()]
+    n = partitions
+    while len({h % n for h in hashes}) < partitions:
+        n += 1
+    return n
+
+
 def format_tables(tables: list[list[Timing]]) -> str:
     blocks = []
     for rows in tables:
@@ -169,11 +219,12 @@ def format_tables(tables: list[list[Timing]]) -> str:
         widths = [max(len(line[i]) for line in cells) for i in range(len(HEADER))]
         lines = [" | ".join(cell.ljust(widths[i]) for i, cell in enumerate(line)) for line in cells]
         lines.insert(1, "-+-".join("-" * width for width in widths))
-        groups: dict[str, set] = {}
+        groups: dict[str, list] = {}
         for row in rows:
-            groups.setdefault(row.label.split(", key_split")[0], set()).add(row.check)
+            groups.setdefault(row.label.split(", key_split")[0], []).append(row.check)
         for group, checks in groups.items():
-            if len(rows) > len(groups):  # a group ran more than once: were its rows identical?
-                lines.append(f"{group}: identical rows (count, xxhash64 sum): {'yes' if len(checks) == 1 else checks}")
+            if len(checks) > 1:  # a group ran more than once: were its rows identical?
+                same = "yes" if len(set(checks)) == 1 else set(checks)
+                lines.append(f"{group}: identical rows (count, xxhash64 sum): {same}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

@@ -165,7 +165,8 @@ def test_a_versioned_join_replays_through_kafka_streams_with_as_many_outputs_as_
 
 def test_the_scale_tables_run_end_to_end_and_the_split_rows_are_identical(spark, capsys):
     """``--scale``: the split's four runs on one partition (two buckets on the split ones, the same checksum on
-    all), the curve's row per size with its equi-join, and the skewed topic's rows; timings are not tested."""
+    all) and its bound (the same records on two partitions), the curve's row per size with its equi-join, and the
+    skewed topic's rows; timings are not tested."""
     argv = ["--scale", "--sizes", "3000", "--keys", "50", "--partitions", "2"]
     assert bench.main(argv) == 0
     printed = capsys.readouterr().out.splitlines()
@@ -176,6 +177,7 @@ def test_the_scale_tables_run_end_to_end_and_the_split_rows_are_identical(spark,
         ("1 partition, key_split=on", "3,000", "2"),
         ("1 partition, key_split=off", "3,000", "1"),
         ("1 partition, key_split=on", "3,000", "2"),
+        ("2 partitions (the bound), key_split=off", "3,000", "1"),
         ("2 partitions", "3,000", "1"),
         ("2 partitions even, key_split=off", "3,000", "1"),
         ("2 partitions even, key_split=2", "3,000", "2"),
@@ -184,6 +186,24 @@ def test_the_scale_tables_run_end_to_end_and_the_split_rows_are_identical(spark,
     ]
     identical = [line for line in printed if "identical rows" in line]
     assert len(identical) == 3 and all(line.endswith(": yes") for line in identical)
+
+
+def test_the_bound_runs_each_kafka_task_in_a_spark_task_of_its_own(spark):
+    """Spark's hash partitioning by ``(scenario, partition)`` into as many Spark partitions as Kafka tasks sends two
+    tasks of a 2-partition topic to one Spark task; :func:`spread_partitions` picks a count that does not."""
+    from benchmarks.scale import spread_partitions
+
+    def spark_tasks(partitions: int, spark_partitions: int) -> int:
+        tasks = spark.range(partitions).select(
+            F.lit(0).cast("bigint").alias("scenario"), F.col("id").alias("partition")
+        )
+        routed = tasks.select(F.col("partition").cast("int").alias("partition"), "scenario")
+        routed = routed.repartition(spark_partitions, "scenario", "partition")
+        return routed.select(F.spark_partition_id()).distinct().count()
+
+    assert spark_tasks(2, 2) == 1
+    for partitions in (2, 4):
+        assert spark_tasks(partitions, spread_partitions(spark, partitions)) == partitions
 
 
 def test_the_skewed_workload_puts_the_hot_key_and_half_the_records_in_partition_zero(spark, tmp_path):

@@ -1,7 +1,9 @@
 """The key split's task clock (:mod:`kjoin.spark.passes.clock`), outside Spark.
 
 Random tasks (ties, null timestamps, gaps in the offsets) go through the clock pass as Spark hands it a task's
-narrow rows (sorted by held side first, then offset; cut into random Arrow batches), and their records through
+narrow rows: read in offset order or shuffled, cut into random Arrow batches, packed a row per batch, task and side
+(``pack_function``, where the topics are read), the packed rows sorted by held side first, then first offset (rows
+that overlap when the records were not read in offset order); and their records through
 random key buckets as the buckets get them (their task's clock rows first, then their own records by side and
 offset). Each bucket's records must come out in ascending step, and every record's step must be its place in the
 whole task's processing order as :func:`kjoin.spark.passes.merge.merged_batches` merges it (itself tested against
@@ -18,7 +20,7 @@ from hypothesis import strategies as st
 
 from kjoin.spark import SparkInputError
 from kjoin.spark.passes import clock
-from kjoin.spark.passes.clock import clock_function, clock_rank, stepped_batches
+from kjoin.spark.passes.clock import clock_function, clock_rank, pack_function, stepped_batches
 from kjoin.spark.passes.merge import merged_batches
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -46,6 +48,7 @@ def workloads(draw):
         draw(st.integers(1, 9)),
         draw(st.integers(1, 9)),
         draw(st.integers(0, 5)),
+        draw(st.one_of(st.none(), st.randoms(use_true_random=False))),
     )
 
 
@@ -65,6 +68,24 @@ def _narrow(tasks, held_rank: int, size: int) -> list:
     names = ["scenario", "partition", "_side_rank", "ts", "offset"]
     types = dict(zip(names, [pa.int64(), pa.int32(), pa.int8(), pa.int64(), pa.int64()]))
     return _batches(dict(zip(names, zip(*rows))) if rows else {name: [] for name in names}, types, size)
+
+
+def _packed(tasks, held_rank: int, size: int, shuffle=None) -> list:
+    """The clock pass's input: the narrow rows as read (in offset order, or shuffled), packed a row per Arrow batch,
+    task and side, sorted as Spark sorts them (task, held side first, first offset), in batches of ``size``."""
+    narrow = _narrow(tasks, held_rank, 10**6)
+    table = pa.Table.from_batches(narrow, schema=narrow[0].schema) if narrow else None
+    if table is None:
+        return []
+    if shuffle is not None:
+        order = list(range(table.num_rows))
+        shuffle.shuffle(order)
+        table = table.take(order)
+    rows = [row for batch in pack_function()(iter(table.to_batches(max_chunksize=size))) for row in batch.to_pylist()]
+    rows.sort(key=lambda row: (row["scenario"], row["partition"], row["_side_rank"] != held_rank, row["offset"]))
+    types = {"scenario": pa.int64(), "partition": pa.int32(), "_side_rank": pa.int8(), "offset": pa.int64()}
+    types["_clock"] = pa.binary()
+    return _batches({name: [row[name] for row in rows] for name in types}, types, size)
 
 
 def _whole_order(tasks, held_rank: int) -> dict:
@@ -109,10 +130,10 @@ def _bucket_input(tasks, clock_rows: list, bucket: int, held_rank: int, size: in
 @SETTINGS
 @given(workload=workloads())
 def test_every_bucket_gets_its_records_steps_in_the_whole_tasks_order(monkeypatch, workload):
-    tasks, held_rank, narrow_size, bucket_size, spill_rows = workload
+    tasks, held_rank, narrow_size, bucket_size, spill_rows, shuffle = workload
     monkeypatch.setattr(clock, "CHUNK_STEPS", 3)  # the side sequence in many chunks
     clock_rows: dict[int, list] = {partition: [] for _, partition in tasks}
-    for batch in clock_function(held_rank, spill_rows)(iter(_narrow(tasks, held_rank, narrow_size))):
+    for batch in clock_function(held_rank, spill_rows)(iter(_packed(tasks, held_rank, narrow_size, shuffle))):
         for partition, sequence, payload in zip(
             *(batch.column(c).to_pylist() for c in ("partition", "offset", "_clock"))
         ):
@@ -137,7 +158,17 @@ def test_every_bucket_gets_its_records_steps_in_the_whole_tasks_order(monkeypatc
     assert seen == whole
 
 
-def test_a_repeated_offset_is_an_error_naming_it():
+@pytest.mark.parametrize("size", [1, 2, 10])
+def test_a_repeated_offset_is_an_error_naming_it(size):
     tasks = {(0, 2): [[(0, 1, 0), (4, 2, 0), (4, 3, 0)], []]}
     with pytest.raises(SparkInputError, match="partition 2: the left side has offset 4 twice"):
-        list(clock_function(1)(iter(_narrow(tasks, 1, 10))))
+        list(clock_function(1)(iter(_packed(tasks, 1, size))))
+
+
+def test_a_null_offset_is_an_error_naming_its_partition():
+    batch = pa.RecordBatch.from_pydict(
+        {"scenario": [0, 0], "partition": [3, 3], "_side_rank": [0, 0], "ts": [1, 2], "offset": [0, None]},
+        schema=pa.schema([*NARROW, ("ts", pa.int64()), ("offset", pa.int64())]),
+    )
+    with pytest.raises(SparkInputError, match="partition 3: a null offset"):
+        list(pack_function()(iter([batch])))

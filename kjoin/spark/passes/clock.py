@@ -10,16 +10,18 @@ the ``i``-th time. So the clock of a task is
 * per side, its **offset runs**: where the side's offsets are consecutive, one ``(first offset, its index)`` pair
   per run (a partition with dense offsets is one run; a gap, e.g. left by compaction, starts another).
 
-:func:`clock_function` computes it: a pass over the task's ``(side, offset, ts)`` rows only, sorted as the per-task
-passes take them (held side first, by offset), merged into processing order by :func:`.merge.merged_batches` itself,
-so the steps are the whole task's by construction. Its rows (``scenario, partition, offset, _clock``: a sequence
-number and a payload) go to every key bucket of the task, ahead of the bucket's own records (sorted by side and
-offset). :func:`stepped_batches` reads them into a :class:`TaskClock`, gives each own record its step
-(``TaskClock.steps``: a ``searchsorted`` over the runs, a lookup in the side sequence) and merges the bucket's two
-sides by step, streaming the live side against the held one (held in memory up to ``spill_rows``, the rest in a local
-Arrow file, as :mod:`.merge` does). Per bucket this costs one bit per record of the task, unpacked a chunk at a time,
-and the runs, where the previous clock (every record of the task as a row in every bucket) cost a sort and a merge
-of the whole task per bucket.
+:func:`pack_function` packs each task's ``(side, offset, ts)`` where the topics are read (one row per Arrow batch,
+task and side: its offsets, sorted, and timestamps), so Spark sorts a row per 10^5 records, not every record.
+:func:`clock_function` unpacks them in order (held side first, by offset: a streaming merge of the packed rows,
+which overlap only where the input was not read in offset order) and merges them into processing order by
+:func:`.merge.merged_batches` itself, so the steps are the whole task's by construction. Its rows (``scenario,
+partition, offset, _clock``: a sequence number and a payload) go to every key bucket of the task, ahead of the
+bucket's own records (sorted by side and offset). :func:`stepped_batches` reads them into a :class:`TaskClock`,
+gives each own record its step (``TaskClock.steps``: a ``searchsorted`` over the runs, a lookup in the side
+sequence) and merges the bucket's two sides by step, streaming the live side against the held one (held in memory up
+to ``spill_rows``, the rest in a local Arrow file, as :mod:`.merge` does). Per bucket this costs one bit per record
+of the task, unpacked a chunk at a time, and the runs, where the previous clock (every record of the task as a row
+in every bucket) cost a sort and a merge of the whole task per bucket.
 
 Offsets must be unique within a partition (Kafka's are): a repeated or null offset is an error naming it, since
 which of two equal offsets comes first would be Spark's sort's choice. Tests: ``tests/test_spark_clock.py`` (the
@@ -39,7 +41,16 @@ from ..io.topic import SparkInputError
 from .merge import COLUMNS, SPILL_ROWS, _Coalesce, _Held, _rows, _split, merged_batches
 from .vectorised import task_segments
 
-__all__ = ["CHUNK_STEPS", "CLOCK_FIELDS", "clock_function", "clock_rank", "TaskClock", "stepped_batches"]
+__all__ = [
+    "CHUNK_STEPS",
+    "CLOCK_FIELDS",
+    "PACKED_FIELDS",
+    "pack_function",
+    "clock_function",
+    "clock_rank",
+    "TaskClock",
+    "stepped_batches",
+]
 
 CHUNK_STEPS = 1 << 20
 """Steps per side-sequence chunk (128 KiB packed): one clock row each, unpacked one at a time by the buckets."""
@@ -48,6 +59,19 @@ _SEQUENCE, _RUNS = 0, 1  # payload kinds
 
 CLOCK_FIELDS = (("scenario", "bigint"), ("partition", "int"), ("offset", "bigint"), ("_clock", "binary"))
 """The clock rows: per task, a sequence number (as ``offset``, so the clock rows sort in order) and a payload."""
+
+
+PACKED_FIELDS = (
+    ("scenario", "bigint"),
+    ("partition", "int"),
+    ("_side_rank", "byte"),
+    ("offset", "bigint"),
+    ("_clock", "binary"),
+)
+"""The clock pass's input: per Arrow batch of a topic as read, per task and side, one row of its records' offsets
+and timestamps (ascending offsets; ``offset`` the first, so Spark sorts these few rows as the merge takes them)."""
+
+_NULL_TS = -(2**63)  # a null timestamp in a packed row: the merge counts both as lower than every timestamp
 
 
 def clock_rank(held_rank: int) -> int:
@@ -85,10 +109,7 @@ class _ClockBuilder:
 
     def add(self, batch: Any) -> None:
         right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
-        offsets = batch.column("offset")
-        if offsets.null_count:
-            raise SparkInputError(self._where("a null offset: every record needs its partition offset"))
-        values = offsets.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        values = batch.column("offset").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         for side in (0, 1):
             mine = values[right == bool(side)]
             if len(mine):
@@ -142,9 +163,112 @@ class _ClockBuilder:
         return f"key split, {where}: {what}"
 
 
+# -- the clock's input, packed where the topics are read ---------------------------------------------------
+def pack_function() -> Any:
+    """The ``mapInArrow`` function that packs a topic's ``(scenario, partition, _side_rank, ts, offset)`` rows as
+    they are read (in parallel, one Spark task per input split) into :data:`PACKED_FIELDS` rows: one per task and
+    side of each Arrow batch, its offsets sorted. So the clock pass's Spark sort orders a row per 10^5 records
+    instead of every record, and its shuffle moves a few large rows."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        types = {"bigint": pa.int64(), "int": pa.int32(), "byte": pa.int8(), "binary": pa.binary()}
+        schema = pa.schema([pa.field(name, types[kind]) for name, kind in PACKED_FIELDS])
+        for batch in batches:
+            if batch.num_rows:
+                yield pa.RecordBatch.from_pylist(list(_packed_rows(batch)), schema=schema)
+
+    return run
+
+
+def _packed_rows(batch: Any) -> Iterator[dict[str, Any]]:
+    """One batch's packed rows (see :func:`pack_function`)."""
+    scenario = _ints(batch, "scenario")
+    partition = _ints(batch, "partition")
+    side = _ints(batch, "_side_rank")
+    offsets_column = batch.column("offset")
+    if offsets_column.null_count:
+        at = int(np.flatnonzero(offsets_column.is_null().to_numpy(zero_copy_only=False))[0])
+        where = f"partition {int(partition[at])}" + (f" of scenario {int(scenario[at])}" if scenario[at] else "")
+        raise SparkInputError(f"key split, {where}: a null offset: every record needs its partition offset")
+    offsets = offsets_column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    ts = pc.fill_null(batch.column("ts"), _NULL_TS).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    one_group = all(int(a.min()) == int(a.max()) for a in (scenario, partition, side))
+    if not (one_group and (len(offsets) < 2 or bool((offsets[1:] > offsets[:-1]).all()))):
+        order = np.lexsort((offsets, side, partition, scenario))
+        scenario, partition, side, offsets, ts = (a[order] for a in (scenario, partition, side, offsets, ts))
+    change = (scenario[1:] != scenario[:-1]) | (partition[1:] != partition[:-1]) | (side[1:] != side[:-1])
+    edges = np.flatnonzero(change)
+    bounds = [0, *(edges + 1).tolist(), len(offsets)]
+    for start, end in zip(bounds[:-1], bounds[1:]):
+        yield {
+            "scenario": int(scenario[start]),
+            "partition": int(partition[start]),
+            "_side_rank": int(side[start]),
+            "offset": int(offsets[start]),
+            "_clock": offsets[start:end].tobytes() + ts[start:end].tobytes(),
+        }
+
+
+def _ints(batch: Any, name: str) -> Any:
+    return batch.column(name).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+
+def _unpacked(batches: Iterator[Any]) -> Iterator[Any]:
+    """Packed rows sorted by ``(scenario, partition, held side first, first offset)`` as the merge takes them: each
+    task's records, held side first, each side by offset (``scenario, partition, _side_rank, ts, offset``, and the
+    ``key`` and ``value`` the merge carries, null). Each packed row is sorted, and rows start in ascending order, so
+    the records below the next row's first offset are final: a streaming merge, which holds no more than the rows
+    that overlap (none where the input was read in offset order, as a Kafka partition or a file written in offset
+    order is)."""
+    group: tuple[int, int, int] | None = None
+    pending: tuple[Any, Any] | None = None  # the group's sorted (offsets, ts) not given out yet
+
+    def out(part: tuple[Any, Any], key: tuple[int, int, int]) -> Any:
+        offsets, ts = part
+        n = len(offsets)
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array(np.full(n, key[0], dtype=np.int64)),
+                pa.array(np.full(n, key[1], dtype=np.int32)),
+                pa.array(np.full(n, key[2], dtype=np.int8)),
+                pa.array(ts),
+                pa.array(offsets),
+                pa.nulls(n),
+                pa.nulls(n),
+            ],
+            names=["scenario", "partition", "_side_rank", "ts", "offset", "key", "value"],
+        )
+
+    for batch in batches:
+        keys = zip(*(batch.column(name).to_pylist() for name in ("scenario", "partition", "_side_rank")))
+        for key, payload in zip(keys, batch.column("_clock").to_pylist()):
+            data = np.frombuffer(payload, dtype=np.int64)
+            half = len(data) // 2
+            more = (data[:half], data[half:])
+            if key != group:
+                if pending is not None:
+                    yield out(pending, group)
+                group, pending = key, more
+                continue
+            first = int(more[0][0])
+            done = int(np.searchsorted(pending[0], first, "left"))  # below the new row's first offset: final
+            if done:
+                yield out((pending[0][:done], pending[1][:done]), group)
+            rest = (pending[0][done:], pending[1][done:])
+            if len(rest[0]):
+                offsets, ts = np.concatenate((rest[0], more[0])), np.concatenate((rest[1], more[1]))
+                order = np.argsort(offsets, kind="stable")
+                pending = (offsets[order], ts[order])
+            else:
+                pending = more
+    if pending is not None:
+        yield out(pending, group)
+
+
 def clock_function(held_rank: int, spill_rows: int = SPILL_ROWS) -> Any:
-    """The ``mapInArrow`` function of the clock pass: rows ``scenario, partition, _side_rank, ts, offset`` sorted by
-    ``(scenario, partition, held side first, offset)`` in, clock rows (:data:`CLOCK_FIELDS`) out."""
+    """The ``mapInArrow`` function of the clock pass: packed rows (:data:`PACKED_FIELDS`, from
+    :func:`pack_function`) sorted by ``(scenario, partition, held side first, offset)`` in, clock rows
+    (:data:`CLOCK_FIELDS`) out."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         schema = clock_schema()
@@ -166,7 +290,7 @@ def clock_function(held_rank: int, spill_rows: int = SPILL_ROWS) -> Any:
                 )
                 sequence += n
 
-        for merged in merged_batches(_with_nulls(batches), held_rank, spill_rows):
+        for merged in merged_batches(_unpacked(batches), held_rank, spill_rows):
             for task, segment in task_segments(merged):
                 if builder is None or builder.task != task:
                     if builder is not None:
@@ -178,15 +302,6 @@ def clock_function(held_rank: int, spill_rows: int = SPILL_ROWS) -> Any:
             yield from rows(builder.task, builder.finish())
 
     return run
-
-
-def _with_nulls(batches: Iterator[Any]) -> Iterator[Any]:
-    """The narrow rows with the ``key`` and ``value`` the merge carries (all null: the clock needs neither)."""
-    for batch in batches:
-        n = batch.num_rows
-        yield pa.RecordBatch.from_arrays(
-            [*batch.columns, pa.nulls(n), pa.nulls(n)], names=[*batch.schema.names, "key", "value"]
-        )
 
 
 class TaskClock:

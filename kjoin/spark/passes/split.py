@@ -8,11 +8,12 @@ fact that depends on the other keys is a record's **step**, its place in the tas
 
 1. **The clock** (a first pass, once per task, narrow). :func:`kjoin.spark.run_scenarios` knows every record's
    step (its position in the scenario). :func:`kjoin.spark.run_join` computes it (:mod:`.clock`): each task's
-   ``(side, offset, ts)`` rows, and nothing else, are sorted and merged into processing order once, by
-   :mod:`.merge` itself (the same running maxima, the same ties), into the task's side sequence (a bit per step) and
-   offset runs; those few rows go to every key bucket of the task (``pmod(xxhash64(key), buckets)``, a null key to
-   bucket 0), ahead of the bucket's own records, which each go whole to their key's bucket only. A bucket reads
-   its records' steps off the clock and merges its two sides by step.
+   ``(side, offset, ts)``, and nothing else, packed where the topics are read (a row of offsets and timestamps per
+   Arrow batch, task and side, in parallel), are merged into processing order once, by :mod:`.merge` itself (the
+   same running maxima, the same ties), into the task's side sequence (a bit per step) and offset runs; those few
+   rows go to every key bucket of the task (``pmod(xxhash64(key), buckets)``, a null key to bucket 0), ahead of the
+   bucket's own records, which each go whole to their key's bucket only. A bucket reads its records' steps off the
+   clock and merges its two sides by step.
 2. **The join** (per bucket). The plan's per-task pass runs over the bucket's own records, carrying their steps, as
    if the bucket were a task of its own (its ``scenario`` is ``scenario * buckets + bucket`` while it runs; the
    rows say the real one). Every record's rows come from its own bucket, so a stable sort by step of a task's
@@ -26,13 +27,15 @@ history retention follows its store's observed time, and the stream-table grace 
 Record caches flush on commits, which count the task's records. Chained joins, self-joins and materialised
 results are not split either (one plain join per task).
 
-Cost. Each record crosses the shuffle once whole and once as a narrow row (side, offset, ts) for the clock; each
-bucket receives its task's clock (a bit per record of the task, and the offset runs: one per partition side with
-dense offsets). The serial part is the clock pass: a sort of the task's narrow rows and the merge, where the
-previous design (until 2026-11-27) sent every record to every bucket as a clock row and sorted and merged the whole
-task in each bucket, which cost more than the split saved. Both topics are read twice (the records, then the
-narrow rows of the clock). ``"auto"`` splits a task into ``ceil(cores / tasks)`` buckets when the topics have fewer
-partitions than Spark has cores (``spark.default.parallelism``). Measured: README, "Past the partition count".
+Cost. Each record crosses the shuffle once whole and once packed for the clock (its offset and timestamp, about 7
+bytes compressed); each bucket receives its task's clock (a bit per record of the task, and the offset runs: one
+per partition side with dense offsets). The serial part is the clock pass: the streaming merge of the task's packed
+rows (Spark sorts only those rows, one per 10^5 records); the first design (until 2026-11-27) sent every record to
+every bucket as a clock row and sorted and merged the whole task in each bucket, and the second sorted every
+record's narrow row in the clock pass. Both topics are read twice (the records, then the narrow columns for the
+clock). ``"auto"`` splits a task into ``ceil(cores / tasks)`` buckets when the topics have fewer partitions than
+Spark has cores (``spark.default.parallelism``). Measured: README, "Past the partition count" (on 2 cores the
+split does not pay: the unsplit task already keeps about 1.5 cores busy, the JVM beside its Python worker).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from pyspark.sql import functions as F
 
 from ..io.topic import SparkInputError
 from ..spec import JoinSpec
-from .clock import CLOCK_FIELDS, clock_function, clock_rank, stepped_batches
+from .clock import CLOCK_FIELDS, PACKED_FIELDS, clock_function, clock_rank, pack_function, stepped_batches
 from .merge import SPILL_ROWS
 from .task import result_schema
 
@@ -160,15 +163,18 @@ def clocked(union: Any, buckets: int, held_rank: int, partitions: int, spill_row
         F.lit(None).cast("binary").alias("_clock"),
         route(own),
     ).repartition(slots, "_route")
-    # The clock: each task's (side, offset, ts) merged once, its rows to every bucket of the task.
+    # The clock: each task's (side, offset, ts), packed where the topics are read (a row per Arrow batch), merged
+    # once per task, its rows to every bucket of the task.
     in_order = F.col("_side_rank").desc() if held_rank else F.col("_side_rank")
-    narrow = (
+    tasks = F.array(*[F.lit(value).cast("bigint") for value in _routes(partitions)])
+    packed = (
         union.select("scenario", "partition", side, "ts", "offset")
-        .repartition(partitions, "scenario", "partition")
+        .mapInArrow(pack_function(), _schema(PACKED_FIELDS))
+        .select("*", F.element_at(tasks, (F.col("partition") % partitions + 1).cast("int")).alias("_route"))
+        .repartition(partitions, "_route")
         .sortWithinPartitions("scenario", "partition", in_order, "offset")
     )
-    schema = ", ".join(f"{name} {kind}" for name, kind in CLOCK_FIELDS)
-    clock = narrow.mapInArrow(clock_function(held_rank, spill_rows), schema)
+    clock = packed.drop("_route").mapInArrow(clock_function(held_rank, spill_rows), _schema(CLOCK_FIELDS))
     every = clock.select("*", F.explode(F.sequence(F.lit(0), F.lit(buckets - 1))).alias("_b"))
     fields = {field.name: field.dataType for field in union.schema.fields}
     ticks = every.select(
@@ -186,6 +192,10 @@ def clocked(union: Any, buckets: int, held_rank: int, partitions: int, spill_row
     # long as the union's rows keep the route: the sort reads it, or Spark would prune it and concatenate the two).
     frame = records.unionByName(ticks).sortWithinPartitions("_route", "scenario", "partition", in_order, "offset")
     return KeySplit(frame.drop("_route"), buckets, held_rank)
+
+
+def _schema(fields: tuple[tuple[str, str], ...]) -> str:
+    return ", ".join(f"{name} {kind}" for name, kind in fields)
 
 
 def positioned(records: Any, buckets: int, spark_partitions: int | None) -> KeySplit:
