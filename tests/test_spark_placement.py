@@ -57,13 +57,17 @@ def test_run_join_runs_each_kafka_task_in_a_spark_task_of_its_own_with_one_shuff
 
 
 def test_run_scenarios_numbers_the_tasks_of_every_scenario(spark):
-    batch = random_batch(7, "stream-table", per_combo=1, max_events=12)[:5]
-    tasks = {(i, r.partition) for i, scenario in enumerate(batch) for r in scenario.records()}
+    """Primary-key scenarios by Kafka task; a foreign-key scenario crosses tasks and runs whole, as one task."""
+    batch = random_batch(7, "stream-table", per_combo=1, max_events=12)[:5] + random_batch(7, "fk", 1, 12)[:3]
+    tasks = {(i, r.partition) for i, scenario in enumerate(batch[:5]) for r in scenario.records()}
     numbered = sum(max(p for s, p in tasks if s == i) + 1 for i in {s for s, _ in tasks})  # empty ones too
     result = run_scenarios(spark, batch, method="processors", spark_partitions=numbered)
-    placed = _tasks_per_spark_task(result.results)
+    placed = _tasks_per_spark_task(result.results.where(F.col("scenario") < 5))
     assert all(len(found) == 1 for found in placed.values())
     assert set().union(*placed.values()) == tasks
+    whole = result.results.where(F.col("scenario") >= 5).select(F.spark_partition_id().alias("_sp"), "scenario")
+    per_spark_task = [row["count"] for row in whole.distinct().groupBy("_sp").count().collect()]
+    assert per_spark_task == [1] * whole.select("scenario").distinct().count() and len(per_spark_task) >= 2
 
 
 def test_task_numbers_count_the_tasks_in_scenario_order(spark):

@@ -36,16 +36,18 @@ def by_partition(frame: Any, spark_partitions: int) -> Any:
     return frame.repartitionById(spark_partitions, F.col("partition").cast("int"))
 
 
-def task_numbers(counts: Mapping[int, int]) -> Any:
+def task_numbers(counts: Mapping[int, int], partition: Any = None) -> Any:
     """The number of each row's task among the tasks of ``counts`` (scenario id -> its partition count), in order
-    of scenario id then partition (``0 .. sum(counts) - 1``), as an int column of ``scenario`` and ``partition``."""
+    of scenario id then partition (``0 .. sum(counts) - 1``), as an int column of ``scenario`` and ``partition``
+    (or the column ``partition`` names a row's task within its scenario: a seed-000 aggregate's unit; ``F.lit(0)``
+    where a scenario runs whole)."""
     offsets: list[int] = [0] * (max(counts, default=0) + 1)
     total = 0
     for scenario_id in sorted(counts):
         offsets[scenario_id] = total
         total += counts[scenario_id]
     first = F.element_at(F.array(*[F.lit(offset) for offset in offsets]), (F.col("scenario") + 1).cast("int"))
-    return (first + F.col("partition")).cast("int")
+    return (first + (F.col("partition") if partition is None else partition)).cast("int")
 
 
 def by_task(frame: Any, spark_partitions: int | None, counts: Mapping[int, int] | None, number: Any = None) -> Any:
