@@ -138,8 +138,6 @@ def scale(
     spark: Any, parts: list[str], sizes: list[int], join: str, keys: int, partitions: int, workdir: str, out: Any
 ) -> list[list[Timing]]:
     """The tables of the asked parts (see the module), each a list of :class:`Timing` rows."""
-    from pyspark.sql import functions as F
-
     from kjoin.spark import run_join
 
     options = run_options(join)
@@ -179,17 +177,8 @@ def scale(
         tables.append(rows)
         shutil.rmtree(path, ignore_errors=True)
     if "placement" in parts:
-        size = max(small)
-        left, right, path = data(size, partitions)
-        rows = []
-        for placed in ("hash", "by task", "hash", "by task"):  # in turns: the load moves
-            print(f"[scale] placement {placed} {size:,} ...", file=out, flush=True)
-            with hash_placement() if placed == "hash" else contextlib.nullcontext():
-                result = run_join(left, right, **options)
-                rows.append(_run(f"{partitions} partitions, placed {placed}", size, result, out=out))
-                tasks = result.records.select(F.spark_partition_id()).distinct().count()  # after: untimed
-                rows[-1].label += f" ({tasks} Spark task{'s' if tasks > 1 else ''})"
-        tables.append(rows)
+        left, right, path = data(max(small), partitions)
+        tables.append(_placements(left, right, options, max(small), partitions, out))
         shutil.rmtree(path, ignore_errors=True)
     if "curve" in parts:
         rows = []
@@ -217,6 +206,24 @@ def scale(
             shutil.rmtree(path, ignore_errors=True)
         tables.append(rows)
     return tables
+
+
+def _placements(left: Any, right: Any, options: Any, size: int, partitions: int, out: Any) -> list[Timing]:
+    """The ``placement`` part's rows: the topics joined placed by Spark's hash (:func:`hash_placement`) and by kjoin,
+    in turns (the load moves), each row labelled with the Spark tasks its records ran in."""
+    from pyspark.sql import functions as F
+
+    from kjoin.spark import run_join
+
+    rows = []
+    for placed in ("hash", "by task", "hash", "by task"):
+        print(f"[scale] placement {placed} {size:,} ...", file=out, flush=True)
+        with hash_placement() if placed == "hash" else contextlib.nullcontext():
+            result = run_join(left, right, **options)
+            rows.append(_run(f"{partitions} partitions, placed {placed}", size, result, out=out))
+            tasks = result.records.select(F.spark_partition_id()).distinct().count()  # after: untimed
+            rows[-1].label += f" ({tasks} Spark task{'s' if tasks > 1 else ''})"
+    return rows
 
 
 @contextlib.contextmanager

@@ -117,10 +117,9 @@ def run_join(
     inputs = (
         frames[0].unionByName(frames[1]).select("scenario", "partition", _side_name(), "key", "value", "ts", "offset")
     )
-    # Placed by Kafka task once, each in a Spark task of its own (placement.by_partition): the running max below
-    # and both paths' per-task work reuse it (one shuffle, not two). Only what varies goes through the shuffle and
-    # the two sorts (the side as its rank, no null position): narrower rows keep the sorts of 10^7 records in
-    # memory, where wider ones spilled to disk.
+    # Placed by Kafka task once, each in its own Spark task: the running max below and both paths' per-task work
+    # reuse it (one shuffle). Only what varies goes through the shuffle and the two sorts (the side as its rank, no
+    # null position): narrower rows keep the sorts of 10^7 records in memory, where wider ones spilled to disk.
     shuffled = placement.by_partition(frames[0].unionByName(frames[1]), spark_partitions or partitions)
     records, feed, buckets = _task_feed(
         frames, shuffled, config, spec, spark_partitions or partitions, key_split, method
