@@ -1081,9 +1081,10 @@ def _scale_arguments(parser: Any) -> None:
         nargs="?",
         const="split,curve,skew",
         default=None,
-        type=_choices(("split", "curve", "skew"), "--scale"),
+        type=_choices(("split", "curve", "skew", "placement"), "--scale"),
         help="instead of the table: how kjoin scales (benchmarks/scale.py): the key split on a 1-partition topic, "
-        "the size curve of --sizes, a skewed topic (default: all three)",
+        "the size curve of --sizes, a skewed topic (default: those three), the Kafka tasks' placement in Spark "
+        "tasks (placement: by Spark's hash as before 2026-11-27, and kjoin's own)",
     )
     parser.add_argument("--scale-join", choices=JOINS, default="stream-table", help="the join --scale times")
 

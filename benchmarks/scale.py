@@ -12,10 +12,15 @@ checksum (``count`` and the sum of an ``xxhash64`` of every column of every row:
   after the read) against ``"on"`` (the task's keys in one bucket per core, :mod:`kjoin.spark.passes.split`), at
   the largest size of ``--sizes`` at most 10^7: the speed-up and whether the rows are identical; then the bound no
   key split can beat: the same records as a topic of as many partitions as buckets (each record's partition its
-  key's, so the work is split with no clock at all; other tasks, so other rows). Its file has row groups of
-  :data:`ROW_GROUP_BYTES`, so a 1-partition topic is read by more than one Spark task (in both runs);
+  key's, so the work is split with no clock at all; other tasks, so other rows; each task in its own Spark task).
+  Its file has row groups of :data:`ROW_GROUP_BYTES`, so a 1-partition topic is read by more than one Spark task
+  (in both runs);
 * ``curve``: each size of ``--sizes`` over ``--partitions`` partitions: kjoin's time and peak memory (the driver,
   the JVM and the Python workers, :class:`benchmarks.bench.PeakMemory`), the equi-join's, and their ratio;
+* ``placement`` (only when asked: ``--scale placement``): a topic of ``--partitions`` partitions at the largest size
+  at most 10^7, placed in Spark tasks by Spark's hash of ``(scenario, partition)`` as ``run_join`` did until
+  2026-11-27 (:func:`hash_placement`: both tasks of a 2-partition topic in one Spark task) against kjoin's placement
+  (:mod:`kjoin.spark.placement`: each task in its own), in turns, with the Spark tasks each used;
 * ``skew``: 10^7 records (or the largest size at most that) where one key holds 10% of the records and partition 0
   holds about half (:func:`benchmarks.bench.generate`'s ``hot_key_share``), unsplit and split in two, against the
   same size spread evenly.
@@ -27,16 +32,17 @@ at least ``c / cores`` seconds, so ``2 x wall / CPU`` of the unsplit run bounds 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from .bench import PeakMemory, equi_join, generate, noop, run_options, timed, topics
 
 __all__ = ["scale", "PARTS", "checksum"]
 
-PARTS = ("split", "curve", "skew")
+PARTS = ("split", "curve", "skew", "placement")
 ROW_GROUP_BYTES = 8 * 2**20
 """The split part's Parquet row groups (128 MB by default: one or two row groups, read by one or two tasks)."""
 HOT_KEY_SHARE = 10
@@ -166,9 +172,13 @@ def scale(
         buckets = rows[1].buckets
         left, right, path = data(size, buckets, row_group_bytes=ROW_GROUP_BYTES)
         print(f"[scale] the bound: {buckets} partitions {size:,} ...", file=out, flush=True)
-        result = run_join(left, right, spark_partitions=spread_partitions(spark, buckets), **options)
+        result = run_join(left, right, **options)
         rows.append(_run(f"{buckets} partitions (the bound), key_split=off", size, result, out=out))
         tables.append(rows)
+        shutil.rmtree(path, ignore_errors=True)
+    if "placement" in parts:
+        left, right, path = data(max(small), partitions)
+        tables.append(_placements(left, right, options, max(small), partitions, out))
         shutil.rmtree(path, ignore_errors=True)
     if "curve" in parts:
         rows = []
@@ -198,18 +208,37 @@ def scale(
     return tables
 
 
-def spread_partitions(spark: Any, partitions: int) -> int:
-    """The fewest Spark partitions (at least ``partitions``) into which ``run_join``'s hash partitioning by
-    ``(scenario, partition)`` sends each Kafka task of ``partitions`` to a Spark task of its own: with exactly
-    ``partitions``, Spark's hash sends tasks 0 and 1 of a 2-partition topic to one Spark task (and 0 and 2 of 4)."""
+def _placements(left: Any, right: Any, options: Any, size: int, partitions: int, out: Any) -> list[Timing]:
+    """The ``placement`` part's rows: the topics joined placed by Spark's hash (:func:`hash_placement`) and by kjoin,
+    in turns (the load moves), each row labelled with the Spark tasks its records ran in."""
     from pyspark.sql import functions as F
 
-    tasks = spark.range(partitions).select(F.lit(0).cast("bigint").alias("s"), F.col("id").cast("int").alias("p"))
-    hashes = [row[0] for row in tasks.select(F.hash("s", "p")).collect()]
-    n = partitions
-    while len({h % n for h in hashes}) < partitions:
-        n += 1
-    return n
+    from kjoin.spark import run_join
+
+    rows = []
+    for placed in ("hash", "by task", "hash", "by task"):
+        print(f"[scale] placement {placed} {size:,} ...", file=out, flush=True)
+        with hash_placement() if placed == "hash" else contextlib.nullcontext():
+            result = run_join(left, right, **options)
+            rows.append(_run(f"{partitions} partitions, placed {placed}", size, result, out=out))
+            tasks = result.records.select(F.spark_partition_id()).distinct().count()  # after: untimed
+            rows[-1].label += f" ({tasks} Spark task{'s' if tasks > 1 else ''})"
+    return rows
+
+
+@contextlib.contextmanager
+def hash_placement() -> Iterator[None]:
+    """``run_join`` placing its Kafka tasks as it did until 2026-11-27, by Spark's hash of ``(scenario, partition)``
+    into as many Spark partitions as Kafka partitions (both tasks of a 2-partition topic in one Spark task): the
+    ``placement`` part's baseline, never kjoin's path."""
+    from kjoin.spark import placement
+
+    kept = placement.by_partition
+    placement.by_partition = lambda frame, n: frame.repartition(n, "scenario", "partition")
+    try:
+        yield
+    finally:
+        placement.by_partition = kept
 
 
 def format_tables(tables: list[list[Timing]]) -> str:
@@ -221,7 +250,7 @@ def format_tables(tables: list[list[Timing]]) -> str:
         lines.insert(1, "-+-".join("-" * width for width in widths))
         groups: dict[str, list] = {}
         for row in rows:
-            groups.setdefault(row.label.split(", key_split")[0], []).append(row.check)
+            groups.setdefault(row.label.split(", key_split")[0].split(", placed")[0], []).append(row.check)
         for group, checks in groups.items():
             if len(checks) > 1:  # a group ran more than once: were its rows identical?
                 same = "yes" if len(set(checks)) == 1 else set(checks)

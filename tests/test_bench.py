@@ -188,24 +188,6 @@ def test_the_scale_tables_run_end_to_end_and_the_split_rows_are_identical(spark,
     assert len(identical) == 3 and all(line.endswith(": yes") for line in identical)
 
 
-def test_the_bound_runs_each_kafka_task_in_a_spark_task_of_its_own(spark):
-    """Spark's hash partitioning by ``(scenario, partition)`` into as many Spark partitions as Kafka tasks sends two
-    tasks of a 2-partition topic to one Spark task; :func:`spread_partitions` picks a count that does not."""
-    from benchmarks.scale import spread_partitions
-
-    def spark_tasks(partitions: int, spark_partitions: int) -> int:
-        tasks = spark.range(partitions).select(
-            F.lit(0).cast("bigint").alias("scenario"), F.col("id").alias("partition")
-        )
-        routed = tasks.select(F.col("partition").cast("int").alias("partition"), "scenario")
-        routed = routed.repartition(spark_partitions, "scenario", "partition")
-        return routed.select(F.spark_partition_id()).distinct().count()
-
-    assert spark_tasks(2, 2) == 1
-    for partitions in (2, 4):
-        assert spark_tasks(partitions, spread_partitions(spark, partitions)) == partitions
-
-
 def test_the_skewed_workload_puts_the_hot_key_and_half_the_records_in_partition_zero(spark, tmp_path):
     path = str(tmp_path / "skew.parquet")
     bench.generate(spark, "stream-table", 20_000, path, keys=1000, partitions=4, hot_key_share=10)

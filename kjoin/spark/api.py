@@ -9,10 +9,11 @@ How it works:
   partitions, the one whose head record has the lowest timestamp (ties: not the one it took its last record
   from, as Kafka's ``PartitionGroup``). That merge equals a sort by ``(running max ts of the record's own
   partition up to it, rank among the ties, offset)`` (:mod:`kjoin.spark.ties`).
-* The union is repartitioned by ``(scenario, partition)``, so one Spark task runs whole Kafka
-  tasks, and sorted within Spark partitions by input partition and offset; the per-task
-  passes (kjoin's own processors, :mod:`kjoin.spark.passes.task`, or the vectorised passes) merge
-  the two input partitions into processing order themselves (:mod:`kjoin.spark.passes.merge`).
+* The union is repartitioned by Kafka task, each in a Spark task of its own when there are at least as many
+  Spark partitions as Kafka partitions (:mod:`kjoin.spark.placement`), and sorted within Spark partitions by
+  input partition and offset; the per-task passes (kjoin's own processors, :mod:`kjoin.spark.passes.task`, or the
+  vectorised passes) merge the two input partitions into processing order themselves
+  (:mod:`kjoin.spark.passes.merge`).
   The ``records`` frame the debugging tools read, and the native plan, compute the same
   order with window functions and a second sort.
 * Topics whose partition counts differ are refused, as Kafka Streams refuses to join
@@ -38,6 +39,7 @@ from .debug.index import WhyIndex
 from .io.readers import local_path
 from .io.session import local_session
 from .io.topic import SparkInputError, Topic, common_types, default_partition_column, partition_count
+from . import placement
 from .manifest import read_manifest
 from .passes import fk_task
 from .passes import split
@@ -115,10 +117,10 @@ def run_join(
     inputs = (
         frames[0].unionByName(frames[1]).select("scenario", "partition", _side_name(), "key", "value", "ts", "offset")
     )
-    # Hash-partitioned by Kafka task once: the running max below and both paths' per-task work reuse it
-    # (one shuffle, not two). Only what varies goes through the shuffle and the two sorts (the side as its rank, no
+    # Placed by Kafka task once, each in its own Spark task: the running max below and both paths' per-task work
+    # reuse it (one shuffle). Only what varies goes through the shuffle and the two sorts (the side as its rank, no
     # null position): narrower rows keep the sorts of 10^7 records in memory, where wider ones spilled to disk.
-    shuffled = frames[0].unionByName(frames[1]).repartition(spark_partitions or partitions, "scenario", "partition")
+    shuffled = placement.by_partition(frames[0].unionByName(frames[1]), spark_partitions or partitions)
     records, feed, buckets = _task_feed(
         frames, shuffled, config, spec, spark_partitions or partitions, key_split, method
     )
@@ -331,13 +333,9 @@ def _arrival_records(shuffled: Any, arrival: Any, spark_partitions: int) -> Any:
         .groupBy("scenario", "partition")
         .applyInPandas(order, "scenario long, partition int, _side_rank int, offset long, _order_ts long")
     )
-    return (
-        shuffled.join(numbered, where)
-        .repartition(spark_partitions, "scenario", "partition")
-        .select(
-            *_records_columns("_order_ts"),
-            F.lit(0).cast("bigint").alias("_tie"),  # _order_ts numbers the records: no ties left to rank
-        )
+    return placement.by_partition(shuffled.join(numbered, where), spark_partitions).select(
+        *_records_columns("_order_ts"),
+        F.lit(0).cast("bigint").alias("_tie"),  # _order_ts numbers the records: no ties left to rank
     )
 
 
@@ -430,11 +428,14 @@ def _primary_key_joins(
     key_split: str | int = "off",
 ) -> SparkRun:
     records = _scenario_frame(spark, rows)
+    counts: dict[int, int] = {}  # each scenario's partition count, as its records say
+    for row in rows:
+        counts[row[0]] = max(counts.get(row[0], 0), row[1] + 1)
     tasks = len({(row[0], row[1]) for row in rows})
     specs = {scenario_id: JoinSpec.of(scenario) for scenario_id, scenario in chosen.items()}
     buckets = split.bucket_count(key_split, specs, tasks, _cores(spark), method)
-    key_buckets = None if buckets == 1 else split.positioned(records, buckets, spark_partitions)
-    feed = Feed(records, spark_partitions, sort_rows=True, split=key_buckets)
+    key_buckets = None if buckets == 1 else split.positioned(records, buckets, spark_partitions, counts)
+    feed = Feed(records, spark_partitions, sort_rows=True, split=key_buckets, task_counts=counts)
     inputs = Inputs("string", "string", json_keys=True, json_values=True, joiner=joiner, odd_keys=odd_keys(chosen))
     per_task = len(rows) / max(1, tasks)
     results, used = execute(feed, specs, inputs, method, records_per_task=per_task)

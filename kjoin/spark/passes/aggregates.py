@@ -50,6 +50,7 @@ from ...records import Record, Side, render_value
 from ...scenario.aggregate import AggregateSpec
 from ...state import StateLog
 from ...trace import output_to_dict
+from ..placement import task_numbers
 
 __all__ = [
     "AGGREGATE_RESULT_SCHEMA",
@@ -198,11 +199,13 @@ def aggregate_scenarios(
     if whole:
         unit = F.when(F.col("scenario").isin(whole), F.lit(0)).otherwise(unit)
     records = records.withColumn("unit", unit.cast("int"))
-    grouped = (
-        records.repartition(spark_partitions, "scenario", "unit")
-        if spark_partitions
-        else records.repartition("scenario", "unit")
-    )
+    if spark_partitions:  # each (scenario, unit) in a Spark partition of its own when there are enough
+        units = {
+            sid: 1 if sid in whole else max((row[1] for row in rows if row[0] == sid), default=0) + 1 for sid in checked
+        }
+        grouped = records.repartitionById(spark_partitions, task_numbers(units, F.col("unit")))
+    else:
+        grouped = records.repartition("scenario", "unit")
     ordered = grouped.sortWithinPartitions("scenario", "unit", "position")
     data = {sid: dict(spec.data) for sid, spec in checked.items()}
     results = ordered.select(*_RECORD_COLUMNS, "unit").mapInArrow(task_function(data), AGGREGATE_RESULT_SCHEMA)

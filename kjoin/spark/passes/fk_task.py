@@ -41,6 +41,7 @@ from ...joins import default_joiner
 from ...records import Side
 from ...scenario import Deliver, Event, Scenario
 from ..debug.fk import output_reasons
+from ..placement import task_numbers
 from .task import RESULT_FIELDS, append_step_rows, json_text, result_schema
 
 __all__ = ["DELIVER", "script_rows", "fk_results", "fk_trace", "fk_task_function"]
@@ -172,8 +173,12 @@ def fk_results(
     spark_partitions: int | None = None,
 ) -> Any:
     """The result frame of the FK scenarios whose rows are in ``records``: repartitioned by
-    ``scenario`` only (one group per scenario) and sorted by position within it."""
-    grouped = records.repartition(spark_partitions, "scenario") if spark_partitions else records.repartition("scenario")
+    ``scenario`` only (one group per scenario, each in a Spark partition of its own when there are at least as many
+    as scenarios: :mod:`kjoin.spark.placement`) and sorted by position within it."""
+    if spark_partitions:
+        grouped = records.repartitionById(spark_partitions, task_numbers(dict.fromkeys(scenarios, 1), F.lit(0)))
+    else:
+        grouped = records.repartition("scenario")
     ordered = grouped.sortWithinPartitions("scenario", "position")
     return ordered.select("scenario", "partition", "side", "key", "value", "ts", "offset", "position").mapInArrow(
         fk_task_function(scenarios, joiner), result_schema("string", "string")

@@ -144,7 +144,8 @@ def native_results(
 ) -> Any:
     """The result frame (the processor path's schema, :data:`kjoin.spark.passes.task.RESULT_FIELDS`)
     of the ``records`` frame, computed with window functions only. ``partitioned``:
-    ``records`` is already hash-partitioned by ``(scenario, partition)``."""
+    ``records`` is already placed by Kafka task (:func:`kjoin.spark.placement.by_partition`); else they are
+    hash-partitioned by ``(scenario, partition)``, which the windows reuse (:func:`kjoin.spark.placement.clustered`)."""
     grouped = group_by_task(records, partitioned, spark_partitions)
     in_task = Window.partitionBy("scenario", "partition").orderBy(*PROCESSING_ORDER)
     numbered = grouped.withColumn(

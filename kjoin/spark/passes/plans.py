@@ -94,7 +94,7 @@ class Feed:
     """How the records reach a pass.
 
     ``records``: the ordered records frame (``scenario, partition, side, key, value, ts, offset, position, _order_ts,
-    _tie, _side_rank``); ``partitioned``: already hash-partitioned by ``(scenario, partition)``. ``by_partition``:
+    _tie, _side_rank``); ``partitioned``: already placed by Kafka task (:mod:`kjoin.spark.placement`). ``by_partition``:
     ``(frame, held rank)``, the records sorted by ``(scenario, partition, held side first, offset)``, which the
     per-task passes merge into processing order themselves (:func:`kjoin.spark.passes.merge.merged_batches`) in place
     of sorting ``records``. ``sort_rows``: sort the native plan's rows by step within each Spark partition (small
@@ -108,6 +108,9 @@ class Feed:
     by_partition: tuple[Any, int] | None = None
     sort_rows: bool = False
     split: KeySplit | None = None
+    task_counts: Mapping[int, int] | None = None
+    """Each scenario's partition count: numbers the tasks of unplaced ``records`` so that each gets a Spark task of
+    its own (:mod:`kjoin.spark.placement`)."""
 
 
 @dataclass(frozen=True)
@@ -160,7 +163,7 @@ def per_task(feed: Feed, build: PassBuilder, specs: Mapping[int, JoinSpec], inpu
         return split_results(feed.split, build, specs, inputs.key_type, inputs.value_type, spill_rows)
     function = build(specs)
     if feed.by_partition is None:
-        grouped = group_by_task(feed.records, feed.partitioned, feed.spark_partitions)
+        grouped = group_by_task(feed.records, feed.partitioned, feed.spark_partitions, feed.task_counts)
         ordered = grouped.sortWithinPartitions(*_PROCESSING_ORDER)
         return ordered.select(*_TASK_COLUMNS).mapInArrow(function, schema)
     frame, held_rank = feed.by_partition

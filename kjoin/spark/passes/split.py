@@ -48,6 +48,7 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 
 from ..io.topic import SparkInputError
+from ..placement import by_task, task_numbers
 from ..spec import JoinSpec
 from .clock import CLOCK_FIELDS, PACKED_FIELDS, clock_function, clock_rank, pack_function, stepped_batches
 from .merge import SPILL_ROWS
@@ -198,11 +199,16 @@ def _schema(fields: tuple[tuple[str, str], ...]) -> str:
     return ", ".join(f"{name} {kind}" for name, kind in fields)
 
 
-def positioned(records: Any, buckets: int, spark_partitions: int | None) -> KeySplit:
+def positioned(
+    records: Any, buckets: int, spark_partitions: int | None, counts: Mapping[int, int] | None = None
+) -> KeySplit:
     """``run_scenarios``' records (each with its ``position``, its step) as key buckets, sorted by step within
-    each."""
+    each; with ``counts`` (scenario id -> partition count), each bucket of each task in a Spark partition of its own
+    when there are enough (:mod:`kjoin.spark.placement`)."""
+    bucket = _bucket(F.col("key"), buckets)
+    number = [] if counts is None else [(task_numbers(counts) * buckets + bucket).cast("int").alias("_task")]
     split = records.select(
-        (F.col("scenario") * buckets + _bucket(F.col("key"), buckets)).alias("scenario"),
+        (F.col("scenario") * buckets + bucket).alias("scenario"),
         "partition",
         "side",
         "key",
@@ -210,13 +216,11 @@ def positioned(records: Any, buckets: int, spark_partitions: int | None) -> KeyS
         "ts",
         "offset",
         "position",
+        *number,
     )
-    routed = (
-        split.repartition(spark_partitions, "scenario", "partition")
-        if spark_partitions
-        else split.repartition("scenario", "partition")
-    )
-    return KeySplit(routed.sortWithinPartitions("scenario", "partition", "position"), buckets, None)
+    routed = by_task(split, spark_partitions, None, F.col("_task") if number else None)
+    ordered = routed.sortWithinPartitions("scenario", "partition", "position")
+    return KeySplit(ordered.drop("_task") if number else ordered, buckets, None)
 
 
 def split_results(

@@ -2,8 +2,8 @@
 
 How it works:
 
-* The records frame is repartitioned by ``(scenario, partition)`` and sorted within each
-  Spark partition by processing position, so every Kafka task's records arrive together
+* The records frame is repartitioned by Kafka task ``(scenario, partition)`` (:mod:`kjoin.spark.placement`) and
+  sorted within each Spark partition by processing position, so every Kafka task's records arrive together
   and in the order Kafka Streams would process them.
 * :func:`task_function` returns the ``mapInArrow`` function. It walks the rows; when the
   ``(scenario, partition)`` group changes it starts a new join instance, built by the same
@@ -36,6 +36,7 @@ from ...joins import StepContext, default_joiner
 from ...fates import Fate
 from ...records import Record, Side, render_value
 from ...scenario import Scenario
+from .. import placement
 from ..spec import JoinSpec
 from ...state import StateLog
 
@@ -79,14 +80,15 @@ def json_text(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def group_by_task(records: Any, partitioned: bool, spark_partitions: int | None) -> Any:
-    """``records`` with every Kafka task ``(scenario, partition)`` in one Spark partition
-    (as given when ``partitioned``: already hash-partitioned that way)."""
+def group_by_task(
+    records: Any, partitioned: bool, spark_partitions: int | None, counts: Mapping[int, int] | None = None
+) -> Any:
+    """``records`` with every Kafka task ``(scenario, partition)`` in one Spark partition (as given when
+    ``partitioned``: already placed that way), each in its own when ``counts`` (scenario id -> partition count)
+    numbers them (:func:`kjoin.spark.placement.by_task`)."""
     if partitioned:
         return records
-    if spark_partitions:
-        return records.repartition(spark_partitions, "scenario", "partition")
-    return records.repartition("scenario", "partition")
+    return placement.by_task(records, spark_partitions, counts)
 
 
 def task_function(
