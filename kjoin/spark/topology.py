@@ -4,11 +4,12 @@
 How a run flows:
 
 * The topology's stages (:mod:`kjoin.topology.stages`: its sub-topologies in dependency order, the two sides of a
-  foreign-key join together) run one after the other, each as one ``applyInPandas`` over its records grouped by
-  Kafka task; a stage that feeds itself runs whole in one group. Inside a group, a *chain* stage (a stream through
-  stateless nodes and stream-table joins to a sink: :func:`~kjoin.spark.passes.topology_vectorised.stage_plan`)
-  runs the chain pass (:mod:`kjoin.spark.passes.topology_vectorised`: no processors), any other the reference
-  engine's processors (:mod:`kjoin.spark.passes.topology_task`); both give the same rows (``method=`` forces one,
+  foreign-key join together) run one after the other, each as one ``applyInArrow`` (a chain) or ``applyInPandas``
+  (the processors) over its records grouped by Kafka task; a stage that feeds itself runs whole in one group.
+  Inside a group, a *chain* stage (a stream through stateless nodes and stream-table joins to a sink:
+  :func:`~kjoin.spark.passes.topology_vectorised.stage_plan`) runs the chain pass
+  (:mod:`kjoin.spark.passes.topology_vectorised`: no processors), any other the reference engine's processors
+  (:mod:`kjoin.spark.passes.topology_task`); both give the same rows (``method=`` forces one,
   :attr:`TopologyRun.methods` says which ran and why).
 * A stage's records are the input topics its sub-topologies read and what earlier stages wrote to their
   repartition (or ``through``) topics. Grouping those by task *is* the repartition: the writing task chose each
@@ -135,7 +136,7 @@ def run_topology(
                 topology, stage.number, stage.subtopologies, stage.cyclic, decoding, global_records
             )
         grouped = records.select(*RECORD_COLUMNS, "_sub").groupBy(*group)
-        if chain is not None:  # the chain pass takes and gives Arrow tables (pandas frames cost it a quarter)
+        if chain is not None:  # the chain pass takes and gives Arrow tables (pandas frames cost it half its CPU)
             rows = grouped.applyInArrow(function, ROW_SCHEMA)
         else:
             rows = grouped.applyInPandas(function, ROW_SCHEMA)

@@ -11,7 +11,7 @@ why not, and :func:`kjoin.spark.run_topology` runs the others with the processor
 * a Kafka release that does not drop idempotent table updates (KIP-557, 2.6.0 to 2.7.0: a table step's fate
   would need its previous value).
 
-How a task runs (one ``applyInPandas`` group, as the processors' pass):
+How a task runs (one ``applyInArrow`` group: the processors' pass takes the same groups as pandas frames):
 
 1. **Processing order**: the task's records are added to its partition group as the ``stages`` schedule adds them
    (topic by topic as the topology declares them, each partition in offset order) and taken as Kafka's
