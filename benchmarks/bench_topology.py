@@ -21,7 +21,7 @@ Timed, each consuming every row with the ``noop`` sink:
 ``kjoin/one-by-one`` and ``kjoin/equi`` are kjoin's throughput over theirs (above 1: kjoin is faster); only ratios
 taken in one run compare. Each timing also gives the CPU seconds the run cost this process tree (the driver, Spark's
 JVM, its Python workers: :func:`tree_cpu`), which a loaded machine does not stretch as it stretches the seconds:
-on 2 shared cores the same 10^6-record run took 55 s, 132 s and 211 s for 44-48 s of CPU.
+on 2 shared cores the same 10^6-record run took 55 s and 211 s for 44 s and 48 s of CPU.
 """
 
 from __future__ import annotations
