@@ -19,7 +19,9 @@ Timed, each consuming every row with the ``noop`` sink:
   customer extracted, inner-joined with each customer's last value, left-joined with each address's last value.
 
 ``kjoin/one-by-one`` and ``kjoin/equi`` are kjoin's throughput over theirs (above 1: kjoin is faster); only ratios
-taken in one run compare.
+taken in one run compare. Each timing also gives the CPU seconds the run cost this process tree (the driver, Spark's
+JVM, its Python workers: :func:`tree_cpu`), which a loaded machine does not stretch as it stretches the seconds:
+on 2 shared cores the same 10^6-record run took 55 s and 211 s for 44 s and 48 s of CPU.
 """
 
 from __future__ import annotations
@@ -28,7 +30,23 @@ import os
 import time
 from typing import Any
 
-__all__ = ["bench_topology", "generate_topology", "app"]
+__all__ = ["bench_topology", "generate_topology", "app", "tree_cpu"]
+
+
+def tree_cpu() -> float:
+    """CPU seconds (user and system) spent so far by this process and its descendants, the finished ones included
+    (Spark's JVM, the PySpark daemon and the Python workers it forks and reaps)."""
+    import psutil
+
+    total = 0.0
+    me = psutil.Process()
+    for process in [me, *me.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:  # ended while we looked: its parent counts it once it is reaped
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
 
 
 def generate_topology(spark: Any, records: int, path: str, keys: int, partitions: int, seed: int = 7) -> None:
@@ -156,9 +174,9 @@ def bench_topology(
 
     header = (
         "| topology | records | kjoin s | joins one by one s | equi s | kjoin rec/s | equi rec/s | "
-        "kjoin/one-by-one | kjoin/equi | load before/after |"
+        "kjoin/one-by-one | kjoin/equi | CPU s: kjoin, one by one, equi | load before/after |"
     )
-    lines = [header, "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [header, "|---|---|---|---|---|---|---|---|---|---|---|"]
     warm = os.path.join(workdir, "topology-warm-up.parquet")
     generate_topology(spark, 20_000, warm, keys, partitions)
     warm_topics = _topics(spark, warm, partitions)
@@ -172,24 +190,24 @@ def bench_topology(
         generate_topology(spark, size, path, keys, partitions)
         topics = _topics(spark, path, partitions)
         noop(spark.read.parquet(path))
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), tree_cpu()
         noop(_equi_join(topics))
-        equi = time.perf_counter() - started
-        started = time.perf_counter()
+        equi, equi_cpu = time.perf_counter() - started, tree_cpu() - cpu
+        started, cpu = time.perf_counter(), tree_cpu()
         noop(_one_by_one(topics, partitions))
-        one_by_one = time.perf_counter() - started
+        one_by_one, one_by_one_cpu = time.perf_counter() - started, tree_cpu() - cpu
         spark.catalog.clearCache()
         for method in methods:
             before = os.getloadavg()[0]
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), tree_cpu()
             result = kjoin_run(topics, method)
-            elapsed = time.perf_counter() - started
+            elapsed, kjoin_cpu = time.perf_counter() - started, tree_cpu() - cpu
             after = os.getloadavg()[0]
             spark.catalog.clearCache()
             lines.append(
                 f"| re-key + 2 joins ({result.method}) | {size:,} | {elapsed:.1f} | {one_by_one:.1f} | {equi:.1f} "
                 f"| {size / elapsed:,.0f} | {size / equi:,.0f} | {one_by_one / elapsed:.3f} | {equi / elapsed:.3f} "
-                f"| {before:.1f}/{after:.1f} |"
+                f"| {kjoin_cpu:.1f}, {one_by_one_cpu:.1f}, {equi_cpu:.1f} | {before:.1f}/{after:.1f} |"
             )
             print(lines[-1], file=out, flush=True)
             del result

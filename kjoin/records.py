@@ -81,13 +81,18 @@ class OutputKind(enum.Enum):
     """A table-table result deleted: the joiner is not called and the value is null."""
 
 
+_RENDER = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+"""``json.dumps(value, sort_keys=True, separators=(",", ":"))`` without building an encoder per call (``dumps``
+builds one whenever it is given options: a third of its time on the small values of a topology's records)."""
+
+
 def render_value(value: Any) -> str:
     """Render a value as the seeds do: strings bare, ``None`` as ``null``, others as JSON."""
     if value is None:
         return "null"
     if isinstance(value, str):
         return value
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return _RENDER(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -287,11 +287,27 @@ def local_rows(scenario: TopologyScenario, method: str) -> Any:
         else:
             function = stage_function(topology, stage.number, stage.subtopologies, stage.cyclic, decoding, [])
         groups = [records] if stage.cyclic else [group for _, group in records.groupby(["_sub", "partition"])]
+        if method == "vectorised":  # applyInArrow's: Arrow tables in and out
+            function = _through_arrow(function)
         results.extend(function(group.reset_index(drop=True)) for group in groups)
     rows = _concat(results)
     writes = rows[rows["kind"] == "write"].sort_values(list(WRITE_ORDER), kind="stable")
     rows.loc[writes.index, "offset"] = writes.groupby(["topic", "partition"]).cumcount()
     return rows
+
+
+def _through_arrow(function: Any) -> Any:
+    """A chain stage's function (Arrow tables in and out, as ``applyInArrow`` calls it) on a pandas group."""
+    import pyarrow as pa
+
+    from kjoin.spark.passes.topology_vectorised import RECORD_SCHEMA
+
+    schema = RECORD_SCHEMA.append(pa.field("_sub", pa.int32()))
+
+    def on_frame(frame: Any) -> Any:
+        return function(pa.Table.from_pandas(frame[schema.names], schema, preserve_index=False)).to_pandas()
+
+    return on_frame
 
 
 def _concat(frames: list[Any]) -> Any:

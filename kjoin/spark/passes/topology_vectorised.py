@@ -11,7 +11,7 @@ why not, and :func:`kjoin.spark.run_topology` runs the others with the processor
 * a Kafka release that does not drop idempotent table updates (KIP-557, 2.6.0 to 2.7.0: a table step's fate
   would need its previous value).
 
-How a task runs (one ``applyInPandas`` group, as the processors' pass):
+How a task runs (one ``applyInArrow`` group: the processors' pass takes the same groups as pandas frames):
 
 1. **Processing order**: the task's records are added to its partition group as the ``stages`` schedule adds them
    (topic by topic as the topology declares them, each partition in offset order) and taken as Kafka's
@@ -42,18 +42,19 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...fates import Fate, Reason
 from ...topology.graph import Node
 from ...topology.stages import Stage
 from .topology_task import ROW_SCHEMA, Decoding, shown
 
-__all__ = ["Chain", "stage_plan", "chain_stage_function", "as_of", "processing_order", "CHAIN_OPS"]
+__all__ = ["Chain", "stage_plan", "chain_stage_function", "as_of", "processing_order", "CHAIN_OPS", "RECORD_SCHEMA"]
 
 CHAIN_OPS = ("filter", "map_values", "select_key", "map", "stream-table")
 """The nodes a chain may hold between its stream source and its sink."""
 
-_COLUMNS = [column.split()[0] for column in ROW_SCHEMA.split(", ")]
 _JOINED, _FORWARDED, _STORED, _DROPPED = Fate.JOINED.value, Fate.FORWARDED.value, Fate.STORED.value, Fate.DROPPED.value
 
 
@@ -207,20 +208,22 @@ def as_of(
     return found, values
 
 
-def _decoded_columns(frame: pd.DataFrame, decoding: Decoding) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
-    """The keys and values of a records frame (as :func:`~kjoin.spark.passes.topology_task.decode_records` reads
+def _decoded_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """The keys and values of a records table (as :func:`~kjoin.spark.passes.topology_task.decode_records` reads
     them), and both as the trace shows them (:func:`~kjoin.spark.passes.topology_task.shown`), as four lists. A
     written record's texts came with it (its writer's row showed them); an input key's text is the key shown, and so
     is an input value's unless it is JSON (then only a JSON string shows as itself)."""
     keys: list[Any] = []
     values: list[Any] = []
-    shown_keys: list[Any] = []
     shown_values: list[Any] = []
+    shown_keys = table.column("key_text").to_pylist()
+    loads, unpickle = json.loads, pickle.loads
     for topic, key_text, value_text, payload in zip(
-        frame["topic"], frame["key_text"], frame["value_text"], frame["payload"]
-    ):
+        table.column("topic").to_pylist(), shown_keys, table.column("value_text").to_pylist(),
+        table.column("payload").to_pylist(),
+    ):  # fmt: skip
         if payload is not None:
-            key, value, _, _ = pickle.loads(payload)
+            key, value, _, _ = unpickle(payload)
             shown_value = value_text
         else:
             long_keys, kind = decoding[topic]
@@ -229,7 +232,7 @@ def _decoded_columns(frame: pd.DataFrame, decoding: Decoding) -> tuple[list[Any]
             if value_text is None:
                 value = None
             elif kind == "json":
-                value = json.loads(value_text)
+                value = loads(value_text)
                 if type(value) is not str:
                     shown_value = shown(value)
                 else:
@@ -243,7 +246,6 @@ def _decoded_columns(frame: pd.DataFrame, decoding: Decoding) -> tuple[list[Any]
                 value = value_text
         keys.append(key)
         values.append(value)
-        shown_keys.append(key_text)
         shown_values.append(shown_value)
     return keys, values, shown_keys, shown_values
 
@@ -266,48 +268,66 @@ def _partitioner(topic: Any) -> Callable[[Any], int]:
     return partition_of
 
 
-def chain_stage_function(
-    topology: Any, stage: int, chain: Chain, decoding: Decoding
-) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """The ``applyInPandas`` function of a chain stage: a task's records in, its step and write rows out, the rows
-    the processors' pass (:func:`~kjoin.spark.passes.topology_task.stage_function`) gives."""
-    rank = {name: number for number, name in enumerate(topology.graph.topics)}
+def chain_stage_function(topology: Any, stage: int, chain: Chain, decoding: Decoding) -> Callable[[pa.Table], pa.Table]:
+    """The ``applyInArrow`` function of a chain stage: a task's records in (:data:`RECORD_SCHEMA`'s columns and
+    ``_sub``), its step and write rows out (:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA`), the rows the
+    processors' pass (:func:`~kjoin.spark.passes.topology_task.stage_function`) gives. Arrow both ways: pandas
+    frames in and out cost a quarter of the pass's Python CPU (building a frame of object columns from lists, then
+    converting them back), for nothing the pass uses."""
+    rank = [name for name in topology.graph.topics]
     sink = chain.nodes[-1] if chain.nodes else None
     partition_of = (lambda key: 0) if sink is None else _partitioner(topology.graph.topics[sink.topic])
 
-    def run_group(frame: pd.DataFrame) -> pd.DataFrame:
-        if frame.empty:
-            return pd.DataFrame({column: [] for column in _COLUMNS})
+    def run_group(table: pa.Table) -> pa.Table:
         collecting = gc.isenabled()
         gc.disable()  # a task's decoded values are millions of young objects and no cycles: the collector's passes
-        try:  # over them grew faster than the task (3x the records took 5x the time, 3x without it)
-            return run_task(frame)
+        try:  # over them cost 10-20% of the pass at 200,000 records a task
+            return run_task(table)
         finally:
             if collecting:
                 gc.enable()
 
-    def run_task(frame: pd.DataFrame) -> pd.DataFrame:
-        sub, part = int(frame["_sub"].iloc[0]), int(frame["partition"].iloc[0])
-        frame = _in_processing_order(frame, rank)
-        taken = _decoded_columns(frame, decoding)
-        walk = _Walk(topology, chain, frame["topic"].to_numpy(), taken[0], taken[1])
+    def run_task(table: pa.Table) -> pa.Table:
+        types = _row_types(table.schema.field("key_text").type, table.schema.field("payload").type)
+        if table.num_rows == 0:
+            return pa.table({name: pa.array([], type) for name, type in types.items()})
+        sub, part = table.column("_sub")[0].as_py(), table.column("partition")[0].as_py()
+        table = _in_processing_order(table, rank)
+        taken = _decoded_columns(table, decoding)
+        walk = _Walk(topology, chain, table.column("topic").to_numpy(zero_copy_only=False), taken[0], taken[1])
         walk.run()
-        return _rows(f"{sub}_{part}", stage, sub, part, frame, frame["ts"].to_numpy(dtype=np.int64), taken,
-                     walk, None if sink is None else sink.topic, partition_of)  # fmt: skip
+        return _rows(f"{sub}_{part}", stage, sub, part, table, taken, walk, None if sink is None else sink.topic,
+                     partition_of, types)  # fmt: skip
 
     return run_group
 
 
-def _in_processing_order(frame: pd.DataFrame, rank: Mapping[str, int]) -> pd.DataFrame:
+RECORD_SCHEMA = pa.schema(
+    [("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("ts", pa.int64()),
+     ("key_text", pa.string()), ("value_text", pa.string()), ("payload", pa.binary())]
+)  # fmt: skip
+"""The columns of a stage's records as Arrow types (:data:`kjoin.spark.topology.RECORD_COLUMNS`); Spark may send the
+texts and payloads as their large types (``spark.sql.execution.arrow.useLargeVarTypes``)."""
+
+
+def _row_types(text: pa.DataType, binary: pa.DataType) -> dict[str, pa.DataType]:
+    """:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA` as Arrow types, its texts and payloads of the types the
+    records came in (Spark checks the result's types against the ones it expects, without casting)."""
+    kinds = {"string": text, "binary": binary, "int": pa.int32(), "long": pa.int64()}
+    return {name: kinds[kind] for name, kind in (column.split() for column in ROW_SCHEMA.split(", "))}
+
+
+def _in_processing_order(table: pa.Table, rank: list[str]) -> pa.Table:
     """A task's records as it takes them: added to its partition group topic by topic as the topology declares
-    them, each partition in offset order (a task reads one partition of each topic), then :func:`processing_order`."""
-    added = np.lexsort((frame["offset"].to_numpy(), frame["topic"].map(rank).to_numpy()))
-    frame = frame.iloc[added].reset_index(drop=True)
-    topics = frame["topic"].to_numpy()
-    ts = frame["ts"].to_numpy(dtype=np.int64)
-    bounds = np.r_[np.flatnonzero(np.r_[True, topics[1:] != topics[:-1]]), len(frame)]
+    them (``rank``), each partition in offset order (a task reads one partition of each topic), then
+    :func:`processing_order`."""
+    ranks = pc.index_in(table.column("topic"), value_set=pa.array(rank, table.schema.field("topic").type))
+    added = np.lexsort((table.column("offset").to_numpy(), ranks.to_numpy(zero_copy_only=False)))
+    ranked = ranks.to_numpy(zero_copy_only=False)[added]
+    ts = table.column("ts").to_numpy()[added]
+    bounds = np.r_[np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]]), len(ranked)]
     order = processing_order([ts[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)])
-    return frame.iloc[order].reset_index(drop=True)
+    return table.take(added[order])
 
 
 class _Walk:
@@ -430,43 +450,56 @@ def _rows(
     stage: int,
     sub: int,
     part: int,
-    frame: pd.DataFrame,
-    ts: np.ndarray,
+    table: pa.Table,
     taken: tuple[list[Any], list[Any], list[Any], list[Any]],
     walk: _Walk,
     sink_topic: str | None,
     partition_of: Callable[[Any], int],
-) -> pd.DataFrame:
+    types: Mapping[str, pa.DataType],
+) -> pa.Table:
     """The step rows (in processing order) and the write rows, as the processors' pass gives them; ``taken``: the
     records' keys, values, and both as shown."""
     keys, values, shown_keys, shown_values = taken
     writes = walk.writes
-    count = len(frame)
+    count = table.num_rows
+    ts = table.column("ts").to_numpy()
     running = np.maximum.accumulate(ts)
     places = np.array(sorted(writes), dtype=np.int64)
     written = len(places)
-    wkeys = [writes[p][0] for p in places.tolist()]
-    wvalues = [writes[p][1] for p in places.tolist()]
-    nothing = [None] * count
+    at = places.tolist()
+    wkeys = [writes[p][0] for p in at]
+    wvalues = [writes[p][1] for p in at]
+    both = count + written
     columns: dict[str, Any] = {
-        "kind": ["step"] * count + ["write"] * written,
-        "task": [task] * (count + written),
-        "stage": np.full(count + written, stage, dtype=np.int32),
+        "kind": pa.array(["step", "write"], types["kind"]).take(np.repeat(np.array([0, 1], np.int8), [count, written])),
+        "task": pa.array([task], types["task"]).take(np.zeros(both, np.int8)),
+        "stage": np.full(both, stage, dtype=np.int32),
         "o_ts": np.concatenate([running, running[places]]),
-        "o_sub": np.full(count + written, sub, dtype=np.int32),
-        "o_part": np.full(count + written, part, dtype=np.int32),
+        "o_sub": np.full(both, sub, dtype=np.int32),
+        "o_part": np.full(both, part, dtype=np.int32),
         "seq": np.concatenate([np.arange(count, dtype=np.int64), places]),
-        "wseq": nothing + [0] * written,
-        "topic": frame["topic"].tolist() + [sink_topic] * written,
-        "partition": frame["partition"].tolist() + [partition_of(k) for k in wkeys],
-        "offset": frame["offset"].tolist() + [None] * written,
+        "wseq": pa.concat_arrays([pa.nulls(count, pa.int32()), pa.array(np.zeros(written, np.int32))]),
+        "topic": pa.concat_arrays([table.column("topic").combine_chunks().cast(types["topic"]),
+                                   pa.array([sink_topic], types["topic"]).take(np.zeros(written, np.int8))]),
+        "partition": pa.concat_arrays([table.column("partition").combine_chunks().cast(pa.int32()),
+                                       pa.array([partition_of(k) for k in wkeys], pa.int32())]),
+        "offset": pa.concat_arrays([table.column("offset").combine_chunks().cast(pa.int64()),
+                                    pa.nulls(written, pa.int64())]),
         "ts": np.concatenate([ts, ts[places]]),
-        "key": shown_keys + [shown_keys[p] if keys[p] is k else shown(k) for p, k in zip(places.tolist(), wkeys)],
-        "value": shown_values
-        + [shown_values[p] if values[p] is v else shown(v) for p, v in zip(places.tolist(), wvalues)],
-        "payload": nothing + [pickle.dumps((k, v, None, False)) for k, v in zip(wkeys, wvalues)],
+        "key": shown_keys + [shown_keys[p] if keys[p] is k else shown(k) for p, k in zip(at, wkeys)],
+        "value": shown_values + [shown_values[p] if values[p] is v else shown(v) for p, v in zip(at, wvalues)],
+        "payload": pa.concat_arrays([pa.nulls(count, types["payload"]),
+                                     pa.array([pickle.dumps((k, v, None, False)) for k, v in zip(wkeys, wvalues)],
+                                              types["payload"])]),
         "fate": walk.fates + [None] * written,
         "reason": walk.reasons + [None] * written,
         "nodes": walk.nodes + [None] * written,
-    }
-    return pd.DataFrame(columns)[_COLUMNS]
+    }  # fmt: skip
+    return pa.table({name: _array(columns[name], type) for name, type in types.items()})
+
+
+def _array(column: Any, type: pa.DataType) -> pa.Array:
+    """A result column (a list, a numpy array or an Arrow array) as an Arrow array of ``type``."""
+    if isinstance(column, pa.Array):
+        return column if column.type == type else column.cast(type)
+    return pa.array(column, type)
