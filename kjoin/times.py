@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-__all__ = ["DATE_FROM_MS", "when", "moment", "at", "span", "duration", "lag_text"]
+__all__ = ["DATE_FROM_MS", "when", "moment", "stamp", "at", "span", "duration", "lag_text"]
 
 DATE_FROM_MS = 10**11
 """Timestamps from this one on (March 1973) are written as dates: an application's; smaller ones (a
@@ -36,12 +36,18 @@ def moment(ts: int) -> str:
     return when(ts)
 
 
+def stamp(ts: int) -> str:
+    """A timestamp alone, as :func:`at` appends it: ``@40`` (a scenario's), ``at 2026-11-25 09:14:03.120 UTC`` (an
+    application's)."""
+    if not _dated(ts):
+        return f"@{ts}"
+    return f"at {when(ts)}"
+
+
 def at(text: str, ts: int) -> str:
     """A value with its timestamp, as the explanations name it: ``A@40`` (a scenario's), ``Ann at 2026-11-25
     09:14:03.120 UTC`` (an application's)."""
-    if not _dated(ts):
-        return f"{text}@{ts}"
-    return f"{text} at {when(ts)}"
+    return f"{text}{stamp(ts)}" if not _dated(ts) else f"{text} {stamp(ts)}"
 
 
 def span(start: int, end: int) -> str:

@@ -32,7 +32,7 @@ from typing import Any
 from ..partitioner import serialize_key
 from ..records import render_value
 from ..serde import serialize_value, serializes_to_nothing, through_response
-from ..times import at
+from ..times import stamp
 
 __all__ = [
     "Instruction",
@@ -210,7 +210,7 @@ class Message:
             )
         else:
             body = f"{render_value(self.key)} ← {shown(self.value.foreign_value)} {short_hash(self.value.hash)}"
-        return f"{self.topic} {self.id} {body} {at('', self.ts).strip()} → task {self.partition}"
+        return f"{self.topic} {self.id} {body} {stamp(self.ts)} → task {self.partition}"
 
     def to_dict(self) -> dict[str, Any]:
         value = self.value

@@ -35,7 +35,7 @@ from ..fates import Fate, Reason
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
-from ..times import at, moment, span
+from ..times import at, moment, span, stamp
 from ..stores import CLOCK, OUTER_BUFFER, BufferedRecord, Clock, OuterJoinBuffer, WindowStore, window_store_name
 from .context import StepContext
 
@@ -178,9 +178,7 @@ class StreamStreamJoin:
         if record.value is None:
             ctx.drop(
                 Reason.NULL_VALUE,
-                lambda: (
-                    f"{record.side} record {at('', record.ts).strip()} has a null value: skipped, not stored ({time})."
-                ),
+                lambda: f"{record.side} record {stamp(record.ts)} has a null value: skipped, not stored ({time}).",
             )
             return True
         return False
