@@ -73,3 +73,31 @@ def test_spark_diff_needs_a_run_join_result(spark) -> None:
     scenario = Scenario.from_dict({**LATE, "semantics": "3.6"})
     with pytest.raises(SparkInputError, match="only a run_join result"):
         run_scenarios(spark, [scenario]).diff("3.7")
+
+
+def test_a_diff_freed_by_unpersist_is_built_again_when_read(spark) -> None:
+    """On a local master the diff's frames are local checkpoints (:mod:`kjoin.spark.keep`), which cannot be read
+    once freed: ``unpersist`` frees their blocks, and the next read builds the differences anew."""
+    from pyspark import StorageLevel
+
+    from kjoin.spark.keep import kept_level, local_master
+
+    document = _seed_004("outerJoin")
+    result = run_join(
+        topic(spark, document, "left"),
+        topic(spark, document, "right"),
+        document["join"],
+        document["variant"],
+        semantics="3.0",
+        window=document["window"],
+    )
+    found = result.diff(semantics="3.1")
+    before = sorted(map(tuple, found.differences.collect()))
+    kept = list(found._kept)
+    assert local_master(spark) and kept and all(kept_level(frame) == StorageLevel.DISK_ONLY for frame in kept)
+    persistent = spark.sparkContext._jsc.sc().getPersistentRDDs().size()
+    found.unpersist()
+    assert spark.sparkContext._jsc.sc().getPersistentRDDs().size() == persistent - len(kept)
+    with pytest.raises(Exception, match="CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND"):
+        kept[0].collect()  # freed: what unpersist is for
+    assert sorted(map(tuple, found.differences.collect())) == before

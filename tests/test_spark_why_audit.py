@@ -154,11 +154,13 @@ def test_the_summary_equals_the_explained_outputs_in_every_total(app):
 def test_the_explained_outputs_summary_and_audit_are_computed_once_per_run(app):
     from pyspark import StorageLevel
 
+    from kjoin.spark.keep import kept_level
+
     join, planted, result = app
     assert result.explained_outputs is result.explained_outputs
     assert result.summary() is result.summary() and result.partitioning_audit() is result.partitioning_audit()
     for frame in (result.explained_outputs, result.summary(), result.partitioning_audit(), result.results):
-        assert frame.storageLevel == StorageLevel.DISK_ONLY, "kept on disk, not recomputed"
+        assert kept_level(frame) == StorageLevel.DISK_ONLY, "kept on disk, not recomputed"
 
 
 REOPEN = """

@@ -31,6 +31,7 @@ from .debug.why import replays_sweep
 from .frames import OUTPUT_COLUMNS, STEP_COLUMNS
 from .io.readers import local_path
 from .io.topic import SparkInputError
+from .keep import kept
 from .manifest import write_manifest
 from .passes.task import json_text
 
@@ -97,14 +98,15 @@ class SparkRun:
         return self.results.filter(self.results.row == "step").select(*STEP_COLUMNS)
 
     def _keep(self, name: Any, build: Callable[[], Any]) -> Any:
-        """``build()`` computed once per run: the frame is persisted on the executors' disks (Spark's
-        ``DISK_ONLY``, on a cluster too), so that :attr:`explained_outputs`, :meth:`summary`,
-        :meth:`partitioning_audit`, :meth:`write_parquet` and the summary explorer each read it instead of
-        running the join again. The join's own results are kept the first time any of them is asked for."""
+        """``build()`` computed once per run and kept on the executors' disks (Spark's ``DISK_ONLY``:
+        :func:`kjoin.spark.keep.kept`, a local checkpoint on a local master, persisted on a cluster), so that
+        :attr:`explained_outputs`, :meth:`summary`, :meth:`partitioning_audit`, :meth:`write_parquet` and the
+        summary explorer each read it instead of running the join again. The join's own results are kept the first
+        time any of them is asked for."""
         if name not in self._kept:
             if "results" not in self._kept and name != "results":
                 self.results = self._keep("results", lambda: self.results)
-            self._kept[name] = build().persist(StorageLevel.DISK_ONLY)
+            self._kept[name] = kept(build(), StorageLevel.DISK_ONLY)
         return self._kept[name]
 
     @property

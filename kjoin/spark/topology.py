@@ -21,8 +21,9 @@ How a run flows:
 * The result is the reference engine's ``stages`` schedule (:mod:`kjoin.topology.runtime`), record for record:
   ``tests/test_spark_topology.py`` compares random topologies with it (``make topology-spark-check`` runs many).
 
-Each stage's rows are kept (a lazy local checkpoint on a local master, persisted on a cluster: :func:`_kept`; the next
-stage and the final frames read them), so a run is computed once when a frame is first read.
+Each stage's rows are kept (a lazy local checkpoint on a local master, persisted on a cluster:
+:func:`kjoin.spark.keep.kept`; the next stage and the final frames read them), so a run is computed once when a frame
+is first read.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from ..topology.runtime import assign_tasks, stage_trace
 from ..topology.stages import Stage, stages_of, topic_readers, topic_writers
 from ..topology.trace import TopicRecord, TopologyTrace
 from .io.topic import SparkInputError, Topic, default_partition_column
+from .keep import kept
 from .passes.topology_vectorised import chain_stage_function, stage_plan
 from .passes.topology_task import (
     ROW_SCHEMA,
@@ -140,7 +142,7 @@ def run_topology(
             rows = grouped.applyInArrow(function, ROW_SCHEMA)
         else:
             rows = grouped.applyInPandas(function, ROW_SCHEMA)
-        results.append(_kept(spark, rows))
+        results.append(kept(rows))
     if results:
         rows = reduce(DataFrame.unionByName, results)
     else:
@@ -290,19 +292,6 @@ class TopologyRun:
             if topic not in topic_writers(self.topology.graph):
                 lines.append(f"{taken.describe()} is an input record.")
                 return lines
-
-
-def _kept(spark: Any, rows: DataFrame) -> DataFrame:
-    """A stage's rows, computed once when first read (the next stage and the final frames read them). On a local
-    master, a lazy local checkpoint: Spark keeps the rows as they are, where ``persist`` builds compressed column
-    batches, which cost 5-7 s of CPU on the re-key stage of 10^6 records against about 1 s (``bench --topology``:
-    7.8-9.2 s of CPU without keeping the rows, 13.0-16.3 s persisted, 9.3-10.1 s checkpointed). On a cluster,
-    ``persist``: a lost executor's checkpointed rows cannot be computed again, persisted ones can."""
-    try:
-        local = str(spark.conf.get("spark.master", "")).startswith("local")
-    except Exception:  # pragma: no cover - a Connect server that does not say: keep the safe way
-        local = False
-    return rows.localCheckpoint(eager=False) if local else rows.persist()
 
 
 def _task_numbers(task: str) -> tuple[int, int]:

@@ -45,6 +45,7 @@ from ...records import Record, Side
 from ...scenario import ScenarioError
 from ...semantics import Semantics, parse_semantics
 from ..io.topic import SparkInputError
+from ..keep import kept, release
 from ..passes.comparison import DIFF_SCHEMA, ORDER, canon, compared_rows, diff_arrow_schema
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -174,6 +175,8 @@ class SparkDiff:
         self._collected: Diff | None = None
         self._kept: list[Any] = []
         self._fallbacks: Any = None
+        self._semantics: Semantics | None = None
+        """The second run's semantics, to build the differences again after :meth:`unpersist`."""
 
     @property
     def fallbacks(self) -> int | None:
@@ -184,10 +187,12 @@ class SparkDiff:
         return None if self._fallbacks is None else self._fallbacks.value
 
     def unpersist(self) -> None:
-        """Free what the diff kept on the executors' disks (its frames are computed again if asked after)."""
+        """Free what the diff kept on the executors' disks (its frames are built and computed again if asked
+        after)."""
         for frame in self._kept:
-            frame.unpersist()
+            release(frame)
         self._kept = []
+        self._frame = None
 
     def check_keys(self, keys: Any) -> "KeyCheck":
         """The differences of each ``(partition, key)`` in ``keys`` against the reference engine's: both runs'
@@ -211,6 +216,9 @@ class SparkDiff:
     @property
     def differences(self) -> Any:
         """One row per difference (:data:`DIFF_COLUMNS`), computed once and kept on the executors' disks."""
+        if self._frame is None:  # freed by unpersist(): a checkpoint cannot be read again, so build it anew
+            again = spark_diff(self.run, self._semantics, self.settings)
+            self._frame, self._kept, self._fallbacks = again._frame, again._kept, again._fallbacks
         return self._frame
 
     def write_parquet(self, path: str, mode: str = "overwrite") -> None:
@@ -413,17 +421,18 @@ def spark_diff(
             return None
         return _differences(base, _tagged(rerun_of, 1), records, decoders)
 
-    kept: list[Any] = []
-    target = _keep(produced(second, settings), kept)
+    kept_frames: list[Any] = []
+    target = _keep(produced(second, settings), kept_frames)
     names = tuple(name for name, _ in switches)
-    attribution = FrameAttribution(first, switches, produced, kept)
+    attribution = FrameAttribution(first, switches, produced, kept_frames)
     charged = attribution.charge(target)
     if len(names) > 1:  # charged by joins with the runs of each switch: computed once
-        charged = _keep(charged, kept)
+        charged = _keep(charged, kept_frames)
     after = str(second) + "".join(f" {path}={_setting_text(value)}" for path, value in settings.items())
     title = f"{config.join} {config.variant} join (Spark)"
     found = SparkDiff(run, other, charged, names, str(first), after, title, attribution.runs, settings)
-    found._kept = kept
+    found._kept = kept_frames
+    found._semantics = second
     found._fallbacks = counted.get((second, json.dumps(settings, sort_keys=True, default=str)))
     return found
 
@@ -439,11 +448,12 @@ def _try(join: Callable[..., Any], semantics: Semantics, settings: Mapping[str, 
         return None  # that combination is not a join run_join can run
 
 
-def _keep(frame: Any, kept: list[Any] | None = None) -> Any:
-    """``frame`` computed once and kept on the executors' disks (listed in ``kept``, to unpersist later)."""
-    frame = frame.persist(StorageLevel.DISK_ONLY)
-    if kept is not None:
-        kept.append(frame)
+def _keep(frame: Any, kept_frames: list[Any] | None = None) -> Any:
+    """``frame`` computed once and kept on the executors' disks (:func:`kjoin.spark.keep.kept`: checkpointed on a
+    local master, persisted on a cluster), listed in ``kept_frames`` for :meth:`SparkDiff.unpersist`."""
+    frame = kept(frame, StorageLevel.DISK_ONLY)
+    if kept_frames is not None:
+        kept_frames.append(frame)
     return frame
 
 
