@@ -168,3 +168,65 @@ def test_the_settings_diff_names_what_it_cannot_compare(spark) -> None:
         result.diff(grace=3)
     with pytest.raises(SparkInputError, match="nothing to compare"):
         result.diff()
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 5])
+def test_the_paired_pass_compares_chunk_by_chunk_as_the_joins_go(spark, chunk_rows) -> None:
+    """The paired pass streams (:mod:`kjoin.spark.passes.paired`): with Arrow batches of 3 records and chunks of a
+    few outputs, each task's records are compared in many chunks as both joins go on, and the differences are the
+    reference engine's all the same (3.0 -> 3.1 and a shorter grace: held results move across chunks)."""
+    from kjoin.spark.passes.paired import CHUNK_CONF
+
+    rows = records("stream-stream", seed=11, count=90)
+    window = {"before_ms": 10, "after_ms": 10, "grace_ms": 12}
+    batch = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    previous = spark.conf.get(batch)
+    spark.conf.set(batch, "3")
+    spark.conf.set(CHUNK_CONF, str(chunk_rows))
+    try:
+        result = run_join(
+            topic(spark, rows, "left"), topic(spark, rows, "right"), "stream-stream", "left", semantics="3.0",
+            window=window,
+        )  # fmt: skip
+        on_spark = result.diff("3.1", window={"grace_ms": 0})
+        found = comparable(on_spark)
+    finally:
+        spark.conf.set(batch, previous)
+        spark.conf.unset(CHUNK_CONF)
+    document = {**records_document("stream-stream", "left", rows, "3.0", window, PARTITIONS), **MERGED}
+    reference = diff(document, from_="3.0", to="3.1", set={"window.grace_ms": 0})
+    assert len(reference) > 20
+    assert found == comparable(reference)
+    assert on_spark.fallbacks is not None
+
+
+def test_a_bad_chunk_setting_is_named(spark) -> None:
+    from kjoin.spark.passes.paired import CHUNK_CONF
+
+    rows = records("stream-stream", seed=3)
+    result = run_join(topic(spark, rows, "left"), topic(spark, rows, "right"), "stream-stream", "left", window=5)
+    spark.conf.set(CHUNK_CONF, "many")
+    try:
+        with pytest.raises(SparkInputError, match="spark.kjoin.diff.chunkRows='many'"):
+            result.diff(window={"grace_ms": 2})
+    finally:
+        spark.conf.unset(CHUNK_CONF)
+
+
+def test_a_lagging_run_is_diffed_by_joining_twice(spark) -> None:
+    """A run with an arrival lag orders each task its own way, so it has no paired pass: the diff joins the topics
+    again and compares both runs' outputs grouped per input record (the other path of
+    :mod:`kjoin.spark.debug.diff`), with the same differences, charged to the same switches."""
+    rows = records("stream-stream", seed=5, count=60)
+    window = {"before_ms": 10, "after_ms": 10, "grace_ms": 12}
+    arrival = {"right": {"lag_ms": 7}}
+    result = run_join(
+        topic(spark, rows, "left"), topic(spark, rows, "right"), "stream-stream", "left", semantics="3.0",
+        window=window, arrival=arrival,
+    )  # fmt: skip
+    on_spark = result.diff("3.1", window={"grace_ms": 0})
+    assert on_spark.fallbacks is None  # not the paired pass
+    document = {**records_document("stream-stream", "left", rows, "3.0", window, PARTITIONS), "arrival": arrival}
+    reference = diff(document, from_="3.0", to="3.1", set={"window.grace_ms": 0})
+    assert len(reference) > 0 and len({d.rules for d in reference}) > 1
+    assert comparable(on_spark) == comparable(reference)

@@ -46,6 +46,7 @@ from ...scenario import ScenarioError
 from ...semantics import Semantics, parse_semantics
 from ..io.topic import SparkInputError
 from ..keep import kept, release
+from ..passes.paired import diff_chunk_rows
 from ..passes.comparison import DIFF_SCHEMA, ORDER, canon, compared_rows, diff_arrow_schema
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,7 +61,7 @@ MAX_SPARK_RUNS = 32
 _IDENTITY = ["scenario", "partition", "side", "offset"]
 
 DIFF_COLUMNS = [
-    *[part.split()[0] for part in DIFF_SCHEMA.split(", ") if not part.startswith("identity")],
+    *[part.split()[0] for part in DIFF_SCHEMA.split(", ")],
     "rules",
     "with_rules",
     "together",
@@ -404,6 +405,7 @@ def spark_diff(
     except SparkInputError as error:
         given = "".join(f" {path}={_setting_text(value)}" for path, value in settings.items())
         raise SparkInputError(f"diff: the topics cannot be joined under {second}{given}: {error}") from None
+    diff_chunk_rows(run.results.sparkSession)  # a bad setting is named here, not taken for a pass that cannot run
     base = _tagged(run, 0)
     decoders = (run._json_keys, run._json_values)
     records = run.inputs
@@ -527,7 +529,8 @@ class FrameAttribution(Attribution):
         if names not in self._produced:
             self.runs += 1
             found = self.differences_of(*self._configuration(names))
-            self._produced[names] = None if found is None else _keep(found.select("identity").distinct(), self.kept)
+            kept_identities = None if found is None else _keep(found.select(identity_column()).distinct(), self.kept)
+            self._produced[names] = kept_identities
         return self._produced[names]
 
     def charge(self, target: Any) -> Any:
@@ -540,8 +543,9 @@ class FrameAttribution(Attribution):
                 _names([]).alias("with_rules"),
                 F.lit(False).alias("together"),
             )
-        self._produced.setdefault(frozenset(names), target.select("identity"))  # every switch turned: the target
-        wanted = target.select("identity").distinct()
+        # every switch turned: the target
+        self._produced.setdefault(frozenset(names), target.select(identity_column()))
+        wanted = target.select(identity_column()).distinct()
         charged = []
         for size in range(1, len(names) + 1):
             if self.runs >= MAX_SPARK_RUNS or wanted.isEmpty():
@@ -582,6 +586,13 @@ class FrameAttribution(Attribution):
         return _charged(target, charged, names)
 
 
+def identity_column() -> Any:
+    """What makes two runs' differences the same difference, as the reference engine's ``Difference.identity``:
+    the input record, the change, the outputs before and after; one text (JSON), the column the attribution joins
+    the runs' differences on."""
+    return F.to_json(F.struct(*_IDENTITY, "change", "before", "after")).alias("identity")
+
+
 def _names(names: Any) -> Any:
     return F.array(*[F.lit(n) for n in sorted(names)]).cast("array<string>")
 
@@ -593,7 +604,7 @@ def _charged(target: Any, charged: list[Any], names: list[str]) -> Any:
         found = charged[0]
         for more in charged[1:]:
             found = found.unionByName(more)
-        with_found = target.join(found, "identity", "left")
+        with_found = target.withColumn("identity", identity_column()).join(found, "identity", "left")
     else:
         with_found = target.withColumn("rules", F.lit(None).cast("array<string>")).withColumn(
             "with_rules", F.lit(None).cast("array<string>")

@@ -43,13 +43,13 @@ __all__ = ["DIFF_SCHEMA", "ORDER", "canon", "compared_rows", "compared_table", "
 
 DIFF_SCHEMA = (
     "scenario bigint, partition int, side string, offset bigint, input_key string, input_value string, "
-    "input_ts bigint, step bigint, from_step bigint, change string, key string, before string, after string, "
-    "identity string"
+    "input_ts bigint, step bigint, from_step bigint, change string, key string, before string, after string"
 )
 """One difference per row, before attribution: the input record (its key and value as JSON text), its step in the
 second run (``from_step``: in the first), the change, the output's key (JSON text) and the outputs before and after
-(JSON objects: ``key, value, ts, tombstone``; null where there is none), and ``identity``, what makes two runs'
-differences the same difference."""
+(JSON objects: ``key, value, ts, tombstone``; null where there is none). What makes two runs' differences the same
+difference (the attribution's ``identity``: the record, the change, before and after) is computed in Spark where the
+attribution needs it (:func:`kjoin.spark.debug.diff.identity_column`), not carried by every row."""
 
 ORDER = ("ts", "origin_step", "key", "value", "tombstone", "left", "right")
 """An output's fields in the order they sort a record's outputs in each run (Spark's ``sort_array`` of this
@@ -123,7 +123,6 @@ def compared_rows(row: Mapping[str, Any], json_keys: bool, json_values: bool) ->
             "key": canon(d.key),
             "before": None if d.before is None else canon(d.before),
             "after": None if d.after is None else canon(d.after),
-            "identity": canon([row["scenario"], *d.identity]),
         }
         for d in differences
         if d.change != "reordered"
@@ -236,7 +235,6 @@ def _rows(
     """The rows of the differences found by arrays: ``owner`` the output whose record and key each names,
     ``before``/``after`` the outputs (-1: none), ``kind`` an index into :data:`_CHANGES`."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     column = outputs.column
     texts = _join(
@@ -267,23 +265,6 @@ def _rows(
     )
     change = pa.array(np.array(_CHANGES, dtype=object)[kind], pa.string())
     before_text, after_text = taken(texts, before), taken(texts, after)
-    identity = _join(
-        "[",
-        _numbers(scenario),
-        ", [",
-        json_strings(side),
-        ", ",
-        _numbers(partition),
-        ", ",
-        _numbers(offset),
-        "], ",
-        json_strings(change),
-        ", ",
-        json_strings(pc.fill_null(before_text, "null")),
-        ", ",
-        json_strings(pc.fill_null(after_text, "null")),
-        "]",
-    )
     return pa.table(
         {
             "scenario": scenario.cast(pa.int64()),
@@ -299,7 +280,6 @@ def _rows(
             "key": keys.take(pa.array(owner)),
             "before": before_text,
             "after": after_text,
-            "identity": identity,
         },
         schema=diff_arrow_schema(),
     )

@@ -17,11 +17,21 @@ outputs per input record right there, since a record's outputs in both runs are 
    (:func:`kjoin.spark.passes.comparison.compared_table`; the few records whose pairing the arrays cannot decide
    exactly go to the reference engine's comparison in Python, and are counted). The pass's rows are the
    differences (:data:`kjoin.spark.passes.comparison.DIFF_SCHEMA`).
+
+The pass streams: both functions take the merged records as they come (``itertools.tee``: the run ahead waits for the
+other, the records in between are held), and each gives its rows in processing order, so once both runs have given
+a row of the record at place ``p`` (task, step), every output of every record before ``p`` is out in both, and those
+records are compared and their differences go out (:data:`CHUNK_ROWS` at a time) while the joins go on. Memory holds
+the records and outputs between the two runs' places and one chunk, not a whole task; and Spark reads the differences
+and writes them as Python computes the next ones (holding a task whole, a diff of 10^7 records kept 1.4 of 2 cores
+busy where one run keeps 1.8). A function that gave its rows out of processing order would be an error, not a silent
+miss: the pass checks it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import tee
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -29,7 +39,7 @@ import numpy as np
 from .comparison import compared_table
 from .merge import merged_batches
 
-__all__ = ["paired_function", "Paired"]
+__all__ = ["paired_function", "Paired", "CHUNK_ROWS", "CHUNK_CONF", "diff_chunk_rows"]
 
 _OUTPUT = ("scenario", "partition", "step", "side", "offset", "key", "left", "right", "value", "ts", "tombstone")
 _OUTPUT += ("origin_step",)
@@ -53,6 +63,7 @@ def paired_function(
     json_keys: bool,
     json_values: bool,
     fallbacks: Any = None,
+    chunk_rows: int = 0,
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """A ``mapInArrow`` function over the input-partition sort (:class:`kjoin.spark.passes.plans.Feed`'s
     ``by_partition``): both per-task functions over the same records in processing order, the differences out
@@ -60,33 +71,160 @@ def paired_function(
     compared in Python."""
 
     def paired(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        ordered = list(merged_batches(batches, held_rank, spill_rows))
-        if not ordered:
-            return
-        records = pa.Table.from_batches(ordered)
-        outputs = [_outputs(function(iter(ordered))) for function in (first, second)]
-        found = _differing(records, *outputs)
-        if found is None:
-            return
-        differences, python = compared_table(*found, json_keys, json_values)
-        if fallbacks is not None and python:
-            fallbacks.add(python)
-        yield from differences.to_batches()
+        inputs = _Inputs()
+        feeds = tee(inputs.capture(merged_batches(batches, held_rank, spill_rows)), 2)
+        runs = [_Run(function(feed), inputs) for function, feed in zip((first, second), feeds)]
+        while True:
+            behind = [run for run in runs if not run.done]
+            if behind:
+                min(behind, key=lambda run: run.mark).pull()
+            complete = min(run.mark for run in runs)  # every output of a record before it is out, in both runs
+            if behind and sum(run.pending_rows(complete) for run in runs) < (chunk_rows or CHUNK_ROWS):
+                continue
+            found = _differing(inputs.take(complete), *(run.take(complete) for run in runs))
+            if found is not None:
+                differences, python = compared_table(*found, json_keys, json_values)
+                if fallbacks is not None and python:
+                    fallbacks.add(python)
+                yield from differences.to_batches()
+            if not behind:
+                return
 
     return paired
 
 
-def _outputs(batches: Iterator[Any]) -> Any:
-    import pyarrow as pa
-    import pyarrow.compute as pc
+CHUNK_ROWS = 200_000
+"""Both runs' outputs compared at once, at least (fewer at the end of the task): the differences go out chunk by
+chunk, as Spark reads them, while the joins go on. :data:`CHUNK_CONF` overrides it."""
 
-    found = [batch for batch in batches if batch.num_rows]
-    if not found:
-        return None
-    table = pa.Table.from_batches(found)
-    return table.filter(pc.equal(table.column("row"), "output")).select(list(_OUTPUT))
+CHUNK_CONF = "spark.kjoin.diff.chunkRows"
+"""The Spark setting that overrides :data:`CHUNK_ROWS`, read when the diff is planned (the tests set it small, so
+that a few records make many chunks)."""
+
+_DONE = np.iinfo(np.int64).max
+
+
+def diff_chunk_rows(spark: Any) -> int:
+    """:data:`CHUNK_CONF` of ``spark`` (0: not set, :data:`CHUNK_ROWS`); a setting that is not a count is an
+    error that names it."""
+    from ..io.topic import SparkInputError
+
+    setting = spark.conf.get(CHUNK_CONF, None)
+    try:
+        rows = 0 if setting is None else int(setting)
+    except ValueError:
+        rows = -1
+    if rows < 0:
+        raise SparkInputError(f"{CHUNK_CONF}={setting!r}: expected a number of outputs, e.g. 200000, or unset it")
+    return rows
+
+
+class _Inputs:
+    """The merged records as both joins take them, each with its place ``(task, step)`` as one int64 (the task's
+    number in the order the tasks come, shifted, plus the record's rank in its task: the ``step`` the per-task
+    functions give its outputs), kept until both runs are past them."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[tuple[int, int], int] = {}
+        self.current: tuple[int, int] | None = None
+        self.rank = 0
+        self.tables: list[Any] = []
+        self.places: list[Any] = []
+
+    def capture(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        for batch in batches:
+            if batch.num_rows:
+                self.tables.append(pa.Table.from_batches([batch]))
+                self.places.append(self._places(batch))
+            yield batch
+
+    def _places(self, batch: Any) -> Any:
+        scenario = batch.column("scenario").to_numpy(zero_copy_only=False)
+        partition = batch.column("partition").to_numpy(zero_copy_only=False)
+        starts = np.flatnonzero((scenario[1:] != scenario[:-1]) | (partition[1:] != partition[:-1])) + 1
+        places = np.empty(batch.num_rows, dtype=np.int64)
+        for start, end in zip([0, *starts], [*starts, batch.num_rows]):
+            task = (int(scenario[start]), int(partition[start]))
+            if task != self.current:
+                self.current, self.rank = task, 0
+                self.tasks.setdefault(task, len(self.tasks))
+            places[start:end] = (self.tasks[task] << 40) + self.rank + np.arange(end - start)
+            self.rank += end - start
+        return places
+
+    def place(self, table: Any) -> Any:
+        """The place of each row of a run's rows (``scenario, partition, step``)."""
+        scenario = table.column("scenario").to_numpy(zero_copy_only=False)
+        partition = table.column("partition").to_numpy(zero_copy_only=False)
+        pairs = np.stack([scenario.astype(np.int64), partition.astype(np.int64)], axis=1)
+        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        task = np.array([self.tasks[(int(s), int(p))] for s, p in unique], dtype=np.int64)[inverse.reshape(-1)]
+        return (task << 40) + table.column("step").to_numpy(zero_copy_only=False).astype(np.int64)
+
+    def take(self, before: int) -> Any:
+        """The records placed before ``before``, gone from here."""
+        return _split(self, before)
+
+
+class _Run:
+    """One join's rows as they come out of its per-task function: ``mark``, the place of the last row out (the
+    functions give rows in processing order, so every row of a record placed before it is out), and the outputs
+    not compared yet."""
+
+    def __init__(self, rows: Iterator[Any], inputs: _Inputs) -> None:
+        self.rows = rows
+        self.inputs = inputs
+        self.mark = -1
+        self.done = False
+        self.tables: list[Any] = []
+        self.places: list[Any] = []
+
+    def pull(self) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for batch in self.rows:
+            if not batch.num_rows:
+                continue
+            table = pa.Table.from_batches([batch])
+            places = self.inputs.place(table)
+            if places[0] < self.mark or (np.diff(places) < 0).any():
+                raise RuntimeError(
+                    "kjoin's paired diff pass: a per-task function gave its rows out of processing order; the diff "
+                    "cannot compare it record by record (please report this with the join and its settings)"
+                )
+            self.mark = int(places[-1])
+            outputs = pc.equal(table.column("row"), "output")
+            self.tables.append(table.filter(outputs).select(list(_OUTPUT)))
+            self.places.append(places[outputs.to_numpy(zero_copy_only=False)])
+            return
+        self.done, self.mark = True, _DONE
+
+    def pending_rows(self, before: int) -> int:
+        return sum(int(np.searchsorted(places, before)) for places in self.places)
+
+    def take(self, before: int) -> Any:
+        """The outputs of the records placed before ``before`` (``None``: none), gone from here."""
+        return _split(self, before)
+
+
+def _split(held: Any, before: int) -> Any:
+    """The rows of ``held`` (its ``tables`` and ascending ``places``) placed before ``before``, taken out of it."""
+    import pyarrow as pa
+
+    taken, kept_tables, kept_places = [], [], []
+    for table, places in zip(held.tables, held.places):
+        cut = int(np.searchsorted(places, before))
+        if cut:
+            taken.append(table.slice(0, cut))
+        if cut < len(places):
+            kept_tables.append(table.slice(cut))
+            kept_places.append(places[cut:])
+    held.tables, held.places = kept_tables, kept_places
+    taken = [table for table in taken if table.num_rows]
+    return pa.concat_tables(taken) if taken else None
 
 
 def _identity(table: Any) -> Any:

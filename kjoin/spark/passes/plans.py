@@ -34,7 +34,7 @@ from . import native, vectorised, vectorised_stream, vectorised_versioned
 from .merge import HELD_ROWS_CONF, held_rows, merged_batches
 from .split import KeySplit, split_results
 from .comparison import DIFF_SCHEMA
-from .paired import Paired, paired_function
+from .paired import Paired, diff_chunk_rows, paired_function
 from .task import group_by_task, result_schema, task_function
 
 __all__ = [
@@ -333,8 +333,9 @@ def paired_results(
     spill_rows = held_rows(frame.sparkSession.conf.get(HELD_ROWS_CONF, None))
     functions = [plan.function({0: spec}, inputs) for plan, spec in zip(plans, (first, second))]  # type: ignore[misc]
     fallbacks = _counter(frame.sparkSession)
+    chunk_rows = diff_chunk_rows(frame.sparkSession)
     function = paired_function(
-        functions[0], functions[1], held_rank, spill_rows, inputs.json_keys, inputs.json_values, fallbacks
+        functions[0], functions[1], held_rank, spill_rows, inputs.json_keys, inputs.json_values, fallbacks, chunk_rows
     )
     return Paired(frame.mapInArrow(function, DIFF_SCHEMA), fallbacks)
 
