@@ -10,9 +10,11 @@ outputs per input record right there, since a record's outputs in both runs are 
 
 1. A 64-bit fingerprint per output (a hash of key, value, ts, tombstone and the values joined: each text column
    dictionary-encoded over both runs by Arrow, the codes mixed by splitmix64 in numpy, where hashing the texts with
-   pandas cost twice the join itself), summed per input record ``(partition, side, offset)`` with the count, finds
-   the input records whose outputs differ. Equal sums of different multisets of outputs would hide a difference;
-   with 64-bit hashes that has a chance of about 2^-64 per input record.
+   pandas cost twice the join itself), summed per input record with the count, finds the input records whose outputs
+   differ (a record is known by its *place*, its task and step: both runs give their rows in processing order, so
+   each run's outputs and the records come sorted by place, and the sums are ``np.add.reduceat`` over runs of equal
+   places, the lookups ``searchsorted``, no hashing of identities). Equal sums of different multisets of outputs
+   would hide a difference; with 64-bit hashes that has a chance of about 2^-64 per input record.
 2. Those records' outputs are compared as the reference engine compares them, in arrays
    (:func:`kjoin.spark.passes.comparison.compared_table`; the few records whose pairing the arrays cannot decide
    exactly go to the reference engine's comparison in Python, and are counted). The pass's rows are the
@@ -158,9 +160,10 @@ class _Inputs:
         """The place of each row of a run's rows (``scenario, partition, step``)."""
         scenario = table.column("scenario").to_numpy(zero_copy_only=False)
         partition = table.column("partition").to_numpy(zero_copy_only=False)
-        pairs = np.stack([scenario.astype(np.int64), partition.astype(np.int64)], axis=1)
-        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
-        task = np.array([self.tasks[(int(s), int(p))] for s, p in unique], dtype=np.int64)[inverse.reshape(-1)]
+        starts = np.flatnonzero((scenario[1:] != scenario[:-1]) | (partition[1:] != partition[:-1])) + 1
+        task = np.empty(table.num_rows, dtype=np.int64)
+        for start, end in zip([0, *starts], [*starts, table.num_rows]):  # the rows come task by task
+            task[start:end] = self.tasks[(int(scenario[start]), int(partition[start]))]
         return (task << 40) + table.column("step").to_numpy(zero_copy_only=False).astype(np.int64)
 
     def take(self, before: int) -> Any:
@@ -210,31 +213,24 @@ class _Run:
         return _split(self, before)
 
 
-def _split(held: Any, before: int) -> Any:
-    """The rows of ``held`` (its ``tables`` and ascending ``places``) placed before ``before``, taken out of it."""
+def _split(held: Any, before: int) -> tuple[Any, Any]:
+    """The rows of ``held`` (its ``tables`` and ascending ``places``) placed before ``before``, taken out of it:
+    a table and its places (``None, None``: none)."""
     import pyarrow as pa
 
-    taken, kept_tables, kept_places = [], [], []
+    taken, places_taken, kept_tables, kept_places = [], [], [], []
     for table, places in zip(held.tables, held.places):
         cut = int(np.searchsorted(places, before))
         if cut:
             taken.append(table.slice(0, cut))
+            places_taken.append(places[:cut])
         if cut < len(places):
             kept_tables.append(table.slice(cut))
             kept_places.append(places[cut:])
     held.tables, held.places = kept_tables, kept_places
-    taken = [table for table in taken if table.num_rows]
-    return pa.concat_tables(taken) if taken else None
-
-
-def _identity(table: Any) -> Any:
-    """Each row's input record as one int64: partition, side and offset (a run_join has one scenario)."""
-    import pyarrow.compute as pc
-
-    partition = table.column("partition").to_numpy(zero_copy_only=False).astype(np.int64)
-    right = pc.equal(table.column("side"), "right").to_numpy(zero_copy_only=False).astype(np.int64)
-    offset = table.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)
-    return (partition << 41) | (right << 40) | offset
+    if not taken:
+        return None, None
+    return pa.concat_tables(taken), np.concatenate(places_taken)
 
 
 def _mix(x: Any) -> Any:
@@ -259,52 +255,75 @@ def _codes(column: Any) -> Any:
     return values.astype(np.int64).view(np.uint64)
 
 
-def _fingerprints(first: Any, second: Any) -> Any:
-    """Each output of both runs as ``i`` (its input record), ``h`` (a 64-bit hash of what the output topic shows
-    and the values joined, negated, wrapping, for the second run) and ``n`` (1, -1 for the second run)."""
-    import pandas as pd
+def _fingerprints(tables: list[Any]) -> Any:
+    """Each output of ``tables`` (both runs' outputs) as a 64-bit hash of what the output topic shows and the values
+    joined, in the order of the tables' rows."""
     import pyarrow as pa
 
-    tables = [t for t in (first, second) if t is not None]
     both = pa.concat_tables(tables)
     hashes = np.zeros(both.num_rows, dtype=np.uint64)
     for salt, name in enumerate(_FINGERPRINTED):
         hashes = _mix(hashes ^ _mix(_codes(both.column(name)) + np.uint64(salt)))
-    signs = np.concatenate([np.full(t.num_rows, 1 if t is first else -1, dtype=np.int64) for t in tables])
-    hashes = np.where(signs > 0, hashes, ~hashes + np.uint64(1))
-    return pd.DataFrame({"i": np.concatenate([_identity(t) for t in tables]), "h": hashes, "n": signs})
+    return hashes
 
 
-def _differing(records: Any, first: Any, second: Any) -> tuple[Any, Any] | None:
-    """The outputs of the input records whose outputs differ between the two runs (one sum per record: the first
-    run's hashes minus the second's, and the count), with ``i`` (the record) and ``run``; and those records' ``i,
-    input_key, input_value, input_ts``. ``None``: no record differs."""
+def _per_record(places: Any, hashes: Any) -> tuple[Any, Any, Any]:
+    """Per record (its place; ``places`` ascending): the place, the sum of its outputs' hashes (wrapping) and their
+    count."""
+    starts = np.flatnonzero(np.concatenate([[True], places[1:] != places[:-1]]))
+    counts = np.diff(np.append(starts, len(places)))
+    return places[starts], np.add.reduceat(hashes, starts), counts
+
+
+def _among(places: Any, wanted: Any) -> Any:
+    """Which of ``places`` are in ``wanted`` (both ascending)."""
+    at = np.minimum(np.searchsorted(wanted, places), len(wanted) - 1)
+    return wanted[at] == places
+
+
+def _differing(records: tuple[Any, Any], first: tuple[Any, Any], second: tuple[Any, Any]) -> tuple[Any, Any] | None:
+    """The outputs of the input records whose outputs differ between the two runs (per record, each run's sum of
+    its outputs' hashes and their count), with ``i`` (the record's place) and ``run``; and those records' ``i,
+    input_key, input_value, input_ts``. Each argument is a table and its rows' places, ascending (``None, None``:
+    no rows). ``None``: no record differs."""
     import pyarrow as pa
 
-    if first is None and second is None:
+    runs = [(run, table, places) for run, (table, places) in enumerate((first, second)) if table is not None]
+    if not runs:
         return None
-    sums = _fingerprints(first, second).groupby("i", sort=False).agg({"h": "sum", "n": "sum"})
-    changed = sums.index[(sums["h"].to_numpy() != 0) | (sums["n"].to_numpy() != 0)].to_numpy(dtype=np.int64)
+    hashes = _fingerprints([table for _, table, _ in runs])
+    sums: list[tuple[Any, Any, Any]] = [(np.empty(0, np.int64), np.empty(0, np.uint64), np.empty(0, np.int64))] * 2
+    start = 0
+    for run, table, places in runs:
+        sums[run] = _per_record(places, hashes[start : start + table.num_rows])
+        start += table.num_rows
+    every = np.union1d(sums[0][0], sums[1][0])
+    totals = []
+    for found, hashed, counts in sums:
+        at = np.searchsorted(every, found)
+        total_hash, total_count = np.zeros(len(every), np.uint64), np.zeros(len(every), np.int64)
+        total_hash[at], total_count[at] = hashed, counts
+        totals.append((total_hash, total_count))
+    changed = every[(totals[0][0] != totals[1][0]) | (totals[0][1] != totals[1][1])]
     if not len(changed):
         return None
-    inputs = records.filter(pa.array(np.isin(_identity(records), changed)))
+    table, places = records
+    mine = _among(places, changed)
+    inputs = table.filter(pa.array(mine))
     inputs = pa.table(
         {
-            "i": _identity(inputs),
+            "i": pa.array(places[mine]),
             "input_key": inputs.column("key"),
             "input_value": inputs.column("value"),
             "input_ts": inputs.column("ts"),
         }
     )
     found = []
-    for run, table in enumerate((first, second)):
-        if table is None:
-            continue
-        identity = _identity(table)
-        mine = np.isin(identity, changed)
+    for run, table, places in runs:
+        mine = _among(places, changed)
         rows = table.filter(pa.array(mine))
         found.append(
-            rows.append_column("i", pa.array(identity[mine])).append_column(
+            rows.append_column("i", pa.array(places[mine])).append_column(
                 "run", pa.array(np.full(rows.num_rows, run, dtype=np.int32))
             )
         )
