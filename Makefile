@@ -107,7 +107,7 @@ diff-check: $(STAMP)
 # A diff's cost against one run's at 10^7 records, and its differences on sampled keys against the reference engine
 # (README "On Spark"). The machine is shared: nice.
 bench-diff: $(STAMP)
-	nice -n 10 $(PY) -m benchmarks.bench --diff --sizes 10000000
+	nice -n 10 $(PY) -m benchmarks.bench --diff --sizes 10000000 --repeat 2
 
 # Debugging a written run of issue 26's planted application: why, summary(), partitioning_audit(),
 # explained_outputs, open_run in a new process (benchmarks/bench_debug.py): `SIZE=100000 make bench-debug`.

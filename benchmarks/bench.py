@@ -54,7 +54,9 @@ decoding each value for the joiner (issue 26: ``auto`` then takes the processors
 
 ``--diff`` times :meth:`kjoin.spark.SparkRun.diff` instead (issue 28): per size and change (:data:`DIFF_CHANGES`),
 one run of the stream-stream join to the noop sink, then a diff of the same topics with every difference charged
-to the noop sink, and ``diff/run``, the ratio (the issue's target: at most 2.5); ``python records``, the differing
+to the noop sink, and ``diff/run``, the ratio (the issue's target: at most 2.5), and the same for the CPU seconds
+each cost the process tree (``--repeat N``: N turns of both, the fewest seconds of each kept; ``make bench-diff``
+takes 2); ``python records``, the differing
 input records whose outputs the comparison in arrays left to the reference engine's comparison in Python
 (:attr:`kjoin.spark.debug.diff.SparkDiff.fallbacks`); then the differences of sampled keys against the reference
 engine's (:func:`bench_diff`).
@@ -504,6 +506,16 @@ def timed(action: Callable[[], None]) -> float:
     return time.perf_counter() - started
 
 
+def timed_cpu(action: Callable[[], None]) -> tuple[float, float]:
+    """The seconds ``action`` took and the CPU seconds it cost this process tree (the driver, Spark's JVM, its
+    Python workers: :func:`benchmarks.scale.tree_cpu`), which a loaded machine does not stretch."""
+    from .scale import tree_cpu
+
+    cpu = tree_cpu()
+    seconds = timed(action)
+    return seconds, tree_cpu() - cpu
+
+
 # -- the run --------------------------------------------------------------------------------
 def bench(
     spark: Any,
@@ -728,6 +740,8 @@ DIFF_COLUMNS = [
     "run s",
     "diff s",
     "diff/run",
+    "CPU s run/diff",
+    "CPU diff/run",
     "differences",
     "python records",
     "keys checked",
@@ -744,6 +758,8 @@ class DiffRow:
     change: str
     run_s: float
     diff_s: float
+    run_cpu: float
+    diff_cpu: float
     differences: int
     fallbacks: int | None
     keys: int
@@ -760,6 +776,8 @@ class DiffRow:
             f"{self.run_s:.1f}",
             f"{self.diff_s:.1f}",
             f"{self.diff_s / self.run_s:.2f}",
+            f"{self.run_cpu:.1f}/{self.diff_cpu:.1f}",
+            f"{self.diff_cpu / self.run_cpu:.2f}",
             f"{self.differences:,}",
             "-" if self.fallbacks is None else f"{self.fallbacks:,}",
             f"{self.keys}",
@@ -778,10 +796,12 @@ def bench_diff(
     out: Any,
     sample_keys: int = 20,
     changes: list[str] | None = None,
+    repeat: int = 1,
 ) -> list[DiffRow]:
     """Per size and change (:data:`DIFF_CHANGES`): one run of the join (every output and step row to the ``noop``
     sink) against ``run_join(...).diff(...)`` with every difference, charged, to the ``noop`` sink (both timed in
-    the same process, one after the other); then the differences of ``sample_keys`` keys (half of them among those
+    the same process, one after the other, ``repeat`` times in turns: the fewest seconds and the fewest CPU seconds
+    of each kept); then the differences of ``sample_keys`` keys (half of them among those
     with the most differences, half drawn from all keys) against the reference engine's on the same keys
     (:meth:`kjoin.spark.debug.diff.SparkDiff.check_keys`)."""
     from kjoin.spark import run_join
@@ -813,19 +833,25 @@ def bench_diff(
         noop(left.frame.unionByName(right.frame))
         for label, change in chosen.items():
             load_before = os.getloadavg()[0]
-            print(f"[bench] {DIFF_JOIN} {size:,} one run ...", file=out, flush=True)
-            result, _ = join_and_diff(left, right, change)
-            run_s = timed(lambda: noop(result.results))
-            print(f"[bench] {DIFF_JOIN} {size:,} diff {label} ...", file=out, flush=True)
-            result, diff_of = join_and_diff(left, right, change)
+            runs, diffs = [], []
             found: Any = None
+            for turn in range(repeat):  # in turns, the fastest of each kept: a shared machine's load comes and goes
+                print(f"[bench] {DIFF_JOIN} {size:,} one run ({turn + 1}/{repeat}) ...", file=out, flush=True)
+                result, _ = join_and_diff(left, right, change)
+                runs.append(timed_cpu(lambda: noop(result.results)))
+                print(f"[bench] {DIFF_JOIN} {size:,} diff {label} ({turn + 1}/{repeat}) ...", file=out, flush=True)
+                if found is not None:
+                    found.unpersist()
+                result, diff_of = join_and_diff(left, right, change)
 
-            def diff_all() -> None:
-                nonlocal found
-                found = diff_of()
-                noop(found.differences)
+                def diff_all() -> None:
+                    nonlocal found
+                    found = diff_of()
+                    noop(found.differences)
 
-            diff_s = timed(diff_all)
+                diffs.append(timed_cpu(diff_all))
+            run_s, run_cpu = (min(values) for values in zip(*runs))
+            diff_s, diff_cpu = (min(values) for values in zip(*diffs))
             load_after = os.getloadavg()[0]
             count = found.differences.count()
             fallbacks = found.fallbacks  # counted as the timed run computed the differences
@@ -833,7 +859,8 @@ def bench_diff(
             check = _check_sampled_keys(found, left, sample_keys, out)
             print(  # the row as soon as it is measured: a later row may not finish on a shared machine
                 f"[bench] {DIFF_JOIN} {size:,} {label}: run {run_s:.1f} s, diff {diff_s:.1f} s "
-                f"(diff/run {diff_s / run_s:.2f}), {count:,} differences ({fallbacks} records compared in Python), "
+                f"(diff/run {diff_s / run_s:.2f}; CPU {run_cpu:.1f} s and {diff_cpu:.1f} s, "
+                f"{diff_cpu / run_cpu:.2f}), {count:,} differences ({fallbacks} records compared in Python), "
                 f"{check.keys} sampled keys with "
                 f"{check.differences} differences, {len(check.mismatches)} mismatches",
                 file=out,
@@ -846,6 +873,8 @@ def bench_diff(
                     label,
                     run_s,
                     diff_s,
+                    run_cpu,
+                    diff_cpu,
                     count,
                     fallbacks,
                     check.keys,
@@ -1109,8 +1138,9 @@ def _main_diff(spark: Any, args: Any, workdir: str, load_before: tuple[float, fl
     """``--diff``: the diff rows (:func:`bench_diff`) and their table."""
     try:
         rows = bench_diff(
-            spark, args.sizes, args.keys, args.partitions, workdir, sys.stderr, args.diff_keys, args.diff_changes
-        )
+            spark, args.sizes, args.keys, args.partitions, workdir, sys.stderr, args.diff_keys, args.diff_changes,
+            args.repeat,
+        )  # fmt: skip
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     load = _load_since(load_before)

@@ -59,7 +59,7 @@ def test_the_bench_prints_one_row_per_join_size_and_method_with_every_column(spa
 
 
 def test_the_diff_bench_prints_its_ratio_and_checks_sampled_keys_against_the_reference_engine(spark, capsys):
-    arguments = ["--diff", "--sizes", "3000", "--keys", "40", "--partitions", "2", "--diff-keys", "4"]
+    arguments = ["--diff", "--sizes", "3000", "--keys", "40", "--partitions", "2", "--diff-keys", "4", "--repeat", "2"]
     assert bench.main([*arguments, "--diff-changes", "3.0 -> 3.1"]) == 0
     printed = capsys.readouterr().out.splitlines()
     header = next(i for i, line in enumerate(printed) if line.startswith("join "))
@@ -68,6 +68,8 @@ def test_the_diff_bench_prints_its_ratio_and_checks_sampled_keys_against_the_ref
     cell = dict(zip(bench.DIFF_COLUMNS, row))
     assert (cell["join"], cell["records"], cell["change"]) == ("stream-stream left", "3,000", "3.0 -> 3.1")
     assert int(cell["differences"].replace(",", "")) > 0 and float(cell["diff/run"]) > 0
+    run_cpu, diff_cpu = (float(part) for part in cell["CPU s run/diff"].split("/"))
+    assert run_cpu > 0 and diff_cpu > 0 and float(cell["CPU diff/run"]) == pytest.approx(diff_cpu / run_cpu, rel=0.15)
     assert int(cell["python records"].replace(",", "")) >= 0  # the paired pass compared them (else "-")
     assert cell["keys checked"] == "4" and int(cell["reference differences"].replace(",", "")) > 0
     assert cell["mismatches"] == "0"
