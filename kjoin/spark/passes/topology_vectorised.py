@@ -11,7 +11,10 @@ why not, and :func:`kjoin.spark.run_topology` runs the others with the processor
 * a Kafka release that does not drop idempotent table updates (KIP-557, 2.6.0 to 2.7.0: a table step's fate
   would need its previous value).
 
-How a task runs (one ``applyInArrow`` group: the processors' pass takes the same groups as pandas frames):
+How a task runs (its records, from a ``mapInArrow`` over Spark partitions that hold whole tasks: :func:`per_task`;
+the processors' pass takes the same groups as pandas frames):
+
+0. **Offsets**: the records earlier stages wrote are numbered in the order written (:func:`_numbered`).
 
 1. **Processing order**: the task's records are added to its partition group as the ``stages`` schedule adds them
    (topic by topic as the topology declares them, each partition in offset order) and taken as Kafka's
@@ -38,7 +41,7 @@ import gc
 import json
 import pickle
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -48,9 +51,12 @@ import pyarrow.compute as pc
 from ...fates import Fate, Reason
 from ...topology.graph import Node
 from ...topology.stages import Stage
-from .topology_task import ROW_SCHEMA, Decoding, shown
+from .topology_task import ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, shown, written_offsets
 
-__all__ = ["Chain", "stage_plan", "chain_stage_function", "as_of", "processing_order", "CHAIN_OPS", "RECORD_SCHEMA"]
+__all__ = [
+    "Chain", "stage_plan", "chain_stage_function", "per_task", "as_of", "processing_order", "CHAIN_OPS",
+    "RECORD_SCHEMA",
+]  # fmt: skip
 
 CHAIN_OPS = ("filter", "map_values", "select_key", "map", "stream-table")
 """The nodes a chain may hold between its stream source and its sink."""
@@ -268,12 +274,15 @@ def _partitioner(topic: Any) -> Callable[[Any], int]:
     return partition_of
 
 
-def chain_stage_function(topology: Any, stage: int, chain: Chain, decoding: Decoding) -> Callable[[pa.Table], pa.Table]:
-    """The ``applyInArrow`` function of a chain stage: a task's records in (:data:`RECORD_SCHEMA`'s columns and
-    ``_sub``), its step and write rows out (:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA`), the rows the
-    processors' pass (:func:`~kjoin.spark.passes.topology_task.stage_function`) gives. Arrow both ways: pandas
-    frames in and out cost a quarter of the pass's Python CPU (building a frame of object columns from lists, then
-    converting them back), for nothing the pass uses."""
+def chain_stage_function(
+    topology: Any, stage: int, chain: Chain, decoding: Decoding, bases: Bases | None = None
+) -> Callable[[pa.Table], pa.Table]:
+    """The function of one Kafka task of a chain stage (:func:`per_task` makes it ``mapInArrow``'s): its records
+    in (:data:`RECORD_SCHEMA`'s columns and ``_sub``), its step and write rows out
+    (:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA`), the rows the processors' pass
+    (:func:`~kjoin.spark.passes.topology_task.stage_function`) gives. Arrow both ways: pandas frames in and out cost
+    a quarter of the pass's Python CPU (building a frame of object columns from lists, then converting them back),
+    for nothing the pass uses."""
     rank = [name for name in topology.graph.topics]
     sink = chain.nodes[-1] if chain.nodes else None
     partition_of = (lambda key: 0) if sink is None else _partitioner(topology.graph.topics[sink.topic])
@@ -292,7 +301,7 @@ def chain_stage_function(topology: Any, stage: int, chain: Chain, decoding: Deco
         if table.num_rows == 0:
             return pa.table({name: pa.array([], type) for name, type in types.items()})
         sub, part = table.column("_sub")[0].as_py(), table.column("partition")[0].as_py()
-        table = _in_processing_order(table, rank)
+        table = _in_processing_order(_numbered(table, bases), rank)
         taken = _decoded_columns(table, decoding)
         walk = _Walk(topology, chain, table.column("topic").to_numpy(zero_copy_only=False), taken[0], taken[1])
         walk.run()
@@ -302,12 +311,57 @@ def chain_stage_function(topology: Any, stage: int, chain: Chain, decoding: Deco
     return run_group
 
 
+def per_task(
+    function: Callable[[pa.Table], pa.Table],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """``function`` (one Kafka task's records in, its rows out) as a ``mapInArrow`` function over a Spark partition
+    that holds whole Kafka tasks (:func:`kjoin.spark.placement.by_partition`): one task each when there are as many
+    Spark partitions, several otherwise. Their records arrive in no order (the function orders them), so Spark need
+    not sort them by task as ``applyInArrow`` does."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batches = list(batches)
+        if not batches:
+            return
+        table = pa.Table.from_batches(batches)
+        del batches
+        if not table.num_rows:
+            return
+        task = table.column("_sub").to_numpy().astype(np.int64) << 32 | table.column("partition").to_numpy()
+        if (task == task[0]).all():
+            yield from function(table).to_batches()
+            return
+        order = np.argsort(task, kind="stable")
+        starts = np.flatnonzero(np.r_[True, task[order][1:] != task[order][:-1]])
+        for start, end in zip(starts.tolist(), np.r_[starts[1:], len(order)].tolist()):
+            yield from function(table.take(order[start:end])).to_batches()
+
+    return run
+
+
 RECORD_SCHEMA = pa.schema(
     [("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("ts", pa.int64()),
      ("key_text", pa.string()), ("value_text", pa.string()), ("payload", pa.binary())]
+    + [(name, pa.int32() if kind == "int" else pa.int64()) for name, kind in WRITE_ORDER_TYPES.items()]
 )  # fmt: skip
 """The columns of a stage's records as Arrow types (:data:`kjoin.spark.topology.RECORD_COLUMNS`); Spark may send the
 texts and payloads as their large types (``spark.sql.execution.arrow.useLargeVarTypes``)."""
+
+
+def _numbered(table: pa.Table, bases: Bases | None) -> pa.Table:
+    """A task's records with the offsets of those an earlier stage wrote (:func:`written_offsets`: their rank in the
+    order written, which they carry in the :data:`WRITE_ORDER` columns)."""
+    if "stage" not in table.column_names:
+        return table
+    written = np.flatnonzero(pc.is_valid(table.column("stage")).to_numpy(zero_copy_only=False))
+    if not len(written):
+        return table
+    rows = table.take(written)
+    numbers = written_offsets(rows.column("topic").to_numpy(zero_copy_only=False), rows.column("partition").to_numpy(),
+                              [rows.column(name).to_numpy() for name in WRITE_ORDER], bases)  # fmt: skip
+    offsets = pc.fill_null(table.column("offset"), 0).to_numpy().astype(np.int64)
+    offsets[written] = numbers
+    return table.set_column(table.column_names.index("offset"), "offset", pa.array(offsets, pa.int64()))
 
 
 def _row_types(text: pa.DataType, binary: pa.DataType) -> dict[str, pa.DataType]:
