@@ -22,14 +22,13 @@ windowed keys and JSON objects stay Python values); an input record as its key a
 
 from __future__ import annotations
 
-import json
 import pickle
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ...records import render_value
+from ...records import load_json, render_value
 from ...topology.runtime import stage_steps
 from ...topology.trace import TopicRecord
 
@@ -135,7 +134,7 @@ def _decoded(text: Any, kind: str) -> Any:
     if text is None:
         return None
     if kind == "json":
-        return json.loads(text)
+        return load_json(text)
     if kind == "long":
         return int(text)
     if kind == "double":

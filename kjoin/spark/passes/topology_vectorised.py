@@ -38,7 +38,6 @@ the processors' pass takes the same groups as pandas frames):
 from __future__ import annotations
 
 import gc
-import json
 import pickle
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
@@ -49,6 +48,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...fates import Fate, Reason
+from ...partitioner import default_partitions
+from ...records import load_json
 from ...topology.graph import Node
 from ...topology.stages import Stage
 from .topology_task import ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, shown, written_offsets
@@ -223,7 +224,7 @@ def _decoded_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], li
     values: list[Any] = []
     shown_values: list[Any] = []
     shown_keys = table.column("key_text").to_pylist()
-    loads, unpickle = json.loads, pickle.loads
+    loads, unpickle = load_json, pickle.loads
     for topic, key_text, value_text, payload in zip(
         table.column("topic").to_pylist(), shown_keys, table.column("value_text").to_pylist(),
         table.column("payload").to_pylist(),
@@ -256,22 +257,12 @@ def _decoded_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], li
     return keys, values, shown_keys, shown_values
 
 
-def _partitioner(topic: Any) -> Callable[[Any], int]:
-    """``topic.partition_of``, remembered per key for Kafka's default partitioner (murmur2 of the key's bytes)."""
+def _partitioner(topic: Any) -> Callable[[list[Any]], Any]:
+    """The partitions of a list of keys written to ``topic``: its partitioner's, or Kafka's default (murmur2 of the
+    key's bytes) for the distinct keys at once (:func:`kjoin.partitioner.default_partitions`)."""
     if topic.partitioner is not None:
-        return topic.partition_of
-    chosen: dict[Any, int] = {}
-
-    def partition_of(key: Any) -> int:
-        try:
-            return chosen[key]
-        except KeyError:
-            found = chosen[key] = topic.partition_of(key)
-            return found
-        except TypeError:  # an unhashable key
-            return topic.partition_of(key)
-
-    return partition_of
+        return lambda keys: [topic.partition_of(key) for key in keys]
+    return lambda keys: default_partitions(keys, topic.partitions)
 
 
 def chain_stage_function(
@@ -285,7 +276,7 @@ def chain_stage_function(
     for nothing the pass uses."""
     rank = [name for name in topology.graph.topics]
     sink = chain.nodes[-1] if chain.nodes else None
-    partition_of = (lambda key: 0) if sink is None else _partitioner(topology.graph.topics[sink.topic])
+    partitions_of = (lambda keys: [0] * len(keys)) if sink is None else _partitioner(topology.graph.topics[sink.topic])
 
     def run_group(table: pa.Table) -> pa.Table:
         collecting = gc.isenabled()
@@ -306,7 +297,7 @@ def chain_stage_function(
         walk = _Walk(topology, chain, table.column("topic").to_numpy(zero_copy_only=False), taken[0], taken[1])
         walk.run()
         return _rows(f"{sub}_{part}", stage, sub, part, table, taken, walk, None if sink is None else sink.topic,
-                     partition_of, types)  # fmt: skip
+                     partitions_of, types)  # fmt: skip
 
     return run_group
 
@@ -508,7 +499,7 @@ def _rows(
     taken: tuple[list[Any], list[Any], list[Any], list[Any]],
     walk: _Walk,
     sink_topic: str | None,
-    partition_of: Callable[[Any], int],
+    partitions_of: Callable[[list[Any]], Any],
     types: Mapping[str, pa.DataType],
 ) -> pa.Table:
     """The step rows (in processing order) and the write rows, as the processors' pass gives them; ``taken``: the
@@ -536,7 +527,7 @@ def _rows(
         "topic": pa.concat_arrays([table.column("topic").combine_chunks().cast(types["topic"]),
                                    pa.array([sink_topic], types["topic"]).take(np.zeros(written, np.int8))]),
         "partition": pa.concat_arrays([table.column("partition").combine_chunks().cast(pa.int32()),
-                                       pa.array([partition_of(k) for k in wkeys], pa.int32())]),
+                                       pa.array(partitions_of(wkeys), pa.int32())]),
         "offset": pa.concat_arrays([table.column("offset").combine_chunks().cast(pa.int64()),
                                     pa.nulls(written, pa.int64())]),
         "ts": np.concatenate([ts, ts[places]]),
