@@ -63,6 +63,8 @@ CHAIN_OPS = ("filter", "map_values", "select_key", "map", "stream-table")
 """The nodes a chain may hold between its stream source and its sink."""
 
 _JOINED, _FORWARDED, _STORED, _DROPPED = Fate.JOINED.value, Fate.FORWARDED.value, Fate.STORED.value, Fate.DROPPED.value
+_VALUES: dict[Any, str] = {member: member.value for kind in (Fate, Reason) for member in kind}
+"""Each fate's and reason's text (an enum's ``value`` is a property: slow over a task's records)."""
 
 
 @dataclass(frozen=True)
@@ -415,8 +417,10 @@ class _Walk:
     def end(self, place: int, at: int, fate: Fate, reason: Reason) -> None:
         """The record at ``place`` goes no further than node ``at``; a record a join emitted has joined."""
         self.nodes[place] = self.passed[at]
-        self.fates[place] = _JOINED if place in self.joined else fate.value
-        self.reasons[place] = None if place in self.joined else reason.value
+        if place in self.joined:
+            self.fates[place], self.reasons[place] = _JOINED, None
+        else:
+            self.fates[place], self.reasons[place] = _VALUES[fate], _VALUES[reason]
 
     def keep(self, kept: list[int], values: list[Any] | None = None) -> None:
         """Only the stream records at indices ``kept`` of :attr:`alive` go on (with new ``values``, if given)."""
@@ -466,15 +470,22 @@ class _Walk:
                 self.end(place, at, Fate.DROPPED, Reason.NULL_VALUE)
             else:
                 looking.append(index)
-        places = np.array([self.alive[i] for i in looking], dtype=np.int64)
+        alive, values = self.alive, self.values
+        places = np.array([alive[i] for i in looking], dtype=np.int64)
         found, partners = as_of(*self.updates[node.params["table"].topic], places, [self.keys[i] for i in looking])
+        kept: list[int] = []
+        joined: list[Any] = []
         for index, hit, partner in zip(looking, found.tolist(), partners):
             if hit or left:
-                result[index] = joiner(self.values[index], partner)
+                kept.append(index)
+                joined.append(joiner(values[index], partner))
             else:
-                self.end(self.alive[index], at, Fate.NO_MATCH, Reason.NO_PARTNER)
-        kept = sorted(result)
-        self.keep(kept, [result[i] for i in kept])
+                self.end(alive[index], at, Fate.NO_MATCH, Reason.NO_PARTNER)
+        if result:  # a left join's null keys, joined without a lookup: in their places among the others
+            result.update(zip(kept, joined))
+            kept = sorted(result)
+            joined = [result[i] for i in kept]
+        self.keep(kept, joined)
         self.joined.update(self.alive)
 
     def sink(self, at: int, node: Node) -> None:
@@ -531,8 +542,10 @@ def _rows(
         "offset": pa.concat_arrays([table.column("offset").combine_chunks().cast(pa.int64()),
                                     pa.nulls(written, pa.int64())]),
         "ts": np.concatenate([ts, ts[places]]),
-        "key": shown_keys + [shown_keys[p] if keys[p] is k else shown(k) for p, k in zip(at, wkeys)],
-        "value": shown_values + [shown_values[p] if values[p] is v else shown(v) for p, v in zip(at, wvalues)],
+        "key": shown_keys + [shown_keys[p] if keys[p] is k else k if type(k) is str else shown(k)
+                             for p, k in zip(at, wkeys)],
+        "value": shown_values + [shown_values[p] if values[p] is v else v if type(v) is str else shown(v)
+                                 for p, v in zip(at, wvalues)],
         "payload": pa.concat_arrays([pa.nulls(count, types["payload"]),
                                      pa.array([pickle.dumps((k, v, None, False)) for k, v in zip(wkeys, wvalues)],
                                               types["payload"])]),
