@@ -12,6 +12,7 @@ import struct
 from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
 
 __all__ = ["murmur2", "murmur2_many", "serialize_key", "default_partition", "default_partitions"]
 
@@ -107,6 +108,12 @@ def default_partitions(keys: Sequence[Any], partitions: int) -> np.ndarray:
     keys at once (:func:`murmur2_many`): an int32 array."""
     chosen = np.zeros(len(keys), dtype=np.int32)
     if partitions == 1 or not len(keys):
+        return chosen
+    codes, distinct_keys = pd.factorize(np.fromiter(keys, dtype=object, count=len(keys)))
+    missing = np.flatnonzero(codes < 0).tolist()  # pandas codes a NaN key as missing too: only None is null here
+    if all(type(key) is str for key in distinct_keys) and all(keys[at] is None for at in missing):
+        hashes = murmur2_many([key.encode("utf-8") for key in distinct_keys])
+        chosen[codes >= 0] = ((hashes.astype(np.int64) & 0x7FFFFFFF) % partitions)[codes[codes >= 0]]
         return chosen
     texts = [at for at, key in enumerate(keys) if type(key) is str]
     if texts:

@@ -148,6 +148,9 @@ def test_murmur2_of_many_keys_at_once_is_murmur2_of_each():
     keys = [f"c{rng.randrange(50)}" for _ in range(500)] + [None, 7, 2.5, True, b"x", "é"]
     assert default_partitions(keys, 3).tolist() == [0 if key is None else default_partition(key, 3) for key in keys]
     assert default_partitions(keys, 1).tolist() == [0] * len(keys)
+    texts = [f"k{n}" for n in range(50)] + [None, "k3"]  # text and null keys only: each distinct key hashed once
+    assert default_partitions(texts, 4).tolist() == [0 if k is None else default_partition(k, 4) for k in texts]
+    assert default_partitions(["a", float("nan")], 4).tolist() == [default_partition(k, 4) for k in ["a", float("nan")]]
 
 
 def test_render_and_load_json_are_jsons_own():

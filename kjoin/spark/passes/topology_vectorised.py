@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 
 from ...fates import Fate, Reason
 from ...partitioner import default_partitions
-from ...records import load_json
+from ...records import load_json, render_value
 from ...topology.graph import Node
 from ...topology.stages import Stage
 from .topology_task import ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, shown, written_offsets
@@ -221,7 +221,19 @@ def _decoded_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], li
     """The keys and values of a records table (as :func:`~kjoin.spark.passes.topology_task.decode_records` reads
     them), and both as the trace shows them (:func:`~kjoin.spark.passes.topology_task.shown`), as four lists. A
     written record's texts came with it (its writer's row showed them); an input key's text is the key shown, and so
-    is an input value's unless it is JSON (then only a JSON string shows as itself)."""
+    is an input value's unless it is JSON (then only a JSON string shows as itself). A task that reads one input
+    topic (a re-key's) decodes it a column at a time (:func:`_decoded_inputs`)."""
+    topics = table.column("topic")
+    if (
+        table.num_rows
+        and table.column("payload").null_count == table.num_rows
+        and pc.count_distinct(topics).as_py() == 1
+    ):
+        shown_keys = table.column("key_text").to_pylist()
+        keys, values, shown_values = _decoded_inputs(
+            shown_keys, table.column("value_text").to_pylist(), decoding[topics[0].as_py()]
+        )
+        return keys, values, shown_keys, shown_values
     keys: list[Any] = []
     values: list[Any] = []
     shown_values: list[Any] = []
@@ -257,6 +269,22 @@ def _decoded_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], li
         values.append(value)
         shown_values.append(shown_value)
     return keys, values, shown_keys, shown_values
+
+
+def _decoded_inputs(key_texts: list[Any], texts: list[Any], decoding: tuple[bool, str]) -> tuple[list[Any], ...]:
+    """One input topic's keys, values and values as shown, from their texts."""
+    long_keys, kind = decoding
+    keys = [None if text is None else int(text) for text in key_texts] if long_keys else key_texts
+    if kind == "json":
+        loads, render = load_json, render_value
+        values = [None if text is None else loads(text) for text in texts]
+        return keys, values, [value if value is None or type(value) is str else render(value) for value in values]
+    if kind == "long":
+        return keys, [None if text is None else int(text) for text in texts], texts
+    if kind == "double":
+        values = [None if text is None else float(text) for text in texts]
+        return keys, values, [shown(value) for value in values]
+    return keys, texts, texts
 
 
 def _partitioner(topic: Any) -> Callable[[list[Any]], Any]:
@@ -432,20 +460,20 @@ class _Walk:
         for at, node in enumerate(self.chain.nodes[1:], start=1):
             op = node.op
             if op == "filter":
-                fn = node.params["fn"]
+                fn = _plain(node.params["fn"])
                 keep = [bool(fn(k, v)) for k, v in zip(self.keys, self.values)]
                 for place, ok in zip(self.alive, keep):
                     if not ok:
                         self.end(place, at, Fate.DROPPED, Reason.FILTERED)
                 self.keep([i for i, ok in enumerate(keep) if ok])
             elif op == "map_values":
-                fn = node.params["fn"]
+                fn = _plain(node.params["fn"])
                 self.values = [fn(v) for v in self.values]
             elif op == "select_key":
-                fn = node.params["fn"]
+                fn = _plain(node.params["fn"])
                 self.keys = [fn(k, v) for k, v in zip(self.keys, self.values)]
             elif op == "map":
-                fn = node.params["fn"]
+                fn = _plain(node.params["fn"])
                 pairs = [fn(k, v) for k, v in zip(self.keys, self.values)]
                 self.keys, self.values = [pair[0] for pair in pairs], [pair[1] for pair in pairs]
             elif op == "stream-table":
@@ -499,6 +527,12 @@ class _Walk:
                 self.nodes[place] = self.passed[at]
                 self.fates[place] = _JOINED if place in self.joined else _FORWARDED
                 self.writes[place] = (k, v)
+
+
+def _plain(function: Any) -> Callable[..., Any]:
+    """A topology's :class:`~kjoin.topology.functions.Function` as the function it calls (one call fewer per
+    record)."""
+    return getattr(function, "call", function)
 
 
 def _rows(
