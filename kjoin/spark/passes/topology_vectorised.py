@@ -63,8 +63,6 @@ CHAIN_OPS = ("filter", "map_values", "select_key", "map", "stream-table")
 """The nodes a chain may hold between its stream source and its sink."""
 
 _JOINED, _FORWARDED, _STORED, _DROPPED = Fate.JOINED.value, Fate.FORWARDED.value, Fate.STORED.value, Fate.DROPPED.value
-_VALUES: dict[Any, str] = {member: member.value for kind in (Fate, Reason) for member in kind}
-"""Each fate's and reason's text (an enum's ``value`` is a property: slow over a task's records)."""
 
 
 @dataclass(frozen=True)
@@ -377,7 +375,7 @@ def _numbered(table: pa.Table, bases: Bases | None) -> pa.Table:
     written = np.flatnonzero(pc.is_valid(table.column("stage")).to_numpy(zero_copy_only=False))
     if not len(written):
         return table
-    rows = table.take(written)
+    rows = table.select(["topic", "partition", *WRITE_ORDER]).take(written)
     numbers = written_offsets(rows.column("topic").to_numpy(zero_copy_only=False), rows.column("partition").to_numpy(),
                               [rows.column(name).to_numpy() for name in WRITE_ORDER], bases)  # fmt: skip
     offsets = pc.fill_null(table.column("offset"), 0).to_numpy().astype(np.int64)
@@ -448,7 +446,7 @@ class _Walk:
         if place in self.joined:
             self.fates[place], self.reasons[place] = _JOINED, None
         else:
-            self.fates[place], self.reasons[place] = _VALUES[fate], _VALUES[reason]
+            self.fates[place], self.reasons[place] = fate._value_, reason._value_  # value is a slow property
 
     def keep(self, kept: list[int], values: list[Any] | None = None) -> None:
         """Only the stream records at indices ``kept`` of :attr:`alive` go on (with new ``values``, if given)."""
@@ -486,21 +484,29 @@ class _Walk:
         the lookups as of each record's place, the joiner called (or an inner join's miss)."""
         left = node.params["variant"] == "left"
         joiner = node.params["joiner"].call
-        looking: list[int] = []  # indices into alive
         result: dict[int, Any] = {}
-        for index, (place, k, v) in enumerate(zip(self.alive, self.keys, self.values)):
-            if k is None:
-                if left and v is not None and self.semantics.relaxed_null_keys:
-                    result[index] = joiner(v, None)
+        kip77 = self.semantics.kip77
+        looking: range | list[int]  # indices into alive
+        if not any(k is None for k in self.keys) and not (kip77 and any(v is None for v in self.values)):
+            looking = range(len(self.alive))  # nothing to skip: every record looks up its key
+        else:
+            looking = []
+            for index, (place, k, v) in enumerate(zip(self.alive, self.keys, self.values)):
+                if k is None:
+                    if left and v is not None and self.semantics.relaxed_null_keys:
+                        result[index] = joiner(v, None)
+                    else:
+                        self.end(place, at, Fate.DROPPED, Reason.NULL_KEY)
+                elif v is None and kip77:
+                    self.end(place, at, Fate.DROPPED, Reason.NULL_VALUE)
                 else:
-                    self.end(place, at, Fate.DROPPED, Reason.NULL_KEY)
-            elif v is None and self.semantics.kip77:
-                self.end(place, at, Fate.DROPPED, Reason.NULL_VALUE)
-            else:
-                looking.append(index)
+                    looking.append(index)
         alive, values = self.alive, self.values
-        places = np.array([alive[i] for i in looking], dtype=np.int64)
-        found, partners = as_of(*self.updates[node.params["table"].topic], places, [self.keys[i] for i in looking])
+        if isinstance(looking, range):
+            places, keys = np.array(alive, dtype=np.int64), self.keys
+        else:
+            places, keys = np.array([alive[i] for i in looking], dtype=np.int64), [self.keys[i] for i in looking]
+        found, partners = as_of(*self.updates[node.params["table"].topic], places, keys)
         kept: list[int] = []
         joined: list[Any] = []
         for index, hit, partner in zip(looking, found.tolist(), partners):
