@@ -177,15 +177,39 @@ def processing_order(heads: list[np.ndarray]) -> np.ndarray:
     for queue in range(len(heads)):
         if series[queue]:
             offer(queue)
-    order = np.empty(starts[-1], dtype=np.int64)
+    order: list[int] = []
     lengths = [len(ts) for ts in series]
-    for index in range(len(order)):
+    while heap:
         queue = poll()
-        order[index] = starts[queue] + at[queue]
-        at[queue] += 1
-        if at[queue] < lengths[queue]:
+        ts, first, end = series[queue], int(starts[queue]), lengths[queue]
+        place = at[queue]
+        order.append(first + place)
+        place += 1
+        at[queue] = place
+        if place == end:
+            continue
+        if not heap:  # the last partition with records: the rest in order
+            order.extend(range(first + place, first + end))
+            at[queue] = end
+        elif ts[place] < series[heap[0]][at[heap[0]]]:
+            # ahead of every other head: polled again. One cycle (offer, poll) as the queue does it; when that leaves
+            # the others' heap as it was, every further cycle does too while the partition stays ahead of them
+            others = heap[:]
             offer(queue)
-    return order
+            poll()
+            order.append(first + place)
+            place += 1
+            if heap == others:
+                bound = series[heap[0]][at[heap[0]]]
+                while place < end and ts[place] < bound:
+                    order.append(first + place)
+                    place += 1
+            at[queue] = place
+            if place < end:
+                offer(queue)
+        else:
+            offer(queue)
+    return np.array(order, dtype=np.int64)
 
 
 def as_of(
