@@ -8,7 +8,8 @@ import pytest
 
 import kjoin
 from kjoin import Record, Scenario, ScenarioError, Side, merge_by_timestamp, parse_semantics, run
-from kjoin.partitioner import default_partition, murmur2
+from kjoin.partitioner import default_partition, default_partitions, murmur2, murmur2_many
+from kjoin.records import load_json, render_value
 
 WINDOW = {"before_ms": 15, "after_ms": 15, "grace_ms": 5}
 
@@ -136,6 +137,46 @@ def test_murmur2_matches_kafkas_utils_murmur2():
     assert murmur2(b"a-little-bit-longer-string") == -1486304829
     assert murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8") == -58897971
     assert murmur2(b"abc") == 479470107
+
+
+def test_murmur2_of_many_keys_at_once_is_murmur2_of_each():
+    import random
+
+    rng = random.Random(5)
+    datas = [b"", b"21", b"foobar", "é€".encode()] + [rng.randbytes(rng.randrange(40)) for _ in range(2000)]
+    assert murmur2_many(datas).tolist() == [murmur2(data) for data in datas]
+    keys = [f"c{rng.randrange(50)}" for _ in range(500)] + [None, 7, 2.5, True, b"x", "é"]
+    assert default_partitions(keys, 3).tolist() == [0 if key is None else default_partition(key, 3) for key in keys]
+    assert default_partitions(keys, 1).tolist() == [0] * len(keys)
+    texts = [f"k{n}" for n in range(50)] + [None, "k3"]  # text and null keys only: each distinct key hashed once
+    assert default_partitions(texts, 4).tolist() == [0 if k is None else default_partition(k, 4) for k in texts]
+    assert default_partitions(["a", float("nan")], 4).tolist() == [default_partition(k, 4) for k in ["a", float("nan")]]
+
+
+def test_render_and_load_json_are_jsons_own():
+    import json
+
+    def dumps(value):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+    values = [{"b": [1, 2.5, True], "a": None, "é": {"z": -0.0, "y": float("inf")}}, (1, "x"), 10**30, 1e16, [{}]]
+    assert [render_value(value) for value in values] == [dumps(value) for value in values]
+    with pytest.raises(TypeError):  # mixed key types cannot be sorted
+        render_value({"a": 1, 2: 3})
+    looped: list = []
+    looped.append(looped)
+    with pytest.raises(ValueError, match="Circular"):
+        render_value(looped)
+    shared = {"a": 1}
+    assert render_value([shared, shared]) == '[{"a":1},{"a":1}]'  # a failed call leaves nothing marked
+    for text in ['{"a":1}', ' {"a":1}', '{"a":1} ', "[1, 2 ]", '"x"', "NaN", "1.5"]:
+        assert load_json(text) == json.loads(text) or text == "NaN"
+    for text in ['{"a":1}x', "", '{"a":}', '"abc', "\ufeff1"]:
+        with pytest.raises(json.JSONDecodeError) as error:
+            load_json(text)
+        with pytest.raises(json.JSONDecodeError) as expected:
+            json.loads(text)
+        assert str(error.value) == str(expected.value)
 
 
 def test_traces_are_pandas_frames():

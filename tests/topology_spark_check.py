@@ -245,8 +245,9 @@ def chain_difference(spark: Any, scenario: TopologyScenario, with_partitions: bo
 
 def local_rows(scenario: TopologyScenario, method: str) -> Any:
     """The rows ``run_topology`` would compute for the scenario, without Spark: each stage's per-task function (the
-    chain pass, ``method="vectorised"``, or the processors') called on pandas frames grouped as Spark groups them,
-    the written records' offsets ranked as ``run_topology`` ranks them (by :data:`WRITE_ORDER`). For scenarios
+    chain pass, ``method="vectorised"``, or the processors') called on pandas frames grouped as Spark groups them
+    (written records with their :data:`WRITE_ORDER`: each task numbers them), the written records' offsets ranked
+    as ``run_topology``'s ``topics`` ranks them. For scenarios
     without global tables, whose stages are all chains when ``method`` is ``vectorised``."""
     import pandas as pd
 
@@ -264,19 +265,17 @@ def local_rows(scenario: TopologyScenario, method: str) -> Any:
             for r in input_records(graph, scenario.events)
         ],
         columns=["topic", "partition", "offset", "ts", "key_text", "value_text", "payload"],
-    )
+    ).assign(**{column: None for column in WRITE_ORDER})
     decoding = {name: (False, "json") for name in graph.topics}
     results: list[Any] = []
     for stage in stages_of(graph):
         read = [topic for topic, sub in readers.items() if sub in stage.subtopologies]
         parts = [inputs[inputs["topic"].isin(read)]]
-        if results:
+        if results:  # written records with their place in the order written: the reading task numbers them
             earlier = _concat(results)
             writes = earlier[(earlier["kind"] == "write") & earlier["topic"].isin(read)]
-            writes = writes.sort_values(list(WRITE_ORDER), kind="stable")
-            writes = writes.assign(offset=writes.groupby(["topic", "partition"]).cumcount())
             parts.append(writes.rename(columns={"key": "key_text", "value": "value_text"})[list(inputs.columns)])
-        records = pd.concat(parts, ignore_index=True)
+        records = _concat(parts)
         if records.empty:
             continue
         records["_sub"] = records["topic"].map(readers)
@@ -319,7 +318,8 @@ def _concat(frames: list[Any]) -> Any:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        return pd.concat([frame for frame in frames if not frame.empty], ignore_index=True)
+        full = [frame for frame in frames if not frame.empty]
+        return pd.concat(full, ignore_index=True) if full else frames[0]
 
 
 def local_difference(scenario: TopologyScenario) -> str | None:

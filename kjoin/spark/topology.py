@@ -4,9 +4,10 @@
 How a run flows:
 
 * The topology's stages (:mod:`kjoin.topology.stages`: its sub-topologies in dependency order, the two sides of a
-  foreign-key join together) run one after the other, each as one ``applyInArrow`` (a chain) or ``applyInPandas``
+  foreign-key join together) run one after the other, each as one ``mapInArrow`` (a chain: its Kafka task ``p``
+  placed in Spark partition ``p`` by :func:`kjoin.spark.placement.by_partition`, no sort) or ``applyInPandas``
   (the processors) over its records grouped by Kafka task; a stage that feeds itself runs whole in one group.
-  Inside a group, a *chain* stage (a stream through stateless nodes and stream-table joins to a sink:
+  Per Kafka task, a *chain* stage (a stream through stateless nodes and stream-table joins to a sink:
   :func:`~kjoin.spark.passes.topology_vectorised.stage_plan`) runs the chain pass
   (:mod:`kjoin.spark.passes.topology_vectorised`: no processors), any other the reference engine's processors
   (:mod:`kjoin.spark.passes.topology_task`); both give the same rows (``method=`` forces one,
@@ -15,7 +16,10 @@ How a run flows:
   repartition (or ``through``) topics. Grouping those by task *is* the repartition: the writing task chose each
   record's partition (murmur2 of the serialized key, or the topology's partitioner, by the reference engine's own
   code) and the reading stage's tasks gather theirs in one shuffle. A written record's offset is its rank in its
-  topic partition in the order the writing tasks produced it (:data:`~kjoin.spark.passes.topology_task.WRITE_ORDER`).
+  topic partition in the order the writing tasks produced it (:data:`~kjoin.spark.passes.topology_task.WRITE_ORDER`),
+  which the reading task, holding the whole topic partition, numbers itself
+  (:func:`~kjoin.spark.passes.topology_task.written_offsets`: a window over the written records cost a shuffle and a
+  sort of its own); :attr:`TopologyRun.topics` numbers them the same way with a window.
 * The global tables' records are read once on the driver (they are small: every Kafka task holds them all) and
   taken first by every group, as a starting application restores its global stores before any task runs.
 * The result is the reference engine's ``stages`` schedule (:mod:`kjoin.topology.runtime`), record for record:
@@ -40,15 +44,17 @@ from ..topology.stages import Stage, stages_of, topic_readers, topic_writers
 from ..topology.trace import TopicRecord, TopologyTrace
 from .io.topic import SparkInputError, Topic, default_partition_column
 from .keep import kept
-from .passes.topology_vectorised import chain_stage_function, stage_plan
 from .passes.topology_task import (
     ROW_SCHEMA,
     STEP_ORDER,
     WRITE_ORDER,
+    WRITE_ORDER_TYPES,
     Decoding,
     decode_records,
     stage_function,
 )
+from .passes.topology_vectorised import chain_stage_function, per_task, stage_plan
+from .placement import by_partition
 
 __all__ = ["run_topology", "TopologyRun", "RECORD_COLUMNS", "METHODS"]
 
@@ -57,9 +63,10 @@ METHODS = ("auto", "vectorised", "processors")
 and refuses a stage that is not one, ``processors`` runs every stage with the processors, ``auto`` each stage the
 first way that fits it."""
 
-RECORD_COLUMNS = ("topic", "partition", "offset", "ts", "key_text", "value_text", "payload")
+RECORD_COLUMNS = ("topic", "partition", "offset", "ts", "key_text", "value_text", "payload", *WRITE_ORDER)
 """The columns of a stage's records: an input record's key and value as text (``payload`` null), a written one's
-pickled (``key_text``/``value_text`` then show it)."""
+pickled (``key_text``/``value_text`` then show it) with its place in the order written (:data:`WRITE_ORDER`, null
+for an input record): the reading task numbers the written records of each topic partition (its offsets)."""
 
 
 def run_topology(
@@ -112,16 +119,13 @@ def run_topology(
         parts = [inputs[topic] for topic in read if topic in inputs]
         fed = [topic for topic in read if topic in written]
         if fed and results:
-            earlier = _with_offsets(reduce(DataFrame.unionByName, results).where(F.col("kind") == "write"), bases)
-            parts.append(_as_records(earlier.where(F.col("topic").isin(fed))))
+            earlier = reduce(DataFrame.unionByName, results)
+            parts.append(_as_records(earlier.where((F.col("kind") == "write") & F.col("topic").isin(fed))))
         if not parts:
             continue
         records = reduce(DataFrame.unionByName, parts)
         reader = F.create_map(*[x for topic in read for x in (F.lit(topic), F.lit(readers[topic]))])
         records = records.withColumn("_sub", reader[F.col("topic")])
-        group = [F.lit(stage.number).alias("_stage")] if stage.cyclic else [F.col("_sub"), F.col("partition")]
-        if spark_partitions:
-            records = records.repartition(spark_partitions, *group)
         stage_records[stage.number] = records
         chain, why = stage_plan(topology, stage) if method != "processors" else (None, "method='processors'")
         if chain is None and method == "vectorised":
@@ -129,19 +133,24 @@ def run_topology(
                 f"method='vectorised': stage {stage.number} (sub-topologies {stage.subtopologies}) is not a chain: "
                 f"{why}; run it with method='auto' (the processors run it)"
             )
+        records = records.select(*RECORD_COLUMNS, "_sub")
         if chain is not None:
+            # one sub-topology: its task p in Spark partition p (mod their count), Arrow in and out (pandas frames
+            # cost the chain pass half its CPU), and no sort by task (the pass orders each task's records itself)
             methods[stage.number] = ("vectorised", why)
-            function = chain_stage_function(topology, stage.number, chain, decoding)
+            function = chain_stage_function(topology, stage.number, chain, decoding, bases)
+            tasks = max(graph.topics[topic].partitions for topic in read)
+            placed = by_partition(records, spark_partitions or min(tasks, _shuffle_partitions(spark)))
+            rows = placed.mapInArrow(per_task(function), ROW_SCHEMA)
         else:
             methods[stage.number] = ("processors", why)
             function = stage_function(
-                topology, stage.number, stage.subtopologies, stage.cyclic, decoding, global_records
+                topology, stage.number, stage.subtopologies, stage.cyclic, decoding, global_records, bases
             )
-        grouped = records.select(*RECORD_COLUMNS, "_sub").groupBy(*group)
-        if chain is not None:  # the chain pass takes and gives Arrow tables (pandas frames cost it half its CPU)
-            rows = grouped.applyInArrow(function, ROW_SCHEMA)
-        else:
-            rows = grouped.applyInPandas(function, ROW_SCHEMA)
+            group = [F.lit(stage.number).alias("_stage")] if stage.cyclic else [F.col("_sub"), F.col("partition")]
+            if spark_partitions:
+                records = records.repartition(spark_partitions, *group)
+            rows = records.groupBy(*group).applyInPandas(function, ROW_SCHEMA)
         results.append(kept(rows))
     if results:
         rows = reduce(DataFrame.unionByName, results)
@@ -249,7 +258,7 @@ class TopologyRun:
         if not stage.cyclic:
             sub, partition = _task_numbers(task)
             records = records.where((F.col("_sub") == sub) & (F.col("partition") == partition))
-        taken = decode_records(_pandas(records.select(*RECORD_COLUMNS).collect()), self._decoding)
+        taken = decode_records(_pandas(records.select(*RECORD_COLUMNS).collect()), self._decoding, self._bases)
         trace = stage_trace(self.topology, taken, stage.subtopologies, self._global_records, self.assignment)
         self._traces[(stage.number, group)] = trace
         return trace
@@ -300,6 +309,13 @@ def _task_numbers(task: str) -> tuple[int, int]:
     except (ValueError, AttributeError):
         raise SparkInputError(f"task: expected sub-topology_partition, like '1_0', got {task!r}") from None
     return sub, partition
+
+
+def _shuffle_partitions(spark: Any) -> int:
+    try:
+        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    except (TypeError, ValueError):  # pragma: no cover - Spark's own default
+        return 200
 
 
 def _pandas(rows: list[Any]) -> Any:
@@ -380,6 +396,7 @@ def _records(name: str, topic: Topic, info: Any) -> tuple[DataFrame, tuple[bool,
         F.col("key").cast("string").alias("key_text"),
         F.col("value").cast("string").alias("value_text"),
         F.lit(None).cast("binary").alias("payload"),
+        *[F.lit(None).cast(kind).alias(column) for column, kind in WRITE_ORDER_TYPES.items()],
     )
     return records, (long_keys, values)
 
@@ -415,4 +432,5 @@ def _as_records(writes: DataFrame) -> DataFrame:
         F.col("key").alias("key_text"),
         F.col("value").alias("value_text"),
         "payload",
+        *WRITE_ORDER,
     )

@@ -1,7 +1,7 @@
 """A topology's stage on Spark, one Kafka task (or, for a stage that feeds itself, the whole stage) per group.
 
 How it works: the records of a stage arrive grouped by Kafka task (sub-topology, partition): the task's input
-partitions and the records earlier stages wrote to its repartition partitions (with their final offsets). The
+partitions and the records earlier stages wrote to its repartition partitions (numbered here: :func:`numbered`). The
 group function decodes them, takes the global tables' records first (as every task does: the global stores are
 restored before any task runs), then runs the reference engine's processors over the task's records in the
 ``stages`` schedule (:func:`kjoin.topology.runtime.stage_steps`: the task's partition group, Kafka's
@@ -22,17 +22,20 @@ windowed keys and JSON objects stay Python values); an input record as its key a
 
 from __future__ import annotations
 
-import json
 import pickle
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
-from ...records import render_value
+from ...records import load_json, render_value
 from ...topology.runtime import stage_steps
 from ...topology.trace import TopicRecord
 
-__all__ = ["ROW_SCHEMA", "STEP_ORDER", "WRITE_ORDER", "stage_function", "decode_records", "Decoding", "shown"]
+__all__ = [
+    "ROW_SCHEMA", "STEP_ORDER", "WRITE_ORDER", "WRITE_ORDER_TYPES", "stage_function", "decode_records", "Decoding",
+    "Bases", "shown", "written_offsets",
+]  # fmt: skip
 
 STEP_ORDER = ("stage", "o_ts", "o_sub", "o_part", "seq")
 """The columns that sort the steps of a run into the ``stages`` schedule's order."""
@@ -47,8 +50,16 @@ ROW_SCHEMA = (
 """One row per step (``kind = 'step'``: the record it took, its fate, reason and the nodes it passed) and per
 record a step wrote (``'write'``: topic, partition, the pickled payload; its offset is assigned afterwards)."""
 
+WRITE_ORDER_TYPES = {"stage": "int", "o_ts": "long", "o_sub": "int", "o_part": "int", "seq": "long", "wseq": "int"}
+""":data:`WRITE_ORDER`'s columns and their types, as in :data:`ROW_SCHEMA`: a written record travels to the stage that
+reads it with them (null for an input record), and that stage numbers it (:func:`written_offsets`)."""
+
 Decoding = Mapping[str, tuple[bool, str]]
 """Topic -> (its keys are longs, how its values are carried: ``json``, ``string``, ``long`` or ``double``)."""
+
+
+Bases = Mapping[tuple[str, int], int]
+"""(topic, partition) -> the offset of the run's first write there: after a ``through`` topic's own records."""
 
 
 def shown(value: Any) -> str | None:
@@ -56,9 +67,52 @@ def shown(value: Any) -> str | None:
     return None if value is None else render_value(value)
 
 
-def decode_records(frame: pd.DataFrame, decoding: Decoding) -> list[TopicRecord]:
-    """The rows of a records frame (``topic, partition, offset, ts, key_text, value_text, payload``) as the
-    reference engine's records: a written record from its payload, an input record decoded as its topic says."""
+def written_offsets(topics: Any, partitions: Any, order: Sequence[Any], bases: Bases | None = None) -> np.ndarray:
+    """The offsets of written records (one entry each in ``topics``, ``partitions`` and the :data:`WRITE_ORDER`
+    columns ``order``): each one's rank in its topic partition in the order written, after ``bases``. The stage that
+    reads a topic partition gets all its records in one task, so it numbers them itself (a window over every
+    written record would cost a shuffle and a sort of its own)."""
+    count = len(topics)
+    if not count:
+        return np.zeros(0, dtype=np.int64)
+    codes, names = pd.factorize(np.asarray(topics, dtype=object))
+    partitions = np.asarray(partitions, dtype=np.int64)
+    by = np.lexsort((*[np.asarray(column, dtype=np.int64) for column in reversed(order)], partitions, codes))
+    code, partition = codes[by], partitions[by]
+    starts = np.flatnonzero(np.r_[True, (code[1:] != code[:-1]) | (partition[1:] != partition[:-1])])
+    sizes = np.diff(np.r_[starts, count])
+    ranks = np.arange(count, dtype=np.int64) - np.repeat(starts, sizes)
+    if bases:
+        first = [bases.get((names[code[at]], int(partition[at])), 0) for at in starts.tolist()]
+        ranks += np.repeat(np.array(first, dtype=np.int64), sizes)
+    offsets = np.empty(count, dtype=np.int64)
+    offsets[by] = ranks
+    return offsets
+
+
+def numbered(frame: pd.DataFrame, bases: Bases | None = None) -> pd.DataFrame:
+    """A records frame with its written records' offsets (:func:`written_offsets`); a frame without the
+    :data:`WRITE_ORDER` columns (only input records, or writes already numbered) as it is."""
+    if "stage" not in frame.columns:
+        return frame
+    written = frame["stage"].notna().to_numpy()
+    if not written.any():
+        return frame
+    rows = frame[written]
+    offsets = written_offsets(rows["topic"].to_numpy(), rows["partition"].to_numpy(),
+                              [rows[column].to_numpy() for column in WRITE_ORDER], bases)  # fmt: skip
+    frame = frame.copy()
+    column = frame["offset"].to_numpy(dtype=object, na_value=None).copy()
+    column[written] = offsets
+    frame["offset"] = column
+    return frame
+
+
+def decode_records(frame: pd.DataFrame, decoding: Decoding, bases: Bases | None = None) -> list[TopicRecord]:
+    """The rows of a records frame (``topic, partition, offset, ts, key_text, value_text, payload`` and the
+    :data:`WRITE_ORDER` of a written record) as the reference engine's records: a written record from its payload,
+    numbered (:func:`numbered`), an input record decoded as its topic says."""
+    frame = numbered(frame, bases)
     records = []
     for topic, partition, offset, ts, key_text, value_text, payload in zip(
         frame["topic"], frame["partition"], frame["offset"], frame["ts"], frame["key_text"], frame["value_text"],
@@ -80,7 +134,7 @@ def _decoded(text: Any, kind: str) -> Any:
     if text is None:
         return None
     if kind == "json":
-        return json.loads(text)
+        return load_json(text)
     if kind == "long":
         return int(text)
     if kind == "double":
@@ -95,11 +149,12 @@ def stage_function(
     cyclic: bool,
     decoding: Decoding,
     global_records: list[TopicRecord],
+    bases: Bases | None = None,
 ) -> Callable[[pd.DataFrame], pd.DataFrame]:
     """The ``applyInPandas`` function of one stage: a group's records in, its step and write rows out."""
 
     def run_group(frame: pd.DataFrame) -> pd.DataFrame:
-        records = decode_records(frame, decoding)
+        records = decode_records(frame, decoding, bases)
         rows: list[tuple[Any, ...]] = []
         running: dict[str, int] = {}
         steps = stage_steps(topology, records, subtopologies, global_records)

@@ -11,7 +11,10 @@ why not, and :func:`kjoin.spark.run_topology` runs the others with the processor
 * a Kafka release that does not drop idempotent table updates (KIP-557, 2.6.0 to 2.7.0: a table step's fate
   would need its previous value).
 
-How a task runs (one ``applyInArrow`` group: the processors' pass takes the same groups as pandas frames):
+How a task runs (its records, from a ``mapInArrow`` over Spark partitions that hold whole tasks: :func:`per_task`;
+the processors' pass takes the same groups as pandas frames):
+
+0. **Offsets**: the records earlier stages wrote are numbered in the order written (:func:`_numbered`).
 
 1. **Processing order**: the task's records are added to its partition group as the ``stages`` schedule adds them
    (topic by topic as the topology declares them, each partition in offset order) and taken as Kafka's
@@ -35,10 +38,9 @@ How a task runs (one ``applyInArrow`` group: the processors' pass takes the same
 from __future__ import annotations
 
 import gc
-import json
 import pickle
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -46,11 +48,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...fates import Fate, Reason
+from ...partitioner import default_partitions
+from ...records import load_json, render_value
 from ...topology.graph import Node
 from ...topology.stages import Stage
-from .topology_task import ROW_SCHEMA, Decoding, shown
+from .topology_task import ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, shown, written_offsets
 
-__all__ = ["Chain", "stage_plan", "chain_stage_function", "as_of", "processing_order", "CHAIN_OPS", "RECORD_SCHEMA"]
+__all__ = [
+    "Chain", "stage_plan", "chain_stage_function", "per_task", "as_of", "processing_order", "CHAIN_OPS",
+    "RECORD_SCHEMA",
+]  # fmt: skip
 
 CHAIN_OPS = ("filter", "map_values", "select_key", "map", "stream-table")
 """The nodes a chain may hold between its stream source and its sink."""
@@ -170,15 +177,39 @@ def processing_order(heads: list[np.ndarray]) -> np.ndarray:
     for queue in range(len(heads)):
         if series[queue]:
             offer(queue)
-    order = np.empty(starts[-1], dtype=np.int64)
+    order: list[int] = []
     lengths = [len(ts) for ts in series]
-    for index in range(len(order)):
+    while heap:
         queue = poll()
-        order[index] = starts[queue] + at[queue]
-        at[queue] += 1
-        if at[queue] < lengths[queue]:
+        ts, first, end = series[queue], int(starts[queue]), lengths[queue]
+        place = at[queue]
+        order.append(first + place)
+        place += 1
+        at[queue] = place
+        if place == end:
+            continue
+        if not heap:  # the last partition with records: the rest in order
+            order.extend(range(first + place, first + end))
+            at[queue] = end
+        elif ts[place] < series[heap[0]][at[heap[0]]]:
+            # ahead of every other head: polled again. One cycle (offer, poll) as the queue does it; when that leaves
+            # the others' heap as it was, every further cycle does too while the partition stays ahead of them
+            others = heap[:]
             offer(queue)
-    return order
+            poll()
+            order.append(first + place)
+            place += 1
+            if heap == others:
+                bound = series[heap[0]][at[heap[0]]]
+                while place < end and ts[place] < bound:
+                    order.append(first + place)
+                    place += 1
+            at[queue] = place
+            if place < end:
+                offer(queue)
+        else:
+            offer(queue)
+    return np.array(order, dtype=np.int64)
 
 
 def as_of(
@@ -212,12 +243,24 @@ def _decoded_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], li
     """The keys and values of a records table (as :func:`~kjoin.spark.passes.topology_task.decode_records` reads
     them), and both as the trace shows them (:func:`~kjoin.spark.passes.topology_task.shown`), as four lists. A
     written record's texts came with it (its writer's row showed them); an input key's text is the key shown, and so
-    is an input value's unless it is JSON (then only a JSON string shows as itself)."""
+    is an input value's unless it is JSON (then only a JSON string shows as itself). A task that reads one input
+    topic (a re-key's) decodes it a column at a time (:func:`_decoded_inputs`)."""
+    topics = table.column("topic")
+    if (
+        table.num_rows
+        and table.column("payload").null_count == table.num_rows
+        and pc.count_distinct(topics).as_py() == 1
+    ):
+        shown_keys = table.column("key_text").to_pylist()
+        keys, values, shown_values = _decoded_inputs(
+            shown_keys, table.column("value_text").to_pylist(), decoding[topics[0].as_py()]
+        )
+        return keys, values, shown_keys, shown_values
     keys: list[Any] = []
     values: list[Any] = []
     shown_values: list[Any] = []
     shown_keys = table.column("key_text").to_pylist()
-    loads, unpickle = json.loads, pickle.loads
+    loads, unpickle = load_json, pickle.loads
     for topic, key_text, value_text, payload in zip(
         table.column("topic").to_pylist(), shown_keys, table.column("value_text").to_pylist(),
         table.column("payload").to_pylist(),
@@ -250,33 +293,42 @@ def _decoded_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], li
     return keys, values, shown_keys, shown_values
 
 
-def _partitioner(topic: Any) -> Callable[[Any], int]:
-    """``topic.partition_of``, remembered per key for Kafka's default partitioner (murmur2 of the key's bytes)."""
+def _decoded_inputs(key_texts: list[Any], texts: list[Any], decoding: tuple[bool, str]) -> tuple[list[Any], ...]:
+    """One input topic's keys, values and values as shown, from their texts."""
+    long_keys, kind = decoding
+    keys = [None if text is None else int(text) for text in key_texts] if long_keys else key_texts
+    if kind == "json":
+        loads, render = load_json, render_value
+        values = [None if text is None else loads(text) for text in texts]
+        return keys, values, [value if value is None or type(value) is str else render(value) for value in values]
+    if kind == "long":
+        return keys, [None if text is None else int(text) for text in texts], texts
+    if kind == "double":
+        values = [None if text is None else float(text) for text in texts]
+        return keys, values, [shown(value) for value in values]
+    return keys, texts, texts
+
+
+def _partitioner(topic: Any) -> Callable[[list[Any]], Any]:
+    """The partitions of a list of keys written to ``topic``: its partitioner's, or Kafka's default (murmur2 of the
+    key's bytes) for the distinct keys at once (:func:`kjoin.partitioner.default_partitions`)."""
     if topic.partitioner is not None:
-        return topic.partition_of
-    chosen: dict[Any, int] = {}
-
-    def partition_of(key: Any) -> int:
-        try:
-            return chosen[key]
-        except KeyError:
-            found = chosen[key] = topic.partition_of(key)
-            return found
-        except TypeError:  # an unhashable key
-            return topic.partition_of(key)
-
-    return partition_of
+        return lambda keys: [topic.partition_of(key) for key in keys]
+    return lambda keys: default_partitions(keys, topic.partitions)
 
 
-def chain_stage_function(topology: Any, stage: int, chain: Chain, decoding: Decoding) -> Callable[[pa.Table], pa.Table]:
-    """The ``applyInArrow`` function of a chain stage: a task's records in (:data:`RECORD_SCHEMA`'s columns and
-    ``_sub``), its step and write rows out (:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA`), the rows the
-    processors' pass (:func:`~kjoin.spark.passes.topology_task.stage_function`) gives. Arrow both ways: pandas
-    frames in and out cost a quarter of the pass's Python CPU (building a frame of object columns from lists, then
-    converting them back), for nothing the pass uses."""
+def chain_stage_function(
+    topology: Any, stage: int, chain: Chain, decoding: Decoding, bases: Bases | None = None
+) -> Callable[[pa.Table], pa.Table]:
+    """The function of one Kafka task of a chain stage (:func:`per_task` makes it ``mapInArrow``'s): its records
+    in (:data:`RECORD_SCHEMA`'s columns and ``_sub``), its step and write rows out
+    (:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA`), the rows the processors' pass
+    (:func:`~kjoin.spark.passes.topology_task.stage_function`) gives. Arrow both ways: pandas frames in and out cost
+    a quarter of the pass's Python CPU (building a frame of object columns from lists, then converting them back),
+    for nothing the pass uses."""
     rank = [name for name in topology.graph.topics]
     sink = chain.nodes[-1] if chain.nodes else None
-    partition_of = (lambda key: 0) if sink is None else _partitioner(topology.graph.topics[sink.topic])
+    partitions_of = (lambda keys: [0] * len(keys)) if sink is None else _partitioner(topology.graph.topics[sink.topic])
 
     def run_group(table: pa.Table) -> pa.Table:
         collecting = gc.isenabled()
@@ -292,22 +344,67 @@ def chain_stage_function(topology: Any, stage: int, chain: Chain, decoding: Deco
         if table.num_rows == 0:
             return pa.table({name: pa.array([], type) for name, type in types.items()})
         sub, part = table.column("_sub")[0].as_py(), table.column("partition")[0].as_py()
-        table = _in_processing_order(table, rank)
+        table = _in_processing_order(_numbered(table, bases), rank)
         taken = _decoded_columns(table, decoding)
         walk = _Walk(topology, chain, table.column("topic").to_numpy(zero_copy_only=False), taken[0], taken[1])
         walk.run()
         return _rows(f"{sub}_{part}", stage, sub, part, table, taken, walk, None if sink is None else sink.topic,
-                     partition_of, types)  # fmt: skip
+                     partitions_of, types)  # fmt: skip
 
     return run_group
+
+
+def per_task(
+    function: Callable[[pa.Table], pa.Table],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """``function`` (one Kafka task's records in, its rows out) as a ``mapInArrow`` function over a Spark partition
+    that holds whole Kafka tasks (:func:`kjoin.spark.placement.by_partition`): one task each when there are as many
+    Spark partitions, several otherwise. Their records arrive in no order (the function orders them), so Spark need
+    not sort them by task as ``applyInArrow`` does."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batches = list(batches)
+        if not batches:
+            return
+        table = pa.Table.from_batches(batches)
+        del batches
+        if not table.num_rows:
+            return
+        task = table.column("_sub").to_numpy().astype(np.int64) << 32 | table.column("partition").to_numpy()
+        if (task == task[0]).all():
+            yield from function(table).to_batches()
+            return
+        order = np.argsort(task, kind="stable")
+        starts = np.flatnonzero(np.r_[True, task[order][1:] != task[order][:-1]])
+        for start, end in zip(starts.tolist(), np.r_[starts[1:], len(order)].tolist()):
+            yield from function(table.take(order[start:end])).to_batches()
+
+    return run
 
 
 RECORD_SCHEMA = pa.schema(
     [("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("ts", pa.int64()),
      ("key_text", pa.string()), ("value_text", pa.string()), ("payload", pa.binary())]
+    + [(name, pa.int32() if kind == "int" else pa.int64()) for name, kind in WRITE_ORDER_TYPES.items()]
 )  # fmt: skip
 """The columns of a stage's records as Arrow types (:data:`kjoin.spark.topology.RECORD_COLUMNS`); Spark may send the
 texts and payloads as their large types (``spark.sql.execution.arrow.useLargeVarTypes``)."""
+
+
+def _numbered(table: pa.Table, bases: Bases | None) -> pa.Table:
+    """A task's records with the offsets of those an earlier stage wrote (:func:`written_offsets`: their rank in the
+    order written, which they carry in the :data:`WRITE_ORDER` columns)."""
+    if "stage" not in table.column_names:
+        return table
+    written = np.flatnonzero(pc.is_valid(table.column("stage")).to_numpy(zero_copy_only=False))
+    if not len(written):
+        return table
+    rows = table.select(["topic", "partition", *WRITE_ORDER]).take(written)
+    numbers = written_offsets(rows.column("topic").to_numpy(zero_copy_only=False), rows.column("partition").to_numpy(),
+                              [rows.column(name).to_numpy() for name in WRITE_ORDER], bases)  # fmt: skip
+    offsets = pc.fill_null(table.column("offset"), 0).to_numpy().astype(np.int64)
+    offsets[written] = numbers
+    return table.set_column(table.column_names.index("offset"), "offset", pa.array(offsets, pa.int64()))
 
 
 def _row_types(text: pa.DataType, binary: pa.DataType) -> dict[str, pa.DataType]:
@@ -370,8 +467,10 @@ class _Walk:
     def end(self, place: int, at: int, fate: Fate, reason: Reason) -> None:
         """The record at ``place`` goes no further than node ``at``; a record a join emitted has joined."""
         self.nodes[place] = self.passed[at]
-        self.fates[place] = _JOINED if place in self.joined else fate.value
-        self.reasons[place] = None if place in self.joined else reason.value
+        if place in self.joined:
+            self.fates[place], self.reasons[place] = _JOINED, None
+        else:
+            self.fates[place], self.reasons[place] = fate._value_, reason._value_  # value is a slow property
 
     def keep(self, kept: list[int], values: list[Any] | None = None) -> None:
         """Only the stream records at indices ``kept`` of :attr:`alive` go on (with new ``values``, if given)."""
@@ -383,20 +482,20 @@ class _Walk:
         for at, node in enumerate(self.chain.nodes[1:], start=1):
             op = node.op
             if op == "filter":
-                fn = node.params["fn"]
+                fn = _plain(node.params["fn"])
                 keep = [bool(fn(k, v)) for k, v in zip(self.keys, self.values)]
                 for place, ok in zip(self.alive, keep):
                     if not ok:
                         self.end(place, at, Fate.DROPPED, Reason.FILTERED)
                 self.keep([i for i, ok in enumerate(keep) if ok])
             elif op == "map_values":
-                fn = node.params["fn"]
+                fn = _plain(node.params["fn"])
                 self.values = [fn(v) for v in self.values]
             elif op == "select_key":
-                fn = node.params["fn"]
+                fn = _plain(node.params["fn"])
                 self.keys = [fn(k, v) for k, v in zip(self.keys, self.values)]
             elif op == "map":
-                fn = node.params["fn"]
+                fn = _plain(node.params["fn"])
                 pairs = [fn(k, v) for k, v in zip(self.keys, self.values)]
                 self.keys, self.values = [pair[0] for pair in pairs], [pair[1] for pair in pairs]
             elif op == "stream-table":
@@ -409,27 +508,42 @@ class _Walk:
         the lookups as of each record's place, the joiner called (or an inner join's miss)."""
         left = node.params["variant"] == "left"
         joiner = node.params["joiner"].call
-        looking: list[int] = []  # indices into alive
         result: dict[int, Any] = {}
-        for index, (place, k, v) in enumerate(zip(self.alive, self.keys, self.values)):
-            if k is None:
-                if left and v is not None and self.semantics.relaxed_null_keys:
-                    result[index] = joiner(v, None)
+        kip77 = self.semantics.kip77
+        looking: range | list[int]  # indices into alive
+        if not any(k is None for k in self.keys) and not (kip77 and any(v is None for v in self.values)):
+            looking = range(len(self.alive))  # nothing to skip: every record looks up its key
+        else:
+            looking = []
+            for index, (place, k, v) in enumerate(zip(self.alive, self.keys, self.values)):
+                if k is None:
+                    if left and v is not None and self.semantics.relaxed_null_keys:
+                        result[index] = joiner(v, None)
+                    else:
+                        self.end(place, at, Fate.DROPPED, Reason.NULL_KEY)
+                elif v is None and kip77:
+                    self.end(place, at, Fate.DROPPED, Reason.NULL_VALUE)
                 else:
-                    self.end(place, at, Fate.DROPPED, Reason.NULL_KEY)
-            elif v is None and self.semantics.kip77:
-                self.end(place, at, Fate.DROPPED, Reason.NULL_VALUE)
-            else:
-                looking.append(index)
-        places = np.array([self.alive[i] for i in looking], dtype=np.int64)
-        found, partners = as_of(*self.updates[node.params["table"].topic], places, [self.keys[i] for i in looking])
+                    looking.append(index)
+        alive, values = self.alive, self.values
+        if isinstance(looking, range):
+            places, keys = np.array(alive, dtype=np.int64), self.keys
+        else:
+            places, keys = np.array([alive[i] for i in looking], dtype=np.int64), [self.keys[i] for i in looking]
+        found, partners = as_of(*self.updates[node.params["table"].topic], places, keys)
+        kept: list[int] = []
+        joined: list[Any] = []
         for index, hit, partner in zip(looking, found.tolist(), partners):
             if hit or left:
-                result[index] = joiner(self.values[index], partner)
+                kept.append(index)
+                joined.append(joiner(values[index], partner))
             else:
-                self.end(self.alive[index], at, Fate.NO_MATCH, Reason.NO_PARTNER)
-        kept = sorted(result)
-        self.keep(kept, [result[i] for i in kept])
+                self.end(alive[index], at, Fate.NO_MATCH, Reason.NO_PARTNER)
+        if result:  # a left join's null keys, joined without a lookup: in their places among the others
+            result.update(zip(kept, joined))
+            kept = sorted(result)
+            joined = [result[i] for i in kept]
+        self.keep(kept, joined)
         self.joined.update(self.alive)
 
     def sink(self, at: int, node: Node) -> None:
@@ -445,6 +559,12 @@ class _Walk:
                 self.writes[place] = (k, v)
 
 
+def _plain(function: Any) -> Callable[..., Any]:
+    """A topology's :class:`~kjoin.topology.functions.Function` as the function it calls (one call fewer per
+    record)."""
+    return getattr(function, "call", function)
+
+
 def _rows(
     task: str,
     stage: int,
@@ -454,7 +574,7 @@ def _rows(
     taken: tuple[list[Any], list[Any], list[Any], list[Any]],
     walk: _Walk,
     sink_topic: str | None,
-    partition_of: Callable[[Any], int],
+    partitions_of: Callable[[list[Any]], Any],
     types: Mapping[str, pa.DataType],
 ) -> pa.Table:
     """The step rows (in processing order) and the write rows, as the processors' pass gives them; ``taken``: the
@@ -482,12 +602,14 @@ def _rows(
         "topic": pa.concat_arrays([table.column("topic").combine_chunks().cast(types["topic"]),
                                    pa.array([sink_topic], types["topic"]).take(np.zeros(written, np.int8))]),
         "partition": pa.concat_arrays([table.column("partition").combine_chunks().cast(pa.int32()),
-                                       pa.array([partition_of(k) for k in wkeys], pa.int32())]),
+                                       pa.array(partitions_of(wkeys), pa.int32())]),
         "offset": pa.concat_arrays([table.column("offset").combine_chunks().cast(pa.int64()),
                                     pa.nulls(written, pa.int64())]),
         "ts": np.concatenate([ts, ts[places]]),
-        "key": shown_keys + [shown_keys[p] if keys[p] is k else shown(k) for p, k in zip(at, wkeys)],
-        "value": shown_values + [shown_values[p] if values[p] is v else shown(v) for p, v in zip(at, wvalues)],
+        "key": shown_keys + [shown_keys[p] if keys[p] is k else k if type(k) is str else shown(k)
+                             for p, k in zip(at, wkeys)],
+        "value": shown_values + [shown_values[p] if values[p] is v else v if type(v) is str else shown(v)
+                                 for p, v in zip(at, wvalues)],
         "payload": pa.concat_arrays([pa.nulls(count, types["payload"]),
                                      pa.array([pickle.dumps((k, v, None, False)) for k, v in zip(wkeys, wvalues)],
                                               types["payload"])]),
