@@ -40,6 +40,7 @@ import numpy as np
 
 from .comparison import compared_table
 from .merge import merged_batches
+from .vectorised import task_segments
 
 __all__ = ["paired_function", "Paired", "CHUNK_ROWS", "CHUNK_CONF", "diff_chunk_rows"]
 
@@ -143,27 +144,20 @@ class _Inputs:
             yield batch
 
     def _places(self, batch: Any) -> Any:
-        scenario = batch.column("scenario").to_numpy(zero_copy_only=False)
-        partition = batch.column("partition").to_numpy(zero_copy_only=False)
-        starts = np.flatnonzero((scenario[1:] != scenario[:-1]) | (partition[1:] != partition[:-1])) + 1
-        places = np.empty(batch.num_rows, dtype=np.int64)
-        for start, end in zip([0, *starts], [*starts, batch.num_rows]):
-            task = (int(scenario[start]), int(partition[start]))
+        places = []
+        for task, rows in task_segments(batch):
             if task != self.current:
                 self.current, self.rank = task, 0
                 self.tasks.setdefault(task, len(self.tasks))
-            places[start:end] = (self.tasks[task] << 40) + self.rank + np.arange(end - start)
-            self.rank += end - start
-        return places
+            places.append((self.tasks[task] << 40) + self.rank + np.arange(rows.num_rows, dtype=np.int64))
+            self.rank += rows.num_rows
+        return np.concatenate(places)
 
     def place(self, table: Any) -> Any:
-        """The place of each row of a run's rows (``scenario, partition, step``)."""
-        scenario = table.column("scenario").to_numpy(zero_copy_only=False)
-        partition = table.column("partition").to_numpy(zero_copy_only=False)
-        starts = np.flatnonzero((scenario[1:] != scenario[:-1]) | (partition[1:] != partition[:-1])) + 1
-        task = np.empty(table.num_rows, dtype=np.int64)
-        for start, end in zip([0, *starts], [*starts, table.num_rows]):  # the rows come task by task
-            task[start:end] = self.tasks[(int(scenario[start]), int(partition[start]))]
+        """The place of each row of a run's rows (``scenario, partition, step``; the rows come task by task)."""
+        task = np.concatenate(
+            [np.full(rows.num_rows, self.tasks[task], dtype=np.int64) for task, rows in task_segments(table)]
+        )
         return (task << 40) + table.column("step").to_numpy(zero_copy_only=False).astype(np.int64)
 
     def take(self, before: int) -> Any:
