@@ -506,11 +506,25 @@ def timed(action: Callable[[], None]) -> float:
     return time.perf_counter() - started
 
 
+def tree_cpu() -> float:
+    """CPU seconds (user and system) of this process and its descendants so far: the JVM, the Python workers, and
+    the workers that have exited (reaped, their parent counts them)."""
+    import psutil
+
+    total = 0.0
+    me = psutil.Process()
+    for process in [me, *me.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:  # ended while we looked: its parent counts it once it is reaped
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
 def timed_cpu(action: Callable[[], None]) -> tuple[float, float]:
     """The seconds ``action`` took and the CPU seconds it cost this process tree (the driver, Spark's JVM, its
-    Python workers: :func:`benchmarks.scale.tree_cpu`), which a loaded machine does not stretch."""
-    from .scale import tree_cpu
-
+    Python workers: :func:`tree_cpu`), which a loaded machine does not stretch."""
     cpu = tree_cpu()
     seconds = timed(action)
     return seconds, tree_cpu() - cpu

@@ -20,7 +20,8 @@ Timed, each consuming every row with the ``noop`` sink:
 
 ``kjoin/one-by-one`` and ``kjoin/equi`` are kjoin's throughput over theirs (above 1: kjoin is faster); only ratios
 taken in one run compare. Each timing also gives the CPU seconds the run cost this process tree (the driver, Spark's
-JVM, its Python workers: :func:`tree_cpu`), which a loaded machine does not stretch as it stretches the seconds:
+JVM, its Python workers: :func:`benchmarks.bench.tree_cpu`), which a loaded machine does not stretch as it stretches
+the seconds:
 on 2 shared cores the same 10^6-record run took 55 s and 211 s for 44 s and 48 s of CPU.
 """
 
@@ -30,23 +31,9 @@ import os
 import time
 from typing import Any
 
-__all__ = ["bench_topology", "generate_topology", "app", "tree_cpu"]
+from .bench import tree_cpu
 
-
-def tree_cpu() -> float:
-    """CPU seconds (user and system) spent so far by this process and its descendants, the finished ones included
-    (Spark's JVM, the PySpark daemon and the Python workers it forks and reaps)."""
-    import psutil
-
-    total = 0.0
-    me = psutil.Process()
-    for process in [me, *me.children(recursive=True)]:
-        try:
-            times = process.cpu_times()
-        except psutil.Error:  # ended while we looked: its parent counts it once it is reaped
-            continue
-        total += times.user + times.system + times.children_user + times.children_system
-    return total
+__all__ = ["bench_topology", "generate_topology", "app"]
 
 
 def generate_topology(spark: Any, records: int, path: str, keys: int, partitions: int, seed: int = 7) -> None:

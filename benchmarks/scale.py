@@ -26,8 +26,9 @@ checksum (``count`` and the sum of an ``xxhash64`` of every column of every row:
   same size spread evenly.
 
 Only ratios taken in one run compare; the load average before and after each run is printed beside it, and the CPU
-the run took (this process, the JVM, the Python workers: :func:`tree_cpu`): a run whose CPU is ``c`` seconds takes
-at least ``c / cores`` seconds, so ``2 x wall / CPU`` of the unsplit run bounds what a split can gain on 2 cores.
+the run took (this process, the JVM, the Python workers: :func:`benchmarks.bench.tree_cpu`): a run whose CPU is ``c``
+seconds takes at least ``c / cores`` seconds, so ``2 x wall / CPU`` of the unsplit run bounds what a split can gain
+on 2 cores.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .bench import PeakMemory, equi_join, generate, noop, run_options, timed, topics
+from .bench import PeakMemory, equi_join, generate, noop, run_options, timed, topics, tree_cpu
 
 __all__ = ["scale", "PARTS", "checksum"]
 
@@ -57,22 +58,6 @@ def checksum(frame: Any) -> tuple[int, int]:
     hashed = F.xxhash64(*[F.col(name) for name in frame.columns]).cast("decimal(38,0)")
     row = frame.agg(F.count(F.lit(1)).alias("rows"), F.sum(hashed).alias("hash")).collect()[0]
     return int(row["rows"]), int(row["hash"] or 0)
-
-
-def tree_cpu() -> float:
-    """CPU seconds (user and system) of this process and its descendants so far: the JVM, the Python workers, and
-    the workers that have exited."""
-    import psutil
-
-    total = 0.0
-    me = psutil.Process()
-    for process in [me, *me.children(recursive=True)]:
-        try:
-            times = process.cpu_times()
-            total += times.user + times.system + times.children_user + times.children_system
-        except psutil.Error:
-            pass
-    return total
 
 
 @dataclass
