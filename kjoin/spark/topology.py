@@ -11,7 +11,10 @@ How a run flows:
   :func:`~kjoin.spark.passes.topology_vectorised.stage_plan`) runs the chain pass
   (:mod:`kjoin.spark.passes.topology_vectorised`: no processors), any other the reference engine's processors
   (:mod:`kjoin.spark.passes.topology_task`); both give the same rows (``method=`` forces one,
-  :attr:`TopologyRun.methods` says which ran and why).
+  :attr:`TopologyRun.methods` says which ran and why). A chain whose functions are declarative (a re-key by a
+  field of a JSON value: :func:`~kjoin.spark.passes.topology_expressions.declarative_plan`) runs as Spark
+  expressions instead (:mod:`kjoin.spark.passes.topology_expressions`: a window and a projection, no Python worker
+  but for the keys' murmur2 and the few texts Spark's JSON would show otherwise), with the same rows.
 * A stage's records are the input topics its sub-topologies read and what earlier stages wrote to their
   repartition (or ``through``) topics. Grouping those by task *is* the repartition: the writing task chose each
   record's partition (murmur2 of the serialized key, or the topology's partitioner, by the reference engine's own
@@ -53,15 +56,17 @@ from .passes.topology_task import (
     decode_records,
     stage_function,
 )
+from .passes.topology_expressions import declarative_plan, expression_rows
 from .passes.topology_vectorised import chain_stage_function, per_task, stage_plan
 from .placement import by_partition
 
 __all__ = ["run_topology", "TopologyRun", "RECORD_COLUMNS", "METHODS"]
 
-METHODS = ("auto", "vectorised", "processors")
+METHODS = ("auto", "expressions", "vectorised", "processors")
 """``run_topology``'s ``method``: ``vectorised`` runs every stage as a chain (:mod:`.passes.topology_vectorised`)
-and refuses a stage that is not one, ``processors`` runs every stage with the processors, ``auto`` each stage the
-first way that fits it."""
+and refuses a stage that is not one, ``expressions`` does too but runs a declarative chain as Spark expressions
+(:mod:`.passes.topology_expressions`), ``processors`` runs every stage with the processors, ``auto`` each stage the
+first way that fits it (Spark expressions, the chain pass, the processors)."""
 
 RECORD_COLUMNS = ("topic", "partition", "offset", "ts", "key_text", "value_text", "payload", *WRITE_ORDER)
 """The columns of a stage's records: an input record's key and value as text (``payload`` null), a written one's
@@ -128,12 +133,20 @@ def run_topology(
         records = records.withColumn("_sub", reader[F.col("topic")])
         stage_records[stage.number] = records
         chain, why = stage_plan(topology, stage) if method != "processors" else (None, "method='processors'")
-        if chain is None and method == "vectorised":
+        if chain is None and method in ("vectorised", "expressions"):
             raise SparkInputError(
-                f"method='vectorised': stage {stage.number} (sub-topologies {stage.subtopologies}) is not a chain: "
+                f"method={method!r}: stage {stage.number} (sub-topologies {stage.subtopologies}) is not a chain: "
                 f"{why}; run it with method='auto' (the processors run it)"
             )
         records = records.select(*RECORD_COLUMNS, "_sub")
+        declarative = None
+        if chain is not None and method in ("auto", "expressions"):
+            declarative, declarative_why = declarative_plan(topology, chain, decoding, written)
+        if declarative is not None:
+            # in the JVM: a window over each input partition and expressions per record (its rows keep themselves)
+            methods[stage.number] = ("expressions", declarative_why)
+            results.append(expression_rows(records, stage.number, declarative))
+            continue
         if chain is not None:
             # one sub-topology: its task p in Spark partition p (mod their count), Arrow in and out (pandas frames
             # cost the chain pass half its CPU), and no sort by task (the pass orders each task's records itself)
@@ -189,7 +202,8 @@ class TopologyRun:
         self.assignment = assignment
         self._bases = dict(bases or {})
         self.methods = dict(methods or {})
-        """Stage number -> (``vectorised`` or ``processors``, why): how each stage that took records ran."""
+        """Stage number -> (``expressions``, ``vectorised`` or ``processors``, why): how each stage that took records
+        ran."""
         self.stages = stages
         self.rows = rows
         self._stage_records = stage_records
@@ -203,8 +217,8 @@ class TopologyRun:
 
     @property
     def method(self) -> str:
-        """``vectorised`` or ``processors`` when every stage ran that way, else the stages' ways in order
-        (``vectorised+processors``); :attr:`methods` says why."""
+        """``expressions``, ``vectorised`` or ``processors`` when every stage ran that way, else the stages' ways in
+        order (``expressions+vectorised``); :attr:`methods` says why."""
         ways = [way for _, (way, _) in sorted(self.methods.items())]
         if not ways:
             return "processors"

@@ -52,7 +52,9 @@ from ...partitioner import default_partitions
 from ...records import load_json, render_value
 from ...topology.graph import Node
 from ...topology.stages import Stage
-from .topology_task import ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, shown, written_offsets
+from .topology_task import (
+    ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, load_payload, shown, written_offsets,
+)  # fmt: skip
 
 __all__ = [
     "Chain", "stage_plan", "chain_stage_function", "per_task", "as_of", "processing_order", "CHAIN_OPS",
@@ -260,7 +262,7 @@ def _decoded_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], li
     values: list[Any] = []
     shown_values: list[Any] = []
     shown_keys = table.column("key_text").to_pylist()
-    loads, unpickle = load_json, pickle.loads
+    loads, unpickle = load_json, load_payload
     for topic, key_text, value_text, payload in zip(
         table.column("topic").to_pylist(), shown_keys, table.column("value_text").to_pylist(),
         table.column("payload").to_pylist(),
