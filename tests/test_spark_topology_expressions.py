@@ -66,3 +66,23 @@ def test_values_not_decoded_as_json_are_not_declarative():
 @pytest.mark.parametrize("seed", range(3))
 def test_random_declarative_topologies_as_expressions_are_the_chain_pass(spark, seed):
     assert expressions_difference(spark, declarative_scenario(random.Random(seed))) is None
+
+
+def _join_chain(topology):
+    topology.build()
+    chains = [stage_plan(topology, stage)[0] for stage in stages_of(topology.graph)]
+    return chains[-1]
+
+
+@pytest.mark.parametrize("joiner, ok", [(None, True), ("concat", True), ("object", False), (lambda a, b: a, False)])
+def test_a_join_stage_after_a_declarative_one_runs_on_values_as_shown_with_the_default_joiner(joiner, ok):
+    from kjoin.spark.passes.topology_expressions import shown_values_plan
+
+    b = kjoin.Topology(partitions=2)
+    b.stream("orders").select_key({"field": "c"}).join(b.table("customers"), joiner).to("out")
+    chain = _join_chain(b)
+    decoding = {name: (False, "json") for name in b.graph.topics}
+    rekeyed = chain.nodes[0].topic
+    assert shown_values_plan(chain, decoding, {rekeyed})[0] is ok
+    assert shown_values_plan(chain, decoding, set())[0] is False  # a repartition topic the chain pass wrote
+    assert shown_values_plan(chain, {**decoding, "customers": (True, "json")}, {rekeyed})[0] is False  # long keys

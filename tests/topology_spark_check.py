@@ -254,24 +254,30 @@ def declarative_scenario(rng: random.Random, chains: int = 2) -> TopologyScenari
 
 
 def expressions_difference(spark: Any, scenario: TopologyScenario) -> str | None:
-    """``None`` when the declarative stages as Spark expressions (``method="expressions"``) and the chain pass
-    (``"vectorised"``) agree with the reference engine on every step and written record, and their rows are equal
-    (payloads decoded); else what differs first."""
+    """``None`` when the declarative stages as Spark expressions and the joins after them on their values as shown
+    (``method="expressions"``), ``auto`` and the chain pass (``"vectorised"``) agree with the reference engine on
+    every step and written record, and their rows are equal (payloads decoded); else what differs first."""
     from kjoin.spark import run_topology
 
     trace = reference(scenario)
     topics = spark_topics(spark, scenario, with_partitions=rng_free_partitions(scenario))
     runs = {method: run_topology(spark, scenario.topology, topics, method=method)
-            for method in ("expressions", "vectorised")}  # fmt: skip
-    if "expressions" not in [way for way, _ in runs["expressions"].methods.values()]:
+            for method in ("expressions", "auto", "vectorised")}  # fmt: skip
+    ways = runs["expressions"].methods.values()
+    if "expressions" not in [way for way, _ in ways]:
         return f"no stage ran as expressions: {runs['expressions'].methods}"
+    joins = any(node.op == "stream-table" for node in scenario.topology.graph.nodes.values())
+    if joins and not any(why.startswith("values as shown") for _, why in ways):
+        return f"no join stage ran on its values as shown: {runs['expressions'].methods}"
     for method, result in runs.items():
         found = result_difference(trace, result)
         if found is not None:
             return f"{method}: {found}"
-    expression_rows, chain_rows = rows_of(runs["expressions"]), rows_of(runs["vectorised"])
-    if expression_rows != chain_rows:
-        return _first_difference("rows (chain pass, expressions)", chain_rows, expression_rows)
+    chain_rows = rows_of(runs["vectorised"])
+    for method in ("expressions", "auto"):  # auto: the re-key by the chain pass, the joins on values as shown
+        found_rows = rows_of(runs[method])
+        if found_rows != chain_rows:
+            return _first_difference(f"rows (chain pass, {method})", chain_rows, found_rows)
     return None
 
 

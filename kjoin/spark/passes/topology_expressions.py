@@ -34,7 +34,12 @@ computed by the chain pass's own rules in Python (:func:`_python_rows`), a few r
 selectors, filters and value mappers of every kind, a custom partitioner, values decoded as text, longs or
 doubles, a stream read from a repartition topic, and every stage with a join.
 
-**Not yet** (what issue 30's target still needs): the join stage. Its task merges three partitions (the
+**The join stage after it** (:func:`shown_values_plan`): a chain that reads what a declarative stage wrote and
+joins it with the default joiner only needs no decoded value: the default joiner renders both sides, and a value
+renders as its text as shown, which the written record carries (and a table's JSON value is shown as decoded). The
+chain pass runs it on those texts, its payloads not read.
+
+**Not yet** (what issue 30's target still needs): the join stage in the JVM. Its task merges three partitions (the
 repartition topic's and both tables') in ``PartitionGroup``'s order, which is sequential (a heap over the
 partitions' heads, :func:`~kjoin.spark.passes.topology_vectorised.processing_order`), then looks each record's key
 up as of its place (:func:`~kjoin.spark.passes.topology_vectorised.as_of`) and joins with the default joiner
@@ -58,7 +63,7 @@ from .topology_task import JSON_PAYLOAD, NULL_KEY_PAYLOAD, ROW_SCHEMA, Decoding
 from .topology_task import shown as shown_value
 from .topology_vectorised import Chain
 
-__all__ = ["Declarative", "declarative_plan", "expression_rows"]
+__all__ = ["Declarative", "declarative_plan", "expression_rows", "shown_values_plan"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,28 @@ def declarative_plan(
         return None, f"{sink.topic} has a custom partitioner"
     plan = Declarative(chain, spec["field"], sink.topic, topic.partitions, bool(sink.params.get("keeps_null_keys")))
     return plan, f"declarative: {source.topic}'s {spec['field']} as the key, to {sink.topic}"
+
+
+def shown_values_plan(chain: Chain, decoding: Decoding, carried: Collection[str]) -> tuple[bool, str]:
+    """Whether the chain pass may run ``chain`` on its values as shown instead of decoded (and why, or why not): the
+    chain reads a repartition topic a declarative stage wrote (``carried``: its keys are text, its values came as
+    the JSON text Python would show), joins it with tables of text keys by the default joiner only, and writes the
+    result. The default joiner renders each side (:func:`kjoin.records.render_value`), and a value's rendering is
+    the rendering of its text as shown, so the results, fates and rows are the same without decoding a value."""
+    nodes = chain.nodes
+    if not nodes or nodes[0].op != "repartition-source" or nodes[0].topic not in carried:
+        return False, "it does not read a repartition topic a declarative stage wrote"
+    joins = nodes[1:-1]
+    if not joins or any(node.op != "stream-table" for node in joins):
+        return False, "not stream-table joins only"
+    for node in joins:
+        if getattr(node.params["joiner"], "spec", None) != "concat":
+            return False, f"{node.name}'s joiner is not the default one"
+    for topic in chain.tables:
+        long_keys, values = decoding.get(topic, (True, ""))
+        if long_keys or values not in ("json", "string"):
+            return False, f"table {topic}'s keys or values are not text or JSON"
+    return True, f"values as shown (declarative joins): {chain.describe()}"
 
 
 _DROPPED, _FORWARDED = Fate.DROPPED.value, Fate.FORWARDED.value

@@ -319,15 +319,31 @@ def _partitioner(topic: Any) -> Callable[[list[Any]], Any]:
     return lambda keys: default_partitions(keys, topic.partitions)
 
 
+def _shown_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """:func:`_decoded_columns` for a chain that needs its values only as shown
+    (:func:`~kjoin.spark.passes.topology_expressions.shown_values_plan`): a written record's key and value are the
+    texts it came with (its payload is not read), an input record's value is shown as decoded."""
+    shown_keys = table.column("key_text").to_pylist()
+    shown_values = table.column("value_text").to_pylist()
+    loads, render = load_json, render_value
+    inputs = pc.is_null(table.column("payload")).to_pylist()
+    for at, (topic, is_input) in enumerate(zip(table.column("topic").to_pylist(), inputs)):
+        text = shown_values[at]
+        if is_input and text is not None and decoding[topic][1] == "json":
+            value = loads(text)
+            shown_values[at] = value if value is None or type(value) is str else render(value)
+    return shown_keys, shown_values, shown_keys, shown_values
+
+
 def chain_stage_function(
-    topology: Any, stage: int, chain: Chain, decoding: Decoding, bases: Bases | None = None
+    topology: Any, stage: int, chain: Chain, decoding: Decoding, bases: Bases | None = None, texts: bool = False
 ) -> Callable[[pa.Table], pa.Table]:
     """The function of one Kafka task of a chain stage (:func:`per_task` makes it ``mapInArrow``'s): its records
     in (:data:`RECORD_SCHEMA`'s columns and ``_sub``), its step and write rows out
     (:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA`), the rows the processors' pass
     (:func:`~kjoin.spark.passes.topology_task.stage_function`) gives. Arrow both ways: pandas frames in and out cost
     a quarter of the pass's Python CPU (building a frame of object columns from lists, then converting them back),
-    for nothing the pass uses."""
+    for nothing the pass uses. ``texts``: the chain needs its values only as shown (:func:`_shown_columns`)."""
     rank = [name for name in topology.graph.topics]
     sink = chain.nodes[-1] if chain.nodes else None
     partitions_of = (lambda keys: [0] * len(keys)) if sink is None else _partitioner(topology.graph.topics[sink.topic])
@@ -347,7 +363,7 @@ def chain_stage_function(
             return pa.table({name: pa.array([], type) for name, type in types.items()})
         sub, part = table.column("_sub")[0].as_py(), table.column("partition")[0].as_py()
         table = _in_processing_order(_numbered(table, bases), rank)
-        taken = _decoded_columns(table, decoding)
+        taken = _shown_columns(table, decoding) if texts else _decoded_columns(table, decoding)
         walk = _Walk(topology, chain, table.column("topic").to_numpy(zero_copy_only=False), taken[0], taken[1])
         walk.run()
         return _rows(f"{sub}_{part}", stage, sub, part, table, taken, walk, None if sink is None else sink.topic,
