@@ -160,7 +160,9 @@ def run_topology(
             # one sub-topology: its task p in Spark partition p (mod their count), Arrow in and out (pandas frames
             # cost the chain pass half its CPU), and no sort by task (the pass orders each task's records itself)
             methods[stage.number] = ("vectorised", why)
-            function = chain_stage_function(topology, stage.number, chain, decoding, bases, texts)
+            function = chain_stage_function(
+                topology, stage.number, chain, decoding, bases, texts, json_payloads=declarative is not None
+            )
             tasks = max(graph.topics[topic].partitions for topic in read)
             placed = by_partition(records, spark_partitions or min(tasks, _shuffle_partitions(spark)))
             rows = placed.mapInArrow(per_task(function), ROW_SCHEMA)

@@ -53,7 +53,8 @@ from ...records import load_json, render_value
 from ...topology.graph import Node
 from ...topology.stages import Stage
 from .topology_task import (
-    ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, load_payload, shown, written_offsets,
+    JSON_PAYLOAD, NULL_KEY_PAYLOAD, ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, load_payload, shown,
+    written_offsets,
 )  # fmt: skip
 
 __all__ = [
@@ -336,14 +337,24 @@ def _shown_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], list
 
 
 def chain_stage_function(
-    topology: Any, stage: int, chain: Chain, decoding: Decoding, bases: Bases | None = None, texts: bool = False
+    topology: Any,
+    stage: int,
+    chain: Chain,
+    decoding: Decoding,
+    bases: Bases | None = None,
+    texts: bool = False,
+    json_payloads: bool = False,
 ) -> Callable[[pa.Table], pa.Table]:
     """The function of one Kafka task of a chain stage (:func:`per_task` makes it ``mapInArrow``'s): its records
     in (:data:`RECORD_SCHEMA`'s columns and ``_sub``), its step and write rows out
     (:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA`), the rows the processors' pass
     (:func:`~kjoin.spark.passes.topology_task.stage_function`) gives. Arrow both ways: pandas frames in and out cost
     a quarter of the pass's Python CPU (building a frame of object columns from lists, then converting them back),
-    for nothing the pass uses. ``texts``: the chain needs its values only as shown (:func:`_shown_columns`)."""
+    for nothing the pass uses. ``texts``: the chain needs its values only as shown (:func:`_shown_columns`).
+    ``json_payloads``: the chain writes its input values unchanged under text keys (a declarative re-key,
+    :func:`~kjoin.spark.passes.topology_expressions.declarative_plan`), so a written record carries its key and the
+    value's own text (:data:`~kjoin.spark.passes.topology_task.JSON_PAYLOAD`) instead of a pickle of the decoded
+    value."""
     rank = [name for name in topology.graph.topics]
     sink = chain.nodes[-1] if chain.nodes else None
     partitions_of = (lambda keys: [0] * len(keys)) if sink is None else _partitioner(topology.graph.topics[sink.topic])
@@ -367,7 +378,7 @@ def chain_stage_function(
         walk = _Walk(topology, chain, table.column("topic").to_numpy(zero_copy_only=False), taken[0], taken[1])
         walk.run()
         return _rows(f"{sub}_{part}", stage, sub, part, table, taken, walk, None if sink is None else sink.topic,
-                     partitions_of, types)  # fmt: skip
+                     partitions_of, types, json_payloads)  # fmt: skip
 
     return run_group
 
@@ -594,6 +605,7 @@ def _rows(
     sink_topic: str | None,
     partitions_of: Callable[[list[Any]], Any],
     types: Mapping[str, pa.DataType],
+    json_payloads: bool = False,
 ) -> pa.Table:
     """The step rows (in processing order) and the write rows, as the processors' pass gives them; ``taken``: the
     records' keys, values, and both as shown."""
@@ -629,6 +641,8 @@ def _rows(
         "value": shown_values + [shown_values[p] if values[p] is v else v if type(v) is str else shown(v)
                                  for p, v in zip(at, wvalues)],
         "payload": pa.concat_arrays([pa.nulls(count, types["payload"]),
+                                     _json_payloads(wkeys, table.column("value_text").take(places), types["payload"])
+                                     if json_payloads else
                                      pa.array([pickle.dumps((k, v, None, False)) for k, v in zip(wkeys, wvalues)],
                                               types["payload"])]),
         "fate": walk.fates + [None] * written,
@@ -636,6 +650,17 @@ def _rows(
         "nodes": walk.nodes + [None] * written,
     }  # fmt: skip
     return pa.table({name: _array(columns[name], type) for name, type in types.items()})
+
+
+def _json_payloads(keys: list[Any], texts: Any, type: pa.DataType) -> pa.Array:
+    """Written records' payloads in their JSON form (:func:`~kjoin.spark.passes.topology_task.load_payload`): each
+    text key (or null) and the value's own JSON text (``null`` for a null value), joined by Arrow at once."""
+    key = pa.array(keys, pa.string())
+    text = pc.fill_null(texts.combine_chunks().cast(pa.string()), "null")
+    marker = JSON_PAYLOAD.decode()
+    keyed = pc.binary_join_element_wise(marker, key, marker, text, "")
+    unkeyed = pc.binary_join_element_wise(NULL_KEY_PAYLOAD.decode(), text, "")
+    return pc.if_else(pc.is_null(key), unkeyed, keyed).cast(type)
 
 
 def _array(column: Any, type: pa.DataType) -> pa.Array:
