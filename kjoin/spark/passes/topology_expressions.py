@@ -1,6 +1,6 @@
-"""A topology's stage as Spark expressions (issue 30's speed target): the stages whose every function is
-*declarative* run in the JVM, without a Python worker, giving the rows the chain pass
-(:mod:`kjoin.spark.passes.topology_vectorised`) gives.
+"""A topology's declarative stages (issue 30's speed target): a re-key by a field of a JSON value as Spark
+expressions (``method="expressions"``), and the joins after it on their values as shown (``auto`` too), giving the
+rows the chain pass (:mod:`kjoin.spark.passes.topology_vectorised`) gives.
 
 Why: on the bench's app (orders re-keyed by their customer, joined with customers, left-joined with addresses) the
 JVM side of a run is level with the joins one by one; the gap is the chain pass's Python (the user's functions
@@ -29,7 +29,17 @@ value the chain pass would have pickled). A record whose text is outside :func:`
 (fractions, exponents, huge integers, characters outside ASCII, repeated field names, text that is not JSON) is
 computed by the chain pass's own rules in Python (:func:`_python_rows`), a few records, in the same rows.
 
-**Falls back to the chain pass** (``method="auto"`` runs those stages as before): a Python function anywhere (a
+**Measured, and why ``auto`` does not run the re-key as expressions** (2026-11-27, ``bench --topology`` at 10^6,
+2 cores at load 27-60): the re-key as expressions cost the run 21.4 s of CPU where the chain pass cost 14.8 s in
+the same run. Spark's JSON is not cheap: over the bench's 800,000 orders, reading them cost 0.6 s of CPU, and on top
+of that the window 2.2 s, ``try_parse_json`` + ``to_json`` 2.2 s, ``get_json_object`` alone 2.3 s, the value shown
+and the key 4.9 s, :func:`~kjoin.spark.json_text.exact` 2.1 s, the murmur2 UDF over the keys 2.1 s (one run each,
+noisy); the chain pass's whole re-key (decode, key, render, pickle) is about 2.2 s of Python. So ``auto`` runs the
+re-key with the chain pass (writing each record's key and its value's own text instead of a pickle:
+``chain_stage_function(json_payloads=True)``) and the joins after it on values as shown: 13.5 s against 14.3-15.5 s
+for the chain pass alone, the joins one by one 9.7-9.9 s.
+
+**Falls back to the chain pass** (and to the processors where that does not fit): a Python function anywhere (a
 ``lambda`` key selector, a joiner, a value mapper, a filter), ``{"map": ...}`` and ``{"value": true}`` key
 selectors, filters and value mappers of every kind, a custom partitioner, values decoded as text, longs or
 doubles, a stream read from a repartition topic, and every stage with a join.
