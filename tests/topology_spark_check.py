@@ -7,7 +7,8 @@ passed, in processing order) must be the same.
 
 ``python -m tests.topology_spark_check [N] [SEED]`` (``make topology-spark-check``) runs N topologies in one Spark
 session and prints ``spark topologies: <N> topologies, <M> mismatches, <S> s``, then N/10 topologies of chains
-(:func:`chain_scenario`) with each ``run_topology`` method forced (:func:`chain_difference`);
+(:func:`chain_scenario`) with each ``run_topology`` method forced (:func:`chain_difference`), then N/10 declarative
+ones (:func:`declarative_scenario`, :func:`expressions_difference`);
 ``tests/test_spark_topology.py`` and ``tests/test_spark_topology_vectorised.py`` run small samples in CI, the latter
 mostly without Spark (:func:`local_difference`: the same per-task functions on pandas frames).
 """
@@ -214,9 +215,10 @@ def chain_scenario(rng: random.Random, chains: int = 3) -> TopologyScenario:
 def declarative_scenario(rng: random.Random, chains: int = 2) -> TopologyScenario:
     """A topology of ``chains`` chains whose re-key stages are declarative
     (:mod:`kjoin.spark.passes.topology_expressions`): a stream re-keyed by its value's ``c`` (``a.c`` now and then),
-    then zero to two stream-table joins with the default joiner, to a topic; 1 to 4 partitions. The orders' texts
-    are mostly within :func:`kjoin.spark.json_text.exact` (objects, integers, ASCII, null and missing fields, null
-    values) and now and then outside it (a fraction, a letter outside ASCII, a nested object as the key)."""
+    then zero to two stream-table joins with the default joiner (one at least in the first chain), to a topic; 1 to 4
+    partitions. The orders' texts are mostly within :func:`kjoin.spark.json_text.exact` (objects, integers, ASCII,
+    null and missing fields, null values) and now and then outside it (a fraction, a letter outside ASCII, a nested
+    object as the key)."""
     import kjoin
 
     era = rng.choice(ERAS)
@@ -230,7 +232,8 @@ def declarative_scenario(rng: random.Random, chains: int = 2) -> TopologyScenari
         topics.update({f"{tag}-t{number}": "table" for number in range(len(tables))})
         paths[f"{tag}-s"] = rng.choice(["c", "c", "a.c"])
         stream = b.stream(f"{tag}-s").select_key({"field": paths[f"{tag}-s"]}, name=f"{tag}-by-c")
-        for number, table in enumerate(rng.sample(tables, rng.randint(0, len(tables)))):
+        # the first chain joins (a re-key straight to a topic writes no repartition topic: no declarative stage)
+        for number, table in enumerate(rng.sample(tables, rng.randint(0 if chain else 1, len(tables)))):
             join = stream.join if rng.random() < 0.5 else stream.left_join
             stream = join(table, None, name=f"{tag}-j{number}")
         stream.to(f"{tag}-out")
@@ -260,7 +263,7 @@ def expressions_difference(spark: Any, scenario: TopologyScenario) -> str | None
     from kjoin.spark import run_topology
 
     trace = reference(scenario)
-    topics = spark_topics(spark, scenario, with_partitions=rng_free_partitions(scenario))
+    topics = spark_topics(spark, scenario, with_partitions=_given_partitions(scenario))
     runs = {method: run_topology(spark, scenario.topology, topics, method=method)
             for method in ("expressions", "auto", "vectorised")}  # fmt: skip
     ways = runs["expressions"].methods.values()
@@ -281,7 +284,7 @@ def expressions_difference(spark: Any, scenario: TopologyScenario) -> str | None
     return None
 
 
-def rng_free_partitions(scenario: TopologyScenario) -> bool:
+def _given_partitions(scenario: TopologyScenario) -> bool:
     """Whether to give Spark the events' partitions and offsets (half the scenarios, by their events: no draw)."""
     return len(scenario.events) % 2 == 0
 
@@ -461,6 +464,19 @@ def main(argv: list[str]) -> int:
         f"{chain_mismatches} mismatches, {elapsed:.0f} s"
     )
     mismatches += chain_mismatches
+    started, declarative_mismatches = time.monotonic(), 0
+    for index in range(chain_count):
+        scenario = declarative_scenario(rng)
+        found = expressions_difference(spark, scenario)
+        if found is not None:
+            declarative_mismatches += 1
+            print(f"declarative {index}: {found}\n{scenario.topology.describe()}\n{scenario.events}", flush=True)
+    elapsed = time.monotonic() - started
+    print(
+        f"spark declarative topologies (expressions, auto and vectorised): {chain_count} topologies of 2 chains, "
+        f"{declarative_mismatches} mismatches, {elapsed:.0f} s"
+    )
+    mismatches += declarative_mismatches
     spark.stop()
     return 1 if mismatches else 0
 
