@@ -86,3 +86,23 @@ def test_a_join_stage_after_a_declarative_one_runs_on_values_as_shown_with_the_d
     assert shown_values_plan(chain, decoding, {rekeyed})[0] is ok
     assert shown_values_plan(chain, decoding, set())[0] is False  # a repartition topic the chain pass wrote
     assert shown_values_plan(chain, {**decoding, "customers": (True, "json")}, {rekeyed})[0] is False  # long keys
+
+
+@pytest.mark.spark
+def test_trace_and_why_read_the_records_a_declarative_stage_wrote(spark):
+    from kjoin.spark import run_topology
+    from tests.topology_spark_check import spark_topics
+
+    scenario = declarative_scenario(random.Random(2))
+    topics = spark_topics(spark, scenario)
+    runs = {method: run_topology(spark, scenario.topology, topics, method=method)
+            for method in ("expressions", "auto", "vectorised")}  # fmt: skip
+    written = runs["vectorised"].outputs.orderBy("topic", "partition", "offset").collect()
+    assert written
+    for row in written[:3]:
+        place = (row["topic"], row["partition"], row["offset"])
+        expected = runs["vectorised"].why(*place)
+        assert runs["expressions"].why(*place) == expected and runs["auto"].why(*place) == expected
+    task = runs["vectorised"].steps.where("topic LIKE '%repartition'").first()["task"]
+    fates = [step.fate for step in runs["vectorised"].trace(task).steps]
+    assert [step.fate for step in runs["expressions"].trace(task).steps] == fates
