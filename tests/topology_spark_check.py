@@ -7,7 +7,8 @@ passed, in processing order) must be the same.
 
 ``python -m tests.topology_spark_check [N] [SEED]`` (``make topology-spark-check``) runs N topologies in one Spark
 session and prints ``spark topologies: <N> topologies, <M> mismatches, <S> s``, then N/10 topologies of chains
-(:func:`chain_scenario`) with each ``run_topology`` method forced (:func:`chain_difference`);
+(:func:`chain_scenario`) with each ``run_topology`` method forced (:func:`chain_difference`), then N/10 declarative
+ones (:func:`declarative_scenario`, :func:`expressions_difference`);
 ``tests/test_spark_topology.py`` and ``tests/test_spark_topology_vectorised.py`` run small samples in CI, the latter
 mostly without Spark (:func:`local_difference`: the same per-task functions on pandas frames).
 """
@@ -211,16 +212,93 @@ def chain_scenario(rng: random.Random, chains: int = 3) -> TopologyScenario:
     return TopologyScenario(b, tuple(events), "stages")
 
 
+def declarative_scenario(rng: random.Random, chains: int = 2) -> TopologyScenario:
+    """A topology of ``chains`` chains whose re-key stages are declarative
+    (:mod:`kjoin.spark.passes.topology_expressions`): a stream re-keyed by its value's ``c`` (``a.c`` now and then),
+    then zero to two stream-table joins with the default joiner (one at least in the first chain), to a topic; 1 to 4
+    partitions. The orders' texts are mostly within :func:`kjoin.spark.json_text.exact` (objects, integers, ASCII,
+    null and missing fields, null values) and now and then outside it (a fraction, a letter outside ASCII, a nested
+    object as the key)."""
+    import kjoin
+
+    era = rng.choice(ERAS)
+    b = kjoin.Topology(partitions=rng.randint(1, 4), semantics=era)
+    topics: dict[str, str] = {}
+    paths: dict[str, str] = {}
+    for chain in range(chains):
+        tag = f"k{chain}"
+        tables = [b.table(f"{tag}-t{number}") for number in range(rng.randint(1, 2))]
+        topics[f"{tag}-s"] = "stream"
+        topics.update({f"{tag}-t{number}": "table" for number in range(len(tables))})
+        paths[f"{tag}-s"] = rng.choice(["c", "c", "a.c"])
+        stream = b.stream(f"{tag}-s").select_key({"field": paths[f"{tag}-s"]}, name=f"{tag}-by-c")
+        # the first chain joins (a re-key straight to a topic writes no repartition topic: no declarative stage)
+        for number, table in enumerate(rng.sample(tables, rng.randint(0 if chain else 1, len(tables)))):
+            join = stream.join if rng.random() < 0.5 else stream.left_join
+            stream = join(table, None, name=f"{tag}-j{number}")
+        stream.to(f"{tag}-out")
+    events = []
+    for _ in range(rng.randint(30, 70)):
+        topic = rng.choice(sorted(topics))
+        key = None if rng.random() < 0.06 else rng.choice(CUSTOMERS)
+        if rng.random() < 0.1:
+            value: Any = None
+        elif topics[topic] == "stream":
+            customer = rng.choice([*CUSTOMERS, None, 7, "é", {"n": 1}, 2.5])
+            value = {"c": customer, "v": rng.choice([f"O{rng.randint(0, 9)}", rng.randint(-5, 5), 0.5, "ü", [1]])}
+            if paths[topic] == "a.c":
+                value = {"a": value, "z": True} if rng.random() < 0.8 else value
+            elif rng.random() < 0.1:
+                del value["c"]
+        else:
+            value = f"T{rng.randint(0, 9)}"
+        events.append({"topic": topic, "key": key, "value": value, "ts": rng.randint(0, 12)})
+    return TopologyScenario(b, tuple(events), "stages")
+
+
+def expressions_difference(spark: Any, scenario: TopologyScenario) -> str | None:
+    """``None`` when the declarative stages as Spark expressions and the joins after them on their values as shown
+    (``method="expressions"``), ``auto`` and the chain pass (``"vectorised"``) agree with the reference engine on
+    every step and written record, and their rows are equal (payloads decoded); else what differs first."""
+    from kjoin.spark import run_topology
+
+    trace = reference(scenario)
+    topics = spark_topics(spark, scenario, with_partitions=_given_partitions(scenario))
+    runs = {method: run_topology(spark, scenario.topology, topics, method=method)
+            for method in ("expressions", "auto", "vectorised")}  # fmt: skip
+    ways = runs["expressions"].methods.values()
+    if "expressions" not in [way for way, _ in ways]:
+        return f"no stage ran as expressions: {runs['expressions'].methods}"
+    joins = any(node.op == "stream-table" for node in scenario.topology.graph.nodes.values())
+    if joins and not any(why.startswith("values as shown") for _, why in ways):
+        return f"no join stage ran on its values as shown: {runs['expressions'].methods}"
+    for method, result in runs.items():
+        found = result_difference(trace, result)
+        if found is not None:
+            return f"{method}: {found}"
+    chain_rows = rows_of(runs["vectorised"])
+    for method in ("expressions", "auto"):  # auto: the re-key by the chain pass, the joins on values as shown
+        found_rows = rows_of(runs[method])
+        if found_rows != chain_rows:
+            return _first_difference(f"rows (chain pass, {method})", chain_rows, found_rows)
+    return None
+
+
+def _given_partitions(scenario: TopologyScenario) -> bool:
+    """Whether to give Spark the events' partitions and offsets (half the scenarios, by their events: no draw)."""
+    return len(scenario.events) % 2 == 0
+
+
 def rows_of(result: Any) -> list[tuple[Any, ...]]:
     """Every row of a run (steps and written records), payloads unpickled, sorted: two runs with equal rows have
     equal ``steps``, ``topics``, ``outputs``, ``trace`` and ``why``."""
-    import pickle
+    from kjoin.spark.passes.topology_task import load_payload
 
     rows = []
     for row in result.rows.collect():
         values = row.asDict()
         payload = values.pop("payload")
-        rows.append((*values.values(), None if payload is None else pickle.loads(payload)))
+        rows.append((*values.values(), None if payload is None else load_payload(payload)))
     return sorted(rows, key=repr)
 
 
@@ -386,6 +464,19 @@ def main(argv: list[str]) -> int:
         f"{chain_mismatches} mismatches, {elapsed:.0f} s"
     )
     mismatches += chain_mismatches
+    started, declarative_mismatches = time.monotonic(), 0
+    for index in range(chain_count):
+        scenario = declarative_scenario(rng)
+        found = expressions_difference(spark, scenario)
+        if found is not None:
+            declarative_mismatches += 1
+            print(f"declarative {index}: {found}\n{scenario.topology.describe()}\n{scenario.events}", flush=True)
+    elapsed = time.monotonic() - started
+    print(
+        f"spark declarative topologies (expressions, auto and vectorised): {chain_count} topologies of 2 chains, "
+        f"{declarative_mismatches} mismatches, {elapsed:.0f} s"
+    )
+    mismatches += declarative_mismatches
     spark.stop()
     return 1 if mismatches else 0
 

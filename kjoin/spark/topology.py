@@ -11,7 +11,12 @@ How a run flows:
   :func:`~kjoin.spark.passes.topology_vectorised.stage_plan`) runs the chain pass
   (:mod:`kjoin.spark.passes.topology_vectorised`: no processors), any other the reference engine's processors
   (:mod:`kjoin.spark.passes.topology_task`); both give the same rows (``method=`` forces one,
-  :attr:`TopologyRun.methods` says which ran and why).
+  :attr:`TopologyRun.methods` says which ran and why). A chain whose functions are declarative (a re-key by a
+  field of a JSON value: :func:`~kjoin.spark.passes.topology_expressions.declarative_plan`) can run as Spark
+  expressions (``method="expressions"``, :mod:`kjoin.spark.passes.topology_expressions`: a window and a
+  projection, no Python worker but for the keys' murmur2 and the few texts Spark's JSON would show otherwise), with
+  the same rows; a chain of default joins reading what such a stage wrote runs the chain pass on the values as
+  shown, without decoding them (``auto`` and ``expressions``).
 * A stage's records are the input topics its sub-topologies read and what earlier stages wrote to their
   repartition (or ``through``) topics. Grouping those by task *is* the repartition: the writing task chose each
   record's partition (murmur2 of the serialized key, or the topology's partitioner, by the reference engine's own
@@ -53,15 +58,17 @@ from .passes.topology_task import (
     decode_records,
     stage_function,
 )
+from .passes.topology_expressions import declarative_plan, expression_rows, shown_values_plan
 from .passes.topology_vectorised import chain_stage_function, per_task, stage_plan
 from .placement import by_partition
 
 __all__ = ["run_topology", "TopologyRun", "RECORD_COLUMNS", "METHODS"]
 
-METHODS = ("auto", "vectorised", "processors")
+METHODS = ("auto", "expressions", "vectorised", "processors")
 """``run_topology``'s ``method``: ``vectorised`` runs every stage as a chain (:mod:`.passes.topology_vectorised`)
-and refuses a stage that is not one, ``processors`` runs every stage with the processors, ``auto`` each stage the
-first way that fits it."""
+and refuses a stage that is not one, ``expressions`` does too but runs a declarative chain as Spark expressions
+(:mod:`.passes.topology_expressions`), ``processors`` runs every stage with the processors, ``auto`` each stage the
+first way that fits it (the chain pass, on values as shown after a declarative re-key; the processors)."""
 
 RECORD_COLUMNS = ("topic", "partition", "offset", "ts", "key_text", "value_text", "payload", *WRITE_ORDER)
 """The columns of a stage's records: an input record's key and value as text (``payload`` null), a written one's
@@ -114,6 +121,7 @@ def run_topology(
     results: list[DataFrame] = []
     stage_records: dict[int, DataFrame] = {}
     methods: dict[int, tuple[str, str]] = {}
+    carried: set[str] = set()  # the repartition topics declarative stages wrote: text keys, values as JSON text
     for stage in stages:
         read = sorted(topic for topic, sub in readers.items() if sub in stage.subtopologies)
         parts = [inputs[topic] for topic in read if topic in inputs]
@@ -128,17 +136,33 @@ def run_topology(
         records = records.withColumn("_sub", reader[F.col("topic")])
         stage_records[stage.number] = records
         chain, why = stage_plan(topology, stage) if method != "processors" else (None, "method='processors'")
-        if chain is None and method == "vectorised":
+        if chain is None and method in ("vectorised", "expressions"):
             raise SparkInputError(
-                f"method='vectorised': stage {stage.number} (sub-topologies {stage.subtopologies}) is not a chain: "
+                f"method={method!r}: stage {stage.number} (sub-topologies {stage.subtopologies}) is not a chain: "
                 f"{why}; run it with method='auto' (the processors run it)"
             )
         records = records.select(*RECORD_COLUMNS, "_sub")
+        declarative, texts = None, False
+        if chain is not None and method in ("auto", "expressions"):
+            declarative, declarative_why = declarative_plan(topology, chain, decoding, written)
+            if declarative is None:
+                texts, texts_why = shown_values_plan(chain, decoding, carried)
+                why = texts_why if texts else why
+        if declarative is not None:
+            carried.add(declarative.sink_topic)  # text keys, JSON values: the next stage needs them only as shown
+        if declarative is not None and method == "expressions":
+            # in the JVM: a window over each input partition and expressions per record (its rows keep themselves);
+            # not auto's choice: Spark's JSON parsing and rendering cost more CPU than the chain pass's Python
+            methods[stage.number] = ("expressions", declarative_why)
+            results.append(expression_rows(records, stage.number, declarative))
+            continue
         if chain is not None:
             # one sub-topology: its task p in Spark partition p (mod their count), Arrow in and out (pandas frames
             # cost the chain pass half its CPU), and no sort by task (the pass orders each task's records itself)
             methods[stage.number] = ("vectorised", why)
-            function = chain_stage_function(topology, stage.number, chain, decoding, bases)
+            function = chain_stage_function(
+                topology, stage.number, chain, decoding, bases, texts, json_payloads=declarative is not None
+            )
             tasks = max(graph.topics[topic].partitions for topic in read)
             placed = by_partition(records, spark_partitions or min(tasks, _shuffle_partitions(spark)))
             rows = placed.mapInArrow(per_task(function), ROW_SCHEMA)
@@ -189,7 +213,8 @@ class TopologyRun:
         self.assignment = assignment
         self._bases = dict(bases or {})
         self.methods = dict(methods or {})
-        """Stage number -> (``vectorised`` or ``processors``, why): how each stage that took records ran."""
+        """Stage number -> (``expressions``, ``vectorised`` or ``processors``, why): how each stage that took records
+        ran."""
         self.stages = stages
         self.rows = rows
         self._stage_records = stage_records
@@ -203,8 +228,8 @@ class TopologyRun:
 
     @property
     def method(self) -> str:
-        """``vectorised`` or ``processors`` when every stage ran that way, else the stages' ways in order
-        (``vectorised+processors``); :attr:`methods` says why."""
+        """``expressions``, ``vectorised`` or ``processors`` when every stage ran that way, else the stages' ways in
+        order (``expressions+vectorised``); :attr:`methods` says why."""
         ways = [way for _, (way, _) in sorted(self.methods.items())]
         if not ways:
             return "processors"

@@ -17,7 +17,8 @@ the step in the stage's processing order (:data:`STEP_ORDER`):
 * a cyclic stage runs whole in one group; its steps are ordered by their number in that run.
 
 Written records travel between stages as ``payload`` (the pickled key, value and a table group-by's old value:
-windowed keys and JSON objects stay Python values); an input record as its key and value text, decoded per topic.
+windowed keys and JSON objects stay Python values; or, from a stage run as Spark expressions, the text key and the
+JSON text of the value: :func:`load_payload`); an input record as its key and value text, decoded per topic.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ...topology.trace import TopicRecord
 
 __all__ = [
     "ROW_SCHEMA", "STEP_ORDER", "WRITE_ORDER", "WRITE_ORDER_TYPES", "stage_function", "decode_records", "Decoding",
-    "Bases", "shown", "written_offsets",
+    "Bases", "shown", "written_offsets", "load_payload", "JSON_PAYLOAD", "NULL_KEY_PAYLOAD",
 ]  # fmt: skip
 
 STEP_ORDER = ("stage", "o_ts", "o_sub", "o_part", "seq")
@@ -60,6 +61,25 @@ Decoding = Mapping[str, tuple[bool, str]]
 
 Bases = Mapping[tuple[str, int], int]
 """(topic, partition) -> the offset of the run's first write there: after a ``through`` topic's own records."""
+
+
+JSON_PAYLOAD, NULL_KEY_PAYLOAD = b"\x00", b"\x01"
+"""The first byte of a payload written by Spark expressions (:mod:`kjoin.spark.passes.topology_expressions`), which
+cannot pickle: ``JSON_PAYLOAD + key + JSON_PAYLOAD + the value's JSON text``, or for a null key (KIP-962's
+repartition topics keep them) ``NULL_KEY_PAYLOAD + the value's JSON text`` (UTF-8; the key is text without NUL, the
+value the record's own text, ``null`` for a null value, so it decodes to the value the chain pass would have
+pickled, its fields in the same order). A pickle never starts with either."""
+
+
+def load_payload(payload: bytes) -> tuple[Any, Any, Any, bool]:
+    """A written record's ``(key, value, old value, has an old value)`` from its payload, any form."""
+    first = payload[:1]
+    if first == JSON_PAYLOAD:
+        key, text = payload[1:].decode("utf-8").split("\x00", 1)
+        return key, load_json(text), None, False
+    if first == NULL_KEY_PAYLOAD:
+        return None, load_json(payload[1:].decode("utf-8")), None, False
+    return pickle.loads(payload)
 
 
 def shown(value: Any) -> str | None:
@@ -119,7 +139,7 @@ def decode_records(frame: pd.DataFrame, decoding: Decoding, bases: Bases | None 
         frame["payload"],
     ):  # fmt: skip
         if payload is not None:
-            key, value, old, has_old = pickle.loads(payload)
+            key, value, old, has_old = load_payload(payload)
         else:
             long_keys, values = decoding[topic]
             key = None if key_text is None else (int(key_text) if long_keys else key_text)

@@ -52,7 +52,10 @@ from ...partitioner import default_partitions
 from ...records import load_json, render_value
 from ...topology.graph import Node
 from ...topology.stages import Stage
-from .topology_task import ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, shown, written_offsets
+from .topology_task import (
+    JSON_PAYLOAD, NULL_KEY_PAYLOAD, ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, load_payload, shown,
+    written_offsets,
+)  # fmt: skip
 
 __all__ = [
     "Chain", "stage_plan", "chain_stage_function", "per_task", "as_of", "processing_order", "CHAIN_OPS",
@@ -260,7 +263,7 @@ def _decoded_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], li
     values: list[Any] = []
     shown_values: list[Any] = []
     shown_keys = table.column("key_text").to_pylist()
-    loads, unpickle = load_json, pickle.loads
+    loads, unpickle = load_json, load_payload
     for topic, key_text, value_text, payload in zip(
         table.column("topic").to_pylist(), shown_keys, table.column("value_text").to_pylist(),
         table.column("payload").to_pylist(),
@@ -317,15 +320,41 @@ def _partitioner(topic: Any) -> Callable[[list[Any]], Any]:
     return lambda keys: default_partitions(keys, topic.partitions)
 
 
+def _shown_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """:func:`_decoded_columns` for a chain that needs its values only as shown
+    (:func:`~kjoin.spark.passes.topology_expressions.shown_values_plan`): a written record's key and value are the
+    texts it came with (its payload is not read), an input record's value is shown as decoded."""
+    shown_keys = table.column("key_text").to_pylist()
+    shown_values = table.column("value_text").to_pylist()
+    loads, render = load_json, render_value
+    inputs = pc.is_null(table.column("payload")).to_pylist()
+    for at, (topic, is_input) in enumerate(zip(table.column("topic").to_pylist(), inputs)):
+        text = shown_values[at]
+        if is_input and text is not None and decoding[topic][1] == "json":
+            value = loads(text)
+            shown_values[at] = value if value is None or type(value) is str else render(value)
+    return shown_keys, shown_values, shown_keys, shown_values
+
+
 def chain_stage_function(
-    topology: Any, stage: int, chain: Chain, decoding: Decoding, bases: Bases | None = None
+    topology: Any,
+    stage: int,
+    chain: Chain,
+    decoding: Decoding,
+    bases: Bases | None = None,
+    texts: bool = False,
+    json_payloads: bool = False,
 ) -> Callable[[pa.Table], pa.Table]:
     """The function of one Kafka task of a chain stage (:func:`per_task` makes it ``mapInArrow``'s): its records
     in (:data:`RECORD_SCHEMA`'s columns and ``_sub``), its step and write rows out
     (:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA`), the rows the processors' pass
     (:func:`~kjoin.spark.passes.topology_task.stage_function`) gives. Arrow both ways: pandas frames in and out cost
     a quarter of the pass's Python CPU (building a frame of object columns from lists, then converting them back),
-    for nothing the pass uses."""
+    for nothing the pass uses. ``texts``: the chain needs its values only as shown (:func:`_shown_columns`).
+    ``json_payloads``: the chain writes its input values unchanged under text keys (a declarative re-key,
+    :func:`~kjoin.spark.passes.topology_expressions.declarative_plan`), so a written record carries its key and the
+    value's own text (:data:`~kjoin.spark.passes.topology_task.JSON_PAYLOAD`) instead of a pickle of the decoded
+    value."""
     rank = [name for name in topology.graph.topics]
     sink = chain.nodes[-1] if chain.nodes else None
     partitions_of = (lambda keys: [0] * len(keys)) if sink is None else _partitioner(topology.graph.topics[sink.topic])
@@ -345,11 +374,11 @@ def chain_stage_function(
             return pa.table({name: pa.array([], type) for name, type in types.items()})
         sub, part = table.column("_sub")[0].as_py(), table.column("partition")[0].as_py()
         table = _in_processing_order(_numbered(table, bases), rank)
-        taken = _decoded_columns(table, decoding)
+        taken = _shown_columns(table, decoding) if texts else _decoded_columns(table, decoding)
         walk = _Walk(topology, chain, table.column("topic").to_numpy(zero_copy_only=False), taken[0], taken[1])
         walk.run()
         return _rows(f"{sub}_{part}", stage, sub, part, table, taken, walk, None if sink is None else sink.topic,
-                     partitions_of, types)  # fmt: skip
+                     partitions_of, types, json_payloads)  # fmt: skip
 
     return run_group
 
@@ -576,6 +605,7 @@ def _rows(
     sink_topic: str | None,
     partitions_of: Callable[[list[Any]], Any],
     types: Mapping[str, pa.DataType],
+    json_payloads: bool = False,
 ) -> pa.Table:
     """The step rows (in processing order) and the write rows, as the processors' pass gives them; ``taken``: the
     records' keys, values, and both as shown."""
@@ -611,6 +641,8 @@ def _rows(
         "value": shown_values + [shown_values[p] if values[p] is v else v if type(v) is str else shown(v)
                                  for p, v in zip(at, wvalues)],
         "payload": pa.concat_arrays([pa.nulls(count, types["payload"]),
+                                     _json_payloads(wkeys, table.column("value_text").take(places), types["payload"])
+                                     if json_payloads else
                                      pa.array([pickle.dumps((k, v, None, False)) for k, v in zip(wkeys, wvalues)],
                                               types["payload"])]),
         "fate": walk.fates + [None] * written,
@@ -618,6 +650,17 @@ def _rows(
         "nodes": walk.nodes + [None] * written,
     }  # fmt: skip
     return pa.table({name: _array(columns[name], type) for name, type in types.items()})
+
+
+def _json_payloads(keys: list[Any], texts: Any, type: pa.DataType) -> pa.Array:
+    """Written records' payloads in their JSON form (:func:`~kjoin.spark.passes.topology_task.load_payload`): each
+    text key (or null) and the value's own JSON text (``null`` for a null value), joined by Arrow at once."""
+    key = pa.array(keys, pa.string())
+    text = pc.fill_null(texts.combine_chunks().cast(pa.string()), "null")
+    marker = JSON_PAYLOAD.decode()
+    keyed = pc.binary_join_element_wise(marker, key, marker, text, "")
+    unkeyed = pc.binary_join_element_wise(NULL_KEY_PAYLOAD.decode(), text, "")
+    return pc.if_else(pc.is_null(key), unkeyed, keyed).cast(type)
 
 
 def _array(column: Any, type: pa.DataType) -> pa.Array:
