@@ -130,3 +130,26 @@ def test_the_apps_steps_trace_and_why_are_the_processors(spark):
     b.stream("orders").group_by({"field": "c"}).count(name="counts").to_stream().to("out")
     with pytest.raises(SparkInputError, match=r"method='vectorised': stage 0 .*\(group_by\) is not a chain's node"):
         run_topology(spark, b, {"orders": topics["orders"]}, method="vectorised")
+
+
+def test_the_as_of_lookup_over_arrays_is_the_one_over_lists():
+    import pyarrow as pa
+
+    from kjoin.spark.passes.topology_texts import as_of_arrays
+
+    rng = random.Random(8)
+    for _ in range(200):
+        places = list(range(rng.randint(0, 30)))
+        rng.shuffle(places)
+        split = rng.randint(0, len(places))
+        updates, lookups = sorted(places[:split]), sorted(places[split:])
+        update_keys = [rng.choice(["a", "b", "", "é"]) for _ in updates]
+        update_values = [rng.choice([None, "x", "y", "", '{"z":1}']) for _ in updates]
+        keys = [rng.choice(["a", "b", "", "é", "c"]) for _ in lookups]
+        expected = as_of(np.array(updates, dtype=np.int64), update_keys, update_values, np.array(lookups), keys)
+        string = rng.choice([pa.string(), pa.large_string()])
+        found, values = as_of_arrays(
+            np.array(updates, dtype=np.int64), pa.array(update_keys, string), pa.array(update_values, string),
+            np.array(lookups, dtype=np.int64), pa.array(keys, string),
+        )  # fmt: skip
+        assert values.to_pylist() == expected[1] and found.tolist() == expected[0].tolist()

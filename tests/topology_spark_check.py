@@ -206,8 +206,8 @@ def chain_scenario(rng: random.Random, chains: int = 3) -> TopologyScenario:
             value = None
         elif topics[topic] == "stream":
             value = {"c": None if rng.random() < 0.1 else rng.choice(CUSTOMERS), "v": f"O{rng.randint(0, 9)}"}
-        else:
-            value = f"T{rng.randint(0, 9)}"
+        else:  # a JSON string, an object or a number: the joins show each as the trace does
+            value = rng.choice([f"T{rng.randint(0, 9)}", f"T{rng.randint(0, 9)}", {"t": rng.randint(0, 3)}, 7])
         events.append({"topic": topic, "key": key, "value": value, "ts": rng.randint(0, 12)})
     return TopologyScenario(b, tuple(events), "stages")
 
@@ -215,10 +215,11 @@ def chain_scenario(rng: random.Random, chains: int = 3) -> TopologyScenario:
 def declarative_scenario(rng: random.Random, chains: int = 2) -> TopologyScenario:
     """A topology of ``chains`` chains whose re-key stages are declarative
     (:mod:`kjoin.spark.passes.topology_expressions`): a stream re-keyed by its value's ``c`` (``a.c`` now and then),
-    then zero to two stream-table joins with the default joiner (one at least in the first chain), to a topic; 1 to 4
-    partitions. The orders' texts are mostly within :func:`kjoin.spark.json_text.exact` (objects, integers, ASCII,
-    null and missing fields, null values) and now and then outside it (a fraction, a letter outside ASCII, a nested
-    object as the key)."""
+    then zero to two stream-table joins with the default joiner (one at least in the first chain), now and then
+    through a topic and left-joined with another table, to a topic; 1 to 4 partitions. The orders' texts are mostly
+    within :func:`kjoin.spark.json_text.exact` (objects, integers, ASCII, null and missing fields, null values) and
+    now and then outside it (a fraction, a letter outside ASCII, a nested object as the key); the tables' values are
+    JSON strings, objects and numbers."""
     import kjoin
 
     era = rng.choice(ERAS)
@@ -233,9 +234,13 @@ def declarative_scenario(rng: random.Random, chains: int = 2) -> TopologyScenari
         paths[f"{tag}-s"] = rng.choice(["c", "c", "a.c"])
         stream = b.stream(f"{tag}-s").select_key({"field": paths[f"{tag}-s"]}, name=f"{tag}-by-c")
         # the first chain joins (a re-key straight to a topic writes no repartition topic: no declarative stage)
-        for number, table in enumerate(rng.sample(tables, rng.randint(0 if chain else 1, len(tables)))):
+        joined = rng.sample(tables, rng.randint(0 if chain else 1, len(tables)))
+        for number, table in enumerate(joined):
             join = stream.join if rng.random() < 0.5 else stream.left_join
             stream = join(table, None, name=f"{tag}-j{number}")
+        if joined and rng.random() < 0.3:  # the joins' results through a topic and joined again: records they write
+            topics[f"{tag}-u"] = "table"  # (pickled) for a stage that decodes them
+            stream = stream.through(f"{tag}-thru").left_join(b.table(f"{tag}-u"), None, name=f"{tag}-again")
         stream.to(f"{tag}-out")
     events = []
     for _ in range(rng.randint(30, 70)):
@@ -250,8 +255,8 @@ def declarative_scenario(rng: random.Random, chains: int = 2) -> TopologyScenari
                 value = {"a": value, "z": True} if rng.random() < 0.8 else value
             elif rng.random() < 0.1:
                 del value["c"]
-        else:
-            value = f"T{rng.randint(0, 9)}"
+        else:  # a JSON string, an object or a number: the joins show each as the trace does
+            value = rng.choice([f"T{rng.randint(0, 9)}", f"T{rng.randint(0, 9)}", {"t": rng.randint(0, 3)}, 7])
         events.append({"topic": topic, "key": key, "value": value, "ts": rng.randint(0, 12)})
     return TopologyScenario(b, tuple(events), "stages")
 

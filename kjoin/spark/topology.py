@@ -68,7 +68,7 @@ METHODS = ("auto", "expressions", "vectorised", "processors")
 """``run_topology``'s ``method``: ``vectorised`` runs every stage as a chain (:mod:`.passes.topology_vectorised`)
 and refuses a stage that is not one, ``expressions`` does too but runs a declarative chain as Spark expressions
 (:mod:`.passes.topology_expressions`), ``processors`` runs every stage with the processors, ``auto`` each stage the
-first way that fits it (the chain pass, on values as shown after a declarative re-key; the processors)."""
+first way that fits it (the chain pass, as arrays on values as shown after a declarative re-key; the processors)."""
 
 RECORD_COLUMNS = ("topic", "partition", "offset", "ts", "key_text", "value_text", "payload", *WRITE_ORDER)
 """The columns of a stage's records: an input record's key and value as text (``payload`` null), a written one's

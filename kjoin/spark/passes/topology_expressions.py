@@ -47,16 +47,10 @@ doubles, a stream read from a repartition topic, and every stage with a join.
 **The join stage after it** (:func:`shown_values_plan`): a chain that reads what a declarative stage wrote and
 joins it with the default joiner only needs no decoded value: the default joiner renders both sides, and a value
 renders as its text as shown, which the written record carries (and a table's JSON value is shown as decoded). The
-chain pass runs it on those texts, its payloads not read.
-
-**Not yet** (what issue 30's target still needs): the join stage in the JVM. Its task merges three partitions (the
-repartition topic's and both tables') in ``PartitionGroup``'s order, which is sequential (a heap over the
-partitions' heads, :func:`~kjoin.spark.passes.topology_vectorised.processing_order`), then looks each record's key
-up as of its place (:func:`~kjoin.spark.passes.topology_vectorised.as_of`) and joins with the default joiner
-(:func:`~kjoin.spark.json_text.concat_joined`). With declarative nodes only, it needs no decoded value at all: the
-values as shown (carried as text from the re-key stage, the tables' from their topics) are all the joiner and the
-rows use, so the order and the lookups can run as ``run_join``'s vectorised pass runs them, on Arrow arrays with no
-Python call per record.
+chain pass runs it on those texts as Arrow arrays (:mod:`kjoin.spark.passes.topology_texts`: the lookups as of each
+record's place, the joiner's text as ``pyarrow.compute`` concatenation, no Python call per record), its payloads not
+read; only ``PartitionGroup``'s order over the task's partitions stays a replay in Python
+(:func:`~kjoin.spark.passes.topology_vectorised.processing_order`).
 """
 
 from __future__ import annotations

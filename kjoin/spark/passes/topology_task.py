@@ -31,11 +31,12 @@ import pandas as pd
 
 from ...records import load_json, render_value
 from ...topology.runtime import stage_steps
+from ...topology.stages import topic_readers
 from ...topology.trace import TopicRecord
 
 __all__ = [
     "ROW_SCHEMA", "STEP_ORDER", "WRITE_ORDER", "WRITE_ORDER_TYPES", "stage_function", "decode_records", "Decoding",
-    "Bases", "shown", "written_offsets", "load_payload", "JSON_PAYLOAD", "NULL_KEY_PAYLOAD",
+    "Bases", "shown", "written_offsets", "read_back", "load_payload", "JSON_PAYLOAD", "NULL_KEY_PAYLOAD",
 ]  # fmt: skip
 
 STEP_ORDER = ("stage", "o_ts", "o_sub", "o_part", "seq")
@@ -162,6 +163,14 @@ def _decoded(text: Any, kind: str) -> Any:
     return text
 
 
+def read_back(topology: Any) -> frozenset[str]:
+    """The topics a sub-topology of ``topology`` reads (its sources, repartition and ``through`` topics): only the
+    records written to these carry a payload, which the reading stage decodes; an output topic's written records
+    are shown by their key and value texts and carry none (nothing reads it: pickling them cost the join stage of
+    ``benchmarks/bench_topology.py`` a tenth of its Python CPU)."""
+    return frozenset(topic_readers(topology.graph))
+
+
 def stage_function(
     topology: Any,
     stage: int,
@@ -172,6 +181,8 @@ def stage_function(
     bases: Bases | None = None,
 ) -> Callable[[pd.DataFrame], pd.DataFrame]:
     """The ``applyInPandas`` function of one stage: a group's records in, its step and write rows out."""
+
+    read = read_back(topology)
 
     def run_group(frame: pd.DataFrame) -> pd.DataFrame:
         records = decode_records(frame, decoding, bases)
@@ -191,7 +202,9 @@ def stage_function(
                          None if step.reason is None else step.reason.value,
                          " → ".join(visit.node for visit in step.visits)))  # fmt: skip
             for wseq, written in enumerate(step.wrote):
-                payload = pickle.dumps((written.key, written.value, written.old, written.has_old))
+                payload = None
+                if written.topic in read:
+                    payload = pickle.dumps((written.key, written.value, written.old, written.has_old))
                 rows.append(("write", step.task, *order, wseq, written.topic, written.partition, None, written.ts,
                              shown(written.key), _shown_written(written), payload, None, None, None))  # fmt: skip
         return pd.DataFrame(rows, columns=[column.split()[0] for column in ROW_SCHEMA.split(", ")])

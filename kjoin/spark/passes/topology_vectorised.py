@@ -52,9 +52,10 @@ from ...partitioner import default_partitions
 from ...records import load_json, render_value
 from ...topology.graph import Node
 from ...topology.stages import Stage
+from .topology_texts import FATES, REASONS, coded, shown_texts, text_partitions, texts_rows
 from .topology_task import (
-    JSON_PAYLOAD, NULL_KEY_PAYLOAD, ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, load_payload, shown,
-    written_offsets,
+    JSON_PAYLOAD, NULL_KEY_PAYLOAD, ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, load_payload,
+    read_back, shown, written_offsets,
 )  # fmt: skip
 
 __all__ = [
@@ -320,22 +321,6 @@ def _partitioner(topic: Any) -> Callable[[list[Any]], Any]:
     return lambda keys: default_partitions(keys, topic.partitions)
 
 
-def _shown_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
-    """:func:`_decoded_columns` for a chain that needs its values only as shown
-    (:func:`~kjoin.spark.passes.topology_expressions.shown_values_plan`): a written record's key and value are the
-    texts it came with (its payload is not read), an input record's value is shown as decoded."""
-    shown_keys = table.column("key_text").to_pylist()
-    shown_values = table.column("value_text").to_pylist()
-    loads, render = load_json, render_value
-    inputs = pc.is_null(table.column("payload")).to_pylist()
-    for at, (topic, is_input) in enumerate(zip(table.column("topic").to_pylist(), inputs)):
-        text = shown_values[at]
-        if is_input and text is not None and decoding[topic][1] == "json":
-            value = loads(text)
-            shown_values[at] = value if value is None or type(value) is str else render(value)
-    return shown_keys, shown_values, shown_keys, shown_values
-
-
 def chain_stage_function(
     topology: Any,
     stage: int,
@@ -350,7 +335,8 @@ def chain_stage_function(
     (:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA`), the rows the processors' pass
     (:func:`~kjoin.spark.passes.topology_task.stage_function`) gives. Arrow both ways: pandas frames in and out cost
     a quarter of the pass's Python CPU (building a frame of object columns from lists, then converting them back),
-    for nothing the pass uses. ``texts``: the chain needs its values only as shown (:func:`_shown_columns`).
+    for nothing the pass uses. ``texts``: the chain needs its values only as shown, and runs as arrays
+    (:mod:`kjoin.spark.passes.topology_texts`).
     ``json_payloads``: the chain writes its input values unchanged under text keys (a declarative re-key,
     :func:`~kjoin.spark.passes.topology_expressions.declarative_plan`), so a written record carries its key and the
     value's own text (:data:`~kjoin.spark.passes.topology_task.JSON_PAYLOAD`) instead of a pickle of the decoded
@@ -358,6 +344,9 @@ def chain_stage_function(
     rank = [name for name in topology.graph.topics]
     sink = chain.nodes[-1] if chain.nodes else None
     partitions_of = (lambda keys: [0] * len(keys)) if sink is None else _partitioner(topology.graph.topics[sink.topic])
+    sink_read = sink is not None and sink.topic in read_back(topology)
+    if texts:
+        partitions = text_partitions(topology.graph.topics[sink.topic])
 
     def run_group(table: pa.Table) -> pa.Table:
         collecting = gc.isenabled()
@@ -374,11 +363,24 @@ def chain_stage_function(
             return pa.table({name: pa.array([], type) for name, type in types.items()})
         sub, part = table.column("_sub")[0].as_py(), table.column("partition")[0].as_py()
         table = _in_processing_order(_numbered(table, bases), rank)
-        taken = _shown_columns(table, decoding) if texts else _decoded_columns(table, decoding)
+        if texts:  # as arrays: topology_texts
+            shown_values = shown_texts(table, decoding)
+            fate, reason, node, names, places, keys, values, parts, payloads = texts_rows(
+                topology, chain, table, shown_values, partitions, sink_read
+            )
+            if payloads is None:
+                payloads = pa.nulls(len(places), types["payload"])
+            return _assemble(
+                f"{sub}_{part}", stage, sub, part, table, types, sink.topic, places,
+                (table.column("key_text").combine_chunks(), keys), (shown_values, values), parts, payloads,
+                coded(fate, FATES, types["fate"]), coded(reason, REASONS, types["reason"]),
+                coded(node, names, types["nodes"]),
+            )  # fmt: skip
+        taken = _decoded_columns(table, decoding)
         walk = _Walk(topology, chain, table.column("topic").to_numpy(zero_copy_only=False), taken[0], taken[1])
         walk.run()
         return _rows(f"{sub}_{part}", stage, sub, part, table, taken, walk, None if sink is None else sink.topic,
-                     partitions_of, types, json_payloads)  # fmt: skip
+                     partitions_of, types, json_payloads, sink_read)  # fmt: skip
 
     return run_group
 
@@ -606,20 +608,57 @@ def _rows(
     partitions_of: Callable[[list[Any]], Any],
     types: Mapping[str, pa.DataType],
     json_payloads: bool = False,
+    read_back: bool = True,
 ) -> pa.Table:
     """The step rows (in processing order) and the write rows, as the processors' pass gives them; ``taken``: the
-    records' keys, values, and both as shown."""
+    records' keys, values, and both as shown; ``read_back``: a later stage reads the sink's topic (else its records
+    carry no payload: :func:`~kjoin.spark.passes.topology_task.read_back`)."""
     keys, values, shown_keys, shown_values = taken
     writes = walk.writes
-    count = table.num_rows
-    ts = table.column("ts").to_numpy()
-    running = np.maximum.accumulate(ts)
     places = np.array(sorted(writes), dtype=np.int64)
-    written = len(places)
     at = places.tolist()
     wkeys = [writes[p][0] for p in at]
     wvalues = [writes[p][1] for p in at]
+    if sink_topic is None or not read_back:
+        payloads: Any = pa.nulls(len(at), types["payload"])
+    elif json_payloads:
+        payloads = _json_payloads(wkeys, table.column("value_text").take(places), types["payload"])
+    else:
+        payloads = [pickle.dumps((k, v, None, False)) for k, v in zip(wkeys, wvalues)]
+    return _assemble(
+        task, stage, sub, part, table, types, sink_topic, places,
+        (shown_keys, [shown_keys[p] if keys[p] is k else k if type(k) is str else shown(k) for p, k in zip(at, wkeys)]),
+        (shown_values, [shown_values[p] if values[p] is v else v if type(v) is str else shown(v)
+                        for p, v in zip(at, wvalues)]),
+        partitions_of(wkeys), payloads, walk.fates, walk.reasons, walk.nodes,
+    )  # fmt: skip
+
+
+def _assemble(
+    task: str,
+    stage: int,
+    sub: int,
+    part: int,
+    table: pa.Table,
+    types: Mapping[str, pa.DataType],
+    sink_topic: str | None,
+    places: np.ndarray,
+    keys: tuple[Any, Any],
+    values: tuple[Any, Any],
+    partitions: Any,
+    payloads: Any,
+    fates: Any,
+    reasons: Any,
+    nodes: Any,
+) -> pa.Table:
+    """A task's rows: one step row per record of ``table`` (in processing order), one write row per record at
+    ``places`` that the sink wrote. ``keys`` and ``values``: the steps' and the writes' as shown (lists or Arrow
+    arrays); ``partitions`` and ``payloads``: the writes'; ``fates``, ``reasons``, ``nodes``: the steps'."""
+    count = table.num_rows
+    written = len(places)
     both = count + written
+    ts = table.column("ts").to_numpy()
+    running = np.maximum.accumulate(ts)
     columns: dict[str, Any] = {
         "kind": pa.array(["step", "write"], types["kind"]).take(np.repeat(np.array([0, 1], np.int8), [count, written])),
         "task": pa.array([task], types["task"]).take(np.zeros(both, np.int8)),
@@ -632,24 +671,23 @@ def _rows(
         "topic": pa.concat_arrays([table.column("topic").combine_chunks().cast(types["topic"]),
                                    pa.array([sink_topic], types["topic"]).take(np.zeros(written, np.int8))]),
         "partition": pa.concat_arrays([table.column("partition").combine_chunks().cast(pa.int32()),
-                                       pa.array(partitions_of(wkeys), pa.int32())]),
+                                       pa.array(partitions, pa.int32())]),
         "offset": pa.concat_arrays([table.column("offset").combine_chunks().cast(pa.int64()),
                                     pa.nulls(written, pa.int64())]),
         "ts": np.concatenate([ts, ts[places]]),
-        "key": shown_keys + [shown_keys[p] if keys[p] is k else k if type(k) is str else shown(k)
-                             for p, k in zip(at, wkeys)],
-        "value": shown_values + [shown_values[p] if values[p] is v else v if type(v) is str else shown(v)
-                                 for p, v in zip(at, wvalues)],
-        "payload": pa.concat_arrays([pa.nulls(count, types["payload"]),
-                                     _json_payloads(wkeys, table.column("value_text").take(places), types["payload"])
-                                     if json_payloads else
-                                     pa.array([pickle.dumps((k, v, None, False)) for k, v in zip(wkeys, wvalues)],
-                                              types["payload"])]),
-        "fate": walk.fates + [None] * written,
-        "reason": walk.reasons + [None] * written,
-        "nodes": walk.nodes + [None] * written,
+        "key": _joined(*keys, types["key"]),
+        "value": _joined(*values, types["value"]),
+        "payload": _joined(pa.nulls(count, types["payload"]), payloads, types["payload"]),
+        "fate": _joined(fates, pa.nulls(written, types["fate"]), types["fate"]),
+        "reason": _joined(reasons, pa.nulls(written, types["reason"]), types["reason"]),
+        "nodes": _joined(nodes, pa.nulls(written, types["nodes"]), types["nodes"]),
     }  # fmt: skip
     return pa.table({name: _array(columns[name], type) for name, type in types.items()})
+
+
+def _joined(first: Any, second: Any, type: pa.DataType) -> pa.Array:
+    """Two parts of a column (lists or Arrow arrays) as one Arrow array of ``type``."""
+    return pa.concat_arrays([_array(first, type), _array(second, type)])
 
 
 def _json_payloads(keys: list[Any], texts: Any, type: pa.DataType) -> pa.Array:
