@@ -11,8 +11,8 @@ How: the values as shown and the new keys come from :func:`kjoin.spark.json_arro
 over the texts); the rows it does not mark exact (escapes, fractions, nesting, text that is not JSON: few) are
 decoded by the chain pass's rules in Python (``load_json``, ``render_value``, the key selector's own function), in
 processing order, so a text that is not JSON fails as it fails there. The fates, reasons and nodes are ``take``\\ s
-from two-entry arrays, the written records' partitions :func:`kjoin.partitioner.default_partitions` of the distinct
-keys, their payloads the key and the value's own text
+from two-entry arrays, the written records' partitions Kafka's default (murmur2 of the distinct keys' UTF-8 bytes as
+Arrow holds them, :func:`kjoin.partitioner.murmur2_packed`), their payloads the key and the value's own text
 (:func:`~kjoin.spark.passes.topology_vectorised._json_payloads`). The rows are the chain pass's
 (:func:`~kjoin.spark.passes.topology_vectorised._rows`), column by column: ``tests/test_spark_topology_rekey.py``
 compares both on texts within and outside the grammar.
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...fates import Fate, Reason
-from ...partitioner import default_partitions
+from ...partitioner import murmur2_packed
 from ...records import load_json, render_value
 from ..json_arrow import decoded
 from .topology_task import Bases, Decoding
@@ -127,15 +127,19 @@ def _by_python(
 
 
 def _partitions(keys: pa.Array, partitions: int) -> np.ndarray:
-    """:func:`kjoin.partitioner.default_partitions` of each key (0 for a null key), hashing each distinct key once."""
+    """Kafka's default partition of each text key (:func:`kjoin.partitioner.default_partitions`: murmur2 of its
+    UTF-8 bytes; 0 for a null key), each distinct key hashed once, from its bytes as Arrow holds them."""
     chosen = np.zeros(len(keys), dtype=np.int32)
     if partitions == 1 or not len(keys):
         return chosen
     encoded = pc.dictionary_encode(keys)
-    of_distinct = default_partitions(encoded.dictionary.to_pylist(), partitions)
-    indices = encoded.indices
-    valid = pc.is_valid(indices).to_numpy(zero_copy_only=False)
-    chosen[valid] = of_distinct[pc.drop_null(indices).to_numpy()]
+    distinct = encoded.dictionary.cast(pa.large_string())
+    _, offsets, data = distinct.buffers()
+    offsets = np.frombuffer(offsets, dtype=np.int64)[distinct.offset : distinct.offset + len(distinct) + 1]
+    hashes = murmur2_packed(np.frombuffer(data, dtype=np.uint8), offsets).astype(np.int64)
+    of_distinct = ((hashes & 0x7FFFFFFF) % partitions).astype(np.int32)
+    valid = pc.is_valid(encoded.indices).to_numpy(zero_copy_only=False)
+    chosen[valid] = of_distinct[pc.drop_null(encoded.indices).to_numpy()]
     return chosen
 
 
