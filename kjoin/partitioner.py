@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["murmur2", "murmur2_many", "serialize_key", "default_partition", "default_partitions"]
+__all__ = ["murmur2", "murmur2_many", "murmur2_packed", "serialize_key", "default_partition", "default_partitions"]
 
 _MASK32 = 0xFFFFFFFF
 
@@ -74,10 +74,19 @@ def default_partition(key: Any, partitions: int) -> int:
 def murmur2_many(datas: Sequence[bytes]) -> np.ndarray:
     """:func:`murmur2` of each byte string in ``datas`` at once (numpy's uint32 arithmetic wraps as the hash's
     32-bit masks do): an int32 array."""
-    count = len(datas)
-    lengths = np.fromiter(map(len, datas), dtype=np.int64, count=count)
+    lengths = np.fromiter(map(len, datas), dtype=np.int64, count=len(datas))
+    return murmur2_packed(np.frombuffer(b"".join(datas), dtype=np.uint8), np.r_[0, np.cumsum(lengths)])
+
+
+def murmur2_packed(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """:func:`murmur2_many` of byte strings packed one after another in ``data`` (uint8), the ``i``-th from
+    ``offsets[i]`` to ``offsets[i + 1]`` (Arrow's layout of a string array: its UTF-8 bytes hashed without a Python
+    object per string)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    count = len(offsets) - 1
+    lengths = np.diff(offsets)
     width = int(lengths.max(initial=0) + 3) // 4 * 4
-    flat = np.frombuffer(b"".join(datas), dtype=np.uint8)
+    flat = data[offsets[0] : offsets[-1]]
     buffer = np.zeros((count, width + 4), dtype=np.uint8)  # + 4: a tail's bytes are read within the row
     rows = np.repeat(np.arange(count), lengths)
     buffer[rows, np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)] = flat

@@ -3,12 +3,13 @@ traces as pandas DataFrames; validation errors that name the field and the recor
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
 import kjoin
 from kjoin import Record, Scenario, ScenarioError, Side, merge_by_timestamp, parse_semantics, run
-from kjoin.partitioner import default_partition, default_partitions, murmur2, murmur2_many
+from kjoin.partitioner import default_partition, default_partitions, murmur2, murmur2_many, murmur2_packed
 from kjoin.records import load_json, render_value
 
 WINDOW = {"before_ms": 15, "after_ms": 15, "grace_ms": 5}
@@ -145,6 +146,9 @@ def test_murmur2_of_many_keys_at_once_is_murmur2_of_each():
     rng = random.Random(5)
     datas = [b"", b"21", b"foobar", "é€".encode()] + [rng.randbytes(rng.randrange(40)) for _ in range(2000)]
     assert murmur2_many(datas).tolist() == [murmur2(data) for data in datas]
+    packed, cut = b"".join(datas), np.cumsum([0] + [len(data) for data in datas])  # from the 3rd: an offset not 0
+    assert murmur2_packed(np.frombuffer(packed, np.uint8), cut[2:]).tolist() == [murmur2(d) for d in datas[2:]]
+    assert murmur2_packed(np.zeros(0, np.uint8), [0]).tolist() == []
     keys = [f"c{rng.randrange(50)}" for _ in range(500)] + [None, 7, 2.5, True, b"x", "é"]
     assert default_partitions(keys, 3).tolist() == [0 if key is None else default_partition(key, 3) for key in keys]
     assert default_partitions(keys, 1).tolist() == [0] * len(keys)
