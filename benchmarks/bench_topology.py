@@ -170,7 +170,7 @@ def bench_topology(
     noop(_equi_join(warm_topics))
     noop(_one_by_one(warm_topics, partitions))
     for method in methods:
-        kjoin_run(warm_topics, method).rows.unpersist()
+        kjoin_run(warm_topics, method).release()
     for size in sizes:
         path = os.path.join(workdir, f"topology-{size}.parquet")
         print(f"[bench] generating {size:,} topology records ...", file=out, flush=True)

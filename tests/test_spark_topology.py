@@ -185,3 +185,29 @@ def test_a_through_topic_with_records_of_its_own(spark):
     topics = spark_topics(spark, scenario)
     with pytest.raises(SparkInputError, match="'out' is an output topic \\(to\\) the topology writes"):
         run_topology(spark, scenario.topology, {**topics, "out": topics["orders"]})
+
+
+def test_a_stage_a_later_one_reads_is_kept_and_the_last_only_by_keep(spark):
+    """The re-key stage's rows (the join stage reads them) are kept once computed, serialized; the join stage's
+    (nothing reads them) only when the run is kept (``why`` keeps it), and the same rows either way; ``release``
+    frees them all."""
+    from pyspark import StorageLevel
+
+    from kjoin.spark.keep import kept_level
+
+    topology = _app()
+    result = run_topology(spark, topology, _topics(spark, topology))
+    rekey, join = result._stage_rows
+    assert kept_level(rekey) == StorageLevel.MEMORY_AND_DISK and kept_level(join) == StorageLevel.NONE
+    before = sorted(tuple(row) for row in result.outputs.collect())
+    output = result.outputs.first()
+    result.why(output["topic"], output["partition"], output["offset"])
+    assert all(kept_level(frame) == StorageLevel.MEMORY_AND_DISK for frame in result._stage_rows)
+    assert sorted(tuple(row) for row in result.outputs.collect()) == before
+    frames = list(result._stage_rows)
+    result.release()
+    assert all(not spark.sparkContext._jsc.sc().getPersistentRDDs().contains(_rdd_id(frame)) for frame in frames)
+
+
+def _rdd_id(frame):
+    return frame._jdf.logicalPlan().rdd().id()

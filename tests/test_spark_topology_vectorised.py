@@ -153,3 +153,30 @@ def test_the_as_of_lookup_over_arrays_is_the_one_over_lists():
             np.array(lookups, dtype=np.int64), pa.array(keys, string),
         )  # fmt: skip
         assert values.to_pylist() == expected[1] and found.tolist() == expected[0].tolist()
+
+
+def test_a_tasks_rows_go_back_in_batches_of_at_most_out_rows(monkeypatch):
+    import pyarrow as pa
+
+    from kjoin.spark.passes import topology_vectorised
+
+    monkeypatch.setattr(topology_vectorised, "OUT_ROWS", 7)
+    table = pa.table({"_sub": pa.array([0] * 5 + [1] * 4, pa.int32()), "partition": pa.array([0] * 9, pa.int32())})
+    tripled = topology_vectorised.per_task(lambda task: pa.concat_tables([task, task, task]).combine_chunks())
+    sizes = [batch.num_rows for batch in tripled(iter(table.to_batches(max_chunksize=4)))]
+    assert sum(sizes) == 27 and max(sizes) <= 7 and len(sizes) == 5  # 15 rows of task 0_0, 12 of 1_0
+
+
+def test_a_worker_keeps_its_freed_memory_for_its_next_arrays():
+    """In a fresh process (it changes the process's allocators): glibc takes the settings and Arrow allocates from
+    the system allocator after, once per process."""
+    import subprocess
+    import sys
+
+    code = (
+        "import pyarrow as pa; from kjoin.spark.passes.memory import hold_freed_memory; "
+        "before = pa.default_memory_pool().backend_name; "
+        "print(before, hold_freed_memory(), hold_freed_memory(), pa.default_memory_pool().backend_name)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[1:] == ["True", "True", "system"] and out[0] != "system"

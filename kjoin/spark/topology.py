@@ -30,16 +30,20 @@ How a run flows:
 * The result is the reference engine's ``stages`` schedule (:mod:`kjoin.topology.runtime`), record for record:
   ``tests/test_spark_topology.py`` compares random topologies with it (``make topology-spark-check`` runs many).
 
-Each stage's rows are kept (a lazy local checkpoint on a local master, persisted on a cluster:
-:func:`kjoin.spark.keep.kept`; the next stage and the final frames read them), so a run is computed once when a frame
-is first read.
+A stage's rows that a later stage reads are kept (a lazy local checkpoint on a local master, persisted on a cluster:
+:func:`kjoin.spark.keep.kept`), serialized (``MEMORY_AND_DISK``), so the run computes each stage once. The last
+stages' rows (no stage reads them) are kept only by :meth:`TopologyRun.keep` (``why`` calls it): reading one frame
+once costs the run and no more, and at 10^7 records keeping them cost a fifth of the run's JVM CPU
+(``benchmarks/bench_topology.py``: 100-110 s of JVM CPU with every stage kept as objects, 74 s serialized, 61 s
+serialized and the last stage not kept; the same 10^7 records' Python 19-21 s).
 """
 
 from __future__ import annotations
 
 from functools import reduce
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -48,7 +52,7 @@ from ..topology.runtime import assign_tasks, stage_trace
 from ..topology.stages import Stage, stages_of, topic_readers, topic_writers
 from ..topology.trace import TopicRecord, TopologyTrace
 from .io.topic import SparkInputError, Topic, default_partition_column
-from .keep import kept
+from .keep import kept, release
 from .passes.topology_task import (
     ROW_SCHEMA,
     STEP_ORDER,
@@ -119,6 +123,8 @@ def run_topology(
     global_records = decode_records(_pandas(global_rows), decoding)
     stages = stages_of(graph)
     results: list[DataFrame] = []
+    writers: list[set[str]] = []  # per result, the topics its stage writes
+    leaves: list[int] = []  # the results no later stage reads: kept only by TopologyRun.keep()
     stage_records: dict[int, DataFrame] = {}
     methods: dict[int, tuple[str, str]] = {}
     carried: set[str] = set()  # the repartition topics declarative stages wrote: text keys, values as JSON text
@@ -126,8 +132,9 @@ def run_topology(
         read = sorted(topic for topic, sub in readers.items() if sub in stage.subtopologies)
         parts = [inputs[topic] for topic in read if topic in inputs]
         fed = [topic for topic in read if topic in written]
-        if fed and results:
-            earlier = reduce(DataFrame.unionByName, results)
+        feeding = [rows for rows, topics in zip(results, writers) if topics & set(fed)]
+        if feeding:
+            earlier = reduce(DataFrame.unionByName, feeding)
             parts.append(_as_records(earlier.where((F.col("kind") == "write") & F.col("topic").isin(fed))))
         if not parts:
             continue
@@ -155,6 +162,7 @@ def run_topology(
             # not auto's choice: Spark's JSON parsing and rendering cost more CPU than the chain pass's Python
             methods[stage.number] = ("expressions", declarative_why)
             results.append(expression_rows(records, stage.number, declarative))
+            writers.append(_written_by(stage, written))
             continue
         if chain is not None:
             # one sub-topology: its task p in Spark partition p (mod their count), Arrow in and out (pandas frames
@@ -175,12 +183,18 @@ def run_topology(
             if spark_partitions:
                 records = records.repartition(spark_partitions, *group)
             rows = records.groupBy(*group).applyInPandas(function, ROW_SCHEMA)
-        results.append(kept(rows))
-    if results:
-        rows = reduce(DataFrame.unionByName, results)
-    else:
-        rows = spark.createDataFrame([], ROW_SCHEMA)
-    return TopologyRun(topology, stages, rows, stage_records, global_records, decoding, tasks_on, bases, methods)
+        writes = _written_by(stage, written)
+        if any(readers[topic] not in stage.subtopologies for topic in writes if topic in readers):
+            rows = kept(rows, StorageLevel.MEMORY_AND_DISK)  # a later stage reads them: computed once
+        else:
+            leaves.append(len(results))
+        results.append(rows)
+        writers.append(writes)
+    if not results:
+        results, leaves = [spark.createDataFrame([], ROW_SCHEMA)], []
+    return TopologyRun(
+        topology, stages, results, stage_records, global_records, decoding, tasks_on, bases, methods, leaves
+    )
 
 
 class TopologyRun:
@@ -201,13 +215,14 @@ class TopologyRun:
         self,
         topology: Any,
         stages: list[Stage],
-        rows: DataFrame,
+        stage_rows: list[DataFrame],
         stage_records: dict[int, DataFrame],
         global_records: list[TopicRecord],
         decoding: Decoding,
         assignment: dict[str, int] | None = None,
         bases: Mapping[tuple[str, int], int] | None = None,
         methods: Mapping[int, tuple[str, str]] | None = None,
+        leaves: Collection[int] = (),
     ) -> None:
         self.topology = topology
         self.assignment = assignment
@@ -216,7 +231,8 @@ class TopologyRun:
         """Stage number -> (``expressions``, ``vectorised`` or ``processors``, why): how each stage that took records
         ran."""
         self.stages = stages
-        self.rows = rows
+        self._stage_rows = list(stage_rows)
+        self._leaves = set(leaves)
         self._stage_records = stage_records
         self._global_records = global_records
         self._decoding = decoding
@@ -225,6 +241,27 @@ class TopologyRun:
         self.output_topics = sorted(
             name for name, topic in graph.topics.items() if not topic.internal and name not in graph.sources()
         )
+
+    @property
+    def rows(self) -> DataFrame:
+        """Every stage's step and write rows (:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA`)."""
+        return reduce(DataFrame.unionByName, self._stage_rows)
+
+    def keep(self) -> "TopologyRun":
+        """Keep the rows of the stages no later stage reads (the last ones) once computed, as the others are: until
+        then each read of a frame computes them again, so reading one frame once costs no more than the run (the
+        bench's case), and reading several, or asking :meth:`why` (which calls this), computes them once. Returns the
+        run."""
+        for index in sorted(self._leaves):
+            self._stage_rows[index] = kept(self._stage_rows[index], StorageLevel.MEMORY_AND_DISK)
+        self._leaves.clear()
+        return self
+
+    def release(self) -> None:
+        """Free the rows :func:`kjoin.spark.keep.kept` keeps for this run (:func:`kjoin.spark.keep.release`): the run
+        is done, its frames, ``trace`` and ``why`` are not to be read again."""
+        for frame in self._stage_rows:
+            release(frame)
 
     @property
     def method(self) -> str:
@@ -293,7 +330,7 @@ class TopologyRun:
         the way (the task, its place in the task's trace, the nodes it passed and what each did), the table rows
         each join looked up, back through every repartition topic to the input record that set it off."""
         lines: list[str] = []
-        written = self.topics
+        written = self.keep().topics
         while True:
             found = (
                 written.where(
@@ -326,6 +363,11 @@ class TopologyRun:
             if topic not in topic_writers(self.topology.graph):
                 lines.append(f"{taken.describe()} is an input record.")
                 return lines
+
+
+def _written_by(stage: Stage, written: Mapping[str, set[int]]) -> set[str]:
+    """The topics ``stage``'s sub-topologies write."""
+    return {topic for topic, subs in written.items() if subs & set(stage.subtopologies)}
 
 
 def _task_numbers(task: str) -> tuple[int, int]:

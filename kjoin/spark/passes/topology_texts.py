@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 from ...fates import Fate, Reason
 from ...partitioner import murmur2_many
 from ...records import load_json, render_value
+from ..json_arrow import decoded as json_decoded
 from .topology_task import Decoding
 
 __all__ = ["texts_rows", "shown_texts", "as_of_arrays", "text_partitions", "coded", "FATES", "REASONS"]
@@ -66,12 +67,15 @@ def shown_texts(table: pa.Table, decoding: Decoding) -> pa.Array:
     at = np.flatnonzero(pc.and_(decoded, pc.is_valid(texts)).to_numpy(zero_copy_only=False))
     if not len(at):
         return texts
-    loads, render = load_json, render_value
-    shown = []
-    for text in texts.take(at).to_pylist():
-        value = loads(text)
-        shown.append(value if value is None or type(value) is str else render(value))
-    return _placed(pa.array(shown, texts.type), at, len(texts), texts.type, texts)
+    arrays = json_decoded(texts.take(at))  # the texts of kjoin.spark.json_arrow's grammar; the others in Python
+    shown = arrays.shown
+    rest = np.flatnonzero(~arrays.exact)
+    if len(rest):
+        loads, render = load_json, render_value
+        values = [loads(text) for text in texts.take(at[rest]).to_pylist()]
+        python = [value if value is None or type(value) is str else render(value) for value in values]
+        shown = _placed(pa.array(python, texts.type), rest, len(at), texts.type, shown)
+    return _placed(shown, at, len(texts), texts.type, texts)
 
 
 def as_of_arrays(

@@ -52,6 +52,7 @@ from ...partitioner import default_partitions
 from ...records import load_json, render_value
 from ...topology.graph import Node
 from ...topology.stages import Stage
+from .memory import hold_freed_memory
 from .topology_texts import FATES, REASONS, coded, shown_texts, text_partitions, texts_rows
 from .topology_task import (
     JSON_PAYLOAD, NULL_KEY_PAYLOAD, ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, load_payload,
@@ -391,6 +392,11 @@ def chain_stage_function(
     return run_group
 
 
+OUT_ROWS = 100_000
+"""Rows per Arrow batch a task's rows go back to Spark in (a task's rows built as one table would otherwise go as one
+batch: at 10^7 records a batch of 5 million rows, which the JVM holds whole while it reads it)."""
+
+
 def per_task(
     function: Callable[[pa.Table], pa.Table],
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -400,6 +406,7 @@ def per_task(
     not sort them by task as ``applyInArrow`` does."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        hold_freed_memory()  # a task's arrays are large: their pages kept for the next ones (passes/memory.py)
         batches = list(batches)
         if not batches:
             return
@@ -409,12 +416,12 @@ def per_task(
             return
         task = table.column("_sub").to_numpy().astype(np.int64) << 32 | table.column("partition").to_numpy()
         if (task == task[0]).all():
-            yield from function(table).to_batches()
+            yield from function(table).to_batches(OUT_ROWS)
             return
         order = np.argsort(task, kind="stable")
         starts = np.flatnonzero(np.r_[True, task[order][1:] != task[order][:-1]])
         for start, end in zip(starts.tolist(), np.r_[starts[1:], len(order)].tolist()):
-            yield from function(table.take(order[start:end])).to_batches()
+            yield from function(table.take(order[start:end])).to_batches(OUT_ROWS)
 
     return run
 
