@@ -72,6 +72,11 @@ QUIET_CONFIG: dict[str, str] = {
     # BatchedPythonArrowInput), and skips that only at Int.MaxValue: at 10^7 records the measuring cost 2-4 s of
     # a 9-11 s feed into mapInArrow (kjoin.bench, stream-table). Records per batch still bound the memory.
     "spark.sql.execution.arrow.maxBytesPerBatch": str(2**31 - 1),
+    # Kryo for what Spark serializes outside its SQL shuffles: the rows a topology's stage keeps for the next one
+    # (a local checkpoint, serialized) go to memory and disk through it. Java serialization's per-object stream
+    # costs more: at 10^7 records (benchmarks/bench_topology.py) the run's JVM took 48-50 s of CPU with Kryo and
+    # 56 s without, the joins one by one (which keep nothing) 62-64 s either way.
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
 }
 """The settings of the quiet local session."""
 
