@@ -53,15 +53,16 @@ _TABLE_UPDATE, _NULL_KEY, _NULL_VALUE, _NO_PARTNER, _NOT_REPARTITIONED = range(l
 
 def shown_texts(table: pa.Table, decoding: Decoding) -> pa.Array:
     """The records' values as shown (as the trace shows them): a written record's value text as it came (its writer
-    showed it), an input record's text decoded and shown where its topic's values are JSON (``"C5"`` shows as
-    ``C5``, ``{"b":1, "a":2}`` as ``{"a":2,"b":1}``)."""
+    showed it; its payload is not read, and ``run_topology`` does not send it), an input record's text decoded and
+    shown where its topic's values are JSON (``"C5"`` shows as ``C5``, ``{"b":1, "a":2}`` as ``{"a":2,"b":1}``)."""
     texts = table.column("value_text").combine_chunks()
     json_topics = [topic for topic, (_, kind) in decoding.items() if kind == "json"]
     if not json_topics:
         return texts
     topic_type = table.schema.field("topic").type
+    written = table.column("stage") if "stage" in table.column_names else table.column("payload")
     decoded = pc.and_(
-        pc.is_null(table.column("payload")).combine_chunks(),
+        pc.is_null(written).combine_chunks(),  # an input record (a written one carries its place in the order written)
         pc.is_in(table.column("topic"), value_set=pa.array(json_topics, topic_type)).combine_chunks(),
     )
     at = np.flatnonzero(pc.and_(decoded, pc.is_valid(texts)).to_numpy(zero_copy_only=False))
