@@ -9,7 +9,8 @@ allocator and glibc told to keep what is freed (no ``mmap`` for blocks below 1 G
 same task cost 2.7-3.0 s (0.8-1.0 s in the kernel), its peak memory the same (2.5 GB).
 
 :func:`hold_freed_memory` does that once per worker process; elsewhere than on glibc it leaves the allocators as
-they are.
+they are. The price: a worker keeps its peak memory until it exits (Spark reuses its Python workers), so only the
+passes that hold whole Kafka tasks call it (the topology's chain stages).
 """
 
 from __future__ import annotations
