@@ -63,6 +63,7 @@ from .passes.topology_task import (
     stage_function,
 )
 from .passes.topology_expressions import declarative_plan, expression_rows, shown_values_plan
+from .passes.topology_rekey import rekey_plan, rekey_stage_function
 from .passes.topology_vectorised import chain_stage_function, per_task, stage_plan
 from .placement import by_partition
 
@@ -116,11 +117,7 @@ def run_topology(
     for name, topic in topics.items():
         inputs[name], decoding[name] = _records(name, topic, graph.topics[name])
     bases = _first_written_offsets(inputs, written)
-    global_topics = [name for name, node in sources.items() if node.op == "global-table"]
-    rank = {name: number for number, name in enumerate(graph.topics)}
-    global_rows = [row for name in global_topics for row in inputs[name].collect()]
-    global_rows.sort(key=lambda row: (rank[row["topic"]], row["partition"], row["offset"]))
-    global_records = decode_records(_pandas(global_rows), decoding)
+    global_records = _global_records(graph, sources, inputs, decoding)
     stages = stages_of(graph)
     results: list[DataFrame] = []
     writers: list[set[str]] = []  # per result, the topics its stage writes
@@ -130,24 +127,11 @@ def run_topology(
     carried: set[str] = set()  # the repartition topics declarative stages wrote: text keys, values as JSON text
     for stage in stages:
         read = sorted(topic for topic, sub in readers.items() if sub in stage.subtopologies)
-        parts = [inputs[topic] for topic in read if topic in inputs]
-        fed = [topic for topic in read if topic in written]
-        feeding = [rows for rows, topics in zip(results, writers) if topics & set(fed)]
-        if feeding:
-            earlier = reduce(DataFrame.unionByName, feeding)
-            parts.append(_as_records(earlier.where((F.col("kind") == "write") & F.col("topic").isin(fed))))
-        if not parts:
+        records = _stage_records(read, readers, inputs, written, zip(results, writers))
+        if records is None:
             continue
-        records = reduce(DataFrame.unionByName, parts)
-        reader = F.create_map(*[x for topic in read for x in (F.lit(topic), F.lit(readers[topic]))])
-        records = records.withColumn("_sub", reader[F.col("topic")])
         stage_records[stage.number] = records
-        chain, why = stage_plan(topology, stage) if method != "processors" else (None, "method='processors'")
-        if chain is None and method in ("vectorised", "expressions"):
-            raise SparkInputError(
-                f"method={method!r}: stage {stage.number} (sub-topologies {stage.subtopologies}) is not a chain: "
-                f"{why}; run it with method='auto' (the processors run it)"
-            )
+        chain, why = _chain_plan(topology, stage, method)
         records = records.select(*RECORD_COLUMNS, "_sub")
         declarative, texts = None, False
         if chain is not None and method in ("auto", "expressions"):
@@ -165,26 +149,22 @@ def run_topology(
             writers.append(_written_by(stage, written))
             continue
         if chain is not None:
-            # one sub-topology: its task p in Spark partition p (mod their count), Arrow in and out (pandas frames
-            # cost the chain pass half its CPU), and no sort by task (the pass orders each task's records itself)
             methods[stage.number] = ("vectorised", why)
             function = chain_stage_function(
                 topology, stage.number, chain, decoding, bases, texts, json_payloads=declarative is not None
             )
-            tasks = max(graph.topics[topic].partitions for topic in read)
+            if declarative is not None and (rekey := rekey_plan(topology, chain, decoding)) is not None:
+                function = rekey_stage_function(topology, stage.number, rekey, decoding, bases, function)
             if texts:  # the values as shown are all it reads: the written records' payloads need not travel
                 records = records.withColumn("payload", F.lit(None).cast("binary"))
-            placed = by_partition(records, spark_partitions or min(tasks, _shuffle_partitions(spark)))
-            rows = placed.mapInArrow(per_task(function), ROW_SCHEMA)
+            tasks = max(graph.topics[topic].partitions for topic in read)
+            rows = _chain_rows(records, function, spark_partitions or min(tasks, _shuffle_partitions(spark)))
         else:
             methods[stage.number] = ("processors", why)
             function = stage_function(
                 topology, stage.number, stage.subtopologies, stage.cyclic, decoding, global_records, bases
             )
-            group = [F.lit(stage.number).alias("_stage")] if stage.cyclic else [F.col("_sub"), F.col("partition")]
-            if spark_partitions:
-                records = records.repartition(spark_partitions, *group)
-            rows = records.groupBy(*group).applyInPandas(function, ROW_SCHEMA)
+            rows = _processor_rows(records, function, stage, spark_partitions)
         writes = _written_by(stage, written)
         if any(readers[topic] not in stage.subtopologies for topic in writes if topic in readers):
             rows = kept(rows, StorageLevel.MEMORY_AND_DISK)  # a later stage reads them: computed once
@@ -365,6 +345,66 @@ class TopologyRun:
             if topic not in topic_writers(self.topology.graph):
                 lines.append(f"{taken.describe()} is an input record.")
                 return lines
+
+
+def _chain_plan(topology: Any, stage: Stage, method: str) -> tuple[Any, str]:
+    """The stage's chain and why (:func:`~kjoin.spark.passes.topology_vectorised.stage_plan`), ``None`` for the
+    processors; refused when ``method`` asks for a chain and the stage is not one."""
+    if method == "processors":
+        return None, "method='processors'"
+    chain, why = stage_plan(topology, stage)
+    if chain is None and method in ("vectorised", "expressions"):
+        raise SparkInputError(
+            f"method={method!r}: stage {stage.number} (sub-topologies {stage.subtopologies}) is not a chain: "
+            f"{why}; run it with method='auto' (the processors run it)"
+        )
+    return chain, why
+
+
+def _stage_records(
+    read: list[str],
+    readers: Mapping[str, int],
+    inputs: Mapping[str, DataFrame],
+    written: Mapping[str, Any],
+    earlier: Any,
+) -> DataFrame | None:
+    """A stage's records (``None``: it takes none): the input topics it reads (``read``) and the records earlier
+    stages (``earlier``: their rows and the topics they write) wrote to its repartition and through topics, each with
+    the sub-topology that reads it (``_sub``)."""
+    parts = [inputs[topic] for topic in read if topic in inputs]
+    fed = [topic for topic in read if topic in written]
+    feeding = [rows for rows, topics in earlier if topics & set(fed)]
+    if feeding:
+        writes = reduce(DataFrame.unionByName, feeding)
+        parts.append(_as_records(writes.where((F.col("kind") == "write") & F.col("topic").isin(fed))))
+    if not parts:
+        return None
+    reader = F.create_map(*[x for topic in read for x in (F.lit(topic), F.lit(readers[topic]))])
+    return reduce(DataFrame.unionByName, parts).withColumn("_sub", reader[F.col("topic")])
+
+
+def _chain_rows(records: DataFrame, function: Any, spark_partitions: int) -> DataFrame:
+    """A chain stage's rows: its Kafka task p in Spark partition p (mod their count), Arrow in and out (pandas frames
+    cost the chain pass half its CPU), and no sort by task (the pass orders each task's records itself)."""
+    return by_partition(records, spark_partitions).mapInArrow(per_task(function), ROW_SCHEMA)
+
+
+def _processor_rows(records: DataFrame, function: Any, stage: Stage, spark_partitions: int | None) -> DataFrame:
+    """A stage's rows by the processors: grouped by Kafka task (a cyclic stage in one group), as pandas frames."""
+    group = [F.lit(stage.number).alias("_stage")] if stage.cyclic else [F.col("_sub"), F.col("partition")]
+    if spark_partitions:
+        records = records.repartition(spark_partitions, *group)
+    return records.groupBy(*group).applyInPandas(function, ROW_SCHEMA)
+
+
+def _global_records(
+    graph: Any, sources: Mapping[str, Any], inputs: Mapping[str, DataFrame], decoding: Decoding
+) -> list[TopicRecord]:
+    """The global tables' records, read on the driver in the order a starting application restores them."""
+    rank = {name: number for number, name in enumerate(graph.topics)}
+    rows = [row for name, node in sources.items() if node.op == "global-table" for row in inputs[name].collect()]
+    rows.sort(key=lambda row: (rank[row["topic"]], row["partition"], row["offset"]))
+    return decode_records(_pandas(rows), decoding)
 
 
 def _written_by(stage: Stage, written: Mapping[str, set[int]]) -> set[str]:

@@ -383,12 +383,6 @@ def chain_stage_function(
         return _rows(f"{sub}_{part}", stage, sub, part, table, taken, walk, None if sink is None else sink.topic,
                      partitions_of, types, json_payloads, sink_read)  # fmt: skip
 
-    if json_payloads:  # a declarative re-key: on Arrow arrays (kjoin.spark.passes.topology_rekey)
-        from .topology_rekey import rekey_plan, rekey_stage_function
-
-        rekey = rekey_plan(topology, chain, decoding)
-        if rekey is not None:
-            return rekey_stage_function(topology, stage, rekey, decoding, bases, run_group)
     return run_group
 
 
