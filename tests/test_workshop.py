@@ -123,7 +123,7 @@ def test_two_learners_at_once_each_get_their_own_kernel_and_state(tmp_path):
                 try:
                     learners = [browser.new_context(viewport=VIEWPORT).new_page() for _ in range(2)]
                     learners[0].goto(f"{base}/")  # the one address: it lists the course
-                    expect(learners[0].get_by_text(notebook.name).first).to_be_visible(timeout=60_000)
+                    _expect_listed(learners[0], notebook.name)
                     learners[0].screenshot(path=str(ARTIFACTS / "workshop-home.png"))
                     for page in learners:  # both open the notebook at once
                         page.goto(f"{base}/voila/render/{notebook.name}", wait_until="commit")
@@ -273,3 +273,19 @@ def test_three_learners_answer_and_the_trainer_sees_the_rooms_tally_with_the_sol
         finally:
             _stop(server)
             _stop(room)
+
+
+def _expect_listed(page, name: str) -> None:
+    """The home page lists ``name``. Voila's tree page asks for the directory once when it loads; on a loaded
+    machine that answer came back empty once in a CI run (an empty list, no error) while it lists the course when
+    loaded again, as a learner would: three loads of up to 30 s each."""
+    from playwright.sync_api import expect
+
+    for attempt in range(3):
+        try:
+            expect(page.get_by_text(name).first).to_be_visible(timeout=30_000)
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
+            page.reload()
