@@ -32,7 +32,7 @@ from ...partitioner import murmur2_packed
 from ...records import load_json, render_value
 from ..json_arrow import decoded
 from .topology_task import Bases, Decoding
-from .topology_vectorised import Chain, _in_processing_order, _json_payloads, _numbered, _row_types
+from .topology_vectorised import Chain, _assemble, _in_processing_order, _json_payloads, _numbered, _row_types
 
 __all__ = ["Rekey", "rekey_plan", "rekey_stage_function"]
 
@@ -164,44 +164,14 @@ def _rows(
     count = table.num_rows
     dropped = pc.is_null(keys).to_numpy(zero_copy_only=False) & (not plan.keeps_null_keys)
     places = np.flatnonzero(~dropped)
-    written = len(places)
     written_keys = keys.take(places)
-    ts = table.column("ts").to_numpy()
-    running = np.maximum.accumulate(ts)
-    both = count + written
     text = types["key"]
-    steps_then_writes = np.repeat(np.array([0, 1], np.int8), [count, written])
-    columns: dict[str, Any] = {
-        "kind": pa.array(["step", "write"], types["kind"]).take(steps_then_writes),
-        "task": pa.array([task], types["task"]).take(np.zeros(both, np.int8)),
-        "stage": np.full(both, stage, dtype=np.int32),
-        "o_ts": np.concatenate([running, running[places]]),
-        "o_sub": np.full(both, sub, dtype=np.int32),
-        "o_part": np.full(both, part, dtype=np.int32),
-        "seq": np.concatenate([np.arange(count, dtype=np.int64), places]),
-        "wseq": pa.concat_arrays([pa.nulls(count, pa.int32()), pa.array(np.zeros(written, np.int32))]),
-        "topic": pa.concat_arrays([table.column("topic").combine_chunks().cast(types["topic"]),
-                                   pa.array([plan.sink_topic], types["topic"]).take(np.zeros(written, np.int8))]),
-        "partition": pa.concat_arrays([table.column("partition").combine_chunks().cast(pa.int32()),
-                                       pa.array(_partitions(written_keys, plan.partitions), pa.int32())]),
-        "offset": pa.concat_arrays([table.column("offset").combine_chunks().cast(pa.int64()),
-                                    pa.nulls(written, pa.int64())]),
-        "ts": np.concatenate([ts, ts[places]]),
-        "key": pa.concat_arrays([table.column("key_text").combine_chunks().cast(text), written_keys.cast(text)]),
-        "value": pa.concat_arrays([shown.cast(text), shown.take(places).cast(text)]),
-        "payload": pa.concat_arrays([pa.nulls(count, types["payload"]),
-                                     _json_payloads(written_keys, table.column("value_text").take(places),
-                                                    types["payload"])]),
-        "fate": pa.concat_arrays([_FATES.take(dropped.view(np.int8)), pa.nulls(written, pa.string())]),
-        "reason": pa.concat_arrays([_REASONS.take(dropped.view(np.int8)), pa.nulls(written, pa.string())]),
-        "nodes": pa.concat_arrays([pa.array([passed], pa.string()).take(np.zeros(count, np.int8)),
-                                   pa.nulls(written, pa.string())]),
-    }  # fmt: skip
-    return pa.table({name: _array(columns[name], type) for name, type in types.items()})
-
-
-def _array(column: Any, type: pa.DataType) -> pa.Array:
-    """A result column (a numpy array or an Arrow array) as an Arrow array of ``type``."""
-    if isinstance(column, pa.Array):
-        return column if column.type == type else column.cast(type)
-    return pa.array(column, type)
+    return _assemble(
+        task, stage, sub, part, table, types, plan.sink_topic, places,
+        (table.column("key_text").combine_chunks().cast(text), written_keys.cast(text)),
+        (shown.cast(text), shown.take(places).cast(text)),
+        _partitions(written_keys, plan.partitions),
+        _json_payloads(written_keys, table.column("value_text").take(places), types["payload"]),
+        _FATES.take(dropped.view(np.int8)), _REASONS.take(dropped.view(np.int8)),
+        pa.array([passed], pa.string()).take(np.zeros(count, np.int8)),
+    )  # fmt: skip
