@@ -165,8 +165,8 @@ class _Writer:
             if node.params.get("partitioner") is not None and node.op == "group_by":
                 entry["partitioner"] = self.spec(node, "partitioner")
             return
-        source = self.logical(node.parents[0])
-        parent = self.graph.nodes[source]
+        parent = node.parents[0]  # a graph node; its logical name can be a repartition() (no node of that name)
+        source = self.logical(parent)
         if parent.op in ("group_by", "table-group-by"):
             grouped = parent.params.get("grouped_name") or parent.name
         else:
