@@ -354,7 +354,10 @@ class Semantics:
     def table_filter_skips_absent_tombstones(self) -> bool:
         """KAFKA-10077 (2.7): a ``KTable.filter`` over a table that keeps a store (a materialized source or view, an
         aggregate, a table-table join) sends old values from the start, so a row that fails the filter, and failed
-        it (or was absent) before, is not forwarded: no tombstone for a key the filtered table never held. Before, a
+        it (or was absent) before, is not forwarded: no tombstone for a key the filtered table never held. The
+        filter asks when it is built (``enableSendingOldValues(forceMaterialization=false)``): a ``toTable`` or a
+        foreign-key join's result keeps a store only when a join or a group-by built before the filter reads it
+        (:meth:`kjoin.topology.graph.Graph.keeps_store`); else its filter forwards those tombstones. Before, a
         filter sent old values only when something downstream asked (a table join's outer side, a group-by), and
         every failing row went on as a tombstone. A versioned table's filter forwards them again (KIP-914, 3.5),
         which kjoin does not model (it refuses a versioned table's filter)."""

@@ -7,7 +7,9 @@ sorted, the text :func:`~kjoin.records.render_value` shows), and null as null (n
 So the only value that serializes to zero bytes is the empty string ``""``: a JSON value
 (``{}``, ``[]``, ``0``, ``false``) always has some text.
 
-Where a join looks at bytes, kjoin asks this module. The keys' bytes (partitioning, store
+Where a join looks at bytes, kjoin asks this module. A topology carries every key with the String serde, as the
+topology harness does (:func:`string_serde_text`: events' keys, and the keys a re-key, a group-by, a global
+table's key selector or a foreign-key extractor makes). The keys' bytes (partitioning, store
 order, foreign-key comparison) are :func:`kjoin.partitioner.serialize_key`'s. In a foreign-key
 join (KIP-213) Kafka looks at a value's bytes twice:
 
@@ -28,13 +30,20 @@ from typing import Any
 
 from .records import render_value
 
-__all__ = ["serialize_value", "serializes_to_nothing", "through_response"]
+__all__ = ["serialize_value", "serializes_to_nothing", "string_serde_text", "through_response"]
 
 
 def serialize_value(value: Any) -> bytes | None:
     """The bytes the String serde writes for ``value``: a string's UTF-8, any other value's
     JSON text as kjoin shows it; ``None`` for null."""
     return None if value is None else render_value(value).encode("utf-8")
+
+
+def string_serde_text(value: Any) -> Any:
+    """``value`` as the String serde reads it back: text as it is, any other value as its JSON text (the text of
+    :func:`serialize_value`'s bytes), null as null. A topology's keys are these: two keys are one key when their
+    bytes are (``1`` and ``"1"``), and ``true`` is not ``1``."""
+    return value if value is None or isinstance(value, str) else render_value(value)
 
 
 def serializes_to_nothing(value: Any) -> bool:

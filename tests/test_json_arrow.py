@@ -14,7 +14,8 @@ import pytest
 
 from kjoin.records import load_json, render_value
 from kjoin.spark.json_arrow import MAX_DIGITS, decoded
-from kjoin.topology.functions import _as_text, field_of
+from kjoin.serde import string_serde_text
+from kjoin.topology.functions import field_of
 
 PATHS = ["c", "v", "a", "a.c", "c.a", "", ":b", ",", 'a"b', "é", "{", "b c"]
 NAMES = ["a", "b", "c", "v", "", ":b", ":", ",", "a,", "{", "}", "b c", "é", 'a"b', "a\\b", "c.a", "A", "~"]
@@ -26,7 +27,7 @@ def rules(text: str | None, path: str) -> tuple[Any, Any]:
         return None, None
     value = load_json(text)
     shown = value if value is None or type(value) is str else render_value(value)
-    return shown, _as_text(field_of(value, path))
+    return shown, string_serde_text(field_of(value, path))
 
 
 def _string(rng: random.Random) -> str:

@@ -6,6 +6,7 @@ sweep. Without Java, Maven or the jars these tests fail, they never skip."""
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 
@@ -16,7 +17,7 @@ import kjoin
 from kjoin.semantics import parse_semantics
 
 from kjoin.topology.document import TopologyScenario
-from tests import oracle_check, topology_oracle
+from tests import oracle_check, topology_oracle, topology_pinned
 from tests.test_topology import FK_CHAIN_CHANGE, fk_chain_of_left_joins
 
 SAMPLE = int(os.environ.get("KJOIN_TOPOLOGY_EXAMPLES", "150"))
@@ -269,3 +270,108 @@ def test_word_count_counts_each_word_as_kafka_does(built):
         [],
     ]
     assert topology_oracle.difference(scenario, answer, version) is None
+
+
+# -- the pinned minimal topologies (tests/topology_pinned.py), one JVM per judge for all of them ----------------------
+@functools.cache
+def _pinned(version: str) -> dict[tuple[str, int], tuple[TopologyScenario, dict]]:
+    """Every pinned case at every partition count, judged by ``version`` in one batch: ``(scenario, answer)``."""
+    era = str(parse_semantics(version))
+    keys, batch = [], []
+    for name, case in topology_pinned.CASES.items():
+        if parse_semantics(version) < parse_semantics(case.get("since", "2.4")):
+            continue
+        for partitions in topology_pinned.PARTITIONS:
+            keys.append((name, partitions))
+            batch.append(TopologyScenario.from_dict(topology_pinned.document(name, era, partitions)))
+    return dict(zip(keys, zip(batch, topology_oracle.run_batch(version, batch))))
+
+
+def _judge_pinned(version: str, *names: str) -> None:
+    """Kafka ``version`` gives each case's pinned outputs and split at every partition count (several partitions: each
+    event's records as a multiset, see tests/topology_oracle.py), and kjoin agrees with it."""
+    for name in names:
+        expected = topology_pinned.expected_outputs(name, version)
+        for partitions in topology_pinned.PARTITIONS:
+            scenario, answer = _pinned(version)[(name, partitions)]
+            assert "error" not in answer, f"{name} at {partitions} partitions: {answer['error']}"
+            assert answer["describe"] == topology_pinned.CASES[name]["describe"], name
+            outputs = answer["outputs"] if partitions == 1 else [sorted(rows) for rows in answer["outputs"]]
+            assert outputs == (expected if partitions == 1 else [sorted(rows) for rows in expected]), name
+            assert topology_oracle.difference(scenario, answer, version) is None, (name, partitions)
+
+
+def _pinned_judges() -> list[str]:
+    """The judges of the pinned cases: all of tests/topology_pinned.py's with ``KJOIN_ORACLE_VERSIONS=all``, else the
+    latest, 2.6.3 (before KAFKA-10077) and one of the others in turn (:func:`tests.oracle_check.rotation`)."""
+    judged = [v for v in topology_pinned.JUDGED if any(j.version == v for j in topology_oracle.JUDGES)]
+    if os.environ.get("KJOIN_ORACLE_VERSIONS", "").strip() == "all":
+        return judged
+    fixed = [judged[0], "2.6.3"]
+    others = [v for v in judged if v not in fixed]
+    return fixed + [others[oracle_check.rotation() % len(others)]]
+
+
+PINNED_JUDGES = _pinned_judges()
+
+
+@pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")
+def test_a_join_of_a_table_join_reads_it_with_that_joins_own_joiner(built, version):
+    """KTableKTableInnerJoinValueGetter applies its own join's joiner: ``ab`` (object joiner) read by ``ab.join(c)``
+    (concat) is ``{"left":"A","right":"B"}``, not ``A-B``."""
+    _judge_pinned(version, "chained-joins-keep-their-joiners")
+
+
+@pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")
+def test_a_filter_forwards_tombstones_unless_its_parent_kept_a_store_when_the_filter_was_built(built, version):
+    """KAFKA-10077's filter asks its parent for old values once, when built: an unnamed toTable or a foreign-key
+    result has no store then (a tombstone for a row the filter never held), unless a join built before the filter
+    materialized it (2.7+: nothing; 2.6.3: the tombstone)."""
+    _judge_pinned(
+        version,
+        "filter-of-an-unstored-to-table",
+        "filter-of-a-foreign-key-result",
+        "filter-after-a-join-materialized-its-to-table",
+        "filter-before-a-join-materialized-its-to-table",
+    )
+
+
+@pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")
+def test_a_global_table_join_keeps_a_changed_key_that_a_table_join_count_or_to_table_repartitions(built, version):
+    """KStreamImpl.globalTableJoin passes repartitionRequired on: select_key, a global join, then a table join, a
+    count or a toTable list a repartition topic and two sub-topologies."""
+    _judge_pinned(
+        version,
+        "global-join-after-a-re-key-then-a-table-join",
+        "global-join-after-a-re-key-then-a-count",
+        "global-join-after-a-re-key-then-to-table",
+    )
+
+
+@pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")
+def test_to_table_of_a_re_keyed_stream_has_a_repartition_topic_of_its_own(built, version):
+    """KStreamImpl.toTable creates its own repartition topic; only joins share the stream's."""
+    _judge_pinned(version, "to-table-of-a-re-keyed-stream-joined-with-it")
+
+
+@pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")
+def test_keys_are_one_key_when_their_string_serde_bytes_are(built, version):
+    """The String serde: 1 and "1" are one key in a global table, an aggregate, a repartition topic and a foreign
+    key; true and 1 are two."""
+    _judge_pinned(
+        version,
+        "global-table-keys-by-their-string-bytes",
+        "table-keys-true-and-1-do-not-join",
+        "count-of-1-then-string-1",
+        "re-key-to-numbers-looks-up-by-text",
+        "foreign-key-numbers-by-text",
+    )
+
+
+@pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")
+def test_a_repartition_then_a_count_is_written_out_and_judged(built, version):
+    """Topology.to_dict() writes repartition() then groupByKey().count(), which reads back the same topology."""
+    scenario, _ = _pinned(version)[("repartition-then-count", 1)]
+    written = scenario.topology.to_dict()
+    assert TopologyScenario.from_dict({**written, "events": list(scenario.events)}).topology.to_dict() == written
+    _judge_pinned(version, "repartition-then-count")

@@ -17,10 +17,11 @@ How it works (since KIP-77, 0.10.2; "other" is the other table's current value):
   is only known to a table that sends old values.
 
 A join's result is itself a table: its value getter computes the joined value of a key
-from both parents on demand, which is how a chained join (``a.join(b).join(b)``) looks up
-its left side. When the result *sends old values* (a downstream join or a user needs them),
-each output also carries the ``Change``'s old value: the joiner applied to the old input
-value and the other side's current value (``old`` of :class:`~kjoin.records.Output`).
+from both parents on demand, with that join's own joiner (``KTableKTableJoinValueGetter``),
+which is how a chained join (``a.join(b).join(b)``) looks up its left side. When the result
+*sends old values* (a downstream join or a user needs them), each output also carries the
+``Change``'s old value: the joiner applied to the old input value and the other side's
+current value (``old`` of :class:`~kjoin.records.Output`).
 
 Old semantics (0.10.0/0.10.1): every update emits — the joiner's result when the rule's
 values are there, a tombstone otherwise (the "unnecessary" tombstones KIP-77 removed).
@@ -172,6 +173,9 @@ class TableTableJoin:
         rule(change, old, other, ctx)
 
     def look_up(self, side: Side, key: Any, joiner: Joiner) -> tuple[Any, int] | None:
+        """The ``side`` parent's ``(value, ts)`` of ``key``. A parent given as a value getter (a topology's
+        upstream join) applies its own joiner; a parent given as a bare join (one scenario's chain, one joiner
+        for every join) is asked with ``joiner``."""
         parent = self.parents[side]
         return parent.value_of(key, joiner) if isinstance(parent, TableTableJoin) else parent.get(key)
 

@@ -4,7 +4,7 @@ as the trace shows it and a field of it as a key, and where those are exactly th
 The rules (the chain pass's, :func:`kjoin.spark.passes.topology_vectorised._decoded_inputs`, and a
 ``select_key({"field": path})``'s function, :mod:`kjoin.topology.functions`): ``v = load_json(text)``; the value
 shown is ``None`` for a null text or JSON ``null``, ``v`` for a string, else :func:`kjoin.records.render_value`
-(``json`` with sorted keys, compact, ASCII); the key is ``_as_text(field_of(v, path))``.
+(``json`` with sorted keys, compact, ASCII); the key is ``string_serde_text(field_of(v, path))``.
 
 Those rules are the text itself (or the text without its quotes) on a small grammar, which RE2's regular expressions
 (``pyarrow.compute``) recognise at once:

@@ -260,7 +260,7 @@ class KStream(_Handle):
         """Replace each record by ``mapper(key, value) -> (new key, new value)``: a re-key, like ``select_key``."""
         if not callable(mapper):
             raise TopologyError(f"map: expected a Python function (key, value) -> (key, value), got {mapper!r:.60}")
-        node = self._add("map", [(self.node, None)], STREAM, name, fn=functions.Function(mapper, None, "a function"))
+        node = self._add("map", [(self.node, None)], STREAM, name, fn=functions.key_value_mapper(mapper))
         node.params["partitioner"] = functions.partitioner(partitioner)
         node.key_changed = True
         return KStream(self.topology, node)
@@ -303,8 +303,12 @@ class KStream(_Handle):
 
     def to_table(self, *, name: str | None = None) -> "KTable":
         """The stream read as a table (Kafka's ``toTable``, 2.5+): each record an update of its key; a re-keyed
-        stream is repartitioned first."""
-        parent = self._repartitioned(name)
+        stream is repartitioned first, through a topic of the table's own (``<name>-repartition``: Kafka shares a
+        stream's repartition topic between its joins only)."""
+        if not self.node.key_changed:
+            return KTable(self.topology, self._add("to_table", [(self.node, None)], TABLE, name))
+        name = name or self.topology.graph.new_name("to_table")
+        parent = self._repartition_topic(f"{name}-repartition")
         return KTable(self.topology, self._add("to_table", [(parent, None)], TABLE, name))
 
     def group_by_key(self, *, name: str | None = None) -> "KGroupedStream":
@@ -329,7 +333,7 @@ class KStream(_Handle):
 
     def _rekey_partitioner(self) -> Any:
         node = self.node
-        while node.op in ("filter", "map_values", "flat_map_values"):
+        while node.op in ("filter", "map_values", "flat_map_values", "stream-global"):
             node = node.parents[0]
         return node.params.get("partitioner")
 
@@ -386,7 +390,9 @@ class KStream(_Handle):
             selector = None if key_selector is None else functions.key_selector(key_selector)
             parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]  # no repartition: every task has the table
             node = self._add("stream-global", parents, STREAM, name, variant=variant, joiner=fn, key_selector=selector)
-            return KStream(self.topology, node)
+            # the join keeps the stream's key: a changed key still needs its repartition topic below (Kafka passes
+            # repartitionRequired on through KStreamImpl.globalTableJoin)
+            return self._derive(node)
         if key_selector is not None:
             raise TopologyError("key_selector: only a join with a global table selects its lookup key")
         stream_stream = not isinstance(other, KTable)
@@ -503,7 +509,12 @@ class KTable(_Handle):
                 "table's filter or mapValues yet (KIP-914 changes when they forward), so leave history_retention_ms "
                 "out"
             )
+        # KTableFilter asks its parent for old values when it is built, without forcing a store on it (KAFKA-10077):
+        # the answer depends on the topology as it stands, so it is taken now
+        parent_keeps_store = self.topology.graph.keeps_store(self.node) if op == "table-filter" else None
         view = self._add(op, [(self.node, None)], TABLE, name, fn=fn, materialized=materialized)
+        if parent_keeps_store is not None:
+            view.params["parent_keeps_store"] = parent_keeps_store
         return KTable(self.topology, view)
 
     def join(self, other: "KTable", joiner: Any = None, *, foreign_key: Any = None, **options: Any) -> "KTable":

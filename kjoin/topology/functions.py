@@ -37,6 +37,7 @@ from typing import Any, Callable, Mapping
 from ..joins.context import default_joiner
 from ..partitioner import default_partition
 from ..records import render_value
+from ..serde import string_serde_text
 
 __all__ = [
     "Function",
@@ -86,11 +87,45 @@ def field_of(value: Any, path: str) -> Any:
     return value
 
 
-def _as_text(value: Any) -> Any:
-    """A key made from a value's field, as the String serde carries it: text, or the JSON of a non-text value."""
-    if value is None or isinstance(value, str):
-        return value
-    return render_value(value)
+def _text_key(fn: Function) -> Function:
+    """``fn`` (``(key, value) -> key``) giving its key as the String serde carries it (a topology's keys are its
+    bytes: ``1`` and ``"1"`` are one key, ``true`` is not ``1``)."""
+    call = fn.call
+    return Function(lambda key, value: string_serde_text(call(key, value)), fn.spec, fn.text)
+
+
+def _text_pair(pair: Any) -> Any:
+    """A ``(key, value)`` pair with its key as the String serde carries it; anything else as it is (the processor
+    that called the function says what is wrong with it)."""
+    if type(pair) in (tuple, list) and len(pair) == 2:
+        return type(pair)((string_serde_text(pair[0]), pair[1]))
+    return pair
+
+
+def _text_pairs(fn: Function) -> Function:
+    """``fn`` (``(key, value) -> (key, value)``) giving its key as the String serde carries it."""
+    call = fn.call
+    return Function(lambda key, value: _text_pair(call(key, value)), fn.spec, fn.text)
+
+
+def _text_pair_lists(fn: Function) -> Function:
+    """``fn`` (``(key, value) -> [(key, value), ...]``) giving its keys as the String serde carries them."""
+    call = fn.call
+
+    def texts(key: Any, value: Any) -> Any:
+        found = call(key, value)
+        if isinstance(found, (str, bytes, dict)) or not hasattr(found, "__iter__"):
+            return found
+        return [_text_pair(pair) for pair in found]
+
+    return Function(texts, fn.spec, fn.text)
+
+
+def key_value_mapper(mapper: Any) -> Function:
+    """``map``'s function ``(key, value) -> (new key, new value)``: a Python function."""
+    if isinstance(mapper, Function):
+        return _text_pairs(mapper)
+    return _text_pairs(Function(mapper, None, getattr(mapper, "__name__", "a function")))
 
 
 def _one_entry(spec: Any, what: str, allowed: tuple[str, ...]) -> tuple[str, Any]:
@@ -102,24 +137,27 @@ def _one_entry(spec: Any, what: str, allowed: tuple[str, ...]) -> tuple[str, Any
 
 
 def key_selector(spec: Any) -> Function:
-    """``select_key``'s function ``(key, value) -> new key``."""
+    """``select_key``'s function ``(key, value) -> new key``, the key as the String serde carries it."""
     if isinstance(spec, Function):
-        return spec
+        return _text_key(spec)
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+        return _text_key(Function(spec, None, getattr(spec, "__name__", "a Python function")))
     name, arg = _one_entry(spec, "select_key", ("field", "map", "value"))
     if name == "value":
         if arg is not True:
             raise FunctionError(f"select_key.value: expected true, got {arg!r}")
-        return Function(lambda key, value: _as_text(value), {"value": True}, "the value")
+        return Function(lambda key, value: string_serde_text(value), {"value": True}, "the value")
     if name == "field":
         if not isinstance(arg, str) or not arg:
             raise FunctionError(f"select_key.field: expected a field path such as customer or a.b, got {arg!r}")
-        return Function(lambda key, value: _as_text(field_of(value, arg)), {"field": arg}, f"the value's {arg}")
+        return Function(
+            lambda key, value: string_serde_text(field_of(value, arg)), {"field": arg}, f"the value's {arg}"
+        )
     if not isinstance(arg, Mapping):
         raise FunctionError(f"select_key.map: expected a mapping from old key to new key, got {arg!r:.80}")
     table = dict(arg)
-    return Function(lambda key, value: table.get(key, key), {"map": table}, "a lookup of the key")
+    lookup = {string_serde_text(old): string_serde_text(new) for old, new in table.items()}
+    return Function(lambda key, value: lookup.get(key, key), {"map": table}, "a lookup of the key")
 
 
 def value_mapper(spec: Any) -> Function:
@@ -152,9 +190,10 @@ def predicate(spec: Any) -> Function:
     if not isinstance(arg, list):
         raise FunctionError(f"filter.{name}: expected a list of keys, got {arg!r:.80}")
     keys = list(arg)
+    texts = {string_serde_text(key) for key in keys}  # the keys as the String serde carries them
     if name == "key_in":
-        return Function(lambda key, value: key in keys, {"key_in": keys}, f"key in {keys}")
-    return Function(lambda key, value: key not in keys, {"key_not_in": keys}, f"key not in {keys}")
+        return Function(lambda key, value: string_serde_text(key) in texts, {"key_in": keys}, f"key in {keys}")
+    return Function(lambda key, value: string_serde_text(key) not in texts, {"key_not_in": keys}, f"key not in {keys}")
 
 
 def _object_joiner(left: Any, right: Any) -> dict[str, Any]:
@@ -190,9 +229,11 @@ def partitioner(spec: Any) -> Function | None:
     if not isinstance(arg, Mapping) or not all(isinstance(p, int) and not isinstance(p, bool) for p in arg.values()):
         raise FunctionError(f"partitioner.map: expected a mapping from key to partition number, got {arg!r:.80}")
     table = dict(arg)
+    lookup = {string_serde_text(key): partition for key, partition in table.items()}
 
     def by_map(key: Any, partitions: int) -> int:
-        return table[key] if key in table else default_partition(key, partitions)
+        found = lookup.get(string_serde_text(key))
+        return found if found is not None else default_partition(key, partitions)
 
     return Function(by_map, {"map": table}, "a partition per key")
 
@@ -246,14 +287,16 @@ def table_group_by(spec: Any) -> Function:
     """A table's ``group_by`` function ``(key, value) -> (new key, new value)``: a Python function, or
     ``{field: path}`` (the new key is the field's text, the value stays)."""
     if isinstance(spec, Function):
-        return spec
+        return _text_pairs(spec)
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+        return _text_pairs(Function(spec, None, getattr(spec, "__name__", "a Python function")))
     name, arg = _one_entry(spec, "group_by", ("field",))
     if not isinstance(arg, str) or not arg:
         raise FunctionError(f"group_by.field: expected a field path such as customer or a.b, got {arg!r}")
     return Function(
-        lambda key, value: (_as_text(field_of(value, arg)), value), {"field": arg}, f"the value's {arg}, value kept"
+        lambda key, value: (string_serde_text(field_of(value, arg)), value),
+        {"field": arg},
+        f"the value's {arg}, value kept",
     )
 
 
@@ -301,11 +344,12 @@ def flat_value_mapper(spec: Any) -> Function:
 
 
 def flat_mapper(spec: Any) -> Function:
-    """``flat_map``'s function ``(key, value) -> [(key, value), ...]`` (a re-key: each record gets a key of its own)."""
+    """``flat_map``'s function ``(key, value) -> [(key, value), ...]`` (a re-key: each record gets a key of its own,
+    as the String serde carries it)."""
     if isinstance(spec, Function):
-        return spec
+        return _text_pair_lists(spec)
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+        return _text_pair_lists(Function(spec, None, getattr(spec, "__name__", "a Python function")))
     separator, lower = _split_spec(spec, "flat_map")
     text = f"split at {separator!r}" + (", lower-cased" if lower else "") + ", each part keyed by itself"
     return Function(lambda key, value: [(word, word) for word in _words(value, separator, lower)], dict(spec), text)

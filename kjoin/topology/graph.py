@@ -177,6 +177,37 @@ class Graph:
         writes it through a store, which is where KIP-557 (2.6.0 to 2.7.0) drops idempotent updates."""
         return any(table in node.parents and node.op not in ("to_stream", "to") for node in self.nodes.values())
 
+    def keeps_store(self, table: Node) -> bool:
+        """Does ``table`` send old values when asked without being forced to keep a store, as the topology stands
+        (Kafka's ``KTableImpl.enableSendingOldValues(forceMaterialization=false)``)? A view without a store asks its
+        parent; a source (``KTableSource``) answers yes only when it is materialized: a table kjoin reads from a topic
+        (the harness names its store; one that ``describe()`` lists without a store is not), or a ``to_table`` or a
+        foreign-key join's result (stores without a queryable name) that a node already built reads through its
+        value getter or asks for old values (``KTableSource.materialize``). A materialized view, an aggregate, a
+        table-table join (it materializes its parents) answer yes."""
+        if table.op in VIEW_OPS and not table.params["materialized"]:
+            return self.keeps_store(table.parents[0])
+        if table.op in ("table", "to_table", "fk"):
+            return bool(table.params.get("materialized", table.op == "table")) or self._materializes(table)
+        return True
+
+    def _materializes(self, table: Node) -> bool:
+        """Does a node of the graph look ``table`` up (a stream-table, table-table or foreign-key join) or ask it for
+        old values (a table group-by), directly or through views without a store of their own?"""
+        for node in self.nodes.values():
+            if node.op == "stream-table":
+                read = [node.params["table"]]
+            elif node.op in ("table-table", "fk", "table-group-by"):
+                read = list(node.parents)
+            else:
+                continue
+            for found in read:
+                while found is not table and found.op in VIEW_OPS and not found.params["materialized"]:
+                    found = found.parents[0]
+                if found is table:
+                    return True
+        return False
+
     def upstream_sources(self, node: Node) -> list[Node]:
         """The source nodes a node reads from inside its sub-topology (Kafka's copartition group of a join
         is the union of both sides' sources)."""

@@ -25,6 +25,7 @@ from ..joins.versioned import VersionedStreamTableJoin
 from ..partitioner import default_partition
 from ..records import Record, Side, render_value
 from ..semantics import Semantics
+from ..serde import string_serde_text
 from ..state import StoreId
 from ..stores import Clock, TableStore, VersionedStore
 from ..stores.global_table import GlobalTableStore
@@ -212,8 +213,9 @@ class TableView(NodeProcessor):
         self.keeps_own_old_values = self.store is not None and semantics.materialized_view_keeps_old_values
         self.sends_old_values = False
         asked = node.params.get("sends_old_values") or any(_reads_old_values(node, c, p) for c, p in node.children)
-        # KAFKA-10077 (2.7): a filter asks a parent that keeps a store for old values from the start
-        eager = self.filters and semantics.table_filter_skips_absent_tombstones and keeps_store(node.parents[0])
+        # KAFKA-10077 (2.7): a filter asks a parent that keeps a store for old values from the start (whether the
+        # parent kept one when the filter was built: kjoin.topology.graph.Graph.keeps_store)
+        eager = self.filters and semantics.table_filter_skips_absent_tombstones and node.params["parent_keeps_store"]
         if asked or eager:
             self.enable_sending_old_values()
 
@@ -270,16 +272,6 @@ class TableView(NodeProcessor):
         else:
             text = lambda: f"{render_value(rec.value)} → {render_value(new)}."  # noqa: E731
         return Outcome(Fate.FORWARDED, None, text, [change])
-
-
-def keeps_store(node: Node) -> bool:
-    """Can table ``node`` send old values without being materialized for it (Kafka's
-    ``enableSendingOldValues(forceMaterialization=false)``)? A source or ``toTable`` with a store (kjoin's are,
-    unless ``describe()`` listed none), a materialized view, a view of such a table, an aggregate, a table-table
-    join (it materializes its parents), a foreign-key join's result."""
-    if node.op in VIEW_OPS and not node.params["materialized"]:
-        return keeps_store(node.parents[0])
-    return bool(node.params.get("materialized", True))
 
 
 def _reads_old_values(view: Node, child: Node, port: Side | None) -> bool:
@@ -502,9 +494,8 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
         """The foreign key: the extractor's (a Python function), or the field at ``foreign_key`` of a JSON
         object value as text (null when it is missing or the value is not an object, as the harness reads it)."""
         if self.extractor is not None:
-            return None if value is None else self.extractor(value)
-        found = field_of(value, self.path)
-        return found if found is None or isinstance(found, str) else render_value(found)
+            return None if value is None else string_serde_text(self.extractor(value))
+        return string_serde_text(field_of(value, self.path))
 
     def partition_of(self, key: Any) -> int:
         if self.partitioner is not None:
@@ -709,15 +700,15 @@ def build_processor(
 
 
 def table_of(node: Node, partition: int, parent: Callable[[Node], Any]) -> Any:
-    """What a join reads a table node through: a source's store, a join's value getter, a foreign-key
-    join's materialized result."""
+    """What a join reads a table node through: a source's store, a table-table join's value getter (which
+    calls that join's own joiner, whatever joiner the reader has), a foreign-key join's materialized result."""
     processor = parent(node)
     if isinstance(processor, _TableSource):
         return processor.store
     if getattr(processor, "table", None) is not None and node.op in ("aggregate", "table-aggregate"):
         return processor.table  # type: ignore[attr-defined]
     if isinstance(processor, _TableTable):
-        return processor.join
+        return processor.table  # its value getter applies its own joiner (KTableKTableJoinValueGetter)
     if isinstance(processor, ForeignKeyNode):
         return processor.result_store(partition)
     if isinstance(processor, TableView):
@@ -727,7 +718,4 @@ def table_of(node: Node, partition: int, parent: Callable[[Node], Any]) -> Any:
 
 def getter_of(node: Node, partition: int, parent: Callable[[Node], Any]) -> Any:
     """What a lookup reads table ``node`` through (Kafka's value getter): ``get(key) -> (value, ts) | None``."""
-    table = table_of(node, partition, parent)
-    if isinstance(table, TableTableJoin):
-        return _ValueGetter(table, node.params["joiner"].call)
-    return table
+    return table_of(node, partition, parent)

@@ -165,8 +165,10 @@ class _Writer:
             if node.params.get("partitioner") is not None and node.op == "group_by":
                 entry["partitioner"] = self.spec(node, "partitioner")
             return
-        parent = node.parents[0]  # a graph node; its logical name can be a repartition() (no node of that name)
-        source = self.logical(parent)
+        source = self.logical(node.parents[0])
+        # the node the document names (a grouping behind its repartition topic), or, for the user's repartition(),
+        # whose name is no node's, the repartition topic's source
+        parent = self.graph.nodes.get(source, node.parents[0])
         if parent.op in ("group_by", "table-group-by"):
             grouped = parent.params.get("grouped_name") or parent.name
         else:
