@@ -5,12 +5,16 @@ drill-down (``trace``, ``why``) on an app built in Python (re-key with a custom 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 import kjoin
 from kjoin.spark import SparkInputError, Topic, run_topology
+from kjoin.topology.document import TopologyScenario
 from kjoin.topology.runtime import run
+from tests import topology_pinned
+from tests.topology_oracle import kjoin_outputs
 from tests.topology_spark_check import difference, scenarios, spark_topics
 
 pytestmark = pytest.mark.spark
@@ -211,3 +215,32 @@ def test_a_stage_a_later_one_reads_is_kept_and_the_last_only_by_keep(spark):
 
 def _rdd_id(frame):
     return frame._jdf.logicalPlan().rdd().id()
+
+
+SPARK_PINNED = (
+    "chained-joins-keep-their-joiners",
+    "filter-of-a-foreign-key-result",
+    "global-join-after-a-re-key-then-a-table-join",
+    "to-table-of-a-re-keyed-stream-joined-with-it",
+    "re-key-to-numbers-looks-up-by-text",
+    "repartition-then-count",
+)
+"""One pinned topology per rule for CI (``KJOIN_SPARK_PINNED=all``: every one, on one partition and on three)."""
+
+
+@pytest.mark.parametrize(
+    "name", list(topology_pinned.CASES) if os.environ.get("KJOIN_SPARK_PINNED") == "all" else SPARK_PINNED
+)
+def test_the_topologies_kafka_pins_run_on_spark_as_in_the_reference_engine(spark, name):
+    """The minimal topologies of tests/topology_pinned.py (a join of a join with its own joiner, a filter without a
+    stored parent, a global join after a re-key, a toTable's own repartition topic, keys by their String bytes,
+    repartition then count): the reference engine gives Kafka's outputs, and Spark the reference engine's records
+    and steps on three partitions (placed by Spark: murmur2 of the keys' text), and with ``KJOIN_SPARK_PINNED=all``
+    on one partition too."""
+    every = os.environ.get("KJOIN_SPARK_PINNED") == "all"
+    assert kjoin_outputs(TopologyScenario.from_dict(topology_pinned.document(name, "latest", 1))) == (
+        topology_pinned.expected_outputs(name, "4.4.0")
+    )
+    for partitions in topology_pinned.PARTITIONS if every else (3,):
+        scenario = TopologyScenario.from_dict(topology_pinned.document(name, "latest", partitions))
+        assert difference(spark, scenario, with_partitions=partitions == 1) is None

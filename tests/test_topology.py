@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 import kjoin
+from kjoin.records import key_identity
 from kjoin import Fate, Reason, Scenario, Topology, TopologyError
 from kjoin.scenario import ScenarioError
 from kjoin.topology.document import TopologyScenario
@@ -516,3 +517,29 @@ def test_a_tombstone_at_the_latest_versions_timestamp_erases_a_key_without_older
     store.put("j", "B", 24)
     store.put("j", None, 24)
     assert store.put("j", "C", 15)[0] is PutResult.OUT_OF_ORDER
+
+
+@pytest.mark.parametrize(
+    "key_serde, counted",
+    [
+        ("string", [(("string", "1"), 1), (("string", "1"), 2), (("string", "true"), 1)]),
+        ("typed", [(("long", "1"), 1), (("string", "1"), 1), (("boolean", "true"), 1)]),
+    ],
+)
+def test_keys_are_one_key_when_their_serialized_bytes_are(key_serde, counted):
+    """The String serde (a document's, the harness's) makes 1 and "1" one key; typed keys (an application with Integer
+    keys) keep them apart; true is never 1, in a table join or a count."""
+    joined = kjoin.Topology(key_serde=key_serde)
+    joined.table("a").join(joined.table("b")).to("out")
+    trace = joined.run(
+        [{"topic": "a", "key": True, "value": "A", "ts": 1}, {"topic": "b", "key": 1, "value": "B", "ts": 2}]
+    )
+    assert trace.outputs("out") == []
+    counts = kjoin.Topology(key_serde=key_serde)
+    counts.stream("orders").group_by_key().count().to_stream().to("out")
+    trace = counts.run(
+        [{"topic": "orders", "key": key, "value": "x", "ts": ts} for ts, key in enumerate([1, "1", True])]
+    )
+    assert [(key_identity(o.key), o.value) for o in trace.outputs("out")] == counted
+    written = counts.to_dict()
+    assert written.get("key_serde") == (None if key_serde == "string" else "typed")

@@ -15,7 +15,7 @@ from kjoin import Topology
 @pytest.mark.parametrize("schedule", ["test-driver", "timestamp"])
 def test_foreign_key_chain_over_three_tables(schedule):
     """KTableKTableForeignKeyInnerJoinMultiIntegrationTest.shouldInnerJoinMultiPartitionQueryable."""
-    b = Topology()
+    b = Topology(key_serde="typed")  # the test's keys are Integers (IntegerSerde)
     table1 = b.table("table1", partitions=3)
     table2 = b.table("table2", partitions=5)
     table3 = b.table("table3", partitions=7)
@@ -44,7 +44,7 @@ def test_foreign_key_chain_over_three_tables(schedule):
 
 def test_foreign_key_result_joined_with_its_left_table_by_primary_key():
     """KTableKTableForeignKeyJoinScenarioTest.shouldWorkWithDefaultSerdes: aTable.join(aTable.join(bTable, fk))."""
-    b = Topology()
+    b = Topology(key_serde="typed")  # the test's keys are Integers (IntegerSerde)
     a_table, b_table = b.table("A"), b.table("B")
     fk_result = a_table.join(b_table, lambda a, b_: f"({a},{b_})", foreign_key=lambda value: int(value.split("-")[0]))
     a_table.join(fk_result, lambda a, fk: f"({a},{fk})").to("output")

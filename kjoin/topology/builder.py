@@ -36,18 +36,30 @@ from .writer import topology_to_dict
 
 __all__ = ["Topology", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "KGroupedTable", "TimeWindowedKStream"]
 
+KEY_SERDES = ("string", "typed")
+"""How a topology's keys are serialized (``Topology(key_serde=...)``, a document's ``key_serde``)."""
+
 
 class Topology:
     """A topology under construction (Kafka's ``StreamsBuilder``), and what runs it."""
 
-    def __init__(self, partitions: int = 1, semantics: str | Semantics | None = None) -> None:
+    def __init__(
+        self, partitions: int = 1, semantics: str | Semantics | None = None, key_serde: str = "string"
+    ) -> None:
         """``partitions``: every topic's number of partitions unless it says otherwise;
-        ``semantics``: the Kafka version whose join rules apply (default: the latest)."""
+        ``semantics``: the Kafka version whose join rules apply (default: the latest);
+        ``key_serde``: ``string`` (every key through the String serde, as the topology harness runs a document: ``1``
+        and ``"1"`` are one key, ``true`` is ``"true"``) or ``typed`` (each key through its own type's serde, as an
+        application with Integer or Long keys: Python's values as they are)."""
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise TopologyError(f"Topology(partitions=...): expected a whole number from 1, got {partitions!r}")
+        if key_serde not in KEY_SERDES:
+            raise TopologyError(f"Topology(key_serde=...): expected one of {', '.join(KEY_SERDES)}, got {key_serde!r}")
         self.partitions = partitions
         self.semantics = semantics if isinstance(semantics, Semantics) else parse_semantics(semantics)
+        self.key_serde = key_serde
         self.graph = Graph()
+        self.graph.text_keys = key_serde == "string"
         self._built = False
         self.described: Any = None
         """What :meth:`from_describe` made of a ``describe()`` text (``None`` for a topology built in Python)."""
@@ -214,6 +226,11 @@ class _Handle:
             raise TopologyError(f"{op}: the topology has run already; build a new kjoin.Topology to change it")
         return self.topology.graph.add(op, parents, produces, name, **params)
 
+    def _keys(self, fn: Any, as_text: Any) -> Any:
+        """A function that makes keys, its keys as the topology's key serde carries them (``as_text``: one of
+        :mod:`kjoin.topology.functions`' ``text_*`` wrappers, for the String serde)."""
+        return as_text(fn) if self.topology.graph.text_keys else fn
+
     def _check_same(self, other: "_Handle", op: str) -> None:
         if not isinstance(other, _Handle) or other.topology is not self.topology:
             raise TopologyError(f"{op}: the other side must be a stream or table of the same kjoin.Topology")
@@ -241,7 +258,7 @@ class KStream(_Handle):
     def flat_map(self, mapper: Any, *, name: str | None = None, partitioner: Any = None) -> "KStream":
         """Replace each record by the records ``mapper(key, value) -> [(key, value), ...]`` (Kafka's ``flatMap``):
         a re-key, like ``map``, so a join or an aggregate below reads it through a repartition topic."""
-        fn = functions.flat_mapper(mapper)
+        fn = self._keys(functions.flat_mapper(mapper), functions.text_pair_lists)
         node = self._add("flat_map", [(self.node, None)], STREAM, name, fn=fn)
         node.params["partitioner"] = functions.partitioner(partitioner)
         node.key_changed = True
@@ -250,7 +267,7 @@ class KStream(_Handle):
     def select_key(self, selector: Any, *, name: str | None = None, partitioner: Any = None) -> "KStream":
         """Re-key each record to ``selector(key, value)``. A join that follows writes the stream to a
         repartition topic first; ``partitioner(key, partitions)`` replaces murmur2 there."""
-        fn = functions.key_selector(selector)
+        fn = self._keys(functions.key_selector(selector), functions.text_key)
         node = self._add("select_key", [(self.node, None)], STREAM, name, fn=fn)
         node.params["partitioner"] = functions.partitioner(partitioner)
         node.key_changed = True
@@ -260,7 +277,13 @@ class KStream(_Handle):
         """Replace each record by ``mapper(key, value) -> (new key, new value)``: a re-key, like ``select_key``."""
         if not callable(mapper):
             raise TopologyError(f"map: expected a Python function (key, value) -> (key, value), got {mapper!r:.60}")
-        node = self._add("map", [(self.node, None)], STREAM, name, fn=functions.key_value_mapper(mapper))
+        node = self._add(
+            "map",
+            [(self.node, None)],
+            STREAM,
+            name,
+            fn=self._keys(functions.key_value_mapper(mapper), functions.text_pairs),
+        )
         node.params["partitioner"] = functions.partitioner(partitioner)
         node.key_changed = True
         return KStream(self.topology, node)
@@ -319,7 +342,7 @@ class KStream(_Handle):
     def group_by(self, selector: Any, *, name: str | None = None, partitioner: Any = None) -> "KGroupedStream":
         """Group by ``selector(key, value)`` (Kafka's ``groupBy``): a re-key, so the aggregate reads the stream
         through a repartition topic (``<name>-repartition``, or named after the aggregate)."""
-        fn = functions.key_selector(selector)
+        fn = self._keys(functions.key_selector(selector), functions.text_key)
         node = self._add("group_by", [(self.node, None)], STREAM, None, fn=fn, grouped_name=name)
         node.params["partitioner"] = functions.partitioner(partitioner)
         node.key_changed = True
@@ -387,7 +410,9 @@ class KStream(_Handle):
         if isinstance(other, GlobalKTable):
             if variant == "outer" or window is not None or grace_ms is not None:
                 raise TopologyError("a stream joins a global table with join or left_join, no window and no grace")
-            selector = None if key_selector is None else functions.key_selector(key_selector)
+            selector = (
+                None if key_selector is None else self._keys(functions.key_selector(key_selector), functions.text_key)
+            )
             parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]  # no repartition: every task has the table
             node = self._add("stream-global", parents, STREAM, name, variant=variant, joiner=fn, key_selector=selector)
             # the join keeps the stream's key: a changed key still needs its repartition topic below (Kafka passes
@@ -589,7 +614,7 @@ class KTable(_Handle):
         repartition topic and subtracts the old value before adding the new one."""
         if self.node.params.get("history_retention_ms") is not None and not self.topology.semantics.versioned_joins:
             raise TopologyError("group_by: a versioned table is grouped from Kafka 3.5 (KIP-914)")
-        fn = functions.table_group_by(selector)
+        fn = self._keys(functions.table_group_by(selector), functions.text_pairs)
         self.node.params["sends_old_values"] = True  # KTableRepartitionMap needs Change(new, old)
         node = self._add("table-group-by", [(self.node, None)], STREAM, None, fn=fn, grouped_name=name)
         node.params["partitioner"] = functions.partitioner(partitioner)

@@ -5,6 +5,7 @@
     name: orders enriched
     partitions: 2                      # every topic's partitions unless topics: says otherwise
     semantics: "4.4"                   # optional; default: the latest Kafka
+    key_serde: string                  # string (default: keys as text, 1 and "1" one key) | typed (Python's values)
     schedule: test-driver              # test-driver (default) | timestamp | stages  (kjoin.topology.runtime)
     topics: {orders: {partitions: 2}}  # optional
     topology:                          # the nodes, in the order they are built
@@ -43,7 +44,16 @@ from typing import Any, Mapping
 from ..scenario.fields import ScenarioError
 from ..scenario.inputs import MAX_PARTITIONS, check_document, did_you_mean, read_document
 from ..semantics import parse_semantics
-from .builder import GlobalKTable, KGroupedStream, KGroupedTable, KStream, KTable, TimeWindowedKStream, Topology
+from .builder import (
+    KEY_SERDES,
+    GlobalKTable,
+    KGroupedStream,
+    KGroupedTable,
+    KStream,
+    KTable,
+    TimeWindowedKStream,
+    Topology,
+)
 from .functions import FunctionError
 from .graph import TopologyError
 from .runtime import SCHEDULES
@@ -51,7 +61,9 @@ from .writer import topology_to_dict  # noqa: F401  (the writing half of the for
 
 __all__ = ["TopologyScenario", "topology_to_dict", "is_topology_document", "load_topology", "DOCUMENT_FIELDS"]
 
-DOCUMENT_FIELDS = ("name", "description", "semantics", "partitions", "schedule", "topics", "topology", "events")
+DOCUMENT_FIELDS = (
+    "name", "description", "semantics", "partitions", "key_serde", "schedule", "topics", "topology", "events",
+)  # fmt: skip
 OPERATIONS = (
     "stream",
     "table",
@@ -180,7 +192,13 @@ def _parse(data: Any) -> TopologyScenario:
             "topology: expected a list of nodes, in the order they are built, e.g. [{name: orders, stream: orders}, "
             "{name: out, to: out, input: orders}]"
         )
-    topology = Topology(partitions, era)
+    key_serde = data.get("key_serde", "string")
+    if key_serde not in KEY_SERDES:
+        raise TopologyError(
+            f"key_serde: expected {' | '.join(KEY_SERDES)} (string: every key's text, as the harness sends it), got "
+            f"{key_serde!r}"
+        )
+    topology = Topology(partitions, era, key_serde)
     handles: dict[str, KStream | KTable] = {}
     for index, node in enumerate(nodes):
         _build_node(topology, handles, node, f"topology[{index}]", topics)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..records import render_value
+from ..records import kafka_keys, render_value
 from ..serde import string_serde_text
 from ..scenario.fields import KEY_TYPES, MAX_TIMESTAMP_MS
 from ..scenario.inputs import check_document, did_you_mean
@@ -22,8 +22,8 @@ EVENT_FIELDS = ("topic", "key", "value", "ts", "partition")
 
 def input_records(graph: Graph, events: Iterable[Mapping[str, Any]], where: str = "events") -> list[TopicRecord]:
     """The events as records of their topics, partitioned by their topic's partitioner (Kafka's
-    default: murmur2 of the key; a null key goes to partition 0) unless they name a partition. A key is carried by
-    the String serde, as the topology harness carries it: a number or a boolean becomes its text."""
+    default: murmur2 of the key; a null key goes to partition 0) unless they name a partition. With the String serde
+    (``Graph.text_keys``, as the topology harness carries keys) a number or a boolean key becomes its text."""
     if isinstance(events, (str, bytes)) or not isinstance(events, Iterable):
         raise TopologyError(f"{where}: expected a list of events like {{topic: orders, key: o1, value: A, ts: 1}}")
     sources = graph.sources()
@@ -36,6 +36,8 @@ def input_records(graph: Graph, events: Iterable[Mapping[str, Any]], where: str 
                 f"{where}[{index}]: expected a mapping {{topic, key, value, ts}}, got {type(event).__name__}"
             )
     check_document([dict(event) for event in events], where)  # plain data within kjoin's bounds, in one walk
+    # typed keys: each by its own type's bytes, as a single join's (true and 1 are two keys)
+    typed = kafka_keys(event.get("key") for event in events) if not graph.text_keys else None
     for index, event in enumerate(events):
         at = f"{where}[{index}]"
         unknown = [name for name in event if name not in EVENT_FIELDS]
@@ -68,7 +70,7 @@ def input_records(graph: Graph, events: Iterable[Mapping[str, Any]], where: str 
         key = event["key"]
         if key is not None and not isinstance(key, KEY_TYPES):
             raise TopologyError(f"{at}.key: a key is text, a number, a boolean or null, got {type(key).__name__}")
-        key = string_serde_text(key)  # the String serde's: 1 and "1" are one key, true is not 1
+        key = string_serde_text(key) if typed is None else typed(key)  # String serde: 1 and "1" one key, true not 1
         ts = event["ts"]
         if not isinstance(ts, int) or isinstance(ts, bool) or not 0 <= ts <= MAX_TIMESTAMP_MS:
             raise TopologyError(f"{at}.ts: a timestamp is a whole number of milliseconds from 0, got {ts!r}")

@@ -87,7 +87,7 @@ def field_of(value: Any, path: str) -> Any:
     return value
 
 
-def _text_key(fn: Function) -> Function:
+def text_key(fn: Function) -> Function:
     """``fn`` (``(key, value) -> key``) giving its key as the String serde carries it (a topology's keys are its
     bytes: ``1`` and ``"1"`` are one key, ``true`` is not ``1``)."""
     call = fn.call
@@ -102,13 +102,13 @@ def _text_pair(pair: Any) -> Any:
     return pair
 
 
-def _text_pairs(fn: Function) -> Function:
+def text_pairs(fn: Function) -> Function:
     """``fn`` (``(key, value) -> (key, value)``) giving its key as the String serde carries it."""
     call = fn.call
     return Function(lambda key, value: _text_pair(call(key, value)), fn.spec, fn.text)
 
 
-def _text_pair_lists(fn: Function) -> Function:
+def text_pair_lists(fn: Function) -> Function:
     """``fn`` (``(key, value) -> [(key, value), ...]``) giving its keys as the String serde carries them."""
     call = fn.call
 
@@ -123,9 +123,7 @@ def _text_pair_lists(fn: Function) -> Function:
 
 def key_value_mapper(mapper: Any) -> Function:
     """``map``'s function ``(key, value) -> (new key, new value)``: a Python function."""
-    if isinstance(mapper, Function):
-        return _text_pairs(mapper)
-    return _text_pairs(Function(mapper, None, getattr(mapper, "__name__", "a function")))
+    return mapper if isinstance(mapper, Function) else Function(mapper, None, getattr(mapper, "__name__", "a function"))
 
 
 def _one_entry(spec: Any, what: str, allowed: tuple[str, ...]) -> tuple[str, Any]:
@@ -137,11 +135,12 @@ def _one_entry(spec: Any, what: str, allowed: tuple[str, ...]) -> tuple[str, Any
 
 
 def key_selector(spec: Any) -> Function:
-    """``select_key``'s function ``(key, value) -> new key``, the key as the String serde carries it."""
+    """``select_key``'s function ``(key, value) -> new key`` (a document's: the key as the String serde carries it;
+    a Python function's as it returns it, :func:`text_key` makes it the String serde's)."""
     if isinstance(spec, Function):
-        return _text_key(spec)
+        return spec
     if callable(spec):
-        return _text_key(Function(spec, None, getattr(spec, "__name__", "a Python function")))
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
     name, arg = _one_entry(spec, "select_key", ("field", "map", "value"))
     if name == "value":
         if arg is not True:
@@ -287,9 +286,9 @@ def table_group_by(spec: Any) -> Function:
     """A table's ``group_by`` function ``(key, value) -> (new key, new value)``: a Python function, or
     ``{field: path}`` (the new key is the field's text, the value stays)."""
     if isinstance(spec, Function):
-        return _text_pairs(spec)
+        return spec
     if callable(spec):
-        return _text_pairs(Function(spec, None, getattr(spec, "__name__", "a Python function")))
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
     name, arg = _one_entry(spec, "group_by", ("field",))
     if not isinstance(arg, str) or not arg:
         raise FunctionError(f"group_by.field: expected a field path such as customer or a.b, got {arg!r}")
@@ -344,12 +343,11 @@ def flat_value_mapper(spec: Any) -> Function:
 
 
 def flat_mapper(spec: Any) -> Function:
-    """``flat_map``'s function ``(key, value) -> [(key, value), ...]`` (a re-key: each record gets a key of its own,
-    as the String serde carries it)."""
+    """``flat_map``'s function ``(key, value) -> [(key, value), ...]`` (a re-key: each record gets a key of its own)."""
     if isinstance(spec, Function):
-        return _text_pair_lists(spec)
+        return spec
     if callable(spec):
-        return _text_pair_lists(Function(spec, None, getattr(spec, "__name__", "a Python function")))
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
     separator, lower = _split_spec(spec, "flat_map")
     text = f"split at {separator!r}" + (", lower-cased" if lower else "") + ", each part keyed by itself"
     return Function(lambda key, value: [(word, word) for word in _words(value, separator, lower)], dict(spec), text)

@@ -94,6 +94,9 @@ class Graph:
         self.nodes: dict[str, Node] = {}
         self.topics: dict[str, Topic] = {}
         self._counter = 0
+        self.text_keys = True
+        """Keys through the String serde (``Topology(key_serde="string")``): events' keys and the keys functions make
+        are their text (:func:`kjoin.serde.string_serde_text`)."""
 
     def new_name(self, op: str) -> str:
         """Kafka-like generated names: ``select-key-0000000003``."""

@@ -484,17 +484,26 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
     tables_are_sources = False
 
     def __init__(
-        self, log: Any, options: ForeignKeyOptions, partitions: int, partitioner: Any, extractor: Any = None
+        self,
+        log: Any,
+        options: ForeignKeyOptions,
+        partitions: int,
+        partitioner: Any,
+        extractor: Any = None,
+        text_keys: bool = True,
     ) -> None:
+        """``text_keys``: the foreign key through the String serde (a Python extractor's result as its text)."""
         super().__init__(log, options, partitions, eager=())
         self.partitioner = partitioner
         self.extractor = extractor
+        self.text_keys = text_keys
 
     def fk_of(self, value: Any) -> Any:
         """The foreign key: the extractor's (a Python function), or the field at ``foreign_key`` of a JSON
         object value as text (null when it is missing or the value is not an object, as the harness reads it)."""
         if self.extractor is not None:
-            return None if value is None else string_serde_text(self.extractor(value))
+            found = None if value is None else self.extractor(value)
+            return string_serde_text(found) if self.text_keys else found
         return string_serde_text(field_of(value, self.path))
 
     def partition_of(self, key: Any) -> int:
@@ -536,6 +545,7 @@ class ForeignKeyNode:
             subscription.partitions,
             subscription.partitioner,  # type: ignore[arg-type]
             extractor,
+            graph.text_keys,
         )
         self._log = log
         self.drops_idempotent = semantics.drops_idempotent_table_updates and graph.materialized(node)

@@ -30,6 +30,8 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
     for node in sorted(topology.graph.nodes.values(), key=lambda n: n.order):
         writer.write(node)
     data: dict[str, Any] = {"partitions": topology.partitions, "semantics": str(topology.semantics)}
+    if topology.key_serde != "string":
+        data["key_serde"] = topology.key_serde
     if writer.topics:
         data["topics"] = writer.topics
     data["topology"] = writer.nodes
