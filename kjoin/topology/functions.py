@@ -155,8 +155,12 @@ def key_selector(spec: Any) -> Function:
     if not isinstance(arg, Mapping):
         raise FunctionError(f"select_key.map: expected a mapping from old key to new key, got {arg!r:.80}")
     table = dict(arg)
-    lookup = {string_serde_text(old): string_serde_text(new) for old, new in table.items()}
-    return Function(lambda key, value: lookup.get(key, key), {"map": table}, "a lookup of the key")
+    by_text = {string_serde_text(old): new for old, new in table.items()}  # a document's keys are text
+
+    def look_up(key: Any, value: Any) -> Any:
+        return table.get(key, by_text.get(string_serde_text(key), key))
+
+    return Function(look_up, {"map": table}, "a lookup of the key")
 
 
 def value_mapper(spec: Any) -> Function:
