@@ -61,6 +61,10 @@ class Scenario:
     caching: tuple[str, ...] = ()
     """The caching stores: ``left``/``right`` (source tables), ``result`` (a materialized result)."""
     commit_every: int = 1
+    one_instance: bool = False
+    """Every task runs in one ``KafkaStreams`` instance (as the broker harness runs several partitions), where
+    Kafka shares state between tasks (``Semantics.outer_join_time_per_task``); ``False``: each task in an instance of
+    its own, as TopologyTestDriver runs it. The events' listed order is then the instance's order across tasks."""
     arrival: Arrival | None = None
     """A lagging side (:class:`~kjoin.scenario.fields.Arrival`): the processing order is computed
     from the listed partitions; ``None``: the events run in their listed order."""
