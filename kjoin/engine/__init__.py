@@ -83,11 +83,7 @@ def run(
     log = StateLog()
     records = scenario.records()
     # a task without records has no processor and no stores
-    if make_join is None:
-        instance = InstanceTimes(log) if scenario.one_instance else None
-        tasks = Tasks(lambda task_log, task: new_join(scenario, task_log, task, instance), log, _first_task(records))
-    else:
-        tasks = Tasks(lambda task_log, task: make_join(scenario, task_log, task), log, _first_task(records))
+    tasks = Tasks(_task_builder(scenario, log, make_join), log, _first_task(records))
     waits = scenario.arrival_waits() if scenario.arrival is not None else None
     ties = ties_taken_first(records, scenario.arrival) if explain_ties else [None] * len(records)
 
@@ -108,6 +104,17 @@ def run(
         log, records, lambda record, ctx: tasks[record.partition].process(record, ctx), joiner, note=note
     )
     return Trace(scenario, steps, history)
+
+
+def _task_builder(scenario: Scenario, log: StateLog, make_join: Callable[..., Any] | None) -> Callable[..., Any]:
+    """``build(task_log, task)``: one task's processor, by ``make_join`` or :func:`new_join`; with ``one_instance``
+    every task's joins get the run's one :class:`InstanceTimes` (what an instance's tasks share)."""
+    if make_join is not None:
+        return lambda task_log, task: make_join(scenario, task_log, task)
+    if not scenario.one_instance:
+        return lambda task_log, task: new_join(scenario, task_log, task)
+    instance = InstanceTimes(log)
+    return lambda task_log, task: new_join(scenario, task_log, task, instance)
 
 
 def _first_task(records: list[Any]) -> list[int]:

@@ -130,6 +130,20 @@ class Scenario:
     def with_semantics(self, semantics: str | Semantics) -> "Scenario":
         return replace(self, semantics=parse_semantics(semantics))
 
+    @property
+    def tasks_share_time(self) -> bool:
+        """Whether one task's outputs depend on another task's records: a left/outer stream-stream join holding
+        unmatched records (3.1+, a window with a grace) whose tasks share an instance's time tracker (``one_instance``
+        before KAFKA-14862, ``Semantics.outer_join_time_per_task``). Then the order across tasks (the events' listed
+        order) decides the results, and a scenario runs whole, not task by task."""
+        semantics = self.semantics
+        if not (self.one_instance and self.join == "stream-stream" and self.window is not None):
+            return False
+        if not semantics.spurious_result_fix or semantics.outer_join_time_per_task or self.optimize:
+            return False
+        variants = [(self.variant, self.window), *((c.variant, c.window or self.window) for c in self.then)]
+        return any(variant != "inner" and not window.deprecated_api for variant, window in variants)
+
     # -- running ----------------------------------------------------------------------
     def records(self) -> list[Record]:
         """The events as records, with Kafka's default partition and per-partition offsets filled in."""
