@@ -47,3 +47,26 @@ def test_run_join_refuses_tasks_that_share_an_instances_time_tracker(spark) -> N
     with pytest.raises(SparkInputError, match="one_instance.*KAFKA-14862.*run_scenarios"):
         run_join(left, right, "stream-stream", "left", semantics="3.4", window=window, options={"one_instance": True})
     run_join(left, right, "stream-stream", "left", semantics="3.5", window=window, options={"one_instance": True})
+
+
+def test_run_topology_refuses_a_join_whose_tasks_share_an_instances_time_tracker(spark) -> None:
+    """Spark's stages run each task alone: a topology whose left join shares its tracker between two tasks of one
+    instance (3.3) is refused, naming the join; on two instances, or on 3.5, it runs and gives the reference
+    engine's outputs (tests/test_topology_instance_time.py)."""
+    from kjoin.spark import run_topology
+    from kjoin.topology import Topology
+    from kjoin.topology.document import TopologyScenario
+    from tests.test_topology_instance_time import EVENTS, WINDOW
+    from tests.topology_spark_check import spark_topics
+
+    def app(semantics: str) -> Topology:
+        b = Topology(partitions=2, semantics=semantics)
+        b.stream("left").left_join(b.stream("right"), window=WINDOW).to("out")
+        return b
+
+    topics = spark_topics(spark, TopologyScenario(app("3.3"), tuple(EVENTS), "stages"), with_partitions=False)
+    with pytest.raises(SparkInputError, match=r"KAFKA-14862.*instances=<partitions>"):
+        run_topology(spark, app("3.3"), topics)
+    for semantics, instances in (("3.3", 2), ("3.5", 1)):
+        found = run_topology(spark, app(semantics), topics, instances=instances).outputs.collect()
+        assert [(r["key"], r["value"], r["ts"]) for r in found] == [("a", "A-null", 1)]
