@@ -7,7 +7,10 @@ million partitions and three records has at most three tasks' worth of state. Th
 record's task is built before the first step, any other when its first record arrives
 (:mod:`kjoin.joins.tasks`), so the state after a step never depends on later records. A
 foreign-key join's tasks talk to each other: every task its records or their foreign keys
-reach is built before the first step.
+reach is built before the first step. With ``one_instance`` the tasks run in one application
+instance and share what Kafka shares there (a left/outer stream-stream join's time tracker
+before KAFKA-14862: :class:`kjoin.joins.stream_stream.InstanceTimes`), so the processing order
+across tasks matters.
 
 The engine is the edge where a scenario becomes processors: each processor takes only its
 own options (variant, semantics, window, table options), never the scenario.
