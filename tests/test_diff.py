@@ -475,6 +475,8 @@ def test_from_3_4_0_to_3_5_the_tasks_of_one_instance_keep_their_own_stream_time(
         ("removed", 5, "A2-null", ("outer_join_time_per_task",))
     ]
     assert len(diff({**INSTANCE_TIME, "one_instance": False}, from_="3.4.0", to="3.5")) == 0
+    step = run(Scenario.from_dict({**INSTANCE_TIME, "semantics": "3.4.0"})).steps[2]
+    assert "before the instance's stream time 1000: emitted with null at once" in step.explain
 
 
 # -- settings, several rules, arrival ----------------------------------------------------------------------------

@@ -299,7 +299,7 @@ class StreamStreamJoin:
                 Fate.JOINED,
                 None,
                 lambda: (
-                    f"{looked()}; its window ended at {moment(time_to)}, before stream time "
+                    f"{looked()}; its window ended at {moment(time_to)}, before {self._whose()}stream time "
                     f"{moment(stream_time)}: emitted with null at once."
                 ),
             )
@@ -317,6 +317,10 @@ class StreamStreamJoin:
             ),
             until_ms=closes_at,
         )
+
+    def _whose(self) -> str:
+        """``"the instance's "`` when the stream time is the instance's (shared by its tasks, before KAFKA-14862)."""
+        return "the instance's " if self.times is not self.clock else ""
 
     def _emit_closed_windows(self, side: _JoinSide, stream_time: int, ctx: StepContext) -> None:
         """Kafka's ``emitNonJoinedOuterRecords``: emit every buffered record whose window has closed.
