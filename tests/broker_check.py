@@ -62,13 +62,15 @@ class BrokerOracle:
     """The KRaft broker and one ``BrokerHarness`` JVM for Kafka ``version``: scenarios in, answers out, one at a
     time; a context manager that stops both."""
 
-    def __init__(self, version: str = LATEST_JUDGE.version) -> None:
+    def __init__(self, version: str = LATEST_JUDGE.version, broker: Broker | None = None) -> None:
+        """``broker``: a running broker to use (its owner stops it); default: one of its own."""
         java = shutil.which("java")
         if java is None:
             raise HarnessError("java is not on PATH: install Java 17 (apt-get install openjdk-17-jdk-headless)")
         self.version = version
         cp = classpath(version)
-        self.broker = Broker(start_timeout_s=BROKER_START_S)
+        self._own_broker = broker is None
+        self.broker = Broker(start_timeout_s=BROKER_START_S) if broker is None else broker
         try:
             self._process = subprocess.Popen(
                 [
@@ -89,11 +91,17 @@ class BrokerOracle:
                 preexec_fn=_die_with_parent,
             )
         except BaseException:
-            self.broker.stop()
+            if self._own_broker:
+                self.broker.stop()
             raise
         self._next_id = 0
-        self.scenarios = 0
-        """Scenarios run so far: each one's input topics get a prefix of its own."""
+        BrokerOracle.harnesses += 1
+        self.scenarios = 0 if self._own_broker else 100_000 * BrokerOracle.harnesses
+        """Scenarios run so far (numbered from its own base on a shared broker): each one's input topics get a
+        prefix of its own."""
+
+    harnesses = 0
+    """Harnesses started in this process: those sharing a broker name their topics apart."""
 
     def ask(self, data: dict[str, Any]) -> dict[str, Any]:
         """The harness's answer for one scenario document with ``records`` (see ``BrokerHarness``)."""
@@ -124,7 +132,8 @@ class BrokerOracle:
                 self._process.kill()
                 self._process.wait(timeout=30)
         finally:
-            self.broker.stop()
+            if self._own_broker:
+                self.broker.stop()
 
     def __enter__(self) -> BrokerOracle:
         return self

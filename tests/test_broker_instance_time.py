@@ -15,7 +15,8 @@ from __future__ import annotations
 import pytest
 
 import kjoin
-from tests.broker_check import BrokerOracle, judge
+from tests.broker_check import BROKER_START_S, BrokerOracle, judge
+from tests.kafka_broker import Broker
 from tests.oracle_check import build
 
 EVENTS = [
@@ -41,10 +42,18 @@ def scenario(version: str, one_instance: bool = True) -> kjoin.Scenario:
     )
 
 
-@pytest.fixture(scope="module", params=["3.3.2", "4.4.0"])
-def oracle(request):
+@pytest.fixture(scope="module")
+def broker():
+    """One broker for both versions' harnesses (an application per scenario, topics of their own)."""
     build()
-    with BrokerOracle(request.param) as running:
+    started = Broker(start_timeout_s=BROKER_START_S)
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module", params=["3.3.2", "4.4.0"])
+def oracle(request, broker):
+    with BrokerOracle(request.param, broker) as running:
         yield running
 
 
