@@ -11,7 +11,8 @@ How it works:
   that ran it. The outputs do not change: a task keeps its own state and stream time wherever it
   runs (:func:`assign_tasks`, :func:`tasks_of`); except before KAFKA-14862 (3.1 to 3.4.0), where the
   tasks of one instance share a left/outer stream-stream join's time tracker
-  (``Semantics.outer_join_time_per_task``, :class:`kjoin.joins.stream_stream.InstanceTimes`).
+  (``Semantics.outer_join_time_per_task``, :class:`kjoin.joins.stream_stream.InstanceTimes`) in a running
+  application (the ``timestamp`` and ``stages`` schedules; ``test-driver`` runs each task alone).
 
 * A topology splits into sub-topologies at its repartition and foreign-key topics
   (:meth:`~kjoin.topology.graph.Graph.subtopologies`). Task ``"s_p"`` runs sub-topology ``s`` on
@@ -505,16 +506,19 @@ class _Run:
                 found = build_aggregate(node, partition, log, self.topology.semantics)
             else:
                 semantics, materialized = self.topology.semantics, self.graph.materialized(node)
-                instance = self._instance_times(node, partition, log) if node.op == "stream-stream" else None
+                instance = self._instance_times(node, partition, log)
                 found = build_processor(
                     node, partition, log, semantics, self._parent(partition), materialized, instance
                 )
             self.processors[(node.name, partition)] = found
         return found
 
-    def _instance_times(self, node: Node, partition: int, log: Any) -> InstanceTimes:
-        """The time trackers of ``node`` on the instance that runs its task of ``partition`` (one instance
-        without an assignment): shared by that instance's tasks where Kafka shares them."""
+    def _instance_times(self, node: Node, partition: int, log: Any) -> InstanceTimes | None:
+        """The time trackers of stream-stream ``node`` on the instance that runs its task of ``partition`` (one
+        instance without an assignment): shared by that instance's tasks where Kafka shares them. None under the
+        ``test-driver`` schedule, whose judge runs each task in a TopologyTestDriver of its own."""
+        if node.op != "stream-stream" or self.schedule == "test-driver":
+            return None
         task = f"{self.subtopology_of[node.name]}_{partition}"
         number = self.assignment.get(task, 0) if self.assignment else 0
         if (node.name, number) not in self.instance_times:
