@@ -307,8 +307,9 @@ class Semantics:
         instance's, so a task's held records are released (or emitted at once, their window being behind) by the
         stream time of another task. Only a scenario whose tasks share an instance (``one_instance: true``, as
         the broker harness runs several partitions) shows it; TopologyTestDriver runs one task (harness: the
-        broker, several partitions in one instance, 3.3.2 shares, 3.6.2 and 4.4.0 do not; the release tags
-        3.4.0 share, 3.4.1 and 3.5.0 do not)."""
+        broker, two partitions in one instance, ``tests/test_broker_instance_time.py``: 3.3.2 and 3.4.0 share,
+        3.4.1 and 4.4.0 do not; the release tags' ``KStreamImplJoin``: 3.0.0 to 3.4.0 share, 3.4.1 and 3.5.0
+        do not)."""
 
     @since("2.5.1", "2.6", ticket="KAFKA-9921")
     def join_window_store_skips_null_values(self) -> bool:
