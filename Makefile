@@ -142,16 +142,17 @@ topology-spark-check: $(STAMP)
 describe-check: kafka-oracle
 	$(PY) -m tests.describe_cases --check
 
-# N random multi-partition scenarios (default 200) through a running KafkaStreams application on a KRaft broker and
-# through kjoin (issue 27): each task's processing order and its outputs. `N=500 make broker-check`; a second argument
-# narrows the joins: `$(PY) -m tests.broker_check 100 fk`. `make broker-check N=100 LAGGING=1`: a lagging side
-# (max.task.idle.ms = 0), each disagreement classified by the documented limit that explains it.
+# N random scenarios (default 200) through a running KafkaStreams application on a KRaft broker and through kjoin
+# (issue 27): each task's processing order and its outputs, on 4.4.0, 3.6.2 and 3.3.2 (KJOIN_BROKER_VERSIONS=...).
+# `N=500 make broker-check`; `MULTI=1`: scenarios with several partitions only (tasks sharing one instance); a second
+# argument narrows the joins: `$(PY) -m tests.broker_check 100 fk`. `make broker-check N=100 LAGGING=1`: a lagging
+# side (max.task.idle.ms = 0), each disagreement classified by the documented limit that explains it.
 BROKER_CHECK_N := $(if $(filter file,$(origin N)),200,$(N))
 why-audit-check:  # issue 26's planted application at 10^5 records per join (CI runs a sample)
 	KJOIN_WHY_AUDIT_RECORDS=$${KJOIN_WHY_AUDIT_RECORDS:-100000} $(PY) -m pytest -q -s tests/test_spark_why_audit.py -k "not reopens"
 
 broker-check: kafka-oracle kafka-live
-	$(PY) -m tests.broker_check $(if $(LAGGING),lagging) $(BROKER_CHECK_N)
+	$(PY) -m tests.broker_check $(if $(LAGGING),lagging) $(if $(MULTI),multi) $(BROKER_CHECK_N)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis kafka_oracle/target kafka_oracle/connector/target kafka_oracle/broker/target \

@@ -298,6 +298,19 @@ class Semantics:
         one) and stops once both sides have an open entry. 3.1 to 3.7 close every entry at ``ts + after + grace`` of
         the processing side and stop at the first open one (harness: 3.7.1 stops, 3.8.1 judges per side)."""
 
+    @since("3.4.1", "3.5", ticket="KAFKA-14862", requires=("spurious_result_fix",))
+    def outer_join_time_per_task(self) -> bool:
+        """KAFKA-14862 (3.4.1 and 3.5.0): each task of a left/outer stream-stream join has a time tracker of its
+        own (``KStreamImplJoin.TimeTrackerSupplier``, one ``TimeTracker`` per ``TaskId``). 3.1 to 3.4.0 build one
+        ``sharedTimeTracker`` per join when the topology is built, and every task that runs the join's processors
+        in one ``KafkaStreams`` instance shares it: its stream time and the outer-join buffer's min time are the
+        instance's, so a task's held records are released (or emitted at once, their window being behind) by the
+        stream time of another task. Only a scenario whose tasks share an instance (``one_instance: true``, as
+        the broker harness runs several partitions) shows it; TopologyTestDriver runs one task (harness: the
+        broker, two partitions in one instance, ``tests/test_broker_instance_time.py``: 3.3.2 and 3.4.0 share,
+        3.4.1 and 4.4.0 do not; the release tags' ``KStreamImplJoin``: 3.0.0 to 3.4.0 share, 3.4.1 and 3.5.0
+        do not)."""
+
     @since("2.5.1", "2.6", ticket="KAFKA-9921")
     def join_window_store_skips_null_values(self) -> bool:
         """KAFKA-9921 (2.5.1 and 2.6.0): a stream-stream join's window stores retain duplicates, and such a store

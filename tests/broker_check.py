@@ -15,7 +15,8 @@ application starts, each record in its partition with its timestamp. The harness
 ``python -m tests.broker_check [N]`` prints ``kafka-streams-broker <version>: <N> scenarios, <M> output mismatches,
 <K> order mismatches`` (and the time), then each mismatch. One broker and one harness JVM serve the whole run; every
 scenario gets a fresh application id and state directory, and its topics are deleted after it. The harness needs
-Kafka 4.0+ (it logs the order with a ``ProcessorWrapper``, KIP-1112).
+Kafka 3.3+: it logs the order from a wrapper around every processor (4.0+ Kafka's own ``ProcessorWrapper``,
+KIP-1112; before, the built topology's processors wrapped in place, ``kafka_oracle``'s ``OrderLog``).
 
 A lagging side (``arrival:``, ``python -m tests.broker_check lagging N``) is a separate check: the application runs
 with ``max.task.idle.ms = 0`` and the records are produced in phases (:func:`arrival_phases`), each once the
@@ -44,9 +45,11 @@ from kjoin.scenario import Arrival
 from tests.kafka_broker import Broker, BrokerError, _die_with_parent
 from tests.oracle_check import LATEST_JUDGE, HarnessError, KafkaVersion, classpath, kjoin_outputs, scenario_yaml
 
-BROKER_JUDGES = tuple(os.environ.get("KJOIN_BROKER_VERSIONS", LATEST_JUDGE.version).split(","))
-"""The versions this oracle runs (``KJOIN_BROKER_VERSIONS=4.4.0,4.0.1``; default the latest judge): the harness logs
-the order with a ``ProcessorWrapper`` (Kafka 4.0+), and each needs its classpath (``make kafka-oracle``)."""
+BROKER_JUDGES = tuple(os.environ.get("KJOIN_BROKER_VERSIONS", f"{LATEST_JUDGE.version},3.6.2,3.3.2").split(","))
+"""The versions this oracle runs, the latest first (``KJOIN_BROKER_VERSIONS=4.4.0``): one judge of each era that
+concerns the order or the sharing across tasks: 3.3.2 (an instance's tasks share a left/outer stream-stream join's
+time tracker, KAFKA-14862; ``max.task.idle.ms`` from 3.0), 3.6.2 (each task its own tracker, before KIP-962) and the
+latest; each needs its classpath (``make kafka-oracle``)."""
 
 SOURCE_TOPICS = ("left", "right")
 
@@ -59,13 +62,15 @@ class BrokerOracle:
     """The KRaft broker and one ``BrokerHarness`` JVM for Kafka ``version``: scenarios in, answers out, one at a
     time; a context manager that stops both."""
 
-    def __init__(self, version: str = LATEST_JUDGE.version) -> None:
+    def __init__(self, version: str = LATEST_JUDGE.version, broker: Broker | None = None) -> None:
+        """``broker``: a running broker to use (its owner stops it); default: one of its own."""
         java = shutil.which("java")
         if java is None:
             raise HarnessError("java is not on PATH: install Java 17 (apt-get install openjdk-17-jdk-headless)")
         self.version = version
         cp = classpath(version)
-        self.broker = Broker(start_timeout_s=BROKER_START_S)
+        self._own_broker = broker is None
+        self.broker = Broker(start_timeout_s=BROKER_START_S) if broker is None else broker
         try:
             self._process = subprocess.Popen(
                 [
@@ -86,11 +91,17 @@ class BrokerOracle:
                 preexec_fn=_die_with_parent,
             )
         except BaseException:
-            self.broker.stop()
+            if self._own_broker:
+                self.broker.stop()
             raise
         self._next_id = 0
-        self.scenarios = 0
-        """Scenarios run so far: each one's input topics get a prefix of its own."""
+        BrokerOracle.harnesses += 1
+        self.scenarios = 0 if self._own_broker else 100_000 * BrokerOracle.harnesses
+        """Scenarios run so far (numbered from its own base on a shared broker): each one's input topics get a
+        prefix of its own."""
+
+    harnesses = 0
+    """Harnesses started in this process: those sharing a broker name their topics apart."""
 
     def ask(self, data: dict[str, Any]) -> dict[str, Any]:
         """The harness's answer for one scenario document with ``records`` (see ``BrokerHarness``)."""
@@ -121,7 +132,8 @@ class BrokerOracle:
                 self._process.kill()
                 self._process.wait(timeout=30)
         finally:
-            self.broker.stop()
+            if self._own_broker:
+                self.broker.stop()
 
     def __enter__(self) -> BrokerOracle:
         return self
@@ -447,11 +459,15 @@ def judge(
     max_task_idle_ms: int | None = None,
     left_first: bool = True,
     harness_options: dict[str, Any] | None = None,
+    phases: list[int] | None = None,
 ) -> Verdict:
     """Run ``scenario`` in the real application and in kjoin; compare each task's processing order and outputs.
-    With ``arrival``, the records are produced in the phases of :func:`arrival_phases`. ``harness_options``: more
-    fields of the harness's document (``quiet_ms``, ``send_delay_ms``: see ``BrokerHarness``)."""
-    phases = arrival_phases(scenario, arrival)[0] if arrival is not None else None
+    With ``arrival``, the records are produced in the phases of :func:`arrival_phases`; or in ``phases`` (one per
+    record, see :func:`broker_document`). ``harness_options``: more fields of the harness's document
+    (``quiet_ms``, ``send_delay_ms``: see ``BrokerHarness``). kjoin runs the tasks in one instance
+    (``one_instance``), interleaved as the application ran them (:func:`across_tasks`)."""
+    if arrival is not None:
+        phases = arrival_phases(scenario, arrival)[0]
     document = broker_document(scenario, phases)
     oracle.scenarios += 1
     document["topic_prefix"] = topic_prefix(oracle.scenarios, scenario.partitions, left_first)
@@ -473,9 +489,36 @@ def judge(
     order = kjoin_order(scenario, arrival)
     ours: dict[Any, list[Source]] = {}
     for record in order:
-        where = (record.side.value, record.partition) if fk else record.partition
-        ours.setdefault(where, []).append((record.side.value, record.partition, record.offset))
-    return Verdict(scenario, kafka_order, ours, kafka_outputs, outputs_in_order(scenario, order))
+        ours.setdefault(record.partition, []).append((record.side.value, record.partition, record.offset))
+    instance = kjoin.Scenario.from_dict({**scenario.to_dict(), "one_instance": True})
+    interleaved = across_tasks(order, answer["order"])
+    verdict = Verdict(scenario, kafka_order, ours, kafka_outputs, outputs_in_order(instance, interleaved))
+    alone = kjoin.Scenario.from_dict({**scenario.to_dict(), "one_instance": False})
+    if instance.tasks_share_time and outputs_in_order(alone, interleaved) != kafka_outputs:
+        verdict.notes.append(SHARED_TIME_DECIDES)
+    return verdict
+
+
+SHARED_TIME_DECIDES = "each task alone (one_instance off) gives other results: the instance's time tracker decides"
+
+
+def across_tasks(order: list[Any], log: list[list[Any]]) -> list[Any]:
+    """kjoin's ``order`` (each task's records in the order kjoin says the task takes them) interleaved across
+    tasks as the application's one stream thread did (``log``: ``[task, topic, partition, offset]`` as it processed
+    them): where the log shows task p's n-th record, kjoin's n-th record of task p. Which task a thread runs next
+    is its scheduler's choice (how many records per task per loop, the poll and commit timing), which kjoin does
+    not predict; each task's own order is still kjoin's, and compared. Tasks share an instance's time tracker
+    before KAFKA-14862 (``Semantics.outer_join_time_per_task``), so this interleaving decides their outputs."""
+    queues: dict[int, collections.deque[Any]] = {}
+    for record in order:
+        queues.setdefault(record.partition, collections.deque()).append(record)
+    interleaved = []
+    for _task, topic, partition, _offset in log:
+        if topic in SOURCE_TOPICS and queues.get(partition):
+            interleaved.append(queues[partition].popleft())
+    for partition in sorted(queues):  # records the log lacks (an order mismatch, reported as such)
+        interleaved.extend(queues[partition])
+    return interleaved
 
 
 def outputs_in_order(scenario: kjoin.Scenario, order: list[Any]) -> dict[Any, list[list[Any]]]:
@@ -565,10 +608,15 @@ IMMEDIATE_DIFFERS = "kjoin's delivery: immediate (TopologyTestDriver's order) gi
 
 # -- make broker-check ---------------------------------------------------------------------------------------------
 def generate(
-    version: KafkaVersion, count: int, joins: tuple[str, ...] | None = None, seed: int | None = None
+    version: KafkaVersion,
+    count: int,
+    joins: tuple[str, ...] | None = None,
+    seed: int | None = None,
+    multi_partition: bool = False,
 ) -> list[kjoin.Scenario]:
     """``count`` random scenarios of the wide generator (``tests.oracle_check.wide_scenarios``), caching off;
-    ``seed``: the same scenarios every time (a sweep prints its seed, so its scenario n can be run again)."""
+    ``seed``: the same scenarios every time (a sweep prints its seed, so its scenario n can be run again);
+    ``multi_partition``: only scenarios with several partitions (tasks that meet in one instance)."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as seeded
 
@@ -587,11 +635,13 @@ def generate(
     def collect(scenario: kjoin.Scenario) -> None:
         if scenario.join == "fk" and scenario.partitions != 1:
             return  # the broker replays a foreign-key join on one partition (_fk_verdict)
+        if multi_partition and scenario.partitions == 1:
+            return
         data = scenario.to_dict()
         data.pop("caching", None)
         found.append(kjoin.Scenario.from_dict(data))
 
-    for attempt in range(10):
+    for attempt in range(40 if multi_partition else 10):
         (collect if seed is None else seeded(seed * 10 + attempt)(collect))()
         if len(found) >= count:
             break
@@ -618,12 +668,14 @@ def lagging_arrival(scenario: kjoin.Scenario, seed: int) -> Arrival:
 
 
 def main(argv: list[str]) -> int:
-    """``[lagging] [N] [joins]``: N scenarios (default 200) with every record on the broker before the application
-    starts; or, with ``lagging``, N scenarios with a lagging side (:func:`lagging_arrival`, ``max.task.idle.ms=0``),
-    each disagreement classified (:func:`explain_lagging`). ``SEED``: the generator's seed (default: drawn, and
-    printed)."""
+    """``[lagging] [multi] [N] [joins]``: N scenarios (default 200) with every record on the broker before the
+    application starts; or, with ``lagging``, N scenarios with a lagging side (:func:`lagging_arrival`,
+    ``max.task.idle.ms=0``), each disagreement classified (:func:`explain_lagging`); ``multi``: scenarios with
+    several partitions only. ``SEED``: the generator's seed (default: drawn, and printed)."""
     lagging = bool(argv) and argv[0] == "lagging"
     argv = argv[1:] if lagging else argv
+    multi = bool(argv) and argv[0] == "multi"
+    argv = argv[1:] if multi else argv
     count = int(argv[0]) if argv else int(os.environ.get("N", "200"))
     joins = tuple(argv[1].split(",")) if len(argv) > 1 else (LAGGING_JOINS if lagging else None)
     failed = 0
@@ -631,12 +683,12 @@ def main(argv: list[str]) -> int:
     print(f"seed {seed} (SEED={seed} runs the same scenarios again)", flush=True)
     for name in BROKER_JUDGES:
         version = KafkaVersion(name)
-        batch = generate(version, count, joins, seed)
+        batch = generate(version, count, joins, seed, multi_partition=multi)
         if lagging:
             # Both topics meet in one task: no self-join (nor its single-store optimization, which needs one).
             batch = [kjoin.Scenario.from_dict({**s.to_dict(), "self_join": False, "optimize": False}) for s in batch]
         started = time.monotonic()
-        outputs = orders = simultaneous = fk = not_immediate = explained = differing = 0
+        outputs = orders = simultaneous = fk = not_immediate = explained = differing = shared = 0
         with BrokerOracle(name) as oracle:
             for number, scenario in enumerate(batch):
                 if number and number % 100 == 0:
@@ -655,6 +707,7 @@ def main(argv: list[str]) -> int:
                 orders += verdict.order_differs
                 fk += scenario.join == "fk"
                 not_immediate += IMMEDIATE_DIFFERS in verdict.notes
+                shared += SHARED_TIME_DECIDES in verdict.notes
                 if verdict.outputs_differ or verdict.order_differs:
                     differing += 1
                     why = ""
@@ -665,10 +718,12 @@ def main(argv: list[str]) -> int:
                     shown = scenario_yaml(scenario) + (f"arrival: {arrival}\n" if arrival else "")
                     print(f"  scenario {number}: {verdict.describe()}{why}\n{_indent(shown)}", flush=True)
         seconds = time.monotonic() - started
-        what = "scenarios with a lagging side" if lagging else "scenarios"
+        what = ("multi-partition " if multi else "") + ("scenarios with a lagging side" if lagging else "scenarios")
         extra = f", {simultaneous} with both sides arriving at one moment" if lagging else ""
         if fk:
             extra += f"; {fk} foreign-key joins replayed, {not_immediate} of them differ from delivery: immediate"
+        if shared:
+            extra += f"; {shared} whose outputs the instance's shared time tracker decides (KAFKA-14862)"
         print(
             f"kafka-streams-broker {name}: {len(batch)} {what}, {outputs} output mismatches, {orders} order "
             f"mismatches ({seconds:.0f} s{extra})",

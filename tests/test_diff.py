@@ -29,6 +29,20 @@ def fk(key, foreign_key, ts: int) -> dict:
 
 STREAM_WINDOW = {"before_ms": 15, "after_ms": 15, "grace_ms": 5}
 
+INSTANCE_TIME = {
+    "join": "stream-stream",
+    "variant": "left",
+    "partitions": 2,
+    "one_instance": True,
+    "window": {"before_ms": 10, "after_ms": 10, "grace_ms": 0},
+    "events": [
+        {**ev("left", "a", "A", 1), "partition": 0},
+        {**ev("left", "d", "D", 1000), "partition": 1},
+        {**ev("left", "a", "A2", 5), "partition": 0},
+    ],
+}
+"""Two tasks of one application instance (``tests/test_broker_instance_time.py`` runs it on a broker)."""
+
 # -- a scenario for every behaviour rule: (scenario, the version it is switched from) ----------------------------
 PLANTED: dict[str, tuple[dict, str]] = {
     # 0.10.2: a null value is dropped; without KIP-77 it looks up the other side and joins.
@@ -51,6 +65,9 @@ PLANTED: dict[str, tuple[dict, str]] = {
         },
         "3.0",
     ),
+    # 3.4.0, two tasks in one instance: d@1000 of task 1 moves the instance's stream time, so a@5 of task 0 (window
+    # to 15) is emitted with null at once; with KAFKA-14862 task 0's own stream time (5) holds it.
+    "outer_join_time_per_task": (INSTANCE_TIME, "3.4"),
     # 3.6: a null-key stream record of a stream-table left join is dropped; KIP-962 joins it with null.
     "relaxed_null_keys": (
         {
@@ -370,7 +387,9 @@ def test_switched_rules_are_written_after_the_version_and_read_back() -> None:
     assert parse_semantics(str(s)) == s and hash(parse_semantics(str(s))) == hash(s)
     assert s.era == "3.1" and s.spurious_result_fix and not s.is_release and s.release == parse_semantics("3.0")
     off = parse_semantics("4.3-spurious_result_fix")
-    assert str(off) == "4.3-spurious_result_fix-outer_join_sweep_gate_looks_back-outer_join_sweep_per_side"
+    assert str(off) == (
+        "4.3-spurious_result_fix-outer_join_sweep_gate_looks_back-outer_join_sweep_per_side-outer_join_time_per_task"
+    )
     assert off.era == "0.10.2"
     assert parse_semantics("4.3").with_rules(relaxed_null_keys=True) == parse_semantics("4.3"), "no-op switch"
     assert parse_semantics("latest-relaxed_null_keys") == parse_semantics("4.4").with_rules(relaxed_null_keys=False)
@@ -445,6 +464,19 @@ def test_seed_004_from_3_0_to_3_1_is_the_spurious_result_fix(column: str) -> Non
                 if d.after:
                     after.remove(d.after["value"])
         assert sorted(before) == sorted(after)
+
+
+def test_from_3_4_0_to_3_5_the_tasks_of_one_instance_keep_their_own_stream_time() -> None:
+    """KAFKA-14862: the one output that changes is a@5's, emitted with null at once in 3.4.0 (the instance's stream
+    time, 1000, is task 1's) and held in 3.5; alone in their instances the tasks change nothing."""
+    result = diff(INSTANCE_TIME, from_="3.4.0", to="3.5")
+    assert "outer_join_time_per_task" in result.switches
+    assert [(d.change, d.input.ts, d.before["value"], d.rules) for d in result] == [
+        ("removed", 5, "A2-null", ("outer_join_time_per_task",))
+    ]
+    assert len(diff({**INSTANCE_TIME, "one_instance": False}, from_="3.4.0", to="3.5")) == 0
+    step = run(Scenario.from_dict({**INSTANCE_TIME, "semantics": "3.4.0"})).steps[2]
+    assert "before the instance's stream time 1000: emitted with null at once" in step.explain
 
 
 # -- settings, several rules, arrival ----------------------------------------------------------------------------

@@ -7,7 +7,10 @@ million partitions and three records has at most three tasks' worth of state. Th
 record's task is built before the first step, any other when its first record arrives
 (:mod:`kjoin.joins.tasks`), so the state after a step never depends on later records. A
 foreign-key join's tasks talk to each other: every task its records or their foreign keys
-reach is built before the first step.
+reach is built before the first step. With ``one_instance`` the tasks run in one application
+instance and share what Kafka shares there (a left/outer stream-stream join's time tracker
+before KAFKA-14862: :class:`kjoin.joins.stream_stream.InstanceTimes`), so the processing order
+across tasks matters.
 
 The engine is the edge where a scenario becomes processors: each processor takes only its
 own options (variant, semantics, window, table options), never the scenario.
@@ -29,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 from ..fates import Fate, Reason
 from ..joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoin, default_joiner
+from ..joins.stream_stream import InstanceTimes
 from ..joins.fk_delivery import scheduler_for
 from ..joins.foreign_key import ForeignKeyJoin, busy_tasks
 from ..joins.global_table import GlobalTableJoin
@@ -81,9 +85,8 @@ def run(
         return _run_global_table(scenario, joiner)
     log = StateLog()
     records = scenario.records()
-    build = make_join or new_join
     # a task without records has no processor and no stores
-    tasks = Tasks(lambda task_log, task: build(scenario, task_log, task), log, _first_task(records))
+    tasks = Tasks(_task_builder(scenario, log, make_join), log, _first_task(records))
     waits = scenario.arrival_waits() if scenario.arrival is not None else None
     ties = ties_taken_first(records, scenario.arrival) if explain_ties else [None] * len(records)
 
@@ -106,22 +109,34 @@ def run(
     return Trace(scenario, steps, history)
 
 
+def _task_builder(scenario: Scenario, log: StateLog, make_join: Callable[..., Any] | None) -> Callable[..., Any]:
+    """``build(task_log, task)``: one task's processor, by ``make_join`` or :func:`new_join`; with ``one_instance``
+    every task's joins get the run's one :class:`InstanceTimes` (what an instance's tasks share)."""
+    if make_join is not None:
+        return lambda task_log, task: make_join(scenario, task_log, task)
+    if not scenario.one_instance:
+        return lambda task_log, task: new_join(scenario, task_log, task)
+    instance = InstanceTimes(log)
+    return lambda task_log, task: new_join(scenario, task_log, task, instance)
+
+
 def _first_task(records: list[Any]) -> list[int]:
     """The task built before the first step: the first record's (every other task is built
     when its first record or message arrives)."""
     return [records[0].partition if records else 0]
 
 
-def new_join(scenario: Scenario, log: StateLog, task: int) -> Any:
+def new_join(scenario: Scenario, log: StateLog, task: int, instance: InstanceTimes | None = None) -> Any:
     """The join processor of one task of ``scenario`` (a primary-key join), writing its
-    stores through ``log``. Call ``process(record, ctx)`` on it for each of the task's records."""
+    stores through ``log``. Call ``process(record, ctx)`` on it for each of the task's records. ``instance``: what
+    the tasks of one application instance share (``scenario.one_instance``; one for every task of a run)."""
     if scenario.join == "stream-globaltable":  # one global store for every task: only kjoin.run builds it
         raise ScenarioError(
             "join: stream-globaltable runs in the reference engine (kjoin.run): its global store is shared by every "
             "task, which a per-task processor cannot hold"
         )
     if scenario.join == "stream-stream":
-        return _stream_stream(scenario, log, task)
+        return _stream_stream(scenario, log, task, instance)
     if scenario.join == "stream-table":
         if scenario.right.versioned:
             assert scenario.right.history_retention_ms is not None
@@ -132,12 +147,12 @@ def new_join(scenario: Scenario, log: StateLog, task: int) -> Any:
     return _table_table(scenario, log, task)
 
 
-def _stream_stream(scenario: Scenario, log: StateLog, task: int) -> Any:
+def _stream_stream(scenario: Scenario, log: StateLog, task: int, instance: InstanceTimes | None) -> Any:
     window = scenario.window
     assert window is not None
     if scenario.optimize:
         return OptimizedSelfJoin(log, task, window, scenario.semantics)
-    first = StreamStreamJoin(log, task, scenario.variant, window, scenario.semantics)
+    first = StreamStreamJoin(log, task, scenario.variant, window, scenario.semantics, instance=instance)
     if scenario.self_join:
         return SelfJoin(first)
     if not scenario.then:
@@ -146,7 +161,13 @@ def _stream_stream(scenario: Scenario, log: StateLog, task: int) -> Any:
     for number, chained in enumerate(scenario.then, start=2):
         stages.append(
             StreamStreamJoin(
-                log, task, chained.variant, chained.window or window, scenario.semantics, prefix=f"join {number}: "
+                log,
+                task,
+                chained.variant,
+                chained.window or window,
+                scenario.semantics,
+                prefix=f"join {number}: ",
+                instance=instance,
             )
         )
     return StreamChain(stages)

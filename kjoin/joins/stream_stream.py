@@ -8,7 +8,9 @@ How it works (current Kafka; one instance per task):
   ``[t - after, t + before]``; both bounds inclusive and clamped at 0.
 * A match calls the joiner once per partner, in the partner store's (ts, arrival) order;
   the result carries ``max(left ts, right ts)``.
-* Stream time is one per task, shared by both sides. From 3.7 it advances on every record,
+* Stream time is one per task, shared by both sides (with the outer-join buffer's min time: Kafka's time
+  tracker). 3.1 to 3.4.0 share one tracker between all the tasks of an application instance
+  (``Semantics.outer_join_time_per_task``, :class:`InstanceTimes`). From 3.7 it advances on every record,
   including records then dropped for a null key or value; 3.1 to 3.6 skip those first, so
   they leave it alone (``Semantics.skipped_records_advance_stream_time``).
 * Window stores: from 3.4 a fetch skips records older than the store's observed time minus
@@ -39,11 +41,30 @@ from ..times import at, moment, span, stamp
 from ..stores import CLOCK, OUTER_BUFFER, BufferedRecord, Clock, OuterJoinBuffer, WindowStore, window_store_name
 from .context import StepContext
 
-__all__ = ["JoinWindows", "StreamStreamJoin", "DEFAULT_GRACE_OF_DEPRECATED_API_MS"]
+__all__ = ["JoinWindows", "StreamStreamJoin", "InstanceTimes", "DEFAULT_GRACE_OF_DEPRECATED_API_MS"]
 
 DEFAULT_GRACE_OF_DEPRECATED_API_MS = 24 * 60 * 60 * 1000
 STREAM_TIME = "stream time"
 OUTER_MIN_TIME = "outer-join buffer min time"
+INSTANCE_TIME_TRACKER = "time tracker of every task"
+
+
+class InstanceTimes:
+    """The time trackers of one application instance's left/outer stream-stream joins, before KAFKA-14862
+    (``Semantics.outer_join_time_per_task`` off): Kafka builds one ``TimeTracker`` per join with the topology, and
+    every task of the instance runs that join's processors with it. One :class:`Clock` per join (by its store
+    prefix), in the state under task 0 (as the global store is), holding the instance's stream time and the
+    outer-join buffer's min time; each task's window stores keep their own observed times."""
+
+    def __init__(self, log: StateLog) -> None:
+        self._log = log
+        self._clocks: dict[str, Clock] = {}
+
+    def clock(self, prefix: str) -> Clock:
+        """The tracker of the join whose stores are named with ``prefix`` (built by the first task that asks)."""
+        if prefix not in self._clocks:
+            self._clocks[prefix] = Clock(self._log, 0, f"{prefix}{INSTANCE_TIME_TRACKER}")
+        return self._clocks[prefix]
 
 
 @dataclass(frozen=True)
@@ -96,9 +117,18 @@ class StreamStreamJoin:
     the shared outer-join buffer."""
 
     def __init__(
-        self, log: StateLog, task: int, variant: str, window: JoinWindows, semantics: Semantics, prefix: str = ""
+        self,
+        log: StateLog,
+        task: int,
+        variant: str,
+        window: JoinWindows,
+        semantics: Semantics,
+        prefix: str = "",
+        instance: InstanceTimes | None = None,
     ) -> None:
-        """``prefix`` names the stores of a join further down a chain (``"join 2: "``)."""
+        """``prefix`` names the stores of a join further down a chain (``"join 2: "``). ``instance``: the time
+        trackers of the application instance this task runs in, shared with its other tasks where Kafka shares
+        them (before KAFKA-14862); ``None``: the task is alone in its instance (as TopologyTestDriver runs it)."""
         self.variant = variant
         self.window = window
         self.semantics = semantics
@@ -121,6 +151,10 @@ class StreamStreamJoin:
         }
         holds_unmatched = variant != "inner" and semantics.spurious_result_fix and not window.deprecated_api
         self.buffer = OuterJoinBuffer(log, task, f"{prefix}{OUTER_BUFFER}") if holds_unmatched else None
+        shared = holds_unmatched and instance is not None and not semantics.outer_join_time_per_task
+        self.times = instance.clock(prefix) if shared else self.clock
+        """Kafka's time tracker: stream time and the outer-join buffer's min time (the task's own clock, or the
+        instance's, :class:`InstanceTimes`)."""
 
     # -- the processor ------------------------------------------------------------------
     def process(self, record: Record, ctx: StepContext) -> None:
@@ -129,7 +163,7 @@ class StreamStreamJoin:
             return
         side = self.sides[record.side]
         if self.semantics.skipped_records_advance_stream_time:
-            stream_time = self.clock.advance(STREAM_TIME, record.ts)
+            stream_time = self.times.advance(STREAM_TIME, record.ts)
             if record.key is None and record.value is not None and side.outer and self.semantics.relaxed_null_keys:
                 self._forward_null_key(side, record, ctx)
                 return
@@ -141,7 +175,7 @@ class StreamStreamJoin:
                 return
             if self._skipped(record, ctx):
                 return
-            stream_time = self.clock.advance(STREAM_TIME, record.ts)
+            stream_time = self.times.advance(STREAM_TIME, record.ts)
         if self.buffer is not None and record.ts == stream_time:
             self._emit_closed_windows(side, stream_time, ctx)
         partners = self._look_up(side, record)
@@ -265,15 +299,15 @@ class StreamStreamJoin:
                 Fate.JOINED,
                 None,
                 lambda: (
-                    f"{looked()}; its window ended at {moment(time_to)}, before stream time "
+                    f"{looked()}; its window ended at {moment(time_to)}, before {self._whose()}stream time "
                     f"{moment(stream_time)}: emitted with null at once."
                 ),
             )
             return
         closes_at = record.ts + side.look_ahead_ms + self.window.effective_grace_ms
         self.buffer.put(BufferedRecord(side.side, record.key, record.value, record.ts, closes_at, ctx.index))
-        min_time = self.clock.get(OUTER_MIN_TIME)
-        self.clock.set(OUTER_MIN_TIME, record.ts if min_time is None else min(min_time, record.ts))
+        min_time = self.times.get(OUTER_MIN_TIME)
+        self.times.set(OUTER_MIN_TIME, record.ts if min_time is None else min(min_time, record.ts))
         ctx.settle(
             Fate.BUFFERED,
             Reason.WINDOW_OPEN,
@@ -283,6 +317,10 @@ class StreamStreamJoin:
             ),
             until_ms=closes_at,
         )
+
+    def _whose(self) -> str:
+        """``"the instance's "`` when the stream time is the instance's (shared by its tasks, before KAFKA-14862)."""
+        return "the instance's " if self.times is not self.clock else ""
 
     def _emit_closed_windows(self, side: _JoinSide, stream_time: int, ctx: StepContext) -> None:
         """Kafka's ``emitNonJoinedOuterRecords``: emit every buffered record whose window has closed.
@@ -303,16 +341,16 @@ class StreamStreamJoin:
         """
         grace = self.window.effective_grace_ms
         per_side = self.semantics.outer_join_sweep_per_side
-        min_time = self.clock.get(OUTER_MIN_TIME)
+        min_time = self.times.get(OUTER_MIN_TIME)
         # The gate: the processing side's after (3.1.0, and 3.8+), or its look-back (3.1.1 to 3.7).
         looks_back = self.semantics.outer_join_sweep_gate_looks_back and not per_side
         gate = side.look_back_ms if looks_back else side.look_ahead_ms
         if min_time is None or min_time + gate + grace >= stream_time:
             return
-        self.clock.set(OUTER_MIN_TIME, None)
+        self.times.set(OUTER_MIN_TIME, None)
         open_sides: set[Side] = set()
         for (ts, _, _), records in self.buffer.groups():
-            self.clock.set(OUTER_MIN_TIME, ts)
+            self.times.set(OUTER_MIN_TIME, ts)
             if len(open_sides) == 2:
                 break
             entry_side = records[0].side

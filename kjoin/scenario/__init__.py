@@ -39,6 +39,9 @@ Topologies around a join::
     materialized: true         # table-table: the result is materialized (Materialized.as)
     send_old_values: true      # table-table: outputs carry Change's old value
     caching: true              # table-table: record caches (true: every store; or a list of left, right, result)
+    one_instance: true         # every task in one KafkaStreams instance (default: each task alone, as
+                               # TopologyTestDriver runs it): 3.1 to 3.4.0 share a left/outer stream-stream
+                               # join's time tracker between them (KAFKA-14862); events list the instance's order
     commit_every: 1            # with caching: each task commits after every N of its records (fk: deliveries too)
 
 Every error names the file, the field and the event, and says what is expected.

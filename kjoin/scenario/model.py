@@ -61,6 +61,10 @@ class Scenario:
     caching: tuple[str, ...] = ()
     """The caching stores: ``left``/``right`` (source tables), ``result`` (a materialized result)."""
     commit_every: int = 1
+    one_instance: bool = False
+    """Every task runs in one ``KafkaStreams`` instance (as the broker harness runs several partitions), where
+    Kafka shares state between tasks (``Semantics.outer_join_time_per_task``); ``False``: each task in an instance of
+    its own, as TopologyTestDriver runs it. The events' listed order is then the instance's order across tasks."""
     arrival: Arrival | None = None
     """A lagging side (:class:`~kjoin.scenario.fields.Arrival`): the processing order is computed
     from the listed partitions; ``None``: the events run in their listed order."""
@@ -125,6 +129,20 @@ class Scenario:
 
     def with_semantics(self, semantics: str | Semantics) -> "Scenario":
         return replace(self, semantics=parse_semantics(semantics))
+
+    @property
+    def tasks_share_time(self) -> bool:
+        """Whether one task's outputs depend on another task's records: a left/outer stream-stream join holding
+        unmatched records (3.1+, a window with a grace) whose tasks share an instance's time tracker (``one_instance``
+        before KAFKA-14862, ``Semantics.outer_join_time_per_task``). Then the order across tasks (the events' listed
+        order) decides the results, and a scenario runs whole, not task by task."""
+        semantics = self.semantics
+        if not (self.one_instance and self.join == "stream-stream" and self.window is not None):
+            return False
+        if not semantics.spurious_result_fix or semantics.outer_join_time_per_task or self.optimize:
+            return False
+        variants = [(self.variant, self.window), *((c.variant, c.window or self.window) for c in self.then)]
+        return any(variant != "inner" and not window.deprecated_api for variant, window in variants)
 
     # -- running ----------------------------------------------------------------------
     def records(self) -> list[Record]:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["read_document", "parse_document", "write_document"]
 
 _EVENT_FIELDS = {"side", "key", "value", "ts", "partition", "offset"}
-_FLAGS = ("self_join", "optimize", "materialized", "send_old_values")
+_FLAGS = ("self_join", "optimize", "materialized", "send_old_values", "one_instance")
 
 
 def parse_document(data: Any, allowed: Iterable[str]) -> dict[str, Any]:

@@ -219,11 +219,13 @@ def _join_scenario(
     join: str, variant: str, semantics: str | None, window: Any, partitions: int, options: Mapping[str, Any] | None
 ) -> Scenario:
     """The scenario (without events) of :func:`run_join`'s arguments: :func:`kjoin.spark.spec.join_scenario`, its
-    errors as :class:`SparkInputError`."""
+    errors as :class:`SparkInputError`; one whose tasks share an instance's time tracker is refused."""
     try:
-        return join_scenario(join, variant, semantics, window, partitions, options)
+        config = join_scenario(join, variant, semantics, window, partitions, options)
     except ValueError as error:
         raise SparkInputError(str(error)) from None
+    _refuse_shared_time(config)
+    return config
 
 
 def _cores(spark: Any) -> int:
@@ -351,6 +353,18 @@ def _by_partition(shuffled: Any, spec: JoinSpec) -> tuple[Any, int]:
     return by_partition, held_rank
 
 
+def _refuse_shared_time(config: Scenario) -> None:
+    """Two topics carry no order across tasks: a join whose tasks share an instance's time tracker needs it."""
+    if config.tasks_share_time:
+        raise SparkInputError(
+            f"options: one_instance: on Kafka {config.semantics} the tasks of one instance share a left/outer "
+            "stream-stream join's time tracker (before KAFKA-14862, 3.4.1 and 3.5), so a task's results depend on "
+            "the order in which the instance ran all its tasks' records, which two topics do not carry; run it as a "
+            "scenario with run_scenarios(spark, [scenario]) (its events list that order; it runs whole), or on "
+            "3.4.1+ (semantics='3.5'), or without one_instance (each task alone)"
+        )
+
+
 def run_scenarios(
     spark: Any,
     scenarios: Iterable[Scenario],
@@ -368,15 +382,17 @@ def run_scenarios(
     order within each key bucket, and a stable sort by ``step`` gives the task's."""
     configs: dict[int, Scenario] = {}
     rows = []
-    fk_rows: list[tuple] = []  # foreign-key scenarios cross tasks: each runs whole (kjoin.spark.passes.fk_task)
+    # Scenarios whose tasks depend on one another run whole (kjoin.spark.passes.fk_task): a foreign-key join's tasks
+    # send each other messages; a stream-stream join's tasks may share an instance's time tracker (tasks_share_time).
+    fk_rows: list[tuple] = []
     for scenario_id, scenario in enumerate(scenarios):
         configs[scenario_id] = scenario
-        if scenario.join == "fk":
+        if fk_task.runs_whole(scenario):
             fk_rows += fk_task.script_rows(scenario_id, scenario)
         else:
             rows += _scenario_rows(scenario_id, scenario)
-    pk_configs = {i: s for i, s in configs.items() if s.join != "fk"}
-    fk_configs = {i: s for i, s in configs.items() if s.join == "fk"}
+    pk_configs = {i: s for i, s in configs.items() if not fk_task.runs_whole(s)}
+    fk_configs = {i: s for i, s in configs.items() if fk_task.runs_whole(s)}
     if not fk_configs:
         return _primary_key_joins(spark, rows, configs, joiner, spark_partitions, method, key_split)
     fk_records = _scenario_frame(spark, fk_rows)

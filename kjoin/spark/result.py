@@ -308,9 +308,11 @@ class SparkRun:
         right records of its foreign keys and the messages about it."""
         config = drill.scenario_of(self, scenario)
         drill.check_partition(partition, config.partitions)
-        if config.join == "fk":
+        if config.join == "fk" or config.tasks_share_time:  # run whole on Spark: the whole trace
             if key is _ALL_KEYS:
                 return drill.fk_full_trace(self, scenario, joiner)
+            if config.tasks_share_time:
+                raise drill.shares_time_error("trace(key=...)", config)
             return drill.fk_key_trace(self, partition, key, scenario, joiner)
         if key is not _ALL_KEYS:
             return drill.key_trace(self, partition, key, scenario, joiner)

@@ -48,7 +48,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..topology.graph import TopologyError
-from ..topology.runtime import assign_tasks, stage_trace
+from ..topology.runtime import assign_tasks, joins_sharing_time, stage_trace
 from ..topology.stages import Stage, stages_of, topic_readers, topic_writers
 from ..topology.trace import TopicRecord, TopologyTrace
 from .io.topic import SparkInputError, Topic, default_partition_column
@@ -81,6 +81,26 @@ pickled (``key_text``/``value_text`` then show it) with its place in the order w
 for an input record): the reading task numbers the written records of each topic partition (its offsets)."""
 
 
+def _assignment(topology: Any, instances: int, assignment: Mapping[str, int] | None) -> dict[str, int] | None:
+    """The instance of every task (:func:`kjoin.topology.runtime.assign_tasks`); refused when a stream-stream
+    join's tasks share their instance's time tracker (before KAFKA-14862): their results depend on the order across
+    tasks, which the topics do not carry and the stages here do not fix."""
+    try:
+        tasks_on = assign_tasks(topology, instances, assignment)
+    except TopologyError as error:
+        raise SparkInputError(str(error)) from None
+    shared = joins_sharing_time(topology, tasks_on)
+    if shared:
+        raise SparkInputError(
+            f"{', '.join(shared)}: on Kafka {topology.semantics} the tasks of one instance share a left/outer "
+            "stream-stream join's time tracker (before KAFKA-14862, 3.4.1 and 3.5), so a task's results depend on "
+            "the order in which the instance ran its tasks' records, which Spark's stages do not follow; run it on "
+            "one partition, with its tasks on instances of their own (instances=<partitions>), on 3.4.1+, or in "
+            "the reference engine (Topology.run, whose schedule fixes that order)"
+        )
+    return tasks_on
+
+
 def run_topology(
     spark: Any,
     topology: Any,
@@ -103,10 +123,7 @@ def run_topology(
     if method not in METHODS:
         raise SparkInputError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
     topology.build()
-    try:
-        tasks_on = assign_tasks(topology, instances, assignment)
-    except TopologyError as error:
-        raise SparkInputError(str(error)) from None
+    tasks_on = _assignment(topology, instances, assignment)
     graph = topology.graph
     sources = graph.sources()
     written = topic_writers(graph)

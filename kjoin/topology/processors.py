@@ -18,7 +18,7 @@ from ..joins.foreign_key import ForeignKeyJoin
 from ..joins.global_table import GlobalTableJoin
 from ..joins.fk_protocol import SUBSCRIPTION, Message
 from ..joins.options import ForeignKeyOptions, TableOptions
-from ..joins.stream_stream import StreamStreamJoin
+from ..joins.stream_stream import InstanceTimes, StreamStreamJoin
 from ..joins.stream_table import StreamTableJoin
 from ..joins.table_table import TableTableJoin
 from ..joins.versioned import VersionedStreamTableJoin
@@ -408,10 +408,14 @@ def _outcome_of(ctx: StepContext, table: bool) -> Outcome:
 
 
 class _StreamStream(NodeProcessor):
-    def __init__(self, node: Node, partition: int, log: Any, semantics: Semantics) -> None:
+    def __init__(
+        self, node: Node, partition: int, log: Any, semantics: Semantics, instance: InstanceTimes | None = None
+    ) -> None:
+        """``instance``: the time trackers of the application instance the task runs in (shared by its tasks
+        before KAFKA-14862, ``Semantics.outer_join_time_per_task``)."""
         super().__init__(node, partition)
         p = node.params
-        self.join = StreamStreamJoin(log, partition, p["variant"], p["window"], semantics)
+        self.join = StreamStreamJoin(log, partition, p["variant"], p["window"], semantics, instance=instance)
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         assert port is not None
@@ -684,10 +688,17 @@ class _StreamGlobal(NodeProcessor):
 
 
 def build_processor(
-    node: Node, partition: int, log: Any, semantics: Semantics, parent: Callable[[Node], Any], materialized: bool = True
+    node: Node,
+    partition: int,
+    log: Any,
+    semantics: Semantics,
+    parent: Callable[[Node], Any],
+    materialized: bool = True,
+    instance: InstanceTimes | None = None,
 ) -> NodeProcessor:
     """The processor of ``node`` in the task of ``partition``; ``parent(node)`` gives another node's
-    processor of the same task (a join reads its tables' stores through them). Aggregates:
+    processor of the same task (a join reads its tables' stores through them); ``instance``: what the tasks of the
+    task's application instance share (a stream-stream join's time tracker). Aggregates:
     :func:`kjoin.topology.aggregates.build_aggregate`."""
     if node.op in PASS_OPS:
         return _Pass(node, partition)
@@ -700,7 +711,7 @@ def build_processor(
     if node.op == "stream-global":
         return _StreamGlobal(node, partition, log, semantics, parent(node.parents[1]))
     if node.op == "stream-stream":
-        return _StreamStream(node, partition, log, semantics)
+        return _StreamStream(node, partition, log, semantics, instance)
     if node.op == "stream-table":
         return _StreamTable(node, partition, log, semantics, getter_of(node.params["table"], partition, parent))
     if node.op == "table-table":

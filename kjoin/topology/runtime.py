@@ -9,7 +9,10 @@ How it works:
 * With ``instances`` (or an ``assignment``, task -> instance) the tasks are spread over application
   instances, task ``s_p`` on instance ``p % instances`` by default; every step says the instance
   that ran it. The outputs do not change: a task keeps its own state and stream time wherever it
-  runs (:func:`assign_tasks`, :func:`tasks_of`).
+  runs (:func:`assign_tasks`, :func:`tasks_of`); except before KAFKA-14862 (3.1 to 3.4.0), where the
+  tasks of one instance share a left/outer stream-stream join's time tracker
+  (``Semantics.outer_join_time_per_task``, :class:`kjoin.joins.stream_stream.InstanceTimes`) in a running
+  application (the ``timestamp`` and ``stages`` schedules; ``test-driver`` runs each task alone).
 
 * A topology splits into sub-topologies at its repartition and foreign-key topics
   (:meth:`~kjoin.topology.graph.Graph.subtopologies`). Task ``"s_p"`` runs sub-topology ``s`` on
@@ -56,6 +59,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from ..fates import Fate
 from ..ordering import PartitionGroup, next_task
+from ..joins.stream_stream import InstanceTimes
 from ..joins.tasks import LateLog
 from ..records import Side
 from ..state import StateHistory, StateLog
@@ -75,7 +79,16 @@ from .processors import (
 )
 from .trace import NodeVisit, TopicRecord, TopologyStep, TopologyTrace
 
-__all__ = ["run", "stage_steps", "stage_trace", "SCHEDULES", "tasks_of", "assign_tasks", "stage_add_order"]
+__all__ = [
+    "run",
+    "stage_steps",
+    "stage_trace",
+    "SCHEDULES",
+    "tasks_of",
+    "assign_tasks",
+    "stage_add_order",
+    "joins_sharing_time",
+]
 
 SCHEDULES = ("test-driver", "timestamp", "stages")
 
@@ -138,6 +151,27 @@ def assign_tasks(topology: Any, instances: int, assignment: Mapping[str, int] | 
     if missing:
         raise TopologyError(f"assignment: every task runs on an instance; {', '.join(missing)} has none")
     return dict(assignment)
+
+
+def joins_sharing_time(topology: Any, assignment: Mapping[str, int] | None) -> list[str]:
+    """The stream-stream joins of ``topology`` (built) whose tasks share a time tracker on some instance
+    (``assignment`` from :func:`assign_tasks`, ``None``: one instance): left/outer joins holding unmatched records
+    before KAFKA-14862 (``Semantics.outer_join_time_per_task``) with two or more tasks on one instance. Their
+    results depend on the order across those tasks."""
+    semantics = topology.semantics
+    if not semantics.spurious_result_fix or semantics.outer_join_time_per_task:
+        return []
+    subtopology_of = topology.graph.subtopology_of()
+    tasks = tasks_of(topology)
+    found = []
+    for node in topology.graph.nodes.values():
+        if node.op != "stream-stream" or node.params["variant"] == "inner" or node.params["window"].deprecated_api:
+            continue
+        mine = [task for task in tasks if task.split("_")[0] == str(subtopology_of[node.name])]
+        on = [assignment.get(task, 0) if assignment else 0 for task in mine]
+        if len(on) != len(set(on)):
+            found.append(node.name)
+    return found
 
 
 def stage_add_order(graph: Any) -> Any:
@@ -218,6 +252,8 @@ class _Run:
             self.internal_readers[fk.node.params["subscription_topic"]] = (fk, fk.right_sub)
             self.internal_readers[fk.node.params["response_topic"]] = (fk, fk.left_sub)
         self.clocks: dict[str, TaskClock] = {}
+        self.instance_times: dict[tuple[str, int], InstanceTimes] = {}
+        """A stream-stream join's time trackers per (node, instance): what the instance's tasks share."""
         # A partition's list is made when a record first reaches it (a topic of 2^31 partitions costs nothing).
         self.topics: dict[str, dict[int, list[TopicRecord]]] = {name: defaultdict(list) for name in self.graph.topics}
         self.steps: list[TopologyStep] = []
@@ -470,9 +506,24 @@ class _Run:
                 found = build_aggregate(node, partition, log, self.topology.semantics)
             else:
                 semantics, materialized = self.topology.semantics, self.graph.materialized(node)
-                found = build_processor(node, partition, log, semantics, self._parent(partition), materialized)
+                instance = self._instance_times(node, partition, log)
+                found = build_processor(
+                    node, partition, log, semantics, self._parent(partition), materialized, instance
+                )
             self.processors[(node.name, partition)] = found
         return found
+
+    def _instance_times(self, node: Node, partition: int, log: Any) -> InstanceTimes | None:
+        """The time trackers of stream-stream ``node`` on the instance that runs its task of ``partition`` (one
+        instance without an assignment): shared by that instance's tasks where Kafka shares them. None under the
+        ``test-driver`` schedule, whose judge runs each task in a TopologyTestDriver of its own."""
+        if node.op != "stream-stream" or self.schedule == "test-driver":
+            return None
+        task = f"{self.subtopology_of[node.name]}_{partition}"
+        number = self.assignment.get(task, 0) if self.assignment else 0
+        if (node.name, number) not in self.instance_times:
+            self.instance_times[(node.name, number)] = InstanceTimes(log)
+        return self.instance_times[(node.name, number)]
 
     def _create_task(self, subtopology: int, partition: int) -> None:
         """Build every processor of task ``subtopology_partition`` before its first record, as Kafka builds a task's

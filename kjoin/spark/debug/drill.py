@@ -143,6 +143,8 @@ def why(run: "SparkRun", partition: int, offset: int, side: str, scenario: int, 
     check_number("offset", offset)
     if config.join == "fk":
         return _why_fk(run, partition, offset, side, scenario, joiner)
+    if config.tasks_share_time:
+        raise shares_time_error("why", config)
     index = run.why_index()
     row = index.record_at(scenario, partition, side, offset)
     if row is None:
@@ -243,8 +245,19 @@ class _Finder:
 
 
 # -- foreign-key joins: the whole scenario's trace ---------------------------------------------
+def shares_time_error(what: str, config: Scenario) -> SparkInputError:
+    """The refusal of a one-key drill-down of a scenario whose tasks share an instance's time tracker: a key's
+    records alone, in their task, would run with another stream time than the instance's."""
+    return SparkInputError(
+        f"{what}: on Kafka {config.semantics} the tasks of this scenario share their instance's time tracker "
+        "(one_instance before KAFKA-14862), so one key's records run alone would see another stream time; read "
+        "the whole scenario's trace instead (SparkRun.trace(partition) without key)"
+    )
+
+
 def fk_full_trace(run: "SparkRun", scenario: int, joiner: Joiner | None) -> Trace:
-    """A foreign-key scenario's whole trace (kept for later calls with the default joiner)."""
+    """A foreign-key scenario's whole trace, or that of any scenario run whole (``fk_task.runs_whole``; kept for
+    later calls with the default joiner)."""
     if joiner is not None:
         return fk_trace(run.records, scenario, run.scenarios[scenario], joiner)
     if scenario not in run._fk_traces:

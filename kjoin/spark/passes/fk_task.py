@@ -19,6 +19,10 @@ subscription and response topics, and the scenario's delivery mode) record by re
 * :meth:`SparkRun.trace` of an FK scenario is the whole scenario's trace (the partition
   argument cannot select a task whose result depends on the others).
 
+A primary-key scenario whose tasks share state runs here too (:func:`runs_whole`): a left/outer stream-stream
+join's tasks in one instance before KAFKA-14862 share its time tracker, so the order across tasks decides the
+results (:attr:`kjoin.Scenario.tasks_share_time`).
+
 Rows have the schema of :mod:`kjoin.spark.passes.task`'s results (``row = "output"`` or
 ``"step"``), so an FK scenario's results sit in the same frames as the primary-key ones; an
 output row's ``reason`` is already filled here (:func:`kjoin.spark.debug.fk.output_reasons`), as
@@ -44,11 +48,18 @@ from ..debug.fk import output_reasons
 from ..placement import task_numbers
 from .task import RESULT_FIELDS, append_step_rows, json_text, result_schema
 
-__all__ = ["DELIVER", "script_rows", "fk_results", "fk_trace", "fk_task_function"]
+__all__ = ["DELIVER", "runs_whole", "script_rows", "fk_results", "fk_trace", "fk_task_function"]
 
 DELIVER = "deliver"
 """The ``side`` of a records row that is a ``{deliver: ...}`` instruction (explicit delivery);
 its ``value`` is the selector as JSON text (``"next"``, ``"m3"`` …)."""
+
+
+def runs_whole(scenario: Scenario) -> bool:
+    """Whether ``scenario`` runs whole here rather than task by task: a foreign-key join, or a primary-key join
+    whose tasks share an instance's state (:attr:`kjoin.Scenario.tasks_share_time`: the order across its tasks,
+    the events' listed order, decides its results). Either way the reference engine runs every task."""
+    return scenario.join == "fk" or getattr(scenario, "tasks_share_time", False)
 
 
 def script_rows(scenario_id: int, scenario: Scenario) -> list[tuple]:
@@ -110,7 +121,13 @@ def fk_task_function(
     def results(scenario_id: int, rows: list[tuple]) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = {name: [] for name in names}
         trace = run(_rebuild(options[scenario_id], rows), join_values)
-        reasons = output_reasons(trace)
+        # A foreign-key result's reason comes from its chain of messages; a primary-key join's is explained as the
+        # per-task pass's are (SparkRun.explained_outputs).
+        reasons = (
+            output_reasons(trace)
+            if options[scenario_id].join == "fk"
+            else [[None] * len(s.outputs) for s in trace.steps]
+        )
         for step in trace.steps:  # a DeliveryStep's record is its row: the message's partition, key, ts
             row = step.record
             first = len(out["row"])

@@ -34,19 +34,8 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessorSupplier;
-import org.apache.kafka.streams.processor.api.FixedKeyRecord;
-import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
-import org.apache.kafka.streams.processor.api.ProcessorSupplier;
-import org.apache.kafka.streams.processor.api.ProcessorWrapper;
-import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.processor.api.RecordMetadata;
-import org.apache.kafka.streams.processor.api.WrappedFixedKeyProcessorSupplier;
-import org.apache.kafka.streams.processor.api.WrappedProcessorSupplier;
-import org.apache.kafka.streams.state.StoreBuilder;
 
 /**
  * kjoin's second oracle: a real {@link KafkaStreams} application against a running broker, where the first
@@ -67,7 +56,8 @@ import org.apache.kafka.streams.state.StoreBuilder;
  * stream thread: each task's outputs keep their order), each with the input record whose processing produced it
  * (a header the input records carry, and Kafka Streams forwards, {@code "left:0:3"}: side, partition, offset); and
  * every record each task processed, in the order processed, from the record context of the first processor it
- * reached (a {@link ProcessorWrapper} around every processor of the topology: Kafka 4.0+, KIP-1112). Or
+ * reached ({@link OrderLog}: a {@code ProcessorWrapper} around every processor of the topology on Kafka 4.0+,
+ * KIP-1112; before 4.0 the built topology's processor suppliers, wrapped in place). Or
  * {@code {"id", "error"}}.
  *
  * <p>Per scenario: the input topics {@code s<n>-left}, {@code s<n>-right} (the scenario's partitions; {@link Oracle#build}
@@ -202,6 +192,9 @@ public final class BrokerHarness {
             }
             Oracle.build(builder, scenario, caching);
             Topology topology = builder.build(props);
+            if (!OrderLog.WRAPPER_API) {
+                OrderLog.wrapBuilt(topology);
+            }
             checkTopics(topology);
             streams = new KafkaStreams(topology, props);
             Throwable[] failure = new Throwable[1];
@@ -271,7 +264,9 @@ public final class BrokerHarness {
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100L);
         props.put(StreamsConfig.producerPrefix(ProducerConfig.LINGER_MS_CONFIG), 0);
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
-        props.put(StreamsConfig.PROCESSOR_WRAPPER_CLASS_CONFIG, OrderLog.class);
+        if (OrderLog.WRAPPER_API) {  // by name: the class implements an interface that older versions lack
+            props.put("processor.wrapper.class", "kjoin.oracle.OrderLogWrapper");
+        }
         props.put(StreamsConfig.STATE_CLEANUP_DELAY_MS_CONFIG, 600_000L);
         Object delay = scenario.get("send_delay_ms");
         SlowSend.delayMs = delay == null ? 0L : ((Number) delay).longValue();
@@ -597,82 +592,6 @@ public final class BrokerHarness {
                 entry.add(where.offset());
                 SEEN.add(entry);
             }
-        }
-    }
-
-    /** Wraps every processor of the topology: logs the record (its context's topic, partition, offset) before the
-     *  processor runs. The first processor a record reaches logs it; the others see it again and are ignored. */
-    public static final class OrderLog implements ProcessorWrapper {
-        @Override
-        public <KIn, VIn, KOut, VOut> WrappedProcessorSupplier<KIn, VIn, KOut, VOut> wrapProcessorSupplier(
-            String name, ProcessorSupplier<KIn, VIn, KOut, VOut> supplier) {
-            return new WrappedProcessorSupplier<>() {
-                @Override
-                public Set<StoreBuilder<?>> stores() {
-                    return supplier.stores();
-                }
-
-                @Override
-                public Processor<KIn, VIn, KOut, VOut> get() {
-                    Processor<KIn, VIn, KOut, VOut> inner = supplier.get();
-                    return new Processor<>() {
-                        ProcessorContext<KOut, VOut> context;
-
-                        @Override
-                        public void init(ProcessorContext<KOut, VOut> context) {
-                            this.context = context;
-                            inner.init(context);
-                        }
-
-                        @Override
-                        public void process(Record<KIn, VIn> record) {
-                            saw(context.taskId(), context.recordMetadata());
-                            inner.process(record);
-                        }
-
-                        @Override
-                        public void close() {
-                            inner.close();
-                        }
-                    };
-                }
-            };
-        }
-
-        @Override
-        public <KIn, VIn, VOut> WrappedFixedKeyProcessorSupplier<KIn, VIn, VOut> wrapFixedKeyProcessorSupplier(
-            String name, FixedKeyProcessorSupplier<KIn, VIn, VOut> supplier) {
-            return new WrappedFixedKeyProcessorSupplier<>() {
-                @Override
-                public Set<StoreBuilder<?>> stores() {
-                    return supplier.stores();
-                }
-
-                @Override
-                public FixedKeyProcessor<KIn, VIn, VOut> get() {
-                    FixedKeyProcessor<KIn, VIn, VOut> inner = supplier.get();
-                    return new FixedKeyProcessor<>() {
-                        FixedKeyProcessorContext<KIn, VOut> context;
-
-                        @Override
-                        public void init(FixedKeyProcessorContext<KIn, VOut> context) {
-                            this.context = context;
-                            inner.init(context);
-                        }
-
-                        @Override
-                        public void process(FixedKeyRecord<KIn, VIn> record) {
-                            saw(context.taskId(), context.recordMetadata());
-                            inner.process(record);
-                        }
-
-                        @Override
-                        public void close() {
-                            inner.close();
-                        }
-                    };
-                }
-            };
         }
     }
 }
