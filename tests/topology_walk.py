@@ -808,7 +808,9 @@ def _report(out: Path, version: str, number: int, document: dict[str, Any], verd
     return path
 
 
-def sweep(version: KafkaVersion, count: int, seed: int, out: Path, shrinking: bool = True) -> tuple[int, int, float]:
+def sweep(
+    version: KafkaVersion, count: int, seed: int, out: Path, shrink_seconds: float = 120.0
+) -> tuple[int, int, float]:
     """Judge ``count`` walks on ``version``; shrink and write each mismatch. Topologies, mismatches, seconds."""
     started = time.monotonic()
     drawn = walks(count, seed, version.version)
@@ -817,8 +819,8 @@ def sweep(version: KafkaVersion, count: int, seed: int, out: Path, shrinking: bo
         verdicts += judge(version.version, [walk.document for walk in drawn[start : start + 50]])
     mismatches = [(walk, verdict) for walk, verdict in zip(drawn, verdicts) if verdict.kind not in (None, "refused")]
     for number, (walk, verdict) in enumerate(mismatches, 1):
-        if shrinking:
-            document, verdict = shrink(version.version, walk.document, _signature(verdict))
+        if shrink_seconds > 0:
+            document, verdict = shrink(version.version, walk.document, _signature(verdict), seconds=shrink_seconds)
         else:
             document = walk.document
         path = _report(out, version.version, number, document, verdict)
@@ -831,7 +833,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("count", type=int, nargs="?", default=200, help="walks per Kafka version (default 200)")
     parser.add_argument("--seed", type=int, default=None, help="repeat a run (default: a new seed, printed)")
     parser.add_argument("--out", default="topology-walk-mismatches", help="where shrunk mismatches are written")
-    parser.add_argument("--no-shrink", action="store_true", help="write each mismatch as drawn")
+    parser.add_argument(
+        "--shrink-seconds", type=float, default=120.0, help="time to shrink each mismatch (0: write it as drawn)"
+    )
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     print(f"topology walk seed {seed}", flush=True)
@@ -839,7 +843,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     try:
         for version in judges:
-            drawn, found, seconds = sweep(version, args.count, seed, Path(args.out), not args.no_shrink)
+            drawn, found, seconds = sweep(version, args.count, seed, Path(args.out), args.shrink_seconds)
             print(f"kafka-streams {version.version}: {drawn} topologies, {found} mismatches, {seconds:.0f} s",
                   flush=True)  # fmt: skip
             failed += found
