@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import random
 import re
@@ -804,7 +805,8 @@ def _report(out: Path, version: str, number: int, document: dict[str, Any], verd
         "kjoin_outputs": verdict.kjoin,
         "document": document,
     }
-    path.write_text(yaml.safe_dump(record, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
+    plain = json.loads(json.dumps(record, default=str))  # a windowed key is a str of its own type: its text
+    path.write_text(yaml.safe_dump(plain, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
     return path
 
 
@@ -818,6 +820,7 @@ def sweep(
     for start in range(0, len(drawn), 50):
         verdicts += judge(version.version, [walk.document for walk in drawn[start : start + 50]])
     mismatches = [(walk, verdict) for walk, verdict in zip(drawn, verdicts) if verdict.kind not in (None, "refused")]
+    print(f"  {len(mismatches)} mismatches before shrinking: {Counter(v.kind for _, v in mismatches)}", file=sys.stderr)
     for number, (walk, verdict) in enumerate(mismatches, 1):
         if shrink_seconds > 0:
             document, verdict = shrink(version.version, walk.document, _signature(verdict), seconds=shrink_seconds)
