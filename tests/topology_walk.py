@@ -754,7 +754,7 @@ def shrink(
         if progressed:
             continue
         chunks = 2
-        while len(current["events"]) > 1 and chunks <= 2 * len(current["events"]):
+        while len(current["events"]) > 1 and chunks <= 2 * len(current["events"]) and time.monotonic() < ends:
             candidates = _event_candidates(current, chunks)
             verdicts = judge_batch(version, candidates)
             hit = next((i for i, v in enumerate(verdicts) if _signature(v) == signature), None)
