@@ -740,21 +740,8 @@ def shrink(
             current, best = cut, verdict
     while time.monotonic() < ends:
         progressed = False
-        for make in (_node_candidates, _field_candidates):
-            candidates = make(current)
-            for start in range(0, len(candidates), 24):
-                part = candidates[start : start + 24]
-                verdicts = judge_batch(version, part)
-                hit = next((i for i, v in enumerate(verdicts) if _signature(v) == signature), None)
-                if hit is not None:
-                    current, best, progressed = part[hit], verdicts[hit], True
-                    break
-            if progressed:
-                break
-        if progressed:
-            continue
-        chunks = 2
-        while len(current["events"]) > 1 and chunks <= 2 * len(current["events"]) and time.monotonic() < ends:
+        chunks = 2  # events first: every later candidate runs on fewer
+        while len(current["events"]) > 1 and chunks <= len(current["events"]) and time.monotonic() < ends:
             candidates = _event_candidates(current, chunks)
             verdicts = judge_batch(version, candidates)
             hit = next((i for i, v in enumerate(verdicts) if _signature(v) == signature), None)
@@ -765,6 +752,17 @@ def shrink(
             if chunks >= len(current["events"]):
                 break
             chunks = min(len(current["events"]), chunks * 2)
+        for make in (_node_candidates, _field_candidates):
+            candidates = make(current)
+            for start in range(0, len(candidates), 24):
+                if time.monotonic() >= ends:
+                    break
+                part = candidates[start : start + 24]
+                verdicts = judge_batch(version, part)
+                hit = next((i for i, v in enumerate(verdicts) if _signature(v) == signature), None)
+                if hit is not None:
+                    current, best, progressed = part[hit], verdicts[hit], True
+                    break
         if not progressed:
             break
     return current, best
@@ -794,12 +792,53 @@ def coverage(count: int, seed: int, version: str) -> tuple[Counter, Counter]:
     return operations, oddities
 
 
-def _report(out: Path, version: str, number: int, document: dict[str, Any], verdict: Verdict) -> Path:
+def _textual(value: Any) -> Any:
+    """A value with every number and boolean inside it turned into its text (what the String serde would carry)."""
+    if isinstance(value, dict):
+        return {key: _textual(item) for key, item in value.items()}
+    if isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    return value
+
+
+_SURGERIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "key types": lambda doc: {
+        **doc,
+        "events": [{**e, "key": e["key"] if e["key"] is None else _textual(e["key"])} for e in doc["events"]],
+    },
+    "value types": lambda doc: {**doc, "events": [{**e, "value": _textual(e["value"])} for e in doc["events"]]},
+    "object joiners": lambda doc: {
+        **doc,
+        "topology": [{k: v for k, v in n.items() if not (k == "joiner" and v == "object")} for n in doc["topology"]],
+    },
+}
+"""Changes that name a class of mismatch when they make it go away: keys given as text (``1`` and ``"1"`` no longer
+differ in Python), numbers and booleans in values given as text, object joiners replaced by concat."""
+
+
+def classify(version: str, documents: list[dict[str, Any]]) -> list[str]:
+    """For each mismatching document, the first of :data:`_SURGERIES` after which kjoin and Kafka agree (``other``
+    when none does): a sweep's mismatches sorted into classes, each class's members judged in one JVM."""
+    labels = ["other"] * len(documents)
+    pending = list(range(len(documents)))
+    for label, surgery in _SURGERIES.items():
+        if not pending:
+            break
+        verdicts = judge(version, [surgery(documents[i]) for i in pending])
+        for index, verdict in zip(list(pending), verdicts):
+            if verdict.kind is None:
+                labels[index] = label
+                pending.remove(index)
+    return labels
+
+
+def _report(out: Path, version: str, number: int, document: dict[str, Any], verdict: Verdict, label: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"kafka-{version}-walk-{number}.yaml"
     kafka = (verdict.kafka or {}).get("outputs") if isinstance(verdict.kafka, dict) else None
     record = {
         "difference": verdict.kind,
+        "class": label,
         "first": verdict.text,
         "kafka_outputs": kafka,
         "kjoin_outputs": verdict.kjoin,
@@ -811,23 +850,34 @@ def _report(out: Path, version: str, number: int, document: dict[str, Any], verd
 
 
 def sweep(
-    version: KafkaVersion, count: int, seed: int, out: Path, shrink_seconds: float = 120.0
+    version: KafkaVersion, count: int, seed: int, out: Path, shrink_seconds: float = 120.0, shrink_all: bool = True
 ) -> tuple[int, int, float]:
-    """Judge ``count`` walks on ``version``; shrink and write each mismatch. Topologies, mismatches, seconds."""
+    """Judge ``count`` walks on ``version``; sort the mismatches into classes (:func:`classify`), shrink and write
+    each (or, without ``shrink_all``, three of each class a surgery names and every other). Topologies,
+    mismatches, seconds."""
     started = time.monotonic()
     drawn = walks(count, seed, version.version)
     verdicts: list[Verdict] = []
     for start in range(0, len(drawn), 50):
         verdicts += judge(version.version, [walk.document for walk in drawn[start : start + 50]])
     mismatches = [(walk, verdict) for walk, verdict in zip(drawn, verdicts) if verdict.kind not in (None, "refused")]
-    print(f"  {len(mismatches)} mismatches before shrinking: {Counter(v.kind for _, v in mismatches)}", file=sys.stderr)
-    for number, (walk, verdict) in enumerate(mismatches, 1):
+    labels = classify(version.version, [walk.document for walk, _ in mismatches])
+    classes = Counter(
+        label if verdict.kind == "outputs" else verdict.kind for label, (_, verdict) in zip(labels, mismatches)
+    )
+    print(f"  {len(mismatches)} mismatches: {dict(sorted(classes.items()))}", file=sys.stderr, flush=True)
+    seen: Counter = Counter()
+    for number, ((walk, verdict), label) in enumerate(zip(mismatches, labels), 1):
+        label = label if verdict.kind == "outputs" else str(verdict.kind)
+        seen[label] += 1
+        if shrink_all is False and label != "other" and seen[label] > 3:
+            continue  # a class already named by a surgery: three shrunk members show it
         if shrink_seconds > 0:
             document, verdict = shrink(version.version, walk.document, _signature(verdict), seconds=shrink_seconds)
         else:
             document = walk.document
-        path = _report(out, version.version, number, document, verdict)
-        print(f"  {verdict.kind}: {path}", file=sys.stderr, flush=True)
+        path = _report(out, version.version, number, document, verdict, label)
+        print(f"  {label}: {path}", file=sys.stderr, flush=True)
     return len(drawn), len(mismatches), time.monotonic() - started
 
 
@@ -836,6 +886,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("count", type=int, nargs="?", default=200, help="walks per Kafka version (default 200)")
     parser.add_argument("--seed", type=int, default=None, help="repeat a run (default: a new seed, printed)")
     parser.add_argument("--out", default="topology-walk-mismatches", help="where shrunk mismatches are written")
+    parser.add_argument(
+        "--sample-classes", action="store_true", help="shrink three mismatches of each named class, all others"
+    )
     parser.add_argument(
         "--shrink-seconds", type=float, default=120.0, help="time to shrink each mismatch (0: write it as drawn)"
     )
@@ -846,7 +899,9 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     try:
         for version in judges:
-            drawn, found, seconds = sweep(version, args.count, seed, Path(args.out), args.shrink_seconds)
+            drawn, found, seconds = sweep(
+                version, args.count, seed, Path(args.out), args.shrink_seconds, not args.sample_classes
+            )
             print(f"kafka-streams {version.version}: {drawn} topologies, {found} mismatches, {seconds:.0f} s",
                   flush=True)  # fmt: skip
             failed += found
