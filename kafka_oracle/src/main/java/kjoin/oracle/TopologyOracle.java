@@ -527,7 +527,14 @@ public final class TopologyOracle {
 
     /** A value as kjoin holds it: a JSON object's text parsed, any other text as the string it is. */
     static Object parsed(String value) {
-        return value != null && value.startsWith("{") ? Json.parse(value) : value;
+        if (value == null || !value.startsWith("{")) {
+            return value;
+        }
+        try {
+            return Json.parse(value);
+        } catch (IllegalArgumentException notJson) {  // text that only starts like an object ({"f":1}-B): text
+            return value;
+        }
     }
 
     @SuppressWarnings("unchecked")
@@ -575,8 +582,15 @@ public final class TopologyOracle {
     }
 
     /** kjoin's field_of: a field of a JSON object value as text; null for a null, a missing field or a value that
-     *  is not a JSON object. */
+     *  is not a JSON object (text that only starts with a brace too). */
     static String field(String value, String path) {
-        return value == null || !value.startsWith("{") ? null : Oracle.foreignKey(value, path);
+        if (value == null || !value.startsWith("{")) {
+            return null;
+        }
+        try {
+            return Oracle.foreignKey(value, path);
+        } catch (IllegalArgumentException notJson) {  // text that only starts like an object ({"f":1}-B)
+            return null;
+        }
     }
 }

@@ -1,0 +1,915 @@
+"""A second topology generator: a random walk over the whole DSL a topology document can say, judged by the real
+Kafka Streams library through :mod:`tests.topology_oracle`'s harness (its ``run_batch`` and ``difference``).
+
+It is written apart from ``tests/topology_oracle.py``'s generator so as not to share its blind spots: no fixed
+shapes. A walk starts from one to four sources (streams, tables, versioned tables, global tables) and takes 2 to 10
+steps; each step applies any operation the handle it stands on allows (a stream: filter, map_values,
+flat_map_values, flat_map, select_key, merge, repartition, through, to_table, group_by_key, group_by, joins with a
+stream, a table or a global table; a table: filter, map_values (materialized or not), to_stream, joins with a table,
+foreign-key joins, group_by; a grouped stream: windows of the four kinds, count, reduce, aggregate; ...), drawing
+its function, joiner and window per node, and it may write any intermediate result to a topic of its own. A join's
+other side is any handle of the right kind, or a new source when there is none. Only what the judged version has is
+drawn (:class:`kjoin.semantics.Semantics`).
+
+The events (10 to 300) have equal, out-of-order, late and far-jumping timestamps, tombstones, null keys, empty
+strings, unicode, numbers and JSON objects as values, and keys that collide once serialized (``1`` and ``"1"``,
+``true`` and ``"true"``); a walk has a few keys or many. A topology runs on 1 to 4 partitions when the harness can
+judge it so (it keeps no time, its outputs per event compared as a multiset; or ``task_groups`` cuts it into one
+driver per task), else on one.
+
+A mismatch is shrunk (:func:`shrink`): events, nodes, fields and partitions are taken away while the same kind of
+mismatch stays, each round's candidates judged in one JVM.
+
+``python -m tests.topology_walk N [--seed S] [--out DIR]`` judges N walks per version (``KJOIN_ORACLE_VERSIONS``
+chooses them; default: every judge of topologies) and prints ``kafka-streams <version>: <N> topologies, <M>
+mismatches, <S> s``; each mismatch, shrunk, is written to DIR (default ``topology-walk-mismatches``) as a YAML
+document with Kafka's outputs and kjoin's. ``make topology-check`` runs it after ``tests.topology_oracle``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import random
+import re
+import sys
+import time
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from kjoin.scenario.fields import ScenarioError
+from kjoin.semantics import Semantics, parse_semantics
+from kjoin.topology.document import TopologyScenario
+from tests.oracle_check import HarnessError, KafkaVersion, ci_versions
+from tests.topology_oracle import JUDGES, difference, kjoin_outputs, run_batch, task_groups
+
+__all__ = [
+    "Walk",
+    "draw",
+    "walks",
+    "judge",
+    "shrink",
+    "Verdict",
+    "EVENT_ODDITIES",
+    "OPERATIONS",
+    "main",
+]
+
+# -- what a walk may draw ------------------------------------------------------------------------------------------
+OPERATIONS = (
+    "stream", "table", "versioned-table", "global-table",
+    "filter(stream)", "filter(table)", "filter(table, materialized)",
+    "map_values(stream)", "map_values(table)", "map_values(table, materialized)",
+    "flat_map_values", "flat_map", "select_key", "merge", "repartition", "through", "to_table", "to_stream",
+    "group_by_key", "group_by(stream)", "group_by(table)",
+    "windowed_by(tumbling)", "windowed_by(hopping)", "windowed_by(session)", "windowed_by(sliding)",
+    "count", "reduce", "aggregate", "count(table)", "reduce(table)", "aggregate(table)",
+    "count(windowed)", "reduce(windowed)", "aggregate(windowed)",
+    "join(stream-stream)", "left_join(stream-stream)", "outer_join(stream-stream)",
+    "join(stream-table)", "left_join(stream-table)", "join(stream-versioned-table)",
+    "join(stream-global)", "left_join(stream-global)",
+    "join(table-table)", "left_join(table-table)", "outer_join(table-table)",
+    "join(foreign-key)", "left_join(foreign-key)",
+    "joiner(object)", "joiner(concat)", "to(middle)", "to(end)",
+)  # fmt: skip
+"""Every kind of node a walk draws (the coverage test counts them over many walks)."""
+
+EVENT_ODDITIES = (
+    "equal-ts", "out-of-order-ts", "late-ts", "far-jump-ts", "tombstone", "null-key", "empty-string", "unicode",
+    "number-value", "json-object-value", "colliding-keys", "few-keys", "many-keys",
+)  # fmt: skip
+"""Every kind of event oddity the events draw."""
+
+_FIELDS = ("f", "g", "left.f", "right.f", "left.left.f", "right.g")
+"""Field paths a function reads: a source's JSON values have ``f`` (a key) and ``g``; an object joiner's values
+nest them under ``left`` and ``right``."""
+
+_TIME_KEEPING = ("window", "windowed_by", "history_retention_ms", "grace_ms")
+"""Fields of nodes that keep time (stream-stream joins, windowed aggregates, versioned tables): on several
+partitions only a topology ``task_groups`` cuts can be judged."""
+
+
+@dataclass
+class _Handle:
+    name: str
+    kind: str  # stream | table | global | grouped | grouped-table | windowed
+    windowed: bool = False  # keys are Kafka's Windowed (only value operations and sinks may follow)
+    versioned: bool = False  # a versioned source table
+    rekeyed: bool = False  # a key change no repartition has followed yet
+    view: bool = False  # a table's filter or map_values (a foreign-key join of it is not modelled)
+
+
+@dataclass
+class Walk:
+    """One drawn topology: its document (with ``semantics``, ``partitions`` and ``events``) and the kinds of node
+    and event oddities it drew."""
+
+    document: dict[str, Any]
+    operations: Counter = field(default_factory=Counter)
+    oddities: Counter = field(default_factory=Counter)
+
+    def scenario(self) -> TopologyScenario:
+        return TopologyScenario.from_dict(copy.deepcopy(self.document))
+
+
+class _Walker:
+    """Builds one document node by node."""
+
+    def __init__(self, rng: random.Random, semantics: Semantics, version: tuple[int, int, int]) -> None:
+        self.rng, self.semantics, self.version = rng, semantics, version
+        self.nodes: list[dict[str, Any]] = []
+        self.pool: list[_Handle] = []
+        self.ops: Counter = Counter()
+        self.topics: dict[str, str] = {}  # input topic -> stream | table | global
+        self.sinks = 0
+        self.joined_rekeyed: set[str] = set()
+        self.count = 0
+
+    # -- naming and adding ---------------------------------------------------------------------------------------
+    def fresh(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def add(self, node: dict[str, Any], handle: _Handle | None, op: str) -> _Handle | None:
+        self.nodes.append(node)
+        self.ops[op] += 1
+        if handle is not None:
+            self.pool.append(handle)
+        return handle
+
+    def source(self, kind: str) -> _Handle:
+        topic = self.fresh({"stream": "s", "table": "t", "global": "g"}[kind])
+        self.topics[topic] = kind
+        if kind == "stream":
+            return self.add({"name": topic, "stream": topic}, _Handle(topic, "stream"), "stream")
+        if kind == "global":
+            return self.add({"name": topic, "global_table": topic}, _Handle(topic, "global"), "global-table")
+        node = {"name": topic, "table": topic}
+        if self.semantics.versioned_joins and self.rng.random() < 0.25:
+            node["history_retention_ms"] = self.rng.choice([0, 20, 100, 5000])
+            return self.add(node, _Handle(topic, "table", versioned=True), "versioned-table")
+        return self.add(node, _Handle(topic, "table"), "table")
+
+    def of_kind(self, kind: str, *, plain: bool = True) -> list[_Handle]:
+        return [h for h in self.pool if h.kind == kind and not (plain and h.windowed)]
+
+    def other(self, kind: str, exclude: _Handle | None = None, **conditions: Any) -> _Handle:
+        """A handle of ``kind`` to join with (sometimes a new source)."""
+        found = [
+            h
+            for h in self.of_kind(kind)
+            if h is not exclude and all(getattr(h, key) == value for key, value in conditions.items())
+        ]
+        if found and self.rng.random() < 0.7:
+            return self.rng.choice(found)
+        if kind == "table" and conditions.get("versioned"):
+            while True:
+                handle = self.source("table")
+                if handle.versioned:
+                    return handle
+                self.pool.remove(handle)
+                self.pool.append(handle)
+        return self.source(kind)
+
+    # -- functions -----------------------------------------------------------------------------------------------
+    def key_spec(self, keys: list[Any]) -> dict[str, Any]:
+        roll = self.rng.random()
+        if roll < 0.6:
+            return {"field": self.rng.choice(_FIELDS)}
+        if roll < 0.75:
+            return {"value": True}
+        text = [k for k in keys if isinstance(k, str)] or ["k1"]
+        return {"map": {self.rng.choice(text): self.rng.choice(text) for _ in range(self.rng.randint(1, 3))}}
+
+    def predicate(self, keys: list[Any]) -> dict[str, Any]:
+        if self.rng.random() < 0.3:
+            return {"value_not_null": True}
+        text = [k for k in keys if isinstance(k, str)] or ["k1"]
+        chosen = sorted(set(self.rng.choice(text) for _ in range(self.rng.randint(1, 3))))
+        return {self.rng.choice(["key_in", "key_not_in"]): chosen}
+
+    def mapper(self) -> dict[str, Any]:
+        if self.rng.random() < 0.55:
+            return {"append": self.rng.choice(["!", "", "·é", "-x"])}
+        return {"field": self.rng.choice(_FIELDS)}  # null when the field is absent
+
+    def joiner(self, node: dict[str, Any]) -> None:
+        roll = self.rng.random()
+        if roll < 0.4:
+            node["joiner"] = "object"
+            self.ops["joiner(object)"] += 1
+        else:
+            if roll < 0.7:
+                node["joiner"] = "concat"
+            self.ops["joiner(concat)"] += 1
+
+    def window(self) -> dict[str, Any]:
+        window = {"before_ms": self.rng.choice([0, 5, 20, 100]), "after_ms": self.rng.choice([0, 5, 20, 100])}
+        if self.rng.random() < 0.7:
+            window["grace_ms"] = self.rng.choice([0, 10, 50, 1000])
+        return window
+
+    def time_windows(self) -> tuple[dict[str, Any], str]:
+        kinds = ["tumbling", "hopping", "session"] + (["sliding"] if self.semantics.sliding_windows else [])
+        kind = self.rng.choice(kinds)
+        grace = self.rng.choice([0, 10, 100])
+        if kind == "tumbling":
+            return {"size_ms": self.rng.choice([10, 50, 100]), "grace_ms": grace}, kind
+        if kind == "hopping":
+            size = self.rng.choice([20, 60, 100])
+            return {"size_ms": size, "advance_ms": self.rng.choice([5, 10, size // 2]), "grace_ms": grace}, kind
+        if kind == "session":
+            return {"inactivity_gap_ms": self.rng.choice([5, 30, 100]), "grace_ms": grace}, kind
+        return {"time_difference_ms": self.rng.choice([5, 30, 100]), "grace_ms": grace}, kind
+
+    # -- one step ------------------------------------------------------------------------------------------------
+    def step(self, at: _Handle, keys: list[Any]) -> _Handle | None:
+        """Apply one operation to ``at`` (or, for a windowed result, a value operation); the new handle."""
+        rng = self.rng
+        name = self.fresh("n")
+        if at.windowed:
+            if at.kind == "table":
+                if rng.random() < 0.5:
+                    node = {"name": name, "map_values": self.mapper(), "input": at.name}
+                    return self.add(node, _Handle(name, "table", windowed=True), "map_values(table)")
+                return self.add({"name": name, "to_stream": True, "input": at.name},
+                                _Handle(name, "stream", windowed=True), "to_stream")  # fmt: skip
+            node = {"name": name, "map_values": self.mapper(), "input": at.name}
+            return self.add(node, _Handle(name, "stream", windowed=True), "map_values(stream)")
+        if at.kind == "stream":
+            return self.stream_step(name, at, keys)
+        if at.kind == "table":
+            return self.table_step(name, at, keys)
+        if at.kind in ("grouped", "grouped-table", "windowed"):
+            return self.aggregate(name, at)
+        raise AssertionError(at.kind)
+
+    def stream_step(self, name: str, at: _Handle, keys: list[Any]) -> _Handle | None:
+        rng = self.rng
+        choices = [
+            "filter", "map_values", "flat_map_values", "flat_map", "select_key", "merge", "through", "to_table",
+            "group_by_key", "group_by", "join-stream", "join-table", "join-global",
+            "select_key", "join-stream", "join-table",
+        ]  # fmt: skip
+        if self.version >= (2, 6):
+            choices.append("repartition")
+        op = rng.choice(choices)
+        rekeyed = at.rekeyed
+        if op == "filter":
+            node = {"name": name, "filter": self.predicate(keys), "input": at.name}
+            return self.add(node, _Handle(name, "stream", rekeyed=rekeyed), "filter(stream)")
+        if op == "map_values":
+            node = {"name": name, "map_values": self.mapper(), "input": at.name}
+            return self.add(node, _Handle(name, "stream", rekeyed=rekeyed), "map_values(stream)")
+        if op == "flat_map_values":
+            spec = {"split": rng.choice([" ", "-", "é"])} | ({"lower": True} if rng.random() < 0.3 else {})
+            node = {"name": name, "flat_map_values": spec, "input": at.name}
+            return self.add(node, _Handle(name, "stream", rekeyed=rekeyed), "flat_map_values")
+        if op == "flat_map":
+            spec = {"split": rng.choice([" ", "-"])} | ({"lower": True} if rng.random() < 0.3 else {})
+            node = {"name": name, "flat_map": spec, "input": at.name}
+            self.partitioner(node, keys)
+            return self.add(node, _Handle(name, "stream", rekeyed=True), "flat_map")
+        if op == "select_key":
+            node = {"name": name, "select_key": self.key_spec(keys), "input": at.name}
+            self.partitioner(node, keys)
+            return self.add(node, _Handle(name, "stream", rekeyed=True), "select_key")
+        if op == "merge":
+            other = self.other("stream", exclude=at)
+            sides = [at.name, other.name] if rng.random() < 0.5 else [other.name, at.name]
+            handle = _Handle(name, "stream", rekeyed=rekeyed or other.rekeyed)
+            return self.add({"name": name, "merge": sides}, handle, "merge")
+        if op == "repartition":
+            node = {"name": name, "repartition": True, "input": at.name}
+            if rng.random() < 0.3:
+                node["partitions"] = self.partitions_hint
+            return self.add(node, _Handle(name, "stream"), "repartition")
+        if op == "through":
+            topic = self.fresh("thru")
+            node = {"name": name, "through": topic, "input": at.name}
+            return self.add(node, _Handle(name, "stream"), "through")
+        if op == "to_table":
+            return self.add({"name": name, "to_table": True, "input": at.name}, _Handle(name, "table"), "to_table")
+        if op == "group_by_key":
+            return self.add({"name": name, "group_by_key": True, "input": at.name}, _Handle(name, "grouped"),
+                            "group_by_key")  # fmt: skip
+        if op == "group_by":
+            node = {"name": name, "group_by": self.key_spec(keys), "input": at.name}
+            return self.add(node, _Handle(name, "grouped"), "group_by(stream)")
+        variant = rng.choice(["join", "left_join"] + (["outer_join"] if op == "join-stream" else []))
+        if op == "join-global":
+            other = self.other("global")
+            node = {"name": name, variant: [at.name, other.name]}
+            if rng.random() < 0.5:
+                node["key_selector"] = {"field": rng.choice(_FIELDS)}
+            self.joiner(node)
+            return self.add(node, _Handle(name, "stream", rekeyed=rekeyed), f"{variant}(stream-global)")
+        if rekeyed and not self.semantics.rekeyed_stream_joined_twice and at.name in self.joined_rekeyed:
+            return self.add({"name": name, "repartition": True, "input": at.name}, _Handle(name, "stream"),
+                            "repartition") if self.version >= (2, 6) else None  # fmt: skip
+        if rekeyed:
+            self.joined_rekeyed.add(at.name)
+        if op == "join-table":
+            versioned = self.semantics.versioned_joins and rng.random() < 0.3
+            other = self.other("table", versioned=True) if versioned else self.other("table")
+            node = {"name": name, variant: [at.name, other.name]}
+            label = f"{variant}(stream-table)"
+            if other.versioned and self.semantics.stream_table_grace and rng.random() < 0.5:
+                history = next(n for n in self.nodes if n["name"] == other.name)["history_retention_ms"]
+                node["grace_ms"] = rng.choice([g for g in (0, 10, 100) if g <= history])
+            if other.versioned and variant == "join":
+                label = "join(stream-versioned-table)"
+            self.joiner(node)
+            return self.add(node, _Handle(name, "stream"), label)
+        other = self.other("stream", exclude=None if rng.random() < 0.1 else at)
+        if other.rekeyed:
+            if not self.semantics.rekeyed_stream_joined_twice and other.name in self.joined_rekeyed:
+                other = self.source("stream")
+            self.joined_rekeyed.add(other.name)
+        node = {"name": name, variant: [at.name, other.name], "window": self.window()}
+        self.joiner(node)
+        return self.add(node, _Handle(name, "stream"), f"{variant}(stream-stream)")
+
+    def partitioner(self, node: dict[str, Any], keys: list[Any]) -> None:
+        """A placement by key (one partition only: on several the harness's one driver could not judge it)."""
+        if self.partitions_hint == 1 and self.rng.random() < 0.1:
+            text = [k for k in keys if isinstance(k, str)] or ["k1"]
+            node["partitioner"] = {"map": {self.rng.choice(text): 0}}
+
+    def table_step(self, name: str, at: _Handle, keys: list[Any]) -> _Handle | None:
+        rng = self.rng
+        choices = ["filter", "map_values", "to_stream", "join-table", "join-table", "group_by"]
+        if self.semantics.foreign_key_joins and not at.view:
+            choices += ["foreign-key", "foreign-key"]
+        if at.versioned:  # a versioned table's filter or map_values: kjoin refuses it (not modelled)
+            choices = [choice for choice in choices if choice not in ("filter", "map_values")]
+        op = rng.choice(choices)
+        if op in ("filter", "map_values"):
+            spec = self.predicate(keys) if op == "filter" else self.mapper()
+            node = {"name": name, op: spec, "input": at.name}
+            label = f"{op}(table)"
+            if rng.random() < 0.35:
+                node["materialized"] = True
+                label = f"{op}(table, materialized)"
+            return self.add(node, _Handle(name, "table", view=True), label)
+        if op == "to_stream":
+            return self.add({"name": name, "to_stream": True, "input": at.name}, _Handle(name, "stream"), "to_stream")
+        if op == "group_by":
+            if at.versioned and not self.semantics.versioned_joins:
+                return None
+            if not self.semantics.table_aggregate_single_update:
+                return None
+            node = {"name": name, "group_by": {"field": rng.choice(_FIELDS)}, "input": at.name}
+            return self.add(node, _Handle(name, "grouped-table"), "group_by(table)")
+        if op == "foreign-key":
+            others = [h for h in self.of_kind("table") if not h.view and h is not at]
+            other = rng.choice(others) if others and rng.random() < 0.6 else self.source("table")
+            variant = rng.choice(["join", "left_join"])
+            node = {"name": name, variant: [at.name, other.name], "foreign_key": rng.choice(_FIELDS)}
+            self.joiner(node)
+            return self.add(node, _Handle(name, "table"), f"{variant}(foreign-key)")
+        variant = rng.choice(["join", "left_join", "outer_join"])
+        other = self.other("table", exclude=None if rng.random() < 0.1 else at)
+        sides = [at.name, other.name] if rng.random() < 0.75 else [other.name, at.name]
+        node = {"name": name, variant: sides}
+        self.joiner(node)
+        return self.add(node, _Handle(name, "table"), f"{variant}(table-table)")
+
+    def aggregate(self, name: str, at: _Handle) -> _Handle:
+        rng = self.rng
+        if at.kind == "grouped" and rng.random() < 0.45:
+            windows, kind = self.time_windows()
+            self.add({"name": name, "windowed_by": windows, "input": at.name}, _Handle(name, "windowed"),
+                     f"windowed_by({kind})")  # fmt: skip
+            at, name = self.pool[-1], self.fresh("n")
+        kind = rng.choice(["count", "reduce", "aggregate"])
+        node = {"name": name, kind: True if kind == "count" else "concat", "input": at.name}
+        label = {"grouped": kind, "grouped-table": f"{kind}(table)", "windowed": f"{kind}(windowed)"}[at.kind]
+        return self.add(node, _Handle(name, "table", windowed=at.kind == "windowed"), label)
+
+    def sink(self, at: _Handle, where: str) -> None:
+        if at.kind not in ("stream", "table"):
+            return
+        self.sinks += 1
+        topic = f"out{self.sinks}"
+        self.add({"name": f"to-{topic}", "to": topic, "input": at.name}, None, f"to({where})")
+
+    partitions_hint = 1
+
+
+def _version_numbers(version: str) -> tuple[int, int, int]:
+    parts = [int(part) for part in version.split(".")]
+    return (parts + [0, 0, 0])[0], (parts + [0, 0, 0])[1], (parts + [0, 0, 0])[2]
+
+
+def draw(rng: random.Random, version: str) -> Walk:
+    """One random walk over the DSL, for Kafka ``version`` (only what it has), with its events."""
+    semantics = parse_semantics(version)
+    walker = _Walker(rng, semantics, _version_numbers(version))
+    walker.partitions_hint = rng.choice([1, 1, 2, 3, 4])
+    keys, key_oddities = _key_pool(rng)
+    for _ in range(rng.randint(1, 3)):
+        walker.source(rng.choice(["stream", "stream", "table", "global"]))
+    if not walker.of_kind("stream") and not walker.of_kind("table"):
+        walker.source(rng.choice(["stream", "table"]))
+    at = rng.choice([h for h in walker.pool if h.kind != "global"])
+    for _ in range(rng.randint(2, 10)):
+        if rng.random() < 0.2:  # jump elsewhere in the walk: a branch
+            at = rng.choice([h for h in walker.pool if h.kind != "global"])
+        nxt = walker.step(at, keys)
+        if nxt is None:
+            continue
+        at = nxt
+        if rng.random() < 0.25:
+            walker.sink(at, "middle")
+    while at.kind not in ("stream", "table"):
+        at = walker.step(at, keys) or at
+    walker.sink(at, "end")
+    document: dict[str, Any] = {
+        "semantics": version,
+        "partitions": walker.partitions_hint,
+        "topology": walker.nodes,
+    }
+    events, oddities = _events(rng, walker.topics, keys)
+    oddities.update(key_oddities)
+    document["events"] = events
+    return Walk(document, walker.ops, oddities)
+
+
+# -- events --------------------------------------------------------------------------------------------------------
+_COLLIDING = [1, "1", True, "true", 0, "0", False, "false"]
+_ODD_KEYS = ["", "ü", "k 1", "ключ", "😀"]
+
+
+def _key_pool(rng: random.Random) -> tuple[list[Any], Counter]:
+    oddities: Counter = Counter()
+    if rng.random() < 0.4:
+        size = rng.randint(1, 3)
+        oddities["few-keys"] += 1
+    else:
+        size = rng.randint(6, 40)
+        oddities["many-keys"] += 1
+    keys: list[Any] = [f"k{i}" for i in range(1, size + 1)]
+    if rng.random() < 0.5:
+        pair = rng.choice([(1, "1"), (True, "true"), (0, "0"), (False, "false")])
+        keys += list(pair)
+    if rng.random() < 0.4:
+        keys += rng.sample(_ODD_KEYS, rng.randint(1, 2))
+    rng.shuffle(keys)
+    return keys[: max(size, 1) + 4], oddities
+
+
+def _value(rng: random.Random, keys: list[Any], oddities: Counter) -> Any:
+    roll = rng.random()
+    if roll < 0.12:
+        oddities["tombstone"] += 1
+        return None
+    if roll < 0.18:
+        oddities["empty-string"] += 1
+        return ""
+    if roll < 0.25:
+        oddities["unicode"] += 1
+        return rng.choice(["é", "Ünïcödé ✓", "日本 語", "😀-x"])
+    if roll < 0.33:
+        oddities["number-value"] += 1
+        return rng.choice([0, 7, -3, 2.5, 100000])
+    if roll < 0.65:
+        oddities["json-object-value"] += 1
+        value: dict[str, Any] = {}
+        if rng.random() < 0.85:
+            value["f"] = rng.choice(keys + [None])
+        if rng.random() < 0.5:
+            value["g"] = rng.choice(["x", "y", 3, "z w"])
+        return value
+    return rng.choice(["A", "B", "C", "a b", "A-B", "x y z", "Q"])
+
+
+def _events(rng: random.Random, topics: dict[str, str], keys: list[Any]) -> tuple[list[dict[str, Any]], Counter]:
+    oddities: Counter = Counter()
+    count = rng.choice([rng.randint(10, 40), rng.randint(10, 80), rng.randint(40, 300)])
+    ts = rng.choice([0, 1000, 1_000_000])
+    names = sorted(topics)
+    events = []
+    for _ in range(count):
+        roll = rng.random()
+        if roll < 0.2:
+            oddities["equal-ts"] += 1
+        elif roll < 0.6:
+            ts += rng.randint(1, 40)
+        elif roll < 0.75:
+            oddities["out-of-order-ts"] += 1
+            ts = max(0, ts - rng.randint(1, 30))
+        elif roll < 0.88:
+            oddities["late-ts"] += 1
+            ts = max(0, ts - rng.randint(200, 5000))
+        elif roll < 0.95:
+            oddities["far-jump-ts"] += 1
+            ts += rng.randint(5000, 200_000)
+        else:
+            ts += rng.randint(1, 5)
+        key = rng.choice(keys)
+        if rng.random() < 0.05:
+            key = None
+            oddities["null-key"] += 1
+        if not isinstance(key, str) and key is not None:
+            oddities["colliding-keys"] += 1
+        events.append({"topic": rng.choice(names), "key": key, "value": _value(rng, keys, oddities), "ts": ts})
+    return events, oddities
+
+
+# -- judging -------------------------------------------------------------------------------------------------------
+@dataclass
+class Verdict:
+    """What one walk came to on one version: ``kind`` None (agreed), ``describe``, ``outputs``, ``kafka-error``
+    (Kafka refused what kjoin ran), ``crash`` (kjoin raised something other than its own error) or ``refused``
+    (kjoin refused the document: not judged); ``text`` the first difference."""
+
+    kind: str | None
+    text: str = ""
+    kafka: Any = None
+    kjoin: Any = None
+
+
+def _judgeable(walk: Walk) -> Walk:
+    """The walk on as many partitions as the harness can judge it: one, unless it keeps no time (compared as a
+    multiset per event) or ``task_groups`` cuts it."""
+    doc = walk.document
+    if doc.get("partitions", 1) == 1 or not _keeps_time(doc):
+        return walk
+    try:
+        if task_groups(walk.scenario()) is not None:
+            return walk
+    except Exception:  # noqa: BLE001 - a crash shows again on one partition, where it is judged
+        pass
+    doc = {**doc, "partitions": 1}
+    for node in doc["topology"]:
+        node.pop("partitions", None)
+    return Walk(doc, walk.operations, walk.oddities)
+
+
+def _prepare(document: dict[str, Any]) -> tuple[TopologyScenario | None, Verdict | None]:
+    """The scenario of a document, or the verdict that stops it (kjoin refused it, or crashed building it)."""
+    try:
+        scenario = TopologyScenario.from_dict(copy.deepcopy(document))
+        scenario.topology.to_dict()  # what the harness sends to Kafka
+        if _keeps_time(document) and scenario.topology.partitions > 1 and task_groups(scenario) is None:
+            return None, Verdict("refused", "keeps time on several partitions and task_groups cannot cut it")
+        return scenario, None
+    except ScenarioError as error:
+        return None, Verdict("refused", str(error))
+    except Exception:  # noqa: BLE001 - kjoin's crash is the finding
+        return None, Verdict("crash", _crash_text())
+
+
+def _keeps_time(document: dict[str, Any]) -> bool:
+    return any(key in node for node in document["topology"] for key in _TIME_KEEPING)
+
+
+def _crash_text() -> str:
+    lines = traceback.format_exc().strip().splitlines()
+    return "\n".join(lines[-6:])
+
+
+def _signature(verdict: Verdict) -> str:
+    """What a shrunk case must keep: the kind of difference, and for a crash its exception and where it rose."""
+    if verdict.kind != "crash":
+        return str(verdict.kind)
+    lines = verdict.text.splitlines()
+    where = next((line.strip() for line in reversed(lines) if line.strip().startswith("File ")), "")
+    return f"crash {lines[-1].split(':')[0]} {where}"
+
+
+def judge(version: str, documents: list[dict[str, Any]]) -> list[Verdict]:
+    """Each document's verdict on Kafka ``version`` (one JVM for all of them)."""
+    verdicts: list[Verdict | None] = []
+    scenarios: list[TopologyScenario] = []
+    for document in documents:
+        scenario, verdict = _prepare(document)
+        verdicts.append(verdict)
+        if scenario is not None:
+            scenarios.append(scenario)
+    answers = iter(run_batch(version, scenarios) if scenarios else [])
+    found = iter(scenarios)
+    result: list[Verdict] = []
+    for verdict in verdicts:
+        if verdict is not None:
+            result.append(verdict)
+            continue
+        scenario, answer = next(found), next(answers)
+        result.append(_compare(scenario, answer, version))
+    return result
+
+
+def _compare(scenario: TopologyScenario, answer: dict[str, Any], version: str) -> Verdict:
+    if "error" in answer:
+        return Verdict("kafka-error", f"Kafka {version} raised {answer['error']}", answer)
+    try:
+        text = difference(scenario, answer, version)
+    except Exception:  # noqa: BLE001 - kjoin's crash while running is the finding
+        return Verdict("crash", _crash_text(), answer)
+    if text is None:
+        return Verdict(None)
+    kind = "describe" if text.startswith("Topology.describe()") else "outputs"
+    try:
+        mine = kjoin_outputs(scenario)
+    except Exception:  # noqa: BLE001
+        mine = None
+    return Verdict(kind, text, answer, mine)
+
+
+# -- shrinking -----------------------------------------------------------------------------------------------------
+def _consumers(nodes: list[dict[str, Any]], name: str) -> list[int]:
+    return [i for i, node in enumerate(nodes) if node.get("input") == name or name in _sides(node)]
+
+
+def _sides(node: dict[str, Any]) -> list[str]:
+    for op in ("join", "left_join", "outer_join", "merge"):
+        if op in node:
+            return list(node[op])
+    return []
+
+
+def _rename(node: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    node = copy.deepcopy(node)
+    if node.get("input") == old:
+        node["input"] = new
+    for op in ("join", "left_join", "outer_join", "merge"):
+        if op in node:
+            node[op] = [new if side == old else side for side in node[op]]
+    return node
+
+
+def _sources(node: dict[str, Any]) -> str | None:
+    for op in ("stream", "table", "global_table"):
+        if op in node:
+            return node[op]
+    return None
+
+
+def _without_node(document: dict[str, Any], index: int, replacement: str | None) -> dict[str, Any] | None:
+    """The document with node ``index`` removed, its readers reading ``replacement`` instead (None: it has none)."""
+    nodes = document["topology"]
+    node = nodes[index]
+    readers = _consumers(nodes, node["name"])
+    if readers and replacement is None:
+        return None
+    kept = [_rename(other, node["name"], replacement) if replacement else other for i, other in enumerate(nodes)
+            if i != index]  # fmt: skip
+    if not any("to" in other for other in kept):
+        return None
+    result = {**document, "topology": kept}
+    topic = _sources(node)
+    if topic is not None:
+        result["events"] = [event for event in document["events"] if event["topic"] != topic]
+    return result
+
+
+def _node_candidates(document: dict[str, Any]) -> list[dict[str, Any]]:
+    nodes = document["topology"]
+    out: list[dict[str, Any]] = []
+    for index in range(len(nodes) - 1, -1, -1):
+        node = nodes[index]
+        options: list[str | None] = [None]
+        if node.get("input"):
+            options.append(node["input"])
+        options += _sides(node)
+        for replacement in options:
+            candidate = _without_node(document, index, replacement)
+            if candidate is not None:
+                out.append(candidate)
+    return out
+
+
+_SIMPLER_FIELDS = ("joiner", "materialized", "history_retention_ms", "grace_ms", "key_selector", "partitioner",
+                   "partitions")  # fmt: skip
+
+
+def _field_candidates(document: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    if document.get("partitions", 1) > 1:
+        out.append({**document, "partitions": document["partitions"] - 1})
+    for index, node in enumerate(document["topology"]):
+        for name in _SIMPLER_FIELDS:
+            if name in node:
+                nodes = list(document["topology"])
+                nodes[index] = {key: value for key, value in node.items() if key != name}
+                out.append({**document, "topology": nodes})
+    return out
+
+
+def _event_candidates(document: dict[str, Any], chunks: int) -> list[dict[str, Any]]:
+    events = document["events"]
+    size = max(1, -(-len(events) // chunks))
+    return [{**document, "events": events[:start] + events[start + size :]} for start in range(0, len(events), size)]
+
+
+def _used_topics(document: dict[str, Any]) -> dict[str, Any]:
+    topics = {_sources(node) for node in document["topology"]}
+    return {**document, "events": [event for event in document["events"] if event["topic"] in topics]}
+
+
+def shrink(
+    version: str,
+    document: dict[str, Any],
+    signature: str,
+    judge_batch: Callable[..., list[Verdict]] | None = None,
+    seconds: float = 180.0,
+) -> tuple[dict[str, Any], Verdict]:
+    """The smallest document found whose verdict on ``version`` still has ``signature`` (:func:`_signature`), and
+    that verdict: events are cut
+    in halves, then smaller chunks, down to one at a time; nodes are removed (their readers rewired to an input);
+    fields and partitions are taken away; each round's candidates are judged together, for at most ``seconds``."""
+    judge_batch = judge_batch or judge
+    ends = time.monotonic() + seconds
+    current = _used_topics(document)
+    best = judge_batch(version, [current])[0]
+    if _signature(best) != signature:
+        return document, best
+    first = re.match(r"event (\d+) ", best.text)
+    if first:  # what follows the first differing event cannot matter to it
+        cut = {**current, "events": current["events"][: int(first.group(1)) + 1]}
+        verdict = judge_batch(version, [cut])[0]
+        if _signature(verdict) == signature:
+            current, best = cut, verdict
+    while time.monotonic() < ends:
+        progressed = False
+        chunks = 2  # events first: every later candidate runs on fewer
+        while len(current["events"]) > 1 and chunks <= len(current["events"]) and time.monotonic() < ends:
+            candidates = _event_candidates(current, chunks)
+            verdicts = judge_batch(version, candidates)
+            hit = next((i for i, v in enumerate(verdicts) if _signature(v) == signature), None)
+            if hit is not None:
+                current, best, progressed = candidates[hit], verdicts[hit], True
+                chunks = max(2, chunks - 1)
+                continue
+            if chunks >= len(current["events"]):
+                break
+            chunks = min(len(current["events"]), chunks * 2)
+        for make in (_node_candidates, _field_candidates):
+            candidates = make(current)
+            for start in range(0, len(candidates), 24):
+                if time.monotonic() >= ends:
+                    break
+                part = candidates[start : start + 24]
+                verdicts = judge_batch(version, part)
+                hit = next((i for i, v in enumerate(verdicts) if _signature(v) == signature), None)
+                if hit is not None:
+                    current, best, progressed = part[hit], verdicts[hit], True
+                    break
+        if not progressed:
+            break
+    return current, best
+
+
+# -- the sweep -----------------------------------------------------------------------------------------------------
+def walks(count: int, seed: int, version: str) -> list[Walk]:
+    """``count`` walks for ``version``, each judgeable as drawn (kjoin refuses none of them)."""
+    rng = random.Random(f"{seed}-{version}")
+    result = []
+    while len(result) < count:
+        walk = _judgeable(draw(rng, version))
+        verdict = _prepare(walk.document)[1]
+        if verdict is not None and verdict.kind == "refused":
+            continue  # kjoin's own error: a combination it does not model
+        result.append(walk)
+    return result
+
+
+def coverage(count: int, seed: int, version: str) -> tuple[Counter, Counter]:
+    """How often each operation and each event oddity appears in ``count`` drawn walks (kjoin refusing none)."""
+    operations: Counter = Counter()
+    oddities: Counter = Counter()
+    for walk in walks(count, seed, version):
+        operations.update(walk.operations)
+        oddities.update(walk.oddities)
+    return operations, oddities
+
+
+def _textual(value: Any) -> Any:
+    """A value with every number and boolean inside it turned into its text (what the String serde would carry)."""
+    if isinstance(value, dict):
+        return {key: _textual(item) for key, item in value.items()}
+    if isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    return value
+
+
+_SURGERIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "key types": lambda doc: {
+        **doc,
+        "events": [{**e, "key": e["key"] if e["key"] is None else _textual(e["key"])} for e in doc["events"]],
+    },
+    "value types": lambda doc: {**doc, "events": [{**e, "value": _textual(e["value"])} for e in doc["events"]]},
+    "object joiners": lambda doc: {
+        **doc,
+        "topology": [{k: v for k, v in n.items() if not (k == "joiner" and v == "object")} for n in doc["topology"]],
+    },
+}
+"""Changes that name a class of mismatch when they make it go away: keys given as text (``1`` and ``"1"`` no longer
+differ in Python), numbers and booleans in values given as text, object joiners replaced by concat."""
+
+
+def classify(version: str, documents: list[dict[str, Any]]) -> list[str]:
+    """For each mismatching document, the first of :data:`_SURGERIES` after which kjoin and Kafka agree (``other``
+    when none does): a sweep's mismatches sorted into classes, each class's members judged in one JVM."""
+    labels = ["other"] * len(documents)
+    pending = list(range(len(documents)))
+    for label, surgery in _SURGERIES.items():
+        if not pending:
+            break
+        verdicts = judge(version, [surgery(documents[i]) for i in pending])
+        for index, verdict in zip(list(pending), verdicts):
+            if verdict.kind is None:
+                labels[index] = label
+                pending.remove(index)
+    return labels
+
+
+def _report(out: Path, version: str, number: int, document: dict[str, Any], verdict: Verdict, label: str) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"kafka-{version}-walk-{number}.yaml"
+    kafka = (verdict.kafka or {}).get("outputs") if isinstance(verdict.kafka, dict) else None
+    record = {
+        "difference": verdict.kind,
+        "class": label,
+        "first": verdict.text,
+        "kafka_outputs": kafka,
+        "kjoin_outputs": verdict.kjoin,
+        "document": document,
+    }
+    plain = json.loads(json.dumps(record, default=str))  # a windowed key is a str of its own type: its text
+    path.write_text(yaml.safe_dump(plain, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
+    return path
+
+
+def sweep(
+    version: KafkaVersion, count: int, seed: int, out: Path, shrink_seconds: float = 120.0, shrink_all: bool = True
+) -> tuple[int, int, float]:
+    """Judge ``count`` walks on ``version``; sort the mismatches into classes (:func:`classify`), shrink and write
+    each (or, without ``shrink_all``, three of each class a surgery names and every other). Topologies,
+    mismatches, seconds."""
+    started = time.monotonic()
+    drawn = walks(count, seed, version.version)
+    verdicts: list[Verdict] = []
+    for start in range(0, len(drawn), 50):
+        verdicts += judge(version.version, [walk.document for walk in drawn[start : start + 50]])
+    mismatches = [(walk, verdict) for walk, verdict in zip(drawn, verdicts) if verdict.kind not in (None, "refused")]
+    labels = classify(version.version, [walk.document for walk, _ in mismatches])
+    classes = Counter(
+        label if verdict.kind == "outputs" else verdict.kind for label, (_, verdict) in zip(labels, mismatches)
+    )
+    print(f"  {len(mismatches)} mismatches: {dict(sorted(classes.items()))}", file=sys.stderr, flush=True)
+    seen: Counter = Counter()
+    for number, ((walk, verdict), label) in enumerate(zip(mismatches, labels), 1):
+        label = label if verdict.kind == "outputs" else str(verdict.kind)
+        seen[label] += 1
+        if shrink_all is False and label != "other" and seen[label] > 3:
+            continue  # a class already named by a surgery: three shrunk members show it
+        if shrink_seconds > 0:
+            document, verdict = shrink(version.version, walk.document, _signature(verdict), seconds=shrink_seconds)
+        else:
+            document = walk.document
+        path = _report(out, version.version, number, document, verdict, label)
+        print(f"  {label}: {path}", file=sys.stderr, flush=True)
+    return len(drawn), len(mismatches), time.monotonic() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.topology_walk", description=__doc__.split("\n\n")[0])
+    parser.add_argument("count", type=int, nargs="?", default=200, help="walks per Kafka version (default 200)")
+    parser.add_argument("--seed", type=int, default=None, help="repeat a run (default: a new seed, printed)")
+    parser.add_argument("--out", default="topology-walk-mismatches", help="where shrunk mismatches are written")
+    parser.add_argument(
+        "--sample-classes", action="store_true", help="shrink three mismatches of each named class, all others"
+    )
+    parser.add_argument(
+        "--shrink-seconds", type=float, default=120.0, help="time to shrink each mismatch (0: write it as drawn)"
+    )
+    args = parser.parse_args(argv)
+    seed = args.seed if args.seed is not None else random.randrange(2**32)
+    print(f"topology walk seed {seed}", flush=True)
+    judges = [v for v in ci_versions() if v in JUDGES] if os.environ.get("KJOIN_ORACLE_VERSIONS") else list(JUDGES)
+    failed = 0
+    try:
+        for version in judges:
+            drawn, found, seconds = sweep(
+                version, args.count, seed, Path(args.out), args.shrink_seconds, not args.sample_classes
+            )
+            print(f"kafka-streams {version.version}: {drawn} topologies, {found} mismatches, {seconds:.0f} s",
+                  flush=True)  # fmt: skip
+            failed += found
+    except HarnessError as error:
+        print(error, file=sys.stderr)
+        return 2
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
