@@ -135,10 +135,12 @@ class Scenario:
         semantics: str | Semantics | None = None,
         window: JoinWindows | Mapping[str, Any] | None = None,
     ) -> "Scenario":
-        """A one-key scenario from the wiki's notation, processed in timestamp order::
+        """A one-key scenario from the wiki's notation, processed in timestamp order:
 
-        Scenario.from_notation("stream-stream", "left", left="1:null, 3:A", right="2:null, 4:a",
-                               window={"before_ms": 15, "after_ms": 15, "grace_ms": 5})
+        ::
+
+            Scenario.from_notation("stream-stream", "left", left="1:null, 3:A", right="2:null, 4:a",
+                                   window={"before_ms": 15, "after_ms": 15, "grace_ms": 5})
         """
         events = builders.notation_events(left, right, key)
         return cls.from_records(join, variant, events, semantics=semantics, window=window)
