@@ -48,13 +48,17 @@ napoleon_google_docstring = False
 html_theme = "pydata_sphinx_theme"
 html_title = "kjoin"
 html_static_path = ["_static"]
+html_css_files = ["kjoin.css"]
 html_theme_options = {
     "navbar_align": "left",
     "show_toc_level": 2,
     "navigation_with_keys": False,
     "footer_start": ["copyright"],
     "footer_end": [],
-    "secondary_sidebar_items": ["page-toc"],
+    # the reference pages' tables need the width; their headings are few
+    "secondary_sidebar_items": {"generated/*": []},
 }
 html_sidebars = {"index": []}
 html_show_sourcelink = False
+# Text as written: a CLI flag (--junit) in a help string stays two hyphens.
+smartquotes = False

@@ -17,7 +17,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlparse
 
@@ -27,28 +26,24 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
-BUILD_BUDGET_S = 240
-"""A fresh build takes about a minute on the 2-core machine; under a loaded CI run, a few."""
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """The site built fresh: ``(html folder, sphinx-build's completed process, seconds)``."""
+    """The site built fresh (about a minute on the 2-core machine): ``(html folder, sphinx-build's process)``."""
     out = tmp_path_factory.mktemp("site")
-    start = time.monotonic()
     build = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d", str(out / "doctrees"),
          str(DOCS), str(out / "html")],
         cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
-    return out / "html", build, time.monotonic() - start
+    return out / "html", build
 
 
 def test_the_site_builds_without_a_warning(site):
-    html, build, seconds = site
+    html, build = site
     assert build.returncode == 0, f"sphinx-build -W failed:\n{build.stderr[-6000:]}"
     assert build.stderr.strip() == "", build.stderr[-6000:]
-    assert seconds < BUILD_BUDGET_S
     # every section of the site is there, with the pages generated from the code
     for page in [
         "index", "getting-started", "tutorials", "how-to/index", "concepts/index", "reference/index", "fidelity",

@@ -74,6 +74,8 @@ def _default(field: dataclasses.Field) -> str:
         return str(value).lower()
     if isinstance(value, tuple) and not value:
         return "none"
+    if type(value).__name__ == "Semantics":
+        return f"`{value}` (the latest)"
     if dataclasses.is_dataclass(value):
         return "see below"
     return f"`{value}`"
@@ -274,12 +276,14 @@ def semantics_rules() -> str:
         out += [f"## {title}", ""]
         if title == "Features":
             out += ["A feature exists from a version on; without it kjoin refuses the scenario.", ""]
-        out += ["| rule | from | ticket | requires | what changes |", "| --- | --- | --- | --- | --- |"]
+        out += ["| rule | from | what changes |", "| --- | --- | --- |"]
         for name in names:
             rule = semantics.Semantics.rule_named(name)
             fixed = ", ".join(version(v) for v in rule.boundary.fixed_in)
-            requires = ", ".join(f"`{r}`" for r in rule.requires)
-            out.append(f"| `{name}` | {fixed} | {_cell(rule.boundary.ticket)} | {requires} | {_cell(_doc(rule))} |")
+            since = f"{fixed} ({_cell(rule.boundary.ticket)})"
+            if rule.requires:
+                since += "; with " + ", ".join(f"`{r}`" for r in rule.requires)
+            out.append(f"| `{name}` | {since} | {_cell(_doc(rule))} |")
         out.append("")
     return "\n".join(out)
 
