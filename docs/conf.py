@@ -30,9 +30,7 @@ source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-n
 
 # The notebooks are rendered with the outputs stored in them (`make notebooks` refreshes those): never executed here.
 nb_execution_mode = "off"
-# A widget's output without stored widget state is shown by its static view (the text/html or image the notebook
-# keeps beside it).
-nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
+# The live widgets' outputs hold no state (the course saves none): kjoin_pages shows each as its summary.
 
 myst_enable_extensions = ["colon_fence", "deflist", "attrs_inline"]
 myst_heading_anchors = 3

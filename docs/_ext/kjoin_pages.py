@@ -11,7 +11,8 @@ operation added to the code shows up here with no page edited by hand:
 - ``generated/operators.md``: the processors ``Topology.from_describe`` builds and the ones it refuses;
 - ``generated/api.rst``: an autosummary of every public name of ``kjoin``, ``kjoin.spark`` and ``kjoin_viz``;
 - ``generated/changelog.md``: ``CHANGELOG.md`` of the repository, when it has one;
-- ``generated/tutorials/``: the course's notebooks, copied as they are stored (MyST-NB renders their outputs).
+- ``generated/tutorials/``: the course's notebooks with their stored outputs (MyST-NB renders them), each live
+  widget shown as its one-line summary (:func:`_static_widgets`).
 
 A field without a docstring is a warning, which ``sphinx-build -W`` turns into a failed build.
 """
@@ -20,8 +21,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import html
 import inspect
-import shutil
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -377,6 +379,28 @@ def changelog() -> str:
     return "# Changelog\n\nThe repository has no `CHANGELOG.md` yet; its history is in the commit log.\n"
 
 
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def _static_widgets(text: str) -> str:
+    """A notebook whose live widgets (a stepper, a predict exercise, a what-if) show as what they are on a static
+    page: the course saves no widget state, so a widget's output holds only its one-line summary and a reference to
+    a model that is not there. Each becomes that summary, said to be a widget to run; the notebooks' stored static
+    views (``show_step`` and the charts) are kept as they are."""
+    notebook = json.loads(text)
+    for cell in notebook.get("cells", []):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET in data:
+                summary = "".join(data.get("text/plain", "")).strip() or "a widget"
+                del data[WIDGET]
+                data["text/html"] = (
+                    f'<p class="kjoin-widget"><code>{html.escape(summary)}</code>: an interactive widget; run the '
+                    "notebook (<code>make lab</code>) to use it.</p>"
+                )
+    return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+
+
 def notebooks() -> None:
     target = OUT / "tutorials"
     target.mkdir(parents=True, exist_ok=True)
@@ -384,9 +408,7 @@ def notebooks() -> None:
     for stale in set(target.glob("*.ipynb")) - {target / s.name for s in sources}:
         stale.unlink()
     for source in sources:
-        copy = target / source.name
-        if not copy.exists() or copy.read_bytes() != source.read_bytes():
-            shutil.copyfile(source, copy)
+        _write(target / source.name, _static_widgets(source.read_text(encoding="utf-8")))
 
 
 PAGES = {
