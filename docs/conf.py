@@ -56,7 +56,8 @@ html_theme_options = {
     # the reference pages' tables need the width; their headings are few
     "secondary_sidebar_items": {"generated/*": []},
 }
-html_sidebars = {"index": []}
+# pages without sub-pages need no section navigation
+html_sidebars = {page: [] for page in ("index", "getting-started", "fidelity", "benchmarks", "generated/changelog")}
 html_show_sourcelink = False
 # Text as written: a CLI flag (--junit) in a help string stays two hyphens.
 smartquotes = False
