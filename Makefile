@@ -1,4 +1,4 @@
-# kjoin's two commands (see README.md): `make lab` runs the course, `make test` the tests.
+# kjoin's two commands (README.md; the site: `make docs`): `make lab` runs the course, `make test` the tests.
 # Both create the virtual environment on first use, so a fresh clone needs nothing else
 # than Python 3.11+, Java 17 (for Spark) and, for the browser tests, root for apt-get.
 
@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug
+.PHONY: lab demo test docs system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -20,7 +20,7 @@ WORKSHOP_IP   ?= 0.0.0.0
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,docs]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -48,7 +48,7 @@ notebooks: $(STAMP)
 	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.store_widget_state=False \
 	    --ExecutePreprocessor.record_timing=False --ExecutePreprocessor.timeout=600 notebooks/*.ipynb
 
-# Serve the course to a room (README "Workshop"): every learner opens http://<this machine>:8866/
+# Serve the course to a room (docs/how-to/workshop.md): every learner opens http://<this machine>:8866/
 # and gets a kernel and a copy of the notebook of their own (Voila runs one kernel per page). The room's
 # tally (kjoin_viz/room.py) listens on 127.0.0.1:$(ROOM_PORT) only: every exercise's answers, and the
 # solutions, for the trainer at the address it prints (with its token); it stops with the workshop.
@@ -62,14 +62,20 @@ workshop: $(STAMP)
 	    notebooks/
 
 # The peak memory of one learner's kernel running notebook 09, with the default and the workshop session
-# (benchmarks/workshop_memory.py; README "Workshop" has the numbers).
+# (benchmarks/workshop_memory.py; docs/benchmarks.md has the numbers).
 workshop-memory: $(STAMP)
 	$(PY) -m benchmarks.workshop_memory
 
-# A Spark standalone cluster on 127.0.0.1 (README "On a cluster"): a master and two workers from PySpark's own
+# A Spark standalone cluster on 127.0.0.1 (docs/how-to/spark-cluster.md): a master and two workers from PySpark's own
 # spark-class, each a JVM of its own; prints the spark:// URL for kjoin.spark.cluster_session(url); Ctrl-C stops it.
 cluster: $(STAMP)
 	$(PY) -m kjoin.spark.io.cluster
+
+# The documentation site (docs/conf.py) into docs/_build/html: the reference pages are written from the code and the
+# notebooks rendered with their stored outputs; a warning fails the build, as in tests/test_site.py.
+docs: $(STAMP)
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	@echo "the site: $(CURDIR)/docs/_build/html/index.html"
 
 # Lint and format checks first (seconds), then the suite.
 test: $(STAMP) system-deps kafka-oracle kafka-live
@@ -84,7 +90,7 @@ kafka-oracle: $(STAMP)
 	@command -v javac >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null; }
 	$(PY) -c "from tests.oracle_check import build; build()"
 
-# Live topics (README "On Spark"): Spark's Kafka source for from_kafka(spark, bootstrap_servers=..., topic=...)
+# Live topics (docs/how-to/live-topics.md): Spark's Kafka source for from_kafka(spark, bootstrap_servers=..., topic=...)
 # (kafka_oracle/connector/, put on spark.jars by local_session()) and the Apache Kafka server the live-topic tests
 # start (kafka_oracle/broker/). Fetched from Maven Central into ~/.m2 once; nothing is downloaded when Spark starts.
 kafka-live: $(STAMP)
@@ -95,7 +101,7 @@ kafka-live: $(STAMP)
 fuzz-inputs: $(STAMP)
 	$(PY) -m tests.input_fuzz $(N)
 
-# The reference engine alone, every join kind at 10^5 and 10^6 events, kjoin.run and `kjoin run` (README numbers).
+# The reference engine alone, every join kind at 10^5 and 10^6 events, kjoin.run and `kjoin run` (docs/benchmarks.md).
 bench-reference: $(STAMP)
 	$(PY) -m benchmarks.bench_reference
 
@@ -105,7 +111,7 @@ diff-check: $(STAMP)
 		tests/test_spark_diff.py tests/test_spark_comparison.py
 
 # A diff's cost against one run's at 10^7 records, and its differences on sampled keys against the reference engine
-# (README "On Spark"). The machine is shared: nice.
+# (docs/benchmarks.md). The machine is shared: nice.
 bench-diff: $(STAMP)
 	nice -n 10 $(PY) -m benchmarks.bench --diff --sizes 10000000 --repeat 2
 
@@ -158,5 +164,5 @@ broker-check: kafka-oracle kafka-live
 	$(PY) -m tests.broker_check $(if $(LAGGING),lagging) $(if $(MULTI),multi) $(BROKER_CHECK_N)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis kafka_oracle/target kafka_oracle/connector/target kafka_oracle/broker/target \
+	rm -rf $(VENV) .pytest_cache .hypothesis docs/_build docs/generated kafka_oracle/target kafka_oracle/connector/target kafka_oracle/broker/target \
 	    kafka-check-mismatches topology-walk-mismatches

@@ -284,7 +284,7 @@ FETCH_BOUNDARY = (
     "both), and which of them the application's consumer fetched first is a race; Kafka's order is what "
     "PartitionGroup does when its fetches split them so, and kjoin run in Kafka's order gives Kafka's outputs"
 )
-"""The documented limit of kjoin's arrival model (README "The processing order", docs/processing_order.md): it
+"""The documented limit of kjoin's arrival model (docs/fidelity.md "The processing order", docs/processing_order.md): it
 buffers records that arrive at one moment together (one fetch); a running application may fetch one side first."""
 
 

@@ -359,7 +359,7 @@ def _tasks(scenario: kjoin.Scenario | AggregateSpec) -> list[tuple[list[int], di
     data = scenario.to_dict()
     if scenario.join == "fk" and scenario.delivery.mode == "explicit":
         # Judged only in Kafka's order (``_explicit_in_kafka_order``): the instructions go, TopologyTestDriver
-        # delivers at once. Any other order no TopologyTestDriver can show (README "Fidelity").
+        # delivers at once. Any other order no TopologyTestDriver can show (docs/fidelity.md).
         data = {k: v for k, v in data.items() if k != "delivery"}
         data["events"] = [event for event in data["events"] if "deliver" not in event]
     if scenario.partitions == 1:

@@ -80,7 +80,8 @@ def test_09_shows_fates_in_the_words_of_every_other_view():
 
 # -- the path through the course ---------------------------------------------------------------------
 COURSE = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-README = (NOTEBOOKS.parent / "README.md").read_text()
+TUTORIALS = (NOTEBOOKS.parent / "docs" / "tutorials.md").read_text()
+"""The site's Tutorials page, which gives the route beside the notebooks."""
 
 
 def _route(text: str) -> list[tuple[str, str, int]]:
@@ -89,9 +90,9 @@ def _route(text: str) -> list[tuple[str, str, int]]:
     return [(part, re.sub(r"\[?`([^`]+)`\]?(\([^)]*\))?", r"\1", cell), int(minutes)) for part, cell, minutes in rows]
 
 
-def test_a_half_day_route_with_timings_in_00_and_in_the_readme():
+def test_a_half_day_route_with_timings_in_00_and_on_the_tutorials_page():
     route = _route(markdown("00"))
-    assert route == _route(README), "00_start_here and the README give different routes"
+    assert route == _route(TUTORIALS), "00_start_here and docs/tutorials.md give different routes"
     assert [name for _, name, _ in route if name] == COURSE  # every notebook, in order
     half_day = sum(minutes for part, _, minutes in route if part == "half day")
     assert 200 <= half_day <= 225  # about 3.5 hours

@@ -52,9 +52,10 @@ def test_every_section_the_code_tests_and_notebooks_cite_exists():
             "tests/**/*.py",
             "tests/**/*.yaml",
             "notebooks/*.ipynb",
-            "docs/*.md",
+            "docs/**/*.md",
         )
         for p in ROOT.glob(pattern)
+        if p.relative_to(ROOT).parts[:2] not in {("docs", "_build"), ("docs", "generated")}
     ]
     missing = []
     citing = 0

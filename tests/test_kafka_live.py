@@ -183,17 +183,17 @@ def test_long_keys_and_json_values_from_a_live_topic(broker, spark):
     assert big in {row["key"] for row in result.outputs.select("key").collect()}
 
 
-def test_the_readme_live_example_runs_against_the_broker(broker, spark):
-    """The README's live-topic example, with only the cluster's address replaced by this broker's."""
-    section = (ROOT / "README.md").read_text().split("### Live topics", 1)[1].split("\n### ", 1)[0]
-    example = re.findall(r"```python\n(.*?)```", section, re.S)[0]
+def test_the_guide_live_example_runs_against_the_broker(broker, spark):
+    """The example of docs/how-to/live-topics.md, with only the cluster's address replaced by this broker's."""
+    guide = ROOT / "docs" / "how-to" / "live-topics.md"
+    example = re.findall(r"```python\n(.*?)```", guide.read_text(), re.S)[0]
     assert "broker:9092" in example
     orders = [(f"C{i % 5}", {"order": f"O{i}"}, 1 + 10 * i, i % 4, None) for i in range(16)]
     customers = [(f"C{i}", {"name": f"name{i}"}, 3 + 10 * i, i % 4, None) for i in range(3)]
     orders = produce(broker, "orders", orders, 4, value="json")
     customers = produce(broker, "customers", customers, 4, value="json")
     scope = {"spark": spark, "from_kafka": from_kafka, "run_join": run_join}
-    exec(compile(example.replace("broker:9092", broker.bootstrap_servers), "README.md", "exec"), scope)
+    exec(compile(example.replace("broker:9092", broker.bootstrap_servers), str(guide), "exec"), scope)
     expected = reference_outputs(records(Side.LEFT, orders), records(Side.RIGHT, customers), "stream-table", "left", 4)
     assert len(expected) == 4 and spark_outputs(scope["result"]) == expected
 

@@ -25,9 +25,22 @@ def _split(requirement: str) -> tuple[str, str]:
     return match.group(1).lower().replace("_", "-"), ",".join(bounds)
 
 
+def _installed_extras() -> list[str]:
+    """The extras the Makefile's virtual environment installs (``pip install -e '.[test,docs]'``)."""
+    (extras,) = re.findall(r"pip install --quiet -e '\.\[([\w,]+)\]'", (ROOT / "Makefile").read_text())
+    return extras.split(",")
+
+
+def test_make_installs_every_extra():
+    """`make test` builds the site and runs the tests, so its environment has every extra pyproject.toml declares."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert sorted(_installed_extras()) == sorted(project["optional-dependencies"]) == ["docs", "test"]
+
+
 def test_environment_yml_lists_the_same_dependencies_as_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    pip_side = dict(_split(r) for r in project["dependencies"] + project["optional-dependencies"]["test"])
+    extras = [r for extra in _installed_extras() for r in project["optional-dependencies"][extra]]
+    pip_side = dict(_split(r) for r in project["dependencies"] + extras)
     conda = yaml.safe_load((ROOT / "environment.yml").read_text())
     conda_side = dict(_split(d) for d in conda["dependencies"] if isinstance(d, str))
     assert {k: v for k, v in conda_side.items() if k not in CONDA_ONLY} == pip_side

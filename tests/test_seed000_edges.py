@@ -1,5 +1,5 @@
 """The rough edges met writing seed-000 scenarios by hand (issue 24): each is an error that names the field and
-the fix, or a documented rule (README "Aggregates and windowed tables", :mod:`kjoin.scenario.aggregate`)."""
+the fix, or a documented rule (docs/concepts/aggregates.md, :mod:`kjoin.scenario.aggregate`)."""
 
 from __future__ import annotations
 

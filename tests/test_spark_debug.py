@@ -1,5 +1,5 @@
 """Debugging your own topics on Spark: the rough edges a first user meets, each refused with a
-message that names the fix, or made to work; the README's Spark example run as written."""
+message that names the fix, or made to work; the Spark example of docs/how-to/debug-your-topics.md run as written."""
 
 from __future__ import annotations
 
@@ -96,16 +96,18 @@ def test_an_unknown_kafka_version_is_refused_with_the_known_ones(spark):
     assert KNOWN_VERSIONS[-1] == "4.4" and len(KNOWN_VERSIONS) == len(set(KNOWN_VERSIONS))
 
 
-def readme_spark_example() -> str:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## On Spark", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert blocks, "the README's Spark section has a Python example"
+GUIDE = ROOT / "docs" / "how-to" / "debug-your-topics.md"
+
+
+def guide_spark_example() -> str:
+    """The first Python example of the how-to guide "Debug your own topics"."""
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.S)
+    assert blocks, f"{GUIDE.relative_to(ROOT)} has a Python example"
     return blocks[0]
 
 
-def test_the_readme_spark_example_runs_as_written(spark, tmp_path, monkeypatch):
-    """The README's code, unchanged, in a directory holding what it reads: ``orders/`` as
+def test_the_guide_spark_example_runs_as_written(spark, tmp_path, monkeypatch):
+    """The guide's code, unchanged, in a directory holding what it reads: ``orders/`` as
     Spark writes Parquet (a directory of part files), ``customers.jsonl`` as kcat dumps it."""
     partitions = 4
     orders = [(f"C{i % 5}", f"O{i}", 10 * i, i % partitions, i // partitions) for i in range(20)]
@@ -132,7 +134,7 @@ def test_the_readme_spark_example_runs_as_written(spark, tmp_path, monkeypatch):
         )
     )
     scope: dict = {}
-    exec(compile(readme_spark_example(), "README.md", "exec"), scope)
+    exec(compile(guide_spark_example(), str(GUIDE), "exec"), scope)
     result, trace = scope["result"], scope["trace"]
     records = lambda side, rows: [Record(side, *row) for row in rows]  # noqa: E731
     expected = reference_outputs(

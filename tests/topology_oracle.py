@@ -288,7 +288,7 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
         nodes.append({"name": "j1", join[_variant(rng, "inner", "left")]: [current, "customers"]})
         if "history_retention_ms" in customers and "join" in nodes[-1] and rng.random() < 0.5:
             # KIP-923's grace buffer, on inner joins only: Kafka 3.7+ throws a NullPointerException for a null-key
-            # record in a left join with a grace period (README "Fidelity"), and a re-key can make null keys
+            # record in a left join with a grace period (docs/fidelity.md), and a re-key can make null keys
             nodes[-1]["grace_ms"] = rng.randint(0, customers["history_retention_ms"])
         nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: ["j1", "addresses"]})
         if rng.random() < 0.5:

@@ -7,7 +7,7 @@ frozen value objects of the nested fields (``window`` aside: :class:`~kjoin.join
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal, get_args
 
 from ..joins.options import TableOptions
@@ -33,6 +33,9 @@ __all__ = [
     "Event",
     "Deliver",
     "Delivery",
+    "Arrival",
+    "ARRIVAL_SIDE_FIELDS",
+    "field_names",
 ]
 
 JoinKind = Literal["stream-stream", "stream-table", "table-table", "fk", "stream-globaltable"]
@@ -164,3 +167,16 @@ class Arrival:
 
     def partition_lags(self, side: str) -> dict[int, int]:
         return dict(self.left_partition_lags if side == "left" else self.right_partition_lags)
+
+
+ARRIVAL_SIDE_FIELDS = ("lag_ms", "partitions")
+"""The fields of one side of ``arrival:`` (``{right: {lag_ms: 5000, partitions: {2: 8000}}}``): the side's lag, and
+partitions that lag by their own amount."""
+
+
+def field_names(value_object: type) -> tuple[str, ...]:
+    """The fields a nested mapping of a scenario takes: those of the value object it becomes (``window:`` a
+    :class:`~kjoin.joins.JoinWindows`, ``left:``/``right:`` a :class:`TableOptions`, ``delivery:`` a
+    :class:`Delivery`, an item of ``then:`` a :class:`ChainedJoin`, an event an :class:`Event`). The parser refuses
+    any other field and the reference pages list these, so the two cannot disagree."""
+    return tuple(field.name for field in fields(value_object))

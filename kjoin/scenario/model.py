@@ -40,34 +40,62 @@ class Scenario:
     """
 
     join: JoinKind
+    """The kind of join: ``stream-stream``, ``stream-table``, ``table-table``, ``fk`` (a KTable-KTable foreign-key
+    join) or ``stream-globaltable``."""
     variant: Variant
+    """``inner``, ``left`` or ``outer``, as the join kind has them (:data:`~kjoin.scenario.fields.VARIANTS`)."""
     events: tuple[Event | Deliver, ...]
+    """The input records (``{side, key, value, ts}``, optionally ``partition`` and ``offset``; key and value may be
+    null), in processing order; with explicit delivery also ``{deliver: next | all | subscription | response | m3}``."""
     semantics: Semantics = field(default_factory=lambda: parse_semantics(None))
+    """The Kafka version whose semantics run, as text (``"3.1"``, ``"0.10.0"``), optionally with rules switched:
+    ``"3.0+spurious_result_fix"``; default: the latest Kafka kjoin models."""
     window: JoinWindows | None = None
+    """A stream-stream join's window: ``{before_ms, after_ms, grace_ms}``; ``grace_ms: null`` is the deprecated
+    ``JoinWindows.of`` API."""
     partitions: int = 1
+    """The partitions of each input topic: one Kafka task per partition, each with its own stream time."""
     left: TableOptions = TableOptions()
+    """The left table's options: ``{versioned: true, history_retention_ms: 100}`` makes it a versioned table."""
     right: TableOptions = TableOptions()
+    """The right table's options, as ``left``."""
     name: str | None = None
+    """A name for the scenario, shown in its trace."""
     foreign_key: str | None = None
+    """A foreign-key join's field path into the left value (``fk``, or ``a.b`` for a nested field)."""
     grace_ms: int | None = None
+    """A stream-table join over a versioned table: the grace period of its stream-side buffer (KIP-923)."""
     delivery: Delivery = Delivery()
+    """When a foreign-key join's messages between tasks are delivered: ``immediate`` (default), ``explicit`` (by
+    ``deliver`` events) or ``{mode: random, seed: 7, wait_for_row: true}``."""
     hash_check: bool = True
+    """A foreign-key join's check of each response against the left row's hash; ``false`` is a teaching switch that
+    lets stale responses through."""
     versioned_mode: VersionedMode = "final"
+    """A table-table join over two versioned tables: ``final`` (KIP-914 as shipped), or ``attempt1`` / ``attempt2``,
+    the designs seed 003 rejected."""
     self_join: bool = False
+    """A stream-stream join of a stream with itself (``s.join(s)``): every event is a left record."""
     optimize: bool = False
+    """A self-join with Kafka's single-store rewrite (inner joins, Kafka 3.4+)."""
     then: tuple[ChainedJoin, ...] = ()
+    """Chained joins: ``[{variant: left}]`` joins the result with the right input again (``a.join(b).leftJoin(b)``)."""
     materialized: bool = False
+    """A table-table or foreign-key join whose result is a store (``Materialized.as``)."""
     send_old_values: bool = False
+    """A table-table join whose outputs carry the old value of each change."""
     caching: tuple[str, ...] = ()
-    """The caching stores: ``left``/``right`` (source tables), ``result`` (a materialized result)."""
+    """The record caches: ``true``, or a list of ``left``/``right`` (source tables) and ``result`` (a materialized
+    result)."""
     commit_every: int = 1
+    """With caching, a task commits (and flushes its caches) after every N of its records."""
     one_instance: bool = False
     """Every task runs in one ``KafkaStreams`` instance (as the broker harness runs several partitions), where
     Kafka shares state between tasks (``Semantics.outer_join_time_per_task``); ``False``: each task in an instance of
     its own, as TopologyTestDriver runs it. The events' listed order is then the instance's order across tasks."""
     arrival: Arrival | None = None
-    """A lagging side (:class:`~kjoin.scenario.fields.Arrival`): the processing order is computed
-    from the listed partitions; ``None``: the events run in their listed order."""
+    """A lagging side (:class:`~kjoin.scenario.fields.Arrival`), ``{right: {lag_ms: 5000}}``: the processing order is
+    computed from the listed partitions; ``None``: the events run in their listed order."""
 
     def __post_init__(self) -> None:
         check_scenario(self)
@@ -111,10 +139,12 @@ class Scenario:
         semantics: str | Semantics | None = None,
         window: JoinWindows | Mapping[str, Any] | None = None,
     ) -> "Scenario":
-        """A one-key scenario from the wiki's notation, processed in timestamp order::
+        """A one-key scenario from the wiki's notation, processed in timestamp order:
 
-        Scenario.from_notation("stream-stream", "left", left="1:null, 3:A", right="2:null, 4:a",
-                               window={"before_ms": 15, "after_ms": 15, "grace_ms": 5})
+        ::
+
+            Scenario.from_notation("stream-stream", "left", left="1:null, 3:A", right="2:null, 4:a",
+                                   window={"before_ms": 15, "after_ms": 15, "grace_ms": 5})
         """
         events = builders.notation_events(left, right, key)
         return cls.from_records(join, variant, events, semantics=semantics, window=window)

@@ -14,6 +14,7 @@ from ..semantics import parse_semantics
 from .aggregate import AGGREGATE_JOINS, HOPPING_JOIN, HOPPING_JOIN_ELSEWHERE
 from .builders import window_document
 from .fields import (
+    ARRIVAL_SIDE_FIELDS,
     CACHING_STORES,
     Arrival,
     DELIVER_SELECTORS,
@@ -29,6 +30,7 @@ from .fields import (
     Event,
     ScenarioError,
     TableOptions,
+    field_names,
 )
 from .inputs import MAX_EVENTS, MAX_PARTITIONS, check_document, did_you_mean, read_document, unknown_field
 from .rules import check_choice
@@ -38,7 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["read_document", "parse_document", "write_document"]
 
-_EVENT_FIELDS = {"side", "key", "value", "ts", "partition", "offset"}
 _FLAGS = ("self_join", "optimize", "materialized", "send_old_values", "one_instance")
 
 
@@ -198,7 +199,7 @@ def _arrival(data: Any) -> Arrival | None:
         options = data.get(side, {})
         if not isinstance(options, Mapping):
             raise ScenarioError(f"arrival.{side}: expected {{lag_ms: milliseconds}}, got {options!r}")
-        unknown_field(f"arrival.{side}", options, {"lag_ms", "partitions"})
+        unknown_field(f"arrival.{side}", options, ARRIVAL_SIDE_FIELDS)
         lags[side] = _lag(f"arrival.{side}.lag_ms", options.get("lag_ms", 0), side)
         own = options.get("partitions", {})
         if not isinstance(own, Mapping):
@@ -268,7 +269,7 @@ def _chain(data: Any, join: str) -> tuple[ChainedJoin, ...]:
         where = f"then[{index}]"
         if not isinstance(item, Mapping):
             raise ScenarioError(f"{where}: expected a mapping like {{variant: inner}}, got {item!r}")
-        unknown_field(where, item, {"variant", "window"}, "a chained join has")
+        unknown_field(where, item, field_names(ChainedJoin), "a chained join has")
         variant = item.get("variant")
         allowed = VARIANTS.get(join, ())
         if variant not in allowed:
@@ -288,7 +289,7 @@ def _delivery(data: Any) -> Delivery:
         data = {"mode": data}
     if not isinstance(data, Mapping):
         raise ScenarioError(f"delivery: expected immediate | explicit | {{mode: random, seed: 7}}, got {data!r}")
-    unknown_field("delivery", data, {"mode", "seed", "wait_for_row"})
+    unknown_field("delivery", data, field_names(Delivery))
     mode = check_choice("delivery.mode", data.get("mode"), DELIVERY_MODES)
     seed = data.get("seed", 0)
     if not _is_int(seed):
@@ -333,8 +334,7 @@ def _window(data: Any) -> JoinWindows | None:
         return data
     if not isinstance(data, Mapping):
         raise ScenarioError(f"window: expected {{before_ms, after_ms, grace_ms}}, got {data!r}")
-    allowed = {"before_ms", "after_ms", "grace_ms", "spurious_result_fix"}
-    unknown_field("window", data, allowed)
+    unknown_field("window", data, field_names(JoinWindows))
     values = {}
     for name in ("before_ms", "after_ms"):
         value = data.get(name)
@@ -358,7 +358,7 @@ def _table_options(data: Any, side: str) -> TableOptions:
         return TableOptions()
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{side}: expected table options like {{versioned: false}}, got {data!r}")
-    unknown_field(side, data, {"versioned", "history_retention_ms"})
+    unknown_field(side, data, field_names(TableOptions))
     versioned = data.get("versioned", False)
     if not isinstance(versioned, bool):
         raise ScenarioError(f"{side}.versioned: expected true or false, got {versioned!r}")
@@ -372,7 +372,7 @@ def _event(data: Any, index: int, partitions: int) -> Event:
     where = f"events[{index}]"
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{where}: expected a mapping like {{side: left, key: k, value: A, ts: 3}}, got {data!r}")
-    unknown_field(where, data, _EVENT_FIELDS, "an event has side, key, value, ts and optionally")
+    unknown_field(where, data, field_names(Event), "an event has side, key, value, ts and optionally")
     for required in ("side", "key", "value", "ts"):
         if required not in data:
             hint = " (write null for a null key or value)" if required in ("key", "value") else ""

@@ -82,8 +82,8 @@ def run_join(
     ``{"right": {"versioned": True, "history_retention_ms": 100}, "grace_ms": 5}`` or
     ``{"left": ..., "right": ..., "versioned_mode": "final"}``. ``key_split``: run each Kafka task's keys on
     several Spark tasks (:mod:`kjoin.spark.passes.split`): ``"off"`` (the default: the split measured slower on 2
-    cores, README), ``"auto"`` (when the topics have fewer partitions than Spark has cores and the join splits
-    exactly), ``"on"`` (or a number of buckets: a :class:`SparkInputError` naming why when the join cannot be
+    cores, docs/benchmarks.md), ``"auto"`` (when the topics have fewer partitions than Spark has cores and the join
+    splits exactly), ``"on"`` (or a number of buckets: a :class:`SparkInputError` naming why when the join cannot be
     split); :attr:`SparkRun.key_buckets` says how many buckets ran.
 
     ``arrival``: a what-if, the order a task takes its records in when a side (or one of its partitions) lags, as

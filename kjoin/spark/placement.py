@@ -3,8 +3,8 @@
 The per-task passes need every record of a Kafka task ``(scenario, partition)`` in one Spark partition. Spark's hash
 partitioning (``repartition(n, "scenario", "partition")``) sends a row to ``pmod(murmur3(scenario, partition), n)``,
 and its hash collides: into 2 Spark partitions it sent both tasks of a 2-partition topic to one (a 2-partition topic
-ran on one core), into 4 tasks 0 and 2 to one, into 6 only 4 were used (until 2026-11-27; README, "Past the
-partition count"). kjoin numbers the tasks instead and places task ``i`` in Spark partition ``i mod n``
+ran on one core), into 4 tasks 0 and 2 to one, into 6 only 4 were used (docs/benchmarks.md, "The key
+split"). kjoin numbers the tasks instead and places task ``i`` in Spark partition ``i mod n``
 (``repartitionById``, Spark 4.1+, classic and Connect alike): with at least as many Spark partitions as tasks each
 task has a Spark task of its own, with fewer they are dealt round-robin.
 

@@ -108,7 +108,7 @@ WORKSHOP_CONFIG: dict[str, str] = {
     "spark.python.worker.reuse": "true",
 }
 """The session a workshop gives each learner (``make workshop``, :data:`WORKSHOP_ENV`): small enough that 20
-kernels running notebook 09 fit on one server (README "Workshop" has the measured numbers)."""
+kernels running notebook 09 fit on one server (docs/benchmarks.md has the measured numbers)."""
 WORKSHOP_JAVA_OPTIONS = (
     "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m -XX:MaxMetaspaceSize=256m -Xss512k"
 )

@@ -34,7 +34,7 @@ rows (Spark sorts only those rows, one per 10^5 records); the first design (unti
 every bucket as a clock row and sorted and merged the whole task in each bucket, and the second sorted every
 record's narrow row in the clock pass. Both topics are read twice (the records, then the narrow columns for the
 clock). ``"auto"`` splits a task into ``ceil(cores / tasks)`` buckets when the topics have fewer partitions than
-Spark has cores (``spark.default.parallelism``). Measured: README, "Past the partition count" (on 2 cores the
+Spark has cores (``spark.default.parallelism``). Measured: docs/benchmarks.md, "The key split" (on 2 cores the
 split does not pay: the unsplit task already keeps about 1.5 cores busy, the JVM beside its Python worker).
 """
 

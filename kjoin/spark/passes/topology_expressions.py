@@ -40,7 +40,8 @@ re-key with the chain pass (writing each record's key and its value's own text i
 for the chain pass alone, the joins one by one 9.7-9.9 s. Since then both stages run in Python on Arrow arrays, with
 no Python call per record: the re-key by :mod:`kjoin.spark.passes.topology_rekey` (RE2 and Arrow kernels over the
 texts, :mod:`kjoin.spark.json_arrow`; Python's rules for the few texts outside its grammar), the joins by
-:mod:`kjoin.spark.passes.topology_texts`; at 10^6, 9.5 s of CPU against the joins one by one's 9.5 s (README).
+:mod:`kjoin.spark.passes.topology_texts`; at 10^6, 9.5 s of CPU against the joins one by one's 9.5 s
+(docs/benchmarks.md).
 
 **Falls back to the chain pass** (and to the processors where that does not fit): a Python function anywhere (a
 ``lambda`` key selector, a joiner, a value mapper, a filter), ``{"map": ...}`` and ``{"value": true}`` key
