@@ -24,7 +24,7 @@ def input_records(graph: Graph, events: Iterable[Mapping[str, Any]], where: str 
     default: murmur2 of the key; a null key goes to partition 0) unless they name a partition."""
     if isinstance(events, (str, bytes)) or not isinstance(events, Iterable):
         raise TopologyError(f"{where}: expected a list of events like {{topic: orders, key: o1, value: A, ts: 1}}")
-    sources = graph.sources()
+    sources = {name: node for name, node in graph.sources().items() if not graph.topics[name].internal}
     offsets: dict[tuple[str, int], int] = {}
     records = []
     events = list(events)
@@ -49,6 +49,13 @@ def input_records(graph: Graph, events: Iterable[Mapping[str, Any]], where: str 
             raise TopologyError(
                 f"{at}.topic: expected the name of a topic the topology reads ({', '.join(sorted(sources))}), got "
                 f"{type(topic).__name__} {render_value(topic):.60}"
+            )
+        known = graph.topics.get(topic)
+        if known is not None and known.internal:
+            raise TopologyError(
+                f"{at}.topic: {topic} is an internal topic (a repartition or foreign-key topic): the topology writes "
+                "and reads it itself, so an event cannot be addressed to it; address the event to an input topic "
+                f"({', '.join(sorted(sources))})"
             )
         if topic not in sources:
             readable = ", ".join(sorted(sources))
