@@ -211,3 +211,29 @@ def test_a_stage_a_later_one_reads_is_kept_and_the_last_only_by_keep(spark):
 
 def _rdd_id(frame):
     return frame._jdf.logicalPlan().rdd().id()
+
+
+@pytest.mark.parametrize("method", ["vectorised", "processors"])
+def test_a_user_function_failing_on_an_executor_is_kjoins_error_naming_the_node_and_the_record(spark, method):
+    from kjoin.topology.document import TopologyScenario
+    from kjoin.topology.runtime import ProcessingError
+
+    def by_customer(key, value):
+        return value["c"]
+
+    b = kjoin.Topology(partitions=2)
+    b.stream("orders").select_key(by_customer, name="by-customer").join(b.table("customers"), name="joined").to("out")
+    events = [
+        {"topic": "customers", "key": "c1", "value": "Ann", "ts": 1},
+        {"topic": "orders", "key": "o1", "value": {"v": 1}, "ts": 2},
+    ]
+    topics = spark_topics(spark, TopologyScenario(b, tuple(events), "stages"), with_partitions=False)
+    spark_run = run_topology(spark, b, topics, method=method)
+    with pytest.raises(ProcessingError) as raised:
+        spark_run.collect()
+    assert str(raised.value).startswith(
+        "node by-customer (select_key): the select_key function (by_customer) raised KeyError: 'c'; on the record "
+        "orders partition "
+    )
+    assert 'offset 0, key o1, value {"v":1}, ts 2' in str(raised.value)
+    assert "Traceback" not in str(raised.value)
