@@ -372,7 +372,9 @@ def _program_case(rng: random.Random) -> tuple[str, Callable[[], Any], Callable[
         if action == 0:
             must = lambda: calls.count > 0  # noqa: E731
     elif field.endswith("_kw"):
-        name = rng.choice(["window", "grace_ms", "key_selector", "foreign_key", "partitioner", "colour", "windows"])
+        names = ["window", "grace_ms", "key_selector", "foreign_key", "partitioner", "colour", "windows"]
+        passed = {_program_tables: "foreign_key", _program_windows: "window"}.get(program)  # Python's own TypeError
+        name = rng.choice([name for name in names if name != passed])
         params[field] = {**original, name: rng.choice(ODD_ARGUMENTS + [_keep, {"before_ms": 1, "after_ms": 1}])}
         what = f"{program.__name__} {field}: {name}={params[field][name]!r:.40}"
     elif isinstance(original, dict) and original and action < 4:
@@ -387,9 +389,10 @@ def _program_case(rng: random.Random) -> tuple[str, Callable[[], Any], Callable[
         odd = rng.choice(ODD_ARGUMENTS + BAD_RESULTS)
         params[field] = odd
         what = f"{program.__name__} {field}={odd!r:.40}"
-        numeric = field in ("partitions", "source_partitions", "out_partitions", "retention", "grace_ms")
-        bad_count = isinstance(odd, (str, float)) or (isinstance(odd, int) and (odd < 0 or odd >= 2**31))
-        must = lambda: _must_refuse(odd) or (numeric and bad_count)  # noqa: E731
+        counts = field in ("partitions", "source_partitions", "out_partitions")
+        numeric = counts or field in ("retention", "grace_ms")
+        bad_number = isinstance(odd, (str, float)) or (isinstance(odd, int) and (odd < 0 or (counts and odd >= 2**31)))
+        must = lambda: _must_refuse(odd) or (numeric and bad_number)  # noqa: E731
 
     def call() -> Any:
         topology = program(params)
@@ -725,6 +728,29 @@ PROBES: list[tuple[str, Callable[[], Any], str]] = [
         "refuse",
     ),
     ("b.table() after run", lambda: _table_after_run(), "refuse"),
+    (
+        "a window ending past 2^63-1",
+        _probe_run(
+            _builder(lambda b: b.stream("s").group_by_key().windowed_by({"size_ms": 10}).count().to("o")),
+            [{"topic": "s", "key": "k", "value": 1, "ts": 2**63 - 3}],
+        ),
+        "refuse",
+    ),
+    (
+        "a window ending at 2^63-1",
+        _probe_run(
+            _builder(lambda b: b.stream("s").group_by_key().windowed_by({"size_ms": 10}).count().to("o")),
+            [{"topic": "s", "key": "k", "value": 1, "ts": 2**63 - 11}],
+        ),
+        "run",
+    ),
+    (
+        "topics: a typo",
+        input_fuzz.through_api(
+            _doc(_S + [{"name": "o", "to": "o", "input": "s"}], _E, topics={"ss": {"partitions": 2}})
+        ),
+        "refuse",
+    ),
 ]
 
 
