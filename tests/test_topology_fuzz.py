@@ -5,15 +5,18 @@ runs it at a real N and prints the counts); here a sample and every probe."""
 
 from __future__ import annotations
 
+import random
 import time
 import tracemalloc
 
 import kjoin
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.runtime import ProcessingError
 
-from tests import topology_fuzz
+from tests import input_fuzz, test_input_fuzz, topology_fuzz
 
 SECONDS = 10.0
 
@@ -143,3 +146,31 @@ def test_semantics_is_a_version_string_only():
         kjoin.Topology(semantics=3.1)
     with pytest.raises(kjoin.ScenarioError, match=r"Topology\(semantics=...\): semantics 'banana' is not a Kafka"):
         kjoin.Topology(semantics="banana")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(
+    seed=st.integers(0, 2**32),
+    base=st.integers(0, 7),
+    path=st.integers(0, 1000),
+    value=test_input_fuzz.ANY_VALUE,
+    action=st.integers(0, 3),
+)
+def test_any_one_change_to_a_valid_topology_document_is_refused_or_runs(seed, base, path, value, action):
+    doc = topology_fuzz.base_documents(random.Random(seed))[base]
+    paths = [p for p in input_fuzz._paths(doc) if p]
+    chosen = paths[path % len(paths)]
+    parent = doc
+    for part in chosen[:-1]:
+        parent = parent[part]
+    last = chosen[-1]
+    if action == 0 or not isinstance(parent, dict):
+        parent[last] = value
+    elif action == 1:
+        del parent[last]
+    elif action == 2 and isinstance(last, str):
+        parent[last + "s"] = parent.pop(last)
+    else:
+        parent[value if isinstance(value, (str, int)) else "extra"] = value
+    outcome, detail = topology_fuzz.run_case(input_fuzz.through_api(doc), lambda: False, SECONDS)
+    assert outcome in ("refused", "ran"), f"{outcome}: {detail}"

@@ -279,8 +279,7 @@ class _NodeReader:
         found = self.handles[value]
         if kind is not None and not isinstance(found, kind):
             kinds = kind if isinstance(kind, tuple) else (kind,)
-            what = " or a ".join("stream" if k is KStream else "global table" if k is GlobalKTable else "table"
-                                 for k in kinds)  # fmt: skip
+            what = " or a ".join(_KIND_NAMES.get(k, "table") for k in kinds)
             raise TopologyError(
                 f"{self.at}.{field_name}: {value} is a {_kind(found)}; a {self.op} node reads a {what}{_fix(found)}"
             )
@@ -352,20 +351,13 @@ class _NodeReader:
             # a document's node names its handle; Kafka's harness names no Grouped (each aggregate its own topic)
             return self.input(KStream).group_by_key()
         if op == "group_by":
-            parent = self.input()
-            if not isinstance(parent, (KStream, KTable)):
-                raise TopologyError(f"{at}.input: group_by reads a stream or a table, got a {_kind(parent)}")
+            parent = self.input((KStream, KTable))
             return parent.group_by(node[op], partitioner=node.get("partitioner"))
-        grouped = self.handles.get(node.get("input"))
+        grouped = self.input(KGroupedStream)
         if op == "windowed_by":
-            if not isinstance(grouped, KGroupedStream) or isinstance(grouped, (KGroupedTable, TimeWindowedKStream)):
+            if isinstance(grouped, (KGroupedTable, TimeWindowedKStream)):
                 raise TopologyError(f"{at}.input: windowed_by reads a grouped stream (group_by or group_by_key)")
             return grouped.windowed_by(node[op])
-        if not isinstance(grouped, KGroupedStream):
-            raise TopologyError(
-                f"{at}.input: {op} reads a grouped stream or table (group_by, group_by_key, windowed_by), got "
-                f"{node.get('input')!r}"
-            )
         if op == "count":
             if node[op] is not True:
                 raise TopologyError(f"{at}.count: write count: true")
@@ -397,6 +389,13 @@ def _topic(value: Any, at: str) -> str:
     if not isinstance(value, str) or not value:
         raise TopologyError(f"{at}: a topic's name is non-empty text, got {value!r}")
     return value
+
+
+_KIND_NAMES = {
+    KStream: "stream",
+    GlobalKTable: "global table",
+    KGroupedStream: "grouped stream or table (group_by, group_by_key, windowed_by)",
+}
 
 
 def _fix(handle: Any) -> str:
