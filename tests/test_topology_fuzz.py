@@ -10,6 +10,7 @@ import time
 import tracemalloc
 
 import kjoin
+import kjoin.joins.window_aggregate
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -116,6 +117,13 @@ def test_an_event_addressed_to_an_internal_topic_is_refused_with_the_reason():
         (lambda b: b.table("t", history_retention_ms=-1), "history_retention_ms"),
         (lambda b: b.stream("a").to("o", partitions=2**31), r"to\(o\): partitions"),
         (lambda b: b.stream("a", partitions="2"), "topic a: partitions"),
+        (lambda b: b.stream("a").join(b.stream("b"), window=kjoin.JoinWindows(2**63, 1)), "window.before_ms"),
+        (
+            lambda b: (
+                b.stream("a").group_by_key().windowed_by(kjoin.joins.window_aggregate.TimeWindows(10, None, 2**64))
+            ),
+            "windowed_by.grace_ms",
+        ),
     ],
 )
 def test_the_builders_numbers_follow_the_documents_64_bit_rules(build, said):

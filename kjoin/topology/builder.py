@@ -21,6 +21,7 @@ join's topics are checked for co-partitioning (:mod:`kjoin.topology.copartition`
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from typing import Any, Iterable, Mapping
@@ -30,7 +31,7 @@ from ..joins.session_aggregate import SessionWindows
 from ..joins.sliding_aggregate import SlidingWindows
 from ..joins.window_aggregate import TimeWindows
 from ..records import Side
-from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, did_you_mean
+from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean
 from ..semantics import Semantics, parse_semantics
 from . import functions
 from .copartition import resolve_partitions
@@ -641,7 +642,7 @@ def _sink(
 
 def _windows(window: Any) -> JoinWindows:
     if isinstance(window, JoinWindows):
-        return window
+        return _long_fields(window, "window")
     if not isinstance(window, Mapping):
         raise TopologyError(
             f"window: expected {{before_ms, after_ms, grace_ms}} or a kjoin.JoinWindows, got {window!r:.60}"
@@ -788,7 +789,7 @@ def _time_windows(windows: Any, semantics: Any) -> Any:
     """Tumbling or hopping (``{size_ms, advance_ms, grace_ms}``), session (``{inactivity_gap_ms, grace_ms}``) or
     sliding (``{time_difference_ms, grace_ms}``, Kafka 2.7+) windows, or kjoin's window objects."""
     if isinstance(windows, (TimeWindows, SessionWindows, SlidingWindows)):
-        form = windows
+        form = _long_fields(windows, "windowed_by")
     else:
         kinds = [kind for kind in _WINDOW_FORMS if isinstance(windows, Mapping) and kind in windows]
         if len(kinds) != 1:
@@ -837,6 +838,20 @@ def _milliseconds(value: Any, what: str) -> int:
             f"{what}: expected a whole number of milliseconds from 0 to {MAX_LONG} (Kafka's long), got {value!r:.60}"
         )
     return value
+
+
+def _long_fields(windows: Any, what: str) -> Any:
+    """Window objects built in Python hold their milliseconds to the same long (a join window's before and after may be
+    negative, as Kafka's ``JoinWindows.before`` allows, as long as the window is not)."""
+    for field in dataclasses.fields(windows):
+        value = getattr(windows, field.name)
+        if field.name.endswith("_ms") and value is not None:
+            if field.name in ("before_ms", "after_ms") and isinstance(value, int) and not isinstance(value, bool):
+                if not MIN_LONG <= value <= MAX_LONG:
+                    raise TopologyError(f"{what}.{field.name}: {value} does not fit Kafka's 64-bit long")
+            else:
+                _milliseconds(value, f"{what}.{field.name}")
+    return windows
 
 
 def _checked_calls(cls: type) -> type:
