@@ -276,7 +276,13 @@ class KStream(_Handle):
         """Replace each record by ``mapper(key, value) -> (new key, new value)``: a re-key, like ``select_key``."""
         if not callable(mapper):
             raise TopologyError(f"map: expected a Python function (key, value) -> (key, value), got {mapper!r:.60}")
-        node = self._add("map", [(self.node, None)], STREAM, name, fn=functions.Function(mapper, None, "a function"))
+        node = self._add(
+            "map",
+            [(self.node, None)],
+            STREAM,
+            name,
+            fn=functions.Function(mapper, None, getattr(mapper, "__name__", "a Python function")),
+        )
         node.params["partitioner"] = functions.partitioner(partitioner)
         node.key_changed = True
         return KStream(self.topology, node)

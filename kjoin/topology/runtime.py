@@ -86,8 +86,11 @@ __all__ = [
 
 SCHEDULES = ("test-driver", "timestamp", "stages")
 
-PASSES_ITS_INPUT = ("stream", "table", "repartition-source", "global-table", "merge", "to_stream", "filter")
-"""Nodes that forward what they were handed (checked where it was made): no user function makes their records."""
+CHECKED_HERE = ("map", "flat_map", "flat_map_values", "table-group-by", *AGGREGATE_OPS)
+"""Nodes whose forwarded records the runtime checks (:meth:`_Run._check_plain`): a user function makes them and no
+check on its return has (the other nodes' functions check what they return when they return it:
+:attr:`~kjoin.topology.functions.Function.check`, :func:`~kjoin.topology.functions.guarded`; or they forward what
+they were handed, or what kjoin's vocabulary makes of it); an aggregate's windows may end past Kafka's long."""
 
 
 class ProcessingError(TopologyError):
@@ -386,7 +389,6 @@ class _Run:
                 outcome = fk.handle_message(record.message, index)
             except (UserFunctionError, AggregationError) as error:
                 self._failed(fk.node, Rec(record.key, record.value, record.ts), error)
-            self._check_plain(fk.node, Rec(record.key, record.value, record.ts), outcome)
             port = "subscription" if record.topic == fk.node.params["subscription_topic"] else "response"
             self._report(
                 fk.node,
@@ -430,7 +432,7 @@ class _Run:
                 outcome = self._processor(node, partition).handle(port, rec, step)
         except (UserFunctionError, AggregationError) as error:
             self._failed(node, rec, error)
-        if node.op not in PASSES_ITS_INPUT:
+        if node.op in CHECKED_HERE:
             self._check_plain(node, rec, outcome)
         partners: tuple[int, ...] = ()
         if outcome.forwarded and node.op == "stream-table":
