@@ -768,6 +768,16 @@ for _name, _fn, _result in [
     ("map_values raises", lambda b: b.stream("s").map_values(_raising(_Calls())).to("o"), "refuse"),
     ("partitioner raises", lambda b: b.stream("s").to("o", partitions=2, partitioner=_raising(_Calls())), "refuse"),
     ("map returns None", lambda b: b.stream("s").map(lambda k, v: None).to("o"), "refuse"),
+    (
+        "a source's partitioner raises",
+        lambda b: b.stream("s", partitions=2, partitioner=_raising(_Calls())).to("o"),
+        "refuse",
+    ),
+    (
+        "a partitioner names no partition",
+        lambda b: b.stream("s").to("o", partitions=2, partitioner=lambda k, n: 5),
+        "refuse",
+    ),
     ("map returns a 3-tuple", lambda b: b.stream("s").map(lambda k, v: (k, v, 1)).to("o"), "refuse"),
     ("select_key returns a set", lambda b: b.stream("s").select_key(lambda k, v: {1}).to("o"), "refuse"),
     ("select_key returns a list", lambda b: b.stream("s").select_key(lambda k, v: [1]).to("o"), "refuse"),

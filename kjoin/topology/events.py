@@ -11,6 +11,7 @@ from typing import Any
 from ..records import render_value
 from ..scenario.fields import KEY_TYPES, MAX_TIMESTAMP_MS
 from ..scenario.inputs import check_document, did_you_mean
+from .functions import UserFunctionError
 from .graph import Graph, TopologyError
 from .trace import TopicRecord
 
@@ -80,7 +81,15 @@ def input_records(graph: Graph, events: Iterable[Mapping[str, Any]], where: str 
         assert topic_info.partitions is not None
         partition = event.get("partition")
         if partition is None:
-            partition = topic_info.partition_of(key)
+            try:
+                partition = topic_info.partition_of(key)
+            except UserFunctionError as error:  # the producer's partitioner, given to the source
+                raise TopologyError(
+                    f"{at}: the partitioner of topic {topic} ({error.function}) {error.problem}; fix it, or give the "
+                    "event its partition"
+                ) from error.original
+            except TopologyError as error:
+                raise TopologyError(f"{at}: {error}") from None
         elif (
             not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < topic_info.partitions
         ):

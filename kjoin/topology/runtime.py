@@ -487,9 +487,9 @@ class _Run:
         else:  # the node's own function, named by its text
             what = f"{_function_of(node, error.function)} {error.problem}"
         fix = getattr(error, "fix", None) or (
-            "fix the function, or keep such records out before this node (a filter)"
-            if getattr(error, "original", None) is not None
-            else "return a key that is text, a number, a boolean or null, and a value that is JSON"
+            "return a key that is text, a number, a boolean or null, and a value that is JSON"
+            if isinstance(error, UserFunctionError) and error.original is None
+            else "fix the function, or keep such records out before this node (a filter)"
         )
         cause = getattr(error, "original", None) or error
         raise ProcessingError(
@@ -536,7 +536,9 @@ class _Run:
             wrote = tuple(
                 self._append(topic, key, value, ts, message, step) for topic, key, value, ts, message in outcome.writes
             )
-        except UserFunctionError as error:  # a partitioner
+        except ProcessingError:
+            raise
+        except (UserFunctionError, TopologyError) as error:  # a partitioner that raised or named no partition
             self._failed(node, rec, error)
         written.extend(wrote)
         forwarded = tuple((f.key, f.value, f.ts) for f in outcome.forwarded)
