@@ -213,13 +213,15 @@ def _rdd_id(frame):
     return frame._jdf.logicalPlan().rdd().id()
 
 
-@pytest.mark.parametrize("method", ["vectorised", "processors"])
-def test_a_user_function_failing_on_an_executor_is_kjoins_error_naming_the_node_and_the_record(spark, method):
+@pytest.mark.parametrize("method, returns_nan", [("vectorised", False), ("processors", False), ("vectorised", True)])
+def test_a_user_function_failing_on_an_executor_is_kjoins_error_naming_the_node_and_the_record(
+    spark, method, returns_nan
+):
     from kjoin.topology.document import TopologyScenario
     from kjoin.topology.runtime import ProcessingError
 
     def by_customer(key, value):
-        return value["c"]
+        return float("nan") if returns_nan else value["c"]
 
     b = kjoin.Topology(partitions=2)
     b.stream("orders").select_key(by_customer, name="by-customer").join(b.table("customers"), name="joined").to("out")
@@ -231,8 +233,9 @@ def test_a_user_function_failing_on_an_executor_is_kjoins_error_naming_the_node_
     spark_run = run_topology(spark, b, topics, method=method)
     with pytest.raises(ProcessingError) as raised:
         spark_run.collect()
+    problem = "returned nan, which JSON cannot carry" if returns_nan else "raised KeyError: 'c'"
     assert str(raised.value).startswith(
-        "node by-customer (select_key): the select_key function (by_customer) raised KeyError: 'c'; on the record "
+        f"node by-customer (select_key): the select_key function (by_customer) {problem}; on the record "
         "orders partition "
     )
     assert 'offset 0, key o1, value {"v":1}, ts 2' in str(raised.value)

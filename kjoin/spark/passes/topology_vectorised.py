@@ -565,7 +565,7 @@ class _Walk:
         """A stream-table join: the skip rules (null key, KIP-962's left join of a null key, KIP-77's null value),
         the lookups as of each record's place, the joiner called (or an inner join's miss)."""
         left = node.params["variant"] == "left"
-        joiner = node.params["joiner"].call
+        joiner = _plain(node.params["joiner"])
         result: dict[int, Any] = {}
         kip77 = self.semantics.kip77
         looking: range | list[int]  # indices into alive
@@ -619,7 +619,10 @@ class _Walk:
 
 def _plain(function: Any) -> Callable[..., Any]:
     """A topology's :class:`~kjoin.topology.functions.Function` as the function it calls (one call fewer per
-    record)."""
+    record), unless it checks what it returns (a user's Python function: a key or a value no serde could write is
+    refused as the reference engine refuses it, :func:`_raise_processing_error` naming the record)."""
+    if getattr(function, "check", None) is not None:
+        return function  # type: ignore[no-any-return]
     return getattr(function, "call", function)
 
 
