@@ -100,6 +100,7 @@ kafka-live: $(STAMP)
 # N perturbed scenarios through kjoin's input boundary (issue 25): counts of crashes, hangs and coercions.
 fuzz-inputs: $(STAMP)
 	$(PY) -m tests.input_fuzz $(N)
+	$(PY) -m tests.topology_fuzz $(N)
 
 # The reference engine alone, every join kind at 10^5 and 10^6 events, kjoin.run and `kjoin run` (docs/benchmarks.md).
 bench-reference: $(STAMP)

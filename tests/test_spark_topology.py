@@ -244,3 +244,32 @@ def test_the_topologies_kafka_pins_run_on_spark_as_in_the_reference_engine(spark
     for partitions in topology_pinned.PARTITIONS if every else (3,):
         scenario = TopologyScenario.from_dict(topology_pinned.document(name, "latest", partitions))
         assert difference(spark, scenario, with_partitions=partitions == 1) is None
+
+
+@pytest.mark.parametrize("method, returns_nan", [("vectorised", False), ("processors", False), ("vectorised", True)])
+def test_a_user_function_failing_on_an_executor_is_kjoins_error_naming_the_node_and_the_record(
+    spark, method, returns_nan
+):
+    from kjoin.topology.document import TopologyScenario
+    from kjoin.topology.runtime import ProcessingError
+
+    def by_customer(key, value):
+        return float("nan") if returns_nan else value["c"]
+
+    b = kjoin.Topology(partitions=2)
+    b.stream("orders").select_key(by_customer, name="by-customer").join(b.table("customers"), name="joined").to("out")
+    events = [
+        {"topic": "customers", "key": "c1", "value": "Ann", "ts": 1},
+        {"topic": "orders", "key": "o1", "value": {"v": 1}, "ts": 2},
+    ]
+    topics = spark_topics(spark, TopologyScenario(b, tuple(events), "stages"), with_partitions=False)
+    spark_run = run_topology(spark, b, topics, method=method)
+    with pytest.raises(ProcessingError) as raised:
+        spark_run.collect()
+    problem = "returned nan, which JSON cannot carry" if returns_nan else "raised KeyError: 'c'"
+    assert str(raised.value).startswith(
+        f"node by-customer (select_key): the select_key function (by_customer) {problem}; on the record "
+        "orders partition "
+    )
+    assert 'offset 0, key o1, value {"v":1}, ts 2' in str(raised.value)
+    assert "Traceback" not in str(raised.value)

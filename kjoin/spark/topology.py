@@ -40,15 +40,17 @@ serialized and the last stage not kept; the same 10^7 records' Python 19-21 s).
 
 from __future__ import annotations
 
+import contextlib
+import re
 from functools import reduce
-from typing import Any, Collection, Mapping
+from typing import Any, Collection, Iterator, Mapping
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..topology.graph import TopologyError
-from ..topology.runtime import assign_tasks, joins_sharing_time, stage_trace
+from ..topology.runtime import ProcessingError, assign_tasks, joins_sharing_time, stage_trace
 from ..topology.stages import Stage, stages_of, topic_readers, topic_writers
 from ..topology.trace import TopicRecord, TopologyTrace
 from .io.topic import SparkInputError, Topic, default_partition_column
@@ -67,7 +69,7 @@ from .passes.topology_rekey import rekey_plan, rekey_stage_function
 from .passes.topology_vectorised import chain_stage_function, per_task, stage_plan
 from .placement import by_partition
 
-__all__ = ["run_topology", "TopologyRun", "RECORD_COLUMNS", "METHODS"]
+__all__ = ["run_topology", "TopologyRun", "RECORD_COLUMNS", "METHODS", "kjoin_error", "kjoin_errors"]
 
 METHODS = ("auto", "expressions", "vectorised", "processors")
 """``run_topology``'s ``method``: ``vectorised`` runs every stage as a chain (:mod:`.passes.topology_vectorised`)
@@ -196,6 +198,34 @@ def run_topology(
     )
 
 
+_PROCESSING_ERROR = re.compile(
+    r"(?:kjoin\.topology\.runtime\.)?ProcessingError: (.*?)(?:\n\s*\n|\n\tat |\nJVM stacktrace|$)", re.S
+)
+
+
+def kjoin_error(error: BaseException) -> ProcessingError | None:
+    """The kjoin error a Spark job failed with on an executor (a ``PythonException`` or ``Py4JJavaError`` whose
+    Python worker raised :class:`~kjoin.topology.runtime.ProcessingError`), as kjoin's own error; ``None`` if
+    the failure was not kjoin's."""
+    found = _PROCESSING_ERROR.search(str(error))
+    return None if found is None else ProcessingError(found.group(1).strip())
+
+
+@contextlib.contextmanager
+def kjoin_errors() -> Iterator[None]:
+    """Spark actions inside raise kjoin's :class:`~kjoin.topology.runtime.ProcessingError` when a user function
+    failed on an executor (the Spark error is its cause, for the worker's traceback)."""
+    try:
+        yield
+    except ProcessingError:
+        raise
+    except Exception as error:
+        translated = kjoin_error(error)
+        if translated is None:
+            raise
+        raise translated from error
+
+
 class TopologyRun:
     """A topology run on Spark (lazy): its frames, and the reference engine's view of any task or record.
 
@@ -304,6 +334,15 @@ class TopologyRun:
                 return stage
         raise SparkInputError(f"task {task}: the topology has no sub-topology {sub}")
 
+    def collect(self, frame: str = "outputs") -> list[Any]:
+        """The rows of :attr:`outputs` (or ``"topics"``, ``"steps"``, ``"rows"``), collected; a user function's
+        failure on an executor comes back as kjoin's :class:`~kjoin.topology.runtime.ProcessingError` (naming the
+        node, the function and the record), not as Spark's Python-worker traceback: see :func:`kjoin_error`."""
+        if frame not in ("outputs", "topics", "steps", "rows"):
+            raise SparkInputError(f"collect: expected outputs, topics, steps or rows, got {frame!r:.60}")
+        with kjoin_errors():
+            return getattr(self, frame).collect()
+
     def trace(self, task: str) -> TopologyTrace:
         """The reference trace of one task (``"1_0"``): the global tables' records first, then the task's records
         (its inputs and what earlier stages wrote to it) as it took them; a task of a cyclic stage (a foreign-key
@@ -319,7 +358,9 @@ class TopologyRun:
         if not stage.cyclic:
             sub, partition = _task_numbers(task)
             records = records.where((F.col("_sub") == sub) & (F.col("partition") == partition))
-        taken = decode_records(_pandas(records.select(*RECORD_COLUMNS).collect()), self._decoding, self._bases)
+        with kjoin_errors():
+            rows = records.select(*RECORD_COLUMNS).collect()
+        taken = decode_records(_pandas(rows), self._decoding, self._bases)
         trace = stage_trace(self.topology, taken, stage.subtopologies, self._global_records, self.assignment)
         self._traces[(stage.number, group)] = trace
         return trace

@@ -21,6 +21,9 @@ join's topics are checked for co-partitioning (:mod:`kjoin.topology.copartition`
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 from typing import Any, Iterable, Mapping
 
 from ..joins.stream_stream import JoinWindows
@@ -28,6 +31,7 @@ from ..joins.session_aggregate import SessionWindows
 from ..joins.sliding_aggregate import SlidingWindows
 from ..joins.window_aggregate import TimeWindows
 from ..records import Side
+from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean
 from ..semantics import Semantics, parse_semantics
 from . import functions
 from .copartition import resolve_partitions
@@ -38,6 +42,11 @@ __all__ = ["Topology", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "K
 
 KEY_SERDES = ("string", "typed")
 """How a topology's keys are serialized (``Topology(key_serde=...)``, a document's ``key_serde``)."""
+
+
+class NoSuchOperation(TopologyError, AttributeError):
+    """An operation a handle does not have (a global table's join, a grouped stream's ``to``): kjoin's error, and an
+    ``AttributeError`` for ``hasattr``."""
 
 
 class Topology:
@@ -51,12 +60,18 @@ class Topology:
         ``key_serde``: ``string`` (every key through the String serde, as the topology harness runs a document: ``1``
         and ``"1"`` are one key, ``true`` is ``"true"``) or ``typed`` (each key through its own type's serde, as an
         application with Integer or Long keys: Python's values as they are)."""
-        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
-            raise TopologyError(f"Topology(partitions=...): expected a whole number from 1, got {partitions!r}")
+        self.partitions = _partitions(partitions, "Topology(partitions=...)")
         if key_serde not in KEY_SERDES:
             raise TopologyError(f"Topology(key_serde=...): expected one of {', '.join(KEY_SERDES)}, got {key_serde!r}")
-        self.partitions = partitions
-        self.semantics = semantics if isinstance(semantics, Semantics) else parse_semantics(semantics)
+        if semantics is not None and not isinstance(semantics, (str, Semantics)):
+            raise TopologyError(
+                f'Topology(semantics=...): a Kafka version as text, e.g. "3.1" (a number would read 3.10 as 3.1), '
+                f"got {semantics!r:.60}"
+            )
+        try:
+            self.semantics = semantics if isinstance(semantics, Semantics) else parse_semantics(semantics)
+        except ValueError as error:
+            raise TopologyError(f"Topology(semantics=...): {error}") from None
         self.key_serde = key_serde
         self.graph = Graph()
         self.graph.text_keys = key_serde == "string"
@@ -84,14 +99,8 @@ class Topology:
     ) -> "KTable":
         """A table read from ``topic`` (Kafka's ``builder.table``), materialized; with
         ``history_retention_ms`` a versioned table (KIP-889)."""
-        if history_retention_ms is not None and (
-            not isinstance(history_retention_ms, int)
-            or isinstance(history_retention_ms, bool)
-            or history_retention_ms < 0
-        ):
-            raise TopologyError(
-                f"table {topic}: history_retention_ms is a whole number of milliseconds, got {history_retention_ms!r}"
-            )
+        if history_retention_ms is not None:
+            _milliseconds(history_retention_ms, f"table {topic}: history_retention_ms")
         self._source_topic(topic, partitions, partitioner)
         node = self.graph.add("table", (), TABLE, name or topic, topic=topic, history_retention_ms=history_retention_ms)
         return KTable(self, node)
@@ -107,6 +116,8 @@ class Topology:
         return GlobalKTable(self, self.graph.add("global-table", (), TABLE, name or topic, topic=topic))
 
     def _source_topic(self, topic: str, partitions: int | None, partitioner: Any = None) -> None:
+        if self._built:
+            raise TopologyError(f"{topic!r:.60}: the topology has run already; build a new kjoin.Topology to change it")
         if not isinstance(topic, str) or not topic:
             raise TopologyError(f"a topic's name is non-empty text, got {topic!r}")
         if topic in self.graph.sources():
@@ -114,9 +125,7 @@ class Topology:
                 f"topic {topic} is read twice; Kafka reads a topic with one source node (TopologyException: "
                 "Topic has already been registered by another source): use the first stream or table again"
             )
-        count = self.partitions if partitions is None else partitions
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise TopologyError(f"topic {topic}: partitions is a whole number from 1, got {count!r}")
+        count = self.partitions if partitions is None else _partitions(partitions, f"topic {topic}: partitions")
         self.graph.add_topic(Topic(topic, count, functions.partitioner(partitioner)))
 
     @classmethod
@@ -232,8 +241,15 @@ class _Handle:
         return as_text(fn) if self.topology.graph.text_keys else fn
 
     def _check_same(self, other: "_Handle", op: str) -> None:
+        if isinstance(other, KGroupedStream):
+            raise TopologyError(
+                f"{op}: the other side is a grouped stream or table (group_by, group_by_key, windowed_by), which is "
+                "aggregated, not joined: join the table its count, reduce or aggregate makes"
+            )
         if not isinstance(other, _Handle) or other.topology is not self.topology:
-            raise TopologyError(f"{op}: the other side must be a stream or table of the same kjoin.Topology")
+            raise TopologyError(
+                f"{op}: the other side must be a stream or table of the same kjoin.Topology, got {other!r:.60}"
+            )
 
 
 class KStream(_Handle):
@@ -305,10 +321,8 @@ class KStream(_Handle):
     ) -> "KStream":
         """Write the stream to a repartition topic and read it back (Kafka's ``repartition``, 2.6+): a new
         sub-topology, ``partitions`` of its own (default: as its writers' sources), ``partitioner`` over the key."""
-        if partitions is not None and (
-            not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1
-        ):
-            raise TopologyError(f"repartition: partitions is a whole number from 1, got {partitions!r}")
+        if partitions is not None:
+            _partitions(partitions, "repartition: partitions")
         chosen = functions.partitioner(partitioner) or self._rekey_partitioner()
         name = name or self.topology.graph.new_name("repartition")
         source = _through_topic(self, f"{name}-repartition", partitions, chosen)
@@ -384,15 +398,15 @@ class KStream(_Handle):
     # -- joins --------------------------------------------------------------------------------
     def join(self, other: "KStream | KTable", joiner: Any = None, **options: Any) -> "KStream":
         """An inner join with a table (stream-table) or, with ``window=``, a stream (stream-stream)."""
-        return self._join(other, "inner", joiner, **options)
+        return self._join(other, "inner", joiner, **_options("join", options, _STREAM_JOIN_OPTIONS))
 
     def left_join(self, other: "KStream | KTable", joiner: Any = None, **options: Any) -> "KStream":
-        return self._join(other, "left", joiner, **options)
+        return self._join(other, "left", joiner, **_options("left_join", options, _STREAM_JOIN_OPTIONS))
 
     def outer_join(self, other: "KStream", joiner: Any = None, **options: Any) -> "KStream":
         if isinstance(other, KTable):
             raise TopologyError("outer_join: a stream joins a table with join or left_join only (Kafka has no outer)")
-        return self._join(other, "outer", joiner, **options)
+        return self._join(other, "outer", joiner, **_options("outer_join", options, _STREAM_JOIN_OPTIONS))
 
     def _join(
         self,
@@ -435,8 +449,7 @@ class KStream(_Handle):
                         f"grace_ms: Kafka {self.topology.semantics} has no stream-table grace period (KIP-923, 3.6); "
                         "choose semantics 3.6 or later"
                     )
-                if not isinstance(grace_ms, int) or isinstance(grace_ms, bool) or grace_ms < 0:
-                    raise TopologyError(f"grace_ms: a whole number of milliseconds from 0, got {grace_ms!r}")
+                _milliseconds(grace_ms, "grace_ms")
                 retention = right.params.get("history_retention_ms")
                 if retention is None:
                     raise TopologyError(
@@ -545,13 +558,13 @@ class KTable(_Handle):
     def join(self, other: "KTable", joiner: Any = None, *, foreign_key: Any = None, **options: Any) -> "KTable":
         """A table-table join on the primary key, or with ``foreign_key`` (a field path into this
         table's values) a foreign-key join (KIP-213)."""
-        return self._join(other, "inner", joiner, foreign_key, **options)
+        return self._join(other, "inner", joiner, foreign_key, **_options("join", options, _TABLE_JOIN_OPTIONS))
 
     def left_join(self, other: "KTable", joiner: Any = None, *, foreign_key: Any = None, **options: Any) -> "KTable":
-        return self._join(other, "left", joiner, foreign_key, **options)
+        return self._join(other, "left", joiner, foreign_key, **_options("left_join", options, _TABLE_JOIN_OPTIONS))
 
     def outer_join(self, other: "KTable", joiner: Any = None, **options: Any) -> "KTable":
-        return self._join(other, "outer", joiner, None, **options)
+        return self._join(other, "outer", joiner, None, **_options("outer_join", options, _TABLE_JOIN_OPTIONS))
 
     def _join(
         self,
@@ -656,7 +669,7 @@ def _sink(
         )
     if through and any(node.op == "to" and node.topic == topic for node in topology.graph.nodes.values()):
         raise TopologyError(f"through({topic!r}): the topology writes {topic} elsewhere too; through a topic once")
-    count = topology.partitions if partitions is None else partitions
+    count = topology.partitions if partitions is None else _partitions(partitions, f"to({topic}): partitions")
     known = topology.graph.topics.get(topic)
     if known is None or known.partitions != count or known.partitioner is not None or partitioner is not None:
         topology.graph.add_topic(Topic(topic, count, functions.partitioner(partitioner)))
@@ -665,21 +678,24 @@ def _sink(
 
 def _windows(window: Any) -> JoinWindows:
     if isinstance(window, JoinWindows):
-        return window
+        return _long_fields(window, "window")
     if not isinstance(window, Mapping):
         raise TopologyError(
             f"window: expected {{before_ms, after_ms, grace_ms}} or a kjoin.JoinWindows, got {window!r:.60}"
         )
-    unknown = set(window) - {"before_ms", "after_ms", "grace_ms"}
+    unknown = sorted(str(name) for name in set(window) - {"before_ms", "after_ms", "grace_ms"})
     if unknown:
-        raise TopologyError(f"window: unknown field {sorted(unknown)[0]}; the fields are before_ms, after_ms, grace_ms")
+        raise TopologyError(
+            f"window: unknown field {unknown[0]}{did_you_mean(unknown[0], ('before_ms', 'after_ms', 'grace_ms'))}; "
+            "the fields are before_ms, after_ms, grace_ms"
+        )
     values = {}
     for field in ("before_ms", "after_ms", "grace_ms"):
         value = window.get(field)
         if field != "grace_ms" and value is None:
             raise TopologyError(f"window.{field}: required (milliseconds)")
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise TopologyError(f"window.{field}: a whole number of milliseconds from 0, got {value!r}")
+        if value is not None:
+            _milliseconds(value, f"window.{field}")
         values[field] = value
     return JoinWindows(values["before_ms"], values["after_ms"], values["grace_ms"])
 
@@ -687,6 +703,14 @@ def _windows(window: Any) -> JoinWindows:
 class GlobalKTable(_Handle):
     """A global table (Kafka's ``GlobalKTable``): a stream joins it with ``join``/``left_join`` and a
     ``key_selector(key, value)`` (default: the stream's key)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise NoSuchOperation(
+            f"{name}: a global table ({self.node.name}) is only looked up: a stream joins it "
+            "(stream.join(global_table, key_selector=...)); it has no operations of its own"
+        )
 
 
 def _through_topic(stream: KStream, topic_name: str, partitions: int | None, partitioner: Any) -> Node:
@@ -708,6 +732,14 @@ class KGroupedStream:
         self.stream = stream
         self.name = name
         self.windows = windows
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise NoSuchOperation(
+            f"{name}: a grouped stream or table has no {name}; aggregate it first (count, reduce, aggregate"
+            f"{', windowed_by' if type(self) is KGroupedStream else ''}), then use the table that makes"
+        )
 
     def windowed_by(self, windows: Any) -> "TimeWindowedKStream":
         """Aggregate in windows: tumbling or hopping ``{size_ms, advance_ms, grace_ms}``, session
@@ -793,7 +825,7 @@ def _time_windows(windows: Any, semantics: Any) -> Any:
     """Tumbling or hopping (``{size_ms, advance_ms, grace_ms}``), session (``{inactivity_gap_ms, grace_ms}``) or
     sliding (``{time_difference_ms, grace_ms}``, Kafka 2.7+) windows, or kjoin's window objects."""
     if isinstance(windows, (TimeWindows, SessionWindows, SlidingWindows)):
-        form = windows
+        form = _long_fields(windows, "windowed_by")
     else:
         kinds = [kind for kind in _WINDOW_FORMS if isinstance(windows, Mapping) and kind in windows]
         if len(kinds) != 1:
@@ -803,15 +835,16 @@ def _time_windows(windows: Any, semantics: Any) -> Any:
                 f"{windows!r:.80}"
             )
         fields = _WINDOW_FORMS[kinds[0]]
-        unknown = set(windows) - set(fields)
+        unknown = sorted(str(name) for name in set(windows) - set(fields))
         if unknown:
             raise TopologyError(
-                f"windowed_by: unknown field {sorted(unknown)[0]}; these windows have {', '.join(fields)}"
+                f"windowed_by: unknown field {unknown[0]}{did_you_mean(unknown[0], fields)}; these windows have "
+                f"{', '.join(fields)}"
             )
         for field in fields:
             value = windows.get(field)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-                raise TopologyError(f"windowed_by.{field}: a whole number of milliseconds, got {value!r}")
+            if value is not None or field == kinds[0]:  # the kind's own field is required
+                _milliseconds(value, f"windowed_by.{field}")
         grace = windows.get("grace_ms") or 0
         try:
             if kinds[0] == "size_ms":
@@ -825,3 +858,90 @@ def _time_windows(windows: Any, semantics: Any) -> Any:
     if isinstance(form, SlidingWindows) and not semantics.sliding_windows:
         raise TopologyError(f"windowed_by: Kafka {semantics} has no sliding windows (KIP-450, 2.7)")
     return form
+
+
+def _partitions(value: Any, what: str) -> int:
+    """A partition count: a whole number from 1 to 2^31 - 1 (Kafka's int), else kjoin's error naming ``what``."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_PARTITIONS:
+        raise TopologyError(f"{what}: expected a whole number from 1 to {MAX_PARTITIONS}, got {value!r:.60}")
+    return value
+
+
+def _milliseconds(value: Any, what: str) -> int:
+    """A duration: a whole number of milliseconds from 0 to 2^63 - 1 (Kafka's long), as a document's."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_LONG:
+        raise TopologyError(
+            f"{what}: expected a whole number of milliseconds from 0 to {MAX_LONG} (Kafka's long), got {value!r:.60}"
+        )
+    return value
+
+
+def _long_fields(windows: Any, what: str) -> Any:
+    """Window objects built in Python hold their milliseconds to the same long (a join window's before and after may be
+    negative, as Kafka's ``JoinWindows.before`` allows, as long as the window is not)."""
+    for field in dataclasses.fields(windows):
+        value = getattr(windows, field.name)
+        if field.name.endswith("_ms") and value is not None:
+            if field.name in ("before_ms", "after_ms") and isinstance(value, int) and not isinstance(value, bool):
+                if not MIN_LONG <= value <= MAX_LONG:
+                    raise TopologyError(f"{what}.{field.name}: {value} does not fit Kafka's 64-bit long")
+            else:
+                _milliseconds(value, f"{what}.{field.name}")
+    return windows
+
+
+def _checked_calls(cls: type) -> type:
+    """Every public method of ``cls`` refuses a call its parameters do not take with kjoin's error (naming the
+    method, the argument and what it takes, with a "did you mean"), not Python's ``TypeError``."""
+    for name, method in list(vars(cls).items()):
+        if name.startswith("_") or not inspect.isfunction(method):
+            continue
+        setattr(cls, name, _checked_call(cls.__name__, method))
+    return cls
+
+
+def _checked_call(owner: str, method: Any) -> Any:
+    signature = inspect.signature(method)
+    takes = [name for name in signature.parameters if name != "self"]
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as error:
+            unknown = [name for name in kwargs if name not in signature.parameters]
+            hint = did_you_mean(unknown[0], takes) if unknown else ""
+            what = f"{unknown[0]!r} is not an argument of it{hint}" if unknown else str(error)
+            raise TopologyError(
+                f"{owner}.{method.__name__}: {what}; it takes {', '.join(takes) or 'nothing'}"
+            ) from None
+        return method(*args, **kwargs)
+
+    return call
+
+
+_STREAM_JOIN_OPTIONS = {"window": "", "grace_ms": "", "name": "", "key_selector": ""}
+_TABLE_JOIN_OPTIONS = {
+    "name": "",
+    "partitioner": "",
+    "other_partitioner": "",
+    "window": "a table-table join has no window (only a stream-stream join has one)",
+    "grace_ms": "a table-table join has no grace period (a stream-table join with a versioned table has one)",
+    "key_selector": "a table-table join has no key selector (a stream's join with a global table has one)",
+}
+
+
+def _options(op: str, options: Mapping[str, Any], allowed: Mapping[str, str]) -> Mapping[str, Any]:
+    """``options`` if ``op`` takes each of them; else kjoin's error with the reason or a "did you mean"."""
+    for name in options:
+        refusal = allowed.get(name)
+        if refusal == "":
+            continue
+        takes = [key for key, reason in allowed.items() if reason == ""]
+        why = refusal or f"not an option of {op}{did_you_mean(name, takes)}"
+        raise TopologyError(f"{op}: {name}: {why}; it takes {', '.join(takes)}")
+    return options
+
+
+for _class in (Topology, KStream, KTable, GlobalKTable, KGroupedStream, TimeWindowedKStream, KGroupedTable):
+    _checked_calls(_class)

@@ -180,7 +180,9 @@ def _parse(data: Any) -> TopologyScenario:
     for text in ("name", "description"):
         if data.get(text) is not None and not isinstance(data[text], str):
             raise TopologyError(f"{text}: expected text, got {data[text]!r:.60}")
-    topics = data.get("topics") or {}
+    topics = data.get("topics", {})
+    if topics is None:
+        topics = {}
     if not isinstance(topics, Mapping):
         raise TopologyError(f"topics: expected a mapping from topic name to {{partitions: N}}, got {topics!r:.60}")
     for topic, options in topics.items():
@@ -206,6 +208,13 @@ def _parse(data: Any) -> TopologyScenario:
     if not isinstance(events, list):
         raise TopologyError("events: expected a list of events like {topic: orders, key: o1, value: A, ts: 1}")
     topology.build()
+    named = [name for name, topic in topology.graph.topics.items() if not topic.internal]
+    for topic in topics:
+        if topic not in named:
+            raise TopologyError(
+                f"topics.{topic}: the topology reads or writes no topic {topic}{did_you_mean(topic, named)}; its "
+                f"topics are {', '.join(named)}"
+            )
     from .events import input_records
 
     input_records(topology.graph, events)  # checked now: the error names the event before anything runs
@@ -277,7 +286,7 @@ class _NodeReader:
             raise TopologyError(f"{self.at}.partitions: a whole number from 1, got {given!r}")
         return given
 
-    def handle(self, field_name: str, value: Any, kind: type | None = None) -> Any:
+    def handle(self, field_name: str, value: Any, kind: type | tuple[type, ...] | None = None) -> Any:
         """The node ``value`` names (built before this one), of ``kind`` if given."""
         if not isinstance(value, str) or value not in self.handles:
             known = ", ".join(self.handles) or "none yet"
@@ -287,11 +296,14 @@ class _NodeReader:
             )
         found = self.handles[value]
         if kind is not None and not isinstance(found, kind):
-            what = "stream" if kind is KStream else "table"
-            raise TopologyError(f"{self.at}.{field_name}: {value} is a {_kind(found)}; a {self.op} node reads a {what}")
+            kinds = kind if isinstance(kind, tuple) else (kind,)
+            what = " or a ".join(_KIND_NAMES.get(k, "table") for k in kinds)
+            raise TopologyError(
+                f"{self.at}.{field_name}: {value} is a {_kind(found)}; a {self.op} node reads a {what}{_fix(found)}"
+            )
         return found
 
-    def input(self, kind: type | None = None) -> Any:
+    def input(self, kind: type | tuple[type, ...] | None = None) -> Any:
         return self.handle("input", self.node.get("input"), kind)
 
     def sink_partitions(self) -> Any:
@@ -343,7 +355,7 @@ class _NodeReader:
             )
         if op != "to":  # pragma: no cover - OPERATIONS and the dispatch in _build_node agree
             raise AssertionError(op)
-        parent = self.input()
+        parent = self.input((KStream, KTable))
         stream = parent if isinstance(parent, KStream) else parent.to_stream()
         stream.to(
             _topic(node[op], at), partitions=self.sink_partitions(), partitioner=node.get("partitioner"), name=name
@@ -357,20 +369,13 @@ class _NodeReader:
             # a document's node names its handle; Kafka's harness names no Grouped (each aggregate its own topic)
             return self.input(KStream).group_by_key()
         if op == "group_by":
-            parent = self.input()
-            if not isinstance(parent, (KStream, KTable)):
-                raise TopologyError(f"{at}.input: group_by reads a stream or a table, got a {_kind(parent)}")
+            parent = self.input((KStream, KTable))
             return parent.group_by(node[op], partitioner=node.get("partitioner"))
-        grouped = self.handles.get(node.get("input"))
+        grouped = self.input(KGroupedStream)
         if op == "windowed_by":
-            if not isinstance(grouped, KGroupedStream) or isinstance(grouped, (KGroupedTable, TimeWindowedKStream)):
+            if isinstance(grouped, (KGroupedTable, TimeWindowedKStream)):
                 raise TopologyError(f"{at}.input: windowed_by reads a grouped stream (group_by or group_by_key)")
             return grouped.windowed_by(node[op])
-        if not isinstance(grouped, KGroupedStream):
-            raise TopologyError(
-                f"{at}.input: {op} reads a grouped stream or table (group_by, group_by_key, windowed_by), got "
-                f"{node.get('input')!r}"
-            )
         if op == "count":
             if node[op] is not True:
                 raise TopologyError(f"{at}.count: write count: true")
@@ -384,7 +389,8 @@ class _NodeReader:
         sides = node[op]
         if not isinstance(sides, list) or len(sides) != 2:
             raise TopologyError(f"{at}.{op}: expected [left, right], the names of the two nodes it joins")
-        left, right = self.handle(f"{op}[0]", sides[0]), self.handle(f"{op}[1]", sides[1])
+        left = self.handle(f"{op}[0]", sides[0], (KStream, KTable))
+        right = self.handle(f"{op}[1]", sides[1], (KStream, KTable, GlobalKTable))
         options = {key: node[key] for key in ("window", "joiner", "grace_ms", "key_selector") if key in node}
         if isinstance(left, KTable):
             for key in ("foreign_key", "partitioner", "other_partitioner"):
@@ -401,6 +407,22 @@ def _topic(value: Any, at: str) -> str:
     if not isinstance(value, str) or not value:
         raise TopologyError(f"{at}: a topic's name is non-empty text, got {value!r}")
     return value
+
+
+_KIND_NAMES = {
+    KStream: "stream",
+    GlobalKTable: "global table",
+    KGroupedStream: "grouped stream or table (group_by, group_by_key, windowed_by)",
+}
+
+
+def _fix(handle: Any) -> str:
+    """What to write instead of a node of the wrong kind."""
+    if isinstance(handle, GlobalKTable):
+        return " (a global table is only the right side of a stream's join)"
+    if isinstance(handle, KGroupedStream):
+        return " (a grouped node is read by count, reduce or aggregate: name the aggregate's node)"
+    return ""
 
 
 def _kind(handle: Any) -> str:

@@ -12,6 +12,7 @@ from ..records import kafka_keys, render_value
 from ..serde import string_serde_text
 from ..scenario.fields import KEY_TYPES, MAX_TIMESTAMP_MS
 from ..scenario.inputs import check_document, did_you_mean
+from .functions import UserFunctionError
 from .graph import Graph, TopologyError
 from .trace import TopicRecord
 
@@ -26,7 +27,7 @@ def input_records(graph: Graph, events: Iterable[Mapping[str, Any]], where: str 
     (``Graph.text_keys``, as the topology harness carries keys) a number or a boolean key becomes its text."""
     if isinstance(events, (str, bytes)) or not isinstance(events, Iterable):
         raise TopologyError(f"{where}: expected a list of events like {{topic: orders, key: o1, value: A, ts: 1}}")
-    sources = graph.sources()
+    sources = {name: node for name, node in graph.sources().items() if not graph.topics[name].internal}
     offsets: dict[tuple[str, int], int] = {}
     records = []
     events = list(events)
@@ -54,6 +55,13 @@ def input_records(graph: Graph, events: Iterable[Mapping[str, Any]], where: str 
                 f"{at}.topic: expected the name of a topic the topology reads ({', '.join(sorted(sources))}), got "
                 f"{type(topic).__name__} {render_value(topic):.60}"
             )
+        known = graph.topics.get(topic)
+        if known is not None and known.internal:
+            raise TopologyError(
+                f"{at}.topic: {topic} is an internal topic (a repartition or foreign-key topic): the topology writes "
+                "and reads it itself, so an event cannot be addressed to it; address the event to an input topic "
+                f"({', '.join(sorted(sources))})"
+            )
         if topic not in sources:
             readable = ", ".join(sorted(sources))
             raise TopologyError(
@@ -78,7 +86,15 @@ def input_records(graph: Graph, events: Iterable[Mapping[str, Any]], where: str 
         assert topic_info.partitions is not None
         partition = event.get("partition")
         if partition is None:
-            partition = topic_info.partition_of(key)
+            try:
+                partition = topic_info.partition_of(key)
+            except UserFunctionError as error:  # the producer's partitioner, given to the source
+                raise TopologyError(
+                    f"{at}: the partitioner of topic {topic} ({error.function}) {error.problem}; fix it, or give the "
+                    "event its partition"
+                ) from error.original
+            except TopologyError as error:
+                raise TopologyError(f"{at}: {error}") from None
         elif (
             not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < topic_info.partitions
         ):

@@ -38,6 +38,8 @@ from ..joins.context import default_joiner
 from ..partitioner import default_partition
 from ..records import render_value
 from ..serde import string_serde_text
+from ..scenario.fields import ScenarioError
+from .plain import not_a_key, not_a_value
 
 __all__ = [
     "Function",
@@ -54,11 +56,29 @@ __all__ = [
     "flat_value_mapper",
     "flat_mapper",
     "java_split",
+    "UserFunctionError",
+    "guarded",
 ]
 
 
-class FunctionError(ValueError):
+class FunctionError(ScenarioError):
     """A function spec that is not in the vocabulary (the message says what is)."""
+
+
+class UserFunctionError(Exception):
+    """A function of the topology raised, or returned what its node cannot pass on. Not kjoin's error yet: the
+    runtime, which knows the node and the record, turns it into one (:meth:`kjoin.topology.runtime` ``_failed``),
+    the one place a processing exception handler decides (Kafka's KIP-1033)."""
+
+    def __init__(
+        self, function: str, problem: str, original: BaseException | None = None, fix: str | None = None
+    ) -> None:
+        super().__init__(f"{function} {problem}")
+        self.function = function
+        self.problem = problem
+        self.original = original
+        self.fix = fix
+        """What to do instead (``None``: kjoin's default advice for a raise or a return)."""
 
 
 @dataclass(frozen=True)
@@ -70,9 +90,46 @@ class Function:
     call: Callable[..., Any]
     spec: Any
     text: str
+    check: Callable[[Any], str | None] | None = None
+    """What the result must be (:mod:`kjoin.topology.plain`: a key, a JSON value): ``None`` if it is, else what it
+    is; checked when it is returned, since the joins show and store a result before any node forwards it."""
 
     def __call__(self, *args: Any) -> Any:
-        return self.call(*args)
+        try:
+            result = self.call(*args)
+        except UserFunctionError:
+            raise
+        except Exception as error:  # noqa: BLE001 - whatever the user's function raised, reported with its node
+            raise UserFunctionError(self.text, f"raised {type(error).__name__}: {error}", error) from error
+        if self.check is not None:
+            problem = self.check(result)
+            if problem is not None:
+                raise UserFunctionError(self.text, f"returned {problem}")
+        return result
+
+
+def _python(fn: Callable[..., Any], check: Callable[[Any], str | None] | None = None) -> Function:
+    """A Python function of the topology, its result held to ``check``."""
+    return Function(fn, None, getattr(fn, "__name__", "a Python function"), check)
+
+
+def guarded(fn: Callable[..., Any], text: str) -> Callable[..., Any]:
+    """``fn`` whose exceptions come back as :class:`UserFunctionError` naming it ``text``, and whose result must be
+    JSON (an aggregator: its aggregate is stored and shown before any node forwards it)."""
+
+    def call(*args: Any) -> Any:
+        try:
+            result = fn(*args)
+        except UserFunctionError:
+            raise
+        except Exception as error:  # noqa: BLE001 - whatever the user's function raised, reported with its node
+            raise UserFunctionError(text, f"raised {type(error).__name__}: {error}", error) from error
+        problem = not_a_value(result)
+        if problem is not None:
+            raise UserFunctionError(text, f"returned {problem}")
+        return result
+
+    return call
 
 
 def field_of(value: Any, path: str) -> Any:
@@ -90,7 +147,7 @@ def field_of(value: Any, path: str) -> Any:
 def text_key(fn: Function) -> Function:
     """``fn`` (``(key, value) -> key``) giving its key as the String serde carries it (a topology's keys are its
     bytes: ``1`` and ``"1"`` are one key, ``true`` is not ``1``)."""
-    call = fn.call
+    call = fn  # called through its checks (Function.__call__)
     return Function(lambda key, value: string_serde_text(call(key, value)), fn.spec, fn.text)
 
 
@@ -104,13 +161,13 @@ def _text_pair(pair: Any) -> Any:
 
 def text_pairs(fn: Function) -> Function:
     """``fn`` (``(key, value) -> (key, value)``) giving its key as the String serde carries it."""
-    call = fn.call
+    call = fn  # called through its checks (Function.__call__)
     return Function(lambda key, value: _text_pair(call(key, value)), fn.spec, fn.text)
 
 
 def text_pair_lists(fn: Function) -> Function:
     """``fn`` (``(key, value) -> [(key, value), ...]``) giving its keys as the String serde carries them."""
-    call = fn.call
+    call = fn  # called through its checks (Function.__call__)
 
     def texts(key: Any, value: Any) -> Any:
         found = call(key, value)
@@ -140,7 +197,7 @@ def key_selector(spec: Any) -> Function:
     if isinstance(spec, Function):
         return spec
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+        return _python(spec, not_a_key)
     name, arg = _one_entry(spec, "select_key", ("field", "map", "value"))
     if name == "value":
         if arg is not True:
@@ -168,7 +225,7 @@ def value_mapper(spec: Any) -> Function:
     if isinstance(spec, Function):
         return spec
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+        return _python(spec, not_a_value)
     name, arg = _one_entry(spec, "map_values", ("append", "field"))
     if not isinstance(arg, str):
         raise FunctionError(f"map_values.{name}: expected text, got {arg!r:.80}")
@@ -184,7 +241,7 @@ def predicate(spec: Any) -> Function:
     if isinstance(spec, Function):
         return spec
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+        return _python(spec, not_a_value)
     name, arg = _one_entry(spec, "filter", ("key_in", "key_not_in", "value_not_null"))
     if name == "value_not_null":
         if arg is not True:
@@ -216,7 +273,7 @@ def joiner(spec: Any) -> Function:
     if isinstance(spec, Function):
         return spec
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+        return _python(spec, not_a_value)
     raise FunctionError(
         f"joiner: expected concat, object or a Python function (left, right) -> value, got {spec!r:.80}"
     )
@@ -227,7 +284,7 @@ def partitioner(spec: Any) -> Function | None:
     if spec is None or isinstance(spec, Function):
         return spec
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+        return _python(spec)
     name, arg = _one_entry(spec, "partitioner", ("map",))
     if not isinstance(arg, Mapping) or not all(isinstance(p, int) and not isinstance(p, bool) for p in arg.values()):
         raise FunctionError(f"partitioner.map: expected a mapping from key to partition number, got {arg!r:.80}")
@@ -235,6 +292,8 @@ def partitioner(spec: Any) -> Function | None:
     lookup = {string_serde_text(key): partition for key, partition in table.items()}
 
     def by_map(key: Any, partitions: int) -> int:
+        if key is None:
+            return 0  # a null key: as the default partitioner
         found = lookup.get(string_serde_text(key))
         return found if found is not None else default_partition(key, partitions)
 
@@ -281,9 +340,15 @@ def aggregation(kind: str, spec: Any = None) -> Any:
     if len(parts) not in wanted or not all(callable(part) for part in parts):
         form = "adder[, subtractor]" if kind == "reduce" else "initializer, adder[, subtractor]"
         raise FunctionError(f"{kind}: expected concat or Python functions ({form}), got {spec!r:.80}")
+    names = ("adder", "subtractor") if kind == "reduce" else ("initializer", "adder", "subtractor")
+    calls = [guarded(part, f"the {kind} {name} ({_name_of(part)})") for part, name in zip(parts, names)]
     if kind == "reduce":
-        return Aggregation("reduce", None, parts[0], parts[1] if len(parts) > 1 else None)
-    return Aggregation("aggregate", parts[0], parts[1], parts[2] if len(parts) > 2 else None)
+        return Aggregation("reduce", None, calls[0], calls[1] if len(calls) > 1 else None)
+    return Aggregation("aggregate", calls[0], calls[1], calls[2] if len(calls) > 2 else None)
+
+
+def _name_of(fn: Any) -> str:
+    return getattr(fn, "__name__", "a Python function")
 
 
 def table_group_by(spec: Any) -> Function:
@@ -292,7 +357,7 @@ def table_group_by(spec: Any) -> Function:
     if isinstance(spec, Function):
         return spec
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+        return _python(spec)
     name, arg = _one_entry(spec, "group_by", ("field",))
     if not isinstance(arg, str) or not arg:
         raise FunctionError(f"group_by.field: expected a field path such as customer or a.b, got {arg!r}")
@@ -340,7 +405,7 @@ def flat_value_mapper(spec: Any) -> Function:
     if isinstance(spec, Function):
         return spec
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+        return _python(spec)
     separator, lower = _split_spec(spec, "flat_map_values")
     text = f"split at {separator!r}" + (", lower-cased" if lower else "")
     return Function(lambda value: _words(value, separator, lower), dict(spec), text)
@@ -351,7 +416,7 @@ def flat_mapper(spec: Any) -> Function:
     if isinstance(spec, Function):
         return spec
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+        return _python(spec)
     separator, lower = _split_spec(spec, "flat_map")
     text = f"split at {separator!r}" + (", lower-cased" if lower else "") + ", each part keyed by itself"
     return Function(lambda key, value: [(word, word) for word in _words(value, separator, lower)], dict(spec), text)

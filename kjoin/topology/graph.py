@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from ..partitioner import default_partition
 from ..records import Side
+from ..scenario.fields import ScenarioError
 from .functions import Function
 
 __all__ = ["Node", "Topic", "Graph", "TopologyError", "STREAM", "TABLE", "JOIN_OPS", "SOURCE_OPS", "VIEW_OPS"]
@@ -34,9 +35,9 @@ FIRST_PARENT_ONLY = ("fk", "stream-global")
 table's sub-topology, and a global table belongs to no sub-topology (every task reads its global store)."""
 
 
-class TopologyError(ValueError):
+class TopologyError(ScenarioError):
     """A topology Kafka would refuse, or kjoin cannot run yet: the message names the node or the
-    topics and the fix."""
+    topics and the fix. kjoin's error (a :class:`~kjoin.ScenarioError`: ``kjoin run`` reports it in one line)."""
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,9 @@ from ..serde import string_serde_text
 from ..state import StoreId
 from ..stores import Clock, TableStore, VersionedStore
 from ..stores.global_table import GlobalTableStore
-from .functions import Function, field_of
-from .graph import VIEW_OPS, Graph, Node, TopologyError
+from .functions import Function, UserFunctionError, field_of
+from .plain import not_a_key
+from .graph import VIEW_OPS, Graph, Node
 from ..times import at
 
 __all__ = [
@@ -160,8 +161,12 @@ class _Pass(NodeProcessor):
                 [new],
             )
         if op == "map":
-            key, value = fn(rec.key, rec.value)
-            new = Rec(key, value, rec.ts)
+            pair = fn(rec.key, rec.value)
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise UserFunctionError(
+                    f"the map function ({fn.text})", f"returned {_cut(pair)}", fix="return a pair (key, value)"
+                )
+            new = Rec(pair[0], pair[1], rec.ts)
             return Outcome(Fate.FORWARDED, None, lambda: f"{said(rec)} → {said(new)}.", [new])
         if op in ("flat_map_values", "flat_map"):
             if op == "flat_map_values":
@@ -176,19 +181,27 @@ class _Pass(NodeProcessor):
         raise AssertionError(op)  # pragma: no cover
 
 
-def _many(values: Any, fn: Function, rec: Rec) -> list[Any]:
-    if values is None or isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
-        raise TopologyError(
-            f"flat_map_values ({fn.text}) returned {values!r:.60} for {said(rec)}; it returns a list of values"
+def _many(values: Any, fn: Function, rec: Rec, what: str = "flat_map_values", items: str = "values") -> list[Any]:
+    if values is None or isinstance(values, (str, bytes, dict, set, frozenset)) or not hasattr(values, "__iter__"):
+        raise UserFunctionError(
+            f"the {what} function ({fn.text})", f"returned {_cut(values)}", fix=f"return a list of {items}"
         )
     return list(values)
 
 
+def _cut(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - an object whose repr fails is still named
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _pairs(pairs: Any, fn: Function, rec: Rec) -> list[tuple[Any, Any]]:
-    found = _many(pairs, fn, rec)
+    found = _many(pairs, fn, rec, "flat_map", "(key, value) pairs")
     if not all(isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in found):
-        raise TopologyError(
-            f"flat_map ({fn.text}) returned {found!r:.60} for {said(rec)}; it returns a list of (key, value) pairs"
+        raise UserFunctionError(
+            f"the flat_map function ({fn.text})", f"returned {_cut(found)}", fix="return a list of (key, value) pairs"
         )
     return [tuple(pair) for pair in found]  # type: ignore[misc]
 
@@ -420,7 +433,7 @@ class _StreamStream(NodeProcessor):
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         assert port is not None
         record = Record(port, rec.key, rec.value, rec.ts, self.partition)
-        ctx = StepContext(step, record, self.node.params["joiner"].call)
+        ctx = StepContext(step, record, self.node.params["joiner"])
         self.join.process(record, ctx)
         return _outcome_of(ctx, table=False)
 
@@ -439,7 +452,7 @@ class _StreamTable(NodeProcessor):
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         record = Record(Side.LEFT, rec.key, rec.value, rec.ts, self.partition)
-        ctx = StepContext(step, record, self.node.params["joiner"].call)
+        ctx = StepContext(step, record, self.node.params["joiner"])
         self.join.process(record, ctx)
         return _outcome_of(ctx, table=False)
 
@@ -460,7 +473,7 @@ class _TableTable(NodeProcessor):
 
     @property
     def table(self) -> _ValueGetter:
-        return _ValueGetter(self.join, self.node.params["joiner"].call)
+        return _ValueGetter(self.join, self.node.params["joiner"])
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         assert port is not None
@@ -474,7 +487,7 @@ class _TableTable(NodeProcessor):
                 ),
             )
         record = Record(port, rec.key, rec.value, rec.ts, self.partition)
-        ctx = StepContext(step, record, self.node.params["joiner"].call)
+        ctx = StepContext(step, record, self.node.params["joiner"])
         self.join.on_change(port, record, rec.old, ctx)
         return _outcome_of(ctx, table=True)
 
@@ -507,6 +520,9 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
         object value as text (null when it is missing or the value is not an object, as the harness reads it)."""
         if self.extractor is not None:
             found = None if value is None else self.extractor(value)
+            problem = not_a_key(found)
+            if problem is not None:
+                raise UserFunctionError(f"the foreign-key extractor ({self.extractor.text})", f"returned {problem}")
             return string_serde_text(found) if self.text_keys else found
         return string_serde_text(field_of(value, self.path))
 
@@ -583,7 +599,7 @@ class ForeignKeyNode:
 
     def handle_input(self, port: Side, rec: Rec, partition: int, step: int) -> Outcome:
         record = Record(port, rec.key, rec.value, rec.ts, partition)
-        ctx = StepContext(step, record, self.node.params["joiner"].call)
+        ctx = StepContext(step, record, self.node.params["joiner"])
         self.join.process(record, ctx)
         outcome = _outcome_of(ctx, table=True)
         outcome.writes = self._new_messages()
@@ -592,7 +608,7 @@ class ForeignKeyNode:
     def handle_message(self, message: Message, step: int) -> Outcome:
         """A subscription or response taken by its task (always the head of its partition: tasks take each
         partition in offset order)."""
-        ctx = StepContext(step, None, self.node.params["joiner"].call, partition=message.partition)
+        ctx = StepContext(step, None, self.node.params["joiner"], partition=message.partition)
         self.join.deliver(message, ctx)
         store = self.result_store(message.partition)
         forwarded = []
@@ -677,12 +693,12 @@ class _StreamGlobal(NodeProcessor):
             semantics,
             None if selector is None else selector.text,
             table=table.store,
-            select=None if selector is None else selector.call,
+            select=selector,
         )
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         record = Record(Side.LEFT, rec.key, rec.value, rec.ts, self.partition)
-        ctx = StepContext(step, record, self.node.params["joiner"].call)
+        ctx = StepContext(step, record, self.node.params["joiner"])
         self.join.process(record, ctx)
         return _outcome_of(ctx, table=False)
 

@@ -57,15 +57,20 @@ from collections import defaultdict
 
 from typing import Any, Iterable, Iterator, Mapping
 
+from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS
+
 from ..fates import Fate
 from ..ordering import PartitionGroup, next_task
+from ..joins.aggregate import AggregationError
 from ..joins.stream_stream import InstanceTimes
 from ..joins.tasks import LateLog
-from ..records import Side
+from ..records import Side, render_value
 from ..state import StateHistory, StateLog
 from .events import input_records
+from .functions import UserFunctionError
 from .graph import VIEW_OPS, Node, TopologyError
-from .aggregates import AGGREGATE_OPS, OldValue, build_aggregate
+from .plain import not_a_key, not_a_value
+from .aggregates import AGGREGATE_OPS, OldValue, WindowedKey, build_aggregate
 from .stages import stages_of
 from .processors import (
     ForeignKeyNode,
@@ -88,9 +93,22 @@ __all__ = [
     "assign_tasks",
     "stage_add_order",
     "joins_sharing_time",
+    "ProcessingError",
 ]
 
 SCHEDULES = ("test-driver", "timestamp", "stages")
+
+CHECKED_HERE = ("map", "flat_map", "flat_map_values", "table-group-by", *AGGREGATE_OPS)
+"""Nodes whose forwarded records the runtime checks (:meth:`_Run._check_plain`): a user function makes them and no
+check on its return has (the other nodes' functions check what they return when they return it:
+:attr:`~kjoin.topology.functions.Function.check`, :func:`~kjoin.topology.functions.guarded`; or they forward what
+they were handed, or what kjoin's vocabulary makes of it); an aggregate's windows may end past Kafka's long."""
+
+
+class ProcessingError(TopologyError):
+    """A user function of the topology raised, or returned what no serde could write: the message names the node,
+    the function, the record the task took (topic, partition, offset, key, value) and what went wrong; the
+    function's own exception, if any, is the cause (``__cause__``)."""
 
 
 def run(
@@ -108,48 +126,81 @@ def run(
     return _Run(topology, schedule, assign_tasks(topology, instances, assignment)).run(inputs)
 
 
-def tasks_of(topology: Any) -> list[str]:
-    """Every task of ``topology`` (built): ``"s_p"`` for sub-topology ``s`` and each partition of its source topics."""
+def task_partitions(topology: Any) -> dict[int, int]:
+    """Sub-topology -> how many tasks it has (its source topics' largest partition count), without listing them: a
+    topology of 2^31 - 1 partitions costs nothing until a record reaches a task."""
     graph = topology.graph
     found: dict[int, int] = {}
+    subs = graph.subtopology_of()
     for node in graph.nodes.values():
         if node.op in ("stream", "table", "repartition-source"):
-            sub = graph.subtopology_of()[node.name]
-            found[sub] = max(found.get(sub, 0), graph.topics[node.topic].partitions)
+            found[subs[node.name]] = max(found.get(subs[node.name], 0), graph.topics[node.topic].partitions)
     for node in graph.nodes.values():
         if node.op == "fk":  # its topics are read by both sides' sub-topologies
-            subs = graph.subtopology_of()
             for side in node.parents[1:]:
                 found.setdefault(subs[side.name], 1)
-    return [f"{sub}_{p}" for sub in sorted(found) for p in range(found[sub])]
+    return dict(sorted(found.items()))
 
 
-def assign_tasks(topology: Any, instances: int, assignment: Mapping[str, int] | None) -> dict[str, int] | None:
+def tasks_of(topology: Any) -> list[str]:
+    """Every task of ``topology`` (built): ``"s_p"`` for sub-topology ``s`` and each partition of its source topics
+    (a list as long as the partitions: :func:`task_partitions` counts them)."""
+    return [f"{sub}_{p}" for sub, count in task_partitions(topology).items() for p in range(count)]
+
+
+class _ByPartition(Mapping[str, int]):
+    """Task ``s_p`` -> instance ``p % instances``, computed when asked (the tasks are never listed)."""
+
+    def __init__(self, counts: dict[int, int], instances: int) -> None:
+        self.counts, self.instances = counts, instances
+
+    def __getitem__(self, task: str) -> int:
+        if _task_number(task, self.counts) is None:
+            raise KeyError(task)
+        return int(task.split("_")[1]) % self.instances
+
+    def __iter__(self) -> Iterator[str]:
+        return (f"{sub}_{p}" for sub, count in self.counts.items() for p in range(count))
+
+    def __len__(self) -> int:
+        return sum(self.counts.values())
+
+
+def _task_number(task: Any, counts: dict[int, int]) -> tuple[int, int] | None:
+    """``(sub-topology, partition)`` of a task's name if the topology has that task; else ``None``."""
+    if not isinstance(task, str) or task.count("_") != 1:
+        return None
+    sub, partition = task.split("_")
+    if not (sub.isdigit() and partition.isdigit()) or int(sub) not in counts:
+        return None
+    return (int(sub), int(partition)) if int(partition) < counts[int(sub)] else None
+
+
+def assign_tasks(topology: Any, instances: int, assignment: Mapping[str, int] | None) -> Mapping[str, int] | None:
     """Which instance runs each task: ``assignment`` (task -> instance) as given, or by partition (task ``s_p``
     to instance ``p % instances``, so a partition's tasks share an instance). ``None`` for one instance."""
-    if not isinstance(instances, int) or isinstance(instances, bool) or instances < 1:
-        raise TopologyError(f"instances: a whole number from 1, got {instances!r}")
+    if not isinstance(instances, int) or isinstance(instances, bool) or not 1 <= instances <= MAX_PARTITIONS:
+        raise TopologyError(f"instances: a whole number from 1 to {MAX_PARTITIONS}, got {instances!r:.60}")
     topology.build()
-    tasks = tasks_of(topology)
+    if assignment is None and instances == 1:
+        return None
+    counts = task_partitions(topology)
     if assignment is None:
-        if instances == 1:
-            return None
-        return {task: int(task.split("_")[1]) % instances for task in tasks}
+        return _ByPartition(counts, instances)
     if not isinstance(assignment, Mapping):
         raise TopologyError(
             f"assignment: expected a mapping from task (0_1) to instance number, got {assignment!r:.60}"
         )
     count = max(instances, 1 + max((v for v in assignment.values() if isinstance(v, int)), default=0))
     for task, instance in assignment.items():
-        if task not in tasks:
-            raise TopologyError(
-                f"assignment: {task!r} is not a task of this topology; its tasks are {', '.join(tasks)}"
-            )
+        if _task_number(task, counts) is None:
+            shown = ", ".join(f"{sub}_0 to {sub}_{n - 1}" if n > 1 else f"{sub}_0" for sub, n in counts.items())
+            raise TopologyError(f"assignment: {task!r} is not a task of this topology; its tasks are {shown}")
         if not isinstance(instance, int) or isinstance(instance, bool) or not 0 <= instance < count:
             raise TopologyError(f"assignment.{task}: an instance number from 0, got {instance!r}")
-    missing = [task for task in tasks if task not in assignment]
-    if missing:
-        raise TopologyError(f"assignment: every task runs on an instance; {', '.join(missing)} has none")
+    if len(assignment) != sum(counts.values()):  # every named task is a task, once: some task is missing
+        missing = next(task for task in _ByPartition(counts, 1) if task not in assignment)
+        raise TopologyError(f"assignment: every task runs on an instance; {missing} has none")
     return dict(assignment)
 
 
@@ -228,6 +279,8 @@ class _Run:
     ) -> None:
         self.lean = lean
         self.count = 0
+        self.current: Any = None
+        """The record of the step being taken (a :class:`TopicRecord`), for a processing error."""
         self.last_step: TopologyStep | None = None
         self.written_count: dict[tuple[str, int], int] = defaultdict(int)
         self.pending: dict[int, list[TopicRecord]] = {}
@@ -356,6 +409,7 @@ class _Run:
         """The task of ``record`` takes it: one step. Returns the records the step wrote."""
         index = self.count
         self.count += 1
+        self.current = record
         sub = self._subtopology_reading(record.topic)
         task = "global" if sub < 0 else f"{sub}_{record.partition}"
         if sub >= 0:
@@ -366,7 +420,10 @@ class _Run:
         written: list[TopicRecord] = []
         if record.message is not None:
             fk, _ = self.internal_readers[record.topic]
-            outcome = fk.handle_message(record.message, index)
+            try:
+                outcome = fk.handle_message(record.message, index)
+            except (UserFunctionError, AggregationError) as error:
+                self._failed(fk.node, Rec(record.key, record.value, record.ts), error)
             port = "subscription" if record.topic == fk.node.params["subscription_topic"] else "response"
             self._report(
                 fk.node,
@@ -402,11 +459,16 @@ class _Run:
         visits: list[NodeVisit],
         written: list[TopicRecord],
     ) -> None:
-        if node.op == "fk":
-            assert port is not None
-            outcome = self.foreign_keys[node.name].handle_input(port, rec, partition, step)
-        else:
-            outcome = self._processor(node, partition).handle(port, rec, step)
+        try:
+            if node.op == "fk":
+                assert port is not None
+                outcome = self.foreign_keys[node.name].handle_input(port, rec, partition, step)
+            else:
+                outcome = self._processor(node, partition).handle(port, rec, step)
+        except (UserFunctionError, AggregationError) as error:
+            self._failed(node, rec, error)
+        if node.op in CHECKED_HERE:
+            self._check_plain(node, rec, outcome)
         partners: tuple[int, ...] = ()
         if outcome.forwarded and node.op == "stream-table":
             partners = self._writers(node.params["table"], partition, rec.key)
@@ -419,6 +481,56 @@ class _Run:
         self._report(
             node, None if port is None else str(port), rec, partition, outcome, step, visits, written, partners
         )
+
+    # -- a user function's failure: the one place it is decided ---------------------------------------
+    def _check_plain(self, node: Node, rec: Rec, outcome: Outcome) -> None:
+        """Refuse, at the node that made it, a forwarded record whose key the String serde could not write or whose
+        value is not JSON (a set, bytes, an object, NaN or infinity, an integer beyond 64 bits)."""
+        for made in outcome.forwarded:
+            if isinstance(made.key, WindowedKey) and made.key.end_ms > MAX_LONG:
+                window = f"[{made.key.start_ms}, {made.key.end_ms})"
+                self._failed(node, rec, UserFunctionError(
+                    f"the window {window}", f"ends past {MAX_LONG}, Kafka's largest timestamp (Kafka's TimeWindow "
+                    "refuses it: IllegalArgumentException, the application stops)",
+                    fix="give the records timestamps at least a window size below 2^63 - 1",
+                ))  # fmt: skip
+            problem = not_a_key(made.key)
+            if problem is not None:
+                self._failed(node, rec, UserFunctionError(_function_of(node), f"made the key {problem}"))
+            problem = not_a_value(made.value)
+            if problem is not None:
+                self._failed(node, rec, UserFunctionError(_function_of(node), f"made the value {problem}"))
+
+    def _failed(self, node: Node, rec: Rec, error: Exception) -> Any:
+        """A processing error at ``node`` on ``rec`` (the step's record :attr:`current`, as it reached the node):
+        kjoin's :class:`ProcessingError`, its cause the function's own exception. This is where a processing
+        exception handler (Kafka's KIP-1033: fail or continue) would decide; kjoin's is ``fail``."""
+        record = self.current
+        taken = (
+            f"{record.topic} partition {record.partition} offset {record.offset}, key {_shown(record.key)}, value "
+            f"{_shown(record.value)}, ts {record.ts}"
+        )
+        reached = ""
+        if (rec.key, rec.value) != (record.key, record.value):
+            reached = f" (it reached {node.name} as key {_shown(rec.key)}, value {_shown(rec.value)})"
+        if not isinstance(error, UserFunctionError):
+            what = f"{_function_of(node)} failed: {error}"
+        elif error.function.startswith("the "):
+            what = str(error)
+        elif node.op in ("to", "repartition-sink"):
+            what = f"the partitioner of {node.topic} ({error.function}) {error.problem}"
+        else:  # the node's own function, named by its text
+            what = f"{_function_of(node, error.function)} {error.problem}"
+        fix = getattr(error, "fix", None) or (
+            "return a key that is text, a number, a boolean or null, and a value that is JSON"
+            if isinstance(error, UserFunctionError) and error.original is None
+            else "fix the function, or keep such records out before this node (a filter)"
+        )
+        cause = getattr(error, "original", None) or error
+        raise ProcessingError(
+            f"node {node.name} ({node.op}): {what}; on the record {taken}{reached}. kjoin stops the run, as Kafka's "
+            f"default processing exception handler does: {fix}"
+        ) from cause
 
     def _writers(self, node: Node, partition: int, key: Any) -> tuple[int, ...]:
         """The steps that wrote what table ``node`` holds for ``key`` (a join's result: both sides')."""
@@ -455,9 +567,14 @@ class _Run:
         written: list[TopicRecord],
         partners: tuple[int, ...] = (),
     ) -> None:
-        wrote = tuple(
-            self._append(topic, key, value, ts, message, step) for topic, key, value, ts, message in outcome.writes
-        )
+        try:
+            wrote = tuple(
+                self._append(topic, key, value, ts, message, step) for topic, key, value, ts, message in outcome.writes
+            )
+        except ProcessingError:
+            raise
+        except (UserFunctionError, TopologyError) as error:  # a partitioner that raised or named no partition
+            self._failed(node, rec, error)
         written.extend(wrote)
         forwarded = tuple((f.key, f.value, f.ts) for f in outcome.forwarded)
         visits.append(
@@ -542,6 +659,39 @@ class _Run:
             return self._processor(node, partition)
 
         return parent
+
+
+def _function_of(node: Node, text: str | None = None) -> str:
+    """The user function a node calls (the one named ``text``, if given), named for an error (``the joiner (pair)``,
+    ``the select_key function (f)``)."""
+    params = node.params
+    found = [
+        f"{what} ({fn.text})"
+        for name, what in (
+            ("fn", f"the {node.op} function"),
+            ("joiner", "the joiner"),
+            ("key_selector", "the key selector"),
+        )
+        if (fn := params.get(name)) is not None and (text is None or fn.text == text)
+    ]
+    if found:
+        return found[0]
+    if text is not None:
+        return _function_of(node)
+    if "aggregation" in params:
+        return f"the {params['aggregation'].name} aggregation"
+    if node.op == "fk":
+        return "the foreign-key join"
+    return f"the {node.op} node"
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message, whatever it is."""
+    try:
+        text = render_value(value)
+    except Exception:  # noqa: BLE001 - a value no serde can write is shown as Python shows it
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _step_fate(visits: list[NodeVisit]) -> tuple[Fate, Any]:

@@ -51,12 +51,13 @@ from ...fates import Fate, Reason
 from ...partitioner import default_partitions
 from ...records import load_json, render_value
 from ...topology.graph import Node
+from ...topology.runtime import stage_steps
 from ...topology.stages import Stage
 from .memory import hold_freed_memory
 from .topology_texts import FATES, REASONS, coded, shown_texts, text_partitions, texts_rows
 from .topology_task import (
-    JSON_PAYLOAD, NULL_KEY_PAYLOAD, ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, load_payload,
-    read_back, shown, written_offsets,
+    JSON_PAYLOAD, NULL_KEY_PAYLOAD, ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, decode_records,
+    load_payload, read_back, shown, written_offsets,
 )  # fmt: skip
 
 __all__ = [
@@ -354,6 +355,9 @@ def chain_stage_function(
         gc.disable()  # a task's decoded values are millions of young objects and no cycles: the collector's passes
         try:  # over them cost 10-20% of the pass at 200,000 records a task
             return run_task(table)
+        except Exception as error:
+            _raise_processing_error(topology, table, decoding, bases, error)
+            raise
         finally:
             if collecting:
                 gc.enable()
@@ -384,6 +388,22 @@ def chain_stage_function(
                      partitions_of, types, json_payloads, sink_read)  # fmt: skip
 
     return run_group
+
+
+def _raise_processing_error(
+    topology: Any, table: pa.Table, decoding: Decoding, bases: Bases | None, error: Exception
+) -> None:
+    """A chain pass that failed (a user function raised, or returned what the pass cannot carry) runs its task's
+    records again through the reference processors, which raise kjoin's
+    :class:`~kjoin.topology.runtime.ProcessingError` naming the node, the function and the record; the pass calls the
+    user's functions on whole columns and knows no record. Returns when the processors do not fail (the caller
+    raises ``error``)."""
+    if table.num_rows == 0:
+        return
+    sub = table.column("_sub")[0].as_py()
+    records = decode_records(table.to_pandas(), decoding, bases)
+    for _ in stage_steps(topology, records, [sub]):
+        pass
 
 
 OUT_ROWS = 100_000
@@ -545,7 +565,7 @@ class _Walk:
         """A stream-table join: the skip rules (null key, KIP-962's left join of a null key, KIP-77's null value),
         the lookups as of each record's place, the joiner called (or an inner join's miss)."""
         left = node.params["variant"] == "left"
-        joiner = node.params["joiner"].call
+        joiner = _plain(node.params["joiner"])
         result: dict[int, Any] = {}
         kip77 = self.semantics.kip77
         looking: range | list[int]  # indices into alive
@@ -599,7 +619,10 @@ class _Walk:
 
 def _plain(function: Any) -> Callable[..., Any]:
     """A topology's :class:`~kjoin.topology.functions.Function` as the function it calls (one call fewer per
-    record)."""
+    record), unless it checks what it returns (a user's Python function: a key or a value no serde could write is
+    refused as the reference engine refuses it, :func:`_raise_processing_error` naming the record)."""
+    if getattr(function, "check", None) is not None:
+        return function  # type: ignore[no-any-return]
     return getattr(function, "call", function)
 
 

@@ -1,0 +1,75 @@
+"""What a record of a topology may carry: a key the String serde writes, a value that is JSON.
+
+A user function may return anything Python has; Kafka's serdes write only some of it. kjoin refuses the rest at the
+node that made it (:class:`kjoin.topology.runtime.ProcessingError`), as a serializer would fail there, rather than
+carry it on to a store or a topic where it fails later or compares wrongly:
+
+* a key: null, text, a boolean, a finite number, an integer within Kafka's 64-bit long (a windowed aggregate's
+  ``[key@start/end]`` is text);
+* a value: the same, or a list (a tuple is written as one) or a mapping with text keys of such values, at most
+  :data:`~kjoin.scenario.inputs.MAX_DEPTH` deep.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..scenario.inputs import MAX_DEPTH, MAX_LONG, MIN_LONG
+
+__all__ = ["not_a_key", "not_a_value"]
+
+
+def _scalar(value: Any) -> str | None:
+    """``None`` for a plain scalar; what is wrong otherwise; ``""`` for a container (not a scalar)."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None or isinstance(value, str):
+        return None
+    if kind is int or (isinstance(value, int) and not isinstance(value, bool)):
+        if MIN_LONG <= value <= MAX_LONG:
+            return None
+        return f"{value.bit_length()}-bit integer {_cut(value)}, beyond Kafka's 64-bit long"
+    if kind is float:
+        return None if math.isfinite(value) else f"{value}, which JSON cannot carry"
+    return ""
+
+
+def not_a_key(key: Any) -> str | None:
+    """``None`` if the String serde can write ``key``; else what it is."""
+    problem = _scalar(key)
+    if problem == "":
+        return f"{_cut(key)} (a {type(key).__name__}); a key is text, a number, a boolean or null"
+    return problem
+
+
+def not_a_value(value: Any) -> str | None:
+    """``None`` if ``value`` is JSON within kjoin's bounds; else what is not."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        problem = _scalar(item)
+        if problem is None:
+            continue
+        if problem:
+            return problem
+        if depth >= MAX_DEPTH:
+            return f"a value nested more than {MAX_DEPTH} levels deep"
+        if type(item) is dict or type(item) is list or type(item) is tuple:
+            if type(item) is dict:
+                for name, inner in item.items():
+                    if not isinstance(name, str):
+                        return f"a mapping with the key {_cut(name)} (a {type(name).__name__}); JSON's keys are text"
+                    stack.append((inner, depth + 1))
+            else:
+                stack.extend((inner, depth + 1) for inner in item)
+            continue
+        return f"{_cut(item)} (a {type(item).__name__}), which is not JSON"
+    return None
+
+
+def _cut(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - an object whose repr fails is still named
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
