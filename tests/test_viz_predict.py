@@ -354,8 +354,12 @@ def test_predict_checks_fate_and_outputs_in_plain_words_and_opens_the_stepper(tr
     wrong = widget.check(fate="held", outputs="A-c, C-c, D-c")
     assert not wrong.correct and wrong.lines[0].startswith("Fate: not quite")
     assert "Missing: B-c." in wrong.lines[1] and "Not emitted at this step: D-c." in wrong.lines[1]
-    order = widget.check(fate="joined", outputs="C-c, B-c, A-c")
+    assert widget.check(fate="joined", outputs="C-c, B-c, A-c").correct  # the order is not asked
+    asked = Predict(trace, 9, order=True)
+    order = asked.check(fate="joined", outputs="C-c, B-c, A-c")
     assert not order.correct and "in another order" in order.lines[1]
+    assert "in the order the step emits them" in asked.children[4].value
+    assert "in any order" in widget.children[4].value
     assert widget.check(fate="joined", outputs="A-c@10, B-c@10, C-c@10").correct
     assert not widget.check(fate="joined", outputs="A-c@9, B-c@10, C-c@10").correct
 
@@ -369,9 +373,11 @@ def test_predict_no_output_and_released_outputs(trace):
 
 def test_predict_release_asks_when_a_held_record_leaves(trace):
     widget = Predict(trace, 15, ask="release")
-    assert [value for _, value in widget.release.options][:2] == [16, 17] and widget.release.options[-1][
+    # at once (a real choice even for the last record), every later step, and still waiting at the end
+    assert [value for _, value in widget.release.options][:3] == [15, 16, 17] and widget.release.options[-1][
         1
     ] == STILL_WAITING
+    assert not widget.check(leaves=15).correct
     assert not widget.check(leaves=16).correct
     verdict = widget.check(leaves=17)
     assert verdict.correct and "stream time 80" in verdict.text and "E-null@40" in verdict.text
@@ -583,10 +589,14 @@ def test_hints_address_the_misconception_the_answer_shows(trace):
     assert any("larger of its two records' timestamps" in h for h in hints)
     assert not any("window" in h for h in hints)
     # a result with null too early: held until the window closes
-    hints = Predict(trace, 15).check(fate="null-result", outputs="E-null").hints
-    assert any("only once the record's window has closed" in h for h in hints)
-    # a late record is not dropped in a stream-stream join
-    assert any("drops no record for coming late" in h for h in Predict(trace, 9).check(fate="dropped").hints)
+    verdict = Predict(trace, 15).check(fate="null-result", outputs="E-null")
+    assert any("holds it until its window closes (end plus grace)" in h for h in verdict.hints)
+    assert verdict.hints[-1] == "Since 3.1, when does a left or outer join emit a record that has no partner yet?"
+    assert "outer-join buffer until stream time passes its window end plus grace (60)" in verdict.rule
+    # a late record is not dropped in a stream-stream join: the question asks what is skipped, the rule says so
+    verdict = Predict(trace, 9).check(fate="dropped")
+    assert verdict.hints[-1] == "Which records does a stream-stream join skip? Is this record's key or value null?"
+    assert "A late record is not dropped" in verdict.rule
     # a window bound: 01's exercise 1, Q@9 with a 5 ms window joins p@6 (in [4, 14])
     practice = kjoin.run(
         kjoin.Scenario.from_notation(
@@ -718,8 +728,10 @@ def test_a_suppressed_window_is_forwarded_once_when_it_closes_and_the_hint_says_
     assert "After this step stream time is 13" in hints and "grace (2 ms)" in hints
     assert "may belong to another key" in hints and "a@[0, 10)" not in hints
     # an update per record, as without suppress: the record's own update is held
-    hints = " ".join(widget.check(fate="aggregated", outputs="b@[10, 20)=1").hints)
-    assert "the record's own update is held" in hints
+    verdict = widget.check(fate="aggregated", outputs="b@[10, 20)=1")
+    assert "the record's own update waits" in verdict.rule and "when is a window's result forwarded?" in " ".join(
+        verdict.hints
+    )
     # forwarded too early (step 3: stream time 11, the window ends at 10, grace 2)
     hints = " ".join(Predict(quiz, 3).check(fate="held", outputs="a@[0, 10)=3").hints)
     assert "Nothing leaves before its window closes" in hints and "stream time is 11" in hints
