@@ -214,224 +214,266 @@ def _found(trace: Trace, index: int) -> str:
 def rule(trace: Trace, index: int) -> str:
     """The rule that decides step ``index``, in its join's words, with the step's numbers."""
     step = trace.steps[index]
-    kind = situation(trace, index)
-    join, variant = trace.scenario.join, getattr(trace.scenario, "variant", "")
+    join = trace.scenario.join
+    for joins, rule_of in _RULES:
+        if join in joins or join.startswith(joins):
+            text = rule_of(trace, index, situation(trace, index))
+            if text:
+                return text
+    return f"Look at what the record found in the state before the step: {show_value(step.explain)}"
+
+
+def _stream_stream_rule(trace: Trace, index: int, kind: str) -> str | None:
+    step = trace.steps[index]
+    variant = getattr(trace.scenario, "variant", "")
     side = step.record.side.value
     other = _other(side)
-    era = _era(trace)
     r = step.record
-    if join == "stream-stream":
-        window = _window_range(trace, step)
-        looks = (
-            f"A {side} record at {r.ts} looks up the {other} window store for records of its key with timestamps in "
-            f"{window}, both ends included, and the joiner pairs it with each one found."
+    era = _era(trace)
+    window = _window_range(trace, step)
+    looks = (
+        f"A {side} record at {r.ts} looks up the {other} window store for records of its key with timestamps in "
+        f"{window}, both ends included, and the joiner pairs it with each one found."
+    )
+    if kind == "joined":
+        late = " A late record is not dropped: it joins whatever the store still holds."
+        return looks + late
+    if kind == "null-value-joins":
+        return (
+            f"In {_era_words(trace)}, before KIP-77, a stream record with a null value is not skipped: it looks "
+            f"up the other side like any record and the joiner gets null for its value. {looks} A stream's null "
+            "value is an event without a value, not a delete; it never enters a window store itself."
         )
-        if kind == "joined":
-            late = " A late record is not dropped: it joins whatever the store still holds."
-            return looks + late
-        if kind == "null-value-joins":
-            return (
-                f"In {_era_words(trace)}, before KIP-77, a stream record with a null value is not skipped: it looks "
-                f"up the other side like any record and the joiner gets null for its value. {looks} A stream's null "
-                "value is an event without a value, not a delete; it never enters a window store itself."
-            )
-        if kind == "skipped-null":
-            what = "key" if step.reason is Reason.NULL_KEY else "value"
-            return (
-                f"Since KIP-77 (0.10.2) a stream-stream join skips a record with a null {what}: no lookup, nothing "
-                "stored, no result (before, a null value looked up the other side)."
-            )
-        if kind == "not-a-trigger":
-            return (
-                "In 0.10.0 and 0.10.1 a left join is driven by the left side only: a right record only enters the "
-                "right window store and looks nothing up, so it never emits; left records find it later. KIP-77 "
-                "(0.10.2) made both sides trigger."
-            )
-        if kind == "eager-null":
-            which = "with the deprecated JoinWindows.of API" if era == "3.1" else f"in {_era_words(trace)}"
-            return (
-                f"{looks} Found none: {which}, a {variant} join emits the record with null at once (eagerly); if a "
-                "partner comes later, that pair is emitted too. Nothing is held back in this era."
-            )
-        if kind == "held-outer-buffer":
-            return (
-                f"{looks} Found none: since 3.1 (KAFKA-10847) a {variant} join holds the record in the outer-join "
-                f"buffer until stream time passes its window end plus grace ({step.until_ms}); it is emitted with "
-                "null then, unless a partner joins it first. Its step may still emit results released for earlier "
-                "records."
-            )
-        if kind == "window-closed-null":
-            return (
-                f"{looks} Found none, and stream time had already passed this record's window end plus grace when it "
-                f"arrived: a {variant} join (3.1+) emits it with null at once, nothing being left to wait for."
-            )
-        if kind == "no-match":
-            because = (
-                "an inner join emits only pairs"
+    if kind == "skipped-null":
+        what = "key" if step.reason is Reason.NULL_KEY else "value"
+        return (
+            f"Since KIP-77 (0.10.2) a stream-stream join skips a record with a null {what}: no lookup, nothing "
+            "stored, no result (before, a null value looked up the other side)."
+        )
+    if kind == "not-a-trigger":
+        return (
+            "In 0.10.0 and 0.10.1 a left join is driven by the left side only: a right record only enters the "
+            "right window store and looks nothing up, so it never emits; left records find it later. KIP-77 "
+            "(0.10.2) made both sides trigger."
+        )
+    if kind == "eager-null":
+        which = "with the deprecated JoinWindows.of API" if era == "3.1" else f"in {_era_words(trace)}"
+        return (
+            f"{looks} Found none: {which}, a {variant} join emits the record with null at once (eagerly); if a "
+            "partner comes later, that pair is emitted too. Nothing is held back in this era."
+        )
+    if kind == "held-outer-buffer":
+        return (
+            f"{looks} Found none: since 3.1 (KAFKA-10847) a {variant} join holds the record in the outer-join "
+            f"buffer until stream time passes its window end plus grace ({step.until_ms}); it is emitted with "
+            "null then, unless a partner joins it first. Its step may still emit results released for earlier "
+            "records."
+        )
+    if kind == "window-closed-null":
+        return (
+            f"{looks} Found none, and stream time had already passed this record's window end plus grace when it "
+            f"arrived: a {variant} join (3.1+) emits it with null at once, nothing being left to wait for."
+        )
+    if kind == "no-match":
+        because = (
+            "an inner join emits only pairs"
+            if variant == "inner"
+            else "a left join gives a result with null only to left records; a right record without partner "
+            "emits nothing"
+        )
+        return f"{looks} Found none, and {because}."
+    if kind == "expired":
+        return (
+            "A record older than its window store's retention (before + after + grace behind the newest "
+            "timestamp the store has seen) still looks up, but it never becomes visible in the store."
+        )
+    return None
+
+
+def _stream_table_rule(trace: Trace, index: int, kind: str) -> str | None:
+    step = trace.steps[index]
+    table = "versioned table as of the record's own timestamp" if _versioned(trace) else "table's current row"
+    looks = (
+        f"In a stream-table join only stream (left) records look up: a stream record reads the {table} for its "
+        "key, and the joiner pairs it with that row."
+    )
+    if kind == "table-update":
+        return (
+            "In a stream-table join a table update only changes the table: it looks nothing up and emits nothing, "
+            "even a delete; only stream records trigger the join. Stream records that arrive later see the new "
+            "row."
+        )
+    if kind in ("joined", "null-value-joins"):
+        extra = (
+            " A plain table has only its latest row, whatever that row's timestamp."
+            if not _versioned(trace)
+            else " A versioned table keeps older rows: the one valid at the record's timestamp is found."
+        )
+        return looks + extra
+    if kind == "stream-left-null":
+        return (
+            f"{looks} When the table has no row for the key, a left join emits the record with null at once "
+            "(the joiner gets null for the table side); an inner join emits nothing."
+        )
+    if kind == "no-match":
+        return f"{looks} When the table has no row for the key, an inner join emits nothing."
+    if kind == "skipped-null":
+        return "A stream-table join skips a stream record with a null key or (since KIP-77) a null value."
+    if kind == "held-grace-buffer":
+        return (
+            f"With a grace period a stream record waits in the grace buffer until the buffer's stream time (the "
+            f"largest stream timestamp it has seen) reaches its ts + grace ({step.until_ms}); then it looks up "
+            "the versioned table as of its own timestamp. A record that moves the buffer's time releases earlier "
+            "records first."
+        )
+    return None
+
+
+def _table_table_rule(trace: Trace, index: int, kind: str) -> str | None:
+    step = trace.steps[index]
+    variant = getattr(trace.scenario, "variant", "")
+    side = step.record.side.value
+    other = _other(side)
+    r = step.record
+    if kind == "joined":
+        return (
+            f"In a table-table join every update looks up the other table's current row of its key: a {side} "
+            f"update {show_value(r.value)} for {show_value(r.key)} replaces the key's result with the joiner of "
+            f"the new value and the {other} row ({_found(trace, index) or 'none'})."
+        )
+    if kind == "table-null":
+        return (
+            f"A {'delete' if r.value is None else 'update'} on the {side} in a {variant} table-table join: the "
+            f"{other} row stays, and a {variant} join keeps a result for it, so the result becomes "
+            f"{', '.join(show_output(o) for o in own_outputs(step))} (the joiner gets null for the {side} side); "
+            "the result is replaced, not deleted."
+        )
+    if kind == "tombstone":
+        return (
+            f"When the result row of a key goes away (in a {variant} join: "
+            + {
+                "inner": "either row deleted",
+                "left": "the left row deleted",
+                "outer": "both rows gone",
+            }.get(variant, "its rows deleted")
+            + "), the join emits a tombstone, null, for the key; the result table forgets it."
+        )
+    if kind == "tombstone-0.10.0":
+        return (
+            "In 0.10.0 and 0.10.1, before KIP-77, a table-table join sends a tombstone for every update whose "
+            "join has no result, whether or not a result existed: here no result existed, and the tombstone goes "
+            "out all the same (KIP-77, 0.10.2, stopped these unnecessary tombstones)."
+        )
+    if kind == "nothing-to-delete":
+        return (
+            "Since KIP-77 (0.10.2) a table-table join sends a tombstone only where a result existed: an update "
+            "whose join has no result, for a key that had none, emits nothing."
+        )
+    if kind == "no-match":
+        return (
+            f"A {side} update looks up the {other} table: it has no row of key {show_value(r.key)}. "
+            + (
+                "An inner join needs both rows"
                 if variant == "inner"
-                else "a left join gives a result with null only to left records; a right record without partner "
-                "emits nothing"
+                else f"A {variant} join emits a result with null only for a key the "
+                + ("left" if variant == "left" else "other")
+                + " table holds"
             )
-            return f"{looks} Found none, and {because}."
-        if kind == "expired":
-            return (
-                "A record older than its window store's retention (before + after + grace behind the newest "
-                "timestamp the store has seen) still looks up, but it never becomes visible in the store."
-            )
-    if join in ("stream-table", "stream-globaltable"):
-        table = "versioned table as of the record's own timestamp" if _versioned(trace) else "table's current row"
-        looks = (
-            f"In a stream-table join only stream (left) records look up: a stream record reads the {table} for its "
-            "key, and the joiner pairs it with that row."
+            + ", so nothing is emitted."
         )
-        if kind == "table-update":
-            return (
-                "In a stream-table join a table update only changes the table: it looks nothing up and emits nothing, "
-                "even a delete; only stream records trigger the join. Stream records that arrive later see the new "
-                "row."
-            )
-        if kind in ("joined", "null-value-joins"):
-            extra = (
-                " A plain table has only its latest row, whatever that row's timestamp."
-                if not _versioned(trace)
-                else " A versioned table keeps older rows: the one valid at the record's timestamp is found."
-            )
-            return looks + extra
-        if kind == "stream-left-null":
-            return (
-                f"{looks} When the table has no row for the key, a left join emits the record with null at once "
-                "(the joiner gets null for the table side); an inner join emits nothing."
-            )
-        if kind == "no-match":
-            return f"{looks} When the table has no row for the key, an inner join emits nothing."
-        if kind == "skipped-null":
-            return "A stream-table join skips a stream record with a null key or (since KIP-77) a null value."
-        if kind == "held-grace-buffer":
-            return (
-                f"With a grace period a stream record waits in the grace buffer until the buffer's stream time (the "
-                f"largest stream timestamp it has seen) reaches its ts + grace ({step.until_ms}); then it looks up "
-                "the versioned table as of its own timestamp. A record that moves the buffer's time releases earlier "
-                "records first."
-            )
-    if join in ("table-table", "versioned-table-table") or join == "table-table":
-        if kind == "joined":
-            return (
-                f"In a table-table join every update looks up the other table's current row of its key: a {side} "
-                f"update {show_value(r.value)} for {show_value(r.key)} replaces the key's result with the joiner of "
-                f"the new value and the {other} row ({_found(trace, index) or 'none'})."
-            )
-        if kind == "table-null":
-            return (
-                f"A {'delete' if r.value is None else 'update'} on the {side} in a {variant} table-table join: the "
-                f"{other} row stays, and a {variant} join keeps a result for it, so the result becomes "
-                f"{', '.join(show_output(o) for o in own_outputs(step))} (the joiner gets null for the {side} side); "
-                "the result is replaced, not deleted."
-            )
-        if kind == "tombstone":
-            return (
-                f"When the result row of a key goes away (in a {variant} join: "
-                + {
-                    "inner": "either row deleted",
-                    "left": "the left row deleted",
-                    "outer": "both rows gone",
-                }.get(variant, "its rows deleted")
-                + "), the join emits a tombstone, null, for the key; the result table forgets it."
-            )
-        if kind == "tombstone-0.10.0":
-            return (
-                "In 0.10.0 and 0.10.1, before KIP-77, a table-table join sends a tombstone for every update whose "
-                "join has no result, whether or not a result existed: here no result existed, and the tombstone goes "
-                "out all the same (KIP-77, 0.10.2, stopped these unnecessary tombstones)."
-            )
-        if kind == "nothing-to-delete":
-            return (
-                "Since KIP-77 (0.10.2) a table-table join sends a tombstone only where a result existed: an update "
-                "whose join has no result, for a key that had none, emits nothing."
-            )
-        if kind == "no-match":
-            return (
-                f"A {side} update looks up the {other} table: it has no row of key {show_value(r.key)}. "
-                + (
-                    "An inner join needs both rows"
-                    if variant == "inner"
-                    else f"A {variant} join emits a result with null only for a key the "
-                    + ("left" if variant == "left" else "other")
-                    + " table holds"
-                )
-                + ", so nothing is emitted."
-            )
-        if kind == "out-of-order-version":
-            return (
-                "A versioned table keeps every version with its timestamp: an update older than the key's latest "
-                "version is stored as an older version, and a table-table join emits nothing for it (KIP-914): the "
-                "latest result stays right."
-            )
-        if kind == "held-cache":
-            return (
-                "A caching table store holds an update until the next commit and then forwards only the newest update "
-                "of each key (KIP-63); lookups see the new value at once."
-            )
-        if kind == "replaced-in-cache":
-            return "A caching result store keeps only the newest result of a key until the commit."
-    if join == "fk":
-        if kind == "fk-response":
-            return (
-                "In a foreign-key join results are made on the left side, when a response is delivered: the left "
-                "task joins its current left row with the right value the response carries (null when the right "
-                "side has no row: a left join emits the row with null, an inner join deletes its result)."
-            )
-        if kind == "fk-stale":
-            return (
-                "A response carries the hash of the left value that sent the subscription; if the left row changed "
-                "since, the hashes differ and the response is dropped as stale."
-            )
-        if kind == "fk-response-sent":
-            return (
-                "A right update emits nothing itself: the right side finds the left rows that subscribe to its key "
-                "(a prefix scan of the subscription store) and sends each a response; the results come when those "
-                "responses are delivered to the left side."
-            )
-        if kind == "fk-no-subscriber":
-            return (
-                "A right update is joined only for the left rows that subscribe to its key now: a row that moved to "
-                "another foreign key unsubscribed, so a right update with no subscriber emits nothing."
-            )
-        if kind in ("fk-subscription-sent", "fk-subscription", "fk-no-propagate"):
-            return (
-                "A left update emits nothing itself: it stores the row and sends a subscription to the task of its "
-                "foreign key; the result comes back with the response."
-            )
-        if kind == "skipped-null":
-            return "A left row whose foreign key is null cannot subscribe: it is skipped."
-    if join in ("table-aggregate", "window-aggregate"):
-        if kind == "expired-window":
-            return (
-                "A window is closed once its end plus grace is at or behind stream time; a record whose every window "
-                "is closed is dropped as late: it changes no aggregate and nothing is forwarded."
-            )
-        if kind == "null-group-key":
-            return "A record whose group-by gives a null key is in no group: its old group loses it, no group gains it."
-        if kind == "suppressed":
-            return (
-                "With suppress or emit-final a window's result is forwarded once, when the window closes (its end "
-                "plus grace behind stream time); the record's own update waits until then, and the step forwards "
-                "every window it closes, whatever key."
-            )
-        if join == "table-aggregate":
-            return (
-                "A table aggregate's update first subtracts the row's old value from its old group, then adds the new "
-                "value to its new group; a delete only subtracts. Each group that changes forwards its new aggregate."
-            )
+    if kind == "out-of-order-version":
         return (
-            "A record is added to every window of its key that holds its timestamp; each window that changes forwards "
-            "its new aggregate (a session that merges forwards a tombstone for each merged session first)."
+            "A versioned table keeps every version with its timestamp: an update older than the key's latest "
+            "version is stored as an older version, and a table-table join emits nothing for it (KIP-914): the "
+            "latest result stays right."
         )
-    if join.startswith("wtable"):
+    if kind == "held-cache":
         return (
-            "A windowed table's update looks up the other windowed table for the window its selector names, still "
-            "kept by that store; the joiner pairs the two aggregates (a left or outer join with null when none)."
+            "A caching table store holds an update until the next commit and then forwards only the newest update "
+            "of each key (KIP-63); lookups see the new value at once."
         )
-    return f"Look at what the record found in the state before the step: {show_value(step.explain)}"
+    if kind == "replaced-in-cache":
+        return "A caching result store keeps only the newest result of a key until the commit."
+    return None
+
+
+def _fk_rule(trace: Trace, index: int, kind: str) -> str | None:
+    if kind == "fk-response":
+        return (
+            "In a foreign-key join results are made on the left side, when a response is delivered: the left "
+            "task joins its current left row with the right value the response carries (null when the right "
+            "side has no row: a left join emits the row with null, an inner join deletes its result)."
+        )
+    if kind == "fk-stale":
+        return (
+            "A response carries the hash of the left value that sent the subscription; if the left row changed "
+            "since, the hashes differ and the response is dropped as stale."
+        )
+    if kind == "fk-response-sent":
+        return (
+            "A right update emits nothing itself: the right side finds the left rows that subscribe to its key "
+            "(a prefix scan of the subscription store) and sends each a response; the results come when those "
+            "responses are delivered to the left side."
+        )
+    if kind == "fk-no-subscriber":
+        return (
+            "A right update is joined only for the left rows that subscribe to its key now: a row that moved to "
+            "another foreign key unsubscribed, so a right update with no subscriber emits nothing."
+        )
+    if kind in ("fk-subscription-sent", "fk-subscription", "fk-no-propagate"):
+        return (
+            "A left update emits nothing itself: it stores the row and sends a subscription to the task of its "
+            "foreign key; the result comes back with the response."
+        )
+    if kind == "skipped-null":
+        return "A left row whose foreign key is null cannot subscribe: it is skipped."
+    return None
+
+
+def _aggregate_rule(trace: Trace, index: int, kind: str) -> str | None:
+    join = trace.scenario.join
+    if kind == "expired-window":
+        return (
+            "A window is closed once its end plus grace is at or behind stream time; a record whose every window "
+            "is closed is dropped as late: it changes no aggregate and nothing is forwarded."
+        )
+    if kind == "null-group-key":
+        return "A record whose group-by gives a null key is in no group: its old group loses it, no group gains it."
+    if kind == "suppressed":
+        return (
+            "With suppress or emit-final a window's result is forwarded once, when the window closes (its end "
+            "plus grace behind stream time); the record's own update waits until then, and the step forwards "
+            "every window it closes, whatever key."
+        )
+    if join == "table-aggregate":
+        return (
+            "A table aggregate's update first subtracts the row's old value from its old group, then adds the new "
+            "value to its new group; a delete only subtracts. Each group that changes forwards its new aggregate."
+        )
+    return (
+        "A record is added to every window of its key that holds its timestamp; each window that changes forwards "
+        "its new aggregate (a session that merges forwards a tombstone for each merged session first)."
+    )
+    return None
+
+
+def _wtable_rule(trace: Trace, index: int, kind: str) -> str | None:
+    return (
+        "A windowed table's update looks up the other windowed table for the window its selector names, still "
+        "kept by that store; the joiner pairs the two aggregates (a left or outer join with null when none)."
+    )
+    return None
+
+
+_RULES = (
+    (("stream-stream",), _stream_stream_rule),
+    (("stream-table", "stream-globaltable", "versioned-stream-table"), _stream_table_rule),
+    (("table-table", "versioned-table-table"), _table_table_rule),
+    (("fk",), _fk_rule),
+    (("table-aggregate", "window-aggregate"), _aggregate_rule),
+    (("wtable",), _wtable_rule),
+)
+"""Which function states the rules of which joins (a join whose name starts with one listed is that kind)."""
 
 
 def _versioned(trace: Trace) -> bool:
