@@ -41,7 +41,7 @@ from kjoin.trace import Trace
 
 from .feedback import feedback, release_feedback
 from .hints import output_hints
-from .room import exercise_id, report
+from .room import exercise_id, page_notebook, report
 from .labels import fate_label, tones_for
 from .step_view import CSS, _outputs_text, _table_html, view_of
 from .values import plain, show_output, show_text, show_value
@@ -60,6 +60,9 @@ CHOOSE_FIRST = "Choose an answer first, then check."
 
 _TRAINER = {"on": os.environ.get("KJOIN_TRAINER", "") not in ("", "0", "false", "no")}
 _LIVE: "weakref.WeakSet[Predict]" = weakref.WeakSet()
+_NUMBERS: dict[str, int] = {}
+"""Each exercise's number in this kernel's notebook, in the order first shown (a kernel runs one notebook's cells
+in order, so the third exercise shown is the notebook's exercise 3; shown again, it keeps its number)."""
 
 
 def trainer_mode(on: bool | None = None) -> bool:
@@ -305,12 +308,10 @@ class Predict(widgets.VBox):
         self.add_class("kjoin-predict")
         _LIVE.add(self)
         self._show_trainer()
-        notebook = os.path.basename(os.environ.get("JPY_SESSION_NAME", ""))
-        self.exercise = exercise_id(notebook, self.prompt, step, ask)
-        report(
-            "register",
-            {"exercise": self.exercise, "notebook": notebook, "prompt": self.prompt, "solution": self.solution()},
-        )
+        self.notebook = page_notebook()
+        self.exercise = exercise_id(self.notebook, self.prompt, step, ask)
+        self.number = _NUMBERS.setdefault(self.exercise, len(_NUMBERS) + 1)
+        report("register", {**self._place(), "prompt": self.prompt, "solution": self.solution()})
 
     # -- the question -------------------------------------------------------------------------
     def _record_text(self) -> str:
@@ -457,7 +458,7 @@ class Predict(widgets.VBox):
             )
             return verdict  # no stepper: it would show the step, i.e. the answer
         verdict = self.verdict = self._verdict()
-        report("answer", {"exercise": self.exercise, "answer": self._answer_text(), "correct": verdict.correct})
+        report("answer", {**self._place(), "answer": self._answer_text(), "correct": verdict.correct})
         if verdict.correct:
             self._show_answer()
             return verdict
@@ -489,6 +490,10 @@ class Predict(widgets.VBox):
         """The second stage: the rule that decides this step."""
         self._show_hints(with_rule=True)
         self.rule_button.layout.display = "none"
+
+    def _place(self) -> dict[str, Any]:
+        """Where the exercise is, for the room's tally: its id, notebook and number in the notebook."""
+        return {"exercise": self.exercise, "notebook": self.notebook, "number": self.number}
 
     def _answer_text(self) -> str:
         """The learner's answer in a line (for the room's tally)."""
