@@ -2,7 +2,7 @@
 and three plausible wrong answers get feedback that speaks only of the exercise's own join and era.
 
 The exercises are the notebooks' own (``tests/course_exercises.py`` runs each notebook's code up to its last
-exercise); notebook 09's come from a Spark run and are checked with the ``spark`` marker."""
+exercise; notebook 09's drill-downs are rebuilt with the reference engine from its planted topics)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from kjoin_viz.labels import fate_label, tones_for
 from kjoin_viz.predict import STILL_WAITING
 from kjoin_viz.values import show_output
 
-from .course_exercises import exercises_of, notebooks_with_exercises
+from .course_exercises import NOTEBOOK_09_EXERCISES, NOTEBOOKS, exercises_of, notebooks_with_exercises
 
-QUICK = [name for name in notebooks_with_exercises() if not name.startswith("09")]
+COURSE = notebooks_with_exercises()
 
 
 def _cases(notebooks):
@@ -69,7 +69,7 @@ def _said(verdict) -> str:
 
 
 def check_exercise(exercise) -> None:
-    widget = Predict(exercise.trace, exercise.step, ask=exercise.ask, prompt=exercise.prompt)
+    widget = Predict(exercise.trace, exercise.step, ask=exercise.ask, prompt=exercise.prompt, order=exercise.order)
     banned = banned_words(exercise.trace)
     if exercise.ask == "release":
         assert widget.check(leaves=widget.leaves).correct
@@ -82,7 +82,9 @@ def check_exercise(exercise) -> None:
             assert verdict.correct, (fate, outputs, verdict.text)
         answers = [dict(fate=fate, outputs=outputs) for fate, outputs in wrong_forms(widget)]
     for answer in answers:
-        verdict = Predict(exercise.trace, exercise.step, ask=exercise.ask, prompt=exercise.prompt).check(**answer)
+        verdict = Predict(
+            exercise.trace, exercise.step, ask=exercise.ask, prompt=exercise.prompt, order=exercise.order
+        ).check(**answer)
         assert not verdict.correct, answer
         said = _said(verdict)
         assert verdict.rule and verdict.hints[-1].endswith("?"), said  # a question first, then the rule
@@ -94,6 +96,18 @@ def check_exercise(exercise) -> None:
             )
 
 
-@pytest.mark.parametrize("notebook, number", _cases(QUICK))
+@pytest.mark.parametrize("notebook, number", _cases(COURSE))
 def test_every_exercise_accepts_its_answer_in_three_forms_and_explains_three_wrong_ones(notebook, number):
     check_exercise(exercises_of(notebook)[number])
+
+
+def test_notebook_09_defines_its_exercises_as_rebuilt_here():
+    import nbformat
+
+    code = "\n".join(
+        c.source for c in nbformat.read(NOTEBOOKS / "09_debug_your_own_topics.ipynb", 4).cells if c.cell_type == "code"
+    )
+    assert code.count("Predict(") == len(NOTEBOOK_09_EXERCISES) == len(exercises_of("09_debug_your_own_topics.ipynb"))
+    assert all(lines in code for lines in NOTEBOOK_09_EXERCISES)
+    assert "planted(160, PARTITIONS)" in code and "PARTITIONS = 2" in code
+    assert 'run_join(orders_topic, customers_topic, "stream-table", "left")' in code
