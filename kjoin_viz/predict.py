@@ -43,7 +43,7 @@ from .feedback import feedback, release_feedback
 from .hints import output_hints
 from .room import exercise_id, page_notebook, report
 from .labels import fate_label, tones_for
-from .step_view import CSS, _outputs_text, _table_html, view_of
+from .step_view import CSS, _outputs_text, _table_html, rows_from, view_of
 from .values import plain, show_output, show_text, show_value
 from .stepper import Stepper
 from .store_view import store_tables
@@ -76,25 +76,14 @@ def trainer_mode(on: bool | None = None) -> bool:
 
 
 # -- reading the engine's answer ---------------------------------------------------------------
-def _rows_from(stores: Any, step: int) -> bool:
-    """Does any store hold a row that came from ``step`` (a buffered record, a cached update)?"""
-    for store, entries in stores.items():
-        for row in entries.values():
-            if getattr(row, "origin_step", None) == step:
-                return True
-            if store.name.endswith(" cache") and isinstance(row, tuple) and len(row) == 4 and row[2] == step:
-                return True
-    return False
-
-
 def leave_step(trace: Trace, step: int) -> int | None:
     """The first step after which nothing of ``step``'s record is held any more, or
     :data:`STILL_WAITING` if it is still held at the end of the input; ``None`` if the record
     was never held."""
-    if not _rows_from(trace.state_at(step).stores, step):
+    if not rows_from(trace.state_at(step).stores, step):
         return None
     for later in range(step + 1, len(trace.steps)):
-        if not _rows_from(trace.state_at(later).stores, step):
+        if not rows_from(trace.state_at(later).stores, step):
             return later
     return STILL_WAITING
 

@@ -221,7 +221,9 @@ def test_three_learners_answer_and_the_trainer_sees_the_rooms_tally_with_the_sol
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 try:
                     learners = [browser.new_context(viewport=VIEWPORT).new_page() for _ in range(3)]
-                    for page in learners:
+                    for page in learners:  # the one address first (it names the browser's learner), then 04
+                        page.goto(f"{base}/")
+                        _expect_listed(page, ROOM_NOTEBOOK)
                         page.goto(f"{base}/voila/render/{ROOM_NOTEBOOK}", wait_until="commit")
                     exercises = []
                     for page in learners:
