@@ -179,6 +179,11 @@ def _had_no_result(trace: Trace, index: int) -> bool:
 
 
 # -- the words ---------------------------------------------------------------------------------------------
+def _a(variant: str) -> str:
+    """``variant`` with its article: ``an inner``, ``a left``, ``an outer``."""
+    return ("an " if variant[:1] in "aeiou" else "a ") + variant
+
+
 def _other(side: str) -> str:
     return "right" if side == "left" else "left"
 
@@ -259,12 +264,12 @@ def _stream_stream_rule(trace: Trace, index: int, kind: str) -> str | None:
     if kind == "eager-null":
         which = "with the deprecated JoinWindows.of API" if era == "3.1" else f"in {_era_words(trace)}"
         return (
-            f"{looks} Found none: {which}, a {variant} join emits the record with null at once (eagerly); if a "
+            f"{looks} Found none: {which}, {_a(variant)} join emits the record with null at once (eagerly); if a "
             "partner comes later, that pair is emitted too. Nothing is held back in this era."
         )
     if kind == "held-outer-buffer":
         return (
-            f"{looks} Found none: since 3.1 (KAFKA-10847) a {variant} join holds the record in the outer-join "
+            f"{looks} Found none: since 3.1 (KAFKA-10847) {_a(variant)} join holds the record in the outer-join "
             f"buffer until stream time passes its window end plus grace ({step.until_ms}); it is emitted with "
             "null then, unless a partner joins it first. Its step may still emit results released for earlier "
             "records."
@@ -272,7 +277,7 @@ def _stream_stream_rule(trace: Trace, index: int, kind: str) -> str | None:
     if kind == "window-closed-null":
         return (
             f"{looks} Found none, and stream time had already passed this record's window end plus grace when it "
-            f"arrived: a {variant} join (3.1+) emits it with null at once, nothing being left to wait for."
+            f"arrived: {_a(variant)} join (3.1+) emits it with null at once, nothing being left to wait for."
         )
     if kind == "no-match":
         because = (
@@ -343,14 +348,14 @@ def _table_table_rule(trace: Trace, index: int, kind: str) -> str | None:
         )
     if kind == "table-null":
         return (
-            f"A {'delete' if r.value is None else 'update'} on the {side} in a {variant} table-table join: the "
-            f"{other} row stays, and a {variant} join keeps a result for it, so the result becomes "
+            f"A {'delete' if r.value is None else 'update'} on the {side} in {_a(variant)} table-table join: the "
+            f"{other} row stays, and {_a(variant)} join keeps a result for it, so the result becomes "
             f"{', '.join(show_output(o) for o in own_outputs(step))} (the joiner gets null for the {side} side); "
             "the result is replaced, not deleted."
         )
     if kind == "tombstone":
         return (
-            f"When the result row of a key goes away (in a {variant} join: "
+            f"When the result row of a key goes away (in {_a(variant)} join: "
             + {
                 "inner": "either row deleted",
                 "left": "the left row deleted",
@@ -375,7 +380,7 @@ def _table_table_rule(trace: Trace, index: int, kind: str) -> str | None:
             + (
                 "An inner join needs both rows"
                 if variant == "inner"
-                else f"A {variant} join emits a result with null only for a key the "
+                else f"{_a(variant).capitalize()} join emits a result with null only for a key the "
                 + ("left" if variant == "left" else "other")
                 + " table holds"
             )
@@ -522,8 +527,10 @@ def question(trace: Trace, index: int, said_tone: str | None = None) -> str:
         "held-cache": "With a record cache, when is an update forwarded?",
         "table-update": "In a stream-table join, which side's records look the other side up?",
         "stream-left-null": "What does the table hold for this key, and what does a left join do without a row?",
-        "table-null": f"After this step, does the {other} table still have a row for the key, and what does a "
-        f"{getattr(trace.scenario, 'variant', '')} join keep then?",
+        "table-null": (
+            f"After this step, does the {other} table still have a row for the key, and what does "
+            f"{_a(getattr(trace.scenario, 'variant', ''))} join keep then?"
+        ),
         "tombstone": "Did a result exist for this key before the step, and does one exist after it?",
         "tombstone-0.10.0": "Before KIP-77 (0.10.2), when does a table-table join send a tombstone?",
         "nothing-to-delete": "Did a result exist for this key before the step? What would a tombstone delete?",
@@ -558,7 +565,7 @@ def release_feedback(trace: Trace, index: int, leaves: int, said: int, stream_ti
     step = trace.steps[index]
     kind = situation(trace, index)
     if said == index:
-        ask = "Is the record held at all when it arrives? What would it wait for?"
+        ask = question(trace, index)
     elif said == -1:
         ask = "Does a later record join it, or move the clock that releases it far enough?"
     else:
