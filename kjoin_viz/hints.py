@@ -129,7 +129,12 @@ def output_hints(trace: Trace, index: int, said: list[str], order: bool = True) 
         else:
             hints.append("A result with null is missing: the record's own result, with null for the side it lacks.")
     if any(o.tombstone for o in missing_outputs):
-        hints.append("A tombstone is missing: when a key's join result goes away, the join emits null for its key.")
+        era = getattr(getattr(trace.scenario, "semantics", None), "era", "3.1")
+        hints.append(
+            "A tombstone (null) for the key is missing: in this era, when does a table join send one?"
+            if era == "0.10.0"
+            else "A tombstone is missing: when a key's join result goes away, the join emits null for its key."
+        )
     if "null" in extra:
         hints.append(
             "A tombstone (null) deletes a result: is there one to delete, by this join's rules, at this step?"
