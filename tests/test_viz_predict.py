@@ -748,3 +748,47 @@ def test_an_emit_final_step_is_held_and_the_windows_it_closes_are_earlier_record
     assert [o.render() for o in step.outputs] == ["a@[0, 10)=2", "b@[0, 10)=1"]
     assert fate_label(step).tone == "held"
     assert "also emitted for earlier records: a@[0, 10)=2@4, b@[0, 10)=1@9" in headline(step, len(quiz.steps))
+
+
+def test_answers_in_every_reasonable_form_are_read_alike():
+    practice = kjoin.run(
+        kjoin.Scenario.from_notation("table-table", "left", left="2:L1, 6:null", right="1:eur, 4:usd", semantics="3.1")
+    )
+    deleted = Predict(practice, 3)  # the left row is deleted: a tombstone
+    assert [o.render() for o in practice.steps[3].outputs] == ["null"]
+    for typed in ("null", "tombstone", "Tombstone.", " null ; ", "tombstone@6"):
+        assert deleted.check(fate="tombstone", outputs=typed).correct, typed
+    joined = Predict(practice, 2)  # usd@4 joins L1
+    verdict = joined.check(fate="joined", outputs="L1-usd@4.")
+    assert verdict.correct and "L1-usd@4" in verdict.lines[1]
+    wrong = joined.check(fate="joined", outputs="L1-eur.")
+    assert "Not emitted at this step: L1-eur." in wrong.lines[1] and ".." not in wrong.lines[1]
+
+
+def test_the_rule_is_a_second_stage_and_a_wrong_check_closes_a_solved_stepper(trace):
+    widget = Predict(trace, 9)  # c@10 joins A, B and C
+    assert widget.check(fate="joined", outputs="A-c, B-c, C-c").correct and widget.stepper is not None
+    wrong = widget.check(fate="held", outputs="none")
+    assert widget.stepper is None and widget.stepper_box.children == ()  # the solved stepper would give it away
+    assert wrong.rule and wrong.rule not in widget.feedback.value and wrong.hints[-1] in widget.feedback.value
+    assert widget.rule_button.layout.display is None
+    widget.rule_button.click()
+    assert "The rule:" in widget.feedback.value and widget.rule_button.layout.display == "none"
+    assert "Why:" not in widget.feedback.value  # the answer is the third stage
+    widget.answer_button.click()
+    assert "Why:" in widget.feedback.value and widget.stepper.step == 9
+
+
+def test_a_release_question_offers_at_once_so_the_last_record_has_a_real_choice():
+    practice = kjoin.run(
+        kjoin.Scenario.from_notation(
+            "stream-stream", "outer", left="2:P, 9:Q, 30:R, 60:T", right="6:p, 27:r, 45:s",
+            window={"before_ms": 5, "after_ms": 5, "grace_ms": 2},
+        )
+    )  # fmt: skip
+    widget = Predict(practice, 6, ask="release")  # 01's exercise 4: T@60, the last record
+    assert [value for _, value in widget.release.options] == [6, STILL_WAITING]
+    verdict = widget.check(leaves=6)
+    assert not verdict.correct and verdict.hints[0] == "Not quite: it leaves at once."
+    assert "window end plus grace (67)" in verdict.rule
+    assert widget.check(leaves=STILL_WAITING).correct
