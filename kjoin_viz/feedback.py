@@ -77,6 +77,7 @@ def join_kind(trace: Trace) -> str:
 
 
 def _era(trace: Trace) -> str:
+    """The era of the trace's semantics (``3.1`` for joins without eras: aggregates, windowed tables)."""
     semantics = getattr(trace.scenario, "semantics", None)
     return getattr(semantics, "era", "3.1")
 
@@ -229,6 +230,7 @@ def rule(trace: Trace, index: int) -> str:
 
 
 def _stream_stream_rule(trace: Trace, index: int, kind: str) -> str | None:
+    """The rules of a stream-stream join: the window it looks in, the era's null values and outer results."""
     step = trace.steps[index]
     variant = getattr(trace.scenario, "variant", "")
     side = step.record.side.value
@@ -296,6 +298,7 @@ def _stream_stream_rule(trace: Trace, index: int, kind: str) -> str | None:
 
 
 def _stream_table_rule(trace: Trace, index: int, kind: str) -> str | None:
+    """The rules of a stream-table join: only stream records look up; the grace buffer when it has one."""
     step = trace.steps[index]
     table = "versioned table as of the record's own timestamp" if _versioned(trace) else "table's current row"
     looks = (
@@ -335,6 +338,7 @@ def _stream_table_rule(trace: Trace, index: int, kind: str) -> str | None:
 
 
 def _table_table_rule(trace: Trace, index: int, kind: str) -> str | None:
+    """The rules of a table-table join: every update looks up, results are replaced or deleted."""
     step = trace.steps[index]
     variant = getattr(trace.scenario, "variant", "")
     side = step.record.side.value
@@ -403,6 +407,7 @@ def _table_table_rule(trace: Trace, index: int, kind: str) -> str | None:
 
 
 def _fk_rule(trace: Trace, index: int, kind: str) -> str | None:
+    """The rules of a foreign-key join: results are made on the left side, when responses arrive."""
     if kind == "fk-response":
         return (
             "In a foreign-key join results are made on the left side, when a response is delivered: the left "
@@ -436,6 +441,7 @@ def _fk_rule(trace: Trace, index: int, kind: str) -> str | None:
 
 
 def _aggregate_rule(trace: Trace, index: int, kind: str) -> str | None:
+    """The rules of an aggregate: groups and windows, late records, suppression."""
     join = trace.scenario.join
     if kind == "expired-window":
         return (
@@ -463,6 +469,7 @@ def _aggregate_rule(trace: Trace, index: int, kind: str) -> str | None:
 
 
 def _wtable_rule(trace: Trace, index: int, kind: str) -> str | None:
+    """The rule of a join of windowed tables (seed 000): a window looked up in the other table."""
     return (
         "A windowed table's update looks up the other windowed table for the window its selector names, still "
         "kept by that store; the joiner pairs the two aggregates (a left or outer join with null when none)."
