@@ -51,14 +51,18 @@ notebooks: $(STAMP)
 # Serve the course to a room (docs/how-to/workshop.md): every learner opens http://<this machine>:8866/
 # and gets a kernel and a copy of the notebook of their own (Voila runs one kernel per page). The room's
 # tally (kjoin_viz/room.py) listens on 127.0.0.1:$(ROOM_PORT) only: every exercise's answers, and the
-# solutions, for the trainer at the address it prints (with its token); it stops with the workshop.
+# solutions, for the trainer at the address it prints (with its token), and every answer as CSV; it stops with the
+# workshop. The pages use the Voila template jupyter/voila/templates/kjoin: a learner id per browser (a cookie that
+# Voila hands to each kernel), so that reloads and other notebooks of one browser are one learner in the tally.
 # KJOIN_WORKSHOP gives every kernel's Spark session the small workshop settings (kjoin.spark.io.session
 # WORKSHOP_CONFIG: 512 MB heap, one core, two shuffle partitions), so that 20 learners fit on one server.
 ROOM_PORT ?= 8870
 workshop: $(STAMP)
 	$(PY) -m kjoin_viz.room --port=$(ROOM_PORT) & room=$$!; trap 'kill $$room' EXIT INT TERM; \
-	KJOIN_WORKSHOP=1 KJOIN_ROOM_URL=http://127.0.0.1:$(ROOM_PORT) $(VENV)/bin/voila --no-browser --port=$(WORKSHOP_PORT) \
+	KJOIN_WORKSHOP=1 KJOIN_ROOM_URL=http://127.0.0.1:$(ROOM_PORT) JUPYTER_PATH=$(CURDIR)/jupyter \
+	    $(VENV)/bin/voila --no-browser --port=$(WORKSHOP_PORT) \
 	    --Voila.ip=$(WORKSHOP_IP) --VoilaConfiguration.strip_sources=False --VoilaConfiguration.show_tracebacks=True \
+	    --template=kjoin --VoilaConfiguration.http_header_envs=Cookie \
 	    notebooks/
 
 # The peak memory of one learner's kernel running notebook 09, with the default and the workshop session

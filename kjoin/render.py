@@ -42,7 +42,8 @@ def format_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 def seed_table(traces: Mapping[str, Trace], with_ts: bool = False) -> str:
-    """One input run under several variants, as the seeds show it: ``ts | left | right | inner | …``.
+    """One input run under several variants, as the seeds show it: ``ts | left input | right input | inner | …``
+    (the inputs' columns say *input*: a ``left`` column is the left join's).
 
     ``traces`` maps a column name (usually the variant) to a trace of the same events;
     ``with_ts`` writes each output's timestamp (``a4-b2@4``), as seed 003 does.
@@ -55,7 +56,7 @@ def seed_table(traces: Mapping[str, Trace], with_ts: bool = False) -> str:
         value = render_value(record.value)
         left, right = (value, "") if record.side.value == "left" else ("", value)
         rows.append([record.ts, left, right, *(cell(traces[name][index], with_ts) for name in columns)])
-    return format_table(["ts", "left", "right", *columns], rows)
+    return format_table(["ts", "left input", "right input", *columns], rows)
 
 
 def trace_table(trace: Trace) -> str:

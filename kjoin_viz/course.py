@@ -9,7 +9,7 @@ read finished traces (the reference engine did the joining):
 
 - :func:`steps_table`: one row per step (input, outputs with their timestamps, fate), the only
   steps table of the course;
-- :func:`side_by_side`: one input under several traces, ``step | ts | left | right`` and a
+- :func:`side_by_side`: one input under several traces, ``step | ts | left input | right input`` and a
   column of outputs per trace;
 - :func:`result_table`: the join's result as a table (newest output per key) after a step;
 - :func:`results_by_step`: the result table of several runs of one input after every step,
@@ -183,7 +183,7 @@ def side_by_side(traces: Mapping[str, Trace], with_ts: bool = False, mark: int |
         value = _input(step)
         left, right = (value, "") if step.record.side.value == "left" else ("", value)
         rows.append([i, step.record.ts, left, right, *(_outputs(traces[n].steps[i].outputs, with_ts) for n in names)])
-    return Table(pd.DataFrame(rows, columns=["step", "ts", "left", "right", *names]), mark)
+    return Table(pd.DataFrame(rows, columns=["step", "ts", "left input", "right input", *names]), mark)
 
 
 def workflow_table(traces: Mapping[str, Trace]) -> Table:

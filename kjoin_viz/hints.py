@@ -1,13 +1,14 @@
-"""Hints for a wrong answer in the predict widget: aimed at the misconception the answer shows.
+"""Hints for a wrong answer's outputs in the predict widget: aimed at the misconception the answer shows.
 
-The predict widget answers a wrong check in two stages: first the hints computed here from the
-difference between the answer and the trace (none of them gives the answer away), then, on
-request, the engine's answer and the stepper. Each hint addresses one likely misconception:
+The predict widget's first stage of feedback on a wrong check holds the hints computed here from the
+difference between the outputs answered and the trace (none of them gives the answer away), next to the
+question :mod:`kjoin_viz.feedback` asks about the rule that decides the step. Each hint addresses one likely
+misconception, in the words of the trace's join (no window, grace or stream time where the join has none):
 
 - a wrong output timestamp: the rule of the join's output timestamps (a joined output takes the
   larger of its records' timestamps; a result with null keeps its record's own);
 - a missed result with null, released for an earlier record: stream time after the step, and
-  that a held record's window closes at its end plus grace;
+  when a held record leaves (a window's end plus grace; a grace buffer's ts plus grace);
 - a missing or extra joined result in a windowed join: the window's bounds, computed for the
   record (both ends included);
 - a missed or extra tombstone;
@@ -15,8 +16,7 @@ request, the engine's answer and the stepper. Each hint addresses one likely mis
 - a windowed aggregate's windows: a session's merge (the tombstone of every session it merges, then the merged
   session), a sliding window's left and right windows, and, with ``suppress`` or emit-final, when a window closes
   (nothing leaves before; then each closed window once, whatever record closes it);
-- a wrong fate: what the engine's kind of fate depends on, without naming it;
-- a wrong release step: when a held record leaves (its window's close, or a partner).
+- outputs in another order, where the exercise asks for the order.
 
 Every function reads a finished trace and returns sentences; the widget shows them as a list.
 """
@@ -31,10 +31,9 @@ from kjoin.fates import Reason
 from kjoin.records import Output
 from kjoin.trace import Trace
 
-from .labels import fate_label
 from .values import plain
 
-__all__ = ["output_hints", "fate_hints", "release_hints", "split_ts", "TIMESTAMP_RULES"]
+__all__ = ["output_hints", "split_ts", "TIMESTAMP_RULES"]
 
 _TS = re.compile(r"^(.*)@(-?\d+)$")
 _AGGREGATES = ("table-aggregate", "window-aggregate")
@@ -95,8 +94,9 @@ def _window_hint(trace: Trace, index: int) -> str | None:
     )
 
 
-def output_hints(trace: Trace, index: int, said: list[str]) -> list[str]:
-    """Hints for outputs ``said`` (parsed items) that differ from what step ``index`` emitted."""
+def output_hints(trace: Trace, index: int, said: list[str], order: bool = True) -> list[str]:
+    """Hints for outputs ``said`` (parsed items) that differ from what step ``index`` emitted; ``order``: whether
+    the exercise asks for their order."""
     step = trace.steps[index]
     emitted = step.outputs
     said_values = [plain(split_ts(item)[0]) for item in said]
@@ -107,7 +107,7 @@ def output_hints(trace: Trace, index: int, said: list[str]) -> list[str]:
         wrong_ts = any(ts is not None and ts != o.ts for ts, o in zip(said_ts, _in_said_order(emitted, said_values)))
         if wrong_ts:
             hints.append("The outputs are right; a timestamp is not. " + TIMESTAMP_RULES[_rule_key(trace)])
-        if said_values != values:
+        if said_values != values and order:
             hints.append(
                 "The outputs are right, their order is not. A step first emits what it releases for earlier "
                 "records (oldest first), then its own results, in the order of the partners' timestamps."
@@ -117,24 +117,30 @@ def output_hints(trace: Trace, index: int, said: list[str]) -> list[str]:
     extra = list((Counter(said_values) - Counter(values)).elements())
     if trace.scenario.join in _AGGREGATES:  # an aggregate's update: no sides, no windows to join
         return _windowed_hints(trace, index, missing, extra) or [_aggregate_hint(trace, index)]
+    join = trace.scenario.join
+    tables = join in ("table-table", "fk") or join.startswith("versioned-table")
     missing_outputs = [o for o in emitted if plain(o.render()) in missing]
-    released = [o for o in missing_outputs if _with_null(o) and o.origin_step != index]
+    released = [o for o in missing_outputs if _with_null(o) and o.origin_step != index and step.message is None]
     if released:
-        now = trace.state_at(index).stream_time(step.task)
-        hints.append(
-            f"A result is missing that this step releases for an earlier record: after this step stream time is "
-            f"{now}. Which held record's window closes (its end plus grace) before that? It is emitted now, with null "
-            "for the side that never came."
-        )
+        hints.append(_released_hint(trace, index))
     if any(_with_null(o) and o.origin_step == index for o in missing_outputs):
-        hints.append(
-            "A result with null is missing: the record found no partner, and a left or outer join gives it a result "
-            "with null at once when its window has already closed (or in an era that emits eagerly)."
-        )
+        if step.message is None and step.record.value is None and join.startswith("stream"):
+            hints.append("A result of the record's own is missing: its null value, paired with what it finds.")
+        else:
+            hints.append("A result with null is missing: the record's own result, with null for the side it lacks.")
     if any(o.tombstone for o in missing_outputs):
-        hints.append("A tombstone is missing: when a result row is deleted, the join emits null for its key.")
+        era = getattr(getattr(trace.scenario, "semantics", None), "era", "3.1")
+        hints.append(
+            "A tombstone (null) for the key is missing: in this era, when does a table join send one?"
+            if era == "0.10.0"
+            else "A tombstone is missing: when a key's join result goes away, the join emits null for its key."
+        )
     if "null" in extra:
-        hints.append("A tombstone is emitted only where there was a result to delete.")
+        hints.append(
+            "A tombstone (null) deletes a result: is there one to delete, by this join's rules, at this step?"
+            if tables
+            else "A stream join deletes no results: it never emits a tombstone."
+        )
     extra_joined = [e for e in extra if e != "null" and not e.endswith("-null") and not e.startswith("null-")]
     if any(_joined(o) for o in missing_outputs) or extra_joined:
         window = _window_hint(trace, index)
@@ -143,13 +149,50 @@ def output_hints(trace: Trace, index: int, said: list[str]) -> list[str]:
         else:
             hints.append("Look at the other side's rows in the state before the step: which of them match its key?")
     if any(e.endswith("-null") or e.startswith("null-") for e in extra) and not released:
-        hints.append(
-            "Not every record without a partner gets a result with null at once: since 3.1 a left or outer join "
-            "holds it until its window closes, and an inner join never gives it one."
-        )
+        hints.append(_extra_null_hint(trace))
     if not hints:
         hints.append("Compare with the state before the step: what does the record find, and what does it change?")
     return hints
+
+
+def _released_hint(trace: Trace, index: int) -> str:
+    """A result this step releases for an earlier, held record: what moved, in the join's words."""
+    step = trace.steps[index]
+    join = trace.scenario.join
+    if join in ("stream-table", "stream-globaltable"):
+        return (
+            "A result is missing that this step releases for an earlier record from the grace buffer: this record "
+            "moves the buffer's stream time. Which waiting record's ts plus grace does it reach?"
+        )
+    if join == "stream-stream":
+        now = trace.state_at(index).stream_time(step.task)
+        return (
+            f"A result is missing that this step releases for an earlier record: after this step stream time is "
+            f"{now}. Which held record's window closes (its end plus grace) before that? It is emitted now, with null "
+            "for the side that never came."
+        )
+    return "A result is missing that belongs to an earlier record: which earlier update does this step complete?"
+
+
+def _extra_null_hint(trace: Trace) -> str:
+    """Too many results with null: which records get one, by this join's rules and era."""
+    join, variant = trace.scenario.join, getattr(trace.scenario, "variant", "")
+    era = getattr(getattr(trace.scenario, "semantics", None), "era", "3.1")
+    if join == "stream-stream" and era == "3.1":
+        return (
+            "Not every record without a partner gets a result with null at once: since 3.1 a left or outer join "
+            "holds it until its window closes (end plus grace), and an inner join never gives it one."
+        )
+    if join == "stream-stream":
+        return (
+            "Which records get a result with null in this era? A left join gives one only to left records without "
+            "a partner, an outer join to both sides, an inner join to none."
+        )
+    return (
+        f"Which records get a result with null? A {variant} join keeps a record without partner only on its "
+        + ("left side" if variant == "left" else "both sides" if variant == "outer" else "no side: inner")
+        + "."
+    )
 
 
 def _in_said_order(emitted: Any, said_values: list[str]) -> list[Output]:
@@ -184,9 +227,14 @@ def _aggregate_hint(trace: Trace, index: int) -> str:
             "Count again which records are in each group: a record whose group-by gives a null key is in no group "
             "(it changes no aggregate), and a row that moves leaves its old group first."
         )
+    if trace.scenario.join == "window-aggregate":
+        return (
+            "Count again which records are in each window of the key, and whether the record's window is still open "
+            "(its end plus grace against stream time): a record whose every window has closed changes none."
+        )
     return (
-        "Count again which records are in each group or window: an update first subtracts the row's old value "
-        "from its old group, then adds the new value to its new group; a delete only subtracts."
+        "Count again which records are in each group: an update first subtracts the row's old value from its old "
+        "group, then adds the new value to its new group; a delete only subtracts."
     )
 
 
@@ -268,64 +316,3 @@ def _windowed_hints(trace: Trace, index: int, missing: list[str], extra: list[st
         )
         return hints
     return []
-
-
-_FATE_HINTS = {
-    "held": (
-        "Does anything come out for the record itself now? Look at the buffers and caches: a left or outer join "
-        "(3.1+) holds a record without a partner until its window closes; a grace buffer or a record cache holds "
-        "records too."
-    ),
-    "null-result": (
-        "Look at stream time before the step: if the record's window has already closed (its end plus grace) when "
-        "it arrives, nothing is left to wait for."
-    ),
-    "joined": "Look at the other side's store before the step: is a record with the same key within reach?",
-    "no-match": "Is the partner you expect really there, within the window and still in the store?",
-    "stored": "Which records look the other side up? Some records only update state (a table's side, for one).",
-    "tombstone": "Did a result exist for this key before the step? Deleting a row deletes its join result.",
-    "dropped": ("Look at the record itself: its key, its value, and its timestamp against what the stores still keep."),
-    "aggregated": "Does the record change a group's (or a window's) aggregate?",
-}
-
-
-def fate_hints(trace: Trace, index: int, said: str) -> list[str]:
-    """Hints for a wrong fate ``said`` (a tone) at step ``index``, without naming the right one."""
-    truth = fate_label(trace.steps[index]).tone
-    hints = []
-    if said == "dropped" and trace.scenario.join == "stream-stream":
-        hints.append(
-            "A stream-stream join drops no record for coming late: a late record still looks up the other side. "
-            "Only a null key or a null value is skipped."
-        )
-    elif trace.scenario.join in _AGGREGATES and _windowed_options(trace)[1] and "held" in (said, truth):
-        windows = _windowed_options(trace)[0]
-        hints.append(
-            "With suppress or emit-final the record's own update is held: its window is forwarded once, when it "
-            f"closes ({_close_rule(windows)}). Is the record's window closed already when it arrives?"
-        )
-    elif said == "null-result" and truth == "held":
-        hints.append(
-            "Not yet: since 3.1, a left or outer join emits a result with null only once the record's window has "
-            "closed (its end plus grace)."
-        )
-    else:
-        hints.append(_FATE_HINTS.get(truth, "Look again at the state before the step."))
-    return hints
-
-
-def release_hints(trace: Trace, index: int, leaves: int, said: int, stream_time: Any) -> list[str]:
-    """Hints for a wrong release step ``said`` (``-1``: still waiting) of the record held at ``index``;
-    ``stream_time(step)`` reads a step's stream time."""
-    label = fate_label(trace.steps[index])
-    rule = (
-        f"It is {label}. A held record leaves when a partner joins it, or when stream time passes its window's "
-        "close (a cache: at the next commit)."
-    )
-    if said == -1:
-        return [rule + " Does a later record move stream time far enough, or join it?"]
-    now = stream_time(said)
-    clock = "" if now is None else f" After step {said}, stream time is {now}."
-    if leaves == -1 or said < leaves:
-        return [rule + clock + " Is that far enough?"]
-    return [rule + clock + " Does an earlier step already get there?"]

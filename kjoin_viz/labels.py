@@ -12,6 +12,8 @@ is described the same way everywhere. The phrase says exactly what happened:
 - ``emitted with null: a delete on the right, the joiner got null for it``: a table-table
   left/outer result when the other side deletes its row (Kafka calls the joiner; it
   gets null for that side, also when there was no row to delete);
+- ``joined: 1 result (its null value went to the joiner)``: 0.10.0 and 0.10.1, a stream record with a null value
+  looked up the other side and found a partner (a stream's null value is not a delete);
 - ``tombstone: the join result is deleted``;
 - ``held until stream time passes 60`` (outer-join buffer), ``held in the grace buffer until
   buffer time 15``, ``held in the record cache until the next commit``;
@@ -211,12 +213,26 @@ def _emitted(step: Step, mine: list) -> FateLabel:
         if "eager" in step.explain or "joiner called with null" in step.explain:  # stream-stream before 3.1
             return FateLabel("emitted eagerly with null", "null-result")
         return FateLabel("emitted with null: no partner, the joiner got null", "null-result")
+    if deleted and _stream_null_value(step):  # 0.10.0: a stream's null value looks up, its partner joins it
+        count = len(deleted)
+        return FateLabel(
+            f"joined: {count} result{'s' if count != 1 else ''} (its null value went to the joiner)", "joined"
+        )
     if deleted:  # a table row was deleted (or has no value) while the other side still has one
         return FateLabel(_deleted_partner_text(step, deleted[0]), "null-result")
     # the joiner was called without a partner found in a store (a response delivered, …): a result
     if mine:
         return FateLabel(f"joined: {len(mine)} result{'s' if len(mine) != 1 else ''}", "joined")
     return FateLabel("joined: result emitted later by the topology", "joined")
+
+
+def _stream_null_value(step: Step) -> bool:
+    """Is the step a stream record with a null value that looked up the other side (0.10.0 and 0.10.1, before
+    KIP-77) and found a partner? A stream's null value is an event without a value, never a delete: the joiner pairs
+    it with the partner it found. (A table's null value is a delete: :func:`_deleted_partner_text`.)"""
+    if step.message is not None or step.record is None or step.record.value is not None:
+        return False
+    return "triggers a lookup in 0.10.0" in step.explain or "looked up the table and found" in step.explain
 
 
 def _deleted_partner_text(step: Step, output) -> str:

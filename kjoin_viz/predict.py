@@ -10,12 +10,15 @@ emitted) and every store *before* the step, and asks what the step's record does
 - ``ask="release"``: for a record that is held back (outer-join buffer, grace buffer, record
   cache), at which later step it leaves, or that it is still waiting when the input ends.
 
-**Check** compares the answer with the trace. A right answer gets the engine's answer, why, and a
-:class:`~kjoin_viz.Stepper` at that step. A wrong one gets feedback in stages: first which part is
-wrong and a hint aimed at the misconception the answer shows (:mod:`kjoin_viz.hints`: an output
-timestamp, a missed result with null, a window bound, a null group key, …), then, when the learner
-asks (**show the answer**), the engine's answer, why, and the stepper. The answer lives only in the widget:
-the cell's stored output is the question (the widget's text form), never the answer.
+**Check** compares the answer with the trace. An answer is read in every reasonable form: outputs in any order
+unless the exercise asks for their order (``order=True``; the widget says which), ``tombstone`` for ``null``,
+spaces and trailing punctuation ignored. A right answer gets the engine's answer, why, and a
+:class:`~kjoin_viz.Stepper` at that step. A wrong one gets feedback in three stages (:mod:`kjoin_viz.feedback`):
+first which part is wrong, hints aimed at the misconception the answer shows (:mod:`kjoin_viz.hints`: an output
+timestamp, a result released for an earlier record, a null group key, …) and a question that points at the rule
+deciding the step; then, on request (**show the rule**), that rule in its join's words, for its era; then
+(**show the answer**) the engine's answer, why, and the stepper. The answer lives only in the widget: the cell's
+stored output is the question (the widget's text form), never the answer.
 
 Trainers: ``kjoin_viz.trainer_mode(True)`` (or the environment variable ``KJOIN_TRAINER=1``
 before the kernel starts) adds a **show solution** button to every predict widget, also to
@@ -36,10 +39,11 @@ import ipywidgets as widgets
 
 from kjoin.trace import Trace
 
-from .hints import fate_hints, output_hints, release_hints
-from .room import exercise_id, report
+from .feedback import feedback, release_feedback
+from .hints import output_hints
+from .room import exercise_id, page_notebook, report
 from .labels import fate_label, tones_for
-from .step_view import CSS, _outputs_text, _table_html, view_of
+from .step_view import CSS, _outputs_text, _table_html, rows_from, view_of
 from .values import plain, show_output, show_text, show_value
 from .stepper import Stepper
 from .store_view import store_tables
@@ -50,12 +54,15 @@ ASKS = ("fate+outputs", "release")
 CONTEXT_ROWS = 15
 """Input records shown before the asked step (and, for ``release``, after it)."""
 STILL_WAITING = -1
+"""The ``release`` answer "it is still waiting when the input ends"."""
 CHOOSE_FIRST = "Choose an answer first, then check."
 """What "check" says (and all it does) while nothing is chosen."""
-"""The ``release`` answer "it is still waiting when the input ends"."""
 
 _TRAINER = {"on": os.environ.get("KJOIN_TRAINER", "") not in ("", "0", "false", "no")}
 _LIVE: "weakref.WeakSet[Predict]" = weakref.WeakSet()
+_NUMBERS: dict[str, int] = {}
+"""Each exercise's number in this kernel's notebook, in the order first shown (a kernel runs one notebook's cells
+in order, so the third exercise shown is the notebook's exercise 3; shown again, it keeps its number)."""
 
 
 def trainer_mode(on: bool | None = None) -> bool:
@@ -69,28 +76,22 @@ def trainer_mode(on: bool | None = None) -> bool:
 
 
 # -- reading the engine's answer ---------------------------------------------------------------
-def _rows_from(stores: Any, step: int) -> bool:
-    """Does any store hold a row that came from ``step`` (a buffered record, a cached update)?"""
-    for store, entries in stores.items():
-        for row in entries.values():
-            if getattr(row, "origin_step", None) == step:
-                return True
-            if store.name.endswith(" cache") and isinstance(row, tuple) and len(row) == 4 and row[2] == step:
-                return True
-    return False
-
-
 def leave_step(trace: Trace, step: int) -> int | None:
     """The first step after which nothing of ``step``'s record is held any more, or
     :data:`STILL_WAITING` if it is still held at the end of the input; ``None`` if the record
     was never held."""
-    if not _rows_from(trace.state_at(step).stores, step):
+    if not rows_from(trace.state_at(step).stores, step):
         return None
     for later in range(step + 1, len(trace.steps)):
-        if not _rows_from(trace.state_at(later).stores, step):
+        if not rows_from(trace.state_at(later).stores, step):
             return later
     return STILL_WAITING
 
+
+_TRAILING = " \t.;,!"
+"""What an answer may end with and still be the same answer (a sentence's full stop, a last comma)."""
+_TOMBSTONE_WORDS = ("tombstone", "a tombstone", "null (tombstone)", "tombstone (null)")
+"""What a learner may type for a tombstone, written ``null`` in kjoin's notation."""
 
 _OPEN, _CLOSE = "[{(", "]})"
 _SEPARATORS = re.compile(r"([,;])")
@@ -171,6 +172,17 @@ def parse_outputs(text: str, known: Iterable[str] = ()) -> list[str]:
     return items
 
 
+def _tidy(text: str) -> str:
+    """An answer without what does not change it: spaces and trailing punctuation (``Q-p@9.``), and ``tombstone``
+    for kjoin's ``null``."""
+    text = text.strip().rstrip(_TRAILING).strip()
+    if text.lower() in _TOMBSTONE_WORDS:
+        return "null"
+    if text.lower().startswith("tombstone@"):
+        return "null" + text[len("tombstone") :]
+    return text
+
+
 def _compact(item: str) -> str:
     """An output without spaces and quotes: ``home@[0, 10)=2`` and ``home@[0,10)=2`` are the same answer, and so are
     kjoin's notation ``{"fk":"Y"}-bar`` and the views' ``{fk: Y}-bar`` (:mod:`kjoin_viz.values`)."""
@@ -185,7 +197,10 @@ class Verdict:
     lines: tuple[str, ...]
     """The whole answer: what was right, what the engine says, and why."""
     hints: tuple[str, ...] = ()
-    """For a wrong answer: which part is wrong, and hints that do not give the answer away."""
+    """For a wrong answer: which part is wrong, hints that do not give the answer away, and a question that points at
+    the rule (the first stage)."""
+    rule: str = ""
+    """For a wrong answer: the rule that decides the step, in its join's words (the second stage)."""
 
     @property
     def text(self) -> str:
@@ -197,12 +212,14 @@ class Predict(widgets.VBox):
     """An exercise on ``trace`` at ``step``: predict the record's fate and outputs, or when it
     leaves its buffer (``ask="release"``). ``prompt`` replaces the default question."""
 
-    def __init__(self, trace: Trace, step: int, ask: str = "fate+outputs", prompt: str | None = None) -> None:
+    def __init__(
+        self, trace: Trace, step: int, ask: str = "fate+outputs", prompt: str | None = None, order: bool = False
+    ) -> None:
         if ask not in ASKS:
             raise ValueError(f"ask must be one of {', '.join(ASKS)}, not {ask!r}")
         if not 0 <= step < len(trace.steps):
             raise IndexError(f"step {step} is outside this trace (0 to {len(trace.steps) - 1})")
-        self.trace, self.index, self.ask = trace, step, ask
+        self.trace, self.index, self.ask, self.order = trace, step, ask, order
         self.tones = tones_for(trace)
         self.view = view_of(trace)
         s = trace.steps[step]
@@ -222,6 +239,10 @@ class Predict(widgets.VBox):
             description="show the answer", tooltip="the engine's answer, why, and this step in the stepper"
         )
         self.answer_button.layout.display = "none"
+        self.rule_button = widgets.Button(
+            description="show the rule", tooltip="the rule that decides this step, for this join and era"
+        )
+        self.rule_button.layout.display = "none"
         self.verdict: Verdict | None = None
         self.feedback = widgets.HTML()
         self.stepper_box = widgets.VBox()
@@ -243,12 +264,15 @@ class Predict(widgets.VBox):
                 self.fate,
                 widgets.HTML(
                     '<div class="kjoin-viz" style="font-size:12px;color:#555">and everything this step emits, '
-                    "earlier records' results included:</div>"
+                    "earlier records' results included "
+                    + ("(in the order the step emits them):" if order else "(in any order):")
+                    + "</div>"
                 ),
                 self.outputs,
             ]
         else:
-            options = [(self._step_option(j), j) for j in range(step + 1, len(trace.steps))]
+            options = [(f"step {step}: at once, as it arrives (it is not held)", step)]
+            options += [(self._step_option(j), j) for j in range(step + 1, len(trace.steps))]
             options.append(("it is still waiting when the input ends", STILL_WAITING))
             self.release = widgets.Dropdown(
                 options=options, value=None, description="it leaves at", layout={"width": "100%", "max_width": "520px"}
@@ -258,12 +282,13 @@ class Predict(widgets.VBox):
         self.check_button.on_click(lambda _: self._check())
         self.solution_button.on_click(lambda _: self._reveal())
         self.answer_button.on_click(lambda _: self._show_answer())
+        self.rule_button.on_click(lambda _: self._show_rule())
         super().__init__(
             [
                 question,
                 context,
                 *inputs,
-                widgets.HBox([self.check_button, self.answer_button, self.solution_button]),
+                widgets.HBox([self.check_button, self.rule_button, self.answer_button, self.solution_button]),
                 self.feedback,
                 self.stepper_box,
             ],
@@ -272,12 +297,10 @@ class Predict(widgets.VBox):
         self.add_class("kjoin-predict")
         _LIVE.add(self)
         self._show_trainer()
-        notebook = os.path.basename(os.environ.get("JPY_SESSION_NAME", ""))
-        self.exercise = exercise_id(notebook, self.prompt, step, ask)
-        report(
-            "register",
-            {"exercise": self.exercise, "notebook": notebook, "prompt": self.prompt, "solution": self.solution()},
-        )
+        self.notebook = page_notebook()
+        self.exercise = exercise_id(self.notebook, self.prompt, step, ask)
+        self.number = _NUMBERS.setdefault(self.exercise, len(_NUMBERS) + 1)
+        report("register", {**self._place(), "prompt": self.prompt, "solution": self.solution()})
 
     # -- the question -------------------------------------------------------------------------
     def _record_text(self) -> str:
@@ -424,18 +447,42 @@ class Predict(widgets.VBox):
             )
             return verdict  # no stepper: it would show the step, i.e. the answer
         verdict = self.verdict = self._verdict()
-        report("answer", {"exercise": self.exercise, "answer": self._answer_text(), "correct": verdict.correct})
+        report("answer", {**self._place(), "answer": self._answer_text(), "correct": verdict.correct})
         if verdict.correct:
             self._show_answer()
             return verdict
-        # a wrong answer: first what is wrong and a hint; the answer and the stepper only on request
-        items = "".join(f"<li>{html.escape(line)}</li>" for line in verdict.hints)
-        self.feedback.value = (
-            f'<div class="kjoin-viz kjoin-feedback kjoin-hint" style="color:#a66d00"><b>Not yet.</b><ul>{items}</ul>'
-            "<i>Change your answer and check again, or show the answer.</i></div>"
-        )
+        # a wrong answer: first what is wrong and a question; the rule, the answer and the stepper only on request
+        self._close_stepper()  # a stepper left open by an earlier right answer would show this answer
+        self._show_hints(with_rule=False)
+        self.rule_button.layout.display = None
         self.answer_button.layout.display = None
         return verdict
+
+    def _show_hints(self, with_rule: bool) -> None:
+        """The first stage (what is wrong, and a question), and with ``with_rule`` the second (the rule)."""
+        verdict = self.verdict
+        if verdict is None:
+            return
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in verdict.hints)
+        rule = (
+            f'<div class="kjoin-rule" style="margin:4px 0"><b>The rule:</b> {html.escape(verdict.rule)}</div>'
+            if with_rule and verdict.rule
+            else ""
+        )
+        then = "show the answer" if with_rule else "show the rule, or the answer"
+        self.feedback.value = (
+            f'<div class="kjoin-viz kjoin-feedback kjoin-hint" style="color:#a66d00"><b>Not yet.</b><ul>{items}</ul>'
+            f"{rule}<i>Change your answer and check again, or {then}.</i></div>"
+        )
+
+    def _show_rule(self) -> None:
+        """The second stage: the rule that decides this step."""
+        self._show_hints(with_rule=True)
+        self.rule_button.layout.display = "none"
+
+    def _place(self) -> dict[str, Any]:
+        """Where the exercise is, for the room's tally: its id, notebook and number in the notebook."""
+        return {"exercise": self.exercise, "notebook": self.notebook, "number": self.number}
 
     def _answer_text(self) -> str:
         """The learner's answer in a line (for the room's tally)."""
@@ -454,6 +501,7 @@ class Predict(widgets.VBox):
             f'<div class="kjoin-viz kjoin-feedback kjoin-answer" style="color:{colour}"><ul>{items}</ul></div>'
         )
         self.answer_button.layout.display = "none"
+        self.rule_button.layout.display = "none"
         self._open_stepper()
 
     def _verdict(self) -> Verdict:
@@ -461,17 +509,17 @@ class Predict(widgets.VBox):
         if self.ask == "release":
             answer = self.release.value
             right = answer == self.leaves
-            said = "still waiting at the end" if answer == STILL_WAITING else self._step_option(answer)
+            if answer == STILL_WAITING:
+                said = "it is still waiting when the input ends"
+            elif answer == self.index:
+                said = "it leaves at once"
+            else:
+                said = f"it leaves at {self._step_option(answer)}"
             head = "Right: " if right else f"Not quite: you said {said}; "
-            hints = (
-                ()
-                if right
-                else (
-                    f"Not at {said}.",
-                    *release_hints(self.trace, self.index, self.leaves, answer, self.view.stream_time),
-                )
-            )
-            return Verdict(right, (head + self._leave_text(),), hints)
+            if right:
+                return Verdict(True, (head + self._leave_text(),))
+            stages = release_feedback(self.trace, self.index, self.leaves, answer, self.view.stream_time)
+            return Verdict(False, (head + self._leave_text(),), (f"Not quite: {said}.", stages.question), stages.rule)
         label = fate_label(s)
         lines = []
         if self.fate.value == label.tone:
@@ -484,22 +532,24 @@ class Predict(widgets.VBox):
         outputs_right, text = self._compare_outputs(self.outputs.value)
         lines.append(text)
         lines.append(f"Why: {show_text(s.explain)}")
-        hints: list[str] = []
-        if not fate_right:
-            hints += ["What the record does: not that.", *fate_hints(self.trace, self.index, self.fate.value)]
-        else:
-            hints.append("What the record does: right.")
+        hints: list[str] = ["What the record does: " + ("right." if fate_right else "not that.")]
         if not outputs_right:
-            hints += ["What the step emits: not quite.", *output_hints(self.trace, self.index, self._said)]
+            hints += ["What the step emits: not quite.", *output_hints(self.trace, self.index, self._said, self.order)]
         else:
             hints.append("What the step emits: right.")
-        return Verdict(fate_right and outputs_right, tuple(lines), tuple(hints))
+        stages = feedback(self.trace, self.index, None if fate_right else self.fate.value)
+        hints.append(stages.question)
+        return Verdict(fate_right and outputs_right, tuple(lines), tuple(hints), stages.rule)
 
     def _compare_outputs(self, answer: str) -> tuple[bool, str]:
         emitted = self.trace.steps[self.index].outputs
         forms = [form for o in emitted for form in (o.render(), show_output(o))]
         known = forms + [f"{form}@{o.ts}" for o in emitted for form in (o.render(), show_output(o))]
-        said = parse_outputs(answer, known=known)
+        exact = {_compact(k) for k in known}
+        said = [item if _compact(item) in exact else _tidy(item) for item in parse_outputs(_tidy(answer), known=known)]
+        said = [item for item in said if item]
+        if [item.lower() for item in said] in _NO_OUTPUT:
+            said = []
         self._said = said
         with_ts = any(re.search(r"@-?\d+$", item) for item in said)  # not the @ of key@[start, end)
         expected = [o.render() + (f"@{o.ts}" if with_ts else "") for o in emitted]
@@ -508,6 +558,8 @@ class Predict(widgets.VBox):
         if said == expected:
             return True, f"Outputs: right ({shown})."
         if sorted(said) == sorted(expected):
+            if not self.order:
+                return True, f"Outputs: right ({shown}; the engine emits them in this order)."
             return False, f"Outputs: the right ones, in another order. The engine emits them in this order: {shown}."
         missing = [o for o in expected if o not in said]
         extra = [o for o in said if o not in expected]
@@ -517,6 +569,10 @@ class Predict(widgets.VBox):
         if extra:
             parts.append(f"Not emitted at this step: {', '.join(extra)}.")
         return False, " ".join(parts)
+
+    def _close_stepper(self) -> None:
+        self.stepper = None
+        self.stepper_box.children = ()
 
     def _reveal(self) -> None:
         self.answer_button.layout.display = "none"

@@ -78,6 +78,6 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], caption: str = "
 
 
 def variants_table(traces: Mapping[str, Trace], with_ts: bool = False) -> Shown:
-    """The seeds' table of several traces of one input (``ts | left | right | inner | …``) as
+    """The seeds' table of several traces of one input (``ts | left input | right input | inner | …``) as
     HTML, results and tombstones told apart; its ``repr`` is :func:`kjoin.render.seed_table`."""
     return Shown(seed_table_html(traces, None, with_ts), seed_table(traces, with_ts))

@@ -130,9 +130,16 @@ class StepView:
         return end, self._log[max(0, end - size) : end]
 
     def held_tail(self, step: int, size: int = LOG_TAIL) -> list[Step]:
-        """The latest steps up to ``step`` whose record was dropped or buffered."""
+        """The latest steps up to ``step`` whose record was dropped, or is still held after ``step`` (a held
+        record that has joined or left its buffer is no longer listed)."""
         end = bisect.bisect_right(self.held_steps, step)
-        return [self.trace.steps[i] for i in self.held_steps[max(0, end - size) : end]]
+        stores = self.trace.state_at(step).stores
+        shown = [
+            self.trace.steps[i]
+            for i in self.held_steps[:end]
+            if fate_label(self.trace.steps[i]).tone == "dropped" or rows_from(stores, i)
+        ]
+        return shown[-size:]
 
     def text(self, step: int, internals: bool = False) -> str:
         """The step as plain text: the record, its fate, its outputs and every store."""
@@ -203,7 +210,7 @@ class StepView:
         log = (
             f'<div class="kjoin-viz kjoin-log">log so far ({total} outputs; latest last): '
             f"{_outputs_html(tail) or '(none)'}"
-            f"<br>held or dropped so far (latest last): {held or '(none)'}</div>"
+            f"<br>still held, or dropped so far (latest last): {held or '(none)'}</div>"
         )
         mark = ""
         if self.consistency is not None:
@@ -312,6 +319,17 @@ def headline(s: Step, total: int) -> str:
 def _held(s: Step) -> str:
     r = s.record
     return f"{show_value(r.value)}@{r.ts} {fate_label(s)}"
+
+
+def rows_from(stores: Any, step: int) -> bool:
+    """Does any store hold a row that came from ``step`` (a buffered record, a cached update)?"""
+    for store, entries in stores.items():
+        for row in entries.values():
+            if getattr(row, "origin_step", None) == step:
+                return True
+            if store.name.endswith(" cache") and isinstance(row, tuple) and len(row) == 4 and row[2] == step:
+                return True
+    return False
 
 
 def _held_html(s: Step) -> str:

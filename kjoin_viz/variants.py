@@ -1,7 +1,7 @@
 """Side by side: one input run under several join variants (and semantics eras).
 
 :func:`variant_traces` runs the engine once per column; :class:`Variants` shows the traces
-as the seeds' table (``ts | left | right | inner | left | outer``) — results, tombstones and
+as the seeds' table (``ts | left input | right input | inner | left | outer``) — results, tombstones and
 "no output" styled apart — with one set of controls that moves every variant to the same
 step and shows each variant's explanation, outputs and state after it.
 """
@@ -62,7 +62,7 @@ def seed_table_html(traces: Mapping[str, Trace], current: int | None = None, wit
     first = traces[columns[0]]
     head = "".join(
         f'<th style="{CELL};white-space:nowrap">{html.escape(h)}</th>'
-        for h in ["step", "ts", "left", "right", *columns]
+        for h in ["step", "ts", "left input", "right input", *columns]
     )
     rows = []
     for index, step in enumerate(first.steps):

@@ -130,7 +130,14 @@ def test_table_prints_the_seeds_kind_of_table(capsys):
         == 0
     )
     lines = capsys.readouterr().out.splitlines()
-    assert [cell.strip() for cell in lines[0].split("|")] == ["ts", "left", "right", "inner", "left", "outer"]
+    assert [cell.strip() for cell in lines[0].split("|")] == [
+        "ts",
+        "left input",
+        "right input",
+        "inner",
+        "left",
+        "outer",
+    ]
     rows = [[cell.strip() for cell in line.split("|")] for line in lines[2:]]
     assert rows == [
         ["1", "null", "", "", "", ""],
@@ -147,7 +154,7 @@ def test_table_shows_other_eras_and_omits_joins_an_era_lacks(capsys):
         == 0
     )
     lines = capsys.readouterr().out.splitlines()
-    assert [cell.strip() for cell in lines[0].split("|")] == ["ts", "left", "right", "left"]
+    assert [cell.strip() for cell in lines[0].split("|")] == ["ts", "left input", "right input", "left"]
     assert lines[2].split("|")[-1].strip() == "null-null"
 
 

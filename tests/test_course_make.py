@@ -32,7 +32,7 @@ def test_make_lab_first_prints_a_demo_where_inner_left_and_outer_differ():
     ).stdout
     rows = [[cell.strip() for cell in line.split("|")] for line in table.splitlines()[2:]]
     header = [cell.strip() for cell in table.splitlines()[0].split("|")]
-    assert header == ["ts", "left", "right", "inner", "left", "outer"]
+    assert header == ["ts", "left input", "right input", "inner", "left", "outer"]
     differ = [row[0] for row in rows if row[3] != row[4] or row[3] != row[5]]
     assert differ == ["80", "100", "130"]  # E-null when f@80 moves stream time past 60, F-null at G@100, ...
     assert [row[0] for row in rows if row[4] != row[5]] == ["130"]  # ... and only outer emits null-f at h@130

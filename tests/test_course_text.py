@@ -232,3 +232,38 @@ def test_no_notebook_shows_a_json_object_as_text():
         if m
     ]
     assert not found, "JSON shown as text:\n" + "\n".join(found)
+
+
+def test_every_where_next_gives_the_minutes_of_00s_route():
+    minutes = {name: m for _, name, m in _route(markdown("00")) if name}
+    for name in COURSE:
+        (path,) = NOTEBOOKS.glob(f"{name}.ipynb")
+        where_next = nbformat.read(path, 4).cells[-1].source
+        for linked, said in re.findall(r"\[`([0-9]{2}_[a-z_]+)`\]\([^)]+\) \((\d+) min", where_next):
+            assert int(said) == minutes[linked], (name, linked, said, minutes[linked])
+    # the end of the half-day route lists everything left for home
+    home = nbformat.read(next(NOTEBOOKS.glob("04_*.ipynb")), 4).cells[-1].source
+    assert all(f"{name}.ipynb" in home for name in COURSE[5:])
+
+
+def test_the_half_day_route_marks_the_sections_it_leaves_for_home():
+    text = markdown("00")
+    assert "they assume you skip the few sections marked *take-home*" in text
+    marked = {name: markdown(name).count("*Take-home on the half-day route:*") for name in ("00", "01", "03", "04")}
+    assert marked == {"00": 1, "01": 1, "03": 1, "04": 2}
+    assert "*Take-home on the half-day route:* skip to section 7" in markdown("03").split("## 6. GlobalKTable")[1]
+
+
+def test_00_and_02_agree_on_a_streams_null_value_in_each_era():
+    # kjoin/semantics.py: kip77 (0.10.2) drops null values; before, they trigger lookups (seed 002's old tables)
+    assert "its null value is not a delete" in markdown("00") and "Since Kafka 0.10.2 (KIP-77)" in markdown("00")
+    assert "It is not a delete: a stream's null value is an event without a value" in markdown("02")
+    from kjoin_viz import fate_label
+
+    practice = kjoin.Scenario.from_notation(
+        "stream-stream", "inner", left="2:P, 20:Q, 25:null", right="4:p, 23:q",
+        window={"before_ms": 5, "after_ms": 5, "grace_ms": 2}, semantics="0.10.0",
+    )  # fmt: skip
+    step = kjoin.run(practice).steps[4]  # 02's exercise 4: null@25 finds q@23
+    assert [o.render() for o in step.outputs] == ["null-q"] and fate_label(step).tone == "joined"
+    assert fate_label(kjoin.run(practice.with_semantics("0.10.2")).steps[4]).tone == "dropped"

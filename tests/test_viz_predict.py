@@ -354,8 +354,12 @@ def test_predict_checks_fate_and_outputs_in_plain_words_and_opens_the_stepper(tr
     wrong = widget.check(fate="held", outputs="A-c, C-c, D-c")
     assert not wrong.correct and wrong.lines[0].startswith("Fate: not quite")
     assert "Missing: B-c." in wrong.lines[1] and "Not emitted at this step: D-c." in wrong.lines[1]
-    order = widget.check(fate="joined", outputs="C-c, B-c, A-c")
+    assert widget.check(fate="joined", outputs="C-c, B-c, A-c").correct  # the order is not asked
+    asked = Predict(trace, 9, order=True)
+    order = asked.check(fate="joined", outputs="C-c, B-c, A-c")
     assert not order.correct and "in another order" in order.lines[1]
+    assert "in the order the step emits them" in asked.children[4].value
+    assert "in any order" in widget.children[4].value
     assert widget.check(fate="joined", outputs="A-c@10, B-c@10, C-c@10").correct
     assert not widget.check(fate="joined", outputs="A-c@9, B-c@10, C-c@10").correct
 
@@ -369,9 +373,11 @@ def test_predict_no_output_and_released_outputs(trace):
 
 def test_predict_release_asks_when_a_held_record_leaves(trace):
     widget = Predict(trace, 15, ask="release")
-    assert [value for _, value in widget.release.options][:2] == [16, 17] and widget.release.options[-1][
+    # at once (a real choice even for the last record), every later step, and still waiting at the end
+    assert [value for _, value in widget.release.options][:3] == [15, 16, 17] and widget.release.options[-1][
         1
     ] == STILL_WAITING
+    assert not widget.check(leaves=15).correct
     assert not widget.check(leaves=16).correct
     verdict = widget.check(leaves=17)
     assert verdict.correct and "stream time 80" in verdict.text and "E-null@40" in verdict.text
@@ -583,10 +589,14 @@ def test_hints_address_the_misconception_the_answer_shows(trace):
     assert any("larger of its two records' timestamps" in h for h in hints)
     assert not any("window" in h for h in hints)
     # a result with null too early: held until the window closes
-    hints = Predict(trace, 15).check(fate="null-result", outputs="E-null").hints
-    assert any("only once the record's window has closed" in h for h in hints)
-    # a late record is not dropped in a stream-stream join
-    assert any("drops no record for coming late" in h for h in Predict(trace, 9).check(fate="dropped").hints)
+    verdict = Predict(trace, 15).check(fate="null-result", outputs="E-null")
+    assert any("holds it until its window closes (end plus grace)" in h for h in verdict.hints)
+    assert verdict.hints[-1] == "Since 3.1, when does a left or outer join emit a record that has no partner yet?"
+    assert "outer-join buffer until stream time passes its window end plus grace (60)" in verdict.rule
+    # a late record is not dropped in a stream-stream join: the question asks what is skipped, the rule says so
+    verdict = Predict(trace, 9).check(fate="dropped")
+    assert verdict.hints[-1] == "Which records does a stream-stream join skip? Is this record's key or value null?"
+    assert "A late record is not dropped" in verdict.rule
     # a window bound: 01's exercise 1, Q@9 with a 5 ms window joins p@6 (in [4, 14])
     practice = kjoin.run(
         kjoin.Scenario.from_notation(
@@ -718,8 +728,10 @@ def test_a_suppressed_window_is_forwarded_once_when_it_closes_and_the_hint_says_
     assert "After this step stream time is 13" in hints and "grace (2 ms)" in hints
     assert "may belong to another key" in hints and "a@[0, 10)" not in hints
     # an update per record, as without suppress: the record's own update is held
-    hints = " ".join(widget.check(fate="aggregated", outputs="b@[10, 20)=1").hints)
-    assert "the record's own update is held" in hints
+    verdict = widget.check(fate="aggregated", outputs="b@[10, 20)=1")
+    assert "the record's own update waits" in verdict.rule and "when is a window's result forwarded?" in " ".join(
+        verdict.hints
+    )
     # forwarded too early (step 3: stream time 11, the window ends at 10, grace 2)
     hints = " ".join(Predict(quiz, 3).check(fate="held", outputs="a@[0, 10)=3").hints)
     assert "Nothing leaves before its window closes" in hints and "stream time is 11" in hints
@@ -736,3 +748,47 @@ def test_an_emit_final_step_is_held_and_the_windows_it_closes_are_earlier_record
     assert [o.render() for o in step.outputs] == ["a@[0, 10)=2", "b@[0, 10)=1"]
     assert fate_label(step).tone == "held"
     assert "also emitted for earlier records: a@[0, 10)=2@4, b@[0, 10)=1@9" in headline(step, len(quiz.steps))
+
+
+def test_answers_in_every_reasonable_form_are_read_alike():
+    practice = kjoin.run(
+        kjoin.Scenario.from_notation("table-table", "left", left="2:L1, 6:null", right="1:eur, 4:usd", semantics="3.1")
+    )
+    deleted = Predict(practice, 3)  # the left row is deleted: a tombstone
+    assert [o.render() for o in practice.steps[3].outputs] == ["null"]
+    for typed in ("null", "tombstone", "Tombstone.", " null ; ", "tombstone@6"):
+        assert deleted.check(fate="tombstone", outputs=typed).correct, typed
+    joined = Predict(practice, 2)  # usd@4 joins L1
+    verdict = joined.check(fate="joined", outputs="L1-usd@4.")
+    assert verdict.correct and "L1-usd@4" in verdict.lines[1]
+    wrong = joined.check(fate="joined", outputs="L1-eur.")
+    assert "Not emitted at this step: L1-eur." in wrong.lines[1] and ".." not in wrong.lines[1]
+
+
+def test_the_rule_is_a_second_stage_and_a_wrong_check_closes_a_solved_stepper(trace):
+    widget = Predict(trace, 9)  # c@10 joins A, B and C
+    assert widget.check(fate="joined", outputs="A-c, B-c, C-c").correct and widget.stepper is not None
+    wrong = widget.check(fate="held", outputs="none")
+    assert widget.stepper is None and widget.stepper_box.children == ()  # the solved stepper would give it away
+    assert wrong.rule and wrong.rule not in widget.feedback.value and wrong.hints[-1] in widget.feedback.value
+    assert widget.rule_button.layout.display is None
+    widget.rule_button.click()
+    assert "The rule:" in widget.feedback.value and widget.rule_button.layout.display == "none"
+    assert "Why:" not in widget.feedback.value  # the answer is the third stage
+    widget.answer_button.click()
+    assert "Why:" in widget.feedback.value and widget.stepper.step == 9
+
+
+def test_a_release_question_offers_at_once_so_the_last_record_has_a_real_choice():
+    practice = kjoin.run(
+        kjoin.Scenario.from_notation(
+            "stream-stream", "outer", left="2:P, 9:Q, 30:R, 60:T", right="6:p, 27:r, 45:s",
+            window={"before_ms": 5, "after_ms": 5, "grace_ms": 2},
+        )
+    )  # fmt: skip
+    widget = Predict(practice, 6, ask="release")  # 01's exercise 4: T@60, the last record
+    assert [value for _, value in widget.release.options] == [6, STILL_WAITING]
+    verdict = widget.check(leaves=6)
+    assert not verdict.correct and verdict.hints[0] == "Not quite: it leaves at once."
+    assert "window end plus grace (67)" in verdict.rule
+    assert widget.check(leaves=STILL_WAITING).correct

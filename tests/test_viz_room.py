@@ -93,3 +93,53 @@ def test_notebook_07s_window_exercises_are_in_the_rooms_tally(room):
     assert (suppress["tried"], suppress["stuck"]) == (1, 1)
     page = urllib.request.urlopen(room.trainer_url, timeout=5).read().decode()
     assert "a@[0, 10)=2@4, b@[0, 10)=1@9" in page and "a@[21, 31]=1@25, a@[15, 25]=2@25" in page
+
+
+def test_every_row_names_its_notebook_and_number_from_the_page_voila_rendered(room, monkeypatch):
+    monkeypatch.setenv("SCRIPT_NAME", "/voila/render/04_table_table_joins.ipynb")
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    trace = kjoin.run(kjoin.Scenario.from_notation("table-table", "left", left="2:L1, 3:L2", right="1:eur"))
+    first, second = Predict(trace, 1), Predict(trace, 2)
+    Predict(trace, 1)  # the same exercise shown again keeps its number
+    second.check("joined", "L2-eur")
+    rows = _tally(room)
+    assert [(r["notebook"], r["number"], r["exercise"]) for r in rows] == [
+        ("04_table_table_joins.ipynb", first.number, first.exercise),
+        ("04_table_table_joins.ipynb", second.number, second.exercise),
+    ]
+    assert second.number == first.number + 1
+    page = urllib.request.urlopen(room.trainer_url, timeout=5).read().decode()
+    assert page.count("<td class='notebook'>04_table_table_joins.ipynb</td>") == 2
+
+
+def test_a_learner_is_the_browsers_cookie_across_kernels_and_the_answers_download_as_csv(room, monkeypatch):
+    import csv
+    import io
+
+    from kjoin_viz.room import LEARNER, learner_id
+
+    assert learner_id({"HTTP_COOKIE": "_xsrf=2|ab; kjoin_learner=b1e55ed0"}) == "b1e55ed0"
+    assert learner_id({}) == LEARNER  # JupyterLab: the kernel is the learner
+    trace = kjoin.run(kjoin.Scenario.from_notation("table-table", "left", left="2:L1", right="1:eur"))
+    for browser, answers in (("aaa", ["Zq-zq", "L1-eur"]), ("bbb", ["L1-eur"]), ("aaa", ["L1-eur"])):
+        monkeypatch.setenv("HTTP_COOKIE", f"kjoin_learner={browser}")  # a reload: a new kernel, the same cookie
+        widget = Predict(trace, 1)
+        for outputs in answers:
+            widget.check("joined", outputs)
+    (row,) = _tally(room)
+    assert (row["tried"], row["right_first"], row["right_now"]) == (2, 1, 2)
+    assert room.room.learners() == 2
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{room.url}/answers.csv?token=guess", timeout=5)
+    assert refused.value.code == 403
+    text = urllib.request.urlopen(f"{room.url}/answers.csv?token=secret", timeout=5).read().decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [(r["order"], r["learner"], r["answer"], r["correct"]) for r in rows] == [
+        ("1", "aaa", "joined; Zq-zq", "False"),
+        ("2", "aaa", "joined; L1-eur", "True"),
+        ("3", "bbb", "joined; L1-eur", "True"),
+        ("4", "aaa", "joined; L1-eur", "True"),
+    ]
+    assert {r["prompt"] for r in rows} == {widget.prompt} and {r["exercise"] for r in rows} == {str(widget.number)}
+    page = urllib.request.urlopen(room.trainer_url, timeout=5).read().decode()
+    assert "<b class='learners'>2</b>" in page and "answers.csv?token=secret" in page

@@ -49,12 +49,15 @@ def test_moving_the_slider_shows_that_steps_outputs_and_log(trace):
     outputs = stepper.panes["outputs"].value
     assert [f"{v}@10" in outputs for v in ("A-c", "B-c", "C-c")] == [True] * 3
     assert "log so far (9 outputs" in stepper.panes["log"].value
-    held = stepper.panes["log"].value.split("held or dropped so far")[1]
+    held = stepper.panes["log"].value.split("still held, or dropped so far")[1]
+    assert "A@3" not in held  # A joined a@4 at step 3: it is held no longer
+    assert 'null@8 <b class="kjoin-fate kjoin-fate-dropped" style="color:#b22">dropped: null value</b>' in held
+    assert "null@11" not in held  # a later drop is not in the log yet
+    stepper.slider.value = 2  # A@3 waits in the outer-join buffer
+    held = stepper.panes["log"].value.split("still held, or dropped so far")[1]
     assert (
         'A@3 <b class="kjoin-fate kjoin-fate-held" style="color:#a66d00">held until stream time passes 23</b>' in held
     )
-    assert 'null@8 <b class="kjoin-fate kjoin-fate-dropped" style="color:#b22">dropped: null value</b>' in held
-    assert "null@11" not in held  # a later drop is not in the log yet
     stepper.slider.value = 3
     assert "A-a@4" in stepper.panes["outputs"].value and "C-c" not in stepper.panes["outputs"].value
 

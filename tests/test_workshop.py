@@ -1,11 +1,13 @@
-"""`make workshop` for a room: two learners at once, each with a kernel and a course of their own.
+"""`make workshop` for a room: learners at once, each with a kernel and a course of their own, and the trainer's tally.
 
 The test runs the exact command the Makefile's ``workshop`` recipe runs (read with ``make -n``),
 on a free local port, and checks that the address answers within 30 s. Two learners (two
 browser contexts: separate cookies and storage, as two laptops) open the first course notebook
 that has a stepper at the same time; each moves their stepper differently, and each page must
-show its own step. Screenshots go to ``test-artifacts/``. It fails, never skips, when Debian's
-Chromium is missing.
+show its own step. Three learners answer an exercise, one of them reloading the page: the trainer's tally names
+the notebook and the exercise of every answer, counts three learners (a learner is a browser: the workshop
+template's cookie), and downloads the answers as CSV. Screenshots go to ``test-artifacts/``. It fails, never skips,
+when Debian's Chromium is missing.
 """
 
 from __future__ import annotations
@@ -219,7 +221,9 @@ def test_three_learners_answer_and_the_trainer_sees_the_rooms_tally_with_the_sol
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 try:
                     learners = [browser.new_context(viewport=VIEWPORT).new_page() for _ in range(3)]
-                    for page in learners:
+                    for page in learners:  # the one address first (it names the browser's learner), then 04
+                        page.goto(f"{base}/")
+                        _expect_listed(page, ROOM_NOTEBOOK)
                         page.goto(f"{base}/voila/render/{ROOM_NOTEBOOK}", wait_until="commit")
                     exercises = []
                     for page in learners:
@@ -247,24 +251,43 @@ def test_three_learners_answer_and_the_trainer_sees_the_rooms_tally_with_the_sol
                     expect(c.locator(".kjoin-answer")).to_be_visible(timeout=30_000)
                     for name, page in zip("abc", learners):
                         assert solution not in page.content() or name in "ac"  # B never asked for it
+                    # C reloads the page: a new kernel, the same browser, the same learner
+                    learners[2].reload(wait_until="commit")
+                    c = learners[2].locator(".kjoin-predict").first
+                    expect(c).to_be_visible(timeout=300_000)
+                    answer(c, right_fate, right_outputs)
+                    expect(c.locator(".kjoin-answer")).to_be_visible(timeout=30_000)
                     deadline = time.monotonic() + 30
                     while True:  # the kernels report as they check
                         rows = json.loads(urllib.request.urlopen(f"{tally}/tally", timeout=5).read())
                         first = next((r for r in rows if r["prompt"].startswith("Step 0:")), None)
-                        if first and first["tried"] == 3 and first["right_now"] == 2:
+                        csv_rows = _answers_csv(tally, token)
+                        if first and first["right_now"] == 2 and len(csv_rows) == 5:
                             break
-                        assert time.monotonic() < deadline, f"the tally did not count three learners: {rows}"
+                        assert time.monotonic() < deadline, f"the tally did not count the five checks: {rows}"
                         time.sleep(0.5)
+                    assert first["tried"] == 3, "a reload counted as a new learner"
                     assert first["right_first"] == 1 and first["stuck"] == 1
                     assert first["wrong_answers"][0] == ["joined; Zq-zq", 2]
                     assert "solution" not in first  # /tally is the counts only
+                    # every row says where its exercise is: the notebook, and its number there
+                    assert first["notebook"] == ROOM_NOTEBOOK and first["number"] == 1
+                    assert all(r["notebook"] == ROOM_NOTEBOOK and r["number"] >= 1 for r in rows), rows
+                    assert {(r["notebook"], r["exercise"]) for r in csv_rows} == {(ROOM_NOTEBOOK, "1")}
+                    assert len({r["learner"] for r in csv_rows}) == 3  # three browsers, one of them reloaded
                     trainer = browser.new_context(viewport=VIEWPORT).new_page()
                     trainer.goto(f"{tally}/trainer?token={token}")
+                    expect(trainer.locator("b.learners")).to_have_text("3")
                     row = trainer.locator("table.kjoin-tally tr", has_text=first["prompt"]).first
+                    expect(row.locator("td.notebook")).to_have_text(ROOM_NOTEBOOK)
+                    expect(row.locator("td.number")).to_have_text("1")
                     expect(row.locator("td.tried")).to_have_text("3")
                     expect(row.locator("td.right-now")).to_have_text("2")
                     expect(row.locator("td.stuck")).to_have_text("1")
                     expect(row.locator("td.solution")).to_contain_text(solution[:40])
+                    with trainer.expect_download() as download:
+                        trainer.locator("a.csv").click()
+                    assert download.value.suggested_filename == "answers.csv"
                     trainer.screenshot(path=str(ARTIFACTS / "workshop-trainer-tally.png"), full_page=True)
                     b.scroll_into_view_if_needed()
                     learners[1].screenshot(path=str(ARTIFACTS / "workshop-learner-stuck.png"))
@@ -273,6 +296,14 @@ def test_three_learners_answer_and_the_trainer_sees_the_rooms_tally_with_the_sol
         finally:
             _stop(server)
             _stop(room)
+
+
+def _answers_csv(tally: str, token: str) -> list[dict[str, str]]:
+    import csv
+    import io
+
+    text = urllib.request.urlopen(f"{tally}/answers.csv?token={token}", timeout=5).read().decode()
+    return list(csv.DictReader(io.StringIO(text)))
 
 
 def _expect_listed(page, name: str) -> None:

@@ -52,6 +52,16 @@ __all__ = ["Reconciliation", "reconcile", "setting_paths", "CATEGORIES", "DIFFER
 CATEGORIES = ("arrival", "configuration", "version", "configuration+version", "unseen-records", "unexplained")
 """What a difference is put down to, in the order they are tried."""
 
+CATEGORY_WORDS = {
+    "arrival": "explained by the arrival given (a lagging partition): with it kjoin writes them as the app did",
+    "configuration": "explained by the settings given (options=): with them kjoin writes them as the app did",
+    "version": "explained by the Kafka version given (semantics=): with it kjoin writes them as the app did",
+    "configuration+version": "explained by the settings and the Kafka version given together",
+    "unseen-records": "written by the app from records kjoin never saw (they are not in the topics read)",
+    "unexplained": "not explained by anything given: try an arrival (a lag), options= or semantics=",
+}
+"""What each category means, in the words :meth:`Reconciliation.__str__` prints."""
+
 DIFFERENCE_COLUMNS = ["key", "value", "ts", "actual", "predicted", "category", "switches"]
 """Columns of :attr:`Reconciliation.differences`."""
 
@@ -169,17 +179,25 @@ class Reconciliation:
         return not self.counts.get("unexplained")
 
     def __str__(self) -> str:
-        lines = [f"{self.matched} of {self.actual} real outputs predicted ({self.predicted} predicted)"]
+        differ = sum(self.counts.values())
+        lines = [
+            f"kjoin predicted {self.matched} of the {self.actual} outputs the app wrote (kjoin wrote "
+            f"{self.predicted}); {differ} output{'s' if differ != 1 else ''} differ" + (":" if differ else ".")
+        ]
         for category in CATEGORIES:
             if self.counts.get(category):
                 example = self.examples[category][0]
-                charged = f" charged to {', '.join(example['switches'])};" if example["switches"] else ""
+                charged = f", charged to {', '.join(example['switches'])}" if example["switches"] else ""
                 lines.append(
-                    f"  {category}: {self.counts[category]} (e.g.{charged} key {example['key']!r}, value "
-                    f"{example['value']!r}, ts {example['ts']}: written {example['actual']}x by the app, "
-                    f"{example['predicted']}x by kjoin)"
+                    f"  {self.counts[category]} {CATEGORY_WORDS[category]} ({category}). For example key "
+                    f"{example['key']!r}, value {example['value']!r}, ts {example['ts']}: the app wrote it "
+                    f"{_times(example['actual'])}, kjoin {_times(example['predicted'])}{charged}."
                 )
         return "\n".join(lines)
+
+
+def _times(n: int) -> str:
+    return {0: "never", 1: "once", 2: "twice"}.get(n, f"{n} times")
 
 
 def reconcile(
