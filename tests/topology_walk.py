@@ -17,13 +17,17 @@ strings, unicode, numbers and JSON objects as values, and keys that collide once
 judge it so (it keeps no time, its outputs per event compared as a multiset; or ``task_groups`` cuts it into one
 driver per task), else on one.
 
-A mismatch is shrunk (:func:`shrink`): events, nodes, fields and partitions are taken away while the same kind of
-mismatch stays, each round's candidates judged in one JVM.
+A sweep's mismatches are sorted into classes (:func:`classify`): keys given as text, numbers and booleans in values
+given as text, object joiners replaced by concat; the first change after which kjoin and Kafka agree names the class
+(``other`` when none does). A mismatch is shrunk (:func:`shrink`): events, nodes, fields and partitions are taken
+away while the same kind of mismatch stays, each round's candidates judged in one JVM.
 
 ``python -m tests.topology_walk N [--seed S] [--out DIR]`` judges N walks per version (``KJOIN_ORACLE_VERSIONS``
 chooses them; default: every judge of topologies) and prints ``kafka-streams <version>: <N> topologies, <M>
-mismatches, <S> s``; each mismatch, shrunk, is written to DIR (default ``topology-walk-mismatches``) as a YAML
-document with Kafka's outputs and kjoin's. ``make topology-check`` runs it after ``tests.topology_oracle``.
+mismatches, <S> s``; each mismatch, shrunk (``--sample-classes``: three of each named class, every ``other``), is
+printed and written to DIR (default ``topology-walk-mismatches``) as YAML with Kafka's outputs and kjoin's.
+``tests/topology_walk_cases/`` keeps the minimal cases found so far. ``make topology-check`` runs it after
+``tests.topology_oracle``.
 """
 
 from __future__ import annotations
@@ -877,7 +881,11 @@ def sweep(
         else:
             document = walk.document
         path = _report(out, version.version, number, document, verdict, label)
-        print(f"  {label}: {path}", file=sys.stderr, flush=True)
+        print(
+            f"  {label}: {path}\n    {json.dumps(document, ensure_ascii=False, default=str)}",
+            file=sys.stderr,
+            flush=True,
+        )
     return len(drawn), len(mismatches), time.monotonic() - started
 
 
