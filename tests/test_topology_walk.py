@@ -41,6 +41,12 @@ def test_the_walks_draw_every_operation_and_every_event_oddity():
     assert [odd for odd in topology_walk.EVENT_ODDITIES if oddities[odd] == 0] == []
 
 
+def test_some_walks_run_on_several_partitions_where_the_harness_judges_them():
+    walks = topology_walk.walks(60, 0, oracle_check.LATEST_JUDGE.version)
+    counts = {walk.document["partitions"] for walk in walks}
+    assert counts == {1, 2, 3, 4}
+
+
 def test_a_walk_is_the_same_for_the_same_seed():
     first = topology_walk.walks(5, 3, "3.6.2")
     again = topology_walk.walks(5, 3, "3.6.2")

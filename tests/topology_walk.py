@@ -2,14 +2,14 @@
 Kafka Streams library through :mod:`tests.topology_oracle`'s harness (its ``run_batch`` and ``difference``).
 
 It is written apart from ``tests/topology_oracle.py``'s generator so as not to share its blind spots: no fixed
-shapes. A walk starts from one to four sources (streams, tables, versioned tables, global tables) and takes 2 to 10
-steps; each step applies any operation the handle it stands on allows (a stream: filter, map_values,
-flat_map_values, flat_map, select_key, merge, repartition, through, to_table, group_by_key, group_by, joins with a
-stream, a table or a global table; a table: filter, map_values (materialized or not), to_stream, joins with a table,
-foreign-key joins, group_by; a grouped stream: windows of the four kinds, count, reduce, aggregate; ...), drawing
-its function, joiner and window per node, and it may write any intermediate result to a topic of its own. A join's
-other side is any handle of the right kind, or a new source when there is none. Only what the judged version has is
-drawn (:class:`kjoin.semantics.Semantics`).
+shapes. A walk starts from one to three sources (streams, tables, versioned tables, global tables; more when a join
+needs one) and takes 2 to 10 steps; each step applies any operation the handle it stands on allows (a stream:
+filter, map_values, flat_map_values, flat_map, select_key, merge, repartition, through, to_table, group_by_key,
+group_by, joins with a stream, a table or a global table; a table: filter, map_values (materialized or not),
+to_stream, joins with a table, foreign-key joins, group_by; a grouped stream: windows of the four kinds, count,
+reduce, aggregate; ...), drawing its function, joiner and window per node, and it may write any intermediate result
+to a topic of its own. A join's other side is any handle of the right kind, or a new source when there is none. Only
+what the judged version has is drawn (:class:`kjoin.semantics.Semantics`).
 
 The events (10 to 300) have equal, out-of-order, late and far-jumping timestamps, tombstones, null keys, empty
 strings, unicode, numbers and JSON objects as values, and keys that collide once serialized (``1`` and ``"1"``,
