@@ -137,10 +137,11 @@ kafka-check: kafka-oracle
 # N random topologies per Kafka version through kjoin.Topology and TopologyTestDriver, from two generators written
 # apart: tests/topology_oracle.py (two or three joins, a re-key or a foreign-key join, 1-4 partitions;
 # KJOIN_TOPOLOGY_SEED repeats a run) and tests/topology_walk.py (a random walk over the whole DSL; each mismatch
-# shrunk into topology-walk-mismatches/; WALK_SEED=S repeats a run).
+# sorted into classes, three of each class a change of keys, values or joiners names and every other one shrunk into
+# topology-walk-mismatches/; WALK_SEED=S repeats a run).
 topology-check: kafka-oracle
 	$(PY) -m tests.topology_oracle $(N)
-	$(PY) -m tests.topology_walk $(N) $(if $(WALK_SEED),--seed $(WALK_SEED))
+	$(PY) -m tests.topology_walk $(N) --sample-classes $(if $(WALK_SEED),--seed $(WALK_SEED))
 
 # N random topologies (default 200; the shapes of topology-check) through kjoin.spark.run_topology and the reference
 # engine's stages schedule, in one Spark session: every written record and every step must agree (issue 30); then

@@ -2,14 +2,14 @@
 Kafka Streams library through :mod:`tests.topology_oracle`'s harness (its ``run_batch`` and ``difference``).
 
 It is written apart from ``tests/topology_oracle.py``'s generator so as not to share its blind spots: no fixed
-shapes. A walk starts from one to four sources (streams, tables, versioned tables, global tables) and takes 2 to 10
-steps; each step applies any operation the handle it stands on allows (a stream: filter, map_values,
-flat_map_values, flat_map, select_key, merge, repartition, through, to_table, group_by_key, group_by, joins with a
-stream, a table or a global table; a table: filter, map_values (materialized or not), to_stream, joins with a table,
-foreign-key joins, group_by; a grouped stream: windows of the four kinds, count, reduce, aggregate; ...), drawing
-its function, joiner and window per node, and it may write any intermediate result to a topic of its own. A join's
-other side is any handle of the right kind, or a new source when there is none. Only what the judged version has is
-drawn (:class:`kjoin.semantics.Semantics`).
+shapes. A walk starts from one to three sources (streams, tables, versioned tables, global tables; more when a join
+needs one) and takes 2 to 10 steps; each step applies any operation the handle it stands on allows (a stream:
+filter, map_values, flat_map_values, flat_map, select_key, merge, repartition, through, to_table, group_by_key,
+group_by, joins with a stream, a table or a global table; a table: filter, map_values (materialized or not),
+to_stream, joins with a table, foreign-key joins, group_by; a grouped stream: windows of the four kinds, count,
+reduce, aggregate; ...), drawing its function, joiner and window per node, and it may write any intermediate result
+to a topic of its own. A join's other side is any handle of the right kind, or a new source when there is none. Only
+what the judged version has is drawn (:class:`kjoin.semantics.Semantics`).
 
 The events (10 to 300) have equal, out-of-order, late and far-jumping timestamps, tombstones, null keys, empty
 strings, unicode, numbers and JSON objects as values, and keys that collide once serialized (``1`` and ``"1"``,
@@ -17,13 +17,17 @@ strings, unicode, numbers and JSON objects as values, and keys that collide once
 judge it so (it keeps no time, its outputs per event compared as a multiset; or ``task_groups`` cuts it into one
 driver per task), else on one.
 
-A mismatch is shrunk (:func:`shrink`): events, nodes, fields and partitions are taken away while the same kind of
-mismatch stays, each round's candidates judged in one JVM.
+A sweep's mismatches are sorted into classes (:func:`classify`): keys given as text, numbers and booleans in values
+given as text, object joiners replaced by concat; the first change after which kjoin and Kafka agree names the class
+(``other`` when none does). A mismatch is shrunk (:func:`shrink`): events, nodes, fields and partitions are taken
+away while the same kind of mismatch stays, each round's candidates judged in one JVM.
 
 ``python -m tests.topology_walk N [--seed S] [--out DIR]`` judges N walks per version (``KJOIN_ORACLE_VERSIONS``
 chooses them; default: every judge of topologies) and prints ``kafka-streams <version>: <N> topologies, <M>
-mismatches, <S> s``; each mismatch, shrunk, is written to DIR (default ``topology-walk-mismatches``) as a YAML
-document with Kafka's outputs and kjoin's. ``make topology-check`` runs it after ``tests.topology_oracle``.
+mismatches, <S> s``; each mismatch, shrunk (``--sample-classes``: three of each named class, every ``other``), is
+printed and written to DIR (default ``topology-walk-mismatches``) as YAML with Kafka's outputs and kjoin's.
+``tests/topology_walk_cases/`` keeps the minimal cases found so far. ``make topology-check`` runs it after
+``tests.topology_oracle``.
 """
 
 from __future__ import annotations
@@ -877,7 +881,11 @@ def sweep(
         else:
             document = walk.document
         path = _report(out, version.version, number, document, verdict, label)
-        print(f"  {label}: {path}", file=sys.stderr, flush=True)
+        print(
+            f"  {label}: {path}\n    {json.dumps(document, ensure_ascii=False, default=str)}",
+            file=sys.stderr,
+            flush=True,
+        )
     return len(drawn), len(mismatches), time.monotonic() - started
 
 
