@@ -47,7 +47,7 @@ from .passes.merge import HELD_ROWS_CONF, held_rows
 from .passes.plans import Feed, Inputs, execute, odd_keys, paired_results
 from .passes.task import json_text
 from .result import OpenedRun, SparkRun
-from .spec import JoinSpec, join_scenario
+from .spec import JoinSpec, join_scenario, refuse_unknown_fields
 from .ties import with_tie_rank
 
 __all__ = ["run_join", "run_scenarios", "open_run"]
@@ -370,6 +370,7 @@ def run_scenarios(
     rows = []
     fk_rows: list[tuple] = []  # foreign-key scenarios cross tasks: each runs whole (kjoin.spark.passes.fk_task)
     for scenario_id, scenario in enumerate(scenarios):
+        refuse_unknown_fields(scenario)  # a field Spark would ignore: kjoin's error, before any pass
         configs[scenario_id] = scenario
         if scenario.join == "fk":
             fk_rows += fk_task.script_rows(scenario_id, scenario)
