@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test docs system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug
+.PHONY: lab demo test test-fast test-spark test-oracle test-browser docs system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -87,7 +87,23 @@ test: $(STAMP) system-deps kafka-oracle kafka-live
 	$(VENV)/bin/ruff format --check --no-cache .
 	$(PY) -m pytest
 
-# The Kafka Streams oracle (kafka_oracle/, issue 10): compiled once, one classpath per Kafka version. The first
+# One tier of the suite at a time (tests/conftest.py gives every test its tier). test-fast: the reference engine's
+# unit and property tests, no JVM (under 3 minutes on a 2-core machine); test-spark: the Spark engine against the
+# reference engine; test-oracle: the real Kafka Streams library and a running broker; test-browser: JupyterLab and
+# Voila in Chromium. `make test` above runs every tier and the notebooks.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m unit tests
+
+test-spark: $(STAMP)
+	$(PY) -m pytest -q -m differential tests
+
+test-oracle: $(STAMP) kafka-oracle kafka-live
+	$(PY) -m pytest -q -m "oracle or broker" tests
+
+test-browser: $(STAMP) system-deps
+	$(PY) -m pytest -q -m browser tests
+
+# The Kafka Streams oracle (kafka_oracle/): compiled once, one classpath per Kafka version. The first
 # build fetches the jars from Maven Central into ~/.m2; later builds run offline.
 kafka-oracle: $(STAMP)
 	@command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
@@ -101,7 +117,7 @@ kafka-live: $(STAMP)
 	@command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
 	$(PY) -c "from tests.kafka_broker import build; build()"
 
-# N perturbed scenarios through kjoin's input boundary (issue 25): counts of crashes, hangs and coercions.
+# N perturbed scenarios through kjoin's input boundary: counts of crashes, hangs and coercions.
 fuzz-inputs: $(STAMP)
 	$(PY) -m tests.input_fuzz $(N)
 	$(PY) -m tests.topology_fuzz $(N)
@@ -110,7 +126,7 @@ fuzz-inputs: $(STAMP)
 bench-reference: $(STAMP)
 	$(PY) -m benchmarks.bench_reference
 
-# SparkRun.diff against kjoin diff for every setting run_join takes (issue 28; CI runs a sample of them).
+# SparkRun.diff against kjoin diff for every setting run_join takes (CI runs a sample of them).
 diff-check: $(STAMP)
 	KJOIN_DIFF_CHECK=all KJOIN_COMPARISON_EXAMPLES=2000 $(PY) -m pytest tests/test_spark_diff_settings.py \
 		tests/test_spark_diff.py tests/test_spark_comparison.py
@@ -120,7 +136,7 @@ diff-check: $(STAMP)
 bench-diff: $(STAMP)
 	nice -n 10 $(PY) -m benchmarks.bench --diff --sizes 10000000 --repeat 2
 
-# Debugging a written run of issue 26's planted application: why, summary(), partitioning_audit(),
+# Debugging a written run of the planted application: why, summary(), partitioning_audit(),
 # explained_outputs, open_run in a new process (benchmarks/bench_debug.py): `SIZE=100000 make bench-debug`.
 SIZE ?= 10000000
 bench-debug: $(STAMP)
@@ -144,26 +160,26 @@ topology-check: kafka-oracle
 	$(PY) -m tests.topology_walk $(N) --sample-classes $(if $(WALK_SEED),--seed $(WALK_SEED))
 
 # N random topologies (default 200; the shapes of topology-check) through kjoin.spark.run_topology and the reference
-# engine's stages schedule, in one Spark session: every written record and every step must agree (issue 30); then
+# engine's stages schedule, in one Spark session: every written record and every step must agree; then
 # N/10 random topologies of chains with run_topology's vectorised pass forced, then its processors forced: both must
 # agree with the reference engine and give the same rows.
 TOPOLOGY_SPARK_N ?= 200
 topology-spark-check: $(STAMP)
 	nice -n 10 $(PY) -m tests.topology_spark_check $(TOPOLOGY_SPARK_N)
 
-# Topology.from_describe (issue 30) on every judged Kafka version's own describe() texts: the course's topologies,
+# Topology.from_describe on every judged Kafka version's own describe() texts: the course's topologies,
 # the developer guide's joins, every random shape and the variants of aggregates one draw may miss, rebuilt from the
 # text and run against that version's outputs (a count the harness maps with KTable.mapValues: refused there, checked).
 describe-check: kafka-oracle
 	$(PY) -m tests.describe_cases --check
 
-# N random scenarios (default 200) through a running KafkaStreams application on a KRaft broker and through kjoin
-# (issue 27): each task's processing order and its outputs, on 4.4.0, 3.6.2 and 3.3.2 (KJOIN_BROKER_VERSIONS=...).
+# N random scenarios (default 200) through a running KafkaStreams application on a KRaft broker and through kjoin:
+# each task's processing order and its outputs, on 4.4.0, 3.6.2 and 3.3.2 (KJOIN_BROKER_VERSIONS=...).
 # `N=500 make broker-check`; `MULTI=1`: scenarios with several partitions only (tasks sharing one instance); a second
 # argument narrows the joins: `$(PY) -m tests.broker_check 100 fk`. `make broker-check N=100 LAGGING=1`: a lagging
 # side (max.task.idle.ms = 0), each disagreement classified by the documented limit that explains it.
 BROKER_CHECK_N := $(if $(filter file,$(origin N)),200,$(N))
-why-audit-check:  # issue 26's planted application at 10^5 records per join (CI runs a sample)
+why-audit-check:  # the planted application at 10^5 records per join (CI runs a sample)
 	KJOIN_WHY_AUDIT_RECORDS=$${KJOIN_WHY_AUDIT_RECORDS:-100000} $(PY) -m pytest -q -s tests/test_spark_why_audit.py -k "not reopens"
 
 broker-check: kafka-oracle kafka-live

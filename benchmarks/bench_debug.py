@@ -1,4 +1,4 @@
-"""Benchmark: debugging a written run at scale (issue 26), on the planted application of
+"""Benchmark: debugging a written run at scale, on the planted application of
 ``tests/test_spark_why_audit.py``.
 
     python -m benchmarks.bench_debug                      # 10^7 records, stream-table (make bench-debug)
@@ -141,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.bench_debug",
         description="Time why, summary(), partitioning_audit(), explained_outputs and open_run on a written run of "
-        "issue 26's planted application.",
+        "the planted application.",
     )
     parser.add_argument("--records", type=int, default=10_000_000, help="records of both topics (default 10^7)")
     parser.add_argument("--join", choices=("stream-table", "stream-stream"), default="stream-table")
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     load = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(load_before, os.getloadavg()))
     print(
-        f"kjoin bench-debug: {args.join} left, issue 26's planted application, {PARTITIONS} Kafka partitions, "
+        f"kjoin bench-debug: {args.join} left, the planted application, {PARTITIONS} Kafka partitions, "
         f"{os.cpu_count()} cores; load average (1/5/15 min) before/after: {load}\n"
     )
     print(format_table(rows))

@@ -1,7 +1,7 @@
 """Eventual consistency of table joins: does the materialized result equal the join of the
 materialized inputs, after each step?
 
-Seed 000 says table joins are eventually consistent. :func:`consistency_marks` checks it step by
+The windowed-table design says table joins are eventually consistent. :func:`consistency_marks` checks it step by
 step on a trace (``table-table`` and the WTable table joins); :func:`materialize` turns a changelog
 into the table it describes.
 """
@@ -34,7 +34,7 @@ def consistency_marks(trace: Trace) -> list[bool]:
 
     Works for ``table-table`` traces of :func:`kjoin.run` (unversioned, one join) and for the
     ``wtable-wtable``, ``wtable-table`` and ``table-wtable`` traces of :func:`run_wtable_join`.
-    Results are compared as ``(left, right)`` pairs, so the joiner does not matter. Seed 000
+    Results are compared as ``(left, right)`` pairs, so the joiner does not matter. The windowed-table design
     says table joins are eventually consistent: the marks are true whenever the inputs are
     quiet. A window dropped from its store (behind the retention) is no longer an input, while
     its results stay in the result table: the marks then turn false.

@@ -2,7 +2,7 @@
 the rules that change it.
 
 Two runs of one scenario are compared input record by input record. An input record is known by
-its event (its index in the scenario's events; a seed-000 scenario's by ``(side, partition,
+its event (its index in the scenario's events; a windowed-table scenario's by ``(side, partition,
 offset)``), not by its step: with ``arrival`` a change can reorder the steps, and ``partitions``
 moves records to other partitions. Each output belongs to the input record whose step emitted it
 (a foreign-key join's delivery counts with the input record that set its chain off). For one input
@@ -203,7 +203,7 @@ def diff(
 ) -> Diff:
     """Every output that changes from ``scenario`` under ``from_`` to ``scenario`` with the settings
     ``set`` (``{"window.grace_ms": 500}``) under ``to``, each charged to the rules and settings that
-    change it. ``scenario``: a :class:`~kjoin.Scenario`, a seed-000 spec, a document or a file path;
+    change it. ``scenario``: a :class:`~kjoin.Scenario`, a windowed-table spec, a document or a file path;
     ``from_`` defaults to its own semantics, ``to`` to ``from_``."""
     document, source = _document(scenario)
     try:
@@ -331,7 +331,7 @@ def _load(document: Mapping[str, Any], semantics: Semantics, settings: Mapping[s
 
 def _title(trace: Any) -> str:
     scenario = trace.scenario
-    if not isinstance(scenario, Scenario):  # an aggregate or a windowed-table join of seed 000
+    if not isinstance(scenario, Scenario):  # an aggregate or a windowed-table join of the windowed-table design
         return scenario.join if scenario.join.endswith("aggregate") else f"{scenario.join} {scenario.variant} join"
     return f"{scenario.join} {scenario.variant} join"
 
@@ -406,7 +406,7 @@ def _per_input(trace: Any) -> dict[tuple[Any, ...], Outputs]:
 
 def _event_indexes(scenario: Any) -> dict[tuple[Any, ...], int]:
     """``(side, partition, offset)`` of each listed event's record -> its index in the events (a scenario
-    of seed 000 has none: its records are named by their partition and offset)."""
+    of the windowed-table design has none: its records are named by their partition and offset)."""
     if not isinstance(scenario, Scenario):
         return {}
     from .scenario.builders import assign_offsets

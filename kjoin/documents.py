@@ -1,4 +1,4 @@
-"""One way in for every document kjoin reads: a join scenario, a seed-000 aggregate spec or a topology.
+"""One way in for every document kjoin reads: a join scenario, a windowed-table aggregate spec or a topology.
 
 ``kjoin.load_scenario`` and ``kjoin.run`` are this module's: a file with ``topology:`` (and no ``join:``) is a
 :class:`~kjoin.topology.document.TopologyScenario`, run by :mod:`kjoin.topology`; everything else is what
@@ -23,7 +23,7 @@ Document = Scenario | AggregateSpec | TopologyScenario
 
 
 def load_scenario(path: str | Path) -> Document:
-    """Read and validate a YAML or JSON file: a :class:`~kjoin.Scenario`, seed 000's
+    """Read and validate a YAML or JSON file: a :class:`~kjoin.Scenario`, the windowed-table design's
     :class:`~kjoin.scenario.aggregate.AggregateSpec` (for its ``join:`` names) or, for a document with ``topology:``
     and no ``join:``, a :class:`~kjoin.topology.document.TopologyScenario`. :func:`run` runs any of them."""
     if not isinstance(path, (str, Path)):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import heapq
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -115,7 +114,7 @@ def next_task(groups: Mapping[Any, PartitionGroup]) -> Any | None:
     return min(ready)[1] if ready else None
 
 
-def merge_by_timestamp(*topics: Iterable[Record], ties: str = "kafka") -> list[Record]:
+def merge_by_timestamp(*topics: Iterable[Record]) -> list[Record]:
     """Interleave topics the way Kafka tasks pick records with every record buffered: each task
     (partition number) takes from the input partition whose head record has the lowest timestamp
     (:class:`PartitionGroup`).
@@ -124,19 +123,14 @@ def merge_by_timestamp(*topics: Iterable[Record], ties: str = "kafka") -> list[R
     choice *between* partitions looks at timestamps, so an out-of-order record still arrives late.
     On equal head timestamps a task takes from the partition it did not take its last record from
     (at the start: the left topic, then the next), as Kafka's ``PartitionGroup`` does (judged by a
-    running application: ``tests/broker_check.py``). ``ties="left"``: the left topic on every tie
-    instead, kjoin's rule before issue 27 (kept to show what it got wrong; ``kjoin.spark`` follows
-    Kafka's rule, :mod:`kjoin.spark.ties`). Tasks are interleaved by the timestamp of their next
-    record, then partition.
+    running application: ``tests/broker_check.py``; ``kjoin.spark`` follows the same rule,
+    :mod:`kjoin.spark.ties`). Tasks are interleaved by the timestamp of their next record, then
+    partition.
     """
-    if ties not in ("kafka", "left"):
-        raise ValueError(f"ties: expected 'kafka' or 'left', got {ties!r}")
     logs: dict[int, dict[int, list[Record]]] = {}
     for rank, topic in enumerate(topics):
         for record in topic:
             logs.setdefault(record.partition, {}).setdefault(rank, []).append(record)
-    if ties == "left":
-        return _merge_ties_left(logs)
     groups: dict[int, PartitionGroup] = {}
     for partition, by_rank in sorted(logs.items()):
         group = groups[partition] = PartitionGroup()
@@ -145,21 +139,6 @@ def merge_by_timestamp(*topics: Iterable[Record], ties: str = "kafka") -> list[R
     merged: list[Record] = []
     while (task := next_task(groups)) is not None:
         merged.append(groups[task].next_record())
-    return merged
-
-
-def _merge_ties_left(logs: dict[int, dict[int, list[Record]]]) -> list[Record]:
-    heads = [
-        (queue[0].ts, rank, partition, 0) for partition, by_rank in logs.items() for rank, queue in by_rank.items()
-    ]
-    heapq.heapify(heads)
-    merged: list[Record] = []
-    while heads:
-        _, rank, partition, index = heapq.heappop(heads)
-        queue = logs[partition][rank]
-        merged.append(queue[index])
-        if index + 1 < len(queue):
-            heapq.heappush(heads, (queue[index + 1].ts, rank, partition, index + 1))
     return merged
 
 

@@ -10,7 +10,17 @@ from typing import Any
 
 from .times import at
 
-__all__ = ["Side", "Record", "Output", "OutputKind", "render_value", "load_json", "key_identity", "kafka_keys"]
+__all__ = [
+    "Side",
+    "Record",
+    "Output",
+    "OutputKind",
+    "render_value",
+    "load_json",
+    "key_identity",
+    "kafka_keys",
+    "distinct_keys",
+]
 
 
 class Side(enum.Enum):
@@ -242,7 +252,7 @@ def kafka_keys(keys: Any) -> Any:
             continue
         identity = key_identity(key)
         if seen.setdefault(key, identity) != identity:
-            return _distinct_key
+            return distinct_keys
     return _same_key
 
 
@@ -250,7 +260,11 @@ def _same_key(key: Any) -> Any:
     return key
 
 
-def _distinct_key(key: Any) -> Any:
+def distinct_keys(key: Any) -> Any:
+    """A key as Kafka tells it apart: an int a :class:`LongKey`, a float a :class:`DoubleKey` (others as they are),
+    what :func:`kafka_keys` returns for keys that need it."""
+    if type(key) in (LongKey, DoubleKey):
+        return key
     if isinstance(key, bool) or not isinstance(key, (int, float)):
         return key
     return LongKey(key) if isinstance(key, int) else DoubleKey(key)

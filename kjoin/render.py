@@ -143,7 +143,7 @@ def trace_jsonl(trace: Trace) -> Iterator[str]:
         yield json.dumps(step.to_dict(), sort_keys=False, separators=(", ", ": "), default=render_value)
 
 
-# -- seed 000: aggregates and WTable joins ------------------------------------------------
+# -- the windowed-table design: aggregates and WTable joins ------------------------------------------------
 def spec_jsonl(trace: AggregateTrace) -> Iterator[str]:
     """One JSON object per step, as ``kjoin run --format jsonl`` writes; windowed outputs carry ``window``."""
     for step in trace.steps:
@@ -153,7 +153,7 @@ def spec_jsonl(trace: AggregateTrace) -> Iterator[str]:
 def spec_title(trace: AggregateTrace) -> str:
     """One line naming the join and the options that change its outputs."""
     config = trace.scenario
-    assert isinstance(config, AggregateConfig), "spec_title reads a seed-000 trace (an AggregateTrace)"
+    assert isinstance(config, AggregateConfig), "spec_title reads a windowed-table trace (an AggregateTrace)"
     options = config.options
     if config.join == "table-aggregate":
         parts = [f"table-aggregate ({config.variant}) grouped by {options['group_by']}"]

@@ -318,7 +318,7 @@ class Semantics:
         still went into its side's window store after the join (``KStreamJoinWindow`` forwards, then puts): a
         delete of nothing that still advanced the store's observed stream time and dropped the segments behind its
         retention, so a later record of that side older than the retention was not stored and found no partner
-        (harness: 2.4.1 and 2.5.0 drop it, 2.5.1 and 3.0.2 keep it; issue 32's wide sweep found it on a
+        (harness: 2.4.1 and 2.5.0 drop it, 2.5.1 and 3.0.2 keep it; the oracle's wide sweep found it on a
         self-join). KIP-77 on; the 0.10.0 era's null values never enter a store, as its seeds say."""
 
     @since("3.7", ticket="KIP-962")
@@ -430,7 +430,7 @@ class Semantics:
         4.0.0 skipped it ("Skipping record due to null join key or value") unless the stream key was null too (3.7+,
         ``relaxed_null_keys``). Harness: 3.9.1 and 4.0.0 skip it, 4.0.1 and 4.4.0 join it."""
 
-    # -- seed 000: windowed aggregates and their window stores ---------------------------
+    # -- the windowed-table design: windowed aggregates and their window stores ---------------------------
     @since("0.10.0", ticket="none: every version, KStreamWindowAggregate")
     def windowed_aggregate_counts_null_values(self) -> bool:
         """Every version (0.10.0 to 4.4): a time-windowed aggregate (``KStreamWindowAggregate``,
@@ -460,7 +460,7 @@ class Semantics:
         observed stream time - retention. Before, a record older than the retention was still
         stored and found until its whole segment expired (segments of max(retention / 2, 60 s)).
         Stream-stream joins: each side's window store finds such a partner while its segment lives
-        (harness: 3.3.2 finds it, 3.4.1 hides it). Seed 000: a lookup in a windowed aggregate's
+        (harness: 3.3.2 finds it, 3.4.1 hides it). The windowed-table design: a lookup in a windowed aggregate's
         store skips a window starting at or before observed - retention while its segment lives
         (harness: 3.3.2 finds it, 3.4.1 hides it)."""
 
@@ -485,7 +485,7 @@ class Semantics:
         writes one repartition topic that both joins read; before, both joins created a repartition topic of the
         same default name and Kafka refused the topology ("Topic ...-repartition has already been registered by
         another source") unless the joins were named (kjoin's topologies, ``kjoin/topology/``). Harness: 2.4.1 and
-        2.5.0 refuse it, 2.5.1 runs it (found by issue 30's describe-check)."""
+        2.5.0 refuse it, 2.5.1 runs it (found by the describe-check)."""
 
     @since("0.10.2", ticket="KIP-99", feature=True)
     def global_tables(self) -> bool:

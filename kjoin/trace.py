@@ -31,7 +31,7 @@ from .stores import (
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from .joins.stream_stream import JoinWindows
+    from .join_model import JoinWindows
     from .scenario import Scenario
 
 __all__ = ["Step", "DeliveryStep", "Trace", "AggregateTrace", "StateSnapshot", "output_to_dict"]
@@ -114,7 +114,7 @@ class Trace:
     """Every step of a run, in processing order, with the state after each one.
 
     ``scenario`` is what the run was asked to do: the :class:`~kjoin.scenario.Scenario` of a join,
-    or the :class:`~kjoin.scenario.AggregateConfig` of an aggregate or a WTable join (seed 000).
+    or the :class:`~kjoin.scenario.AggregateConfig` of an aggregate or a WTable join (the windowed-table design).
     """
 
     def __init__(self, scenario: "Scenario | AggregateConfig", steps: list[Step], history: StateHistory) -> None:

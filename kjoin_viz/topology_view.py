@@ -1,4 +1,4 @@
-"""A topology as a graph, stepped through record by record (issue 30): :class:`TopologyStepper`.
+"""A topology as a graph, stepped through record by record: :class:`TopologyStepper`.
 
 The graph (:func:`topology_svg`) draws every node of a :class:`kjoin.Topology` as a box in columns from the sources
 (left) to the sinks (right): a source names its topic and partitions, a sink its topic, a join its kind and variant.

@@ -69,8 +69,8 @@ def base_scenarios(rng: random.Random) -> list[dict[str, Any]]:
         {"join": "wtable-wtable", "variant": "outer", "window": {"size_ms": 10}, "events": _events(rng)},
         {"join": "wtable-table", "window": {"size_ms": 10}, "partitions": 2, "events": _events(rng)},
         {"join": "stream-wtable", "window": {"size_ms": 10}, "selector": "timestamp", "events": _events(rng)},
-        # the kinds added since the fuzzer was written (issue 31): GlobalKTable joins, session and sliding windows,
-        # suppress and emit-final; and issue 30's topology documents
+        # GlobalKTable joins, session and sliding windows,
+        # suppress and emit-final; and topology documents
         {"join": "stream-globaltable", "variant": "left", "partitions": 2, "events": _events(rng)},
         {
             "join": "stream-globaltable",
@@ -93,7 +93,7 @@ def base_scenarios(rng: random.Random) -> list[dict[str, Any]]:
 
 
 def _topology(rng: random.Random) -> dict[str, Any]:
-    """Issue 30's document form: orders re-keyed by customer, joined with customers, left-joined with addresses."""
+    """A topology's document form: orders re-keyed by customer, joined with customers, left-joined with addresses."""
     events = []
     for i in range(6):
         topic = rng.choice(["orders", "customers", "addresses"])

@@ -409,7 +409,7 @@ def test_kafkas_default_layout_is_one_segment_for_short_windows():
 
 
 # -- the store contract: name, header, rows(), and the same rows decoded from any snapshot ---------
-def test_every_new_store_describes_itself_and_its_snapshot_rows_match_the_live_rows():
+def test_every_aggregate_store_describes_itself_and_its_snapshot_rows_match_the_live_rows():
     from kjoin.stores import RepartitionTopic
     from kjoin.joins.aggregate import TableAggregate
     from kjoin.joins.context import StepContext
@@ -449,7 +449,7 @@ def test_every_new_store_describes_itself_and_its_snapshot_rows_match_the_live_r
     )
 
 
-def test_the_state_frame_shows_every_new_store_at_every_step():
+def test_the_state_frame_shows_every_aggregate_store_at_every_step():
     from kjoin.engine.aggregates import run_hopping_join, select_by_timestamp
 
     events = [

@@ -247,7 +247,7 @@ def test_the_debug_bench_times_every_operation_and_reopens_the_run_in_a_new_proc
     assert bench_debug.main(["--records", "10000"], spark=spark) == 0
     printed = capsys.readouterr().out.splitlines()
     header = printed.index("| operation | seconds | records |")
-    assert "issue 26's planted application" in printed[header - 2]
+    assert "the planted application" in printed[header - 2]
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in printed[header + 2 :] if line]
     assert [row[0] for row in rows] == [
         "run_join + write_parquet(why_index=True)",

@@ -1,4 +1,4 @@
-"""The documented limit of kjoin's arrival model against a running application (issue 27), without a broker.
+"""The documented limit of kjoin's arrival model against a running application, without a broker.
 
 ``make broker-check LAGGING=1`` runs applications with ``max.task.idle.ms = 0`` and a lagging side, produced in
 phases (``tests.broker_check.arrival_phases``). What is deterministic there: each phase after the one before, each

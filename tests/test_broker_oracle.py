@@ -1,4 +1,4 @@
-"""kjoin's processing order against a running Kafka Streams application (issue 27), a CI sample.
+"""kjoin's processing order against a running Kafka Streams application, a CI sample.
 
 One KRaft broker (``tests/kafka_broker.py``) on free ports of 127.0.0.1 and one ``BrokerHarness`` JVM serve the
 module, and are stopped by its fixture. Every scenario's records are on the broker before the application starts;
@@ -109,15 +109,6 @@ def test_on_equal_head_timestamps_a_task_takes_the_partition_it_did_not_take_fro
             [key, "C-b"],
         ]
     assert not verdict.order_differs and not verdict.outputs_differ, verdict.describe()
-    # kjoin's rule before issue 27 (the left on every tie) gives another order, and other results.
-    old = kjoin.merge_by_timestamp(
-        [r for r in verdict.scenario.records() if r.side.value == "left"],
-        [r for r in verdict.scenario.records() if r.side.value == "right"],
-        ties="left",
-    )
-    assert [(r.side.value, r.offset) for r in old if r.partition == 0] != [
-        (side, offset) for side, _, offset in verdict.kafka_order[0]
-    ]
 
 
 def test_which_partition_a_task_takes_first_on_a_tie_follows_the_topic_names_hashes(oracle):

@@ -306,7 +306,7 @@ SUMMARY_CELLS = "t => Array.from(t.querySelectorAll('tr')).map(r => Array.from(r
 
 
 def _drive_summary_explorer(page, widget, name: str) -> None:
-    """kjoin_viz.SummaryExplorer as a learner meets it (issue 31, item 8 of "What was seen": about 290 rows, mostly
+    """kjoin_viz.SummaryExplorer as a learner meets it (item 8 of "What was seen": about 290 rows, mostly
     zeros, its picker eight screens down, its "sort by" not following ``sort_by()``): the picker above a table that
     scrolls inside a screen, only rows with a surprise, no column that is zero in every row, the rows in the order
     "sort by" shows (which follows the notebook's ``sort_by`` call), then sorted from the dropdown, all rows shown,
@@ -630,7 +630,7 @@ def _stored_svgs(notebook: Path):
 
 
 def test_no_chart_or_view_of_any_notebook_draws_a_label_over_another(browser):
-    """Issue 31's "labels that never overlap": every chart and every timeline a notebook shows, drawn by Chromium,
+    """Labels never overlap: every chart and every timeline a notebook shows, drawn by Chromium,
     has no two visible labels whose boxes overlap (the outputs charts, the era diff charts, the timelines of the
     step views and the foreign-key message flights)."""
     page = browser.new_page(viewport=VIEWPORT)

@@ -219,7 +219,7 @@ def _stored_texts(path: Path):
 
 
 def test_no_notebook_shows_a_json_object_as_text():
-    """Issue 31: values shown as values everywhere a learner reads, explanations and ``why`` included (a
+    """Values shown as values everywhere a learner reads, explanations and ``why`` included (a
     foreign-key result read ``{"customer":"C9"}-null`` in 05's printed explanation, 07's table showed its orders as
     JSON, 12's ``why`` and its graph's titles the records)."""
     assert JSON_OBJECT.search('joiner called: {"customer":"C9"}-null') and JSON_OBJECT.search("{&quot;n&quot;:3}")

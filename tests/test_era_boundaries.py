@@ -1,5 +1,5 @@
 """Every era boundary kjoin models is declared once (``kjoin.semantics.since``), and the Kafka versions that judge
-kjoin are derived from those declarations (``tests.oracle_check.judged_versions``, issue 32): adding a boundary adds
+kjoin are derived from those declarations (``tests.oracle_check.judged_versions``): adding a boundary adds
 its judges. No JVM here: these are the rules that choose what the oracle runs."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def test_the_judges_are_releases_and_the_latest_is_kjoins_latest() -> None:
 
 
 def test_kafka_4_4_is_known_and_the_latest() -> None:
-    """Issue 32: ``semantics: "4.4"`` was refused as unknown though 4.4.0 is on Maven Central."""
+    """``semantics: "4.4"`` is known: 4.4.0 is on Maven Central."""
     assert kjoin.parse_semantics("4.4") == kjoin.parse_semantics("latest") == kjoin.parse_semantics("4.4.0")
     scenario = kjoin.Scenario.from_dict(
         {

@@ -28,7 +28,7 @@ from kjoin.engine.aggregates import DAY_MS, WEEK_MS
 from kjoin.cli import main
 from kjoin.export import (
     JUDGES,
-    SEED_000_JUDGE,
+    WINDOWED_TABLE_JUDGE,
     ExportError,
     class_name,
     export_junit,
@@ -249,7 +249,7 @@ def exported() -> dict[str, tuple[str, str] | ExportError]:
     for name, scenario in seed_cases().items():
         try:
             java = export_junit(scenario, class_name(name), source=name)
-            judge = SEED_000_JUDGE if isinstance(scenario, AggregateSpec) else judge_of(scenario.semantics)
+            judge = WINDOWED_TABLE_JUDGE if isinstance(scenario, AggregateSpec) else judge_of(scenario.semantics)
             results[name] = (judge.version, java)
         except ExportError as error:
             results[name] = error

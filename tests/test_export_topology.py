@@ -1,4 +1,4 @@
-"""The exporter and the oracle harness build the same topology (issue 24).
+"""The exporter and the oracle harness build the same topology.
 
 ``kjoin export --junit`` writes a scenario's topology as Java (:mod:`kjoin.export.topology`); the harness that
 judges kjoin (``kafka_oracle/``'s ``Oracle.build``, driven by ``tests/oracle_check.py``) builds it from the scenario's
@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from kjoin.export.checks import check_expressible, check_seed_000
+from kjoin.export.checks import check_expressible, check_aggregate
 from kjoin.export.java import IMPORTS, java_string
-from kjoin.export.judges import JUDGES, SEED_000_JUDGE, ExportError, KafkaJudge, judge_of
-from kjoin.export.topology import seed_000_topology, topology
+from kjoin.export.judges import JUDGES, WINDOWED_TABLE_JUDGE, ExportError, KafkaJudge, judge_of
+from kjoin.export.topology import aggregate_topology, topology
 from kjoin.scenario import AggregateSpec
 from tests import oracle_check
 
@@ -47,7 +47,7 @@ def _draw(strategy: Any, count: int) -> list[Any]:
 def _exportable(scenario: Any, judge: KafkaJudge) -> bool:
     try:
         if isinstance(scenario, AggregateSpec):
-            check_seed_000(scenario)
+            check_aggregate(scenario)
         else:
             check_expressible(scenario, judge)
     except ExportError:
@@ -61,7 +61,7 @@ def _cases(judge: KafkaJudge) -> list[Any]:
     (version,) = [v for v in oracle_check.VERSIONS if v.version == judge.version]
     drawn = [s for s in _draw(oracle_check.scenarios(version), 8 * SAMPLE) if judge_of(s.semantics) == judge]
     cases = [s for s in drawn if _exportable(s, judge)][:SAMPLE]
-    if judge == SEED_000_JUDGE:
+    if judge == WINDOWED_TABLE_JUDGE:
         specs = _draw(oracle_check.aggregate_specs(version), 4 * SAMPLE)
         cases += [s for s in specs if _exportable(s, judge)][:SAMPLE]
     return cases
@@ -73,7 +73,7 @@ def _java(cases: list[Any], judge: KafkaJudge) -> str:
     methods = []
     for index, scenario in enumerate(cases):
         if isinstance(scenario, AggregateSpec):
-            lines, data, caching, optimize = seed_000_topology(scenario), dict(scenario.data), [], False
+            lines, data, caching, optimize = aggregate_topology(scenario), dict(scenario.data), [], False
         else:
             lines, data = topology(scenario, judge), scenario.to_dict()
             caching, optimize = list(scenario.caching), scenario.optimize

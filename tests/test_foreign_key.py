@@ -860,7 +860,7 @@ def test_kjoin_run_prints_an_fk_trace(tmp_path, capsys):
     assert "dropped (stale-response)" in text and text.count("PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE") >= 2
 
 
-# -- issue 32, class 1: a right value of zero bytes -------------------------------------------
+# -- a right value of zero bytes -------------------------------------------
 EMPTY_CUSTOMER = [
     {"side": "right", "key": "c", "value": "", "ts": 1},  # a customer whose value is "" (String serde: zero bytes)
     {"side": "left", "key": "o", "value": {"fk": "c"}, "ts": 2},
@@ -915,7 +915,7 @@ def test_the_left_value_hash_is_of_its_serialized_bytes():
     [(1, 1, True), (1.0, 1, False), (True, 1, False), ("1", 1, False), (1, 3, True), (1.0, 3, False), (True, 3, False)],
 )
 def test_foreign_keys_compare_by_their_bytes_as_kafka_compares_them(foreign_key, partitions, joins):
-    """Issue 25: Kafka compares a foreign key with the right table's keys by their serialized bytes, so an order
+    """Kafka compares a foreign key with the right table's keys by their serialized bytes, so an order
     whose foreign key is ``1.0`` or ``true`` never finds the customer ``1`` (Python's ``1 == 1.0 == True`` must not
     leak into a lookup), with one partition or many."""
     scenario = Scenario.from_dict(

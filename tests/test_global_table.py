@@ -1,4 +1,4 @@
-"""KStream-GlobalKTable joins (issue 31): the reference engine's rules, each pinned against the real library.
+"""KStream-GlobalKTable joins: the reference engine's rules, each pinned against the real library.
 
 The era tests run Kafka Streams itself (``tests/oracle_check.py``'s harness, TopologyTestDriver) on both sides of
 every boundary the join has: KAFKA-10277 (2.7), KIP-962 (3.7) and KAFKA-19208 (4.0.1). Without Java, Maven or the

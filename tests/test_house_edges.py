@@ -66,7 +66,7 @@ def test_a_tombstone_the_result_cache_drops_is_still_nothing_to_delete():
     assert "drops the tombstone for k: the result never had a value" in step.explain
 
 
-def test_every_reason_including_the_new_one_has_a_docstring():
+def test_every_reason_has_a_docstring():
     tree = ast.parse(inspect.getsource(fates))
     reason = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Reason")
     documented = {}

@@ -1,4 +1,4 @@
-"""Fuzzing kjoin's input boundary (issue 25): whatever a scenario holds, whatever a file's bytes,
+"""Fuzzing kjoin's input boundary: whatever a scenario holds, whatever a file's bytes,
 kjoin either refuses it with a ScenarioError or runs it with every record accounted for, within
 a time bound; never a traceback from inside, never a hang. The harness is :mod:`tests.input_fuzz`
 (``make fuzz-inputs`` runs a bigger sweep and prints the counts)."""

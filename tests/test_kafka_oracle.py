@@ -1,7 +1,7 @@
-"""kjoin against the real Kafka Streams library, on random scenarios, in every run (issue 10).
+"""kjoin against the real Kafka Streams library, on random scenarios, in every run.
 
 ``tests.oracle_check.VERSIONS`` are derived from ``kjoin.semantics.boundaries()``: a version on each side of every
-era boundary (issue 32). Each run judges a rotating share of them (``oracle_check.ci_versions``: the latest and two
+era boundary. Each run judges a rotating share of them (``oracle_check.ci_versions``: the latest and two
 more, the next two at the next commit, so every version is judged every few commits; ``KJOIN_ORACLE_VERSIONS=all``
 judges every one, ``make kafka-check`` does too). For each chosen version hypothesis generates 1,000 scenarios (a
 fresh seed each run) that the version can judge, runs them through kjoin and, in one batch JVM for the version, through
@@ -256,11 +256,12 @@ SWEEP_STOPS_INSIDE_A_LIST = {
 
 
 def test_a_3_8_sweep_reads_the_buffer_value_by_value_and_stops_inside_a_list(built) -> None:
-    """Issue 32, class 3. R2@234 sweeps (min time 225 + before 2 + grace 6 < 234): it emits L0-null, finds R0@227 open
-    (closes at 227 + 2 + 6 = 235) and the list <228, left, k1> open (228 + 1 + 6 = 235). Kafka's ListValueStore
-    iterator yields L1 and L2 as two entries, so the sweep stops at L2 with the min time at 228, not at R1@231.
-    L3@236 then passes the gate (228 + 1 + 6 < 236) and releases R0, L1 and L2; with a min time of 231 it would not
-    (231 + 1 + 6 >= 236), and they would wait for a later record (kjoin's reading, a group at a time, did that)."""
+    """The outer-join sweep reads its buffer value by value. R2@234 sweeps (min time 225 + before 2 + grace 6 <
+    234): it emits L0-null, finds R0@227 open (closes at 227 + 2 + 6 = 235) and the list <228, left, k1> open
+    (228 + 1 + 6 = 235). Kafka's ListValueStore iterator yields L1 and L2 as two entries, so the sweep stops at L2
+    with the min time at 228, not at R1@231. L3@236 then passes the gate (228 + 1 + 6 < 236) and releases R0, L1 and
+    L2; with a min time of 231 it would not (231 + 1 + 6 >= 236), and they would wait for a later record (as a
+    reading of a group at a time would)."""
     released = [["k2", "null-R0", 227], ["k1", "L1-null", 228], ["k1", "L2-null", 228]]
     expected = [[], [], [], [], [], [["k1", "L0-null", 225]], released]
     for version in ("3.8.1", LATEST):  # the first judged release with the 3.8 sweep, and the latest
@@ -280,7 +281,7 @@ NULL_VALUE_AHEAD = {
 
 
 def test_before_2_5_1_a_null_value_still_advances_its_window_store(built) -> None:
-    """Issue 32's wide sweep found it on 2.4.1 (a self-join, shrunk to two records). Before KAFKA-9921 (2.5.1 and
+    """The wide generator found it on 2.4.1 (a self-join, shrunk to two records). Before KAFKA-9921 (2.5.1 and
     2.6.0) a stream-stream join's window store also took a null value's put, which stores nothing but advances the
     store's observed time and drops the segments behind its retention: A@100 then falls into a dropped segment and
     is not stored, so a@100 finds nothing. 2.5.1 and later skip the put, so A-a is joined
@@ -421,7 +422,7 @@ EMPTY_CUSTOMER = {
 
 
 def test_every_kafka_version_reads_a_foreign_value_of_zero_bytes_as_null(harness: Harness) -> None:
-    """Issue 32, class 1: a subscription response writes a missing right value as zero bytes, so a customer whose
+    """A subscription response writes a missing right value as zero bytes, so a customer whose
     value is "" reaches the joiner as null (``kjoin.serde``): ``order-null`` in a left join, a tombstone in an inner
     join (a caching result store drops the tombstone of a row that never had a result)."""
     order = '{"fk":"c","v":1}'
@@ -454,7 +455,7 @@ FK_MOVES = {
 
 
 def test_a_fk_left_join_from_3_7_0_to_3_9_0_and_in_4_0_0_emits_a_moved_row_twice_cached_or_not(built) -> None:
-    """Issue 32, class 2. KAFKA-16394: a left join of 3.7.0 to 3.9.0, and of 4.0.0, unsubscribes a row whose foreign
+    """KAFKA-16394: a left join of 3.7.0 to 3.9.0, and of 4.0.0, unsubscribes a row whose foreign
     key changed with DELETE_KEY_AND_PROPAGATE, so the row is emitted twice: joined with null (at the old foreign
     key's right ts, @20 when it moves away from Y), then with the new key's answer. 3.6.2 (no null foreign keys in a
     left join yet), 3.9.1 and 4.0.1 emit it once (``fk_change_only_unsubscribes``). A caching result store does not
@@ -495,7 +496,7 @@ def _same_ts_tombstone(join: str, variant: str, older: list[dict]) -> dict:
 
 
 def test_a_tombstone_at_the_latest_versions_own_timestamp_leaves_no_trace_in_a_versioned_table(built) -> None:
-    """Found by the wide generator (issue 32): a versioned table keeps only its latest non-null value in its latest
+    """Found by the wide generator: a versioned table keeps only its latest non-null value in its latest
     value store and older versions in segments, a tombstone being only the end of a segment record's validity. A
     tombstone at the latest's own timestamp deletes the latest value and writes nothing, so R1@2 finds nothing newer
     and becomes the latest: the left record @3 joins R1 in every kind of join over a versioned table
@@ -520,7 +521,7 @@ def test_a_tombstone_at_the_latest_versions_own_timestamp_leaves_no_trace_in_a_v
                 assert not [value for value in theirs if value.endswith("-R1")], (join, older)
 
 
-# -- compared since issue 32: what TopologyTestDriver can show of fk partitions, old values, explicit delivery ----
+# -- what TopologyTestDriver can show of fk partitions, old values, explicit delivery ----
 FK_ACROSS = {
     "join": "fk",
     "variant": "left",
@@ -658,7 +659,7 @@ def test_the_random_scenarios_reach_what_was_never_compared() -> None:
         assert kjoin_outputs(scenario) == kjoin_outputs(kjoin.Scenario.from_dict(immediate))
 
 
-# -- seed 000 (issue 11): the aggregates and WTable joins today's DSL expresses --------------------------------
+# -- seed 000: the aggregates and WTable joins today's DSL expresses --------------------------------
 SEED_000_EXAMPLES = int(__import__("os").environ.get("KJOIN_ORACLE_SEED_000_EXAMPLES", "400"))
 
 

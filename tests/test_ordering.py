@@ -24,8 +24,6 @@ def taken(order):
 def test_on_a_tie_the_task_takes_the_partition_it_did_not_take_from_last():
     left, right = records(Side.LEFT, 5, 5, 7), records(Side.RIGHT, 5, 7)
     assert taken(merge_by_timestamp(left, right)) == [("l", 0), ("r", 0), ("l", 1), ("r", 1), ("l", 2)]
-    # kjoin's rule before issue 27, the left on every tie:
-    assert taken(merge_by_timestamp(left, right, ties="left")) == [("l", 0), ("l", 1), ("r", 0), ("l", 2), ("r", 1)]
 
 
 def test_coming_to_a_tie_from_a_lower_timestamp_the_other_partition_goes_first():
@@ -93,7 +91,7 @@ def test_the_heap_is_javas_on_many_partitions(seed):
     assert group.peek() is None
 
 
-# -- why: a verdict that turned on a tie, or on arrival (issue 27) --------------------------------------------------
+# -- why: a verdict that turned on a tie, or on arrival --------------------------------------------------
 def _explains(events: list[dict], **fields) -> list[str | None]:
     import kjoin
 

@@ -1,4 +1,4 @@
-"""The rough edges met writing seed-000 scenarios by hand (issue 24): each is an error that names the field and
+"""The rough edges met writing windowed-table scenarios by hand: each is an error that names the field and
 the fix, or a documented rule (docs/concepts/aggregates.md, :mod:`kjoin.scenario.aggregate`)."""
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def test_a_primary_join_given_to_the_seed_000_specification_says_where_it_belong
 
 
 def test_a_seed_000_join_built_as_a_scenario_says_where_it_belongs():
-    with pytest.raises(ScenarioError, match=r"^join: 'window-aggregate' is one of seed 000's joins.*AggregateSpec"):
+    with pytest.raises(
+        ScenarioError, match=r"^join: 'window-aggregate' is one of the windowed-table design's joins.*AggregateSpec"
+    ):
         kjoin.Scenario(join="window-aggregate", variant="inner", events=())  # type: ignore[arg-type]
 
 

@@ -1,4 +1,4 @@
-"""Issue 26, what-if on topics: ``run_join(..., arrival=...)`` orders each task as the reference engine's ``arrival:``
+"""What-if on topics: ``run_join(..., arrival=...)`` orders each task as the reference engine's ``arrival:``
 model does (a lagging side, or one lagging partition), a differential test against ``kjoin.run`` on random topics;
 and the smallest lag that explains a set of null results, with the summary of how many a lag would explain."""
 

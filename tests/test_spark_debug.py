@@ -231,7 +231,7 @@ def test_local_session_starts_quietly(tmp_path):
     assert noise == [], done.stderr
 
 
-# -- issue 26's rough edges: each refused with the fix ------------------------------------------------
+# -- rough edges of debugging a run: each refused with the fix--------------------------------------
 def test_why_and_trace_refuse_text_for_numbers_and_name_the_number(spark):
     result = run_join(topic(spark, LEFT, 4), topic(spark, RIGHT, 4), "stream-table", "left")
     with pytest.raises(SparkInputError, match=r"offset='1' is text; pass the number: offset=1"):
@@ -265,7 +265,7 @@ def test_a_partition_count_below_the_topics_partitions_blames_the_count_not_co_p
     from kjoin.spark import from_kafka
 
     frame = kafka_frame(spark, rows, utf8, utf8)
-    # the reader checks eagerly (issue 25) and names the count
+    # the reader checks eagerly and names the count
     with pytest.raises(
         SparkInputError,
         match=r"column 'partition': 3 is not a partition of a topic with partitions=3 \(0 to 2\); pass the topic's "

@@ -1,4 +1,4 @@
-"""SparkRun.diff of configuration settings (issue 28): for each setting run_join takes, alone and with a change of
+"""SparkRun.diff of configuration settings: for each setting run_join takes, alone and with a change of
 semantics, the Spark diff finds the same differences, charged to the same switches, as the reference engine's
 ``kjoin diff --set`` on the same records. The topics are small and seeded, over two partitions, with records out
 of order and tombstones; left records have even timestamps and right ones odd, so no two heads tie (Spark breaks a

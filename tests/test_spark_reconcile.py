@@ -1,4 +1,4 @@
-"""Issue 26, reconcile with the application: ``result.reconcile(actual)`` matches every output a real Kafka Streams
+"""Reconcile with the application: ``result.reconcile(actual)`` matches every output a real Kafka Streams
 application wrote with kjoin's prediction and classifies what differs. Judged by a running ``KafkaStreams`` instance
 on the project's KRaft broker (``tests/broker_check.py``'s harness), whose customers' partition 1 lags
 (``max.task.idle.ms = 0``, its records produced once the application has processed what came before): kjoin, told

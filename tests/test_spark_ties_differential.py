@@ -1,4 +1,4 @@
-"""Spark against the reference engine where the processing order turns on ties (issue 27).
+"""Spark against the reference engine where the processing order turns on ties.
 
 Timestamps drawn from a handful of values, so that most of a task's records tie with records of the other side,
 and out of order, so that late records follow their partition's head: every join and variant (stream-stream

@@ -1,4 +1,4 @@
-"""A whole topology on Spark (issue 30): :func:`kjoin.spark.run_topology` against the reference engine's ``stages``
+"""A whole topology on Spark: :func:`kjoin.spark.run_topology` against the reference engine's ``stages``
 schedule, record for record, on a sample of random topologies (``make topology-spark-check`` runs many), and its
 drill-down (``trace``, ``why``) on an app built in Python (re-key with a custom partitioner, two joins)."""
 

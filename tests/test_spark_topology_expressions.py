@@ -1,4 +1,4 @@
-"""Declarative stages as Spark expressions (issue 30, :mod:`kjoin.spark.passes.topology_expressions`): which stages
+"""Declarative stages as Spark expressions (:mod:`kjoin.spark.passes.topology_expressions`): which stages
 are declarative and why the others are not (without Spark), and on Spark, random declarative topologies
 (:func:`tests.topology_spark_check.declarative_scenario`: texts within and outside
 :func:`kjoin.spark.json_text.exact`) run as expressions and by the chain pass, both against the reference engine and

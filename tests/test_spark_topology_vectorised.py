@@ -1,4 +1,4 @@
-"""The chain pass of a topology on Spark (issue 30, :mod:`kjoin.spark.passes.topology_vectorised`): the stages that
+"""The chain pass of a topology on Spark (:mod:`kjoin.spark.passes.topology_vectorised`): the stages that
 re-key or run chains of stream-table joins, without the processors.
 
 * Without Spark (fast): random topologies of chains (:func:`tests.topology_spark_check.chain_scenario`) through

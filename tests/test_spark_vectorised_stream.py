@@ -261,9 +261,9 @@ SWEEP_STOPS_INSIDE_A_LIST = {
         {"side": "left", "key": "k3", "value": "L3", "ts": 236},
     ],
 }
-"""Issue 32 (``tests/test_kafka_oracle.py`` checks it against Kafka 3.8.1 and the latest): R2's sweep stops at L2,
-the second value of the list <228, left, k1>, leaving the min time at 228, so L3@236 passes the gate and releases
-R0, L1 and L2."""
+"""The sweep reads value by value (``tests/test_kafka_oracle.py`` checks it against Kafka 3.8.1 and the latest):
+R2's sweep stops at L2, the second value of the list <228, left, k1>, leaving the min time at 228, so L3@236 passes
+the gate and releases R0, L1 and L2."""
 
 
 def _repeated_groups(seed: int) -> Scenario:
@@ -286,7 +286,7 @@ def _repeated_groups(seed: int) -> Scenario:
 
 
 def test_a_sweep_stops_inside_a_list_of_one_ts_side_and_key_as_in_the_reference_engine(spark):
-    """The walker reads the buffer value by value, as Kafka's ListValueStore iterator does (issue 32): the min time a
+    """The walker reads the buffer value by value, as Kafka's ListValueStore iterator does: the min time a
     3.8+ sweep leaves is the ts of the record after the second side's first open one, even one of the same group."""
     pinned = Scenario.from_dict(SWEEP_STOPS_INSIDE_A_LIST)
     scenarios = [pinned] + [_repeated_groups(seed) for seed in range(8)]

@@ -1,4 +1,4 @@
-"""Issue 26: an application's topics with misrouted records among correctly routed ones (a customer, an update,
+"""An application's topics with misrouted records among correctly routed ones (a customer, an update,
 a tombstone or an order written to another partition than its key's, a customer written with a null key),
 written as files. Every null result's reason is its planted cause, ``why`` names the misrouted record first,
 and the co-partitioning audit finds every misrouted record with the results it spoiled."""
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.spark
 PARTITIONS = 4
 RECORDS = int(os.environ.get("KJOIN_WHY_AUDIT_RECORDS", "0"))
 """Records of both topics per join (about); 0, in CI: three groups of every cause. ``make why-audit-check`` runs the
-module at 10^5 (issue 26's size)."""
+module at 10^5 records."""
 
 
 def groups(join: str) -> int:

@@ -1,4 +1,4 @@
-"""Issue 26, out to a reproduction: ``why(...).scenario()`` gives a record's drill-down as a kjoin scenario. For every
+"""Out to a reproduction: ``why(...).scenario()`` gives a record's drill-down as a kjoin scenario. For every
 planted cause of both joins of the planted application (:func:`kjoin.spark.debug.whycheck.planted_app`), the
 scenario run through the reference engine gives the record the results Spark gave it, run on Spark again it gives
 the same verdict, and ``kjoin run`` and ``kjoin export --junit`` take its YAML."""

@@ -1,4 +1,4 @@
-"""Topologies (issue 30, first slice): several joins, re-keys and repartition topics in the
+"""Topologies (first slice): several joins, re-keys and repartition topics in the
 reference engine (kjoin/topology/). The real library judges them in tests/test_topology_oracle.py;
 here: Kafka's own integration tests' outputs as topologies, the join processors wired into a
 topology against the same joins run alone, and the rules of the topology itself (sub-topologies,

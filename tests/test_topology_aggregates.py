@@ -1,5 +1,5 @@
 """Topologies that group and aggregate, merge, read a stream as a table, join a global table and run on several
-application instances (issue 30), and the Semantics switches a topology honours. The behaviours pinned by the real
+application instances, and the Semantics switches a topology honours. The behaviours pinned by the real
 library are judged here through the topology harness (tests/topology_oracle.py); the random sweep is
 ``make topology-check``. Without Java or the jars the judged tests fail, they never skip."""
 
@@ -393,7 +393,7 @@ def test_an_assignment_names_every_task_of_the_topology():
 
 
 # -- the document form ------------------------------------------------------------------------------------------------
-def test_every_new_operation_is_written_and_read_back():
+def test_every_topology_operation_is_written_and_read_back():
     data = {
         "topology": [
             {"name": "orders", "stream": "orders"},

@@ -1,4 +1,4 @@
-"""``Topology.from_describe`` (issue 30) on texts the real library printed (tests/describe_fixtures/, made by
+"""``Topology.from_describe`` on texts the real library printed (tests/describe_fixtures/, made by
 ``python -m tests.describe_cases``): kjoin's topology rebuilt from the text alone, run, emits what the real app
 emitted; Kafka's example applications are built or refused with their reasons."""
 

@@ -1,4 +1,4 @@
-"""Kafka's own foreign-key integration tests, run as kjoin topologies (issue 30): a foreign-key chain over three
+"""Kafka's own foreign-key integration tests, run as kjoin topologies: a foreign-key chain over three
 tables on 3, 5 and 7 partitions (KTableKTableForeignKeyInnerJoinMultiIntegrationTest), a foreign-key result joined
 again with its left table by primary key (KTableKTableForeignKeyJoinScenarioTest), and a join whose tables and
 internal topics use custom partitioners (KTableKTableForeignKeyInnerJoinCustomPartitionerIntegrationTest). The data,

@@ -1,4 +1,4 @@
-"""kjoin's topologies against the real Kafka Streams library, a CI sample (issue 30): random topologies of two or
+"""kjoin's topologies against the real Kafka Streams library, a CI sample: random topologies of two or
 three joins with a re-key or a foreign-key join, or an aggregate (windowed, of a table, joined), a merge, a to_table or
 a global table, 1 to 4 partitions (tests/topology_oracle.py), judged by this run's
 share of the Kafka versions (the latest always). ``make topology-check`` (part of ``make kafka-check``) runs the full

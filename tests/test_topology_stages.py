@@ -1,4 +1,4 @@
-"""The ``stages`` schedule (issue 30, the Spark engine's): sub-topologies in dependency order, a foreign-key join's two
+"""The ``stages`` schedule (the Spark engine's): sub-topologies in dependency order, a foreign-key join's two
 sides as one cyclic stage, and where it agrees with the ``timestamp`` schedule."""
 
 from __future__ import annotations

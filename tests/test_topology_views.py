@@ -1,5 +1,5 @@
 """A table's ``filter`` and ``map_values`` (KTableFilter, KTableMapValues) and a stream's ``flat_map_values`` and
-``flat_map`` in kjoin's topology builder (issue 30); the real library judges them in tests/test_topology_oracle.py."""
+``flat_map`` in kjoin's topology builder; the real library judges them in tests/test_topology_oracle.py."""
 
 from __future__ import annotations
 

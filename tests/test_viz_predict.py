@@ -298,7 +298,7 @@ JSON_OBJECT = re.compile(r'\{\s*"[^"]*"\s*:|\{&quot;[^&]*&quot;:')
 
 
 def test_no_view_of_a_foreign_key_join_shows_its_values_as_json():
-    """Issue 31: a foreign-key join's values (objects on both sides) as values in every view a learner reads: each
+    """A foreign-key join's values (objects on both sides) as values in every view a learner reads: each
     step's view (its explanation, its messages in flight with their titles, its stores, with and without Kafka's
     internals), the steps and messages tables, and the feedback of every exercise, hint and answer with its why."""
     from kjoin_viz.course import messages_table, steps_table

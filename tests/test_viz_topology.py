@@ -1,4 +1,4 @@
-"""The topology stepper (issue 30): the graph, the record's path lit, each node's state beside it."""
+"""The topology stepper: the graph, the record's path lit, each node's state beside it."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ def test_the_path_is_kjoin_diff_of_each_pair_of_versions(seed_004):
     assert len(hops[0].diff) == 0  # nothing changes a stream-stream join from 2.8 to 3.0
     spurious = hops[1].diff
     assert [d.identity for d in spurious] == [d.identity for d in kjoin.diff(seed_004, from_="3.0", to="3.1")]
-    assert len(spurious) and all(d.rules == ("spurious_result_fix",) for d in spurious)  # issue 28's seed 004 check
+    assert len(spurious) and all(d.rules == ("spurious_result_fix",) for d in spurious)  # seed 004
     # the traces are the runs compared: a difference's steps index them
     before, after = hops[1].traces
     for d in spurious:

@@ -1,4 +1,4 @@
-"""Session and sliding windowed aggregates, ``suppress(untilWindowCloses)`` and emit-final (issue 31).
+"""Session and sliding windowed aggregates, ``suppress(untilWindowCloses)`` and emit-final.
 
 Hand-computed outputs for each mechanism (session merging, sliding windows' left and right windows, the suppression
 buffer, emit-final), each also run through the real library (``tests/oracle_check.py``'s harness), and the era
@@ -295,7 +295,7 @@ def test_emit_final_loses_a_window_behind_the_retention_from_3_4_and_not_before(
 def test_an_emit_final_session_at_the_retention_edge_is_kept_but_not_found_by_the_next_record(built) -> None:
     """The time-ordered session store of an emit-final aggregate keeps a session that ends exactly at observed -
     retention (it is forwarded when it closes), but its findSessions starts one millisecond later, as every 3.4+
-    session store reads: so a record within the gap of it starts a session of its own (found by issue 32's 10,000
+    session store reads: so a record within the gap of it starts a session of its own (found by the oracle's 10,000
     sweep on 4.0.0; kjoin merged the two). Gap 9, no grace: a@25 makes the observed time 25, b@16 is stored, b@23
     does not see it."""
     data = {

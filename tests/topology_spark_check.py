@@ -1,4 +1,4 @@
-"""Topologies on Spark against the reference engine (issue 30): random topologies (the shapes of
+"""Topologies on Spark against the reference engine: random topologies (the shapes of
 ``tests/topology_oracle.py``: two or three joins and a re-key, foreign-key chains, aggregates, windowed aggregates,
 merges, to_table, through, global tables; 1 to 4 partitions) run through :func:`kjoin.spark.run_topology` and
 through the reference engine's ``stages`` schedule; every record every topic received (repartition, foreign-key and

@@ -13,14 +13,16 @@ before KAFKA-14862: :class:`kjoin.joins.stream_stream.InstanceTimes`), so the pr
 across tasks matters.
 
 The engine is the edge where a scenario becomes processors: each processor takes only its
-own options (variant, semantics, window, table options), never the scenario.
+own options (variant, semantics, window, table options), never the scenario. Every record
+reaches its processor through the source stage (:mod:`kjoin.engine.source`), which the Spark
+engine's processors pass runs too.
 
 A foreign-key join also sends messages between its tasks. There a step is either an input
 record (a :class:`~kjoin.trace.Step`) or the delivery of one message (a
 :class:`~kjoin.trace.DeliveryStep`); the scheduler of the scenario's ``delivery`` mode
 decides when messages are delivered (:mod:`kjoin.joins.fk_delivery`).
 
-Seed 000's aggregates and WTable joins (an :class:`~kjoin.scenario.AggregateSpec`) build their
+The windowed-table design's aggregates and WTable joins (an :class:`~kjoin.scenario.AggregateSpec`) build their
 processors in :mod:`kjoin.engine.aggregates`. Every scenario runs through the one record loop,
 :func:`kjoin.engine.loop.run_steps`.
 """
@@ -32,6 +34,7 @@ from typing import Any, Callable, Sequence
 
 from ..fates import Fate, Reason
 from ..joins import StepContext, StreamStreamJoin, StreamTableJoin, TableTableJoin, default_joiner
+from ..joins.contract import Processor
 from ..joins.stream_stream import InstanceTimes
 from ..joins.fk_delivery import scheduler_for
 from ..joins.foreign_key import ForeignKeyJoin, busy_tasks
@@ -49,6 +52,7 @@ from ..stores.global_table import GLOBAL_TASK
 from ..trace import Trace
 from .aggregates import run_aggregate
 from .loop import run_steps
+from .source import source_stage
 
 __all__ = ["run", "new_join", "foreign_key_options"]
 
@@ -56,7 +60,7 @@ __all__ = ["run", "new_join", "foreign_key_options"]
 def run(
     scenario: Scenario | AggregateSpec,
     joiner: Callable[[Any, Any], Any] = default_joiner,
-    make_join: Callable[[Scenario, StateLog, int], Any] | None = None,
+    make_join: Callable[[Scenario, StateLog, int], Processor] | None = None,
     explain_ties: bool = True,
 ) -> Trace:
     """Process every event of ``scenario`` and return the trace.
@@ -103,8 +107,9 @@ def run(
             return None  # a table update looks nothing up
         return tie.explain(record)
 
+    stage = source_stage(scenario)
     steps, history = run_steps(
-        log, records, lambda record, ctx: tasks[record.partition].process(record, ctx), joiner, note=note
+        log, records, lambda record, ctx: tasks[record.partition].process(stage(record), ctx), joiner, note=note
     )
     return Trace(scenario, steps, history)
 
@@ -126,10 +131,11 @@ def _first_task(records: list[Any]) -> list[int]:
     return [records[0].partition if records else 0]
 
 
-def new_join(scenario: Scenario, log: StateLog, task: int, instance: InstanceTimes | None = None) -> Any:
+def new_join(scenario: Scenario, log: StateLog, task: int, instance: InstanceTimes | None = None) -> Processor:
     """The join processor of one task of ``scenario`` (a primary-key join), writing its
-    stores through ``log``. Call ``process(record, ctx)`` on it for each of the task's records. ``instance``: what
-    the tasks of one application instance share (``scenario.one_instance``; one for every task of a run)."""
+    stores through ``log``. Call ``process(source_stage(record), ctx)`` on it for each of the task's records
+    (:mod:`kjoin.engine.source`); its ``REASONS`` are the reasons it may give. ``instance``: what the tasks of one
+    application instance share (``scenario.one_instance``; one for every task of a run)."""
     if scenario.join == "stream-globaltable":  # one global store for every task: only kjoin.run builds it
         raise ScenarioError(
             "join: stream-globaltable runs in the reference engine (kjoin.run): its global store is shared by every "
@@ -147,7 +153,7 @@ def new_join(scenario: Scenario, log: StateLog, task: int, instance: InstanceTim
     return _table_table(scenario, log, task)
 
 
-def _stream_stream(scenario: Scenario, log: StateLog, task: int, instance: InstanceTimes | None) -> Any:
+def _stream_stream(scenario: Scenario, log: StateLog, task: int, instance: InstanceTimes | None) -> Processor:
     window = scenario.window
     assert window is not None
     if scenario.optimize:
@@ -173,7 +179,7 @@ def _stream_stream(scenario: Scenario, log: StateLog, task: int, instance: Insta
     return StreamChain(stages)
 
 
-def _table_table(scenario: Scenario, log: StateLog, task: int) -> Any:
+def _table_table(scenario: Scenario, log: StateLog, task: int) -> Processor:
     if scenario.left.versioned or scenario.right.versioned:
         first: TableTableJoin = VersionedTableTableJoin(
             log, task, scenario.variant, scenario.semantics, scenario.left, scenario.right, scenario.versioned_mode
@@ -212,7 +218,8 @@ def _run_global_table(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> 
         record if record.side is Side.LEFT else dataclasses.replace(record, partition=GLOBAL_TASK)
         for record in scenario.records()
     ]
-    steps, history = run_steps(log, script, join.process, joiner)
+    stage = source_stage(scenario)
+    steps, history = run_steps(log, script, lambda record, ctx: join.process(stage(record), ctx), joiner)
     return Trace(scenario, steps, history)
 
 
@@ -257,8 +264,15 @@ def _run_foreign_key(scenario: Scenario, joiner: Callable[[Any, Any], Any]) -> T
                 since_commit[task] = 0
             _materialize(results, ctx, task, commit)
 
+    stage = source_stage(scenario)
     steps, history = run_steps(
-        log, scenario.script(), join.process, joiner, scheduler=scheduler, deliver=join.deliver, settle=settle
+        log,
+        scenario.script(),
+        lambda record, ctx: join.process(stage(record), ctx),
+        joiner,
+        scheduler=scheduler,
+        deliver=join.deliver,
+        settle=settle,
     )
     return Trace(scenario, steps, history)
 

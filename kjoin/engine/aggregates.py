@@ -1,4 +1,4 @@
-"""Run seed 000's aggregates and WTable joins, record by record: from a scenario
+"""Run the windowed-table design's aggregates and WTable joins, record by record: from a scenario
 (:func:`run_aggregate`, what :func:`kjoin.run` does with an
 :class:`~kjoin.scenario.AggregateSpec`) or from Python.
 
@@ -14,7 +14,7 @@ a :class:`~kjoin.trace.Trace` with one step per event and the state after every 
 * :func:`run_table_aggregate`: a KTable grouped by a field of its value and aggregated.
 * :func:`run_window_aggregate`: a stream aggregated in tumbling or hopping windows; the
   trace's :meth:`~kjoin.trace.AggregateTrace.wtable` is the resulting WTable.
-* :func:`run_wtable_join`: one of the WTable joins of seed 000 (see :mod:`kjoin.joins.wtable`).
+* :func:`run_wtable_join`: one of the WTable joins of the windowed-table design (see :mod:`kjoin.joins.wtable`).
 * :func:`run_hopping_join`: an inner stream-stream join over hopping windows.
 
 The processors are in :mod:`kjoin.joins` (``aggregate``, ``window_aggregate``, ``wtable``, ``hopping``,
@@ -111,7 +111,7 @@ JOINS = AGGREGATE_JOINS
 
 # -- a scenario ---------------------------------------------------------------------------
 def run_aggregate(spec: AggregateSpec, joiner: Callable[[Any, Any], Any] = default_joiner) -> AggregateTrace:
-    """Run a seed-000 scenario; ``joiner(left, right)`` makes a WTable join's result values."""
+    """Run a windowed-table scenario; ``joiner(left, right)`` makes a WTable join's result values."""
     events, partitions = spec.events, spec.partitions
     try:
         if spec.join == "table-aggregate":
@@ -135,12 +135,12 @@ def run_aggregate(spec: AggregateSpec, joiner: Callable[[Any, Any], Any] = defau
 
 
 def run_spec(data: Any, source: str | None = None) -> AggregateTrace:
-    """Validate and run a seed-000 scenario given as data (a dict as a scenario file holds)."""
+    """Validate and run a windowed-table scenario given as data (a dict as a scenario file holds)."""
     return run_aggregate(AggregateSpec.from_dict(data, source))
 
 
 def aggregate_processors(spec: AggregateSpec) -> tuple[str, Callable[..., Any]]:
-    """How an engine that runs tasks apart (Spark) builds a seed-000 scenario's processors.
+    """How an engine that runs tasks apart (Spark) builds a windowed-table scenario's processors.
 
     ``("task", (log, task) -> processor)`` for a windowed aggregate and the WTable joins: each
     task keeps its own stores and stream time, so tasks run independently. ``("scenario",
@@ -288,7 +288,8 @@ def run_wtable_join(
     segments: int | None = None,
     semantics: Semantics | str | None = None,
 ) -> AggregateTrace:
-    """Run one WTable join of seed 000. The WTable side(s) are windowed aggregates of the side's events.
+    """Run one WTable join of the windowed-table design. The WTable side(s) are windowed aggregates of the side's
+    events.
 
     * ``wtable-wtable``: both sides are streams aggregated in ``windows`` (the right in
       ``right_windows`` if given, with a ``shifter``); ``variant`` inner, left or outer.

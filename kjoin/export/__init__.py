@@ -20,12 +20,12 @@ the DSL and TopologyTestDriver cannot express), :mod:`~kjoin.export.topology` (t
 
 from .checks import kjoin_outputs
 from .java import class_name
-from .judges import JUDGES, SEED_000_JUDGE, ExportError, KafkaJudge, judge_of
+from .judges import JUDGES, WINDOWED_TABLE_JUDGE, ExportError, KafkaJudge, judge_of
 from .junit import export_junit
 
 __all__ = [
     "JUDGES",
-    "SEED_000_JUDGE",
+    "WINDOWED_TABLE_JUDGE",
     "ExportError",
     "KafkaJudge",
     "class_name",

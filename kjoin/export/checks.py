@@ -4,6 +4,7 @@ outputs the judging release would not give)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..engine import run
@@ -15,9 +16,11 @@ from .judges import ExportError, KafkaJudge
 __all__ = [
     "text",
     "kjoin_outputs",
-    "seed_000_outputs",
-    "check_seed_000",
+    "aggregate_outputs",
+    "check_aggregate",
     "check_expressible",
+    "check_fields",
+    "EXPORTED_FIELDS",
     "check_judge_agrees",
 ]
 
@@ -40,7 +43,7 @@ def kjoin_outputs(scenario: Scenario) -> list[list[tuple[str | None, str | None,
     return per_input
 
 
-def seed_000_outputs(spec: AggregateSpec) -> list[list[tuple[str | None, str | None, int]]]:
+def aggregate_outputs(spec: AggregateSpec) -> list[list[tuple[str | None, str | None, int]]]:
     per_event = []
     for step in run(spec).steps:
         records = []
@@ -55,13 +58,15 @@ def seed_000_outputs(spec: AggregateSpec) -> list[list[tuple[str | None, str | N
 
 
 # -- what the DSL and TopologyTestDriver can express ------------------------------------------------------------
-def check_seed_000(spec: AggregateSpec) -> None:
-    """Raise an ExportError for what of seed 000 today's DSL cannot build, or the harness has not proved."""
+def check_aggregate(spec: AggregateSpec) -> None:
+    """Raise an ExportError for what of the windowed-table design today's DSL cannot build, or the harness has not
+    proved."""
     join, data = spec.join, spec.data
     if data.get("window_shift_ms") is not None or join not in ("window-aggregate", "table-aggregate", "wtable-wtable"):
         what = "a window shifter" if join == "wtable-wtable" else "a window selector"
         raise ExportError(
-            f"join {join}: {what} (seed 000) never shipped in Kafka Streams; no Kafka Streams test can build it"
+            f"join {join}: {what} (the windowed-table design) never shipped in Kafka Streams; no Kafka Streams test "
+            "can build it"
         )
     for name, why in (
         ("right_window", "two WTables of different windows"),
@@ -80,9 +85,31 @@ def check_seed_000(spec: AggregateSpec) -> None:
         raise ExportError("aggregate: a wtable-wtable join is exported over two windowed counts only")
 
 
+EXPORTED_FIELDS = frozenset(
+    {
+        "join", "variant", "events", "semantics", "window", "partitions", "left", "right", "name", "foreign_key",
+        "grace_ms", "delivery", "hash_check", "versioned_mode", "self_join", "optimize", "then", "materialized",
+        "send_old_values", "caching", "commit_every", "arrival",
+    }
+)  # fmt: skip
+"""The scenario fields the exporter writes into a test or refuses below. A field it does not name is refused when
+set (:func:`check_fields`): an exported test would otherwise check Kafka against a scenario without it."""
+
+
+def check_fields(scenario: Scenario) -> None:
+    """Raise an ExportError naming the first field of ``scenario`` the exporter does not know that is set."""
+    for f in dataclasses.fields(scenario):
+        if f.name in EXPORTED_FIELDS:
+            continue
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if default is dataclasses.MISSING or getattr(scenario, f.name) != default:
+            raise ExportError(f"{f.name}: the exporter does not write this scenario field into a Kafka Streams test")
+
+
 def check_expressible(scenario: Scenario, judge: KafkaJudge) -> None:
     """Raise an ExportError naming the first thing of ``scenario`` that ``judge``'s DSL or TopologyTestDriver
     cannot express."""
+    check_fields(scenario)
     version = f"Kafka {judge.version}"
     if scenario.partitions != 1:
         raise ExportError(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..scenario import ScenarioError
 from ..semantics import Semantics, parse_semantics
 
-__all__ = ["ExportError", "KafkaJudge", "JUDGES", "SEED_000_JUDGE", "judge_of"]
+__all__ = ["ExportError", "KafkaJudge", "JUDGES", "WINDOWED_TABLE_JUDGE", "judge_of"]
 
 
 class ExportError(ScenarioError):
@@ -43,9 +43,9 @@ JUDGES = (
 )
 """Oldest first. Era 0.10.0 (Kafka 0.10.0 and 0.10.1) has none: TopologyTestDriver arrived in Kafka 1.1."""
 
-SEED_000_JUDGE = JUDGES[-1]
-"""kjoin models seed 000's aggregates and WTable joins as the latest Kafka does (KIP-904's one repartition record
-for an update within a group, 3.5+)."""
+WINDOWED_TABLE_JUDGE = JUDGES[-1]
+"""kjoin models the windowed-table design's aggregates and WTable joins as the latest Kafka does (KIP-904's one
+repartition record for an update within a group, 3.5+)."""
 
 
 def judge_of(semantics: Semantics) -> KafkaJudge:

@@ -13,14 +13,14 @@ from ..scenario.windowed import window_kind
 from .checks import (
     check_expressible,
     check_judge_agrees,
-    check_seed_000,
+    check_aggregate,
     kjoin_outputs,
-    seed_000_outputs,
+    aggregate_outputs,
     text,
 )
 from .java import INDENT, comment, imports, indented, java_long, java_string
-from .judges import SEED_000_JUDGE, ExportError, KafkaJudge, judge_of
-from .topology import seed_000_topology, summed_field, topology
+from .judges import WINDOWED_TABLE_JUDGE, ExportError, KafkaJudge, judge_of
+from .topology import aggregate_topology, summed_field, topology
 
 __all__ = ["export_junit"]
 
@@ -107,7 +107,7 @@ def _inputs(scenario: Scenario) -> list[_Input]:
     ]
 
 
-def _seed_000_inputs(spec: AggregateSpec) -> list[_Input]:
+def _aggregate_inputs(spec: AggregateSpec) -> list[_Input]:
     inputs = []
     for event, step in zip(spec.events, run(spec).steps):
         side = event.get("side", "left")
@@ -303,15 +303,15 @@ def export_junit(scenario: Any, name: str, source: str | None = None) -> str:
     name), for the Kafka version that judges its era. ``source`` names the scenario file in the header comment.
 
     Raises :class:`ExportError` when the scenario cannot be expressed (era 0.10.0, several partitions, explicit
-    foreign-key delivery, teaching switches, seed 000's shifters and selectors, APIs the judging version lacks) or
-    when kjoin's outputs for its semantics differ from kjoin's outputs for the judging version."""
+    foreign-key delivery, teaching switches, the windowed-table design's shifters and selectors, APIs the judging
+    version lacks) or when kjoin's outputs for its semantics differ from kjoin's outputs for the judging version."""
     source = source or f"{name}.yaml"
     application = "kjoin-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
     if isinstance(scenario, AggregateSpec):
-        return _export_seed_000(scenario, name, source, application)
+        return _export_aggregate(scenario, name, source, application)
     if not isinstance(scenario, Scenario):
         raise ExportError(
-            f"{source}: kjoin export --junit writes a test for one join scenario or a seed-000 aggregate, not a "
+            f"{source}: kjoin export --junit writes a test for one join scenario or a windowed-table aggregate, not a "
             f"{type(scenario).__name__}; a topology's test is not exported yet (run it with kjoin run, or judge it "
             "with make topology-check)"
         )
@@ -342,9 +342,9 @@ def export_junit(scenario: Any, name: str, source: str | None = None) -> str:
     )
 
 
-def _export_seed_000(spec: AggregateSpec, name: str, source: str, application: str) -> str:
-    check_seed_000(spec)
-    what = f"seed 000's {spec.join}"
+def _export_aggregate(spec: AggregateSpec, name: str, source: str, application: str) -> str:
+    check_aggregate(spec)
+    what = f"the windowed-table design's {spec.join}"
     if spec.join == "wtable-wtable":
         what += f" {spec.variant} join"
     final = spec.join == "window-aggregate" and spec.data.get("emit", "updates") == "final"
@@ -357,13 +357,15 @@ def _export_seed_000(spec: AggregateSpec, name: str, source: str, application: s
     sum_field = summed_field(spec)
     what += " (count)" if sum_field is None else f" (sum of {sum_field})"
     topics = ["left", "right"] if spec.join == "wtable-wtable" else ["left"]
-    judge = SEED_000_JUDGE
+    judge = WINDOWED_TABLE_JUDGE
     return _render(
         name,
-        _header(source, what, len(spec.events), "kjoin models seed 000 as the latest Kafka does", judge),
-        seed_000_topology(spec),
+        _header(
+            source, what, len(spec.events), "kjoin models the windowed-table design as the latest Kafka does", judge
+        ),
+        aggregate_topology(spec),
         _config(judge, application, (), False, False) + (EMIT_FINAL_CONFIG if final else []),
-        _drive(topics, _seed_000_inputs(spec), seed_000_outputs(spec)),
+        _drive(topics, _aggregate_inputs(spec), aggregate_outputs(spec)),
         spec.join == "table-aggregate",
         sum_field is not None,
     )

@@ -10,7 +10,7 @@ from ..scenario.windowed import window_kind
 from .java import INDENT, java_string, millis
 from .judges import KafkaJudge
 
-__all__ = ["STRING_SERDES", "JOIN_METHOD", "topology", "seed_000_topology", "summed_field"]
+__all__ = ["STRING_SERDES", "JOIN_METHOD", "topology", "aggregate_topology", "summed_field"]
 
 STRING_SERDES = "Serdes.String(), Serdes.String()"
 STORE = "Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as"
@@ -168,7 +168,7 @@ def topology(scenario: Scenario, judge: KafkaJudge) -> list[str]:
     return _foreign_key(scenario)
 
 
-# -- seed 000: the aggregates and the WTable join today's DSL builds ------------------------------------------
+# -- the windowed-table design: the aggregates and the WTable join today's DSL builds ---------------------------
 def summed_field(spec: AggregateSpec) -> str | None:
     aggregate = spec.data.get("aggregate", "count")
     return aggregate.get("sum") if isinstance(aggregate, dict) else None
@@ -228,7 +228,7 @@ def _windowed(spec: AggregateSpec, side: str, sum_field: str | None) -> list[str
 WINDOWED_KEY = 'window.key() + "@[" + window.window().start() + ", " + window.window().end() + ")"'
 
 
-def seed_000_topology(spec: AggregateSpec) -> list[str]:
+def aggregate_topology(spec: AggregateSpec) -> list[str]:
     sum_field = summed_field(spec)
     what = "count" if sum_field is None else f"sum of {sum_field}"
     if spec.join == "table-aggregate":

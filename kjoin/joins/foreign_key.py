@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..fates import Fate, Reason
+from ..join_model import Variant
 from ..partitioner import default_partition
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
@@ -80,7 +81,7 @@ class Subscription:
 
 
 def subscription_instructions(
-    old: Any, new: Any, fk_of: Any, variant: str, semantics: Semantics
+    old: Any, new: Any, fk_of: Any, variant: str | Variant, semantics: Semantics
 ) -> list[Subscription] | None:
     """The subscriptions for a left ``Change(new, old)``; ``None`` when the update is skipped
     for a null foreign key (Kafka: WARN and ``dropped-records``).
@@ -112,9 +113,10 @@ def subscription_instructions(
     """
     if old is None and new is None:
         return []
-    if variant == "left" and semantics.relaxed_null_keys:
+    variant = Variant(variant)
+    if variant is Variant.LEFT and semantics.relaxed_null_keys:
         return _left_join_instructions(old, new, fk_of, semantics)
-    if variant == "inner" and semantics.fk_inner_follows_null_foreign_keys:
+    if variant.inner and semantics.fk_inner_follows_null_foreign_keys:
         return _inner_join_instructions(old, new, fk_of)
     if old is None:
         fk_new = fk_of(new)
@@ -122,7 +124,7 @@ def subscription_instructions(
             return None
         first = (
             Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
-            if variant == "left"
+            if variant is Variant.LEFT
             else Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
         )
         return [Subscription(fk_new, first)]
@@ -313,7 +315,7 @@ class ForeignKeyJoin:
             partition = task.task if subscription.fk is None else self.partition_of(subscription.fk)
             wrapper = SubscriptionWrapper(digest, subscription.instruction, record.key, record.partition)
             ids.append(self._send(SUBSCRIPTION, partition, subscription.fk, wrapper, record.ts, ctx.index, ctx))
-        if self.variant == "inner" and record.value is not None and self.fk_of(record.value) is None:
+        if self.variant.inner and record.value is not None and self.fk_of(record.value) is None:
             ctx.settle(
                 Fate.STORED,
                 Reason.NULL_FOREIGN_KEY_UNSUBSCRIBED,
@@ -418,7 +420,7 @@ class ForeignKeyJoin:
                 f"; the right value {shown(response.foreign_value)} serializes to zero bytes, and a response writes "
                 "a missing right value as zero bytes too: Kafka cannot tell them apart and reads it as null"
             )
-        if foreign_value is None and (self.variant == "inner" or current_value is None):  # call the joiner (or not)
+        if foreign_value is None and (self.variant.inner or current_value is None):  # call the joiner (or not)
             ctx.emit_tombstone(pk, current_value, None, message.ts, origin_step=message.origin_step)
             ctx.settle(Fate.JOINED, None, f"{said}: no right value: tombstone.")
             return

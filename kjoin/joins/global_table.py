@@ -39,6 +39,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from ..fates import Fate, Reason
+from ..join_model import Variant
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
@@ -81,7 +82,7 @@ class GlobalTableJoin:
     def __init__(
         self,
         log: StateLog,
-        variant: str,
+        variant: str | Variant,
         semantics: Semantics,
         foreign_key: str | None = None,
         *,
@@ -90,7 +91,7 @@ class GlobalTableJoin:
     ) -> None:
         """``table``: a global store shared with other joins (a topology's; default: this join's own);
         ``select``: a key selector in place of ``foreign_key``'s field (``foreign_key`` then only names it)."""
-        self.variant = variant
+        self.variant = Variant(variant)
         self.semantics = semantics
         self.path = foreign_key
         self.select = select or key_selector(foreign_key)
@@ -139,7 +140,7 @@ class GlobalTableJoin:
             self._join_before_2_7(record, ctx)
             return
         selected = self._selected(record)
-        if self.variant == "left" and record.value is not None:
+        if self.variant.outer(Side.LEFT) and record.value is not None:
             if record.key is None and self.semantics.relaxed_null_keys:
                 self._join(record, selected, ctx, "a left join joins a null-key record, KIP-962")
                 return
@@ -165,7 +166,7 @@ class GlobalTableJoin:
             ctx.drop(Reason.NULL_VALUE, lambda: f"{record.describe()} has a null value: skipped.")
             return
         selected = self._selected(record)
-        if selected is None and self.variant == "inner":
+        if selected is None and self.variant.inner:
             ctx.settle(
                 Fate.NO_MATCH,
                 Reason.NULL_JOIN_KEY,
@@ -206,7 +207,7 @@ class GlobalTableJoin:
             )
         if why:
             looked = f"{looked} ({why})"
-        if found is None and self.variant == "inner":
+        if found is None and self.variant.inner:
             ctx.settle(Fate.NO_MATCH, Reason.NO_PARTNER, f"{looked}; inner join: no output.")
             return
         kind = OutputKind.JOINED if found else (OutputKind.NULL_KEY if record.key is None else OutputKind.UNMATCHED)

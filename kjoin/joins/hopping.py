@@ -1,6 +1,6 @@
 """A stream-stream inner join over hopping windows: one output per pair, or one per shared window.
 
-Seed 000 asks what a join over hopping windows should emit when two records share several
+The windowed-table design asks what a join over hopping windows should emit when two records share several
 windows (r1 in w1, w2, w3 and r2 in w2, w3, w4 share w2 and w3). Emitting once per shared
 window makes the number of duplicates depend on the window layout; the seed chooses one output
 per matching pair, whatever the number of shared windows. Kafka followed it: a

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..join_model import TableOptions, Variant
 from ..semantics import Semantics
 
 __all__ = ["TableOptions", "ForeignKeyOptions"]
@@ -20,19 +21,11 @@ def _as_is(key: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class TableOptions:
-    """Options of one input table (``left:``/``right:`` in a scenario)."""
-
-    versioned: bool = False
-    history_retention_ms: int | None = None
-
-
-@dataclass(frozen=True)
 class ForeignKeyOptions:
     """What a foreign-key join's tasks need: the variant and era, the extractor's field path
     into the left value, whether stale responses are detected by hash, and both tables."""
 
-    variant: str
+    variant: Variant
     semantics: Semantics
     foreign_key: str
     hash_check: bool = True
@@ -41,3 +34,6 @@ class ForeignKeyOptions:
     key_of: Callable[[Any], Any] = _as_is
     """The key kjoin stores for an extracted foreign key (the records' keys went through the same
     function: :meth:`kjoin.Scenario.key_function`), so foreign keys compare by their bytes."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "variant", Variant(self.variant))  # a scenario's text, as its member

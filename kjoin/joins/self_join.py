@@ -37,6 +37,8 @@ SELF_WINDOW = "self window"
 class OptimizedSelfJoin:
     """One task's inner self-join over a single window store."""
 
+    REASONS = frozenset({Reason.NULL_KEY, Reason.NULL_VALUE, Reason.EXPIRED, Reason.NO_PARTNER})
+
     def __init__(self, log: StateLog, task: int, window: JoinWindows, semantics: Semantics) -> None:
         self.window = window
         self.semantics = semantics

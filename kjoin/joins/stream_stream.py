@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..fates import Fate, Reason
+from ..join_model import DEFAULT_GRACE_OF_DEPRECATED_API_MS, JoinWindows, Variant
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
@@ -43,7 +44,6 @@ from .context import StepContext
 
 __all__ = ["JoinWindows", "StreamStreamJoin", "InstanceTimes", "DEFAULT_GRACE_OF_DEPRECATED_API_MS"]
 
-DEFAULT_GRACE_OF_DEPRECATED_API_MS = 24 * 60 * 60 * 1000
 STREAM_TIME = "stream time"
 OUTER_MIN_TIME = "outer-join buffer min time"
 INSTANCE_TIME_TRACKER = "time tracker of every task"
@@ -68,36 +68,6 @@ class InstanceTimes:
 
 
 @dataclass(frozen=True)
-class JoinWindows:
-    """A join window: ``before_ms``/``after_ms`` around each left record, and ``grace_ms``.
-
-    ``grace_ms=None`` stands for the deprecated ``JoinWindows.of(...)`` API: its grace is
-    ``max(24h - (before + after), 0)``, and it keeps the eager (pre-3.1) left/outer results.
-    ``spurious_result_fix=False`` does the same for an explicit grace (``of(...).grace(g)``).
-    """
-
-    before_ms: int
-    after_ms: int
-    grace_ms: int | None = None
-    spurious_result_fix: bool | None = None
-
-    @property
-    def effective_grace_ms(self) -> int:
-        if self.grace_ms is not None:
-            return self.grace_ms
-        return max(DEFAULT_GRACE_OF_DEPRECATED_API_MS - self.before_ms - self.after_ms, 0)
-
-    @property
-    def retention_ms(self) -> int:
-        """Each window store keeps before + after + grace."""
-        return self.before_ms + self.after_ms + self.effective_grace_ms
-
-    @property
-    def deprecated_api(self) -> bool:
-        return self.grace_ms is None or self.spurious_result_fix is False
-
-
-@dataclass(frozen=True)
 class _JoinSide:
     """The view of the window from one side: how far to look back and ahead, and whether
     this side is an outer side (its unmatched records still produce a result)."""
@@ -116,11 +86,22 @@ class StreamStreamJoin:
     """One task's stream-stream join: two window stores, stream time, and (3.1+ left/outer)
     the shared outer-join buffer."""
 
+    REASONS = frozenset(
+        {
+            Reason.NULL_KEY,
+            Reason.NULL_VALUE,
+            Reason.NO_PARTNER,
+            Reason.WINDOW_OPEN,
+            Reason.NOT_A_TRIGGER,
+            Reason.EXPIRED,
+        }
+    )
+
     def __init__(
         self,
         log: StateLog,
         task: int,
-        variant: str,
+        variant: str | Variant,
         window: JoinWindows,
         semantics: Semantics,
         prefix: str = "",
@@ -129,7 +110,7 @@ class StreamStreamJoin:
         """``prefix`` names the stores of a join further down a chain (``"join 2: "``). ``instance``: the time
         trackers of the application instance this task runs in, shared with its other tasks where Kafka shares
         them (before KAFKA-14862); ``None``: the task is alone in its instance (as TopologyTestDriver runs it)."""
-        self.variant = variant
+        self.variant = variant = Variant(variant)
         self.window = window
         self.semantics = semantics
         self.clock = Clock(log, task, f"{prefix}{CLOCK}")
@@ -146,10 +127,10 @@ class StreamStreamJoin:
             for side in Side
         }
         self.sides = {
-            Side.LEFT: _JoinSide(Side.LEFT, window.before_ms, window.after_ms, variant in ("left", "outer")),
-            Side.RIGHT: _JoinSide(Side.RIGHT, window.after_ms, window.before_ms, variant == "outer"),
+            Side.LEFT: _JoinSide(Side.LEFT, window.before_ms, window.after_ms, variant.outer(Side.LEFT)),
+            Side.RIGHT: _JoinSide(Side.RIGHT, window.after_ms, window.before_ms, variant.outer(Side.RIGHT)),
         }
-        holds_unmatched = variant != "inner" and semantics.spurious_result_fix and not window.deprecated_api
+        holds_unmatched = not variant.inner and semantics.spurious_result_fix and not window.deprecated_api
         self.buffer = OuterJoinBuffer(log, task, f"{prefix}{OUTER_BUFFER}") if holds_unmatched else None
         shared = holds_unmatched and instance is not None and not semantics.outer_join_time_per_task
         self.times = instance.clock(prefix) if shared else self.clock
@@ -177,7 +158,7 @@ class StreamStreamJoin:
                 return
             stream_time = self.times.advance(STREAM_TIME, record.ts)
         if self.buffer is not None and record.ts == stream_time:
-            self._emit_closed_windows(side, stream_time, ctx)
+            self.sweep_outer_buffer(side, stream_time, ctx)
         partners = self._look_up(side, record)
         self._join(side, record, partners, ctx)
         if not partners:
@@ -322,8 +303,12 @@ class StreamStreamJoin:
         """``"the instance's "`` when the stream time is the instance's (shared by its tasks, before KAFKA-14862)."""
         return "the instance's " if self.times is not self.clock else ""
 
-    def _emit_closed_windows(self, side: _JoinSide, stream_time: int, ctx: StepContext) -> None:
+    def sweep_outer_buffer(self, side: _JoinSide, stream_time: int, ctx: StepContext) -> None:
         """Kafka's ``emitNonJoinedOuterRecords``: emit every buffered record whose window has closed.
+
+        A hook: a record of ``side`` that moved stream time to ``stream_time`` calls it before its lookup. A replay
+        of some of a task's records (:class:`kjoin.spark.debug.why.ReplayedSweepJoin`) overrides it to release what
+        the whole task's run released (:meth:`release_held`), since the gate and the stop depend on every key.
 
         The sweep is gated by the buffer's min time (the smallest ts put since the last sweep,
         ``None`` standing for Kafka's ``Long.MAX_VALUE``): it runs only if a record that old,
@@ -337,7 +322,7 @@ class StreamStreamJoin:
         (``ListValueStore.all()``) yields each value of a list on its own. So when a list of
         several values is the second side's first open group, the sweep stops at its next value
         and leaves the min time at that group's ts, not at the ts of the group after it (which
-        could keep the next sweep's gate shut: issue 32).
+        could keep the next sweep's gate shut).
         """
         grace = self.window.effective_grace_ms
         per_side = self.semantics.outer_join_sweep_per_side
@@ -363,6 +348,15 @@ class StreamStreamJoin:
                     break  # the group's next value is the next entry: the min time stays at ts
                 continue
             self._release(records, closes_at, stream_time, ctx)
+
+    def release_held(self, origin_steps: frozenset[int], side: _JoinSide, stream_time: int, ctx: StepContext) -> None:
+        """Emit with null, and delete from the outer-join buffer, every group holding a record of ``origin_steps``
+        (the steps that buffered them), as a sweep by a record of ``side`` at ``stream_time`` would."""
+        if self.buffer is None:
+            return
+        for _, records in self.buffer.groups():
+            if any(r.origin_step in origin_steps for r in records):
+                self._release(records, self._sweep_close(side, records[0]), stream_time, ctx)
 
     def _sweep_close(self, side: _JoinSide, entry: BufferedRecord) -> int:
         """The time after which a sweep run by a record of ``side`` emits ``entry``. 3.8+: each
@@ -418,7 +412,7 @@ class StreamStreamJoin:
             ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} has a null key: skipped.")
             return
         side = self.sides[record.side]
-        left_join = self.variant == "left"
+        left_join = self.variant is Variant.LEFT
         if left_join and record.side is Side.RIGHT:
             ctx.settle(
                 Fate.STORED,
@@ -432,7 +426,7 @@ class StreamStreamJoin:
         else:
             partners = self._look_up(side, record)
             self._join(side, record, partners, ctx)
-            outer_side = self.variant == "outer" or (left_join and record.side is Side.LEFT)
+            outer_side = self.variant.outer(record.side)
             if not partners and outer_side:
                 left, right = side.pair(record.value, None)
                 ctx.emit(OutputKind.UNMATCHED, record.key, left, right, record.ts)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..fates import Fate, Reason
+from ..join_model import Variant
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
@@ -37,9 +38,13 @@ class StreamTableJoin:
     buffer); the skip rules and calling the joiner are written once, here.
     """
 
-    def __init__(self, log: StateLog, task: int, variant: str, semantics: Semantics, table: Any = None) -> None:
+    REASONS = frozenset({Reason.NULL_KEY, Reason.NULL_VALUE, Reason.NO_PARTNER, Reason.TABLE_UPDATE})
+
+    def __init__(
+        self, log: StateLog, task: int, variant: str | Variant, semantics: Semantics, table: Any = None
+    ) -> None:
         """``table``: the right table's store, when it is not a plain one (a versioned table)."""
-        self.variant = variant
+        self.variant = Variant(variant)
         self.semantics = semantics
         self.table = table if table is not None else TableStore(log, task, Side.RIGHT, sends_old_values=False)
 
@@ -76,7 +81,7 @@ class StreamTableJoin:
     # -- skip rules -----------------------------------------------------------------------
     def _join_stream_record(self, record: Record, ctx: StepContext) -> None:
         if record.key is None:
-            if self.variant == "left" and record.value is not None and self.semantics.relaxed_null_keys:
+            if self.variant.outer(Side.LEFT) and record.value is not None and self.semantics.relaxed_null_keys:
                 self._join_null_key(record, ctx)
                 return
             ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} has a null key: skipped.")
@@ -117,7 +122,7 @@ class StreamTableJoin:
         note what an earlier record (``origin_step``, leaving a grace buffer) did."""
         own = origin_step is None or origin_step == ctx.index
         found, looked = self._look_up(record, None if own else origin_step)
-        if found is None and self.variant == "inner":
+        if found is None and self.variant.inner:
             _tell(ctx, own, Fate.NO_MATCH, Reason.NO_PARTNER, lambda: f"{looked(True)}; inner join: no output.")
             return
         kind = OutputKind.JOINED if found else OutputKind.UNMATCHED

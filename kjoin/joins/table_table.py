@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..fates import Fate, Reason
+from ..join_model import Variant
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
@@ -90,8 +91,8 @@ class _TableSide:
         return self.follows_other or other[0] is not None
 
 
-def _sides(variant: str) -> dict[Side, _TableSide]:
-    left_outer, right_outer = variant in ("left", "outer"), variant == "outer"
+def _sides(variant: Variant) -> dict[Side, _TableSide]:
+    left_outer, right_outer = variant.outer(Side.LEFT), variant.outer(Side.RIGHT)
     return {
         Side.LEFT: _TableSide(Side.LEFT, left_outer, right_outer),
         Side.RIGHT: _TableSide(Side.RIGHT, right_outer, left_outer),
@@ -106,11 +107,13 @@ class TableTableJoin:
     this join's results carry ``Change.old`` (and both parents then send old values too).
     """
 
+    REASONS = frozenset({Reason.NULL_KEY, Reason.NO_PARTNER, Reason.NOTHING_TO_DELETE})
+
     def __init__(
         self,
         log: StateLog,
         task: int,
-        variant: str,
+        variant: str | Variant,
         semantics: Semantics,
         sends_old_values: bool = False,
         left: Any = None,
@@ -120,10 +123,10 @@ class TableTableJoin:
         """``left``/``right``: parents other than a new plain source table (an upstream join,
         or a source shared with an upstream join); ``sources``: source stores to use instead
         of plain ones (versioned tables)."""
-        self.variant = variant
+        self.variant = Variant(variant)
         self.semantics = semantics
         self.sends_old_values = sends_old_values
-        self.sides = _sides(variant)
+        self.sides = _sides(self.variant)
         self.tables: dict[Side, Any] = {}  # this join's own source tables
         self.parents: dict[Side, Any] = {}
         given = {Side.LEFT: left, Side.RIGHT: right}

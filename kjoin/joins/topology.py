@@ -68,6 +68,8 @@ class SelfJoin:
     """``s.join(s)`` without the single-store optimization: one window store per side, both
     holding every record; each record is processed as a left record, then as a right record."""
 
+    REASONS = StreamStreamJoin.REASONS
+
     def __init__(self, join: StreamStreamJoin) -> None:
         self.join = join
 
@@ -85,6 +87,8 @@ class SelfJoin:
 class StreamChain:
     """``a.join(b).join(b)…``: stage 0 joins left with right; stage ``i`` joins the results of
     stage ``i - 1`` (as its left input) with the right input again."""
+
+    REASONS = StreamStreamJoin.REASONS
 
     def __init__(self, stages: list[StreamStreamJoin]) -> None:
         self.stages = stages
@@ -206,6 +210,8 @@ class TablePipeline:
     ``result``); a task commits after every ``commit_every`` of its
     records (Kafka's TopologyTestDriver commits after every record).
     """
+
+    REASONS = frozenset(Reason)  # its stages, sources, caches and result stores: any reason a table join gives
 
     def __init__(
         self,

@@ -37,6 +37,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..fates import Fate, Reason
+from ..join_model import Variant
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
@@ -53,11 +54,13 @@ __all__ = ["VersionedStreamTableJoin", "VersionedTableTableJoin"]
 class VersionedStreamTableJoin(StreamTableJoin):
     """One task's stream-table join against a versioned table, with an optional grace buffer."""
 
+    REASONS = StreamTableJoin.REASONS | {Reason.EXPIRED_PUT, Reason.GRACE_PERIOD, Reason.NULL_KEY_IN_GRACE_BUFFER}
+
     def __init__(
         self,
         log: StateLog,
         task: int,
-        variant: str,
+        variant: str | Variant,
         semantics: Semantics,
         history_retention_ms: int,
         grace_ms: int | None,
@@ -160,11 +163,13 @@ class VersionedTableTableJoin(TableTableJoin):
     a versioned table differs (it can refuse an update, or store it as an older version);
     looking up and calling the joiner are the unversioned join's."""
 
+    REASONS = TableTableJoin.REASONS | {Reason.EXPIRED_PUT, Reason.OUT_OF_ORDER_VERSION}
+
     def __init__(
         self,
         log: StateLog,
         task: int,
-        variant: str,
+        variant: str | Variant,
         semantics: Semantics,
         left: TableOptions,
         right: TableOptions,

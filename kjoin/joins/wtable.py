@@ -1,4 +1,4 @@
-"""The WTable joins of seed 000's API, each over a windowed aggregate built in the same task.
+"""The WTable joins of the windowed-table design's API, each over a windowed aggregate built in the same task.
 
 A WTable is only ever the result of a windowed aggregate, so each join here owns the
 aggregate(s) of its WTable side(s): a WTable side's input events are stream records, and every
@@ -41,6 +41,7 @@ from typing import Any, Callable
 
 from ..stores.segmented_window import SegmentLayout
 from ..fates import Fate, Reason
+from ..join_model import Variant
 from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics, parse_semantics
 from ..state import StateLog
@@ -155,7 +156,7 @@ class WTableWTableJoin(_WTableJoin):
         self,
         log: StateLog,
         task: int,
-        variant: str,
+        variant: str | Variant,
         left_windows: TimeWindows,
         right_windows: TimeWindows,
         left_aggregation: Aggregation,
@@ -176,7 +177,7 @@ class WTableWTableJoin(_WTableJoin):
                 "a wtable-wtable join on the same window needs the same windows on both sides "
                 f"({left_windows.describe()} vs {right_windows.describe()}); give a shifter otherwise"
             )
-        self.variant = variant
+        self.variant = Variant(variant)
         self.shifter = shifter
         if self_join:
             self.left = self.right = WindowAggregate(
@@ -207,7 +208,7 @@ class WTableWTableJoin(_WTableJoin):
         target = self._target(window)
         other, said = self._lookup(self.right, update.key, target)
         looked = f"left {update.key}@{window} = {render_value(update.value)} looks up right @{target}: found {said}"
-        if other is None and self.variant == "inner":
+        if other is None and self.variant.inner:
             ctx.note(f"{looked}; inner join: no output.")
             return
         kind = OutputKind.JOINED if other is not None else OutputKind.UNMATCHED
@@ -231,7 +232,7 @@ class WTableWTableJoin(_WTableJoin):
         looked = f"right {update.key}@{window} = {render_value(update.value)} looks for left windows"
         if not partners:
             said = "none" if said == "nothing" else said
-            if self.variant == "outer":
+            if self.variant.outer(Side.RIGHT):
                 output = ctx.emit(OutputKind.UNMATCHED, Windowed(update.key, window), None, update.value, update.ts)
                 ctx.note(f"{looked}: {said}; outer join: joiner called: {render_value(output.value)}.")
             else:
@@ -433,7 +434,7 @@ def wtable_join_factory(
     (the arguments of :func:`kjoin.engine.aggregates.run_wtable_join`)."""
     if join not in WTABLE_JOINS:
         raise ValueError(f"join must be one of {', '.join(WTABLE_JOINS)}, not {join!r}")
-    if variant not in ("inner", "left", "outer"):
+    if variant not in tuple(Variant):
         raise ValueError(f"variant must be inner, left or outer, not {variant!r}")
     if join != "wtable-wtable" and variant != "left":
         raise ValueError(f"{join} exists only as a left join in the seed's API, not {variant}")

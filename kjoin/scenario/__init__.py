@@ -50,7 +50,7 @@ The package, one concern a module: :mod:`~kjoin.scenario.fields` (the allowed va
 value objects), :mod:`~kjoin.scenario.model` (the :class:`Scenario`), :mod:`~kjoin.scenario.parsing`
 (documents in and out), :mod:`~kjoin.scenario.rules` (the rules between fields) and
 :mod:`~kjoin.scenario.builders` (scenarios from records, notation, frames; partitions and
-offsets); :mod:`~kjoin.scenario.aggregate` describes seed 000's six joins (an
+offsets); :mod:`~kjoin.scenario.aggregate` describes the windowed-table design's six joins (an
 :class:`AggregateSpec`, its own fields). A new field is declared in ``model`` (its values in
 ``fields``), read and written in ``parsing``, and checked against the others in ``rules``.
 """
@@ -65,7 +65,9 @@ from .fields import DeliveryMode, JoinKind, Variant, VersionedMode  # the Litera
 from .fields import CACHING_STORES, DELIVER_SELECTORS, DELIVERY_MODES, JOINS, MAX_TIMESTAMP_MS  # the allowed values
 from .fields import VARIANTS, VERSIONED_MODES
 from .model import Scenario
-from .aggregate import AGGREGATE_JOINS, AggregateConfig, AggregateSpec  # seed 000's aggregates and WTable joins
+
+# the windowed-table design's aggregates and WTable joins
+from .aggregate import AGGREGATE_JOINS, AggregateConfig, AggregateSpec
 from .inputs import read_document
 
 __all__ = [
@@ -114,8 +116,8 @@ def load_scenario(path: str | Path) -> Scenario | AggregateSpec:
 
 
 def scenario_from_document(data: Any, source: str | None = None) -> Scenario | AggregateSpec:
-    """A read document as a scenario: an :class:`~kjoin.scenario.aggregate.AggregateSpec` for seed 000's joins,
-    else a :class:`Scenario` (``source``: the file, for errors)."""
+    """A read document as a scenario: an :class:`~kjoin.scenario.aggregate.AggregateSpec` for the windowed-table
+    design's joins, else a :class:`Scenario` (``source``: the file, for errors)."""
     if isinstance(data, dict) and data.get("join") in AGGREGATE_JOINS:
         return AggregateSpec.from_dict(data, source=source)
     return Scenario.from_dict(data, source=source)

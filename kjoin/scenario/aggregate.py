@@ -1,4 +1,4 @@
-"""Seed 000's joins as declarative data: the scenario fields of ``table-aggregate``,
+"""The windowed-table design's joins as declarative data: the scenario fields of ``table-aggregate``,
 ``window-aggregate`` and the four WTable joins, validated with errors that name the field.
 
 This is the part of the scenario format that :func:`kjoin.load_scenario` (and so ``kjoin
@@ -61,11 +61,12 @@ __all__ = [
 ]
 
 AGGREGATE_JOINS = ("table-aggregate", "window-aggregate", *WTABLE_JOINS)
-"""Seed 000's joins: the two aggregates and the four WTable joins."""
+"""The windowed-table design's joins: the two aggregates and the four WTable joins."""
 JOINS = AGGREGATE_JOINS
 HOPPING_JOIN = "hopping-join"
 HOPPING_JOIN_ELSEWHERE = (
-    "join: hopping-join (seed 000's stream-stream join over hopping windows, one output per matching pair) is a "
+    "join: hopping-join (the windowed-table design's stream-stream join over hopping windows, one output per "
+    "matching pair) is a "
     "teaching contrast that runs from Python only: kjoin.engine.aggregates.run_hopping_join(events, "
     'TimeWindows(size_ms, advance_ms), per="pair") (per="window": one output per shared window; '
     "hopping_join_counts(events, windows) gives both counts). No Kafka Streams DSL builds it, so a scenario file "
@@ -120,7 +121,7 @@ _ALLOWED = {
 
 @dataclass(frozen=True)
 class AggregateSpec:
-    """A validated seed-000 scenario: the join, its options and its events."""
+    """A validated windowed-table scenario: the join, its options and its events."""
 
     join: str
     variant: str
@@ -141,14 +142,15 @@ class AggregateSpec:
                 raise fail(HOPPING_JOIN_ELSEWHERE)
             if join in PRIMARY_JOINS:
                 raise fail(
-                    f"join: {join!r} is a join of kjoin.Scenario (Scenario.from_dict), not one of seed 000's "
+                    f"join: {join!r} is a join of kjoin.Scenario (Scenario.from_dict), not one of the windowed-table "
+                    "design's "
                     f"({', '.join(JOINS)}); kjoin.load_scenario and kjoin run read either"
                 )
             unknown_field("", data, AGGREGATE_FIELDS)
             if not isinstance(join, str) or join not in JOINS:
                 raise fail(
                     f"join: {join!r} is not one of {', '.join(JOINS)}{did_you_mean(join, (*JOINS, *PRIMARY_JOINS))} "
-                    f"(seed 000's joins; kjoin.Scenario's are {', '.join(PRIMARY_JOINS)})"
+                    f"(the windowed-table design's joins; kjoin.Scenario's are {', '.join(PRIMARY_JOINS)})"
                 )
             extra = sorted(set(data) - _ALLOWED[join] - {"join", "variant", "semantics", "partitions", "events"})
             if extra:
@@ -361,7 +363,7 @@ _EVENT_FIELDS = {"side", "key", "value", "ts", "partition"}
 
 
 def _check_event(event: Any, index: int, partitions: int, join: str, self_join: bool) -> None:
-    """One event of a seed-000 scenario: side, key, value, ts and optionally partition. ``side`` is required in a
+    """One event of a windowed-table scenario: side, key, value, ts and optionally partition. ``side`` is required in a
     join of two inputs; an aggregate has one input, so its events need no side (any side is a record of that
     input); a self-join's one input is the left, so ``side: right`` is refused there."""
     one_input = join in ("table-aggregate", "window-aggregate") or self_join
@@ -404,7 +406,7 @@ def _check_event(event: Any, index: int, partitions: int, join: str, self_join: 
 
 @dataclass(frozen=True)
 class AggregateConfig:
-    """What a seed-000 run was asked to do (the trace's ``scenario``): the join name, variant and
+    """What a windowed-table run was asked to do (the trace's ``scenario``): the join name, variant and
     the options that change its outputs (``windows``, ``layout``, ``shifter``, ``selector``, ...)."""
 
     join: str
@@ -414,7 +416,7 @@ class AggregateConfig:
 
 
 def event_records(events: Iterable[Mapping[str, Any]], partitions: int, default_side: Side = Side.LEFT) -> list[Record]:
-    """Seed-000 events (``{side, key, value, ts[, partition]}``, ``side`` optional where there is one
+    """Windowed-table events (``{side, key, value, ts[, partition]}``, ``side`` optional where there is one
     input) as records, each on its ``partition`` or the one Kafka's default partitioner gives its key."""
     events = list(events)
     key_of = kafka_keys(event.get("key") for event in events if isinstance(event, Mapping))

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Literal, get_args
 
-from ..joins.options import TableOptions
-from ..joins.stream_stream import JoinWindows
+from ..join_model import JoinWindows, TableOptions
 from ..records import Side
 
 __all__ = [

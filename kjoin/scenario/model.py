@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping
 
-from ..joins.stream_stream import JoinWindows
+from ..join_model import JoinWindows
 from ..records import Record
 from ..semantics import Semantics, parse_semantics
 from . import builders, parsing

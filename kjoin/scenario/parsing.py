@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ..joins.stream_stream import JoinWindows
+from ..join_model import JoinWindows
 from ..records import Side
 from ..semantics import parse_semantics
 from .aggregate import AGGREGATE_JOINS, HOPPING_JOIN, HOPPING_JOIN_ELSEWHERE

@@ -35,7 +35,8 @@ def check_scenario(scenario: Scenario) -> None:
         raise ScenarioError(HOPPING_JOIN_ELSEWHERE)
     if scenario.join in AGGREGATE_JOINS:
         raise ScenarioError(
-            f"join: {scenario.join!r} is one of seed 000's joins, which a kjoin.Scenario does not hold: build it with "
+            f"join: {scenario.join!r} is one of the windowed-table design's joins, which a kjoin.Scenario does not "
+            "hold: build it with "
             "kjoin.scenario.AggregateSpec.from_dict(data) (kjoin.load_scenario and kjoin run read either)"
         )
     check_choice("join", scenario.join, JOINS)

@@ -46,8 +46,8 @@ from .passes import split
 from .passes.merge import HELD_ROWS_CONF, held_rows
 from .passes.plans import Feed, Inputs, execute, odd_keys, paired_results
 from .passes.task import json_text
-from .result import OpenedRun, SparkRun
-from .spec import JoinSpec, join_scenario
+from .result import OpenedRun, Rejoin, SparkRun
+from .spec import JoinSpec, join_scenario, refuse_unknown_fields
 from .ties import with_tie_rank
 
 __all__ = ["run_join", "run_scenarios", "open_run"]
@@ -126,22 +126,48 @@ def run_join(
     )
     inputs_of = Inputs(key_type, value_type, json_keys=False, json_values=json_values, joiner=joiner)
     results, chosen = execute(feed, {0: spec}, inputs_of, method)
-    result = SparkRun(records, results, {0: config}, False, json_values, method=chosen)
-    result.key_buckets = buckets
-    result.inputs = inputs
-    result._spark_partitions = spark_partitions or partitions
-    again = {"joiner": joiner, "spark_partitions": spark_partitions, "method": method, "key_split": key_split}
-    kept_options = {k: v for k, v in (options or {}).items() if k != "arrival"} or None
-    result._rerun_with = lambda **changed: run_join(
-        left,
-        right,
-        join,
-        variant,
-        **{"semantics": semantics, "window": window, "options": kept_options, **again, **changed},
+    arguments = {"semantics": semantics, "window": window, "options": options, "joiner": joiner}
+    arguments.update(spark_partitions=spark_partitions, method=method, key_split=key_split)
+    rejoin = _rejoin(
+        (left, right, join, variant),
+        arguments,
+        config,
+        partitions,
+        lambda second: paired_results(feed, spec, JoinSpec.of(second), inputs_of, method),
     )
-    result._rerun = lambda other, settings: run_join(
-        left, right, join, variant, semantics=other, **again, **_with_settings(config, settings)
+    return SparkRun(
+        records,
+        results,
+        {0: config},
+        False,
+        json_values,
+        method=chosen,
+        inputs=inputs,
+        key_buckets=buckets,
+        spark_partitions=spark_partitions or partitions,
+        rejoin=rejoin,
     )
+
+
+def _rejoin(
+    join_of: tuple[Topic, Topic, str, str],
+    arguments: Mapping[str, Any],
+    config: Scenario,
+    partitions: int,
+    pair: Callable[[Scenario], Any],
+) -> Rejoin:
+    """How the result of ``run_join(*join_of, **arguments)`` (its scenario ``config``) joins its topics again;
+    ``pair(second)``: both joins and their comparison in one pass."""
+    left, right, join, variant = join_of
+    again = {name: arguments[name] for name in ("joiner", "spark_partitions", "method", "key_split")}
+    kept_options = {k: v for k, v in (arguments["options"] or {}).items() if k != "arrival"} or None
+
+    def with_arguments(**changed: Any) -> SparkRun:
+        same = {"semantics": arguments["semantics"], "window": arguments["window"], "options": kept_options}
+        return run_join(left, right, join, variant, **{**same, **again, **changed})
+
+    def under(other: Semantics, settings: Mapping[str, Any]) -> SparkRun:
+        return run_join(left, right, join, variant, semantics=other, **again, **_with_settings(config, settings))
 
     def paired(other: Semantics, settings: Mapping[str, Any]) -> Any:
         turned = _with_settings(config, settings)
@@ -149,10 +175,9 @@ def run_join(
         second = _join_scenario(join, variant, str(other), window_of, partitions, turned["options"])
         if config.arrival is not None or second.arrival is not None:
             return None  # an arrival orders each task its own way: the diff joins twice
-        return paired_results(feed, spec, JoinSpec.of(second), inputs_of, method)
+        return pair(second)
 
-    result._paired = paired
-    return result
+    return Rejoin(with_arguments, under, paired)
 
 
 def _semantics_text(semantics: Any) -> str | None:
@@ -210,9 +235,7 @@ def _with_settings(config: Scenario, settings: Mapping[str, Any]) -> dict[str, A
 def with_arrival(result: SparkRun, arrival: Mapping[str, Any] | None) -> SparkRun:
     """``result``'s topics joined again with ``arrival`` (a :func:`run_join` result only): the what-if of
     :meth:`SparkRun.with_arrival`."""
-    if result._rerun_with is None:
-        raise SparkInputError("with_arrival: only a run_join result can be joined again (it keeps its topics)")
-    return result._rerun_with(arrival=arrival)
+    return result.with_arrival(arrival)
 
 
 def _join_scenario(
@@ -386,6 +409,7 @@ def run_scenarios(
     # send each other messages; a stream-stream join's tasks may share an instance's time tracker (tasks_share_time).
     fk_rows: list[tuple] = []
     for scenario_id, scenario in enumerate(scenarios):
+        refuse_unknown_fields(scenario)  # a field Spark would ignore: kjoin's error, before any pass
         configs[scenario_id] = scenario
         if fk_task.runs_whole(scenario):
             fk_rows += fk_task.script_rows(scenario_id, scenario)
@@ -455,9 +479,7 @@ def _primary_key_joins(
     inputs = Inputs("string", "string", json_keys=True, json_values=True, joiner=joiner, odd_keys=odd_keys(chosen))
     per_task = len(rows) / max(1, tasks)
     results, used = execute(feed, specs, inputs, method, records_per_task=per_task)
-    run = SparkRun(records, results, chosen, True, True, method=used)
-    run.key_buckets = buckets
-    return run
+    return SparkRun(records, results, chosen, True, True, method=used, key_buckets=buckets)
 
 
 def _window_option(join: str, window: Any) -> JoinWindows | Mapping[str, Any] | None:
@@ -542,9 +564,16 @@ def open_run(where: Any, path: str | None = None, *, spark: Any = None) -> "Spar
             F.lit(0).alias("_tie"),
             F.lit(0).alias("_side_rank"),
         )
-    run = OpenedRun(records, None, scenarios, manifest["json_keys"], manifest["json_values"], manifest["method"])
+    run = OpenedRun(
+        records,
+        None,
+        scenarios,
+        manifest["json_keys"],
+        manifest["json_values"],
+        manifest["method"],
+        spark_partitions=manifest.get("spark_partitions"),
+    )
     run.path = path
-    run._spark_partitions = manifest.get("spark_partitions")
     run._why_index = index
     run._kept.update(
         {

@@ -27,7 +27,7 @@ def write_manifest(run: "SparkRun", path: str, index: Any) -> None:
         "json_keys": run._json_keys,
         "json_values": run._json_values,
         "method": run.method,
-        "spark_partitions": run._spark_partitions,
+        "spark_partitions": run.spark_partitions,
         "partitioner": None if run.partitioner is None else getattr(run.partitioner, "__name__", "custom"),
         "why_index": None
         if index is None

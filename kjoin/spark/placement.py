@@ -39,7 +39,7 @@ def by_partition(frame: Any, spark_partitions: int) -> Any:
 def task_numbers(counts: Mapping[int, int], partition: Any = None) -> Any:
     """The number of each row's task among the tasks of ``counts`` (scenario id -> its partition count), in order
     of scenario id then partition (``0 .. sum(counts) - 1``), as an int column of ``scenario`` and ``partition``
-    (or the column ``partition`` names a row's task within its scenario: a seed-000 aggregate's unit; ``F.lit(0)``
+    (or the column ``partition`` names a row's task within its scenario: a windowed-table aggregate's unit; ``F.lit(0)``
     where a scenario runs whole)."""
     offsets: list[int] = [0] * (max(counts, default=0) + 1)
     total = 0

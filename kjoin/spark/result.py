@@ -11,6 +11,7 @@ wrote (:func:`kjoin.spark.open_run`).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from pyspark import StorageLevel
@@ -35,9 +36,25 @@ from .keep import kept
 from .manifest import write_manifest
 from .passes.task import json_text
 
-__all__ = ["SparkRun", "OpenedRun"]
+__all__ = ["SparkRun", "OpenedRun", "Rejoin"]
 
 _ALL_KEYS = object()
+
+
+@dataclass(frozen=True)
+class Rejoin:
+    """How a :func:`~kjoin.spark.run_join` result joins its topics again, built with the result: what
+    :meth:`SparkRun.with_arrival`, :meth:`SparkRun.diff`, :meth:`SparkRun.reconcile` and the lag what-if read.
+    :func:`~kjoin.spark.run_scenarios`' results and reopened runs have none."""
+
+    with_arguments: Callable[..., "SparkRun"]
+    """The same topics joined again with other ``run_join`` arguments (``arrival=...``)."""
+    under: Callable[[Semantics, Mapping[str, Any]], "SparkRun"]
+    """The same topics joined again under other semantics, with settings turned (``kjoin diff --set`` paths)."""
+    paired: Callable[[Semantics, Mapping[str, Any]], Any]
+    """The outputs of the input records whose outputs differ from the same topics joined under other semantics and
+    settings, both joins in one pass (:func:`kjoin.spark.passes.plans.paired_results`; ``None`` where that pass
+    cannot run them)."""
 
 
 class SparkRun:
@@ -52,6 +69,11 @@ class SparkRun:
         json_keys: bool,
         json_values: bool,
         method: str | None = None,
+        *,
+        inputs: Any = None,
+        key_buckets: int = 1,
+        spark_partitions: int | None = None,
+        rejoin: Rejoin | None = None,
     ) -> None:
         self.records = records
         """The ordered input records: ``scenario, partition, side, key, value, ts, offset, position, _order_ts,
@@ -64,23 +86,18 @@ class SparkRun:
         self.scenarios = scenarios
         self._json_keys = json_keys
         self._json_values = json_values
-        self.inputs = None
-        self.key_buckets = 1
-        """How many key buckets each Kafka task ran as (:mod:`kjoin.spark.passes.split`; 1: not split)."""
+        self.inputs = inputs
         """``run_join``: the input records before Spark orders them (``scenario, partition, side,
         key, value, ts, offset``)."""
+        self.key_buckets = key_buckets
+        """How many key buckets each Kafka task ran as (:mod:`kjoin.spark.passes.split`; 1: not split)."""
+        self.spark_partitions = spark_partitions
+        """The Spark partitions the records were placed in (``None``: Spark's default), for the why-index."""
+        self.rejoin = rejoin
+        """How a :func:`~kjoin.spark.run_join` result joins its topics again (:class:`Rejoin`); ``None``: it
+        cannot."""
         self._why_index: Any = None
-        self._spark_partitions: int | None = None
         self._fk_traces: dict[int, Trace] = {}
-        self._rerun: Callable[[Semantics, Mapping[str, Any]], "SparkRun"] | None = None
-        """``run_join``: the same topics joined again under other semantics, with settings turned (``kjoin diff
-        --set`` paths), for :meth:`diff`."""
-        self._paired: Callable[[Semantics, Mapping[str, Any]], Any] | None = None
-        """``run_join``: the outputs of the input records whose outputs differ from the same topics joined under
-        other semantics and settings, both joins in one pass (:func:`kjoin.spark.passes.plans.paired_results`;
-        ``None`` where that pass cannot run them), for :meth:`diff`."""
-        self._rerun_with: Callable[..., "SparkRun"] | None = None
-        """``run_join``: the same topics joined again with other arguments (``arrival=...``)."""
         self._kept: dict[Any, Any] = {}
         """Frames computed once per run (:meth:`_keep`): the results, the explained outputs, the summary, the
         audit, each lag's what-if (:meth:`lag_summary`)."""
@@ -164,9 +181,9 @@ class SparkRun:
         """The same topics joined again with a lagging side or partition (``run_join``'s ``arrival=``,
         :mod:`kjoin.spark.debug.whatif`), e.g. ``{"right": {"lag_ms": 5000}}`` or ``{"right": {"partitions": {2:
         5000}}}``. A :func:`run_join` result only."""
-        if self._rerun_with is None:
+        if self.rejoin is None:
             raise SparkInputError("with_arrival: only a run_join result can be joined again (it keeps its topics)")
-        return self._rerun_with(arrival=arrival)
+        return self.rejoin.with_arguments(arrival=arrival)
 
     def lag_summary(self, lag_ms: int, side: str = "right", partition: int | None = None) -> "whatif.LagSummary":
         """How many null results an arrival lag of ``lag_ms`` of ``side`` (or of its ``partition``) would explain: a
@@ -215,7 +232,7 @@ class SparkRun:
             releases = None
             if any(replays_sweep(config) for config in self.scenarios.values()):
                 releases = self.outputs.filter(F.col("kind") == OutputKind.WINDOW_CLOSED.value)
-            self._why_index = build_index(self.records, path, self._spark_partitions, releases)
+            self._why_index = build_index(self.records, path, self.spark_partitions, releases)
         return self._why_index
 
     def decode_key(self, key: Any) -> Any:

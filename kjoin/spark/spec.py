@@ -12,37 +12,24 @@ events-less scenario its processors are built from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any, Mapping
+from dataclasses import MISSING, dataclass, fields
+from typing import Any, Iterable, Mapping
 
-from ..joins import JoinWindows
-from ..records import Side
-from ..scenario import ChainedJoin, Scenario, ScenarioError, TableOptions
+from ..join_model import JoinWindows, TableOptions, Variant
+from ..scenario import ChainedJoin, Scenario, ScenarioError
 from ..scenario.builders import records_document
 from ..semantics import Semantics
 
-__all__ = ["JoinSpec", "Variant", "join_scenario", "specs_of"]
-
-
-class Variant(StrEnum):
-    """A join's variant. A member equals its text (``Variant.LEFT == "left"``), so a spec reads as a scenario."""
-
-    INNER = "inner"
-    """Only matches come out."""
-    LEFT = "left"
-    """A left record without a partner comes out with a null right value."""
-    OUTER = "outer"
-    """A record of either side without a partner comes out with a null partner."""
-
-    def outer(self, side: str | Side) -> bool:
-        """Does a record of ``side`` without a partner come out (with a null partner)?"""
-        return self is Variant.OUTER or (self is Variant.LEFT and Side(side) is Side.LEFT)
+__all__ = ["JoinSpec", "Variant", "SCENARIO_FIELDS", "join_scenario", "specs_of", "refuse_unknown_fields"]
 
 
 @dataclass(frozen=True)
 class JoinSpec:
-    """One primary-key or foreign-key join as the Spark passes run it (no events)."""
+    """One primary-key or foreign-key join as the Spark passes run it (no events).
+
+    Its fields are the scenario's fields of the same names (:meth:`of` reads them by name): a field a pass does not
+    handle is refused by that pass (:meth:`set_fields`, each pass's ``FIELDS``), and a scenario field Spark does not
+    know at all is refused before any pass (:data:`SCENARIO_FIELDS`)."""
 
     join: str
     """``stream-stream``, ``stream-table``, ``table-table`` or ``fk``."""
@@ -66,29 +53,18 @@ class JoinSpec:
     caching: tuple[str, ...] = ()
     commit_every: int = 1
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "variant", Variant(self.variant))  # a scenario's text, as its member
+
     @classmethod
     def of(cls, scenario: "Scenario | JoinSpec") -> "JoinSpec":
-        """The join of ``scenario`` (a spec is returned as it is)."""
+        """The join of ``scenario`` (a spec is returned as it is): its fields of this class's names. A scenario field
+        that Spark does not know (:data:`SCENARIO_FIELDS`) and that is not at its default is refused with a
+        :class:`ScenarioError` naming it."""
         if isinstance(scenario, JoinSpec):
             return scenario
-        return cls(
-            join=scenario.join,
-            variant=Variant(scenario.variant),
-            semantics=scenario.semantics,
-            window=scenario.window,
-            partitions=scenario.partitions,
-            left=scenario.left,
-            right=scenario.right,
-            grace_ms=scenario.grace_ms,
-            versioned_mode=scenario.versioned_mode,
-            self_join=scenario.self_join,
-            optimize=scenario.optimize,
-            then=scenario.then,
-            materialized=scenario.materialized,
-            send_old_values=scenario.send_old_values,
-            caching=scenario.caching,
-            commit_every=scenario.commit_every,
-        )
+        refuse_unknown_fields(scenario)
+        return cls(**{name: getattr(scenario, name) for name in SPEC_FIELDS})
 
     @property
     def versioned(self) -> bool:
@@ -105,27 +81,56 @@ class JoinSpec:
             self.then or self.self_join or self.optimize or self.materialized or self.send_old_values or self.caching
         )
 
+    def set_fields(self) -> list[str]:
+        """The fields of this spec that are not at their defaults (``join``, ``variant`` and ``semantics``, which
+        every spec sets, aside): what a pass must handle to run it."""
+        return [
+            f.name
+            for f in fields(self)
+            if f.default is not MISSING and getattr(self, f.name) != f.default  # type: ignore[misc]
+        ]
+
+    def unhandled(self, handled: Iterable[str]) -> list[str]:
+        """The fields of :meth:`set_fields` not in ``handled`` (a pass's ``FIELDS``)."""
+        known = set(handled)
+        return [name for name in self.set_fields() if name not in known]
+
     def scenario(self) -> Scenario:
         """The events-less scenario of this join: what the reference engine builds its processors from."""
-        return Scenario(
-            join=self.join,  # type: ignore[arg-type]
-            variant=self.variant.value,  # type: ignore[arg-type]
-            events=(),
-            semantics=self.semantics,
-            window=self.window,
-            partitions=self.partitions,
-            left=self.left,
-            right=self.right,
-            grace_ms=self.grace_ms,
-            versioned_mode=self.versioned_mode,  # type: ignore[arg-type]
-            self_join=self.self_join,
-            optimize=self.optimize,
-            then=self.then,
-            materialized=self.materialized,
-            send_old_values=self.send_old_values,
-            caching=self.caching,
-            commit_every=self.commit_every,
-        )
+        values: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["variant"] = self.variant.value
+        return Scenario(events=(), **values)
+
+
+SPEC_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(JoinSpec))
+"""The scenario fields a :class:`JoinSpec` carries, by name."""
+
+SCENARIO_FIELDS: Mapping[str, str] = {
+    **{name: "the join's specification (a JoinSpec field of the same name)" for name in SPEC_FIELDS},
+    "events": "the records frame: run_scenarios writes scenario.records(), in processing order",
+    "arrival": "the records frame: scenario.records() is in the arrival's processing order already",
+    "name": "a label: it changes nothing in the join",
+    "foreign_key": "a foreign-key join's: its scenario runs whole on the reference engine (passes/fk_task)",
+    "delivery": "a foreign-key join's: its scenario runs whole on the reference engine (passes/fk_task)",
+    "hash_check": "a foreign-key join's: its scenario runs whole on the reference engine (passes/fk_task)",
+}
+"""Every field of :class:`~kjoin.scenario.Scenario` and where the Spark engine handles it. A field missing here is
+refused at the door (:func:`refuse_unknown_fields`); ``tests/test_spark_spec.py`` fails when the scenario has a field
+this table does not name."""
+
+
+def refuse_unknown_fields(scenario: Scenario) -> None:
+    """Raise a :class:`ScenarioError` naming the first field of ``scenario`` that Spark does not know
+    (:data:`SCENARIO_FIELDS`) and that is not at its default: Spark would otherwise ignore it."""
+    for f in fields(scenario):
+        if f.name in SCENARIO_FIELDS:
+            continue
+        default = f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
+        if default is MISSING or getattr(scenario, f.name) != default:
+            raise ScenarioError(
+                f"{f.name}: the Spark engine does not handle this scenario field (kjoin.spark.spec.SCENARIO_FIELDS); "
+                "run the scenario with kjoin.run, or leave the field out"
+            )
 
 
 def specs_of(configs: Mapping[int, "Scenario | JoinSpec"]) -> dict[int, JoinSpec]:

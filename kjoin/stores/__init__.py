@@ -21,7 +21,8 @@ knowing their layout:
 * :mod:`~kjoin.stores.record_cache`: :class:`RecordCache`, the updates a caching store
   holds back until the next commit.
 
-Seed 000's aggregates and windowed tables (:func:`describe_store` reads any of their stores for a stepper):
+The windowed-table design's aggregates and windowed tables (:func:`describe_store` reads any of their stores for a
+stepper):
 
 * :mod:`~kjoin.stores.aggregate`: :class:`AggregateStore`, a KTable aggregate's result.
 * :mod:`~kjoin.stores.repartition`: :class:`RepartitionTopic`, what a group-by wrote to its repartition topic.
@@ -144,8 +145,9 @@ def describe_store(name: str, entries: dict[Any, Any]) -> tuple[tuple[str, ...],
     """``(header, rows)`` of a store of an aggregate or WTable trace, from a snapshot's entries.
 
     For a stepper: ``describe_store(store.name, trace.state_at(i).stores[store])`` for every
-    store of ``trace.state_at(i).stores``. Knows seed 000's stores (aggregate, repartition topic, segmented
-    window store and its segments), and the source tables, clocks and hopping-join windows these traces also keep.
+    store of ``trace.state_at(i).stores``. Knows the windowed-table design's stores (aggregate, repartition topic,
+    segmented window store and its segments), and the source tables, clocks and hopping-join windows these traces also
+    keep.
     """
     if name.endswith("window aggregate store segments"):
         return SegmentedWindowStore.segment_header, SegmentedWindowStore.segment_rows_from(entries)

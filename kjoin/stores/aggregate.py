@@ -1,4 +1,5 @@
-"""A KTable aggregate's store (``table.groupBy(...).aggregate(...)``, seed 000), writing every change through the
+"""A KTable aggregate's store (``table.groupBy(...).aggregate(...)``, the windowed-table design), writing every change
+through the
 StateLog: :class:`AggregateStore`, ``group -> (aggregate, ts)``; a null aggregate deletes the group.
 
 It follows the store contract of the house: a display ``name``, a ``header`` (column names) and ``rows()``

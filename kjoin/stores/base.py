@@ -115,7 +115,8 @@ def kind_of(store: StoreId) -> type[StoreKind] | None:
 
 
 def type_then_value(value: Any) -> tuple[str, Any]:
-    """An order over the keys of seed 000's stores (aggregates, window stores): by type name, then value (``None``
+    """An order over the keys of the windowed-table design's stores (aggregates, window stores): by type name, then
+    value (``None``
     as 0)."""
     return (type(value).__name__, value if value is not None else 0)
 

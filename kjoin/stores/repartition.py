@@ -1,4 +1,5 @@
-"""A group-by's repartition topic (seed 000's table aggregate), kept as a store so that a stepper sees what the
+"""A group-by's repartition topic (the windowed-table design's table aggregate), kept as a store so that a stepper sees
+what the
 group-by wrote: :class:`RepartitionTopic`, one partition's records by offset, each a ``Change(new, old)``
 (:class:`RepartitionRecord`). A topic is a log: records stay after the aggregate read them.
 """

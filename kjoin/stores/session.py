@@ -90,7 +90,7 @@ class SessionStore(Store):
         floor = self.visible_from()
         if floor is not None:
             # the time-ordered store keeps (puts) a session ending at observed - retention, but its findSessions
-            # starts one millisecond later, as every 3.4+ session store reads (found by issue 32's 10,000 sweep)
+            # starts one millisecond later, as every 3.4+ session store reads (found by the oracle's wide sweep)
             earliest_end = max(earliest_end, floor + (1 if self.time_first else 0))
         found = [
             (start, end, agg, ts)

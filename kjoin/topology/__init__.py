@@ -1,4 +1,4 @@
-"""Topologies: several joins, re-keys and repartition topics, run as Kafka runs them (issue 30).
+"""Topologies: several joins, re-keys and repartition topics, run as Kafka runs them.
 
 * :mod:`~kjoin.topology.builder`: :class:`Topology`, shaped like Kafka's ``StreamsBuilder``.
 * :mod:`~kjoin.topology.graph`: nodes, topics, sub-topologies.

@@ -374,8 +374,7 @@ def spark_diff(
 ) -> SparkDiff:
     """The differences from ``run`` to the same topics joined under ``semantics`` (default: the run's own) with
     ``settings`` (``kjoin diff --set`` paths), each charged to the switches that change it."""
-    rerun: Callable[..., "SparkRun"] | None = getattr(run, "_rerun", None)
-    if rerun is None:
+    if run.rejoin is None:
         raise SparkInputError(
             "diff: only a run_join result knows its topics to join them again; diff run_scenarios' scenarios one by "
             "one with kjoin.diff(scenario, from_=..., to=...)"
@@ -401,7 +400,7 @@ def spark_diff(
             "e.g. diff(window={'grace_ms': 500})"
         )
     try:
-        other = rerun(second, settings)
+        other = run.rejoin.under(second, settings)
     except SparkInputError as error:
         given = "".join(f" {path}={_setting_text(value)}" for path, value in settings.items())
         raise SparkInputError(f"diff: the topics cannot be joined under {second}{given}: {error}") from None
@@ -409,16 +408,18 @@ def spark_diff(
     base = _tagged(run, 0)
     decoders = (run._json_keys, run._json_values)
     records = run.inputs
-    paired: Callable[..., Any] | None = getattr(run, "_paired", None)
+    rejoin = run.rejoin
 
     counted: dict[tuple[Semantics, str], Any] = {}
 
     def produced(semantics: Semantics, turned: Mapping[str, Any]) -> Any:
-        found = None if paired is None else _try(paired, semantics, turned)
+        found = _try(rejoin.paired, semantics, turned)
         if found is not None:  # both joins and their comparison in one pass
             counted[(semantics, json.dumps(dict(turned), sort_keys=True, default=str))] = found.fallbacks
             return found.frame
-        rerun_of = other if (semantics == second and dict(turned) == settings) else _try(rerun, semantics, turned)
+        rerun_of = (
+            other if (semantics == second and dict(turned) == settings) else _try(rejoin.under, semantics, turned)
+        )
         if rerun_of is None:
             return None
         return _differences(base, _tagged(rerun_of, 1), records, decoders)

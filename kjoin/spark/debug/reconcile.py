@@ -210,7 +210,7 @@ def reconcile(
 ) -> Reconciliation:
     """:meth:`SparkRun.reconcile` (see the module)."""
     if arrival is not None or options is not None or semantics is not None:
-        if run._rerun_with is None:
+        if run.rejoin is None:
             raise SparkInputError("reconcile: what-ifs (arrival, options, semantics) need a run_join result")
     settings = setting_paths(options or {})
     # One union counted per (key, value, ts): a group treats null keys and values (tombstones) as equal, a join
@@ -220,7 +220,7 @@ def reconcile(
         ("predicted", _counted(_predicted(run), "predicted")),
     ]
     if arrival is not None:
-        sources.append(("_arrival", _counted(_predicted(run._rerun_with(arrival=arrival)), "_arrival")))
+        sources.append(("_arrival", _counted(_predicted(run.rejoin.with_arguments(arrival=arrival)), "_arrival")))
     if options is not None or semantics is not None:
         sources.append(("_diff", _diff_deltas(run, semantics, settings)))
     names = [name for name, _ in sources]

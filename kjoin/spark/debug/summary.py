@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from ...fates import Reason
+from ...joins import StreamStreamJoin, StreamTableJoin, TableTableJoin
+from ...joins.versioned import VersionedStreamTableJoin, VersionedTableTableJoin
 from ...scenario import Scenario
 from .fk import fk_null_verdicts
 
@@ -94,27 +96,18 @@ _TABLE_VERDICTS = (
     "partner-other-partition",
     "unexplained",
 )
-_JOIN_REASONS = {
-    "stream-stream": (
-        Reason.NULL_KEY,
-        Reason.NULL_VALUE,
-        Reason.NO_PARTNER,
-        Reason.WINDOW_OPEN,
-        Reason.NOT_A_TRIGGER,
-        Reason.EXPIRED,
-    ),
-    "stream-table": (Reason.NULL_KEY, Reason.NULL_VALUE, Reason.NO_PARTNER, Reason.TABLE_UPDATE),
-    "table-table": (Reason.NULL_KEY, Reason.NO_PARTNER, Reason.NOTHING_TO_DELETE),
-    "fk": (),  # by era and options: _fk_step_reasons
-}
-_VERSIONED_REASONS = (
-    Reason.EXPIRED_PUT,
-    Reason.GRACE_PERIOD,
-    Reason.NULL_KEY_IN_GRACE_BUFFER,
-    Reason.OUT_OF_ORDER_VERSION,
-    Reason.TABLE_UPDATE,
-    Reason.NULL_VALUE,
-)
+_SUMMARISED = ("stream-stream", "stream-table", "table-table", "fk")
+"""The joins whose reasons the summary narrows to what their processors declare (others: every reason)."""
+
+
+def _processor(config: Scenario) -> type:
+    """The processor class :func:`kjoin.engine.new_join` builds for a plain primary-key join: its ``REASONS`` are the
+    reasons a record of the join can get."""
+    if config.join == "stream-stream":
+        return StreamStreamJoin
+    if config.join == "stream-table":
+        return VersionedStreamTableJoin if config.right.versioned else StreamTableJoin
+    return VersionedTableTableJoin if config.left.versioned or config.right.versioned else TableTableJoin
 
 
 def _null_verdicts(config: Scenario | None) -> tuple[str, ...]:
@@ -160,13 +153,11 @@ def step_columns(config: Scenario | None) -> list[tuple[str | None, str]]:
 
 def _step_reasons(config: Scenario | None) -> list[str]:
     """The reasons the join's processors can give a record that did not join (in Reason's order)."""
-    if config is None or config.join not in _JOIN_REASONS or config.then or getattr(config, "caching", ()):
+    if config is None or config.join not in _SUMMARISED or config.then or getattr(config, "caching", ()):
         return [member.value for member in Reason]
     if config.join == "fk":
         return [member.value for member in Reason if member in _fk_step_reasons(config)]
-    possible = set(_JOIN_REASONS[config.join])
-    if config.left.versioned or config.right.versioned or getattr(config, "grace_ms", None) is not None:
-        possible |= set(_VERSIONED_REASONS)
+    possible = set(_processor(config).REASONS)
     if config.semantics.drops_idempotent_table_updates:  # KIP-557: 2.6.0 to 2.7.0
         possible.add(Reason.IDEMPOTENT_UPDATE)
     return [member.value for member in Reason if member in possible]

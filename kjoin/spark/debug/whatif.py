@@ -222,7 +222,7 @@ def smallest_lag(
     offset)`` pairs, dicts or a frame with those columns, of the other side by default) comes out with a null
     partner. Assumes that a longer lag leaves no fewer of them null (true of a lookup, which a later partner
     cannot reach); the result says how many each lag tried explained."""
-    if run._rerun_with is None:
+    if run.rejoin is None:
         raise SparkInputError("smallest_lag: only a run_join result can be joined again (it keeps its topics)")
     record_side = record_side or ("left" if side == "right" else "right")
     targets = _targets(records)
@@ -233,7 +233,7 @@ def smallest_lag(
 
     def nulls_under(lag: int) -> int:
         if lag not in tried:
-            lagged = run._rerun_with(arrival=arrival_of(lag, side, partition))
+            lagged = run.rejoin.with_arguments(arrival=arrival_of(lag, side, partition))
             wanted = lagged.records.sparkSession.createDataFrame(targets, "partition int, offset long")
             found = null_records(lagged).filter(F.col("side") == record_side).join(wanted, ["partition", "offset"])
             tried[lag] = found.filter(F.col("null") == 1).count()

@@ -301,7 +301,7 @@ class ReplayedSweepJoin(StreamStreamJoin):
     """The drill-down's left/outer stream-stream join (Kafka 3.1+): its outer-join buffer releases
     the key's held results at the steps where the whole task's run released them, instead of
     sweeping (the sweep's gate and stop depend on every key of the task, see
-    :meth:`StreamStreamJoin._emit_closed_windows`)."""
+    :meth:`StreamStreamJoin.sweep_outer_buffer`)."""
 
     def __init__(
         self,
@@ -315,13 +315,10 @@ class ReplayedSweepJoin(StreamStreamJoin):
         self.releases = releases
         """Step of the drill-down -> the steps whose held results the task's run released there."""
 
-    def _emit_closed_windows(self, side: Any, stream_time: int, ctx: Any) -> None:
+    def sweep_outer_buffer(self, side: Any, stream_time: int, ctx: Any) -> None:
         due = self.releases.get(ctx.index)
-        if not due or self.buffer is None:
-            return
-        for _, records in self.buffer.groups():
-            if any(r.origin_step in due for r in records):
-                self._release(records, self._sweep_close(side, records[0]), stream_time, ctx)
+        if due:
+            self.release_held(due, side, stream_time, ctx)
 
 
 def _rank(side: str) -> int:

@@ -21,7 +21,7 @@ the customers partition holds, just before the customer (ts ``100 g + 5``), anot
 with ts ``100 g + 60``: the task cannot take the customer before the orders partition has
 reached that timestamp, so it processes the order first.
 
-:func:`planted_app` plants an application's topics instead (issue 26): keys in their default partitions, and
+:func:`planted_app` plants an application's topics instead: keys in their default partitions, and
 among them records written to another partition (a customer, an update, a tombstone, an order) and customers
 written with a null key, for a stream-table join of orders and customers and a stream-stream join of orders and
 payments within ten minutes; ``tests/test_spark_why_audit.py`` checks every verdict, reason and audit row
@@ -259,7 +259,7 @@ if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
 
 
-# -- an application's topics: misrouted records among correctly routed ones (issue 26) -------------------------
+# -- an application's topics: misrouted records among correctly routed ones --------------------------------
 APP_CAUSES = {
     "stream-table": (
         "joined",

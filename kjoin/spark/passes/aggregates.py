@@ -189,7 +189,7 @@ class AggregateSparkRun:
 def aggregate_scenarios(
     spark: Any, specs: Mapping[int, AggregateSpec | Mapping[str, Any]], spark_partitions: int | None = None
 ) -> AggregateSparkRun:
-    """Run seed-000 scenarios (by id) on Spark; nothing is computed until an action."""
+    """Run windowed-table scenarios (by id) on Spark; nothing is computed until an action."""
     checked = {sid: _spec(spec) for sid, spec in specs.items()}
     rows = [row for sid, spec in checked.items() for row in scenario_rows(sid, spec)]
     schema = "scenario long, partition int, side string, key string, value string, ts long, offset long, position long"
@@ -213,7 +213,7 @@ def aggregate_scenarios(
 
 
 def run_aggregate(spark: Any, spec: AggregateSpec | Mapping[str, Any]) -> AggregateSparkRun:
-    """One seed-000 scenario on Spark (scenario id 0)."""
+    """One windowed-table scenario on Spark (scenario id 0)."""
     return aggregate_scenarios(spark, {0: spec})
 
 

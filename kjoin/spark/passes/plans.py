@@ -15,8 +15,9 @@ plan                     ``method``    runs
 Each plan says which joins it is for (``serves``: the three vectorised plans split the joins between them, so one
 of them speaks for ``method="vectorised"``), why it cannot run them exactly (``unsupported(specs, inputs)``, a
 sentence, or ``None``) and builds the results frame (``results(feed, specs, inputs)``). A foreign-key join crosses
-tasks and runs whole elsewhere (:mod:`kjoin.spark.passes.fk_task`); seed 000's aggregates have their own entry point
-(:mod:`kjoin.spark.passes.aggregates`). With ``Feed.split`` (``key_split=``), the per-task plans run per key bucket
+tasks and runs whole elsewhere (:mod:`kjoin.spark.passes.fk_task`); the windowed-table design's aggregates have their
+own entry point (:mod:`kjoin.spark.passes.aggregates`). With ``Feed.split`` (``key_split=``), the per-task plans run
+per key bucket
 (:mod:`kjoin.spark.passes.split`) and the native plan is skipped.
 """
 
@@ -128,6 +129,23 @@ class Plan:
     function: Callable[[Mapping[int, JoinSpec], Inputs], Callable[[Any], Any]] | None = None
     """A per-task plan's ``mapInArrow`` function over each task's records in processing order (:func:`per_task`);
     ``None`` for the native plan."""
+    fields: frozenset[str] = frozenset()
+    """The :class:`JoinSpec` fields this plan runs when they are set (:meth:`JoinSpec.set_fields`). A spec that sets
+    another is refused (:meth:`refusal`): a field added to the spec is refused by every plan until its pass says it
+    handles it, never silently ignored."""
+
+    def refusal(self, specs: Mapping[int, JoinSpec], inputs: Inputs) -> str | None:
+        """Why this plan cannot run ``specs`` exactly (its own rules first, then the fields it does not handle), or
+        ``None``."""
+        why = self.unsupported(specs, inputs)
+        if why is not None:
+            return why
+        for scenario_id, spec in specs.items():
+            unhandled = spec.unhandled(self.fields)
+            if unhandled:
+                where = f"scenario {scenario_id}" if len(specs) > 1 else "the join"
+                return f"{where} sets {', '.join(unhandled)}, which the {self.name} pass does not handle"
+        return None
 
 
 def _per_task_plan(
@@ -136,12 +154,13 @@ def _per_task_plan(
     serves: Callable[[Mapping[int, JoinSpec]], bool],
     unsupported: Callable[[Mapping[int, JoinSpec], Inputs], str | None],
     function: Callable[[Mapping[int, JoinSpec], Inputs], Callable[[Any], Any]],
+    fields: frozenset[str],
     fallback: str = "",
 ) -> Plan:
     def results(feed: Feed, specs: Mapping[int, JoinSpec], inputs: Inputs) -> Any:
         return per_task(feed, lambda specs: function(specs, inputs), specs, inputs)
 
-    return Plan(name, method, serves, unsupported, results, fallback, function)
+    return Plan(name, method, serves, unsupported, results, fallback, function, fields)
 
 
 # -- the per-task passes: mapInArrow over each Kafka task's records in processing order -------------------
@@ -202,6 +221,15 @@ def _native_results(feed: Feed, specs: Mapping[int, JoinSpec], inputs: Inputs) -
     return results
 
 
+# The spec fields each plan runs when set. A field a plan's own ``unsupported`` refuses is left out (its sentence says
+# why); one that does not concern the plan's joins (a stream-stream pass and the tables' options) is in, since the
+# scenario's rules keep it at its default there.
+_TABLES = frozenset({"partitions", "window", "left", "right", "grace_ms", "versioned_mode", "commit_every"})
+_STREAM_FIELDS = _TABLES | {"materialized", "send_old_values", "caching"}
+_VERSIONED_FIELDS = _TABLES | {"self_join", "optimize"}
+_NATIVE_FIELDS = _TABLES - {"grace_ms"} | {"optimize"}
+_PROCESSOR_FIELDS = _TABLES | {"self_join", "optimize", "then", "materialized", "send_old_values", "caching"}
+
 _VECTORISED_FALLBACK = "Use method='auto' (falls back to the native plan or the processors) or method='processors'."
 
 PLANS: tuple[Plan, ...] = (
@@ -213,6 +241,7 @@ PLANS: tuple[Plan, ...] = (
         lambda specs, inputs: vectorised_stream.stream_function(
             dict(specs), json_keys=inputs.json_keys, json_values=inputs.json_values
         ),
+        _STREAM_FIELDS,
         _VECTORISED_FALLBACK,
     ),
     _per_task_plan(
@@ -223,6 +252,7 @@ PLANS: tuple[Plan, ...] = (
         lambda specs, inputs: vectorised_versioned.versioned_function(
             dict(specs), json_keys=inputs.json_keys, json_values=inputs.json_values
         ),
+        _VERSIONED_FIELDS,
         _VECTORISED_FALLBACK,
     ),
     _per_task_plan(
@@ -231,6 +261,7 @@ PLANS: tuple[Plan, ...] = (
         lambda specs: not _streams(specs) and not _versioned(specs),
         vectorised.unsupported,
         lambda specs, inputs: vectorised.vectorised_function(dict(specs), json_values=inputs.json_values),
+        _NATIVE_FIELDS,
         _VECTORISED_FALLBACK,
     ),
     Plan(
@@ -240,6 +271,7 @@ PLANS: tuple[Plan, ...] = (
         native.unsupported,
         _native_results,
         "Use method='auto' (falls back to the processors) or method='processors'.",
+        fields=_NATIVE_FIELDS,
     ),
     _per_task_plan(
         "processors",
@@ -249,6 +281,7 @@ PLANS: tuple[Plan, ...] = (
         lambda specs, inputs: task_function(
             dict(specs), inputs.joiner, json_values=inputs.json_values, json_keys=inputs.json_keys
         ),
+        _PROCESSOR_FIELDS,
     ),
 )
 
@@ -261,7 +294,7 @@ class SlowPathWarning(UserWarning):
 JSON_SLOW_PATH = (
     "value='json': this join runs on kjoin's processors, not the vectorised pass, because the processors "
     "decode each JSON value and the joiner re-encodes it canonically, which the array passes cannot reproduce "
-    "exactly; that costs about 3x (issue 26: 133 s against 46 s for the same stream-table join with "
+    "exactly; that costs about 3x (133 s against 46 s for the same stream-table join with "
     "value='string'). If your joiner does not need the values decoded, read them with value='string' (the "
     "results then carry each producer's JSON text as written); to choose the processors knowingly, pass "
     "method='processors'"
@@ -304,17 +337,18 @@ def choose(
     plan)."""
     if method == "auto" and records_per_task is not None and records_per_task < AUTO_MIN_RECORDS_PER_TASK:
         method = "processors"
+    why: str | None = None
     for plan in PLANS:
         if method not in ("auto", plan.method) or not plan.serves(specs):
             continue
         if split and plan.name == "native":
             continue  # Spark SQL windows over each whole task: the key split is for the per-task passes
-        why = plan.unsupported(specs, inputs)
+        why = plan.refusal(specs, inputs)
         if why is None:
             return plan
         if method == plan.method:
             raise SparkInputError(f"method={method!r} cannot run this join exactly: {why}. {plan.fallback}")
-    raise AssertionError("the processors run every primary-key join")  # pragma: no cover
+    raise SparkInputError(f"no pass can run this join exactly: {why}")  # the processors refused a field
 
 
 def paired_results(

@@ -9,7 +9,8 @@ How it works:
   ``(scenario, partition)`` group changes it starts a new join instance, built by the same
   factory the reference engine uses (:func:`kjoin.engine.new_join`), over a
   ``StateLog(keep_changes=False)`` that keeps the live stores but no per-step history.
-  The join rules themselves are kjoin's processors: there is one copy of them.
+  Each record goes through the reference engine's source stage (:mod:`kjoin.engine.source`)
+  first. The join rules themselves are kjoin's processors: there is one copy of them.
 * Each output becomes a row ``row = "output"``; each record whose fate is not ``joined``
   (dropped, buffered, stored, no match) becomes a row ``row = "step"`` with its reason.
 
@@ -32,6 +33,7 @@ from typing import Any, Callable, Iterator, Mapping
 import pyarrow as pa
 
 from ...engine import new_join
+from ...engine.source import SourceStage, decoded_source_stage, source_stage
 from ...joins import StepContext, default_joiner
 from ...fates import Fate
 from ...records import Record, Side, render_value
@@ -107,6 +109,10 @@ def task_function(
     """
     join_values = joiner or default_joiner
     scenarios = {scenario_id: JoinSpec.of(config).scenario() for scenario_id, config in configs.items()}
+    stages: dict[int, SourceStage] = {
+        scenario_id: decoded_source_stage() if json_keys else source_stage(scenario)
+        for scenario_id, scenario in scenarios.items()
+    }
     names = [name for name, _ in RESULT_FIELDS]
     encode_key = json_text if json_keys else _as_is
     encode_value = json_text if json_values else _as_is
@@ -144,7 +150,7 @@ def task_function(
                     _SIDES[columns["side"][i]], key, value, columns["ts"][i], partition, columns["offset"][i]
                 )
                 ctx = StepContext(step, record, join_values)
-                join.process(record, ctx)
+                join.process(stages[scenario_id](record), ctx)
                 append_step_rows(out, scenario_id, step, record, columns["key"][i], ctx, encode_key, encode_value)
             yield pa.RecordBatch.from_arrays(
                 [pa.array(out[name], type=schema.field(name).type) for name in names], schema=schema

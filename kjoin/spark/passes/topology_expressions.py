@@ -1,4 +1,4 @@
-"""A topology's declarative stages (issue 30's speed target): a re-key by a field of a JSON value as Spark
+"""A topology's declarative stages: a re-key by a field of a JSON value as Spark
 expressions (``method="expressions"``), and the joins after it on their values as shown (``auto`` too), giving the
 rows the chain pass (:mod:`kjoin.spark.passes.topology_vectorised`) gives.
 
@@ -17,7 +17,7 @@ looked into and stays in Python.
 * to a repartition topic partitioned by murmur2 (no custom partitioner); its null keys dropped, or written to
   partition 0 when a join below takes them (KIP-962, 3.7+).
 
-That is the re-key stage of the bench's app and of issue 30's example (``orders.select_key(customerId)``, the field
+That is the re-key stage of the bench's app and of the topology example (``orders.select_key(customerId)``, the field
 as a document). Its task is one input partition, so its processing order is offset order and every row is a
 window over the partition (the step's place ``seq``, the running maximum of the timestamps ``o_ts``) and
 expressions per record: the value shown and the new key by ``kjoin.records``' rules

@@ -565,7 +565,7 @@ class _Walker:
     record, then read one more: they also emit every closed record, and leave the ts of the entry after the later
     of the two sides' first open records (the last one's ts if there is none after it, or if a side never meets
     an open record). An entry is one record: Kafka's store keeps a list per ``<ts, side, key>`` and reads each of
-    its values on its own, so a later record of the same group stops the sweep at that group's ts (issue 32).
+    its values on its own, so a later record of the same group stops the sweep at that group's ts.
 
     The sweeps are a scalar loop (a sweep passes its gate about once per millisecond of stream time in an outer
     join), so the walker keeps plain lists in store order, indexed by place: ``gone[place]`` is the position from
