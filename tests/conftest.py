@@ -98,6 +98,12 @@ FILE_TIERS: dict[str, str] = {
     "test_kafka_live.py": "broker",
     "test_browser.py": "browser",
     "test_workshop.py": "browser",
+    "test_broker_instance_time.py": "broker",
+    "test_site.py": "browser",
+    "test_topology_walk.py": "unit",
+    "test_topology_fuzz.py": "unit",
+    "test_topology_instance_time.py": "unit",
+    "test_course_feedback.py": "unit",
 }
 """Every test file's tier, by name (the notebooks are ``notebook``)."""
 

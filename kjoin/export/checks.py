@@ -89,11 +89,12 @@ EXPORTED_FIELDS = frozenset(
     {
         "join", "variant", "events", "semantics", "window", "partitions", "left", "right", "name", "foreign_key",
         "grace_ms", "delivery", "hash_check", "versioned_mode", "self_join", "optimize", "then", "materialized",
-        "send_old_values", "caching", "commit_every", "arrival",
+        "send_old_values", "caching", "commit_every", "arrival", "one_instance",
     }
 )  # fmt: skip
 """The scenario fields the exporter writes into a test or refuses below. A field it does not name is refused when
-set (:func:`check_fields`): an exported test would otherwise check Kafka against a scenario without it."""
+set (:func:`check_fields`): an exported test would otherwise check Kafka against a scenario without it.
+``one_instance`` changes nothing on the one partition an exported test has (more are refused below)."""
 
 
 def check_fields(scenario: Scenario) -> None:

@@ -113,6 +113,8 @@ SCENARIO_FIELDS: Mapping[str, str] = {
     "foreign_key": "a foreign-key join's: its scenario runs whole on the reference engine (passes/fk_task)",
     "delivery": "a foreign-key join's: its scenario runs whole on the reference engine (passes/fk_task)",
     "hash_check": "a foreign-key join's: its scenario runs whole on the reference engine (passes/fk_task)",
+    "one_instance": "tasks sharing an instance's time tracker (tasks_share_time) run whole, as a foreign-key join's "
+    "scenario does (passes/fk_task); otherwise each task runs alone, as without it",
 }
 """Every field of :class:`~kjoin.scenario.Scenario` and where the Spark engine handles it. A field missing here is
 refused at the door (:func:`refuse_unknown_fields`); ``tests/test_spark_spec.py`` fails when the scenario has a field
