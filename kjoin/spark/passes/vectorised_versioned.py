@@ -443,21 +443,55 @@ def segment_rows(
         steps = pc.cast(position, pa.int64()).to_numpy(zero_copy_only=False)
     task.rank += n
     if spec.join == "table-table" and spec.versioned_mode == "final" and ARRAY_TABLE_TABLE:
-        if _advance_tails(batch, task):
-            return _table_table_arrays(batch, spec, task, steps, schema, json_values)
-        # a tombstone that deletes its key's latest version: the loop takes the batch (see _advance_tails)
-        moves = (_tables_to_stores, _stores_to_tables)
-        return _loop_rows_moved(batch, spec, task, steps, schema, json_keys, json_values, *moves)
+        return _table_table_pieces(batch, spec, task, steps, schema, json_values)
     if spec.join == "stream-table" and spec.grace_ms is None and ARRAY_STREAM_TABLE:
         puts = pc.and_(pc.equal(batch.column("side"), "right"), pc.is_valid(batch.column("key")))
         codes = pc.dictionary_encode(batch.column("key").filter(puts)).indices.to_numpy(zero_copy_only=False)
-        if (len(codes) == 0 or int(np.bincount(codes).max()) <= WALK_LIMIT) and _advance_tails(batch, task):
+        if (len(codes) == 0 or int(np.bincount(codes).max()) <= WALK_LIMIT) and _advance_tails(batch, task) is None:
             return _stream_table_arrays(batch, spec, task, steps, schema, json_values)
         # a key with many puts in this batch (the walk back would take as many rounds), or a tombstone that deletes
         # its key's latest version: the loop takes the batch
         moves = (_history_to_store, _store_to_history)
         return _loop_rows_moved(batch, spec, task, steps, schema, json_keys, json_values, *moves)
     return _loop_rows(batch, spec, task, steps, schema, json_keys, json_values)
+
+
+def _table_table_pieces(batch: Any, spec: JoinSpec, task: _Task, steps: Any, schema: Any, json_values: bool) -> Any:
+    """The table-table array form over a batch, in pieces that each end with a tombstone deleting its key's latest
+    value (:func:`_advance_tails`): the array form sees it as a tombstone that is the key's latest, which gives its
+    row, and after it the key's latest is what the loop's store leaves (a tombstone where the segments end, or
+    nothing), so the next piece finds it there."""
+    import pyarrow as pa
+
+    pieces = []
+    start, n = 0, batch.num_rows
+    while start < n:
+        piece = batch.slice(start)
+        found = _advance_tails(piece, task, split=True)
+        stop = n if found is None else start + found[0] + 1
+        pieces.append(_table_table_arrays(batch.slice(start, stop - start), spec, task, steps[start:stop], schema,
+                                          json_values))  # fmt: skip
+        if found is not None:
+            _, side, key, end = found
+            _deleted_latest(task.tables, side, key, end)
+        start = stop
+    if len(pieces) == 1:
+        return pieces[0]
+    return pa.Table.from_batches(pieces).combine_chunks().to_batches()[0]
+
+
+def _deleted_latest(tables: _Tables, side: int, key: Any, end: int | None) -> None:
+    """One side's carried table after a tombstone deleted ``key``'s latest value: no value, and as the latest
+    version's ts where the key's segments end (a tombstone there), or none."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    at = np.zeros(len(tables.keys), dtype=bool)
+    at[pc.index(tables.keys, pa.scalar(key, tables.keys.type)).as_py()] = True
+    where = pa.array(at)
+    tables.values[side] = pc.if_else(where, pa.scalar(None, tables.values[side].type), tables.values[side])
+    tables.ts[side] = pc.if_else(where, pa.scalar(end, pa.int64()), tables.ts[side])
 
 
 def _loop_rows_moved(
@@ -484,15 +518,64 @@ def _loop_rows_moved(
 _NO_TAIL = (None, True, None)
 """The bookkeeping of a key with no version yet: no last version, no segments."""
 
+_PLACEMENTS = (_LATEST, _DELETES_LATEST, _OUT_OF_ORDER)
+_ORDERINGS = (None, 1, 0, -1)  # a reference time after ts, at ts, before ts (ts is 0); None: no such time
 
-def _advance_tails(batch: Any, task: _Task) -> bool:
+
+def _placement_table(no_trace: bool) -> tuple[Any, Any]:
+    """:func:`~kjoin.stores.versioned.place_version` over every case it tells apart, for the array forms'
+    bookkeeping (:func:`_advance_tails`): ``(placement, end)``, two arrays indexed by :func:`_placement_cases`'s
+    number, the placement's index in :data:`_PLACEMENTS` and where the new end comes from (0: none, 1: the put's ts,
+    2: the key's end, 3: its last version's ts). The rule compares the put's ts with the key's last version's ts
+    and with its end, never those two with each other, so a case is the two orderings and the two tombstone flags,
+    and each case is decided by calling the rule once on representatives (``tests/test_spark_vectorised_versioned``
+    checks the table against the rule on random puts)."""
+    import numpy as np
+
+    placements = np.zeros(64, dtype=np.int8)
+    sources = np.zeros(64, dtype=np.int8)
+    for last_order in range(4):
+        for end_order in range(4):
+            for last_is_tombstone in (False, True):
+                for is_tombstone in (False, True):
+                    number = ((last_order * 4 + end_order) * 2 + last_is_tombstone) * 2 + is_tombstone
+                    last = None if _ORDERINGS[last_order] is None else 2 * _ORDERINGS[last_order]
+                    end = _ORDERINGS[end_order]  # distinct from last unless both are ts: the source is unambiguous
+                    placement, new_end = place_version(
+                        last, last is None or last_is_tombstone, end, 0, is_tombstone, no_trace
+                    )
+                    placements[number] = _PLACEMENTS.index(placement)
+                    sources[number] = 0 if new_end is None else 1 if new_end == 0 else 2 if new_end == end else 3
+    return placements, sources
+
+
+_PLACEMENT_TABLES = {no_trace: _placement_table(no_trace) for no_trace in (False, True)}
+
+
+def _placement_cases(ts: Any, last: Any, has_last: Any, last_null: Any, end: Any, has_end: Any, null: Any) -> Any:
+    """Each put's case number in :func:`_placement_table` (numpy arrays, one element per put)."""
+    import numpy as np
+
+    last_order = np.where(has_last, 2 - np.sign(last - ts), 0)  # as _ORDERINGS: 0 none, 1 after ts, 2 at, 3 before
+    end_order = np.where(has_end, 2 - np.sign(end - ts), 0)
+    return ((last_order * 4 + end_order) * 2 + last_null) * 2 + null
+
+
+ROUND_LIMIT = 256
+"""The array forms' bookkeeping (:func:`_advance_tails`) places a side's puts in rounds, each key's first put of the
+batch, then its second...: a batch where one key has more puts than this places them one by one instead."""
+
+
+def _advance_tails(batch: Any, task: _Task, split: bool = False) -> tuple[int, int, Any, int | None] | None:
     """Keep the array forms' bookkeeping of each versioned side (``task.tails``) through the batch's accepted puts,
-    by the rule :meth:`_Versions.put` keeps ``ends`` by (:func:`kjoin.stores.versioned.place_version`); ``False``,
-    and nothing changed, when a put is a tombstone that deletes its key's latest value
-    (:attr:`~kjoin.stores.versioned.Placement.DELETES_LATEST`, ``versioned_same_ts_tombstone_leaves_no_trace``:
-    what the key finds next depends on its history, which the array forms do not walk; the loop takes such a
-    batch). Without such a tombstone a versioned table behaves as if every put were a version (the array forms'
-    model)."""
+    by the rule :meth:`_Versions.put` keeps ``ends`` by (:func:`kjoin.stores.versioned.place_version`, tabulated by
+    :func:`_placement_table`). A put that is a tombstone deleting its key's latest value
+    (:attr:`~kjoin.stores.versioned.Placement.DELETES_LATEST`, ``versioned_same_ts_tombstone_leaves_no_trace``)
+    leaves what the key finds next to its history, which the array forms do not walk: then ``(index, side, key,
+    end)`` of the first such put is returned, ``end`` where the key's segments end; with ``split`` the bookkeeping
+    has advanced through the puts before it and the key is left with a tombstone at ``end`` (nothing, if ``None``),
+    as the loop's store leaves it (:meth:`_Versions._put_at_or_before`); without, nothing changed. Without such a
+    tombstone a versioned table behaves as if every put were a version (the array forms' model): ``None``."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -500,8 +583,9 @@ def _advance_tails(batch: Any, task: _Task) -> bool:
     ts_all = pc.cast(batch.column("ts"), pa.int64()).to_numpy(zero_copy_only=False)
     is_right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
     has_key = pc.is_valid(batch.column("key")).to_numpy(zero_copy_only=False)
+    key_column, null_all = batch.column("key"), pc.is_null(batch.column("value")).to_numpy(zero_copy_only=False)
     pending: list[dict[Any, tuple[int, bool, int | None]]] = [{}, {}]
-    place, latest, deletes = place_version, _LATEST, _DELETES_LATEST
+    first_deletes: tuple[int, int, Any, int | None] | None = None
     for side, store in enumerate(task.stores):
         if store.plain:
             continue
@@ -510,23 +594,120 @@ def _advance_tails(batch: Any, task: _Task) -> bool:
             continue
         observed, _ = observed_before(ts_all, puts, task.observed[side])
         accepted = np.flatnonzero(puts & ~((observed > _NONE) & (ts_all < observed - store.retention)))
-        chosen = pa.array(accepted)
-        keys = batch.column("key").take(chosen).to_pylist()
-        nulls = pc.is_null(batch.column("value").take(chosen)).to_pylist()
-        changes, no_trace = pending[side], store.no_trace
-        changed, tail = changes.get, task.tails[side].get
-        for key, ts, null in zip(keys, ts_all[accepted].tolist(), nulls):
-            last, last_null, last_end = changed(key) or tail(key) or _NO_TAIL
-            placement, end = place(last, last_null, last_end, ts, null, no_trace)
-            if placement is latest:
-                changes[key] = (ts, null, end)
-            elif placement is deletes:
-                return False
-            elif end != last_end:  # out of order, and the latest's segment record now ends the segments
-                changes[key] = (last, last_null, end)
-    for side in (0, 1):
-        task.tails[side].update(pending[side])
-    return True
+        if not len(accepted):
+            continue
+        found = _place_side(key_column, accepted, ts_all, null_all, task.tails[side], store.no_trace, pending[side])
+        if found is not None and (first_deletes is None or found[0] < first_deletes[0]):
+            first_deletes = (found[0], side, found[1], found[2])
+    if first_deletes is None:
+        for side in (0, 1):
+            task.tails[side].update(pending[side])
+        return None
+    if split:
+        index, side, key, end = first_deletes
+        if index > 0:
+            assert _advance_tails(batch.slice(0, index), task) is None  # no such tombstone before the first
+        if end is None:
+            task.tails[side].pop(key, None)
+        else:
+            task.tails[side][key] = (end, True, end)
+    return first_deletes
+
+
+def _place_side(key_column, accepted, ts_all, null_all, tails, no_trace, changes):  # type: ignore[no-untyped-def]
+    """One side's accepted puts (batch indices, in processing order) through the placement rule, into ``changes``
+    (key -> the key's bookkeeping after them; ``tails``: before them): keys apart at once, each key's puts in turn
+    (round ``r`` places every key's ``r``-th put of the batch). Returns ``(index, key, end)`` of the first put that
+    deletes its key's latest value, or ``None`` (``changes`` then complete)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(key_column.take(pa.array(accepted)))
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    keys = encoded.dictionary.to_pylist()
+    ts = ts_all[accepted]
+    null = null_all[accepted]
+    counts = np.bincount(codes, minlength=len(keys))
+    if int(counts.max()) > ROUND_LIMIT:
+        return _place_one_by_one(keys, codes, accepted, ts, null, tails, no_trace, changes)
+    carried = [tails.get(key) or _NO_TAIL for key in keys]
+    has_last = np.array([c[0] is not None for c in carried], dtype=bool)
+    last = np.array([_NONE if c[0] is None else c[0] for c in carried], dtype=np.int64)
+    last_null = np.array([c[1] for c in carried], dtype=bool)
+    has_end = np.array([c[2] is not None for c in carried], dtype=bool)
+    end = np.array([_NONE if c[2] is None else c[2] for c in carried], dtype=np.int64)
+    placements, sources = _PLACEMENT_TABLES[no_trace]
+    order = np.argsort(codes, kind="stable")  # by key, processing order within each
+    starts = np.cumsum(counts) - counts
+    rank = np.empty(len(codes), dtype=np.int64)
+    rank[order] = np.arange(len(codes)) - np.repeat(starts, counts)
+    by_round = np.argsort(rank, kind="stable")
+    round_ends = np.cumsum(np.bincount(rank))
+    deletes_at = len(ts_all)
+    begin = 0
+    for stop in round_ends.tolist():
+        puts = by_round[begin:stop]
+        begin = stop
+        c = codes[puts]
+        t = ts[puts]
+        case = _placement_cases(t, last[c], has_last[c], last_null[c], end[c], has_end[c], null[puts])
+        placement = placements[case]
+        source = sources[case]
+        deleting = placement == 1
+        if deleting.any():
+            deletes_at = min(deletes_at, int(accepted[puts[deleting]].min()))
+        new_has_end = source != 0
+        new_end = np.select([source == 1, source == 2], [t, end[c]], default=last[c])
+        latest = placement == 0
+        has_last[c[latest]] = True
+        last[c[latest]] = t[latest]
+        last_null[c[latest]] = null[puts][latest]
+        keep = ~deleting
+        has_end[c[keep]] = new_has_end[keep]
+        end[c[keep]] = new_end[keep]
+    if deletes_at < len(ts_all):
+        place = int(np.flatnonzero(accepted == deletes_at)[0])
+        return _first_deletes(keys, codes, accepted, ts, null, tails, no_trace, place)
+    # a key with no version before and none after (only puts it did not keep) keeps no bookkeeping
+    kept = has_last | has_end
+    columns = (kept, last, has_last, last_null, end, has_end)
+    changes.update(
+        (key, (last_ts if known else None, bool(tombstone), end_ts if ends else None))
+        for key, keep, last_ts, known, tombstone, end_ts, ends in zip(keys, *(column.tolist() for column in columns))
+        if keep
+    )
+    return None
+
+
+def _first_deletes(keys, codes, accepted, ts, null, tails, no_trace, place):  # type: ignore[no-untyped-def]
+    """``(index, key, end)`` of the put at ``place`` (it deletes its key's latest value): the key's puts before it
+    placed one by one for where its segments end."""
+    import numpy as np
+
+    code = codes[place]
+    mine = np.flatnonzero(codes[:place] == code)
+    changes: dict[Any, tuple[int, bool, int | None]] = {}
+    _place_one_by_one(keys, codes[mine], accepted[mine], ts[mine], null[mine], tails, no_trace, changes)
+    _, _, end = changes.get(keys[code]) or tails.get(keys[code]) or _NO_TAIL
+    return int(accepted[place]), keys[code], end
+
+
+def _place_one_by_one(keys, codes, accepted, ts, null, tails, no_trace, changes):  # type: ignore[no-untyped-def]
+    """:func:`_place_side` put by put (a key with more puts in the batch than :data:`ROUND_LIMIT`)."""
+    place, latest, deletes = place_version, _LATEST, _DELETES_LATEST
+    changed, tail = changes.get, tails.get
+    for code, index, ts_, null_ in zip(codes.tolist(), accepted.tolist(), ts.tolist(), null.tolist()):
+        key = keys[code]
+        last, last_null, last_end = changed(key) or tail(key) or _NO_TAIL
+        placement, end = place(last, last_null, last_end, ts_, null_, no_trace)
+        if placement is latest:
+            changes[key] = (ts_, null_, end)
+        elif placement is deletes:
+            return index, key, last_end
+        elif end != last_end:  # out of order, and the latest's segment record now ends the segments
+            changes[key] = (last, last_null, end)
+    return None
 
 
 def _tails_to_ends(tails: dict[Any, tuple[int, bool, int | None]]) -> dict[Any, int]:
@@ -536,70 +717,6 @@ def _tails_to_ends(tails: dict[Any, tuple[int, bool, int | None]]) -> dict[Any, 
 def _tails_from_store(store: _Versions) -> dict[Any, tuple[int, bool, int | None]]:
     ends = store.ends
     return {key: (times[-1], entries[-1] is None, ends.get(key)) for key, (times, entries) in store.versions.items()}
-
-
-def _tables_to_stores(task: _Task, json_values: bool) -> None:
-    """Move the table-table array form's carried tables (each key's latest version) into the loop's stores. In
-    ``final`` mode the loop reads no older version; where the segments end comes from ``task.tails``."""
-    tables = task.tables
-    keys = [] if tables.keys is None else tables.keys.to_pylist()
-    for side, store in enumerate(task.stores):
-        if tables.values[side] is None:
-            values: list[Any] = []
-            texts: list[Any] = []
-            times: list[Any] = []
-        else:
-            values = tables.values[side].to_pylist()
-            texts = _render(tables.values[side], json_values).to_pylist()
-            times = tables.ts[side].to_pylist()
-        if store.plain:
-            store.rows = {
-                key: ((value, text), ts)
-                for key, value, text, ts in zip(keys, values, texts, times)
-                if value is not None and ts is not None
-            }
-            continue
-        store.observed = None if task.observed[side] == _NONE else task.observed[side]
-        store.versions = {
-            key: ([ts], [None if value is None else (value, text)])
-            for key, value, text, ts in zip(keys, values, texts, times)
-            if ts is not None
-        }
-        store.ends = _tails_to_ends(task.tails[side])
-
-
-def _stores_to_tables(task: _Task, key_type: Any, value_type: Any) -> None:
-    """Move the loop's stores back into the table-table array form's carried tables and bookkeeping."""
-    import pyarrow as pa
-
-    tables = task.tables
-    keys = [] if tables.keys is None else tables.keys.to_pylist()
-    known = {key: number for number, key in enumerate(keys)}
-    latest: list[dict[Any, tuple[Any, int]]] = []
-    for side, store in enumerate(task.stores):
-        if store.plain:
-            latest.append({key: (entry[0], ts) for key, (entry, ts) in store.rows.items()})
-            store.rows = {}
-            continue
-        task.observed[side] = _NONE if store.observed is None else store.observed
-        task.tails[side] = _tails_from_store(store)
-        latest.append(
-            {
-                key: (None if entries[-1] is None else entries[-1][0], times[-1])
-                for key, (times, entries) in store.versions.items()
-            }
-        )
-        store.versions, store.ends = {}, {}
-    for table in latest:
-        for key in table:
-            if key not in known:
-                known[key] = len(keys)
-                keys.append(key)
-    tables.keys = pa.array(keys, type=key_type) if keys else None
-    for side, table in enumerate(latest):
-        rows = [table.get(key, (None, None)) for key in keys]
-        tables.values[side] = pa.array([value for value, _ in rows], type=value_type)
-        tables.ts[side] = pa.array([ts for _, ts in rows], type=pa.int64())
 
 
 def _loop_rows(
