@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
 from kjoin.spark.passes import vectorised_versioned as vv
@@ -48,31 +47,39 @@ def test_the_placement_table_is_the_rule_on_every_case(no_trace):
     assert len(seen) > 40
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_puts_placed_in_rounds_keep_the_bookkeeping_placed_one_by_one(seed):
+def _placed(tails: list, codes, ts, null, no_trace: bool, limit: int, monkeypatch) -> tuple:
+    monkeypatch.setattr(vv, "ROUND_LIMIT", limit)
+    book = vv._Bookkeeping.of(tails)
+    found = vv._place_rounds(book, codes, np.arange(len(codes)) * 2 + 1, ts, null, no_trace)
+    return found, list(book.tails())
+
+
+def _rounds_against_one_by_one(seed: int, monkeypatch) -> int:
+    """Rounds (every key's first put, then its second...) against the rule called put by put (``ROUND_LIMIT`` 0) on
+    a random batch: the same bookkeeping, or the same first put deleting its key's latest value; returns how many
+    of the two eras' placements met such a put."""
     rng = random.Random(seed)
-    keys = [f"k{i}" for i in range(rng.choice([1, 3, 20]))]
-    tails = {key: _random_tail(rng) for key in keys if rng.random() < 0.7}
-    tails = {key: tail for key, tail in tails.items() if tail is not vv._NO_TAIL}
+    keys = rng.choice([1, 3, 20])
+    tails = [_random_tail(rng) for _ in range(keys)]
     n = rng.randint(1, 200)
-    batch_keys = [rng.choice(keys) for _ in range(n)]
+    codes = np.array([rng.randrange(keys) for _ in range(n)], dtype=np.int64)
     ts = np.array([rng.randint(0, 12) for _ in range(n)], dtype=np.int64)
     null = np.array([rng.random() < 0.25 for _ in range(n)], dtype=bool)
-    accepted = np.array(sorted(rng.sample(range(n), rng.randint(1, n))), dtype=np.int64)
-    column = pa.array(batch_keys)
+    deleting = 0
     for no_trace in (False, True):
-        in_rounds: dict = {}
-        found = vv._place_side(column, accepted, ts, null, tails, no_trace, in_rounds)
-        one_by_one: dict = {}
-        names = [batch_keys[i] for i in accepted]
-        distinct = list(dict.fromkeys(names))
-        codes = np.array([distinct.index(name) for name in names], dtype=np.int64)
-        want = vv._place_one_by_one(
-            distinct, codes, accepted, ts[accepted], null[accepted], tails, no_trace, one_by_one
-        )
-        assert found == want
+        found, book = _placed(tails, codes, ts, null, no_trace, vv.ROUND_LIMIT, monkeypatch)
+        want_found, want_book = _placed(tails, codes, ts, null, no_trace, 0, monkeypatch)
+        assert found == want_found
         if found is None:
-            assert {**tails, **in_rounds} == {**tails, **one_by_one}
+            assert book == want_book
+        deleting += found is not None
+    return deleting
+
+
+def test_puts_placed_in_rounds_keep_the_bookkeeping_placed_one_by_one(monkeypatch):
+    """Both outcomes are met: batches with a tombstone deleting its key's latest value, and batches without."""
+    deleting = [_rounds_against_one_by_one(seed, monkeypatch) for seed in range(40)]
+    assert 0 < sum(deleting) < 80, deleting
 
 
 def test_a_hot_key_is_placed_one_by_one(monkeypatch):
@@ -80,10 +87,6 @@ def test_a_hot_key_is_placed_one_by_one(monkeypatch):
     (the tombstone at 3 ends the segments there; the value at 5 after it is the latest and leaves them so)."""
     ts = np.array([1, 2, 3, 2, 5], dtype=np.int64)
     null = np.array([False, False, True, False, False])
-    results = []
-    for limit in (2, vv.ROUND_LIMIT):
-        monkeypatch.setattr(vv, "ROUND_LIMIT", limit)
-        changes: dict = {}
-        assert vv._place_side(pa.array(["a"] * 5), np.arange(5), ts, null, {}, True, changes) is None
-        results.append(changes)
-    assert results == [{"a": (5, False, 3)}] * 2
+    codes = np.zeros(5, dtype=np.int64)
+    results = [_placed([vv._NO_TAIL], codes, ts, null, True, limit, monkeypatch) for limit in (2, vv.ROUND_LIMIT)]
+    assert results == [(None, [(5, False, 3)])] * 2

@@ -325,6 +325,7 @@ class _Task:
         # the array forms' bookkeeping of each versioned side: key -> (last version ts, is it a tombstone, where the
         # segments end), enough to hand the table to the loop exactly (:func:`_advance_tails`)
         self.tails: list[dict[Any, tuple[int, bool, int | None]]] = [{}, {}]
+        self.books = [_Bookkeeping(), _Bookkeeping()]  # the table-table array form's, per key id of ``tables``
         self.heap: list[tuple] = []  # the grace buffer: (ts, key bytes, arrival, key, (value, text), origin step)
         self.buffer_time: int | None = None
         self.arrivals = 0
@@ -458,37 +459,38 @@ def segment_rows(
 
 def _table_table_pieces(batch: Any, spec: JoinSpec, task: _Task, steps: Any, schema: Any, json_values: bool) -> Any:
     """The table-table array form over a batch, in pieces that each end with a tombstone deleting its key's latest
-    value (:func:`_advance_tails`): the array form sees it as a tombstone that is the key's latest, which gives its
+    value (:func:`_advance_books`): the array form sees it as a tombstone that is the key's latest, which gives its
     row, and after it the key's latest is what the loop's store leaves (a tombstone where the segments end, or
     nothing), so the next piece finds it there."""
     import pyarrow as pa
 
+    ids = task.tables.ids(batch.column("key"))
+    columns = _put_columns(batch)
     pieces = []
     start, n = 0, batch.num_rows
     while start < n:
-        piece = batch.slice(start)
-        found = _advance_tails(piece, task, split=True)
-        stop = n if found is None else start + found[0] + 1
-        pieces.append(_table_table_arrays(batch.slice(start, stop - start), spec, task, steps[start:stop], schema,
-                                          json_values))  # fmt: skip
+        found = _advance_books(task, ids, columns, start)
+        stop = n if found is None else found[0] + 1
+        piece = batch.slice(start, stop - start)
+        pieces.append(_table_table_arrays(piece, spec, task, steps[start:stop], schema, json_values, ids[start:stop]))
         if found is not None:
-            _, side, key, end = found
-            _deleted_latest(task.tables, side, key, end)
+            _, side, code, end = found
+            _deleted_latest(task.tables, side, code, end)
         start = stop
     if len(pieces) == 1:
         return pieces[0]
-    return pa.Table.from_batches(pieces).combine_chunks().to_batches()[0]
+    return pa.concat_batches(pieces)
 
 
-def _deleted_latest(tables: _Tables, side: int, key: Any, end: int | None) -> None:
-    """One side's carried table after a tombstone deleted ``key``'s latest value: no value, and as the latest
-    version's ts where the key's segments end (a tombstone there), or none."""
+def _deleted_latest(tables: _Tables, side: int, code: int, end: int | None) -> None:
+    """One side's carried table after a tombstone deleted the latest value of the key ``code``: no value, and as
+    the latest version's ts where the key's segments end (a tombstone there), or none."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     at = np.zeros(len(tables.keys), dtype=bool)
-    at[pc.index(tables.keys, pa.scalar(key, tables.keys.type)).as_py()] = True
+    at[code] = True
     where = pa.array(at)
     tables.values[side] = pc.if_else(where, pa.scalar(None, tables.values[side].type), tables.values[side])
     tables.ts[side] = pc.if_else(where, pa.scalar(end, pa.int64()), tables.ts[side])
@@ -562,152 +564,216 @@ def _placement_cases(ts: Any, last: Any, has_last: Any, last_null: Any, end: Any
 
 
 ROUND_LIMIT = 256
-"""The array forms' bookkeeping (:func:`_advance_tails`) places a side's puts in rounds, each key's first put of the
+"""The array forms' bookkeeping (:func:`_place_rounds`) places a side's puts in rounds, each key's first put of the
 batch, then its second...: a batch where one key has more puts than this places them one by one instead."""
 
 
-def _advance_tails(batch: Any, task: _Task, split: bool = False) -> tuple[int, int, Any, int | None] | None:
-    """Keep the array forms' bookkeeping of each versioned side (``task.tails``) through the batch's accepted puts,
-    by the rule :meth:`_Versions.put` keeps ``ends`` by (:func:`kjoin.stores.versioned.place_version`, tabulated by
-    :func:`_placement_table`). A put that is a tombstone deleting its key's latest value
-    (:attr:`~kjoin.stores.versioned.Placement.DELETES_LATEST`, ``versioned_same_ts_tombstone_leaves_no_trace``)
-    leaves what the key finds next to its history, which the array forms do not walk: then ``(index, side, key,
-    end)`` of the first such put is returned, ``end`` where the key's segments end; with ``split`` the bookkeeping
-    has advanced through the puts before it and the key is left with a tombstone at ``end`` (nothing, if ``None``),
-    as the loop's store leaves it (:meth:`_Versions._put_at_or_before`); without, nothing changed. Without such a
-    tombstone a versioned table behaves as if every put were a version (the array forms' model): ``None``."""
+class _Bookkeeping:
+    """A versioned side's bookkeeping for the array forms, per key number, as numpy arrays: its last version's ts
+    (``has_last``: it has one) and whether that is a tombstone, and where its segments end (``has_end``: they do);
+    a key never put has none of them (:data:`_NO_TAIL`)."""
+
+    __slots__ = ("last", "has_last", "last_null", "end", "has_end")
+
+    def __init__(self, size: int = 0) -> None:
+        import numpy as np
+
+        self.last = np.full(size, _NONE, dtype=np.int64)
+        self.has_last = np.zeros(size, dtype=bool)
+        self.last_null = np.ones(size, dtype=bool)
+        self.end = np.full(size, _NONE, dtype=np.int64)
+        self.has_end = np.zeros(size, dtype=bool)
+
+    @classmethod
+    def of(cls, tails: list[tuple[int | None, bool, int | None]]) -> "_Bookkeeping":
+        """From ``(last ts or None, is it a tombstone, end or None)`` per key number."""
+        import numpy as np
+
+        book = cls(0)
+        book.has_last = np.array([t[0] is not None for t in tails], dtype=bool)
+        book.last = np.array([_NONE if t[0] is None else t[0] for t in tails], dtype=np.int64)
+        book.last_null = np.array([t[1] for t in tails], dtype=bool)
+        book.has_end = np.array([t[2] is not None for t in tails], dtype=bool)
+        book.end = np.array([_NONE if t[2] is None else t[2] for t in tails], dtype=np.int64)
+        return book
+
+    def tails(self) -> Iterator[tuple[int | None, bool, int | None]]:
+        """``(last ts or None, is it a tombstone, end or None)`` per key number."""
+        columns = (self.last, self.has_last, self.last_null, self.end, self.has_end)
+        for last, known, null, end, ends in zip(*(column.tolist() for column in columns)):
+            yield (last if known else None, null, end if ends else None)
+
+    def grown(self, size: int) -> "_Bookkeeping":
+        """Covering ``size`` keys (the new ones never put)."""
+        import numpy as np
+
+        missing = size - len(self.last)
+        if missing > 0:
+            more = _Bookkeeping(missing)
+            for name in self.__slots__:
+                setattr(self, name, np.concatenate([getattr(self, name), getattr(more, name)]))
+        return self
+
+    def copy(self) -> "_Bookkeeping":
+        book = _Bookkeeping(0)
+        for name in self.__slots__:
+            setattr(book, name, getattr(self, name).copy())
+        return book
+
+    def delete_latest(self, code: int) -> int | None:
+        """After a tombstone deleted the latest value of key ``code``: a tombstone where its segments end, or nothing
+        (as :meth:`_Versions._put_at_or_before` leaves the loop's store); returns that end."""
+        end = int(self.end[code]) if self.has_end[code] else None
+        self.has_last[code] = end is not None
+        self.last[code] = _NONE if end is None else end
+        self.last_null[code] = True
+        return end
+
+
+def _place_rounds(book: _Bookkeeping, codes: Any, indices: Any, ts: Any, null: Any, no_trace: bool) -> int | None:
+    """Place one side's puts (their key numbers in ``book``, batch indices ascending, ts, is it a tombstone) by
+    :func:`~kjoin.stores.versioned.place_version`, tabulated (:func:`_placement_table`): keys apart at once, each
+    key's puts in turn (round ``r`` places every key's ``r``-th put). Returns the smallest batch index of a put that
+    deletes its key's latest value (``book`` is then also past it: the caller places again up to it), or ``None``.
+    A key with more than :data:`ROUND_LIMIT` puts: one by one, by the rule itself."""
     import numpy as np
+
+    if not len(codes):
+        return None
+    _, group, counts = np.unique(codes, return_inverse=True, return_counts=True)
+    if int(counts.max()) > ROUND_LIMIT:
+        return _place_one_by_one(book, codes, indices, ts, null, no_trace)
+    placements, sources = _PLACEMENT_TABLES[no_trace]
+    order = np.argsort(group, kind="stable")  # by key, processing order within each
+    rank = np.empty(len(codes), dtype=np.int64)
+    rank[order] = np.arange(len(codes)) - np.repeat(np.cumsum(counts) - counts, counts)
+    by_round = np.argsort(rank, kind="stable")
+    deletes_at: int | None = None
+    begin = 0
+    for stop in np.cumsum(np.bincount(rank)).tolist():
+        puts = by_round[begin:stop]
+        begin = stop
+        c, t, tombstone = codes[puts], ts[puts], null[puts]
+        end = book.end[c]
+        case = _placement_cases(t, book.last[c], book.has_last[c], book.last_null[c], end, book.has_end[c], tombstone)
+        placement, source = placements[case], sources[case]
+        deleting = placement == 1
+        if deleting.any():
+            first = int(indices[puts[deleting]].min())
+            deletes_at = first if deletes_at is None else min(deletes_at, first)
+        keep = ~deleting
+        book.has_end[c[keep]] = source[keep] != 0
+        book.end[c[keep]] = np.select([source == 1, source == 2], [t, end], default=book.last[c])[keep]
+        latest = placement == 0
+        book.has_last[c[latest]] = True
+        book.last[c[latest]] = t[latest]
+        book.last_null[c[latest]] = tombstone[latest]
+    return deletes_at
+
+
+def _place_one_by_one(book: _Bookkeeping, codes: Any, indices: Any, ts: Any, null: Any, no_trace: bool) -> int | None:
+    """:func:`_place_rounds` put by put."""
+    place, latest, deletes = place_version, _LATEST, _DELETES_LATEST
+    for code, index, t, tombstone in zip(codes.tolist(), indices.tolist(), ts.tolist(), null.tolist()):
+        last = int(book.last[code]) if book.has_last[code] else None
+        end = int(book.end[code]) if book.has_end[code] else None
+        placement, new_end = place(last, bool(book.last_null[code]), end, t, tombstone, no_trace)
+        if placement is deletes:
+            return index
+        book.has_end[code] = new_end is not None
+        book.end[code] = _NONE if new_end is None else new_end
+        if placement is latest:
+            book.has_last[code] = True
+            book.last[code] = t
+            book.last_null[code] = tombstone
+    return None
+
+
+def _accepted_puts(side: int, store: _Versions, task: _Task, ts: Any, is_right: Any, has_key: Any) -> Any:
+    """The batch indices of one versioned side's puts its table accepts (not below observed stream time, carried in
+    ``task.observed``, minus history retention)."""
+    import numpy as np
+
+    puts = (is_right if side else ~is_right) & has_key
+    observed, _ = observed_before(ts, puts, task.observed[side])
+    return np.flatnonzero(puts & ~((observed > _NONE) & (ts < observed - store.retention)))
+
+
+def _advance_tails(batch: Any, task: _Task) -> int | None:
+    """Keep the stream-table array form's bookkeeping of its versioned side (``task.tails``, key -> ``(last ts,
+    is it a tombstone, end)``) through the batch's accepted puts (:func:`_place_rounds`), and return ``None``; or,
+    changing nothing, the index of the first put that is a tombstone deleting its key's latest value
+    (:attr:`~kjoin.stores.versioned.Placement.DELETES_LATEST`, ``versioned_same_ts_tombstone_leaves_no_trace``):
+    what the key finds next then depends on its history, which this array form does not walk (the loop takes such
+    a batch). Without such a tombstone a versioned table behaves as if every put were a version."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    ts_all = pc.cast(batch.column("ts"), pa.int64()).to_numpy(zero_copy_only=False)
-    is_right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
-    has_key = pc.is_valid(batch.column("key")).to_numpy(zero_copy_only=False)
-    key_column, null_all = batch.column("key"), pc.is_null(batch.column("value")).to_numpy(zero_copy_only=False)
-    pending: list[dict[Any, tuple[int, bool, int | None]]] = [{}, {}]
-    first_deletes: tuple[int, int, Any, int | None] | None = None
+    ts, is_right, has_key, null = _put_columns(batch)
+    pending = []
     for side, store in enumerate(task.stores):
         if store.plain:
             continue
-        puts = (is_right if side else ~is_right) & has_key
-        if not puts.any():
-            continue
-        observed, _ = observed_before(ts_all, puts, task.observed[side])
-        accepted = np.flatnonzero(puts & ~((observed > _NONE) & (ts_all < observed - store.retention)))
+        accepted = _accepted_puts(side, store, task, ts, is_right, has_key)
         if not len(accepted):
             continue
-        found = _place_side(key_column, accepted, ts_all, null_all, task.tails[side], store.no_trace, pending[side])
-        if found is not None and (first_deletes is None or found[0] < first_deletes[0]):
-            first_deletes = (found[0], side, found[1], found[2])
-    if first_deletes is None:
-        for side in (0, 1):
-            task.tails[side].update(pending[side])
-        return None
-    if split:
-        index, side, key, end = first_deletes
-        if index > 0:
-            assert _advance_tails(batch.slice(0, index), task) is None  # no such tombstone before the first
-        if end is None:
-            task.tails[side].pop(key, None)
-        else:
-            task.tails[side][key] = (end, True, end)
-    return first_deletes
+        encoded = pc.dictionary_encode(batch.column("key").take(pa.array(accepted)))
+        keys = encoded.dictionary.to_pylist()
+        tails = task.tails[side]
+        book = _Bookkeeping.of([tails.get(key) or _NO_TAIL for key in keys])
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        found = _place_rounds(book, codes, accepted, ts[accepted], null[accepted], store.no_trace)
+        if found is not None:
+            return found
+        pending.append((tails, keys, book))
+    for tails, keys, book in pending:
+        tails.update(zip(keys, book.tails()))
+    return None
 
 
-def _place_side(key_column, accepted, ts_all, null_all, tails, no_trace, changes):  # type: ignore[no-untyped-def]
-    """One side's accepted puts (batch indices, in processing order) through the placement rule, into ``changes``
-    (key -> the key's bookkeeping after them; ``tails``: before them): keys apart at once, each key's puts in turn
-    (round ``r`` places every key's ``r``-th put of the batch). Returns ``(index, key, end)`` of the first put that
-    deletes its key's latest value, or ``None`` (``changes`` then complete)."""
-    import numpy as np
+def _put_columns(batch: Any) -> tuple[Any, Any, Any, Any]:
+    """A batch's timestamps and, as numpy masks, is the record the right side's, has it a key, is its value null."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    encoded = pc.dictionary_encode(key_column.take(pa.array(accepted)))
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    keys = encoded.dictionary.to_pylist()
-    ts = ts_all[accepted]
-    null = null_all[accepted]
-    counts = np.bincount(codes, minlength=len(keys))
-    if int(counts.max()) > ROUND_LIMIT:
-        return _place_one_by_one(keys, codes, accepted, ts, null, tails, no_trace, changes)
-    carried = [tails.get(key) or _NO_TAIL for key in keys]
-    has_last = np.array([c[0] is not None for c in carried], dtype=bool)
-    last = np.array([_NONE if c[0] is None else c[0] for c in carried], dtype=np.int64)
-    last_null = np.array([c[1] for c in carried], dtype=bool)
-    has_end = np.array([c[2] is not None for c in carried], dtype=bool)
-    end = np.array([_NONE if c[2] is None else c[2] for c in carried], dtype=np.int64)
-    placements, sources = _PLACEMENT_TABLES[no_trace]
-    order = np.argsort(codes, kind="stable")  # by key, processing order within each
-    starts = np.cumsum(counts) - counts
-    rank = np.empty(len(codes), dtype=np.int64)
-    rank[order] = np.arange(len(codes)) - np.repeat(starts, counts)
-    by_round = np.argsort(rank, kind="stable")
-    round_ends = np.cumsum(np.bincount(rank))
-    deletes_at = len(ts_all)
-    begin = 0
-    for stop in round_ends.tolist():
-        puts = by_round[begin:stop]
-        begin = stop
-        c = codes[puts]
-        t = ts[puts]
-        case = _placement_cases(t, last[c], has_last[c], last_null[c], end[c], has_end[c], null[puts])
-        placement = placements[case]
-        source = sources[case]
-        deleting = placement == 1
-        if deleting.any():
-            deletes_at = min(deletes_at, int(accepted[puts[deleting]].min()))
-        new_has_end = source != 0
-        new_end = np.select([source == 1, source == 2], [t, end[c]], default=last[c])
-        latest = placement == 0
-        has_last[c[latest]] = True
-        last[c[latest]] = t[latest]
-        last_null[c[latest]] = null[puts][latest]
-        keep = ~deleting
-        has_end[c[keep]] = new_has_end[keep]
-        end[c[keep]] = new_end[keep]
-    if deletes_at < len(ts_all):
-        place = int(np.flatnonzero(accepted == deletes_at)[0])
-        return _first_deletes(keys, codes, accepted, ts, null, tails, no_trace, place)
-    # a key with no version before and none after (only puts it did not keep) keeps no bookkeeping
-    kept = has_last | has_end
-    columns = (kept, last, has_last, last_null, end, has_end)
-    changes.update(
-        (key, (last_ts if known else None, bool(tombstone), end_ts if ends else None))
-        for key, keep, last_ts, known, tombstone, end_ts, ends in zip(keys, *(column.tolist() for column in columns))
-        if keep
-    )
-    return None
+    ts = pc.cast(batch.column("ts"), pa.int64()).to_numpy(zero_copy_only=False)
+    is_right = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False)
+    has_key = pc.is_valid(batch.column("key")).to_numpy(zero_copy_only=False)
+    null = pc.is_null(batch.column("value")).to_numpy(zero_copy_only=False)
+    return ts, is_right, has_key, null
 
 
-def _first_deletes(keys, codes, accepted, ts, null, tails, no_trace, place):  # type: ignore[no-untyped-def]
-    """``(index, key, end)`` of the put at ``place`` (it deletes its key's latest value): the key's puts before it
-    placed one by one for where its segments end."""
-    import numpy as np
-
-    code = codes[place]
-    mine = np.flatnonzero(codes[:place] == code)
-    changes: dict[Any, tuple[int, bool, int | None]] = {}
-    _place_one_by_one(keys, codes[mine], accepted[mine], ts[mine], null[mine], tails, no_trace, changes)
-    _, _, end = changes.get(keys[code]) or tails.get(keys[code]) or _NO_TAIL
-    return int(accepted[place]), keys[code], end
-
-
-def _place_one_by_one(keys, codes, accepted, ts, null, tails, no_trace, changes):  # type: ignore[no-untyped-def]
-    """:func:`_place_side` put by put (a key with more puts in the batch than :data:`ROUND_LIMIT`)."""
-    place, latest, deletes = place_version, _LATEST, _DELETES_LATEST
-    changed, tail = changes.get, tails.get
-    for code, index, ts_, null_ in zip(codes.tolist(), accepted.tolist(), ts.tolist(), null.tolist()):
-        key = keys[code]
-        last, last_null, last_end = changed(key) or tail(key) or _NO_TAIL
-        placement, end = place(last, last_null, last_end, ts_, null_, no_trace)
-        if placement is latest:
-            changes[key] = (ts_, null_, end)
-        elif placement is deletes:
-            return index, key, last_end
-        elif end != last_end:  # out of order, and the latest's segment record now ends the segments
-            changes[key] = (last, last_null, end)
-    return None
+def _advance_books(task: _Task, ids: Any, columns: tuple, start: int) -> tuple[int, int, int, int | None] | None:
+    """Keep the table-table array form's bookkeeping (``task.books``, per key id of ``task.tables``) through the
+    accepted puts of the batch from ``start`` on (:func:`_place_rounds`), and return ``None``; or ``(index, side,
+    key id, end)`` of the first put that is a tombstone deleting its key's latest value, the bookkeeping advanced
+    through the puts before it and that key left with a tombstone where its segments end (``end``), or nothing."""
+    ts, is_right, has_key, null = (column[start:] for column in columns)
+    size = 0 if task.tables.keys is None else len(task.tables.keys)
+    placed, first = [], None
+    for side, store in enumerate(task.stores):
+        if store.plain:
+            continue
+        accepted = _accepted_puts(side, store, task, ts, is_right, has_key)
+        if not len(accepted):
+            continue
+        book = task.books[side].grown(size)
+        saved = book.copy()
+        codes = ids[start:][accepted]
+        found = _place_rounds(book, codes, accepted, ts[accepted], null[accepted], store.no_trace)
+        placed.append((side, saved, codes, accepted))
+        if found is not None and (first is None or found < first[0]):
+            first = (found, side)
+    if first is None:
+        return None
+    index, deleting_side = first
+    for side, saved, codes, accepted in placed:  # again, up to the first such put only
+        task.books[side] = saved
+        before = accepted < index
+        assert _place_rounds(saved, codes[before], accepted[before], ts[accepted[before]], null[accepted[before]],
+                             task.stores[side].no_trace) is None  # fmt: skip
+    code = int(ids[start + index])
+    return start + index, deleting_side, code, task.books[deleting_side].delete_latest(code)
 
 
 def _tails_to_ends(tails: dict[Any, tuple[int, bool, int | None]]) -> dict[Any, int]:
@@ -1077,7 +1143,9 @@ def _record_columns(batch: Any) -> tuple:
     return key, value, ts_array, ts, is_right, has_key, value_null
 
 
-def _table_table_arrays(batch: Any, spec: JoinSpec, task: _Task, steps: Any, schema: Any, json_values: bool) -> Any:
+def _table_table_arrays(
+    batch: Any, spec: JoinSpec, task: _Task, steps: Any, schema: Any, json_values: bool, ids: Any = None
+) -> Any:
     """KTable-KTable in ``versioned_mode: final`` as array work, one row per record.
 
     In ``final`` mode a versioned table's history is never read: only its latest version per key (the other
@@ -1097,7 +1165,8 @@ def _table_table_arrays(batch: Any, spec: JoinSpec, task: _Task, steps: Any, sch
 
     n = batch.num_rows
     key, value, ts_array, ts, is_right, has_key, value_null = _record_columns(batch)
-    ids = task.tables.ids(key)
+    if ids is None:
+        ids = task.tables.ids(key)
     order, first, group_start = key_groups(ids)
     # update state: per side, the puts that are the key's new latest version (the table's updates)
     refused = np.zeros(n, dtype=bool)
