@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from kjoin.spark.passes import vectorised_versioned as vv
+from kjoin.spark.passes import versioned_common as vv
 from kjoin.stores.versioned import place_version
 
 
