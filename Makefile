@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test test-fast test-spark test-oracle test-browser docs system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug
+.PHONY: lab demo test test-fast test-spark test-oracle test-browser docs system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug bench bench-compare bench-report
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -130,6 +130,28 @@ bench-reference: $(STAMP)
 diff-check: $(STAMP)
 	KJOIN_DIFF_CHECK=all KJOIN_COMPARISON_EXAMPLES=2000 $(PY) -m pytest tests/test_spark_diff_settings.py \
 		tests/test_spark_diff.py tests/test_spark_comparison.py
+
+# Every join at 10^6 and 10^7 records against a plain Spark equi-join, Kafka Streams and the reference engine, each
+# measurement appended to benchmarks/history.jsonl (benchmarks/history.py), then docs/benchmarks.md made from it.
+# The machine is shared: nice. `BENCH_SIZES=1000000 make bench`.
+BENCH_SIZES ?= 1000000,10000000
+bench: $(STAMP)
+	nice -n 10 $(PY) -m benchmarks.bench --sizes $(BENCH_SIZES) --kafka-sample 1000000 --history
+	$(PY) -m benchmarks.report
+
+# This commit against the last one the history recorded (or `AGAINST=5440eb9`), both run in turns `REPEAT` times
+# (default 2) at BENCH_COMPARE_SIZES (default 10^6): the CPU-second ratios, and every join whose cost rose more than
+# 15% named (benchmarks/compare.py); the rows go to the history and docs/benchmarks.md is made again.
+BENCH_COMPARE_SIZES ?= 1000000
+REPEAT ?= 2
+bench-compare: $(STAMP)
+	nice -n 10 $(PY) -m benchmarks.compare --sizes $(BENCH_COMPARE_SIZES) --repeat $(REPEAT) \
+		$(if $(AGAINST),--against $(AGAINST)) $(if $(JOINS),--joins $(JOINS)); status=$$?; \
+		$(PY) -m benchmarks.report; exit $$status
+
+# docs/benchmarks.md from benchmarks/history.jsonl (benchmarks/report.py).
+bench-report: $(STAMP)
+	$(PY) -m benchmarks.report
 
 # A diff's cost against one run's at 10^7 records, and its differences on sampled keys against the reference engine
 # (docs/benchmarks.md). The machine is shared: nice.

@@ -81,6 +81,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .history import HISTORY, REPOSITORY
+
 __all__ = ["main", "generate", "BenchRow", "COLUMNS"]
 
 JOINS = ("stream-stream", "stream-table", "table-table", "versioned-stream-table", "versioned-table-table")
@@ -136,6 +138,8 @@ COLUMNS = [
     "equi s",
     "equi rec/s",
     "kjoin/equi",
+    "kjoin CPU s",
+    "equi CPU s",
     "kafka rec/s",
     "kjoin/kafka",
     "reference rec/s (sample)",
@@ -161,6 +165,32 @@ class BenchRow:
     load_before: float
     load_after: float
     kafka_sample: int | None = None  # records Kafka Streams replayed, when fewer than ``records``
+    kjoin_cpu: float | None = None  # CPU seconds of the process tree (driver, JVM, Python workers): tree_cpu
+    equi_cpu: float | None = None
+    kafka_s: float | None = None  # the replay's seconds as the JVM times them
+    kafka_cpu: float | None = None  # the replay's java process's CPU seconds, its start included
+
+    def history(self) -> dict[str, Any]:
+        """The row's fields as :mod:`benchmarks.history` records them (beyond the run's)."""
+        skipped = self.kafka_rate != self.kafka_rate  # NaN: --no-baselines
+        return {
+            "load_before": round(self.load_before, 2),
+            "load_after": round(self.load_after, 2),
+            "join": self.join,
+            "variant": self.variant,
+            "size": self.records,
+            "method": self.method,
+            "kjoin_s": round(self.kjoin_s, 3),
+            "kjoin_cpu_s": _rounded(self.kjoin_cpu),
+            "equi_s": round(self.equi_s, 3),
+            "equi_cpu_s": _rounded(self.equi_cpu),
+            "kafka_s": None if skipped else _rounded(self.kafka_s),
+            "kafka_cpu_s": None if skipped else _rounded(self.kafka_cpu),
+            "kafka_records": None if skipped else (self.kafka_sample or self.records),
+            "reference_rate": None if self.reference_rate != self.reference_rate else round(self.reference_rate),
+            "reference_records": self.reference_sample or None,
+            "peak_mb": round(self.peak_mb),
+        }
 
     def cells(self) -> list[str]:
         kjoin_rate, equi_rate = self.records / self.kjoin_s, self.records / self.equi_s
@@ -174,6 +204,8 @@ class BenchRow:
             f"{self.equi_s:.2f}",
             f"{equi_rate:,.0f}",
             f"{kjoin_rate / equi_rate:.2f}",
+            "" if self.kjoin_cpu is None else f"{self.kjoin_cpu:.1f}",
+            "" if self.equi_cpu is None else f"{self.equi_cpu:.1f}",
             f"{self.kafka_rate:,.0f}"
             + ("" if self.kafka_sample in (None, self.records) else f" (n={self.kafka_sample:,})"),
             f"{kjoin_rate / self.kafka_rate:.2f}",
@@ -182,6 +214,10 @@ class BenchRow:
             f"{self.peak_mb:,.0f}",
             f"{self.load_before:.1f}/{self.load_after:.1f}",
         ]
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 # -- data ---------------------------------------------------------------------------------
@@ -415,6 +451,7 @@ def kafka_rate(
         scenario["window"] = WINDOW
     with open(dependencies) as listing:
         classpath = f"{classes}{os.pathsep}{listing.read().strip()}"
+    children = _children_cpu()
     done = subprocess.run(
         [
             java,
@@ -433,7 +470,20 @@ def kafka_rate(
     if done.returncode != 0:
         raise RuntimeError(f"Kafka Streams replay failed:\n{done.stderr[-3000:]}")
     report = json.loads(done.stdout.strip().splitlines()[-1])
+    KAFKA_LAST.update(seconds=report["seconds"], cpu=_children_cpu() - children)
     return report["records"] / report["seconds"], report["outputs"]
+
+
+KAFKA_LAST: dict[str, float] = {}
+"""The last replay's seconds (as the JVM timed them) and its ``java`` process's CPU seconds (:func:`kafka_rate`)."""
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's waited-for children (a finished replay's JVM among them)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 # -- memory ---------------------------------------------------------------------------------
@@ -545,10 +595,15 @@ def bench(
     repeat: int = 1,
     variants: list[str] | None = None,
     kafka_sample: int | None = None,
+    baselines: bool = True,
+    record: Callable[[list[BenchRow]], None] | None = None,
 ) -> list[BenchRow]:
     """The table's rows: per join, size and variant (``variants``: those of :data:`VARIANTS` each join has;
     :data:`VARIANT`'s when not given) and method. ``repeat`` rounds each time the equi-join and every method in
-    turn and keep the fastest of each. ``kafka_sample``: Kafka Streams replays the first that many records only."""
+    turn and keep the fastest of each (seconds and CPU seconds each their fewest). ``kafka_sample``: Kafka Streams
+    replays the first that many records only; ``baselines`` off: neither Kafka Streams nor the reference engine
+    runs (their cells NaN). ``record``: called with each variant's rows as soon as they are measured (the history:
+    a later row may not finish on a shared machine)."""
     from kjoin.spark import run_join
 
     rows = []
@@ -571,17 +626,20 @@ def bench(
             left, right = topics(spark, path, partitions)
             noop(left.frame.unionByName(right.frame))  # warm the file cache and the session
             for variant in chosen:
-                rows += _bench_variant(
+                measured = _bench_variant(
                     spark, join, variant, size, path, left, right, methods, repeat, out,
-                    reference_sample, partitions, workdir, kafka_stores, kafka_sample,
+                    reference_sample, partitions, workdir, kafka_stores, kafka_sample, baselines,
                 )  # fmt: skip
+                if record is not None:
+                    record(measured)
+                rows += measured
             shutil.rmtree(path, ignore_errors=True)
     return rows
 
 
 def _bench_variant(
     spark, join, variant, size, path, left, right, methods, repeat, out,
-    reference_sample, partitions, workdir, kafka_stores, kafka_sample,
+    reference_sample, partitions, workdir, kafka_stores, kafka_sample, baselines=True,
 ) -> list[BenchRow]:  # fmt: skip
     from kjoin.spark import run_join
 
@@ -595,26 +653,33 @@ def _bench_variant(
         used.add(path_used)
         runs.append((_method_used(result, method), result))
     best: dict[str, tuple] = {}
-    equi_s = float("inf")
+    best_cpu: dict[str, float] = {}
+    equi_s = equi_cpu = float("inf")
     for round_ in range(repeat):  # each round: the equi-join, then the methods in turn (reversed every other round)
         print(f"[bench] {join} {variant} {size:,} equi-join ...", file=out, flush=True)
-        equi_s = min(equi_s, timed(lambda: noop(equi_join(join, left.frame, right.frame, variant))))
+        seconds, cpu = timed_cpu(lambda: noop(equi_join(join, left.frame, right.frame, variant)))
+        equi_s, equi_cpu = min(equi_s, seconds), min(equi_cpu, cpu)
         for method_used, result in runs if round_ % 2 == 0 else runs[::-1]:
             print(f"[bench] {join} {variant} {size:,} kjoin {method_used} ...", file=out, flush=True)
             load_before = os.getloadavg()[0]
             with PeakMemory() as memory:
-                kjoin_s = timed(lambda: noop(result.results))
+                kjoin_s, cpu = timed_cpu(lambda: noop(result.results))
             timing = (method_used, kjoin_s, memory.peak, load_before, os.getloadavg()[0])
             if method_used not in best or kjoin_s < best[method_used][1]:
                 best[method_used] = timing
+            best_cpu[method_used] = min(best_cpu.get(method_used, cpu), cpu)
     timings = [best[method_used] for method_used, _ in runs]
     # The baselines outside Spark last, so that their processes never share the machine with kjoin's run.
-    ref_rate, ref_n = reference_rate(spark, join, path, min(reference_sample, size), partitions, variant)
-    kafka_n = size if kafka_sample is None else min(kafka_sample, size)
-    print(f"[bench] {join} {variant} {kafka_n:,} Kafka Streams {KAFKA_VERSION} replay ...", file=out, flush=True)
-    kafka, _ = kafka_rate(
-        spark, join, path, partitions, workdir, kafka_stores, variant, None if kafka_n == size else kafka_n
-    )
+    ref_rate, ref_n, kafka, kafka_n = float("nan"), 0, float("nan"), size
+    kafka_s = kafka_cpu = None
+    if baselines:
+        ref_rate, ref_n = reference_rate(spark, join, path, min(reference_sample, size), partitions, variant)
+        kafka_n = size if kafka_sample is None else min(kafka_sample, size)
+        print(f"[bench] {join} {variant} {kafka_n:,} Kafka Streams {KAFKA_VERSION} replay ...", file=out, flush=True)
+        kafka, _ = kafka_rate(
+            spark, join, path, partitions, workdir, kafka_stores, variant, None if kafka_n == size else kafka_n
+        )
+        kafka_s, kafka_cpu = KAFKA_LAST["seconds"], KAFKA_LAST["cpu"]
     return [
         BenchRow(
             join,
@@ -630,6 +695,10 @@ def _bench_variant(
             load_before,
             load_after,
             kafka_n,
+            best_cpu[method_used],
+            equi_cpu,
+            kafka_s,
+            kafka_cpu,
         )  # fmt: skip
         for method_used, kjoin_s, peak, load_before, load_after in timings
     ]
@@ -1020,6 +1089,22 @@ def _parser() -> argparse.ArgumentParser:
         help="Kafka Streams replays only the first this many records (default: all; its rate per record does not "
         "rise with the size, and a stream-stream replay of 10^7 takes hours)",
     )
+    parser.add_argument(
+        "--history",
+        nargs="?",
+        const=str(HISTORY),
+        default=None,
+        help=f"append each measurement to this history file (default with the flag: {HISTORY.relative_to(REPOSITORY)}"
+        "; benchmarks/history.py says what a row holds; make bench sets it)",
+    )
+    parser.add_argument(
+        "--label", default="bench", help="the history rows' label (default bench; make bench-compare: compare)"
+    )
+    parser.add_argument(
+        "--no-baselines",
+        action="store_true",
+        help="time kjoin and the equi-join only: neither Kafka Streams nor the reference engine runs",
+    )
     _scale_arguments(parser)
     parser.add_argument(
         "--topology",
@@ -1085,6 +1170,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kjoin topology bench: {os.cpu_count()} cores, {args.partitions} Kafka partitions, {args.keys:,} keys")
         print("\n".join(lines))
         return 0
+    record = None if args.history is None else _recorder(args.history, args.label, argv)
     try:
         rows = bench(
             spark,
@@ -1100,6 +1186,8 @@ def main(argv: list[str] | None = None) -> int:
             repeat=args.repeat,
             variants=args.variants,
             kafka_sample=args.kafka_sample,
+            baselines=not args.no_baselines,
+            record=record,
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -1111,6 +1199,30 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(format_table(rows))
     return 0
+
+
+def _recorder(path: str, label: str, argv: list[str] | None) -> Callable[[list[BenchRow]], None]:
+    """Append each measured row to the history at ``path`` (:mod:`benchmarks.history`), with this run's id, label,
+    command, the commit of the kjoin that runs (its git tree) and the machine."""
+    import kjoin
+
+    from .history import append, commit_of, machine, new_run_id, now
+
+    commit, dirty = commit_of(os.path.dirname(os.path.dirname(os.path.abspath(kjoin.__file__))))
+    words = sys.argv[1:] if argv is None else argv
+    run = {
+        "kind": "measurement",
+        "run": new_run_id(),
+        "label": label,
+        "command": " ".join(["python -m benchmarks.bench", *words]),
+        "commit": commit,
+        "dirty": dirty,
+    }
+
+    def record(rows: list[BenchRow]) -> None:
+        append([{**run, "date": now(), **machine(), **row.history()} for row in rows], path)
+
+    return record
 
 
 def _load_since(load_before: tuple[float, float, float]) -> str:

@@ -262,3 +262,109 @@ def test_the_debug_bench_times_every_operation_and_reopens_the_run_in_a_new_proc
     assert 9_000 <= int(records.replace(",", "")) <= 11_000, records
     assert all(float(row[1]) >= 0 for row in rows)  # a number; timings themselves are not tested
     assert spark.range(1).count() == 1, "the test's session is left running"
+
+
+# -- the history, the comparison and the page (benchmarks/history.py, compare.py, report.py) ---------------------------
+def _measurement(commit: str, join: str = "table-table", size: int = 1000, **costs: float) -> dict:
+    from benchmarks import history
+
+    row = {name: None for name in history.MEASUREMENT_FIELDS}
+    row.update(kind="measurement", run="r1", label="bench", command="python -m benchmarks.bench", commit=commit)
+    row.update(dirty=False, date="2026-11-29T03:00:00+00:00", cores=2, memory_gib=23.4, load_before=1.0)
+    row.update(load_after=1.5, join=join, variant="outer", size=size, method="auto: vectorised", peak_mb=900)
+    row.update(kjoin_s=2.0, kjoin_cpu_s=4.0, equi_s=1.0, equi_cpu_s=2.0)
+    row.update(costs)
+    return row
+
+
+def test_the_history_appends_rows_and_reads_them_back_in_order(tmp_path):
+    from benchmarks import history
+
+    path = tmp_path / "history.jsonl"
+    assert history.read(path) == []
+    history.append([_measurement("a" * 40)], path)
+    history.append([_measurement("b" * 40), {"kind": "comparison", "run": "c1", "commit": "b" * 40}], path)
+    rows = history.read(path)
+    assert [r["commit"] for r in rows] == ["a" * 40, "b" * 40, "b" * 40]
+    assert len(history.measurements(rows)) == 2
+    assert history.last_commit(rows) == "b" * 40
+    assert history.last_commit(rows, other_than="b" * 40) == "a" * 40
+    assert list(rows[0]) == list(history.MEASUREMENT_FIELDS)
+
+
+def test_a_broken_history_line_is_named_with_its_file_and_line(tmp_path):
+    from benchmarks import history
+
+    path = tmp_path / "history.jsonl"
+    path.write_text('{"kind": "measurement"}\nnot json\n')
+    with pytest.raises(ValueError, match=r"history.jsonl:2: not a JSON line"):
+        history.read(path)
+
+
+def test_a_bench_row_records_its_seconds_cpu_and_what_was_not_measured(tmp_path):
+    """The recorder writes a row's costs with the run's commit and machine; the baselines a run skipped are null."""
+    from benchmarks import history
+
+    row = bench.BenchRow(
+        "table-table", "outer", 1000, "auto: vectorised", 2.0, 1.0, float("nan"), 0, 512.4, float("nan"), 0.5, 0.7,
+        1000, 3.25, 1.5, None, None,
+    )  # fmt: skip
+    path = tmp_path / "history.jsonl"
+    bench._recorder(str(path), "bench", ["--sizes", "1000"])([row])
+    (got,) = history.read(path)
+    assert got["command"] == "python -m benchmarks.bench --sizes 1000"
+    assert len(got["commit"]) == 40 and got["cores"] >= 1 and got["memory_gib"] > 0
+    assert (got["kjoin_s"], got["kjoin_cpu_s"], got["equi_s"], got["equi_cpu_s"]) == (2.0, 3.25, 1.0, 1.5)
+    assert (got["kafka_s"], got["kafka_cpu_s"], got["reference_rate"], got["peak_mb"]) == (None, None, None, 512)
+
+
+def test_the_comparison_keeps_each_commits_best_round_and_names_the_joins_whose_cpu_rose():
+    from benchmarks import compare
+
+    current = [
+        _measurement("new", "table-table", kjoin_s=2.0, kjoin_cpu_s=4.0),
+        _measurement("new", "table-table", kjoin_s=1.8, kjoin_cpu_s=4.4),  # fewer seconds, more CPU: each its best
+        _measurement("new", "stream-table", kjoin_s=1.0, kjoin_cpu_s=2.29),
+        _measurement("new", "stream-stream", kjoin_s=1.0, kjoin_cpu_s=2.31),
+    ]
+    baseline = [
+        _measurement("old", "table-table", kjoin_s=2.5, kjoin_cpu_s=5.0),
+        _measurement("old", "stream-table", kjoin_s=1.0, kjoin_cpu_s=2.0),
+        _measurement("old", "stream-stream", kjoin_s=1.0, kjoin_cpu_s=2.0),
+        _measurement("old", "versioned-table-table"),  # the current commit did not run it: no row
+    ]
+    rows = {r["join"]: r for r in compare.compare(current, baseline)}
+    assert set(rows) == {"table-table", "stream-table", "stream-stream"}
+    assert (rows["table-table"]["kjoin_s"], rows["table-table"]["kjoin_cpu_s"]) == (1.8, 4.0)
+    assert rows["table-table"]["kjoin_cpu_ratio"] == 0.8 and rows["table-table"]["rounds"] == 1
+    assert [j for j, r in rows.items() if r["rose"]] == ["stream-stream"]  # 1.155 > 1.15; 1.145 is not
+    assert compare.verdict(list(rows.values())).startswith("CPU seconds rose more than 15%: stream-stream outer")
+    assert compare.verdict([rows["table-table"]]) == "no join's CPU seconds rose more than 15%"
+    table = compare.format_comparison(list(rows.values())).splitlines()
+    assert [c.strip() for c in table[0].split(" | ")] == compare.COMPARISON_COLUMNS and len(table) == 5
+
+
+def test_the_benchmark_page_is_made_from_the_last_run_and_comparison(tmp_path):
+    from benchmarks import compare, history, report
+
+    path = tmp_path / "history.jsonl"
+    history.append([_measurement("a" * 40, run="r0", kjoin_s=9.0)], path)
+    history.append([_measurement("b" * 40, run="r1"), _measurement("b" * 40, "stream-table", run="r1")], path)
+    result = compare.compare([_measurement("b" * 40)], [_measurement("a" * 40, kjoin_cpu_s=2.0)])
+    history.append(
+        [{"kind": "comparison", "run": "c1", "date": "2026-11-29T04:00:00+00:00", "commit": "b" * 40, "dirty": False,
+          "baseline": "a" * 40, "threshold": 0.15, "cores": 2, "memory_gib": 23.4, **row} for row in result],
+        path,
+    )  # fmt: skip
+    text = report.page(history.read(path))
+    assert "Generated by `python -m benchmarks.report`" in text
+    last = text.split("## The last run")[1].split("##")[0]
+    assert (
+        "2026-11-29" in last and "commit bbbbbbb, 2 cores, 23.4 GiB" in last and "`python -m benchmarks.bench`" in last
+    )
+    assert "| table-table | outer | 1,000 | auto: vectorised | 2.00 | 4.0 | 1.00 | 2.0 | 0.50 | 0.50 |" in last
+    assert "9.00" not in last  # the earlier run is not the last one
+    assert "bbbbbbb against aaaaaaa" in text and "stream-table" in last
+    assert "CPU seconds rose more than 15%: table-table outer 1,000 (x2.00)" in text
+    assert text.count("| 2026-11-29 | aaaaaaa |") == 1  # every run's ratios
+    assert report.page([]).endswith("No run recorded yet.\n")
