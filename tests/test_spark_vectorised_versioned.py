@@ -357,10 +357,12 @@ def test_run_join_vectorised_versioned_equals_processors_on_topics(spark):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_tombstone_at_the_latest_versions_own_ts_hands_the_batch_to_the_loop_and_back(kind):
-    """``versioned_same_ts_tombstone_leaves_no_trace``: the array forms keep no history walk, so a batch with a
-    tombstone at its key's latest value's own ts runs the loop, the tables moved in (with where each key's segments
-    end) and back out; batches of 1, 2 and 5 records put the tombstone after array batches and before them. k
+def test_a_tombstone_at_the_latest_versions_own_ts_forgets_or_keeps_it_as_the_loop_does(kind):
+    """``versioned_same_ts_tombstone_leaves_no_trace``: the stream-table array form keeps no history walk, so its
+    batch with a tombstone at its key's latest value's own ts runs the loop, the tables moved in (with where each
+    key's segments end) and back out; the table-table array form cuts such a batch at the tombstone and sets the
+    key's latest value as the loop's store would hold it. Batches of 1, 2 and 5 records put the tombstone after
+    array batches and before them. k
     forgets its tombstone (R1@2 becomes the latest and the left record @3 joins it); j, whose segments end at 3,
     keeps it (R1@2 is out-of-order); the last records run as arrays again after the loop."""
     right = {"versioned": True, "history_retention_ms": 100}
