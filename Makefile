@@ -66,7 +66,7 @@ workshop: $(STAMP)
 	    notebooks/
 
 # The peak memory of one learner's kernel running notebook 09, with the default and the workshop session
-# (benchmarks/workshop_memory.py; docs/benchmarks.md has the numbers).
+# (benchmarks/workshop_memory.py; docs/benchmarks-earlier.md has the numbers).
 workshop-memory: $(STAMP)
 	$(PY) -m benchmarks.workshop_memory
 
@@ -122,7 +122,7 @@ fuzz-inputs: $(STAMP)
 	$(PY) -m tests.input_fuzz $(N)
 	$(PY) -m tests.topology_fuzz $(N)
 
-# The reference engine alone, every join kind at 10^5 and 10^6 events, kjoin.run and `kjoin run` (docs/benchmarks.md).
+# The reference engine alone, every join kind at 10^5 and 10^6 events, kjoin.run and `kjoin run` (docs/benchmarks-earlier.md).
 bench-reference: $(STAMP)
 	$(PY) -m benchmarks.bench_reference
 
@@ -154,7 +154,7 @@ bench-report: $(STAMP)
 	$(PY) -m benchmarks.report
 
 # A diff's cost against one run's at 10^7 records, and its differences on sampled keys against the reference engine
-# (docs/benchmarks.md). The machine is shared: nice.
+# (docs/benchmarks-earlier.md). The machine is shared: nice.
 bench-diff: $(STAMP)
 	nice -n 10 $(PY) -m benchmarks.bench --diff --sizes 10000000 --repeat 2
 
