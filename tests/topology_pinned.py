@@ -67,6 +67,8 @@ def _mapped_object_join(mapper: dict[str, str]) -> list[dict[str, Any]]:
     ]
 
 
+_SELF_JOINED = '{"left":{"g":"x"},"right":{"g":"x"}}-null'
+
 CASES: dict[str, dict[str, Any]] = {
     # 12: a table-table join's value getter applies its own joiner
     "chained-joins-keep-their-joiners": {
@@ -376,6 +378,25 @@ CASES: dict[str, dict[str, Any]] = {
         "outputs_before_3_7": [[]],
         "describe": _describe(2, 1),
         "since": "2.6",  # KStream.repartition: KIP-221
+    },
+    # 19: a foreign-key join follows its table-table parent's Change(new, old), old values sent on its asking
+    "self-join-read-by-a-foreign-key-join": {
+        "topology": [
+            {"name": "t", "table": "t"},
+            {"name": "j", "outer_join": ["t", "t"], "joiner": "object"},
+            {"name": "fk", "left_join": ["j", "t"], "foreign_key": "right.g"},
+            {"name": "out", "to": "out", "input": "fk"},
+        ],
+        "events": [
+            {"topic": "t", "key": "k", "value": {"g": "x"}, "ts": 1},
+            {"topic": "t", "key": "k", "value": None, "ts": 2},
+        ],
+        "outputs": [
+            [["out", "k", _SELF_JOINED, 1], ["out", "k", _SELF_JOINED, 1]],
+            [["out", "k", None, 2], ["out", "k", None, 2]],
+        ],
+        "outputs_before_3_7": [[["out", "k", _SELF_JOINED, 1]], [["out", "k", None, 2]]],
+        "describe": _describe(1, 0, 2),
     },
     # the writer: repartition() then groupByKey().count() is written out (and judged)
     "repartition-then-count": {
