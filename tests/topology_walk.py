@@ -26,8 +26,12 @@ away while the same kind of mismatch stays, each round's candidates judged in on
 chooses them; default: every judge of topologies) and prints ``kafka-streams <version>: <N> topologies, <M>
 mismatches, <S> s``; each mismatch, shrunk (``--sample-classes``: three of each named class, every ``other``), is
 printed and written to DIR (default ``topology-walk-mismatches``) as YAML with Kafka's outputs and kjoin's.
-``tests/topology_walk_cases/`` keeps the minimal cases found so far. ``make topology-check`` runs it after
-``tests.topology_oracle``.
+``tests/topology_walk_cases/`` keeps the minimal cases found so far (``tests/test_topology_walk.py`` judges each
+against Kafka 4.4.0). ``make topology-check`` runs it after ``tests.topology_oracle``.
+
+Kafka 3.7+ fails the task at a null-key record in a left stream-table join with a grace period, where kjoin skips
+the record naming ``null-key-in-grace-buffer`` (docs/semantics.md section 10, item 18): the judge counts that
+exception as agreement where kjoin's run names the reason, and as ``kafka-error`` anywhere else.
 """
 
 from __future__ import annotations
