@@ -81,6 +81,10 @@ HARD = [
 ]  # fmt: skip
 
 
+OBJECT_TEXTS = ['"{\\"c\\":\\"x\\"}"', ' "{\\"c\\": \\"x\\"}"']
+"""Strings that hold a JSON object's text: a String-serde app reads their fields (``functions.as_read``)."""
+
+
 def _python(text: str | None) -> tuple[object, ...] | None:
     """The reference engine's shown value, keys and joined value for a text (``None`` when it is not JSON)."""
     if text is None:
@@ -102,7 +106,7 @@ def test_the_expressions_show_keys_and_join_as_the_reference_engine_does_where_e
 
     rng = random.Random(30)
     generated = [_top(rng) for _ in range(500)]
-    texts = [_text(rng, value) for value in generated] + HARD + [None]
+    texts = [_text(rng, value) for value in generated] + HARD + [None] + OBJECT_TEXTS
     frame = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "i int, t string")
     value = parsed(F.col("t"))
     rows = frame.select(
@@ -128,6 +132,8 @@ def test_the_expressions_show_keys_and_join_as_the_reference_engine_does_where_e
     assert [text for text in never if by_text[text]] == []
     always = [*HARD[14:], None]
     assert [text for text in always if not by_text[text]] == []
+    assert [text for text in OBJECT_TEXTS if by_text[text]] == []  # the reference reads their fields: Python
+    assert [_python(text)[1] for text in OBJECT_TEXTS] == ["x", "x"]
 
 
 def test_a_field_path_is_a_variant_path_of_object_fields():

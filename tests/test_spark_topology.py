@@ -224,6 +224,9 @@ SPARK_PINNED = (
     "to-table-of-a-re-keyed-stream-joined-with-it",
     "re-key-to-numbers-looks-up-by-text",
     "repartition-then-count",
+    "object-joiner-parses-an-objects-text",
+    "null-key-through-a-repartition-into-a-global-left-join",
+    "self-join-read-by-a-foreign-key-join",
 )
 """One pinned topology per rule for CI (``KJOIN_SPARK_PINNED=all``: every one, on one partition and on three)."""
 

@@ -14,6 +14,7 @@ import pytest
 
 import kjoin
 
+from kjoin.fates import Reason
 from kjoin.semantics import parse_semantics
 
 from kjoin.topology.document import TopologyScenario
@@ -365,7 +366,73 @@ def test_keys_are_one_key_when_their_string_serde_bytes_are(built, version):
         "count-of-1-then-string-1",
         "re-key-to-numbers-looks-up-by-text",
         "foreign-key-numbers-by-text",
+        "filter-key-in-text-zero-keeps-key-zero",
+        "table-key-false-meets-stream-key-text-false",
+        "windowed-count-of-true-and-text-true",
     )
+
+
+@pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")
+def test_values_are_text_to_the_object_joiner_and_to_a_field_reader(built, version):
+    """A String-serde app's values are text: the object joiner reads 2.5 as "2.5" and an object's text (after
+    map_values append) as the object; map_values {field} gives the field's text; select_key {field} reads a field
+    of an object's text (after map_values append or flat_map_values)."""
+    _judge_pinned(
+        version,
+        "object-joiner-reads-numbers-as-text",
+        "object-joiner-parses-an-objects-text",
+        "object-joiner-reads-a-number-field-as-text",
+        "field-of-an-objects-text",
+    )
+
+
+@pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")
+def test_a_null_key_crosses_a_repartition_topic_into_a_global_left_join_since_kip_962(built, version):
+    """KStreamImpl labels a left global-table join NULL_KEY_RELAXED_JOIN as it labels a left table join: from 3.7
+    the repartition topic above it keeps null keys, and the join joins them with null."""
+    if parse_semantics(version) >= parse_semantics("2.6"):
+        _judge_pinned(version, "null-key-through-a-repartition-into-a-global-left-join")
+
+
+@pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")
+def test_a_foreign_key_join_follows_its_table_joins_change_with_old_values(built, version):
+    """KTableImpl.doJoinOnForeignKey asks its left table for old values: a table's outer self-join then sends its
+    second side's delete as Change(null, joiner(null, old)), which a foreign-key left join follows with a second
+    tombstone (3.7+; before, the second update subscribes to nothing and the result is one row each time)."""
+    _judge_pinned(version, "self-join-read-by-a-foreign-key-join")
+
+
+def _null_key_into_a_grace_buffer(version: str) -> TopologyScenario:
+    return TopologyScenario.from_dict(
+        {
+            "semantics": str(parse_semantics(version)),
+            "topology": [
+                {"name": "s", "stream": "s"},
+                {"name": "t", "table": "t", "history_retention_ms": 100},
+                {"name": "j", "left_join": ["s", "t"], "grace_ms": 10},
+                {"name": "out", "to": "out", "input": "j"},
+            ],
+            "events": [{"topic": "s", "key": None, "value": "A", "ts": 2}],
+        }
+    )
+
+
+@pytest.mark.parametrize("version", ["4.4.0", "3.9.1", "3.6.2"], ids=lambda v: f"kafka-{v}")
+def test_a_null_key_into_a_left_join_with_a_grace_period_fails_the_task_since_kip_962(built, version):
+    """KIP-962 (3.7) lets a left stream-table join's null-key record past maybeDropRecord, and the grace buffer's
+    put requires a key: Kafka 3.7+ fails the task with a NullPointerException, where kjoin skips the record naming
+    null-key-in-grace-buffer; 3.6 drops it as any null key, and so does kjoin."""
+    if not any(judge.version == version for judge in topology_oracle.JUDGES):
+        pytest.fail(f"Kafka {version} is not among the harness's judges")
+    scenario = _null_key_into_a_grace_buffer(version)
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    reasons = [visit.reason for step in scenario.run() for visit in step.visits if visit.reason is not None]
+    if parse_semantics(version) >= parse_semantics("3.7"):
+        assert "NullPointerException: key cannot be null" in answer["error"]
+        assert reasons == [Reason.NULL_KEY_IN_GRACE_BUFFER]
+    else:
+        assert answer["outputs"] == [[]]
+        assert reasons == [Reason.NULL_KEY]
 
 
 @pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")

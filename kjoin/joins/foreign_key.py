@@ -192,6 +192,10 @@ def _make_table(
     return TableStore(log, task, side, sends_old_values=True)
 
 
+FROM_COPY: Any = object()
+"""``ForeignKeyJoin.process``'s default old value: the row the join's copy of the left table held."""
+
+
 def _put(table: TableStore | VersionedStore, key: Any, value: Any, ts: int) -> tuple[PutResult, tuple[Any, int] | None]:
     if isinstance(table, VersionedStore):
         return table.put(key, value, ts)
@@ -263,7 +267,10 @@ class ForeignKeyJoin:
         return 0 if self.partitions == 1 else default_partition(key, self.partitions)
 
     # -- inputs -------------------------------------------------------------------------
-    def process(self, record: Record, ctx: StepContext) -> None:
+    def process(self, record: Record, ctx: StepContext, change_old: Any = FROM_COPY) -> None:
+        """A left or right table update. ``change_old``: the old value of the parent's ``Change`` where the
+        subscriptions follow it (a table-table join's, which sends old values to a foreign-key join); by default
+        the row the join's copy of the left table held."""
         if drop_null_key_update(record, ctx):
             return
         task = self.tasks[record.partition]
@@ -271,7 +278,7 @@ class ForeignKeyJoin:
         if self.tables_are_sources and drop_idempotent_update(table, record, self.semantics, ctx):
             return
         if record.side is Side.LEFT:
-            self._send_subscriptions(self.tasks[record.partition], record, ctx)
+            self._send_subscriptions(self.tasks[record.partition], record, ctx, change_old)
         else:
             self._scan_subscribers(self.tasks[record.partition], record, ctx)
 
@@ -284,11 +291,13 @@ class ForeignKeyJoin:
             self._resolve_response(task, message, ctx)
 
     # -- 1. send subscription (left task) -------------------------------------------------
-    def _send_subscriptions(self, task: ForeignKeyTask, record: Record, ctx: StepContext) -> None:
+    def _send_subscriptions(
+        self, task: ForeignKeyTask, record: Record, ctx: StepContext, change_old: Any = FROM_COPY
+    ) -> None:
         outcome, previous = _put(task.left, record.key, record.value, record.ts)  # update state
         if _skipped_by_store(outcome, record, ctx):
             return
-        old = None if previous is None else previous[0]
+        old = (None if previous is None else previous[0]) if change_old is FROM_COPY else change_old
         sent = subscription_instructions(old, record.value, self.fk_of, self.variant, self.semantics)
         change = (
             f"left table update {render_value(record.key)}: {render_value(old)} → "

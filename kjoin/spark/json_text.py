@@ -59,7 +59,8 @@ def shown(value: Column) -> Column:
 def exact(text: Column | str, value: Column) -> Column:
     """True where :func:`shown` of ``value`` (``parsed(text)``), and of any field of it (:func:`field`), is what the
     reference engine shows (the module's table): ``text`` is null, or it parsed, its numbers are integers of at
-    most 38 digits and its rendering is printable ASCII without ``\\u`` escapes."""
+    most 38 digits, its rendering is printable ASCII without ``\\u`` escapes, and it is no string that starts like
+    an object (the reference reads a field of a JSON object's text: ``kjoin.topology.functions.as_read``)."""
     text = F.col(text) if isinstance(text, str) else text
     outside_strings = F.regexp_replace(text, _STRINGS, "")
     rendered = F.to_json(value)
@@ -68,6 +69,7 @@ def exact(text: Column | str, value: Column) -> Column:
         & ~outside_strings.rlike(r"[0-9][.eE]|[0-9]{39}")
         & rendered.rlike(r"^[ -~]*$")
         & ~rendered.contains("\\u")
+        & ~F.ltrim(text).startswith('"{')
     )
     return text.isNull() | F.coalesce(plain, F.lit(False))
 

@@ -615,6 +615,11 @@ class KTable(_Handle):
         # right table's (other) routes subscriptions by foreign key.
         graph.add_topic(Topic(subscription, None, functions.partitioner(other_partitioner), internal=True))
         graph.add_topic(Topic(response, None, functions.partitioner(partitioner), internal=True))
+        if self.node.op == "table-table":
+            # KTableImpl.doJoinOnForeignKey: enableSendingOldValues(true) on this table; the subscriptions follow
+            # the join's Change(new, old), whose old value is the joiner on the old input and the other side's
+            # current row (a self-join's second side: joiner(null, old)), not the row the foreign-key join saw
+            self.node.params["sends_old_values"] = True
         node = self._add(
             "fk", parents, TABLE, name, variant=variant, joiner=fn, foreign_key=foreign_key,
             subscription_topic=subscription, response_topic=response,

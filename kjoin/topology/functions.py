@@ -10,7 +10,7 @@ select_key      ``{field: path}`` the text of a field of the JSON value (``null`
                 ``{map: {old: new}}`` a lookup of the key (a key not listed keeps its key);
                 ``{value: true}`` the value's text (WordCount's ``groupBy((key, word) -> word)``)
 map_values      ``{append: text}`` the value's text with ``text`` appended (null stays null);
-                ``{field: path}`` a field of the JSON value
+                ``{field: path}`` the text of a field of the JSON value
 filter          ``{key_in: [..]}``, ``{key_not_in: [..]}``, ``{value_not_null: true}`` (a stream's or a
                 table's)
 flat_map_values ``{split: text}`` the value's text cut at every ``text`` as Java's ``String.split`` cuts it
@@ -18,7 +18,8 @@ flat_map_values ``{split: text}`` the value's text cut at every ``text`` as Java
 flat_map        ``{split: text}`` as ``flat_map_values``, each part a record keyed by itself: ``(part, part)``
 joiner          ``concat`` (the default: ``A-a``, null as ``null``); ``object``:
                 ``{"left": left, "right": right}`` (a JSON object a foreign-key join further down
-                can read a field of)
+                can read a field of), each side as a String-serde app reads it: an object's text
+                parsed, a number or boolean as its text
 partitioner     ``{map: {key: partition}}`` (a key not listed: murmur2, as Kafka's default)
 group_by        (a stream) as ``select_key``; (a table) ``{field: path}``: the new key is that field's
                 text and the value stays
@@ -50,6 +51,7 @@ __all__ = [
     "partitioner",
     "FunctionError",
     "field_of",
+    "as_read",
     "aggregation",
     "table_group_by",
     "AGGREGATIONS",
@@ -132,9 +134,28 @@ def guarded(fn: Callable[..., Any], text: str) -> Callable[..., Any]:
     return call
 
 
+def as_read(value: Any) -> Any:
+    """``value`` as an app whose values are text (the String serde) reads it back: a JSON object's text parsed (an
+    object that went through ``map_values {append: ""}`` or ``flat_map_values`` is its text, and Kafka holds nothing
+    else), any other value as its text (``3`` is ``"3"``, ``true`` is ``"true"``), null as null. An object's text
+    that is no JSON (``{"f":1}-B``) stays text."""
+    if value is None or type(value) is dict or isinstance(value, Mapping):
+        return value
+    text = string_serde_text(value)
+    if not text.startswith("{"):
+        return text
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return text
+    return parsed if type(parsed) is dict else text
+
+
 def field_of(value: Any, path: str) -> Any:
-    """The field at ``path`` (``a.b``) of a JSON value; ``None`` when a part is missing or the value is
-    not an object."""
+    """The field at ``path`` (``a.b``) of a JSON value, or of the text of a JSON object (:func:`as_read`); ``None``
+    when a part is missing or the value is not an object."""
+    if type(value) is str:
+        value = as_read(value)
     for part in path.split("."):
         if type(value) is not dict and not isinstance(value, Mapping):  # dict first: typing's check is slow
             return None
@@ -233,7 +254,7 @@ def value_mapper(spec: Any) -> Function:
         return Function(
             lambda value: None if value is None else render_value(value) + arg, {"append": arg}, f"append {arg!r}"
         )
-    return Function(lambda value: field_of(value, arg), {"field": arg}, f"the value's {arg}")
+    return Function(lambda value: string_serde_text(field_of(value, arg)), {"field": arg}, f"the value's {arg} as text")
 
 
 def predicate(spec: Any) -> Function:
@@ -257,7 +278,9 @@ def predicate(spec: Any) -> Function:
 
 
 def _object_joiner(left: Any, right: Any) -> dict[str, Any]:
-    return {"left": left, "right": right}
+    """Both sides as the harness's String-serde joiner reads them (:func:`as_read`): ``2.5`` joins as ``"2.5"``,
+    an object's text as the object."""
+    return {"left": as_read(left), "right": as_read(right)}
 
 
 CONCAT = Function(default_joiner, "concat", "left-right")

@@ -231,9 +231,10 @@ class Graph:
         return sorted(found, key=lambda n: n.order)
 
     def relaxed_join_downstream(self, node: Node) -> bool:
-        """Is a join that takes null keys (a left stream-table join, a left or outer stream-stream join:
-        KIP-962) anywhere downstream of ``node``, across repartition topics too? Kafka 3.7+ then writes
-        null keys to the repartition topics above it (``NodesWithRelaxedNullKeyJoinDownstream``)."""
+        """Is a join that takes null keys (a left stream-table or stream-global-table join, a left or outer
+        stream-stream join: KIP-962's ``NULL_KEY_RELAXED_JOIN`` label in ``KStreamImpl``) anywhere downstream of
+        ``node``, across repartition topics too? Kafka 3.7+ then writes null keys to the repartition topics above
+        it (``NodesWithRelaxedNullKeyJoinDownstream``)."""
         sources = self.sources()
         stack, seen = [node], set()
         while stack:
@@ -241,7 +242,7 @@ class Graph:
             if current.name in seen:
                 continue
             seen.add(current.name)
-            if current.op == "stream-table" and current.params["variant"] == "left":
+            if current.op in ("stream-table", "stream-global") and current.params["variant"] == "left":
                 return True
             if current.op == "stream-stream" and current.params["variant"] in ("left", "outer"):
                 return True

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ..fates import Fate, Reason
 from ..joins.context import StepContext, drop_idempotent_update, drop_null_key_update
-from ..joins.foreign_key import ForeignKeyJoin
+from ..joins.foreign_key import FROM_COPY, ForeignKeyJoin
 from ..joins.global_table import GlobalTableJoin
 from ..joins.fk_protocol import SUBSCRIPTION, Message
 from ..joins.options import ForeignKeyOptions, TableOptions
@@ -600,7 +600,8 @@ class ForeignKeyNode:
     def handle_input(self, port: Side, rec: Rec, partition: int, step: int) -> Outcome:
         record = Record(port, rec.key, rec.value, rec.ts, partition)
         ctx = StepContext(step, record, self.node.params["joiner"])
-        self.join.process(record, ctx)
+        joined_parent = port is Side.LEFT and rec.has_old and self.node.parents[0].op == "table-table"
+        self.join.process(record, ctx, change_old=rec.old if joined_parent else FROM_COPY)
         outcome = _outcome_of(ctx, table=True)
         outcome.writes = self._new_messages()
         return outcome
