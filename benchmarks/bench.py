@@ -50,9 +50,9 @@ is a small untimed warm-up (class loading and JIT cost seconds in a fresh JVM).
 
 ``--values json`` times the join (default: stream-table left) with ``value="json"`` against ``value="string"``
 instead, on the same JSON text (:func:`bench_values`): ``json/string`` is the ratio of their times, the cost of
-decoding each value for the joiner (issue 26: ``auto`` then takes the processors and warns, ``SlowPathWarning``).
+decoding each value for the joiner (``auto`` then takes the processors and warns, ``SlowPathWarning``).
 
-``--diff`` times :meth:`kjoin.spark.SparkRun.diff` instead (issue 28): per size and change (:data:`DIFF_CHANGES`),
+``--diff`` times :meth:`kjoin.spark.SparkRun.diff` instead: per size and change (:data:`DIFF_CHANGES`),
 one run of the stream-stream join to the noop sink, then a diff of the same topics with every difference charged
 to the noop sink, and ``diff/run``, the ratio (the issue's target: at most 2.5), and the same for the CPU seconds
 each cost the process tree (``--repeat N``: N turns of both, the fewest seconds of each kept; ``make bench-diff``
@@ -704,7 +704,7 @@ def _bench_variant(
     ]
 
 
-# -- JSON values (issue 26) ----------------------------------------------------------------------------
+# -- JSON values ----------------------------------------------------------------------------
 VALUES = ("string", "json")
 """How ``--values`` reads the values: as text (``from_files(..., value="string")``) or as JSON decoded for the joiner
 (``value="json"``)."""
@@ -807,7 +807,7 @@ def bench_values(
     return rows
 
 
-# -- the diff's cost (issue 28) ----------------------------------------------------------------------
+# -- the diff's cost ----------------------------------------------------------------------
 DIFF_JOIN = "stream-stream"
 DIFF_CHANGES: dict[str, dict[str, Any]] = {
     "window.grace_ms=0": {"window": {"grace_ms": 0}},
@@ -1110,19 +1110,19 @@ def _parser() -> argparse.ArgumentParser:
         "--topology",
         action="store_true",
         help="time a topology (a re-key and two joins, kjoin.spark.run_topology) against the same plan as plain "
-        "Spark equi-joins instead (issue 30; benchmarks/bench_topology.py)",
+        "Spark equi-joins instead (benchmarks/bench_topology.py)",
     )
     parser.add_argument(
         "--values",
         choices=("json",),
         default=None,
         help="time the joins (default: stream-table) with value='json' against value='string' on the same JSON text "
-        "instead (issue 26: json/string, the cost of decoding values for the joiner)",
+        "instead (json/string, the cost of decoding values for the joiner)",
     )
     parser.add_argument(
         "--diff",
         action="store_true",
-        help="time SparkRun.diff against one run instead (issue 28: at most 2.5x), and check the differences of "
+        help="time SparkRun.diff against one run instead (at most 2.5x), and check the differences of "
         "sampled keys against the reference engine",
     )
     parser.add_argument(

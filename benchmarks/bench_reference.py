@@ -3,10 +3,10 @@
 
     python -m benchmarks.bench_reference                       # 10^5 and 10^6, every kind
     python -m benchmarks.bench_reference --sizes 100000 --kinds fk,wtable-table --no-cli
-    python -m benchmarks.bench_reference --no-api                  # the CLI only (issue 25's done-when)
+    python -m benchmarks.bench_reference --no-api                  # the CLI only (the reference engine's CLI cost)
 
 A script, never a timed test (``make bench-reference``). Its purpose is to show that no input
-path is quadratic (issue 25): the time per event stays flat from 10^5 to 10^6. The workload per
+path is quadratic: the time per event stays flat from 10^5 to 10^6. The workload per
 kind is seeded: 10^3 keys (``--keys``), timestamps rising with a little disorder, 1 partition
 (``--partitions``); a foreign-key join's left values point at one of the right keys.
 """

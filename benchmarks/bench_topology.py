@@ -1,4 +1,4 @@
-"""Benchmark: a whole topology on Spark (issue 30) against the same plan written as plain Spark equi-joins.
+"""Benchmark: a whole topology on Spark against the same plan written as plain Spark equi-joins.
 
     python -m benchmarks.bench --topology --sizes 1000000       # (make bench-topology)
 
@@ -13,7 +13,7 @@ Timed, each consuming every row with the ``noop`` sink:
 * kjoin: :func:`kjoin.spark.run_topology`, every step and written record of both stages (the re-keying tasks, the
   repartition shuffle, the joining tasks), once per ``--methods`` (``auto``: both stages as chains,
   :mod:`kjoin.spark.passes.topology_vectorised`; ``processors``: kjoin's processors per task);
-* the joins one by one: the target of issue 30, the same plan as kjoin's single joins: the re-key as a Spark
+* the joins one by one: the target, the same plan as kjoin's single joins: the re-key as a Spark
   projection and one shuffle, then :func:`kjoin.spark.run_join` twice (:func:`_one_by_one`);
 * the equi-join: what a user would write in SQL instead, without Kafka's record-by-record semantics: the orders'
   customer extracted, inner-joined with each customer's last value, left-joined with each address's last value.
@@ -111,7 +111,7 @@ def _one_by_one(topics: dict[str, Any], partitions: int) -> Any:
     shuffle (each order's customer, its partition by murmur2, offsets in timestamp order), then
     :func:`kjoin.spark.run_join` stream-table inner with customers, then stream-table left with addresses on its
     outputs (their offsets in the order the first join emitted them). The values stay JSON text, so both joins take
-    run_join's vectorised pass (decoded JSON values take its processors: issue 26), its fastest."""
+    run_join's vectorised pass (decoded JSON values take its processors), its fastest."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 

@@ -1,4 +1,4 @@
-"""How kjoin on Spark scales: the key split, a size curve and a skewed topic (issue 29).
+"""How kjoin on Spark scales: the key split, a size curve and a skewed topic.
 
     nice -n 10 python -m benchmarks.bench --scale --sizes 1000000,10000000,100000000   # all three parts
     python -m benchmarks.bench --scale split --sizes 10000000          # one part

@@ -1,4 +1,4 @@
-"""kjoin's processing order against a running Kafka Streams application (issue 27): ``make broker-check``.
+"""kjoin's processing order against a running Kafka Streams application: ``make broker-check``.
 
 TopologyTestDriver (``tests/oracle_check.py``) processes records in the order they are piped, which is kjoin's own
 order: it judges what a join does with its records, never which record a task takes next. Here a real

@@ -805,7 +805,7 @@ def _stream_stream_shape(
 
 @st.composite
 def narrow_scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
-    """A random scenario of the narrow generator (issue 10) that Kafka ``version`` can judge, with kjoin's semantics
+    """A random scenario of the narrow generator that Kafka ``version`` can judge, with kjoin's semantics
     of that version: at most 16 events, windows of 0-6 ms, three keys."""
     join = draw(st.sampled_from(["stream-stream", "stream-table", "table-table", "fk", "stream-globaltable"]))
     data: dict[str, Any] = {"join": join, "semantics": version.version}
@@ -863,8 +863,8 @@ def narrow_scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
     return kjoin.Scenario.from_dict(data)
 
 
-# -- the wide generator (issue 32) ---------------------------------------------------------------------------------
-# The narrow generator above never found issue 32's classes: they need long scenarios over many windows, several keys
+# -- the wide generator ---------------------------------------------------------------------------------
+# The narrow generator above never found these classes: they need long scenarios over many windows, several keys
 # in a window at once, null values among them, odd keys and values, several partitions, longer chains and nested
 # foreign keys. The wide one draws all of that; ``scenarios`` mixes both, so the narrow one's reach stays.
 ODD_TEXTS = ("", "null", "NULL", "a,b", ",", "é", "ß✓", "日本", "🙂", " ", '"q"', "-", "x-y")
@@ -966,7 +966,7 @@ def _wide_events(
 ) -> list[dict[str, Any]]:
     """Events of a short (1-16) or a long (17-150) scenario (``long``: which; default either, half and half). Some
     scenarios repeat a record's side, key and ts with another value: a left/outer join's buffer then holds a list of
-    values under one ``<ts, side, key>``, which Kafka's sweep reads value by value (issue 32).
+    values under one ``<ts, side, key>``, which Kafka's sweep reads value by value.
 
     The seeded ``rng`` draws the length too, uniformly: hypothesis favours the low end of a range (of 200 scenarios
     drawn with ``st.integers``, a quarter were empty and one in ten long), and the long ones find what short ones
@@ -1045,7 +1045,7 @@ def wide_scenarios(
     if join == "stream-stream":
         data["variant"] = draw(st.sampled_from(["inner", "left", "outer"]))
         # Dense (one in four): windows of a few ms, a handful of keys both sides share, several records a window:
-        # both sides of an outer join wait in its buffer at once, in lists under one <ts, side, key> (issue 32).
+        # both sides of an outer join wait in its buffer at once, in lists under one <ts, side, key>.
         dense = draw(st.integers(0, 3)) == 0
         if dense:
             data["window"] = {name: draw(st.integers(0, 8)) for name in ("before_ms", "after_ms", "grace_ms")}
@@ -1184,7 +1184,7 @@ def scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
     return draw(st.one_of(narrow_scenarios(version), wide_scenarios(version)))
 
 
-# Seed 000 (issue 11): what today's DSL expresses. A windowed count is
+# The original windowed-table design: what today's DSL expresses. A windowed count is
 # ``stream.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(advance)).count()``; a table
 # aggregate ``table.groupBy((k, v) -> KeyValue.pair(v.g, v)).count()``; a wtable-wtable join on the same window a
 # table-table join of two windowed counts. Each judge runs kjoin with its own semantics (a window store before 3.4
@@ -1218,7 +1218,7 @@ def aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> Aggregate
         window["advance_ms"] = draw(st.integers(1, size))
     if draw(st.booleans()):
         window["grace_ms"] = draw(st.integers(0, 6))
-    if join == "window-aggregate":  # session and sliding windows, emit-final and suppress (issue 31)
+    if join == "window-aggregate":  # session and sliding windows, emit-final and suppress
         kinds = ["time", "session"] + (["sliding"] if semantics.sliding_windows else [])
         kind = draw(st.sampled_from(kinds))
         if kind != "time":

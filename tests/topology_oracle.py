@@ -1,4 +1,4 @@
-"""kjoin's topologies against the real Kafka Streams library (issue 30): random topologies of two or three joins
+"""kjoin's topologies against the real Kafka Streams library: random topologies of two or three joins
 and a re-key (or a foreign-key join), or with an aggregate (of a stream, in tumbling, hopping, session or sliding
 windows, of a table, joined by a stream), a merge, a to_table or a global table, 1 to 4 partitions, run through
 kjoin (``kjoin/topology/``) and, in one JVM per Kafka version, through TopologyTestDriver
