@@ -1,5 +1,9 @@
 """``kjoin.Topology``: a topology built the way Kafka's ``StreamsBuilder`` builds one.
 
+Why one module of this size: it is the DSL's surface, one class per Kafka handle (``KStream``, ``KTable``,
+``GlobalKTable``, the grouped and windowed handles) whose methods hand each other nodes, as Kafka's API does; the
+checks of their arguments live in :mod:`kjoin.topology.functions` and the graph in :mod:`kjoin.topology.graph`.
+
 ::
 
     b = kjoin.Topology(partitions=2)

@@ -1,5 +1,8 @@
 """``Topology.from_describe(text)``: a real application's ``topology.describe()``, rebuilt as a kjoin topology.
 
+Why one module of this size: it is one reader of one text format, a table from every processor name the DSL
+gives to the kjoin node that rebuilds it, and the parser that walks the text; every part reads that table.
+
 Paste what Kafka Streams prints for ``topology.describe()``::
 
     t = kjoin.Topology.from_describe(text, functions={

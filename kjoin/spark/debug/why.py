@@ -1,6 +1,10 @@
 """Debug your own topics: one key's drill-down and the diagnosis of one record, without running a
 whole Kafka task through the reference engine.
 
+Why one module of this size: every join kind's drill-down and diagnosis follows one shape (the key's records,
+the clock records, the replay, the verdict), written once per kind of join today; folding the kinds into that one
+shape is the way to shrink it, not cutting it by kind.
+
 The drill-down of key ``k`` in task ``p`` (:func:`key_trace`) runs only ``k``'s records, plus a
 few of the task's other records that carry its clocks: a join's stream time is the largest
 timestamp it has seen, so between two of ``k``'s records, per side and per kind of record

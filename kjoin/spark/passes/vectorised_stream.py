@@ -1,6 +1,9 @@
 """Vectorised per-task pass for KStream-KStream joins: the window stores' band join and the outer-join
 buffer as numpy/pyarrow array work inside ``mapInArrow``, with Python only for the buffer's rare sweeps.
 
+Why one module of this size: it is one pass, the stream-stream join's band join and its outer-join buffer over the
+same arrays, and its era rules read the same per-task arrays; split, each half would import the other's internals.
+
 Which joins: stream-stream inner, left and outer from KIP-77 (0.10.2) on, every later era (output
 timestamps before and from 2.0, window segments before 3.4 and hidden expired records from 3.4, stream
 time after a skipped record before and from 3.7, KIP-962's null keys, the outer-join buffer's three
