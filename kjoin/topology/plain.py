@@ -17,7 +17,7 @@ from typing import Any
 
 from ..scenario.inputs import MAX_DEPTH, MAX_LONG, MIN_LONG
 
-__all__ = ["not_a_key", "not_a_value"]
+__all__ = ["not_a_key", "not_a_value", "shown"]
 
 
 def _scalar(value: Any) -> str | None:
@@ -28,7 +28,7 @@ def _scalar(value: Any) -> str | None:
     if kind is int or (isinstance(value, int) and not isinstance(value, bool)):
         if MIN_LONG <= value <= MAX_LONG:
             return None
-        return f"{value.bit_length()}-bit integer {_cut(value)}, beyond Kafka's 64-bit long"
+        return f"{value.bit_length()}-bit integer {shown(value)}, beyond Kafka's 64-bit long"
     if kind is float:
         return None if math.isfinite(value) else f"{value}, which JSON cannot carry"
     return ""
@@ -38,7 +38,7 @@ def not_a_key(key: Any) -> str | None:
     """``None`` if the String serde can write ``key``; else what it is."""
     problem = _scalar(key)
     if problem == "":
-        return f"{_cut(key)} (a {type(key).__name__}); a key is text, a number, a boolean or null"
+        return f"{shown(key)} (a {type(key).__name__}); a key is text, a number, a boolean or null"
     return problem
 
 
@@ -58,16 +58,17 @@ def not_a_value(value: Any) -> str | None:
             if type(item) is dict:
                 for name, inner in item.items():
                     if not isinstance(name, str):
-                        return f"a mapping with the key {_cut(name)} (a {type(name).__name__}); JSON's keys are text"
+                        return f"a mapping with the key {shown(name)} (a {type(name).__name__}); JSON's keys are text"
                     stack.append((inner, depth + 1))
             else:
                 stack.extend((inner, depth + 1) for inner in item)
             continue
-        return f"{_cut(item)} (a {type(item).__name__}), which is not JSON"
+        return f"{shown(item)} (a {type(item).__name__}), which is not JSON"
     return None
 
 
-def _cut(value: Any) -> str:
+def shown(value: Any) -> str:
+    """``value`` as an error message names it: its ``repr``, cut to 60 characters (a type name if ``repr`` fails)."""
     try:
         text = repr(value)
     except Exception:  # noqa: BLE001 - an object whose repr fails is still named

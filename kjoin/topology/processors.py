@@ -30,7 +30,7 @@ from ..state import StoreId
 from ..stores import Clock, TableStore, VersionedStore
 from ..stores.global_table import GlobalTableStore
 from .functions import Function, UserFunctionError, field_of
-from .plain import not_a_key
+from .plain import not_a_key, shown
 from .graph import VIEW_OPS, Graph, Node
 from ..times import at
 
@@ -164,7 +164,7 @@ class _Pass(NodeProcessor):
             pair = fn(rec.key, rec.value)
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise UserFunctionError(
-                    f"the map function ({fn.text})", f"returned {_cut(pair)}", fix="return a pair (key, value)"
+                    f"the map function ({fn.text})", f"returned {shown(pair)}", fix="return a pair (key, value)"
                 )
             new = Rec(pair[0], pair[1], rec.ts)
             return Outcome(Fate.FORWARDED, None, lambda: f"{said(rec)} → {said(new)}.", [new])
@@ -184,24 +184,16 @@ class _Pass(NodeProcessor):
 def _many(values: Any, fn: Function, rec: Rec, what: str = "flat_map_values", items: str = "values") -> list[Any]:
     if values is None or isinstance(values, (str, bytes, dict, set, frozenset)) or not hasattr(values, "__iter__"):
         raise UserFunctionError(
-            f"the {what} function ({fn.text})", f"returned {_cut(values)}", fix=f"return a list of {items}"
+            f"the {what} function ({fn.text})", f"returned {shown(values)}", fix=f"return a list of {items}"
         )
     return list(values)
-
-
-def _cut(value: Any) -> str:
-    try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001 - an object whose repr fails is still named
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _pairs(pairs: Any, fn: Function, rec: Rec) -> list[tuple[Any, Any]]:
     found = _many(pairs, fn, rec, "flat_map", "(key, value) pairs")
     if not all(isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in found):
         raise UserFunctionError(
-            f"the flat_map function ({fn.text})", f"returned {_cut(found)}", fix="return a list of (key, value) pairs"
+            f"the flat_map function ({fn.text})", f"returned {shown(found)}", fix="return a list of (key, value) pairs"
         )
     return [tuple(pair) for pair in found]  # type: ignore[misc]
 
