@@ -149,6 +149,15 @@ def test_a_misspelled_argument_gets_a_did_you_mean_in_the_builder_and_the_docume
         TopologyScenario.from_dict(doc)
 
 
+@pytest.mark.parametrize("op", ["filter", "map_values", "select_key", "to"])
+@pytest.mark.parametrize("given_input", [["s"], {"s": 1}])
+def test_an_input_that_is_not_a_node_name_is_refused_the_same_way_at_every_node(op, given_input):
+    body = "out" if op == "to" else {"value_not_null": True} if op == "filter" else {"field": "a"}
+    doc = {"topology": [{"name": "s", "stream": "s"}, {"name": "f", op: body, "input": given_input}], "events": []}
+    with pytest.raises(kjoin.ScenarioError, match=r"topology\[1\] \(f\)\.input: .* names no node built before this"):
+        TopologyScenario.from_dict(doc)
+
+
 def test_semantics_is_a_version_string_only():
     with pytest.raises(kjoin.ScenarioError, match=r'Topology\(semantics=...\): a Kafka version as text, e.g. "3.1"'):
         kjoin.Topology(semantics=3.1)
