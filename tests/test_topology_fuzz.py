@@ -158,6 +158,15 @@ def test_an_input_that_is_not_a_node_name_is_refused_the_same_way_at_every_node(
         TopologyScenario.from_dict(doc)
 
 
+def test_the_topology_constructor_refuses_an_argument_it_does_not_take_in_kjoins_words():
+    with pytest.raises(kjoin.ScenarioError, match=r"Topology: 'foo' is not an argument of it; it takes partitions"):
+        kjoin.Topology(foo=1)
+    with pytest.raises(kjoin.ScenarioError, match=r"Topology: 'partiton' is not an argument of it \(did you mean"):
+        kjoin.Topology(partiton=2)
+    with pytest.raises(kjoin.ScenarioError, match=r"Topology: too many positional arguments; it takes partitions"):
+        kjoin.Topology(1, "4.4", "string", 5)
+
+
 def test_semantics_is_a_version_string_only():
     with pytest.raises(kjoin.ScenarioError, match=r'Topology\(semantics=...\): a Kafka version as text, e.g. "3.1"'):
         kjoin.Topology(semantics=3.1)

@@ -57,7 +57,7 @@ class Topology:
     """A topology under construction (Kafka's ``StreamsBuilder``), and what runs it."""
 
     def __init__(
-        self, partitions: int = 1, semantics: str | Semantics | None = None, key_serde: str = "string"
+        self, partitions: int = 1, *, semantics: str | Semantics | None = None, key_serde: str = "string"
     ) -> None:
         """``partitions``: every topic's number of partitions unless it says otherwise;
         ``semantics``: the Kafka version whose join rules apply (default: the latest);
@@ -900,16 +900,17 @@ def _long_fields(windows: Any, what: str) -> Any:
 
 
 def _checked_calls(cls: type) -> type:
-    """Every public method of ``cls`` refuses a call its parameters do not take with kjoin's error (naming the
-    method, the argument and what it takes, with a "did you mean"), not Python's ``TypeError``."""
+    """Every public method of ``cls``, and its constructor, refuses a call its parameters do not take with kjoin's
+    error (naming the method, the argument and what it takes, with a "did you mean"), not Python's ``TypeError``."""
     for name, method in list(vars(cls).items()):
-        if name.startswith("_") or not inspect.isfunction(method):
+        if (name.startswith("_") and name != "__init__") or not inspect.isfunction(method):
             continue
         setattr(cls, name, _checked_call(cls.__name__, method))
     return cls
 
 
 def _checked_call(owner: str, method: Any) -> Any:
+    called = owner if method.__name__ == "__init__" else f"{owner}.{method.__name__}"
     signature = inspect.signature(method)
     takes = [name for name in signature.parameters if name != "self"]
 
@@ -921,9 +922,7 @@ def _checked_call(owner: str, method: Any) -> Any:
             unknown = [name for name in kwargs if name not in signature.parameters]
             hint = did_you_mean(unknown[0], takes) if unknown else ""
             what = f"{unknown[0]!r} is not an argument of it{hint}" if unknown else str(error)
-            raise TopologyError(
-                f"{owner}.{method.__name__}: {what}; it takes {', '.join(takes) or 'nothing'}"
-            ) from None
+            raise TopologyError(f"{called}: {what}; it takes {', '.join(takes) or 'nothing'}") from None
         return method(*args, **kwargs)
 
     return call

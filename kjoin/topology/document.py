@@ -200,7 +200,7 @@ def _parse(data: Any) -> TopologyScenario:
             f"key_serde: expected {' | '.join(KEY_SERDES)} (string: every key's text, as the harness sends it), got "
             f"{key_serde!r}"
         )
-    topology = Topology(partitions, era, key_serde)
+    topology = Topology(partitions, semantics=era, key_serde=key_serde)
     handles: dict[str, KStream | KTable] = {}
     for index, node in enumerate(nodes):
         _build_node(topology, handles, node, f"topology[{index}]", topics)
