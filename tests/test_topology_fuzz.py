@@ -167,6 +167,17 @@ def test_the_topology_constructor_refuses_an_argument_it_does_not_take_in_kjoins
         kjoin.Topology(1, "4.4", "string", 5)
 
 
+@pytest.mark.parametrize("text", ["", " ", "4.4 ", " latest"])
+def test_blank_or_space_padded_semantics_is_refused_not_read_as_a_version(text):
+    with pytest.raises(kjoin.ScenarioError, match=r"Topology\(semantics=...\): semantics .* is not a Kafka version"):
+        kjoin.Topology(semantics=text)
+    doc = {"semantics": text, "topology": [{"name": "s", "stream": "s"}], "events": []}
+    with pytest.raises(kjoin.ScenarioError, match=r"^semantics: semantics .* with no space around it"):
+        TopologyScenario.from_dict(doc)
+    with pytest.raises(kjoin.ScenarioError, match=r"semantics: semantics .* is not a Kafka version"):
+        kjoin.Scenario.from_dict({"join": "stream-table", "variant": "inner", "semantics": text, "events": []})
+
+
 def test_semantics_is_a_version_string_only():
     with pytest.raises(kjoin.ScenarioError, match=r'Topology\(semantics=...\): a Kafka version as text, e.g. "3.1"'):
         kjoin.Topology(semantics=3.1)
