@@ -131,6 +131,29 @@ def test_the_builders_numbers_follow_the_documents_64_bit_rules(build, said):
         build(kjoin.Topology())
 
 
+@pytest.mark.parametrize("before, after", [(2**63 - 1, 1), (2**62, 2**62), (-10, 5)])
+def test_a_join_window_whose_span_is_not_a_long_from_0_is_refused_in_kjoins_words(before, after):
+    said = r"window: before_ms \+ after_ms is -?\d+, which (is negative|exceeds \d+ \(Kafka's long\))"
+    with pytest.raises(kjoin.ScenarioError, match=said):
+        b = kjoin.Topology()
+        b.stream("a").join(b.stream("b"), window=kjoin.JoinWindows(before, after, 0))
+    if before < 0:
+        return  # a negative before is the builder's alone: documents and scenarios take milliseconds from 0
+    with pytest.raises(kjoin.ScenarioError, match=said):
+        b = kjoin.Topology()
+        b.stream("a").join(b.stream("b"), window={"before_ms": before, "after_ms": after})
+    window = {"before_ms": before, "after_ms": after, "grace_ms": 0}
+    doc = {
+        "topology": [{"name": "a", "stream": "a"}, {"name": "b", "stream": "b"}, {"name": "j", "join": ["a", "b"]}],
+        "events": [],
+    }
+    doc["topology"][2]["window"] = window
+    with pytest.raises(kjoin.ScenarioError, match=r"topology\[2\] \(j\)\.?.*" + said.removeprefix("window: ")):
+        TopologyScenario.from_dict(doc)
+    with pytest.raises(kjoin.ScenarioError, match=said):
+        kjoin.Scenario.from_dict({"join": "stream-stream", "variant": "inner", "window": window, "events": []})
+
+
 def test_the_largest_long_is_a_window_the_builder_takes():
     kjoin.Topology().stream("a").group_by_key().windowed_by({"size_ms": 2**63 - 1})
 

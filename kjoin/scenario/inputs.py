@@ -67,6 +67,20 @@ MAX_ALIASED_VALUES = 100_000
 """YAML aliases (``*name``) one document may use: enough for shared snippets, too few for an
 alias bomb that expands to billions of nodes."""
 
+
+def join_window_span_problem(before_ms: int, after_ms: int) -> str | None:
+    """Why Kafka's ``JoinWindows`` refuses a window of ``before_ms`` and ``after_ms`` (its span, before + after, must
+    be a long from 0: Java adds the two longs, so a sum past 2^63 - 1 wraps negative), or ``None``."""
+    span = before_ms + after_ms
+    if 0 <= span <= MAX_LONG:
+        return None
+    where = "is negative" if span < 0 else f"exceeds {MAX_LONG} (Kafka's long)"
+    return (
+        f"before_ms + after_ms is {span}, which {where}: Kafka's JoinWindows refuses such a window; "
+        f"keep the span from 0 to {MAX_LONG}"
+    )
+
+
 _JSON_TYPES = (str, int, float, bool, type(None))
 
 

@@ -35,7 +35,7 @@ from ..joins.session_aggregate import SessionWindows
 from ..joins.sliding_aggregate import SlidingWindows
 from ..joins.window_aggregate import TimeWindows
 from ..records import Side
-from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean
+from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean, join_window_span_problem
 from ..semantics import Semantics, parse_semantics
 from . import functions
 from .copartition import resolve_partitions
@@ -686,6 +686,15 @@ def _sink(
 
 
 def _windows(window: Any) -> JoinWindows:
+    """A stream-stream join's window, from a kjoin.JoinWindows or a mapping, as Kafka's ``JoinWindows`` takes it."""
+    windows = _window_fields(window)
+    problem = join_window_span_problem(windows.before_ms, windows.after_ms)
+    if problem:
+        raise TopologyError(f"window: {problem}")
+    return windows
+
+
+def _window_fields(window: Any) -> JoinWindows:
     if isinstance(window, JoinWindows):
         return _long_fields(window, "window")
     if not isinstance(window, Mapping):
