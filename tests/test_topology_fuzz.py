@@ -201,6 +201,23 @@ def test_blank_or_space_padded_semantics_is_refused_not_read_as_a_version(text):
         kjoin.Scenario.from_dict({"join": "stream-table", "variant": "inner", "semantics": text, "events": []})
 
 
+def test_through_declares_its_topic_once_with_its_partitions_and_partitioner():
+    b = kjoin.Topology(partitions=2)
+    b.stream("s").through("mid", partitions=4, partitioner=lambda key, partitions: 3).to("out")
+    assert (b.graph.topics["mid"].partitions, b.graph.topics["mid"].partitioner(b"k", 4)) == (4, 3)
+    assert [(r.key, r.value) for r in b.run([{"topic": "s", "key": "k", "value": "v", "ts": 1}]).outputs()] == [
+        ("k", "v")
+    ]
+    for through in ({"partitions": 4}, {"partitioner": {"map": {"k": 1}}}):
+        doc = {
+            "partitions": 2,
+            "topology": [{"name": "s", "stream": "s"}, {"name": "m", "through": "mid", "input": "s", **through}],
+            "events": [{"topic": "s", "key": "k", "value": "v", "ts": 1}],
+        }
+        doc["topology"].append({"name": "o", "to": "out", "input": "m"})
+        TopologyScenario.from_dict(doc)
+
+
 def test_semantics_is_a_version_string_only():
     with pytest.raises(kjoin.ScenarioError, match=r'Topology\(semantics=...\): a Kafka version as text, e.g. "3.1"'):
         kjoin.Topology(semantics=3.1)

@@ -340,7 +340,10 @@ class KStream(_Handle):
         ``to(topic)`` + ``builder.stream(topic)``): a new sub-topology reading ``topic``, whose records are placed by
         ``partitioner`` (default murmur2); a re-keyed stream needs no repartition topic after it."""
         _sink(self, topic, partitions, partitioner, name, through=True)
-        return self.topology.stream(topic, name=f"{name or topic}-source")
+        written = self.topology.graph.topics[topic]  # read back as written: its partitions and partitioner
+        return self.topology.stream(
+            topic, partitions=written.partitions, partitioner=written.partitioner, name=f"{name or topic}-source"
+        )
 
     def to_table(self, *, name: str | None = None) -> "KTable":
         """The stream read as a table (Kafka's ``toTable``, 2.5+): each record an update of its key; a re-keyed
