@@ -64,11 +64,38 @@ def test_a_user_function_that_raises_is_named_with_its_node_and_record_and_chain
 
 @pytest.mark.parametrize(
     "returned, said",
-    [({1}, "a set"), (["c1"], "a list"), ({"a": 1}, "a dict"), (2**70, "71-bit integer"), (float("nan"), "nan")],
+    [
+        ({1}, "a set"),
+        (["c1"], "a list"),
+        ({"a": 1}, "a dict"),
+        (2**70, "71-bit integer"),
+        (float("nan"), "nan"),
+        ("c\udcff", "lone surrogate, which no UTF-8 serializer can write"),
+    ],
 )
 def test_a_key_no_serde_can_write_is_refused_at_the_node_that_made_it(returned, said):
     with pytest.raises(ProcessingError, match=rf"node by-customer \(select_key\): .*returned .*{said}.*offset 0"):
         _rekeyed(lambda key, value: returned).run(EVENTS)
+
+
+@pytest.mark.parametrize("returned", ["\udcff", ["ok", "\udcff"], {"\udcff": 1}, {"a": "x\udcff"}])
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_a_value_with_a_lone_surrogate_is_refused_at_the_node_that_made_it(returned, partitions):
+    b = kjoin.Topology(partitions=partitions)
+    b.stream("orders").map_values(lambda value: returned, name="bad").to("out")
+    with pytest.raises(ProcessingError, match=r"node bad \(map_values\): .*lone surrogate.*offset 0"):
+        b.run(EVENTS[1:])
+
+
+def test_a_key_with_a_lone_surrogate_is_refused_on_two_partitions_at_group_by_and_fk():
+    b = kjoin.Topology(partitions=2)
+    b.stream("orders").group_by(lambda key, value: "\udcff", name="grouped").count(name="n").to_stream().to("out")
+    with pytest.raises(ProcessingError, match=r"node group_by-\d+ \(group_by\): .*lone surrogate"):
+        b.run(EVENTS[1:])
+    b = kjoin.Topology(partitions=2)
+    b.table("orders").join(b.table("customers"), foreign_key=lambda value: "\udcff", name="fk").to_stream().to("out")
+    with pytest.raises(ProcessingError, match=r"node fk.*lone surrogate"):
+        b.run(EVENTS[::-1])
 
 
 def test_a_joiner_returning_what_json_cannot_carry_is_refused_at_the_join_with_the_record():

@@ -343,7 +343,7 @@ def check_document(data: Any, where: str = "") -> None:
         if isinstance(value, bool) or value is None:
             continue
         if isinstance(value, str):
-            if _has_surrogate(value):
+            if has_lone_surrogate(value):
                 raise ScenarioError(
                     f"{_name(path)}: the text has a lone surrogate (an invalid \\ud8xx escape), which no UTF-8 "
                     "serializer can write; fix the escape"
@@ -386,7 +386,10 @@ def check_long(value: int, path: str) -> None:
         )
 
 
-def _has_surrogate(text: str) -> bool:
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (``"\\udcff"``), which no UTF-8 serializer can write."""
+    if text.isascii():
+        return False
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
