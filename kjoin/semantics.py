@@ -536,6 +536,11 @@ def parse_semantics(text: "str | Semantics | None") -> Semantics:
         return text
     if not isinstance(text, str) and text is not None:
         text = str(text)
+    if text is not None and (not text.strip() or text != text.strip()):
+        raise ValueError(
+            f'semantics {text!r} is not a Kafka version: expected e.g. "3.1" or "latest", with no space around it '
+            "(leave semantics out for the latest)"
+        )
     head = re.match(r"^\s*(latest|current)?\s*(?=[+-]|$)", text or "", re.IGNORECASE)
     if text is None or head:
         text = LATEST + (text or "")[head.end() if head else 0 :]

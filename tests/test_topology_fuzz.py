@@ -64,11 +64,38 @@ def test_a_user_function_that_raises_is_named_with_its_node_and_record_and_chain
 
 @pytest.mark.parametrize(
     "returned, said",
-    [({1}, "a set"), (["c1"], "a list"), ({"a": 1}, "a dict"), (2**70, "71-bit integer"), (float("nan"), "nan")],
+    [
+        ({1}, "a set"),
+        (["c1"], "a list"),
+        ({"a": 1}, "a dict"),
+        (2**70, "71-bit integer"),
+        (float("nan"), "nan"),
+        ("c\udcff", "lone surrogate, which no UTF-8 serializer can write"),
+    ],
 )
 def test_a_key_no_serde_can_write_is_refused_at_the_node_that_made_it(returned, said):
     with pytest.raises(ProcessingError, match=rf"node by-customer \(select_key\): .*returned .*{said}.*offset 0"):
         _rekeyed(lambda key, value: returned).run(EVENTS)
+
+
+@pytest.mark.parametrize("returned", ["\udcff", ["ok", "\udcff"], {"\udcff": 1}, {"a": "x\udcff"}])
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_a_value_with_a_lone_surrogate_is_refused_at_the_node_that_made_it(returned, partitions):
+    b = kjoin.Topology(partitions=partitions)
+    b.stream("orders").map_values(lambda value: returned, name="bad").to("out")
+    with pytest.raises(ProcessingError, match=r"node bad \(map_values\): .*lone surrogate.*offset 0"):
+        b.run(EVENTS[1:])
+
+
+def test_a_key_with_a_lone_surrogate_is_refused_on_two_partitions_at_group_by_and_fk():
+    b = kjoin.Topology(partitions=2)
+    b.stream("orders").group_by(lambda key, value: "\udcff", name="grouped").count(name="n").to_stream().to("out")
+    with pytest.raises(ProcessingError, match=r"node group_by-\d+ \(group_by\): .*lone surrogate"):
+        b.run(EVENTS[1:])
+    b = kjoin.Topology(partitions=2)
+    b.table("orders").join(b.table("customers"), foreign_key=lambda value: "\udcff", name="fk").to_stream().to("out")
+    with pytest.raises(ProcessingError, match=r"node fk.*lone surrogate"):
+        b.run(EVENTS[::-1])
 
 
 def test_a_joiner_returning_what_json_cannot_carry_is_refused_at_the_join_with_the_record():
@@ -131,6 +158,29 @@ def test_the_builders_numbers_follow_the_documents_64_bit_rules(build, said):
         build(kjoin.Topology())
 
 
+@pytest.mark.parametrize("before, after", [(2**63 - 1, 1), (2**62, 2**62), (-10, 5)])
+def test_a_join_window_whose_span_is_not_a_long_from_0_is_refused_in_kjoins_words(before, after):
+    said = r"window: before_ms \+ after_ms is -?\d+, which (is negative|exceeds \d+ \(Kafka's long\))"
+    with pytest.raises(kjoin.ScenarioError, match=said):
+        b = kjoin.Topology()
+        b.stream("a").join(b.stream("b"), window=kjoin.JoinWindows(before, after, 0))
+    if before < 0:
+        return  # a negative before is the builder's alone: documents and scenarios take milliseconds from 0
+    with pytest.raises(kjoin.ScenarioError, match=said):
+        b = kjoin.Topology()
+        b.stream("a").join(b.stream("b"), window={"before_ms": before, "after_ms": after})
+    window = {"before_ms": before, "after_ms": after, "grace_ms": 0}
+    doc = {
+        "topology": [{"name": "a", "stream": "a"}, {"name": "b", "stream": "b"}, {"name": "j", "join": ["a", "b"]}],
+        "events": [],
+    }
+    doc["topology"][2]["window"] = window
+    with pytest.raises(kjoin.ScenarioError, match=r"topology\[2\] \(j\)\.?.*" + said.removeprefix("window: ")):
+        TopologyScenario.from_dict(doc)
+    with pytest.raises(kjoin.ScenarioError, match=said):
+        kjoin.Scenario.from_dict({"join": "stream-stream", "variant": "inner", "window": window, "events": []})
+
+
 def test_the_largest_long_is_a_window_the_builder_takes():
     kjoin.Topology().stream("a").group_by_key().windowed_by({"size_ms": 2**63 - 1})
 
@@ -146,6 +196,52 @@ def test_a_misspelled_argument_gets_a_did_you_mean_in_the_builder_and_the_docume
         "events": [],
     }
     with pytest.raises(kjoin.ScenarioError, match=r"topology\[1\] \(o\)\.partiton: .*did you mean 'partitions'"):
+        TopologyScenario.from_dict(doc)
+
+
+@pytest.mark.parametrize("op", ["filter", "map_values", "select_key", "to"])
+@pytest.mark.parametrize("given_input", [["s"], {"s": 1}])
+def test_an_input_that_is_not_a_node_name_is_refused_the_same_way_at_every_node(op, given_input):
+    body = "out" if op == "to" else {"value_not_null": True} if op == "filter" else {"field": "a"}
+    doc = {"topology": [{"name": "s", "stream": "s"}, {"name": "f", op: body, "input": given_input}], "events": []}
+    with pytest.raises(kjoin.ScenarioError, match=r"topology\[1\] \(f\)\.input: .* names no node built before this"):
+        TopologyScenario.from_dict(doc)
+
+
+def test_the_topology_constructor_refuses_an_argument_it_does_not_take_in_kjoins_words():
+    with pytest.raises(kjoin.ScenarioError, match=r"Topology: 'foo' is not an argument of it; it takes partitions"):
+        kjoin.Topology(foo=1)
+    with pytest.raises(kjoin.ScenarioError, match=r"Topology: 'partiton' is not an argument of it \(did you mean"):
+        kjoin.Topology(partiton=2)
+    with pytest.raises(kjoin.ScenarioError, match=r"Topology: too many positional arguments; it takes partitions"):
+        kjoin.Topology(1, "4.4", "string", 5)
+
+
+@pytest.mark.parametrize("text", ["", " ", "4.4 ", " latest"])
+def test_blank_or_space_padded_semantics_is_refused_not_read_as_a_version(text):
+    with pytest.raises(kjoin.ScenarioError, match=r"Topology\(semantics=...\): semantics .* is not a Kafka version"):
+        kjoin.Topology(semantics=text)
+    doc = {"semantics": text, "topology": [{"name": "s", "stream": "s"}], "events": []}
+    with pytest.raises(kjoin.ScenarioError, match=r"^semantics: semantics .* with no space around it"):
+        TopologyScenario.from_dict(doc)
+    with pytest.raises(kjoin.ScenarioError, match=r"semantics: semantics .* is not a Kafka version"):
+        kjoin.Scenario.from_dict({"join": "stream-table", "variant": "inner", "semantics": text, "events": []})
+
+
+def test_through_declares_its_topic_once_with_its_partitions_and_partitioner():
+    b = kjoin.Topology(partitions=2)
+    b.stream("s").through("mid", partitions=4, partitioner=lambda key, partitions: 3).to("out")
+    assert (b.graph.topics["mid"].partitions, b.graph.topics["mid"].partitioner(b"k", 4)) == (4, 3)
+    assert [(r.key, r.value) for r in b.run([{"topic": "s", "key": "k", "value": "v", "ts": 1}]).outputs()] == [
+        ("k", "v")
+    ]
+    for through in ({"partitions": 4}, {"partitioner": {"map": {"k": 1}}}):
+        doc = {
+            "partitions": 2,
+            "topology": [{"name": "s", "stream": "s"}, {"name": "m", "through": "mid", "input": "s", **through}],
+            "events": [{"topic": "s", "key": "k", "value": "v", "ts": 1}],
+        }
+        doc["topology"].append({"name": "o", "to": "out", "input": "m"})
         TopologyScenario.from_dict(doc)
 
 

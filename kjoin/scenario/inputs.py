@@ -67,6 +67,20 @@ MAX_ALIASED_VALUES = 100_000
 """YAML aliases (``*name``) one document may use: enough for shared snippets, too few for an
 alias bomb that expands to billions of nodes."""
 
+
+def join_window_span_problem(before_ms: int, after_ms: int) -> str | None:
+    """Why Kafka's ``JoinWindows`` refuses a window of ``before_ms`` and ``after_ms`` (its span, before + after, must
+    be a long from 0: Java adds the two longs, so a sum past 2^63 - 1 wraps negative), or ``None``."""
+    span = before_ms + after_ms
+    if 0 <= span <= MAX_LONG:
+        return None
+    where = "is negative" if span < 0 else f"exceeds {MAX_LONG} (Kafka's long)"
+    return (
+        f"before_ms + after_ms is {span}, which {where}: Kafka's JoinWindows refuses such a window; "
+        f"keep the span from 0 to {MAX_LONG}"
+    )
+
+
 _JSON_TYPES = (str, int, float, bool, type(None))
 
 
@@ -329,7 +343,7 @@ def check_document(data: Any, where: str = "") -> None:
         if isinstance(value, bool) or value is None:
             continue
         if isinstance(value, str):
-            if _has_surrogate(value):
+            if has_lone_surrogate(value):
                 raise ScenarioError(
                     f"{_name(path)}: the text has a lone surrogate (an invalid \\ud8xx escape), which no UTF-8 "
                     "serializer can write; fix the escape"
@@ -372,7 +386,10 @@ def check_long(value: int, path: str) -> None:
         )
 
 
-def _has_surrogate(text: str) -> bool:
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (``"\\udcff"``), which no UTF-8 serializer can write."""
+    if text.isascii():
+        return False
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

@@ -32,7 +32,15 @@ from .fields import (
     TableOptions,
     field_names,
 )
-from .inputs import MAX_EVENTS, MAX_PARTITIONS, check_document, did_you_mean, read_document, unknown_field
+from .inputs import (
+    MAX_EVENTS,
+    MAX_PARTITIONS,
+    check_document,
+    did_you_mean,
+    join_window_span_problem,
+    read_document,
+    unknown_field,
+)
 from .rules import check_choice
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -341,6 +349,9 @@ def _window(data: Any) -> JoinWindows | None:
         if not _is_int(value) or value < 0:
             raise ScenarioError(f"window.{name}: expected a non-negative integer (milliseconds), got {value!r}")
         values[name] = value
+    problem = join_window_span_problem(values["before_ms"], values["after_ms"])
+    if problem:
+        raise ScenarioError(f"window: {problem}")
     grace = data.get("grace_ms")
     if grace is not None and (not _is_int(grace) or grace < 0):
         raise ScenarioError(

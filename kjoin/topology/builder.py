@@ -35,7 +35,7 @@ from ..joins.session_aggregate import SessionWindows
 from ..joins.sliding_aggregate import SlidingWindows
 from ..joins.window_aggregate import TimeWindows
 from ..records import Side
-from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean
+from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean, join_window_span_problem
 from ..semantics import Semantics, parse_semantics
 from . import functions
 from .copartition import resolve_partitions
@@ -57,7 +57,7 @@ class Topology:
     """A topology under construction (Kafka's ``StreamsBuilder``), and what runs it."""
 
     def __init__(
-        self, partitions: int = 1, semantics: str | Semantics | None = None, key_serde: str = "string"
+        self, partitions: int = 1, *, semantics: str | Semantics | None = None, key_serde: str = "string"
     ) -> None:
         """``partitions``: every topic's number of partitions unless it says otherwise;
         ``semantics``: the Kafka version whose join rules apply (default: the latest);
@@ -340,7 +340,10 @@ class KStream(_Handle):
         ``to(topic)`` + ``builder.stream(topic)``): a new sub-topology reading ``topic``, whose records are placed by
         ``partitioner`` (default murmur2); a re-keyed stream needs no repartition topic after it."""
         _sink(self, topic, partitions, partitioner, name, through=True)
-        return self.topology.stream(topic, name=f"{name or topic}-source")
+        written = self.topology.graph.topics[topic]  # read back as written: its partitions and partitioner
+        return self.topology.stream(
+            topic, partitions=written.partitions, partitioner=written.partitioner, name=f"{name or topic}-source"
+        )
 
     def to_table(self, *, name: str | None = None) -> "KTable":
         """The stream read as a table (Kafka's ``toTable``, 2.5+): each record an update of its key; a re-keyed
@@ -686,6 +689,15 @@ def _sink(
 
 
 def _windows(window: Any) -> JoinWindows:
+    """A stream-stream join's window, from a kjoin.JoinWindows or a mapping, as Kafka's ``JoinWindows`` takes it."""
+    windows = _window_fields(window)
+    problem = join_window_span_problem(windows.before_ms, windows.after_ms)
+    if problem:
+        raise TopologyError(f"window: {problem}")
+    return windows
+
+
+def _window_fields(window: Any) -> JoinWindows:
     if isinstance(window, JoinWindows):
         return _long_fields(window, "window")
     if not isinstance(window, Mapping):
@@ -900,16 +912,17 @@ def _long_fields(windows: Any, what: str) -> Any:
 
 
 def _checked_calls(cls: type) -> type:
-    """Every public method of ``cls`` refuses a call its parameters do not take with kjoin's error (naming the
-    method, the argument and what it takes, with a "did you mean"), not Python's ``TypeError``."""
+    """Every public method of ``cls``, and its constructor, refuses a call its parameters do not take with kjoin's
+    error (naming the method, the argument and what it takes, with a "did you mean"), not Python's ``TypeError``."""
     for name, method in list(vars(cls).items()):
-        if name.startswith("_") or not inspect.isfunction(method):
+        if (name.startswith("_") and name != "__init__") or not inspect.isfunction(method):
             continue
         setattr(cls, name, _checked_call(cls.__name__, method))
     return cls
 
 
 def _checked_call(owner: str, method: Any) -> Any:
+    called = owner if method.__name__ == "__init__" else f"{owner}.{method.__name__}"
     signature = inspect.signature(method)
     takes = [name for name in signature.parameters if name != "self"]
 
@@ -921,9 +934,7 @@ def _checked_call(owner: str, method: Any) -> Any:
             unknown = [name for name in kwargs if name not in signature.parameters]
             hint = did_you_mean(unknown[0], takes) if unknown else ""
             what = f"{unknown[0]!r} is not an argument of it{hint}" if unknown else str(error)
-            raise TopologyError(
-                f"{owner}.{method.__name__}: {what}; it takes {', '.join(takes) or 'nothing'}"
-            ) from None
+            raise TopologyError(f"{called}: {what}; it takes {', '.join(takes) or 'nothing'}") from None
         return method(*args, **kwargs)
 
     return call

@@ -200,7 +200,7 @@ def _parse(data: Any) -> TopologyScenario:
             f"key_serde: expected {' | '.join(KEY_SERDES)} (string: every key's text, as the harness sends it), got "
             f"{key_serde!r}"
         )
-    topology = Topology(partitions, era, key_serde)
+    topology = Topology(partitions, semantics=era, key_serde=key_serde)
     handles: dict[str, KStream | KTable] = {}
     for index, node in enumerate(nodes):
         _build_node(topology, handles, node, f"topology[{index}]", topics)
@@ -323,7 +323,7 @@ class _NodeReader:
     def stateless(self, name: str) -> Any:
         """filter, map_values, select_key, to_stream, merge, to_table, repartition, through, to (None: a sink)."""
         node, op, at = self.node, self.op, self.at
-        if op in ("filter", "map_values") and isinstance(self.handles.get(node.get("input")), KTable):
+        if op in ("filter", "map_values") and isinstance(self.input(), KTable):
             materialized = node.get("materialized", False)
             if not isinstance(materialized, bool):
                 raise TopologyError(f"{at}.materialized: true or false, got {materialized!r}")

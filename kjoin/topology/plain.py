@@ -4,8 +4,8 @@ A user function may return anything Python has; Kafka's serdes write only some o
 node that made it (:class:`kjoin.topology.runtime.ProcessingError`), as a serializer would fail there, rather than
 carry it on to a store or a topic where it fails later or compares wrongly:
 
-* a key: null, text, a boolean, a finite number, an integer within Kafka's 64-bit long (a windowed aggregate's
-  ``[key@start/end]`` is text);
+* a key: null, text (with no lone surrogate, which no UTF-8 serializer writes), a boolean, a finite number, an
+  integer within Kafka's 64-bit long (a windowed aggregate's ``[key@start/end]`` is text);
 * a value: the same, or a list (a tuple is written as one) or a mapping with text keys of such values, at most
   :data:`~kjoin.scenario.inputs.MAX_DEPTH` deep.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..scenario.inputs import MAX_DEPTH, MAX_LONG, MIN_LONG
+from ..scenario.inputs import MAX_DEPTH, MAX_LONG, MIN_LONG, has_lone_surrogate
 
 __all__ = ["not_a_key", "not_a_value", "shown"]
 
@@ -23,7 +23,9 @@ __all__ = ["not_a_key", "not_a_value", "shown"]
 def _scalar(value: Any) -> str | None:
     """``None`` for a plain scalar; what is wrong otherwise; ``""`` for a container (not a scalar)."""
     kind = type(value)
-    if kind is str or kind is bool or value is None or isinstance(value, str):
+    if kind is str or isinstance(value, str):
+        return _not_utf8(value)
+    if kind is bool or value is None:
         return None
     if kind is int or (isinstance(value, int) and not isinstance(value, bool)):
         if MIN_LONG <= value <= MAX_LONG:
@@ -32,6 +34,12 @@ def _scalar(value: Any) -> str | None:
     if kind is float:
         return None if math.isfinite(value) else f"{value}, which JSON cannot carry"
     return ""
+
+
+def _not_utf8(text: str) -> str | None:
+    if has_lone_surrogate(text):
+        return f"the text {shown(text)} with a lone surrogate, which no UTF-8 serializer can write"
+    return None
 
 
 def not_a_key(key: Any) -> str | None:
@@ -59,6 +67,8 @@ def not_a_value(value: Any) -> str | None:
                 for name, inner in item.items():
                     if not isinstance(name, str):
                         return f"a mapping with the key {shown(name)} (a {type(name).__name__}); JSON's keys are text"
+                    if has_lone_surrogate(name):
+                        return f"a mapping with the key {_not_utf8(name)}"
                     stack.append((inner, depth + 1))
             else:
                 stack.extend((inner, depth + 1) for inner in item)
