@@ -98,6 +98,26 @@ def _eager(trace: Trace) -> bool:
     return _era(trace) != "3.1" or deprecated
 
 
+_SITUATION_OF_REASON: dict[Reason, str] = {
+    **dict.fromkeys(
+        (Reason.NULL_KEY, Reason.NULL_VALUE, Reason.NULL_FOREIGN_KEY, Reason.NULL_JOIN_KEY), "skipped-null"
+    ),
+    Reason.TABLE_UPDATE: "table-update",
+    Reason.NOT_A_TRIGGER: "not-a-trigger",
+    Reason.WINDOW_OPEN: "held-outer-buffer",
+    Reason.GRACE_PERIOD: "held-grace-buffer",
+    Reason.RECORD_CACHE: "held-cache",
+    Reason.OUT_OF_ORDER_VERSION: "out-of-order-version",
+    Reason.NOTHING_TO_DELETE: "nothing-to-delete",
+    **dict.fromkeys((Reason.SUBSCRIPTION_SENT, Reason.NULL_FOREIGN_KEY_UNSUBSCRIBED), "fk-subscription-sent"),
+    Reason.RESPONSE_SENT: "fk-response-sent",
+    Reason.NO_SUBSCRIBER: "fk-no-subscriber",
+    **dict.fromkeys((Reason.EXPIRED, Reason.EXPIRED_PUT, Reason.BEHIND_RETENTION), "expired"),
+    Reason.REPLACED_IN_CACHE: "replaced-in-cache",
+}
+"""The situation a step's reason decides alone (a primary-key join's step, checked in :func:`situation`'s order)."""
+
+
 def situation(trace: Trace, index: int) -> str:
     """What decided step ``index``: one of the keys :func:`rule` explains."""
     step = trace.steps[index]
@@ -117,32 +137,8 @@ def situation(trace: Trace, index: int) -> str:
         if reason is Reason.NO_PROPAGATE:
             return "fk-no-propagate"
         return "fk-response" if step.message.topic != "subscription" else "fk-subscription"
-    if reason in (Reason.NULL_KEY, Reason.NULL_VALUE, Reason.NULL_FOREIGN_KEY, Reason.NULL_JOIN_KEY):
-        return "skipped-null"
-    if reason is Reason.TABLE_UPDATE:
-        return "table-update"
-    if reason is Reason.NOT_A_TRIGGER:
-        return "not-a-trigger"
-    if reason is Reason.WINDOW_OPEN:
-        return "held-outer-buffer"
-    if reason is Reason.GRACE_PERIOD:
-        return "held-grace-buffer"
-    if reason is Reason.RECORD_CACHE:
-        return "held-cache"
-    if reason is Reason.OUT_OF_ORDER_VERSION:
-        return "out-of-order-version"
-    if reason is Reason.NOTHING_TO_DELETE:
-        return "nothing-to-delete"
-    if reason in (Reason.SUBSCRIPTION_SENT, Reason.NULL_FOREIGN_KEY_UNSUBSCRIBED):
-        return "fk-subscription-sent"
-    if reason is Reason.RESPONSE_SENT:
-        return "fk-response-sent"
-    if reason is Reason.NO_SUBSCRIBER:
-        return "fk-no-subscriber"
-    if reason in (Reason.EXPIRED, Reason.EXPIRED_PUT, Reason.BEHIND_RETENTION):
-        return "expired"
-    if reason is Reason.REPLACED_IN_CACHE:
-        return "replaced-in-cache"
+    if reason in _SITUATION_OF_REASON:
+        return _SITUATION_OF_REASON[reason]
     if label.tone == "tombstone":
         return (
             "tombstone-0.10.0"
