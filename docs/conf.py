@@ -30,7 +30,7 @@ source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-n
 
 # The notebooks are rendered with the outputs stored in them (`make notebooks` refreshes those): never executed here.
 nb_execution_mode = "off"
-# The live widgets' outputs hold no state (the course saves none): kjoin_pages shows each as its summary.
+# The live widgets' outputs hold no state (the course saves none): kjoin_pages shows each as its static view.
 
 myst_enable_extensions = ["colon_fence", "deflist", "attrs_inline"]
 myst_heading_anchors = 3

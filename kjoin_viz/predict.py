@@ -47,6 +47,7 @@ from .step_view import CSS, _outputs_text, _table_html, rows_from, view_of
 from .values import plain, show_output, show_text, show_value
 from .stepper import Stepper
 from .store_view import store_tables
+from .static import StaticView
 
 __all__ = ["Predict", "Verdict", "trainer_mode", "leave_step", "parse_outputs", "ASKS"]
 
@@ -208,7 +209,7 @@ class Verdict:
 
 
 # -- the widget --------------------------------------------------------------------------------
-class Predict(widgets.VBox):
+class Predict(StaticView, widgets.VBox):
     """An exercise on ``trace`` at ``step``: predict the record's fate and outputs, or when it
     leaves its buffer (``ask="release"``). ``prompt`` replaces the default question."""
 

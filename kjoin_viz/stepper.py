@@ -21,6 +21,7 @@ import ipywidgets as widgets
 from kjoin.trace import Trace
 
 from .step_view import StepView, counter, view_of
+from .static import StaticView
 
 __all__ = ["Stepper", "SliderStep", "seek", "time_seeks"]
 
@@ -51,7 +52,7 @@ class SliderStep:
         self.slider.value = step
 
 
-class Stepper(SliderStep, widgets.VBox):
+class Stepper(SliderStep, StaticView, widgets.VBox):
     """A widget that steps through ``trace``; ``Stepper(trace, step=3)`` starts at step 3."""
 
     def __init__(self, trace: Trace, step: int = 0, view: StepView | None = None) -> None:

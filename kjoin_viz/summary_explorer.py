@@ -21,6 +21,7 @@ from kjoin.fates import Fate, Reason
 from kjoin.records import OutputKind
 
 from .stepper import Stepper
+from .static import StaticView
 
 __all__ = ["SummaryExplorer", "first_surprise"]
 
@@ -66,7 +67,7 @@ TABLE_HEIGHT = "22em"
 """The table scrolls inside this height, so that the picker and the stepper stay in sight."""
 
 
-class SummaryExplorer(widgets.VBox):
+class SummaryExplorer(StaticView, widgets.VBox):
     """``run``: a :class:`kjoin.spark.SparkRun` (or anything with ``summary()`` and
     ``trace(partition, key=...)``); ``drill``: how a row's trace is made (default: the key's
     drill-down).

@@ -33,6 +33,7 @@ from .labels import TONE_COLOURS
 from .show import Shown, table
 from .stepper import SliderStep
 from .values import show_text, show_value
+from .static import StaticView
 
 __all__ = ["TopologyStepper", "topology_svg", "topology_layout", "Layout", "node_state", "step_text", "steps_table"]
 
@@ -357,7 +358,7 @@ def step_text(trace: TopologyTrace, step: int) -> str:
     return "\n".join(lines)
 
 
-class TopologyStepper(SliderStep, widgets.VBox):
+class TopologyStepper(SliderStep, StaticView, widgets.VBox):
     """Steps through a topology's trace: the graph with the record's path lit and every node's state beside it."""
 
     def __init__(self, trace: TopologyTrace, step: int = 0) -> None:

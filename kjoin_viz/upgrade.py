@@ -36,6 +36,7 @@ from .charts import WIDTH
 from .labels import TONE_COLOURS, fate_label
 from .step_view import CSS, svg_image
 from .values import show_output, show_text, show_value
+from .static import StaticView
 
 __all__ = ["Hop", "upgrade_path", "setting_change", "rules_frame", "rules_chart", "rule_text", "UpgradeDiff"]
 
@@ -189,7 +190,7 @@ _COLUMN = "flex:1 1 300px;min-width:240px;border:1px solid #ccc;padding:4px 8px;
 
 
 # -- the widget --------------------------------------------------------------------------------------
-class UpgradeDiff(widgets.VBox):
+class UpgradeDiff(StaticView, widgets.VBox):
     """The rules chart of ``hops``, a picker of the rules that change something, and their examples.
 
     ``UpgradeDiff(upgrade_path(scenario, ["2.8", "3.3", "3.9", "4.4"]))``; ``rule=`` opens on one rule."""

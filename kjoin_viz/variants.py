@@ -22,6 +22,7 @@ from kjoin.trace import Trace
 from .step_view import CELL, CSS, StepView, _table_html
 from .stepper import SliderStep
 from .values import show_value, show_output
+from .static import StaticView
 
 __all__ = ["variant_traces", "versioned_mode_traces", "Variants", "seed_table_html"]
 
@@ -90,7 +91,7 @@ def _cell_html(step, with_ts: bool = False) -> str:
     )
 
 
-class Variants(SliderStep, widgets.VBox):
+class Variants(SliderStep, StaticView, widgets.VBox):
     """The seeds' table of several variants, with controls that move all of them together.
 
     ``with_ts`` writes each output's timestamp in the table (``a4-b2@4``): what tells the

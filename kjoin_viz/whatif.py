@@ -22,6 +22,7 @@ from kjoin.trace import Trace
 from .show import Shown
 from .step_view import CELL, CSS
 from .values import show_value
+from .static import StaticView
 
 __all__ = ["what_if", "WhatIf", "compare_text", "compare_html", "what_if_table"]
 
@@ -110,7 +111,7 @@ def what_if_table(scenario: Scenario, **options: int) -> Shown:
     return Shown(page, f"{title}\n{compare_text(original, changed)}")
 
 
-class WhatIf(widgets.VBox):
+class WhatIf(StaticView, widgets.VBox):
     """Sliders over the scenario's options; every move re-runs the engine and compares.
 
     ``WhatIf(scenario, grace_ms=0)`` starts with those options already changed. Options the

@@ -82,6 +82,7 @@ _UNIT = (
     "test_viz_predict.py",
     "test_viz_room.py",
     "test_viz_stepper.py",
+    "test_viz_static.py",
     "test_viz_topology.py",
     "test_viz_upgrade.py",
     "test_viz_variants.py",

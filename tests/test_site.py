@@ -58,8 +58,12 @@ def test_the_site_builds_without_a_warning(site):
     # the tutorials are rendered with their stored outputs, not without them
     tutorial = (html / "generated" / "tutorials" / "01_stream_stream_joins.html").read_text()
     assert tutorial.count('class="cell_output') >= 10
-    # a live widget shows as its summary, said to be a widget to run; the stored static views stay
+    # a live widget shows as what it showed when the notebook ran, said to be a widget to run
     assert "<code>Stepper(step 0 (1 of 20))</code>: an interactive widget" in tutorial
+    widgets, views = tutorial.count("an interactive widget"), tutorial.count('class="kjoin-widget-view"')
+    assert widgets >= 5 and views == widgets, (widgets, views)
+    stepper = tutorial[tutorial.index("Stepper(step 0 (1 of 20))") :]
+    assert "step 0 (1 of 20)" in stepper[: stepper.index("kjoin-widget-view") + 4000]
     assert "kjoin-step" in tutorial or "<svg" in tutorial
 
 

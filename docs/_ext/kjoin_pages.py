@@ -12,7 +12,7 @@ operation added to the code shows up here with no page edited by hand:
 - ``generated/api.rst``: an autosummary of every public name of ``kjoin``, ``kjoin.spark`` and ``kjoin_viz``;
 - ``generated/changelog.md``: ``CHANGELOG.md`` of the repository, when it has one;
 - ``generated/tutorials/``: the course's notebooks with their stored outputs (MyST-NB renders them), each live
-  widget shown as its one-line summary (:func:`_static_widgets`).
+  widget shown as its static view (:func:`_static_widgets`).
 
 A field without a docstring is a warning, which ``sphinx-build -W`` turns into a failed build.
 """
@@ -384,9 +384,9 @@ WIDGET = "application/vnd.jupyter.widget-view+json"
 
 def _static_widgets(text: str) -> str:
     """A notebook whose live widgets (a stepper, a predict exercise, a what-if) show as what they are on a static
-    page: the course saves no widget state, so a widget's output holds only its one-line summary and a reference to
-    a model that is not there. Each becomes that summary, said to be a widget to run; the notebooks' stored static
-    views (``show_step`` and the charts) are kept as they are."""
+    page: the course saves no widget state, so a widget's output holds a reference to a model that is not there,
+    beside the widget's static view (``text/html``, :mod:`kjoin_viz.static`) and its one-line summary. The static
+    view is kept under a line saying it is a widget to run; an output without one shows the summary."""
     notebook = json.loads(text)
     for cell in notebook.get("cells", []):
         for output in cell.get("outputs", []):
@@ -394,10 +394,16 @@ def _static_widgets(text: str) -> str:
             if WIDGET in data:
                 summary = "".join(data.get("text/plain", "")).strip() or "a widget"
                 del data[WIDGET]
-                data["text/html"] = (
+                view = "".join(data.get("text/html", ""))
+                note = (
                     f'<p class="kjoin-widget"><code>{html.escape(summary)}</code>: an interactive widget; run the '
-                    "notebook (<code>make lab</code>) to use it.</p>"
+                    "notebook (<code>make lab</code>) to use it"
                 )
+                if view:
+                    note += ". What it showed when the notebook ran:</p>"
+                    data["text/html"] = f'{note}<div class="kjoin-widget-view">{view}</div>'
+                else:
+                    data["text/html"] = f"{note}.</p>"
     return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
 
 
