@@ -179,6 +179,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     table.add_argument("--semantics", default=None, help="Kafka version, e.g. 0.10.0, 0.10.2, 3.1 (default: latest)")
     table.set_defaults(command=_table)
+
+    from .topology.debug_cli import add_commands  # kjoin debug, kjoin why: a whole app over its topics' dumps
+
+    add_commands(commands)
     return parser
 
 

@@ -147,3 +147,63 @@ def planted(n: int, customers: int = 40, products: int = 10) -> Planted:
                 value["product"] = "p-unknown"
         add("orders", key, value, ts)
     return result
+
+
+def document(topics: Planted) -> dict[str, Any]:
+    """:func:`app` as a topology document (``kjoin debug app.yaml``): the document's vocabulary filters the test
+    accounts' orders by key and joins with the ``object`` joiner (``{left, right}``), so the products join reads
+    ``left.product``."""
+    tests = sorted(key for key, cause in topics.causes.items() if cause == "test-account")
+    return {
+        "name": "orders enriched and counted",
+        "partitions": PARTITIONS,
+        "schedule": "stages",
+        "topology": [
+            {"name": "orders", "stream": "orders"},
+            {"name": "customers", "table": "customers"},
+            {"name": "products", "global_table": "products"},
+            {"name": "real-orders", "filter": {"key_not_in": tests}, "input": "orders"},
+            {"name": "by-customer", "select_key": {"field": "customer"}, "input": "real-orders"},
+            {"name": "customers-join", "left_join": ["by-customer", "customers"], "joiner": "object"},
+            {
+                "name": "products-join",
+                "left_join": ["customers-join", "products"],
+                "key_selector": {"field": "left.product"},
+                "joiner": "object",
+            },
+            {"name": "enriched", "to": "enriched-orders", "input": "products-join"},
+            {"name": "grouped", "group_by_key": True, "input": "products-join"},
+            {"name": "windowed", "windowed_by": {"size_ms": HOUR_MS, "grace_ms": 0}, "input": "grouped"},
+            {"name": "per-hour", "count": True, "input": "windowed"},
+            {"name": "per-hour-stream", "to_stream": True, "input": "per-hour"},
+            {"name": "counted", "to": "orders-per-hour", "input": "per-hour-stream"},
+        ],
+    }
+
+
+def write_dumps(topics: Planted, directory: Any, partitions: bool = True) -> dict[str, str]:
+    """The planted topics as ``kcat -C -J`` dumps (orders, customers: partition, offset, ts, key, payload as JSON
+    text) and JSON lines (products, without partitions when ``partitions`` is false). Returns topic -> path."""
+    import json
+    import os
+
+    from kjoin.topology.events import input_records
+
+    placed = input_records(app().build().graph, topics.events)
+    paths = {name: os.path.join(str(directory), f"{name}.jsonl") for name in ("orders", "customers", "products")}
+    files = {name: open(path, "w", encoding="utf-8") for name, path in paths.items()}
+    try:
+        for record in placed:
+            if record.topic == "products":
+                row: dict[str, Any] = {"key": record.key, "value": record.value, "ts": record.ts}
+                if partitions:
+                    row |= {"partition": record.partition, "offset": record.offset}
+            else:
+                payload = None if record.value is None else json.dumps(record.value, separators=(",", ":"))
+                row = {"topic": record.topic, "partition": record.partition, "offset": record.offset,
+                       "tstype": "create", "ts": record.ts, "key": record.key, "payload": payload}  # fmt: skip
+            files[record.topic].write(json.dumps(row) + "\n")
+    finally:
+        for file in files.values():
+            file.close()
+    return paths
