@@ -36,6 +36,7 @@ _UNIT = (
     "test_aggregates.py",
     "test_api.py",
     "test_app_debug.py",
+    "test_app_debug_cli.py",
     "test_arrival.py",
     "test_broker_limits.py",
     "test_cli.py",
