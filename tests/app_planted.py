@@ -207,3 +207,46 @@ def write_dumps(topics: Planted, directory: Any, partitions: bool = True) -> dic
         for file in files.values():
             file.close()
     return paths
+
+
+def check_debug(topics: Planted, debug: Any) -> list[str]:
+    """What the whole app's debugging must get right on the planted topics (``debug``: an
+    :class:`~kjoin.spark.debug.topology_why.AppDebug`), as sentences naming each miss (none: all right):
+
+    * every row of an order with nothing planted is ``joined``; every row of a planted order that is not ``joined``
+      names the planted cause at its node (:data:`VERDICT_OF`), and each cause is named at least once (a
+      late-in-window order's ``enriched-orders`` row is ``joined``: only the count drops it);
+    * the summary counts the explained outputs, row for row;
+    * the audit lists exactly the misrouted records.
+    """
+    failures: list[str] = []
+    rows = debug.rows()
+    named: set[str] = set()
+    for row in rows:
+        event = debug.trace.topics[row["input_topic"]][row["input_partition"]][row["input_offset"]]
+        cause = topics.causes.get(event.key)
+        if cause is None:
+            if row["verdict"] != "joined":
+                failures.append(f"{event.describe()}: nothing planted, but {row['verdict']} at {row['node']}")
+            continue
+        if row["verdict"] == "joined":
+            if not (cause == "late-in-window" and row["topic"] == "enriched-orders"):
+                failures.append(f"{event.describe()}: planted {cause}, but joined in {row['topic']}")
+            continue
+        if (row["node"], row["verdict"]) != VERDICT_OF[cause]:
+            failures.append(f"{event.describe()}: planted {cause}, but {row['verdict']} at {row['node']}")
+        else:
+            named.add(cause)
+    failures.extend(f"no verdict named {cause}" for cause in CAUSES if cause not in named)
+    summary = debug.summary()
+    explained = debug.explained_outputs()
+    counted = explained.assign(result=explained["offset"].isna().map({True: "none", False: "output"}))
+    expected = counted.groupby(["topic", "result", "verdict", "node"], dropna=False).size()
+    got = summary.set_index(["topic", "result", "verdict", "node"])["count"]
+    if int(summary["count"].sum()) != len(explained) or sorted(expected.tolist()) != sorted(got.tolist()):
+        failures.append("the summary does not count the explained outputs")
+    audited = debug.audit()
+    found = set(zip(audited["topic"], audited["partition"], audited["offset"]))
+    if found != topics.misrouted:
+        failures.append(f"the audit found {sorted(found ^ topics.misrouted)[:5]} wrongly")
+    return failures

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from kjoin.topology.verdicts import AppExplainer, audit, explained_outputs, summary
-from tests.app_planted import CAUSES, VERDICT_OF, app, planted
+from tests.app_planted import CAUSES, VERDICT_OF, app, check_debug, planted
 
 ORDERS = 1_000
 
@@ -88,3 +88,10 @@ def test_why_of_an_output_follows_the_repartition_topic_back_to_its_input_record
     assert verdict.cause.record.topic == "customers-join-repartition"  # the join read the repartition record
     (misrouted,) = verdict.cause.behind
     assert (misrouted.topic, misrouted.partition, misrouted.offset) in topics.misrouted
+
+
+def test_the_whole_app_debug_gets_every_planted_cause_summary_and_audit_right(run) -> None:
+    from kjoin.spark.debug.topology_why import AppDebug
+
+    topics, trace = run[0], run[1]
+    assert check_debug(topics, AppDebug(trace)) == []

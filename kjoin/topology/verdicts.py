@@ -158,6 +158,8 @@ class AppExplainer:
             self._steps_of[event].append(step.index)
             self._taken_at[(record.topic, record.partition, record.offset)] = step.index
         self._rows: dict[str, dict[Any, list[tuple[TopicRecord, int]]]] = {}
+        self._verdicts: dict[tuple[int, int], NodeVerdict | None] = {}
+        """(step, visit) -> its verdict, read once: an output's way shares its steps with its input record's."""
 
     # -- the records a join reads -----------------------------------------------------------------
     def _table_rows(self, topic: str) -> dict[Any, list[tuple[TopicRecord, int]]]:
@@ -182,8 +184,18 @@ class AppExplainer:
             return None
 
     # -- one node ---------------------------------------------------------------------------------
+    def visit_verdict(self, step: TopologyStep, number: int) -> NodeVerdict | None:
+        """The verdict at the step's visit ``number`` (read once)."""
+        known = self._verdicts.get((step.index, number), self)
+        if known is self:
+            known = self._verdicts[(step.index, number)] = self.node_verdict(step, step.visits[number])
+        return known  # type: ignore[return-value]
+
     def node_verdict(self, step: TopologyStep, visit: NodeVisit) -> NodeVerdict | None:
         """The verdict at ``visit`` (``None``: a node that only passed the record on)."""
+        if visit.fate is not Fate.DROPPED and visit.op not in JOIN_OPS and visit.op not in AGGREGATE_OPS:
+            if not (visit.fate is Fate.STORED and step.record.written_at is None):
+                return None  # it only passed the record on
 
         def verdict(name: str, text: str, behind: Iterable[TopicRecord] = ()) -> NodeVerdict:
             return NodeVerdict(visit.node, visit.op, step.index, step.task, name, text, step.record, tuple(behind))
@@ -308,8 +320,8 @@ class AppExplainer:
         """The verdicts of input record number ``event`` (its index in :attr:`TopologyTrace.events`)."""
         verdicts, outputs = [], []
         for step in self.event_steps(event):
-            for visit in step.visits:
-                found = self.node_verdict(step, visit)
+            for number, visit in enumerate(step.visits):
+                found = self.visit_verdict(step, number)
                 if found is not None:
                     verdicts.append(found)
                 outputs.extend(w for w in visit.wrote if self.trace._is_output(w.topic))
@@ -331,8 +343,8 @@ class AppExplainer:
         verdicts = []
         for number, taken in enumerate(chain):
             last = number == len(chain) - 1
-            for visit in taken.visits:
-                found = self.node_verdict(taken, visit)
+            for visit_number, visit in enumerate(taken.visits):
+                found = self.visit_verdict(taken, visit_number)
                 if found is not None:
                     verdicts.append(found)
                 if last and output in visit.wrote:
