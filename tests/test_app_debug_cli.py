@@ -73,3 +73,29 @@ def test_kjoin_debug_prints_the_causes_the_audit_and_the_drops_and_kjoin_why_ans
     assert again.stdout.startswith(f"{where} ") and "partner-other-partition" in again.stdout
     missing = _kjoin("why", str(run), "--topic", "orders", "--partition", "0", "--offset", "99999")
     assert missing.returncode == 2 and "no input or output record there" in missing.stderr
+
+
+def test_kjoin_debug_takes_a_describe_text_and_the_functions_file(tmp_path, capsys) -> None:
+    """Kafka 4.4's own describe() text of a stream's left join with a GlobalKTable (the describe fixtures'), its key
+    selector given in app.py; the global table is restored before any task runs, so every order finds its customer."""
+    fixture = json.loads((Path(__file__).parent / "describe_fixtures" / "shape-global-join.json").read_text())
+    (tmp_path / "topology.txt").write_text(fixture["describe_text"])
+    (tmp_path / "app.py").write_text(
+        'functions = {"KSTREAM-LEFTJOIN-0000000004": {"variant": "left", "key_selector": lambda key, value: '
+        '(value or {}).get("c")}}\n'
+    )
+    offsets: dict[str, int] = {}
+    for topic in ("orders", "customers"):
+        with open(tmp_path / f"{topic}.jsonl", "w") as file:
+            for event in fixture["document"]["events"]:
+                if event["topic"] == topic:
+                    offsets[topic] = offsets.get(topic, -1) + 1
+                    file.write(json.dumps({**event, "partition": 0, "offset": offsets[topic]}) + "\n")
+    args = ["--describe", str(tmp_path / "topology.txt"), "--functions", str(tmp_path / "app.py")]
+    topics = ["--topic", f"orders={tmp_path / 'orders.jsonl'}", "--topic", f"customers={tmp_path / 'customers.jsonl'}"]
+    assert main(["debug", *args, *topics, "--out", str(tmp_path / "RUN")]) == 0
+    printed = capsys.readouterr().out
+    assert "Co-partitioning audit: 0 record(s)" in printed and "KSTREAM-LEFTJOIN-0000000004" in printed
+    assert main(["why", str(tmp_path / "RUN"), "--topic", "out", "--partition", "0", "--offset", "0"]) == 0
+    story = capsys.readouterr().out
+    assert story.startswith("out[0]@0 o4:") and "joined" in story and "behind it: customers[0]@" in story
