@@ -52,8 +52,9 @@ VERDICT_OF = {
 """A planted cause -> (the node whose verdict names it, the verdict)."""
 
 
-def app() -> kjoin.Topology:
-    b = kjoin.Topology(partitions=PARTITIONS)
+def app(semantics: str | None = None) -> kjoin.Topology:
+    """The app (``semantics``: a Kafka version, default the latest)."""
+    b = kjoin.Topology(partitions=PARTITIONS, semantics=semantics)
     customers = b.table("customers")
     products = b.global_table("products")
     enriched = (

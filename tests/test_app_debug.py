@@ -95,3 +95,16 @@ def test_the_whole_app_debug_gets_every_planted_cause_summary_and_audit_right(ru
 
     topics, trace = run[0], run[1]
     assert check_debug(topics, AppDebug(trace)) == []
+
+
+def test_before_kip_962_a_null_key_order_is_named_at_the_repartition_sink_that_kept_it_out() -> None:
+    topics = planted(100)
+    trace = app(semantics="3.6").run(topics.events, "stages")
+    explainer = AppExplainer(trace)
+    null_keys = {key for key, cause in topics.causes.items() if cause == "null-key"}
+    rows = [r for r in explained_outputs(trace, explainer) if trace.topics["orders"][r["input_partition"]][
+        r["input_offset"]].key in null_keys]  # fmt: skip
+    assert rows and all(r["offset"] is None for r in rows)  # nothing in either output topic
+    assert {(r["verdict"], r["node"]) for r in rows} == {
+        ("null-key-not-repartitioned", "customers-join-repartition-sink")
+    }
