@@ -1,5 +1,7 @@
-"""The ``kjoin`` command: ``kjoin run SCENARIO``, ``kjoin table …``, ``kjoin export SCENARIO --junit`` and
-``kjoin diff SCENARIO --from 3.0 --to 4.3 [--set window.grace_ms=500]``."""
+"""The ``kjoin`` command: ``kjoin run SCENARIO``, ``kjoin table …``, ``kjoin export SCENARIO --junit``,
+``kjoin diff SCENARIO --from 3.0 --to 4.3 [--set window.grace_ms=500]``, and a whole app over its topics' dumps:
+``kjoin debug APP --topic NAME=PATH … --out RUN`` and ``kjoin why RUN --topic T --partition P --offset N``
+(:mod:`kjoin.topology.debug_cli`)."""
 
 from __future__ import annotations
 
