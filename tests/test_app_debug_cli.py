@@ -99,3 +99,32 @@ def test_kjoin_debug_takes_a_describe_text_and_the_functions_file(tmp_path, caps
     assert main(["why", str(tmp_path / "RUN"), "--topic", "out", "--partition", "0", "--offset", "0"]) == 0
     story = capsys.readouterr().out
     assert story.startswith("out[0]@0 o4:") and "joined" in story and "behind it: customers[0]@" in story
+
+
+@pytest.mark.parametrize(
+    ("lines", "topic", "said"),
+    [
+        (["not json"], "orders", "line 1: not JSON"),
+        (['{"key": "o1", "ts": 1, "partition": 0}'], "orders", "line 1: no field 'value'"),
+        (['{"key": "o1", "value": {}, "ts": 1, "partition": 9}'], "orders", "record 0 has partition 9"),
+        (['{"key": "o1", "value": {}, "ts": -1, "partition": 0}'], "orders", "record 0 has ts -1"),
+        (['{"key": "o1", "value": {}, "ts": 1, "partition": 0}'], "payments", "the app does not read payments"),
+    ],
+)
+def test_bad_dumps_get_kjoins_error_naming_the_topic_the_record_and_the_fix(
+    dumps, tmp_path, capsys, lines, topic, said
+) -> None:
+    _, _, app, paths = dumps
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    given = {**paths, topic: str(bad)}
+    assert main(["debug", str(app), *_topic_args(given), "--partitioned-by", "murmur2"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"kjoin: --topic {topic}") and said in error, error
+
+
+def test_a_topic_the_app_reads_without_its_dump_is_named(dumps, capsys) -> None:
+    _, _, app, paths = dumps
+    given = {name: path for name, path in paths.items() if name != "customers"}
+    assert main(["debug", str(app), *_topic_args(given), "--partitioned-by", "murmur2"]) == 2
+    assert "no --topic for customers" in capsys.readouterr().err
