@@ -108,3 +108,11 @@ def test_before_kip_962_a_null_key_order_is_named_at_the_repartition_sink_that_k
     assert {(r["verdict"], r["node"]) for r in rows} == {
         ("null-key-not-repartitioned", "customers-join-repartition-sink")
     }
+
+
+def test_every_verdict_is_the_single_joins_or_a_topologys_own(run) -> None:
+    from kjoin.spark.debug.why import VERDICTS
+    from kjoin.topology.verdicts import TOPOLOGY_VERDICTS
+
+    named = {row["verdict"] for row in run[3]}
+    assert named <= set(VERDICTS) | set(TOPOLOGY_VERDICTS), named - set(VERDICTS) - set(TOPOLOGY_VERDICTS)
