@@ -44,6 +44,7 @@ def bench_app_debug(orders: int, check: bool = True, keep: str | None = None) ->
     from tests.app_planted import app, check_debug, planted, write_dumps
 
     directory = keep or tempfile.mkdtemp(prefix="kjoin-app-debug-")
+    os.makedirs(directory, exist_ok=True)
     try:
         topics = planted(orders)
         paths = write_dumps(topics, directory)
