@@ -128,3 +128,20 @@ def test_a_topic_the_app_reads_without_its_dump_is_named(dumps, capsys) -> None:
     given = {name: path for name, path in paths.items() if name != "customers"}
     assert main(["debug", str(app), *_topic_args(given), "--partitioned-by", "murmur2"]) == 2
     assert "no --topic for customers" in capsys.readouterr().err
+
+
+def test_a_parquet_dump_is_read_with_its_partitions_and_json_values(tmp_path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kjoin.topology.debug_cli import read_topic
+
+    path = tmp_path / "orders.parquet"
+    pq.write_table(
+        pa.table({"key": ["o1", None], "value": ['{"customer":"c1"}', None], "ts": [5, 6], "partition": [3, 0]}), path
+    )
+    assert read_topic("orders", str(path)) == [
+        {"key": "o1", "value": {"customer": "c1"}, "ts": 5, "partition": 3},
+        {"key": None, "value": None, "ts": 6, "partition": 0},
+    ]
+    assert read_topic("orders", str(path), values="string")[0]["value"] == '{"customer":"c1"}'
