@@ -125,6 +125,17 @@ class AppVerdict:
         """The first verdict that names a cause (not ``joined``/``aggregated``); ``None``: it passed everywhere."""
         return next((v for v in self.verdicts if not v.passed), None)
 
+    def decided(self, produced: bool) -> tuple[str, NodeVerdict | None]:
+        """The verdict to show and the node behind it: the :attr:`cause`; without one, ``joined`` when the record
+        ``produced`` the output asked about, else the last node's verdict (``no-result`` when that node passed it on:
+        by its rules nothing follows)."""
+        cause = self.cause
+        if cause is None and not produced and self.verdicts:
+            cause = self.verdicts[-1]
+        if cause is None:
+            return "joined", None
+        return ("no-result" if cause.passed else cause.verdict), cause
+
     def lines(self) -> list[str]:
         """The story: the input record, each node's verdict with the records behind it, the outputs."""
         lines = [f"{self.event.describe()} (input record)"]
@@ -392,9 +403,7 @@ def explained_outputs(trace: TopologyTrace, explainer: AppExplainer | None = Non
 
 
 def _row(verdict: AppVerdict, topic: str, output: TopicRecord | None) -> dict[str, Any]:
-    cause = verdict.cause
-    if output is None and cause is None:  # nothing came out, though every node passed it: the last node says why
-        cause = verdict.verdicts[-1] if verdict.verdicts else None
+    name, cause = verdict.decided(produced=output is not None)
     return {
         "topic": topic,
         "partition": None if output is None else output.partition,
@@ -402,7 +411,7 @@ def _row(verdict: AppVerdict, topic: str, output: TopicRecord | None) -> dict[st
         "input_topic": verdict.event.topic,
         "input_partition": verdict.event.partition,
         "input_offset": verdict.event.offset,
-        "verdict": "joined" if cause is None else cause.verdict if cause.verdict not in PASSED else "no-result",
+        "verdict": name,
         "node": None if cause is None else cause.node,
         "text": "" if cause is None else cause.text,
     }

@@ -94,10 +94,7 @@ def _text(value: Any) -> str | None:
 
 
 def _story(record: Any, verdict: Any, head: str | None = None) -> tuple[str, int, int, str, str | None, str]:
-    cause = verdict.cause
-    if cause is None and not verdict.outputs and verdict.verdicts:
-        cause = verdict.verdicts[-1]
-    name = "joined" if cause is None else cause.verdict
+    name, cause = verdict.decided(produced=bool(verdict.outputs))
     return (record.topic, record.partition, record.offset, name, None if cause is None else cause.node,
             "\n".join(([head] if head else []) + verdict.lines()))  # fmt: skip
 
