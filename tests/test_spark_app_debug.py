@@ -38,6 +38,10 @@ def test_the_verdicts_are_those_of_the_run_spark_computed(spark_run) -> None:
         event = next(r for r in debug.trace.events if r.topic == "orders" and r.key == key)
         story = run.explain("orders", event.partition, event.offset)
         assert story.cause is not None and (story.cause.node, story.cause.verdict) == (node, verdict), str(story)
+    late = {key for key, cause in topics.causes.items() if cause == "late-in-window"}
+    drops = run.drops()
+    named = drops[drops["dropped"] == "per-hour: expired-window"]
+    assert len(named) == len(late) and set(named["fate"]) == {"joined"}
     audited = run.audit()
     assert set(zip(audited["topic"], audited["partition"], audited["offset"])) == topics.misrouted
 

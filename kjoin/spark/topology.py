@@ -433,6 +433,12 @@ class TopologyRun:
         """Every input record of a co-partitioned topic that is not in its key's partition (pandas)."""
         return self.debug().audit()
 
+    def drops(self) -> Any:
+        """Every step in which a node dropped the record, with the step's fate and each drop's node and reason
+        (``per-hour: expired-window`` on a step whose fate is ``joined``: the joins before the count emitted), from
+        the reference trace :meth:`debug` reads (pandas)."""
+        return self.debug().drops()
+
     def write_parquet(self, path: str, why_index: bool = True) -> None:
         """Write the run's verdicts, summary, audit, drops and outputs under ``path`` (with ``why_index``, every input
         and output record's story), for :func:`kjoin.spark.open_run` and ``kjoin why``."""
