@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test test-fast test-spark test-oracle test-browser docs system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug bench bench-compare bench-report
+.PHONY: lab demo test test-fast test-spark test-oracle test-browser docs system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug app-debug-check bench bench-compare bench-report
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -163,6 +163,13 @@ bench-diff: $(STAMP)
 SIZE ?= 10000000
 bench-debug: $(STAMP)
 	nice -n 10 $(PY) -m benchmarks.bench_debug --records $(SIZE) $(if $(JOIN),--join $(JOIN))
+
+# A whole app's debugging at scale (benchmarks/bench_app_debug.py): the planted app of tests/app_planted.py over kcat
+# dumps of APP_DEBUG_SIZE orders (default 10^5): every planted cause named at its node, summary = explained outputs,
+# the audit exact; and the times of the run's verdicts, summary, audit, the written why index and kjoin why.
+APP_DEBUG_SIZE ?= 100000
+app-debug-check: $(STAMP)
+	nice -n 10 $(PY) -m benchmarks.bench_app_debug --records $(APP_DEBUG_SIZE)
 
 # N random scenarios per Kafka version through kjoin and the real library: `N=10000 make kafka-check`. The versions
 # are derived from kjoin/semantics.py's era boundaries (tests/oracle_check.py's judged_versions), all of them here;

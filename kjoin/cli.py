@@ -1,5 +1,7 @@
-"""The ``kjoin`` command: ``kjoin run SCENARIO``, ``kjoin table …``, ``kjoin export SCENARIO --junit`` and
-``kjoin diff SCENARIO --from 3.0 --to 4.3 [--set window.grace_ms=500]``."""
+"""The ``kjoin`` command: ``kjoin run SCENARIO``, ``kjoin table …``, ``kjoin export SCENARIO --junit``,
+``kjoin diff SCENARIO --from 3.0 --to 4.3 [--set window.grace_ms=500]``, and a whole app over its topics' dumps:
+``kjoin debug APP --topic NAME=PATH … --out RUN`` and ``kjoin why RUN --topic T --partition P --offset N``
+(:mod:`kjoin.topology.debug_cli`)."""
 
 from __future__ import annotations
 
@@ -179,6 +181,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     table.add_argument("--semantics", default=None, help="Kafka version, e.g. 0.10.0, 0.10.2, 3.1 (default: latest)")
     table.set_defaults(command=_table)
+
+    from .topology.debug_cli import add_commands  # kjoin debug, kjoin why: a whole app over its topics' dumps
+
+    add_commands(commands)
     return parser
 
 

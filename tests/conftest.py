@@ -35,6 +35,8 @@ _UNIT = (
     "test_aggregate_cli.py",
     "test_aggregates.py",
     "test_api.py",
+    "test_app_debug.py",
+    "test_app_debug_cli.py",
     "test_arrival.py",
     "test_broker_limits.py",
     "test_cli.py",

@@ -526,6 +526,10 @@ def open_run(where: Any, path: str | None = None, *, spark: Any = None) -> "Spar
         raise SparkInputError(f"open_run({where!r}, {path!r}): pass one path, e.g. open_run('out/'), and spark=...")
     if not isinstance(where, (str, os.PathLike)):
         raise SparkInputError(f"open_run: expected the path write_parquet wrote to, got {where!r}")
+    from .debug.topology_index import is_topology_run, open_topology_run
+
+    if is_topology_run(local_path(str(where))):  # a TopologyRun's (or kjoin debug's): read without Spark
+        return open_topology_run(local_path(str(where)))  # type: ignore[return-value]
     if spark is None:
         spark = SparkSession.getActiveSession() or local_session()
     path = local_path(str(where)).rstrip("/")

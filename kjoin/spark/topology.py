@@ -194,7 +194,7 @@ def run_topology(
     if not results:
         results, leaves = [spark.createDataFrame([], ROW_SCHEMA)], []
     return TopologyRun(
-        topology, stages, results, stage_records, global_records, decoding, tasks_on, bases, methods, leaves
+        topology, stages, results, stage_records, global_records, decoding, tasks_on, bases, methods, leaves, inputs
     )
 
 
@@ -252,8 +252,11 @@ class TopologyRun:
         bases: Mapping[tuple[str, int], int] | None = None,
         methods: Mapping[int, tuple[str, str]] | None = None,
         leaves: Collection[int] = (),
+        inputs: Mapping[str, DataFrame] | None = None,
     ) -> None:
         self.topology = topology
+        self.inputs = dict(inputs or {})
+        """Topic -> its input records (:data:`RECORD_COLUMNS`), as read: what the whole app's verdicts re-read."""
         self.assignment = assignment
         self._bases = dict(bases or {})
         self.methods = dict(methods or {})
@@ -403,6 +406,45 @@ class TopologyRun:
             if topic not in topic_writers(self.topology.graph):
                 lines.append(f"{taken.describe()} is an input record.")
                 return lines
+
+    # -- the whole app's verdicts (kjoin.spark.debug.topology_why) ------------------------------------
+    def debug(self) -> Any:
+        """The whole app's verdicts (:class:`~kjoin.spark.debug.topology_why.AppDebug`), computed once per run."""
+        from .debug.topology_why import app_debug
+
+        return app_debug(self)
+
+    def explain(self, topic: str, partition: int, offset: int) -> Any:
+        """The verdict at every join, aggregate and drop on the way to (or from) the record at
+        ``topic[partition]@offset``, with the records behind each, back to the input record
+        (:class:`~kjoin.topology.verdicts.AppVerdict`; ``str()`` tells it)."""
+        return self.debug().why(topic, partition, offset)
+
+    def explained_outputs(self) -> Any:
+        """One row per output record and per input record that got nothing in an output topic, with the cause and
+        the node where it happened (pandas)."""
+        return self.debug().explained_outputs()
+
+    def summary(self) -> Any:
+        """:meth:`explained_outputs` counted by topic, result, verdict and node (pandas)."""
+        return self.debug().summary()
+
+    def audit(self) -> Any:
+        """Every input record of a co-partitioned topic that is not in its key's partition (pandas)."""
+        return self.debug().audit()
+
+    def drops(self) -> Any:
+        """Every step in which a node dropped the record, with the step's fate and each drop's node and reason
+        (``per-hour: expired-window`` on a step whose fate is ``joined``: the joins before the count emitted), from
+        the reference trace :meth:`debug` reads (pandas)."""
+        return self.debug().drops()
+
+    def write_parquet(self, path: str, why_index: bool = True) -> None:
+        """Write the run's verdicts, summary, audit, drops and outputs under ``path`` (with ``why_index``, every input
+        and output record's story), for :func:`kjoin.spark.open_run` and ``kjoin why``."""
+        from .debug.topology_index import write_topology_run
+
+        write_topology_run(self.debug(), path, why_index)
 
 
 def _chain_plan(topology: Any, stage: Stage, method: str) -> tuple[Any, str]:

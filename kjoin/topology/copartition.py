@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from .graph import Graph, Node, TopologyError
 
-__all__ = ["resolve_partitions"]
+__all__ = ["resolve_partitions", "copartition_groups"]
 
 
 def resolve_partitions(graph: Graph) -> None:
@@ -69,6 +69,12 @@ def resolve_partitions(graph: Graph) -> None:
     for name, topic in list(graph.topics.items()):
         if topic.partitions is None:  # an internal topic nobody constrained (its writers have no sources)
             graph.topics[name] = replace(topic, partitions=1)
+
+
+def copartition_groups(graph: Graph) -> list[tuple[Node, list[str]]]:
+    """(join, the topics of its co-partition group) for every join of a resolved graph: the topics whose records
+    must be in their key's partition for the join to find them (a whole app's audit reads them)."""
+    return _groups(graph)
 
 
 def _written_internal(node: Node) -> list[str]:

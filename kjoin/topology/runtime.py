@@ -126,6 +126,18 @@ def run(
     return _Run(topology, schedule, assign_tasks(topology, instances, assignment)).run(inputs)
 
 
+def run_records(
+    topology: Any, records: Iterable[TopicRecord], schedule: str = "stages", assignment: Mapping[str, int] | None = None
+) -> TopologyTrace:
+    """Run input records already on their topic partitions, at their own offsets (a dump's, which need not start at
+    0), each numbered by its ``event`` (its place in ``records``): a whole run of topics read from files, which
+    :mod:`kjoin.topology.verdicts` explains (``kjoin debug``)."""
+    if schedule not in SCHEDULES:
+        raise TopologyError(f"schedule: expected one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    topology.build()
+    return _Run(topology, schedule, None if assignment is None else dict(assignment)).run(list(records))
+
+
 def task_partitions(topology: Any) -> dict[int, int]:
     """Sub-topology -> how many tasks it has (its source topics' largest partition count), without listing them: a
     topology of 2^31 - 1 partitions costs nothing until a record reaches a task."""

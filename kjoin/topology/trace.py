@@ -115,6 +115,22 @@ class TopologyStep:
     def wrote(self) -> tuple[TopicRecord, ...]:
         return tuple(written for visit in self.visits for written in visit.wrote)
 
+    @property
+    def drops(self) -> tuple[NodeVisit, ...]:
+        """The visits whose node dropped the record (a filter, a null key kept out of a repartition topic, a windowed
+        aggregate's expired window): a step's :attr:`fate` is the most telling over all its nodes (``joined`` when a
+        join emitted, though a later node dropped the result), so each drop is named here with its node and
+        reason."""
+        return tuple(visit for visit in self.visits if visit.fate is Fate.DROPPED)
+
+    @property
+    def dropped(self) -> str:
+        """The drops as text: ``per-hour: expired-window`` (``""``: none)."""
+        return "; ".join(
+            f"{visit.node}: {visit.reason.value if visit.reason is not None else visit.fate.value}"
+            for visit in self.drops
+        )
+
     def explain(self) -> str:
         where = "" if self.instance is None else f" (instance {self.instance})"
         head = f"Task {self.task}{where} took {self.record.describe()}."
@@ -128,6 +144,7 @@ class TopologyStep:
             "record": self.record.to_dict(),
             "fate": self.fate.value,
             "reason": None if self.reason is None else self.reason.value,
+            "dropped": self.dropped,
             "visits": [
                 {
                     "node": v.node,
@@ -275,9 +292,11 @@ class TopologyTrace:
             fate = step.fate.value if step.reason is None else f"{step.fate.value} ({step.reason.value})"
             nodes = " → ".join(v.node for v in step.visits)
             wrote = ", ".join(w.describe() for w in step.wrote)
+            dropped = f" (dropped at {step.dropped})" if step.drops and step.fate is not Fate.DROPPED else ""
             lines.append(
                 f"{step.index:>4}  {step.task:<5} {step.record.describe():<40} {fate:<10} {nodes}"
                 + (f" ⇒ {wrote}" if wrote else "")
+                + dropped
             )
         return "\n".join(lines)
 
@@ -303,6 +322,7 @@ class TopologyTrace:
                 "ts": s.record.ts,
                 "fate": s.fate.value,
                 "reason": None if s.reason is None else s.reason.value,
+                "dropped": s.dropped or None,
                 "nodes": " → ".join(v.node for v in s.visits),
                 "wrote": ", ".join(w.describe() for w in s.wrote),
             }
