@@ -500,6 +500,20 @@ class Semantics:
     def sliding_windows(self) -> bool:
         """KIP-450 (2.7): ``SlidingWindows`` for windowed aggregates."""
 
+    @since("3.3", ticket="KIP-820", feature=True)
+    def process_values(self) -> bool:
+        """KIP-820 (3.3): ``KStream.process`` with the typed ``api.Processor`` and ``KStream.processValues`` with a
+        ``FixedKeyProcessor`` (whose records cannot change their key) exist."""
+
+    @since("4.0", ticket="KIP-418", feature=True)
+    def legacy_branch_removed(self) -> bool:
+        """KIP-418 (deprecated in 2.8), removed in 4.0 (KAFKA-12824): ``KStream.branch(Predicate...)`` is gone;
+        ``split()`` with ``Branched`` branches is the way a stream is cut in parts."""
+
+    @since("2.8", ticket="KIP-418", feature=True)
+    def split(self) -> bool:
+        """KIP-418 (2.8): ``KStream.split()`` returns a ``BranchedKStream`` whose branches are named prefix+name."""
+
     @since("3.3", ticket="KIP-825", feature=True)
     def emit_on_window_close(self) -> bool:
         """KIP-825 (3.3): ``emitStrategy(EmitStrategy.onWindowClose())``: a windowed aggregate forwards each window

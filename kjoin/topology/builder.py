@@ -37,7 +37,7 @@ from ..joins.window_aggregate import TimeWindows
 from ..records import Side
 from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean, join_window_span_problem
 from ..semantics import Semantics, parse_semantics
-from . import functions
+from . import custom, functions
 from .copartition import resolve_partitions
 from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError
 from .writer import topology_to_dict
@@ -264,6 +264,53 @@ class KStream(_Handle):
         fn = functions.predicate(keep)
         return self._derive(self._add("filter", [(self.node, None)], STREAM, name, fn=fn))
 
+    def filter_not(self, drop: Any, *, name: str | None = None) -> "KStream":
+        """Keep the records for which ``drop(key, value)`` is false (Kafka's ``filterNot``: a ``KSTREAM-FILTER``
+        node whose predicate is negated)."""
+        fn = functions.predicate(drop)
+        negated = functions.Function(lambda key, value: not fn(key, value), fn.spec, f"not ({fn.text})")
+        return self._derive(self._add("filter", [(self.node, None)], STREAM, name, fn=negated, negated=True))
+
+    def peek(self, action: Any = True, *, name: str | None = None) -> "KStream":
+        """Call ``action(key, value)`` on each record and pass it on unchanged (Kafka's ``peek``)."""
+        from_spec = custom.peek_action(action)
+        return self._derive(self._add("peek", [(self.node, None)], STREAM, name, fn=from_spec))
+
+    def process_values(self, processor: Any, *, store: str | None = None, name: str | None = None) -> "KStream":
+        """Run ``processor(record, ctx)`` on each record (Kafka's ``processValues`` with a ``FixedKeyProcessor``,
+        KIP-820): it forwards records with ``ctx.forward(value=...)``, never another key, and keeps what it needs in
+        ``ctx.store`` (named ``store``). See :mod:`kjoin.topology.custom`."""
+        return self._process("process_values", processor, store, name)
+
+    def process(self, processor: Any, *, store: str | None = None, name: str | None = None) -> "KStream":
+        """Run ``processor(record, ctx)`` on each record (Kafka's ``process`` with an ``api.Processor``, KIP-820):
+        it may forward another key, so a join or an aggregate below reads it through a repartition topic."""
+        return self._process("process", processor, store, name)
+
+    def _process(self, op: str, processor: Any, store: str | None, name: str | None) -> "KStream":
+        if not self.topology.semantics.process_values:
+            raise TopologyError(
+                f"{op}: Kafka {self.topology.semantics} has no process/processValues with the typed processor API "
+                "(KIP-820, 3.3); choose semantics 3.3 or later"
+            )
+        fn = custom.processor(processor, op)
+        if store is not None and (not isinstance(store, str) or not store):
+            raise TopologyError(f"{op}: store: a store's name is non-empty text, got {store!r:.60}")
+        taken = [n.name for n in self.topology.graph.nodes.values() if store and n.params.get("store") == store]
+        if taken:
+            raise TopologyError(
+                f"{op}: store {store} is already the store of {taken[0]}; Kafka connects a store to the processors "
+                "that name it, and kjoin gives each processor its own: name another"
+            )
+        node = self._add(op, [(self.node, None)], STREAM, name, fn=fn, store=store)
+        if fn.spec is not None and store is None:  # the vocabulary's processors keep state: their store by name
+            node.params["store"] = f"{node.name}-store"
+        if op == "process_values":
+            return self._derive(node)
+        node.params["partitioner"] = None
+        node.key_changed = True  # KStreamImpl.process: repartitionRequired, whatever the processor forwards
+        return KStream(self.topology, node)
+
     def map_values(self, mapper: Any, *, name: str | None = None) -> "KStream":
         """Replace each value by ``mapper(value)``; the key stays (no repartition)."""
         fn = functions.value_mapper(mapper)
@@ -377,7 +424,7 @@ class KStream(_Handle):
 
     def _rekey_partitioner(self) -> Any:
         node = self.node
-        while node.op in ("filter", "map_values", "flat_map_values", "stream-global"):
+        while node.op in ("filter", "map_values", "flat_map_values", "stream-global", "peek", "process_values"):
             node = node.parents[0]
         return node.params.get("partitioner")
 
@@ -647,9 +694,13 @@ class KTable(_Handle):
         node.key_changed = True
         return KGroupedTable(KStream(self.topology, node), name)
 
-    def to_stream(self, *, name: str | None = None) -> KStream:
-        """The table's changes as a stream (Kafka's ``toStream``)."""
-        return KStream(self.topology, self._add("to_stream", [(self.node, None)], STREAM, name))
+    def to_stream(self, key_mapper: Any = None, *, name: str | None = None) -> KStream:
+        """The table's changes as a stream (Kafka's ``toStream``); with ``key_mapper(key, value)`` each change
+        re-keyed, as Kafka's ``toStream(KeyValueMapper)`` does: ``toStream().selectKey(mapper)``, two nodes."""
+        stream = KStream(self.topology, self._add("to_stream", [(self.node, None)], STREAM, name))
+        if key_mapper is None:
+            return stream
+        return stream.select_key(key_mapper)
 
     def to(
         self, topic: str, *, partitions: int | None = None, partitioner: Any = None, name: str | None = None

@@ -24,7 +24,10 @@ A node is a mapping with its ``name`` and one operation: ``stream: topic``, ``ta
 ``materialized: true`` for a store of their own), ``join``/``left_join``/``outer_join: [left, right]``
 (stream-stream with ``window: {before_ms, after_ms, grace_ms}``, stream-table (``grace_ms`` with a versioned table),
 table-table, or with ``foreign_key: path`` a foreign-key join; ``joiner: concat | object``),
-``to_stream`` (``input``) and ``to: topic`` (``input``). Also: ``global_table: topic`` (a stream
+``to_stream`` (``input``; ``to_stream: {field: path}`` re-keys each change, Kafka's ``toStream(keyMapper)``) and
+``to: topic`` (``input``). Also: ``filter_not`` (a filter's spec, negated), ``peek: true``,
+``process_values``/``process: {count_per_key | dedupe | swap: true}`` (``store``: its store's name;
+:mod:`kjoin.topology.custom`), ``global_table: topic`` (a stream
 joins it with ``key_selector: {field: path}``), ``merge: [stream, stream]``, ``to_table: true``,
 ``repartition: true`` (``partitions``), ``through: topic`` (``partitions``), ``group_by_key:
 true`` / ``group_by: {field: path}`` (a stream or a table; the node is the grouped stream, unnamed
@@ -88,6 +91,10 @@ OPERATIONS = (
     "count",
     "reduce",
     "aggregate",
+    "filter_not",
+    "peek",
+    "process_values",
+    "process",
 )
 _NODE_FIELDS = {
     "stream": ("partitions",),
@@ -110,6 +117,10 @@ _NODE_FIELDS = {
     "count": ("input",),
     "reduce": ("input",),
     "aggregate": ("input",),
+    "filter_not": ("input",),
+    "peek": ("input",),
+    "process_values": ("input", "store"),
+    "process": ("input", "store"),
 }
 _JOIN_FIELDS = ("window", "grace_ms", "foreign_key", "joiner", "partitioner", "other_partitioner", "key_selector")
 
@@ -336,7 +347,12 @@ class _NodeReader:
                 return getattr(stream, op)(node[op], name=name, partitioner=node.get("partitioner"))
             return getattr(stream, op)(node[op], name=name)
         if op == "to_stream":
-            return self.input(KTable).to_stream(name=name)
+            key_mapper = None if node[op] is True else node[op]  # to_stream: {field: path} re-keys each change
+            return self.input(KTable).to_stream(key_mapper, name=name)
+        if op in ("filter_not", "peek"):
+            return getattr(self.input(KStream), op)(node[op], name=name)
+        if op in ("process_values", "process"):
+            return getattr(self.input(KStream), op)(node[op], store=node.get("store"), name=name)
         if op == "merge":
             sides = node[op]
             if not isinstance(sides, list) or len(sides) != 2:

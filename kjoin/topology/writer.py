@@ -68,7 +68,7 @@ class _Writer:
             self.nodes.append(entry)
             return
         elif node.op in ("filter", "map_values", "select_key", "to_stream", "merge", "to_table", "flat_map_values",
-                         "flat_map", *VIEW_OPS):  # fmt: skip
+                         "flat_map", "peek", "process_values", "process", *VIEW_OPS):  # fmt: skip
             self.stateless(node, entry)
         else:
             return  # repartition sinks and sources: Kafka adds them, and so does kjoin
@@ -124,8 +124,12 @@ class _Writer:
             entry[node.op] = True
         elif node.op in VIEW_OPS:  # a table's filter or map_values: the document tells them by their input
             entry["filter" if node.op == "table-filter" else "map_values"] = self.spec(node)
+        elif node.op == "filter" and node.params.get("negated"):
+            entry["filter_not"] = self.spec(node)
         else:
             entry[node.op] = self.spec(node)
+        if node.op in ("process_values", "process") and node.params["store"] != f"{node.name}-store":
+            entry["store"] = node.params["store"]
         entry["input"] = self.logical(node.parents[0])
         if node.op in VIEW_OPS and node.params["materialized"]:
             entry["materialized"] = True

@@ -286,7 +286,26 @@ public final class TopologyOracle {
                 KStream<String, String> stream = (KStream<String, String>) handles.get((String) node.get("input"));
                 handles.put(name, stream.selectKey((key, value) -> selectKey(spec, key, value)));
             } else if (node.containsKey("to_stream")) {
-                handles.put(name, ((KTable<String, String>) handles.get((String) node.get("input"))).toStream());
+                KTable<String, String> table = (KTable<String, String>) handles.get((String) node.get("input"));
+                if (node.get("to_stream") instanceof Map) {  // toStream(KeyValueMapper): toStream().selectKey(..)
+                    Map<String, Object> spec = Oracle.map(node.get("to_stream"));
+                    handles.put(name, table.toStream((key, value) -> selectKey(spec, key, value)));
+                } else {
+                    handles.put(name, table.toStream());
+                }
+            } else if (node.containsKey("filter_not")) {
+                Map<String, Object> spec = Oracle.map(node.get("filter_not"));
+                handles.put(name, ((KStream<String, String>) handles.get((String) node.get("input")))
+                    .filterNot((key, value) -> keep(spec, key, value)));
+            } else if (node.containsKey("peek")) {
+                handles.put(name, ((KStream<String, String>) handles.get((String) node.get("input")))
+                    .peek((key, value) -> { }));
+            } else if (node.containsKey("process_values")) {
+                handles.put(name, Processors.processValues(builder,
+                    (KStream<String, String>) handles.get((String) node.get("input")), node));
+            } else if (node.containsKey("process")) {
+                handles.put(name, Processors.process(builder,
+                    (KStream<String, String>) handles.get((String) node.get("input")), node));
             } else if (node.containsKey("to")) {
                 Object parent = handles.get((String) node.get("input"));
                 KStream<Object, Object> stream = parent instanceof KTable

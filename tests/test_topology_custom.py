@@ -1,0 +1,148 @@
+"""The stream half of Kafka 4.x's DSL in topologies: ``filter_not``, ``peek``, ``to_stream(key_mapper)``,
+``process_values`` and ``process`` (KIP-820; kjoin/topology/custom.py), in the reference engine, the document and
+the real library (the harness's Processors.java mirrors the document vocabulary)."""
+
+from __future__ import annotations
+
+import pytest
+
+import kjoin
+from kjoin.fates import Fate, Reason
+from kjoin.topology.document import TopologyScenario
+from kjoin.topology.graph import TopologyError
+from kjoin.topology.runtime import ProcessingError
+from tests import oracle_check, topology_oracle
+
+EVENTS = [
+    {"topic": "in", "key": key, "value": value, "ts": ts}
+    for ts, (key, value) in enumerate([("a", "x"), ("b", "y"), ("a", "x"), ("a", "z"), (None, "n"), ("b", "y")])
+]
+
+
+def outputs(trace, topic):
+    return [(r.key, r.value, r.ts) for records in trace.outputs_by_event() for r in records if r.topic == topic]
+
+
+def test_filter_not_keeps_what_the_predicate_refuses_and_peek_passes_every_record_on():
+    seen = []
+    b = kjoin.Topology()
+    b.stream("in").filter_not({"key_in": ["b"]}).peek(lambda key, value: seen.append(key)).to("out")
+    trace = b.run(EVENTS)
+    assert outputs(trace, "out") == [("a", "x", 0), ("a", "x", 2), ("a", "z", 3), (None, "n", 4)]
+    assert seen == ["a", "a", "a", None]
+    assert "filter" in b.describe() and "peek" in b.describe()
+
+
+def test_to_stream_with_a_key_mapper_re_keys_each_change_and_a_join_below_repartitions():
+    b = kjoin.Topology()
+    changes = b.table("t").to_stream(lambda key, value: value)
+    changes.to("out")
+    assert changes.node.op == "select_key" and changes.node.parents[0].op == "to_stream"
+    trace = b.run([{"topic": "t", "key": "k", "value": "v", "ts": 1}])
+    assert outputs(trace, "out") == [("v", "v", 1)]
+
+
+def test_process_values_counts_per_key_in_its_own_store_shown_in_the_trace():
+    b = kjoin.Topology()
+    b.stream("in").process_values({"count_per_key": True}, name="counter").to("out")
+    trace = b.run(EVENTS)
+    assert outputs(trace, "out") == [("a", "1", 0), ("b", "1", 1), ("a", "2", 2), ("a", "3", 3), ("b", "2", 5)]
+    visits = [v for step in trace.steps for v in step.visits if v.node == "counter"]
+    assert [v.reason for v in visits if v.fate is Fate.DROPPED] == [Reason.NOT_FORWARDED]  # the null key
+    final = trace.state_at(len(trace) - 1)
+    (store,) = [store for store in final if store.name == "counter: store counter-store"]
+    assert (store.task, store.kind) == ("0_0", "processor-store")
+    assert final[store] == {"a": "3", "b": "2"}
+
+
+def test_a_python_processor_reads_its_record_and_store_and_forwards_any_number():
+    def dedupe_and_echo(record, ctx):
+        if ctx.store.get(record.key) == record.value:
+            return
+        ctx.store.put(record.key, record.value)
+        ctx.forward(value=f"{record.value}@{ctx.timestamp}")
+        ctx.forward(value=record.value, timestamp=record.timestamp + 100)
+
+    b = kjoin.Topology()
+    b.stream("in").filter({"value_not_null": True}).filter_not({"key_in": [None]}).process_values(
+        dedupe_and_echo, store="last"
+    ).to("out")
+    trace = b.run(EVENTS[:3])
+    assert outputs(trace, "out") == [("a", "x@0", 0), ("a", "x", 100), ("b", "y@1", 1), ("b", "y", 101)]
+
+
+def test_process_values_refuses_a_forward_with_another_key_naming_process():
+    b = kjoin.Topology()
+    b.stream("in").process_values(lambda record, ctx: ctx.forward(key="other"), name="pv").to("out")
+    with pytest.raises(ProcessingError, match=r"pv.*FixedKeyRecord has no withKey.*use process"):
+        b.run(EVENTS[:1])
+
+
+def test_punctuation_is_refused_with_kjoins_error():
+    b = kjoin.Topology()
+    b.stream("in").process_values(lambda record, ctx: ctx.schedule(1000, "STREAM_TIME", print), name="p").to("o")
+    with pytest.raises(ProcessingError, match="models no punctuation"):
+        b.run(EVENTS[:1])
+
+
+def test_process_marks_repartition_required_and_process_values_does_not():
+    b = kjoin.Topology()
+    table = b.table("t")
+    b.stream("in").process({"swap": True}, name="swapped").join(table).to("out")
+    b.stream("in2").process_values({"dedupe": True}, name="deduped").join(table).to("out2")
+    b.build()
+    repartitions = sorted(t for t in b.graph.topics if t.endswith("-repartition"))
+    assert repartitions == ["swapped-repartition"]
+
+
+def test_process_values_and_split_era_refusals():
+    with pytest.raises(TopologyError, match="KIP-820, 3.3"):
+        kjoin.Topology(semantics="3.2").stream("in").process_values({"dedupe": True})
+    with pytest.raises(Exception, match="swap changes the key: use process"):
+        kjoin.Topology().stream("in").process_values({"swap": True})
+
+
+def _scenario(nodes, events=EVENTS, semantics="4.4"):
+    return TopologyScenario.from_dict({"semantics": semantics, "topology": nodes, "events": events})
+
+
+CUSTOM_DOCUMENT = [
+    {"name": "in", "stream": "in"},
+    {"name": "t", "table": "t"},
+    {"name": "not_b", "filter_not": {"key_in": ["b"]}, "input": "in"},
+    {"name": "seen", "peek": True, "input": "not_b"},
+    {"name": "counted", "process_values": {"count_per_key": True}, "input": "seen"},
+    {"name": "out", "to": "out", "input": "counted"},
+    {"name": "deduped", "process_values": {"dedupe": True}, "store": "last-values", "input": "in"},
+    {"name": "out2", "to": "out2", "input": "deduped"},
+    {"name": "swapped", "process": {"swap": True}, "input": "in"},
+    {"name": "joined", "left_join": ["swapped", "t"]},
+    {"name": "out3", "to": "out3", "input": "joined"},
+    {"name": "rekeyed", "to_stream": {"value": True}, "input": "t"},
+    {"name": "out4", "to": "out4", "input": "rekeyed"},
+]
+CUSTOM_EVENTS = [
+    *EVENTS,
+    {"topic": "t", "key": "x", "value": "X", "ts": 6},
+    {"topic": "in", "key": "c", "value": "x", "ts": 7},
+    {"topic": "in", "key": "c", "value": "x", "ts": 8},
+]
+
+
+def test_the_document_round_trips_every_new_operation():
+    scenario = _scenario(CUSTOM_DOCUMENT, CUSTOM_EVENTS)
+    written = scenario.topology.to_dict()["topology"]
+    again = _scenario(written, CUSTOM_EVENTS)
+    assert topology_oracle.kjoin_outputs(again) == topology_oracle.kjoin_outputs(scenario)
+    assert any(entry.get("filter_not") for entry in written)
+    assert any(entry.get("store") == "last-values" for entry in written)
+
+
+@pytest.mark.parametrize("version", ["4.4.0", "3.6.2"])
+def test_the_real_library_agrees_on_the_new_stream_operations(version):
+    oracle_check.build()
+    scenario = _scenario(CUSTOM_DOCUMENT, CUSTOM_EVENTS, semantics=version.rsplit(".", 1)[0])
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert topology_oracle.difference(scenario, answer, version) is None
+    outs = [row for rows in answer["outputs"] for row in rows if row[0] == "out"]
+    assert ["out", "a", "3", 3] in outs  # Kafka's count per key reached 3 for a
