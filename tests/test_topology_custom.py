@@ -146,3 +146,72 @@ def test_the_real_library_agrees_on_the_new_stream_operations(version):
     assert topology_oracle.difference(scenario, answer, version) is None
     outs = [row for rows in answer["outputs"] for row in rows if row[0] == "out"]
     assert ["out", "a", "3", 3] in outs  # Kafka's count per key reached 3 for a
+
+
+def test_split_sends_each_record_to_the_first_branch_whose_predicate_holds_else_the_default():
+    b = kjoin.Topology()
+    branches = (
+        b.stream("in")
+        .split(name="s-")
+        .branch({"key_in": ["a"]}, name="a")
+        .branch(lambda key, value: value == "y")
+        .default_branch()
+    )
+    assert list(branches) == ["s-a", "s-2", "s-0"]  # BranchedKStreamImpl: prefix + name, or its position
+    for name, stream in branches.items():
+        stream.to(f"out{name}")
+    trace = b.run(EVENTS)
+    assert [[(r.topic, r.key) for r in records] for records in trace.outputs_by_event()] == [
+        [("outs-a", "a")],
+        [("outs-2", "b")],
+        [("outs-a", "a")],
+        [("outs-a", "a")],
+        [("outs-0", None)],
+        [("outs-2", "b")],
+    ]
+
+
+def test_a_split_without_default_drops_what_no_branch_takes_with_a_reason():
+    b = kjoin.Topology()
+    b.stream("in").split(name="s").branch({"key_in": ["a"]}).no_default_branch()["s1"].to("out")
+    trace = b.run(EVENTS[:2])
+    (visit,) = [v for v in trace[1].visits if v.node == "s"]
+    assert (visit.fate, visit.reason) == (Fate.DROPPED, Reason.NOT_FORWARDED)
+
+
+def test_the_legacy_branch_runs_before_4_0_and_is_refused_from_4_0_naming_its_removal():
+    parts = kjoin.Topology(semantics="3.9").stream("in").branch({"key_in": ["a"]}, {"key_in": ["b"]}, name="p")
+    assert [part.name for part in parts] == ["p-predicate-0", "p-predicate-1"]
+    with pytest.raises(TopologyError, match="Kafka 4.0 removed it; write split"):
+        kjoin.Topology(semantics="4.0").stream("in").branch({"key_in": ["a"]})
+    with pytest.raises(TopologyError, match="KIP-418, 2.8"):
+        kjoin.Topology(semantics="2.7").stream("in").split()
+
+
+SPLIT_DOCUMENT = [
+    {"name": "in", "stream": "in"},
+    {"name": "s-", "split": [{"name": "a", "filter": {"key_in": ["a"]}}, {"name": "rest", "default": True}],
+     "input": "in"},
+    {"name": "out1", "to": "out1", "input": "s-a"},
+    {"name": "counted", "process_values": {"count_per_key": True}, "input": "s-rest"},
+    {"name": "out2", "to": "out2", "input": "counted"},
+]  # fmt: skip
+LEGACY_DOCUMENT = [
+    {"name": "in", "stream": "in"},
+    {"name": "p", "branch": [{"key_in": ["a"]}, {"value_not_null": True}], "input": "in"},
+    {"name": "out1", "to": "out1", "input": "p-predicate-0"},
+    {"name": "out2", "to": "out2", "input": "p-predicate-1"},
+]
+
+
+@pytest.mark.parametrize(
+    "nodes, version", [(SPLIT_DOCUMENT, "4.4.0"), (SPLIT_DOCUMENT, "3.6.2"), (LEGACY_DOCUMENT, "3.6.2")]
+)
+def test_the_real_library_splits_as_kjoin_does(nodes, version):
+    oracle_check.build()
+    scenario = _scenario(nodes, semantics=version.rsplit(".", 1)[0])
+    again = _scenario(scenario.topology.to_dict()["topology"], semantics=version.rsplit(".", 1)[0])
+    assert topology_oracle.kjoin_outputs(again) == topology_oracle.kjoin_outputs(scenario)
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert topology_oracle.difference(scenario, answer, version) is None
+    assert any(rows for rows in answer["outputs"][1:2])

@@ -42,7 +42,10 @@ from .copartition import resolve_partitions
 from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError
 from .writer import topology_to_dict
 
-__all__ = ["Topology", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "KGroupedTable", "TimeWindowedKStream"]
+__all__ = [
+    "Topology", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "KGroupedTable", "TimeWindowedKStream",
+    "BranchedKStream",
+]  # fmt: skip
 
 KEY_SERDES = ("string", "typed")
 """How a topology's keys are serialized (``Topology(key_serde=...)``, a document's ``key_serde``)."""
@@ -276,6 +279,39 @@ class KStream(_Handle):
         from_spec = custom.peek_action(action)
         return self._derive(self._add("peek", [(self.node, None)], STREAM, name, fn=from_spec))
 
+    def split(self, *, name: str | None = None) -> "BranchedKStream":
+        """Cut the stream in branches (Kafka's ``split()``, KIP-418, 2.8): ``.branch(predicate, name=...)`` for each,
+        then ``.default_branch(name=...)`` or ``.no_default_branch()``, which return the branches by name, each
+        ``<split name><branch name>`` (unnamed: its position from 1, the default ``0``). A record goes to the first
+        branch whose predicate holds (:mod:`kjoin.topology.branching`)."""
+        if not self.topology.semantics.split:
+            raise TopologyError(
+                f"split: Kafka {self.topology.semantics} has no split() (KIP-418, 2.8); choose semantics 2.8 or later, "
+                "or the legacy branch(*predicates)"
+            )
+        return BranchedKStream(self, self._derive(self._add("split", [(self.node, None)], STREAM, name, branches=[])))
+
+    def branch(self, *predicates: Any, name: str | None = None) -> list["KStream"]:
+        """The legacy ``KStream.branch(Predicate...)``: one stream per predicate, a record in the first whose
+        predicate holds (none: dropped). Deprecated in 2.8 and removed in Kafka 4.0 (KIP-418): use ``split()``."""
+        if self.topology.semantics.legacy_branch_removed:
+            raise TopologyError(
+                f"branch: Kafka {self.topology.semantics} has no KStream.branch(Predicate...): KIP-418 deprecated it "
+                "in 2.8 and Kafka 4.0 removed it; write split().branch(predicate, name=...) instead, or choose "
+                "semantics before 4.0"
+            )
+        if not predicates:
+            raise TopologyError("branch: give at least one predicate (key, value) -> bool")
+        splitter = self._derive(self._add("split", [(self.node, None)], STREAM, name, branches=[], legacy=True))
+        branches = []
+        for index, keep in enumerate(predicates):
+            # KStreamImpl.branch(Named, ...): a named split's children are <name>-predicate-<i>
+            child_name = None if name is None else f"{name}-predicate-{index}"
+            child = splitter._add("branch", [(splitter.node, None)], STREAM, child_name)
+            splitter.node.params["branches"].append((functions.predicate(keep), child.name))
+            branches.append(splitter._derive(child))
+        return branches
+
     def process_values(self, processor: Any, *, store: str | None = None, name: str | None = None) -> "KStream":
         """Run ``processor(record, ctx)`` on each record (Kafka's ``processValues`` with a ``FixedKeyProcessor``,
         KIP-820): it forwards records with ``ctx.forward(value=...)``, never another key, and keeps what it needs in
@@ -424,7 +460,16 @@ class KStream(_Handle):
 
     def _rekey_partitioner(self) -> Any:
         node = self.node
-        while node.op in ("filter", "map_values", "flat_map_values", "stream-global", "peek", "process_values"):
+        while node.op in (
+            "filter",
+            "map_values",
+            "flat_map_values",
+            "stream-global",
+            "peek",
+            "process_values",
+            "split",
+            "branch",
+        ):
             node = node.parents[0]
         return node.params.get("partitioner")
 
@@ -570,6 +615,50 @@ class KStream(_Handle):
         source = self._add("repartition-source", (), STREAM, f"{topic_name}-source", topic=topic_name)
         sink.params["source"] = source
         return source
+
+
+class BranchedKStream:
+    """A stream being cut in branches (Kafka's ``BranchedKStream``, from ``KStream.split``)."""
+
+    def __init__(self, source: KStream, splitter: KStream) -> None:
+        self._source = source
+        self._splitter = splitter
+        self._branches: dict[str, KStream] = {}
+        self._done = False
+
+    def branch(self, predicate: Any, *, name: str | None = None) -> "BranchedKStream":
+        """A branch for the records ``predicate(key, value)`` holds for (and no earlier branch took)."""
+        fn = functions.predicate(predicate)
+        branches = self._splitter.node.params["branches"]
+        self._add_branch(name, len(branches) + 1)
+        branches.append((fn, self._names[-1]))
+        return self
+
+    def default_branch(self, *, name: str | None = None) -> dict[str, KStream]:
+        """The branch for the records no predicate holds for; the branches by name."""
+        self._add_branch(name, 0)
+        self._splitter.node.params["default"] = self._names[-1]
+        return self.no_default_branch()
+
+    def no_default_branch(self) -> dict[str, KStream]:
+        """The branches by name; a record no predicate holds for is dropped."""
+        self._done = True
+        return dict(self._branches)
+
+    @property
+    def _names(self) -> list[str]:
+        return list(self._branches)
+
+    def _add_branch(self, name: str | None, index: int) -> KStream:
+        if self._done:
+            raise TopologyError("split: the branches are made already (default_branch or no_default_branch ends them)")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise TopologyError(f"split: a branch's name is non-empty text, got {name!r:.60}")
+        child_name = f"{self._splitter.name}{index if name is None else name}"
+        child = self._splitter._add("branch", [(self._splitter.node, None)], STREAM, child_name)
+        stream = self._splitter._derive(child)
+        self._branches[child_name] = stream
+        return stream
 
 
 class KTable(_Handle):
@@ -1014,5 +1103,7 @@ def _options(op: str, options: Mapping[str, Any], allowed: Mapping[str, str]) ->
     return options
 
 
-for _class in (Topology, KStream, KTable, GlobalKTable, KGroupedStream, TimeWindowedKStream, KGroupedTable):
+for _class in (
+    Topology, KStream, KTable, GlobalKTable, KGroupedStream, TimeWindowedKStream, KGroupedTable, BranchedKStream,
+):  # fmt: skip
     _checked_calls(_class)

@@ -34,6 +34,7 @@ from ..records import render_value
 from ..serde import string_serde_text
 from ..state import StoreId
 from ..stores.base import StoreKind
+from .branching import BRANCH_OPS, BranchNode, SplitNode
 from .functions import Function, FunctionError, UserFunctionError
 from .plain import not_a_key, not_a_value
 from .processors import NodeProcessor, Outcome, Rec, said
@@ -42,8 +43,8 @@ __all__ = [
     "ProcessorRecord", "ProcessorContext", "processor", "peek_action", "build_custom", "CUSTOM_OPS", "PROCESSORS",
 ]  # fmt: skip
 
-CUSTOM_OPS = ("process", "process_values", "peek")
-"""The nodes whose processors live here."""
+CUSTOM_OPS = ("process", "process_values", "peek", *BRANCH_OPS)
+"""The nodes whose processors this module builds (a split's: :mod:`kjoin.topology.branching`)."""
 
 PROCESSORS = ("count_per_key", "dedupe", "swap")
 """The document vocabulary of processors (``swap`` changes the key: ``process`` only)."""
@@ -272,7 +273,12 @@ def peek_action(spec: Any) -> Function:
 
 
 def build_custom(node: Any, partition: int, log: Any, text_keys: bool) -> NodeProcessor:
-    """The processor of a ``process``, ``process_values`` or ``peek`` node in the task of ``partition``."""
+    """The processor of a ``process``, ``process_values``, ``peek``, ``split`` or branch node in the task of
+    ``partition``."""
     if node.op == "peek":
         return PeekNode(node, partition)
+    if node.op == "split":
+        return SplitNode(node, partition)
+    if node.op == "branch":
+        return BranchNode(node, partition)
     return ProcessNode(node, partition, log, text_keys)

@@ -27,8 +27,10 @@ table-table, or with ``foreign_key: path`` a foreign-key join; ``joiner: concat 
 ``to_stream`` (``input``; ``to_stream: {field: path}`` re-keys each change, Kafka's ``toStream(keyMapper)``) and
 ``to: topic`` (``input``). Also: ``filter_not`` (a filter's spec, negated), ``peek: true``,
 ``process_values``/``process: {count_per_key | dedupe | swap: true}`` (``store``: its store's name;
-:mod:`kjoin.topology.custom`), ``global_table: topic`` (a stream
-joins it with ``key_selector: {field: path}``), ``merge: [stream, stream]``, ``to_table: true``,
+:mod:`kjoin.topology.custom`), ``split: [{name, filter: spec} ..., {name, default: true}]`` (each branch a node
+``<split name><branch name>``) and, before Kafka 4.0, ``branch: [filter spec, ...]`` (``<name>-predicate-<i>``),
+``global_table: topic`` (a stream joins it with ``key_selector: {field: path}``), ``merge: [stream, stream]``,
+``to_table: true``,
 ``repartition: true`` (``partitions``), ``through: topic`` (``partitions``), ``group_by_key:
 true`` / ``group_by: {field: path}`` (a stream or a table; the node is the grouped stream, unnamed
 for Kafka: each aggregate of it writes a repartition topic of its own),
@@ -95,6 +97,8 @@ OPERATIONS = (
     "peek",
     "process_values",
     "process",
+    "split",
+    "branch",
 )
 _NODE_FIELDS = {
     "stream": ("partitions",),
@@ -121,6 +125,8 @@ _NODE_FIELDS = {
     "peek": ("input",),
     "process_values": ("input", "store"),
     "process": ("input", "store"),
+    "split": ("input",),
+    "branch": ("input",),
 }
 _JOIN_FIELDS = ("window", "grace_ms", "foreign_key", "joiner", "partitioner", "other_partitioner", "key_selector")
 
@@ -242,6 +248,8 @@ def _build_node(topology: Topology, handles: dict[str, Any], node: Any, at: str,
             handles[name] = reader.grouped(name)
         elif op.endswith("join"):
             handles[name] = reader.join(name)
+        elif op in ("split", "branch"):
+            handles.update(reader.branches(name))
         else:
             result = reader.stateless(name)
             if result is not None:
@@ -377,6 +385,31 @@ class _NodeReader:
             _topic(node[op], at), partitions=self.sink_partitions(), partitioner=node.get("partitioner"), name=name
         )
         return None
+
+    def branches(self, name: str) -> dict[str, Any]:
+        """``split: [{name, filter} ..., {name, default: true}]`` (each branch ``<split name><branch name>``) or the
+        legacy ``branch: [filter spec, ...]`` (each ``<name>-predicate-<i>``): the branches by name."""
+        node, op, at = self.node, self.op, self.at
+        stream = self.input(KStream)
+        entries = node[op]
+        if not isinstance(entries, list) or not entries:
+            raise TopologyError(f"{at}.{op}: expected a list of branches")
+        if op == "branch":
+            made = stream.branch(*entries, name=name)
+            return {f"{name}-predicate-{index}": branch for index, branch in enumerate(made)}
+        split = stream.split(name=name)
+        for index, entry in enumerate(entries):
+            where = f"{at}.split[{index}]"
+            if not isinstance(entry, Mapping) or not set(entry) <= {"name", "filter", "default"}:
+                raise TopologyError(f"{where}: expected {{name, filter: spec}} or {{name, default: true}}")
+            if entry.get("default") is True:
+                if index != len(entries) - 1:
+                    raise TopologyError(f"{where}: the default branch comes last")
+                return split.default_branch(name=entry.get("name"))
+            if "filter" not in entry:
+                raise TopologyError(f"{where}: a branch has a filter spec, or is the default: true")
+            split.branch(entry["filter"], name=entry.get("name"))
+        return split.no_default_branch()
 
     def grouped(self, name: str) -> Any:
         """group_by_key, group_by, windowed_by, count, reduce, aggregate."""

@@ -51,6 +51,9 @@ class Rec:
     has_old: bool = False
     is_latest: bool = True
     """A versioned table's ``Change.isLatest``: false for an out-of-order version (KIP-914)."""
+    to: str | None = None
+    """The one child the record goes to (Kafka's ``context.forward(record, childName)``: a ``split``'s branch);
+    ``None``: every child."""
 
 
 @dataclass

@@ -586,7 +586,8 @@ class _Run:
         )  # fmt: skip
         for child_rec in outcome.forwarded:
             for child, child_port in node.children:
-                self._visit(child, child_port, child_rec, partition, step, visits, written)
+                if child_rec.to is None or child_rec.to == child.name:
+                    self._visit(child, child_port, child_rec, partition, step, visits, written)
 
     def _append(self, topic: str, key: Any, value: Any, ts: int, message: Any, step: int) -> TopicRecord:
         old, has_old = None, False

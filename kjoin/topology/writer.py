@@ -63,6 +63,8 @@ class _Writer:
             self.grouped(node, entry)
         elif node.op in ("to", "repartition-source") and (node.op == "to" or "repartition" in node.params):
             self.sink(node, entry)
+        elif node.op == "split":
+            self.split(node, entry)
         elif node.op == "map":
             self.spec(node)  # a Python map cannot be written: refused with its name
             self.nodes.append(entry)
@@ -83,6 +85,10 @@ class _Writer:
         if node.op == "repartition-source":
             sink = next(n for n in graph.nodes.values() if n.op == "repartition-sink" and n.topic == node.topic)
             return sink.parents[0].name
+        if node.op == "branch" and node.parents[0].params.get("legacy"):  # read back as <split>-predicate-<i>
+            split = node.parents[0]
+            index = [child for _, child in split.params["branches"]].index(node.name)
+            return f"{split.name}-predicate-{index}"
         if node.op == "stream":  # a through's source: read back under the through's name
             writer = next((n for n in graph.nodes.values() if n.op == "to" and n.topic == node.topic), None)
             if writer is not None:
@@ -135,6 +141,28 @@ class _Writer:
             entry["materialized"] = True
         if node.op in ("select_key", "flat_map") and node.params.get("partitioner") is not None:
             entry["partitioner"] = self.spec(node, "partitioner")
+
+    def split(self, node: Any, entry: dict[str, Any]) -> None:
+        """A split and its branches, one entry (the branch nodes are written with it)."""
+        p = node.params
+        if p.get("legacy"):
+            entry["branch"] = [self.spec_of(fn, node) for fn, _ in p["branches"]]
+        else:
+            branches = [
+                {"name": child[len(node.name) :], "filter": self.spec_of(fn, node)} for fn, child in p["branches"]
+            ]
+            if p.get("default") is not None:
+                branches.append({"name": p["default"][len(node.name) :], "default": True})
+            entry["split"] = branches
+        entry["input"] = self.logical(node.parents[0])
+
+    def spec_of(self, fn: Any, node: Any) -> Any:
+        if fn.spec is None:
+            raise TopologyError(
+                f"node {node.name}: a branch's predicate is a Python function ({fn.text}), which a document cannot "
+                "carry; name it from kjoin.topology.functions' vocabulary to write the topology out"
+            )
+        return fn.spec
 
     def join(self, node: Any, entry: dict[str, Any]) -> None:
         p = node.params
