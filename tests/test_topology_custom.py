@@ -4,6 +4,8 @@ the real library (the harness's Processors.java mirrors the document vocabulary)
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import kjoin
@@ -215,3 +217,49 @@ def test_the_real_library_splits_as_kjoin_does(nodes, version):
     (answer,) = topology_oracle.run_batch(version, [scenario])
     assert topology_oracle.difference(scenario, answer, version) is None
     assert any(rows for rows in answer["outputs"][1:2])
+
+
+def _kafka4_app_text() -> str:
+    path = oracle_check.HARNESS.parent / "tests" / "describe_fixtures" / "kafka_examples.json"
+    return json.loads(path.read_text())["examples"]["kafka4-process-values-split"]
+
+
+def test_from_describe_imports_a_kafka_4_app_leaving_only_the_users_functions():
+    """DescribeExamples.java's 4.4 app: filterNot, peek, processValues with its store, split into named branches."""
+    text = _kafka4_app_text()
+    bare = kjoin.Topology.from_describe(text).described
+    assert not bare.refused
+    assert sorted(need.node for need in bare.needs if not need.given) == [
+        "KSTREAM-FILTER-0000000001",
+        "KSTREAM-PROCESSVALUES-0000000003",
+        "route-",
+    ]
+
+    def dedupe(record, ctx):
+        if ctx.store.get(record.key) != record.value:
+            ctx.store.put(record.key, record.value)
+            ctx.forward()
+
+    topology = kjoin.Topology.from_describe(
+        text,
+        {
+            "KSTREAM-FILTER-0000000001": {"op": "filter_not", "fn": lambda key, value: value is None},
+            "KSTREAM-PROCESSVALUES-0000000003": dedupe,
+            "route-": {"route-paid": lambda key, value: value.startswith("paid"), "route-other": "default"},
+        },
+    )
+    assert all(need.given for need in topology.described.needs)
+    pv = topology.graph.nodes["KSTREAM-PROCESSVALUES-0000000003"]
+    assert (pv.op, pv.params["store"]) == ("process_values", "last-status")
+    events = [
+        {"topic": "orders", "key": key, "value": value, "ts": ts}
+        for ts, (key, value) in enumerate([("o1", "new"), ("o1", "new"), ("o1", "paid"), ("o2", None), ("o2", "paid")])
+    ]
+    trace = topology.run(events)
+    assert [[(r.topic, r.key, r.value) for r in records] for records in trace.outputs_by_event()] == [
+        [("other-orders", "o1", "new")],
+        [],
+        [("paid-orders", "o1", "paid")],
+        [],
+        [("paid-orders", "o2", "paid")],
+    ]
