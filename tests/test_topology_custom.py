@@ -263,3 +263,17 @@ def test_from_describe_imports_a_kafka_4_app_leaving_only_the_users_functions():
         [],
         [("paid-orders", "o2", "paid")],
     ]
+
+
+def test_the_stepper_graph_labels_the_new_nodes():
+    from kjoin_viz.topology_view import _label
+
+    b = kjoin.Topology()
+    stream = b.stream("in").filter_not({"key_in": ["b"]}, name="nb")
+    counted = stream.process_values({"count_per_key": True}, name="c")
+    branches = counted.split(name="s-").branch({"key_in": ["a"]}, name="a").no_default_branch()
+    branches["s-a"].to("out")
+    labels = {name: _label(node, b.graph)[0] for name, node in b.graph.nodes.items()}
+    assert labels["nb"] == "filter not"
+    assert labels["c"] == "process values · store c-store"
+    assert (labels["s-"], labels["s-a"]) == ("split", "branch")

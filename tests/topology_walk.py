@@ -87,6 +87,7 @@ OPERATIONS = (
     "join(table-table)", "left_join(table-table)", "outer_join(table-table)",
     "join(foreign-key)", "left_join(foreign-key)",
     "joiner(object)", "joiner(concat)", "to(middle)", "to(end)",
+    "filter_not", "peek", "process_values", "process", "split",
 )  # fmt: skip
 """Every kind of node a walk draws (the coverage test counts them over many walks)."""
 
@@ -100,9 +101,10 @@ _FIELDS = ("f", "g", "left.f", "right.f", "left.left.f", "right.g")
 """Field paths a function reads: a source's JSON values have ``f`` (a key) and ``g``; an object joiner's values
 nest them under ``left`` and ``right``."""
 
-_TIME_KEEPING = ("window", "windowed_by", "history_retention_ms", "grace_ms")
-"""Fields of nodes that keep time (stream-stream joins, windowed aggregates, versioned tables): on several
-partitions only a topology ``task_groups`` cuts can be judged."""
+_TIME_KEEPING = ("window", "windowed_by", "history_retention_ms", "grace_ms", "process_values", "process")
+"""Fields of nodes that keep time (stream-stream joins, windowed aggregates, versioned tables) or state per task that
+TopologyTestDriver's one task would share (a processor's store): on several partitions only a topology
+``task_groups`` cuts can be judged."""
 
 
 @dataclass
@@ -260,6 +262,42 @@ class _Walker:
             return self.aggregate(name, at)
         raise AssertionError(at.kind)
 
+    def custom_step(self, op: str, name: str, at: _Handle, keys: list[Any]) -> _Handle | None:
+        """filter_not, peek, process_values/process (the harness's processors), split (the legacy branch before
+        Kafka 2.8, and now and then before 4.0): the walk goes on from one branch, the others join the pool."""
+        rng, rekeyed = self.rng, at.rekeyed
+        if op == "filter_not":
+            node = {"name": name, "filter_not": self.predicate(keys), "input": at.name}
+            return self.add(node, _Handle(name, "stream", rekeyed=rekeyed), op)
+        if op == "peek":
+            return self.add(
+                {"name": name, "peek": True, "input": at.name}, _Handle(name, "stream", rekeyed=rekeyed), op
+            )
+        if op in ("process_values", "process"):
+            kinds = ["count_per_key", "dedupe"] + (["swap"] if op == "process" else [])
+            node = {"name": name, op: {rng.choice(kinds): True}, "input": at.name}
+            if rng.random() < 0.3:
+                node["store"] = f"{name}-kept"
+            return self.add(node, _Handle(name, "stream", rekeyed=rekeyed or op == "process"), op)
+        legacy = not self.semantics.split or (not self.semantics.legacy_branch_removed and rng.random() < 0.5)
+        predicates = [self.predicate(keys) for _ in range(rng.randint(1, 3))]
+        if legacy:
+            node = {"name": name, "branch": predicates, "input": at.name}
+            names = [f"{name}-predicate-{i}" for i in range(len(predicates))]
+        else:
+            branches: list[dict[str, Any]] = [
+                {"name": rng.choice(["", "x", "é"]) + str(i + 1), "filter": predicate}
+                for i, predicate in enumerate(predicates)
+            ]
+            if rng.random() < 0.6:
+                branches.append({"name": "default", "default": True})
+            node = {"name": name, "split": branches, "input": at.name}
+            names = [name + branch["name"] for branch in branches]
+        handles = [_Handle(branch, "stream", rekeyed=rekeyed) for branch in names]
+        first = self.add(node, handles[0], "split")
+        self.pool.extend(handles[1:])
+        return first
+
     def stream_step(self, name: str, at: _Handle, keys: list[Any]) -> _Handle | None:
         rng = self.rng
         choices = [
@@ -269,8 +307,15 @@ class _Walker:
         ]  # fmt: skip
         if self.version >= (2, 6):
             choices.append("repartition")
+        choices += ["filter_not", "peek"]
+        if self.semantics.process_values:
+            choices += ["process_values", "process"]
+        if self.semantics.split or not self.semantics.legacy_branch_removed:
+            choices.append("split")
         op = rng.choice(choices)
         rekeyed = at.rekeyed
+        if op in ("filter_not", "peek", "process_values", "process", "split"):
+            return self.custom_step(op, name, at, keys)
         if op == "filter":
             node = {"name": name, "filter": self.predicate(keys), "input": at.name}
             return self.add(node, _Handle(name, "stream", rekeyed=rekeyed), "filter(stream)")
