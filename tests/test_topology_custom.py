@@ -122,10 +122,19 @@ CUSTOM_DOCUMENT = [
     {"name": "out3", "to": "out3", "input": "joined"},
     {"name": "rekeyed", "to_stream": {"value": True}, "input": "t"},
     {"name": "out4", "to": "out4", "input": "rekeyed"},
+    {"name": "t-not-x", "filter_not": {"key_in": ["x"]}, "input": "t"},
+    {"name": "out5", "to": "out5", "input": "t-not-x"},
+    {"name": "t-not-y", "filter_not": {"key_in": ["y"]}, "materialized": True, "input": "t"},
+    {"name": "joined2", "join": ["in", "t-not-y"]},
+    {"name": "out6", "to": "out6", "input": "joined2"},
 ]
 CUSTOM_EVENTS = [
     *EVENTS,
     {"topic": "t", "key": "x", "value": "X", "ts": 6},
+    {"topic": "t", "key": "y", "value": "Y", "ts": 6},
+    {"topic": "t", "key": "a", "value": "A", "ts": 6},
+    {"topic": "in", "key": "a", "value": "x", "ts": 7},
+    {"topic": "t", "key": "a", "value": None, "ts": 7},
     {"topic": "in", "key": "c", "value": "x", "ts": 7},
     {"topic": "in", "key": "c", "value": "x", "ts": 8},
 ]

@@ -672,6 +672,15 @@ class KTable(_Handle):
         (``Materialized.as``) that a join reads; else a join reads the parent and filters on the fly."""
         return self._view("table-filter", functions.predicate(keep), name, materialized)
 
+    def filter_not(self, drop: Any, *, name: str | None = None, materialized: bool = False) -> "KTable":
+        """The rows for which ``drop(key, value)`` is false (Kafka's ``KTable.filterNot``: ``KTableFilter`` with the
+        predicate negated), each failing row a tombstone downstream as with :meth:`filter`."""
+        fn = functions.predicate(drop)
+        negated = functions.Function(lambda key, value: not fn(key, value), fn.spec, f"not ({fn.text})")
+        table = self._view("table-filter", negated, name, materialized)
+        table.node.params["negated"] = True
+        return table
+
     def map_values(self, mapper: Any, *, name: str | None = None, materialized: bool = False) -> "KTable":
         """Each row's value replaced by ``mapper(value)`` (Kafka's ``KTable.mapValues``, ``KTableMapValues``); a
         deleted row stays deleted (the mapper never sees null), and the old value is mapped too when the table sends

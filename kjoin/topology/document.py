@@ -121,7 +121,7 @@ _NODE_FIELDS = {
     "count": ("input",),
     "reduce": ("input",),
     "aggregate": ("input",),
-    "filter_not": ("input",),
+    "filter_not": ("input", "materialized"),
     "peek": ("input",),
     "process_values": ("input", "store"),
     "process": ("input", "store"),
@@ -342,7 +342,7 @@ class _NodeReader:
     def stateless(self, name: str) -> Any:
         """filter, map_values, select_key, to_stream, merge, to_table, repartition, through, to (None: a sink)."""
         node, op, at = self.node, self.op, self.at
-        if op in ("filter", "map_values") and isinstance(self.input(), KTable):
+        if op in ("filter", "filter_not", "map_values") and isinstance(self.input(), KTable):
             materialized = node.get("materialized", False)
             if not isinstance(materialized, bool):
                 raise TopologyError(f"{at}.materialized: true or false, got {materialized!r}")

@@ -129,7 +129,8 @@ class _Writer:
         if node.op in ("to_stream", "to_table"):
             entry[node.op] = True
         elif node.op in VIEW_OPS:  # a table's filter or map_values: the document tells them by their input
-            entry["filter" if node.op == "table-filter" else "map_values"] = self.spec(node)
+            op = "filter" if node.op == "table-filter" else "map_values"
+            entry["filter_not" if node.params.get("negated") else op] = self.spec(node)
         elif node.op == "filter" and node.params.get("negated"):
             entry["filter_not"] = self.spec(node)
         else:

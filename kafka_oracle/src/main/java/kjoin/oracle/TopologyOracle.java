@@ -295,8 +295,16 @@ public final class TopologyOracle {
                 }
             } else if (node.containsKey("filter_not")) {
                 Map<String, Object> spec = Oracle.map(node.get("filter_not"));
-                handles.put(name, ((KStream<String, String>) handles.get((String) node.get("input")))
-                    .filterNot((key, value) -> keep(spec, key, value)));
+                Object parent = handles.get((String) node.get("input"));
+                if (parent instanceof KTable) {  // KTableFilter with filterNot: the predicate negated
+                    KTable<String, String> table = (KTable<String, String>) parent;
+                    handles.put(name, Boolean.TRUE.equals(node.get("materialized"))
+                        ? table.filterNot((key, value) -> keep(spec, key, value), stored(name))
+                        : table.filterNot((key, value) -> keep(spec, key, value)));
+                } else {
+                    handles.put(name, ((KStream<String, String>) parent)
+                        .filterNot((key, value) -> keep(spec, key, value)));
+                }
             } else if (node.containsKey("peek")) {
                 handles.put(name, ((KStream<String, String>) handles.get((String) node.get("input")))
                     .peek((key, value) -> { }));
