@@ -500,6 +500,16 @@ class Semantics:
     def sliding_windows(self) -> bool:
         """KIP-450 (2.7): ``SlidingWindows`` for windowed aggregates."""
 
+    @since("3.0", ticket="KIP-149", feature=True)
+    def value_joiner_with_key(self) -> bool:
+        """KIP-149 (3.0): a KStream join's joiner may see the key (``ValueJoinerWithKey``: ``apply(key, left,
+        right)``); KTable joins keep the ``ValueJoiner``."""
+
+    @since("4.4", ticket="KIP-1340", feature=True)
+    def global_joiner_with_both_keys(self) -> bool:
+        """KIP-1340 (4.4): a stream's join with a global table may see both keys
+        (``ValueJoinerWithStreamAndMappedKey``: ``apply(streamKey, mappedKey, streamValue, tableValue)``)."""
+
     @since("3.3", ticket="KIP-820", feature=True)
     def process_values(self) -> bool:
         """KIP-820 (3.3): ``KStream.process`` with the typed ``api.Processor`` and ``KStream.processValues`` with a

@@ -286,3 +286,70 @@ def test_the_stepper_graph_labels_the_new_nodes():
     assert labels["nb"] == "filter not"
     assert labels["c"] == "process values · store c-store"
     assert (labels["s-"], labels["s-a"]) == ("split", "branch")
+
+
+def test_a_stream_joiner_with_three_parameters_sees_the_key_even_for_a_buffered_outer_record():
+    b = kjoin.Topology()
+    left, right = b.stream("in"), b.stream("in2")
+    window = {"before_ms": 1, "after_ms": 1, "grace_ms": 0}
+    left.outer_join(right, lambda key, mine, theirs: f"{key}|{mine}|{theirs}", window=window).to("out")
+    trace = b.run(
+        [
+            {"topic": "in", "key": "a", "value": "x", "ts": 1},
+            {"topic": "in2", "key": "b", "value": "y", "ts": 2},
+            {"topic": "in2", "key": "c", "value": "z", "ts": 10},
+        ]
+    )
+    assert [(r.key, r.value) for r in trace.outputs()] == [("a", "a|x|None"), ("b", "b|None|y")]
+
+
+def test_keyed_joiners_are_refused_where_kafka_has_none():
+    with pytest.raises(TopologyError, match="KIP-149, 3.0"):
+        old = kjoin.Topology(semantics="2.8")
+        old.stream("in").join(old.table("t"), lambda key, left, right: left)
+    with pytest.raises(TopologyError, match="KTable joins take a ValueJoiner"):
+        b = kjoin.Topology()
+        b.table("t").join(b.table("u"), lambda key, left, right: left)
+    with pytest.raises(TopologyError, match="KIP-1340, 4.4"):
+        b = kjoin.Topology(semantics="4.3")
+        b.stream("in").join(b.global_table("g"), lambda stream_key, mapped_key, left, right: left)
+    with pytest.raises(TopologyError, match="belongs to a join with a global table"):
+        b = kjoin.Topology()
+        b.stream("in").join(b.table("t"), lambda stream_key, mapped_key, left, right: left)
+
+
+KEYED_DOCUMENT = [
+    {"name": "in", "stream": "in"},
+    {"name": "in2", "stream": "in2"},
+    {"name": "t", "table": "t"},
+    {"name": "g", "global_table": "g"},
+    {"name": "st", "left_join": ["in", "t"], "joiner": "keyed_concat"},
+    {"name": "out1", "to": "out1", "input": "st"},
+    {"name": "ss", "outer_join": ["in", "in2"], "window": {"before_ms": 2, "after_ms": 2, "grace_ms": 0},
+     "joiner": "keyed_concat"},
+    {"name": "out2", "to": "out2", "input": "ss"},
+    {"name": "sg", "left_join": ["in2", "g"], "key_selector": {"value": True}, "joiner": "keyed_concat"},
+    {"name": "out3", "to": "out3", "input": "sg"},
+]  # fmt: skip
+KEYED_EVENTS = [
+    {"topic": "t", "key": "a", "value": "T", "ts": 0},
+    {"topic": "g", "key": "x", "value": "G", "ts": 0},
+    {"topic": "in", "key": "a", "value": "x", "ts": 1},
+    {"topic": "in2", "key": "a", "value": "x", "ts": 2},
+    {"topic": "in2", "key": "b", "value": "y", "ts": 3},
+    {"topic": "in", "key": "c", "value": "z", "ts": 12},
+]
+
+
+@pytest.mark.parametrize("version, both_keys", [("4.4.0", True), ("4.4.0", False), ("3.6.2", False)])
+def test_the_real_library_agrees_on_joiners_that_see_the_keys(version, both_keys):
+    oracle_check.build()
+    nodes = [dict(node) for node in KEYED_DOCUMENT]
+    if both_keys:
+        nodes[-2]["joiner"] = "keys_concat"
+    scenario = _scenario(nodes, KEYED_EVENTS, semantics=version.rsplit(".", 1)[0])
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert topology_oracle.difference(scenario, answer, version) is None
+    rows = [row for rows in answer["outputs"] for row in rows]
+    assert ["out1", "a", "a/x-T", 1] in rows
+    assert (["out3", "a", "a/x/x-G", 2] if both_keys else ["out3", "a", "a/x-G", 2]) in rows

@@ -520,6 +520,7 @@ class KStream(_Handle):
     ) -> "KStream":
         self._check_same(other, f"{variant} join")
         fn = functions.joiner(joiner)
+        _check_keyed_joiner(self.topology, fn, isinstance(other, GlobalKTable))
         if isinstance(other, GlobalKTable):
             if variant == "outer" or window is not None or grace_ms is not None:
                 raise TopologyError("a stream joins a global table with join or left_join, no window and no grace")
@@ -733,6 +734,11 @@ class KTable(_Handle):
         if not isinstance(other, KTable):
             raise TopologyError(f"{variant} join: a table joins another table; a stream joins a table, not the reverse")
         fn = functions.joiner(joiner)
+        if fn.keys:
+            raise TopologyError(
+                f"{variant} join: Kafka's KTable joins take a ValueJoiner (left, right), never the key "
+                "(ValueJoinerWithKey is a KStream join's, KIP-149): give the joiner two parameters"
+            )
         if foreign_key is not None and (self.node.op in VIEW_OPS or other.node.op in VIEW_OPS):
             raise TopologyError(
                 "a foreign-key join of a table's filter or mapValues: kjoin does not model it yet (the join keeps its "
@@ -805,6 +811,28 @@ class KTable(_Handle):
     ) -> None:
         """``to_stream().to(topic)``."""
         _sink(self.to_stream(), topic, partitions, partitioner, name)
+
+
+def _check_keyed_joiner(topology: Topology, fn: Any, global_join: bool) -> None:
+    """A stream's joiner that sees the key: ``(key, left, right)`` from Kafka 3.0 (KIP-149); ``(stream_key,
+    mapped_key, left, right)`` for a global-table join from 4.4 (KIP-1340)."""
+    semantics = topology.semantics
+    if fn.keys == 1 and not semantics.value_joiner_with_key:
+        raise TopologyError(
+            f"joiner: a joiner (key, left, right) is Kafka's ValueJoinerWithKey, which Kafka {semantics} does not "
+            "have (KIP-149, 3.0); give it two parameters (left, right) or choose semantics 3.0 or later"
+        )
+    if fn.keys == 2 and not global_join:
+        raise TopologyError(
+            "joiner: a joiner (stream_key, mapped_key, left, right) belongs to a join with a global table "
+            "(ValueJoinerWithStreamAndMappedKey, KIP-1340); this join's joiner takes (left, right) or (key, left, "
+            "right)"
+        )
+    if fn.keys == 2 and not semantics.global_joiner_with_both_keys:
+        raise TopologyError(
+            f"joiner: a joiner (stream_key, mapped_key, left, right) is Kafka's ValueJoinerWithStreamAndMappedKey, "
+            f"which Kafka {semantics} does not have (KIP-1340, 4.4); choose semantics 4.4"
+        )
 
 
 def _check_versioned(topology: Topology, *tables: Node) -> None:

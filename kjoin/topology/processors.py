@@ -447,7 +447,13 @@ class _StreamTable(NodeProcessor):
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         record = Record(Side.LEFT, rec.key, rec.value, rec.ts, self.partition)
-        ctx = StepContext(step, record, self.node.params["joiner"])
+        joiner = self.node.params["joiner"]
+        if joiner.keys == 2:  # ValueJoinerWithStreamAndMappedKey (KIP-1340): the stream key and the looked-up key
+            selector = self.node.params.get("key_selector")
+            mapped = rec.key if selector is None else selector(rec.key, rec.value)
+            call = joiner
+            joiner = Function(lambda left, right: call(rec.key, mapped, left, right), None, joiner.text)
+        ctx = StepContext(step, record, joiner)
         self.join.process(record, ctx)
         return _outcome_of(ctx, table=False)
 
@@ -694,7 +700,13 @@ class _StreamGlobal(NodeProcessor):
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         record = Record(Side.LEFT, rec.key, rec.value, rec.ts, self.partition)
-        ctx = StepContext(step, record, self.node.params["joiner"])
+        joiner = self.node.params["joiner"]
+        if joiner.keys == 2:  # ValueJoinerWithStreamAndMappedKey (KIP-1340): the stream key and the looked-up key
+            selector = self.node.params.get("key_selector")
+            mapped = rec.key if selector is None else selector(rec.key, rec.value)
+            call = joiner
+            joiner = Function(lambda left, right: call(rec.key, mapped, left, right), None, joiner.text)
+        ctx = StepContext(step, record, joiner)
         self.join.process(record, ctx)
         return _outcome_of(ctx, table=False)
 

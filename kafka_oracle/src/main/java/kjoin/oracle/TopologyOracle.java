@@ -498,6 +498,10 @@ public final class TopologyOracle {
     @SuppressWarnings("unchecked")
     static Object join(Object left, Object right, String variant, ValueJoiner<String, String, String> joiner,
                        Map<String, Object> node) throws Exception {
+        Object keyed = node.get("joiner");
+        if ("keyed_concat".equals(keyed) || "keys_concat".equals(keyed)) {
+            return Processors.keyedJoin(left, right, variant, (String) keyed, node);
+        }
         if (right instanceof GlobalKTable) {
             KStream<String, String> l = (KStream<String, String>) left;
             GlobalKTable<String, String> r = (GlobalKTable<String, String>) right;
@@ -544,7 +548,7 @@ public final class TopologyOracle {
 
     /** kjoin's joiners: concat ({@code left-right}, the harness's JOINER) and object ({"left": l, "right": r}). */
     static ValueJoiner<String, String, String> joiner(Object spec) {
-        if (spec == null || "concat".equals(spec)) {
+        if (spec == null || "concat".equals(spec) || "keyed_concat".equals(spec) || "keys_concat".equals(spec)) {
             return Oracle.JOINER;
         }
         if ("object".equals(spec)) {
