@@ -510,6 +510,11 @@ class Semantics:
         """KIP-1340 (4.4): a stream's join with a global table may see both keys
         (``ValueJoinerWithStreamAndMappedKey``: ``apply(streamKey, mappedKey, streamValue, tableValue)``)."""
 
+    @since("4.0", ticket="KIP-1104", feature=True)
+    def fk_extractor_with_key(self) -> bool:
+        """KIP-1104 (4.0): a foreign-key join's extractor may read the left row's key as well as its value
+        (``BiFunction<K, V, KO>``)."""
+
     @since("3.3", ticket="KIP-820", feature=True)
     def process_values(self) -> bool:
         """KIP-820 (3.3): ``KStream.process`` with the typed ``api.Processor`` and ``KStream.processValues`` with a

@@ -353,3 +353,36 @@ def test_the_real_library_agrees_on_joiners_that_see_the_keys(version, both_keys
     rows = [row for rows in answer["outputs"] for row in rows]
     assert ["out1", "a", "a/x-T", 1] in rows
     assert (["out3", "a", "a/x/x-G", 2] if both_keys else ["out3", "a", "a/x-G", 2]) in rows
+
+
+FK_WITH_KEY_DOCUMENT = [
+    {"name": "orders", "table": "orders"},
+    {"name": "customers", "table": "customers"},
+    {"name": "joined", "left_join": ["orders", "customers"], "foreign_key": {"key_or_field": "c"}},
+    {"name": "out", "to": "out", "input": "joined"},
+]
+FK_WITH_KEY_EVENTS = [
+    {"topic": "customers", "key": "c1", "value": "Ann", "ts": 1},
+    {"topic": "customers", "key": "c2", "value": "Bo", "ts": 2},
+    {"topic": "orders", "key": "c2", "value": {"item": "pen"}, "ts": 3},
+    {"topic": "orders", "key": "o1", "value": {"c": "c1"}, "ts": 4},
+    {"topic": "orders", "key": "o1", "value": {"item": "ink"}, "ts": 5},
+    {"topic": "customers", "key": "c2", "value": "Bob", "ts": 6},
+]
+
+
+def test_a_foreign_key_extractor_of_key_and_value_is_kafka_4s_and_judged():
+    """KIP-1104's BiFunction: {key_or_field: c} reads the field, else the left row's own key."""
+    with pytest.raises(Exception, match="KIP-1104, 4.0"):
+        _scenario(FK_WITH_KEY_DOCUMENT, FK_WITH_KEY_EVENTS, semantics="3.9")
+    b = kjoin.Topology()
+    b.table("orders").join(b.table("customers"), foreign_key=lambda key, value: key.upper()).to("out")
+    trace = b.run([{"topic": "customers", "key": "O1", "value": "Ann", "ts": 1},
+                   {"topic": "orders", "key": "o1", "value": "x", "ts": 2}])  # fmt: skip
+    assert [(r.key, r.value) for r in trace.outputs()] == [("o1", "x-Ann")]
+    oracle_check.build()
+    scenario = _scenario(FK_WITH_KEY_DOCUMENT, FK_WITH_KEY_EVENTS)
+    assert scenario.topology.to_dict()["topology"][2]["foreign_key"] == {"key_or_field": "c"}
+    (answer,) = topology_oracle.run_batch("4.4.0", [scenario])
+    assert topology_oracle.difference(scenario, answer, "4.4.0") is None
+    assert answer["outputs"][2] == [["out", "c2", '{"item":"pen"}-Bo', 3]]

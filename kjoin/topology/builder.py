@@ -751,12 +751,18 @@ class KTable(_Handle):
                 raise TopologyError("partitioner/other_partitioner: only a foreign-key join has internal topics")
             node = self._add("table-table", parents, TABLE, name, variant=variant, joiner=fn)
             return KTable(self.topology, node)
-        if callable(foreign_key):
-            foreign_key = functions.Function(foreign_key, None, getattr(foreign_key, "__name__", "a Python function"))
+        if callable(foreign_key) or isinstance(foreign_key, Mapping):
+            foreign_key = functions.foreign_key_extractor(foreign_key)
+            if foreign_key.keys and not self.topology.semantics.fk_extractor_with_key:
+                raise TopologyError(
+                    f"foreign_key: an extractor (key, value) is Kafka's BiFunction extractor, which Kafka "
+                    f"{self.topology.semantics} does not have (KIP-1104, 4.0); give it one parameter (value) or "
+                    "choose semantics 4.0 or later"
+                )
         elif not isinstance(foreign_key, str) or not foreign_key:
             raise TopologyError(
-                "foreign_key: a field path into the left values (fk, a.b) or a Python function (left value) -> "
-                f"foreign key, got {foreign_key!r:.60}"
+                "foreign_key: a field path into the left values (fk, a.b), {key_or_field: path} or a Python function "
+                f"(left value) or (left key, left value) -> foreign key, got {foreign_key!r:.60}"
             )
         if variant == "outer":
             raise TopologyError("a foreign-key join is inner or left")

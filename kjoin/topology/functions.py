@@ -485,3 +485,35 @@ def flat_mapper(spec: Any) -> Function:
     separator, lower = _split_spec(spec, "flat_map")
     text = f"split at {separator!r}" + (", lower-cased" if lower else "") + ", each part keyed by itself"
     return Function(lambda key, value: [(word, word) for word in _words(value, separator, lower)], dict(spec), text)
+
+
+def foreign_key_extractor(spec: Any) -> Function:
+    """A foreign-key join's extractor: a Python function ``(value)`` (Kafka's ``Function<V, KO>``) or ``(key,
+    value)`` (``BiFunction<K, V, KO>``, KIP-1104, 4.0: ``keys`` is 1), or ``{key_or_field: path}``: the text of a
+    field of the JSON value, or the left row's key when the field is absent (a ``BiFunction``)."""
+    if callable(spec):
+        takes_key = _positional_count(spec) == 2
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"), keys=1 if takes_key else 0)
+    name, path = _one_entry(spec, "foreign_key", ("key_or_field",))
+    if not isinstance(path, str) or not path:
+        raise FunctionError(f"foreign_key.{name}: expected a field path such as customer or a.b, got {path!r:.60}")
+
+    def key_or_field(key: Any, value: Any) -> Any:
+        found = string_serde_text(field_of(value, path))
+        return string_serde_text(key) if found is None else found
+
+    return Function(key_or_field, {"key_or_field": path}, f"the value's {path}, else the key", keys=1)
+
+
+def _positional_count(fn: Callable[..., Any]) -> int:
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return 1
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return 1
+    return sum(
+        p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        and p.default is inspect.Parameter.empty
+        for p in parameters
+    )

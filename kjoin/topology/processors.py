@@ -515,12 +515,23 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
         self.partitioner = partitioner
         self.extractor = extractor
         self.text_keys = text_keys
+        self.left_key: Any = None
+        """The key of the left row whose foreign key is asked for (a ``BiFunction`` extractor reads it)."""
+
+    def process(self, record: Record, ctx: StepContext, change_old: Any = FROM_COPY) -> None:
+        self.left_key = record.key
+        super().process(record, ctx, change_old)
 
     def fk_of(self, value: Any) -> Any:
         """The foreign key: the extractor's (a Python function), or the field at ``foreign_key`` of a JSON
         object value as text (null when it is missing or the value is not an object, as the harness reads it)."""
         if self.extractor is not None:
-            found = None if value is None else self.extractor(value)
+            if value is None:
+                found = None
+            elif self.extractor.keys:  # a BiFunction extractor (KIP-1104): the left row's key too
+                found = self.extractor(self.left_key, value)
+            else:
+                found = self.extractor(value)
             problem = not_a_key(found)
             if problem is not None:
                 raise UserFunctionError(f"the foreign-key extractor ({self.extractor.text})", f"returned {problem}")

@@ -182,9 +182,10 @@ class _Writer:
             w = p["window"]
             entry["window"] = {"before_ms": w.before_ms, "after_ms": w.after_ms, "grace_ms": w.grace_ms}
         if node.op == "fk":
-            if not isinstance(p["foreign_key"], str):
+            extractor = p["foreign_key"]
+            if not isinstance(extractor, str) and getattr(extractor, "spec", None) is None:
                 raise TopologyError(f"node {node.name}: its foreign-key extractor is a Python function")
-            entry["foreign_key"] = p["foreign_key"]
+            entry["foreign_key"] = extractor if isinstance(extractor, str) else extractor.spec
             for key, topic_key in (("partitioner", "response_topic"), ("other_partitioner", "subscription_topic")):
                 fn = self.graph.topics[p[topic_key]].partitioner
                 if fn is not None:

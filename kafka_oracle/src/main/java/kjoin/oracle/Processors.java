@@ -200,4 +200,17 @@ final class Processors {
         }
         return "inner".equals(variant) ? l.join(r, joiner, joined) : l.leftJoin(r, joiner, joined);
     }
+
+    /** A foreign-key join whose extractor reads the key too (KIP-1104's BiFunction, 4.0): the field at path of the
+     *  value, else the key (kjoin's {key_or_field: path}). */
+    static Object foreignKeyWithKey(org.apache.kafka.streams.kstream.KTable<String, String> left,
+                                    org.apache.kafka.streams.kstream.KTable<String, String> right, String variant,
+                                    org.apache.kafka.streams.kstream.ValueJoiner<String, String, String> joiner,
+                                    String path) {
+        java.util.function.BiFunction<String, String, String> extractor = (key, value) -> {
+            String found = TopologyOracle.field(value, path);
+            return found != null ? found : key;
+        };
+        return "inner".equals(variant) ? left.join(right, extractor, joiner) : left.leftJoin(right, extractor, joiner);
+    }
 }

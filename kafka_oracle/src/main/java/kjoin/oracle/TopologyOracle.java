@@ -535,6 +535,9 @@ public final class TopologyOracle {
         KTable<String, String> l = (KTable<String, String>) left;
         KTable<String, String> r = (KTable<String, String>) right;
         Object path = node.get("foreign_key");
+        if (path instanceof Map) {  // {key_or_field: path}: a BiFunction extractor (KIP-1104, 4.0)
+            return Processors.foreignKeyWithKey(l, r, variant, joiner, (String) Oracle.map(path).get("key_or_field"));
+        }
         if (path != null) {
             java.util.function.Function<String, String> extractor = value -> field(value, (String) path);
             return "inner".equals(variant) ? l.join(r, extractor, joiner) : l.leftJoin(r, extractor, joiner);
