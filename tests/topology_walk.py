@@ -88,6 +88,7 @@ OPERATIONS = (
     "join(foreign-key)", "left_join(foreign-key)",
     "joiner(object)", "joiner(concat)", "to(middle)", "to(end)",
     "filter_not", "peek", "process_values", "process", "split",
+    "joiner(keyed)", "joiner(both keys)", "foreign_key(key_or_field)",
 )  # fmt: skip
 """Every kind of node a walk draws (the coverage test counts them over many walks)."""
 
@@ -211,11 +212,17 @@ class _Walker:
             return {"append": self.rng.choice(["!", "", "·é", "-x"])}
         return {"field": self.rng.choice(_FIELDS)}  # null when the field is absent
 
-    def joiner(self, node: dict[str, Any]) -> None:
+    def joiner(self, node: dict[str, Any], keys: int = 0) -> None:
+        """An object or concat joiner; a stream's join (``keys`` 1; 2 with a global table) now and then one that
+        sees the key (``keyed_concat``, KIP-149) or both keys (``keys_concat``, KIP-1340), where the version has it."""
         roll = self.rng.random()
         if roll < 0.4:
             node["joiner"] = "object"
             self.ops["joiner(object)"] += 1
+        elif 0.7 <= roll < 0.85 and keys and self.semantics.value_joiner_with_key:
+            both = keys == 2 and self.semantics.global_joiner_with_both_keys and roll < 0.78
+            node["joiner"] = "keys_concat" if both else "keyed_concat"
+            self.ops["joiner(both keys)" if both else "joiner(keyed)"] += 1
         else:
             if roll < 0.7:
                 node["joiner"] = "concat"
@@ -363,7 +370,7 @@ class _Walker:
             node = {"name": name, variant: [at.name, other.name]}
             if rng.random() < 0.5:
                 node["key_selector"] = {"field": rng.choice(_FIELDS)}
-            self.joiner(node)
+            self.joiner(node, keys=2)
             return self.add(node, _Handle(name, "stream", rekeyed=rekeyed), f"{variant}(stream-global)")
         if rekeyed and not self.semantics.rekeyed_stream_joined_twice and at.name in self.joined_rekeyed:
             return self.add({"name": name, "repartition": True, "input": at.name}, _Handle(name, "stream"),
@@ -380,7 +387,7 @@ class _Walker:
                 node["grace_ms"] = rng.choice([g for g in (0, 10, 100) if g <= history])
             if other.versioned and variant == "join":
                 label = "join(stream-versioned-table)"
-            self.joiner(node)
+            self.joiner(node, keys=1)
             return self.add(node, _Handle(name, "stream"), label)
         other = self.other("stream", exclude=None if rng.random() < 0.1 else at)
         if other.rekeyed:
@@ -388,7 +395,7 @@ class _Walker:
                 other = self.source("stream")
             self.joined_rekeyed.add(other.name)
         node = {"name": name, variant: [at.name, other.name], "window": self.window()}
-        self.joiner(node)
+        self.joiner(node, keys=1)
         return self.add(node, _Handle(name, "stream"), f"{variant}(stream-stream)")
 
     def partitioner(self, node: dict[str, Any], keys: list[Any]) -> None:
@@ -427,6 +434,9 @@ class _Walker:
             other = rng.choice(others) if others and rng.random() < 0.6 else self.source("table")
             variant = rng.choice(["join", "left_join"])
             node = {"name": name, variant: [at.name, other.name], "foreign_key": rng.choice(_FIELDS)}
+            if self.semantics.fk_extractor_with_key and rng.random() < 0.3:  # KIP-1104's BiFunction
+                node["foreign_key"] = {"key_or_field": node["foreign_key"]}
+                self.ops["foreign_key(key_or_field)"] += 1
             self.joiner(node)
             return self.add(node, _Handle(name, "table"), f"{variant}(foreign-key)")
         variant = rng.choice(["join", "left_join", "outer_join"])
