@@ -117,6 +117,9 @@ class Reason(enum.Enum):
     is stored, only no output follows."""
     FILTERED = "filtered"
     """Topology: a ``filter``'s predicate returned false for the record, which goes no further."""
+    NOT_FORWARDED = "not-forwarded"
+    """Topology: a ``process`` or ``process_values`` processor forwarded nothing for the record (its own decision,
+    as a de-duplicator drops a repeat), or a ``split`` sent it to no branch (no predicate held, no default)."""
     NULL_KEY_NOT_REPARTITIONED = "null-key-not-repartitioned"
     """Topology: a re-keyed record with a null key reached a repartition topic; Kafka filters null
     keys out before writing one (``createRepartitionedSource``'s ``k != null`` filter). Since 3.7

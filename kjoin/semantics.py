@@ -500,6 +500,35 @@ class Semantics:
     def sliding_windows(self) -> bool:
         """KIP-450 (2.7): ``SlidingWindows`` for windowed aggregates."""
 
+    @since("3.0", ticket="KIP-149", feature=True)
+    def value_joiner_with_key(self) -> bool:
+        """KIP-149 (3.0): a KStream join's joiner may see the key (``ValueJoinerWithKey``: ``apply(key, left,
+        right)``); KTable joins keep the ``ValueJoiner``."""
+
+    @since("4.4", ticket="KIP-1340", feature=True)
+    def global_joiner_with_both_keys(self) -> bool:
+        """KIP-1340 (4.4): a stream's join with a global table may see both keys
+        (``ValueJoinerWithStreamAndMappedKey``: ``apply(streamKey, mappedKey, streamValue, tableValue)``)."""
+
+    @since("4.0", ticket="KIP-1104", feature=True)
+    def fk_extractor_with_key(self) -> bool:
+        """KIP-1104 (4.0): a foreign-key join's extractor may read the left row's key as well as its value
+        (``BiFunction<K, V, KO>``)."""
+
+    @since("3.3", ticket="KIP-820", feature=True)
+    def process_values(self) -> bool:
+        """KIP-820 (3.3): ``KStream.process`` with the typed ``api.Processor`` and ``KStream.processValues`` with a
+        ``FixedKeyProcessor`` (whose records cannot change their key) exist."""
+
+    @since("4.0", ticket="KIP-418", feature=True)
+    def legacy_branch_removed(self) -> bool:
+        """KIP-418 (deprecated in 2.8), removed in 4.0 (KAFKA-12824): ``KStream.branch(Predicate...)`` is gone;
+        ``split()`` with ``Branched`` branches is the way a stream is cut in parts."""
+
+    @since("2.8", ticket="KIP-418", feature=True)
+    def split(self) -> bool:
+        """KIP-418 (2.8): ``KStream.split()`` returns a ``BranchedKStream`` whose branches are named prefix+name."""
+
     @since("3.3", ticket="KIP-825", feature=True)
     def emit_on_window_close(self) -> bool:
         """KIP-825 (3.3): ``emitStrategy(EmitStrategy.onWindowClose())``: a windowed aggregate forwards each window

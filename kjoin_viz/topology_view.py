@@ -90,6 +90,10 @@ def _label(node: Any, graph: Any) -> tuple[str, str]:
     if op in ("table-filter", "table-map-values"):
         stored = " · stored" if params.get("materialized") else ""
         return f"{'filter' if op == 'table-filter' else 'map values'} · table{stored}", node.name
+    if op == "filter" and params.get("negated"):
+        return "filter not", node.name
+    if op in ("process", "process_values") and params.get("store"):
+        return f"{op.replace('_', ' ')} · store {params['store']}", node.name
     return op.replace("_", " "), node.name
 
 

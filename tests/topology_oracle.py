@@ -110,7 +110,8 @@ def task_groups(scenario: TopologyScenario) -> list[list[int]] | None:
     if len(sinks) != 1:
         return None
     (sink,) = sinks
-    stateless = ("stream", "filter", "map_values", "select_key", "map", "repartition-sink", "group_by", "merge")
+    stateless = ("stream", "filter", "map_values", "select_key", "map", "repartition-sink", "group_by", "merge",
+                 "peek", "split", "branch")  # fmt: skip
     if any(n.op == "global-table" for n in topology.graph.nodes.values()):
         return None  # a global store is state outside the sub-topologies
     if any(sub_of[n.name] != sink and n.op not in stateless for n in topology.graph.nodes.values()):
@@ -255,7 +256,54 @@ def _maybe_stateless(
         mapper = rng.choice([{"field": "v"}] if fields_read else [{"append": "!"}, {"field": "v"}])
         nodes.append({"name": f"{tag}-mapped", "map_values": mapper, "input": current})
         return f"{tag}-mapped"
+    if roll < 0.55 and _ERA["stream_steps"]:
+        return _stream_step(rng, nodes, current, tag, fields_read)
     return current
+
+
+_ERA: dict[str, Any] = {"now": kjoin.parse_semantics(None), "partitions": 1, "stream_steps": False}
+"""The era and partitions :func:`random_topology` draws for (the stream steps that exist depend on them), and whether
+it draws stream steps at all (``tests/describe_cases.py`` draws its fixed shapes without them)."""
+
+
+def _stream_step(rng: random.Random, nodes: list[dict[str, Any]], current: str, tag: str, fields_read: bool) -> str:
+    """One of the stream operations of Kafka 4.x's DSL: filter_not, peek, process_values/process (the harness's
+    processors: count_per_key, dedupe, swap), split (or, before 4.0, the legacy branch); the stream goes on from
+    one branch."""
+    era = _ERA["now"]
+    kinds = ["filter_not", "peek"]
+    if era.process_values and _ERA["partitions"] == 1:  # a processor's store is per task: TopologyTestDriver
+        kinds += ["process_values", "process"]  # runs one task, so only one partition judges it
+    if era.split:
+        kinds.append("split")
+    if not era.legacy_branch_removed:
+        kinds.append("branch")
+    kind = rng.choice(kinds)
+    name = f"{tag}-{kind}"
+    predicate = rng.choice(
+        [{"key_not_in": [rng.choice(CUSTOMERS)]}, {"key_in": CUSTOMERS[:2]}, {"value_not_null": True}]
+    )
+    if kind == "filter_not":
+        nodes.append({"name": name, "filter_not": predicate, "input": current})
+    elif kind == "peek":
+        nodes.append({"name": name, "peek": True, "input": current})
+    elif kind in ("process_values", "process"):
+        choices = ["dedupe"] if fields_read else ["dedupe", "count_per_key"]
+        if kind == "process" and not fields_read:
+            choices.append("swap")
+        nodes.append({"name": name, kind: {rng.choice(choices): True}, "input": current})
+    elif kind == "split":
+        branches = [{"name": "a", "filter": predicate}]
+        if rng.random() < 0.5:
+            branches.append({"name": "b", "filter": {"value_not_null": True}})
+        if rng.random() < 0.7:
+            branches.append({"name": "rest", "default": True})
+        nodes.append({"name": name, "split": branches, "input": current})
+        return name + rng.choice(branches)["name"]
+    else:
+        nodes.append({"name": name, "branch": [predicate, {"value_not_null": True}], "input": current})
+        return f"{name}-predicate-{rng.randint(0, 1)}"
+    return name
 
 
 def _customers(rng: random.Random, versioned: bool) -> dict[str, Any]:
@@ -266,7 +314,9 @@ def _customers(rng: random.Random, versioned: bool) -> dict[str, Any]:
     return node
 
 
-def random_topology(rng: random.Random, era: str, versioned: bool = False) -> dict[str, Any]:
+def random_topology(
+    rng: random.Random, era: str, versioned: bool = False, stream_steps: bool = False
+) -> dict[str, Any]:
     """A random topology document (without events): one of :data:`SHAPES`, variants and windows drawn; with
     ``versioned``, tables are versioned now and then (on one partition: a versioned table's history retention
     follows its task's observed time)."""
@@ -277,6 +327,7 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
         shapes = tuple(shape for shape in shapes if shape != "to-table-join")
     shape = rng.choice(shapes)
     partitions = rng.randint(1, 4) if shape in TIMELESS or shape in PER_TASK else 1
+    _ERA.update(now=kjoin.parse_semantics(era), partitions=partitions, stream_steps=stream_steps)
     nodes: list[dict[str, Any]] = []
     join = {"inner": "join", "left": "left_join", "outer": "outer_join"}
     if shape == "rekey-table-table":
@@ -487,8 +538,10 @@ def _key(rng: random.Random, topic: str) -> Any:
     return rng.choice(pool)
 
 
-def random_scenario(rng: random.Random, era: str, versioned: bool = False) -> TopologyScenario:
-    data = random_topology(rng, era, versioned)
+def random_scenario(
+    rng: random.Random, era: str, versioned: bool = False, stream_steps: bool = False
+) -> TopologyScenario:
+    data = random_topology(rng, era, versioned, stream_steps)
     sources = [node[op] for node in data["topology"] for op in ("stream", "table", "global_table") if op in node]
     # a through topic is written by the topology; its input events would be the user's own records on it
     events = []
@@ -503,7 +556,7 @@ def check(version: str, count: int, seed: int) -> tuple[list[TopologyScenario], 
     rng = random.Random(seed)
     era = kjoin.parse_semantics(version)
     versioned = tuple(int(part) for part in version.split(".")) >= (3, 6, 0)
-    batch = [random_scenario(rng, str(era), versioned) for _ in range(count)]
+    batch = [random_scenario(rng, str(era), versioned, stream_steps=True) for _ in range(count)]
     mismatches = []
     for scenario, answer in zip(batch, run_batch(version, batch)):
         found = difference(scenario, answer, version)

@@ -87,6 +87,8 @@ OPERATIONS = (
     "join(table-table)", "left_join(table-table)", "outer_join(table-table)",
     "join(foreign-key)", "left_join(foreign-key)",
     "joiner(object)", "joiner(concat)", "to(middle)", "to(end)",
+    "filter_not", "peek", "process_values", "process", "split",
+    "joiner(keyed)", "joiner(both keys)", "foreign_key(key_or_field)",
 )  # fmt: skip
 """Every kind of node a walk draws (the coverage test counts them over many walks)."""
 
@@ -100,9 +102,10 @@ _FIELDS = ("f", "g", "left.f", "right.f", "left.left.f", "right.g")
 """Field paths a function reads: a source's JSON values have ``f`` (a key) and ``g``; an object joiner's values
 nest them under ``left`` and ``right``."""
 
-_TIME_KEEPING = ("window", "windowed_by", "history_retention_ms", "grace_ms")
-"""Fields of nodes that keep time (stream-stream joins, windowed aggregates, versioned tables): on several
-partitions only a topology ``task_groups`` cuts can be judged."""
+_TIME_KEEPING = ("window", "windowed_by", "history_retention_ms", "grace_ms", "process_values", "process")
+"""Fields of nodes that keep time (stream-stream joins, windowed aggregates, versioned tables) or state per task that
+TopologyTestDriver's one task would share (a processor's store): on several partitions only a topology
+``task_groups`` cuts can be judged."""
 
 
 @dataclass
@@ -209,11 +212,17 @@ class _Walker:
             return {"append": self.rng.choice(["!", "", "·é", "-x"])}
         return {"field": self.rng.choice(_FIELDS)}  # null when the field is absent
 
-    def joiner(self, node: dict[str, Any]) -> None:
+    def joiner(self, node: dict[str, Any], keys: int = 0) -> None:
+        """An object or concat joiner; a stream's join (``keys`` 1; 2 with a global table) now and then one that
+        sees the key (``keyed_concat``, KIP-149) or both keys (``keys_concat``, KIP-1340), where the version has it."""
         roll = self.rng.random()
         if roll < 0.4:
             node["joiner"] = "object"
             self.ops["joiner(object)"] += 1
+        elif 0.7 <= roll < 0.85 and keys and self.semantics.value_joiner_with_key:
+            both = keys == 2 and self.semantics.global_joiner_with_both_keys and roll < 0.78
+            node["joiner"] = "keys_concat" if both else "keyed_concat"
+            self.ops["joiner(both keys)" if both else "joiner(keyed)"] += 1
         else:
             if roll < 0.7:
                 node["joiner"] = "concat"
@@ -260,6 +269,42 @@ class _Walker:
             return self.aggregate(name, at)
         raise AssertionError(at.kind)
 
+    def custom_step(self, op: str, name: str, at: _Handle, keys: list[Any]) -> _Handle | None:
+        """filter_not, peek, process_values/process (the harness's processors), split (the legacy branch before
+        Kafka 2.8, and now and then before 4.0): the walk goes on from one branch, the others join the pool."""
+        rng, rekeyed = self.rng, at.rekeyed
+        if op == "filter_not":
+            node = {"name": name, "filter_not": self.predicate(keys), "input": at.name}
+            return self.add(node, _Handle(name, "stream", rekeyed=rekeyed), op)
+        if op == "peek":
+            return self.add(
+                {"name": name, "peek": True, "input": at.name}, _Handle(name, "stream", rekeyed=rekeyed), op
+            )
+        if op in ("process_values", "process"):
+            kinds = ["count_per_key", "dedupe"] + (["swap"] if op == "process" else [])
+            node = {"name": name, op: {rng.choice(kinds): True}, "input": at.name}
+            if rng.random() < 0.3:
+                node["store"] = f"{name}-kept"
+            return self.add(node, _Handle(name, "stream", rekeyed=rekeyed or op == "process"), op)
+        legacy = not self.semantics.split or (not self.semantics.legacy_branch_removed and rng.random() < 0.5)
+        predicates = [self.predicate(keys) for _ in range(rng.randint(1, 3))]
+        if legacy:
+            node = {"name": name, "branch": predicates, "input": at.name}
+            names = [f"{name}-predicate-{i}" for i in range(len(predicates))]
+        else:
+            branches: list[dict[str, Any]] = [
+                {"name": rng.choice(["", "x", "é"]) + str(i + 1), "filter": predicate}
+                for i, predicate in enumerate(predicates)
+            ]
+            if rng.random() < 0.6:
+                branches.append({"name": "default", "default": True})
+            node = {"name": name, "split": branches, "input": at.name}
+            names = [name + branch["name"] for branch in branches]
+        handles = [_Handle(branch, "stream", rekeyed=rekeyed) for branch in names]
+        first = self.add(node, handles[0], "split")
+        self.pool.extend(handles[1:])
+        return first
+
     def stream_step(self, name: str, at: _Handle, keys: list[Any]) -> _Handle | None:
         rng = self.rng
         choices = [
@@ -269,8 +314,15 @@ class _Walker:
         ]  # fmt: skip
         if self.version >= (2, 6):
             choices.append("repartition")
+        choices += ["filter_not", "peek"]
+        if self.semantics.process_values:
+            choices += ["process_values", "process"]
+        if self.semantics.split or not self.semantics.legacy_branch_removed:
+            choices.append("split")
         op = rng.choice(choices)
         rekeyed = at.rekeyed
+        if op in ("filter_not", "peek", "process_values", "process", "split"):
+            return self.custom_step(op, name, at, keys)
         if op == "filter":
             node = {"name": name, "filter": self.predicate(keys), "input": at.name}
             return self.add(node, _Handle(name, "stream", rekeyed=rekeyed), "filter(stream)")
@@ -318,7 +370,7 @@ class _Walker:
             node = {"name": name, variant: [at.name, other.name]}
             if rng.random() < 0.5:
                 node["key_selector"] = {"field": rng.choice(_FIELDS)}
-            self.joiner(node)
+            self.joiner(node, keys=2)
             return self.add(node, _Handle(name, "stream", rekeyed=rekeyed), f"{variant}(stream-global)")
         if rekeyed and not self.semantics.rekeyed_stream_joined_twice and at.name in self.joined_rekeyed:
             return self.add({"name": name, "repartition": True, "input": at.name}, _Handle(name, "stream"),
@@ -335,7 +387,7 @@ class _Walker:
                 node["grace_ms"] = rng.choice([g for g in (0, 10, 100) if g <= history])
             if other.versioned and variant == "join":
                 label = "join(stream-versioned-table)"
-            self.joiner(node)
+            self.joiner(node, keys=1)
             return self.add(node, _Handle(name, "stream"), label)
         other = self.other("stream", exclude=None if rng.random() < 0.1 else at)
         if other.rekeyed:
@@ -343,7 +395,7 @@ class _Walker:
                 other = self.source("stream")
             self.joined_rekeyed.add(other.name)
         node = {"name": name, variant: [at.name, other.name], "window": self.window()}
-        self.joiner(node)
+        self.joiner(node, keys=1)
         return self.add(node, _Handle(name, "stream"), f"{variant}(stream-stream)")
 
     def partitioner(self, node: dict[str, Any], keys: list[Any]) -> None:
@@ -382,6 +434,9 @@ class _Walker:
             other = rng.choice(others) if others and rng.random() < 0.6 else self.source("table")
             variant = rng.choice(["join", "left_join"])
             node = {"name": name, variant: [at.name, other.name], "foreign_key": rng.choice(_FIELDS)}
+            if self.semantics.fk_extractor_with_key and rng.random() < 0.3:  # KIP-1104's BiFunction
+                node["foreign_key"] = {"key_or_field": node["foreign_key"]}
+                self.ops["foreign_key(key_or_field)"] += 1
             self.joiner(node)
             return self.add(node, _Handle(name, "table"), f"{variant}(foreign-key)")
         variant = rng.choice(["join", "left_join", "outer_join"])

@@ -67,13 +67,13 @@ class StepContext:
             key=key,
             left=left,
             right=right,
-            value=self.joiner(left, right),
+            value=self._joined(key, left, right),
             ts=ts,
             tombstone=False,
             kind=kind,
             partition=self.partition,
             origin_step=self.index if origin_step is None else origin_step,
-            **self._old(old),
+            **self._old(old, key),
         )
         self.outputs.append(output)
         return output
@@ -84,7 +84,7 @@ class StepContext:
         """Emit a tombstone (null value); the joiner is not called for the new value."""
         origin = self.index if origin_step is None else origin_step
         output = Output(
-            key, left, right, None, ts, True, OutputKind.TOMBSTONE, self.partition, origin, **self._old(old)
+            key, left, right, None, ts, True, OutputKind.TOMBSTONE, self.partition, origin, **self._old(old, key)
         )
         self.outputs.append(output)
         return output
@@ -93,12 +93,19 @@ class StepContext:
         """Emit an output another processor computed (a chained join's, a cache's flush)."""
         self.outputs.append(output)
 
-    def _old(self, old: OldValue) -> dict[str, Any]:
+    def _joined(self, key: Any, left: Any, right: Any) -> Any:
+        """The joiner's value; a joiner that sees the key (``keys == 1``: Kafka's ``ValueJoinerWithKey``, KIP-149)
+        is called with the result's key first."""
+        if getattr(self.joiner, "keys", 0) == 1:
+            return self.joiner(key, left, right)
+        return self.joiner(left, right)
+
+    def _old(self, old: OldValue, key: Any = None) -> dict[str, Any]:
         if old is None:
             return {}
         if old is NO_OLD:
             return {"old": None, "has_old": True}
-        return {"old": self.joiner(*old), "has_old": True}
+        return {"old": self._joined(key, *old), "has_old": True}
 
     def note(self, text: Text) -> None:
         self.notes.append(text)

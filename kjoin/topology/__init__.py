@@ -27,7 +27,16 @@ A global table is a source read by every task, outside the sub-topologies (its r
 """
 
 from .aggregates import WindowedKey
-from .builder import GlobalKTable, KGroupedStream, KGroupedTable, KStream, KTable, TimeWindowedKStream, Topology
+from .builder import (
+    BranchedKStream,
+    GlobalKTable,
+    KGroupedStream,
+    KGroupedTable,
+    KStream,
+    KTable,
+    TimeWindowedKStream,
+    Topology,
+)
 from .graph import TopologyError
 from .runtime import SCHEDULES, run
 from .trace import NodeVisit, TopicRecord, TopologyStep, TopologyTrace
@@ -40,6 +49,7 @@ __all__ = [
     "KGroupedStream",
     "KGroupedTable",
     "TimeWindowedKStream",
+    "BranchedKStream",
     "WindowedKey",
     "TopologyError",
     "TopologyTrace",

@@ -37,12 +37,15 @@ from ..joins.window_aggregate import TimeWindows
 from ..records import Side
 from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean, join_window_span_problem
 from ..semantics import Semantics, parse_semantics
-from . import functions
+from . import custom, functions
 from .copartition import resolve_partitions
 from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError
 from .writer import topology_to_dict
 
-__all__ = ["Topology", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "KGroupedTable", "TimeWindowedKStream"]
+__all__ = [
+    "Topology", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "KGroupedTable", "TimeWindowedKStream",
+    "BranchedKStream",
+]  # fmt: skip
 
 KEY_SERDES = ("string", "typed")
 """How a topology's keys are serialized (``Topology(key_serde=...)``, a document's ``key_serde``)."""
@@ -264,6 +267,86 @@ class KStream(_Handle):
         fn = functions.predicate(keep)
         return self._derive(self._add("filter", [(self.node, None)], STREAM, name, fn=fn))
 
+    def filter_not(self, drop: Any, *, name: str | None = None) -> "KStream":
+        """Keep the records for which ``drop(key, value)`` is false (Kafka's ``filterNot``: a ``KSTREAM-FILTER``
+        node whose predicate is negated)."""
+        fn = functions.predicate(drop)
+        negated = functions.Function(lambda key, value: not fn(key, value), fn.spec, f"not ({fn.text})")
+        return self._derive(self._add("filter", [(self.node, None)], STREAM, name, fn=negated, negated=True))
+
+    def peek(self, action: Any = True, *, name: str | None = None) -> "KStream":
+        """Call ``action(key, value)`` on each record and pass it on unchanged (Kafka's ``peek``)."""
+        from_spec = custom.peek_action(action)
+        return self._derive(self._add("peek", [(self.node, None)], STREAM, name, fn=from_spec))
+
+    def split(self, *, name: str | None = None) -> "BranchedKStream":
+        """Cut the stream in branches (Kafka's ``split()``, KIP-418, 2.8): ``.branch(predicate, name=...)`` for each,
+        then ``.default_branch(name=...)`` or ``.no_default_branch()``, which return the branches by name, each
+        ``<split name><branch name>`` (unnamed: its position from 1, the default ``0``). A record goes to the first
+        branch whose predicate holds (:mod:`kjoin.topology.branching`)."""
+        if not self.topology.semantics.split:
+            raise TopologyError(
+                f"split: Kafka {self.topology.semantics} has no split() (KIP-418, 2.8); choose semantics 2.8 or later, "
+                "or the legacy branch(*predicates)"
+            )
+        return BranchedKStream(self, self._derive(self._add("split", [(self.node, None)], STREAM, name, branches=[])))
+
+    def branch(self, *predicates: Any, name: str | None = None) -> list["KStream"]:
+        """The legacy ``KStream.branch(Predicate...)``: one stream per predicate, a record in the first whose
+        predicate holds (none: dropped). Deprecated in 2.8 and removed in Kafka 4.0 (KIP-418): use ``split()``."""
+        if self.topology.semantics.legacy_branch_removed:
+            raise TopologyError(
+                f"branch: Kafka {self.topology.semantics} has no KStream.branch(Predicate...): KIP-418 deprecated it "
+                "in 2.8 and Kafka 4.0 removed it; write split().branch(predicate, name=...) instead, or choose "
+                "semantics before 4.0"
+            )
+        if not predicates:
+            raise TopologyError("branch: give at least one predicate (key, value) -> bool")
+        splitter = self._derive(self._add("split", [(self.node, None)], STREAM, name, branches=[], legacy=True))
+        branches = []
+        for index, keep in enumerate(predicates):
+            # KStreamImpl.branch(Named, ...): a named split's children are <name>-predicate-<i>
+            child_name = None if name is None else f"{name}-predicate-{index}"
+            child = splitter._add("branch", [(splitter.node, None)], STREAM, child_name)
+            splitter.node.params["branches"].append((functions.predicate(keep), child.name))
+            branches.append(splitter._derive(child))
+        return branches
+
+    def process_values(self, processor: Any, *, store: str | None = None, name: str | None = None) -> "KStream":
+        """Run ``processor(record, ctx)`` on each record (Kafka's ``processValues`` with a ``FixedKeyProcessor``,
+        KIP-820): it forwards records with ``ctx.forward(value=...)``, never another key, and keeps what it needs in
+        ``ctx.store`` (named ``store``). See :mod:`kjoin.topology.custom`."""
+        return self._process("process_values", processor, store, name)
+
+    def process(self, processor: Any, *, store: str | None = None, name: str | None = None) -> "KStream":
+        """Run ``processor(record, ctx)`` on each record (Kafka's ``process`` with an ``api.Processor``, KIP-820):
+        it may forward another key, so a join or an aggregate below reads it through a repartition topic."""
+        return self._process("process", processor, store, name)
+
+    def _process(self, op: str, processor: Any, store: str | None, name: str | None) -> "KStream":
+        if not self.topology.semantics.process_values:
+            raise TopologyError(
+                f"{op}: Kafka {self.topology.semantics} has no process/processValues with the typed processor API "
+                "(KIP-820, 3.3); choose semantics 3.3 or later"
+            )
+        fn = custom.processor(processor, op)
+        if store is not None and (not isinstance(store, str) or not store):
+            raise TopologyError(f"{op}: store: a store's name is non-empty text, got {store!r:.60}")
+        taken = [n.name for n in self.topology.graph.nodes.values() if store and n.params.get("store") == store]
+        if taken:
+            raise TopologyError(
+                f"{op}: store {store} is already the store of {taken[0]}; Kafka connects a store to the processors "
+                "that name it, and kjoin gives each processor its own: name another"
+            )
+        node = self._add(op, [(self.node, None)], STREAM, name, fn=fn, store=store)
+        if fn.spec is not None and store is None:  # the vocabulary's processors keep state: their store by name
+            node.params["store"] = f"{node.name}-store"
+        if op == "process_values":
+            return self._derive(node)
+        node.params["partitioner"] = None
+        node.key_changed = True  # KStreamImpl.process: repartitionRequired, whatever the processor forwards
+        return KStream(self.topology, node)
+
     def map_values(self, mapper: Any, *, name: str | None = None) -> "KStream":
         """Replace each value by ``mapper(value)``; the key stays (no repartition)."""
         fn = functions.value_mapper(mapper)
@@ -377,7 +460,16 @@ class KStream(_Handle):
 
     def _rekey_partitioner(self) -> Any:
         node = self.node
-        while node.op in ("filter", "map_values", "flat_map_values", "stream-global"):
+        while node.op in (
+            "filter",
+            "map_values",
+            "flat_map_values",
+            "stream-global",
+            "peek",
+            "process_values",
+            "split",
+            "branch",
+        ):
             node = node.parents[0]
         return node.params.get("partitioner")
 
@@ -428,6 +520,7 @@ class KStream(_Handle):
     ) -> "KStream":
         self._check_same(other, f"{variant} join")
         fn = functions.joiner(joiner)
+        _check_keyed_joiner(self.topology, fn, isinstance(other, GlobalKTable))
         if isinstance(other, GlobalKTable):
             if variant == "outer" or window is not None or grace_ms is not None:
                 raise TopologyError("a stream joins a global table with join or left_join, no window and no grace")
@@ -525,6 +618,50 @@ class KStream(_Handle):
         return source
 
 
+class BranchedKStream:
+    """A stream being cut in branches (Kafka's ``BranchedKStream``, from ``KStream.split``)."""
+
+    def __init__(self, source: KStream, splitter: KStream) -> None:
+        self._source = source
+        self._splitter = splitter
+        self._branches: dict[str, KStream] = {}
+        self._done = False
+
+    def branch(self, predicate: Any, *, name: str | None = None) -> "BranchedKStream":
+        """A branch for the records ``predicate(key, value)`` holds for (and no earlier branch took)."""
+        fn = functions.predicate(predicate)
+        branches = self._splitter.node.params["branches"]
+        self._add_branch(name, len(branches) + 1)
+        branches.append((fn, self._names[-1]))
+        return self
+
+    def default_branch(self, *, name: str | None = None) -> dict[str, KStream]:
+        """The branch for the records no predicate holds for; the branches by name."""
+        self._add_branch(name, 0)
+        self._splitter.node.params["default"] = self._names[-1]
+        return self.no_default_branch()
+
+    def no_default_branch(self) -> dict[str, KStream]:
+        """The branches by name; a record no predicate holds for is dropped."""
+        self._done = True
+        return dict(self._branches)
+
+    @property
+    def _names(self) -> list[str]:
+        return list(self._branches)
+
+    def _add_branch(self, name: str | None, index: int) -> KStream:
+        if self._done:
+            raise TopologyError("split: the branches are made already (default_branch or no_default_branch ends them)")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise TopologyError(f"split: a branch's name is non-empty text, got {name!r:.60}")
+        child_name = f"{self._splitter.name}{index if name is None else name}"
+        child = self._splitter._add("branch", [(self._splitter.node, None)], STREAM, child_name)
+        stream = self._splitter._derive(child)
+        self._branches[child_name] = stream
+        return stream
+
+
 class KTable(_Handle):
     """A table of the topology (Kafka's ``KTable``)."""
 
@@ -535,6 +672,15 @@ class KTable(_Handle):
         side or a group-by reads it) and the old row failed too. ``materialized``: kept in a store of its own
         (``Materialized.as``) that a join reads; else a join reads the parent and filters on the fly."""
         return self._view("table-filter", functions.predicate(keep), name, materialized)
+
+    def filter_not(self, drop: Any, *, name: str | None = None, materialized: bool = False) -> "KTable":
+        """The rows for which ``drop(key, value)`` is false (Kafka's ``KTable.filterNot``: ``KTableFilter`` with the
+        predicate negated), each failing row a tombstone downstream as with :meth:`filter`."""
+        fn = functions.predicate(drop)
+        negated = functions.Function(lambda key, value: not fn(key, value), fn.spec, f"not ({fn.text})")
+        table = self._view("table-filter", negated, name, materialized)
+        table.node.params["negated"] = True
+        return table
 
     def map_values(self, mapper: Any, *, name: str | None = None, materialized: bool = False) -> "KTable":
         """Each row's value replaced by ``mapper(value)`` (Kafka's ``KTable.mapValues``, ``KTableMapValues``); a
@@ -588,6 +734,11 @@ class KTable(_Handle):
         if not isinstance(other, KTable):
             raise TopologyError(f"{variant} join: a table joins another table; a stream joins a table, not the reverse")
         fn = functions.joiner(joiner)
+        if fn.keys:
+            raise TopologyError(
+                f"{variant} join: Kafka's KTable joins take a ValueJoiner (left, right), never the key "
+                "(ValueJoinerWithKey is a KStream join's, KIP-149): give the joiner two parameters"
+            )
         if foreign_key is not None and (self.node.op in VIEW_OPS or other.node.op in VIEW_OPS):
             raise TopologyError(
                 "a foreign-key join of a table's filter or mapValues: kjoin does not model it yet (the join keeps its "
@@ -600,12 +751,18 @@ class KTable(_Handle):
                 raise TopologyError("partitioner/other_partitioner: only a foreign-key join has internal topics")
             node = self._add("table-table", parents, TABLE, name, variant=variant, joiner=fn)
             return KTable(self.topology, node)
-        if callable(foreign_key):
-            foreign_key = functions.Function(foreign_key, None, getattr(foreign_key, "__name__", "a Python function"))
+        if callable(foreign_key) or isinstance(foreign_key, Mapping):
+            foreign_key = functions.foreign_key_extractor(foreign_key)
+            if foreign_key.keys and not self.topology.semantics.fk_extractor_with_key:
+                raise TopologyError(
+                    f"foreign_key: an extractor (key, value) is Kafka's BiFunction extractor, which Kafka "
+                    f"{self.topology.semantics} does not have (KIP-1104, 4.0); give it one parameter (value) or "
+                    "choose semantics 4.0 or later"
+                )
         elif not isinstance(foreign_key, str) or not foreign_key:
             raise TopologyError(
-                "foreign_key: a field path into the left values (fk, a.b) or a Python function (left value) -> "
-                f"foreign key, got {foreign_key!r:.60}"
+                "foreign_key: a field path into the left values (fk, a.b), {key_or_field: path} or a Python function "
+                f"(left value) or (left key, left value) -> foreign key, got {foreign_key!r:.60}"
             )
         if variant == "outer":
             raise TopologyError("a foreign-key join is inner or left")
@@ -647,15 +804,41 @@ class KTable(_Handle):
         node.key_changed = True
         return KGroupedTable(KStream(self.topology, node), name)
 
-    def to_stream(self, *, name: str | None = None) -> KStream:
-        """The table's changes as a stream (Kafka's ``toStream``)."""
-        return KStream(self.topology, self._add("to_stream", [(self.node, None)], STREAM, name))
+    def to_stream(self, key_mapper: Any = None, *, name: str | None = None) -> KStream:
+        """The table's changes as a stream (Kafka's ``toStream``); with ``key_mapper(key, value)`` each change
+        re-keyed, as Kafka's ``toStream(KeyValueMapper)`` does: ``toStream().selectKey(mapper)``, two nodes."""
+        stream = KStream(self.topology, self._add("to_stream", [(self.node, None)], STREAM, name))
+        if key_mapper is None:
+            return stream
+        return stream.select_key(key_mapper)
 
     def to(
         self, topic: str, *, partitions: int | None = None, partitioner: Any = None, name: str | None = None
     ) -> None:
         """``to_stream().to(topic)``."""
         _sink(self.to_stream(), topic, partitions, partitioner, name)
+
+
+def _check_keyed_joiner(topology: Topology, fn: Any, global_join: bool) -> None:
+    """A stream's joiner that sees the key: ``(key, left, right)`` from Kafka 3.0 (KIP-149); ``(stream_key,
+    mapped_key, left, right)`` for a global-table join from 4.4 (KIP-1340)."""
+    semantics = topology.semantics
+    if fn.keys == 1 and not semantics.value_joiner_with_key:
+        raise TopologyError(
+            f"joiner: a joiner (key, left, right) is Kafka's ValueJoinerWithKey, which Kafka {semantics} does not "
+            "have (KIP-149, 3.0); give it two parameters (left, right) or choose semantics 3.0 or later"
+        )
+    if fn.keys == 2 and not global_join:
+        raise TopologyError(
+            "joiner: a joiner (stream_key, mapped_key, left, right) belongs to a join with a global table "
+            "(ValueJoinerWithStreamAndMappedKey, KIP-1340); this join's joiner takes (left, right) or (key, left, "
+            "right)"
+        )
+    if fn.keys == 2 and not semantics.global_joiner_with_both_keys:
+        raise TopologyError(
+            f"joiner: a joiner (stream_key, mapped_key, left, right) is Kafka's ValueJoinerWithStreamAndMappedKey, "
+            f"which Kafka {semantics} does not have (KIP-1340, 4.4); choose semantics 4.4"
+        )
 
 
 def _check_versioned(topology: Topology, *tables: Node) -> None:
@@ -963,5 +1146,7 @@ def _options(op: str, options: Mapping[str, Any], allowed: Mapping[str, str]) ->
     return options
 
 
-for _class in (Topology, KStream, KTable, GlobalKTable, KGroupedStream, TimeWindowedKStream, KGroupedTable):
+for _class in (
+    Topology, KStream, KTable, GlobalKTable, KGroupedStream, TimeWindowedKStream, KGroupedTable, BranchedKStream,
+):  # fmt: skip
     _checked_calls(_class)

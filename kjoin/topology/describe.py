@@ -40,9 +40,14 @@ they list a store; one without a store is read by a join through the store under
 that store may read either: kjoin takes the view nothing reads as a stream (``--> none``) and says so, or
 ``{"table": name}`` chooses. ``flatMapValues`` and ``flatMap`` are filled in like ``mapValues`` and ``map``.
 
+``process`` and ``processValues`` (KIP-820) are built with the store the text lists, their processor
+``(record, ctx)`` filled in (:mod:`kjoin.topology.custom`); ``split()`` and the legacy ``branch`` with their branches
+as named, each branch's predicate filled in under the split's name (:meth:`_Importer.split`); ``filterNot`` is a
+``KSTREAM-FILTER``: ``{"op": "filter_not", "fn": predicate}``.
+
 What kjoin cannot model is listed with its reason, with everything downstream of it: custom processors
-(``addProcessor``, ``process``, ``transform``: their code and punctuations are not in the text), and the DSL
-operations kjoin's builder does not have yet (``split``, ``suppress``, ``transformValues``). :data:`OPERATIONS` is
+(``addProcessor``, ``transform``: their code and punctuations are not in the text), and the DSL
+operations kjoin's builder does not have yet (``suppress``, ``transformValues``). :data:`OPERATIONS` is
 the table of what is recognised: adding an operation once the builder has it is one entry there.
 """
 
@@ -211,11 +216,12 @@ def _op_table() -> tuple[Operation, ...]:
         Operation("KSTREAM-FLATMAP", i.flat_map),
         Operation("KTABLE-SUPPRESS", refuse=_not_yet("suppress", "suppress")),
         Operation("KTABLE-TRANSFORMVALUES", refuse=_CUSTOM),
-        Operation("KSTREAM-BRANCH", refuse=_not_yet("split/branch", "split")),
+        Operation("KSTREAM-BRANCH", i.split),
+        Operation("KSTREAM-BRANCHCHILD", i.inside),
         Operation("KSTREAM-FOREACH", i.terminal),
         Operation("KSTREAM-PRINTER", i.terminal),
-        Operation("KSTREAM-PROCESSOR", refuse=_CUSTOM),
-        Operation("KSTREAM-PROCESSVALUES", refuse=_CUSTOM),
+        Operation("KSTREAM-PROCESSOR", i.process),
+        Operation("KSTREAM-PROCESSVALUES", i.process),
         Operation("KSTREAM-TRANSFORM", refuse=_CUSTOM),
         Operation("KSTREAM-FLATTRANSFORM", refuse=_CUSTOM),
     )
@@ -223,6 +229,7 @@ def _op_table() -> tuple[Operation, ...]:
 
 SINGLE_OPS = (
     "filter",
+    "filter_not",
     "map_values",
     "select_key",
     "map",
@@ -442,8 +449,9 @@ class _Importer:
                     f"from_describe: functions[{node.name!r}].op is one of {', '.join(SINGLE_OPS)}, got {spec['op']!r}"
                 )
             i = _Importer
-            build = {"filter": i.filter, "map_values": i.map_values, "select_key": i.select_key, "map": i.map,
-                     "flat_map_values": i.flat_map_values, "flat_map": i.flat_map, "to_stream": i.to_stream,
+            build = {"filter": i.filter, "filter_not": i.filter, "map_values": i.map_values,
+                     "select_key": i.select_key, "map": i.map, "flat_map_values": i.flat_map_values,
+                     "flat_map": i.flat_map, "to_stream": i.to_stream,
                      "peek": i.passes, "join": i.stream_table, "left_join": i.stream_table}[spec["op"]]  # fmt: skip
             return Operation(spec["op"], build)
         part = role(node)
@@ -453,6 +461,10 @@ class _Importer:
             return Operation("repartition-filter", _Importer.filter)
         if part is not None:
             return Operation(part, _Importer.inside)
+        if len(node.parents) == 1 and _splits(self.nodes[node.parents[0]]):
+            return Operation("branch", _Importer.inside)  # built with its split
+        if _splits(node):
+            return Operation("split", _Importer.split)
         parts = {role(self.nodes[p]) for p in node.parents}
         if len(node.parents) == 2 and parts <= {"ss-this", "ss-outer-this", "ss-other", "ss-outer-other"}:
             return Operation("stream-stream join", _Importer.stream_merge)
@@ -701,11 +713,75 @@ class _Importer:
         parent = self.parent(node)
         if parent.node.produces == "table":  # KTable.filter: materialized when it lists a store of its own
             return self._stored(node, parent.filter(fn, name=node.name, materialized=bool(node.stores)))
+        spec = self.fill.get(node.name)
+        if isinstance(spec, Mapping) and spec.get("op") == "filter_not":  # filterNot: a KSTREAM-FILTER too
+            return parent.filter_not(fn, name=node.name)
         return parent.filter(fn, name=node.name)
 
     def passes(self, node: DescribedNode) -> Any:
         self.description.notes.append(f"{node.name}: peek, which passes records on unchanged")
-        return self.parent(node)
+        spec = self.fill.get(node.name)
+        action = spec.get("fn") if isinstance(spec, Mapping) else spec
+        return self.parent(node).peek(True if action is None else action, name=node.name)
+
+    def process(self, node: DescribedNode) -> Any:
+        """``process`` / ``processValues`` (KIP-820): the processor ``(record, ctx)`` is the user's; its store is the
+        one the text lists (kjoin gives a processor one store of its own)."""
+        op = "process_values" if node.name.startswith("KSTREAM-PROCESSVALUES") else "process"
+        if len(node.stores) > 1:
+            raise _Refused(f"a processor with stores {', '.join(node.stores)}: kjoin gives a processor one store")
+        fn = self.function(node, "processor (record, ctx): ctx.forward(...), ctx.store (kjoin.topology.custom)")
+        for store in node.stores:
+            self.description.stores[store] = node.name
+        try:
+            return getattr(self.parent(node), op)(fn, store=node.stores[0] if node.stores else None, name=node.name)
+        except TopologyError as error:
+            raise _Refused(str(error)) from None
+
+    def split(self, node: DescribedNode) -> Any:
+        """``split()`` (its children ``<split name><branch name>``) or the legacy ``branch`` (its children
+        ``KSTREAM-BRANCHCHILD-…``). The text names the branches but neither their predicates nor their order:
+        ``functions={split: {branch: predicate or "default", ...}}`` in the order the application adds them (else
+        the order listed, an unnamed default ``<split name>0`` last)."""
+        spec = self.fill.get(node.name)
+        given = isinstance(spec, Mapping)
+        children = list(spec) if given else sorted(node.children, key=lambda child: child == f"{node.name}0")
+        unknown = [child for child in children if child not in node.children]
+        if unknown:
+            raise TopologyError(
+                f"from_describe: functions[{node.name!r}] names {unknown[0]!r}, which is not one of its branches "
+                f"({', '.join(node.children)})"
+            )
+        self.description.needs.append(
+            Need(node.name, "branches: {branch: predicate (key, value) -> bool, or 'default'}, in order", given)
+        )
+        parent = self.parent(node)
+        predicates = {
+            child: spec[child] if given else ("default" if child == f"{node.name}0" else None) for child in children
+        }
+        for child, predicate in predicates.items():
+            if predicate is None:
+                predicates[child] = _placeholder(child, "branch predicate")
+        try:
+            if all(child.startswith("KSTREAM-BRANCHCHILD") for child in children):  # the legacy branch
+                made = dict(zip(children, parent.branch(*predicates.values(), name=node.name)))
+            else:
+                split = parent.split(name=node.name)
+                made = {}
+                for child, predicate in predicates.items():
+                    suffix = child[len(node.name) :] if child.startswith(node.name) else child
+                    if predicate == "default":
+                        made.update(split.default_branch(name=suffix))
+                    else:
+                        split.branch(predicate, name=suffix)
+                made.update(split.no_default_branch())
+        except TopologyError as error:
+            raise _Refused(str(error)) from None
+        for child, stream in zip(children, made.values()):
+            self.handles[child] = stream
+            self.description.built[child] = stream.node.name
+            self.description.built[node.name] = stream.node.parents[0].name
+        return None
 
     def terminal(self, node: DescribedNode) -> Any:
         self.description.notes.append(f"{node.name}: foreach/print, which writes nothing kjoin follows")
@@ -966,6 +1042,16 @@ def _is_grouped(handle: Any) -> bool:
 
 class _Refused(Exception):
     """A processor kjoin cannot build (the message says why)."""
+
+
+def _splits(node: DescribedNode) -> bool:
+    """Is ``node`` a ``split()`` (its children all ``<its name><branch name>``, named or not) or a legacy
+    ``branch`` (``KSTREAM-BRANCH-…`` with ``KSTREAM-BRANCHCHILD-…`` children)?"""
+    if node.kind != "Processor" or not node.children:
+        return False
+    if all(child.startswith("KSTREAM-BRANCHCHILD-") for child in node.children):
+        return node.name.startswith("KSTREAM-BRANCH-")
+    return all(child != node.name and child.startswith(node.name) for child in node.children)
 
 
 def _placeholder(node: str, what: str) -> Any:

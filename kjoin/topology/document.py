@@ -24,8 +24,13 @@ A node is a mapping with its ``name`` and one operation: ``stream: topic``, ``ta
 ``materialized: true`` for a store of their own), ``join``/``left_join``/``outer_join: [left, right]``
 (stream-stream with ``window: {before_ms, after_ms, grace_ms}``, stream-table (``grace_ms`` with a versioned table),
 table-table, or with ``foreign_key: path`` a foreign-key join; ``joiner: concat | object``),
-``to_stream`` (``input``) and ``to: topic`` (``input``). Also: ``global_table: topic`` (a stream
-joins it with ``key_selector: {field: path}``), ``merge: [stream, stream]``, ``to_table: true``,
+``to_stream`` (``input``; ``to_stream: {field: path}`` re-keys each change, Kafka's ``toStream(keyMapper)``) and
+``to: topic`` (``input``). Also: ``filter_not`` (a filter's spec, negated), ``peek: true``,
+``process_values``/``process: {count_per_key | dedupe | swap: true}`` (``store``: its store's name;
+:mod:`kjoin.topology.custom`), ``split: [{name, filter: spec} ..., {name, default: true}]`` (each branch a node
+``<split name><branch name>``) and, before Kafka 4.0, ``branch: [filter spec, ...]`` (``<name>-predicate-<i>``),
+``global_table: topic`` (a stream joins it with ``key_selector: {field: path}``), ``merge: [stream, stream]``,
+``to_table: true``,
 ``repartition: true`` (``partitions``), ``through: topic`` (``partitions``), ``group_by_key:
 true`` / ``group_by: {field: path}`` (a stream or a table; the node is the grouped stream, unnamed
 for Kafka: each aggregate of it writes a repartition topic of its own),
@@ -88,6 +93,12 @@ OPERATIONS = (
     "count",
     "reduce",
     "aggregate",
+    "filter_not",
+    "peek",
+    "process_values",
+    "process",
+    "split",
+    "branch",
 )
 _NODE_FIELDS = {
     "stream": ("partitions",),
@@ -110,6 +121,12 @@ _NODE_FIELDS = {
     "count": ("input",),
     "reduce": ("input",),
     "aggregate": ("input",),
+    "filter_not": ("input", "materialized"),
+    "peek": ("input",),
+    "process_values": ("input", "store"),
+    "process": ("input", "store"),
+    "split": ("input",),
+    "branch": ("input",),
 }
 _JOIN_FIELDS = ("window", "grace_ms", "foreign_key", "joiner", "partitioner", "other_partitioner", "key_selector")
 
@@ -231,6 +248,8 @@ def _build_node(topology: Topology, handles: dict[str, Any], node: Any, at: str,
             handles[name] = reader.grouped(name)
         elif op.endswith("join"):
             handles[name] = reader.join(name)
+        elif op in ("split", "branch"):
+            handles.update(reader.branches(name))
         else:
             result = reader.stateless(name)
             if result is not None:
@@ -323,7 +342,7 @@ class _NodeReader:
     def stateless(self, name: str) -> Any:
         """filter, map_values, select_key, to_stream, merge, to_table, repartition, through, to (None: a sink)."""
         node, op, at = self.node, self.op, self.at
-        if op in ("filter", "map_values") and isinstance(self.input(), KTable):
+        if op in ("filter", "filter_not", "map_values") and isinstance(self.input(), KTable):
             materialized = node.get("materialized", False)
             if not isinstance(materialized, bool):
                 raise TopologyError(f"{at}.materialized: true or false, got {materialized!r}")
@@ -336,7 +355,12 @@ class _NodeReader:
                 return getattr(stream, op)(node[op], name=name, partitioner=node.get("partitioner"))
             return getattr(stream, op)(node[op], name=name)
         if op == "to_stream":
-            return self.input(KTable).to_stream(name=name)
+            key_mapper = None if node[op] is True else node[op]  # to_stream: {field: path} re-keys each change
+            return self.input(KTable).to_stream(key_mapper, name=name)
+        if op in ("filter_not", "peek"):
+            return getattr(self.input(KStream), op)(node[op], name=name)
+        if op in ("process_values", "process"):
+            return getattr(self.input(KStream), op)(node[op], store=node.get("store"), name=name)
         if op == "merge":
             sides = node[op]
             if not isinstance(sides, list) or len(sides) != 2:
@@ -361,6 +385,31 @@ class _NodeReader:
             _topic(node[op], at), partitions=self.sink_partitions(), partitioner=node.get("partitioner"), name=name
         )
         return None
+
+    def branches(self, name: str) -> dict[str, Any]:
+        """``split: [{name, filter} ..., {name, default: true}]`` (each branch ``<split name><branch name>``) or the
+        legacy ``branch: [filter spec, ...]`` (each ``<name>-predicate-<i>``): the branches by name."""
+        node, op, at = self.node, self.op, self.at
+        stream = self.input(KStream)
+        entries = node[op]
+        if not isinstance(entries, list) or not entries:
+            raise TopologyError(f"{at}.{op}: expected a list of branches")
+        if op == "branch":
+            made = stream.branch(*entries, name=name)
+            return {f"{name}-predicate-{index}": branch for index, branch in enumerate(made)}
+        split = stream.split(name=name)
+        for index, entry in enumerate(entries):
+            where = f"{at}.split[{index}]"
+            if not isinstance(entry, Mapping) or not set(entry) <= {"name", "filter", "default"}:
+                raise TopologyError(f"{where}: expected {{name, filter: spec}} or {{name, default: true}}")
+            if entry.get("default") is True:
+                if index != len(entries) - 1:
+                    raise TopologyError(f"{where}: the default branch comes last")
+                return split.default_branch(name=entry.get("name"))
+            if "filter" not in entry:
+                raise TopologyError(f"{where}: a branch has a filter spec, or is the default: true")
+            split.branch(entry["filter"], name=entry.get("name"))
+        return split.no_default_branch()
 
     def grouped(self, name: str) -> Any:
         """group_by_key, group_by, windowed_by, count, reduce, aggregate."""

@@ -16,7 +16,8 @@ filter          ``{key_in: [..]}``, ``{key_not_in: [..]}``, ``{value_not_null: t
 flat_map_values ``{split: text}`` the value's text cut at every ``text`` as Java's ``String.split`` cuts it
                 (trailing empty parts dropped; ``lower: true`` lower-cases it first); a null value: none
 flat_map        ``{split: text}`` as ``flat_map_values``, each part a record keyed by itself: ``(part, part)``
-joiner          ``concat`` (the default: ``A-a``, null as ``null``); ``object``:
+joiner          ``concat`` (the default: ``A-a``, null as ``null``); ``keyed_concat`` (``key/A-a``) and
+                ``keys_concat`` (``stream key/mapped key/A-a``, a global-table join's); ``object``:
                 ``{"left": left, "right": right}`` (a JSON object a foreign-key join further down
                 can read a field of), each side as a String-serde app reads it: an object's text
                 parsed, a number or boolean as its text
@@ -31,6 +32,7 @@ key_selector    (a global-table join) ``{field: path}``; leave it out: the strea
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -95,6 +97,10 @@ class Function:
     check: Callable[[Any], str | None] | None = None
     """What the result must be (:mod:`kjoin.topology.plain`: a key, a JSON value): ``None`` if it is, else what it
     is; checked when it is returned, since the joins show and store a result before any node forwards it."""
+    keys: int = 0
+    """How many keys a joiner takes before its two values: 0 (Kafka's ``ValueJoiner``), 1 (``ValueJoinerWithKey``,
+    KIP-149: the key first) or 2 (a global-table join's ``ValueJoinerWithStreamAndMappedKey``, KIP-1340: the stream
+    key, then the key the selector mapped it to)."""
 
     def __call__(self, *args: Any) -> Any:
         try:
@@ -287,19 +293,55 @@ CONCAT = Function(default_joiner, "concat", "left-right")
 OBJECT = Function(_object_joiner, "object", '{"left": left, "right": right}')
 
 
+def _keyed_concat(key: Any, left: Any, right: Any) -> str:
+    return f"{render_value(key)}/{default_joiner(left, right)}"
+
+
+def _keys_concat(stream_key: Any, mapped_key: Any, left: Any, right: Any) -> str:
+    return f"{render_value(stream_key)}/{render_value(mapped_key)}/{default_joiner(left, right)}"
+
+
+KEYED_CONCAT = Function(_keyed_concat, "keyed_concat", "key/left-right", keys=1)
+KEYS_CONCAT = Function(_keys_concat, "keys_concat", "stream key/mapped key/left-right", keys=2)
+
+
 def joiner(spec: Any) -> Function:
-    """A join's ``(left, right) -> value``; ``None`` is ``concat``."""
+    """A join's ``(left, right) -> value``; ``None`` is ``concat``. ``keyed_concat``: ``key/left-right`` (a stream
+    join's ``ValueJoinerWithKey``); ``keys_concat``: ``stream key/mapped key/left-right`` (a global-table join's
+    ``ValueJoinerWithStreamAndMappedKey``, 4.4). A Python joiner sees the keys its parameters ask for."""
     if spec is None or spec == "concat":
         return CONCAT
     if spec == "object":
         return OBJECT
+    if spec == "keyed_concat":
+        return KEYED_CONCAT
+    if spec == "keys_concat":
+        return KEYS_CONCAT
     if isinstance(spec, Function):
         return spec
     if callable(spec):
-        return _python(spec, not_a_value)
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"), not_a_value, _keys_taken(spec))
     raise FunctionError(
-        f"joiner: expected concat, object or a Python function (left, right) -> value, got {spec!r:.80}"
+        "joiner: expected concat, keyed_concat, keys_concat, object or a Python function (left, right) -> value, "
+        f"got {spec!r:.80}"
     )
+
+
+def _keys_taken(fn: Callable[..., Any]) -> int:
+    """How many keys a Python joiner takes, by its positional parameters: ``(left, right)`` none, ``(key, left,
+    right)`` one (Kafka's ``ValueJoinerWithKey``), ``(stream_key, mapped_key, left, right)`` two."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return 0
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return 0
+    positional = [
+        p for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        and p.default is inspect.Parameter.empty
+    ]  # fmt: skip
+    return len(positional) - 2 if len(positional) in (3, 4) else 0
 
 
 def partitioner(spec: Any) -> Function | None:
@@ -443,3 +485,35 @@ def flat_mapper(spec: Any) -> Function:
     separator, lower = _split_spec(spec, "flat_map")
     text = f"split at {separator!r}" + (", lower-cased" if lower else "") + ", each part keyed by itself"
     return Function(lambda key, value: [(word, word) for word in _words(value, separator, lower)], dict(spec), text)
+
+
+def foreign_key_extractor(spec: Any) -> Function:
+    """A foreign-key join's extractor: a Python function ``(value)`` (Kafka's ``Function<V, KO>``) or ``(key,
+    value)`` (``BiFunction<K, V, KO>``, KIP-1104, 4.0: ``keys`` is 1), or ``{key_or_field: path}``: the text of a
+    field of the JSON value, or the left row's key when the field is absent (a ``BiFunction``)."""
+    if callable(spec):
+        takes_key = _positional_count(spec) == 2
+        return Function(spec, None, getattr(spec, "__name__", "a Python function"), keys=1 if takes_key else 0)
+    name, path = _one_entry(spec, "foreign_key", ("key_or_field",))
+    if not isinstance(path, str) or not path:
+        raise FunctionError(f"foreign_key.{name}: expected a field path such as customer or a.b, got {path!r:.60}")
+
+    def key_or_field(key: Any, value: Any) -> Any:
+        found = string_serde_text(field_of(value, path))
+        return string_serde_text(key) if found is None else found
+
+    return Function(key_or_field, {"key_or_field": path}, f"the value's {path}, else the key", keys=1)
+
+
+def _positional_count(fn: Callable[..., Any]) -> int:
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return 1
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return 1
+    return sum(
+        p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        and p.default is inspect.Parameter.empty
+        for p in parameters
+    )

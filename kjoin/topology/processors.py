@@ -51,6 +51,9 @@ class Rec:
     has_old: bool = False
     is_latest: bool = True
     """A versioned table's ``Change.isLatest``: false for an out-of-order version (KIP-914)."""
+    to: str | None = None
+    """The one child the record goes to (Kafka's ``context.forward(record, childName)``: a ``split``'s branch);
+    ``None``: every child."""
 
 
 @dataclass
@@ -444,7 +447,13 @@ class _StreamTable(NodeProcessor):
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         record = Record(Side.LEFT, rec.key, rec.value, rec.ts, self.partition)
-        ctx = StepContext(step, record, self.node.params["joiner"])
+        joiner = self.node.params["joiner"]
+        if joiner.keys == 2:  # ValueJoinerWithStreamAndMappedKey (KIP-1340): the stream key and the looked-up key
+            selector = self.node.params.get("key_selector")
+            mapped = rec.key if selector is None else selector(rec.key, rec.value)
+            call = joiner
+            joiner = Function(lambda left, right: call(rec.key, mapped, left, right), None, joiner.text)
+        ctx = StepContext(step, record, joiner)
         self.join.process(record, ctx)
         return _outcome_of(ctx, table=False)
 
@@ -506,12 +515,23 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
         self.partitioner = partitioner
         self.extractor = extractor
         self.text_keys = text_keys
+        self.left_key: Any = None
+        """The key of the left row whose foreign key is asked for (a ``BiFunction`` extractor reads it)."""
+
+    def process(self, record: Record, ctx: StepContext, change_old: Any = FROM_COPY) -> None:
+        self.left_key = record.key
+        super().process(record, ctx, change_old)
 
     def fk_of(self, value: Any) -> Any:
         """The foreign key: the extractor's (a Python function), or the field at ``foreign_key`` of a JSON
         object value as text (null when it is missing or the value is not an object, as the harness reads it)."""
         if self.extractor is not None:
-            found = None if value is None else self.extractor(value)
+            if value is None:
+                found = None
+            elif self.extractor.keys:  # a BiFunction extractor (KIP-1104): the left row's key too
+                found = self.extractor(self.left_key, value)
+            else:
+                found = self.extractor(value)
             problem = not_a_key(found)
             if problem is not None:
                 raise UserFunctionError(f"the foreign-key extractor ({self.extractor.text})", f"returned {problem}")
@@ -691,7 +711,13 @@ class _StreamGlobal(NodeProcessor):
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         record = Record(Side.LEFT, rec.key, rec.value, rec.ts, self.partition)
-        ctx = StepContext(step, record, self.node.params["joiner"])
+        joiner = self.node.params["joiner"]
+        if joiner.keys == 2:  # ValueJoinerWithStreamAndMappedKey (KIP-1340): the stream key and the looked-up key
+            selector = self.node.params.get("key_selector")
+            mapped = rec.key if selector is None else selector(rec.key, rec.value)
+            call = joiner
+            joiner = Function(lambda left, right: call(rec.key, mapped, left, right), None, joiner.text)
+        ctx = StepContext(step, record, joiner)
         self.join.process(record, ctx)
         return _outcome_of(ctx, table=False)
 

@@ -71,6 +71,7 @@ from .functions import UserFunctionError
 from .graph import VIEW_OPS, Node, TopologyError
 from .plain import not_a_key, not_a_value
 from .aggregates import AGGREGATE_OPS, OldValue, WindowedKey, build_aggregate
+from .custom import CUSTOM_OPS, build_custom
 from .stages import stages_of
 from .processors import (
     ForeignKeyNode,
@@ -597,7 +598,8 @@ class _Run:
         )  # fmt: skip
         for child_rec in outcome.forwarded:
             for child, child_port in node.children:
-                self._visit(child, child_port, child_rec, partition, step, visits, written)
+                if child_rec.to is None or child_rec.to == child.name:
+                    self._visit(child, child_port, child_rec, partition, step, visits, written)
 
     def _append(self, topic: str, key: Any, value: Any, ts: int, message: Any, step: int) -> TopicRecord:
         old, has_old = None, False
@@ -633,6 +635,8 @@ class _Run:
             log = ScopedLog(self.late, f"{node.name}: ", lambda task, name: f"{sub}_{task}")
             if node.op in AGGREGATE_OPS:
                 found = build_aggregate(node, partition, log, self.topology.semantics)
+            elif node.op in CUSTOM_OPS:
+                found = build_custom(node, partition, log, self.graph.text_keys)
             else:
                 semantics, materialized = self.topology.semantics, self.graph.materialized(node)
                 instance = self._instance_times(node, partition, log)

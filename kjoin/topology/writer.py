@@ -63,12 +63,14 @@ class _Writer:
             self.grouped(node, entry)
         elif node.op in ("to", "repartition-source") and (node.op == "to" or "repartition" in node.params):
             self.sink(node, entry)
+        elif node.op == "split":
+            self.split(node, entry)
         elif node.op == "map":
             self.spec(node)  # a Python map cannot be written: refused with its name
             self.nodes.append(entry)
             return
         elif node.op in ("filter", "map_values", "select_key", "to_stream", "merge", "to_table", "flat_map_values",
-                         "flat_map", *VIEW_OPS):  # fmt: skip
+                         "flat_map", "peek", "process_values", "process", *VIEW_OPS):  # fmt: skip
             self.stateless(node, entry)
         else:
             return  # repartition sinks and sources: Kafka adds them, and so does kjoin
@@ -83,6 +85,10 @@ class _Writer:
         if node.op == "repartition-source":
             sink = next(n for n in graph.nodes.values() if n.op == "repartition-sink" and n.topic == node.topic)
             return sink.parents[0].name
+        if node.op == "branch" and node.parents[0].params.get("legacy"):  # read back as <split>-predicate-<i>
+            split = node.parents[0]
+            index = [child for _, child in split.params["branches"]].index(node.name)
+            return f"{split.name}-predicate-{index}"
         if node.op == "stream":  # a through's source: read back under the through's name
             writer = next((n for n in graph.nodes.values() if n.op == "to" and n.topic == node.topic), None)
             if writer is not None:
@@ -123,14 +129,41 @@ class _Writer:
         if node.op in ("to_stream", "to_table"):
             entry[node.op] = True
         elif node.op in VIEW_OPS:  # a table's filter or map_values: the document tells them by their input
-            entry["filter" if node.op == "table-filter" else "map_values"] = self.spec(node)
+            op = "filter" if node.op == "table-filter" else "map_values"
+            entry["filter_not" if node.params.get("negated") else op] = self.spec(node)
+        elif node.op == "filter" and node.params.get("negated"):
+            entry["filter_not"] = self.spec(node)
         else:
             entry[node.op] = self.spec(node)
+        if node.op in ("process_values", "process") and node.params["store"] != f"{node.name}-store":
+            entry["store"] = node.params["store"]
         entry["input"] = self.logical(node.parents[0])
         if node.op in VIEW_OPS and node.params["materialized"]:
             entry["materialized"] = True
         if node.op in ("select_key", "flat_map") and node.params.get("partitioner") is not None:
             entry["partitioner"] = self.spec(node, "partitioner")
+
+    def split(self, node: Any, entry: dict[str, Any]) -> None:
+        """A split and its branches, one entry (the branch nodes are written with it)."""
+        p = node.params
+        if p.get("legacy"):
+            entry["branch"] = [self.spec_of(fn, node) for fn, _ in p["branches"]]
+        else:
+            branches = [
+                {"name": child[len(node.name) :], "filter": self.spec_of(fn, node)} for fn, child in p["branches"]
+            ]
+            if p.get("default") is not None:
+                branches.append({"name": p["default"][len(node.name) :], "default": True})
+            entry["split"] = branches
+        entry["input"] = self.logical(node.parents[0])
+
+    def spec_of(self, fn: Any, node: Any) -> Any:
+        if fn.spec is None:
+            raise TopologyError(
+                f"node {node.name}: a branch's predicate is a Python function ({fn.text}), which a document cannot "
+                "carry; name it from kjoin.topology.functions' vocabulary to write the topology out"
+            )
+        return fn.spec
 
     def join(self, node: Any, entry: dict[str, Any]) -> None:
         p = node.params
@@ -149,9 +182,10 @@ class _Writer:
             w = p["window"]
             entry["window"] = {"before_ms": w.before_ms, "after_ms": w.after_ms, "grace_ms": w.grace_ms}
         if node.op == "fk":
-            if not isinstance(p["foreign_key"], str):
+            extractor = p["foreign_key"]
+            if not isinstance(extractor, str) and getattr(extractor, "spec", None) is None:
                 raise TopologyError(f"node {node.name}: its foreign-key extractor is a Python function")
-            entry["foreign_key"] = p["foreign_key"]
+            entry["foreign_key"] = extractor if isinstance(extractor, str) else extractor.spec
             for key, topic_key in (("partitioner", "response_topic"), ("other_partitioner", "subscription_topic")):
                 fn = self.graph.topics[p[topic_key]].partitioner
                 if fn is not None:

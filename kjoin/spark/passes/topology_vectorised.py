@@ -118,6 +118,8 @@ def stage_plan(topology: Any, stage: Stage) -> tuple[Chain | None, str]:
             table = node.params["table"]
             if node.params["variant"] not in ("inner", "left") or node.params.get("grace_ms") is not None:
                 return None, f"{node.name} has a grace period"
+            if getattr(node.params["joiner"], "keys", 0):
+                return None, f"{node.name}'s joiner sees the key (a ValueJoinerWithKey)"
             if table.op != "table" or table.params.get("history_retention_ms") is not None:
                 return None, f"{node.name} reads {table.name}, a {'versioned ' if table.op == 'table' else ''}" + (
                     "table" if table.op == "table" else table.op

@@ -13,6 +13,7 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.Joined;
@@ -23,6 +24,9 @@ import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
@@ -52,6 +56,7 @@ public final class DescribeExamples {
         examples.put("kafka-page-view-untyped", pageView());
         examples.put("kafka-global-table-join", globalTableJoin());
         examples.put("named-whole-app", namedWholeApp());
+        examples.put("kafka4-process-values-split", processValuesSplit());
         PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
         for (Map.Entry<String, Topology> entry : examples.entrySet()) {
             Map<String, Object> line = new LinkedHashMap<>();
@@ -183,6 +188,41 @@ public final class DescribeExamples {
                 .join(regions, c -> c.split(",")[0], (c, r) -> c + "/" + r, TableJoined.as("located"))
                 .toStream(Named.as("located-changes"))
                 .to("located-customers");
+        });
+    }
+
+    /** A Kafka 4.x application: filterNot, peek, a de-duplicating processValues with a store of its own, and a
+     *  split into two named branches (KIP-820, KIP-418), as an application written without transform* or branch. */
+    static Topology processValuesSplit() {
+        return app(builder -> {
+            builder.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("last-status"),
+                Serdes.String(), Serdes.String()));
+            Map<String, KStream<String, String>> branches = builder.<String, String>stream("orders")
+                .filterNot((key, value) -> value == null)
+                .peek((key, value) -> { })
+                .processValues(() -> new FixedKeyProcessor<String, String, String>() {
+                    private FixedKeyProcessorContext<String, String> context;
+                    private KeyValueStore<String, String> last;
+
+                    @Override
+                    public void init(FixedKeyProcessorContext<String, String> context) {
+                        this.context = context;
+                        this.last = context.getStateStore("last-status");
+                    }
+
+                    @Override
+                    public void process(FixedKeyRecord<String, String> record) {
+                        if (!record.value().equals(last.get(record.key()))) {
+                            last.put(record.key(), record.value());
+                            context.forward(record);
+                        }
+                    }
+                }, "last-status")
+                .split(Named.as("route-"))
+                .branch((key, value) -> value.startsWith("paid"), Branched.as("paid"))
+                .defaultBranch(Branched.as("other"));
+            branches.get("route-paid").to("paid-orders");
+            branches.get("route-other").to("other-orders");
         });
     }
 }

@@ -286,7 +286,40 @@ public final class TopologyOracle {
                 KStream<String, String> stream = (KStream<String, String>) handles.get((String) node.get("input"));
                 handles.put(name, stream.selectKey((key, value) -> selectKey(spec, key, value)));
             } else if (node.containsKey("to_stream")) {
-                handles.put(name, ((KTable<String, String>) handles.get((String) node.get("input"))).toStream());
+                KTable<String, String> table = (KTable<String, String>) handles.get((String) node.get("input"));
+                if (node.get("to_stream") instanceof Map) {  // toStream(KeyValueMapper): toStream().selectKey(..)
+                    Map<String, Object> spec = Oracle.map(node.get("to_stream"));
+                    handles.put(name, table.toStream((key, value) -> selectKey(spec, key, value)));
+                } else {
+                    handles.put(name, table.toStream());
+                }
+            } else if (node.containsKey("filter_not")) {
+                Map<String, Object> spec = Oracle.map(node.get("filter_not"));
+                Object parent = handles.get((String) node.get("input"));
+                if (parent instanceof KTable) {  // KTableFilter with filterNot: the predicate negated
+                    KTable<String, String> table = (KTable<String, String>) parent;
+                    handles.put(name, Boolean.TRUE.equals(node.get("materialized"))
+                        ? table.filterNot((key, value) -> keep(spec, key, value), stored(name))
+                        : table.filterNot((key, value) -> keep(spec, key, value)));
+                } else {
+                    handles.put(name, ((KStream<String, String>) parent)
+                        .filterNot((key, value) -> keep(spec, key, value)));
+                }
+            } else if (node.containsKey("peek")) {
+                handles.put(name, ((KStream<String, String>) handles.get((String) node.get("input")))
+                    .peek((key, value) -> { }));
+            } else if (node.containsKey("split")) {  // KIP-418: branches named <split name><branch name>
+                handles.putAll(Processors.split((KStream<String, String>) handles.get((String) node.get("input")),
+                    name, (List<Object>) node.get("split")));
+            } else if (node.containsKey("branch")) {  // the legacy branch(Named, Predicate...), gone in 4.0
+                handles.putAll(Processors.legacyBranch((KStream<String, String>) handles.get((String) node.get("input")),
+                    name, (List<Object>) node.get("branch")));
+            } else if (node.containsKey("process_values")) {
+                handles.put(name, Processors.processValues(builder,
+                    (KStream<String, String>) handles.get((String) node.get("input")), node));
+            } else if (node.containsKey("process")) {
+                handles.put(name, Processors.process(builder,
+                    (KStream<String, String>) handles.get((String) node.get("input")), node));
             } else if (node.containsKey("to")) {
                 Object parent = handles.get((String) node.get("input"));
                 KStream<Object, Object> stream = parent instanceof KTable
@@ -465,6 +498,10 @@ public final class TopologyOracle {
     @SuppressWarnings("unchecked")
     static Object join(Object left, Object right, String variant, ValueJoiner<String, String, String> joiner,
                        Map<String, Object> node) throws Exception {
+        Object keyed = node.get("joiner");
+        if ("keyed_concat".equals(keyed) || "keys_concat".equals(keyed)) {
+            return Processors.keyedJoin(left, right, variant, (String) keyed, node);
+        }
         if (right instanceof GlobalKTable) {
             KStream<String, String> l = (KStream<String, String>) left;
             GlobalKTable<String, String> r = (GlobalKTable<String, String>) right;
@@ -498,6 +535,9 @@ public final class TopologyOracle {
         KTable<String, String> l = (KTable<String, String>) left;
         KTable<String, String> r = (KTable<String, String>) right;
         Object path = node.get("foreign_key");
+        if (path instanceof Map) {  // {key_or_field: path}: a BiFunction extractor (KIP-1104, 4.0)
+            return Processors.foreignKeyWithKey(l, r, variant, joiner, (String) Oracle.map(path).get("key_or_field"));
+        }
         if (path != null) {
             java.util.function.Function<String, String> extractor = value -> field(value, (String) path);
             return "inner".equals(variant) ? l.join(r, extractor, joiner) : l.leftJoin(r, extractor, joiner);
@@ -511,7 +551,7 @@ public final class TopologyOracle {
 
     /** kjoin's joiners: concat ({@code left-right}, the harness's JOINER) and object ({"left": l, "right": r}). */
     static ValueJoiner<String, String, String> joiner(Object spec) {
-        if (spec == null || "concat".equals(spec)) {
+        if (spec == null || "concat".equals(spec) || "keyed_concat".equals(spec) || "keys_concat".equals(spec)) {
             return Oracle.JOINER;
         }
         if ("object".equals(spec)) {
