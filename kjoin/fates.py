@@ -131,3 +131,9 @@ class Reason(enum.Enum):
     """Windowed aggregate: every window the record belongs to is closed, that is
     ``window end + grace <= stream time`` (Kafka logs "Skipping record for expired window." and
     counts it in ``dropped-records``); the record changes no aggregate."""
+    PROCESSING_EXCEPTION = "processing-exception"
+    """Topology, 3.9+ (KIP-1033): a user function threw while this node handled the record, and the processing
+    exception handler is ``continue`` (``LogAndContinueProcessingExceptionHandler``): the record goes no further from
+    this node (its other branches still get it) and counts in ``dropped-records``; with a dead-letter queue
+    (KIP-1034, 4.2) the record the task took is written there. The default handler, ``fail``, stops the run
+    instead."""

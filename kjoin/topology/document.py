@@ -7,6 +7,8 @@
     semantics: "4.4"                   # optional; default: the latest Kafka
     key_serde: string                  # string (default: keys as text, 1 and "1" one key) | typed (Python's values)
     schedule: test-driver              # test-driver (default) | timestamp | stages  (kjoin.topology.runtime)
+    processing_exception_handler: fail # fail (default) | continue (3.9+)  (kjoin.topology.handlers)
+    dead_letter_queue: errors          # optional (4.2+): the topic failed records are written to
     topics: {orders: {partitions: 2}}  # optional
     topology:                          # the nodes, in the order they are built
       - {name: orders, stream: orders}
@@ -57,12 +59,14 @@ from .builder import (
 from .functions import FunctionError
 from .graph import TopologyError
 from .runtime import SCHEDULES
+from .handlers import exception_handling
 from .writer import topology_to_dict  # noqa: F401  (the writing half of the format)
 
 __all__ = ["TopologyScenario", "topology_to_dict", "is_topology_document", "load_topology", "DOCUMENT_FIELDS"]
 
 DOCUMENT_FIELDS = (
     "name", "description", "semantics", "partitions", "key_serde", "schedule", "topics", "topology", "events",
+    "processing_exception_handler", "dead_letter_queue", "global_processing_exception_handler",
 )  # fmt: skip
 OPERATIONS = (
     "stream",
@@ -200,7 +204,21 @@ def _parse(data: Any) -> TopologyScenario:
             f"key_serde: expected {' | '.join(KEY_SERDES)} (string: every key's text, as the harness sends it), got "
             f"{key_serde!r}"
         )
-    topology = Topology(partitions, semantics=era, key_serde=key_serde)
+    handling = exception_handling(
+        era,
+        data.get("processing_exception_handler"),
+        data.get("dead_letter_queue"),
+        data.get("global_processing_exception_handler"),
+        at="{}",
+    )
+    topology = Topology(
+        partitions,
+        semantics=era,
+        key_serde=key_serde,
+        processing_exception_handler=handling.handler,
+        dead_letter_queue=handling.dead_letter_queue,
+        global_processing_exception_handler=handling.global_enabled,
+    )
     handles: dict[str, KStream | KTable] = {}
     for index, node in enumerate(nodes):
         _build_node(topology, handles, node, f"topology[{index}]", topics)

@@ -43,6 +43,9 @@ class TopicRecord:
     old: Any = None
     has_old: bool = False
     """A table group-by's repartition record carries ``Change(new=value, old)``."""
+    headers: tuple[tuple[str, Any], ...] = ()
+    """(name, text or None) of the headers kjoin sets: a dead-letter record's ``__streams.errors.*``
+    (:mod:`kjoin.topology.handlers`); other records carry none."""
 
     def describe(self) -> str:
         """``orders[1]@3 k1:A@5``: topic, partition, offset, key, value, timestamp."""
@@ -64,6 +67,7 @@ class TopicRecord:
             "ts": self.ts,
             "written_at": self.written_at,
             "event": self.event,
+            **({"headers": dict(self.headers)} if self.headers else {}),
         }
 
 

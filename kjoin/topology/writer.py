@@ -32,6 +32,7 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
     data: dict[str, Any] = {"partitions": topology.partitions, "semantics": str(topology.semantics)}
     if topology.key_serde != "string":
         data["key_serde"] = topology.key_serde
+    data.update(topology.exception_handling.to_dict())
     if writer.topics:
         data["topics"] = writer.topics
     data["topology"] = writer.nodes
