@@ -60,6 +60,7 @@ def document(scenario: TopologyScenario) -> dict[str, Any]:
     graph = scenario.topology.graph
     outputs = sorted(
         {node.topic for node in graph.nodes.values() if node.op == "to" and node.topic not in graph.sources()}
+        | ({data["dead_letter_queue"]} if data.get("dead_letter_queue") else set())
     )
     return {**data, "events": list(scenario.events), "outputs": outputs}
 
@@ -76,6 +77,7 @@ def kjoin_outputs(scenario: TopologyScenario) -> list[list[list[Any]]]:
                 None if r.key is None else render_value(r.key),
                 None if r.value is None else render_value(r.value),
                 r.ts,
+                *([[list(header) for header in r.headers]] if r.headers else []),
             ]
             for r in records
         ]
@@ -165,9 +167,9 @@ def run_batch(version: str, batch: list[TopologyScenario], threads: int = 4) -> 
     for scenario, plan in zip(batch, plans):
         parts = raw[position : position + len(plan)]
         position += len(plan)
-        errors = [part["error"] for part in parts if "error" in part]
+        errors = [part for part in parts if "error" in part]
         if errors:
-            answers.append({"error": errors[0]})
+            answers.append({key: errors[0][key] for key in ("error", "failed_at") if key in errors[0]})
             continue
         if len(plan) == 1 and len(plan[0][0]) == len(scenario.events):
             answers.append(parts[0])
