@@ -186,3 +186,12 @@ def test_kafka_fails_the_task_on_the_event_where_kjoin_stops(built):
     with pytest.raises(ProcessingError):
         kjoin.Topology.run(scenario.topology, EVENTS[:2])
     assert len(kjoin.Topology.run(scenario.topology, EVENTS[:1]).outputs()) == 2
+
+
+# -- Spark ---------------------------------------------------------------------------------------------------------
+def test_spark_drops_and_dead_letters_the_records_the_reference_engine_does(spark):
+    from tests.topology_spark_check import difference
+
+    topology = two_branches("continue")
+    scenario = TopologyScenario(topology, tuple(EVENTS), "stages")
+    assert difference(spark, scenario, with_partitions=False) is None
