@@ -192,6 +192,9 @@ def test_kafka_fails_the_task_on_the_event_where_kjoin_stops(built):
 def test_spark_drops_and_dead_letters_the_records_the_reference_engine_does(spark):
     from tests.topology_spark_check import difference
 
-    topology = two_branches("continue")
-    scenario = TopologyScenario(topology, tuple(EVENTS), "stages")
-    assert difference(spark, scenario, with_partitions=False) is None
+    branches = TopologyScenario(two_branches("continue"), tuple(EVENTS), "stages")
+    assert difference(spark, branches, with_partitions=False) is None
+    b = kjoin.Topology(2, semantics="4.4", processing_exception_handler="continue", dead_letter_queue="errors")
+    b.stream("in").map_values({"fail_on": "bad"}).map_values({"append": "!"}).to("out")  # a chain
+    chain = TopologyScenario(b, tuple(EVENTS), "stages")
+    assert difference(spark, chain) is None
