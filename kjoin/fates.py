@@ -105,7 +105,8 @@ class Reason(enum.Enum):
     whatever the step forwards belongs to earlier records."""
     NULL_KEY_IN_GRACE_BUFFER = "null-key-in-grace-buffer"
     """Stream-table left join with a grace period: a null-key record reaches ``buffer.put``,
-    where Kafka throws a NullPointerException and the task fails. kjoin skips it to go on."""
+    where Kafka throws a NullPointerException and the task fails. kjoin skips it to go on. Under a processing
+    exception handler that continues, Kafka's handler catches it: :attr:`PROCESSING_EXCEPTION`."""
     NULL_GROUP_KEY = "null-group-key"
     """Aggregate: the group-by mapper returned a null key (or a null value) for the record, so
     nothing is written to the repartition topic for it (Kafka's ``KTableRepartitionMap`` skips

@@ -158,6 +158,37 @@ def test_the_global_switch_changes_nothing_as_no_global_table_runs_a_user_functi
     assert [r.value for r in b.run(EVENTS).outputs("out")] == ["a!", "bad!", "c!"]
 
 
+def grace_join(handler: str) -> TopologyScenario:
+    """A left join of a stream with a versioned table, with a grace period: a null-key stream record reaches the
+    grace buffer, where Kafka 3.7+ throws a NullPointerException."""
+    document = {
+        "semantics": "4.4",
+        "processing_exception_handler": handler,
+        "dead_letter_queue": "errors",
+        "topology": [
+            {"name": "s", "stream": "s"},
+            {"name": "t", "table": "t", "history_retention_ms": 10},
+            {"name": "j", "left_join": ["s", "t"], "grace_ms": 5},
+            {"name": "out", "to": "out", "input": "j"},
+        ],
+        "events": [
+            {"topic": "t", "key": "k", "value": "T", "ts": 1},
+            {"topic": "s", "key": None, "value": "A", "ts": 2},
+            {"topic": "s", "key": "k", "value": "B", "ts": 9},
+        ],
+    }
+    return TopologyScenario.from_dict(document)
+
+
+def test_kafkas_own_null_key_exception_in_a_grace_buffer_goes_to_the_handler_too():
+    step = grace_join("continue").run()[1]
+    assert (step.fate, step.reason) == (Fate.DROPPED, Reason.PROCESSING_EXCEPTION)
+    (dead,) = step.wrote
+    assert dict(dead.headers)["__streams.errors.exception"] == "java.lang.NullPointerException"
+    assert dict(dead.headers)["__streams.errors.message"] == "key cannot be null"
+    assert grace_join("fail").run()[1].reason is Reason.NULL_KEY_IN_GRACE_BUFFER  # kjoin goes on where Kafka fails
+
+
 # -- judged by the real library ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def built() -> None:
@@ -198,3 +229,10 @@ def test_spark_drops_and_dead_letters_the_records_the_reference_engine_does(spar
     b.stream("in").map_values({"fail_on": "bad"}).map_values({"append": "!"}).to("out")  # a chain
     chain = TopologyScenario(b, tuple(EVENTS), "stages")
     assert difference(spark, chain) is None
+
+
+def test_kafka_dead_letters_a_null_key_in_a_grace_buffer_as_kjoin_does(built):
+    scenario = grace_join("continue")
+    (answer,) = topology_oracle.run_batch("4.4.0", [scenario], threads=1)
+    assert topology_oracle.difference(scenario, answer, "4.4.0") is None
+    assert [row[0] for row in answer["outputs"][1]] == ["errors"]

@@ -4,9 +4,11 @@ How it works (Kafka 3.9+, KIP-1033; ``ProcessorNode.process``):
 
 * The handler sees an exception a processor throws while it handles a record: a mapper, predicate, key selector,
   joiner, aggregator or foreign-key extractor that raised (and, in kjoin, one that returned what no serde could
-  write). Not serde errors (the deserialization and production handlers decide those), and not a sink's: a sink
-  node (``to``, a repartition topic) catches nothing, so its partitioner's exception reaches the node that forwarded
-  to it, which hands it to the handler; a source node catches nothing either (kjoin: the run stops).
+  write); and Kafka's own ``NullPointerException`` for a null-key record in a left stream-table join's grace buffer
+  (3.7+), which kjoin otherwise skips naming ``null-key-in-grace-buffer``. Not serde errors (the deserialization
+  and production handlers decide those), and not a sink's: a sink node (``to``, a repartition topic) catches
+  nothing, so its partitioner's exception reaches the node that forwarded to it, which hands it to the handler; a
+  source node catches nothing either (kjoin: the run stops).
 * ``fail`` (``LogAndFailProcessingExceptionHandler``, the default): the task fails; kjoin stops the run with its
   :class:`~kjoin.topology.runtime.ProcessingError` naming node, function and record.
 * ``continue`` (``LogAndContinueProcessingExceptionHandler``): the record goes no further from that node; the
@@ -39,7 +41,15 @@ from typing import Any
 from ..semantics import Semantics
 from .graph import TopologyError
 
-__all__ = ["HANDLERS", "ExceptionHandling", "exception_handling", "dead_letter_headers", "DLQ_HEADERS"]
+__all__ = [
+    "KafkaException",
+    "NULL_KEY_IN_GRACE_BUFFER",
+    "HANDLERS",
+    "ExceptionHandling",
+    "exception_handling",
+    "dead_letter_headers",
+    "DLQ_HEADERS",
+]
 
 HANDLERS = ("fail", "continue")
 """``processing_exception_handler``: ``LogAndFailProcessingExceptionHandler`` or
@@ -118,6 +128,21 @@ def exception_handling(
             "leave it out"
         )
     return ExceptionHandling(handler, dead_letter_queue, bool(global_enabled))
+
+
+class KafkaException(Exception):
+    """An exception Kafka's own processor throws where kjoin's goes on: a null-key record reaching a stream-table
+    join's grace buffer (``NullPointerException: key cannot be null``,
+    :attr:`~kjoin.fates.Reason.NULL_KEY_IN_GRACE_BUFFER`). Under ``continue`` the handler drops the record there
+    like any processing exception."""
+
+    def __init__(self, java_class: str, message: str) -> None:
+        super().__init__(message)
+        self.java_class = java_class
+
+
+NULL_KEY_IN_GRACE_BUFFER = ("java.lang.NullPointerException", "key cannot be null")
+"""What Kafka 3.7+ throws for a null-key record in a left stream-table join with a grace period."""
 
 
 def exception_class(error: BaseException) -> str:

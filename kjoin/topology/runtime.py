@@ -69,7 +69,7 @@ from ..state import StateHistory, StateLog
 from .events import input_records
 from .functions import UserFunctionError
 from .graph import VIEW_OPS, Node, TopologyError
-from .handlers import dead_letter_headers
+from .handlers import NULL_KEY_IN_GRACE_BUFFER, KafkaException, dead_letter_headers
 from .plain import not_a_key, not_a_value
 from .aggregates import AGGREGATE_OPS, OldValue, WindowedKey, build_aggregate
 from .stages import stages_of
@@ -462,7 +462,9 @@ class _Run:
             problem = self._check_plain(node, outcome) if node.op in CHECKED_HERE else None
             if problem is not None:
                 raise problem
-        except (UserFunctionError, AggregationError) as error:
+            if outcome.reason is Reason.NULL_KEY_IN_GRACE_BUFFER and self.topology.exception_handling.continues:
+                raise KafkaException(*NULL_KEY_IN_GRACE_BUFFER)  # Kafka's buffer.put throws; the handler catches it
+        except (UserFunctionError, AggregationError, KafkaException) as error:
             self._handle_error(node, None if port is None else str(port), rec, error, step, visits, written)
             return
         partners: tuple[int, ...] = ()
@@ -523,9 +525,11 @@ class _Run:
         what = self._what_failed(thrower or node, error)
         if thrower is not None:
             what += f" (in {thrower.name}, a sink, which passes the exception to this node)"
-        text = f"{what}; the processing exception handler (continue) drops the record here" + (
-            f" and writes it to the dead-letter queue {handling.dead_letter_queue}" if wrote else ""
-        ) + "."
+        text = (
+            f"{what}; the processing exception handler (continue) drops the record here"
+            + (f" and writes it to the dead-letter queue {handling.dead_letter_queue}" if wrote else "")
+            + "."
+        )
         visits.append(
             NodeVisit(
                 node.name, node.op, port, rec.key, rec.value, rec.ts, Fate.DROPPED, Reason.PROCESSING_EXCEPTION, text,
@@ -581,6 +585,8 @@ class _Run:
 
     def _what_failed(self, node: Node, error: Exception) -> str:
         """What failed at ``node``, in words: the function by its name and what it did."""
+        if isinstance(error, KafkaException):
+            return f"Kafka's {node.op} processor throws {error.java_class}: {error} (a null key in its grace buffer)"
         if not isinstance(error, UserFunctionError):
             return f"{_function_of(node)} failed: {error}"
         if error.function.startswith("the "):
