@@ -42,6 +42,7 @@ def test_continue_drops_the_record_at_the_failing_node_and_its_sibling_branch_st
         ("out2", "k2", "bad!"),
     ]
     assert [(r.key, r.value) for r in trace.outputs("out")] == [("k1", "a"), ("k3", "c")]
+    assert trace.dropped_records() == {("checked", "processing-exception"): 1}
 
 
 def test_the_dead_letter_record_carries_kafkas_headers_for_the_source_record():

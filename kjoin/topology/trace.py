@@ -195,6 +195,18 @@ class TopologyTrace:
         known = self.topology.graph.topics.get(topic)
         return known is not None and not known.internal and topic not in self.topology.graph.sources()
 
+    def dropped_records(self) -> dict[tuple[str, str], int]:
+        """How many records each node dropped, by reason: ``{(node, reason): count}`` in the order first seen (what
+        Kafka counts in its ``dropped-records`` metric, named; a processing exception's drops under ``continue``
+        among them)."""
+        counts: dict[tuple[str, str], int] = {}
+        for step in self.steps:
+            for visit in step.visits:
+                if visit.fate is Fate.DROPPED and visit.reason is not None:
+                    key = (visit.node, visit.reason.value)
+                    counts[key] = counts.get(key, 0) + 1
+        return counts
+
     def outputs_by_event(self, topic: str | None = None) -> list[list[TopicRecord]]:
         """Per input event, the outputs it set off (every step its record and the records it caused took)."""
         per_event: list[list[TopicRecord]] = [[] for _ in self.events]
