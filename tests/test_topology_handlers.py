@@ -8,6 +8,7 @@ import pytest
 
 import kjoin
 from kjoin.fates import Fate, Reason
+from kjoin.partitioner import default_partition
 from kjoin.topology.document import TopologyScenario
 from kjoin.scenario.fields import ScenarioError
 from kjoin.topology.graph import TopologyError
@@ -149,6 +150,16 @@ def test_the_document_carries_the_settings_there_and_back():
     assert (data["processing_exception_handler"], data["dead_letter_queue"]) == ("continue", "errors")
     again = TopologyScenario.from_dict({**data, "events": EVENTS})
     assert [r.value for r in again.run().outputs("errors")] == ["bad"]
+
+
+def test_a_documents_topics_give_the_dead_letter_queue_its_partitions():
+    data = {**two_branches("continue").to_dict(), "topics": {"errors": {"partitions": 3}}, "events": EVENTS}
+    (dead,) = TopologyScenario.from_dict(data).run().outputs("errors")
+    assert dead.partition == default_partition("k2", 3)
+    again = TopologyScenario.from_dict({**TopologyScenario.from_dict(data).topology.to_dict(), "events": EVENTS})
+    assert again.topology.graph.topics["errors"].partitions == 3
+    with pytest.raises(ScenarioError, match="topics.errors.partitions"):
+        TopologyScenario.from_dict({**data, "topics": {"errors": {"partitions": 0}}})
 
 
 def test_the_global_switch_changes_nothing_as_no_global_table_runs_a_user_function():

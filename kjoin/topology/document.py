@@ -57,7 +57,7 @@ from .builder import (
     Topology,
 )
 from .functions import FunctionError
-from .graph import TopologyError
+from .graph import Topic, TopologyError
 from .runtime import SCHEDULES
 from .handlers import exception_handling
 from .writer import topology_to_dict  # noqa: F401  (the writing half of the format)
@@ -222,6 +222,14 @@ def _parse(data: Any) -> TopologyScenario:
     handles: dict[str, KStream | KTable] = {}
     for index, node in enumerate(nodes):
         _build_node(topology, handles, node, f"topology[{index}]", topics)
+    dead_letters = handling.dead_letter_queue
+    if dead_letters is not None and dead_letters in topics and dead_letters not in topology.graph.topics:
+        count = topics[dead_letters].get("partitions", partitions)
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_PARTITIONS:
+            raise TopologyError(
+                f"topics.{dead_letters}.partitions: a whole number from 1 to {MAX_PARTITIONS}, got {count!r:.60}"
+            )
+        topology.graph.add_topic(Topic(dead_letters, count))  # the dead-letter queue's partitions, as declared
     events = data.get("events")
     if not isinstance(events, list):
         raise TopologyError("events: expected a list of events like {topic: orders, key: o1, value: A, ts: 1}")
