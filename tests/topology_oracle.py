@@ -33,6 +33,7 @@ schedule (a running application) is not judged: TopologyTestDriver cannot run it
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import random
@@ -315,7 +316,12 @@ def _window(rng: random.Random) -> dict[str, int]:
 
 
 def _maybe_stateless(
-    rng: random.Random, nodes: list[dict[str, Any]], current: str, tag: str, fields_read: bool = False
+    rng: random.Random,
+    nodes: list[dict[str, Any]],
+    current: str,
+    tag: str,
+    fields_read: bool = False,
+    failing: bool = True,
 ) -> str:
     """Now and then a filter or a value mapper after a re-key (it stays upstream of the repartition topic);
     ``fields_read``: a node below reads a field of the value, so no ``append`` (the harness parses a JSON object
@@ -329,7 +335,7 @@ def _maybe_stateless(
         return f"{tag}-filter"
     if roll < 0.4:
         mapper = rng.choice([{"field": "v"}] if fields_read else [{"append": "!"}, {"field": "v"}])
-        if rng.random() < 0.5:  # a mapper that throws for some values (the processing exception handler decides)
+        if failing and rng.random() < 0.5:  # a mapper that throws for some values (the exception handler decides)
             mapper = {"fail_on": rng.choice(["3", "c2", "O7"])}
         nodes.append({"name": f"{tag}-mapped", "map_values": mapper, "input": current})
         return f"{tag}-mapped"
@@ -344,7 +350,7 @@ def _customers(rng: random.Random, versioned: bool) -> dict[str, Any]:
     return node
 
 
-def random_topology(rng: random.Random, era: str, versioned: bool = False) -> dict[str, Any]:
+def random_topology(rng: random.Random, era: str, versioned: bool = False, failing: bool = True) -> dict[str, Any]:
     """A random topology document (without events): one of :data:`SHAPES`, variants and windows drawn; with
     ``versioned``, tables are versioned now and then (on one partition: a versioned table's history retention
     follows its task's observed time)."""
@@ -354,6 +360,7 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
     if kjoin.parse_semantics(era) < kjoin.parse_semantics("2.5"):  # KStream.toTable: 2.5 (KIP-523)
         shapes = tuple(shape for shape in shapes if shape != "to-table-join")
     shape = rng.choice(shapes)
+    stateless = functools.partial(_maybe_stateless, failing=failing)
     partitions = rng.randint(1, 4) if shape in TIMELESS or shape in PER_TASK else 1
     nodes: list[dict[str, Any]] = []
     join = {"inner": "join", "left": "left_join", "outer": "outer_join"}
@@ -362,7 +369,7 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
         nodes += [{"name": "orders", "stream": "orders"}, customers,
                   {"name": "addresses", "table": "addresses"},
                   {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
-        current = _maybe_stateless(rng, nodes, "rekeyed", "r")
+        current = stateless(rng, nodes, "rekeyed", "r")
         nodes.append({"name": "j1", join[_variant(rng, "inner", "left")]: [current, "customers"]})
         if "history_retention_ms" in customers and "join" in nodes[-1] and rng.random() < 0.5:
             # KIP-923's grace buffer, on inner joins only: Kafka 3.7+ throws a NullPointerException for a null-key
@@ -384,7 +391,7 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
                   {"name": "addresses", "table": "addresses"},
                   {"name": "profiles", join[_variant(rng, "inner", "left", "outer")]: ["customers", "addresses"]},
                   {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
-        current = _maybe_stateless(rng, nodes, "rekeyed", "r")
+        current = stateless(rng, nodes, "rekeyed", "r")
         nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: [current, "profiles"]})
     elif shape == "fk-then-pk":
         nodes += [{"name": "customers", "table": "customers"}, {"name": "regions", "table": "regions"},
@@ -423,7 +430,7 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
                   {"name": "located", join[_variant(rng, "inner", "left")]: ["customers", "regions"],
                    "foreign_key": "r"},
                   {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
-        current = _maybe_stateless(rng, nodes, "rekeyed", "r")
+        current = stateless(rng, nodes, "rekeyed", "r")
         nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: [current, "located"]})
     elif shape == "fk-to-stream-rekey-join":  # a table's changes re-keyed: a foreign-key result by its region
         nodes += [{"name": "customers", "table": "customers"}, {"name": "regions", "table": "regions"},
@@ -434,7 +441,7 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
                   {"name": "j2", join[_variant(rng, "inner", "left")]: ["by-region", "regions"]}]  # fmt: skip
     elif shape == "rekey-aggregate":  # orders counted (reduced, aggregated) per customer
         nodes += [{"name": "orders", "stream": "orders"}]
-        current = _maybe_stateless(rng, nodes, "orders", "o", fields_read=True)
+        current = stateless(rng, nodes, "orders", "o", fields_read=True)
         nodes.append({"name": "by-c", "group_by": {"field": "c"}, "input": current})
         if rng.random() < 0.3:  # a second aggregate of the grouping: a repartition topic of its own (unnamed)
             nodes += [{"name": "agg2", **rng.choice(AGGREGATIONS), "input": "by-c"},
@@ -467,7 +474,7 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
                   {"name": "customers", "table": "customers"},
                   {"name": "both", "merge": ["orders", "payments"]},
                   {"name": "by-c", "select_key": {"field": "c"}, "input": "both"}]  # fmt: skip
-        current = _maybe_stateless(rng, nodes, "by-c", "m")
+        current = stateless(rng, nodes, "by-c", "m")
         nodes.append({"name": "j", join[_variant(rng, "inner", "left")]: [current, "customers"]})
     elif shape == "global-join":  # a GlobalKTable looked up by the order's customer, then a table by order key
         nodes += [{"name": "orders", "stream": "orders"}, {"name": "customers", "global_table": "customers"},
@@ -535,12 +542,12 @@ def random_topology(rng: random.Random, era: str, versioned: bool = False) -> di
             if "table" in node and "history_retention_ms" not in node and rng.random() < 0.25:
                 node["history_retention_ms"] = rng.randint(0, 20)
     last = nodes[-1]["name"]
-    if rng.random() < 0.2 and "count" not in nodes[-1] and "windowed_by" not in str(nodes):
+    if failing and rng.random() < 0.2 and "count" not in nodes[-1] and "windowed_by" not in str(nodes):
         # a result mapper that throws for some results (a stream's or a table's mapValues)
         nodes.append({"name": "checked", "map_values": {"fail_on": rng.choice(["3", "C1", "null"])}, "input": last})
         last = "checked"
     nodes.append({"name": "out", "to": "out", "input": last})
-    return {"partitions": partitions, "semantics": era, "topology": nodes, **_handling(rng, era)}
+    return {"partitions": partitions, "semantics": era, "topology": nodes, **(_handling(rng, era) if failing else {})}
 
 
 def _handling(rng: random.Random, era: str) -> dict[str, Any]:
@@ -581,8 +588,10 @@ def _key(rng: random.Random, topic: str) -> Any:
     return rng.choice(pool)
 
 
-def random_scenario(rng: random.Random, era: str, versioned: bool = False) -> TopologyScenario:
-    data = random_topology(rng, era, versioned)
+def random_scenario(rng: random.Random, era: str, versioned: bool = False, failing: bool = True) -> TopologyScenario:
+    """A random topology and its events; ``failing=False``: no mapper that throws and no handler settings (the
+    draws of the fixtures' shapes, ``tests/describe_cases.py``)."""
+    data = random_topology(rng, era, versioned, failing)
     sources = [node[op] for node in data["topology"] for op in ("stream", "table", "global_table") if op in node]
     # a through topic is written by the topology; its input events would be the user's own records on it
     events = []
