@@ -115,11 +115,13 @@ public final class TopologyOracle {
                 }
             }
             Object failedAt = result.get("failed_at");
+            Object before = result.get("outputs");
             result.clear();
             result.put("id", id);
             result.put("error", message.toString());
             if (failedAt != null) {
                 result.put("failed_at", failedAt);
+                result.put("outputs", before);
             }
         }
         return Json.write(result);
@@ -185,8 +187,9 @@ public final class TopologyOracle {
                 long ts = ((Number) event.get("ts")).longValue();
                 try {
                     topic.pipeInput(Oracle.text(event.get("key")), Oracle.text(event.get("value")), ts);
-                } catch (RuntimeException failed) {  // the task failed: which event, for a handler that fails
+                } catch (RuntimeException failed) {  // the task failed: which event, and what came before it
                     result.put("failed_at", outputs.size());
+                    result.put("outputs", outputs);
                     throw failed;
                 }
                 List<List<Object>> emitted = new ArrayList<>();
