@@ -105,7 +105,8 @@ class Reason(enum.Enum):
     whatever the step forwards belongs to earlier records."""
     NULL_KEY_IN_GRACE_BUFFER = "null-key-in-grace-buffer"
     """Stream-table left join with a grace period: a null-key record reaches ``buffer.put``,
-    where Kafka throws a NullPointerException and the task fails. kjoin skips it to go on."""
+    where Kafka throws a NullPointerException and the task fails. kjoin skips it to go on. Under a processing
+    exception handler that continues, Kafka's handler catches it: :attr:`PROCESSING_EXCEPTION`."""
     NULL_GROUP_KEY = "null-group-key"
     """Aggregate: the group-by mapper returned a null key (or a null value) for the record, so
     nothing is written to the repartition topic for it (Kafka's ``KTableRepartitionMap`` skips
@@ -134,3 +135,9 @@ class Reason(enum.Enum):
     """Windowed aggregate: every window the record belongs to is closed, that is
     ``window end + grace <= stream time`` (Kafka logs "Skipping record for expired window." and
     counts it in ``dropped-records``); the record changes no aggregate."""
+    PROCESSING_EXCEPTION = "processing-exception"
+    """Topology, 3.9+ (KIP-1033): a user function threw while this node handled the record, and the processing
+    exception handler is ``continue`` (``LogAndContinueProcessingExceptionHandler``): the record goes no further from
+    this node (its other branches still get it) and counts in ``dropped-records``; with a dead-letter queue
+    (KIP-1034, 4.2) the record the task took is written there. The default handler, ``fail``, stops the run
+    instead."""

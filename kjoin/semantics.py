@@ -552,6 +552,24 @@ class Semantics:
         (``StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG``); before, ``cache.max.bytes.buffering``. A config's name
         only: kjoin's outputs do not depend on it, the exported tests (:mod:`kjoin.export`) do."""
 
+    @since("3.9", ticket="KIP-1033", feature=True)
+    def processing_exception_handler(self) -> bool:
+        """KIP-1033 (3.9): ``processing.exception.handler``. A user function that throws while a processor handles a
+        record goes to the handler (``ProcessorNode.process``); ``LogAndContinueProcessingExceptionHandler`` drops
+        the record at that node and the task goes on, ``LogAndFailProcessingExceptionHandler`` (the default) fails
+        the task. Before, any such exception failed the task."""
+
+    @since("4.2", ticket="KIP-1034", requires=("processing_exception_handler",), feature=True)
+    def dead_letter_queue(self) -> bool:
+        """KIP-1034 (4.2): ``errors.dead.letter.queue.topic.name``. The built-in handlers write the failed record's
+        source key and value to that topic, with ``__streams.errors.*`` headers (``ExceptionHandlerUtils``)."""
+
+    @since("4.3", ticket="KIP-1270", requires=("processing_exception_handler",), feature=True)
+    def global_processing_exception_handler(self) -> bool:
+        """KIP-1270 (4.3): ``processing.exception.handler.global.enabled`` applies the processing exception handler
+        to the global thread's processors too (``GlobalStreamThread``); off by default, where an exception there
+        stops the global thread."""
+
     @since("3.5", ticket="KIP-904", feature=True)
     def table_aggregate_single_update(self) -> bool:
         """KIP-904 (3.5): a KTable aggregate's update that keeps its group is one repartition record (before, a

@@ -32,6 +32,8 @@ schedule (a running application) is not judged: TopologyTestDriver cannot run it
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
 import random
@@ -45,6 +47,8 @@ import kjoin
 from kjoin.records import render_value
 from kjoin.topology import Topology
 from kjoin.topology.document import TopologyScenario
+from kjoin.topology.handlers import ExceptionHandling
+from kjoin.topology.runtime import ProcessingError
 from tests.oracle_check import LATEST_JUDGE, VERSIONS, HarnessError, build, classpath
 
 JUDGES = tuple(version for version in VERSIONS if version.numbers >= (2, 4, 1)) or (LATEST_JUDGE,)
@@ -60,6 +64,7 @@ def document(scenario: TopologyScenario) -> dict[str, Any]:
     graph = scenario.topology.graph
     outputs = sorted(
         {node.topic for node in graph.nodes.values() if node.op == "to" and node.topic not in graph.sources()}
+        | ({data["dead_letter_queue"]} if data.get("dead_letter_queue") else set())
     )
     return {**data, "events": list(scenario.events), "outputs": outputs}
 
@@ -76,6 +81,7 @@ def kjoin_outputs(scenario: TopologyScenario) -> list[list[list[Any]]]:
                 None if r.key is None else render_value(r.key),
                 None if r.value is None else render_value(r.value),
                 r.ts,
+                *([[list(header) for header in r.headers]] if r.headers else []),
             ]
             for r in records
         ]
@@ -116,7 +122,12 @@ def task_groups(scenario: TopologyScenario) -> list[list[int]] | None:
         return None  # a global store is state outside the sub-topologies
     if any(sub_of[n.name] != sink and n.op not in stateless for n in topology.graph.nodes.values()):
         return None
-    trace = scenario.run()
+    try:
+        trace = scenario.run()
+    except ProcessingError:  # a function threw: which tasks each event reaches, from a run that goes on past it
+        going_on = TopologyScenario.from_dict({**scenario.topology.to_dict(), "events": list(scenario.events)})
+        going_on.topology.exception_handling = ExceptionHandling("continue")
+        trace = going_on.run()
     reached: list[set[str]] = [set() for _ in scenario.events]
     for step in trace:
         if step.task.split("_")[0] == str(sink):
@@ -127,7 +138,12 @@ def task_groups(scenario: TopologyScenario) -> list[list[int]] | None:
     for index, tasks in enumerate(reached):
         for task in tasks:
             groups.setdefault(task, []).append(index)
-    return [groups[task] for task in sorted(groups)]
+    cut = [groups[task] for task in sorted(groups)] or [[]]
+    # an event that reaches no task of the sink's sub-topology (its function threw on the way, and it went to the
+    # dead-letter queue) changes no state: any driver can take it
+    unreached = [index for index, tasks in enumerate(reached) if not tasks]
+    cut[0] = sorted(cut[0] + unreached)
+    return cut
 
 
 def run_batch(version: str, batch: list[TopologyScenario], threads: int = 4) -> list[dict[str, Any]]:
@@ -166,9 +182,19 @@ def run_batch(version: str, batch: list[TopologyScenario], threads: int = 4) -> 
     for scenario, plan in zip(batch, plans):
         parts = raw[position : position + len(plan)]
         position += len(plan)
-        errors = [part["error"] for part in parts if "error" in part]
+        errors = [(indexes, part) for (indexes, _), part in zip(plan, parts) if "error" in part]
+        if errors and all("failed_at" in part for _, part in errors):  # a task failed on an event: the first one
+            at = min(indexes[part["failed_at"]] for indexes, part in errors)
+            before: list[list[Any]] = [[] for _ in range(at)]
+            for (indexes, _), part in zip(plan, parts):
+                for index, emitted in zip(indexes, part["outputs"]):
+                    if index < at:
+                        before[index] = emitted
+            first = next(part for indexes, part in errors if indexes[part["failed_at"]] == at)
+            answers.append({"error": first["error"], "failed_at": at, "outputs": before, "per_task": len(plan) > 1})
+            continue
         if errors:
-            answers.append({"error": errors[0]})
+            answers.append({"error": errors[0][1]["error"]})
             continue
         if len(plan) == 1 and len(plan[0][0]) == len(scenario.events):
             answers.append(parts[0])
@@ -185,14 +211,26 @@ def run_batch(version: str, batch: list[TopologyScenario], threads: int = 4) -> 
 
 
 def difference(scenario: TopologyScenario, answer: dict[str, Any], version: str) -> str | None:
-    """None when kjoin agrees with Kafka on the split and on every event's outputs; else the first difference."""
-    if "error" in answer:
+    """None when kjoin agrees with Kafka on the split and on every event's outputs; else the first difference. A task
+    that failed on an event (a user function that throws, under the ``fail`` handler) agrees when kjoin's run stops
+    with its :class:`~kjoin.topology.runtime.ProcessingError` on that event, after the same outputs."""
+    if "error" in answer and "failed_at" not in answer:
         return f"Kafka {version} raised {answer['error']}"
     ours = kjoin_describe(scenario.topology)
     if "describe" in answer and answer["describe"] != ours:
         return f"Topology.describe() of Kafka {version} lists {answer['describe']}, kjoin's split {ours}"
-    mine = kjoin_outputs(scenario)
-    theirs_all = answer["outputs"]
+    stopped = kjoin_failure(scenario)
+    if stopped != answer.get("failed_at"):
+        kafka = (
+            "ran every event" if "error" not in answer else f"failed at event {answer['failed_at']}: {answer['error']}"
+        )
+        return f"Kafka {version} {kafka}; kjoin " + (
+            "ran every event" if stopped is None else f"stopped at event {stopped}"
+        )
+    if stopped is not None:
+        scenario = dataclasses.replace(scenario, events=scenario.events[:stopped])
+    mine = [[_comparable(scenario, row) for row in rows] for rows in kjoin_outputs(scenario)]
+    theirs_all = [[_comparable(scenario, row) for row in rows] for rows in answer["outputs"]]
     if scenario.topology.partitions > 1 and not answer.get("per_task"):  # interleaving unjudged: multisets
         mine = [_by_key(rows) for rows in mine]
         theirs_all = [_by_key(rows) for rows in theirs_all]
@@ -202,6 +240,45 @@ def difference(scenario: TopologyScenario, answer: dict[str, Any], version: str)
     if len(answer["outputs"]) != len(mine):
         return f"Kafka gave outputs for {len(answer['outputs'])} events, kjoin for {len(mine)}"
     return None
+
+
+def _comparable(scenario: TopologyScenario, row: list[Any]) -> list[Any]:
+    """An output row as the harness can judge it. A dead-letter record's headers name the topic, partition and
+    offset of the record its task took: an internal topic by a name of Kafka's making (``KSTREAM-...-repartition``,
+    ``KTABLE-FK-JOIN-...-topic``), which kjoin does not reproduce (it names them after its nodes), so both sides
+    read ``<internal>``; and a partition and offset of one TopologyTestDriver, judged only on one partition. A
+    record taken from a foreign-key topic is Kafka's binary subscription wrapper, which kjoin does not write."""
+    if len(row) < 5:
+        return row
+    graph = scenario.topology.graph
+    outside = {name for name, topic in graph.topics.items() if not topic.internal}
+    headers = []
+    value = row[2]
+    for name, text in row[4]:
+        if name == "__streams.errors.topic" and text not in outside:
+            if not text.endswith("-repartition"):
+                value = "<foreign-key message>"
+            text = "<internal>"
+        if name in ("__streams.errors.partition", "__streams.errors.offset") and scenario.topology.partitions > 1:
+            text = "<one partition judged>"
+        headers.append([name, text])
+    return [row[0], row[1], value, row[3], headers]
+
+
+def kjoin_failure(scenario: TopologyScenario) -> int | None:
+    """The event on which kjoin's run stops with a :class:`~kjoin.topology.runtime.ProcessingError` (``None``: it
+    runs them all): the shortest prefix of the events that fails."""
+    try:
+        scenario.run()
+        return None
+    except ProcessingError:
+        pass
+    for index in range(len(scenario.events)):
+        try:
+            dataclasses.replace(scenario, events=scenario.events[: index + 1]).run()
+        except ProcessingError:
+            return index
+    return None  # pragma: no cover - the whole run failed, so some prefix does
 
 
 def _by_key(rows: list[list[Any]]) -> list[list[Any]]:
@@ -240,7 +317,12 @@ def _window(rng: random.Random) -> dict[str, int]:
 
 
 def _maybe_stateless(
-    rng: random.Random, nodes: list[dict[str, Any]], current: str, tag: str, fields_read: bool = False
+    rng: random.Random,
+    nodes: list[dict[str, Any]],
+    current: str,
+    tag: str,
+    fields_read: bool = False,
+    failing: bool = True,
 ) -> str:
     """Now and then a filter or a value mapper after a re-key (it stays upstream of the repartition topic);
     ``fields_read``: a node below reads a field of the value, so no ``append`` (the harness parses a JSON object
@@ -254,6 +336,8 @@ def _maybe_stateless(
         return f"{tag}-filter"
     if roll < 0.4:
         mapper = rng.choice([{"field": "v"}] if fields_read else [{"append": "!"}, {"field": "v"}])
+        if failing and rng.random() < 0.5:  # a mapper that throws for some values (the exception handler decides)
+            mapper = {"fail_on": rng.choice(["3", "c2", "O7"])}
         nodes.append({"name": f"{tag}-mapped", "map_values": mapper, "input": current})
         return f"{tag}-mapped"
     if roll < 0.55 and _ERA["stream_steps"]:
@@ -315,7 +399,7 @@ def _customers(rng: random.Random, versioned: bool) -> dict[str, Any]:
 
 
 def random_topology(
-    rng: random.Random, era: str, versioned: bool = False, stream_steps: bool = False
+    rng: random.Random, era: str, versioned: bool = False, stream_steps: bool = False, failing: bool = True
 ) -> dict[str, Any]:
     """A random topology document (without events): one of :data:`SHAPES`, variants and windows drawn; with
     ``versioned``, tables are versioned now and then (on one partition: a versioned table's history retention
@@ -326,6 +410,7 @@ def random_topology(
     if kjoin.parse_semantics(era) < kjoin.parse_semantics("2.5"):  # KStream.toTable: 2.5 (KIP-523)
         shapes = tuple(shape for shape in shapes if shape != "to-table-join")
     shape = rng.choice(shapes)
+    stateless = functools.partial(_maybe_stateless, failing=failing)
     partitions = rng.randint(1, 4) if shape in TIMELESS or shape in PER_TASK else 1
     _ERA.update(now=kjoin.parse_semantics(era), partitions=partitions, stream_steps=stream_steps)
     nodes: list[dict[str, Any]] = []
@@ -335,7 +420,7 @@ def random_topology(
         nodes += [{"name": "orders", "stream": "orders"}, customers,
                   {"name": "addresses", "table": "addresses"},
                   {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
-        current = _maybe_stateless(rng, nodes, "rekeyed", "r")
+        current = stateless(rng, nodes, "rekeyed", "r")
         nodes.append({"name": "j1", join[_variant(rng, "inner", "left")]: [current, "customers"]})
         if "history_retention_ms" in customers and "join" in nodes[-1] and rng.random() < 0.5:
             # KIP-923's grace buffer, on inner joins only: Kafka 3.7+ throws a NullPointerException for a null-key
@@ -357,7 +442,7 @@ def random_topology(
                   {"name": "addresses", "table": "addresses"},
                   {"name": "profiles", join[_variant(rng, "inner", "left", "outer")]: ["customers", "addresses"]},
                   {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
-        current = _maybe_stateless(rng, nodes, "rekeyed", "r")
+        current = stateless(rng, nodes, "rekeyed", "r")
         nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: [current, "profiles"]})
     elif shape == "fk-then-pk":
         nodes += [{"name": "customers", "table": "customers"}, {"name": "regions", "table": "regions"},
@@ -396,7 +481,7 @@ def random_topology(
                   {"name": "located", join[_variant(rng, "inner", "left")]: ["customers", "regions"],
                    "foreign_key": "r"},
                   {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
-        current = _maybe_stateless(rng, nodes, "rekeyed", "r")
+        current = stateless(rng, nodes, "rekeyed", "r")
         nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: [current, "located"]})
     elif shape == "fk-to-stream-rekey-join":  # a table's changes re-keyed: a foreign-key result by its region
         nodes += [{"name": "customers", "table": "customers"}, {"name": "regions", "table": "regions"},
@@ -407,7 +492,7 @@ def random_topology(
                   {"name": "j2", join[_variant(rng, "inner", "left")]: ["by-region", "regions"]}]  # fmt: skip
     elif shape == "rekey-aggregate":  # orders counted (reduced, aggregated) per customer
         nodes += [{"name": "orders", "stream": "orders"}]
-        current = _maybe_stateless(rng, nodes, "orders", "o", fields_read=True)
+        current = stateless(rng, nodes, "orders", "o", fields_read=True)
         nodes.append({"name": "by-c", "group_by": {"field": "c"}, "input": current})
         if rng.random() < 0.3:  # a second aggregate of the grouping: a repartition topic of its own (unnamed)
             nodes += [{"name": "agg2", **rng.choice(AGGREGATIONS), "input": "by-c"},
@@ -440,7 +525,7 @@ def random_topology(
                   {"name": "customers", "table": "customers"},
                   {"name": "both", "merge": ["orders", "payments"]},
                   {"name": "by-c", "select_key": {"field": "c"}, "input": "both"}]  # fmt: skip
-        current = _maybe_stateless(rng, nodes, "by-c", "m")
+        current = stateless(rng, nodes, "by-c", "m")
         nodes.append({"name": "j", join[_variant(rng, "inner", "left")]: [current, "customers"]})
     elif shape == "global-join":  # a GlobalKTable looked up by the order's customer, then a table by order key
         nodes += [{"name": "orders", "stream": "orders"}, {"name": "customers", "global_table": "customers"},
@@ -508,8 +593,24 @@ def random_topology(
             if "table" in node and "history_retention_ms" not in node and rng.random() < 0.25:
                 node["history_retention_ms"] = rng.randint(0, 20)
     last = nodes[-1]["name"]
+    if failing and rng.random() < 0.2 and "count" not in nodes[-1] and "windowed_by" not in str(nodes):
+        # a result mapper that throws for some results (a stream's or a table's mapValues)
+        nodes.append({"name": "checked", "map_values": {"fail_on": rng.choice(["3", "C1", "null"])}, "input": last})
+        last = "checked"
     nodes.append({"name": "out", "to": "out", "input": last})
-    return {"partitions": partitions, "semantics": era, "topology": nodes}
+    return {"partitions": partitions, "semantics": era, "topology": nodes, **(_handling(rng, era) if failing else {})}
+
+
+def _handling(rng: random.Random, era: str) -> dict[str, Any]:
+    """Now and then a processing exception handler that continues, and a dead-letter queue, where ``era`` has
+    them."""
+    semantics = kjoin.parse_semantics(era)
+    found: dict[str, Any] = {}
+    if semantics.processing_exception_handler and rng.random() < 0.5:
+        found["processing_exception_handler"] = "continue"
+    if semantics.dead_letter_queue and rng.random() < 0.5:
+        found["dead_letter_queue"] = "dead-letters"
+    return found
 
 
 LINES = ["Hello world", "hello  Kafka", " streams", "world kafka streams ", "", " ", "Kafka"]
@@ -539,9 +640,12 @@ def _key(rng: random.Random, topic: str) -> Any:
 
 
 def random_scenario(
-    rng: random.Random, era: str, versioned: bool = False, stream_steps: bool = False
+    rng: random.Random, era: str, versioned: bool = False, stream_steps: bool = False, failing: bool = True
 ) -> TopologyScenario:
-    data = random_topology(rng, era, versioned, stream_steps)
+    """A random topology and its events; ``stream_steps``: the 4.x stream steps (split, processors, filter_not,
+    peek) are drawn too; ``failing=False``: no mapper that throws and no handler settings (the draws of the fixtures'
+    shapes, ``tests/describe_cases.py``)."""
+    data = random_topology(rng, era, versioned, stream_steps, failing)
     sources = [node[op] for node in data["topology"] for op in ("stream", "table", "global_table") if op in node]
     # a through topic is written by the topology; its input events would be the user's own records on it
     events = []

@@ -40,6 +40,7 @@ from ..semantics import Semantics, parse_semantics
 from . import custom, functions
 from .copartition import resolve_partitions
 from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError
+from .handlers import exception_handling
 from .writer import topology_to_dict
 
 __all__ = [
@@ -60,13 +61,24 @@ class Topology:
     """A topology under construction (Kafka's ``StreamsBuilder``), and what runs it."""
 
     def __init__(
-        self, partitions: int = 1, *, semantics: str | Semantics | None = None, key_serde: str = "string"
+        self,
+        partitions: int = 1,
+        *,
+        semantics: str | Semantics | None = None,
+        key_serde: str = "string",
+        processing_exception_handler: str = "fail",
+        dead_letter_queue: str | None = None,
+        global_processing_exception_handler: bool = False,
     ) -> None:
         """``partitions``: every topic's number of partitions unless it says otherwise;
         ``semantics``: the Kafka version whose join rules apply (default: the latest);
         ``key_serde``: ``string`` (every key through the String serde, as the topology harness runs a document: ``1``
         and ``"1"`` are one key, ``true`` is ``"true"``) or ``typed`` (each key through its own type's serde, as an
-        application with Integer or Long keys: Python's values as they are)."""
+        application with Integer or Long keys: Python's values as they are);
+        ``processing_exception_handler``: ``fail`` (a user function that raises stops the run) or ``continue``
+        (the record is dropped at that node; 3.9+), ``dead_letter_queue``: a topic the failed records are written
+        to (4.2+), ``global_processing_exception_handler``: the handler covers the global thread too (4.3+); see
+        :mod:`kjoin.topology.handlers`."""
         self.partitions = _partitions(partitions, "Topology(partitions=...)")
         if key_serde not in KEY_SERDES:
             raise TopologyError(f"Topology(key_serde=...): expected one of {', '.join(KEY_SERDES)}, got {key_serde!r}")
@@ -80,6 +92,9 @@ class Topology:
         except ValueError as error:
             raise TopologyError(f"Topology(semantics=...): {error}") from None
         self.key_serde = key_serde
+        self.exception_handling = exception_handling(
+            self.semantics, processing_exception_handler, dead_letter_queue, global_processing_exception_handler
+        )
         self.graph = Graph()
         self.graph.text_keys = key_serde == "string"
         self._built = False
@@ -161,6 +176,15 @@ class Topology:
         if not self._built:
             if not any(node.op in ("to",) for node in self.graph.nodes.values()):
                 raise TopologyError("the topology writes nothing: end it with .to(topic)")
+            dead_letters = self.exception_handling.dead_letter_queue
+            if dead_letters is not None:
+                if dead_letters in self.graph.sources():
+                    raise TopologyError(
+                        f"dead_letter_queue: {dead_letters} is a topic the topology reads; its failed records would "
+                        "come back to it: name a topic of its own"
+                    )
+                if dead_letters not in self.graph.topics:
+                    self.graph.add_topic(Topic(dead_letters, 1))
             resolve_partitions(self.graph)
             for node in self.graph.nodes.values():
                 if node.op == "repartition-sink":

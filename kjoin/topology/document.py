@@ -7,6 +7,8 @@
     semantics: "4.4"                   # optional; default: the latest Kafka
     key_serde: string                  # string (default: keys as text, 1 and "1" one key) | typed (Python's values)
     schedule: test-driver              # test-driver (default) | timestamp | stages  (kjoin.topology.runtime)
+    processing_exception_handler: fail # fail (default) | continue (3.9+)  (kjoin.topology.handlers)
+    dead_letter_queue: errors          # optional (4.2+): the topic failed records are written to
     topics: {orders: {partitions: 2}}  # optional
     topology:                          # the nodes, in the order they are built
       - {name: orders, stream: orders}
@@ -60,14 +62,16 @@ from .builder import (
     Topology,
 )
 from .functions import FunctionError
-from .graph import TopologyError
+from .graph import Topic, TopologyError
 from .runtime import SCHEDULES
+from .handlers import exception_handling
 from .writer import topology_to_dict  # noqa: F401  (the writing half of the format)
 
 __all__ = ["TopologyScenario", "topology_to_dict", "is_topology_document", "load_topology", "DOCUMENT_FIELDS"]
 
 DOCUMENT_FIELDS = (
     "name", "description", "semantics", "partitions", "key_serde", "schedule", "topics", "topology", "events",
+    "processing_exception_handler", "dead_letter_queue", "global_processing_exception_handler",
 )  # fmt: skip
 OPERATIONS = (
     "stream",
@@ -217,10 +221,32 @@ def _parse(data: Any) -> TopologyScenario:
             f"key_serde: expected {' | '.join(KEY_SERDES)} (string: every key's text, as the harness sends it), got "
             f"{key_serde!r}"
         )
-    topology = Topology(partitions, semantics=era, key_serde=key_serde)
+    handling = exception_handling(
+        era,
+        data.get("processing_exception_handler"),
+        data.get("dead_letter_queue"),
+        data.get("global_processing_exception_handler"),
+        at="{}",
+    )
+    topology = Topology(
+        partitions,
+        semantics=era,
+        key_serde=key_serde,
+        processing_exception_handler=handling.handler,
+        dead_letter_queue=handling.dead_letter_queue,
+        global_processing_exception_handler=handling.global_enabled,
+    )
     handles: dict[str, KStream | KTable] = {}
     for index, node in enumerate(nodes):
         _build_node(topology, handles, node, f"topology[{index}]", topics)
+    dead_letters = handling.dead_letter_queue
+    if dead_letters is not None and dead_letters in topics and dead_letters not in topology.graph.topics:
+        count = topics[dead_letters].get("partitions", partitions)
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_PARTITIONS:
+            raise TopologyError(
+                f"topics.{dead_letters}.partitions: a whole number from 1 to {MAX_PARTITIONS}, got {count!r:.60}"
+            )
+        topology.graph.add_topic(Topic(dead_letters, count))  # the dead-letter queue's partitions, as declared
     events = data.get("events")
     if not isinstance(events, list):
         raise TopologyError("events: expected a list of events like {topic: orders, key: o1, value: A, ts: 1}")

@@ -10,7 +10,9 @@ select_key      ``{field: path}`` the text of a field of the JSON value (``null`
                 ``{map: {old: new}}`` a lookup of the key (a key not listed keeps its key);
                 ``{value: true}`` the value's text (WordCount's ``groupBy((key, word) -> word)``)
 map_values      ``{append: text}`` the value's text with ``text`` appended (null stays null);
-                ``{field: path}`` the text of a field of the JSON value
+                ``{field: path}`` the text of a field of the JSON value;
+                ``{fail_on: text}`` the value unchanged, but a value whose text contains ``text`` makes it throw
+                Java's ``IllegalArgumentException`` (a function that fails, for the processing exception handler)
 filter          ``{key_in: [..]}``, ``{key_not_in: [..]}``, ``{value_not_null: true}`` (a stream's or a
                 table's)
 flat_map_values ``{split: text}`` the value's text cut at every ``text`` as Java's ``String.split`` cuts it
@@ -253,14 +255,30 @@ def value_mapper(spec: Any) -> Function:
         return spec
     if callable(spec):
         return _python(spec, not_a_value)
-    name, arg = _one_entry(spec, "map_values", ("append", "field"))
+    name, arg = _one_entry(spec, "map_values", ("append", "field", "fail_on"))
     if not isinstance(arg, str):
         raise FunctionError(f"map_values.{name}: expected text, got {arg!r:.80}")
+    if name == "fail_on":
+        return Function(lambda value: _fail_on(value, arg), {"fail_on": arg}, f"fail on {arg!r}")
     if name == "append":
         return Function(
             lambda value: None if value is None else render_value(value) + arg, {"append": arg}, f"append {arg!r}"
         )
     return Function(lambda value: string_serde_text(field_of(value, arg)), {"field": arg}, f"the value's {arg} as text")
+
+
+class IllegalArgumentException(ValueError):
+    """What ``map_values {fail_on: text}`` throws: Java's exception, as the harness's mapper throws it, so that the
+    dead-letter queue's ``__streams.errors.exception`` header names the same class."""
+
+    java_class = "java.lang.IllegalArgumentException"
+
+
+def _fail_on(value: Any, text: str) -> Any:
+    """``value``, unless its text contains ``text``: then the mapper throws (a null value passes)."""
+    if value is not None and text in render_value(value):
+        raise IllegalArgumentException(f"fail_on: the value {render_value(value)} contains {text}")
+    return value
 
 
 def predicate(spec: Any) -> Function:

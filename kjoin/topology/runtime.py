@@ -59,7 +59,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS
 
-from ..fates import Fate
+from ..fates import Fate, Reason
 from ..ordering import PartitionGroup, next_task
 from ..joins.aggregate import AggregationError
 from ..joins.stream_stream import InstanceTimes
@@ -69,6 +69,7 @@ from ..state import StateHistory, StateLog
 from .events import input_records
 from .functions import UserFunctionError
 from .graph import VIEW_OPS, Node, TopologyError
+from .handlers import NULL_KEY_IN_GRACE_BUFFER, KafkaException, dead_letter_headers
 from .plain import not_a_key, not_a_value
 from .aggregates import AGGREGATE_OPS, OldValue, WindowedKey, build_aggregate
 from .custom import CUSTOM_OPS, build_custom
@@ -433,21 +434,14 @@ class _Run:
         written: list[TopicRecord] = []
         if record.message is not None:
             fk, _ = self.internal_readers[record.topic]
+            port = "subscription" if record.topic == fk.node.params["subscription_topic"] else "response"
+            rec = Rec(record.key, record.value, record.ts)
             try:
                 outcome = fk.handle_message(record.message, index)
             except (UserFunctionError, AggregationError) as error:
-                self._failed(fk.node, Rec(record.key, record.value, record.ts), error)
-            port = "subscription" if record.topic == fk.node.params["subscription_topic"] else "response"
-            self._report(
-                fk.node,
-                port,
-                Rec(record.key, record.value, record.ts),
-                record.partition,
-                outcome,
-                index,
-                visits,
-                written,
-            )
+                self._handle_error(fk.node, port, rec, error, index, visits, written)
+            else:
+                self._report(fk.node, port, rec, record.partition, outcome, index, visits, written)
         else:
             source = self.sources[record.topic]
             rec = Rec(record.key, record.value, record.ts, record.old, record.has_old)
@@ -478,10 +472,14 @@ class _Run:
                 outcome = self.foreign_keys[node.name].handle_input(port, rec, partition, step)
             else:
                 outcome = self._processor(node, partition).handle(port, rec, step)
-        except (UserFunctionError, AggregationError) as error:
-            self._failed(node, rec, error)
-        if node.op in CHECKED_HERE:
-            self._check_plain(node, rec, outcome)
+            problem = self._check_plain(node, outcome) if node.op in CHECKED_HERE else None
+            if problem is not None:
+                raise problem
+            if outcome.reason is Reason.NULL_KEY_IN_GRACE_BUFFER and self.topology.exception_handling.continues:
+                raise KafkaException(*NULL_KEY_IN_GRACE_BUFFER)  # Kafka's buffer.put throws; the handler catches it
+        except (UserFunctionError, AggregationError, KafkaException) as error:
+            self._handle_error(node, None if port is None else str(port), rec, error, step, visits, written)
+            return
         partners: tuple[int, ...] = ()
         if outcome.forwarded and node.op == "stream-table":
             partners = self._writers(node.params["table"], partition, rec.key)
@@ -496,28 +494,78 @@ class _Run:
         )
 
     # -- a user function's failure: the one place it is decided ---------------------------------------
-    def _check_plain(self, node: Node, rec: Rec, outcome: Outcome) -> None:
-        """Refuse, at the node that made it, a forwarded record whose key the String serde could not write or whose
-        value is not JSON (a set, bytes, an object, NaN or infinity, an integer beyond 64 bits)."""
+    def _check_plain(self, node: Node, outcome: Outcome) -> UserFunctionError | None:
+        """What to refuse, at the node that made it: a forwarded record whose key the String serde could not write
+        or whose value is not JSON (a set, bytes, an object, NaN or infinity, an integer beyond 64 bits)."""
         for made in outcome.forwarded:
             if isinstance(made.key, WindowedKey) and made.key.end_ms > MAX_LONG:
                 window = f"[{made.key.start_ms}, {made.key.end_ms})"
-                self._failed(node, rec, UserFunctionError(
+                return UserFunctionError(
                     f"the window {window}", f"ends past {MAX_LONG}, Kafka's largest timestamp (Kafka's TimeWindow "
                     "refuses it: IllegalArgumentException, the application stops)",
                     fix="give the records timestamps at least a window size below 2^63 - 1",
-                ))  # fmt: skip
+                )  # fmt: skip
             problem = not_a_key(made.key)
             if problem is not None:
-                self._failed(node, rec, UserFunctionError(_function_of(node), f"made the key {problem}"))
+                return UserFunctionError(_function_of(node), f"made the key {problem}")
             problem = not_a_value(made.value)
             if problem is not None:
-                self._failed(node, rec, UserFunctionError(_function_of(node), f"made the value {problem}"))
+                return UserFunctionError(_function_of(node), f"made the value {problem}")
+        return None
+
+    def _handle_error(
+        self,
+        node: Node,
+        port: str | None,
+        rec: Rec,
+        error: Exception,
+        step: int,
+        visits: list[NodeVisit],
+        written: list[TopicRecord],
+        thrower: Node | None = None,
+    ) -> None:
+        """A user function failed while ``node`` handled ``rec`` (``thrower``: the sink child whose partitioner
+        threw): the processing exception handler decides (:mod:`kjoin.topology.handlers`). ``continue`` drops the
+        record at ``node`` (a ``dropped`` visit, and the dead-letter record if there is a queue); ``fail`` stops the
+        run (:meth:`_failed`). A source node catches nothing (Kafka's ``SourceNode`` overrides ``process``): the run
+        stops whatever the handler."""
+        handling = self.topology.exception_handling
+        if not handling.continues or node.op in ("stream", "table", "repartition-source"):
+            self._failed(node, rec, error)
+        cause = getattr(error, "original", None) or error
+        wrote = self._dead_letter(cause, rec.ts, step)
+        written.extend(wrote)
+        what = self._what_failed(thrower or node, error)
+        if thrower is not None:
+            what += f" (in {thrower.name}, a sink, which passes the exception to this node)"
+        text = (
+            f"{what}; the processing exception handler (continue) drops the record here"
+            + (f" and writes it to the dead-letter queue {handling.dead_letter_queue}" if wrote else "")
+            + "."
+        )
+        visits.append(
+            NodeVisit(
+                node.name, node.op, port, rec.key, rec.value, rec.ts, Fate.DROPPED, Reason.PROCESSING_EXCEPTION, text,
+                (), wrote,
+            )
+        )  # fmt: skip
+
+    def _dead_letter(self, error: BaseException, ts: int, step: int) -> tuple[TopicRecord, ...]:
+        """The dead-letter record of the step's record (:data:`current`), if the topology has a queue: the source
+        record's key and value, ``ts`` (the record's as it reached the failing node), Kafka's headers."""
+        topic = self.topology.exception_handling.dead_letter_queue
+        if topic is None:
+            return ()
+        record = self.current
+        value = record.value if record.message is None else record.message.describe()
+        headers = dead_letter_headers(error, record.topic, record.partition, record.offset)
+        return (self._append(topic, record.key, value, ts, None, step, headers),)
 
     def _failed(self, node: Node, rec: Rec, error: Exception) -> Any:
         """A processing error at ``node`` on ``rec`` (the step's record :attr:`current`, as it reached the node):
         kjoin's :class:`ProcessingError`, its cause the function's own exception. This is where a processing
-        exception handler (Kafka's KIP-1033: fail or continue) would decide; kjoin's is ``fail``."""
+        exception handler (Kafka's KIP-1033) said fail, or could not decide (a source node's, a failure it never
+        sees)."""
         record = self.current
         taken = (
             f"{record.topic} partition {record.partition} offset {record.offset}, key {_shown(record.key)}, value "
@@ -526,24 +574,39 @@ class _Run:
         reached = ""
         if (rec.key, rec.value) != (record.key, record.value):
             reached = f" (it reached {node.name} as key {_shown(rec.key)}, value {_shown(rec.value)})"
-        if not isinstance(error, UserFunctionError):
-            what = f"{_function_of(node)} failed: {error}"
-        elif error.function.startswith("the "):
-            what = str(error)
-        elif node.op in ("to", "repartition-sink"):
-            what = f"the partitioner of {node.topic} ({error.function}) {error.problem}"
-        else:  # the node's own function, named by its text
-            what = f"{_function_of(node, error.function)} {error.problem}"
+        what = self._what_failed(node, error)
         fix = getattr(error, "fix", None) or (
             "return a key that is text, a number, a boolean or null, and a value that is JSON"
             if isinstance(error, UserFunctionError) and error.original is None
             else "fix the function, or keep such records out before this node (a filter)"
         )
+        handling = self.topology.exception_handling
+        if node.op in ("stream", "table", "repartition-source"):
+            stops = "a source node catches no exception (Kafka's SourceNode), so the task fails whatever the handler"
+        elif handling.continues:
+            stops = "this failure reaches no processing exception handler"
+        else:
+            stops = "as Kafka's default processing exception handler (fail) does"
+            if handling.dead_letter_queue is not None:
+                stops += f", after writing the record to the dead-letter queue {handling.dead_letter_queue}"
+            if self.topology.semantics.processing_exception_handler:
+                fix += "; or drop such records at this node with processing_exception_handler continue"
         cause = getattr(error, "original", None) or error
         raise ProcessingError(
-            f"node {node.name} ({node.op}): {what}; on the record {taken}{reached}. kjoin stops the run, as Kafka's "
-            f"default processing exception handler does: {fix}"
+            f"node {node.name} ({node.op}): {what}; on the record {taken}{reached}. kjoin stops the run, {stops}: {fix}"
         ) from cause
+
+    def _what_failed(self, node: Node, error: Exception) -> str:
+        """What failed at ``node``, in words: the function by its name and what it did."""
+        if isinstance(error, KafkaException):
+            return f"Kafka's {node.op} processor throws {error.java_class}: {error} (a null key in its grace buffer)"
+        if not isinstance(error, UserFunctionError):
+            return f"{_function_of(node)} failed: {error}"
+        if error.function.startswith("the "):
+            return str(error)
+        if node.op in ("to", "repartition-sink"):
+            return f"the partitioner of {node.topic} ({error.function}) {error.problem}"
+        return f"{_function_of(node, error.function)} {error.problem}"  # the node's own function, named by its text
 
     def _writers(self, node: Node, partition: int, key: Any) -> tuple[int, ...]:
         """The steps that wrote what table ``node`` holds for ``key`` (a join's result: both sides')."""
@@ -587,6 +650,8 @@ class _Run:
         except ProcessingError:
             raise
         except (UserFunctionError, TopologyError) as error:  # a partitioner that raised or named no partition
+            if node.op in ("to", "repartition-sink") and self.topology.exception_handling.continues:
+                raise _SinkFailed(node, rec, error) from error  # a sink catches nothing: its parent decides
             self._failed(node, rec, error)
         written.extend(wrote)
         forwarded = tuple((f.key, f.value, f.ts) for f in outcome.forwarded)
@@ -596,12 +661,19 @@ class _Run:
                 forwarded, wrote, partners,
             )
         )  # fmt: skip
-        for child_rec in outcome.forwarded:
-            for child, child_port in node.children:
-                if child_rec.to is None or child_rec.to == child.name:
-                    self._visit(child, child_port, child_rec, partition, step, visits, written)
+        try:
+            for child_rec in outcome.forwarded:
+                for child, child_port in node.children:
+                    if child_rec.to is None or child_rec.to == child.name:
+                        self._visit(child, child_port, child_rec, partition, step, visits, written)
+        except _SinkFailed as failed:  # Kafka's ProcessorNode of this node catches what its sink child threw
+            if node.op in ("stream", "table", "repartition-source"):
+                self._failed(failed.node, failed.rec, failed.error)
+            self._handle_error(node, port, rec, failed.error, step, visits, written, failed.node)
 
-    def _append(self, topic: str, key: Any, value: Any, ts: int, message: Any, step: int) -> TopicRecord:
+    def _append(
+        self, topic: str, key: Any, value: Any, ts: int, message: Any, step: int, headers: tuple[Any, ...] = ()
+    ) -> TopicRecord:
         old, has_old = None, False
         if isinstance(message, OldValue):  # a table group-by's Change(new, old)
             old, has_old, message = message.value, True, None
@@ -609,9 +681,9 @@ class _Run:
         if self.lean:
             offset = self.written_count[(topic, partition)]
             self.written_count[(topic, partition)] += 1
-            return TopicRecord(topic, partition, offset, key, value, ts, step, None, message, old, has_old)
+            return TopicRecord(topic, partition, offset, key, value, ts, step, None, message, old, has_old, headers)
         records = self.topics[topic][partition]
-        record = TopicRecord(topic, partition, len(records), key, value, ts, step, None, message, old, has_old)
+        record = TopicRecord(topic, partition, len(records), key, value, ts, step, None, message, old, has_old, headers)
         records.append(record)
         return record
 
@@ -677,6 +749,15 @@ class _Run:
         return parent
 
 
+class _SinkFailed(Exception):
+    """A sink's partitioner failed under a handler that continues: the sink node catches nothing, so the exception
+    goes up to the node that forwarded to it (:meth:`_Run._report`), whose handler decides."""
+
+    def __init__(self, node: Node, rec: Rec, error: Exception) -> None:
+        super().__init__(str(error))
+        self.node, self.rec, self.error = node, rec, error
+
+
 def _function_of(node: Node, text: str | None = None) -> str:
     """The user function a node calls (the one named ``text``, if given), named for an error (``the joiner (pair)``,
     ``the select_key function (f)``)."""
@@ -717,7 +798,7 @@ def _step_fate(visits: list[NodeVisit]) -> tuple[Fate, Any]:
     best: dict[Fate, Any] = {}
     wrote = False
     for visit in visits:
-        wrote = wrote or bool(visit.wrote)
+        wrote = wrote or (bool(visit.wrote) and visit.reason is not Reason.PROCESSING_EXCEPTION)
         best[visit.fate] = visit.reason
     for fate in (Fate.JOINED, Fate.BUFFERED):
         if fate in best:

@@ -43,6 +43,9 @@ class TopicRecord:
     old: Any = None
     has_old: bool = False
     """A table group-by's repartition record carries ``Change(new=value, old)``."""
+    headers: tuple[tuple[str, Any], ...] = ()
+    """(name, text or None) of the headers kjoin sets: a dead-letter record's ``__streams.errors.*``
+    (:mod:`kjoin.topology.handlers`); other records carry none."""
 
     def describe(self) -> str:
         """``orders[1]@3 k1:A@5``: topic, partition, offset, key, value, timestamp."""
@@ -64,6 +67,7 @@ class TopicRecord:
             "ts": self.ts,
             "written_at": self.written_at,
             "event": self.event,
+            **({"headers": dict(self.headers)} if self.headers else {}),
         }
 
 
@@ -207,6 +211,18 @@ class TopologyTrace:
     def _is_output(self, topic: str) -> bool:
         known = self.topology.graph.topics.get(topic)
         return known is not None and not known.internal and topic not in self.topology.graph.sources()
+
+    def dropped_records(self) -> dict[tuple[str, str], int]:
+        """How many records each node dropped, by reason: ``{(node, reason): count}`` in the order first seen (what
+        Kafka counts in its ``dropped-records`` metric, named; a processing exception's drops under ``continue``
+        among them)."""
+        counts: dict[tuple[str, str], int] = {}
+        for step in self.steps:
+            for visit in step.visits:
+                if visit.fate is Fate.DROPPED and visit.reason is not None:
+                    key = (visit.node, visit.reason.value)
+                    counts[key] = counts.get(key, 0) + 1
+        return counts
 
     def outputs_by_event(self, topic: str | None = None) -> list[list[TopicRecord]]:
         """Per input event, the outputs it set off (every step its record and the records it caused took)."""

@@ -32,6 +32,10 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
     data: dict[str, Any] = {"partitions": topology.partitions, "semantics": str(topology.semantics)}
     if topology.key_serde != "string":
         data["key_serde"] = topology.key_serde
+    data.update(topology.exception_handling.to_dict())
+    dead_letters = topology.graph.topics.get(topology.exception_handling.dead_letter_queue or "")
+    if dead_letters is not None and dead_letters.partitions != 1:  # a dead-letter queue has one unless declared
+        writer.topics[dead_letters.name] = {"partitions": dead_letters.partitions}
     if writer.topics:
         data["topics"] = writer.topics
     data["topology"] = writer.nodes

@@ -88,6 +88,8 @@ def stage_plan(topology: Any, stage: Stage) -> tuple[Chain | None, str]:
     if stage.cyclic or len(stage.subtopologies) != 1:
         return None, "its sub-topologies send records to each other (a foreign-key join, or a loop)"
     semantics = topology.semantics
+    if topology.exception_handling.continues:  # a chain calls a function on a whole column: no record to drop
+        return None, "its processing exception handler continues: a record whose function throws is dropped at its node"
     if semantics.drops_idempotent_table_updates:
         return None, f"Kafka {semantics} drops idempotent table updates (KIP-557): a table step needs its old value"
     graph = topology.graph

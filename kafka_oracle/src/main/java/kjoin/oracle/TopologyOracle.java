@@ -114,9 +114,15 @@ public final class TopologyOracle {
                     message.append(" at ").append(cause.getStackTrace()[0]);
                 }
             }
+            Object failedAt = result.get("failed_at");
+            Object before = result.get("outputs");
             result.clear();
             result.put("id", id);
             result.put("error", message.toString());
+            if (failedAt != null) {
+                result.put("failed_at", failedAt);
+                result.put("outputs", before);
+            }
         }
         return Json.write(result);
     }
@@ -140,6 +146,18 @@ public final class TopologyOracle {
             props.put("default.dsl.store", "in_memory");
             props.put("dsl.store.suppliers.class",
                 "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers");
+        }
+        // The processing exception handler (KIP-1033, 3.9), its dead-letter queue (KIP-1034, 4.2) and its global
+        // switch (KIP-1270, 4.3), by their config names: kjoin refuses them on the versions without them.
+        if ("continue".equals(document.get("processing_exception_handler"))) {
+            props.put("processing.exception.handler",
+                "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler");
+        }
+        if (document.get("dead_letter_queue") != null) {
+            props.put("errors.dead.letter.queue.topic.name", document.get("dead_letter_queue"));
+        }
+        if (Boolean.TRUE.equals(document.get("global_processing_exception_handler"))) {
+            props.put("processing.exception.handler.global.enabled", true);
         }
         StreamsBuilder builder = Oracle.atLeast(3, 2)
             ? new StreamsBuilder(new org.apache.kafka.streams.TopologyConfig(new org.apache.kafka.streams.StreamsConfig(props)))
@@ -167,7 +185,13 @@ public final class TopologyOracle {
                 Map<String, Object> event = Oracle.map(item);
                 TestInputTopic<String, String> topic = in.get((String) event.get("topic"));
                 long ts = ((Number) event.get("ts")).longValue();
-                topic.pipeInput(Oracle.text(event.get("key")), Oracle.text(event.get("value")), ts);
+                try {
+                    topic.pipeInput(Oracle.text(event.get("key")), Oracle.text(event.get("value")), ts);
+                } catch (RuntimeException failed) {  // the task failed: which event, and what came before it
+                    result.put("failed_at", outputs.size());
+                    result.put("outputs", outputs);
+                    throw failed;
+                }
                 List<List<Object>> emitted = new ArrayList<>();
                 for (Map.Entry<String, TestOutputTopic<String, String>> entry : out.entrySet()) {
                     for (TestRecord<String, String> record : entry.getValue().readRecordsToList()) {
@@ -176,6 +200,9 @@ public final class TopologyOracle {
                         row.add(record.key());
                         row.add(record.value());
                         row.add(record.timestamp());
+                        if (record.headers() != null && record.headers().toArray().length > 0) {
+                            row.add(headers(record.headers()));
+                        }
                         emitted.add(row);
                     }
                 }
@@ -183,6 +210,28 @@ public final class TopologyOracle {
             }
         }
         result.put("outputs", outputs);
+    }
+
+    /** A record's headers as [name, text] pairs; a dead-letter record's stack trace cut to its first line (the
+     *  exception's toString: kjoin has no JVM frames) and its source topic without the application id that
+     *  prefixes an internal topic. */
+    static List<List<Object>> headers(org.apache.kafka.common.header.Headers headers) {
+        List<List<Object>> found = new ArrayList<>();
+        for (org.apache.kafka.common.header.Header header : headers.toArray()) {
+            String text = header.value() == null ? null : new String(header.value(), StandardCharsets.UTF_8);
+            if (text != null && header.key().equals("__streams.errors.stacktrace")) {
+                text = text.split("\\R", 2)[0];
+            }
+            if (text != null && header.key().equals("__streams.errors.topic")
+                    && text.startsWith("kjoin-topology-oracle-")) {
+                text = text.substring("kjoin-topology-oracle-".length());
+            }
+            List<Object> pair = new ArrayList<>();
+            pair.add(header.key());
+            pair.add(text);
+            found.add(pair);
+        }
+        return found;
     }
 
     /** Sub-topologies, and the internal topics their sources read, as Topology.describe() lists them. */
@@ -604,6 +653,13 @@ public final class TopologyOracle {
     }
 
     static String mapValue(Map<String, Object> spec, String value) {
+        if (spec.containsKey("fail_on")) {  // kjoin's map_values {fail_on: text}: a mapper that throws
+            String text = (String) spec.get("fail_on");
+            if (value != null && value.contains(text)) {
+                throw new IllegalArgumentException("fail_on: the value " + value + " contains " + text);
+            }
+            return value;
+        }
         if (spec.containsKey("append")) {
             return value == null ? null : value + spec.get("append");
         }

@@ -1,0 +1,168 @@
+"""What a topology does when one of its user functions throws: Kafka's processing exception handler.
+
+How it works (Kafka 3.9+, KIP-1033; ``ProcessorNode.process``):
+
+* The handler sees an exception a processor throws while it handles a record: a mapper, predicate, key selector,
+  joiner, aggregator or foreign-key extractor that raised (and, in kjoin, one that returned what no serde could
+  write); and Kafka's own ``NullPointerException`` for a null-key record in a left stream-table join's grace buffer
+  (3.7+), which kjoin otherwise skips naming ``null-key-in-grace-buffer``. Not serde errors (the deserialization
+  and production handlers decide those), and not a sink's: a sink node (``to``, a repartition topic) catches
+  nothing, so its partitioner's exception reaches the node that forwarded to it, which hands it to the handler; a
+  source node catches nothing either (kjoin: the run stops).
+* ``fail`` (``LogAndFailProcessingExceptionHandler``, the default): the task fails; kjoin stops the run with its
+  :class:`~kjoin.topology.runtime.ProcessingError` naming node, function and record.
+* ``continue`` (``LogAndContinueProcessingExceptionHandler``): the record goes no further from that node; the
+  node's parent goes on (its other children still get the record), the task's stream time has already advanced
+  (it advances when the task takes the record), and the record counts in ``dropped-records``. kjoin's trace shows a
+  ``dropped`` visit with the reason :attr:`~kjoin.fates.Reason.PROCESSING_EXCEPTION` at that node.
+* ``dead_letter_queue: topic`` (4.2+, KIP-1034, ``errors.dead.letter.queue.topic.name``): both built-in handlers
+  first write the record to that topic (``ExceptionHandlerUtils.buildDeadLetterQueueRecord``): the key and value of
+  the record the task took from its source topic (its raw bytes, whatever the nodes before made of it), the
+  timestamp of the record as it reached the failing node, no partition (the producer's partitioner: murmur2 of the
+  key; kjoin puts a null key in partition 0), the source record's headers, then :data:`DLQ_HEADERS`. With ``fail``
+  the record is written and the task fails; kjoin's error says so.
+* ``global_processing_exception_handler: true`` (4.3+, KIP-1270, ``processing.exception.handler.global.enabled``):
+  the handler also covers the global thread's processors. A kjoin global table runs no user function (it is a
+  ``GlobalKTable`` read from its topic), so nothing there can throw; the setting changes no output and is refused
+  on versions without it. Kafka writes no dead-letter record for a global processor (it logs a warning).
+
+The headers kjoin writes (:func:`dead_letter_headers`) are Kafka's, byte for byte, except the stack trace: Kafka
+writes Java's ``printStackTrace`` (the ``toString()`` line, then one ``\\tat`` line per JVM frame); kjoin writes
+the first line only, as it has no JVM frames. The exception's class of a Python function is its Python name
+(``ValueError``, ``mymodule.MyError``); the vocabulary's ``map_values {fail_on: text}`` throws what the harness's
+mapper throws (``java.lang.IllegalArgumentException``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..semantics import Semantics
+from .graph import TopologyError
+
+__all__ = [
+    "KafkaException",
+    "NULL_KEY_IN_GRACE_BUFFER",
+    "HANDLERS",
+    "ExceptionHandling",
+    "exception_handling",
+    "dead_letter_headers",
+    "DLQ_HEADERS",
+]
+
+HANDLERS = ("fail", "continue")
+"""``processing_exception_handler``: ``LogAndFailProcessingExceptionHandler`` or
+``LogAndContinueProcessingExceptionHandler``."""
+
+DLQ_HEADERS = (
+    "__streams.errors.exception",
+    "__streams.errors.message",
+    "__streams.errors.stacktrace",
+    "__streams.errors.topic",
+    "__streams.errors.partition",
+    "__streams.errors.offset",
+)
+"""The headers Kafka adds to a dead-letter record, in its order (``ExceptionHandlerUtils``)."""
+
+
+@dataclass(frozen=True)
+class ExceptionHandling:
+    """A topology's processing exception handler and dead-letter queue (the defaults: fail, none)."""
+
+    handler: str = "fail"
+    dead_letter_queue: str | None = None
+    global_enabled: bool = False
+
+    @property
+    def continues(self) -> bool:
+        return self.handler == "continue"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document's fields for the settings that are not the defaults."""
+        data: dict[str, Any] = {}
+        if self.handler != "fail":
+            data["processing_exception_handler"] = self.handler
+        if self.dead_letter_queue is not None:
+            data["dead_letter_queue"] = self.dead_letter_queue
+        if self.global_enabled:
+            data["global_processing_exception_handler"] = True
+        return data
+
+
+def exception_handling(
+    semantics: Semantics, handler: Any, dead_letter_queue: Any, global_enabled: Any, at: str = "Topology({}=...)"
+) -> ExceptionHandling:
+    """The settings checked against ``semantics``: kjoin's error naming the field (``at``: where it was given, the
+    field's name in its ``{}``) and the fix."""
+    if handler is None:
+        handler = "fail"
+    if handler not in HANDLERS:
+        raise TopologyError(
+            f"{at.format('processing_exception_handler')}: expected fail or continue, got {handler!r:.60}"
+        )
+    if handler != "fail" and not semantics.processing_exception_handler:
+        raise TopologyError(
+            f"{at.format('processing_exception_handler')}: Kafka {semantics} has no processing exception handler "
+            "(KIP-1033, 3.9): a user function that throws fails the task; choose semantics 3.9 or later, or "
+            "leave it out"
+        )
+    if dead_letter_queue is not None:
+        if not isinstance(dead_letter_queue, str) or not dead_letter_queue:
+            raise TopologyError(
+                f"{at.format('dead_letter_queue')}: a topic's name (text), got {dead_letter_queue!r:.60}"
+            )
+        if not semantics.dead_letter_queue:
+            raise TopologyError(
+                f"{at.format('dead_letter_queue')}: Kafka {semantics} has no dead-letter queue (KIP-1034, 4.2: "
+                "errors.dead.letter.queue.topic.name); choose semantics 4.2 or later, or leave it out"
+            )
+    if global_enabled not in (None, False, True):
+        raise TopologyError(
+            f"{at.format('global_processing_exception_handler')}: true or false, got {global_enabled!r:.60}"
+        )
+    if global_enabled and not semantics.global_processing_exception_handler:
+        raise TopologyError(
+            f"{at.format('global_processing_exception_handler')}: Kafka {semantics} has no such setting "
+            "(KIP-1270, 4.3: processing.exception.handler.global.enabled); choose semantics 4.3 or later, or "
+            "leave it out"
+        )
+    return ExceptionHandling(handler, dead_letter_queue, bool(global_enabled))
+
+
+class KafkaException(Exception):
+    """An exception Kafka's own processor throws where kjoin's goes on: a null-key record reaching a stream-table
+    join's grace buffer (``NullPointerException: key cannot be null``,
+    :attr:`~kjoin.fates.Reason.NULL_KEY_IN_GRACE_BUFFER`). Under ``continue`` the handler drops the record there
+    like any processing exception."""
+
+    def __init__(self, java_class: str, message: str) -> None:
+        super().__init__(message)
+        self.java_class = java_class
+
+
+NULL_KEY_IN_GRACE_BUFFER = ("java.lang.NullPointerException", "key cannot be null")
+"""What Kafka 3.7+ throws for a null-key record in a left stream-table join with a grace period."""
+
+
+def exception_class(error: BaseException) -> str:
+    """The name Kafka's ``__streams.errors.exception`` header would give ``error``: Java's class for the vocabulary's
+    exceptions (``java_class``), else the Python class (a built-in one by its bare name)."""
+    java = getattr(error, "java_class", None)
+    if java is not None:
+        return str(java)
+    kind = type(error)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def exception_message(error: BaseException) -> str | None:
+    """``getMessage()``: the exception's text; ``None`` (a header with a null value) when it has none."""
+    return str(error) if error.args else None
+
+
+def dead_letter_headers(error: BaseException, topic: str, partition: int, offset: int) -> tuple[tuple[str, Any], ...]:
+    """The ``__streams.errors.*`` headers of the dead-letter record for ``error`` on the record the task took from
+    ``topic`` ``partition`` at ``offset`` (see the module docstring for the stack trace)."""
+    name, message = exception_class(error), exception_message(error)
+    first_line = name if message is None else f"{name}: {message}"
+    return tuple(zip(DLQ_HEADERS, (name, message, first_line, topic, str(partition), str(offset))))
