@@ -104,7 +104,7 @@ class TableTableJoin:
     """One task's table-table join of two parents.
 
     The parents are the left and right source tables (``tables``), or for a chained join an
-    upstream join's result on the left (see :mod:`kjoin.joins.topology`). ``sends_old_values``:
+    upstream join's result on the left (see :mod:`kjoin.joins.chains`). ``sends_old_values``:
     this join's results carry ``Change.old`` (and both parents then send old values too).
     """
 
