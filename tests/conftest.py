@@ -14,7 +14,8 @@ Tiers (pytest markers, given here so that a test file needs no marker of its own
 * ``notebook``: the course's notebooks under strict nbval.
 
 A file's tier is :data:`FILE_TIERS`'s; a test of a ``unit`` file that asks for a Spark session, the harness or a
-broker takes that tier instead (:data:`FIXTURE_TIERS`), so a unit file may hold a few judged tests.
+broker takes that tier instead (:data:`FIXTURE_TIERS`), and so does one marked with a tier (``@pytest.mark.oracle``
+on a test that runs the harness itself), so a unit file may hold a few judged tests.
 ``tests/test_tiers.py`` fails when a test file has no tier.
 """
 
@@ -131,6 +132,9 @@ def tier_of(item: pytest.Item) -> str | None:
         return "notebook"
     tier = FILE_TIERS.get(path.name)
     if tier == "unit":
+        for marked in TIERS:
+            if marked != "unit" and item.get_closest_marker(marked) is not None:
+                return marked
         for name in getattr(item, "fixturenames", ()):
             if name in FIXTURE_TIERS:
                 return FIXTURE_TIERS[name]

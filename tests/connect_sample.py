@@ -170,7 +170,7 @@ def check_live_errors(spark) -> dict[str, int]:
     import socket
 
     from kjoin.spark import SparkInputError, from_kafka
-    from kjoin.spark.io import readers
+    from kjoin.spark.io import kafka as kafka_reader
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -181,7 +181,7 @@ def check_live_errors(spark) -> dict[str, int]:
         assert "timeout_ms=2000" in str(error) and nobody in str(error), f"unreachable cluster on Connect: {error}"
     else:
         raise AssertionError("a read of an unreachable cluster on Connect must fail")
-    kafka_format, readers.KAFKA_FORMAT = readers.KAFKA_FORMAT, "kjoin-no-such-kafka-source"
+    kafka_format, kafka_reader.KAFKA_FORMAT = kafka_reader.KAFKA_FORMAT, "kjoin-no-such-kafka-source"
     try:
         from_kafka(spark, bootstrap_servers=nobody, topic="orders")
     except SparkInputError as error:
@@ -189,7 +189,7 @@ def check_live_errors(spark) -> dict[str, int]:
     else:
         raise AssertionError("a session without the Kafka source must say so")
     finally:
-        readers.KAFKA_FORMAT = kafka_format
+        kafka_reader.KAFKA_FORMAT = kafka_format
     return {"live_error_checks": 2}
 
 

@@ -394,6 +394,7 @@ def test_a_wrong_expectation_fails_with_junit_message_and_the_seed_name(exported
     assert '<[("k", "A-b")@4]> but was: <[("k", "A-a")@4]>' in problem
 
 
+@pytest.mark.oracle
 def test_the_fk_inner_join_since_3_9_1_exports_and_passes_against_kafka_streams(tmp_path) -> None:
     """Once refused as the known gap fk-inner-3.9: a foreign-key inner join whose rows keep their foreign key, get
     one or lose it is exported for Kafka 4.4.0 with kjoin's records (no tombstone for the kept key, a join for the

@@ -1,6 +1,6 @@
 """The exporter and the oracle harness build the same topology.
 
-``kjoin export --junit`` writes a scenario's topology as Java (:mod:`kjoin.export.topology`); the harness that
+``kjoin export --junit`` writes a scenario's topology as Java (:mod:`kjoin.export.dsl`); the harness that
 judges kjoin (``kafka_oracle/``'s ``Oracle.build``, driven by ``tests/oracle_check.py``) builds it from the scenario's
 JSON. The two encode the same scenario-to-DSL mapping twice, so this test holds them together: for random scenarios
 of every judging release (the oracle's own generators), one Java class builds each topology both ways against that
@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from kjoin.export.checks import check_expressible, check_aggregate
 from kjoin.export.java import IMPORTS, java_string
 from kjoin.export.judges import JUDGES, WINDOWED_TABLE_JUDGE, ExportError, KafkaJudge, judge_of
-from kjoin.export.topology import aggregate_topology, topology
+from kjoin.export.dsl import aggregate_topology, topology
 from kjoin.scenario import AggregateSpec
 from tests import oracle_check
 

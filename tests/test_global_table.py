@@ -218,6 +218,7 @@ def test_kafka_runs_each_task_with_the_whole_global_topic(built) -> None:
     assert sum(len(step) for step in kafka) == 3 + 1  # three c orders, and o4, the one d order after D arrived
 
 
+@pytest.mark.oracle
 def test_kjoin_export_writes_a_global_table_join_that_kafka_passes(tmp_path) -> None:
     """``kjoin export --junit`` builds ``builder.globalTable`` and the key selector, and the real library agrees with
     kjoin's records (inner and left, by a key selector and by the stream key)."""

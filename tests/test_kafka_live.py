@@ -21,7 +21,7 @@ import pytest
 
 from kjoin.records import Record, Side
 from kjoin.spark import SparkInputError, from_kafka, run_join
-from kjoin.spark.io import readers as readers_module
+from kjoin.spark.io import kafka as kafka_reader
 from kjoin.spark.io import session as session_module
 from tests.kafka_broker import Broker
 from tests.spark_compare import reference_outputs, spark_outputs
@@ -257,7 +257,7 @@ def test_an_unreachable_cluster_fails_within_the_timeout(spark):
 
 def test_a_session_without_the_kafka_source_names_the_set_up(spark, monkeypatch):
     """Spark's own DATA_SOURCE_NOT_FOUND, for a source name no session has, becomes the set-up advice."""
-    monkeypatch.setattr(readers_module, "KAFKA_FORMAT", "kjoin-no-such-kafka-source")
+    monkeypatch.setattr(kafka_reader, "KAFKA_FORMAT", "kjoin-no-such-kafka-source")
     with pytest.raises(SparkInputError) as caught:
         from_kafka(spark, bootstrap_servers="127.0.0.1:9", topic="orders")
     message = str(caught.value)

@@ -233,3 +233,17 @@ def test_a_run_written_with_its_index_reopens_in_a_new_process_without_its_topic
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == expected
+
+
+def test_an_opened_run_answers_from_what_was_written_given_whole_to_its_constructor():
+    from kjoin.spark.io.topic import SparkInputError
+    from kjoin.spark.result import OpenedRun, Written
+
+    outputs, steps, summary = object(), object(), object()
+    run = OpenedRun(None, {}, False, False, "processors", Written("/runs/a", outputs, steps, summary))
+    assert run.path == "/runs/a" and run.written.why_index is None
+    assert run.steps is steps and run.summary() is summary and run.explained_outputs is outputs
+    with pytest.raises(SparkInputError, match="/runs/a has none: write the run with"):
+        run.why_index()
+    with pytest.raises(Exception, match="cannot assign|frozen"):
+        run.written.path = "/elsewhere"  # type: ignore[misc]

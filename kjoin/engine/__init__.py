@@ -42,7 +42,7 @@ from ..joins.global_table import GlobalTableJoin
 from ..joins.options import ForeignKeyOptions
 from ..joins.self_join import OptimizedSelfJoin
 from ..joins.tasks import Tasks
-from ..joins.topology import ResultSink, SelfJoin, StreamChain, TablePipeline
+from ..joins.chains import ResultSink, SelfJoin, StreamChain, TablePipeline
 from ..joins.versioned import VersionedStreamTableJoin, VersionedTableTableJoin
 from ..ordering import ties_taken_first
 from ..records import Output, OutputKind, Record, Side

@@ -14,7 +14,7 @@ refused with an :class:`ExportError` that says why (:func:`export_junit`).
 
 The package, one job a module: :mod:`~kjoin.export.judges` (which release judges a scenario, and what its DSL has,
 read from its :class:`~kjoin.semantics.Semantics`), :mod:`~kjoin.export.checks` (kjoin's expected records, and what
-the DSL and TopologyTestDriver cannot express), :mod:`~kjoin.export.topology` (the scenario's topology in the DSL) and
+the DSL and TopologyTestDriver cannot express), :mod:`~kjoin.export.dsl` (the scenario's topology in the DSL) and
 :mod:`~kjoin.export.junit` (the test class around it); :mod:`~kjoin.export.java` writes Java text.
 """
 

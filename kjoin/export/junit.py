@@ -20,7 +20,7 @@ from .checks import (
 )
 from .java import INDENT, comment, imports, indented, java_long, java_string
 from .judges import WINDOWED_TABLE_JUDGE, ExportError, KafkaJudge, judge_of
-from .topology import aggregate_topology, summed_field, topology
+from .dsl import aggregate_topology, summed_field, topology
 
 __all__ = ["export_junit"]
 

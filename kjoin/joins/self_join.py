@@ -25,6 +25,7 @@ from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
 from ..stores import CLOCK, Clock, WindowStore
+from ..stores.base import Store, owned
 from .context import StepContext
 from .stream_stream import STREAM_TIME, JoinWindows
 from ..times import at
@@ -52,6 +53,10 @@ class OptimizedSelfJoin:
             SELF_WINDOW,
             hides_expired=semantics.window_store_hides_expired,  # always true: the rewrite exists from 3.4
         )
+
+    def state_stores(self) -> tuple[Store, ...]:
+        """Its clock and its one window store."""
+        return owned(self.clock, self.store)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.key is None or record.value is None:

@@ -40,6 +40,7 @@ from ..semantics import Semantics
 from ..state import StateLog
 from ..times import at, moment, span, stamp
 from ..stores import CLOCK, OUTER_BUFFER, BufferedRecord, Clock, OuterJoinBuffer, WindowStore, window_store_name
+from ..stores.base import Store, owned
 from .context import StepContext
 
 __all__ = ["JoinWindows", "StreamStreamJoin", "InstanceTimes", "DEFAULT_GRACE_OF_DEPRECATED_API_MS"]
@@ -136,6 +137,10 @@ class StreamStreamJoin:
         self.times = instance.clock(prefix) if shared else self.clock
         """Kafka's time tracker: stream time and the outer-join buffer's min time (the task's own clock, or the
         instance's, :class:`InstanceTimes`)."""
+
+    def state_stores(self) -> tuple[Store, ...]:
+        """Its clock, the two window stores and the outer-join buffer (3.1+, left and outer joins)."""
+        return owned(self.clock, *self.stores.values(), self.buffer)
 
     # -- the processor ------------------------------------------------------------------
     def process(self, record: Record, ctx: StepContext) -> None:

@@ -25,6 +25,7 @@ from ..semantics import Semantics
 from ..state import StateLog
 from ..times import at
 from ..stores import TableStore
+from ..stores.base import Store, owned
 from .context import StepContext, drop_idempotent_update, drop_null_key_update
 
 __all__ = ["StreamTableJoin"]
@@ -47,6 +48,10 @@ class StreamTableJoin:
         self.variant = Variant(variant)
         self.semantics = semantics
         self.table = table if table is not None else TableStore(log, task, Side.RIGHT, sends_old_values=False)
+
+    def state_stores(self) -> tuple[Store, ...]:
+        """The right table's store (and what it keeps: a versioned store's clock)."""
+        return owned(self.table)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.side is Side.RIGHT:

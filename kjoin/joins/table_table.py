@@ -39,6 +39,7 @@ from ..semantics import Semantics
 from ..state import StateLog
 from ..times import at
 from ..stores import TableStore
+from ..stores.base import Store, owned
 from .context import NO_OLD, Joiner, OldValue, StepContext, drop_idempotent_update, drop_null_key_update
 
 __all__ = ["TableTableJoin"]
@@ -103,7 +104,7 @@ class TableTableJoin:
     """One task's table-table join of two parents.
 
     The parents are the left and right source tables (``tables``), or for a chained join an
-    upstream join's result on the left (see :mod:`kjoin.joins.topology`). ``sends_old_values``:
+    upstream join's result on the left (see :mod:`kjoin.joins.chains`). ``sends_old_values``:
     this join's results carry ``Change.old`` (and both parents then send old values too).
     """
 
@@ -138,6 +139,10 @@ class TableTableJoin:
             if self.sides[side].outer or sends_old_values:  # "nothing before" is known only from old values
                 parent.enable_sending_old_values()
             self.parents[side] = parent
+
+    def state_stores(self) -> tuple[Store, ...]:
+        """Its own source tables (plain or versioned); a parent that is another join keeps its own."""
+        return owned(*self.tables.values())
 
     def enable_sending_old_values(self) -> None:
         """A downstream join needs this join's old values: so do both of its parents."""

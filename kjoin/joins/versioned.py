@@ -42,6 +42,7 @@ from ..records import OutputKind, Record, Side, render_value
 from ..semantics import Semantics
 from ..state import StateLog
 from ..stores import GraceBuffer, GraceBuffered, PutResult, VersionedStore
+from ..stores.base import Store, owned
 from .context import StepContext
 from .options import TableOptions
 from .stream_table import StreamTableJoin
@@ -78,6 +79,10 @@ class VersionedStreamTableJoin(StreamTableJoin):
             )
         super().__init__(log, task, variant, semantics, table)
         self.buffer = None if grace_ms is None else GraceBuffer(log, task, grace_ms)
+
+    def state_stores(self) -> tuple[Store, ...]:
+        """The versioned table's store and the grace buffer (with a grace period), each with its clock."""
+        return owned(self.table, self.buffer)
 
     # -- update state -------------------------------------------------------------------
     def _write(self, record: Record, ctx: StepContext) -> Callable[[], str] | None:

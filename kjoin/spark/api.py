@@ -46,7 +46,7 @@ from .passes import split
 from .passes.merge import HELD_ROWS_CONF, held_rows
 from .passes.plans import Feed, Inputs, execute, odd_keys, paired_results
 from .passes.task import json_text
-from .result import OpenedRun, Rejoin, SparkRun
+from .result import OpenedRun, Rejoin, SparkRun, Written
 from .spec import JoinSpec, join_scenario, refuse_unknown_fields
 from .ties import with_tie_rank
 
@@ -568,23 +568,12 @@ def open_run(where: Any, path: str | None = None, *, spark: Any = None) -> "Spar
             F.lit(0).alias("_tie"),
             F.lit(0).alias("_side_rank"),
         )
-    run = OpenedRun(
+    return OpenedRun(
         records,
-        None,
         scenarios,
         manifest["json_keys"],
         manifest["json_values"],
         manifest["method"],
+        Written(path, outputs, steps, summary, index),
         spark_partitions=manifest.get("spark_partitions"),
     )
-    run.path = path
-    run._why_index = index
-    run._kept.update(
-        {
-            "results": None,
-            ("explained", None): outputs,
-            ("summary", None): summary,
-            "steps": steps,
-        }
-    )
-    return run

@@ -36,7 +36,7 @@ from .keep import kept
 from .manifest import write_manifest
 from .passes.task import json_text
 
-__all__ = ["SparkRun", "OpenedRun", "Rejoin"]
+__all__ = ["SparkRun", "OpenedRun", "Rejoin", "Written"]
 
 _ALL_KEYS = object()
 
@@ -336,10 +336,51 @@ class SparkRun:
         return drill.task_trace(self, partition, scenario, joiner)
 
 
-class OpenedRun(SparkRun):
-    """A run reopened by :func:`open_run`: the frames are what :meth:`SparkRun.write_parquet` wrote."""
+@dataclass(frozen=True)
+class Written:
+    """What :meth:`SparkRun.write_parquet` wrote, as :func:`~kjoin.spark.open_run` reads it back: the frames an
+    :class:`OpenedRun` answers from instead of computing them."""
 
-    path: str = ""
+    path: str
+    """The directory the run was written to (absolute, without a trailing slash)."""
+    explained_outputs: Any
+    """The outputs with their reasons (``outputs/``)."""
+    steps: Any
+    """Every step (``steps/``)."""
+    summary: Any
+    """The counts by reason (``summary/``)."""
+    why_index: Any = None
+    """The why-index (:class:`kjoin.spark.debug.index.WhyIndex`); ``None``: written without ``why_index=True``."""
+
+
+class OpenedRun(SparkRun):
+    """A run reopened by :func:`open_run`: the frames are what :meth:`SparkRun.write_parquet` wrote
+    (:class:`Written`); ``records`` are the index's records in processing order, ``None`` without an index."""
+
+    def __init__(
+        self,
+        records: Any,
+        scenarios: Mapping[int, Scenario],
+        json_keys: bool,
+        json_values: bool,
+        method: str | None,
+        written: Written,
+        *,
+        spark_partitions: int | None = None,
+    ) -> None:
+        super().__init__(records, None, scenarios, json_keys, json_values, method, spark_partitions=spark_partitions)
+        self.written = written
+        self.path = written.path
+        """The directory the run was reopened from."""
+        self._why_index = written.why_index
+        self._kept.update(
+            {
+                "results": None,
+                ("explained", None): written.explained_outputs,
+                ("summary", None): written.summary,
+                "steps": written.steps,
+            }
+        )
 
     @property
     def outputs(self) -> Any:

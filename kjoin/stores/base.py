@@ -19,7 +19,7 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 from ..state import StateLog, StoreId
 
-__all__ = ["StoreKind", "Store", "STORE_KINDS", "kind_of", "sort_key", "type_then_value"]
+__all__ = ["StoreKind", "Store", "STORE_KINDS", "kind_of", "owned", "sort_key", "type_then_value"]
 
 STORE_KINDS: dict[str, type["StoreKind"]] = {}
 """Every kind of store by its ``kind`` name, filled as the store modules are imported."""
@@ -103,6 +103,20 @@ class Store(StoreKind):
     def rows(self) -> list[tuple]:
         """The store's rows now, in header order and the store's order."""
         return self.rows_of(self._log.live.get(self.store, {}))
+
+    def parts(self) -> tuple["Store", ...]:
+        """This store and the stores it keeps for itself (a versioned store's clock), each declared in the log."""
+        return (self,)
+
+
+def owned(*stores: "Store | None") -> tuple[Store, ...]:
+    """The stores a processor keeps, from the stores it holds (``None``: one it does not have): each store's
+    :meth:`Store.parts`, each store once (by its id), in the order given."""
+    found: dict[StoreId, Store] = {}
+    for store in stores:
+        for part in store.parts() if store is not None else ():
+            found.setdefault(part.store, part)
+    return tuple(found.values())
 
 
 def kind_of(store: StoreId) -> type[StoreKind] | None:

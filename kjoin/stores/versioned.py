@@ -150,6 +150,10 @@ class VersionedStore(Store):
         self._history_end: dict[Any, int] = {}  # per key: where Kafka's segments end (the newest record's validTo)
         self._expired_at: int | None = None  # the limit of the last expiry over every key
 
+    def parts(self) -> tuple[Store, ...]:
+        """The store and the clock that keeps its observed stream time."""
+        return (self, self._clock)
+
     @classmethod
     def items(cls, entries: Mapping[Any, Any], limit: int | None = None) -> list[tuple[Any, tuple]]:
         times: dict[Any, list[int]] = {}
@@ -319,6 +323,10 @@ class GraceBuffer(Store):
         self._clock = Clock(log, task)
         self._rows: list[tuple[tuple[int, bytes, int], GraceBuffered]] = []
         self._seq = itertools.count()
+
+    def parts(self) -> tuple[Store, ...]:
+        """The buffer and the clock that keeps its stream time."""
+        return (self, self._clock)
 
     @classmethod
     def row(cls, entry_key: Any, stored: Any) -> tuple:

@@ -26,6 +26,7 @@ from . import fk as debug_fk
 from . import why as debug
 from .audit import partition_of
 from .explain import KEY_TOKENS
+from .kinds import kind_of
 from .repro import record_scenario
 
 if TYPE_CHECKING:
@@ -141,8 +142,9 @@ def why(run: "SparkRun", partition: int, offset: int, side: str, scenario: int, 
     config = scenario_of(run, scenario)
     check_partition(partition, config.partitions)
     check_number("offset", offset)
-    if config.join == "fk":
-        return _why_fk(run, partition, offset, side, scenario, joiner)
+    kind = kind_of(config)
+    if kind.whole_trace is not None:
+        return _why_whole(run, partition, offset, side, scenario, joiner, kind.whole_trace)
     if config.tasks_share_time:
         raise shares_time_error("why", config)
     index = run.why_index()
@@ -265,8 +267,17 @@ def fk_full_trace(run: "SparkRun", scenario: int, joiner: Joiner | None) -> Trac
     return run._fk_traces[scenario]
 
 
-def _why_fk(run: "SparkRun", partition: int, offset: int, side: str, scenario: int, joiner: Joiner | None) -> Any:
-    """:meth:`SparkRun.why` of a foreign-key join: read off the whole scenario's trace (:mod:`kjoin.spark.debug.fk`)."""
+def _why_whole(
+    run: "SparkRun",
+    partition: int,
+    offset: int,
+    side: str,
+    scenario: int,
+    joiner: Joiner | None,
+    diagnose: Callable[[Trace, Any, Any], Any],
+) -> Any:
+    """:meth:`SparkRun.why` of a join whose records cross tasks (a foreign-key join): read off the whole scenario's
+    trace (:mod:`kjoin.spark.debug.fk`) by the kind's ``diagnose``."""
     full = fk_full_trace(run, scenario, joiner)
     step = debug_fk.find_input_step(full, side, partition, offset)
     if step is None:
@@ -278,7 +289,7 @@ def _why_fk(run: "SparkRun", partition: int, offset: int, side: str, scenario: i
         drill = debug_fk.fk_key_trace(full, key, partition)
     else:
         drill = full  # a right record answers every left key that subscribes to it: the whole scenario
-    return replace(debug_fk.diagnose_fk(full, step, drill), repro=full.scenario)
+    return replace(diagnose(full, step, drill), repro=full.scenario)
 
 
 def fk_key_trace(run: "SparkRun", partition: int, key: Any, scenario: int, joiner: Joiner | None) -> Any:

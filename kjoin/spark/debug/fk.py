@@ -15,6 +15,8 @@ scenario runs through the reference engine and the answers are read off its trac
 * :func:`diagnose_fk`: the verdict for one input record, from the chain of messages it set off.
 * :func:`output_reasons`: a ``reason`` for every result (``matched``, ``tombstone`` or, for a
   result with a null right value, the verdict that explains it).
+* :data:`FOREIGN_KEY`: the foreign-key join's entry of :mod:`kjoin.spark.debug.kinds` (the shape of
+  :class:`kjoin.spark.debug.why.JoinVerdicts`), whose verdicts read the whole trace.
 
 Foreign keys are compared by their serialized bytes, as Kafka compares them. No verdict here is
 ``partner-other-partition``: a scenario puts every right record on its key's partition (Kafka's
@@ -35,9 +37,17 @@ from ...scenario import Scenario
 from ...state import DELETED
 from ...stores import CLOCK, IN_FLIGHT, SUBSCRIPTIONS
 from ...trace import Step, StateSnapshot, Trace
-from .why import Diagnosis, KeyTrace, Partner
+from .why import Diagnosis, JoinVerdicts, KeyTrace, Partner
 
-__all__ = ["FkKeyTrace", "fk_key_trace", "left_partitions", "diagnose_fk", "output_reasons", "fk_null_verdicts"]
+__all__ = [
+    "FkKeyTrace",
+    "fk_key_trace",
+    "left_partitions",
+    "diagnose_fk",
+    "output_reasons",
+    "fk_null_verdicts",
+    "FOREIGN_KEY",
+]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -707,3 +717,16 @@ def find_input_step(full: Trace, side: str, partition: int, offset: int) -> Step
         if step.message is None and r.side.value == side and r.partition == partition and r.offset == offset:
             return step
     return None
+
+
+FOREIGN_KEY = JoinVerdicts(
+    "foreign-key",
+    serves=lambda config: config.join == "fk",
+    null_verdicts=fk_null_verdicts,
+    forwards_null_keys=False,
+    audited=False,
+    whole_trace=diagnose_fk,
+)
+"""Foreign-key joins: a left row's lookup crosses tasks, so a record is explained from the whole scenario's trace
+(:func:`diagnose_fk`); a subscription reaches its foreign key wherever the left row is, so no co-partitioning
+verdict applies."""

@@ -17,7 +17,8 @@ from ...fates import Reason
 from ...joins import StreamStreamJoin, StreamTableJoin, TableTableJoin
 from ...joins.versioned import VersionedStreamTableJoin, VersionedTableTableJoin
 from ...scenario import Scenario
-from .fk import fk_null_verdicts
+from .kinds import kind_of
+from .why import TABLE_NULL_VERDICTS, WINDOWED_NULL_VERDICTS
 
 if TYPE_CHECKING:
     from ..result import SparkRun
@@ -41,7 +42,7 @@ def summary_frame(run: "SparkRun") -> Any:
         F.lit(None).cast("string").alias("kind"),
         "reason",
     )
-    audit = run.partitioning_audit() if config is not None and config.join != "fk" else None
+    audit = run.partitioning_audit() if config is not None and kind_of(config).audited else None
     if audit is not None:
         misrouted = audit.filter(F.col("problem") == "misrouted").select(
             F.lit("misrouted").alias("row"),
@@ -78,24 +79,6 @@ def summary_frame(run: "SparkRun") -> Any:
     return explained.union(steps).groupBy("scenario", "partition", "key").agg(*counts)
 
 
-_WINDOWED_VERDICTS = (
-    "partner-never",
-    "partner-null-key",
-    "partner-other-partition",
-    "partner-outside-window",
-    "partner-later",
-    "partner-expired",
-    "unexplained",
-)
-_TABLE_VERDICTS = (
-    "partner-later",
-    "partner-processed-later",
-    "partner-deleted",
-    "partner-never",
-    "partner-null-key",
-    "partner-other-partition",
-    "unexplained",
-)
 _SUMMARISED = ("stream-stream", "stream-table", "table-table", "fk")
 """The joins whose reasons the summary narrows to what their processors declare (others: every reason)."""
 
@@ -114,20 +97,18 @@ def _null_verdicts(config: Scenario | None) -> tuple[str, ...]:
     """The verdicts a null-partner result can have: none for an inner join."""
     if config is None or config.variant == "inner":
         return ()
-    if config.join == "fk":
-        return fk_null_verdicts(config)
-    return _WINDOWED_VERDICTS if config.window is not None else _TABLE_VERDICTS
+    return kind_of(config).null_verdicts(config)
 
 
 def result_reasons(config: Scenario | None) -> list[str]:
     """The reasons :attr:`SparkRun.explained_outputs` can give a result of the join at hand."""
     if config is None:
-        return ["matched", "tombstone", "null-key", *_TABLE_VERDICTS, *_WINDOWED_VERDICTS]
+        return ["matched", "tombstone", "null-key", *TABLE_NULL_VERDICTS, *WINDOWED_NULL_VERDICTS]
+    kind = kind_of(config)
     reasons = ["matched", "tombstone"]
-    if config.join != "fk" and config.variant != "inner" and config.semantics.relaxed_null_keys:
+    if kind.forwards_null_keys and config.variant != "inner" and config.semantics.relaxed_null_keys:
         reasons.append("null-key")
-    if config.join != "fk" and config.window is None:
-        reasons += ["joined-stale", "joined-deleted"]
+    reasons += kind.lookup_verdicts
     return reasons + [v for v in _null_verdicts(config) if v not in reasons]
 
 

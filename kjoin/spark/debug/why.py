@@ -1,9 +1,13 @@
 """Debug your own topics: one key's drill-down and the diagnosis of one record, without running a
 whole Kafka task through the reference engine.
 
-Why one module of this size: every join kind's drill-down and diagnosis follows one shape (the key's records,
-the clock records, the replay, the verdict), written once per kind of join today; folding the kinds into that one
-shape is the way to shrink it, not cutting it by kind.
+Every kind of join is explained in one shape, :class:`JoinVerdicts`: the verdicts its null results can have and the
+two hooks where kinds differ (what the other partitions would have changed, and what the partners in the record's
+own partition say); :func:`diagnose` is the rest, shared. This module holds the primary-key kinds
+(:data:`WINDOWED`, :data:`TABLE`); :mod:`kjoin.spark.debug.fk` the foreign-key one; :mod:`kjoin.spark.debug.kinds`
+lists them all, so a new kind of join is one entry there. Why one module of this size: the drill-down and the
+verdicts share their vocabulary (:class:`Partner`, :class:`Diagnosis`, :class:`KeyTrace`) and the verdicts of both
+primary-key kinds share most of their steps; the foreign-key kind, which reads a whole trace, is apart.
 
 The drill-down of key ``k`` in task ``p`` (:func:`key_trace`) runs only ``k``'s records, plus a
 few of the task's other records that carry its clocks: a join's stream time is the largest
@@ -48,7 +52,7 @@ from ...state import StateHistory, StateLog
 from ...stores import CLOCK
 from ...trace import StateSnapshot, Step, Trace
 
-__all__ = ["KeyTrace", "Diagnosis", "Partner", "VERDICTS", "key_trace", "diagnose"]
+__all__ = ["KeyTrace", "Diagnosis", "Partner", "VERDICTS", "JoinVerdicts", "WINDOWED", "TABLE", "key_trace", "diagnose"]
 
 VERDICTS = (
     "joined",
@@ -503,9 +507,10 @@ def diagnose(
             trace=trace,
         )
     me = Partner(side.value, record.partition, record.offset, record.ts, record.value, task_step, home)
+    kind = verdicts_of(config)
     produced = _produced(trace, step)
     matched = [o for o in produced if o.kind is OutputKind.JOINED]
-    if matched and config.window is None:
+    if matched and kind.looks_up_latest:
         found = _co_partitioning_verdict(
             record, who, other_side, config, task_step, trace, elsewhere, same, me, bool(matched)
         )
@@ -532,7 +537,7 @@ def diagnose(
         o for o in produced if (o.right if side is Side.LEFT else o.left) is None
     ]
     later = _joined_by_later_partner(record, config, step, trace)
-    if (nulls and config.window is None) or (config.window is not None and not matched and later is None):
+    if (nulls and kind.looks_up_latest) or (not kind.looks_up_latest and not matched and later is None):
         found = _co_partitioning_verdict(record, who, other_side, config, task_step, trace, elsewhere, same, me, False)
         if found is not None:
             return found
@@ -685,12 +690,9 @@ def _co_partitioning_verdict(
     if not elsewhere:
         return None
     blame = _Blame(me, who, other_side)
-    if config.window is not None:
-        if joined:
-            return None
-        window = config.window
-        return _windowed_co_partitioning(record, who, other_side, task_step, trace, elsewhere, same, blame, window)
-    return _table_co_partitioning(record, who, other_side, task_step, trace, elsewhere, same, blame, joined)
+    return verdicts_of(config).co_partitioning(
+        record, who, other_side, config, task_step, trace, elsewhere, same, blame, joined
+    )
 
 
 class _Blame:
@@ -717,16 +719,20 @@ def _windowed_co_partitioning(
     record: Record,
     who: str,
     other_side: str,
+    config: Scenario,
     task_step: int | None,
     trace: KeyTrace,
     elsewhere: Sequence[Partner],
     same: Sequence[Partner],
     blame: _Blame,
-    window: Any,
+    joined: bool,
 ) -> Diagnosis | None:
     """A stream-stream record without a partner: one inside its window in another partition, or none inside it
-    anywhere."""
-    lo, hi = _window_bounds(record, window)
+    anywhere (``None`` for a record that joined: a window holds every partner, so another partition's changes
+    nothing it found)."""
+    if joined:
+        return None
+    lo, hi = _window_bounds(record, config.window)
     inside = [p for p in elsewhere if lo <= p.ts <= hi and p.value is not None]
     if inside:
         first = min(inside, key=lambda p: (p.ts, p.partition, p.offset))
@@ -765,6 +771,7 @@ def _table_co_partitioning(
     record: Record,
     who: str,
     other_side: str,
+    config: Scenario,
     task_step: int | None,
     trace: KeyTrace,
     elsewhere: Sequence[Partner],
@@ -867,8 +874,9 @@ def _partner_verdict(
     taken_before: Callable[[int], Partner | None] | None = None,
     next_after: Callable[[int], Partner | None] | None = None,
 ) -> Diagnosis:
-    """The verdict from the other side's records of the key: none here (elsewhere or nowhere), outside the window,
-    expired, deleted before, or processed after the record."""
+    """The verdict from the other side's records of the key: none here (elsewhere or nowhere), or what the kind's
+    :attr:`JoinVerdicts.partners` reads from those in the record's partition (outside the window, expired, deleted
+    before, or processed after the record)."""
     if not same:
         if elsewhere:
             parts = sorted({p.partition for p in elsewhere})
@@ -891,14 +899,29 @@ def _partner_verdict(
             task_step,
             trace=trace,
         )
+    return verdicts_of(config).partners(
+        record, who, other_side, config, step, task_step, trace, same, find_blocker, taken_before, next_after
+    )
+
+
+def _table_partner_verdict(
+    record: Record,
+    who: str,
+    other_side: str,
+    config: Scenario,
+    step: Step,
+    task_step: int | None,
+    trace: KeyTrace,
+    same: Sequence[Partner],
+    find_blocker: Callable[[Partner, int], Partner | None] | None,
+    taken_before: Callable[[int], Partner | None] | None = None,
+    next_after: Callable[[int], Partner | None] | None = None,
+) -> Diagnosis:
+    """A table lookup's partners in the record's partition: deleted before the record, or processed after it."""
     before = [p for p in same if p.step is not None and task_step is not None and p.step < task_step]
     after = [
         p for p in same if p.step is not None and task_step is not None and p.step > task_step and p.value is not None
     ]
-    if config.window is not None:
-        return _windowed_partner_verdict(
-            record, who, other_side, config, step, task_step, trace, same, find_blocker, taken_before, next_after
-        )
     if before:
         last = max(before, key=lambda p: p.step)
         if last.value is None:
@@ -934,11 +957,7 @@ def _windowed_partner_verdict(
     """A stream-stream record's partners in its partition: all outside its window, expired before they were
     processed, processed later, or inside it without joining."""
     window = config.window
-    lo, hi = (
-        (record.ts - window.before_ms, record.ts + window.after_ms)
-        if record.side is Side.LEFT
-        else (record.ts - window.after_ms, record.ts + window.before_ms)
-    )
+    lo, hi = _window_bounds(record, window)
     inside = [p for p in same if lo <= p.ts <= hi and p.value is not None]
     if not inside:
         nearest = min(same, key=lambda p: min(abs(p.ts - lo), abs(p.ts - hi)))
@@ -1138,3 +1157,83 @@ def _tie(
         trace=trace,
         blocker=head,
     )
+
+
+# -- the kinds: what differs between joins, one entry each ------------------------------------------
+@dataclass(frozen=True)
+class JoinVerdicts:
+    """How one kind of join explains its records: the shape every kind fills (:mod:`kjoin.spark.debug.kinds`
+    lists the entries). :func:`diagnose` runs the shared steps (a null key, a null value, a result, a late record,
+    a partner that joined later) and asks the kind's hooks where kinds differ."""
+
+    name: str
+    serves: Callable[[Scenario], bool]
+    """Whether this kind explains the join of ``config`` (the first entry of :data:`kjoin.spark.debug.kinds.KINDS`
+    that serves it does)."""
+    null_verdicts: Callable[[Scenario], tuple[str, ...]]
+    """The verdicts a result with a null partner can have (the summary's columns; an inner join has none)."""
+    lookup_verdicts: tuple[str, ...] = ()
+    """The verdicts of a result that joined something other than what one partition would have given."""
+    forwards_null_keys: bool = True
+    """Whether a left or outer join of this kind forwards a null-key record with null (KIP-962's ``null-key``)."""
+    audited: bool = True
+    """Whether a record of this kind must be in its key's partition (the co-partitioning audit applies)."""
+    looks_up_latest: bool = False
+    """A lookup of the latest value (a table): a record that joined may have joined a stale value, and a null
+    result is checked against the other partitions; ``False``: a window holds every partner in it."""
+    co_partitioning: Callable[..., Diagnosis | None] | None = None
+    """``(record, who, other_side, config, task_step, trace, elsewhere, same, blame, joined)``: the verdict had every
+    record of the key been in one partition, where it differs (``None``: it does not)."""
+    partners: Callable[..., Diagnosis] | None = None
+    """``(record, who, other_side, config, step, task_step, trace, same, find_blocker, taken_before, next_after)``:
+    the verdict read from the other side's records of the key in the record's partition."""
+    whole_trace: Callable[[Trace, Step, Any], Diagnosis] | None = None
+    """``(full, step, drill)``: the verdict of a kind whose records are explained from the whole scenario's trace
+    rather than one task's key drill-down (its records cross tasks); ``None``: :func:`diagnose` with the two hooks
+    above."""
+
+
+WINDOWED_NULL_VERDICTS = (
+    "partner-never",
+    "partner-null-key",
+    "partner-other-partition",
+    "partner-outside-window",
+    "partner-later",
+    "partner-expired",
+    "unexplained",
+)
+TABLE_NULL_VERDICTS = (
+    "partner-later",
+    "partner-processed-later",
+    "partner-deleted",
+    "partner-never",
+    "partner-null-key",
+    "partner-other-partition",
+    "unexplained",
+)
+
+WINDOWED = JoinVerdicts(
+    "windowed",
+    serves=lambda config: config.window is not None,
+    null_verdicts=lambda config: WINDOWED_NULL_VERDICTS,
+    co_partitioning=_windowed_co_partitioning,
+    partners=_windowed_partner_verdict,
+)
+"""Stream-stream joins (a join window, both sides stored in window stores)."""
+
+TABLE = JoinVerdicts(
+    "table",
+    serves=lambda config: config.window is None,
+    null_verdicts=lambda config: TABLE_NULL_VERDICTS,
+    lookup_verdicts=("joined-stale", "joined-deleted"),
+    looks_up_latest=True,
+    co_partitioning=_table_co_partitioning,
+    partners=_table_partner_verdict,
+)
+"""Stream-table and table-table joins (a lookup of the table's latest value, plain or versioned)."""
+
+
+def verdicts_of(config: Scenario) -> JoinVerdicts:
+    """The primary-key kind that explains ``config``'s join (:func:`diagnose` reads one record of a task; a
+    foreign-key join's verdicts read the whole scenario: :data:`kjoin.spark.debug.fk.FOREIGN_KEY`)."""
+    return WINDOWED if WINDOWED.serves(config) else TABLE

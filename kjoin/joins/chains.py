@@ -31,6 +31,7 @@ from ..fates import Fate, Reason
 from ..records import Output, Record, Side, render_value
 from ..state import StateLog
 from ..stores import RecordCache, TableStore, table_store_name
+from ..stores.base import Store, owned
 from .context import StepContext, drop_null_key_update
 from .stream_stream import StreamStreamJoin
 from .table_table import TableTableJoin
@@ -73,6 +74,10 @@ class SelfJoin:
     def __init__(self, join: StreamStreamJoin) -> None:
         self.join = join
 
+    def state_stores(self) -> tuple[Store, ...]:
+        """The join's stores: one window store per side, both holding every record."""
+        return self.join.state_stores()
+
     def process(self, record: Record, ctx: StepContext) -> None:
         parts = []
         for side in (Side.LEFT, Side.RIGHT):
@@ -92,6 +97,10 @@ class StreamChain:
 
     def __init__(self, stages: list[StreamStreamJoin]) -> None:
         self.stages = stages
+
+    def state_stores(self) -> tuple[Store, ...]:
+        """Every stage's stores (each stage keeps its own, named by its place in the chain)."""
+        return owned(*(store for stage in self.stages for store in stage.state_stores()))
 
     def process(self, record: Record, ctx: StepContext) -> None:
         parts: list[tuple[str, StepContext]] = []
@@ -235,6 +244,13 @@ class TablePipeline:
                 self.source_caches[side] = RecordCache(log, task, f"{table_store_name(side)} cache")
         self.commit_every = commit_every
         self._since_commit = 0
+
+    def state_stores(self) -> tuple[Store, ...]:
+        """Every stage's source tables (the right one shared, kept once), the source caches, and the materialized
+        result's store and cache."""
+        result = () if self.result is None else (self.result.store, self.result.cache)
+        stages = (store for stage in self.stages for store in stage.state_stores())
+        return owned(*stages, *self.source_caches.values(), *result)
 
     # -- an input record --------------------------------------------------------------------
     def process(self, record: Record, ctx: StepContext) -> None:
