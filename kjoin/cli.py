@@ -1,5 +1,6 @@
 """The ``kjoin`` command: ``kjoin run SCENARIO``, ``kjoin table …``, ``kjoin export SCENARIO --junit`` and
-``kjoin diff SCENARIO --from 3.0 --to 4.3 [--set window.grace_ms=500]``."""
+``kjoin diff SCENARIO --from 3.0 --to 4.3 [--set window.grace_ms=500]`` (a topology document too, its settings by
+node: ``--set per_hour.grace_ms=0``)."""
 
 from __future__ import annotations
 
@@ -154,7 +155,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         metavar="PATH=VALUE",
         help="a setting changed in the second run, e.g. window.grace_ms=500, right.versioned=true, "
-        "arrival.right.lag_ms=2000 (repeat for several)",
+        "arrival.right.lag_ms=2000; of a topology document, NODE.FIELD: per_hour.grace_ms=0 (repeat for several)",
     )
     differ.add_argument(
         "--format",

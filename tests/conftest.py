@@ -41,6 +41,7 @@ _UNIT = (
     "test_course_make.py",
     "test_course_text.py",
     "test_diff.py",
+    "test_topology_diff.py",
     "test_docs.py",
     "test_emit_on_change.py",
     "test_era_boundaries.py",
