@@ -101,3 +101,23 @@ def test_kjoin_diff_reads_a_topology_file(tmp_path, capsys):
     assert "enriched-orders: null:" in out and "relaxed_null_keys" in out
     assert main(["diff", str(path), "--set", "per_hour.grace_ms=0", "--format", "jsonl"]) == 0
     assert '"rules": ["per_hour.grace_ms"]' in capsys.readouterr().out
+
+
+def test_a_diff_of_one_join_says_it_cannot_see_a_rule_acting_upstream():
+    from kjoin import Scenario
+
+    join = Scenario.from_dict(
+        {
+            "join": "stream-table",
+            "variant": "left",
+            "events": [
+                {"side": "right", "key": "c1", "value": "Alice", "ts": 1},
+                {"side": "left", "key": "c1", "value": "o1", "ts": 2},
+            ],
+        }
+    )
+    text = diff(join, from_="3.6", to="4.4").table()
+    assert "no output changes" in text
+    assert "not seen by this diff of one join: relaxed_null_keys also acts upstream" in text
+    assert "kjoin diff app.yaml" in text
+    assert "not seen" not in diff(APP, from_="3.6", to="4.4").table()

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
-from ...diff import Attribution, Diff, Difference, Outputs, _check_path, compare_outputs
+from ...diff import Attribution, Diff, Difference, Outputs, _check_path, compare_outputs, upstream_notes
 from ...records import Record, Side
 from ...scenario import ScenarioError
 from ...semantics import Semantics, parse_semantics
@@ -276,7 +276,10 @@ class SparkDiff:
         if self._collected is None:
             rows = self.differences.orderBy("scenario", "partition", "step", "side", "offset").collect()
             found = [self._difference(row) for row in rows]
-            self._collected = Diff(self.title, self.before, self.after, found, self.switches, self.runs, self.settings)
+            notes = upstream_notes(self.switches)
+            self._collected = Diff(
+                self.title, self.before, self.after, found, self.switches, self.runs, self.settings, notes
+            )
         return self._collected
 
     def __iter__(self):
