@@ -42,6 +42,7 @@ _UNIT = (
     "test_course_text.py",
     "test_diff.py",
     "test_topology_diff.py",
+    "test_app_papercuts.py",
     "test_docs.py",
     "test_emit_on_change.py",
     "test_era_boundaries.py",

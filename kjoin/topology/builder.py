@@ -601,7 +601,7 @@ class KTable(_Handle):
             node = self._add("table-table", parents, TABLE, name, variant=variant, joiner=fn)
             return KTable(self.topology, node)
         if callable(foreign_key):
-            foreign_key = functions.Function(foreign_key, None, getattr(foreign_key, "__name__", "a Python function"))
+            foreign_key = functions.Function(foreign_key, None, functions.function_name(foreign_key))
         elif not isinstance(foreign_key, str) or not foreign_key:
             raise TopologyError(
                 "foreign_key: a field path into the left values (fk, a.b) or a Python function (left value) -> "

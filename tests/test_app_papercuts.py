@@ -1,0 +1,29 @@
+"""Debugging texts of a whole app: a user's lambda named by where it was defined."""
+
+from __future__ import annotations
+
+import inspect
+
+import kjoin
+from kjoin.topology.functions import function_name
+
+
+def test_a_lambda_is_named_by_the_file_and_line_that_define_it():
+    app = kjoin.Topology(partitions=1)
+    line = inspect.currentframe().f_lineno + 1
+    app.stream("orders").select_key(lambda key, order: order["customer"], name="by-customer").to("out")
+    trace = app.run([{"topic": "orders", "key": "o1", "value": {"customer": "c1"}, "ts": 1}])
+    text = " ".join(visit.explain for step in trace.steps for visit in step.visits)
+    assert f"(the lambda at test_app_papercuts.py:{line})" in text
+    assert "<lambda>" not in text
+
+
+def test_a_named_function_keeps_its_name_and_a_cell_lambda_its_line():
+    def by_customer(key, order):
+        return order["customer"]
+
+    assert function_name(by_customer) == "by_customer"
+    cell = compile("f = lambda v: v\n", "/tmp/ipykernel_4242/1234567.py", "exec")
+    scope: dict = {}
+    exec(cell, scope)
+    assert function_name(scope["f"]) == "the lambda at line 1 of its cell"
