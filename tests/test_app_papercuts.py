@@ -27,3 +27,19 @@ def test_a_named_function_keeps_its_name_and_a_cell_lambda_its_line():
     scope: dict = {}
     exec(cell, scope)
     assert function_name(scope["f"]) == "the lambda at line 1 of its cell"
+
+
+def test_an_aggregate_waiting_for_its_fill_in_is_not_listed_as_not_modelled():
+    import json
+    from pathlib import Path
+
+    fixture = json.loads((Path(__file__).parent / "describe_fixtures" / "kafka-word-count.json").read_text())
+    report = kjoin.Topology.from_describe(fixture["describe_text"]).described.report()
+    assert "0 not modelled, 4 waiting for functions=" in report
+    assert "not modelled:" not in report
+    waiting = report.split("waiting for functions= (built once you fill them in):\n")[1].splitlines()
+    assert (
+        waiting[0].startswith("  KSTREAM-AGGREGATE-0000000005: count or aggregate") and "{'count': True}" in waiting[0]
+    )
+    assert waiting[1].endswith(": downstream of KSTREAM-AGGREGATE-0000000005")
+    assert len(waiting) == 4
