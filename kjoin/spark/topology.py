@@ -193,9 +193,14 @@ def run_topology(
         writers.append(writes)
     if not results:
         results, leaves = [spark.createDataFrame([], ROW_SCHEMA)], []
-    return TopologyRun(
+    found = TopologyRun(
         topology, stages, results, stage_records, global_records, decoding, tasks_on, bases, methods, leaves
     )
+    found.rerun = lambda other: run_topology(
+        spark, other, topics, spark_partitions=spark_partitions, instances=instances, assignment=assignment,
+        method=method,
+    )  # fmt: skip
+    return found
 
 
 _PROCESSING_ERROR = re.compile(
@@ -266,6 +271,9 @@ class TopologyRun:
         self._global_records = global_records
         self._decoding = decoding
         self._traces: dict[tuple[int, str], TopologyTrace] = {}
+        self.rerun: Any = None
+        """``rerun(topology)``: the same topics run through another topology (its rules or settings turned), as
+        :meth:`diff` runs them; set by :func:`run_topology`."""
         graph = topology.graph
         self.output_topics = sorted(
             name for name, topic in graph.topics.items() if not topic.internal and name not in graph.sources()
@@ -325,6 +333,14 @@ class TopologyRun:
         return self.topics.where(F.col("topic").isin(self.output_topics)).select(
             "topic", "partition", "offset", "key", "value", "ts"
         )
+
+    def diff(self, semantics: Any = None, set: Mapping[str, Any] | None = None) -> Any:  # named as kjoin diff --set
+        """``kjoin diff`` of the whole app: every output record that changes when the same topics run through this
+        topology under ``semantics`` (a Kafka version) with ``set`` (``{"per_hour.grace_ms": 0}``: a node's name and
+        its field), each charged to the rule or setting that alone changes it (:mod:`kjoin.spark.debug.app_diff`)."""
+        from .debug.app_diff import app_diff
+
+        return app_diff(self, semantics, set)
 
     # -- the drill-down ---------------------------------------------------------------------------
     def stage_of(self, task: str) -> Stage:

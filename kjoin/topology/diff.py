@@ -22,6 +22,7 @@ aggregate (``counts.grace_ms`` is the ``windowed_by`` node it counts).
 from __future__ import annotations
 
 import copy
+import dataclasses
 from difflib import get_close_matches
 from typing import Any, Mapping
 
@@ -31,7 +32,15 @@ from ..scenario.fields import ScenarioError
 from ..semantics import Semantics, parse_semantics
 from .document import DOCUMENT_FIELDS, OPERATIONS, TopologyScenario
 
-__all__ = ["TopologyDiff", "diff_topology", "setting_location", "outputs_per_event", "apply_settings"]
+__all__ = [
+    "TopologyDiff",
+    "diff_topology",
+    "setting_location",
+    "outputs_per_event",
+    "apply_settings",
+    "retuned",
+    "settings_of_node",
+]
 
 _DOCUMENT_SETTINGS = ("partitions", "schedule", "key_serde")
 """The document's own fields that ``--set`` turns (the others are what a diff compares, or change no output)."""
@@ -264,3 +273,79 @@ def compare_events(first: Mapping[Any, Outputs], second: Mapping[Any, Outputs]) 
         empty = Outputs(step, record, [], [], identity[1])
         found += compare_outputs(old or empty, new or empty, step, from_step)
     return found
+
+
+# -- a built topology with rules and settings turned ----------------------------------------------
+def retuned(topology: Any, semantics: Semantics, settings: Mapping[str, Any]) -> Any:
+    """A copy of the built ``topology`` (a :class:`kjoin.Topology`, from Python or a document) under ``semantics``
+    with ``settings`` turned: ``{"per_hour.grace_ms": 0}`` (a windowed aggregate's window field),
+    ``{"enriched.grace_ms": 5}`` (a stream-table join's grace), ``{"joined.window.after_ms": 10}`` (a stream-stream
+    join's window), ``{"customers.history_retention_ms": 100}`` (a table). What ``build()`` decides from the
+    semantics (a repartition that keeps null keys, KIP-962) is decided again. A path that names no such setting:
+    kjoin's error naming the node's settings."""
+    other = copy.deepcopy(topology)
+    other.semantics = semantics
+    for path, value in settings.items():
+        node_name, *fields = path.split(".")
+        node = other.graph.nodes.get(node_name)
+        if node is None:
+            near = get_close_matches(node_name, list(other.graph.nodes), n=1)
+            hint = f"; did you mean {near[0]}?" if near else ""
+            raise ScenarioError(
+                f"set {path}: the topology has no node {node_name}{hint} (a setting is NODE.FIELD, with the name the "
+                "node was given, e.g. a windowed count's NODE.grace_ms)"
+            )
+        _turn(node, path, fields, value)
+    for node in other.graph.nodes.values():
+        table = node.params.get("table") if node.op == "stream-table" else None
+        if node.params.get("grace_ms") is not None and table is not None:
+            if table.params.get("history_retention_ms") is None:
+                raise ScenarioError(
+                    f"set: {node.name}.grace_ms needs a versioned table (Kafka: KTable must be versioned to use a "
+                    f"grace period in a stream table join); set {table.name}.history_retention_ms too"
+                )
+    other._built = False  # decided again under the new semantics
+    for node in other.graph.nodes.values():
+        node.params.pop("keeps_null_keys", None)
+    return other.build()
+
+
+def settings_of_node(node: Any) -> list[str]:
+    """The fields ``set`` reaches on a built node: its millisecond parameters and its window's fields."""
+    windows = _windows(node.params)
+    found = [name for name, value in node.params.items() if name.endswith("_ms") and not isinstance(value, bool)]
+    for name in windows:
+        fields = [f.name for f in dataclasses.fields(node.params[name]) if f.name.endswith("_ms")]
+        found += fields if len(windows) == 1 else [f"{name}.{field}" for field in fields]
+    return found
+
+
+def _windows(params: Mapping[str, Any]) -> list[str]:
+    """The node's window parameters: dataclasses with millisecond fields (a join's or an aggregate's window)."""
+    return [
+        name
+        for name, held in params.items()
+        if dataclasses.is_dataclass(held)
+        and not isinstance(held, type)
+        and any(f.name.endswith("_ms") for f in dataclasses.fields(held))
+    ]
+
+
+def _turn(node: Any, path: str, fields: list[str], value: Any) -> None:
+    params = node.params
+    windows = _windows(params)
+    if len(fields) == 1 and fields[0] in params and fields[0].endswith("_ms"):
+        params[fields[0]] = value
+        return
+    if len(fields) == 1 and len(windows) == 1:  # per_hour.grace_ms: the one window the node has
+        fields = [windows[0], fields[0]]
+    if len(fields) == 2 and fields[0] in windows:
+        held = params[fields[0]]
+        if fields[1] in {f.name for f in dataclasses.fields(held)} and fields[1].endswith("_ms"):
+            try:
+                params[fields[0]] = dataclasses.replace(held, **{fields[1]: value})
+            except (TypeError, ValueError) as error:
+                raise ScenarioError(f"set {path}={value!r}: {error}") from None
+            return
+    choices = ", ".join(f"{node.name}.{name}" for name in settings_of_node(node)) or "none"
+    raise ScenarioError(f"set {path}: not a setting of node {node.name} ({node.op}); its settings are {choices}")

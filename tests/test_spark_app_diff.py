@@ -1,0 +1,99 @@
+"""``run_topology(...).diff(...)``: the whole app's diff on Spark, the same as ``kjoin diff`` on its document; and a
+join run's diff saying what it cannot see and what to set instead."""
+
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+
+import pytest
+
+from kjoin.diff import diff
+from kjoin.records import render_value
+from kjoin.spark import SparkInputError, Topic, run_join, run_topology
+from kjoin.topology.document import TopologyScenario
+from tests.test_topology_diff import APP
+from tests.topology_spark_check import spark_topics
+
+pytestmark = pytest.mark.spark
+
+STAGES = {**copy.deepcopy(APP), "schedule": "stages"}  # the schedule Spark runs
+
+
+def _split(differences):
+    """(change, topic, key, value, ts) per record: a changed one as removed and added, as the app diff shows it."""
+    found = []
+    for d in differences:
+        for change, record in (("removed", d.before), ("added", d.after)):
+            if record is not None:
+                found.append(
+                    (change, record["topic"], render_value(record["key"]), record["value"], record["ts"], d.rules)
+                )
+    return sorted(found, key=str)
+
+
+def _text(value):
+    return value if isinstance(value, str) or value is None else json.dumps(value, separators=(",", ":"))
+
+
+@pytest.fixture(scope="module")
+def app_run(spark):
+    scenario = TopologyScenario.from_dict(STAGES)
+    return run_topology(spark, scenario.topology, spark_topics(spark, scenario))
+
+
+def test_the_app_diff_on_spark_is_kjoin_diff_of_the_document(app_run):
+    on_spark = app_run.diff(semantics="4.4", set={"per_hour.grace_ms": 0})
+    reference = diff(STAGES, from_="3.6", to="4.4", set={"per_hour.grace_ms": 0})
+    got = sorted(
+        ((d.change, (d.before or d.after)["topic"], (d.before or d.after)["key"], (d.before or d.after)["value"],
+          (d.before or d.after)["ts"], d.rules) for d in on_spark),
+        key=str,
+    )  # fmt: skip
+    want = [(c, t, k, _text(v), ts, rules) for c, t, k, v, ts, rules in _split(reference)]
+    assert got == want
+    assert on_spark.counts() == {"relaxed_null_keys": 2, "per_hour.grace_ms": 1, **{
+        name: 0 for name in on_spark.switches if name not in ("relaxed_null_keys", "per_hour.grace_ms")}}  # fmt: skip
+    assert "enriched-orders" in on_spark.table() and "relaxed_null_keys (2)" in on_spark.table()
+
+
+def test_an_app_setting_the_topology_does_not_have_is_named_before_any_run(app_run):
+    with pytest.raises(SparkInputError, match=r"not a setting of node per_hour .*per_hour\.grace_ms"):
+        app_run.diff(set={"per_hour.grace": 0})
+    with pytest.raises(
+        SparkInputError, match=r"enriched\.grace_ms needs a versioned table.*customers\.history_retention"
+    ):
+        app_run.diff(set={"enriched.grace_ms": 0})
+
+
+def _join_topics(spark):
+    schema = "key string, value string, ts long, partition int, offset long"
+    left = spark.createDataFrame([("c1", json.dumps({"o": 1}), 2, 0, 0)], schema)
+    right = spark.createDataFrame([("c1", json.dumps("Alice"), 1, 0, 0)], schema)
+    return Topic(left, 1, json_values=True, source="orders"), Topic(right, 1, json_values=True, source="customers")
+
+
+def test_a_join_diff_warns_of_the_slow_path_once_and_says_what_it_cannot_see(spark):
+    left, right = _join_topics(spark)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_join(left, right, "stream-table", "left", semantics="3.6")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = result.diff(semantics="4.4")
+        text = found.table()
+    slow = [w for w in caught if w.category.__name__ == "SlowPathWarning"]
+    assert len(slow) == 1
+    assert "not seen by this diff of one join: relaxed_null_keys also acts upstream" in text
+
+
+def test_a_join_diff_says_what_to_set_instead_of_a_window_or_an_unversioned_grace(spark):
+    left, right = _join_topics(spark)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_join(left, right, "stream-table", "left")
+        with pytest.raises(SparkInputError, match=r"has no window .*grace_ms.*right\.versioned.*NODE\.grace_ms"):
+            result.diff(set={"window.grace_ms": 0})
+        with pytest.raises(SparkInputError, match=r"needs a versioned right table.*run_topology\(\.\.\.\)\.diff"):
+            result.diff(grace_ms=0)
