@@ -27,9 +27,8 @@ def _split(differences):
     for d in differences:
         for change, record in (("removed", d.before), ("added", d.after)):
             if record is not None:
-                found.append(
-                    (change, record["topic"], render_value(record["key"]), record["value"], record["ts"], d.rules)
-                )
+                key = None if record["key"] is None else render_value(record["key"])
+                found.append((change, record["topic"], key, record["value"], record["ts"], d.rules))
     return sorted(found, key=str)
 
 
@@ -97,3 +96,41 @@ def test_a_join_diff_says_what_to_set_instead_of_a_window_or_an_unversioned_grac
             result.diff(set={"window.grace_ms": 0})
         with pytest.raises(SparkInputError, match=r"needs a versioned right table.*run_topology\(\.\.\.\)\.diff"):
             result.diff(grace_ms=0)
+
+
+def test_a_reopened_join_run_diffs_from_the_records_it_wrote(spark, tmp_path):
+    from kjoin.spark import open_run
+
+    schema = "key string, value string, ts long, partition int, offset long"
+    left = spark.createDataFrame([("c1", json.dumps({"o": 1}), 2, 0, 0), (None, json.dumps({"o": 2}), 3, 0, 1)], schema)
+    right = spark.createDataFrame([("c1", json.dumps("Alice"), 1, 0, 0)], schema)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_join(
+            Topic(left, 1, json_values=True, source="orders"),
+            Topic(right, 1, json_values=True, source="customers"),
+            "stream-table",
+            "left",
+            semantics="3.6",
+        )
+        result.write_parquet(str(tmp_path / "run"), why_index=True)
+        reopened = open_run(str(tmp_path / "run"), spark=spark)
+        fresh = [
+            (d.change, d.input.offset, d.after and d.after["value"], d.rules) for d in result.diff(semantics="4.4")
+        ]
+        again = [
+            (d.change, d.input.offset, d.after and d.after["value"], d.rules) for d in reopened.diff(semantics="4.4")
+        ]
+    assert again == fresh and len(fresh) == 1 and fresh[0][3] == ("relaxed_null_keys",)
+
+
+def test_an_app_reconciled_with_its_upgraded_output_puts_every_difference_down_to_the_version(spark, app_run):
+    upgraded = TopologyScenario.from_dict({**STAGES, "semantics": "4.4"}).run()
+    rows = [(r.key, _text(r.value), r.ts) for r in upgraded.outputs("enriched-orders")]
+    actual = spark.createDataFrame(rows, "key string, value string, ts long")
+    told_nothing = app_run.reconcile(actual, topic="enriched-orders")
+    assert told_nothing.counts == {"unexplained": 2} and "reconcile that join alone" in str(told_nothing)
+    found = app_run.reconcile(actual, topic="enriched-orders", semantics="4.4")
+    assert found.explained and found.counts == {"version": 2} and found.switches == {"relaxed_null_keys": 2}
+    with pytest.raises(SparkInputError, match=r"name the output topic .*counts, enriched-orders"):
+        app_run.reconcile(actual)
