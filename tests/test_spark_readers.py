@@ -436,12 +436,7 @@ def test_topics_with_different_partition_counts_are_refused(spark, tmp_path):
         match=r"not co-partitioned: the left topic \(.*l-11\.parquet\) has 3 partitions "
         r"and the right \(.*r-11\.parquet\) 4\. .*repartition one topic to 4 partitions",
     ):
-        run_join(
-            from_files(spark, left, partitions=3, partitioner="default"),
-            from_files(spark, right, partitions=4, partitioner="default"),
-            "stream-table",
-            "left",
-        )
+        run_join(from_files(spark, left, partitions=3), from_files(spark, right, partitions=4), "stream-table", "left")
 
 
 def test_partition_counts_taken_from_the_data_must_agree(spark):

@@ -545,17 +545,17 @@ def from_files(
     if value == "json" and str(types.get("value", "")).startswith(_NESTED):
         expected.pop("value")  # nested JSON values: read as their JSON text
     check_columns(raw, expected, path, optional=("partition", "offset"))
-    if "partition" not in types and (partitioner != "default" or partitions is None):
+    if partitioner not in (None, "default") or ("partition" in types and partitioner is not None):
+        raise SparkInputError(
+            f"{path}: partitioner={partitioner!r}: expected 'default' (Kafka's default partitioner), and only for a "
+            "file without a 'partition' column (a file that has one says where each record was)"
+        )
+    if "partition" not in types and (partitioner is None or partitions is None):
         raise SparkInputError(
             f"{path}: no column 'partition' (expected type int): kjoin cannot tell which partition each record was "
             "in, and assigning them by key would hide a record a producer sent to another partition. Add the column "
             "(kcat -f '%p' prints it), or, if every producer used Kafka's default partitioner, say so: "
             "from_files(..., partitions=N, partitioner='default')"
-        )
-    if partitioner not in (None, "default") or ("partition" in types and partitioner is not None):
-        raise SparkInputError(
-            f"{path}: partitioner={partitioner!r}: expected 'default' (Kafka's default partitioner), and only for a "
-            "file without a 'partition' column (a file that has one says where each record was)"
         )
     _check_partitions(partitions, path)
 
