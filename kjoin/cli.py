@@ -1,7 +1,7 @@
 """The ``kjoin`` command: ``kjoin run SCENARIO``, ``kjoin table …``, ``kjoin export SCENARIO --junit``,
-``kjoin diff SCENARIO --from 3.0 --to 4.3 [--set window.grace_ms=500]``, and a whole app over its topics' dumps:
-``kjoin debug APP --topic NAME=PATH … --out RUN`` and ``kjoin why RUN --topic T --partition P --offset N``
-(:mod:`kjoin.topology.debug_cli`)."""
+``kjoin diff SCENARIO --from 3.0 --to 4.3 [--set window.grace_ms=500]`` (a topology document too, its settings by
+node: ``--set per_hour.grace_ms=0``), and a whole app over its topics' dumps: ``kjoin debug APP --topic NAME=PATH …
+--out RUN`` and ``kjoin why RUN --topic T --partition P --offset N`` (:mod:`kjoin.topology.debug_cli`)."""
 
 from __future__ import annotations
 
@@ -156,7 +156,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         metavar="PATH=VALUE",
         help="a setting changed in the second run, e.g. window.grace_ms=500, right.versioned=true, "
-        "arrival.right.lag_ms=2000 (repeat for several)",
+        "arrival.right.lag_ms=2000; of a topology document, NODE.FIELD: per_hour.grace_ms=0 (repeat for several)",
     )
     differ.add_argument(
         "--format",

@@ -39,7 +39,17 @@ from .scenario.model import DOCUMENT_FIELDS
 from .semantics import Semantics, parse_semantics
 from .trace import output_to_dict
 
-__all__ = ["Attribution", "Difference", "Diff", "diff", "MAX_RUNS", "parse_setting", "compare_outputs", "Outputs"]
+__all__ = [
+    "Attribution",
+    "Difference",
+    "Diff",
+    "diff",
+    "MAX_RUNS",
+    "parse_setting",
+    "compare_outputs",
+    "Outputs",
+    "upstream_notes",
+]
 
 MAX_RUNS = 400
 """How many runs the attribution may make before it charges what is left to every switch together."""
@@ -130,6 +140,8 @@ class Diff:
     switches: tuple[str, ...]
     runs: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    """What the diff cannot see (:func:`upstream_notes`), printed under the table."""
 
     def __iter__(self) -> Iterator[Difference]:
         return iter(self.differences)
@@ -166,6 +178,7 @@ class Diff:
             foot.append("charged: " + ", ".join(f"{name} ({count})" for name, count in charged.items()))
         if idle:
             foot.append("no difference charged to: " + ", ".join(idle))
+        foot += self.notes
         if not self.differences:
             return "\n".join([head, "no output changes", *foot])
         rows = []
@@ -203,9 +216,14 @@ def diff(
 ) -> Diff:
     """Every output that changes from ``scenario`` under ``from_`` to ``scenario`` with the settings
     ``set`` (``{"window.grace_ms": 500}``) under ``to``, each charged to the rules and settings that
-    change it. ``scenario``: a :class:`~kjoin.Scenario`, a windowed-table spec, a document or a file path;
+    change it. ``scenario``: a :class:`~kjoin.Scenario`, a windowed-table spec, a document or a file path (a
+    topology document: :func:`kjoin.topology.diff.diff_topology`, ``set`` naming its nodes: ``per_hour.grace_ms``);
     ``from_`` defaults to its own semantics, ``to`` to ``from_``."""
     document, source = _document(scenario)
+    if "topology" in document and "join" not in document:  # a whole app: every output topic of every node
+        from .topology.diff import diff_topology
+
+        return diff_topology(document, from_, to, set, source)
     try:
         first = parse_semantics(document.get("semantics") if from_ is None else from_)
         second = first if to is None else parse_semantics(to)
@@ -234,7 +252,28 @@ def diff(
     title = _title(base)
     names = tuple(name for name, _ in switches)
     after = str(second) + "".join(f" {path}={_setting_text(value)}" for path, value in settings.items())
-    return Diff(title, str(first), after, charged, names, attribution.runs, settings)
+    return Diff(title, str(first), after, charged, names, attribution.runs, settings, upstream_notes(names))
+
+
+UPSTREAM_RULES = {
+    "relaxed_null_keys": "from 3.7 (KIP-962) a repartition topic that feeds a left join keeps the null-key records "
+    "earlier releases dropped before writing it",
+}
+"""The rules that also change what a node upstream of a join writes to the topics the join reads."""
+
+
+def upstream_notes(switches: Any) -> tuple[str, ...]:
+    """What a diff of one join cannot see: a switched rule that also acts upstream of the join (a repartition)
+    changes the join's input topics, which this diff reads unchanged."""
+    notes = []
+    for name in switches:
+        if name in UPSTREAM_RULES:
+            notes.append(
+                f"not seen by this diff of one join: {name} also acts upstream ({UPSTREAM_RULES[name]}); this diff "
+                "joins the same input records again, so if they are an app's repartition topic, diff the whole app: "
+                "kjoin diff app.yaml --from ... --to ..., or run_topology(...).diff(semantics=...)"
+            )
+    return tuple(notes)
 
 
 def parse_setting(text: str) -> tuple[str, Any]:
@@ -260,6 +299,10 @@ def _document(scenario: Any) -> tuple[dict[str, Any], str | None]:
         return scenario.to_dict(), scenario.name
     if isinstance(scenario, AggregateSpec):
         return copy.deepcopy(dict(scenario.data)), scenario.source
+    from .topology.document import TopologyScenario
+
+    if isinstance(scenario, TopologyScenario):
+        return scenario.to_dict(), scenario.name
     if isinstance(scenario, (str, Path)):
         data = read_document(Path(scenario))
         if not isinstance(data, dict):

@@ -128,8 +128,10 @@ def check_run_join(spark, workdir: Path) -> dict[str, int]:
             [(k, None if v is None else json.dumps(v), ts) for k, v, ts, _, _ in rows],
             "key string, value string, ts long",
         ).write.mode("overwrite").parquet(str(workdir / f"{name}.parquet"))
-    left = from_files(spark, str(workdir / "left.parquet"), value="json", partitions=partitions)
-    right = from_files(spark, str(workdir / "right.parquet"), value="json", partitions=partitions)
+    left = from_files(spark, str(workdir / "left.parquet"), value="json", partitions=partitions, partitioner="default")
+    right = from_files(
+        spark, str(workdir / "right.parquet"), value="json", partitions=partitions, partitioner="default"
+    )
 
     result = run_join(left, right, "stream-table", "left")
     expected = reference_outputs(

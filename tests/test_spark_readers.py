@@ -286,11 +286,13 @@ def test_files_with_and_without_partition_and_offset(spark, tmp_path, fmt, with_
         spark,
         write_file(spark, tmp_path, "left", left_rows, fmt, with_partition, with_offset),
         partitions=None if with_partition else partitions,
+        partitioner=None if with_partition else "default",
     )
     right = from_files(
         spark,
         write_file(spark, tmp_path, "right", right_rows, fmt, with_partition, with_offset),
         partitions=None if with_partition else partitions,
+        partitioner=None if with_partition else "default",
     )
     result = run_join(left, right, "stream-table", "left")
     if with_partition:
@@ -316,7 +318,7 @@ def test_files_with_long_keys_use_the_long_serializer_for_the_default_partition(
     spark.createDataFrame([(k, v, ts) for k, v, ts, _, _ in rows], "key long, value string, ts long").write.parquet(
         path
     )
-    topic = from_files(spark, path, partitions=4)
+    topic = from_files(spark, path, partitions=4, partitioner="default")
     got = {r["key"]: r["partition"] for r in topic.frame.collect()}
     assert got == {k: default_partition(k, 4) for k, *_ in rows}
     assert len(set(got.values())) > 1
@@ -482,7 +484,7 @@ def test_a_non_numeric_long_in_a_file_fails_the_job_naming_the_column(spark, tmp
     spark.createDataFrame([("12", "A", 1), ("twelve", "B", 2)], "key string, value string, ts long").coalesce(
         1
     ).write.option("header", "true").csv(path)
-    topic = from_files(spark, path, key="long", partitions=1)
+    topic = from_files(spark, path, key="long", partitions=1, partitioner="default")
     with pytest.raises(Exception, match=r"keys\.csv: column 'key': twelve is not a long; use key='string'"):
         topic.frame.collect()
 
@@ -541,12 +543,20 @@ def test_a_missing_path_is_refused_in_kjoins_words_not_sparks(spark, tmp_path):
         from_kcat(spark, str(tmp_path / "dump.jsonl"))
 
 
-def test_files_without_partition_need_the_partition_count(spark, tmp_path):
+def test_files_without_partition_are_refused_until_told_how_they_were_partitioned(spark, tmp_path):
     path = write_file(spark, tmp_path, "np", LEFT_ROWS, "parquet", False, False)
-    with pytest.raises(
-        SparkInputError, match=r"no column 'partition' \(expected type int\) and no partition count; pass partitions=N"
-    ):
-        from_files(spark, path)
+    says = r"no column 'partition' .* a record a producer sent to another partition.* partitioner='default'"
+    for partitions in (None, 3):
+        with pytest.raises(SparkInputError, match=says):
+            from_files(spark, path, partitions=partitions)
+    with pytest.raises(SparkInputError, match=says):
+        from_files(spark, path, partitioner="default")
+    assert from_files(spark, path, partitions=3, partitioner="default").partitions == 3
+    with pytest.raises(SparkInputError, match=r"partitioner='murmur': expected 'default'"):
+        from_files(spark, path, partitions=3, partitioner="murmur")
+    with_partition = write_file(spark, tmp_path, "wp", LEFT_ROWS, "parquet", True, False)
+    with pytest.raises(SparkInputError, match=r"only for a file without a 'partition' column"):
+        from_files(spark, with_partition, partitioner="default")
 
 
 def test_an_unknown_file_format_is_refused(spark, tmp_path):

@@ -89,8 +89,19 @@ def test_kjoin_run_and_export_junit_take_the_reproduction(diagnosed, tmp_path, c
     assert main(["export", "--junit", str(path)]) == 0
     java = capsys.readouterr().out
     assert "class CustomerInAnotherPartition" in java and "@Test" in java, java[:400]
-    clocks = [e for e in scenario.events if e.key == STAND_IN]
-    assert all(e.partition == diagnosis.record.partition for e in clocks), "clock records stay in the task"
+    clocks = [e for e in scenario.events if isinstance(e.key, str) and e.key.startswith(STAND_IN[:-1])]
+    assert clocks and all(e.partition == diagnosis.record.partition for e in clocks), "clock records stay in the task"
+    assert {e.key for e in clocks} <= {"(other keys, left)", "(other keys, right)"}
+    assert all(e.key.endswith(f"{e.side.value})") for e in clocks), "a stand-in key per side"
+
+
+def test_the_clock_records_of_a_reproduction_join_no_partner(diagnosed):
+    """In the task the clock records were other keys each: in the reproduction a left one never finds a right one."""
+    join, found = diagnosed
+    for cause, diagnosis, _ in found:
+        trace = run(diagnosis.scenario())
+        stand_ins = [o for s in trace.steps for o in s.outputs if str(o.key).startswith(STAND_IN[:-1])]
+        assert all(o.left is None or o.right is None for o in stand_ins), (cause, stand_ins[:3])
 
 
 def test_a_null_key_records_reproduction_is_the_record_alone(diagnosed):

@@ -412,6 +412,42 @@ class OpenedRun(SparkRun):
             raise self._refuse("partitioning_audit() (written without why_index=True)")
         return super().partitioning_audit(partitioner)
 
+    def diff(self, *args: Any, **kwargs: Any) -> Any:
+        """:meth:`SparkRun.diff` of the written run: its input records, which the why-index holds (written with
+        ``why_index=True``), joined again as the run joined them, then diffed (:meth:`joined_again`)."""
+        return self.joined_again().diff(*args, **kwargs)
+
+    def joined_again(self) -> SparkRun:
+        """The run's input topics, read back from its why-index, joined again with :func:`~kjoin.spark.run_join` and
+        the run's scenario (its semantics, window and options): the same outputs, and a run that can be joined again
+        (``diff``, ``with_arrival``, ``reconcile`` with what-ifs)."""
+        from .api import run_join
+        from .io.topic import Topic
+
+        if len(self.scenarios) != 1:
+            raise self._refuse("diff (run_scenarios' runs: diff each scenario with kjoin.diff)")
+        if self.records is None:
+            raise self._refuse("diff (written without why_index=True, which keeps the input records)")
+        config = self.scenarios[0]
+        document = config.to_dict()
+        fixed = ("join", "variant", "semantics", "window", "events", "partitions", "name", "description")
+        options = {name: value for name, value in document.items() if name not in fixed} or None
+        topics = [
+            Topic(
+                self.records.where(F.col("side") == side).select("key", "value", "ts", "partition", "offset"),
+                config.partitions,
+                json_values=self._json_values,
+                source=f"{self.path} ({side} records)",
+            )
+            for side in ("left", "right")
+        ]
+        again = run_join(
+            *topics, config.join, config.variant, semantics=str(config.semantics), window=document.get("window"),
+            options=options, spark_partitions=self.spark_partitions,
+        )  # fmt: skip
+        again.partitioner = self.partitioner
+        return again
+
     def why_index(self, path: str | None = None) -> Any:
         if self._why_index is None:
             raise SparkInputError(

@@ -43,7 +43,7 @@ from __future__ import annotations
 import contextlib
 import re
 from functools import reduce
-from typing import Any, Collection, Iterator, Mapping
+from typing import Any, Callable, Collection, Iterator, Mapping
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
@@ -193,9 +193,17 @@ def run_topology(
         writers.append(writes)
     if not results:
         results, leaves = [spark.createDataFrame([], ROW_SCHEMA)], []
+
+    def rerun(other: Any) -> TopologyRun:
+        return run_topology(
+            spark, other, topics, spark_partitions=spark_partitions, instances=instances, assignment=assignment,
+            method=method,
+        )  # fmt: skip
+
     return TopologyRun(
-        topology, stages, results, stage_records, global_records, decoding, tasks_on, bases, methods, leaves, inputs
-    )
+        topology, stages, results, stage_records, global_records, decoding, tasks_on, bases, methods, leaves, inputs,
+        rerun,
+    )  # fmt: skip
 
 
 _PROCESSING_ERROR = re.compile(
@@ -253,6 +261,7 @@ class TopologyRun:
         methods: Mapping[int, tuple[str, str]] | None = None,
         leaves: Collection[int] = (),
         inputs: Mapping[str, DataFrame] | None = None,
+        rerun: Callable[[Any], TopologyRun] | None = None,
     ) -> None:
         self.topology = topology
         self.inputs = dict(inputs or {})
@@ -269,6 +278,9 @@ class TopologyRun:
         self._global_records = global_records
         self._decoding = decoding
         self._traces: dict[tuple[int, str], TopologyTrace] = {}
+        self.rerun = rerun
+        """``rerun(topology)``: the same topics run through another topology (its rules or settings turned), as
+        :meth:`diff` runs them (:func:`run_topology` gives it)."""
         graph = topology.graph
         self.output_topics = sorted(
             name for name, topic in graph.topics.items() if not topic.internal and name not in graph.sources()
@@ -328,6 +340,25 @@ class TopologyRun:
         return self.topics.where(F.col("topic").isin(self.output_topics)).select(
             "topic", "partition", "offset", "key", "value", "ts"
         )
+
+    def diff(self, semantics: Any = None, set: Mapping[str, Any] | None = None) -> Any:  # named as kjoin diff --set
+        """``kjoin diff`` of the whole app: every output record that changes when the same topics run through this
+        topology under ``semantics`` (a Kafka version) with ``set`` (``{"per_hour.grace_ms": 0}``: a node's name and
+        its field), each charged to the rule or setting that alone changes it (:mod:`kjoin.spark.debug.app_diff`)."""
+        from .debug.app_diff import app_diff
+
+        return app_diff(self, semantics, set)
+
+    def reconcile(
+        self, actual: Any, topic: str | None = None, semantics: Any = None, set: Mapping[str, Any] | None = None
+    ) -> Any:
+        """Match what the application really wrote to the output ``topic`` (``actual``: the topic read with
+        ``from_kafka``/``from_files``, or a frame with ``key, value, ts``) with this run's records of it, and put
+        each difference down to ``set``/``semantics`` (as :meth:`diff` charges them) or leave it unexplained
+        (:mod:`kjoin.spark.debug.app_reconcile`): a :class:`~kjoin.spark.debug.reconcile.Reconciliation`."""
+        from .debug.app_reconcile import app_reconcile
+
+        return app_reconcile(self, actual, topic, semantics, set)
 
     # -- the drill-down ---------------------------------------------------------------------------
     def stage_of(self, task: str) -> Stage:

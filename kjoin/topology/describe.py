@@ -258,6 +258,9 @@ class Need:
 class Refusal:
     node: str
     reason: str
+    fillable: bool = False
+    """Built once ``functions=`` gives what it lacks (an aggregate Kafka names like a count), or downstream of one:
+    waiting for its fill-in, not a processor kjoin cannot model."""
 
 
 @dataclass
@@ -283,18 +286,24 @@ class Description:
 
     def report(self) -> str:
         inside = [name for name in self.inside if name not in self.built]
+        refused = [r for r in self.refused if not r.fillable]
+        waiting = [r for r in self.refused if r.fillable]
         lines = [
             f"from_describe: {len(self.nodes)} processors read: {len(self.built)} built as "
-            f"{len(set(self.built.values()))} kjoin nodes, {len(inside)} inside them, {len(self.refused)} not modelled"
+            f"{len(set(self.built.values()))} kjoin nodes, {len(inside)} inside them, {len(refused)} not modelled"
+            + (f", {len(waiting)} waiting for functions=" if waiting else "")
         ]
         if self.needs:
             lines.append("fill in (functions={processor: ...}):")
             for need in self.needs:
                 state = "given" if need.given else (f"not given: {need.default}" if need.default else "MISSING")
                 lines.append(f"  {need.node}: {need.what} [{state}]")
-        if self.refused:
+        if waiting:
+            lines.append("waiting for functions= (built once you fill them in):")
+            lines += [f"  {r.node}: {r.reason}" for r in waiting]
+        if refused:
             lines.append("not modelled:")
-            lines += [f"  {r.node}: {r.reason}" for r in self.refused]
+            lines += [f"  {r.node}: {r.reason}" for r in refused]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -416,7 +425,10 @@ class _Importer:
         for node in self.order():
             blocked = next((r for r in self.description.refused if r.node in self._inputs(node)), None)
             if blocked is not None:
-                self.description.refused.append(Refusal(node.name, f"downstream of {blocked.node}, not modelled"))
+                if blocked.fillable:
+                    self.description.refused.append(Refusal(node.name, f"downstream of {blocked.node}", True))
+                else:
+                    self.description.refused.append(Refusal(node.name, f"downstream of {blocked.node}, not modelled"))
                 continue
             operation = self.operation(node)
             if operation is None:
@@ -428,7 +440,7 @@ class _Importer:
             try:
                 handle = operation.build(self, node)  # type: ignore[misc]
             except _Refused as refused:
-                self.description.refused.append(Refusal(node.name, str(refused)))
+                self.description.refused.append(Refusal(node.name, str(refused), refused.fillable))
                 continue
             if handle is not None:
                 self.handles[node.name] = handle
@@ -979,7 +991,8 @@ class _Importer:
         if kind is None:
             raise _Refused(
                 f"count or aggregate, which describe() names alike: functions={{{node.name!r}: {{'count': True}}}} "
-                "or {'aggregate': initializer, 'adder': (key, value, agg) -> agg}, with 'windows' if windowed"
+                "or {'aggregate': initializer, 'adder': (key, value, agg) -> agg}, with 'windows' if windowed",
+                fillable=True,
             )
         grouped = self._grouped(node)
         if windows is not None:
@@ -1041,7 +1054,11 @@ def _is_grouped(handle: Any) -> bool:
 
 
 class _Refused(Exception):
-    """A processor kjoin cannot build (the message says why)."""
+    """A processor kjoin cannot build (the message says why); ``fillable``: it can once ``functions=`` fills it in."""
+
+    def __init__(self, message: str, fillable: bool = False) -> None:
+        super().__init__(message)
+        self.fillable = fillable
 
 
 def _splits(node: DescribedNode) -> bool:

@@ -120,7 +120,7 @@ class Function:
 
 def _python(fn: Callable[..., Any], check: Callable[[Any], str | None] | None = None) -> Function:
     """A Python function of the topology, its result held to ``check``."""
-    return Function(fn, None, getattr(fn, "__name__", "a Python function"), check)
+    return Function(fn, None, function_name(fn), check)
 
 
 def guarded(fn: Callable[..., Any], text: str) -> Callable[..., Any]:
@@ -209,7 +209,7 @@ def text_pair_lists(fn: Function) -> Function:
 
 def key_value_mapper(mapper: Any) -> Function:
     """``map``'s function ``(key, value) -> (new key, new value)``: a Python function."""
-    return mapper if isinstance(mapper, Function) else Function(mapper, None, getattr(mapper, "__name__", "a function"))
+    return mapper if isinstance(mapper, Function) else Function(mapper, None, function_name(mapper))
 
 
 def _one_entry(spec: Any, what: str, allowed: tuple[str, ...]) -> tuple[str, Any]:
@@ -431,7 +431,27 @@ def aggregation(kind: str, spec: Any = None) -> Any:
 
 
 def _name_of(fn: Any) -> str:
-    return getattr(fn, "__name__", "a Python function")
+    return function_name(fn)
+
+
+def function_name(fn: Any) -> str:
+    """How texts name a user's Python function: its name (``by_customer``), or, for a lambda or another function
+    without one, where it was defined: ``the lambda at app.py:12``, in a notebook ``the lambda at line 6 of its
+    cell`` (a cell's file name changes with every kernel; its line does not)."""
+    import os
+
+    name = getattr(fn, "__name__", None)
+    if isinstance(name, str) and name.isidentifier():
+        return name
+    code = getattr(fn, "__code__", None)
+    what = "the lambda" if name == "<lambda>" else "the function"
+    if code is None:
+        return f"{what} {type(fn).__name__}" if name is None else f"{what} {name}"
+    path = code.co_filename
+    if "ipykernel_" in path or path.startswith("<ipython-input"):
+        return f"{what} at line {code.co_firstlineno} of its cell"
+    where = path if path.startswith("<") else os.path.basename(path)
+    return f"{what} at {where}:{code.co_firstlineno}"
 
 
 def table_group_by(spec: Any) -> Function:
@@ -511,7 +531,7 @@ def foreign_key_extractor(spec: Any) -> Function:
     field of the JSON value, or the left row's key when the field is absent (a ``BiFunction``)."""
     if callable(spec):
         takes_key = _positional_count(spec) == 2
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"), keys=1 if takes_key else 0)
+        return Function(spec, None, function_name(spec), keys=1 if takes_key else 0)
     name, path = _one_entry(spec, "foreign_key", ("key_or_field",))
     if not isinstance(path, str) or not path:
         raise FunctionError(f"foreign_key.{name}: expected a field path such as customer or a.b, got {path!r:.60}")

@@ -33,6 +33,7 @@ and tests).
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
-from ...diff import Attribution, Diff, Difference, Outputs, _check_path, compare_outputs
+from ...diff import Attribution, Diff, Difference, Outputs, _check_path, compare_outputs, upstream_notes
 from ...records import Record, Side
 from ...scenario import ScenarioError
 from ...semantics import Semantics, parse_semantics
@@ -276,7 +277,10 @@ class SparkDiff:
         if self._collected is None:
             rows = self.differences.orderBy("scenario", "partition", "step", "side", "offset").collect()
             found = [self._difference(row) for row in rows]
-            self._collected = Diff(self.title, self.before, self.after, found, self.switches, self.runs, self.settings)
+            notes = upstream_notes(self.switches)
+            self._collected = Diff(
+                self.title, self.before, self.after, found, self.switches, self.runs, self.settings, notes
+            )
         return self._collected
 
     def __iter__(self):
@@ -373,7 +377,18 @@ def spark_diff(
     run: "SparkRun", semantics: "str | Semantics | None", settings: Mapping[str, Any] | None = None
 ) -> SparkDiff:
     """The differences from ``run`` to the same topics joined under ``semantics`` (default: the run's own) with
-    ``settings`` (``kjoin diff --set`` paths), each charged to the switches that change it."""
+    ``settings`` (``kjoin diff --set`` paths), each charged to the switches that change it. A warning the joins
+    again give (each run's :class:`~kjoin.spark.passes.plans.SlowPathWarning`) is given once per diff."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = _spark_diff(run, semantics, settings)
+    once = {(w.category, str(w.message)): w for w in caught}
+    for category, message in once:
+        warnings.warn(message, category, stacklevel=3)
+    return found
+
+
+def _spark_diff(run: "SparkRun", semantics: "str | Semantics | None", settings: Mapping[str, Any] | None) -> SparkDiff:
     if run.rejoin is None:
         raise SparkInputError(
             "diff: only a run_join result knows its topics to join them again; diff run_scenarios' scenarios one by "
@@ -392,6 +407,7 @@ def spark_diff(
             _check_path(path, document, None)
         except ScenarioError as error:
             raise SparkInputError(str(error)) from None
+        _check_join_setting(config, path, settings)
     switches = [(name, getattr(second, name)) for name in first.switched(second)] + list(settings.items())
     if not switches:
         raise SparkInputError(
@@ -442,6 +458,30 @@ def spark_diff(
 
 def _setting_text(value: Any) -> str:
     return json.dumps(value) if not isinstance(value, str) else value
+
+
+_APP_GRACE = (
+    "a windowed aggregate's grace, or any node's setting downstream of this join, belongs to the whole app: "
+    "run_topology(...).diff(set={'NODE.grace_ms': 0}), or kjoin diff app.yaml --set NODE.grace_ms=0"
+)
+
+
+def _check_join_setting(config: Any, path: str, settings: Mapping[str, Any]) -> None:
+    """A setting this join does not have, refused with what can be set instead (before any join runs)."""
+    if path.startswith("window.") and config.join != "stream-stream":
+        raise SparkInputError(
+            f"diff: set {path}: a {config.join} join has no window (only a stream-stream join's window has "
+            "before_ms, after_ms, grace_ms). A stream-table join's grace is grace_ms, with a versioned right table: "
+            "set={'grace_ms': 0, 'right.versioned': True, 'right.history_retention_ms': 60000}; " + _APP_GRACE
+        )
+    if path == "grace_ms" and config.join == "stream-table":
+        versioned = settings.get("right.versioned", config.right.versioned)
+        if not versioned:
+            raise SparkInputError(
+                "diff: set grace_ms: a stream-table join's grace needs a versioned right table (Kafka: KTable must be "
+                "versioned to use a grace period); add 'right.versioned': True and 'right.history_retention_ms' (at "
+                "least the grace) to set=; " + _APP_GRACE
+            )
 
 
 def _try(join: Callable[..., Any], semantics: Semantics, settings: Mapping[str, Any]) -> Any:

@@ -47,7 +47,7 @@ from .diff import spark_diff
 if TYPE_CHECKING:
     from ..result import SparkRun
 
-__all__ = ["Reconciliation", "reconcile", "setting_paths", "CATEGORIES", "DIFFERENCE_COLUMNS"]
+__all__ = ["Reconciliation", "reconcile", "setting_paths", "lags_to_try", "CATEGORIES", "DIFFERENCE_COLUMNS"]
 
 CATEGORIES = ("arrival", "configuration", "version", "configuration+version", "unseen-records", "unexplained")
 """What a difference is put down to, in the order they are tried."""
@@ -172,6 +172,11 @@ class Reconciliation:
     switches: dict[str, int] = field(default_factory=dict)
     """Per setting (``kjoin diff --set`` path) or rule of :mod:`kjoin.semantics`, how many outputs differ that are
     charged to it (an output charged to two counts under both)."""
+    lags_to_try: tuple[dict[str, Any], ...] = ()
+    """When the arrival given explains some differences and others are left unexplained: the ``arrival=`` of the
+    larger lags to try next (:func:`lags_to_try`), in order."""
+    suggestion: str = ""
+    """Why those lags, in a sentence (printed by :meth:`__str__`)."""
 
     @property
     def explained(self) -> bool:
@@ -193,11 +198,63 @@ class Reconciliation:
                     f"{example['key']!r}, value {example['value']!r}, ts {example['ts']}: the app wrote it "
                     f"{_times(example['actual'])}, kjoin {_times(example['predicted'])}{charged}."
                 )
+        if self.suggestion:
+            lines.append(self.suggestion)
         return "\n".join(lines)
 
 
 def _times(n: int) -> str:
     return {0: "never", 1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
+LAG_FACTORS = (2, 4, 8)
+"""How much larger than the lag given the lags :func:`lags_to_try` suggests are."""
+
+
+def lags_to_try(arrival: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ``arrival=`` of the lags :data:`LAG_FACTORS` times those of ``arrival`` (every side and partition
+    scaled together): what to try when a lag explains some differences and leaves others."""
+
+    def scaled(value: Any, factor: int) -> Any:
+        if isinstance(value, Mapping):
+            return {name: scaled(inner, factor) for name, inner in value.items()}
+        return value * factor if isinstance(value, int) and not isinstance(value, bool) else value
+
+    return [scaled(arrival, factor) for factor in LAG_FACTORS]
+
+
+def _lag_text(arrival: Mapping[str, Any]) -> str:
+    from ...times import duration
+
+    parts = []
+    for side, lag in arrival.items():
+        if not isinstance(lag, Mapping):
+            continue
+        if "lag_ms" in lag:
+            parts.append(f"{side} {duration(lag['lag_ms'])}")
+        for partition, ms in (lag.get("partitions") or {}).items():
+            parts.append(f"{side} partition {partition} {duration(ms)}")
+    return ", ".join(parts) or repr(dict(arrival))
+
+
+def _lag_suggestion(arrival: Mapping[str, Any], explained: int, unexplained: int, joined_more: int) -> str:
+    """Why to try larger lags: the lag given explains some differences, not all."""
+    lags = lags_to_try(arrival)
+    return (
+        f"The lag given ({_lag_text(arrival)}) explains {explained} differing output{'s' if explained != 1 else ''} "
+        f"and leaves {unexplained}. A lag explains a record only if its partner arrived less than the lag late, so "
+        "the smallest lag that explains some records (smallest_lag's) can be too small for others"
+        + (
+            f": {joined_more} of those left are outputs kjoin still writes that the app did not (a partner found "
+            "that the app's lagging task had not read yet), what a longer lag removes"
+            if joined_more
+            else ""
+        )
+        + ". Try larger lags next, in this order: "
+        + "; ".join(f"arrival={lag} ({_lag_text(lag)})" for lag in lags)
+        + " (reconcile(actual, arrival=...) with each; the differences a larger lag explains are arrival, and one "
+        "that explains them all is the app's lag at least)."
+    )
 
 
 def reconcile(
@@ -261,6 +318,14 @@ def reconcile(
     ).first()
     spark = rows.sparkSession
     differences = spark.createDataFrame(collected, rows.schema) if collected else spark.createDataFrame([], rows.schema)
+    suggested: tuple[dict[str, Any], ...] = ()
+    suggestion = ""
+    if arrival is not None and counts.get("arrival") and counts.get("unexplained"):
+        joined_more = sum(
+            max(row["predicted"] - row["actual"], 0) for row in collected if row["category"] == "unexplained"
+        )
+        suggested = tuple(lags_to_try(arrival))
+        suggestion = _lag_suggestion(arrival, counts["arrival"], counts["unexplained"], joined_more)
     return Reconciliation(
         int(totals["matched"] or 0),
         int(totals["actual"] or 0),
@@ -269,4 +334,6 @@ def reconcile(
         counts,
         found,
         per_switch,
+        suggested,
+        suggestion,
     )

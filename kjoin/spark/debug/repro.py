@@ -4,9 +4,9 @@
 reference engine (``kjoin.run``, ``kjoin run``), the Stepper (``Stepper(kjoin.run(s))``) and ``kjoin export --junit``
 take (``s.to_dict()`` is its YAML document):
 
-* the key's records in its task and the task's *clock records* (other keys' records that move stream time, under one
-  stand-in key, ``(other keys)``, as the drill-down runs them: :mod:`kjoin.spark.debug.why`), listed in the task's
-  processing order with their partitions and offsets;
+* the key's records in its task and the task's *clock records* (other keys' records that move stream time, under a
+  stand-in key per side, ``(other keys, left)`` and ``(other keys, right)``, so that they never join each other), listed
+  in the task's processing order with their partitions and offsets;
 * the key's records of the other side in other partitions (a co-partitioning verdict's cause), each in its own
   partition, so it is in another task there too;
 * the null-key record a ``partner-null-key`` verdict names.
@@ -30,14 +30,20 @@ from ...scenario import Event, Scenario
 __all__ = ["STAND_IN", "record_scenario"]
 
 STAND_IN = "(other keys)"
-"""The key the clock records carry in a reproduction (a string key's; an integer key's stand-in is a neighbour)."""
+"""What the clock records' keys in a reproduction start with: ``(other keys, left)`` and ``(other keys, right)`` for
+a string key (an integer key's stand-ins are neighbours). One per side, so that a left clock record never joins a
+right one: in the task they were other keys each, most of which never met."""
 
 
-def _readable(stand_in: Any, key: Any) -> Any:
-    """The clock records' key as a reproduction shows it: :data:`STAND_IN` for a string key."""
+def _readable(stand_in: Any, key: Any, side: Side) -> Any:
+    """A clock record's key as a reproduction shows it: :data:`STAND_IN` and its side for a string key; for an
+    integer key the drill-down's stand-in (left) and the next one away from the key (right)."""
     if not isinstance(key, str) and key is not None:
-        return stand_in
-    return STAND_IN if key != STAND_IN else f"{STAND_IN} 2"
+        if side is Side.LEFT:
+            return stand_in
+        return stand_in + 1 if stand_in > key else stand_in - 1
+    readable = f"{STAND_IN[:-1]}, {side.value})"
+    return readable if key != readable else f"{readable} 2"
 
 
 def record_scenario(
@@ -57,7 +63,9 @@ def record_scenario(
     so what ``kjoin export --junit`` takes; the records of other partitions are left out, as the task never sees
     them."""
     clock = stand_in is not None
-    events = [replace(e, key=_readable(stand_in, key)) if clock and e.key == stand_in != key else e for e in replay]
+    events = [
+        replace(e, key=_readable(stand_in, key, e.side)) if clock and e.key == stand_in != key else e for e in replay
+    ]
     seen = {(e.side.value, e.partition, e.offset) for e in events}
     for partner, partner_key in sorted(extra, key=lambda pair: (pair[0].partition, pair[0].side, pair[0].offset)):
         where = (partner.side, partner.partition, partner.offset)

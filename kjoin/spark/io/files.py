@@ -1,8 +1,11 @@
 """Topics from files: Parquet, CSV (with a header) or JSON lines, with columns ``key, value, ts`` and
 optionally ``partition, offset``.
 
-Files without a ``partition`` column get Kafka's default partition (murmur2 of the serialized key,
-:mod:`kjoin.partitioner`; a null key goes to partition 0), which needs the topic's ``partitions=N``.
+Files without a ``partition`` column are refused unless the caller says how they were partitioned:
+``partitioner="default"`` (every producer used Kafka's default partitioner) gives each record murmur2 of its
+serialized key (:mod:`kjoin.partitioner`; a null key goes to partition 0) with the topic's ``partitions=N``.
+Assigned silently, a record a producer sent to another partition would be moved back where its key belongs, and
+the misrouted-record cause with it.
 Files without an ``offset`` column get offsets in input order: files in name order (``part-00000…`` as
 Spark wrote them), rows in file order, counted per partition from 0.
 """
@@ -51,14 +54,16 @@ def from_files(
     key: Deserializer | None = None,
     options: Mapping[str, Any] | None = None,
     check: bool = True,
+    partitioner: Literal["default"] | None = None,
 ) -> Topic:
     """A topic from Parquet, CSV (with a header) or JSON-lines files with columns
     ``key, value, ts`` and optionally ``partition, offset``.
 
     ``ts`` is milliseconds (an integer) or a timestamp. ``key``/``value``: ``None`` keeps
     the stored type (a string, or an integer read as a long; values may also be doubles),
-    or a deserializer: ``"string"``, ``"long"``, ``"json"``. Without ``partition`` the
-    records are assigned with Kafka's default partitioner (then ``partitions`` is required);
+    or a deserializer: ``"string"``, ``"long"``, ``"json"``. Without ``partition`` say how the
+    records were partitioned: ``partitioner="default"`` and ``partitions=N`` assign them with
+    Kafka's default partitioner;
     without ``offset`` a record's offset is its rank within its partition in input order
     (see the module docstring).
 
@@ -78,11 +83,17 @@ def from_files(
     if value == "json" and str(types.get("value", "")).startswith(_NESTED):
         expected.pop("value")  # nested JSON values: read as their JSON text
     check_columns(raw, expected, path, optional=("partition", "offset"))
-    if "partition" not in types and partitions is None:
+    if partitioner not in (None, "default") or ("partition" in types and partitioner is not None):
         raise SparkInputError(
-            f"{path}: no column 'partition' (expected type int) and no partition count; "
-            "pass partitions=N so that kjoin assigns "
-            f"partitions with Kafka's default partitioner, or add the column"
+            f"{path}: partitioner={partitioner!r}: expected 'default' (Kafka's default partitioner), and only for a "
+            "file without a 'partition' column (a file that has one says where each record was)"
+        )
+    if "partition" not in types and (partitioner is None or partitions is None):
+        raise SparkInputError(
+            f"{path}: no column 'partition' (expected type int): kjoin cannot tell which partition each record was "
+            "in, and assigning them by key would hide a record a producer sent to another partition. Add the column "
+            "(kcat -f '%p' prints it), or, if every producer used Kafka's default partitioner, say so: "
+            "from_files(..., partitions=N, partitioner='default')"
         )
     _check_partitions(partitions, path)
 

@@ -25,11 +25,11 @@ Deserializers (``key=`` and ``value=``):
   JSON files and kcat dumps a nested object (``"value": {"fk": "Y"}``) is read as its JSON
   text.
 
-Files without a ``partition`` column get Kafka's default partition (murmur2 of the
-serialized key, :mod:`kjoin.partitioner`; a null key goes to partition 0), which needs the
-topic's ``partitions=N``. Files without an ``offset`` column get offsets in input order:
-files in name order (``part-00000…`` as Spark wrote them), rows in file order, counted per
-partition from 0.
+Files without a ``partition`` column are refused unless the caller says how they were
+partitioned (``partitioner="default"`` with ``partitions=N``: murmur2 of the serialized key,
+:mod:`kjoin.partitioner`; see :mod:`kjoin.spark.io.files`). Files without an ``offset``
+column get offsets in input order: files in name order (``part-00000…`` as Spark wrote them),
+rows in file order, counted per partition from 0.
 """
 
 from __future__ import annotations
