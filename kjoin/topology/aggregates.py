@@ -68,15 +68,30 @@ class WindowedKey(str):
 
 class _AggregateTable:
     """What a join reads an aggregate through (its value getter), and whether it sends old values (Kafka's
-    ``sendOldValues``: on when a table join or a table group-by reads the aggregate)."""
+    ``sendOldValues``: on when a table join or a table group-by reads the aggregate).
 
-    def __init__(self, store: AggregateStore | None, node: Node) -> None:
+    A windowed aggregate is read by its :class:`WindowedKey`, as Kafka's windowed value getters read
+    ``Windowed<K>``: tumbling, hopping and sliding windows fetch the key's window by its start
+    (``windowStore.fetch(key, start)``: the stored aggregate and timestamp, nothing for a window behind the store's
+    retention); session windows fetch the exact session (``fetchSession(key, start, end)``) with the session's end as
+    its timestamp (``KStreamSessionWindowAggregate``'s getter)."""
+
+    def __init__(self, store: AggregateStore | None, node: Node, windowed: Any = None) -> None:
         self.store = store
+        self.windowed = windowed
         self.sends_old_values = any(child.op in OLD_VALUE_READERS for child, _ in node.children)
 
     def get(self, key: Any) -> Any:
-        assert self.store is not None, "a windowed aggregate is read by its windows"
-        return self.store.get(key)
+        if self.windowed is None:
+            assert self.store is not None
+            return self.store.get(key)
+        assert isinstance(key, WindowedKey), "a windowed aggregate is read by a windowed key (graph.windowed_table)"
+        if isinstance(self.windowed, SessionAggregate):
+            for start, end, agg, _ts in self.windowed.store.find_sessions(key.key, key.end_ms, key.start_ms):
+                if (start, end) == (key.start_ms, key.end_ms):
+                    return (agg, end)
+            return None
+        return self.windowed.store.fetch(key.key, key.start_ms)
 
     def enable_sending_old_values(self) -> None:
         self.sends_old_values = True
@@ -112,7 +127,7 @@ class StreamAggregate(NodeProcessor):
             self.store = None
         else:
             self.store = AggregateStore(log, partition, "aggregate store")
-        self.table = _AggregateTable(self.store, node)
+        self.table = _AggregateTable(self.store, node, self.windowed)
         self.writers: dict[Any, int] = {}
         """group -> the step that last updated its aggregate (for ``why``)."""
 

@@ -450,6 +450,7 @@ class KStream(_Handle):
                 raise TopologyError("a stream-table join has no window; leave window out")
             right = other.node
             _check_versioned(self.topology, right)
+            _check_windowed_keys(f"{variant} join", self.node, right, False)
             if grace_ms is not None:
                 if not self.topology.semantics.stream_table_grace:
                     raise TopologyError(
@@ -594,6 +595,7 @@ class KTable(_Handle):
                 "own copy of each table); join the table itself"
             )
         _check_versioned(self.topology, self.node, other.node)
+        _check_windowed_keys(f"{variant} join", self.node, other.node, foreign_key is not None)
         parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]
         if foreign_key is None:
             if partitioner is not None or other_partitioner is not None:
@@ -656,6 +658,38 @@ class KTable(_Handle):
     ) -> None:
         """``to_stream().to(topic)``."""
         _sink(self.to_stream(), topic, partitions, partitioner, name)
+
+
+def windowed_table(node: Node) -> bool:
+    """Is ``node`` keyed by ``Windowed<K>``: a windowed aggregate, a stream or table derived from one key for key
+    (filter, mapValues, toStream, ...), or a table join of two of them?"""
+    seen: set[str] = set()
+    while node.name not in seen:
+        seen.add(node.name)
+        if node.op == "aggregate":
+            return node.params.get("windows") is not None
+        if node.key_changed or not node.parents or node.op in ("table-aggregate", "fk", "stream-global"):
+            return False
+        node = node.parents[0]
+    return False  # pragma: no cover - a graph has no cycle through its first parents
+
+
+def _check_windowed_keys(op: str, left: Node, right: Node, foreign_key: bool) -> None:
+    """A windowed table joins a windowed table by ``Windowed<K>`` (Kafka's windowed value getters); a windowed and a
+    plain side have keys of two types, which Kafka's serdes would fail on at run time: kjoin's error, naming both."""
+    left_windowed, right_windowed = windowed_table(left), windowed_table(right)
+    if foreign_key and (left_windowed or right_windowed):
+        raise TopologyError(
+            f"{op} of {left.name} and {right.name}: kjoin does not model a foreign-key join of a windowed table; "
+            "join windowed tables on their windowed key"
+        )
+    if left_windowed != right_windowed:
+        windowed, plain = (left, right) if left_windowed else (right, left)
+        raise TopologyError(
+            f"{op} of {left.name} and {right.name}: {windowed.name} is keyed by window ([key@start/end], Kafka's "
+            f"Windowed<K>) and {plain.name} by plain keys, so no key of one is a key of the other; join two windowed "
+            "tables, or take the windowed one's changes as a stream and map each key back to its plain key first"
+        )
 
 
 def _check_versioned(topology: Topology, *tables: Node) -> None:

@@ -347,6 +347,9 @@ public final class TopologyOracle {
                     : variant.equals("left") ? "left_join" : "outer_join");
                 Object left = handles.get((String) sides.get(0));
                 Object right = handles.get((String) sides.get(1));
+                if (windowedKeys.contains((String) sides.get(0))) {  // two windowed tables join by Windowed<K>
+                    windowedKeys.add(name);
+                }
                 ValueJoiner<String, String, String> joiner = joiner(node.get("joiner"));
                 handles.put(name, join(left, right, variant, joiner, node));
             }
