@@ -28,6 +28,7 @@ from typing import Any
 from ..fates import Fate, Reason
 from ..joins.aggregate import Aggregation, AggregationError
 from ..joins.context import StepContext
+from ..joins.final_results import EmitFinalTimeWindows
 from ..joins.session_aggregate import SessionAggregate, SessionWindows
 from ..joins.sliding_aggregate import SlidingAggregate, SlidingWindows
 from ..joins.window_aggregate import WindowAggregate
@@ -91,7 +92,8 @@ class _AggregateTable:
                 if (start, end) == (key.start_ms, key.end_ms):
                     return (agg, end)
             return None
-        return self.windowed.store.fetch(key.key, key.start_ms)
+        aggregate = self.windowed.aggregate if isinstance(self.windowed, EmitFinalTimeWindows) else self.windowed
+        return aggregate.store.fetch(key.key, key.start_ms)
 
     def enable_sending_old_values(self) -> None:
         self.sends_old_values = True
@@ -115,15 +117,22 @@ class StreamAggregate(NodeProcessor):
         super().__init__(node, partition)
         self.aggregation: Aggregation = node.params["aggregation"]
         windows = node.params.get("windows")
-        self.windowed: WindowAggregate | SessionAggregate | SlidingAggregate | None = None
+        final = node.params.get("emit") == "final"  # emitStrategy(onWindowClose()), KIP-825
+        self.windowed: Any = None
         if isinstance(windows, SessionWindows):
-            self.windowed = SessionAggregate(log, partition, windows, self.aggregation, semantics)
+            self.windowed = SessionAggregate(log, partition, windows, self.aggregation, semantics, final)
             self.store = None
         elif isinstance(windows, SlidingWindows):
-            self.windowed = SlidingAggregate(log, partition, windows, self.aggregation, semantics)
+            self.windowed = SlidingAggregate(log, partition, windows, self.aggregation, semantics, final)
             self.store = None
         elif windows is not None:
-            self.windowed = WindowAggregate(log, partition, windows, self.aggregation, semantics=semantics)
+
+            def make(on_update: Any = None) -> WindowAggregate:
+                return WindowAggregate(
+                    log, partition, windows, self.aggregation, on_update=on_update, semantics=semantics
+                )
+
+            self.windowed = EmitFinalTimeWindows(make, lambda output, ctx: ctx.forward(output)) if final else make()
             self.store = None
         else:
             self.store = AggregateStore(log, partition, "aggregate store")

@@ -39,6 +39,7 @@ from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean, 
 from ..semantics import Semantics, parse_semantics
 from . import functions
 from .copartition import resolve_partitions
+from .suppress import suppressed
 from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError
 from .writer import topology_to_dict
 
@@ -451,6 +452,7 @@ class KStream(_Handle):
             right = other.node
             _check_versioned(self.topology, right)
             _check_windowed_keys(f"{variant} join", self.node, right, False)
+            _check_not_suppressed(f"{variant} join", right)
             if grace_ms is not None:
                 if not self.topology.semantics.stream_table_grace:
                     raise TopologyError(
@@ -546,6 +548,7 @@ class KTable(_Handle):
     def _view(self, op: str, fn: Any, name: str | None, materialized: bool) -> "KTable":
         if not isinstance(materialized, bool):
             raise TopologyError(f"{op}: materialized is true or false, got {materialized!r}")
+        _check_not_suppressed(op.removeprefix("table-").replace("-", "_"), self.node)
         node = self.node
         while node.op in VIEW_OPS:
             node = node.parents[0]
@@ -596,6 +599,7 @@ class KTable(_Handle):
             )
         _check_versioned(self.topology, self.node, other.node)
         _check_windowed_keys(f"{variant} join", self.node, other.node, foreign_key is not None)
+        _check_not_suppressed(f"{variant} join", self.node, other.node)
         parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]
         if foreign_key is None:
             if partitioner is not None or other_partitioner is not None:
@@ -641,6 +645,7 @@ class KTable(_Handle):
         repartition topic and subtracts the old value before adding the new one."""
         if self.node.params.get("history_retention_ms") is not None and not self.topology.semantics.versioned_joins:
             raise TopologyError("group_by: a versioned table is grouped from Kafka 3.5 (KIP-914)")
+        _check_not_suppressed("group_by", self.node)
         fn = self._keys(functions.table_group_by(selector), functions.text_pairs)
         self.node.params["sends_old_values"] = True  # KTableRepartitionMap needs Change(new, old)
         node = self._add("table-group-by", [(self.node, None)], STREAM, None, fn=fn, grouped_name=name)
@@ -648,6 +653,39 @@ class KTable(_Handle):
         node.params["carries_old"] = True
         node.key_changed = True
         return KGroupedTable(KStream(self.topology, node), name)
+
+    def suppress(
+        self,
+        until: str = "window_closes",
+        *,
+        time_limit_ms: int | None = None,
+        max_records: int | None = None,
+        max_bytes: int | None = None,
+        when_full: str | None = None,
+        name: str | None = None,
+    ) -> "KTable":
+        """The table's updates held back (Kafka's ``suppress``, KIP-328, 2.1+): ``until="window_closes"``
+        (``Suppressed.untilWindowCloses``: one final result per window of a windowed table) or ``"time_limit"`` with
+        ``time_limit_ms`` (``untilTimeLimit``: each key's newest update, ``time_limit_ms`` after its first);
+        ``max_records`` bounds the buffer, ``when_full`` says what a full one does (``emit_early``, time limit
+        only, or ``shut_down``). Its changes are read with ``to_stream()`` or ``to``
+        (:mod:`kjoin.topology.suppress`)."""
+        if not self.topology.semantics.suppress_until_window_closes:
+            raise TopologyError(f"suppress: Kafka {self.topology.semantics} has no suppress (KIP-328, 2.1)")
+        options = {"until": until, "time_limit_ms": time_limit_ms, "max_records": max_records}
+        options.update(max_bytes=max_bytes, when_full=when_full)
+        settings = suppressed(options, "suppress")
+        windows = None
+        if settings.until == "window_closes":
+            aggregate = windowed_aggregate(self.node)
+            if aggregate is None:
+                raise TopologyError(
+                    f"suppress: {self.node.name} is not a windowed table, and untilWindowCloses waits for a window to "
+                    "close; suppress a windowed aggregate (windowed_by(...).count()), or choose until='time_limit'"
+                )
+            windows = aggregate.params["windows"]
+        node = self._add("suppress", [(self.node, None)], TABLE, name, suppressed=settings, windows=windows)
+        return KTable(self.topology, node)
 
     def to_stream(self, *, name: str | None = None) -> KStream:
         """The table's changes as a stream (Kafka's ``toStream``)."""
@@ -663,15 +701,36 @@ class KTable(_Handle):
 def windowed_table(node: Node) -> bool:
     """Is ``node`` keyed by ``Windowed<K>``: a windowed aggregate, a stream or table derived from one key for key
     (filter, mapValues, toStream, ...), or a table join of two of them?"""
+    return windowed_aggregate(node) is not None
+
+
+def windowed_aggregate(node: Node) -> Node | None:
+    """The windowed aggregate whose ``Windowed<K>`` keys ``node`` has (see :func:`windowed_table`), if any: as
+    Kafka's ``GraphGraceSearchUtil`` walks up from a suppression to find its grace."""
     seen: set[str] = set()
     while node.name not in seen:
         seen.add(node.name)
         if node.op == "aggregate":
-            return node.params.get("windows") is not None
+            return node if node.params.get("windows") is not None else None
         if node.key_changed or not node.parents or node.op in ("table-aggregate", "fk", "stream-global"):
-            return False
+            return None
         node = node.parents[0]
-    return False  # pragma: no cover - a graph has no cycle through its first parents
+    return None  # pragma: no cover - a graph has no cycle through its first parents
+
+
+def _check_not_suppressed(op: str, *tables: Node) -> None:
+    """A suppressed table is read as a stream of what it forwards: kjoin does not model its value getter (Kafka's
+    reads the buffer's prior value of a held key, else the parent's row)."""
+    for table in tables:
+        node = table
+        while node.op in VIEW_OPS:
+            node = node.parents[0]
+        if node.op == "suppress":
+            raise TopologyError(
+                f"{op}: {table.name} is a suppressed table, which kjoin reads only as a stream (its value getter, "
+                f"which reads the suppression buffer, is not modelled): use {node.name}'s to_stream(), or {op} the "
+                "table before the suppression"
+            )
 
 
 def _check_windowed_keys(op: str, left: Node, right: Node, foreign_key: bool) -> None:
@@ -783,10 +842,13 @@ class KGroupedStream:
     grouped = True
     """What :mod:`kjoin.topology.describe` asks of a handle (it cannot import this module: this one imports it)."""
 
-    def __init__(self, stream: KStream, name: str | None, windows: TimeWindows | None = None) -> None:
+    def __init__(
+        self, stream: KStream, name: str | None, windows: TimeWindows | None = None, emit: str = "on_window_update"
+    ) -> None:
         self.stream = stream
         self.name = name
         self.windows = windows
+        self.emit = emit
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -823,11 +885,33 @@ class KGroupedStream:
             "aggregate", [(parent, None)], TABLE, name, aggregation=aggregation, windows=self.windows, doc=doc,
             grouped_name=self.name,
         )  # fmt: skip
+        if self.emit == "on_window_close":
+            node.params["emit"] = "final"
         return KTable(stream.topology, node)
+
+
+EMIT_STRATEGIES = ("on_window_update", "on_window_close")
+"""``EmitStrategy.onWindowUpdate()`` (every update, the default) and ``onWindowClose()`` (KIP-825, 3.3+)."""
 
 
 class TimeWindowedKStream(KGroupedStream):
     """A grouped stream in time windows (Kafka's ``TimeWindowedKStream``): ``count``, ``reduce``, ``aggregate``."""
+
+    def emit_strategy(self, strategy: str) -> "TimeWindowedKStream":
+        """When the aggregate forwards (Kafka's ``emitStrategy``, KIP-825, 3.3+): ``"on_window_update"`` every
+        update, ``"on_window_close"`` one final result per window once it closes (the aggregate's stream time past
+        its end + grace), read from its store (:class:`~kjoin.joins.final_results.EmitFinalTimeWindows`)."""
+        if strategy not in EMIT_STRATEGIES:
+            raise TopologyError(
+                f"emit_strategy: expected on_window_update or on_window_close, got {strategy!r:.60}"
+                f"{did_you_mean(str(strategy), EMIT_STRATEGIES)}"
+            )
+        if strategy == "on_window_close" and not self.stream.topology.semantics.emit_on_window_close:
+            raise TopologyError(
+                f"emit_strategy: Kafka {self.stream.topology.semantics} has no onWindowClose (KIP-825, 3.3); "
+                "suppress(until='window_closes') is the older way"
+            )
+        return TimeWindowedKStream(self.stream, self.name, self.windows, strategy)
 
 
 class KGroupedTable(KGroupedStream):

@@ -71,6 +71,7 @@ from .functions import UserFunctionError
 from .graph import VIEW_OPS, Node, TopologyError
 from .plain import not_a_key, not_a_value
 from .aggregates import AGGREGATE_OPS, OldValue, WindowedKey, build_aggregate
+from .suppress import SuppressProcessor
 from .stages import stages_of
 from .processors import (
     ForeignKeyNode,
@@ -621,6 +622,8 @@ class _Run:
             log = ScopedLog(self.late, f"{node.name}: ", lambda task, name: f"{sub}_{task}")
             if node.op in AGGREGATE_OPS:
                 found = build_aggregate(node, partition, log, self.topology.semantics)
+            elif node.op == "suppress":
+                found = SuppressProcessor(node, partition, log)
             else:
                 semantics, materialized = self.topology.semantics, self.graph.materialized(node)
                 instance = self._instance_times(node, partition, log)
