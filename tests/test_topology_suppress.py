@@ -4,7 +4,9 @@ full buffer with ``shut_down`` stops the run with kjoin's error naming the node,
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -178,3 +180,20 @@ def test_a_suppression_is_written_and_read_back_by_the_document():
     assert {"name": "final", "suppress": SUPPRESSIONS[1], "input": "agg"} in data["topology"]
     assert any(node.get("emit_strategy") == "on_window_close" for node in data["topology"])
     assert TopologyScenario.from_dict({**data, "events": []}).topology.to_dict() == data
+
+
+def test_from_describe_builds_kafkas_suppress_and_names_what_to_fill_in():
+    """The describe() text Kafka 4.4.0 printed for an app whose final results feed a join
+    (tests/describe_fixtures/, made by tests/describe_cases.py): the KTABLE-SUPPRESS is built, not refused, and the
+    report asks for its options, which the text does not print."""
+    fixture = json.loads(
+        (Path(__file__).parent / "describe_fixtures/variant-suppress-final-results-join.json").read_text()
+    )
+    text = fixture["describe_text"]
+    (aggregate,) = [line.split()[1] for line in text.splitlines() if "Processor: KSTREAM-AGGREGATE-" in line]
+    windows = {"windows": {"size_ms": 6, "grace_ms": 1}, "emit_strategy": "on_window_close"}
+    topology = kjoin.Topology.from_describe(text, {aggregate: {"aggregate": "concat", **windows}})
+    suppress = [name for name in topology.described.nodes if name.startswith("KTABLE-SUPPRESS-")]
+    assert len(suppress) == 1 and not topology.described.refused
+    (need,) = [need for need in topology.described.needs if need.node == suppress[0]]
+    assert "suppression (until window_closes or time_limit" in need.what and not need.given
