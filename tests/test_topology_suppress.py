@@ -197,3 +197,22 @@ def test_from_describe_builds_kafkas_suppress_and_names_what_to_fill_in():
     assert len(suppress) == 1 and not topology.described.refused
     (need,) = [need for need in topology.described.needs if need.node == suppress[0]]
     assert "suppression (until window_closes or time_limit" in need.what and not need.given
+
+
+def test_a_suppression_asks_its_parent_for_old_values_so_a_filter_drops_an_absent_tombstone(built):
+    """Kafka's suppression forces old values on its parent (for its buffer's prior values): a table filter above it
+    then forwards no tombstone for a key it never held (KAFKA-10077). Found by the topology walk."""
+    scenario = TopologyScenario.from_dict({
+        "topology": [
+            {"name": "t1", "table": "t1"},
+            {"name": "t4", "table": "t4"},
+            {"name": "n5", "left_join": ["t4", "t1"], "foreign_key": "g"},
+            {"name": "n6", "filter": {"key_in": ["k11"]}, "input": "n5"},
+            {"name": "n7", "suppress": {"until": "time_limit", "time_limit_ms": 0}, "input": "n6"},
+            {"name": "out", "to": "out", "input": "n7"},
+        ],
+        "events": [{"topic": "t4", "key": "k12", "value": {"f": "k5", "g": 3}, "ts": 10},
+                   {"topic": "t4", "key": "k11", "value": {"f": "k5", "g": 3}, "ts": 11}],
+    })  # fmt: skip
+    (answer,) = _judge("4.4.0", [scenario])
+    assert answer["outputs"][0] == [] and len(answer["outputs"][1]) == 1

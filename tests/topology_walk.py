@@ -102,8 +102,8 @@ _FIELDS = ("f", "g", "left.f", "right.f", "left.left.f", "right.g")
 """Field paths a function reads: a source's JSON values have ``f`` (a key) and ``g``; an object joiner's values
 nest them under ``left`` and ``right``."""
 
-_TIME_KEEPING = ("window", "windowed_by", "history_retention_ms", "grace_ms")
-"""Fields of nodes that keep time (stream-stream joins, windowed aggregates, versioned tables): on several
+_TIME_KEEPING = ("window", "windowed_by", "history_retention_ms", "grace_ms", "suppress")
+"""Fields of nodes that keep time (stream-stream joins, windowed aggregates, versioned tables, suppressions): on several
 partitions only a topology ``task_groups`` cuts can be judged."""
 
 

@@ -103,7 +103,7 @@ class _AggregateTable:
         return Rec(key, new, ts, old if self.sends_old_values else None, self.sends_old_values)
 
 
-OLD_VALUE_READERS = ("table-table", "fk", "table-group-by")
+OLD_VALUE_READERS = ("table-table", "fk", "table-group-by", "suppress")
 
 
 def _failing(error: AggregationError, rec: Rec) -> AggregationError:

@@ -684,6 +684,9 @@ class KTable(_Handle):
                     "close; suppress a windowed aggregate (windowed_by(...).count()), or choose until='time_limit'"
                 )
             windows = aggregate.params["windows"]
+        # KTableSuppressProcessorSupplier: parent.enableSendingOldValues(true), for the buffer's prior values; a
+        # filter above then forwards no tombstone for a key it never held (KAFKA-10077)
+        self.node.params["sends_old_values"] = True
         node = self._add("suppress", [(self.node, None)], TABLE, name, suppressed=settings, windows=windows)
         return KTable(self.topology, node)
 
