@@ -216,3 +216,10 @@ def test_a_suppression_asks_its_parent_for_old_values_so_a_filter_drops_an_absen
     })  # fmt: skip
     (answer,) = _judge("4.4.0", [scenario])
     assert answer["outputs"][0] == [] and len(answer["outputs"][1]) == 1
+
+
+def test_a_versioned_table_is_not_suppressed_as_kafka_refuses():
+    b = kjoin.Topology(semantics="4.4")
+    versioned = b.table("prices", history_retention_ms=100)
+    with pytest.raises(kjoin.TopologyError, match="suppress: prices is a versioned table"):
+        versioned.suppress("time_limit", time_limit_ms=5)

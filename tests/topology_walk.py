@@ -379,7 +379,7 @@ class _Walker:
         rng = self.rng
         if at.suppressed:  # read as a stream only
             return self.add({"name": name, "to_stream": True, "input": at.name}, _Handle(name, "stream"), "to_stream")
-        if self.semantics.suppress_until_window_closes and rng.random() < 0.08:  # a time limit on any table
+        if self.semantics.suppress_until_window_closes and not at.versioned and rng.random() < 0.08:  # a time limit
             node = {"name": name, "suppress": self.suppression(False), "input": at.name}
             return self.add(node, _Handle(name, "table", suppressed=True), "suppress(time_limit)")
         choices = ["filter", "map_values", "to_stream", "join-table", "join-table", "group_by"]

@@ -675,6 +675,12 @@ class KTable(_Handle):
         options = {"until": until, "time_limit_ms": time_limit_ms, "max_records": max_records}
         options.update(max_bytes=max_bytes, when_full=when_full)
         settings = suppressed(options, "suppress")
+        if self.node.params.get("history_retention_ms") is not None:
+            raise TopologyError(
+                f"suppress: {self.node.name} is a versioned table, and Kafka suppresses non-versioned tables only "
+                "(TopologyException: suppress() is only supported for non-versioned KTables); leave "
+                "history_retention_ms out, or suppress a table derived from it"
+            )
         windows = None
         if settings.until == "window_closes":
             aggregate = windowed_aggregate(self.node)
