@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import re
 from typing import Any, Iterable, Mapping
 
 from ..joins.stream_stream import JoinWindows
@@ -328,6 +329,8 @@ class KStream(_Handle):
         sub-topology, ``partitions`` of its own (default: as its writers' sources), ``partitioner`` over the key."""
         if partitions is not None:
             _partitions(partitions, "repartition: partitions")
+        if name is not None:
+            legal_name(name, "repartition: name (Repartitioned.as)")
         chosen = functions.partitioner(partitioner) or self._rekey_partitioner()
         name = name or self.topology.graph.new_name("repartition")
         source = _through_topic(self, f"{name}-repartition", partitions, chosen)
@@ -359,11 +362,15 @@ class KStream(_Handle):
     def group_by_key(self, *, name: str | None = None) -> "KGroupedStream":
         """Group by the current key (Kafka's ``groupByKey``): a re-keyed stream is repartitioned when it is
         aggregated."""
+        if name is not None:
+            legal_name(name, "group_by_key: name (Grouped.as)")
         return KGroupedStream(self, name)
 
     def group_by(self, selector: Any, *, name: str | None = None, partitioner: Any = None) -> "KGroupedStream":
         """Group by ``selector(key, value)`` (Kafka's ``groupBy``): a re-key, so the aggregate reads the stream
         through a repartition topic (``<name>-repartition``, or named after the aggregate)."""
+        if name is not None:
+            legal_name(name, "group_by: name (Grouped.as)")
         fn = self._keys(functions.key_selector(selector), functions.text_key)
         node = self._add("group_by", [(self.node, None)], STREAM, None, fn=fn, grouped_name=name)
         node.params["partitioner"] = functions.partitioner(partitioner)
@@ -646,6 +653,8 @@ class KTable(_Handle):
         if self.node.params.get("history_retention_ms") is not None and not self.topology.semantics.versioned_joins:
             raise TopologyError("group_by: a versioned table is grouped from Kafka 3.5 (KIP-914)")
         _check_not_suppressed("group_by", self.node)
+        if name is not None:
+            legal_name(name, "group_by: name (Grouped.as)")
         fn = self._keys(functions.table_group_by(selector), functions.text_pairs)
         self.node.params["sends_old_values"] = True  # KTableRepartitionMap needs Change(new, old)
         node = self._add("table-group-by", [(self.node, None)], STREAM, None, fn=fn, grouped_name=name)
@@ -1006,6 +1015,23 @@ def _time_windows(windows: Any, semantics: Any) -> Any:
     if isinstance(form, SlidingWindows) and not semantics.sliding_windows:
         raise TopologyError(f"windowed_by: Kafka {semantics} has no sliding windows (KIP-450, 2.7)")
     return form
+
+
+LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_NAME_LENGTH = 249
+
+
+def legal_name(name: Any, what: str) -> str:
+    """A name Kafka makes a topic's or a store's (``Grouped.as``, ``Repartitioned.as``): ASCII letters, digits,
+    ``.``, ``_`` and ``-``, at most 249 characters (Kafka's ``Named.validate``), else kjoin's error naming ``what``."""
+    if not isinstance(name, str) or not LEGAL_NAME.fullmatch(name):
+        raise TopologyError(
+            f"{what}: {name!r:.60} is not a legal name; Kafka takes ASCII letters, digits, '.', '_' and '-' only "
+            "(TopologyException: Name ... is illegal)"
+        )
+    if len(name) > MAX_NAME_LENGTH:
+        raise TopologyError(f"{what}: {len(name)} characters; Kafka's names are at most {MAX_NAME_LENGTH} long")
+    return name
 
 
 def _partitions(value: Any, what: str) -> int:
