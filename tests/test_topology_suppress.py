@@ -223,3 +223,23 @@ def test_a_versioned_table_is_not_suppressed_as_kafka_refuses():
     versioned = b.table("prices", history_retention_ms=100)
     with pytest.raises(kjoin.TopologyError, match="suppress: prices is a versioned table"):
         versioned.suppress("time_limit", time_limit_ms=5)
+
+
+def test_an_emit_final_session_in_a_dropped_segment_is_not_emitted_as_in_kafka(built):
+    """A far jump in time drops the segment of a closed session before the emit-final range read finds it
+    (``cleanupExpiredSegments`` on the put): Kafka emits nothing. Found by the topology walk (seed 4403)."""
+    scenario = TopologyScenario.from_dict({
+        "topology": [
+            {"name": "t2", "table": "t2"},
+            {"name": "n3", "to_stream": True, "input": "t2"},
+            {"name": "n7", "group_by_key": True, "input": "n3"},
+            {"name": "n8", "windowed_by": {"inactivity_gap_ms": 5, "grace_ms": 10}, "input": "n7",
+             "emit_strategy": "on_window_close"},
+            {"name": "n9", "reduce": "concat", "input": "n8"},
+            {"name": "out", "to": "out", "input": "n9"},
+        ],
+        "events": [{"topic": "t2", "key": "k13", "value": "a", "ts": 1024},
+                   {"topic": "t2", "key": "k13", "value": "b", "ts": 159077}],
+    })  # fmt: skip
+    (answer,) = _judge("4.4.0", [scenario])
+    assert answer["outputs"] == [[], []]
