@@ -44,6 +44,9 @@ class Reason(enum.Enum):
     """The lookup in the other side's store found nothing to join with."""
     WINDOW_OPEN = "window-open"
     """Left/outer join, 3.1+: no partner yet; held until the window closes plus grace."""
+    TIME_LIMIT = "time-limit"
+    """``suppress(untilTimeLimit)``: the update waits in the buffer until the suppression's stream time is its key's
+    first buffered timestamp plus the time limit (or the buffer is full and emits early)."""
     TABLE_UPDATE = "table-update"
     """A table update only changes the table; in a stream-table join it never triggers output."""
     NOT_A_TRIGGER = "not-a-trigger"

@@ -203,6 +203,42 @@ def variants() -> dict[str, dict[str, Any]]:
             ],
             "events": _events(rng, orders, 16),
         },  # fmt: skip
+        # a Kafka 4.x app's final results: per-customer order counts in tumbling windows, emitted when each window
+        # closes, suppressed until then too, taken back to the customer's key and joined with the customers table
+        "variant-suppress-final-results-join": {
+            "topology": [
+                {"name": "orders", "stream": "orders"},
+                {"name": "customers", "table": "customers"},
+                {"name": "by-c", "group_by": {"field": "c"}, "input": "orders"},
+                {
+                    "name": "windows",
+                    "windowed_by": {"size_ms": 6, "grace_ms": 1},
+                    "emit_strategy": "on_window_close",
+                    "input": "by-c",
+                },
+                {"name": "agg", "aggregate": "concat", "input": "windows"},
+                {"name": "final", "suppress": {"until": "window_closes"}, "input": "agg"},
+                {"name": "finals", "to_stream": True, "input": "final"},
+                {"name": "by-customer", "select_key": {"window_key": True}, "input": "finals"},
+                {"name": "j", "left_join": ["by-customer", "customers"]},
+                {"name": "out", "to": "out", "input": "j"},
+            ],
+            "events": _events(rng, {**orders, "customers": (CUSTOMERS, _pick("Ann", "Bo"))}, 24),
+        },  # fmt: skip
+        "variant-suppress-time-limit": {
+            "topology": [
+                {"name": "orders", "stream": "orders"},
+                {"name": "by-c", "group_by": {"field": "c"}, "input": "orders"},
+                {"name": "agg", "reduce": "concat", "input": "by-c"},
+                {
+                    "name": "limited",
+                    "suppress": {"until": "time_limit", "time_limit_ms": 5, "max_records": 2},
+                    "input": "agg",
+                },
+                {"name": "out", "to": "out", "input": "limited"},
+            ],
+            "events": _events(rng, orders, 16),
+        },  # fmt: skip
     }
 
 

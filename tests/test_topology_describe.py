@@ -52,7 +52,7 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
               "aggregate": kafka("KSTREAM-AGGREGATE-", "KSTREAM-REDUCE-", "KTABLE-AGGREGATE-", "KTABLE-REDUCE-"),
               "windowed_key": kafka("KSTREAM-MAP-"), "table_filter": kafka("KTABLE-FILTER-"),
               "table_map_values": kafka("KTABLE-MAPVALUES-"), "flat_map_values": kafka("KSTREAM-FLATMAPVALUES-"),
-              "flat_map": kafka("KSTREAM-FLATMAP-")}  # fmt: skip
+              "flat_map": kafka("KSTREAM-FLATMAP-"), "suppress": kafka("KTABLE-SUPPRESS-")}  # fmt: skip
     by_name = {node["name"]: node for node in document["topology"]}
     tables: set[str] = set()  # the document's nodes that are tables
     fill: dict[str, Any] = {}
@@ -79,11 +79,13 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
             grouping = by_name[node["input"]]
             if "windowed_by" in grouping:
                 spec["windows"] = grouping["windowed_by"]
-                queues["windowed_key"].pop(0)
-                fill[kafka("KSTREAM-MAP-")[0].name] = lambda key, value: (key, value)
+                if "emit_strategy" in grouping:
+                    spec["emit_strategy"] = grouping["emit_strategy"]
             fill[queues["aggregate"].pop(0).name] = spec
             if kind == "count":
                 fill[queues["table_map_values"].pop(0).name] = str
+        elif "suppress" in node:
+            fill[queues["suppress"].pop(0).name] = node["suppress"]
         elif variant is not None:
             target = queues["join"].pop(0)
             spec = {key: node[key] for key in ("joiner", "window", "foreign_key", "grace_ms", "key_selector")
@@ -91,6 +93,8 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
             if target.name.startswith(("KTABLE-MERGE-", "KTABLE-FK-JOIN-OUTPUT-")) or "key_selector" in node:
                 spec["variant"] = {"join": "inner", "left_join": "left", "outer_join": "outer"}[variant]
             fill[target.name] = spec
+    for windowed_key in queues.pop("windowed_key"):  # one before each sink of a windowed key
+        fill[windowed_key.name] = lambda key, value: (key, value)
     assert not any(queues.values()), f"processors left without a function: {queues}"
     return fill
 

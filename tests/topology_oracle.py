@@ -507,9 +507,12 @@ def random_topology(
         elif roll < 0.5 and kjoin.parse_semantics(era).sliding_windows:
             window = {"time_difference_ms": rng.randint(1, 8), "grace_ms": rng.randint(0, 5)}
         grouped = {"group_by_key": True} if rng.random() < 0.5 else {"group_by": {"field": "c"}}
+        windows = {"name": "windows", "windowed_by": window, "input": "grouped"}
+        if kjoin.parse_semantics(era).emit_on_window_close and rng.random() < 0.2:
+            windows["emit_strategy"] = "on_window_close"  # KIP-825
         nodes += [{"name": "orders", "stream": "orders"}, {"name": "grouped", **grouped, "input": "orders"},
-                  {"name": "windows", "windowed_by": window, "input": "grouped"},
-                  {"name": "agg", **rng.choice(AGGREGATIONS), "input": "windows"}]  # fmt: skip
+                  windows, {"name": "agg", **rng.choice(AGGREGATIONS), "input": "windows"}]  # fmt: skip
+        _windowed_tail(rng, nodes, window, grouped, partitions)
     elif shape == "table-aggregate":  # customers per region: the subtractor and adder of a table group-by
         nodes += [{"name": "customers", "table": "customers"},
                   {"name": "by-r", "group_by": {"field": "r"}, "input": "customers"},
@@ -611,6 +614,39 @@ def _handling(rng: random.Random, era: str) -> dict[str, Any]:
     if semantics.dead_letter_queue and rng.random() < 0.5:
         found["dead_letter_queue"] = "dead-letters"
     return found
+
+
+SUPPRESSIONS = (
+    {"until": "window_closes"},
+    {"until": "window_closes", "max_records": 100, "when_full": "shut_down"},
+    {"until": "time_limit", "time_limit_ms": 3},
+    {"until": "time_limit", "time_limit_ms": 5, "max_records": 1},
+    {"until": "time_limit", "time_limit_ms": 0, "max_records": 2, "when_full": "emit_early"},
+)
+"""The suppressions a windowed aggregate draws (never a buffer that fills with shut_down: that stops the task)."""
+
+
+def _windowed_tail(
+    rng: random.Random, nodes: list[dict[str, Any]], window: dict[str, Any], grouped: dict[str, Any], partitions: int
+) -> None:
+    """After a windowed aggregate ``agg``, now and then: a suppression, a join with payments aggregated in the same
+    windows (two windowed tables join by their windowed key), or final results re-keyed to their own key and joined
+    with the customers table (final results feeding a join)."""
+    roll = rng.random()
+    if roll < 0.3:
+        nodes.append({"name": "final", "suppress": rng.choice(SUPPRESSIONS), "input": "agg"})
+    elif roll < 0.45:
+        nodes += [{"name": "payments", "stream": "payments"},
+                  {"name": "p-grouped", **grouped, "input": "payments"},
+                  {"name": "p-windows", "windowed_by": window, "input": "p-grouped"},
+                  {"name": "p-agg", **rng.choice(AGGREGATIONS), "input": "p-windows"},
+                  {"name": "both", rng.choice(["join", "left_join", "outer_join"]): ["agg", "p-agg"]}]  # fmt: skip
+    elif roll < 0.55 and partitions == 1:
+        nodes += [{"name": "customers", "table": "customers"},
+                  {"name": "final", "suppress": {"until": "window_closes"}, "input": "agg"},
+                  {"name": "finals", "to_stream": True, "input": "final"},
+                  {"name": "by-key", "select_key": {"window_key": True}, "input": "finals"},
+                  {"name": "enriched", rng.choice(["join", "left_join"]): ["by-key", "customers"]}]  # fmt: skip
 
 
 LINES = ["Hello world", "hello  Kafka", " streams", "world kafka streams ", "", " ", "Kafka"]

@@ -89,6 +89,8 @@ OPERATIONS = (
     "joiner(object)", "joiner(concat)", "to(middle)", "to(end)",
     "filter_not", "peek", "process_values", "process", "split",
     "joiner(keyed)", "joiner(both keys)", "foreign_key(key_or_field)",
+    "emit_strategy(on_window_close)", "suppress(window_closes)", "suppress(time_limit)", "select_key(window_key)",
+    "join(windowed-tables)",
 )  # fmt: skip
 """Every kind of node a walk draws (the coverage test counts them over many walks)."""
 
@@ -102,9 +104,9 @@ _FIELDS = ("f", "g", "left.f", "right.f", "left.left.f", "right.g")
 """Field paths a function reads: a source's JSON values have ``f`` (a key) and ``g``; an object joiner's values
 nest them under ``left`` and ``right``."""
 
-_TIME_KEEPING = ("window", "windowed_by", "history_retention_ms", "grace_ms", "process_values", "process")
-"""Fields of nodes that keep time (stream-stream joins, windowed aggregates, versioned tables) or state per task that
-TopologyTestDriver's one task would share (a processor's store): on several partitions only a topology
+_TIME_KEEPING = ("window", "windowed_by", "history_retention_ms", "grace_ms", "suppress", "process_values", "process")
+"""Fields of nodes that keep time (stream-stream joins, windowed aggregates, versioned tables, suppressions) or state
+per task that TopologyTestDriver's one task would share (a processor's store): on several partitions only a topology
 ``task_groups`` cuts can be judged."""
 
 
@@ -116,6 +118,13 @@ class _Handle:
     versioned: bool = False  # a versioned source table
     rekeyed: bool = False  # a key change no repartition has followed yet
     view: bool = False  # a table's filter or map_values (a foreign-key join of it is not modelled)
+    suppressed: bool = False  # a suppression (its changes are read as a stream only: to_stream, to)
+    windows: Any = None  # a windowed aggregate's windows (another aggregate in the same ones joins it)
+
+
+_WINDOW_KINDS = {"inactivity_gap_ms": "session", "time_difference_ms": "sliding", "advance_ms": "hopping",
+                 "size_ms": "tumbling"}  # fmt: skip
+"""A window's kind by the first of its fields found here."""
 
 
 @dataclass
@@ -255,6 +264,20 @@ class _Walker:
         rng = self.rng
         name = self.fresh("n")
         if at.windowed:
+            if at.kind == "table" and not at.suppressed and self.semantics.suppress_until_window_closes:
+                roll = rng.random()
+                if roll < 0.25:
+                    return self.add({"name": name, "suppress": self.suppression(True), "input": at.name},
+                                    _Handle(name, "table", windowed=True, suppressed=True),
+                                    f"suppress({'window_closes' if roll < 0.15 else 'time_limit'})")  # fmt: skip
+                if roll < 0.35 and at.windows is not None:
+                    return self.windowed_join(name, at)
+            if at.kind == "stream" and rng.random() < 0.3:  # final results back to their own key, for a join below
+                node = {"name": name, "select_key": {"window_key": True}, "input": at.name}
+                return self.add(node, _Handle(name, "stream", rekeyed=True), "select_key(window_key)")
+            if at.kind == "table" and at.suppressed:
+                return self.add({"name": name, "to_stream": True, "input": at.name},
+                                _Handle(name, "stream", windowed=True), "to_stream")  # fmt: skip
             if at.kind == "table":
                 if rng.random() < 0.5:
                     node = {"name": name, "map_values": self.mapper(), "input": at.name}
@@ -408,6 +431,11 @@ class _Walker:
 
     def table_step(self, name: str, at: _Handle, keys: list[Any]) -> _Handle | None:
         rng = self.rng
+        if at.suppressed:  # read as a stream only
+            return self.add({"name": name, "to_stream": True, "input": at.name}, _Handle(name, "stream"), "to_stream")
+        if self.semantics.suppress_until_window_closes and not at.versioned and rng.random() < 0.08:  # a time limit
+            node = {"name": name, "suppress": self.suppression(False), "input": at.name}
+            return self.add(node, _Handle(name, "table", suppressed=True), "suppress(time_limit)")
         choices = ["filter", "map_values", "to_stream", "join-table", "join-table", "group_by"]
         if self.semantics.foreign_key_joins and not at.view:
             choices += ["foreign-key", "foreign-key"]
@@ -450,15 +478,42 @@ class _Walker:
 
     def aggregate(self, name: str, at: _Handle) -> _Handle:
         rng = self.rng
+        windows = None
         if at.kind == "grouped" and rng.random() < 0.45:
             windows, kind = self.time_windows()
-            self.add({"name": name, "windowed_by": windows, "input": at.name}, _Handle(name, "windowed"),
-                     f"windowed_by({kind})")  # fmt: skip
+            node = {"name": name, "windowed_by": windows, "input": at.name}
+            self.add(node, _Handle(name, "windowed"), f"windowed_by({kind})")
+            if self.semantics.emit_on_window_close and rng.random() < 0.2:  # KIP-825
+                node["emit_strategy"] = "on_window_close"
+                self.ops["emit_strategy(on_window_close)"] += 1
             at, name = self.pool[-1], self.fresh("n")
         kind = rng.choice(["count", "reduce", "aggregate"])
         node = {"name": name, kind: True if kind == "count" else "concat", "input": at.name}
         label = {"grouped": kind, "grouped-table": f"{kind}(table)", "windowed": f"{kind}(windowed)"}[at.kind]
-        return self.add(node, _Handle(name, "table", windowed=at.kind == "windowed"), label)
+        return self.add(node, _Handle(name, "table", windowed=at.kind == "windowed", windows=windows), label)
+
+    def suppression(self, windowed: bool) -> dict[str, Any]:
+        """A suppression's options: until its window closes (a windowed table) or a time limit, a buffer unbounded or
+        bounded (never one that fills with shut_down: the task would stop)."""
+        rng = self.rng
+        if windowed and rng.random() < 0.6:
+            return {"until": "window_closes"} | ({"max_records": 10_000} if rng.random() < 0.2 else {})
+        options: dict[str, Any] = {"until": "time_limit", "time_limit_ms": rng.choice([0, 5, 30, 100])}
+        if rng.random() < 0.5:
+            options["max_records"] = rng.choice([1, 2, 5])
+        return options
+
+    def windowed_join(self, name: str, at: _Handle) -> _Handle | None:
+        """``at`` joined with a new stream counted in the same windows: two windowed tables join by window."""
+        source, grouped, windows = self.source("stream"), self.fresh("n"), self.fresh("n")
+        self.add({"name": grouped, "group_by_key": True, "input": source.name}, None, "group_by_key")
+        kind = next(k for f, k in _WINDOW_KINDS.items() if f in at.windows)
+        self.add({"name": windows, "windowed_by": at.windows, "input": grouped}, None, f"windowed_by({kind})")
+        other = self.fresh("n")
+        self.add({"name": other, "count": True, "input": windows}, None, "count(windowed)")
+        variant = self.rng.choice(["join", "left_join", "outer_join"])
+        node = {"name": name, variant: [at.name, other] if self.rng.random() < 0.5 else [other, at.name]}
+        return self.add(node, _Handle(name, "table", windowed=True), "join(windowed-tables)")
 
     def sink(self, at: _Handle, where: str) -> None:
         if at.kind not in ("stream", "table"):

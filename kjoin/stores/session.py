@@ -104,12 +104,14 @@ class SessionStore(Store):
         the order of an emit-final range read (Kafka's time-first session key: end, start, key). Unlike
         :meth:`find_sessions`, the range read of an emit-final aggregate's time-ordered store still finds a session
         behind the retention (harness: 3.4.1 and 4.4.0 emit a session whose end is older than observed -
-        retention)."""
+        retention), as long as its segment lives: every put drops the segments wholly behind the retention
+        (``cleanupExpiredSegments``), and a session in one is gone (the topology walk's far-jumping timestamps)."""
+        live = None if self.observed_ms is None else self._min_live_segment()
         found = [
             (self._keys[typed], start, end, agg, ts)
             for typed, sessions in self._sessions.items()
             for (start, end), (agg, ts) in sessions.items()
-            if earliest_end <= end <= latest_end
+            if earliest_end <= end <= latest_end and (live is None or end // self.segment_interval_ms >= live)
         ]
         return sorted(found, key=lambda s: (s[2], s[1], _key_bytes(s[0])))
 

@@ -1,4 +1,5 @@
-"""``suppress``'s buffer: the newest update of each windowed key, waiting for its window to close.
+"""``suppress``'s buffers: the newest update of each windowed key, waiting for its window to close
+(:class:`SuppressionStore`), or of each key, waiting for its time limit (:class:`TimeLimitStore`).
 
 Kafka's ``InMemoryTimeOrderedKeyValueBuffer`` under ``KTableSuppressProcessor``: entries are ordered by their buffer
 time (for ``untilWindowCloses``, the window's end) and then by the serialized windowed key (the key's bytes and the
@@ -15,9 +16,10 @@ from ..state import StateLog
 from .base import Store
 from .clock import STREAM_TIME, Clock
 
-__all__ = ["SuppressionStore", "SUPPRESSION_BUFFER"]
+__all__ = ["SuppressionStore", "TimeLimitStore", "SUPPRESSION_BUFFER", "TIME_LIMIT_BUFFER"]
 
 SUPPRESSION_BUFFER = "suppression buffer"
+TIME_LIMIT_BUFFER = "time-limit buffer"
 
 
 class SuppressionStore(Store):
@@ -88,3 +90,77 @@ class SuppressionStore(Store):
             self._log.delete(self.store, (entry[1], entry[2], entry[3]))
             evicted.append(output)
         return evicted
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class TimeLimitStore(Store):
+    """``suppress(untilTimeLimit)``'s buffer (the same ``InMemoryTimeOrderedKeyValueBuffer``): entries ``key ->
+    (buffer time, value, ts, prior value)`` ordered by buffer time, then by the serialized key. The buffer time is
+    the timestamp of the key's *first* buffered update: a later update replaces the value in the same place (Kafka's
+    "non-resetting semantics" of ``cleanPut``), and the prior value stays the one before the first update. Rows
+    ``key | buffered at | value | ts`` in eviction order; the buffer's own stream time is in its clock."""
+
+    kind = "time-limit buffer"
+    header = ("key", "buffered at", "value", "ts")
+    default_names = (TIME_LIMIT_BUFFER,)
+
+    def __init__(self, log: StateLog, task: int, name: str = TIME_LIMIT_BUFFER) -> None:
+        super().__init__(log, task, name)
+        self.clock = Clock(log, task, f"{name} clock")
+        self._entries: dict[tuple[str, Any], tuple[int, Any, Any, int, Any]] = {}  # typed key -> (time, key, ...)
+
+    @classmethod
+    def row(cls, entry_key: Any, stored: Any) -> tuple:
+        return (entry_key, stored[0], stored[1], stored[2])
+
+    @classmethod
+    def order(cls, item: Any) -> Any:
+        return (item[1][0], _serialized(item[0]))
+
+    @classmethod
+    def entry_label(cls, entry_key: Any) -> str | None:
+        return render_value(entry_key)
+
+    @classmethod
+    def summary(cls, record: Mapping[str, Any], stored: Any = None) -> tuple[Any, Any, Any, Any]:
+        return record["key"], record["ts"], record["value"], f"buffered at {record['buffered at']}"
+
+    def observe(self, ts: int) -> int:
+        """Advance the buffer's stream time to ``ts`` (if later) and return it."""
+        return self.clock.advance(STREAM_TIME, ts)
+
+    def put(self, key: Any, value: Any, ts: int, old: Any) -> None:
+        entry = (type(key).__name__, key)
+        found = self._entries.get(entry)
+        time, prior = (ts, old) if found is None else (found[0], found[4])
+        self._entries[entry] = (time, key, value, ts, prior)
+        self._log.put(self.store, key, (time, value, ts, prior))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _first(self) -> tuple[str, Any] | None:
+        if not self._entries:
+            return None
+        return min(self._entries, key=lambda e: (self._entries[e][0], _serialized(e[1])))
+
+    def evict_first(self, until: int | None = None) -> tuple[Any, Any, int, Any] | None:
+        """Remove and return the first entry ``(key, value, ts, prior value)`` if its buffer time is at most
+        ``until`` (``None``: whatever its time)."""
+        first = self._first()
+        if first is None or (until is not None and self._entries[first][0] > until):
+            return None
+        _, key, value, ts, prior = self._entries.pop(first)
+        self._log.delete(self.store, key)
+        return key, value, ts, prior
+
+
+def _serialized(key: Any) -> bytes:
+    """A key's bytes as the buffer orders them: a windowed key (``start_ms``) is its key's bytes then its window start
+    (Kafka's ``TimeWindowedSerializer``), any other key its text's."""
+    start = getattr(key, "start_ms", None)
+    if start is None:
+        return render_value(key).encode("utf-8")
+    return render_value(key.key).encode("utf-8") + start.to_bytes(8, "big", signed=True)

@@ -28,6 +28,7 @@ from typing import Any
 from ..fates import Fate, Reason
 from ..joins.aggregate import Aggregation, AggregationError
 from ..joins.context import StepContext
+from ..joins.final_results import EmitFinalTimeWindows
 from ..joins.session_aggregate import SessionAggregate, SessionWindows
 from ..joins.sliding_aggregate import SlidingAggregate, SlidingWindows
 from ..joins.window_aggregate import WindowAggregate
@@ -68,15 +69,31 @@ class WindowedKey(str):
 
 class _AggregateTable:
     """What a join reads an aggregate through (its value getter), and whether it sends old values (Kafka's
-    ``sendOldValues``: on when a table join or a table group-by reads the aggregate)."""
+    ``sendOldValues``: on when a table join or a table group-by reads the aggregate).
 
-    def __init__(self, store: AggregateStore | None, node: Node) -> None:
+    A windowed aggregate is read by its :class:`WindowedKey`, as Kafka's windowed value getters read
+    ``Windowed<K>``: tumbling, hopping and sliding windows fetch the key's window by its start
+    (``windowStore.fetch(key, start)``: the stored aggregate and timestamp, nothing for a window behind the store's
+    retention); session windows fetch the exact session (``fetchSession(key, start, end)``) with the session's end as
+    its timestamp (``KStreamSessionWindowAggregate``'s getter)."""
+
+    def __init__(self, store: AggregateStore | None, node: Node, windowed: Any = None) -> None:
         self.store = store
+        self.windowed = windowed
         self.sends_old_values = any(child.op in OLD_VALUE_READERS for child, _ in node.children)
 
     def get(self, key: Any) -> Any:
-        assert self.store is not None, "a windowed aggregate is read by its windows"
-        return self.store.get(key)
+        if self.windowed is None:
+            assert self.store is not None
+            return self.store.get(key)
+        assert isinstance(key, WindowedKey), "a windowed aggregate is read by a windowed key (graph.windowed_table)"
+        if isinstance(self.windowed, SessionAggregate):
+            for start, end, agg, _ts in self.windowed.store.find_sessions(key.key, key.end_ms, key.start_ms):
+                if (start, end) == (key.start_ms, key.end_ms):
+                    return (agg, end)
+            return None
+        aggregate = self.windowed.aggregate if isinstance(self.windowed, EmitFinalTimeWindows) else self.windowed
+        return aggregate.store.fetch(key.key, key.start_ms)
 
     def enable_sending_old_values(self) -> None:
         self.sends_old_values = True
@@ -86,7 +103,7 @@ class _AggregateTable:
         return Rec(key, new, ts, old if self.sends_old_values else None, self.sends_old_values)
 
 
-OLD_VALUE_READERS = ("table-table", "fk", "table-group-by")
+OLD_VALUE_READERS = ("table-table", "fk", "table-group-by", "suppress")
 
 
 def _failing(error: AggregationError, rec: Rec) -> AggregationError:
@@ -100,19 +117,26 @@ class StreamAggregate(NodeProcessor):
         super().__init__(node, partition)
         self.aggregation: Aggregation = node.params["aggregation"]
         windows = node.params.get("windows")
-        self.windowed: WindowAggregate | SessionAggregate | SlidingAggregate | None = None
+        final = node.params.get("emit") == "final"  # emitStrategy(onWindowClose()), KIP-825
+        self.windowed: Any = None
         if isinstance(windows, SessionWindows):
-            self.windowed = SessionAggregate(log, partition, windows, self.aggregation, semantics)
+            self.windowed = SessionAggregate(log, partition, windows, self.aggregation, semantics, final)
             self.store = None
         elif isinstance(windows, SlidingWindows):
-            self.windowed = SlidingAggregate(log, partition, windows, self.aggregation, semantics)
+            self.windowed = SlidingAggregate(log, partition, windows, self.aggregation, semantics, final)
             self.store = None
         elif windows is not None:
-            self.windowed = WindowAggregate(log, partition, windows, self.aggregation, semantics=semantics)
+
+            def make(on_update: Any = None) -> WindowAggregate:
+                return WindowAggregate(
+                    log, partition, windows, self.aggregation, on_update=on_update, semantics=semantics
+                )
+
+            self.windowed = EmitFinalTimeWindows(make, lambda output, ctx: ctx.forward(output)) if final else make()
             self.store = None
         else:
             self.store = AggregateStore(log, partition, "aggregate store")
-        self.table = _AggregateTable(self.store, node)
+        self.table = _AggregateTable(self.store, node, self.windowed)
         self.writers: dict[Any, int] = {}
         """group -> the step that last updated its aggregate (for ``why``)."""
 

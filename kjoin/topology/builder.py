@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import re
 from typing import Any, Iterable, Mapping
 
 from ..joins.stream_stream import JoinWindows
@@ -39,6 +40,7 @@ from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean, 
 from ..semantics import Semantics, parse_semantics
 from . import custom, functions
 from .copartition import resolve_partitions
+from .suppress import suppressed
 from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError
 from .handlers import exception_handling
 from .writer import topology_to_dict
@@ -434,6 +436,8 @@ class KStream(_Handle):
         sub-topology, ``partitions`` of its own (default: as its writers' sources), ``partitioner`` over the key."""
         if partitions is not None:
             _partitions(partitions, "repartition: partitions")
+        if name is not None:
+            legal_name(name, "repartition: name (Repartitioned.as)")
         chosen = functions.partitioner(partitioner) or self._rekey_partitioner()
         name = name or self.topology.graph.new_name("repartition")
         source = _through_topic(self, f"{name}-repartition", partitions, chosen)
@@ -465,11 +469,15 @@ class KStream(_Handle):
     def group_by_key(self, *, name: str | None = None) -> "KGroupedStream":
         """Group by the current key (Kafka's ``groupByKey``): a re-keyed stream is repartitioned when it is
         aggregated."""
+        if name is not None:
+            legal_name(name, "group_by_key: name (Grouped.as)")
         return KGroupedStream(self, name)
 
     def group_by(self, selector: Any, *, name: str | None = None, partitioner: Any = None) -> "KGroupedStream":
         """Group by ``selector(key, value)`` (Kafka's ``groupBy``): a re-key, so the aggregate reads the stream
         through a repartition topic (``<name>-repartition``, or named after the aggregate)."""
+        if name is not None:
+            legal_name(name, "group_by: name (Grouped.as)")
         fn = self._keys(functions.key_selector(selector), functions.text_key)
         node = self._add("group_by", [(self.node, None)], STREAM, None, fn=fn, grouped_name=name)
         node.params["partitioner"] = functions.partitioner(partitioner)
@@ -567,6 +575,8 @@ class KStream(_Handle):
                 raise TopologyError("a stream-table join has no window; leave window out")
             right = other.node
             _check_versioned(self.topology, right)
+            _check_windowed_keys(f"{variant} join", self.node, right, False)
+            _check_not_suppressed(f"{variant} join", right)
             if grace_ms is not None:
                 if not self.topology.semantics.stream_table_grace:
                     raise TopologyError(
@@ -715,6 +725,7 @@ class KTable(_Handle):
     def _view(self, op: str, fn: Any, name: str | None, materialized: bool) -> "KTable":
         if not isinstance(materialized, bool):
             raise TopologyError(f"{op}: materialized is true or false, got {materialized!r}")
+        _check_not_suppressed(op.removeprefix("table-").replace("-", "_"), self.node)
         node = self.node
         while node.op in VIEW_OPS:
             node = node.parents[0]
@@ -769,6 +780,8 @@ class KTable(_Handle):
                 "own copy of each table); join the table itself"
             )
         _check_versioned(self.topology, self.node, other.node)
+        _check_windowed_keys(f"{variant} join", self.node, other.node, foreign_key is not None)
+        _check_not_suppressed(f"{variant} join", self.node, other.node)
         parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]
         if foreign_key is None:
             if partitioner is not None or other_partitioner is not None:
@@ -820,6 +833,9 @@ class KTable(_Handle):
         repartition topic and subtracts the old value before adding the new one."""
         if self.node.params.get("history_retention_ms") is not None and not self.topology.semantics.versioned_joins:
             raise TopologyError("group_by: a versioned table is grouped from Kafka 3.5 (KIP-914)")
+        _check_not_suppressed("group_by", self.node)
+        if name is not None:
+            legal_name(name, "group_by: name (Grouped.as)")
         fn = self._keys(functions.table_group_by(selector), functions.text_pairs)
         self.node.params["sends_old_values"] = True  # KTableRepartitionMap needs Change(new, old)
         node = self._add("table-group-by", [(self.node, None)], STREAM, None, fn=fn, grouped_name=name)
@@ -835,6 +851,48 @@ class KTable(_Handle):
         if key_mapper is None:
             return stream
         return stream.select_key(key_mapper)
+
+    def suppress(
+        self,
+        until: str = "window_closes",
+        *,
+        time_limit_ms: int | None = None,
+        max_records: int | None = None,
+        max_bytes: int | None = None,
+        when_full: str | None = None,
+        name: str | None = None,
+    ) -> "KTable":
+        """The table's updates held back (Kafka's ``suppress``, KIP-328, 2.1+): ``until="window_closes"``
+        (``Suppressed.untilWindowCloses``: one final result per window of a windowed table) or ``"time_limit"`` with
+        ``time_limit_ms`` (``untilTimeLimit``: each key's newest update, ``time_limit_ms`` after its first);
+        ``max_records`` bounds the buffer, ``when_full`` says what a full one does (``emit_early``, time limit
+        only, or ``shut_down``). Its changes are read with ``to_stream()`` or ``to``
+        (:mod:`kjoin.topology.suppress`)."""
+        if not self.topology.semantics.suppress_until_window_closes:
+            raise TopologyError(f"suppress: Kafka {self.topology.semantics} has no suppress (KIP-328, 2.1)")
+        options = {"until": until, "time_limit_ms": time_limit_ms, "max_records": max_records}
+        options.update(max_bytes=max_bytes, when_full=when_full)
+        settings = suppressed(options, "suppress")
+        if self.node.params.get("history_retention_ms") is not None:
+            raise TopologyError(
+                f"suppress: {self.node.name} is a versioned table, and Kafka suppresses non-versioned tables only "
+                "(TopologyException: suppress() is only supported for non-versioned KTables); leave "
+                "history_retention_ms out, or suppress a table derived from it"
+            )
+        windows = None
+        if settings.until == "window_closes":
+            aggregate = windowed_aggregate(self.node)
+            if aggregate is None:
+                raise TopologyError(
+                    f"suppress: {self.node.name} is not a windowed table, and untilWindowCloses waits for a window to "
+                    "close; suppress a windowed aggregate (windowed_by(...).count()), or choose until='time_limit'"
+                )
+            windows = aggregate.params["windows"]
+        # KTableSuppressProcessorSupplier: parent.enableSendingOldValues(true), for the buffer's prior values; a
+        # filter above then forwards no tombstone for a key it never held (KAFKA-10077)
+        self.node.params["sends_old_values"] = True
+        node = self._add("suppress", [(self.node, None)], TABLE, name, suppressed=settings, windows=windows)
+        return KTable(self.topology, node)
 
     def to(
         self, topic: str, *, partitions: int | None = None, partitioner: Any = None, name: str | None = None
@@ -862,6 +920,59 @@ def _check_keyed_joiner(topology: Topology, fn: Any, global_join: bool) -> None:
         raise TopologyError(
             f"joiner: a joiner (stream_key, mapped_key, left, right) is Kafka's ValueJoinerWithStreamAndMappedKey, "
             f"which Kafka {semantics} does not have (KIP-1340, 4.4); choose semantics 4.4"
+        )
+
+
+def windowed_table(node: Node) -> bool:
+    """Is ``node`` keyed by ``Windowed<K>``: a windowed aggregate, a stream or table derived from one key for key
+    (filter, mapValues, toStream, ...), or a table join of two of them?"""
+    return windowed_aggregate(node) is not None
+
+
+def windowed_aggregate(node: Node) -> Node | None:
+    """The windowed aggregate whose ``Windowed<K>`` keys ``node`` has (see :func:`windowed_table`), if any: as
+    Kafka's ``GraphGraceSearchUtil`` walks up from a suppression to find its grace."""
+    seen: set[str] = set()
+    while node.name not in seen:
+        seen.add(node.name)
+        if node.op == "aggregate":
+            return node if node.params.get("windows") is not None else None
+        if node.key_changed or not node.parents or node.op in ("table-aggregate", "fk", "stream-global"):
+            return None
+        node = node.parents[0]
+    return None  # pragma: no cover - a graph has no cycle through its first parents
+
+
+def _check_not_suppressed(op: str, *tables: Node) -> None:
+    """A suppressed table is read as a stream of what it forwards: kjoin does not model its value getter (Kafka's
+    reads the buffer's prior value of a held key, else the parent's row)."""
+    for table in tables:
+        node = table
+        while node.op in VIEW_OPS:
+            node = node.parents[0]
+        if node.op == "suppress":
+            raise TopologyError(
+                f"{op}: {table.name} is a suppressed table, which kjoin reads only as a stream (its value getter, "
+                f"which reads the suppression buffer, is not modelled): use {node.name}'s to_stream(), or {op} the "
+                "table before the suppression"
+            )
+
+
+def _check_windowed_keys(op: str, left: Node, right: Node, foreign_key: bool) -> None:
+    """A windowed table joins a windowed table by ``Windowed<K>`` (Kafka's windowed value getters); a windowed and a
+    plain side have keys of two types, which Kafka's serdes would fail on at run time: kjoin's error, naming both."""
+    left_windowed, right_windowed = windowed_table(left), windowed_table(right)
+    if foreign_key and (left_windowed or right_windowed):
+        raise TopologyError(
+            f"{op} of {left.name} and {right.name}: kjoin does not model a foreign-key join of a windowed table; "
+            "join windowed tables on their windowed key"
+        )
+    if left_windowed != right_windowed:
+        windowed, plain = (left, right) if left_windowed else (right, left)
+        raise TopologyError(
+            f"{op} of {left.name} and {right.name}: {windowed.name} is keyed by window ([key@start/end], Kafka's "
+            f"Windowed<K>) and {plain.name} by plain keys, so no key of one is a key of the other; join two windowed "
+            "tables, or take the windowed one's changes as a stream and map each key back to its plain key first"
         )
 
 
@@ -956,10 +1067,13 @@ class KGroupedStream:
     grouped = True
     """What :mod:`kjoin.topology.describe` asks of a handle (it cannot import this module: this one imports it)."""
 
-    def __init__(self, stream: KStream, name: str | None, windows: TimeWindows | None = None) -> None:
+    def __init__(
+        self, stream: KStream, name: str | None, windows: TimeWindows | None = None, emit: str = "on_window_update"
+    ) -> None:
         self.stream = stream
         self.name = name
         self.windows = windows
+        self.emit = emit
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -996,11 +1110,33 @@ class KGroupedStream:
             "aggregate", [(parent, None)], TABLE, name, aggregation=aggregation, windows=self.windows, doc=doc,
             grouped_name=self.name,
         )  # fmt: skip
+        if self.emit == "on_window_close":
+            node.params["emit"] = "final"
         return KTable(stream.topology, node)
+
+
+EMIT_STRATEGIES = ("on_window_update", "on_window_close")
+"""``EmitStrategy.onWindowUpdate()`` (every update, the default) and ``onWindowClose()`` (KIP-825, 3.3+)."""
 
 
 class TimeWindowedKStream(KGroupedStream):
     """A grouped stream in time windows (Kafka's ``TimeWindowedKStream``): ``count``, ``reduce``, ``aggregate``."""
+
+    def emit_strategy(self, strategy: str) -> "TimeWindowedKStream":
+        """When the aggregate forwards (Kafka's ``emitStrategy``, KIP-825, 3.3+): ``"on_window_update"`` every
+        update, ``"on_window_close"`` one final result per window once it closes (the aggregate's stream time past
+        its end + grace), read from its store (:class:`~kjoin.joins.final_results.EmitFinalTimeWindows`)."""
+        if strategy not in EMIT_STRATEGIES:
+            raise TopologyError(
+                f"emit_strategy: expected on_window_update or on_window_close, got {strategy!r:.60}"
+                f"{did_you_mean(str(strategy), EMIT_STRATEGIES)}"
+            )
+        if strategy == "on_window_close" and not self.stream.topology.semantics.emit_on_window_close:
+            raise TopologyError(
+                f"emit_strategy: Kafka {self.stream.topology.semantics} has no onWindowClose (KIP-825, 3.3); "
+                "suppress(until='window_closes') is the older way"
+            )
+        return TimeWindowedKStream(self.stream, self.name, self.windows, strategy)
 
 
 class KGroupedTable(KGroupedStream):
@@ -1086,6 +1222,23 @@ def _time_windows(windows: Any, semantics: Any) -> Any:
     if isinstance(form, SlidingWindows) and not semantics.sliding_windows:
         raise TopologyError(f"windowed_by: Kafka {semantics} has no sliding windows (KIP-450, 2.7)")
     return form
+
+
+LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_NAME_LENGTH = 249
+
+
+def legal_name(name: Any, what: str) -> str:
+    """A name Kafka makes a topic's or a store's (``Grouped.as``, ``Repartitioned.as``): ASCII letters, digits,
+    ``.``, ``_`` and ``-``, at most 249 characters (Kafka's ``Named.validate``), else kjoin's error naming ``what``."""
+    if not isinstance(name, str) or not LEGAL_NAME.fullmatch(name):
+        raise TopologyError(
+            f"{what}: {name!r:.60} is not a legal name; Kafka takes ASCII letters, digits, '.', '_' and '-' only "
+            "(TopologyException: Name ... is illegal)"
+        )
+    if len(name) > MAX_NAME_LENGTH:
+        raise TopologyError(f"{what}: {len(name)} characters; Kafka's names are at most {MAX_NAME_LENGTH} long")
+    return name
 
 
 def _partitions(value: Any, what: str) -> int:

@@ -47,8 +47,10 @@ as named, each branch's predicate filled in under the split's name (:meth:`_Impo
 
 What kjoin cannot model is listed with its reason, with everything downstream of it: custom processors
 (``addProcessor``, ``transform``: their code and punctuations are not in the text), and the DSL
-operations kjoin's builder does not have yet (``suppress``, ``transformValues``). :data:`OPERATIONS` is
-the table of what is recognised: adding an operation once the builder has it is one entry there.
+operations kjoin's builder does not have yet (``transformValues``). A ``suppress`` is filled in with its
+options (``describe()`` prints no ``Suppressed``); without them it is taken as ``untilWindowCloses(unbounded())``.
+:data:`OPERATIONS` is the table of what is recognised: adding an operation once the builder has it is one entry
+there.
 """
 
 from __future__ import annotations
@@ -214,7 +216,7 @@ def _op_table() -> tuple[Operation, ...]:
         Operation("KTABLE-MAPVALUES", i.map_values),
         Operation("KSTREAM-FLATMAPVALUES", i.flat_map_values),
         Operation("KSTREAM-FLATMAP", i.flat_map),
-        Operation("KTABLE-SUPPRESS", refuse=_not_yet("suppress", "suppress")),
+        Operation("KTABLE-SUPPRESS", i.suppress),
         Operation("KTABLE-TRANSFORMVALUES", refuse=_CUSTOM),
         Operation("KSTREAM-BRANCH", i.split),
         Operation("KSTREAM-BRANCHCHILD", i.inside),
@@ -967,7 +969,9 @@ class _Importer:
             spec = {"reduce" if reduce else "aggregate": spec}
         spec = dict(spec or {})
         kinds = [kind for kind in ("count", "reduce", "aggregate") if kind in spec]
-        unknown = sorted(set(spec) - {"count", "reduce", "aggregate", "adder", "subtractor", "windows"})
+        unknown = sorted(
+            set(spec) - {"count", "reduce", "aggregate", "adder", "subtractor", "windows", "emit_strategy"}
+        )
         if unknown or len(kinds) > 1 or (reduce and kinds not in ([], ["reduce"])):
             raise TopologyError(
                 f"from_describe: functions[{node.name!r}] is {{'count': True}}, {{'reduce': adder, 'subtractor': ..}} "
@@ -997,6 +1001,8 @@ class _Importer:
         grouped = self._grouped(node)
         if windows is not None:
             grouped = grouped.windowed_by(windows)
+            if spec.get("emit_strategy") is not None:  # KIP-825: describe() prints no emit strategy either
+                grouped = grouped.emit_strategy(spec["emit_strategy"])
         if kind == "count":
             return self._stored(node, grouped.count(name=node.name))
         first = spec.get(kind)
@@ -1032,6 +1038,25 @@ class _Importer:
 
     def to_table(self, node: DescribedNode) -> Any:
         return self.parent(node).to_table(name=node.name)
+
+    def suppress(self, node: DescribedNode) -> Any:
+        """``KTable#suppress`` (``KTABLE-SUPPRESS``, its buffer ``KTABLE-SUPPRESS-STATE-STORE``): describe() prints
+        neither the ``Suppressed`` nor its buffer config, so they are filled in as the builder's options
+        (``{"until": "time_limit", "time_limit_ms": 10, "max_records": 100, "when_full": "emit_early"}``); without
+        them a windowed table's is taken as ``untilWindowCloses(unbounded())``, the final-results pattern."""
+        spec = self.fill.get(node.name)
+        if spec is not None and not isinstance(spec, Mapping):
+            raise TopologyError(
+                f"from_describe: functions[{node.name!r}] is the suppression's options, e.g. {{'until': "
+                f"'window_closes'}} or {{'until': 'time_limit', 'time_limit_ms': 10}}; got {spec!r:.80}"
+            )
+        self.description.needs.append(
+            Need(node.name, "suppression (until window_closes or time_limit, its buffer), which describe() does not "
+                 "print", spec is not None, "until window_closes, unbounded")
+        )  # fmt: skip
+        for store in node.stores:
+            self.description.stores[store] = node.name
+        return self.parent(node).suppress(name=node.name, **dict(spec or {}))
 
     def to_stream(self, node: DescribedNode) -> Any:
         return self.parent(node).to_stream(name=node.name)

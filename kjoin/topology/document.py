@@ -103,6 +103,7 @@ OPERATIONS = (
     "process",
     "split",
     "branch",
+    "suppress",
 )
 _NODE_FIELDS = {
     "stream": ("partitions",),
@@ -121,7 +122,8 @@ _NODE_FIELDS = {
     "through": ("input", "partitions", "partitioner"),
     "group_by_key": ("input",),
     "group_by": ("input", "partitioner"),
-    "windowed_by": ("input",),
+    "windowed_by": ("input", "emit_strategy"),
+    "suppress": ("input",),
     "count": ("input",),
     "reduce": ("input",),
     "aggregate": ("input",),
@@ -387,6 +389,14 @@ class _NodeReader:
             return getattr(self.input(KStream), op)(node[op], name=name)
         if op in ("process_values", "process"):
             return getattr(self.input(KStream), op)(node[op], store=node.get("store"), name=name)
+        if op == "suppress":  # {until: window_closes | time_limit, time_limit_ms, max_records, when_full}
+            options = node[op]
+            if not isinstance(options, Mapping):
+                raise TopologyError(
+                    f"{at}.suppress: expected {{until: window_closes}} or {{until: time_limit, time_limit_ms: 10"
+                    f"[, max_records: 100, when_full: emit_early]}}, got {options!r:.60}"
+                )
+            return self.input(KTable).suppress(name=name, **{str(key): value for key, value in options.items()})
         if op == "merge":
             sides = node[op]
             if not isinstance(sides, list) or len(sides) != 2:
@@ -450,7 +460,9 @@ class _NodeReader:
         if op == "windowed_by":
             if isinstance(grouped, (KGroupedTable, TimeWindowedKStream)):
                 raise TopologyError(f"{at}.input: windowed_by reads a grouped stream (group_by or group_by_key)")
-            return grouped.windowed_by(node[op])
+            windowed = grouped.windowed_by(node[op])
+            strategy = node.get("emit_strategy")
+            return windowed if strategy is None else windowed.emit_strategy(strategy)
         if op == "count":
             if node[op] is not True:
                 raise TopologyError(f"{at}.count: write count: true")

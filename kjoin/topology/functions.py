@@ -227,7 +227,11 @@ def key_selector(spec: Any) -> Function:
         return spec
     if callable(spec):
         return _python(spec, not_a_key)
-    name, arg = _one_entry(spec, "select_key", ("field", "map", "value"))
+    name, arg = _one_entry(spec, "select_key", ("field", "map", "value", "window_key"))
+    if name == "window_key":  # a windowed aggregate's [key@start/end] back to its key (Kafka's Windowed.key())
+        if arg is not True:
+            raise FunctionError(f"select_key.window_key: expected true, got {arg!r}")
+        return Function(lambda key, value: getattr(key, "key", key), {"window_key": True}, "the window's key")
     if name == "value":
         if arg is not True:
             raise FunctionError(f"select_key.value: expected true, got {arg!r}")

@@ -201,7 +201,7 @@ class Graph:
         for node in self.nodes.values():
             if node.op == "stream-table":
                 read = [node.params["table"]]
-            elif node.op in ("table-table", "fk", "table-group-by"):
+            elif node.op in ("table-table", "fk", "table-group-by", "suppress"):  # suppress: forced old values
                 read = list(node.parents)
             else:
                 continue

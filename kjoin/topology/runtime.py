@@ -73,6 +73,7 @@ from .handlers import NULL_KEY_IN_GRACE_BUFFER, KafkaException, dead_letter_head
 from .plain import not_a_key, not_a_value
 from .aggregates import AGGREGATE_OPS, OldValue, WindowedKey, build_aggregate
 from .custom import CUSTOM_OPS, build_custom
+from .suppress import SuppressProcessor
 from .stages import stages_of
 from .processors import (
     ForeignKeyNode,
@@ -709,6 +710,8 @@ class _Run:
                 found = build_aggregate(node, partition, log, self.topology.semantics)
             elif node.op in CUSTOM_OPS:
                 found = build_custom(node, partition, log, self.graph.text_keys)
+            elif node.op == "suppress":
+                found = SuppressProcessor(node, partition, log)
             else:
                 semantics, materialized = self.topology.semantics, self.graph.materialized(node)
                 instance = self._instance_times(node, partition, log)

@@ -69,6 +69,9 @@ class _Writer:
             self.sink(node, entry)
         elif node.op == "split":
             self.split(node, entry)
+        elif node.op == "suppress":
+            entry["suppress"] = node.params["suppressed"].to_dict()
+            entry["input"] = self.logical(node.parents[0])
         elif node.op == "map":
             self.spec(node)  # a Python map cannot be written: refused with its name
             self.nodes.append(entry)
@@ -222,7 +225,10 @@ class _Writer:
                 form = {"time_difference_ms": windows.difference_ms, "grace_ms": windows.grace_ms}
             else:
                 form = {"size_ms": windows.size_ms, "advance_ms": windows.advance, "grace_ms": windows.grace_ms}
-            self.nodes.append({"name": f"{node.name}-windows", "windowed_by": form, "input": grouped})
+            windowed = {"name": f"{node.name}-windows", "windowed_by": form, "input": grouped}
+            if node.params.get("emit") == "final":
+                windowed["emit_strategy"] = "on_window_close"
+            self.nodes.append(windowed)
             grouped = f"{node.name}-windows"
         kind, given = node.params["doc"]
         if given is None:

@@ -139,6 +139,9 @@ public final class TopologyOracle {
         }
         Properties props = Oracle.driverProperties("kjoin-topology-oracle", stateDir);
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
+        // Emit-final windowed aggregates (KIP-825) look for closed windows at most once per emit interval of wall-clock
+        // time, which TopologyTestDriver does not move: 0 looks after every record, as kjoin does
+        props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
         props.put(Oracle.cacheConfig(), 0L);
         // In-memory key-value stores where the version has the setting (3.2+), unless a stream-stream join needs
         // Kafka's default (RocksDB) window stores (see Oracle.run).
@@ -332,6 +335,13 @@ public final class TopologyOracle {
                 }));
             } else if (node.containsKey("select_key")) {
                 Map<String, Object> spec = Oracle.map(node.get("select_key"));
+                if (spec.containsKey("window_key")) {  // a windowed key's own key (Windowed.key())
+                    windowedKeys.remove(name);
+                    handles.put(name, ((KStream<Object, String>) handles.get((String) node.get("input")))
+                        .selectKey((key, value) -> key instanceof Windowed ? (String) ((Windowed<?>) key).key()
+                            : (String) key));
+                    continue;
+                }
                 KStream<String, String> stream = (KStream<String, String>) handles.get((String) node.get("input"));
                 handles.put(name, stream.selectKey((key, value) -> selectKey(spec, key, value)));
             } else if (node.containsKey("to_stream")) {
@@ -414,8 +424,13 @@ public final class TopologyOracle {
                         .groupBy((key, value) -> selectKey(spec, key, value), grouped));
                 }
             } else if (node.containsKey("windowed_by")) {
-                handles.put(name, windowedBy((KGroupedStream<String, String>) handles.get((String) node.get("input")),
-                    Oracle.map(node.get("windowed_by"))));
+                Object byWindow = windowedBy((KGroupedStream<String, String>) handles.get((String) node.get("input")),
+                    Oracle.map(node.get("windowed_by")));
+                handles.put(name, "on_window_close".equals(node.get("emit_strategy")) ? onWindowClose(byWindow)
+                    : byWindow);
+            } else if (node.containsKey("suppress")) {  // KTable#suppress (KIP-328)
+                KTable<Object, Object> table = (KTable<Object, Object>) handles.get((String) node.get("input"));
+                handles.put(name, table.suppress(suppressed(Oracle.map(node.get("suppress")))));
             } else if (node.containsKey("count") || node.containsKey("reduce") || node.containsKey("aggregate")) {
                 Object grouped = handles.get((String) node.get("input"));
                 if (grouped instanceof TimeWindowedKStream
@@ -429,10 +444,46 @@ public final class TopologyOracle {
                     : variant.equals("left") ? "left_join" : "outer_join");
                 Object left = handles.get((String) sides.get(0));
                 Object right = handles.get((String) sides.get(1));
+                if (windowedKeys.contains((String) sides.get(0))) {  // two windowed tables join by Windowed<K>
+                    windowedKeys.add(name);
+                }
                 ValueJoiner<String, String, String> joiner = joiner(node.get("joiner"));
                 handles.put(name, join(left, right, variant, joiner, node));
             }
         }
+    }
+
+    /** emitStrategy(EmitStrategy.onWindowClose()) (KIP-825, 3.3+) on time, sliding or session windows, by
+     *  reflection: the class is missing before 3.3. */
+    static Object onWindowClose(Object windowed) throws Exception {
+        Class<?> emitClass = Class.forName("org.apache.kafka.streams.kstream.EmitStrategy");
+        Object emit = emitClass.getMethod("onWindowClose").invoke(null);
+        Class<?> handle = windowed instanceof org.apache.kafka.streams.kstream.SessionWindowedKStream
+            ? org.apache.kafka.streams.kstream.SessionWindowedKStream.class : TimeWindowedKStream.class;
+        return handle.getMethod("emitStrategy", emitClass).invoke(windowed, emit);
+    }
+
+    /** kjoin's {until, time_limit_ms, max_records, when_full} as Suppressed: untilWindowCloses with a strict buffer
+     *  (unbounded, or maxRecords(n).shutDownWhenFull()), untilTimeLimit with maxRecords(n) (emitEarlyWhenFull unless
+     *  when_full is shut_down) or unbounded. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static org.apache.kafka.streams.kstream.Suppressed<Object> suppressed(Map<String, Object> spec) {
+        Number records = (Number) spec.get("max_records");
+        boolean shutDown = "shut_down".equals(spec.get("when_full"));
+        if ("time_limit".equals(spec.get("until"))) {
+            java.time.Duration limit = java.time.Duration.ofMillis(((Number) spec.get("time_limit_ms")).longValue());
+            org.apache.kafka.streams.kstream.Suppressed.BufferConfig buffer = records == null
+                ? org.apache.kafka.streams.kstream.Suppressed.BufferConfig.unbounded()
+                : shutDown ? org.apache.kafka.streams.kstream.Suppressed.BufferConfig.maxRecords(records.longValue())
+                    .shutDownWhenFull()
+                : org.apache.kafka.streams.kstream.Suppressed.BufferConfig.maxRecords(records.longValue());
+            return org.apache.kafka.streams.kstream.Suppressed.untilTimeLimit(limit, buffer);
+        }
+        org.apache.kafka.streams.kstream.Suppressed.StrictBufferConfig strict = records == null
+            ? org.apache.kafka.streams.kstream.Suppressed.BufferConfig.unbounded()
+            : org.apache.kafka.streams.kstream.Suppressed.BufferConfig.maxRecords(records.longValue()).shutDownWhenFull();
+        return (org.apache.kafka.streams.kstream.Suppressed) org.apache.kafka.streams.kstream.Suppressed
+            .untilWindowCloses(strict);
     }
 
     /** A key as text: a windowed aggregate's {@code [key@start/end]} (Windowed.toString), any other as it is. */

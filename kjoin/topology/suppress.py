@@ -1,0 +1,191 @@
+"""``KTable#suppress`` in a topology: the table's updates held in a buffer, forwarded later (KIP-328).
+
+How it works (Kafka's ``KTableSuppressProcessorSupplier``, caching off as in every kjoin run):
+
+* ``until="window_closes"`` (``Suppressed.untilWindowCloses``): the final result of each window. The table must be
+  keyed by window (a windowed aggregate, or a filter or mapValues of one: Kafka finds the grace by walking up to
+  the aggregate). Each update goes to :class:`~kjoin.joins.final_results.SuppressionBuffer`, the one the windowed
+  single-aggregate scenarios use: buffered by window end, forwarded once the buffer's stream time (the largest
+  timestamp it received) reaches ``end + grace`` (session windows: ``+ gap``), tombstones dropped.
+* ``until="time_limit"`` (``Suppressed.untilTimeLimit(Duration, BufferConfig)``): any table. Each key's newest update
+  waits in a :class:`~kjoin.stores.suppression.TimeLimitStore` from the timestamp of its *first* buffered update;
+  after each record every entry with ``first ts <= stream time - time_limit_ms`` is forwarded in buffer order
+  (tombstones too), with the latest update's timestamp.
+* ``max_records``: after those evictions, a buffer holding more records is full: ``when_full="emit_early"``
+  (``emitEarlyWhenFull``, time limit only) forwards the oldest entries until it is not; ``"shut_down"``
+  (``shutDownWhenFull``) stops the task: kjoin's :class:`SuppressionBufferFull`, naming the node and the record.
+  ``BufferConfig.maxBytes`` is refused: its bound counts Kafka's serialized sizes, which kjoin does not model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..fates import Fate, Reason
+from ..joins.aggregate import AggregateOutput
+from ..joins.context import StepContext
+from ..joins.final_results import SuppressionBuffer
+from ..joins.session_aggregate import SessionWindows
+from ..joins.window_aggregate import TimeWindows
+from ..records import Record, Side, render_value
+from ..scenario.inputs import MAX_LONG, did_you_mean
+from ..stores.suppression import TimeLimitStore
+from ..times import at
+from .aggregates import WindowedKey
+from .graph import Node, TopologyError
+from .processors import NodeProcessor, Outcome, Rec, said
+
+__all__ = ["Suppressed", "SuppressProcessor", "SuppressionBufferFull", "suppressed"]
+
+UNTIL = ("window_closes", "time_limit")
+WHEN_FULL = ("emit_early", "shut_down")
+FIELDS = ("until", "time_limit_ms", "max_records", "max_bytes", "when_full")
+
+
+class SuppressionBufferFull(TopologyError):
+    """A suppression buffer with ``when_full="shut_down"`` held more than ``max_records``: Kafka's task stops
+    (``StreamsException``: the buffer exceeded its max capacity), and so does kjoin's run."""
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    """A suppression's options, as a document writes them (``{"until": "time_limit", "time_limit_ms": 10, ...}``)."""
+
+    until: str
+    time_limit_ms: int | None = None
+    max_records: int | None = None
+    when_full: str = "shut_down"
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"until": self.until}
+        if self.time_limit_ms is not None:
+            data["time_limit_ms"] = self.time_limit_ms
+        if self.max_records is not None:
+            data["max_records"] = self.max_records
+            data["when_full"] = self.when_full
+        return data
+
+
+def suppressed(options: Mapping[str, Any], where: str) -> Suppressed:
+    """``options`` checked at the edge, each error naming ``where``, the field and the fix."""
+    unknown = sorted(str(name) for name in set(options) - set(FIELDS))
+    if unknown:
+        raise TopologyError(
+            f"{where}: unknown field {unknown[0]}{did_you_mean(unknown[0], FIELDS)}; it takes {', '.join(FIELDS)}"
+        )
+    until = options.get("until", "window_closes")
+    if until not in UNTIL:
+        raise TopologyError(f"{where}.until: expected window_closes or time_limit, got {until!r:.60}")
+    if options.get("max_bytes") is not None:
+        raise TopologyError(
+            f"{where}.max_bytes: kjoin does not model BufferConfig.maxBytes (its bound counts Kafka's serialized "
+            "sizes of keys, values and record contexts); bound the buffer with max_records, or leave it unbounded"
+        )
+    limit = options.get("time_limit_ms")
+    if until == "time_limit":
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 0 <= limit <= MAX_LONG:
+            raise TopologyError(
+                f"{where}.time_limit_ms: untilTimeLimit waits a whole number of milliseconds from 0 to {MAX_LONG}, "
+                f"got {limit!r:.60}"
+            )
+    elif limit is not None:
+        raise TopologyError(
+            f"{where}.time_limit_ms: untilWindowCloses waits for the window's grace, not a time limit; leave "
+            "time_limit_ms out or choose until=time_limit"
+        )
+    records = options.get("max_records")
+    if records is not None and (not isinstance(records, int) or isinstance(records, bool) or records < 0):
+        raise TopologyError(f"{where}.max_records: expected a whole number of records from 0, got {records!r:.60}")
+    default = "emit_early" if until == "time_limit" else "shut_down"  # BufferConfig.maxRecords is eager
+    when_full = options.get("when_full") or default
+    if when_full not in WHEN_FULL:
+        raise TopologyError(f"{where}.when_full: expected emit_early or shut_down, got {when_full!r:.60}")
+    if until == "window_closes" and when_full == "emit_early":
+        raise TopologyError(
+            f"{where}.when_full: untilWindowCloses takes a strict buffer (unbounded, or max_records with shut_down): "
+            "emitting early would forward a result that is not final"
+        )
+    if records is None and options.get("when_full") is not None:
+        raise TopologyError(f"{where}.when_full: an unbounded buffer is never full; give max_records too")
+    return Suppressed(until, limit, records, when_full if records is not None else "shut_down")
+
+
+class SuppressProcessor(NodeProcessor):
+    """One task's suppression (``KTableSuppressProcessor``): ``windows`` are the aggregate's whose final results
+    ``window_closes`` waits for (``None`` for a time limit)."""
+
+    def __init__(self, node: Node, partition: int, log: Any) -> None:
+        super().__init__(node, partition)
+        self.options: Suppressed = node.params["suppressed"]
+        windows = node.params.get("windows")
+        self.buffer: SuppressionBuffer | None = None
+        self.time_limit: TimeLimitStore | None = None
+        if self.options.until == "window_closes":
+            duration = windows.grace_ms if isinstance(windows, TimeWindows) else windows.suppress_duration_ms
+            self.buffer = SuppressionBuffer(log, partition, duration, session=isinstance(windows, SessionWindows))
+        else:
+            self.time_limit = TimeLimitStore(log, partition)
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        if self.buffer is not None:
+            forwarded, fate, reason, text = self._until_window_closes(rec, step)
+            held = len(self.buffer.buffer)
+        else:
+            forwarded, fate, reason, text = self._until_time_limit(rec)
+            held = len(self.time_limit)  # type: ignore[arg-type]
+        if self.options.max_records is not None and held > self.options.max_records:
+            raise SuppressionBufferFull(
+                f"suppress {self.node.name}: after {said(rec)} its buffer holds {held} records, more than "
+                f"max_records {self.options.max_records}, and when_full is shut_down: Kafka stops the task "
+                "(StreamsException: the suppression buffer exceeded its max capacity). Raise max_records, leave the "
+                "buffer unbounded, or (untilTimeLimit) choose when_full=emit_early"
+            )
+        return Outcome(fate, reason, text, forwarded)
+
+    def _until_window_closes(self, rec: Rec, step: int) -> tuple[list[Rec], Fate, Reason | None, str]:
+        assert self.buffer is not None
+        key = rec.key
+        assert isinstance(key, WindowedKey), "a windowed table's suppression reads windowed keys"
+        record = Record(Side.LEFT, key.key, rec.value, rec.ts, self.partition)
+        ctx = StepContext(step, record, _no_joiner)
+        update = AggregateOutput(
+            key.key, rec.value, rec.old, rec.ts, rec.value is None, "window", self.partition, step,
+            (key.start_ms, key.end_ms),
+        )  # fmt: skip
+        self.buffer.process(update, ctx)
+        forwarded = [Rec(WindowedKey(o.key, *o.window), o.value, o.ts) for o in ctx.outputs]  # type: ignore[attr-defined]
+        waits = f"{key} waits in the buffer until its window closes"
+        text = " ".join([f"{said(rec)}: {waits}." if rec.value is not None else f"{said(rec)} buffered.", *ctx.notes])
+        return forwarded, Fate.BUFFERED if not forwarded else Fate.FORWARDED, Reason.WINDOW_OPEN, text
+
+    def _until_time_limit(self, rec: Rec) -> tuple[list[Rec], Fate, Reason | None, str]:
+        store = self.time_limit
+        assert store is not None
+        limit = self.options.time_limit_ms
+        assert limit is not None
+        stream_time = store.observe(rec.ts)
+        store.put(rec.key, rec.value, rec.ts, rec.old)
+        forwarded, notes = [], []
+        while (evicted := store.evict_first(stream_time - limit)) is not None:
+            forwarded.append(_forward(evicted))
+            notes.append(f"{render_value(evicted[0])}'s time limit passed")
+        records = self.options.max_records
+        if records is not None and self.options.when_full == "emit_early":
+            while len(store) > records and (evicted := store.evict_first()) is not None:
+                forwarded.append(_forward(evicted))
+                notes.append(f"{render_value(evicted[0])} emitted early (the buffer holds more than {records})")
+        text = f"{said(rec)} buffered (stream time {stream_time}, time limit {limit} ms)"
+        if notes:
+            shown = ", ".join(f"{n}: {at(render_value(r.value), r.ts)}" for n, r in zip(notes, forwarded))
+            text += f"; forwarded {shown}"
+        return forwarded, Fate.BUFFERED if not forwarded else Fate.FORWARDED, Reason.TIME_LIMIT, text + "."
+
+
+def _forward(evicted: tuple[Any, Any, int, Any]) -> Rec:
+    key, value, ts, _prior = evicted
+    return Rec(key, value, ts)
+
+
+def _no_joiner(left: Any, right: Any) -> Any:  # pragma: no cover - a suppression joins nothing
+    raise AssertionError("a suppression calls no joiner")
