@@ -102,6 +102,7 @@ FILE_TIERS: dict[str, str] = {
     "test_site.py": "browser",
     "test_topology_walk.py": "unit",
     "test_topology_fuzz.py": "unit",
+    "test_topology_inputs.py": "unit",
     "test_topology_instance_time.py": "unit",
     "test_course_feedback.py": "unit",
 }

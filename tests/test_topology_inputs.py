@@ -1,0 +1,77 @@
+"""A topology's inputs answered in kjoin's words: the foreign-key join's partitioners, node names, values a user
+function returns, documents that are not YAML or misspell ``topology``, handles of two topologies, a bounded
+``flat_map_values``, and a topic written and read by the same application."""
+
+from __future__ import annotations
+
+import pytest
+
+from kjoin.partitioner import default_partition
+from kjoin.topology.builder import Topology
+from kjoin.topology.document import TopologyScenario
+from kjoin.topology.runtime import ProcessingError
+
+
+def _fk_document(**partitioners):
+    return {
+        "partitions": 2,
+        "topology": [
+            {"name": "t", "table": "t"},
+            {"name": "t2", "table": "t2"},
+            {"name": "j", "join": ["t", "t2"], "foreign_key": "c", **partitioners},
+            {"name": "o", "to": "out", "input": "j"},
+        ],
+        "events": [
+            {"topic": "t2", "key": "k", "value": "R", "ts": 1},
+            {"topic": "t", "key": "x", "value": {"c": "k"}, "ts": 2},
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("argument", "key", "partition", "topic"),
+    [
+        ("other_partitioner", "k", 7, "j-subscription-registration-topic"),
+        ("other_partitioner", "k", -1, "j-subscription-registration-topic"),
+        ("partitioner", "x", 2, "j-subscription-response-topic"),
+    ],
+)
+def test_a_foreign_key_partitioner_out_of_range_stops_the_run(argument, key, partition, topic):
+    """Kafka's producer refuses a partition the topic does not have: the message is never lost in silence."""
+    scenario = TopologyScenario.from_dict(_fk_document(**{argument: {"map": {key: partition}}}))
+    with pytest.raises(ProcessingError) as error:
+        scenario.run()
+    message = str(error.value)
+    assert f"node j (fk): the {argument} (a partition per key) of {topic} returned {partition}" in message
+    assert "a number from 0 to 1" in message
+
+
+def test_the_partitioner_routes_each_response_by_its_primary_key():
+    """TableJoined.with(partitioner, ...): the response goes to the partition the partitioner names for the primary
+    key, not to the one its subscription came from; a response reaching a task that does not hold its left row is
+    stale there (the hashes differ), and dropped."""
+    home = default_partition("x", 2)
+    routed = TopologyScenario.from_dict(_fk_document(partitioner={"map": {"x": home}})).run()
+    assert [(r.key, r.value) for r in routed.outputs()] == [("x", '{"c":"k"}-R')]
+    away = TopologyScenario.from_dict(_fk_document(partitioner={"map": {"x": 1 - home}})).run()
+    responses = [s for s in away if s.record.topic == "j-subscription-response-topic"]
+    assert [s.record.partition for s in responses] == [1 - home]
+    assert away.outputs() == []
+    assert [str(s.reason.value) for s in responses] == ["stale-response"]
+
+
+@pytest.mark.parametrize("argument", ["partitioner", "other_partitioner"])
+def test_a_foreign_key_partitioner_that_raises_is_named(argument):
+    def boom(key, partitions):
+        raise KeyError("boom")
+
+    b = Topology(2)
+    b.table("t").join(b.table("t2"), foreign_key="c", **{argument: boom}).to("out")
+    with pytest.raises(ProcessingError, match=rf"the {argument} \(boom\) of .* raised KeyError: 'boom'") as error:
+        b.run(
+            [
+                {"topic": "t2", "key": "k", "value": "R", "ts": 1},
+                {"topic": "t", "key": "x", "value": {"c": "k"}, "ts": 2},
+            ]
+        )
+    assert isinstance(error.value.__cause__, KeyError)
