@@ -75,3 +75,39 @@ def test_a_foreign_key_partitioner_that_raises_is_named(argument):
             ]
         )
     assert isinstance(error.value.__cause__, KeyError)
+
+
+_ONE = [{"topic": "s", "key": "k", "value": "v", "ts": 1}]
+
+
+@pytest.mark.parametrize(
+    ("label", "build", "value"),
+    [
+        ("map_values", lambda b: b.stream("s").map_values(lambda v: (1, (2, "a"))), [1, [2, "a"]]),
+        ("map", lambda b: b.stream("s").map(lambda k, v: (k, {"pair": (v, v)})), {"pair": ["v", "v"]}),
+        ("flat_map_values", lambda b: b.stream("s").flat_map_values(lambda v: [(v,)]), ["v"]),
+        ("flat_map", lambda b: b.stream("s").flat_map(lambda k, v: [(k, (v, 1))]), ["v", 1]),
+        ("aggregate", lambda b: b.stream("s").group_by_key().aggregate(lambda: (), lambda k, v, a: (*a, v)), ["v"]),
+        (
+            "joiner",
+            lambda b: b.stream("s").join(b.stream("s2"), lambda x, y: (x, y), window={"before_ms": 5, "after_ms": 5}),
+            ["v", "w"],
+        ),
+    ],
+)
+def test_a_tuple_a_function_returns_is_written_as_a_json_array(label, build, value):
+    """JSON writes a tuple as an array, and a consumer reads a list back: kjoin makes it the list where the function
+    returns it, so the output, a store and a comparison hold what Kafka's topic holds."""
+    b = Topology()
+    build(b).to("out")
+    events = [*_ONE, {"topic": "s2", "key": "k", "value": "w", "ts": 2}] if label == "joiner" else _ONE
+    (output,) = b.run(events).outputs()
+    assert output.value == value
+    assert "tuple" not in repr(output.value) and "(" not in repr(output.value)
+
+
+def test_a_tuple_key_is_refused_at_its_node():
+    b = Topology()
+    b.stream("s").select_key(lambda k, v: (k, v), name="by-pair").to("out")
+    with pytest.raises(ProcessingError, match=r"node by-pair \(select_key\): .*\('k', 'v'\) \(a tuple\)"):
+        b.run(_ONE)

@@ -40,7 +40,7 @@ from ..partitioner import default_partition
 from ..records import render_value
 from ..serde import string_serde_text
 from ..scenario.fields import ScenarioError
-from .plain import not_a_key, not_a_value
+from .plain import as_written, not_a_key, not_a_value
 
 __all__ = [
     "Function",
@@ -95,6 +95,8 @@ class Function:
     check: Callable[[Any], str | None] | None = None
     """What the result must be (:mod:`kjoin.topology.plain`: a key, a JSON value): ``None`` if it is, else what it
     is; checked when it is returned, since the joins show and store a result before any node forwards it."""
+    written: Callable[[Any], Any] | None = None
+    """The checked result as the serde writes it (:func:`~kjoin.topology.plain.as_written`: a tuple is a list)."""
 
     def __call__(self, *args: Any) -> Any:
         try:
@@ -107,12 +109,13 @@ class Function:
             problem = self.check(result)
             if problem is not None:
                 raise UserFunctionError(self.text, f"returned {problem}")
-        return result
+        return result if self.written is None else self.written(result)
 
 
 def _python(fn: Callable[..., Any], check: Callable[[Any], str | None] | None = None) -> Function:
-    """A Python function of the topology, its result held to ``check``."""
-    return Function(fn, None, getattr(fn, "__name__", "a Python function"), check)
+    """A Python function of the topology, its result held to ``check`` (a value's then written as JSON reads it)."""
+    written = as_written if check is not_a_value else None
+    return Function(fn, None, getattr(fn, "__name__", "a Python function"), check, written)
 
 
 def guarded(fn: Callable[..., Any], text: str) -> Callable[..., Any]:
@@ -129,7 +132,7 @@ def guarded(fn: Callable[..., Any], text: str) -> Callable[..., Any]:
         problem = not_a_value(result)
         if problem is not None:
             raise UserFunctionError(text, f"returned {problem}")
-        return result
+        return as_written(result)
 
     return call
 

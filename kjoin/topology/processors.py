@@ -30,7 +30,7 @@ from ..state import StoreId
 from ..stores import Clock, TableStore, VersionedStore
 from ..stores.global_table import GlobalTableStore
 from .functions import Function, UserFunctionError, field_of
-from .plain import not_a_key, shown
+from .plain import as_written, not_a_key, shown
 from .graph import VIEW_OPS, Graph, Node, Topic
 from ..times import at
 
@@ -166,13 +166,13 @@ class _Pass(NodeProcessor):
                 raise UserFunctionError(
                     f"the map function ({fn.text})", f"returned {shown(pair)}", fix="return a pair (key, value)"
                 )
-            new = Rec(pair[0], pair[1], rec.ts)
+            new = Rec(pair[0], as_written(pair[1]), rec.ts)
             return Outcome(Fate.FORWARDED, None, lambda: f"{said(rec)} → {said(new)}.", [new])
         if op in ("flat_map_values", "flat_map"):
             if op == "flat_map_values":
-                made = [Rec(rec.key, value, rec.ts) for value in _many(fn(rec.value), fn, rec)]
+                made = [Rec(rec.key, as_written(value), rec.ts) for value in _many(fn(rec.value), fn, rec)]
             else:
-                made = [Rec(key, value, rec.ts) for key, value in _pairs(fn(rec.key, rec.value), fn, rec)]
+                made = [Rec(key, as_written(value), rec.ts) for key, value in _pairs(fn(rec.key, rec.value), fn, rec)]
             if not made:
                 return Outcome(Fate.DROPPED, Reason.FILTERED, lambda: f"{fn.text}: no records from {said(rec)}.")
             return Outcome(
