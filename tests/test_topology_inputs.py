@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kjoin.partitioner import default_partition
-from kjoin.topology.builder import Topology
+from kjoin.topology.builder import Topology, TopologyError
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.runtime import ProcessingError
 
@@ -111,3 +111,80 @@ def test_a_tuple_key_is_refused_at_its_node():
     b.stream("s").select_key(lambda k, v: (k, v), name="by-pair").to("out")
     with pytest.raises(ProcessingError, match=r"node by-pair \(select_key\): .*\('k', 'v'\) \(a tuple\)"):
         b.run(_ONE)
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("a b", "it contains ' '"),
+        ("r/x", "it contains '/'"),
+        ("é", "it contains 'é'"),
+        ("..", 'refuses "." and ".."'),
+        ("x" * 250, "it has 250 characters, and Kafka's Named takes at most 249"),
+    ],
+)
+@pytest.mark.parametrize("call", ["filter", "group_by", "repartition", "to"])
+def test_a_node_name_is_held_to_kafkas_named_rule(name, reason, call):
+    """Named.validate: ASCII letters, digits, '.', '_' and '-', not '.' or '..', at most 249 characters (a
+    TopologyException in Kafka)."""
+    stream = Topology().stream("s")
+    calls = {
+        "filter": lambda: stream.filter(lambda k, v: True, name=name),
+        "group_by": lambda: stream.group_by(lambda k, v: v, name=name),
+        "repartition": lambda: stream.repartition(name=name),
+        "to": lambda: stream.to("out", name=name),
+    }
+    with pytest.raises(TopologyError, match="is illegal: ") as error:
+        calls[call]()
+    assert reason in str(error.value)
+
+
+def test_a_legal_name_of_249_characters_is_taken_and_its_derived_names_too():
+    b = Topology()
+    name = "a." + "x" * 245 + "_-"
+    b.stream("s").group_by(lambda k, v: v, name=name).count().to("out")
+    assert [(r.key, r.value) for r in b.run(_ONE).outputs()] == [("v", 1)]
+    assert f"{name}-repartition" in b.graph.topics
+
+
+def _run_cli(path, capsys):
+    from kjoin.cli import main
+
+    code = main(["run", str(path)])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("topology: [\n", "line 2, column 1"),
+        ("topology:\n- {name: s, stream: s}\nevents:\n- {topic: s, key: '\\udcff'}\n", "line 4"),
+        ('topology:\n- {name: s, stream: "s}\n', "line 3, column 1"),
+        ("a: b: c\n", "line 1, column 5"),
+    ],
+)
+def test_kjoin_run_on_malformed_yaml_answers_in_one_paragraph(tmp_path, capsys, text, where):
+    path = tmp_path / "app.yaml"
+    path.write_text(text.replace("'\\udcff'", '"\\udcff"'))
+    code, err = _run_cli(path, capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"kjoin: {path}: not valid YAML at {where}")
+    assert "fix the text there" in err
+
+
+@pytest.mark.parametrize("field", ["topolgy", "Topology", "topologie"])
+def test_a_misspelled_topology_field_gets_a_did_you_mean(tmp_path, capsys, field):
+    path = tmp_path / "app.yaml"
+    path.write_text(f"partitions: 2\nevents: []\n{field}:\n- {{name: s, stream: s}}\n")
+    code, err = _run_cli(path, capsys)
+    assert code == 2
+    assert f"unknown field '{field}' (did you mean 'topology'?); a topology document has the fields" in err
+
+
+def test_a_join_scenario_with_an_unknown_field_is_still_a_join_scenario(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text("join: stream-stream\ntopolgy: 1\n")
+    code, err = _run_cli(path, capsys)
+    assert code == 2
+    assert "unknown field 'topolgy'; the fields are" in err and "join," in err

@@ -39,7 +39,7 @@ from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean, 
 from ..semantics import Semantics, parse_semantics
 from . import functions
 from .copartition import resolve_partitions
-from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError
+from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError, legal_name
 from .writer import topology_to_dict
 
 __all__ = ["Topology", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "KGroupedTable", "TimeWindowedKStream"]
@@ -234,10 +234,12 @@ class _Handle:
     def name(self) -> str:
         return self.node.name
 
-    def _add(self, op: str, parents: Any, produces: str, name: str | None, **params: Any) -> Node:
+    def _add(
+        self, op: str, parents: Any, produces: str, name: str | None, derived: bool = False, **params: Any
+    ) -> Node:
         if self.topology._built:
             raise TopologyError(f"{op}: the topology has run already; build a new kjoin.Topology to change it")
-        return self.topology.graph.add(op, parents, produces, name, **params)
+        return self.topology.graph.add(op, parents, produces, name, derived, **params)
 
     def _keys(self, fn: Any, as_text: Any) -> Any:
         """A function that makes keys, its keys as the topology's key serde carries them (``as_text``: one of
@@ -328,7 +330,7 @@ class KStream(_Handle):
         if partitions is not None:
             _partitions(partitions, "repartition: partitions")
         chosen = functions.partitioner(partitioner) or self._rekey_partitioner()
-        name = name or self.topology.graph.new_name("repartition")
+        name = self.topology.graph.new_name("repartition") if name is None else legal_name(name, "repartition")
         source = _through_topic(self, f"{name}-repartition", partitions, chosen)
         source.params["repartition"] = {"name": name, "partitions": partitions, "partitioner": partitioner}
         return KStream(self.topology, source)
@@ -364,6 +366,8 @@ class KStream(_Handle):
         """Group by ``selector(key, value)`` (Kafka's ``groupBy``): a re-key, so the aggregate reads the stream
         through a repartition topic (``<name>-repartition``, or named after the aggregate)."""
         fn = self._keys(functions.key_selector(selector), functions.text_key)
+        if name is not None:
+            legal_name(name, "group_by")
         node = self._add("group_by", [(self.node, None)], STREAM, None, fn=fn, grouped_name=name)
         node.params["partitioner"] = functions.partitioner(partitioner)
         node.key_changed = True
@@ -517,10 +521,12 @@ class KStream(_Handle):
         """Write this stream to a new repartition topic and read it back: the source node."""
         partitioner = self.node.params.get("partitioner")
         self.topology.graph.add_topic(Topic(topic_name, None, partitioner, internal=True))
-        sink = self._add("repartition-sink", [(self.node, None)], STREAM, f"{topic_name}-sink", topic=topic_name)
+        sink = self._add(
+            "repartition-sink", [(self.node, None)], STREAM, f"{topic_name}-sink", derived=True, topic=topic_name
+        )
         if self.node.params.get("carries_old"):
             sink.params["carries_old"] = True
-        source = self._add("repartition-source", (), STREAM, f"{topic_name}-source", topic=topic_name)
+        source = self._add("repartition-source", (), STREAM, f"{topic_name}-source", derived=True, topic=topic_name)
         sink.params["source"] = source
         return source
 
@@ -640,6 +646,8 @@ class KTable(_Handle):
         if self.node.params.get("history_retention_ms") is not None and not self.topology.semantics.versioned_joins:
             raise TopologyError("group_by: a versioned table is grouped from Kafka 3.5 (KIP-914)")
         fn = self._keys(functions.table_group_by(selector), functions.text_pairs)
+        if name is not None:
+            legal_name(name, "group_by")
         self.node.params["sends_old_values"] = True  # KTableRepartitionMap needs Change(new, old)
         node = self._add("table-group-by", [(self.node, None)], STREAM, None, fn=fn, grouped_name=name)
         node.params["partitioner"] = functions.partitioner(partitioner)
@@ -737,8 +745,10 @@ class GlobalKTable(_Handle):
 def _through_topic(stream: KStream, topic_name: str, partitions: int | None, partitioner: Any) -> Node:
     graph = stream.topology.graph
     graph.add_topic(Topic(topic_name, partitions, partitioner, internal=True))
-    sink = stream._add("repartition-sink", [(stream.node, None)], STREAM, f"{topic_name}-sink", topic=topic_name)
-    source = stream._add("repartition-source", (), STREAM, f"{topic_name}-source", topic=topic_name)
+    sink = stream._add(
+        "repartition-sink", [(stream.node, None)], STREAM, f"{topic_name}-sink", derived=True, topic=topic_name
+    )
+    source = stream._add("repartition-source", (), STREAM, f"{topic_name}-source", derived=True, topic=topic_name)
     sink.params["source"] = source
     return source
 
@@ -751,7 +761,7 @@ class KGroupedStream:
 
     def __init__(self, stream: KStream, name: str | None, windows: TimeWindows | None = None) -> None:
         self.stream = stream
-        self.name = name
+        self.name = None if name is None else legal_name(name, "grouped")
         self.windows = windows
 
     def __getattr__(self, name: str) -> Any:

@@ -22,7 +22,23 @@ from ..records import Side
 from ..scenario.fields import ScenarioError
 from .functions import Function
 
-__all__ = ["Node", "Topic", "Graph", "TopologyError", "STREAM", "TABLE", "JOIN_OPS", "SOURCE_OPS", "VIEW_OPS"]
+__all__ = [
+    "Node",
+    "Topic",
+    "Graph",
+    "TopologyError",
+    "STREAM",
+    "TABLE",
+    "JOIN_OPS",
+    "SOURCE_OPS",
+    "VIEW_OPS",
+    "MAX_NAME_LENGTH",
+    "legal_name",
+]
+
+MAX_NAME_LENGTH = 249
+"""Kafka's ``Named.MAX_NAME_LENGTH``: a processor's, a store's or an internal topic's name, at most this long."""
+_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 STREAM = "stream"
 TABLE = "table"
@@ -113,12 +129,16 @@ class Graph:
         parents: Iterable[tuple[Node, Side | None]],
         produces: str,
         name: str | None = None,
+        derived: bool = False,
         **params: Any,
     ) -> Node:
+        """Add an ``op`` node below ``parents``. ``name``: the application's (held to Kafka's ``Named`` rule), one
+        kjoin ``derived`` from a name already checked (``<topic>-sink``: Kafka checks only what it is given), or
+        ``None`` for a generated one."""
         if name is None:
             name = self.new_name(op)
-        elif not isinstance(name, str) or not name:
-            raise TopologyError(f"a node's name is non-empty text, got {name!r}")
+        elif not derived:
+            legal_name(name, op)
         if name in self.nodes:
             raise TopologyError(f"two nodes are named {name!r}; give each node its own name")
         links = list(parents)
@@ -250,3 +270,27 @@ class Graph:
             if current.op == "repartition-sink":
                 stack.append(sources[current.topic])  # type: ignore[index]
         return False
+
+
+def legal_name(name: Any, op: str) -> str:
+    """``name`` if Kafka's ``Named`` takes it for an ``op`` node (its processor, and the stores and internal topics
+    named after it): non-empty ASCII letters, digits, ``.``, ``_`` and ``-``, not ``.`` or ``..``, at most
+    :data:`MAX_NAME_LENGTH` characters. Otherwise kjoin's error with Kafka's reason (a ``TopologyException``)."""
+    if not isinstance(name, str) or not name:
+        raise TopologyError(f"{op}: a node's name is non-empty text, got {name!r:.80}")
+    problem = None
+    if name in (".", ".."):
+        problem = 'Kafka\'s Named refuses "." and ".."'
+    elif len(name) > MAX_NAME_LENGTH:
+        problem = f"it has {len(name)} characters, and Kafka's Named takes at most {MAX_NAME_LENGTH}"
+    else:
+        bad = next((char for char in name if char not in _NAME_CHARACTERS), None)
+        if bad is not None:
+            problem = (
+                f"it contains {bad!r}, and Kafka's Named takes only ASCII letters, digits, '.', '_' and '-' (the name "
+                "becomes its stores' and internal topics' names)"
+            )
+    if problem is not None:
+        shown = name if len(name) <= 60 else name[:57] + "..."
+        raise TopologyError(f"{op}: the name {shown!r} is illegal: {problem}; rename it (for example 'by-customer')")
+    return name
