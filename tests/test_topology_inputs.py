@@ -188,3 +188,109 @@ def test_a_join_scenario_with_an_unknown_field_is_still_a_join_scenario(tmp_path
     code, err = _run_cli(path, capsys)
     assert code == 2
     assert "unknown field 'topolgy'; the fields are" in err and "join," in err
+
+
+def test_handles_of_two_topologies_are_named_when_mixed():
+    a, b = Topology(), Topology()
+    left = a.stream("s", name="orders")
+    with pytest.raises(TopologyError) as error:
+        left.join(b.table("t", name="customers"))
+    message = str(error.value)
+    assert "node customers (table) belongs to another kjoin.Topology than node orders (stream)" in message
+    assert "0x" not in message
+    with pytest.raises(TopologyError, match="node more .* another kjoin.Topology than node orders"):
+        left.merge(b.stream("s2", name="more"))
+
+
+def test_a_join_with_what_is_no_handle_names_its_type_not_its_address():
+    class Thing:
+        pass
+
+    with pytest.raises(TopologyError, match="got an object of type Thing$"):
+        Topology().stream("s").join(Thing())
+
+
+def _endless(value):
+    while True:
+        yield value
+
+
+@pytest.mark.parametrize("op", ["flat_map_values", "flat_map"])
+def test_an_endless_iterator_stops_the_run_at_its_node_with_the_record(op):
+    from kjoin.topology.processors import MAX_RECORDS_PER_RECORD
+
+    b = Topology()
+    stream = b.stream("s")
+    if op == "flat_map_values":
+        stream.flat_map_values(_endless, name="words").to("out")
+    else:
+        stream.flat_map(lambda k, v: ((k, v) for _ in iter(int, 1)), name="words").to("out")
+    with pytest.raises(ProcessingError) as error:
+        b.run(_ONE)
+    message = str(error.value)
+    assert message.startswith(f"node words ({op}): the {op} function")
+    assert f"more than {MAX_RECORDS_PER_RECORD:,}" in message
+    assert "on the record s partition 0 offset 0, key k, value v, ts 1" in message
+
+
+def test_an_iterator_that_raises_while_read_is_named_with_its_cause():
+    def half(value):
+        yield value
+        raise ValueError("no more")
+
+    b = Topology()
+    b.stream("s").flat_map_values(half, name="words").to("out")
+    with pytest.raises(ProcessingError, match="returned an iterator that raised ValueError: no more") as error:
+        b.run(_ONE)
+    assert isinstance(error.value.__cause__, ValueError)
+
+
+def test_as_many_records_as_the_bound_are_taken():
+    from kjoin.topology.processors import MAX_RECORDS_PER_RECORD
+
+    b = Topology()
+    b.stream("s").flat_map_values(lambda v: range(MAX_RECORDS_PER_RECORD)).to("out")
+    (step,) = b.run(_ONE)
+    assert len(step.wrote) == MAX_RECORDS_PER_RECORD
+
+
+def _partition_one(key, partitions):
+    return 1
+
+
+@pytest.mark.parametrize(
+    ("written", "read", "partition"),
+    [
+        ({}, {}, default_partition("k", 2)),
+        ({"partitioner": _partition_one}, {"partitioner": _partition_one}, 1),
+        ({"partitioner": {"map": {"k": 1}}}, {"partitioner": {"map": {"k": 1}}}, 1),
+        ({"partitioner": _partition_one}, {}, 1),
+        ({"partitions": 4}, {}, default_partition("k", 4)),
+        ({"partitions": 4, "partitioner": {"map": {"k": 3}}}, {"partitions": 4}, 3),
+    ],
+)
+def test_a_topic_written_with_to_is_read_back_with_stream(written, read, partition):
+    """Kafka takes `to("mid")` and `stream("mid")` in one application (the records go round through the broker); the
+    stream reads them from the partition the sink chose."""
+    b = Topology(2)
+    b.stream("s").to("mid", **written)
+    b.stream("mid", **read).to("out")
+    trace = b.run(_ONE)
+    assert [(s.record.partition, s.task) for s in trace if s.record.topic == "mid"] == [(partition, f"1_{partition}")]
+    assert [(r.key, r.value) for r in trace.outputs("out")] == [("k", "v")]
+
+
+@pytest.mark.parametrize(
+    ("written", "read", "differ"),
+    [
+        ({"partitions": 4}, {"partitions": 3}, "4 and 3 partitions"),
+        ({"partitioner": {"map": {"k": 1}}}, {"partitioner": {"map": {"k": 0}}}, "the partitioners"),
+        ({"partitioner": _partition_one}, {"partitioner": lambda k, n: 1}, "'_partition_one' and '<lambda>'"),
+    ],
+)
+def test_a_topic_declared_twice_differently_is_refused_saying_how(written, read, differ):
+    b = Topology(2)
+    b.stream("s").to("mid", **written)
+    with pytest.raises(TopologyError, match="topic mid is declared twice, differently") as error:
+        b.stream("mid", **read)
+    assert differ in str(error.value)

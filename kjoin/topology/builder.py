@@ -129,8 +129,15 @@ class Topology:
                 f"topic {topic} is read twice; Kafka reads a topic with one source node (TopologyException: "
                 "Topic has already been registered by another source): use the first stream or table again"
             )
-        count = self.partitions if partitions is None else _partitions(partitions, f"topic {topic}: partitions")
-        self.graph.add_topic(Topic(topic, count, functions.partitioner(partitioner)))
+        written = self.graph.topics.get(topic)  # by a `to` above: read as it is written, unless told otherwise
+        if partitions is not None:
+            count = _partitions(partitions, f"topic {topic}: partitions")
+        else:
+            count = self.partitions if written is None else written.partitions
+        chosen = functions.partitioner(partitioner)
+        if chosen is None and written is not None:
+            chosen = written.partitioner
+        self.graph.add_topic(Topic(topic, count, chosen))
 
     @classmethod
     def from_describe(
@@ -252,10 +259,24 @@ class _Handle:
                 f"{op}: the other side is a grouped stream or table (group_by, group_by_key, windowed_by), which is "
                 "aggregated, not joined: join the table its count, reduce or aggregate makes"
             )
-        if not isinstance(other, _Handle) or other.topology is not self.topology:
+        if not isinstance(other, _Handle):
             raise TopologyError(
-                f"{op}: the other side must be a stream or table of the same kjoin.Topology, got {other!r:.60}"
+                f"{op}: the other side must be a stream or table of the same kjoin.Topology, got {_described(other)}"
             )
+        if other.topology is not self.topology:
+            raise TopologyError(
+                f"{op}: node {other.node.name} ({other.node.op}) belongs to another kjoin.Topology than node "
+                f"{self.node.name} ({self.node.op}): a Kafka application is one topology; build both sides from one "
+                "kjoin.Topology()"
+            )
+
+
+def _described(value: Any) -> str:
+    """``value`` as an error names it: its type, and its ``repr`` when that says more than an address."""
+    text = repr(value)
+    if " object at 0x" in text or len(text) > 60:
+        return f"an object of type {type(value).__name__}"
+    return f"{text} (of type {type(value).__name__})"
 
 
 class KStream(_Handle):

@@ -195,9 +195,9 @@ def text_pair_lists(fn: Function) -> Function:
 
     def texts(key: Any, value: Any) -> Any:
         found = call(key, value)
-        if isinstance(found, (str, bytes, dict)) or not hasattr(found, "__iter__"):
+        if isinstance(found, (str, bytes, dict, set, frozenset)) or not hasattr(found, "__iter__"):
             return found
-        return [_text_pair(pair) for pair in found]
+        return map(_text_pair, found)  # lazily: the flat_map node bounds how many it reads
 
     return Function(texts, fn.spec, fn.text)
 

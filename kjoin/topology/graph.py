@@ -152,10 +152,14 @@ class Graph:
 
     def add_topic(self, topic: Topic) -> Topic:
         known = self.topics.get(topic.name)
-        if known is not None and known != topic:
+        if known is not None and not _same_topic(known, topic):
+            if known.partitions != topic.partitions:
+                differ = f"{known.partitions} and {topic.partitions} partitions"
+            else:
+                differ = f"the partitioners {_partitioner_text(known)} and {_partitioner_text(topic)}"
             raise TopologyError(
-                f"topic {topic.name} is declared twice, differently ({known.partitions} and {topic.partitions} "
-                "partitions, or another partitioner); declare it once"
+                f"topic {topic.name} is declared twice, differently ({differ}); declare it once (a stream that reads "
+                "a topic the application writes may leave its partitions and partitioner out)"
             )
         self.topics[topic.name] = topic
         return topic
@@ -270,6 +274,23 @@ class Graph:
             if current.op == "repartition-sink":
                 stack.append(sources[current.topic])  # type: ignore[index]
         return False
+
+
+def _partitioner_text(topic: Topic) -> str:
+    return "murmur2 (the default)" if topic.partitioner is None else repr(topic.partitioner.text)
+
+
+def _same_topic(known: Topic, topic: Topic) -> bool:
+    """Whether two declarations of a topic agree: the same partitions and the same partitioner (the one function, or
+    two equal document specs such as ``{map: {k: 1}}``)."""
+    if (known.name, known.partitions, known.internal) != (topic.name, topic.partitions, topic.internal):
+        return False
+    mine, theirs = known.partitioner, topic.partitioner
+    if mine is None or theirs is None:
+        return mine is theirs
+    if mine.spec is not None or theirs.spec is not None:
+        return bool(mine.spec == theirs.spec)
+    return mine.call is theirs.call
 
 
 def legal_name(name: Any, op: str) -> str:

@@ -10,6 +10,7 @@ names every store after its node and files it under its Kafka task (``"1_0"``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Callable
 
 from ..fates import Fate, Reason
@@ -181,12 +182,32 @@ class _Pass(NodeProcessor):
         raise AssertionError(op)  # pragma: no cover
 
 
+MAX_RECORDS_PER_RECORD = 100_000
+"""The most records ``flat_map`` or ``flat_map_values`` makes of one record: more (an endless iterator, say) stops
+the run at the node, with the record, rather than filling the memory."""
+
+
 def _many(values: Any, fn: Function, rec: Rec, what: str = "flat_map_values", items: str = "values") -> list[Any]:
     if values is None or isinstance(values, (str, bytes, dict, set, frozenset)) or not hasattr(values, "__iter__"):
         raise UserFunctionError(
             f"the {what} function ({fn.text})", f"returned {shown(values)}", fix=f"return a list of {items}"
         )
-    return list(values)
+    try:
+        found = list(islice(values, MAX_RECORDS_PER_RECORD + 1))
+    except Exception as error:  # noqa: BLE001 - an iterator the function returned raised while kjoin read it
+        raise UserFunctionError(
+            f"the {what} function ({fn.text})",
+            f"returned an iterator that raised {type(error).__name__}: {error}",
+            error,
+        ) from error
+    if len(found) > MAX_RECORDS_PER_RECORD:
+        raise UserFunctionError(
+            f"the {what} function ({fn.text})",
+            f"returned more than {MAX_RECORDS_PER_RECORD:,} {items} for one record (an endless iterator?), kjoin's "
+            "bound on the records one record makes",
+            fix=f"return at most {MAX_RECORDS_PER_RECORD:,} {items} for a record",
+        )
+    return found
 
 
 def _pairs(pairs: Any, fn: Function, rec: Rec) -> list[tuple[Any, Any]]:
