@@ -119,7 +119,7 @@ def test_a_tuple_key_is_refused_at_its_node():
         ("a b", "it contains ' '"),
         ("r/x", "it contains '/'"),
         ("é", "it contains 'é'"),
-        ("..", 'refuses "." and ".."'),
+        ("..", 'cannot be "." or ".."'),
         ("x" * 250, "it has 250 characters, and Kafka's Named takes at most 249"),
     ],
 )
@@ -294,3 +294,28 @@ def test_a_topic_declared_twice_differently_is_refused_saying_how(written, read,
     with pytest.raises(TopologyError, match="topic mid is declared twice, differently") as error:
         b.stream("mid", **read)
     assert differ in str(error.value)
+
+
+@pytest.mark.parametrize("topic", ["a b", "a\nb", "é", "..", "t" * 250])
+@pytest.mark.parametrize("call", ["stream", "table", "to", "through"])
+def test_a_topic_name_a_broker_refuses_is_refused(topic, call):
+    """Topic.validate: the characters and the length of Named (InvalidTopicException from the broker)."""
+    b = Topology()
+    calls = {
+        "stream": lambda: b.stream(topic),
+        "table": lambda: b.table(topic),
+        "to": lambda: b.stream("s").to(topic),
+        "through": lambda: b.stream("s").through(topic),
+    }
+    with pytest.raises(TopologyError, match=r"the topic .* is illegal: .*InvalidTopicException") as error:
+        calls[call]()
+    assert "\n" not in str(error.value)
+
+
+def test_a_document_node_name_with_a_line_break_is_refused_on_one_line(tmp_path, capsys):
+    path = tmp_path / "app.yaml"
+    path.write_text('topology:\n- {name: s, stream: s}\n- {name: "a\\nb", to: out, input: s}\nevents: []\n')
+    code, err = _run_cli(path, capsys)
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "topology[1].name: the name 'a\\nb' is illegal: it contains '\\n'" in err

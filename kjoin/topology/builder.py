@@ -39,7 +39,7 @@ from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean, 
 from ..semantics import Semantics, parse_semantics
 from . import functions
 from .copartition import resolve_partitions
-from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError, legal_name
+from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError, legal_name, legal_topic
 from .writer import topology_to_dict
 
 __all__ = ["Topology", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "KGroupedTable", "TimeWindowedKStream"]
@@ -122,8 +122,7 @@ class Topology:
     def _source_topic(self, topic: str, partitions: int | None, partitioner: Any = None) -> None:
         if self._built:
             raise TopologyError(f"{topic!r:.60}: the topology has run already; build a new kjoin.Topology to change it")
-        if not isinstance(topic, str) or not topic:
-            raise TopologyError(f"a topic's name is non-empty text, got {topic!r}")
+        legal_topic(topic, "topic")
         if topic in self.graph.sources():
             raise TopologyError(
                 f"topic {topic} is read twice; Kafka reads a topic with one source node (TopologyException: "
@@ -701,8 +700,7 @@ def _sink(
     stream: KStream, topic: str, partitions: int | None, partitioner: Any, name: str | None, through: bool = False
 ) -> None:
     topology = stream.topology
-    if not isinstance(topic, str) or not topic:
-        raise TopologyError(f"to: a topic's name is non-empty text, got {topic!r}")
+    legal_topic(topic, "through" if through else "to")
     if topic in topology.graph.sources():
         raise TopologyError(
             f"to({topic}): the topology also reads {topic}; write to a topic and read it back with "

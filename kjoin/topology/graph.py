@@ -34,6 +34,7 @@ __all__ = [
     "VIEW_OPS",
     "MAX_NAME_LENGTH",
     "legal_name",
+    "legal_topic",
 ]
 
 MAX_NAME_LENGTH = 249
@@ -299,19 +300,40 @@ def legal_name(name: Any, op: str) -> str:
     :data:`MAX_NAME_LENGTH` characters. Otherwise kjoin's error with Kafka's reason (a ``TopologyException``)."""
     if not isinstance(name, str) or not name:
         raise TopologyError(f"{op}: a node's name is non-empty text, got {name!r:.80}")
-    problem = None
-    if name in (".", ".."):
-        problem = 'Kafka\'s Named refuses "." and ".."'
-    elif len(name) > MAX_NAME_LENGTH:
-        problem = f"it has {len(name)} characters, and Kafka's Named takes at most {MAX_NAME_LENGTH}"
-    else:
-        bad = next((char for char in name if char not in _NAME_CHARACTERS), None)
-        if bad is not None:
-            problem = (
-                f"it contains {bad!r}, and Kafka's Named takes only ASCII letters, digits, '.', '_' and '-' (the name "
-                "becomes its stores' and internal topics' names)"
-            )
+    problem = _illegal(name, "Kafka's Named")
     if problem is not None:
-        shown = name if len(name) <= 60 else name[:57] + "..."
-        raise TopologyError(f"{op}: the name {shown!r} is illegal: {problem}; rename it (for example 'by-customer')")
+        raise TopologyError(
+            f"{op}: the name {_cut(name)} is illegal: {problem} (the name becomes its stores' and internal topics' "
+            "names); rename it (for example 'by-customer')"
+        )
     return name
+
+
+def legal_topic(topic: Any, where: str) -> str:
+    """``topic`` if a Kafka broker takes it as a topic's name (``Topic.validate``: the characters and the length of
+    :func:`legal_name`); otherwise kjoin's error (Kafka's ``InvalidTopicException``)."""
+    if not isinstance(topic, str) or not topic:
+        raise TopologyError(f"{where}: a topic's name is non-empty text, got {topic!r:.80}")
+    problem = _illegal(topic, "a Kafka topic's name")
+    if problem is not None:
+        raise TopologyError(
+            f"{where}: the topic {_cut(topic)} is illegal: {problem} (the broker refuses it: InvalidTopicException); "
+            "rename it (for example 'orders.v2')"
+        )
+    return topic
+
+
+def _illegal(name: str, rule: str) -> str | None:
+    """What makes ``name`` illegal under Kafka's rule for names (``None``: nothing)."""
+    if name in (".", ".."):
+        return f'{rule} cannot be "." or ".."'
+    if len(name) > MAX_NAME_LENGTH:
+        return f"it has {len(name)} characters, and {rule} takes at most {MAX_NAME_LENGTH}"
+    bad = next((char for char in name if char not in _NAME_CHARACTERS), None)
+    if bad is not None:
+        return f"it contains {bad!r}, and {rule} takes only ASCII letters, digits, '.', '_' and '-'"
+    return None
+
+
+def _cut(name: str) -> str:
+    return repr(name if len(name) <= 60 else name[:57] + "...")
