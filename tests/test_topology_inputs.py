@@ -319,3 +319,17 @@ def test_a_document_node_name_with_a_line_break_is_refused_on_one_line(tmp_path,
     assert code == 2
     assert err.count("\n") == 1
     assert "topology[1].name: the name 'a\\nb' is illegal: it contains '\\n'" in err
+
+
+def test_the_chain_pass_on_spark_writes_a_map_functions_tuple_as_the_reference_engine_does():
+    """The Spark chain pass calls `map` itself: its tuple value is the list there too, as the next stage reads it
+    (without Spark)."""
+    from kjoin.topology.document import TopologyScenario as Scenario
+    from tests.topology_spark_check import local_difference
+
+    b = Topology(partitions=2)
+    b.stream("s").map(lambda k, v: (v, (k, 1))).repartition().map_values(lambda v: type(v).__name__).to("out")
+    events = tuple({"topic": "s", "key": f"k{i}", "value": f"v{i % 2}", "ts": i} for i in range(4))
+    scenario = Scenario(b, events, "stages")
+    assert {r.value for r in scenario.run().outputs()} == {"list"}
+    assert local_difference(scenario) is None
