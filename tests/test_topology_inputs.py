@@ -333,3 +333,17 @@ def test_the_chain_pass_on_spark_writes_a_map_functions_tuple_as_the_reference_e
     scenario = Scenario(b, events, "stages")
     assert {r.value for r in scenario.run().outputs()} == {"list"}
     assert local_difference(scenario) is None
+
+
+@pytest.mark.parametrize("argument", ["partitioner", "other_partitioner"])
+def test_a_foreign_key_partitioner_needs_kafka_3_1(argument):
+    """KIP-775 (3.1) added TableJoined: before it, a foreign-key join takes no partitioner."""
+    for semantics, takes in (("3.0", False), ("3.1", True)):
+        b = Topology(partitions=2, semantics=semantics)
+        join = lambda: b.table("t").join(b.table("t2"), foreign_key="c", **{argument: _partition_one})  # noqa: E731
+        if takes:
+            join()
+        else:
+            with pytest.raises(TopologyError, match=r"Kafka 3.0 has no TableJoined \(KIP-775, 3.1\)"):
+                join()
+    assert Topology(semantics="3.1").semantics.foreign_key_partitioners

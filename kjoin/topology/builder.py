@@ -640,6 +640,13 @@ class KTable(_Handle):
                 f"foreign_key: Kafka {self.topology.semantics} has no foreign-key joins (KIP-213, 2.4); choose "
                 "semantics 2.4 or later"
             )
+        if (partitioner is not None or other_partitioner is not None) and not (
+            self.topology.semantics.foreign_key_partitioners
+        ):
+            raise TopologyError(
+                f"partitioner/other_partitioner: Kafka {self.topology.semantics} has no TableJoined (KIP-775, 3.1): "
+                "its foreign-key join takes no partitioner; choose semantics 3.1 or later, or leave them out"
+            )
         name = name or self.topology.graph.new_name("fk-join")
         graph = self.topology.graph
         subscription = f"{name}-subscription-registration-topic"
