@@ -517,7 +517,7 @@ def p_event(rng, d, it):
     must = None
     if f == "ts":
         must = not (isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= LONG)
-    if f == "partition":
+    if f == "partition" and v is not None:  # null: the partitioner chooses, as a ProducerRecord's null partition
         must = not (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or v > 2**31
     if f == "topik":
         must = True
