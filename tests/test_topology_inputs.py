@@ -347,3 +347,18 @@ def test_a_foreign_key_partitioner_needs_kafka_3_1(argument):
             with pytest.raises(TopologyError, match=r"Kafka 3.0 has no TableJoined \(KIP-775, 3.1\)"):
                 join()
     assert Topology(semantics="3.1").semantics.foreign_key_partitioners
+
+
+@pytest.mark.parametrize("windows", [{"size_ms": 10}, {"inactivity_gap_ms": 5}, {"time_difference_ms": 5}])
+@pytest.mark.parametrize("side", ["stream", "left", "right"])
+def test_a_windowed_table_is_not_joined_by_key(windows, side):
+    """A windowed aggregate's keys are Windowed<K>: Kafka joins no K-keyed stream or table to it."""
+    b = Topology()
+    windowed = b.stream("s").group_by_key().windowed_by(windows).count(name="per-window")
+    joins = {
+        "stream": lambda: b.stream("a").join(windowed),
+        "left": lambda: windowed.join(b.table("t")),
+        "right": lambda: b.table("t").left_join(windowed),
+    }
+    with pytest.raises(TopologyError, match="node per-window is a windowed table"):
+        joins[side]()

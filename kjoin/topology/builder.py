@@ -268,6 +268,13 @@ class _Handle:
                 f"{self.node.name} ({self.node.op}): a Kafka application is one topology; build both sides from one "
                 "kjoin.Topology()"
             )
+        windowed = [side.node.name for side in (self, other) if side.node.params.get("windows") is not None]
+        if windowed and isinstance(other, KTable):
+            raise TopologyError(
+                f"{op}: node {windowed[0]} is a windowed table (its keys are windows, Kafka's Windowed<K>): kjoin "
+                "joins no windowed table by key (a Windowed<K> key and a K key do not join in Kafka); join its "
+                "to_stream() re-keyed by the key you mean"
+            )
 
 
 def _described(value: Any) -> str:
