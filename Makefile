@@ -121,6 +121,7 @@ kafka-live: $(STAMP)
 fuzz-inputs: $(STAMP)
 	$(PY) -m tests.input_fuzz $(N)
 	$(PY) -m tests.topology_fuzz $(N)
+	$(PY) -m tests.topology_fuzz_independent $(N)
 
 # The reference engine alone, every join kind at 10^5 and 10^6 events, kjoin.run and `kjoin run` (docs/benchmarks-earlier.md).
 bench-reference: $(STAMP)

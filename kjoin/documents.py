@@ -14,8 +14,9 @@ from typing import Any, Callable
 from .engine import run as run_scenario
 from .joins import default_joiner
 from .scenario import AggregateSpec, Scenario, ScenarioError, scenario_from_document
-from .scenario.inputs import read_document
-from .topology.document import TopologyScenario
+from .scenario.inputs import did_you_mean, read_document
+from .scenario.model import DOCUMENT_FIELDS as SCENARIO_FIELDS
+from .topology.document import DOCUMENT_FIELDS, TopologyScenario
 
 __all__ = ["load_scenario", "run", "Document"]
 
@@ -35,7 +36,21 @@ def load_scenario(path: str | Path) -> Document:
     data = read_document(path)
     if isinstance(data, dict) and "topology" in data and "join" not in data:
         return TopologyScenario.from_dict(data, source=str(path))
+    if isinstance(data, dict) and "join" not in data:
+        _misspelled_topology(data, str(path))
     return scenario_from_document(data, str(path))
+
+
+def _misspelled_topology(data: dict[Any, Any], source: str) -> None:
+    """Refuse a document with neither ``join:`` nor ``topology:`` whose field is ``topology`` misspelled, as a
+    topology document (its fields and a "did you mean"), rather than as a join scenario with an unknown field."""
+    for field in data:
+        if isinstance(field, str) and field not in SCENARIO_FIELDS and did_you_mean(field, ("topology",)):
+            raise ScenarioError(
+                f"unknown field {field!r}{did_you_mean(field, ('topology',))}; a topology document has the fields "
+                f"{', '.join(DOCUMENT_FIELDS)} (a join scenario has join:)",
+                source,
+            )
 
 
 def run(document: Document, joiner: Callable[[Any, Any], Any] = default_joiner, **options: Any) -> Any:

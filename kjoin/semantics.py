@@ -479,6 +479,12 @@ class Semantics:
     def foreign_key_joins(self) -> bool:
         """KIP-213 (2.4): KTable-KTable foreign-key joins exist."""
 
+    @since("3.1", ticket="KIP-775", feature=True)
+    def foreign_key_partitioners(self) -> bool:
+        """KIP-775 (3.1): a foreign-key join takes the tables' partitioners (``TableJoined.with(partitioner,
+        otherPartitioner)``): the other one routes subscriptions by foreign key, the first one responses by primary
+        key."""
+
     @since("2.5.1", "2.6", ticket="KAFKA-9298", feature=True)
     def rekeyed_stream_joined_twice(self) -> bool:
         """KAFKA-9298 (2.5.1 and 2.6.0; apache/kafka#8504): a re-keyed stream joined twice (a self-join of it too)

@@ -442,3 +442,21 @@ def test_a_repartition_then_a_count_is_written_out_and_judged(built, version):
     written = scenario.topology.to_dict()
     assert TopologyScenario.from_dict({**written, "events": list(scenario.events)}).topology.to_dict() == written
     _judge_pinned(version, "repartition-then-count")
+
+
+@pytest.mark.parametrize("version", JUDGED, ids=lambda v: f"kafka-{v}")
+def test_a_topic_written_with_to_and_read_back_with_stream_runs_as_in_kafka(built, version):
+    """`to("mid")` and `stream("mid")` in one application: Kafka builds it (two sub-topologies joined by the
+    topic) and reads each record back, as kjoin does."""
+    nodes = [
+        {"name": "s", "stream": "s"},
+        {"name": "w", "to": "mid", "input": "s"},
+        {"name": "m", "stream": "mid"},
+        {"name": "mv", "map_values": {"append": "!"}, "input": "m"},
+        {"name": "o", "to": "out", "input": "mv"},
+    ]
+    events = [{"topic": "s", "key": "k", "value": "v", "ts": 1}, {"topic": "s", "key": "j", "value": "w", "ts": 2}]
+    scenario = TopologyScenario.from_dict({"topology": nodes, "events": events})
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert answer["outputs"] == [[["out", "k", "v!", 1]], [["out", "j", "w!", 2]]]
+    assert topology_oracle.difference(scenario, answer, version) is None

@@ -264,7 +264,13 @@ class ForeignKeyJoin:
         return self.key_of(extract_foreign_key(self.path, value))
 
     def partition_of(self, key: Any) -> int:
+        """The partition of the subscription topic a subscription for the foreign key ``key`` goes to."""
         return 0 if self.partitions == 1 else default_partition(key, self.partitions)
+
+    def response_partition(self, pk: Any, primary_partition: int) -> int:
+        """The partition of the response topic a response for the primary key ``pk`` goes to: the partition its
+        subscription came from (Kafka's default response partitioner reads it from the subscription)."""
+        return primary_partition
 
     # -- inputs -------------------------------------------------------------------------
     def process(self, record: Record, ctx: StepContext, change_old: Any = FROM_COPY) -> None:
@@ -367,7 +373,8 @@ class ForeignKeyJoin:
             return
         foreign_value = None if (found is None or instruction is Instruction.DELETE_KEY_AND_PROPAGATE) else found[0]
         response = ResponseWrapper(wrapper.hash, foreign_value, wrapper.primary_partition)
-        sent = self._send(RESPONSE, wrapper.primary_partition, wrapper.pk, response, ts, message.origin_step, ctx)
+        partition = self.response_partition(wrapper.pk, wrapper.primary_partition)
+        sent = self._send(RESPONSE, partition, wrapper.pk, response, ts, message.origin_step, ctx)
         ctx.settle(
             Fate.STORED,
             Reason.RESPONSE_SENT,
@@ -404,7 +411,8 @@ class ForeignKeyJoin:
     def _respond(self, wrapper: SubscriptionWrapper, pk: Any, record: Record, ctx: StepContext) -> str:
         """Send the right update ``record`` to the subscriber ``pk``; return the message id."""
         response = ResponseWrapper(wrapper.hash, record.value, wrapper.primary_partition)
-        return self._send(RESPONSE, wrapper.primary_partition, pk, response, record.ts, ctx.index, ctx)
+        partition = self.response_partition(pk, wrapper.primary_partition)
+        return self._send(RESPONSE, partition, pk, response, record.ts, ctx.index, ctx)
 
     # -- 4. resolve the response by hash (left task) -------------------------------------
     def _resolve_response(self, task: ForeignKeyTask, message: Message, ctx: StepContext) -> None:

@@ -136,9 +136,27 @@ def parse_text(text: str, json_text: bool = False) -> Any:
     except ScenarioError:
         raise
     except yaml.YAMLError as error:
-        raise ScenarioError(f"not valid YAML: {error}") from None
+        raise ScenarioError(_yaml_problem(error)) from None
     except RecursionError:
         raise ScenarioError(f"not a scenario: YAML nested deeper than kjoin reads ({MAX_DEPTH} levels)") from None
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """PyYAML's error as one sentence: where (line and column, from 1), what, and the fix."""
+    problem = getattr(error, "problem", None) or str(error)
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
+    context = getattr(error, "context", None)
+    context_mark = getattr(error, "context_mark", None)
+    if context and context_mark is not None and context_mark is not mark:
+        problem += f" ({context} at line {context_mark.line + 1}, column {context_mark.column + 1})"
+    elif context:
+        problem += f" ({context})"
+    text = " ".join(problem.split())
+    return (
+        f"not valid YAML{where}: {text}; fix the text there (close every bracket and quote, quote a value that holds "
+        "': ' or ' #', indent with spaces)"
+    )
 
 
 def _parse_json(text: str) -> Any:

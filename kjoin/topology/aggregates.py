@@ -36,6 +36,7 @@ from ..records import Record, Side, render_value
 from ..semantics import Semantics
 from ..stores.aggregate import AggregateStore
 from .graph import Node
+from .plain import as_written
 from .processors import NodeProcessor, OldValue, Outcome, Rec, said
 from ..times import at
 
@@ -212,7 +213,7 @@ class TableGroupBy(NodeProcessor):
                 f"group_by ({fn.text}) returned {pair!r:.60} for key {render_value(key)}; a table's group_by "
                 "returns (new key, new value)"
             )
-        return None if pair[0] is None or pair[1] is None else pair
+        return None if pair[0] is None or pair[1] is None else (pair[0], as_written(pair[1]))
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         if not rec.is_latest:

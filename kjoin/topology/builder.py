@@ -41,7 +41,7 @@ from ..semantics import Semantics, parse_semantics
 from . import custom, functions
 from .copartition import resolve_partitions
 from .suppress import suppressed
-from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError
+from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError, legal_name, legal_topic
 from .handlers import exception_handling
 from .writer import topology_to_dict
 
@@ -142,15 +142,21 @@ class Topology:
     def _source_topic(self, topic: str, partitions: int | None, partitioner: Any = None) -> None:
         if self._built:
             raise TopologyError(f"{topic!r:.60}: the topology has run already; build a new kjoin.Topology to change it")
-        if not isinstance(topic, str) or not topic:
-            raise TopologyError(f"a topic's name is non-empty text, got {topic!r}")
+        legal_topic(topic, "topic")
         if topic in self.graph.sources():
             raise TopologyError(
                 f"topic {topic} is read twice; Kafka reads a topic with one source node (TopologyException: "
                 "Topic has already been registered by another source): use the first stream or table again"
             )
-        count = self.partitions if partitions is None else _partitions(partitions, f"topic {topic}: partitions")
-        self.graph.add_topic(Topic(topic, count, functions.partitioner(partitioner)))
+        written = self.graph.topics.get(topic)  # by a `to` above: read as it is written, unless told otherwise
+        if partitions is not None:
+            count = _partitions(partitions, f"topic {topic}: partitions")
+        else:
+            count = self.partitions if written is None else written.partitions
+        chosen = functions.partitioner(partitioner)
+        if chosen is None and written is not None:
+            chosen = written.partitioner
+        self.graph.add_topic(Topic(topic, count, chosen))
 
     @classmethod
     def from_describe(
@@ -263,10 +269,12 @@ class _Handle:
     def name(self) -> str:
         return self.node.name
 
-    def _add(self, op: str, parents: Any, produces: str, name: str | None, **params: Any) -> Node:
+    def _add(
+        self, op: str, parents: Any, produces: str, name: str | None, derived: bool = False, **params: Any
+    ) -> Node:
         if self.topology._built:
             raise TopologyError(f"{op}: the topology has run already; build a new kjoin.Topology to change it")
-        return self.topology.graph.add(op, parents, produces, name, **params)
+        return self.topology.graph.add(op, parents, produces, name, derived, **params)
 
     def _keys(self, fn: Any, as_text: Any) -> Any:
         """A function that makes keys, its keys as the topology's key serde carries them (``as_text``: one of
@@ -279,10 +287,31 @@ class _Handle:
                 f"{op}: the other side is a grouped stream or table (group_by, group_by_key, windowed_by), which is "
                 "aggregated, not joined: join the table its count, reduce or aggregate makes"
             )
-        if not isinstance(other, _Handle) or other.topology is not self.topology:
+        if not isinstance(other, _Handle):
             raise TopologyError(
-                f"{op}: the other side must be a stream or table of the same kjoin.Topology, got {other!r:.60}"
+                f"{op}: the other side must be a stream or table of the same kjoin.Topology, got {_described(other)}"
             )
+        if other.topology is not self.topology:
+            raise TopologyError(
+                f"{op}: node {other.node.name} ({other.node.op}) belongs to another kjoin.Topology than node "
+                f"{self.node.name} ({self.node.op}): a Kafka application is one topology; build both sides from one "
+                "kjoin.Topology()"
+            )
+        windowed = [side.node.name for side in (self, other) if side.node.params.get("windows") is not None]
+        if windowed and isinstance(other, KTable):
+            raise TopologyError(
+                f"{op}: node {windowed[0]} is a windowed table (its keys are windows, Kafka's Windowed<K>): kjoin "
+                "joins no windowed table by key (a Windowed<K> key and a K key do not join in Kafka); join its "
+                "to_stream() re-keyed by the key you mean"
+            )
+
+
+def _described(value: Any) -> str:
+    """``value`` as an error names it: its type, and its ``repr`` when that says more than an address."""
+    text = repr(value)
+    if " object at 0x" in text or len(text) > 60:
+        return f"an object of type {type(value).__name__}"
+    return f"{text} (of type {type(value).__name__})"
 
 
 class KStream(_Handle):
@@ -439,7 +468,7 @@ class KStream(_Handle):
         if name is not None:
             legal_name(name, "repartition: name (Repartitioned.as)")
         chosen = functions.partitioner(partitioner) or self._rekey_partitioner()
-        name = name or self.topology.graph.new_name("repartition")
+        name = self.topology.graph.new_name("repartition") if name is None else legal_name(name, "repartition")
         source = _through_topic(self, f"{name}-repartition", partitions, chosen)
         source.params["repartition"] = {"name": name, "partitions": partitions, "partitioner": partitioner}
         return KStream(self.topology, source)
@@ -479,6 +508,8 @@ class KStream(_Handle):
         if name is not None:
             legal_name(name, "group_by: name (Grouped.as)")
         fn = self._keys(functions.key_selector(selector), functions.text_key)
+        if name is not None:
+            legal_name(name, "group_by")
         node = self._add("group_by", [(self.node, None)], STREAM, None, fn=fn, grouped_name=name)
         node.params["partitioner"] = functions.partitioner(partitioner)
         node.key_changed = True
@@ -644,10 +675,12 @@ class KStream(_Handle):
         """Write this stream to a new repartition topic and read it back: the source node."""
         partitioner = self.node.params.get("partitioner")
         self.topology.graph.add_topic(Topic(topic_name, None, partitioner, internal=True))
-        sink = self._add("repartition-sink", [(self.node, None)], STREAM, f"{topic_name}-sink", topic=topic_name)
+        sink = self._add(
+            "repartition-sink", [(self.node, None)], STREAM, f"{topic_name}-sink", derived=True, topic=topic_name
+        )
         if self.node.params.get("carries_old"):
             sink.params["carries_old"] = True
-        source = self._add("repartition-source", (), STREAM, f"{topic_name}-source", topic=topic_name)
+        source = self._add("repartition-source", (), STREAM, f"{topic_name}-source", derived=True, topic=topic_name)
         sink.params["source"] = source
         return source
 
@@ -808,6 +841,13 @@ class KTable(_Handle):
                 f"foreign_key: Kafka {self.topology.semantics} has no foreign-key joins (KIP-213, 2.4); choose "
                 "semantics 2.4 or later"
             )
+        if (partitioner is not None or other_partitioner is not None) and not (
+            self.topology.semantics.foreign_key_partitioners
+        ):
+            raise TopologyError(
+                f"partitioner/other_partitioner: Kafka {self.topology.semantics} has no TableJoined (KIP-775, 3.1): "
+                "its foreign-key join takes no partitioner; choose semantics 3.1 or later, or leave them out"
+            )
         name = name or self.topology.graph.new_name("fk-join")
         graph = self.topology.graph
         subscription = f"{name}-subscription-registration-topic"
@@ -837,6 +877,8 @@ class KTable(_Handle):
         if name is not None:
             legal_name(name, "group_by: name (Grouped.as)")
         fn = self._keys(functions.table_group_by(selector), functions.text_pairs)
+        if name is not None:
+            legal_name(name, "group_by")
         self.node.params["sends_old_values"] = True  # KTableRepartitionMap needs Change(new, old)
         node = self._add("table-group-by", [(self.node, None)], STREAM, None, fn=fn, grouped_name=name)
         node.params["partitioner"] = functions.partitioner(partitioner)
@@ -990,8 +1032,7 @@ def _sink(
     stream: KStream, topic: str, partitions: int | None, partitioner: Any, name: str | None, through: bool = False
 ) -> None:
     topology = stream.topology
-    if not isinstance(topic, str) or not topic:
-        raise TopologyError(f"to: a topic's name is non-empty text, got {topic!r}")
+    legal_topic(topic, "through" if through else "to")
     if topic in topology.graph.sources():
         raise TopologyError(
             f"to({topic}): the topology also reads {topic}; write to a topic and read it back with "
@@ -1055,8 +1096,10 @@ class GlobalKTable(_Handle):
 def _through_topic(stream: KStream, topic_name: str, partitions: int | None, partitioner: Any) -> Node:
     graph = stream.topology.graph
     graph.add_topic(Topic(topic_name, partitions, partitioner, internal=True))
-    sink = stream._add("repartition-sink", [(stream.node, None)], STREAM, f"{topic_name}-sink", topic=topic_name)
-    source = stream._add("repartition-source", (), STREAM, f"{topic_name}-source", topic=topic_name)
+    sink = stream._add(
+        "repartition-sink", [(stream.node, None)], STREAM, f"{topic_name}-sink", derived=True, topic=topic_name
+    )
+    source = stream._add("repartition-source", (), STREAM, f"{topic_name}-source", derived=True, topic=topic_name)
     sink.params["source"] = source
     return source
 
@@ -1071,7 +1114,7 @@ class KGroupedStream:
         self, stream: KStream, name: str | None, windows: TimeWindows | None = None, emit: str = "on_window_update"
     ) -> None:
         self.stream = stream
-        self.name = name
+        self.name = None if name is None else legal_name(name, "grouped")
         self.windows = windows
         self.emit = emit
 

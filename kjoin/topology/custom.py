@@ -212,7 +212,7 @@ def processor(spec: Any, op: str) -> Function:
     if isinstance(spec, Function):
         return spec
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+        return Function(spec, None, function_name(spec))
     allowed = PROCESSORS if op == "process" else tuple(name for name in PROCESSORS if name != "swap")
     if (
         not isinstance(spec, dict)
@@ -268,7 +268,7 @@ def peek_action(spec: Any) -> Function:
     if spec is True:
         return Function(lambda key, value: None, True, "the peek")
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"))
+        return Function(spec, None, function_name(spec))
     raise FunctionError(f"peek: expected true or a Python function (key, value), got {spec!r:.80}")
 
 

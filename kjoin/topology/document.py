@@ -62,7 +62,7 @@ from .builder import (
     Topology,
 )
 from .functions import FunctionError
-from .graph import Topic, TopologyError
+from .graph import Topic, TopologyError, legal_name
 from .runtime import SCHEDULES
 from .handlers import exception_handling
 from .writer import topology_to_dict  # noqa: F401  (the writing half of the format)
@@ -294,6 +294,7 @@ def _node_operation(node: Any, at: str, handles: Mapping[str, Any]) -> tuple[str
     name = node.get("name")
     if not isinstance(name, str) or not name:
         raise TopologyError(f"{at}.name: every node has a name (text), got {name!r}")
+    legal_name(name, f"{at}.name")  # before the name is shown in a message: it may hold a line break
     at = f"{at} ({name})"
     if name in handles:
         raise TopologyError(f"{at}.name: another node is named {name}; names are unique")

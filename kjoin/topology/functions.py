@@ -44,7 +44,7 @@ from ..partitioner import default_partition
 from ..records import render_value
 from ..serde import string_serde_text
 from ..scenario.fields import ScenarioError
-from .plain import not_a_key, not_a_value
+from .plain import as_written, not_a_key, not_a_value
 
 __all__ = [
     "Function",
@@ -103,6 +103,8 @@ class Function:
     """How many keys a joiner takes before its two values: 0 (Kafka's ``ValueJoiner``), 1 (``ValueJoinerWithKey``,
     KIP-149: the key first) or 2 (a global-table join's ``ValueJoinerWithStreamAndMappedKey``, KIP-1340: the stream
     key, then the key the selector mapped it to)."""
+    written: Callable[[Any], Any] | None = None
+    """The checked result as the serde writes it (:func:`~kjoin.topology.plain.as_written`: a tuple is a list)."""
 
     def __call__(self, *args: Any) -> Any:
         try:
@@ -115,12 +117,13 @@ class Function:
             problem = self.check(result)
             if problem is not None:
                 raise UserFunctionError(self.text, f"returned {problem}")
-        return result
+        return result if self.written is None else self.written(result)
 
 
 def _python(fn: Callable[..., Any], check: Callable[[Any], str | None] | None = None) -> Function:
-    """A Python function of the topology, its result held to ``check``."""
-    return Function(fn, None, function_name(fn), check)
+    """A Python function of the topology, its result held to ``check`` (a value's then written as JSON reads it)."""
+    written = as_written if check is not_a_value else None
+    return Function(fn, None, function_name(fn), check, written=written)
 
 
 def guarded(fn: Callable[..., Any], text: str) -> Callable[..., Any]:
@@ -137,7 +140,7 @@ def guarded(fn: Callable[..., Any], text: str) -> Callable[..., Any]:
         problem = not_a_value(result)
         if problem is not None:
             raise UserFunctionError(text, f"returned {problem}")
-        return result
+        return as_written(result)
 
     return call
 
@@ -200,9 +203,9 @@ def text_pair_lists(fn: Function) -> Function:
 
     def texts(key: Any, value: Any) -> Any:
         found = call(key, value)
-        if isinstance(found, (str, bytes, dict)) or not hasattr(found, "__iter__"):
+        if isinstance(found, (str, bytes, dict, set, frozenset)) or not hasattr(found, "__iter__"):
             return found
-        return [_text_pair(pair) for pair in found]
+        return map(_text_pair, found)  # lazily: the flat_map node bounds how many it reads
 
     return Function(texts, fn.spec, fn.text)
 
@@ -342,7 +345,7 @@ def joiner(spec: Any) -> Function:
     if isinstance(spec, Function):
         return spec
     if callable(spec):
-        return Function(spec, None, getattr(spec, "__name__", "a Python function"), not_a_value, _keys_taken(spec))
+        return Function(spec, None, function_name(spec), not_a_value, _keys_taken(spec), written=as_written)
     raise FunctionError(
         "joiner: expected concat, keyed_concat, keys_concat, object or a Python function (left, right) -> value, "
         f"got {spec!r:.80}"

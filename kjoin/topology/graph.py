@@ -22,7 +22,24 @@ from ..records import Side
 from ..scenario.fields import ScenarioError
 from .functions import Function
 
-__all__ = ["Node", "Topic", "Graph", "TopologyError", "STREAM", "TABLE", "JOIN_OPS", "SOURCE_OPS", "VIEW_OPS"]
+__all__ = [
+    "Node",
+    "Topic",
+    "Graph",
+    "TopologyError",
+    "STREAM",
+    "TABLE",
+    "JOIN_OPS",
+    "SOURCE_OPS",
+    "VIEW_OPS",
+    "MAX_NAME_LENGTH",
+    "legal_name",
+    "legal_topic",
+]
+
+MAX_NAME_LENGTH = 249
+"""Kafka's ``Named.MAX_NAME_LENGTH``: a processor's, a store's or an internal topic's name, at most this long."""
+_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 STREAM = "stream"
 TABLE = "table"
@@ -113,12 +130,16 @@ class Graph:
         parents: Iterable[tuple[Node, Side | None]],
         produces: str,
         name: str | None = None,
+        derived: bool = False,
         **params: Any,
     ) -> Node:
+        """Add an ``op`` node below ``parents``. ``name``: the application's (held to Kafka's ``Named`` rule), one
+        kjoin ``derived`` from a name already checked (``<topic>-sink``: Kafka checks only what it is given), or
+        ``None`` for a generated one."""
         if name is None:
             name = self.new_name(op)
-        elif not isinstance(name, str) or not name:
-            raise TopologyError(f"a node's name is non-empty text, got {name!r}")
+        elif not derived:
+            legal_name(name, op)
         if name in self.nodes:
             raise TopologyError(f"two nodes are named {name!r}; give each node its own name")
         links = list(parents)
@@ -132,10 +153,14 @@ class Graph:
 
     def add_topic(self, topic: Topic) -> Topic:
         known = self.topics.get(topic.name)
-        if known is not None and known != topic:
+        if known is not None and not _same_topic(known, topic):
+            if known.partitions != topic.partitions:
+                differ = f"{known.partitions} and {topic.partitions} partitions"
+            else:
+                differ = f"the partitioners {_partitioner_text(known)} and {_partitioner_text(topic)}"
             raise TopologyError(
-                f"topic {topic.name} is declared twice, differently ({known.partitions} and {topic.partitions} "
-                "partitions, or another partitioner); declare it once"
+                f"topic {topic.name} is declared twice, differently ({differ}); declare it once (a stream that reads "
+                "a topic the application writes may leave its partitions and partitioner out)"
             )
         self.topics[topic.name] = topic
         return topic
@@ -250,3 +275,65 @@ class Graph:
             if current.op == "repartition-sink":
                 stack.append(sources[current.topic])  # type: ignore[index]
         return False
+
+
+def _partitioner_text(topic: Topic) -> str:
+    return "murmur2 (the default)" if topic.partitioner is None else repr(topic.partitioner.text)
+
+
+def _same_topic(known: Topic, topic: Topic) -> bool:
+    """Whether two declarations of a topic agree: the same partitions and the same partitioner (the one function, or
+    two equal document specs such as ``{map: {k: 1}}``)."""
+    if (known.name, known.partitions, known.internal) != (topic.name, topic.partitions, topic.internal):
+        return False
+    mine, theirs = known.partitioner, topic.partitioner
+    if mine is None or theirs is None:
+        return mine is theirs
+    if mine.spec is not None or theirs.spec is not None:
+        return bool(mine.spec == theirs.spec)
+    return mine.call is theirs.call
+
+
+def legal_name(name: Any, op: str) -> str:
+    """``name`` if Kafka's ``Named`` takes it for an ``op`` node (its processor, and the stores and internal topics
+    named after it): non-empty ASCII letters, digits, ``.``, ``_`` and ``-``, not ``.`` or ``..``, at most
+    :data:`MAX_NAME_LENGTH` characters. Otherwise kjoin's error with Kafka's reason (a ``TopologyException``)."""
+    if not isinstance(name, str) or not name:
+        raise TopologyError(f"{op}: a node's name is non-empty text, got {name!r:.80}")
+    problem = _illegal(name, "Kafka's Named")
+    if problem is not None:
+        raise TopologyError(
+            f"{op}: the name {_cut(name)} is illegal: {problem} (the name becomes its stores' and internal topics' "
+            "names); rename it (for example 'by-customer')"
+        )
+    return name
+
+
+def legal_topic(topic: Any, where: str) -> str:
+    """``topic`` if a Kafka broker takes it as a topic's name (``Topic.validate``: the characters and the length of
+    :func:`legal_name`); otherwise kjoin's error (Kafka's ``InvalidTopicException``)."""
+    if not isinstance(topic, str) or not topic:
+        raise TopologyError(f"{where}: a topic's name is non-empty text, got {topic!r:.80}")
+    problem = _illegal(topic, "a Kafka topic's name")
+    if problem is not None:
+        raise TopologyError(
+            f"{where}: the topic {_cut(topic)} is illegal: {problem} (the broker refuses it: InvalidTopicException); "
+            "rename it (for example 'orders.v2')"
+        )
+    return topic
+
+
+def _illegal(name: str, rule: str) -> str | None:
+    """What makes ``name`` illegal under Kafka's rule for names (``None``: nothing)."""
+    if name in (".", ".."):
+        return f'{rule} cannot be "." or ".."'
+    if len(name) > MAX_NAME_LENGTH:
+        return f"it has {len(name)} characters, and {rule} takes at most {MAX_NAME_LENGTH}"
+    bad = next((char for char in name if char not in _NAME_CHARACTERS), None)
+    if bad is not None:
+        return f"it contains {bad!r}, and {rule} takes only ASCII letters, digits, '.', '_' and '-'"
+    return None
+
+
+def _cut(name: str) -> str:
+    return repr(name if len(name) <= 60 else name[:57] + "...")

@@ -6,8 +6,10 @@ carry it on to a store or a topic where it fails later or compares wrongly:
 
 * a key: null, text (with no lone surrogate, which no UTF-8 serializer writes), a boolean, a finite number, an
   integer within Kafka's 64-bit long (a windowed aggregate's ``[key@start/end]`` is text);
-* a value: the same, or a list (a tuple is written as one) or a mapping with text keys of such values, at most
-  :data:`~kjoin.scenario.inputs.MAX_DEPTH` deep.
+* a value: the same, or a list or a mapping with text keys of such values, at most
+  :data:`~kjoin.scenario.inputs.MAX_DEPTH` deep. A tuple is a list: JSON writes both as an array, and kjoin turns a
+  returned tuple into a list where the function returns it (:func:`as_written`), so that a store, a comparison and
+  the output hold what a consumer reads back.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from ..scenario.inputs import MAX_DEPTH, MAX_LONG, MIN_LONG, has_lone_surrogate
 
-__all__ = ["not_a_key", "not_a_value", "shown"]
+__all__ = ["as_written", "not_a_key", "not_a_value", "shown"]
 
 
 def _scalar(value: Any) -> str | None:
@@ -75,6 +77,33 @@ def not_a_value(value: Any) -> str | None:
             continue
         return f"{shown(item)} (a {type(item).__name__}), which is not JSON"
     return None
+
+
+def as_written(value: Any) -> Any:
+    """``value`` as JSON reads it back: every tuple in it a list (``(1, 2)`` is ``[1, 2]``); ``value`` itself when
+    it holds no tuple. Past :data:`MAX_DEPTH` it is left as it is (:func:`not_a_value` refuses it)."""
+    return _as_written(value, 0) if _holds_tuple(value, 0) else value
+
+
+def _holds_tuple(value: Any, depth: int) -> bool:
+    kind = type(value)
+    if kind is tuple:
+        return True
+    if depth >= MAX_DEPTH or (kind is not list and kind is not dict):
+        return False
+    inner = value.values() if kind is dict else value
+    return any(_holds_tuple(item, depth + 1) for item in inner)
+
+
+def _as_written(value: Any, depth: int) -> Any:
+    kind = type(value)
+    if depth >= MAX_DEPTH:
+        return value
+    if kind is tuple or kind is list:
+        return [_as_written(item, depth + 1) for item in value]
+    if kind is dict:
+        return {name: _as_written(item, depth + 1) for name, item in value.items()}
+    return value
 
 
 def shown(value: Any) -> str:

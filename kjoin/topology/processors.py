@@ -10,6 +10,7 @@ names every store after its node and files it under its Kafka task (``"1_0"``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Callable
 
 from ..fates import Fate, Reason
@@ -30,8 +31,8 @@ from ..state import StoreId
 from ..stores import Clock, TableStore, VersionedStore
 from ..stores.global_table import GlobalTableStore
 from .functions import Function, UserFunctionError, field_of
-from .plain import not_a_key, shown
-from .graph import VIEW_OPS, Graph, Node
+from .plain import as_written, not_a_key, shown
+from .graph import VIEW_OPS, Graph, Node, Topic
 from ..times import at
 
 __all__ = [
@@ -169,13 +170,13 @@ class _Pass(NodeProcessor):
                 raise UserFunctionError(
                     f"the map function ({fn.text})", f"returned {shown(pair)}", fix="return a pair (key, value)"
                 )
-            new = Rec(pair[0], pair[1], rec.ts)
+            new = Rec(pair[0], as_written(pair[1]), rec.ts)
             return Outcome(Fate.FORWARDED, None, lambda: f"{said(rec)} → {said(new)}.", [new])
         if op in ("flat_map_values", "flat_map"):
             if op == "flat_map_values":
-                made = [Rec(rec.key, value, rec.ts) for value in _many(fn(rec.value), fn, rec)]
+                made = [Rec(rec.key, as_written(value), rec.ts) for value in _many(fn(rec.value), fn, rec)]
             else:
-                made = [Rec(key, value, rec.ts) for key, value in _pairs(fn(rec.key, rec.value), fn, rec)]
+                made = [Rec(key, as_written(value), rec.ts) for key, value in _pairs(fn(rec.key, rec.value), fn, rec)]
             if not made:
                 return Outcome(Fate.DROPPED, Reason.FILTERED, lambda: f"{fn.text}: no records from {said(rec)}.")
             return Outcome(
@@ -184,12 +185,32 @@ class _Pass(NodeProcessor):
         raise AssertionError(op)  # pragma: no cover
 
 
+MAX_RECORDS_PER_RECORD = 100_000
+"""The most records ``flat_map`` or ``flat_map_values`` makes of one record: more (an endless iterator, say) stops
+the run at the node, with the record, rather than filling the memory."""
+
+
 def _many(values: Any, fn: Function, rec: Rec, what: str = "flat_map_values", items: str = "values") -> list[Any]:
     if values is None or isinstance(values, (str, bytes, dict, set, frozenset)) or not hasattr(values, "__iter__"):
         raise UserFunctionError(
             f"the {what} function ({fn.text})", f"returned {shown(values)}", fix=f"return a list of {items}"
         )
-    return list(values)
+    try:
+        found = list(islice(values, MAX_RECORDS_PER_RECORD + 1))
+    except Exception as error:  # noqa: BLE001 - an iterator the function returned raised while kjoin read it
+        raise UserFunctionError(
+            f"the {what} function ({fn.text})",
+            f"returned an iterator that raised {type(error).__name__}: {error}",
+            error,
+        ) from error
+    if len(found) > MAX_RECORDS_PER_RECORD:
+        raise UserFunctionError(
+            f"the {what} function ({fn.text})",
+            f"returned more than {MAX_RECORDS_PER_RECORD:,} {items} for one record (an endless iterator?), kjoin's "
+            "bound on the records one record makes",
+            fix=f"return at most {MAX_RECORDS_PER_RECORD:,} {items} for a record",
+        )
+    return found
 
 
 def _pairs(pairs: Any, fn: Function, rec: Rec) -> list[tuple[Any, Any]]:
@@ -494,10 +515,12 @@ class _TableTable(NodeProcessor):
 
 
 class TopologyForeignKeyJoin(ForeignKeyJoin):
-    """kjoin's foreign-key join with the topology's subscription topic: its partitioner (Kafka's
-    ``TableJoined`` other partitioner) and its partition count. Its tables are copies of its parents (a source
-    table, or another join's result, which no ``KTableSource`` writes): a source drops its idempotent updates before
-    they reach the join (KIP-557, :class:`_TableSource`)."""
+    """kjoin's foreign-key join with the topology's subscription and response topics: their partition counts and
+    partitioners (Kafka's ``TableJoined.with(partitioner, otherPartitioner)``: the other partitioner routes a
+    subscription by its foreign key, the partitioner a response by its primary key, in place of the partition its
+    subscription came from). A partition out of a topic's range stops the run, as Kafka's producer refuses it. Its
+    tables are copies of its parents (a source table, or another join's result, which no ``KTableSource`` writes): a
+    source drops its idempotent updates before they reach the join (KIP-557, :class:`_TableSource`)."""
 
     tables_are_sources = False
 
@@ -505,14 +528,16 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
         self,
         log: Any,
         options: ForeignKeyOptions,
-        partitions: int,
-        partitioner: Any,
+        subscription: Topic,
+        response: Topic,
         extractor: Any = None,
         text_keys: bool = True,
     ) -> None:
         """``text_keys``: the foreign key through the String serde (a Python extractor's result as its text)."""
-        super().__init__(log, options, partitions, eager=())
-        self.partitioner = partitioner
+        assert subscription.partitions is not None
+        super().__init__(log, options, subscription.partitions, eager=())
+        self.subscription = subscription
+        self.response = response
         self.extractor = extractor
         self.text_keys = text_keys
         self.left_key: Any = None
@@ -539,9 +564,35 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
         return string_serde_text(field_of(value, self.path))
 
     def partition_of(self, key: Any) -> int:
-        if self.partitioner is not None:
-            return self.partitioner(key, self.partitions)
-        return 0 if self.partitions == 1 else default_partition(key, self.partitions)
+        return _routed(self.subscription, "other_partitioner", key)
+
+    def response_partition(self, pk: Any, primary_partition: int) -> int:
+        if self.response.partitioner is None:
+            return primary_partition
+        return _routed(self.response, "partitioner", pk)
+
+
+def _routed(topic: Topic, argument: str, key: Any) -> int:
+    """The partition of ``topic`` a foreign-key join's message with ``key`` goes to, by the join's ``argument``
+    (``partitioner`` or ``other_partitioner``; none: murmur2): a partitioner that raises or names no partition of
+    the topic is a :class:`UserFunctionError` naming the argument and the topic."""
+    partitions = topic.partitions
+    assert partitions is not None
+    if topic.partitioner is None:
+        return 0 if partitions == 1 else default_partition(key, partitions)
+    function = f"the {argument} ({topic.partitioner.text}) of {topic.name}"
+    try:
+        chosen = topic.partitioner(key, partitions)
+    except UserFunctionError as error:
+        raise UserFunctionError(function, error.problem, error.original) from error
+    if not isinstance(chosen, int) or isinstance(chosen, bool) or not 0 <= chosen < partitions:
+        raise UserFunctionError(
+            function,
+            f"returned {shown(chosen)} for the key {shown(key)}; a partition of {topic.name} is a number from 0 to "
+            f"{partitions - 1} (Kafka's producer refuses any other)",
+            fix=f"return a partition from 0 to {partitions - 1}",
+        )
+    return chosen
 
 
 class ForeignKeyNode:
@@ -574,8 +625,8 @@ class ForeignKeyNode:
         self.join = TopologyForeignKeyJoin(
             ScopedLog(log, f"{node.name}: ", task_of),
             options,
-            subscription.partitions,
-            subscription.partitioner,  # type: ignore[arg-type]
+            subscription,
+            graph.topics[p["response_topic"]],
             extractor,
             graph.text_keys,
         )

@@ -52,6 +52,7 @@ from ...partitioner import default_partitions
 from ...records import load_json, render_value
 from ...topology.graph import Node
 from ...topology.runtime import stage_steps
+from ...topology.plain import as_written
 from ...topology.stages import Stage
 from .memory import hold_freed_memory
 from .topology_texts import FATES, REASONS, coded, shown_texts, text_partitions, texts_rows
@@ -559,7 +560,7 @@ class _Walk:
             elif op == "map":
                 fn = _plain(node.params["fn"])
                 pairs = [fn(k, v) for k, v in zip(self.keys, self.values)]
-                self.keys, self.values = [pair[0] for pair in pairs], [pair[1] for pair in pairs]
+                self.keys, self.values = [pair[0] for pair in pairs], [as_written(pair[1]) for pair in pairs]
             elif op == "stream-table":
                 self.join(at, node)
             else:
