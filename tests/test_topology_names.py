@@ -19,5 +19,5 @@ import kjoin
 def test_a_grouping_or_repartition_name_kafka_calls_illegal_is_refused(make):
     """Grouped.as and Repartitioned.as name topics: ASCII letters, digits, '.', '_', '-', at most 249 characters."""
     b = kjoin.Topology()
-    with pytest.raises(kjoin.TopologyError, match="not a legal name|at most 249 long"):
+    with pytest.raises(kjoin.TopologyError, match="is illegal: "):
         make(b.stream("orders"))

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import re
 from typing import Any, Iterable, Mapping
 
 from ..joins.stream_stream import JoinWindows
@@ -1265,23 +1264,6 @@ def _time_windows(windows: Any, semantics: Any) -> Any:
     if isinstance(form, SlidingWindows) and not semantics.sliding_windows:
         raise TopologyError(f"windowed_by: Kafka {semantics} has no sliding windows (KIP-450, 2.7)")
     return form
-
-
-LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
-MAX_NAME_LENGTH = 249
-
-
-def legal_name(name: Any, what: str) -> str:
-    """A name Kafka makes a topic's or a store's (``Grouped.as``, ``Repartitioned.as``): ASCII letters, digits,
-    ``.``, ``_`` and ``-``, at most 249 characters (Kafka's ``Named.validate``), else kjoin's error naming ``what``."""
-    if not isinstance(name, str) or not LEGAL_NAME.fullmatch(name):
-        raise TopologyError(
-            f"{what}: {name!r:.60} is not a legal name; Kafka takes ASCII letters, digits, '.', '_' and '-' only "
-            "(TopologyException: Name ... is illegal)"
-        )
-    if len(name) > MAX_NAME_LENGTH:
-        raise TopologyError(f"{what}: {len(name)} characters; Kafka's names are at most {MAX_NAME_LENGTH} long")
-    return name
 
 
 def _partitions(value: Any, what: str) -> int:

@@ -35,7 +35,7 @@ from ..serde import string_serde_text
 from ..state import StoreId
 from ..stores.base import StoreKind
 from .branching import BRANCH_OPS, BranchNode, SplitNode
-from .functions import Function, FunctionError, UserFunctionError
+from .functions import Function, FunctionError, UserFunctionError, function_name
 from .plain import not_a_key, not_a_value
 from .processors import NodeProcessor, Outcome, Rec, said
 
