@@ -1206,7 +1206,7 @@ def _recorder(path: str, label: str, argv: list[str] | None) -> Callable[[list[B
     command, the commit of the kjoin that runs (its git tree) and the machine."""
     import kjoin
 
-    from .history import append, commit_of, machine, new_run_id, now
+    from .history import append, command, commit_of, machine, new_run_id, now
 
     commit, dirty = commit_of(os.path.dirname(os.path.dirname(os.path.abspath(kjoin.__file__))))
     words = sys.argv[1:] if argv is None else argv
@@ -1214,7 +1214,7 @@ def _recorder(path: str, label: str, argv: list[str] | None) -> Callable[[list[B
         "kind": "measurement",
         "run": new_run_id(),
         "label": label,
-        "command": " ".join(["python -m benchmarks.bench", *words]),
+        "command": command("python -m benchmarks.bench", words),
         "commit": commit,
         "dirty": dirty,
     }

@@ -26,7 +26,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["HISTORY", "MEASUREMENT_FIELDS", "append", "read", "measurements", "machine", "commit_of", "new_run_id"]
+__all__ = [
+    "HISTORY", "MEASUREMENT_FIELDS", "append", "read", "measurements", "machine", "commit_of", "new_run_id", "command",
+]  # fmt: skip
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 HISTORY = REPOSITORY / "benchmarks" / "history.jsonl"
@@ -44,6 +46,24 @@ MEASUREMENT_FIELDS = (
 def new_run_id() -> str:
     """An id shared by the rows of one bench run."""
     return uuid.uuid4().hex[:12]
+
+
+def command(program: str, words: list[str]) -> str:
+    """The command line a row records: ``program`` and its ``words``, a path inside this repository (a word, or the
+    value of ``--option=PATH``) written relative to it, so that the history reads the same on every machine and in
+    every clone."""
+
+    def portable(word: str) -> str:
+        option, equals, value = word.rpartition("=") if word.startswith("--") else ("", "", word)
+        if not os.path.isabs(value):
+            return word
+        try:
+            relative = Path(value).resolve().relative_to(REPOSITORY)
+        except ValueError:  # outside the repository: as given
+            return word
+        return f"{option}{equals}{relative.as_posix()}"
+
+    return " ".join([program, *(portable(word) for word in words)])
 
 
 def now() -> str:

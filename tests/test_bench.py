@@ -318,6 +318,25 @@ def test_a_bench_row_records_its_seconds_cpu_and_what_was_not_measured(tmp_path)
     assert (got["kafka_s"], got["kafka_cpu_s"], got["reference_rate"], got["peak_mb"]) == (None, None, None, 512)
 
 
+def test_a_history_row_names_the_repository_s_files_relative_to_it(tmp_path):
+    """A path inside the repository (a word or an option's value) is recorded relative to it, any other as given:
+    the same history on every machine."""
+    from benchmarks import history
+
+    inside = str(history.HISTORY)
+    words = ["--history", inside, f"--history={inside}", str(tmp_path / "x.jsonl"), "--sizes", "1000"]
+    got = history.command("python -m benchmarks.bench", words)
+    assert got == (
+        "python -m benchmarks.bench --history benchmarks/history.jsonl --history=benchmarks/history.jsonl "
+        f"{tmp_path / 'x.jsonl'} --sizes 1000"
+    )
+    row = bench.BenchRow("table-table", "outer", 10, "auto", 1.0, 1.0, float("nan"), 0, 1.0, float("nan"), 0, 0)
+    path = tmp_path / "history.jsonl"
+    bench._recorder(str(path), "bench", ["--history", inside])([row])
+    assert history.read(path)[0]["command"] == "python -m benchmarks.bench --history benchmarks/history.jsonl"
+    assert all(str(history.REPOSITORY) not in row.get("command", "") for row in history.read())
+
+
 def test_the_comparison_keeps_each_commits_best_round_and_names_the_joins_whose_cpu_rose():
     from benchmarks import compare
 
