@@ -8,7 +8,8 @@
   the 1-minute load average before and after the measurement), and the seconds and CPU seconds (the process tree:
   driver, JVM, Python workers) of kjoin, of the plain Spark equi-join and of Kafka Streams' replay (its seconds as
   the JVM times them, its CPU seconds the whole ``java`` process's, start included), the reference engine's
-  records per second on its sample, and kjoin's peak resident memory. A value not measured is ``null``.
+  records per second on its sample, kjoin's peak resident memory, and the seconds of building the run's ``why``
+  index and of the first ``why`` after it (``why_index_s``, ``why_s``). A value not measured is ``null``.
 * ``"kind": "comparison"``: one join of a ``make bench-compare`` (:mod:`benchmarks.compare`): the two commits, the
   best of each one's rounds, their ratios (current over baseline), and whether the cost rose more than the
   threshold.
@@ -38,7 +39,7 @@ MEASUREMENT_FIELDS = (
     "kind", "run", "label", "command", "commit", "dirty", "date", "cores", "memory_gib", "load_before", "load_after",
     "join", "variant", "size", "method",
     "kjoin_s", "kjoin_cpu_s", "equi_s", "equi_cpu_s", "kafka_s", "kafka_cpu_s", "kafka_records",
-    "reference_rate", "reference_records", "peak_mb",
+    "reference_rate", "reference_records", "peak_mb", "why_index_s", "why_s",
 )  # fmt: skip
 """A measurement's fields, in the order written."""
 

@@ -47,7 +47,8 @@ def _runs(rows: list[dict[str, Any]], label: str) -> list[list[dict[str, Any]]]:
 
 RUN_COLUMNS = [
     "join", "variant", "records", "method", "kjoin s", "kjoin CPU s", "equi s", "equi CPU s", "kjoin/equi",
-    "kjoin/equi CPU", "Kafka Streams s (records)", "Kafka CPU s", "peak MB", "load before/after",
+    "kjoin/equi CPU", "Kafka Streams s (records)", "Kafka CPU s", "peak MB", "why index s", "why s",
+    "load before/after",
 ]  # fmt: skip
 
 
@@ -67,6 +68,8 @@ def _run_cells(row: dict[str, Any]) -> list[str]:
         kafka,
         _number(row.get("kafka_cpu_s"), 1),
         f"{row['peak_mb']:,}",
+        _number(row.get("why_index_s"), 1),
+        _number(row.get("why_s")),
         f"{row['load_before']:.1f}/{row['load_after']:.1f}",
     ]
 

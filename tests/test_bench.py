@@ -55,6 +55,9 @@ def test_the_bench_prints_one_row_per_join_size_and_method_with_every_column(spa
             assert float(row[column[name]].replace(",", "")) >= 0  # a number; timings themselves are not tested
         before, after = row[column["load before/after"]].split("/")
         assert float(before) >= 0 and float(after) >= 0
+    # the why index and the first why after it: measured once per join, size and variant, with the first method
+    assert float(rows[0][column["index s"]]) > 0 and float(rows[0][column["why s"]]) > 0
+    assert rows[1][column["index s"]] == rows[1][column["why s"]] == ""
     assert "load average" in printed[header - 1]
 
 
