@@ -89,7 +89,9 @@ def page(rows: list[dict[str, Any]]) -> str:
         "runs this commit and the last recorded one in turns. What the workloads are and how each contender is "
         "timed: `benchmarks/bench.py`'s docstring. kjoin/equi is kjoin's throughput over a plain Spark equi-join's "
         "of the same rows (the goal: at least 0.5 for every join at 10^7 records); CPU seconds are the whole "
-        "process tree's (driver, JVM, Python workers), which a loaded machine stretches less than the seconds. "
+        "process tree's (driver, JVM, Python workers), which a loaded machine stretches less than the seconds; "
+        "why index s builds the run's `why` index, why s is the first `why` of one record after it (the goal: under "
+        "1 s). "
         "The reference engine's, the workshop's memory and the debugging costs measured before the history: "
         "[Earlier measurements](benchmarks-earlier.md).",
         "",

@@ -371,7 +371,13 @@ def test_the_benchmark_page_is_made_from_the_last_run_and_comparison(tmp_path):
 
     path = tmp_path / "history.jsonl"
     history.append([_measurement("a" * 40, run="r0", kjoin_s=9.0)], path)
-    history.append([_measurement("b" * 40, run="r1"), _measurement("b" * 40, "stream-table", run="r1")], path)
+    history.append(
+        [
+            _measurement("b" * 40, run="r1", why_index_s=12.34, why_s=0.456),
+            _measurement("b" * 40, "stream-table", run="r1"),
+        ],
+        path,
+    )
     result = compare.compare([_measurement("b" * 40)], [_measurement("a" * 40, kjoin_cpu_s=2.0)])
     history.append(
         [{"kind": "comparison", "run": "c1", "date": "2026-11-29T04:00:00+00:00", "commit": "b" * 40, "dirty": False,
@@ -385,6 +391,8 @@ def test_the_benchmark_page_is_made_from_the_last_run_and_comparison(tmp_path):
         "2026-11-29" in last and "commit bbbbbbb, 2 cores, 23.4 GiB" in last and "`python -m benchmarks.bench`" in last
     )
     assert "| table-table | outer | 1,000 | auto: vectorised | 2.00 | 4.0 | 1.00 | 2.0 | 0.50 | 0.50 |" in last
+    assert "| 900 | 12.3 | 0.46 | 1.0/1.5 |" in last  # the why index's and the first why's seconds
+    assert "| 900 |  |  | 1.0/1.5 |" in last  # a row without them
     assert "9.00" not in last  # the earlier run is not the last one
     assert "bbbbbbb against aaaaaaa" in text and "stream-table" in last
     assert "CPU seconds rose more than 15%: table-table outer 1,000 (x2.00)" in text
