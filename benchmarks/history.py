@@ -83,15 +83,30 @@ def machine() -> dict[str, Any]:
     return {"cores": os.cpu_count(), "memory_gib": round(memory / 2**30, 1)}
 
 
+MEASURED_ELSEWHERE = ("benchmarks/history.jsonl", "docs/benchmarks.md")
+"""The files the benchmarks themselves write: a change to them does not make the measured tree dirty (a run appends
+to the history while another runs)."""
+
+
 def commit_of(tree: str | Path) -> tuple[str | None, bool]:
-    """The commit checked out in ``tree`` (a git work tree) and whether its tracked files differ from it; ``(None,
-    False)`` outside git."""
+    """The commit checked out in ``tree`` (a git work tree) and whether its tracked files, beyond
+    :data:`MEASURED_ELSEWHERE`, differ from it; ``(None, False)`` outside git."""
     try:
         head = subprocess.run(
             ["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
         status = subprocess.run(
-            ["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
+            [
+                "git",
+                "-C",
+                str(tree),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                *(f":(exclude){path}" for path in MEASURED_ELSEWHERE),
+            ],
             capture_output=True,
             text=True,
             check=True,

@@ -321,6 +321,29 @@ def test_a_bench_row_records_its_seconds_cpu_and_what_was_not_measured(tmp_path)
     assert (got["kafka_s"], got["kafka_cpu_s"], got["reference_rate"], got["peak_mb"]) == (None, None, None, 512)
 
 
+def test_the_benchmarks_own_files_do_not_make_the_measured_tree_dirty(tmp_path):
+    """A run appends to the history while another measures: only a change to another tracked file is dirty."""
+    import subprocess
+
+    from benchmarks import history
+
+    def git(*words: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *words], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "docs").mkdir()
+    for name in [*history.MEASURED_ELSEWHERE, "kjoin.py"]:
+        (tmp_path / name).write_text("a\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "t")
+    for name in history.MEASURED_ELSEWHERE:
+        (tmp_path / name).write_text("b\n")
+    assert history.commit_of(tmp_path)[1] is False
+    (tmp_path / "kjoin.py").write_text("b\n")
+    assert history.commit_of(tmp_path)[1] is True
+
+
 def test_a_history_row_names_the_repository_s_files_relative_to_it(tmp_path):
     """A path inside the repository (a word or an option's value) is recorded relative to it, any other as given:
     the same history on every machine."""
