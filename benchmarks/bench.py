@@ -40,7 +40,10 @@ A script, never a timed test. For each join type and size it:
 5. times the reference engine (:func:`kjoin.run`, one Python process, full trace with the
    state history) on the first ``--reference-sample`` records only (the table says so);
 6. samples the resident memory of the driver process, the JVM and the Python workers
-   (the whole process tree, with psutil) every 50 ms during kjoin's run and reports the peak.
+   (the whole process tree, with psutil) every 50 ms during kjoin's run and reports the peak;
+7. builds the run's ``why`` index (:meth:`kjoin.spark.SparkRun.why_index`, written under the temporary directory;
+   its seconds, ``index s``) and times the first ``why`` of one input record after it (``why s``; the goal: under
+   1 s), with the first method only, in the main run (not ``--no-baselines``: ``make bench-compare``'s turns).
 
 Reading the table: ``rec/s`` is input records per second of wall time; ``kjoin/equi`` is
 kjoin's throughput over the equi-join's (the issue's target: at least 0.5); ``kjoin/kafka`` over
@@ -145,6 +148,8 @@ COLUMNS = [
     "reference rec/s (sample)",
     "kjoin/ref",
     "peak MB",
+    "index s",
+    "why s",
     "load before/after",
 ]
 """The columns of the printed table."""
@@ -169,6 +174,8 @@ class BenchRow:
     equi_cpu: float | None = None
     kafka_s: float | None = None  # the replay's seconds as the JVM times them
     kafka_cpu: float | None = None  # the replay's java process's CPU seconds, its start included
+    index_s: float | None = None  # building the run's why index (why_seconds)
+    why_s: float | None = None  # the first why of one input record after the index
 
     def history(self) -> dict[str, Any]:
         """The row's fields as :mod:`benchmarks.history` records them (beyond the run's)."""
@@ -190,6 +197,8 @@ class BenchRow:
             "reference_rate": None if self.reference_rate != self.reference_rate else round(self.reference_rate),
             "reference_records": self.reference_sample or None,
             "peak_mb": round(self.peak_mb),
+            "why_index_s": _rounded(self.index_s),
+            "why_s": _rounded(self.why_s),
         }
 
     def cells(self) -> list[str]:
@@ -212,6 +221,8 @@ class BenchRow:
             f"{self.reference_rate:,.0f} (n={self.reference_sample:,})",
             f"{kjoin_rate / self.reference_rate:.2f}",
             f"{self.peak_mb:,.0f}",
+            "" if self.index_s is None else f"{self.index_s:.1f}",
+            "" if self.why_s is None else f"{self.why_s:.2f}",
             f"{self.load_before:.1f}/{self.load_after:.1f}",
         ]
 
@@ -550,6 +561,22 @@ def _proc_tree_rss(pid: int) -> int:
     return total
 
 
+def why_seconds(result: Any, left: Any, size: int, partitions: int, workdir: str) -> tuple[float, float]:
+    """The seconds of building ``result``'s why index (written to ``workdir``) and of the first ``why`` after it, of
+    one keyed record of the left topic in partition 0 (past its first sixteenth of the records, so that its key
+    has history; the first keyed record when there are none such)."""
+    from pyspark.sql import functions as F
+
+    keyed = left.frame.where((F.col("partition") == 0) & F.col("key").isNotNull())
+    asked = keyed.where(F.col("offset") >= size // (4 * partitions)).orderBy("offset").first()
+    asked = asked or keyed.orderBy("offset").first()
+    if asked is None:
+        raise RuntimeError(f"why_seconds: partition 0 of {left.source} holds no keyed record to ask why about")
+    index_s = timed(lambda: result.why_index(os.path.join(workdir, "why-index")))
+    why_s = timed(lambda: result.why(asked["partition"], asked["offset"]))
+    return index_s, why_s
+
+
 def timed(action: Callable[[], None]) -> float:
     started = time.perf_counter()
     action()
@@ -672,7 +699,11 @@ def _bench_variant(
     # The baselines outside Spark last, so that their processes never share the machine with kjoin's run.
     ref_rate, ref_n, kafka, kafka_n = float("nan"), 0, float("nan"), size
     kafka_s = kafka_cpu = None
+    why: dict[str, tuple[float, float]] = {}
     if baselines:
+        method_used, result = runs[0]
+        print(f"[bench] {join} {variant} {size:,} why index and why ...", file=out, flush=True)
+        why[method_used] = why_seconds(result, left, size, partitions, workdir)
         ref_rate, ref_n = reference_rate(spark, join, path, min(reference_sample, size), partitions, variant)
         kafka_n = size if kafka_sample is None else min(kafka_sample, size)
         print(f"[bench] {join} {variant} {kafka_n:,} Kafka Streams {KAFKA_VERSION} replay ...", file=out, flush=True)
@@ -699,6 +730,7 @@ def _bench_variant(
             equi_cpu,
             kafka_s,
             kafka_cpu,
+            *why.get(method_used, (None, None)),
         )  # fmt: skip
         for method_used, kjoin_s, peak, load_before, load_after in timings
     ]
@@ -1206,7 +1238,7 @@ def _recorder(path: str, label: str, argv: list[str] | None) -> Callable[[list[B
     command, the commit of the kjoin that runs (its git tree) and the machine."""
     import kjoin
 
-    from .history import append, commit_of, machine, new_run_id, now
+    from .history import append, command, commit_of, machine, new_run_id, now
 
     commit, dirty = commit_of(os.path.dirname(os.path.dirname(os.path.abspath(kjoin.__file__))))
     words = sys.argv[1:] if argv is None else argv
@@ -1214,7 +1246,7 @@ def _recorder(path: str, label: str, argv: list[str] | None) -> Callable[[list[B
         "kind": "measurement",
         "run": new_run_id(),
         "label": label,
-        "command": " ".join(["python -m benchmarks.bench", *words]),
+        "command": command("python -m benchmarks.bench", words),
         "commit": commit,
         "dirty": dirty,
     }

@@ -8,7 +8,8 @@
   the 1-minute load average before and after the measurement), and the seconds and CPU seconds (the process tree:
   driver, JVM, Python workers) of kjoin, of the plain Spark equi-join and of Kafka Streams' replay (its seconds as
   the JVM times them, its CPU seconds the whole ``java`` process's, start included), the reference engine's
-  records per second on its sample, and kjoin's peak resident memory. A value not measured is ``null``.
+  records per second on its sample, kjoin's peak resident memory, and the seconds of building the run's ``why``
+  index and of the first ``why`` after it (``why_index_s``, ``why_s``). A value not measured is ``null``.
 * ``"kind": "comparison"``: one join of a ``make bench-compare`` (:mod:`benchmarks.compare`): the two commits, the
   best of each one's rounds, their ratios (current over baseline), and whether the cost rose more than the
   threshold.
@@ -26,7 +27,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["HISTORY", "MEASUREMENT_FIELDS", "append", "read", "measurements", "machine", "commit_of", "new_run_id"]
+__all__ = [
+    "HISTORY", "MEASUREMENT_FIELDS", "append", "read", "measurements", "machine", "commit_of", "new_run_id", "command",
+]  # fmt: skip
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 HISTORY = REPOSITORY / "benchmarks" / "history.jsonl"
@@ -36,7 +39,7 @@ MEASUREMENT_FIELDS = (
     "kind", "run", "label", "command", "commit", "dirty", "date", "cores", "memory_gib", "load_before", "load_after",
     "join", "variant", "size", "method",
     "kjoin_s", "kjoin_cpu_s", "equi_s", "equi_cpu_s", "kafka_s", "kafka_cpu_s", "kafka_records",
-    "reference_rate", "reference_records", "peak_mb",
+    "reference_rate", "reference_records", "peak_mb", "why_index_s", "why_s",
 )  # fmt: skip
 """A measurement's fields, in the order written."""
 
@@ -44,6 +47,24 @@ MEASUREMENT_FIELDS = (
 def new_run_id() -> str:
     """An id shared by the rows of one bench run."""
     return uuid.uuid4().hex[:12]
+
+
+def command(program: str, words: list[str]) -> str:
+    """The command line a row records: ``program`` and its ``words``, a path inside this repository (a word, or the
+    value of ``--option=PATH``) written relative to it, so that the history reads the same on every machine and in
+    every clone."""
+
+    def portable(word: str) -> str:
+        option, equals, value = word.rpartition("=") if word.startswith("--") else ("", "", word)
+        if not os.path.isabs(value):
+            return word
+        try:
+            relative = Path(value).resolve().relative_to(REPOSITORY)
+        except ValueError:  # outside the repository: as given
+            return word
+        return f"{option}{equals}{relative.as_posix()}"
+
+    return " ".join([program, *(portable(word) for word in words)])
 
 
 def now() -> str:
@@ -62,15 +83,30 @@ def machine() -> dict[str, Any]:
     return {"cores": os.cpu_count(), "memory_gib": round(memory / 2**30, 1)}
 
 
+MEASURED_ELSEWHERE = ("benchmarks/history.jsonl", "docs/benchmarks.md")
+"""The files the benchmarks themselves write: a change to them does not make the measured tree dirty (a run appends
+to the history while another runs)."""
+
+
 def commit_of(tree: str | Path) -> tuple[str | None, bool]:
-    """The commit checked out in ``tree`` (a git work tree) and whether its tracked files differ from it; ``(None,
-    False)`` outside git."""
+    """The commit checked out in ``tree`` (a git work tree) and whether its tracked files, beyond
+    :data:`MEASURED_ELSEWHERE`, differ from it; ``(None, False)`` outside git."""
     try:
         head = subprocess.run(
             ["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
         status = subprocess.run(
-            ["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
+            [
+                "git",
+                "-C",
+                str(tree),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                *(f":(exclude){path}" for path in MEASURED_ELSEWHERE),
+            ],
             capture_output=True,
             text=True,
             check=True,

@@ -47,7 +47,8 @@ def _runs(rows: list[dict[str, Any]], label: str) -> list[list[dict[str, Any]]]:
 
 RUN_COLUMNS = [
     "join", "variant", "records", "method", "kjoin s", "kjoin CPU s", "equi s", "equi CPU s", "kjoin/equi",
-    "kjoin/equi CPU", "Kafka Streams s (records)", "Kafka CPU s", "peak MB", "load before/after",
+    "kjoin/equi CPU", "Kafka Streams s (records)", "Kafka CPU s", "peak MB", "why index s", "why s",
+    "load before/after",
 ]  # fmt: skip
 
 
@@ -67,6 +68,8 @@ def _run_cells(row: dict[str, Any]) -> list[str]:
         kafka,
         _number(row.get("kafka_cpu_s"), 1),
         f"{row['peak_mb']:,}",
+        _number(row.get("why_index_s"), 1),
+        _number(row.get("why_s")),
         f"{row['load_before']:.1f}/{row['load_after']:.1f}",
     ]
 
@@ -86,7 +89,9 @@ def page(rows: list[dict[str, Any]]) -> str:
         "runs this commit and the last recorded one in turns. What the workloads are and how each contender is "
         "timed: `benchmarks/bench.py`'s docstring. kjoin/equi is kjoin's throughput over a plain Spark equi-join's "
         "of the same rows (the goal: at least 0.5 for every join at 10^7 records); CPU seconds are the whole "
-        "process tree's (driver, JVM, Python workers), which a loaded machine stretches less than the seconds. "
+        "process tree's (driver, JVM, Python workers), which a loaded machine stretches less than the seconds; "
+        "why index s builds the run's `why` index, why s is the first `why` of one record after it (the goal: under "
+        "1 s). "
         "The reference engine's, the workshop's memory and the debugging costs measured before the history: "
         "[Earlier measurements](benchmarks-earlier.md).",
         "",

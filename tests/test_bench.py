@@ -55,6 +55,9 @@ def test_the_bench_prints_one_row_per_join_size_and_method_with_every_column(spa
             assert float(row[column[name]].replace(",", "")) >= 0  # a number; timings themselves are not tested
         before, after = row[column["load before/after"]].split("/")
         assert float(before) >= 0 and float(after) >= 0
+    # the why index and the first why after it: measured once per join, size and variant, with the first method
+    assert float(rows[0][column["index s"]]) > 0 and float(rows[0][column["why s"]]) > 0
+    assert rows[1][column["index s"]] == rows[1][column["why s"]] == ""
     assert "load average" in printed[header - 1]
 
 
@@ -318,6 +321,48 @@ def test_a_bench_row_records_its_seconds_cpu_and_what_was_not_measured(tmp_path)
     assert (got["kafka_s"], got["kafka_cpu_s"], got["reference_rate"], got["peak_mb"]) == (None, None, None, 512)
 
 
+def test_the_benchmarks_own_files_do_not_make_the_measured_tree_dirty(tmp_path):
+    """A run appends to the history while another measures: only a change to another tracked file is dirty."""
+    import subprocess
+
+    from benchmarks import history
+
+    def git(*words: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *words], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "docs").mkdir()
+    for name in [*history.MEASURED_ELSEWHERE, "kjoin.py"]:
+        (tmp_path / name).write_text("a\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "t")
+    for name in history.MEASURED_ELSEWHERE:
+        (tmp_path / name).write_text("b\n")
+    assert history.commit_of(tmp_path)[1] is False
+    (tmp_path / "kjoin.py").write_text("b\n")
+    assert history.commit_of(tmp_path)[1] is True
+
+
+def test_a_history_row_names_the_repository_s_files_relative_to_it(tmp_path):
+    """A path inside the repository (a word or an option's value) is recorded relative to it, any other as given:
+    the same history on every machine."""
+    from benchmarks import history
+
+    inside = str(history.HISTORY)
+    words = ["--history", inside, f"--history={inside}", str(tmp_path / "x.jsonl"), "--sizes", "1000"]
+    got = history.command("python -m benchmarks.bench", words)
+    assert got == (
+        "python -m benchmarks.bench --history benchmarks/history.jsonl --history=benchmarks/history.jsonl "
+        f"{tmp_path / 'x.jsonl'} --sizes 1000"
+    )
+    row = bench.BenchRow("table-table", "outer", 10, "auto", 1.0, 1.0, float("nan"), 0, 1.0, float("nan"), 0, 0)
+    path = tmp_path / "history.jsonl"
+    bench._recorder(str(path), "bench", ["--history", inside])([row])
+    assert history.read(path)[0]["command"] == "python -m benchmarks.bench --history benchmarks/history.jsonl"
+    assert all(str(history.REPOSITORY) not in row.get("command", "") for row in history.read())
+
+
 def test_the_comparison_keeps_each_commits_best_round_and_names_the_joins_whose_cpu_rose():
     from benchmarks import compare
 
@@ -349,7 +394,13 @@ def test_the_benchmark_page_is_made_from_the_last_run_and_comparison(tmp_path):
 
     path = tmp_path / "history.jsonl"
     history.append([_measurement("a" * 40, run="r0", kjoin_s=9.0)], path)
-    history.append([_measurement("b" * 40, run="r1"), _measurement("b" * 40, "stream-table", run="r1")], path)
+    history.append(
+        [
+            _measurement("b" * 40, run="r1", why_index_s=12.34, why_s=0.456),
+            _measurement("b" * 40, "stream-table", run="r1"),
+        ],
+        path,
+    )
     result = compare.compare([_measurement("b" * 40)], [_measurement("a" * 40, kjoin_cpu_s=2.0)])
     history.append(
         [{"kind": "comparison", "run": "c1", "date": "2026-11-29T04:00:00+00:00", "commit": "b" * 40, "dirty": False,
@@ -363,6 +414,8 @@ def test_the_benchmark_page_is_made_from_the_last_run_and_comparison(tmp_path):
         "2026-11-29" in last and "commit bbbbbbb, 2 cores, 23.4 GiB" in last and "`python -m benchmarks.bench`" in last
     )
     assert "| table-table | outer | 1,000 | auto: vectorised | 2.00 | 4.0 | 1.00 | 2.0 | 0.50 | 0.50 |" in last
+    assert "| 900 | 12.3 | 0.46 | 1.0/1.5 |" in last  # the why index's and the first why's seconds
+    assert "| 900 |  |  | 1.0/1.5 |" in last  # a row without them
     assert "9.00" not in last  # the earlier run is not the last one
     assert "bbbbbbb against aaaaaaa" in text and "stream-table" in last
     assert "CPU seconds rose more than 15%: table-table outer 1,000 (x2.00)" in text
