@@ -13,7 +13,8 @@ record and why, and the state of every store::
 """
 
 from .documents import load_scenario, run
-from .diff import Diff, Difference, diff  # kjoin.diff: the function (its module stays importable as kjoin.diff)
+from .diff import Diff, Difference
+from .topology.diff import diff  # kjoin.diff: the function, single joins and whole apps (the module stays importable)
 from .fates import Fate, Reason
 from .joins import JoinWindows, default_joiner
 from .ordering import merge_by_timestamp

@@ -71,7 +71,8 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from .diff import diff, parse_setting
+    from .diff import parse_setting
+    from .topology.diff import diff
 
     settings = dict(parse_setting(text) for text in args.set or [])
     if args.from_ is None and args.to is None and not settings:

@@ -216,14 +216,10 @@ def diff(
 ) -> Diff:
     """Every output that changes from ``scenario`` under ``from_`` to ``scenario`` with the settings
     ``set`` (``{"window.grace_ms": 500}``) under ``to``, each charged to the rules and settings that
-    change it. ``scenario``: a :class:`~kjoin.Scenario`, a windowed-table spec, a document or a file path (a
-    topology document: :func:`kjoin.topology.diff.diff_topology`, ``set`` naming its nodes: ``per_hour.grace_ms``);
-    ``from_`` defaults to its own semantics, ``to`` to ``from_``."""
+    change it. ``scenario``: a :class:`~kjoin.Scenario`, a windowed-table spec, a document or a file path;
+    ``from_`` defaults to its own semantics, ``to`` to ``from_``. (``kjoin.diff``, the package's function, takes a
+    topology document too: :func:`kjoin.topology.diff.diff`.)"""
     document, source = _document(scenario)
-    if "topology" in document and "join" not in document:  # a whole app: every output topic of every node
-        from .topology.diff import diff_topology
-
-        return diff_topology(document, from_, to, set, source)
     try:
         first = parse_semantics(document.get("semantics") if from_ is None else from_)
         second = first if to is None else parse_semantics(to)
@@ -299,10 +295,6 @@ def _document(scenario: Any) -> tuple[dict[str, Any], str | None]:
         return scenario.to_dict(), scenario.name
     if isinstance(scenario, AggregateSpec):
         return copy.deepcopy(dict(scenario.data)), scenario.source
-    from .topology.document import TopologyScenario
-
-    if isinstance(scenario, TopologyScenario):
-        return scenario.to_dict(), scenario.name
     if isinstance(scenario, (str, Path)):
         data = read_document(Path(scenario))
         if not isinstance(data, dict):

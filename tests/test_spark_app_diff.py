@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from kjoin.diff import diff
+from kjoin.topology.diff import diff
 from kjoin.records import render_value
 from kjoin.spark import SparkInputError, Topic, run_join, run_topology
 from kjoin.topology.document import TopologyScenario

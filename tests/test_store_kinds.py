@@ -13,7 +13,8 @@ from kjoin.records import Side
 from kjoin.state import StateLog, StoreId
 from kjoin.joins.aggregate import AggregateOutput
 from kjoin.stores.session import SessionStore
-from kjoin.stores.suppression import SuppressionStore
+from kjoin.stores.suppression import SuppressionStore, TimeLimitStore
+from kjoin.topology.custom import ProcessorStoreKind
 from kjoin.stores import (
     GlobalTableStore,
     STORE_KINDS,
@@ -132,11 +133,37 @@ def test_every_kind_has_a_name_and_a_header_of_column_names():
         assert len(set(kind.header)) == len(kind.header), f"{name}: a column name appears twice"
 
 
+def _topology_traces():
+    """A processor's store and a time-limit suppression live in topologies only."""
+
+    def count(record, ctx):
+        seen = (ctx.store.get(record.key) or 0) + 1
+        ctx.store.put(record.key, seen)
+        ctx.forward(value=seen)
+
+    app = kjoin.Topology(semantics="4.4")
+    counted = app.stream("orders").process_values(count, store="counts")
+    counted.to_table().suppress("time_limit", time_limit_ms=5).to_stream().to("out")
+    events = [("a", 1), ("a", 2), ("b", 20)]
+    trace = app.run([{"topic": "orders", "key": key, "value": "x", "ts": ts} for key, ts in events])
+    return {"processor and time limit": trace}
+
+
+def _snapshots(trace):
+    from kjoin.topology.trace import TopologyTrace
+    from kjoin.trace import StateSnapshot
+
+    for step in range(len(trace)):
+        if isinstance(trace, TopologyTrace):
+            yield step, StateSnapshot(trace.state_at(step), step, trace.steps[step].task)
+        else:
+            yield step, trace.state_at(step)
+
+
 def test_every_kind_shows_up_in_a_run_and_its_rows_match_its_header():
     seen = set()
-    for name, trace in _traces().items():
-        for step in range(len(trace)):
-            state = trace.state_at(step)
+    for name, trace in {**_traces(), **_topology_traces()}.items():
+        for step, state in _snapshots(trace):
             for store, entries in state.stores.items():
                 kind = state.kind(store)
                 assert kind is not None, f"{name}: {store} was declared without a kind"
@@ -171,7 +198,10 @@ def _live_stores(log: StateLog) -> list:
     sessions.put("j", 1, 1, 1, 1)
     suppressed = SuppressionStore(log, 0)
     suppressed.put(AggregateOutput("k", 2, None, 8, False, "window", 0, 0, (0, 10)))
-    return [clock, window, buffer, table, versioned, grace, cache, global_table, sessions, suppressed]
+    time_limited = TimeLimitStore(log, 0)
+    time_limited.put("k", "a", 3, None)
+    time_limited.put("k", "b", 5, None)  # replaces the value in its first place
+    return [clock, window, buffer, table, versioned, grace, cache, global_table, sessions, suppressed, time_limited]
 
 
 def test_a_live_store_shows_the_rows_its_kind_builds_from_the_log():
@@ -179,7 +209,7 @@ def test_a_live_store_shows_the_rows_its_kind_builds_from_the_log():
     stores = _live_stores(log)
     from kjoin.stores import AGGREGATE_KINDS  # live-checked in tests/test_aggregates.py
 
-    kinds = {type(store).kind for store in stores} | {SubscriptionStore.kind, InFlight.kind}
+    kinds = {type(store).kind for store in stores} | {SubscriptionStore.kind, InFlight.kind, ProcessorStoreKind.kind}
     assert kinds | {kind.kind for kind in AGGREGATE_KINDS} == set(STORE_KINDS)
     for store in stores:
         assert isinstance(store, Store) and store.name == store.store.name
@@ -193,6 +223,7 @@ def test_a_live_store_shows_the_rows_its_kind_builds_from_the_log():
     assert stores[7].rows() == [("c", "C", 7)]  # a global table has no old value
     assert stores[8].rows() == [("j", "[1, 1]", 1, 1), ("k", "[3, 8]", 2, 8)]  # both ends of a session inclusive
     assert stores[9].rows() == [("k", "[0, 10]", 2, 8)]
+    assert stores[10].rows() == [("k", 3, "b", 5)]  # buffered at its first update, with its newest value
     versioned = stores[4]
     assert versioned.rows() == [("k", 1, 5, "a"), ("k", 5, None, None)]  # valid to the next version; a tombstone
 

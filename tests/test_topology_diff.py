@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from kjoin.cli import main
-from kjoin.diff import diff
+from kjoin.topology.diff import diff
 from kjoin.scenario import ScenarioError
 from kjoin.topology.diff import setting_location
 

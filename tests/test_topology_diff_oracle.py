@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from kjoin.diff import diff
+from kjoin.topology.diff import diff
 from kjoin.records import render_value
 from kjoin.topology.document import TopologyScenario
 from tests.test_topology_diff import APP

@@ -285,7 +285,11 @@ def test_a_topic_written_with_to_is_read_back_with_stream(written, read, partiti
     [
         ({"partitions": 4}, {"partitions": 3}, "4 and 3 partitions"),
         ({"partitioner": {"map": {"k": 1}}}, {"partitioner": {"map": {"k": 0}}}, "the partitioners"),
-        ({"partitioner": _partition_one}, {"partitioner": lambda k, n: 1}, "'_partition_one' and '<lambda>'"),
+        (
+            {"partitioner": _partition_one},
+            {"partitioner": lambda k, n: 1},
+            "'_partition_one' and 'the lambda at test_topology_inputs",
+        ),
     ],
 )
 def test_a_topic_declared_twice_differently_is_refused_saying_how(written, read, differ):

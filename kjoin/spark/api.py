@@ -576,4 +576,5 @@ def open_run(where: Any, path: str | None = None, *, spark: Any = None) -> "Spar
         manifest["method"],
         Written(path, outputs, steps, summary, index),
         spark_partitions=manifest.get("spark_partitions"),
+        run_join=run_join,
     )

@@ -367,9 +367,12 @@ class OpenedRun(SparkRun):
         written: Written,
         *,
         spark_partitions: int | None = None,
+        run_join: Callable[..., SparkRun] | None = None,
     ) -> None:
         super().__init__(records, None, scenarios, json_keys, json_values, method, spark_partitions=spark_partitions)
         self.written = written
+        self._run_join = run_join
+        """:func:`~kjoin.spark.run_join`, which :meth:`joined_again` joins the index's records with."""
         self.path = written.path
         """The directory the run was reopened from."""
         self._why_index = written.why_index
@@ -421,12 +424,11 @@ class OpenedRun(SparkRun):
         """The run's input topics, read back from its why-index, joined again with :func:`~kjoin.spark.run_join` and
         the run's scenario (its semantics, window and options): the same outputs, and a run that can be joined again
         (``diff``, ``with_arrival``, ``reconcile`` with what-ifs)."""
-        from .api import run_join
         from .io.topic import Topic
 
         if len(self.scenarios) != 1:
             raise self._refuse("diff (run_scenarios' runs: diff each scenario with kjoin.diff)")
-        if self.records is None:
+        if self.records is None or self._run_join is None:
             raise self._refuse("diff (written without why_index=True, which keeps the input records)")
         config = self.scenarios[0]
         document = config.to_dict()
@@ -441,7 +443,7 @@ class OpenedRun(SparkRun):
             )
             for side in ("left", "right")
         ]
-        again = run_join(
+        again = self._run_join(
             *topics, config.join, config.variant, semantics=str(config.semantics), window=document.get("window"),
             options=options, spark_partitions=self.spark_partitions,
         )  # fmt: skip

@@ -41,6 +41,7 @@ serialized and the last stage not kept; the same 10^7 records' Python 19-21 s).
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from functools import reduce
 from typing import Any, Callable, Collection, Iterator, Mapping
@@ -194,16 +195,16 @@ def run_topology(
     if not results:
         results, leaves = [spark.createDataFrame([], ROW_SCHEMA)], []
 
-    def rerun(other: Any) -> TopologyRun:
-        return run_topology(
-            spark, other, topics, spark_partitions=spark_partitions, instances=instances, assignment=assignment,
-            method=method,
-        )  # fmt: skip
-
+    options = dict(spark_partitions=spark_partitions, instances=instances, assignment=assignment, method=method)
+    rerun = functools.partial(_rerun, spark, topics, options)  # the same topics through another topology
     return TopologyRun(
         topology, stages, results, stage_records, global_records, decoding, tasks_on, bases, methods, leaves, inputs,
         rerun,
     )  # fmt: skip
+
+
+def _rerun(spark: Any, topics: Mapping[str, Topic], options: Mapping[str, Any], topology: Any) -> "TopologyRun":
+    return run_topology(spark, topology, topics, **options)
 
 
 _PROCESSING_ERROR = re.compile(
@@ -278,6 +279,7 @@ class TopologyRun:
         self._global_records = global_records
         self._decoding = decoding
         self._traces: dict[tuple[int, str], TopologyTrace] = {}
+        self._app_debug: Any = None
         self.rerun = rerun
         """``rerun(topology)``: the same topics run through another topology (its rules or settings turned), as
         :meth:`diff` runs them (:func:`run_topology` gives it)."""
@@ -440,10 +442,23 @@ class TopologyRun:
 
     # -- the whole app's verdicts (kjoin.spark.debug.topology_why) ------------------------------------
     def debug(self) -> Any:
-        """The whole app's verdicts (:class:`~kjoin.spark.debug.topology_why.AppDebug`), computed once per run."""
-        from .debug.topology_why import app_debug
+        """The whole app's verdicts (:class:`~kjoin.spark.debug.topology_why.AppDebug`), computed once per run: its
+        input topics collected and run by the reference engine's ``stages`` schedule, which the Spark run agrees with
+        record for record."""
+        if self._app_debug is None:
+            from .debug.topology_why import AppDebug
 
-        return app_debug(self)
+            self._app_debug = AppDebug.of_records(self.topology, self.input_records())
+        return self._app_debug
+
+    def input_records(self) -> list[TopicRecord]:
+        """Every input record of the run, collected to the driver and decoded as the reference engine reads them."""
+        records: list[TopicRecord] = []
+        with kjoin_errors():
+            for _, frame in sorted(self.inputs.items()):
+                rows = frame.select(*RECORD_COLUMNS).collect()
+                records.extend(decode_records(_pandas(rows), self._decoding))
+        return records
 
     def explain(self, topic: str, partition: int, offset: int) -> Any:
         """The verdict at every join, aggregate and drop on the way to (or from) the record at

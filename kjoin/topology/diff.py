@@ -24,9 +24,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 from difflib import get_close_matches
+from pathlib import Path
 from typing import Any, Mapping
 
 from ..diff import Attribution, Diff, Difference, Outputs, compare_outputs, _setting_text
+from ..diff import diff as join_diff
+from ..scenario.inputs import read_document
 from ..records import render_value
 from ..scenario.fields import ScenarioError
 from ..semantics import Semantics, parse_semantics
@@ -96,6 +99,26 @@ def _text(outputs: Any) -> str:
 
 
 # -- the API ----------------------------------------------------------------------------------
+def diff(
+    scenario: Any,
+    from_: "str | Semantics | None" = None,
+    to: "str | Semantics | None" = None,
+    set: Mapping[str, Any] | None = None,  # named as the CLI's --set
+) -> Diff:
+    """``kjoin.diff``: a topology (a :class:`~kjoin.topology.document.TopologyScenario`, or a document or file whose
+    ``topology:`` has no ``join:``) diffed whole by :func:`diff_topology`, ``set`` naming its nodes
+    (``per_hour.grace_ms``); a single join by :func:`kjoin.diff.diff`."""
+    if isinstance(scenario, TopologyScenario):
+        return diff_topology(scenario.to_dict(), from_, to, set, scenario.name)
+    if isinstance(scenario, (str, Path)):
+        document = read_document(Path(scenario))
+        if isinstance(document, Mapping) and "topology" in document and "join" not in document:
+            return diff_topology(document, from_, to, set, str(scenario))
+    elif isinstance(scenario, Mapping) and "topology" in scenario and "join" not in scenario:
+        return diff_topology(scenario, from_, to, set, None)
+    return join_diff(scenario, from_, to, set)
+
+
 def diff_topology(
     document: Mapping[str, Any],
     from_: "str | Semantics | None" = None,

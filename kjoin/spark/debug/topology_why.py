@@ -92,19 +92,5 @@ class AppDebug:
 
 
 def app_debug(run: "TopologyRun") -> AppDebug:
-    """The verdicts of a Spark topology run (computed once per run: its input topics collected, run by the reference
-    engine's ``stages`` schedule, which the Spark run agrees with record for record)."""
-    cached = getattr(run, "_app_debug", None)
-    if cached is not None:
-        return cached
-    from ..passes.topology_task import decode_records
-    from ..topology import RECORD_COLUMNS, _pandas, kjoin_errors
-
-    records: list[TopicRecord] = []
-    with kjoin_errors():
-        for name, frame in sorted(run.inputs.items()):
-            rows = frame.select(*RECORD_COLUMNS).collect()
-            records.extend(decode_records(_pandas(rows), run._decoding))
-    debug = AppDebug.of_records(run.topology, records)
-    run._app_debug = debug
-    return debug
+    """The verdicts of a Spark topology run: :meth:`~kjoin.spark.topology.TopologyRun.debug`."""
+    return run.debug()
