@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .engine import run
 from .records import Record, render_value
@@ -154,11 +154,7 @@ class Diff:
 
     def by_rule(self) -> dict[str, list[Difference]]:
         """The differences charged to each switch (a difference charged to several is under each)."""
-        charged: dict[str, list[Difference]] = {name: [] for name in self.switches}
-        for difference in self.differences:
-            for name in difference.rules:
-                charged[name].append(difference)
-        return charged
+        return charged_by_rule(self.switches, self.differences)
 
     def jsonl(self) -> Iterator[str]:
         """One JSON object per difference (``kjoin diff --format jsonl``)."""
@@ -169,24 +165,14 @@ class Diff:
         """The differences as ``kjoin diff`` prints them."""
         from .render import format_table
 
-        changes = f"{len(self.differences)} difference{'' if len(self.differences) == 1 else 's'}"
-        head = f"{self.title}: {self.before} -> {self.after}: {changes}"
-        charged = {name: len(found) for name, found in self.by_rule().items() if found}
-        idle = [name for name in self.switches if name not in charged]
-        foot = []
-        if charged:
-            foot.append("charged: " + ", ".join(f"{name} ({count})" for name, count in charged.items()))
-        if idle:
-            foot.append("no difference charged to: " + ", ".join(idle))
+        head, foot = head_and_foot(self.title, self.before, self.after, self.differences, self.switches)
         foot += self.notes
         if not self.differences:
             return "\n".join([head, "no output changes", *foot])
         rows = []
         for d in self.differences:
             record = d.input
-            rules = ", ".join(d.rules) + (" (together)" if d.together else "")
-            if d.with_rules:
-                rules += f" (with {', '.join(d.with_rules)})"
+            rules = rules_text(d)
             step = str(d.step) if d.step == d.from_step else f"{d.from_step} -> {d.step}"
             rows.append(
                 [step, record.describe(), d.change, render_value(d.key), _text(d.before), _text(d.after), rules]
@@ -205,6 +191,38 @@ def _text(outputs: Any) -> str:
     where = f" [{window['start_ms']}, {window['end_ms']})" if window else ""
     old = f" (old {render_value(outputs['old'])})" if "old" in outputs else ""
     return f"{text}@{outputs['ts']}{where}{old}"
+
+
+def charged_by_rule(switches: Iterable[str], differences: Iterable[Difference]) -> dict[str, list[Difference]]:
+    """Each switch's differences (every switch, a difference charged to several under each)."""
+    charged: dict[str, list[Difference]] = {name: [] for name in switches}
+    for difference in differences:
+        for name in difference.rules:
+            charged[name].append(difference)
+    return charged
+
+
+def head_and_foot(
+    title: str, before: str, after: str, differences: list[Difference], switches: Iterable[str]
+) -> tuple[str, list[str]]:
+    """A diff's first line (``title: before -> after: N differences``) and its last ones: the switches charged, with
+    their counts, and those that changed nothing."""
+    switches = list(switches)
+    changes = f"{len(differences)} difference{'' if len(differences) == 1 else 's'}"
+    charged = {name: len(found) for name, found in charged_by_rule(switches, differences).items() if found}
+    idle = [name for name in switches if name not in charged]
+    foot = ["charged: " + ", ".join(f"{name} ({count})" for name, count in charged.items())] if charged else []
+    if idle:
+        foot.append("no difference charged to: " + ", ".join(idle))
+    return f"{title}: {before} -> {after}: {changes}", foot
+
+
+def rules_text(difference: Difference) -> str:
+    """The rules a difference is charged to, as a table's cell: ``a, b (together) (with c)``."""
+    text = ", ".join(difference.rules) + (" (together)" if difference.together else "")
+    if difference.with_rules:
+        text += f" (with {', '.join(difference.with_rules)})"
+    return text
 
 
 # -- the API ----------------------------------------------------------------------------------

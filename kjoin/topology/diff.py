@@ -27,7 +27,7 @@ from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..diff import Attribution, Diff, Difference, Outputs, compare_outputs, _setting_text
+from ..diff import Attribution, Diff, Difference, Outputs, compare_outputs, head_and_foot, rules_text, _setting_text
 from ..diff import diff as join_diff
 from ..scenario.inputs import read_document
 from ..records import render_value
@@ -68,22 +68,12 @@ class TopologyDiff(Diff):
     def table(self) -> str:
         from ..render import format_table
 
-        changes = f"{len(self.differences)} difference{'' if len(self.differences) == 1 else 's'}"
-        head = f"{self.title}: {self.before} -> {self.after}: {changes}"
-        charged = {name: len(found) for name, found in self.by_rule().items() if found}
-        idle = [name for name in self.switches if name not in charged]
-        foot = []
-        if charged:
-            foot.append("charged: " + ", ".join(f"{name} ({count})" for name, count in charged.items()))
-        if idle:
-            foot.append("no difference charged to: " + ", ".join(idle))
+        head, foot = head_and_foot(self.title, self.before, self.after, self.differences, self.switches)
         if not self.differences:
             return "\n".join([head, "no output changes", *foot])
         rows = []
         for d in self.differences:
-            rules = ", ".join(d.rules) + (" (together)" if d.together else "")
-            if d.with_rules:
-                rules += f" (with {', '.join(d.with_rules)})"
+            rules = rules_text(d)
             rows.append([str(d.event), d.input.describe(), d.change, _text(d.before), _text(d.after), rules])
         table = format_table(["event", "input", "change", "before", "after", "rules"], rows)
         return "\n".join([head, table, *foot])

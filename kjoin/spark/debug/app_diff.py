@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...diff import Attribution, Difference
+from ...diff import Attribution, Difference, charged_by_rule, head_and_foot, rules_text
 from ...records import render_value
 from ...scenario import ScenarioError
 from ...semantics import Semantics, parse_semantics
@@ -60,11 +60,8 @@ class AppDiff:
         return len(self.differences)
 
     def by_rule(self) -> dict[str, list[Difference]]:
-        charged: dict[str, list[Difference]] = {name: [] for name in self.switches}
-        for difference in self.differences:
-            for name in difference.rules:
-                charged[name].append(difference)
-        return charged
+        """The differences charged to each switch (a difference charged to several is under each)."""
+        return charged_by_rule(self.switches, self.differences)
 
     def counts(self) -> dict[str, int]:
         """Differences charged to each switch (every switch, 0 where none)."""
@@ -73,21 +70,13 @@ class AppDiff:
     def table(self) -> str:
         from ...render import format_table
 
-        changes = f"{len(self.differences)} difference{'' if len(self.differences) == 1 else 's'}"
-        head = f"topology (Spark): {self.before} -> {self.after}: {changes}"
-        charged = {name: count for name, count in self.counts().items() if count}
-        foot = ["charged: " + ", ".join(f"{name} ({count})" for name, count in charged.items())] if charged else []
-        idle = [name for name in self.switches if name not in charged]
-        if idle:
-            foot.append("no difference charged to: " + ", ".join(idle))
+        head, foot = head_and_foot("topology (Spark)", self.before, self.after, self.differences, self.switches)
         if not self.differences:
             return "\n".join([head, "no output changes", *foot])
         rows = []
         for d in self.differences:
             record = d.before or d.after
-            rules = ", ".join(d.rules) + (" (together)" if d.together else "")
-            if d.with_rules:
-                rules += f" (with {', '.join(d.with_rules)})"
+            rules = rules_text(d)
             shown = f"{render_value(record['key'])}:{render_value(record['value'])}@{record['ts']}"
             rows.append([record["topic"], str(record["partition"]), d.change, shown, rules])
         return "\n".join([head, format_table(["topic", "partition", "change", "record", "rules"], rows), *foot])
