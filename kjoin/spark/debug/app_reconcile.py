@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from ..io.topic import SparkInputError
 from .app_diff import app_diff
-from .reconcile import CATEGORIES, Reconciliation, _actual_frame, _category, _counted
+from .reconcile import CATEGORIES, Reconciliation, Tally, _actual_frame, _category, _counted
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..topology import TopologyRun
@@ -70,39 +70,9 @@ def app_reconcile(
     )
     differing = both.filter(F.col("actual") != F.col("predicted")).withColumn("_seen", F.lit(True))
     category = _category(["diff"] * ("_diff" in names), dict(settings or {}))
-    charged = F.when(category.isin("configuration", "version", "configuration+version"), F.col("_switches"))
-    rows = differing.select(
-        *_MATCH, "actual", "predicted", category.alias("category"), F.coalesce(charged, no_switches).alias("switches")
-    )
-    collected = rows.orderBy("category", "key", "ts", "value").collect()
-    counts: dict[str, int] = {}
-    per_switch: dict[str, int] = {}
-    found: dict[str, list[dict[str, Any]]] = {}
-    for row in collected:
-        differ = abs(row["actual"] - row["predicted"])
-        counts[row["category"]] = counts.get(row["category"], 0) + differ
-        for name in row["switches"]:
-            per_switch[name] = per_switch.get(name, 0) + differ
-        if len(found.setdefault(row["category"], [])) < examples:
-            found[row["category"]].append(row.asDict())
-    totals = both.agg(
-        F.sum("actual").alias("actual"),
-        F.sum("predicted").alias("predicted"),
-        F.sum(F.least("actual", "predicted")).alias("matched"),
-    ).first()
-    spark = rows.sparkSession
-    differences = spark.createDataFrame(collected, rows.schema) if collected else spark.createDataFrame([], rows.schema)
-    assert set(counts) <= set(CATEGORIES)
-    return Reconciliation(
-        int(totals["matched"] or 0),
-        int(totals["actual"] or 0),
-        int(totals["predicted"] or 0),
-        differences,
-        counts,
-        found,
-        per_switch,
-        suggestion=NO_LAG if counts.get("unexplained") else "",
-    )
+    tally = Tally.of(both, differing, category, no_switches, examples)
+    assert set(tally.counts) <= set(CATEGORIES)
+    return tally.reconciliation(suggestion=NO_LAG if tally.counts.get("unexplained") else "")
 
 
 def _topic(run: "TopologyRun", frame: Any, topic: str | None) -> str:

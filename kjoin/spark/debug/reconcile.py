@@ -257,6 +257,61 @@ def _lag_suggestion(arrival: Mapping[str, Any], explained: int, unexplained: int
     )
 
 
+@dataclass(frozen=True)
+class Tally:
+    """What a reconciliation counts from its differing rows: per category and per switch (each row's difference in
+    count), a few examples per category, the totals, and the rows themselves."""
+
+    collected: list[Any]
+    differences: Any
+    counts: dict[str, int]
+    per_switch: dict[str, int]
+    found: dict[str, list[dict[str, Any]]]
+    totals: Any
+
+    @classmethod
+    def of(cls, both: Any, differing: Any, category: Any, no_switches: Any, examples: int) -> "Tally":
+        """``both``: every ``key, value, ts`` with its ``actual`` and ``predicted`` counts (and ``_switches``);
+        ``differing``: those whose counts differ; ``category``: the column that names why each differs."""
+        charged = F.when(category.isin("configuration", "version", "configuration+version"), F.col("_switches"))
+        rows = differing.select(
+            *_MATCH, "actual", "predicted", category.alias("category"),
+            F.coalesce(charged, no_switches).alias("switches"),
+        )  # fmt: skip
+        collected = rows.orderBy("category", "key", "ts", "value").collect()
+        counts: dict[str, int] = {}
+        per_switch: dict[str, int] = {}
+        found: dict[str, list[dict[str, Any]]] = {}
+        for row in collected:
+            differ = abs(row["actual"] - row["predicted"])
+            counts[row["category"]] = counts.get(row["category"], 0) + differ
+            for name in row["switches"]:
+                per_switch[name] = per_switch.get(name, 0) + differ
+            if len(found.setdefault(row["category"], [])) < examples:
+                found[row["category"]].append(row.asDict())
+        totals = both.agg(
+            F.sum("actual").alias("actual"),
+            F.sum("predicted").alias("predicted"),
+            F.sum(F.least("actual", "predicted")).alias("matched"),
+        ).first()
+        spark = rows.sparkSession
+        differences = spark.createDataFrame(collected if collected else [], rows.schema)
+        return cls(collected, differences, counts, per_switch, found, totals)
+
+    def reconciliation(self, suggested: tuple[dict[str, Any], ...] = (), suggestion: str = "") -> "Reconciliation":
+        return Reconciliation(
+            int(self.totals["matched"] or 0),
+            int(self.totals["actual"] or 0),
+            int(self.totals["predicted"] or 0),
+            self.differences,
+            self.counts,
+            self.found,
+            self.per_switch,
+            suggested,
+            suggestion,
+        )
+
+
 def reconcile(
     run: "SparkRun",
     actual: Any,
@@ -296,28 +351,8 @@ def reconcile(
     differing = differing.join(keys, differing["key"].eqNullSafe(keys["_key"]), "left")
     whatifs = ["arrival"] * (arrival is not None) + ["diff"] * ("_diff" in names)
     category = _category(whatifs, settings)
-    charged = F.when(category.isin("configuration", "version", "configuration+version"), F.col("_switches"))
-    rows = differing.select(
-        *_MATCH, "actual", "predicted", category.alias("category"), F.coalesce(charged, no_switches).alias("switches")
-    )
-    collected = rows.orderBy("category", "key", "ts", "value").collect()
-    counts: dict[str, int] = {}
-    per_switch: dict[str, int] = {}
-    found: dict[str, list[dict[str, Any]]] = {}
-    for row in collected:
-        differ = abs(row["actual"] - row["predicted"])
-        counts[row["category"]] = counts.get(row["category"], 0) + differ
-        for name in row["switches"]:
-            per_switch[name] = per_switch.get(name, 0) + differ
-        if len(found.setdefault(row["category"], [])) < examples:
-            found[row["category"]].append(row.asDict())
-    totals = both.agg(
-        F.sum("actual").alias("actual"),
-        F.sum("predicted").alias("predicted"),
-        F.sum(F.least("actual", "predicted")).alias("matched"),
-    ).first()
-    spark = rows.sparkSession
-    differences = spark.createDataFrame(collected, rows.schema) if collected else spark.createDataFrame([], rows.schema)
+    tally = Tally.of(both, differing, category, no_switches, examples)
+    counts, collected = tally.counts, tally.collected
     suggested: tuple[dict[str, Any], ...] = ()
     suggestion = ""
     if arrival is not None and counts.get("arrival") and counts.get("unexplained"):
@@ -326,14 +361,4 @@ def reconcile(
         )
         suggested = tuple(lags_to_try(arrival))
         suggestion = _lag_suggestion(arrival, counts["arrival"], counts["unexplained"], joined_more)
-    return Reconciliation(
-        int(totals["matched"] or 0),
-        int(totals["actual"] or 0),
-        int(totals["predicted"] or 0),
-        differences,
-        counts,
-        found,
-        per_switch,
-        suggested,
-        suggestion,
-    )
+    return tally.reconciliation(suggested, suggestion)
