@@ -770,6 +770,8 @@ class KTable(_Handle):
         # KTableFilter asks its parent for old values when it is built, without forcing a store on it (KAFKA-10077):
         # the answer depends on the topology as it stands, so it is taken now
         parent_keeps_store = self.topology.graph.keeps_store(self.node) if op == "table-filter" else None
+        if op == "table-filter":
+            _ask_join_for_old_values(self.node)
         view = self._add(op, [(self.node, None)], TABLE, name, fn=fn, materialized=materialized)
         if parent_keeps_store is not None:
             view.params["parent_keeps_store"] = parent_keeps_store
@@ -1015,6 +1017,18 @@ def _check_windowed_keys(op: str, left: Node, right: Node, foreign_key: bool) ->
             f"Windowed<K>) and {plain.name} by plain keys, so no key of one is a key of the other; join two windowed "
             "tables, or take the windowed one's changes as a stream and map each key back to its plain key first"
         )
+
+
+def _ask_join_for_old_values(table: Node) -> None:
+    """A filter asks its parent for old values when it is built (``KTableFilter``: ``parent.enableSendingOldValues(
+    false)``); a view without a store passes the question up, and a table-table join always says yes and forces both
+    of its inputs to send old values (``KTableKTableJoinMerger``: "Table-table joins require upstream
+    materialization"): a filter among those inputs then forwards no tombstone for a row it never held."""
+    node = table
+    while node.op in VIEW_OPS and not node.params["materialized"]:
+        node = node.parents[0]
+    if node.op == "table-table":
+        node.params["sends_old_values"] = True
 
 
 def _check_versioned(topology: Topology, *tables: Node) -> None:
