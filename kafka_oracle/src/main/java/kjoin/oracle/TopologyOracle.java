@@ -368,10 +368,10 @@ public final class TopologyOracle {
                 handles.put(name, ((KStream<String, String>) handles.get((String) node.get("input")))
                     .peek((key, value) -> { }));
             } else if (node.containsKey("split")) {  // KIP-418: branches named <split name><branch name>
-                handles.putAll(Processors.split((KStream<String, String>) handles.get((String) node.get("input")),
+                handles.putAll(Branching.split((KStream<String, String>) handles.get((String) node.get("input")),
                     name, (List<Object>) node.get("split")));
             } else if (node.containsKey("branch")) {  // the legacy branch(Named, Predicate...), gone in 4.0
-                handles.putAll(Processors.legacyBranch((KStream<String, String>) handles.get((String) node.get("input")),
+                handles.putAll(Branching.legacyBranch((KStream<String, String>) handles.get((String) node.get("input")),
                     name, (List<Object>) node.get("branch")));
             } else if (node.containsKey("process_values")) {
                 handles.put(name, Processors.processValues(builder,
