@@ -1,0 +1,122 @@
+"""Cogrouped streams (Kafka's ``CogroupedKStream``, KIP-150): grouped streams aggregated into one table, each by its
+own aggregator, in the reference engine."""
+
+from __future__ import annotations
+
+import pytest
+
+from kjoin import Topology
+from kjoin.fates import Reason
+from kjoin.topology import TopologyError
+
+
+def _outputs(trace, topic="out"):
+    return [(o.key, o.value, o.ts) for o in trace.outputs(topic)]
+
+
+def _clicks_and_views(partitions: int = 1) -> Topology:
+    b = Topology(partitions=partitions)
+    clicks, views = b.stream("clicks"), b.stream("views")
+    table = (
+        clicks.group_by_key()
+        .cogroup(lambda key, value, agg: agg + value)
+        .cogroup(views.group_by_key(), lambda key, value, agg: agg + 100 * value)
+        .aggregate(lambda: 0)
+    )
+    table.to_stream().to("out")
+    return b
+
+
+def test_each_grouped_stream_adds_with_its_own_aggregator_into_one_store():
+    trace = _clicks_and_views().run(
+        [
+            {"topic": "clicks", "key": "u", "value": 1, "ts": 5},
+            {"topic": "views", "key": "u", "value": 2, "ts": 3},  # older: the aggregate keeps ts 5
+            {"topic": "views", "key": "w", "value": 1, "ts": 7},
+            {"topic": "clicks", "key": "u", "value": 4, "ts": 9},
+        ]
+    )
+    assert _outputs(trace) == [("u", 1, 5), ("u", 201, 5), ("w", 100, 7), ("u", 205, 9)]
+
+
+def test_a_null_key_or_value_is_skipped_by_its_streams_aggregate():
+    trace = _clicks_and_views().run(
+        [
+            {"topic": "clicks", "key": None, "value": 1, "ts": 1},
+            {"topic": "views", "key": "u", "value": None, "ts": 2},
+            {"topic": "views", "key": "u", "value": 3, "ts": 3},
+        ]
+    )
+    assert _outputs(trace) == [("u", 300, 3)]
+    reasons = [step.reason for step in trace]
+    assert Reason.NULL_KEY in reasons and Reason.NULL_VALUE in reasons
+
+
+def test_a_rekeyed_grouped_stream_is_read_through_its_own_repartition_topic():
+    b = Topology(partitions=2)
+    orders, payments = b.stream("orders"), b.stream("payments")
+    by_customer = orders.group_by(lambda key, value: value["c"], name="by-customer")
+    table = payments.group_by_key().cogroup("concat").cogroup(by_customer, "concat").aggregate("concat", name="spend")
+    table.to_stream().to("out")
+    trace = b.run(
+        [
+            {"topic": "orders", "key": "o1", "value": {"c": "c1"}, "ts": 1},
+            {"topic": "payments", "key": "c1", "value": "p", "ts": 2},
+        ]
+    )
+    assert [o.value for o in trace.outputs("out")] == ['+{"c":"c1"}', '+{"c":"c1"}+p']
+    internal = [name for name, topic in b.graph.topics.items() if topic.internal]
+    assert internal == ["by-customer-repartition"]
+    assert len(b.graph.subtopologies()) == 2
+
+
+def test_a_cogroup_read_by_a_join_sends_its_current_aggregate():
+    b = Topology()
+    totals = (
+        b.stream("clicks")
+        .group_by_key()
+        .cogroup(lambda key, value, agg: agg + value)
+        .cogroup(b.stream("views").group_by_key(), lambda key, value, agg: agg - value)
+        .aggregate(lambda: 0)
+    )
+    b.stream("asks").join(totals, lambda ask, total: f"{ask}:{total}").to("out")
+    trace = b.run(
+        [
+            {"topic": "clicks", "key": "u", "value": 5, "ts": 1},
+            {"topic": "views", "key": "u", "value": 2, "ts": 2},
+            {"topic": "asks", "key": "u", "value": "q", "ts": 3},
+        ]
+    )
+    assert [o.value for o in trace.outputs("out")] == ["q:3"]
+
+
+def test_streams_of_different_partition_counts_are_refused_as_kafka_refuses_them():
+    b = Topology()
+    clicks, views = b.stream("clicks", partitions=2), b.stream("views", partitions=3)
+    clicks.group_by_key().cogroup("concat").cogroup(views.group_by_key(), "concat").aggregate("concat").to_stream().to(
+        "out"
+    )
+    with pytest.raises(TopologyError, match="not co-partitioned"):
+        b.run([])
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda b: b.stream("a").group_by_key().cogroup(3), "expected concat or a Python aggregator"),
+        (lambda b: b.stream("a").group_by_key().windowed_by({"size_ms": 5}).cogroup("concat"), "windowed grouped"),
+        (lambda b: b.table("t").group_by(lambda k, v: (k, v)).cogroup("concat"), "a grouped table has no cogroup"),
+        (
+            lambda b: b.stream("a").group_by_key().cogroup("concat").windowed_by({"size_ms": 5}),
+            "does not model a windowed cogroup",
+        ),
+        (lambda b: b.stream("a").group_by_key().cogroup("concat").count(), "has only cogroup, aggregate"),
+        (
+            lambda b: b.stream("a").group_by_key().cogroup("concat").cogroup(b.stream("c"), "concat"),
+            "expected a grouped stream",
+        ),
+    ],
+)
+def test_what_kafka_has_no_cogroup_for_is_refused_with_kjoins_error(build, message):
+    with pytest.raises(TopologyError, match=message):
+        build(Topology())
