@@ -7,6 +7,7 @@ import pytest
 
 from kjoin import Topology
 from kjoin.fates import Reason
+from kjoin.scenario.fields import ScenarioError
 from kjoin.topology import TopologyError
 
 
@@ -120,3 +121,57 @@ def test_streams_of_different_partition_counts_are_refused_as_kafka_refuses_them
 def test_what_kafka_has_no_cogroup_for_is_refused_with_kjoins_error(build, message):
     with pytest.raises(TopologyError, match=message):
         build(Topology())
+
+
+# -- the topology document -----------------------------------------------------------------------------------------
+_DOCUMENT = {
+    "partitions": 2,
+    "topology": [
+        {"name": "clicks", "stream": "clicks"},
+        {"name": "views", "stream": "views"},
+        {"name": "clicks-grouped", "group_by_key": True, "input": "clicks"},
+        {"name": "views-by-user", "group_by": {"field": "user"}, "input": "views"},
+        {"name": "activity", "cogroup": ["clicks-grouped", "views-by-user"]},
+        {"name": "out", "to": "out", "input": "activity"},
+    ],
+    "events": [
+        {"topic": "clicks", "key": "u1", "value": "c", "ts": 1},
+        {"topic": "views", "key": "v1", "value": {"user": "u1"}, "ts": 2},
+        {"topic": "clicks", "key": "u2", "value": "d", "ts": 3},
+    ],
+}
+
+
+def test_a_document_cogroups_its_grouped_streams_and_writes_itself_back():
+    from kjoin.topology.document import TopologyScenario, topology_to_dict
+
+    scenario = TopologyScenario.from_dict(_DOCUMENT)
+    trace = scenario.run()
+    assert [(o.key, o.value) for o in trace.outputs("out")] == [
+        ("u1", "+c"),
+        ("u1", '+c+{"user":"u1"}'),
+        ("u2", "+d"),
+    ]
+    written = topology_to_dict(scenario.topology)
+    (entry,) = [node for node in written["topology"] if "cogroup" in node]
+    assert entry["name"] == "activity" and len(entry["cogroup"]) == 2
+    again = TopologyScenario.from_dict({**_DOCUMENT, "topology": written["topology"]})
+    assert [(o.key, o.value, o.ts) for o in again.run().outputs("out")] == [
+        (o.key, o.value, o.ts) for o in trace.outputs("out")
+    ]
+
+
+@pytest.mark.parametrize(
+    "node, message",
+    [
+        ({"name": "x", "cogroup": []}, r"cogroup: expected \[grouped, ...\]"),
+        ({"name": "x", "cogroup": ["clicks"]}, r"cogroup\[0\]: clicks is a stream"),
+        ({"name": "x", "cogroup": ["nope"]}, r"cogroup\[0\]: 'nope' names no node"),
+    ],
+)
+def test_a_document_cogroup_of_what_is_not_a_grouped_stream_is_refused_at_its_field(node, message):
+    from kjoin.topology.document import TopologyScenario
+
+    data = {**_DOCUMENT, "topology": [*_DOCUMENT["topology"][:3], node]}
+    with pytest.raises(ScenarioError, match=message):
+        TopologyScenario.from_dict(data)
