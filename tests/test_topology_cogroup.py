@@ -9,6 +9,7 @@ from kjoin import Topology
 from kjoin.fates import Reason
 from kjoin.scenario.fields import ScenarioError
 from kjoin.topology import TopologyError
+from tests import oracle_check, topology_oracle
 
 
 def _outputs(trace, topic="out"):
@@ -175,3 +176,54 @@ def test_a_document_cogroup_of_what_is_not_a_grouped_stream_is_refused_at_its_fi
     data = {**_DOCUMENT, "topology": [*_DOCUMENT["topology"][:3], node]}
     with pytest.raises(ScenarioError, match=message):
         TopologyScenario.from_dict(data)
+
+
+# -- judged by the real library ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def built() -> None:
+    oracle_check.build()
+
+
+def _judged_scenarios() -> list:
+    """The document's cogroup (one grouped stream re-keyed) over a few shuffles of keys, null keys and values, and
+    out-of-order timestamps, feeding a join that reads the aggregate."""
+    import random
+
+    from kjoin.topology.document import TopologyScenario
+
+    topology = [
+        *_DOCUMENT["topology"][:5],
+        {"name": "asks", "stream": "asks"},
+        {"name": "answered", "join": ["asks", "activity"]},
+        {"name": "out", "to": "out", "input": "activity"},
+        {"name": "answers", "to": "answers", "input": "answered"},
+    ]
+    scenarios = []
+    for seed in range(6):
+        rng = random.Random(seed)
+        events = []
+        for index in range(14):
+            topic = rng.choice(["clicks", "views", "asks"])
+            user = rng.choice(["u1", "u2", None])
+            value: object = f"{topic[0]}{index}"
+            if topic == "views":
+                value = {"user": user}
+                key = f"v{index}"
+            else:
+                key = user
+            if rng.random() < 0.1:
+                value = None
+            events.append({"topic": topic, "key": key, "value": value, "ts": rng.randrange(0, 20)})
+        scenarios.append(TopologyScenario.from_dict({**_DOCUMENT, "topology": topology, "events": events}))
+    return scenarios
+
+
+@pytest.mark.parametrize("version", ["4.4.0", "3.6.2"])
+def test_a_cogroup_agrees_with_kafka(built, version):
+    batch = _judged_scenarios()
+    answers = topology_oracle.run_batch(version, batch)
+    problems = [topology_oracle.difference(s, a, version) for s, a in zip(batch, answers)]
+    assert problems == [None] * len(batch)
+    rows = [row for answer in answers for event in answer["outputs"] for row in event]
+    assert len([row for row in rows if row[0] == "out"]) > 20  # the cogroup forwarded
+    assert any(row[0] == "answers" for row in rows)  # and a join read it
