@@ -227,3 +227,8 @@ def test_a_cogroup_agrees_with_kafka(built, version):
     rows = [row for answer in answers for event in answer["outputs"] for row in event]
     assert len([row for row in rows if row[0] == "out"]) > 20  # the cogroup forwarded
     assert any(row[0] == "answers" for row in rows)  # and a join read it
+
+
+def test_kafka_before_2_5_has_no_cogroup():
+    with pytest.raises(TopologyError, match="has no cogroup"):
+        Topology(semantics="2.4").stream("a").group_by_key().cogroup("concat")

@@ -1152,6 +1152,8 @@ class KGroupedStream:
         if type(self) is not KGroupedStream:
             what = "a grouped table" if isinstance(self, KGroupedTable) else "a windowed grouped stream"
             raise TopologyError(f"cogroup: {what} has no cogroup; cogroup grouped streams, then window the cogroup")
+        if not self.stream.topology.semantics.cogroup:
+            raise TopologyError(f"cogroup: Kafka {self.stream.topology.semantics} has no cogroup (KIP-150, 2.5)")
         return CogroupedKStream(self.stream.topology, [(self, _cogroup_aggregator(aggregator))])
 
     def count(self, *, name: str | None = None) -> KTable:
