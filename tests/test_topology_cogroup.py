@@ -232,3 +232,12 @@ def test_a_cogroup_agrees_with_kafka(built, version):
 def test_kafka_before_2_5_has_no_cogroup():
     with pytest.raises(TopologyError, match="has no cogroup"):
         Topology(semantics="2.4").stream("a").group_by_key().cogroup("concat")
+
+
+def test_the_trace_says_which_grouped_stream_and_aggregator_took_the_record():
+    trace = _clicks_and_views().run(
+        [{"topic": "clicks", "key": "u", "value": 1, "ts": 5}, {"topic": "views", "key": "u", "value": 2, "ts": 6}]
+    )
+    stories = [visit.explain for step in trace for visit in step.visits if visit.node.startswith("cogroup")]
+    assert stories[0].startswith("From clicks (grouped stream 0, its own aggregator): group u: 0 (initializer)")
+    assert stories[1].startswith("From views (grouped stream 1, its own aggregator): group u: 1 → aggregate → 201")

@@ -16,6 +16,7 @@ co-partitioned (``ensureCopartitionWith``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..joins.aggregate import Aggregation
@@ -42,4 +43,7 @@ class CogroupAggregate(StreamAggregate):
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         assert isinstance(port, int), "a cogroup's parents are numbered (builder.CogroupedKStream)"
         self.aggregation = self.aggregations[port]
-        return super().handle(port, rec, step)
+        outcome = super().handle(port, rec, step)
+        story = outcome.explain
+        stream = f"From {self.node.parents[port].name} (grouped stream {port}, its own aggregator): "
+        return replace(outcome, explain=lambda: stream + (story() if callable(story) else story))
