@@ -241,3 +241,22 @@ def test_the_trace_says_which_grouped_stream_and_aggregator_took_the_record():
     stories = [visit.explain for step in trace for visit in step.visits if visit.node.startswith("cogroup")]
     assert stories[0].startswith("From clicks (grouped stream 0, its own aggregator): group u: 0 (initializer)")
     assert stories[1].startswith("From views (grouped stream 1, its own aggregator): group u: 1 → aggregate → 201")
+
+
+def test_from_describe_leaves_only_the_aggregators_and_initializer_to_fill_in():
+    import json
+    from pathlib import Path
+
+    fixture = json.loads((Path(__file__).parent / "describe_fixtures" / "variant-cogroup.json").read_text())
+    topology = Topology.from_describe(fixture["describe_text"])
+    missing = {need.node: need.what for need in topology.described.missing}
+    assert missing == {
+        "KSTREAM-KEY-SELECT-0000000003": "key selector (key, value) -> new key",
+        "COGROUPKSTREAM-AGGREGATE-0000000008": "aggregator (key, value, aggregate) -> aggregate",
+        "COGROUPKSTREAM-AGGREGATE-0000000009": "aggregator (key, value, aggregate) -> aggregate",
+        "COGROUPKSTREAM-MERGE-0000000010": "initializer () -> aggregate",
+    }
+    assert not topology.described.refused
+    assert "COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition" in topology.graph.topics
+    with pytest.raises(TopologyError, match="COGROUPKSTREAM-MERGE-0000000010 needs its initializer"):
+        topology.run([{"topic": "payments", "key": "c1", "value": "5", "ts": 1}])
