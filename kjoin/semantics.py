@@ -502,6 +502,11 @@ class Semantics:
         """KIP-328 (2.1): ``suppress(Suppressed.untilWindowCloses(...))`` holds a windowed aggregate's updates until
         the window closes and forwards only its final result."""
 
+    @since("2.5", ticket="KIP-150", feature=True)
+    def cogroup(self) -> bool:
+        """KIP-150 (2.5): ``KGroupedStream.cogroup``: grouped streams aggregated into one table, each by its own
+        aggregator, into one store (``CogroupedKStream``)."""
+
     @since("2.7", ticket="KIP-450", feature=True)
     def sliding_windows(self) -> bool:
         """KIP-450 (2.7): ``SlidingWindows`` for windowed aggregates."""

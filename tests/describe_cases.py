@@ -239,6 +239,24 @@ def variants() -> dict[str, dict[str, Any]]:
             ],
             "events": _events(rng, orders, 16),
         },  # fmt: skip
+        # KIP-150: orders grouped by their customer and customers' payments on their own key, cogrouped into one
+        # aggregate per customer that a stream of asks reads
+        "variant-cogroup": {
+            "topology": [
+                {"name": "orders", "stream": "orders"},
+                {"name": "payments", "stream": "payments"},
+                {"name": "asks", "stream": "asks"},
+                {"name": "by-c", "group_by": {"field": "c"}, "input": "orders"},
+                {"name": "paid", "group_by_key": True, "input": "payments"},
+                {"name": "spend", "cogroup": ["by-c", "paid"]},
+                {"name": "answered", "join": ["asks", "spend"]},
+                {"name": "out", "to": "out", "input": "spend"},
+                {"name": "out2", "to": "out2", "input": "answered"},
+            ],
+            "events": _events(
+                rng, {**orders, "payments": (CUSTOMERS, _pick("5", "7")), "asks": (CUSTOMERS, _pick("q"))}, 20
+            ),
+        },  # fmt: skip
     }
 
 

@@ -52,7 +52,9 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
               "aggregate": kafka("KSTREAM-AGGREGATE-", "KSTREAM-REDUCE-", "KTABLE-AGGREGATE-", "KTABLE-REDUCE-"),
               "windowed_key": kafka("KSTREAM-MAP-"), "table_filter": kafka("KTABLE-FILTER-"),
               "table_map_values": kafka("KTABLE-MAPVALUES-"), "flat_map_values": kafka("KSTREAM-FLATMAPVALUES-"),
-              "flat_map": kafka("KSTREAM-FLATMAP-"), "suppress": kafka("KTABLE-SUPPRESS-")}  # fmt: skip
+              "flat_map": kafka("KSTREAM-FLATMAP-"), "suppress": kafka("KTABLE-SUPPRESS-"),
+              "cogroup": kafka("COGROUPKSTREAM-MERGE-"),
+              "cogroup_aggregate": kafka("COGROUPKSTREAM-AGGREGATE-0")}  # fmt: skip
     by_name = {node["name"]: node for node in document["topology"]}
     tables: set[str] = set()  # the document's nodes that are tables
     fill: dict[str, Any] = {}
@@ -63,7 +65,7 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
         kind = next((k for k in ("count", "reduce", "aggregate") if k in node), None)
         reads_table = node.get("input") in tables or (variant is not None and node[variant][0] in tables)
         view = reads_table and op in ("filter", "map_values")
-        if "table" in node or "to_table" in node or kind is not None or view:
+        if "table" in node or "to_table" in node or kind is not None or view or "cogroup" in node:
             tables.add(node["name"])
         elif variant is not None and reads_table and "key_selector" not in node:
             tables.add(node["name"])
@@ -86,6 +88,10 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
                 fill[queues["table_map_values"].pop(0).name] = str
         elif "suppress" in node:
             fill[queues["suppress"].pop(0).name] = node["suppress"]
+        elif "cogroup" in node:
+            fill[queues["cogroup"].pop(0).name] = "concat"
+            for _ in node["cogroup"]:
+                fill[queues["cogroup_aggregate"].pop(0).name] = "concat"
         elif variant is not None:
             target = queues["join"].pop(0)
             spec = {key: node[key] for key in ("joiner", "window", "foreign_key", "grace_ms", "key_selector")

@@ -57,9 +57,11 @@ def test_a_walk_is_the_same_for_the_same_seed():
 
 
 def test_walks_draw_only_what_the_judged_version_has():
-    """2.4.1 has no sliding windows (2.7), no repartition() (2.6), no versioned tables (3.5): none is drawn."""
+    """2.4.1 has no sliding windows (2.7), no repartition() (2.6), no versioned tables (3.5), no cogroup (2.5): none
+    is drawn."""
     operations, _ = topology_walk.coverage(150, 1, "2.4.1")
     assert operations["windowed_by(sliding)"] == operations["repartition"] == operations["versioned-table"] == 0
+    assert operations["cogroup"] == 0
     assert operations["join(foreign-key)"] > 0  # 2.4 has them
 
 

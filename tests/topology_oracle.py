@@ -497,7 +497,15 @@ def random_topology(
         if rng.random() < 0.3:  # a second aggregate of the grouping: a repartition topic of its own (unnamed)
             nodes += [{"name": "agg2", **rng.choice(AGGREGATIONS), "input": "by-c"},
                       {"name": "out2", "to": "out2", "input": "agg2"}]  # fmt: skip
-        nodes.append({"name": "agg", **rng.choice(AGGREGATIONS), "input": "by-c"})
+        aggregation = rng.choice(AGGREGATIONS)
+        # now and then (drawn apart, so that every other draw stays as it was) a cogroup (KIP-150, 2.5) of the
+        # orders by customer and the payments on their own key
+        if kjoin.parse_semantics(era).cogroup and random.Random(repr(rng.getstate())).random() < 0.5:
+            nodes += [{"name": "payments", "stream": "payments"},
+                      {"name": "paid", "group_by_key": True, "input": "payments"},
+                      {"name": "agg", "cogroup": ["by-c", "paid"]}]  # fmt: skip
+        else:
+            nodes.append({"name": "agg", **aggregation, "input": "by-c"})
     elif shape == "windowed-aggregate":  # tumbling, hopping, session or sliding windows, by key or by customer
         size = rng.randint(1, 10)
         window = {"size_ms": size, "advance_ms": rng.randint(1, size), "grace_ms": rng.randint(0, 5)}

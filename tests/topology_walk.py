@@ -90,7 +90,7 @@ OPERATIONS = (
     "filter_not", "peek", "process_values", "process", "split",
     "joiner(keyed)", "joiner(both keys)", "foreign_key(key_or_field)",
     "emit_strategy(on_window_close)", "suppress(window_closes)", "suppress(time_limit)", "select_key(window_key)",
-    "join(windowed-tables)",
+    "join(windowed-tables)", "cogroup",
 )  # fmt: skip
 """Every kind of node a walk draws (the coverage test counts them over many walks)."""
 
@@ -487,10 +487,22 @@ class _Walker:
                 node["emit_strategy"] = "on_window_close"
                 self.ops["emit_strategy(on_window_close)"] += 1
             at, name = self.pool[-1], self.fresh("n")
+        elif at.kind == "grouped" and self.semantics.cogroup and rng.random() < 0.25:
+            return self.cogroup(name, at)
         kind = rng.choice(["count", "reduce", "aggregate"])
         node = {"name": name, kind: True if kind == "count" else "concat", "input": at.name}
         label = {"grouped": kind, "grouped-table": f"{kind}(table)", "windowed": f"{kind}(windowed)"}[at.kind]
         return self.add(node, _Handle(name, "table", windowed=at.kind == "windowed", windows=windows), label)
+
+    def cogroup(self, name: str, at: _Handle) -> _Handle:
+        """KIP-150: ``at`` cogrouped with one or two streams grouped by their own key (none re-keyed: a document's
+        groupings are unnamed, and two re-keyed ones would share the store's repartition topic name)."""
+        grouped = [at.name]
+        for _ in range(self.rng.randint(1, 2)):
+            stream = self.other("stream", rekeyed=False)
+            grouped.append(self.fresh("n"))
+            self.add({"name": grouped[-1], "group_by_key": True, "input": stream.name}, None, "group_by_key")
+        return self.add({"name": name, "cogroup": grouped}, _Handle(name, "table"), "cogroup")
 
     def suppression(self, windowed: bool) -> dict[str, Any]:
         """A suppression's options: until its window closes (a windowed table) or a time limit, a buffer unbounded or

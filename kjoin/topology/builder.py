@@ -1145,6 +1145,17 @@ class KGroupedStream:
         the result is keyed by ``[key@start/end]`` (Kafka's ``Windowed``)."""
         return TimeWindowedKStream(self.stream, self.name, _time_windows(windows, self.stream.topology.semantics))
 
+    def cogroup(self, aggregator: Any) -> "CogroupedKStream":
+        """Start a cogroup (Kafka's ``cogroup``, KIP-150, 2.5): this grouped stream's records are aggregated by
+        ``aggregator(key, value, aggregate)`` (or ``"concat"``: ``agg+value``) into a table that other grouped
+        streams join with ``.cogroup(other, aggregator)``; ``.aggregate(initializer)`` makes it."""
+        if type(self) is not KGroupedStream:
+            what = "a grouped table" if isinstance(self, KGroupedTable) else "a windowed grouped stream"
+            raise TopologyError(f"cogroup: {what} has no cogroup; cogroup grouped streams, then window the cogroup")
+        if not self.stream.topology.semantics.cogroup:
+            raise TopologyError(f"cogroup: Kafka {self.stream.topology.semantics} has no cogroup (KIP-150, 2.5)")
+        return CogroupedKStream(self.stream.topology, [(self, _cogroup_aggregator(aggregator))])
+
     def count(self, *, name: str | None = None) -> KTable:
         """How many records with a value each group has had (``count()``)."""
         return self._aggregate(functions.aggregation("count"), name, ("count", True))
@@ -1220,6 +1231,95 @@ class KGroupedTable(KGroupedStream):
             grouped_name=self.name,
         )  # fmt: skip
         return KTable(stream.topology, node)
+
+
+class CogroupedKStream:
+    """Grouped streams aggregated into one table (Kafka's ``CogroupedKStream``, KIP-150, 2.5): each with its own
+    aggregator, all into one store (:mod:`kjoin.topology.cogroup`)."""
+
+    def __init__(self, topology: Topology, groups: list[tuple[KGroupedStream, Any]]) -> None:
+        self.topology = topology
+        self.groups = groups
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise NoSuchOperation(
+            f"{name}: a cogrouped stream has only cogroup, aggregate and windowed_by; aggregate it first, then use "
+            "the table that makes"
+        )
+
+    def cogroup(self, grouped: KGroupedStream, aggregator: Any) -> "CogroupedKStream":
+        """Add ``grouped`` (a grouped stream of the same topology), aggregated by ``aggregator(key, value, agg)``."""
+        if not isinstance(grouped, KGroupedStream) or type(grouped) is not KGroupedStream:
+            raise TopologyError(
+                f"cogroup: expected a grouped stream (stream.group_by_key() or group_by(...)), got "
+                f"{type(grouped).__name__}"
+            )
+        if grouped.stream.topology is not self.topology:
+            raise TopologyError("cogroup: the grouped stream belongs to another Topology; build both in one")
+        if any(grouped is known for known, _ in self.groups):
+            raise TopologyError("cogroup: this grouped stream is already in the cogroup (Kafka keeps one aggregator "
+                                "per grouped stream); combine both aggregators into one")  # fmt: skip
+        return CogroupedKStream(self.topology, [*self.groups, (grouped, _cogroup_aggregator(aggregator))])
+
+    def windowed_by(self, windows: Any) -> Any:
+        raise TopologyError(
+            "windowed_by: kjoin does not model a windowed cogroup yet (each grouped stream's window aggregate keeps "
+            "its own stream time in Kafka); aggregate each stream in windows and join the tables instead"
+        )
+
+    def aggregate(self, initializer: Any, *, name: str | None = None) -> KTable:
+        """The table: each group starts from ``initializer()`` (``"concat"``: ``""``); a record of the ``i``-th
+        grouped stream is added by the ``i``-th aggregator, and the new aggregate forwarded as ``Change(new,
+        old)``."""
+        if initializer != "concat" and not callable(initializer):
+            raise TopologyError(f"cogroup aggregate: expected concat or a Python initializer, got {initializer!r:.60}")
+        if name is not None:
+            legal_name(name, "cogroup aggregate: name (Named.as)")
+        graph = self.topology.graph
+        name = name or graph.new_name("cogroup")
+        parents: list[Node] = []
+        unnamed_rekeyed = 0
+        for grouped, _ in self.groups:
+            stream = grouped.stream
+            if not stream.node.key_changed:
+                parents.append(stream.node)
+            elif grouped.name is not None:
+                cached = stream.node.params.setdefault("_grouped", {})
+                if grouped.name not in cached:
+                    cached[grouped.name] = stream._repartition_topic(f"{grouped.name}-repartition")
+                parents.append(cached[grouped.name])
+            else:
+                unnamed_rekeyed += 1
+                if unnamed_rekeyed > 1:
+                    raise TopologyError(
+                        f"cogroup {name}: two re-keyed grouped streams without a name would both be repartitioned "
+                        f"through {name}-repartition (Kafka names it after the store); name each grouping "
+                        "(group_by(..., name=...))"
+                    )
+                parents.append(stream._repartition_topic(f"{name}-repartition"))
+        aggregations = []
+        for _, adder in self.groups:
+            if initializer == "concat" and adder == "concat":
+                aggregations.append(functions.aggregation("aggregate", "concat"))
+            else:
+                init = (lambda: "") if initializer == "concat" else initializer
+                add = (lambda k, v, agg: functions.concat(agg, v)) if adder == "concat" else adder
+                aggregations.append(functions.aggregation("aggregate", (init, add)))
+        first = self.groups[0][0].stream
+        node = first._add(
+            "cogroup", [(parent, index) for index, parent in enumerate(parents)], TABLE, name,
+            aggregation=aggregations[0], aggregations=aggregations, windows=None,
+            doc=("cogroup", [_spec(adder) for _, adder in self.groups], _spec(initializer)),
+        )  # fmt: skip
+        return KTable(self.topology, node)
+
+
+def _cogroup_aggregator(aggregator: Any) -> Any:
+    if aggregator != "concat" and not callable(aggregator):
+        raise TopologyError(f"cogroup: expected concat or a Python aggregator(key, value, agg), got {aggregator!r:.60}")
+    return aggregator
 
 
 def _spec(given: Any) -> Any:

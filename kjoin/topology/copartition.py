@@ -89,7 +89,7 @@ def _groups(graph: Graph) -> list[tuple[Node, list[str]]]:
     """(join, the topics of its co-partition group) for every join."""
     groups = []
     for node in graph.nodes.values():
-        if node.op in ("stream-stream", "stream-table", "table-table"):
+        if node.op in ("stream-stream", "stream-table", "table-table", "cogroup"):
             names = [source.topic for parent in node.parents for source in graph.upstream_sources(parent)]
             groups.append((node, sorted(set(names))))  # type: ignore[arg-type]
         elif node.op == "fk":

@@ -43,7 +43,10 @@ that store may read either: kjoin takes the view nothing reads as a stream (``--
 ``process`` and ``processValues`` (KIP-820) are built with the store the text lists, their processor
 ``(record, ctx)`` filled in (:mod:`kjoin.topology.custom`); ``split()`` and the legacy ``branch`` with their branches
 as named, each branch's predicate filled in under the split's name (:meth:`_Importer.split`); ``filterNot`` is a
-``KSTREAM-FILTER``: ``{"op": "filter_not", "fn": predicate}``.
+``KSTREAM-FILTER``: ``{"op": "filter_not", "fn": predicate}``. A ``cogroup`` (KIP-150) is built at its
+``COGROUPKSTREAM-MERGE`` (filled in with the initializer) over its ``COGROUPKSTREAM-AGGREGATE`` processors (each
+filled in with its grouped stream's aggregator ``(key, value, agg) -> agg``), with the repartition topics Kafka named
+(``<store>-repartition``, or ``Grouped.as``).
 
 What kjoin cannot model is listed with its reason, with everything downstream of it: custom processors
 (``addProcessor``, ``transform``: their code and punctuations are not in the text), and the DSL
@@ -217,6 +220,8 @@ def _op_table() -> tuple[Operation, ...]:
         Operation("KSTREAM-FLATMAPVALUES", i.flat_map_values),
         Operation("KSTREAM-FLATMAP", i.flat_map),
         Operation("KTABLE-SUPPRESS", i.suppress),
+        Operation("COGROUPKSTREAM-AGGREGATE", i.inside),
+        Operation("COGROUPKSTREAM-MERGE", i.cogroup),
         Operation("KTABLE-TRANSFORMVALUES", refuse=_CUSTOM),
         Operation("KSTREAM-BRANCH", i.split),
         Operation("KSTREAM-BRANCHCHILD", i.inside),
@@ -579,6 +584,8 @@ class _Importer:
         merge = {role(self.nodes[p]) for p in node.parents} == {"tt-this", "tt-other"}
         if self._view(node) and len(node.parents) == 1:
             return self.getter_stores(self.nodes[node.parents[0]])
+        if node.name.startswith("COGROUPKSTREAM-MERGE"):  # KTablePassThrough: its aggregates' one store
+            return set().union(*(self.nodes[p].stores for p in node.parents))
         if node.name.startswith("KTABLE-SOURCE") or (node.stores and not merge):
             return set(node.stores)
         if merge:
@@ -664,7 +671,9 @@ class _Importer:
 
     @staticmethod
     def _aggregates(node: DescribedNode) -> bool:
-        return node.name.startswith(("KSTREAM-AGGREGATE", "KSTREAM-REDUCE", "KTABLE-AGGREGATE", "KTABLE-REDUCE"))
+        return node.name.startswith(
+            ("KSTREAM-AGGREGATE", "KSTREAM-REDUCE", "KTABLE-AGGREGATE", "KTABLE-REDUCE", "COGROUPKSTREAM-AGGREGATE")
+        )
 
     def table_source(self, node: DescribedNode) -> Any:
         if node.kind == "Source":  # a foreign-key join's response or subscription topic (a KTABLE-SOURCE-named source)
@@ -1016,6 +1025,25 @@ class _Importer:
             args += (spec.get("subtractor") or _placeholder(node.name, "subtractor"),)
         method = grouped.reduce if kind == "reduce" else grouped.aggregate
         return self._stored(node, method(*args, name=node.name))
+
+    def cogroup(self, node: DescribedNode) -> Any:
+        """``cogroup(...).aggregate(...)`` (KIP-150): the merge (``COGROUPKSTREAM-MERGE``) over one
+        ``COGROUPKSTREAM-AGGREGATE`` per grouped stream, all listing one store. Each aggregate's aggregator is filled
+        in by its processor's name, the initializer by the merge's (``"concat"``: ``agg+value`` from ``""``)."""
+        aggregates = [self.nodes[p] for p in node.parents]
+        if not aggregates or not all(a.name.startswith("COGROUPKSTREAM-AGGREGATE") for a in aggregates):
+            raise _Refused(f"a cogroup merge of {', '.join(node.parents) or 'nothing'}, not of its aggregates")
+        cogrouped: Any = None
+        for aggregate in aggregates:
+            adder = self.function(aggregate, "aggregator (key, value, aggregate) -> aggregate")
+            grouped = self._grouped(aggregate)
+            cogrouped = grouped.cogroup(adder) if cogrouped is None else cogrouped.cogroup(grouped, adder)
+        initializer = self.function(node, "initializer () -> aggregate")
+        table = cogrouped.aggregate(initializer, name=node.name)
+        for aggregate in aggregates:
+            self.description.built[aggregate.name] = node.name
+            self._stored(aggregate, table)
+        return table
 
     def _stored(self, node: DescribedNode, table: Any) -> Any:
         for store in node.stores:

@@ -39,7 +39,9 @@ for Kafka: each aggregate of it writes a repartition topic of its own),
 ``windowed_by: {size_ms, advance_ms, grace_ms}`` (or ``{inactivity_gap_ms, grace_ms}``,
 ``{time_difference_ms, grace_ms}``; a grouped stream), and ``count: true``,
 ``reduce: concat``, ``aggregate: concat`` (``input``: a grouped node; see
-:mod:`kjoin.topology.functions`). Every error names the node and the field and says what is expected.
+:mod:`kjoin.topology.functions`), ``cogroup: [grouped, grouped, ...]`` (grouped streams aggregated into one table,
+each by ``agg+value`` from ``""``: Kafka's ``cogroup(...).aggregate(...)``). Every error names the node and the
+field and says what is expected.
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ OPERATIONS = (
     "split",
     "branch",
     "suppress",
+    "cogroup",
 )
 _NODE_FIELDS = {
     "stream": ("partitions",),
@@ -133,6 +136,7 @@ _NODE_FIELDS = {
     "process": ("input", "store"),
     "split": ("input",),
     "branch": ("input",),
+    "cogroup": (),
 }
 _JOIN_FIELDS = ("window", "grace_ms", "foreign_key", "joiner", "partitioner", "other_partitioner", "key_selector")
 
@@ -274,6 +278,8 @@ def _build_node(topology: Topology, handles: dict[str, Any], node: Any, at: str,
             handles[name] = reader.source(name)
         elif op in _GROUPED_OPS:
             handles[name] = reader.grouped(name)
+        elif op == "cogroup":
+            handles[name] = reader.cogroup(name)
         elif op.endswith("join"):
             handles[name] = reader.join(name)
         elif op in ("split", "branch"):
@@ -471,6 +477,21 @@ class _NodeReader:
         if node[op] != "concat":
             raise TopologyError(f"{at}.{op}: a document names concat (Python functions: kjoin.Topology)")
         return getattr(grouped, op)("concat", name=name)
+
+    def cogroup(self, name: str) -> Any:
+        """``cogroup: [grouped, ...]``: the grouped streams, each aggregated by ``agg+value`` from ``""``."""
+        names = self.node["cogroup"]
+        if not isinstance(names, list) or not names:
+            raise TopologyError(f"{self.at}.cogroup: expected [grouped, ...], the grouped streams it aggregates")
+        grouped = [self.handle(f"cogroup[{index}]", given, KGroupedStream) for index, given in enumerate(names)]
+        for index, found in enumerate(grouped):
+            if isinstance(found, (KGroupedTable, TimeWindowedKStream)):
+                raise TopologyError(f"{self.at}.cogroup[{index}]: a cogroup reads grouped streams (group_by_key, "
+                                    "group_by of a stream), not a grouped table or windows")  # fmt: skip
+        cogrouped = grouped[0].cogroup("concat")
+        for found in grouped[1:]:
+            cogrouped = cogrouped.cogroup(found, "concat")
+        return cogrouped.aggregate("concat", name=name)
 
     def join(self, name: str) -> Any:
         node, op, at = self.node, self.op, self.at

@@ -402,6 +402,10 @@ def _concat_adder(agg: Any, value: Any) -> str:
     return f"{render_value(agg)}+{render_value(value)}"
 
 
+concat = _concat_adder
+"""``agg+value``: the ``concat`` vocabulary's adder."""
+
+
 def _concat_subtractor(agg: Any, value: Any) -> str:
     return f"{render_value(agg)}-{render_value(value)}"
 

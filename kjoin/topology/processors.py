@@ -812,7 +812,7 @@ def table_of(node: Node, partition: int, parent: Callable[[Node], Any]) -> Any:
     processor = parent(node)
     if isinstance(processor, _TableSource):
         return processor.store
-    if getattr(processor, "table", None) is not None and node.op in ("aggregate", "table-aggregate"):
+    if getattr(processor, "table", None) is not None and node.op in ("aggregate", "table-aggregate", "cogroup"):
         return processor.table  # type: ignore[attr-defined]
     if isinstance(processor, _TableTable):
         return processor.table  # its value getter applies its own joiner (KTableKTableJoinValueGetter)

@@ -72,6 +72,7 @@ from .graph import VIEW_OPS, Node, TopologyError
 from .handlers import NULL_KEY_IN_GRACE_BUFFER, KafkaException, dead_letter_headers
 from .plain import not_a_key, not_a_value
 from .aggregates import AGGREGATE_OPS, OldValue, WindowedKey, build_aggregate
+from .cogroup import COGROUP_OPS, CogroupAggregate
 from .custom import CUSTOM_OPS, build_custom
 from .suppress import SuppressProcessor
 from .stages import stages_of
@@ -101,7 +102,7 @@ __all__ = [
 
 SCHEDULES = ("test-driver", "timestamp", "stages")
 
-CHECKED_HERE = ("map", "flat_map", "flat_map_values", "table-group-by", *AGGREGATE_OPS)
+CHECKED_HERE = ("map", "flat_map", "flat_map_values", "table-group-by", *AGGREGATE_OPS, *COGROUP_OPS)
 """Nodes whose forwarded records the runtime checks (:meth:`_Run._check_plain`): a user function makes them and no
 check on its return has (the other nodes' functions check what they return when they return it:
 :attr:`~kjoin.topology.functions.Function.check`, :func:`~kjoin.topology.functions.guarded`; or they forward what
@@ -611,7 +612,7 @@ class _Run:
 
     def _writers(self, node: Node, partition: int, key: Any) -> tuple[int, ...]:
         """The steps that wrote what table ``node`` holds for ``key`` (a join's result: both sides')."""
-        if node.op in ("aggregate", "table-aggregate", "to_table", "global-table"):
+        if node.op in ("aggregate", "table-aggregate", "cogroup", "to_table", "global-table"):
             if node.op == "global-table":
                 partition = 0
             processor = self.processors.get((node.name, partition))
@@ -712,6 +713,8 @@ class _Run:
                 found = build_custom(node, partition, log, self.graph.text_keys)
             elif node.op == "suppress":
                 found = SuppressProcessor(node, partition, log)
+            elif node.op in COGROUP_OPS:
+                found = CogroupAggregate(node, partition, log, self.topology.semantics)
             else:
                 semantics, materialized = self.topology.semantics, self.graph.materialized(node)
                 instance = self._instance_times(node, partition, log)

@@ -67,7 +67,7 @@ a windowed aggregate's expired window, an aggregate that took the record, and an
 table (it produces no result of its own)."""
 
 JOIN_OPS = ("stream-table", "stream-global", "stream-stream", "table-table", "fk")
-AGGREGATE_OPS = ("aggregate", "table-aggregate")
+AGGREGATE_OPS = ("aggregate", "table-aggregate", "cogroup")
 _DROP_VERDICTS = {
     Reason.FILTERED: "dropped-by-filter",
     Reason.NULL_KEY_NOT_REPARTITIONED: "null-key-not-repartitioned",

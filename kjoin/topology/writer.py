@@ -65,6 +65,8 @@ class _Writer:
             self.join(node, entry)
         elif node.op in ("group_by", "table-group-by", "aggregate", "table-aggregate"):
             self.grouped(node, entry)
+        elif node.op == "cogroup":
+            self.cogroup(node, entry)
         elif node.op in ("to", "repartition-source") and (node.op == "to" or "repartition" in node.params):
             self.sink(node, entry)
         elif node.op == "split":
@@ -208,15 +210,7 @@ class _Writer:
             if node.params.get("partitioner") is not None and node.op == "group_by":
                 entry["partitioner"] = self.spec(node, "partitioner")
             return
-        source = self.logical(node.parents[0])
-        # the node the document names (a grouping behind its repartition topic), or, for the user's repartition(),
-        # whose name is no node's, the repartition topic's source
-        parent = self.graph.nodes.get(source, node.parents[0])
-        if parent.op in ("group_by", "table-group-by"):
-            grouped = parent.params.get("grouped_name") or parent.name
-        else:
-            grouped = node.params.get("grouped_name") or f"{node.name}-grouped"
-            self.nodes.append({"name": grouped, "group_by_key": True, "input": source})
+        grouped = self.grouping(node.parents[0], node.params.get("grouped_name") or f"{node.name}-grouped")
         windows = node.params.get("windows")
         if windows is not None:
             if hasattr(windows, "gap_ms"):
@@ -235,6 +229,26 @@ class _Writer:
             raise TopologyError(f"node {node.name}: its {kind} functions are Python functions")
         entry[kind] = given
         entry["input"] = grouped
+
+    def grouping(self, parent: Any, unnamed: str) -> str:
+        """The grouped node an aggregate reads ``parent`` through: its group_by (behind its repartition topic), or a
+        ``group_by_key`` entry named ``unnamed``, written here."""
+        source = self.logical(parent)
+        # the node the document names (a grouping behind its repartition topic), or, for the user's repartition(),
+        # whose name is no node's, the repartition topic's source
+        found = self.graph.nodes.get(source, parent)
+        if found.op in ("group_by", "table-group-by"):
+            return found.params.get("grouped_name") or found.name
+        self.nodes.append({"name": unnamed, "group_by_key": True, "input": source})
+        return unnamed
+
+    def cogroup(self, node: Any, entry: dict[str, Any]) -> None:
+        _, adders, initializer = node.params["doc"]
+        if initializer != "concat" or any(adder != "concat" for adder in adders):
+            raise TopologyError(f"node {node.name}: its cogroup functions are Python functions")
+        entry["cogroup"] = [
+            self.grouping(parent, f"{node.name}-grouped-{index}") for index, parent in enumerate(node.parents)
+        ]
 
     def sink(self, node: Any, entry: dict[str, Any]) -> None:
         """to, through (a to whose topic a source reads back) and the user's repartition()."""

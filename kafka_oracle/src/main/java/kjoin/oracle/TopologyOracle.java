@@ -428,6 +428,17 @@ public final class TopologyOracle {
                     Oracle.map(node.get("windowed_by")));
                 handles.put(name, "on_window_close".equals(node.get("emit_strategy")) ? onWindowClose(byWindow)
                     : byWindow);
+            } else if (node.containsKey("cogroup")) {  // KIP-150: each grouped stream adds agg+value into one store
+                List<Object> grouped = (List<Object>) node.get("cogroup");
+                org.apache.kafka.streams.kstream.CogroupedKStream<String, String> cogrouped =
+                    ((KGroupedStream<String, String>) handles.get((String) grouped.get(0)))
+                        .cogroup((key, value, agg) -> agg + "+" + value);
+                for (Object input : grouped.subList(1, grouped.size())) {
+                    cogrouped = cogrouped.cogroup((KGroupedStream<String, String>) handles.get((String) input),
+                        (key, value, agg) -> agg + "+" + value);
+                }
+                handles.put(name, cogrouped.aggregate(() -> "", (Materialized) Materialized.with(Serdes.String(),
+                    Serdes.String())));
             } else if (node.containsKey("suppress")) {  // KTable#suppress (KIP-328)
                 KTable<Object, Object> table = (KTable<Object, Object>) handles.get((String) node.get("input"));
                 handles.put(name, table.suppress(suppressed(Oracle.map(node.get("suppress")))));
