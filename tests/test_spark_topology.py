@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
+import yaml
 
 import kjoin
 from kjoin.spark import SparkInputError, Topic, run_topology
@@ -247,6 +249,26 @@ def test_the_topologies_kafka_pins_run_on_spark_as_in_the_reference_engine(spark
     for partitions in topology_pinned.PARTITIONS if every else (3,):
         scenario = TopologyScenario.from_dict(topology_pinned.document(name, "latest", partitions))
         assert difference(spark, scenario, with_partitions=partitions == 1) is None
+
+
+WALK_GETTER_CASES = (
+    "foreign-key-response-reads-the-table-join-getter",
+    "foreign-key-subscription-reads-the-table-join-getter-time",
+    "foreign-key-chain-counts-depend-on-the-interleaving",
+)
+"""Walk cases where a foreign-key join reads a table-table join through its value getter, not its own copy."""
+
+
+@pytest.mark.parametrize("name", WALK_GETTER_CASES)
+def test_a_foreign_key_join_reads_a_table_join_getter_on_spark_as_in_the_reference_engine(spark, name):
+    """The cases of tests/topology_walk_cases/ (judged by Kafka in tests/test_topology_walk.py) on Spark: the
+    reference engine's records and steps on one partition and on four."""
+    path = Path(__file__).parent / "topology_walk_cases" / f"{name}.yaml"
+    case = yaml.safe_load(path.read_text(encoding="utf-8"))
+    for partitions in (1, 4):
+        document = {"partitions": partitions, "topology": case["topology"], "events": case["events"]}
+        scenario = TopologyScenario.from_dict(document)
+        assert difference(spark, scenario, with_partitions=partitions == 1) is None, partitions
 
 
 @pytest.mark.parametrize("method, returns_nan", [("vectorised", False), ("processors", False), ("vectorised", True)])

@@ -102,6 +102,26 @@ def test_the_shrinker_keeps_the_difference_and_drops_what_does_not_matter():
     assert [node["name"] for node in shrunk["topology"]] == ["a", "b", "m", "to-out"]
 
 
+def test_a_foreign_key_join_downstream_of_another_is_judged_on_one_partition():
+    """How many results a foreign-key chain gives for one event depends on how its tasks interleave, which the
+    driver's one partition cannot show (its case in tests/topology_walk_cases/): such a walk drops to one partition;
+    a single foreign-key join keeps its four."""
+    path = Path(__file__).parent / "topology_walk_cases" / "foreign-key-chain-counts-depend-on-the-interleaving.yaml"
+    case = yaml.safe_load(path.read_text(encoding="utf-8"))
+    chain = {"semantics": "4.4.0", "partitions": 4, "topology": case["topology"], "events": case["events"]}
+    assert topology_walk._judgeable(topology_walk.Walk(chain)).document["partitions"] == 1
+    single = {
+        **chain,
+        "topology": [
+            {"name": "t2", "table": "t2"},
+            {"name": "t4", "table": "t4"},
+            {"name": "n3", "join": ["t2", "t4"], "foreign_key": "f"},
+            {"name": "to-out", "to": "out", "input": "n3"},
+        ],
+    }
+    assert topology_walk._judgeable(topology_walk.Walk(single)).document["partitions"] == 4
+
+
 CASES = sorted((Path(__file__).parent / "topology_walk_cases").glob("*.yaml"))
 
 

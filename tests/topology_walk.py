@@ -675,10 +675,10 @@ class Verdict:
 
 
 def _judgeable(walk: Walk) -> Walk:
-    """The walk on as many partitions as the harness can judge it: one, unless it keeps no time (compared as a
-    multiset per event) or ``task_groups`` cuts it."""
+    """The walk on as many partitions as the harness can judge it: one, unless it keeps no time and chains no
+    foreign-key joins (compared as a multiset per event) or ``task_groups`` cuts it."""
     doc = walk.document
-    if doc.get("partitions", 1) == 1 or not _keeps_time(doc):
+    if doc.get("partitions", 1) == 1 or not (_keeps_time(doc) or _chains_foreign_keys(doc)):
         return walk
     try:
         if task_groups(walk.scenario()) is not None:
@@ -703,6 +703,30 @@ def _prepare(document: dict[str, Any]) -> tuple[TopologyScenario | None, Verdict
         return None, Verdict("refused", str(error))
     except Exception:  # noqa: BLE001 - kjoin's crash is the finding
         return None, Verdict("crash", _crash_text())
+
+
+def _chains_foreign_keys(document: dict[str, Any]) -> bool:
+    """A foreign-key join downstream of another. Its hash check drops a response as stale or not depending on whether
+    the other join's response reached the row first, an order that differs between kjoin's several partitions and the
+    driver's one: not only the order of one event's outputs but how many there are, which a multiset cannot judge."""
+    nodes = {node["name"]: node for node in document["topology"]}
+
+    def parents(node: dict[str, Any]) -> set[str]:
+        found = set()
+        for name, value in node.items():
+            for item in value if isinstance(value, list) else [value]:
+                if name != "name" and isinstance(item, str) and item in nodes and item != node["name"]:
+                    found.add(item)
+        return found
+
+    def ancestors(name: str, seen: set[str]) -> set[str]:
+        for parent in parents(nodes[name]) - seen:
+            seen.add(parent)
+            ancestors(parent, seen)
+        return seen
+
+    foreign = {name for name, node in nodes.items() if "foreign_key" in node}
+    return any(foreign & ancestors(name, set()) for name in foreign)
 
 
 def _keeps_time(document: dict[str, Any]) -> bool:

@@ -346,6 +346,11 @@ class ForeignKeyJoin:
         )
 
     # -- 2. receive subscription and join (right task) -----------------------------------
+    def current_right(self, task: ForeignKeyTask, fk: Any) -> tuple[Any, int] | None:
+        """The right row a subscription is joined with (``SubscriptionJoinProcessorSupplier`` reads the right table's
+        value getter): ``(value, ts)`` or ``None``; here the join's copy of the right table."""
+        return task.right.get(fk)
+
     def _receive_subscription(self, task: ForeignKeyTask, message: Message, ctx: StepContext) -> None:
         wrapper = message.value
         assert isinstance(wrapper, SubscriptionWrapper)
@@ -362,7 +367,7 @@ class ForeignKeyJoin:
             else:
                 task.subscriptions.put(combined, wrapper, message.ts)
                 said += f"; stored subscription {combined}"
-        found = None if fk is None else task.right.get(fk)  # look up
+        found = None if fk is None else self.current_right(task, fk)  # look up
         ts = message.ts if found is None else max(message.ts, found[1])
         has = "nothing" if found is None else at(shown(found[0]), found[1])
         said += f"; the right table has {has} for {render_value(fk)}"
@@ -415,11 +420,16 @@ class ForeignKeyJoin:
         return self._send(RESPONSE, partition, pk, response, record.ts, ctx.index, ctx)
 
     # -- 4. resolve the response by hash (left task) -------------------------------------
+    def current_left(self, task: ForeignKeyTask, pk: Any) -> tuple[Any, int] | None:
+        """The left row a response is resolved against (``ResponseJoinProcessor`` reads the left table's value
+        getter): ``(value, ts)`` or ``None``; here the join's copy of the left table."""
+        return task.left.get(pk)
+
     def _resolve_response(self, task: ForeignKeyTask, message: Message, ctx: StepContext) -> None:
         response = message.value
         assert isinstance(response, ResponseWrapper)
         pk = message.key
-        current = task.left.get(pk)  # look up
+        current = self.current_left(task, pk)  # look up
         current_value = None if current is None else current[0]
         current_hash = value_hash(current_value)
         said = (

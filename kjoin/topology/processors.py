@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ..fates import Fate, Reason
 from ..joins.context import StepContext, drop_idempotent_update, drop_null_key_update
-from ..joins.foreign_key import FROM_COPY, ForeignKeyJoin
+from ..joins.foreign_key import FROM_COPY, ForeignKeyJoin, ForeignKeyTask
 from ..joins.global_table import GlobalTableJoin
 from ..joins.fk_protocol import SUBSCRIPTION, Message
 from ..joins.options import ForeignKeyOptions, TableOptions
@@ -542,10 +542,27 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
         self.text_keys = text_keys
         self.left_key: Any = None
         """The key of the left row whose foreign key is asked for (a ``BiFunction`` extractor reads it)."""
+        self.left_getter: Callable[[int], Any] | None = None
+        """The left table's value getter in the task of a partition, where the join's copy of the left table can
+        differ from it: a table-table join's getter joins its parents' rows now (an inner join forwards nothing when
+        its row goes away with its partner already gone) and stamps them with the newest present row's time (the
+        join forwarded the time of the update that set it off)."""
+        self.right_getter: Callable[[int], Any] | None = None
+        """The right table's value getter, likewise."""
 
     def process(self, record: Record, ctx: StepContext, change_old: Any = FROM_COPY) -> None:
         self.left_key = record.key
         super().process(record, ctx, change_old)
+
+    def current_left(self, task: ForeignKeyTask, pk: Any) -> tuple[Any, int] | None:
+        if self.left_getter is None:
+            return super().current_left(task, pk)
+        return self.left_getter(task.task).get(pk)
+
+    def current_right(self, task: ForeignKeyTask, fk: Any) -> tuple[Any, int] | None:
+        if self.right_getter is None:
+            return super().current_right(task, fk)
+        return self.right_getter(task.task).get(fk)
 
     def fk_of(self, value: Any) -> Any:
         """The foreign key: the extractor's (a Python function), or the field at ``foreign_key`` of a JSON

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS
 
@@ -85,6 +85,7 @@ from .processors import (
     ScopedLog,
     TaskClock,
     build_processor,
+    table_of,
 )
 from .trace import NodeVisit, TopicRecord, TopologyStep, TopologyTrace
 
@@ -316,6 +317,12 @@ class _Run:
             for node in self.graph.nodes.values()
             if node.op == "fk"
         }
+        for fk in self.foreign_keys.values():  # Kafka reads a table-table join through its value getter, not a copy
+            left, right = fk.node.parents
+            if left.op == "table-table":
+                fk.join.left_getter = self._getter_of(left)
+            if right.op == "table-table":
+                fk.join.right_getter = self._getter_of(right)
         self.internal_readers: dict[str, tuple[ForeignKeyNode, int]] = {}
         for fk in self.foreign_keys.values():
             self.internal_readers[fk.node.params["subscription_topic"]] = (fk, fk.right_sub)
@@ -745,6 +752,10 @@ class _Run:
             other = self.graph.nodes[name]
             if number == subtopology and other.op not in ("fk", "global-table"):
                 self._processor(other, partition)
+
+    def _getter_of(self, node: Node) -> Callable[[int], Any]:
+        """Table ``node``'s value getter in the task of a partition (a foreign-key join reads a join through it)."""
+        return lambda partition: table_of(node, partition, self._parent(partition))
 
     def _parent(self, partition: int) -> Any:
         def parent(node: Node) -> Any:
