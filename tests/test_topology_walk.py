@@ -146,7 +146,10 @@ def test_each_shrunk_case_gives_kafkas_recorded_answer_and_kjoin_agrees(built):
     version = "4.4.0"
     documents = [yaml.safe_load(path.read_text(encoding="utf-8")) for path in CASES]
     scenarios = [
-        TopologyScenario.from_dict({"semantics": version, "topology": doc["topology"], "events": doc["events"]})
+        TopologyScenario.from_dict(
+            {"semantics": version, "topology": doc["topology"], "events": doc["events"]}
+            | {field: doc[field] for field in ("processing_exception_handler", "dead_letter_queue") if field in doc}
+        )
         for doc in documents
     ]
     answers = run_batch(version, scenarios)

@@ -277,12 +277,13 @@ class TableView(NodeProcessor):
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         new = self.of(rec.key, rec.value)
-        if self.store is not None:
+        if not self.sends_old_values:  # KTableFilter/KTableMapValues.computeOldValue: no old value, no call
+            old = None
+        elif self.store is not None:
             previous = self.store.get(rec.key)
             old = None if previous is None else previous[0]
         else:
             old = self.of(rec.key, rec.old)
-        old = old if self.sends_old_values else None
         what = self.fn.text
         if self.filters and self.sends_old_values and new is None and old is None:
             return Outcome(
