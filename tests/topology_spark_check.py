@@ -110,8 +110,23 @@ def difference(
     what differs first."""
     from kjoin.spark import run_topology
 
-    trace = reference(scenario)
+    from kjoin.topology.runtime import ProcessingError
+
     topics = spark_topics(spark, scenario, with_partitions)
+    try:
+        trace = reference(scenario)
+    except ProcessingError as stopped:  # a function that throws under the fail handler: Spark must stop the same way
+        from kjoin.spark.topology import kjoin_error
+
+        try:
+            result = run_topology(spark, scenario.topology, topics, method=method, instances=instances(scenario))
+            result.topics.count()
+        except Exception as error:  # noqa: BLE001 - a Spark job's failure, read back as kjoin's error
+            also = error if isinstance(error, ProcessingError) else kjoin_error(error)
+            if also is None:
+                raise
+            return None if str(also) == str(stopped) else f"both stop, differently:\n  {stopped}\n  {also}"
+        return f"the reference engine stops ({stopped}); Spark runs on"
     result = run_topology(spark, scenario.topology, topics, method=method, instances=instances(scenario))
     return result_difference(trace, result)
 
