@@ -364,5 +364,5 @@ def test_a_windowed_table_is_not_joined_by_key(windows, side):
         "left": lambda: windowed.join(b.table("t")),
         "right": lambda: b.table("t").left_join(windowed),
     }
-    with pytest.raises(TopologyError, match="node per-window is a windowed table"):
+    with pytest.raises(TopologyError, match="per-window is keyed by window"):
         joins[side]()

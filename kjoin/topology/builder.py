@@ -296,13 +296,6 @@ class _Handle:
                 f"{self.node.name} ({self.node.op}): a Kafka application is one topology; build both sides from one "
                 "kjoin.Topology()"
             )
-        windowed = [side.node.name for side in (self, other) if windowed_table(side.node)]
-        if len(windowed) == 1 and isinstance(other, KTable):  # two windowed tables join by Windowed<K>
-            raise TopologyError(
-                f"{op}: node {windowed[0]} is a windowed table (its keys are windows, Kafka's Windowed<K>) and the "
-                "other side is not: a Windowed<K> key and a K key do not join in Kafka; join its to_stream() re-keyed "
-                "by the key you mean, or join two windowed tables"
-            )
 
 
 def _described(value: Any) -> str:
