@@ -238,16 +238,7 @@ def diff(
     ``from_`` defaults to its own semantics, ``to`` to ``from_``. (``kjoin.diff``, the package's function, takes a
     topology document too: :func:`kjoin.topology.diff.diff`.)"""
     document, source = _document(scenario)
-    try:
-        first = parse_semantics(document.get("semantics") if from_ is None else from_)
-        second = first if to is None else parse_semantics(to)
-    except ValueError as error:
-        raise ScenarioError(f"semantics: {error}", source) from None
-    settings = dict(set or {})
-    for path in settings:
-        _check_path(path, document, source)
-    switches: list[tuple[str, Any]] = [(name, getattr(second, name)) for name in first.switched(second)]
-    switches += [(path, value) for path, value in settings.items()]
+    first, second, settings, switches = switches_of(document, from_, to, set, source, _check_path)
     base = _load(document, first, {}, source, "--from")
     target = _load(document, second, settings, source, "--set" if settings else "--to")
     outputs = _per_input(base)
@@ -265,8 +256,36 @@ def diff(
     charged = attribution.charge(differences)
     title = _title(base)
     names = tuple(name for name, _ in switches)
-    after = str(second) + "".join(f" {path}={_setting_text(value)}" for path, value in settings.items())
+    after = after_text(second, settings)
     return Diff(title, str(first), after, charged, names, attribution.runs, settings, upstream_notes(names))
+
+
+def switches_of(
+    document: Mapping[str, Any],
+    from_: "str | Semantics | None",
+    to: "str | Semantics | None",
+    set: Mapping[str, Any] | None,
+    source: str | None,
+    check_path: Callable[[str, Any, str | None], Any],
+) -> tuple[Semantics, Semantics, dict[str, Any], list[tuple[str, Any]]]:
+    """A diff's two semantics (``from_`` defaults to the document's own, ``to`` to ``from_``), its settings, each
+    path checked by ``check_path(path, document, source)``, and the switches it charges differences to: every rule
+    the two versions set apart, then every setting."""
+    try:
+        first = parse_semantics(document.get("semantics") if from_ is None else from_)
+        second = first if to is None else parse_semantics(to)
+    except ValueError as error:
+        raise ScenarioError(f"semantics: {error}", source) from None
+    settings = dict(set or {})
+    for path in settings:
+        check_path(path, document, source)
+    switches: list[tuple[str, Any]] = [(name, getattr(second, name)) for name in first.switched(second)]
+    return first, second, settings, switches + list(settings.items())
+
+
+def after_text(second: Semantics, settings: Mapping[str, Any]) -> str:
+    """The second side of a diff's title: its version and the settings turned (``4.4 per_hour.grace_ms=0``)."""
+    return str(second) + "".join(f" {path}={_setting_text(value)}" for path, value in settings.items())
 
 
 UPSTREAM_RULES = {

@@ -27,12 +27,13 @@ from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..diff import Attribution, Diff, Difference, Outputs, compare_outputs, head_and_foot, rules_text, _setting_text
+from ..diff import Attribution, Diff, Difference, Outputs, after_text, compare_outputs, head_and_foot, rules_text
+from ..diff import _setting_text, switches_of
 from ..diff import diff as join_diff
 from ..scenario.inputs import read_document
 from ..records import render_value
 from ..scenario.fields import ScenarioError
-from ..semantics import Semantics, parse_semantics
+from ..semantics import Semantics
 from .document import DOCUMENT_FIELDS, OPERATIONS, TopologyScenario
 
 __all__ = [
@@ -120,16 +121,9 @@ def diff_topology(
     ``to`` (default: ``from_``) with the settings ``set`` (``{"per_hour.grace_ms": 0}``), each charged to the rule or
     setting that alone changes it."""
     document = copy.deepcopy(dict(document))
-    try:
-        first = parse_semantics(document.get("semantics") if from_ is None else from_)
-        second = first if to is None else parse_semantics(to)
-    except ValueError as error:
-        raise ScenarioError(f"semantics: {error}", source) from None
-    settings = dict(set or {})
-    for path in settings:
-        setting_location(document, path, source)
-    switches: list[tuple[str, Any]] = [(name, getattr(second, name)) for name in first.switched(second)]
-    switches += list(settings.items())
+    first, second, settings, switches = switches_of(
+        document, from_, to, set, source, lambda path, at, named: setting_location(at, path, named)
+    )
     base = _run(document, first, {}, source, "--from")
     outputs = outputs_per_event(base)
     target = _run(document, second, settings, source, "--set" if settings else "--to")
@@ -145,7 +139,7 @@ def diff_topology(
     attribution = Attribution(first, switches, differences_of)
     charged = attribution.charge(differences)
     title = f"topology {document.get('name') or source or 'app'}"
-    after = str(second) + "".join(f" {path}={_setting_text(value)}" for path, value in settings.items())
+    after = after_text(second, settings)
     names = tuple(name for name, _ in switches)
     return TopologyDiff(title, str(first), after, charged, names, attribution.runs, settings)
 
