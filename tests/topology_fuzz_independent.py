@@ -403,28 +403,25 @@ def p_node_field(rng, d, it):
     return f"topology[{i}]={ns[i]!r:.30}", d, True
 
 
+FUNCTION_FIELDS = (
+    "select_key",
+    "filter",
+    "map_values",
+    "flat_map",
+    "flat_map_values",
+    "group_by",
+    "joiner",
+    "key_selector",
+    "partitioner",
+    "reduce",
+    "aggregate",
+    "foreign_key",
+)
+"""The node fields that name a function: where a function spec can be perturbed."""
+
+
 def p_function_spec(rng, d, it):
-    fn_ops = [
-        n
-        for n in nodes_of(d)
-        if any(
-            k in n
-            for k in (
-                "select_key",
-                "filter",
-                "map_values",
-                "flat_map",
-                "flat_map_values",
-                "group_by",
-                "joiner",
-                "key_selector",
-                "partitioner",
-                "reduce",
-                "aggregate",
-                "foreign_key",
-            )
-        )
-    ]
+    fn_ops = [n for n in nodes_of(d) if any(k in n for k in FUNCTION_FIELDS)]
     specs = [
         {"field": ""},
         {"field": 3},
@@ -455,26 +452,7 @@ def p_function_spec(rng, d, it):
         n["joiner"] = rng.choice(specs)
         return f"{n['name']}.joiner stray", d, None if any(k.endswith("join") for k in n) else True
     n = rng.choice(fn_ops)
-    k = rng.choice(
-        [
-            k
-            for k in (
-                "select_key",
-                "filter",
-                "map_values",
-                "flat_map",
-                "flat_map_values",
-                "group_by",
-                "joiner",
-                "key_selector",
-                "partitioner",
-                "reduce",
-                "aggregate",
-                "foreign_key",
-            )
-            if k in n
-        ]
-    )
+    k = rng.choice([k for k in FUNCTION_FIELDS if k in n])
     n[k] = rng.choice(specs)
     return f"{n['name']}.{k}={n[k]!r:.50}", d, None
 
