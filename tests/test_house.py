@@ -216,3 +216,45 @@ def test_no_function_over_100_lines_in_the_library():
     gone = sorted(KNOWN_LONG_FUNCTIONS - set(found))
     assert not gone, f"no longer over the limit (or renamed): remove them from KNOWN_LONG_FUNCTIONS: {gone}"
     assert all(name.startswith("kjoin/spark/") for name in KNOWN_LONG_FUNCTIONS)
+
+
+# -- module size --------------------------------------------------------------------------------
+MAX_MODULE_LINES = 800
+SIZE_REASON = "Why one module of this size"
+
+
+def large_modules_without_a_reason() -> dict[str, int]:
+    """``path`` -> lines of every library module over :data:`MAX_MODULE_LINES` whose docstring does not say, in a
+    paragraph starting with :data:`SIZE_REASON`, why it is one module."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            text = path.read_text()
+            lines = len(text.splitlines())
+            if lines <= MAX_MODULE_LINES:
+                continue
+            doc = ast.get_docstring(ast.parse(text, str(path))) or ""
+            paragraphs = [" ".join(p.split()) for p in doc.split("\n\n")]
+            if not any(SIZE_REASON in p and len(p.split(SIZE_REASON, 1)[1]) > 40 for p in paragraphs):
+                found[path.relative_to(ROOT).as_posix()] = lines
+    return found
+
+
+def test_the_size_check_reads_the_docstring_not_the_code(tmp_path, monkeypatch):
+    package = tmp_path / "kjoin"
+    package.mkdir()
+    body = "\n".join(f"x{i} = {i}" for i in range(MAX_MODULE_LINES))
+    (package / "large.py").write_text(f'"""A module.\n\nWhy one module of this size: one job, {"x" * 40}."""\n{body}\n')
+    (package / "silent.py").write_text(f'"""A module."""\n# {SIZE_REASON}: in a comment, not its docstring\n{body}\n')
+    (package / "small.py").write_text('"""A module."""\nx = 1\n')
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    monkeypatch.setitem(globals(), "PACKAGES", ("kjoin",))
+    assert large_modules_without_a_reason() == {"kjoin/silent.py": MAX_MODULE_LINES + 2}
+
+
+def test_every_module_over_800_lines_says_why_it_is_one_module():
+    found = large_modules_without_a_reason()
+    assert not found, (
+        f"modules over {MAX_MODULE_LINES} lines without a {SIZE_REASON!r} paragraph in their docstring (split them "
+        f"by job, or say why they are one): {found}"
+    )

@@ -1,5 +1,11 @@
 """Running a topology as Kafka runs it: tasks, their records, and the order they take them.
 
+Why one module of this size: it is one job, the record loop of a topology run. :class:`_Run` takes every record of
+every schedule through the nodes of its task, and its parts share one state (the tasks' partition groups and clocks,
+the topics' partitions and offsets, the processors per task, the handlers of a record that fails); the functions
+around it only place tasks and schedules. The processors it drives are :mod:`kjoin.topology.processors`, the
+schedule of stages :mod:`kjoin.topology.stages`.
+
 How it works:
 
 * A global table's topic is read by the global thread (task ``global``), outside every
