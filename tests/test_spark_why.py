@@ -10,7 +10,8 @@ import pytest
 from kjoin.fates import Fate
 from kjoin.records import OutputKind, Side
 from kjoin.spark import Topic, run_join, run_scenarios
-from kjoin.spark.debug.why import VERDICTS, KeyTrace, _restrict
+from kjoin.spark.debug.key_trace import _restrict
+from kjoin.spark.debug.why import VERDICTS, KeyTrace
 
 pytestmark = pytest.mark.spark
 

@@ -2,7 +2,7 @@
 
 :meth:`kjoin.spark.SparkRun.trace` and :meth:`~kjoin.spark.SparkRun.why` call these. A primary-key join's key is
 looked up in the run's index (:mod:`kjoin.spark.debug.index`) and only its records run through the reference engine
-(:mod:`kjoin.spark.debug.why`); a foreign-key scenario ran whole in one Spark group, so its drill-downs read the
+(:mod:`kjoin.spark.debug.key_trace`); a foreign-key scenario ran whole in one Spark group, so its drill-downs read the
 whole scenario's trace (:mod:`kjoin.spark.debug.fk`), collected once per run.
 """
 
@@ -23,7 +23,8 @@ from ..io.topic import SparkInputError
 from ..passes.fk_task import fk_trace
 from ..ties import PROCESSING_ORDER
 from . import fk as debug_fk
-from . import why as debug
+from . import key_trace as drilldown
+from .diagnosis import Partner
 from .audit import partition_of
 from .explain import KEY_TOKENS
 from .kinds import kind_of
@@ -110,7 +111,7 @@ def placed(
 def key_trace(
     run: "SparkRun", partition: int, key: Any, scenario: int = 0, joiner: Joiner | None = None, rows: list | None = None
 ) -> Any:
-    """The drill-down of one key of a primary-key join (:class:`kjoin.spark.debug.why.KeyTrace`)."""
+    """The drill-down of one key of a primary-key join (:class:`kjoin.spark.debug.key_trace.KeyTrace`)."""
     if key is None:
         raise SparkInputError(
             "key=None: records with a null key are never joined or stored; "
@@ -131,7 +132,7 @@ def key_trace(
             f"trace(partition={partition}, key={key!r}): partition {partition} has no record with this key; {found}"
         )
     records, releases = placed(run, scenario, partition, key, rows)
-    return debug.key_trace(run.scenarios[scenario], partition, key, records, joiner or default_joiner, releases)
+    return drilldown.key_trace(run.scenarios[scenario], partition, key, records, joiner or default_joiner, releases)
 
 
 # -- one record --------------------------------------------------------------------------------
@@ -156,13 +157,13 @@ def why(run: "SparkRun", partition: int, offset: int, side: str, scenario: int, 
     record = Record(Side(side), key, decode_value(row["value"]), row["ts"], partition, offset)
     if key is None:
         alone = (Event(record.side, None, record.value, record.ts, partition, offset),)
-        return replace(debug.diagnose(record, config, None, (), ()), repro=replace(config, events=alone, arrival=None))
+        return replace(kind.diagnose(record, config, None, (), ()), repro=replace(config, events=alone, arrival=None))
     rows = index.key_rows(scenario, row["key"])
     trace = key_trace(run, partition, key, scenario, joiner or default_joiner, rows)
     home = partition_of(key, config.partitions, run.partitioner)
     elsewhere, same = _partners(run, rows, Side(side).other.value, partition, home)
     finder = _Finder(run, scenario, key, Side(side).other.value, partition)
-    found = debug.diagnose(
+    found = kind.diagnose(
         record,
         config,
         trace,
@@ -187,7 +188,7 @@ def _partners(run: "SparkRun", rows: list, other: str, partition: int, home: Any
     same, elsewhere = [], []
     for p in sorted((r for r in rows if r["side"] == other), key=lambda r: (r["partition"], r["offset"])):
         here = p["partition"] == partition
-        partner = debug.Partner(
+        partner = Partner(
             other, p["partition"], p["offset"], p["ts"], decode_value(p["value"]), p["step"] if here else None, home
         )
         (same if here else elsewhere).append(partner)
@@ -207,7 +208,7 @@ class _Finder:
         if found is None:
             return None
         value = self.run._decoders()[1](found["value"])
-        return debug.Partner(self.other, found["partition"], found["offset"], found["ts"], value, found["step"])
+        return Partner(self.other, found["partition"], found["offset"], found["ts"], value, found["step"])
 
     def taken_before(self, step: int) -> Any:
         """The task's record at ``step - 1`` (``None`` at the task's first step)."""
@@ -217,7 +218,7 @@ class _Finder:
         if found is None:
             return None
         value = self.run._decoders()[1](found["value"])
-        return debug.Partner(found["side"], found["partition"], found["offset"], found["ts"], value, found["step"])
+        return Partner(found["side"], found["partition"], found["offset"], found["ts"], value, found["step"])
 
     def next_after(self, step: int) -> Any:
         """The other side's next record in the task after ``step``: its partition's head when the task took the
@@ -239,11 +240,11 @@ class _Finder:
         return self._partner(found, home)
 
     def _partner(self, found: Any, *extra: Any, **named: Any) -> Any:
-        """A :class:`kjoin.debug.Partner` of an index row (side, partition, offset, ts, value, step), with the
-        fields after those (``extra``, ``named``) as the caller has them."""
+        """A :class:`~kjoin.spark.debug.diagnosis.Partner` of an index row (side, partition, offset, ts, value, step),
+        with the fields after those (``extra``, ``named``) as the caller has them."""
         value = self.run._decoders()[1](found["value"])
         fields = (found["side"], found["partition"], found["offset"], found["ts"], value, found["step"])
-        return debug.Partner(*fields, *extra, **named)
+        return Partner(*fields, *extra, **named)
 
 
 # -- foreign-key joins: the whole scenario's trace ---------------------------------------------

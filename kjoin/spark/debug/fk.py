@@ -16,7 +16,7 @@ scenario runs through the reference engine and the answers are read off its trac
 * :func:`output_reasons`: a ``reason`` for every result (``matched``, ``tombstone`` or, for a
   result with a null right value, the verdict that explains it).
 * :data:`FOREIGN_KEY`: the foreign-key join's entry of :mod:`kjoin.spark.debug.kinds` (the shape of
-  :class:`kjoin.spark.debug.why.JoinVerdicts`), whose verdicts read the whole trace.
+  :class:`kjoin.spark.debug.diagnosis.JoinVerdicts`), whose verdicts read the whole trace.
 
 Foreign keys are compared by their serialized bytes, as Kafka compares them. No verdict here is
 ``partner-other-partition``: a scenario puts every right record on its key's partition (Kafka's
@@ -36,8 +36,9 @@ from ...records import OutputKind, Record, Side, render_value
 from ...scenario import Scenario
 from ...state import DELETED
 from ...stores import CLOCK, IN_FLIGHT, SUBSCRIPTIONS
-from ...trace import Step, StateSnapshot, Trace
-from .why import Diagnosis, JoinVerdicts, KeyTrace, Partner
+from ...trace import Step, Trace
+from .diagnosis import Diagnosis, JoinVerdicts, Partner
+from .key_trace import KeyTrace
 
 __all__ = [
     "FkKeyTrace",
@@ -86,18 +87,11 @@ class FkKeyTrace(KeyTrace):
         self.foreign_keys = foreign_keys
         self.caveat = None
 
-    def _tasks(self) -> frozenset[int]:
+    def _task_at(self, step: int) -> Any:
+        return self.steps[step].task
+
+    def _tasks_seen(self) -> frozenset:
         return frozenset({self.task, *(step.task for step in self.steps)})
-
-    def state_at(self, step: int) -> StateSnapshot:
-        if step < 0:
-            step += len(self.steps)
-        if not 0 <= step < len(self.steps):
-            raise IndexError(f"step {step} is outside this trace (0 to {len(self.steps) - 1})")
-        return StateSnapshot(self._states[step], step, self.steps[step].task, self._tasks())
-
-    def initial_state(self) -> StateSnapshot:
-        return StateSnapshot({}, -1, self.task, self._tasks())
 
     def key_steps(self) -> list[Step]:
         """The key's own left records (right records and message deliveries left out)."""
@@ -441,26 +435,25 @@ def diagnose_fk(full: Trace, step: Step, drill: FkKeyTrace | None) -> Diagnosis:
             step.index,
             trace=drill,
         )
-    if step.reason is Reason.EXPIRED_PUT:
-        return Diagnosis(
-            "late",
-            f"The {who} is older than its versioned table's history retention allows: not stored, nothing sent.",
-            record,
-            step.index,
-            trace=drill,
-        )
-    if step.reason is Reason.OUT_OF_ORDER_VERSION:
-        return Diagnosis(
-            "no-result",
-            f"The {who} is an out-of-order version of its versioned table: stored as an older version, nothing sent "
-            "(KIP-914).",
-            record,
-            step.index,
-            trace=drill,
-        )
+    if step.reason in _SENDS_NOTHING:
+        verdict, what = _SENDS_NOTHING[step.reason]
+        return Diagnosis(verdict, f"The {who} {what}", record, step.index, trace=drill)
     if record.side is Side.LEFT:
         return _diagnose_left(chains, step, who, drill)
     return _diagnose_right(chains, step, who, drill)
+
+
+_SENDS_NOTHING = {
+    Reason.EXPIRED_PUT: (
+        "late",
+        "is older than its versioned table's history retention allows: not stored, nothing sent.",
+    ),
+    Reason.OUT_OF_ORDER_VERSION: (
+        "no-result",
+        "is an out-of-order version of its versioned table: stored as an older version, nothing sent (KIP-914).",
+    ),
+}
+"""A versioned left or right table's update that sends no subscription and no response: its verdict and why."""
 
 
 def _outcome(step: Step) -> str:

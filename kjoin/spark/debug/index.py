@@ -15,7 +15,7 @@ that a point lookup reads one row group of each file (Parquet's min/max statisti
   emitted when its window closed, sorted by key, the steps of the record it carries
   (``origin_step``) and of the record whose processing swept it out of the outer-join buffer
   (``step``, ``side``, ``offset``). That sweep depends on every key of the task, so the
-  drill-down replays it from here (:class:`kjoin.spark.debug.why.ReplayedSweepJoin`); building
+  drill-down replays it from here (:class:`kjoin.spark.debug.key_trace.ReplayedSweepJoin`); building
   this part runs the join once.
 
 Clock marks. A join's stream time is the largest timestamp it has seen, per side and per kind of
@@ -46,7 +46,7 @@ from pyspark.sql import functions as F
 from ...records import Record, Side
 from ..io.readers import local_path
 from ..ties import PROCESSING_ORDER
-from .why import _Placed
+from .key_trace import Placed
 
 __all__ = ["WhyIndex", "build_index", "CLASSES"]
 
@@ -172,7 +172,7 @@ class WhyIndex:
         releases: Sequence[Any] = (),
     ) -> list:
         """``rows``: the key's rows of this task (from :meth:`key_rows`); ``releases``: the key's
-        (from :meth:`key_releases`). Returns :class:`kjoin.spark.debug.why._Placed` records: the
+        (from :meth:`key_releases`). Returns :class:`kjoin.spark.debug.key_trace.Placed` records: the
         key's with their steps, and before each (and after the last) the clock records of the
         gap and the records that swept the key's held results, in processing order."""
         rows = sorted(rows, key=lambda r: r["step"])
@@ -211,11 +211,11 @@ class WhyIndex:
                 record = Record(
                     Side(r["side"]), decode_key(r["key"]), decode_value(r["value"]), r["ts"], None, r["offset"]
                 )
-                out.append(_Placed(record, step, clock=True))
+                out.append(Placed(record, step, clock=True))
             if gap < len(rows):
                 r = rows[gap]
                 out.append(
-                    _Placed(
+                    Placed(
                         Record(Side(r["side"]), key, decode_value(r["value"]), r["ts"], None, r["offset"]), r["step"]
                     )
                 )

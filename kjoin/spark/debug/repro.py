@@ -57,7 +57,7 @@ def record_scenario(
 ) -> Scenario:
     """The scenario of a drill-down: ``replay``, the events the drill-down ran (clock records under ``stand_in``), in
     processing order; ``extra``, ``(partner, its key)`` for the other records a verdict names
-    (:class:`kjoin.spark.debug.why.Partner`): the key's records in other partitions, a null-key record. One in the
+    (:class:`kjoin.spark.debug.diagnosis.Partner`): the key's records in other partitions, a null-key record. One in the
     task's own partition goes before the first record of its side listed after it (a partition is a log).
     ``one_task=p``: only task ``p``'s records, as one partition (``partitions: 1``): what TopologyTestDriver runs, and
     so what ``kjoin export --junit`` takes; the records of other partitions are left out, as the task never sees

@@ -18,7 +18,8 @@ from ...joins import StreamStreamJoin, StreamTableJoin, TableTableJoin
 from ...joins.versioned import VersionedStreamTableJoin, VersionedTableTableJoin
 from ...scenario import Scenario
 from .kinds import kind_of
-from .why import TABLE_NULL_VERDICTS, WINDOWED_NULL_VERDICTS
+from .table import TABLE_NULL_VERDICTS
+from .windowed import WINDOWED_NULL_VERDICTS
 
 if TYPE_CHECKING:
     from ..result import SparkRun

@@ -74,7 +74,20 @@ class StreamStreamNode(NodeProcessor):
         return join_outcome(ctx, table=False)
 
 
-class StreamTableNode(NodeProcessor):
+class _StreamLookupNode(NodeProcessor):
+    """A stream's join that looks a table up (a stream-table join, a global-table join): each stream record is the
+    join's left record, the lookup and the joiner are the join's."""
+
+    join: Any
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        record = Record(Side.LEFT, rec.key, rec.value, rec.ts, self.partition)
+        ctx = StepContext(step, record, _joiner_of(self.node, rec))
+        self.join.process(record, ctx)
+        return join_outcome(ctx, table=False)
+
+
+class StreamTableNode(_StreamLookupNode):
     """A stream-table join (``KStreamKTableJoin``), plain or versioned (KIP-914), reading its table's getter."""
 
     @classmethod
@@ -91,12 +104,6 @@ class StreamTableNode(NodeProcessor):
             )
         else:
             self.join = StreamTableJoin(log, partition, p["variant"], semantics, table)
-
-    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
-        record = Record(Side.LEFT, rec.key, rec.value, rec.ts, self.partition)
-        ctx = StepContext(step, record, _joiner_of(self.node, rec))
-        self.join.process(record, ctx)
-        return join_outcome(ctx, table=False)
 
 
 class TableTableNode(NodeProcessor):
@@ -145,7 +152,7 @@ class TableTableNode(NodeProcessor):
         return join_outcome(ctx, table=True)
 
 
-class StreamGlobalNode(NodeProcessor):
+class StreamGlobalNode(_StreamLookupNode):
     """A stream joined with a global table (``KStreamGlobalKTableJoin``): kjoin's
     :class:`~kjoin.joins.global_table.GlobalTableJoin` reading the topology's one global store."""
 
@@ -165,9 +172,3 @@ class StreamGlobalNode(NodeProcessor):
             table=table.store,
             select=selector,
         )
-
-    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
-        record = Record(Side.LEFT, rec.key, rec.value, rec.ts, self.partition)
-        ctx = StepContext(step, record, _joiner_of(self.node, rec))
-        self.join.process(record, ctx)
-        return join_outcome(ctx, table=False)
