@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test test-fast test-spark test-oracle test-browser docs system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug app-debug-check bench bench-compare bench-report
+.PHONY: lab demo test test-fast test-spark test-oracle test-browser browser-check docs system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug app-debug-check bench bench-compare bench-report
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -102,6 +102,10 @@ test-oracle: $(STAMP) kafka-oracle kafka-live
 
 test-browser: $(STAMP) system-deps
 	$(PY) -m pytest -q -m browser tests
+
+# Every course notebook run in JupyterLab in Chromium (the suite runs a sample of them: tests/test_browser.py SAMPLE).
+browser-check: $(STAMP) system-deps
+	KJOIN_BROWSER_ALL=1 $(PY) -m pytest -q tests/test_browser.py
 
 # The Kafka Streams oracle (kafka_oracle/): compiled once, one classpath per Kafka version. The first
 # build fetches the jars from Maven Central into ~/.m2; later builds run offline.

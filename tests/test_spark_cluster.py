@@ -31,7 +31,7 @@ from tests.test_kafka_live import produce, random_rows
 pytestmark = pytest.mark.spark
 
 SCRIPT = Path(__file__).with_name("cluster_sample.py")
-PER_KIND = 6
+PER_KIND = 3
 TIMEOUT_S = 900
 
 

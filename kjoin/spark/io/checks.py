@@ -3,9 +3,9 @@ expressions that refuse bad data (a null or negative timestamp, a partition outs
 that is not 8 bytes, text that is not JSON).
 
 What can be seen in the schema is refused at once; what can only be seen in the data is refused in
-two ways. :func:`_check_eagerly` runs one small aggregate job over the timestamp and partition columns
+two ways. :func:`check_eagerly` runs one small aggregate job over the timestamp and partition columns
 and raises :class:`SparkInputError` before any join runs. The other checks are lazy column expressions
-(:func:`_fail_when`): the Spark job that reads a bad value fails with a ``[USER_RAISED_EXCEPTION]``
+(:func:`fail_when`): the Spark job that reads a bad value fails with a ``[USER_RAISED_EXCEPTION]``
 whose message names the source, the column and the value.
 """
 
@@ -26,7 +26,7 @@ DESERIALIZERS = ("string", "long", "json")
 _NESTED = ("struct<", "array<", "map<")
 
 
-def _check_deserializer(reader: str, name: str, choice: Any, source: str, allow_none: bool = False) -> None:
+def check_deserializer(reader: str, name: str, choice: Any, source: str, allow_none: bool = False) -> None:
     if choice is None and allow_none:
         return
     if choice not in DESERIALIZERS:
@@ -38,23 +38,23 @@ def _check_deserializer(reader: str, name: str, choice: Any, source: str, allow_
         )
 
 
-def _fail_when(column: Any, bad: Any, source: str, name: str, what: str, shown: Any) -> Any:
+def fail_when(column: Any, bad: Any, source: str, name: str, what: str, shown: Any) -> Any:
     """``column``, or a job failure naming the source, the column and the offending value."""
     message = F.concat(F.lit(f"{source}: column {name!r}: "), F.coalesce(shown, F.lit("null")), F.lit(f" {what}"))
     return F.when(bad, F.raise_error(message)).otherwise(column)
 
 
-def _json_text(column: Any, name: str, source: str) -> Any:
+def json_text(column: Any, name: str, source: str) -> Any:
     text = column.cast("string")
     bad = text.isNotNull() & F.try_parse_json(text).isNull()
-    return _fail_when(text, bad, source, name, f"is not JSON text; use {name}='string' to read it as plain text", text)
+    return fail_when(text, bad, source, name, f"is not JSON text; use {name}='string' to read it as plain text", text)
 
 
-def _long_from_text(column: Any, kind: str, name: str, source: str) -> Any:
+def long_from_text(column: Any, kind: str, name: str, source: str) -> Any:
     if kind in INTEGER_TYPES:
         return column.cast("bigint")
     value = column.try_cast("bigint")
-    return _fail_when(
+    return fail_when(
         value,
         column.isNotNull() & value.isNull(),
         source,
@@ -64,8 +64,8 @@ def _long_from_text(column: Any, kind: str, name: str, source: str) -> Any:
     )
 
 
-def _not_null(column: Any, name: str, source: str) -> Any:
-    return _fail_when(
+def not_null(column: Any, name: str, source: str) -> Any:
+    return fail_when(
         column,
         column.isNull(),
         source,
@@ -75,7 +75,7 @@ def _not_null(column: Any, name: str, source: str) -> Any:
     )
 
 
-def _check_eagerly(
+def check_eagerly(
     frame: Any, ts: Any, partition: Any, partitions: int | None, source: str, ts_name: str = "ts"
 ) -> None:
     """One aggregate job over the timestamp and partition columns: a null or negative timestamp
@@ -118,16 +118,16 @@ def _check_eagerly(
         )
 
 
-def _check_partitions(partitions: Any, source: str) -> None:
+def check_partitions(partitions: Any, source: str) -> None:
     if partitions is not None and (not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1):
         raise SparkInputError(
             f"{source}: partitions={partitions!r}: expected a positive integer (the topic's partition count)"
         )
 
 
-def _partition(column: Any, partitions: int | None, source: str) -> Any:
+def partition_column(column: Any, partitions: int | None, source: str) -> Any:
     """The partition column, refused (lazily) when null, negative or not below the count."""
-    column = _not_null(column.cast("int"), "partition", source)
+    column = not_null(column.cast("int"), "partition", source)
     if partitions is None:
         bad = column < 0
         what = "is negative; a partition is 0 or more"
@@ -137,21 +137,21 @@ def _partition(column: Any, partitions: int | None, source: str) -> Any:
             f"is not a partition of a topic with partitions={partitions} (0 to {partitions - 1}); "
             "pass the topic's real partition count"
         )
-    return _fail_when(column, bad, source, "partition", what, column.cast("string"))
+    return fail_when(column, bad, source, "partition", what, column.cast("string"))
 
 
-def _decode_text(column: str, kind: str, how: str, source: str) -> Any:
+def decode_text(column: str, kind: str, how: str, source: str) -> Any:
     """A kcat or file column (Spark type ``kind``) read with deserializer ``how``."""
     if how == "long":
-        return _long_from_text(F.col(column), kind, column, source)
+        return long_from_text(F.col(column), kind, column, source)
     if how == "json":
         if kind.startswith(_NESTED):
             return F.to_json(F.col(column))
-        return _json_text(F.col(column), column, source)
+        return json_text(F.col(column), column, source)
     return F.col(column).cast("string")
 
 
-def _check_path(path: Any, source: str) -> None:
+def check_path(path: Any, source: str) -> None:
     """A local path that does not exist is refused before Spark is asked (Spark's own
     ``PATH_NOT_FOUND`` comes as a Java error); a path with a scheme is left to Spark."""
     if not isinstance(path, (str, os.PathLike)):
@@ -163,7 +163,7 @@ def _check_path(path: Any, source: str) -> None:
         raise SparkInputError(f"{text}: no such file or directory (looked for {os.path.abspath(text)})")
 
 
-def _read(action: Any, source: str) -> Any:
+def read_or_refuse(action: Any, source: str) -> Any:
     """A Spark read whose analysis error (a path that vanished, a file Spark cannot read) becomes
     a :class:`SparkInputError` naming the source."""
     try:
@@ -186,7 +186,7 @@ def local_path(path: str) -> str:
     )
 
 
-def _refuse_corrupt_lines(raw: Any, path: str, what: str, fix: str) -> None:
+def refuse_corrupt_lines(raw: Any, path: str, what: str, fix: str) -> None:
     """Spark's JSON reader puts lines it cannot parse in ``_corrupt_record``: name the first."""
     if "_corrupt_record" not in raw.columns:
         return

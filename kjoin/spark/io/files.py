@@ -21,15 +21,15 @@ from pyspark.sql import functions as F
 from .checks import (
     _NESTED,
     Deserializer,
-    _check_deserializer,
-    _check_eagerly,
-    _check_partitions,
-    _check_path,
-    _decode_text,
-    _not_null,
-    _partition,
-    _read,
-    _refuse_corrupt_lines,
+    check_deserializer,
+    check_eagerly,
+    check_partitions,
+    check_path,
+    decode_text,
+    not_null,
+    partition_column,
+    read_or_refuse,
+    refuse_corrupt_lines,
     local_path,
 )
 from .topic import INTEGER_TYPES, SparkInputError, Topic, check_columns, default_partition_column
@@ -71,13 +71,13 @@ def from_files(
     for CSV (kjoin sets ``header`` and ``inferSchema``; yours win). ``path`` may be a file or a
     directory (then the format is told from the files in it, e.g. ``part-*.parquet``).
     """
-    _check_deserializer("from_files", "key", key, path, allow_none=True)
-    _check_deserializer("from_files", "value", value, path, allow_none=True)
+    check_deserializer("from_files", "key", key, path, allow_none=True)
+    check_deserializer("from_files", "value", value, path, allow_none=True)
     format = format or _guess_format(path)
     reader = _file_reader(spark, path, format, options)
-    raw = _read(lambda: getattr(reader, format)(local_path(path)), path)
+    raw = read_or_refuse(lambda: getattr(reader, format)(local_path(path)), path)
     if format == "json":
-        _refuse_corrupt_lines(raw, path, "not JSON lines", "write one JSON object per line with key, value, ts")
+        refuse_corrupt_lines(raw, path, "not JSON lines", "write one JSON object per line with key, value, ts")
     types = dict(raw.dtypes)
     expected = dict(FILE_COLUMNS)
     if value == "json" and str(types.get("value", "")).startswith(_NESTED):
@@ -95,13 +95,13 @@ def from_files(
             "(kcat -f '%p' prints it), or, if every producer used Kafka's default partitioner, say so: "
             "from_files(..., partitions=N, partitioner='default')"
         )
-    _check_partitions(partitions, path)
+    check_partitions(partitions, path)
 
     def convert(column: str, how: str | None) -> Any:
         kind = types[column]
         if how is None:
             return F.col(column) if kind in ("string", "double") else F.col(column).cast("bigint")
-        return _decode_text(column, kind, how, path)
+        return decode_text(column, kind, how, path)
 
     ts = (
         F.unix_millis(F.col("ts"))
@@ -111,16 +111,16 @@ def from_files(
         else F.col("ts").cast("bigint")
     )
     if check:
-        _check_eagerly(raw, ts, F.col("partition").cast("int") if "partition" in types else None, partitions, path)
+        check_eagerly(raw, ts, F.col("partition").cast("int") if "partition" in types else None, partitions, path)
     columns = [
         convert("key", key).alias("key"),
         convert("value", value).alias("value"),
-        _not_null(ts, "ts", path).alias("ts"),
+        not_null(ts, "ts", path).alias("ts"),
     ]
     if "partition" in types:
-        columns.append(_partition(F.col("partition"), partitions, path).alias("partition"))
+        columns.append(partition_column(F.col("partition"), partitions, path).alias("partition"))
     if "offset" in types:
-        columns.append(_not_null(F.col("offset").cast("bigint"), "offset", path).alias("offset"))
+        columns.append(not_null(F.col("offset").cast("bigint"), "offset", path).alias("offset"))
     if "offset" not in types:
         columns += [F.col("_metadata.file_path").alias("_file"), F.monotonically_increasing_id().alias("_row")]
     frame = raw.select(*columns)
@@ -145,7 +145,7 @@ def _file_reader(spark: Any, path: str, format: str, options: Mapping[str, Any] 
         reader = reader.option("header", "true").option("inferSchema", "true")
     elif format not in ("parquet", "json"):
         raise SparkInputError(f"{path}: format {format!r} is not supported; use 'parquet', 'csv' or 'json'")
-    _check_path(path, "from_files")
+    check_path(path, "from_files")
     if options is not None and not isinstance(options, Mapping):
         raise SparkInputError(
             f"{path}: options={options!r}: expected a dict of Spark reader options, e.g. {{'sep': ';'}}"

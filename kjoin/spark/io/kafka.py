@@ -15,13 +15,13 @@ from pyspark.sql import functions as F
 
 from .checks import (
     Deserializer,
-    _check_deserializer,
-    _check_eagerly,
-    _check_partitions,
-    _fail_when,
-    _json_text,
-    _not_null,
-    _partition,
+    check_deserializer,
+    check_eagerly,
+    check_partitions,
+    fail_when,
+    json_text,
+    not_null,
+    partition_column,
 )
 from .session import KAFKA_SETUP
 from .topic import SparkInputError, Topic, check_columns
@@ -42,7 +42,7 @@ def _long_from_bytes(name: str, source: str) -> Any:
     raw = F.col(name)
     value = F.conv(F.hex(raw), 16, -10).cast("bigint")
     bad = raw.isNotNull() & (F.length(raw) != 8)
-    return _fail_when(
+    return fail_when(
         value,
         bad,
         source,
@@ -109,25 +109,25 @@ def from_kafka(
             "from_kafka(spark): to read a live topic pass bootstrap_servers='host:port' and topic='name'; "
             "to read a DataFrame in Kafka source schema pass the DataFrame instead of the session"
         )
-    _check_deserializer("from_kafka", "key", key, source)
-    _check_deserializer("from_kafka", "value", value, source)
-    _check_partitions(partitions, source)
+    check_deserializer("from_kafka", "key", key, source)
+    check_deserializer("from_kafka", "value", value, source)
+    check_partitions(partitions, source)
     check_columns(frame, KAFKA_SOURCE_COLUMNS, source)
 
     def deserialize(column: str, how: str) -> Any:
         if how == "long":
             return _long_from_bytes(column, source)
         if how == "json":
-            return _json_text(F.col(column), column, source)
+            return json_text(F.col(column), column, source)
         return F.col(column).cast("string")
 
     if check and not frame.isStreaming:
-        _check_eagerly(frame, F.unix_millis(F.col("timestamp")), F.col("partition"), partitions, source, "timestamp")
+        check_eagerly(frame, F.unix_millis(F.col("timestamp")), F.col("partition"), partitions, source, "timestamp")
     topic_frame = frame.select(
         deserialize("key", key).alias("key"),
         deserialize("value", value).alias("value"),
-        _not_null(F.unix_millis(F.col("timestamp")), "timestamp", source).alias("ts"),
-        _partition(F.col("partition"), partitions, source).alias("partition"),
+        not_null(F.unix_millis(F.col("timestamp")), "timestamp", source).alias("ts"),
+        partition_column(F.col("partition"), partitions, source).alias("partition"),
         F.col("offset").cast("bigint").alias("offset"),
     )
     return Topic(topic_frame, partitions, value == "json", source)
@@ -173,9 +173,9 @@ def _read_live_topic(
     if owned:
         name, kjoin_name = next(iter(owned.items()))
         raise SparkInputError(f"{source}: options={{{name!r}: ...}}: from_kafka sets {name!r} itself; use {kjoin_name}")
-    _check_deserializer("from_kafka", "key", key, source)
-    _check_deserializer("from_kafka", "value", value, source)
-    _check_partitions(partitions, source)
+    check_deserializer("from_kafka", "key", key, source)
+    check_deserializer("from_kafka", "value", value, source)
+    check_partitions(partitions, source)
     for name, offsets in (("starting_offsets", starting_offsets), ("ending_offsets", ending_offsets)):
         if not isinstance(offsets, str) or not offsets.strip():
             raise SparkInputError(

@@ -10,15 +10,15 @@ from pyspark.sql import functions as F
 from .checks import (
     _NESTED,
     Deserializer,
-    _check_deserializer,
-    _check_eagerly,
-    _check_partitions,
-    _check_path,
-    _decode_text,
-    _not_null,
-    _partition,
-    _read,
-    _refuse_corrupt_lines,
+    check_deserializer,
+    check_eagerly,
+    check_partitions,
+    check_path,
+    decode_text,
+    not_null,
+    partition_column,
+    read_or_refuse,
+    refuse_corrupt_lines,
     local_path,
 )
 from .topic import INTEGER_TYPES, Topic, check_columns
@@ -43,12 +43,12 @@ def from_kcat(
     """A topic from a ``kcat -C -J`` dump: one JSON object per line with ``partition``,
     ``offset``, ``ts``, ``key`` and ``payload`` (``null`` for a null key or a tombstone;
     other fields such as ``topic``, ``tstype``, ``broker``, ``headers`` are ignored)."""
-    _check_deserializer("from_kcat", "key", key, path)
-    _check_deserializer("from_kcat", "value", value, path)
-    _check_partitions(partitions, path)
-    _check_path(path, "from_kcat")
-    raw = _read(lambda: spark.read.json(local_path(path)), path)
-    _refuse_corrupt_lines(
+    check_deserializer("from_kcat", "key", key, path)
+    check_deserializer("from_kcat", "value", value, path)
+    check_partitions(partitions, path)
+    check_path(path, "from_kcat")
+    raw = read_or_refuse(lambda: spark.read.json(local_path(path)), path)
+    refuse_corrupt_lines(
         raw, path, "not kcat JSON lines", "dump with `kcat -C -J -t <topic>` (one JSON object per line)"
     )
     types = dict(raw.dtypes)
@@ -58,16 +58,16 @@ def from_kcat(
     check_columns(raw, fields, path)
 
     def deserialize(column: str, how: str) -> Any:
-        return _decode_text(column, types[column], how, path)
+        return decode_text(column, types[column], how, path)
 
     if check:
-        _check_eagerly(raw, F.col("ts").cast("bigint"), F.col("partition").cast("int"), partitions, path)
+        check_eagerly(raw, F.col("ts").cast("bigint"), F.col("partition").cast("int"), partitions, path)
 
     frame = raw.select(
         deserialize("key", key).alias("key"),
         deserialize("payload", value).alias("value"),
-        _not_null(F.col("ts").cast("bigint"), "ts", path).alias("ts"),
-        _partition(F.col("partition"), partitions, path).alias("partition"),
-        _not_null(F.col("offset").cast("bigint"), "offset", path).alias("offset"),
+        not_null(F.col("ts").cast("bigint"), "ts", path).alias("ts"),
+        partition_column(F.col("partition"), partitions, path).alias("partition"),
+        not_null(F.col("offset").cast("bigint"), "offset", path).alias("offset"),
     )
     return Topic(frame, partitions, value == "json", path)
