@@ -257,6 +257,46 @@ def variants() -> dict[str, dict[str, Any]]:
                 rng, {**orders, "payments": (CUSTOMERS, _pick("5", "7")), "asks": (CUSTOMERS, _pick("q"))}, 20
             ),
         },  # fmt: skip
+        # every store and repartition topic named by the application (Materialized.as, StreamJoined.withStoreName,
+        # Grouped.as, Repartitioned.as): describe() lists the names Kafka derives from them, and so does kjoin's
+        "variant-named-stores": {
+            "topology": [
+                {"name": "orders", "stream": "orders"},
+                {"name": "payments", "stream": "payments"},
+                {"name": "customers", "table": "customers", "store": "customer-rows"},
+                {"name": "regions", "table": "regions"},
+                {"name": "by-c", "select_key": {"field": "c"}, "input": "orders"},
+                {"name": "moved", "repartition": True, "as": "orders-moved", "input": "by-c"},
+                {
+                    "name": "paid",
+                    "left_join": ["moved", "payments"],
+                    "store": "paid",
+                    "window": {"before_ms": 5, "after_ms": 5, "grace_ms": 0},
+                },
+                {"name": "out", "to": "out", "input": "paid"},
+                {"name": "grouped", "group_by": {"field": "c"}, "as": "orders-by-customer", "input": "orders"},
+                {"name": "counts", "reduce": "concat", "store": "order-lists", "input": "grouped"},
+                {"name": "out2", "to": "out2", "input": "counts"},
+                {"name": "spent", "group_by": {"field": "c"}, "input": "payments"},
+                {"name": "sums", "aggregate": "concat", "store": "payment-sums", "input": "spent"},
+                {"name": "out3", "to": "out3", "input": "sums"},
+                {"name": "names", "map_values": {"append": "!"}, "store": "customer-names", "input": "customers"},
+                {"name": "profiles", "left_join": ["names", "regions"], "store": "profiles"},
+                {"name": "out4", "to": "out4", "input": "profiles"},
+                {"name": "located", "join": ["customers", "regions"], "foreign_key": "r", "store": "located"},
+                {"name": "out5", "to": "out5", "input": "located"},
+            ],
+            "events": _events(
+                rng,
+                {
+                    "orders": (ORDERS, _obj(c=CUSTOMERS, v=["A", "B"])),
+                    "payments": (CUSTOMERS, _obj(c=CUSTOMERS)),
+                    "customers": (CUSTOMERS, _obj(r=REGIONS, v=["C1", "C2"])),
+                    "regions": (REGIONS, _pick("R1", "R2")),
+                },
+                24,
+            ),
+        },  # fmt: skip
     }
 
 

@@ -69,7 +69,9 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
             tables.add(node["name"])
         elif variant is not None and reads_table and "key_selector" not in node:
             tables.add(node["name"])
-        if op == "group_by":
+        if op == "group_by" and "as" in node and node["input"] not in tables:  # Grouped.as names its key select
+            fill[node["as"]] = {"op": "select_key", "fn": node[op]}
+        elif op == "group_by":
             table = node["input"] in tables
             fill[queues["table_group_by" if table else "select_key"].pop(0).name] = node[op]
         elif op in ("filter", "map_values") and reads_table:
