@@ -690,6 +690,8 @@ def random_scenario(
     peek) are drawn too; ``failing=False``: no mapper that throws and no handler settings (the draws of the fixtures'
     shapes, ``tests/describe_cases.py``)."""
     data = random_topology(rng, era, versioned, stream_steps, failing)
+    if stream_steps:  # the fixtures' draws (tests/describe_cases.py) stay as they are
+        _name_stores(rng, data)
     sources = [node[op] for node in data["topology"] for op in ("stream", "table", "global_table") if op in node]
     # a through topic is written by the topology; its input events would be the user's own records on it
     events = []
@@ -697,6 +699,26 @@ def random_scenario(
         topic = rng.choice(sources)
         events.append({"topic": topic, "key": _key(rng, topic), "value": _value(rng, topic), "ts": rng.randint(0, 30)})
     return TopologyScenario.from_dict({**data, "events": events})
+
+
+_STATEFUL = ("table", "count", "reduce", "aggregate", "cogroup", "join", "left_join", "outer_join")
+
+
+def _name_stores(rng: random.Random, data: dict[str, Any]) -> None:
+    """Name some stores and groupings as applications do (``store``: Materialized.as, StreamJoined.withStoreName;
+    ``as``: Grouped.as), which changes no outputs; a name where kjoin (as Kafka) takes none, a stream's join with a
+    table, is left out by building the topology with it."""
+    for node in data["topology"]:
+        if rng.random() < 0.7 or "history_retention_ms" in node:
+            continue
+        if "group_by" in node:
+            node["as"] = node["name"]
+        elif any(op in node for op in _STATEFUL):
+            node["store"] = f"{node['name']}-named"
+            try:
+                TopologyScenario.from_dict({**data, "events": []})
+            except kjoin.ScenarioError:
+                del node["store"]
 
 
 def check(version: str, count: int, seed: int) -> tuple[list[TopologyScenario], list[tuple[TopologyScenario, str]]]:

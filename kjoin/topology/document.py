@@ -40,8 +40,12 @@ for Kafka: each aggregate of it writes a repartition topic of its own),
 ``{time_difference_ms, grace_ms}``; a grouped stream), and ``count: true``,
 ``reduce: concat``, ``aggregate: concat`` (``input``: a grouped node; see
 :mod:`kjoin.topology.functions`), ``cogroup: [grouped, grouped, ...]`` (grouped streams aggregated into one table,
-each by ``agg+value`` from ``""``: Kafka's ``cogroup(...).aggregate(...)``). Every error names the node and the
-field and says what is expected.
+each by ``agg+value`` from ``""``: Kafka's ``cogroup(...).aggregate(...)``). ``store: name`` names a node's store
+as the application does (``Materialized.as`` on a table, an aggregate, a cogroup, a table's filter or map_values
+(then materialized), a table-table or foreign-key join; ``StreamJoined.withStoreName`` on a stream-stream join), and
+``as: name`` a grouping's or ``repartition``'s topic (``Grouped.as``, ``Repartitioned.as``: ``<name>-repartition``);
+:mod:`kjoin.topology.naming` says which names Kafka derives. Every error names the node and the field and says what
+is expected.
 """
 
 from __future__ import annotations
