@@ -573,7 +573,10 @@ class Semantics:
     @since("4.2", ticket="KIP-1034", requires=("processing_exception_handler",), feature=True)
     def dead_letter_queue(self) -> bool:
         """KIP-1034 (4.2): ``errors.dead.letter.queue.topic.name``. The built-in handlers write the failed record's
-        source key and value to that topic, with ``__streams.errors.*`` headers (``ExceptionHandlerUtils``)."""
+        source key and value to that topic, with ``__streams.errors.*`` headers (``ExceptionHandlerUtils``); null
+        key and value once a sink has sent a record of the same source record (``RecordCollectorImpl.send`` frees
+        the raw record, KAFKA-16505's source raw key and value; judged on 4.4.0, the one release from 4.2 the
+        harness has)."""
 
     @since("4.3", ticket="KIP-1270", requires=("processing_exception_handler",), feature=True)
     def global_processing_exception_handler(self) -> bool:

@@ -116,6 +116,7 @@ FILE_TIERS: dict[str, str] = {
     "test_topology_walk.py": "unit",
     "test_topology_fuzz.py": "unit",
     "test_topology_handlers.py": "unit",
+    "test_topology_dead_letters.py": "unit",
     "test_topology_inputs.py": "unit",
     "test_topology_fuzz_independent.py": "unit",
     "test_topology_instance_time.py": "unit",

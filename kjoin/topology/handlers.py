@@ -20,7 +20,12 @@ How it works (Kafka 3.9+, KIP-1033; ``ProcessorNode.process``):
   the record the task took from its source topic (its raw bytes, whatever the nodes before made of it), the
   timestamp of the record as it reached the failing node, no partition (the producer's partitioner: murmur2 of the
   key; kjoin puts a null key in partition 0), the source record's headers, then :data:`DLQ_HEADERS`. With ``fail``
-  the record is written and the task fails; kjoin's error says so.
+  the record is written and the task fails; kjoin's error says so. Once a sink (``to``, a repartition or
+  foreign-key topic) has sent a record of that source record, the dead-letter record's key and value are null:
+  ``RecordCollectorImpl.send`` frees the raw source record from the record context it shares with every node the
+  record reaches (a table source's too), to save memory (``freeRawInputRecordFromContext``, in the 4.4.0 jar;
+  ``tests/test_topology_dead_letters.py`` pins it against 4.4.0). A sink that is a node's first child thus empties
+  the dead-letter records of its later siblings.
 * ``global_processing_exception_handler: true`` (4.3+, KIP-1270, ``processing.exception.handler.global.enabled``):
   the handler also covers the global thread's processors. A kjoin global table runs no user function (it is a
   ``GlobalKTable`` read from its topic), so nothing there can throw; the setting changes no output and is refused

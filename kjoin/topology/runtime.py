@@ -297,6 +297,7 @@ class _Run:
         self.lean = lean
         self.count = 0
         self.current: Any = None
+        self.sent = False
         """The record of the step being taken (a :class:`TopicRecord`), for a processing error."""
         self.last_step: TopologyStep | None = None
         self.written_count: dict[tuple[str, int], int] = defaultdict(int)
@@ -433,6 +434,7 @@ class _Run:
         index = self.count
         self.count += 1
         self.current = record
+        self.sent = False  # has a sink of this step sent a record (which frees the raw source record)?
         sub = self._subtopology_reading(record.topic)
         task = "global" if sub < 0 else f"{sub}_{record.partition}"
         if sub >= 0:
@@ -561,14 +563,17 @@ class _Run:
 
     def _dead_letter(self, error: BaseException, ts: int, step: int) -> tuple[TopicRecord, ...]:
         """The dead-letter record of the step's record (:data:`current`), if the topology has a queue: the source
-        record's key and value, ``ts`` (the record's as it reached the failing node), Kafka's headers."""
+        record's key and value, ``ts`` (the record's as it reached the failing node), Kafka's headers. Once a sink of
+        the step has sent a record, the key and value are null: Kafka's ``RecordCollectorImpl.send`` frees the raw
+        source record from the record context (see :mod:`kjoin.topology.handlers`)."""
         topic = self.topology.exception_handling.dead_letter_queue
         if topic is None:
             return ()
         record = self.current
         value = record.value if record.message is None else record.message.describe()
-        headers = dead_letter_headers(error, record.topic, record.partition, record.offset)
-        return (self._append(topic, record.key, value, ts, None, step, headers),)
+        if self.sent:
+            return (self._append(topic, None, None, ts, None, step, headers_of(error, record)),)
+        return (self._append(topic, record.key, value, ts, None, step, headers_of(error, record)),)
 
     def _failed(self, node: Node, rec: Rec, error: Exception) -> Any:
         """A processing error at ``node`` on ``rec`` (the step's record :attr:`current`, as it reached the node):
@@ -662,6 +667,7 @@ class _Run:
             if node.op in ("to", "repartition-sink") and self.topology.exception_handling.continues:
                 raise _SinkFailed(node, rec, error) from error  # a sink catches nothing: its parent decides
             self._failed(node, rec, error)
+        self.sent = self.sent or bool(wrote)
         written.extend(wrote)
         forwarded = tuple((f.key, f.value, f.ts) for f in outcome.forwarded)
         visits.append(
@@ -797,6 +803,11 @@ def _function_of(node: Node, text: str | None = None) -> str:
     if node.op == "fk":
         return "the foreign-key join"
     return f"the {node.op} node"
+
+
+def headers_of(error: BaseException, record: TopicRecord) -> tuple[Any, ...]:
+    """Kafka's ``__streams.errors.*`` headers of a dead-letter record of ``record``."""
+    return dead_letter_headers(error, record.topic, record.partition, record.offset)
 
 
 def _shown(value: Any) -> str:
