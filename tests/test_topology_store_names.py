@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 import kjoin
 from kjoin.topology.describe import parse_describe
 from kjoin.topology.document import TopologyScenario
+from tests import oracle_check, topology_oracle
 
 FIXTURE = json.loads((Path(__file__).parent / "describe_fixtures" / "variant-named-stores.json").read_text())
 GENERATED = re.compile(r"\d{10}")
@@ -105,3 +107,36 @@ def test_from_describe_keeps_the_named_stores_and_topics():
     kafka_stores, kafka_topics = _kafka_names(text)
     assert kafka_stores <= ours_stores | {s for s in topology.described.stores}
     assert kafka_topics <= ours_topics
+
+
+NAMED_GROUPING_TWICE = [
+    {"name": "orders", "stream": "orders"},
+    {"name": "payments", "stream": "payments"},
+    {"name": "by-c", "as": "by-c", "group_by": {"field": "c"}, "input": "orders"},
+    {"name": "paid", "group_by_key": True, "input": "payments"},
+    {"name": "lists", "aggregate": "concat", "input": "by-c"},
+    {"name": "both", "cogroup": ["by-c", "paid"]},
+    {"name": "out", "to": "out", "input": "both"},
+]
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_a_named_grouping_read_by_a_cogroup_and_an_aggregate_is_refused_as_kafka_refuses_it(order):
+    nodes = NAMED_GROUPING_TWICE[:4] + NAMED_GROUPING_TWICE[4:6][::order] + NAMED_GROUPING_TWICE[6:]
+    with pytest.raises(kjoin.ScenarioError, match="by-c-repartition-filter is already added"):
+        TopologyScenario.from_dict({"topology": nodes, "events": []})
+
+
+@pytest.mark.oracle
+def test_the_real_library_refuses_a_named_grouping_read_by_a_cogroup_and_an_aggregate():
+    oracle_check.build()
+    unnamed = [{k: v for k, v in node.items() if k != "as"} for node in NAMED_GROUPING_TWICE]
+    case = TopologyScenario.from_dict({"topology": unnamed, "events": []})  # kjoin builds it without the name
+    named = dict(topology_oracle.document(case), topology=NAMED_GROUPING_TWICE)
+    answer = topology_oracle.run_batch("4.4.0", [case])[0]
+    assert "error" not in answer
+    done = subprocess.run(
+        ["java", "-cp", oracle_check.classpath("4.4.0"), "kjoin.oracle.TopologyOracle"],
+        input=json.dumps({**named, "id": 0}) + "\n", capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "Processor by-c-repartition-filter is already added" in json.loads(done.stdout)["error"]

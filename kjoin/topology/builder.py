@@ -548,6 +548,8 @@ class KStream(_Handle):
         if grouped_name is None:
             return self._repartition_topic(f"{store or name}-repartition"), name
         cached = self.node.params.setdefault("_grouped", {})
+        if grouped_name in self.node.params.get("_cogrouped", ()):
+            raise _named_grouping_twice(grouped_name)
         if grouped_name not in cached:
             cached[grouped_name] = self._repartition_topic(f"{grouped_name}-repartition")
         return cached[grouped_name], name
@@ -1338,8 +1340,10 @@ class CogroupedKStream:
                 parents.append(stream.node)
             elif grouped.name is not None:
                 cached = stream.node.params.setdefault("_grouped", {})
-                if grouped.name not in cached:
-                    cached[grouped.name] = stream._repartition_topic(f"{grouped.name}-repartition")
+                if grouped.name in cached:
+                    raise _named_grouping_twice(grouped.name)
+                cached[grouped.name] = stream._repartition_topic(f"{grouped.name}-repartition")
+                stream.node.params.setdefault("_cogrouped", set()).add(grouped.name)
                 parents.append(cached[grouped.name])
             else:
                 unnamed_rekeyed += 1
@@ -1367,6 +1371,17 @@ class CogroupedKStream:
         if store is not None:
             node.params["store"] = store
         return KTable(self.topology, node)
+
+
+def _named_grouping_twice(name: str) -> TopologyError:
+    """A named grouping (``Grouped.as``) of a re-keyed stream that a cogroup and another aggregate (or a second
+    cogroup) read: Kafka shares its repartition topic between plain aggregates only; a cogroup builds it again, and
+    the topology is refused."""
+    return TopologyError(
+        f"the grouping {name} is read by a cogroup and by another aggregate: Kafka builds its repartition topic "
+        f"{name}-repartition for each and refuses the topology (TopologyException: Processor "
+        f"{name}-repartition-filter is already added); group the stream twice under different names"
+    )
 
 
 def _cogroup_aggregator(aggregator: Any) -> Any:
