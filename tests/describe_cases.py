@@ -297,6 +297,32 @@ def variants() -> dict[str, dict[str, Any]]:
                 24,
             ),
         },  # fmt: skip
+        # a Kafka 4.x app: orders de-duplicated by a processValues with a store of its own, split into big and small
+        # orders, both cogrouped into one total per order, and the big ones counted in tumbling windows whose final
+        # counts (suppress until the window closes) are written per order
+        "variant-kafka4-app": {
+            "topology": [
+                {"name": "orders", "stream": "orders"},
+                {"name": "deduped", "process_values": {"dedupe": True}, "store": "last-order", "input": "orders"},
+                {
+                    "name": "route-",
+                    "split": [{"name": "big", "filter": {"key_in": ["o1", "o2"]}}, {"name": "small", "default": True}],
+                    "input": "deduped",
+                },
+                {"name": "big", "group_by_key": True, "input": "route-big"},
+                {"name": "small", "group_by_key": True, "input": "route-small"},
+                {"name": "totals", "cogroup": ["big", "small"]},
+                {"name": "out", "to": "totals", "input": "totals"},
+                {"name": "windows", "windowed_by": {"size_ms": 8, "grace_ms": 2}, "input": "big"},
+                {"name": "counts", "count": True, "input": "windows"},
+                {"name": "final", "suppress": {"until": "window_closes"}, "input": "counts"},
+                {"name": "finals", "to_stream": True, "input": "final"},
+                {"name": "per-order", "select_key": {"window_key": True}, "input": "finals"},
+                {"name": "out2", "to": "big-counts", "input": "per-order"},
+            ],
+            # in time order, so that windows close and their final counts are written
+            "events": sorted(_events(rng, {"orders": (ORDERS, _pick("A", "B"))}, 24), key=lambda event: event["ts"]),
+        },  # fmt: skip
     }
 
 
