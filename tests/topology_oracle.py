@@ -713,16 +713,19 @@ def _name_stores(rng: random.Random, data: dict[str, Any]) -> None:
         if rng.random() < 0.7 or "history_retention_ms" in node:
             continue
         if "group_by" in node:
-            node["as"] = node["name"]
+            field, name = "as", node["name"]
         elif any(op in node for op in _STATEFUL):
-            node["store"] = f"{node['name']}-named"
-            try:
-                built = TopologyScenario.from_dict({**data, "events": []}).topology.graph.nodes.get(node["name"])
-            except kjoin.ScenarioError:
-                del node["store"]
-                continue
-            if built is not None and any(windowed_table(parent) for parent in built.parents):
-                del node["store"]  # the harness's join store takes String keys, not a windowed table's Windowed
+            field, name = "store", f"{node['name']}-named"
+        else:
+            continue
+        node[field] = name
+        try:
+            built = TopologyScenario.from_dict({**data, "events": []}).topology.graph.nodes.get(node["name"])
+        except kjoin.ScenarioError:  # a stream-table join's store; a named grouping a cogroup shares
+            del node[field]
+            continue
+        if field == "store" and built is not None and any(windowed_table(parent) for parent in built.parents):
+            del node["store"]  # the harness's join store takes String keys, not a windowed table's Windowed
 
 
 def check(version: str, count: int, seed: int) -> tuple[list[TopologyScenario], list[tuple[TopologyScenario, str]]]:

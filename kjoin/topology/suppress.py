@@ -14,7 +14,14 @@ How it works (Kafka's ``KTableSuppressProcessorSupplier``, caching off as in eve
 * ``max_records``: after those evictions, a buffer holding more records is full: ``when_full="emit_early"``
   (``emitEarlyWhenFull``, time limit only) forwards the oldest entries until it is not; ``"shut_down"``
   (``shutDownWhenFull``) stops the task: kjoin's :class:`SuppressionBufferFull`, naming the node and the record.
-  ``BufferConfig.maxBytes`` is refused: its bound counts Kafka's serialized sizes, which kjoin does not model.
+  ``BufferConfig.maxBytes`` is refused. Kafka 4.4's ``InMemoryTimeOrderedKeyValueChangeBuffer`` counts each entry
+  as ``computeRecordSize``: 8 + the serialized key (a windowed key with its window's start, and end for a session)
+  + ``BufferValue.residentMemorySizeEstimate`` (the prior value's bytes, the old value's unless it is the same
+  array as the prior, the new value's, and ``ProcessorRecordContext.residentMemorySizeEstimate``: 8 + 8 + 4 + the
+  characters of the record's topic name + each header's key characters and value bytes). The topic is the one the
+  task read: behind a repartition topic, ``<application.id>-<name>-repartition``, named by the application id and
+  by Kafka's counter unless ``Grouped.as`` names it, neither of which a kjoin topology has; so the bound is not
+  reproduced and kjoin refuses it rather than guess.
 """
 
 from __future__ import annotations
@@ -79,8 +86,10 @@ def suppressed(options: Mapping[str, Any], where: str) -> Suppressed:
         raise TopologyError(f"{where}.until: expected window_closes or time_limit, got {until!r:.60}")
     if options.get("max_bytes") is not None:
         raise TopologyError(
-            f"{where}.max_bytes: kjoin does not model BufferConfig.maxBytes (its bound counts Kafka's serialized "
-            "sizes of keys, values and record contexts); bound the buffer with max_records, or leave it unbounded"
+            f"{where}.max_bytes: kjoin does not model BufferConfig.maxBytes: each buffered entry counts its serialized "
+            "key, prior, old and new values and its record context, whose size includes the name of the topic the "
+            "record came from (an internal topic's full name, <application.id>-...-repartition, which kjoin does not "
+            "reproduce); bound the buffer with max_records, or leave it unbounded"
         )
     limit = options.get("time_limit_ms")
     if until == "time_limit":
