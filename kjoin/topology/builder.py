@@ -617,7 +617,8 @@ class KStream(_Handle):
             right = other.node
             _check_versioned(self.topology, right)
             _check_windowed_keys(f"{variant} join", self.node, right, False)
-            _check_not_suppressed(f"{variant} join", right)
+            if right.op != "suppress" or right.params["suppressed"].until != "time_limit":
+                _check_not_suppressed(f"{variant} join", right)  # a time-limit suppression is read through its getter
             if grace_ms is not None:
                 if not self.topology.semantics.stream_table_grace:
                     raise TopologyError(
@@ -1017,17 +1018,18 @@ def windowed_aggregate(node: Node) -> Node | None:
 
 
 def _check_not_suppressed(op: str, *tables: Node) -> None:
-    """A suppressed table is read as a stream of what it forwards: kjoin does not model its value getter (Kafka's
-    reads the buffer's prior value of a held key, else the parent's row)."""
+    """A suppressed table is read as a stream of what it forwards, or by a stream's join when it waits for a time
+    limit (:class:`~kjoin.topology.suppress.SuppressedGetter`); other reads of its value getter (Kafka's reads the
+    buffer's prior value of a held key, else the parent's row) are not modelled."""
     for table in tables:
         node = table
         while node.op in VIEW_OPS:
             node = node.parents[0]
         if node.op == "suppress":
             raise TopologyError(
-                f"{op}: {table.name} is a suppressed table, which kjoin reads only as a stream (its value getter, "
-                f"which reads the suppression buffer, is not modelled): use {node.name}'s to_stream(), or {op} the "
-                "table before the suppression"
+                f"{op}: {table.name} is a suppressed table, which kjoin reads as a stream, or by a stream's join "
+                f"when it waits for a time limit (its value getter, which reads the suppression buffer, is not "
+                f"modelled for other reads): use {node.name}'s to_stream(), or {op} the table before the suppression"
             )
 
 

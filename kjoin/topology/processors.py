@@ -838,6 +838,8 @@ def table_of(node: Node, partition: int, parent: Callable[[Node], Any]) -> Any:
         return processor.result_store(partition)
     if isinstance(processor, TableView):
         return processor
+    if node.op == "suppress":  # read through its buffer, then its input table (kjoin.topology.suppress)
+        return processor.getter_over(table_of(node.parents[0], partition, parent))
     raise AssertionError(f"{node.name} is not a table")  # pragma: no cover
 
 

@@ -22,6 +22,9 @@ How it works (Kafka's ``KTableSuppressProcessorSupplier``, caching off as in eve
   task read: behind a repartition topic, ``<application.id>-<name>-repartition``, named by the application id and
   by Kafka's counter unless ``Grouped.as`` names it, neither of which a kjoin topology has; so the bound is not
   reproduced and kjoin refuses it rather than guess.
+* A stream's join reads a time-limit suppression as a table through :class:`SuppressedGetter` (Kafka's value
+  getter): a key the buffer holds answers with its prior value, any other with the input table's row. Other reads
+  of a suppressed table as a table are refused (``builder._check_not_suppressed``).
 """
 
 from __future__ import annotations
@@ -136,6 +139,10 @@ class SuppressProcessor(NodeProcessor):
         else:
             self.time_limit = TimeLimitStore(log, partition)
 
+    def getter_over(self, parent: Any) -> "SuppressedGetter":
+        """This suppression read as a table, over ``parent`` (its input table's value getter)."""
+        return SuppressedGetter(self, parent)
+
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         if self.buffer is not None:
             forwarded, fate, reason, text = self._until_window_closes(rec, step)
@@ -189,6 +196,25 @@ class SuppressProcessor(NodeProcessor):
             shown = ", ".join(f"{n}: {at(render_value(r.value), r.ts)}" for n, r in zip(notes, forwarded))
             text += f"; forwarded {shown}"
         return forwarded, Fate.BUFFERED if not forwarded else Fate.FORWARDED, Reason.TIME_LIMIT, text + "."
+
+
+class SuppressedGetter:
+    """A time-limit suppression read as a table, by a stream's join (``KTableSuppressProcessorSupplier``'s value
+    getter): a key the buffer holds answers with its prior value, what the suppression last let through (none if
+    that was a tombstone or nothing), with the timestamp of its latest buffered update; any other key with the input
+    table's row."""
+
+    def __init__(self, processor: SuppressProcessor, parent: Any) -> None:
+        self.processor = processor
+        self.parent = parent
+
+    def get(self, key: Any) -> Any:
+        store = self.processor.time_limit
+        held = None if store is None else store.held(key)
+        if held is None:
+            return self.parent.get(key)
+        prior, ts = held
+        return None if prior is None else (prior, ts)
 
 
 def _forward(evicted: tuple[Any, Any, int, Any]) -> Rec:
