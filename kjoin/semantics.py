@@ -563,6 +563,11 @@ class Semantics:
         (``StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG``); before, ``cache.max.bytes.buffering``. A config's name
         only: kjoin's outputs do not depend on it, the exported tests (:mod:`kjoin.export`) do."""
 
+    @since("2.4", ticket="KIP-479", feature=True)
+    def stream_joined(self) -> bool:
+        """KIP-479 (2.4): ``StreamJoined``, whose ``withStoreName`` names a stream-stream join's window stores
+        (``<name>-this-join-store``, ...: :mod:`kjoin.topology.naming`). Before, Kafka named them itself."""
+
     @since("3.9", ticket="KIP-1033", feature=True)
     def processing_exception_handler(self) -> bool:
         """KIP-1033 (3.9): ``processing.exception.handler``. A user function that throws while a processor handles a

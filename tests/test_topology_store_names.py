@@ -140,3 +140,9 @@ def test_the_real_library_refuses_a_named_grouping_read_by_a_cogroup_and_an_aggr
         input=json.dumps({**named, "id": 0}) + "\n", capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert "Processor by-c-repartition-filter is already added" in json.loads(done.stdout)["error"]
+
+
+def test_a_stream_stream_joins_store_name_needs_kafka_2_4():
+    b = kjoin.Topology(semantics="2.3")
+    with pytest.raises(kjoin.TopologyError, match="no StreamJoined.withStoreName"):
+        b.stream("a").join(b.stream("b"), window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}, store="s")

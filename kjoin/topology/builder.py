@@ -654,6 +654,11 @@ class KStream(_Handle):
                 "or a kjoin.JoinWindows"
             )
         windows = _windows(window)
+        if store is not None and not self.topology.semantics.stream_joined:
+            raise TopologyError(
+                f"{variant} join: store: Kafka {self.topology.semantics} has no StreamJoined.withStoreName (KIP-479, "
+                "2.4): it names a stream-stream join's stores itself; leave store out or choose semantics 2.4 or later"
+            )
         right = other._repartitioned(f"{name}-right" if name else None)  # a self-join: the same topic again
         node = self._add(
             "stream-stream", [(left, Side.LEFT), (right, Side.RIGHT)], STREAM, name, variant=variant, joiner=fn,
