@@ -22,10 +22,12 @@ How it works (Kafka 3.9+, KIP-1033; ``ProcessorNode.process``):
   key; kjoin puts a null key in partition 0), the source record's headers, then :data:`DLQ_HEADERS`. With ``fail``
   the record is written and the task fails; kjoin's error says so. Once a sink (``to``, a repartition or
   foreign-key topic) has sent a record of that source record, the dead-letter record's key and value are null:
-  ``RecordCollectorImpl.send`` frees the raw source record from the record context it shares with every node the
-  record reaches (a table source's too), to save memory (``freeRawInputRecordFromContext``, in the 4.4.0 jar;
-  ``tests/test_topology_dead_letters.py`` pins it against 4.4.0). A sink that is a node's first child thus empties
-  the dead-letter records of its later siblings.
+  ``RecordCollectorImpl.send`` frees the raw source record from the current record context, to save memory
+  (``freeRawInputRecordFromContext``, in the 4.4.0 jar). The context is shared down the forwards, except where
+  ``ProcessorContextImpl.forward`` gives a forward's children a copy: when the record's timestamp differs from the
+  context's, or its headers object does, as a table's ``to_stream`` forward does; a sink frees only its own copy.
+  So a sink that is a stream's first child empties the dead-letter records of its later siblings, and a table's
+  ``to(...)`` leaves the table's other children theirs (``tests/test_topology_dead_letters.py``, against 4.4.0).
 * ``global_processing_exception_handler: true`` (4.3+, KIP-1270, ``processing.exception.handler.global.enabled``):
   the handler also covers the global thread's processors. A kjoin global table runs no user function (it is a
   ``GlobalKTable`` read from its topic), so nothing there can throw; the setting changes no output and is refused

@@ -298,6 +298,9 @@ class _Run:
         self.count = 0
         self.current: Any = None
         self.sent = False
+        """Has a sink sent a record in the current record context (which frees the raw source record)?"""
+        self.context_ts = 0
+        """The timestamp of the current record context (Kafka's ``ProcessorRecordContext``)."""
         """The record of the step being taken (a :class:`TopicRecord`), for a processing error."""
         self.last_step: TopologyStep | None = None
         self.written_count: dict[tuple[str, int], int] = defaultdict(int)
@@ -434,7 +437,7 @@ class _Run:
         index = self.count
         self.count += 1
         self.current = record
-        self.sent = False  # has a sink of this step sent a record (which frees the raw source record)?
+        self.sent, self.context_ts = False, record.ts  # the step's record context
         sub = self._subtopology_reading(record.topic)
         task = "global" if sub < 0 else f"{sub}_{record.partition}"
         if sub >= 0:
@@ -678,9 +681,18 @@ class _Run:
         )  # fmt: skip
         try:
             for child_rec in outcome.forwarded:
+                # Kafka's ProcessorContextImpl.forward gives the children a new record context, a copy of the current
+                # one, when the record's timestamp differs from it (or its headers object does: as a to_stream's
+                # forward shows against 4.4.0); a sink that sends below frees that copy's raw record only
+                outer = (self.sent, self.context_ts)
+                self.context_ts = child_rec.ts
                 for child, child_port in node.children:
                     if child_rec.to is None or child_rec.to == child.name:
                         self._visit(child, child_port, child_rec, partition, step, visits, written)
+                if child_rec.ts != outer[1] or node.op == "to_stream":
+                    self.sent, self.context_ts = outer
+                else:
+                    self.context_ts = outer[1]
         except _SinkFailed as failed:  # Kafka's ProcessorNode of this node catches what its sink child threw
             if node.op in ("stream", "table", "repartition-source"):
                 self._failed(failed.node, failed.rec, failed.error)
