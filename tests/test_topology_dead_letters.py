@@ -12,6 +12,7 @@ import pytest
 
 from kjoin.topology.document import TopologyScenario
 from tests import oracle_check, topology_oracle
+from tests.topology_spark_check import difference
 
 EVENTS = [{"topic": "in", "key": "k", "value": "1", "ts": 5}, {"topic": "in", "key": "k2", "value": "2", "ts": 6}]
 
@@ -89,3 +90,9 @@ def test_the_real_library_writes_the_same_dead_letter_records(built):
     assert nulls == [True, False, True, False, False, False]  # the rules hold in Kafka: the comparison can fail
     for case, answer in zip(cases, answers):
         assert topology_oracle.difference(case, answer, "4.4.0") is None
+
+
+def test_spark_writes_the_same_dead_letter_records(spark):
+    cases = [scenario("stream", sink_first=True), scenario("table", sink_first=False), sibling(next(iter(SIBLINGS)))]
+    for case in cases:
+        assert difference(spark, case) is None
