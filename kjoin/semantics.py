@@ -563,6 +563,11 @@ class Semantics:
         (``StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG``); before, ``cache.max.bytes.buffering``. A config's name
         only: kjoin's outputs do not depend on it, the exported tests (:mod:`kjoin.export`) do."""
 
+    @since("2.4", ticket="KIP-479", feature=True)
+    def stream_joined(self) -> bool:
+        """KIP-479 (2.4): ``StreamJoined``, whose ``withStoreName`` names a stream-stream join's window stores
+        (``<name>-this-join-store``, ...: :mod:`kjoin.topology.naming`). Before, Kafka named them itself."""
+
     @since("3.9", ticket="KIP-1033", feature=True)
     def processing_exception_handler(self) -> bool:
         """KIP-1033 (3.9): ``processing.exception.handler``. A user function that throws while a processor handles a
@@ -573,7 +578,10 @@ class Semantics:
     @since("4.2", ticket="KIP-1034", requires=("processing_exception_handler",), feature=True)
     def dead_letter_queue(self) -> bool:
         """KIP-1034 (4.2): ``errors.dead.letter.queue.topic.name``. The built-in handlers write the failed record's
-        source key and value to that topic, with ``__streams.errors.*`` headers (``ExceptionHandlerUtils``)."""
+        source key and value to that topic, with ``__streams.errors.*`` headers (``ExceptionHandlerUtils``); null
+        key and value once a sink has sent a record of the same source record (``RecordCollectorImpl.send`` frees
+        the raw record, KAFKA-16505's source raw key and value; judged on 4.4.0, the one release from 4.2 the
+        harness has)."""
 
     @since("4.3", ticket="KIP-1270", requires=("processing_exception_handler",), feature=True)
     def global_processing_exception_handler(self) -> bool:

@@ -257,6 +257,72 @@ def variants() -> dict[str, dict[str, Any]]:
                 rng, {**orders, "payments": (CUSTOMERS, _pick("5", "7")), "asks": (CUSTOMERS, _pick("q"))}, 20
             ),
         },  # fmt: skip
+        # every store and repartition topic named by the application (Materialized.as, StreamJoined.withStoreName,
+        # Grouped.as, Repartitioned.as): describe() lists the names Kafka derives from them, and so does kjoin's
+        "variant-named-stores": {
+            "topology": [
+                {"name": "orders", "stream": "orders"},
+                {"name": "payments", "stream": "payments"},
+                {"name": "customers", "table": "customers", "store": "customer-rows"},
+                {"name": "regions", "table": "regions"},
+                {"name": "by-c", "select_key": {"field": "c"}, "input": "orders"},
+                {"name": "moved", "repartition": True, "as": "orders-moved", "input": "by-c"},
+                {
+                    "name": "paid",
+                    "left_join": ["moved", "payments"],
+                    "store": "paid",
+                    "window": {"before_ms": 5, "after_ms": 5, "grace_ms": 0},
+                },
+                {"name": "out", "to": "out", "input": "paid"},
+                {"name": "grouped", "group_by": {"field": "c"}, "as": "orders-by-customer", "input": "orders"},
+                {"name": "counts", "reduce": "concat", "store": "order-lists", "input": "grouped"},
+                {"name": "out2", "to": "out2", "input": "counts"},
+                {"name": "spent", "group_by": {"field": "c"}, "input": "payments"},
+                {"name": "sums", "aggregate": "concat", "store": "payment-sums", "input": "spent"},
+                {"name": "out3", "to": "out3", "input": "sums"},
+                {"name": "names", "map_values": {"append": "!"}, "store": "customer-names", "input": "customers"},
+                {"name": "profiles", "left_join": ["names", "regions"], "store": "profiles"},
+                {"name": "out4", "to": "out4", "input": "profiles"},
+                {"name": "located", "join": ["customers", "regions"], "foreign_key": "r", "store": "located"},
+                {"name": "out5", "to": "out5", "input": "located"},
+            ],
+            "events": _events(
+                rng,
+                {
+                    "orders": (ORDERS, _obj(c=CUSTOMERS, v=["A", "B"])),
+                    "payments": (CUSTOMERS, _obj(c=CUSTOMERS)),
+                    "customers": (CUSTOMERS, _obj(r=REGIONS, v=["C1", "C2"])),
+                    "regions": (REGIONS, _pick("R1", "R2")),
+                },
+                24,
+            ),
+        },  # fmt: skip
+        # a Kafka 4.x app: orders de-duplicated by a processValues with a store of its own, split into big and small
+        # orders, both cogrouped into one total per order, and the big ones counted in tumbling windows whose final
+        # counts (suppress until the window closes) are written per order
+        "variant-kafka4-app": {
+            "topology": [
+                {"name": "orders", "stream": "orders"},
+                {"name": "deduped", "process_values": {"dedupe": True}, "store": "last-order", "input": "orders"},
+                {
+                    "name": "route-",
+                    "split": [{"name": "big", "filter": {"key_in": ["o1", "o2"]}}, {"name": "small", "default": True}],
+                    "input": "deduped",
+                },
+                {"name": "big", "group_by_key": True, "input": "route-big"},
+                {"name": "small", "group_by_key": True, "input": "route-small"},
+                {"name": "totals", "cogroup": ["big", "small"]},
+                {"name": "out", "to": "totals", "input": "totals"},
+                {"name": "windows", "windowed_by": {"size_ms": 8, "grace_ms": 2}, "input": "big"},
+                {"name": "counts", "count": True, "input": "windows"},
+                {"name": "final", "suppress": {"until": "window_closes"}, "input": "counts"},
+                {"name": "finals", "to_stream": True, "input": "final"},
+                {"name": "per-order", "select_key": {"window_key": True}, "input": "finals"},
+                {"name": "out2", "to": "big-counts", "input": "per-order"},
+            ],
+            # in time order, so that windows close and their final counts are written
+            "events": sorted(_events(rng, {"orders": (ORDERS, _pick("A", "B"))}, 24), key=lambda event: event["ts"]),
+        },  # fmt: skip
     }
 
 

@@ -4,8 +4,11 @@ tests/test_topology_suppress.py and tests/test_topology_windowed_tables.py, a fe
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
+from tests.test_topology_suppressed_lookup import _random
 from tests.test_topology_suppress import SUPPRESSIONS, WINDOWS, final_results_join, plain_time_limit, windowed
 from tests.test_topology_windowed_tables import WINDOWS as WINDOWED_JOIN_WINDOWS
 from tests.test_topology_windowed_tables import windowed_join
@@ -28,3 +31,9 @@ CASES = {
 @pytest.mark.parametrize("name", CASES)
 def test_suppressions_and_windowed_joins_run_on_spark_as_in_the_reference_engine(spark, name):
     assert difference(spark, CASES[name]) is None
+
+
+def test_a_stream_join_of_a_time_limit_suppression_runs_on_spark_as_in_the_reference_engine(spark):
+    rng = random.Random(44)
+    for case in [_random(rng) for _ in range(3)]:
+        assert difference(spark, case) is None

@@ -54,7 +54,8 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
               "table_map_values": kafka("KTABLE-MAPVALUES-"), "flat_map_values": kafka("KSTREAM-FLATMAPVALUES-"),
               "flat_map": kafka("KSTREAM-FLATMAP-"), "suppress": kafka("KTABLE-SUPPRESS-"),
               "cogroup": kafka("COGROUPKSTREAM-MERGE-"),
-              "cogroup_aggregate": kafka("COGROUPKSTREAM-AGGREGATE-0")}  # fmt: skip
+              "cogroup_aggregate": kafka("COGROUPKSTREAM-AGGREGATE-0"),
+              "process_values": kafka("KSTREAM-PROCESSVALUES-")}  # fmt: skip
     by_name = {node["name"]: node for node in document["topology"]}
     tables: set[str] = set()  # the document's nodes that are tables
     fill: dict[str, Any] = {}
@@ -69,7 +70,9 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
             tables.add(node["name"])
         elif variant is not None and reads_table and "key_selector" not in node:
             tables.add(node["name"])
-        if op == "group_by":
+        if op == "group_by" and "as" in node and node["input"] not in tables:  # Grouped.as names its key select
+            fill[node["as"]] = {"op": "select_key", "fn": node[op]}
+        elif op == "group_by":
             table = node["input"] in tables
             fill[queues["table_group_by" if table else "select_key"].pop(0).name] = node[op]
         elif op in ("filter", "map_values") and reads_table:
@@ -86,6 +89,13 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
             fill[queues["aggregate"].pop(0).name] = spec
             if kind == "count":
                 fill[queues["table_map_values"].pop(0).name] = str
+        elif "process_values" in node:
+            fill[queues["process_values"].pop(0).name] = node["process_values"]
+        elif "split" in node:  # split(Named.as(name)): the branches <name><branch name>, predicates in order
+            fill[node["name"]] = {
+                node["name"] + branch["name"]: "default" if branch.get("default") else branch["filter"]
+                for branch in node["split"]
+            }
         elif "suppress" in node:
             fill[queues["suppress"].pop(0).name] = node["suppress"]
         elif "cogroup" in node:
@@ -401,3 +411,22 @@ def test_joins_the_application_named_are_recognised_by_kafkas_suffixes() -> None
         ("enriched-orders", "c1", "c1,book/r1,Ann-null"),
         ("paid-orders", "o1", "c1,book-paid"),  # the outer join holds o1 alone until its window closes
     ]
+
+
+def test_a_kafka_4_app_with_suppress_process_values_split_and_cogroup_leaves_only_the_users_functions() -> None:
+    """variant-kafka4-app.json (the real library's describe() and outputs): imported bare, nothing is refused that
+    the user's functions would not build, and every need is a function (or the count's kind and windows) of the
+    application's; filled in, it emits what Kafka emitted (``test_rebuilt_from_describe_emits_what_kafka_emitted``)."""
+    fixture = _load("variant-kafka4-app.json")
+    text = fixture["describe_text"]
+    bare = kjoin.Topology.from_describe(text, semantics=describe_cases.SEMANTICS).described
+    assert all(refusal.fillable for refusal in bare.refused), bare.report()
+    open_needs = {need.node for need in bare.needs if not need.given and need.default is None}
+    kinds = {name.rsplit("-", 1)[0] for name in open_needs}
+    assert kinds == {"KSTREAM-PROCESSVALUES", "route", "COGROUPKSTREAM-AGGREGATE", "COGROUPKSTREAM-MERGE",
+                     "KSTREAM-AGGREGATE"}  # fmt: skip
+    filled = kjoin.Topology.from_describe(text, fill_for(fixture["document"], text), semantics=describe_cases.SEMANTICS)
+    assert not filled.described.refused
+    assert {"KTABLE-SUPPRESS", "COGROUPKSTREAM-MERGE", "KSTREAM-PROCESSVALUES", "route"} <= {
+        name.rsplit("-", 1)[0] for name in filled.described.built
+    }

@@ -46,6 +46,7 @@ from typing import Any
 import kjoin
 from kjoin.records import render_value
 from kjoin.topology import Topology
+from kjoin.topology.builder import windowed_table
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.handlers import ExceptionHandling
 from kjoin.topology.runtime import ProcessingError
@@ -690,6 +691,8 @@ def random_scenario(
     peek) are drawn too; ``failing=False``: no mapper that throws and no handler settings (the draws of the fixtures'
     shapes, ``tests/describe_cases.py``)."""
     data = random_topology(rng, era, versioned, stream_steps, failing)
+    if stream_steps:  # the fixtures' draws (tests/describe_cases.py) stay as they are
+        _name_stores(rng, data)
     sources = [node[op] for node in data["topology"] for op in ("stream", "table", "global_table") if op in node]
     # a through topic is written by the topology; its input events would be the user's own records on it
     events = []
@@ -697,6 +700,32 @@ def random_scenario(
         topic = rng.choice(sources)
         events.append({"topic": topic, "key": _key(rng, topic), "value": _value(rng, topic), "ts": rng.randint(0, 30)})
     return TopologyScenario.from_dict({**data, "events": events})
+
+
+_STATEFUL = ("table", "count", "reduce", "aggregate", "cogroup", "join", "left_join", "outer_join")
+
+
+def _name_stores(rng: random.Random, data: dict[str, Any]) -> None:
+    """Name some stores and groupings as applications do (``store``: Materialized.as, StreamJoined.withStoreName;
+    ``as``: Grouped.as), which changes no outputs; a name where kjoin (as Kafka) takes none, a stream's join with a
+    table, is left out by building the topology with it."""
+    for node in data["topology"]:
+        if rng.random() < 0.7 or "history_retention_ms" in node:
+            continue
+        if "group_by" in node:
+            field, name = "as", node["name"]
+        elif any(op in node for op in _STATEFUL):
+            field, name = "store", f"{node['name']}-named"
+        else:
+            continue
+        node[field] = name
+        try:
+            built = TopologyScenario.from_dict({**data, "events": []}).topology.graph.nodes.get(node["name"])
+        except kjoin.ScenarioError:  # a stream-table join's store; a named grouping a cogroup shares
+            del node[field]
+            continue
+        if field == "store" and built is not None and any(windowed_table(parent) for parent in built.parents):
+            del node["store"]  # the harness's join store takes String keys, not a windowed table's Windowed
 
 
 def check(version: str, count: int, seed: int) -> tuple[list[TopologyScenario], list[tuple[TopologyScenario, str]]]:

@@ -90,7 +90,7 @@ OPERATIONS = (
     "filter_not", "peek", "process_values", "process", "split",
     "joiner(keyed)", "joiner(both keys)", "foreign_key(key_or_field)",
     "emit_strategy(on_window_close)", "suppress(window_closes)", "suppress(time_limit)", "select_key(window_key)",
-    "join(windowed-tables)", "cogroup",
+    "join(windowed-tables)", "cogroup", "store(aggregate)",
 )  # fmt: skip
 """Every kind of node a walk draws (the coverage test counts them over many walks)."""
 
@@ -491,6 +491,9 @@ class _Walker:
             return self.cogroup(name, at)
         kind = rng.choice(["count", "reduce", "aggregate"])
         node = {"name": name, kind: True if kind == "count" else "concat", "input": at.name}
+        if rng.random() < 0.3:  # Materialized.as: names the store (and an unnamed grouping's repartition topic)
+            node["store"] = f"{name}-store"
+            self.ops["store(aggregate)"] += 1
         label = {"grouped": kind, "grouped-table": f"{kind}(table)", "windowed": f"{kind}(windowed)"}[at.kind]
         return self.add(node, _Handle(name, "table", windowed=at.kind == "windowed", windows=windows), label)
 

@@ -141,6 +141,12 @@ class TimeLimitStore(Store):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def held(self, key: Any) -> tuple[Any, int] | None:
+        """``(prior value, ts of the latest buffered update)`` of ``key`` if the buffer holds it (Kafka's
+        ``priorValueForBuffered``), else ``None``."""
+        found = self._entries.get((type(key).__name__, key))
+        return None if found is None else (found[4], found[3])
+
     def _first(self) -> tuple[str, Any] | None:
         if not self._entries:
             return None

@@ -39,6 +39,7 @@ from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean, 
 from ..semantics import Semantics, parse_semantics
 from . import custom, functions
 from .copartition import resolve_partitions
+from .naming import kafka_stores, store_name
 from .suppress import suppressed
 from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError, legal_name, legal_topic
 from .handlers import exception_handling
@@ -119,13 +120,17 @@ class Topology:
         history_retention_ms: int | None = None,
         partitioner: Any = None,
         name: str | None = None,
+        store: str | None = None,
     ) -> "KTable":
         """A table read from ``topic`` (Kafka's ``builder.table``), materialized; with
-        ``history_retention_ms`` a versioned table (KIP-889)."""
+        ``history_retention_ms`` a versioned table (KIP-889); ``store``: its store's name (``Materialized.as``)."""
+        store = store_name(store, f"table {topic}")
         if history_retention_ms is not None:
             _milliseconds(history_retention_ms, f"table {topic}: history_retention_ms")
         self._source_topic(topic, partitions, partitioner)
         node = self.graph.add("table", (), TABLE, name or topic, topic=topic, history_retention_ms=history_retention_ms)
+        if store is not None:
+            node.params["store"] = store
         return KTable(self, node)
 
     def global_table(self, topic: str, *, partitions: int | None = None, name: str | None = None) -> "GlobalKTable":
@@ -250,6 +255,9 @@ class Topology:
                         f" (writes {node.params['subscription_topic']} and {node.params['response_topic']}; its "
                         "right side runs in the right table's sub-topology)"
                     )
+                stores = kafka_stores(node, self.semantics)
+                if stores:  # the names Kafka derives from the application's (Materialized.as, withStoreName)
+                    detail += f" (stores: [{', '.join(stores)}])"
                 parents = ", ".join(parent.name for parent in node.parents)
                 lines.append(f"    {node.op}: {node.name}{detail}" + (f" <-- {parents}" if parents else ""))
         return "\n".join(lines)
@@ -528,17 +536,20 @@ class KStream(_Handle):
             node = node.parents[0]
         return node.params.get("partitioner")
 
-    def _aggregated(self, op_name: str | None, grouped_name: str | None) -> tuple[Node, str]:
+    def _aggregated(self, op_name: str | None, grouped_name: str | None, store: str | None = None) -> tuple[Node, str]:
         """The node an aggregate reads, and the aggregate's name. A changed key is repartitioned first, as
         Kafka's ``GroupedStreamAggregateBuilder`` does: through ``<grouped name>-repartition``, shared by every
         aggregate of the grouped stream, when the grouping is named (``Grouped.as``); else through a topic of
-        each aggregate's own, ``<aggregate name>-repartition``."""
+        each aggregate's own, named after its store (``<store>-repartition``; kjoin's name of an unnamed store:
+        ``<aggregate name>-repartition``)."""
         name = op_name or self.topology.graph.new_name("aggregate")
         if not self.node.key_changed:
             return self.node, name
         if grouped_name is None:
-            return self._repartition_topic(f"{name}-repartition"), name
+            return self._repartition_topic(f"{store or name}-repartition"), name
         cached = self.node.params.setdefault("_grouped", {})
+        if grouped_name in self.node.params.get("_cogrouped", ()):
+            raise _named_grouping_twice(grouped_name)
         if grouped_name not in cached:
             cached[grouped_name] = self._repartition_topic(f"{grouped_name}-repartition")
         return cached[grouped_name], name
@@ -572,8 +583,15 @@ class KStream(_Handle):
         grace_ms: int | None = None,
         name: str | None = None,
         key_selector: Any = None,
+        store: str | None = None,
     ) -> "KStream":
         self._check_same(other, f"{variant} join")
+        store = store_name(store, f"{variant} join")
+        if store is not None and not isinstance(other, KStream):
+            raise TopologyError(
+                f"{variant} join: store: only a stream-stream join keeps stores of its own "
+                "(StreamJoined.withStoreName); a stream's join with a table reads the table's store: name that one"
+            )
         fn = functions.joiner(joiner)
         _check_keyed_joiner(self.topology, fn, isinstance(other, GlobalKTable))
         if isinstance(other, GlobalKTable):
@@ -599,7 +617,8 @@ class KStream(_Handle):
             right = other.node
             _check_versioned(self.topology, right)
             _check_windowed_keys(f"{variant} join", self.node, right, False)
-            _check_not_suppressed(f"{variant} join", right)
+            if right.op != "suppress" or right.params["suppressed"].until != "time_limit":
+                _check_not_suppressed(f"{variant} join", right)  # a time-limit suppression is read through its getter
             if grace_ms is not None:
                 if not self.topology.semantics.stream_table_grace:
                     raise TopologyError(
@@ -635,11 +654,18 @@ class KStream(_Handle):
                 "or a kjoin.JoinWindows"
             )
         windows = _windows(window)
+        if store is not None and not self.topology.semantics.stream_joined:
+            raise TopologyError(
+                f"{variant} join: store: Kafka {self.topology.semantics} has no StreamJoined.withStoreName (KIP-479, "
+                "2.4): it names a stream-stream join's stores itself; leave store out or choose semantics 2.4 or later"
+            )
         right = other._repartitioned(f"{name}-right" if name else None)  # a self-join: the same topic again
         node = self._add(
             "stream-stream", [(left, Side.LEFT), (right, Side.RIGHT)], STREAM, name, variant=variant, joiner=fn,
             window=windows,
         )  # fmt: skip
+        if store is not None:
+            node.params["store"] = store
         return KStream(self.topology, node)
 
     def _repartitioned(self, join_name: str | None) -> Node:
@@ -724,32 +750,41 @@ class BranchedKStream:
 class KTable(_Handle):
     """A table of the topology (Kafka's ``KTable``)."""
 
-    def filter(self, keep: Any, *, name: str | None = None, materialized: bool = False) -> "KTable":
+    def filter(
+        self, keep: Any, *, name: str | None = None, materialized: bool = False, store: str | None = None
+    ) -> "KTable":
         """The rows for which ``keep(key, value)`` is true (Kafka's ``KTable.filter``, ``KTableFilter``). A row that
         fails it becomes a tombstone downstream: the key leaves the filtered table, so Kafka forwards
         ``Change(null, ..)`` even for a key it never held, unless the table sends old values (a table join's outer
-        side or a group-by reads it) and the old row failed too. ``materialized``: kept in a store of its own
+        side or a group-by reads it) and the old row failed too. ``materialized`` (or ``store``, its name): kept in a
+        store of its own
         (``Materialized.as``) that a join reads; else a join reads the parent and filters on the fly."""
-        return self._view("table-filter", functions.predicate(keep), name, materialized)
+        return self._view("table-filter", functions.predicate(keep), name, materialized, store)
 
-    def filter_not(self, drop: Any, *, name: str | None = None, materialized: bool = False) -> "KTable":
+    def filter_not(
+        self, drop: Any, *, name: str | None = None, materialized: bool = False, store: str | None = None
+    ) -> "KTable":
         """The rows for which ``drop(key, value)`` is false (Kafka's ``KTable.filterNot``: ``KTableFilter`` with the
         predicate negated), each failing row a tombstone downstream as with :meth:`filter`."""
         fn = functions.predicate(drop)
         negated = functions.Function(lambda key, value: not fn(key, value), fn.spec, f"not ({fn.text})")
-        table = self._view("table-filter", negated, name, materialized)
+        table = self._view("table-filter", negated, name, materialized, store)
         table.node.params["negated"] = True
         return table
 
-    def map_values(self, mapper: Any, *, name: str | None = None, materialized: bool = False) -> "KTable":
+    def map_values(
+        self, mapper: Any, *, name: str | None = None, materialized: bool = False, store: str | None = None
+    ) -> "KTable":
         """Each row's value replaced by ``mapper(value)`` (Kafka's ``KTable.mapValues``, ``KTableMapValues``); a
         deleted row stays deleted (the mapper never sees null), and the old value is mapped too when the table sends
         old values. ``materialized``: kept in a store of its own; else a join maps the parent's row when it looks."""
-        return self._view("table-map-values", functions.value_mapper(mapper), name, materialized)
+        return self._view("table-map-values", functions.value_mapper(mapper), name, materialized, store)
 
-    def _view(self, op: str, fn: Any, name: str | None, materialized: bool) -> "KTable":
+    def _view(self, op: str, fn: Any, name: str | None, materialized: bool, store: str | None = None) -> "KTable":
         if not isinstance(materialized, bool):
             raise TopologyError(f"{op}: materialized is true or false, got {materialized!r}")
+        store = store_name(store, op.removeprefix("table-").replace("-", "_"))
+        materialized = materialized or store is not None  # a named store is a store of its own
         _check_not_suppressed(op.removeprefix("table-").replace("-", "_"), self.node)
         node = self.node
         while node.op in VIEW_OPS:
@@ -766,6 +801,8 @@ class KTable(_Handle):
         if op == "table-filter":
             _ask_join_for_old_values(self.node)
         view = self._add(op, [(self.node, None)], TABLE, name, fn=fn, materialized=materialized)
+        if store is not None:
+            view.params["store"] = store
         if parent_keeps_store is not None:
             view.params["parent_keeps_store"] = parent_keeps_store
         return KTable(self.topology, view)
@@ -791,8 +828,10 @@ class KTable(_Handle):
         name: str | None = None,
         partitioner: Any = None,
         other_partitioner: Any = None,
+        store: str | None = None,
     ) -> "KTable":
         self._check_same(other, f"{variant} join")
+        store = store_name(store, f"{variant} join")
         if not isinstance(other, KTable):
             raise TopologyError(f"{variant} join: a table joins another table; a stream joins a table, not the reverse")
         fn = functions.joiner(joiner)
@@ -814,6 +853,8 @@ class KTable(_Handle):
             if partitioner is not None or other_partitioner is not None:
                 raise TopologyError("partitioner/other_partitioner: only a foreign-key join has internal topics")
             node = self._add("table-table", parents, TABLE, name, variant=variant, joiner=fn)
+            if store is not None:
+                node.params["store"] = store
             return KTable(self.topology, node)
         if callable(foreign_key) or isinstance(foreign_key, Mapping):
             foreign_key = functions.foreign_key_extractor(foreign_key)
@@ -859,6 +900,8 @@ class KTable(_Handle):
             "fk", parents, TABLE, name, variant=variant, joiner=fn, foreign_key=foreign_key,
             subscription_topic=subscription, response_topic=response,
         )  # fmt: skip
+        if store is not None:
+            node.params["store"] = store
         return KTable(self.topology, node)
 
     def group_by(self, selector: Any, *, name: str | None = None, partitioner: Any = None) -> "KGroupedTable":
@@ -980,17 +1023,18 @@ def windowed_aggregate(node: Node) -> Node | None:
 
 
 def _check_not_suppressed(op: str, *tables: Node) -> None:
-    """A suppressed table is read as a stream of what it forwards: kjoin does not model its value getter (Kafka's
-    reads the buffer's prior value of a held key, else the parent's row)."""
+    """A suppressed table is read as a stream of what it forwards, or by a stream's join when it waits for a time
+    limit (:class:`~kjoin.topology.suppress.SuppressedGetter`); other reads of its value getter (Kafka's reads the
+    buffer's prior value of a held key, else the parent's row) are not modelled."""
     for table in tables:
         node = table
         while node.op in VIEW_OPS:
             node = node.parents[0]
         if node.op == "suppress":
             raise TopologyError(
-                f"{op}: {table.name} is a suppressed table, which kjoin reads only as a stream (its value getter, "
-                f"which reads the suppression buffer, is not modelled): use {node.name}'s to_stream(), or {op} the "
-                "table before the suppression"
+                f"{op}: {table.name} is a suppressed table, which kjoin reads as a stream, or by a stream's join "
+                f"when it waits for a time limit (its value getter, which reads the suppression buffer, is not "
+                f"modelled for other reads): use {node.name}'s to_stream(), or {op} the table before the suppression"
             )
 
 
@@ -1149,27 +1193,35 @@ class KGroupedStream:
             raise TopologyError(f"cogroup: Kafka {self.stream.topology.semantics} has no cogroup (KIP-150, 2.5)")
         return CogroupedKStream(self.stream.topology, [(self, _cogroup_aggregator(aggregator))])
 
-    def count(self, *, name: str | None = None) -> KTable:
-        """How many records with a value each group has had (``count()``)."""
-        return self._aggregate(functions.aggregation("count"), name, ("count", True))
+    def count(self, *, name: str | None = None, store: str | None = None) -> KTable:
+        """How many records with a value each group has had (``count()``). ``store``, here and in ``reduce`` and
+        ``aggregate``: the store's name (``Materialized.as``), which names the repartition topic of a re-keyed
+        stream whose grouping has no name (``<store>-repartition``)."""
+        return self._aggregate(functions.aggregation("count"), name, ("count", True), store)
 
-    def reduce(self, adder: Any, *, name: str | None = None) -> KTable:
+    def reduce(self, adder: Any, *, name: str | None = None, store: str | None = None) -> KTable:
         """``adder(aggregate, value)``; the first value is the aggregate (``reduce``). ``"concat"``: ``agg+value``."""
-        return self._aggregate(functions.aggregation("reduce", adder), name, ("reduce", _spec(adder)))
+        return self._aggregate(functions.aggregation("reduce", adder), name, ("reduce", _spec(adder)), store)
 
-    def aggregate(self, initializer: Any, adder: Any = None, *, name: str | None = None) -> KTable:
+    def aggregate(
+        self, initializer: Any, adder: Any = None, *, name: str | None = None, store: str | None = None
+    ) -> KTable:
         """``initializer()``, then ``adder(key, value, aggregate)`` (``aggregate``); ``initializer="concat"``:
         ``""`` then ``agg+value``."""
         spec = "concat" if initializer == "concat" else (initializer, adder)
-        return self._aggregate(functions.aggregation("aggregate", spec), name, ("aggregate", _spec(initializer)))
+        doc = ("aggregate", _spec(initializer))
+        return self._aggregate(functions.aggregation("aggregate", spec), name, doc, store)
 
-    def _aggregate(self, aggregation: Any, name: str | None, doc: tuple[str, Any]) -> KTable:
+    def _aggregate(self, aggregation: Any, name: str | None, doc: tuple[str, Any], store: str | None = None) -> KTable:
         stream = self.stream
-        parent, name = stream._aggregated(name, self.name)
+        store = store_name(store, doc[0])
+        parent, name = stream._aggregated(name, self.name, store)
         node = stream._add(
             "aggregate", [(parent, None)], TABLE, name, aggregation=aggregation, windows=self.windows, doc=doc,
             grouped_name=self.name,
         )  # fmt: skip
+        if store is not None:
+            node.params["store"] = store
         if self.emit == "on_window_close":
             node.params["emit"] = "final"
         return KTable(stream.topology, node)
@@ -1206,23 +1258,35 @@ class KGroupedTable(KGroupedStream):
     def windowed_by(self, windows: Any) -> "TimeWindowedKStream":
         raise TopologyError("windowed_by: a grouped table has no windows (window a grouped stream)")
 
-    def reduce(self, adder: Any, subtractor: Any = None, *, name: str | None = None) -> KTable:  # type: ignore[override]
+    def reduce(  # type: ignore[override]
+        self, adder: Any, subtractor: Any = None, *, name: str | None = None, store: str | None = None
+    ) -> KTable:
         spec = "concat" if adder == "concat" else (adder, subtractor)
-        return self._aggregate(functions.aggregation("reduce", spec), name, ("reduce", _spec(adder)))
+        return self._aggregate(functions.aggregation("reduce", spec), name, ("reduce", _spec(adder)), store)
 
     def aggregate(  # type: ignore[override]
-        self, initializer: Any, adder: Any = None, subtractor: Any = None, *, name: str | None = None
+        self,
+        initializer: Any,
+        adder: Any = None,
+        subtractor: Any = None,
+        *,
+        name: str | None = None,
+        store: str | None = None,
     ) -> KTable:
         spec = "concat" if initializer == "concat" else (initializer, adder, subtractor)
-        return self._aggregate(functions.aggregation("aggregate", spec), name, ("aggregate", _spec(initializer)))
+        doc = ("aggregate", _spec(initializer))
+        return self._aggregate(functions.aggregation("aggregate", spec), name, doc, store)
 
-    def _aggregate(self, aggregation: Any, name: str | None, doc: tuple[str, Any]) -> KTable:
+    def _aggregate(self, aggregation: Any, name: str | None, doc: tuple[str, Any], store: str | None = None) -> KTable:
         stream = self.stream
-        parent, name = stream._aggregated(name, self.name)
+        store = store_name(store, doc[0])
+        parent, name = stream._aggregated(name, self.name, store)
         node = stream._add(
             "table-aggregate", [(parent, None)], TABLE, name, aggregation=_with_subtractor(aggregation), doc=doc,
             grouped_name=self.name,
         )  # fmt: skip
+        if store is not None:
+            node.params["store"] = store
         return KTable(stream.topology, node)
 
 
@@ -1262,16 +1326,19 @@ class CogroupedKStream:
             "its own stream time in Kafka); aggregate each stream in windows and join the tables instead"
         )
 
-    def aggregate(self, initializer: Any, *, name: str | None = None) -> KTable:
+    def aggregate(self, initializer: Any, *, name: str | None = None, store: str | None = None) -> KTable:
         """The table: each group starts from ``initializer()`` (``"concat"``: ``""``); a record of the ``i``-th
         grouped stream is added by the ``i``-th aggregator, and the new aggregate forwarded as ``Change(new,
-        old)``."""
+        old)``. ``store``: the store's name (``Materialized.as``), which names an unnamed grouping's repartition
+        topic (``<store>-repartition``)."""
+        store = store_name(store, "cogroup aggregate")
         if initializer != "concat" and not callable(initializer):
             raise TopologyError(f"cogroup aggregate: expected concat or a Python initializer, got {initializer!r:.60}")
         if name is not None:
             legal_name(name, "cogroup aggregate: name (Named.as)")
         graph = self.topology.graph
         name = name or graph.new_name("cogroup")
+        prefix = store or name  # Kafka names an unnamed grouping's repartition topic after the store
         parents: list[Node] = []
         unnamed_rekeyed = 0
         for grouped, _ in self.groups:
@@ -1280,18 +1347,20 @@ class CogroupedKStream:
                 parents.append(stream.node)
             elif grouped.name is not None:
                 cached = stream.node.params.setdefault("_grouped", {})
-                if grouped.name not in cached:
-                    cached[grouped.name] = stream._repartition_topic(f"{grouped.name}-repartition")
+                if grouped.name in cached:
+                    raise _named_grouping_twice(grouped.name)
+                cached[grouped.name] = stream._repartition_topic(f"{grouped.name}-repartition")
+                stream.node.params.setdefault("_cogrouped", set()).add(grouped.name)
                 parents.append(cached[grouped.name])
             else:
                 unnamed_rekeyed += 1
                 if unnamed_rekeyed > 1:
                     raise TopologyError(
                         f"cogroup {name}: two re-keyed grouped streams without a name would both be repartitioned "
-                        f"through {name}-repartition (Kafka names it after the store); name each grouping "
+                        f"through {prefix}-repartition (Kafka names it after the store); name each grouping "
                         "(group_by(..., name=...))"
                     )
-                parents.append(stream._repartition_topic(f"{name}-repartition"))
+                parents.append(stream._repartition_topic(f"{prefix}-repartition"))
         aggregations = []
         for _, adder in self.groups:
             if initializer == "concat" and adder == "concat":
@@ -1306,7 +1375,20 @@ class CogroupedKStream:
             aggregation=aggregations[0], aggregations=aggregations, windows=None,
             doc=("cogroup", [_spec(adder) for _, adder in self.groups], _spec(initializer)),
         )  # fmt: skip
+        if store is not None:
+            node.params["store"] = store
         return KTable(self.topology, node)
+
+
+def _named_grouping_twice(name: str) -> TopologyError:
+    """A named grouping (``Grouped.as``) of a re-keyed stream that a cogroup and another aggregate (or a second
+    cogroup) read: Kafka shares its repartition topic between plain aggregates only; a cogroup builds it again, and
+    the topology is refused."""
+    return TopologyError(
+        f"the grouping {name} is read by a cogroup and by another aggregate: Kafka builds its repartition topic "
+        f"{name}-repartition for each and refuses the topology (TopologyException: Processor "
+        f"{name}-repartition-filter is already added); group the stream twice under different names"
+    )
 
 
 def _cogroup_aggregator(aggregator: Any) -> Any:
@@ -1432,9 +1514,10 @@ def _checked_call(owner: str, method: Any) -> Any:
     return call
 
 
-_STREAM_JOIN_OPTIONS = {"window": "", "grace_ms": "", "name": "", "key_selector": ""}
+_STREAM_JOIN_OPTIONS = {"window": "", "grace_ms": "", "name": "", "key_selector": "", "store": ""}
 _TABLE_JOIN_OPTIONS = {
     "name": "",
+    "store": "",
     "partitioner": "",
     "other_partitioner": "",
     "window": "a table-table join has no window (only a stream-stream join has one)",

@@ -889,7 +889,10 @@ class _Importer:
         left = self.handles[self.nodes[this[0].parents[0]].parents[0]]
         right = self.handles[self.nodes[other[0].parents[0]].parents[0]]
         method = {"inner": left.join, "left": left.left_join, "outer": left.outer_join}[variant]
-        return method(right, options.pop("joiner", None), window=window, name=node.name)
+        # StreamJoined.withStoreName(name): the window stores are <name>-this-join-store, <name>-outer-other-...
+        named = [_JOIN_STORE.sub("", s) for s in self.nodes[this[0].parents[0]].stores if _JOIN_STORE.search(s)]
+        store = named[0] if named and not GENERATED.search(named[0]) else None
+        return method(right, options.pop("joiner", None), window=window, name=node.name, store=store)
 
     def table_merge(self, node: DescribedNode) -> Any:
         parents = [self.nodes[p] for p in node.parents]
@@ -900,7 +903,7 @@ class _Importer:
         variant = self._variant(node, options, ("inner", "left", "outer"))
         left, right = self.handles[left_name], self.handles[right_name]
         method = {"inner": left.join, "left": left.left_join, "outer": left.outer_join}[variant]
-        return method(right, options.pop("joiner", None), name=node.name)
+        return self._stored(node, method(right, options.pop("joiner", None), name=node.name))
 
     def _variant(self, node: DescribedNode, options: dict[str, Any], allowed: tuple[str, ...]) -> str:
         variant = options.pop("variant", None)
@@ -931,7 +934,7 @@ class _Importer:
             )
         left, right = self.handles[left_name], self.handles[right_name]
         method = left.left_join if variant == "left" else left.join
-        return method(right, options.pop("joiner", None), foreign_key=extractor, name=node.name)
+        return self._stored(node, method(right, options.pop("joiner", None), foreign_key=extractor, name=node.name))
 
     def _fk_sides(self, output: DescribedNode) -> tuple[str, str]:
         """A foreign-key join's left table (what feeds its SUBSCRIPTION-REGISTRATION) and right table (what feeds
@@ -1046,8 +1049,12 @@ class _Importer:
         return table
 
     def _stored(self, node: DescribedNode, table: Any) -> Any:
+        """``table`` keeps the store ``node`` lists: its name kept when the application gave it
+        (``Materialized.as``), so kjoin's ``describe()`` lists it as Kafka's does."""
         for store in node.stores:
             self.description.stores[store] = node.name
+            if not GENERATED.search(store) and not getattr(table, "grouped", False):
+                table.node.params["store"] = store
         return table
 
     def _grouped(self, node: DescribedNode) -> Any:
@@ -1098,6 +1105,12 @@ class _Importer:
         self.parent(node).to(topic, name=node.name)
         self.description.built[node.name] = node.name
         return None
+
+
+GENERATED = re.compile(r"-\d{10}(-|$)")
+"""A name Kafka made with its counter (``KSTREAM-AGGREGATE-STATE-STORE-0000000004``), not the application."""
+_JOIN_STORE = re.compile(r"-(outer-)?(this|other)-join-store$")
+"""The suffixes a stream-stream join's window stores take after the name ``StreamJoined.withStoreName`` gives."""
 
 
 def _is_grouped(handle: Any) -> bool:

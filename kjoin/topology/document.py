@@ -40,8 +40,12 @@ for Kafka: each aggregate of it writes a repartition topic of its own),
 ``{time_difference_ms, grace_ms}``; a grouped stream), and ``count: true``,
 ``reduce: concat``, ``aggregate: concat`` (``input``: a grouped node; see
 :mod:`kjoin.topology.functions`), ``cogroup: [grouped, grouped, ...]`` (grouped streams aggregated into one table,
-each by ``agg+value`` from ``""``: Kafka's ``cogroup(...).aggregate(...)``). Every error names the node and the
-field and says what is expected.
+each by ``agg+value`` from ``""``: Kafka's ``cogroup(...).aggregate(...)``). ``store: name`` names a node's store
+as the application does (``Materialized.as`` on a table, an aggregate, a cogroup, a table's filter or map_values
+(then materialized), a table-table or foreign-key join; ``StreamJoined.withStoreName`` on a stream-stream join), and
+``as: name`` a grouping's or ``repartition``'s topic (``Grouped.as``, ``Repartitioned.as``: ``<name>-repartition``);
+:mod:`kjoin.topology.naming` says which names Kafka derives. Every error names the node and the field and says what
+is expected.
 """
 
 from __future__ import annotations
@@ -110,9 +114,9 @@ OPERATIONS = (
 )
 _NODE_FIELDS = {
     "stream": ("partitions",),
-    "table": ("partitions", "history_retention_ms"),
-    "filter": ("input", "materialized"),
-    "map_values": ("input", "materialized"),
+    "table": ("partitions", "history_retention_ms", "store"),
+    "filter": ("input", "materialized", "store"),
+    "map_values": ("input", "materialized", "store"),
     "flat_map_values": ("input",),
     "flat_map": ("input", "partitioner"),
     "select_key": ("input", "partitioner"),
@@ -121,24 +125,26 @@ _NODE_FIELDS = {
     "global_table": ("partitions",),
     "merge": (),
     "to_table": ("input",),
-    "repartition": ("input", "partitions", "partitioner"),
+    "repartition": ("input", "partitions", "partitioner", "as"),
     "through": ("input", "partitions", "partitioner"),
-    "group_by_key": ("input",),
-    "group_by": ("input", "partitioner"),
+    "group_by_key": ("input", "as"),
+    "group_by": ("input", "partitioner", "as"),
     "windowed_by": ("input", "emit_strategy"),
     "suppress": ("input",),
-    "count": ("input",),
-    "reduce": ("input",),
-    "aggregate": ("input",),
-    "filter_not": ("input", "materialized"),
+    "count": ("input", "store"),
+    "reduce": ("input", "store"),
+    "aggregate": ("input", "store"),
+    "filter_not": ("input", "materialized", "store"),
     "peek": ("input",),
     "process_values": ("input", "store"),
     "process": ("input", "store"),
     "split": ("input",),
     "branch": ("input",),
-    "cogroup": (),
+    "cogroup": ("store",),
 }
-_JOIN_FIELDS = ("window", "grace_ms", "foreign_key", "joiner", "partitioner", "other_partitioner", "key_selector")
+_JOIN_FIELDS = (
+    "window", "grace_ms", "foreign_key", "joiner", "partitioner", "other_partitioner", "key_selector", "store",
+)  # fmt: skip
 
 
 def is_topology_document(data: Any) -> bool:
@@ -371,7 +377,9 @@ class _NodeReader:
             return topology.stream(topic, partitions=partitions, name=name)
         if op == "table":
             history = node.get("history_retention_ms")
-            return topology.table(topic, partitions=partitions, history_retention_ms=history, name=name)
+            return topology.table(
+                topic, partitions=partitions, history_retention_ms=history, name=name, store=node.get("store")
+            )
         return topology.global_table(topic, partitions=partitions, name=name)
 
     def stateless(self, name: str) -> Any:
@@ -381,8 +389,10 @@ class _NodeReader:
             materialized = node.get("materialized", False)
             if not isinstance(materialized, bool):
                 raise TopologyError(f"{at}.materialized: true or false, got {materialized!r}")
-            return getattr(self.input(KTable), op)(node[op], name=name, materialized=materialized)
-        if "materialized" in node:
+            return getattr(self.input(KTable), op)(
+                node[op], name=name, materialized=materialized, store=node.get("store")
+            )
+        if "materialized" in node or "store" in node and op in ("filter", "filter_not", "map_values"):
             raise TopologyError(f"{at}.materialized: only a table's filter or map_values is materialized")
         if op in ("filter", "map_values", "select_key", "flat_map_values", "flat_map"):
             stream = self.input(KStream)
@@ -413,9 +423,14 @@ class _NodeReader:
         if op == "to_table":
             return self.input(KStream).to_table(name=name)
         if op == "repartition":
-            return self.input(KStream).repartition(
-                name=name, partitions=node.get("partitions"), partitioner=node.get("partitioner")
-            )
+            given = node.get("as")  # Repartitioned.as names the topic; else the node's name does
+            stream = self.input(KStream).repartition(
+                name=name if given is None else given, partitions=node.get("partitions"),
+                partitioner=node.get("partitioner"),
+            )  # fmt: skip
+            if given is not None:
+                stream.node.params["repartition"]["as"] = given
+            return stream
         if op == "through":
             return self.input(KStream).through(
                 _topic(node[op], at), partitions=self.sink_partitions(), partitioner=node.get("partitioner"), name=name
@@ -459,10 +474,10 @@ class _NodeReader:
         node, op, at = self.node, self.op, self.at
         if op == "group_by_key":
             # a document's node names its handle; Kafka's harness names no Grouped (each aggregate its own topic)
-            return self.input(KStream).group_by_key()
+            return self.input(KStream).group_by_key(name=node.get("as"))  # as: Grouped.as
         if op == "group_by":
             parent = self.input((KStream, KTable))
-            return parent.group_by(node[op], partitioner=node.get("partitioner"))
+            return parent.group_by(node[op], partitioner=node.get("partitioner"), name=node.get("as"))
         grouped = self.input(KGroupedStream)
         if op == "windowed_by":
             if isinstance(grouped, (KGroupedTable, TimeWindowedKStream)):
@@ -473,10 +488,10 @@ class _NodeReader:
         if op == "count":
             if node[op] is not True:
                 raise TopologyError(f"{at}.count: write count: true")
-            return grouped.count(name=name)
+            return grouped.count(name=name, store=node.get("store"))
         if node[op] != "concat":
             raise TopologyError(f"{at}.{op}: a document names concat (Python functions: kjoin.Topology)")
-        return getattr(grouped, op)("concat", name=name)
+        return getattr(grouped, op)("concat", name=name, store=node.get("store"))
 
     def cogroup(self, name: str) -> Any:
         """``cogroup: [grouped, ...]``: the grouped streams, each aggregated by ``agg+value`` from ``""``."""
@@ -491,7 +506,7 @@ class _NodeReader:
         cogrouped = grouped[0].cogroup("concat")
         for found in grouped[1:]:
             cogrouped = cogrouped.cogroup(found, "concat")
-        return cogrouped.aggregate("concat", name=name)
+        return cogrouped.aggregate("concat", name=name, store=self.node.get("store"))
 
     def join(self, name: str) -> Any:
         node, op, at = self.node, self.op, self.at
@@ -500,7 +515,7 @@ class _NodeReader:
             raise TopologyError(f"{at}.{op}: expected [left, right], the names of the two nodes it joins")
         left = self.handle(f"{op}[0]", sides[0], (KStream, KTable))
         right = self.handle(f"{op}[1]", sides[1], (KStream, KTable, GlobalKTable))
-        options = {key: node[key] for key in ("window", "joiner", "grace_ms", "key_selector") if key in node}
+        options = {key: node[key] for key in ("window", "joiner", "grace_ms", "key_selector", "store") if key in node}
         if isinstance(left, KTable):
             for key in ("foreign_key", "partitioner", "other_partitioner"):
                 if key in node:

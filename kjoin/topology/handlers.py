@@ -20,7 +20,14 @@ How it works (Kafka 3.9+, KIP-1033; ``ProcessorNode.process``):
   the record the task took from its source topic (its raw bytes, whatever the nodes before made of it), the
   timestamp of the record as it reached the failing node, no partition (the producer's partitioner: murmur2 of the
   key; kjoin puts a null key in partition 0), the source record's headers, then :data:`DLQ_HEADERS`. With ``fail``
-  the record is written and the task fails; kjoin's error says so.
+  the record is written and the task fails; kjoin's error says so. Once a sink (``to``, a repartition or
+  foreign-key topic) has sent a record of that source record, the dead-letter record's key and value are null:
+  ``RecordCollectorImpl.send`` frees the raw source record from the current record context, to save memory
+  (``freeRawInputRecordFromContext``, in the 4.4.0 jar). The context is shared down the forwards, except where
+  ``ProcessorContextImpl.forward`` gives a forward's children a copy: when the record's timestamp differs from the
+  context's, or its headers object does, as a table's ``to_stream`` forward does; a sink frees only its own copy.
+  So a sink that is a stream's first child empties the dead-letter records of its later siblings, and a table's
+  ``to(...)`` leaves the table's other children theirs (``tests/test_topology_dead_letters.py``, against 4.4.0).
 * ``global_processing_exception_handler: true`` (4.3+, KIP-1270, ``processing.exception.handler.global.enabled``):
   the handler also covers the global thread's processors. A kjoin global table runs no user function (it is a
   ``GlobalKTable`` read from its topic), so nothing there can throw; the setting changes no output and is refused

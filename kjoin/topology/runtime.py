@@ -303,6 +303,10 @@ class _Run:
         self.lean = lean
         self.count = 0
         self.current: Any = None
+        self.sent = False
+        """Has a sink sent a record in the current record context (which frees the raw source record)?"""
+        self.context_ts = 0
+        """The timestamp of the current record context (Kafka's ``ProcessorRecordContext``)."""
         """The record of the step being taken (a :class:`TopicRecord`), for a processing error."""
         self.last_step: TopologyStep | None = None
         self.written_count: dict[tuple[str, int], int] = defaultdict(int)
@@ -439,6 +443,7 @@ class _Run:
         index = self.count
         self.count += 1
         self.current = record
+        self.sent, self.context_ts = False, record.ts  # the step's record context
         sub = self._subtopology_reading(record.topic)
         task = "global" if sub < 0 else f"{sub}_{record.partition}"
         if sub >= 0:
@@ -567,14 +572,17 @@ class _Run:
 
     def _dead_letter(self, error: BaseException, ts: int, step: int) -> tuple[TopicRecord, ...]:
         """The dead-letter record of the step's record (:data:`current`), if the topology has a queue: the source
-        record's key and value, ``ts`` (the record's as it reached the failing node), Kafka's headers."""
+        record's key and value, ``ts`` (the record's as it reached the failing node), Kafka's headers. Once a sink of
+        the step has sent a record, the key and value are null: Kafka's ``RecordCollectorImpl.send`` frees the raw
+        source record from the record context (see :mod:`kjoin.topology.handlers`)."""
         topic = self.topology.exception_handling.dead_letter_queue
         if topic is None:
             return ()
         record = self.current
         value = record.value if record.message is None else record.message.describe()
-        headers = dead_letter_headers(error, record.topic, record.partition, record.offset)
-        return (self._append(topic, record.key, value, ts, None, step, headers),)
+        if self.sent:
+            return (self._append(topic, None, None, ts, None, step, headers_of(error, record)),)
+        return (self._append(topic, record.key, value, ts, None, step, headers_of(error, record)),)
 
     def _failed(self, node: Node, rec: Rec, error: Exception) -> Any:
         """A processing error at ``node`` on ``rec`` (the step's record :attr:`current`, as it reached the node):
@@ -668,6 +676,9 @@ class _Run:
             if node.op in ("to", "repartition-sink") and self.topology.exception_handling.continues:
                 raise _SinkFailed(node, rec, error) from error  # a sink catches nothing: its parent decides
             self._failed(node, rec, error)
+        # a foreign-key join's processors forward to their internal topics' sinks in a record context of their own
+        # (judged against 4.4.0: the siblings' dead-letter records keep the raw record)
+        self.sent = self.sent or (bool(wrote) and node.op != "fk")
         written.extend(wrote)
         forwarded = tuple((f.key, f.value, f.ts) for f in outcome.forwarded)
         visits.append(
@@ -678,9 +689,18 @@ class _Run:
         )  # fmt: skip
         try:
             for child_rec in outcome.forwarded:
+                # Kafka's ProcessorContextImpl.forward gives the children a new record context, a copy of the current
+                # one, when the record's timestamp differs from it (or its headers object does: as a to_stream's
+                # forward shows against 4.4.0); a sink that sends below frees that copy's raw record only
+                outer = (self.sent, self.context_ts)
+                self.context_ts = child_rec.ts
                 for child, child_port in node.children:
                     if child_rec.to is None or child_rec.to == child.name:
                         self._visit(child, child_port, child_rec, partition, step, visits, written)
+                if child_rec.ts != outer[1] or node.op == "to_stream":
+                    self.sent, self.context_ts = outer
+                else:
+                    self.context_ts = outer[1]
         except _SinkFailed as failed:  # Kafka's ProcessorNode of this node catches what its sink child threw
             if node.op in ("stream", "table", "repartition-source"):
                 self._failed(failed.node, failed.rec, failed.error)
@@ -725,7 +745,7 @@ class _Run:
             elif node.op in CUSTOM_OPS:
                 found = build_custom(node, partition, log, self.graph.text_keys)
             elif node.op == "suppress":
-                found = SuppressProcessor(node, partition, log)
+                found = SuppressProcessor(node, partition, log, self._parent(partition))
             elif node.op in COGROUP_OPS:
                 found = CogroupAggregate(node, partition, log, self.topology.semantics)
             else:
@@ -803,6 +823,11 @@ def _function_of(node: Node, text: str | None = None) -> str:
     if node.op == "fk":
         return "the foreign-key join"
     return f"the {node.op} node"
+
+
+def headers_of(error: BaseException, record: TopicRecord) -> tuple[Any, ...]:
+    """Kafka's ``__streams.errors.*`` headers of a dead-letter record of ``record``."""
+    return dead_letter_headers(error, record.topic, record.partition, record.offset)
 
 
 def _shown(value: Any) -> str:

@@ -14,13 +14,23 @@ How it works (Kafka's ``KTableSuppressProcessorSupplier``, caching off as in eve
 * ``max_records``: after those evictions, a buffer holding more records is full: ``when_full="emit_early"``
   (``emitEarlyWhenFull``, time limit only) forwards the oldest entries until it is not; ``"shut_down"``
   (``shutDownWhenFull``) stops the task: kjoin's :class:`SuppressionBufferFull`, naming the node and the record.
-  ``BufferConfig.maxBytes`` is refused: its bound counts Kafka's serialized sizes, which kjoin does not model.
+  ``BufferConfig.maxBytes`` is refused. Kafka 4.4's ``InMemoryTimeOrderedKeyValueChangeBuffer`` counts each entry
+  as ``computeRecordSize``: 8 + the serialized key (a windowed key with its window's start, and end for a session)
+  + ``BufferValue.residentMemorySizeEstimate`` (the prior value's bytes, the old value's unless it is the same
+  array as the prior, the new value's, and ``ProcessorRecordContext.residentMemorySizeEstimate``: 8 + 8 + 4 + the
+  characters of the record's topic name + each header's key characters and value bytes). The topic is the one the
+  task read: behind a repartition topic, ``<application.id>-<name>-repartition``, named by the application id and
+  by Kafka's counter unless ``Grouped.as`` names it, neither of which a kjoin topology has; so the bound is not
+  reproduced and kjoin refuses it rather than guess.
+* A stream's join reads a time-limit suppression as a table through :class:`SuppressedGetter` (Kafka's value
+  getter): a key the buffer holds answers with its prior value, any other with the input table's row. Other reads
+  of a suppressed table as a table are refused (``builder._check_not_suppressed``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..fates import Fate, Reason
 from ..joins.aggregate import AggregateOutput
@@ -79,8 +89,10 @@ def suppressed(options: Mapping[str, Any], where: str) -> Suppressed:
         raise TopologyError(f"{where}.until: expected window_closes or time_limit, got {until!r:.60}")
     if options.get("max_bytes") is not None:
         raise TopologyError(
-            f"{where}.max_bytes: kjoin does not model BufferConfig.maxBytes (its bound counts Kafka's serialized "
-            "sizes of keys, values and record contexts); bound the buffer with max_records, or leave it unbounded"
+            f"{where}.max_bytes: kjoin does not model BufferConfig.maxBytes: each buffered entry counts its serialized "
+            "key, prior, old and new values and its record context, whose size includes the name of the topic the "
+            "record came from (an internal topic's full name, <application.id>-...-repartition, which kjoin does not "
+            "reproduce); bound the buffer with max_records, or leave it unbounded"
         )
     limit = options.get("time_limit_ms")
     if until == "time_limit":
@@ -115,8 +127,9 @@ class SuppressProcessor(NodeProcessor):
     """One task's suppression (``KTableSuppressProcessor``): ``windows`` are the aggregate's whose final results
     ``window_closes`` waits for (``None`` for a time limit)."""
 
-    def __init__(self, node: Node, partition: int, log: Any) -> None:
+    def __init__(self, node: Node, partition: int, log: Any, parent: Callable[[Node], Any] | None = None) -> None:
         super().__init__(node, partition)
+        self.parent = parent  # the task's other processors: a lookup reads the input table through them
         self.options: Suppressed = node.params["suppressed"]
         windows = node.params.get("windows")
         self.buffer: SuppressionBuffer | None = None
@@ -126,6 +139,16 @@ class SuppressProcessor(NodeProcessor):
             self.buffer = SuppressionBuffer(log, partition, duration, session=isinstance(windows, SessionWindows))
         else:
             self.time_limit = TimeLimitStore(log, partition)
+
+    def getter_over(self, parent: Any) -> "SuppressedGetter":
+        """This suppression read as a table, over ``parent`` (its input table's value getter)."""
+        return SuppressedGetter(self, parent)
+
+    def as_table(self, partition: int) -> "SuppressedGetter":
+        """Read through the buffer, then the input table (Kafka's ``KTableSuppressProcessorSupplier`` getter)."""
+        if self.parent is None:  # pragma: no cover - the runtime always hands the task's processors
+            raise AssertionError(f"{self.node.name}: built without its task's processors")
+        return self.getter_over(self.parent(self.node.parents[0]).as_table(partition))
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
         if self.buffer is not None:
@@ -180,6 +203,25 @@ class SuppressProcessor(NodeProcessor):
             shown = ", ".join(f"{n}: {at(render_value(r.value), r.ts)}" for n, r in zip(notes, forwarded))
             text += f"; forwarded {shown}"
         return forwarded, Fate.BUFFERED if not forwarded else Fate.FORWARDED, Reason.TIME_LIMIT, text + "."
+
+
+class SuppressedGetter:
+    """A time-limit suppression read as a table, by a stream's join (``KTableSuppressProcessorSupplier``'s value
+    getter): a key the buffer holds answers with its prior value, what the suppression last let through (none if
+    that was a tombstone or nothing), with the timestamp of its latest buffered update; any other key with the input
+    table's row."""
+
+    def __init__(self, processor: SuppressProcessor, parent: Any) -> None:
+        self.processor = processor
+        self.parent = parent
+
+    def get(self, key: Any) -> Any:
+        store = self.processor.time_limit
+        held = None if store is None else store.held(key)
+        if held is None:
+            return self.parent.get(key)
+        prior, ts = held
+        return None if prior is None else (prior, ts)
 
 
 def _forward(evicted: tuple[Any, Any, int, Any]) -> Rec:

@@ -83,6 +83,8 @@ class _Writer:
             self.stateless(node, entry)
         else:
             return  # repartition sinks and sources: Kafka adds them, and so does kjoin
+        if node.params.get("store") is not None and node.op not in ("process_values", "process"):
+            entry["store"] = node.params["store"]  # Materialized.as, StreamJoined.withStoreName
         self.nodes.append(entry)
 
     # -- names and functions ----------------------------------------------------------------------
@@ -205,6 +207,8 @@ class _Writer:
     def grouped(self, node: Any, entry: dict[str, Any]) -> None:
         if node.op in ("group_by", "table-group-by"):
             entry["name"] = node.params.get("grouped_name") or node.name
+            if node.params.get("grouped_name") is not None:
+                entry["as"] = node.params["grouped_name"]  # Grouped.as: the repartition topic's name
             entry["group_by"] = self.spec(node)
             entry["input"] = self.logical(node.parents[0])
             if node.params.get("partitioner") is not None and node.op == "group_by":
@@ -258,6 +262,8 @@ class _Writer:
             sink = next(n for n in graph.nodes.values() if n.op == "repartition-sink" and n.topic == node.topic)
             entry["name"] = given["name"]
             entry["repartition"] = True
+            if given.get("as") is not None:
+                entry["as"] = given["as"]  # Repartitioned.as: the topic's name
             entry["input"] = self.logical(sink.parents[0])
             if given["partitions"] is not None:
                 entry["partitions"] = given["partitions"]

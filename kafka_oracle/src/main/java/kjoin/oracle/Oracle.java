@@ -633,9 +633,10 @@ public final class Oracle {
                 Stores.persistentVersionedKeyValueStore(topic + "-store", Duration.ofMillis(retention)))
                 .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
         }
+        String named = options.get("store") != null ? (String) options.get("store") : topic + "-store";
         Materialized<String, String, KeyValueStore<Bytes, byte[]>> store =
-            (IN_MEMORY ? Materialized.<String, String>as(Stores.inMemoryKeyValueStore(topic + "-store"))
-                : Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(topic + "-store"))
+            (IN_MEMORY ? Materialized.<String, String>as(Stores.inMemoryKeyValueStore(named))
+                : Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(named))
             .withKeySerde(Serdes.String()).withValueSerde(Serdes.String());
         return builder.table(topic, consumed, cached ? store.withCachingEnabled() : store.withCachingDisabled());
     }

@@ -296,14 +296,17 @@ public final class TopologyOracle {
                     options.put("versioned", true);
                     options.put("history_retention_ms", node.get("history_retention_ms"));
                 }
+                if (node.get("store") != null) {  // Materialized.as(store)
+                    options.put("store", node.get("store"));
+                }
                 handles.put(name, Oracle.table(builder, topic, options, false));
             } else if (node.containsKey("filter")) {
                 Map<String, Object> spec = Oracle.map(node.get("filter"));
                 Object parent = handles.get((String) node.get("input"));
                 if (parent instanceof KTable) {  // KTableFilter: a row that fails is a tombstone downstream
                     KTable<String, String> table = (KTable<String, String>) parent;
-                    handles.put(name, Boolean.TRUE.equals(node.get("materialized"))
-                        ? table.filter((key, value) -> keep(spec, key, value), stored(name))
+                    handles.put(name, (Boolean.TRUE.equals(node.get("materialized")) || Naming.store(node) != null)
+                        ? table.filter((key, value) -> keep(spec, key, value), stored(Naming.store(node) != null ? Naming.store(node) : name))
                         : table.filter((key, value) -> keep(spec, key, value)));
                 } else {
                     handles.put(name, ((KStream<String, String>) parent).filter((key, value) -> keep(spec, key, value)));
@@ -313,8 +316,8 @@ public final class TopologyOracle {
                 Object parent = handles.get((String) node.get("input"));
                 if (parent instanceof KTable) {  // KTableMapValues: a null row stays null, the mapper unseen
                     KTable<String, String> table = (KTable<String, String>) parent;
-                    handles.put(name, Boolean.TRUE.equals(node.get("materialized"))
-                        ? table.mapValues(value -> mapValue(spec, value), stored(name))
+                    handles.put(name, (Boolean.TRUE.equals(node.get("materialized")) || Naming.store(node) != null)
+                        ? table.mapValues(value -> mapValue(spec, value), stored(Naming.store(node) != null ? Naming.store(node) : name))
                         : table.mapValues(value -> mapValue(spec, value)));
                 } else {
                     handles.put(name, ((KStream<String, String>) parent).mapValues(value -> mapValue(spec, value)));
@@ -357,8 +360,8 @@ public final class TopologyOracle {
                 Object parent = handles.get((String) node.get("input"));
                 if (parent instanceof KTable) {  // KTableFilter with filterNot: the predicate negated
                     KTable<String, String> table = (KTable<String, String>) parent;
-                    handles.put(name, Boolean.TRUE.equals(node.get("materialized"))
-                        ? table.filterNot((key, value) -> keep(spec, key, value), stored(name))
+                    handles.put(name, (Boolean.TRUE.equals(node.get("materialized")) || Naming.store(node) != null)
+                        ? table.filterNot((key, value) -> keep(spec, key, value), stored(Naming.store(node) != null ? Naming.store(node) : name))
                         : table.filterNot((key, value) -> keep(spec, key, value)));
                 } else {
                     handles.put(name, ((KStream<String, String>) parent)
@@ -396,7 +399,7 @@ public final class TopologyOracle {
                 handles.put(name, left.merge((KStream<String, String>) handles.get((String) sides.get(1))));
             } else if (node.containsKey("repartition")) {  // KStream.repartition (2.6+, KIP-221)
                 org.apache.kafka.streams.kstream.Repartitioned<String, String> repartitioned =
-                    org.apache.kafka.streams.kstream.Repartitioned.with(Serdes.String(), Serdes.String());
+                    Naming.repartitioned(node);
                 if (node.get("partitions") != null) {
                     repartitioned = repartitioned.withNumberOfPartitions(((Number) node.get("partitions")).intValue());
                 }
@@ -410,11 +413,11 @@ public final class TopologyOracle {
                 handles.put(name, ((KStream<String, String>) handles.get((String) node.get("input"))).toTable());
             } else if (node.containsKey("group_by_key")) {
                 handles.put(name, ((KStream<String, String>) handles.get((String) node.get("input")))
-                    .groupByKey(Grouped.with(Serdes.String(), Serdes.String())));
+                    .groupByKey(Naming.grouped(node)));
             } else if (node.containsKey("group_by")) {
                 Map<String, Object> spec = Oracle.map(node.get("group_by"));
                 Object parent = handles.get((String) node.get("input"));
-                Grouped<String, String> grouped = Grouped.with(Serdes.String(), Serdes.String());
+                Grouped<String, String> grouped = Naming.grouped(node);
                 if (parent instanceof KTable) {
                     String path = (String) spec.get("field");
                     handles.put(name, ((KTable<String, String>) parent)
@@ -437,8 +440,8 @@ public final class TopologyOracle {
                     cogrouped = cogrouped.cogroup((KGroupedStream<String, String>) handles.get((String) input),
                         (key, value, agg) -> agg + "+" + value);
                 }
-                handles.put(name, cogrouped.aggregate(() -> "", (Materialized) Materialized.with(Serdes.String(),
-                    Serdes.String())));
+                handles.put(name, cogrouped.aggregate(() -> "",
+                    (Materialized) Naming.materialized(node, Serdes.String())));
             } else if (node.containsKey("suppress")) {  // KTable#suppress (KIP-328)
                 KTable<Object, Object> table = (KTable<Object, Object>) handles.get((String) node.get("input"));
                 handles.put(name, table.suppress(suppressed(Oracle.map(node.get("suppress")))));
@@ -558,10 +561,8 @@ public final class TopologyOracle {
      *  concat (initializer "", then the same adder and subtractor). The result is a KTable of text values. */
     @SuppressWarnings("unchecked")
     static Object aggregate(Object grouped, Map<String, Object> node) {
-        Materialized<String, String, ?> text = (Materialized<String, String, ?>) (Materialized<?, ?, ?>)
-            Materialized.with(Serdes.String(), Serdes.String());
-        Materialized<String, Long, ?> counts = (Materialized<String, Long, ?>) (Materialized<?, ?, ?>)
-            Materialized.with(Serdes.String(), Serdes.Long());
+        Materialized<String, String, ?> text = Naming.materialized(node, Serdes.String());
+        Materialized<String, Long, ?> counts = Naming.materialized(node, Serdes.Long());
         if (grouped instanceof KGroupedTable) {
             KGroupedTable<String, String> table = (KGroupedTable<String, String>) grouped;
             if (node.containsKey("count")) {
@@ -626,8 +627,7 @@ public final class TopologyOracle {
             JoinWindows windows = Oracle.joinWindows(Oracle.map(node.get("window")));
             KStream<String, String> l = (KStream<String, String>) left;
             KStream<String, String> r = (KStream<String, String>) right;
-            StreamJoined<String, String, String> joined =
-                StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String());
+            StreamJoined<String, String, String> joined = Naming.streamJoined(node);
             switch (variant) {
                 case "inner": return l.join(r, joiner, windows, joined);
                 case "left": return l.leftJoin(r, joiner, windows, joined);
@@ -651,7 +651,20 @@ public final class TopologyOracle {
         }
         if (path != null) {
             java.util.function.Function<String, String> extractor = value -> field(value, (String) path);
+            if (Naming.store(node) != null) {  // Materialized.as(store): the result's store
+                Materialized<String, String, KeyValueStore<Bytes, byte[]>> store = stored(Naming.store(node));
+                return "inner".equals(variant) ? l.join(r, extractor, joiner, store)
+                    : l.leftJoin(r, extractor, joiner, store);
+            }
             return "inner".equals(variant) ? l.join(r, extractor, joiner) : l.leftJoin(r, extractor, joiner);
+        }
+        if (Naming.store(node) != null) {
+            Materialized<String, String, KeyValueStore<Bytes, byte[]>> store = stored(Naming.store(node));
+            switch (variant) {
+                case "inner": return l.join(r, joiner, store);
+                case "left": return l.leftJoin(r, joiner, store);
+                default: return l.outerJoin(r, joiner, store);
+            }
         }
         switch (variant) {
             case "inner": return l.join(r, joiner);

@@ -1,0 +1,52 @@
+"""The names of stores an application gives (``Materialized.as``, ``StreamJoined.withStoreName``), and the store
+names Kafka derives from them, as ``Topology.describe()`` lists them.
+
+Naming a store changes what ``describe()`` lists and what the changelog topics are called
+(``<application.id>-<store>-changelog``), never what a topology emits: the random topologies of
+``tests/test_topology_store_names.py`` runs a topology with every store named through the real library and
+compares its outputs too. A stream-stream join's one name stands for its stores, as the real library's
+``describe()`` lists them (pinned by the same test):
+
+=========  ==============================  ===============================  ================================
+variant    left window store               right window store               outer-join buffer (3.1+)
+=========  ==============================  ===============================  ================================
+inner      ``<name>-this-join-store``      ``<name>-other-join-store``      none
+left       ``<name>-this-join-store``      ``<name>-outer-other-join-store``  ``<name>-left-shared-join-store``
+outer      ``<name>-outer-this-join-store``  ``<name>-outer-other-join-store``  ``<name>-outer-shared-join-store``
+=========  ==============================  ===============================  ================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .graph import TopologyError, legal_name
+
+__all__ = ["store_name", "kafka_stores"]
+
+
+def store_name(store: Any, op: str) -> str | None:
+    """``store`` if Kafka takes it as a store's name (a changelog topic is named after it: Kafka's legal-name rule),
+    else kjoin's error naming ``op``; ``None`` stays ``None`` (Kafka names the store itself)."""
+    if store is None:
+        return None
+    if not isinstance(store, str):
+        raise TopologyError(f"{op}: store: a store's name is non-empty text, got {store!r:.60}")
+    return legal_name(store, f"{op}: store (Materialized.as)")
+
+
+def kafka_stores(node: Any, semantics: Any) -> tuple[str, ...]:
+    """The stores ``describe()`` lists for ``node`` when the application named its store (``()`` when it did not:
+    Kafka's generated names count every node the DSL adds, which kjoin's graph does not mirror)."""
+    store = node.params.get("store")
+    if store is None:
+        return ()
+    if node.op != "stream-stream":
+        return (store,)
+    variant = node.params["variant"]
+    this = f"{store}-outer-this-join-store" if variant == "outer" else f"{store}-this-join-store"
+    other = f"{store}-other-join-store" if variant == "inner" else f"{store}-outer-other-join-store"
+    window = node.params["window"]
+    if variant == "inner" or not (semantics.spurious_result_fix and not window.deprecated_api):
+        return (this, other)
+    return (this, other, f"{store}-{variant}-shared-join-store")

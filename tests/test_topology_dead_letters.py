@@ -1,0 +1,99 @@
+"""A dead-letter record written after a sink of the same record has sent: null key and value, as Kafka writes it
+(``RecordCollectorImpl.send`` frees the raw source record from the current record context, read in the 4.4.0 jar:
+``freeRawInputRecordFromContext`` -> ``ProcessorRecordContext.freeRawRecord``); before any sink, the source record's
+key and value. The freeing reaches only the record context the sink sent in: ``ProcessorContextImpl.forward`` gives
+a forward's children a copy when the record's timestamp (or headers object) differs, as a table's ``to_stream``
+does, so a sink below a table's ``to_stream`` leaves the table's other children their raw record. Judged by the real
+library (``kafka_oracle/``) on 4.4.0."""
+
+from __future__ import annotations
+
+import pytest
+
+from kjoin.topology.document import TopologyScenario
+from tests import oracle_check, topology_oracle
+
+EVENTS = [{"topic": "in", "key": "k", "value": "1", "ts": 5}, {"topic": "in", "key": "k2", "value": "2", "ts": 6}]
+
+
+def scenario(source: str, sink_first: bool, handler: str = "continue") -> TopologyScenario:
+    """``in`` (a stream, or a table read as a stream) -> ``a``, and -> a mapper that throws on ``1`` -> ``b``; the
+    sink to ``a`` is the source's first child or its last."""
+    nodes = [{"name": "s", source: "in"}]
+    read = "s"
+    if source == "table":
+        nodes.append({"name": "changes", "to_stream": True, "input": "s"})
+        read = "changes"
+    sink = [{"name": "a", "to": "a", "input": read}]
+    failing = [{"name": "m", "map_values": {"fail_on": "1"}, "input": read}, {"name": "b", "to": "b", "input": "m"}]
+    return TopologyScenario.from_dict(
+        {
+            "semantics": "4.4",
+            "processing_exception_handler": handler,
+            "dead_letter_queue": "dlq",
+            "topology": nodes + (sink + failing if sink_first else failing + sink),
+            "events": EVENTS,
+        }
+    )
+
+
+def dead_letters(case: TopologyScenario) -> list[tuple[object, object]]:
+    return [(r.key, r.value) for r in case.run().outputs_by_event()[0] if r.topic == "dlq"]
+
+
+@pytest.mark.parametrize("source", ["stream", "table"])
+def test_after_a_sink_the_dead_letter_record_has_no_key_and_no_value(source):
+    assert dead_letters(scenario(source, sink_first=True)) == [(None, None)]
+    assert dead_letters(scenario(source, sink_first=False)) == [("k", "1")]
+
+
+SIBLINGS = {
+    # a table's to(a) (a to_stream and a sink) beside a table's own failing map_values: a context of its own
+    "table-to-beside-map-values": ([{"name": "a", "to": "a", "input": "s"},
+                                    {"name": "m", "map_values": {"fail_on": "1"}, "input": "s"}], ("k", "1")),
+    "table-to-beside-to-stream": ([{"name": "a", "to": "a", "input": "s"},
+                                   {"name": "changes", "to_stream": True, "input": "s"},
+                                   {"name": "m", "map_values": {"fail_on": "1"}, "input": "changes"}], ("k", "1")),
+}  # fmt: skip
+
+
+def sibling(name: str) -> TopologyScenario:
+    nodes, _ = SIBLINGS[name]
+    return TopologyScenario.from_dict(
+        {
+            "semantics": "4.4",
+            "processing_exception_handler": "continue",
+            "dead_letter_queue": "dlq",
+            "topology": [{"name": "s", "table": "in"}, *nodes, {"name": "b", "to": "b", "input": "m"}],
+            "events": EVENTS,
+        }
+    )
+
+
+@pytest.mark.parametrize("name", SIBLINGS)
+def test_a_sink_below_a_tables_to_stream_leaves_the_tables_other_children_their_raw_record(name):
+    assert dead_letters(sibling(name)) == [SIBLINGS[name][1]]
+
+
+@pytest.fixture(scope="module")
+def built() -> None:
+    oracle_check.build()
+
+
+@pytest.mark.oracle
+def test_the_real_library_writes_the_same_dead_letter_records(built):
+    cases = [scenario(source, first) for source in ("stream", "table") for first in (True, False)]
+    cases += [sibling(name) for name in SIBLINGS]
+    answers = topology_oracle.run_batch("4.4.0", cases)
+    nulls = [any(row[0] == "dlq" and row[1] is None for row in answer["outputs"][0]) for answer in answers]
+    assert nulls == [True, False, True, False, False, False]  # the rules hold in Kafka: the comparison can fail
+    for case, answer in zip(cases, answers):
+        assert topology_oracle.difference(case, answer, "4.4.0") is None
+
+
+def test_spark_writes_the_same_dead_letter_records(spark):
+    from tests.topology_spark_check import difference  # Spark's modules only where a session runs
+
+    cases = [scenario("stream", sink_first=True), scenario("table", sink_first=False), sibling(next(iter(SIBLINGS)))]
+    for case in cases:
+        assert difference(spark, case) is None

@@ -1,0 +1,148 @@
+"""Stores and repartition topics the application names (``Materialized.as``, ``StreamJoined.withStoreName``,
+``Grouped.as``, ``Repartitioned.as``): kjoin's ``describe()`` lists the names the real library's ``describe()``
+lists (tests/describe_fixtures/variant-named-stores.json, printed by Kafka 4.4 through tests/describe_cases.py), and
+the outputs stay what Kafka emitted."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import kjoin
+from kjoin.topology.describe import parse_describe
+from kjoin.topology.document import TopologyScenario
+from tests import oracle_check, topology_oracle
+
+FIXTURE = json.loads((Path(__file__).parent / "describe_fixtures" / "variant-named-stores.json").read_text())
+GENERATED = re.compile(r"\d{10}")
+"""A name Kafka generated (its counter): kjoin does not reproduce those, only the application's."""
+
+
+def _kafka_names(text: str) -> tuple[set[str], set[str]]:
+    nodes = parse_describe(text).values()
+    stores = {store for node in nodes for store in node.stores if not GENERATED.search(store)}
+    stores -= {f"{topic}-store" for node in nodes for topic in node.topics}  # the harness's table stores
+    topics = {t for node in nodes for t in node.topics if t.endswith("-repartition") and not GENERATED.search(t)}
+    return stores, topics
+
+
+def _kjoin_names(text: str) -> tuple[set[str], set[str]]:
+    stores = {s for found in re.findall(r"\(stores: \[([^\]]*)\]\)", text) for s in found.split(", ")}
+    topics = {t for t in re.findall(r"\(topics?: \[?([^\],)]+)", text) if t.endswith("-repartition")}
+    return stores, topics
+
+
+def test_describe_lists_the_store_and_topic_names_kafka_derives_from_the_applications():
+    scenario = TopologyScenario.from_dict({"semantics": "4.4", **FIXTURE["document"]})
+    kafka_stores, kafka_topics = _kafka_names(FIXTURE["describe_text"])
+    assert {"paid-this-join-store", "paid-outer-other-join-store", "paid-left-shared-join-store"} <= kafka_stores
+    assert _kjoin_names(scenario.topology.describe()) == (kafka_stores, kafka_topics)
+    assert len(scenario.topology.graph.subtopologies()) == FIXTURE["describe_text"].count("Sub-topology:")
+
+
+def test_named_stores_change_no_outputs():
+    scenario = TopologyScenario.from_dict({"semantics": "4.4", **FIXTURE["document"]})
+    rows = [[[r.topic, r.key, r.value, r.ts] for r in records] for records in scenario.run().outputs_by_event()]
+    unnamed = json.loads(json.dumps(FIXTURE["document"]).replace('"store":', '"_store":').replace('"as":', '"_as":'))
+    for node in unnamed["topology"]:
+        node.pop("_store", None), node.pop("_as", None)
+    plain = TopologyScenario.from_dict({"semantics": "4.4", **unnamed})
+    assert [[[r.topic, r.key, r.value, r.ts] for r in records] for records in plain.run().outputs_by_event()] == rows
+    assert "store" in json.dumps(scenario.topology.to_dict())  # and the document keeps the names
+
+
+@pytest.mark.parametrize(
+    "variant, stores",
+    [
+        ("inner", ["s-this-join-store", "s-other-join-store"]),
+        ("left", ["s-this-join-store", "s-outer-other-join-store", "s-left-shared-join-store"]),
+        ("outer", ["s-outer-this-join-store", "s-outer-other-join-store", "s-outer-shared-join-store"]),
+    ],
+)
+def test_a_stream_stream_joins_store_name_names_its_window_stores_and_outer_buffer(variant, stores):
+    b = kjoin.Topology(semantics="4.4")
+    left, right = b.stream("a"), b.stream("b")
+    getattr(left, {"inner": "join", "left": "left_join", "outer": "outer_join"}[variant])(
+        right, window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}, store="s"
+    ).to("out")
+    assert f"(stores: [{', '.join(stores)}])" in b.describe()
+
+
+def test_before_3_1_an_outer_join_keeps_no_shared_store():
+    b = kjoin.Topology(semantics="3.0")
+    b.stream("a").outer_join(b.stream("b"), window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}, store="s").to("o")
+    assert "(stores: [s-outer-this-join-store, s-outer-other-join-store])" in b.describe()
+
+
+def test_an_unnamed_groupings_repartition_topic_is_named_after_the_store():
+    b = kjoin.Topology()
+    b.stream("orders").group_by(lambda k, v: v).count(store="counts").to_stream().to("out")
+    assert "counts-repartition" in b.graph.topics
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda b: b.table("t", store="bad name"), "is illegal"),
+        (lambda b: b.stream("s").join(b.table("t"), store="x"), "only a stream-stream join keeps stores"),
+        (lambda b: b.stream("s").group_by_key().count(store=3), "non-empty text"),
+    ],
+)
+def test_a_store_name_kafka_would_refuse_is_kjoins_error(make, message):
+    with pytest.raises(kjoin.TopologyError, match=message):
+        make(kjoin.Topology())
+
+
+def test_from_describe_keeps_the_named_stores_and_topics():
+    from tests.test_topology_describe import fill_for
+
+    text = FIXTURE["describe_text"]
+    topology = kjoin.Topology.from_describe(text, fill_for(FIXTURE["document"], text), semantics="4.4")
+    assert not topology.described.refused
+    ours_stores, ours_topics = _kjoin_names(topology.describe())
+    kafka_stores, kafka_topics = _kafka_names(text)
+    assert kafka_stores <= ours_stores | {s for s in topology.described.stores}
+    assert kafka_topics <= ours_topics
+
+
+NAMED_GROUPING_TWICE = [
+    {"name": "orders", "stream": "orders"},
+    {"name": "payments", "stream": "payments"},
+    {"name": "by-c", "as": "by-c", "group_by": {"field": "c"}, "input": "orders"},
+    {"name": "paid", "group_by_key": True, "input": "payments"},
+    {"name": "lists", "aggregate": "concat", "input": "by-c"},
+    {"name": "both", "cogroup": ["by-c", "paid"]},
+    {"name": "out", "to": "out", "input": "both"},
+]
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_a_named_grouping_read_by_a_cogroup_and_an_aggregate_is_refused_as_kafka_refuses_it(order):
+    nodes = NAMED_GROUPING_TWICE[:4] + NAMED_GROUPING_TWICE[4:6][::order] + NAMED_GROUPING_TWICE[6:]
+    with pytest.raises(kjoin.ScenarioError, match="by-c-repartition-filter is already added"):
+        TopologyScenario.from_dict({"topology": nodes, "events": []})
+
+
+@pytest.mark.oracle
+def test_the_real_library_refuses_a_named_grouping_read_by_a_cogroup_and_an_aggregate():
+    oracle_check.build()
+    unnamed = [{k: v for k, v in node.items() if k != "as"} for node in NAMED_GROUPING_TWICE]
+    case = TopologyScenario.from_dict({"topology": unnamed, "events": []})  # kjoin builds it without the name
+    named = dict(topology_oracle.document(case), topology=NAMED_GROUPING_TWICE)
+    answer = topology_oracle.run_batch("4.4.0", [case])[0]
+    assert "error" not in answer
+    done = subprocess.run(
+        ["java", "-cp", oracle_check.classpath("4.4.0"), "kjoin.oracle.TopologyOracle"],
+        input=json.dumps({**named, "id": 0}) + "\n", capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "Processor by-c-repartition-filter is already added" in json.loads(done.stdout)["error"]
+
+
+def test_a_stream_stream_joins_store_name_needs_kafka_2_4():
+    b = kjoin.Topology(semantics="2.3")
+    with pytest.raises(kjoin.TopologyError, match="no StreamJoined.withStoreName"):
+        b.stream("a").join(b.stream("b"), window={"before_ms": 5, "after_ms": 5, "grace_ms": 0}, store="s")
