@@ -47,32 +47,40 @@ def test_the_placement_table_is_the_rule_on_every_case(no_trace):
     assert len(seen) > 40
 
 
-def _placed(tails: list, codes, ts, null, no_trace: bool, limit: int, monkeypatch) -> tuple:
+def _placed(tails: list, codes, ts, null, no_trace: bool, limit: int, monkeypatch, in_order: bool = True) -> tuple:
+    """The bookkeeping after placing the puts (``limit`` 0 and ``in_order`` off: every put one by one, by the rule)."""
     monkeypatch.setattr(vv, "ROUND_LIMIT", limit)
+    monkeypatch.setattr(vv, "IN_ORDER_KEYS", in_order)
     book = vv._Bookkeeping.of(tails)
     found = vv._place_rounds(book, codes, np.arange(len(codes)) * 2 + 1, ts, null, no_trace)
     return found, list(book.tails())
 
 
-def _rounds_against_one_by_one(seed: int, monkeypatch) -> int:
-    """Rounds (every key's first put, then its second...) against the rule called put by put (``ROUND_LIMIT`` 0) on
-    a random batch: the same bookkeeping, or the same first put deleting its key's latest value; returns how many
-    of the two eras' placements met such a put."""
+def _rounds_against_one_by_one(seed: int, monkeypatch, in_order_share: float = 0.0) -> int:
+    """Rounds (every key's first put, then its second...), with and without the in-order keys placed at once,
+    against the rule called put by put on a random batch: the same bookkeeping, or the same first put deleting its
+    key's latest value; returns how many of the two eras' placements met such a put. ``in_order_share``: that share
+    of the keys get their puts in rising ts after their last version and end (the in-order keys)."""
     rng = random.Random(seed)
     keys = rng.choice([1, 3, 20])
     tails = [_random_tail(rng) for _ in range(keys)]
     n = rng.randint(1, 200)
     codes = np.array([rng.randrange(keys) for _ in range(n)], dtype=np.int64)
     ts = np.array([rng.randint(0, 12) for _ in range(n)], dtype=np.int64)
+    for key in range(keys):
+        if rng.random() < in_order_share:
+            puts = np.flatnonzero(codes == key)
+            ts[puts] = 7 + np.cumsum([rng.randint(0 if i else 1, 3) for i in range(len(puts))])
     null = np.array([rng.random() < 0.25 for _ in range(n)], dtype=bool)
     deleting = 0
     for no_trace in (False, True):
-        found, book = _placed(tails, codes, ts, null, no_trace, vv.ROUND_LIMIT, monkeypatch)
-        want_found, want_book = _placed(tails, codes, ts, null, no_trace, 0, monkeypatch)
-        assert found == want_found
-        if found is None:
-            assert book == want_book
-        deleting += found is not None
+        want_found, want_book = _placed(tails, codes, ts, null, no_trace, 0, monkeypatch, in_order=False)
+        for in_order in (False, True):
+            found, book = _placed(tails, codes, ts, null, no_trace, vv.ROUND_LIMIT, monkeypatch, in_order)
+            assert found == want_found, (seed, no_trace, in_order)
+            if found is None:
+                assert book == want_book, (seed, no_trace, in_order)
+        deleting += want_found is not None
     return deleting
 
 
@@ -80,6 +88,13 @@ def test_puts_placed_in_rounds_keep_the_bookkeeping_placed_one_by_one(monkeypatc
     """Both outcomes are met: batches with a tombstone deleting its key's latest value, and batches without."""
     deleting = [_rounds_against_one_by_one(seed, monkeypatch) for seed in range(40)]
     assert 0 < sum(deleting) < 80, deleting
+
+
+def test_keys_whose_puts_come_in_order_are_placed_at_once_as_put_by_put(monkeypatch):
+    """Most keys' puts in rising ts after everything the key has (some with equal ts, which is not in order: the
+    rounds take those keys), the rest at random: the bookkeeping the rule leaves put by put."""
+    deleting = [_rounds_against_one_by_one(seed, monkeypatch, in_order_share=0.8) for seed in range(40)]
+    assert sum(deleting) < 80, deleting
 
 
 def test_a_hot_key_is_placed_one_by_one(monkeypatch):

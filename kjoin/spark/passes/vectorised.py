@@ -316,14 +316,13 @@ class _Tables:
     def update(self, side: int, ids: Any, values: Any, ts: Any, updates: Any) -> None:
         """The batch's updates (a mask) into one side's table, in processing order: the last one per key wins."""
         self._cover(side, values.type)
-        latest_first = np.flatnonzero(updates)[::-1]
-        if len(latest_first) == 0:
+        positions = np.flatnonzero(updates)
+        if len(positions) == 0:
             return
-        _, first = np.unique(ids[latest_first], return_index=True)  # each key's first place latest first: its last
-        latest = latest_first[first]
         size = len(self.keys)
-        index = np.arange(size, dtype=np.int64)
-        index[ids[latest]] = size + latest
+        last = np.full(size, -1, dtype=np.int64)
+        np.maximum.at(last, ids[positions], positions)  # each key's last update (no sort: np.unique's cost more)
+        index = np.where(last >= 0, size + last, np.arange(size, dtype=np.int64))
         take = pa.array(index)
         self.values[side] = pc.take(pa.concat_arrays([self.values[side], values]), take)
         self.ts[side] = pc.take(pa.concat_arrays([self.ts[side], pc.cast(ts, pa.int64())]), take)

@@ -399,14 +399,23 @@ def _place_rounds(book: _Bookkeeping, codes: Any, indices: Any, ts: Any, null: A
     :func:`~kjoin.stores.versioned.place_version`, tabulated (:func:`_placement_table`): keys apart at once, each
     key's puts in turn (round ``r`` places every key's ``r``-th put). Returns the smallest batch index of a put that
     deletes its key's latest value (``book`` is then also past it: the caller places again up to it), or ``None``.
-    A key with more than :data:`ROUND_LIMIT` puts: one by one, by the rule itself."""
+    The keys whose puts all come after everything they have (:func:`_place_in_order`, :data:`IN_ORDER_KEYS`) are
+    placed at once without rounds; a key of the others with more than :data:`ROUND_LIMIT` puts: one by one, by the rule
+    itself."""
     import numpy as np
 
     if not len(codes):
         return None
     # Each put's rank among its key's puts, from the puts grouped by key (a radix sort while the key numbers fit 16
     # bits: a comparison sort of the codes, np.unique's, cost a third of the table-table pass at 10^6 records).
-    order, _, group_start = key_groups(codes)
+    order, first, group_start = key_groups(codes)
+    if IN_ORDER_KEYS:
+        rest = _place_in_order(book, codes, ts, null, order, first, group_start)
+        if not rest.any():
+            return None
+        if not rest.all():
+            codes, indices, ts, null = codes[rest], indices[rest], ts[rest], null[rest]
+            order, first, group_start = key_groups(codes)
     rank = np.empty(len(codes), dtype=np.int64)
     rank[order] = np.arange(len(codes)) - group_start
     if int(rank.max()) >= ROUND_LIMIT:
@@ -424,8 +433,8 @@ def _place_rounds(book: _Bookkeeping, codes: Any, indices: Any, ts: Any, null: A
         placement, source = placements[case], sources[case]
         deleting = placement == 1
         if deleting.any():
-            first = int(indices[puts[deleting]].min())
-            deletes_at = first if deletes_at is None else min(deletes_at, first)
+            first_index = int(indices[puts[deleting]].min())
+            deletes_at = first_index if deletes_at is None else min(deletes_at, first_index)
         keep = ~deleting
         book.has_end[c[keep]] = source[keep] != 0
         book.end[c[keep]] = np.select([source == 1, source == 2], [t, end], default=book.last[c])[keep]
@@ -434,6 +443,61 @@ def _place_rounds(book: _Bookkeeping, codes: Any, indices: Any, ts: Any, null: A
         book.last[c[latest]] = t[latest]
         book.last_null[c[latest]] = tombstone[latest]
     return deletes_at
+
+
+IN_ORDER_KEYS = True
+"""Place the keys whose puts all come after everything they have at once (:func:`_place_in_order`); ``False``: every
+key in rounds (the tests compare both with the rule put by put)."""
+
+
+def _place_in_order(
+    book: _Bookkeeping, codes: Any, ts: Any, null: Any, order: Any, first: Any, group_start: Any
+) -> Any:
+    """Place at once the puts of the keys whose puts in this batch are in ts order, each after the one before and
+    the first after the key's last version and at or after where its segments end; return a mask (batch order) of
+    the other keys' puts, left for the rounds. ``order``, ``first``, ``group_start``: the puts grouped by key
+    (:func:`~kjoin.spark.passes.vectorised.key_groups`).
+
+    Such a put finds its key's latest version (or none) before it and its segments ending at or before it, so by
+    :func:`~kjoin.stores.versioned.place_version` it is the latest version and never deletes one; the segments end
+    at its ts when it is a tombstone or when a value was the latest before it, and stay where they were otherwise.
+    So a key's bookkeeping after the batch is its last put's ts and tombstone flag, and as the end the ts of its
+    last put that moves the end (if any; else the end it had)."""
+    import numpy as np
+
+    c, t, tombstone = codes[order], ts[order], null[order]
+    n = len(c)
+    positions = np.arange(n)
+    previous = np.empty(n, dtype=np.int64)
+    previous[1:] = t[:-1]
+    previous_null = np.empty(n, dtype=bool)
+    previous_null[1:] = tombstone[:-1]
+    first_puts = np.flatnonzero(first)
+    fc, ft = c[first_puts], t[first_puts]
+    has_last, last_null = book.has_last[fc], book.last_null[fc]
+    after_first = (~has_last | (ft > book.last[fc])) & (~book.has_end[fc] | (ft >= book.end[fc]))
+    ok = t > previous
+    ok[first_puts] = after_first
+    group = np.cumsum(first) - 1
+    in_order = np.logical_and.reduceat(ok, first_puts)  # per key (group), in key order
+    previous_null[first_puts] = ~has_last | last_null
+    moves_end = tombstone | ~previous_null  # a tombstone, or a value was the latest before it
+    last_moving = np.maximum.accumulate(np.where(moves_end, positions, -1))
+    group_end = np.empty(len(first_puts), dtype=np.int64)
+    group_end[:-1] = first_puts[1:] - 1
+    group_end[-1] = n - 1
+    keys = fc[in_order]
+    ends = group_end[in_order]
+    book.has_last[keys] = True
+    book.last[keys] = t[ends]
+    book.last_null[keys] = tombstone[ends]
+    moving = last_moving[ends]
+    moved = moving >= group_start[ends]
+    book.has_end[keys[moved]] = True
+    book.end[keys[moved]] = t[moving[moved]]
+    rest = np.empty(n, dtype=bool)
+    rest[order] = ~in_order[group]
+    return rest
 
 
 def _place_one_by_one(book: _Bookkeeping, codes: Any, indices: Any, ts: Any, null: Any, no_trace: bool) -> int | None:
