@@ -112,14 +112,14 @@ browser-check: $(STAMP) system-deps
 kafka-oracle: $(STAMP)
 	@command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
 	@command -v javac >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null; }
-	$(PY) -c "from tests.oracle_check import build; build()"
+	$(PY) -c "from kafka_oracle.oracle_check import build; build()"
 
 # Live topics (docs/how-to/live-topics.md): Spark's Kafka source for from_kafka(spark, bootstrap_servers=..., topic=...)
 # (kafka_oracle/connector/, put on spark.jars by local_session()) and the Apache Kafka server the live-topic tests
 # start (kafka_oracle/broker/). Fetched from Maven Central into ~/.m2 once; nothing is downloaded when Spark starts.
 kafka-live: $(STAMP)
 	@command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
-	$(PY) -c "from tests.kafka_broker import build; build()"
+	$(PY) -c "from kafka_oracle.kafka_broker import build; build()"
 
 # N perturbed scenarios through kjoin's input boundary: counts of crashes, hangs and coercions.
 fuzz-inputs: $(STAMP)
@@ -177,21 +177,21 @@ app-debug-check: $(STAMP)
 	nice -n 10 $(PY) -m benchmarks.bench_app_debug --records $(APP_DEBUG_SIZE)
 
 # N random scenarios per Kafka version through kjoin and the real library: `N=10000 make kafka-check`. The versions
-# are derived from kjoin/semantics.py's era boundaries (tests/oracle_check.py's judged_versions), all of them here;
+# are derived from kjoin/semantics.py's era boundaries (kafka_oracle/oracle_check.py's judged_versions), all of them here;
 # KJOIN_ORACLE_VERSIONS=3.3.2,4.4.0 chooses some.
 N ?= 1000
 kafka-check: kafka-oracle
-	$(PY) -m tests.oracle_check $(N) kafka-check-mismatches
-	$(PY) -m tests.topology_oracle $(N)
+	$(PY) -m kafka_oracle.oracle_check $(N) kafka-check-mismatches
+	$(PY) -m kafka_oracle.topology_oracle $(N)
 
 # N random topologies per Kafka version through kjoin.Topology and TopologyTestDriver, from two generators written
-# apart: tests/topology_oracle.py (two or three joins, a re-key or a foreign-key join, 1-4 partitions;
-# KJOIN_TOPOLOGY_SEED repeats a run) and tests/topology_walk.py (a random walk over the whole DSL; each mismatch
+# apart: kafka_oracle/topology_oracle.py (two or three joins, a re-key or a foreign-key join, 1-4 partitions;
+# KJOIN_TOPOLOGY_SEED repeats a run) and kafka_oracle/topology_walk.py (a random walk over the whole DSL; each mismatch
 # sorted into classes, three of each class a change of keys, values or joiners names and every other one shrunk into
 # topology-walk-mismatches/; WALK_SEED=S repeats a run).
 topology-check: kafka-oracle
-	$(PY) -m tests.topology_oracle $(N)
-	$(PY) -m tests.topology_walk $(N) --sample-classes $(if $(WALK_SEED),--seed $(WALK_SEED))
+	$(PY) -m kafka_oracle.topology_oracle $(N)
+	$(PY) -m kafka_oracle.topology_walk $(N) --sample-classes $(if $(WALK_SEED),--seed $(WALK_SEED))
 
 # N random topologies (default 200; the shapes of topology-check) through kjoin.spark.run_topology and the reference
 # engine's stages schedule, in one Spark session: every written record and every step must agree; then
@@ -210,14 +210,14 @@ describe-check: kafka-oracle
 # N random scenarios (default 200) through a running KafkaStreams application on a KRaft broker and through kjoin:
 # each task's processing order and its outputs, on 4.4.0, 3.6.2 and 3.3.2 (KJOIN_BROKER_VERSIONS=...).
 # `N=500 make broker-check`; `MULTI=1`: scenarios with several partitions only (tasks sharing one instance); a second
-# argument narrows the joins: `$(PY) -m tests.broker_check 100 fk`. `make broker-check N=100 LAGGING=1`: a lagging
+# argument narrows the joins: `$(PY) -m kafka_oracle.broker_check 100 fk`. `make broker-check N=100 LAGGING=1`: a lagging
 # side (max.task.idle.ms = 0), each disagreement classified by the documented limit that explains it.
 BROKER_CHECK_N := $(if $(filter file,$(origin N)),200,$(N))
 why-audit-check:  # the planted application at 10^5 records per join (CI runs a sample)
 	KJOIN_WHY_AUDIT_RECORDS=$${KJOIN_WHY_AUDIT_RECORDS:-100000} $(PY) -m pytest -q -s tests/test_spark_why_audit.py -k "not reopens"
 
 broker-check: kafka-oracle kafka-live
-	$(PY) -m tests.broker_check $(if $(LAGGING),lagging) $(if $(MULTI),multi) $(BROKER_CHECK_N)
+	$(PY) -m kafka_oracle.broker_check $(if $(LAGGING),lagging) $(if $(MULTI),multi) $(BROKER_CHECK_N)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis docs/_build docs/generated kafka_oracle/target kafka_oracle/connector/target kafka_oracle/broker/target \

@@ -12,7 +12,7 @@ Timed, each consuming every row with the ``noop`` sink:
 
 * kjoin: :func:`kjoin.spark.run_topology`, every step and written record of both stages (the re-keying tasks, the
   repartition shuffle, the joining tasks), once per ``--methods`` (``auto``: both stages as chains,
-  :mod:`kjoin.spark.passes.topology_vectorised`; ``processors``: kjoin's processors per task);
+  :mod:`kjoin.spark.passes.stage_chain`; ``processors``: kjoin's processors per task);
 * the joins one by one: the target, the same plan as kjoin's single joins: the re-key as a Spark
   projection and one shuffle, then :func:`kjoin.spark.run_join` twice (:func:`_one_by_one`);
 * the equi-join: what a user would write in SQL instead, without Kafka's record-by-record semantics: the orders'

@@ -123,7 +123,7 @@ def merge_by_timestamp(*topics: Iterable[Record]) -> list[Record]:
     choice *between* partitions looks at timestamps, so an out-of-order record still arrives late.
     On equal head timestamps a task takes from the partition it did not take its last record from
     (at the start: the left topic, then the next), as Kafka's ``PartitionGroup`` does (judged by a
-    running application: ``tests/broker_check.py``; ``kjoin.spark`` follows the same rule,
+    running application: ``kafka_oracle/broker_check.py``; ``kjoin.spark`` follows the same rule,
     :mod:`kjoin.spark.ties`). Tasks are interleaved by the timestamp of their next record, then
     partition.
     """

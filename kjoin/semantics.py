@@ -21,7 +21,7 @@ Within an era, smaller boundaries are properties too (``relaxed_null_keys``,
 Every behaviour is a *rule*, declared with :func:`since` instead of ``@property``: the releases that first
 have it (JIRA's fix versions, one per release line it reached) and its ticket. So every boundary is written down
 once: :func:`boundaries` lists them, and the versions that judge kjoin against the real library
-(``tests/oracle_check.py``) are derived from them, one on each side of every boundary. A :class:`Semantics` may
+(``kafka_oracle/oracle_check.py``) are derived from them, one on each side of every boundary. A :class:`Semantics` may
 switch any rule away from its version's value (``Semantics.parse("3.0").with_rules(spurious_result_fix=True)``,
 written ``3.0+spurious_result_fix``; ``4.4-relaxed_null_keys`` switches one off), which is how ``kjoin diff``
 charges each changed output to the rules that change it. A rule that means nothing without another names it

@@ -1,5 +1,5 @@
 """A left/outer stream-stream join's time tracker across the tasks of one KafkaStreams instance (KAFKA-14862),
-judged by a running application on a KRaft broker (``tests/broker_check.py``): two partitions, one instance, one
+judged by a running application on a KRaft broker (``kafka_oracle/broker_check.py``): two partitions, one instance, one
 stream thread.
 
 Kafka 3.1 to 3.4.0 build one time tracker per join with the topology, and every task of the instance shares it;
@@ -15,9 +15,9 @@ from __future__ import annotations
 import pytest
 
 import kjoin
-from tests.broker_check import BROKER_START_S, BrokerOracle, judge
-from tests.kafka_broker import Broker
-from tests.oracle_check import build
+from kafka_oracle.broker_check import BROKER_START_S, BrokerOracle, judge
+from kafka_oracle.kafka_broker import Broker
+from kafka_oracle.oracle_check import build
 
 EVENTS = [
     {"side": "left", "key": "a", "value": "A", "ts": 1, "partition": 0},

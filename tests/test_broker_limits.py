@@ -1,9 +1,9 @@
 """The documented limit of kjoin's arrival model against a running application, without a broker.
 
 ``make broker-check LAGGING=1`` runs applications with ``max.task.idle.ms = 0`` and a lagging side, produced in
-phases (``tests.broker_check.arrival_phases``). What is deterministic there: each phase after the one before, each
-partition in its offset order, a phase with one side in kjoin's order. What is not: when both sides reach the broker
-at one moment, which the application's consumer fetches first. These tests pin the classification that tells one
+phases (``kafka_oracle.broker_check.arrival_phases``). What is deterministic there: each phase after the one before,
+each partition in its offset order, a phase with one side in kjoin's order. What is not: when both sides reach the
+broker at one moment, which the application's consumer fetches first. These tests pin the classification that tells one
 from the other (``explain_lagging``, ``fetch_split``), on orders written by hand.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import kjoin
 from kjoin.scenario import Arrival
-from tests.broker_check import (
+from kafka_oracle.broker_check import (
     FETCH_BOUNDARY,
     Verdict,
     arrival_phases,

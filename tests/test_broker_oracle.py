@@ -1,6 +1,6 @@
 """kjoin's processing order against a running Kafka Streams application, a CI sample.
 
-One KRaft broker (``tests/kafka_broker.py``) on free ports of 127.0.0.1 and one ``BrokerHarness`` JVM serve the
+One KRaft broker (``kafka_oracle/kafka_broker.py``) on free ports of 127.0.0.1 and one ``BrokerHarness`` JVM serve the
 module, and are stopped by its fixture. Every scenario's records are on the broker before the application starts;
 each task's processing order (from the record context) and its outputs (each with the input record that wrote it)
 must be kjoin's. ``make broker-check`` runs the full sweep. Without Java, Maven, the harness or the broker's jars
@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 import kjoin
-from tests.broker_check import BROKER_JUDGES, BrokerOracle, arrival_phases, generate, judge
-from tests.oracle_check import KafkaVersion, build, scenario_yaml
+from kafka_oracle.broker_check import BROKER_JUDGES, BrokerOracle, arrival_phases, generate, judge
+from kafka_oracle.oracle_check import KafkaVersion, build, scenario_yaml
 
 SAMPLE = int(__import__("os").environ.get("KJOIN_BROKER_EXAMPLES", "4"))
 """Random scenarios per run (a few seconds each: an application starts, runs and is closed for each)."""

@@ -14,7 +14,7 @@ import pytest
 import kjoin
 from kjoin import Fate, Reason, Topology, parse_semantics, run
 from kjoin.diff import diff
-from tests.oracle_check import VERSIONS, Harness, build, kjoin_outputs
+from kafka_oracle.oracle_check import VERSIONS, Harness, build, kjoin_outputs
 from tests.rules import ev, outs, run_events
 
 DROPPING = ("2.6.0", "2.6.1", "2.7.0")

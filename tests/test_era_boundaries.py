@@ -1,5 +1,5 @@
 """Every era boundary kjoin models is declared once (``kjoin.semantics.since``), and the Kafka versions that judge
-kjoin are derived from those declarations (``tests.oracle_check.judged_versions``): adding a boundary adds
+kjoin are derived from those declarations (``kafka_oracle.oracle_check.judged_versions``): adding a boundary adds
 its judges. No JVM here: these are the rules that choose what the oracle runs."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 
 import kjoin
 from kjoin.semantics import Boundary, Rule, Semantics, boundaries, since
-from tests import oracle_check
-from tests.oracle_check import CI_SHARE, FIRST_JUDGED, RELEASES, VERSIONS, ci_versions, judged_versions
+from kafka_oracle import oracle_check
+from kafka_oracle.oracle_check import CI_SHARE, FIRST_JUDGED, RELEASES, VERSIONS, ci_versions, judged_versions
 
 
 def _numbers(version: oracle_check.KafkaVersion) -> tuple[int, int, int]:
@@ -24,7 +24,7 @@ def test_every_behaviour_of_semantics_is_a_declared_boundary() -> None:
         if isinstance(member, property) and not name.startswith("_") and name not in derived:
             raise AssertionError(
                 f"Semantics.{name} is a plain property: declare it with @since(first release, ticket=...) so that "
-                "tests/oracle_check.py judges its boundary and kjoin diff can switch it"
+                "kafka_oracle/oracle_check.py judges its boundary and kjoin diff can switch it"
             )
     rules = [member for member in vars(Semantics).values() if isinstance(member, Rule)]
     assert {rule.name for rule in rules if not rule.feature} == {boundary.name for boundary in boundaries()}

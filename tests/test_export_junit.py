@@ -35,7 +35,7 @@ from kjoin.export import (
     judge_of,
     kjoin_outputs,
 )
-from tests import oracle_check
+from kafka_oracle import oracle_check
 from tests.test_foreign_key import fk_scenario, table_events
 from tests.test_seed_tables import load_table, table_scenario
 from tests.test_topologies import _scenario as kafka_case_scenario
@@ -450,7 +450,7 @@ def test_the_judges_are_the_harness_versions_with_their_eras() -> None:
 
 
 def test_the_expectations_are_what_the_oracle_compares(exported) -> None:
-    """The exported records are the ones tests/oracle_check.py compares with the harness, event by event."""
+    """The exported records are the ones kafka_oracle/oracle_check.py compares with the harness, event by event."""
     for name, scenario in seed_cases().items():
         if not isinstance(exported[name], ExportError) and not isinstance(scenario, AggregateSpec):
             ours = [[list(record) for record in records] for records in kjoin_outputs(scenario)]

@@ -1,11 +1,11 @@
 """The exporter and the oracle harness build the same topology.
 
 ``kjoin export --junit`` writes a scenario's topology as Java (:mod:`kjoin.export.dsl`); the harness that
-judges kjoin (``kafka_oracle/``'s ``Oracle.build``, driven by ``tests/oracle_check.py``) builds it from the scenario's
-JSON. The two encode the same scenario-to-DSL mapping twice, so this test holds them together: for random scenarios
-of every judging release (the oracle's own generators), one Java class builds each topology both ways against that
-release's classpath and compares Kafka Streams' own ``Topology.describe()`` of the two (sources, processors, stores,
-sinks, sub-topologies). A sample runs in CI; the harness itself is not edited.
+judges kjoin (``kafka_oracle/``'s ``Oracle.build``, driven by ``kafka_oracle/oracle_check.py``) builds it from the
+scenario's JSON. The two encode the same scenario-to-DSL mapping twice, so this test holds them together: for random
+scenarios of every judging release (the oracle's own generators), one Java class builds each topology both ways against
+that release's classpath and compares Kafka Streams' own ``Topology.describe()`` of the two (sources, processors,
+stores, sinks, sub-topologies). A sample runs in CI; the harness itself is not edited.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from kjoin.export.java import IMPORTS, java_string
 from kjoin.export.judges import JUDGES, WINDOWED_TABLE_JUDGE, ExportError, KafkaJudge, judge_of
 from kjoin.export.dsl import aggregate_topology, topology
 from kjoin.scenario import AggregateSpec
-from tests import oracle_check
+from kafka_oracle import oracle_check
 
 SAMPLE = 10
 """Exportable scenarios per judging release (drawn until there are this many, from a fixed seed)."""

@@ -1,6 +1,6 @@
 """KStream-GlobalKTable joins: the reference engine's rules, each pinned against the real library.
 
-The era tests run Kafka Streams itself (``tests/oracle_check.py``'s harness, TopologyTestDriver) on both sides of
+The era tests run Kafka Streams itself (``kafka_oracle/oracle_check.py``'s harness, TopologyTestDriver) on both sides of
 every boundary the join has: KAFKA-10277 (2.7), KIP-962 (3.7) and KAFKA-19208 (4.0.1). Without Java, Maven or the
 jars they fail, they never skip. The random comparison of ``stream-globaltable`` scenarios runs with every other
 join in ``tests/test_kafka_oracle.py`` and ``make kafka-check``.
@@ -15,7 +15,7 @@ from kjoin.fates import Fate, Reason
 from kjoin.joins.global_table import key_selector, possible_partners
 from kjoin.stores.global_table import GLOBAL_TABLE, GLOBAL_TASK
 from kjoin.state import StoreId
-from tests.oracle_check import Harness, build, kjoin_outputs
+from kafka_oracle.oracle_check import Harness, build, kjoin_outputs
 
 ORDERS = {
     "join": "stream-globaltable",

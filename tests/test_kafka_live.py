@@ -1,11 +1,11 @@
 """Live topics: ``from_kafka(spark, bootstrap_servers=..., topic=...)`` against a real Kafka cluster.
 
-One Apache Kafka server (KRaft, broker and controller in one process, :mod:`tests.kafka_broker`) runs on free ports
-of 127.0.0.1 for this module and is stopped by its fixture, also when a test fails. The scenario's records are
-written by a real client (confluent-kafka) with explicit partitions and timestamps, null keys and tombstones
-included; Spark reads them back through its Kafka source, and every join's outputs must be the reference engine's,
-task by task, for the records as the cluster stored them (partitions, offsets, timestamps). Nothing here skips:
-without Java, Maven's jars (`make kafka-live`) or the connector on the session, the tests fail with the reason.
+One Apache Kafka server (KRaft, broker and controller in one process, :mod:`kafka_oracle.kafka_broker`) runs on free
+ports of 127.0.0.1 for this module and is stopped by its fixture, also when a test fails. The scenario's records are
+written by a real client (confluent-kafka) with explicit partitions and timestamps, null keys and tombstones included;
+Spark reads them back through its Kafka source, and every join's outputs must be the reference engine's, task by task,
+for the records as the cluster stored them (partitions, offsets, timestamps). Nothing here skips: without Java, Maven's
+jars (`make kafka-live`) or the connector on the session, the tests fail with the reason.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from kjoin.records import Record, Side
 from kjoin.spark import SparkInputError, from_kafka, run_join
 from kjoin.spark.io import kafka as kafka_reader
 from kjoin.spark.io import session as session_module
-from tests.kafka_broker import Broker
+from kafka_oracle.kafka_broker import Broker
 from tests.spark_compare import reference_outputs, spark_outputs
 from tests.test_spark_readers import LEFT_ROWS, RIGHT_ROWS, WINDOW, kafka_frame, utf8
 
@@ -243,7 +243,7 @@ def test_a_missing_topic_is_named_with_the_cluster(broker, spark):
 
 
 def test_an_unreachable_cluster_fails_within_the_timeout(spark):
-    from tests.kafka_broker import free_port
+    from kafka_oracle.kafka_broker import free_port
 
     nobody = f"127.0.0.1:{free_port()}"
     started = time.monotonic()

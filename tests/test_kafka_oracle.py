@@ -1,14 +1,14 @@
 """kjoin against the real Kafka Streams library, on random scenarios, in every run.
 
-``tests.oracle_check.VERSIONS`` are derived from ``kjoin.semantics.boundaries()``: a version on each side of every
-era boundary. Each run judges a rotating share of them (``oracle_check.ci_versions``: the latest and two
-more, the next two at the next commit, so every version is judged every few commits; ``KJOIN_ORACLE_VERSIONS=all``
-judges every one, ``make kafka-check`` does too). For each chosen version hypothesis generates 1,000 scenarios (a
-fresh seed each run) that the version can judge, runs them through kjoin and, in one batch JVM for the version, through
-TopologyTestDriver, and requires the same output records, in the same order, with the same timestamps, after every
-input record. A failure prints the smallest failing scenario, shrunk event by event, in kjoin's YAML format.
-The harness is built by the set-up of `make test` (``make kafka-oracle``); without Java, Maven or the jars
-these tests fail, they never skip.
+``kafka_oracle.oracle_check.VERSIONS`` are derived from ``kjoin.semantics.boundaries()``: a version on each side of
+every era boundary. Each run judges a rotating share of them (``oracle_check.ci_versions``: the latest and two more, the
+next two at the next commit, so every version is judged every few commits; ``KJOIN_ORACLE_VERSIONS=all`` judges every
+one, ``make kafka-check`` does too). For each chosen version hypothesis generates 1,000 scenarios (a fresh seed each
+run) that the version can judge, runs them through kjoin and, in one batch JVM for the version, through
+TopologyTestDriver, and requires the same output records, in the same order, with the same timestamps, after every input
+record. A failure prints the smallest failing scenario, shrunk event by event, in kjoin's YAML format. The harness is
+built by the set-up of `make test` (``make kafka-oracle``); without Java, Maven or the jars these tests fail, they never
+skip.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import kjoin
 from kjoin.scenario import AggregateSpec
 from tests.test_foreign_key import RIGHT_DELETE_RACE
 from tests.test_wtable import BEHIND_RETENTION
-from tests import oracle_check
-from tests.oracle_check import (
+from kafka_oracle import oracle_check
+from kafka_oracle.oracle_check import (
     LATEST_JUDGE,
     SEED_000_VERSIONS,
     VERSIONS,

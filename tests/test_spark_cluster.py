@@ -4,9 +4,9 @@ PySpark's ``spark-class`` and stopped here).
 
 The driver runs in a subprocess (``tests/cluster_sample.py``: a process holds one SparkContext, and pytest's is the
 shared local one). It checks the differential sample (every join type, foreign-key included), ``run_join`` over
-Kafka- source frames and files, a live read of two topics on a real broker (``tests/kafka_broker.py``), ``why`` from
-an index on a path both workers read, and a bigger join whose outputs this test compares, row for row, with the same
-join on ``local[2]``. Then it runs that join again while one worker's whole process group is SIGKILLed mid-job:
+Kafka- source frames and files, a live read of two topics on a real broker (``kafka_oracle/kafka_broker.py``), ``why``
+from an index on a path both workers read, and a bigger join whose outputs this test compares, row for row, with the
+same join on ``local[2]``. Then it runs that join again while one worker's whole process group is SIGKILLed mid-job:
 Spark reruns the lost tasks on the other worker, and the outputs must not change.
 
 Fails (never skips) when the cluster cannot start. The seed is fresh each run (printed; ``KJOIN_CLUSTER_SEED``
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from kjoin.spark.io.cluster import StandaloneCluster
-from tests.kafka_broker import Broker
+from kafka_oracle.kafka_broker import Broker
 from tests.test_kafka_live import produce, random_rows
 
 pytestmark = pytest.mark.spark

@@ -1,6 +1,6 @@
 """Reconcile with the application: ``result.reconcile(actual)`` matches every output a real Kafka Streams
 application wrote with kjoin's prediction and classifies what differs. Judged by a running ``KafkaStreams`` instance
-on the project's KRaft broker (``tests/broker_check.py``'s harness), whose customers' partition 1 lags
+on the project's KRaft broker (``kafka_oracle/broker_check.py``'s harness), whose customers' partition 1 lags
 (``max.task.idle.ms = 0``, its records produced once the application has processed what came before): kjoin, told
 nothing of the lag, predicts joins where the application wrote null customers; the smallest lag that explains those
 nulls, found on kjoin's side, explains every one of those differences, and the one order kjoin was never given is put
@@ -86,8 +86,8 @@ def test_reconcile_puts_every_difference_down_to_its_cause(spark, tmp_path):
 
 @pytest.fixture(scope="module")
 def oracle():
-    from tests.broker_check import BROKER_JUDGES, BrokerOracle
-    from tests.oracle_check import build
+    from kafka_oracle.broker_check import BROKER_JUDGES, BrokerOracle
+    from kafka_oracle.oracle_check import build
 
     build()
     with BrokerOracle(BROKER_JUDGES[0]) as running:
@@ -95,7 +95,7 @@ def oracle():
 
 
 def test_reconcile_explains_a_real_application_with_a_lagging_partition(oracle, spark, tmp_path):
-    from tests.broker_check import arrival_phases, judge
+    from kafka_oracle.broker_check import arrival_phases, judge
 
     scenario, z = app_scenario()
     lagging = Arrival(0, 0, (), ((1, 5000),))  # the customers' partition 1 reaches the application 5 s late

@@ -115,8 +115,8 @@ def test_importing_kjoin_does_not_import_pyspark():
 
 def test_sessions_look_for_the_kafka_connector_where_make_kafka_live_writes_it():
     """``kjoin/spark/io/session.py`` finds the repository three levels up: the file ``make kafka-live``
-    (:func:`tests.kafka_broker.build`) writes."""
+    (:func:`kafka_oracle.kafka_broker.build`) writes."""
     from kjoin.spark.io.session import KAFKA_CONNECTOR_FILE
-    from tests.kafka_broker import CLASSPATH_FILE, CONNECTOR
+    from kafka_oracle.kafka_broker import CLASSPATH_FILE, CONNECTOR
 
     assert KAFKA_CONNECTOR_FILE == CONNECTOR / CLASSPATH_FILE

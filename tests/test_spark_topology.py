@@ -16,7 +16,7 @@ from kjoin.spark import SparkInputError, Topic, run_topology
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.runtime import run
 from tests import topology_pinned
-from tests.topology_oracle import kjoin_outputs
+from kafka_oracle.topology_oracle import kjoin_outputs
 from tests.topology_spark_check import difference, scenarios, spark_topics
 
 pytestmark = pytest.mark.spark

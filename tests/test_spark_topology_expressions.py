@@ -1,4 +1,4 @@
-"""Declarative stages as Spark expressions (:mod:`kjoin.spark.passes.topology_expressions`): which stages
+"""Declarative stages as Spark expressions (:mod:`kjoin.spark.passes.stage_expressions`): which stages
 are declarative and why the others are not (without Spark), and on Spark, random declarative topologies
 (:func:`tests.topology_spark_check.declarative_scenario`: texts within and outside
 :func:`kjoin.spark.json_text.exact`) run as expressions and by the chain pass, both against the reference engine and
@@ -11,8 +11,8 @@ import random
 import pytest
 
 import kjoin
-from kjoin.spark.passes.topology_expressions import declarative_plan
-from kjoin.spark.passes.topology_vectorised import stage_plan
+from kjoin.spark.passes.stage_expressions import declarative_plan
+from kjoin.spark.passes.stage_chain import stage_plan
 from kjoin.topology.stages import stages_of, topic_writers
 from tests.topology_spark_check import declarative_scenario, expressions_difference
 
@@ -76,7 +76,7 @@ def _join_chain(topology):
 
 @pytest.mark.parametrize("joiner, ok", [(None, True), ("concat", True), ("object", False), (lambda a, b: a, False)])
 def test_a_join_stage_after_a_declarative_one_runs_on_values_as_shown_with_the_default_joiner(joiner, ok):
-    from kjoin.spark.passes.topology_expressions import shown_values_plan
+    from kjoin.spark.passes.stage_expressions import shown_values_plan
 
     b = kjoin.Topology(partitions=2)
     b.stream("orders").select_key({"field": "c"}).join(b.table("customers"), joiner).to("out")

@@ -1,4 +1,4 @@
-"""A declarative re-key stage on Arrow arrays (:mod:`kjoin.spark.passes.topology_rekey`), without Spark: on random
+"""A declarative re-key stage on Arrow arrays (:mod:`kjoin.spark.passes.stage_rekey`), without Spark: on random
 JSON texts within and outside :mod:`kjoin.spark.json_arrow`'s grammar (null values, null and missing fields, nested
 and repeated fields, whitespace, escapes, fractions), its rows are the chain pass's (the Python rules: every column,
 payloads decoded), and its steps and written records are the reference engine's. ``run_topology``'s ``auto`` runs it
@@ -16,9 +16,9 @@ import pytest
 
 import kjoin
 from kjoin.records import load_json, render_value
-from kjoin.spark.passes import topology_rekey
-from kjoin.spark.passes.topology_task import WRITE_ORDER, load_payload
-from kjoin.spark.passes.topology_vectorised import RECORD_SCHEMA, chain_stage_function, stage_plan
+from kjoin.spark.passes import stage_rekey
+from kjoin.spark.passes.stage_task import WRITE_ORDER, load_payload
+from kjoin.spark.passes.stage_chain import RECORD_SCHEMA, chain_stage_function, stage_plan
 from kjoin.topology.runtime import run
 from kjoin.topology.stages import stages_of, topic_readers
 
@@ -103,7 +103,7 @@ def test_a_re_key_on_arrow_is_the_chain_pass_and_the_reference_engine(seed: int)
     stage = _rekey_stage(topology)
     chain, _ = stage_plan(topology, stage)
     decoding = {"orders": (long_keys, "json"), "customers": (False, "json")}
-    plan = topology_rekey.rekey_plan(topology, chain, decoding)
+    plan = stage_rekey.rekey_plan(topology, chain, decoding)
     assert plan is not None
     arrow = _arrays(topology, stage, chain, decoding, plan)
     python = chain_stage_function(topology, stage.number, chain, decoding, {}, json_payloads=False)  # the rules
@@ -150,7 +150,7 @@ def test_the_sample_reaches_null_keys_kept_and_dropped_and_one_to_four_partition
 def _arrays(topology: Any, stage: Any, chain: Any, decoding: Any, plan: Any) -> Any:
     """The re-key on Arrow arrays, as ``run_topology`` builds it (the chain pass for the tasks it does not take)."""
     chain_pass = chain_stage_function(topology, stage.number, chain, decoding, {}, json_payloads=True)
-    return topology_rekey.rekey_stage_function(topology, stage.number, plan, decoding, {}, chain_pass)
+    return stage_rekey.rekey_stage_function(topology, stage.number, plan, decoding, {}, chain_pass)
 
 
 def _exact(texts: list[Any], path: str) -> list[bool]:
@@ -167,7 +167,7 @@ def test_a_text_that_is_not_json_fails_as_in_the_chain_pass() -> None:
     chain, _ = stage_plan(topology, stage)
     decoding = {"orders": (False, "json"), "customers": (False, "json")}
     records = _records(topology, events, texts, rng)
-    plan = topology_rekey.rekey_plan(topology, chain, decoding)
+    plan = stage_rekey.rekey_plan(topology, chain, decoding)
     for function in (_arrays(topology, stage, chain, decoding, plan), chain_stage_function(
         topology, stage.number, chain, decoding, {}, json_payloads=False
     )):  # fmt: skip

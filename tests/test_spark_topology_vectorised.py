@@ -1,4 +1,4 @@
-"""The chain pass of a topology on Spark (:mod:`kjoin.spark.passes.topology_vectorised`): the stages that
+"""The chain pass of a topology on Spark (:mod:`kjoin.spark.passes.stage_chain`): the stages that
 re-key or run chains of stream-table joins, without the processors.
 
 * Without Spark (fast): random topologies of chains (:func:`tests.topology_spark_check.chain_scenario`) through
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import kjoin
-from kjoin.spark.passes.topology_vectorised import as_of, processing_order, stage_plan
+from kjoin.spark.passes.stage_chain import as_of, processing_order, stage_plan
 from kjoin.ordering import PartitionGroup
 from kjoin.topology.stages import stages_of
 from kjoin.topology.trace import TopicRecord
@@ -135,7 +135,7 @@ def test_the_apps_steps_trace_and_why_are_the_processors(spark):
 def test_the_as_of_lookup_over_arrays_is_the_one_over_lists():
     import pyarrow as pa
 
-    from kjoin.spark.passes.topology_texts import as_of_arrays
+    from kjoin.spark.passes.stage_texts import as_of_arrays
 
     rng = random.Random(8)
     for _ in range(200):
@@ -158,11 +158,11 @@ def test_the_as_of_lookup_over_arrays_is_the_one_over_lists():
 def test_a_tasks_rows_go_back_in_batches_of_at_most_out_rows(monkeypatch):
     import pyarrow as pa
 
-    from kjoin.spark.passes import topology_vectorised
+    from kjoin.spark.passes import stage_chain
 
-    monkeypatch.setattr(topology_vectorised, "OUT_ROWS", 7)
+    monkeypatch.setattr(stage_chain, "OUT_ROWS", 7)
     table = pa.table({"_sub": pa.array([0] * 5 + [1] * 4, pa.int32()), "partition": pa.array([0] * 9, pa.int32())})
-    tripled = topology_vectorised.per_task(lambda task: pa.concat_tables([task, task, task]).combine_chunks())
+    tripled = stage_chain.per_task(lambda task: pa.concat_tables([task, task, task]).combine_chunks())
     sizes = [batch.num_rows for batch in tripled(iter(table.to_batches(max_chunksize=4)))]
     assert sum(sizes) == 27 and max(sizes) <= 7 and len(sizes) == 5  # 15 rows of task 0_0, 12 of 1_0
 

@@ -1,6 +1,6 @@
 """Topologies that group and aggregate, merge, read a stream as a table, join a global table and run on several
 application instances, and the Semantics switches a topology honours. The behaviours pinned by the real
-library are judged here through the topology harness (tests/topology_oracle.py); the random sweep is
+library are judged here through the topology harness (kafka_oracle/topology_oracle.py); the random sweep is
 ``make topology-check``. Without Java or the jars the judged tests fail, they never skip."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from kjoin import Topology
 from kjoin.fates import Reason
 from kjoin.topology import TopologyError, WindowedKey
 from kjoin.topology.document import TopologyScenario
-from tests import oracle_check, topology_oracle
+from kafka_oracle import oracle_check, topology_oracle
 
 
 @pytest.fixture(scope="module")

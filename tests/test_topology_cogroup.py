@@ -9,7 +9,7 @@ from kjoin import Topology
 from kjoin.fates import Reason
 from kjoin.scenario.fields import ScenarioError
 from kjoin.topology import TopologyError
-from tests import oracle_check, topology_oracle
+from kafka_oracle import oracle_check, topology_oracle
 
 
 def _outputs(trace, topic="out"):

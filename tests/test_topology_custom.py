@@ -13,7 +13,7 @@ from kjoin.fates import Fate, Reason
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.graph import TopologyError
 from kjoin.topology.runtime import ProcessingError
-from tests import oracle_check, topology_oracle
+from kafka_oracle import oracle_check, topology_oracle
 
 EVENTS = [
     {"topic": "in", "key": key, "value": value, "ts": ts}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from kjoin.topology.document import TopologyScenario
-from tests import oracle_check, topology_oracle
+from kafka_oracle import oracle_check, topology_oracle
 
 EVENTS = [{"topic": "in", "key": "k", "value": "1", "ts": 5}, {"topic": "in", "key": "k2", "value": "2", "ts": 6}]
 

@@ -342,7 +342,7 @@ def test_notebook_12_imports_what_kafka_printed() -> None:
 )
 def test_several_partitions_run_as_the_topology_built_in_python(case: str) -> None:
     """On 3 partitions (which the driver cannot judge) the topology from describe() runs as the one built from the
-    document does, whose multi-partition runs tests/topology_oracle.py judges against Kafka."""
+    document does, whose multi-partition runs kafka_oracle/topology_oracle.py judges against Kafka."""
     from kjoin.topology.document import TopologyScenario
 
     fixture = _load(case)

@@ -13,12 +13,12 @@ from kjoin.topology.diff import diff
 from kjoin.records import render_value
 from kjoin.topology.document import TopologyScenario
 from tests.test_topology_diff import APP
-from tests.topology_oracle import run_batch
+from kafka_oracle.topology_oracle import run_batch
 
 
 @pytest.fixture(scope="module")
 def built():
-    from tests.oracle_check import build
+    from kafka_oracle.oracle_check import build
 
     build()
 

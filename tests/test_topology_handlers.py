@@ -14,7 +14,7 @@ from kjoin.scenario.fields import ScenarioError
 from kjoin.topology.graph import TopologyError
 from kjoin.topology.handlers import DLQ_HEADERS
 from kjoin.topology.runtime import ProcessingError
-from tests import oracle_check, topology_oracle
+from kafka_oracle import oracle_check, topology_oracle
 
 EVENTS = [
     {"topic": "in", "key": "k1", "value": "a", "ts": 1},

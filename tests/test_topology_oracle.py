@@ -1,6 +1,6 @@
 """kjoin's topologies against the real Kafka Streams library, a CI sample: random topologies of two or
 three joins with a re-key or a foreign-key join, or an aggregate (windowed, of a table, joined), a merge, a to_table or
-a global table, 1 to 4 partitions (tests/topology_oracle.py), judged by this run's
+a global table, 1 to 4 partitions (kafka_oracle/topology_oracle.py), judged by this run's
 share of the Kafka versions (the latest always). ``make topology-check`` (part of ``make kafka-check``) runs the full
 sweep. Without Java, Maven or the jars these tests fail, they never skip."""
 
@@ -18,7 +18,8 @@ from kjoin.fates import Reason
 from kjoin.semantics import parse_semantics
 
 from kjoin.topology.document import TopologyScenario
-from tests import oracle_check, topology_oracle, topology_pinned
+from tests import topology_pinned
+from kafka_oracle import oracle_check, topology_oracle
 from tests.test_topology import FK_CHAIN_CHANGE, fk_chain_of_left_joins
 
 SAMPLE = int(os.environ.get("KJOIN_TOPOLOGY_EXAMPLES", "150"))
@@ -290,7 +291,7 @@ def _pinned(version: str) -> dict[tuple[str, int], tuple[TopologyScenario, dict]
 
 def _judge_pinned(version: str, *names: str) -> None:
     """Kafka ``version`` gives each case's pinned outputs and split at every partition count (several partitions: each
-    event's records as a multiset, see tests/topology_oracle.py), and kjoin agrees with it."""
+    event's records as a multiset, see kafka_oracle/topology_oracle.py), and kjoin agrees with it."""
     for name in names:
         expected = topology_pinned.expected_outputs(name, version)
         for partitions in topology_pinned.PARTITIONS:
@@ -304,7 +305,7 @@ def _judge_pinned(version: str, *names: str) -> None:
 
 def _pinned_judges() -> list[str]:
     """The judges of the pinned cases: all of tests/topology_pinned.py's with ``KJOIN_ORACLE_VERSIONS=all``, else the
-    latest, 2.6.3 (before KAFKA-10077) and one of the others in turn (:func:`tests.oracle_check.rotation`)."""
+    latest, 2.6.3 (before KAFKA-10077) and one of the others in turn (:func:`kafka_oracle.oracle_check.rotation`)."""
     judged = [v for v in topology_pinned.JUDGED if any(j.version == v for j in topology_oracle.JUDGES)]
     if os.environ.get("KJOIN_ORACLE_VERSIONS", "").strip() == "all":
         return judged

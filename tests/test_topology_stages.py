@@ -8,7 +8,7 @@ import random
 import kjoin
 from kjoin.topology.runtime import run
 from kjoin.topology.stages import Stage, stages_of
-from tests.topology_oracle import random_scenario
+from kafka_oracle.topology_oracle import random_scenario
 
 
 def _rekey_app() -> kjoin.Topology:

@@ -15,7 +15,7 @@ import pytest
 import kjoin
 from kjoin.topology.describe import parse_describe
 from kjoin.topology.document import TopologyScenario
-from tests import oracle_check, topology_oracle
+from kafka_oracle import oracle_check, topology_oracle
 
 FIXTURE = json.loads((Path(__file__).parent / "describe_fixtures" / "variant-named-stores.json").read_text())
 GENERATED = re.compile(r"\d{10}")

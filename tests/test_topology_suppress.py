@@ -13,7 +13,7 @@ import pytest
 import kjoin
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.suppress import SuppressionBufferFull
-from tests import oracle_check, topology_oracle
+from kafka_oracle import oracle_check, topology_oracle
 
 WINDOWS = (
     {"size_ms": 5, "grace_ms": 2},

@@ -10,7 +10,7 @@ import pytest
 
 import kjoin
 from kjoin.topology.document import TopologyScenario
-from tests import oracle_check, topology_oracle
+from kafka_oracle import oracle_check, topology_oracle
 
 ASK = {"topic": "asks", "key": "c1", "value": "q"}
 

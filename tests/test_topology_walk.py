@@ -1,6 +1,6 @@
-"""The second topology generator (``tests/topology_walk.py``), a CI sample: 20 random walks over the DSL judged by the
-latest Kafka Streams, and what the walks draw. ``make topology-check`` runs the full sweep on every judge. Without
-Java, Maven or the jars the judged test fails, it never skips."""
+"""The second topology generator (``kafka_oracle/topology_walk.py``), a CI sample: 20 random walks over the DSL judged
+by the latest Kafka Streams, and what the walks draw. ``make topology-check`` runs the full sweep on every judge.
+Without Java, Maven or the jars the judged test fails, it never skips."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from kjoin.topology.document import TopologyScenario, load_topology
-from tests import oracle_check, topology_walk
-from tests.topology_oracle import run_batch
+from kafka_oracle import oracle_check, topology_walk
+from kafka_oracle.topology_oracle import run_batch
 
 SAMPLE_SEED = 12
 """Its 20 walks on the latest judge draw 49 of the 51 kinds of node (every join, aggregate and window kind among

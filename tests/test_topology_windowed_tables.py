@@ -10,7 +10,7 @@ import pytest
 
 import kjoin
 from kjoin.topology.document import TopologyScenario
-from tests import oracle_check, topology_oracle
+from kafka_oracle import oracle_check, topology_oracle
 
 WINDOWS = {
     "tumbling": {"size_ms": 5, "grace_ms": 2},

@@ -1,7 +1,7 @@
 """Session and sliding windowed aggregates, ``suppress(untilWindowCloses)`` and emit-final.
 
 Hand-computed outputs for each mechanism (session merging, sliding windows' left and right windows, the suppression
-buffer, emit-final), each also run through the real library (``tests/oracle_check.py``'s harness), and the era
+buffer, emit-final), each also run through the real library (``kafka_oracle/oracle_check.py``'s harness), and the era
 boundaries on both sides against the Kafka versions that show them. The random comparison runs in
 ``tests/test_kafka_oracle.py`` (seed 000's sample) and ``make kafka-check``. Without Java, Maven or the jars these
 tests fail, they never skip.
@@ -15,7 +15,7 @@ import kjoin
 
 from kjoin.scenario import AggregateSpec
 from kjoin.fates import Fate, Reason
-from tests.oracle_check import Harness, build, kjoin_outputs
+from kafka_oracle.oracle_check import Harness, build, kjoin_outputs
 
 
 def ev(key, value, ts):

@@ -1,8 +1,8 @@
 """Minimal topologies whose outputs the real Kafka Streams library pins, one per rule of docs/semantics.md section 10
 (items 11 to 15, and the writer's repartition-then-count): each a document, the outputs Kafka gave for it (per input
-event, ``[topic, key, value, ts]``, as ``tests/topology_oracle.py`` compares them) and what ``describe()`` listed.
-Kafka's outputs are the same on every judge in :data:`JUDGED` (2.6.3 has ``repartition()``, 2.5 not); each is also
-run at :data:`PARTITIONS` partitions, where a key's records reach one task.
+event, ``[topic, key, value, ts]``, as ``kafka_oracle/topology_oracle.py`` compares them) and what ``describe()``
+listed. Kafka's outputs are the same on every judge in :data:`JUDGED` (2.6.3 has ``repartition()``, 2.5 not); each is
+also run at :data:`PARTITIONS` partitions, where a key's records reach one task.
 
 ``tests/test_topology_oracle.py`` judges them with the harness; ``tests/test_spark_topology.py`` runs them on Spark
 against the reference engine."""

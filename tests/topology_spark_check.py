@@ -1,9 +1,9 @@
 """Topologies on Spark against the reference engine: random topologies (the shapes of
-``tests/topology_oracle.py``: two or three joins and a re-key, foreign-key chains, aggregates, windowed aggregates,
-merges, to_table, through, global tables; 1 to 4 partitions) run through :func:`kjoin.spark.run_topology` and
-through the reference engine's ``stages`` schedule; every record every topic received (repartition, foreign-key and
-output topics: partition, offset, key, value, timestamp) and every step (task, record taken, fate, reason, nodes
-passed, in processing order) must be the same.
+``kafka_oracle/topology_oracle.py``: two or three joins and a re-key, foreign-key chains, aggregates, windowed
+aggregates, merges, to_table, through, global tables; 1 to 4 partitions) run through :func:`kjoin.spark.run_topology`
+and through the reference engine's ``stages`` schedule; every record every topic received (repartition, foreign-key and
+output topics: partition, offset, key, value, timestamp) and every step (task, record taken, fate, reason, nodes passed,
+in processing order) must be the same.
 
 ``python -m tests.topology_spark_check [N] [SEED]`` (``make topology-spark-check``) runs N topologies in one Spark
 session and prints ``spark topologies: <N> topologies, <M> mismatches, <S> s``, then N/10 topologies of chains
@@ -26,8 +26,8 @@ from kjoin.topology.events import input_records
 from kjoin.topology.runtime import run
 from kjoin.topology.stages import topic_writers
 from kjoin.topology.trace import TopologyTrace
-from kjoin.spark.passes.topology_task import STEP_ORDER, shown
-from tests.topology_oracle import random_scenario
+from kjoin.spark.passes.stage_task import STEP_ORDER, shown
+from kafka_oracle.topology_oracle import random_scenario
 
 ERAS = ("2.8", "3.1", "3.6", "latest")
 
@@ -116,7 +116,7 @@ def difference(
     try:
         trace = reference(scenario)
     except ProcessingError as stopped:  # a function that throws under the fail handler: Spark must stop the same way
-        from kjoin.spark.topology import kjoin_error
+        from kjoin.spark.topology_run import kjoin_error
 
         try:
             result = run_topology(spark, scenario.topology, topics, method=method, instances=instances(scenario))
@@ -195,7 +195,7 @@ def _rekeyed(rng: random.Random, stream: Any, tag: str) -> Any:
 
 
 def chain_scenario(rng: random.Random, chains: int = 3) -> TopologyScenario:
-    """A topology of ``chains`` independent chains (:mod:`kjoin.spark.passes.topology_vectorised`'s shapes: a stream,
+    """A topology of ``chains`` independent chains (:mod:`kjoin.spark.passes.stage_chain`'s shapes: a stream,
     stateless nodes, re-keys to repartition topics, zero to three stream-table joins, inner or left, over one to
     three tables, to a topic), 1 to 4 partitions, an era drawn, and events full of timestamp ties, null keys, null
     values and deletes: every stage of it runs as a chain."""
@@ -241,7 +241,7 @@ def chain_scenario(rng: random.Random, chains: int = 3) -> TopologyScenario:
 
 def declarative_scenario(rng: random.Random, chains: int = 2) -> TopologyScenario:
     """A topology of ``chains`` chains whose re-key stages are declarative
-    (:mod:`kjoin.spark.passes.topology_expressions`): a stream re-keyed by its value's ``c`` (``a.c`` now and then),
+    (:mod:`kjoin.spark.passes.stage_expressions`): a stream re-keyed by its value's ``c`` (``a.c`` now and then),
     then zero to two stream-table joins with the default joiner (one at least in the first chain), now and then
     through a topic and left-joined with another table, to a topic; 1 to 4 partitions. The orders' texts are mostly
     within :func:`kjoin.spark.json_text.exact` (objects, integers, ASCII, null and missing fields, null values) and
@@ -324,7 +324,7 @@ def _given_partitions(scenario: TopologyScenario) -> bool:
 def rows_of(result: Any) -> list[tuple[Any, ...]]:
     """Every row of a run (steps and written records), payloads unpickled, sorted: two runs with equal rows have
     equal ``steps``, ``topics``, ``outputs``, ``trace`` and ``why``."""
-    from kjoin.spark.passes.topology_task import load_payload
+    from kjoin.spark.passes.stage_task import load_payload
 
     rows = []
     for row in result.rows.collect():
@@ -361,8 +361,8 @@ def local_rows(scenario: TopologyScenario, method: str) -> Any:
     without global tables, whose stages are all chains when ``method`` is ``vectorised``."""
     import pandas as pd
 
-    from kjoin.spark.passes.topology_task import WRITE_ORDER, stage_function
-    from kjoin.spark.passes.topology_vectorised import chain_stage_function, stage_plan
+    from kjoin.spark.passes.stage_task import WRITE_ORDER, stage_function
+    from kjoin.spark.passes.stage_chain import chain_stage_function, stage_plan
     from kjoin.topology.stages import stages_of, topic_readers
 
     topology = scenario.topology
@@ -409,7 +409,7 @@ def _through_arrow(function: Any) -> Any:
     """A chain stage's function (Arrow tables in and out, as ``applyInArrow`` calls it) on a pandas group."""
     import pyarrow as pa
 
-    from kjoin.spark.passes.topology_vectorised import RECORD_SCHEMA
+    from kjoin.spark.passes.stage_chain import RECORD_SCHEMA
 
     schema = RECORD_SCHEMA.append(pa.field("_sub", pa.int32()))
 

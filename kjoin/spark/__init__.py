@@ -21,7 +21,7 @@ versioned tables too: ``run_join(..., options={"right": {"versioned": True,
 (:mod:`kjoin.spark.passes.fk_task`, which states the limits) and :func:`run_join` refuses it.
 
 A whole application: :func:`run_topology` runs a :class:`kjoin.Topology` (re-keys, repartition topics, chains of
-joins, aggregates, foreign-key joins) over its topics stage by stage (:mod:`kjoin.spark.topology`).
+joins, aggregates, foreign-key joins) over its topics stage by stage (:mod:`kjoin.spark.topology_run`).
 """
 
 from .api import open_run, run_join, run_scenarios
@@ -30,7 +30,7 @@ from .io.readers import from_files, from_kafka, from_kcat
 from .io.session import ARROW_JAVA_OPTIONS, QUIET_CONFIG, cluster_session, connect_session, local_session
 from .io.topic import SparkInputError, Topic
 from .result import SparkRun
-from .topology import TopologyRun, run_topology
+from .topology_run import TopologyRun, run_topology
 
 __all__ = [
     "OUTPUT_COLUMNS",

@@ -1,7 +1,7 @@
 """``kjoin.records``' rules for JSON values over Arrow arrays of their texts, with no Python call per record: the value
 as the trace shows it and a field of it as a key, and where those are exactly the rules' results.
 
-The rules (the chain pass's, :func:`kjoin.spark.passes.topology_vectorised._decoded_inputs`, and a
+The rules (the chain pass's, :func:`kjoin.spark.passes.stage_chain._decoded_inputs`, and a
 ``select_key({"field": path})``'s function, :mod:`kjoin.topology.functions`): ``v = load_json(text)``; the value
 shown is ``None`` for a null text or JSON ``null``, ``v`` for a string, else :func:`kjoin.records.render_value`
 (``json`` with sorted keys, compact, ASCII); the key is ``string_serde_text(field_of(v, path))``.

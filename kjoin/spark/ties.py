@@ -3,7 +3,7 @@
 A Kafka task takes, of its input partitions, the one whose head record has the lowest timestamp; on equal heads
 the one it did *not* take its last record from (``PartitionGroup``'s ``java.util.PriorityQueue``: the queue just
 polled is offered back behind an equal one; at the start, the left: :class:`kjoin.ordering.PartitionGroup`, the
-reference engine's rule, judged by a running application in ``tests/broker_check.py``).
+reference engine's rule, judged by a running application in ``kafka_oracle/broker_check.py``).
 
 Why this can be computed without the loop. Within one input partition, call a record a *leader* when its
 timestamp is at least that of every record before it (it equals the partition's running max ts), and a

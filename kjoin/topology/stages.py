@@ -1,5 +1,5 @@
 """Stages: the sub-topologies in the order their records can be processed whole (the ``stages`` schedule, and
-the Spark engine's plan, :mod:`kjoin.spark.topology`).
+the Spark engine's plan, :mod:`kjoin.spark.topology_run`).
 
 A sub-topology *feeds* another when it writes a topic the other reads: a repartition topic (its sink is in the
 writer, its source in the reader), a topic of the user's written by ``to`` and read back (``through``), or a

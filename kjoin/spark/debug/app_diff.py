@@ -29,7 +29,7 @@ from ...topology.trace import TopicRecord
 from ..io.topic import SparkInputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..topology import TopologyRun
+    from ..topology_run import TopologyRun
 
 __all__ = ["AppDiff", "app_diff", "MAX_APP_RUNS"]
 

@@ -27,7 +27,7 @@ from .app_diff import app_diff
 from .reconcile import CATEGORIES, Reconciliation, Tally, _actual_frame, _category, _counted
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..topology import TopologyRun
+    from ..topology_run import TopologyRun
 
 __all__ = ["app_reconcile"]
 
@@ -48,7 +48,7 @@ def app_reconcile(
     settings: Mapping[str, Any] | None = None,
     examples: int = 3,
 ) -> Reconciliation:
-    """:meth:`kjoin.spark.topology.TopologyRun.reconcile` (see the module)."""
+    """:meth:`kjoin.spark.topology_run.TopologyRun.reconcile` (see the module)."""
     frame = _actual_frame(actual)
     topic = _topic(run, frame, topic)
     if "topic" in frame.columns:

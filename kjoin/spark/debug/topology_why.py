@@ -20,7 +20,7 @@ from ...topology.trace import TopicRecord, TopologyTrace
 from ...topology.verdicts import AppExplainer, AppVerdict, audit, explained_outputs, summary
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..topology import TopologyRun
+    from ..topology_run import TopologyRun
 
 __all__ = ["AppDebug", "app_debug", "numbered_events"]
 
@@ -92,5 +92,5 @@ class AppDebug:
 
 
 def app_debug(run: "TopologyRun") -> AppDebug:
-    """The verdicts of a Spark topology run: :meth:`~kjoin.spark.topology.TopologyRun.debug`."""
+    """The verdicts of a Spark topology run: :meth:`~kjoin.spark.topology_run.TopologyRun.debug`."""
     return run.debug()

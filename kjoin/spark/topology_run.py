@@ -8,12 +8,12 @@ How a run flows:
   placed in Spark partition ``p`` by :func:`kjoin.spark.placement.by_partition`, no sort) or ``applyInPandas``
   (the processors) over its records grouped by Kafka task; a stage that feeds itself runs whole in one group.
   Per Kafka task, a *chain* stage (a stream through stateless nodes and stream-table joins to a sink:
-  :func:`~kjoin.spark.passes.topology_vectorised.stage_plan`) runs the chain pass
-  (:mod:`kjoin.spark.passes.topology_vectorised`: no processors), any other the reference engine's processors
-  (:mod:`kjoin.spark.passes.topology_task`); both give the same rows (``method=`` forces one,
+  :func:`~kjoin.spark.passes.stage_chain.stage_plan`) runs the chain pass
+  (:mod:`kjoin.spark.passes.stage_chain`: no processors), any other the reference engine's processors
+  (:mod:`kjoin.spark.passes.stage_task`); both give the same rows (``method=`` forces one,
   :attr:`TopologyRun.methods` says which ran and why). A chain whose functions are declarative (a re-key by a
-  field of a JSON value: :func:`~kjoin.spark.passes.topology_expressions.declarative_plan`) can run as Spark
-  expressions (``method="expressions"``, :mod:`kjoin.spark.passes.topology_expressions`: a window and a
+  field of a JSON value: :func:`~kjoin.spark.passes.stage_expressions.declarative_plan`) can run as Spark
+  expressions (``method="expressions"``, :mod:`kjoin.spark.passes.stage_expressions`: a window and a
   projection, no Python worker but for the keys' murmur2 and the few texts Spark's JSON would show otherwise), with
   the same rows; a chain of default joins reading what such a stage wrote runs the chain pass on the values as
   shown, without decoding them (``auto`` and ``expressions``).
@@ -21,9 +21,9 @@ How a run flows:
   repartition (or ``through``) topics. Grouping those by task *is* the repartition: the writing task chose each
   record's partition (murmur2 of the serialized key, or the topology's partitioner, by the reference engine's own
   code) and the reading stage's tasks gather theirs in one shuffle. A written record's offset is its rank in its
-  topic partition in the order the writing tasks produced it (:data:`~kjoin.spark.passes.topology_task.WRITE_ORDER`),
+  topic partition in the order the writing tasks produced it (:data:`~kjoin.spark.passes.stage_task.WRITE_ORDER`),
   which the reading task, holding the whole topic partition, numbers itself
-  (:func:`~kjoin.spark.passes.topology_task.written_offsets`: a window over the written records cost a shuffle and a
+  (:func:`~kjoin.spark.passes.stage_task.written_offsets`: a window over the written records cost a shuffle and a
   sort of its own); :attr:`TopologyRun.topics` numbers them the same way with a window.
 * The global tables' records are read once on the driver (they are small: every Kafka task holds them all) and
   taken first by every group, as a starting application restores its global stores before any task runs.
@@ -56,7 +56,7 @@ from ..topology.stages import Stage, stages_of, topic_readers, topic_writers
 from ..topology.trace import TopicRecord, TopologyTrace
 from .io.topic import SparkInputError, Topic, default_partition_column
 from .keep import kept, release
-from .passes.topology_task import (
+from .passes.stage_task import (
     ROW_SCHEMA,
     STEP_ORDER,
     WRITE_ORDER,
@@ -65,9 +65,9 @@ from .passes.topology_task import (
     decode_records,
     stage_function,
 )
-from .passes.topology_expressions import declarative_plan, expression_rows, shown_values_plan
-from .passes.topology_rekey import rekey_plan, rekey_stage_function
-from .passes.topology_vectorised import chain_stage_function, per_task, stage_plan
+from .passes.stage_expressions import declarative_plan, expression_rows, shown_values_plan
+from .passes.stage_rekey import rekey_plan, rekey_stage_function
+from .passes.stage_chain import chain_stage_function, per_task, stage_plan
 from .placement import by_partition
 
 __all__ = ["run_topology", "TopologyRun", "RECORD_COLUMNS", "METHODS", "kjoin_error", "kjoin_errors"]
@@ -239,7 +239,7 @@ class TopologyRun:
     """A topology run on Spark (lazy): its frames, and the reference engine's view of any task or record.
 
     * :attr:`steps`: one row per record a task took, in the ``stages`` schedule's order (sort by
-      :data:`~kjoin.spark.passes.topology_task.STEP_ORDER`): ``task, instance, topic, partition, offset, ts, key,
+      :data:`~kjoin.spark.passes.stage_task.STEP_ORDER`): ``task, instance, topic, partition, offset, ts, key,
       value, fate, reason, nodes`` (``instance`` null for one instance; the global tables' steps are the reference
       trace's first ones, not rows here).
     * :attr:`topics`: every record the topology wrote (repartition, foreign-key, output topics), with its offset.
@@ -290,7 +290,7 @@ class TopologyRun:
 
     @property
     def rows(self) -> DataFrame:
-        """Every stage's step and write rows (:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA`)."""
+        """Every stage's step and write rows (:data:`~kjoin.spark.passes.stage_task.ROW_SCHEMA`)."""
         return reduce(DataFrame.unionByName, self._stage_rows)
 
     def keep(self) -> "TopologyRun":
@@ -494,7 +494,7 @@ class TopologyRun:
 
 
 def _chain_plan(topology: Any, stage: Stage, method: str) -> tuple[Any, str]:
-    """The stage's chain and why (:func:`~kjoin.spark.passes.topology_vectorised.stage_plan`), ``None`` for the
+    """The stage's chain and why (:func:`~kjoin.spark.passes.stage_chain.stage_plan`), ``None`` for the
     processors; refused when ``method`` asks for a chain and the stage is not one."""
     if method == "processors":
         return None, "method='processors'"

@@ -1,10 +1,10 @@
 """A chain of default stream-table joins on its values as shown, as Arrow arrays: no Python call per record.
 
-Which chains: those :func:`~kjoin.spark.passes.topology_expressions.shown_values_plan` accepts (a repartition topic a
+Which chains: those :func:`~kjoin.spark.passes.stage_expressions.shown_values_plan` accepts (a repartition topic a
 declarative re-key wrote, text keys, stream-table joins with the default joiner, a sink): the default joiner renders
 both sides (:func:`kjoin.joins.context.default_joiner`: ``render(left)-render(right)``), and a value's rendering is
 its text as shown, so a join's result is the concatenation of two texts and no value is decoded. The chain pass
-(:mod:`kjoin.spark.passes.topology_vectorised`) runs the same chains record by record in Python; this module gives its
+(:mod:`kjoin.spark.passes.stage_chain`) runs the same chains record by record in Python; this module gives its
 rows as array work (``tests/test_spark_topology_expressions.py`` runs random declarative topologies both ways against
 the reference engine: texts within and outside the rules, null keys and values, tables of JSON strings, objects and
 numbers, a chain whose topic a later stage reads back):
@@ -15,7 +15,7 @@ numbers, a chain whose topic a later stage reads back):
 3. per join, over the stream records still on their way: the skip rules (a null key, KIP-962's left join of a null
    key without a lookup, KIP-77's null value), the lookups as of each record's place (:func:`as_of_arrays`: one
    stable sort by (key id, place) and a running maximum, as
-   :func:`~kjoin.spark.passes.topology_vectorised.as_of` does over lists), an inner join's miss, and the joiner's
+   :func:`~kjoin.spark.passes.stage_chain.as_of` does over lists), an inner join's miss, and the joiner's
    text (``pyarrow.compute`` concatenation);
 4. the sink: each record written (a null key dropped before a repartition topic unless a join below takes it);
 5. the rows: each record's fate, reason and the nodes it passed as codes into small tables, taken at once.
@@ -38,7 +38,7 @@ from ...fates import Fate, Reason
 from ...partitioner import murmur2_many
 from ...records import load_json, render_value
 from ..json_arrow import decoded as json_decoded
-from .topology_task import Decoding
+from .stage_task import Decoding
 
 __all__ = ["texts_rows", "shown_texts", "as_of_arrays", "text_partitions", "coded", "FATES", "REASONS"]
 

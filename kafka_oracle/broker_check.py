@@ -1,9 +1,9 @@
 """kjoin's processing order against a running Kafka Streams application: ``make broker-check``.
 
-TopologyTestDriver (``tests/oracle_check.py``) processes records in the order they are piped, which is kjoin's own
+TopologyTestDriver (``kafka_oracle/oracle_check.py``) processes records in the order they are piped, which is kjoin's own
 order: it judges what a join does with its records, never which record a task takes next. Here a real
 ``KafkaStreams`` instance (``kafka_oracle``'s ``BrokerHarness``) reads the scenario's records from the project's KRaft
-broker (``tests/kafka_broker.py``): the input topics are created with the scenario's partitions and filled before the
+broker (``kafka_oracle/kafka_broker.py``): the input topics are created with the scenario's partitions and filled before the
 application starts, each record in its partition with its timestamp. The harness answers with
 
 * the order in which each task processed its records (topic, partition, offset, from the record context of the
@@ -12,13 +12,13 @@ application starts, each record in its partition with its timestamp. The harness
 * the output topic's records, each with the input record whose processing wrote it (a header Kafka Streams
   forwards), compared per task, in order, with kjoin's outputs when kjoin runs the records in its own order.
 
-``python -m tests.broker_check [N]`` prints ``kafka-streams-broker <version>: <N> scenarios, <M> output mismatches,
+``python -m kafka_oracle.broker_check [N]`` prints ``kafka-streams-broker <version>: <N> scenarios, <M> output mismatches,
 <K> order mismatches`` (and the time), then each mismatch. One broker and one harness JVM serve the whole run; every
 scenario gets a fresh application id and state directory, and its topics are deleted after it. The harness needs
 Kafka 3.3+: it logs the order from a wrapper around every processor (4.0+ Kafka's own ``ProcessorWrapper``,
 KIP-1112; before, the built topology's processors wrapped in place, ``kafka_oracle``'s ``OrderLog``).
 
-A lagging side (``arrival:``, ``python -m tests.broker_check lagging N``) is a separate check: the application runs
+A lagging side (``arrival:``, ``python -m kafka_oracle.broker_check lagging N``) is a separate check: the application runs
 with ``max.task.idle.ms = 0`` and the records are produced in phases (:func:`arrival_phases`), each once the
 application has processed the one before; each disagreement is classified by :func:`explain_lagging` (the documented
 limit: a moment that holds both sides, whose order the application's fetches decide, :func:`fetch_split`) or
@@ -42,8 +42,8 @@ import kjoin
 from kjoin.ordering import arrival_order
 from kjoin.records import render_value
 from kjoin.scenario import Arrival
-from tests.kafka_broker import Broker, BrokerError, _die_with_parent
-from tests.oracle_check import LATEST_JUDGE, HarnessError, KafkaVersion, classpath, kjoin_outputs, scenario_yaml
+from kafka_oracle.kafka_broker import Broker, BrokerError, _die_with_parent
+from kafka_oracle.oracle_check import LATEST_JUDGE, HarnessError, KafkaVersion, classpath, kjoin_outputs, scenario_yaml
 
 BROKER_JUDGES = tuple(os.environ.get("KJOIN_BROKER_VERSIONS", f"{LATEST_JUDGE.version},3.6.2,3.3.2").split(","))
 """The versions this oracle runs, the latest first (``KJOIN_BROKER_VERSIONS=4.4.0``): one judge of each era that
@@ -614,13 +614,13 @@ def generate(
     seed: int | None = None,
     multi_partition: bool = False,
 ) -> list[kjoin.Scenario]:
-    """``count`` random scenarios of the wide generator (``tests.oracle_check.wide_scenarios``), caching off;
+    """``count`` random scenarios of the wide generator (``kafka_oracle.oracle_check.wide_scenarios``), caching off;
     ``seed``: the same scenarios every time (a sweep prints its seed, so its scenario n can be run again);
     ``multi_partition``: only scenarios with several partitions (tasks that meet in one instance)."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as seeded
 
-    from tests.oracle_check import wide_scenarios
+    from kafka_oracle.oracle_check import wide_scenarios
 
     found: list[kjoin.Scenario] = []
 

@@ -1,7 +1,7 @@
 """A declarative re-key stage's Kafka task on Arrow arrays: the chain pass's rows with no Python call per record.
 
 Which stage: one the chain pass runs with ``json_payloads``
-(:func:`~kjoin.spark.passes.topology_expressions.declarative_plan` chose it): an input stream of JSON values,
+(:func:`~kjoin.spark.passes.stage_expressions.declarative_plan` chose it): an input stream of JSON values,
 ``select_key({"field": path})``, a repartition topic partitioned by murmur2 (:func:`rekey_plan` checks that shape
 again; any other chain stays with the chain pass). Its task reads one input partition, so its processing order is
 offset order, and each record's way is one of two: its new key is null and the repartition topic drops it (unless a
@@ -13,8 +13,8 @@ decoded by the chain pass's rules in Python (``load_json``, ``render_value``, th
 processing order, so a text that is not JSON fails as it fails there. The fates, reasons and nodes are ``take``\\ s
 from two-entry arrays, the written records' partitions Kafka's default (murmur2 of the distinct keys' UTF-8 bytes as
 Arrow holds them, :func:`kjoin.partitioner.murmur2_packed`), their payloads the key and the value's own text
-(:func:`~kjoin.spark.passes.topology_vectorised._json_payloads`). The rows are the chain pass's
-(:func:`~kjoin.spark.passes.topology_vectorised._rows`), column by column: ``tests/test_spark_topology_rekey.py``
+(:func:`~kjoin.spark.passes.stage_chain._json_payloads`). The rows are the chain pass's
+(:func:`~kjoin.spark.passes.stage_chain._rows`), column by column: ``tests/test_spark_topology_rekey.py``
 compares both on texts within and outside the grammar.
 """
 
@@ -31,8 +31,8 @@ from ...fates import Fate, Reason
 from ...partitioner import murmur2_packed
 from ...records import load_json, render_value
 from ..json_arrow import decoded
-from .topology_task import Bases, Decoding
-from .topology_vectorised import Chain, _assemble, _in_processing_order, _json_payloads, _numbered, _row_types
+from .stage_task import Bases, Decoding
+from .stage_chain import Chain, _assemble, _in_processing_order, _json_payloads, _numbered, _row_types
 
 __all__ = ["Rekey", "rekey_plan", "rekey_stage_function"]
 
@@ -76,7 +76,7 @@ def rekey_stage_function(
     chain_pass: Callable[[pa.Table], pa.Table],
 ) -> Callable[[pa.Table], pa.Table]:
     """The function of one Kafka task of the re-key stage ``plan`` (records in, rows out, as
-    :func:`~kjoin.spark.passes.topology_vectorised.chain_stage_function`'s); ``chain_pass`` runs a task that is not
+    :func:`~kjoin.spark.passes.stage_chain.chain_stage_function`'s); ``chain_pass`` runs a task that is not
     one input topic's records (none is, in a stage ``declarative_plan`` chose) and an empty one."""
     rank = list(topology.graph.topics)
     source, selector, sink = plan.chain.nodes
@@ -109,7 +109,7 @@ def _by_python(
     table: pa.Table, rows: np.ndarray, shown: pa.Array, keys: pa.Array, select: Callable[..., Any], long_keys: bool
 ) -> tuple[pa.Array, pa.Array]:
     """``shown`` and ``keys`` with the rows at ``rows`` (in processing order) computed by the chain pass's rules:
-    the value decoded and shown (:func:`~kjoin.spark.passes.topology_vectorised._decoded_inputs`), the key selector
+    the value decoded and shown (:func:`~kjoin.spark.passes.stage_chain._decoded_inputs`), the key selector
     called with the record's key and value."""
     old_keys = table.column("key_text").take(rows).to_pylist()
     new_shown: list[Any] = []

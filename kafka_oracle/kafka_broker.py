@@ -283,7 +283,7 @@ class Broker:
         self.stop()
 
 
-def main() -> None:  # pragma: no cover - a manual check: `python -m tests.kafka_broker`
+def main() -> None:  # pragma: no cover - a manual check: `python -m kafka_oracle.kafka_broker`
     started = time.monotonic()
     with Broker() as broker:
         print(f"Kafka at {broker.bootstrap_servers}, ready in {time.monotonic() - started:.1f} s")

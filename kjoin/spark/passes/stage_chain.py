@@ -2,7 +2,7 @@
 
 Which stages: an acyclic stage whose one sub-topology is a *chain* (:func:`stage_plan` says why a stage is one, or
 why not, and :func:`kjoin.spark.run_topology` runs the others with the processors,
-:mod:`kjoin.spark.passes.topology_task`):
+:mod:`kjoin.spark.passes.stage_task`):
 
 * one stream source (an input topic or a repartition topic), then nodes of one child each: ``filter``,
   ``map_values``, ``select_key``, ``map``, stream-table joins (inner or left, over a source table of the same
@@ -30,7 +30,7 @@ the processors' pass takes the same groups as pandas frames):
    method of the single stream-table join's vectorised pass (:mod:`kjoin.spark.passes.vectorised`).
 4. **Rows**: one step row per record (its fate, reason and the nodes it passed, as :func:`kjoin.topology.runtime`
    sums them) and one write row per record written, with the same order keys
-   (:data:`~kjoin.spark.passes.topology_task.STEP_ORDER`) and payloads as the processors' pass, so everything
+   (:data:`~kjoin.spark.passes.stage_task.STEP_ORDER`) and payloads as the processors' pass, so everything
    downstream (offsets, the next stage, ``steps``, ``topics``, ``trace``, ``why``) is unchanged.
    ``tests/test_spark_topology_vectorised.py`` compares both passes' rows on random chains.
 """
@@ -55,8 +55,8 @@ from ...topology.runtime import stage_steps
 from ...topology.plain import as_written
 from ...topology.stages import Stage
 from .memory import hold_freed_memory
-from .topology_texts import FATES, REASONS, coded, shown_texts, text_partitions, texts_rows
-from .topology_task import (
+from .stage_texts import FATES, REASONS, coded, shown_texts, text_partitions, texts_rows
+from .stage_task import (
     JSON_PAYLOAD, NULL_KEY_PAYLOAD, ROW_SCHEMA, WRITE_ORDER, WRITE_ORDER_TYPES, Bases, Decoding, decode_records,
     load_payload, read_back, shown, written_offsets,
 )  # fmt: skip
@@ -251,8 +251,8 @@ def as_of(
 
 
 def _decoded_columns(table: pa.Table, decoding: Decoding) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
-    """The keys and values of a records table (as :func:`~kjoin.spark.passes.topology_task.decode_records` reads
-    them), and both as the trace shows them (:func:`~kjoin.spark.passes.topology_task.shown`), as four lists. A
+    """The keys and values of a records table (as :func:`~kjoin.spark.passes.stage_task.decode_records` reads
+    them), and both as the trace shows them (:func:`~kjoin.spark.passes.stage_task.shown`), as four lists. A
     written record's texts came with it (its writer's row showed them); an input key's text is the key shown, and so
     is an input value's unless it is JSON (then only a JSON string shows as itself). A task that reads one input
     topic (a re-key's) decodes it a column at a time (:func:`_decoded_inputs`)."""
@@ -339,14 +339,14 @@ def chain_stage_function(
 ) -> Callable[[pa.Table], pa.Table]:
     """The function of one Kafka task of a chain stage (:func:`per_task` makes it ``mapInArrow``'s): its records
     in (:data:`RECORD_SCHEMA`'s columns and ``_sub``), its step and write rows out
-    (:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA`), the rows the processors' pass
-    (:func:`~kjoin.spark.passes.topology_task.stage_function`) gives. Arrow both ways: pandas frames in and out cost
+    (:data:`~kjoin.spark.passes.stage_task.ROW_SCHEMA`), the rows the processors' pass
+    (:func:`~kjoin.spark.passes.stage_task.stage_function`) gives. Arrow both ways: pandas frames in and out cost
     a quarter of the pass's Python CPU (building a frame of object columns from lists, then converting them back),
     for nothing the pass uses. ``texts``: the chain needs its values only as shown, and runs as arrays
-    (:mod:`kjoin.spark.passes.topology_texts`).
+    (:mod:`kjoin.spark.passes.stage_texts`).
     ``json_payloads``: the chain writes its input values unchanged under text keys (a declarative re-key,
-    :func:`~kjoin.spark.passes.topology_expressions.declarative_plan`), so a written record carries its key and the
-    value's own text (:data:`~kjoin.spark.passes.topology_task.JSON_PAYLOAD`) instead of a pickle of the decoded
+    :func:`~kjoin.spark.passes.stage_expressions.declarative_plan`), so a written record carries its key and the
+    value's own text (:data:`~kjoin.spark.passes.stage_task.JSON_PAYLOAD`) instead of a pickle of the decoded
     value."""
     rank = [name for name in topology.graph.topics]
     sink = chain.nodes[-1] if chain.nodes else None
@@ -450,7 +450,7 @@ RECORD_SCHEMA = pa.schema(
      ("key_text", pa.string()), ("value_text", pa.string()), ("payload", pa.binary())]
     + [(name, pa.int32() if kind == "int" else pa.int64()) for name, kind in WRITE_ORDER_TYPES.items()]
 )  # fmt: skip
-"""The columns of a stage's records as Arrow types (:data:`kjoin.spark.topology.RECORD_COLUMNS`); Spark may send the
+"""The columns of a stage's records as Arrow types (:data:`kjoin.spark.topology_run.RECORD_COLUMNS`); Spark may send the
 texts and payloads as their large types (``spark.sql.execution.arrow.useLargeVarTypes``)."""
 
 
@@ -471,7 +471,7 @@ def _numbered(table: pa.Table, bases: Bases | None) -> pa.Table:
 
 
 def _row_types(text: pa.DataType, binary: pa.DataType) -> dict[str, pa.DataType]:
-    """:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA` as Arrow types, its texts and payloads of the types the
+    """:data:`~kjoin.spark.passes.stage_task.ROW_SCHEMA` as Arrow types, its texts and payloads of the types the
     records came in (Spark checks the result's types against the ones it expects, without casting)."""
     kinds = {"string": text, "binary": binary, "int": pa.int32(), "long": pa.int64()}
     return {name: kinds[kind] for name, kind in (column.split() for column in ROW_SCHEMA.split(", "))}
@@ -647,7 +647,7 @@ def _rows(
 ) -> pa.Table:
     """The step rows (in processing order) and the write rows, as the processors' pass gives them; ``taken``: the
     records' keys, values, and both as shown; ``read_back``: a later stage reads the sink's topic (else its records
-    carry no payload: :func:`~kjoin.spark.passes.topology_task.read_back`)."""
+    carry no payload: :func:`~kjoin.spark.passes.stage_task.read_back`)."""
     keys, values, shown_keys, shown_values = taken
     writes = walk.writes
     places = np.array(sorted(writes), dtype=np.int64)
@@ -726,7 +726,7 @@ def _joined(first: Any, second: Any, type: pa.DataType) -> pa.Array:
 
 
 def _json_payloads(keys: list[Any], texts: Any, type: pa.DataType) -> pa.Array:
-    """Written records' payloads in their JSON form (:func:`~kjoin.spark.passes.topology_task.load_payload`): each
+    """Written records' payloads in their JSON form (:func:`~kjoin.spark.passes.stage_task.load_payload`): each
     text key (or null) and the value's own JSON text (``null`` for a null value), joined by Arrow at once."""
     key = pa.array(keys, pa.string())
     text = pc.fill_null(texts.combine_chunks().cast(pa.string()), "null")

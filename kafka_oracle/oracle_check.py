@@ -1,6 +1,6 @@
 """kjoin against the real Kafka Streams library: the driver of ``kafka_oracle/`` (the Java harness).
 
-``python -m tests.oracle_check [N]`` (``make kafka-check``) builds the harness, generates N random scenarios per
+``python -m kafka_oracle.oracle_check [N]`` (``make kafka-check``) builds the harness, generates N random scenarios per
 Kafka version, runs each through kjoin and, in one JVM per version, through TopologyTestDriver, and prints one
 line per version: ``kafka-streams <version>: <N> scenarios, <M> mismatches``, then the file of each mismatch.
 ``tests/test_kafka_oracle.py`` runs the same comparison under pytest, where hypothesis shrinks a failure.
@@ -269,7 +269,7 @@ def classpath(version: str) -> str:
     classes = HARNESS / "target" / "classes"
     if not path.exists() or not (classes / "kjoin" / "oracle" / "Oracle.class").exists():
         raise HarnessError(
-            f"the harness is not built for Kafka {version}: run `make kafka-oracle` (or tests.oracle_check.build())"
+            f"the harness is not built for Kafka {version}: run `make kafka-oracle` (or kafka_oracle.oracle_check.build())"
         )
     return f"{classes}{os.pathsep}{path.read_text().strip()}"
 
@@ -368,7 +368,7 @@ def _tasks(scenario: kjoin.Scenario | AggregateSpec) -> list[tuple[list[int], di
         raise HarnessError(
             "one_instance: on this version the tasks of one instance share a left/outer stream-stream join's time "
             "tracker (KAFKA-14862), so they cannot be cut apart, and TopologyTestDriver runs one task; judge it on "
-            "the broker (tests/broker_check.py, tests/test_broker_instance_time.py)"
+            "the broker (kafka_oracle/broker_check.py, tests/test_broker_instance_time.py)"
         )
     if scenario.join == "fk":
         # A foreign-key join's tasks talk through its subscription and response topics, so they cannot be cut

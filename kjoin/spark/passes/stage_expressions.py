@@ -1,6 +1,6 @@
 """A topology's declarative stages: a re-key by a field of a JSON value as Spark
 expressions (``method="expressions"``), and the joins after it on their values as shown (``auto`` too), giving the
-rows the chain pass (:mod:`kjoin.spark.passes.topology_vectorised`) gives.
+rows the chain pass (:mod:`kjoin.spark.passes.stage_chain`) gives.
 
 Why: on the bench's app (orders re-keyed by their customer, joined with customers, left-joined with addresses) the
 JVM side of a run is level with the joins one by one; the gap is the chain pass's Python (the user's functions
@@ -24,7 +24,7 @@ expressions per record: the value shown and the new key by ``kjoin.records``' ru
 (:mod:`kjoin.spark.json_text`), the fate (forwarded, or dropped for a null key before the repartition topic), the
 written record's partition (murmur2 of the key's UTF-8 bytes, 0 for a null key; a Python UDF over the keys, as
 ``run_join``'s inputs are partitioned) and its payload, the key and the value's own JSON text
-(:data:`~kjoin.spark.passes.topology_task.JSON_PAYLOAD`: Spark cannot pickle; the next stage decodes the text to the
+(:data:`~kjoin.spark.passes.stage_task.JSON_PAYLOAD`: Spark cannot pickle; the next stage decodes the text to the
 value the chain pass would have pickled). A record whose text is outside :func:`~kjoin.spark.json_text.exact`
 (fractions, exponents, huge integers, characters outside ASCII, repeated field names, text that is not JSON) is
 computed by the chain pass's own rules in Python (:func:`_python_rows`), a few records, in the same rows.
@@ -38,9 +38,9 @@ noisy); the chain pass's whole re-key (decode, key, render, pickle) is about 2.2
 re-key with the chain pass (writing each record's key and its value's own text instead of a pickle:
 ``chain_stage_function(json_payloads=True)``) and the joins after it on values as shown: 13.5 s against 14.3-15.5 s
 for the chain pass alone, the joins one by one 9.7-9.9 s. Since then both stages run in Python on Arrow arrays, with
-no Python call per record: the re-key by :mod:`kjoin.spark.passes.topology_rekey` (RE2 and Arrow kernels over the
+no Python call per record: the re-key by :mod:`kjoin.spark.passes.stage_rekey` (RE2 and Arrow kernels over the
 texts, :mod:`kjoin.spark.json_arrow`; Python's rules for the few texts outside its grammar), the joins by
-:mod:`kjoin.spark.passes.topology_texts`; at 10^6, 9.5 s of CPU against the joins one by one's 9.5 s
+:mod:`kjoin.spark.passes.stage_texts`; at 10^6, 9.5 s of CPU against the joins one by one's 9.5 s
 (docs/benchmarks.md).
 
 **Falls back to the chain pass** (and to the processors where that does not fit): a Python function anywhere (a
@@ -51,10 +51,10 @@ doubles, a stream read from a repartition topic, and every stage with a join.
 **The join stage after it** (:func:`shown_values_plan`): a chain that reads what a declarative stage wrote and
 joins it with the default joiner only needs no decoded value: the default joiner renders both sides, and a value
 renders as its text as shown, which the written record carries (and a table's JSON value is shown as decoded). The
-chain pass runs it on those texts as Arrow arrays (:mod:`kjoin.spark.passes.topology_texts`: the lookups as of each
+chain pass runs it on those texts as Arrow arrays (:mod:`kjoin.spark.passes.stage_texts`: the lookups as of each
 record's place, the joiner's text as ``pyarrow.compute`` concatenation, no Python call per record), its payloads not
 read; only ``PartitionGroup``'s order over the task's partitions stays a replay in Python
-(:func:`~kjoin.spark.passes.topology_vectorised.processing_order`).
+(:func:`~kjoin.spark.passes.stage_chain.processing_order`).
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ from ...fates import Fate, Reason
 from ...partitioner import default_partitions
 from ...records import load_json
 from ..json_text import FieldPathError, exact, field, field_path, parsed, shown
-from .topology_task import JSON_PAYLOAD, NULL_KEY_PAYLOAD, ROW_SCHEMA, Decoding
-from .topology_task import shown as shown_value
-from .topology_vectorised import Chain
+from .stage_task import JSON_PAYLOAD, NULL_KEY_PAYLOAD, ROW_SCHEMA, Decoding
+from .stage_task import shown as shown_value
+from .stage_chain import Chain
 
 __all__ = ["Declarative", "declarative_plan", "expression_rows", "shown_values_plan"]
 
@@ -88,7 +88,7 @@ class Declarative:
 def declarative_plan(
     topology: Any, chain: Chain, decoding: Decoding, written: Collection[str]
 ) -> tuple[Declarative | None, str]:
-    """``chain`` (a chain stage, :func:`~kjoin.spark.passes.topology_vectorised.stage_plan`) as a declarative stage
+    """``chain`` (a chain stage, :func:`~kjoin.spark.passes.stage_chain.stage_plan`) as a declarative stage
     and why it is one, or ``None`` and why not (the chain pass runs it). ``written``: the topics the topology writes."""
     nodes = chain.nodes
     shape = " → ".join(node.op for node in nodes) or "tables only"
@@ -144,8 +144,8 @@ _COLUMNS = [column.split()[0] for column in ROW_SCHEMA.split(", ")]
 
 
 def expression_rows(records: Any, stage: int, plan: Declarative) -> Any:
-    """The step and write rows (:data:`~kjoin.spark.passes.topology_task.ROW_SCHEMA`) of a declarative stage over its
-    records (``run_topology``'s: :data:`~kjoin.spark.topology.RECORD_COLUMNS` and ``_sub``), the chain pass's rows
+    """The step and write rows (:data:`~kjoin.spark.passes.stage_task.ROW_SCHEMA`) of a declarative stage over its
+    records (``run_topology``'s: :data:`~kjoin.spark.topology_run.RECORD_COLUMNS` and ``_sub``), the chain pass's rows
     (the payloads in their JSON form)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F

@@ -65,7 +65,7 @@ Bases = Mapping[tuple[str, int], int]
 
 
 JSON_PAYLOAD, NULL_KEY_PAYLOAD = b"\x00", b"\x01"
-"""The first byte of a payload written by Spark expressions (:mod:`kjoin.spark.passes.topology_expressions`), which
+"""The first byte of a payload written by Spark expressions (:mod:`kjoin.spark.passes.stage_expressions`), which
 cannot pickle: ``JSON_PAYLOAD + key + JSON_PAYLOAD + the value's JSON text``, or for a null key (KIP-962's
 repartition topics keep them) ``NULL_KEY_PAYLOAD + the value's JSON text`` (UTF-8; the key is text without NUL, the
 value the record's own text, ``null`` for a null value, so it decodes to the value the chain pass would have

@@ -1,7 +1,7 @@
 """A second topology generator: a random walk over the whole DSL a topology document can say, judged by the real
-Kafka Streams library through :mod:`tests.topology_oracle`'s harness (its ``run_batch`` and ``difference``).
+Kafka Streams library through :mod:`kafka_oracle.topology_oracle`'s harness (its ``run_batch`` and ``difference``).
 
-It is written apart from ``tests/topology_oracle.py``'s generator so as not to share its blind spots: no fixed
+It is written apart from ``kafka_oracle/topology_oracle.py``'s generator so as not to share its blind spots: no fixed
 shapes. A walk starts from one to three sources (streams, tables, versioned tables, global tables; more when a join
 needs one) and takes 2 to 10 steps; each step applies any operation the handle it stands on allows (a stream:
 filter, map_values, flat_map_values, flat_map, select_key, merge, repartition, through, to_table, group_by_key,
@@ -22,12 +22,12 @@ given as text, object joiners replaced by concat; the first change after which k
 (``other`` when none does). A mismatch is shrunk (:func:`shrink`): events, nodes, fields and partitions are taken
 away while the same kind of mismatch stays, each round's candidates judged in one JVM.
 
-``python -m tests.topology_walk N [--seed S] [--out DIR]`` judges N walks per version (``KJOIN_ORACLE_VERSIONS``
+``python -m kafka_oracle.topology_walk N [--seed S] [--out DIR]`` judges N walks per version (``KJOIN_ORACLE_VERSIONS``
 chooses them; default: every judge of topologies) and prints ``kafka-streams <version>: <N> topologies, <M>
 mismatches, <S> s``; each mismatch, shrunk (``--sample-classes``: three of each named class, every ``other``), is
 printed and written to DIR (default ``topology-walk-mismatches``) as YAML with Kafka's outputs and kjoin's.
 ``tests/topology_walk_cases/`` keeps the minimal cases found so far (``tests/test_topology_walk.py`` judges each
-against Kafka 4.4.0). ``make topology-check`` runs it after ``tests.topology_oracle``.
+against Kafka 4.4.0). ``make topology-check`` runs it after ``kafka_oracle.topology_oracle``.
 
 Kafka 3.7+ fails the task at a null-key record in a left stream-table join with a grace period, where kjoin skips
 the record naming ``null-key-in-grace-buffer`` (docs/semantics.md section 10, item 18): the judge counts that
@@ -56,8 +56,8 @@ from kjoin.fates import Reason
 from kjoin.scenario.fields import ScenarioError
 from kjoin.semantics import Semantics, parse_semantics
 from kjoin.topology.document import TopologyScenario
-from tests.oracle_check import HarnessError, KafkaVersion, ci_versions
-from tests.topology_oracle import JUDGES, difference, kjoin_outputs, run_batch, task_groups
+from kafka_oracle.oracle_check import HarnessError, KafkaVersion, ci_versions
+from kafka_oracle.topology_oracle import JUDGES, difference, kjoin_outputs, run_batch, task_groups
 
 __all__ = [
     "Walk",
@@ -1068,7 +1068,7 @@ def sweep(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.topology_walk", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m kafka_oracle.topology_walk", description=__doc__.split("\n\n")[0])
     parser.add_argument("count", type=int, nargs="?", default=200, help="walks per Kafka version (default 200)")
     parser.add_argument("--seed", type=int, default=None, help="repeat a run (default: a new seed, printed)")
     parser.add_argument("--out", default="topology-walk-mismatches", help="where shrunk mismatches are written")

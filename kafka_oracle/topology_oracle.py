@@ -4,7 +4,7 @@ windows, of a table, joined by a stream), a merge, a to_table or a global table,
 kjoin (``kjoin/topology/``) and, in one JVM per Kafka version, through TopologyTestDriver
 (``kafka_oracle/.../TopologyOracle.java``).
 
-``python -m tests.topology_oracle [N]`` (``make topology-check``, part of ``make kafka-check``) judges N random
+``python -m kafka_oracle.topology_oracle [N]`` (``make topology-check``, part of ``make kafka-check``) judges N random
 topologies per version and prints ``kafka-streams <version>: <N> topologies, <M> mismatches, <S> s``;
 ``tests/test_topology_oracle.py`` runs a small sample in CI.
 
@@ -50,7 +50,7 @@ from kjoin.topology.builder import windowed_table
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.handlers import ExceptionHandling
 from kjoin.topology.runtime import ProcessingError
-from tests.oracle_check import LATEST_JUDGE, VERSIONS, HarnessError, build, classpath
+from kafka_oracle.oracle_check import LATEST_JUDGE, VERSIONS, HarnessError, build, classpath
 
 JUDGES = tuple(version for version in VERSIONS if version.numbers >= (2, 4, 1)) or (LATEST_JUDGE,)
 """The versions that judge topologies: every judge from 2.4.1, whose TopologyTestDriver takes internal records by
