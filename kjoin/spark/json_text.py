@@ -20,7 +20,7 @@ text that is not JSON           an error naming the record                     n
 ==============================  =============================================  ============================
 
 A text where :func:`exact` is false needs the reference engine's own decoding (the chain pass in Python);
-:mod:`kjoin.spark.passes.topology_declarative` says how a stage uses these expressions.
+:mod:`kjoin.spark.passes.stage_expressions` says how a stage uses these expressions.
 """
 
 from __future__ import annotations

@@ -73,9 +73,9 @@ from .placement import by_partition
 __all__ = ["run_topology", "TopologyRun", "RECORD_COLUMNS", "METHODS", "kjoin_error", "kjoin_errors"]
 
 METHODS = ("auto", "expressions", "vectorised", "processors")
-"""``run_topology``'s ``method``: ``vectorised`` runs every stage as a chain (:mod:`.passes.topology_vectorised`)
+"""``run_topology``'s ``method``: ``vectorised`` runs every stage as a chain (:mod:`.passes.stage_chain`)
 and refuses a stage that is not one, ``expressions`` does too but runs a declarative chain as Spark expressions
-(:mod:`.passes.topology_expressions`), ``processors`` runs every stage with the processors, ``auto`` each stage the
+(:mod:`.passes.stage_expressions`), ``processors`` runs every stage with the processors, ``auto`` each stage the
 first way that fits it (the chain pass, as arrays on values as shown after a declarative re-key; the processors)."""
 
 RECORD_COLUMNS = ("topic", "partition", "offset", "ts", "key_text", "value_text", "payload", *WRITE_ORDER)

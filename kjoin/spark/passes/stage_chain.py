@@ -373,7 +373,7 @@ def chain_stage_function(
             return pa.table({name: pa.array([], type) for name, type in types.items()})
         sub, part = table.column("_sub")[0].as_py(), table.column("partition")[0].as_py()
         table = _in_processing_order(_numbered(table, bases), rank)
-        if texts:  # as arrays: topology_texts
+        if texts:  # as arrays: stage_texts
             shown_values = shown_texts(table, decoding)
             fate, reason, node, names, places, keys, values, parts, payloads = texts_rows(
                 topology, chain, table, shown_values, partitions, sink_read
