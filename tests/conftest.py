@@ -108,6 +108,7 @@ FILE_TIERS: dict[str, str] = {
     "test_export_topology.py": "oracle",
     "test_broker_oracle.py": "broker",
     "test_kafka_live.py": "broker",
+    "test_app_debug_live.py": "broker",
     "test_browser.py": "browser",
     "test_workshop.py": "browser",
     "test_broker_instance_time.py": "broker",
