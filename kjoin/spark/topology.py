@@ -240,8 +240,10 @@ class TopologyRun:
 
     * :attr:`steps`: one row per record a task took, in the ``stages`` schedule's order (sort by
       :data:`~kjoin.spark.passes.topology_task.STEP_ORDER`): ``task, instance, topic, partition, offset, ts, key,
-      value, fate, reason, nodes`` (``instance`` null for one instance; the global tables' steps are the reference
-      trace's first ones, not rows here).
+      value, fate, reason, nodes, dropped`` (``instance`` null for one instance; the global tables' steps are the
+      reference trace's first ones, not rows here). ``dropped`` names every node that dropped the record and why
+      (``per-hour: expired-window``), as the reference trace's steps do, also when the step's ``fate`` is
+      ``joined`` because a join before that node emitted.
     * :attr:`topics`: every record the topology wrote (repartition, foreign-key, output topics), with its offset.
     * :attr:`outputs`: those of the output topics (``to``, not read back), ``topic, partition, offset, key, value,
       ts`` (keys and values as the trace writes them).
@@ -328,7 +330,7 @@ class TopologyRun:
             ]
         return self.rows.where(F.col("kind") == "step").select(
             *STEP_ORDER, "task", instance.cast("int").alias("instance"), "topic", "partition", "offset", "ts", "key",
-            "value", "fate", "reason", "nodes",
+            "value", "fate", "reason", "nodes", "dropped",
         )  # fmt: skip
 
     @property
