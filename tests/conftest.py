@@ -109,6 +109,8 @@ FILE_TIERS: dict[str, str] = {
     "test_broker_oracle.py": "broker",
     "test_kafka_live.py": "broker",
     "test_app_debug_live.py": "broker",
+    "test_app_lag_broker.py": "broker",
+    "test_topology_arrival.py": "unit",
     "test_spark_topology_drops.py": "differential",
     "test_browser.py": "browser",
     "test_workshop.py": "browser",

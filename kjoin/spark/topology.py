@@ -354,15 +354,22 @@ class TopologyRun:
         return app_diff(self, semantics, set)
 
     def reconcile(
-        self, actual: Any, topic: str | None = None, semantics: Any = None, set: Mapping[str, Any] | None = None
+        self,
+        actual: Any,
+        topic: str | None = None,
+        semantics: Any = None,
+        set: Mapping[str, Any] | None = None,
+        arrival: Mapping[str, Any] | None = None,
     ) -> Any:
         """Match what the application really wrote to the output ``topic`` (``actual``: the topic read with
         ``from_kafka``/``from_files``, or a frame with ``key, value, ts``) with this run's records of it, and put
-        each difference down to ``set``/``semantics`` (as :meth:`diff` charges them) or leave it unexplained
-        (:mod:`kjoin.spark.debug.app_reconcile`): a :class:`~kjoin.spark.debug.reconcile.Reconciliation`."""
+        each difference down to a lag of input partitions (``arrival``: ``{"customers": {"partitions": {1:
+        1_800_000}}}``, :mod:`kjoin.topology.arrival`), to ``set``/``semantics`` (as :meth:`diff` charges them), or
+        leave it unexplained (:mod:`kjoin.spark.debug.app_reconcile`): a
+        :class:`~kjoin.spark.debug.reconcile.Reconciliation`."""
         from .debug.app_reconcile import app_reconcile
 
-        return app_reconcile(self, actual, topic, semantics, set)
+        return app_reconcile(self, actual, topic, semantics, set, arrival=arrival)
 
     # -- the drill-down ---------------------------------------------------------------------------
     def stage_of(self, task: str) -> Stage:
