@@ -69,14 +69,14 @@ def _encoded(records: Iterable[TopicRecord]) -> list[tuple[bytes | None, bytes |
 
 def _caught_up(broker: Broker, group: str, topics: list[str], timeout_s: float = 120.0) -> None:
     """Wait until the application's consumer group has committed every offset of ``topics`` and of its repartition
-    topics (the same three times in a row, 0.3 s apart)."""
+    topics (the same three times in a row, 0.3 s apart); fail when it makes no progress for ``timeout_s``."""
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient(broker.client_config())
     consumer = Consumer(broker.client_config(**{"group.id": group, "enable.auto.commit": False}))
     deadline = time.monotonic() + timeout_s
-    stable = 0
+    stable, least = 0, None
     try:
         while True:
             names = list(topics) + [
@@ -92,8 +92,10 @@ def _caught_up(broker: Broker, group: str, topics: list[str], timeout_s: float =
             stable = stable + 1 if behind == 0 else 0
             if stable >= 3:
                 return
+            if least is None or behind < least:  # progress: the application is working through them
+                least, deadline = behind, time.monotonic() + timeout_s
             if time.monotonic() > deadline:
-                raise BrokerError(f"the application is {behind} records behind after {timeout_s:.0f} s")
+                raise BrokerError(f"the application is {behind} records behind, none taken in {timeout_s:.0f} s")
             time.sleep(0.3)
     finally:
         consumer.close()
