@@ -176,6 +176,13 @@ APP_DEBUG_SIZE ?= 100000
 app-debug-check: $(STAMP)
 	nice -n 10 $(PY) -m benchmarks.bench_app_debug --records $(APP_DEBUG_SIZE)
 
+# The planted app run by Kafka Streams on the tests' broker with customers partition 1 lagging (tests/app_broker.py),
+# its enriched-orders read back and reconciled with kjoin's run: every difference explained by that partition's lag.
+APP_LAG_ORDERS ?= 10000
+.PHONY: app-lag-check
+app-lag-check: kafka-oracle kafka-live
+	nice -n 10 $(PY) -m tests.app_broker $(APP_LAG_ORDERS)
+
 # N random scenarios per Kafka version through kjoin and the real library: `N=10000 make kafka-check`. The versions
 # are derived from kjoin/semantics.py's era boundaries (kafka_oracle/oracle_check.py's judged_versions), all of them here;
 # KJOIN_ORACLE_VERSIONS=3.3.2,4.4.0 chooses some.

@@ -3,7 +3,7 @@
 aggregates, merges, to_table, through, global tables; 1 to 4 partitions) run through :func:`kjoin.spark.run_topology`
 and through the reference engine's ``stages`` schedule; every record every topic received (repartition, foreign-key and
 output topics: partition, offset, key, value, timestamp) and every step (task, record taken, fate, reason, nodes passed,
-in processing order) must be the same.
+each node's drop, in processing order) must be the same.
 
 ``python -m tests.topology_spark_check [N] [SEED]`` (``make topology-spark-check``) runs N topologies in one Spark
 session and prints ``spark topologies: <N> topologies, <M> mismatches, <S> s``, then N/10 topologies of chains
@@ -97,6 +97,7 @@ def steps_of(trace: TopologyTrace) -> list[tuple[Any, ...]]:
             s.fate.value,
             None if s.reason is None else s.reason.value,
             " → ".join(v.node for v in s.visits),
+            s.dropped or None,
         )
         for s in trace.steps
         if s.task != "global"
@@ -140,7 +141,9 @@ def result_difference(trace: TopologyTrace, result: Any) -> str | None:
     )
     if got_written != expected_written:
         return _first_difference("written records", expected_written, got_written)
-    steps = result.steps.orderBy(*STEP_ORDER).select("task", "topic", "partition", "offset", "fate", "reason", "nodes")
+    steps = result.steps.orderBy(*STEP_ORDER).select(
+        "task", "topic", "partition", "offset", "fate", "reason", "nodes", "dropped"
+    )
     got_steps = [tuple(row) for row in steps.collect()]
     expected_steps = steps_of(trace)
     if got_steps != expected_steps:
@@ -453,7 +456,8 @@ def local_difference(scenario: TopologyScenario) -> str | None:
         steps = rows[rows["kind"] == "step"].sort_values(list(STEP_ORDER), kind="stable")
         got_steps = list(
             zip(steps["task"], steps["topic"], steps["partition"], steps["offset"], steps["fate"],
-                steps["reason"].where(steps["reason"].notna(), None), steps["nodes"])
+                steps["reason"].where(steps["reason"].notna(), None), steps["nodes"],
+                steps["dropped"].where(steps["dropped"].notna(), None))
         )  # fmt: skip
         if got_steps != steps_of(trace):
             return f"{method}: " + _first_difference("steps", steps_of(trace), got_steps)

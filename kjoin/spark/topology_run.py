@@ -240,8 +240,10 @@ class TopologyRun:
 
     * :attr:`steps`: one row per record a task took, in the ``stages`` schedule's order (sort by
       :data:`~kjoin.spark.passes.stage_task.STEP_ORDER`): ``task, instance, topic, partition, offset, ts, key,
-      value, fate, reason, nodes`` (``instance`` null for one instance; the global tables' steps are the reference
-      trace's first ones, not rows here).
+      value, fate, reason, nodes, dropped`` (``instance`` null for one instance; the global tables' steps are the
+      reference trace's first ones, not rows here). ``dropped`` names every node that dropped the record and why
+      (``per-hour: expired-window``), as the reference trace's steps do, also when the step's ``fate`` is
+      ``joined`` because a join before that node emitted.
     * :attr:`topics`: every record the topology wrote (repartition, foreign-key, output topics), with its offset.
     * :attr:`outputs`: those of the output topics (``to``, not read back), ``topic, partition, offset, key, value,
       ts`` (keys and values as the trace writes them).
@@ -328,7 +330,7 @@ class TopologyRun:
             ]
         return self.rows.where(F.col("kind") == "step").select(
             *STEP_ORDER, "task", instance.cast("int").alias("instance"), "topic", "partition", "offset", "ts", "key",
-            "value", "fate", "reason", "nodes",
+            "value", "fate", "reason", "nodes", "dropped",
         )  # fmt: skip
 
     @property
@@ -352,15 +354,22 @@ class TopologyRun:
         return app_diff(self, semantics, set)
 
     def reconcile(
-        self, actual: Any, topic: str | None = None, semantics: Any = None, set: Mapping[str, Any] | None = None
+        self,
+        actual: Any,
+        topic: str | None = None,
+        semantics: Any = None,
+        set: Mapping[str, Any] | None = None,
+        arrival: Mapping[str, Any] | None = None,
     ) -> Any:
         """Match what the application really wrote to the output ``topic`` (``actual``: the topic read with
         ``from_kafka``/``from_files``, or a frame with ``key, value, ts``) with this run's records of it, and put
-        each difference down to ``set``/``semantics`` (as :meth:`diff` charges them) or leave it unexplained
-        (:mod:`kjoin.spark.debug.app_reconcile`): a :class:`~kjoin.spark.debug.reconcile.Reconciliation`."""
+        each difference down to a lag of input partitions (``arrival``: ``{"customers": {"partitions": {1:
+        1_800_000}}}``, :mod:`kjoin.topology.arrival`), to ``set``/``semantics`` (as :meth:`diff` charges them), or
+        leave it unexplained (:mod:`kjoin.spark.debug.app_reconcile`): a
+        :class:`~kjoin.spark.debug.reconcile.Reconciliation`."""
         from .debug.app_reconcile import app_reconcile
 
-        return app_reconcile(self, actual, topic, semantics, set)
+        return app_reconcile(self, actual, topic, semantics, set, arrival=arrival)
 
     # -- the drill-down ---------------------------------------------------------------------------
     def stage_of(self, task: str) -> Stage:

@@ -5,10 +5,12 @@ The app: a topology document (``app.yaml``: its ``topology:``; its events, if an
 or a real application's ``describe()`` text (``--describe topology.txt``) with ``--functions app.py``, a Python file
 whose ``functions`` mapping names each processor's function (as ``Topology.from_describe`` takes them).
 
-The topics, ``--topic NAME=PATH`` each: JSON lines (``key, value, ts`` and ``partition``, optionally ``offset``),
-``kcat -C -J`` dumps (``partition, offset, ts, key, payload``: told by the ``payload`` field), or Parquet (``key,
-value, ts, partition[, offset]``). A record keeps the partition it was read in: a record not in its key's partition
-is what the audit and the ``partner-other-partition``/``joined-stale`` verdicts find. A file without partitions is
+The topics, ``--topic NAME=PATH`` each (or ``--topic NAME`` with ``--bootstrap-servers host:port``: the live topic,
+every partition, offsets pinned, read through Spark's Kafka source: :mod:`kjoin.spark.debug.live_topics`): JSON lines
+(``key, value, ts`` and ``partition``, optionally ``offset``), ``kcat -C -J`` dumps (``partition, offset, ts, key,
+payload``: told by the ``payload`` field), or Parquet (``key, value, ts, partition[, offset]``). A record keeps the
+partition it was read in: a record not in its key's partition is what the audit and the
+``partner-other-partition``/``joined-stale`` verdicts find. A file without partitions is
 refused unless ``--partitioned-by murmur2`` says its producer used Kafka's default partitioner (then kjoin places
 each record by its key, and a misrouted record cannot be seen). Without offsets, a record's offset is its rank in its
 partition in file order.
@@ -49,7 +51,13 @@ def add_commands(commands: Any) -> None:
         action="append",
         default=[],
         metavar="NAME=PATH",
-        help="a topic the app reads and its dump: JSON lines, kcat -J lines or Parquet (repeat for each topic)",
+        help="a topic the app reads and its dump: JSON lines, kcat -J lines or Parquet (repeat for each topic); "
+        "with --bootstrap-servers, NAME alone reads the live topic",
+    )
+    debug.add_argument(
+        "--bootstrap-servers",
+        metavar="HOST:PORT",
+        help="a Kafka cluster: each --topic NAME (no =PATH) is read from it, every partition, offsets pinned",
     )
     debug.add_argument(
         "--partitioned-by",
@@ -236,11 +244,24 @@ def _debug(args: argparse.Namespace) -> int:
     from ..spark.debug.topology_why import AppDebug
 
     topics: dict[str, list[dict[str, Any]]] = {}
+    live: list[str] = []
     for spec in args.topic:
         name, sep, path = spec.partition("=")
+        if not sep and name and args.bootstrap_servers:
+            live.append(name)
+            continue
         if not sep or not name or not path:
-            raise ScenarioError(f"--topic {spec}: expected NAME=PATH, e.g. --topic orders=orders.jsonl")
+            raise ScenarioError(
+                f"--topic {spec}: expected NAME=PATH, e.g. --topic orders=orders.jsonl, or NAME with "
+                "--bootstrap-servers host:port to read the live topic"
+            )
         topics[name] = read_topic(name, path, args.values)
+    if live:
+        from ..spark.debug.live_topics import read_live_topics
+
+        read = read_live_topics(live, args.bootstrap_servers, args.values)
+        given = [spec.partition("=")[0] for spec in args.topic]  # the topics in the order given, as for dumps
+        topics = {name: read[name] if name in read else topics[name] for name in given}
     partitions = args.partitions
     if partitions is None and args.describe:
         seen = [row.get("partition") for rows in topics.values() for row in rows]

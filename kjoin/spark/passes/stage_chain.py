@@ -375,7 +375,7 @@ def chain_stage_function(
         table = _in_processing_order(_numbered(table, bases), rank)
         if texts:  # as arrays: stage_texts
             shown_values = shown_texts(table, decoding)
-            fate, reason, node, names, places, keys, values, parts, payloads = texts_rows(
+            fate, reason, node, names, places, keys, values, parts, payloads, drops = texts_rows(
                 topology, chain, table, shown_values, partitions, sink_read
             )
             if payloads is None:
@@ -384,7 +384,7 @@ def chain_stage_function(
                 f"{sub}_{part}", stage, sub, part, table, types, sink.topic, places,
                 (table.column("key_text").combine_chunks(), keys), (shown_values, values), parts, payloads,
                 coded(fate, FATES, types["fate"]), coded(reason, REASONS, types["reason"]),
-                coded(node, names, types["nodes"]),
+                coded(node, names, types["nodes"]), drops,
             )  # fmt: skip
         taken = _decoded_columns(table, decoding)
         walk = _Walk(topology, chain, table.column("topic").to_numpy(zero_copy_only=False), taken[0], taken[1])
@@ -504,6 +504,8 @@ class _Walk:
         self.fates: list[Any] = [None] * count
         self.reasons: list[Any] = [None] * count
         self.nodes: list[Any] = [None] * count
+        self.dropped: list[Any] = [None] * count
+        """Per record, the node that dropped it and why (``real-orders: filtered``), also after a join emitted it."""
         self.writes: dict[int, tuple[Any, Any]] = {}
         self.joined: set[int] = set()
         self.updates: dict[str, tuple[np.ndarray, list[Any], list[Any]]] = {}
@@ -522,6 +524,7 @@ class _Walk:
             self.nodes[place] = name
             if keys[place] is None:
                 self.fates[place], self.reasons[place] = _DROPPED, Reason.NULL_KEY.value
+                self.dropped[place] = f"{name}: {Reason.NULL_KEY.value}"
             else:
                 self.fates[place], self.reasons[place] = _STORED, Reason.TABLE_UPDATE.value
                 kept.append(place)
@@ -530,6 +533,8 @@ class _Walk:
     def end(self, place: int, at: int, fate: Fate, reason: Reason) -> None:
         """The record at ``place`` goes no further than node ``at``; a record a join emitted has joined."""
         self.nodes[place] = self.passed[at]
+        if fate is Fate.DROPPED:
+            self.dropped[place] = f"{self.chain.nodes[at].name}: {reason._value_}"
         if place in self.joined:
             self.fates[place], self.reasons[place] = _JOINED, None
         else:
@@ -665,7 +670,7 @@ def _rows(
         (shown_keys, [shown_keys[p] if keys[p] is k else k if type(k) is str else shown(k) for p, k in zip(at, wkeys)]),
         (shown_values, [shown_values[p] if values[p] is v else v if type(v) is str else shown(v)
                         for p, v in zip(at, wvalues)]),
-        partitions_of(wkeys), payloads, walk.fates, walk.reasons, walk.nodes,
+        partitions_of(wkeys), payloads, walk.fates, walk.reasons, walk.nodes, walk.dropped,
     )  # fmt: skip
 
 
@@ -685,10 +690,12 @@ def _assemble(
     fates: Any,
     reasons: Any,
     nodes: Any,
+    dropped: Any,
 ) -> pa.Table:
     """A task's rows: one step row per record of ``table`` (in processing order), one write row per record at
     ``places`` that the sink wrote. ``keys`` and ``values``: the steps' and the writes' as shown (lists or Arrow
-    arrays); ``partitions`` and ``payloads``: the writes'; ``fates``, ``reasons``, ``nodes``: the steps'."""
+    arrays); ``partitions`` and ``payloads``: the writes'; ``fates``, ``reasons``, ``nodes``, ``dropped``: the
+    steps'."""
     count = table.num_rows
     written = len(places)
     both = count + written
@@ -716,6 +723,7 @@ def _assemble(
         "fate": _joined(fates, pa.nulls(written, types["fate"]), types["fate"]),
         "reason": _joined(reasons, pa.nulls(written, types["reason"]), types["reason"]),
         "nodes": _joined(nodes, pa.nulls(written, types["nodes"]), types["nodes"]),
+        "dropped": _joined(dropped, pa.nulls(written, types["dropped"]), types["dropped"]),
     }  # fmt: skip
     return pa.table({name: _array(columns[name], type) for name, type in types.items()})
 

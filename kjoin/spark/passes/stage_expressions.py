@@ -154,6 +154,7 @@ def expression_rows(records: Any, stage: int, plan: Declarative) -> Any:
     from ..keep import kept
 
     nodes = " → ".join(node.name for node in plan.chain.nodes)
+    drop = f"{plan.chain.nodes[-1].name}: {_NULL_KEY}"  # a null key's drop, at the repartition topic's sink
     in_partition = Window.partitionBy("partition").orderBy("offset")
     value = parsed(F.col("value_text"))
     base = kept(
@@ -185,6 +186,7 @@ def expression_rows(records: Any, stage: int, plan: Declarative) -> Any:
         "offset", "ts", F.col("key_text").alias("key"), F.col("_shown").alias("value"), binary.alias("payload"),
         F.when(dropped, F.lit(_DROPPED)).otherwise(F.lit(_FORWARDED)).alias("fate"),
         F.when(dropped, F.lit(_NULL_KEY)).otherwise(text).alias("reason"), F.lit(nodes).alias("nodes"),
+        F.when(dropped, F.lit(drop)).otherwise(text).alias("dropped"),
     )  # fmt: skip
     value_json = F.encode(F.coalesce("value_text", F.lit("null")), "utf-8")
     payload = F.when(F.col("_key").isNull(), F.concat(F.lit(NULL_KEY_PAYLOAD), value_json)).otherwise(
@@ -196,6 +198,7 @@ def expression_rows(records: Any, stage: int, plan: Declarative) -> Any:
         F.col("_part").alias("partition"),
         F.lit(None).cast("long").alias("offset"), "ts", F.col("_key").alias("key"), F.col("_shown").alias("value"),
         payload.alias("payload"), text.alias("fate"), text.alias("reason"), text.alias("nodes"),
+        text.alias("dropped"),
     )  # fmt: skip
     rest = base.where(~F.col("_exact")).mapInPandas(_python_rows(stage, plan, nodes), ROW_SCHEMA)
     return steps.unionByName(writes).unionByName(rest)
@@ -205,6 +208,7 @@ def _python_rows(stage: int, plan: Declarative, nodes: str) -> Any:
     """The rows of the records whose texts Spark's ``VARIANT`` would not show as Python does (few): the chain pass's
     rules (the key selector's own function), per record."""
     selector = plan.chain.nodes[1].params["fn"].call
+    drop = f"{plan.chain.nodes[-1].name}: {_NULL_KEY}"
 
     def rows(frames: Iterator[Any]) -> Iterator[Any]:
         import pandas as pd
@@ -222,13 +226,13 @@ def _python_rows(stage: int, plan: Declarative, nodes: str) -> Any:
                 fate, reason = (_DROPPED, _NULL_KEY) if dropped else (_FORWARDED, None)
                 value_shown = value if type(value) is str else shown_value(value)
                 out.append(("step", *order, None, topic, partition, offset, ts, key_text, value_shown, None, fate,
-                            reason, nodes))  # fmt: skip
+                            reason, nodes, drop if dropped else None))  # fmt: skip
                 if not dropped:
                     written.append((order, ts, key, value, value_shown))
             parts = default_partitions([key for _, _, key, _, _ in written], plan.partitions)
             for (order, ts, key, value, value_shown), part in zip(written, list(parts)):
                 out.append(("write", *order, 0, plan.sink_topic, int(part), None, ts, key, value_shown,
-                            pickle.dumps((key, value, None, False)), None, None, None))  # fmt: skip
+                            pickle.dumps((key, value, None, False)), None, None, None, None))  # fmt: skip
             yield pd.DataFrame(out, columns=_COLUMNS)
 
     return rows

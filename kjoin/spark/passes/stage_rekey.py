@@ -174,4 +174,5 @@ def _rows(
         _json_payloads(written_keys, table.column("value_text").take(places), types["payload"]),
         _FATES.take(dropped.view(np.int8)), _REASONS.take(dropped.view(np.int8)),
         pa.array([passed], pa.string()).take(np.zeros(count, np.int8)),
+        pa.array([None, f"{passed.rsplit(' → ', 1)[-1]}: {_REASONS[1]}"], pa.string()).take(dropped.view(np.int8)),
     )  # fmt: skip

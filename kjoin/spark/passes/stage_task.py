@@ -47,10 +47,11 @@ WRITE_ORDER = (*STEP_ORDER, "wseq")
 ROW_SCHEMA = (
     "kind string, task string, stage int, o_ts long, o_sub int, o_part int, seq long, wseq int, "
     "topic string, partition int, offset long, ts long, key string, value string, payload binary, "
-    "fate string, reason string, nodes string"
+    "fate string, reason string, nodes string, dropped string"
 )
-"""One row per step (``kind = 'step'``: the record it took, its fate, reason and the nodes it passed) and per
-record a step wrote (``'write'``: topic, partition, the pickled payload; its offset is assigned afterwards)."""
+"""One row per step (``kind = 'step'``: the record it took, its fate, reason, the nodes it passed and each node's drop
+of it, as :attr:`kjoin.topology.trace.TopologyStep.dropped` says them) and per record a step wrote (``'write'``:
+topic, partition, the pickled payload; its offset is assigned afterwards)."""
 
 WRITE_ORDER_TYPES = {"stage": "int", "o_ts": "long", "o_sub": "int", "o_part": "int", "seq": "long", "wseq": "int"}
 """:data:`WRITE_ORDER`'s columns and their types, as in :data:`ROW_SCHEMA`: a written record travels to the stage that
@@ -200,13 +201,13 @@ def stage_function(
             rows.append(("step", step.task, *order, None, record.topic, record.partition, record.offset, record.ts,
                          shown(record.key), _shown_written(record), None, step.fate.value,
                          None if step.reason is None else step.reason.value,
-                         " → ".join(visit.node for visit in step.visits)))  # fmt: skip
+                         " → ".join(visit.node for visit in step.visits), step.dropped or None))  # fmt: skip
             for wseq, written in enumerate(step.wrote):
                 payload = None
                 if written.topic in read:
                     payload = pickle.dumps((written.key, written.value, written.old, written.has_old))
                 rows.append(("write", step.task, *order, wseq, written.topic, written.partition, None, written.ts,
-                             shown(written.key), _shown_written(written), payload, None, None, None))  # fmt: skip
+                             shown(written.key), _shown_written(written), payload, None, None, None, None))  # fmt: skip
         return pd.DataFrame(rows, columns=[column.split()[0] for column in ROW_SCHEMA.split(", ")])
 
     return run_group

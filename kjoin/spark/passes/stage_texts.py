@@ -111,11 +111,12 @@ def texts_rows(
     shown: pa.Array,
     partitions_of: Callable[[pa.Array], Any],
     read_back: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], np.ndarray, pa.Array, pa.Array, Any, Any]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], np.ndarray, pa.Array, pa.Array, Any, Any, np.ndarray]:
     """One task of ``chain`` over ``table`` (its records in processing order, ``shown`` their values as shown):
     each record's fate, reason and node codes (into :data:`FATES`, :data:`REASONS` and the returned node names), the
     places of the records written, their keys, values, partitions (``partitions_of`` the keys) and payloads (only
-    when ``read_back``: a later stage reads the sink's topic; else ``None``)."""
+    when ``read_back``: a later stage reads the sink's topic; else ``None``), and each record's drop as text (``node:
+    reason``, or ``None``: :attr:`kjoin.topology.trace.TopologyStep.dropped`)."""
     semantics = topology.semantics
     nodes = chain.nodes
     names = [node.name for node in nodes]
@@ -128,6 +129,7 @@ def texts_rows(
     fate = np.full(count, -1, dtype=np.int8)
     reason = np.full(count, -1, dtype=np.int8)
     node = np.full(count, -1, dtype=np.int16)
+    drop = np.full(count, -1, dtype=np.int8)  # the reason a node dropped the record, also after a join emitted it
     null_key = pc.is_null(keys).to_numpy(zero_copy_only=False)
 
     # the tables' updates: stored (the joins look them up), or dropped for a null key
@@ -136,7 +138,7 @@ def texts_rows(
         mine = pc.equal(topics, pa.scalar(topic, topics.type)).to_numpy(zero_copy_only=False)
         node[mine] = node_names.index(name)
         dropped = mine & null_key
-        fate[dropped], reason[dropped] = _DROPPED, _NULL_KEY
+        fate[dropped], reason[dropped], drop[dropped] = _DROPPED, _NULL_KEY, _NULL_KEY
         stored = np.flatnonzero(mine & ~null_key)
         fate[stored], reason[stored] = _STORED, _TABLE_UPDATE
         updates[topic] = (stored, keys.take(stored), shown.take(stored))
@@ -149,6 +151,8 @@ def texts_rows(
     def end(places: np.ndarray, at: int, fate_code: int, reason_code: int) -> None:
         """These records go no further than node ``at``; one a join emitted has joined."""
         node[places] = at
+        if fate_code == _DROPPED:
+            drop[places] = reason_code
         emitted = joined[places]
         fate[places] = np.where(emitted, _JOINED, fate_code)
         reason[places] = np.where(emitted, -1, reason_code)
@@ -187,7 +191,10 @@ def texts_rows(
     payloads = None
     if read_back:
         payloads = [pickle.dumps((k, v, None, False)) for k, v in zip(key.to_pylist(), value.to_pylist())]
-    return fate, reason, node, node_names, alive, key, value, partitions_of(key), payloads
+    drops = np.full(count, None, dtype=object)
+    for place in np.flatnonzero(drop >= 0).tolist():  # few: a drop's node is the last it reached
+        drops[place] = f"{node_names[node[place]].rsplit(' → ', 1)[-1]}: {REASONS[drop[place]]}"
+    return fate, reason, node, node_names, alive, key, value, partitions_of(key), payloads, drops
 
 
 def text_partitions(topic: Any) -> Callable[[pa.Array], np.ndarray]:
