@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import json
 import os
 import random
@@ -45,10 +46,10 @@ import re
 import sys
 import time
 import traceback
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import yaml
 
@@ -57,7 +58,7 @@ from kjoin.scenario.fields import ScenarioError
 from kjoin.semantics import Semantics, parse_semantics
 from kjoin.topology.document import TopologyScenario
 from tests.oracle_check import HarnessError, KafkaVersion, ci_versions
-from tests.topology_oracle import JUDGES, difference, kjoin_outputs, run_batch, task_groups
+from tests.topology_oracle import JUDGES, difference, kjoin_outputs, kjoin_run, run_batch, task_groups
 
 __all__ = [
     "Walk",
@@ -681,7 +682,8 @@ def _judgeable(walk: Walk) -> Walk:
     if doc.get("partitions", 1) == 1 or not (_keeps_time(doc) or _chains_foreign_keys(doc)):
         return walk
     try:
-        if task_groups(walk.scenario()) is not None:
+        scenario = _prepare(doc)[0]
+        if scenario is not None and task_groups(scenario) is not None:
             return walk
     except Exception:  # noqa: BLE001 - a crash shows again on one partition, where it is judged
         pass
@@ -691,8 +693,27 @@ def _judgeable(walk: Walk) -> Walk:
     return Walk(doc, walk.operations, walk.oddities)
 
 
+_PREPARED: OrderedDict[str, tuple[TopologyScenario | None, Verdict | None]] = OrderedDict()
+"""The last documents :func:`_prepare` read, by their ``repr`` (which tells ``1``, ``"1"`` and ``True`` apart): a
+walk is read when drawn, when judged and when shrunk, and reading it (checking the document, building the topology)
+costs as much as running it."""
+
+
 def _prepare(document: dict[str, Any]) -> tuple[TopologyScenario | None, Verdict | None]:
-    """The scenario of a document, or the verdict that stops it (kjoin refused it, or crashed building it)."""
+    """The scenario of a document, or the verdict that stops it (kjoin refused it, or crashed building it); the same
+    scenario object for an equal document among the last 256 read (its runs are kept by
+    :func:`tests.topology_oracle.kjoin_run`)."""
+    key = repr(document)
+    found = _PREPARED.get(key)
+    if found is None:
+        found = _PREPARED[key] = _read(document)
+        while len(_PREPARED) > 256:
+            _PREPARED.popitem(last=False)
+    _PREPARED.move_to_end(key)
+    return found
+
+
+def _read(document: dict[str, Any]) -> tuple[TopologyScenario | None, Verdict | None]:
     try:
         scenario = TopologyScenario.from_dict(copy.deepcopy(document))
         scenario.topology.to_dict()  # what the harness sends to Kafka
@@ -777,7 +798,7 @@ def _task_fails_where_kjoin_names_it(scenario: TopologyScenario, error: str) -> 
     if "NullPointerException: key cannot be null" not in error:
         return False
     try:
-        trace = scenario.run()
+        trace = kjoin_run(scenario)
     except Exception:  # noqa: BLE001 - a crash is no agreement
         return False
     return any(visit.reason is Reason.NULL_KEY_IN_GRACE_BUFFER for step in trace for visit in step.visits)
@@ -950,15 +971,18 @@ def shrink(
 # -- the sweep -----------------------------------------------------------------------------------------------------
 def walks(count: int, seed: int, version: str) -> list[Walk]:
     """``count`` walks for ``version``, each judgeable as drawn (kjoin refuses none of them)."""
+    return list(itertools.islice(_walk_stream(seed, version), count))
+
+
+def _walk_stream(seed: int, version: str) -> Iterator[Walk]:
+    """The walks of :func:`walks`, one at a time (a sweep judges each batch while the scenarios it read are kept)."""
     rng = random.Random(f"{seed}-{version}")
-    result = []
-    while len(result) < count:
+    while True:
         walk = _judgeable(draw(rng, version))
         verdict = _prepare(walk.document)[1]
         if verdict is not None and verdict.kind == "refused":
             continue  # kjoin's own error: a combination it does not model
-        result.append(walk)
-    return result
+        yield walk
 
 
 def coverage(count: int, seed: int, version: str) -> tuple[Counter, Counter]:
@@ -1029,17 +1053,28 @@ def _report(out: Path, version: str, number: int, document: dict[str, Any], verd
 
 
 def sweep(
-    version: KafkaVersion, count: int, seed: int, out: Path, shrink_seconds: float = 120.0, shrink_all: bool = True
+    version: KafkaVersion,
+    count: int,
+    seed: int,
+    out: Path,
+    shrink_seconds: float = 120.0,
+    shrink_all: bool = True,
+    differences: list[str] | None = None,
 ) -> tuple[int, int, float]:
     """Judge ``count`` walks on ``version``; sort the mismatches into classes (:func:`classify`), shrink and write
     each (or, without ``shrink_all``, three of each class a surgery names and every other). Topologies,
-    mismatches, seconds."""
+    mismatches, seconds; each mismatch's first difference (as drawn) is appended to ``differences``."""
     started = time.monotonic()
-    drawn = walks(count, seed, version.version)
+    stream = _walk_stream(seed, version.version)
+    drawn: list[Walk] = []
     verdicts: list[Verdict] = []
-    for start in range(0, len(drawn), 50):
-        verdicts += judge(version.version, [walk.document for walk in drawn[start : start + 50]])
+    while len(drawn) < count:  # drawn and judged 50 at a time: the scenarios read when drawn are judged
+        batch = list(itertools.islice(stream, min(50, count - len(drawn))))
+        drawn += batch
+        verdicts += judge(version.version, [walk.document for walk in batch])
     mismatches = [(walk, verdict) for walk, verdict in zip(drawn, verdicts) if verdict.kind not in (None, "refused")]
+    if differences is not None:
+        differences += [verdict.text for _, verdict in mismatches]
     labels = classify(version.version, [walk.document for walk, _ in mismatches])
     classes = Counter(
         label if verdict.kind == "outputs" else verdict.kind for label, (_, verdict) in zip(labels, mismatches)
