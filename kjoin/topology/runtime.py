@@ -69,7 +69,7 @@ from ..state import StateHistory, StateLog
 from .events import input_records
 from .functions import UserFunctionError
 from .graph import VIEW_OPS, Node, TopologyError
-from .handlers import NULL_KEY_IN_GRACE_BUFFER, KafkaException, dead_letter_headers
+from .handlers import NULL_KEY_IN_GRACE_BUFFER, KafkaException, changed_value_text, dead_letter_headers
 from .plain import not_a_key, not_a_value
 from .aggregates import AGGREGATE_OPS, OldValue, WindowedKey, build_aggregate
 from .cogroup import COGROUP_OPS, CogroupAggregate
@@ -567,6 +567,8 @@ class _Run:
             return ()
         record = self.current
         value = record.value if record.message is None else record.message.describe()
+        if record.has_old:  # a table group-by's Change, in the bytes its repartition topic carries
+            value = changed_value_text(record.value, record.old)
         headers = dead_letter_headers(error, record.topic, record.partition, record.offset)
         return (self._append(topic, record.key, value, ts, None, step, headers),)
 
