@@ -7,7 +7,7 @@ one run (``"kind": "topology-run"``) of one generator (``oracle``: ``tests/topol
 tracked files, beyond this history and its page, differed from it), the UTC date, the generator, the version, the
 seed, how many topologies were judged, how many mismatched, the seconds the run took and the machine's load average
 (1 minute) at its end (the machine is shared: seconds measured under load are not comparable), and the first
-difference of each mismatch (``differences``).
+difference of each mismatch (``differences``). The commit is read when the sweep starts: the code it loaded.
 
 A run's topologies are those its generator draws from its seed, ``seed`` for the shapes and ``"{seed}-{version}"``
 for the walk: a run takes the next seed after the highest one the history records for its generator and version, so
@@ -25,6 +25,7 @@ of keys, values or joiners names for the walk, as ``--sample-classes`` does ther
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -121,8 +122,15 @@ def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
+@functools.cache
+def _judged_commit() -> tuple[str | None, bool]:
+    """The commit this process runs (read once, when its first row is written: the code it loaded then, not edits
+    made to the work tree while it runs), and whether its tracked files differed from it."""
+    return commit_of(ROOT, elsewhere=(_relative(HISTORY), _relative(PAGE)))
+
+
 def _row(generator: str, version: str, seed: int, run: Run) -> dict[str, Any]:
-    commit, dirty = commit_of(ROOT, elsewhere=(_relative(HISTORY), _relative(PAGE)))
+    commit, dirty = _judged_commit()
     topologies, mismatches, seconds, differences = run
     values = {
         "kind": "topology-run", "commit": commit, "dirty": dirty, "date": _now(), "generator": generator,
@@ -284,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if (args.toward is None) == (args.more is None):
         parser.error("give --toward N (judge until N per version) or --more N (N new ones per version)")
+    _judged_commit()
     build()
     try:
         failed = sweep(versions, generators, args.chunk, args.toward, args.more or 0,
