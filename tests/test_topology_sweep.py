@@ -15,10 +15,11 @@ from tests import oracle_check, topology_oracle, topology_sweep
 
 
 def _row(generator: str, version: str, seed: int, topologies: int, mismatches: int = 0) -> dict:
-    return {"kind": "topology-run", "commit": "abc1234def", "dirty": False, "date": f"2026-11-29T10:{seed:02d}:00+00:00",
-            "generator": generator, "version": version, "seed": seed, "topologies": topologies,
-            "mismatches": mismatches, "seconds": 10.0, "load": 1.0,
-            "differences": ["event 3: Kafka emitted x, kjoin y"] * mismatches}  # fmt: skip
+    return {
+        "kind": "topology-run", "commit": "abc1234def", "dirty": False, "date": f"2026-11-29T10:{seed:02d}:00+00:00",
+        "generator": generator, "version": version, "seed": seed, "topologies": topologies, "mismatches": mismatches,
+        "seconds": 10.0, "load": 1.0, "differences": ["event 3: Kafka emitted x, kjoin y"] * mismatches,
+    }  # fmt: skip
 
 
 def test_a_run_takes_the_seed_after_the_highest_recorded_for_its_generator_and_version():
@@ -80,6 +81,8 @@ def test_the_page_sums_each_version_and_generator_toward_the_goal_and_lists_the_
     )
     assert "In all: 15,700 topologies judged, 2 mismatches." in text
     assert "Kafka 4.4.0, walk seed 2, commit abc1234: 2 of 1,000" in text
+    rows[1]["differences"][0] = "event 0: Kafka 4.4.0 emitted ['v\x01'], kjoin ['v']"
+    assert "emitted ['v\\x01'], kjoin" in topology_sweep.page(rows)  # a flag byte shown, not written
     assert topology_sweep.page([]).endswith("No run recorded yet.\n")
 
 
@@ -103,6 +106,7 @@ def test_the_kept_up_jvm_answers_batch_after_batch_as_a_fresh_one_does():
     kept.close()
     assert kept._process.poll() is not None
     fresh = topology_oracle.run_batch("4.4.0", batch)  # a new JVM, all six at once
+
     def unnumbered(answers):  # each batch numbers its documents from 0
         return json.dumps([{key: value for key, value in answer.items() if key != "id"} for answer in answers])
 

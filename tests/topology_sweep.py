@@ -199,9 +199,14 @@ def page(rows: list[dict[str, Any]], goal: int = GOAL) -> str:
                 f"{(row['commit'] or 'unknown')[:7]}: {row['mismatches']} of {row['topologies']:,}"
             )
             for text in row["differences"][:3]:
-                out.append("  - `" + text[:300].replace("`", "'") + "`")
+                out.append("  - `" + _printable(text[:300]).replace("`", "'") + "`")
         out.append("")
     return "\n".join(out)
+
+
+def _printable(text: str) -> str:
+    """``text`` with its control characters (a Change's flag bytes) escaped as Python writes them."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def write_page(rows: list[dict[str, Any]]) -> None:
