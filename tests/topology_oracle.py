@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 import kjoin
 from kjoin.records import render_value
@@ -197,28 +197,44 @@ class TopologyHarness:
         )  # fmt: skip
 
     def answer(self, lines: list[str]) -> list[dict[str, Any]]:
-        """The harness's answer to each document line (the JVM reads while it answers, so writing them all first
-        cannot block on its output)."""
-        assert self._process.stdin is not None and self._process.stdout is not None
+        """The harness's answer to each document line."""
+        self.send(lines)
+        return self.receive(len(lines))
+
+    def send(self, lines: list[str]) -> None:
+        """Send document lines; their answers are read by :meth:`receive`, after those of the lines sent before
+        (the JVM reads while it answers, so sending cannot block on answers not yet read)."""
+        assert self._process.stdin is not None
         try:
             self._process.stdin.write("".join(line + "\n" for line in lines))
             self._process.stdin.flush()
-            raw = []
-            for _ in lines:
+        except BrokenPipeError:
+            self._failed()
+
+    def receive(self, count: int) -> list[dict[str, Any]]:
+        """The next ``count`` answers, in the order their lines were sent."""
+        assert self._process.stdout is not None
+        raw = []
+        try:
+            for _ in range(count):
                 line = self._process.stdout.readline()
                 if not line:
                     break
                 raw.append(json.loads(line))
-        except (BrokenPipeError, json.JSONDecodeError):
+        except json.JSONDecodeError:
             raw = []
-        if len(raw) != len(lines):
-            self.close()
-            self._stderr.seek(0)
-            raise HarnessError(
-                f"the Kafka {self.version} topology harness failed (exit {self._process.returncode}):\n"
-                f"{self._stderr.read()[-3000:]}"
-            )
+        if len(raw) != count:
+            self._failed()
         return raw
+
+    def _failed(self) -> NoReturn:
+        """The JVM stopped or answered what is no JSON: end it, and raise with what it wrote to stderr."""
+        self.close()
+        self._stderr.seek(0)
+        raise HarnessError(
+            f"the Kafka {self.version} topology harness failed (exit {self._process.returncode}):\n"
+            f"{self._stderr.read()[-3000:]}"
+        )
 
     def close(self) -> None:
         """End the JVM (its stdin closed, it answers what it has and exits)."""
@@ -264,6 +280,23 @@ def run_batch(version: str, batch: list[TopologyScenario], threads: int = 4) -> 
     """Kafka's answers (``outputs`` per event and ``describe``, or ``error``) for every topology of ``batch``, from
     the version's kept-up JVM (:func:`harness`); a topology that :func:`task_groups` cuts runs as one driver per
     task, stitched back (``per_task``)."""
+    return receive_batch(send_batch(version, batch, threads))
+
+
+@dataclasses.dataclass
+class SentBatch:
+    """A batch sent to a version's JVM whose answers are still to be read (:func:`receive_batch`): the JVM works on
+    it while the caller does something else (draws the next batch, judges the one before)."""
+
+    harness: TopologyHarness
+    batch: list[TopologyScenario]
+    plans: list[list[tuple[list[int], dict[str, Any]]]]
+    lines: int
+
+
+def send_batch(version: str, batch: list[TopologyScenario], threads: int = 4) -> SentBatch:
+    """Send every topology of ``batch`` to the version's kept-up JVM (see :func:`run_batch`); batches are received
+    in the order sent."""
     plans: list[list[tuple[list[int], dict[str, Any]]]] = []
     for scenario in batch:
         whole = document(scenario)
@@ -277,7 +310,15 @@ def run_batch(version: str, batch: list[TopologyScenario], threads: int = 4) -> 
         )
     docs = [data for plan in plans for _, data in plan]
     lines = [json.dumps({**data, "id": i}, separators=(",", ":")) for i, data in enumerate(docs)]
-    raw = harness(version, threads).answer(lines)
+    kept = harness(version, threads)
+    kept.send(lines)
+    return SentBatch(kept, batch, plans, len(lines))
+
+
+def receive_batch(sent: SentBatch) -> list[dict[str, Any]]:
+    """The answers to a batch :func:`send_batch` sent (every batch sent before it received first)."""
+    batch, plans = sent.batch, sent.plans
+    raw = sent.harness.receive(sent.lines)
     answers: list[dict[str, Any]] = []
     position = 0
     for scenario, plan in zip(batch, plans):

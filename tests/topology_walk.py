@@ -58,7 +58,16 @@ from kjoin.scenario.fields import ScenarioError
 from kjoin.semantics import Semantics, parse_semantics
 from kjoin.topology.document import TopologyScenario
 from tests.oracle_check import HarnessError, KafkaVersion, ci_versions
-from tests.topology_oracle import JUDGES, difference, kjoin_outputs, kjoin_run, run_batch, task_groups
+from tests.topology_oracle import (
+    JUDGES,
+    SentBatch,
+    difference,
+    kjoin_outputs,
+    kjoin_run,
+    receive_batch,
+    send_batch,
+    task_groups,
+)
 
 __all__ = [
     "Walk",
@@ -769,7 +778,22 @@ def _signature(verdict: Verdict) -> str:
 
 
 def judge(version: str, documents: list[dict[str, Any]]) -> list[Verdict]:
-    """Each document's verdict on Kafka ``version`` (one JVM for all of them)."""
+    """Each document's verdict on Kafka ``version`` (the version's kept-up JVM)."""
+    return _finish(_start(version, documents))
+
+
+@dataclass
+class _Judging:
+    """Documents sent to Kafka and not yet compared (:func:`_start`, :func:`_finish`)."""
+
+    version: str
+    verdicts: list[Verdict | None]  # a document's verdict when it stopped before Kafka (refused, crashed)
+    scenarios: list[TopologyScenario]
+    sent: SentBatch | None
+
+
+def _start(version: str, documents: list[dict[str, Any]]) -> _Judging:
+    """Read the documents and send what kjoin runs to Kafka, without waiting for its answers."""
     verdicts: list[Verdict | None] = []
     scenarios: list[TopologyScenario] = []
     for document in documents:
@@ -777,15 +801,20 @@ def judge(version: str, documents: list[dict[str, Any]]) -> list[Verdict]:
         verdicts.append(verdict)
         if scenario is not None:
             scenarios.append(scenario)
-    answers = iter(run_batch(version, scenarios) if scenarios else [])
-    found = iter(scenarios)
+    return _Judging(version, verdicts, scenarios, send_batch(version, scenarios) if scenarios else None)
+
+
+def _finish(judging: _Judging) -> list[Verdict]:
+    """Kafka's answers to the documents :func:`_start` sent, compared with kjoin's runs."""
+    answers = iter(receive_batch(judging.sent) if judging.sent is not None else [])
+    found = iter(judging.scenarios)
     result: list[Verdict] = []
-    for verdict in verdicts:
+    for verdict in judging.verdicts:
         if verdict is not None:
             result.append(verdict)
             continue
         scenario, answer = next(found), next(answers)
-        result.append(_compare(scenario, answer, version))
+        result.append(_compare(scenario, answer, judging.version))
     return result
 
 
@@ -1068,10 +1097,16 @@ def sweep(
     stream = _walk_stream(seed, version.version)
     drawn: list[Walk] = []
     verdicts: list[Verdict] = []
-    while len(drawn) < count:  # drawn and judged 50 at a time: the scenarios read when drawn are judged
+    judging: _Judging | None = None
+    while len(drawn) < count or judging is not None:
+        # 50 at a time, the scenarios read when drawn judged while they are kept; Kafka runs each batch while
+        # the next is drawn and the one before is compared
         batch = list(itertools.islice(stream, min(50, count - len(drawn))))
         drawn += batch
-        verdicts += judge(version.version, [walk.document for walk in batch])
+        following = _start(version.version, [walk.document for walk in batch]) if batch else None
+        if judging is not None:
+            verdicts += _finish(judging)
+        judging = following
     mismatches = [(walk, verdict) for walk, verdict in zip(drawn, verdicts) if verdict.kind not in (None, "refused")]
     if differences is not None:
         differences += [verdict.text for _, verdict in mismatches]
