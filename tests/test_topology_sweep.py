@@ -34,7 +34,7 @@ def test_a_run_takes_the_seed_after_the_highest_recorded_for_its_generator_and_v
 def test_a_round_plans_a_chunk_of_each_pair_still_short_of_the_goal_and_no_more_than_it_lacks():
     rows = [_row("walk", "4.4.0", 1, 9800), _row("oracle", "4.4.0", 1, 10000)]
     planned = topology_sweep.plan(rows, ["4.4.0", "3.3.2"], ["oracle", "walk"], 500, 10000, 0)
-    assert planned == [("walk", "4.4.0", 200), ("oracle", "3.3.2", 500), ("walk", "3.3.2", 500)]
+    assert planned == [("oracle", "3.3.2", 500), ("walk", "3.3.2", 500), ("walk", "4.4.0", 200)]  # thinnest first
     assert topology_sweep.plan(rows, ["4.4.0"], ["oracle"], 500, None, 300) == [("oracle", "4.4.0", 300)]
 
 

@@ -108,13 +108,17 @@ def plan(
     rows: list[dict[str, Any]], versions: list[str], generators: list[str], chunk: int, toward: int | None, more: int
 ) -> list[tuple[str, str, int]]:
     """The next round's runs, ``(generator, version, count)``: with ``toward``, a chunk of each pair still short of
-    it (at most what is missing); else ``more`` of each pair."""
+    it (at most what is missing), the pairs with the fewest topologies judged first (a sweep cut short by its
+    deadline leaves the coverage even, and the next session starts where it is thinnest); else ``more`` of each
+    pair, in the order given."""
     runs = []
     for version in versions:
         for generator in generators:
             missing = more if toward is None else toward - judged(rows, generator, version)
             if missing > 0:
                 runs.append((generator, version, min(chunk, missing)))
+    if toward is not None:
+        runs.sort(key=lambda run: judged(rows, run[0], run[1]))  # stable: ties keep the order given
     return runs
 
 
