@@ -70,16 +70,16 @@ def test_a_sweep_starts_no_run_that_the_last_one_says_would_end_after_the_deadli
 
 
 def test_the_page_sums_each_version_and_generator_toward_the_goal_and_lists_the_mismatches():
-    rows = [_row("walk", "4.4.0", 1, 4000), _row("walk", "4.4.0", 2, 1000, mismatches=2),
+    rows = [_row("walk", "4.4.0", 1, 4000), _row("walk", "4.4.0", 2, 1000, mismatches=2), _row("walk", "4.4.0", 3, 500),
             _row("oracle", "3.3.2", 1, 10000), _row("walk", "3.3.2", 1, 700)]  # fmt: skip
     text = topology_sweep.page(rows)
     lines = text.splitlines()
-    assert "| 4.4.0 | walk | 5,000 | 50.0% | 2 | 20 | 2 | 1-2 |" in text
-    assert "| 3.3.2 | oracle | 10,000 | 100.0% | 0 | 10 |" in text
+    assert "| 4.4.0 | walk | 5,500 | 55.0% | 2 | 500 | 30 | 3 | 1-3 |" in text  # clean: the run after the mismatch
+    assert "| 3.3.2 | oracle | 10,000 | 100.0% | 0 | 10,000 | 10 |" in text
     assert lines.index(next(line for line in lines if line.startswith("| 4.4.0"))) < lines.index(
         next(line for line in lines if line.startswith("| 3.3.2"))
     )
-    assert "In all: 15,700 topologies judged, 2 mismatches." in text
+    assert "In all: 16,200 topologies judged, 2 mismatches." in text
     assert "Kafka 4.4.0, walk seed 2, commit abc1234: 2 of 1,000" in text
     rows[1]["differences"][0] = "event 0: Kafka 4.4.0 emitted ['v\x01'], kjoin ['v']"
     assert "emitted ['v\\x01'], kjoin" in topology_sweep.page(rows)  # a flag byte shown, not written
