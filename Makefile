@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test test-fast test-spark test-oracle test-browser browser-check docs system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug app-debug-check bench bench-compare bench-report
+.PHONY: lab demo test test-fast test-spark test-oracle test-browser browser-check docs system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-sweep topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug app-debug-check bench bench-compare bench-report
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -191,14 +191,22 @@ kafka-check: kafka-oracle
 	$(PY) -m kafka_oracle.oracle_check $(N) kafka-check-mismatches
 	$(PY) -m kafka_oracle.topology_oracle $(N)
 
-# N random topologies per Kafka version through kjoin.Topology and TopologyTestDriver, from two generators written
-# apart: kafka_oracle/topology_oracle.py (two or three joins, a re-key or a foreign-key join, 1-4 partitions;
-# KJOIN_TOPOLOGY_SEED repeats a run) and kafka_oracle/topology_walk.py (a random walk over the whole DSL; each mismatch
-# sorted into classes, three of each class a change of keys, values or joiners names and every other one shrunk into
-# topology-walk-mismatches/; WALK_SEED=S repeats a run).
+# N new random topologies per Kafka version through kjoin.Topology and TopologyTestDriver, from two generators
+# written apart: kafka_oracle/topology_oracle.py (two or three joins, a re-key or a foreign-key join, 1-4 partitions) and
+# kafka_oracle/topology_walk.py (a random walk over the whole DSL; each mismatch sorted into classes, three of each class a
+# change of keys, values or joiners names and every other one shrunk into topology-walk-mismatches/). Each run takes
+# the next seeds and appends its row to kafka_oracle/judging-history.jsonl, and docs/judging.md is made from it
+# (kafka_oracle/topology_sweep.py). VERSIONS=4.4.0,3.3.2 chooses versions; `python -m kafka_oracle.topology_oracle N` with
+# KJOIN_TOPOLOGY_SEED, or `python -m kafka_oracle.topology_walk N --seed S`, repeats one run without recording it.
 topology-check: kafka-oracle
-	$(PY) -m kafka_oracle.topology_oracle $(N)
-	$(PY) -m kafka_oracle.topology_walk $(N) --sample-classes $(if $(WALK_SEED),--seed $(WALK_SEED))
+	$(PY) -m kafka_oracle.topology_sweep --more $(N) $(if $(VERSIONS),--versions $(VERSIONS))
+
+# Both generators, round by round, until each chosen version (VERSIONS; default every judge) has N topologies of
+# each in the history, a chunk (CHUNK, default 500) per run; UNTIL=11:00 (UTC) starts no run that would end later.
+# The machine is shared: nice 15. `make topology-sweep N=10000 VERSIONS=4.4.0,3.9.1,3.6.2,3.3.2 UNTIL=18:00`.
+topology-sweep: kafka-oracle
+	nice -n 15 $(PY) -m kafka_oracle.topology_sweep --toward $(N) --chunk $(or $(CHUNK),500) \
+		$(if $(VERSIONS),--versions $(VERSIONS)) $(if $(UNTIL),--until $(UNTIL))
 
 # N random topologies (default 200; the shapes of topology-check) through kjoin.spark.run_topology and the reference
 # engine's stages schedule, in one Spark session: every written record and every step must agree; then

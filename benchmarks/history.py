@@ -88,9 +88,10 @@ MEASURED_ELSEWHERE = ("benchmarks/history.jsonl", "docs/benchmarks.md")
 to the history while another runs)."""
 
 
-def commit_of(tree: str | Path) -> tuple[str | None, bool]:
-    """The commit checked out in ``tree`` (a git work tree) and whether its tracked files, beyond
-    :data:`MEASURED_ELSEWHERE`, differ from it; ``(None, False)`` outside git."""
+def commit_of(tree: str | Path, elsewhere: tuple[str, ...] = MEASURED_ELSEWHERE) -> tuple[str | None, bool]:
+    """The commit checked out in ``tree`` (a git work tree) and whether its tracked files, beyond ``elsewhere`` (the
+    files the measurement itself writes, :data:`MEASURED_ELSEWHERE` by default), differ from it; ``(None, False)``
+    outside git."""
     try:
         head = subprocess.run(
             ["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
@@ -105,7 +106,7 @@ def commit_of(tree: str | Path) -> tuple[str | None, bool]:
                 "--untracked-files=no",
                 "--",
                 ".",
-                *(f":(exclude){path}" for path in MEASURED_ELSEWHERE),
+                *(f":(exclude){path}" for path in elsewhere),
             ],
             capture_output=True,
             text=True,

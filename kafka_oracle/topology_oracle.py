@@ -32,6 +32,8 @@ schedule (a running application) is not judged: TopologyTestDriver cannot run it
 
 from __future__ import annotations
 
+import atexit
+import collections
 import dataclasses
 import functools
 import json
@@ -40,8 +42,9 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 import kjoin
 from kjoin.records import render_value
@@ -70,10 +73,36 @@ def document(scenario: TopologyScenario) -> dict[str, Any]:
     return {**data, "events": list(scenario.events), "outputs": outputs}
 
 
+_RUNS: collections.OrderedDict[int, tuple[TopologyScenario, Any, ProcessingError | None]] = collections.OrderedDict()
+"""The last runs of kjoin's reference engine, by scenario (its ``id``, the scenario kept alive beside it, so an id is
+not reused while its entry stands): a judge asks for one scenario's run several times (which tasks each event reaches,
+whether a function fails, the outputs), and a run is deterministic, so it is computed once."""
+
+_RUNS_KEPT = 256
+
+
+def kjoin_run(scenario: TopologyScenario) -> Any:
+    """``scenario.run()``, computed once per scenario among the last :data:`_RUNS_KEPT` (the same trace object, which
+    judges only read; a :class:`~kjoin.topology.runtime.ProcessingError` raised again)."""
+    found = _RUNS.get(id(scenario))
+    if found is None or found[0] is not scenario:
+        try:
+            found = (scenario, scenario.run(), None)
+        except ProcessingError as error:
+            found = (scenario, None, error)
+        _RUNS[id(scenario)] = found
+        while len(_RUNS) > _RUNS_KEPT:
+            _RUNS.popitem(last=False)
+    _RUNS.move_to_end(id(scenario))
+    if found[2] is not None:
+        raise found[2]
+    return found[1]
+
+
 def kjoin_outputs(scenario: TopologyScenario) -> list[list[list[Any]]]:
     """Per input event, ``[topic, key, value, ts]`` of every output record, grouped by topic (each topic's records in
     the order written), values and keys as the String serde carries them."""
-    trace = scenario.run()
+    trace = kjoin_run(scenario)
     per_event = []
     for records in trace.outputs_by_event():
         rows = [
@@ -124,7 +153,7 @@ def task_groups(scenario: TopologyScenario) -> list[list[int]] | None:
     if any(sub_of[n.name] != sink and n.op not in stateless for n in topology.graph.nodes.values()):
         return None
     try:
-        trace = scenario.run()
+        trace = kjoin_run(scenario)
     except ProcessingError:  # a function threw: which tasks each event reaches, from a run that goes on past it
         going_on = TopologyScenario.from_dict({**scenario.topology.to_dict(), "events": list(scenario.events)})
         going_on.topology.exception_handling = ExceptionHandling("continue")
@@ -147,12 +176,128 @@ def task_groups(scenario: TopologyScenario) -> list[list[int]] | None:
     return cut
 
 
+class TopologyHarness:
+    """One JVM of the topology harness (``TopologyOracle.java``) for one Kafka version, kept up between batches: its
+    start (about two seconds) and the warming of its code are paid once per version, not once per batch. Documents
+    go in as JSON lines; the answers come back one line each, in the order sent."""
+
+    def __init__(self, version: str, threads: int = 4) -> None:
+        java = shutil.which("java")
+        if java is None:
+            raise HarnessError("java is not on PATH: install Java 17 (apt-get install openjdk-17-jdk-headless)")
+        self.version, self.threads = version, threads
+        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+        self._process = subprocess.Popen(
+            [java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx2g", "-cp", classpath(version),
+             "kjoin.oracle.TopologyOracle", "--threads", str(threads)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            encoding="utf-8",
+        )  # fmt: skip
+
+    def answer(self, lines: list[str]) -> list[dict[str, Any]]:
+        """The harness's answer to each document line."""
+        self.send(lines)
+        return self.receive(len(lines))
+
+    def send(self, lines: list[str]) -> None:
+        """Send document lines; their answers are read by :meth:`receive`, after those of the lines sent before
+        (the JVM reads while it answers, so sending cannot block on answers not yet read)."""
+        assert self._process.stdin is not None
+        try:
+            self._process.stdin.write("".join(line + "\n" for line in lines))
+            self._process.stdin.flush()
+        except BrokenPipeError:
+            self._failed()
+
+    def receive(self, count: int) -> list[dict[str, Any]]:
+        """The next ``count`` answers, in the order their lines were sent."""
+        assert self._process.stdout is not None
+        raw = []
+        try:
+            for _ in range(count):
+                line = self._process.stdout.readline()
+                if not line:
+                    break
+                raw.append(json.loads(line))
+        except json.JSONDecodeError:
+            raw = []
+        if len(raw) != count:
+            self._failed()
+        return raw
+
+    def _failed(self) -> NoReturn:
+        """The JVM stopped or answered what is no JSON: end it, and raise with what it wrote to stderr."""
+        self.close()
+        self._stderr.seek(0)
+        raise HarnessError(
+            f"the Kafka {self.version} topology harness failed (exit {self._process.returncode}):\n"
+            f"{self._stderr.read()[-3000:]}"
+        )
+
+    def close(self) -> None:
+        """End the JVM (its stdin closed, it answers what it has and exits)."""
+        if self._process.poll() is None:
+            try:
+                assert self._process.stdin is not None
+                self._process.stdin.close()
+                self._process.wait(timeout=60)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self._process.kill()
+                self._process.wait()
+        _HARNESSES.pop((self.version, self.threads), None)
+
+
+_HARNESSES: collections.OrderedDict[tuple[str, int], TopologyHarness] = collections.OrderedDict()
+"""The JVMs kept up, the most recently used last; at most :data:`_HARNESSES_KEPT` (each holds a few hundred MB)."""
+
+_HARNESSES_KEPT = 2
+
+
+def harness(version: str, threads: int = 4) -> TopologyHarness:
+    """The kept-up JVM for ``version`` (started on first use; the least recently used one ended beyond
+    :data:`_HARNESSES_KEPT`)."""
+    key = (version, threads)
+    if key not in _HARNESSES or _HARNESSES[key]._process.poll() is not None:
+        _HARNESSES[key] = TopologyHarness(version, threads)
+    _HARNESSES.move_to_end(key)
+    while len(_HARNESSES) > _HARNESSES_KEPT:
+        next(iter(_HARNESSES.values())).close()
+    return _HARNESSES[key]
+
+
+def close_harnesses() -> None:
+    """End every kept-up JVM (also at the interpreter's exit)."""
+    for kept in list(_HARNESSES.values()):
+        kept.close()
+
+
+atexit.register(close_harnesses)
+
+
 def run_batch(version: str, batch: list[TopologyScenario], threads: int = 4) -> list[dict[str, Any]]:
-    """Kafka's answers (``outputs`` per event and ``describe``, or ``error``) for every topology of ``batch``, in one
-    JVM; a topology that :func:`task_groups` cuts runs as one driver per task, stitched back (``per_task``)."""
-    java = shutil.which("java")
-    if java is None:
-        raise HarnessError("java is not on PATH: install Java 17 (apt-get install openjdk-17-jdk-headless)")
+    """Kafka's answers (``outputs`` per event and ``describe``, or ``error``) for every topology of ``batch``, from
+    the version's kept-up JVM (:func:`harness`); a topology that :func:`task_groups` cuts runs as one driver per
+    task, stitched back (``per_task``)."""
+    return receive_batch(send_batch(version, batch, threads))
+
+
+@dataclasses.dataclass
+class SentBatch:
+    """A batch sent to a version's JVM whose answers are still to be read (:func:`receive_batch`): the JVM works on
+    it while the caller does something else (draws the next batch, judges the one before)."""
+
+    harness: TopologyHarness
+    batch: list[TopologyScenario]
+    plans: list[list[tuple[list[int], dict[str, Any]]]]
+    lines: int
+
+
+def send_batch(version: str, batch: list[TopologyScenario], threads: int = 4) -> SentBatch:
+    """Send every topology of ``batch`` to the version's kept-up JVM (see :func:`run_batch`); batches are received
+    in the order sent."""
     plans: list[list[tuple[list[int], dict[str, Any]]]] = []
     for scenario in batch:
         whole = document(scenario)
@@ -166,18 +311,15 @@ def run_batch(version: str, batch: list[TopologyScenario], threads: int = 4) -> 
         )
     docs = [data for plan in plans for _, data in plan]
     lines = [json.dumps({**data, "id": i}, separators=(",", ":")) for i, data in enumerate(docs)]
-    done = subprocess.run(
-        [java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath(version), "kjoin.oracle.TopologyOracle",
-         "--threads", str(threads)],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-    )  # fmt: skip
-    raw = [json.loads(line) for line in done.stdout.splitlines()]
-    if done.returncode != 0 or len(raw) != len(lines):
-        raise HarnessError(
-            f"the Kafka {version} topology harness failed (exit {done.returncode}):\n{done.stderr[-3000:]}"
-        )
+    kept = harness(version, threads)
+    kept.send(lines)
+    return SentBatch(kept, batch, plans, len(lines))
+
+
+def receive_batch(sent: SentBatch) -> list[dict[str, Any]]:
+    """The answers to a batch :func:`send_batch` sent (every batch sent before it received first)."""
+    batch, plans = sent.batch, sent.plans
+    raw = sent.harness.receive(sent.lines)
     answers: list[dict[str, Any]] = []
     position = 0
     for scenario, plan in zip(batch, plans):
@@ -268,18 +410,22 @@ def _comparable(scenario: TopologyScenario, row: list[Any]) -> list[Any]:
 
 def kjoin_failure(scenario: TopologyScenario) -> int | None:
     """The event on which kjoin's run stops with a :class:`~kjoin.topology.runtime.ProcessingError` (``None``: it
-    runs them all): the shortest prefix of the events that fails."""
+    runs them all): the shortest prefix of the events that fails, found by bisection (a run is deterministic and a
+    prefix's run is the whole run cut short, so every prefix longer than a failing one fails too)."""
     try:
-        scenario.run()
+        kjoin_run(scenario)
         return None
     except ProcessingError:
         pass
-    for index in range(len(scenario.events)):
+    low, high = 0, len(scenario.events)  # the prefix of ``high`` events fails; of ``low`` events, it runs
+    while high - low > 1:
+        middle = (low + high) // 2
         try:
-            dataclasses.replace(scenario, events=scenario.events[: index + 1]).run()
+            dataclasses.replace(scenario, events=scenario.events[:middle]).run()
+            low = middle
         except ProcessingError:
-            return index
-    return None  # pragma: no cover - the whole run failed, so some prefix does
+            high = middle
+    return high - 1
 
 
 def _by_key(rows: list[list[Any]]) -> list[list[Any]]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import json
 import os
 import random
@@ -45,10 +46,10 @@ import re
 import sys
 import time
 import traceback
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import yaml
 
@@ -57,7 +58,16 @@ from kjoin.scenario.fields import ScenarioError
 from kjoin.semantics import Semantics, parse_semantics
 from kjoin.topology.document import TopologyScenario
 from kafka_oracle.oracle_check import HarnessError, KafkaVersion, ci_versions
-from kafka_oracle.topology_oracle import JUDGES, difference, kjoin_outputs, run_batch, task_groups
+from kafka_oracle.topology_oracle import (
+    JUDGES,
+    SentBatch,
+    difference,
+    kjoin_outputs,
+    kjoin_run,
+    receive_batch,
+    send_batch,
+    task_groups,
+)
 
 __all__ = [
     "Walk",
@@ -684,7 +694,8 @@ def _judgeable(walk: Walk) -> Walk:
     if doc.get("partitions", 1) == 1 or not (_keeps_time(doc) or _chains_foreign_keys(doc)):
         return walk
     try:
-        if task_groups(walk.scenario()) is not None:
+        scenario = _prepare(doc)[0]
+        if scenario is not None and task_groups(scenario) is not None:
             return walk
     except Exception:  # noqa: BLE001 - a crash shows again on one partition, where it is judged
         pass
@@ -694,8 +705,27 @@ def _judgeable(walk: Walk) -> Walk:
     return Walk(doc, walk.operations, walk.oddities)
 
 
+_PREPARED: OrderedDict[str, tuple[TopologyScenario | None, Verdict | None]] = OrderedDict()
+"""The last documents :func:`_prepare` read, by their ``repr`` (which tells ``1``, ``"1"`` and ``True`` apart): a
+walk is read when drawn, when judged and when shrunk, and reading it (checking the document, building the topology)
+costs as much as running it."""
+
+
 def _prepare(document: dict[str, Any]) -> tuple[TopologyScenario | None, Verdict | None]:
-    """The scenario of a document, or the verdict that stops it (kjoin refused it, or crashed building it)."""
+    """The scenario of a document, or the verdict that stops it (kjoin refused it, or crashed building it); the same
+    scenario object for an equal document among the last 256 read (its runs are kept by
+    :func:`kafka_oracle.topology_oracle.kjoin_run`)."""
+    key = repr(document)
+    found = _PREPARED.get(key)
+    if found is None:
+        found = _PREPARED[key] = _read(document)
+        while len(_PREPARED) > 256:
+            _PREPARED.popitem(last=False)
+    _PREPARED.move_to_end(key)
+    return found
+
+
+def _read(document: dict[str, Any]) -> tuple[TopologyScenario | None, Verdict | None]:
     try:
         scenario = TopologyScenario.from_dict(copy.deepcopy(document))
         scenario.topology.to_dict()  # what the harness sends to Kafka
@@ -751,7 +781,22 @@ def _signature(verdict: Verdict) -> str:
 
 
 def judge(version: str, documents: list[dict[str, Any]]) -> list[Verdict]:
-    """Each document's verdict on Kafka ``version`` (one JVM for all of them)."""
+    """Each document's verdict on Kafka ``version`` (the version's kept-up JVM)."""
+    return _finish(_start(version, documents))
+
+
+@dataclass
+class _Judging:
+    """Documents sent to Kafka and not yet compared (:func:`_start`, :func:`_finish`)."""
+
+    version: str
+    verdicts: list[Verdict | None]  # a document's verdict when it stopped before Kafka (refused, crashed)
+    scenarios: list[TopologyScenario]
+    sent: SentBatch | None
+
+
+def _start(version: str, documents: list[dict[str, Any]]) -> _Judging:
+    """Read the documents and send what kjoin runs to Kafka, without waiting for its answers."""
     verdicts: list[Verdict | None] = []
     scenarios: list[TopologyScenario] = []
     for document in documents:
@@ -759,15 +804,20 @@ def judge(version: str, documents: list[dict[str, Any]]) -> list[Verdict]:
         verdicts.append(verdict)
         if scenario is not None:
             scenarios.append(scenario)
-    answers = iter(run_batch(version, scenarios) if scenarios else [])
-    found = iter(scenarios)
+    return _Judging(version, verdicts, scenarios, send_batch(version, scenarios) if scenarios else None)
+
+
+def _finish(judging: _Judging) -> list[Verdict]:
+    """Kafka's answers to the documents :func:`_start` sent, compared with kjoin's runs."""
+    answers = iter(receive_batch(judging.sent) if judging.sent is not None else [])
+    found = iter(judging.scenarios)
     result: list[Verdict] = []
-    for verdict in verdicts:
+    for verdict in judging.verdicts:
         if verdict is not None:
             result.append(verdict)
             continue
         scenario, answer = next(found), next(answers)
-        result.append(_compare(scenario, answer, version))
+        result.append(_compare(scenario, answer, judging.version))
     return result
 
 
@@ -780,7 +830,7 @@ def _task_fails_where_kjoin_names_it(scenario: TopologyScenario, error: str) -> 
     if "NullPointerException: key cannot be null" not in error:
         return False
     try:
-        trace = scenario.run()
+        trace = kjoin_run(scenario)
     except Exception:  # noqa: BLE001 - a crash is no agreement
         return False
     return any(visit.reason is Reason.NULL_KEY_IN_GRACE_BUFFER for step in trace for visit in step.visits)
@@ -953,15 +1003,18 @@ def shrink(
 # -- the sweep -----------------------------------------------------------------------------------------------------
 def walks(count: int, seed: int, version: str) -> list[Walk]:
     """``count`` walks for ``version``, each judgeable as drawn (kjoin refuses none of them)."""
+    return list(itertools.islice(_walk_stream(seed, version), count))
+
+
+def _walk_stream(seed: int, version: str) -> Iterator[Walk]:
+    """The walks of :func:`walks`, one at a time (a sweep judges each batch while the scenarios it read are kept)."""
     rng = random.Random(f"{seed}-{version}")
-    result = []
-    while len(result) < count:
+    while True:
         walk = _judgeable(draw(rng, version))
         verdict = _prepare(walk.document)[1]
         if verdict is not None and verdict.kind == "refused":
             continue  # kjoin's own error: a combination it does not model
-        result.append(walk)
-    return result
+        yield walk
 
 
 def coverage(count: int, seed: int, version: str) -> tuple[Counter, Counter]:
@@ -1032,17 +1085,34 @@ def _report(out: Path, version: str, number: int, document: dict[str, Any], verd
 
 
 def sweep(
-    version: KafkaVersion, count: int, seed: int, out: Path, shrink_seconds: float = 120.0, shrink_all: bool = True
+    version: KafkaVersion,
+    count: int,
+    seed: int,
+    out: Path,
+    shrink_seconds: float = 120.0,
+    shrink_all: bool = True,
+    differences: list[str] | None = None,
 ) -> tuple[int, int, float]:
     """Judge ``count`` walks on ``version``; sort the mismatches into classes (:func:`classify`), shrink and write
     each (or, without ``shrink_all``, three of each class a surgery names and every other). Topologies,
-    mismatches, seconds."""
+    mismatches, seconds; each mismatch's first difference (as drawn) is appended to ``differences``."""
     started = time.monotonic()
-    drawn = walks(count, seed, version.version)
+    stream = _walk_stream(seed, version.version)
+    drawn: list[Walk] = []
     verdicts: list[Verdict] = []
-    for start in range(0, len(drawn), 50):
-        verdicts += judge(version.version, [walk.document for walk in drawn[start : start + 50]])
+    judging: _Judging | None = None
+    while len(drawn) < count or judging is not None:
+        # 50 at a time, the scenarios read when drawn judged while they are kept; Kafka runs each batch while
+        # the next is drawn and the one before is compared
+        batch = list(itertools.islice(stream, min(50, count - len(drawn))))
+        drawn += batch
+        following = _start(version.version, [walk.document for walk in batch]) if batch else None
+        if judging is not None:
+            verdicts += _finish(judging)
+        judging = following
     mismatches = [(walk, verdict) for walk, verdict in zip(drawn, verdicts) if verdict.kind not in (None, "refused")]
+    if differences is not None:
+        differences += [verdict.text for _, verdict in mismatches]
     labels = classify(version.version, [walk.document for walk, _ in mismatches])
     classes = Counter(
         label if verdict.kind == "outputs" else verdict.kind for label, (_, verdict) in zip(labels, mismatches)

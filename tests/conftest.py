@@ -119,6 +119,7 @@ FILE_TIERS: dict[str, str] = {
     "test_broker_instance_time.py": "broker",
     "test_site.py": "browser",
     "test_topology_walk.py": "unit",
+    "test_topology_sweep.py": "unit",
     "test_topology_fuzz.py": "unit",
     "test_topology_handlers.py": "unit",
     "test_topology_dead_letters.py": "unit",

@@ -461,3 +461,27 @@ def test_a_topic_written_with_to_and_read_back_with_stream_runs_as_in_kafka(buil
     (answer,) = topology_oracle.run_batch(version, [scenario])
     assert answer["outputs"] == [[["out", "k", "v!", 1]], [["out", "j", "w!", 2]]]
     assert topology_oracle.difference(scenario, answer, version) is None
+
+
+def test_a_dead_letter_of_a_table_group_by_record_carries_its_change_bytes_as_in_kafka(built):
+    """The record a table group-by writes to its repartition topic is a Change in ChangedSerializer's bytes: the new
+    value then 1, the old value then 0, or both after the new value's length (a varint, two bytes from a length of
+    64 on) then 2; a dead-letter record carries those bytes (KIP-1034)."""
+    data = {
+        "semantics": "4.4", "processing_exception_handler": "continue", "dead_letter_queue": "dead-letters",
+        "topology": [{"name": "customers", "table": "customers"},
+                     {"name": "by-r", "group_by": {"field": "r"}, "input": "customers"},
+                     {"name": "agg", "aggregate": "concat", "input": "by-r"},
+                     {"name": "checked", "map_values": {"fail_on": "C1"}, "input": "agg"},
+                     {"name": "changes", "to_stream": True, "input": "checked"},
+                     {"name": "out", "to": "out", "input": "changes"}],
+        "events": [{"topic": "customers", "key": "c1", "value": {"r": "r1", "v": "C1"}, "ts": 1},
+                   {"topic": "customers", "key": "c1", "value": {"r": "r1", "v": "C2" + "x" * 70}, "ts": 2},
+                   {"topic": "customers", "key": "c1", "value": {"r": "r2", "v": "C3"}, "ts": 3}],
+    }  # fmt: skip
+    scenario = TopologyScenario.from_dict(data)
+    (answer,) = topology_oracle.run_batch("4.4.0", [scenario])
+    values = [rows[0][2] for rows in answer["outputs"]]
+    new = '{"r":"r1","v":"C2' + "x" * 70 + '"}'
+    assert values == ['{"r":"r1","v":"C1"}\x01', "\ufffd\x01" + new + '{"r":"r1","v":"C1"}\x02', new + "\x00"]
+    assert topology_oracle.difference(scenario, answer, "4.4.0") is None

@@ -7,7 +7,8 @@ vocabulary that the Kafka Streams harness (``TopologyOracle.java``) implements a
 ``count_per_key``   a running count per key in the processor's store; forwards the count as text (``"1"``,
                     ``"2"``, ...); a null key is not counted (a key-value store takes no null key)
 ``dedupe``          forwards a record only when its value differs from the key's last forwarded value, which
-                    it keeps in its store; a null key passes through (no store entry)
+                    it keeps in its store, the two compared as the String serde writes them (``0`` and ``"0"``
+                    are one value); a null key passes through (no store entry)
 ``swap``            (``process`` only) forwards ``(value's text, key)``: the value becomes the key
 ==================  ==========================================================================================
 
@@ -189,7 +190,7 @@ def _dedupe(record: ProcessorRecord, ctx: ProcessorContext) -> None:
         ctx.forward()
         return
     seen = ctx.store.get(record.key)
-    if seen is not None and seen == record.value:
+    if seen is not None and string_serde_text(seen) == string_serde_text(record.value):  # Kafka's String store
         return
     ctx.store.put(record.key, record.value)
     ctx.forward()

@@ -20,14 +20,16 @@ How it works (Kafka 3.9+, KIP-1033; ``ProcessorNode.process``):
   the record the task took from its source topic (its raw bytes, whatever the nodes before made of it), the
   timestamp of the record as it reached the failing node, no partition (the producer's partitioner: murmur2 of the
   key; kjoin puts a null key in partition 0), the source record's headers, then :data:`DLQ_HEADERS`. With ``fail``
-  the record is written and the task fails; kjoin's error says so. Once a sink (``to``, a repartition or
-  foreign-key topic) has sent a record of that source record, the dead-letter record's key and value are null:
+  the record is written and the task fails; kjoin's error says so. Once a sink (``to``, a repartition or foreign-key
+  topic) has sent a record of that source record, the dead-letter record's key and value are null:
   ``RecordCollectorImpl.send`` frees the raw source record from the current record context, to save memory
   (``freeRawInputRecordFromContext``, in the 4.4.0 jar). The context is shared down the forwards, except where
   ``ProcessorContextImpl.forward`` gives a forward's children a copy: when the record's timestamp differs from the
-  context's, or its headers object does, as a table's ``to_stream`` forward does; a sink frees only its own copy.
-  So a sink that is a stream's first child empties the dead-letter records of its later siblings, and a table's
-  ``to(...)`` leaves the table's other children theirs (``tests/test_topology_dead_letters.py``, against 4.4.0).
+  context's, or its headers object does, as a table's ``to_stream`` forward does; a sink frees only its own copy. So a
+  sink that is a stream's first child empties the dead-letter records of its later siblings, and a table's ``to(...)``
+  leaves the table's other children theirs (``tests/test_topology_dead_letters.py``, against 4.4.0). A record a table
+  group-by wrote to its repartition topic is a ``Change`` in ``ChangedSerializer``'s bytes, so its dead-letter value is
+  those (:func:`changed_value_text`).
 * ``global_processing_exception_handler: true`` (4.3+, KIP-1270, ``processing.exception.handler.global.enabled``):
   the handler also covers the global thread's processors. A kjoin global table runs no user function (it is a
   ``GlobalKTable`` read from its topic), so nothing there can throw; the setting changes no output and is refused
@@ -45,6 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..records import render_value
 from ..semantics import Semantics
 from .graph import TopologyError
 
@@ -173,3 +176,25 @@ def dead_letter_headers(error: BaseException, topic: str, partition: int, offset
     name, message = exception_class(error), exception_message(error)
     first_line = name if message is None else f"{name}: {message}"
     return tuple(zip(DLQ_HEADERS, (name, message, first_line, topic, str(partition), str(offset))))
+
+
+def changed_value_text(new: Any, old: Any) -> str:
+    """A table group-by's ``Change(new, old)`` as ``ChangedSerializer`` (3.4+, the String serde inside) writes it to
+    the repartition topic, read back as text (what a dead-letter record of it carries): ``new`` then the byte 1 when
+    only it is there; ``old`` then the byte 0 when only it is; both (the group stayed the same): the zigzag varint of
+    ``new``'s length in bytes, ``new``, ``old``, the byte 2. Bytes that are no UTF-8 (a varint's from a length of 64
+    on) read as U+FFFD, as Java's String decoder reads them."""
+    new_bytes = None if new is None else render_value(new).encode("utf-8")
+    old_bytes = None if old is None else render_value(old).encode("utf-8")
+    if new_bytes is not None and old_bytes is not None:
+        length, varint = len(new_bytes) << 1, bytearray()  # zigzag of a length (never negative): twice it
+        while length >= 0x80:
+            varint.append((length & 0x7F) | 0x80)
+            length >>= 7
+        varint.append(length)
+        raw = bytes(varint) + new_bytes + old_bytes + b"\x02"
+    elif new_bytes is not None:
+        raw = new_bytes + b"\x01"
+    else:
+        raw = (old_bytes or b"") + b"\x00"
+    return raw.decode("utf-8", errors="replace")

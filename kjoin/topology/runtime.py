@@ -75,7 +75,7 @@ from ..state import StateHistory, StateLog
 from .events import input_records
 from .functions import UserFunctionError
 from .graph import VIEW_OPS, Node, TopologyError
-from .handlers import NULL_KEY_IN_GRACE_BUFFER, KafkaException, dead_letter_headers
+from .handlers import NULL_KEY_IN_GRACE_BUFFER, KafkaException, changed_value_text, dead_letter_headers
 from .plain import not_a_key, not_a_value
 from .aggregates import AGGREGATE_OPS, OldValue, WindowedKey, build_aggregate
 from .cogroup import COGROUP_OPS, CogroupAggregate
@@ -582,6 +582,8 @@ class _Run:
         value = record.value if record.message is None else record.message.describe()
         if self.sent:
             return (self._append(topic, None, None, ts, None, step, headers_of(error, record)),)
+        if record.has_old:  # a table group-by's Change, in the bytes its repartition topic carries
+            value = changed_value_text(record.value, record.old)
         return (self._append(topic, record.key, value, ts, None, step, headers_of(error, record)),)
 
     def _failed(self, node: Node, rec: Rec, error: Exception) -> Any:

@@ -45,8 +45,11 @@ class TableView(NodeProcessor):
         self.sends_old_values = False
         asked = node.params.get("sends_old_values") or any(_reads_old_values(node, c, p) for c, p in node.children)
         # KAFKA-10077 (2.7): a filter asks a parent that keeps a store for old values from the start (whether the
-        # parent kept one when the filter was built: kjoin.topology.graph.Graph.keeps_store)
+        # parent kept one when the filter was built: kjoin.topology.graph.Graph.keeps_store). KTableFilter's
+        # constructor asks its parent itself, materialized or not: a parent mapValues then maps old values too
         eager = self.filters and semantics.table_filter_skips_absent_tombstones and node.params["parent_keeps_store"]
+        if eager:
+            self.parent_getter.enable_sending_old_values()
         if asked or eager:
             self.enable_sending_old_values()
 

@@ -74,25 +74,41 @@ public final class TopologyOracle {
         Path stateDir = Files.isDirectory(shm) && Files.isWritable(shm)
             ? Files.createTempDirectory(shm, "kjoin-topology-oracle-")
             : Files.createTempDirectory("kjoin-topology-oracle-");
-        List<String> lines = new ArrayList<>();
-        try (BufferedReader reader = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-            for (String line = reader.readLine(); line != null; line = reader.readLine()) {
-                if (!line.isBlank()) {
-                    lines.add(line);
+        // Documents are answered as they arrive, in the order read, each answer flushed once no earlier one is
+        // pending: one JVM (its start and its warmed-up code) serves batch after batch of a caller that keeps it
+        // open (kafka_oracle/topology_oracle.py's Harness), and a caller that writes everything and closes stdin gets the
+        // same lines. The answers go out on a thread of their own, so reading never waits for writing.
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+        java.util.concurrent.BlockingQueue<java.util.Optional<java.util.concurrent.Future<String>>> pending =
+            new java.util.concurrent.LinkedBlockingQueue<>();
+        Thread writer = new Thread(() -> {
+            try {
+                for (java.util.Optional<java.util.concurrent.Future<String>> next = pending.take(); next.isPresent();
+                        next = pending.take()) {
+                    out.println(next.get().get());
+                    if (pending.isEmpty() || !pending.peek().map(java.util.concurrent.Future::isDone).orElse(false)) {
+                        out.flush();
+                    }
                 }
+                out.flush();
+            } catch (InterruptedException | java.util.concurrent.ExecutionException error) {
+                throw new IllegalStateException(error);
+            }
+        }, "answers");
+        writer.start();
+        try (BufferedReader reader = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+            int count = 0;
+            for (String line = reader.readLine(); line != null; line = reader.readLine()) {
+                if (line.isBlank()) {
+                    continue;
+                }
+                String document = line;
+                Path dir = stateDir.resolve("t" + count++);
+                pending.put(java.util.Optional.of(pool.submit(() -> answer(document, dir))));
             }
         }
-        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
-        List<java.util.concurrent.Future<String>> answers = new ArrayList<>();
-        for (int i = 0; i < lines.size(); i++) {
-            String line = lines.get(i);
-            Path dir = stateDir.resolve("t" + i);
-            answers.add(pool.submit(() -> answer(line, dir)));
-        }
-        for (java.util.concurrent.Future<String> answer : answers) {
-            out.println(answer.get());
-        }
-        out.flush();
+        pending.put(java.util.Optional.empty());
+        writer.join();
         pool.shutdown();
     }
 
