@@ -62,3 +62,10 @@ def _shown(value):
     from kjoin.records import render_value
 
     return None if value is None else render_value(value)
+
+
+def test_the_audit_needs_no_whole_app_run(spark_run) -> None:
+    from kjoin.spark.debug.topology_why import audit_frame
+
+    run = spark_run[1]
+    assert audit_frame(run.topology, run.input_records()).equals(run.debug().audit())

@@ -476,8 +476,13 @@ class TopologyRun:
         return self.debug().summary()
 
     def audit(self) -> Any:
-        """Every input record of a co-partitioned topic that is not in its key's partition (pandas)."""
-        return self.debug().audit()
+        """Every input record of a co-partitioned topic that is not in its key's partition (pandas), read from the
+        input topics alone: no whole-app run (:func:`~kjoin.topology.verdicts.audit_records`)."""
+        if self._app_debug is not None:
+            return self._app_debug.audit()
+        from .debug.topology_why import audit_frame
+
+        return audit_frame(self.topology, self.input_records())
 
     def drops(self) -> Any:
         """Every step in which a node dropped the record, with the step's fate and each drop's node and reason

@@ -50,6 +50,7 @@ __all__ = [
     "explained_outputs",
     "summary",
     "audit",
+    "audit_records",
 ]
 
 PASSED = ("joined", "aggregated")
@@ -435,29 +436,39 @@ def audit(trace: TopologyTrace) -> list[dict[str, Any]]:
     """Every input record of a topic that a join co-partitions (:func:`~kjoin.topology.copartition.copartition_groups`)
     which is not in its key's partition (by the topic's partitioner: murmur2 unless given): ``topic, partition,
     offset, key, expected_partition, joins`` (the joins reading it), in topic, partition, offset order."""
-    graph = trace.topology.graph
+    inputs = (
+        record
+        for partitions in trace.topics.values()
+        for records in partitions.values()
+        for record in records
+        if record.written_at is None
+    )
+    return audit_records(trace.topology, inputs)
+
+
+def audit_records(topology: Any, records: Iterable[TopicRecord]) -> list[dict[str, Any]]:
+    """:func:`audit` read from the input records alone, with no run: where a record sits and where its key belongs
+    depend on nothing the topology computes, so a run's audit needs only its input topics."""
+    graph = topology.graph
     joins_of: dict[str, list[str]] = defaultdict(list)
     for join, topics in copartition_groups(graph):
         for topic in topics:
             if not graph.topics[topic].internal and join.name not in joins_of[topic]:
                 joins_of[topic].append(join.name)
     rows = []
-    for topic in sorted(joins_of):
-        info = graph.topics[topic]
-        for partition in sorted(trace.topics.get(topic, {})):
-            for record in trace.topics[topic][partition]:
-                if record.written_at is not None or record.key is None:
-                    continue
-                expected = info.partition_of(record.key)
-                if expected != record.partition:
-                    rows.append(
-                        {
-                            "topic": topic,
-                            "partition": record.partition,
-                            "offset": record.offset,
-                            "key": record.key,
-                            "expected_partition": expected,
-                            "joins": ", ".join(joins_of[topic]),
-                        }
-                    )
+    audited = [r for r in records if r.topic in joins_of and r.key is not None]
+    audited.sort(key=lambda r: (r.topic, r.partition, r.offset))
+    for record in audited:
+        expected = graph.topics[record.topic].partition_of(record.key)
+        if expected != record.partition:
+            rows.append(
+                {
+                    "topic": record.topic,
+                    "partition": record.partition,
+                    "offset": record.offset,
+                    "key": record.key,
+                    "expected_partition": expected,
+                    "joins": ", ".join(joins_of[record.topic]),
+                }
+            )
     return rows

@@ -17,12 +17,12 @@ import pandas as pd
 
 from ...topology.runtime import run_records
 from ...topology.trace import TopicRecord, TopologyTrace
-from ...topology.verdicts import AppExplainer, AppVerdict, audit, explained_outputs, summary
+from ...topology.verdicts import AppExplainer, AppVerdict, audit, audit_records, explained_outputs, summary
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..topology import TopologyRun
 
-__all__ = ["AppDebug", "app_debug", "numbered_events"]
+__all__ = ["AppDebug", "app_debug", "audit_frame", "numbered_events"]
 
 EXPLAINED_COLUMNS = (
     "topic", "partition", "offset", "input_topic", "input_partition", "input_offset", "verdict", "node", "text",
@@ -38,6 +38,12 @@ def numbered_events(topology: Any, records: Iterable[TopicRecord]) -> list[Topic
     rank = {name: number for number, name in enumerate(topology.graph.topics)}
     ordered = sorted(records, key=lambda r: (rank[r.topic], r.partition, r.offset))
     return [replace(record, event=number, written_at=None) for number, record in enumerate(ordered)]
+
+
+def audit_frame(topology: Any, records: Iterable[TopicRecord]) -> pd.DataFrame:
+    """:meth:`AppDebug.audit` from the input records alone (no run): the same rows."""
+    topology.build()
+    return pd.DataFrame(audit_records(topology, records), columns=list(AUDIT_COLUMNS))
 
 
 class AppDebug:
