@@ -25,7 +25,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ...records import render_value
-from .topology_why import AppDebug
+from .topology_why import AppDebug, collector_paused
 
 __all__ = ["MANIFEST", "write_topology_run", "open_topology_run", "OpenedTopologyRun", "is_topology_run"]
 
@@ -60,10 +60,11 @@ def write_topology_run(debug: AppDebug, path: str, why_index: bool = True) -> No
     if why_index:
         rows = []
         explainer = debug.explainer
-        for number, event in enumerate(trace.events):
-            rows.append(_story(event, explainer.explain_event(number)))
-        for output in trace.outputs():
-            rows.append(_story(output, explainer.explain_output(output), f"{output.describe()} (output record):"))
+        with collector_paused():
+            for number, event in enumerate(trace.events):
+                rows.append(_story(event, explainer.explain_event(number)))
+            for output in trace.outputs():
+                rows.append(_story(output, explainer.explain_output(output), f"{output.describe()} (output record):"))
         rows.sort(key=lambda row: (row[0], row[1], row[2]))
         table = pa.table(
             {

@@ -10,8 +10,10 @@ names the records behind it as the topics hold them.
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import pandas as pd
 
@@ -22,7 +24,7 @@ from ...topology.verdicts import AppExplainer, AppVerdict, audit, audit_records,
 if TYPE_CHECKING:  # pragma: no cover
     from ..topology import TopologyRun
 
-__all__ = ["AppDebug", "app_debug", "audit_frame", "numbered_events"]
+__all__ = ["AppDebug", "app_debug", "audit_frame", "numbered_events", "collector_paused"]
 
 EXPLAINED_COLUMNS = (
     "topic", "partition", "offset", "input_topic", "input_partition", "input_offset", "verdict", "node", "text",
@@ -38,6 +40,22 @@ def numbered_events(topology: Any, records: Iterable[TopicRecord]) -> list[Topic
     rank = {name: number for number, name in enumerate(topology.graph.topics)}
     ordered = sorted(records, key=lambda r: (rank[r.topic], r.partition, r.offset))
     return [replace(record, event=number, written_at=None) for number, record in enumerate(ordered)]
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a whole app's trace and verdicts are built, then restore it.
+
+    A trace holds millions of long-lived objects (steps, visits, records) and frees none of them while it grows; each
+    full collection walks them all again, which cost half the run's time at 3 x 10^4 orders. Reference counting still
+    frees what is dropped; the collector runs again (and takes any cycle) once the build is done."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def audit_frame(topology: Any, records: Iterable[TopicRecord]) -> pd.DataFrame:
@@ -60,7 +78,8 @@ class AppDebug:
     def of_records(cls, topology: Any, records: Iterable[TopicRecord]) -> "AppDebug":
         """Run input records (at their own partitions and offsets) through ``topology`` and read the verdicts."""
         topology.build()
-        return cls(run_records(topology, numbered_events(topology, records), "stages"))
+        with collector_paused():
+            return cls(run_records(topology, numbered_events(topology, records), "stages"))
 
     @property
     def output_topics(self) -> list[str]:
@@ -73,7 +92,8 @@ class AppDebug:
 
     def rows(self) -> list[dict[str, Any]]:
         if self._rows is None:
-            self._rows = explained_outputs(self.trace, self.explainer)
+            with collector_paused():
+                self._rows = explained_outputs(self.trace, self.explainer)
         return self._rows
 
     def explained_outputs(self) -> pd.DataFrame:
