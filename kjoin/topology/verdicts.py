@@ -170,6 +170,8 @@ class AppExplainer:
             self._steps_of[event].append(step.index)
             self._taken_at[(record.topic, record.partition, record.offset)] = step.index
         self._rows: dict[str, dict[Any, list[tuple[TopicRecord, int]]]] = {}
+        self._outputs = frozenset(topic for topic in self.graph.topics if trace._is_output(topic))
+        """The output topics, named once (:meth:`TopologyTrace._is_output` lists the graph's sources each call)."""
         self._verdicts: dict[tuple[int, int], NodeVerdict | None] = {}
         """(step, visit) -> its verdict, read once: an output's way shares its steps with its input record's."""
 
@@ -336,7 +338,7 @@ class AppExplainer:
                 found = self.visit_verdict(step, number)
                 if found is not None:
                     verdicts.append(found)
-                outputs.extend(w for w in visit.wrote if self.trace._is_output(w.topic))
+                outputs.extend(w for w in visit.wrote if w.topic in self._outputs)
         return AppVerdict(self.trace.events[event], tuple(verdicts), tuple(outputs))
 
     def explain_output(self, output: TopicRecord) -> AppVerdict:

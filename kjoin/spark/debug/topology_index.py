@@ -40,6 +40,11 @@ def is_topology_run(path: str) -> bool:
 
 def write_topology_run(debug: AppDebug, path: str, why_index: bool = True) -> None:
     """Write ``debug``'s frames (and, with ``why_index``, every record's story) under ``path`` (a directory)."""
+    with collector_paused():  # every story is a new long-lived string beside the trace: nothing to collect
+        _write(debug, path, why_index)
+
+
+def _write(debug: AppDebug, path: str, why_index: bool) -> None:
     os.makedirs(path, exist_ok=True)
     trace = debug.trace
     frames = {
@@ -60,11 +65,10 @@ def write_topology_run(debug: AppDebug, path: str, why_index: bool = True) -> No
     if why_index:
         rows = []
         explainer = debug.explainer
-        with collector_paused():
-            for number, event in enumerate(trace.events):
-                rows.append(_story(event, explainer.explain_event(number)))
-            for output in trace.outputs():
-                rows.append(_story(output, explainer.explain_output(output), f"{output.describe()} (output record):"))
+        for number, event in enumerate(trace.events):
+            rows.append(_story(event, explainer.explain_event(number)))
+        for output in trace.outputs():
+            rows.append(_story(output, explainer.explain_output(output), f"{output.describe()} (output record):"))
         rows.sort(key=lambda row: (row[0], row[1], row[2]))
         table = pa.table(
             {

@@ -108,12 +108,13 @@ class AppDebug:
 
     def drops(self) -> pd.DataFrame:
         """Every step in which a node dropped the record (:attr:`~kjoin.topology.trace.TopologyStep.dropped`)."""
-        rows = [
-            (s.index, s.task, s.record.topic, s.record.partition, s.record.offset, s.record.key, s.fate.value,
-             s.dropped)
-            for s in self.trace.steps
-            if s.drops
-        ]  # fmt: skip
+        with collector_paused():
+            rows = [
+                (s.index, s.task, s.record.topic, s.record.partition, s.record.offset, s.record.key, s.fate.value,
+                 s.dropped)
+                for s in self.trace.steps
+                if s.drops
+            ]  # fmt: skip
         return pd.DataFrame(rows, columns=list(DROP_COLUMNS))
 
 
