@@ -12,7 +12,8 @@ for), and the lookups themselves: the first on the reopened run and the later on
 
 It checks what ``tests/test_app_debug.py`` checks at 10^3: every planted cause named at its node, the summary equal
 to the explained outputs, the audit equal to the misrouted records (``--no-check`` skips it). Prints a markdown table:
-operation, seconds, records.
+operation, seconds, records. ``--history`` appends one ``"kind": "app-debug"`` row per operation to
+``benchmarks/history.jsonl`` (the commit measured, the machine, the load, the process's peak memory).
 """
 
 from __future__ import annotations
@@ -92,13 +93,45 @@ def bench_app_debug(orders: int, check: bool = True, keep: str | None = None) ->
             shutil.rmtree(directory, ignore_errors=True)
 
 
+def _record(rows: list[tuple[str, float, int]], args: Any, load_before: float, words: list[str]) -> None:
+    """Append ``rows`` to the history (:mod:`benchmarks.history`), one ``app-debug`` row per operation."""
+    import resource
+
+    import kjoin
+
+    from .history import append, command, commit_of, machine, new_run_id, now
+
+    commit, dirty = commit_of(os.path.dirname(os.path.dirname(os.path.abspath(kjoin.__file__))))
+    run = {
+        "kind": "app-debug",
+        "run": new_run_id(),
+        "label": args.label,
+        "command": command("python -m benchmarks.bench_app_debug", words),
+        "commit": commit,
+        "dirty": dirty,
+        "date": now(),
+        **machine(),
+        "load_before": round(load_before, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+        "orders": args.records,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+    }
+    append([{**run, "operation": name, "seconds": round(seconds, 3), "records": records} for name, seconds, records
+            in rows])  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=100_000, help="orders to plant (default 10^5)")
     parser.add_argument("--no-check", action="store_true", help="time only; do not check the verdicts")
     parser.add_argument("--keep", help="write the dumps and the run here and keep them")
+    parser.add_argument("--history", action="store_true", help="append the rows to benchmarks/history.jsonl")
+    parser.add_argument("--label", default=None, help="a label for the rows --history appends")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()[0]
     rows = bench_app_debug(args.records, check=not args.no_check, keep=args.keep)
+    if args.history:
+        _record(rows, args, load_before, sys.argv[1:] if argv is None else argv)
     print("| operation | seconds | records |")
     print("|---|---:|---:|")
     for name, seconds, records in rows:

@@ -1,6 +1,6 @@
 """The benchmark's memory: every measurement of ``python -m benchmarks.bench --history`` as one JSON line.
 
-``benchmarks/history.jsonl`` (:data:`HISTORY`) holds one object per line, appended, never rewritten. Two kinds:
+``benchmarks/history.jsonl`` (:data:`HISTORY`) holds one object per line, appended, never rewritten. Three kinds:
 
 * ``"kind": "measurement"``: one join, variant, size and method of one bench run: the commit measured (the kjoin
   tree that ran, ``dirty`` when it had uncommitted changes), the UTC date, the run's id and command, its ``label``
@@ -13,6 +13,9 @@
 * ``"kind": "comparison"``: one join of a ``make bench-compare`` (:mod:`benchmarks.compare`): the two commits, the
   best of each one's rounds, their ratios (current over baseline), and whether the cost rose more than the
   threshold.
+* ``"kind": "app-debug"``: one operation of ``python -m benchmarks.bench_app_debug --history`` (a whole app's
+  debugging over dumps): the ``operation``, its ``seconds``, the ``orders`` planted and ``records`` read, the
+  process's peak memory (``peak_mb``), with the same run, commit, machine and load fields.
 
 :func:`read` gives them back; :mod:`benchmarks.report` makes ``docs/benchmarks.md`` from them.
 """

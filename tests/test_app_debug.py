@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from kjoin.topology.verdicts import AppExplainer, audit, explained_outputs, summary
+from kjoin.topology.verdicts import AppExplainer, audit, audit_records, explained_outputs, summary
 from tests.app_planted import CAUSES, VERDICT_OF, app, check_debug, planted
 
 ORDERS = 1_000
@@ -61,6 +61,12 @@ def test_the_audit_finds_every_misrouted_record_and_no_other(run) -> None:
     found = audit(trace)
     assert {(r["topic"], r["partition"], r["offset"]) for r in found} == topics.misrouted
     assert all(r["joins"] == "customers-join" for r in found)
+
+
+def test_the_audit_read_from_the_input_records_alone_is_the_runs(run) -> None:
+    trace = run[1]
+    shuffled = sorted(trace.events, key=lambda r: (-r.offset, r.topic))  # the order records come in does not count
+    assert audit_records(app().build(), shuffled) == audit(trace)
 
 
 def test_a_step_names_the_drop_inside_a_node_whose_step_joined(run) -> None:

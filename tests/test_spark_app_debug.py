@@ -23,6 +23,13 @@ def spark_run(spark, tmp_path_factory):
     return topics, run_topology(spark, app(), frames)
 
 
+def test_the_audit_needs_no_whole_app_run(spark_run) -> None:
+    run = spark_run[1]
+    audited = run.audit()  # first: read from the co-partitioned input topics alone
+    assert run._app_debug is None, "the audit ran the whole app through the reference engine"
+    assert audited.equals(run.debug().audit())
+
+
 def test_the_verdicts_are_those_of_the_run_spark_computed(spark_run) -> None:
     topics, run = spark_run
     debug = run.debug()

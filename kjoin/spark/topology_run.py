@@ -460,11 +460,14 @@ class TopologyRun:
             self._app_debug = AppDebug.of_records(self.topology, self.input_records())
         return self._app_debug
 
-    def input_records(self) -> list[TopicRecord]:
-        """Every input record of the run, collected to the driver and decoded as the reference engine reads them."""
+    def input_records(self, topics: Collection[str] | None = None) -> list[TopicRecord]:
+        """Every input record of the run (of ``topics`` only, when given), collected to the driver and decoded as the
+        reference engine reads them."""
         records: list[TopicRecord] = []
         with kjoin_errors():
-            for _, frame in sorted(self.inputs.items()):
+            for name, frame in sorted(self.inputs.items()):
+                if topics is not None and name not in topics:
+                    continue
                 rows = frame.select(*RECORD_COLUMNS).collect()
                 records.extend(decode_records(_pandas(rows), self._decoding))
         return records
@@ -485,8 +488,15 @@ class TopologyRun:
         return self.debug().summary()
 
     def audit(self) -> Any:
-        """Every input record of a co-partitioned topic that is not in its key's partition (pandas)."""
-        return self.debug().audit()
+        """Every input record of a co-partitioned topic that is not in its key's partition (pandas), read from the
+        input topics alone: no whole-app run (:func:`~kjoin.topology.verdicts.audit_records`)."""
+        if self._app_debug is not None:
+            return self._app_debug.audit()
+        from ..topology.copartition import copartition_groups
+        from .debug.topology_why import audit_frame
+
+        audited = {topic for _, topics in copartition_groups(self.topology.graph) for topic in topics}
+        return audit_frame(self.topology, self.input_records(audited))
 
     def drops(self) -> Any:
         """Every step in which a node dropped the record, with the step's fate and each drop's node and reason

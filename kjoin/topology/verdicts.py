@@ -50,6 +50,7 @@ __all__ = [
     "explained_outputs",
     "summary",
     "audit",
+    "audit_records",
 ]
 
 PASSED = ("joined", "aggregated")
@@ -169,6 +170,8 @@ class AppExplainer:
             self._steps_of[event].append(step.index)
             self._taken_at[(record.topic, record.partition, record.offset)] = step.index
         self._rows: dict[str, dict[Any, list[tuple[TopicRecord, int]]]] = {}
+        self._outputs = frozenset(topic for topic in self.graph.topics if trace._is_output(topic))
+        """The output topics, named once (:meth:`TopologyTrace._is_output` lists the graph's sources each call)."""
         self._verdicts: dict[tuple[int, int], NodeVerdict | None] = {}
         """(step, visit) -> its verdict, read once: an output's way shares its steps with its input record's."""
 
@@ -335,7 +338,7 @@ class AppExplainer:
                 found = self.visit_verdict(step, number)
                 if found is not None:
                     verdicts.append(found)
-                outputs.extend(w for w in visit.wrote if self.trace._is_output(w.topic))
+                outputs.extend(w for w in visit.wrote if w.topic in self._outputs)
         return AppVerdict(self.trace.events[event], tuple(verdicts), tuple(outputs))
 
     def explain_output(self, output: TopicRecord) -> AppVerdict:
@@ -435,29 +438,39 @@ def audit(trace: TopologyTrace) -> list[dict[str, Any]]:
     """Every input record of a topic that a join co-partitions (:func:`~kjoin.topology.copartition.copartition_groups`)
     which is not in its key's partition (by the topic's partitioner: murmur2 unless given): ``topic, partition,
     offset, key, expected_partition, joins`` (the joins reading it), in topic, partition, offset order."""
-    graph = trace.topology.graph
+    inputs = (
+        record
+        for partitions in trace.topics.values()
+        for records in partitions.values()
+        for record in records
+        if record.written_at is None
+    )
+    return audit_records(trace.topology, inputs)
+
+
+def audit_records(topology: Any, records: Iterable[TopicRecord]) -> list[dict[str, Any]]:
+    """:func:`audit` read from the input records alone, with no run: where a record sits and where its key belongs
+    depend on nothing the topology computes, so a run's audit needs only its input topics."""
+    graph = topology.graph
     joins_of: dict[str, list[str]] = defaultdict(list)
     for join, topics in copartition_groups(graph):
         for topic in topics:
             if not graph.topics[topic].internal and join.name not in joins_of[topic]:
                 joins_of[topic].append(join.name)
     rows = []
-    for topic in sorted(joins_of):
-        info = graph.topics[topic]
-        for partition in sorted(trace.topics.get(topic, {})):
-            for record in trace.topics[topic][partition]:
-                if record.written_at is not None or record.key is None:
-                    continue
-                expected = info.partition_of(record.key)
-                if expected != record.partition:
-                    rows.append(
-                        {
-                            "topic": topic,
-                            "partition": record.partition,
-                            "offset": record.offset,
-                            "key": record.key,
-                            "expected_partition": expected,
-                            "joins": ", ".join(joins_of[topic]),
-                        }
-                    )
+    audited = [r for r in records if r.topic in joins_of and r.key is not None]
+    audited.sort(key=lambda r: (r.topic, r.partition, r.offset))
+    for record in audited:
+        expected = graph.topics[record.topic].partition_of(record.key)
+        if expected != record.partition:
+            rows.append(
+                {
+                    "topic": record.topic,
+                    "partition": record.partition,
+                    "offset": record.offset,
+                    "key": record.key,
+                    "expected_partition": expected,
+                    "joins": ", ".join(joins_of[record.topic]),
+                }
+            )
     return rows

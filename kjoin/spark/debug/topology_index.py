@@ -25,7 +25,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ...records import render_value
-from .topology_why import AppDebug
+from .topology_why import AppDebug, collector_paused
 
 __all__ = ["MANIFEST", "write_topology_run", "open_topology_run", "OpenedTopologyRun", "is_topology_run"]
 
@@ -40,6 +40,11 @@ def is_topology_run(path: str) -> bool:
 
 def write_topology_run(debug: AppDebug, path: str, why_index: bool = True) -> None:
     """Write ``debug``'s frames (and, with ``why_index``, every record's story) under ``path`` (a directory)."""
+    with collector_paused():  # every story is a new long-lived string beside the trace: nothing to collect
+        _write(debug, path, why_index)
+
+
+def _write(debug: AppDebug, path: str, why_index: bool) -> None:
     os.makedirs(path, exist_ok=True)
     trace = debug.trace
     frames = {
