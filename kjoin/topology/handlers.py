@@ -23,13 +23,15 @@ How it works (Kafka 3.9+, KIP-1033; ``ProcessorNode.process``):
   the record is written and the task fails; kjoin's error says so. Once a sink (``to``, a repartition or foreign-key
   topic) has sent a record of that source record, the dead-letter record's key and value are null:
   ``RecordCollectorImpl.send`` frees the raw source record from the current record context, to save memory
-  (``freeRawInputRecordFromContext``, in the 4.4.0 jar). The context is shared down the forwards, except where
-  ``ProcessorContextImpl.forward`` gives a forward's children a copy: when the record's timestamp differs from the
-  context's, or its headers object does, as a table's ``to_stream`` forward does; a sink frees only its own copy. So a
-  sink that is a stream's first child empties the dead-letter records of its later siblings, and a table's ``to(...)``
-  leaves the table's other children theirs (``tests/test_topology_dead_letters.py``, against 4.4.0). A record a table
-  group-by wrote to its repartition topic is a ``Change`` in ``ChangedSerializer``'s bytes, so its dead-letter value is
-  those (:func:`changed_value_text`).
+  (``freeRawInputRecordFromContext``, in the 4.4.0 jar). ``ProcessorContextImpl.forward`` gives a forward's children a
+  copy of the record context (with the raw record as it is then) whenever the forwarded record's timestamp or headers
+  object differs from the context's, and ``Record.withKey``/``withValue`` copy the headers into a new object: so only a
+  node that forwards the record it took (:data:`SAME_RECORD_OPS`) shares its context with its children, and a sink frees
+  the raw record of its own copy. A source's children share one copy, so a sink that is a stream's first child empties
+  the dead-letter records of its later siblings; a sink under a ``map_values``, a ``flat_map`` or a table's
+  ``to_stream`` (or a filter: a ``FixedKeyProcessor``) leaves its parent's siblings theirs
+  (``tests/test_topology_dead_letters.py``, against 4.4.0). A record a table group-by wrote to its repartition topic is
+  a ``Change`` in ``ChangedSerializer``'s bytes, so its dead-letter value is those (:func:`changed_value_text`).
 * ``global_processing_exception_handler: true`` (4.3+, KIP-1270, ``processing.exception.handler.global.enabled``):
   the handler also covers the global thread's processors. A kjoin global table runs no user function (it is a
   ``GlobalKTable`` read from its topic), so nothing there can throw; the setting changes no output and is refused
@@ -54,6 +56,7 @@ from .graph import TopologyError
 __all__ = [
     "KafkaException",
     "NULL_KEY_IN_GRACE_BUFFER",
+    "SAME_RECORD_OPS",
     "HANDLERS",
     "ExceptionHandling",
     "exception_handling",
@@ -168,6 +171,13 @@ def exception_class(error: BaseException) -> str:
 def exception_message(error: BaseException) -> str | None:
     """``getMessage()``: the exception's text; ``None`` (a header with a null value) when it has none."""
     return str(error) if error.args else None
+
+
+SAME_RECORD_OPS = frozenset({"merge", "split", "branch"})
+"""The nodes that forward the record they took, not a new one (a merge's ``PassThrough``, ``KStreamBranch``): their
+children run in their record context, so a sink below frees the raw record the node's later siblings see. Every
+other node's children run in a copy (see the module): a filter or a peek too, which are ``FixedKeyProcessor``
+processors, whose ``FixedKeyRecord`` copies the headers into a new object."""
 
 
 def dead_letter_headers(error: BaseException, topic: str, partition: int, offset: int) -> tuple[tuple[str, Any], ...]:

@@ -75,7 +75,13 @@ from ..state import StateHistory, StateLog
 from .events import input_records
 from .functions import UserFunctionError
 from .graph import VIEW_OPS, Node, TopologyError
-from .handlers import NULL_KEY_IN_GRACE_BUFFER, KafkaException, changed_value_text, dead_letter_headers
+from .handlers import (
+    NULL_KEY_IN_GRACE_BUFFER,
+    SAME_RECORD_OPS,
+    KafkaException,
+    changed_value_text,
+    dead_letter_headers,
+)
 from .plain import not_a_key, not_a_value
 from .aggregates import AGGREGATE_OPS, OldValue, WindowedKey, build_aggregate
 from .cogroup import COGROUP_OPS, CogroupAggregate
@@ -305,7 +311,6 @@ class _Run:
         self.current: Any = None
         self.sent = False
         """Has a sink sent a record in the current record context (which frees the raw source record)?"""
-        self.context_ts = 0
         """The timestamp of the current record context (Kafka's ``ProcessorRecordContext``)."""
         """The record of the step being taken (a :class:`TopicRecord`), for a processing error."""
         self.last_step: TopologyStep | None = None
@@ -443,7 +448,7 @@ class _Run:
         index = self.count
         self.count += 1
         self.current = record
-        self.sent, self.context_ts = False, record.ts  # the step's record context
+        self.sent = False  # the step's record context
         sub = self._subtopology_reading(record.topic)
         task = "global" if sub < 0 else f"{sub}_{record.partition}"
         if sub >= 0:
@@ -689,20 +694,17 @@ class _Run:
                 forwarded, wrote, partners,
             )
         )  # fmt: skip
+        processor = self.processors.get((node.name, partition))
         try:
             for child_rec in outcome.forwarded:
-                # Kafka's ProcessorContextImpl.forward gives the children a new record context, a copy of the current
-                # one, when the record's timestamp differs from it (or its headers object does: as a to_stream's
-                # forward shows against 4.4.0); a sink that sends below frees that copy's raw record only
-                outer = (self.sent, self.context_ts)
-                self.context_ts = child_rec.ts
+                outer = self.sent
                 for child, child_port in node.children:
                     if child_rec.to is None or child_rec.to == child.name:
                         self._visit(child, child_port, child_rec, partition, step, visits, written)
-                if child_rec.ts != outer[1] or node.op == "to_stream":
-                    self.sent, self.context_ts = outer
-                else:
-                    self.context_ts = outer[1]
+                if node.op not in SAME_RECORD_OPS:  # the children ran in a copy of the record context
+                    self.sent = outer
+                if processor is not None:
+                    processor.forwarded(child_rec)
         except _SinkFailed as failed:  # Kafka's ProcessorNode of this node catches what its sink child threw
             if node.op in ("stream", "table", "repartition-source"):
                 self._failed(failed.node, failed.rec, failed.error)

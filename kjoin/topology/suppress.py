@@ -139,6 +139,8 @@ class SuppressProcessor(NodeProcessor):
             self.buffer = SuppressionBuffer(log, partition, duration, session=isinstance(windows, SessionWindows))
         else:
             self.time_limit = TimeLimitStore(log, partition)
+        self.evicted: list[tuple[Any, Any, int]] = []
+        """Entries evicted by the record in hand whose records have not yet run through the children."""
 
     def getter_over(self, parent: Any) -> "SuppressedGetter":
         """This suppression read as a table, over ``parent`` (its input table's value getter)."""
@@ -191,18 +193,38 @@ class SuppressProcessor(NodeProcessor):
         store.put(rec.key, rec.value, rec.ts, rec.old)
         forwarded, notes = [], []
         while (evicted := store.evict_first(stream_time - limit)) is not None:
-            forwarded.append(_forward(evicted))
+            forwarded.append(self._evicting(evicted))
             notes.append(f"{render_value(evicted[0])}'s time limit passed")
         records = self.options.max_records
         if records is not None and self.options.when_full == "emit_early":
             while len(store) > records and (evicted := store.evict_first()) is not None:
-                forwarded.append(_forward(evicted))
+                forwarded.append(self._evicting(evicted))
                 notes.append(f"{render_value(evicted[0])} emitted early (the buffer holds more than {records})")
         text = f"{said(rec)} buffered (stream time {stream_time}, time limit {limit} ms)"
         if notes:
             shown = ", ".join(f"{n}: {at(render_value(r.value), r.ts)}" for n, r in zip(notes, forwarded))
             text += f"; forwarded {shown}"
         return forwarded, Fate.BUFFERED if not forwarded else Fate.FORWARDED, Reason.TIME_LIMIT, text + "."
+
+    def _evicting(self, evicted: tuple[Any, Any, int, Any]) -> Rec:
+        """An evicted entry, held until its record has run through the children: Kafka's ``evictWhile`` emits an
+        entry before it removes it from the buffer, so a join below that looks the key up still reads its prior
+        value (``priorValueForBuffered``)."""
+        key, value, ts, prior = evicted
+        self.evicted.append((key, prior, ts))
+        return Rec(key, value, ts)
+
+    def forwarded(self, rec: Rec) -> None:
+        if self.evicted:
+            self.evicted.pop(0)
+
+    def held(self, key: Any) -> tuple[Any, int] | None:
+        """``(prior value, ts)`` of ``key`` while the buffer holds it, an evicted entry included until its record
+        has been forwarded; else ``None``."""
+        for evicted, prior, ts in self.evicted:
+            if evicted == key:
+                return prior, ts
+        return None if self.time_limit is None else self.time_limit.held(key)
 
 
 class SuppressedGetter:
@@ -216,17 +238,11 @@ class SuppressedGetter:
         self.parent = parent
 
     def get(self, key: Any) -> Any:
-        store = self.processor.time_limit
-        held = None if store is None else store.held(key)
+        held = self.processor.held(key)
         if held is None:
             return self.parent.get(key)
         prior, ts = held
         return None if prior is None else (prior, ts)
-
-
-def _forward(evicted: tuple[Any, Any, int, Any]) -> Rec:
-    key, value, ts, _prior = evicted
-    return Rec(key, value, ts)
 
 
 def _no_joiner(left: Any, right: Any) -> Any:  # pragma: no cover - a suppression joins nothing

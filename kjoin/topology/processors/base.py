@@ -115,6 +115,10 @@ class NodeProcessor:
         takes it from ``wiring``."""
         return cls(node, partition)
 
+    def forwarded(self, rec: "Rec") -> None:
+        """Called once a record this node forwarded has run through its children (a suppression keeps an evicted
+        entry readable until then)."""
+
     def as_table(self, partition: int) -> Any:
         """What a join or a view below reads this node through when it is a table (Kafka's value getter:
         ``get(key) -> (value, ts) | None``); an aggregate's processor keeps its own as ``table``."""
