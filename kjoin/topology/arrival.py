@@ -140,10 +140,4 @@ class _LaggingRun(_Run):
             written = self._take(groups[task].next_record())
             assert self.last_step is not None
             yield self.last_step
-            for record in written:
-                if self._read_by_topology(record.topic):
-                    sub = self._subtopology_reading(record.topic)
-                    if sub in members:
-                        add(record)
-                    else:
-                        self.pending.setdefault(sub, []).append(record)
+            self._route(written, members, add)

@@ -424,13 +424,18 @@ class _Run:
             written = self._take(groups[task].next_record())
             assert self.last_step is not None
             yield self.last_step
-            for record in written:
-                if self._read_by_topology(record.topic):
-                    sub = self._subtopology_reading(record.topic)
-                    if sub in members:
-                        add(record)
-                    elif not self.lean:
-                        self.pending.setdefault(sub, []).append(record)
+            self._route(written, members, add)
+
+    def _route(self, written: Iterable[TopicRecord], members: set[int], add: Callable[[TopicRecord], None]) -> None:
+        """Hand each record a step wrote to the sub-topology that reads it: to ``add`` when that sub-topology runs
+        in this stage (``members``), else to :attr:`pending` for a later stage (unless lean)."""
+        for record in written:
+            if self._read_by_topology(record.topic):
+                sub = self._subtopology_reading(record.topic)
+                if sub in members:
+                    add(record)
+                elif not self.lean:
+                    self.pending.setdefault(sub, []).append(record)
 
     def _read_by_topology(self, topic: str) -> bool:
         return topic in self.sources or topic in self.internal_readers
