@@ -1,7 +1,8 @@
 """The ``kjoin`` command: ``kjoin run SCENARIO``, ``kjoin table …``, ``kjoin export SCENARIO --junit``,
 ``kjoin diff SCENARIO --from 3.0 --to 4.3 [--set window.grace_ms=500]`` (a topology document too, its settings by
-node: ``--set per_hour.grace_ms=0``), and a whole app over its topics' dumps: ``kjoin debug APP --topic NAME=PATH …
---out RUN`` and ``kjoin why RUN --topic T --partition P --offset N`` (:mod:`kjoin.topology.debug_cli`)."""
+node: ``--set per_hour.grace_ms=0``), and a whole app over its topics, as dumps or live on a broker: ``kjoin debug APP
+--topic NAME=PATH … [--bootstrap-servers HOST:PORT --topic NAME …] --out RUN`` and ``kjoin why RUN --topic T
+--partition P --offset N`` (:mod:`kjoin.topology.debug_cli`)."""
 
 from __future__ import annotations
 
@@ -183,7 +184,7 @@ def _parser() -> argparse.ArgumentParser:
     table.add_argument("--semantics", default=None, help="Kafka version, e.g. 0.10.0, 0.10.2, 3.1 (default: latest)")
     table.set_defaults(command=_table)
 
-    from .topology.debug_cli import add_commands  # kjoin debug, kjoin why: a whole app over its topics' dumps
+    from .topology.debug_cli import add_commands  # kjoin debug, kjoin why: a whole app over its topics
 
     add_commands(commands)
     return parser
