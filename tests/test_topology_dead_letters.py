@@ -1,11 +1,11 @@
 """A dead-letter record written after a sink of the same record has sent: null key and value, as Kafka writes it
 (``RecordCollectorImpl.send`` frees the raw source record from the current record context, read in the 4.4.0 jar:
-``freeRawInputRecordFromContext`` -> ``ProcessorRecordContext.freeRawRecord``); before any sink, the source record's
-key and value. The freeing reaches only the record context the sink sent in: ``ProcessorContextImpl.forward`` gives
-a forward's children a copy when the record's timestamp or headers object differs, which every node that forwards a
-new record (``withKey``/``withValue``, or a ``FixedKeyRecord``: a filter, a ``map_values``) does, so a sink below a ``flat_map``, a ``map_values`` or a table's
-``to_stream`` leaves its parent's other children their raw record; a sink below a merge does not. Judged by the real
-library (``kafka_oracle/``) on 4.4.0."""
+``freeRawInputRecordFromContext`` -> ``ProcessorRecordContext.freeRawRecord``); before any sink, the source record's key
+and value. The freeing reaches only the record context the sink sent in: ``ProcessorContextImpl.forward`` gives a
+forward's children a copy when the record's timestamp or headers object differs, which every node that forwards a new
+record (``withKey``/``withValue``, or a ``FixedKeyRecord``: a filter, a ``map_values``) does, so a sink below a
+``flat_map``, a ``map_values`` or a table's ``to_stream`` leaves its parent's other children their raw record; a sink
+below a merge does not. Judged by the real library (``kafka_oracle/``) on 4.4.0."""
 
 from __future__ import annotations
 
