@@ -189,6 +189,7 @@ class SuppressProcessor(NodeProcessor):
         assert store is not None
         limit = self.options.time_limit_ms
         assert limit is not None
+        self.evicted.clear()  # a child that failed under `continue` cut the previous record's forwards short
         stream_time = store.observe(rec.ts)
         store.put(rec.key, rec.value, rec.ts, rec.old)
         forwarded, notes = [], []
