@@ -397,12 +397,16 @@ def _drive_summary_explorer(page, widget, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}-opened.png"))
 
 
-def _widgets_of(notebook: Path) -> set[str]:
-    """The widget kinds a notebook builds (a ``TopologyStepper(`` also contains ``Stepper(``)."""
+def _widget_counts(notebook: Path) -> dict[str, int]:
+    """How many of each course widget a notebook's code builds (a ``TopologyStepper(`` also contains ``Stepper(``)."""
     code = _code(notebook)
     counts = {kind: code.count(text) for kind, text in WIDGETS.items()}
     counts["stepper"] -= counts["topology"]
-    return {kind for kind, count in counts.items() if count > 0}
+    return counts
+
+
+def _widgets_of(notebook: Path) -> set[str]:
+    return {kind for kind, count in _widget_counts(notebook).items() if count > 0}
 
 
 def test_the_browser_sample_holds_every_widget_kind_of_the_course():
@@ -444,16 +448,7 @@ def test_every_notebook_runs_in_jupyterlab_and_its_widgets_work(lab, browser, no
     assert not tracebacks, f"{notebook.name}: error output after Run All:\n" + "\n".join(tracebacks)
     assert page.get_by_text("Error displaying widget").count() == 0
     # every widget the notebook creates is on the page, and reacts
-    code = _code(notebook)
-    expected = {
-        "stepper": code.count("Stepper(") - code.count("TopologyStepper("),
-        "topology": code.count("TopologyStepper("),
-        "predict": code.count("Predict("),
-        "variants": code.count("Variants("),
-        "whatif": code.count("WhatIf("),
-        "upgrade": code.count("UpgradeDiff("),
-        "explorer": code.count("SummaryExplorer("),
-    }
+    expected = _widget_counts(notebook)
     if any(expected.values()):
         expect(page.locator(".jupyter-widgets").first).to_be_visible(timeout=60_000)
     driven = _drive_widgets(page, stem)
