@@ -219,6 +219,17 @@ FK_JUDGES = ("3.6.2", "3.7.0", "3.9.0", "3.9.1", "4.0.0", "4.0.1")
 of KIP-962's left join (3.6.2, 3.7.0) and of KAFKA-16394's fix (3.9.0 and 4.0.0 double a changed row's result, 3.9.1
 and 4.0.1 do not)."""
 
+HANDLER_JUDGES = tuple(
+    name
+    for line, top in sorted(RELEASES.items(), reverse=True)
+    for patch in range(top, -1, -1)
+    if kjoin.parse_semantics(name := _name((*line, patch))).dead_letter_queue
+    and name not in {version.version for version in VERSIONS}
+)
+"""Every release with the dead-letter queue (KIP-1034, 4.2) that no era boundary makes a judge (4.3.1 ... 4.2.0):
+the exception handlers' records (the raw record a sink frees, KIP-1270's global switch of 4.3) are judged on each of
+them by the topology oracle (``topology_oracle.JUDGES``) and ``tests/test_topology_dead_letters.py``."""
+
 
 # -- building and running the harness ------------------------------------------------------------------------------
 class HarnessError(RuntimeError):
@@ -249,8 +260,9 @@ def build(offline: bool | None = None) -> None:
             offline = False
     _mvn(["compile"], offline)
     pom = (HARNESS / "pom.xml").stat().st_mtime
-    # The derived judges, then the extra foreign-key judges (patch releases the FK fixes' tests name).
-    for version in dict.fromkeys([*(v.version for v in VERSIONS), *FK_JUDGES]):
+    # The derived judges, then the extra foreign-key judges (patch releases the FK fixes' tests name) and the releases
+    # with a dead-letter queue.
+    for version in dict.fromkeys([*(v.version for v in VERSIONS), *FK_JUDGES, *HANDLER_JUDGES]):
         path = HARNESS / "target" / f"cp-{version}.txt"
         if path.exists() and path.stat().st_mtime > pom and path.read_text().strip():
             continue
@@ -269,7 +281,8 @@ def classpath(version: str) -> str:
     classes = HARNESS / "target" / "classes"
     if not path.exists() or not (classes / "kjoin" / "oracle" / "Oracle.class").exists():
         raise HarnessError(
-            f"the harness is not built for Kafka {version}: run `make kafka-oracle` (or kafka_oracle.oracle_check.build())"
+            f"the harness is not built for Kafka {version}: run `make kafka-oracle` "
+            "(or kafka_oracle.oracle_check.build())"
         )
     return f"{classes}{os.pathsep}{path.read_text().strip()}"
 

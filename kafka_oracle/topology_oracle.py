@@ -53,12 +53,30 @@ from kjoin.topology.builder import windowed_table
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.handlers import ExceptionHandling
 from kjoin.topology.runtime import ProcessingError
-from kafka_oracle.oracle_check import LATEST_JUDGE, VERSIONS, HarnessError, build, classpath
+from kafka_oracle.oracle_check import (
+    HANDLER_JUDGES,
+    LATEST_JUDGE,
+    VERSIONS,
+    HarnessError,
+    KafkaVersion,
+    build,
+    classpath,
+)
 
-JUDGES = tuple(version for version in VERSIONS if version.numbers >= (2, 4, 1)) or (LATEST_JUDGE,)
-"""The versions that judge topologies: every judge from 2.4.1, whose TopologyTestDriver takes internal records by
-timestamp (KAFKA-9503; the harness builds a window with a grace through ``JoinWindows.of(..).grace(..)`` before
-3.1)."""
+JUDGES = tuple(
+    sorted(
+        [
+            *(version for version in VERSIONS if version.numbers >= (2, 4, 1)),
+            *(KafkaVersion(name, ("dead-letter queue (KIP-1034, 4.2)",)) for name in HANDLER_JUDGES),
+        ],
+        key=lambda version: version.numbers,
+        reverse=True,
+    )
+) or (LATEST_JUDGE,)
+"""The versions that judge topologies, newest first: every judge from 2.4.1, whose TopologyTestDriver takes internal
+records by timestamp (KAFKA-9503; the harness builds a window with a grace through ``JoinWindows.of(..).grace(..)``
+before 3.1), and every release with a dead-letter queue (``HANDLER_JUDGES``: the generators draw the exception
+handlers there)."""
 
 
 # -- running both sides --------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """A user function that throws, under the processing exception handler (KIP-1033, 3.9), its dead-letter queue
 (KIP-1034, 4.2) and its global switch (KIP-1270, 4.3): :mod:`kjoin.topology.handlers`. The judged tests run the same
-documents through the real library (``kafka_oracle/``, TopologyOracle.java) on 4.4.0 and 3.9.1."""
+documents through the real library (``kafka_oracle/``, TopologyOracle.java) on 4.4.0, 3.9.1 and every release with a
+dead-letter queue (4.2.0 to 4.3.1, ``oracle_check.HANDLER_JUDGES``)."""
 
 from __future__ import annotations
 
@@ -213,7 +214,10 @@ def _judged(version: str, topology: kjoin.Topology) -> tuple[TopologyScenario, d
     return scenario, answer
 
 
-@pytest.mark.parametrize("version, semantics, dead_letter_queue", [("4.4.0", "4.4", "errors"), ("3.9.1", "3.9", None)])
+@pytest.mark.parametrize(
+    "version, semantics, dead_letter_queue",
+    [("4.4.0", "4.4", "errors"), *((v, v, "errors") for v in oracle_check.HANDLER_JUDGES), ("3.9.1", "3.9", None)],
+)
 def test_kafka_drops_and_dead_letters_the_same_records_as_kjoin(built, version, semantics, dead_letter_queue):
     scenario, answer = _judged(version, two_branches("continue", dead_letter_queue, semantics))
     assert topology_oracle.difference(scenario, answer, version) is None
@@ -229,6 +233,34 @@ def test_kafka_fails_the_task_on_the_event_where_kjoin_stops(built):
     with pytest.raises(ProcessingError):
         kjoin.Topology.run(scenario.topology, EVENTS[:2])
     assert len(kjoin.Topology.run(scenario.topology, EVENTS[:1]).outputs()) == 2
+
+
+def global_switch(semantics: str) -> kjoin.Topology:
+    """A stream joined with a global table, a mapper that throws on ``bad`` after it, the global switch on."""
+    b = kjoin.Topology(
+        semantics=semantics,
+        processing_exception_handler="continue",
+        dead_letter_queue="errors",
+        global_processing_exception_handler=True,
+    )
+    names = b.global_table("names")
+    b.stream("in").left_join(names).map_values({"fail_on": "bad"}).to("out")
+    return b
+
+
+@pytest.mark.parametrize(
+    "version",
+    [
+        "4.4.0",
+        *(v for v in oracle_check.HANDLER_JUDGES if kjoin.parse_semantics(v).global_processing_exception_handler),
+    ],
+)
+def test_kafka_with_the_global_switch_drops_and_dead_letters_as_kjoin_does(built, version):
+    events = [{"topic": "names", "key": "k1", "value": "A", "ts": 0}, *EVENTS]
+    scenario = TopologyScenario.from_dict({**global_switch(version).to_dict(), "events": events})
+    (answer,) = topology_oracle.run_batch(version, [scenario], threads=1)
+    assert topology_oracle.difference(scenario, answer, version) is None
+    assert [row[0] for row in answer["outputs"][2]] == ["errors"]  # bad: dead-lettered, not joined
 
 
 # -- Spark ---------------------------------------------------------------------------------------------------------
