@@ -210,14 +210,16 @@ class Graph:
         """Does ``table`` send old values when asked without being forced to keep a store, as the topology stands
         (Kafka's ``KTableImpl.enableSendingOldValues(forceMaterialization=false)``)? A view without a store asks its
         parent; a source (``KTableSource``) answers yes only when it is materialized: a table kjoin reads from a topic
-        (the harness names its store; one that ``describe()`` lists without a store is not), or a ``to_table`` or a
+        (the harness names its store; one that ``describe()`` lists without a store is not), a foreign-key join's
+        result whose store the application names (``Materialized.as``: a queryable name), or a ``to_table`` or a
         foreign-key join's result (stores without a queryable name) that a node already built reads through its
         value getter or asks for old values (``KTableSource.materialize``). A materialized view, an aggregate, a
         table-table join (it materializes its parents) answer yes."""
         if table.op in VIEW_OPS and not table.params["materialized"]:
             return self.keeps_store(table.parents[0])
         if table.op in ("table", "to_table", "fk"):
-            return bool(table.params.get("materialized", table.op == "table")) or self._materializes(table)
+            named = table.params.get("store") is not None
+            return bool(table.params.get("materialized", table.op == "table")) or named or self._materializes(table)
         return True
 
     def _materializes(self, table: Node) -> bool:
