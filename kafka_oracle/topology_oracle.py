@@ -517,10 +517,12 @@ it draws stream steps at all (``tests/describe_cases.py`` draws its fixed shapes
 
 def _stream_step(rng: random.Random, nodes: list[dict[str, Any]], current: str, tag: str, fields_read: bool) -> str:
     """One of the stream operations of Kafka 4.x's DSL: filter_not, peek, process_values/process (the harness's
-    processors: count_per_key, dedupe, swap), split (or, before 4.0, the legacy branch); the stream goes on from
-    one branch."""
+    processors: count_per_key, dedupe, swap), split (or, before 4.0, the legacy branch), repartition (2.6+, KIP-221;
+    named now and then with ``as``, Repartitioned.as); the stream goes on from one branch."""
     era = _ERA["now"]
     kinds = ["filter_not", "peek"]
+    if era.version >= (2, 6, 0):
+        kinds.append("repartition")
     if era.process_values and _ERA["partitions"] == 1:  # a processor's store is per task: TopologyTestDriver
         kinds += ["process_values", "process"]  # runs one task, so only one partition judges it
     if era.split:
@@ -536,6 +538,10 @@ def _stream_step(rng: random.Random, nodes: list[dict[str, Any]], current: str, 
         nodes.append({"name": name, "filter_not": predicate, "input": current})
     elif kind == "peek":
         nodes.append({"name": name, "peek": True, "input": current})
+    elif kind == "repartition":
+        nodes.append({"name": name, "repartition": True, "input": current})
+        if rng.random() < 0.5:  # Repartitioned.as: the topic is <as>-repartition
+            nodes[-1]["as"] = f"{tag}-topic"
     elif kind in ("process_values", "process"):
         choices = ["dedupe"] if fields_read else ["dedupe", "count_per_key"]
         if kind == "process" and not fields_read:
@@ -871,8 +877,10 @@ _STATEFUL = ("table", "count", "reduce", "aggregate", "cogroup", "join", "left_j
 
 def _name_stores(rng: random.Random, data: dict[str, Any]) -> None:
     """Name some stores and groupings as applications do (``store``: Materialized.as, StreamJoined.withStoreName;
-    ``as``: Grouped.as), which changes no outputs; a name where kjoin (as Kafka) takes none, a stream's join with a
-    table, is left out by building the topology with it."""
+    ``as``: Grouped.as; a repartition's ``as`` is drawn with it, :func:`_stream_step`), which changes the names
+    ``describe()`` lists and, for a foreign-key join's result, whether a filter below it gets old values
+    (:meth:`kjoin.topology.graph.Graph.keeps_store`); a name where kjoin (as Kafka) takes none, a stream's join with
+    a table, is left out by building the topology with it."""
     for node in data["topology"]:
         if rng.random() < 0.7 or "history_retention_ms" in node:
             continue

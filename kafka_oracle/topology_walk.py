@@ -57,6 +57,7 @@ from kjoin.fates import Reason
 from kjoin.scenario.fields import ScenarioError
 from kjoin.semantics import Semantics, parse_semantics
 from kjoin.topology.document import TopologyScenario
+from kjoin.topology.graph import TopologyError
 from kafka_oracle.oracle_check import HarnessError, KafkaVersion, ci_versions
 from kafka_oracle.topology_oracle import (
     JUDGES,
@@ -101,6 +102,7 @@ OPERATIONS = (
     "joiner(keyed)", "joiner(both keys)", "foreign_key(key_or_field)",
     "emit_strategy(on_window_close)", "suppress(window_closes)", "suppress(time_limit)", "select_key(window_key)",
     "join(windowed-tables)", "cogroup", "store(aggregate)",
+    "store(table)", "store(view)", "store(join)", "store(cogroup)", "as(repartition)",
 )  # fmt: skip
 """Every kind of node a walk draws (the coverage test counts them over many walks)."""
 
@@ -547,6 +549,47 @@ class _Walker:
         topic = f"out{self.sinks}"
         self.add({"name": f"to-{topic}", "to": topic, "input": at.name}, None, f"to({where})")
 
+    def name_stores(self) -> None:
+        """Name some stores and repartition topics as applications do, which changes the names ``describe()`` lists
+        (and whether a filter below a foreign-key join's named result gets old values): ``store`` (Materialized.as,
+        StreamJoined.withStoreName) on a source table, a table's filter or map_values, a join and a cogroup; ``as``
+        (Repartitioned.as) on a repartition. A name kjoin (as Kafka) refuses, a stream's join with a table, is left
+        out by building the document with it; a windowed table's store stays unnamed (the harness's named stores
+        take String keys, not Windowed ones). A document kjoin refuses (a branch name Kafka's Named rejects) stays
+        as it is."""
+
+        def builds() -> bool:
+            try:
+                TopologyScenario.from_dict({"semantics": str(self.semantics), "topology": self.nodes, "events": []})
+            except (ScenarioError, TopologyError):
+                return False
+            return True
+
+        if not builds():
+            return
+        handles = {handle.name: handle for handle in self.pool}
+        for node in self.nodes:
+            handle = handles.get(node["name"])
+            if self.rng.random() < 0.7 or handle is None or handle.windowed or handle.versioned:
+                continue
+            if "repartition" in node:
+                field, label = "as", "as(repartition)"
+            elif "table" in node:
+                field, label = "store", "store(table)"
+            elif handle.view:
+                field, label = "store", "store(view)"
+            elif "cogroup" in node:
+                field, label = "store", "store(cogroup)"
+            elif any(variant in node for variant in ("join", "left_join", "outer_join")):
+                field, label = "store", "store(join)"
+            else:
+                continue
+            node[field] = f"{node['name']}-{'topic' if field == 'as' else 'store'}"
+            if builds():
+                self.ops[label] += 1
+            else:
+                del node[field]
+
     partitions_hint = 1
 
 
@@ -578,6 +621,7 @@ def draw(rng: random.Random, version: str) -> Walk:
     while at.kind not in ("stream", "table"):
         at = walker.step(at, keys) or at
     walker.sink(at, "end")
+    walker.name_stores()
     document: dict[str, Any] = {
         "semantics": version,
         "partitions": walker.partitions_hint,
