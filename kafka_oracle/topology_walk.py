@@ -58,7 +58,7 @@ from kjoin.scenario.fields import ScenarioError
 from kjoin.semantics import Semantics, parse_semantics
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.graph import TopologyError
-from kafka_oracle.oracle_check import HarnessError, KafkaVersion, ci_versions
+from kafka_oracle.oracle_check import HarnessError, KafkaVersion
 from kafka_oracle.topology_oracle import (
     JUDGES,
     SentBatch,
@@ -1195,7 +1195,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     print(f"topology walk seed {seed}", flush=True)
-    judges = [v for v in ci_versions() if v in JUDGES] if os.environ.get("KJOIN_ORACLE_VERSIONS") else list(JUDGES)
+    # KJOIN_ORACLE_VERSIONS names judges of topologies (the era judges and the dead-letter releases), or all
+    names = {name.strip() for name in os.environ.get("KJOIN_ORACLE_VERSIONS", "").split(",") if name.strip()}
+    unknown = sorted(names - {version.version for version in JUDGES} - {"all"})
+    if unknown:
+        parser.error(
+            f"KJOIN_ORACLE_VERSIONS names {', '.join(unknown)}, which judge no topology; the judges are "
+            f"{', '.join(version.version for version in JUDGES)} (or all)"
+        )
+    judges = [version for version in JUDGES if not names or "all" in names or version.version in names]
     failed = 0
     try:
         for version in judges:
