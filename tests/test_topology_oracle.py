@@ -172,6 +172,30 @@ def test_a_table_filter_forwards_tombstones_for_rows_it_never_held_until_kafka_1
     assert topology_oracle.difference(scenario, answer, version) is None
 
 
+FILTER_BELOW_A_JOIN = {
+    "topology": [
+        {"name": "t", "table": "t"},
+        {"name": "u", "table": "u"},
+        {"name": "view", "filter_not": {"key_in": ["c1"]}, "input": "t"},
+        {"name": "j", "left_join": ["u", "view"]},  # view is the left join's right side: it sends no old values
+        {"name": "kept", "filter": {"value_not_null": True}, "input": "j"},
+        {"name": "out", "to": "out", "input": "kept"},
+    ],
+    "events": [{"topic": "u", "key": "c1", "value": "C", "ts": 1}, {"topic": "t", "key": "c1", "value": "X", "ts": 2}],
+}
+
+
+@pytest.mark.parametrize("version, asks", [("2.4.1", False), ("2.6.3", False), ("2.7.0", True)])
+def test_a_filter_below_a_table_join_asks_it_for_old_values_from_kafka_10077(built, version, asks):
+    """From 2.7 a filter asks the table-table join above it for old values, and the join asks its parents, so the
+    view on its right side drops the row it never held and the join has nothing to join; before, nobody asks: the
+    view forwards a tombstone and the left join emits its left row again."""
+    scenario = TopologyScenario.from_dict({"semantics": version, **FILTER_BELOW_A_JOIN})
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert answer["outputs"] == [[["out", "c1", "C-null", 1]], [] if asks else [["out", "c1", "C-null", 2]]]
+    assert topology_oracle.difference(scenario, answer, version) is None
+
+
 ASKED_THROUGH_A_STORE = {
     "topology": [
         {"name": "customers", "table": "customers"},

@@ -798,7 +798,7 @@ class KTable(_Handle):
         # KTableFilter asks its parent for old values when it is built, without forcing a store on it (KAFKA-10077):
         # the answer depends on the topology as it stands, so it is taken now
         parent_keeps_store = self.topology.graph.keeps_store(self.node) if op == "table-filter" else None
-        if op == "table-filter":
+        if op == "table-filter" and self.topology.semantics.table_filter_skips_absent_tombstones:
             _ask_join_for_old_values(self.node)
         view = self._add(op, [(self.node, None)], TABLE, name, fn=fn, materialized=materialized)
         if store is not None:
@@ -1058,9 +1058,9 @@ def _check_windowed_keys(op: str, left: Node, right: Node, foreign_key: bool) ->
 
 def _ask_join_for_old_values(table: Node) -> None:
     """A filter asks its parent for old values when it is built (``KTableFilter``: ``parent.enableSendingOldValues(
-    false)``); a view without a store passes the question up, and a table-table join always says yes and forces both
-    of its inputs to send old values (``KTableKTableJoinMerger``: "Table-table joins require upstream
-    materialization"): a filter among those inputs then forwards no tombstone for a row it never held."""
+    false)``, from 2.7: KAFKA-10077); a view without a store passes the question up, and a table-table join always
+    says yes and forces both of its inputs to send old values (``KTableKTableJoinMerger``: "Table-table joins require
+    upstream materialization"): a filter among those inputs then forwards no tombstone for a row it never held."""
     node = table
     while node.op in VIEW_OPS and not node.params["materialized"]:
         node = node.parents[0]
