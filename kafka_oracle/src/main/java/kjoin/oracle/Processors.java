@@ -166,11 +166,18 @@ final class Processors {
     static Object foreignKeyWithKey(org.apache.kafka.streams.kstream.KTable<String, String> left,
                                     org.apache.kafka.streams.kstream.KTable<String, String> right, String variant,
                                     org.apache.kafka.streams.kstream.ValueJoiner<String, String, String> joiner,
-                                    String path) {
+                                    String path,
+                                    org.apache.kafka.streams.kstream.Materialized<String, String,
+                                        org.apache.kafka.streams.state.KeyValueStore<
+                                            org.apache.kafka.common.utils.Bytes, byte[]>> store) {
         java.util.function.BiFunction<String, String, String> extractor = (key, value) -> {
             String found = TopologyOracle.field(value, path);
             return found != null ? found : key;
         };
+        if (store != null) {  // Materialized.as(store): the result's store
+            return "inner".equals(variant) ? left.join(right, extractor, joiner, store)
+                : left.leftJoin(right, extractor, joiner, store);
+        }
         return "inner".equals(variant) ? left.join(right, extractor, joiner) : left.leftJoin(right, extractor, joiner);
     }
 }

@@ -663,7 +663,8 @@ public final class TopologyOracle {
         KTable<String, String> r = (KTable<String, String>) right;
         Object path = node.get("foreign_key");
         if (path instanceof Map) {  // {key_or_field: path}: a BiFunction extractor (KIP-1104, 4.0)
-            return Processors.foreignKeyWithKey(l, r, variant, joiner, (String) Oracle.map(path).get("key_or_field"));
+            return Processors.foreignKeyWithKey(l, r, variant, joiner, (String) Oracle.map(path).get("key_or_field"),
+                Naming.store(node) != null ? stored(Naming.store(node)) : null);
         }
         if (path != null) {
             java.util.function.Function<String, String> extractor = value -> field(value, (String) path);
