@@ -97,10 +97,11 @@ class SuppressionStore(Store):
 
 class TimeLimitStore(Store):
     """``suppress(untilTimeLimit)``'s buffer (the same ``InMemoryTimeOrderedKeyValueBuffer``): entries ``key ->
-    (buffer time, value, ts, prior value)`` ordered by buffer time, then by the serialized key. The buffer time is
-    the timestamp of the key's *first* buffered update: a later update replaces the value in the same place (Kafka's
-    "non-resetting semantics" of ``cleanPut``), and the prior value stays the one before the first update. Rows
-    ``key | buffered at | value | ts`` in eviction order; the buffer's own stream time is in its clock."""
+    (buffer time, value, ts, prior value, old value)`` ordered by buffer time, then by the serialized key. The buffer
+    time is the timestamp of the key's *first* buffered update: a later update replaces the value in the same place
+    (Kafka's "non-resetting semantics" of ``cleanPut``), the prior value stays the one before the first update, and
+    the old value is the latest update's (``BufferValue``'s ``oldValue``: an eviction forwards ``Change(new, old)``).
+    Rows ``key | buffered at | value | ts`` in eviction order; the buffer's own stream time is in its clock."""
 
     kind = "time-limit buffer"
     header = ("key", "buffered at", "value", "ts")
@@ -109,7 +110,7 @@ class TimeLimitStore(Store):
     def __init__(self, log: StateLog, task: int, name: str = TIME_LIMIT_BUFFER) -> None:
         super().__init__(log, task, name)
         self.clock = Clock(log, task, f"{name} clock")
-        self._entries: dict[tuple[str, Any], tuple[int, Any, Any, int, Any]] = {}  # typed key -> (time, key, ...)
+        self._entries: dict[tuple[str, Any], tuple[int, Any, Any, int, Any, Any]] = {}  # typed key -> (time, key, ..)
 
     @classmethod
     def row(cls, entry_key: Any, stored: Any) -> tuple:
@@ -135,7 +136,7 @@ class TimeLimitStore(Store):
         entry = (type(key).__name__, key)
         found = self._entries.get(entry)
         time, prior = (ts, old) if found is None else (found[0], found[4])
-        self._entries[entry] = (time, key, value, ts, prior)
+        self._entries[entry] = (time, key, value, ts, prior, old)
         self._log.put(self.store, key, (time, value, ts, prior))
 
     def __len__(self) -> int:
@@ -152,15 +153,15 @@ class TimeLimitStore(Store):
             return None
         return min(self._entries, key=lambda e: (self._entries[e][0], _serialized(e[1])))
 
-    def evict_first(self, until: int | None = None) -> tuple[Any, Any, int, Any] | None:
-        """Remove and return the first entry ``(key, value, ts, prior value)`` if its buffer time is at most
-        ``until`` (``None``: whatever its time)."""
+    def evict_first(self, until: int | None = None) -> tuple[Any, Any, int, Any, Any] | None:
+        """Remove and return the first entry ``(key, value, ts, prior value, old value)`` if its buffer time is at
+        most ``until`` (``None``: whatever its time)."""
         first = self._first()
         if first is None or (until is not None and self._entries[first][0] > until):
             return None
-        _, key, value, ts, prior = self._entries.pop(first)
+        _, key, value, ts, prior, old = self._entries.pop(first)
         self._log.delete(self.store, key)
-        return key, value, ts, prior
+        return key, value, ts, prior, old
 
 
 def _serialized(key: Any) -> bytes:

@@ -617,8 +617,7 @@ class KStream(_Handle):
             right = other.node
             _check_versioned(self.topology, right)
             _check_windowed_keys(f"{variant} join", self.node, right, False)
-            if right.op != "suppress" or right.params["suppressed"].until != "time_limit":
-                _check_not_suppressed(f"{variant} join", right)  # a time-limit suppression is read through its getter
+            _check_not_suppressed(f"{variant} join", right, time_limit_read=True)
             if grace_ms is not None:
                 if not self.topology.semantics.stream_table_grace:
                     raise TopologyError(
@@ -785,7 +784,7 @@ class KTable(_Handle):
             raise TopologyError(f"{op}: materialized is true or false, got {materialized!r}")
         store = store_name(store, op.removeprefix("table-").replace("-", "_"))
         materialized = materialized or store is not None  # a named store is a store of its own
-        _check_not_suppressed(op.removeprefix("table-").replace("-", "_"), self.node)
+        _check_not_suppressed(op.removeprefix("table-").replace("-", "_"), self.node, time_limit_read=True)
         node = self.node
         while node.op in VIEW_OPS:
             node = node.parents[0]
@@ -847,7 +846,7 @@ class KTable(_Handle):
             )
         _check_versioned(self.topology, self.node, other.node)
         _check_windowed_keys(f"{variant} join", self.node, other.node, foreign_key is not None)
-        _check_not_suppressed(f"{variant} join", self.node, other.node)
+        _check_not_suppressed(f"{variant} join", self.node, other.node, time_limit_read=foreign_key is None)
         parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]
         if foreign_key is None:
             if partitioner is not None or other_partitioner is not None:
@@ -1022,19 +1021,21 @@ def windowed_aggregate(node: Node) -> Node | None:
     return None  # pragma: no cover - a graph has no cycle through its first parents
 
 
-def _check_not_suppressed(op: str, *tables: Node) -> None:
-    """A suppressed table is read as a stream of what it forwards, or by a stream's join when it waits for a time
-    limit (:class:`~kjoin.topology.suppress.SuppressedGetter`); other reads of its value getter (Kafka's reads the
-    buffer's prior value of a held key, else the parent's row) are not modelled."""
+def _check_not_suppressed(op: str, *tables: Node, time_limit_read: bool = False) -> None:
+    """A suppressed table is read as a stream of what it forwards, or through its value getter when it waits for a
+    time limit (:class:`~kjoin.topology.suppress.SuppressedGetter`: the buffer's prior value of a held key, else the
+    parent's row) by a stream's join, a table-table join or a view (``time_limit_read``); other reads (a foreign-key
+    join keeps its own copy of each table, a group-by) and a window-close suppression's getter are not modelled."""
     for table in tables:
         node = table
         while node.op in VIEW_OPS:
             node = node.parents[0]
-        if node.op == "suppress":
+        if node.op == "suppress" and not (time_limit_read and node.params["suppressed"].until == "time_limit"):
             raise TopologyError(
-                f"{op}: {table.name} is a suppressed table, which kjoin reads as a stream, or by a stream's join "
-                f"when it waits for a time limit (its value getter, which reads the suppression buffer, is not "
-                f"modelled for other reads): use {node.name}'s to_stream(), or {op} the table before the suppression"
+                f"{op}: {table.name} is a suppressed table, which kjoin reads as a stream, or as a table (by a "
+                f"stream's or a table-table join, a filter or a map_values) when it waits for a time limit (its value "
+                f"getter, which reads the suppression buffer, is not modelled for other reads): use {node.name}'s "
+                f"to_stream(), or {op} the table before the suppression"
             )
 
 

@@ -22,9 +22,11 @@ How it works (Kafka's ``KTableSuppressProcessorSupplier``, caching off as in eve
   task read: behind a repartition topic, ``<application.id>-<name>-repartition``, named by the application id and
   by Kafka's counter unless ``Grouped.as`` names it, neither of which a kjoin topology has; so the bound is not
   reproduced and kjoin refuses it rather than guess.
-* A stream's join reads a time-limit suppression as a table through :class:`SuppressedGetter` (Kafka's value
-  getter): a key the buffer holds answers with its prior value, any other with the input table's row. Other reads
-  of a suppressed table as a table are refused (``builder._check_not_suppressed``).
+* A stream's join, a table-table join and a table's filter or map_values read a time-limit suppression as a table
+  through :class:`SuppressedGetter` (Kafka's value getter): a key the buffer holds answers with its prior value, any
+  other with the input table's row. An eviction is forwarded as ``Change(new, old)``, old being the latest buffered
+  update's old value. A foreign-key join or a group-by of a suppressed table, and any table read of a window-close
+  suppression, are refused (``builder._check_not_suppressed``).
 """
 
 from __future__ import annotations
@@ -207,13 +209,14 @@ class SuppressProcessor(NodeProcessor):
             text += f"; forwarded {shown}"
         return forwarded, Fate.BUFFERED if not forwarded else Fate.FORWARDED, Reason.TIME_LIMIT, text + "."
 
-    def _evicting(self, evicted: tuple[Any, Any, int, Any]) -> Rec:
+    def _evicting(self, evicted: tuple[Any, Any, int, Any, Any]) -> Rec:
         """An evicted entry, held until its record has run through the children: Kafka's ``evictWhile`` emits an
         entry before it removes it from the buffer, so a join below that looks the key up still reads its prior
-        value (``priorValueForBuffered``)."""
-        key, value, ts, prior = evicted
+        value (``priorValueForBuffered``). It goes on as ``Change(new, old)`` with its latest update's old value,
+        whether or not a child asked for old values (a table join below reads it: "nothing before")."""
+        key, value, ts, prior, old = evicted
         self.evicted.append((key, prior, ts))
-        return Rec(key, value, ts)
+        return Rec(key, value, ts, old, True)
 
     def forwarded(self, rec: Rec) -> None:
         if self.evicted:
@@ -228,11 +231,16 @@ class SuppressProcessor(NodeProcessor):
         return None if self.time_limit is None else self.time_limit.held(key)
 
 
+UNKNOWN_TIMESTAMP = -1
+"""``RecordQueue.UNKNOWN``: the timestamp ``priorValueForBuffered`` gives a held key's prior value."""
+
+
 class SuppressedGetter:
-    """A time-limit suppression read as a table, by a stream's join (``KTableSuppressProcessorSupplier``'s value
-    getter): a key the buffer holds answers with its prior value, what the suppression last let through (none if
-    that was a tombstone or nothing), with the timestamp of its latest buffered update; any other key with the input
-    table's row."""
+    """A time-limit suppression read as a table, by a stream's join, a table-table join or a view
+    (``KTableSuppressProcessorSupplier``'s value getter): a key the buffer holds answers with its prior value, what
+    the suppression last let through (none if that was a tombstone or nothing), with an unknown timestamp
+    (``RecordQueue.UNKNOWN``, -1: the buffer keeps no timestamp of the prior value, so a table-table join's result
+    takes its own record's); any other key with the input table's row."""
 
     def __init__(self, processor: SuppressProcessor, parent: Any) -> None:
         self.processor = processor
@@ -242,8 +250,12 @@ class SuppressedGetter:
         held = self.processor.held(key)
         if held is None:
             return self.parent.get(key)
-        prior, ts = held
-        return None if prior is None else (prior, ts)
+        prior, _ = held
+        return None if prior is None else (prior, UNKNOWN_TIMESTAMP)
+
+    def enable_sending_old_values(self) -> None:
+        """Nothing to switch on: the suppression's input sends old values from the start (the supplier forces
+        them), and its evictions always carry them."""
 
 
 def _no_joiner(left: Any, right: Any) -> Any:  # pragma: no cover - a suppression joins nothing

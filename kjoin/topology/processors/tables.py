@@ -87,7 +87,7 @@ class TableView(NodeProcessor):
         new = self.of(rec.key, rec.value)
         if not self.sends_old_values:  # KTableFilter/KTableMapValues.computeOldValue: no old value, no call
             old = None
-        elif self.store is not None:
+        elif self.keeps_own_old_values:  # from 2.7 (KAFKA-10494) its own store's row; before, the Change's old value
             previous = self.store.get(rec.key)
             old = None if previous is None else previous[0]
         else:
