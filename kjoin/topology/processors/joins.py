@@ -15,7 +15,7 @@ from ...joins.table_table import TableTableJoin
 from ...joins.versioned import VersionedStreamTableJoin
 from ...records import Record, Side
 from ...semantics import Semantics
-from ...stores import VersionedStore
+from ...stores import TableStore, VersionedStore
 from ..functions import Function
 from ..graph import Node
 from .base import NodeProcessor, Outcome, Rec, Wiring, join_outcome, said
@@ -33,6 +33,23 @@ class ValueGetter:
 
     def get(self, key: Any) -> Any:
         return self.join.value_of(key, self.joiner)
+
+    def enable_sending_old_values(self) -> None:
+        self.join.enable_sending_old_values()
+
+
+class NamedResultGetter:
+    """A table-table join whose result store the application names (``Materialized.as``), read as a table: Kafka's
+    ``KTableKTableJoinMerger`` then reads its store (``KTableMaterializedValueGetterSupplier``) instead of joining its
+    parents' rows on the fly, so a join below that looks a key up before the merger has stored the key's new result
+    (a sibling of the join under the same source, run first) reads the result before it."""
+
+    def __init__(self, store: TableStore, join: TableTableJoin) -> None:
+        self.store = store
+        self.join = join
+
+    def get(self, key: Any) -> Any:
+        return self.store.get(key)
 
     def enable_sending_old_values(self) -> None:
         self.join.enable_sending_old_values()
@@ -127,9 +144,13 @@ class TableTableNode(NodeProcessor):
             left=parents[0],
             right=parents[1],
         )
+        named = p.get("store")
+        self.results = None if named is None else TableStore(log, partition, Side.LEFT, False, named)
 
     @property
-    def table(self) -> ValueGetter:
+    def table(self) -> ValueGetter | NamedResultGetter:
+        if self.results is not None:
+            return NamedResultGetter(self.results, self.join)
         return ValueGetter(self.join, self.node.params["joiner"])
 
     def as_table(self, partition: int) -> Any:
@@ -149,7 +170,11 @@ class TableTableNode(NodeProcessor):
         record = Record(port, rec.key, rec.value, rec.ts, self.partition)
         ctx = StepContext(step, record, self.node.params["joiner"])
         self.join.on_change(port, record, rec.old, ctx)
-        return join_outcome(ctx, table=True)
+        outcome = join_outcome(ctx, table=True)
+        if self.results is not None:  # the merger stores each result before its children see it
+            for result in outcome.forwarded:
+                self.results.put(result.key, result.value, result.ts)
+        return outcome
 
 
 class StreamGlobalNode(_StreamLookupNode):
