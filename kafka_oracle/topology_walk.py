@@ -102,7 +102,7 @@ OPERATIONS = (
     "joiner(keyed)", "joiner(both keys)", "foreign_key(key_or_field)",
     "emit_strategy(on_window_close)", "suppress(window_closes)", "suppress(time_limit)", "select_key(window_key)",
     "join(windowed-tables)", "cogroup", "store(aggregate)",
-    "store(table)", "store(view)", "store(join)", "store(cogroup)", "as(repartition)",
+    "store(table)", "store(view)", "store(join)", "store(cogroup)", "as(repartition)", "read(suppressed table)",
 )  # fmt: skip
 """Every kind of node a walk draws (the coverage test counts them over many walks)."""
 
@@ -130,7 +130,8 @@ class _Handle:
     versioned: bool = False  # a versioned source table
     rekeyed: bool = False  # a key change no repartition has followed yet
     view: bool = False  # a table's filter or map_values (a foreign-key join of it is not modelled)
-    suppressed: bool = False  # a suppression (its changes are read as a stream only: to_stream, to)
+    suppressed: bool = False  # a window's suppression (its changes are read as a stream only: to_stream, to)
+    held: bool = False  # a time-limit suppression, or a view of one (read as a table, but by no FK join or group-by)
     windows: Any = None  # a windowed aggregate's windows (another aggregate in the same ones joins it)
 
 
@@ -447,13 +448,15 @@ class _Walker:
             return self.add({"name": name, "to_stream": True, "input": at.name}, _Handle(name, "stream"), "to_stream")
         if self.semantics.suppress_until_window_closes and not at.versioned and rng.random() < 0.08:  # a time limit
             node = {"name": name, "suppress": self.suppression(False), "input": at.name}
-            return self.add(node, _Handle(name, "table", suppressed=True), "suppress(time_limit)")
-        choices = ["filter", "map_values", "to_stream", "join-table", "join-table", "group_by"]
-        if self.semantics.foreign_key_joins and not at.view:
+            return self.add(node, _Handle(name, "table", held=True), "suppress(time_limit)")
+        choices = ["filter", "map_values", "to_stream", "join-table", "join-table"] + ([] if at.held else ["group_by"])
+        if self.semantics.foreign_key_joins and not at.view and not at.held:
             choices += ["foreign-key", "foreign-key"]
         if at.versioned:  # a versioned table's filter or map_values: kjoin refuses it (not modelled)
             choices = [choice for choice in choices if choice not in ("filter", "map_values")]
         op = rng.choice(choices)
+        if at.held and op in ("filter", "map_values", "join-table"):  # through the suppression's value getter
+            self.ops["read(suppressed table)"] += 1
         if op in ("filter", "map_values"):
             spec = self.predicate(keys) if op == "filter" else self.mapper()
             node = {"name": name, op: spec, "input": at.name}
@@ -461,7 +464,7 @@ class _Walker:
             if rng.random() < 0.35:
                 node["materialized"] = True
                 label = f"{op}(table, materialized)"
-            return self.add(node, _Handle(name, "table", view=True), label)
+            return self.add(node, _Handle(name, "table", view=True, held=at.held), label)
         if op == "to_stream":
             return self.add({"name": name, "to_stream": True, "input": at.name}, _Handle(name, "stream"), "to_stream")
         if op == "group_by":
@@ -472,7 +475,7 @@ class _Walker:
             node = {"name": name, "group_by": {"field": rng.choice(_FIELDS)}, "input": at.name}
             return self.add(node, _Handle(name, "grouped-table"), "group_by(table)")
         if op == "foreign-key":
-            others = [h for h in self.of_kind("table") if not h.view and h is not at]
+            others = [h for h in self.of_kind("table") if not h.view and not h.held and h is not at]
             other = rng.choice(others) if others and rng.random() < 0.6 else self.source("table")
             variant = rng.choice(["join", "left_join"])
             node = {"name": name, variant: [at.name, other.name], "foreign_key": rng.choice(_FIELDS)}

@@ -15,8 +15,7 @@ from kafka_oracle import oracle_check, topology_walk
 from kafka_oracle.topology_oracle import run_batch
 
 SAMPLE_SEED = 12
-"""Its 20 walks on the latest judge draw 63 of the 71 kinds of node (every join, aggregate and window kind among
-them) and 1,756 events."""
+"""Its 20 walks on the latest judge draw 56 of the 72 kinds of node and 1,796 events."""
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +37,7 @@ def test_random_walks_over_the_dsl_agree_with_the_latest_kafka_streams(built):
 
 
 def test_the_walks_draw_every_operation_and_every_event_oddity():
-    operations, oddities = topology_walk.coverage(200, 0, oracle_check.LATEST_JUDGE.version)
+    operations, oddities = topology_walk.coverage(400, 0, oracle_check.LATEST_JUDGE.version)  # a few kinds are rare
     assert [op for op in topology_walk.OPERATIONS if operations[op] == 0] == []
     assert set(operations) <= set(topology_walk.OPERATIONS)
     assert [odd for odd in topology_walk.EVENT_ODDITIES if oddities[odd] == 0] == []
