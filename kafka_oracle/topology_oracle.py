@@ -613,6 +613,18 @@ def random_topology(
                   {"name": "addresses", "table": "addresses"},
                   {"name": "profiles", join[_variant(rng, "inner", "left", "outer")]: ["customers", "addresses"]},
                   {"name": "rekeyed", "select_key": {"field": "c"}, "input": "orders"}]  # fmt: skip
+        held = random.Random(repr(rng.getstate()))  # drawn apart: every other draw stays as it was
+        if kjoin.parse_semantics(era).suppress_until_window_closes and partitions == 1 and held.random() < 0.5:
+            # the customers held for a time limit, read as a table by the join (the suppression's value getter)
+            bound = held.choice([{}, {"max_records": 1}, {"max_records": 2}])
+            suppress = {"until": "time_limit", "time_limit_ms": held.choice([0, 3, 10]), **bound}
+            nodes.insert(3, {"name": "held", "suppress": suppress, "input": "customers"})
+            profiles = nodes[4]
+            sides = profiles[next(key for key in join.values() if key in profiles)]
+            sides[0] = "held"
+            if held.random() < 0.5:
+                nodes.insert(4, {"name": "held-view", "filter": {"value_not_null": True}, "input": "held"})
+                sides[0] = "held-view"
         current = stateless(rng, nodes, "rekeyed", "r")
         nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: [current, "profiles"]})
     elif shape == "fk-then-pk":
