@@ -580,8 +580,8 @@ class Semantics:
         """KIP-1034 (4.2): ``errors.dead.letter.queue.topic.name``. The built-in handlers write the failed record's
         source key and value to that topic, with ``__streams.errors.*`` headers (``ExceptionHandlerUtils``); null
         key and value once a sink has sent a record of the same source record (``RecordCollectorImpl.send`` frees
-        the raw record, KAFKA-16505's source raw key and value; judged on 4.4.0, the one release from 4.2 the
-        harness has)."""
+        the raw record, KAFKA-16505's source raw key and value; judged on every release from 4.2.0 to 4.4.0:
+        ``kafka_oracle.oracle_check.HANDLER_JUDGES``)."""
 
     @since("4.3", ticket="KIP-1270", requires=("processing_exception_handler",), feature=True)
     def global_processing_exception_handler(self) -> bool:

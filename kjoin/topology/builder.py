@@ -944,7 +944,8 @@ class KTable(_Handle):
         (``Suppressed.untilWindowCloses``: one final result per window of a windowed table) or ``"time_limit"`` with
         ``time_limit_ms`` (``untilTimeLimit``: each key's newest update, ``time_limit_ms`` after its first);
         ``max_records`` bounds the buffer, ``when_full`` says what a full one does (``emit_early``, time limit
-        only, or ``shut_down``). Its changes are read with ``to_stream()`` or ``to``
+        only, or ``shut_down``). Its changes are read with ``to_stream()`` or ``to``; a time-limit suppression is
+        read as a table too, by a stream's or a table-table join and a filter or map_values
         (:mod:`kjoin.topology.suppress`)."""
         if not self.topology.semantics.suppress_until_window_closes:
             raise TopologyError(f"suppress: Kafka {self.topology.semantics} has no suppress (KIP-328, 2.1)")
