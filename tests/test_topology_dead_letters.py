@@ -130,3 +130,38 @@ def test_spark_writes_the_same_dead_letter_records(spark):
     cases = [scenario("stream", sink_first=True), scenario("table", sink_first=False), sibling(next(iter(SIBLINGS)))]
     for case in cases:
         assert difference(spark, case) is None
+
+
+def held_then_failing() -> TopologyScenario:
+    """``in`` held for 5 ms, its changes through a mapper that throws on ``1``: ``1`` fails when ``2`` evicts it."""
+    return TopologyScenario.from_dict(
+        {
+            "semantics": "4.4",
+            "processing_exception_handler": "continue",
+            "dead_letter_queue": "dlq",
+            "topology": [
+                {"name": "t", "table": "in"},
+                {"name": "held", "suppress": {"until": "time_limit", "time_limit_ms": 5}, "input": "t"},
+                {"name": "changes", "to_stream": True, "input": "held"},
+                {"name": "m", "map_values": {"fail_on": "1"}, "input": "changes"},
+                {"name": "b", "to": "b", "input": "m"},
+            ],
+            "events": [{**EVENTS[0], "ts": 1}, {**EVENTS[1], "ts": 10}],
+        }
+    )
+
+
+def test_an_evicted_record_fails_in_the_record_context_it_was_buffered_in():
+    """``KTableSuppressProcessor.emit`` sets the entry's record context before it forwards: the dead-letter record
+    is the buffered record's (key, value, offset 0), not the one whose arrival evicted it."""
+    (dead,) = [r for r in held_then_failing().run().outputs_by_event()[1] if r.topic == "dlq"]
+    assert (dead.key, dead.value, dict(dead.headers)["__streams.errors.offset"]) == ("k", "1", "0")
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("version", [oracle_check.LATEST_JUDGE.version, oracle_check.HANDLER_JUDGES[-1]])
+def test_the_real_library_dead_letters_an_evicted_record_as_buffered(built, version):
+    case = held_then_failing()
+    (answer,) = topology_oracle.run_batch(version, [case])
+    assert [row[:3] for row in answer["outputs"][1]] == [["dlq", "k", "1"]]
+    assert topology_oracle.difference(case, answer, version) is None

@@ -31,7 +31,10 @@ How it works (Kafka 3.9+, KIP-1033; ``ProcessorNode.process``):
   the dead-letter records of its later siblings; a sink under a ``map_values``, a ``flat_map`` or a table's
   ``to_stream`` (or a filter: a ``FixedKeyProcessor``) leaves its parent's siblings theirs
   (``tests/test_topology_dead_letters.py``, against 4.4.0). A record a table group-by wrote to its repartition topic is
-  a ``Change`` in ``ChangedSerializer``'s bytes, so its dead-letter value is those (:func:`changed_value_text`).
+  a ``Change`` in ``ChangedSerializer``'s bytes, so its dead-letter value is those (:func:`changed_value_text`). A
+  suppression's eviction runs in the record context its entry was buffered in (``KTableSuppressProcessor.emit``), so
+  a record that fails below it is dead-lettered as the buffered record (its key, value and offset), whose raw record
+  no sink of the evicting step has freed (``Rec.context``).
 * ``global_processing_exception_handler: true`` (4.3+, KIP-1270, ``processing.exception.handler.global.enabled``):
   the handler also covers the global thread's processors. A kjoin global table runs no user function (it is a
   ``GlobalKTable`` read from its topic), so nothing there can throw; the setting changes no output and is refused

@@ -501,7 +501,10 @@ class _Run:
                 assert port is not None
                 outcome = self.foreign_keys[node.name].handle_input(port, rec, partition, step)
             else:
-                outcome = self._processor(node, partition).handle(port, rec, step)
+                processor = self._processor(node, partition)
+                if node.op == "suppress":  # it keeps each entry's record context
+                    processor.taken = self.current
+                outcome = processor.handle(port, rec, step)
             problem = self._check_plain(node, outcome) if node.op in CHECKED_HERE else None
             if problem is not None:
                 raise problem
@@ -702,11 +705,15 @@ class _Run:
         processor = self.processors.get((node.name, partition))
         try:
             for child_rec in outcome.forwarded:
-                outer = self.sent
+                outer, taken = self.sent, self.current
+                if child_rec.context is not None:  # an eviction: its children run in the entry's record context,
+                    self.current, self.sent = child_rec.context, False  # whose raw record no sink of it has freed
                 for child, child_port in node.children:
                     if child_rec.to is None or child_rec.to == child.name:
                         self._visit(child, child_port, child_rec, partition, step, visits, written)
-                if node.op not in SAME_RECORD_OPS:  # the children ran in a copy of the record context
+                if child_rec.context is not None:
+                    self.current, self.sent = taken, outer
+                elif node.op not in SAME_RECORD_OPS:  # the children ran in a copy of the record context
                     self.sent = outer
                 if processor is not None:
                     processor.forwarded(child_rec)

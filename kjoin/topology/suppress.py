@@ -31,6 +31,7 @@ How it works (Kafka's ``KTableSuppressProcessorSupplier``, caching off as in eve
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -143,6 +144,11 @@ class SuppressProcessor(NodeProcessor):
             self.time_limit = TimeLimitStore(log, partition)
         self.evicted: list[tuple[Any, Any, int]] = []
         """Entries evicted by the record in hand whose records have not yet run through the children."""
+        self.taken: Any = None
+        """The record the task took for the record in hand (the runtime sets it): its record context."""
+        self.contexts: dict[tuple[str, Any], Any] = {}
+        """Each buffered key's record context, its latest update's (``cleanPut`` replaces the whole entry): an
+        eviction's children run in it, so a dead-letter record below names the buffered record."""
 
     def getter_over(self, parent: Any) -> "SuppressedGetter":
         """This suppression read as a table, over ``parent`` (its input table's value getter)."""
@@ -155,12 +161,16 @@ class SuppressProcessor(NodeProcessor):
         return self.getter_over(self.parent(self.node.parents[0]).as_table(partition))
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        self.contexts[(type(rec.key).__name__, rec.key)] = self.taken
         if self.buffer is not None:
             forwarded, fate, reason, text = self._until_window_closes(rec, step)
             held = len(self.buffer.buffer)
         else:
             forwarded, fate, reason, text = self._until_time_limit(rec)
             held = len(self.time_limit)  # type: ignore[arg-type]
+        forwarded = [
+            dataclasses.replace(f, context=self.contexts.pop((type(f.key).__name__, f.key), None)) for f in forwarded
+        ]
         if self.options.max_records is not None and held > self.options.max_records:
             raise SuppressionBufferFull(
                 f"suppress {self.node.name}: after {said(rec)} its buffer holds {held} records, more than "

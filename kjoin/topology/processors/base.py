@@ -32,6 +32,10 @@ class Rec:
     to: str | None = None
     """The one child the record goes to (Kafka's ``context.forward(record, childName)``: a ``split``'s branch);
     ``None``: every child."""
+    context: Any = None
+    """The record context the children run in when it is not the step's: a suppression's eviction runs in the one its
+    entry was buffered in (``KTableSuppressProcessor.emit``: ``setRecordContext(toEmit.recordContext())``), the
+    record the task took then; ``None``: the step's."""
 
 
 @dataclass
