@@ -82,7 +82,17 @@ ROWS = [
 TABLE = [("a", {"c": "x"}, 1, 0, 0), ("b", {"c": "y"}, 6, 1, 0), ("c", {"c": "z"}, 3, 0, 1), ("a", {"c": "w"}, 4, 0, 2)]
 
 
-def check_run_join(spark, workdir: Path) -> dict[str, int]:
+KAFKA_FRAME_JOINS = (
+    ("stream-table", "left", None),
+    ("stream-stream", "outer", {"before_ms": 3, "after_ms": 2, "grace_ms": 1}),
+    ("table-table", "outer", None),
+)
+"""The joins :func:`check_run_join` runs over Kafka-source DataFrames: (join, variant, window)."""
+
+
+def check_run_join(spark, workdir: Path, kafka_joins=KAFKA_FRAME_JOINS) -> dict[str, int]:
+    """``run_join`` over each kind of source: Kafka-source DataFrames (one run per join of ``kafka_joins``, each
+    with its drill-down traces), Parquet files without partition and offset, and a bare ``Topic``."""
     from kjoin.spark import from_files, from_kafka, run_join
 
     schema = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
@@ -105,11 +115,7 @@ def check_run_join(spark, workdir: Path) -> dict[str, int]:
         return [Record(side, k, v, ts, p, o) for k, v, ts, p, o in rows]
 
     checked = 0
-    for join, variant, window in (
-        ("stream-table", "left", None),
-        ("stream-stream", "outer", {"before_ms": 3, "after_ms": 2, "grace_ms": 1}),
-        ("table-table", "outer", None),
-    ):
+    for join, variant, window in kafka_joins:
         result = run_join(kafka(ROWS), kafka(TABLE), join, variant, window=window)
         expected = reference_outputs(records(Side.LEFT, ROWS), records(Side.RIGHT, TABLE), join, variant, 2, window)
         got = spark_outputs(result)

@@ -11,9 +11,12 @@
 - A notebook this test writes steps a stepper with its buttons, its slider and play, and the
   state tables on the page must be what the engine says they are after each step.
 
-Each test starts its own JupyterLab (a free local port, a token, autosave off, a temporary
-root with copies of the notebooks). Screenshots go to ``test-artifacts/``. The tests fail,
-never skip, when Debian's Chromium is missing (``make system-deps``).
+The tests share one JupyterLab (a free local port, a token, autosave off, a temporary root with
+copies of the notebooks) and one Chromium, started once for the module: each test opens its
+notebook in a fresh browser context and a fresh workspace, and afterwards its pages are closed,
+its kernels shut down and its workspace forgotten, so no test sees another's tabs or kernels.
+Screenshots go to ``test-artifacts/``. The tests fail, never skip, when Debian's Chromium is
+missing (``make system-deps``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -48,11 +52,26 @@ WIDGETS = {
     "explorer": "SummaryExplorer(",
 }
 """Each course widget and the text that builds it in a notebook's code."""
-SAMPLE = ("00_start_here", "01_stream_stream_joins", "02_eras", "09_debug_your_own_topics", "10_before_you_upgrade",
-          "12_your_whole_app")  # fmt: skip
-"""The notebooks the suite runs in JupyterLab: the course's first page and at least one notebook of every widget kind
+SAMPLE = ("00_start_here", "01_stream_stream_joins", "02_eras", "10_before_you_upgrade", "12_your_whole_app")
+"""The notebooks the suite runs in JupyterLab: the course's first page and, with the notebook
+:func:`test_the_summary_explorer_works_in_jupyterlab` writes, at least one notebook of every widget kind
 (:func:`test_the_browser_sample_holds_every_widget_kind_of_the_course` keeps it so). nbval executes every notebook;
 ``make browser-check`` (``KJOIN_BROWSER_ALL=1``) runs every one of them here too."""
+EXPLORER_PLANTED = 40
+"""Groups of notebook 09's planted orders and customers in the explorer's notebook (notebook 09 plants 160): about
+80 summary rows, enough for the table to need its scroll box, in a run of seconds."""
+EXPLORER_CODE = [
+    "from kjoin.spark import Topic, local_session, run_join\n"
+    "from kjoin.spark.debug.whycheck import planted\n"
+    "from kjoin_viz.summary_explorer import SummaryExplorer\n"
+    "spark = local_session()",
+    f"orders, customers, causes = planted({EXPLORER_PLANTED}, 2)\n"
+    "schema = 'key string, value string, ts long, partition int, offset long'\n"
+    "topics = [Topic(spark.createDataFrame(rows, schema), 2) for rows in (orders, customers)]\n"
+    "result = run_join(*topics, 'stream-table', 'left')",
+    "explorer = SummaryExplorer(result, limit=10_000)\nexplorer.sort_by('partner-processed-later')\nexplorer",
+]
+"""The cells of the notebook that shows a SummaryExplorer as notebook 09 builds it, on a smaller planted run."""
 RUN_IN_BROWSER = NOTEBOOKS if os.environ.get("KJOIN_BROWSER_ALL") == "1" else [n for n in NOTEBOOKS if n.stem in SAMPLE]
 ARTIFACTS = ROOT / "test-artifacts"
 SETTINGS = ROOT / "jupyter" / "settings"
@@ -102,10 +121,11 @@ def _stop(server: subprocess.Popen) -> None:
         server.wait()
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """A JupyterLab server of this test only: ``(base url, token, root dir)``. The root holds a
-    copy of every course notebook; the course's settings apply (as with ``make lab``)."""
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory):
+    """The module's JupyterLab server: ``(base url, token, root dir, workspaces dir)``. The root holds a copy of
+    every course notebook; the course's settings apply (as with ``make lab``)."""
+    tmp_path = tmp_path_factory.mktemp("lab")
     root = tmp_path / "root"
     root.mkdir()
     for notebook in NOTEBOOKS:
@@ -142,12 +162,36 @@ def lab(tmp_path):
         base = f"http://127.0.0.1:{port}"
         try:
             _wait_for(f"{base}/api/status?token={token}", server, log_path)
-            yield base, token, root
+            yield base, token, root, tmp_path / "workspaces"
         finally:
             _stop(server)
 
 
+def _api(base: str, token: str, path: str, method: str = "GET") -> Any:
+    request = urllib.request.Request(f"{base}{path}?token={token}", method=method)
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        body = answer.read()
+    return json.loads(body) if body else None
+
+
 @pytest.fixture
+def lab(lab_server, browser):
+    """The module's JupyterLab for one test: ``(base url, token, root dir)``. After the test its browser pages are
+    closed, every kernel it started is shut down (a Spark notebook's holds a JVM) and its workspace (the open tabs
+    JupyterLab would restore for the next test) is removed."""
+    base, token, root, workspaces = lab_server
+    yield base, token, root
+    for context in browser.contexts:
+        context.close()
+    for session in _api(base, token, "/api/sessions"):
+        _api(base, token, f"/api/sessions/{session['id']}", method="DELETE")
+    for kernel in _api(base, token, "/api/kernels"):
+        _api(base, token, f"/api/kernels/{kernel['id']}", method="DELETE")
+    assert _api(base, token, "/api/kernels") == [], "a kernel outlived its test"
+    shutil.rmtree(workspaces, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
 def browser():
     assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: run `make system-deps` (apt-get install chromium)"
     from playwright.sync_api import sync_playwright
@@ -397,15 +441,16 @@ def _drive_summary_explorer(page, widget, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}-opened.png"))
 
 
-def _widget_counts(notebook: Path) -> dict[str, int]:
-    """How many of each course widget a notebook's code builds (a ``TopologyStepper(`` also contains ``Stepper(``)."""
-    code = _code(notebook)
+def _widget_counts(notebook: Path | str) -> dict[str, int]:
+    """How many of each course widget a notebook's code (or ``code`` itself) builds (a ``TopologyStepper(`` also
+    contains ``Stepper(``)."""
+    code = notebook if isinstance(notebook, str) else _code(notebook)
     counts = {kind: code.count(text) for kind, text in WIDGETS.items()}
     counts["stepper"] -= counts["topology"]
     return counts
 
 
-def _widgets_of(notebook: Path) -> set[str]:
+def _widgets_of(notebook: Path | str) -> set[str]:
     return {kind for kind, count in _widget_counts(notebook).items() if count > 0}
 
 
@@ -413,7 +458,9 @@ def test_the_browser_sample_holds_every_widget_kind_of_the_course():
     """A widget kind used only in notebooks outside :data:`SAMPLE` would never be clicked in a browser by the suite."""
     assert set(SAMPLE) <= {n.stem for n in NOTEBOOKS}, f"the sample names notebooks that do not exist: {SAMPLE}"
     used = set().union(*(_widgets_of(n) for n in NOTEBOOKS))
-    sampled = set().union(*(_widgets_of(n) for n in NOTEBOOKS if n.stem in SAMPLE))
+    sampled = set().union(
+        *(_widgets_of(n) for n in NOTEBOOKS if n.stem in SAMPLE), _widgets_of("\n".join(EXPLORER_CODE))
+    )
     assert used - sampled == set(), f"add a notebook with {sorted(used - sampled)} to tests/test_browser.py's SAMPLE"
 
 
@@ -476,6 +523,26 @@ def test_every_notebook_runs_in_jupyterlab_and_its_widgets_work(lab, browser, no
     assert "widgets" not in json.loads(text)["metadata"], "widget state was saved into the notebook"
     assert "widget-state" not in text
     assert ANSWER not in text, "a learner's answer reached the saved notebook"
+    page.close()
+
+
+def test_the_summary_explorer_works_in_jupyterlab(lab, browser):
+    """kjoin_viz.SummaryExplorer, the widget of notebook 09 only, on a run like notebook 09's (planted orders and
+    customers, fewer of them): it renders, fits the notebook and reacts as :func:`_drive_summary_explorer` asks.
+    Notebook 09 itself runs in nbval and in ``make browser-check``."""
+    base, token, root = lab
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(code) for code in EXPLORER_CODE]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, root / "explorer_check.ipynb")
+    page = _open(browser, base, token, "explorer_check.ipynb")
+    _run_all(page)
+    errors = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+    tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t or "Error" in t]
+    assert not tracebacks, "error output after Run All:\n" + "\n".join(tracebacks)
+    assert page.get_by_text("Error displaying widget").count() == 0
+    assert _drive_widgets(page, "explorer_check")["explorer"] == 1
+    assert _fits(page, ".kjoin-stepper, .kjoin-table") == [], "views wider than the notebook"
     page.close()
 
 

@@ -911,3 +911,36 @@ def test_shrink_finds_the_few_events_of_a_long_scenarios_difference_in_few_runs(
     assert smaller.partitions == 1 and not smaller.then
     assert picky.runs < 60, picky.runs
     assert "key: 'é,'" in scenario_yaml(smaller)
+
+
+@pytest.mark.parametrize("stop", ["end of input", "SIGINT"])
+def test_a_harness_jvm_removes_its_state_directory_however_it_stops(built, tmp_path, stop) -> None:
+    """Each harness JVM makes one state directory (``kjoin-oracle-*``, on /dev/shm where there is one) and removes
+    it when it exits: at the end of its input and on a Ctrl-C (SIGINT reaches the caller's whole process group; SIGTERM
+    runs the same shutdown hook). ``-Dkjoin.oracle.stateRoot`` puts it under this test's own directory, away from
+    other runs."""
+    import json
+    import signal
+    import subprocess
+
+    data = kjoin.Scenario.from_dict({**LATE_LEFT, "semantics": LATEST}).to_dict()
+    root = tmp_path / "state"
+    root.mkdir()
+    jvm = subprocess.Popen(
+        ["java", "-XX:TieredStopAtLevel=1", f"-Dkjoin.oracle.stateRoot={root}", "-cp", oracle_check.classpath(LATEST),
+         "kjoin.oracle.Oracle"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert jvm.stdin is not None and jvm.stdout is not None
+    jvm.stdin.write(json.dumps({**data, "id": 1}) + "\n")
+    jvm.stdin.flush()
+    answer = json.loads(jvm.stdout.readline())
+    assert answer["id"] == 1 and "outputs" in answer, answer
+    (made,) = list(root.iterdir())  # the JVM's directory, with the scenario's TopologyTestDriver state under it
+    assert made.name.startswith("kjoin-oracle-") and list(made.iterdir()), list(made.rglob("*"))
+    if stop == "end of input":
+        jvm.stdin.close()
+    else:
+        jvm.send_signal(signal.SIGINT)
+    jvm.wait(timeout=60)
+    assert list(root.iterdir()) == [], f"left behind after {stop}: {list(root.rglob('*'))}"

@@ -540,13 +540,15 @@ class KStream(_Handle):
         """The node an aggregate reads, and the aggregate's name. A changed key is repartitioned first, as
         Kafka's ``GroupedStreamAggregateBuilder`` does: through ``<grouped name>-repartition``, shared by every
         aggregate of the grouped stream, when the grouping is named (``Grouped.as``); else through a topic of
-        each aggregate's own, named after its store (``<store>-repartition``; kjoin's name of an unnamed store:
-        ``<aggregate name>-repartition``)."""
+        each aggregate's own, named after its store (``<store>-repartition``). The aggregate's own name
+        (``Named.as``) names its processor only: an unnamed store gets a generated name, and so does its topic
+        (Kafka's ``KSTREAM-AGGREGATE-STATE-STORE-<n>-repartition``; kjoin's ``aggregate-<n>-repartition``)."""
         name = op_name or self.topology.graph.new_name("aggregate")
         if not self.node.key_changed:
             return self.node, name
         if grouped_name is None:
-            return self._repartition_topic(f"{store or name}-repartition"), name
+            unnamed = name if op_name is None else self.topology.graph.new_name("aggregate")
+            return self._repartition_topic(f"{store or unnamed}-repartition"), name
         cached = self.node.params.setdefault("_grouped", {})
         if grouped_name in self.node.params.get("_cogrouped", ()):
             raise _named_grouping_twice(grouped_name)

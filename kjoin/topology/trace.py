@@ -12,6 +12,7 @@ records of every topic, and the state of every store after every step.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ..fates import Fate, Reason
@@ -208,9 +209,16 @@ class TopologyTrace:
         outputs = [w for step in self.steps for w in step.wrote if self._is_output(w.topic)]
         return [w for w in outputs if topic is None or w.topic == topic]
 
+    @cached_property
+    def output_topics(self) -> frozenset[str]:
+        """The topology's output topics: the topics it knows that are neither internal nor read by a source node
+        (named once per trace: a finished run's graph does not change)."""
+        graph = self.topology.graph
+        sources = graph.sources()
+        return frozenset(name for name, topic in graph.topics.items() if not topic.internal and name not in sources)
+
     def _is_output(self, topic: str) -> bool:
-        known = self.topology.graph.topics.get(topic)
-        return known is not None and not known.internal and topic not in self.topology.graph.sources()
+        return topic in self.output_topics
 
     def dropped_records(self) -> dict[tuple[str, str], int]:
         """How many records each node dropped, by reason: ``{(node, reason): count}`` in the order first seen (what

@@ -170,8 +170,7 @@ class AppExplainer:
             self._steps_of[event].append(step.index)
             self._taken_at[(record.topic, record.partition, record.offset)] = step.index
         self._rows: dict[str, dict[Any, list[tuple[TopicRecord, int]]]] = {}
-        self._outputs = frozenset(topic for topic in self.graph.topics if trace._is_output(topic))
-        """The output topics, named once (:meth:`TopologyTrace._is_output` lists the graph's sources each call)."""
+        self._outputs = trace.output_topics
         self._verdicts: dict[tuple[int, int], NodeVerdict | None] = {}
         """(step, visit) -> its verdict, read once: an output's way shares its steps with its input record's."""
 

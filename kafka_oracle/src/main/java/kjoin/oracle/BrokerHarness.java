@@ -91,10 +91,7 @@ public final class BrokerHarness {
         props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         this.admin = Admin.create(props);
         this.producer = producer();
-        Path shm = Path.of("/dev/shm");
-        this.stateRoot = Files.isDirectory(shm) && Files.isWritable(shm)
-            ? Files.createTempDirectory(shm, "kjoin-broker-")
-            : Files.createTempDirectory("kjoin-broker-");
+        this.stateRoot = StateDirs.create("kjoin-broker-");  // removed when the JVM exits
     }
 
     public static void main(String[] args) throws Exception {
@@ -114,9 +111,7 @@ public final class BrokerHarness {
         } finally {
             harness.producer.close(Duration.ofSeconds(10));
             harness.admin.close(Duration.ofSeconds(10));
-            try (var files = Files.walk(harness.stateRoot)) {
-                files.sorted(java.util.Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
-            }
+            StateDirs.delete(harness.stateRoot);
         }
     }
 

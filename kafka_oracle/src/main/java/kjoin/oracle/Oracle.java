@@ -70,10 +70,8 @@ public final class Oracle {
         // write the answers in input order. Without it: one answer per line as each line arrives.
         int threads = args.length > 1 && args[0].equals("--threads") ? Integer.parseInt(args[1]) : 0;
         // RocksDB opens its stores much faster on a RAM disk; TopologyTestDriver opens them again for every scenario.
-        Path shm = Path.of("/dev/shm");
-        Path stateDir = Files.isDirectory(shm) && Files.isWritable(shm)
-            ? Files.createTempDirectory(shm, "kjoin-oracle-")
-            : Files.createTempDirectory("kjoin-oracle-");
+        // StateDirs puts the directory there and removes it when the JVM exits.
+        Path stateDir = StateDirs.create("kjoin-oracle-");
         try (BufferedReader reader = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
             if (threads > 0) {
                 List<String> lines = new ArrayList<>();

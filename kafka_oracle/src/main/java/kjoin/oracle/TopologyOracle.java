@@ -70,10 +70,8 @@ public final class TopologyOracle {
     public static void main(String[] args) throws Exception {
         PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
         int threads = args.length > 1 && args[0].equals("--threads") ? Integer.parseInt(args[1]) : 1;
-        Path shm = Path.of("/dev/shm");
-        Path stateDir = Files.isDirectory(shm) && Files.isWritable(shm)
-            ? Files.createTempDirectory(shm, "kjoin-topology-oracle-")
-            : Files.createTempDirectory("kjoin-topology-oracle-");
+        // on the RAM disk where there is one, removed when the JVM exits (StateDirs)
+        Path stateDir = StateDirs.create("kjoin-topology-oracle-");
         // Documents are answered as they arrive, in the order read, each answer flushed once no earlier one is
         // pending: one JVM (its start and its warmed-up code) serves batch after batch of a caller that keeps it
         // open (kafka_oracle/topology_oracle.py's Harness), and a caller that writes everything and closes stdin gets the
