@@ -182,8 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run(["git", "-C", str(REPOSITORY), "worktree", "remove", "--force", old_tree])
         shutil.rmtree(scratch, ignore_errors=True)
     rows = measurements(read(args.history), label)
+    # this tree's turns by "not the baseline": a commit made in this tree during the rounds moves its HEAD
     result = compare(
-        [r for r in rows if r["commit"] == current], [r for r in rows if r["commit"] == baseline], args.threshold
+        [r for r in rows if r["commit"] != baseline], [r for r in rows if r["commit"] == baseline], args.threshold
     )
     append(
         [

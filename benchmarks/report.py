@@ -38,10 +38,12 @@ def _sentence(text: str) -> str:
 
 
 def _runs(rows: list[dict[str, Any]], label: str) -> list[list[dict[str, Any]]]:
-    """The measurements of ``label``, one list per run, in the order written."""
+    """The measurements of ``label`` or of a label ``"<label>: what the run left out"`` (a run bounded on a shared
+    machine says so in its label), one list per run, in the order written."""
     runs: dict[str, list[dict[str, Any]]] = {}
-    for row in measurements(rows, label):
-        runs.setdefault(row["run"], []).append(row)
+    for row in measurements(rows):
+        if row.get("label") == label or str(row.get("label")).startswith(f"{label}: "):
+            runs.setdefault(row["run"], []).append(row)
     return list(runs.values())
 
 
@@ -108,6 +110,7 @@ def page(rows: list[dict[str, Any]]) -> str:
             "",
             f"`{first['command']}`",
             "",
+            *([f"The run's label: {first['label']}.", ""] if first.get("label") != "bench" else []),
             *_table(RUN_COLUMNS, [_run_cells(row) for row in last]),
             "",
         ]

@@ -421,3 +421,19 @@ def test_the_benchmark_page_is_made_from_the_last_run_and_comparison(tmp_path):
     assert "CPU seconds rose more than 15%: table-table outer 1,000 (x2.00)" in text
     assert text.count("| 2026-11-29 | aaaaaaa |") == 1  # every run's ratios
     assert report.page([]).endswith("No run recorded yet.\n")
+
+
+def test_a_bounded_run_is_the_last_run_with_its_label(tmp_path):
+    """A ``make bench`` run that left steps out names them in its label (``bench: ...``): the page takes it as a run
+    and says what it left out; a comparison's rounds stay out of the runs."""
+    from benchmarks import history, report
+
+    path = tmp_path / "history.jsonl"
+    history.append([_measurement("a" * 40, run="r0")], path)
+    history.append([_measurement("b" * 40, run="r1", label="bench: no Kafka replay (time)", kjoin_s=4.0)], path)
+    history.append([_measurement("c" * 40, run="r2", label="compare:x1", kjoin_s=8.0)], path)
+    text = report.page(history.read(path))
+    last = text.split("## The last run")[1].split("##")[0]
+    assert "commit bbbbbbb" in last and "The run's label: bench: no Kafka replay (time)." in last
+    assert "| 4.00 |" in last
+    assert text.count("| 2026-11-29 | bbbbbbb |") == 1 and "ccccccc" not in text

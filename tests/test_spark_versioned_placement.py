@@ -105,3 +105,38 @@ def test_a_hot_key_is_placed_one_by_one(monkeypatch):
     codes = np.zeros(5, dtype=np.int64)
     results = [_placed([vv._NO_TAIL], codes, ts, null, True, limit, monkeypatch) for limit in (2, vv.ROUND_LIMIT)]
     assert results == [(None, [(5, False, 3)])] * 2
+
+
+def _placed_through(tails: list, codes, ts, null, no_trace: bool, limit: int, monkeypatch, in_order: bool) -> tuple:
+    """The bookkeeping after placing every put, the deleting ones deleting (``deletions`` given), and the deletions."""
+    monkeypatch.setattr(vv, "ROUND_LIMIT", limit)
+    monkeypatch.setattr(vv, "IN_ORDER_KEYS", in_order)
+    book = vv._Bookkeeping.of(tails)
+    deletions: list = []
+    found = vv._place_rounds(book, codes, np.arange(len(codes)) * 2 + 1, ts, null, no_trace, deletions)
+    return found, sorted(deletions), list(book.tails())
+
+
+def test_puts_placed_through_their_deletions_in_rounds_as_one_by_one(monkeypatch):
+    """With a deletions list, every put is placed, a tombstone deleting its key's latest value leaving the key as the
+    loop's store does: rounds (with and without the in-order keys at once) give the bookkeeping and the deletions
+    (batch index, key, where its segments end) that the rule put by put gives, and the first deletion is the one
+    placing without the list reports; batches with several deletions are met."""
+    several = 0
+    for seed in range(60):
+        rng = random.Random(seed)
+        keys = rng.choice([1, 3, 20])
+        tails = [_random_tail(rng) for _ in range(keys)]
+        n = rng.randint(1, 200)
+        codes = np.array([rng.randrange(keys) for _ in range(n)], dtype=np.int64)
+        ts = np.array([rng.randint(0, 12) for _ in range(n)], dtype=np.int64)
+        null = np.array([rng.random() < 0.25 for _ in range(n)], dtype=bool)
+        for no_trace in (False, True):
+            want = _placed_through(tails, codes, ts, null, no_trace, 0, monkeypatch, in_order=False)
+            first, _ = _placed(tails, codes, ts, null, no_trace, 0, monkeypatch, in_order=False)
+            assert want[0] == first == (want[1][0][0] if want[1] else None), (seed, no_trace)
+            several += len(want[1]) > 1
+            for in_order in (False, True):
+                got = _placed_through(tails, codes, ts, null, no_trace, vv.ROUND_LIMIT, monkeypatch, in_order)
+                assert got == want, (seed, no_trace, in_order)
+    assert several > 0

@@ -394,11 +394,22 @@ class _Bookkeeping:
         return end
 
 
-def _place_rounds(book: _Bookkeeping, codes: Any, indices: Any, ts: Any, null: Any, no_trace: bool) -> int | None:
+def _place_rounds(
+    book: _Bookkeeping,
+    codes: Any,
+    indices: Any,
+    ts: Any,
+    null: Any,
+    no_trace: bool,
+    deletions: list[tuple[int, int, int | None]] | None = None,
+) -> int | None:
     """Place one side's puts (their key numbers in ``book``, batch indices ascending, ts, is it a tombstone) by
     :func:`~kjoin.stores.versioned.place_version`, tabulated (:func:`_placement_table`): keys apart at once, each
     key's puts in turn (round ``r`` places every key's ``r``-th put). Returns the smallest batch index of a put that
-    deletes its key's latest value (``book`` is then also past it: the caller places again up to it), or ``None``.
+    deletes its key's latest value, or ``None``. Without ``deletions``, ``book`` is then past that put without its
+    delete (the caller places again up to it); with a list, such a put deletes as the loop's store does
+    (:meth:`_Bookkeeping.delete_latest`), ``(batch index, key number, end)`` of each is appended to the list (in
+    no particular order), and ``book`` ends past every put. Keys are apart, so one pass finds them all.
     The keys whose puts all come after everything they have (:func:`_place_in_order`, :data:`IN_ORDER_KEYS`) are
     placed at once without rounds; a key of the others with more than :data:`ROUND_LIMIT` puts: one by one, by the rule
     itself."""
@@ -419,7 +430,7 @@ def _place_rounds(book: _Bookkeeping, codes: Any, indices: Any, ts: Any, null: A
     rank = np.empty(len(codes), dtype=np.int64)
     rank[order] = np.arange(len(codes)) - group_start
     if int(rank.max()) >= ROUND_LIMIT:
-        return _place_one_by_one(book, codes, indices, ts, null, no_trace)
+        return _place_one_by_one(book, codes, indices, ts, null, no_trace, deletions)
     placements, sources = _PLACEMENT_TABLES[no_trace]
     by_round = np.argsort(rank.astype(np.uint16), kind="stable")  # a radix sort too: ranks are below ROUND_LIMIT
     deletes_at: int | None = None
@@ -435,6 +446,17 @@ def _place_rounds(book: _Bookkeeping, codes: Any, indices: Any, ts: Any, null: A
         if deleting.any():
             first_index = int(indices[puts[deleting]].min())
             deletes_at = first_index if deletes_at is None else min(deletes_at, first_index)
+            if deletions is not None:
+                gone = c[deleting]
+                ends = book.has_end[gone]
+                at, gone_ends = indices[puts[deleting]].tolist(), end[deleting].tolist()
+                deletions.extend(
+                    (index, code, gone_end if has else None)
+                    for index, code, gone_end, has in zip(at, gone.tolist(), gone_ends, ends.tolist())
+                )
+                book.has_last[gone] = ends
+                book.last[gone] = np.where(ends, end[deleting], _NONE)
+                book.last_null[gone] = True
         keep = ~deleting
         book.has_end[c[keep]] = source[keep] != 0
         book.end[c[keep]] = np.select([source == 1, source == 2], [t, end], default=book.last[c])[keep]
@@ -500,22 +522,35 @@ def _place_in_order(
     return rest
 
 
-def _place_one_by_one(book: _Bookkeeping, codes: Any, indices: Any, ts: Any, null: Any, no_trace: bool) -> int | None:
+def _place_one_by_one(
+    book: _Bookkeeping,
+    codes: Any,
+    indices: Any,
+    ts: Any,
+    null: Any,
+    no_trace: bool,
+    deletions: list[tuple[int, int, int | None]] | None = None,
+) -> int | None:
     """:func:`_place_rounds` put by put."""
     place, latest, deletes = place_version, _LATEST, _DELETES_LATEST
+    deletes_at: int | None = None
     for code, index, t, tombstone in zip(codes.tolist(), indices.tolist(), ts.tolist(), null.tolist()):
         last = int(book.last[code]) if book.has_last[code] else None
         end = int(book.end[code]) if book.has_end[code] else None
         placement, new_end = place(last, bool(book.last_null[code]), end, t, tombstone, no_trace)
         if placement is deletes:
-            return index
+            if deletions is None:
+                return index
+            deletes_at = index if deletes_at is None else deletes_at
+            deletions.append((index, code, book.delete_latest(code)))
+            continue
         book.has_end[code] = new_end is not None
         book.end[code] = _NONE if new_end is None else new_end
         if placement is latest:
             book.has_last[code] = True
             book.last[code] = t
             book.last_null[code] = tombstone
-    return None
+    return deletes_at
 
 
 def _accepted_puts(side: int, store: _Versions, task: _Task, ts: Any, is_right: Any, has_key: Any) -> Any:

@@ -20,10 +20,8 @@ from .versioned_common import (
     _Rows,
     _Task,
     _Versions,
-    _accepted_puts,
     _one_row_per_record,
     _place_rounds,
-    _put_columns,
     _record_columns,
 )
 
@@ -32,20 +30,30 @@ def _table_table_pieces(batch: Any, spec: JoinSpec, task: _Task, steps: Any, sch
     """The table-table array form over a batch, in pieces that each end with a tombstone deleting its key's latest
     value (:func:`_advance_books`): the array form sees it as a tombstone that is the key's latest, which gives its
     row, and after it the key's latest is what the loop's store leaves (a tombstone where the segments end, or
-    nothing), so the next piece finds it there."""
+    nothing), so the next piece finds it there. The batch's columns and each side's refused puts are taken once for
+    all pieces (a put is refused by the observed time of the batch's puts before it, pieces or not)."""
     import pyarrow as pa
 
-    ids = task.tables.ids(batch.column("key"))
-    columns = _put_columns(batch)
+    columns = _record_columns(batch)
+    _, _, _, ts, is_right, has_key, _ = columns
+    ids = task.tables.ids(columns[0])
+    expired = [_expired_puts(side, task, ts, is_right, has_key) for side in (0, 1)]
+    deletions = _advance_books(task, ids, columns, expired)
     pieces = []
     start, n = 0, batch.num_rows
-    while start < n:
-        found = _advance_books(task, ids, columns, start)
-        stop = n if found is None else found[0] + 1
-        piece = batch.slice(start, stop - start)
-        pieces.append(_table_table_arrays(piece, spec, task, steps[start:stop], schema, json_values, ids[start:stop]))
-        if found is not None:
-            _, side, code, end = found
+    for stop, side, code, end in [*deletions, (n - 1, None, None, None)]:
+        stop += 1
+        if stop > start:
+            part = slice(start, stop)
+            piece = batch.slice(start, stop - start)
+            piece_columns = tuple(column[part] for column in columns)
+            piece_expired = [refused[part] for refused in expired]
+            pieces.append(
+                _table_table_arrays(
+                    piece, spec, task, steps[part], schema, json_values, ids[part], piece_columns, piece_expired
+                )
+            )
+        if side is not None:
             _deleted_latest(task.tables, side, code, end)
         start = stop
     if len(pieces) == 1:
@@ -67,37 +75,41 @@ def _deleted_latest(tables: _Tables, side: int, code: int, end: int | None) -> N
     tables.ts[side] = pc.if_else(where, pa.scalar(end, pa.int64()), tables.ts[side])
 
 
-def _advance_books(task: _Task, ids: Any, columns: tuple, start: int) -> tuple[int, int, int, int | None] | None:
+def _expired_puts(side: int, task: _Task, ts: Any, is_right: Any, has_key: Any) -> Any:
+    """A mask of one side's puts in a batch its versioned table refuses (below observed stream time minus history
+    retention; the observed time carried on in ``task.observed``); an unversioned side refuses none."""
+    import numpy as np
+
+    retention = task.retention[side]
+    if retention is None:
+        return np.zeros(len(ts), dtype=bool)
+    puts = (is_right if side else ~is_right) & has_key
+    observed, task.observed[side] = observed_before(ts, puts, task.observed[side])
+    return puts & (observed > _NONE) & (ts < observed - retention)
+
+
+def _advance_books(task: _Task, ids: Any, columns: tuple, expired: list[Any]) -> list[tuple[int, int, int, int | None]]:
     """Keep the table-table array form's bookkeeping (``task.books``, per key id of ``task.tables``) through the
-    accepted puts of the batch from ``start`` on (:func:`_place_rounds`), and return ``None``; or ``(index, side,
-    key id, end)`` of the first put that is a tombstone deleting its key's latest value, the bookkeeping advanced
-    through the puts before it and that key left with a tombstone where its segments end (``end``), or nothing."""
-    ts, is_right, has_key, null = (column[start:] for column in columns)
+    batch's accepted puts (the puts not ``expired``; :func:`_place_rounds`), and return ``(index, side, key id,
+    end)`` of every put that is a tombstone deleting its key's latest value, in batch order: that key is left with
+    a tombstone where its segments end (``end``), or nothing, as the loop's store leaves it."""
+    import numpy as np
+
+    _, _, _, ts, is_right, has_key, null = columns
     size = 0 if task.tables.keys is None else len(task.tables.keys)
-    placed, first = [], None
+    deletions: list[tuple[int, int, int, int | None]] = []
     for side, store in enumerate(task.stores):
         if store.plain:
             continue
-        accepted = _accepted_puts(side, store, task, ts, is_right, has_key)
+        accepted = np.flatnonzero((is_right if side else ~is_right) & has_key & ~expired[side])
         if not len(accepted):
             continue
-        book = task.books[side].grown(size)
-        saved = book.copy()
-        codes = ids[start:][accepted]
-        found = _place_rounds(book, codes, accepted, ts[accepted], null[accepted], store.no_trace)
-        placed.append((side, saved, codes, accepted))
-        if found is not None and (first is None or found < first[0]):
-            first = (found, side)
-    if first is None:
-        return None
-    index, deleting_side = first
-    for side, saved, codes, accepted in placed:  # again, up to the first such put only
-        task.books[side] = saved
-        before = accepted < index
-        assert _place_rounds(saved, codes[before], accepted[before], ts[accepted[before]], null[accepted[before]],
-                             task.stores[side].no_trace) is None  # fmt: skip
-    code = int(ids[start + index])
-    return start + index, deleting_side, code, task.books[deleting_side].delete_latest(code)
+        book = task.books[side] = task.books[side].grown(size)
+        found: list[tuple[int, int, int | None]] = []
+        _place_rounds(book, ids[accepted], accepted, ts[accepted], null[accepted], store.no_trace, found)
+        deletions.extend((index, side, code, end) for index, code, end in found)
+    deletions.sort()
+    return deletions
 
 
 def _table_table(columns: tuple, spec: JoinSpec, task: _Task, rows: _Rows) -> None:
@@ -221,7 +233,15 @@ def _rule(i, side, key, new, has_old, other, ts, outer, ts_is_max, step, emit) -
 
 
 def _table_table_arrays(
-    batch: Any, spec: JoinSpec, task: _Task, steps: Any, schema: Any, json_values: bool, ids: Any = None
+    batch: Any,
+    spec: JoinSpec,
+    task: _Task,
+    steps: Any,
+    schema: Any,
+    json_values: bool,
+    ids: Any = None,
+    columns: tuple | None = None,
+    expired: list[Any] | None = None,
 ) -> Any:
     """KTable-KTable in ``versioned_mode: final`` as array work, one row per record.
 
@@ -235,15 +255,20 @@ def _table_table_arrays(
     2. look up: the latest versions then behave as an unversioned table's updates (an unversioned side: every
        update): a forward fill per key of each side's last update (:func:`kjoin.spark.passes.vectorised._last_before`)
        and the carried table of each side's latest values (:class:`kjoin.spark.passes.vectorised._Tables`);
-    3. call the joiner: the rule is :func:`_table_table`'s, as case numbers over arrays (:func:`_table_table_cases`)."""
+    3. call the joiner: the rule is :func:`_table_table`'s, as case numbers over arrays (:func:`_table_table_cases`).
+
+    ``ids``, ``columns`` (:func:`_record_columns`) and ``expired`` (:func:`_expired_puts`, per side) when the caller
+    has them for this batch already."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = batch.num_rows
-    key, value, ts_array, ts, is_right, has_key, value_null = _record_columns(batch)
+    key, value, ts_array, ts, is_right, has_key, value_null = _record_columns(batch) if columns is None else columns
     if ids is None:
         ids = task.tables.ids(key)
+    if expired is None:
+        expired = [_expired_puts(side, task, ts, is_right, has_key) for side in (0, 1)]
     order, first, group_start = key_groups(ids)
     # update state: per side, the puts that are the key's new latest version (the table's updates)
     refused = np.zeros(n, dtype=bool)
@@ -251,9 +276,9 @@ def _table_table_arrays(
     updates = []
     for side in (0, 1):
         puts = (is_right if side else ~is_right) & has_key
-        expired, latest = _latest_versions(side, ts, puts, ids, order, first, task, value.type)
-        refused |= expired
-        out_of_order |= puts & ~expired & ~latest
+        latest = _latest_versions(side, ts, puts, expired[side], ids, order, first, task, value.type)
+        refused |= expired[side]
+        out_of_order |= puts & ~expired[side] & ~latest
         updates.append(latest)
     # look up: each side's latest value as each record sees it
     last = [_last_before(ids, order, group_start, updates[side]) for side in (0, 1)]
@@ -285,20 +310,18 @@ def _table_table_arrays(
     )
 
 
-def _latest_versions(side: int, ts: Any, puts: Any, ids: Any, order: Any, first: Any, task: _Task, value_type: Any):  # type: ignore[no-untyped-def]
-    """Update state, as arrays: ``(expired, latest)`` of one side's ``puts``: the puts its table refuses (below
-    observed stream time minus history retention; observed carried on in ``task.observed``) and those that are
-    their key's new latest version (at or above the key's latest version's ts: a running max per key, in key order
-    ``order`` with ``first`` marking each key's first row, and the carried table's). An unversioned side refuses
-    none and takes every put."""
+def _latest_versions(
+    side: int, ts: Any, puts: Any, expired: Any, ids: Any, order: Any, first: Any, task: _Task, value_type: Any
+) -> Any:
+    """Update state, as arrays: a mask of one side's ``puts`` that are their key's new latest version: not
+    ``expired`` (:func:`_expired_puts`) and at or above the key's latest version's ts (a running max per key, in key
+    order ``order`` with ``first`` marking each key's first row, and the carried table's). An unversioned side takes
+    every put."""
     import numpy as np
 
     n = len(ts)
-    retention = task.retention[side]
-    if retention is None:  # unversioned: every put updates
-        return np.zeros(n, dtype=bool), puts
-    observed, task.observed[side] = observed_before(ts, puts, task.observed[side])
-    expired = puts & (observed > _NONE) & (ts < observed - retention)
+    if task.retention[side] is None:  # unversioned: every put updates
+        return puts
     accepted = puts & ~expired
     # the key's latest version's ts before each record: a running max per key (offset by the key's group so that
     # one key's max never reaches the next key's rows), then the carried table's
@@ -314,7 +337,7 @@ def _latest_versions(side: int, ts: Any, puts: Any, ids: Any, order: Any, first:
     before_sorted[inner] = np.where(exclusive > 0, exclusive - 1 + base, _NONE)
     before[order] = before_sorted
     before = np.maximum(before, task.tables.latest_ts(side, ids, value_type))
-    return expired, accepted & (ts >= before)
+    return accepted & (ts >= before)
 
 
 def _table_table_cases(spec, task, is_right, has_key, value_null, refused, out_of_order, has_other, mine_valid):  # type: ignore[no-untyped-def]
