@@ -174,7 +174,7 @@ class TopologyTrace:
         events: list[TopicRecord],
         steps: list[TopologyStep],
         topics: dict[str, dict[int, list[TopicRecord]]],
-        history: StateHistory,
+        history: StateHistory | None,
         schedule: str,
     ) -> None:
         self.topology = topology
@@ -182,6 +182,7 @@ class TopologyTrace:
         self.steps = steps
         self.topics = topics
         self._history = history
+        """The state after every step; ``None``: a run that kept none (``run_records(..., history=False)``)."""
         self.schedule = schedule
 
     def __len__(self) -> int:
@@ -274,10 +275,19 @@ class TopologyTrace:
             step += len(self.steps)
         if not 0 <= step < len(self.steps):
             raise IndexError(f"step {step} is outside this trace (0 to {len(self.steps) - 1})")
-        return self._history.at(step)
+        return self._state_history().at(step)
 
     def initial_state(self) -> dict[StoreId, dict[Any, Any]]:
-        return self._history.at(-1)
+        return self._state_history().at(-1)
+
+    def _state_history(self) -> StateHistory:
+        if self._history is None:
+            raise ValueError(
+                "this trace kept no state after each step (a whole app's debugging run keeps the steps and topics "
+                "its verdicts read); run the records with kjoin.topology.runtime.run_records(..., history=True), or "
+                "the task's trace (TopologyRun.trace), to read the stores"
+            )
+        return self._history
 
     def state_frame(self, step: int) -> "pd.DataFrame":
         """Every store of every task after ``step`` as one long table: ``task, store, key, ts, value, detail``
