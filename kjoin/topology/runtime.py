@@ -705,7 +705,7 @@ class _Run:
         # (judged against 4.4.0: the siblings' dead-letter records keep the raw record)
         self.sent = self.sent or (bool(wrote) and node.op != "fk")
         written.extend(wrote)
-        forwarded = tuple((f.key, f.value, f.ts) for f in outcome.forwarded)
+        forwarded = tuple(outcome.forwarded)  # the records themselves: the children's visits and stories hold them
         visits.append(
             NodeVisit(
                 node.name, node.op, port, rec.key, rec.value, rec.ts, outcome.fate, outcome.reason, outcome.explain,

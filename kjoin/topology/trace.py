@@ -85,8 +85,8 @@ class NodeVisit:
     reason: Reason | None
     text: Any
     """The story as text, or a function that writes it (written when read: see :attr:`explain`)."""
-    forwarded: tuple[tuple[Any, Any, int], ...] = ()
-    """(key, value, ts) of what the node handed to its children (a tombstone's value: None)."""
+    forwarded: tuple[Any, ...] = ()
+    """What the node handed to its children: records with a ``key``, ``value`` (a tombstone's: None) and ``ts``."""
     wrote: tuple[TopicRecord, ...] = ()
     partners: tuple[int, ...] = ()
     """The steps that wrote the table rows this join looked up (for :meth:`TopologyTrace.why`)."""
@@ -157,7 +157,7 @@ class TopologyStep:
                     "fate": v.fate.value,
                     "reason": None if v.reason is None else v.reason.value,
                     "explain": v.explain,
-                    "forwarded": [list(item) for item in v.forwarded],
+                    "forwarded": [[item.key, item.value, item.ts] for item in v.forwarded],
                     "wrote": [w.to_dict() for w in v.wrote],
                 }
                 for v in self.visits
