@@ -76,7 +76,7 @@ _DROP_VERDICTS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeVerdict:
     """What one join, aggregate or dropping node did with the record, and the records behind it."""
 
@@ -159,6 +159,26 @@ class AppVerdict:
         return "\n".join(self.lines())
 
 
+def _said(visit: NodeVisit) -> str:
+    """The record that reached the node: ``key:value@ts``."""
+    return at(f"{render_value(visit.key)}:{render_value(visit.value)}", visit.ts)
+
+
+class _Told:
+    """A verdict's words, written when read (:attr:`NodeVerdict.text`): ``template`` with the record that reached the
+    node (``{said}``), the node's own story (``{story}``) and its name (``{node}``). A whole run keeps one per
+    aggregate and drop it explains: two slots, no closure."""
+
+    __slots__ = ("template", "visit")
+
+    def __init__(self, template: str, visit: NodeVisit) -> None:
+        self.template = template
+        self.visit = visit
+
+    def __call__(self) -> str:
+        return self.template.format(said=_said(self.visit), story=self.visit.explain, node=self.visit.node)
+
+
 class AppExplainer:
     """The verdicts of a topology trace, read once: the steps of each input record, each table's records by key."""
 
@@ -229,19 +249,16 @@ class AppExplainer:
             """``text``: the words, or a function that writes them."""
             return NodeVerdict(visit.node, visit.op, step.index, step.task, name, text, step.record, tuple(behind))
 
-        def said() -> str:
-            return at(f"{render_value(visit.key)}:{render_value(visit.value)}", visit.ts)
-
         if visit.fate is Fate.DROPPED and visit.op not in JOIN_OPS:
             reason = visit.reason
             name = _DROP_VERDICTS.get(reason, reason.value if reason is not None else "dropped")  # type: ignore[arg-type]
-            return verdict(name, lambda: f"{said()} was dropped here: {visit.explain}")
+            return verdict(name, _Told("{said} was dropped here: {story}", visit))
         if visit.op in AGGREGATE_OPS:
-            return verdict("aggregated", lambda: f"{said()}: {visit.explain}")
+            return verdict("aggregated", _Told("{said}: {story}", visit))
         if visit.op == "stream-table" and visit.port == "left":
-            return self._stream_table(step, visit, verdict, said)
+            return self._stream_table(step, visit, verdict)
         if visit.op == "stream-global" and visit.port == "left":
-            return self._stream_global(step, visit, verdict, said)
+            return self._stream_global(step, visit, verdict)
         if visit.op in JOIN_OPS:
             if visit.fate is Fate.JOINED:
                 return verdict("joined", visit.text)
@@ -250,15 +267,17 @@ class AppExplainer:
             return verdict(visit.reason.value if visit.reason is not None else visit.fate.value, visit.text)
         if visit.fate is Fate.STORED and step.record.written_at is None and visit.op in ("table", "global-table"):
             return verdict(
-                "no-result", lambda: f"{said()} updated the table {visit.node}; a table update joins nothing itself."
+                "no-result", _Told("{said} updated the table {node}; a table update joins nothing itself.", visit)
             )
         return None
 
-    def _stream_table(self, step: TopologyStep, visit: NodeVisit, verdict: Any, said: Any) -> NodeVerdict:
+    def _stream_table(self, step: TopologyStep, visit: NodeVisit, verdict: Any) -> NodeVerdict:
         node = self.graph.nodes[visit.node]
         table = node.params["table"]
         if visit.key is None:
-            return verdict("null-key", f"{said()} has a null key, so {visit.node} looked nothing up: {visit.explain}")
+            return verdict(
+                "null-key", f"{_said(visit)} has a null key, so {visit.node} looked nothing up: {visit.explain}"
+            )
         sources = self.graph.upstream_sources(table)
         plain = table.op == "table" and table.params.get("history_retention_ms") is None and len(sources) == 1
         if not plain:  # a view or a versioned table: the join's own words
@@ -278,7 +297,8 @@ class AppExplainer:
                 what = "a tombstone" if last.value is None else "a newer update"
                 return verdict(
                     name,
-                    f"{said()} joined {visit.node}'s row {at(render_value(latest.value), latest.ts)} of key {key}, but "
+                    f"{_said(visit)} joined {visit.node}'s row {at(render_value(latest.value), latest.ts)} "
+                    f"of key {key}, but "
                     f"{what} of the key, {last.describe()}, is in partition {last.partition}, not in its key's "
                     f"partition {self._home(last)}: task {step.task} never saw it.",
                     (last, latest),
@@ -288,7 +308,8 @@ class AppExplainer:
             misrouted = [r for r in newer if r.value is not None]
             return verdict(
                 "partner-other-partition",
-                f"{said()} found no row of key {key} in partition {partition} of {sources[0].topic}; the key's record "
+                f"{_said(visit)} found no row of key {key} in partition {partition} of {sources[0].topic}; "
+                f"the key's record "
                 f"{misrouted[-1].describe()} is in partition {misrouted[-1].partition} (its key belongs in partition "
                 f"{self._home(misrouted[-1])}), which task {step.task} does not read.",
                 misrouted,
@@ -296,14 +317,14 @@ class AppExplainer:
         if latest is not None:  # a tombstone
             return verdict(
                 "partner-deleted",
-                f"{said()} found no row of key {key}: the tombstone {latest.describe()} deleted it before.",
+                f"{_said(visit)} found no row of key {key}: the tombstone {latest.describe()} deleted it before.",
                 tuple(here_before[-2:]),
             )
         if here_after:
             first = here_after[0]
             return verdict(
                 "partner-later",
-                f"{said()} came before the first record of key {key} in its partition, {first.describe()}: the "
+                f"{_said(visit)} came before the first record of key {key} in its partition, {first.describe()}: the "
                 "table had no row yet.",
                 (first,),
             )
@@ -311,19 +332,19 @@ class AppExplainer:
         if others:
             return verdict(
                 "partner-other-partition",
-                f"{said()} found no row of key {key}; the key's records are only in other partitions: "
+                f"{_said(visit)} found no row of key {key}; the key's records are only in other partitions: "
                 + ", ".join(r.describe() for r in others[:3]),
                 others,
             )
-        return verdict("partner-never", f"{said()}: {sources[0].topic} has no record of key {key}.")
+        return verdict("partner-never", f"{_said(visit)}: {sources[0].topic} has no record of key {key}.")
 
-    def _stream_global(self, step: TopologyStep, visit: NodeVisit, verdict: Any, said: Any) -> NodeVerdict:
+    def _stream_global(self, step: TopologyStep, visit: NodeVisit, verdict: Any) -> NodeVerdict:
         node = self.graph.nodes[visit.node]
         selector = node.params.get("key_selector")
         looked_up = visit.key if selector is None else selector(visit.key, visit.value)
         if looked_up is None:
             return verdict(
-                "null-key", f"{said()}: the key selector gave null, so nothing was looked up: {visit.explain}"
+                "null-key", f"{_said(visit)}: the key selector gave null, so nothing was looked up: {visit.explain}"
             )
         sources = self.graph.upstream_sources(node.parents[1])
         rows = self._table_rows(sources[0].topic).get(looked_up, []) if sources else []
@@ -335,17 +356,18 @@ class AppExplainer:
         if before:
             return verdict(
                 "partner-deleted",
-                f"{said()} looked up {key} in the global table: the tombstone {before[-1].describe()} deleted it.",
+                f"{_said(visit)} looked up {key} in the global table: the tombstone {before[-1].describe()} "
+                "deleted it.",
                 tuple(before[-2:]),
             )
         if after:
             return verdict(
                 "partner-later",
-                f"{said()} looked up {key} before the global table's first record of it, {after[0].describe()}.",
+                f"{_said(visit)} looked up {key} before the global table's first record of it, {after[0].describe()}.",
                 (after[0],),
             )
         topic = sources[0].topic if sources else "the global table"
-        return verdict("partner-never", f"{said()} looked up {key}: {topic} has no record of it.")
+        return verdict("partner-never", f"{_said(visit)} looked up {key}: {topic} has no record of it.")
 
     # -- one input record -------------------------------------------------------------------------
     def event_steps(self, event: int) -> list[TopologyStep]:
