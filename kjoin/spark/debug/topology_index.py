@@ -47,21 +47,15 @@ def write_topology_run(debug: AppDebug, path: str, why_index: bool = True) -> No
 def _write(debug: AppDebug, path: str, why_index: bool) -> None:
     os.makedirs(path, exist_ok=True)
     trace = debug.trace
-    frames = {
-        "explained": debug.explained_outputs(),
-        "summary": debug.summary(),
-        "audit": debug.audit().astype({"key": "string"}),
-        "drops": debug.drops().astype({"key": "string"}),
+    frames = {  # each frame made, written and dropped in turn: a whole run's frames are never all held at once
+        "explained": debug.explained_outputs,
+        "summary": debug.summary,
+        "audit": lambda: debug.audit().astype({"key": "string"}),
+        "drops": lambda: debug.drops().astype({"key": "string"}),
+        "outputs": lambda: _outputs_frame(trace),
     }
     for name, frame in frames.items():
-        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), os.path.join(path, f"{name}.parquet"))
-    outputs = [(r.topic, r.partition, r.offset, _text(r.key), _text(r.value), r.ts) for r in trace.outputs()]
-    pq.write_table(
-        pa.Table.from_pandas(
-            pd.DataFrame(outputs, columns=["topic", "partition", "offset", "key", "value", "ts"]), preserve_index=False
-        ),
-        os.path.join(path, "outputs.parquet"),
-    )
+        pq.write_table(pa.Table.from_pandas(frame(), preserve_index=False), os.path.join(path, f"{name}.parquet"))
     if why_index:
         _write_why(debug, os.path.join(path, "why.parquet"))
     manifest = {
@@ -124,6 +118,12 @@ def _write_rows(writer: pq.ParquetWriter, rows: list[tuple[str, int, int, str, s
                              schema=WHY_SCHEMA),
         row_group_size=ROW_GROUP,
     )  # fmt: skip
+
+
+def _outputs_frame(trace: Any) -> pd.DataFrame:
+    """Every output record: ``topic, partition, offset, key, value, ts`` (key and value as JSON text)."""
+    outputs = [(r.topic, r.partition, r.offset, _text(r.key), _text(r.value), r.ts) for r in trace.outputs()]
+    return pd.DataFrame(outputs, columns=["topic", "partition", "offset", "key", "value", "ts"])
 
 
 def _text(value: Any) -> str | None:
