@@ -122,3 +122,43 @@ def test_every_verdict_is_the_single_joins_or_a_topologys_own(run) -> None:
 
     named = {row["verdict"] for row in run[3]}
     assert named <= set(VERDICTS) | set(TOPOLOGY_VERDICTS), named - set(VERDICTS) - set(TOPOLOGY_VERDICTS)
+
+
+def test_a_debugging_run_keeps_no_state_yet_explains_as_a_full_trace_does() -> None:
+    from kjoin.spark.debug.topology_why import AppDebug, numbered_events
+    from kjoin.topology.events import input_records
+    from kjoin.topology.runtime import run_records
+
+    topology = app().build()
+    records = numbered_events(topology, input_records(topology.graph, planted(300).events))
+    full = run_records(topology, records, "stages")
+    lean = AppDebug.of_records(topology, records)
+    assert lean.trace.jsonl() == full.jsonl()  # the same steps, visits and stories
+    assert lean.rows() == explained_outputs(full)
+    assert full.state_at(0) is not None
+    with pytest.raises(ValueError, match=r"history=True"):
+        lean.trace.state_at(0)
+
+
+def test_the_why_index_written_group_by_group_holds_every_record_once_in_order(run, tmp_path, monkeypatch) -> None:
+    import pyarrow.parquet as pq
+
+    from kjoin.spark.debug import topology_index
+    from kjoin.spark.debug.topology_why import AppDebug
+
+    trace = run[1]
+    monkeypatch.setattr(topology_index, "ROW_GROUP", 500)
+    debug = AppDebug(trace)
+    topology_index.write_topology_run(debug, str(tmp_path))
+    written = pq.ParquetFile(tmp_path / "why.parquet")
+    table = written.read()
+    places = list(zip(*(table.column(name).to_pylist() for name in ("topic", "partition", "offset"))))
+    expected = [(r.topic, r.partition, r.offset) for r in trace.events] + [
+        (r.topic, r.partition, r.offset) for r in trace.outputs()
+    ]
+    assert places == sorted(expected)
+    assert written.metadata.num_row_groups == -(-len(expected) // 500)
+    opened = topology_index.open_topology_run(str(tmp_path))
+    for topic, partition, offset in places[::997]:
+        assert opened.why(topic, partition, offset) == table.column("lines")[places.index(
+            (topic, partition, offset))].as_py().split("\n")  # fmt: skip

@@ -144,15 +144,21 @@ def run(
 
 
 def run_records(
-    topology: Any, records: Iterable[TopicRecord], schedule: str = "stages", assignment: Mapping[str, int] | None = None
+    topology: Any,
+    records: Iterable[TopicRecord],
+    schedule: str = "stages",
+    assignment: Mapping[str, int] | None = None,
+    history: bool = True,
 ) -> TopologyTrace:
     """Run input records already on their topic partitions, at their own offsets (a dump's, which need not start at
     0), each numbered by its ``event`` (its place in ``records``): a whole run of topics read from files, which
-    :mod:`kjoin.topology.verdicts` explains (``kjoin debug``)."""
+    :mod:`kjoin.topology.verdicts` explains (``kjoin debug``). ``history=False`` keeps no state after each step (the
+    steps and topics alone, which the verdicts read): :meth:`TopologyTrace.state_at` of that trace refuses."""
     if schedule not in SCHEDULES:
         raise TopologyError(f"schedule: expected one of {', '.join(SCHEDULES)}, got {schedule!r}")
     topology.build()
-    return _Run(topology, schedule, None if assignment is None else dict(assignment)).run(list(records))
+    runner = _Run(topology, schedule, None if assignment is None else dict(assignment), history=history)
+    return runner.run(list(records))
 
 
 def task_partitions(topology: Any) -> dict[int, int]:
@@ -304,9 +310,16 @@ def stage_trace(
 
 class _Run:
     def __init__(
-        self, topology: Any, schedule: str, assignment: dict[str, int] | None = None, lean: bool = False
+        self,
+        topology: Any,
+        schedule: str,
+        assignment: dict[str, int] | None = None,
+        lean: bool = False,
+        history: bool = True,
     ) -> None:
         self.lean = lean
+        self.keeps_history = history and not lean
+        """Record the state after every step (:class:`StateHistory`)? Not when lean, nor when asked not to."""
         self.count = 0
         self.current: Any = None
         self.sent = False
@@ -323,7 +336,7 @@ class _Run:
         self.schedule = schedule
         self.subtopology_of = self.graph.subtopology_of()
         self.sources = self.graph.sources()
-        self.log = StateLog()
+        self.log = StateLog(keep_changes=self.keeps_history)
         self.late = LateLog(self.log)
         self.processors: dict[tuple[str, int], NodeProcessor] = {}
         self.tasks: set[tuple[int, int]] = set()  # the (sub-topology, partition) whose processors are built
@@ -351,7 +364,8 @@ class _Run:
 
     # -- the schedules ----------------------------------------------------------------------------
     def start(self, inputs: list[TopicRecord]) -> None:
-        self.history = StateHistory(self.log.copy())
+        if self.keeps_history:
+            self.history = StateHistory(self.log.copy())
         self.log.take_changes()
         for record in inputs:
             self.topics[record.topic][record.partition].append(record)
@@ -370,7 +384,6 @@ class _Run:
                             _enqueue(group, written)
         else:
             self._by_timestamp(inputs)
-        assert self.history is not None
         return TopologyTrace(self.topology, inputs, self.steps, self.topics, self.history, self.schedule)
 
     def _by_timestamp(self, inputs: list[TopicRecord]) -> None:
@@ -482,7 +495,7 @@ class _Run:
         changes = self.log.take_changes()
         if not self.lean:
             self.steps.append(self.last_step)
-            assert self.history is not None
+        if self.history is not None:
             self.history.record(changes, self.log)
         return written
 
@@ -695,7 +708,7 @@ class _Run:
         # (judged against 4.4.0: the siblings' dead-letter records keep the raw record)
         self.sent = self.sent or (bool(wrote) and node.op != "fk")
         written.extend(wrote)
-        forwarded = tuple((f.key, f.value, f.ts) for f in outcome.forwarded)
+        forwarded = tuple(outcome.forwarded)  # the records themselves: the children's visits and stories hold them
         visits.append(
             NodeVisit(
                 node.name, node.op, port, rec.key, rec.value, rec.ts, outcome.fate, outcome.reason, outcome.explain,

@@ -86,8 +86,8 @@ class NodeVisit:
     reason: Reason | None
     text: Any
     """The story as text, or a function that writes it (written when read: see :attr:`explain`)."""
-    forwarded: tuple[tuple[Any, Any, int], ...] = ()
-    """(key, value, ts) of what the node handed to its children (a tombstone's value: None)."""
+    forwarded: tuple[Any, ...] = ()
+    """What the node handed to its children: records with a ``key``, ``value`` (a tombstone's: None) and ``ts``."""
     wrote: tuple[TopicRecord, ...] = ()
     partners: tuple[int, ...] = ()
     """The steps that wrote the table rows this join looked up (for :meth:`TopologyTrace.why`)."""
@@ -158,7 +158,7 @@ class TopologyStep:
                     "fate": v.fate.value,
                     "reason": None if v.reason is None else v.reason.value,
                     "explain": v.explain,
-                    "forwarded": [list(item) for item in v.forwarded],
+                    "forwarded": [[item.key, item.value, item.ts] for item in v.forwarded],
                     "wrote": [w.to_dict() for w in v.wrote],
                 }
                 for v in self.visits
@@ -175,7 +175,7 @@ class TopologyTrace:
         events: list[TopicRecord],
         steps: list[TopologyStep],
         topics: dict[str, dict[int, list[TopicRecord]]],
-        history: StateHistory,
+        history: StateHistory | None,
         schedule: str,
     ) -> None:
         self.topology = topology
@@ -183,6 +183,7 @@ class TopologyTrace:
         self.steps = steps
         self.topics = topics
         self._history = history
+        """The state after every step; ``None``: a run that kept none (``run_records(..., history=False)``)."""
         self.schedule = schedule
 
     def __len__(self) -> int:
@@ -282,10 +283,19 @@ class TopologyTrace:
             step += len(self.steps)
         if not 0 <= step < len(self.steps):
             raise IndexError(f"step {step} is outside this trace (0 to {len(self.steps) - 1})")
-        return self._history.at(step)
+        return self._state_history().at(step)
 
     def initial_state(self) -> dict[StoreId, dict[Any, Any]]:
-        return self._history.at(-1)
+        return self._state_history().at(-1)
+
+    def _state_history(self) -> StateHistory:
+        if self._history is None:
+            raise ValueError(
+                "this trace kept no state after each step (a whole app's debugging run keeps the steps and topics "
+                "its verdicts read); run the records with kjoin.topology.runtime.run_records(..., history=True), or "
+                "the task's trace (TopologyRun.trace), to read the stores"
+            )
+        return self._history
 
     def state_frame(self, step: int) -> "pd.DataFrame":
         """Every store of every task after ``step`` as one long table: ``task, store, key, ts, value, detail``

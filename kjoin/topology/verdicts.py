@@ -76,7 +76,7 @@ _DROP_VERDICTS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeVerdict:
     """What one join, aggregate or dropping node did with the record, and the records behind it."""
 
@@ -86,11 +86,17 @@ class NodeVerdict:
     """The step (of the trace) whose record reached the node."""
     task: str
     verdict: str
-    text: str
+    told: Any
+    """What happened, in words: the text, or a function that writes it (written when read: :attr:`text`; a whole
+    run's summary reads the name of every verdict and the words of few)."""
     record: TopicRecord
     """The record the step took (the input record, or the repartition record it became)."""
     behind: tuple[TopicRecord, ...] = ()
     """The records the verdict rests on: the table rows looked up, the misrouted record, the tombstone."""
+
+    @property
+    def text(self) -> str:
+        return self.told() if callable(self.told) else self.told
 
     @property
     def passed(self) -> bool:
@@ -153,6 +159,26 @@ class AppVerdict:
         return "\n".join(self.lines())
 
 
+def _said(visit: NodeVisit) -> str:
+    """The record that reached the node: ``key:value@ts``."""
+    return at(f"{render_value(visit.key)}:{render_value(visit.value)}", visit.ts)
+
+
+class _Told:
+    """A verdict's words, written when read (:attr:`NodeVerdict.text`): ``template`` with the record that reached the
+    node (``{said}``), the node's own story (``{story}``) and its name (``{node}``). A whole run keeps one per
+    aggregate and drop it explains: two slots, no closure."""
+
+    __slots__ = ("template", "visit")
+
+    def __init__(self, template: str, visit: NodeVisit) -> None:
+        self.template = template
+        self.visit = visit
+
+    def __call__(self) -> str:
+        return self.template.format(said=_said(self.visit), story=self.visit.explain, node=self.visit.node)
+
+
 class AppExplainer:
     """The verdicts of a topology trace, read once: the steps of each input record, each table's records by key."""
 
@@ -162,17 +188,21 @@ class AppExplainer:
         self._event_of: list[int] = []
         self._steps_of: dict[int, list[int]] = defaultdict(list)
         self._taken_at: dict[tuple[str, int, int], int] = {}
+        """(topic, partition, offset) -> the step that took it, for the tables' topics (what a join looks up)."""
+        tables = {topic for topic, node in self.graph.sources().items() if node.op in ("table", "global-table")}
         for step in trace.steps:
             record = step.record
             event = record.event if record.written_at is None else self._event_of[record.written_at]
             assert event is not None
             self._event_of.append(event)
             self._steps_of[event].append(step.index)
-            self._taken_at[(record.topic, record.partition, record.offset)] = step.index
+            if record.topic in tables:
+                self._taken_at[(record.topic, record.partition, record.offset)] = step.index
         self._rows: dict[str, dict[Any, list[tuple[TopicRecord, int]]]] = {}
         self._outputs = trace.output_topics
-        self._verdicts: dict[tuple[int, int], NodeVerdict | None] = {}
-        """(step, visit) -> its verdict, read once: an output's way shares its steps with its input record's."""
+        self._verdicts: list[tuple[NodeVerdict | None, ...] | None] = [None] * len(trace.steps)
+        """Step -> the verdict at each of its visits, read once: an output's way shares its steps with its input
+        record's."""
 
     # -- the records a join reads -----------------------------------------------------------------
     def _table_rows(self, topic: str) -> dict[Any, list[tuple[TopicRecord, int]]]:
@@ -199,10 +229,14 @@ class AppExplainer:
     # -- one node ---------------------------------------------------------------------------------
     def visit_verdict(self, step: TopologyStep, number: int) -> NodeVerdict | None:
         """The verdict at the step's visit ``number`` (read once)."""
-        known = self._verdicts.get((step.index, number), self)
-        if known is self:
-            known = self._verdicts[(step.index, number)] = self.node_verdict(step, step.visits[number])
-        return known  # type: ignore[return-value]
+        return self.step_verdicts(step)[number]
+
+    def step_verdicts(self, step: TopologyStep) -> tuple[NodeVerdict | None, ...]:
+        """The verdict at each of the step's visits (``None``: a node that only passed the record on), read once."""
+        known = self._verdicts[step.index]
+        if known is None:
+            known = self._verdicts[step.index] = tuple(self.node_verdict(step, visit) for visit in step.visits)
+        return known
 
     def node_verdict(self, step: TopologyStep, visit: NodeVisit) -> NodeVerdict | None:
         """The verdict at ``visit`` (``None``: a node that only passed the record on)."""
@@ -210,39 +244,43 @@ class AppExplainer:
             if not (visit.fate is Fate.STORED and step.record.written_at is None):
                 return None  # it only passed the record on
 
-        def verdict(name: str, text: str, behind: Iterable[TopicRecord] = ()) -> NodeVerdict:
+        def verdict(name: str, text: Any, behind: Iterable[TopicRecord] = ()) -> NodeVerdict:
+            """``text``: the words, or a function that writes them."""
             return NodeVerdict(visit.node, visit.op, step.index, step.task, name, text, step.record, tuple(behind))
 
-        said = at(f"{render_value(visit.key)}:{render_value(visit.value)}", visit.ts)
         if visit.fate is Fate.DROPPED and visit.op not in JOIN_OPS:
             reason = visit.reason
             name = _DROP_VERDICTS.get(reason, reason.value if reason is not None else "dropped")  # type: ignore[arg-type]
-            return verdict(name, f"{said} was dropped here: {visit.explain}")
+            return verdict(name, _Told("{said} was dropped here: {story}", visit))
         if visit.op in AGGREGATE_OPS:
-            return verdict("aggregated", f"{said}: {visit.explain}")
+            return verdict("aggregated", _Told("{said}: {story}", visit))
         if visit.op == "stream-table" and visit.port == "left":
-            return self._stream_table(step, visit, verdict, said)
+            return self._stream_table(step, visit, verdict)
         if visit.op == "stream-global" and visit.port == "left":
-            return self._stream_global(step, visit, verdict, said)
+            return self._stream_global(step, visit, verdict)
         if visit.op in JOIN_OPS:
             if visit.fate is Fate.JOINED:
-                return verdict("joined", visit.explain)
+                return verdict("joined", visit.text)
             if visit.reason is Reason.TABLE_UPDATE:
-                return verdict("no-result", visit.explain)
-            return verdict(visit.reason.value if visit.reason is not None else visit.fate.value, visit.explain)
+                return verdict("no-result", visit.text)
+            return verdict(visit.reason.value if visit.reason is not None else visit.fate.value, visit.text)
         if visit.fate is Fate.STORED and step.record.written_at is None and visit.op in ("table", "global-table"):
-            return verdict("no-result", f"{said} updated the table {visit.node}; a table update joins nothing itself.")
+            return verdict(
+                "no-result", _Told("{said} updated the table {node}; a table update joins nothing itself.", visit)
+            )
         return None
 
-    def _stream_table(self, step: TopologyStep, visit: NodeVisit, verdict: Any, said: str) -> NodeVerdict:
+    def _stream_table(self, step: TopologyStep, visit: NodeVisit, verdict: Any) -> NodeVerdict:
         node = self.graph.nodes[visit.node]
         table = node.params["table"]
         if visit.key is None:
-            return verdict("null-key", f"{said} has a null key, so {visit.node} looked nothing up: {visit.explain}")
+            return verdict(
+                "null-key", f"{_said(visit)} has a null key, so {visit.node} looked nothing up: {visit.explain}"
+            )
         sources = self.graph.upstream_sources(table)
         plain = table.op == "table" and table.params.get("history_retention_ms") is None and len(sources) == 1
         if not plain:  # a view or a versioned table: the join's own words
-            return verdict("joined" if visit.partners else "partner-never", visit.explain)
+            return verdict("joined" if visit.partners else "partner-never", visit.text)
         rows = self._table_rows(sources[0].topic).get(visit.key, [])
         partition = step.record.partition
         here_before = [r for r, s in rows if r.partition == partition and 0 <= s < step.index]
@@ -258,17 +296,19 @@ class AppExplainer:
                 what = "a tombstone" if last.value is None else "a newer update"
                 return verdict(
                     name,
-                    f"{said} joined {visit.node}'s row {at(render_value(latest.value), latest.ts)} of key {key}, but "
+                    f"{_said(visit)} joined {visit.node}'s row {at(render_value(latest.value), latest.ts)} "
+                    f"of key {key}, but "
                     f"{what} of the key, {last.describe()}, is in partition {last.partition}, not in its key's "
                     f"partition {self._home(last)}: task {step.task} never saw it.",
                     (last, latest),
                 )
-            return verdict("joined", visit.explain, (latest,))
+            return verdict("joined", visit.text, (latest,))
         if newer and any(r.value is not None for r in newer):
             misrouted = [r for r in newer if r.value is not None]
             return verdict(
                 "partner-other-partition",
-                f"{said} found no row of key {key} in partition {partition} of {sources[0].topic}; the key's record "
+                f"{_said(visit)} found no row of key {key} in partition {partition} of {sources[0].topic}; "
+                f"the key's record "
                 f"{misrouted[-1].describe()} is in partition {misrouted[-1].partition} (its key belongs in partition "
                 f"{self._home(misrouted[-1])}), which task {step.task} does not read.",
                 misrouted,
@@ -276,14 +316,14 @@ class AppExplainer:
         if latest is not None:  # a tombstone
             return verdict(
                 "partner-deleted",
-                f"{said} found no row of key {key}: the tombstone {latest.describe()} deleted it before.",
+                f"{_said(visit)} found no row of key {key}: the tombstone {latest.describe()} deleted it before.",
                 tuple(here_before[-2:]),
             )
         if here_after:
             first = here_after[0]
             return verdict(
                 "partner-later",
-                f"{said} came before the first record of key {key} in its partition, {first.describe()}: the "
+                f"{_said(visit)} came before the first record of key {key} in its partition, {first.describe()}: the "
                 "table had no row yet.",
                 (first,),
             )
@@ -291,39 +331,42 @@ class AppExplainer:
         if others:
             return verdict(
                 "partner-other-partition",
-                f"{said} found no row of key {key}; the key's records are only in other partitions: "
+                f"{_said(visit)} found no row of key {key}; the key's records are only in other partitions: "
                 + ", ".join(r.describe() for r in others[:3]),
                 others,
             )
-        return verdict("partner-never", f"{said}: {sources[0].topic} has no record of key {key}.")
+        return verdict("partner-never", f"{_said(visit)}: {sources[0].topic} has no record of key {key}.")
 
-    def _stream_global(self, step: TopologyStep, visit: NodeVisit, verdict: Any, said: str) -> NodeVerdict:
+    def _stream_global(self, step: TopologyStep, visit: NodeVisit, verdict: Any) -> NodeVerdict:
         node = self.graph.nodes[visit.node]
         selector = node.params.get("key_selector")
         looked_up = visit.key if selector is None else selector(visit.key, visit.value)
         if looked_up is None:
-            return verdict("null-key", f"{said}: the key selector gave null, so nothing was looked up: {visit.explain}")
+            return verdict(
+                "null-key", f"{_said(visit)}: the key selector gave null, so nothing was looked up: {visit.explain}"
+            )
         sources = self.graph.upstream_sources(node.parents[1])
         rows = self._table_rows(sources[0].topic).get(looked_up, []) if sources else []
         before = [r for r, s in rows if 0 <= s < step.index]
         after = [r for r, s in rows if s > step.index]
         key = render_value(looked_up)
         if before and before[-1].value is not None:
-            return verdict("joined", visit.explain, (before[-1],))
+            return verdict("joined", visit.text, (before[-1],))
         if before:
             return verdict(
                 "partner-deleted",
-                f"{said} looked up {key} in the global table: the tombstone {before[-1].describe()} deleted it.",
+                f"{_said(visit)} looked up {key} in the global table: the tombstone {before[-1].describe()} "
+                "deleted it.",
                 tuple(before[-2:]),
             )
         if after:
             return verdict(
                 "partner-later",
-                f"{said} looked up {key} before the global table's first record of it, {after[0].describe()}.",
+                f"{_said(visit)} looked up {key} before the global table's first record of it, {after[0].describe()}.",
                 (after[0],),
             )
         topic = sources[0].topic if sources else "the global table"
-        return verdict("partner-never", f"{said} looked up {key}: {topic} has no record of it.")
+        return verdict("partner-never", f"{_said(visit)} looked up {key}: {topic} has no record of it.")
 
     # -- one input record -------------------------------------------------------------------------
     def event_steps(self, event: int) -> list[TopologyStep]:
@@ -333,11 +376,8 @@ class AppExplainer:
         """The verdicts of input record number ``event`` (its index in :attr:`TopologyTrace.events`)."""
         verdicts, outputs = [], []
         for step in self.event_steps(event):
-            for number, visit in enumerate(step.visits):
-                found = self.visit_verdict(step, number)
-                if found is not None:
-                    verdicts.append(found)
-                outputs.extend(w for w in visit.wrote if w.topic in self._outputs)
+            verdicts.extend(found for found in self.step_verdicts(step) if found is not None)
+            outputs.extend(w for visit in step.visits for w in visit.wrote if w.topic in self._outputs)
         return AppVerdict(self.trace.events[event], tuple(verdicts), tuple(outputs))
 
     def explain_output(self, output: TopicRecord) -> AppVerdict:
@@ -356,8 +396,7 @@ class AppExplainer:
         verdicts = []
         for number, taken in enumerate(chain):
             last = number == len(chain) - 1
-            for visit_number, visit in enumerate(taken.visits):
-                found = self.visit_verdict(taken, visit_number)
+            for visit, found in zip(taken.visits, self.step_verdicts(taken)):
                 if found is not None:
                     verdicts.append(found)
                 if last and output in visit.wrote:

@@ -47,40 +47,17 @@ def write_topology_run(debug: AppDebug, path: str, why_index: bool = True) -> No
 def _write(debug: AppDebug, path: str, why_index: bool) -> None:
     os.makedirs(path, exist_ok=True)
     trace = debug.trace
-    frames = {
-        "explained": debug.explained_outputs(),
-        "summary": debug.summary(),
-        "audit": debug.audit().astype({"key": "string"}),
-        "drops": debug.drops().astype({"key": "string"}),
+    frames = {  # each frame made, written and dropped in turn: a whole run's frames are never all held at once
+        "explained": debug.explained_outputs,
+        "summary": debug.summary,
+        "audit": lambda: debug.audit().astype({"key": "string"}),
+        "drops": lambda: debug.drops().astype({"key": "string"}),
+        "outputs": lambda: _outputs_frame(trace),
     }
     for name, frame in frames.items():
-        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), os.path.join(path, f"{name}.parquet"))
-    outputs = [(r.topic, r.partition, r.offset, _text(r.key), _text(r.value), r.ts) for r in trace.outputs()]
-    pq.write_table(
-        pa.Table.from_pandas(
-            pd.DataFrame(outputs, columns=["topic", "partition", "offset", "key", "value", "ts"]), preserve_index=False
-        ),
-        os.path.join(path, "outputs.parquet"),
-    )
+        pq.write_table(pa.Table.from_pandas(frame(), preserve_index=False), os.path.join(path, f"{name}.parquet"))
     if why_index:
-        rows = []
-        explainer = debug.explainer
-        for number, event in enumerate(trace.events):
-            rows.append(_story(event, explainer.explain_event(number)))
-        for output in trace.outputs():
-            rows.append(_story(output, explainer.explain_output(output), f"{output.describe()} (output record):"))
-        rows.sort(key=lambda row: (row[0], row[1], row[2]))
-        table = pa.table(
-            {
-                "topic": pa.array([r[0] for r in rows], pa.string()),
-                "partition": pa.array([r[1] for r in rows], pa.int32()),
-                "offset": pa.array([r[2] for r in rows], pa.int64()),
-                "verdict": pa.array([r[3] for r in rows], pa.string()),
-                "node": pa.array([r[4] for r in rows], pa.string()),
-                "lines": pa.array([r[5] for r in rows], pa.string()),
-            }
-        )
-        pq.write_table(table, os.path.join(path, "why.parquet"), row_group_size=ROW_GROUP)
+        _write_why(debug, os.path.join(path, "why.parquet"))
     manifest = {
         "kind": "topology-run",
         "output_topics": debug.output_topics,
@@ -92,6 +69,61 @@ def _write(debug: AppDebug, path: str, why_index: bool) -> None:
     }
     with open(os.path.join(path, MANIFEST), "w", encoding="utf-8") as file:
         json.dump(manifest, file, indent=1, ensure_ascii=False)
+
+
+WHY_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("verdict", pa.string()),
+        ("node", pa.string()),
+        ("lines", pa.string()),
+    ]
+)
+
+
+def _write_why(debug: AppDebug, path: str) -> None:
+    """Every input and output record's story, in ``topic, partition, offset`` order, written one row group at a time
+    and dropped: the stories of a whole run (a few KB per record) are never all held at once. A topic partition's
+    records are listed as written (an input topic's in offset order), so walking the topics in name order and each
+    partition by offset is the index's order."""
+    trace, explainer = debug.trace, debug.explainer
+    outputs = set(debug.output_topics)
+    rows: list[tuple[str, int, int, str, str | None, str]] = []
+    with pq.ParquetWriter(path, WHY_SCHEMA) as writer:
+        for topic in sorted(trace.topics):
+            for partition in sorted(trace.topics[topic]):
+                told = []
+                for record in trace.topics[topic][partition]:
+                    if record.written_at is None:
+                        assert record.event is not None
+                        told.append(_story(record, explainer.explain_event(record.event)))
+                    elif topic in outputs:
+                        verdict = explainer.explain_output(record)
+                        told.append(_story(record, verdict, f"{record.describe()} (output record):"))
+                told.sort(key=lambda row: row[2])
+                rows.extend(told)
+                while len(rows) >= ROW_GROUP:
+                    _write_rows(writer, rows[:ROW_GROUP])
+                    del rows[:ROW_GROUP]
+        if rows:
+            _write_rows(writer, rows)
+
+
+def _write_rows(writer: pq.ParquetWriter, rows: list[tuple[str, int, int, str, str | None, str]]) -> None:
+    columns = list(zip(*rows))
+    writer.write_table(
+        pa.Table.from_arrays([pa.array(column, field.type) for column, field in zip(columns, WHY_SCHEMA)],
+                             schema=WHY_SCHEMA),
+        row_group_size=ROW_GROUP,
+    )  # fmt: skip
+
+
+def _outputs_frame(trace: Any) -> pd.DataFrame:
+    """Every output record: ``topic, partition, offset, key, value, ts`` (key and value as JSON text)."""
+    outputs = [(r.topic, r.partition, r.offset, _text(r.key), _text(r.value), r.ts) for r in trace.outputs()]
+    return pd.DataFrame(outputs, columns=["topic", "partition", "offset", "key", "value", "ts"])
 
 
 def _text(value: Any) -> str | None:
