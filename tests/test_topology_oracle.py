@@ -9,12 +9,14 @@ from __future__ import annotations
 import functools
 import os
 import random
+from typing import Any
 
 import pytest
 
 import kjoin
 
 from kjoin.fates import Reason
+from kjoin.topology.runtime import ProcessingError
 from kjoin.semantics import parse_semantics
 
 from kjoin.topology.document import TopologyScenario
@@ -403,37 +405,59 @@ def test_a_foreign_key_join_follows_its_table_joins_change_with_old_values(built
     _judge_pinned(version, "self-join-read-by-a-foreign-key-join")
 
 
-def _null_key_into_a_grace_buffer(version: str) -> TopologyScenario:
-    return TopologyScenario.from_dict(
-        {
-            "semantics": str(parse_semantics(version)),
-            "topology": [
-                {"name": "s", "stream": "s"},
-                {"name": "t", "table": "t", "history_retention_ms": 100},
-                {"name": "j", "left_join": ["s", "t"], "grace_ms": 10},
-                {"name": "out", "to": "out", "input": "j"},
-            ],
-            "events": [{"topic": "s", "key": None, "value": "A", "ts": 2}],
-        }
-    )
+def _null_key_into_a_grace_buffer(version: str, handler: str | None = None) -> TopologyScenario:
+    """A left join of a stream with a versioned table with a grace period (0 still buffers), and a sibling that
+    throws on a later record: a null-key record first, then one the sibling fails on, then one both take."""
+    data: dict[str, Any] = {
+        "semantics": str(parse_semantics(version)),
+        "topology": [
+            {"name": "s", "stream": "s"},
+            {"name": "t", "table": "t", "history_retention_ms": 100},
+            {"name": "j", "left_join": ["s", "t"], "grace_ms": 0},
+            {"name": "out", "to": "out", "input": "j"},
+            {"name": "m", "map_values": {"fail_on": "a"}, "input": "s"},
+            {"name": "checked", "to": "checked", "input": "m"},
+        ],
+        "events": [
+            {"topic": "s", "key": None, "value": "B", "ts": 1},
+            {"topic": "s", "key": "k", "value": "a b", "ts": 2},
+            {"topic": "s", "key": "k", "value": "c", "ts": 3},
+        ],
+    }
+    if handler is not None:
+        data["processing_exception_handler"] = handler
+    return TopologyScenario.from_dict(data)
 
 
-@pytest.mark.parametrize("version", ["4.4.0", "3.9.1", "3.6.2"], ids=lambda v: f"kafka-{v}")
-def test_a_null_key_into_a_left_join_with_a_grace_period_fails_the_task_since_kip_962(built, version):
+@pytest.mark.parametrize(
+    "version, handler",
+    [("4.4.0", "fail"), ("4.4.0", "continue"), ("3.9.1", "fail"), ("3.9.1", "continue"), ("3.7.2", None),
+     ("3.6.2", None)],
+    ids=lambda v: f"{v}",
+)  # fmt: skip
+def test_a_null_key_into_a_left_join_with_a_grace_period_fails_the_task_since_kip_962(built, version, handler):
     """KIP-962 (3.7) lets a left stream-table join's null-key record past maybeDropRecord, and the grace buffer's
-    put requires a key: Kafka 3.7+ fails the task with a NullPointerException, where kjoin skips the record naming
-    null-key-in-grace-buffer; 3.6 drops it as any null key, and so does kjoin."""
+    put requires a key (RocksDBTimeOrderedKeyValueBuffer: NullPointerException "key cannot be null"). Under the
+    fail handler (the only one before 3.9) the task fails at that record and nothing after it runs, so kjoin's run
+    stops there too; under continue the handler drops the record at the join and its sibling still takes it. 3.6
+    drops it as any null key and runs on to the sibling's failure."""
     if not any(judge.version == version for judge in topology_oracle.JUDGES):
         pytest.fail(f"Kafka {version} is not among the harness's judges")
-    scenario = _null_key_into_a_grace_buffer(version)
+    scenario = _null_key_into_a_grace_buffer(version, handler)
     (answer,) = topology_oracle.run_batch(version, [scenario])
-    reasons = [visit.reason for step in scenario.run() for visit in step.visits if visit.reason is not None]
-    if parse_semantics(version) >= parse_semantics("3.7"):
-        assert "NullPointerException: key cannot be null" in answer["error"]
-        assert reasons == [Reason.NULL_KEY_IN_GRACE_BUFFER]
-    else:
-        assert answer["outputs"] == [[]]
-        assert reasons == [Reason.NULL_KEY]
+    assert topology_oracle.difference(scenario, answer, version) is None
+    relaxed = parse_semantics(version) >= parse_semantics("3.7")
+    if handler == "continue":
+        assert "error" not in answer
+        trace = scenario.run()
+        assert [(v.node, v.reason) for v in trace[0].visits if v.reason is not None] == [
+            ("j", Reason.PROCESSING_EXCEPTION)
+        ]
+        return
+    assert "NullPointerException: key cannot be null" in answer["error"] if relaxed else "fail_on" in answer["error"]
+    assert answer["failed_at"] == (0 if relaxed else 1)
+    with pytest.raises(ProcessingError, match="NullPointerException" if relaxed else "fail_on"):
+        scenario.run()
 
 
 @pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")

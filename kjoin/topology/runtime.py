@@ -505,8 +505,8 @@ class _Run:
             problem = self._check_plain(node, outcome) if node.op in CHECKED_HERE else None
             if problem is not None:
                 raise problem
-            if outcome.reason is Reason.NULL_KEY_IN_GRACE_BUFFER and self.topology.exception_handling.continues:
-                raise KafkaException(*NULL_KEY_IN_GRACE_BUFFER)  # Kafka's buffer.put throws; the handler catches it
+            if outcome.reason is Reason.NULL_KEY_IN_GRACE_BUFFER:
+                raise KafkaException(*NULL_KEY_IN_GRACE_BUFFER)  # Kafka's buffer.put throws: the handler decides
         except (UserFunctionError, AggregationError, KafkaException) as error:
             self._handle_error(node, None if port is None else str(port), rec, error, step, visits, written)
             return
