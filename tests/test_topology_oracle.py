@@ -509,3 +509,32 @@ def test_a_dead_letter_of_a_table_group_by_record_carries_its_change_bytes_as_in
     new = '{"r":"r1","v":"C2' + "x" * 70 + '"}'
     assert values == ['{"r":"r1","v":"C1"}\x01', "\ufffd\x01" + new + '{"r":"r1","v":"C1"}\x02', new + "\x00"]
     assert topology_oracle.difference(scenario, answer, "4.4.0") is None
+
+
+@pytest.mark.parametrize("version", ["4.0.0", "4.0.1"], ids=lambda v: f"kafka-{v}")
+def test_a_foreign_key_join_follows_a_counts_first_change_from_its_initializer(built, version):
+    """KStreamAggregate forwards a count's first update as Change(1, 0) (the initializer's value as the old one), and
+    the subscriptions follow the Change: on 4.0.0 (before KAFKA-16407) an inner join takes it as an update whose
+    foreign key stayed and asks for a tombstone if the other side has no row; 4.0.1 asks only for an existing
+    result. The foreign key is the record's key (a count has no fields), a BiFunction extractor (KIP-1104, 4.0)."""
+    scenario = TopologyScenario.from_dict(
+        {
+            "semantics": version,
+            "topology": [
+                {"name": "s", "stream": "s"},
+                {"name": "g", "group_by_key": True, "input": "s"},
+                {"name": "c", "count": True, "input": "g"},
+                {"name": "t", "table": "t"},
+                {"name": "j", "join": ["c", "t"], "foreign_key": {"key_or_field": "f"}},
+                {"name": "out", "to": "out", "input": "j"},
+            ],
+            "events": [
+                {"topic": "s", "key": "k9", "value": "Q", "ts": 0},
+                {"topic": "s", "key": "k9", "value": "R", "ts": 1},
+            ],
+        }
+    )
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    tombstone = [["out", "k9", None, 0]] if version == "4.0.0" else []
+    assert answer["outputs"][0] == tombstone
+    assert topology_oracle.difference(scenario, answer, version) is None
