@@ -538,3 +538,31 @@ def test_a_foreign_key_join_follows_a_counts_first_change_from_its_initializer(b
     tombstone = [["out", "k9", None, 0]] if version == "4.0.0" else []
     assert answer["outputs"][0] == tombstone
     assert topology_oracle.difference(scenario, answer, version) is None
+
+
+@pytest.mark.parametrize("version", ["4.4.0", "3.6.2"], ids=lambda v: f"kafka-{v}")
+@pytest.mark.parametrize("partitions", [1, 2, 3])
+def test_a_flat_maps_two_pieces_read_as_a_stream_and_a_table_both_join(built, version, partitions):
+    """A flat_map splits one record into two keys, written to the to_table's repartition topic and to the join's:
+    TopologyTestDriver gives each topic one partition, so each piece's table record is taken before its stream
+    record (two queues with equal heads alternate) and both pieces join, on every partition count kjoin runs."""
+    scenario = TopologyScenario.from_dict(
+        {
+            "semantics": version,
+            "partitions": partitions,
+            "topology": [
+                {"name": "s", "stream": "s"},
+                {"name": "pieces", "flat_map": {"split": " "}, "input": "s"},
+                {"name": "table", "to_table": True, "input": "pieces"},
+                {"name": "j", "join": ["pieces", "table"]},
+                {"name": "out", "to": "out", "input": "j"},
+            ],
+            "events": [{"topic": "s", "key": "k", "value": "d x", "ts": 0}],  # d and x: two partitions of 2 or 3
+        }
+    )
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert sorted(row[1] for row in answer["outputs"][0]) == ["d", "x"]
+    assert topology_oracle.difference(scenario, answer, version) is None
+    for schedule in ("timestamp", "stages"):  # a running application: each piece in its own task
+        outputs = scenario.topology.run(list(scenario.events), schedule=schedule).outputs("out")
+        assert sorted(r.key for r in outputs) == ["d", "x"]
