@@ -566,3 +566,37 @@ def test_a_flat_maps_two_pieces_read_as_a_stream_and_a_table_both_join(built, ve
     for schedule in ("timestamp", "stages"):  # a running application: each piece in its own task
         outputs = scenario.topology.run(list(scenario.events), schedule=schedule).outputs("out")
         assert sorted(r.key for r in outputs) == ["d", "x"]
+
+
+@pytest.mark.parametrize("version", ["3.0.2", "3.1.0", "3.2.3", "3.3.2"], ids=lambda v: f"kafka-{v}")
+def test_a_joiner_that_sees_the_key_is_judged_before_fixed_key_processors(built, version):
+    """A ValueJoinerWithKey (KIP-149, 3.0) in a stream-table, a stream-stream and a global-table join, judged on the
+    versions before FixedKeyProcessor (3.3): the harness builds them in a class of their own, which loads on 3.0."""
+    events = [
+        {"topic": "t", "key": "k", "value": "T", "ts": 1},
+        {"topic": "g", "key": "k", "value": "G", "ts": 1},
+        {"topic": "r", "key": "k", "value": "R", "ts": 2},
+        {"topic": "s", "key": "k", "value": "A", "ts": 3},
+    ]
+    scenario = TopologyScenario.from_dict(
+        {
+            "semantics": version,
+            "topology": [
+                {"name": "s", "stream": "s"},
+                {"name": "t", "table": "t"},
+                {"name": "g", "global_table": "g"},
+                {"name": "r", "stream": "r"},
+                {"name": "st", "join": ["s", "t"], "joiner": "keyed_concat"},
+                {"name": "sg", "left_join": ["s", "g"], "joiner": "keyed_concat"},
+                {"name": "ss", "join": ["s", "r"], "window": {"before_ms": 5, "after_ms": 5}, "joiner": "keyed_concat"},
+                {"name": "o1", "to": "out1", "input": "st"},
+                {"name": "o2", "to": "out2", "input": "sg"},
+                {"name": "o3", "to": "out3", "input": "ss"},
+            ],
+            "events": events,
+        }
+    )
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert "error" not in answer, answer.get("error")
+    assert sorted(row[2] for row in answer["outputs"][3]) == ["k/A-G", "k/A-R", "k/A-T"]
+    assert topology_oracle.difference(scenario, answer, version) is None
