@@ -29,9 +29,9 @@ printed and written to DIR (default ``topology-walk-mismatches``) as YAML with K
 ``tests/topology_walk_cases/`` keeps the minimal cases found so far (``tests/test_topology_walk.py`` judges each
 against Kafka 4.4.0). ``make topology-check`` runs it after ``kafka_oracle.topology_oracle``.
 
-Kafka 3.7+ fails the task at a null-key record in a left stream-table join with a grace period, where kjoin skips
-the record naming ``null-key-in-grace-buffer`` (docs/semantics.md section 10, item 18): the judge counts that
-exception as agreement where kjoin's run names the reason, and as ``kafka-error`` anywhere else.
+A task that fails on an event is judged by :func:`kafka_oracle.topology_oracle.difference` (kjoin's run must stop
+on the same event, after the same outputs) when its exception is one kjoin models (:data:`FAILURES_KJOIN_MODELS`);
+any other exception of Kafka's is a ``kafka-error``.
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ from typing import Any, Callable, Iterator
 
 import yaml
 
-from kjoin.fates import Reason
 from kjoin.scenario.fields import ScenarioError
 from kjoin.semantics import Semantics, parse_semantics
 from kjoin.topology.document import TopologyScenario
@@ -64,7 +63,6 @@ from kafka_oracle.topology_oracle import (
     SentBatch,
     difference,
     kjoin_outputs,
-    kjoin_run,
     receive_batch,
     send_batch,
     task_groups,
@@ -868,26 +866,17 @@ def _finish(judging: _Judging) -> list[Verdict]:
     return result
 
 
-def _task_fails_where_kjoin_names_it(scenario: TopologyScenario, error: str) -> bool:
-    """Kafka 3.7+ lets a null-key record into a left stream-table join (KIP-962), whose grace buffer's ``put``
-    requires a key: a ``NullPointerException`` fails the task (``KStreamKTableJoinProcessor``, to 4.4.0). kjoin
-    skips such a record and names it ``null-key-in-grace-buffer`` (docs/semantics.md section 3): Kafka's error is
-    that exception (the processor it names is the left join on 4.4, the source on 3.9), and kjoin's run names that
-    reason."""
-    if "NullPointerException: key cannot be null" not in error:
-        return False
-    try:
-        trace = kjoin_run(scenario)
-    except Exception:  # noqa: BLE001 - a crash is no agreement
-        return False
-    return any(visit.reason is Reason.NULL_KEY_IN_GRACE_BUFFER for step in trace for visit in step.visits)
+FAILURES_KJOIN_MODELS = (
+    "IllegalArgumentException: fail_on",  # the vocabulary's throwing mapper
+    "NullPointerException: key cannot be null",  # a null key in a left stream-table join's grace buffer (3.7+)
+)
+"""The exceptions of a failed task that kjoin's run reproduces as its ``ProcessingError`` (docs/semantics.md
+section 10, item 18)."""
 
 
 def _compare(scenario: TopologyScenario, answer: dict[str, Any], version: str) -> Verdict:
     if "error" in answer:
-        if _task_fails_where_kjoin_names_it(scenario, answer["error"]):
-            return Verdict(None, f"Kafka {version} fails the task where kjoin names null-key-in-grace-buffer")
-        if "IllegalArgumentException: fail_on" not in answer["error"]:  # a throwing mapper: difference() judges
+        if not any(failure in answer["error"] for failure in FAILURES_KJOIN_MODELS):  # those: difference() judges
             return Verdict("kafka-error", f"Kafka {version} raised {answer['error']}", answer)
     try:
         text = difference(scenario, answer, version)

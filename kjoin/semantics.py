@@ -507,6 +507,14 @@ class Semantics:
         """KIP-150 (2.5): ``KGroupedStream.cogroup``: grouped streams aggregated into one table, each by its own
         aggregator, into one store (``CogroupedKStream``)."""
 
+    @since("2.8", ticket="KAFKA-10417", feature=True)
+    def cogroup_table_operations(self) -> bool:
+        """KAFKA-10417 (2.8): a cogroup's table can be joined, filtered, suppressed or grouped (its merge became a
+        ``KTablePassThrough``). Before, the merge was a ``PassThrough``, which ``KTableImpl`` casts to a
+        ``KTableProcessorSupplier`` for a value getter or old values: building such a topology throws
+        ``ClassCastException``; ``toStream`` and ``mapValues`` views leading to it build, and a ``filter`` does
+        before 2.7 (KAFKA-10077 makes it ask for old values). Harness: 2.6.3 and 2.7.1 throw, 2.8.2 builds."""
+
     @since("2.7", ticket="KIP-450", feature=True)
     def sliding_windows(self) -> bool:
         """KIP-450 (2.7): ``SlidingWindows`` for windowed aggregates."""

@@ -298,3 +298,45 @@ def test_a_user_function_failing_on_an_executor_is_kjoins_error_naming_the_node_
     )
     assert 'offset 0, key o1, value {"v":1}, ts 2' in str(raised.value)
     assert "Traceback" not in str(raised.value)
+
+
+@pytest.mark.parametrize("handler", ["fail", "continue"])
+def test_a_null_key_in_a_grace_buffer_fails_or_is_dropped_on_spark_as_in_the_reference_engine(spark, handler):
+    """A null-key record reaching a left stream-table join's grace buffer is a processing exception (Kafka's
+    buffer put throws, 3.7+): under fail the Spark run stops on it with kjoin's error, under continue it is dropped
+    at the join, as in the reference engine."""
+    from kjoin.fates import Reason
+    from kjoin.topology.runtime import ProcessingError
+    from tests.test_topology_handlers import grace_join
+
+    scenario = grace_join(handler)
+    if handler == "fail":
+        with pytest.raises(ProcessingError, match="NullPointerException: key cannot be null"):
+            run(scenario.topology, list(scenario.events), schedule="stages")
+    else:
+        trace = run(scenario.topology, list(scenario.events), schedule="stages")
+        assert Reason.PROCESSING_EXCEPTION in {visit.reason for step in trace for visit in step.visits}
+    assert difference(spark, scenario) is None
+
+
+def test_a_flat_maps_two_pieces_read_as_a_stream_and_a_table_both_join_on_spark(spark):
+    """Each piece of a flat_map, written to a to_table's repartition topic and to a join's, joins in its own task on
+    Spark as in the reference engine's running application (and in Kafka's TopologyTestDriver)."""
+    scenario = TopologyScenario.from_dict(
+        {
+            "partitions": 2,
+            "topology": [
+                {"name": "s", "stream": "s"},
+                {"name": "pieces", "flat_map": {"split": " "}, "input": "s"},
+                {"name": "table", "to_table": True, "input": "pieces"},
+                {"name": "j", "join": ["pieces", "table"]},
+                {"name": "out", "to": "out", "input": "j"},
+            ],
+            "events": [{"topic": "s", "key": "k", "value": "d x", "ts": 0}],
+        }
+    )
+    assert sorted(r.key for r in run(scenario.topology, list(scenario.events), schedule="stages").outputs("out")) == [
+        "d",
+        "x",
+    ]
+    assert difference(spark, scenario) is None

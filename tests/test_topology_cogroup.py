@@ -3,12 +3,15 @@ own aggregator, in the reference engine."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kjoin import Topology
 from kjoin.fates import Reason
 from kjoin.scenario.fields import ScenarioError
 from kjoin.topology import TopologyError
+from kjoin.topology.document import TopologyScenario
 from kafka_oracle import oracle_check, topology_oracle
 
 
@@ -260,3 +263,71 @@ def test_from_describe_leaves_only_the_aggregators_and_initializer_to_fill_in():
     assert "COGROUPKSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition" in topology.graph.topics
     with pytest.raises(TopologyError, match="COGROUPKSTREAM-MERGE-0000000010 needs its initializer"):
         topology.run([{"topic": "payments", "key": "c1", "value": "5", "ts": 1}])
+
+
+_READERS = {  # what reads the cogroup's table c, and the versions whose Kafka cannot build it (KAFKA-10417)
+    "to_stream": ([{"name": "o", "to": "out", "input": "c"}], ()),
+    "map_values": (
+        [{"name": "m", "map_values": {"append": "!"}, "input": "c"}, {"name": "o", "to": "out", "input": "m"}],
+        (),
+    ),
+    "filter": (
+        [{"name": "f", "filter": {"key_in": ["k"]}, "input": "c"}, {"name": "o", "to": "out", "input": "f"}],
+        ("2.7.1",),
+    ),
+    "join through map_values": (
+        [
+            {"name": "m", "map_values": {"append": "!"}, "input": "c"},
+            {"name": "t", "table": "t"},
+            {"name": "j", "join": ["m", "t"]},
+            {"name": "o", "to": "out", "input": "j"},
+        ],
+        ("2.6.3", "2.7.1"),
+    ),
+    "stream-table join": (
+        [{"name": "s", "stream": "s"}, {"name": "j", "join": ["s", "c"]}, {"name": "o", "to": "out", "input": "j"}],
+        ("2.6.3", "2.7.1"),
+    ),
+    "suppress": (
+        [
+            {"name": "sp", "suppress": {"until": "time_limit", "time_limit_ms": 5}, "input": "c"},
+            {"name": "o", "to": "out", "input": "sp"},
+        ],
+        ("2.6.3", "2.7.1"),
+    ),
+}
+
+
+@pytest.mark.parametrize("version", ["2.6.3", "2.7.1", "2.8.2"], ids=lambda v: f"kafka-{v}")
+def test_a_cogroup_table_is_refused_where_kafka_cannot_build_it(built, version):
+    """Before 2.8 (KAFKA-10417) a cogroup's table is a PassThrough: Kafka throws ClassCastException building a
+    topology that joins, suppresses or (from 2.7, KAFKA-10077) filters it, and kjoin refuses the same documents;
+    what Kafka builds, kjoin runs as Kafka does."""
+    base = [
+        {"name": "a", "stream": "a"},
+        {"name": "ga", "group_by_key": True, "input": "a"},
+        {"name": "b", "stream": "b"},
+        {"name": "gb", "group_by_key": True, "input": "b"},
+        {"name": "c", "cogroup": ["ga", "gb"]},
+    ]
+    events = [{"topic": "a", "key": "k", "value": "A", "ts": 2}, {"topic": "b", "key": "k", "value": "B", "ts": 3}]
+    lines, refused = [], {}
+    for number, (name, (readers, unbuildable)) in enumerate(_READERS.items()):
+        data = {"semantics": version, "topology": base + readers, "events": events}
+        try:
+            TopologyScenario.from_dict(data)
+        except ScenarioError as error:
+            refused[name] = str(error)
+        built_as = TopologyScenario.from_dict({**data, "semantics": "2.8"})  # what the harness reads
+        document = {**topology_oracle.document(built_as), "semantics": version, "id": number}
+        lines.append(json.dumps(document, separators=(",", ":")))
+        assert (name in refused) == (version in unbuildable), name
+    answers = topology_oracle.harness(version, 1).answer(lines)
+    for (name, (readers, unbuildable)), answer in zip(_READERS.items(), answers):
+        if name in refused:
+            assert "ClassCastException" in answer.get("error", ""), name
+            assert "KAFKA-10417" in refused[name] and "to_stream()" in refused[name]
+        else:
+            assert "error" not in answer, (name, answer.get("error"))
+            scenario = TopologyScenario.from_dict({"semantics": version, "topology": base + readers, "events": events})
+            assert topology_oracle.difference(scenario, answer, version) is None, name

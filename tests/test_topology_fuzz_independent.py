@@ -25,7 +25,15 @@ def _failures(results):
 def test_every_builder_misuse_is_refused_and_every_seed_runs():
     results = [fuzz.case(job) for job in FIXED]
     assert _failures(results) == []
-    assert {cls for kind, cls, *_ in results if kind == "seed"} == {"ran"}
+    seeds = [(cls, label, info) for kind, cls, label, info, _ in results if kind == "seed"]
+    # a seed whose Kafka task fails stops kjoin's run there too, in kjoin's words (the two null keys into a grace
+    # buffer of tests/topology_walk_cases/); every other seed runs
+    stopped = {label for cls, label, info in seeds if cls == "refused" and info.startswith("ProcessingError: ")}
+    assert stopped == {
+        "seed null-key-into-a-stream-table-join-with-grace.yaml",
+        "seed rekey-to-null-into-a-stream-table-join-with-grace.yaml",
+    }
+    assert {cls for cls, label, _ in seeds if label not in stopped} == {"ran"}
 
 
 @pytest.mark.parametrize("seed", range(2))

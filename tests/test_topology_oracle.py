@@ -9,12 +9,14 @@ from __future__ import annotations
 import functools
 import os
 import random
+from typing import Any
 
 import pytest
 
 import kjoin
 
 from kjoin.fates import Reason
+from kjoin.topology.runtime import ProcessingError
 from kjoin.semantics import parse_semantics
 
 from kjoin.topology.document import TopologyScenario
@@ -427,37 +429,59 @@ def test_a_foreign_key_join_follows_its_table_joins_change_with_old_values(built
     _judge_pinned(version, "self-join-read-by-a-foreign-key-join")
 
 
-def _null_key_into_a_grace_buffer(version: str) -> TopologyScenario:
-    return TopologyScenario.from_dict(
-        {
-            "semantics": str(parse_semantics(version)),
-            "topology": [
-                {"name": "s", "stream": "s"},
-                {"name": "t", "table": "t", "history_retention_ms": 100},
-                {"name": "j", "left_join": ["s", "t"], "grace_ms": 10},
-                {"name": "out", "to": "out", "input": "j"},
-            ],
-            "events": [{"topic": "s", "key": None, "value": "A", "ts": 2}],
-        }
-    )
+def _null_key_into_a_grace_buffer(version: str, handler: str | None = None) -> TopologyScenario:
+    """A left join of a stream with a versioned table with a grace period (0 still buffers), and a sibling that
+    throws on a later record: a null-key record first, then one the sibling fails on, then one both take."""
+    data: dict[str, Any] = {
+        "semantics": str(parse_semantics(version)),
+        "topology": [
+            {"name": "s", "stream": "s"},
+            {"name": "t", "table": "t", "history_retention_ms": 100},
+            {"name": "j", "left_join": ["s", "t"], "grace_ms": 0},
+            {"name": "out", "to": "out", "input": "j"},
+            {"name": "m", "map_values": {"fail_on": "a"}, "input": "s"},
+            {"name": "checked", "to": "checked", "input": "m"},
+        ],
+        "events": [
+            {"topic": "s", "key": None, "value": "B", "ts": 1},
+            {"topic": "s", "key": "k", "value": "a b", "ts": 2},
+            {"topic": "s", "key": "k", "value": "c", "ts": 3},
+        ],
+    }
+    if handler is not None:
+        data["processing_exception_handler"] = handler
+    return TopologyScenario.from_dict(data)
 
 
-@pytest.mark.parametrize("version", ["4.4.0", "3.9.1", "3.6.2"], ids=lambda v: f"kafka-{v}")
-def test_a_null_key_into_a_left_join_with_a_grace_period_fails_the_task_since_kip_962(built, version):
+@pytest.mark.parametrize(
+    "version, handler",
+    [("4.4.0", "fail"), ("4.4.0", "continue"), ("3.9.1", "fail"), ("3.9.1", "continue"), ("3.7.2", None),
+     ("3.6.2", None)],
+    ids=lambda v: f"{v}",
+)  # fmt: skip
+def test_a_null_key_into_a_left_join_with_a_grace_period_fails_the_task_since_kip_962(built, version, handler):
     """KIP-962 (3.7) lets a left stream-table join's null-key record past maybeDropRecord, and the grace buffer's
-    put requires a key: Kafka 3.7+ fails the task with a NullPointerException, where kjoin skips the record naming
-    null-key-in-grace-buffer; 3.6 drops it as any null key, and so does kjoin."""
+    put requires a key (RocksDBTimeOrderedKeyValueBuffer: NullPointerException "key cannot be null"). Under the
+    fail handler (the only one before 3.9) the task fails at that record and nothing after it runs, so kjoin's run
+    stops there too; under continue the handler drops the record at the join and its sibling still takes it. 3.6
+    drops it as any null key and runs on to the sibling's failure."""
     if not any(judge.version == version for judge in topology_oracle.JUDGES):
         pytest.fail(f"Kafka {version} is not among the harness's judges")
-    scenario = _null_key_into_a_grace_buffer(version)
+    scenario = _null_key_into_a_grace_buffer(version, handler)
     (answer,) = topology_oracle.run_batch(version, [scenario])
-    reasons = [visit.reason for step in scenario.run() for visit in step.visits if visit.reason is not None]
-    if parse_semantics(version) >= parse_semantics("3.7"):
-        assert "NullPointerException: key cannot be null" in answer["error"]
-        assert reasons == [Reason.NULL_KEY_IN_GRACE_BUFFER]
-    else:
-        assert answer["outputs"] == [[]]
-        assert reasons == [Reason.NULL_KEY]
+    assert topology_oracle.difference(scenario, answer, version) is None
+    relaxed = parse_semantics(version) >= parse_semantics("3.7")
+    if handler == "continue":
+        assert "error" not in answer
+        trace = scenario.run()
+        assert [(v.node, v.reason) for v in trace[0].visits if v.reason is not None] == [
+            ("j", Reason.PROCESSING_EXCEPTION)
+        ]
+        return
+    assert "NullPointerException: key cannot be null" in answer["error"] if relaxed else "fail_on" in answer["error"]
+    assert answer["failed_at"] == (0 if relaxed else 1)
+    with pytest.raises(ProcessingError, match="NullPointerException" if relaxed else "fail_on"):
+        scenario.run()
 
 
 @pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")
@@ -509,3 +533,94 @@ def test_a_dead_letter_of_a_table_group_by_record_carries_its_change_bytes_as_in
     new = '{"r":"r1","v":"C2' + "x" * 70 + '"}'
     assert values == ['{"r":"r1","v":"C1"}\x01', "\ufffd\x01" + new + '{"r":"r1","v":"C1"}\x02', new + "\x00"]
     assert topology_oracle.difference(scenario, answer, "4.4.0") is None
+
+
+@pytest.mark.parametrize("version", ["4.0.0", "4.0.1"], ids=lambda v: f"kafka-{v}")
+def test_a_foreign_key_join_follows_a_counts_first_change_from_its_initializer(built, version):
+    """KStreamAggregate forwards a count's first update as Change(1, 0) (the initializer's value as the old one), and
+    the subscriptions follow the Change: on 4.0.0 (before KAFKA-16407) an inner join takes it as an update whose
+    foreign key stayed and asks for a tombstone if the other side has no row; 4.0.1 asks only for an existing
+    result. The foreign key is the record's key (a count has no fields), a BiFunction extractor (KIP-1104, 4.0)."""
+    scenario = TopologyScenario.from_dict(
+        {
+            "semantics": version,
+            "topology": [
+                {"name": "s", "stream": "s"},
+                {"name": "g", "group_by_key": True, "input": "s"},
+                {"name": "c", "count": True, "input": "g"},
+                {"name": "t", "table": "t"},
+                {"name": "j", "join": ["c", "t"], "foreign_key": {"key_or_field": "f"}},
+                {"name": "out", "to": "out", "input": "j"},
+            ],
+            "events": [
+                {"topic": "s", "key": "k9", "value": "Q", "ts": 0},
+                {"topic": "s", "key": "k9", "value": "R", "ts": 1},
+            ],
+        }
+    )
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    tombstone = [["out", "k9", None, 0]] if version == "4.0.0" else []
+    assert answer["outputs"][0] == tombstone
+    assert topology_oracle.difference(scenario, answer, version) is None
+
+
+@pytest.mark.parametrize("version", ["4.4.0", "3.6.2"], ids=lambda v: f"kafka-{v}")
+@pytest.mark.parametrize("partitions", [1, 2, 3])
+def test_a_flat_maps_two_pieces_read_as_a_stream_and_a_table_both_join(built, version, partitions):
+    """A flat_map splits one record into two keys, written to the to_table's repartition topic and to the join's:
+    TopologyTestDriver gives each topic one partition, so each piece's table record is taken before its stream
+    record (two queues with equal heads alternate) and both pieces join, on every partition count kjoin runs."""
+    scenario = TopologyScenario.from_dict(
+        {
+            "semantics": version,
+            "partitions": partitions,
+            "topology": [
+                {"name": "s", "stream": "s"},
+                {"name": "pieces", "flat_map": {"split": " "}, "input": "s"},
+                {"name": "table", "to_table": True, "input": "pieces"},
+                {"name": "j", "join": ["pieces", "table"]},
+                {"name": "out", "to": "out", "input": "j"},
+            ],
+            "events": [{"topic": "s", "key": "k", "value": "d x", "ts": 0}],  # d and x: two partitions of 2 or 3
+        }
+    )
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert sorted(row[1] for row in answer["outputs"][0]) == ["d", "x"]
+    assert topology_oracle.difference(scenario, answer, version) is None
+    for schedule in ("timestamp", "stages"):  # a running application: each piece in its own task
+        outputs = scenario.topology.run(list(scenario.events), schedule=schedule).outputs("out")
+        assert sorted(r.key for r in outputs) == ["d", "x"]
+
+
+@pytest.mark.parametrize("version", ["3.0.2", "3.1.0", "3.2.3", "3.3.2"], ids=lambda v: f"kafka-{v}")
+def test_a_joiner_that_sees_the_key_is_judged_before_fixed_key_processors(built, version):
+    """A ValueJoinerWithKey (KIP-149, 3.0) in a stream-table, a stream-stream and a global-table join, judged on the
+    versions before FixedKeyProcessor (3.3): the harness builds them in a class of their own, which loads on 3.0."""
+    events = [
+        {"topic": "t", "key": "k", "value": "T", "ts": 1},
+        {"topic": "g", "key": "k", "value": "G", "ts": 1},
+        {"topic": "r", "key": "k", "value": "R", "ts": 2},
+        {"topic": "s", "key": "k", "value": "A", "ts": 3},
+    ]
+    scenario = TopologyScenario.from_dict(
+        {
+            "semantics": version,
+            "topology": [
+                {"name": "s", "stream": "s"},
+                {"name": "t", "table": "t"},
+                {"name": "g", "global_table": "g"},
+                {"name": "r", "stream": "r"},
+                {"name": "st", "join": ["s", "t"], "joiner": "keyed_concat"},
+                {"name": "sg", "left_join": ["s", "g"], "joiner": "keyed_concat"},
+                {"name": "ss", "join": ["s", "r"], "window": {"before_ms": 5, "after_ms": 5}, "joiner": "keyed_concat"},
+                {"name": "o1", "to": "out1", "input": "st"},
+                {"name": "o2", "to": "out2", "input": "sg"},
+                {"name": "o3", "to": "out3", "input": "ss"},
+            ],
+            "events": events,
+        }
+    )
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert "error" not in answer, answer.get("error")
+    assert sorted(row[2] for row in answer["outputs"][3]) == ["k/A-G", "k/A-R", "k/A-T"]
+    assert topology_oracle.difference(scenario, answer, version) is None

@@ -38,6 +38,7 @@ from ..records import Side
 from ..scenario.inputs import MAX_LONG, MAX_PARTITIONS, MIN_LONG, did_you_mean, join_window_span_problem
 from ..semantics import Semantics, parse_semantics
 from . import custom, functions
+from .cogroup import refuse_table_operations as refuse_cogroup_table_operations
 from .copartition import resolve_partitions
 from .naming import kafka_stores, store_name
 from .suppress import suppressed
@@ -197,6 +198,7 @@ class Topology:
                     )
                 if dead_letters not in self.graph.topics:
                     self.graph.add_topic(Topic(dead_letters, 1))
+            refuse_cogroup_table_operations(self.graph, self.semantics)
             resolve_partitions(self.graph)
             for node in self.graph.nodes.values():
                 if node.op == "repartition-sink":

@@ -23,10 +23,10 @@ from ..joins.aggregate import Aggregation
 from ..records import Side
 from ..semantics import Semantics
 from .aggregates import StreamAggregate
-from .graph import Node
+from .graph import Graph, Node, TopologyError
 from .processors import Outcome, Rec
 
-__all__ = ["CogroupAggregate", "COGROUP_OPS"]
+__all__ = ["CogroupAggregate", "COGROUP_OPS", "refuse_table_operations"]
 
 COGROUP_OPS = ("cogroup",)
 """The graph ops whose processors live here."""
@@ -47,3 +47,36 @@ class CogroupAggregate(StreamAggregate):
         story = outcome.explain
         stream = f"From {self.node.parents[port].name} (grouped stream {port}, its own aggregator): "
         return replace(outcome, explain=lambda: stream + (story() if callable(story) else story))
+
+
+def refuse_table_operations(graph: Graph, semantics: Semantics) -> None:
+    """Before 2.8 (KAFKA-10417, ``cogroup_table_operations``) a cogroup's table is a ``PassThrough``, and Kafka throws
+    ``ClassCastException`` building a topology that asks it for a value getter (a join reading it, through any
+    ``mapValues``/``filter`` views) or for old values (a suppression, a group-by, a table-table join, and from 2.7 a
+    ``filter``: KAFKA-10077, ``table_filter_skips_absent_tombstones``). ``toStream``, and views that lead only to it,
+    build. kjoin refuses what Kafka cannot build, naming the node."""
+    if semantics.cogroup_table_operations:
+        return
+    for node in graph.nodes.values():
+        if node.op != "cogroup":
+            continue
+
+        def readers(table: Node) -> list[Node]:  # its children, and the stream-table joins that look it up
+            joins = [n for n in graph.nodes.values() if n.op == "stream-table" and n.params.get("table") is table]
+            return [child for child, _ in table.children] + joins
+
+        reading = readers(node)
+        while reading:
+            child = reading.pop()
+            if child.op == "to_stream":
+                continue
+            asks_old = child.op == "table-filter" and semantics.table_filter_skips_absent_tombstones
+            if child.op in ("table-map-values", "table-filter") and not asks_old:
+                reading.extend(readers(child))
+                continue
+            raise TopologyError(
+                f"{child.name} ({child.op}) reads the cogroup {node.name}'s table: Kafka {semantics} cannot build that "
+                "(its cogroup table is a PassThrough, which a join, suppress, groupBy or, from 2.7, a filter casts to "
+                "a KTableProcessorSupplier: ClassCastException; KAFKA-10417, 2.8). Read it with to_stream() (a "
+                "map_values in between builds), or choose semantics 2.8 or later"
+            )

@@ -5,10 +5,10 @@ How it works (Kafka 3.9+, KIP-1033; ``ProcessorNode.process``):
 * The handler sees an exception a processor throws while it handles a record: a mapper, predicate, key selector,
   joiner, aggregator or foreign-key extractor that raised (and, in kjoin, one that returned what no serde could
   write); and Kafka's own ``NullPointerException`` for a null-key record in a left stream-table join's grace buffer
-  (3.7+), which kjoin otherwise skips naming ``null-key-in-grace-buffer``. Not serde errors (the deserialization
-  and production handlers decide those), and not a sink's: a sink node (``to``, a repartition topic) catches
-  nothing, so its partitioner's exception reaches the node that forwarded to it, which hands it to the handler; a
-  source node catches nothing either (kjoin: the run stops).
+  (3.7+, KIP-962 lets the record reach the buffer; :data:`NULL_KEY_IN_GRACE_BUFFER`). Not serde errors (the
+  deserialization and production handlers decide those), and not a sink's: a sink node (``to``, a repartition
+  topic) catches nothing, so its partitioner's exception reaches the node that forwarded to it, which hands it to
+  the handler; a source node catches nothing either (kjoin: the run stops).
 * ``fail`` (``LogAndFailProcessingExceptionHandler``, the default): the task fails; kjoin stops the run with its
   :class:`~kjoin.topology.runtime.ProcessingError` naming node, function and record.
 * ``continue`` (``LogAndContinueProcessingExceptionHandler``): the record goes no further from that node; the
@@ -147,18 +147,25 @@ def exception_handling(
 
 
 class KafkaException(Exception):
-    """An exception Kafka's own processor throws where kjoin's goes on: a null-key record reaching a stream-table
-    join's grace buffer (``NullPointerException: key cannot be null``,
-    :attr:`~kjoin.fates.Reason.NULL_KEY_IN_GRACE_BUFFER`). Under ``continue`` the handler drops the record there
-    like any processing exception."""
+    """An exception Kafka's own processor throws where kjoin's processor would go on: a null-key record reaching a
+    stream-table join's grace buffer (``NullPointerException: key cannot be null``,
+    :attr:`~kjoin.fates.Reason.NULL_KEY_IN_GRACE_BUFFER`). The handler decides as for any processing exception:
+    ``fail`` stops the run there, ``continue`` drops the record at that node. ``fix``: what the error tells the
+    user to change."""
 
-    def __init__(self, java_class: str, message: str) -> None:
+    def __init__(self, java_class: str, message: str, fix: str | None = None) -> None:
         super().__init__(message)
         self.java_class = java_class
+        self.fix = fix
 
 
-NULL_KEY_IN_GRACE_BUFFER = ("java.lang.NullPointerException", "key cannot be null")
-"""What Kafka 3.7+ throws for a null-key record in a left stream-table join with a grace period."""
+NULL_KEY_IN_GRACE_BUFFER = (
+    "java.lang.NullPointerException",
+    "key cannot be null",
+    "keep null-key records out of this join (a filter on the key before it), or give it no grace period",
+)
+"""What Kafka 3.7+ throws for a null-key record in a left stream-table join with a grace period
+(``RocksDBTimeOrderedKeyValueBuffer.put``: ``requireNonNull(record.key(), "key cannot be null")``), and the fix."""
 
 
 def exception_class(error: BaseException) -> str:

@@ -32,7 +32,8 @@ How it works:
   the smallest timestamp among its partitions, each partition in offset order.
 
   - ``test-driver`` (default): Kafka's ``TopologyTestDriver`` (2.4.1+, KAFKA-9503). It runs one
-    task for all sub-topologies and partitions. Each input event is piped in on its own; the task
+    task for all sub-topologies and partitions, with one queue per topic (the driver gives every topic one
+    partition; kjoin's records keep theirs for the stores). Each input event is piped in on its own; the task
     then takes records until none is left: after each one, everything it wrote to an internal
     topic is enqueued (``captureOutputsAndReEnqueueInternalResults``) and competes by timestamp with
     what is already queued (``completeAllProcessableWork``). So a record written to a repartition
@@ -377,11 +378,11 @@ class _Run:
         elif self.schedule == "test-driver":
             group = PartitionGroup()  # TopologyTestDriver: one task, one partition group for every topic
             for record in inputs:
-                _enqueue(group, record)  # pipeInput: enqueue, then completeAllProcessableWork
+                _enqueue_driven(group, record)  # pipeInput: enqueue, then completeAllProcessableWork
                 while group.buffered:
                     for written in self._take(group.next_record()):
                         if self._read_by_topology(written.topic):
-                            _enqueue(group, written)
+                            _enqueue_driven(group, written)
         else:
             self._by_timestamp(inputs)
         return TopologyTrace(self.topology, inputs, self.steps, self.topics, self.history, self.schedule)
@@ -521,8 +522,8 @@ class _Run:
             problem = self._check_plain(node, outcome) if node.op in CHECKED_HERE else None
             if problem is not None:
                 raise problem
-            if outcome.reason is Reason.NULL_KEY_IN_GRACE_BUFFER and self.topology.exception_handling.continues:
-                raise KafkaException(*NULL_KEY_IN_GRACE_BUFFER)  # Kafka's buffer.put throws; the handler catches it
+            if outcome.reason is Reason.NULL_KEY_IN_GRACE_BUFFER:
+                raise KafkaException(*NULL_KEY_IN_GRACE_BUFFER)  # Kafka's buffer.put throws: the handler decides
         except (UserFunctionError, AggregationError, KafkaException) as error:
             self._handle_error(node, None if port is None else str(port), rec, error, step, visits, written)
             return
@@ -891,3 +892,11 @@ def _step_fate(visits: list[NodeVisit]) -> tuple[Fate, Any]:
 def _enqueue(group: PartitionGroup, record: TopicRecord) -> None:
     """A record into its task's partition group: its topic partition's queue."""
     group.add((record.topic, record.partition), (record,))
+
+
+def _enqueue_driven(group: PartitionGroup, record: TopicRecord) -> None:
+    """A record into the ``test-driver`` schedule's partition group: its topic's queue, whatever its partition.
+    TopologyTestDriver gives every topic one partition, so the records one step writes to several partitions of a
+    topic wait in one queue in the order written, and two topics' heads with equal timestamps alternate as two
+    queues do, not as one queue per partition would (docs/semantics.md section 10, item 28)."""
+    group.add(record.topic, (record,))

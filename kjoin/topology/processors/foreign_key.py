@@ -23,6 +23,13 @@ from .base import Outcome, Rec, ScopedLog, join_outcome
 
 __all__ = ["ForeignKeyNode", "TopologyForeignKeyJoin"]
 
+CHANGE_OLD_PARENTS = frozenset({"table-table", "aggregate", "table-aggregate", "cogroup"})
+"""The left parents whose ``Change(new, old)`` the subscriptions follow (Kafka's ``SubscriptionSendProcessor`` reads
+``change.oldValue``), where the join's copy of the left table would hold another old value: a table-table join's
+old row (its getter, not the last row it forwarded), and an aggregate's first old value, the initializer's
+(``KStreamAggregate`` forwards ``Change(new, initializer())`` when it sends old values: a count's first update is
+``Change(1, 0)``, an update of a row the copy never held)."""
+
 
 class TopologyForeignKeyJoin(ForeignKeyJoin):
     """kjoin's foreign-key join with the topology's subscription and response topics: their partition counts and
@@ -195,8 +202,8 @@ class ForeignKeyNode:
     def handle_input(self, port: Side, rec: Rec, partition: int, step: int) -> Outcome:
         record = Record(port, rec.key, rec.value, rec.ts, partition)
         ctx = StepContext(step, record, self.node.params["joiner"])
-        joined_parent = port is Side.LEFT and rec.has_old and self.node.parents[0].op == "table-table"
-        self.join.process(record, ctx, change_old=rec.old if joined_parent else FROM_COPY)
+        follows_change = port is Side.LEFT and rec.has_old and self.node.parents[0].op in CHANGE_OLD_PARENTS
+        self.join.process(record, ctx, change_old=rec.old if follows_change else FROM_COPY)
         outcome = join_outcome(ctx, table=True)
         outcome.writes = self._new_messages()
         return outcome

@@ -626,7 +626,7 @@ public final class TopologyOracle {
                        Map<String, Object> node) throws Exception {
         Object keyed = node.get("joiner");
         if ("keyed_concat".equals(keyed) || "keys_concat".equals(keyed)) {
-            return Processors.keyedJoin(left, right, variant, (String) keyed, node);
+            return KeyedJoins.keyedJoin(left, right, variant, (String) keyed, node);
         }
         if (right instanceof GlobalKTable) {
             KStream<String, String> l = (KStream<String, String>) left;
@@ -661,7 +661,7 @@ public final class TopologyOracle {
         KTable<String, String> r = (KTable<String, String>) right;
         Object path = node.get("foreign_key");
         if (path instanceof Map) {  // {key_or_field: path}: a BiFunction extractor (KIP-1104, 4.0)
-            return Processors.foreignKeyWithKey(l, r, variant, joiner, (String) Oracle.map(path).get("key_or_field"),
+            return KeyedJoins.foreignKeyWithKey(l, r, variant, joiner, (String) Oracle.map(path).get("key_or_field"),
                 Naming.store(node) != null ? stored(Naming.store(node)) : null);
         }
         if (path != null) {
