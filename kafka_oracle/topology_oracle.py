@@ -53,6 +53,7 @@ from kjoin.topology.builder import windowed_table
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.handlers import ExceptionHandling
 from kjoin.topology.runtime import ProcessingError
+from kjoin.topology.suppress import SuppressionBufferFull
 from kafka_oracle.oracle_check import (
     HANDLER_JUDGES,
     LATEST_JUDGE,
@@ -99,6 +100,11 @@ whether a function fails, the outputs), and a run is deterministic, so it is com
 _RUNS_KEPT = 256
 
 
+RUN_STOPS = (ProcessingError, SuppressionBufferFull)
+"""The errors on which kjoin's run stops as Kafka's task fails: a user function that throws (the ``fail`` handler),
+a full suppression buffer that shuts down (``StreamsException: ... buffer exceeded its max capacity``)."""
+
+
 def kjoin_run(scenario: TopologyScenario) -> Any:
     """``scenario.run()``, computed once per scenario among the last :data:`_RUNS_KEPT` (the same trace object, which
     judges only read; a :class:`~kjoin.topology.runtime.ProcessingError` raised again)."""
@@ -106,7 +112,7 @@ def kjoin_run(scenario: TopologyScenario) -> Any:
     if found is None or found[0] is not scenario:
         try:
             found = (scenario, scenario.run(), None)
-        except ProcessingError as error:
+        except RUN_STOPS as error:
             found = (scenario, None, error)
         _RUNS[id(scenario)] = found
         while len(_RUNS) > _RUNS_KEPT:
@@ -433,7 +439,7 @@ def kjoin_failure(scenario: TopologyScenario) -> int | None:
     try:
         kjoin_run(scenario)
         return None
-    except ProcessingError:
+    except RUN_STOPS:
         pass
     low, high = 0, len(scenario.events)  # the prefix of ``high`` events fails; of ``low`` events, it runs
     while high - low > 1:
@@ -441,7 +447,7 @@ def kjoin_failure(scenario: TopologyScenario) -> int | None:
         try:
             dataclasses.replace(scenario, events=scenario.events[:middle]).run()
             low = middle
-        except ProcessingError:
+        except RUN_STOPS:
             high = middle
     return high - 1
 

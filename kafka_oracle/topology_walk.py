@@ -869,6 +869,7 @@ def _finish(judging: _Judging) -> list[Verdict]:
 FAILURES_KJOIN_MODELS = (
     "IllegalArgumentException: fail_on",  # the vocabulary's throwing mapper
     "NullPointerException: key cannot be null",  # a null key in a left stream-table join's grace buffer (3.7+)
+    "buffer exceeded its max capacity",  # a full suppression buffer that shuts down (SuppressionBufferFull)
 )
 """The exceptions of a failed task that kjoin's run reproduces as its ``ProcessingError`` (docs/semantics.md
 section 10, item 18)."""

@@ -81,6 +81,10 @@ class SuppressionStore(Store):
         )
         return (end, key_bytes + tail)
 
+    def __contains__(self, entry: object) -> bool:
+        """Whether the buffer holds ``(key's type name, key, start, end)``."""
+        return entry in self._entries
+
     def evict_until(self, expiry: int) -> list[Any]:
         """Remove and return, in buffer order, every entry whose window end is at most ``expiry``."""
         due = sorted((e for e in self._entries if e[3] <= expiry), key=self._order)

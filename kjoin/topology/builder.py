@@ -40,7 +40,7 @@ from ..semantics import Semantics, parse_semantics
 from . import custom, functions
 from .cogroup import refuse_table_operations as refuse_cogroup_table_operations
 from .copartition import resolve_partitions
-from .naming import kafka_stores, store_name
+from .naming import DEFAULT_APPLICATION_ID, application_id_checked, kafka_stores, store_name
 from .suppress import suppressed
 from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError, legal_name, legal_topic
 from .handlers import exception_handling
@@ -72,6 +72,7 @@ class Topology:
         processing_exception_handler: str = "fail",
         dead_letter_queue: str | None = None,
         global_processing_exception_handler: bool = False,
+        application_id: str = DEFAULT_APPLICATION_ID,
     ) -> None:
         """``partitions``: every topic's number of partitions unless it says otherwise;
         ``semantics``: the Kafka version whose join rules apply (default: the latest);
@@ -81,8 +82,14 @@ class Topology:
         ``processing_exception_handler``: ``fail`` (a user function that raises stops the run) or ``continue``
         (the record is dropped at that node; 3.9+), ``dead_letter_queue``: a topic the failed records are written
         to (4.2+), ``global_processing_exception_handler``: the handler covers the global thread too (4.3+); see
-        :mod:`kjoin.topology.handlers`."""
+        :mod:`kjoin.topology.handlers`; ``application_id``: Kafka's ``application.id``, which prefixes the full
+        name of each internal topic (``<application.id>-<name>-repartition``; a suppression's ``max_bytes`` counts
+        it), by default the topology harness's."""
         self.partitions = _partitions(partitions, "Topology(partitions=...)")
+        self.application_id = application_id_checked(application_id, "Topology(application_id=...)")
+        self.kafka_named_topics: set[str] = set()
+        """The internal topics Kafka names as kjoin does (``Grouped.as``, a named store, ``Repartitioned.as``, a
+        name ``describe()`` gave); the others Kafka names with its counter (``KSTREAM-...-<n>-repartition``)."""
         if key_serde not in KEY_SERDES:
             raise TopologyError(f"Topology(key_serde=...): expected one of {', '.join(KEY_SERDES)}, got {key_serde!r}")
         if semantics is not None and not isinstance(semantics, (str, Semantics)):
@@ -103,6 +110,11 @@ class Topology:
         self._built = False
         self.described: Any = None
         """What :meth:`from_describe` made of a ``describe()`` text (``None`` for a topology built in Python)."""
+
+    def kafka_topic(self, topic: str) -> str:
+        """``topic``'s name in Kafka: an internal topic (repartition, foreign-key) prefixed by the application id."""
+        found = self.graph.topics.get(topic)
+        return f"{self.application_id}-{topic}" if found is not None and found.internal else topic
 
     # -- sources ------------------------------------------------------------------------------
     def stream(
@@ -470,6 +482,8 @@ class KStream(_Handle):
         if name is not None:
             legal_name(name, "repartition: name (Repartitioned.as)")
         chosen = functions.partitioner(partitioner) or self._rekey_partitioner()
+        if name is not None:  # Repartitioned.as: Kafka's topic is <application.id>-<name>-repartition
+            self.topology.kafka_named_topics.add(f"{name}-repartition")
         name = self.topology.graph.new_name("repartition") if name is None else legal_name(name, "repartition")
         source = _through_topic(self, f"{name}-repartition", partitions, chosen)
         source.params["repartition"] = {"name": name, "partitions": partitions, "partitioner": partitioner}
@@ -550,12 +564,12 @@ class KStream(_Handle):
             return self.node, name
         if grouped_name is None:
             unnamed = name if op_name is None else self.topology.graph.new_name("aggregate")
-            return self._repartition_topic(f"{store or unnamed}-repartition"), name
+            return self._repartition_topic(f"{store or unnamed}-repartition", kafka_named=store is not None), name
         cached = self.node.params.setdefault("_grouped", {})
         if grouped_name in self.node.params.get("_cogrouped", ()):
             raise _named_grouping_twice(grouped_name)
         if grouped_name not in cached:
-            cached[grouped_name] = self._repartition_topic(f"{grouped_name}-repartition")
+            cached[grouped_name] = self._repartition_topic(f"{grouped_name}-repartition", kafka_named=True)
         return cached[grouped_name], name
 
     def to(
@@ -688,12 +702,15 @@ class KStream(_Handle):
             return cached
         # a topology read from describe() keeps the name Kafka gave the topic (kjoin.topology.describe)
         topic_name = self.node.params.get("repartition_topic") or f"{join_name or self.node.name}-repartition"
-        source = self._repartition_topic(topic_name)
+        source = self._repartition_topic(topic_name, kafka_named="repartition_topic" in self.node.params)
         self.node.params["_repartitioned"] = source
         return source
 
-    def _repartition_topic(self, topic_name: str) -> Node:
-        """Write this stream to a new repartition topic and read it back: the source node."""
+    def _repartition_topic(self, topic_name: str, kafka_named: bool = False) -> Node:
+        """Write this stream to a new repartition topic and read it back: the source node. ``kafka_named``: Kafka
+        names the topic as kjoin does (the application named its grouping or store, or describe() gave it)."""
+        if kafka_named:
+            self.topology.kafka_named_topics.add(topic_name)
         partitioner = self.node.params.get("partitioner")
         self.topology.graph.add_topic(Topic(topic_name, None, partitioner, internal=True))
         sink = self._add(
@@ -974,7 +991,14 @@ class KTable(_Handle):
         # KTableSuppressProcessorSupplier: parent.enableSendingOldValues(true), for the buffer's prior values; a
         # filter above then forwards no tombstone for a key it never held (KAFKA-10077)
         self.node.params["sends_old_values"] = True
-        node = self._add("suppress", [(self.node, None)], TABLE, name, suppressed=settings, windows=windows)
+        if settings.max_bytes is not None:
+            _check_topic_names_known(self.topology, self.node)
+        keyed_by = windowed_aggregate(self.node)  # the buffer serializes a session key with its window's end
+        session_keys = keyed_by is not None and isinstance(keyed_by.params["windows"], SessionWindows)
+        node = self._add(
+            "suppress", [(self.node, None)], TABLE, name, suppressed=settings, windows=windows,
+            session_keys=session_keys,
+        )  # fmt: skip
         return KTable(self.topology, node)
 
     def to(
@@ -1024,6 +1048,31 @@ def windowed_aggregate(node: Node) -> Node | None:
             return None
         node = node.parents[0]
     return None  # pragma: no cover - a graph has no cycle through its first parents
+
+
+def _check_topic_names_known(topology: Topology, table: Node) -> None:
+    """A ``max_bytes`` suppression counts, per buffered entry, the name of the topic its record was read from
+    (:mod:`kjoin.topology.suppress`): refused when a record can reach it from an internal topic whose name Kafka
+    makes with its counter, which kjoin does not reproduce."""
+    seen, todo = set(), [table]
+    while todo:
+        node = todo.pop()
+        if node.name in seen:
+            continue
+        seen.add(node.name)
+        unknown = None
+        if node.op == "fk":
+            unknown = "a foreign-key join's response topic (KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-<n>-topic)"
+        elif node.op == "repartition-source" and node.topic not in topology.kafka_named_topics:
+            unknown = f"the repartition topic {node.topic}, which Kafka names with its counter (KSTREAM-...-<n>)"
+        if unknown is not None:
+            raise TopologyError(
+                f"suppress: max_bytes counts the name of the topic each buffered record was read from, and records "
+                f"reach {table.name} from {unknown}, a name kjoin does not reproduce; name the grouping "
+                "(group_by(..., name=...), Grouped.as) or the store, or bound the buffer with max_records"
+            )
+        todo.extend(node.parents)
+    return None
 
 
 def _check_not_suppressed(op: str, *tables: Node, time_limit_read: bool = False) -> None:
@@ -1355,7 +1404,7 @@ class CogroupedKStream:
                 cached = stream.node.params.setdefault("_grouped", {})
                 if grouped.name in cached:
                     raise _named_grouping_twice(grouped.name)
-                cached[grouped.name] = stream._repartition_topic(f"{grouped.name}-repartition")
+                cached[grouped.name] = stream._repartition_topic(f"{grouped.name}-repartition", kafka_named=True)
                 stream.node.params.setdefault("_cogrouped", set()).add(grouped.name)
                 parents.append(cached[grouped.name])
             else:

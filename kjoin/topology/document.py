@@ -9,6 +9,7 @@
     schedule: test-driver              # test-driver (default) | timestamp | stages  (kjoin.topology.runtime)
     processing_exception_handler: fail # fail (default) | continue (3.9+)  (kjoin.topology.handlers)
     dead_letter_queue: errors          # optional (4.2+): the topic failed records are written to
+    application_id: my-app             # optional: prefixes internal topics' names (default: the harness's)
     topics: {orders: {partitions: 2}}  # optional
     topology:                          # the nodes, in the order they are built
       - {name: orders, stream: orders}
@@ -71,13 +72,14 @@ from .functions import FunctionError
 from .graph import Topic, TopologyError, legal_name
 from .runtime import SCHEDULES
 from .handlers import exception_handling
+from .naming import DEFAULT_APPLICATION_ID, application_id_checked
 from .writer import topology_to_dict  # noqa: F401  (the writing half of the format)
 
 __all__ = ["TopologyScenario", "topology_to_dict", "is_topology_document", "load_topology", "DOCUMENT_FIELDS"]
 
 DOCUMENT_FIELDS = (
     "name", "description", "semantics", "partitions", "key_serde", "schedule", "topics", "topology", "events",
-    "processing_exception_handler", "dead_letter_queue", "global_processing_exception_handler",
+    "processing_exception_handler", "dead_letter_queue", "global_processing_exception_handler", "application_id",
 )  # fmt: skip
 OPERATIONS = (
     "stream",
@@ -247,6 +249,7 @@ def _parse(data: Any) -> TopologyScenario:
         processing_exception_handler=handling.handler,
         dead_letter_queue=handling.dead_letter_queue,
         global_processing_exception_handler=handling.global_enabled,
+        application_id=application_id_checked(data.get("application_id", DEFAULT_APPLICATION_ID), "application_id"),
     )
     handles: dict[str, KStream | KTable] = {}
     for index, node in enumerate(nodes):

@@ -20,9 +20,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from .graph import TopologyError, legal_name
+from .graph import TopologyError, legal_name, legal_topic
 
-__all__ = ["store_name", "kafka_stores"]
+__all__ = ["store_name", "kafka_stores", "DEFAULT_APPLICATION_ID", "application_id_checked"]
+
+DEFAULT_APPLICATION_ID = "kjoin-topology-oracle"
+"""The ``application.id`` a topology has unless it names one: the topology harness's
+(``kafka_oracle``'s ``TopologyOracle``), so that internal topics' full names match the judge's."""
+
+
+def application_id_checked(application_id: Any, where: str) -> str:
+    """``application_id`` if Kafka takes it (it prefixes internal topics' names, so a topic name's characters:
+    letters, digits, ``.``, ``_``, ``-``), else kjoin's error naming ``where``."""
+    if not isinstance(application_id, str) or not application_id:
+        raise TopologyError(f"{where}: an application.id is non-empty text, got {application_id!r:.80}")
+    legal_topic(application_id, where)
+    return application_id
 
 
 def store_name(store: Any, op: str) -> str | None:

@@ -11,17 +11,23 @@ How it works (Kafka's ``KTableSuppressProcessorSupplier``, caching off as in eve
   waits in a :class:`~kjoin.stores.suppression.TimeLimitStore` from the timestamp of its *first* buffered update;
   after each record every entry with ``first ts <= stream time - time_limit_ms`` is forwarded in buffer order
   (tombstones too), with the latest update's timestamp.
-* ``max_records``: after those evictions, a buffer holding more records is full: ``when_full="emit_early"``
-  (``emitEarlyWhenFull``, time limit only) forwards the oldest entries until it is not; ``"shut_down"``
-  (``shutDownWhenFull``) stops the task: kjoin's :class:`SuppressionBufferFull`, naming the node and the record.
-  ``BufferConfig.maxBytes`` is refused. Kafka 4.4's ``InMemoryTimeOrderedKeyValueChangeBuffer`` counts each entry
-  as ``computeRecordSize``: 8 + the serialized key (a windowed key with its window's start, and end for a session)
-  + ``BufferValue.residentMemorySizeEstimate`` (the prior value's bytes, the old value's unless it is the same
-  array as the prior, the new value's, and ``ProcessorRecordContext.residentMemorySizeEstimate``: 8 + 8 + 4 + the
-  characters of the record's topic name + each header's key characters and value bytes). The topic is the one the
-  task read: behind a repartition topic, ``<application.id>-<name>-repartition``, named by the application id and
-  by Kafka's counter unless ``Grouped.as`` names it, neither of which a kjoin topology has; so the bound is not
-  reproduced and kjoin refuses it rather than guess.
+* ``max_records`` and ``max_bytes`` (``BufferConfig.maxRecords``, ``maxBytes``, either or both): after those
+  evictions, a buffer holding more records than ``max_records`` or more bytes than ``max_bytes`` is full:
+  ``when_full="emit_early"`` (``emitEarlyWhenFull``, time limit only) forwards the oldest entries until it is not;
+  ``"shut_down"`` (``shutDownWhenFull``) stops the task: kjoin's :class:`SuppressionBufferFull`, naming the node,
+  the record and Kafka's message (``... buffer exceeded its max capacity. Currently [n/max] records and [b/max]
+  bytes.``).
+* A buffer's bytes (:func:`entry_size`, Kafka's ``computeRecordSize`` in ``InMemoryTimeOrderedKeyValueBuffer``, from
+  3.6 ``InMemoryTimeOrderedKeyValueChangeBuffer``): per entry 8 (its buffer time) + the serialized key (a windowed
+  key: its key's bytes then the window start; a session key's then end and start) + ``BufferValue``'s estimate: the
+  prior value's bytes, the old value's unless it is the same array as the prior, the new value's (a null counts 0;
+  values through the String serde, as the harness's tables carry them) + ``ProcessorRecordContext``'s: 8 + 8 + 4 +
+  the characters of the record's topic name + each header's key characters and value bytes. The record context is
+  the one the entry was last buffered in: the topic the task read, an internal topic by its full name
+  ``<application.id>-<name>`` (``Topology(application_id=...)``). An update of a buffered key replaces its entry;
+  the prior value is the array the first update buffered, so from then on the old value counts apart even when its
+  bytes are equal. Before KAFKA-10173 (2.5.1, 2.6.0) the prior value was serialized apart from the old one, so a new
+  entry counted its old value twice (:attr:`~kjoin.semantics.Semantics.suppress_buffer_prior_shares_old_bytes`).
 * A stream's join, a table-table join and a table's filter or map_values read a time-limit suppression as a table
   through :class:`SuppressedGetter` (Kafka's value getter): a key the buffer holds answers with its prior value, any
   other with the input table's row. An eviction is forwarded as ``Change(new, old)``, old being the latest buffered
@@ -57,8 +63,9 @@ FIELDS = ("until", "time_limit_ms", "max_records", "max_bytes", "when_full")
 
 
 class SuppressionBufferFull(TopologyError):
-    """A suppression buffer with ``when_full="shut_down"`` held more than ``max_records``: Kafka's task stops
-    (``StreamsException``: the buffer exceeded its max capacity), and so does kjoin's run."""
+    """A suppression buffer with ``when_full="shut_down"`` held more than ``max_records`` records or ``max_bytes``
+    bytes: Kafka's task stops (``StreamsException``: the buffer exceeded its max capacity), and so does kjoin's
+    run."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,12 @@ class Suppressed:
     time_limit_ms: int | None = None
     max_records: int | None = None
     when_full: str = "shut_down"
+    max_bytes: int | None = None
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the buffer can be full (``max_records`` or ``max_bytes``)."""
+        return self.max_records is not None or self.max_bytes is not None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"until": self.until}
@@ -76,6 +89,9 @@ class Suppressed:
             data["time_limit_ms"] = self.time_limit_ms
         if self.max_records is not None:
             data["max_records"] = self.max_records
+        if self.max_bytes is not None:
+            data["max_bytes"] = self.max_bytes
+        if self.bounded:
             data["when_full"] = self.when_full
         return data
 
@@ -90,13 +106,6 @@ def suppressed(options: Mapping[str, Any], where: str) -> Suppressed:
     until = options.get("until", "window_closes")
     if until not in UNTIL:
         raise TopologyError(f"{where}.until: expected window_closes or time_limit, got {until!r:.60}")
-    if options.get("max_bytes") is not None:
-        raise TopologyError(
-            f"{where}.max_bytes: kjoin does not model BufferConfig.maxBytes: each buffered entry counts its serialized "
-            "key, prior, old and new values and its record context, whose size includes the name of the topic the "
-            "record came from (an internal topic's full name, <application.id>-...-repartition, which kjoin does not "
-            "reproduce); bound the buffer with max_records, or leave it unbounded"
-        )
     limit = options.get("time_limit_ms")
     if until == "time_limit":
         if not isinstance(limit, int) or isinstance(limit, bool) or not 0 <= limit <= MAX_LONG:
@@ -112,28 +121,47 @@ def suppressed(options: Mapping[str, Any], where: str) -> Suppressed:
     records = options.get("max_records")
     if records is not None and (not isinstance(records, int) or isinstance(records, bool) or records < 0):
         raise TopologyError(f"{where}.max_records: expected a whole number of records from 0, got {records!r:.60}")
+    max_bytes = options.get("max_bytes")
+    if max_bytes is not None and (
+        not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or not 0 <= max_bytes <= MAX_LONG
+    ):
+        raise TopologyError(
+            f"{where}.max_bytes: expected a whole number of bytes from 0 to {MAX_LONG}, got {max_bytes!r:.60}"
+        )
     default = "emit_early" if until == "time_limit" else "shut_down"  # BufferConfig.maxRecords is eager
     when_full = options.get("when_full") or default
     if when_full not in WHEN_FULL:
         raise TopologyError(f"{where}.when_full: expected emit_early or shut_down, got {when_full!r:.60}")
     if until == "window_closes" and when_full == "emit_early":
         raise TopologyError(
-            f"{where}.when_full: untilWindowCloses takes a strict buffer (unbounded, or max_records with shut_down): "
+            f"{where}.when_full: untilWindowCloses takes a strict buffer (unbounded, or max_records or max_bytes "
+            "with shut_down): "
             "emitting early would forward a result that is not final"
         )
-    if records is None and options.get("when_full") is not None:
-        raise TopologyError(f"{where}.when_full: an unbounded buffer is never full; give max_records too")
-    return Suppressed(until, limit, records, when_full if records is not None else "shut_down")
+    bounded = records is not None or max_bytes is not None
+    if not bounded and options.get("when_full") is not None:
+        raise TopologyError(f"{where}.when_full: an unbounded buffer is never full; give max_records or max_bytes too")
+    return Suppressed(until, limit, records, when_full if bounded else "shut_down", max_bytes)
 
 
 class SuppressProcessor(NodeProcessor):
     """One task's suppression (``KTableSuppressProcessor``): ``windows`` are the aggregate's whose final results
     ``window_closes`` waits for (``None`` for a time limit)."""
 
-    def __init__(self, node: Node, partition: int, log: Any, parent: Callable[[Node], Any] | None = None) -> None:
+    def __init__(
+        self,
+        node: Node,
+        partition: int,
+        log: Any,
+        parent: Callable[[Node], Any] | None = None,
+        kafka_topic: Callable[[str], str] = str,
+        shares_prior: bool = True,
+    ) -> None:
         super().__init__(node, partition)
         self.parent = parent  # the task's other processors: a lookup reads the input table through them
         self.options: Suppressed = node.params["suppressed"]
+        self.sizes = BufferSizes(kafka_topic, shares_prior, bool(node.params.get("session_keys")))
+        """Each entry's bytes, counted only when ``max_bytes`` bounds the buffer."""
         windows = node.params.get("windows")
         self.buffer: SuppressionBuffer | None = None
         self.time_limit: TimeLimitStore | None = None
@@ -161,24 +189,42 @@ class SuppressProcessor(NodeProcessor):
         return self.getter_over(self.parent(self.node.parents[0]).as_table(partition))
 
     def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
-        self.contexts[(type(rec.key).__name__, rec.key)] = self.taken
+        entry = (type(rec.key).__name__, rec.key)
+        self.contexts[entry] = self.taken
+        if self.options.max_bytes is not None:
+            self.sizes.put(entry, rec, self.taken)
         if self.buffer is not None:
             forwarded, fate, reason, text = self._until_window_closes(rec, step)
             held = len(self.buffer.buffer)
+            if self.options.max_bytes is not None:
+                store = self.buffer.buffer
+                self.sizes.keep(lambda e: (type(e[1].key).__name__, e[1].key, e[1].start_ms, e[1].end_ms) in store)
         else:
             forwarded, fate, reason, text = self._until_time_limit(rec)
             held = len(self.time_limit)  # type: ignore[arg-type]
         forwarded = [
             dataclasses.replace(f, context=self.contexts.pop((type(f.key).__name__, f.key), None)) for f in forwarded
         ]
-        if self.options.max_records is not None and held > self.options.max_records:
+        if self._over_capacity(held):
+            records, max_bytes = self.options.max_records, self.options.max_bytes
+            over = []
+            if records is not None and held > records:
+                over.append(f"{held} records, more than max_records {records}")
+            if max_bytes is not None and self.sizes.total > max_bytes:
+                over.append(f"{self.sizes.total} bytes, more than max_bytes {max_bytes}")
             raise SuppressionBufferFull(
-                f"suppress {self.node.name}: after {said(rec)} its buffer holds {held} records, more than "
-                f"max_records {self.options.max_records}, and when_full is shut_down: Kafka stops the task "
-                "(StreamsException: the suppression buffer exceeded its max capacity). Raise max_records, leave the "
-                "buffer unbounded, or (untilTimeLimit) choose when_full=emit_early"
+                f"suppress {self.node.name}: after {said(rec)} its buffer holds {' and '.join(over)}, and when_full is "
+                f"shut_down: Kafka stops the task (StreamsException: {self.node.name} buffer exceeded its max "
+                f"capacity. Currently [{held}/{MAX_LONG if records is None else records}] records and "
+                f"[{self.sizes.total}/{MAX_LONG if max_bytes is None else max_bytes}] bytes.). Raise max_records or "
+                "max_bytes, leave the buffer unbounded, or (untilTimeLimit) choose when_full=emit_early"
             )
         return Outcome(fate, reason, text, forwarded)
+
+    def _over_capacity(self, held: int) -> bool:
+        """Kafka's ``overCapacity``: more records than ``max_records`` or more bytes than ``max_bytes``."""
+        records, max_bytes = self.options.max_records, self.options.max_bytes
+        return (records is not None and held > records) or (max_bytes is not None and self.sizes.total > max_bytes)
 
     def _until_window_closes(self, rec: Rec, step: int) -> tuple[list[Rec], Fate, Reason | None, str]:
         assert self.buffer is not None
@@ -208,16 +254,26 @@ class SuppressProcessor(NodeProcessor):
         while (evicted := store.evict_first(stream_time - limit)) is not None:
             forwarded.append(self._evicting(evicted))
             notes.append(f"{render_value(evicted[0])}'s time limit passed")
-        records = self.options.max_records
-        if records is not None and self.options.when_full == "emit_early":
-            while len(store) > records and (evicted := store.evict_first()) is not None:
+        if self.options.bounded and self.options.when_full == "emit_early":
+            while self._over_capacity(len(store)) and (evicted := store.evict_first()) is not None:
+                full = self._fullness(len(store))
                 forwarded.append(self._evicting(evicted))
-                notes.append(f"{render_value(evicted[0])} emitted early (the buffer holds more than {records})")
+                notes.append(f"{render_value(evicted[0])} emitted early (the buffer held {full})")
         text = f"{said(rec)} buffered (stream time {stream_time}, time limit {limit} ms)"
         if notes:
             shown = ", ".join(f"{n}: {at(render_value(r.value), r.ts)}" for n, r in zip(notes, forwarded))
             text += f"; forwarded {shown}"
         return forwarded, Fate.BUFFERED if not forwarded else Fate.FORWARDED, Reason.TIME_LIMIT, text + "."
+
+    def _fullness(self, remaining: int) -> str:
+        """What made the buffer full, before the entry just evicted left it (``remaining``: the records after)."""
+        records, max_bytes = self.options.max_records, self.options.max_bytes
+        parts = []
+        if records is not None and remaining + 1 > records:
+            parts.append(f"{remaining + 1} records, more than {records}")
+        if max_bytes is not None and self.sizes.total > max_bytes:
+            parts.append(f"{self.sizes.total} bytes, more than {max_bytes}")
+        return " and ".join(parts)
 
     def _evicting(self, evicted: tuple[Any, Any, int, Any, Any]) -> Rec:
         """An evicted entry, held until its record has run through the children: Kafka's ``evictWhile`` emits an
@@ -225,6 +281,7 @@ class SuppressProcessor(NodeProcessor):
         value (``priorValueForBuffered``). It goes on as ``Change(new, old)`` with its latest update's old value,
         whether or not a child asked for old values (a table join below reads it: "nothing before")."""
         key, value, ts, prior, old = evicted
+        self.sizes.remove((type(key).__name__, key))
         self.evicted.append((key, prior, ts))
         return Rec(key, value, ts, old, True)
 
@@ -239,6 +296,78 @@ class SuppressProcessor(NodeProcessor):
             if evicted == key:
                 return prior, ts
         return None if self.time_limit is None else self.time_limit.held(key)
+
+
+class BufferSizes:
+    """Each buffered entry's bytes as Kafka counts them (``computeRecordSize``, see the module) and their total:
+    ``kafka_topic`` gives a topic's full name (an internal one prefixed by the application id), ``shares_prior``
+    whether a new entry's prior value is its old value's array (KAFKA-10173), ``session_keys`` whether a windowed key
+    serializes its window's end and start (a session) or its start."""
+
+    def __init__(self, kafka_topic: Callable[[str], str], shares_prior: bool, session_keys: bool) -> None:
+        self.kafka_topic = kafka_topic
+        self.shares_prior = shares_prior
+        self.session_keys = session_keys
+        self.entries: dict[tuple[str, Any], tuple[bytes | None, int]] = {}
+        """Entry -> (its prior value's bytes, its size)."""
+        self.total = 0
+
+    def put(self, entry: tuple[str, Any], rec: Rec, context: Any) -> None:
+        """``rec`` buffered as ``entry`` in the record context ``context`` (the record the task took)."""
+        new, old = _bytes(rec.value), _bytes(rec.old)
+        found = self.entries.get(entry)
+        if found is None:
+            prior, same = old, self.shares_prior
+        else:
+            prior, same = found[0], False
+        size = (
+            8
+            + len(self.key_bytes(rec.key))
+            + (0 if prior is None else len(prior))
+            + (0 if old is None or same else len(old))
+            + (0 if new is None else len(new))
+            + self.context_size(context)
+        )
+        self.total += size - (0 if found is None else found[1])
+        self.entries[entry] = (prior, size)
+
+    def remove(self, entry: tuple[str, Any]) -> None:
+        found = self.entries.pop(entry, None)
+        if found is not None:
+            self.total -= found[1]
+
+    def keep(self, held: Callable[[tuple[str, Any]], bool]) -> None:
+        """Forget the entries the buffer no longer holds."""
+        for entry in [e for e in self.entries if not held(e)]:
+            self.remove(entry)
+
+    def key_bytes(self, key: Any) -> bytes:
+        """The serialized key: a windowed key's key then its start (``TimeWindowedSerializer``), or end then start
+        (``SessionWindowedSerializer``); any other key its text's UTF-8."""
+        if not isinstance(key, WindowedKey):
+            return render_value(key).encode("utf-8")
+        window = (key.end_ms, key.start_ms) if self.session_keys else (key.start_ms,)
+        return render_value(key.key).encode("utf-8") + b"".join(t.to_bytes(8, "big", signed=True) for t in window)
+
+    def context_size(self, context: Any) -> int:
+        """``ProcessorRecordContext.residentMemorySizeEstimate``: timestamp, offset, partition, the topic's
+        characters (UTF-16 units, Java's ``toCharArray``), each header's key characters and value bytes."""
+        if context is None:  # pragma: no cover - the runtime hands every suppression the record it took
+            raise AssertionError("a suppression buffers in the record context of the record the task took")
+        size = 8 + 8 + 4 + _chars(self.kafka_topic(context.topic))
+        for name, value in context.headers:
+            size += _chars(name) + (0 if value is None else len(render_value(value).encode("utf-8")))
+        return size
+
+
+def _bytes(value: Any) -> bytes | None:
+    """A value through the String serde: its text's UTF-8, ``None`` for null."""
+    return None if value is None else render_value(value).encode("utf-8")
+
+
+def _chars(text: str) -> int:
+    """Java's ``String.toCharArray().length``: UTF-16 code units."""
+    return len(text.encode("utf-16-le")) // 2
 
 
 UNKNOWN_TIMESTAMP = -1

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .graph import VIEW_OPS, TopologyError
+from .naming import DEFAULT_APPLICATION_ID
 
 if TYPE_CHECKING:
     from .builder import Topology
@@ -33,6 +34,8 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
     if topology.key_serde != "string":
         data["key_serde"] = topology.key_serde
     data.update(topology.exception_handling.to_dict())
+    if topology.application_id != DEFAULT_APPLICATION_ID:
+        data["application_id"] = topology.application_id
     dead_letters = topology.graph.topics.get(topology.exception_handling.dead_letter_queue or "")
     if dead_letters is not None and dead_letters.partitions != 1:  # a dead-letter queue has one unless declared
         writer.topics[dead_letters.name] = {"partitions": dead_letters.partitions}

@@ -141,6 +141,12 @@ public final class TopologyOracle {
         return Json.write(result);
     }
 
+    /** The document's application_id (it prefixes internal topics' names), else the harness's own. */
+    static String applicationId(Map<String, Object> document) {
+        Object id = document.get("application_id");
+        return id == null ? "kjoin-topology-oracle" : (String) id;
+    }
+
     @SuppressWarnings("unchecked")
     static void run(Map<String, Object> document, Path stateDir, Map<String, Object> result) throws Exception {
         List<Object> nodes = (List<Object>) document.get("topology");
@@ -151,7 +157,7 @@ public final class TopologyOracle {
                 windowed = true;
             }
         }
-        Properties props = Oracle.driverProperties("kjoin-topology-oracle", stateDir);
+        Properties props = Oracle.driverProperties(applicationId(document), stateDir);
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
         // Emit-final windowed aggregates (KIP-825) look for closed windows at most once per emit interval of wall-clock
         // time, which TopologyTestDriver does not move: 0 looks after every record, as kjoin does
@@ -218,7 +224,7 @@ public final class TopologyOracle {
                         row.add(record.value());
                         row.add(record.timestamp());
                         if (record.headers() != null && record.headers().toArray().length > 0) {
-                            row.add(headers(record.headers()));
+                            row.add(headers(record.headers(), applicationId(document)));
                         }
                         emitted.add(row);
                     }
@@ -232,7 +238,7 @@ public final class TopologyOracle {
     /** A record's headers as [name, text] pairs; a dead-letter record's stack trace cut to its first line (the
      *  exception's toString: kjoin has no JVM frames) and its source topic without the application id that
      *  prefixes an internal topic. */
-    static List<List<Object>> headers(org.apache.kafka.common.header.Headers headers) {
+    static List<List<Object>> headers(org.apache.kafka.common.header.Headers headers, String applicationId) {
         List<List<Object>> found = new ArrayList<>();
         for (org.apache.kafka.common.header.Header header : headers.toArray()) {
             String text = header.value() == null ? null : new String(header.value(), StandardCharsets.UTF_8);
@@ -240,8 +246,8 @@ public final class TopologyOracle {
                 text = text.split("\\R", 2)[0];
             }
             if (text != null && header.key().equals("__streams.errors.topic")
-                    && text.startsWith("kjoin-topology-oracle-")) {
-                text = text.substring("kjoin-topology-oracle-".length());
+                    && text.startsWith(applicationId + "-")) {
+                text = text.substring(applicationId.length() + 1);
             }
             List<Object> pair = new ArrayList<>();
             pair.add(header.key());
@@ -491,25 +497,34 @@ public final class TopologyOracle {
         return handle.getMethod("emitStrategy", emitClass).invoke(windowed, emit);
     }
 
-    /** kjoin's {until, time_limit_ms, max_records, when_full} as Suppressed: untilWindowCloses with a strict buffer
-     *  (unbounded, or maxRecords(n).shutDownWhenFull()), untilTimeLimit with maxRecords(n) (emitEarlyWhenFull unless
-     *  when_full is shut_down) or unbounded. */
+    /** kjoin's {until, time_limit_ms, max_records, max_bytes, when_full} as Suppressed: untilWindowCloses with a
+     *  strict buffer (unbounded, or maxRecords(n) and/or maxBytes(b), shutDownWhenFull()), untilTimeLimit with such a
+     *  buffer (emitEarlyWhenFull unless when_full is shut_down) or unbounded. */
     @SuppressWarnings({"unchecked", "rawtypes"})
     static org.apache.kafka.streams.kstream.Suppressed<Object> suppressed(Map<String, Object> spec) {
         Number records = (Number) spec.get("max_records");
+        Number bytes = (Number) spec.get("max_bytes");
         boolean shutDown = "shut_down".equals(spec.get("when_full"));
+        org.apache.kafka.streams.kstream.Suppressed.EagerBufferConfig eager = null;
+        if (records != null) {
+            eager = org.apache.kafka.streams.kstream.Suppressed.BufferConfig.maxRecords(records.longValue());
+            if (bytes != null) {
+                eager = eager.withMaxBytes(bytes.longValue());
+            }
+        } else if (bytes != null) {
+            eager = org.apache.kafka.streams.kstream.Suppressed.BufferConfig.maxBytes(bytes.longValue());
+        }
         if ("time_limit".equals(spec.get("until"))) {
             java.time.Duration limit = java.time.Duration.ofMillis(((Number) spec.get("time_limit_ms")).longValue());
-            org.apache.kafka.streams.kstream.Suppressed.BufferConfig buffer = records == null
+            org.apache.kafka.streams.kstream.Suppressed.BufferConfig buffer = eager == null
                 ? org.apache.kafka.streams.kstream.Suppressed.BufferConfig.unbounded()
-                : shutDown ? org.apache.kafka.streams.kstream.Suppressed.BufferConfig.maxRecords(records.longValue())
-                    .shutDownWhenFull()
-                : org.apache.kafka.streams.kstream.Suppressed.BufferConfig.maxRecords(records.longValue());
+                : shutDown ? eager.shutDownWhenFull()
+                : eager;
             return org.apache.kafka.streams.kstream.Suppressed.untilTimeLimit(limit, buffer);
         }
-        org.apache.kafka.streams.kstream.Suppressed.StrictBufferConfig strict = records == null
+        org.apache.kafka.streams.kstream.Suppressed.StrictBufferConfig strict = eager == null
             ? org.apache.kafka.streams.kstream.Suppressed.BufferConfig.unbounded()
-            : org.apache.kafka.streams.kstream.Suppressed.BufferConfig.maxRecords(records.longValue()).shutDownWhenFull();
+            : eager.shutDownWhenFull();
         return (org.apache.kafka.streams.kstream.Suppressed) org.apache.kafka.streams.kstream.Suppressed
             .untilWindowCloses(strict);
     }
