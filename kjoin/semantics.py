@@ -502,13 +502,6 @@ class Semantics:
         """KIP-328 (2.1): ``suppress(Suppressed.untilWindowCloses(...))`` holds a windowed aggregate's updates until
         the window closes and forwards only its final result."""
 
-    @since("2.5.1", "2.6", ticket="KAFKA-10173")
-    def suppress_buffer_prior_shares_old_bytes(self) -> bool:
-        """KAFKA-10173 (2.5.1 and 2.6.0): a suppression buffer's new entry keeps the old value's serialized array as
-        its prior value, so ``BufferValue.residentMemorySizeEstimate`` counts those bytes once. Before, the prior
-        value was serialized apart (``InMemoryTimeOrderedKeyValueBuffer.put``), and a new entry with an old value
-        counted its bytes twice: a ``max_bytes`` buffer is full sooner (:mod:`kjoin.topology.suppress`)."""
-
     @since("2.5", ticket="KIP-150", feature=True)
     def cogroup(self) -> bool:
         """KIP-150 (2.5): ``KGroupedStream.cogroup``: grouped streams aggregated into one table, each by its own

@@ -103,6 +103,7 @@ FILE_TIERS: dict[str, str] = {
     "test_topology_diff_oracle.py": "oracle",
     "test_topology_windowed_tables.py": "oracle",
     "test_topology_suppress.py": "oracle",
+    "test_topology_suppress_bytes.py": "oracle",
     "test_topology_suppressed_lookup.py": "unit",
     "test_topology_cogroup.py": "oracle",
     "test_topology_names.py": "unit",

@@ -258,6 +258,8 @@ class WindowAggregate:
         except AggregationError as error:
             raise AggregationError(f"events[{record.offset}] ({record.describe()}): {error}") from None
         stored = self.store.put(record.key, window.start_ms, new, ts)
+        if found is None and not self.aggregation.is_reduce:
+            old = self.aggregation.initializer()  # Kafka's old value of a new window: the initializer's
         if self.store.dropped:
             dropped = list(self.store.dropped)
             ctx.note(

@@ -775,10 +775,7 @@ class _Run:
             elif node.op in CUSTOM_OPS:
                 found = build_custom(node, partition, log, self.graph.text_keys)
             elif node.op == "suppress":
-                found = SuppressProcessor(
-                    node, partition, log, self._parent(partition), self.topology.kafka_topic,
-                    self.topology.semantics.suppress_buffer_prior_shares_old_bytes,
-                )  # fmt: skip
+                found = SuppressProcessor(node, partition, log, self._parent(partition), self.topology.kafka_topic)
             elif node.op in COGROUP_OPS:
                 found = CogroupAggregate(node, partition, log, self.topology.semantics)
             else:

@@ -17,17 +17,18 @@ How it works (Kafka's ``KTableSuppressProcessorSupplier``, caching off as in eve
   ``"shut_down"`` (``shutDownWhenFull``) stops the task: kjoin's :class:`SuppressionBufferFull`, naming the node,
   the record and Kafka's message (``... buffer exceeded its max capacity. Currently [n/max] records and [b/max]
   bytes.``).
-* A buffer's bytes (:func:`entry_size`, Kafka's ``computeRecordSize`` in ``InMemoryTimeOrderedKeyValueBuffer``, from
-  3.6 ``InMemoryTimeOrderedKeyValueChangeBuffer``): per entry 8 (its buffer time) + the serialized key (a windowed
-  key: its key's bytes then the window start; a session key's then end and start) + ``BufferValue``'s estimate: the
-  prior value's bytes, the old value's unless it is the same array as the prior, the new value's (a null counts 0;
-  values through the String serde, as the harness's tables carry them) + ``ProcessorRecordContext``'s: 8 + 8 + 4 +
-  the characters of the record's topic name + each header's key characters and value bytes. The record context is
-  the one the entry was last buffered in: the topic the task read, an internal topic by its full name
-  ``<application.id>-<name>`` (``Topology(application_id=...)``). An update of a buffered key replaces its entry;
-  the prior value is the array the first update buffered, so from then on the old value counts apart even when its
-  bytes are equal. Before KAFKA-10173 (2.5.1, 2.6.0) the prior value was serialized apart from the old one, so a new
-  entry counted its old value twice (:attr:`~kjoin.semantics.Semantics.suppress_buffer_prior_shares_old_bytes`).
+* A buffer's bytes (:class:`BufferSizes`, Kafka's ``computeRecordSize`` in ``InMemoryTimeOrderedKeyValueBuffer``,
+  from 3.6 ``InMemoryTimeOrderedKeyValueChangeBuffer``, the same sum from 2.1 to 4.4): per entry 8 (its buffer time) +
+  the serialized key (a windowed key: its key's bytes then the window start; a session key's then end and start) +
+  ``BufferValue.residentMemorySizeEstimate``: the prior value's bytes, the old value's unless they equal the prior's
+  (the constructor keeps one array for equal bytes), the new value's (a null counts 0; values through the String
+  serde, as the harness's tables carry them) + ``ProcessorRecordContext``'s: 8 + 8 + 4 + the characters of the
+  record's topic name + each header's key characters and value bytes. An update of a buffered key replaces its
+  entry and keeps its prior value (the old value of the update that made the entry). The record context is the one
+  the entry was last buffered in: the topic the task read, an internal topic by its full name
+  ``<application.id>-<name>`` (``Topology(application_id=...)``); a ``max_bytes`` suppression that records can reach
+  from an internal topic whose name Kafka makes with its counter (``KSTREAM-AGGREGATE-STATE-STORE-<n>-repartition``,
+  a foreign-key join's topics) is refused, as kjoin does not reproduce that name.
 * A stream's join, a table-table join and a table's filter or map_values read a time-limit suppression as a table
   through :class:`SuppressedGetter` (Kafka's value getter): a key the buffer holds answers with its prior value, any
   other with the input table's row. An eviction is forwarded as ``Change(new, old)``, old being the latest buffered
@@ -155,12 +156,11 @@ class SuppressProcessor(NodeProcessor):
         log: Any,
         parent: Callable[[Node], Any] | None = None,
         kafka_topic: Callable[[str], str] = str,
-        shares_prior: bool = True,
     ) -> None:
         super().__init__(node, partition)
         self.parent = parent  # the task's other processors: a lookup reads the input table through them
         self.options: Suppressed = node.params["suppressed"]
-        self.sizes = BufferSizes(kafka_topic, shares_prior, bool(node.params.get("session_keys")))
+        self.sizes = BufferSizes(kafka_topic, bool(node.params.get("session_keys")))
         """Each entry's bytes, counted only when ``max_bytes`` bounds the buffer."""
         windows = node.params.get("windows")
         self.buffer: SuppressionBuffer | None = None
@@ -300,13 +300,11 @@ class SuppressProcessor(NodeProcessor):
 
 class BufferSizes:
     """Each buffered entry's bytes as Kafka counts them (``computeRecordSize``, see the module) and their total:
-    ``kafka_topic`` gives a topic's full name (an internal one prefixed by the application id), ``shares_prior``
-    whether a new entry's prior value is its old value's array (KAFKA-10173), ``session_keys`` whether a windowed key
-    serializes its window's end and start (a session) or its start."""
+    ``kafka_topic`` gives a topic's full name (an internal one prefixed by the application id), ``session_keys``
+    whether a windowed key serializes its window's end and start (a session) or its start."""
 
-    def __init__(self, kafka_topic: Callable[[str], str], shares_prior: bool, session_keys: bool) -> None:
+    def __init__(self, kafka_topic: Callable[[str], str], session_keys: bool) -> None:
         self.kafka_topic = kafka_topic
-        self.shares_prior = shares_prior
         self.session_keys = session_keys
         self.entries: dict[tuple[str, Any], tuple[bytes | None, int]] = {}
         """Entry -> (its prior value's bytes, its size)."""
@@ -316,15 +314,12 @@ class BufferSizes:
         """``rec`` buffered as ``entry`` in the record context ``context`` (the record the task took)."""
         new, old = _bytes(rec.value), _bytes(rec.old)
         found = self.entries.get(entry)
-        if found is None:
-            prior, same = old, self.shares_prior
-        else:
-            prior, same = found[0], False
+        prior = old if found is None else found[0]  # a new entry's prior value is its old value
         size = (
             8
             + len(self.key_bytes(rec.key))
             + (0 if prior is None else len(prior))
-            + (0 if old is None or same else len(old))
+            + (0 if old is None or old == prior else len(old))  # BufferValue keeps one array of equal bytes
             + (0 if new is None else len(new))
             + self.context_size(context)
         )

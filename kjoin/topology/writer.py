@@ -217,7 +217,8 @@ class _Writer:
             if node.params.get("partitioner") is not None and node.op == "group_by":
                 entry["partitioner"] = self.spec(node, "partitioner")
             return
-        grouped = self.grouping(node.parents[0], node.params.get("grouped_name") or f"{node.name}-grouped")
+        named = node.params.get("grouped_name")
+        grouped = self.grouping(node.parents[0], named or f"{node.name}-grouped", named is not None)
         windows = node.params.get("windows")
         if windows is not None:
             if hasattr(windows, "gap_ms"):
@@ -237,16 +238,20 @@ class _Writer:
         entry[kind] = given
         entry["input"] = grouped
 
-    def grouping(self, parent: Any, unnamed: str) -> str:
+    def grouping(self, parent: Any, unnamed: str, named: bool = False) -> str:
         """The grouped node an aggregate reads ``parent`` through: its group_by (behind its repartition topic), or a
-        ``group_by_key`` entry named ``unnamed``, written here."""
+        ``group_by_key`` entry named ``unnamed``, written here (``named``: that name is the grouping's own,
+        ``Grouped.as``, which names the repartition topic)."""
         source = self.logical(parent)
         # the node the document names (a grouping behind its repartition topic), or, for the user's repartition(),
         # whose name is no node's, the repartition topic's source
         found = self.graph.nodes.get(source, parent)
         if found.op in ("group_by", "table-group-by"):
             return found.params.get("grouped_name") or found.name
-        self.nodes.append({"name": unnamed, "group_by_key": True, "input": source})
+        entry = {"name": unnamed, "group_by_key": True, "input": source}
+        if named:
+            entry["as"] = unnamed
+        self.nodes.append(entry)
         return unnamed
 
     def cogroup(self, node: Any, entry: dict[str, Any]) -> None:
