@@ -625,6 +625,7 @@ def random_topology(
             # the customers held for a time limit, read as a table by the join (the suppression's value getter)
             bound = held.choice([{}, {"max_records": 1}, {"max_records": 2}])
             suppress = {"until": "time_limit", "time_limit_ms": held.choice([0, 3, 10]), **bound}
+            suppress.update(_max_bytes(random.Random(repr(held.getstate())), suppress))  # drawn apart
             nodes.insert(3, {"name": "held", "suppress": suppress, "input": "customers"})
             profiles = nodes[4]
             sides = profiles[next(key for key in join.values() if key in profiles)]
@@ -824,6 +825,18 @@ SUPPRESSIONS = (
 """The suppressions a windowed aggregate draws (never a buffer that fills with shut_down: that stops the task)."""
 
 
+def _max_bytes(rng: random.Random, suppress: dict[str, Any]) -> dict[str, Any]:
+    """Now and then a byte bound for ``suppress`` (``BufferConfig.maxBytes``): around the size of one to a few
+    entries (about 40-80 bytes each here), so that it fills; with ``shut_down`` now and then (the task stops, on the
+    same event in kjoin and in Kafka), else the suppression's own ``when_full``."""
+    if rng.random() < 0.6:
+        return {}
+    drawn: dict[str, Any] = {"max_bytes": rng.choice([30, 45, 60, 90, 150, 400])}
+    if suppress["until"] == "window_closes" or rng.random() < 0.25:
+        drawn["when_full"] = "shut_down"
+    return drawn
+
+
 def _windowed_tail(
     rng: random.Random, nodes: list[dict[str, Any]], window: dict[str, Any], grouped: dict[str, Any], partitions: int
 ) -> None:
@@ -832,7 +845,10 @@ def _windowed_tail(
     with the customers table (final results feeding a join)."""
     roll = rng.random()
     if roll < 0.3:
-        nodes.append({"name": "final", "suppress": rng.choice(SUPPRESSIONS), "input": "agg"})
+        suppress = dict(rng.choice(SUPPRESSIONS))
+        if "group_by_key" in grouped:  # the records come from orders, a topic kjoin names as Kafka does
+            suppress.update(_max_bytes(random.Random(repr(rng.getstate())), suppress))  # drawn apart
+        nodes.append({"name": "final", "suppress": suppress, "input": "agg"})
     elif roll < 0.45:
         nodes += [{"name": "payments", "stream": "payments"},
                   {"name": "p-grouped", **grouped, "input": "payments"},
