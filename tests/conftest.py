@@ -104,6 +104,7 @@ FILE_TIERS: dict[str, str] = {
     "test_topology_windowed_tables.py": "oracle",
     "test_topology_suppress.py": "oracle",
     "test_topology_suppress_bytes.py": "oracle",
+    "test_spark_topology_suppress_bytes.py": "differential",
     "test_topology_suppressed_lookup.py": "unit",
     "test_topology_cogroup.py": "oracle",
     "test_topology_names.py": "unit",

@@ -112,18 +112,20 @@ def difference(
     from kjoin.spark import run_topology
 
     from kjoin.topology.runtime import ProcessingError
+    from kjoin.topology.suppress import SuppressionBufferFull
 
     topics = spark_topics(spark, scenario, with_partitions)
     try:
         trace = reference(scenario)
-    except ProcessingError as stopped:  # a function that throws under the fail handler: Spark must stop the same way
+    except (ProcessingError, SuppressionBufferFull) as stopped:  # a function that throws (fail handler), a full
+        # suppression buffer that shuts down: Spark must stop the same way
         from kjoin.spark.topology_run import kjoin_error
 
         try:
             result = run_topology(spark, scenario.topology, topics, method=method, instances=instances(scenario))
             result.topics.count()
         except Exception as error:  # noqa: BLE001 - a Spark job's failure, read back as kjoin's error
-            also = error if isinstance(error, ProcessingError) else kjoin_error(error)
+            also = error if isinstance(error, (ProcessingError, SuppressionBufferFull)) else kjoin_error(error)
             if also is None:
                 raise
             return None if str(also) == str(stopped) else f"both stop, differently:\n  {stopped}\n  {also}"

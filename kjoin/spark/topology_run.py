@@ -53,6 +53,7 @@ from pyspark.sql import functions as F
 from ..topology.graph import TopologyError
 from ..topology.runtime import ProcessingError, assign_tasks, joins_sharing_time, stage_trace
 from ..topology.stages import Stage, stages_of, topic_readers, topic_writers
+from ..topology.suppress import SuppressionBufferFull
 from ..topology.trace import TopicRecord, TopologyTrace
 from .io.topic import SparkInputError, Topic, default_partition_column
 from .keep import kept, release
@@ -208,16 +209,22 @@ def _rerun(spark: Any, topics: Mapping[str, Topic], options: Mapping[str, Any], 
 
 
 _PROCESSING_ERROR = re.compile(
-    r"(?:kjoin\.topology\.runtime\.)?ProcessingError: (.*?)(?:\n\s*\n|\n\tat |\nJVM stacktrace|$)", re.S
+    r"(?:kjoin\.topology\.(?:runtime|suppress)\.)?(ProcessingError|SuppressionBufferFull): "
+    r"(.*?)(?:\n\s*\n|\n\tat |\nJVM stacktrace|$)",
+    re.S,
 )
+_STOPS = {"ProcessingError": ProcessingError, "SuppressionBufferFull": SuppressionBufferFull}
+"""The errors on which a task stops, as the reference engine raises them: a user function that throws (the ``fail``
+handler), a full suppression buffer that shuts down."""
 
 
-def kjoin_error(error: BaseException) -> ProcessingError | None:
+def kjoin_error(error: BaseException) -> ProcessingError | SuppressionBufferFull | None:
     """The kjoin error a Spark job failed with on an executor (a ``PythonException`` or ``Py4JJavaError`` whose
-    Python worker raised :class:`~kjoin.topology.runtime.ProcessingError`), as kjoin's own error; ``None`` if
-    the failure was not kjoin's."""
+    Python worker raised :class:`~kjoin.topology.runtime.ProcessingError` or
+    :class:`~kjoin.topology.suppress.SuppressionBufferFull`), as kjoin's own error; ``None`` if the failure was not
+    kjoin's."""
     found = _PROCESSING_ERROR.search(str(error))
-    return None if found is None else ProcessingError(found.group(1).strip())
+    return None if found is None else _STOPS[found.group(1)](found.group(2).strip())
 
 
 @contextlib.contextmanager
@@ -226,7 +233,7 @@ def kjoin_errors() -> Iterator[None]:
     failed on an executor (the Spark error is its cause, for the worker's traceback)."""
     try:
         yield
-    except ProcessingError:
+    except (ProcessingError, SuppressionBufferFull):
         raise
     except Exception as error:
         translated = kjoin_error(error)
