@@ -65,6 +65,7 @@ from kafka_oracle.topology_oracle import (
     kjoin_outputs,
     receive_batch,
     send_batch,
+    without_full_stops,
     task_groups,
 )
 
@@ -653,6 +654,7 @@ def draw(rng: random.Random, version: str) -> Walk:
     }
     if semantics.processing_exception_handler and rng.random() < 0.5:
         document["processing_exception_handler"] = "continue"
+        without_full_stops(walker.nodes)
     if semantics.dead_letter_queue and rng.random() < 0.5:
         document["dead_letter_queue"] = "walk-dead-letters"
     events, oddities = _events(rng, walker.topics, keys)

@@ -202,3 +202,14 @@ def test_the_application_id_and_max_bytes_are_written_and_read_back():
     assert "application_id" not in TopologyScenario.from_dict(counts({})).topology.to_dict()
     with pytest.raises(ScenarioError, match="application_id: the topic 'a b' is illegal"):
         TopologyScenario.from_dict({**document, "application_id": "a b"})
+
+
+def test_a_buffer_that_shuts_down_under_the_continue_handler_is_refused():
+    """From 3.9 the handler catches the suppression's StreamsException: ``continue`` goes on with the buffer over its
+    bound (the record stays buffered), which kjoin does not model."""
+    with pytest.raises(ScenarioError, match="the continue handler .* which kjoin does not model"):
+        TopologyScenario.from_dict(
+            {**counts({"max_bytes": 80, "when_full": "shut_down"}), "processing_exception_handler": "continue"}
+        )
+    emits_early = {**counts({"max_bytes": 80}), "processing_exception_handler": "continue"}
+    assert stopped_at(emits_early) is None

@@ -991,6 +991,13 @@ class KTable(_Handle):
         # KTableSuppressProcessorSupplier: parent.enableSendingOldValues(true), for the buffer's prior values; a
         # filter above then forwards no tombstone for a key it never held (KAFKA-10077)
         self.node.params["sends_old_values"] = True
+        if settings.bounded and settings.when_full == "shut_down" and self.topology.exception_handling.continues:
+            raise TopologyError(
+                "suppress: a full buffer that shuts down throws in the suppression after it has buffered the record "
+                "and forwarded its evictions, and the continue handler (3.9+) then goes on with the buffer over its "
+                "bound, which kjoin does not model; choose when_full='emit_early' (untilTimeLimit), leave the buffer "
+                "unbounded, or the fail handler"
+            )
         if settings.max_bytes is not None:
             _check_topic_names_known(self.topology, self.node)
         keyed_by = windowed_aggregate(self.node)  # the buffer serializes a session key with its window's end
