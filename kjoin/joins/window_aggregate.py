@@ -258,8 +258,9 @@ class WindowAggregate:
         except AggregationError as error:
             raise AggregationError(f"events[{record.offset}] ({record.describe()}): {error}") from None
         stored = self.store.put(record.key, window.start_ms, new, ts)
+        forwarded_old = old
         if found is None and not self.aggregation.is_reduce:
-            old = self.aggregation.initializer()  # Kafka's old value of a new window: the initializer's
+            forwarded_old = self.aggregation.initializer()  # Kafka's old value of a new window: the initializer's
         if self.store.dropped:
             dropped = list(self.store.dropped)
             ctx.note(
@@ -272,7 +273,15 @@ class WindowAggregate:
             ctx.note(f"Window {window}: its segment has expired; the update is not stored.")
         self.on_update(
             AggregateOutput(
-                record.key, new, old, ts, False, "window", self.task, ctx.index, (window.start_ms, window.end_ms)
+                record.key,
+                new,
+                forwarded_old,
+                ts,
+                False,
+                "window",
+                self.task,
+                ctx.index,
+                (window.start_ms, window.end_ms),
             ),
             ctx,
         )
