@@ -30,7 +30,10 @@ Two joins run as array work instead, one row per record:
   arrays sorted by
   (key id, ts): a lookup's version from it is a forward fill over the history and the lookups sorted together,
   and from the batch's own earlier puts a walk back over them, all lookups at once, one put per round (a batch
-  where one key has more than :data:`WALK_LIMIT` puts runs the loop instead, its history moved in and out).
+  where one key has more than :data:`WALK_LIMIT` puts runs the loop instead, its history moved in and out). Each
+  key's bookkeeping (its last version, where its segments end: is a tombstone deleting its latest value?) is kept
+  as arrays by the same key ids (:func:`~.versioned_stream_table._advance_tails`); a Python dict by key cost as
+  much as the rest of the array form (0.2 of 0.4 CPU s at 10^6 records).
 
 Where it lives: this module chooses, per task segment, the loop or an array form (:func:`segment_rows`);
 :mod:`~kjoin.spark.passes.versioned_stream_table` and :mod:`~kjoin.spark.passes.versioned_table_table` are the two
