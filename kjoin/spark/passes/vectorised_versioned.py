@@ -30,7 +30,10 @@ Two joins run as array work instead, one row per record:
   arrays sorted by
   (key id, ts): a lookup's version from it is a forward fill over the history and the lookups sorted together,
   and from the batch's own earlier puts a walk back over them, all lookups at once, one put per round (a batch
-  where one key has more than :data:`WALK_LIMIT` puts runs the loop instead, its history moved in and out).
+  where one key has more than :data:`WALK_LIMIT` puts runs the loop instead, its history moved in and out). Each
+  key's bookkeeping (its last version, where its segments end: is a tombstone deleting its latest value?) is kept
+  as arrays by the same key ids (:func:`~.versioned_stream_table._advance_tails`); a Python dict by key cost as
+  much as the rest of the array form (0.2 of 0.4 CPU s at 10^6 records).
 
 Where it lives: this module chooses, per task segment, the loop or an array form (:func:`segment_rows`);
 :mod:`~kjoin.spark.passes.versioned_stream_table` and :mod:`~kjoin.spark.passes.versioned_table_table` are the two
@@ -80,6 +83,7 @@ from .task import _arrow_schema
 from .vectorised import (
     array_pass_refusal,
     _render,
+    key_ids,
     task_segments,
 )
 from .versioned_common import _Rows, _Task, _assemble
@@ -194,10 +198,14 @@ def segment_rows(
     if spec.join == "table-table" and spec.versioned_mode == "final" and ARRAY_TABLE_TABLE:
         return _table_table_pieces(batch, spec, task, steps, schema, json_values)
     if spec.join == "stream-table" and spec.grace_ms is None and ARRAY_STREAM_TABLE:
-        puts = pc.and_(pc.equal(batch.column("side"), "right"), pc.is_valid(batch.column("key")))
-        codes = pc.dictionary_encode(batch.column("key").filter(puts)).indices.to_numpy(zero_copy_only=False)
-        if (len(codes) == 0 or int(np.bincount(codes).max()) <= WALK_LIMIT) and _advance_tails(batch, task) is None:
-            return _stream_table_arrays(batch, spec, task, steps, schema, json_values, ID_TIME_KEY_LIMIT)
+        history = task.history
+        history.keys, ids = key_ids(history.keys, batch.column("key"))  # the keys' ids, kept from batch to batch
+        puts = pc.equal(batch.column("side"), "right").to_numpy(zero_copy_only=False) & (ids >= 0)
+        put_ids = ids[puts]
+        if (len(put_ids) == 0 or int(np.bincount(put_ids).max()) <= WALK_LIMIT) and _advance_tails(
+            batch, task, ids
+        ) is None:
+            return _stream_table_arrays(batch, spec, task, steps, schema, json_values, ID_TIME_KEY_LIMIT, ids)
         # a key with many puts in this batch (the walk back would take as many rounds), or a tombstone that deletes
         # its key's latest version: the loop takes the batch
         moves = (_history_to_store, _store_to_history)

@@ -205,10 +205,7 @@ class _Task:
         self.retention = [
             options.history_retention_ms if options.versioned else None for options in (spec.left, spec.right)
         ]
-        self.history = _History()  # stream-table without grace as arrays: the versioned table
-        # the array forms' bookkeeping of each versioned side: key -> (last version ts, is it a tombstone, where the
-        # segments end), enough to hand the table to the loop exactly (:func:`_advance_tails`)
-        self.tails: list[dict[Any, tuple[int, bool, int | None]]] = [{}, {}]
+        self.history = _History()  # stream-table without grace as arrays: the versioned table and its bookkeeping
         self.books = [_Bookkeeping(), _Bookkeeping()]  # the table-table array form's, per key id of ``tables``
         self.heap: list[tuple] = []  # the grace buffer: (ts, key bytes, arrival, key, (value, text), origin step)
         self.buffer_time: int | None = None
@@ -377,6 +374,18 @@ class _Bookkeeping:
             for name in self.__slots__:
                 setattr(self, name, np.concatenate([getattr(self, name), getattr(more, name)]))
         return self
+
+    def rows(self, codes: Any) -> "_Bookkeeping":
+        """A copy of the bookkeeping of the key numbers ``codes``, numbered by their place in ``codes``."""
+        book = _Bookkeeping(0)
+        for name in self.__slots__:
+            setattr(book, name, getattr(self, name)[codes])
+        return book
+
+    def set_rows(self, codes: Any, book: "_Bookkeeping") -> None:
+        """Write back ``book`` (as :meth:`rows` gave it for ``codes``)."""
+        for name in self.__slots__:
+            getattr(self, name)[codes] = getattr(book, name)
 
     def copy(self) -> "_Bookkeeping":
         book = _Bookkeeping(0)
@@ -592,13 +601,17 @@ def _record_columns(batch: Any) -> tuple:
 
 class _History:
     """A versioned table as arrays (the no-grace stream-table join's array form): its keys (each once, an id each),
-    and its versions sorted by (key id, ts), one per key and ts: ids, timestamps, values (null: a tombstone)."""
+    and its versions sorted by (key id, ts), one per key and ts: ids, timestamps, values (null: a tombstone); and
+    per key id its bookkeeping (:class:`_Bookkeeping`)."""
 
     def __init__(self) -> None:
         self.keys: Any = None
         self.ids: Any = None
         self.ts: Any = None
         self.values: Any = None
+        self.book = _Bookkeeping()
+        """Per key id: its last version's ts and whether that is a tombstone, and where its segments end, enough to
+        hand the table to the loop exactly (:func:`~.versioned_stream_table._advance_tails`)."""
 
 
 def _one_row_per_record(batch, schema, case, steps, key, left, right, text, text_rows, ts, tombstone) -> Any:  # type: ignore[no-untyped-def]

@@ -19,7 +19,6 @@ from .vectorised import (
     observed_before,
     _render,
     joiner_text,
-    key_ids,
 )
 from .versioned_common import (
     _Bookkeeping,
@@ -37,45 +36,54 @@ from .versioned_common import (
 )
 
 
-def _advance_tails(batch: Any, task: _Task) -> int | None:
-    """Keep the stream-table array form's bookkeeping of its versioned side (``task.tails``, key -> ``(last ts,
-    is it a tombstone, end)``) through the batch's accepted puts (:func:`_place_rounds`), and return ``None``; or,
-    changing nothing, the index of the first put that is a tombstone deleting its key's latest value
-    (:attr:`~kjoin.stores.versioned.Placement.DELETES_LATEST`, ``versioned_same_ts_tombstone_leaves_no_trace``):
-    what the key finds next then depends on its history, which this array form does not walk (the loop takes such
-    a batch). Without such a tombstone a versioned table behaves as if every put were a version."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def _advance_tails(batch: Any, task: _Task, ids: Any) -> int | None:
+    """Keep the stream-table array form's bookkeeping of its versioned table (``task.history.book``, per key id:
+    last ts, is it a tombstone, end) through the batch's accepted puts (:func:`_place_rounds`; ``ids``: each
+    record's key id in ``task.history.keys``, :func:`~.vectorised.key_ids`), and return ``None``; or, changing
+    nothing, the index of the first put that is a tombstone deleting its key's latest value
+    (:attr:`~kjoin.stores.versioned.Placement.DELETES_LATEST`, ``versioned_same_ts_tombstone_leaves_no_trace``): what
+    the key finds next then depends on its history, which this array form does not walk (the loop takes such a
+    batch). Without such a tombstone a versioned table behaves as if every put were a version. Only the right table
+    of a stream-table join can be versioned."""
+    import numpy as np
 
     ts, is_right, has_key, null = _put_columns(batch)
-    pending = []
-    for side, store in enumerate(task.stores):
-        if store.plain:
-            continue
-        accepted = _accepted_puts(side, store, task, ts, is_right, has_key)
-        if not len(accepted):
-            continue
-        encoded = pc.dictionary_encode(batch.column("key").take(pa.array(accepted)))
-        keys = encoded.dictionary.to_pylist()
-        tails = task.tails[side]
-        book = _Bookkeeping.of([tails.get(key) or _NO_TAIL for key in keys])
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
-        found = _place_rounds(book, codes, accepted, ts[accepted], null[accepted], store.no_trace)
-        if found is not None:
-            return found
-        pending.append((tails, keys, book))
-    for tails, keys, book in pending:
-        tails.update(zip(keys, book.tails()))
+    store: _Versions = task.stores[1]
+    accepted = _accepted_puts(1, store, task, ts, is_right, has_key)
+    if not len(accepted):
+        return None
+    history = task.history
+    history.book = history.book.grown(len(history.keys))
+    present, codes = np.unique(ids[accepted], return_inverse=True)  # the batch's put keys, numbered 0, 1, ...
+    book = history.book.rows(present)
+    found = _place_rounds(book, codes, accepted, ts[accepted], null[accepted], store.no_trace)
+    if found is not None:
+        return found
+    history.book.set_rows(present, book)
     return None
 
 
-def _tails_to_ends(tails: dict[Any, tuple[int, bool, int | None]]) -> dict[Any, int]:
-    return {key: end for key, (_, _, end) in tails.items() if end is not None}
+def _book_to_ends(history: _History) -> dict[Any, int]:
+    """Where each key's segments end, by key, from the array form's bookkeeping (the loop's ``_Versions.ends``)."""
+    import numpy as np
+
+    book = history.book
+    if history.keys is None or not len(book.end):
+        return {}
+    ended = np.flatnonzero(book.has_end)
+    keys = history.keys.take(ended).to_pylist()
+    return dict(zip(keys, book.end[ended].tolist()))
 
 
-def _tails_from_store(store: _Versions) -> dict[Any, tuple[int, bool, int | None]]:
-    ends = store.ends
-    return {key: (times[-1], entries[-1] is None, ends.get(key)) for key, (times, entries) in store.versions.items()}
+def _book_from_store(store: _Versions, keys: list) -> _Bookkeeping:
+    """The array form's bookkeeping, per key id (``keys``: each id's key), of what the loop's store holds: each
+    key's last version and, for a key with versions, where its segments end."""
+    versions, ends = store.versions, store.ends
+    tails = []
+    for key in keys:
+        held = versions.get(key)
+        tails.append(_NO_TAIL if held is None else (held[0][-1], held[1][-1] is None, ends.get(key)))
+    return _Bookkeeping.of(tails)
 
 
 def _history_to_store(task: _Task, json_values: bool) -> None:
@@ -83,7 +91,7 @@ def _history_to_store(task: _Task, json_values: bool) -> None:
     history, store = task.history, task.stores[1]
     store.observed = None if task.observed[1] == _NONE else task.observed[1]
     store.versions = {}
-    store.ends = _tails_to_ends(task.tails[1])
+    store.ends = _book_to_ends(history)
     if history.ids is None or not len(history.ids):
         return
     keys = history.keys.to_pylist()
@@ -102,8 +110,6 @@ def _store_to_history(task: _Task, key_type: Any, value_type: Any) -> None:
 
     history, store = task.history, task.stores[1]
     task.observed[1] = _NONE if store.observed is None else store.observed
-    task.tails[1] = _tails_from_store(store)
-    store.ends = {}
     keys = [] if history.keys is None else history.keys.to_pylist()
     known = {key: number for number, key in enumerate(keys)}
     ids, times, values = [], [], []
@@ -114,7 +120,9 @@ def _store_to_history(task: _Task, key_type: Any, value_type: Any) -> None:
         ids += [known[key]] * len(version_times)
         times += version_times
         values += [None if entry is None else entry[0] for entry in entries]
+    history.book = _book_from_store(store, keys)
     store.versions = {}
+    store.ends = {}
     order = np.lexsort((np.asarray(times, dtype=np.int64), np.asarray(ids, dtype=np.int64)))
     history.keys = pa.array(keys, type=key_type) if keys else None
     history.ids = np.asarray(ids, dtype=np.int64)[order]
@@ -313,7 +321,7 @@ def _versions_at(h_ids: Any, h_ts: Any, ids: Any, ts: Any) -> Any:
 
 
 def _stream_table_arrays(
-    batch: Any, spec: JoinSpec, task: _Task, steps: Any, schema: Any, json_values: bool, key_limit: int
+    batch: Any, spec: JoinSpec, task: _Task, steps: Any, schema: Any, json_values: bool, key_limit: int, ids: Any
 ) -> Any:
     """KStream-KTable against a versioned table without grace as array work, one row per record.
 
@@ -321,7 +329,8 @@ def _stream_table_arrays(
     before its own ts (at equal ts the later put), or when its ts is below observed stream time minus retention,
     the latest version if that one is old enough. The versions come from two places: the batch's own earlier puts
     of the key (:func:`_batch_versions`) and the carried history (:func:`_carried_versions`); the later of the two
-    wins. Then the batch's accepted puts join the history (:func:`_add_to_history`)."""
+    wins. Then the batch's accepted puts join the history (:func:`_add_to_history`). ``ids``: each record's key id in
+    ``task.history.keys`` (:func:`~.vectorised.key_ids`, -1: a null key)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -330,7 +339,6 @@ def _stream_table_arrays(
     history: _History = task.history
     retention = store.retention
     key, value, ts_array, ts, is_right, has_key, value_null = _record_columns(batch)
-    history.keys, ids = key_ids(history.keys, key)  # the keys' ids, kept from batch to batch
     # update state (which puts the table refuses): ts below observed stream time (before the put) minus retention
     puts = is_right & has_key
     observed, task.observed[1] = observed_before(ts, puts, task.observed[1])
