@@ -5,8 +5,10 @@ and value. The freeing reaches only the record context the sink sent in: ``Proce
 forward's children a copy when the record's timestamp or headers object differs, which every node that forwards a new
 record (``withKey``/``withValue``, or a ``FixedKeyRecord``: a filter, a ``map_values``) does, so a sink below a
 ``flat_map``, a ``map_values`` or a table's ``to_stream`` leaves its parent's other children their raw record; a sink
-below a merge does not. Judged by the real library (``kafka_oracle/``) on 4.4.0 and on every release with a
-dead-letter queue (4.2.0 to 4.3.1, ``oracle_check.HANDLER_JUDGES``): each frees the raw record the same way."""
+below a merge does not. A sink of ``Windowed<K>`` keys writes each key's text, which the application maps before the
+sink: the sink sends in the map's copy, so it frees no sibling's raw record either. Judged by the real library
+(``kafka_oracle/``) on 4.4.0 and on every release with a dead-letter queue (4.2.0 to 4.3.1,
+``oracle_check.HANDLER_JUDGES``): each frees the raw record the same way."""
 
 from __future__ import annotations
 
@@ -128,6 +130,7 @@ def test_spark_writes_the_same_dead_letter_records(spark):
     from tests.topology_spark_check import difference  # Spark's modules only where a session runs
 
     cases = [scenario("stream", sink_first=True), scenario("table", sink_first=False), sibling(next(iter(SIBLINGS)))]
+    cases += [windowed_sibling(*WINDOWED[name]) for name in ("windowed", "window-close")]
     for case in cases:
         assert difference(spark, case) is None
 
@@ -165,3 +168,66 @@ def test_the_real_library_dead_letters_an_evicted_record_as_buffered(built, vers
     (answer,) = topology_oracle.run_batch(version, [case])
     assert [row[:3] for row in answer["outputs"][1]] == [["dlq", "k", "1"]]
     assert topology_oracle.difference(case, answer, version) is None
+
+
+def windowed_sibling(windowed: bool, emit_on_window_close: bool = False, semantics: str = "4.4") -> TopologyScenario:
+    """``in`` counted per key (in 50 ms windows with a 10 ms grace, or not windowed), its changes to ``a`` and through
+    a mapper that throws on ``1``; under window-close emission the second record closes the first one's window."""
+    aggregate: list[dict] = [{"name": "g", "group_by_key": True, "input": "s"}]
+    if windowed:
+        window = {"name": "w", "windowed_by": {"size_ms": 50, "grace_ms": 10}, "input": "g"}
+        if emit_on_window_close:
+            window["emit_strategy"] = "on_window_close"
+        aggregate.append(window)
+    aggregate.append({"name": "n", "aggregate": "concat", "input": aggregate[-1]["name"]})
+    return TopologyScenario.from_dict(
+        {
+            "semantics": semantics,
+            "processing_exception_handler": "continue",
+            "dead_letter_queue": "dlq",
+            "topology": [
+                {"name": "s", "stream": "in"},
+                *aggregate,
+                {"name": "changes", "to_stream": True, "input": "n"},
+                {"name": "a", "to": "a", "input": "changes"},
+                {"name": "m", "map_values": {"fail_on": "1"}, "input": "changes"},
+            ],
+            "events": [EVENTS[0], {**EVENTS[1], "ts": 70}],
+        }
+    )
+
+
+WINDOWED = {"plain": (False, False), "windowed": (True, False), "window-close": (True, True)}
+WINDOWED_DEAD_LETTERS = {
+    # the sink of a plain key sends in the record context its siblings share: it frees their raw record
+    "plain": [[(None, None, "0")], []],
+    # a Windowed<K> key is written as its text: the application maps it before the sink, whose send frees the map's
+    # copy of the record context, so the sink's siblings keep the raw record
+    "windowed": [[("k", "1", "0")], []],
+    # the window's final result is forwarded when the second record (offset 1) closes it, in that record's context
+    "window-close": [[], [("k2", "2", "1")]],
+}
+
+
+def windowed_dead_letters(case: TopologyScenario) -> list[list[tuple[object, object, str]]]:
+    return [
+        [(r.key, r.value, dict(r.headers)["__streams.errors.offset"]) for r in event if r.topic == "dlq"]
+        for event in case.run().outputs_by_event()
+    ]
+
+
+@pytest.mark.parametrize("name", WINDOWED)
+def test_a_sink_of_windowed_keys_leaves_its_siblings_their_raw_record(name):
+    assert windowed_dead_letters(windowed_sibling(*WINDOWED[name])) == WINDOWED_DEAD_LETTERS[name]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("version", [oracle_check.LATEST_JUDGE.version, oracle_check.HANDLER_JUDGES[-1]])
+def test_the_real_library_leaves_a_windowed_sinks_siblings_their_raw_record(built, version):
+    cases = [windowed_sibling(*WINDOWED[name], semantics=version) for name in WINDOWED]
+    answers = topology_oracle.run_batch(version, cases)
+    for name, case, answer in zip(WINDOWED, cases, answers):
+        dead = [[tuple(row[1:3]) + (dict(row[4])["__streams.errors.offset"],) for row in event if row[0] == "dlq"]
+                for event in answer["outputs"]]  # fmt: skip
+        assert dead == WINDOWED_DEAD_LETTERS[name], name
+        assert topology_oracle.difference(case, answer, version) is None

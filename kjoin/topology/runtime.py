@@ -85,6 +85,7 @@ from .handlers import (
 )
 from .plain import not_a_key, not_a_value
 from .aggregates import AGGREGATE_OPS, OldValue, WindowedKey, build_aggregate
+from .builder import windowed_table
 from .cogroup import COGROUP_OPS, CogroupAggregate
 from .custom import CUSTOM_OPS, build_custom
 from .suppress import SuppressProcessor
@@ -356,6 +357,11 @@ class _Run:
         for fk in self.foreign_keys.values():
             self.internal_readers[fk.node.params["subscription_topic"]] = (fk, fk.right_sub)
             self.internal_readers[fk.node.params["response_topic"]] = (fk, fk.left_sub)
+        self.windowed_sinks = {
+            node.name for node in self.graph.nodes.values() if node.op == "to" and windowed_table(node.parents[0])
+        }
+        """The sinks that write a ``Windowed<K>`` key as its text: Kafka's application maps each key to text before
+        the sink, so the sink sends in the map's copy of the record context (see :mod:`kjoin.topology.handlers`)."""
         self.clocks: dict[str, TaskClock] = {}
         self.instance_times: dict[tuple[str, int], InstanceTimes] = {}
         """A stream-stream join's time trackers per (node, instance): what the instance's tasks share."""
@@ -705,9 +711,10 @@ class _Run:
             if node.op in ("to", "repartition-sink") and self.topology.exception_handling.continues:
                 raise _SinkFailed(node, rec, error) from error  # a sink catches nothing: its parent decides
             self._failed(node, rec, error)
-        # a foreign-key join's processors forward to their internal topics' sinks in a record context of their own
-        # (judged against 4.4.0: the siblings' dead-letter records keep the raw record)
-        self.sent = self.sent or (bool(wrote) and node.op != "fk")
+        # a foreign-key join's processors forward to their internal topics' sinks in a record context of their own,
+        # and a sink of windowed keys sends in the copy its key's map to text made (judged against 4.4.0 and 4.2.0:
+        # the siblings' dead-letter records keep the raw record)
+        self.sent = self.sent or (bool(wrote) and node.op != "fk" and node.name not in self.windowed_sinks)
         written.extend(wrote)
         forwarded = tuple(outcome.forwarded)  # the records themselves: the children's visits and stories hold them
         visits.append(
