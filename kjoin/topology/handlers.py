@@ -30,11 +30,14 @@ How it works (Kafka 3.9+, KIP-1033; ``ProcessorNode.process``):
   the raw record of its own copy. A source's children share one copy, so a sink that is a stream's first child empties
   the dead-letter records of its later siblings; a sink under a ``map_values``, a ``flat_map`` or a table's
   ``to_stream`` (or a filter: a ``FixedKeyProcessor``) leaves its parent's siblings theirs
-  (``tests/test_topology_dead_letters.py``, against 4.4.0). A record a table group-by wrote to its repartition topic is
-  a ``Change`` in ``ChangedSerializer``'s bytes, so its dead-letter value is those (:func:`changed_value_text`). A
-  suppression's eviction runs in the record context its entry was buffered in (``KTableSuppressProcessor.emit``), so
-  a record that fails below it is dead-lettered as the buffered record (its key, value and offset), whose raw record
-  no sink of the evicting step has freed (``Rec.context``).
+  (``tests/test_topology_dead_letters.py``, against 4.4.0). A sink of ``Windowed<K>`` keys writes each key's text,
+  which the application maps before the sink (``KStreamMap``: a new record, so a copy of the context): the sink
+  frees that copy only, and its siblings keep the raw record (4.2.0 and 4.4.0). A record a table group-by wrote to
+  its repartition topic is a ``Change`` in ``ChangedSerializer``'s bytes, so its dead-letter value is those
+  (:func:`changed_value_text`). A window-close aggregate forwards a window's final result in the record context of
+  the record that closed it (``fetchAndEmit``). A suppression's eviction runs in the record context its entry was
+  buffered in (``KTableSuppressProcessor.emit``), so a record that fails below it is dead-lettered as the buffered
+  record (its key, value and offset), whose raw record no sink of the evicting step has freed (``Rec.context``).
 * ``global_processing_exception_handler: true`` (4.3+, KIP-1270, ``processing.exception.handler.global.enabled``):
   the handler also covers the global thread's processors. A kjoin global table runs no user function (it is a
   ``GlobalKTable`` read from its topic), so nothing there can throw; the setting changes no output and is refused
