@@ -37,7 +37,9 @@ How it works (Kafka 3.9+, KIP-1033; ``ProcessorNode.process``):
   (:func:`changed_value_text`). A window-close aggregate forwards a window's final result in the record context of
   the record that closed it (``fetchAndEmit``). A suppression's eviction runs in the record context its entry was
   buffered in (``KTableSuppressProcessor.emit``), so a record that fails below it is dead-lettered as the buffered
-  record (its key, value and offset), whose raw record no sink of the evicting step has freed (``Rec.context``).
+  record (its key, value and offset). The buffer keeps that context object: its raw record is null if a sink freed it
+  before the suppression took the record (a sink that is the source's first child, beside the aggregate), else kept,
+  as no sink of the evicting step sends in it (``Rec.context``).
 * ``global_processing_exception_handler: true`` (4.3+, KIP-1270, ``processing.exception.handler.global.enabled``):
   the handler also covers the global thread's processors. A kjoin global table runs no user function (it is a
   ``GlobalKTable`` read from its topic), so nothing there can throw; the setting changes no output and is refused

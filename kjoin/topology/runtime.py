@@ -522,8 +522,8 @@ class _Run:
                 outcome = self.foreign_keys[node.name].handle_input(port, rec, partition, step)
             else:
                 processor = self._processor(node, partition)
-                if node.op == "suppress":  # it keeps each entry's record context
-                    processor.taken = self.current
+                if node.op == "suppress":  # it keeps each entry's record context, its raw record as it is now
+                    processor.taken = (self.current, self.sent)
                 outcome = processor.handle(port, rec, step)
             problem = self._check_plain(node, outcome) if node.op in CHECKED_HERE else None
             if problem is not None:
@@ -728,7 +728,7 @@ class _Run:
             for child_rec in outcome.forwarded:
                 outer, taken = self.sent, self.current
                 if child_rec.context is not None:  # an eviction: its children run in the entry's record context,
-                    self.current, self.sent = child_rec.context, False  # whose raw record no sink of it has freed
+                    self.current, self.sent = child_rec.context  # its raw record freed only if it was when buffered
                 for child, child_port in node.children:
                     if child_rec.to is None or child_rec.to == child.name:
                         self._visit(child, child_port, child_rec, partition, step, visits, written)
