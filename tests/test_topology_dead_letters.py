@@ -286,3 +286,53 @@ def test_the_real_library_buffers_a_record_context_freed_by_a_sink(built, versio
     for name, case, answer in zip(SUPPRESSED, cases, answers):
         assert [tuple(row[1:3]) for row in answer["outputs"][1] if row[0] == "dlq"] == [SUPPRESSED[name][1]], name
         assert topology_oracle.difference(case, answer, version) is None
+
+
+def through_a_grace_buffer(grace_ms: int | None, semantics: str = "4.4") -> TopologyScenario:
+    """``in`` left-joined with a versioned table (with a grace period, or none), the results through a mapper that
+    throws on ``1``: with a grace of 10 ms the second record releases the first."""
+    join: dict = {"name": "j", "left_join": ["s", "t"], "joiner": "concat"}
+    if grace_ms is not None:
+        join["grace_ms"] = grace_ms
+    return TopologyScenario.from_dict(
+        {
+            "semantics": semantics,
+            "processing_exception_handler": "continue",
+            "dead_letter_queue": "dlq",
+            "topology": [
+                {"name": "s", "stream": "in"},
+                {"name": "t", "table": "versions", "history_retention_ms": 100},
+                join,
+                {"name": "m", "map_values": {"fail_on": "1"}, "input": "j"},
+                {"name": "b", "to": "b", "input": "m"},
+            ],
+            "events": [EVENTS[0], {**EVENTS[1], "ts": 20}],
+        }
+    )
+
+
+GRACE_DEAD_LETTERS = {
+    # no grace period: joined at once, in the record context of the record the task took
+    None: [[("k", "1", "0")], []],
+    # a grace period of 0 ms: the record goes through the buffer and leaves it at once, in the context it stored
+    0: [[(None, None, "0")], []],
+    # released by the second record, in the first one's stored context: its offset, no raw record
+    10: [[], [(None, None, "0")]],
+}
+
+
+@pytest.mark.parametrize("grace_ms", GRACE_DEAD_LETTERS)
+def test_a_record_leaving_a_grace_buffer_is_dead_lettered_without_its_raw_record(grace_ms):
+    assert windowed_dead_letters(through_a_grace_buffer(grace_ms)) == GRACE_DEAD_LETTERS[grace_ms]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("version", [oracle_check.LATEST_JUDGE.version, oracle_check.HANDLER_JUDGES[-1]])
+def test_the_real_library_dead_letters_a_record_leaving_a_grace_buffer_without_its_raw_record(built, version):
+    cases = [through_a_grace_buffer(grace_ms, semantics=version) for grace_ms in GRACE_DEAD_LETTERS]
+    answers = topology_oracle.run_batch(version, cases)
+    for grace_ms, case, answer in zip(GRACE_DEAD_LETTERS, cases, answers):
+        dead = [[tuple(row[1:3]) + (dict(row[4])["__streams.errors.offset"],) for row in event if row[0] == "dlq"]
+                for event in answer["outputs"]]  # fmt: skip
+        assert dead == GRACE_DEAD_LETTERS[grace_ms], grace_ms
+        assert topology_oracle.difference(case, answer, version) is None

@@ -39,7 +39,10 @@ How it works (Kafka 3.9+, KIP-1033; ``ProcessorNode.process``):
   buffered in (``KTableSuppressProcessor.emit``), so a record that fails below it is dead-lettered as the buffered
   record (its key, value and offset). The buffer keeps that context object: its raw record is null if a sink freed it
   before the suppression took the record (a sink that is the source's first child, beside the aggregate), else kept,
-  as no sink of the evicting step sends in it (``Rec.context``).
+  as no sink of the evicting step sends in it (``Rec.context``). A record that leaves a stream-table join's grace
+  buffer runs in the context ``RocksDBTimeOrderedKeyValueBuffer`` stored serialized, without the raw record: its
+  dead-letter record names the buffered record's offset, with a null key and value
+  (:class:`~kjoin.topology.processors.joins.StreamTableNode`).
 * ``global_processing_exception_handler: true`` (4.3+, KIP-1270, ``processing.exception.handler.global.enabled``):
   the handler also covers the global thread's processors. A kjoin global table runs no user function (it is a
   ``GlobalKTable`` read from its topic), so nothing there can throw; the setting changes no output and is refused

@@ -522,7 +522,7 @@ class _Run:
                 outcome = self.foreign_keys[node.name].handle_input(port, rec, partition, step)
             else:
                 processor = self._processor(node, partition)
-                if node.op == "suppress":  # it keeps each entry's record context, its raw record as it is now
+                if node.op in ("suppress", "stream-table"):  # a buffer keeps each entry's record context
                     processor.taken = (self.current, self.sent)
                 outcome = processor.handle(port, rec, step)
             problem = self._check_plain(node, outcome) if node.op in CHECKED_HERE else None
