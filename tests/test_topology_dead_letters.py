@@ -131,6 +131,7 @@ def test_spark_writes_the_same_dead_letter_records(spark):
 
     cases = [scenario("stream", sink_first=True), scenario("table", sink_first=False), sibling(next(iter(SIBLINGS)))]
     cases += [windowed_sibling(*WINDOWED["window-close"]), suppressed_beside_a_sink("window_closes", sink_first=True)]
+    cases += [through_a_grace_buffer(10)]
     for case in cases:
         assert difference(spark, case) is None
 
