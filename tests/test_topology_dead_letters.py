@@ -337,3 +337,36 @@ def test_the_real_library_dead_letters_a_record_leaving_a_grace_buffer_without_i
                 for event in answer["outputs"]]  # fmt: skip
         assert dead == GRACE_DEAD_LETTERS[grace_ms], grace_ms
         assert topology_oracle.difference(case, answer, version) is None
+
+
+def repartitioned_beside_a_failing_mapper(semantics: str = "4.4") -> TopologyScenario:
+    """``in`` repartitioned (its first child: a repartition topic's sink) and through a mapper that throws on ``1``."""
+    return TopologyScenario.from_dict(
+        {
+            "semantics": semantics,
+            "processing_exception_handler": "continue",
+            "dead_letter_queue": "dlq",
+            "topology": [
+                {"name": "s", "stream": "in"},
+                {"name": "r", "repartition": True, "input": "s"},
+                {"name": "m", "map_values": {"fail_on": "1"}, "input": "s"},
+                {"name": "b", "to": "b", "input": "m"},
+            ],
+            "events": EVENTS,
+        }
+    )
+
+
+def test_a_repartition_topics_sink_leaves_its_siblings_their_raw_record():
+    """Kafka puts a filter before each repartition topic's sink (``-repartition-filter``, which drops null keys): the
+    sink sends in the filter's copy of the record context, unlike a ``to`` that is the stream's first child."""
+    assert dead_letters(repartitioned_beside_a_failing_mapper()) == [("k", "1")]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("version", [oracle_check.LATEST_JUDGE.version, oracle_check.HANDLER_JUDGES[-1]])
+def test_the_real_library_leaves_a_repartition_sinks_siblings_their_raw_record(built, version):
+    case = repartitioned_beside_a_failing_mapper(semantics=version)
+    (answer,) = topology_oracle.run_batch(version, [case])
+    assert [row[:3] for row in answer["outputs"][0] if row[0] == "dlq"] == [["dlq", "k", "1"]]
+    assert topology_oracle.difference(case, answer, version) is None

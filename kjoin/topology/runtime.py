@@ -711,10 +711,12 @@ class _Run:
             if node.op in ("to", "repartition-sink") and self.topology.exception_handling.continues:
                 raise _SinkFailed(node, rec, error) from error  # a sink catches nothing: its parent decides
             self._failed(node, rec, error)
-        # a foreign-key join's processors forward to their internal topics' sinks in a record context of their own,
-        # and a sink of windowed keys sends in the copy its key's map to text made (judged against 4.4.0 and 4.2.0:
-        # the siblings' dead-letter records keep the raw record)
-        self.sent = self.sent or (bool(wrote) and node.op != "fk" and node.name not in self.windowed_sinks)
+        # a foreign-key join's processors forward to their internal topics' sinks in a record context of their own; a
+        # repartition topic's sink sends in the copy its repartition filter (or a table group-by's map) made, and a
+        # sink of windowed keys in the copy its key's map to text made (judged against 4.4.0 and 4.2.0: the
+        # siblings' dead-letter records keep the raw record)
+        frees = node.op not in ("fk", "repartition-sink") and node.name not in self.windowed_sinks
+        self.sent = self.sent or (bool(wrote) and frees)
         written.extend(wrote)
         forwarded = tuple(outcome.forwarded)  # the records themselves: the children's visits and stories hold them
         visits.append(
