@@ -79,6 +79,11 @@ class VersionedStreamTableJoin(StreamTableJoin):
             )
         super().__init__(log, task, variant, semantics, table)
         self.buffer = None if grace_ms is None else GraceBuffer(log, task, grace_ms)
+        self.held = False
+        """Did the grace buffer take the record in hand?"""
+        self.released: list[tuple[int, int]] = []
+        """The outputs of the record in hand that records leaving the grace buffer gave: (index among its outputs,
+        the step that buffered the record), the record itself included when it left at once."""
 
     def state_stores(self) -> tuple[Store, ...]:
         """The versioned table's store and the grace buffer (with a grace period), each with its clock."""
@@ -119,7 +124,9 @@ class VersionedStreamTableJoin(StreamTableJoin):
         if buffer is None:
             self._join(record, ctx)
             return
-        if not buffer.put(GraceBuffered(record.key, record.value, record.ts, ctx.index)):
+        self.released.clear()
+        self.held = buffer.put(GraceBuffered(record.key, record.value, record.ts, ctx.index))
+        if not self.held:
             stream_time = buffer.stream_time
             ctx.note(
                 lambda: (
@@ -129,7 +136,9 @@ class VersionedStreamTableJoin(StreamTableJoin):
             )
             self._join(record, ctx)
         for evicted in buffer.evict():
+            first = len(ctx.outputs)
             self._join(Record(Side.LEFT, evicted.key, evicted.value, evicted.ts), ctx, evicted.origin_step)
+            self.released += [(index, evicted.origin_step) for index in range(first, len(ctx.outputs))]
         if ctx.fate is None:
             until = record.ts + buffer.grace_ms
             ctx.settle(

@@ -15,26 +15,34 @@ How it works (Kafka 3.9+, KIP-1033; ``ProcessorNode.process``):
   node's parent goes on (its other children still get the record), the task's stream time has already advanced
   (it advances when the task takes the record), and the record counts in ``dropped-records``. kjoin's trace shows a
   ``dropped`` visit with the reason :attr:`~kjoin.fates.Reason.PROCESSING_EXCEPTION` at that node.
-* ``dead_letter_queue: topic`` (4.2+, KIP-1034, ``errors.dead.letter.queue.topic.name``): both built-in handlers
-  first write the record to that topic (``ExceptionHandlerUtils.buildDeadLetterQueueRecord``): the key and value of
-  the record the task took from its source topic (its raw bytes, whatever the nodes before made of it), the
-  timestamp of the record as it reached the failing node, no partition (the producer's partitioner: murmur2 of the
-  key; kjoin puts a null key in partition 0), the source record's headers, then :data:`DLQ_HEADERS`. With ``fail``
-  the record is written and the task fails; kjoin's error says so. Once a sink (``to``, a repartition or foreign-key
-  topic) has sent a record of that source record, the dead-letter record's key and value are null:
-  ``RecordCollectorImpl.send`` frees the raw source record from the current record context, to save memory
-  (``freeRawInputRecordFromContext``, in the 4.4.0 jar). ``ProcessorContextImpl.forward`` gives a forward's children a
-  copy of the record context (with the raw record as it is then) whenever the forwarded record's timestamp or headers
-  object differs from the context's, and ``Record.withKey``/``withValue`` copy the headers into a new object: so only a
-  node that forwards the record it took (:data:`SAME_RECORD_OPS`) shares its context with its children, and a sink frees
-  the raw record of its own copy. A source's children share one copy, so a sink that is a stream's first child empties
-  the dead-letter records of its later siblings; a sink under a ``map_values``, a ``flat_map`` or a table's
-  ``to_stream`` (or a filter: a ``FixedKeyProcessor``) leaves its parent's siblings theirs
-  (``tests/test_topology_dead_letters.py``, against 4.4.0). A record a table group-by wrote to its repartition topic is
-  a ``Change`` in ``ChangedSerializer``'s bytes, so its dead-letter value is those (:func:`changed_value_text`). A
-  suppression's eviction runs in the record context its entry was buffered in (``KTableSuppressProcessor.emit``), so
-  a record that fails below it is dead-lettered as the buffered record (its key, value and offset), whose raw record
-  no sink of the evicting step has freed (``Rec.context``).
+* ``dead_letter_queue: topic`` (4.2+, KIP-1034, ``errors.dead.letter.queue.topic.name``): both built-in handlers first
+  write the record to that topic (``ExceptionHandlerUtils.buildDeadLetterQueueRecord``): the key and value of the record
+  the task took from its source topic (its raw bytes, whatever the nodes before made of it), the timestamp of the record
+  as it reached the failing node, no partition (the producer's partitioner: murmur2 of the key; kjoin puts a null key in
+  partition 0), the source record's headers, then :data:`DLQ_HEADERS`. With ``fail`` the record is written and the task
+  fails; kjoin's error says so. Once a sink has sent a record in the failing node's record context, the dead-letter
+  record's key and value are null: ``RecordCollectorImpl.send`` frees the raw source record from the current record
+  context, to save memory (``freeRawInputRecordFromContext``, in the 4.2.0 and 4.4.0 jars).
+  ``ProcessorContextImpl.forward`` gives a forward's children a copy of the record context (with the raw record as it is
+  then) whenever the forwarded record's timestamp or headers object differs from the context's, and
+  ``Record.withKey``/``withValue`` copy the headers into a new object: so only a node that forwards the record it took
+  (:data:`SAME_RECORD_OPS`) shares its context with its children, and a sink frees the raw record of its own copy. A
+  source's children share one copy, so a sink that is a stream's first child empties the dead-letter records of its
+  later siblings; a sink under a ``map_values``, a ``flat_map`` or a table's ``to_stream`` (or a filter: a
+  ``FixedKeyProcessor``) leaves its parent's siblings theirs (``tests/test_topology_dead_letters.py``, against 4.4.0). A
+  sink of ``Windowed<K>`` keys writes each key's text, which the application maps before the sink (``KStreamMap``: a new
+  record, so a copy of the context): the sink frees that copy only, and its siblings keep the raw record (4.2.0 and
+  4.4.0); so does a repartition topic's sink, behind the filter Kafka puts before it (``-repartition-filter``) or a
+  table group-by's map, and a foreign-key join's subscription or response sink. A record a table group-by wrote to its
+  repartition topic is a ``Change`` in ``ChangedSerializer``'s bytes, so its dead-letter value is those
+  (:func:`changed_value_text`). A window-close aggregate forwards a window's final result in the record context of the
+  record that closed it (``fetchAndEmit``). A suppression's eviction runs in the record context its entry was buffered
+  in (``KTableSuppressProcessor.emit``), so a record that fails below it is dead-lettered as the buffered record (its
+  key, value and offset). The buffer keeps that context object: its raw record is null if a sink freed it before the
+  suppression took the record (a sink that is the source's first child, beside the aggregate), else kept, as no sink of
+  the evicting step sends in it (``Rec.context``). A record that leaves a stream-table join's grace buffer runs in the
+  context ``RocksDBTimeOrderedKeyValueBuffer`` stored serialized, without the raw record: its dead-letter record names
+  the buffered record's offset, with a null key and value (:class:`~kjoin.topology.processors.joins.StreamTableNode`).
 * ``global_processing_exception_handler: true`` (4.3+, KIP-1270, ``processing.exception.handler.global.enabled``):
   the handler also covers the global thread's processors. A kjoin global table runs no user function (it is a
   ``GlobalKTable`` read from its topic), so nothing there can throw; the setting changes no output and is refused

@@ -85,6 +85,7 @@ from .handlers import (
 )
 from .plain import not_a_key, not_a_value
 from .aggregates import AGGREGATE_OPS, OldValue, WindowedKey, build_aggregate
+from .builder import windowed_table
 from .cogroup import COGROUP_OPS, CogroupAggregate
 from .custom import CUSTOM_OPS, build_custom
 from .suppress import SuppressProcessor
@@ -356,6 +357,11 @@ class _Run:
         for fk in self.foreign_keys.values():
             self.internal_readers[fk.node.params["subscription_topic"]] = (fk, fk.right_sub)
             self.internal_readers[fk.node.params["response_topic"]] = (fk, fk.left_sub)
+        self.windowed_sinks = {
+            node.name for node in self.graph.nodes.values() if node.op == "to" and windowed_table(node.parents[0])
+        }
+        """The sinks that write a ``Windowed<K>`` key as its text: Kafka's application maps each key to text before
+        the sink, so the sink sends in the map's copy of the record context (see :mod:`kjoin.topology.handlers`)."""
         self.clocks: dict[str, TaskClock] = {}
         self.instance_times: dict[tuple[str, int], InstanceTimes] = {}
         """A stream-stream join's time trackers per (node, instance): what the instance's tasks share."""
@@ -516,8 +522,8 @@ class _Run:
                 outcome = self.foreign_keys[node.name].handle_input(port, rec, partition, step)
             else:
                 processor = self._processor(node, partition)
-                if node.op == "suppress":  # it keeps each entry's record context
-                    processor.taken = self.current
+                if node.op in ("suppress", "stream-table"):  # a buffer keeps each entry's record context
+                    processor.taken = (self.current, self.sent)
                 outcome = processor.handle(port, rec, step)
             problem = self._check_plain(node, outcome) if node.op in CHECKED_HERE else None
             if problem is not None:
@@ -705,9 +711,12 @@ class _Run:
             if node.op in ("to", "repartition-sink") and self.topology.exception_handling.continues:
                 raise _SinkFailed(node, rec, error) from error  # a sink catches nothing: its parent decides
             self._failed(node, rec, error)
-        # a foreign-key join's processors forward to their internal topics' sinks in a record context of their own
-        # (judged against 4.4.0: the siblings' dead-letter records keep the raw record)
-        self.sent = self.sent or (bool(wrote) and node.op != "fk")
+        # a foreign-key join's processors forward to their internal topics' sinks in a record context of their own; a
+        # repartition topic's sink sends in the copy its repartition filter (or a table group-by's map) made, and a
+        # sink of windowed keys in the copy its key's map to text made (judged against 4.4.0 and 4.2.0: the
+        # siblings' dead-letter records keep the raw record)
+        frees = node.op not in ("fk", "repartition-sink") and node.name not in self.windowed_sinks
+        self.sent = self.sent or (bool(wrote) and frees)
         written.extend(wrote)
         forwarded = tuple(outcome.forwarded)  # the records themselves: the children's visits and stories hold them
         visits.append(
@@ -721,7 +730,7 @@ class _Run:
             for child_rec in outcome.forwarded:
                 outer, taken = self.sent, self.current
                 if child_rec.context is not None:  # an eviction: its children run in the entry's record context,
-                    self.current, self.sent = child_rec.context, False  # whose raw record no sink of it has freed
+                    self.current, self.sent = child_rec.context  # its raw record freed only if it was when buffered
                 for child, child_port in node.children:
                     if child_rec.to is None or child_rec.to == child.name:
                         self._visit(child, child_port, child_rec, partition, step, visits, written)

@@ -172,9 +172,10 @@ class SuppressProcessor(NodeProcessor):
             self.time_limit = TimeLimitStore(log, partition)
         self.evicted: list[tuple[Any, Any, int]] = []
         """Entries evicted by the record in hand whose records have not yet run through the children."""
-        self.taken: Any = None
-        """The record the task took for the record in hand (the runtime sets it): its record context."""
-        self.contexts: dict[tuple[str, Any], Any] = {}
+        self.taken: tuple[Any, bool] | None = None
+        """The record context of the record in hand (the runtime sets it): the record the task took, and whether a
+        sink had freed its raw record before the record reached this node."""
+        self.contexts: dict[tuple[str, Any], tuple[Any, bool] | None] = {}
         """Each buffered key's record context, its latest update's (``cleanPut`` replaces the whole entry): an
         eviction's children run in it, so a dead-letter record below names the buffered record."""
 

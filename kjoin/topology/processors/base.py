@@ -34,8 +34,9 @@ class Rec:
     ``None``: every child."""
     context: Any = None
     """The record context the children run in when it is not the step's: a suppression's eviction runs in the one its
-    entry was buffered in (``KTableSuppressProcessor.emit``: ``setRecordContext(toEmit.recordContext())``), the
-    record the task took then; ``None``: the step's."""
+    entry was buffered in (``KTableSuppressProcessor.emit``: ``setRecordContext(toEmit.recordContext())``): the
+    record the task took then, and whether a sink had freed its raw record by then (the buffer keeps the context
+    object as it was handed over); ``None``: the step's."""
 
 
 @dataclass

@@ -4,6 +4,7 @@ outputs as the records it forwards (:func:`~kjoin.topology.processors.base.join_
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ...fates import Fate, Reason
@@ -121,6 +122,26 @@ class StreamTableNode(_StreamLookupNode):
             )
         else:
             self.join = StreamTableJoin(log, partition, p["variant"], semantics, table)
+        self.taken: tuple[Any, bool] | None = None
+        """The record context of the record in hand (the runtime sets it), as a suppression keeps it."""
+        self.buffered: dict[int, Any] = {}
+        """The record the task took for each record the grace buffer holds, by the step that buffered it."""
+
+    def handle(self, port: Side | None, rec: Rec, step: int) -> Outcome:
+        """A record that leaves the grace buffer is joined in the record context the buffer stored: Kafka's
+        ``RocksDBTimeOrderedKeyValueBuffer`` keeps it serialized (``ProcessorRecordContext.serialize``: timestamp,
+        offset, topic, partition, headers), without the raw source record, so a dead-letter record below names the
+        buffered record's offset and has no key and no value."""
+        outcome = super().handle(port, rec, step)
+        if not isinstance(self.join, VersionedStreamTableJoin) or self.join.buffer is None:
+            return outcome
+        if self.join.held and self.taken is not None:
+            self.buffered[step] = self.taken[0]
+        for index, origin in self.join.released:
+            taken = self.buffered.pop(origin, None)
+            if taken is not None:
+                outcome.forwarded[index] = dataclasses.replace(outcome.forwarded[index], context=(taken, True))
+        return outcome
 
 
 class TableTableNode(NodeProcessor):
