@@ -49,7 +49,7 @@ from typing import Any, NoReturn
 import kjoin
 from kjoin.records import render_value
 from kjoin.topology import Topology
-from kjoin.topology.builder import windowed_table
+from kjoin.topology.graph import windowed_table
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.handlers import ExceptionHandling
 from kjoin.topology.runtime import ProcessingError

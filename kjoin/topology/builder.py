@@ -42,7 +42,19 @@ from .cogroup import refuse_table_operations as refuse_cogroup_table_operations
 from .copartition import resolve_partitions
 from .naming import DEFAULT_APPLICATION_ID, application_id_checked, kafka_stores, store_name
 from .suppress import suppressed
-from .graph import STREAM, TABLE, VIEW_OPS, Graph, Node, Topic, TopologyError, legal_name, legal_topic
+from .graph import (
+    STREAM,
+    TABLE,
+    VIEW_OPS,
+    Graph,
+    Node,
+    Topic,
+    TopologyError,
+    legal_name,
+    legal_topic,
+    windowed_aggregate,
+    windowed_table,
+)
 from .handlers import exception_handling
 from .writer import topology_to_dict
 
@@ -1035,26 +1047,6 @@ def _check_keyed_joiner(topology: Topology, fn: Any, global_join: bool) -> None:
             f"joiner: a joiner (stream_key, mapped_key, left, right) is Kafka's ValueJoinerWithStreamAndMappedKey, "
             f"which Kafka {semantics} does not have (KIP-1340, 4.4); choose semantics 4.4"
         )
-
-
-def windowed_table(node: Node) -> bool:
-    """Is ``node`` keyed by ``Windowed<K>``: a windowed aggregate, a stream or table derived from one key for key
-    (filter, mapValues, toStream, ...), or a table join of two of them?"""
-    return windowed_aggregate(node) is not None
-
-
-def windowed_aggregate(node: Node) -> Node | None:
-    """The windowed aggregate whose ``Windowed<K>`` keys ``node`` has (see :func:`windowed_table`), if any: as
-    Kafka's ``GraphGraceSearchUtil`` walks up from a suppression to find its grace."""
-    seen: set[str] = set()
-    while node.name not in seen:
-        seen.add(node.name)
-        if node.op == "aggregate":
-            return node if node.params.get("windows") is not None else None
-        if node.key_changed or not node.parents or node.op in ("table-aggregate", "fk", "stream-global"):
-            return None
-        node = node.parents[0]
-    return None  # pragma: no cover - a graph has no cycle through its first parents
 
 
 def _check_topic_names_known(topology: Topology, table: Node) -> None:

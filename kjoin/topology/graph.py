@@ -35,6 +35,8 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "legal_name",
     "legal_topic",
+    "windowed_table",
+    "windowed_aggregate",
 ]
 
 MAX_NAME_LENGTH = 249
@@ -339,3 +341,23 @@ def _illegal(name: str, rule: str) -> str | None:
 
 def _cut(name: str) -> str:
     return repr(name if len(name) <= 60 else name[:57] + "...")
+
+
+def windowed_table(node: Node) -> bool:
+    """Is ``node`` keyed by ``Windowed<K>``: a windowed aggregate, a stream or table derived from one key for key
+    (filter, mapValues, toStream, ...), or a table join of two of them?"""
+    return windowed_aggregate(node) is not None
+
+
+def windowed_aggregate(node: Node) -> Node | None:
+    """The windowed aggregate whose ``Windowed<K>`` keys ``node`` has (see :func:`windowed_table`), if any: as
+    Kafka's ``GraphGraceSearchUtil`` walks up from a suppression to find its grace."""
+    seen: set[str] = set()
+    while node.name not in seen:
+        seen.add(node.name)
+        if node.op == "aggregate":
+            return node if node.params.get("windows") is not None else None
+        if node.key_changed or not node.parents or node.op in ("table-aggregate", "fk", "stream-global"):
+            return None
+        node = node.parents[0]
+    return None  # pragma: no cover - a graph has no cycle through its first parents

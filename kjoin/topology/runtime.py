@@ -75,7 +75,7 @@ from ..records import Side, render_value
 from ..state import StateHistory, StateLog
 from .events import input_records
 from .functions import UserFunctionError
-from .graph import VIEW_OPS, Node, TopologyError
+from .graph import VIEW_OPS, Node, TopologyError, windowed_table
 from .handlers import (
     NULL_KEY_IN_GRACE_BUFFER,
     SAME_RECORD_OPS,
@@ -85,7 +85,6 @@ from .handlers import (
 )
 from .plain import not_a_key, not_a_value
 from .aggregates import AGGREGATE_OPS, OldValue, WindowedKey, build_aggregate
-from .builder import windowed_table
 from .cogroup import COGROUP_OPS, CogroupAggregate
 from .custom import CUSTOM_OPS, build_custom
 from .suppress import SuppressProcessor

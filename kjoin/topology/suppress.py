@@ -193,7 +193,7 @@ class SuppressProcessor(NodeProcessor):
         entry = (type(rec.key).__name__, rec.key)
         self.contexts[entry] = self.taken
         if self.options.max_bytes is not None:
-            self.sizes.put(entry, rec, self.taken)
+            self.sizes.put(entry, rec, None if self.taken is None else self.taken[0])
         if self.buffer is not None:
             forwarded, fate, reason, text = self._until_window_closes(rec, step)
             held = len(self.buffer.buffer)
