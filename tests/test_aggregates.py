@@ -285,10 +285,11 @@ def test_tumbling_windows_with_grace_accept_late_records_until_window_end_plus_g
     ]
     assert fates(trace)[4:6] == [("dropped", "expired-window"), ("dropped", "expired-window")]
     assert [o.old for o in trace[3].outputs] == [1]
+    # a new window's Change carries the initializer's value as its old one (KStreamWindowAggregate's oldAgg)
     assert output_to_dict(trace[0].outputs[0]) == {
         "key": "p",
         "value": 1,
-        "old": None,
+        "old": 0,
         "ts": 5,
         "tombstone": False,
         "kind": "aggregate-window",
