@@ -796,10 +796,13 @@ def random_topology(
                    "input": "j1"},
                   {"name": "j2", join[_variant(rng, "inner", "left")]: ["by-customer", "customers"]}]  # fmt: skip
     if versioned and partitions == 1 and shape != "table-view-join":  # versioned tables in table-table and
-        # foreign-key joins too (KIP-914); a versioned table's filter or mapValues kjoin does not model
+        # foreign-key joins too (KIP-914); a versioned table's filter or mapValues kjoin does not model, and Kafka
+        # suppresses non-versioned tables only (a held table stays as it is)
+        held = {node["input"] for node in nodes if "suppress" in node}
         for node in nodes:
             if "table" in node and "history_retention_ms" not in node and rng.random() < 0.25:
-                node["history_retention_ms"] = rng.randint(0, 20)
+                if node["name"] not in held:
+                    node["history_retention_ms"] = rng.randint(0, 20)
     last = nodes[-1]["name"]
     if failing and rng.random() < 0.2 and "count" not in nodes[-1] and "windowed_by" not in str(nodes):
         # a result mapper that throws for some results (a stream's or a table's mapValues)
