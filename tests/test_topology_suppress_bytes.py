@@ -213,3 +213,26 @@ def test_a_buffer_that_shuts_down_under_the_continue_handler_is_refused():
         )
     emits_early = {**counts({"max_bytes": 80}), "processing_exception_handler": "continue"}
     assert stopped_at(emits_early) is None
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_a_documents_unnamed_repartition_is_named_by_kafkas_counter(named):
+    """A document's ``repartition`` node without ``as`` is Kafka's unnamed ``repartition()``: its topic is
+    ``KSTREAM-REPARTITION-<n>-repartition`` (the harness builds it so), not the node's name, so a byte bound below it
+    is refused; with ``as`` the topic is ``<as>-repartition`` and the bound is counted (found by the walk on 3.1.0)."""
+    nodes = [
+        {"name": "s", "stream": "s"},
+        {"name": "r", "repartition": True, "input": "s"} | ({"as": "r"} if named else {}),
+        {"name": "g", "group_by_key": True, "input": "r"},
+        {"name": "n", "reduce": "concat", "input": "g"},
+        {"name": "h", "suppress": {"until": "time_limit", "time_limit_ms": 5, "max_bytes": 200}, "input": "n"},
+        {"name": "out", "to": "out", "input": "h"},
+    ]
+    document = {"semantics": "3.1.0", "topology": nodes, "events": [{"topic": "s", "key": "k", "value": "A", "ts": 1}]}
+    if named:
+        assert TopologyScenario.from_dict(document).run().outputs("out") == []
+    else:
+        with pytest.raises(
+            ScenarioError, match="the repartition topic r-repartition, which Kafka names with its counter"
+        ):
+            TopologyScenario.from_dict(document)

@@ -433,6 +433,8 @@ class _NodeReader:
             )  # fmt: skip
             if given is not None:
                 stream.node.params["repartition"]["as"] = given
+            else:  # Kafka names an unnamed repartition() with its counter, not after the document's node
+                self.topology.kafka_named_topics.discard(f"{name}-repartition")
             return stream
         if op == "through":
             return self.input(KStream).through(
