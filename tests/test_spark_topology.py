@@ -17,6 +17,7 @@ from kjoin.topology.document import TopologyScenario
 from kjoin.topology.runtime import run
 from tests import topology_pinned
 from kafka_oracle.topology_oracle import kjoin_outputs
+from tests.test_topology_oracle import flat_map_pieces
 from tests.topology_spark_check import difference, scenarios, spark_topics
 
 pytestmark = pytest.mark.spark
@@ -322,19 +323,7 @@ def test_a_null_key_in_a_grace_buffer_fails_or_is_dropped_on_spark_as_in_the_ref
 def test_a_flat_maps_two_pieces_read_as_a_stream_and_a_table_both_join_on_spark(spark):
     """Each piece of a flat_map, written to a to_table's repartition topic and to a join's, joins in its own task on
     Spark as in the reference engine's running application (and in Kafka's TopologyTestDriver)."""
-    scenario = TopologyScenario.from_dict(
-        {
-            "partitions": 2,
-            "topology": [
-                {"name": "s", "stream": "s"},
-                {"name": "pieces", "flat_map": {"split": " "}, "input": "s"},
-                {"name": "table", "to_table": True, "input": "pieces"},
-                {"name": "j", "join": ["pieces", "table"]},
-                {"name": "out", "to": "out", "input": "j"},
-            ],
-            "events": [{"topic": "s", "key": "k", "value": "d x", "ts": 0}],
-        }
-    )
+    scenario = flat_map_pieces(2)
     assert sorted(r.key for r in run(scenario.topology, list(scenario.events), schedule="stages").outputs("out")) == [
         "d",
         "x",

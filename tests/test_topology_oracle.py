@@ -575,15 +575,12 @@ def test_a_foreign_key_join_follows_a_counts_first_change_from_its_initializer(b
     assert topology_oracle.difference(scenario, answer, version) is None
 
 
-@pytest.mark.parametrize("version", ["4.4.0", "3.6.2"], ids=lambda v: f"kafka-{v}")
-@pytest.mark.parametrize("partitions", [1, 2, 3])
-def test_a_flat_maps_two_pieces_read_as_a_stream_and_a_table_both_join(built, version, partitions):
-    """A flat_map splits one record into two keys, written to the to_table's repartition topic and to the join's:
-    TopologyTestDriver gives each topic one partition, so each piece's table record is taken before its stream
-    record (two queues with equal heads alternate) and both pieces join, on every partition count kjoin runs."""
-    scenario = TopologyScenario.from_dict(
+def flat_map_pieces(partitions: int, semantics: str = "4.4") -> TopologyScenario:
+    """A flat_map splitting one record into two keys (``d`` and ``x``: two partitions of 2 or 3), read as a stream
+    and through ``to_table``, joined: each piece's table record is written before its stream record."""
+    return TopologyScenario.from_dict(
         {
-            "semantics": version,
+            "semantics": semantics,
             "partitions": partitions,
             "topology": [
                 {"name": "s", "stream": "s"},
@@ -592,9 +589,18 @@ def test_a_flat_maps_two_pieces_read_as_a_stream_and_a_table_both_join(built, ve
                 {"name": "j", "join": ["pieces", "table"]},
                 {"name": "out", "to": "out", "input": "j"},
             ],
-            "events": [{"topic": "s", "key": "k", "value": "d x", "ts": 0}],  # d and x: two partitions of 2 or 3
+            "events": [{"topic": "s", "key": "k", "value": "d x", "ts": 0}],
         }
     )
+
+
+@pytest.mark.parametrize("version", ["4.4.0", "3.6.2"], ids=lambda v: f"kafka-{v}")
+@pytest.mark.parametrize("partitions", [1, 2, 3])
+def test_a_flat_maps_two_pieces_read_as_a_stream_and_a_table_both_join(built, version, partitions):
+    """A flat_map splits one record into two keys, written to the to_table's repartition topic and to the join's:
+    TopologyTestDriver gives each topic one partition, so each piece's table record is taken before its stream
+    record (two queues with equal heads alternate) and both pieces join, on every partition count kjoin runs."""
+    scenario = flat_map_pieces(partitions, version)
     (answer,) = topology_oracle.run_batch(version, [scenario])
     assert sorted(row[1] for row in answer["outputs"][0]) == ["d", "x"]
     assert topology_oracle.difference(scenario, answer, version) is None
