@@ -154,7 +154,7 @@ bench-compare: $(STAMP)
 		$(if $(AGAINST),--against $(AGAINST)) $(if $(JOINS),--joins $(JOINS)); status=$$?; \
 		$(PY) -m benchmarks.report; exit $$status
 
-# docs/benchmarks.md from benchmarks/history.jsonl (benchmarks/report.py).
+# docs/benchmarks.md and the README's benchmark table from benchmarks/history.jsonl (benchmarks/report.py).
 bench-report: $(STAMP)
 	$(PY) -m benchmarks.report
 

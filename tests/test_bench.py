@@ -437,3 +437,34 @@ def test_a_bounded_run_is_the_last_run_with_its_label(tmp_path):
     assert "commit bbbbbbb" in last and "The run's label: bench: no Kafka replay (time)." in last
     assert "| 4.00 |" in last
     assert text.count("| 2026-11-29 | bbbbbbb |") == 1 and "ccccccc" not in text
+
+
+def test_the_readme_table_is_the_last_runs_ratios_and_is_made_from_the_history(tmp_path):
+    """The README's benchmark table is written between its markers from the history's last ``make bench`` run (one
+    column per size), and the repository's README holds what its own history makes: nobody edits it by hand."""
+    from benchmarks import history, report
+
+    path = tmp_path / "history.jsonl"
+    history.append([_measurement("a" * 40, run="r0", kjoin_s=9.0)], path)
+    history.append(
+        [
+            _measurement("b" * 40, run="r1", kjoin_s=2.0, equi_s=1.0),
+            _measurement("b" * 40, run="r1", size=10_000, kjoin_s=1.0, equi_s=1.5),
+            _measurement("b" * 40, "stream-table", run="r1", kjoin_s=4.0, equi_s=1.0),
+        ],
+        path,
+    )
+    table = report.readme_table(history.read(path))
+    assert "commit bbbbbbb, 2 cores, 23.4 GiB" in table and "aaaaaaa" not in table
+    assert "| join | variant | 1,000 records | 10,000 records |" in table
+    assert "| table-table | outer | 0.50 | 1.50 |" in table and "| stream-table | outer | 0.25 |  |" in table
+    readme = f"# x\n\n{report.README_START}\nold\n{report.README_END}\n\n## next\n"
+    made = report.with_readme_table(readme, history.read(path))
+    assert "old" not in made and made.startswith("# x\n\n") and made.endswith("\n\n## next\n")
+    assert report.with_readme_table(made, history.read(path)) == made
+    with pytest.raises(ValueError, match="no benchmark table markers"):
+        report.with_readme_table("# x\n", [])
+    repository_readme = report.README.read_text(encoding="utf-8")
+    assert report.with_readme_table(repository_readme, history.read()) == repository_readme, (
+        "README.md's benchmark table is not what benchmarks/history.jsonl makes: run `python -m benchmarks.report`"
+    )
