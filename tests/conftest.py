@@ -174,3 +174,44 @@ def spark():
     session = local_session()
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def broker():
+    """One KRaft broker (``kafka_oracle/kafka_broker.py``) for every module that asks for ``broker`` without a
+    fixture of its own: a broker takes seconds of JVM to start, and these modules' topics have names of their own
+    (a ``BrokerOracle``'s scenarios are prefixed per harness, an application's internal topics and consumer group
+    carry its id). A module whose topic names another's already uses keeps a broker of its own (``test_kafka_live.py``,
+    ``test_app_debug_live.py``). Fails, never skips, when the broker cannot start."""
+    from kafka_oracle.broker_check import BROKER_START_S
+    from kafka_oracle.kafka_broker import Broker
+
+    started = Broker(start_timeout_s=BROKER_START_S)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def _build_the_harness_once() -> None:
+    """``kafka_oracle.oracle_check.build()`` compiles the harness with Maven (several seconds of JVM each time) and
+    about forty fixtures and tests call it so that each can run alone. The Java sources do not change while the suite
+    runs, so the first call of a run builds and the later ones return at once; a failed build is not remembered, so
+    every later call tries again and fails the same way. ``build(offline=...)``, the explicit form, always runs."""
+    from kafka_oracle import oracle_check
+
+    build = oracle_check.build
+    built = []
+
+    def build_once(offline: bool | None = None) -> None:
+        if offline is not None:
+            build(offline)
+        elif not built:
+            build()
+            built.append(True)
+
+    build_once.__doc__ = build.__doc__
+    oracle_check.build = build_once
+
+
+_build_the_harness_once()

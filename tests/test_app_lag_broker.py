@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from tests.app_broker import LAGGING, OUTPUT, REPARTITION, arrival, on_broker
-from kafka_oracle.kafka_broker import Broker
 
 pytestmark = pytest.mark.spark
 
@@ -18,12 +17,8 @@ TOPIC, PARTITION = LAGGING
 
 
 @pytest.fixture(scope="module")
-def ran(spark):
-    broker = Broker()
-    try:
-        yield on_broker(spark, broker, ORDERS)
-    finally:
-        broker.stop()
+def ran(spark, broker):
+    return on_broker(spark, broker, ORDERS)
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,7 @@ from __future__ import annotations
 import pytest
 
 import kjoin
-from kafka_oracle.broker_check import BROKER_START_S, BrokerOracle, judge
-from kafka_oracle.kafka_broker import Broker
+from kafka_oracle.broker_check import BrokerOracle, judge
 from kafka_oracle.oracle_check import build
 
 EVENTS = [
@@ -42,17 +41,11 @@ def scenario(version: str, one_instance: bool = True) -> kjoin.Scenario:
     )
 
 
-@pytest.fixture(scope="module")
-def broker():
-    """One broker for both versions' harnesses (an application per scenario, topics of their own)."""
-    build()
-    started = Broker(start_timeout_s=BROKER_START_S)
-    yield started
-    started.stop()
-
-
 @pytest.fixture(scope="module", params=["3.3.2", "4.4.0"])
 def oracle(request, broker):
+    """Both versions' harnesses on the run's broker (tests/conftest.py; an application per scenario, topics of their
+    own)."""
+    build()
     with BrokerOracle(request.param, broker) as running:
         yield running
 

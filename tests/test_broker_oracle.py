@@ -20,9 +20,9 @@ SAMPLE = int(__import__("os").environ.get("KJOIN_BROKER_EXAMPLES", "4"))
 
 
 @pytest.fixture(scope="module")
-def oracle():
+def oracle(broker):
     build()
-    with BrokerOracle(BROKER_JUDGES[0]) as running:
+    with BrokerOracle(BROKER_JUDGES[0], broker) as running:
         yield running
 
 

@@ -108,10 +108,23 @@ spurious-result fix (3.1)."""
 
 
 # -- once known gaps, now era rules of kjoin: each pinned against the real library -------------------------------
+_PINNED_JUDGES: dict[str, Harness] = {}
+"""The harness of each version :func:`_run` was asked for, kept for the module: one JVM per version for every pinned
+scenario (a harness answers each scenario with a fresh driver, as the module's ``harness`` does test after test)."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _pinned_judges_stop_with_the_module():
+    yield
+    while _PINNED_JUDGES:
+        _PINNED_JUDGES.popitem()[1].close()
+
+
 def _run(version: str, data: dict) -> tuple[list, list]:
     scenario = kjoin.Scenario.from_dict({**data, "semantics": version})
-    with Harness(version) as harness:
-        return harness.run(scenario), kjoin_outputs(scenario)
+    if version not in _PINNED_JUDGES:
+        _PINNED_JUDGES[version] = Harness(version)
+    return _PINNED_JUDGES[version].run(scenario), kjoin_outputs(scenario)
 
 
 LATE_LEFT = {

@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 
 from kjoin.spark.io.cluster import StandaloneCluster
-from kafka_oracle.kafka_broker import Broker
 from tests.test_kafka_live import produce, random_rows
 
 pytestmark = pytest.mark.spark
@@ -35,11 +34,11 @@ PER_KIND = 3
 TIMEOUT_S = 900
 
 
-def test_kjoin_on_a_standalone_cluster_agrees_with_local_and_survives_a_lost_worker(spark, tmp_path):
+def test_kjoin_on_a_standalone_cluster_agrees_with_local_and_survives_a_lost_worker(spark, broker, tmp_path):
     seed = int(os.environ.get("KJOIN_CLUSTER_SEED", random.SystemRandom().randrange(2**31)))
     print(f"cluster sample, seed {seed} (KJOIN_CLUSTER_SEED={seed} replays it)")
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")}
-    with Broker() as broker, StandaloneCluster(workers=2, cores=1, memory="2g", root=tmp_path / "cluster") as cluster:
+    with StandaloneCluster(workers=2, cores=1, memory="2g", root=tmp_path / "cluster") as cluster:
         produced = {
             "left": produce(broker, "clicks", random_rows(seed, 60, 3), 3),
             "right": produce(broker, "users", random_rows(seed + 1, 50, 3), 3),

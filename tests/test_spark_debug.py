@@ -208,10 +208,20 @@ def test_the_stepper_shows_the_looked_up_keys_rows_first():
     assert "k055" in table.split("more")[0]
 
 
-def test_local_session_starts_quietly(tmp_path):
-    """A fresh process: starting the session prints no log4j profile, log level or WARN lines."""
+def test_a_fresh_local_session_starts_quietly_and_raises_without_printing_the_plan(tmp_path):
+    """A fresh process (one JVM for both checks): starting the session prints no log4j profile, log level or WARN
+    lines; and PySpark logs every analysis error with its whole plan as a JSON line before raising it, the quiet
+    session does not."""
     code = (
-        "from kjoin.spark import local_session\nspark = local_session()\nprint(spark.range(3).count())\nspark.stop()\n"
+        "from kjoin.spark import local_session\n"
+        "spark = local_session()\n"
+        "print(spark.range(3).count())\n"
+        "frame = spark.range(3).groupBy('id').count()\n"
+        "try:\n"
+        "    frame.select('cont').count()\n"
+        "except Exception as error:\n"
+        "    print('raised', 'cont' in str(error))\n"
+        "spark.stop()\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
@@ -222,13 +232,14 @@ def test_local_session_starts_quietly(tmp_path):
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "3"
+    assert done.stdout.strip().splitlines() == ["3", "raised True"]
     noise = [
         line
         for line in done.stderr.splitlines()
         if re.search(r"WARN |log4j|Setting default log level|setLogLevel", line)
     ]
     assert noise == [], done.stderr
+    assert "QueryContextLogger" not in done.stderr and len(done.stderr) < 2000, done.stderr[:3000]
 
 
 # -- rough edges of debugging a run: each refused with the fix--------------------------------------
@@ -280,32 +291,6 @@ def test_a_partition_count_below_the_topics_partitions_blames_the_count_not_co_p
         r"so it has at least 4 partitions",
     ):
         run_join(left, right, "stream-table", "left").outputs.count()
-
-
-def test_a_misspelled_column_raises_without_printing_the_plan(tmp_path):
-    """A fresh process: PySpark logs every analysis error with its whole plan as a JSON line before raising it;
-    the quiet session does not."""
-    code = (
-        "from kjoin.spark import local_session\n"
-        "spark = local_session()\n"
-        "frame = spark.range(3).groupBy('id').count()\n"
-        "try:\n"
-        "    frame.select('cont').count()\n"
-        "except Exception as error:\n"
-        "    print('raised', 'cont' in str(error))\n"
-        "spark.stop()\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "raised True"
-    assert "QueryContextLogger" not in done.stderr and len(done.stderr) < 2000, done.stderr[:3000]
 
 
 def test_json_values_warn_that_the_join_takes_the_slow_path_and_name_the_alternative(spark):

@@ -85,12 +85,12 @@ def test_reconcile_puts_every_difference_down_to_its_cause(spark, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def oracle():
+def oracle(broker):
     from kafka_oracle.broker_check import BROKER_JUDGES, BrokerOracle
     from kafka_oracle.oracle_check import build
 
     build()
-    with BrokerOracle(BROKER_JUDGES[0]) as running:
+    with BrokerOracle(BROKER_JUDGES[0], broker) as running:
         yield running
 
 
