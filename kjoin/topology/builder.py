@@ -18,7 +18,15 @@ checks of their arguments live in :mod:`kjoin.topology.functions` and the graph 
 
 A re-key (``select_key``, ``map``) marks the stream; the next join first writes it to a
 repartition topic (``<node>-repartition``), as Kafka's ``repartitionForJoin`` does, and the
-join reads it back in a sub-topology of its own. Nothing is checked until :meth:`Topology.build`
+join reads it back in a sub-topology of its own.
+
+Two names: ``name=`` is the application's name for Kafka (``Named.as``, ``Joined.as``, ``StreamJoined.withName``,
+``TableJoined.as``, ``Repartitioned.as``, ``Grouped.as``), after which Kafka names the internal topics
+(``<name>-repartition``, ``<name>-left-repartition``, ``<name>-subscription-registration-topic``), and it names
+kjoin's node too; ``node=`` (on ``repartition``, ``to_table`` and the joins) names kjoin's node only, for an
+operation the application leaves unnamed: Kafka names its topics with its counter (``KSTREAM-...-<n>-repartition``),
+kjoin after its node, and a byte-bounded suppression (which counts topic names) below them is refused. A
+document's node names are ``node=`` (:mod:`kjoin.topology.document`). Nothing is checked until :meth:`Topology.build`
 (called by :meth:`Topology.run`): then every internal topic gets its partition count and every
 join's topics are checked for co-partitioning (:mod:`kjoin.topology.copartition`).
 """
@@ -485,20 +493,28 @@ class KStream(_Handle):
         return KStream(self.topology, node)
 
     def repartition(
-        self, *, name: str | None = None, partitions: int | None = None, partitioner: Any = None
+        self,
+        *,
+        name: str | None = None,
+        partitions: int | None = None,
+        partitioner: Any = None,
+        node: str | None = None,
     ) -> "KStream":
         """Write the stream to a repartition topic and read it back (Kafka's ``repartition``, 2.6+): a new
-        sub-topology, ``partitions`` of its own (default: as its writers' sources), ``partitioner`` over the key."""
+        sub-topology, ``partitions`` of its own (default: as its writers' sources), ``partitioner`` over the key.
+        ``name`` is Kafka's ``Repartitioned.as`` (the topic ``<application.id>-<name>-repartition``); ``node`` names
+        kjoin's node only, and Kafka names the topic with its counter (``KSTREAM-REPARTITION-<n>-repartition``)."""
         if partitions is not None:
             _partitions(partitions, "repartition: partitions")
-        if name is not None:
-            legal_name(name, "repartition: name (Repartitioned.as)")
+        kafka_name = _kafka_or_node_name("repartition", name, node, "Repartitioned.as")
         chosen = functions.partitioner(partitioner) or self._rekey_partitioner()
-        if name is not None:  # Repartitioned.as: Kafka's topic is <application.id>-<name>-repartition
-            self.topology.kafka_named_topics.add(f"{name}-repartition")
-        name = self.topology.graph.new_name("repartition") if name is None else legal_name(name, "repartition")
-        source = _through_topic(self, f"{name}-repartition", partitions, chosen)
-        source.params["repartition"] = {"name": name, "partitions": partitions, "partitioner": partitioner}
+        if kafka_name is not None:  # Repartitioned.as: Kafka's topic is <application.id>-<name>-repartition
+            self.topology.kafka_named_topics.add(f"{kafka_name}-repartition")
+        label = node or kafka_name or self.topology.graph.new_name("repartition")
+        source = _through_topic(self, f"{kafka_name or label}-repartition", partitions, chosen)
+        source.params["repartition"] = {"name": label, "partitions": partitions, "partitioner": partitioner}
+        if kafka_name is not None:
+            source.params["repartition"]["as"] = kafka_name
         return KStream(self.topology, source)
 
     def through(
@@ -513,15 +529,19 @@ class KStream(_Handle):
             topic, partitions=written.partitions, partitioner=written.partitioner, name=f"{name or topic}-source"
         )
 
-    def to_table(self, *, name: str | None = None) -> "KTable":
+    def to_table(self, *, name: str | None = None, node: str | None = None) -> "KTable":
         """The stream read as a table (Kafka's ``toTable``, 2.5+): each record an update of its key; a re-keyed
         stream is repartitioned first, through a topic of the table's own (``<name>-repartition``: Kafka shares a
-        stream's repartition topic between its joins only)."""
+        stream's repartition topic between its joins only). ``name`` is Kafka's ``Named.as``, which names that
+        topic; ``node`` names kjoin's node only (Kafka's topic: ``KSTREAM-TOTABLE-<n>-repartition``)."""
+        kafka_name = _kafka_or_node_name("to_table", name, node, "Named.as")
+        label = node or kafka_name
         if not self.node.key_changed:
-            return KTable(self.topology, self._add("to_table", [(self.node, None)], TABLE, name))
-        name = name or self.topology.graph.new_name("to_table")
-        parent = self._repartition_topic(f"{name}-repartition")
-        return KTable(self.topology, self._add("to_table", [(parent, None)], TABLE, name))
+            return KTable(self.topology, self._add("to_table", [(self.node, None)], TABLE, label))
+        label = label or self.topology.graph.new_name("to_table")
+        topic = f"{kafka_name or label}-repartition"
+        parent = self._repartition_topic(topic, kafka_named=kafka_name is not None)
+        return KTable(self.topology, self._add("to_table", [(parent, None)], TABLE, label))
 
     def group_by_key(self, *, name: str | None = None) -> "KGroupedStream":
         """Group by the current key (Kafka's ``groupByKey``): a re-keyed stream is repartitioned when it is
@@ -614,8 +634,11 @@ class KStream(_Handle):
         name: str | None = None,
         key_selector: Any = None,
         store: str | None = None,
+        node: str | None = None,
     ) -> "KStream":
         self._check_same(other, f"{variant} join")
+        kafka_name = _kafka_or_node_name(f"{variant} join", name, node, "Joined.as, StreamJoined.withName")
+        name = node or kafka_name
         store = store_name(store, f"{variant} join")
         if store is not None and not isinstance(other, KStream):
             raise TopologyError(
@@ -639,8 +662,8 @@ class KStream(_Handle):
             raise TopologyError("key_selector: only a join with a global table selects its lookup key")
         stream_stream = not isinstance(other, KTable)
         # Kafka names the repartition topic after the join (a stream-stream join's sides: "<name>-left", "-right"),
-        # or without a name after the stream
-        left = self._repartitioned(f"{name}-left" if name and stream_stream else name)
+        # or without a name after the stream (its processor's name, KSTREAM-KEY-SELECT-<n>: kjoin's node name)
+        left = self._repartitioned(f"{kafka_name}-left" if kafka_name and stream_stream else kafka_name)
         if isinstance(other, KTable):
             if window is not None:
                 raise TopologyError("a stream-table join has no window; leave window out")
@@ -688,7 +711,7 @@ class KStream(_Handle):
                 f"{variant} join: store: Kafka {self.topology.semantics} has no StreamJoined.withStoreName (KIP-479, "
                 "2.4): it names a stream-stream join's stores itself; leave store out or choose semantics 2.4 or later"
             )
-        right = other._repartitioned(f"{name}-right" if name else None)  # a self-join: the same topic again
+        right = other._repartitioned(f"{kafka_name}-right" if kafka_name else None)  # a self-join: the same again
         node = self._add(
             "stream-stream", [(left, Side.LEFT), (right, Side.RIGHT)], STREAM, name, variant=variant, joiner=fn,
             window=windows,
@@ -698,10 +721,14 @@ class KStream(_Handle):
         return KStream(self.topology, node)
 
     def _repartitioned(self, join_name: str | None) -> Node:
-        """This stream as a join reads it: through a repartition topic if its key changed (cached, as
-        Kafka reuses a stream's repartition topic for several joins)."""
+        """This stream as a join reads it: through a repartition topic if its key changed. ``join_name``: the
+        name the application gave the join, which names the topic (``<join_name>-repartition``); without one the
+        topic is named after the stream, and cached, as Kafka reuses it for the stream's other unnamed joins
+        (``KStreamImpl.repartitionForJoin``: a new topic for each name the application gives)."""
         if not self.node.key_changed:
             return self.node
+        if join_name is not None and "repartition_topic" not in self.node.params:
+            return self._repartition_topic(f"{join_name}-repartition", kafka_named=True)
         cached = self.node.params.get("_repartitioned")
         if cached is not None:
             if not self.topology.semantics.rekeyed_stream_joined_twice:
@@ -713,7 +740,7 @@ class KStream(_Handle):
                 )
             return cached
         # a topology read from describe() keeps the name Kafka gave the topic (kjoin.topology.describe)
-        topic_name = self.node.params.get("repartition_topic") or f"{join_name or self.node.name}-repartition"
+        topic_name = self.node.params.get("repartition_topic") or f"{self.node.name}-repartition"
         source = self._repartition_topic(topic_name, kafka_named="repartition_topic" in self.node.params)
         self.node.params["_repartitioned"] = source
         return source
@@ -861,8 +888,11 @@ class KTable(_Handle):
         partitioner: Any = None,
         other_partitioner: Any = None,
         store: str | None = None,
+        node: str | None = None,
     ) -> "KTable":
         self._check_same(other, f"{variant} join")
+        kafka_name = _kafka_or_node_name(f"{variant} join", name, node, "Named.as, TableJoined.as")
+        name = node or kafka_name
         store = store_name(store, f"{variant} join")
         if not isinstance(other, KTable):
             raise TopologyError(f"{variant} join: a table joins another table; a stream joins a table, not the reverse")
@@ -1049,6 +1079,16 @@ def _check_keyed_joiner(topology: Topology, fn: Any, global_join: bool) -> None:
         )
 
 
+def _kafka_or_node_name(op: str, name: str | None, node: str | None, kafka: str) -> str | None:
+    """The name the application gives Kafka (``name``: ``kafka``, which Kafka names the internal topics after), or
+    ``None``; ``node`` is kjoin's name for the node only (its label in traces and ``describe()``: without ``name``,
+    Kafka names those topics with its counter and kjoin after the node). Both are Kafka's legal names, as kjoin names
+    topics after either."""
+    if node is not None:
+        legal_name(node, f"{op}: node")
+    return None if name is None else legal_name(name, f"{op}: name ({kafka})")
+
+
 def _check_topic_names_known(topology: Topology, table: Node) -> None:
     """A ``max_bytes`` suppression counts, per buffered entry, the name of the topic its record was read from
     (:mod:`kjoin.topology.suppress`): refused when a record can reach it from an internal topic whose name Kafka
@@ -1067,8 +1107,9 @@ def _check_topic_names_known(topology: Topology, table: Node) -> None:
         if unknown is not None:
             raise TopologyError(
                 f"suppress: max_bytes counts the name of the topic each buffered record was read from, and records "
-                f"reach {table.name} from {unknown}, a name kjoin does not reproduce; name the grouping "
-                "(group_by(..., name=...), Grouped.as) or the store, or bound the buffer with max_records"
+                f"reach {table.name} from {unknown}, a name kjoin does not reproduce; name the topic: the grouping "
+                "(group_by(..., name=...), Grouped.as), the repartition (repartition(name=...), Repartitioned.as; "
+                "a document's as:), the join (Joined.as) or the store, or bound the buffer with max_records"
             )
         todo.extend(node.parents)
     return None
@@ -1568,9 +1609,10 @@ def _checked_call(owner: str, method: Any) -> Any:
     return call
 
 
-_STREAM_JOIN_OPTIONS = {"window": "", "grace_ms": "", "name": "", "key_selector": "", "store": ""}
+_STREAM_JOIN_OPTIONS = {"window": "", "grace_ms": "", "name": "", "key_selector": "", "store": "", "node": ""}
 _TABLE_JOIN_OPTIONS = {
     "name": "",
+    "node": "",
     "store": "",
     "partitioner": "",
     "other_partitioner": "",
