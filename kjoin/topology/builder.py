@@ -203,16 +203,23 @@ class Topology:
         *,
         partitions: int = 1,
         semantics: str | Semantics | None = None,
+        application_id: str | None = None,
     ) -> "Topology":
         """The topology a real application's ``topology.describe()`` prints, built as far as kjoin can:
         ``functions`` fills in, by processor name, what the text does not say (key selectors, value mappers,
-        predicates, joiners; a join's ``{joiner, variant, window, foreign_key, grace_ms}``).
-        ``topology.described`` lists what was built, what is still needed and what kjoin cannot model, with
-        reasons (:mod:`kjoin.topology.describe`)."""
+        predicates, joiners; a join's ``{joiner, variant, window, foreign_key, grace_ms}``; a suppression's options
+        with its buffer config). ``application_id``: the application's ``application.id``, which describe() does
+        not print and which prefixes its internal topics' names (a ``max_bytes`` suppression counts them; default:
+        the topology harness's). ``topology.described`` lists what was built, what is still needed and what kjoin
+        cannot model, with reasons (:mod:`kjoin.topology.describe`)."""
         from .describe import from_describe
 
-        topology = cls(partitions=partitions, semantics=semantics)
-        topology.described = from_describe(topology, text, functions)
+        topology = cls(
+            partitions=partitions,
+            semantics=semantics,
+            application_id=DEFAULT_APPLICATION_ID if application_id is None else application_id,
+        )
+        topology.described = from_describe(topology, text, functions, application_id_given=application_id is not None)
         return topology
 
     # -- build and run --------------------------------------------------------------------------
