@@ -677,7 +677,7 @@ class KStream(_Handle):
             right = other.node
             _check_versioned(self.topology, right)
             _check_windowed_keys(f"{variant} join", self.node, right, False)
-            _check_not_suppressed(f"{variant} join", right, time_limit_read=True)
+            _check_not_suppressed(f"{variant} join", right, table_read=True)
             if grace_ms is not None:
                 if not self.topology.semantics.stream_table_grace:
                     raise TopologyError(
@@ -851,7 +851,7 @@ class KTable(_Handle):
             raise TopologyError(f"{op}: materialized is true or false, got {materialized!r}")
         store = store_name(store, op.removeprefix("table-").replace("-", "_"))
         materialized = materialized or store is not None  # a named store is a store of its own
-        _check_not_suppressed(op.removeprefix("table-").replace("-", "_"), self.node, time_limit_read=True)
+        _check_not_suppressed(op.removeprefix("table-").replace("-", "_"), self.node, table_read=True)
         node = self.node
         while node.op in VIEW_OPS:
             node = node.parents[0]
@@ -916,7 +916,7 @@ class KTable(_Handle):
             )
         _check_versioned(self.topology, self.node, other.node)
         _check_windowed_keys(f"{variant} join", self.node, other.node, foreign_key is not None)
-        _check_not_suppressed(f"{variant} join", self.node, other.node, time_limit_read=foreign_key is None)
+        _check_not_suppressed(f"{variant} join", self.node, other.node, table_read=foreign_key is None)
         parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]
         if foreign_key is None:
             if partitioner is not None or other_partitioner is not None:
@@ -1014,9 +1014,9 @@ class KTable(_Handle):
         (``Suppressed.untilWindowCloses``: one final result per window of a windowed table) or ``"time_limit"`` with
         ``time_limit_ms`` (``untilTimeLimit``: each key's newest update, ``time_limit_ms`` after its first);
         ``max_records`` bounds the buffer, ``when_full`` says what a full one does (``emit_early``, time limit
-        only, or ``shut_down``). Its changes are read with ``to_stream()`` or ``to``; a time-limit suppression is
-        read as a table too, by a stream's or a table-table join and a filter or map_values
-        (:mod:`kjoin.topology.suppress`)."""
+        only, or ``shut_down``). Its changes are read with ``to_stream()`` or ``to``; it is read as a table too, by a
+        stream's or a table-table join and a filter or map_values (a window-close one by windowed keys: a windowed
+        table's join, a stream of windowed keys) (:mod:`kjoin.topology.suppress`)."""
         if not self.topology.semantics.suppress_until_window_closes:
             raise TopologyError(f"suppress: Kafka {self.topology.semantics} has no suppress (KIP-328, 2.1)")
         options = {"until": until, "time_limit_ms": time_limit_ms, "max_records": max_records}
@@ -1122,21 +1122,21 @@ def _check_topic_names_known(topology: Topology, table: Node) -> None:
     return None
 
 
-def _check_not_suppressed(op: str, *tables: Node, time_limit_read: bool = False) -> None:
-    """A suppressed table is read as a stream of what it forwards, or through its value getter when it waits for a
-    time limit (:class:`~kjoin.topology.suppress.SuppressedGetter`: the buffer's prior value of a held key, else the
-    parent's row) by a stream's join, a table-table join or a view (``time_limit_read``); other reads (a foreign-key
-    join keeps its own copy of each table, a group-by) and a window-close suppression's getter are not modelled."""
+def _check_not_suppressed(op: str, *tables: Node, table_read: bool = False) -> None:
+    """A suppressed table is read as a stream of what it forwards, or through its value getter
+    (:class:`~kjoin.topology.suppress.SuppressedGetter`: the buffer's prior value of a held key, else the parent's
+    row) by a stream's join, a table-table join or a view (``table_read``); the other reads (a foreign-key join keeps
+    its own copy of each table, a group-by) are not modelled."""
     for table in tables:
         node = table
         while node.op in VIEW_OPS:
             node = node.parents[0]
-        if node.op == "suppress" and not (time_limit_read and node.params["suppressed"].until == "time_limit"):
+        if node.op == "suppress" and not table_read:
             raise TopologyError(
                 f"{op}: {table.name} is a suppressed table, which kjoin reads as a stream, or as a table (by a "
-                f"stream's or a table-table join, a filter or a map_values) when it waits for a time limit (its value "
-                f"getter, which reads the suppression buffer, is not modelled for other reads): use {node.name}'s "
-                f"to_stream(), or {op} the table before the suppression"
+                f"stream's or a table-table join, a filter or a map_values: its value getter, which reads the "
+                f"suppression buffer, is not modelled for other reads): use {node.name}'s to_stream(), or {op} the "
+                "table before the suppression"
             )
 
 
