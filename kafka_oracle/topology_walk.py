@@ -103,6 +103,7 @@ OPERATIONS = (
     "suppress(max_bytes)",
     "join(windowed-tables)", "cogroup", "store(aggregate)",
     "store(table)", "store(view)", "store(join)", "store(cogroup)", "as(repartition)", "read(suppressed table)",
+    "read(suppressed window)",
 )  # fmt: skip
 """Every kind of node a walk draws (the coverage test counts them over many walks)."""
 
@@ -282,7 +283,7 @@ class _Walker:
                 if roll < 0.25:
                     node = self.by_bytes({"name": name, "suppress": self.suppression(True), "input": at.name})
                     return self.add(node,
-                                    _Handle(name, "table", windowed=True, suppressed=True),
+                                    _Handle(name, "table", windowed=True, suppressed=True, windows=at.windows),
                                     f"suppress({'window_closes' if roll < 0.15 else 'time_limit'})")  # fmt: skip
                 if roll < 0.35 and at.windows is not None:
                     return self.windowed_join(name, at)
@@ -290,6 +291,12 @@ class _Walker:
                 node = {"name": name, "select_key": {"window_key": True}, "input": at.name}
                 return self.add(node, _Handle(name, "stream", rekeyed=True), "select_key(window_key)")
             if at.kind == "table" and at.suppressed:
+                apart = random.Random(repr(rng.getstate()))  # drawn apart: every other draw stays as it was
+                if at.windows is not None and "size_ms" in at.windows and apart.random() < 0.5:
+                    # read as a table by a windowed table's join (the suppression's value getter over its buffer
+                    # and the window store)
+                    self.ops["read(suppressed window)"] += 1
+                    return self.windowed_join(name, at)
                 return self.add({"name": name, "to_stream": True, "input": at.name},
                                 _Handle(name, "stream", windowed=True), "to_stream")  # fmt: skip
             if at.kind == "table":

@@ -54,6 +54,50 @@ def final_counts_joined(semantics: str = "4.4") -> TopologyScenario:
     )
 
 
+def final_count_read_after_a_jump(semantics: str) -> TopologyScenario:
+    """The final count of ``k1``'s window, evicted by a jump of 100 s and read again by a late payment: before 3.0
+    the count's store keeps a day (``Windows.maintainMs``), so the read finds it; from 3.0 it keeps size + grace, and
+    the jump dropped its segment (``Semantics.window_retention_size_and_grace``, KAFKA-7106)."""
+    return TopologyScenario.from_dict(
+        {
+            "semantics": semantics,
+            "topology": [
+                {"name": "orders", "stream": "orders"},
+                {"name": "pays", "stream": "pays"},
+                {"name": "g1", "group_by_key": True, "input": "orders"},
+                {"name": "w1", "windowed_by": {"size_ms": 10, "grace_ms": 0}, "input": "g1"},
+                {"name": "c1", "count": True, "input": "w1"},
+                {"name": "final", "suppress": {"until": "window_closes"}, "input": "c1"},
+                {"name": "g2", "group_by_key": True, "input": "pays"},
+                {"name": "w2", "windowed_by": {"size_ms": 10, "grace_ms": 200000}, "input": "g2"},
+                {"name": "c2", "reduce": "concat", "input": "w2"},
+                {"name": "j", "left_join": ["c2", "final"]},
+                {"name": "out", "to": "out", "input": "j"},
+            ],
+            "events": [
+                {"topic": "orders", "key": "k1", "value": "a", "ts": 1},
+                {"topic": "pays", "key": "k1", "value": "P", "ts": 2},
+                {"topic": "orders", "key": "k2", "value": "b", "ts": 100000},
+                {"topic": "pays", "key": "k1", "value": "R", "ts": 5},
+            ],
+        }
+    )
+
+
+def test_before_3_0_a_windowed_store_keeps_a_day():
+    late = {v: _rows(final_count_read_after_a_jump(v))[3] for v in ("2.8.2", "3.0.1")}
+    assert late == {"2.8.2": [("out", "[k1@0/10]", "P+R-1", 5)], "3.0.1": [("out", "[k1@0/10]", "P+R-null", 5)]}
+
+
+@pytest.mark.oracle
+def test_the_real_library_keeps_a_windowed_store_a_day_before_3_0():
+    oracle_check.build()
+    for version in ("2.8.2", "3.0.1"):
+        case = final_count_read_after_a_jump(version)
+        (answer,) = topology_oracle.run_batch(version, [case])
+        assert topology_oracle.difference(case, answer, version) is None, version
+
+
 def _rows(scenario: TopologyScenario) -> list[list[tuple[Any, ...]]]:
     return [[(r.topic, str(r.key), r.value, r.ts) for r in records] for records in scenario.run().outputs_by_event()]
 
