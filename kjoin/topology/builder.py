@@ -979,7 +979,7 @@ class KTable(_Handle):
         repartition topic and subtracts the old value before adding the new one."""
         if self.node.params.get("history_retention_ms") is not None and not self.topology.semantics.versioned_joins:
             raise TopologyError("group_by: a versioned table is grouped from Kafka 3.5 (KIP-914)")
-        _check_not_suppressed("group_by", self.node)
+        _check_not_suppressed("group_by", self.node, table_read=True, grouped=True)
         if name is not None:
             legal_name(name, "group_by: name (Grouped.as)")
         fn = self._keys(functions.table_group_by(selector), functions.text_pairs)
@@ -1122,21 +1122,29 @@ def _check_topic_names_known(topology: Topology, table: Node) -> None:
     return None
 
 
-def _check_not_suppressed(op: str, *tables: Node, table_read: bool = False) -> None:
+def _check_not_suppressed(op: str, *tables: Node, table_read: bool = False, grouped: bool = False) -> None:
     """A suppressed table is read as a stream of what it forwards, or through its value getter
     (:class:`~kjoin.topology.suppress.SuppressedGetter`: the buffer's prior value of a held key, else the parent's
-    row) by a stream's join, a table-table join or a view (``table_read``); the other reads (a foreign-key join keeps
-    its own copy of each table, a group-by) are not modelled."""
+    row) by a stream's join, a table-table join or a view (``table_read``). A group-by (``grouped``) reads what a
+    time-limit suppression forwards, ``Change(new, old)`` with the latest buffered update's old value; a window-close
+    suppression's group-by is not modelled (its values, a windowed aggregate's, have no field to group by in a
+    document, so no judge has run it), nor is a foreign-key join (it keeps its own copy of each table)."""
     for table in tables:
         node = table
         while node.op in VIEW_OPS:
             node = node.parents[0]
+        if node.op == "suppress" and grouped and node.params["suppressed"].until == "window_closes":
+            raise TopologyError(
+                f"{op}: {table.name} is a window-close suppressed table, whose group-by kjoin does not model; group "
+                f"{node.name}'s to_stream() (each final result a record), or group the windowed table before the "
+                "suppression"
+            )
         if node.op == "suppress" and not table_read:
             raise TopologyError(
-                f"{op}: {table.name} is a suppressed table, which kjoin reads as a stream, or as a table (by a "
+                f"{op}: {table.name} is a suppressed table, which kjoin reads as a stream, as a table (by a "
                 f"stream's or a table-table join, a filter or a map_values: its value getter, which reads the "
-                f"suppression buffer, is not modelled for other reads): use {node.name}'s to_stream(), or {op} the "
-                "table before the suppression"
+                f"suppression buffer, is not modelled for a foreign-key join) or by a group-by of a time-limit "
+                f"suppression: use {node.name}'s to_stream(), or {op} the table before the suppression"
             )
 
 
