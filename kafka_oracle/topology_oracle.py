@@ -639,6 +639,10 @@ def random_topology(
             if held.random() < 0.5:
                 nodes.insert(4, {"name": "held-view", "filter": {"value_not_null": True}, "input": "held"})
                 sides[0] = "held-view"
+            if held.random() < 0.3:  # the held customers regrouped by region: what the suppression forwards
+                nodes[4:4] = [{"name": "held-by-r", "group_by": {"field": "r"}, "input": "held"},
+                              {"name": "held-counts", "count": True, "input": "held-by-r"},
+                              {"name": "held-out", "to": "held-counts", "input": "held-counts"}]  # fmt: skip
         current = stateless(rng, nodes, "rekeyed", "r")
         nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: [current, "profiles"]})
     elif shape == "fk-then-pk":
