@@ -36,7 +36,8 @@ How it works (Kafka's ``KTableSuppressProcessorSupplier``, caching off as in eve
   suppression holds windowed keys (``[key@start/end]``), so its readers are a windowed table's join or a stream of
   windowed keys (``builder._check_windowed_keys``); its prior value for a new window is the aggregate's initializer,
   and a window no longer held is read from the aggregate's window store, which forgets it past its retention (size +
-  grace). A foreign-key join or a group-by of a suppressed table are refused (``builder._check_not_suppressed``).
+  grace). A group-by of a time-limit suppression reads what it forwards; a window-close suppression's group-by and
+  a foreign-key join of a suppressed table are refused (``builder._check_not_suppressed``).
 """
 
 from __future__ import annotations
