@@ -121,7 +121,7 @@ def test_a_window_close_suppression_is_not_grouped_or_joined_by_foreign_key(op):
     b = kjoin.Topology()
     final = b.stream("a").group_by_key().windowed_by({"size_ms": 5}).count().suppress(name="final")
     if op == "group_by":
-        with pytest.raises(kjoin.TopologyError, match="group_by: final is a suppressed table"):
+        with pytest.raises(kjoin.TopologyError, match="group_by: final is a window-close suppressed table"):
             final.group_by(lambda k, v: (v, v))
     else:
         with pytest.raises(kjoin.TopologyError, match="foreign-key join of a windowed table"):
