@@ -639,6 +639,10 @@ def random_topology(
             if held.random() < 0.5:
                 nodes.insert(4, {"name": "held-view", "filter": {"value_not_null": True}, "input": "held"})
                 sides[0] = "held-view"
+            if held.random() < 0.3:  # the held customers regrouped by region: what the suppression forwards
+                nodes[4:4] = [{"name": "held-by-r", "group_by": {"field": "r"}, "input": "held"},
+                              {"name": "held-counts", "count": True, "input": "held-by-r"},
+                              {"name": "held-out", "to": "held-counts", "input": "held-counts"}]  # fmt: skip
         current = stateless(rng, nodes, "rekeyed", "r")
         nodes.append({"name": "j2", join[_variant(rng, "inner", "left")]: [current, "profiles"]})
     elif shape == "fk-then-pk":
@@ -871,11 +875,23 @@ def _windowed_tail(
             suppress.update(_max_bytes(random.Random(repr(rng.getstate())), suppress))  # drawn apart
         nodes.append({"name": "final", "suppress": suppress, "input": "agg"})
     elif roll < 0.45:
+        final = random.Random(repr(rng.getstate()))  # drawn apart: every other draw stays as it was
         nodes += [{"name": "payments", "stream": "payments"},
                   {"name": "p-grouped", **grouped, "input": "payments"},
                   {"name": "p-windows", "windowed_by": window, "input": "p-grouped"},
                   {"name": "p-agg", **rng.choice(AGGREGATIONS), "input": "p-windows"},
                   {"name": "both", rng.choice(["join", "left_join", "outer_join"]): ["agg", "p-agg"]}]  # fmt: skip
+        if final.random() < 0.3 and "windowed_by" in nodes[-3] and "size_ms" in window:
+            # the final results read as a table by the join (the suppression's value getter over the buffer and
+            # the window store), now and then through a mapValues
+            read = "final"
+            nodes.insert(-1, {"name": "final", "suppress": {"until": "window_closes"}, "input": "agg"})
+            if final.random() < 0.3:
+                nodes.insert(-1, {"name": "final-view", "map_values": {"append": "!"}, "input": "final"})
+                read = "final-view"
+            both = nodes[-1]
+            sides = both[next(key for key in ("join", "left_join", "outer_join") if key in both)]
+            sides[:] = [read, "p-agg"] if final.random() < 0.5 else ["p-agg", read]
     elif roll < 0.55 and partitions == 1:
         nodes += [{"name": "customers", "table": "customers"},
                   {"name": "final", "suppress": {"until": "window_closes"}, "input": "agg"},

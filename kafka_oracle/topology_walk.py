@@ -103,6 +103,7 @@ OPERATIONS = (
     "suppress(max_bytes)",
     "join(windowed-tables)", "cogroup", "store(aggregate)",
     "store(table)", "store(view)", "store(join)", "store(cogroup)", "as(repartition)", "read(suppressed table)",
+    "read(suppressed window)", "group_by(suppressed table)",
 )  # fmt: skip
 """Every kind of node a walk draws (the coverage test counts them over many walks)."""
 
@@ -131,7 +132,7 @@ class _Handle:
     rekeyed: bool = False  # a key change no repartition has followed yet
     view: bool = False  # a table's filter or map_values (a foreign-key join of it is not modelled)
     suppressed: bool = False  # a window's suppression (its changes are read as a stream only: to_stream, to)
-    held: bool = False  # a time-limit suppression, or a view of one (read as a table, but by no FK join or group-by)
+    held: bool = False  # a time-limit suppression, or a view of one (read as a table or grouped, but by no FK join)
     windows: Any = None  # a windowed aggregate's windows (another aggregate in the same ones joins it)
 
 
@@ -282,7 +283,7 @@ class _Walker:
                 if roll < 0.25:
                     node = self.by_bytes({"name": name, "suppress": self.suppression(True), "input": at.name})
                     return self.add(node,
-                                    _Handle(name, "table", windowed=True, suppressed=True),
+                                    _Handle(name, "table", windowed=True, suppressed=True, windows=at.windows),
                                     f"suppress({'window_closes' if roll < 0.15 else 'time_limit'})")  # fmt: skip
                 if roll < 0.35 and at.windows is not None:
                     return self.windowed_join(name, at)
@@ -290,6 +291,12 @@ class _Walker:
                 node = {"name": name, "select_key": {"window_key": True}, "input": at.name}
                 return self.add(node, _Handle(name, "stream", rekeyed=True), "select_key(window_key)")
             if at.kind == "table" and at.suppressed:
+                apart = random.Random(repr(rng.getstate()))  # drawn apart: every other draw stays as it was
+                if at.windows is not None and "size_ms" in at.windows and apart.random() < 0.8:
+                    # read as a table by a windowed table's join (the suppression's value getter over its buffer
+                    # and the window store)
+                    self.ops["read(suppressed window)"] += 1
+                    return self.windowed_join(name, at)
                 return self.add({"name": name, "to_stream": True, "input": at.name},
                                 _Handle(name, "stream", windowed=True), "to_stream")  # fmt: skip
             if at.kind == "table":
@@ -450,7 +457,7 @@ class _Walker:
         if self.semantics.suppress_until_window_closes and not at.versioned and rng.random() < 0.08:  # a time limit
             node = self.by_bytes({"name": name, "suppress": self.suppression(False), "input": at.name})
             return self.add(node, _Handle(name, "table", held=True), "suppress(time_limit)")
-        choices = ["filter", "map_values", "to_stream", "join-table", "join-table"] + ([] if at.held else ["group_by"])
+        choices = ["filter", "map_values", "to_stream", "join-table", "join-table", "group_by"]
         if self.semantics.foreign_key_joins and not at.view and not at.held:
             choices += ["foreign-key", "foreign-key"]
         if at.versioned:  # a versioned table's filter or map_values: kjoin refuses it (not modelled)
@@ -458,6 +465,8 @@ class _Walker:
         op = rng.choice(choices)
         if at.held and op in ("filter", "map_values", "join-table"):  # through the suppression's value getter
             self.ops["read(suppressed table)"] += 1
+        if at.held and op == "group_by":  # what the suppression forwards, Change(new, old)
+            self.ops["group_by(suppressed table)"] += 1
         if op in ("filter", "map_values"):
             spec = self.predicate(keys) if op == "filter" else self.mapper()
             node = {"name": name, op: spec, "input": at.name}

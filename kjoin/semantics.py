@@ -454,6 +454,16 @@ class Semantics:
         stream time, so a sliding aggregate without grace forwarded nothing for the newest record (harness: 2.8.2,
         3.0.1 and 3.1.0 skip it; 3.0.2, 3.1.1, 3.2.3 and later take it)."""
 
+    @since("3.0", ticket="KAFKA-7106")
+    def window_retention_size_and_grace(self) -> bool:
+        """KAFKA-7106 (3.0, removing the Windows API KIP-328 deprecated): a time-windowed aggregate's store keeps
+        ``size + grace`` (``TimeWindowedKStreamImpl.materialize`` without ``Materialized.withRetention``). Before, an
+        application's ``TimeWindows.of(size).grace(g)`` kept the deprecated ``Windows.maintainMs()``, one day (or the
+        size, if larger), as the store's retention, so its segments are ``max(retention / 2, 60 s)`` = 12 h long and
+        a window table's getter (a windowed table's join, a suppression read as a table) finds a window long after
+        its grace (harness: 2.8.2 finds it after a jump of 100 s, 3.0.1 does not;
+        tests/test_topology_suppressed_windows.py)."""
+
     @since("3.4", ticket="KAFKA-12960")
     def window_store_hides_expired(self) -> bool:
         """KAFKA-12960 (3.4): a RocksDB window store's fetch returns only records newer than its

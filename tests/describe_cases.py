@@ -323,7 +323,36 @@ def variants() -> dict[str, dict[str, Any]]:
             # in time order, so that windows close and their final counts are written
             "events": sorted(_events(rng, {"orders": (ORDERS, _pick("A", "B"))}, 24), key=lambda event: event["ts"]),
         },  # fmt: skip
+        # a buffer bounded by bytes behind an unnamed grouping: each entry counts the full name of the repartition
+        # topic Kafka names with its counter (<application.id>-KSTREAM-AGGREGATE-STATE-STORE-<n>-repartition)
+        "variant-suppress-max-bytes": {
+            "topology": [
+                {"name": "orders", "stream": "orders"},
+                {"name": "by-c", "group_by": {"field": "c"}, "input": "orders"},
+                {"name": "agg", "reduce": "concat", "input": "by-c"},
+                {
+                    "name": "limited",
+                    "suppress": {
+                        "until": "time_limit",
+                        "time_limit_ms": 8,
+                        "max_bytes": MAX_BYTES_CASE,
+                        "when_full": "emit_early",
+                    },
+                    "input": "agg",
+                },
+                {"name": "out", "to": "out", "input": "limited"},
+            ],
+            "events": sorted(
+                _events(random.Random(44), {"orders": (ORDERS, _obj(c=CUSTOMERS, v=["A", "B"]))}, 16),
+                key=lambda event: event["ts"],
+            ),
+        },  # fmt: skip
     }
+
+
+MAX_BYTES_CASE = 215
+"""The byte bound of ``variant-suppress-max-bytes``: tight enough that the length of the application.id in each
+entry's topic name changes which entries are evicted early (``tests/test_topology_describe.py``)."""
 
 
 def shapes() -> dict[str, dict[str, Any]]:

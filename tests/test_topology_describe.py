@@ -430,3 +430,38 @@ def test_a_kafka_4_app_with_suppress_process_values_split_and_cogroup_leaves_onl
     assert {"KTABLE-SUPPRESS", "COGROUPKSTREAM-MERGE", "KSTREAM-PROCESSVALUES", "route"} <= {
         name.rsplit("-", 1)[0] for name in filled.described.built
     }
+
+
+def test_a_byte_bounded_suppression_needs_the_application_id_kafka_counts() -> None:
+    """describe() prints neither the buffer config nor the application.id; a ``max_bytes`` buffer counts each entry's
+    topic by its full name (``<application.id>-KSTREAM-REDUCE-STATE-STORE-<n>-repartition`` here, a counter name the
+    text gives). Kafka ran the fixture under the harness's application.id: kjoin agrees under it, given or by default,
+    and evicts otherwise under a shorter or longer one."""
+    fixture = _load("variant-suppress-max-bytes.json")
+    text, document = fixture["describe_text"], fixture["document"]
+    fill = fill_for(document, text)
+    (suppress,) = [name for name in fill if name.startswith("KTABLE-SUPPRESS-")]
+    assert fill[suppress]["max_bytes"] == describe_cases.MAX_BYTES_CASE
+
+    def run(application_id: str | None) -> tuple[Any, list[Any]]:
+        topology = kjoin.Topology.from_describe(text, fill, semantics=describe_cases.SEMANTICS,
+                                                application_id=application_id)  # fmt: skip
+        return topology.described, [rows(records) for records in topology.run(document["events"]).outputs_by_event()]
+
+    described, ours = run(None)
+    (need,) = [n for n in described.needs if "application.id" in n.what]
+    assert not need.given and "kjoin-topology-oracle" in need.default and described.missing == []
+    assert "application_id=" in described.report() and "buffer config" in described.report()
+    assert ours == fixture["outputs"]
+    described, ours = run("kjoin-topology-oracle")
+    assert [n.given for n in described.needs if "application.id" in n.what] == [True] and ours == fixture["outputs"]
+    assert run("shop")[1] != fixture["outputs"] != run("kjoin-topology-oracle-of-the-shop")[1]
+    fill[suppress] = {**fill[suppress], "max_bytes": None, "max_records": 2}
+    unbounded = kjoin.Topology.from_describe(text, fill, semantics=describe_cases.SEMANTICS).described
+    assert not [n for n in unbounded.needs if "application.id" in n.what]  # a record bound counts no topic names
+
+
+def test_from_describe_refuses_an_application_id_kafka_would_refuse() -> None:
+    text = _load("variant-suppress-max-bytes.json")["describe_text"]
+    with pytest.raises(kjoin.TopologyError, match="application_id"):
+        kjoin.Topology.from_describe(text, {}, application_id="my app")

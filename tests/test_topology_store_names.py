@@ -298,3 +298,83 @@ def test_an_aggregates_name_names_no_repartition_topic_as_in_kafkas_describe(tmp
             assert GENERATED.search(kafka_topic) and GENERATED.search(ours), (kafka_topic, ours)
         else:
             assert ours == kafka_topic == f"{store}-repartition"
+
+
+def _internal(topology: kjoin.Topology) -> tuple[set[str], set[str]]:
+    """kjoin's repartition topics, and those it claims Kafka names as it does (the others Kafka names by its
+    counter)."""
+    topology.build()
+    topics = {name for name, topic in topology.graph.topics.items() if topic.internal and name.endswith("-repartition")}
+    return topics, topics & topology.kafka_named_topics
+
+
+def test_a_joins_name_names_its_repartition_topic_as_kafkas_joined_as_does():
+    """The course's app with each operation named (``named-whole-app``, printed by Kafka 4.4's describe()):
+    ``join(..., name="with-name")`` is ``Joined.as``, whose topic Kafka names ``with-name-repartition``;
+    ``node=`` names kjoin's node only."""
+    text = json.loads((Path(__file__).parent / "describe_fixtures" / "kafka_examples.json").read_text())["examples"]
+    kafka_topics = {t for node in parse_describe(text["named-whole-app"]).values() for t in node.topics}
+    for keyword, claimed in (("name", {"with-name-repartition"}), ("node", set())):
+        b = kjoin.Topology(semantics="4.4")
+        orders = b.stream("orders").select_key(lambda k, v: v, name="by-customer")
+        orders.join(b.table("customers"), **{keyword: "with-name"}).to("enriched-orders")
+        topics, named = _internal(b)
+        assert named == claimed and named <= kafka_topics
+        assert topics == ({"with-name-repartition"} if claimed else {"by-customer-repartition"})
+        assert "with-name" in b.graph.nodes
+
+
+NAMED_AND_UNNAMED = {
+    "repartition": [{"name": "r", "repartition": True, "input": "s"}],
+    "repartition-as": [{"name": "r", "repartition": True, "as": "moved", "input": "s"}],
+    "stream-table": [{"name": "k", "select_key": {"field": "c"}, "input": "s"},
+                     {"name": "j", "join": ["k", "t"]}],
+    "stream-stream": [{"name": "k", "select_key": {"field": "c"}, "input": "s"},
+                      {"name": "j", "left_join": ["k", "u"], "window": {"before_ms": 5, "after_ms": 5, "grace_ms": 0}}],
+    "to-table": [{"name": "k", "select_key": {"field": "c"}, "input": "s"}, {"name": "j", "to_table": True,
+                                                                             "input": "k"}],
+    "grouping": [{"name": "g", "group_by": {"field": "c"}, "input": "s"}, {"name": "j", "count": True, "input": "g"}],
+    "grouping-as": [{"name": "g", "group_by": {"field": "c"}, "as": "by-c", "input": "s"},
+                    {"name": "j", "count": True, "input": "g"}],
+    "store": [{"name": "g", "group_by": {"field": "c"}, "input": "s"},
+              {"name": "j", "count": True, "store": "counts", "input": "g"}],
+}  # fmt: skip
+"""Each internal topic a document names or leaves to Kafka: a repartition (``as``: ``Repartitioned.as``), a re-keyed
+stream-table and stream-stream join and ``to_table`` (the harness names no join: Kafka's counter), a grouping
+(``as``: ``Grouped.as``) and an aggregate's store (``store``: ``<store>-repartition``)."""
+
+
+def _named_case(nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    last = nodes[-1]["name"]
+    topology = [{"name": "s", "stream": "s"}, {"name": "t", "table": "t"}, {"name": "u", "stream": "u"}, *nodes]
+    if "count" in nodes[-1] or "to_table" in nodes[-1]:
+        topology.append({"name": "c", "to_stream": True, "input": last})
+        last = "c"
+    topology.append({"name": "out", "to": "out", "input": last})
+    return {"topology": topology, "events": [{"topic": "s", "key": "k", "value": {"c": "x"}, "ts": 1}]}
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("version", ["4.4.0", "3.3.2", "2.8.2"])
+def test_named_and_unnamed_internal_topics_come_out_as_the_real_librarys_describe_names_them(version):
+    """Every repartition topic kjoin claims is named so in the real library's describe(), and every one Kafka names
+    after the application is claimed; the rest Kafka names with its counter (one JVM per version)."""
+    semantics = str(kjoin.parse_semantics(version))
+    cases = {name: _named_case(nodes) for name, nodes in NAMED_AND_UNNAMED.items()}
+    documents = [
+        {"id": i, "partitions": 1, "semantics": semantics, **case, "outputs": ["out"], "describe_text": True}
+        for i, case in enumerate(cases.values())
+    ]
+    done = subprocess.run(
+        ["nice", "-n", "15", "java", "-XX:TieredStopAtLevel=1", "-cp", oracle_check.classpath(version),
+         "kjoin.oracle.TopologyOracle"],
+        input="\n".join(json.dumps(d) for d in documents) + "\n", capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    for (name, case), line in zip(cases.items(), done.stdout.splitlines(), strict=True):
+        answer = json.loads(line)
+        assert "error" not in answer, (name, answer)
+        kafka = {t for node in parse_describe(answer["describe_text"]).values() for t in node.topics}
+        kafka = {t for t in kafka if t.endswith("-repartition")}
+        topics, claimed = _internal(TopologyScenario.from_dict({"semantics": semantics, **case}).topology)
+        assert claimed == {t for t in kafka if not GENERATED.search(t)}, (name, claimed, kafka)
+        assert len(topics) == len(kafka), (name, topics, kafka)

@@ -28,7 +28,7 @@ def test_layout_puts_every_node_in_view_and_none_on_another(trace):
     spots = list(layout.boxes.values())
     assert len(set(spots)) == len(spots)
     assert all(0 <= x and x + layout.box_width <= WIDTH for x, _ in spots)
-    sink, source = layout.boxes["with-customer-repartition-sink"], layout.boxes["with-customer-repartition-source"]
+    sink, source = layout.boxes["by-customer-repartition-sink"], layout.boxes["by-customer-repartition-source"]
     assert source[0] == sink[0] and source[1] > sink[1]  # under it, in the next sub-topology's block
 
 
@@ -38,8 +38,8 @@ def test_the_lit_path_is_the_nodes_the_record_passed(trace):
 
 
 def test_the_repartition_topic_is_marked_when_written_and_when_taken(trace):
-    wrote = next(s for s in trace if any(w.topic == "with-customer-repartition" for w in s.wrote))
-    took = next(s for s in trace if s.record.topic == "with-customer-repartition")
+    wrote = next(s for s in trace if any(w.topic == "by-customer-repartition" for w in s.wrote))
+    took = next(s for s in trace if s.record.topic == "by-customer-repartition")
     assert "written: taken later" in topology_svg(trace, wrote.index)
     assert "taken now" in topology_svg(trace, took.index) and "written: taken later" not in topology_svg(
         trace, took.index

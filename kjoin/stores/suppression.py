@@ -35,6 +35,11 @@ class SuppressionStore(Store):
         self.session = session
         self.clock = Clock(log, task, f"{name} clock")
         self._entries: dict[tuple[str, Any, int, int], Any] = {}
+        self._priors: dict[tuple[str, Any, int, int], Any] = {}
+        self.evicted_priors: dict[tuple[str, Any, int, int], Any] = {}
+        """The prior values of the entries the last :meth:`evict_until` removed."""
+        """Each entry's prior value (``BufferValue.priorValue``): the old value of the update that made the entry,
+        kept when a later update replaces it; what the buffer's value getter answers for the entry's key."""
 
     @classmethod
     def row(cls, entry_key: Any, stored: Any) -> tuple:
@@ -66,6 +71,8 @@ class SuppressionStore(Store):
     def put(self, output: Any) -> None:
         start, end = output.window
         entry = (type(output.key).__name__, output.key, start, end)
+        if entry not in self._entries:
+            self._priors[entry] = output.old
         self._entries[entry] = output
         self._log.put(
             self.store, (output.key, start, end), (output.value, output.ts, output.tombstone, output.origin_step)
@@ -86,14 +93,23 @@ class SuppressionStore(Store):
         return entry in self._entries
 
     def evict_until(self, expiry: int) -> list[Any]:
-        """Remove and return, in buffer order, every entry whose window end is at most ``expiry``."""
+        """Remove and return, in buffer order, every entry whose window end is at most ``expiry`` (their prior values
+        in :attr:`evicted_priors`)."""
         due = sorted((e for e in self._entries if e[3] <= expiry), key=self._order)
+        self.evicted_priors = {entry: self._priors.pop(entry) for entry in due}
         evicted = []
         for entry in due:
             output = self._entries.pop(entry)
             self._log.delete(self.store, (entry[1], entry[2], entry[3]))
             evicted.append(output)
         return evicted
+
+    def prior(self, entry: tuple[str, Any, int, int]) -> tuple[bool, Any]:
+        """``(held, prior value)`` of ``(key's type name, key, start, end)``: whether the buffer holds the entry, and
+        its prior value (``priorValueForBuffered``)."""
+        if entry in self._priors:
+            return True, self._priors[entry]
+        return False, None
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -35,7 +35,7 @@ from ..joins.window_aggregate import WindowAggregate
 from ..records import Record, Side, render_value
 from ..semantics import Semantics
 from ..stores.aggregate import AggregateStore
-from .graph import Node
+from .graph import Node, TopologyError
 from .plain import as_written
 from .processors import NodeProcessor, OldValue, Outcome, Rec, said
 from ..times import at
@@ -106,6 +106,9 @@ class _AggregateTable:
 
 OLD_VALUE_READERS = ("table-table", "fk", "table-group-by", "suppress")
 
+MAINTAIN_MS = 24 * 60 * 60 * 1000
+"""``Windows.DEFAULT_RETENTION_MS`` (one day): the retention of a time-windowed aggregate's store before 3.0."""
+
 
 def _failing(error: AggregationError, rec: Rec) -> AggregationError:
     return AggregationError(f"{said(rec)}: {error}")
@@ -127,10 +130,20 @@ class StreamAggregate(NodeProcessor):
             self.windowed = SlidingAggregate(log, partition, windows, self.aggregation, semantics, final)
             self.store = None
         elif windows is not None:
+            # before 3.0 (KAFKA-7106) the store keeps Windows.maintainMs(): a day, or the size if larger
+            retention = None if semantics.window_retention_size_and_grace else max(MAINTAIN_MS, windows.size_ms)
+            if retention is not None and retention < windows.size_ms + windows.grace_ms:
+                raise TopologyError(
+                    f"{node.name}: size {windows.size_ms} + grace {windows.grace_ms} is more than the store's "
+                    f"retention {retention} (Windows.maintainMs before 3.0), and Kafka {semantics} refuses it "
+                    "(IllegalArgumentException: The retention period of the window store ... must be no smaller than "
+                    "its window size plus the grace period); choose a shorter grace or semantics 3.0 or later"
+                )
+            layout = None if retention is None else windows.layout(retention)
 
             def make(on_update: Any = None) -> WindowAggregate:
                 return WindowAggregate(
-                    log, partition, windows, self.aggregation, on_update=on_update, semantics=semantics
+                    log, partition, windows, self.aggregation, layout=layout, on_update=on_update, semantics=semantics
                 )
 
             self.windowed = EmitFinalTimeWindows(make, lambda output, ctx: ctx.forward(output)) if final else make()

@@ -18,7 +18,15 @@ checks of their arguments live in :mod:`kjoin.topology.functions` and the graph 
 
 A re-key (``select_key``, ``map``) marks the stream; the next join first writes it to a
 repartition topic (``<node>-repartition``), as Kafka's ``repartitionForJoin`` does, and the
-join reads it back in a sub-topology of its own. Nothing is checked until :meth:`Topology.build`
+join reads it back in a sub-topology of its own.
+
+Two names: ``name=`` is the application's name for Kafka (``Named.as``, ``Joined.as``, ``StreamJoined.withName``,
+``TableJoined.as``, ``Repartitioned.as``, ``Grouped.as``), after which Kafka names the internal topics
+(``<name>-repartition``, ``<name>-left-repartition``, ``<name>-subscription-registration-topic``), and it names
+kjoin's node too; ``node=`` (on ``repartition``, ``to_table`` and the joins) names kjoin's node only, for an
+operation the application leaves unnamed: Kafka names its topics with its counter (``KSTREAM-...-<n>-repartition``),
+kjoin after its node, and a byte-bounded suppression (which counts topic names) below them is refused. A
+document's node names are ``node=`` (:mod:`kjoin.topology.document`). Nothing is checked until :meth:`Topology.build`
 (called by :meth:`Topology.run`): then every internal topic gets its partition count and every
 join's topics are checked for co-partitioning (:mod:`kjoin.topology.copartition`).
 """
@@ -195,16 +203,23 @@ class Topology:
         *,
         partitions: int = 1,
         semantics: str | Semantics | None = None,
+        application_id: str | None = None,
     ) -> "Topology":
         """The topology a real application's ``topology.describe()`` prints, built as far as kjoin can:
         ``functions`` fills in, by processor name, what the text does not say (key selectors, value mappers,
-        predicates, joiners; a join's ``{joiner, variant, window, foreign_key, grace_ms}``).
-        ``topology.described`` lists what was built, what is still needed and what kjoin cannot model, with
-        reasons (:mod:`kjoin.topology.describe`)."""
+        predicates, joiners; a join's ``{joiner, variant, window, foreign_key, grace_ms}``; a suppression's options
+        with its buffer config). ``application_id``: the application's ``application.id``, which describe() does
+        not print and which prefixes its internal topics' names (a ``max_bytes`` suppression counts them; default:
+        the topology harness's). ``topology.described`` lists what was built, what is still needed and what kjoin
+        cannot model, with reasons (:mod:`kjoin.topology.describe`)."""
         from .describe import from_describe
 
-        topology = cls(partitions=partitions, semantics=semantics)
-        topology.described = from_describe(topology, text, functions)
+        topology = cls(
+            partitions=partitions,
+            semantics=semantics,
+            application_id=DEFAULT_APPLICATION_ID if application_id is None else application_id,
+        )
+        topology.described = from_describe(topology, text, functions, application_id_given=application_id is not None)
         return topology
 
     # -- build and run --------------------------------------------------------------------------
@@ -485,20 +500,28 @@ class KStream(_Handle):
         return KStream(self.topology, node)
 
     def repartition(
-        self, *, name: str | None = None, partitions: int | None = None, partitioner: Any = None
+        self,
+        *,
+        name: str | None = None,
+        partitions: int | None = None,
+        partitioner: Any = None,
+        node: str | None = None,
     ) -> "KStream":
         """Write the stream to a repartition topic and read it back (Kafka's ``repartition``, 2.6+): a new
-        sub-topology, ``partitions`` of its own (default: as its writers' sources), ``partitioner`` over the key."""
+        sub-topology, ``partitions`` of its own (default: as its writers' sources), ``partitioner`` over the key.
+        ``name`` is Kafka's ``Repartitioned.as`` (the topic ``<application.id>-<name>-repartition``); ``node`` names
+        kjoin's node only, and Kafka names the topic with its counter (``KSTREAM-REPARTITION-<n>-repartition``)."""
         if partitions is not None:
             _partitions(partitions, "repartition: partitions")
-        if name is not None:
-            legal_name(name, "repartition: name (Repartitioned.as)")
+        kafka_name = _kafka_or_node_name("repartition", name, node, "Repartitioned.as")
         chosen = functions.partitioner(partitioner) or self._rekey_partitioner()
-        if name is not None:  # Repartitioned.as: Kafka's topic is <application.id>-<name>-repartition
-            self.topology.kafka_named_topics.add(f"{name}-repartition")
-        name = self.topology.graph.new_name("repartition") if name is None else legal_name(name, "repartition")
-        source = _through_topic(self, f"{name}-repartition", partitions, chosen)
-        source.params["repartition"] = {"name": name, "partitions": partitions, "partitioner": partitioner}
+        if kafka_name is not None:  # Repartitioned.as: Kafka's topic is <application.id>-<name>-repartition
+            self.topology.kafka_named_topics.add(f"{kafka_name}-repartition")
+        label = node or kafka_name or self.topology.graph.new_name("repartition")
+        source = _through_topic(self, f"{kafka_name or label}-repartition", partitions, chosen)
+        source.params["repartition"] = {"name": label, "partitions": partitions, "partitioner": partitioner}
+        if kafka_name is not None:
+            source.params["repartition"]["as"] = kafka_name
         return KStream(self.topology, source)
 
     def through(
@@ -513,15 +536,19 @@ class KStream(_Handle):
             topic, partitions=written.partitions, partitioner=written.partitioner, name=f"{name or topic}-source"
         )
 
-    def to_table(self, *, name: str | None = None) -> "KTable":
+    def to_table(self, *, name: str | None = None, node: str | None = None) -> "KTable":
         """The stream read as a table (Kafka's ``toTable``, 2.5+): each record an update of its key; a re-keyed
         stream is repartitioned first, through a topic of the table's own (``<name>-repartition``: Kafka shares a
-        stream's repartition topic between its joins only)."""
+        stream's repartition topic between its joins only). ``name`` is Kafka's ``Named.as``, which names that
+        topic; ``node`` names kjoin's node only (Kafka's topic: ``KSTREAM-TOTABLE-<n>-repartition``)."""
+        kafka_name = _kafka_or_node_name("to_table", name, node, "Named.as")
+        label = node or kafka_name
         if not self.node.key_changed:
-            return KTable(self.topology, self._add("to_table", [(self.node, None)], TABLE, name))
-        name = name or self.topology.graph.new_name("to_table")
-        parent = self._repartition_topic(f"{name}-repartition")
-        return KTable(self.topology, self._add("to_table", [(parent, None)], TABLE, name))
+            return KTable(self.topology, self._add("to_table", [(self.node, None)], TABLE, label))
+        label = label or self.topology.graph.new_name("to_table")
+        topic = f"{kafka_name or label}-repartition"
+        parent = self._repartition_topic(topic, kafka_named=kafka_name is not None)
+        return KTable(self.topology, self._add("to_table", [(parent, None)], TABLE, label))
 
     def group_by_key(self, *, name: str | None = None) -> "KGroupedStream":
         """Group by the current key (Kafka's ``groupByKey``): a re-keyed stream is repartitioned when it is
@@ -614,8 +641,11 @@ class KStream(_Handle):
         name: str | None = None,
         key_selector: Any = None,
         store: str | None = None,
+        node: str | None = None,
     ) -> "KStream":
         self._check_same(other, f"{variant} join")
+        kafka_name = _kafka_or_node_name(f"{variant} join", name, node, "Joined.as, StreamJoined.withName")
+        name = node or kafka_name
         store = store_name(store, f"{variant} join")
         if store is not None and not isinstance(other, KStream):
             raise TopologyError(
@@ -639,15 +669,15 @@ class KStream(_Handle):
             raise TopologyError("key_selector: only a join with a global table selects its lookup key")
         stream_stream = not isinstance(other, KTable)
         # Kafka names the repartition topic after the join (a stream-stream join's sides: "<name>-left", "-right"),
-        # or without a name after the stream
-        left = self._repartitioned(f"{name}-left" if name and stream_stream else name)
+        # or without a name after the stream (its processor's name, KSTREAM-KEY-SELECT-<n>: kjoin's node name)
+        left = self._repartitioned(f"{kafka_name}-left" if kafka_name and stream_stream else kafka_name)
         if isinstance(other, KTable):
             if window is not None:
                 raise TopologyError("a stream-table join has no window; leave window out")
             right = other.node
             _check_versioned(self.topology, right)
             _check_windowed_keys(f"{variant} join", self.node, right, False)
-            _check_not_suppressed(f"{variant} join", right, time_limit_read=True)
+            _check_not_suppressed(f"{variant} join", right, table_read=True)
             if grace_ms is not None:
                 if not self.topology.semantics.stream_table_grace:
                     raise TopologyError(
@@ -688,7 +718,7 @@ class KStream(_Handle):
                 f"{variant} join: store: Kafka {self.topology.semantics} has no StreamJoined.withStoreName (KIP-479, "
                 "2.4): it names a stream-stream join's stores itself; leave store out or choose semantics 2.4 or later"
             )
-        right = other._repartitioned(f"{name}-right" if name else None)  # a self-join: the same topic again
+        right = other._repartitioned(f"{kafka_name}-right" if kafka_name else None)  # a self-join: the same again
         node = self._add(
             "stream-stream", [(left, Side.LEFT), (right, Side.RIGHT)], STREAM, name, variant=variant, joiner=fn,
             window=windows,
@@ -698,10 +728,14 @@ class KStream(_Handle):
         return KStream(self.topology, node)
 
     def _repartitioned(self, join_name: str | None) -> Node:
-        """This stream as a join reads it: through a repartition topic if its key changed (cached, as
-        Kafka reuses a stream's repartition topic for several joins)."""
+        """This stream as a join reads it: through a repartition topic if its key changed. ``join_name``: the
+        name the application gave the join, which names the topic (``<join_name>-repartition``); without one the
+        topic is named after the stream, and cached, as Kafka reuses it for the stream's other unnamed joins
+        (``KStreamImpl.repartitionForJoin``: a new topic for each name the application gives)."""
         if not self.node.key_changed:
             return self.node
+        if join_name is not None and "repartition_topic" not in self.node.params:
+            return self._repartition_topic(f"{join_name}-repartition", kafka_named=True)
         cached = self.node.params.get("_repartitioned")
         if cached is not None:
             if not self.topology.semantics.rekeyed_stream_joined_twice:
@@ -713,7 +747,7 @@ class KStream(_Handle):
                 )
             return cached
         # a topology read from describe() keeps the name Kafka gave the topic (kjoin.topology.describe)
-        topic_name = self.node.params.get("repartition_topic") or f"{join_name or self.node.name}-repartition"
+        topic_name = self.node.params.get("repartition_topic") or f"{self.node.name}-repartition"
         source = self._repartition_topic(topic_name, kafka_named="repartition_topic" in self.node.params)
         self.node.params["_repartitioned"] = source
         return source
@@ -817,7 +851,7 @@ class KTable(_Handle):
             raise TopologyError(f"{op}: materialized is true or false, got {materialized!r}")
         store = store_name(store, op.removeprefix("table-").replace("-", "_"))
         materialized = materialized or store is not None  # a named store is a store of its own
-        _check_not_suppressed(op.removeprefix("table-").replace("-", "_"), self.node, time_limit_read=True)
+        _check_not_suppressed(op.removeprefix("table-").replace("-", "_"), self.node, table_read=True)
         node = self.node
         while node.op in VIEW_OPS:
             node = node.parents[0]
@@ -861,8 +895,11 @@ class KTable(_Handle):
         partitioner: Any = None,
         other_partitioner: Any = None,
         store: str | None = None,
+        node: str | None = None,
     ) -> "KTable":
         self._check_same(other, f"{variant} join")
+        kafka_name = _kafka_or_node_name(f"{variant} join", name, node, "Named.as, TableJoined.as")
+        name = node or kafka_name
         store = store_name(store, f"{variant} join")
         if not isinstance(other, KTable):
             raise TopologyError(f"{variant} join: a table joins another table; a stream joins a table, not the reverse")
@@ -879,7 +916,7 @@ class KTable(_Handle):
             )
         _check_versioned(self.topology, self.node, other.node)
         _check_windowed_keys(f"{variant} join", self.node, other.node, foreign_key is not None)
-        _check_not_suppressed(f"{variant} join", self.node, other.node, time_limit_read=foreign_key is None)
+        _check_not_suppressed(f"{variant} join", self.node, other.node, table_read=foreign_key is None)
         parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]
         if foreign_key is None:
             if partitioner is not None or other_partitioner is not None:
@@ -942,7 +979,7 @@ class KTable(_Handle):
         repartition topic and subtracts the old value before adding the new one."""
         if self.node.params.get("history_retention_ms") is not None and not self.topology.semantics.versioned_joins:
             raise TopologyError("group_by: a versioned table is grouped from Kafka 3.5 (KIP-914)")
-        _check_not_suppressed("group_by", self.node)
+        _check_not_suppressed("group_by", self.node, table_read=True, grouped=True)
         if name is not None:
             legal_name(name, "group_by: name (Grouped.as)")
         fn = self._keys(functions.table_group_by(selector), functions.text_pairs)
@@ -977,9 +1014,9 @@ class KTable(_Handle):
         (``Suppressed.untilWindowCloses``: one final result per window of a windowed table) or ``"time_limit"`` with
         ``time_limit_ms`` (``untilTimeLimit``: each key's newest update, ``time_limit_ms`` after its first);
         ``max_records`` bounds the buffer, ``when_full`` says what a full one does (``emit_early``, time limit
-        only, or ``shut_down``). Its changes are read with ``to_stream()`` or ``to``; a time-limit suppression is
-        read as a table too, by a stream's or a table-table join and a filter or map_values
-        (:mod:`kjoin.topology.suppress`)."""
+        only, or ``shut_down``). Its changes are read with ``to_stream()`` or ``to``; it is read as a table too, by a
+        stream's or a table-table join and a filter or map_values (a window-close one by windowed keys: a windowed
+        table's join, a stream of windowed keys) (:mod:`kjoin.topology.suppress`)."""
         if not self.topology.semantics.suppress_until_window_closes:
             raise TopologyError(f"suppress: Kafka {self.topology.semantics} has no suppress (KIP-328, 2.1)")
         options = {"until": until, "time_limit_ms": time_limit_ms, "max_records": max_records}
@@ -1049,6 +1086,16 @@ def _check_keyed_joiner(topology: Topology, fn: Any, global_join: bool) -> None:
         )
 
 
+def _kafka_or_node_name(op: str, name: str | None, node: str | None, kafka: str) -> str | None:
+    """The name the application gives Kafka (``name``: ``kafka``, which Kafka names the internal topics after), or
+    ``None``; ``node`` is kjoin's name for the node only (its label in traces and ``describe()``: without ``name``,
+    Kafka names those topics with its counter and kjoin after the node). Both are Kafka's legal names, as kjoin names
+    topics after either."""
+    if node is not None:
+        legal_name(node, f"{op}: node")
+    return None if name is None else legal_name(name, f"{op}: name ({kafka})")
+
+
 def _check_topic_names_known(topology: Topology, table: Node) -> None:
     """A ``max_bytes`` suppression counts, per buffered entry, the name of the topic its record was read from
     (:mod:`kjoin.topology.suppress`): refused when a record can reach it from an internal topic whose name Kafka
@@ -1067,28 +1114,37 @@ def _check_topic_names_known(topology: Topology, table: Node) -> None:
         if unknown is not None:
             raise TopologyError(
                 f"suppress: max_bytes counts the name of the topic each buffered record was read from, and records "
-                f"reach {table.name} from {unknown}, a name kjoin does not reproduce; name the grouping "
-                "(group_by(..., name=...), Grouped.as) or the store, or bound the buffer with max_records"
+                f"reach {table.name} from {unknown}, a name kjoin does not reproduce; name the topic: the grouping "
+                "(group_by(..., name=...), Grouped.as), the repartition (repartition(name=...), Repartitioned.as; "
+                "a document's as:), the join (Joined.as) or the store, or bound the buffer with max_records"
             )
         todo.extend(node.parents)
     return None
 
 
-def _check_not_suppressed(op: str, *tables: Node, time_limit_read: bool = False) -> None:
-    """A suppressed table is read as a stream of what it forwards, or through its value getter when it waits for a
-    time limit (:class:`~kjoin.topology.suppress.SuppressedGetter`: the buffer's prior value of a held key, else the
-    parent's row) by a stream's join, a table-table join or a view (``time_limit_read``); other reads (a foreign-key
-    join keeps its own copy of each table, a group-by) and a window-close suppression's getter are not modelled."""
+def _check_not_suppressed(op: str, *tables: Node, table_read: bool = False, grouped: bool = False) -> None:
+    """A suppressed table is read as a stream of what it forwards, or through its value getter
+    (:class:`~kjoin.topology.suppress.SuppressedGetter`: the buffer's prior value of a held key, else the parent's
+    row) by a stream's join, a table-table join or a view (``table_read``). A group-by (``grouped``) reads what a
+    time-limit suppression forwards, ``Change(new, old)`` with the latest buffered update's old value; a window-close
+    suppression's group-by is not modelled (its values, a windowed aggregate's, have no field to group by in a
+    document, so no judge has run it), nor is a foreign-key join (it keeps its own copy of each table)."""
     for table in tables:
         node = table
         while node.op in VIEW_OPS:
             node = node.parents[0]
-        if node.op == "suppress" and not (time_limit_read and node.params["suppressed"].until == "time_limit"):
+        if node.op == "suppress" and grouped and node.params["suppressed"].until == "window_closes":
             raise TopologyError(
-                f"{op}: {table.name} is a suppressed table, which kjoin reads as a stream, or as a table (by a "
-                f"stream's or a table-table join, a filter or a map_values) when it waits for a time limit (its value "
-                f"getter, which reads the suppression buffer, is not modelled for other reads): use {node.name}'s "
-                f"to_stream(), or {op} the table before the suppression"
+                f"{op}: {table.name} is a window-close suppressed table, whose group-by kjoin does not model; group "
+                f"{node.name}'s to_stream() (each final result a record), or group the windowed table before the "
+                "suppression"
+            )
+        if node.op == "suppress" and not table_read:
+            raise TopologyError(
+                f"{op}: {table.name} is a suppressed table, which kjoin reads as a stream, as a table (by a "
+                f"stream's or a table-table join, a filter or a map_values: its value getter, which reads the "
+                f"suppression buffer, is not modelled for a foreign-key join) or by a group-by of a time-limit "
+                f"suppression: use {node.name}'s to_stream(), or {op} the table before the suppression"
             )
 
 
@@ -1568,9 +1624,10 @@ def _checked_call(owner: str, method: Any) -> Any:
     return call
 
 
-_STREAM_JOIN_OPTIONS = {"window": "", "grace_ms": "", "name": "", "key_selector": "", "store": ""}
+_STREAM_JOIN_OPTIONS = {"window": "", "grace_ms": "", "name": "", "key_selector": "", "store": "", "node": ""}
 _TABLE_JOIN_OPTIONS = {
     "name": "",
+    "node": "",
     "store": "",
     "partitioner": "",
     "other_partitioner": "",

@@ -51,7 +51,11 @@ filled in with its grouped stream's aggregator ``(key, value, agg) -> agg``), wi
 What kjoin cannot model is listed with its reason, with everything downstream of it: custom processors
 (``addProcessor``, ``transform``: their code and punctuations are not in the text), and the DSL
 operations kjoin's builder does not have yet (``transformValues``). A ``suppress`` is filled in with its
-options (``describe()`` prints no ``Suppressed``); without them it is taken as ``untilWindowCloses(unbounded())``.
+options and buffer config (``describe()`` prints no ``Suppressed`` and no ``BufferConfig``); without them it is taken
+as ``untilWindowCloses(unbounded())``. A ``max_bytes`` buffer counts each record's topic by its full name, and an
+internal topic's is ``<application.id>-<name>``: give ``from_describe(..., application_id=...)`` (describe() does not
+print it; the report lists it as a need; the default is the topology harness's). Internal topics keep the names the
+text gives, counter names included, so a byte bound behind an unnamed grouping is counted as Kafka counts it.
 :data:`OPERATIONS` is the table of what is recognised: adding an operation once the builder has it is one entry
 there.
 """
@@ -64,6 +68,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from . import functions as fns
 from .graph import TopologyError
+from .naming import DEFAULT_APPLICATION_ID
 
 if TYPE_CHECKING:
     from .builder import Topology
@@ -360,6 +365,8 @@ class _Importer:
         self.topology = topology
         self.nodes = nodes
         self.fill = dict(fill)
+        self.application_id_given = False
+        """The application named its application.id (which describe() does not print)."""
         self.handles: dict[str, Any] = {}
         self.description = Description(nodes)
         self.writers: dict[str, list[DescribedNode]] = {}
@@ -1086,9 +1093,20 @@ class _Importer:
                 f"'window_closes'}} or {{'until': 'time_limit', 'time_limit_ms': 10}}; got {spec!r:.80}"
             )
         self.description.needs.append(
-            Need(node.name, "suppression (until window_closes or time_limit, its buffer), which describe() does not "
-                 "print", spec is not None, "until window_closes, unbounded")
+            Need(node.name, "suppression (until window_closes or time_limit) and its buffer config (max_records, "
+                 "max_bytes, when_full), which describe() does not print: {'until': 'time_limit', 'time_limit_ms': "
+                 "10, 'max_bytes': 1000, 'when_full': 'emit_early'}", spec is not None, "until window_closes, "
+                 "unbounded")
         )  # fmt: skip
+        if spec is not None and spec.get("max_bytes") is not None:
+            # BufferValue + ProcessorRecordContext: each entry counts the characters of its record's topic, an
+            # internal topic by its full name <application.id>-<name> (kjoin.topology.suppress)
+            self.description.needs.append(
+                Need(node.name, "the application.id, which describe() does not print and max_bytes counts in each "
+                     "internal topic's full name (<application.id>-<topic>): from_describe(..., application_id=...)",
+                     self.application_id_given,
+                     f"{DEFAULT_APPLICATION_ID}, the topology harness's")
+            )  # fmt: skip
         for store in node.stores:
             self.description.stores[store] = node.name
         return self.parent(node).suppress(name=node.name, **dict(spec or {}))
@@ -1150,12 +1168,16 @@ def _placeholder(node: str, what: str) -> Any:
 OPERATIONS = _op_table()
 
 
-def from_describe(topology: "Topology", text: str, functions: Mapping[str, Any] | None = None) -> Description:
-    """Build ``text``'s processors into ``topology`` (empty); returns what was built, needed and refused."""
+def from_describe(
+    topology: "Topology", text: str, functions: Mapping[str, Any] | None = None, *, application_id_given: bool = False
+) -> Description:
+    """Build ``text``'s processors into ``topology`` (empty); returns what was built, needed and refused.
+    ``application_id_given``: the application named its ``application.id`` (``topology.application_id``)."""
     if functions is not None and not isinstance(functions, Mapping):
         raise TopologyError(
             f"from_describe: functions is a mapping from processor name to function, got {functions!r:.60}"
         )
     nodes = parse_describe(text)
     importer = _Importer(topology, nodes, functions or {})
+    importer.application_id_given = application_id_given
     return importer.run()

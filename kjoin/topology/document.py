@@ -45,8 +45,10 @@ each by ``agg+value`` from ``""``: Kafka's ``cogroup(...).aggregate(...)``). ``s
 as the application does (``Materialized.as`` on a table, an aggregate, a cogroup, a table's filter or map_values
 (then materialized), a table-table or foreign-key join; ``StreamJoined.withStoreName`` on a stream-stream join), and
 ``as: name`` a grouping's or ``repartition``'s topic (``Grouped.as``, ``Repartitioned.as``: ``<name>-repartition``);
-:mod:`kjoin.topology.naming` says which names Kafka derives. Every error names the node and the field and says what
-is expected.
+:mod:`kjoin.topology.naming` says which names Kafka derives. A node's ``name`` is kjoin's, never Kafka's ``Named.as``
+(the builder's ``node=``): an internal topic of a re-keyed join, a ``to_table`` or a ``repartition`` without ``as``
+is named by Kafka's counter, and kjoin names it after the node (a join's after the re-keyed stream, as Kafka's
+counter name is). Every error names the node and the field and says what is expected.
 """
 
 from __future__ import annotations
@@ -424,18 +426,11 @@ class _NodeReader:
             left = self.handle("merge[0]", sides[0], KStream)
             return left.merge(self.handle("merge[1]", sides[1], KStream), name=name)
         if op == "to_table":
-            return self.input(KStream).to_table(name=name)
+            return self.input(KStream).to_table(node=name)
         if op == "repartition":
-            given = node.get("as")  # Repartitioned.as names the topic; else the node's name does
-            stream = self.input(KStream).repartition(
-                name=name if given is None else given, partitions=node.get("partitions"),
-                partitioner=node.get("partitioner"),
-            )  # fmt: skip
-            if given is not None:
-                stream.node.params["repartition"]["as"] = given
-            else:  # Kafka names an unnamed repartition() with its counter, not after the document's node
-                self.topology.kafka_named_topics.discard(f"{name}-repartition")
-            return stream
+            return self.input(KStream).repartition(  # as: Repartitioned.as, the topic's name
+                name=node.get("as"), node=name, partitions=node.get("partitions"), partitioner=node.get("partitioner")
+            )
         if op == "through":
             return self.input(KStream).through(
                 _topic(node[op], at), partitions=self.sink_partitions(), partitioner=node.get("partitioner"), name=name
@@ -529,7 +524,7 @@ class _NodeReader:
                 raise TopologyError(f"{at}.window: a table-table join has no window")
         elif any(key in node for key in ("foreign_key", "partitioner", "other_partitioner")):
             raise TopologyError(f"{at}: foreign_key and partitioners belong to a join of two tables")
-        return getattr(left, op)(right, name=name, **options)
+        return getattr(left, op)(right, node=name, **options)  # the harness names no join: Kafka counts
 
 
 def _topic(value: Any, at: str) -> str:

@@ -29,11 +29,15 @@ How it works (Kafka's ``KTableSuppressProcessorSupplier``, caching off as in eve
   ``<application.id>-<name>`` (``Topology(application_id=...)``); a ``max_bytes`` suppression that records can reach
   from an internal topic whose name Kafka makes with its counter (``KSTREAM-AGGREGATE-STATE-STORE-<n>-repartition``,
   a foreign-key join's topics) is refused, as kjoin does not reproduce that name.
-* A stream's join, a table-table join and a table's filter or map_values read a time-limit suppression as a table
-  through :class:`SuppressedGetter` (Kafka's value getter): a key the buffer holds answers with its prior value, any
-  other with the input table's row. An eviction is forwarded as ``Change(new, old)``, old being the latest buffered
-  update's old value. A foreign-key join or a group-by of a suppressed table, and any table read of a window-close
-  suppression, are refused (``builder._check_not_suppressed``).
+* A stream's join, a table-table join and a table's filter or map_values read a suppression as a table through
+  :class:`SuppressedGetter` (Kafka's value getter, the same for both kinds): a key the buffer holds answers with its
+  prior value (the old value of the update that made its entry), any other with the input table's row. An eviction
+  is forwarded as ``Change(new, old)``, old being the latest buffered update's old value. A window-close
+  suppression holds windowed keys (``[key@start/end]``), so its readers are a windowed table's join or a stream of
+  windowed keys (``builder._check_windowed_keys``); its prior value for a new window is the aggregate's initializer,
+  and a window no longer held is read from the aggregate's window store, which forgets it past its retention (size +
+  grace). A group-by of a time-limit suppression reads what it forwards; a window-close suppression's group-by and
+  a foreign-key join of a suppressed table are refused (``builder._check_not_suppressed``).
 """
 
 from __future__ import annotations
@@ -237,8 +241,15 @@ class SuppressProcessor(NodeProcessor):
             key.key, rec.value, rec.old, rec.ts, rec.value is None, "window", self.partition, step,
             (key.start_ms, key.end_ms),
         )  # fmt: skip
+        self.evicted.clear()  # a child that failed under `continue` cut the previous record's forwards short
         self.buffer.process(update, ctx)
-        forwarded = [Rec(WindowedKey(o.key, *o.window), o.value, o.ts) for o in ctx.outputs]  # type: ignore[attr-defined]
+        forwarded = []
+        priors = self.buffer.buffer.evicted_priors
+        for o in ctx.outputs:  # type: ignore[attr-defined]
+            windowed = WindowedKey(o.key, *o.window)
+            # Change(new, old), old the latest update's; the key stays held until its record has gone through
+            self.evicted.append((windowed, priors.get((type(o.key).__name__, o.key, *o.window)), o.ts))
+            forwarded.append(Rec(windowed, o.value, o.ts, o.old, True))
         waits = f"{key} waits in the buffer until its window closes"
         text = " ".join([f"{said(rec)}: {waits}." if rec.value is not None else f"{said(rec)} buffered.", *ctx.notes])
         return forwarded, Fate.BUFFERED if not forwarded else Fate.FORWARDED, Reason.WINDOW_OPEN, text
@@ -296,7 +307,13 @@ class SuppressProcessor(NodeProcessor):
         for evicted, prior, ts in self.evicted:
             if evicted == key:
                 return prior, ts
-        return None if self.time_limit is None else self.time_limit.held(key)
+        if self.time_limit is not None:
+            return self.time_limit.held(key)
+        if not isinstance(key, WindowedKey):  # a window-close suppression holds windowed keys only
+            return None
+        assert self.buffer is not None
+        held, prior = self.buffer.buffer.prior((type(key.key).__name__, key.key, key.start_ms, key.end_ms))
+        return (prior, UNKNOWN_TIMESTAMP) if held else None
 
 
 class BufferSizes:
@@ -371,7 +388,7 @@ UNKNOWN_TIMESTAMP = -1
 
 
 class SuppressedGetter:
-    """A time-limit suppression read as a table, by a stream's join, a table-table join or a view
+    """A suppression read as a table, by a stream's join, a table-table join or a view
     (``KTableSuppressProcessorSupplier``'s value getter): a key the buffer holds answers with its prior value, what
     the suppression last let through (none if that was a tombstone or nothing), with an unknown timestamp
     (``RecordQueue.UNKNOWN``, -1: the buffer keeps no timestamp of the prior value, so a table-table join's result
