@@ -32,7 +32,7 @@ its key's partition.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from ..fates import Fate, Reason
@@ -51,6 +51,8 @@ __all__ = [
     "summary",
     "audit",
     "audit_records",
+    "passes_on",
+    "debugging_step",
 ]
 
 PASSED = ("joined", "aggregated")
@@ -179,6 +181,31 @@ class _Told:
         return self.template.format(said=_said(self.visit), story=self.visit.explain, node=self.visit.node)
 
 
+def passes_on(step: TopologyStep, visit: NodeVisit) -> bool:
+    """Did the node only pass the record on (no verdict: not a join, an aggregate, a drop, nor an input record's
+    table update)?"""
+    if visit.fate is Fate.DROPPED or visit.op in JOIN_OPS or visit.op in AGGREGATE_OPS:
+        return False
+    return not (visit.fate is Fate.STORED and step.record.written_at is None)
+
+
+def debugging_step(step: TopologyStep) -> TopologyStep:
+    """What a whole app's debugging run keeps of ``step`` (:func:`kjoin.topology.runtime.run_records`' ``keep``): the
+    visits a verdict is read from, their words written now, and the visits that wrote a record; not the visits
+    that only passed the record on, nor what any node forwarded.
+
+    Why: a step's words are functions holding the records, contexts and outputs each node made (a few KB per input
+    record over a whole run); a verdict reads the words of the nodes that decided something, and a story (the why
+    index) writes each of them once, so writing them as the step is taken costs nothing more and frees the rest. A
+    visit that wrote keeps its place among the verdicts (an output's way ends at the node that wrote it)."""
+    visits = tuple(
+        replace(visit, text=visit.explain, forwarded=()) if not passes_on(step, visit) else replace(visit, forwarded=())
+        for visit in step.visits
+        if visit.wrote or not passes_on(step, visit)
+    )
+    return replace(step, visits=visits)
+
+
 class AppExplainer:
     """The verdicts of a topology trace, read once: the steps of each input record, each table's records by key."""
 
@@ -240,9 +267,8 @@ class AppExplainer:
 
     def node_verdict(self, step: TopologyStep, visit: NodeVisit) -> NodeVerdict | None:
         """The verdict at ``visit`` (``None``: a node that only passed the record on)."""
-        if visit.fate is not Fate.DROPPED and visit.op not in JOIN_OPS and visit.op not in AGGREGATE_OPS:
-            if not (visit.fate is Fate.STORED and step.record.written_at is None):
-                return None  # it only passed the record on
+        if passes_on(step, visit):
+            return None
 
         def verdict(name: str, text: Any, behind: Iterable[TopicRecord] = ()) -> NodeVerdict:
             """``text``: the words, or a function that writes them."""

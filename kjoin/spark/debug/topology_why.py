@@ -19,7 +19,15 @@ import pandas as pd
 
 from ...topology.runtime import run_records
 from ...topology.trace import TopicRecord, TopologyTrace
-from ...topology.verdicts import AppExplainer, AppVerdict, audit, audit_records, explained_outputs, summary
+from ...topology.verdicts import (
+    AppExplainer,
+    AppVerdict,
+    audit,
+    audit_records,
+    debugging_step,
+    explained_outputs,
+    summary,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..topology_run import TopologyRun
@@ -98,8 +106,10 @@ class AppDebug:
         """Run input records (at their own partitions and offsets) through ``topology`` and read the verdicts."""
         topology.build()
         with collector_paused():
-            # the verdicts read the steps and the topics, never the stores after a step: no state history
-            return cls(run_records(topology, numbered_events(topology, records), "stages", history=False))
+            # the verdicts read the steps and the topics, never the stores after a step: no state history; of each
+            # step, the visits the verdicts read
+            events = numbered_events(topology, records)
+            return cls(run_records(topology, events, "stages", history=False, keep=debugging_step))
 
     @property
     def output_topics(self) -> list[str]:
