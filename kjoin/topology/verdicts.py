@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ..fates import Fate, Reason
 from ..records import render_value
@@ -47,7 +47,10 @@ __all__ = [
     "PASSED",
     "TOPOLOGY_VERDICTS",
     "AppExplainer",
+    "EXPLAINED_FIELDS",
     "explained_outputs",
+    "explained_rows",
+    "counted",
     "summary",
     "audit",
     "audit_records",
@@ -448,48 +451,64 @@ class AppExplainer:
 
 
 # -- the whole run ----------------------------------------------------------------------------------
+EXPLAINED_FIELDS = (
+    "topic", "partition", "offset", "input_topic", "input_partition", "input_offset", "verdict", "node", "text",
+)  # fmt: skip
+"""The fields of an :func:`explained_outputs` row, in order."""
+
+
 def explained_outputs(trace: TopologyTrace, explainer: AppExplainer | None = None) -> list[dict[str, Any]]:
     """One row per output record, and one per input record of a stream and output topic it got nothing in:
     ``topic, partition, offset`` (of the output; ``None`` for nothing), ``input_topic, input_partition,
     input_offset``, ``verdict`` (the cause, or ``joined``), ``node`` (where; ``None`` for ``joined``), ``text``."""
+    return [dict(zip(EXPLAINED_FIELDS, row)) for row in explained_rows(trace, explainer)]
+
+
+def explained_rows(trace: TopologyTrace, explainer: AppExplainer | None = None) -> Iterator[tuple[Any, ...]]:
+    """:func:`explained_outputs`' rows one at a time, as tuples of :data:`EXPLAINED_FIELDS` (a whole run's rows are
+    kept as columns, not as a dict each)."""
     explainer = explainer or AppExplainer(trace)
     output_topics = sorted(t for t in explainer.graph.topics if trace._is_output(t))
     streams = {topic for topic, node in explainer.graph.sources().items() if node.op == "stream"}
-    rows: list[dict[str, Any]] = []
     for number, event in enumerate(trace.events):
         if event.topic not in streams:
             continue
         whole = explainer.explain_event(number)
         got = {w.topic for w in whole.outputs}
         for output in whole.outputs:
-            rows.append(_row(explainer.explain_output(output), output.topic, output))
+            yield _row(explainer.explain_output(output), output.topic, output)
         for topic in output_topics:
             if topic not in got:
-                rows.append(_row(whole, topic, None))
-    return rows
+                yield _row(whole, topic, None)
 
 
-def _row(verdict: AppVerdict, topic: str, output: TopicRecord | None) -> dict[str, Any]:
+def _row(verdict: AppVerdict, topic: str, output: TopicRecord | None) -> tuple[Any, ...]:
     name, cause = verdict.decided(produced=output is not None)
-    return {
-        "topic": topic,
-        "partition": None if output is None else output.partition,
-        "offset": None if output is None else output.offset,
-        "input_topic": verdict.event.topic,
-        "input_partition": verdict.event.partition,
-        "input_offset": verdict.event.offset,
-        "verdict": name,
-        "node": None if cause is None else cause.node,
-        "text": "" if cause is None else cause.text,
-    }
+    event = verdict.event
+    return (
+        topic,
+        None if output is None else output.partition,
+        None if output is None else output.offset,
+        event.topic,
+        event.partition,
+        event.offset,
+        name,
+        None if cause is None else cause.node,
+        "" if cause is None else cause.text,
+    )
 
 
 def summary(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Counts of :func:`explained_outputs`' rows by ``topic``, whether an output was written (``result``:
     ``output`` or ``none``), ``verdict`` and ``node``, largest first."""
-    counts = Counter(
+    return counted(
         (row["topic"], "none" if row["offset"] is None else "output", row["verdict"], row["node"]) for row in rows
     )
+
+
+def counted(keys: Iterable[tuple[str, str, str, str | None]]) -> list[dict[str, Any]]:
+    """:func:`summary` of the rows' ``(topic, result, verdict, node)``."""
+    counts = Counter(keys)
     return [
         {"topic": topic, "result": result, "verdict": verdict, "node": node, "count": count}
         for (topic, result, verdict, node), count in sorted(
