@@ -103,14 +103,17 @@ class AppDebug:
 
     @classmethod
     def of_records(cls, topology: Any, records: Iterable[TopicRecord]) -> "AppDebug":
-        """Run input records (at their own partitions and offsets) through ``topology`` and read the verdicts."""
+        """Run input records (at their own partitions and offsets) through ``topology`` and read the verdicts of
+        every output and of every input record that got nothing (:meth:`explained_outputs`)."""
         topology.build()
         with collector_paused():
             # the verdicts read the steps and the topics, never the stores after a step: no state history; of each
             # step, the visits the verdicts read
             events = numbered_events(topology, records)
             del records  # the records as given, when nothing else holds them: the run keeps its own numbered copies
-            return cls(run_records(topology, events, "stages", history=False, keep=debugging_step))
+            debug = cls(run_records(topology, events, "stages", history=False, keep=debugging_step))
+            debug._explained()  # every output's verdict, read once: the summary counts them
+            return debug
 
     @property
     def output_topics(self) -> list[str]:
