@@ -37,9 +37,15 @@ __all__ = ["main", "bench_app_debug"]
 
 
 def _timed(rows: list[tuple[str, float, int]], name: str, records: int, action: Any) -> Any:
+    """Time ``action`` as the row ``name``, and say on stderr that it is done (a run at 10^6 orders takes minutes per
+    operation: what it has measured so far, and the peak memory so far, are known before it ends)."""
+    import resource
+
     start = time.perf_counter()
     result = action()
     rows.append((name, time.perf_counter() - start, records))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    print(f"{name}: {rows[-1][1]:.2f} s (peak so far {peak} MB)", file=sys.stderr, flush=True)
     return result
 
 
