@@ -10,6 +10,9 @@ record: :class:`kjoin.spark.debug.topology_why.AppDebug`), ``summary()``, ``audi
 index; then in a new process ``kjoin why`` of one planted order (the process's start included: what a user waits
 for), and the lookups themselves: the first on the reopened run and the later ones.
 
+The planting runs in a child process, so the ``peak_mb`` of ``--history`` (this process's peak resident memory) is
+the debugging's: reading the dumps, the run, the frames, the index and the lookups.
+
 It checks what ``tests/test_app_debug.py`` checks at 10^3: every planted cause named at its node, the summary equal
 to the explained outputs, the audit equal to the misrouted records (``--no-check`` skips it). Prints a markdown table:
 operation, seconds, records. ``--history`` appends one ``"kind": "app-debug"`` row per operation to
@@ -20,42 +23,64 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 __all__ = ["main", "bench_app_debug"]
 
 
 def _timed(rows: list[tuple[str, float, int]], name: str, records: int, action: Any) -> Any:
+    """Time ``action`` as the row ``name``, and say on stderr that it is done (a run at 10^6 orders takes minutes per
+    operation: what it has measured so far, and the peak memory so far, are known before it ends)."""
+    import resource
+
     start = time.perf_counter()
     result = action()
     rows.append((name, time.perf_counter() - start, records))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    print(f"{name}: {rows[-1][1]:.2f} s (peak so far {peak} MB)", file=sys.stderr, flush=True)
     return result
+
+
+def _plant(orders: int, directory: str) -> tuple[Any, dict[str, str], int]:
+    """Plant the topics and write their dumps (in a child process: the planting's memory is not the debugging's,
+    and the parent's peak memory is the debugging's alone). Returns the planted causes and misrouted records (no
+    events), the dumps' paths, and how many records they hold."""
+    from tests.app_planted import planted, write_dumps
+
+    topics = planted(orders)
+    paths = write_dumps(topics, directory)
+    records = len(topics.events)
+    topics.events = []
+    return topics, paths, records
 
 
 def bench_app_debug(orders: int, check: bool = True, keep: str | None = None) -> list[tuple[str, float, int]]:
     from kjoin.spark.debug.topology_index import open_topology_run, write_topology_run
     from kjoin.spark.debug.topology_why import AppDebug
     from kjoin.topology.debug_cli import _placed, read_topic
-    from tests.app_planted import app, check_debug, planted, write_dumps
+    from tests.app_planted import app, check_debug
 
     directory = keep or tempfile.mkdtemp(prefix="kjoin-app-debug-")
     os.makedirs(directory, exist_ok=True)
     try:
-        topics = planted(orders)
-        paths = write_dumps(topics, directory)
-        records = len(topics.events)
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as planting:
+            topics, paths, records = planting.submit(_plant, orders, directory).result()
         rows: list[tuple[str, float, int]] = []
         topology = app().build()
 
         def run() -> AppDebug:
-            read = {name: read_topic(name, path) for name, path in paths.items()}
-            return AppDebug.of_records(topology, _placed(topology, read, None))
+            # the rows read are placed, then freed before the run (nothing holds them): as kjoin debug does
+            return AppDebug.of_records(
+                topology, _placed(topology, {name: read_topic(name, path) for name, path in paths.items()}, None)
+            )
 
         debug = _timed(rows, "read the dumps, run, verdicts ready", records, run)
         _timed(rows, "explained_outputs + summary()", records, debug.summary)

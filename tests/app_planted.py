@@ -221,26 +221,26 @@ def check_debug(topics: Planted, debug: Any) -> list[str]:
     * the audit lists exactly the misrouted records.
     """
     failures: list[str] = []
-    rows = debug.rows()
+    explained = debug.explained_outputs()
     named: set[str] = set()
-    for row in rows:
-        event = debug.trace.topics[row["input_topic"]][row["input_partition"]][row["input_offset"]]
+    columns = ("topic", "input_topic", "input_partition", "input_offset", "verdict", "node")
+    for topic, input_topic, partition, offset, verdict, node in zip(*(explained[name] for name in columns)):
+        event = debug.trace.topics[input_topic][partition][offset]
         cause = topics.causes.get(event.key)
         if cause is None:
-            if row["verdict"] != "joined":
-                failures.append(f"{event.describe()}: nothing planted, but {row['verdict']} at {row['node']}")
+            if verdict != "joined":
+                failures.append(f"{event.describe()}: nothing planted, but {verdict} at {node}")
             continue
-        if row["verdict"] == "joined":
-            if not (cause == "late-in-window" and row["topic"] == "enriched-orders"):
-                failures.append(f"{event.describe()}: planted {cause}, but joined in {row['topic']}")
+        if verdict == "joined":
+            if not (cause == "late-in-window" and topic == "enriched-orders"):
+                failures.append(f"{event.describe()}: planted {cause}, but joined in {topic}")
             continue
-        if (row["node"], row["verdict"]) != VERDICT_OF[cause]:
-            failures.append(f"{event.describe()}: planted {cause}, but {row['verdict']} at {row['node']}")
+        if (node, verdict) != VERDICT_OF[cause]:
+            failures.append(f"{event.describe()}: planted {cause}, but {verdict} at {node}")
         else:
             named.add(cause)
     failures.extend(f"no verdict named {cause}" for cause in CAUSES if cause not in named)
     summary = debug.summary()
-    explained = debug.explained_outputs()
     counted = explained.assign(result=explained["offset"].isna().map({True: "none", False: "output"}))
     expected = counted.groupby(["topic", "result", "verdict", "node"], dropna=False).size()
     got = summary.set_index(["topic", "result", "verdict", "node"])["count"]

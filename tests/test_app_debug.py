@@ -7,7 +7,15 @@ from collections import Counter
 
 import pytest
 
-from kjoin.topology.verdicts import AppExplainer, audit, audit_records, explained_outputs, summary
+from kjoin.topology.verdicts import (
+    AppExplainer,
+    audit,
+    audit_records,
+    debugging_step,
+    explained_outputs,
+    passes_on,
+    summary,
+)
 from tests.app_planted import CAUSES, VERDICT_OF, app, check_debug, planted
 
 ORDERS = 1_000
@@ -133,11 +141,43 @@ def test_a_debugging_run_keeps_no_state_yet_explains_as_a_full_trace_does() -> N
     records = numbered_events(topology, input_records(topology.graph, planted(300).events))
     full = run_records(topology, records, "stages")
     lean = AppDebug.of_records(topology, records)
-    assert lean.trace.jsonl() == full.jsonl()  # the same steps, visits and stories
-    assert lean.rows() == explained_outputs(full)
+    whole = AppExplainer(full)
+    assert lean.rows() == explained_outputs(full, whole)
+    for event in range(len(full.events)):  # every input record's story, and every output's
+        assert lean.explainer.explain_event(event).lines() == whole.explain_event(event).lines()
+    assert [lean.explainer.explain_output(r).lines() for r in lean.trace.outputs()] == [
+        whole.explain_output(r).lines() for r in full.outputs()
+    ]
+    assert lean.drops().to_dict("records") == AppDebug(full).drops().to_dict("records")
+    kept = sum(len(step.visits) for step in lean.trace.steps)
+    assert kept < sum(len(step.visits) for step in full.steps) * 0.6  # the visits that only passed a record on: gone
+    assert all(not visit.forwarded for s in lean.trace.steps for visit in s.visits)
+    assert all(isinstance(visit.text, str) if not passes_on(s, visit) else visit.wrote for s in lean.trace.steps
+               for visit in s.visits)  # fmt: skip
     assert full.state_at(0) is not None
     with pytest.raises(ValueError, match=r"history=True"):
         lean.trace.state_at(0)
+
+
+def test_a_step_s_words_are_what_was_true_at_the_step() -> None:
+    """A rolled window store's words name the stream time it had at the step, whether written then or at the end."""
+    from kjoin.spark.debug.topology_why import numbered_events
+    from kjoin.topology.events import input_records
+    from kjoin.topology.runtime import run_records
+
+    topology = app().build()
+    records = numbered_events(topology, input_records(topology.graph, planted(300).events))
+    late = run_records(topology, records, "stages", history=False)  # every word written at the end
+    now = run_records(topology, records, "stages", history=False, keep=debugging_step)  # written at each step
+    rolled = [
+        (step.index, visit.explain)
+        for step in late.steps
+        for visit in step.visits
+        if visit.op == "aggregate" and "rolled" in visit.explain
+    ]
+    assert rolled
+    kept = {(step.index, visit.node): visit.explain for step in now.steps for visit in step.visits}
+    assert all(kept[(index, "per-hour")] == text for index, text in rolled)
 
 
 def test_the_why_index_written_group_by_group_holds_every_record_once_in_order(run, tmp_path, monkeypatch) -> None:

@@ -262,11 +262,11 @@ class WindowAggregate:
         if found is None and not self.aggregation.is_reduce:
             forwarded_old = self.aggregation.initializer()  # Kafka's old value of a new window: the initializer's
         if self.store.dropped:
-            dropped = list(self.store.dropped)
+            dropped, observed = list(self.store.dropped), self.store.observed_ms  # as they are at this step
             ctx.note(
                 lambda: (
                     f"The {self.store.name} rolled: segment(s) {', '.join(map(str, dropped))} dropped whole "
-                    f"(older than observed {self.store.observed_ms} - retention {self.store.layout.retention_ms})."
+                    f"(older than observed {observed} - retention {self.store.layout.retention_ms})."
                 )
             )
         if not stored:  # pragma: no cover - retention >= size + grace keeps open windows' segments alive

@@ -269,7 +269,9 @@ def _debug(args: argparse.Namespace) -> int:
         print(f"kjoin debug: {partitions} partition(s) per topic, the most the files have (--partitions N to say)")
     topology = _app(args, partitions)
     topology.build()
-    debug = AppDebug.of_records(topology, _placed(topology, topics, args.partitioned_by))
+    placed = _placed(topology, topics, args.partitioned_by)
+    topics.clear()  # the rows read, placed: not held through the run
+    debug = AppDebug.of_records(topology, placed)
     summary = debug.summary()
     print(f"{len(debug.trace.events)} input records, {len(debug.trace.steps)} steps, outputs to "
           f"{', '.join(debug.output_topics)}.")  # fmt: skip

@@ -150,15 +150,19 @@ def run_records(
     schedule: str = "stages",
     assignment: Mapping[str, int] | None = None,
     history: bool = True,
+    keep: Callable[[TopologyStep], TopologyStep] | None = None,
 ) -> TopologyTrace:
     """Run input records already on their topic partitions, at their own offsets (a dump's, which need not start at
     0), each numbered by its ``event`` (its place in ``records``): a whole run of topics read from files, which
     :mod:`kjoin.topology.verdicts` explains (``kjoin debug``). ``history=False`` keeps no state after each step (the
-    steps and topics alone, which the verdicts read): :meth:`TopologyTrace.state_at` of that trace refuses."""
+    steps and topics alone, which the verdicts read): :meth:`TopologyTrace.state_at` of that trace refuses.
+    ``keep``: what the trace keeps of each step, given the whole step as it is taken (a whole app's debugging run
+    keeps the visits its verdicts read, their words written: :func:`kjoin.topology.verdicts.debugging_step`)."""
     if schedule not in SCHEDULES:
         raise TopologyError(f"schedule: expected one of {', '.join(SCHEDULES)}, got {schedule!r}")
     topology.build()
     runner = _Run(topology, schedule, None if assignment is None else dict(assignment), history=history)
+    runner.keep = keep
     return runner.run(list(records))
 
 
@@ -367,6 +371,8 @@ class _Run:
         # A partition's list is made when a record first reaches it (a topic of 2^31 partitions costs nothing).
         self.topics: dict[str, dict[int, list[TopicRecord]]] = {name: defaultdict(list) for name in self.graph.topics}
         self.steps: list[TopologyStep] = []
+        self.keep: Callable[[TopologyStep], TopologyStep] | None = None
+        """What :attr:`steps` keeps of each step (``None``: the whole step)."""
 
     # -- the schedules ----------------------------------------------------------------------------
     def start(self, inputs: list[TopicRecord]) -> None:
@@ -500,7 +506,7 @@ class _Run:
         self.last_step = TopologyStep(index, task, record, tuple(visits), fate, reason, instance)
         changes = self.log.take_changes()
         if not self.lean:
-            self.steps.append(self.last_step)
+            self.steps.append(self.last_step if self.keep is None else self.keep(self.last_step))
         if self.history is not None:
             self.history.record(changes, self.log)
         return written

@@ -32,8 +32,8 @@ its key's partition.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
-from typing import Any, Iterable
+from dataclasses import dataclass, replace
+from typing import Any, Iterable, Iterator
 
 from ..fates import Fate, Reason
 from ..records import render_value
@@ -47,10 +47,15 @@ __all__ = [
     "PASSED",
     "TOPOLOGY_VERDICTS",
     "AppExplainer",
+    "EXPLAINED_FIELDS",
     "explained_outputs",
+    "explained_rows",
+    "counted",
     "summary",
     "audit",
     "audit_records",
+    "passes_on",
+    "debugging_step",
 ]
 
 PASSED = ("joined", "aggregated")
@@ -179,6 +184,31 @@ class _Told:
         return self.template.format(said=_said(self.visit), story=self.visit.explain, node=self.visit.node)
 
 
+def passes_on(step: TopologyStep, visit: NodeVisit) -> bool:
+    """Did the node only pass the record on (no verdict: not a join, an aggregate, a drop, nor an input record's
+    table update)?"""
+    if visit.fate is Fate.DROPPED or visit.op in JOIN_OPS or visit.op in AGGREGATE_OPS:
+        return False
+    return not (visit.fate is Fate.STORED and step.record.written_at is None)
+
+
+def debugging_step(step: TopologyStep) -> TopologyStep:
+    """What a whole app's debugging run keeps of ``step`` (:func:`kjoin.topology.runtime.run_records`' ``keep``): the
+    visits a verdict is read from, their words written now, and the visits that wrote a record; not the visits
+    that only passed the record on, nor what any node forwarded.
+
+    Why: a step's words are functions holding the records, contexts and outputs each node made (a few KB per input
+    record over a whole run); a verdict reads the words of the nodes that decided something, and a story (the why
+    index) writes each of them once, so writing them as the step is taken costs nothing more and frees the rest. A
+    visit that wrote keeps its place among the verdicts (an output's way ends at the node that wrote it)."""
+    visits = tuple(
+        replace(visit, text=visit.explain, forwarded=()) if not passes_on(step, visit) else replace(visit, forwarded=())
+        for visit in step.visits
+        if visit.wrote or not passes_on(step, visit)
+    )
+    return replace(step, visits=visits)
+
+
 class AppExplainer:
     """The verdicts of a topology trace, read once: the steps of each input record, each table's records by key."""
 
@@ -240,9 +270,8 @@ class AppExplainer:
 
     def node_verdict(self, step: TopologyStep, visit: NodeVisit) -> NodeVerdict | None:
         """The verdict at ``visit`` (``None``: a node that only passed the record on)."""
-        if visit.fate is not Fate.DROPPED and visit.op not in JOIN_OPS and visit.op not in AGGREGATE_OPS:
-            if not (visit.fate is Fate.STORED and step.record.written_at is None):
-                return None  # it only passed the record on
+        if passes_on(step, visit):
+            return None
 
         def verdict(name: str, text: Any, behind: Iterable[TopicRecord] = ()) -> NodeVerdict:
             """``text``: the words, or a function that writes them."""
@@ -422,48 +451,64 @@ class AppExplainer:
 
 
 # -- the whole run ----------------------------------------------------------------------------------
+EXPLAINED_FIELDS = (
+    "topic", "partition", "offset", "input_topic", "input_partition", "input_offset", "verdict", "node", "text",
+)  # fmt: skip
+"""The fields of an :func:`explained_outputs` row, in order."""
+
+
 def explained_outputs(trace: TopologyTrace, explainer: AppExplainer | None = None) -> list[dict[str, Any]]:
     """One row per output record, and one per input record of a stream and output topic it got nothing in:
     ``topic, partition, offset`` (of the output; ``None`` for nothing), ``input_topic, input_partition,
     input_offset``, ``verdict`` (the cause, or ``joined``), ``node`` (where; ``None`` for ``joined``), ``text``."""
+    return [dict(zip(EXPLAINED_FIELDS, row)) for row in explained_rows(trace, explainer)]
+
+
+def explained_rows(trace: TopologyTrace, explainer: AppExplainer | None = None) -> Iterator[tuple[Any, ...]]:
+    """:func:`explained_outputs`' rows one at a time, as tuples of :data:`EXPLAINED_FIELDS` (a whole run's rows are
+    kept as columns, not as a dict each)."""
     explainer = explainer or AppExplainer(trace)
     output_topics = sorted(t for t in explainer.graph.topics if trace._is_output(t))
     streams = {topic for topic, node in explainer.graph.sources().items() if node.op == "stream"}
-    rows: list[dict[str, Any]] = []
     for number, event in enumerate(trace.events):
         if event.topic not in streams:
             continue
         whole = explainer.explain_event(number)
         got = {w.topic for w in whole.outputs}
         for output in whole.outputs:
-            rows.append(_row(explainer.explain_output(output), output.topic, output))
+            yield _row(explainer.explain_output(output), output.topic, output)
         for topic in output_topics:
             if topic not in got:
-                rows.append(_row(whole, topic, None))
-    return rows
+                yield _row(whole, topic, None)
 
 
-def _row(verdict: AppVerdict, topic: str, output: TopicRecord | None) -> dict[str, Any]:
+def _row(verdict: AppVerdict, topic: str, output: TopicRecord | None) -> tuple[Any, ...]:
     name, cause = verdict.decided(produced=output is not None)
-    return {
-        "topic": topic,
-        "partition": None if output is None else output.partition,
-        "offset": None if output is None else output.offset,
-        "input_topic": verdict.event.topic,
-        "input_partition": verdict.event.partition,
-        "input_offset": verdict.event.offset,
-        "verdict": name,
-        "node": None if cause is None else cause.node,
-        "text": "" if cause is None else cause.text,
-    }
+    event = verdict.event
+    return (
+        topic,
+        None if output is None else output.partition,
+        None if output is None else output.offset,
+        event.topic,
+        event.partition,
+        event.offset,
+        name,
+        None if cause is None else cause.node,
+        "" if cause is None else cause.text,
+    )
 
 
 def summary(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Counts of :func:`explained_outputs`' rows by ``topic``, whether an output was written (``result``:
     ``output`` or ``none``), ``verdict`` and ``node``, largest first."""
-    counts = Counter(
+    return counted(
         (row["topic"], "none" if row["offset"] is None else "output", row["verdict"], row["node"]) for row in rows
     )
+
+
+def counted(keys: Iterable[tuple[str, str, str, str | None]]) -> list[dict[str, Any]]:
+    """:func:`summary` of the rows' ``(topic, result, verdict, node)``."""
+    counts = Counter(keys)
     return [
         {"topic": topic, "result": result, "verdict": verdict, "node": node, "count": count}
         for (topic, result, verdict, node), count in sorted(

@@ -19,16 +19,24 @@ import pandas as pd
 
 from ...topology.runtime import run_records
 from ...topology.trace import TopicRecord, TopologyTrace
-from ...topology.verdicts import AppExplainer, AppVerdict, audit, audit_records, explained_outputs, summary
+from ...topology.verdicts import (
+    AppExplainer,
+    AppVerdict,
+    audit,
+    EXPLAINED_FIELDS,
+    audit_records,
+    counted,
+    debugging_step,
+    explained_outputs,
+    explained_rows,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..topology_run import TopologyRun
 
 __all__ = ["AppDebug", "app_debug", "audit_frame", "numbered_events", "collector_paused"]
 
-EXPLAINED_COLUMNS = (
-    "topic", "partition", "offset", "input_topic", "input_partition", "input_offset", "verdict", "node", "text",
-)  # fmt: skip
+EXPLAINED_COLUMNS = EXPLAINED_FIELDS
 SUMMARY_COLUMNS = ("topic", "result", "verdict", "node", "count")
 AUDIT_COLUMNS = ("topic", "partition", "offset", "key", "expected_partition", "joins")
 DROP_COLUMNS = ("step", "task", "topic", "partition", "offset", "key", "fate", "dropped")
@@ -91,15 +99,21 @@ class AppDebug:
     def __init__(self, trace: TopologyTrace) -> None:
         self.trace = trace
         self.explainer = AppExplainer(trace)
-        self._rows: list[dict[str, Any]] | None = None
+        self._frame: pd.DataFrame | None = None
 
     @classmethod
     def of_records(cls, topology: Any, records: Iterable[TopicRecord]) -> "AppDebug":
-        """Run input records (at their own partitions and offsets) through ``topology`` and read the verdicts."""
+        """Run input records (at their own partitions and offsets) through ``topology`` and read the verdicts of
+        every output and of every input record that got nothing (:meth:`explained_outputs`)."""
         topology.build()
         with collector_paused():
-            # the verdicts read the steps and the topics, never the stores after a step: no state history
-            return cls(run_records(topology, numbered_events(topology, records), "stages", history=False))
+            # the verdicts read the steps and the topics, never the stores after a step: no state history; of each
+            # step, the visits the verdicts read
+            events = numbered_events(topology, records)
+            del records  # the records as given, when nothing else holds them: the run keeps its own numbered copies
+            debug = cls(run_records(topology, events, "stages", history=False, keep=debugging_step))
+            debug._explained()  # every output's verdict, read once: the summary counts them
+            return debug
 
     @property
     def output_topics(self) -> list[str]:
@@ -111,17 +125,34 @@ class AppDebug:
         return self.explainer.find(topic, partition, offset)
 
     def rows(self) -> list[dict[str, Any]]:
-        if self._rows is None:
+        """:meth:`explained_outputs` as dicts (made again on each call: the run keeps them as columns)."""
+        with collector_paused():
+            return explained_outputs(self.trace, self.explainer)
+
+    def _explained(self) -> pd.DataFrame:
+        """The explained outputs, made once and kept as one column per field (a dict per row would cost more than the
+        run's steps: two rows per order)."""
+        if self._frame is None:
+            columns: tuple[list[Any], ...] = tuple([] for _ in EXPLAINED_FIELDS)
+            appends = [column.append for column in columns]
             with collector_paused():
-                self._rows = explained_outputs(self.trace, self.explainer)
-        return self._rows
+                for row in explained_rows(self.trace, self.explainer):
+                    for append, value in zip(appends, row):
+                        append(value)
+            self._frame = pd.DataFrame(dict(zip(EXPLAINED_COLUMNS, columns)), columns=list(EXPLAINED_COLUMNS))
+        return self._frame
 
     def explained_outputs(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows(), columns=list(EXPLAINED_COLUMNS))
+        """One row per output record and per input record that got nothing in an output topic (the frame the run
+        keeps: ``.copy()`` it to change it)."""
+        return self._explained()
 
     def summary(self) -> pd.DataFrame:
         """:meth:`explained_outputs` counted by topic, result (``output``/``none``), verdict and node."""
-        return pd.DataFrame(summary(self.rows()), columns=list(SUMMARY_COLUMNS))
+        frame = self._explained()
+        results = ("none" if missing else "output" for missing in frame["offset"].isna())  # nothing written
+        keys = zip(frame["topic"], results, frame["verdict"], frame["node"])
+        return pd.DataFrame(counted(keys), columns=list(SUMMARY_COLUMNS))
 
     def audit(self) -> pd.DataFrame:
         return pd.DataFrame(audit(self.trace), columns=list(AUDIT_COLUMNS))

@@ -25,12 +25,20 @@ class TopicSink(NodeProcessor):
                 lambda: f"wrote {change} to {topic}.",
                 writes=[(topic, rec.key, rec.value, rec.ts, OldValue(rec.old))],
             )
-        return Outcome(
-            Fate.FORWARDED,
-            None,
-            lambda: f"wrote {said(rec)} to {topic}.",
-            writes=[(topic, rec.key, rec.value, rec.ts, None)],
-        )  # type: ignore[list-item]
+        return Outcome(Fate.FORWARDED, None, _Wrote(rec, topic), writes=[(topic, rec.key, rec.value, rec.ts, None)])  # type: ignore[list-item]
+
+
+class _Wrote:
+    """A sink's words, written when read: ``wrote key:value@ts to topic.`` Two slots, not a closure: a whole run keeps
+    one per record written."""
+
+    __slots__ = ("rec", "topic")
+
+    def __init__(self, rec: Rec, topic: str) -> None:
+        self.rec, self.topic = rec, topic
+
+    def __call__(self) -> str:
+        return f"wrote {said(self.rec)} to {self.topic}."
 
 
 class RepartitionSink(TopicSink):
