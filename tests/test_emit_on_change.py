@@ -14,6 +14,8 @@ import pytest
 import kjoin
 from kjoin import Fate, Reason, Topology, parse_semantics, run
 from kjoin.diff import diff
+from kjoin.topology.document import TopologyScenario
+from kafka_oracle import topology_oracle
 from kafka_oracle.oracle_check import VERSIONS, Harness, build, kjoin_outputs
 from tests.rules import ev, outs, run_events
 
@@ -234,3 +236,67 @@ def test_kjoin_diff_on_the_command_line_names_the_rule(tmp_path, capsys) -> None
     assert out.splitlines()[0].startswith("table-table left join: 2.6.1 -> 2.6.3: ")
     assert "charged: emit_on_change_disabled (" in out
     assert "| left A@5 (key k)" in out and "| added" in out
+
+
+# -- in a topology: which KTableSource Kafka materializes --------------------------------------------------------------
+# A foreign-key join's result read only by a view (mapValues) has no store in Kafka: its KTableSource forwards the
+# tombstone of a row that never joined. c1's update keeps its foreign key r1 (no region): before KAFKA-16407 the
+# subscription asks for a tombstone when there is no region (PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE).
+FK_RESULT_VIEW = [
+    {"name": "customers", "table": "customers"},
+    {"name": "addresses", "table": "addresses"},
+    {"name": "regions", "table": "regions"},
+    {"name": "j1", "outer_join": ["customers", "addresses"], "joiner": "object"},
+    {"name": "j2", "join": ["j1", "regions"], "foreign_key": "left.r"},
+    {"name": "checked", "map_values": {"fail_on": "3"}, "input": "j2"},
+    {"name": "out", "to": "out", "input": "checked"},
+]
+FK_RESULT_EVENTS = [
+    {"topic": "customers", "key": "c1", "value": {"r": "r1", "v": "C2"}, "ts": 17},
+    {"topic": "addresses", "key": "c1", "value": "A3", "ts": 17},
+    {"topic": "customers", "key": "c2", "value": {"r": "r2", "v": "C5"}, "ts": 18},
+    {"topic": "addresses", "key": "c2", "value": "A4", "ts": 19},
+]
+# a stream's toTable read only by a view: no store either, so it forwards the repeated A
+TO_TABLE_VIEW = [
+    {"name": "st", "stream": "st"},
+    {"name": "t", "to_table": True, "input": "st"},
+    {"name": "checked", "map_values": {"fail_on": "3"}, "input": "t"},
+    {"name": "s", "to_stream": True, "input": "checked"},
+    {"name": "out", "to": "out", "input": "s"},
+]
+TO_TABLE_EVENTS = [
+    {"topic": "st", "key": "c1", "value": "A", "ts": 17},
+    {"topic": "st", "key": "c1", "value": "A", "ts": 18},
+    {"topic": "st", "key": "c2", "value": None, "ts": 18},
+]
+
+
+def _topology_scenario(nodes: list, events: list, version: str, partitions: int) -> TopologyScenario:
+    return TopologyScenario.from_dict(
+        {"partitions": partitions, "semantics": version, "topology": nodes, "events": events}
+    )
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("version", ["2.6.1", "2.7.0", "2.7.1"])
+def test_a_result_read_only_by_a_view_keeps_no_store_and_drops_nothing_as_in_kafka(built, version, partitions):
+    """KIP-557 drops in a ``KTableSource`` with a store only: a foreign-key join's result or a ``toTable`` that no
+    join, group-by or named store materializes forwards every update, the tombstone of a row that never joined too;
+    named (``Materialized.as``), the result drops it on 2.6.0 to 2.7.0."""
+    named = [{**node, "store": "j2-named"} if node["name"] == "j2" else node for node in FK_RESULT_VIEW]
+    cases = [
+        _topology_scenario(FK_RESULT_VIEW, FK_RESULT_EVENTS, version, partitions),
+        _topology_scenario(named, FK_RESULT_EVENTS, version, partitions),
+        _topology_scenario(TO_TABLE_VIEW, TO_TABLE_EVENTS, version, partitions),
+    ]
+    answers = topology_oracle.run_batch(version, cases)
+    for scenario, answer in zip(cases, answers):
+        assert topology_oracle.difference(scenario, answer, version) is None
+    view, named_result, to_table = (answer["outputs"] for answer in answers)
+    assert view[1] == [["out", "c1", None, 17]] and view[3] == [["out", "c2", None, 19]]
+    drops = parse_semantics(version).drops_idempotent_table_updates
+    assert named_result[1] == ([] if drops else [["out", "c1", None, 17]])
+    assert to_table[1] == [["out", "c1", "A", 18]] and to_table[2] == [["out", "c2", None, 18]]
+    reasons = [step.reason for step in cases[1].run().steps]
+    assert (Reason.IDEMPOTENT_UPDATE in reasons) is drops

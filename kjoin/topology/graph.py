@@ -203,9 +203,15 @@ class Graph:
         return {node.name: number for number, nodes in enumerate(self.subtopologies()) for node in nodes}
 
     def materialized(self, table: Node) -> bool:
-        """Is the source table ``table`` materialized, as Kafka materializes a ``KTableSource``? When a node other
-        than ``to_stream``/``to`` reads it (a join looks it up, a table group-by needs its old values): Kafka then
-        writes it through a store, which is where KIP-557 (2.6.0 to 2.7.0) drops idempotent updates."""
+        """Does Kafka write the ``KTableSource`` ``table`` through a store? That is where KIP-557 (2.6.0 to 2.7.0)
+        drops idempotent updates, a tombstone for a key the table never held among them. A source table: when a node
+        other than ``to_stream``/``to`` reads it (a join looks it up, a table group-by needs its old values). A
+        ``to_table`` or a foreign-key join's result: when it keeps a store (:meth:`keeps_store`: the application
+        names it, or a node looks it up or asks it for old values); a view without a store of its own reading it
+        (``mapValues``, ``filter``) materializes nothing, so a row that never joined forwards ``Change(null, null)``
+        (``KTableSource`` without a queryable name forwards every update)."""
+        if table.op in ("to_table", "fk"):
+            return self.keeps_store(table)
         return any(table in node.parents and node.op not in ("to_stream", "to") for node in self.nodes.values())
 
     def keeps_store(self, table: Node) -> bool:
