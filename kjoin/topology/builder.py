@@ -923,11 +923,14 @@ class KTable(_Handle):
         # right table's (other) routes subscriptions by foreign key.
         graph.add_topic(Topic(subscription, None, functions.partitioner(other_partitioner), internal=True))
         graph.add_topic(Topic(response, None, functions.partitioner(partitioner), internal=True))
-        if self.node.op == "table-table":
-            # KTableImpl.doJoinOnForeignKey: enableSendingOldValues(true) on this table; the subscriptions follow
-            # the join's Change(new, old), whose old value is the joiner on the old input and the other side's
-            # current row (a self-join's second side: joiner(null, old)), not the row the foreign-key join saw
-            self.node.params["sends_old_values"] = True
+        # KTableImpl.doJoinOnForeignKey: enableSendingOldValues(true) on both tables. This one's subscriptions
+        # follow a table-table join's Change(new, old), whose old value is the joiner on the old input and the other
+        # side's current row (a self-join's second side: joiner(null, old)), not the row the foreign-key join saw.
+        # A table-table join asked forces its own inputs too (KTableKTableAbstractJoin.enableSendingOldValues): a
+        # filter among them then forwards no tombstone for a row it never held, on the foreign-key side as well.
+        for table in (self.node, other.node):
+            if table.op == "table-table":
+                table.params["sends_old_values"] = True
         node = self._add(
             "fk", parents, TABLE, name, variant=variant, joiner=fn, foreign_key=foreign_key,
             subscription_topic=subscription, response_topic=response,
