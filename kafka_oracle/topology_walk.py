@@ -1129,9 +1129,14 @@ def classify(version: str, documents: list[dict[str, Any]]) -> list[str]:
     return labels
 
 
-def _report(out: Path, version: str, number: int, document: dict[str, Any], verdict: Verdict, label: str) -> Path:
+def _report(
+    out: Path, version: str, number: int, document: dict[str, Any], verdict: Verdict, label: str, seed: Any = None
+) -> Path:
+    """Write a mismatch to ``out``, named by its version, its run's seed (when given: a later run's mismatches do not
+    overwrite it) and its number in the run."""
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"kafka-{version}-walk-{number}.yaml"
+    run = f"{number}" if seed is None else f"{seed}-{number}"
+    path = out / f"kafka-{version}-walk-{run}.yaml"
     kafka = (verdict.kafka or {}).get("outputs") if isinstance(verdict.kafka, dict) else None
     record = {
         "difference": verdict.kind,
@@ -1190,7 +1195,7 @@ def sweep(
             document, verdict = shrink(version.version, walk.document, _signature(verdict), seconds=shrink_seconds)
         else:
             document = walk.document
-        path = _report(out, version.version, number, document, verdict, label)
+        path = _report(out, version.version, number, document, verdict, label, seed)
         print(
             f"  {label}: {path}\n    {json.dumps(document, ensure_ascii=False, default=str)}",
             file=sys.stderr,
