@@ -351,6 +351,8 @@ class _Walker:
             "group_by_key", "group_by", "join-stream", "join-table", "join-global",
             "select_key", "join-stream", "join-table",
         ]  # fmt: skip
+        if self.version < (2, 5):
+            choices.remove("to_table")  # KStream.toTable: KIP-523, 2.5
         if self.version >= (2, 6):
             choices.append("repartition")
         choices += ["filter_not", "peek"]

@@ -489,6 +489,11 @@ class KStream(_Handle):
     ) -> "KStream":
         """Write the stream to a repartition topic and read it back (Kafka's ``repartition``, 2.6+): a new
         sub-topology, ``partitions`` of its own (default: as its writers' sources), ``partitioner`` over the key."""
+        if not self.topology.semantics.stream_repartition:
+            raise TopologyError(
+                f"repartition: Kafka {self.topology.semantics} has no KStream.repartition (KIP-221, 2.6); choose "
+                "semantics 2.6 or later, or write the stream through a topic of your own (through)"
+            )
         if partitions is not None:
             _partitions(partitions, "repartition: partitions")
         if name is not None:
@@ -517,6 +522,11 @@ class KStream(_Handle):
         """The stream read as a table (Kafka's ``toTable``, 2.5+): each record an update of its key; a re-keyed
         stream is repartitioned first, through a topic of the table's own (``<name>-repartition``: Kafka shares a
         stream's repartition topic between its joins only)."""
+        if not self.topology.semantics.stream_to_table:
+            raise TopologyError(
+                f"to_table: Kafka {self.topology.semantics} has no KStream.toTable (KIP-523, 2.5); choose semantics "
+                "2.5 or later, or read the topic as a table"
+            )
         if not self.node.key_changed:
             return KTable(self.topology, self._add("to_table", [(self.node, None)], TABLE, name))
         name = name or self.topology.graph.new_name("to_table")
