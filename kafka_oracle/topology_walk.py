@@ -358,6 +358,8 @@ class _Walker:
             "group_by_key", "group_by", "join-stream", "join-table", "join-global",
             "select_key", "join-stream", "join-table",
         ]  # fmt: skip
+        if self.version < (2, 5):
+            choices.remove("to_table")  # KStream.toTable: KIP-523, 2.5
         if self.version >= (2, 6):
             choices.append("repartition")
         choices += ["filter_not", "peek"]
@@ -1138,9 +1140,14 @@ def classify(version: str, documents: list[dict[str, Any]]) -> list[str]:
     return labels
 
 
-def _report(out: Path, version: str, number: int, document: dict[str, Any], verdict: Verdict, label: str) -> Path:
+def _report(
+    out: Path, version: str, number: int, document: dict[str, Any], verdict: Verdict, label: str, seed: Any = None
+) -> Path:
+    """Write a mismatch to ``out``, named by its version, its run's seed (when given: a later run's mismatches do not
+    overwrite it) and its number in the run."""
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"kafka-{version}-walk-{number}.yaml"
+    run = f"{number}" if seed is None else f"{seed}-{number}"
+    path = out / f"kafka-{version}-walk-{run}.yaml"
     kafka = (verdict.kafka or {}).get("outputs") if isinstance(verdict.kafka, dict) else None
     record = {
         "difference": verdict.kind,
@@ -1199,7 +1206,7 @@ def sweep(
             document, verdict = shrink(version.version, walk.document, _signature(verdict), seconds=shrink_seconds)
         else:
             document = walk.document
-        path = _report(out, version.version, number, document, verdict, label)
+        path = _report(out, version.version, number, document, verdict, label, seed)
         print(
             f"  {label}: {path}\n    {json.dumps(document, ensure_ascii=False, default=str)}",
             file=sys.stderr,

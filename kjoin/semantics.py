@@ -512,6 +512,16 @@ class Semantics:
         """KIP-328 (2.1): ``suppress(Suppressed.untilWindowCloses(...))`` holds a windowed aggregate's updates until
         the window closes and forwards only its final result."""
 
+    @since("2.5", ticket="KIP-523", feature=True)
+    def stream_to_table(self) -> bool:
+        """KIP-523 (2.5): ``KStream.toTable`` reads a stream as a table (harness: 2.4.1 throws
+        ``NoSuchMethodError`` for it, 2.5.0 builds it)."""
+
+    @since("2.6", ticket="KIP-221", feature=True)
+    def stream_repartition(self) -> bool:
+        """KIP-221 (2.6): ``KStream.repartition`` writes a stream to a repartition topic of its own and reads it
+        back."""
+
     @since("2.5", ticket="KIP-150", feature=True)
     def cogroup(self) -> bool:
         """KIP-150 (2.5): ``KGroupedStream.cogroup``: grouped streams aggregated into one table, each by its own

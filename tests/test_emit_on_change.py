@@ -14,6 +14,8 @@ import pytest
 import kjoin
 from kjoin import Fate, Reason, Topology, parse_semantics, run
 from kjoin.diff import diff
+from kjoin.topology.document import TopologyScenario
+from kafka_oracle import topology_oracle
 from kafka_oracle.oracle_check import VERSIONS, Harness, build, kjoin_outputs
 from tests.rules import ev, outs, run_events
 
@@ -161,20 +163,22 @@ def test_a_cached_source_table_drops_before_its_cache() -> None:
     assert [outs(step) for step in dropping] == TABLE_TABLE_2_6_1  # the driver commits after every record
 
 
-def test_a_topology_drops_only_in_a_table_kafka_materializes() -> None:
-    """A source table only turned into a stream has no store in Kafka: it forwards every update."""
+def test_a_topology_drops_in_a_source_table_and_in_a_to_table_only_a_join_materializes() -> None:
+    """A source table keeps a store (the harness names it), read by a join or only turned into a stream; a stream's
+    toTable keeps one only when a join or a named store materializes it."""
     events = [{"topic": "t", "key": "k", "value": "A", "ts": 1}, {"topic": "t", "key": "k", "value": "A", "ts": 2}]
 
-    def outputs(joined: bool) -> list:
+    def outputs(to_table: bool, joined: bool) -> list:
         b = Topology(semantics="2.6.1")
-        table = b.table("t")
+        table = b.stream("t").to_table() if to_table else b.table("t")
         if joined:
             table.join(b.table("u")).to_stream().to("joined")
         table.to_stream().to("out")
         return [(o.key, o.value, o.ts) for o in b.run(events).outputs("out")]
 
-    assert outputs(joined=False) == [("k", "A", 1), ("k", "A", 2)]
-    assert outputs(joined=True) == [("k", "A", 1)]
+    assert outputs(to_table=False, joined=False) == outputs(to_table=False, joined=True) == [("k", "A", 1)]
+    assert outputs(to_table=True, joined=False) == [("k", "A", 1), ("k", "A", 2)]
+    assert outputs(to_table=True, joined=True) == [("k", "A", 1)]
 
 
 # -- against the real library ----------------------------------------------------------------------------------------
@@ -234,3 +238,89 @@ def test_kjoin_diff_on_the_command_line_names_the_rule(tmp_path, capsys) -> None
     assert out.splitlines()[0].startswith("table-table left join: 2.6.1 -> 2.6.3: ")
     assert "charged: emit_on_change_disabled (" in out
     assert "| left A@5 (key k)" in out and "| added" in out
+
+
+# -- in a topology: which KTableSource Kafka materializes --------------------------------------------------------------
+# A foreign-key join's result read only by a view (mapValues) has no store in Kafka: its KTableSource forwards the
+# tombstone of a row that never joined. c1's update keeps its foreign key r1 (no region): before KAFKA-16407 the
+# subscription asks for a tombstone when there is no region (PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE).
+FK_RESULT_VIEW = [
+    {"name": "customers", "table": "customers"},
+    {"name": "addresses", "table": "addresses"},
+    {"name": "regions", "table": "regions"},
+    {"name": "j1", "outer_join": ["customers", "addresses"], "joiner": "object"},
+    {"name": "j2", "join": ["j1", "regions"], "foreign_key": "left.r"},
+    {"name": "checked", "map_values": {"fail_on": "3"}, "input": "j2"},
+    {"name": "out", "to": "out", "input": "checked"},
+]
+FK_RESULT_EVENTS = [
+    {"topic": "customers", "key": "c1", "value": {"r": "r1", "v": "C2"}, "ts": 17},
+    {"topic": "addresses", "key": "c1", "value": "A3", "ts": 17},
+    {"topic": "customers", "key": "c2", "value": {"r": "r2", "v": "C5"}, "ts": 18},
+    {"topic": "addresses", "key": "c2", "value": "A4", "ts": 19},
+]
+# a source table keeps a store however it is read, named or not: it drops the repeated A and the delete of an
+# absent key, read only by a sink or by a windowed count of its stream (the walk's minimal cases on 2.7.0)
+SOURCE_ONLY_TO_STREAM = [
+    {"name": "t2", "table": "t2"},
+    {"name": "to-out1", "to": "out1", "input": "t2"},
+    {"name": "t3", "table": "t3", "store": "t3-store"},
+    {"name": "n3", "to_stream": True, "input": "t3"},
+    {"name": "n4", "group_by_key": True, "input": "n3"},
+    {"name": "n5", "windowed_by": {"size_ms": 10, "grace_ms": 0}, "input": "n4"},
+    {"name": "n6", "count": True, "input": "n5"},
+    {"name": "to-out2", "to": "out2", "input": "n6"},
+]
+SOURCE_EVENTS = [
+    {"topic": "t2", "key": "k2", "value": "A-B", "ts": 746479},
+    {"topic": "t2", "key": "k2", "value": "A-B", "ts": 860160},
+    {"topic": "t2", "key": "k3", "value": None, "ts": 860161},
+    {"topic": "t3", "key": "k22", "value": None, "ts": 397210},
+]
+# a stream's toTable read only by a view: no store, so it forwards the repeated A
+TO_TABLE_VIEW = [
+    {"name": "st", "stream": "st"},
+    {"name": "t", "to_table": True, "input": "st"},
+    {"name": "checked", "map_values": {"fail_on": "3"}, "input": "t"},
+    {"name": "s", "to_stream": True, "input": "checked"},
+    {"name": "out", "to": "out", "input": "s"},
+]
+TO_TABLE_EVENTS = [
+    {"topic": "st", "key": "c1", "value": "A", "ts": 17},
+    {"topic": "st", "key": "c1", "value": "A", "ts": 18},
+    {"topic": "st", "key": "c2", "value": None, "ts": 18},
+]
+
+
+def _topology_scenario(nodes: list, events: list, version: str, partitions: int) -> TopologyScenario:
+    return TopologyScenario.from_dict(
+        {"partitions": partitions, "semantics": version, "topology": nodes, "events": events}
+    )
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("version", ["2.6.1", "2.7.0", "2.7.1"])
+def test_a_result_read_only_by_a_view_keeps_no_store_and_drops_nothing_as_in_kafka(built, version, partitions):
+    """KIP-557 drops in a ``KTableSource`` with a store only: a foreign-key join's result or a ``toTable`` that no
+    join, group-by or named store materializes forwards every update, the tombstone of a row that never joined too;
+    named (``Materialized.as``), the result drops it on 2.6.0 to 2.7.0."""
+    named = [{**node, "store": "j2-named"} if node["name"] == "j2" else node for node in FK_RESULT_VIEW]
+    cases = [
+        _topology_scenario(FK_RESULT_VIEW, FK_RESULT_EVENTS, version, partitions),
+        _topology_scenario(named, FK_RESULT_EVENTS, version, partitions),
+        _topology_scenario(TO_TABLE_VIEW, TO_TABLE_EVENTS, version, partitions),
+        _topology_scenario(SOURCE_ONLY_TO_STREAM, SOURCE_EVENTS, version, partitions),
+    ]
+    answers = topology_oracle.run_batch(version, cases)
+    for scenario, answer in zip(cases, answers):
+        assert topology_oracle.difference(scenario, answer, version) is None
+    view, named_result, to_table, source = (answer["outputs"] for answer in answers)
+    assert view[1] == [["out", "c1", None, 17]] and view[3] == [["out", "c2", None, 19]]
+    drops = parse_semantics(version).drops_idempotent_table_updates
+    assert named_result[1] == ([] if drops else [["out", "c1", None, 17]])
+    assert to_table[1] == [["out", "c1", "A", 18]] and to_table[2] == [["out", "c2", None, 18]]
+    reasons = [step.reason for step in cases[1].run().steps]
+    assert (Reason.IDEMPOTENT_UPDATE in reasons) is drops
+    repeated, tombstone = [["out1", "k2", "A-B", 860160]], [["out1", "k3", None, 860161]]
+    counted = [["out2", "[k22@397210/397220]", "1", 397210]]  # a windowed count counts a null value too
+    assert source[1:] == ([[], [], []] if drops else [repeated, tombstone, counted])

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+import kjoin
+
 from kjoin.partitioner import default_partition
 from kjoin.topology.builder import Topology, TopologyError
 from kjoin.topology.document import TopologyScenario
@@ -351,6 +353,24 @@ def test_a_foreign_key_partitioner_needs_kafka_3_1(argument):
             with pytest.raises(TopologyError, match=r"Kafka 3.0 has no TableJoined \(KIP-775, 3.1\)"):
                 join()
     assert Topology(semantics="3.1").semantics.foreign_key_partitioners
+
+
+def test_to_table_needs_kafka_2_5_and_repartition_kafka_2_6():
+    """KIP-523 (2.5) added KStream.toTable, KIP-221 (2.6) KStream.repartition: before, Kafka has no such method (the
+    harness's 2.4.1 throws NoSuchMethodError building a toTable), so kjoin refuses them, in a document too."""
+    for op, first, before, kip in (("to_table", "2.5", "2.4", "KIP-523"), ("repartition", "2.6", "2.5", "KIP-221")):
+        getattr(Topology(semantics=first).stream("s"), op)()
+        with pytest.raises(TopologyError, match=rf"{op}: Kafka {before} has no KStream\.\w+ \({kip}, {first}\)"):
+            getattr(Topology(semantics=before).stream("s"), op)()
+        document = {
+            "semantics": before,
+            "topology": [{"name": "s", "stream": "s"}, {"name": "x", op: True, "input": "s"}],
+            "events": [],
+        }
+        with pytest.raises(kjoin.ScenarioError, match=kip):
+            TopologyScenario.from_dict(document)
+    assert not Topology(semantics="2.4.1").semantics.stream_to_table
+    assert Topology(semantics="2.6.3").semantics.stream_repartition
 
 
 @pytest.mark.parametrize("windows", [{"size_ms": 10}, {"inactivity_gap_ms": 5}, {"time_difference_ms": 5}])

@@ -376,6 +376,13 @@ def test_a_filter_forwards_tombstones_unless_its_parent_kept_a_store_when_the_fi
 
 
 @pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")
+def test_a_foreign_key_join_asks_its_foreign_key_table_for_old_values(built, version):
+    """``doJoinOnForeignKey`` calls ``enableSendingOldValues(true)`` on both tables: a table-table join on the
+    foreign-key side then forces its inputs, and the filter among them forwards nothing for a row it never held."""
+    _judge_pinned(version, "filter-feeding-a-join-that-a-foreign-key-join-reads")
+
+
+@pytest.mark.parametrize("version", PINNED_JUDGES, ids=lambda v: f"kafka-{v}")
 def test_a_global_table_join_keeps_a_changed_key_that_a_table_join_count_or_to_table_repartitions(built, version):
     """KStreamImpl.globalTableJoin passes repartitionRequired on: select_key, a global join, then a table join, a
     count or a toTable list a repartition topic and two sub-topologies."""

@@ -398,6 +398,24 @@ CASES: dict[str, dict[str, Any]] = {
         "outputs_before_3_7": [[["out", "k", _SELF_JOINED, 1]], [["out", "k", None, 2]]],
         "describe": _describe(1, 0, 2),
     },
+    # 19: a foreign-key join asks its foreign-key table for old values too; a table-table join asked forces its
+    # inputs, so the filter feeding it forwards no tombstone for k1, which it never held
+    "filter-feeding-a-join-that-a-foreign-key-join-reads": {
+        "topology": [
+            {"name": "s1", "stream": "s1"},
+            {"name": "n2", "to_table": True, "input": "s1"},
+            {"name": "n3", "filter": {"key_not_in": ["k1"]}, "input": "n2"},
+            {"name": "n4", "join": ["n3", "n2"]},
+            {"name": "to-out1", "to": "out1", "input": "n4"},
+            {"name": "n6", "join": ["n2", "n4"], "foreign_key": "left.f"},
+        ],
+        "events": [
+            {"topic": "s1", "key": "k1", "value": {"f": None, "g": 3}, "ts": 60},
+            {"topic": "s1", "key": "k2", "value": {"f": "k2"}, "ts": 61},
+        ],
+        "outputs": [[], [["out1", "k2", '{"f":"k2"}-{"f":"k2"}', 61], ["out1", "k2", '{"f":"k2"}-{"f":"k2"}', 61]]],
+        "describe": _describe(1, 0, 2),
+    },
     # the writer: repartition() then groupByKey().count() is written out (and judged)
     "repartition-then-count": {
         "topology": [

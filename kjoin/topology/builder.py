@@ -511,6 +511,11 @@ class KStream(_Handle):
         sub-topology, ``partitions`` of its own (default: as its writers' sources), ``partitioner`` over the key.
         ``name`` is Kafka's ``Repartitioned.as`` (the topic ``<application.id>-<name>-repartition``); ``node`` names
         kjoin's node only, and Kafka names the topic with its counter (``KSTREAM-REPARTITION-<n>-repartition``)."""
+        if not self.topology.semantics.stream_repartition:
+            raise TopologyError(
+                f"repartition: Kafka {self.topology.semantics} has no KStream.repartition (KIP-221, 2.6); choose "
+                "semantics 2.6 or later, or write the stream through a topic of your own (through)"
+            )
         if partitions is not None:
             _partitions(partitions, "repartition: partitions")
         kafka_name = _kafka_or_node_name("repartition", name, node, "Repartitioned.as")
@@ -541,6 +546,11 @@ class KStream(_Handle):
         stream is repartitioned first, through a topic of the table's own (``<name>-repartition``: Kafka shares a
         stream's repartition topic between its joins only). ``name`` is Kafka's ``Named.as``, which names that
         topic; ``node`` names kjoin's node only (Kafka's topic: ``KSTREAM-TOTABLE-<n>-repartition``)."""
+        if not self.topology.semantics.stream_to_table:
+            raise TopologyError(
+                f"to_table: Kafka {self.topology.semantics} has no KStream.toTable (KIP-523, 2.5); choose semantics "
+                "2.5 or later, or read the topic as a table"
+            )
         kafka_name = _kafka_or_node_name("to_table", name, node, "Named.as")
         label = node or kafka_name
         if not self.node.key_changed:
@@ -960,11 +970,14 @@ class KTable(_Handle):
         # right table's (other) routes subscriptions by foreign key.
         graph.add_topic(Topic(subscription, None, functions.partitioner(other_partitioner), internal=True))
         graph.add_topic(Topic(response, None, functions.partitioner(partitioner), internal=True))
-        if self.node.op == "table-table":
-            # KTableImpl.doJoinOnForeignKey: enableSendingOldValues(true) on this table; the subscriptions follow
-            # the join's Change(new, old), whose old value is the joiner on the old input and the other side's
-            # current row (a self-join's second side: joiner(null, old)), not the row the foreign-key join saw
-            self.node.params["sends_old_values"] = True
+        # KTableImpl.doJoinOnForeignKey: enableSendingOldValues(true) on both tables. This one's subscriptions
+        # follow a table-table join's Change(new, old), whose old value is the joiner on the old input and the other
+        # side's current row (a self-join's second side: joiner(null, old)), not the row the foreign-key join saw.
+        # A table-table join asked forces its own inputs too (KTableKTableAbstractJoin.enableSendingOldValues): a
+        # filter among them then forwards no tombstone for a row it never held, on the foreign-key side as well.
+        for table in (self.node, other.node):
+            if table.op == "table-table":
+                table.params["sends_old_values"] = True
         node = self._add(
             "fk", parents, TABLE, name, variant=variant, joiner=fn, foreign_key=foreign_key,
             subscription_topic=subscription, response_topic=response,

@@ -203,10 +203,14 @@ class Graph:
         return {node.name: number for number, nodes in enumerate(self.subtopologies()) for node in nodes}
 
     def materialized(self, table: Node) -> bool:
-        """Is the source table ``table`` materialized, as Kafka materializes a ``KTableSource``? When a node other
-        than ``to_stream``/``to`` reads it (a join looks it up, a table group-by needs its old values): Kafka then
-        writes it through a store, which is where KIP-557 (2.6.0 to 2.7.0) drops idempotent updates."""
-        return any(table in node.parents and node.op not in ("to_stream", "to") for node in self.nodes.values())
+        """Does Kafka write the ``KTableSource`` ``table`` (a source table, a ``to_table``, a foreign-key join's
+        result) through a store? That is where KIP-557 (2.6.0 to 2.7.0) drops idempotent updates, a tombstone for a
+        key the table never held among them. ``KTableSource`` keeps a store when it has a queryable name
+        (:meth:`keeps_store`): a source table always (the harness names its store, ``Materialized.as``), a
+        ``to_table`` or a foreign-key join's result when the application names the store or a node looks it up or
+        asks it for old values. A view without a store of its own (``mapValues``, ``filter``) reading it
+        materializes nothing: such a result forwards ``Change(null, null)`` for a row that never joined."""
+        return table.op in ("table", "to_table", "fk") and self.keeps_store(table)
 
     def keeps_store(self, table: Node) -> bool:
         """Does ``table`` send old values when asked without being forced to keep a store, as the topology stands

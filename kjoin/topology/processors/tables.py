@@ -152,7 +152,7 @@ class TableSource(NodeProcessor):
         super().__init__(node, partition)
         self.semantics = semantics
         self.materialized = materialized
-        """Kafka materializes a source table that a join or a group-by reads (:meth:`Graph.materialized`)."""
+        """Whether Kafka writes this ``KTableSource`` through a store (:meth:`Graph.materialized`)."""
         retention = node.params.get("history_retention_ms")
         if retention is None:
             self.store: Any = TableStore(log, partition, Side.RIGHT, False, "table")
