@@ -34,8 +34,9 @@ from kafka_oracle.oracle_check import LATEST_JUDGE, classpath
 
 LAGGING = ("customers", 1)
 """The topic partition that reaches the application late."""
-REPARTITION = "customers-join-repartition"
-"""The repartition topic the customers join reads (kjoin's name: the application's id is not part of it)."""
+REPARTITION = "by-customer-repartition"
+"""The repartition topic the customers join reads: kjoin names the document's unnamed join's topic after the re-keyed
+stream, as Kafka's counter name is (the application's id is not part of it)."""
 OUTPUT = "enriched-orders"
 """The output topic reconciled: the customers join's results (a lag changes which customer rows a lookup finds)."""
 
