@@ -178,23 +178,31 @@ CI_SHARE = 2
 
 
 def rotation() -> int:
-    """Which share of the judges this run takes: ``KJOIN_ORACLE_ROTATION`` if set, else the number of commits
-    (``git rev-list --count HEAD``: consecutive commits take consecutive shares), else the day."""
+    """Which share of the judges this run takes, fixed by the commit so that a commit collects the same tests on every
+    machine: ``KJOIN_ORACLE_ROTATION`` if set, else the number of commits (``git rev-list --count HEAD``: consecutive
+    commits take consecutive shares), in a shallow clone (whose count is its depth) the commit's hash, and 0 where
+    there is no git history at all."""
     if os.environ.get("KJOIN_ORACLE_ROTATION"):
         return int(os.environ["KJOIN_ORACLE_ROTATION"])
     git = shutil.which("git")
-    if git is not None:
-        done = subprocess.run([git, "rev-list", "--count", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-        if done.returncode == 0 and done.stdout.strip().isdigit():
-            return int(done.stdout.strip())
-    import datetime
+    if git is None:
+        return 0
 
-    return datetime.date.today().toordinal()
+    def ask(*args: str) -> str:
+        done = subprocess.run([git, *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    if ask("rev-parse", "--is-shallow-repository") == "true":
+        head = ask("rev-parse", "HEAD")
+        return int(head[:12], 16) if head else 0
+    count = ask("rev-list", "--count", "HEAD")
+    return int(count) if count.isdigit() else 0
 
 
 def ci_versions(turn: int | None = None, share: int = CI_SHARE) -> tuple[KafkaVersion, ...]:
     """The versions one CI run judges: always the latest, and ``share`` of the others, taken in turn so that every
-    version is judged once every ``ceil(others / share)`` runs (each share mixes old and new lines).
+    version is judged once every ``ceil(others / share)`` runs (each share mixes old and new lines). Every share has
+    ``share`` versions (the last one wraps around to the first others), so every commit collects as many tests.
     ``KJOIN_ORACLE_VERSIONS=all`` (or ``4.4.0,3.3.2``) chooses instead."""
     chosen = os.environ.get("KJOIN_ORACLE_VERSIONS", "").strip()
     if chosen:
@@ -211,7 +219,7 @@ def ci_versions(turn: int | None = None, share: int = CI_SHARE) -> tuple[KafkaVe
     others = VERSIONS[1:]
     shares = -(-len(others) // share)
     slot = (rotation() if turn is None else turn) % shares
-    return (LATEST_JUDGE, *others[slot::shares])
+    return (LATEST_JUDGE, *dict.fromkeys(others[(slot + shares * step) % len(others)] for step in range(share)))
 
 
 FK_JUDGES = ("3.6.2", "3.7.0", "3.9.0", "3.9.1", "4.0.0", "4.0.1")
