@@ -28,6 +28,7 @@ repartition topic crosses tasks) and the same-window ``wtable-wtable`` join; a w
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -38,7 +39,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 from hypothesis import strategies as st
@@ -256,25 +257,60 @@ def _mvn(args: list[str], offline: bool) -> None:
         raise HarnessError(f"{' '.join(command)} failed in {HARNESS}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
 
 
-def build(offline: bool | None = None) -> None:
+def harness_versions() -> tuple[str, ...]:
+    """Every Kafka version the harness writes a classpath for: the derived judges, then the extra foreign-key judges
+    (patch releases the FK fixes' tests name) and the releases with a dead-letter queue."""
+    return tuple(dict.fromkeys([*(v.version for v in VERSIONS), *FK_JUDGES, *HANDLER_JUDGES]))
+
+
+def harness_inputs() -> tuple[str, tuple[str, ...]]:
+    """What a build of the harness depends on: a digest of the pom and every file under ``src/`` (path and bytes),
+    and the versions it resolves (:func:`harness_versions`)."""
+    digest = hashlib.sha256()
+    for path in sorted([HARNESS / "pom.xml", *(HARNESS / "src").rglob("*")]):
+        if path.is_file():
+            digest.update(f"{path.relative_to(HARNESS).as_posix()}\0{path.stat().st_size}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest(), harness_versions()
+
+
+_built_from: tuple[str, tuple[str, ...]] | None = None
+"""The inputs (:func:`harness_inputs`) of the last build this process finished; ``None`` before the first."""
+
+
+def build(offline: bool | None = None, *, mvn: Callable[[list[str], bool], None] | None = None) -> None:
     """Compile the harness and write one classpath file per version (a version whose file is newer than the pom is
     not resolved again). Offline when every jar is in ~/.m2 already; a first run (``offline=False``, or when the
-    offline build fails) fetches from Maven Central."""
+    offline build fails) fetches from Maven Central.
+
+    Once per process: tests, sweeps and benchmarks each call it so that each can run alone, and a Maven run costs
+    seconds of JVM, so a call whose inputs (:func:`harness_inputs`: the Java sources, the pom, the versions) are
+    those of the last finished build returns at once. A changed source builds again; a failed build is not
+    remembered, so the next call tries again. ``mvn`` runs one Maven command (arguments, offline); tests give their
+    own."""
+    global _built_from
+    run = _mvn if mvn is None else mvn
+    inputs = harness_inputs()
+    if inputs == _built_from:
+        return
     if offline is None:
         try:
-            build(offline=True)
-            return
+            _compile(True, run)
         except HarnessError:
-            offline = False
-    _mvn(["compile"], offline)
+            _compile(False, run)
+    else:
+        _compile(offline, run)
+    _built_from = inputs
+
+
+def _compile(offline: bool, mvn: Callable[[list[str], bool], None]) -> None:
+    mvn(["compile"], offline)
     pom = (HARNESS / "pom.xml").stat().st_mtime
-    # The derived judges, then the extra foreign-key judges (patch releases the FK fixes' tests name) and the releases
-    # with a dead-letter queue.
-    for version in dict.fromkeys([*(v.version for v in VERSIONS), *FK_JUDGES, *HANDLER_JUDGES]):
+    for version in harness_versions():
         path = HARNESS / "target" / f"cp-{version}.txt"
         if path.exists() and path.stat().st_mtime > pom and path.read_text().strip():
             continue
-        _mvn(
+        mvn(
             [
                 "dependency:build-classpath",
                 f"-Dkafka.version={version}",

@@ -122,6 +122,7 @@ FILE_TIERS: dict[str, str] = {
     "test_broker_instance_time.py": "broker",
     "test_site.py": "browser",
     "test_topology_walk.py": "unit",
+    "test_harness_build.py": "unit",
     "test_topology_sweep.py": "unit",
     "test_topology_fuzz.py": "unit",
     "test_topology_handlers.py": "unit",
@@ -192,27 +193,3 @@ def broker():
         yield started
     finally:
         started.stop()
-
-
-def _build_the_harness_once() -> None:
-    """``kafka_oracle.oracle_check.build()`` compiles the harness with Maven (several seconds of JVM each time) and
-    about forty fixtures and tests call it so that each can run alone. The Java sources do not change while the suite
-    runs, so the first call of a run builds and the later ones return at once; a failed build is not remembered, so
-    every later call tries again and fails the same way. ``build(offline=...)``, the explicit form, always runs."""
-    from kafka_oracle import oracle_check
-
-    build = oracle_check.build
-    built = []
-
-    def build_once(offline: bool | None = None) -> None:
-        if offline is not None:
-            build(offline)
-        elif not built:
-            build()
-            built.append(True)
-
-    build_once.__doc__ = build.__doc__
-    oracle_check.build = build_once
-
-
-_build_the_harness_once()
