@@ -123,6 +123,7 @@ FILE_TIERS: dict[str, str] = {
     "test_site.py": "browser",
     "test_topology_walk.py": "unit",
     "test_harness_build.py": "unit",
+    "test_describe_application_id.py": "unit",
     "test_topology_sweep.py": "unit",
     "test_topology_fuzz.py": "unit",
     "test_topology_handlers.py": "unit",

@@ -211,15 +211,21 @@ class Topology:
         with its buffer config). ``application_id``: the application's ``application.id``, which describe() does
         not print and which prefixes its internal topics' names (a ``max_bytes`` suppression counts them; default:
         the topology harness's). ``topology.described`` lists what was built, what is still needed and what kjoin
-        cannot model, with reasons (:mod:`kjoin.topology.describe`)."""
+        cannot model, with reasons (:mod:`kjoin.topology.describe`). An ``application_id`` that is not text, empty,
+        illegal as Kafka's prefix of internal topics' names, or read by nothing in the topology is kjoin's error."""
         from .describe import from_describe
+        from .naming import described_application_id, refuse_unused_application_id
 
+        if application_id is not None:
+            described_application_id(application_id)
         topology = cls(
             partitions=partitions,
             semantics=semantics,
             application_id=DEFAULT_APPLICATION_ID if application_id is None else application_id,
         )
         topology.described = from_describe(topology, text, functions, application_id_given=application_id is not None)
+        if application_id is not None:
+            refuse_unused_application_id(topology, application_id)
         return topology
 
     # -- build and run --------------------------------------------------------------------------

@@ -20,9 +20,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from .graph import TopologyError, legal_name, legal_topic
+from .graph import TopologyError, _illegal, legal_name, legal_topic
 
-__all__ = ["store_name", "kafka_stores", "DEFAULT_APPLICATION_ID", "application_id_checked"]
+__all__ = [
+    "store_name",
+    "kafka_stores",
+    "DEFAULT_APPLICATION_ID",
+    "application_id_checked",
+    "described_application_id",
+    "refuse_unused_application_id",
+]
 
 DEFAULT_APPLICATION_ID = "kjoin-topology-oracle"
 """The ``application.id`` a topology has unless it names one: the topology harness's
@@ -63,3 +70,44 @@ def kafka_stores(node: Any, semantics: Any) -> tuple[str, ...]:
     if variant == "inner" or not (semantics.spurious_result_fix and not window.deprecated_api):
         return (this, other)
     return (this, other, f"{store}-{variant}-shared-join-store")
+
+
+_GIVE = "give the application.id your application runs with (for example 'orders-app')"
+
+
+def described_application_id(application_id: Any) -> str:
+    """``Topology.from_describe``'s ``application_id`` if Kafka takes it as an ``application.id``, else kjoin's error
+    naming the argument and the fix. Kafka prefixes every internal topic's name with it, so it is held to a topic
+    name's rule (:func:`~kjoin.topology.graph.legal_topic`: ASCII letters, digits, ``.``, ``_``, ``-``, at most 249
+    characters)."""
+    where = "from_describe(application_id=...)"
+    if not isinstance(application_id, str):
+        raise TopologyError(
+            f"{where}: the application.id is text, got {type(application_id).__name__} {application_id!r:.60}; "
+            f"{_GIVE}, or leave application_id out"
+        )
+    if not application_id:
+        raise TopologyError(
+            f"{where}: the application.id is empty, and Kafka Streams requires one; {_GIVE}, or leave "
+            f"application_id out to run under the topology harness's ({DEFAULT_APPLICATION_ID})"
+        )
+    problem = _illegal(application_id, "an application.id (the prefix of every internal topic's name)")
+    if problem is not None:
+        raise TopologyError(f"{where}: the application.id {application_id!r:.60} is illegal: {problem}; {_GIVE}")
+    return application_id
+
+
+def refuse_unused_application_id(topology: Any, application_id: str) -> None:
+    """kjoin's error when ``topology`` (built by ``from_describe``) reads no ``application.id``: only a ``max_bytes``
+    suppression counts internal topics' full names (:mod:`kjoin.topology.suppress`); under any other topology the
+    outputs are the same whatever it is."""
+    if any(
+        node.op == "suppress" and node.params["suppressed"].max_bytes is not None
+        for node in topology.graph.nodes.values()
+    ):
+        return
+    raise TopologyError(
+        f"from_describe(application_id={application_id!r:.60}): nothing in this topology reads the application.id "
+        "(only a suppression bounded by max_bytes counts the full names of internal topics, "
+        "<application.id>-<topic>), so its outputs are the same under any; leave application_id out"
+    )
