@@ -15,6 +15,7 @@ from kjoin import Scenario, Semantics, ScenarioError, parse_semantics, run
 from kjoin.cli import main
 from kjoin.diff import diff
 from kjoin.semantics import KNOWN_VERSIONS, Rule
+from tests.windowed_orders import JUMP_EVENTS, orders_counts_joined
 
 SEED_TABLES = Path(__file__).parent / "seed_tables"
 
@@ -284,26 +285,7 @@ PLANTED_TOPOLOGIES = {
     # before 3.0 the count's store keeps a day: the jump to 100000 drops no segment, and R's lookup still finds k1's
     # window (tests/test_topology_suppressed_windows.py pins it on 2.8.2, 3.0.1 and 4.4.0)
     "window_retention_size_and_grace": (
-        {
-            "topology": [
-                {"name": "orders", "stream": "orders"},
-                {"name": "pays", "stream": "pays"},
-                {"name": "g1", "group_by_key": True, "input": "orders"},
-                {"name": "w1", "windowed_by": {"size_ms": 10, "grace_ms": 0}, "input": "g1"},
-                {"name": "c1", "count": True, "input": "w1"},
-                {"name": "g2", "group_by_key": True, "input": "pays"},
-                {"name": "w2", "windowed_by": {"size_ms": 10, "grace_ms": 200000}, "input": "g2"},
-                {"name": "c2", "reduce": "concat", "input": "w2"},
-                {"name": "j", "left_join": ["c2", "c1"]},
-                {"name": "out", "to": "out", "input": "j"},
-            ],
-            "events": [
-                {"topic": "orders", "key": "k1", "value": "a", "ts": 1},
-                {"topic": "pays", "key": "k1", "value": "P", "ts": 2},
-                {"topic": "orders", "key": "k2", "value": "b", "ts": 100000},
-                {"topic": "pays", "key": "k1", "value": "R", "ts": 5},
-            ],
-        },
+        {"topology": orders_counts_joined(pays_grace_ms=200000, suppressed=False), "events": JUMP_EVENTS},
         "3.0",
     ),
 }

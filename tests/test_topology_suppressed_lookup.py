@@ -13,6 +13,7 @@ import pytest
 import kjoin
 from kjoin.topology.document import TopologyScenario
 from kafka_oracle import oracle_check, topology_oracle
+from tests.topology_pinned import judge_random_batch
 
 ASK = {"topic": "asks", "key": "c1", "value": "q"}
 
@@ -112,13 +113,7 @@ def _random_regrouped(rng: random.Random, semantics: str) -> TopologyScenario:
 @pytest.mark.parametrize("version", ["4.4.0", "3.3.2", "2.8.2"])
 def test_the_real_library_regroups_a_suppressed_table_as_kjoin_does(version):
     """The pinned case and 20 random ones per version, one JVM each."""
-    oracle_check.build()
-    seed = random.randrange(2**32)
-    rng = random.Random(seed)
-    batch = [regrouped(version), *(_random_regrouped(rng, version) for _ in range(20))]
-    for case, answer in zip(batch, topology_oracle.run_batch(version, batch)):
-        found = topology_oracle.difference(case, answer, version)
-        assert found is None, f"seed {seed}: {topology_oracle.document(case)}\n{found}"
+    judge_random_batch(version, lambda rng: _random_regrouped(rng, version), 20, regrouped(version))
 
 
 def test_spark_regroups_a_suppressed_table_as_the_reference_engine_does(spark):
@@ -199,13 +194,7 @@ def _random(rng: random.Random) -> TopologyScenario:
 @pytest.mark.oracle
 @pytest.mark.parametrize("version", ["4.4.0", "2.4.1"])
 def test_the_real_library_answers_a_join_of_a_suppressed_table_as_kjoin_does(version):
-    oracle_check.build()
-    seed = random.randrange(2**32)
-    rng = random.Random(seed)
-    batch = [_random(rng) for _ in range(30)]
-    for case, answer in zip(batch, topology_oracle.run_batch(version, batch)):
-        found = topology_oracle.difference(case, answer, version)
-        assert found is None, f"seed {seed}: {topology_oracle.document(case)}\n{found}"
+    judge_random_batch(version, _random, 30)
 
 
 def evicted_then_joined() -> TopologyScenario:
@@ -296,13 +285,7 @@ def _random_table_read(rng: random.Random, semantics: str) -> TopologyScenario:
 @pytest.mark.oracle
 @pytest.mark.parametrize("version", ["4.4.0", "2.6.3"])
 def test_the_real_library_reads_a_suppressed_table_as_a_table_as_kjoin_does(version):
-    oracle_check.build()
-    seed = random.randrange(2**32)
-    rng = random.Random(seed)
-    batch = [_random_table_read(rng, version) for _ in range(40)]
-    for case, answer in zip(batch, topology_oracle.run_batch(version, batch)):
-        found = topology_oracle.difference(case, answer, version)
-        assert found is None, f"seed {seed}: {topology_oracle.document(case)}\n{found}"
+    judge_random_batch(version, lambda rng: _random_table_read(rng, version), 40)
 
 
 def test_spark_reads_a_held_table_as_the_reference_engine_does(spark):

@@ -15,6 +15,8 @@ import pytest
 import kjoin
 from kjoin.topology.document import TopologyScenario
 from kafka_oracle import oracle_check, topology_oracle
+from tests.topology_pinned import judge_random_batch
+from tests.windowed_orders import JUMP_EVENTS, orders_counts_joined
 
 VERSIONS = ["4.4.0", "3.3.2", "2.8.2"]
 
@@ -22,24 +24,14 @@ VERSIONS = ["4.4.0", "3.3.2", "2.8.2"]
 def final_counts_joined(semantics: str = "4.4") -> TopologyScenario:
     """Windowed payments (``c2``) left-joined with the final order counts of the same windows (``final``), and a
     ``map_values`` of the final counts."""
+    view = [
+        {"name": "v", "map_values": {"append": "!"}, "input": "final"},
+        {"name": "out2", "to": "out2", "input": "v"},
+    ]
     return TopologyScenario.from_dict(
         {
             "semantics": semantics,
-            "topology": [
-                {"name": "orders", "stream": "orders"},
-                {"name": "pays", "stream": "pays"},
-                {"name": "g1", "group_by_key": True, "input": "orders"},
-                {"name": "w1", "windowed_by": {"size_ms": 10, "grace_ms": 0}, "input": "g1"},
-                {"name": "c1", "count": True, "input": "w1"},
-                {"name": "final", "suppress": {"until": "window_closes"}, "input": "c1"},
-                {"name": "g2", "group_by_key": True, "input": "pays"},
-                {"name": "w2", "windowed_by": {"size_ms": 10, "grace_ms": 0}, "input": "g2"},
-                {"name": "c2", "reduce": "concat", "input": "w2"},
-                {"name": "j", "left_join": ["c2", "final"]},
-                {"name": "out", "to": "out", "input": "j"},
-                {"name": "v", "map_values": {"append": "!"}, "input": "final"},
-                {"name": "out2", "to": "out2", "input": "v"},
-            ],
+            "topology": [*orders_counts_joined(), *view],
             "events": [
                 {"topic": "orders", "key": "k1", "value": "a", "ts": 1},  # count 1 held, its prior the initializer 0
                 {"topic": "pays", "key": "k1", "value": "P", "ts": 2},  # reads the prior: 0
@@ -59,28 +51,7 @@ def final_count_read_after_a_jump(semantics: str) -> TopologyScenario:
     the count's store keeps a day (``Windows.maintainMs``), so the read finds it; from 3.0 it keeps size + grace, and
     the jump dropped its segment (``Semantics.window_retention_size_and_grace``, KAFKA-7106)."""
     return TopologyScenario.from_dict(
-        {
-            "semantics": semantics,
-            "topology": [
-                {"name": "orders", "stream": "orders"},
-                {"name": "pays", "stream": "pays"},
-                {"name": "g1", "group_by_key": True, "input": "orders"},
-                {"name": "w1", "windowed_by": {"size_ms": 10, "grace_ms": 0}, "input": "g1"},
-                {"name": "c1", "count": True, "input": "w1"},
-                {"name": "final", "suppress": {"until": "window_closes"}, "input": "c1"},
-                {"name": "g2", "group_by_key": True, "input": "pays"},
-                {"name": "w2", "windowed_by": {"size_ms": 10, "grace_ms": 200000}, "input": "g2"},
-                {"name": "c2", "reduce": "concat", "input": "w2"},
-                {"name": "j", "left_join": ["c2", "final"]},
-                {"name": "out", "to": "out", "input": "j"},
-            ],
-            "events": [
-                {"topic": "orders", "key": "k1", "value": "a", "ts": 1},
-                {"topic": "pays", "key": "k1", "value": "P", "ts": 2},
-                {"topic": "orders", "key": "k2", "value": "b", "ts": 100000},
-                {"topic": "pays", "key": "k1", "value": "R", "ts": 5},
-            ],
-        }
+        {"semantics": semantics, "topology": orders_counts_joined(pays_grace_ms=200000), "events": JUMP_EVENTS}
     )
 
 
@@ -176,13 +147,7 @@ def _random_windowed_read(rng: random.Random, semantics: str) -> TopologyScenari
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_real_library_reads_a_window_close_suppression_as_a_table_as_kjoin_does(version):
     """The pinned case and 25 random ones per version, one JVM each."""
-    oracle_check.build()
-    seed = random.randrange(2**32)
-    rng = random.Random(seed)
-    batch = [final_counts_joined(version), *(_random_windowed_read(rng, version) for _ in range(25))]
-    for case, answer in zip(batch, topology_oracle.run_batch(version, batch)):
-        found = topology_oracle.difference(case, answer, version)
-        assert found is None, f"seed {seed}: {topology_oracle.document(case)}\n{found}"
+    judge_random_batch(version, lambda rng: _random_windowed_read(rng, version), 25, final_counts_joined(version))
 
 
 def test_spark_reads_a_window_close_suppression_as_the_reference_engine_does(spark):

@@ -9,7 +9,12 @@ against the reference engine."""
 
 from __future__ import annotations
 
-from typing import Any
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kjoin.topology.document import TopologyScenario
 
 JUDGED = ("4.4.0", "3.9.1", "3.6.2", "2.8.2", "2.6.3")
 """The judges the cases were reproduced on (the latest, the eras of KAFKA-10077's rule and one before it)."""
@@ -450,3 +455,25 @@ def expected_outputs(name: str, version: str) -> list[Any]:
         if numbers < boundary and key in case:
             return case[key]
     return case["outputs"]
+
+
+def judge_random_batch(
+    version: str,
+    draw: Callable[[random.Random], TopologyScenario],
+    count: int,
+    *pinned: TopologyScenario,
+) -> None:
+    """Judge ``pinned`` and ``count`` topologies drawn by ``draw`` from a fresh seed with Kafka ``version``, in one
+    harness JVM: each must give the real library's outputs, or the test fails naming the seed, the document and the
+    difference."""
+    from kafka_oracle import oracle_check, topology_oracle
+
+    oracle_check.build()
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    batch = [*pinned, *(draw(rng) for _ in range(count))]
+    answers = topology_oracle.run_batch(version, batch)
+    assert len(answers) == len(batch), f"seed {seed}: {len(batch)} topologies, {len(answers)} answers"
+    for case, answer in zip(batch, answers):
+        found = topology_oracle.difference(case, answer, version)
+        assert found is None, f"seed {seed}: {topology_oracle.document(case)}\n{found}"
