@@ -161,24 +161,29 @@ class Diff:
         for difference in self.differences:
             yield json.dumps(difference.to_dict(), separators=(", ", ": "), default=render_value)
 
-    def table(self) -> str:
-        """The differences as ``kjoin diff`` prints them."""
+    def table(self, rows: int | None = None) -> str:
+        """The differences as ``kjoin diff`` prints them. ``rows``: only the first ``rows`` differences, in columns
+        as wide as they need, then how many more there are; the last lines count them all."""
         from .render import format_table
 
+        if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows < 1):
+            raise ValueError(f"table(rows=...): rows is a whole number of at least 1, or None for all, got {rows!r}")
         head, foot = head_and_foot(self.title, self.before, self.after, self.differences, self.switches)
         foot += self.notes
         if not self.differences:
             return "\n".join([head, "no output changes", *foot])
-        rows = []
-        for d in self.differences:
+        shown = self.differences if rows is None else self.differences[:rows]
+        more = [f"... and {len(self.differences) - len(shown)} more"] if len(shown) < len(self.differences) else []
+        table_rows = []
+        for d in shown:
             record = d.input
             rules = rules_text(d)
             step = str(d.step) if d.step == d.from_step else f"{d.from_step} -> {d.step}"
-            rows.append(
+            table_rows.append(
                 [step, record.describe(), d.change, render_value(d.key), _text(d.before), _text(d.after), rules]
             )
-        table = format_table(["step", "input", "change", "key", "before", "after", "rules"], rows)
-        return "\n".join([head, table, *foot])
+        table = format_table(["step", "input", "change", "key", "before", "after", "rules"], table_rows)
+        return "\n".join([head, table, *more, *foot])
 
 
 def _text(outputs: Any) -> str:

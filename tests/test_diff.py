@@ -473,6 +473,21 @@ def test_seed_004_from_3_0_to_3_1_is_the_spurious_result_fix(column: str) -> Non
         assert sorted(before) == sorted(after)
 
 
+def test_a_table_of_the_first_rows_is_as_wide_as_they_need_and_counts_them_all() -> None:
+    result = diff(_seed_004("outerJoin"), from_="3.0", to="3.1")
+    whole, first = result.table().splitlines(), result.table(rows=2).splitlines()
+    assert len(result) > 3
+    assert first[0] == whole[0]  # the same title
+    assert [line.split("|")[0].strip() for line in first[3:5]] == [line.split("|")[0].strip() for line in whole[3:5]]
+    assert first[5] == f"... and {len(result) - 2} more"
+    assert first[6:] == whole[3 + len(result) :]  # the last lines count every difference
+    assert max(map(len, first[1:5])) <= max(map(len, whole[1 : 3 + len(result)]))
+    assert result.table(rows=len(result)) == result.table()
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="table\\(rows=...\\): rows is a whole number"):
+            result.table(rows=bad)
+
+
 def test_from_3_4_0_to_3_5_the_tasks_of_one_instance_keep_their_own_stream_time() -> None:
     """KAFKA-14862: the one output that changes is a@5's, emitted with null at once in 3.4.0 (the instance's stream
     time, 1000, is task 1's) and held in 3.5; alone in their instances the tasks change nothing."""
