@@ -134,3 +134,15 @@ def test_ci_judges_the_latest_and_every_version_in_turn(monkeypatch) -> None:
     monkeypatch.setenv("KJOIN_ORACLE_VERSIONS", "3.5.0")
     with pytest.raises(oracle_check.HarnessError, match="3.5.0, which no judge is"):
         ci_versions()
+
+
+def test_the_rotation_is_fixed_by_the_commit_not_by_the_day(monkeypatch) -> None:
+    """A commit collects the same oracle tests on every machine: without git history the rotation is 0 (never the
+    day), and KJOIN_ORACLE_ROTATION chooses."""
+    monkeypatch.delenv("KJOIN_ORACLE_ROTATION", raising=False)
+    found = oracle_check.rotation()
+    assert found == oracle_check.rotation() and found >= 0
+    monkeypatch.setattr(oracle_check.shutil, "which", lambda name: None)
+    assert oracle_check.rotation() == 0
+    monkeypatch.setenv("KJOIN_ORACLE_ROTATION", "7")
+    assert oracle_check.rotation() == 7 and ci_versions() == ci_versions(7)
