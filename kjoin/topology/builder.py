@@ -1023,9 +1023,10 @@ class KTable(_Handle):
         (``Suppressed.untilWindowCloses``: one final result per window of a windowed table) or ``"time_limit"`` with
         ``time_limit_ms`` (``untilTimeLimit``: each key's newest update, ``time_limit_ms`` after its first);
         ``max_records`` bounds the buffer, ``when_full`` says what a full one does (``emit_early``, time limit
-        only, or ``shut_down``). Its changes are read with ``to_stream()`` or ``to``; it is read as a table too, by a
-        stream's or a table-table join and a filter or map_values (a window-close one by windowed keys: a windowed
-        table's join, a stream of windowed keys) (:mod:`kjoin.topology.suppress`)."""
+        only, or ``shut_down``). Its changes are read with ``to_stream()``, ``to`` or ``group_by``; it is read as a
+        table too, by a stream's, a table-table or (a time limit) a foreign-key join and a filter or map_values (a
+        window-close one by windowed keys: a windowed table's join, a stream of windowed keys)
+        (:mod:`kjoin.topology.suppress`)."""
         if not self.topology.semantics.suppress_until_window_closes:
             raise TopologyError(f"suppress: Kafka {self.topology.semantics} has no suppress (KIP-328, 2.1)")
         options = {"until": until, "time_limit_ms": time_limit_ms, "max_records": max_records}

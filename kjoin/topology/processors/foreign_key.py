@@ -65,7 +65,8 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
         """The left table's value getter in the task of a partition, where the join's copy of the left table can
         differ from it: a table-table join's getter joins its parents' rows now (an inner join forwards nothing when
         its row goes away with its partner already gone) and stamps them with the newest present row's time (the
-        join forwarded the time of the update that set it off)."""
+        join forwarded the time of the update that set it off); a suppression's answers a key its buffer holds
+        with its prior value (the copy holds the newer value the buffer waits with)."""
         self.right_getter: Callable[[int], Any] | None = None
         """The right table's value getter, likewise."""
 
