@@ -255,3 +255,15 @@ def test_spark_joins_and_regroups_suppressed_tables_as_the_reference_engine_does
     from tests.topology_spark_check import difference  # Spark's modules only where a session runs
 
     assert difference(spark, case()) is None
+
+
+def test_spark_joins_and_regroups_random_suppressed_tables_on_three_partitions(spark):
+    """A random case of each shape on three partitions (seeded: the same cases every run)."""
+    from tests.topology_spark_check import difference  # Spark's modules only where a session runs
+
+    rng = random.Random(44)
+    for draw in (_random_fk, _random_regrouped):
+        case = draw(rng, "4.4")
+        data = {**topology_oracle.document(case), "partitions": 3}
+        scenario = TopologyScenario.from_dict({k: v for k, v in data.items() if k != "outputs"})
+        assert difference(spark, scenario) is None, topology_oracle.document(scenario)
