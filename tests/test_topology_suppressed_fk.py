@@ -206,16 +206,26 @@ def _random_fk(rng: random.Random, semantics: str) -> TopologyScenario:
 
 
 def _random_regrouped(rng: random.Random, semantics: str) -> TopologyScenario:
-    """A windowed aggregate's final results (tumbling or hopping) regrouped by ``Windowed.key()`` and aggregated."""
-    window = {"size_ms": 10, "grace_ms": rng.choice([0, 5])}
+    """A windowed aggregate (tumbling, hopping, session or sliding windows) held until its windows close or for a
+    time limit, regrouped by ``Windowed.key()`` and aggregated."""
+    grace = rng.choice([0, 5])
+    window = rng.choice(
+        [
+            {"size_ms": 10, "grace_ms": grace},
+            {"size_ms": 10, "advance_ms": 5, "grace_ms": grace},
+            {"inactivity_gap_ms": 4, "grace_ms": grace},
+            {"time_difference_ms": 6, "grace_ms": grace},
+        ]
+    )
+    suppress = {"until": "window_closes"}
     if rng.random() < 0.3:
-        window["advance_ms"] = 5
+        suppress = {"until": "time_limit", "time_limit_ms": rng.choice([0, 5])}
     nodes: list[dict] = [
         {"name": "s", "stream": "s"},
         {"name": "g", "group_by_key": True, "input": "s"},
         {"name": "w", "windowed_by": window, "input": "g"},
         {"name": "agg", **rng.choice([{"count": True}, {"reduce": "concat"}]), "input": "w"},
-        {"name": "finals", "suppress": {"until": "window_closes"}, "input": "agg"},
+        {"name": "finals", "suppress": suppress, "input": "agg"},
         {"name": "regrouped", "group_by": {"window_key": True}, "input": "finals"},
         {"name": "total", **rng.choice([{"count": True}, {"reduce": "concat"}, {"aggregate": "concat"}]),
          "input": "regrouped"},
