@@ -132,7 +132,7 @@ class _Handle:
     versioned: bool = False  # a versioned source table
     rekeyed: bool = False  # a key change no repartition has followed yet
     view: bool = False  # a table's filter or map_values (a foreign-key join of it is not modelled)
-    suppressed: bool = False  # a window's suppression (its changes are read as a stream only: to_stream, to)
+    suppressed: bool = False  # a window's suppression (read as a stream, by a windowed join, or regrouped)
     held: bool = False  # a time-limit suppression, or a view of one (read as a table, grouped or foreign-key joined)
     windows: Any = None  # a windowed aggregate's windows (another aggregate in the same ones joins it)
 
