@@ -103,7 +103,8 @@ OPERATIONS = (
     "suppress(max_bytes)",
     "join(windowed-tables)", "cogroup", "store(aggregate)",
     "store(table)", "store(view)", "store(join)", "store(cogroup)", "as(repartition)", "read(suppressed table)",
-    "read(suppressed window)", "group_by(suppressed table)",
+    "read(suppressed window)", "group_by(suppressed table)", "foreign-key(suppressed table)",
+    "group_by(suppressed window)",
 )  # fmt: skip
 """Every kind of node a walk draws (the coverage test counts them over many walks)."""
 
@@ -131,8 +132,8 @@ class _Handle:
     versioned: bool = False  # a versioned source table
     rekeyed: bool = False  # a key change no repartition has followed yet
     view: bool = False  # a table's filter or map_values (a foreign-key join of it is not modelled)
-    suppressed: bool = False  # a window's suppression (its changes are read as a stream only: to_stream, to)
-    held: bool = False  # a time-limit suppression, or a view of one (read as a table or grouped, but by no FK join)
+    suppressed: bool = False  # a window's suppression (read as a stream, by a windowed join, or regrouped)
+    held: bool = False  # a time-limit suppression, or a view of one (read as a table, grouped or foreign-key joined)
     windows: Any = None  # a windowed aggregate's windows (another aggregate in the same ones joins it)
 
 
@@ -297,6 +298,10 @@ class _Walker:
                     # and the window store)
                     self.ops["read(suppressed window)"] += 1
                     return self.windowed_join(name, at)
+                if apart.random() < 0.3:  # regrouped by the window's key (Windowed.key()): what it forwards
+                    node = {"name": name, "group_by": {"window_key": True}, "input": at.name}
+                    self.ops["group_by(suppressed window)"] += 1
+                    return self.add(node, _Handle(name, "grouped-table"), "group_by(table)")
                 return self.add({"name": name, "to_stream": True, "input": at.name},
                                 _Handle(name, "stream", windowed=True), "to_stream")  # fmt: skip
             if at.kind == "table":
@@ -460,7 +465,7 @@ class _Walker:
             node = self.by_bytes({"name": name, "suppress": self.suppression(False), "input": at.name})
             return self.add(node, _Handle(name, "table", held=True), "suppress(time_limit)")
         choices = ["filter", "map_values", "to_stream", "join-table", "join-table", "group_by"]
-        if self.semantics.foreign_key_joins and not at.view and not at.held:
+        if self.semantics.foreign_key_joins and not at.view:
             choices += ["foreign-key", "foreign-key"]
         if at.versioned:  # a versioned table's filter or map_values: kjoin refuses it (not modelled)
             choices = [choice for choice in choices if choice not in ("filter", "map_values")]
@@ -487,8 +492,10 @@ class _Walker:
             node = {"name": name, "group_by": {"field": rng.choice(_FIELDS)}, "input": at.name}
             return self.add(node, _Handle(name, "grouped-table"), "group_by(table)")
         if op == "foreign-key":
-            others = [h for h in self.of_kind("table") if not h.view and not h.held and h is not at]
+            others = [h for h in self.of_kind("table") if not h.view and h is not at]
             other = rng.choice(others) if others and rng.random() < 0.6 else self.source("table")
+            if at.held or other.held:  # the subscriptions follow its evictions; the joins ask its value getter
+                self.ops["foreign-key(suppressed table)"] += 1
             variant = rng.choice(["join", "left_join"])
             node = {"name": name, variant: [at.name, other.name], "foreign_key": rng.choice(_FIELDS)}
             if self.semantics.fk_extractor_with_key and rng.random() < 0.3:  # KIP-1104's BiFunction

@@ -107,6 +107,7 @@ FILE_TIERS: dict[str, str] = {
     "test_spark_topology_suppress_bytes.py": "differential",
     "test_topology_suppressed_lookup.py": "unit",
     "test_topology_suppressed_windows.py": "unit",
+    "test_topology_suppressed_fk.py": "unit",
     "test_topology_cogroup.py": "oracle",
     "test_topology_names.py": "unit",
     "test_topology_store_names.py": "unit",

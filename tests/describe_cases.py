@@ -347,6 +347,29 @@ def variants() -> dict[str, dict[str, Any]]:
                 key=lambda event: event["ts"],
             ),
         },  # fmt: skip
+        # suppressed tables read by a foreign-key join (customers held for a time limit, the subscribing side) and
+        # regrouped (final per-window counts, grouped by Windowed.key() and summed)
+        "variant-suppressed-fk-and-regroup": {
+            "topology": [
+                {"name": "orders", "stream": "orders"},
+                {"name": "customers", "table": "customers"},
+                {"name": "regions", "table": "regions"},
+                {"name": "held", "suppress": {"until": "time_limit", "time_limit_ms": 5}, "input": "customers"},
+                {"name": "located", "left_join": ["held", "regions"], "foreign_key": "r"},
+                {"name": "out", "to": "out", "input": "located"},
+                {"name": "by-order", "group_by_key": True, "input": "orders"},
+                {"name": "windows", "windowed_by": {"size_ms": 6, "grace_ms": 0}, "input": "by-order"},
+                {"name": "counts", "count": True, "input": "windows"},
+                {"name": "final", "suppress": {"until": "window_closes"}, "input": "counts"},
+                {"name": "per-order", "group_by": {"window_key": True}, "input": "final"},
+                {"name": "totals", "reduce": "concat", "input": "per-order"},
+                {"name": "out2", "to": "totals", "input": "totals"},
+            ],
+            "events": sorted(
+                _events(random.Random(45), {**orders, **customers, "regions": (REGIONS, _pick("R1", "R2"))}, 24),
+                key=lambda event: event["ts"],
+            ),
+        },  # fmt: skip
     }
 
 

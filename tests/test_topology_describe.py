@@ -66,7 +66,7 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
         kind = next((k for k in ("count", "reduce", "aggregate") if k in node), None)
         reads_table = node.get("input") in tables or (variant is not None and node[variant][0] in tables)
         view = reads_table and op in ("filter", "map_values")
-        if "table" in node or "to_table" in node or kind is not None or view or "cogroup" in node:
+        if "table" in node or "to_table" in node or kind is not None or view or "cogroup" in node or "suppress" in node:
             tables.add(node["name"])
         elif variant is not None and reads_table and "key_selector" not in node:
             tables.add(node["name"])

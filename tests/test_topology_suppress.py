@@ -161,15 +161,17 @@ def test_a_suppression_kafka_would_not_take_is_refused_at_its_field(options, mes
         counts.suppress(**options)
 
 
-def test_a_window_close_suppression_is_joined_by_its_windows_and_grouped_only_as_a_stream():
-    """Read as a table by a windowed table's join (tests/test_topology_suppressed_windows.py judges it); a group-by
-    of it is refused."""
+def test_a_window_close_suppression_is_joined_by_its_windows_and_grouped_by_a_selector_of_windowed_keys():
+    """Read as a table by a windowed table's join (tests/test_topology_suppressed_windows.py judges it); its
+    group-by's selector sees each ``[key@start/end]`` (tests/test_topology_suppressed_fk.py judges it)."""
     b = kjoin.Topology()
     final = b.stream("orders").group_by_key().windowed_by({"size_ms": 5}).count().suppress(name="final")
     other = b.stream("payments").group_by_key().windowed_by({"size_ms": 5}).count()
     other.join(final)
-    with pytest.raises(kjoin.TopologyError, match="group_by: final is a window-close suppressed table"):
-        final.group_by(lambda k, v: (v, v))
+    final.group_by(lambda k, v: (k.key, v)).count().to("totals")
+    rows = [(r.key, r.value) for r in b.run([{"topic": "orders", "key": "k", "value": "x", "ts": t} for t in (1, 9)])
+            .outputs if r.topic == "totals"]  # fmt: skip
+    assert rows == [("k", 1)]
 
 
 def test_emit_on_window_close_needs_kafka_3_3():

@@ -42,19 +42,6 @@ def test_a_held_key_answers_with_what_the_suppression_last_let_through():
     assert answers == ["q-0", "q-2", "q-2"]  # the count upstream is 1, 2 and 3 by then
 
 
-def test_a_foreign_key_join_and_a_window_close_group_by_of_a_suppressed_table_stay_refused():
-    b = kjoin.Topology()
-    table = b.stream("orders").group_by_key().count().suppress("time_limit", time_limit_ms=5, name="held")
-    table.group_by(lambda k, v: (v, k))  # what the suppression forwards, Change(new, old)
-    with pytest.raises(kjoin.TopologyError, match="left join: held is a suppressed table"):
-        b.table("customers").left_join(table, foreign_key="c")
-    with pytest.raises(kjoin.TopologyError, match="left join: held is a suppressed table"):
-        table.left_join(b.table("regions"), foreign_key="c")
-    final = b.stream("a").group_by_key().windowed_by({"size_ms": 5}).count().suppress(name="final")
-    with pytest.raises(kjoin.TopologyError, match="group_by: final is a window-close suppressed table"):
-        final.group_by(lambda k, v: (v, k))
-
-
 def regrouped(semantics: str = "4.4") -> TopologyScenario:
     """Customers held for 10 ms, regrouped by region and counted: the group-by reads what the suppression forwards,
     ``Change(new, old)`` with the latest buffered update's old value, which the count may never have added."""

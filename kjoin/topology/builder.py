@@ -693,7 +693,6 @@ class KStream(_Handle):
             right = other.node
             _check_versioned(self.topology, right)
             _check_windowed_keys(f"{variant} join", self.node, right, False)
-            _check_not_suppressed(f"{variant} join", right, table_read=True)
             if grace_ms is not None:
                 if not self.topology.semantics.stream_table_grace:
                     raise TopologyError(
@@ -867,7 +866,6 @@ class KTable(_Handle):
             raise TopologyError(f"{op}: materialized is true or false, got {materialized!r}")
         store = store_name(store, op.removeprefix("table-").replace("-", "_"))
         materialized = materialized or store is not None  # a named store is a store of its own
-        _check_not_suppressed(op.removeprefix("table-").replace("-", "_"), self.node, table_read=True)
         node = self.node
         while node.op in VIEW_OPS:
             node = node.parents[0]
@@ -932,7 +930,6 @@ class KTable(_Handle):
             )
         _check_versioned(self.topology, self.node, other.node)
         _check_windowed_keys(f"{variant} join", self.node, other.node, foreign_key is not None)
-        _check_not_suppressed(f"{variant} join", self.node, other.node, table_read=foreign_key is None)
         parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]
         if foreign_key is None:
             if partitioner is not None or other_partitioner is not None:
@@ -998,7 +995,6 @@ class KTable(_Handle):
         repartition topic and subtracts the old value before adding the new one."""
         if self.node.params.get("history_retention_ms") is not None and not self.topology.semantics.versioned_joins:
             raise TopologyError("group_by: a versioned table is grouped from Kafka 3.5 (KIP-914)")
-        _check_not_suppressed("group_by", self.node, table_read=True, grouped=True)
         if name is not None:
             legal_name(name, "group_by: name (Grouped.as)")
         fn = self._keys(functions.table_group_by(selector), functions.text_pairs)
@@ -1033,9 +1029,10 @@ class KTable(_Handle):
         (``Suppressed.untilWindowCloses``: one final result per window of a windowed table) or ``"time_limit"`` with
         ``time_limit_ms`` (``untilTimeLimit``: each key's newest update, ``time_limit_ms`` after its first);
         ``max_records`` bounds the buffer, ``when_full`` says what a full one does (``emit_early``, time limit
-        only, or ``shut_down``). Its changes are read with ``to_stream()`` or ``to``; it is read as a table too, by a
-        stream's or a table-table join and a filter or map_values (a window-close one by windowed keys: a windowed
-        table's join, a stream of windowed keys) (:mod:`kjoin.topology.suppress`)."""
+        only, or ``shut_down``). Its changes are read with ``to_stream()``, ``to`` or ``group_by``; it is read as a
+        table too, by a stream's, a table-table or (a time limit) a foreign-key join and a filter or map_values (a
+        window-close one by windowed keys: a windowed table's join, a stream of windowed keys)
+        (:mod:`kjoin.topology.suppress`)."""
         if not self.topology.semantics.suppress_until_window_closes:
             raise TopologyError(f"suppress: Kafka {self.topology.semantics} has no suppress (KIP-328, 2.1)")
         options = {"until": until, "time_limit_ms": time_limit_ms, "max_records": max_records}
@@ -1141,40 +1138,24 @@ def _check_topic_names_known(topology: Topology, table: Node) -> None:
     return None
 
 
-def _check_not_suppressed(op: str, *tables: Node, table_read: bool = False, grouped: bool = False) -> None:
-    """A suppressed table is read as a stream of what it forwards, or through its value getter
-    (:class:`~kjoin.topology.suppress.SuppressedGetter`: the buffer's prior value of a held key, else the parent's
-    row) by a stream's join, a table-table join or a view (``table_read``). A group-by (``grouped``) reads what a
-    time-limit suppression forwards, ``Change(new, old)`` with the latest buffered update's old value; a window-close
-    suppression's group-by is not modelled (its values, a windowed aggregate's, have no field to group by in a
-    document, so no judge has run it), nor is a foreign-key join (it keeps its own copy of each table)."""
-    for table in tables:
-        node = table
-        while node.op in VIEW_OPS:
-            node = node.parents[0]
-        if node.op == "suppress" and grouped and node.params["suppressed"].until == "window_closes":
-            raise TopologyError(
-                f"{op}: {table.name} is a window-close suppressed table, whose group-by kjoin does not model; group "
-                f"{node.name}'s to_stream() (each final result a record), or group the windowed table before the "
-                "suppression"
-            )
-        if node.op == "suppress" and not table_read:
-            raise TopologyError(
-                f"{op}: {table.name} is a suppressed table, which kjoin reads as a stream, as a table (by a "
-                f"stream's or a table-table join, a filter or a map_values: its value getter, which reads the "
-                f"suppression buffer, is not modelled for a foreign-key join) or by a group-by of a time-limit "
-                f"suppression: use {node.name}'s to_stream(), or {op} the table before the suppression"
-            )
-
-
 def _check_windowed_keys(op: str, left: Node, right: Node, foreign_key: bool) -> None:
     """A windowed table joins a windowed table by ``Windowed<K>`` (Kafka's windowed value getters); a windowed and a
     plain side have keys of two types, which Kafka's serdes would fail on at run time: kjoin's error, naming both."""
     left_windowed, right_windowed = windowed_table(left), windowed_table(right)
-    if foreign_key and (left_windowed or right_windowed):
+    if foreign_key and right_windowed:  # judged: tests/test_topology_suppressed_fk.py
         raise TopologyError(
-            f"{op} of {left.name} and {right.name}: kjoin does not model a foreign-key join of a windowed table; "
-            "join windowed tables on their windowed key"
+            f"{op} of {left.name} and {right.name}: a foreign-key join of a windowed table: {right.name} is keyed by "
+            "window (Windowed<K>) and a foreign key is no window, so Kafka builds it but its first subscription "
+            "fails (ClassCastException: the subscription topic's WindowedStreamPartitioner reads the foreign key as "
+            f"a Windowed key); join a table of plain keys: {right.name}'s to_stream(), "
+            "select_key({window_key: true}) and to_table()"
+        )
+    if foreign_key and left_windowed:
+        raise TopologyError(
+            f"{op} of {left.name} and {right.name}: a foreign-key join of a windowed table: {left.name} is keyed by "
+            "window (Windowed<K>); Kafka builds it (each window's row subscribes by its value's foreign key), but "
+            "kjoin does not model subscriptions and responses that carry windowed keys; take "
+            f"{left.name}'s to_stream(), select_key({{window_key: true}}) and to_table() first"
         )
     if left_windowed != right_windowed:
         windowed, plain = (left, right) if left_windowed else (right, left)

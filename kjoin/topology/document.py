@@ -36,7 +36,8 @@ table-table, or with ``foreign_key: path`` a foreign-key join; ``joiner: concat 
 ``to_table: true``,
 ``repartition: true`` (``partitions``), ``through: topic`` (``partitions``), ``group_by_key:
 true`` / ``group_by: {field: path}`` (a stream or a table; the node is the grouped stream, unnamed
-for Kafka: each aggregate of it writes a repartition topic of its own),
+for Kafka: each aggregate of it writes a repartition topic of its own; a windowed table's ``group_by: {window_key:
+true}`` groups by ``Windowed.key()``),
 ``windowed_by: {size_ms, advance_ms, grace_ms}`` (or ``{inactivity_gap_ms, grace_ms}``,
 ``{time_difference_ms, grace_ms}``; a grouped stream), and ``count: true``,
 ``reduce: concat``, ``aggregate: concat`` (``input``: a grouped node; see

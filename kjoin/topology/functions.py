@@ -466,13 +466,18 @@ def function_name(fn: Any) -> str:
 
 
 def table_group_by(spec: Any) -> Function:
-    """A table's ``group_by`` function ``(key, value) -> (new key, new value)``: a Python function, or
-    ``{field: path}`` (the new key is the field's text, the value stays)."""
+    """A table's ``group_by`` function ``(key, value) -> (new key, new value)``: a Python function,
+    ``{field: path}`` (the new key is the field's text, the value stays) or ``{window_key: true}`` (a windowed table's
+    ``[key@start/end]`` back to its key, Kafka's ``Windowed.key()``, the value kept)."""
     if isinstance(spec, Function):
         return spec
     if callable(spec):
         return _python(spec)
-    name, arg = _one_entry(spec, "group_by", ("field",))
+    name, arg = _one_entry(spec, "group_by", ("field", "window_key"))
+    if name == "window_key":
+        if arg is not True:
+            raise FunctionError(f"group_by.window_key: expected true, got {arg!r}")
+        return Function(lambda key, value: (getattr(key, "key", key), value), {"window_key": True}, "the window's key")
     if not isinstance(arg, str) or not arg:
         raise FunctionError(f"group_by.field: expected a field path such as customer or a.b, got {arg!r}")
     return Function(

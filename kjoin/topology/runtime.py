@@ -350,11 +350,11 @@ class _Run:
             for node in self.graph.nodes.values()
             if node.op == "fk"
         }
-        for fk in self.foreign_keys.values():  # Kafka reads a table-table join through its value getter, not a copy
-            left, right = fk.node.parents
-            if left.op == "table-table":
+        for fk in self.foreign_keys.values():  # Kafka reads a table-table join or a suppression through its value
+            left, right = fk.node.parents  # getter, not a copy (a suppression's: the buffer's prior value of a key)
+            if left.op in ("table-table", "suppress"):
                 fk.join.left_getter = self._getter_of(left)
-            if right.op == "table-table":
+            if right.op in ("table-table", "suppress"):
                 fk.join.right_getter = self._getter_of(right)
         self.internal_readers: dict[str, tuple[ForeignKeyNode, int]] = {}
         for fk in self.foreign_keys.values():

@@ -29,15 +29,20 @@ How it works (Kafka's ``KTableSuppressProcessorSupplier``, caching off as in eve
   ``<application.id>-<name>`` (``Topology(application_id=...)``); a ``max_bytes`` suppression that records can reach
   from an internal topic whose name Kafka makes with its counter (``KSTREAM-AGGREGATE-STATE-STORE-<n>-repartition``,
   a foreign-key join's topics) is refused, as kjoin does not reproduce that name.
-* A stream's join, a table-table join and a table's filter or map_values read a suppression as a table through
-  :class:`SuppressedGetter` (Kafka's value getter, the same for both kinds): a key the buffer holds answers with its
-  prior value (the old value of the update that made its entry), any other with the input table's row. An eviction
-  is forwarded as ``Change(new, old)``, old being the latest buffered update's old value. A window-close
-  suppression holds windowed keys (``[key@start/end]``), so its readers are a windowed table's join or a stream of
-  windowed keys (``builder._check_windowed_keys``); its prior value for a new window is the aggregate's initializer,
-  and a window no longer held is read from the aggregate's window store, which forgets it past its retention (size +
-  grace). A group-by of a time-limit suppression reads what it forwards; a window-close suppression's group-by and
-  a foreign-key join of a suppressed table are refused (``builder._check_not_suppressed``).
+* A stream's join, a table-table join, a foreign-key join and a table's filter or map_values read a suppression as
+  a table through :class:`SuppressedGetter` (Kafka's value getter, the same for both kinds): a key the buffer holds
+  answers with its prior value (the old value of the update that made its entry), any other with the input table's
+  row. An eviction is forwarded as ``Change(new, old)``, old being the latest buffered update's old value. A
+  window-close suppression holds windowed keys (``[key@start/end]``), so its readers are a windowed table's join or
+  a stream of windowed keys (``builder._check_windowed_keys``); its prior value for a new window is the aggregate's
+  initializer, and a window no longer held is read from the aggregate's window store, which forgets it past its
+  retention (size + grace). A group-by reads what a suppression forwards (a window-close one's selector sees the
+  windowed key: ``{window_key: true}``, Kafka's ``Windowed.key()``).
+* A foreign-key join (``KTableImpl.doJoinOnForeignKey``) of a time-limit suppression, on either side: on the left
+  its subscriptions follow each eviction's ``Change(new, old)`` and a response is resolved against the getter (a
+  held key: its prior value); on the right each eviction is scanned against the subscriptions and a subscription is
+  joined with the getter. A foreign-key join of windowed keys is refused (``builder._check_windowed_keys``: on the
+  right Kafka's first subscription fails, on the left kjoin does not model windowed primary keys).
 """
 
 from __future__ import annotations
@@ -388,7 +393,7 @@ UNKNOWN_TIMESTAMP = -1
 
 
 class SuppressedGetter:
-    """A suppression read as a table, by a stream's join, a table-table join or a view
+    """A suppression read as a table, by a stream's join, a table-table join, a foreign-key join or a view
     (``KTableSuppressProcessorSupplier``'s value getter): a key the buffer holds answers with its prior value, what
     the suppression last let through (none if that was a tombstone or nothing), with an unknown timestamp
     (``RecordQueue.UNKNOWN``, -1: the buffer keeps no timestamp of the prior value, so a table-table join's result

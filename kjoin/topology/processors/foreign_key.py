@@ -23,12 +23,13 @@ from .base import Outcome, Rec, ScopedLog, join_outcome
 
 __all__ = ["ForeignKeyNode", "TopologyForeignKeyJoin"]
 
-CHANGE_OLD_PARENTS = frozenset({"table-table", "aggregate", "table-aggregate", "cogroup"})
+CHANGE_OLD_PARENTS = frozenset({"table-table", "aggregate", "table-aggregate", "cogroup", "suppress"})
 """The left parents whose ``Change(new, old)`` the subscriptions follow (Kafka's ``SubscriptionSendProcessor`` reads
 ``change.oldValue``), where the join's copy of the left table would hold another old value: a table-table join's
 old row (its getter, not the last row it forwarded), and an aggregate's first old value, the initializer's
 (``KStreamAggregate`` forwards ``Change(new, initializer())`` when it sends old values: a count's first update is
-``Change(1, 0)``, an update of a row the copy never held)."""
+``Change(1, 0)``, an update of a row the copy never held), and a suppression's eviction, whose old value is its latest
+buffered update's (not the row it last let through)."""
 
 
 class TopologyForeignKeyJoin(ForeignKeyJoin):
@@ -64,7 +65,8 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
         """The left table's value getter in the task of a partition, where the join's copy of the left table can
         differ from it: a table-table join's getter joins its parents' rows now (an inner join forwards nothing when
         its row goes away with its partner already gone) and stamps them with the newest present row's time (the
-        join forwarded the time of the update that set it off)."""
+        join forwarded the time of the update that set it off); a suppression's answers a key its buffer holds
+        with its prior value (the copy holds the newer value the buffer waits with)."""
         self.right_getter: Callable[[int], Any] | None = None
         """The right table's value getter, likewise."""
 

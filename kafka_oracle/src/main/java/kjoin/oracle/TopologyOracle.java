@@ -438,7 +438,11 @@ public final class TopologyOracle {
                 Map<String, Object> spec = Oracle.map(node.get("group_by"));
                 Object parent = handles.get((String) node.get("input"));
                 Grouped<String, String> grouped = Naming.grouped(node);
-                if (parent instanceof KTable) {
+                if (parent instanceof KTable && spec.containsKey("window_key")) {  // a Windowed key: Windowed.key()
+                    windowedKeys.remove(name);
+                    handles.put(name, ((KTable<Object, String>) parent).groupBy((key, value) -> KeyValue.pair(
+                        key instanceof Windowed ? (String) ((Windowed<?>) key).key() : (String) key, value), grouped));
+                } else if (parent instanceof KTable) {
                     String path = (String) spec.get("field");
                     handles.put(name, ((KTable<String, String>) parent)
                         .groupBy((key, value) -> KeyValue.pair(field(value, path), value), grouped));
