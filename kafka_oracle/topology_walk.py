@@ -103,6 +103,8 @@ OPERATIONS = (
     "suppress(max_bytes)",
     "join(windowed-tables)", "cogroup", "store(aggregate)",
     "store(table)", "store(view)", "store(join)", "store(cogroup)", "as(repartition)", "read(suppressed table)",
+    "filter(windowed table)", "filter_not(windowed table)", "view(windowed table, materialized)",
+    "store(windowed view)", "store(windowed join)",
     "read(suppressed window)", "group_by(suppressed table)",
 )  # fmt: skip
 """Every kind of node a walk draws (the coverage test counts them over many walks)."""
@@ -301,8 +303,7 @@ class _Walker:
                                 _Handle(name, "stream", windowed=True), "to_stream")  # fmt: skip
             if at.kind == "table":
                 if rng.random() < 0.5:
-                    node = {"name": name, "map_values": self.mapper(), "input": at.name}
-                    return self.add(node, _Handle(name, "table", windowed=True), "map_values(table)")
+                    return self.windowed_view(name, at, keys)
                 return self.add({"name": name, "to_stream": True, "input": at.name},
                                 _Handle(name, "stream", windowed=True), "to_stream")  # fmt: skip
             node = {"name": name, "map_values": self.mapper(), "input": at.name}
@@ -566,6 +567,40 @@ class _Walker:
         self.ops["suppress(max_bytes)"] += 1
         return bounded
 
+    def windowed_view(self, name: str, at: _Handle, keys: list[Any]) -> _Handle:
+        """A view of the windowed table ``at`` (a ``KTable<Windowed<K>, V>``): a mapValues, or (drawn apart, so that
+        the walk's own draws stay as they were) a filter or filterNot whose keys are windowed keys' text
+        (``[key@start/end]``); materialized now and then (a ``KeyValueStore`` of ``Windowed`` keys). It keeps
+        ``at``'s windows, so a windowed table's join may read it."""
+        apart = random.Random(repr(self.rng.getstate()))
+        op = apart.choice(["map_values", "map_values", "filter", "filter_not"])
+        if op == "map_values" or at.windows is None:
+            node, label = {"name": name, "map_values": self.mapper(), "input": at.name}, "map_values(table)"
+        else:
+            predicate = self.windowed_predicate(apart, at.windows, keys)
+            node, label = {"name": name, op: predicate, "input": at.name}, f"{op}(windowed table)"
+        if apart.random() < 0.35:
+            node["materialized"] = True
+            self.ops["view(windowed table, materialized)"] += 1
+        return self.add(node, _Handle(name, "table", windowed=True, view=True, windows=at.windows), label)
+
+    def windowed_predicate(self, rng: random.Random, windows: dict[str, Any], keys: list[Any]) -> dict[str, Any]:
+        """A predicate over windowed keys: their text ``[key@start/end]`` (a source's key, a window near where the
+        events' timestamps start), or value_not_null."""
+        if rng.random() < 0.2:
+            return {"value_not_null": True}
+        text = [k for k in keys if isinstance(k, str)] or ["k1"]
+        texts = set()
+        for _ in range(rng.randint(1, 3)):
+            start = rng.choice([0, 1000, 1_000_000]) + rng.randint(0, 80)
+            if "size_ms" in windows:
+                start -= start % windows.get("advance_ms", windows["size_ms"])
+                end = start + windows["size_ms"]
+            else:
+                end = start + rng.randint(0, windows.get("inactivity_gap_ms", windows.get("time_difference_ms", 1)))
+            texts.add(f"[{rng.choice(text)}@{start}/{end}]")
+        return {rng.choice(["key_in", "key_not_in"]): sorted(texts)}
+
     def windowed_join(self, name: str, at: _Handle) -> _Handle | None:
         """``at`` joined with a new stream counted in the same windows: two windowed tables join by window."""
         source, grouped, windows = self.source("stream"), self.fresh("n"), self.fresh("n")
@@ -590,9 +625,8 @@ class _Walker:
         (and whether a filter below a foreign-key join's named result gets old values): ``store`` (Materialized.as,
         StreamJoined.withStoreName) on a source table, a table's filter or map_values, a join and a cogroup; ``as``
         (Repartitioned.as) on a repartition. A name kjoin (as Kafka) refuses, a stream's join with a table, is left
-        out by building the document with it; a windowed table's store stays unnamed (the harness's named stores
-        take String keys, not Windowed ones). A document kjoin refuses (a branch name Kafka's Named rejects) stays
-        as it is."""
+        out by building the document with it. A windowed table's view or join names a store of ``Windowed`` keys. A
+        document kjoin refuses (a branch name Kafka's Named rejects) stays as it is."""
 
         def builds() -> bool:
             try:
@@ -606,18 +640,19 @@ class _Walker:
         handles = {handle.name: handle for handle in self.pool}
         for node in self.nodes:
             handle = handles.get(node["name"])
-            if self.rng.random() < 0.7 or handle is None or handle.windowed or handle.versioned:
+            skip = self.rng.random() < (0.3 if handle is not None and handle.windowed else 0.7)  # those are rare
+            if skip or handle is None or handle.versioned:
                 continue
             if "repartition" in node:
                 field, label = "as", "as(repartition)"
             elif "table" in node:
                 field, label = "store", "store(table)"
             elif handle.view:
-                field, label = "store", "store(view)"
+                field, label = "store", "store(windowed view)" if handle.windowed else "store(view)"
             elif "cogroup" in node:
                 field, label = "store", "store(cogroup)"
             elif any(variant in node for variant in ("join", "left_join", "outer_join")):
-                field, label = "store", "store(join)"
+                field, label = "store", "store(windowed join)" if handle.windowed else "store(join)"
             else:
                 continue
             node[field] = f"{node['name']}-{'topic' if field == 'as' else 'store'}"
