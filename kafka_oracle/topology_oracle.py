@@ -904,20 +904,21 @@ def _windowed_tail(
 def _windowed_view(
     rng: random.Random, nodes: list[dict[str, Any]], window: dict[str, Any], grouped: dict[str, Any]
 ) -> None:
-    """Now and then a view of the windowed aggregate ``agg`` (a ``KTable<Windowed<K>, V>``): a filter or filterNot
-    whose keys are windowed keys' text (``[key@start/end]``, :func:`windowed_keys`), or a mapValues; materialized
-    or in a named store now and then (a ``KeyValueStore`` of ``Windowed`` keys). The join of two windowed tables
-    reads the view instead of ``agg`` (through its value getter, or its store); else the sink reads it."""
+    """Now and then a view of the windowed aggregate ``agg`` (a ``KTable<Windowed<K>, V>``) or of its suppression
+    ``final``: a filter or filterNot whose keys are windowed keys' text (``[key@start/end]``, :func:`windowed_keys`),
+    or a mapValues; materialized or in a named store now and then (a ``KeyValueStore`` of ``Windowed`` keys). The
+    join of two windowed tables reads the view instead of ``agg`` (through its value getter, or its store); else the
+    sink reads it."""
     if rng.random() < 0.5:
         return
-    name = "agg-view"
+    name, viewed = "agg-view", "agg" if nodes[-1]["name"] != "final" else "final"
     roll = rng.random()
     if roll < 0.7:
         texts = windowed_keys(rng, window, ORDERS if "group_by_key" in grouped else CUSTOMERS, 0, 30)
         predicate = {"value_not_null": True} if rng.random() < 0.2 else {rng.choice(["key_in", "key_not_in"]): texts}
-        view: dict[str, Any] = {"name": name, "filter" if roll < 0.45 else "filter_not": predicate, "input": "agg"}
+        view: dict[str, Any] = {"name": name, "filter" if roll < 0.45 else "filter_not": predicate, "input": viewed}
     else:
-        view = {"name": name, "map_values": {"append": "!"}, "input": "agg"}
+        view = {"name": name, "map_values": {"append": "!"}, "input": viewed}
     roll = rng.random()
     if roll < 0.35:
         view["store"] = f"{name}-store"
@@ -929,7 +930,7 @@ def _windowed_view(
         node, sides = readers[0]
         sides[sides.index("agg")] = name
         nodes.insert(nodes.index(node), view)
-    elif nodes[-1]["name"] == "agg":
+    elif nodes[-1]["name"] == viewed:
         nodes.append(view)
 
 

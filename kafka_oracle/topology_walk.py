@@ -104,6 +104,7 @@ OPERATIONS = (
     "join(windowed-tables)", "cogroup", "store(aggregate)",
     "store(table)", "store(view)", "store(join)", "store(cogroup)", "as(repartition)", "read(suppressed table)",
     "filter(windowed table)", "filter_not(windowed table)", "view(windowed table, materialized)",
+    "filter(windowed stream)", "filter_not(windowed stream)",
     "store(windowed view)", "store(windowed join)",
     "read(suppressed window)", "group_by(suppressed table)",
 )  # fmt: skip
@@ -299,15 +300,24 @@ class _Walker:
                     # and the window store)
                     self.ops["read(suppressed window)"] += 1
                     return self.windowed_join(name, at)
+                if apart.random() < 0.6:  # a view, through the suppression's value getter
+                    self.ops["read(suppressed window)"] += 1
+                    return self.windowed_view(name, at, keys, apart)
                 return self.add({"name": name, "to_stream": True, "input": at.name},
-                                _Handle(name, "stream", windowed=True), "to_stream")  # fmt: skip
+                                _Handle(name, "stream", windowed=True, windows=at.windows), "to_stream")  # fmt: skip
             if at.kind == "table":
                 if rng.random() < 0.5:
                     return self.windowed_view(name, at, keys)
                 return self.add({"name": name, "to_stream": True, "input": at.name},
-                                _Handle(name, "stream", windowed=True), "to_stream")  # fmt: skip
+                                _Handle(name, "stream", windowed=True, windows=at.windows), "to_stream")  # fmt: skip
+            apart = random.Random(repr(rng.getstate()))  # drawn apart: every other draw stays as it was
+            if at.windows is not None and apart.random() < 0.5:  # a stream's predicate over windowed keys
+                op = apart.choice(["filter", "filter_not"])
+                node = {"name": name, op: self.windowed_predicate(apart, at.windows, keys), "input": at.name}
+                return self.add(node, _Handle(name, "stream", windowed=True, windows=at.windows),
+                                f"{op}(windowed stream)")  # fmt: skip
             node = {"name": name, "map_values": self.mapper(), "input": at.name}
-            return self.add(node, _Handle(name, "stream", windowed=True), "map_values(stream)")
+            return self.add(node, _Handle(name, "stream", windowed=True, windows=at.windows), "map_values(stream)")
         if at.kind == "stream":
             return self.stream_step(name, at, keys)
         if at.kind == "table":
@@ -567,12 +577,12 @@ class _Walker:
         self.ops["suppress(max_bytes)"] += 1
         return bounded
 
-    def windowed_view(self, name: str, at: _Handle, keys: list[Any]) -> _Handle:
+    def windowed_view(self, name: str, at: _Handle, keys: list[Any], apart: random.Random | None = None) -> _Handle:
         """A view of the windowed table ``at`` (a ``KTable<Windowed<K>, V>``): a mapValues, or (drawn apart, so that
         the walk's own draws stay as they were) a filter or filterNot whose keys are windowed keys' text
         (``[key@start/end]``); materialized now and then (a ``KeyValueStore`` of ``Windowed`` keys). It keeps
-        ``at``'s windows, so a windowed table's join may read it."""
-        apart = random.Random(repr(self.rng.getstate()))
+        ``at``'s windows, so a windowed table's join may read it. ``apart``: the draws to take its own from."""
+        apart = apart or random.Random(repr(self.rng.getstate()))
         op = apart.choice(["map_values", "map_values", "filter", "filter_not"])
         if op == "map_values" or at.windows is None:
             node, label = {"name": name, "map_values": self.mapper(), "input": at.name}, "map_values(table)"

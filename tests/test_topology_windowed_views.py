@@ -95,6 +95,28 @@ CASES: dict[str, dict[str, Any]] = {
         ],
         "events": EVENTS,
     },
+    # the final results read as a table through a stored filter (the suppression's value getter under the view)
+    "stored-filter-of-final-results-read-by-a-windowed-join": {
+        "topology": _counted("o", "orders", TUMBLING)
+        + _counted("p", "payments", TUMBLING)
+        + [
+            {"name": "final", "suppress": {"until": "window_closes"}, "input": "o-count"},
+            {"name": "f", "filter_not": {"key_in": ["[k2@0/10]"]}, "input": "final", "store": "f-store"},
+            {"name": "j", "left_join": ["p-count", "f"]},
+            {"name": "out", "to": "out", "input": "j"},
+        ],
+        "events": EVENTS,
+    },
+    # a stream of windowed keys filtered by their text
+    "filter-of-a-windowed-stream": {
+        "topology": _counted("o", "orders", TUMBLING)
+        + [
+            {"name": "changes", "to_stream": True, "input": "o-count"},
+            {"name": "f", "filter": {"key_in": ["[k1@10/20]", "[k2@0/10]"]}, "input": "changes"},
+            {"name": "out", "to": "out", "input": "f"},
+        ],
+        "events": ORDERS,
+    },
     # a sliding window's keys are time-windowed keys of the time difference's size (sliding windows: 2.7, KIP-450)
     "materialized-filter-of-sliding-windows-read-by-a-windowed-join": {
         "since": (2, 7),
@@ -184,7 +206,9 @@ def test_the_predicates_keep_some_windows_and_drop_others():
     """The cases judge the predicate over windowed keys: each filter's output keeps one window of a key and drops
     another (a predicate that never matched, or always did, would judge nothing)."""
     outputs = _recorded()["outputs"]
-    for name in ("filter-of-a-windowed-table-sees-the-window-key", "filter-not-of-a-windowed-table-in-a-named-store"):
+    filters = ("filter-of-a-windowed-table-sees-the-window-key", "filter-not-of-a-windowed-table-in-a-named-store",
+               "filter-of-a-windowed-stream")  # fmt: skip
+    for name in filters:
         kept = {row[1] for event in outputs[name]["4.4.0"] for row in event if row[2] is not None}
         assert kept and kept < {"[k1@0/10]", "[k2@0/10]", "[k1@10/20]"}, name
 
