@@ -57,7 +57,7 @@ import org.apache.kafka.streams.test.TestRecord;
  * kjoin's {@code Topology.from_describe} is judged on (tests/describe_cases.py).
  *
  * <p>The functions a document names (select_key {field|map|value}, map_values {append|field}, filter {key_in|key_not_in|
- * value_not_null}, flat_map_values and flat_map {split, lower}, joiner concat|object) are implemented here as kjoin.topology.functions implements them. Only the
+ * value_not_null}: a key by its text, a windowed table's {@code [key@start/end]}, flat_map_values and flat_map {split, lower}, joiner concat|object) are implemented here as kjoin.topology.functions implements them. Only the
  * harness's helpers of {@link Oracle} are reused (joinWindows, table, foreignKey, text, driverProperties).
  *
  * <p>TopologyTestDriver runs one task with one partition per topic, and processes a record written to an internal
