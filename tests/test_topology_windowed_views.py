@@ -5,10 +5,11 @@ reads such a view. Kafka keeps these stores as ``KeyValueStore``s of ``Windowed`
 windowed serde named in its ``Materialized`` (``KTableImpl`` builds the store from the ``Materialized``'s own key
 serde), a join's takes the left table's (see ``TopologyOracle.view`` and ``windowedJoinStore``).
 
-The outputs and named stores are the real library's (``tests/topology_windowed_views.json``, written by
-``python -m tests.test_topology_windowed_views``): kjoin gives them without a JVM, the oracle tests have each
-judge give them again, every case in one JVM per version, and Spark runs three of them as the reference engine does. They differ by version where kjoin's rules say so: before
-2.7 a filter forwards a tombstone for every row it drops (KAFKA-10077), and 2.8's sliding windows emit less."""
+The outputs, named stores and describe() texts are the real library's (``tests/topology_windowed_views.json``,
+written by ``python -m tests.test_topology_windowed_views``): kjoin gives them without a JVM (and imports the texts
+with ``from_describe``), the oracle tests have each judge give them again, every case in one JVM per version, and
+Spark runs three of them as the reference engine does. They differ by version where kjoin's rules say so: before 2.7
+a filter forwards a tombstone for every row it drops (KAFKA-10077), and 2.8's sliding windows emit less."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 
+import kjoin
 from kjoin.topology.describe import parse_describe
 from kjoin.topology.document import TopologyScenario
 from kafka_oracle import oracle_check, topology_oracle
@@ -179,17 +181,19 @@ def record() -> None:
     oracle_check.build()
     outputs: dict[str, dict[str, Any]] = {name: {} for name in CASES}  # by case, then judge
     stores: dict[str, list[str]] = {}
+    texts: dict[str, str] = {}  # the latest judge's
     for version in JUDGES:
         for name, answer in kafka_answers(version).items():
             assert "error" not in answer, (name, version, answer["error"])
             outputs[name][version] = answer["outputs"]
             stores.setdefault(name, named_stores(name, answer["describe_text"]))
+            texts.setdefault(name, answer["describe_text"])
     lines = ['{"outputs": {']
     for n, name in enumerate(CASES):  # one line per case and judge
         lines.append(f"  {json.dumps(name)}: {{")
         found = [f"    {json.dumps(version)}: {json.dumps(rows)}" for version, rows in outputs[name].items()]
         lines.append(",\n".join(found) + "\n  }" + ("," if n < len(CASES) - 1 else ""))
-    lines.append(f' }},\n "stores": {json.dumps(stores)}\n}}')
+    lines.append(f' }},\n "stores": {json.dumps(stores)},\n "describe_text": {json.dumps(texts)}\n}}')
     RECORDED.write_text("\n".join(lines) + "\n")
 
 
@@ -216,6 +220,28 @@ def test_the_predicates_keep_some_windows_and_drop_others():
 @pytest.mark.parametrize("name", list(CASES))
 def test_describe_lists_a_windowed_views_and_joins_stores_as_kafka_does(name):
     assert kjoin_named_stores(scenario(name, "4.4").topology.describe()) == _recorded()["stores"][name]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "stored-filter-of-a-windowed-table-read-by-a-windowed-join",
+        "stored-view-of-session-windows-read-by-a-windowed-join",
+        "materialized-filter-of-sliding-windows-read-by-a-windowed-join",
+    ],
+)
+def test_from_describe_keeps_a_windowed_views_and_joins_stores(name):
+    """Kafka 4.4's describe() text of the case, imported with the case's functions filled in: the topology kjoin
+    builds lists every store Kafka's text names (the harness's name of a ``materialized`` view's store too, which
+    the text gives as the application's)."""
+    from tests.test_topology_describe import fill_for
+
+    case, text = CASES[name], _recorded()["describe_text"][name]
+    topology = kjoin.Topology.from_describe(text, fill_for(case, text), semantics="4.4")
+    assert not topology.described.refused
+    nodes = parse_describe(text).values()
+    kafka = sorted({store for node in nodes for store in node.stores if not GENERATED.search(store)})
+    assert kafka and kjoin_named_stores(topology.describe()) == kafka
 
 
 @pytest.fixture(scope="module")
