@@ -57,7 +57,8 @@ import org.apache.kafka.streams.test.TestRecord;
  * kjoin's {@code Topology.from_describe} is judged on (tests/describe_cases.py).
  *
  * <p>The functions a document names (select_key {field|map|value}, map_values {append|field}, filter {key_in|key_not_in|
- * value_not_null}: a key by its text, a windowed table's {@code [key@start/end]}, flat_map_values and flat_map {split, lower}, joiner concat|object) are implemented here as kjoin.topology.functions implements them. Only the
+ * value_not_null}: a key by its text, a windowed table's {@code [key@start/end]}, flat_map_values and flat_map {split,
+ * lower}, joiner concat|object) are implemented here as kjoin.topology.functions implements them. Only the
  * harness's helpers of {@link Oracle} are reused (joinWindows, table, foreignKey, text, driverProperties).
  *
  * <p>TopologyTestDriver runs one task with one partition per topic, and processes a record written to an internal
@@ -692,7 +693,7 @@ public final class TopologyOracle {
             }
             return "inner".equals(variant) ? l.join(r, extractor, joiner) : l.leftJoin(r, extractor, joiner);
         }
-        if (Naming.store(node) != null) {  // a windowed table's join keeps Windowed<K> keys (see stored)
+        if (Naming.store(node) != null) {  // a windowed table's join keeps Windowed<K> keys (windowedJoinStore)
             Materialized<String, String, KeyValueStore<Bytes, byte[]>> store = windowed
                 ? (Materialized) windowedJoinStore(Naming.store(node)) : stored(Naming.store(node));
             switch (variant) {
