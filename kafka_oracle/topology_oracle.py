@@ -810,7 +810,7 @@ def random_topology(
                 if node["name"] not in held:
                     node["history_retention_ms"] = rng.randint(0, 20)
     last = nodes[-1]["name"]
-    if failing and rng.random() < 0.2 and "count" not in nodes[-1] and "windowed_by" not in str(nodes):
+    if failing and rng.random() < 0.2 and "count" not in nodes[-1]:
         # a result mapper that throws for some results (a stream's or a table's mapValues)
         nodes.append({"name": "checked", "map_values": {"fail_on": rng.choice(["3", "C1", "null"])}, "input": last})
         last = "checked"
