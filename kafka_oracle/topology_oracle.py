@@ -49,7 +49,6 @@ from typing import Any, NoReturn
 import kjoin
 from kjoin.records import render_value
 from kjoin.topology import Topology
-from kjoin.topology.graph import windowed_table
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.handlers import ExceptionHandling
 from kjoin.topology.runtime import ProcessingError
@@ -724,7 +723,10 @@ def random_topology(
             windows["emit_strategy"] = "on_window_close"  # KIP-825
         nodes += [{"name": "orders", "stream": "orders"}, {"name": "grouped", **grouped, "input": "orders"},
                   windows, {"name": "agg", **rng.choice(AGGREGATIONS), "input": "windows"}]  # fmt: skip
+        view = random.Random(repr(rng.getstate()))  # drawn apart: every other draw stays as it was
         _windowed_tail(rng, nodes, window, grouped, partitions)
+        if _ERA["stream_steps"]:  # the fixtures' draws (tests/describe_cases.py) stay as they are
+            _windowed_view(view, nodes, window, grouped)
     elif shape == "table-aggregate":  # customers per region: the subtractor and adder of a table group-by
         nodes += [{"name": "customers", "table": "customers"},
                   {"name": "by-r", "group_by": {"field": "r"}, "input": "customers"},
@@ -811,7 +813,7 @@ def random_topology(
                 if node["name"] not in held:
                     node["history_retention_ms"] = rng.randint(0, 20)
     last = nodes[-1]["name"]
-    if failing and rng.random() < 0.2 and "count" not in nodes[-1] and "windowed_by" not in str(nodes):
+    if failing and rng.random() < 0.2 and "count" not in nodes[-1]:
         # a result mapper that throws for some results (a stream's or a table's mapValues)
         nodes.append({"name": "checked", "map_values": {"fail_on": rng.choice(["3", "C1", "null"])}, "input": last})
         last = "checked"
@@ -931,6 +933,55 @@ def _windowed_tail(
                   {"name": "enriched", rng.choice(["join", "left_join"]): ["by-key", "customers"]}]  # fmt: skip
 
 
+def _windowed_view(
+    rng: random.Random, nodes: list[dict[str, Any]], window: dict[str, Any], grouped: dict[str, Any]
+) -> None:
+    """Now and then a view of the windowed aggregate ``agg`` (a ``KTable<Windowed<K>, V>``) or of its suppression
+    ``final``: a filter or filterNot whose keys are windowed keys' text (``[key@start/end]``, :func:`windowed_keys`),
+    or a mapValues; materialized or in a named store now and then (a ``KeyValueStore`` of ``Windowed`` keys). The
+    join of two windowed tables reads the view instead of ``agg`` (through its value getter, or its store); else the
+    sink reads it."""
+    if rng.random() < 0.5:
+        return
+    name, viewed = "agg-view", "agg" if nodes[-1]["name"] != "final" else "final"
+    roll = rng.random()
+    if roll < 0.7:
+        texts = windowed_keys(rng, window, ORDERS if "group_by_key" in grouped else CUSTOMERS, 0, 30)
+        predicate = {"value_not_null": True} if rng.random() < 0.2 else {rng.choice(["key_in", "key_not_in"]): texts}
+        view: dict[str, Any] = {"name": name, "filter" if roll < 0.45 else "filter_not": predicate, "input": viewed}
+    else:
+        view = {"name": name, "map_values": {"append": "!"}, "input": viewed}
+    roll = rng.random()
+    if roll < 0.35:
+        view["store"] = f"{name}-store"
+    elif roll < 0.6:
+        view["materialized"] = True
+    joins = [(node, node[op]) for node in nodes for op in ("join", "left_join", "outer_join") if op in node]
+    readers = [(node, sides) for node, sides in joins if "agg" in sides]
+    if readers:
+        node, sides = readers[0]
+        sides[sides.index("agg")] = name
+        nodes.insert(nodes.index(node), view)
+    elif nodes[-1]["name"] == viewed:
+        nodes.append(view)
+
+
+def windowed_keys(rng: random.Random, window: dict[str, Any], keys: list[Any], low_ms: int, high_ms: int) -> list[str]:
+    """One to three windowed keys' text, ``[key@start/end]`` (Kafka's ``Windowed.toString``), of windows of
+    ``window`` starting between ``low_ms`` and ``high_ms``: a time window's start a multiple of its advance, so that a
+    predicate over them keeps or drops some windows; a session's or sliding window's bounds guessed."""
+    texts = set()
+    for _ in range(rng.randint(1, 3)):
+        start = rng.randint(low_ms, high_ms)
+        if "size_ms" in window:
+            start -= start % window.get("advance_ms", window["size_ms"])
+            end = start + window["size_ms"]
+        else:
+            end = start + rng.randint(0, window.get("inactivity_gap_ms", window.get("time_difference_ms", 1)))
+        texts.add(f"[{rng.choice(keys)}@{start}/{end}]")
+    return sorted(texts)
+
+
 LINES = ["Hello world", "hello  Kafka", " streams", "world kafka streams ", "", " ", "Kafka"]
 
 
@@ -995,12 +1046,10 @@ def _name_stores(rng: random.Random, data: dict[str, Any]) -> None:
             continue
         node[field] = name
         try:
-            built = TopologyScenario.from_dict({**data, "events": []}).topology.graph.nodes.get(node["name"])
+            TopologyScenario.from_dict({**data, "events": []})
         except kjoin.ScenarioError:  # a stream-table join's store; a named grouping a cogroup shares
             del node[field]
             continue
-        if field == "store" and built is not None and any(windowed_table(parent) for parent in built.parents):
-            del node["store"]  # the harness's join store takes String keys, not a windowed table's Windowed
 
 
 def check(version: str, count: int, seed: int) -> tuple[list[TopologyScenario], list[tuple[TopologyScenario, str]]]:

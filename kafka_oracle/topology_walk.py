@@ -103,6 +103,9 @@ OPERATIONS = (
     "suppress(max_bytes)",
     "join(windowed-tables)", "cogroup", "store(aggregate)",
     "store(table)", "store(view)", "store(join)", "store(cogroup)", "as(repartition)", "read(suppressed table)",
+    "filter(windowed table)", "filter_not(windowed table)", "view(windowed table, materialized)",
+    "filter(windowed stream)", "filter_not(windowed stream)",
+    "store(windowed view)", "store(windowed join)",
     "read(suppressed window)", "group_by(suppressed table)", "foreign-key(suppressed table)",
     "group_by(suppressed window)",
 )  # fmt: skip
@@ -302,16 +305,24 @@ class _Walker:
                     node = {"name": name, "group_by": {"window_key": True}, "input": at.name}
                     self.ops["group_by(suppressed window)"] += 1
                     return self.add(node, _Handle(name, "grouped-table"), "group_by(table)")
+                if apart.random() < 0.6:  # a view, through the suppression's value getter
+                    self.ops["read(suppressed window)"] += 1
+                    return self.windowed_view(name, at, keys, apart)
                 return self.add({"name": name, "to_stream": True, "input": at.name},
-                                _Handle(name, "stream", windowed=True), "to_stream")  # fmt: skip
+                                _Handle(name, "stream", windowed=True, windows=at.windows), "to_stream")  # fmt: skip
             if at.kind == "table":
                 if rng.random() < 0.5:
-                    node = {"name": name, "map_values": self.mapper(), "input": at.name}
-                    return self.add(node, _Handle(name, "table", windowed=True), "map_values(table)")
+                    return self.windowed_view(name, at, keys)
                 return self.add({"name": name, "to_stream": True, "input": at.name},
-                                _Handle(name, "stream", windowed=True), "to_stream")  # fmt: skip
+                                _Handle(name, "stream", windowed=True, windows=at.windows), "to_stream")  # fmt: skip
+            apart = random.Random(repr(rng.getstate()))  # drawn apart: every other draw stays as it was
+            if at.windows is not None and apart.random() < 0.5:  # a stream's predicate over windowed keys
+                op = apart.choice(["filter", "filter_not"])
+                node = {"name": name, op: self.windowed_predicate(apart, at.windows, keys), "input": at.name}
+                return self.add(node, _Handle(name, "stream", windowed=True, windows=at.windows),
+                                f"{op}(windowed stream)")  # fmt: skip
             node = {"name": name, "map_values": self.mapper(), "input": at.name}
-            return self.add(node, _Handle(name, "stream", windowed=True), "map_values(stream)")
+            return self.add(node, _Handle(name, "stream", windowed=True, windows=at.windows), "map_values(stream)")
         if at.kind == "stream":
             return self.stream_step(name, at, keys)
         if at.kind == "table":
@@ -573,6 +584,40 @@ class _Walker:
         self.ops["suppress(max_bytes)"] += 1
         return bounded
 
+    def windowed_view(self, name: str, at: _Handle, keys: list[Any], apart: random.Random | None = None) -> _Handle:
+        """A view of the windowed table ``at`` (a ``KTable<Windowed<K>, V>``): a mapValues, or (drawn apart, so that
+        the walk's own draws stay as they were) a filter or filterNot whose keys are windowed keys' text
+        (``[key@start/end]``); materialized now and then (a ``KeyValueStore`` of ``Windowed`` keys). It keeps
+        ``at``'s windows, so a windowed table's join may read it. ``apart``: the draws to take its own from."""
+        apart = apart or random.Random(repr(self.rng.getstate()))
+        op = apart.choice(["map_values", "map_values", "filter", "filter_not"])
+        if op == "map_values" or at.windows is None:
+            node, label = {"name": name, "map_values": self.mapper(), "input": at.name}, "map_values(table)"
+        else:
+            predicate = self.windowed_predicate(apart, at.windows, keys)
+            node, label = {"name": name, op: predicate, "input": at.name}, f"{op}(windowed table)"
+        if apart.random() < 0.35:
+            node["materialized"] = True
+            self.ops["view(windowed table, materialized)"] += 1
+        return self.add(node, _Handle(name, "table", windowed=True, view=True, windows=at.windows), label)
+
+    def windowed_predicate(self, rng: random.Random, windows: dict[str, Any], keys: list[Any]) -> dict[str, Any]:
+        """A predicate over windowed keys: their text ``[key@start/end]`` (a source's key, a window near where the
+        events' timestamps start), or value_not_null."""
+        if rng.random() < 0.2:
+            return {"value_not_null": True}
+        text = [k for k in keys if isinstance(k, str)] or ["k1"]
+        texts = set()
+        for _ in range(rng.randint(1, 3)):
+            start = rng.choice([0, 1000, 1_000_000]) + rng.randint(0, 80)
+            if "size_ms" in windows:
+                start -= start % windows.get("advance_ms", windows["size_ms"])
+                end = start + windows["size_ms"]
+            else:
+                end = start + rng.randint(0, windows.get("inactivity_gap_ms", windows.get("time_difference_ms", 1)))
+            texts.add(f"[{rng.choice(text)}@{start}/{end}]")
+        return {rng.choice(["key_in", "key_not_in"]): sorted(texts)}
+
     def windowed_join(self, name: str, at: _Handle) -> _Handle | None:
         """``at`` joined with a new stream counted in the same windows: two windowed tables join by window."""
         source, grouped, windows = self.source("stream"), self.fresh("n"), self.fresh("n")
@@ -597,9 +642,8 @@ class _Walker:
         (and whether a filter below a foreign-key join's named result gets old values): ``store`` (Materialized.as,
         StreamJoined.withStoreName) on a source table, a table's filter or map_values, a join and a cogroup; ``as``
         (Repartitioned.as) on a repartition. A name kjoin (as Kafka) refuses, a stream's join with a table, is left
-        out by building the document with it; a windowed table's store stays unnamed (the harness's named stores
-        take String keys, not Windowed ones). A document kjoin refuses (a branch name Kafka's Named rejects) stays
-        as it is."""
+        out by building the document with it. A windowed table's view or join names a store of ``Windowed`` keys. A
+        document kjoin refuses (a branch name Kafka's Named rejects) stays as it is."""
 
         def builds() -> bool:
             try:
@@ -613,18 +657,19 @@ class _Walker:
         handles = {handle.name: handle for handle in self.pool}
         for node in self.nodes:
             handle = handles.get(node["name"])
-            if self.rng.random() < 0.7 or handle is None or handle.windowed or handle.versioned:
+            skip = self.rng.random() < (0.3 if handle is not None and handle.windowed else 0.7)  # those are rare
+            if skip or handle is None or handle.versioned:
                 continue
             if "repartition" in node:
                 field, label = "as", "as(repartition)"
             elif "table" in node:
                 field, label = "store", "store(table)"
             elif handle.view:
-                field, label = "store", "store(view)"
+                field, label = "store", "store(windowed view)" if handle.windowed else "store(view)"
             elif "cogroup" in node:
                 field, label = "store", "store(cogroup)"
             elif any(variant in node for variant in ("join", "left_join", "outer_join")):
-                field, label = "store", "store(join)"
+                field, label = "store", "store(windowed join)" if handle.windowed else "store(join)"
             else:
                 continue
             node[field] = f"{node['name']}-{'topic' if field == 'as' else 'store'}"

@@ -57,7 +57,8 @@ import org.apache.kafka.streams.test.TestRecord;
  * kjoin's {@code Topology.from_describe} is judged on (tests/describe_cases.py).
  *
  * <p>The functions a document names (select_key {field|map|value}, map_values {append|field}, filter {key_in|key_not_in|
- * value_not_null}, flat_map_values and flat_map {split, lower}, joiner concat|object) are implemented here as kjoin.topology.functions implements them. Only the
+ * value_not_null}: a key by its text, a windowed table's {@code [key@start/end]}, flat_map_values and flat_map {split,
+ * lower}, joiner concat|object) are implemented here as kjoin.topology.functions implements them. Only the
  * harness's helpers of {@link Oracle} are reused (joinWindows, table, foreignKey, text, driverProperties).
  *
  * <p>TopologyTestDriver runs one task with one partition per topic, and processes a record written to an internal
@@ -295,14 +296,16 @@ public final class TopologyOracle {
         Consumed<String, String> consumed = Consumed.with(Serdes.String(), Serdes.String());
         Produced<String, String> produced = Produced.with(Serdes.String(), Serdes.String());
         Map<String, Object> handles = new HashMap<>();
-        // The results of windowed aggregates: only their keys (Windowed) need a map to text before a sink, so every
-        // other topology's describe() is what the application alone prints (tests/describe_cases.py).
-        java.util.Set<String> windowedKeys = new java.util.HashSet<>();
+        // The results of windowed aggregates, each with the serde of its Windowed keys (a view's store is given it):
+        // only their keys need a map to text before a sink, so every other topology's describe() is what the
+        // application alone prints (tests/describe_cases.py).
+        Map<String, org.apache.kafka.common.serialization.Serde<?>> windowedKeys = new HashMap<>();
+        Map<String, org.apache.kafka.common.serialization.Serde<?>> windowSerdes = new HashMap<>();  // windowedBy's
         for (Object item : nodes) {
             Map<String, Object> node = Oracle.map(item);
             String name = (String) node.get("name");
-            if (windowedKeys.contains((String) node.get("input"))) {  // toStream, filter, ... keep the Windowed key
-                windowedKeys.add(name);
+            if (windowedKeys.containsKey((String) node.get("input"))) {  // toStream, filter, ... keep the Windowed key
+                windowedKeys.put(name, windowedKeys.get((String) node.get("input")));
             }
             if (node.containsKey("stream")) {
                 String topic = (String) node.get("stream");
@@ -324,20 +327,20 @@ public final class TopologyOracle {
                 Map<String, Object> spec = Oracle.map(node.get("filter"));
                 Object parent = handles.get((String) node.get("input"));
                 if (parent instanceof KTable) {  // KTableFilter: a row that fails is a tombstone downstream
-                    KTable<String, String> table = (KTable<String, String>) parent;
-                    handles.put(name, (Boolean.TRUE.equals(node.get("materialized")) || Naming.store(node) != null)
-                        ? table.filter((key, value) -> keep(spec, key, value), stored(Naming.store(node) != null ? Naming.store(node) : name))
+                    KTable<Object, String> table = (KTable<Object, String>) parent;
+                    Materialized<Object, String, KeyValueStore<Bytes, byte[]>> view = view(node, windowedKeys);
+                    handles.put(name, view != null ? table.filter((key, value) -> keep(spec, key, value), view)
                         : table.filter((key, value) -> keep(spec, key, value)));
                 } else {
-                    handles.put(name, ((KStream<String, String>) parent).filter((key, value) -> keep(spec, key, value)));
+                    handles.put(name, ((KStream<Object, String>) parent).filter((key, value) -> keep(spec, key, value)));
                 }
             } else if (node.containsKey("map_values")) {
                 Map<String, Object> spec = Oracle.map(node.get("map_values"));
                 Object parent = handles.get((String) node.get("input"));
                 if (parent instanceof KTable) {  // KTableMapValues: a null row stays null, the mapper unseen
-                    KTable<String, String> table = (KTable<String, String>) parent;
-                    handles.put(name, (Boolean.TRUE.equals(node.get("materialized")) || Naming.store(node) != null)
-                        ? table.mapValues(value -> mapValue(spec, value), stored(Naming.store(node) != null ? Naming.store(node) : name))
+                    KTable<Object, String> table = (KTable<Object, String>) parent;
+                    Materialized<Object, String, KeyValueStore<Bytes, byte[]>> view = view(node, windowedKeys);
+                    handles.put(name, view != null ? table.mapValues(value -> mapValue(spec, value), view)
                         : table.mapValues(value -> mapValue(spec, value)));
                 } else {
                     handles.put(name, ((KStream<String, String>) parent).mapValues(value -> mapValue(spec, value)));
@@ -379,12 +382,12 @@ public final class TopologyOracle {
                 Map<String, Object> spec = Oracle.map(node.get("filter_not"));
                 Object parent = handles.get((String) node.get("input"));
                 if (parent instanceof KTable) {  // KTableFilter with filterNot: the predicate negated
-                    KTable<String, String> table = (KTable<String, String>) parent;
-                    handles.put(name, (Boolean.TRUE.equals(node.get("materialized")) || Naming.store(node) != null)
-                        ? table.filterNot((key, value) -> keep(spec, key, value), stored(Naming.store(node) != null ? Naming.store(node) : name))
+                    KTable<Object, String> table = (KTable<Object, String>) parent;
+                    Materialized<Object, String, KeyValueStore<Bytes, byte[]>> view = view(node, windowedKeys);
+                    handles.put(name, view != null ? table.filterNot((key, value) -> keep(spec, key, value), view)
                         : table.filterNot((key, value) -> keep(spec, key, value)));
                 } else {
-                    handles.put(name, ((KStream<String, String>) parent)
+                    handles.put(name, ((KStream<Object, String>) parent)
                         .filterNot((key, value) -> keep(spec, key, value)));
                 }
             } else if (node.containsKey("peek")) {
@@ -406,7 +409,7 @@ public final class TopologyOracle {
                 Object parent = handles.get((String) node.get("input"));
                 KStream<Object, Object> stream = parent instanceof KTable
                     ? ((KTable<Object, Object>) parent).toStream() : (KStream<Object, Object>) parent;
-                KStream<?, ?> out = windowedKeys.contains((String) node.get("input"))  // a Windowed key: its text
+                KStream<?, ?> out = windowedKeys.containsKey((String) node.get("input"))  // a Windowed key: its text
                     ? stream.map((key, value) -> KeyValue.pair(keyText(key), value)) : stream;
                 ((KStream<String, String>) out).to((String) node.get("to"), produced);
             } else if (node.containsKey("global_table")) {
@@ -455,6 +458,7 @@ public final class TopologyOracle {
                     Oracle.map(node.get("windowed_by")));
                 handles.put(name, "on_window_close".equals(node.get("emit_strategy")) ? onWindowClose(byWindow)
                     : byWindow);
+                windowSerdes.put(name, windowedSerde(Oracle.map(node.get("windowed_by"))));
             } else if (node.containsKey("cogroup")) {  // KIP-150: each grouped stream adds agg+value into one store
                 List<Object> grouped = (List<Object>) node.get("cogroup");
                 org.apache.kafka.streams.kstream.CogroupedKStream<String, String> cogrouped =
@@ -473,7 +477,7 @@ public final class TopologyOracle {
                 Object grouped = handles.get((String) node.get("input"));
                 if (grouped instanceof TimeWindowedKStream
                     || grouped instanceof org.apache.kafka.streams.kstream.SessionWindowedKStream) {
-                    windowedKeys.add(name);
+                    windowedKeys.put(name, windowSerdes.get((String) node.get("input")));
                 }
                 handles.put(name, aggregate(grouped, node));
             } else {
@@ -482,11 +486,12 @@ public final class TopologyOracle {
                     : variant.equals("left") ? "left_join" : "outer_join");
                 Object left = handles.get((String) sides.get(0));
                 Object right = handles.get((String) sides.get(1));
-                if (windowedKeys.contains((String) sides.get(0))) {  // two windowed tables join by Windowed<K>
-                    windowedKeys.add(name);
+                boolean windowedSides = windowedKeys.containsKey((String) sides.get(0));
+                if (windowedSides) {  // two windowed tables join by Windowed<K>
+                    windowedKeys.put(name, windowedKeys.get((String) sides.get(0)));
                 }
                 ValueJoiner<String, String, String> joiner = joiner(node.get("joiner"));
-                handles.put(name, join(left, right, variant, joiner, node));
+                handles.put(name, join(left, right, variant, joiner, node, windowedSides));
             }
         }
     }
@@ -640,9 +645,9 @@ public final class TopologyOracle {
         return stream.aggregate(() -> "", (key, value, agg) -> agg + "+" + value, (Materialized) text);
     }
 
-    @SuppressWarnings("unchecked")
+    @SuppressWarnings({"unchecked", "rawtypes"})
     static Object join(Object left, Object right, String variant, ValueJoiner<String, String, String> joiner,
-                       Map<String, Object> node) throws Exception {
+                       Map<String, Object> node, boolean windowed) throws Exception {
         Object keyed = node.get("joiner");
         if ("keyed_concat".equals(keyed) || "keys_concat".equals(keyed)) {
             return KeyedJoins.keyedJoin(left, right, variant, (String) keyed, node);
@@ -692,8 +697,9 @@ public final class TopologyOracle {
             }
             return "inner".equals(variant) ? l.join(r, extractor, joiner) : l.leftJoin(r, extractor, joiner);
         }
-        if (Naming.store(node) != null) {
-            Materialized<String, String, KeyValueStore<Bytes, byte[]>> store = stored(Naming.store(node));
+        if (Naming.store(node) != null) {  // a windowed table's join keeps Windowed<K> keys (windowedJoinStore)
+            Materialized<String, String, KeyValueStore<Bytes, byte[]>> store = windowed
+                ? (Materialized) windowedJoinStore(Naming.store(node)) : stored(Naming.store(node));
             switch (variant) {
                 case "inner": return l.join(r, joiner, store);
                 case "left": return l.leftJoin(r, joiner, store);
@@ -735,13 +741,15 @@ public final class TopologyOracle {
         }
     }
 
+    /** kjoin's predicates: value_not_null, key_in and key_not_in. A key is compared by its text ({@link #keyText}),
+     *  so a windowed table's {@code [key@start/end]} means the same in a document and here. */
     @SuppressWarnings("unchecked")
-    static boolean keep(Map<String, Object> spec, String key, String value) {
+    static boolean keep(Map<String, Object> spec, Object key, String value) {
         if (spec.containsKey("value_not_null")) {
             return value != null;
         }
         List<Object> keys = (List<Object>) spec.getOrDefault("key_in", spec.get("key_not_in"));
-        boolean in = keys.contains(key);
+        boolean in = keys.contains(keyText(key));
         return spec.containsKey("key_in") == in;
     }
 
@@ -749,6 +757,46 @@ public final class TopologyOracle {
     static Materialized<String, String, KeyValueStore<Bytes, byte[]>> stored(String name) {
         return Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(name)
             .withKeySerde(Serdes.String()).withValueSerde(Serdes.String());
+    }
+
+    /** A windowed table's join store named {@code name}, as an application writes {@code Materialized.as(name)}
+     *  for a {@code KTable<Windowed<K>, V>}: with no key serde, since KTableImpl's join gives the Materialized the
+     *  left table's key serde when it names none (a windowed aggregate's is the windowed serde of the key serde it
+     *  was given: TimeWindowedKStreamImpl's FullTimeWindowedSerde, SessionWindowedKStreamImpl's
+     *  SessionWindowedSerde). The store is a KeyValueStore of Windowed keys. */
+    static Materialized<Object, String, KeyValueStore<Bytes, byte[]>> windowedJoinStore(String name) {
+        return Materialized.<Object, String, KeyValueStore<Bytes, byte[]>>as(name).withValueSerde(Serdes.String());
+    }
+
+    /** The store a table's filter, filterNot or mapValues keeps when the node asks for one ({@code materialized},
+     *  or {@code store}: its name; else the node's name); null when it keeps none. Of a windowed table it names the
+     *  windowed serde of its keys, as an application must: KTableImpl's filter and mapValues give the new table its
+     *  parent's key serde when the Materialized names none, but build the store from the Materialized's own
+     *  (KeyValueStoreMaterializer), and the default serde (String) cannot write a Windowed key. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    static Materialized<Object, String, KeyValueStore<Bytes, byte[]>> view(
+            Map<String, Object> node, Map<String, org.apache.kafka.common.serialization.Serde<?>> windowedKeys) {
+        if (!Boolean.TRUE.equals(node.get("materialized")) && Naming.store(node) == null) {
+            return null;
+        }
+        String name = Naming.store(node) != null ? Naming.store(node) : (String) node.get("name");
+        org.apache.kafka.common.serialization.Serde<?> keys = windowedKeys.get((String) node.get("input"));
+        Materialized<Object, String, KeyValueStore<Bytes, byte[]>> store =
+            Materialized.<Object, String, KeyValueStore<Bytes, byte[]>>as(name).withValueSerde(Serdes.String());
+        return store.withKeySerde((org.apache.kafka.common.serialization.Serde) (keys != null ? keys : Serdes.String()));
+    }
+
+    /** The serde of a windowed aggregate's keys, as Kafka gives its result table: a time window's
+     *  TimeWindowedSerde of its size (a sliding window's: its time difference, SlidingWindowedKStreamImpl), a
+     *  session's SessionWindowedSerde, each over the String keys it groups. */
+    static org.apache.kafka.common.serialization.Serde<?> windowedSerde(Map<String, Object> window) {
+        if (window.containsKey("inactivity_gap_ms")) {
+            return new org.apache.kafka.streams.kstream.WindowedSerdes.SessionWindowedSerde<>(Serdes.String());
+        }
+        Object size = window.containsKey("time_difference_ms") ? window.get("time_difference_ms")
+            : window.get("size_ms");
+        return new org.apache.kafka.streams.kstream.WindowedSerdes.TimeWindowedSerde<>(Serdes.String(),
+            ((Number) size).longValue());
     }
 
     /** kjoin's {split: text, lower: bool}: the value cut at every text (String.split of the quoted text: trailing
