@@ -1,10 +1,10 @@
 """kjoin's processing order against a running Kafka Streams application: ``make broker-check``.
 
-TopologyTestDriver (``kafka_oracle/oracle_check.py``) processes records in the order they are piped, which is kjoin's own
-order: it judges what a join does with its records, never which record a task takes next. Here a real
+TopologyTestDriver (``kafka_oracle/oracle_check.py``) processes records in the order they are piped, which is
+kjoin's own order: it judges what a join does with its records, never which record a task takes next. Here a real
 ``KafkaStreams`` instance (``kafka_oracle``'s ``BrokerHarness``) reads the scenario's records from the project's KRaft
-broker (``kafka_oracle/kafka_broker.py``): the input topics are created with the scenario's partitions and filled before the
-application starts, each record in its partition with its timestamp. The harness answers with
+broker (``kafka_oracle/kafka_broker.py``): the input topics are created with the scenario's partitions and filled
+before the application starts, each record in its partition with its timestamp. The harness answers with
 
 * the order in which each task processed its records (topic, partition, offset, from the record context of the
   first processor each record reached), compared with kjoin's: :func:`kjoin.ordering.arrival_order`, which is
@@ -12,14 +12,14 @@ application starts, each record in its partition with its timestamp. The harness
 * the output topic's records, each with the input record whose processing wrote it (a header Kafka Streams
   forwards), compared per task, in order, with kjoin's outputs when kjoin runs the records in its own order.
 
-``python -m kafka_oracle.broker_check [N]`` prints ``kafka-streams-broker <version>: <N> scenarios, <M> output mismatches,
-<K> order mismatches`` (and the time), then each mismatch. One broker and one harness JVM serve the whole run; every
-scenario gets a fresh application id and state directory, and its topics are deleted after it. The harness needs
-Kafka 3.3+: it logs the order from a wrapper around every processor (4.0+ Kafka's own ``ProcessorWrapper``,
+``python -m kafka_oracle.broker_check [N]`` prints ``kafka-streams-broker <version>: <N> scenarios, <M> output
+mismatches, <K> order mismatches`` (and the time), then each mismatch. One broker and one harness JVM serve the whole
+run; every scenario gets a fresh application id and state directory, and its topics are deleted after it. The harness
+needs Kafka 3.3+: it logs the order from a wrapper around every processor (4.0+ Kafka's own ``ProcessorWrapper``,
 KIP-1112; before, the built topology's processors wrapped in place, ``kafka_oracle``'s ``OrderLog``).
 
-A lagging side (``arrival:``, ``python -m kafka_oracle.broker_check lagging N``) is a separate check: the application runs
-with ``max.task.idle.ms = 0`` and the records are produced in phases (:func:`arrival_phases`), each once the
+A lagging side (``arrival:``, ``python -m kafka_oracle.broker_check lagging N``) is a separate check: the application
+runs with ``max.task.idle.ms = 0`` and the records are produced in phases (:func:`arrival_phases`), each once the
 application has processed the one before; each disagreement is classified by :func:`explain_lagging` (the documented
 limit: a moment that holds both sides, whose order the application's fetches decide, :func:`fetch_split`) or
 reported unexplained.
