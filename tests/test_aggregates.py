@@ -181,6 +181,7 @@ def test_an_update_that_keeps_its_group_updates_the_aggregate_twice_before_kafka
     assert rendered(trace) == outputs
     assert [o.half for o in trace[1].outputs] == (["subtract", "add"] if version == "3.4" else ["both"])
     assert [o.old for o in trace[1].outputs] == ([2, 0] if version == "3.4" else [2])
+    assert ("two records even within one group" in trace[1].explain) == (version == "3.4")
 
 
 def test_count_reduce_and_a_custom_aggregator_follow_the_same_change():

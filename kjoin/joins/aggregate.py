@@ -38,7 +38,7 @@ from ..records import Record, Side, render_value
 from ..state import StateLog
 from ..stores import TableStore
 from .context import StepContext
-from .table_group_by import Half, group_halves
+from .table_group_by import SPLIT_NOTE, Half, group_halves, split_in_one_group
 from .tasks import Tasks
 
 __all__ = [
@@ -327,7 +327,8 @@ class TableAggregate:
                 )
             )
             self._aggregate(task, group, half_new, half_old, half, record, ctx)
-        ctx.settle(Fate.JOINED, None, lambda: f"{record.describe()} moved aggregates ({self._summary(halves)}).")
+        split = SPLIT_NOTE if split_in_one_group(halves) else ""
+        ctx.settle(Fate.JOINED, None, lambda: f"{record.describe()} moved aggregates ({self._summary(halves)}){split}.")
 
     @staticmethod
     def _summary(halves: list[Half]) -> str:

@@ -43,3 +43,12 @@ def group_halves(new: tuple[Any, Any] | None, old: tuple[Any, Any] | None, singl
     if new is not None:
         halves.append(Half(new[0], new[1], None, "add"))
     return halves
+
+
+def split_in_one_group(halves: list[Half]) -> bool:
+    """Whether ``halves`` are a subtract and an add record to one group: an update that keeps its group before 3.5."""
+    return len(halves) == 2 and same_group(halves[0].group, halves[1].group)
+
+
+SPLIT_NOTE = " (before Kafka 3.5, KIP-904: two records even within one group, so the aggregate updates twice)"
+"""What a story adds to an update that :func:`split_in_one_group`."""

@@ -29,7 +29,7 @@ from ..fates import Fate, Reason
 from ..joins.aggregate import Aggregation, AggregationError
 from ..joins.context import StepContext
 from ..joins.final_results import EmitFinalTimeWindows
-from ..joins.table_group_by import group_halves
+from ..joins.table_group_by import SPLIT_NOTE, group_halves, split_in_one_group
 from ..joins.session_aggregate import SessionAggregate, SessionWindows
 from ..joins.sliding_aggregate import SlidingAggregate, SlidingWindows
 from ..joins.window_aggregate import WindowAggregate
@@ -255,6 +255,8 @@ class TableGroupBy(NodeProcessor):
             parts = [f"{render_value(h.key)}: Change({render_value(h.value)}, {render_value(h.old)})" for h in halves]
             kept = len(halves) == 1 and halves[0].value is not None and halves[0].old is not None
             one = " (KIP-904, 3.5+: one record, as both halves keep their group)" if kept else ""
+            if split_in_one_group(pairs):
+                one = SPLIT_NOTE
             return f"Change({render_value(rec.value)}, {render_value(rec.old)}) grouped: {'; '.join(parts)}{one}."
 
         return Outcome(Fate.FORWARDED, None, story, halves)
