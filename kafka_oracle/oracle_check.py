@@ -1245,13 +1245,13 @@ def scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
 # ``stream.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(advance)).count()``; a table
 # aggregate ``table.groupBy((k, v) -> KeyValue.pair(v.g, v)).count()``; a wtable-wtable join on the same window a
 # table-table join of two windowed counts. Each judge runs kjoin with its own semantics (a window store before 3.4
-# finds a window behind its retention); table aggregates only from 3.5 (KIP-904), as kjoin models them.
+# finds a window behind its retention; a table aggregate's update in one group is two records before 3.5, KIP-904).
 @st.composite
 def aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> AggregateSpec:
     """A random seed-000 scenario that the harness can build: window-aggregate (count, sum), table-aggregate (count,
-    sum; Kafka 3.5+ only), wtable-wtable (counts), with the semantics of ``version`` (default: the latest)."""
+    sum), wtable-wtable (counts), with the semantics of ``version`` (default: the latest)."""
     semantics = kjoin.parse_semantics(None if version is None else version.version)
-    joins = ["window-aggregate", "wtable-wtable"] + (["table-aggregate"] if semantics.at_least(3, 5) else [])
+    joins = ["window-aggregate", "wtable-wtable", "table-aggregate"]
     join = draw(st.sampled_from(joins))
     data: dict[str, Any] = {"join": join}
     if version is not None:
@@ -1311,7 +1311,7 @@ def aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> Aggregate
 SEED_000_VERSIONS = tuple(version.version for version in VERSIONS)
 """The versions that judge seed 000's aggregates and WTable joins, each against kjoin with its own semantics: every
 judge (from 3.4 a window store hides a window behind its retention from reads, KAFKA-12960; before, RocksDB's window
-stores still find it). Table aggregates from 3.5 only: kjoin models them as 3.5+ does (KIP-904)."""
+stores still find it; before 3.5 a table aggregate's update that keeps its group is two records, KIP-904)."""
 
 
 # -- make kafka-check ----------------------------------------------------------------------------------------------

@@ -301,9 +301,10 @@ def main(argv: list[str] | None = None) -> int:
     versions = [name.strip() for name in args.versions.split(",") if name.strip() and name.strip() != "all"] or known
     unknown = [name for name in versions if name not in known]
     generators = [name.strip() for name in args.generators.split(",") if name.strip()]
+    generators = list(GENERATORS) if generators == ["both"] else generators
     if unknown or not set(generators) <= set(GENERATORS) or not generators:
         parser.error(
-            f"--versions: the judges of topologies are {', '.join(known)}; --generators: oracle, walk "
+            f"--versions: the judges of topologies are {', '.join(known)}; --generators: oracle, walk or both "
             f"(got {', '.join(unknown + [g for g in generators if g not in GENERATORS])})"
         )
     if (args.toward is None) == (args.more is None):

@@ -498,8 +498,6 @@ class _Walker:
         if op == "group_by":
             if at.versioned and not self.semantics.versioned_joins:
                 return None
-            if not self.semantics.table_aggregate_single_update:
-                return None
             node = {"name": name, "group_by": {"field": rng.choice(_FIELDS)}, "input": at.name}
             return self.add(node, _Handle(name, "grouped-table"), "group_by(table)")
         if op == "foreign-key":

@@ -99,6 +99,7 @@ FILE_TIERS: dict[str, str] = {
     **{name: "differential" for name in _DIFFERENTIAL},
     "test_kafka_oracle.py": "oracle",
     "test_topology_oracle.py": "oracle",
+    "test_table_aggregate_eras.py": "oracle",
     "test_topology_custom.py": "oracle",
     "test_topology_diff_oracle.py": "oracle",
     "test_topology_windowed_tables.py": "oracle",

@@ -173,6 +173,17 @@ def test_a_record_that_changes_group_is_subtracted_from_the_old_group_and_added_
     ]
 
 
+@pytest.mark.parametrize("version, outputs", [("3.4", [["Y=2"], ["Y=0", "Y=5"]]), ("3.5", [["Y=2"], ["Y=5"]])])
+def test_an_update_that_keeps_its_group_updates_the_aggregate_twice_before_kafka_3_5(version, outputs):
+    """Before KIP-904 (3.5) the group-by writes the subtract half and then the add half even to one group."""
+    events = [{"key": "a", "value": order("Y", 2), "ts": 1}, {"key": "a", "value": order("Y", 5), "ts": 2}]
+    trace = run_table_aggregate(events, "page", sum_of("n"), semantics=version)
+    assert rendered(trace) == outputs
+    assert [o.half for o in trace[1].outputs] == (["subtract", "add"] if version == "3.4" else ["both"])
+    assert [o.old for o in trace[1].outputs] == ([2, 0] if version == "3.4" else [2])
+    assert ("two records even within one group" in trace[1].explain) == (version == "3.4")
+
+
 def test_count_reduce_and_a_custom_aggregator_follow_the_same_change():
     events = [
         {"key": "a", "value": 1, "ts": 1},

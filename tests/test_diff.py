@@ -193,6 +193,15 @@ PLANTED: dict[str, tuple[dict, str]] = {
         {"join": "table-table", "variant": "inner", "events": [ev("right", "k", "a", 4), ev("left", "k", "A", 3)]},
         "2.3",
     ),
+    # k1 stays in group X: from 3.5 one record Change(new, old) and one result; 3.4 subtracts, then adds (KIP-904).
+    "table_aggregate_single_update": (
+        {
+            "join": "table-aggregate",
+            "group_by": "g",
+            "events": [ev("left", "k1", {"g": "X"}, 1), ev("left", "k1", {"g": "X", "v": 1}, 2)],
+        },
+        "3.4",
+    ),
     # A windowed count counts a null value in every version; without the rule it would skip it.
     "windowed_aggregate_counts_null_values": (
         {

@@ -693,7 +693,7 @@ def seed_000_judge(request, built):
 
 
 def test_seed_000_aggregates_and_wtable_joins_agree_with_kafka_streams(seed_000_judge: Harness) -> None:
-    """Random window-aggregate, table-aggregate (3.5+) and same-window wtable-wtable scenarios, null values among
+    """Random window-aggregate, table-aggregate and same-window wtable-wtable scenarios, null values among
     them, with the judge's semantics: kjoin's outputs (a windowed key with its window) are Kafka's, record for
     record, and no scenario is set aside."""
     version = next(v for v in VERSIONS if v.version == seed_000_judge.version)
@@ -701,9 +701,8 @@ def test_seed_000_aggregates_and_wtable_joins_agree_with_kafka_streams(seed_000_
     assert len(batch) >= SEED_000_EXAMPLES * 0.95, f"hypothesis generated only {len(batch)} scenarios"
     assert {s.data["semantics"] for s in batch} == {version.version}
     joins = {scenario.join for scenario in batch}
-    table_aggregate = {"table-aggregate"} if kjoin.parse_semantics(version.version).at_least(3, 5) else set()
-    assert joins == {"window-aggregate", "wtable-wtable"} | table_aggregate, joins
-    assert {s.join for s in batch if "aggregate" in s.data} == {"window-aggregate"} | table_aggregate
+    assert joins == {"window-aggregate", "wtable-wtable", "table-aggregate"}, joins
+    assert {s.join for s in batch if "aggregate" in s.data} == {"window-aggregate", "table-aggregate"}
     assert any(
         e["value"] is None and e["key"] is not None
         for s in batch

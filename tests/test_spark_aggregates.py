@@ -196,3 +196,20 @@ def test_a_lookup_behind_the_retention_and_a_counted_null_value_on_spark(spark):
     assert got[0]["steps"][2]["reason"] == "behind-retention"
     assert [(o["key"], o["value"]) for o in got[3]["outputs"]] == [("k3", 1), ("k1", 1), ("k3", 2)]
     assert [step["fate"] for step in got[3]["steps"]] == ["joined", "joined", "joined"]
+
+
+def test_a_table_aggregate_update_that_keeps_its_group_on_spark_on_both_sides_of_kafka_3_5(spark):
+    """tests/test_table_aggregate_eras.py's scenario, judged there by Kafka: two outputs for the update in one group
+    before 3.5 (the subtract, then the add), one from 3.5; on several partitions too."""
+    from .test_table_aggregate_eras import keeps_its_group
+
+    specs = {
+        sid: {**keeps_its_group(version, {"sum": "v"}).data, "partitions": partitions}
+        for sid, (version, partitions) in enumerate([("3.4.0", 1), ("3.5.2", 1), ("2.4.1", 3), ("4.4.0", 3)])
+    }
+    got = aggregate_scenarios(spark, specs).collect()
+    for sid, spec in specs.items():
+        assert got[sid]["outputs"] == reference_results(spec)["outputs"], f"scenario {sid}"
+        assert got[sid]["steps"] == reference_results(spec)["steps"], f"scenario {sid}"
+    same_group = [[o for o in got[sid]["outputs"] if o["origin_step"] == 2] for sid in specs]
+    assert [[o["value"] for o in outputs] for outputs in same_group] == [[2, 3], [3], [2, 3], [3]]

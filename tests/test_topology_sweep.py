@@ -38,6 +38,20 @@ def test_a_round_plans_a_chunk_of_each_pair_still_short_of_the_goal_and_no_more_
     assert topology_sweep.plan(rows, ["4.4.0"], ["oracle"], 500, None, 300) == [("oracle", "4.4.0", 300)]
 
 
+@pytest.mark.parametrize("given", ["both", "oracle,walk", "walk"])
+def test_the_generators_option_takes_both_as_its_help_says(given, capsys):
+    with pytest.raises(SystemExit):  # stops at the missing --toward/--more, past the generators
+        topology_sweep.main(["--generators", given, "--versions", "4.4.0"])
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert "give --toward N" in error and "--generators" not in error
+
+
+def test_the_generators_option_names_an_unknown_generator(capsys):
+    with pytest.raises(SystemExit):
+        topology_sweep.main(["--generators", "walk,bothh", "--versions", "4.4.0", "--more", "1"])
+    assert "oracle, walk or both (got bothh)" in capsys.readouterr().err
+
+
 def test_a_sweep_appends_a_row_per_run_with_new_seeds_until_the_goal(tmp_path):
     history = tmp_path / "judging-history.jsonl"
     calls = []

@@ -63,6 +63,7 @@ def test_walks_draw_only_what_the_judged_version_has():
     assert operations["windowed_by(sliding)"] == operations["repartition"] == operations["versioned-table"] == 0
     assert operations["cogroup"] == 0
     assert operations["join(foreign-key)"] > 0  # 2.4 has them
+    assert operations["group_by(table)"] > 0  # a table aggregate's two records per update before KIP-904 (3.5)
 
 
 def test_the_shrinker_keeps_the_difference_and_drops_what_does_not_matter():

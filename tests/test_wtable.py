@@ -515,10 +515,6 @@ def test_a_declarative_wtable_scenario_runs_as_the_python_api_does_and_writes_wi
         ({"join": "window-aggregate", "window": {"size_ms": 10}, "retention_ms": 5}, "retention_ms 5 is smaller"),
         ({"join": "sessions"}, "join: 'sessions' is not one of"),
         ({"join": "window-aggregate", "window": {"size_ms": 10}, "semantics": "0.9"}, "semantics '0.9': Kafka"),
-        (
-            {"join": "table-aggregate", "group_by": "page", "semantics": "3.4"},
-            "semantics: kjoin models a table aggregate as Kafka 3.5\\+ does",
-        ),
     ],
 )
 def test_declarative_errors_name_the_field_and_the_fix(data, message):

@@ -115,7 +115,9 @@ def run_aggregate(spec: AggregateSpec, joiner: Callable[[Any, Any], Any] = defau
     events, partitions = spec.events, spec.partitions
     try:
         if spec.join == "table-aggregate":
-            return run_table_aggregate(events, spec.data["group_by"], spec.aggregation("aggregate"), partitions)
+            return run_table_aggregate(
+                events, spec.data["group_by"], spec.aggregation("aggregate"), partitions, spec.semantics()
+            )
         if spec.join == "window-aggregate" and needs_windowed_runner(spec.data):
             return run_windowed_aggregate(
                 events,
@@ -152,8 +154,8 @@ def aggregate_processors(spec: AggregateSpec) -> tuple[str, Callable[..., Any]]:
         if spec.join == "table-aggregate":
             mapper, name = group_by_mapper(spec.data["group_by"])
             aggregation = spec.aggregation("aggregate")
-            partitions = spec.partitions
-            return "scenario", lambda log: TableAggregate(log, partitions, mapper, aggregation, name)
+            partitions, single = spec.partitions, spec.semantics().table_aggregate_single_update
+            return "scenario", lambda log: TableAggregate(log, partitions, mapper, aggregation, name, single)
         if spec.join == "window-aggregate" and needs_windowed_runner(spec.data):
             return "task", windowed_factory(
                 spec.windows("window"), spec.aggregation("aggregate"), spec.semantics(), **_final_results_options(spec)
@@ -204,17 +206,23 @@ def run_table_aggregate(
     group_by: str | Callable[[Any, Any], Any],
     aggregation: Aggregation | None = None,
     partitions: int = 1,
+    semantics: Semantics | str | None = None,
 ) -> AggregateTrace:
     """``table.groupBy(group_by).aggregate(...)`` over table updates (``value`` null: a delete).
 
     ``group_by``: a field path of the value (``"page"``, ``"a.b"``) or ``(key, value) -> group``.
     ``aggregation``: :func:`count` (default), :func:`sum_of`, :func:`reduce` or :func:`custom`.
+    ``semantics``: the Kafka version whose rules apply (default: the latest); before 3.5 an update that keeps its
+    group updates the aggregate twice, the subtract then the add (KIP-904).
     """
     aggregation = aggregation or count()
     mapper, name = group_by_mapper(group_by)
     log = StateLog()
-    topology = TableAggregate(log, partitions, mapper, aggregation, name)
-    config = AggregateConfig("table-aggregate", aggregation.name, partitions, {"group_by": group_by})
+    rules = parse_semantics(semantics)
+    topology = TableAggregate(log, partitions, mapper, aggregation, name, rules.table_aggregate_single_update)
+    config = AggregateConfig(
+        "table-aggregate", aggregation.name, partitions, {"group_by": group_by, "semantics": rules}
+    )
     return _run(config, event_records(events, partitions), log, topology.process)
 
 

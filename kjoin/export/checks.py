@@ -11,7 +11,7 @@ from ..engine import run
 from ..records import render_value
 from ..scenario import AggregateSpec, Scenario, ScenarioError
 from ..trace import output_to_dict
-from .judges import ExportError, KafkaJudge
+from .judges import WINDOWED_TABLE_JUDGE, ExportError, KafkaJudge
 
 __all__ = [
     "text",
@@ -83,6 +83,15 @@ def check_aggregate(spec: AggregateSpec) -> None:
         )
     if join == "wtable-wtable" and data.get("aggregate", "count") != "count":
         raise ExportError("aggregate: a wtable-wtable join is exported over two windowed counts only")
+    judge = WINDOWED_TABLE_JUDGE
+    if str(spec.semantics()) != judge.version:
+        as_judged = AggregateSpec.from_dict({**data, "semantics": judge.version})
+        if aggregate_outputs(spec) != aggregate_outputs(as_judged):
+            raise ExportError(
+                f"semantics {spec.semantics()}: kjoin's outputs differ from Kafka {judge.version}'s, which judges an "
+                f"exported aggregate (e.g. a table aggregate's update within a group is two outputs before 3.5, "
+                f'KIP-904); export with semantics "{judge.version}"'
+            )
 
 
 EXPORTED_FIELDS = frozenset(

@@ -44,8 +44,9 @@ JUDGES = (
 """Oldest first. Era 0.10.0 (Kafka 0.10.0 and 0.10.1) has none: TopologyTestDriver arrived in Kafka 1.1."""
 
 WINDOWED_TABLE_JUDGE = JUDGES[-1]
-"""kjoin models the windowed-table design's aggregates and WTable joins as the latest Kafka does (KIP-904's one
-repartition record for an update within a group, 3.5+)."""
+"""The judge of an exported windowed-table design's aggregate or WTable join: the latest. A scenario whose outputs
+under its own semantics differ from this judge's (a table aggregate's update within a group before 3.5, KIP-904) is
+refused (:func:`kjoin.export.checks.check_aggregate`)."""
 
 
 def judge_of(semantics: Semantics) -> KafkaJudge:

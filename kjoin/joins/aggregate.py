@@ -10,8 +10,10 @@ the repartition topic):
 * The group-by mapper turns the new and the old value into a group key each (a null group
   key, or a null value, is skipped). Same group for both (Kafka 3.5+, KIP-904): one record
   ``Change(new, old)`` goes to the repartition topic, and the subtractor runs right before the
-  adder. Different groups: two records, the old half first (``Change(null, old)`` to the old
-  group), then the new half (``Change(new, null)`` to the new group).
+  adder. Different groups, or any update before 3.5: two records, the old half first
+  (``Change(null, old)`` to the old group), then the new half (``Change(new, null)`` to the
+  new group); before 3.5 an update that keeps its group updates the aggregate twice, and both
+  updates are forwarded (:mod:`kjoin.joins.table_group_by`).
 * The repartition topic is partitioned by the group key (Kafka's default partitioner).
 * The aggregate of a group: subtractor with the old value (if there is an old value and an
   aggregate), then the adder with the new value (starting from the initializer when the
@@ -36,6 +38,7 @@ from ..records import Record, Side, render_value
 from ..state import StateLog
 from ..stores import TableStore
 from .context import StepContext
+from .table_group_by import SPLIT_NOTE, Half, group_halves, split_in_one_group
 from .tasks import Tasks
 
 __all__ = [
@@ -226,7 +229,8 @@ class TableAggregate:
 
     One object runs the whole topology (source tasks, repartition topic, aggregate tasks),
     because one table update can change aggregates in two tasks. ``process`` takes one
-    source-table update.
+    source-table update. ``single_update``: :attr:`kjoin.Semantics.table_aggregate_single_update`
+    (KIP-904, 3.5+: an update that keeps its group is one repartition record).
     """
 
     def __init__(
@@ -236,6 +240,7 @@ class TableAggregate:
         group_by: GroupBy,
         aggregation: Aggregation,
         group_by_name: str = "group-by mapper",
+        single_update: bool = True,
     ) -> None:
         if aggregation.subtractor is None:
             raise ValueError(f"a KTable aggregate needs a subtractor, and {aggregation.name} has none")
@@ -243,6 +248,7 @@ class TableAggregate:
         self.group_by = group_by
         self.group_by_name = group_by_name
         self.aggregation = aggregation
+        self.single_update = single_update
         # Up to EAGER_TASKS partitions every task's stores show from the start; beyond, a task is
         # built when first used (partitions: 1000000 would otherwise build three million stores).
         eager = range(partitions) if partitions <= EAGER_TASKS else ()
@@ -296,19 +302,11 @@ class TableAggregate:
             new_group, old_group = self._group(record.key, new), self._group(record.key, old)
         except AggregationError as error:
             raise AggregationError(f"events[{record.offset}] ({record.describe()}): {error}") from None
-        halves: list[tuple[Any, Any, Any, str]] = []
-        if (
-            new_group is not None
-            and old_group is not None
-            and type(new_group) is type(old_group)
-            and new_group == old_group
-        ):
-            halves.append((new_group, new, old, "both"))
-        else:
-            if old_group is not None:
-                halves.append((old_group, None, old, "subtract"))
-            if new_group is not None:
-                halves.append((new_group, new, None, "add"))
+        halves = group_halves(
+            None if new_group is None else (new_group, new),
+            None if old_group is None else (old_group, old),
+            self.single_update,
+        )
         if not halves:
             ctx.settle(
                 Fate.STORED,
@@ -329,10 +327,11 @@ class TableAggregate:
                 )
             )
             self._aggregate(task, group, half_new, half_old, half, record, ctx)
-        ctx.settle(Fate.JOINED, None, lambda: f"{record.describe()} moved aggregates ({self._summary(halves)}).")
+        split = SPLIT_NOTE if split_in_one_group(halves) else ""
+        ctx.settle(Fate.JOINED, None, lambda: f"{record.describe()} moved aggregates ({self._summary(halves)}){split}.")
 
     @staticmethod
-    def _summary(halves: list[tuple[Any, Any, Any, str]]) -> str:
+    def _summary(halves: list[Half]) -> str:
         said = {"both": "subtract then add in group", "subtract": "subtract from group", "add": "add to group"}
         return "; ".join(f"{said[half]} {render_value(group)}" for group, _, _, half in halves)
 

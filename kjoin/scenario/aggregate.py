@@ -201,11 +201,6 @@ class AggregateSpec:
                 raise fail(f"{flag}: true or false, not {data[flag]!r}")
         spec = cls(join, variant, dict(data), source)
         semantics = spec.semantics()
-        if join == "table-aggregate" and not semantics.table_aggregate_single_update:
-            raise fail(
-                f"semantics: kjoin models a table aggregate as Kafka 3.5+ does (KIP-904: an update that keeps its "
-                f"group is one repartition record), not {semantics}; use 3.5 or later"
-            )
         for name in ("window", "right_window"):
             if name in data:
                 spec.windows(name)

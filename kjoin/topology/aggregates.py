@@ -29,6 +29,7 @@ from ..fates import Fate, Reason
 from ..joins.aggregate import Aggregation, AggregationError
 from ..joins.context import StepContext
 from ..joins.final_results import EmitFinalTimeWindows
+from ..joins.table_group_by import SPLIT_NOTE, group_halves, split_in_one_group
 from ..joins.session_aggregate import SessionAggregate, SessionWindows
 from ..joins.sliding_aggregate import SlidingAggregate, SlidingWindows
 from ..joins.window_aggregate import WindowAggregate
@@ -238,15 +239,8 @@ class TableGroupBy(NodeProcessor):
                     "aggregates latest-by-timestamp values only, so it is not repartitioned (KIP-914)."
                 ),
             )
-        new, old = self._pair(rec.key, rec.value), self._pair(rec.key, rec.old)
-        halves: list[Rec] = []
-        if new is not None and old is not None and new[0] == old[0] and self.single_update:
-            halves.append(Rec(new[0], new[1], rec.ts, old[1], True))
-        else:
-            if old is not None:
-                halves.append(Rec(old[0], None, rec.ts, old[1], True))
-            if new is not None:
-                halves.append(Rec(new[0], new[1], rec.ts, None, True))
+        pairs = group_halves(self._pair(rec.key, rec.value), self._pair(rec.key, rec.old), self.single_update)
+        halves = [Rec(half.group, half.new, rec.ts, half.old, True) for half in pairs]
         if not halves:
             return Outcome(
                 Fate.STORED,
@@ -261,6 +255,8 @@ class TableGroupBy(NodeProcessor):
             parts = [f"{render_value(h.key)}: Change({render_value(h.value)}, {render_value(h.old)})" for h in halves]
             kept = len(halves) == 1 and halves[0].value is not None and halves[0].old is not None
             one = " (KIP-904, 3.5+: one record, as both halves keep their group)" if kept else ""
+            if split_in_one_group(pairs):
+                one = SPLIT_NOTE
             return f"Change({render_value(rec.value)}, {render_value(rec.old)}) grouped: {'; '.join(parts)}{one}."
 
         return Outcome(Fate.FORWARDED, None, story, halves)
