@@ -164,7 +164,7 @@ class Topology:
         without ``Materialized`` (or with ``Materialized.with(serdes)``, which names no store either): the table
         keeps a store only when a node reads it (a join, a group-by, ``suppress``), and a table without one forwards
         every update, a tombstone for a key it never held included (KIP-557 drops idempotent updates only at a
-        store; a filter below it forwards such tombstones, KAFKA-10077). See docs/reference/topology-document.md."""
+        store; a filter below it forwards such tombstones, KAFKA-10077). A document says ``materialized: false``."""
         store = store_name(store, f"table {topic}")
         if not isinstance(materialized, bool):
             raise TopologyError(f"table {topic}: materialized is true or false, got {materialized!r:.60}")
