@@ -202,3 +202,38 @@ def test_kafka_keeps_a_source_tables_store_where_kjoin_says_and_outputs_the_same
     assert by[("filter", "named")][2] == ([] if skips else [["out", "j", None, 3]])
     # read by a join, the unmaterialized table keeps a store all the same (KTableSource.materialize)
     assert by[("join", "unmaterialized")] == by[("join", "default")]
+
+
+# -- a view between: which requests reach the source -----------------------------------------------------------------
+# A toTable read by a materialized mapValues that a table join's outer side reads. Before 2.7 the view passes
+# enableSendingOldValues() up to the toTable's KTableSource, which then keeps a store (KIP-557 drops the delete of
+# k2, a key it never held, on 2.6); from 2.7 a materialized view keeps its own old values (KAFKA-10494) and the
+# toTable keeps none. Found by the walk on 2.6.1 (seed 4), shrunk to one event.
+VIEW_THEN_OUTER_JOIN = [
+    {"name": "s1", "stream": "s1"},
+    {"name": "n3", "to_table": True, "input": "s1"},
+    {"name": "n5", "map_values": {"append": "-x"}, "input": "n3", "store": "n5-store"},
+    {"name": "to-out1", "to": "out1", "input": "n5"},
+    {"name": "n9", "left_join": ["n5", "n5"]},
+]
+VIEW_EVENTS = [{"topic": "s1", "key": "k2", "value": None, "ts": 1000068}]
+
+
+@pytest.mark.parametrize("version", ["2.5.1", "2.6.1", "2.7.0"])
+def test_before_2_7_an_outer_joins_old_values_reach_the_source_through_a_materialized_view(built, version) -> None:
+    cases = [
+        TopologyScenario.from_dict(
+            {"semantics": version, "partitions": partitions, "topology": nodes, "events": VIEW_EVENTS}
+        )
+        for partitions in (1, 3)
+        for nodes in (VIEW_THEN_OUTER_JOIN, [n for n in VIEW_THEN_OUTER_JOIN if n["name"] != "n9"])
+    ]
+    for scenario, answer in zip(cases, topology_oracle.run_batch(version, cases)):
+        assert topology_oracle.difference(scenario, answer, version) is None
+    semantics = parse_semantics(version)
+    outer, alone = ([(o.key, o.value) for o in case.run().outputs("out1")] for case in cases[:2])
+    assert alone == [("k2", None)]  # no store: the tombstone goes on
+    stored = not semantics.materialized_view_keeps_old_values  # the toTable keeps a store before 2.7 only
+    graph = cases[0].topology.graph
+    assert graph.materialized(graph.nodes["n3"], semantics) is stored
+    assert outer == ([] if stored and semantics.drops_idempotent_table_updates else [("k2", None)])

@@ -202,7 +202,7 @@ class Graph:
         """Node name -> its sub-topology's number (a global table has none)."""
         return {node.name: number for number, nodes in enumerate(self.subtopologies()) for node in nodes}
 
-    def materialized(self, table: Node) -> bool:
+    def materialized(self, table: Node, semantics: Any = None) -> bool:
         """Does Kafka write the ``KTableSource`` ``table`` (a source table, a ``to_table``, a foreign-key join's
         result) through a store? That is where KIP-557 (2.6.0 to 2.7.0) drops idempotent updates, a tombstone for a
         key the table never held among them. ``KTableSource`` keeps a store when it has a queryable name
@@ -210,8 +210,36 @@ class Graph:
         built without (``materialized=False``), a ``to_table`` or a foreign-key join's result when the application
         names the store or a node looks it up or asks it for old values. A view without a store of its own
         (``mapValues``, ``filter``) reading it materializes nothing: such a table forwards ``Change(null, null)`` for
-        a row it never held."""
-        return table.op in ("table", "to_table", "fk") and self.keeps_store(table)
+        a row it never held. Before 2.7 (``semantics`` without ``materialized_view_keeps_old_values``, KAFKA-10494)
+        a node that asks for old values (:meth:`_asks_old_values`) materializes it through materialized views too:
+        a view passed ``enableSendingOldValues()`` to its parent, and ``KTableSource.enableSendingOldValues`` gives
+        the source its store."""
+        if table.op not in ("table", "to_table", "fk"):
+            return False
+        if self.keeps_store(table):
+            return True
+        return (
+            semantics is not None and not semantics.materialized_view_keeps_old_values and self._asks_old_values(table)
+        )
+
+    def _asks_old_values(self, table: Node) -> bool:
+        """Does a node ask ``table`` for old values through views, materialized or not (Kafka before 2.7)? A
+        table-table join its outer sides (``KTableImpl.doJoin``: the left of a left join, both of an outer join), a
+        foreign-key join both tables, a table group-by and a suppression their parent."""
+        for node in self.nodes.values():
+            if node.op == "table-table":
+                variant = node.params["variant"]
+                asked = list(node.parents) if variant == "outer" else node.parents[:1] if variant == "left" else []
+            elif node.op in ("fk", "table-group-by", "suppress"):
+                asked = list(node.parents)
+            else:
+                continue
+            for found in asked:
+                while found is not table and found.op in VIEW_OPS:
+                    found = found.parents[0]
+                if found is table:
+                    return True
+        return False
 
     def keeps_store(self, table: Node) -> bool:
         """Does ``table`` send old values when asked without being forced to keep a store, as the topology stands
