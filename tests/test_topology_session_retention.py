@@ -1,10 +1,12 @@
-"""A session-windowed aggregate's store keeps a session ``gap + grace`` past its end from Kafka 3.0, one day before.
+"""A windowed aggregate's store keeps a session ``gap + grace`` past its end, a window ``size + grace``, from Kafka
+3.0; one day before.
 
 KAFKA-7106 (3.0, apache/kafka#10378) removed the Windows API KIP-328 deprecated: before it, an application's
 ``SessionWindows.with(gap).grace(g)`` kept ``SessionWindows.maintainMs()`` (one day, or the gap if larger) as its
 store's retention (``SessionWindowedKStreamImpl.materialize`` without ``Materialized.withRetention``), as time
 windows kept ``Windows.maintainMs()`` (``Semantics.window_retention_size_and_grace``). A session table's getter (a
 windowed table's join) then finds a session long after its grace; and a gap plus grace longer than a day is refused.
+A single ``wtable-wtable`` scenario (two windowed counts joined) follows the same rule for time windows.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import pytest
 
 from kjoin import TopologyError, parse_semantics
 from kjoin.joins.session_aggregate import SessionWindows
+from kjoin.scenario.aggregate import AggregateSpec
 from kjoin.topology.document import TopologyScenario
 from kafka_oracle import topology_oracle
-from kafka_oracle.oracle_check import build
+from kafka_oracle.oracle_check import Harness, build, kjoin_outputs
 
 
 def _counted(n: int, windows: dict) -> list[dict]:
@@ -87,3 +90,36 @@ def test_kafka_finds_an_old_session_before_3_0_only(built, version: str, found: 
             cases[1].run()
     else:
         assert topology_oracle.difference(cases[1], refused, version) is None
+
+
+# -- a single wtable-wtable join: the same rule for time windows -----------------------------------------------------
+# Two windowed counts joined window by window as one scenario (the harness's ``wtable-wtable``): before 3.0 each
+# count's store keeps Windows.maintainMs(), so right k at 0 finds left k's window [0, 10) after left moved 200 s on.
+WTABLE = {
+    "join": "wtable-wtable",
+    "variant": "inner",
+    "window": {"size_ms": 10},
+    "events": [
+        {"side": "left", "key": "k", "value": "a", "ts": 0},
+        {"side": "left", "key": "x", "value": "b", "ts": 200_000},
+        {"side": "right", "key": "k", "value": "c", "ts": 0},
+    ],
+}
+
+
+def test_a_wtable_joins_stores_keep_a_day_before_3_0() -> None:
+    found = [["k", "1-1", 0, {"start_ms": 0, "end_ms": 10}]]
+    assert kjoin_outputs(AggregateSpec.from_dict({**WTABLE, "semantics": "2.8"}))[2] == found
+    assert kjoin_outputs(AggregateSpec.from_dict({**WTABLE, "semantics": "3.0"}))[2] == []
+    # an explicit retention_ms (Materialized.withRetention) is kept on every version
+    kept = AggregateSpec.from_dict({**WTABLE, "semantics": "3.0", "retention_ms": 86_400_000})
+    assert kjoin_outputs(kept)[2] == found
+
+
+@pytest.mark.parametrize("version, found", [("2.8.2", True), ("3.0.2", False)])
+def test_kafka_finds_an_old_window_of_a_wtable_join_before_3_0_only(built, version: str, found: bool) -> None:
+    spec = AggregateSpec.from_dict({**WTABLE, "semantics": version})
+    with Harness(version) as harness:
+        kafka = harness.run(spec)
+    assert kafka == kjoin_outputs(spec)
+    assert bool(kafka[2]) is found
