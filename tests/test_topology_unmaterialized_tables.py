@@ -135,8 +135,8 @@ def test_an_unmaterialized_table_forwards_what_a_materialized_one_drops() -> Non
 
 
 # -- against the real library ----------------------------------------------------------------------------------------
-VERSIONS = ("2.5.1", "2.6.1", "2.7.0", "2.7.1", "3.3.2", "4.4.0")
-"""Each side of KIP-557 (2.6.0 to 2.7.0) and of KAFKA-10077 (2.7), the harness's 3.x and latest judges."""
+VERSIONS = ("2.4.1", "2.5.1", "2.6.1", "2.7.0", "2.7.1", "3.3.2", "4.4.0")
+"""The earliest judge, each side of KIP-557 (2.6.0 to 2.7.0) and of KAFKA-10077 (2.7), a 3.x and the latest judge."""
 
 
 @pytest.fixture(scope="module")
