@@ -119,6 +119,7 @@ FILE_TIERS: dict[str, str] = {
     "test_app_lag_broker.py": "broker",
     "test_topology_arrival.py": "unit",
     "test_spark_topology_drops.py": "differential",
+    "test_spark_topology_source_tables.py": "differential",
     "test_browser.py": "browser",
     "test_workshop.py": "browser",
     "test_broker_instance_time.py": "broker",
