@@ -225,21 +225,29 @@ class Graph:
     def _asks_old_values(self, table: Node) -> bool:
         """Does a node ask ``table`` for old values through views, materialized or not (Kafka before 2.7)? A
         table-table join its outer sides (``KTableImpl.doJoin``: the left of a left join, both of an outer join), a
-        foreign-key join both tables, a table group-by and a suppression their parent."""
+        foreign-key join both tables, a table group-by and a suppression their parent; a view asked asks its parent,
+        and a table-table join asked asks both of its (``KTableKTableAbstractJoin.enableSendingOldValues``)."""
+        asked: set[str] = set()
+
+        def ask(node: Node) -> None:
+            if node.name in asked:
+                return
+            asked.add(node.name)
+            if node.op in VIEW_OPS or node.op == "table-table":
+                for parent in node.parents:
+                    ask(parent)
+
         for node in self.nodes.values():
             if node.op == "table-table":
                 variant = node.params["variant"]
-                asked = list(node.parents) if variant == "outer" else node.parents[:1] if variant == "left" else []
+                for parent in (
+                    list(node.parents) if variant == "outer" else node.parents[:1] if variant == "left" else []
+                ):
+                    ask(parent)
             elif node.op in ("fk", "table-group-by", "suppress"):
-                asked = list(node.parents)
-            else:
-                continue
-            for found in asked:
-                while found is not table and found.op in VIEW_OPS:
-                    found = found.parents[0]
-                if found is table:
-                    return True
-        return False
+                for parent in node.parents:
+                    ask(parent)
+        return table.name in asked
 
     def keeps_store(self, table: Node) -> bool:
         """Does ``table`` send old values when asked without being forced to keep a store, as the topology stands
