@@ -160,7 +160,7 @@ class Topology:
         (KIP-889); ``store``: its store's name (``Materialized.as``).
 
         ``materialized``: does the application give the table a store it can query (``Materialized.as``)? Yes by
-        default (Kafka's harness names it ``<topic>-store``). ``False`` is ``builder.table(topic, consumed)``
+        default (kjoin's judging harness names it ``<topic>-store``). ``False`` is ``builder.table(topic, consumed)``
         without ``Materialized`` (or with ``Materialized.with(serdes)``, which names no store either): the table
         keeps a store only when a node reads it (a join, a group-by, ``suppress``), and a table without one forwards
         every update, a tombstone for a key it never held included (KIP-557 drops idempotent updates only at a

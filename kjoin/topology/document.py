@@ -53,7 +53,7 @@ is named by Kafka's counter, and kjoin names it after the node (a join's after t
 counter name is). Every error names the node and the field and says what is expected.
 
 A ``table`` is read as the application builds it: with ``store: name`` through ``Materialized.as(name)``; with
-neither ``store`` nor ``materialized`` through a store the application names too (Kafka's harness calls it
+neither ``store`` nor ``materialized`` through a store the application names too (the judging harness calls it
 ``<topic>-store``: the meaning every document had before the field existed, so none changes); with ``materialized:
 false`` by ``builder.table(topic, consumed)`` alone (``Materialized.with(serdes)`` is the same: a store without a
 name is never queryable, ``MaterializedInternal.queryable``), which keeps a store only when a node reads the table
