@@ -1017,6 +1017,7 @@ def random_scenario(
     data = random_topology(rng, era, versioned, stream_steps, failing)
     if stream_steps:  # the fixtures' draws (tests/describe_cases.py) stay as they are
         _name_stores(rng, data)
+        _unmaterialize_tables(data)
     sources = [node[op] for node in data["topology"] for op in ("stream", "table", "global_table") if op in node]
     # a through topic is written by the topology; its input events would be the user's own records on it
     events = []
@@ -1050,6 +1051,19 @@ def _name_stores(rng: random.Random, data: dict[str, Any]) -> None:
         except kjoin.ScenarioError:  # a stream-table join's store; a named grouping a cogroup shares
             del node[field]
             continue
+
+
+def _unmaterialize_tables(data: dict[str, Any]) -> None:
+    """Build some source tables as ``builder.table(topic, consumed)`` alone (``materialized: false``), besides the
+    harness's default store and a named one (:func:`_name_stores`): without ``Materialized`` a table keeps a store
+    only when a node reads it (``KTableSource.materialize``), which decides where KIP-557 drops idempotent updates
+    and whether a filter below forwards tombstones for keys it never held (KAFKA-10077). A versioned or named table
+    keeps its store. The forms come from a random stream of their own, seeded by the topology, so a seed's
+    topologies and events stay what they were and only the tables' forms are added."""
+    forms = random.Random(json.dumps(data["topology"], sort_keys=True))
+    for node in data["topology"]:
+        if "table" in node and "store" not in node and "history_retention_ms" not in node and forms.random() < 0.4:
+            node["materialized"] = False
 
 
 def check(version: str, count: int, seed: int) -> tuple[list[TopologyScenario], list[tuple[TopologyScenario, str]]]:

@@ -108,6 +108,7 @@ OPERATIONS = (
     "store(windowed view)", "store(windowed join)",
     "read(suppressed window)", "group_by(suppressed table)", "foreign-key(suppressed table)",
     "group_by(suppressed window)",
+    "unmaterialized(table)",
 )  # fmt: skip
 """Every kind of node a walk draws (the coverage test counts them over many walks)."""
 
@@ -676,6 +677,21 @@ class _Walker:
             else:
                 del node[field]
 
+    def unmaterialize_tables(self) -> None:
+        """Build some source tables as ``builder.table(topic, consumed)`` alone (``materialized: false``): with the
+        default (a store the harness names) and ``store: name`` (:meth:`name_stores`), the three forms an
+        application writes. Without ``Materialized`` a table keeps a store only when a node reads it, which decides
+        where KIP-557 drops idempotent updates and whether a filter below forwards tombstones for keys it never
+        held (KAFKA-10077). A versioned table is materialized through its versioned store, a named one by its
+        name: both stay as they are. The forms come from a random stream of their own, seeded by the topology, so
+        a seed's walks and events stay what they were and only the tables' forms are added."""
+        forms = random.Random(json.dumps(self.nodes, sort_keys=True))
+        for node in self.nodes:
+            if "table" in node and "store" not in node and "history_retention_ms" not in node:
+                if forms.random() < 0.4:
+                    node["materialized"] = False
+                    self.ops["unmaterialized(table)"] += 1
+
     partitions_hint = 1
 
 
@@ -708,6 +724,7 @@ def draw(rng: random.Random, version: str) -> Walk:
         at = walker.step(at, keys) or at
     walker.sink(at, "end")
     walker.name_stores()
+    walker.unmaterialize_tables()
     document: dict[str, Any] = {
         "semantics": version,
         "partitions": walker.partitions_hint,

@@ -462,7 +462,10 @@ class Semantics:
         size, if larger), as the store's retention, so its segments are ``max(retention / 2, 60 s)`` = 12 h long and
         a window table's getter (a windowed table's join, a suppression read as a table) finds a window long after
         its grace (harness: 2.8.2 finds it after a jump of 100 s, 3.0.1 does not;
-        tests/test_topology_suppressed_windows.py)."""
+        tests/test_topology_suppressed_windows.py). The same commit moved a session-windowed aggregate's store from
+        ``SessionWindows.maintainMs()`` (one day, or the gap if larger) to ``gap + grace``
+        (``SessionWindowedKStreamImpl.materialize``): a session table's getter finds an old session on 2.8.2 after a
+        jump of 200 s, not on 3.0.2 (tests/test_topology_session_retention.py)."""
 
     @since("3.4", ticket="KAFKA-12960")
     def window_store_hides_expired(self) -> bool:

@@ -60,6 +60,7 @@ from ..joins.wtable import (
     select_by_timestamp,
     shift_by,
     wtable_join_factory,
+    wtable_layouts,
 )
 from ..records import Record
 from ..scenario.aggregate import AGGREGATE_JOINS, AggregateConfig, AggregateSpec, event_records
@@ -248,7 +249,9 @@ def run_window_aggregate(
     tasks = _tasks(factory, log, records)
     options = {
         "windows": windows,
-        "layout": windows.layout(retention_ms, segments),
+        "layout": windows.layout(
+            windows.store_retention_ms(parse_semantics(semantics)) if retention_ms is None else retention_ms, segments
+        ),
         "semantics": parse_semantics(semantics),
     }
     config = AggregateConfig("window-aggregate", aggregation.name, partitions, options)
@@ -329,11 +332,12 @@ def run_wtable_join(
     log = StateLog()
     records = event_records(events, partitions)
     tasks = _tasks(factory, log, records)
+    layouts = wtable_layouts(join, windows, right_windows, retention_ms, segments, parse_semantics(semantics))
     options = {
         "windows": windows,
         "right_windows": right_windows or windows,
-        "layout": windows.layout(retention_ms, segments),
-        "right_layout": (right_windows or windows).layout(retention_ms, segments),
+        "layout": layouts[0],
+        "right_layout": layouts[1],
         "shifter": shifter,
         "selector": selector,
         "self_join": self_join,

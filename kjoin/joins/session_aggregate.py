@@ -13,6 +13,8 @@ A session is a run of a key's records with no gap longer than the inactivity gap
   (``expired-window``). Otherwise each merged session is removed and a tombstone forwarded for it, then the
   aggregator adds the record and the merged session is stored and forwarded.
 * Every update carries the session's end as its timestamp (a tombstone its old session's end).
+* The store keeps a session ``gap + grace`` past its end (3.0+), one day before (``SessionWindows.maintainMs``,
+  KAFKA-7106): a session table's getter finds it that long.
 * Emit-final (``emit: final``, ``emitStrategy(onWindowClose())``, 3.3+): nothing is forwarded on update; after each
   record, every session whose end is behind the close time and was not emitted before is forwarded once
   (:mod:`kjoin.joins.final_results`).
@@ -28,6 +30,7 @@ from ..records import Record, render_value
 from ..semantics import Semantics
 from ..state import StateLog
 from ..stores.session import SessionStore
+from ..stores.window import MAINTAIN_MS
 from .aggregate import AggregateOutput, Aggregation, AggregationError
 from .context import StepContext
 from .final_results import WindowedAggregateTask
@@ -52,8 +55,17 @@ class SessionWindows:
 
     @property
     def retention_ms(self) -> int:
-        """The session store's default retention: ``gap + grace``."""
+        """The session store's default retention from Kafka 3.0: ``gap + grace``."""
         return self.gap_ms + self.grace_ms
+
+    def store_retention_ms(self, semantics: Semantics) -> int:
+        """The session store's retention when the application sets none (``Materialized.withRetention``): ``gap +
+        grace`` from 3.0 (``Semantics.window_retention_size_and_grace``, KAFKA-7106); before, the deprecated
+        ``SessionWindows.maintainMs()``: one day, or the gap if larger. A session table's getter (a windowed
+        table's join) finds a session that long, in segments of ``max(retention / 2, 60 s)``."""
+        if semantics.window_retention_size_and_grace:
+            return self.retention_ms
+        return max(MAINTAIN_MS, self.gap_ms)
 
     @property
     def suppress_duration_ms(self) -> int:
@@ -87,7 +99,8 @@ class SessionAggregate(WindowedAggregateTask):
         on_update: Callable[[AggregateOutput, StepContext], None] | None = None,
     ) -> None:
         super().__init__(log, task, windows, aggregation, semantics, emit_final, on_update, "session aggregate clock")
-        self.store = SessionStore(log, task, windows.retention_ms, semantics.window_store_hides_expired, emit_final)
+        retention = windows.store_retention_ms(semantics)
+        self.store = SessionStore(log, task, retention, semantics.window_store_hides_expired, emit_final)
 
     def process(self, record: Record, ctx: StepContext) -> None:
         if record.key is None:

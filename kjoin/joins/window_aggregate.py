@@ -35,6 +35,7 @@ from ..records import Record, render_value
 from ..semantics import Semantics, parse_semantics
 from ..state import StateLog
 from ..stores import Clock
+from ..stores.window import MAINTAIN_MS
 from .aggregate import AggregateOutput, Aggregation, AggregationError
 from .context import StepContext
 from ..times import at
@@ -116,6 +117,21 @@ class TimeWindows:
     def retention_ms(self) -> int:
         """Kafka's default retention of a windowed aggregate's store: ``size + grace``."""
         return self.size_ms + self.grace_ms
+
+    def store_retention_ms(self, semantics: Semantics) -> int:
+        """The store's retention when the application sets none (``Materialized.withRetention``): ``size + grace``
+        from 3.0 (``Semantics.window_retention_size_and_grace``, KAFKA-7106); before, the deprecated
+        ``Windows.maintainMs()``: one day, or the size if larger, which Kafka refuses below ``size + grace``."""
+        if semantics.window_retention_size_and_grace:
+            return self.retention_ms
+        retention = max(MAINTAIN_MS, self.size_ms)
+        if retention < self.retention_ms:
+            raise ValueError(
+                f"window size {self.size_ms} + grace {self.grace_ms} is more than the store's retention {retention} "
+                f"(Windows.maintainMs before 3.0), and Kafka {semantics} refuses it; set retention_ms, choose a "
+                "shorter grace or semantics 3.0 or later"
+            )
+        return retention
 
     def layout(self, retention_ms: int | None = None, segments: int | None = None) -> SegmentLayout:
         """The window store's segments: ``retention_ms`` (default ``size + grace``; Kafka refuses less)
@@ -337,6 +353,7 @@ def window_aggregate_factory(
 ) -> Callable[[StateLog, int], WindowAggregate]:
     """``(log, task) -> processor`` of one task of a windowed aggregate (the Spark engine builds
     its tasks with it, so both engines run the same processors)."""
-    layout = windows.layout(retention_ms, segments)
     rules = parse_semantics(semantics)
+    retention = windows.store_retention_ms(rules) if retention_ms is None else retention_ms
+    layout = windows.layout(retention, segments)
     return lambda log, task: WindowAggregate(log, task, windows, aggregation, layout=layout, semantics=rules)

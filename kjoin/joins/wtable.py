@@ -416,6 +416,25 @@ class TableWTableJoin(_SelectorJoin):
         )
 
 
+def wtable_layouts(
+    join: str,
+    windows: TimeWindows,
+    right_windows: TimeWindows | None,
+    retention_ms: int | None,
+    segments: int | None,
+    semantics: Semantics,
+) -> tuple[SegmentLayout, SegmentLayout]:
+    """The left and right window stores' layouts: ``retention_ms`` if given; else a ``wtable-wtable`` join's two
+    windowed aggregates keep the version's default (:meth:`TimeWindows.store_retention_ms`: a day before 3.0) and the
+    seed's other joins ``size + grace``."""
+    right = right_windows or windows
+    if join == "wtable-wtable" and retention_ms is None:
+        return windows.layout(windows.store_retention_ms(semantics), segments), right.layout(
+            right.store_retention_ms(semantics), segments
+        )
+    return windows.layout(retention_ms, segments), right.layout(retention_ms, segments)
+
+
 def wtable_join_factory(
     join: str,
     windows: TimeWindows,
@@ -444,9 +463,8 @@ def wtable_join_factory(
         )
     left_agg = aggregation or count()
     right_agg = right_aggregation or left_agg
-    left_layout = windows.layout(retention_ms, segments)
-    right_layout = (right_windows or windows).layout(retention_ms, segments)
     rules = parse_semantics(semantics)
+    left_layout, right_layout = wtable_layouts(join, windows, right_windows, retention_ms, segments, rules)
 
     def new(log: StateLog, task: int) -> Any:
         if join == "wtable-wtable":

@@ -9,7 +9,8 @@ Kafka's ``RocksDBSessionStore`` over a segmented store whose records are timesta
   expired put"); its update is still forwarded.
 * Before 3.4 a read finds a session until its segment is dropped: segments of ``max(retention / 2, 60 s)`` by
   session end, dropped whole once they fall below ``(observed - retention) // interval`` (at a put).
-* The retention is ``inactivity gap + grace`` (Kafka's default for a session aggregate's store).
+* The retention is ``inactivity gap + grace`` (Kafka's default for a session aggregate's store from 3.0; before,
+  one day: ``SessionWindows.store_retention_ms``).
 """
 
 from __future__ import annotations

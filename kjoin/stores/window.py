@@ -12,10 +12,14 @@ from ..state import StateLog
 from .base import Store
 from .clock import Clock, observed_time_name
 
-__all__ = ["WindowStore", "window_store_name", "MIN_SEGMENT_INTERVAL_MS"]
+__all__ = ["WindowStore", "window_store_name", "MIN_SEGMENT_INTERVAL_MS", "MAINTAIN_MS"]
 
 MIN_SEGMENT_INTERVAL_MS = 60_000
 """Kafka's RocksDB window stores never cut segments shorter than a minute (``max(retention / 2, 60 s)``)."""
+
+MAINTAIN_MS = 24 * 60 * 60 * 1000
+"""``Windows.DEFAULT_RETENTION_MS`` (one day): before 3.0 (KAFKA-7106) the retention of a windowed aggregate's store
+when the application sets none, ``Windows.maintainMs()`` (time windows) and ``SessionWindows.maintainMs()``."""
 
 
 def window_store_name(side: Side) -> str:

@@ -36,6 +36,7 @@ from ..joins.window_aggregate import WindowAggregate
 from ..records import Record, Side, render_value
 from ..semantics import Semantics
 from ..stores.aggregate import AggregateStore
+from ..stores.window import MAINTAIN_MS
 from .graph import Node, TopologyError
 from .plain import as_written
 from .processors import NodeProcessor, OldValue, Outcome, Rec, said
@@ -107,9 +108,6 @@ class _AggregateTable:
 
 OLD_VALUE_READERS = ("table-table", "fk", "table-group-by", "suppress")
 
-MAINTAIN_MS = 24 * 60 * 60 * 1000
-"""``Windows.DEFAULT_RETENTION_MS`` (one day): the retention of a time-windowed aggregate's store before 3.0."""
-
 
 def _failing(error: AggregationError, rec: Rec) -> AggregationError:
     return AggregationError(f"{said(rec)}: {error}")
@@ -125,6 +123,15 @@ class StreamAggregate(NodeProcessor):
         final = node.params.get("emit") == "final"  # emitStrategy(onWindowClose()), KIP-825
         self.windowed: Any = None
         if isinstance(windows, SessionWindows):
+            retention = windows.store_retention_ms(semantics)
+            if retention < windows.gap_ms + windows.grace_ms:
+                raise TopologyError(
+                    f"{node.name}: inactivity gap {windows.gap_ms} + grace {windows.grace_ms} is more than the session "
+                    f"store's retention {retention} (SessionWindows.maintainMs before 3.0), and Kafka {semantics} "
+                    "refuses it (IllegalArgumentException: The retention period of the session store ... must be no "
+                    "smaller than the session inactivity gap plus the grace period); choose a shorter grace or "
+                    "semantics 3.0 or later"
+                )
             self.windowed = SessionAggregate(log, partition, windows, self.aggregation, semantics, final)
             self.store = None
         elif isinstance(windows, SlidingWindows):

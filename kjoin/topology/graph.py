@@ -202,25 +202,62 @@ class Graph:
         """Node name -> its sub-topology's number (a global table has none)."""
         return {node.name: number for number, nodes in enumerate(self.subtopologies()) for node in nodes}
 
-    def materialized(self, table: Node) -> bool:
+    def materialized(self, table: Node, semantics: Any = None) -> bool:
         """Does Kafka write the ``KTableSource`` ``table`` (a source table, a ``to_table``, a foreign-key join's
         result) through a store? That is where KIP-557 (2.6.0 to 2.7.0) drops idempotent updates, a tombstone for a
         key the table never held among them. ``KTableSource`` keeps a store when it has a queryable name
-        (:meth:`keeps_store`): a source table always (the harness names its store, ``Materialized.as``), a
-        ``to_table`` or a foreign-key join's result when the application names the store or a node looks it up or
-        asks it for old values. A view without a store of its own (``mapValues``, ``filter``) reading it
-        materializes nothing: such a result forwards ``Change(null, null)`` for a row that never joined."""
-        return table.op in ("table", "to_table", "fk") and self.keeps_store(table)
+        (:meth:`keeps_store`): a source table built with ``Materialized.as`` (the default, or ``store``) always; one
+        built without (``materialized=False``), a ``to_table`` or a foreign-key join's result when the application
+        names the store or a node looks it up or asks it for old values. A view without a store of its own
+        (``mapValues``, ``filter``) reading it materializes nothing: such a table forwards ``Change(null, null)`` for
+        a row it never held. Before 2.7 (``semantics`` without ``materialized_view_keeps_old_values``, KAFKA-10494)
+        a node that asks for old values (:meth:`_asks_old_values`) materializes it through materialized views too:
+        a view passed ``enableSendingOldValues()`` to its parent, and ``KTableSource.enableSendingOldValues`` gives
+        the source its store."""
+        if table.op not in ("table", "to_table", "fk"):
+            return False
+        if self.keeps_store(table):
+            return True
+        return (
+            semantics is not None and not semantics.materialized_view_keeps_old_values and self._asks_old_values(table)
+        )
+
+    def _asks_old_values(self, table: Node) -> bool:
+        """Does a node ask ``table`` for old values through views, materialized or not (Kafka before 2.7)? A
+        table-table join its outer sides (``KTableImpl.doJoin``: the left of a left join, both of an outer join), a
+        foreign-key join both tables, a table group-by and a suppression their parent; a view asked asks its parent,
+        and a table-table join asked asks both of its (``KTableKTableAbstractJoin.enableSendingOldValues``)."""
+        asked: set[str] = set()
+
+        def ask(node: Node) -> None:
+            if node.name in asked:
+                return
+            asked.add(node.name)
+            if node.op in VIEW_OPS or node.op == "table-table":
+                for parent in node.parents:
+                    ask(parent)
+
+        for node in self.nodes.values():
+            if node.op == "table-table":
+                variant = node.params["variant"]
+                for parent in (
+                    list(node.parents) if variant == "outer" else node.parents[:1] if variant == "left" else []
+                ):
+                    ask(parent)
+            elif node.op in ("fk", "table-group-by", "suppress"):
+                for parent in node.parents:
+                    ask(parent)
+        return table.name in asked
 
     def keeps_store(self, table: Node) -> bool:
         """Does ``table`` send old values when asked without being forced to keep a store, as the topology stands
         (Kafka's ``KTableImpl.enableSendingOldValues(forceMaterialization=false)``)? A view without a store asks its
-        parent; a source (``KTableSource``) answers yes only when it is materialized: a table kjoin reads from a topic
-        (the harness names its store; one that ``describe()`` lists without a store is not), a foreign-key join's
-        result whose store the application names (``Materialized.as``: a queryable name), or a ``to_table`` or a
-        foreign-key join's result (stores without a queryable name) that a node already built reads through its
-        value getter or asks for old values (``KTableSource.materialize``). A materialized view, an aggregate, a
-        table-table join (it materializes its parents) answer yes."""
+        parent; a source (``KTableSource``) answers yes only when it is materialized: a table read from a topic with
+        ``Materialized.as`` (not one built ``materialized=False``, nor one ``describe()`` lists without a store), a
+        foreign-key join's result whose store the application names (a queryable name), or any source (stores
+        without a queryable name) that a node already built reads through its value getter or asks for old values
+        (``KTableSource.materialize``). A materialized view, an aggregate, a table-table join (it materializes its
+        parents) answer yes."""
         if table.op in VIEW_OPS and not table.params["materialized"]:
             return self.keeps_store(table.parents[0])
         if table.op in ("table", "to_table", "fk"):

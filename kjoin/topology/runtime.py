@@ -793,7 +793,8 @@ class _Run:
             elif node.op in COGROUP_OPS:
                 found = CogroupAggregate(node, partition, log, self.topology.semantics)
             else:
-                semantics, materialized = self.topology.semantics, self.graph.materialized(node)
+                semantics = self.topology.semantics
+                materialized = self.graph.materialized(node, semantics)
                 instance = self._instance_times(node, partition, log)
                 found = build_processor(
                     node, partition, log, semantics, self._parent(partition), materialized, instance

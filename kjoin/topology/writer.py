@@ -133,6 +133,8 @@ class _Writer:
             self.topics[node.topic] = {"partitions": topic.partitions}
         if node.params.get("history_retention_ms") is not None:
             entry["history_retention_ms"] = node.params["history_retention_ms"]
+        if node.op == "table" and node.params.get("materialized") is False:  # builder.table without Materialized
+            entry["materialized"] = False
         if topic.partitioner is not None:
             raise TopologyError(f"topic {node.topic}: its producer's partitioner is a Python function")
 

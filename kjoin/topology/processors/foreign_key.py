@@ -168,7 +168,7 @@ class ForeignKeyNode:
             graph.text_keys,
         )
         self._log = log
-        self.drops_idempotent = semantics.drops_idempotent_table_updates and graph.materialized(node)
+        self.drops_idempotent = semantics.drops_idempotent_table_updates and graph.materialized(node, semantics)
         """The result's ``KTableSource`` drops a result that changes nothing (KIP-557, 2.6.0 to 2.7.0) when Kafka
         materializes it (:meth:`Graph.materialized`: a named store, or a later join or group-by reads it)."""
         self._results: dict[int, TableStore] = {}

@@ -322,7 +322,11 @@ public final class TopologyOracle {
                 if (node.get("store") != null) {  // Materialized.as(store)
                     options.put("store", node.get("store"));
                 }
-                handles.put(name, Oracle.table(builder, topic, options, false));
+                if (Boolean.FALSE.equals(node.get("materialized"))) {  // builder.table without Materialized
+                    handles.put(name, builder.table(topic, consumed));
+                } else {
+                    handles.put(name, Oracle.table(builder, topic, options, false));
+                }
             } else if (node.containsKey("filter")) {
                 Map<String, Object> spec = Oracle.map(node.get("filter"));
                 Object parent = handles.get((String) node.get("input"));
