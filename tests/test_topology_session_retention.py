@@ -71,6 +71,17 @@ def test_before_3_0_a_gap_and_grace_beyond_a_day_are_refused() -> None:
     assert [(str(o.key), o.value) for o in _scenario("3.0", long_grace).run().outputs("out")] == [("[k@0/0]", "1-1")]
 
 
+def test_before_3_0_a_time_window_size_and_grace_beyond_a_day_are_refused() -> None:
+    long_grace = {"size_ms": 10, "grace_ms": 86_400_000}
+    with pytest.raises(TopologyError, match=r"c1: window size 10 \+ grace 86400000 .*\(Windows.maintainMs before 3.0"):
+        _scenario("2.8", long_grace).run()
+    # 3.0 keeps size + grace; 2.8 keeps a day when size + grace fits in it
+    assert [(str(o.key), o.value) for o in _scenario("3.0", long_grace).run().outputs("out")] == [("[k@0/10]", "1-1")]
+    assert [(str(o.key), o.value) for o in _scenario("2.8", {"size_ms": 10}).run().outputs("out")] == [
+        ("[k@0/10]", "1-1")
+    ]
+
+
 # -- against the real library ----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def built() -> None:

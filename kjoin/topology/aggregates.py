@@ -36,7 +36,6 @@ from ..joins.window_aggregate import WindowAggregate
 from ..records import Record, Side, render_value
 from ..semantics import Semantics
 from ..stores.aggregate import AggregateStore
-from ..stores.window import MAINTAIN_MS
 from .graph import Node, TopologyError
 from .plain import as_written
 from .processors import NodeProcessor, OldValue, Outcome, Rec, said
@@ -138,16 +137,14 @@ class StreamAggregate(NodeProcessor):
             self.windowed = SlidingAggregate(log, partition, windows, self.aggregation, semantics, final)
             self.store = None
         elif windows is not None:
-            # before 3.0 (KAFKA-7106) the store keeps Windows.maintainMs(): a day, or the size if larger
-            retention = None if semantics.window_retention_size_and_grace else max(MAINTAIN_MS, windows.size_ms)
-            if retention is not None and retention < windows.size_ms + windows.grace_ms:
+            # the store's retention: size + grace from 3.0, Windows.maintainMs() before (KAFKA-7106)
+            try:
+                layout = windows.layout(windows.store_retention_ms(semantics))
+            except ValueError as error:
                 raise TopologyError(
-                    f"{node.name}: size {windows.size_ms} + grace {windows.grace_ms} is more than the store's "
-                    f"retention {retention} (Windows.maintainMs before 3.0), and Kafka {semantics} refuses it "
-                    "(IllegalArgumentException: The retention period of the window store ... must be no smaller than "
-                    "its window size plus the grace period); choose a shorter grace or semantics 3.0 or later"
-                )
-            layout = None if retention is None else windows.layout(retention)
+                    f"{node.name}: {error} (IllegalArgumentException: The retention period of the window store ... "
+                    "must be no smaller than its window size plus the grace period)"
+                ) from None
 
             def make(on_update: Any = None) -> WindowAggregate:
                 return WindowAggregate(
