@@ -7,7 +7,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab demo test test-fast test-spark test-oracle test-browser browser-check docs system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check topology-check topology-sweep topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug app-debug-check bench bench-compare bench-report
+.PHONY: lab demo test test-fast test-spark test-oracle test-browser browser-check docs system-deps clean notebooks workshop workshop-memory kafka-oracle kafka-check kafka-check-seed-000 topology-check topology-sweep topology-spark-check describe-check kafka-live broker-check why-audit-check cluster fuzz-inputs bench-reference diff-check bench-diff bench-debug app-debug-check bench bench-compare bench-report
 
 # The course opens on its first notebook (00_start_here.ipynb once it lands).
 FIRST_NOTEBOOK := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
@@ -190,6 +190,11 @@ N ?= 1000
 kafka-check: kafka-oracle
 	$(PY) -m kafka_oracle.oracle_check $(N) kafka-check-mismatches
 	$(PY) -m kafka_oracle.topology_oracle $(N)
+
+# Seed 000's aggregates and WTable joins alone (near ones and ones that jump past grace, retention, segments and a day):
+# `KJOIN_ORACLE_VERSIONS=4.4.0,3.0.2,2.8.2 N=300 make kafka-check-seed-000`.
+kafka-check-seed-000: kafka-oracle
+	nice -n 19 $(PY) -m kafka_oracle.oracle_check $(N) kafka-check-mismatches --seed-000
 
 # N new random topologies per Kafka version through kjoin.Topology and TopologyTestDriver, from two generators
 # written apart: kafka_oracle/topology_oracle.py (two or three joins, a re-key or a foreign-key join, 1-4 partitions) and

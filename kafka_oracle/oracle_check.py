@@ -1246,10 +1246,18 @@ def scenarios(draw: Any, version: KafkaVersion) -> kjoin.Scenario:
 # aggregate ``table.groupBy((k, v) -> KeyValue.pair(v.g, v)).count()``; a wtable-wtable join on the same window a
 # table-table join of two windowed counts. Each judge runs kjoin with its own semantics (a window store before 3.4
 # finds a window behind its retention; a table aggregate's update in one group is two records before 3.5, KIP-904).
-@st.composite
-def aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> AggregateSpec:
+def aggregate_specs(version: KafkaVersion | None = None) -> st.SearchStrategy[AggregateSpec]:
     """A random seed-000 scenario that the harness can build: window-aggregate (count, sum), table-aggregate (count,
-    sum), wtable-wtable (counts), with the semantics of ``version`` (default: the latest)."""
+    sum), wtable-wtable (counts), with the semantics of ``version`` (default: the latest). Half are near
+    (:func:`near_aggregate_specs`: up to 16 events within 120 ms, small windows), half jumping
+    (:func:`jumping_aggregate_specs`: windows from milliseconds to minutes, far jumps and late records after them,
+    short and long scenarios)."""
+    return st.one_of(near_aggregate_specs(version), jumping_aggregate_specs(version))
+
+
+@st.composite
+def near_aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> AggregateSpec:
+    """Up to 16 events within 40 or 120 ms, windows of 1-10 ms: many records meet in a window, none ever jumps."""
     semantics = kjoin.parse_semantics(None if version is None else version.version)
     joins = ["window-aggregate", "wtable-wtable", "table-aggregate"]
     join = draw(st.sampled_from(joins))
@@ -1308,6 +1316,134 @@ def aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> Aggregate
     return AggregateSpec.from_dict(data)
 
 
+AGGREGATE_WINDOW_SCALES = (
+    st.integers(1, 10),
+    st.integers(1, 300),
+    st.integers(100, 5_000),
+    st.sampled_from([30_000, 60_000, 90_000, 120_000, 300_000]),
+)
+"""Window sizes (and gaps, time differences, graces) of the jumping aggregates: milliseconds to minutes."""
+
+DAY_MS = 86_400_000
+
+
+def _aggregate_distances(window: dict[str, Any]) -> list[int]:
+    """The distances a rule about a windowed store could turn on: the window itself, its grace, size + grace (the
+    retention from 3.0), twice that (a sliding window's), the segment interval (``max(retention / 2, 60 s)``) and
+    its double, a day (``Windows.maintainMs`` before 3.0, KAFKA-7106) and a day plus size + grace."""
+    size = window.get("size_ms") or window.get("inactivity_gap_ms") or window.get("time_difference_ms") or 1
+    grace = window.get("grace_ms") or 0
+    retention = size + grace
+    segment = max(retention // 2, 60_000)
+    return [size, grace, retention, 2 * size + grace, segment, 2 * segment, DAY_MS, DAY_MS + retention, DAY_MS // 2]
+
+
+def _jumping_timeline(rng: random.Random, count: int, window: dict[str, Any]) -> list[int]:
+    """``count`` timestamps in processing order: small steps and ties, jumps of one of
+    :func:`_aggregate_distances` (give or take a millisecond) or to a segment's boundary, and late records that many
+    milliseconds behind stream time, or back at an earlier record's timestamp (give or take one)."""
+    distances = _aggregate_distances(window)
+    size = distances[0]
+    cursor = rng.choice([0, 0, 1, size, 59_999, 119_990, DAY_MS - 1])
+    result: list[int] = []
+    for _ in range(count):
+        move = rng.choice(["tie", "step", "step", "step", "jump", "jump", "boundary", "late", "late", "again"])
+        nudge = rng.choice([-1, 0, 0, 1])
+        if move == "tie" or (move == "again" and not result):
+            ts = cursor
+        elif move == "step":
+            cursor += rng.randint(0, size)
+            ts = cursor
+        elif move == "jump":
+            cursor = max(cursor, cursor + rng.choice(distances) + nudge)
+            ts = cursor
+        elif move == "boundary":  # the next boundary of a 60 s, half-day or day segment
+            interval = rng.choice([60_000, max((size + (window.get("grace_ms") or 0)) // 2, 60_000), DAY_MS // 2])
+            cursor = max(cursor, (cursor // interval + 1) * interval + nudge)
+            ts = cursor
+        elif move == "late":
+            ts = max(0, cursor - rng.choice(distances) - nudge)
+        else:  # again: at (or next to) an earlier record's time, after stream time moved on
+            ts = max(0, rng.choice(result) + nudge)
+        result.append(ts)
+    return result
+
+
+@st.composite
+def jumping_aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> AggregateSpec:
+    """What :func:`near_aggregate_specs` draws, over windows from milliseconds to minutes and timelines that jump
+    beyond a window's grace, its store's retention, a segment interval and a day, with late records after the
+    jumps and ties: short (1-16 events) or long (17-200), half and half. A seed draws the events (as
+    :func:`_wide_events` does), so a long scenario is cheap to generate."""
+    semantics = kjoin.parse_semantics(None if version is None else version.version)
+    join = draw(st.sampled_from(["window-aggregate", "wtable-wtable", "table-aggregate"]))
+    data: dict[str, Any] = {"join": join}
+    if version is not None:
+        data["semantics"] = version.version
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    count = rng.randint(17, 200) if rng.random() < 0.5 else rng.randint(1, 16)
+    keys = [f"k{i}" for i in range(1, rng.randint(2, 7))]
+    null_keys = rng.choice([0, 8])
+
+    def key() -> str | None:
+        return None if null_keys and rng.randrange(null_keys) == 0 else rng.choice(keys)
+
+    if join == "table-aggregate":
+        data["group_by"] = "g"
+        summed = draw(st.booleans())
+        if summed:
+            data["aggregate"] = {"sum": "v"}
+        groups = ["X", "Y", "Z"][: rng.randint(1, 3)]
+        values = [
+            lambda: None,
+            lambda: {"g": rng.choice(groups), "v": rng.randrange(10)},
+            lambda: {"g": rng.choice(groups), "v": rng.randrange(10)},
+            lambda: {"v": rng.randrange(10)},  # no group: a null group key
+            lambda: {"g": rng.choice(groups)},  # nothing to sum: counts as 0
+        ]
+        window = {"size_ms": draw(st.sampled_from(AGGREGATE_WINDOW_SCALES).flatmap(lambda scale: scale))}
+        stamps = _jumping_timeline(rng, count, window)
+        data["events"] = [{"side": "left", "key": key(), "value": rng.choice(values)(), "ts": ts} for ts in stamps]
+        data["partitions"] = draw(st.integers(1, 2))
+        return AggregateSpec.from_dict(data)
+    scale = draw(st.sampled_from(AGGREGATE_WINDOW_SCALES))
+    size = draw(scale)
+    window: dict[str, Any] = {"size_ms": size}
+    if draw(st.booleans()):
+        window["advance_ms"] = max(1, size // draw(st.sampled_from([1, 2, 3, 5])))
+    if draw(st.integers(0, 3)):  # a grace of the window's scale, none, or a minute or more
+        window["grace_ms"] = draw(st.one_of(scale, st.just(0), st.sampled_from([60_000, 120_000, 3_600_000])))
+    if join == "window-aggregate":  # session and sliding windows, emit-final and suppress
+        kinds = ["time", "session"] + (["sliding"] if semantics.sliding_windows else [])
+        kind = draw(st.sampled_from(kinds))
+        if kind != "time":
+            name = "inactivity_gap_ms" if kind == "session" else "time_difference_ms"
+            window = {name: size, **({"grace_ms": window["grace_ms"]} if "grace_ms" in window else {})}
+        results = ["updates", "suppress"] + (["final"] if semantics.emit_on_window_close else [])
+        result = draw(st.sampled_from(results))
+        if result == "final":
+            data["emit"] = "final"
+        elif result == "suppress":
+            data["suppress"] = "until-window-closes"
+    data["window"] = window
+    if join == "wtable-wtable":
+        data["variant"] = draw(st.sampled_from(["inner", "left", "outer"]))
+    summed = join == "window-aggregate" and draw(st.booleans())
+    if summed:
+        data["aggregate"] = {"sum": "v"}
+    left_share = rng.randint(1, 4)  # of 5
+    events = []
+    for ts in _jumping_timeline(rng, count, window):
+        side = "left" if join == "window-aggregate" or rng.randrange(5) < left_share else "right"
+        value: Any = None if rng.randrange(6) == 0 else f"{side[0].upper()}{rng.randrange(10)}"
+        if summed and value is not None:
+            value = {"v": rng.randrange(10)} if rng.randrange(5) else {"w": 1}
+        events.append({"side": side, "key": key(), "value": value, "ts": ts})
+    data["events"] = events
+    data["partitions"] = draw(st.integers(1, 2))
+    return AggregateSpec.from_dict(data)
+
+
 SEED_000_VERSIONS = tuple(version.version for version in VERSIONS)
 """The versions that judge seed 000's aggregates and WTable joins, each against kjoin with its own semantics: every
 judge (from 3.4 a window store hides a window behind its retention from reads, KAFKA-12960; before, RocksDB's window
@@ -1316,6 +1452,10 @@ stores still find it; before 3.5 a table aggregate's update that keeps its group
 
 # -- make kafka-check ----------------------------------------------------------------------------------------------
 def main(argv: list[str]) -> int:
+    """``[N] [DIR] [--seed-000]``: N scenarios per version (and N of seed 000's), mismatches written to DIR;
+    ``--seed-000`` judges only seed 000's aggregates and WTable joins (``make kafka-check-seed-000``)."""
+    seed_000_only = "--seed-000" in argv
+    argv = [arg for arg in argv if arg != "--seed-000"]
     count = int(argv[0]) if argv else int(os.environ.get("N", "1000"))
     out_dir = Path(argv[1]) if len(argv) > 1 else Path(tempfile.mkdtemp(prefix="kjoin-kafka-check-"))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -1324,18 +1464,20 @@ def main(argv: list[str]) -> int:
     judges = ci_versions() if os.environ.get("KJOIN_ORACLE_VERSIONS") else VERSIONS
     started = time.monotonic()
     for version in judges:
-        batch, mismatches = check(version, count)
-        print(f"kafka-streams {version.version}: {len(batch)} scenarios, {len(mismatches)} mismatches", flush=True)
-        for number, text in enumerate(shrunk_yaml(version.version, mismatches), 1):
-            path = out_dir / f"kafka-{version.version}-mismatch-{number}.yaml"
-            path.write_text(text)
-            print(f"  {path}", flush=True)
-        failed += len(mismatches)
+        if not seed_000_only:
+            batch, mismatches = check(version, count)
+            print(f"kafka-streams {version.version}: {len(batch)} scenarios, {len(mismatches)} mismatches", flush=True)
+            for number, text in enumerate(shrunk_yaml(version.version, mismatches), 1):
+                path = out_dir / f"kafka-{version.version}-mismatch-{number}.yaml"
+                path.write_text(text)
+                print(f"  {path}", flush=True)
+            failed += len(mismatches)
         if version.version in SEED_000_VERSIONS:
+            begun = time.monotonic()
             batch, mismatches = check(version, count, seed_000=True)
             print(
                 f"kafka-streams {version.version} (seed 000's aggregates and WTable joins): {len(batch)} scenarios, "
-                f"{len(mismatches)} mismatches",
+                f"{len(mismatches)} mismatches, {time.monotonic() - begun:.0f} s",
                 flush=True,
             )
             for number, text in enumerate(shrunk_yaml(version.version, mismatches), 1):
