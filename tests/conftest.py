@@ -55,6 +55,7 @@ _UNIT = (
     "test_house.py",
     "test_house_edges.py",
     "test_input_fuzz.py",
+    "test_oracle_aggregate_draws.py",
     "test_ordering.py",
     "test_packaging.py",
     "test_processor_contract.py",
