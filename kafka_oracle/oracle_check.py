@@ -1404,8 +1404,7 @@ def jumping_aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> A
         window = {"size_ms": draw(st.sampled_from(AGGREGATE_WINDOW_SCALES).flatmap(lambda scale: scale))}
         stamps = _jumping_timeline(rng, count, window)
         data["events"] = [{"side": "left", "key": key(), "value": rng.choice(values)(), "ts": ts} for ts in stamps]
-        data["partitions"] = draw(st.integers(1, 2))
-        return AggregateSpec.from_dict(data)
+        return AggregateSpec.from_dict(data)  # one partition: its repartition topic crosses tasks
     scale = draw(st.sampled_from(AGGREGATE_WINDOW_SCALES))
     size = draw(scale)
     window: dict[str, Any] = {"size_ms": size}
