@@ -1431,9 +1431,16 @@ def jumping_aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> A
     if summed:
         data["aggregate"] = {"sum": "v"}
     left_share = rng.randint(1, 4)  # of 5
+    stamps = _jumping_timeline(rng, count, window)
+    sides = ["left" if join == "window-aggregate" or rng.randrange(5) < left_share else "right" for _ in stamps]
+    if join == "wtable-wtable" and rng.randrange(2) == 0:
+        # a timeline per side, interleaved in runs: one side's stream time jumps far on while the other's stays
+        # behind, so the other side's records look up windows the first side's store may have dropped
+        timelines = {side: _jumping_timeline(rng, sides.count(side), window) for side in ("left", "right")}
+        sides = sorted(sides, key=lambda side: rng.random() + (0.0 if side == "left" else rng.random()))
+        stamps = [timelines[side].pop(0) for side in sides]
     events = []
-    for ts in _jumping_timeline(rng, count, window):
-        side = "left" if join == "window-aggregate" or rng.randrange(5) < left_share else "right"
+    for side, ts in zip(sides, stamps):
         value: Any = None if rng.randrange(6) == 0 else f"{side[0].upper()}{rng.randrange(10)}"
         if summed and value is not None:
             value = {"v": rng.randrange(10)} if rng.randrange(5) else {"w": 1}
