@@ -675,7 +675,9 @@ def test_the_random_scenarios_reach_what_was_never_compared() -> None:
 
 
 # -- seed 000: the aggregates and WTable joins today's DSL expresses --------------------------------
-SEED_000_EXAMPLES = int(__import__("os").environ.get("KJOIN_ORACLE_SEED_000_EXAMPLES", "400"))
+# Half the draws jump far (past retention, a segment, a day) and run up to 200 events, so a draw costs about three
+# times a near one: 240 per judge keeps the file's time in CI; `make kafka-check-seed-000` runs the long sweeps.
+SEED_000_EXAMPLES = int(__import__("os").environ.get("KJOIN_ORACLE_SEED_000_EXAMPLES", "240"))
 
 
 @pytest.fixture(scope="module")
