@@ -169,8 +169,8 @@ def test_a_window_close_suppression_is_joined_by_its_windows_and_grouped_by_a_se
     other = b.stream("payments").group_by_key().windowed_by({"size_ms": 5}).count()
     other.join(final)
     final.group_by(lambda k, v: (k.key, v)).count().to("totals")
-    rows = [(r.key, r.value) for r in b.run([{"topic": "orders", "key": "k", "value": "x", "ts": t} for t in (1, 9)])
-            .outputs if r.topic == "totals"]  # fmt: skip
+    trace = b.run([{"topic": "orders", "key": "k", "value": "x", "ts": t} for t in (1, 9)])
+    rows = [(r.key, r.value) for r in trace.outputs("totals")]
     assert rows == [("k", 1)]
 
 
