@@ -1255,6 +1255,33 @@ def aggregate_specs(version: KafkaVersion | None = None) -> st.SearchStrategy[Ag
     return st.one_of(near_aggregate_specs(version), jumping_aggregate_specs(version))
 
 
+def _draw_window_and_result(
+    draw: Any, data: dict[str, Any], join: str, semantics: Any, window: dict[str, Any], size: int
+) -> bool:
+    """Complete a seed-000 draw after its time window: a window aggregate's kind (time, session, sliding: the same
+    ``size`` as gap or time difference, the grace kept) and result (updates, suppression, emit-final), a WTable
+    join's variant, and whether the aggregate sums (returned) rather than counts; written into ``data``."""
+    if join == "window-aggregate":  # session and sliding windows, emit-final and suppress
+        kinds = ["time", "session"] + (["sliding"] if semantics.sliding_windows else [])
+        kind = draw(st.sampled_from(kinds))
+        if kind != "time":
+            name = "inactivity_gap_ms" if kind == "session" else "time_difference_ms"
+            window = {name: size, **({"grace_ms": window["grace_ms"]} if "grace_ms" in window else {})}
+        results = ["updates", "suppress"] + (["final"] if semantics.emit_on_window_close else [])
+        result = draw(st.sampled_from(results))
+        if result == "final":
+            data["emit"] = "final"
+        elif result == "suppress":
+            data["suppress"] = "until-window-closes"
+    data["window"] = window
+    if join == "wtable-wtable":
+        data["variant"] = draw(st.sampled_from(["inner", "left", "outer"]))
+    summed = join == "window-aggregate" and draw(st.booleans())
+    if summed:
+        data["aggregate"] = {"sum": "v"}
+    return summed
+
+
 @st.composite
 def near_aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> AggregateSpec:
     """Up to 16 events within 40 or 120 ms, windows of 1-10 ms: many records meet in a window, none ever jumps."""
@@ -1283,24 +1310,7 @@ def near_aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> Aggr
         window["advance_ms"] = draw(st.integers(1, size))
     if draw(st.booleans()):
         window["grace_ms"] = draw(st.integers(0, 6))
-    if join == "window-aggregate":  # session and sliding windows, emit-final and suppress
-        kinds = ["time", "session"] + (["sliding"] if semantics.sliding_windows else [])
-        kind = draw(st.sampled_from(kinds))
-        if kind != "time":
-            name = "inactivity_gap_ms" if kind == "session" else "time_difference_ms"
-            window = {name: size, **({"grace_ms": window["grace_ms"]} if "grace_ms" in window else {})}
-        results = ["updates", "suppress"] + (["final"] if semantics.emit_on_window_close else [])
-        result = draw(st.sampled_from(results))
-        if result == "final":
-            data["emit"] = "final"
-        elif result == "suppress":
-            data["suppress"] = "until-window-closes"
-    data["window"] = window
-    if join == "wtable-wtable":
-        data["variant"] = draw(st.sampled_from(["inner", "left", "outer"]))
-    summed = join == "window-aggregate" and draw(st.booleans())
-    if summed:
-        data["aggregate"] = {"sum": "v"}
+    summed = _draw_window_and_result(draw, data, join, semantics, window, size)
     sides = ("left",) if join == "window-aggregate" else ("left", "right")
     timestamps = st.integers(0, draw(st.sampled_from([40, 40, 120])))
     events = []
@@ -1412,24 +1422,7 @@ def jumping_aggregate_specs(draw: Any, version: KafkaVersion | None = None) -> A
         window["advance_ms"] = max(1, size // draw(st.sampled_from([1, 2, 3, 5])))
     if draw(st.integers(0, 3)):  # a grace of the window's scale, none, or a minute or more
         window["grace_ms"] = draw(st.one_of(scale, st.just(0), st.sampled_from([60_000, 120_000, 3_600_000])))
-    if join == "window-aggregate":  # session and sliding windows, emit-final and suppress
-        kinds = ["time", "session"] + (["sliding"] if semantics.sliding_windows else [])
-        kind = draw(st.sampled_from(kinds))
-        if kind != "time":
-            name = "inactivity_gap_ms" if kind == "session" else "time_difference_ms"
-            window = {name: size, **({"grace_ms": window["grace_ms"]} if "grace_ms" in window else {})}
-        results = ["updates", "suppress"] + (["final"] if semantics.emit_on_window_close else [])
-        result = draw(st.sampled_from(results))
-        if result == "final":
-            data["emit"] = "final"
-        elif result == "suppress":
-            data["suppress"] = "until-window-closes"
-    data["window"] = window
-    if join == "wtable-wtable":
-        data["variant"] = draw(st.sampled_from(["inner", "left", "outer"]))
-    summed = join == "window-aggregate" and draw(st.booleans())
-    if summed:
-        data["aggregate"] = {"sum": "v"}
+    summed = _draw_window_and_result(draw, data, join, semantics, window, size)
     left_share = rng.randint(1, 4)  # of 5
     stamps = _jumping_timeline(rng, count, window)
     sides = ["left" if join == "window-aggregate" or rng.randrange(5) < left_share else "right" for _ in stamps]
