@@ -114,6 +114,7 @@ FILE_TIERS: dict[str, str] = {
     "test_topology_names.py": "unit",
     "test_topology_store_names.py": "unit",
     "test_topology_windowed_views.py": "unit",
+    "test_topology_grace_buffer_records.py": "unit",
     "test_topology_unmaterialized_tables.py": "oracle",
     "test_topology_session_retention.py": "oracle",
     "test_export_topology.py": "oracle",

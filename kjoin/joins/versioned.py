@@ -89,6 +89,13 @@ class VersionedStreamTableJoin(StreamTableJoin):
         """The versioned table's store and the grace buffer (with a grace period), each with its clock."""
         return owned(self.table, self.buffer)
 
+    def process(self, record: Record, ctx: StepContext) -> None:
+        """``held`` and ``released`` describe the record in hand only: a record that never reaches the grace buffer
+        (a table update, a stream record skipped for its null key or value) holds nothing and releases nothing."""
+        self.held = False
+        self.released.clear()
+        super().process(record, ctx)
+
     # -- update state -------------------------------------------------------------------
     def _write(self, record: Record, ctx: StepContext) -> Callable[[], str] | None:
         outcome, _ = self.table.put(record.key, record.value, record.ts)
@@ -124,7 +131,6 @@ class VersionedStreamTableJoin(StreamTableJoin):
         if buffer is None:
             self._join(record, ctx)
             return
-        self.released.clear()
         self.held = buffer.put(GraceBuffered(record.key, record.value, record.ts, ctx.index))
         if not self.held:
             stream_time = buffer.stream_time
