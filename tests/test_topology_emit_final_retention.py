@@ -106,3 +106,13 @@ def test_kafka_keeps_the_boundary_window_in_an_emit_final_store_only(built, vers
     for (emit, late), case, answer in zip(CASES, cases, answers):
         assert topology_oracle.difference(case, answer, version) is None, (emit, late)
         assert answer["outputs"][2] == [["out2", "[ü@2007550/2007600]", _expected(version, emit, late), 2007595]]
+
+
+# -- on Spark --------------------------------------------------------------------------------------------------------
+def test_spark_reads_an_emit_final_store_as_the_reference_engine(spark) -> None:
+    """One partition, so that both aggregates' records meet in one task (on several, ü and k1 may not)."""
+    from tests.topology_spark_check import difference
+
+    assert _looked_up("4.0", "on_window_close", 2007602) == FOUND
+    document = {**_document("4.0", "on_window_close", 2007602), "partitions": 1}
+    assert difference(spark, TopologyScenario.from_dict(document)) is None
