@@ -117,6 +117,7 @@ FILE_TIERS: dict[str, str] = {
     "test_topology_grace_buffer_records.py": "unit",
     "test_topology_unmaterialized_tables.py": "oracle",
     "test_topology_session_retention.py": "oracle",
+    "test_topology_emit_final_retention.py": "unit",
     "test_export_topology.py": "oracle",
     "test_broker_oracle.py": "broker",
     "test_kafka_live.py": "broker",

@@ -190,6 +190,9 @@ class EmitFinalTimeWindows:
 
     def __init__(self, make: Callable[..., WindowAggregate], on_update: Callable[[AggregateOutput, StepContext], None]):
         self.aggregate = make(on_update=lambda output, ctx: None)
+        # onWindowClose materializes a time-ordered store (TimeWindowedKStreamImpl.materialize): its reads, the
+        # emission's range read and a value getter's point read alike, keep a window at observed - retention
+        self.aggregate.store.time_first = True
         self.on_update = on_update
         self._last_emit_close: int | None = None
         self.builders = WindowBuilders(end_inclusive=False)
@@ -226,7 +229,7 @@ class EmitFinalTimeWindows:
             return  # no window closed since the last emission (the close time stays where it was)
         found = [
             (start, key, agg, ts)
-            for key, start, agg, ts in self.aggregate.store.all_windows(time_first=True)
+            for key, start, agg, ts in self.aggregate.store.all_windows()
             if lower <= start <= upper
         ]
         for start, key, agg, ts in sorted(found, key=lambda w: (w[0], _key_bytes(w[1]))):

@@ -89,6 +89,7 @@ class SlidingAggregate(WindowedAggregateTask):
             windows.difference_ms,
             SegmentLayout.kafka(windows.retention_ms),
             strict_retention=semantics.window_store_hides_expired,
+            time_first=emit_final,  # onWindowClose materializes a time-ordered store (SlidingWindowedKStreamImpl)
         )
 
     # -- the record ---------------------------------------------------------------------------
@@ -248,11 +249,7 @@ class SlidingAggregate(WindowedAggregateTask):
         if upper < 0:
             return
         lower = 0 if self._last_emit_close is None else max(0, self._last_emit_close - diff)
-        found = [
-            (start, key, agg, ts)
-            for key, start, agg, ts in self.store.all_windows(time_first=True)
-            if lower <= start <= upper
-        ]
+        found = [(start, key, agg, ts) for key, start, agg, ts in self.store.all_windows() if lower <= start <= upper]
         for start, key, agg, ts in sorted(found, key=lambda w: (w[0], render_value(w[1]).encode())):
             origin, built = self.builders.final(key, start, start + diff, ctx.index)
             self.on_update(

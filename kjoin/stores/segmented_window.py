@@ -105,6 +105,11 @@ class SegmentedWindowStore:
       window starting at or before ``observed - retention`` even while its segment lives
       (:meth:`behind_retention`; :meth:`hidden` says why in words); before 3.4 a read finds it
       until its segment is dropped.
+    * ``time_first``: the time-ordered store of an emit-final aggregate
+      (``RocksDbIndexedTimeOrderedWindowBytesStoreSupplier``), whose 3.4+ check
+      (``AbstractDualSchemaRocksDBSegmentedBytesStore.get`` and ``fetch`` with a
+      ``TimeFirstWindowKeySchema``) hides only a window starting *before* ``observed - retention``:
+      one millisecond less than a key-first store, for a value getter's point read as for a range read.
 
     Rows in the state: ``(key, window start) -> (aggregate, ts, window end, segment)``; the
     segments themselves are a second store, ``<name> segments``: ``segment -> (range, first ms,
@@ -115,11 +120,20 @@ class SegmentedWindowStore:
     segment_header = ("segment", "range", "records")
 
     def __init__(
-        self, log: StateLog, task: int, name: str, size_ms: int, layout: SegmentLayout, strict_retention: bool = True
+        self,
+        log: StateLog,
+        task: int,
+        name: str,
+        size_ms: int,
+        layout: SegmentLayout,
+        strict_retention: bool = True,
+        time_first: bool = False,
     ) -> None:
         self._log = log
         self.strict_retention = strict_retention
         """Kafka 3.4+ (``Semantics.window_store_hides_expired``): reads hide a window behind the retention."""
+        self.time_first = time_first
+        """An emit-final aggregate's time-ordered store: a read keeps a window starting at ``observed - retention``."""
         self.name = name
         self.store = StoreId(task, name, WindowAggregateStoreKind.kind)
         self.segment_store = StoreId(task, f"{name} segments", SegmentsKind.kind)
@@ -154,23 +168,22 @@ class SegmentedWindowStore:
                 found.append((start, row[2], row[0], row[1]))
         return sorted(found)
 
-    def all_windows(self, time_first: bool = False) -> list[tuple[Any, int, Any, int]]:
+    def all_windows(self) -> list[tuple[Any, int, Any, int]]:
         """Every window a read can see, of every key: ``(key, start, aggregate, ts)`` (an emit-final range read
-        orders them itself). ``time_first``: the read of an emit-final aggregate's time-ordered store, which in 3.4+
-        hides only a window starting *before* ``observed - retention`` (one millisecond less than a key-first read)."""
-        observed = self.observed_ms
-        if time_first and self.strict_retention and observed is not None:
-            bound = observed - self.layout.retention_ms
-            return [(key, start, row[0], row[1]) for (key, start), row in self._rows.items() if start >= bound]
+        orders them itself)."""
         return [
             (key, start, row[0], row[1]) for (key, start), row in self._rows.items() if not self.behind_retention(start)
         ]
 
     def behind_retention(self, start_ms: int) -> bool:
         """Kafka 3.4+ (KAFKA-12960): a read hides the window starting at ``start_ms`` when ``start_ms <= observed
-        - retention``, though its segment may still live; before 3.4 a read finds it until its segment drops."""
+        - retention`` (``start_ms < observed - retention`` in a ``time_first`` store), though its segment may still
+        live; before 3.4 a read finds it until its segment drops."""
         observed = self.observed_ms
-        return self.strict_retention and observed is not None and start_ms <= observed - self.layout.retention_ms
+        if not self.strict_retention or observed is None:
+            return False
+        bound = observed - self.layout.retention_ms
+        return start_ms < bound if self.time_first else start_ms <= bound
 
     def hidden(self, key: Any, start_ms: int) -> str | None:
         """Why a read of ``key``'s window at ``start_ms`` finds nothing though the store still holds it (the
@@ -179,7 +192,8 @@ class SegmentedWindowStore:
         if row is None or not self.behind_retention(start_ms):
             return None
         return (
-            f"{self.name} still holds window [{start_ms}, {row[2]}) (segment {row[3]}), but it starts at or before "
+            f"{self.name} still holds window [{start_ms}, {row[2]}) (segment {row[3]}), but it starts "
+            f"{'before' if self.time_first else 'at or before'} "
             f"observed {self.observed_ms} - retention {self.layout.retention_ms} = "
             f"{self.observed_ms - self.layout.retention_ms}: behind the retention, so reads skip it (Kafka 3.4+)"
         )
