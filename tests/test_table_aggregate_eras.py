@@ -53,3 +53,28 @@ def test_an_update_that_keeps_its_group_is_two_outputs_before_kafka_3_5_and_one_
     with Harness(version) as kafka:  # one JVM for both scenarios
         assert kafka.run(summed) == kjoin_outputs(summed) == (SUM_BEFORE if before else SUM_FROM)
         assert kafka.run(counted) == kjoin_outputs(counted) == (COUNT_BEFORE if before else COUNT_FROM)
+
+
+def repeated(version: str) -> AggregateSpec:
+    """k1 written twice with the same value (an idempotent update), far apart in time."""
+    value = {"g": "Z", "v": 7}
+    return AggregateSpec.from_dict(
+        {
+            "join": "table-aggregate",
+            "group_by": "g",
+            "semantics": version,
+            "events": [{"side": "left", "key": "k1", "value": value, "ts": ts} for ts in (0, 43_200_000)],
+        }
+    )
+
+
+@pytest.mark.parametrize("version", ["2.6.1", "2.7.0", "2.7.1", "3.4.0"])
+def test_an_idempotent_update_is_dropped_by_the_source_on_2_6_0_to_2_7_0_only(built, version):
+    """KIP-557: the group-by asks its source table for old values, which gives it a store, and 2.6.0-2.7.0 drop an
+    update that changes nothing there (KAFKA-12508 undid it in 2.6.2 and 2.7.1); later versions subtract and add
+    again (two outputs before 3.5). The seed-000 judge found it on 2.7.0."""
+    scenario = repeated(version)
+    dropped = version in ("2.6.1", "2.7.0")
+    second = [] if dropped else [["Z", "0", 43_200_000], ["Z", "1", 43_200_000]]
+    with Harness(version) as kafka:
+        assert kafka.run(scenario) == kjoin_outputs(scenario) == [[["Z", "1", 0]], second]
