@@ -30,7 +30,7 @@ import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -226,15 +226,17 @@ def write_page(rows: list[dict[str, Any]]) -> None:
 
 # -- the sweep -----------------------------------------------------------------------------------------------------
 def _deadline(until: str | None, minutes: float | None) -> float | None:
-    """The wall-clock time (``time.time()``) after which no run starts: ``until`` as HH:MM UTC today, or ``minutes``
-    from now."""
+    """The wall-clock time (``time.time()``) after which no run starts: ``until`` as the next HH:MM UTC (tomorrow's
+    when today's has passed: a sweep started at 23:00 with ``--until 01:30`` runs past midnight), or ``minutes`` from
+    now."""
     if minutes is not None:
         return time.time() + 60 * minutes
     if until is None:
         return None
     hours, _, mins = until.partition(":")
-    today = datetime.now(timezone.utc).replace(hour=int(hours), minute=int(mins or 0), second=0, microsecond=0)
-    return today.timestamp()
+    now = datetime.now(timezone.utc)
+    then = now.replace(hour=int(hours), minute=int(mins or 0), second=0, microsecond=0)
+    return (then if then > now else then + timedelta(days=1)).timestamp()
 
 
 def sweep(

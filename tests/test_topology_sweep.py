@@ -83,6 +83,18 @@ def test_a_sweep_starts_no_run_that_the_last_one_says_would_end_after_the_deadli
     assert failed == 1 and len(read(history)) == 1  # the first run measures; the second would end in an hour
 
 
+def test_an_until_already_past_today_means_tomorrow_so_a_late_evening_sweep_runs_past_midnight():
+    from datetime import datetime, timedelta, timezone
+
+    now = datetime.now(timezone.utc)
+    passed, coming = now - timedelta(minutes=2), now + timedelta(minutes=2)
+    for then in (passed, coming):
+        deadline = topology_sweep._deadline(f"{then:%H:%M}", None)
+        assert now.timestamp() < deadline <= now.timestamp() + 86400  # always ahead, never more than a day
+    assert topology_sweep._deadline(None, 1.5) == pytest.approx(time.time() + 90, abs=5)
+    assert topology_sweep._deadline(None, None) is None
+
+
 def test_the_page_sums_each_version_and_generator_toward_the_goal_and_lists_the_mismatches():
     rows = [_row("walk", "4.4.0", 1, 4000), _row("walk", "4.4.0", 2, 1000, mismatches=2), _row("walk", "4.4.0", 3, 500),
             _row("oracle", "3.3.2", 1, 10000), _row("walk", "3.3.2", 1, 700)]  # fmt: skip
