@@ -156,8 +156,7 @@ def aggregate_processors(spec: AggregateSpec) -> tuple[str, Callable[..., Any]]:
             mapper, name = group_by_mapper(spec.data["group_by"])
             aggregation = spec.aggregation("aggregate")
             partitions, rules = spec.partitions, spec.semantics()
-            single = rules.table_aggregate_single_update
-            return "scenario", lambda log: TableAggregate(log, partitions, mapper, aggregation, name, single, rules)
+            return "scenario", lambda log: TableAggregate(log, partitions, mapper, aggregation, name, rules)
         if spec.join == "window-aggregate" and needs_windowed_runner(spec.data):
             return "task", windowed_factory(
                 spec.windows("window"), spec.aggregation("aggregate"), spec.semantics(), **_final_results_options(spec)
@@ -221,7 +220,7 @@ def run_table_aggregate(
     mapper, name = group_by_mapper(group_by)
     log = StateLog()
     rules = parse_semantics(semantics)
-    topology = TableAggregate(log, partitions, mapper, aggregation, name, rules.table_aggregate_single_update, rules)
+    topology = TableAggregate(log, partitions, mapper, aggregation, name, rules)
     config = AggregateConfig(
         "table-aggregate", aggregation.name, partitions, {"group_by": group_by, "semantics": rules}
     )

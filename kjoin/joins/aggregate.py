@@ -36,6 +36,7 @@ from ..fates import Fate, Reason
 from ..partitioner import default_partition
 from ..records import Record, Side, render_value
 from ..state import StateLog
+from ..semantics import Semantics, parse_semantics
 from ..stores import TableStore
 from .context import StepContext, drop_idempotent_update
 from .table_group_by import SPLIT_NOTE, Half, group_halves, split_in_one_group
@@ -229,9 +230,10 @@ class TableAggregate:
 
     One object runs the whole topology (source tasks, repartition topic, aggregate tasks),
     because one table update can change aggregates in two tasks. ``process`` takes one
-    source-table update. ``single_update``: :attr:`kjoin.Semantics.table_aggregate_single_update`
-    (KIP-904, 3.5+: an update that keeps its group is one repartition record). ``semantics``: the version's rules
-    for the source table (KIP-557: 2.6.0, 2.6.1 and 2.7.0 drop an update that changes nothing).
+    source-table update. ``semantics``: the Kafka version's rules (default: the latest):
+    :attr:`kjoin.Semantics.table_aggregate_single_update` (KIP-904, 3.5+: an update that keeps its group is one
+    repartition record) and, for the source table, KIP-557 (2.6.0, 2.6.1 and 2.7.0 drop an update that changes
+    nothing).
     """
 
     def __init__(
@@ -241,8 +243,7 @@ class TableAggregate:
         group_by: GroupBy,
         aggregation: Aggregation,
         group_by_name: str = "group-by mapper",
-        single_update: bool = True,
-        semantics: Any = None,
+        semantics: Semantics | None = None,
     ) -> None:
         if aggregation.subtractor is None:
             raise ValueError(f"a KTable aggregate needs a subtractor, and {aggregation.name} has none")
@@ -250,9 +251,9 @@ class TableAggregate:
         self.group_by = group_by
         self.group_by_name = group_by_name
         self.aggregation = aggregation
-        self.single_update = single_update
-        self.semantics = semantics
-        """The Kafka version's rules for the source table (KIP-557's idempotent updates); ``None``: the latest's."""
+        self.semantics = semantics or parse_semantics(None)
+        """The Kafka version's rules: KIP-904's single update and, for the source table, KIP-557's idempotent
+        updates."""
         # Up to EAGER_TASKS partitions every task's stores show from the start; beyond, a task is
         # built when first used (partitions: 1000000 would otherwise build three million stores).
         eager = range(partitions) if partitions <= EAGER_TASKS else ()
@@ -271,9 +272,7 @@ class TableAggregate:
             ctx.drop(Reason.NULL_KEY, lambda: f"{record.describe()} is a table update with a null key: skipped.")
             return
         # the group-by asks its source for old values, which gives it a store: 2.6.0-2.7.0 drop idempotent updates
-        if self.semantics is not None and drop_idempotent_update(
-            self.sources[record.partition], record, self.semantics, ctx
-        ):
+        if drop_idempotent_update(self.sources[record.partition], record, self.semantics, ctx):
             return
         previous = self.sources[record.partition].put(record.key, record.value, record.ts)
         old = None if previous is None else previous[0]
@@ -314,7 +313,7 @@ class TableAggregate:
         halves = group_halves(
             None if new_group is None else (new_group, new),
             None if old_group is None else (old_group, old),
-            self.single_update,
+            self.semantics.table_aggregate_single_update,
         )
         if not halves:
             ctx.settle(
