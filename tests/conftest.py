@@ -189,6 +189,16 @@ def spark():
 
 
 @pytest.fixture(scope="session")
+def built() -> None:
+    """The Maven harness compiled for every judged Kafka version (``kafka_oracle.oracle_check.build``, which builds
+    once per process); a test that runs the real library asks for it. Fails, never skips, when Maven or a Kafka
+    artifact is missing."""
+    from kafka_oracle.oracle_check import build
+
+    build()
+
+
+@pytest.fixture(scope="session")
 def broker():
     """One KRaft broker (``kafka_oracle/kafka_broker.py``) for every module that asks for ``broker`` without a
     fixture of its own: a broker takes seconds of JVM to start, and these modules' topics have names of their own

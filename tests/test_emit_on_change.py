@@ -16,7 +16,7 @@ from kjoin import Fate, Reason, Topology, parse_semantics, run
 from kjoin.diff import diff
 from kjoin.topology.document import TopologyScenario
 from kafka_oracle import topology_oracle
-from kafka_oracle.oracle_check import VERSIONS, Harness, build, kjoin_outputs
+from kafka_oracle.oracle_check import VERSIONS, Harness, kjoin_outputs
 from tests.rules import ev, outs, run_events
 
 DROPPING = ("2.6.0", "2.6.1", "2.7.0")
@@ -182,11 +182,6 @@ def test_a_topology_drops_in_a_source_table_and_in_a_to_table_only_a_join_materi
 
 
 # -- against the real library ----------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def built() -> None:
-    build()
-
-
 def test_the_idempotent_update_boundaries_are_judged() -> None:
     judges = {version.version for version in VERSIONS}
     assert {"2.5.1", "2.6.1", "2.6.2", "2.7.0", "2.7.1"} <= judges

@@ -15,7 +15,7 @@ from kjoin.fates import Fate, Reason
 from kjoin.joins.global_table import key_selector, possible_partners
 from kjoin.stores.global_table import GLOBAL_TABLE, GLOBAL_TASK
 from kjoin.state import StoreId
-from kafka_oracle.oracle_check import Harness, build, kjoin_outputs
+from kafka_oracle.oracle_check import Harness, kjoin_outputs
 
 ORDERS = {
     "join": "stream-globaltable",
@@ -173,11 +173,6 @@ def test_bad_scenarios_are_refused_with_the_field_named(change, message) -> None
 
 
 # -- the real library -------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def built() -> None:
-    build()
-
-
 @pytest.mark.parametrize(
     "version, o4, null_key",
     [

@@ -26,7 +26,6 @@ from kafka_oracle.oracle_check import (
     VERSIONS,
     Harness,
     HarnessError,
-    build,
     check,
     kjoin_outputs,
     scenario_yaml,
@@ -37,11 +36,6 @@ EXAMPLES = int(__import__("os").environ.get("KJOIN_ORACLE_EXAMPLES", "1000"))
 JUDGED = oracle_check.ci_versions()
 """This run's share of the judges (the latest always)."""
 LATEST = LATEST_JUDGE.version
-
-
-@pytest.fixture(scope="module")
-def built() -> None:
-    build()
 
 
 @pytest.fixture(scope="module", params=[v.version for v in JUDGED], ids=lambda v: f"kafka-{v}")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kafka_oracle.oracle_check import Harness, build, kjoin_outputs
+from kafka_oracle.oracle_check import Harness, kjoin_outputs
 from kjoin.scenario.aggregate import AggregateSpec
 
 BEFORE, FROM = ("2.4.1", "2.8.2", "3.4.0"), ("3.5.2", "4.4.0")
@@ -39,11 +39,6 @@ SUM_BEFORE = [[["X", "5", 1]], [["X", "7", 2]], [["X", "2", 3], ["X", "3", 3]], 
 SUM_FROM = [[["X", "5", 1]], [["X", "7", 2]], [["X", "3", 3]], [["X", "1", 4], ["Y", "2", 4]]]
 COUNT_BEFORE = [[["X", "1", 1]], [["X", "2", 2]], [["X", "1", 3], ["X", "2", 3]], [["X", "1", 4], ["Y", "1", 4]]]
 COUNT_FROM = [[["X", "1", 1]], [["X", "2", 2]], [["X", "2", 3]], [["X", "1", 4], ["Y", "1", 4]]]
-
-
-@pytest.fixture(scope="module")
-def built() -> None:
-    build()
 
 
 @pytest.mark.parametrize("version", BEFORE + FROM)

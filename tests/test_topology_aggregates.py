@@ -11,12 +11,7 @@ from kjoin import Topology
 from kjoin.fates import Reason
 from kjoin.topology import TopologyError, WindowedKey
 from kjoin.topology.document import TopologyScenario
-from kafka_oracle import oracle_check, topology_oracle
-
-
-@pytest.fixture(scope="module")
-def built() -> None:
-    oracle_check.build()
+from kafka_oracle import topology_oracle
 
 
 def _outputs(trace, topic="out"):

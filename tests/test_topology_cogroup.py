@@ -12,7 +12,7 @@ from kjoin.fates import Reason
 from kjoin.scenario.fields import ScenarioError
 from kjoin.topology import TopologyError
 from kjoin.topology.document import TopologyScenario
-from kafka_oracle import oracle_check, topology_oracle
+from kafka_oracle import topology_oracle
 
 
 def _outputs(trace, topic="out"):
@@ -182,11 +182,6 @@ def test_a_document_cogroup_of_what_is_not_a_grouped_stream_is_refused_at_its_fi
 
 
 # -- judged by the real library ------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def built() -> None:
-    oracle_check.build()
-
-
 def _judged_scenarios() -> list:
     """The document's cogroup (one grouped stream re-keyed) over a few shuffles of keys, null keys and values, and
     out-of-order timestamps, feeding a join that reads the aggregate."""

@@ -108,11 +108,6 @@ def test_only_a_sink_in_the_same_record_context_frees_a_stream_siblings_raw_reco
     assert dead_letters(sibling(name)) == [STREAM_SIBLINGS[name][1]]
 
 
-@pytest.fixture(scope="module")
-def built() -> None:
-    oracle_check.build()
-
-
 @pytest.mark.oracle
 @pytest.mark.parametrize("version", [oracle_check.LATEST_JUDGE.version, *oracle_check.HANDLER_JUDGES])
 def test_the_real_library_writes_the_same_dead_letter_records(built, version):

@@ -7,20 +7,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pytest
 
 from kjoin.topology.diff import diff
 from kjoin.records import render_value
 from kjoin.topology.document import TopologyScenario
 from tests.test_topology_diff import APP
 from kafka_oracle.topology_oracle import run_batch
-
-
-@pytest.fixture(scope="module")
-def built():
-    from kafka_oracle.oracle_check import build
-
-    build()
 
 
 def _shown(record):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import pytest
 
 from kafka_oracle import topology_oracle
-from kafka_oracle.oracle_check import build
 from kjoin.state import StateLog
 from kjoin.stores.segmented_window import SegmentLayout, SegmentedWindowStore
 from kjoin.topology.document import TopologyScenario
@@ -94,11 +93,6 @@ def test_a_store_says_why_a_read_hides_a_window(time_first: bool, boundary_found
 
 
 # -- against the real library ----------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def built() -> None:
-    build()
-
-
 @pytest.mark.parametrize("version", ["3.3.2", "3.9.1", "4.0.1", "4.4.0"])
 def test_kafka_keeps_the_boundary_window_in_an_emit_final_store_only(built, version: str) -> None:
     cases = [TopologyScenario.from_dict(_document(version, emit, late)) for emit, late in CASES]

@@ -36,13 +36,6 @@ def test_a_skipped_record_after_a_released_one_is_accounted_for_alone() -> None:
     assert [(r.key, r.value) for r in trace.outputs("out2")] == [('k3/1-{"f":"k1"}', 'k3/1-{"f":"k1"}')]
 
 
-@pytest.fixture(scope="module")
-def built() -> None:
-    from kafka_oracle.oracle_check import build
-
-    build()
-
-
 @pytest.mark.parametrize("version", ["4.4.0", "4.0.1", "3.6.2"])
 def test_the_real_library_agrees(built, version: str) -> None:
     judge_random_batch(version, lambda rng: scenario(version), 0, scenario(version))

@@ -205,11 +205,6 @@ def test_kafkas_own_null_key_exception_in_a_grace_buffer_goes_to_the_handler_too
 
 
 # -- judged by the real library ------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def built() -> None:
-    oracle_check.build()
-
-
 def _judged(version: str, topology: kjoin.Topology) -> tuple[TopologyScenario, dict]:
     scenario = TopologyScenario.from_dict({**topology.to_dict(), "events": EVENTS})
     (answer,) = topology_oracle.run_batch(version, [scenario], threads=1)

@@ -28,11 +28,6 @@ SAMPLE = int(os.environ.get("KJOIN_TOPOLOGY_EXAMPLES", "150"))
 JUDGED = [v.version for v in oracle_check.ci_versions() if v in topology_oracle.JUDGES]
 
 
-@pytest.fixture(scope="module")
-def built() -> None:
-    oracle_check.build()
-
-
 @pytest.mark.parametrize("version", JUDGED, ids=lambda v: f"kafka-{v}")
 def test_random_topologies_agree_with_kafka_streams(built, version):
     seed = random.randrange(2**32)

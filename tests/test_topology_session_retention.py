@@ -18,7 +18,7 @@ from kjoin.joins.session_aggregate import SessionWindows
 from kjoin.scenario.aggregate import AggregateSpec
 from kjoin.topology.document import TopologyScenario
 from kafka_oracle import topology_oracle
-from kafka_oracle.oracle_check import Harness, build, kjoin_outputs
+from kafka_oracle.oracle_check import Harness, kjoin_outputs
 
 
 def _counted(n: int, windows: dict) -> list[dict]:
@@ -83,11 +83,6 @@ def test_before_3_0_a_time_window_size_and_grace_beyond_a_day_are_refused() -> N
 
 
 # -- against the real library ----------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def built() -> None:
-    build()
-
-
 @pytest.mark.parametrize("version, found", [("2.5.1", True), ("2.8.2", True), ("3.0.2", False), ("4.4.0", False)])
 def test_kafka_finds_an_old_session_before_3_0_only(built, version: str, found: bool) -> None:
     long_grace = {"inactivity_gap_ms": 10, "grace_ms": 86_400_000}

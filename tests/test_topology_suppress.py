@@ -13,7 +13,7 @@ import pytest
 import kjoin
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.suppress import SuppressionBufferFull
-from kafka_oracle import oracle_check, topology_oracle
+from kafka_oracle import topology_oracle
 
 WINDOWS = (
     {"size_ms": 5, "grace_ms": 2},
@@ -95,11 +95,6 @@ def final_results_join(seed: int) -> TopologyScenario:
         ],
         "events": events,
     })  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def built() -> None:
-    oracle_check.build()
 
 
 def _judge(version: str, batch: list[TopologyScenario]) -> list[dict]:

@@ -15,7 +15,7 @@ from kjoin.topology.builder import Topology
 from kjoin.topology.document import TopologyScenario
 from kjoin.topology.graph import TopologyError
 from kjoin.topology.suppress import SuppressionBufferFull
-from kafka_oracle import oracle_check, topology_oracle
+from kafka_oracle import topology_oracle
 
 CONTEXT = 8 + 8 + 4
 """A record context's timestamp, offset and partition; its topic's characters come on top."""
@@ -65,11 +65,6 @@ def stopped_at(document: dict) -> int | None:
         except SuppressionBufferFull:
             return count - 1
     return None
-
-
-@pytest.fixture(scope="module")
-def built() -> None:
-    oracle_check.build()
 
 
 def judge(version: str, documents: list[dict]) -> None:

@@ -22,7 +22,7 @@ from kjoin.scenario.fields import ScenarioError
 from kjoin.topology.describe import parse_describe
 from kjoin.topology.document import TopologyScenario
 from kafka_oracle import topology_oracle
-from kafka_oracle.oracle_check import build, classpath
+from kafka_oracle.oracle_check import classpath
 
 # k: A@1 (and u's B@1 for the join), then A@2 (the same bytes, a newer timestamp), then the delete of j, a key the
 # table never held
@@ -137,11 +137,6 @@ def test_an_unmaterialized_table_forwards_what_a_materialized_one_drops() -> Non
 # -- against the real library ----------------------------------------------------------------------------------------
 VERSIONS = ("2.4.1", "2.5.1", "2.6.1", "2.7.0", "2.7.1", "3.3.2", "4.4.0")
 """The earliest judge, each side of KIP-557 (2.6.0 to 2.7.0) and of KAFKA-10077 (2.7), a 3.x and the latest judge."""
-
-
-@pytest.fixture(scope="module")
-def built() -> None:
-    build()
 
 
 def _kafka_describe(version: str, scenarios: list[TopologyScenario]) -> list[dict]:

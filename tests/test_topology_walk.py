@@ -19,11 +19,6 @@ SAMPLE_SEED = 12
 """Its 20 walks on the latest judge draw 56 of the 72 kinds of node and 1,796 events."""
 
 
-@pytest.fixture(scope="module")
-def built() -> None:
-    oracle_check.build()
-
-
 def test_random_walks_over_the_dsl_agree_with_the_latest_kafka_streams(built):
     version = oracle_check.LATEST_JUDGE.version
     walks = topology_walk.walks(20, SAMPLE_SEED, version)

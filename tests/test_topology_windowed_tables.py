@@ -10,7 +10,7 @@ import pytest
 
 import kjoin
 from kjoin.topology.document import TopologyScenario
-from kafka_oracle import oracle_check, topology_oracle
+from kafka_oracle import topology_oracle
 
 WINDOWS = {
     "tumbling": {"size_ms": 5, "grace_ms": 2},
@@ -44,11 +44,6 @@ def windowed_join(window: dict, variant: str, seed: int) -> TopologyScenario:
         ],
         "events": events,
     })  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def built() -> None:
-    oracle_check.build()
 
 
 @pytest.mark.parametrize("version", ["4.4.0", "3.6.2"])

@@ -244,11 +244,6 @@ def test_from_describe_keeps_a_windowed_views_and_joins_stores(name):
     assert kafka and kjoin_named_stores(topology.describe()) == kafka
 
 
-@pytest.fixture(scope="module")
-def built() -> None:
-    oracle_check.build()
-
-
 @pytest.mark.parametrize("version", JUDGES, ids=lambda v: f"kafka-{v}")
 def test_the_real_library_gives_the_recorded_answers(built, version):
     """Each judge builds every case it has the operators of (the views' stores typed for ``Windowed`` keys) and

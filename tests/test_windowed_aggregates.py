@@ -15,7 +15,7 @@ import kjoin
 
 from kjoin.scenario import AggregateSpec
 from kjoin.fates import Fate, Reason
-from kafka_oracle.oracle_check import Harness, build, kjoin_outputs
+from kafka_oracle.oracle_check import Harness, kjoin_outputs
 
 
 def ev(key, value, ts):
@@ -201,11 +201,6 @@ def test_bad_windowed_scenarios_are_refused_naming_the_field(data, message) -> N
 
 
 # -- the real library -------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def built() -> None:
-    build()
-
-
 FIXED = {
     "sessions": SESSIONS,
     "sliding": SLIDING,
