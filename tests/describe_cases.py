@@ -347,6 +347,28 @@ def variants() -> dict[str, dict[str, Any]]:
                 key=lambda event: event["ts"],
             ),
         },  # fmt: skip
+        # filterNot on a stream and on two tables (a view, then one with a store of its own), joined: the describe()
+        # text shows the same KSTREAM-FILTER / KTABLE-FILTER as filter, so only the functions say which is negated
+        "variant-filter-not": {
+            "topology": [
+                {"name": "orders", "stream": "orders"},
+                {"name": "customers", "table": "customers"},
+                {"name": "not-o4", "filter_not": {"key_in": ["o4"]}, "input": "orders"},
+                {"name": "by-c", "select_key": {"field": "c"}, "input": "not-o4"},
+                {"name": "not-c3", "filter_not": {"key_in": ["c3"]}, "input": "customers"},
+                {
+                    "name": "not-c2",
+                    "filter_not": {"key_in": ["c2"]},
+                    "input": "not-c3",
+                    "materialized": True,
+                    "store": "not-c2-store",
+                },
+                {"name": "j", "left_join": ["by-c", "not-c2"]},
+                {"name": "out", "to": "out", "input": "j"},
+                {"name": "out2", "to": "kept", "input": "not-c3"},
+            ],
+            "events": _events(rng, {**orders, **customers}, 24),
+        },  # fmt: skip
         # suppressed tables read by a foreign-key join (customers held for a time limit, the subscribing side) and
         # regrouped (final per-window counts, grouped by Windowed.key() and summed)
         "variant-suppressed-fk-and-regroup": {

@@ -60,12 +60,12 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
     tables: set[str] = set()  # the document's nodes that are tables
     fill: dict[str, Any] = {}
     for node in document["topology"]:
-        op = next((k for k in ("select_key", "map_values", "filter", "group_by", "flat_map_values", "flat_map")
-                   if k in node), None)  # fmt: skip
+        op = next((k for k in ("select_key", "map_values", "filter", "filter_not", "group_by", "flat_map_values",
+                               "flat_map") if k in node), None)  # fmt: skip
         variant = next((v for v in ("join", "left_join", "outer_join") if v in node), None)
         kind = next((k for k in ("count", "reduce", "aggregate") if k in node), None)
         reads_table = node.get("input") in tables or (variant is not None and node[variant][0] in tables)
-        view = reads_table and op in ("filter", "map_values")
+        view = reads_table and op in ("filter", "filter_not", "map_values")
         if "table" in node or "to_table" in node or kind is not None or view or "cogroup" in node or "suppress" in node:
             tables.add(node["name"])
         elif variant is not None and reads_table and "key_selector" not in node:
@@ -75,6 +75,8 @@ def fill_for(document: dict[str, Any], text: str) -> dict[str, Any]:
         elif op == "group_by":
             table = node["input"] in tables
             fill[queues["table_group_by" if table else "select_key"].pop(0).name] = node[op]
+        elif op == "filter_not":  # a KSTREAM-FILTER or KTABLE-FILTER like filter's: the fill says it is negated
+            fill[queues["table_filter" if reads_table else "filter"].pop(0).name] = {"op": op, "fn": node[op]}
         elif op in ("filter", "map_values") and reads_table:
             fill[queues[f"table_{op}"].pop(0).name] = node[op]
         elif op is not None:

@@ -43,9 +43,10 @@ that store may read either: kjoin takes the view nothing reads as a stream (``--
 ``process`` and ``processValues`` (KIP-820) are built with the store the text lists, their processor
 ``(record, ctx)`` filled in (:mod:`kjoin.topology.custom`); ``split()`` and the legacy ``branch`` with their branches
 as named, each branch's predicate filled in under the split's name (:meth:`_Importer.split`); ``filterNot`` is a
-``KSTREAM-FILTER``: ``{"op": "filter_not", "fn": predicate}``. A ``cogroup`` (KIP-150) is built at its
-``COGROUPKSTREAM-MERGE`` (filled in with the initializer) over its ``COGROUPKSTREAM-AGGREGATE`` processors (each
-filled in with its grouped stream's aggregator ``(key, value, agg) -> agg``), with the repartition topics Kafka named
+``KSTREAM-FILTER`` (a table's a ``KTABLE-FILTER``): ``{"op": "filter_not", "fn": predicate}``. A ``cogroup``
+(KIP-150) is built at its ``COGROUPKSTREAM-MERGE`` (filled in with the initializer) over its
+``COGROUPKSTREAM-AGGREGATE`` processors (each filled in with its grouped stream's aggregator
+``(key, value, agg) -> agg``), with the repartition topics Kafka named
 (``<store>-repartition``, or ``Grouped.as``).
 
 What kjoin cannot model is listed with its reason, with everything downstream of it: custom processors
@@ -741,12 +742,12 @@ class _Importer:
             return self.parent(node)  # Kafka's own filter in front of a repartition topic (null keys)
         fn = self.function(node, "predicate (key, value) -> keep?")
         parent = self.parent(node)
-        if parent.node.produces == "table":  # KTable.filter: materialized when it lists a store of its own
-            return self._stored(node, parent.filter(fn, name=node.name, materialized=bool(node.stores)))
         spec = self.fill.get(node.name)
-        if isinstance(spec, Mapping) and spec.get("op") == "filter_not":  # filterNot: a KSTREAM-FILTER too
-            return parent.filter_not(fn, name=node.name)
-        return parent.filter(fn, name=node.name)
+        negated = isinstance(spec, Mapping) and spec.get("op") == "filter_not"  # filterNot: the same processor
+        if parent.node.produces == "table":  # KTable.filter: materialized when it lists a store of its own
+            build = parent.filter_not if negated else parent.filter
+            return self._stored(node, build(fn, name=node.name, materialized=bool(node.stores)))
+        return (parent.filter_not if negated else parent.filter)(fn, name=node.name)
 
     def passes(self, node: DescribedNode) -> Any:
         self.description.notes.append(f"{node.name}: peek, which passes records on unchanged")
