@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from kjoin import TopologyError, parse_semantics
+from kjoin.engine.aggregates import TimeWindows, run_window_aggregate
 from kjoin.joins.session_aggregate import SessionWindows
 from kjoin.scenario.aggregate import AggregateSpec
 from kjoin.topology.document import TopologyScenario
@@ -73,8 +74,16 @@ def test_before_3_0_a_gap_and_grace_beyond_a_day_are_refused() -> None:
 
 def test_before_3_0_a_time_window_size_and_grace_beyond_a_day_are_refused() -> None:
     long_grace = {"size_ms": 10, "grace_ms": 86_400_000}
-    with pytest.raises(TopologyError, match=r"c1: window size 10 \+ grace 86400000 .*\(Windows.maintainMs before 3.0"):
+    with pytest.raises(
+        TopologyError, match=r"c1: window size 10 \+ grace 86400000 .*\(Windows.maintainMs before 3.0"
+    ) as e:
         _scenario("2.8", long_grace).run()
+    assert "retention_ms" not in str(e.value)  # a topology node has no retention field to set
+    # a single windowed aggregate has one: its refusal names it
+    with pytest.raises(ValueError, match=r"refuses it; set retention_ms, choose a shorter grace"):
+        run_window_aggregate(
+            [{"key": "k", "value": "v", "ts": 0}], TimeWindows(10, grace_ms=86_400_000), semantics="2.8"
+        )
     # 3.0 keeps size + grace; 2.8 keeps a day when size + grace fits in it
     assert [(str(o.key), o.value) for o in _scenario("3.0", long_grace).run().outputs("out")] == [("[k@0/10]", "1-1")]
     assert [(str(o.key), o.value) for o in _scenario("2.8", {"size_ms": 10}).run().outputs("out")] == [

@@ -247,13 +247,10 @@ def run_window_aggregate(
     factory = window_aggregate_factory(windows, aggregation, retention_ms, segments, semantics)
     records = event_records(events, partitions)
     tasks = _tasks(factory, log, records)
-    options = {
-        "windows": windows,
-        "layout": windows.layout(
-            windows.store_retention_ms(parse_semantics(semantics)) if retention_ms is None else retention_ms, segments
-        ),
-        "semantics": parse_semantics(semantics),
-    }
+    rules = parse_semantics(semantics)
+    if retention_ms is None:
+        retention_ms = windows.store_retention_ms(rules, settable="retention_ms")
+    options = {"windows": windows, "layout": windows.layout(retention_ms, segments), "semantics": rules}
     config = AggregateConfig("window-aggregate", aggregation.name, partitions, options)
     return _run(config, records, log, lambda record, ctx: tasks[record.partition].process(record, ctx))
 

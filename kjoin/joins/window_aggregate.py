@@ -118,18 +118,20 @@ class TimeWindows:
         """Kafka's default retention of a windowed aggregate's store: ``size + grace``."""
         return self.size_ms + self.grace_ms
 
-    def store_retention_ms(self, semantics: Semantics) -> int:
+    def store_retention_ms(self, semantics: Semantics, *, settable: str | None = None) -> int:
         """The store's retention when the application sets none (``Materialized.withRetention``): ``size + grace``
         from 3.0 (``Semantics.window_retention_size_and_grace``, KAFKA-7106); before, the deprecated
-        ``Windows.maintainMs()``: one day, or the size if larger, which Kafka refuses below ``size + grace``."""
+        ``Windows.maintainMs()``: one day, or the size if larger, which Kafka refuses below ``size + grace``.
+        ``settable``: the field a caller lets its user set the retention with (a scenario's ``retention_ms``), named in
+        the refusal; a topology node has none."""
         if semantics.window_retention_size_and_grace:
             return self.retention_ms
         retention = max(MAINTAIN_MS, self.size_ms)
         if retention < self.retention_ms:
+            remedies = ([f"set {settable}"] if settable else []) + ["choose a shorter grace or semantics 3.0 or later"]
             raise ValueError(
                 f"window size {self.size_ms} + grace {self.grace_ms} is more than the store's retention {retention} "
-                f"(Windows.maintainMs before 3.0), and Kafka {semantics} refuses it; set retention_ms, choose a "
-                "shorter grace or semantics 3.0 or later"
+                f"(Windows.maintainMs before 3.0), and Kafka {semantics} refuses it; {', '.join(remedies)}"
             )
         return retention
 
@@ -354,6 +356,6 @@ def window_aggregate_factory(
     """``(log, task) -> processor`` of one task of a windowed aggregate (the Spark engine builds
     its tasks with it, so both engines run the same processors)."""
     rules = parse_semantics(semantics)
-    retention = windows.store_retention_ms(rules) if retention_ms is None else retention_ms
+    retention = windows.store_retention_ms(rules, settable="retention_ms") if retention_ms is None else retention_ms
     layout = windows.layout(retention, segments)
     return lambda log, task: WindowAggregate(log, task, windows, aggregation, layout=layout, semantics=rules)

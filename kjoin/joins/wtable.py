@@ -429,8 +429,8 @@ def wtable_layouts(
     seed's other joins ``size + grace``."""
     right = right_windows or windows
     if join == "wtable-wtable" and retention_ms is None:
-        return windows.layout(windows.store_retention_ms(semantics), segments), right.layout(
-            right.store_retention_ms(semantics), segments
+        return windows.layout(windows.store_retention_ms(semantics, settable="retention_ms"), segments), right.layout(
+            right.store_retention_ms(semantics, settable="retention_ms"), segments
         )
     return windows.layout(retention_ms, segments), right.layout(retention_ms, segments)
 
