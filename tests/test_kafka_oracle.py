@@ -29,6 +29,7 @@ from kafka_oracle.oracle_check import (
     check,
     kjoin_outputs,
     scenario_yaml,
+    _tasks,
     shrink,
 )
 
@@ -885,10 +886,10 @@ class _PickyKafka:
         self.needles = needles
         self.runs = 0
 
-    def run(self, scenario: kjoin.Scenario) -> list:
+    def run(self, scenario: kjoin.Scenario | AggregateSpec) -> list:
         self.runs += 1
         outputs = kjoin_outputs(scenario)
-        events = scenario.to_dict()["events"]
+        events = scenario.data["events"] if isinstance(scenario, AggregateSpec) else scenario.to_dict()["events"]
         if all(
             n in [{k: v for k, v in e.items() if k not in ("partition", "offset")} for e in events]
             for n in self.needles
@@ -919,6 +920,27 @@ def test_shrink_finds_the_few_events_of_a_long_scenarios_difference_in_few_runs(
     assert smaller.partitions == 1 and not smaller.then
     assert picky.runs < 60, picky.runs
     assert "key: 'é,'" in scenario_yaml(smaller)
+
+
+def test_shrink_cuts_a_multi_partition_seed_000_aggregate_to_the_task_that_differs() -> None:
+    """A 3-partition seed-000 window aggregate over many keys whose difference needs two events of one key: shrink
+    keeps that key's task alone on one partition and only the two events; a table aggregate's tasks share its
+    repartition topic, so it keeps its partitions."""
+    keys = ["a", "b", "c", "d", "e", "f"]
+    events = [{"side": "left", "key": keys[i % 6], "value": f"V{i}", "ts": 5 + i} for i in range(60)]
+    needles = [events[13], events[49]]  # both key "b"
+    windowed = AggregateSpec.from_dict(
+        {"join": "window-aggregate", "window": {"size_ms": 100, "grace_ms": 0}, "partitions": 3, "events": events}
+    )
+    assert len(_tasks(windowed)) > 1  # the keys spread over the tasks
+    smaller = shrink(windowed, _PickyKafka(needles))  # type: ignore[arg-type]
+    assert smaller.data["partitions"] == 1 and smaller.data["events"] == needles
+    table = AggregateSpec.from_dict(
+        {"join": "table-aggregate", "group_by": "g", "partitions": 3,
+         "events": [{"side": "left", "key": k, "value": {"g": "x"}, "ts": i} for i, k in enumerate(keys)]}
+    )  # fmt: skip
+    kept = shrink(table, _PickyKafka(table.data["events"][1:3]))  # type: ignore[arg-type]
+    assert kept.data["partitions"] == 3 and len(kept.data["events"]) == 2
 
 
 @pytest.mark.parametrize("stop", ["end of input", "SIGINT"])
