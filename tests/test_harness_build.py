@@ -13,7 +13,8 @@ from kafka_oracle.oracle_check import HarnessError
 
 
 class Maven:
-    """Records every Maven command ``build`` asks for, as (first argument, offline); fails offline when told to."""
+    """Records every Maven command ``build`` asks for, as (first argument, offline), and writes what it would (the
+    compiled Oracle class, a classpath file); fails offline when told to."""
 
     def __init__(self, offline_fails: bool = False) -> None:
         self.calls: list[tuple[str, bool]] = []
@@ -23,6 +24,13 @@ class Maven:
         self.calls.append((args[0], offline))
         if offline and self.offline_fails:
             raise HarnessError("offline: a jar is not in ~/.m2")
+        target = oracle_check.HARNESS / "target"
+        if args[0] == "compile":
+            (target / "classes" / "kjoin" / "oracle").mkdir(parents=True, exist_ok=True)
+            (target / "classes" / "kjoin" / "oracle" / "Oracle.class").write_bytes(b"\xca\xfe")
+        else:
+            output = next(arg.split("=", 1)[1] for arg in args if arg.startswith("-Dmdep.outputFile="))
+            (oracle_check.HARNESS / output).write_text("a.jar:b.jar\n")
 
     @property
     def compiles(self) -> int:
@@ -96,3 +104,42 @@ def test_an_offline_build_that_fails_fetches_once_and_is_then_remembered(harness
     maven.calls.clear()
     oracle_check.build(mvn=maven)
     assert maven.calls == []
+
+
+def test_a_later_process_runs_no_maven_while_the_stamped_build_is_all_there(
+    harness: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    maven = Maven()
+    oracle_check.build(mvn=maven)
+    assert (harness / "target" / oracle_check.BUILT_FROM).exists()
+    monkeypatch.setattr(oracle_check, "_built_from", None)  # a new process
+    maven.calls.clear()
+    oracle_check.build(mvn=maven)
+    assert maven.calls == []
+    # the classes gone (make clean, a half-copied target): it builds again, and the stamp follows
+    (harness / "target" / "classes" / "kjoin" / "oracle" / "Oracle.class").unlink()
+    monkeypatch.setattr(oracle_check, "_built_from", None)
+    oracle_check.build(mvn=maven)
+    assert maven.compiles == 1
+    # a source changed since the stamp: a later process builds again
+    (harness / "src" / "main" / "java" / "kjoin" / "oracle" / "Oracle.java").write_text("class Oracle { int y; }")
+    monkeypatch.setattr(oracle_check, "_built_from", None)
+    oracle_check.build(mvn=maven)
+    assert maven.compiles == 2
+
+
+def test_a_build_that_fails_halfway_leaves_no_stamp(harness: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    oracle_check.build(mvn=Maven())
+    (harness / "pom.xml").write_text("<project><version>3</version></project>")
+
+    def broken(args: list[str], offline: bool) -> None:
+        if args[0] != "compile":
+            raise HarnessError("a jar is missing")
+
+    with pytest.raises(HarnessError):
+        oracle_check.build(mvn=broken)
+    assert not (harness / "target" / oracle_check.BUILT_FROM).exists()
+    monkeypatch.setattr(oracle_check, "_built_from", None)
+    maven = Maven()
+    oracle_check.build(mvn=maven)
+    assert maven.compiles == 1
