@@ -122,6 +122,19 @@ def kjoin_run(scenario: TopologyScenario) -> Any:
     return found[1]
 
 
+def _going_on(scenario: TopologyScenario) -> TopologyScenario:
+    """``scenario`` made to run past whatever stops kjoin's run (:data:`RUN_STOPS`), any of them in any order: a
+    throwing function skipped (the ``continue`` handler), suppression buffers unbounded. Only where each event goes
+    is read from its run."""
+    data = scenario.topology.to_dict()
+    for node in data["topology"]:
+        if "suppress" in node:
+            node["suppress"] = {k: v for k, v in node["suppress"].items() if k in ("until", "time_limit_ms")}
+    going_on = TopologyScenario.from_dict({**data, "events": list(scenario.events)})
+    going_on.topology.exception_handling = ExceptionHandling("continue")
+    return going_on
+
+
 def kjoin_outputs(scenario: TopologyScenario) -> list[list[list[Any]]]:
     """Per input event, ``[topic, key, value, ts]`` of every output record, grouped by topic (each topic's records in
     the order written), values and keys as the String serde carries them."""
@@ -177,16 +190,8 @@ def task_groups(scenario: TopologyScenario) -> list[list[int]] | None:
         return None
     try:
         trace = kjoin_run(scenario)
-    except ProcessingError:  # a function threw: which tasks each event reaches, from a run that goes on past it
-        going_on = TopologyScenario.from_dict({**scenario.topology.to_dict(), "events": list(scenario.events)})
-        going_on.topology.exception_handling = ExceptionHandling("continue")
-        trace = going_on.run()
-    except SuppressionBufferFull:  # a task stopped on a full buffer: where each event goes, from unbounded buffers
-        data = scenario.topology.to_dict()
-        for node in data["topology"]:
-            if "suppress" in node:
-                node["suppress"] = {k: v for k, v in node["suppress"].items() if k in ("until", "time_limit_ms")}
-        trace = TopologyScenario.from_dict({**data, "events": list(scenario.events)}).run()
+    except RUN_STOPS:  # a task stopped: which tasks each event reaches, from a run that goes on past every stop
+        trace = _going_on(scenario).run()
     reached: list[set[str]] = [set() for _ in scenario.events]
     for step in trace:
         if step.task.split("_")[0] == str(sink):

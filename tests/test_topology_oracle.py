@@ -643,3 +643,38 @@ def test_a_joiner_that_sees_the_key_is_judged_before_fixed_key_processors(built,
     assert "error" not in answer, answer.get("error")
     assert sorted(row[2] for row in answer["outputs"][3]) == ["k/A-G", "k/A-R", "k/A-T"]
     assert topology_oracle.difference(scenario, answer, version) is None
+
+
+# A window-close suppression whose bounded buffer shuts down, after a function that throws: kjoin's run stops on the
+# throw, a run that skips the throw still stops on the full buffer; the judge must cut the two partitions into their
+# tasks past both stops. Found by the oracle generator on 2.5.0 (seed 13, 500 topologies), which crashed there.
+BOTH_STOPS = {
+    "partitions": 2,
+    "topology": [
+        {"name": "orders", "stream": "orders"},
+        {"name": "grouped", "group_by_key": True, "input": "orders"},
+        {"name": "windows", "windowed_by": {"inactivity_gap_ms": 5, "grace_ms": 5}, "input": "grouped"},
+        {"name": "agg", "aggregate": "concat", "input": "windows"},
+        {"name": "final", "suppress": {"until": "window_closes", "max_bytes": 150, "when_full": "shut_down"},
+         "input": "agg"},
+        {"name": "checked", "map_values": {"fail_on": "3"}, "input": "final"},
+        {"name": "rows", "to_stream": True, "input": "checked"},
+        {"name": "out", "to": "out", "input": "rows"},
+    ],
+    "events": [
+        {"topic": "orders", "key": "o4", "value": {"c": "c3", "v": "O6"}, "ts": 12},
+        {"topic": "orders", "key": "o4", "value": {"c": "c1", "v": "O6"}, "ts": 30},
+        {"topic": "orders", "key": "o3", "value": {"c": "c2", "v": "O7"}, "ts": 7},
+        {"topic": "orders", "key": "o3", "value": {"c": "c1", "v": "O1"}, "ts": 12},
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("version", ["2.5.0", oracle_check.LATEST_JUDGE.version])
+def test_a_run_that_stops_twice_is_cut_into_tasks_and_judged(built, version: str) -> None:
+    scenario = TopologyScenario.from_dict({**BOTH_STOPS, "semantics": str(parse_semantics(version))})
+    with pytest.raises(ProcessingError):
+        scenario.run()
+    assert topology_oracle.task_groups(scenario) == [[0, 1], [2, 3]]
+    (answer,) = topology_oracle.run_batch(version, [scenario])
+    assert topology_oracle.difference(scenario, answer, version) is None
