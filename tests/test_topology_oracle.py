@@ -678,3 +678,27 @@ def test_a_run_that_stops_twice_is_cut_into_tasks_and_judged(built, version: str
     assert topology_oracle.task_groups(scenario) == [[0, 1], [2, 3]]
     (answer,) = topology_oracle.run_batch(version, [scenario])
     assert topology_oracle.difference(scenario, answer, version) is None
+
+
+def _merged_with_itself(version: str, through_a_step: bool) -> TopologyScenario:
+    """A stream merged with itself (or with its own mapValues) and counted by concatenation."""
+    other = "s1-mapped" if through_a_step else "s1"
+    return TopologyScenario.from_dict({
+        "semantics": str(parse_semantics(version)), "partitions": 1,
+        "topology": [{"name": "s1", "stream": "s1"},
+                     {"name": "s1-mapped", "map_values": {"append": "!"}, "input": "s1"},
+                     {"name": "both", "merge": ["s1", other]},
+                     {"name": "grouped", "group_by_key": True, "input": "both"},
+                     {"name": "agg", "aggregate": "concat", "input": "grouped"},
+                     {"name": "out", "to": "out", "input": "agg"}],
+        "events": [{"topic": "s1", "key": "k", "value": v, "ts": 5} for v in ("a", "b")],
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize("version", ["2.4.1", "3.3.2", "4.3.0", oracle_check.LATEST_JUDGE.version])
+def test_a_stream_merged_with_itself_passes_each_record_once_as_in_kafka(built, version: str) -> None:
+    itself, mapped = _merged_with_itself(version, False), _merged_with_itself(version, True)
+    assert [o.value for o in itself.run().outputs("out")] == ["+a", "+a+b"]  # one parent: each record once
+    assert [o.value for o in mapped.run().outputs("out")] == ["+a!", "+a!+a", "+a!+a+b!", "+a!+a+b!+b"]  # two
+    for scenario, answer in zip((itself, mapped), topology_oracle.run_batch(version, [itself, mapped])):
+        assert topology_oracle.difference(scenario, answer, version) is None

@@ -516,11 +516,14 @@ class KStream(_Handle):
         return KStream(self.topology, node)
 
     def merge(self, other: "KStream", *, name: str | None = None) -> "KStream":
-        """One stream of this one's records and ``other``'s (Kafka's ``merge``), each as it comes."""
+        """One stream of this one's records and ``other``'s (Kafka's ``merge``), each as it comes. A stream merged
+        with itself passes each record once: Kafka's graph keeps a node's parents as a set (``GraphNode``'s
+        ``LinkedHashSet``), so the merge processor has one parent."""
         self._check_same(other, "merge")
         if not isinstance(other, KStream):
             raise TopologyError("merge: a stream merges with another stream (a table's changes: to_stream() first)")
-        node = self._add("merge", [(self.node, None), (other.node, None)], STREAM, name)
+        inputs = [(self.node, None)] if other.node is self.node else [(self.node, None), (other.node, None)]
+        node = self._add("merge", inputs, STREAM, name)
         node.key_changed = self.node.key_changed or other.node.key_changed
         if node.key_changed:
             mine, theirs = self._rekey_partitioner(), other._rekey_partitioner()

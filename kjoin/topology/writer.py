@@ -140,7 +140,8 @@ class _Writer:
 
     def stateless(self, node: Any, entry: dict[str, Any]) -> None:
         if node.op == "merge":
-            entry["merge"] = [self.logical(parent) for parent in node.parents]
+            parents = [self.logical(parent) for parent in node.parents]
+            entry["merge"] = parents * 2 if len(parents) == 1 else parents  # a stream merged with itself
             return
         if node.op in ("to_stream", "to_table"):
             entry[node.op] = True
