@@ -30,8 +30,11 @@ def resolve_partitions(graph: Graph) -> None:
         if node.op in ("stream", "table", "repartition-source"):
             sources_of.setdefault(subtopology_of[node.name], []).append(node.topic)
     # internal topics first take the largest count of their writers' sources (in order: a writer's own
-    # sources may be internal topics resolved just before)
-    for _ in range(len(graph.topics) + 1):
+    # sources may be internal topics resolved just before); a writer that reads what it writes (a merge of a
+    # stream with its own repartition()) never has all its counts: then, as Kafka's
+    # RepartitionTopics.computePartitionCount skips a source whose count is not known yet, the largest known one
+    partial = False
+    for _ in range(2 * len(graph.topics) + 2):
         changed = False
         for node in sorted(graph.nodes.values(), key=lambda n: n.order):
             for topic_name in _written_internal(node):
@@ -39,11 +42,16 @@ def resolve_partitions(graph: Graph) -> None:
                 if topic.partitions is not None:
                     continue
                 counts = [graph.topics[t].partitions for t in sources_of.get(subtopology_of[node.name], [])]
-                if counts and all(count is not None for count in counts):
-                    graph.topics[topic_name] = replace(topic, partitions=max(counts))  # type: ignore[type-var]
+                known = [count for count in counts if count is not None]
+                if known and (partial or len(known) == len(counts)):
+                    graph.topics[topic_name] = replace(topic, partitions=max(known))
                     changed = True
-        if not changed:
+        if changed:
+            partial = False
+        elif partial:
             break
+        else:
+            partial = True
     for join, names in groups:
         topics = [graph.topics[name] for name in names]
         external = [topic for topic in topics if not topic.internal]
