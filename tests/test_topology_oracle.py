@@ -17,6 +17,7 @@ import kjoin
 
 from kjoin.fates import Reason
 from kjoin.topology.runtime import ProcessingError
+from kjoin.topology.suppress import SuppressionBufferFull
 from kjoin.semantics import parse_semantics
 
 from kjoin.topology.document import TopologyScenario
@@ -670,12 +671,30 @@ BOTH_STOPS = {
 }  # fmt: skip
 
 
+# the other order: the buffer fills first, and the run with unbounded buffers then meets the throwing function
+BUFFER_FIRST = [
+    {"topic": "orders", "key": "o1", "value": {"c": "c3", "v": "O3"}, "ts": 24},
+    {"topic": "orders", "key": "o3", "value": {"c": "c2", "v": "O0"}, "ts": 13},
+    {"topic": "orders", "key": "o4", "value": {"c": "c3", "v": "O1"}, "ts": 5},
+    {"topic": "orders", "key": "o4", "value": {"c": "c3", "v": "O4"}, "ts": 3},
+    {"topic": "orders", "key": "o4", "value": {"c": "c2", "v": "O8"}, "ts": 29},
+]
+
+
 @pytest.mark.parametrize("version", ["2.5.0", oracle_check.LATEST_JUDGE.version])
-def test_a_run_that_stops_twice_is_cut_into_tasks_and_judged(built, version: str) -> None:
-    scenario = TopologyScenario.from_dict({**BOTH_STOPS, "semantics": str(parse_semantics(version))})
-    with pytest.raises(ProcessingError):
+@pytest.mark.parametrize(
+    "events, first, groups",
+    [
+        (BOTH_STOPS["events"], ProcessingError, [[0, 1], [2, 3]]),
+        (BUFFER_FIRST, SuppressionBufferFull, [[2, 3, 4], [0, 1]]),
+    ],
+    ids=["function-first", "buffer-first"],
+)
+def test_a_run_that_stops_twice_is_cut_into_tasks_and_judged(built, version: str, events, first, groups) -> None:
+    scenario = TopologyScenario.from_dict({**BOTH_STOPS, "events": events, "semantics": str(parse_semantics(version))})
+    with pytest.raises(first):
         scenario.run()
-    assert topology_oracle.task_groups(scenario) == [[0, 1], [2, 3]]
+    assert topology_oracle.task_groups(scenario) == groups
     (answer,) = topology_oracle.run_batch(version, [scenario])
     assert topology_oracle.difference(scenario, answer, version) is None
 
