@@ -281,15 +281,20 @@ BUILT_FROM = "built-from.json"
 """The file under the harness's ``target/`` that names the inputs of the last finished build, for later processes."""
 
 
+def _stamp_text(inputs: tuple[str, tuple[str, ...]]) -> str:
+    return json.dumps([inputs[0], list(inputs[1])]) + "\n"
+
+
 def _stamped(inputs: tuple[str, tuple[str, ...]]) -> bool:
     """A build of ``inputs`` finished in an earlier process and its output is all there: the stamp names them, the
     classes are compiled and every version's classpath file is written."""
     target = HARNESS / "target"
     try:
-        stamp = json.loads((target / BUILT_FROM).read_text())
-    except (OSError, ValueError):
+        if (target / BUILT_FROM).read_text() != _stamp_text(inputs):
+            return False
+    except (OSError, ValueError):  # missing, unreadable or not text: no stamp
         return False
-    if stamp != [inputs[0], list(inputs[1])] or not (target / "classes" / "kjoin" / "oracle" / "Oracle.class").exists():
+    if not (target / "classes" / "kjoin" / "oracle" / "Oracle.class").exists():
         return False
     return all((target / f"cp-{version}.txt").exists() for version in inputs[1])
 
@@ -321,7 +326,7 @@ def build(offline: bool | None = None, *, mvn: Callable[[list[str], bool], None]
         _compile(offline, run)
     _built_from = inputs
     (HARNESS / "target").mkdir(exist_ok=True)
-    (HARNESS / "target" / BUILT_FROM).write_text(json.dumps([inputs[0], list(inputs[1])]) + "\n")
+    (HARNESS / "target" / BUILT_FROM).write_text(_stamp_text(inputs))
 
 
 def _compile(offline: bool, mvn: Callable[[list[str], bool], None]) -> None:

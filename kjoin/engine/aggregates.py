@@ -244,12 +244,12 @@ def run_window_aggregate(
     """
     aggregation = aggregation or count()
     log = StateLog()
-    factory = window_aggregate_factory(windows, aggregation, retention_ms, segments, semantics)
-    records = event_records(events, partitions)
-    tasks = _tasks(factory, log, records)
     rules = parse_semantics(semantics)
     if retention_ms is None:
         retention_ms = windows.store_retention_ms(rules, settable="retention_ms")
+    factory = window_aggregate_factory(windows, aggregation, retention_ms, segments, rules)
+    records = event_records(events, partitions)
+    tasks = _tasks(factory, log, records)
     options = {"windows": windows, "layout": windows.layout(retention_ms, segments), "semantics": rules}
     config = AggregateConfig("window-aggregate", aggregation.name, partitions, options)
     return _run(config, records, log, lambda record, ctx: tasks[record.partition].process(record, ctx))

@@ -33,8 +33,9 @@ def resolve_partitions(graph: Graph) -> None:
     # sources may be internal topics resolved just before); a writer that reads what it writes (a merge of a
     # stream with its own repartition()) never has all its counts: then, as Kafka's
     # RepartitionTopics.computePartitionCount skips a source whose count is not known yet, the largest known one
-    partial = False
-    for _ in range(2 * len(graph.topics) + 2):
+
+    def settle(partial: bool) -> bool:
+        """One pass over the writers of internal topics without a count; whether it gave any a count."""
         changed = False
         for node in sorted(graph.nodes.values(), key=lambda n: n.order):
             for topic_name in _written_internal(node):
@@ -46,12 +47,10 @@ def resolve_partitions(graph: Graph) -> None:
                 if known and (partial or len(known) == len(counts)):
                     graph.topics[topic_name] = replace(topic, partitions=max(known))
                     changed = True
-        if changed:
-            partial = False
-        elif partial:
-            break
-        else:
-            partial = True
+        return changed
+
+    while settle(partial=False) or settle(partial=True):  # each pass that changes something gives a topic a count
+        pass
     for join, names in groups:
         topics = [graph.topics[name] for name in names]
         external = [topic for topic in topics if not topic.internal]

@@ -744,10 +744,10 @@ class _Importer:
         parent = self.parent(node)
         spec = self.fill.get(node.name)
         negated = isinstance(spec, Mapping) and spec.get("op") == "filter_not"  # filterNot: the same processor
+        build = parent.filter_not if negated else parent.filter
         if parent.node.produces == "table":  # KTable.filter: materialized when it lists a store of its own
-            build = parent.filter_not if negated else parent.filter
             return self._stored(node, build(fn, name=node.name, materialized=bool(node.stores)))
-        return (parent.filter_not if negated else parent.filter)(fn, name=node.name)
+        return build(fn, name=node.name)
 
     def passes(self, node: DescribedNode) -> Any:
         self.description.notes.append(f"{node.name}: peek, which passes records on unchanged")
