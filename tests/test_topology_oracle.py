@@ -648,7 +648,7 @@ def test_a_joiner_that_sees_the_key_is_judged_before_fixed_key_processors(built,
 
 # A window-close suppression whose bounded buffer shuts down, after a function that throws: kjoin's run stops on the
 # throw, a run that skips the throw still stops on the full buffer; the judge must cut the two partitions into their
-# tasks past both stops. Found by the oracle generator on 2.5.0 (seed 13, 500 topologies), which crashed there.
+# tasks past both stops.
 BOTH_STOPS = {
     "partitions": 2,
     "topology": [
