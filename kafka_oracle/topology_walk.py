@@ -96,6 +96,7 @@ OPERATIONS = (
     "join(stream-global)", "left_join(stream-global)",
     "join(table-table)", "left_join(table-table)", "outer_join(table-table)",
     "join(foreign-key)", "left_join(foreign-key)",
+    "join(foreign-key, windowed table)", "left_join(foreign-key, windowed table)",
     "joiner(object)", "joiner(concat)", "to(middle)", "to(end)",
     "filter_not", "peek", "process_values", "process", "split",
     "joiner(keyed)", "joiner(both keys)", "foreign_key(key_or_field)",
@@ -139,6 +140,7 @@ class _Handle:
     suppressed: bool = False  # a window's suppression (read as a stream, by a windowed join, or regrouped)
     held: bool = False  # a time-limit suppression, or a view of one (read as a table, grouped or foreign-key joined)
     windows: Any = None  # a windowed aggregate's windows (another aggregate in the same ones joins it)
+    subscribed: bool = False  # a windowed table's foreign-key join, or below one (no window closes: the right table)
 
 
 _WINDOW_KINDS = {"inactivity_gap_ms": "session", "time_difference_ms": "sliding", "advance_ms": "hopping",
@@ -283,12 +285,18 @@ class _Walker:
         rng = self.rng
         name = self.fresh("n")
         if at.windowed:
+            if at.kind == "table" and not at.view and self.windowed_foreign_keys():
+                apart = random.Random(repr(rng.getstate()) + "fk")  # drawn apart: every other draw stays as it was
+                if apart.random() < 0.15:
+                    return self.windowed_foreign_key(name, at, apart)
             if at.kind == "table" and not at.suppressed and self.semantics.suppress_until_window_closes:
                 roll = rng.random()
                 if roll < 0.25:
-                    node = self.by_bytes({"name": name, "suppress": self.suppression(True), "input": at.name})
+                    suppress = self.suppression(windowed=not at.subscribed)
+                    node = self.by_bytes({"name": name, "suppress": suppress, "input": at.name})
                     return self.add(node,
-                                    _Handle(name, "table", windowed=True, suppressed=True, windows=at.windows),
+                                    _Handle(name, "table", windowed=True, suppressed=True, windows=at.windows,
+                                            subscribed=at.subscribed),
                                     f"suppress({'window_closes' if roll < 0.15 else 'time_limit'})")  # fmt: skip
                 if roll < 0.35 and at.windows is not None:
                     return self.windowed_join(name, at)
@@ -598,7 +606,8 @@ class _Walker:
         if apart.random() < 0.35:
             node["materialized"] = True
             self.ops["view(windowed table, materialized)"] += 1
-        return self.add(node, _Handle(name, "table", windowed=True, view=True, windows=at.windows), label)
+        handle = _Handle(name, "table", windowed=True, view=True, windows=at.windows, subscribed=at.subscribed)
+        return self.add(node, handle, label)
 
     def windowed_predicate(self, rng: random.Random, windows: dict[str, Any], keys: list[Any]) -> dict[str, Any]:
         """A predicate over windowed keys: their text ``[key@start/end]`` (a source's key, a window near where the
@@ -627,7 +636,28 @@ class _Walker:
         self.add({"name": other, "count": True, "input": windows}, None, "count(windowed)")
         variant = self.rng.choice(["join", "left_join", "outer_join"])
         node = {"name": name, variant: [at.name, other] if self.rng.random() < 0.5 else [other, at.name]}
-        return self.add(node, _Handle(name, "table", windowed=True), "join(windowed-tables)")
+        return self.add(node, _Handle(name, "table", windowed=True, subscribed=at.subscribed), "join(windowed-tables)")
+
+    def windowed_foreign_keys(self) -> bool:
+        """May a windowed table subscribe by a foreign key: on one partition from 2.4, on several from 3.3, where a
+        response goes back to its row's partition (before, to its windowed key's: kjoin refuses it, KAFKA-13769)."""
+        semantics = self.semantics
+        return semantics.foreign_key_joins and (
+            self.partitions_hint == 1 or semantics.fk_responses_to_primary_partition
+        )
+
+    def windowed_foreign_key(self, name: str, at: _Handle, rng: random.Random) -> _Handle:
+        """``at``, a windowed table, joined by a foreign key of its values with a table: each window's row subscribes,
+        and the result keeps the ``Windowed`` keys (a foreign key's subscribers in their windowed serde's order)."""
+        other = self.rng.choice([h for h in self.of_kind("table") if not h.view] or [self.source("table")])
+        variant = rng.choice(["join", "left_join"])
+        node = {"name": name, variant: [at.name, other.name], "foreign_key": rng.choice(_FIELDS)}
+        if self.semantics.fk_extractor_with_key and rng.random() < 0.3:  # KIP-1104's BiFunction reads Windowed<K>
+            node["foreign_key"] = {"key_or_field": node["foreign_key"]}
+            self.ops["foreign_key(key_or_field)"] += 1
+        self.joiner(node)
+        handle = _Handle(name, "table", windowed=True, windows=at.windows, subscribed=True)
+        return self.add(node, handle, f"{variant}(foreign-key, windowed table)")
 
     def sink(self, at: _Handle, where: str) -> None:
         if at.kind not in ("stream", "table"):

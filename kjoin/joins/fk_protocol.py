@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..partitioner import serialize_key
@@ -132,10 +132,13 @@ class CombinedKey:
 
     fk: Any
     pk: Any
+    pk_bytes: bytes | None = field(default=None, compare=False)
+    """The primary key as the join's key serde writes it, where that is not the String serde's: a windowed table's
+    ``Windowed<K>`` (:meth:`ForeignKeyJoin.primary_key_bytes`)."""
 
     def sort_key(self) -> tuple[int, bytes, bytes]:
         fk = serialize_key(self.fk)
-        return (len(fk), fk, serialize_key(self.pk))
+        return (len(fk), fk, serialize_key(self.pk) if self.pk_bytes is None else self.pk_bytes)
 
     def prefix(self) -> tuple[int, bytes]:
         """The bytes a prefix scan for this foreign key matches."""

@@ -360,7 +360,7 @@ class ForeignKeyJoin:
             return
         said = f"Task {task.task} received {message.describe()}"
         if fk is not None:  # update state
-            combined = CombinedKey(fk, wrapper.pk)
+            combined = CombinedKey(fk, wrapper.pk, self.primary_key_bytes(wrapper.pk))
             if instruction.deletes:
                 task.subscriptions.delete(combined)
                 said += f"; removed subscription {combined}"
@@ -420,6 +420,11 @@ class ForeignKeyJoin:
         return self._send(RESPONSE, partition, pk, response, record.ts, ctx.index, ctx)
 
     # -- 4. resolve the response by hash (left task) -------------------------------------
+    def primary_key_bytes(self, pk: Any) -> bytes | None:
+        """The primary key's bytes in the subscription store's key when the left table's key serde is not the
+        String serde (``None``: it is)."""
+        return None
+
     def current_left(self, task: ForeignKeyTask, pk: Any) -> tuple[Any, int] | None:
         """The left row a response is resolved against (``ResponseJoinProcessor`` reads the left table's value
         getter): ``(value, ts)`` or ``None``; here the join's copy of the left table."""

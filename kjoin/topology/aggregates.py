@@ -23,9 +23,11 @@ How it works (Kafka's processors, with caching off as kjoin's every run):
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from ..fates import Fate, Reason
+from ..partitioner import serialize_key
 from ..joins.aggregate import Aggregation, AggregationError
 from ..joins.context import StepContext
 from ..joins.final_results import EmitFinalTimeWindows
@@ -67,6 +69,14 @@ class WindowedKey(str):
     def __reduce__(self) -> tuple[Any, tuple[Any, int, int]]:
         # pickled whole (the Spark engine carries written records between stages), not as the text alone
         return (WindowedKey, (self.key, self.start_ms, self.end_ms))
+
+    def serialized(self, session: bool) -> bytes:
+        """The bytes Kafka's windowed serde writes: the key's (String serde), then the window's start
+        (``TimeWindowedSerializer``), or a session's end and start (``SessionWindowedSerializer``), each a big-endian
+        long; where a store or topic keyed by ``Windowed<K>`` orders or partitions by bytes (a foreign-key join's
+        subscriptions, ``[fk][pk]``), windows of one key come in the order of their start, not of this text."""
+        times = (self.end_ms, self.start_ms) if session else (self.start_ms,)
+        return serialize_key(self.key) + b"".join(struct.pack(">q", t) for t in times)
 
 
 class _AggregateTable:

@@ -267,6 +267,7 @@ class Topology:
                     self.graph.add_topic(Topic(dead_letters, 1))
             refuse_cogroup_table_operations(self.graph, self.semantics)
             resolve_partitions(self.graph)
+            _refuse_windowed_foreign_key_routing(self.graph, self.semantics)
             for node in self.graph.nodes.values():
                 if node.op == "repartition-sink":
                     relaxed = self.semantics.relaxed_null_keys and self.graph.relaxed_join_downstream(node)
@@ -1072,6 +1073,13 @@ class KTable(_Handle):
         windows = None
         if settings.until == "window_closes":
             aggregate = windowed_aggregate(self.node)
+            if aggregate is None and windowed_table(self.node):  # Kafka's grace search walks every parent
+                raise TopologyError(
+                    f"suppress: {self.node.name} is keyed by window, but through a foreign-key join, whose result "
+                    "also descends from its right table, which has no window (Kafka: TopologyException: Window "
+                    "close time is only defined for windowed computations); suppress the windowed table before the "
+                    "join, or choose until='time_limit'"
+                )
             if aggregate is None:
                 raise TopologyError(
                     f"suppress: {self.node.name} is not a windowed table, and untilWindowCloses waits for a window to "
@@ -1090,7 +1098,7 @@ class KTable(_Handle):
             )
         if settings.max_bytes is not None:
             _check_topic_names_known(self.topology, self.node)
-        keyed_by = windowed_aggregate(self.node)  # the buffer serializes a session key with its window's end
+        keyed_by = windowed_aggregate(self.node, through_foreign_keys=True)  # a session key: with its window's end
         session_keys = keyed_by is not None and isinstance(keyed_by.params["windows"], SessionWindows)
         node = self._add(
             "suppress", [(self.node, None)], TABLE, name, suppressed=settings, windows=windows,
@@ -1175,20 +1183,32 @@ def _check_windowed_keys(op: str, left: Node, right: Node, foreign_key: bool) ->
             f"a Windowed key); join a table of plain keys: {right.name}'s to_stream(), "
             "select_key({window_key: true}) and to_table()"
         )
-    if foreign_key and left_windowed:
-        raise TopologyError(
-            f"{op} of {left.name} and {right.name}: a foreign-key join of a windowed table: {left.name} is keyed by "
-            "window (Windowed<K>); Kafka builds it (each window's row subscribes by its value's foreign key), but "
-            "kjoin does not model subscriptions and responses that carry windowed keys; take "
-            f"{left.name}'s to_stream(), select_key({{window_key: true}}) and to_table() first"
-        )
-    if left_windowed != right_windowed:
+    if left_windowed != right_windowed and not foreign_key:
         windowed, plain = (left, right) if left_windowed else (right, left)
         raise TopologyError(
             f"{op} of {left.name} and {right.name}: {windowed.name} is keyed by window ([key@start/end], Kafka's "
             f"Windowed<K>) and {plain.name} by plain keys, so no key of one is a key of the other; join two windowed "
             "tables, or take the windowed one's changes as a stream and map each key back to its plain key first"
         )
+
+
+def _refuse_windowed_foreign_key_routing(graph: Graph, semantics: Semantics) -> None:
+    """Before 3.3 a foreign-key join's response goes to the partition of its windowed primary key's bytes, not to the
+    task of the row (``Semantics.fk_responses_to_primary_partition``, KAFKA-13769): refused on several partitions."""
+    if semantics.fk_responses_to_primary_partition:
+        return
+    for node in graph.nodes.values():
+        left = node.parents[0] if node.op == "fk" else None
+        if left is None or not windowed_table(left):
+            continue
+        partitions = graph.topics[node.params["response_topic"]].partitions
+        if partitions is not None and partitions > 1:
+            raise TopologyError(
+                f"{node.name}: a foreign-key join of the windowed table {left.name} on {partitions} partitions: "
+                f"before Kafka 3.3 (KAFKA-13769; this is {semantics}) a response goes to the partition of its primary "
+                "key serialized as Windowed<K> (the key, then the window), not to the task that holds the window's "
+                "row, which kjoin does not model; run it on one partition, or on Kafka 3.3 or later"
+            )
 
 
 def _ask_join_for_old_values(table: Node) -> None:

@@ -386,18 +386,23 @@ def _cut(name: str) -> str:
 
 def windowed_table(node: Node) -> bool:
     """Is ``node`` keyed by ``Windowed<K>``: a windowed aggregate, a stream or table derived from one key for key
-    (filter, mapValues, toStream, ...), or a table join of two of them?"""
-    return windowed_aggregate(node) is not None
+    (filter, mapValues, toStream, ...), a table join of two of them, or a foreign-key join of one to a table?"""
+    return windowed_aggregate(node, through_foreign_keys=True) is not None
 
 
-def windowed_aggregate(node: Node) -> Node | None:
+def windowed_aggregate(node: Node, through_foreign_keys: bool = False) -> Node | None:
     """The windowed aggregate whose ``Windowed<K>`` keys ``node`` has (see :func:`windowed_table`), if any: as
-    Kafka's ``GraphGraceSearchUtil`` walks up from a suppression to find its grace."""
+    Kafka's ``GraphGraceSearchUtil`` walks up from a suppression to find its grace, which stops at a foreign-key
+    join (its result also descends from the right table, which has no window); ``through_foreign_keys``: walk on
+    to the join's left table, whose keys and key serde its result keeps."""
     seen: set[str] = set()
     while node.name not in seen:
         seen.add(node.name)
         if node.op == "aggregate":
             return node if node.params.get("windows") is not None else None
+        if node.op == "fk" and through_foreign_keys:
+            node = node.parents[0]
+            continue
         if node.key_changed or not node.parents or node.op in ("table-aggregate", "fk", "stream-global"):
             return None
         node = node.parents[0]

@@ -350,9 +350,11 @@ class _Run:
             for node in self.graph.nodes.values()
             if node.op == "fk"
         }
-        for fk in self.foreign_keys.values():  # Kafka reads a table-table join or a suppression through its value
-            left, right = fk.node.parents  # getter, not a copy (a suppression's: the buffer's prior value of a key)
-            if left.op in ("table-table", "suppress"):
+        # Kafka reads a table-table join, a suppression or a windowed table through its value getter, not a copy: a
+        # suppression's answers with the buffer's prior value, a window store's with nothing behind its retention
+        for fk in self.foreign_keys.values():
+            left, right = fk.node.parents
+            if left.op in ("table-table", "suppress") or windowed_table(left):
                 fk.join.left_getter = self._getter_of(left)
             if right.op in ("table-table", "suppress"):
                 fk.join.right_getter = self._getter_of(right)

@@ -10,6 +10,7 @@ from ...joins.context import StepContext
 from ...joins.foreign_key import FROM_COPY, ForeignKeyJoin, ForeignKeyTask
 from ...joins.fk_protocol import SUBSCRIPTION, Message
 from ...joins.options import ForeignKeyOptions, TableOptions
+from ...joins.session_aggregate import SessionWindows
 from ...partitioner import default_partition
 from ...records import Record, Side, render_value
 from ...semantics import Semantics
@@ -17,7 +18,7 @@ from ...serde import string_serde_text
 from ...stores import TableStore
 from ...times import at
 from ..functions import Function, UserFunctionError, field_of
-from ..graph import Graph, Node, Topic
+from ..graph import Graph, Node, Topic, windowed_aggregate
 from ..plain import not_a_key, shown
 from .base import Outcome, Rec, ScopedLog, join_outcome
 
@@ -51,14 +52,17 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
         response: Topic,
         extractor: Any = None,
         text_keys: bool = True,
+        windowed_keys: str | None = None,
     ) -> None:
-        """``text_keys``: the foreign key through the String serde (a Python extractor's result as its text)."""
+        """``text_keys``: the foreign key through the String serde (a Python extractor's result as its text);
+        ``windowed_keys``: ``time`` or ``session`` when the left table is keyed by ``Windowed<K>``."""
         assert subscription.partitions is not None
         super().__init__(log, options, subscription.partitions, eager=())
         self.subscription = subscription
         self.response = response
         self.extractor = extractor
         self.text_keys = text_keys
+        self.windowed_keys = windowed_keys
         self.left_key: Any = None
         """The key of the left row whose foreign key is asked for (a ``BiFunction`` extractor reads it)."""
         self.left_getter: Callable[[int], Any] | None = None
@@ -73,6 +77,13 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
     def process(self, record: Record, ctx: StepContext, change_old: Any = FROM_COPY) -> None:
         self.left_key = record.key
         super().process(record, ctx, change_old)
+
+    def primary_key_bytes(self, pk: Any) -> bytes | None:
+        """A windowed left table's key through its windowed serde (``TimeWindowedSerde``, ``SessionWindowedSerde``):
+        the subscription store orders a foreign key's subscribers by it."""
+        if self.windowed_keys is None:
+            return None
+        return pk.serialized(session=self.windowed_keys == "session")
 
     def current_left(self, task: ForeignKeyTask, pk: Any) -> tuple[Any, int] | None:
         if self.left_getter is None:
@@ -166,6 +177,7 @@ class ForeignKeyNode:
             graph.topics[p["response_topic"]],
             extractor,
             graph.text_keys,
+            _windowed_keys(left),
         )
         self._log = log
         self.drops_idempotent = semantics.drops_idempotent_table_updates and graph.materialized(node, semantics)
@@ -235,6 +247,14 @@ class ForeignKeyNode:
         if ctx.outputs and not forwarded:  # the result table dropped every result (KIP-557)
             return Outcome(Fate.DROPPED, Reason.IDEMPOTENT_UPDATE, ctx.explain, [], self._new_messages())
         return Outcome(fate, ctx.reason, ctx.explain, forwarded, self._new_messages())
+
+
+def _windowed_keys(left: Node) -> str | None:
+    """``time`` or ``session`` when the left table is keyed by ``Windowed<K>`` (by a windowed aggregate's keys)."""
+    aggregate = windowed_aggregate(left, through_foreign_keys=True)
+    if aggregate is None:
+        return None
+    return "session" if isinstance(aggregate.params["windows"], SessionWindows) else "time"
 
 
 def _table_options(node: Node) -> TableOptions:

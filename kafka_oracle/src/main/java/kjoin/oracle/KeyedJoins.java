@@ -65,9 +65,10 @@ final class KeyedJoins {
                                     org.apache.kafka.streams.kstream.Materialized<String, String,
                                         org.apache.kafka.streams.state.KeyValueStore<
                                             org.apache.kafka.common.utils.Bytes, byte[]>> store) {
-        java.util.function.BiFunction<String, String, String> extractor = (key, value) -> {
+        // the key by its text: a windowed table's Windowed key as [key@start/end], as kjoin's key_or_field reads it
+        java.util.function.BiFunction<Object, String, String> extractor = (key, value) -> {
             String found = TopologyOracle.field(value, path);
-            return found != null ? found : key;
+            return found != null ? found : TopologyOracle.keyText(key);
         };
         if (store != null) {  // Materialized.as(store): the result's store
             return "inner".equals(variant) ? left.join(right, extractor, joiner, store)

@@ -688,14 +688,17 @@ public final class TopologyOracle {
         KTable<String, String> l = (KTable<String, String>) left;
         KTable<String, String> r = (KTable<String, String>) right;
         Object path = node.get("foreign_key");
+        // a windowed left table's result keeps its Windowed keys: its store takes the table's windowed key serde
+        Materialized<String, String, KeyValueStore<Bytes, byte[]>> fkStore = Naming.store(node) == null ? null
+            : windowed ? (Materialized) windowedJoinStore(Naming.store(node)) : stored(Naming.store(node));
         if (path instanceof Map) {  // {key_or_field: path}: a BiFunction extractor (KIP-1104, 4.0)
             return KeyedJoins.foreignKeyWithKey(l, r, variant, joiner, (String) Oracle.map(path).get("key_or_field"),
-                Naming.store(node) != null ? stored(Naming.store(node)) : null);
+                fkStore);
         }
         if (path != null) {
             java.util.function.Function<String, String> extractor = value -> field(value, (String) path);
-            if (Naming.store(node) != null) {  // Materialized.as(store): the result's store
-                Materialized<String, String, KeyValueStore<Bytes, byte[]>> store = stored(Naming.store(node));
+            if (fkStore != null) {  // Materialized.as(store): the result's store
+                Materialized<String, String, KeyValueStore<Bytes, byte[]>> store = fkStore;
                 return "inner".equals(variant) ? l.join(r, extractor, joiner, store)
                     : l.leftJoin(r, extractor, joiner, store);
             }
