@@ -107,7 +107,7 @@ OPERATIONS = (
     "filter(windowed table)", "filter_not(windowed table)", "view(windowed table, materialized)",
     "filter(windowed stream)", "filter_not(windowed stream)",
     "store(windowed view)", "store(windowed join)",
-    "read(suppressed window)", "group_by(suppressed table)", "foreign-key(suppressed table)",
+    "read(suppressed window)", "group_by(suppressed table)", "foreign-key(suppressed table)", "foreign-key(view)",
     "group_by(suppressed window)",
     "unmaterialized(table)",
 )  # fmt: skip
@@ -136,7 +136,7 @@ class _Handle:
     windowed: bool = False  # keys are Kafka's Windowed (only value operations and sinks may follow)
     versioned: bool = False  # a versioned source table
     rekeyed: bool = False  # a key change no repartition has followed yet
-    view: bool = False  # a table's filter or map_values (a foreign-key join of it is not modelled)
+    view: bool = False  # a table's filter or map_values
     suppressed: bool = False  # a window's suppression (read as a stream, by a windowed join, or regrouped)
     held: bool = False  # a time-limit suppression, or a view of one (read as a table, grouped or foreign-key joined)
     windows: Any = None  # a windowed aggregate's windows (another aggregate in the same ones joins it)
@@ -285,7 +285,7 @@ class _Walker:
         rng = self.rng
         name = self.fresh("n")
         if at.windowed:
-            if at.kind == "table" and not at.view and self.windowed_foreign_keys():
+            if at.kind == "table" and self.windowed_foreign_keys():
                 apart = random.Random(repr(rng.getstate()) + "fk")  # drawn apart: every other draw stays as it was
                 if apart.random() < 0.15:
                     return self.windowed_foreign_key(name, at, apart)
@@ -485,7 +485,7 @@ class _Walker:
             node = self.by_bytes({"name": name, "suppress": self.suppression(False), "input": at.name})
             return self.add(node, _Handle(name, "table", held=True), "suppress(time_limit)")
         choices = ["filter", "map_values", "to_stream", "join-table", "join-table", "group_by"]
-        if self.semantics.foreign_key_joins and not at.view:
+        if self.semantics.foreign_key_joins:
             choices += ["foreign-key", "foreign-key"]
         if at.versioned:  # a versioned table's filter or map_values: kjoin refuses it (not modelled)
             choices = [choice for choice in choices if choice not in ("filter", "map_values")]
@@ -510,10 +510,12 @@ class _Walker:
             node = {"name": name, "group_by": {"field": rng.choice(_FIELDS)}, "input": at.name}
             return self.add(node, _Handle(name, "grouped-table"), "group_by(table)")
         if op == "foreign-key":
-            others = [h for h in self.of_kind("table") if not h.view and h is not at]
+            others = [h for h in self.of_kind("table") if h is not at]
             other = rng.choice(others) if others and rng.random() < 0.6 else self.source("table")
             if at.held or other.held:  # the subscriptions follow its evictions; the joins ask its value getter
                 self.ops["foreign-key(suppressed table)"] += 1
+            if at.view or other.view:  # the subscriptions follow its Change(new, old); the joins ask its value getter
+                self.ops["foreign-key(view)"] += 1
             variant = rng.choice(["join", "left_join"])
             node = {"name": name, variant: [at.name, other.name], "foreign_key": rng.choice(_FIELDS)}
             if self.semantics.fk_extractor_with_key and rng.random() < 0.3:  # KIP-1104's BiFunction
@@ -649,7 +651,7 @@ class _Walker:
     def windowed_foreign_key(self, name: str, at: _Handle, rng: random.Random) -> _Handle:
         """``at``, a windowed table, joined by a foreign key of its values with a table: each window's row subscribes,
         and the result keeps the ``Windowed`` keys (a foreign key's subscribers in their windowed serde's order)."""
-        other = self.rng.choice([h for h in self.of_kind("table") if not h.view] or [self.source("table")])
+        other = self.rng.choice(self.of_kind("table") or [self.source("table")])
         variant = rng.choice(["join", "left_join"])
         node = {"name": name, variant: [at.name, other.name], "foreign_key": rng.choice(_FIELDS)}
         if self.semantics.fk_extractor_with_key and rng.random() < 0.3:  # KIP-1104's BiFunction reads Windowed<K>

@@ -111,6 +111,7 @@ FILE_TIERS: dict[str, str] = {
     "test_topology_suppressed_windows.py": "unit",
     "test_topology_suppressed_fk.py": "unit",
     "test_topology_windowed_fk.py": "unit",
+    "test_topology_fk_views.py": "unit",
     "test_topology_cogroup.py": "oracle",
     "test_topology_names.py": "unit",
     "test_topology_store_names.py": "unit",

@@ -1071,9 +1071,6 @@ def api_cases():
         )(T())
     )
     c["describe() after bad"] = mk(lambda: (lambda t: (t.stream("s"), t.describe()))(T()), None)
-    c["fk on view"] = mk(
-        lambda: (lambda t: t.table("a").filter(lambda k, v: True).join(t.table("b"), foreign_key="c"))(T())
-    )
     c["stream-table grace on non-versioned"] = mk(lambda: (lambda t: t.stream("s").join(t.table("t"), grace_ms=5))(T()))
     c["grace > retention"] = mk(
         lambda: (lambda t: t.stream("s").join(t.table("t", history_retention_ms=5), grace_ms=50))(T())

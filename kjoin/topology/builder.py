@@ -949,11 +949,6 @@ class KTable(_Handle):
                 f"{variant} join: Kafka's KTable joins take a ValueJoiner (left, right), never the key "
                 "(ValueJoinerWithKey is a KStream join's, KIP-149): give the joiner two parameters"
             )
-        if foreign_key is not None and (self.node.op in VIEW_OPS or other.node.op in VIEW_OPS):
-            raise TopologyError(
-                "a foreign-key join of a table's filter or mapValues: kjoin does not model it yet (the join keeps its "
-                "own copy of each table); join the table itself"
-            )
         _check_versioned(self.topology, self.node, other.node)
         _check_windowed_keys(f"{variant} join", self.node, other.node, foreign_key is not None)
         parents = [(self.node, Side.LEFT), (other.node, Side.RIGHT)]

@@ -354,9 +354,9 @@ class _Run:
         # suppression's answers with the buffer's prior value, a window store's with nothing behind its retention
         for fk in self.foreign_keys.values():
             left, right = fk.node.parents
-            if left.op in ("table-table", "suppress") or windowed_table(left):
+            if left.op in ("table-table", "suppress", *VIEW_OPS) or windowed_table(left):
                 fk.join.left_getter = self._getter_of(left)
-            if right.op in ("table-table", "suppress"):
+            if right.op in ("table-table", "suppress", *VIEW_OPS):
                 fk.join.right_getter = self._getter_of(right)
         self.internal_readers: dict[str, tuple[ForeignKeyNode, int]] = {}
         for fk in self.foreign_keys.values():

@@ -24,13 +24,16 @@ from .base import Outcome, Rec, ScopedLog, join_outcome
 
 __all__ = ["ForeignKeyNode", "TopologyForeignKeyJoin"]
 
-CHANGE_OLD_PARENTS = frozenset({"table-table", "aggregate", "table-aggregate", "cogroup", "suppress"})
+CHANGE_OLD_PARENTS = frozenset(
+    {"table-table", "aggregate", "table-aggregate", "cogroup", "suppress", "table-filter", "table-map-values"}
+)
 """The left parents whose ``Change(new, old)`` the subscriptions follow (Kafka's ``SubscriptionSendProcessor`` reads
 ``change.oldValue``), where the join's copy of the left table would hold another old value: a table-table join's
 old row (its getter, not the last row it forwarded), and an aggregate's first old value, the initializer's
 (``KStreamAggregate`` forwards ``Change(new, initializer())`` when it sends old values: a count's first update is
-``Change(1, 0)``, an update of a row the copy never held), and a suppression's eviction, whose old value is its latest
-buffered update's (not the row it last let through)."""
+``Change(1, 0)``, an update of a row the copy never held), a suppression's eviction, whose old value is its latest
+buffered update's (not the row it last let through), and a view's change, whose old value is its parent's seen through
+it (or, materialized from 2.7, its own store's row)."""
 
 
 class TopologyForeignKeyJoin(ForeignKeyJoin):

@@ -119,7 +119,7 @@ def _reads_old_values(view: Node, child: Node, port: Side | None) -> bool:
         variant = child.params["variant"]
         outer = variant == "outer" or (variant == "left" and port is Side.LEFT)
         return outer or bool(child.params.get("sends_old_values"))
-    if child.op == "table-group-by":
+    if child.op in ("table-group-by", "fk"):  # KTableImpl.doJoinOnForeignKey: enableSendingOldValues(true), both
         return True
     if child.op in VIEW_OPS and not child.params["materialized"]:
         return bool(child.params.get("sends_old_values")) or any(
