@@ -387,6 +387,26 @@ def receive_batch(sent: SentBatch) -> list[dict[str, Any]]:
     return answers
 
 
+def disagreements(
+    version: str, batch: list[TopologyScenario], answers: list[dict[str, Any]] | None = None
+) -> list[str]:
+    """Every topology of ``batch`` on which kjoin and Kafka ``version`` disagree (its document, then the first
+    :func:`difference`), judged by :func:`run_batch` unless its ``answers`` are given."""
+    answers = run_batch(version, batch) if answers is None else answers
+    found = []
+    for scenario, answer in zip(batch, answers):
+        text = difference(scenario, answer, version)
+        if text is not None:
+            found.append(f"{json.dumps(document(scenario), ensure_ascii=False, default=str)}\n{text}")
+    return found
+
+
+def on_partitions(scenario: TopologyScenario, partitions: int) -> TopologyScenario:
+    """``scenario`` with its topics on ``partitions`` partitions."""
+    data = {key: value for key, value in document(scenario).items() if key != "outputs"}
+    return TopologyScenario.from_dict({**data, "partitions": partitions})
+
+
 def difference(scenario: TopologyScenario, answer: dict[str, Any], version: str) -> str | None:
     """None when kjoin agrees with Kafka on the split and on every event's outputs; else the first difference. A task
     that failed on an event (a user function that throws, under the ``fail`` handler) agrees when kjoin's run stops
