@@ -70,13 +70,17 @@ class WindowedKey(str):
         # pickled whole (the Spark engine carries written records between stages), not as the text alone
         return (WindowedKey, (self.key, self.start_ms, self.end_ms))
 
-    def serialized(self, session: bool) -> bytes:
-        """The bytes Kafka's windowed serde writes: the key's (String serde), then the window's start
-        (``TimeWindowedSerializer``), or a session's end and start (``SessionWindowedSerializer``), each a big-endian
-        long; where a store or topic keyed by ``Windowed<K>`` orders or partitions by bytes (a foreign-key join's
-        subscriptions, ``[fk][pk]``), windows of one key come in the order of their start, not of this text."""
+    def window_bytes(self, session: bool) -> bytes:
+        """What Kafka's windowed serde writes after the key's bytes: the window's start (``TimeWindowedSerializer``),
+        or a session's end and start (``SessionWindowedSerializer``), each a big-endian long."""
         times = (self.end_ms, self.start_ms) if session else (self.start_ms,)
-        return serialize_key(self.key) + b"".join(struct.pack(">q", t) for t in times)
+        return b"".join(struct.pack(">q", t) for t in times)
+
+    def serialized(self, session: bool) -> bytes:
+        """The bytes Kafka's windowed serde writes: the key's, then :meth:`window_bytes`; where a store or topic
+        keyed by ``Windowed<K>`` orders by bytes (a foreign-key join's subscriptions, ``[fk][pk]``), windows of one
+        key come in the order of their start, not of this text."""
+        return serialize_key(self.key) + self.window_bytes(session)
 
 
 class _AggregateTable:

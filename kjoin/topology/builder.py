@@ -61,6 +61,7 @@ from .graph import (
     legal_name,
     legal_topic,
     windowed_aggregate,
+    windowed_kind,
     windowed_table,
 )
 from .handlers import exception_handling
@@ -1093,8 +1094,7 @@ class KTable(_Handle):
             )
         if settings.max_bytes is not None:
             _check_topic_names_known(self.topology, self.node)
-        keyed_by = windowed_aggregate(self.node, through_foreign_keys=True)  # a session key: with its window's end
-        session_keys = keyed_by is not None and isinstance(keyed_by.params["windows"], SessionWindows)
+        session_keys = windowed_kind(self.node) == "session"  # the buffer serializes a session key with its end
         node = self._add(
             "suppress", [(self.node, None)], TABLE, name, suppressed=settings, windows=windows,
             session_keys=session_keys,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ..joins.session_aggregate import SessionWindows
 from ..partitioner import default_partition
 from ..records import Side
 from ..scenario.fields import ScenarioError
@@ -36,6 +37,7 @@ __all__ = [
     "legal_name",
     "legal_topic",
     "windowed_table",
+    "windowed_kind",
     "windowed_aggregate",
 ]
 
@@ -388,6 +390,15 @@ def windowed_table(node: Node) -> bool:
     """Is ``node`` keyed by ``Windowed<K>``: a windowed aggregate, a stream or table derived from one key for key
     (filter, mapValues, toStream, ...), a table join of two of them, or a foreign-key join of one to a table?"""
     return windowed_aggregate(node, through_foreign_keys=True) is not None
+
+
+def windowed_kind(node: Node) -> str | None:
+    """``session`` or ``time`` when ``node`` is keyed by ``Windowed<K>`` (:func:`windowed_table`): whether its serde
+    writes a session's end and start or a time window's start after the key; ``None`` for plain keys."""
+    aggregate = windowed_aggregate(node, through_foreign_keys=True)
+    if aggregate is None:
+        return None
+    return "session" if isinstance(aggregate.params["windows"], SessionWindows) else "time"
 
 
 def windowed_aggregate(node: Node, through_foreign_keys: bool = False) -> Node | None:

@@ -364,8 +364,7 @@ class BufferSizes:
         (``SessionWindowedSerializer``); any other key its text's UTF-8."""
         if not isinstance(key, WindowedKey):
             return render_value(key).encode("utf-8")
-        window = (key.end_ms, key.start_ms) if self.session_keys else (key.start_ms,)
-        return render_value(key.key).encode("utf-8") + b"".join(t.to_bytes(8, "big", signed=True) for t in window)
+        return render_value(key.key).encode("utf-8") + key.window_bytes(self.session_keys)
 
     def context_size(self, context: Any) -> int:
         """``ProcessorRecordContext.residentMemorySizeEstimate``: timestamp, offset, partition, the topic's

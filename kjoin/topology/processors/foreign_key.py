@@ -10,7 +10,6 @@ from ...joins.context import StepContext
 from ...joins.foreign_key import FROM_COPY, ForeignKeyJoin, ForeignKeyTask
 from ...joins.fk_protocol import SUBSCRIPTION, Message
 from ...joins.options import ForeignKeyOptions, TableOptions
-from ...joins.session_aggregate import SessionWindows
 from ...partitioner import default_partition
 from ...records import Record, Side, render_value
 from ...semantics import Semantics
@@ -18,7 +17,7 @@ from ...serde import string_serde_text
 from ...stores import TableStore
 from ...times import at
 from ..functions import Function, UserFunctionError, field_of
-from ..graph import Graph, Node, Topic, windowed_aggregate
+from ..graph import Graph, Node, Topic, windowed_kind
 from ..plain import not_a_key, shown
 from .base import Outcome, Rec, ScopedLog, join_outcome
 
@@ -180,7 +179,7 @@ class ForeignKeyNode:
             graph.topics[p["response_topic"]],
             extractor,
             graph.text_keys,
-            _windowed_keys(left),
+            windowed_kind(left),
         )
         self._log = log
         self.drops_idempotent = semantics.drops_idempotent_table_updates and graph.materialized(node, semantics)
@@ -250,14 +249,6 @@ class ForeignKeyNode:
         if ctx.outputs and not forwarded:  # the result table dropped every result (KIP-557)
             return Outcome(Fate.DROPPED, Reason.IDEMPOTENT_UPDATE, ctx.explain, [], self._new_messages())
         return Outcome(fate, ctx.reason, ctx.explain, forwarded, self._new_messages())
-
-
-def _windowed_keys(left: Node) -> str | None:
-    """``time`` or ``session`` when the left table is keyed by ``Windowed<K>`` (by a windowed aggregate's keys)."""
-    aggregate = windowed_aggregate(left, through_foreign_keys=True)
-    if aggregate is None:
-        return None
-    return "session" if isinstance(aggregate.params["windows"], SessionWindows) else "time"
 
 
 def _table_options(node: Node) -> TableOptions:
