@@ -346,18 +346,12 @@ class _Run:
         self.processors: dict[tuple[str, int], NodeProcessor] = {}
         self.tasks: set[tuple[int, int]] = set()  # the (sub-topology, partition) whose processors are built
         self.foreign_keys = {
-            node.name: ForeignKeyNode(node, self.graph, self.late, topology.semantics, self.subtopology_of)
+            node.name: ForeignKeyNode(
+                node, self.graph, self.late, topology.semantics, self.subtopology_of, self._getter_of
+            )
             for node in self.graph.nodes.values()
             if node.op == "fk"
         }
-        # Kafka reads a table-table join, a suppression or a windowed table through its value getter, not a copy: a
-        # suppression's answers with the buffer's prior value, a window store's with nothing behind its retention
-        for fk in self.foreign_keys.values():
-            left, right = fk.node.parents
-            if left.op in ("table-table", "suppress", *VIEW_OPS) or windowed_table(left):
-                fk.join.left_getter = self._getter_of(left)
-            if right.op in ("table-table", "suppress", *VIEW_OPS):
-                fk.join.right_getter = self._getter_of(right)
         self.internal_readers: dict[str, tuple[ForeignKeyNode, int]] = {}
         for fk in self.foreign_keys.values():
             self.internal_readers[fk.node.params["subscription_topic"]] = (fk, fk.right_sub)

@@ -42,7 +42,8 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
     subscription came from). A partition out of a topic's range stops the run, as Kafka's producer refuses it. Its
     tables are copies of its parents (a source table, or another join's result, which no ``KTableSource`` writes): a
     source drops its idempotent updates before they reach the join (KIP-557,
-    :class:`~kjoin.topology.processors.tables.TableSource`)."""
+    :class:`~kjoin.topology.processors.tables.TableSource`). A response is resolved and a subscription joined through
+    the tables' value getters, as Kafka's are (the copies give the old values the changes of a source carry)."""
 
     tables_are_sources = False
 
@@ -52,12 +53,14 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
         options: ForeignKeyOptions,
         subscription: Topic,
         response: Topic,
+        getters: tuple[Callable[[int], Any], Callable[[int], Any]],
         extractor: Any = None,
         text_keys: bool = True,
         windowed_keys: str | None = None,
     ) -> None:
-        """``text_keys``: the foreign key through the String serde (a Python extractor's result as its text);
-        ``windowed_keys``: ``time`` or ``session`` when the left table is keyed by ``Windowed<K>``."""
+        """``getters``: the left and the right table's value getter in the task of a partition; ``text_keys``: the
+        foreign key through the String serde (a Python extractor's result as its text); ``windowed_keys``: ``time``
+        or ``session`` when the left table is keyed by ``Windowed<K>``."""
         assert subscription.partitions is not None
         super().__init__(log, options, subscription.partitions, eager=())
         self.subscription = subscription
@@ -67,14 +70,11 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
         self.windowed_keys = windowed_keys
         self.left_key: Any = None
         """The key of the left row whose foreign key is asked for (a ``BiFunction`` extractor reads it)."""
-        self.left_getter: Callable[[int], Any] | None = None
-        """The left table's value getter in the task of a partition, where the join's copy of the left table can
-        differ from it: a table-table join's getter joins its parents' rows now (an inner join forwards nothing when
-        its row goes away with its partner already gone) and stamps them with the newest present row's time (the
-        join forwarded the time of the update that set it off); a suppression's answers a key its buffer holds
-        with its prior value (the copy holds the newer value the buffer waits with)."""
-        self.right_getter: Callable[[int], Any] | None = None
-        """The right table's value getter, likewise."""
+        self.left_getter, self.right_getter = getters
+        """Where a copy of the table would differ: a table-table join's getter joins its parents' rows now (an inner
+        join forwards nothing when its row goes away with its partner already gone) and stamps them with the newest
+        present row's time; a suppression's answers a key its buffer holds with its prior value; a view's filters or
+        maps its parent's row; a window store's finds nothing behind its retention."""
 
     def process(self, record: Record, ctx: StepContext, change_old: Any = FROM_COPY) -> None:
         self.left_key = record.key
@@ -88,13 +88,9 @@ class TopologyForeignKeyJoin(ForeignKeyJoin):
         return pk.serialized(session=self.windowed_keys == "session")
 
     def current_left(self, task: ForeignKeyTask, pk: Any) -> tuple[Any, int] | None:
-        if self.left_getter is None:
-            return super().current_left(task, pk)
         return self.left_getter(task.task).get(pk)
 
     def current_right(self, task: ForeignKeyTask, fk: Any) -> tuple[Any, int] | None:
-        if self.right_getter is None:
-            return super().current_right(task, fk)
         return self.right_getter(task.task).get(fk)
 
     def fk_of(self, value: Any) -> Any:
@@ -151,8 +147,15 @@ class ForeignKeyNode:
     task (Kafka's ``KTABLE-FK-JOIN-OUTPUT`` source, which a later join reads and takes old values from)."""
 
     def __init__(
-        self, node: Node, graph: Graph, log: Any, semantics: Semantics, subtopology_of: dict[str, int]
+        self,
+        node: Node,
+        graph: Graph,
+        log: Any,
+        semantics: Semantics,
+        subtopology_of: dict[str, int],
+        getter_of: Callable[[Node], Callable[[int], Any]],
     ) -> None:
+        """``getter_of``: a table's value getter in the task of a partition (the run's)."""
         self.node = node
         p = node.params
         left, right = node.parents
@@ -177,6 +180,7 @@ class ForeignKeyNode:
             options,
             subscription,
             graph.topics[p["response_topic"]],
+            (getter_of(left), getter_of(right)),
             extractor,
             graph.text_keys,
             windowed_kind(left),
